@@ -1,0 +1,138 @@
+package sdnlb
+
+import (
+	"context"
+	"time"
+)
+
+// MemberStatus is a member's place in rotation.
+type MemberStatus string
+
+const (
+	MemberUp        MemberStatus = "UP"         // its monitors pass
+	MemberDown      MemberStatus = "DOWN"       // a monitor failed max_retries times, or it was never seen up
+	MemberNoMonitor MemberStatus = "NO_MONITOR" // its pool has no monitor: in rotation, unchecked
+	MemberDraining  MemberStatus = "DRAINING"   // admin down or weight 0: no new connections, old ones run out
+)
+
+// MaxWeight is the largest member weight, as in LBaaS.
+const MaxWeight = 256
+
+// MemberHealth is what the health monitors last found. Status is UP, DOWN
+// or NO_MONITOR; only the health monitors write it.
+type MemberHealth struct {
+	Status    MemberStatus `json:"status"`
+	Since     time.Time    `json:"since"`
+	LastCheck *time.Time   `json:"last_check,omitempty"`
+	LatencyMS float64      `json:"last_latency_ms"`
+	LastError string       `json:"last_error,omitempty"`
+}
+
+// Member is one server of a pool. (PoolID, Address, Port) is unique.
+type Member struct {
+	ID           string       `json:"id"`
+	PoolID       string       `json:"pool_id"`
+	Address      string       `json:"address"`
+	Port         int          `json:"port"` // 0 means the VIP's port
+	Weight       int          `json:"weight"`
+	AdminStateUp bool         `json:"admin_state_up"`
+	Status       MemberStatus `json:"status"` // derived: DRAINING, else Health.Status
+	Health       MemberHealth `json:"health"`
+	CreatedAt    time.Time    `json:"created_at"`
+	UpdatedAt    time.Time    `json:"updated_at"`
+}
+
+// NewMember returns a member with the defaults: weight 1, admin up.
+func NewMember() *Member {
+	return &Member{Weight: 1, AdminStateUp: true}
+}
+
+// EffectiveStatus derives Status from the admin state, weight and health.
+func (m *Member) EffectiveStatus() MemberStatus {
+	if !m.AdminStateUp || m.Weight == 0 {
+		return MemberDraining
+	}
+	if m.Health.Status == "" {
+		return MemberNoMonitor
+	}
+	return m.Health.Status
+}
+
+// InRotation reports whether new connections may go to m.
+func (m *Member) InRotation() bool {
+	s := m.EffectiveStatus()
+	return s == MemberUp || s == MemberNoMonitor
+}
+
+// Validate checks the fields a client sets.
+func (m *Member) Validate() error {
+	if m.ID != "" {
+		if err := validateID(m.ID); err != nil {
+			return err
+		}
+	}
+	if m.PoolID == "" {
+		return FieldErrorf(EINVALID, "pool_id", "pool_id is required")
+	}
+	if _, err := ParseUnicastIPv4(m.Address); err != nil {
+		return FieldErrorf(EINVALID, "address", "address: %v", err)
+	}
+	if m.Port < 0 || m.Port > 65535 {
+		return FieldErrorf(EINVALID, "port", "port must be 0-65535 (0: the VIP's port), not %d", m.Port)
+	}
+	if m.Weight < 0 || m.Weight > MaxWeight {
+		return FieldErrorf(EINVALID, "weight", "weight must be 0-%d, not %d", MaxWeight, m.Weight)
+	}
+	return nil
+}
+
+// MemberUpdate names the fields an update changes; nil leaves a field as it
+// is. The pool and the status cannot be changed through an update.
+type MemberUpdate struct {
+	Address      *string
+	Port         *int
+	Weight       *int
+	AdminStateUp *bool
+}
+
+// Apply writes the update onto m.
+func (u *MemberUpdate) Apply(m *Member) {
+	setIf(&m.Address, u.Address)
+	setIf(&m.Port, u.Port)
+	setIf(&m.Weight, u.Weight)
+	setIf(&m.AdminStateUp, u.AdminStateUp)
+}
+
+// MemberFilter selects members; nil fields match everything.
+type MemberFilter struct {
+	PoolID  *string
+	Address *string
+	Page
+}
+
+// MemberService manages members.
+type MemberService interface {
+	FindMemberByID(ctx context.Context, id string) (*Member, error)
+	FindMembers(ctx context.Context, filter MemberFilter) ([]*Member, error)
+	// CreateMember refuses a PoolID that does not exist (ENOTFOUND, field
+	// pool_id). A member of a pool without monitors starts NO_MONITOR, one
+	// of a monitored pool starts DOWN until its monitors pass.
+	CreateMember(ctx context.Context, m *Member) error
+	UpdateMember(ctx context.Context, id string, upd MemberUpdate) (*Member, error)
+	DeleteMember(ctx context.Context, id string) error
+}
+
+// MemberHealthService records health transitions; the health monitors use
+// it on every status change, not on every probe.
+type MemberHealthService interface {
+	// SetMemberHealth stores h for the member and emits an Event with Op
+	// OpHealth when the status changed. ENOTFOUND when the member is gone.
+	SetMemberHealth(ctx context.Context, id string, h MemberHealth) error
+}
+
+// HealthReporter gives the live result of the latest probes, which is
+// fresher than what the store keeps (last check, latency, error). The API
+// lays it over members it reads from the store.
+type HealthReporter interface {
+	MemberHealth(memberID string) (MemberHealth, bool)
+}

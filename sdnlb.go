@@ -1,0 +1,91 @@
+// Package sdnlb holds the domain of the sdnlb load balancer: VIPs, pools,
+// members and health monitors, their validation, the one Error type, and the
+// small service interfaces that the store, the API, the OpenFlow controller
+// and the health monitors implement or consume. It imports nothing outside
+// the standard library; cmd/sdnlb wires the implementations together.
+package sdnlb
+
+import (
+	"context"
+	"time"
+)
+
+// Protocol is the transport a VIP and its pool serve.
+type Protocol string
+
+const (
+	ProtocolTCP  Protocol = "TCP"
+	ProtocolUDP  Protocol = "UDP"
+	ProtocolICMP Protocol = "ICMP"
+)
+
+// Valid reports whether p is a protocol sdnlb balances.
+func (p Protocol) Valid() bool {
+	return p == ProtocolTCP || p == ProtocolUDP || p == ProtocolICMP
+}
+
+// HasPorts reports whether connections of p are told apart by L4 ports.
+func (p Protocol) HasPorts() bool { return p == ProtocolTCP || p == ProtocolUDP }
+
+// Page limits for list calls. A filter's Limit of 0 means everything, which
+// only internal callers use; the API applies DefaultPageLimit.
+const (
+	DefaultPageLimit = 100
+	MaxPageLimit     = 1000
+)
+
+// Page is the keyset pagination every list filter embeds: up to Limit
+// objects whose id sorts after After.
+type Page struct {
+	Limit int
+	After string
+}
+
+// Config is one consistent read of the whole configuration, from which the
+// controller and the health monitors build their immutable snapshots.
+type Config struct {
+	Seq      uint64 // the Seq of the last Event the read includes
+	VIPs     []*VIP
+	Pools    []*Pool
+	Members  []*Member
+	Monitors []*Monitor
+}
+
+// ConfigService reads and clears the configuration as a whole.
+type ConfigService interface {
+	LoadConfig(ctx context.Context) (*Config, error)
+	// Clear deletes every VIP, pool, member and monitor in one transaction.
+	Clear(ctx context.Context) error
+}
+
+// Event kinds and operations.
+const (
+	KindVIP     = "vip"
+	KindPool    = "pool"
+	KindMember  = "member"
+	KindMonitor = "monitor"
+
+	OpCreate = "create"
+	OpUpdate = "update"
+	OpDelete = "delete"
+	OpHealth = "health" // a member's health status changed
+	OpResync = "resync" // events were lost: reload everything
+)
+
+// Event says that one committed write changed an object.
+type Event struct {
+	Seq  uint64    `json:"seq"`
+	Kind string    `json:"kind"`
+	Op   string    `json:"op"`
+	ID   string    `json:"id"`
+	At   time.Time `json:"at"`
+}
+
+// EventService is the change feed of the store.
+type EventService interface {
+	// Subscribe returns the events committed after the call, in commit
+	// order, and a func that ends the subscription and closes the channel.
+	// A subscriber that falls behind loses events and is then sent one
+	// with Op OpResync.
+	Subscribe() (<-chan Event, func())
+}

@@ -1,0 +1,223 @@
+package sdnlb_test
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"testing"
+
+	"github.com/sdnlb/sdnlb"
+)
+
+func TestErrorCode(t *testing.T) {
+	for name, tc := range map[string]struct {
+		err  error
+		code string
+		msg  string
+	}{
+		"Nil":      {nil, "", ""},
+		"Domain":   {sdnlb.Errorf(sdnlb.ENOTFOUND, "vip %s not found", "x"), sdnlb.ENOTFOUND, "vip x not found"},
+		"Wrapped":  {fmt.Errorf("ctx: %w", sdnlb.Errorf(sdnlb.ECONFLICT, "taken")), sdnlb.ECONFLICT, "taken"},
+		"Internal": {errors.New("disk on fire"), sdnlb.EINTERNAL, "internal error"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			if got := sdnlb.ErrorCode(tc.err); got != tc.code {
+				t.Errorf("code = %q, want %q", got, tc.code)
+			}
+			if got := sdnlb.ErrorMessage(tc.err); got != tc.msg {
+				t.Errorf("message = %q, want %q", got, tc.msg)
+			}
+		})
+	}
+}
+
+// assertField checks that err is an EINVALID naming field ("" for no error).
+func assertField(tb testing.TB, err error, field string) {
+	tb.Helper()
+	if field == "" {
+		if err != nil {
+			tb.Fatalf("unexpected error: %v", err)
+		}
+		return
+	}
+	if sdnlb.ErrorCode(err) != sdnlb.EINVALID || sdnlb.ErrorField(err) != field {
+		tb.Fatalf("err = %v, want invalid %s", err, field)
+	}
+}
+
+func TestVIP_Validate(t *testing.T) {
+	for name, tc := range map[string]struct {
+		edit  func(v *sdnlb.VIP)
+		field string
+	}{
+		"OK":                  {func(v *sdnlb.VIP) {}, ""},
+		"OKICMPWithoutPort":   {func(v *sdnlb.VIP) { v.Protocol, v.Port = sdnlb.ProtocolICMP, 0 }, ""},
+		"ErrAddress":          {func(v *sdnlb.VIP) { v.Address = "10.0.0.300" }, "address"},
+		"ErrAddressIPv6":      {func(v *sdnlb.VIP) { v.Address = "::1" }, "address"},
+		"ErrAddressZero":      {func(v *sdnlb.VIP) { v.Address = "0.0.0.0" }, "address"},
+		"ErrAddressMulticast": {func(v *sdnlb.VIP) { v.Address = "224.0.0.1" }, "address"},
+		"ErrProtocol":         {func(v *sdnlb.VIP) { v.Protocol = "SCTP" }, "protocol"},
+		"ErrPortZeroTCP":      {func(v *sdnlb.VIP) { v.Port = 0 }, "port"},
+		"ErrPortHigh":         {func(v *sdnlb.VIP) { v.Port = 65536 }, "port"},
+		"ErrConnectionLimit":  {func(v *sdnlb.VIP) { v.ConnectionLimit = 0 }, "connection_limit"},
+		"ErrPersistenceType": {func(v *sdnlb.VIP) {
+			v.SessionPersistence = &sdnlb.SessionPersistence{Type: "HTTP_COOKIE", Timeout: 10}
+		}, "session_persistence.type"},
+		"ErrPersistenceTimeout": {func(v *sdnlb.VIP) {
+			v.SessionPersistence = &sdnlb.SessionPersistence{Type: sdnlb.PersistenceSourceIP}
+		}, "session_persistence.timeout"},
+		"ErrID": {func(v *sdnlb.VIP) { v.ID = "a/b" }, "id"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			v := sdnlb.NewVIP()
+			v.Address, v.Port = "10.0.0.100", 80
+			tc.edit(v)
+			assertField(t, v.Validate(), tc.field)
+		})
+	}
+}
+
+func TestPool_Validate(t *testing.T) {
+	p := sdnlb.NewPool()
+	assertField(t, p.Validate(), "")
+	for _, m := range sdnlb.LBMethods {
+		p.LBMethod = m
+		assertField(t, p.Validate(), "")
+	}
+	p.LBMethod = "RR"
+	assertField(t, p.Validate(), "lb_method")
+}
+
+func TestMember_Validate(t *testing.T) {
+	for name, tc := range map[string]struct {
+		edit  func(m *sdnlb.Member)
+		field string
+	}{
+		"OK":            {func(m *sdnlb.Member) {}, ""},
+		"OKDrain":       {func(m *sdnlb.Member) { m.Weight = 0 }, ""},
+		"ErrPool":       {func(m *sdnlb.Member) { m.PoolID = "" }, "pool_id"},
+		"ErrAddress":    {func(m *sdnlb.Member) { m.Address = "web1" }, "address"},
+		"ErrPort":       {func(m *sdnlb.Member) { m.Port = -1 }, "port"},
+		"ErrWeightHigh": {func(m *sdnlb.Member) { m.Weight = 257 }, "weight"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			m := sdnlb.NewMember()
+			m.PoolID, m.Address, m.Port = "p1", "10.0.0.1", 80
+			tc.edit(m)
+			assertField(t, m.Validate(), tc.field)
+		})
+	}
+}
+
+func TestMember_EffectiveStatus(t *testing.T) {
+	for name, tc := range map[string]struct {
+		admin  bool
+		weight int
+		health sdnlb.MemberStatus
+		want   sdnlb.MemberStatus
+		rot    bool
+	}{
+		"Up":        {true, 1, sdnlb.MemberUp, sdnlb.MemberUp, true},
+		"Down":      {true, 1, sdnlb.MemberDown, sdnlb.MemberDown, false},
+		"NoMonitor": {true, 1, sdnlb.MemberNoMonitor, sdnlb.MemberNoMonitor, true},
+		"Unset":     {true, 1, "", sdnlb.MemberNoMonitor, true},
+		"AdminDown": {false, 1, sdnlb.MemberUp, sdnlb.MemberDraining, false},
+		"Weight0":   {true, 0, sdnlb.MemberUp, sdnlb.MemberDraining, false},
+	} {
+		t.Run(name, func(t *testing.T) {
+			m := &sdnlb.Member{AdminStateUp: tc.admin, Weight: tc.weight, Health: sdnlb.MemberHealth{Status: tc.health}}
+			if got := m.EffectiveStatus(); got != tc.want {
+				t.Errorf("status = %s, want %s", got, tc.want)
+			}
+			if got := m.InRotation(); got != tc.rot {
+				t.Errorf("in rotation = %v, want %v", got, tc.rot)
+			}
+		})
+	}
+}
+
+func TestMonitor_Validate(t *testing.T) {
+	for name, tc := range map[string]struct {
+		edit  func(m *sdnlb.Monitor)
+		field string
+	}{
+		"OK":              {func(m *sdnlb.Monitor) {}, ""},
+		"OKFractional":    {func(m *sdnlb.Monitor) { m.Delay, m.Timeout = 0.2, 0.1 }, ""},
+		"ErrType":         {func(m *sdnlb.Monitor) { m.Type = "UDP" }, "type"},
+		"ErrDelay":        {func(m *sdnlb.Monitor) { m.Delay = 0 }, "delay"},
+		"ErrTimeoutAbove": {func(m *sdnlb.Monitor) { m.Delay, m.Timeout = 1, 1 }, "timeout"},
+		"ErrRetries":      {func(m *sdnlb.Monitor) { m.MaxRetries = 11 }, "max_retries"},
+		"ErrRise":         {func(m *sdnlb.Monitor) { m.Rise = 0 }, "rise"},
+		"ErrMethod":       {func(m *sdnlb.Monitor) { m.HTTPMethod = "FETCH" }, "http_method"},
+		"ErrPath":         {func(m *sdnlb.Monitor) { m.URLPath = "health" }, "url_path"},
+		"ErrCodes":        {func(m *sdnlb.Monitor) { m.ExpectedCodes = "200-" }, "expected_codes"},
+		"OKCodesIgnoredForTCP": {func(m *sdnlb.Monitor) {
+			m.Type, m.ExpectedCodes = sdnlb.MonitorTCP, "x"
+		}, ""},
+	} {
+		t.Run(name, func(t *testing.T) {
+			m := sdnlb.NewMonitor()
+			m.Type = sdnlb.MonitorHTTP
+			tc.edit(m)
+			assertField(t, m.Validate(), tc.field)
+		})
+	}
+}
+
+func TestParseExpectedCodes(t *testing.T) {
+	for in, tc := range map[string]struct {
+		ok       bool
+		match    []int
+		mismatch []int
+	}{
+		"200":          {true, []int{200}, []int{201, 199}},
+		"200-299":      {true, []int{200, 250, 299}, []int{300, 199}},
+		"200,202":      {true, []int{200, 202}, []int{201}},
+		"200, 300-302": {true, []int{200, 301}, []int{303}},
+		"":             {ok: false},
+		"abc":          {ok: false},
+		"299-200":      {ok: false},
+		"99":           {ok: false},
+		"200,":         {ok: false},
+	} {
+		t.Run(in, func(t *testing.T) {
+			codes, err := sdnlb.ParseExpectedCodes(in)
+			if (err == nil) != tc.ok {
+				t.Fatalf("err = %v, want ok=%v", err, tc.ok)
+			}
+			for _, c := range tc.match {
+				if !codes.Match(c) {
+					t.Errorf("%d should match", c)
+				}
+			}
+			for _, c := range tc.mismatch {
+				if codes.Match(c) {
+					t.Errorf("%d should not match", c)
+				}
+			}
+		})
+	}
+}
+
+func TestVIPMAC(t *testing.T) {
+	a, b := sdnlb.VIPMAC("vip-1"), sdnlb.VIPMAC("vip-2")
+	if a == b {
+		t.Fatalf("two VIPs share MAC %s", a)
+	}
+	if a != sdnlb.VIPMAC("vip-1") {
+		t.Fatal("MAC is not stable")
+	}
+	mac, err := net.ParseMAC(a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if mac[0]&0x01 != 0 || mac[0]&0x02 == 0 {
+		t.Errorf("MAC %s is not unicast and locally administered", a)
+	}
+}
+
+func TestSeconds_Duration(t *testing.T) {
+	if got := sdnlb.Seconds(0.2).Duration().Milliseconds(); got != 200 {
+		t.Errorf("0.2 s = %d ms", got)
+	}
+}

@@ -1,0 +1,80 @@
+package sdnlb
+
+import (
+	"context"
+	"time"
+)
+
+// Switch is an OpenFlow switch connected to the controller.
+type Switch struct {
+	DPID        string       `json:"dpid"` // 16 hex digits in colon-separated pairs, as Floodlight shows it
+	Address     string       `json:"address"`
+	Ports       []SwitchPort `json:"ports"`
+	ConnectedAt time.Time    `json:"connected_since"`
+}
+
+// SwitchPort is one port of a switch.
+type SwitchPort struct {
+	No   uint32 `json:"no"`
+	Name string `json:"name"`
+	MAC  string `json:"mac"`
+	Up   bool   `json:"up"`
+}
+
+// Flow is one flow entry the controller installed, rendered as ovs-ofctl
+// renders it.
+type Flow struct {
+	Cookie          string  `json:"cookie"` // 0x-prefixed hex
+	TableID         int     `json:"table_id"`
+	Priority        int     `json:"priority"`
+	Match           string  `json:"match"`
+	Actions         string  `json:"actions"`
+	IdleTimeout     int     `json:"idle_timeout"`
+	HardTimeout     int     `json:"hard_timeout"`
+	Packets         uint64  `json:"packets"`
+	Bytes           uint64  `json:"bytes"`
+	DurationSeconds float64 `json:"duration_seconds"`
+}
+
+// SwitchService shows the switches and the flows installed on them.
+type SwitchService interface {
+	Switches(ctx context.Context) ([]*Switch, error)
+	// SwitchFlows asks the switch for the flows sdnlb installed; ENOTFOUND
+	// when no switch with that dpid is connected.
+	SwitchFlows(ctx context.Context, dpid string) ([]*Flow, error)
+}
+
+// MemberStats are the traffic counters of one member. "In" is client to
+// member, "out" member to client.
+type MemberStats struct {
+	MemberID          string       `json:"member_id"`
+	Address           string       `json:"address"`
+	Port              int          `json:"port"`
+	Status            MemberStatus `json:"status"`
+	ActiveConnections uint64       `json:"active_connections"`
+	TotalConnections  uint64       `json:"total_connections"`
+	PacketsIn         uint64       `json:"packets_in"`
+	PacketsOut        uint64       `json:"packets_out"`
+	BytesIn           uint64       `json:"bytes_in"`
+	BytesOut          uint64       `json:"bytes_out"`
+}
+
+// PoolStats sums its members' counters.
+type PoolStats struct {
+	PoolID             string        `json:"pool_id"`
+	ActiveConnections  uint64        `json:"active_connections"`
+	TotalConnections   uint64        `json:"total_connections"`
+	RefusedConnections uint64        `json:"refused_connections"` // over the connection limit or with no member in rotation
+	PacketsIn          uint64        `json:"packets_in"`
+	PacketsOut         uint64        `json:"packets_out"`
+	BytesIn            uint64        `json:"bytes_in"`
+	BytesOut           uint64        `json:"bytes_out"`
+	Members            []MemberStats `json:"members"`
+	UpdatedAt          time.Time     `json:"updated_at"`
+}
+
+// StatsService gives live traffic counters.
+type StatsService interface {
+	// PoolStats is ENOTFOUND for a pool the controller does not know.
+	PoolStats(ctx context.Context, poolID string) (*PoolStats, error)
+}

@@ -1,0 +1,161 @@
+package sdnlb
+
+import (
+	"context"
+	"strings"
+	"time"
+)
+
+// VIPStatus says whether a VIP can take new connections. The store derives
+// it when it reads a VIP.
+type VIPStatus string
+
+const (
+	VIPActive   VIPStatus = "ACTIVE"   // at least one member is in rotation
+	VIPDown     VIPStatus = "DOWN"     // no pool, or no member in rotation: new connections are refused
+	VIPDisabled VIPStatus = "DISABLED" // admin_state_up is false
+)
+
+// PersistenceSourceIP is the only session persistence type: a client's new
+// connections go to the member its last one went to, for Timeout seconds.
+const PersistenceSourceIP = "SOURCE_IP"
+
+// SessionPersistence keeps a client on one member across connections.
+type SessionPersistence struct {
+	Type    string `json:"type"`
+	Timeout int    `json:"timeout"` // seconds after the client's last connection ends
+}
+
+// VIP is a virtual address clients connect to. (Address, Protocol, Port) is
+// unique; Port is ignored for ICMP.
+type VIP struct {
+	ID                 string              `json:"id"`
+	Name               string              `json:"name"`
+	Description        string              `json:"description"`
+	Address            string              `json:"address"`
+	Protocol           Protocol            `json:"protocol"`
+	Port               int                 `json:"port"`
+	PoolID             string              `json:"pool_id"` // the pool whose vip_id is this VIP, "" when none
+	ConnectionLimit    int                 `json:"connection_limit"`
+	SessionPersistence *SessionPersistence `json:"session_persistence"`
+	AdminStateUp       bool                `json:"admin_state_up"`
+	MAC                string              `json:"mac"`    // set by the store from the id
+	Status             VIPStatus           `json:"status"` // derived by the store
+	CreatedAt          time.Time           `json:"created_at"`
+	UpdatedAt          time.Time           `json:"updated_at"`
+}
+
+// NewVIP returns a VIP with the defaults: no connection limit, admin up.
+func NewVIP() *VIP {
+	return &VIP{Protocol: ProtocolTCP, ConnectionLimit: -1, AdminStateUp: true}
+}
+
+// Validate checks the fields a client sets. It does not look at other objects.
+func (v *VIP) Validate() error {
+	if v.ID != "" {
+		if err := validateID(v.ID); err != nil {
+			return err
+		}
+	}
+	if err := validateName(v.Name); err != nil {
+		return err
+	}
+	if _, err := ParseUnicastIPv4(v.Address); err != nil {
+		return FieldErrorf(EINVALID, "address", "address: %v", err)
+	}
+	if !v.Protocol.Valid() {
+		return FieldErrorf(EINVALID, "protocol", "protocol must be TCP, UDP or ICMP, not %q", v.Protocol)
+	}
+	if v.Protocol.HasPorts() && (v.Port < 1 || v.Port > 65535) {
+		return FieldErrorf(EINVALID, "port", "port must be 1-65535 for %s, not %d", v.Protocol, v.Port)
+	}
+	if !v.Protocol.HasPorts() && (v.Port < 0 || v.Port > 65535) {
+		return FieldErrorf(EINVALID, "port", "port must be 0-65535, not %d", v.Port)
+	}
+	if v.ConnectionLimit < -1 || v.ConnectionLimit == 0 {
+		return FieldErrorf(EINVALID, "connection_limit", "connection_limit must be -1 (none) or positive, not %d", v.ConnectionLimit)
+	}
+	if sp := v.SessionPersistence; sp != nil {
+		if sp.Type != PersistenceSourceIP {
+			return FieldErrorf(EINVALID, "session_persistence.type", "session_persistence.type must be %s, not %q", PersistenceSourceIP, sp.Type)
+		}
+		if sp.Timeout < 1 || sp.Timeout > 86400 {
+			return FieldErrorf(EINVALID, "session_persistence.timeout", "session_persistence.timeout must be 1-86400 seconds, not %d", sp.Timeout)
+		}
+	}
+	return nil
+}
+
+// VIPUpdate names the fields an update changes; nil leaves a field as it is.
+// SessionPersistence is changed when SetSessionPersistence is true (to nil
+// to remove it).
+type VIPUpdate struct {
+	Name                  *string
+	Description           *string
+	Address               *string
+	Protocol              *Protocol
+	Port                  *int
+	PoolID                *string
+	ConnectionLimit       *int
+	SetSessionPersistence bool
+	SessionPersistence    *SessionPersistence
+	AdminStateUp          *bool
+}
+
+// Apply writes the update onto v.
+func (u *VIPUpdate) Apply(v *VIP) {
+	setIf(&v.Name, u.Name)
+	setIf(&v.Description, u.Description)
+	setIf(&v.Address, u.Address)
+	setIf(&v.Protocol, u.Protocol)
+	setIf(&v.Port, u.Port)
+	setIf(&v.PoolID, u.PoolID)
+	setIf(&v.ConnectionLimit, u.ConnectionLimit)
+	setIf(&v.AdminStateUp, u.AdminStateUp)
+	if u.SetSessionPersistence {
+		v.SessionPersistence = u.SessionPersistence
+	}
+}
+
+// VIPFilter selects VIPs; nil fields match everything.
+type VIPFilter struct {
+	Address *string
+	PoolID  *string
+	Page
+}
+
+// VIPService manages VIPs. Creating or updating a VIP with a PoolID links
+// that pool to it (the pool's VIPID is the stored side of the link).
+type VIPService interface {
+	FindVIPByID(ctx context.Context, id string) (*VIP, error)
+	FindVIPs(ctx context.Context, filter VIPFilter) ([]*VIP, error)
+	// CreateVIP validates v, stores it and fills in the id (a new UUID when
+	// empty), MAC, status and timestamps.
+	CreateVIP(ctx context.Context, v *VIP) error
+	UpdateVIP(ctx context.Context, id string, upd VIPUpdate) (*VIP, error)
+	// DeleteVIP refuses with ECONFLICT while a pool points at the VIP,
+	// unless cascade, which deletes the pool and its members too.
+	DeleteVIP(ctx context.Context, id string, cascade bool) error
+}
+
+func setIf[T any](dst *T, src *T) {
+	if src != nil {
+		*dst = *src
+	}
+}
+
+// validateID accepts client-chosen ids (Floodlight scripts use "1", "2"):
+// printable, no slash, at most 64 bytes.
+func validateID(id string) error {
+	if len(id) > 64 || strings.ContainsAny(id, "/?#% \t\r\n") {
+		return FieldErrorf(EINVALID, "id", "id must be at most 64 characters without spaces, '/', '?', '#' or '%%'")
+	}
+	return nil
+}
+
+func validateName(name string) error {
+	if len(name) > 255 {
+		return FieldErrorf(EINVALID, "name", "name must be at most 255 bytes")
+	}
+	return nil
+}
