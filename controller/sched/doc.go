@@ -1,0 +1,59 @@
+// Package sched holds the scheduling methods that pick a pool member for a
+// new connection. It is pure: no I/O, no logging, no globals it writes.
+//
+// # Use
+//
+// The controller builds one Scheduler per pool whenever it builds a new
+// configuration snapshot, from the pool's eligible members only (admin up,
+// weight > 0, healthy):
+//
+//	s, err := sched.New(pool.LBMethod, members, load) // members []sched.Member
+//	...
+//	i, ok := s.Pick(sched.Key{ClientIP: ip, ClientPort: port, Proto: proto})
+//	// ok == false: no eligible member; otherwise members[i] (Member.Index == i)
+//
+// New copies what it needs; the Scheduler is immutable apart from its
+// internal atomic counters, Pick is safe for concurrent use, allocates
+// nothing and never blocks. New fails only on programming errors: an
+// unknown method (ErrUnknownMethod; the API checks names with Valid), a bad
+// member (ErrInvalidMember: Index < 0, Weight outside 1..256, empty or
+// duplicate ID, more than MaxMembers), a bad option (ErrInvalidOption) or a
+// nil Load for a method that reads one (ErrNoLoad). An empty member list is
+// not an error: Pick then reports ok=false.
+//
+// Load is read at pick time by LEAST_CONNECTIONS, WEIGHTED_LEAST_CONNECTIONS,
+// LEAST_BYTES and ADAPTIVE; the controller implements it with atomics it
+// updates on flow install, flow-removed and flow-stats replies. Negative
+// connection counts are read as 0.
+//
+// # Methods
+//
+//   - ROUND_ROBIN (LVS rr): members in the caller's order, weights ignored. O(1).
+//   - WEIGHTED_ROUND_ROBIN (LVS wrr, nginx's smooth variant): interleaved and
+//     deterministic; weights 5,1,1 give a a b a c a a, repeating. The cycle
+//     (sum of weights / their gcd) is precomputed by New in O(n·cycle);
+//     Pick is O(1).
+//   - LEAST_CONNECTIONS (LVS lc): fewest ActiveConns, weights ignored. O(n).
+//   - WEIGHTED_LEAST_CONNECTIONS (LVS wlc): smallest ActiveConns/Weight,
+//     compared as c_i·w_j < c_j·w_i. O(n).
+//   - RANDOM: uniform, weights ignored, from math/rand/v2's lock-free
+//     generator. O(1).
+//   - LEAST_BYTES: fewest Bytes carried, weights ignored. O(n).
+//   - SOURCE_IP: hash(ClientIP) mod n over the members sorted by ID: stable
+//     per client while the member set is unchanged, whatever the caller's
+//     order. O(1).
+//   - CONSISTENT_HASH: Maglev lookup table with weights (see maglev.go);
+//     hashes the whole Key, so pass only ClientIP for client affinity.
+//     Table size WithTableSize (prime, default 65537); removing one of N
+//     members remaps about 1/N of the keys. O(1); build O(M log M).
+//   - ADAPTIVE (after Juniper SRX session distribution): the member with the
+//     most spare capacity, spare = Weight·scale − ActiveConns, where scale
+//     (WithAdaptiveScale, default 100) is the connections one unit of
+//     weight can carry. O(n).
+//
+// The O(n) methods scan every member; that suits pools of tens. Each scan
+// starts one position further than the last one, and the first strictly
+// best member wins, so ties rotate among the tied members (deterministic
+// for a given pick count) instead of all going to the first member while
+// the load counters lag behind a burst of new connections.
+package sched

@@ -1,0 +1,262 @@
+package sched
+
+import (
+	"errors"
+	"fmt"
+	"sync/atomic"
+)
+
+// Method names, exactly as the API's lb_method spells them.
+const (
+	RoundRobin               = "ROUND_ROBIN"
+	WeightedRoundRobin       = "WEIGHTED_ROUND_ROBIN"
+	LeastConnections         = "LEAST_CONNECTIONS"
+	WeightedLeastConnections = "WEIGHTED_LEAST_CONNECTIONS"
+	Random                   = "RANDOM"
+	LeastBytes               = "LEAST_BYTES"
+	SourceIP                 = "SOURCE_IP"
+	ConsistentHash           = "CONSISTENT_HASH"
+	Adaptive                 = "ADAPTIVE"
+)
+
+// methods lists every method in a fixed order; Methods returns a copy so
+// callers cannot change what Valid accepts.
+var methods = [...]string{
+	RoundRobin, WeightedRoundRobin, LeastConnections, WeightedLeastConnections,
+	Random, LeastBytes, SourceIP, ConsistentHash, Adaptive,
+}
+
+// Methods returns the names of all scheduling methods, for API validation.
+func Methods() []string {
+	out := make([]string, len(methods))
+	copy(out, methods[:])
+	return out
+}
+
+// Valid reports whether name is a scheduling method New accepts.
+func Valid(name string) bool {
+	for _, m := range methods {
+		if m == name {
+			return true
+		}
+	}
+	return false
+}
+
+// needsLoad reports whether the method reads Load at pick time.
+func needsLoad(method string) bool {
+	switch method {
+	case LeastConnections, WeightedLeastConnections, LeastBytes, Adaptive:
+		return true
+	}
+	return false
+}
+
+// Limits on the input New accepts.
+const (
+	MinWeight  = 1
+	MaxWeight  = 256
+	MaxMembers = 1 << 16 // member positions are stored as uint16 in WRR and Maglev tables
+)
+
+// Errors New returns, wrapped with details; test them with errors.Is.
+var (
+	ErrUnknownMethod = errors.New("unknown scheduling method")
+	ErrInvalidMember = errors.New("invalid member")
+	ErrInvalidOption = errors.New("invalid option")
+	ErrNoLoad        = errors.New("method needs a Load")
+)
+
+// Member is one eligible pool member as the scheduler sees it.
+type Member struct {
+	Index  int    // position in the caller's slice; Pick returns it
+	ID     string // stable, unique member id; the hash input of CONSISTENT_HASH and the order of SOURCE_IP
+	Weight int    // MinWeight..MaxWeight
+}
+
+// Load is read at pick time by the load-aware methods. The controller
+// implements it with atomics it updates on flow install, flow-removed and
+// stats replies. index is Member.Index. It must be safe for concurrent use.
+type Load interface {
+	ActiveConns(index int) int64
+	Bytes(index int) uint64
+}
+
+// Key describes the new connection being scheduled.
+type Key struct {
+	ClientIP   uint32 // IPv4, host byte order
+	ClientPort uint16
+	Proto      uint8 // IP protocol number
+}
+
+// Scheduler picks a member for a new connection. Pick is safe for
+// concurrent use and allocates nothing. ok is false when there is no member.
+type Scheduler interface {
+	Pick(k Key) (index int, ok bool)
+}
+
+// Option tunes a method; options that do not apply to the method are ignored.
+type Option func(*options)
+
+type options struct {
+	tableSize     int
+	adaptiveScale int64
+}
+
+// Defaults for the options.
+const (
+	DefaultTableSize     = 65537 // prime; Maglev suggests M ≥ 100·N
+	MaxTableSize         = 1 << 20
+	DefaultAdaptiveScale = 100 // connections one unit of weight can carry
+	MaxAdaptiveScale     = 1 << 32
+)
+
+// WithTableSize sets the CONSISTENT_HASH lookup table size: a prime in
+// [2, MaxTableSize], larger than the number of members.
+func WithTableSize(prime int) Option {
+	return func(o *options) { o.tableSize = prime }
+}
+
+// WithAdaptiveScale sets how many active connections one unit of weight
+// can carry under ADAPTIVE, in [1, MaxAdaptiveScale].
+func WithAdaptiveScale(connsPerWeight int64) Option {
+	return func(o *options) { o.adaptiveScale = connsPerWeight }
+}
+
+// New builds the scheduler of method for members, which must be the pool's
+// eligible members (admin up, weight > 0, healthy). New copies what it needs,
+// so members may be reused after it returns. load may be nil for methods
+// that do not read it. With no members every method returns a scheduler
+// whose Pick reports ok=false.
+func New(method string, members []Member, load Load, opts ...Option) (Scheduler, error) {
+	if !Valid(method) {
+		return nil, fmt.Errorf("sched: %w %q", ErrUnknownMethod, method)
+	}
+	o := options{tableSize: DefaultTableSize, adaptiveScale: DefaultAdaptiveScale}
+	for _, opt := range opts {
+		opt(&o)
+	}
+	if err := o.validate(method, len(members)); err != nil {
+		return nil, err
+	}
+	if load == nil && needsLoad(method) {
+		return nil, fmt.Errorf("sched: %s: %w", method, ErrNoLoad)
+	}
+	if err := validateMembers(members); err != nil {
+		return nil, err
+	}
+	if len(members) == 0 {
+		return empty{}, nil
+	}
+	switch method {
+	case RoundRobin:
+		return newRoundRobin(members), nil
+	case WeightedRoundRobin:
+		return newWeightedRoundRobin(members), nil
+	case LeastConnections:
+		return &leastConns{ring: newRing(members), load: load}, nil
+	case WeightedLeastConnections:
+		return newWeightedLeastConns(members, load), nil
+	case Random:
+		return newRandom(members, nil), nil
+	case LeastBytes:
+		return &leastBytes{ring: newRing(members), load: load}, nil
+	case SourceIP:
+		return newSourceIP(members), nil
+	case ConsistentHash:
+		return newMaglev(members, o.tableSize), nil
+	default: // Adaptive: Valid has ruled out anything else
+		return newAdaptive(members, load, o.adaptiveScale), nil
+	}
+}
+
+func (o options) validate(method string, n int) error {
+	switch method {
+	case ConsistentHash:
+		if o.tableSize < 2 || o.tableSize > MaxTableSize || !isPrime(o.tableSize) {
+			return fmt.Errorf("sched: %w: table size %d is not a prime in [2, %d]", ErrInvalidOption, o.tableSize, MaxTableSize)
+		}
+		if n >= o.tableSize {
+			return fmt.Errorf("sched: %w: table size %d must exceed the %d members", ErrInvalidOption, o.tableSize, n)
+		}
+	case Adaptive:
+		if o.adaptiveScale < 1 || o.adaptiveScale > MaxAdaptiveScale {
+			return fmt.Errorf("sched: %w: adaptive scale %d not in [1, %d]", ErrInvalidOption, o.adaptiveScale, int64(MaxAdaptiveScale))
+		}
+	}
+	return nil
+}
+
+func validateMembers(members []Member) error {
+	if len(members) > MaxMembers {
+		return fmt.Errorf("sched: %w: %d members, at most %d", ErrInvalidMember, len(members), MaxMembers)
+	}
+	seen := make(map[string]struct{}, len(members))
+	for i, m := range members {
+		switch {
+		case m.Index < 0:
+			return fmt.Errorf("sched: %w: member %d: negative index %d", ErrInvalidMember, i, m.Index)
+		case m.Weight < MinWeight || m.Weight > MaxWeight:
+			return fmt.Errorf("sched: %w: member %q: weight %d not in [%d, %d]", ErrInvalidMember, m.ID, m.Weight, MinWeight, MaxWeight)
+		case m.ID == "":
+			return fmt.Errorf("sched: %w: member %d: empty id", ErrInvalidMember, i)
+		}
+		if _, dup := seen[m.ID]; dup {
+			return fmt.Errorf("sched: %w: duplicate id %q", ErrInvalidMember, m.ID)
+		}
+		seen[m.ID] = struct{}{}
+	}
+	return nil
+}
+
+func isPrime(n int) bool {
+	if n < 2 {
+		return false
+	}
+	for d := 2; d*d <= n; d++ {
+		if n%d == 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// empty is the scheduler of a pool with no eligible member.
+type empty struct{}
+
+func (empty) Pick(Key) (int, bool) { return 0, false }
+
+// ring holds the caller's indexes and a shared pick counter. RR uses the
+// counter directly; the scanning methods start each scan at the next
+// position so ties rotate among the tied members instead of piling onto the
+// first one during a burst of new connections before the load catches up.
+type ring struct {
+	index []int
+	next  atomic.Uint64
+}
+
+func newRing(members []Member) *ring {
+	r := &ring{index: make([]int, len(members))}
+	for i, m := range members {
+		r.index[i] = m.Index
+	}
+	return r
+}
+
+// start returns the position of this pick's turn, 0 first.
+func (r *ring) start() int {
+	return int((r.next.Add(1) - 1) % uint64(len(r.index)))
+}
+
+// maxConns bounds the load a scheduler trusts, far above any real count, so
+// that conns·weight products cannot overflow int64 whatever Load reports.
+const maxConns = 1 << 40
+
+// conns reads the active connections of position i, clamped to [0, maxConns].
+func conns(load Load, index int) int64 {
+	c := load.ActiveConns(index)
+	if c < 0 {
+		return 0
+	}
+	return min(c, maxConns)
+}

@@ -1,0 +1,266 @@
+package sched
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+	"testing"
+)
+
+// fakeLoad serves fixed per-index counters; indexes it does not know read 0.
+// Tests that mutate it do so between picks, never concurrently.
+type fakeLoad struct {
+	conns []int64
+	bytes []uint64
+}
+
+var _ Load = (*fakeLoad)(nil)
+
+func (f *fakeLoad) ActiveConns(index int) int64 {
+	if index < 0 || index >= len(f.conns) {
+		return 0
+	}
+	return f.conns[index]
+}
+
+func (f *fakeLoad) Bytes(index int) uint64 {
+	if index < 0 || index >= len(f.bytes) {
+		return 0
+	}
+	return f.bytes[index]
+}
+
+// membersOf returns members m0, m1, ... with Index i and the given weights.
+func membersOf(weights ...int) []Member {
+	ms := make([]Member, len(weights))
+	for i, w := range weights {
+		ms[i] = Member{Index: i, ID: fmt.Sprintf("m%d", i), Weight: w}
+	}
+	return ms
+}
+
+func mustNew(tb testing.TB, method string, members []Member, load Load, opts ...Option) Scheduler {
+	tb.Helper()
+	s, err := New(method, members, load, opts...)
+	if err != nil {
+		tb.Fatalf("New(%s): %v", method, err)
+	}
+	return s
+}
+
+// mustPickN picks n times with k and returns the indexes.
+func mustPickN(tb testing.TB, s Scheduler, k Key, n int) []int {
+	tb.Helper()
+	out := make([]int, n)
+	for i := range out {
+		idx, ok := s.Pick(k)
+		if !ok {
+			tb.Fatalf("pick %d: ok=false", i)
+		}
+		out[i] = idx
+	}
+	return out
+}
+
+func TestMethods(t *testing.T) {
+	// The API's lb_method names: a contract with clients, so spelled out here.
+	want := []string{
+		"ROUND_ROBIN", "WEIGHTED_ROUND_ROBIN", "LEAST_CONNECTIONS", "WEIGHTED_LEAST_CONNECTIONS",
+		"RANDOM", "LEAST_BYTES", "SOURCE_IP", "CONSISTENT_HASH", "ADAPTIVE",
+	}
+	got := Methods()
+	if !slices.Equal(got, want) {
+		t.Fatalf("Methods() = %v, want %v", got, want)
+	}
+	got[0] = "CHANGED"
+	if !Valid("ROUND_ROBIN") || Valid("CHANGED") {
+		t.Fatal("changing the slice Methods returned changed Valid")
+	}
+}
+
+func TestValid(t *testing.T) {
+	for _, m := range Methods() {
+		t.Run(m, func(t *testing.T) {
+			if !Valid(m) {
+				t.Errorf("Valid(%q) = false", m)
+			}
+		})
+	}
+	for _, name := range []string{"", "round_robin", "LEAST_CONN", "ROUND_ROBIN ", "WRR"} {
+		t.Run("Invalid/"+name, func(t *testing.T) {
+			if Valid(name) {
+				t.Errorf("Valid(%q) = true", name)
+			}
+		})
+	}
+}
+
+func TestNew_Errors(t *testing.T) {
+	load := &fakeLoad{}
+	tooMany := make([]Member, MaxMembers+1)
+	for i := range tooMany {
+		tooMany[i] = Member{Index: i, ID: fmt.Sprint(i), Weight: 1}
+	}
+	tests := []struct {
+		name    string
+		method  string
+		members []Member
+		load    Load
+		opts    []Option
+		want    error
+	}{
+		{"ErrUnknownMethod", "FASTEST", membersOf(1), load, nil, ErrUnknownMethod},
+		{"ErrUnknownMethodEmpty", "", nil, load, nil, ErrUnknownMethod},
+		{"ErrWeightZero", RoundRobin, membersOf(1, 0), load, nil, ErrInvalidMember},
+		{"ErrWeightTooLarge", WeightedRoundRobin, membersOf(257), load, nil, ErrInvalidMember},
+		{"ErrNegativeIndex", RoundRobin, []Member{{Index: -1, ID: "a", Weight: 1}}, load, nil, ErrInvalidMember},
+		{"ErrEmptyID", ConsistentHash, []Member{{Index: 0, Weight: 1}}, load, nil, ErrInvalidMember},
+		{"ErrDuplicateID", SourceIP, []Member{{Index: 0, ID: "a", Weight: 1}, {Index: 1, ID: "a", Weight: 1}}, load, nil, ErrInvalidMember},
+		{"ErrTooManyMembers", RoundRobin, tooMany, load, nil, ErrInvalidMember},
+		{"ErrNoLoad/LEAST_CONNECTIONS", LeastConnections, membersOf(1), nil, nil, ErrNoLoad},
+		{"ErrNoLoad/WEIGHTED_LEAST_CONNECTIONS", WeightedLeastConnections, membersOf(1), nil, nil, ErrNoLoad},
+		{"ErrNoLoad/LEAST_BYTES", LeastBytes, membersOf(1), nil, nil, ErrNoLoad},
+		{"ErrNoLoad/ADAPTIVE", Adaptive, nil, nil, nil, ErrNoLoad},
+		{"ErrTableSizeNotPrime", ConsistentHash, membersOf(1), nil, []Option{WithTableSize(65536)}, ErrInvalidOption},
+		{"ErrTableSizeOne", ConsistentHash, membersOf(1), nil, []Option{WithTableSize(1)}, ErrInvalidOption},
+		{"ErrTableSizeTooLarge", ConsistentHash, membersOf(1), nil, []Option{WithTableSize(1048583)}, ErrInvalidOption},
+		{"ErrTableSizeNotAboveMembers", ConsistentHash, membersOf(1, 1, 1), nil, []Option{WithTableSize(3)}, ErrInvalidOption},
+		{"ErrAdaptiveScaleZero", Adaptive, membersOf(1), load, []Option{WithAdaptiveScale(0)}, ErrInvalidOption},
+		{"ErrAdaptiveScaleTooLarge", Adaptive, membersOf(1), load, []Option{WithAdaptiveScale(MaxAdaptiveScale + 1)}, ErrInvalidOption},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s, err := New(tt.method, tt.members, tt.load, tt.opts...)
+			if !errors.Is(err, tt.want) {
+				t.Fatalf("New() error = %v, want %v", err, tt.want)
+			}
+			if s != nil {
+				t.Errorf("New() returned a scheduler with error %v", err)
+			}
+		})
+	}
+}
+
+func TestNew_OptionsOfOtherMethodsIgnored(t *testing.T) {
+	// A bad table size must not break a method that has no table.
+	s := mustNew(t, RoundRobin, membersOf(1), nil, WithTableSize(4), WithAdaptiveScale(-1))
+	if _, ok := s.Pick(Key{}); !ok {
+		t.Fatal("Pick ok=false")
+	}
+}
+
+func TestPick_Empty(t *testing.T) {
+	for _, m := range Methods() {
+		t.Run(m, func(t *testing.T) {
+			for _, members := range [][]Member{nil, {}} {
+				s := mustNew(t, m, members, &fakeLoad{})
+				if idx, ok := s.Pick(Key{ClientIP: 0x0a000001}); ok {
+					t.Errorf("Pick() = %d, true; want ok=false", idx)
+				}
+			}
+		})
+	}
+}
+
+// TestPick_ReturnsMemberIndex checks that every method answers with
+// Member.Index, not the member's position, and never anything else.
+func TestPick_ReturnsMemberIndex(t *testing.T) {
+	members := []Member{
+		{Index: 30, ID: "c", Weight: 3},
+		{Index: 10, ID: "a", Weight: 1},
+		{Index: 20, ID: "b", Weight: 2},
+	}
+	load := &fakeLoad{conns: make([]int64, 31), bytes: make([]uint64, 31)}
+	for _, m := range Methods() {
+		t.Run(m, func(t *testing.T) {
+			s := mustNew(t, m, members, load)
+			seen := map[int]bool{}
+			for i := range 300 {
+				idx, ok := s.Pick(Key{ClientIP: uint32(i) * 2654435761, ClientPort: uint16(i), Proto: 6})
+				if !ok {
+					t.Fatal("Pick ok=false")
+				}
+				seen[idx] = true
+			}
+			for idx := range seen {
+				if idx != 10 && idx != 20 && idx != 30 {
+					t.Errorf("Pick returned %d, not a member index", idx)
+				}
+			}
+		})
+	}
+}
+
+func TestPick_SingleMember(t *testing.T) {
+	members := []Member{{Index: 7, ID: "only", Weight: 200}}
+	load := &fakeLoad{conns: []int64{7: 1 << 50}, bytes: []uint64{7: 1 << 63}}
+	for _, m := range Methods() {
+		t.Run(m, func(t *testing.T) {
+			s := mustNew(t, m, members, load)
+			for i := range 50 {
+				idx, ok := s.Pick(Key{ClientIP: uint32(i), ClientPort: uint16(i)})
+				if !ok || idx != 7 {
+					t.Fatalf("pick %d = %d, %v; want 7, true", i, idx, ok)
+				}
+			}
+		})
+	}
+}
+
+func TestPick_NoAllocs(t *testing.T) {
+	load := &fakeLoad{conns: []int64{3, 1, 4, 1, 5}, bytes: []uint64{9, 2, 6, 5, 3}}
+	for _, m := range Methods() {
+		t.Run(m, func(t *testing.T) {
+			s := mustNew(t, m, membersOf(5, 1, 3, 2, 4), load)
+			k := Key{ClientIP: 0xc0a80001, ClientPort: 40000, Proto: 6}
+			if allocs := testing.AllocsPerRun(1000, func() { s.Pick(k) }); allocs != 0 {
+				t.Errorf("Pick allocates %v times", allocs)
+			}
+		})
+	}
+}
+
+// TestPick_Concurrent runs under -race: many goroutines pick from one
+// scheduler. For the counter-driven methods the totals are exact.
+func TestPick_Concurrent(t *testing.T) {
+	const goroutines, perGoroutine = 8, 3 * 6 * 100 // a multiple of both cycles below
+	exact := map[string]map[int]int{
+		RoundRobin:         {0: goroutines * perGoroutine / 3, 1: goroutines * perGoroutine / 3, 2: goroutines * perGoroutine / 3},
+		WeightedRoundRobin: {0: goroutines * perGoroutine * 3 / 6, 1: goroutines * perGoroutine * 2 / 6, 2: goroutines * perGoroutine / 6},
+	}
+	load := &fakeLoad{conns: []int64{2, 1, 3}, bytes: []uint64{5, 9, 1}}
+	for _, m := range Methods() {
+		t.Run(m, func(t *testing.T) {
+			s := mustNew(t, m, membersOf(3, 2, 1), load)
+			counts := make([][3]int, goroutines)
+			var wg sync.WaitGroup
+			for g := range goroutines {
+				wg.Go(func() {
+					for i := range perGoroutine {
+						idx, ok := s.Pick(Key{ClientIP: uint32(g<<16 | i), ClientPort: uint16(i), Proto: 17})
+						if !ok || idx < 0 || idx > 2 {
+							t.Errorf("Pick() = %d, %v", idx, ok)
+							return
+						}
+						counts[g][idx]++
+					}
+				})
+			}
+			wg.Wait()
+			total := map[int]int{}
+			for _, c := range counts {
+				for idx, n := range c {
+					total[idx] += n
+				}
+			}
+			if want, ok := exact[m]; ok {
+				for idx, n := range want {
+					if total[idx] != n {
+						t.Errorf("member %d picked %d times, want %d (all: %v)", idx, total[idx], n, total)
+					}
+				}
+			}
+		})
+	}
+}
