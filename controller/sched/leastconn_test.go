@@ -1,0 +1,116 @@
+package sched
+
+import (
+	"math"
+	"slices"
+	"testing"
+)
+
+// TestLoadAware_Picks gives each load-aware method a fixed load and checks
+// the first picks; the scan starts at position 0, 1, 2, ... on successive
+// picks, which decides ties.
+func TestLoadAware_Picks(t *testing.T) {
+	tests := []struct {
+		name    string
+		method  string
+		weights []int
+		conns   []int64
+		bytes   []uint64
+		opts    []Option
+		want    []int
+	}{
+		{"LC/Fewest", LeastConnections, []int{1, 1, 1}, []int64{5, 2, 9}, nil, nil, []int{1, 1, 1}},
+		{"LC/WeightsIgnored", LeastConnections, []int{1, 100, 1}, []int64{4, 5, 6}, nil, nil, []int{0, 0, 0}},
+		{"LC/AllTiedRotates", LeastConnections, []int{1, 1, 1}, []int64{0, 0, 0}, nil, nil, []int{0, 1, 2, 0}},
+		{"LC/PartialTie", LeastConnections, []int{1, 1, 1}, []int64{3, 1, 1}, nil, nil, []int{1, 1, 2, 1}},
+		// Negative counts read as 0: member 0 must not beat member 1 when the scan starts at 1.
+		{"LC/NegativeIsZero", LeastConnections, []int{1, 1, 1}, []int64{-5, 0, 3}, nil, nil, []int{0, 1, 0}},
+		{"LC/Huge", LeastConnections, []int{1, 1}, []int64{math.MaxInt64, math.MaxInt64 - 1}, nil, nil, []int{0, 1}},
+
+		{"WLC/PerWeight", WeightedLeastConnections, []int{1, 2, 5}, []int64{10, 10, 10}, nil, nil, []int{2, 2, 2}},
+		{"WLC/HeavyButBusy", WeightedLeastConnections, []int{1, 4}, []int64{2, 5}, nil, nil, []int{1, 1}},
+		{"WLC/LightAndIdle", WeightedLeastConnections, []int{1, 4}, []int64{0, 1}, nil, nil, []int{0, 0}},
+		{"WLC/RatioTieRotates", WeightedLeastConnections, []int{1, 2}, []int64{2, 4}, nil, nil, []int{0, 1, 0}},
+		{"WLC/NegativeIsZero", WeightedLeastConnections, []int{1, 1}, []int64{-3, 0}, nil, nil, []int{0, 1}},
+		{"WLC/NoOverflow", WeightedLeastConnections, []int{256, 1}, []int64{math.MaxInt64, 1}, nil, nil, []int{1, 1}},
+
+		{"LB/Fewest", LeastBytes, []int{1, 1, 1}, nil, []uint64{100, 50, 70}, nil, []int{1, 1, 1}},
+		{"LB/WeightsIgnored", LeastBytes, []int{256, 1}, nil, []uint64{10, 11}, nil, []int{0, 0}},
+		{"LB/TiedRotates", LeastBytes, []int{1, 1}, nil, []uint64{7, 7}, nil, []int{0, 1, 0}},
+		{"LB/Huge", LeastBytes, []int{1, 1}, nil, []uint64{math.MaxUint64, math.MaxUint64 - 1}, nil, []int{1, 1}},
+
+		{"ADAPTIVE/IdlePrefersCapacity", Adaptive, []int{3, 1}, []int64{0, 0}, nil, []Option{WithAdaptiveScale(10)}, []int{0, 0}},
+		{"ADAPTIVE/MostSpare", Adaptive, []int{3, 1}, []int64{25, 0}, nil, []Option{WithAdaptiveScale(10)}, []int{1, 1}},
+		{"ADAPTIVE/LeastOverloaded", Adaptive, []int{3, 1}, []int64{50, 20}, nil, []Option{WithAdaptiveScale(10)}, []int{1, 1}},
+		{"ADAPTIVE/SpareTieRotates", Adaptive, []int{3, 1}, []int64{20, 0}, nil, []Option{WithAdaptiveScale(10)}, []int{0, 1, 0}},
+		// Default scale 100: 2 units = 200 capacity, 150 busy leaves 50 < 100.
+		{"ADAPTIVE/DefaultScale", Adaptive, []int{2, 1}, []int64{150, 0}, nil, nil, []int{1, 1}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s := mustNew(t, tt.method, membersOf(tt.weights...), &fakeLoad{conns: tt.conns, bytes: tt.bytes}, tt.opts...)
+			if got := mustPickN(t, s, Key{}, len(tt.want)); !slices.Equal(got, tt.want) {
+				t.Errorf("picks = %v, want %v", got, tt.want)
+			}
+		})
+	}
+}
+
+// TestLoadAware_UnderLoad feeds every pick back as one more active
+// connection, as the controller does on flow install, and checks where the
+// connections end up.
+func TestLoadAware_UnderLoad(t *testing.T) {
+	tests := []struct {
+		name    string
+		method  string
+		weights []int
+		opts    []Option
+		picks   int
+		want    []int64
+	}{
+		{"LC/Even", LeastConnections, []int{5, 1, 1}, nil, 30, []int64{10, 10, 10}},
+		{"WLC/ByWeight", WeightedLeastConnections, []int{5, 1, 1}, nil, 70, []int64{50, 10, 10}},
+		// Capacities 30 and 10: the first 20 fill the big member to the
+		// small one's spare, the next 20 alternate until both are full...
+		{"ADAPTIVE/Full", Adaptive, []int{3, 1}, []Option{WithAdaptiveScale(10)}, 40, []int64{30, 10}},
+		{"ADAPTIVE/Filling", Adaptive, []int{3, 1}, []Option{WithAdaptiveScale(10)}, 20, []int64{20, 0}},
+		// ...and past capacity the excess spreads evenly, not by weight.
+		{"ADAPTIVE/Overloaded", Adaptive, []int{3, 1}, []Option{WithAdaptiveScale(10)}, 60, []int64{40, 20}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			load := &fakeLoad{conns: make([]int64, len(tt.weights))}
+			s := mustNew(t, tt.method, membersOf(tt.weights...), load, tt.opts...)
+			for range tt.picks {
+				idx, ok := s.Pick(Key{})
+				if !ok {
+					t.Fatal("Pick ok=false")
+				}
+				load.conns[idx]++
+			}
+			if !slices.Equal(load.conns, tt.want) {
+				t.Errorf("connections = %v, want %v", load.conns, tt.want)
+			}
+		})
+	}
+}
+
+// TestLeastBytes_FollowsStats checks LEAST_BYTES moves as byte counters
+// change between picks.
+func TestLeastBytes_FollowsStats(t *testing.T) {
+	load := &fakeLoad{bytes: []uint64{0, 0, 0}}
+	s := mustNew(t, LeastBytes, membersOf(1, 1, 1), load)
+	for _, step := range []struct {
+		bytes []uint64
+		want  int
+	}{
+		{[]uint64{1000, 10, 500}, 1},
+		{[]uint64{1000, 2000, 500}, 2},
+		{[]uint64{1000, 2000, 5000}, 0},
+	} {
+		copy(load.bytes, step.bytes)
+		if idx, _ := s.Pick(Key{}); idx != step.want {
+			t.Errorf("bytes %v: picked %d, want %d", step.bytes, idx, step.want)
+		}
+	}
+}

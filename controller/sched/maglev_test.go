@@ -1,0 +1,173 @@
+package sched
+
+import (
+	"fmt"
+	"slices"
+	"testing"
+)
+
+// mustMaglev builds a CONSISTENT_HASH scheduler and returns its table as
+// member IDs, slot by slot.
+func mustMaglev(tb testing.TB, members []Member, opts ...Option) []string {
+	tb.Helper()
+	s, ok := mustNew(tb, ConsistentHash, members, nil, opts...).(*maglev)
+	if !ok {
+		tb.Fatal("CONSISTENT_HASH scheduler is not a *maglev")
+	}
+	idByIndex := map[int]string{}
+	for _, m := range members {
+		idByIndex[m.Index] = m.ID
+	}
+	ids := make([]string, len(s.table))
+	for slot, pos := range s.table {
+		ids[slot] = idByIndex[s.index[pos]]
+	}
+	return ids
+}
+
+// uuidMembers returns n members with realistic ids and the given weight.
+func uuidMembers(n, weight int) []Member {
+	ms := make([]Member, n)
+	for i := range ms {
+		ms[i] = Member{Index: i, ID: fmt.Sprintf("%08x-7d1c-4f0e-9a55-%012x", i*2654435761, i), Weight: weight}
+	}
+	return ms
+}
+
+func TestMaglev_Deterministic(t *testing.T) {
+	members := uuidMembers(9, 1)
+	members[2].Weight = 3
+	a := mustMaglev(t, members)
+	b := mustMaglev(t, members)
+	if !slices.Equal(a, b) {
+		t.Fatal("two builds from the same input differ")
+	}
+	reordered := slices.Clone(members)
+	slices.Reverse(reordered)
+	for i := range reordered {
+		reordered[i].Index = 100 + i
+	}
+	if c := mustMaglev(t, reordered); !slices.Equal(a, c) {
+		t.Fatal("the caller's member order changed the table")
+	}
+}
+
+func TestMaglev_Weights(t *testing.T) {
+	tests := []struct {
+		name    string
+		weights []int
+		size    int
+	}{
+		{"Equal/3", []int{1, 1, 1}, DefaultTableSize},
+		{"Equal/10", []int{5, 5, 5, 5, 5, 5, 5, 5, 5, 5}, DefaultTableSize},
+		{"OneToFour", []int{1, 2, 3, 4}, DefaultTableSize},
+		{"Skewed", []int{256, 1, 16, 64}, DefaultTableSize},
+		{"SmallTable", []int{1, 2, 3}, 4099},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			members := uuidMembers(len(tt.weights), 1)
+			total := 0
+			for i, w := range tt.weights {
+				members[i].Weight = w
+				total += w
+			}
+			ids := mustMaglev(t, members, WithTableSize(tt.size))
+			if len(ids) != tt.size {
+				t.Fatalf("table has %d slots, want %d", len(ids), tt.size)
+			}
+			slots := map[string]int{}
+			for _, id := range ids {
+				slots[id]++
+			}
+			for _, m := range members {
+				share := float64(slots[m.ID]) / float64(tt.size)
+				want := float64(m.Weight) / float64(total)
+				if share < want*0.97-0.001 || share > want*1.03+0.001 {
+					t.Errorf("member weight %d holds %.4f of the table, want %.4f ± 3 %%", m.Weight, share, want)
+				}
+			}
+		})
+	}
+}
+
+// TestMaglev_MinimalDisruption removes one member and counts the slots that
+// change owner: the removed member's own, about 1/N, must move; Maglev
+// moves a few others too, and the paper's figures keep that small.
+func TestMaglev_MinimalDisruption(t *testing.T) {
+	tests := []struct {
+		name   string
+		n      int
+		weight int
+		remove int
+		size   int
+	}{
+		{"N5", 5, 1, 2, DefaultTableSize},
+		{"N10", 10, 1, 7, DefaultTableSize},
+		{"N50", 50, 10, 0, DefaultTableSize},
+		{"N10/SmallTable", 10, 1, 3, 4099},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			members := uuidMembers(tt.n, tt.weight)
+			before := mustMaglev(t, members, WithTableSize(tt.size))
+			gone := members[tt.remove].ID
+			after := mustMaglev(t, slices.Delete(slices.Clone(members), tt.remove, tt.remove+1), WithTableSize(tt.size))
+			moved, ofGone := 0, 0
+			for slot := range before {
+				if before[slot] == gone {
+					ofGone++
+				}
+				if before[slot] != after[slot] {
+					moved++
+				}
+				if after[slot] == gone {
+					t.Fatalf("slot %d still points at the removed member", slot)
+				}
+			}
+			frac := float64(moved) / float64(tt.size)
+			minimal := float64(ofGone) / float64(tt.size)
+			t.Logf("moved %.4f of keys, the removed member held %.4f", frac, minimal)
+			if frac > 1/float64(tt.n)+0.03 {
+				t.Errorf("%.4f of keys moved, want at most 1/%d + 0.03", frac, tt.n)
+			}
+		})
+	}
+}
+
+// TestMaglev_AddMember checks the reverse: a new member takes about its
+// share and the others keep the rest.
+func TestMaglev_AddMember(t *testing.T) {
+	members := uuidMembers(11, 1)
+	before := mustMaglev(t, members[:10])
+	after := mustMaglev(t, members)
+	moved := 0
+	for slot := range before {
+		if before[slot] != after[slot] {
+			moved++
+		}
+	}
+	if frac := float64(moved) / float64(len(before)); frac > 1.0/11+0.03 {
+		t.Errorf("%.4f of keys moved adding 1 to 10 members, want at most 1/11 + 0.03", frac)
+	}
+}
+
+// TestMaglev_PickUsesWholeKey checks that connections of one client spread
+// over members, and that a client-only key maps one client to one member.
+func TestMaglev_PickUsesWholeKey(t *testing.T) {
+	s := mustNew(t, ConsistentHash, uuidMembers(4, 1), nil)
+	seen := map[int]bool{}
+	for port := range uint16(200) {
+		idx, _ := s.Pick(Key{ClientIP: 0x0a000001, ClientPort: 10000 + port, Proto: 6})
+		seen[idx] = true
+	}
+	if len(seen) != 4 {
+		t.Errorf("200 ports of one client reached members %v, want all 4", seen)
+	}
+	first, _ := s.Pick(Key{ClientIP: 0x0a000002})
+	for range 10 {
+		if idx, _ := s.Pick(Key{ClientIP: 0x0a000002}); idx != first {
+			t.Fatalf("same key went to %d and %d", first, idx)
+		}
+	}
+}
