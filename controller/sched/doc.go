@@ -31,8 +31,9 @@
 //   - ROUND_ROBIN (LVS rr): members in the caller's order, weights ignored. O(1).
 //   - WEIGHTED_ROUND_ROBIN (LVS wrr, nginx's smooth variant): interleaved and
 //     deterministic; weights 5,1,1 give a a b a c a a, repeating. The cycle
-//     (sum of weights / their gcd) is precomputed by New in O(n·cycle);
-//     Pick is O(1).
+//     (sum of weights / their gcd) is precomputed by New in
+//     O(cycle · distinct weights): microseconds for tens of members, tens of
+//     milliseconds for 1000 members of 256 different weights. Pick is O(1).
 //   - LEAST_CONNECTIONS (LVS lc): fewest ActiveConns, weights ignored. O(n).
 //   - WEIGHTED_LEAST_CONNECTIONS (LVS wlc): smallest ActiveConns/Weight,
 //     compared as c_i·w_j < c_j·w_i. O(n).

@@ -54,7 +54,10 @@ func newMaglev(members []Member, size int) *maglev {
 			}
 			credit[i] -= maxWeight
 			for taken[next[i]] {
-				next[i] = (next[i] + skip[i]) % m
+				// next, skip < m, so one subtraction replaces a division.
+				if next[i] += skip[i]; next[i] >= m {
+					next[i] -= m
+				}
 			}
 			taken[next[i]] = true
 			s.table[next[i]] = uint16(i)

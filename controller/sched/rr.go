@@ -21,38 +21,62 @@ type weightedRoundRobin struct {
 	next  atomic.Uint64
 }
 
-// newWeightedRoundRobin simulates smooth WRR: every step each member's
-// current value grows by its weight, the largest (first on ties) is picked
-// and loses the total weight. With weights 5,1,1 this gives a a b a c a a.
-// Weights are divided by their gcd first: the order is the same and the
-// cycle shorter. Building costs O(n · cycle), fine for pools of tens.
+// newWeightedRoundRobin runs smooth WRR over one cycle: every step each
+// member's current value grows by its weight, the largest (the first in
+// the caller's order on ties) is picked and loses the total weight. With
+// weights 5,1,1 this gives a a b a c a a. Weights are divided by their gcd
+// first: the order is the same and the cycle shorter.
+//
+// After step t a member's current value is weight·t − total·picks, so
+// among members of equal weight the one picked least often (the first on
+// ties) leads: they take turns in order. The simulation therefore tracks
+// one candidate per distinct weight, and costs O(cycle · distinct weights)
+// rather than O(cycle · members).
 func newWeightedRoundRobin(members []Member) *weightedRoundRobin {
 	g := 0
 	for _, m := range members {
 		g = gcd(g, m.Weight)
 	}
-	weight := make([]int64, len(members))
-	index := make([]int, len(members))
+	s := &weightedRoundRobin{index: make([]int, len(members))}
+	var groups []wrrGroup
+	byWeight := map[int]int{} // reduced weight → position in groups
 	var total int64
 	for i, m := range members {
-		index[i] = m.Index
-		weight[i] = int64(m.Weight / g)
-		total += weight[i]
+		s.index[i] = m.Index
+		w := m.Weight / g
+		total += int64(w)
+		gi, ok := byWeight[w]
+		if !ok {
+			gi = len(groups)
+			byWeight[w] = gi
+			groups = append(groups, wrrGroup{weight: int64(w)})
+		}
+		groups[gi].members = append(groups[gi].members, uint16(i))
 	}
-	current := make([]int64, len(members))
-	cycle := make([]uint16, total)
-	for step := range cycle {
-		best := 0
-		for i, w := range weight {
-			current[i] += w
-			if current[i] > current[best] {
-				best = i
+	s.cycle = make([]uint16, total)
+	for step := range s.cycle {
+		t := int64(step) + 1
+		best, bestCurrent, bestPos := 0, int64(0), uint16(0)
+		for gi := range groups {
+			gr := &groups[gi]
+			size := int64(len(gr.members))
+			pos := gr.members[gr.picks%size]
+			current := gr.weight*t - total*(gr.picks/size)
+			if gi == 0 || current > bestCurrent || current == bestCurrent && pos < bestPos {
+				best, bestCurrent, bestPos = gi, current, pos
 			}
 		}
-		current[best] -= total
-		cycle[step] = uint16(best)
+		groups[best].picks++
+		s.cycle[step] = bestPos
 	}
-	return &weightedRoundRobin{index: index, cycle: cycle}
+	return s
+}
+
+// wrrGroup is the members of one weight, in the caller's order.
+type wrrGroup struct {
+	weight  int64
+	members []uint16
+	picks   int64 // picks of the group so far; they rotate through members
 }
 
 func (s *weightedRoundRobin) Pick(Key) (int, bool) {

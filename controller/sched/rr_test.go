@@ -92,3 +92,47 @@ func TestWeightedRoundRobin_Proportions(t *testing.T) {
 		}
 	}
 }
+
+// smoothWRR is the textbook smooth WRR over all members, the reference the
+// grouped simulation in New must match step for step.
+func smoothWRR(weights []int, n int) []int {
+	current := make([]int, len(weights))
+	total := 0
+	for _, w := range weights {
+		total += w
+	}
+	out := make([]int, n)
+	for step := range out {
+		best := 0
+		for i, w := range weights {
+			current[i] += w
+			if current[i] > current[best] {
+				best = i
+			}
+		}
+		current[best] -= total
+		out[step] = best
+	}
+	return out
+}
+
+func TestWeightedRoundRobin_MatchesReference(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	for trial := range 200 {
+		// Few distinct weights so that groups of equal weight are common.
+		weights := make([]int, 1+rng.IntN(12))
+		for i := range weights {
+			weights[i] = []int{1, 2, 3, 6, 7, 12, 256}[rng.IntN(7)]
+		}
+		total := 0
+		for _, w := range weights {
+			total += w
+		}
+		s := mustNew(t, WeightedRoundRobin, membersOf(weights...), nil)
+		// The reference is not gcd-reduced; its cycle is a repetition of ours.
+		got := mustPickN(t, s, Key{}, total)
+		if want := smoothWRR(weights, total); !slices.Equal(got, want) {
+			t.Fatalf("trial %d weights %v:\n got %v\nwant %v", trial, weights, got, want)
+		}
+	}
+}
