@@ -1,0 +1,35 @@
+package mock
+
+import (
+	"context"
+
+	"github.com/sdnlb/sdnlb"
+)
+
+var (
+	_ sdnlb.SwitchService = (*SwitchService)(nil)
+	_ sdnlb.StatsService  = (*StatsService)(nil)
+)
+
+// SwitchService is a fake sdnlb.SwitchService.
+type SwitchService struct {
+	SwitchesFn    func(ctx context.Context) ([]*sdnlb.Switch, error)
+	SwitchFlowsFn func(ctx context.Context, dpid string) ([]*sdnlb.Flow, error)
+}
+
+func (s *SwitchService) Switches(ctx context.Context) ([]*sdnlb.Switch, error) {
+	return s.SwitchesFn(ctx)
+}
+
+func (s *SwitchService) SwitchFlows(ctx context.Context, dpid string) ([]*sdnlb.Flow, error) {
+	return s.SwitchFlowsFn(ctx, dpid)
+}
+
+// StatsService is a fake sdnlb.StatsService.
+type StatsService struct {
+	PoolStatsFn func(ctx context.Context, poolID string) (*sdnlb.PoolStats, error)
+}
+
+func (s *StatsService) PoolStats(ctx context.Context, poolID string) (*sdnlb.PoolStats, error) {
+	return s.PoolStatsFn(ctx, poolID)
+}
