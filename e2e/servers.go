@@ -1,0 +1,217 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+// HTTPServer is a backend in a host: "/" answers its name, "/health" 200.
+// Health-monitor tests Stop and Restart it.
+type HTTPServer struct {
+	Name string
+	// Addr is "IP:port" of the server as clients outside the host reach it.
+	Addr string
+
+	host *Host
+	port int
+	hits atomic.Int64
+
+	mu   sync.Mutex
+	srv  *http.Server
+	done chan struct{}
+}
+
+// ServeHTTP starts an HTTP server on port (0 picks one) in the host, answering
+// name. It stops at test cleanup.
+func (h *Host) ServeHTTP(tb testing.TB, port int, name string) *HTTPServer {
+	tb.Helper()
+	s := &HTTPServer{Name: name, host: h, port: port}
+	s.start(tb)
+	s.Addr = net.JoinHostPort(h.IP, strconv.Itoa(s.port))
+	tb.Cleanup(s.Stop)
+	return s
+}
+
+// Hits counts the requests to "/" since the server was created.
+func (s *HTTPServer) Hits() int64 { return s.hits.Load() }
+
+// Restart listens again on the same port after Stop; it fails the test if the
+// server is running.
+func (s *HTTPServer) Restart(tb testing.TB) {
+	tb.Helper()
+	s.start(tb)
+}
+
+// Stop closes the listener and every open connection, like a crashed server.
+func (s *HTTPServer) Stop() {
+	s.mu.Lock()
+	srv, done := s.srv, s.done
+	s.srv = nil
+	s.mu.Unlock()
+	if srv == nil {
+		return
+	}
+	_ = srv.Close()
+	<-done
+}
+
+func (s *HTTPServer) start(tb testing.TB) {
+	tb.Helper()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.srv != nil {
+		tb.Fatalf("http server %s already running", s.Name)
+	}
+	l, err := s.host.Listen("tcp", ":"+strconv.Itoa(s.port))
+	if err != nil {
+		tb.Fatalf("http server %s: %v", s.Name, err)
+	}
+	s.port = l.Addr().(*net.TCPAddr).Port
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /{$}", func(w http.ResponseWriter, _ *http.Request) {
+		s.hits.Add(1)
+		_, _ = w.Write([]byte(s.Name))
+	})
+	mux.HandleFunc("/health", func(w http.ResponseWriter, _ *http.Request) {
+		_, _ = w.Write([]byte("ok"))
+	})
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		if err := srv.Serve(l); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			tb.Errorf("http server %s: %v", s.Name, err)
+		}
+	}()
+	s.srv, s.done = srv, done
+}
+
+// UDPServer answers every datagram with its name.
+type UDPServer struct {
+	Name string
+	Addr string
+
+	host *Host
+	port int
+	hits atomic.Int64
+
+	mu   sync.Mutex
+	conn net.PacketConn
+	done chan struct{}
+}
+
+// ServeUDP starts a UDP responder on port (0 picks one) in the host.
+func (h *Host) ServeUDP(tb testing.TB, port int, name string) *UDPServer {
+	tb.Helper()
+	s := &UDPServer{Name: name, host: h, port: port}
+	s.start(tb)
+	s.Addr = net.JoinHostPort(h.IP, strconv.Itoa(s.port))
+	tb.Cleanup(s.Stop)
+	return s
+}
+
+// Hits counts the datagrams answered since the server was created.
+func (s *UDPServer) Hits() int64 { return s.hits.Load() }
+
+// Restart listens again on the same port after Stop.
+func (s *UDPServer) Restart(tb testing.TB) {
+	tb.Helper()
+	s.start(tb)
+}
+
+// Stop closes the socket; datagrams to the port then draw ICMP unreachable.
+func (s *UDPServer) Stop() {
+	s.mu.Lock()
+	conn, done := s.conn, s.done
+	s.conn = nil
+	s.mu.Unlock()
+	if conn == nil {
+		return
+	}
+	_ = conn.Close()
+	<-done
+}
+
+func (s *UDPServer) start(tb testing.TB) {
+	tb.Helper()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.conn != nil {
+		tb.Fatalf("udp server %s already running", s.Name)
+	}
+	conn, err := s.host.ListenPacket("udp4", ":"+strconv.Itoa(s.port))
+	if err != nil {
+		tb.Fatalf("udp server %s: %v", s.Name, err)
+	}
+	s.port = conn.LocalAddr().(*net.UDPAddr).Port
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		buf := make([]byte, 2048)
+		for {
+			_, peer, err := conn.ReadFrom(buf)
+			if err != nil {
+				return // closed by Stop
+			}
+			s.hits.Add(1)
+			if _, err := conn.WriteTo([]byte(s.Name), peer); err != nil && !errors.Is(err, net.ErrClosed) {
+				tb.Logf("udp server %s: %v", s.Name, err)
+			}
+		}
+	}()
+	s.conn, s.done = conn, done
+}
+
+// UDPRequest sends payload from the host to addr and returns the first
+// reply, waiting at most timeout.
+func (h *Host) UDPRequest(ctx context.Context, addr string, payload []byte, timeout time.Duration) ([]byte, error) {
+	conn, err := h.DialContext(ctx, "udp4", addr)
+	if err != nil {
+		return nil, err
+	}
+	defer conn.Close()
+	if err := conn.SetDeadline(time.Now().Add(timeout)); err != nil {
+		return nil, err
+	}
+	if _, err := conn.Write(payload); err != nil {
+		return nil, err
+	}
+	buf := make([]byte, 2048)
+	n, err := conn.Read(buf)
+	if err != nil {
+		return nil, err
+	}
+	return buf[:n], nil
+}
+
+// HTTPGet fetches url from the host over a new connection and returns the
+// body; a status other than 200 is an error.
+func (h *Host) HTTPGet(ctx context.Context, url string) (string, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return "", err
+	}
+	resp, err := h.HTTPClient().Do(req)
+	if err != nil {
+		return "", err
+	}
+	defer resp.Body.Close()
+	body, err := readAll(resp.Body)
+	if err != nil {
+		return "", err
+	}
+	if resp.StatusCode != http.StatusOK {
+		return string(body), fmt.Errorf("GET %s from %s: status %d", url, h.Name, resp.StatusCode)
+	}
+	return string(body), nil
+}
