@@ -6,6 +6,8 @@ import (
 	"slices"
 	"sync"
 	"testing"
+
+	"github.com/sdnlb/sdnlb"
 )
 
 // fakeLoad serves fixed per-index counters; indexes it does not know read 0.
@@ -72,6 +74,11 @@ func TestMethods(t *testing.T) {
 	got := Methods()
 	if !slices.Equal(got, want) {
 		t.Fatalf("Methods() = %v, want %v", got, want)
+	}
+	// The API validates lb_method against the domain's list; every name it
+	// accepts must build a scheduler.
+	if !slices.Equal(got, sdnlb.LBMethods) {
+		t.Errorf("Methods() = %v, sdnlb.LBMethods = %v", got, sdnlb.LBMethods)
 	}
 	got[0] = "CHANGED"
 	if !Valid("ROUND_ROBIN") || Valid("CHANGED") {
@@ -263,4 +270,37 @@ func TestPick_Concurrent(t *testing.T) {
 			}
 		})
 	}
+}
+
+// FuzzNew builds every method from arbitrary members and options: New either
+// fails or returns a scheduler whose picks are always one of the members.
+func FuzzNew(f *testing.F) {
+	f.Add(uint8(0), []byte{1, 2, 3}, 65537, int64(100), uint32(0x0a000001), uint16(80))
+	f.Add(uint8(7), []byte{0, 255, 9}, 7, int64(1), uint32(0), uint16(0))
+	f.Add(uint8(8), []byte{}, 2, int64(-1), uint32(1<<31), uint16(65535))
+	f.Fuzz(func(t *testing.T, method uint8, weights []byte, tableSize int, scale int64, ip uint32, port uint16) {
+		if len(weights) > 64 {
+			weights = weights[:64]
+		}
+		members := make([]Member, len(weights))
+		for i, w := range weights {
+			members[i] = Member{Index: i * 3, ID: fmt.Sprintf("id-%d", w) + fmt.Sprint(i%4), Weight: int(w)}
+		}
+		load := &fakeLoad{conns: make([]int64, 3*len(weights)), bytes: make([]uint64, 3*len(weights))}
+		for i := range load.conns {
+			load.conns[i] = int64(ip) - int64(i)*int64(port)
+			load.bytes[i] = uint64(ip) * uint64(i)
+		}
+		m := methods[int(method)%len(methods)]
+		s, err := New(m, members, load, WithTableSize(tableSize), WithAdaptiveScale(scale))
+		if err != nil {
+			return
+		}
+		for i := range 20 {
+			idx, ok := s.Pick(Key{ClientIP: ip + uint32(i), ClientPort: port, Proto: 6})
+			if ok != (len(members) > 0) || ok && (idx%3 != 0 || idx/3 >= len(members)) {
+				t.Fatalf("%s: Pick() = %d, %v with %d members", m, idx, ok, len(members))
+			}
+		}
+	})
 }
