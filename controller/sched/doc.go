@@ -53,8 +53,9 @@
 //     weight can carry. O(n).
 //
 // The O(n) methods scan every member; that suits pools of tens. Each scan
-// starts one position further than the last one, and the first strictly
-// best member wins, so ties rotate among the tied members (deterministic
-// for a given pick count) instead of all going to the first member while
-// the load counters lag behind a burst of new connections.
+// starts one position further than the last one and the first strictly
+// best member wins, so ties are spread over the tied members (round robin
+// when all are tied, deterministic for a given pick count) instead of all
+// going to the first member while the load counters lag behind a burst of
+// new connections.
 package sched

@@ -14,12 +14,13 @@ type sourceIP struct {
 }
 
 func newSourceIP(members []Member) sourceIP {
-	byID := slices.SortedFunc(slices.Values(members), func(a, b Member) int { return cmp.Compare(a.ID, b.ID) })
-	s := sourceIP{index: make([]int, len(byID))}
-	for i, m := range byID {
-		s.index[i] = m.Index
-	}
-	return s
+	return sourceIP{index: indexesOf(sortedByID(members))}
+}
+
+// sortedByID returns a copy of members in ID order, the order the hashing
+// methods use so that their mapping ignores the caller's order.
+func sortedByID(members []Member) []Member {
+	return slices.SortedFunc(slices.Values(members), func(a, b Member) int { return cmp.Compare(a.ID, b.ID) })
 }
 
 func (s sourceIP) Pick(k Key) (int, bool) {

@@ -2,7 +2,7 @@ package sched
 
 // The load-aware methods scan all members on every pick: O(n), fine for
 // pools of tens. Each scan starts at the ring's next position and keeps the
-// first strictly better member, so ties rotate deterministically.
+// first strictly better member, so ties are spread deterministically.
 
 // leastConns is LVS lc: fewest active connections, weights ignored.
 type leastConns struct {

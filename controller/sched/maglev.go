@@ -1,10 +1,5 @@
 package sched
 
-import (
-	"cmp"
-	"slices"
-)
-
 // maglev is the Maglev lookup table (Eisenbud et al., NSDI '16, §3.4) with
 // weights. Each member has a permutation of the M slots,
 //
@@ -31,16 +26,15 @@ const (
 )
 
 func newMaglev(members []Member, size int) *maglev {
-	byID := slices.SortedFunc(slices.Values(members), func(a, b Member) int { return cmp.Compare(a.ID, b.ID) })
+	byID := sortedByID(members)
 	m := uint64(size)
 	n := len(byID)
-	s := &maglev{index: make([]int, n), table: make([]uint16, size)}
+	s := &maglev{index: indexesOf(byID), table: make([]uint16, size)}
 	next := make([]uint64, n) // the slot each member tries next
 	skip := make([]uint64, n)
 	credit := make([]int, n)
 	maxWeight := 0
 	for i, mb := range byID {
-		s.index[i] = mb.Index
 		next[i] = hashID(saltOffset, mb.ID) % m
 		skip[i] = hashID(saltSkip, mb.ID)%(m-1) + 1
 		maxWeight = max(maxWeight, mb.Weight)

@@ -18,7 +18,7 @@ func newRandom(members []Member, draw func() uint64) *random {
 	if draw == nil {
 		draw = rand.Uint64
 	}
-	return &random{index: newRing(members).index, draw: draw}
+	return &random{index: indexesOf(members), draw: draw}
 }
 
 func (s *random) Pick(Key) (int, bool) {

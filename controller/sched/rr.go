@@ -37,12 +37,11 @@ func newWeightedRoundRobin(members []Member) *weightedRoundRobin {
 	for _, m := range members {
 		g = gcd(g, m.Weight)
 	}
-	s := &weightedRoundRobin{index: make([]int, len(members))}
+	s := &weightedRoundRobin{index: indexesOf(members)}
 	var groups []wrrGroup
 	byWeight := map[int]int{} // reduced weight → position in groups
 	var total int64
 	for i, m := range members {
-		s.index[i] = m.Index
 		w := m.Weight / g
 		total += int64(w)
 		gi, ok := byWeight[w]

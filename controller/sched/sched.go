@@ -228,19 +228,22 @@ func (empty) Pick(Key) (int, bool) { return 0, false }
 
 // ring holds the caller's indexes and a shared pick counter. RR uses the
 // counter directly; the scanning methods start each scan at the next
-// position so ties rotate among the tied members instead of piling onto the
+// position so ties spread over the tied members instead of piling onto the
 // first one during a burst of new connections before the load catches up.
 type ring struct {
 	index []int
 	next  atomic.Uint64
 }
 
-func newRing(members []Member) *ring {
-	r := &ring{index: make([]int, len(members))}
+func newRing(members []Member) *ring { return &ring{index: indexesOf(members)} }
+
+// indexesOf returns the members' caller indexes, in the members' order.
+func indexesOf(members []Member) []int {
+	index := make([]int, len(members))
 	for i, m := range members {
-		r.index[i] = m.Index
+		index[i] = m.Index
 	}
-	return r
+	return index
 }
 
 // start returns the position of this pick's turn, 0 first.
