@@ -17,7 +17,7 @@ port="${rest##*:}"
 addr=""
 i=0
 while [ -z "$addr" ] && [ "$i" -lt 60 ]; do
-	addr="$(getent hosts "$host" | awk '{ print $1; exit }')" || true
+	addr="$(getent ahostsv4 "$host" | awk '{ print $1; exit }')" || true
 	[ -n "$addr" ] || { i=$((i + 1)); sleep 1; }
 done
 [ -n "$addr" ] || { echo "cannot resolve controller host $host" >&2; exit 1; }
