@@ -1,0 +1,123 @@
+package lbstore
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/sdnlb/sdnlb"
+)
+
+// ConfigService reads and clears the configuration as a whole.
+type ConfigService struct {
+	db *DB
+}
+
+var _ sdnlb.ConfigService = (*ConfigService)(nil)
+
+// NewConfigService returns the config service of db.
+func NewConfigService(db *DB) *ConfigService { return &ConfigService{db: db} }
+
+// LoadConfig reads everything in one read transaction. Its Seq is the Seq
+// of the last event published when the snapshot was taken: the read holds
+// every write with Seq <= Config.Seq and none after it. So a consumer that
+// first subscribes and then loads misses nothing: what the load does not
+// hold, the subscription delivers (a few events may be seen twice).
+func (s *ConfigService) LoadConfig(ctx context.Context) (*sdnlb.Config, error) {
+	tx, seq, err := s.db.beginSnapshot(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer tx.Rollback()
+
+	cfg := &sdnlb.Config{Seq: seq}
+	if cfg.VIPs, err = findVIPs(ctx, tx, sdnlb.VIPFilter{}); err != nil {
+		return nil, err
+	}
+	if cfg.Pools, err = findPools(ctx, tx, sdnlb.PoolFilter{}); err != nil {
+		return nil, err
+	}
+	if cfg.Members, err = findMembers(ctx, tx, sdnlb.MemberFilter{}); err != nil {
+		return nil, err
+	}
+	if cfg.Monitors, err = findMonitors(ctx, tx, sdnlb.MonitorFilter{}); err != nil {
+		return nil, err
+	}
+	return cfg, nil
+}
+
+// Clear deletes every VIP, pool, member and monitor in one transaction and
+// publishes a single OpResync event (Kind "") instead of one per object.
+func (s *ConfigService) Clear(ctx context.Context) error {
+	tx, err := s.db.beginWrite(ctx)
+	if err != nil {
+		return err
+	}
+	defer tx.Rollback()
+	for _, table := range []string{"pool_monitors", "members", "pools", "monitors", "vips"} {
+		if _, err := tx.ExecContext(ctx, `DELETE FROM `+table); err != nil {
+			return fmt.Errorf("clear %s: %w", table, err)
+		}
+	}
+	tx.emit("", sdnlb.OpResync, "")
+	return tx.Commit()
+}
+
+// beginSnapshot starts a read transaction and pins its snapshot while no
+// write can commit, returning the Seq of the last event that snapshot
+// holds. Writes publish before they release the write lock, so the two
+// agree exactly.
+func (db *DB) beginSnapshot(ctx context.Context) (*Tx, uint64, error) {
+	select {
+	case db.writeLock <- struct{}{}:
+	case <-ctx.Done():
+		return nil, 0, ctx.Err()
+	}
+	defer func() { <-db.writeLock }()
+	tx, err := db.beginRead(ctx)
+	if err != nil {
+		return nil, 0, err
+	}
+	// A deferred transaction takes its snapshot at its first read.
+	var n int
+	if err := tx.GetContext(ctx, &n, `SELECT COUNT(*) FROM schema_migrations`); err != nil {
+		tx.Rollback()
+		return nil, 0, fmt.Errorf("begin snapshot: %w", err)
+	}
+	return tx, db.events.lastSeq(), nil
+}
+
+// Store bundles every service of one DB, for wiring: it implements all the
+// sdnlb store interfaces, including what the controller and the health
+// monitors need (LoadConfig, Subscribe, SetMemberHealth).
+type Store struct {
+	*VIPService
+	*PoolService
+	*MemberService
+	*MemberHealthService
+	*MonitorService
+	*ConfigService
+	*EventService
+}
+
+// NewStore returns all the services of db.
+func NewStore(db *DB) *Store {
+	return &Store{
+		VIPService:          NewVIPService(db),
+		PoolService:         NewPoolService(db),
+		MemberService:       NewMemberService(db),
+		MemberHealthService: NewMemberHealthService(db),
+		MonitorService:      NewMonitorService(db),
+		ConfigService:       NewConfigService(db),
+		EventService:        NewEventService(db),
+	}
+}
+
+var (
+	_ sdnlb.VIPService          = (*Store)(nil)
+	_ sdnlb.PoolService         = (*Store)(nil)
+	_ sdnlb.MemberService       = (*Store)(nil)
+	_ sdnlb.MemberHealthService = (*Store)(nil)
+	_ sdnlb.MonitorService      = (*Store)(nil)
+	_ sdnlb.ConfigService       = (*Store)(nil)
+	_ sdnlb.EventService        = (*Store)(nil)
+)

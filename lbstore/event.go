@@ -1,0 +1,143 @@
+package lbstore
+
+import (
+	"sync"
+	"time"
+
+	"github.com/sdnlb/sdnlb"
+)
+
+// EventService is the change feed: every committed write is published to
+// every subscriber as one event per object it created, updated or deleted.
+type EventService struct {
+	db *DB
+}
+
+var _ sdnlb.EventService = (*EventService)(nil)
+
+// NewEventService returns the change feed of db.
+func NewEventService(db *DB) *EventService { return &EventService{db: db} }
+
+// Subscribe returns the events committed after the call and a func that
+// ends the subscription and closes the channel. A subscriber whose buffer is
+// full loses events and, as soon as it has room again, is sent exactly one
+// event with Op OpResync (Kind "", Seq of the first event it lost): it must
+// then reload everything with LoadConfig. The writer never waits for a
+// subscriber.
+func (s *EventService) Subscribe() (<-chan sdnlb.Event, func()) {
+	return s.db.events.subscribe()
+}
+
+type eventHub struct {
+	mu     sync.Mutex
+	seq    uint64
+	subs   map[*subscriber]struct{}
+	buffer int
+}
+
+func newEventHub(buffer int) *eventHub {
+	return &eventHub{subs: make(map[*subscriber]struct{}), buffer: buffer}
+}
+
+type subscriber struct {
+	ch chan sdnlb.Event
+
+	mu      sync.Mutex
+	lost    bool          // events were dropped; a resync is on its way
+	stop    chan struct{} // closed when the subscription ends
+	resyncs sync.WaitGroup
+}
+
+// publish numbers events and offers them to every subscriber without
+// blocking.
+func (h *eventHub) publish(events []sdnlb.Event) {
+	if len(events) == 0 {
+		return
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for i := range events {
+		h.seq++
+		events[i].Seq = h.seq
+		for s := range h.subs {
+			s.offer(events[i])
+		}
+	}
+}
+
+// lastSeq is the Seq of the last published event.
+func (h *eventHub) lastSeq() uint64 {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.seq
+}
+
+func (h *eventHub) subscribe() (<-chan sdnlb.Event, func()) {
+	s := &subscriber{ch: make(chan sdnlb.Event, h.buffer), stop: make(chan struct{})}
+	h.mu.Lock()
+	h.subs[s] = struct{}{}
+	h.mu.Unlock()
+
+	var once sync.Once
+	cancel := func() {
+		once.Do(func() {
+			// Once out of the set, publish no longer sends to s; the
+			// resync goroutine is the only sender left.
+			h.mu.Lock()
+			delete(h.subs, s)
+			h.mu.Unlock()
+			close(s.stop)
+			s.resyncs.Wait()
+			close(s.ch)
+		})
+	}
+	return s.ch, cancel
+}
+
+// offer sends e if there is room. When there is not, the subscriber drops
+// events until a goroutine has delivered one resync in their place.
+func (s *subscriber) offer(e sdnlb.Event) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.lost {
+		return
+	}
+	select {
+	case s.ch <- e:
+		return
+	default:
+	}
+	s.lost = true
+	resync := sdnlb.Event{Seq: e.Seq, Op: sdnlb.OpResync, At: e.At}
+	s.resyncs.Add(1)
+	go s.deliverResync(resync)
+}
+
+// resyncPoll is how often a lagging subscriber is checked for room.
+const resyncPoll = 5 * time.Millisecond
+
+// deliverResync waits for room and sends the resync under s.mu, so the send
+// and the end of dropping are one step: an event is either dropped before
+// the resync (and covered by the reload it triggers) or queued after it.
+// Waiting for room on a channel without sending needs polling.
+func (s *subscriber) deliverResync(resync sdnlb.Event) {
+	defer s.resyncs.Done()
+	tick := time.NewTicker(resyncPoll)
+	defer tick.Stop()
+	for {
+		select {
+		case <-s.stop:
+			return
+		case <-tick.C:
+		}
+		s.mu.Lock()
+		select {
+		case s.ch <- resync:
+			s.lost = false
+			s.mu.Unlock()
+			return
+		default:
+			s.mu.Unlock()
+		}
+	}
+}

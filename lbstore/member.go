@@ -1,0 +1,323 @@
+package lbstore
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+
+	"github.com/sdnlb/sdnlb"
+)
+
+// MemberService stores members.
+type MemberService struct {
+	db *DB
+}
+
+var _ sdnlb.MemberService = (*MemberService)(nil)
+
+// NewMemberService returns the member service of db.
+func NewMemberService(db *DB) *MemberService { return &MemberService{db: db} }
+
+// FindMemberByID returns the member with id, ENOTFOUND if there is none.
+func (s *MemberService) FindMemberByID(ctx context.Context, id string) (*sdnlb.Member, error) {
+	tx, err := s.db.beginRead(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer tx.Rollback()
+	return findMemberByID(ctx, tx, id)
+}
+
+// FindMembers returns a page of the members the filter selects, by id.
+func (s *MemberService) FindMembers(ctx context.Context, filter sdnlb.MemberFilter) ([]*sdnlb.Member, error) {
+	tx, err := s.db.beginRead(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer tx.Rollback()
+	return findMembers(ctx, tx, filter)
+}
+
+// CreateMember validates and stores m. On success m gets its id, health,
+// status and timestamps; on failure it is left as it was.
+func (s *MemberService) CreateMember(ctx context.Context, m *sdnlb.Member) error {
+	tx, err := s.db.beginWrite(ctx)
+	if err != nil {
+		return err
+	}
+	defer tx.Rollback()
+	created, err := createMember(ctx, tx, *m)
+	if err != nil {
+		return err
+	}
+	if err := tx.Commit(); err != nil {
+		return err
+	}
+	*m = *created
+	return nil
+}
+
+// UpdateMember applies upd to the member with id.
+func (s *MemberService) UpdateMember(ctx context.Context, id string, upd sdnlb.MemberUpdate) (*sdnlb.Member, error) {
+	tx, err := s.db.beginWrite(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer tx.Rollback()
+	m, err := updateMember(ctx, tx, id, upd)
+	if err != nil {
+		return nil, err
+	}
+	if err := tx.Commit(); err != nil {
+		return nil, err
+	}
+	return m, nil
+}
+
+// DeleteMember deletes the member with id.
+func (s *MemberService) DeleteMember(ctx context.Context, id string) error {
+	tx, err := s.db.beginWrite(ctx)
+	if err != nil {
+		return err
+	}
+	defer tx.Rollback()
+	if err := deleteMember(ctx, tx, id); err != nil {
+		return err
+	}
+	return tx.Commit()
+}
+
+// MemberHealthService stores what the health monitors find.
+type MemberHealthService struct {
+	db *DB
+}
+
+var _ sdnlb.MemberHealthService = (*MemberHealthService)(nil)
+
+// NewMemberHealthService returns the member health service of db.
+func NewMemberHealthService(db *DB) *MemberHealthService { return &MemberHealthService{db: db} }
+
+// SetMemberHealth stores h for the member. It publishes an OpHealth event
+// only when the status changed, and leaves UpdatedAt alone: health is not
+// a change of configuration. A zero Since means now.
+func (s *MemberHealthService) SetMemberHealth(ctx context.Context, id string, h sdnlb.MemberHealth) error {
+	switch h.Status {
+	case sdnlb.MemberUp, sdnlb.MemberDown, sdnlb.MemberNoMonitor:
+	default:
+		return sdnlb.FieldErrorf(sdnlb.EINVALID, "status", "health status must be UP, DOWN or NO_MONITOR, not %q", h.Status)
+	}
+	tx, err := s.db.beginWrite(ctx)
+	if err != nil {
+		return err
+	}
+	defer tx.Rollback()
+	var old string
+	if err := tx.GetContext(ctx, &old, `SELECT health_status FROM members WHERE id = ?`, id); errors.Is(err, sql.ErrNoRows) {
+		return sdnlb.Errorf(sdnlb.ENOTFOUND, "member %q not found", id)
+	} else if err != nil {
+		return fmt.Errorf("find member health: %w", err)
+	}
+	if h.Since.IsZero() {
+		h.Since = tx.now
+	}
+	var lastCheck any
+	if h.LastCheck != nil {
+		lastCheck = formatTime(*h.LastCheck)
+	}
+	if _, err := tx.ExecContext(ctx, `UPDATE members SET health_status = ?, health_since = ?, health_last_check = ?,
+		health_latency_ms = ?, health_error = ? WHERE id = ?`,
+		h.Status, formatTime(h.Since), lastCheck, h.LatencyMS, h.LastError, id,
+	); err != nil {
+		return fmt.Errorf("set member health: %w", err)
+	}
+	if sdnlb.MemberStatus(old) != h.Status {
+		tx.emit(sdnlb.KindMember, sdnlb.OpHealth, id)
+	}
+	return tx.Commit()
+}
+
+type memberRow struct {
+	ID              string         `db:"id"`
+	PoolID          string         `db:"pool_id"`
+	Address         string         `db:"address"`
+	Port            int            `db:"port"`
+	Weight          int            `db:"weight"`
+	AdminStateUp    bool           `db:"admin_state_up"`
+	HealthStatus    string         `db:"health_status"`
+	HealthSince     string         `db:"health_since"`
+	HealthLastCheck sql.NullString `db:"health_last_check"`
+	HealthLatencyMS float64        `db:"health_latency_ms"`
+	HealthError     string         `db:"health_error"`
+	CreatedAt       string         `db:"created_at"`
+	UpdatedAt       string         `db:"updated_at"`
+}
+
+const selectMembers = `SELECT id, pool_id, address, port, weight, admin_state_up, health_status, health_since,
+	health_last_check, health_latency_ms, health_error, created_at, updated_at
+FROM members`
+
+func (r *memberRow) member() (*sdnlb.Member, error) {
+	m := &sdnlb.Member{
+		ID:           r.ID,
+		PoolID:       r.PoolID,
+		Address:      r.Address,
+		Port:         r.Port,
+		Weight:       r.Weight,
+		AdminStateUp: r.AdminStateUp,
+		Health: sdnlb.MemberHealth{
+			Status:    sdnlb.MemberStatus(r.HealthStatus),
+			LatencyMS: r.HealthLatencyMS,
+			LastError: r.HealthError,
+		},
+	}
+	var err error
+	if m.Health.Since, err = parseTime(r.HealthSince); err != nil {
+		return nil, err
+	}
+	if r.HealthLastCheck.Valid {
+		t, err := parseTime(r.HealthLastCheck.String)
+		if err != nil {
+			return nil, err
+		}
+		m.Health.LastCheck = &t
+	}
+	if m.CreatedAt, err = parseTime(r.CreatedAt); err != nil {
+		return nil, err
+	}
+	if m.UpdatedAt, err = parseTime(r.UpdatedAt); err != nil {
+		return nil, err
+	}
+	m.Status = m.EffectiveStatus()
+	return m, nil
+}
+
+func findMemberByID(ctx context.Context, tx *Tx, id string) (*sdnlb.Member, error) {
+	var row memberRow
+	if err := tx.GetContext(ctx, &row, selectMembers+` WHERE id = ?`, id); errors.Is(err, sql.ErrNoRows) {
+		return nil, sdnlb.Errorf(sdnlb.ENOTFOUND, "member %q not found", id)
+	} else if err != nil {
+		return nil, fmt.Errorf("find member: %w", err)
+	}
+	return row.member()
+}
+
+func findMembers(ctx context.Context, tx *Tx, filter sdnlb.MemberFilter) ([]*sdnlb.Member, error) {
+	var w where
+	if filter.PoolID != nil {
+		w.add("pool_id = ?", *filter.PoolID)
+	}
+	if filter.Address != nil {
+		w.add("address = ?", *filter.Address)
+	}
+	var rows []memberRow
+	if err := tx.SelectContext(ctx, &rows, selectMembers+w.pageSQL("id", filter.Page), w.args...); err != nil {
+		return nil, fmt.Errorf("find members: %w", err)
+	}
+	members := make([]*sdnlb.Member, 0, len(rows))
+	for i := range rows {
+		m, err := rows[i].member()
+		if err != nil {
+			return nil, err
+		}
+		members = append(members, m)
+	}
+	return members, nil
+}
+
+func createMember(ctx context.Context, tx *Tx, m sdnlb.Member) (*sdnlb.Member, error) {
+	if err := m.Validate(); err != nil {
+		return nil, err
+	}
+	if m.ID != "" {
+		if exists, err := rowExists(ctx, tx, `SELECT 1 FROM members WHERE id = ?`, m.ID); err != nil {
+			return nil, err
+		} else if exists {
+			return nil, sdnlb.FieldErrorf(sdnlb.ECONFLICT, "id", "member %q already exists", m.ID)
+		}
+	}
+	m.ID = newID(m.ID)
+	health, err := initialHealth(ctx, tx, m.PoolID)
+	if err != nil {
+		return nil, err
+	}
+	if err := checkMemberEndpoint(ctx, tx, &m); err != nil {
+		return nil, err
+	}
+	now := formatTime(tx.now)
+	if _, err := tx.ExecContext(ctx, `INSERT INTO members (id, pool_id, address, port, weight, admin_state_up,
+		health_status, health_since, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+		m.ID, m.PoolID, m.Address, m.Port, m.Weight, m.AdminStateUp, health, now, now, now,
+	); err != nil {
+		return nil, mapError(fmt.Errorf("insert member: %w", err), sdnlb.ENOTFOUND)
+	}
+	tx.emit(sdnlb.KindMember, sdnlb.OpCreate, m.ID)
+	return findMemberByID(ctx, tx, m.ID)
+}
+
+// initialHealth is the health of a new member of the pool: DOWN until
+// checked when the pool has an active monitor, else NO_MONITOR. The pool
+// must exist.
+func initialHealth(ctx context.Context, tx *Tx, poolID string) (sdnlb.MemberStatus, error) {
+	var monitors int
+	err := tx.GetContext(ctx, &monitors, `SELECT (SELECT COUNT(*) FROM pool_monitors pm JOIN monitors mo ON mo.id = pm.monitor_id
+		WHERE pm.pool_id = p.id AND mo.admin_state_up) FROM pools p WHERE p.id = ?`, poolID)
+	if errors.Is(err, sql.ErrNoRows) {
+		return "", sdnlb.FieldErrorf(sdnlb.ENOTFOUND, "pool_id", "pool %q not found", poolID)
+	} else if err != nil {
+		return "", fmt.Errorf("find member pool: %w", err)
+	}
+	if monitors > 0 {
+		return sdnlb.MemberDown, nil
+	}
+	return sdnlb.MemberNoMonitor, nil
+}
+
+func updateMember(ctx context.Context, tx *Tx, id string, upd sdnlb.MemberUpdate) (*sdnlb.Member, error) {
+	m, err := findMemberByID(ctx, tx, id)
+	if err != nil {
+		return nil, err
+	}
+	upd.Apply(m)
+	if err := m.Validate(); err != nil {
+		return nil, err
+	}
+	if err := checkMemberEndpoint(ctx, tx, m); err != nil {
+		return nil, err
+	}
+	if _, err := tx.ExecContext(ctx, `UPDATE members SET address = ?, port = ?, weight = ?, admin_state_up = ?,
+		updated_at = ? WHERE id = ?`, m.Address, m.Port, m.Weight, m.AdminStateUp, formatTime(tx.now), id,
+	); err != nil {
+		return nil, mapError(fmt.Errorf("update member: %w", err), sdnlb.ENOTFOUND)
+	}
+	tx.emit(sdnlb.KindMember, sdnlb.OpUpdate, id)
+	return findMemberByID(ctx, tx, id)
+}
+
+func deleteMember(ctx context.Context, tx *Tx, id string) error {
+	res, err := tx.ExecContext(ctx, `DELETE FROM members WHERE id = ?`, id)
+	if err != nil {
+		return mapError(fmt.Errorf("delete member: %w", err), sdnlb.ECONFLICT)
+	}
+	if n, err := res.RowsAffected(); err != nil {
+		return fmt.Errorf("delete member: %w", err)
+	} else if n == 0 {
+		return sdnlb.Errorf(sdnlb.ENOTFOUND, "member %q not found", id)
+	}
+	tx.emit(sdnlb.KindMember, sdnlb.OpDelete, id)
+	return nil
+}
+
+// checkMemberEndpoint refuses m when another member of its pool has the
+// same address and port.
+func checkMemberEndpoint(ctx context.Context, tx *Tx, m *sdnlb.Member) error {
+	var other string
+	err := tx.GetContext(ctx, &other, `SELECT id FROM members WHERE pool_id = ? AND address = ? AND port = ? AND id <> ?`,
+		m.PoolID, m.Address, m.Port, m.ID)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil
+	} else if err != nil {
+		return fmt.Errorf("check member endpoint: %w", err)
+	}
+	return sdnlb.FieldErrorf(sdnlb.ECONFLICT, "address", "member %s of pool %s already has %s port %d", other, m.PoolID, m.Address, m.Port)
+}

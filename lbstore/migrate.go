@@ -1,0 +1,107 @@
+package lbstore
+
+import (
+	"context"
+	"fmt"
+	"io/fs"
+	"sort"
+	"strconv"
+	"strings"
+)
+
+// migration is one numbered SQL file.
+type migration struct {
+	version int
+	name    string
+}
+
+// migrate applies the migrations newer than the recorded schema version in
+// name order, each in its own transaction together with its record, and
+// refuses a database written by a newer sdnlb.
+func (db *DB) migrate(ctx context.Context) error {
+	if _, err := db.write.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS schema_migrations (
+		version    INTEGER PRIMARY KEY,
+		name       TEXT NOT NULL,
+		applied_at TEXT NOT NULL
+	)`); err != nil {
+		return fmt.Errorf("create schema_migrations: %w", err)
+	}
+	list, err := readMigrations(db.Migrations)
+	if err != nil {
+		return err
+	}
+	latest := 0
+	if len(list) > 0 {
+		latest = list[len(list)-1].version
+	}
+	var current int
+	if err := db.write.GetContext(ctx, &current, `SELECT COALESCE(MAX(version), 0) FROM schema_migrations`); err != nil {
+		return fmt.Errorf("read schema version: %w", err)
+	}
+	if current > latest {
+		return fmt.Errorf("database schema version %d is newer than this sdnlb supports (%d); upgrade sdnlb", current, latest)
+	}
+	for _, m := range list {
+		if err := db.applyMigration(ctx, m); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (db *DB) applyMigration(ctx context.Context, m migration) error {
+	tx, err := db.write.BeginTxx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("migration %s: %w", m.name, err)
+	}
+	defer tx.Rollback()
+
+	// Checked inside the transaction so two processes starting at once
+	// apply each file once.
+	var n int
+	if err := tx.GetContext(ctx, &n, `SELECT COUNT(*) FROM schema_migrations WHERE version = ?`, m.version); err != nil {
+		return fmt.Errorf("migration %s: %w", m.name, err)
+	} else if n > 0 {
+		return nil
+	}
+	body, err := fs.ReadFile(db.Migrations, m.name)
+	if err != nil {
+		return fmt.Errorf("migration %s: %w", m.name, err)
+	}
+	if _, err := tx.ExecContext(ctx, string(body)); err != nil {
+		return fmt.Errorf("migration %s: %w", m.name, err)
+	}
+	if _, err := tx.ExecContext(ctx, `INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)`,
+		m.version, m.name, formatTime(db.Now())); err != nil {
+		return fmt.Errorf("migration %s: record: %w", m.name, err)
+	}
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("migration %s: %w", m.name, err)
+	}
+	return nil
+}
+
+// readMigrations lists the *.sql files of fsys, sorted by version. Every
+// name must start with a distinct positive number and an underscore.
+func readMigrations(fsys fs.FS) ([]migration, error) {
+	names, err := fs.Glob(fsys, "*.sql")
+	if err != nil {
+		return nil, fmt.Errorf("list migrations: %w", err)
+	}
+	list := make([]migration, 0, len(names))
+	seen := make(map[int]string)
+	for _, name := range names {
+		num, _, ok := strings.Cut(name, "_")
+		v, err := strconv.Atoi(num)
+		if !ok || err != nil || v < 1 {
+			return nil, fmt.Errorf("migration %s: name must be NNNN_description.sql", name)
+		}
+		if other, dup := seen[v]; dup {
+			return nil, fmt.Errorf("migrations %s and %s share version %d", other, name, v)
+		}
+		seen[v] = name
+		list = append(list, migration{version: v, name: name})
+	}
+	sort.Slice(list, func(i, j int) bool { return list[i].version < list[j].version })
+	return list, nil
+}

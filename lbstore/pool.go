@@ -1,0 +1,370 @@
+package lbstore
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sort"
+
+	"github.com/sdnlb/sdnlb"
+)
+
+// PoolService stores pools and their monitor associations.
+type PoolService struct {
+	db *DB
+}
+
+var _ sdnlb.PoolService = (*PoolService)(nil)
+
+// NewPoolService returns the pool service of db.
+func NewPoolService(db *DB) *PoolService { return &PoolService{db: db} }
+
+// FindPoolByID returns the pool with id, ENOTFOUND if there is none.
+func (s *PoolService) FindPoolByID(ctx context.Context, id string) (*sdnlb.Pool, error) {
+	tx, err := s.db.beginRead(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer tx.Rollback()
+	return findPoolByID(ctx, tx, id)
+}
+
+// FindPools returns a page of the pools the filter selects, by id.
+func (s *PoolService) FindPools(ctx context.Context, filter sdnlb.PoolFilter) ([]*sdnlb.Pool, error) {
+	tx, err := s.db.beginRead(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer tx.Rollback()
+	return findPools(ctx, tx, filter)
+}
+
+// CreatePool validates and stores p. On success p gets its id and
+// timestamps; on failure it is left as it was.
+func (s *PoolService) CreatePool(ctx context.Context, p *sdnlb.Pool) error {
+	tx, err := s.db.beginWrite(ctx)
+	if err != nil {
+		return err
+	}
+	defer tx.Rollback()
+	created, err := createPool(ctx, tx, *p)
+	if err != nil {
+		return err
+	}
+	if err := tx.Commit(); err != nil {
+		return err
+	}
+	*p = *created
+	return nil
+}
+
+// UpdatePool applies upd to the pool with id.
+func (s *PoolService) UpdatePool(ctx context.Context, id string, upd sdnlb.PoolUpdate) (*sdnlb.Pool, error) {
+	tx, err := s.db.beginWrite(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer tx.Rollback()
+	p, err := updatePool(ctx, tx, id, upd)
+	if err != nil {
+		return nil, err
+	}
+	if err := tx.Commit(); err != nil {
+		return nil, err
+	}
+	return p, nil
+}
+
+// DeletePool deletes the pool with id; see sdnlb.PoolService.
+func (s *PoolService) DeletePool(ctx context.Context, id string, cascade bool) error {
+	tx, err := s.db.beginWrite(ctx)
+	if err != nil {
+		return err
+	}
+	defer tx.Rollback()
+	if err := deletePool(ctx, tx, id, cascade); err != nil {
+		return err
+	}
+	return tx.Commit()
+}
+
+// AssociateMonitor makes the monitor check the pool's members. Associating
+// twice changes nothing and publishes nothing.
+func (s *PoolService) AssociateMonitor(ctx context.Context, poolID, monitorID string) error {
+	tx, err := s.db.beginWrite(ctx)
+	if err != nil {
+		return err
+	}
+	defer tx.Rollback()
+	if err := checkAssociation(ctx, tx, poolID, monitorID); err != nil {
+		return err
+	}
+	res, err := tx.ExecContext(ctx, `INSERT OR IGNORE INTO pool_monitors (pool_id, monitor_id) VALUES (?, ?)`, poolID, monitorID)
+	if err != nil {
+		return mapError(fmt.Errorf("associate monitor: %w", err), sdnlb.ENOTFOUND)
+	}
+	if n, err := res.RowsAffected(); err != nil {
+		return fmt.Errorf("associate monitor: %w", err)
+	} else if n == 0 {
+		return nil
+	}
+	if err := touchPool(ctx, tx, poolID); err != nil {
+		return err
+	}
+	return tx.Commit()
+}
+
+// DissociateMonitor stops the monitor checking the pool's members.
+func (s *PoolService) DissociateMonitor(ctx context.Context, poolID, monitorID string) error {
+	tx, err := s.db.beginWrite(ctx)
+	if err != nil {
+		return err
+	}
+	defer tx.Rollback()
+	if err := checkAssociation(ctx, tx, poolID, monitorID); err != nil {
+		return err
+	}
+	if err := dissociateMonitor(ctx, tx, poolID, monitorID); err != nil {
+		return err
+	}
+	return tx.Commit()
+}
+
+type poolRow struct {
+	ID           string         `db:"id"`
+	Name         string         `db:"name"`
+	Description  string         `db:"description"`
+	VIPID        sql.NullString `db:"vip_id"`
+	LBMethod     string         `db:"lb_method"`
+	Protocol     string         `db:"protocol"`
+	AdminStateUp bool           `db:"admin_state_up"`
+	MonitorIDs   string         `db:"monitor_ids"` // a JSON array
+	CreatedAt    string         `db:"created_at"`
+	UpdatedAt    string         `db:"updated_at"`
+}
+
+// selectPools reads the monitor ids as a JSON array, which survives any
+// character a client-chosen id may hold.
+const selectPools = `SELECT p.id, p.name, p.description, p.vip_id, p.lb_method, p.protocol,
+	p.admin_state_up, p.created_at, p.updated_at,
+	(SELECT json_group_array(pm.monitor_id) FROM pool_monitors pm WHERE pm.pool_id = p.id) AS monitor_ids
+FROM pools p`
+
+func (r *poolRow) pool() (*sdnlb.Pool, error) {
+	p := &sdnlb.Pool{
+		ID:           r.ID,
+		Name:         r.Name,
+		Description:  r.Description,
+		VIPID:        r.VIPID.String,
+		LBMethod:     r.LBMethod,
+		Protocol:     sdnlb.Protocol(r.Protocol),
+		AdminStateUp: r.AdminStateUp,
+	}
+	var err error
+	if p.MonitorIDs, err = parseIDList(r.MonitorIDs); err != nil {
+		return nil, err
+	}
+	if p.CreatedAt, err = parseTime(r.CreatedAt); err != nil {
+		return nil, err
+	}
+	if p.UpdatedAt, err = parseTime(r.UpdatedAt); err != nil {
+		return nil, err
+	}
+	return p, nil
+}
+
+// parseIDList decodes a JSON array of ids, sorted and never nil.
+func parseIDList(s string) ([]string, error) {
+	ids := []string{}
+	if err := json.Unmarshal([]byte(s), &ids); err != nil {
+		return nil, fmt.Errorf("stored id list %q: %w", s, err)
+	}
+	if ids == nil {
+		ids = []string{}
+	}
+	sort.Strings(ids)
+	return ids, nil
+}
+
+func findPoolByID(ctx context.Context, tx *Tx, id string) (*sdnlb.Pool, error) {
+	var row poolRow
+	if err := tx.GetContext(ctx, &row, selectPools+` WHERE p.id = ?`, id); errors.Is(err, sql.ErrNoRows) {
+		return nil, sdnlb.Errorf(sdnlb.ENOTFOUND, "pool %q not found", id)
+	} else if err != nil {
+		return nil, fmt.Errorf("find pool: %w", err)
+	}
+	return row.pool()
+}
+
+func findPools(ctx context.Context, tx *Tx, filter sdnlb.PoolFilter) ([]*sdnlb.Pool, error) {
+	var w where
+	if filter.VIPID != nil {
+		w.add("p.vip_id = ?", *filter.VIPID)
+	}
+	if filter.MonitorID != nil {
+		w.add("EXISTS (SELECT 1 FROM pool_monitors pm WHERE pm.pool_id = p.id AND pm.monitor_id = ?)", *filter.MonitorID)
+	}
+	var rows []poolRow
+	if err := tx.SelectContext(ctx, &rows, selectPools+w.pageSQL("p.id", filter.Page), w.args...); err != nil {
+		return nil, fmt.Errorf("find pools: %w", err)
+	}
+	pools := make([]*sdnlb.Pool, 0, len(rows))
+	for i := range rows {
+		p, err := rows[i].pool()
+		if err != nil {
+			return nil, err
+		}
+		pools = append(pools, p)
+	}
+	return pools, nil
+}
+
+func createPool(ctx context.Context, tx *Tx, p sdnlb.Pool) (*sdnlb.Pool, error) {
+	if err := p.Validate(); err != nil {
+		return nil, err
+	}
+	if p.ID != "" {
+		if exists, err := rowExists(ctx, tx, `SELECT 1 FROM pools WHERE id = ?`, p.ID); err != nil {
+			return nil, err
+		} else if exists {
+			return nil, sdnlb.FieldErrorf(sdnlb.ECONFLICT, "id", "pool %q already exists", p.ID)
+		}
+	}
+	p.ID = newID(p.ID)
+	if err := checkPoolVIP(ctx, tx, &p); err != nil {
+		return nil, err
+	}
+	now := formatTime(tx.now)
+	if _, err := tx.ExecContext(ctx, `INSERT INTO pools (id, name, description, vip_id, lb_method, protocol,
+		admin_state_up, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+		p.ID, p.Name, p.Description, nullIfEmpty(p.VIPID), p.LBMethod, p.Protocol, p.AdminStateUp, now, now,
+	); err != nil {
+		return nil, mapError(fmt.Errorf("insert pool: %w", err), sdnlb.ENOTFOUND)
+	}
+	tx.emit(sdnlb.KindPool, sdnlb.OpCreate, p.ID)
+	return findPoolByID(ctx, tx, p.ID)
+}
+
+func updatePool(ctx context.Context, tx *Tx, id string, upd sdnlb.PoolUpdate) (*sdnlb.Pool, error) {
+	p, err := findPoolByID(ctx, tx, id)
+	if err != nil {
+		return nil, err
+	}
+	upd.Apply(p)
+	if err := p.Validate(); err != nil {
+		return nil, err
+	}
+	if err := checkPoolVIP(ctx, tx, p); err != nil {
+		return nil, err
+	}
+	if _, err := tx.ExecContext(ctx, `UPDATE pools SET name = ?, description = ?, vip_id = ?, lb_method = ?,
+		protocol = ?, admin_state_up = ?, updated_at = ? WHERE id = ?`,
+		p.Name, p.Description, nullIfEmpty(p.VIPID), p.LBMethod, p.Protocol, p.AdminStateUp, formatTime(tx.now), id,
+	); err != nil {
+		return nil, mapError(fmt.Errorf("update pool: %w", err), sdnlb.ENOTFOUND)
+	}
+	tx.emit(sdnlb.KindPool, sdnlb.OpUpdate, id)
+	return findPoolByID(ctx, tx, id)
+}
+
+// deletePool deletes the pool and its monitor associations; with cascade
+// its members first, without it refuses while it has any.
+func deletePool(ctx context.Context, tx *Tx, id string, cascade bool) error {
+	if _, err := findPoolByID(ctx, tx, id); err != nil {
+		return err
+	}
+	var memberIDs []string
+	if err := tx.SelectContext(ctx, &memberIDs, `SELECT id FROM members WHERE pool_id = ? ORDER BY id`, id); err != nil {
+		return fmt.Errorf("find pool members: %w", err)
+	}
+	if len(memberIDs) > 0 {
+		if !cascade {
+			return sdnlb.Errorf(sdnlb.ECONFLICT, "pool %q has %d members (%s): delete them first or delete with cascade",
+				id, len(memberIDs), nameIDs(memberIDs))
+		}
+		if _, err := tx.ExecContext(ctx, `DELETE FROM members WHERE pool_id = ?`, id); err != nil {
+			return fmt.Errorf("delete pool members: %w", err)
+		}
+		for _, memberID := range memberIDs {
+			tx.emit(sdnlb.KindMember, sdnlb.OpDelete, memberID)
+		}
+	}
+	if _, err := tx.ExecContext(ctx, `DELETE FROM pool_monitors WHERE pool_id = ?`, id); err != nil {
+		return fmt.Errorf("delete pool monitors: %w", err)
+	}
+	if _, err := tx.ExecContext(ctx, `DELETE FROM pools WHERE id = ?`, id); err != nil {
+		return mapError(fmt.Errorf("delete pool: %w", err), sdnlb.ECONFLICT)
+	}
+	tx.emit(sdnlb.KindPool, sdnlb.OpDelete, id)
+	return nil
+}
+
+// checkPoolVIP checks the VIP p serves: it must exist, have no other pool
+// and share p's protocol.
+func checkPoolVIP(ctx context.Context, tx *Tx, p *sdnlb.Pool) error {
+	if p.VIPID == "" {
+		return nil
+	}
+	v, err := findVIPByID(ctx, tx, p.VIPID)
+	if sdnlb.ErrorCode(err) == sdnlb.ENOTFOUND {
+		return sdnlb.FieldErrorf(sdnlb.ENOTFOUND, "vip_id", "vip %q not found", p.VIPID)
+	} else if err != nil {
+		return err
+	}
+	if v.PoolID != "" && v.PoolID != p.ID {
+		return sdnlb.FieldErrorf(sdnlb.ECONFLICT, "vip_id", "vip %s is already served by pool %s", v.ID, v.PoolID)
+	}
+	if v.Protocol != p.Protocol {
+		return sdnlb.FieldErrorf(sdnlb.EINVALID, "protocol", "pool protocol %s must match the protocol of vip %s (%s)", p.Protocol, v.ID, v.Protocol)
+	}
+	return nil
+}
+
+// setPoolVIP points the pool at vipID ("" for none).
+func setPoolVIP(ctx context.Context, tx *Tx, poolID, vipID string) error {
+	if _, err := tx.ExecContext(ctx, `UPDATE pools SET vip_id = ?, updated_at = ? WHERE id = ?`,
+		nullIfEmpty(vipID), formatTime(tx.now), poolID); err != nil {
+		return mapError(fmt.Errorf("link pool: %w", err), sdnlb.ENOTFOUND)
+	}
+	tx.emit(sdnlb.KindPool, sdnlb.OpUpdate, poolID)
+	return nil
+}
+
+// touchPool records that the pool's monitors changed.
+func touchPool(ctx context.Context, tx *Tx, poolID string) error {
+	if _, err := tx.ExecContext(ctx, `UPDATE pools SET updated_at = ? WHERE id = ?`, formatTime(tx.now), poolID); err != nil {
+		return fmt.Errorf("touch pool: %w", err)
+	}
+	tx.emit(sdnlb.KindPool, sdnlb.OpUpdate, poolID)
+	return nil
+}
+
+// checkAssociation checks that both ends of an association exist.
+func checkAssociation(ctx context.Context, tx *Tx, poolID, monitorID string) error {
+	if exists, err := rowExists(ctx, tx, `SELECT 1 FROM pools WHERE id = ?`, poolID); err != nil {
+		return err
+	} else if !exists {
+		return sdnlb.FieldErrorf(sdnlb.ENOTFOUND, "pool_id", "pool %q not found", poolID)
+	}
+	if exists, err := rowExists(ctx, tx, `SELECT 1 FROM monitors WHERE id = ?`, monitorID); err != nil {
+		return err
+	} else if !exists {
+		return sdnlb.FieldErrorf(sdnlb.ENOTFOUND, "monitor_id", "monitor %q not found", monitorID)
+	}
+	return nil
+}
+
+func dissociateMonitor(ctx context.Context, tx *Tx, poolID, monitorID string) error {
+	res, err := tx.ExecContext(ctx, `DELETE FROM pool_monitors WHERE pool_id = ? AND monitor_id = ?`, poolID, monitorID)
+	if err != nil {
+		return fmt.Errorf("dissociate monitor: %w", err)
+	}
+	if n, err := res.RowsAffected(); err != nil {
+		return fmt.Errorf("dissociate monitor: %w", err)
+	} else if n == 0 {
+		return sdnlb.Errorf(sdnlb.ENOTFOUND, "monitor %q is not associated with pool %q", monitorID, poolID)
+	}
+	return touchPool(ctx, tx, poolID)
+}

@@ -1,0 +1,129 @@
+package lbstore
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/jmoiron/sqlx"
+	"github.com/mattn/go-sqlite3"
+
+	"github.com/sdnlb/sdnlb"
+)
+
+// Tx is a transaction with the time it started, which every timestamp it
+// writes uses, and the events it publishes once it commits.
+type Tx struct {
+	*sqlx.Tx
+	db      *DB
+	now     time.Time
+	events  []sdnlb.Event
+	writing bool // holds db.writeLock until Commit or Rollback
+	done    bool
+}
+
+// beginWrite starts an immediate transaction. Only one runs at a time.
+func (db *DB) beginWrite(ctx context.Context) (*Tx, error) {
+	select {
+	case db.writeLock <- struct{}{}:
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+	tx, err := db.write.BeginTxx(ctx, nil)
+	if err != nil {
+		<-db.writeLock
+		return nil, fmt.Errorf("begin: %w", err)
+	}
+	return &Tx{Tx: tx, db: db, now: db.Now().UTC(), writing: true}, nil
+}
+
+// beginRead starts a deferred, query-only transaction, which sees one
+// snapshot and never blocks writers (WAL).
+func (db *DB) beginRead(ctx context.Context) (*Tx, error) {
+	tx, err := db.read.BeginTxx(ctx, &sql.TxOptions{ReadOnly: true})
+	if err != nil {
+		return nil, fmt.Errorf("begin: %w", err)
+	}
+	return &Tx{Tx: tx, db: db, now: db.Now().UTC()}, nil
+}
+
+// emit queues an event for publication after the commit.
+func (tx *Tx) emit(kind, op, id string) {
+	tx.events = append(tx.events, sdnlb.Event{Kind: kind, Op: op, ID: id, At: tx.now})
+}
+
+// Commit commits and then publishes the queued events, before the next
+// write can commit, so subscribers see events in commit order.
+func (tx *Tx) Commit() error {
+	if tx.done {
+		return sql.ErrTxDone
+	}
+	tx.done = true
+	err := tx.Tx.Commit()
+	if err == nil {
+		tx.db.events.publish(tx.events)
+	}
+	if tx.writing {
+		<-tx.db.writeLock
+	}
+	if err != nil {
+		return fmt.Errorf("commit: %w", err)
+	}
+	return nil
+}
+
+// Rollback undoes an unfinished transaction; after Commit it does nothing,
+// so it can always be deferred.
+func (tx *Tx) Rollback() error {
+	if tx.done {
+		return nil
+	}
+	tx.done = true
+	err := tx.Tx.Rollback()
+	if tx.writing {
+		<-tx.db.writeLock
+	}
+	return err
+}
+
+// timeLayout is fixed width so stored times sort as text.
+const timeLayout = "2006-01-02T15:04:05.000000000Z"
+
+func formatTime(t time.Time) string { return t.UTC().Format(timeLayout) }
+
+func parseTime(s string) (time.Time, error) {
+	t, err := time.Parse(timeLayout, s)
+	if err != nil {
+		return time.Time{}, fmt.Errorf("stored time %q: %w", s, err)
+	}
+	return t, nil
+}
+
+// mapError turns driver errors into sdnlb errors: no rows is ENOTFOUND, a
+// unique or primary key violation ECONFLICT, a foreign key violation
+// fkCode (ENOTFOUND when inserting a reference, ECONFLICT when deleting a
+// referenced row). The explicit checks before each write give better
+// messages; this is the safety net under them.
+func mapError(err error, fkCode string) error {
+	if err == nil {
+		return nil
+	}
+	if errors.Is(err, sql.ErrNoRows) {
+		return sdnlb.Errorf(sdnlb.ENOTFOUND, "not found")
+	}
+	var se sqlite3.Error
+	if errors.As(err, &se) {
+		switch se.ExtendedCode {
+		case sqlite3.ErrConstraintUnique, sqlite3.ErrConstraintPrimaryKey:
+			return sdnlb.Errorf(sdnlb.ECONFLICT, "the write conflicts with an existing object")
+		case sqlite3.ErrConstraintForeignKey:
+			if fkCode == sdnlb.ENOTFOUND {
+				return sdnlb.Errorf(sdnlb.ENOTFOUND, "a referenced object does not exist")
+			}
+			return sdnlb.Errorf(sdnlb.ECONFLICT, "other objects depend on this one")
+		}
+	}
+	return err
+}

@@ -1,0 +1,341 @@
+package lbstore
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+
+	"github.com/sdnlb/sdnlb"
+)
+
+// VIPService stores VIPs.
+type VIPService struct {
+	db *DB
+}
+
+var _ sdnlb.VIPService = (*VIPService)(nil)
+
+// NewVIPService returns the VIP service of db.
+func NewVIPService(db *DB) *VIPService { return &VIPService{db: db} }
+
+// FindVIPByID returns the VIP with id, ENOTFOUND if there is none.
+func (s *VIPService) FindVIPByID(ctx context.Context, id string) (*sdnlb.VIP, error) {
+	tx, err := s.db.beginRead(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer tx.Rollback()
+	return findVIPByID(ctx, tx, id)
+}
+
+// FindVIPs returns a page of the VIPs the filter selects, by id.
+func (s *VIPService) FindVIPs(ctx context.Context, filter sdnlb.VIPFilter) ([]*sdnlb.VIP, error) {
+	tx, err := s.db.beginRead(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer tx.Rollback()
+	return findVIPs(ctx, tx, filter)
+}
+
+// CreateVIP validates and stores v and links the pool it names. On
+// success v gets its id, MAC, derived fields and timestamps; on failure it
+// is left as it was.
+func (s *VIPService) CreateVIP(ctx context.Context, v *sdnlb.VIP) error {
+	tx, err := s.db.beginWrite(ctx)
+	if err != nil {
+		return err
+	}
+	defer tx.Rollback()
+	created, err := createVIP(ctx, tx, *v)
+	if err != nil {
+		return err
+	}
+	if err := tx.Commit(); err != nil {
+		return err
+	}
+	*v = *created
+	return nil
+}
+
+// UpdateVIP applies upd to the VIP with id, relinking pools when PoolID
+// changes.
+func (s *VIPService) UpdateVIP(ctx context.Context, id string, upd sdnlb.VIPUpdate) (*sdnlb.VIP, error) {
+	tx, err := s.db.beginWrite(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer tx.Rollback()
+	v, err := updateVIP(ctx, tx, id, upd)
+	if err != nil {
+		return nil, err
+	}
+	if err := tx.Commit(); err != nil {
+		return nil, err
+	}
+	return v, nil
+}
+
+// DeleteVIP deletes the VIP with id; see sdnlb.VIPService.
+func (s *VIPService) DeleteVIP(ctx context.Context, id string, cascade bool) error {
+	tx, err := s.db.beginWrite(ctx)
+	if err != nil {
+		return err
+	}
+	defer tx.Rollback()
+	if err := deleteVIP(ctx, tx, id, cascade); err != nil {
+		return err
+	}
+	return tx.Commit()
+}
+
+// vipRow is a VIP as the select below reads it, with what the status is
+// derived from.
+type vipRow struct {
+	ID                 string         `db:"id"`
+	Name               string         `db:"name"`
+	Description        string         `db:"description"`
+	Address            string         `db:"address"`
+	Protocol           string         `db:"protocol"`
+	Port               int            `db:"port"`
+	ConnectionLimit    int            `db:"connection_limit"`
+	PersistenceType    sql.NullString `db:"persistence_type"`
+	PersistenceTimeout int            `db:"persistence_timeout"`
+	AdminStateUp       bool           `db:"admin_state_up"`
+	MAC                string         `db:"mac"`
+	CreatedAt          string         `db:"created_at"`
+	UpdatedAt          string         `db:"updated_at"`
+	PoolID             string         `db:"pool_id"`
+	PoolAdminStateUp   sql.NullBool   `db:"pool_admin_state_up"`
+	PoolInRotation     bool           `db:"pool_in_rotation"`
+}
+
+// selectVIPs joins the pool that serves each VIP and asks whether one of
+// its members is in rotation (the same rule as Member.InRotation).
+const selectVIPs = `SELECT v.id, v.name, v.description, v.address, v.protocol, v.port,
+	v.connection_limit, v.persistence_type, v.persistence_timeout, v.admin_state_up,
+	v.mac, v.created_at, v.updated_at,
+	COALESCE(p.id, '') AS pool_id,
+	p.admin_state_up AS pool_admin_state_up,
+	EXISTS (SELECT 1 FROM members m WHERE m.pool_id = p.id
+		AND m.admin_state_up AND m.weight > 0 AND m.health_status IN ('UP', 'NO_MONITOR')) AS pool_in_rotation
+FROM vips v LEFT JOIN pools p ON p.vip_id = v.id`
+
+func (r *vipRow) vip() (*sdnlb.VIP, error) {
+	v := &sdnlb.VIP{
+		ID:              r.ID,
+		Name:            r.Name,
+		Description:     r.Description,
+		Address:         r.Address,
+		Protocol:        sdnlb.Protocol(r.Protocol),
+		Port:            r.Port,
+		PoolID:          r.PoolID,
+		ConnectionLimit: r.ConnectionLimit,
+		AdminStateUp:    r.AdminStateUp,
+		MAC:             r.MAC,
+	}
+	if r.PersistenceType.Valid {
+		v.SessionPersistence = &sdnlb.SessionPersistence{Type: r.PersistenceType.String, Timeout: r.PersistenceTimeout}
+	}
+	switch {
+	case !r.AdminStateUp:
+		v.Status = sdnlb.VIPDisabled
+	case r.PoolAdminStateUp.Bool && r.PoolInRotation:
+		v.Status = sdnlb.VIPActive
+	default:
+		v.Status = sdnlb.VIPDown
+	}
+	var err error
+	if v.CreatedAt, err = parseTime(r.CreatedAt); err != nil {
+		return nil, err
+	}
+	if v.UpdatedAt, err = parseTime(r.UpdatedAt); err != nil {
+		return nil, err
+	}
+	return v, nil
+}
+
+func findVIPByID(ctx context.Context, tx *Tx, id string) (*sdnlb.VIP, error) {
+	var row vipRow
+	if err := tx.GetContext(ctx, &row, selectVIPs+` WHERE v.id = ?`, id); errors.Is(err, sql.ErrNoRows) {
+		return nil, sdnlb.Errorf(sdnlb.ENOTFOUND, "vip %q not found", id)
+	} else if err != nil {
+		return nil, fmt.Errorf("find vip: %w", err)
+	}
+	return row.vip()
+}
+
+func findVIPs(ctx context.Context, tx *Tx, filter sdnlb.VIPFilter) ([]*sdnlb.VIP, error) {
+	var w where
+	if filter.Address != nil {
+		w.add("v.address = ?", *filter.Address)
+	}
+	if filter.PoolID != nil {
+		w.add("p.id = ?", *filter.PoolID)
+	}
+	var rows []vipRow
+	if err := tx.SelectContext(ctx, &rows, selectVIPs+w.pageSQL("v.id", filter.Page), w.args...); err != nil {
+		return nil, fmt.Errorf("find vips: %w", err)
+	}
+	vips := make([]*sdnlb.VIP, 0, len(rows))
+	for i := range rows {
+		v, err := rows[i].vip()
+		if err != nil {
+			return nil, err
+		}
+		vips = append(vips, v)
+	}
+	return vips, nil
+}
+
+func createVIP(ctx context.Context, tx *Tx, v sdnlb.VIP) (*sdnlb.VIP, error) {
+	if err := v.Validate(); err != nil {
+		return nil, err
+	}
+	if v.ID != "" {
+		if exists, err := rowExists(ctx, tx, `SELECT 1 FROM vips WHERE id = ?`, v.ID); err != nil {
+			return nil, err
+		} else if exists {
+			return nil, sdnlb.FieldErrorf(sdnlb.ECONFLICT, "id", "vip %q already exists", v.ID)
+		}
+	}
+	v.ID = newID(v.ID)
+	if err := checkVIPListener(ctx, tx, &v); err != nil {
+		return nil, err
+	}
+	persistenceType, persistenceTimeout := persistenceColumns(v.SessionPersistence)
+	now := formatTime(tx.now)
+	if _, err := tx.ExecContext(ctx, `INSERT INTO vips (id, name, description, address, protocol, port,
+		connection_limit, persistence_type, persistence_timeout, admin_state_up, mac, created_at, updated_at)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+		v.ID, v.Name, v.Description, v.Address, v.Protocol, v.Port, v.ConnectionLimit,
+		persistenceType, persistenceTimeout, v.AdminStateUp, sdnlb.VIPMAC(v.ID), now, now,
+	); err != nil {
+		return nil, mapError(fmt.Errorf("insert vip: %w", err), sdnlb.ENOTFOUND)
+	}
+	tx.emit(sdnlb.KindVIP, sdnlb.OpCreate, v.ID)
+	if err := linkVIPPool(ctx, tx, &v, ""); err != nil {
+		return nil, err
+	}
+	return findVIPByID(ctx, tx, v.ID)
+}
+
+func updateVIP(ctx context.Context, tx *Tx, id string, upd sdnlb.VIPUpdate) (*sdnlb.VIP, error) {
+	v, err := findVIPByID(ctx, tx, id)
+	if err != nil {
+		return nil, err
+	}
+	oldPoolID := v.PoolID
+	upd.Apply(v)
+	if err := v.Validate(); err != nil {
+		return nil, err
+	}
+	if err := checkVIPListener(ctx, tx, v); err != nil {
+		return nil, err
+	}
+	persistenceType, persistenceTimeout := persistenceColumns(v.SessionPersistence)
+	if _, err := tx.ExecContext(ctx, `UPDATE vips SET name = ?, description = ?, address = ?, protocol = ?,
+		port = ?, connection_limit = ?, persistence_type = ?, persistence_timeout = ?, admin_state_up = ?,
+		updated_at = ? WHERE id = ?`,
+		v.Name, v.Description, v.Address, v.Protocol, v.Port, v.ConnectionLimit,
+		persistenceType, persistenceTimeout, v.AdminStateUp, formatTime(tx.now), id,
+	); err != nil {
+		return nil, mapError(fmt.Errorf("update vip: %w", err), sdnlb.ENOTFOUND)
+	}
+	tx.emit(sdnlb.KindVIP, sdnlb.OpUpdate, id)
+	if err := linkVIPPool(ctx, tx, v, oldPoolID); err != nil {
+		return nil, err
+	}
+	return findVIPByID(ctx, tx, id)
+}
+
+func deleteVIP(ctx context.Context, tx *Tx, id string, cascade bool) error {
+	v, err := findVIPByID(ctx, tx, id)
+	if err != nil {
+		return err
+	}
+	if v.PoolID != "" {
+		if !cascade {
+			return sdnlb.Errorf(sdnlb.ECONFLICT, "vip %q is served by pool %s: delete the pool first or delete with cascade", id, v.PoolID)
+		}
+		if err := deletePool(ctx, tx, v.PoolID, true); err != nil {
+			return err
+		}
+	}
+	if _, err := tx.ExecContext(ctx, `DELETE FROM vips WHERE id = ?`, id); err != nil {
+		return mapError(fmt.Errorf("delete vip: %w", err), sdnlb.ECONFLICT)
+	}
+	tx.emit(sdnlb.KindVIP, sdnlb.OpDelete, id)
+	return nil
+}
+
+// checkVIPListener refuses v when another VIP already listens on its
+// address, protocol and port (any port, for ICMP).
+func checkVIPListener(ctx context.Context, tx *Tx, v *sdnlb.VIP) error {
+	var other string
+	err := tx.GetContext(ctx, &other, `SELECT id FROM vips WHERE address = ? AND protocol = ?
+		AND (protocol = 'ICMP' OR port = ?) AND id <> ? LIMIT 1`, v.Address, v.Protocol, v.Port, v.ID)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil
+	} else if err != nil {
+		return fmt.Errorf("check vip listener: %w", err)
+	}
+	if v.Protocol.HasPorts() {
+		return sdnlb.FieldErrorf(sdnlb.ECONFLICT, "address", "vip %s already listens on %s %s:%d", other, v.Protocol, v.Address, v.Port)
+	}
+	return sdnlb.FieldErrorf(sdnlb.ECONFLICT, "address", "vip %s already answers %s on %s", other, v.Protocol, v.Address)
+}
+
+// linkVIPPool makes v.PoolID the pool that serves v, releasing oldPoolID.
+// The pool must exist, serve no other VIP and share v's protocol; the last
+// is checked even when the link stays, since v's protocol may have changed.
+func linkVIPPool(ctx context.Context, tx *Tx, v *sdnlb.VIP, oldPoolID string) error {
+	if v.PoolID != "" {
+		p, err := findPoolByID(ctx, tx, v.PoolID)
+		if sdnlb.ErrorCode(err) == sdnlb.ENOTFOUND {
+			return sdnlb.FieldErrorf(sdnlb.ENOTFOUND, "pool_id", "pool %q not found", v.PoolID)
+		} else if err != nil {
+			return err
+		}
+		if p.VIPID != "" && p.VIPID != v.ID {
+			return sdnlb.FieldErrorf(sdnlb.ECONFLICT, "pool_id", "pool %s already serves vip %s", p.ID, p.VIPID)
+		}
+		if p.Protocol != v.Protocol {
+			return sdnlb.FieldErrorf(sdnlb.EINVALID, "protocol", "pool %s is %s but the vip is %s", p.ID, p.Protocol, v.Protocol)
+		}
+	}
+	if v.PoolID == oldPoolID {
+		return nil
+	}
+	if oldPoolID != "" {
+		if err := setPoolVIP(ctx, tx, oldPoolID, ""); err != nil {
+			return err
+		}
+	}
+	if v.PoolID != "" {
+		if err := setPoolVIP(ctx, tx, v.PoolID, v.ID); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func persistenceColumns(sp *sdnlb.SessionPersistence) (any, int) {
+	if sp == nil {
+		return nil, 0
+	}
+	return sp.Type, sp.Timeout
+}
+
+// rowExists reports whether query returns a row.
+func rowExists(ctx context.Context, tx *Tx, query string, args ...any) (bool, error) {
+	var one int
+	err := tx.GetContext(ctx, &one, query, args...)
+	if errors.Is(err, sql.ErrNoRows) {
+		return false, nil
+	} else if err != nil {
+		return false, fmt.Errorf("exists: %w", err)
+	}
+	return true, nil
+}
