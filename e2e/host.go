@@ -49,6 +49,9 @@ type Host struct {
 // short connections. ip must lie in s.Subnet: use s.Addr.
 func (s *Switch) AddHost(tb testing.TB, name, ip string) *Host {
 	tb.Helper()
+	if !validHostName(name) {
+		tb.Fatalf("host name %q: use 1-20 letters, digits, '-' or '_'", name)
+	}
 	addr, err := netip.ParseAddr(ip)
 	if err != nil || !s.Subnet.Contains(addr) {
 		tb.Fatalf("host %s: address %q is not in the switch subnet %s (use Switch.Addr)", name, ip, s.Subnet)
@@ -88,6 +91,19 @@ func (s *Switch) AddHost(tb testing.TB, name, ip string) *Host {
 	h.OFPort = s.ofport(tb, h.Link)
 	h.startWorkers(tb)
 	return h
+}
+
+// validHostName keeps names usable as part of a namespace name.
+func validHostName(name string) bool {
+	if name == "" || len(name) > 20 {
+		return false
+	}
+	for _, r := range name {
+		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '-' || r == '_') {
+			return false
+		}
+	}
+	return true
 }
 
 func (h *Host) readMAC(tb testing.TB) net.HardwareAddr {

@@ -15,16 +15,17 @@ import (
 	"time"
 )
 
-// HTTPServer is a backend in a host: "/" answers its name, "/health" 200.
-// Health-monitor tests Stop and Restart it.
+// HTTPServer is a backend in a host: "/" answers its name, "/health" 200
+// (or the code set with SetHealth). Health-monitor tests Stop and Restart it.
 type HTTPServer struct {
 	Name string
 	// Addr is "IP:port" of the server as clients outside the host reach it.
 	Addr string
 
-	host *Host
-	port int
-	hits atomic.Int64
+	host   *Host
+	port   int
+	hits   atomic.Int64
+	health atomic.Int64
 
 	mu   sync.Mutex
 	srv  *http.Server
@@ -36,6 +37,7 @@ type HTTPServer struct {
 func (h *Host) ServeHTTP(tb testing.TB, port int, name string) *HTTPServer {
 	tb.Helper()
 	s := &HTTPServer{Name: name, host: h, port: port}
+	s.health.Store(http.StatusOK)
 	s.start(tb)
 	s.Addr = net.JoinHostPort(h.IP, strconv.Itoa(s.port))
 	tb.Cleanup(s.Stop)
@@ -44,6 +46,10 @@ func (h *Host) ServeHTTP(tb testing.TB, port int, name string) *HTTPServer {
 
 // Hits counts the requests to "/" since the server was created.
 func (s *HTTPServer) Hits() int64 { return s.hits.Load() }
+
+// SetHealth sets the status "/health" answers with, so HTTP monitors can see
+// a sick server that still accepts connections.
+func (s *HTTPServer) SetHealth(code int) { s.health.Store(int64(code)) }
 
 // Restart listens again on the same port after Stop; it fails the test if the
 // server is running.
@@ -83,7 +89,9 @@ func (s *HTTPServer) start(tb testing.TB) {
 		_, _ = w.Write([]byte(s.Name))
 	})
 	mux.HandleFunc("/health", func(w http.ResponseWriter, _ *http.Request) {
-		_, _ = w.Write([]byte("ok"))
+		code := int(s.health.Load())
+		w.WriteHeader(code)
+		_, _ = w.Write([]byte(http.StatusText(code)))
 	})
 	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
 	done := make(chan struct{})

@@ -142,11 +142,12 @@ func (s *Switch) DelController() {
 }
 
 // DumpFlows returns the bridge's OpenFlow 1.3 flow table as ovs-ofctl prints
-// it, one flow a line, without the reply header. filter is an optional
-// ovs-ofctl flow match such as "tcp,nw_dst=10.77.0.100".
-func (s *Switch) DumpFlows(filter ...string) []string {
+// it, one flow a line, without the reply header. args go after the bridge:
+// a flow filter such as "tcp,nw_dst=10.77.0.100" and options such as
+// "--no-stats" (stable lines to compare) or "--names".
+func (s *Switch) DumpFlows(args ...string) []string {
 	s.tb.Helper()
-	out := s.Ofctl("dump-flows", filter...)
+	out := s.Ofctl("dump-flows", args...)
 	var flows []string
 	for _, line := range strings.Split(out, "\n") {
 		line = strings.TrimSpace(line)

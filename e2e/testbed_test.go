@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -57,7 +58,20 @@ func TestTestbed(t *testing.T) {
 		if got := web.Hits() - before; got != 3 {
 			t.Errorf("server counted %d hits, want 3", got)
 		}
-		mustGet(t, a, "http://"+web.Addr+"/health", "ok")
+		mustGet(t, a, "http://"+web.Addr+"/health", "OK")
+	})
+
+	t.Run("SetHealth", func(t *testing.T) {
+		web.SetHealth(http.StatusServiceUnavailable)
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_, err := a.HTTPGet(ctx, "http://"+web.Addr+"/health")
+		if err == nil || !strings.Contains(err.Error(), "status 503") {
+			t.Errorf("GET /health on a sick server: %v, want status 503", err)
+		}
+		web.SetHealth(http.StatusOK)
+		mustGet(t, a, "http://"+web.Addr+"/health", "OK")
+		mustGet(t, a, "http://"+web.Addr+"/", "srv-b")
 	})
 
 	t.Run("UDPAcross", func(t *testing.T) {
@@ -156,6 +170,10 @@ func TestTestbed(t *testing.T) {
 		if got := sw.DumpFlows("udp"); len(got) != 1 || !strings.Contains(got[0], "priority=7") {
 			t.Errorf("after add-flow, udp flows = %q", got)
 		}
+		want := []string{"priority=7,udp,tp_dst=9 actions=drop"}
+		if got := sw.DumpFlows("--no-stats", "udp"); !slices.Equal(got, want) {
+			t.Errorf("udp flows without stats = %q, want %q", got, want)
+		}
 		if got := strings.TrimSpace(sw.Vsctl("get", "Interface", a.Link, "ofport")); got != strconv.Itoa(a.OFPort) {
 			t.Errorf("vsctl ofport %q, want %d", got, a.OFPort)
 		}
@@ -241,6 +259,28 @@ func TestStaleName(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			if got := staleName(tt.link); got != tt.want {
 				t.Errorf("staleName(%q) = %v, want %v", tt.link, got, tt.want)
+			}
+		})
+	}
+}
+
+func TestValidHostName(t *testing.T) {
+	tests := []struct {
+		name string
+		host string
+		want bool
+	}{
+		{"Plain", "srv1", true},
+		{"DashUnderscore", "web_a-1", true},
+		{"Empty", "", false},
+		{"Slash", "a/b", false},
+		{"Space", "a b", false},
+		{"TooLong", strings.Repeat("x", 21), false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := validHostName(tt.host); got != tt.want {
+				t.Errorf("validHostName(%q) = %v, want %v", tt.host, got, tt.want)
 			}
 		})
 	}
