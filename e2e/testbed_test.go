@@ -5,6 +5,7 @@ package e2e
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net"
 	"net/http"
 	"os"
@@ -72,6 +73,54 @@ func TestTestbed(t *testing.T) {
 		web.SetHealth(http.StatusOK)
 		mustGet(t, a, "http://"+web.Addr+"/health", "OK")
 		mustGet(t, a, "http://"+web.Addr+"/", "srv-b")
+	})
+
+	t.Run("ConcurrentClients", func(t *testing.T) {
+		const workers, perWorker = 16, 20
+		before := web.Hits()
+		errs := make(chan error, workers)
+		for w := 0; w < workers; w++ {
+			go func() {
+				for i := 0; i < perWorker; i++ {
+					ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+					body, err := a.HTTPGet(ctx, "http://"+web.Addr+"/")
+					cancel()
+					if err == nil && body != "srv-b" {
+						err = fmt.Errorf("body %q", body)
+					}
+					if err != nil {
+						errs <- err
+						return
+					}
+				}
+				errs <- nil
+			}()
+		}
+		for w := 0; w < workers; w++ {
+			if err := <-errs; err != nil {
+				t.Error(err)
+			}
+		}
+		if got := web.Hits() - before; got != workers*perWorker {
+			t.Errorf("server counted %d hits, want %d", got, workers*perWorker)
+		}
+	})
+
+	t.Run("ClientSysctls", func(t *testing.T) {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		for file, want := range map[string]string{
+			"/proc/sys/net/ipv4/tcp_tw_reuse":        "1",
+			"/proc/sys/net/ipv4/ip_local_port_range": "1024\t65535",
+		} {
+			out, err := a.Exec(ctx, "cat", file)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := strings.TrimSpace(string(out)); got != want {
+				t.Errorf("%s = %q, want %q", file, got, want)
+			}
+		}
 	})
 
 	t.Run("UDPAcross", func(t *testing.T) {
