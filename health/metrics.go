@@ -1,0 +1,82 @@
+package health
+
+import (
+	"errors"
+	"log/slog"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/sdnlb/sdnlb"
+)
+
+// metrics are the engine's Prometheus collectors. They always exist so the
+// hot path has no nil checks; they are registered only when asked.
+type metrics struct {
+	probes      *prometheus.CounterVec
+	transitions *prometheus.CounterVec
+	seconds     *prometheus.HistogramVec
+	members     *prometheus.GaugeVec
+}
+
+func newMetrics(reg prometheus.Registerer, log *slog.Logger) *metrics {
+	m := &metrics{
+		probes: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "sdnlb_health_probes_total",
+			Help: "Health probes run, by monitor type and result (success, failure).",
+		}, []string{"type", "result"}),
+		transitions: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "sdnlb_health_transitions_total",
+			Help: "Member health status changes, by the status entered.",
+		}, []string{"status"}),
+		seconds: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "sdnlb_health_probe_seconds",
+			Help:    "Duration of health probes, by monitor type.",
+			Buckets: []float64{.0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10},
+		}, []string{"type"}),
+		members: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "sdnlb_members",
+			Help: "Members by health status (UP, DOWN, NO_MONITOR).",
+		}, []string{"status"}),
+	}
+	if reg == nil {
+		return m
+	}
+	m.probes = register(reg, m.probes, log)
+	m.transitions = register(reg, m.transitions, log)
+	m.seconds = register(reg, m.seconds, log)
+	m.members = register(reg, m.members, log)
+	return m
+}
+
+// register adds c to reg, or returns the collector already registered under
+// its name (a second engine on one registry, as in tests).
+func register[C prometheus.Collector](reg prometheus.Registerer, c C, log *slog.Logger) C {
+	err := reg.Register(c)
+	var dup prometheus.AlreadyRegisteredError
+	switch {
+	case err == nil:
+		return c
+	case errors.As(err, &dup):
+		if existing, ok := dup.ExistingCollector.(C); ok {
+			return existing
+		}
+	}
+	log.Error("health metrics not registered", "err", err)
+	return c
+}
+
+func (m *metrics) probed(typ sdnlb.MonitorType, err error, d time.Duration) {
+	result := "success"
+	if err != nil {
+		result = "failure"
+	}
+	m.probes.WithLabelValues(string(typ), result).Inc()
+	m.seconds.WithLabelValues(string(typ)).Observe(d.Seconds())
+}
+
+func (m *metrics) changed(from, to sdnlb.MemberStatus) {
+	m.transitions.WithLabelValues(string(to)).Inc()
+	m.members.WithLabelValues(string(from)).Dec()
+	m.members.WithLabelValues(string(to)).Inc()
+}

@@ -1,0 +1,188 @@
+package health
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"net"
+	"net/netip"
+	"sync"
+)
+
+// ICMP message types (RFC 792).
+const (
+	icmpEchoReply   = 0
+	icmpEchoRequest = 8
+)
+
+const icmpHeaderLen = 8
+
+// pinger runs PING probes over one raw ICMP socket shared by all of them,
+// opened at the first PING probe (it needs root or CAP_NET_RAW). Replies
+// are matched to the waiting probe by identifier and sequence (one 32-bit
+// key, so keys do not wrap within any timeout), source address, and a
+// per-process token in the payload, which tells our echoes from other
+// programs' pings that the raw socket also sees.
+type pinger struct {
+	token [8]byte
+
+	mu      sync.Mutex
+	conn    net.PacketConn
+	openErr error
+	closed  bool
+	next    uint32 // key of the next request: identifier<<16 | sequence
+	waiting map[uint32]echoWaiter
+	done    chan struct{} // closed when the reader returns
+}
+
+type echoWaiter struct {
+	from  netip.Addr
+	reply chan struct{}
+}
+
+func newPinger() *pinger {
+	p := &pinger{waiting: make(map[uint32]echoWaiter)}
+	_, _ = rand.Read(p.token[:])
+	p.next = binary.BigEndian.Uint32(p.token[:4])
+	return p
+}
+
+// open returns the shared socket, opening it on first use.
+func (p *pinger) open() (net.PacketConn, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	switch {
+	case p.closed:
+		return nil, net.ErrClosed
+	case p.conn != nil || p.openErr != nil:
+		return p.conn, p.openErr
+	}
+	conn, err := net.ListenPacket("ip4:icmp", "0.0.0.0")
+	if err != nil {
+		p.openErr = fmt.Errorf("open ICMP socket (PING monitors need root or CAP_NET_RAW): %w", err)
+		return nil, p.openErr
+	}
+	p.conn, p.done = conn, make(chan struct{})
+	go p.read(conn)
+	return conn, nil
+}
+
+func (p *pinger) close() {
+	p.mu.Lock()
+	p.closed = true
+	conn, done := p.conn, p.done
+	p.mu.Unlock()
+	if conn != nil {
+		_ = conn.Close()
+		<-done
+	}
+}
+
+func (p *pinger) probe(ctx context.Context, t target) error {
+	if !t.Addr.Is4() {
+		return fmt.Errorf("icmp echo: %q is not an IPv4 address", t.Addr)
+	}
+	conn, err := p.open()
+	if err != nil {
+		return err
+	}
+	key, reply := p.register(t.Addr)
+	defer p.unregister(key)
+	msg := echoRequest(key, p.token[:])
+	if _, err := conn.WriteTo(msg, &net.IPAddr{IP: t.Addr.AsSlice()}); err != nil {
+		return fmt.Errorf("icmp echo: %w", unwrapOp(err))
+	}
+	select {
+	case <-reply:
+		return nil
+	case <-ctx.Done():
+		return errors.New("icmp echo: no reply within the timeout")
+	}
+}
+
+// register reserves a key no probe in flight uses.
+func (p *pinger) register(to netip.Addr) (uint32, chan struct{}) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for {
+		key := p.next
+		p.next++
+		if _, used := p.waiting[key]; !used {
+			w := echoWaiter{from: to, reply: make(chan struct{})}
+			p.waiting[key] = w
+			return key, w.reply
+		}
+	}
+}
+
+func (p *pinger) unregister(key uint32) {
+	p.mu.Lock()
+	delete(p.waiting, key)
+	p.mu.Unlock()
+}
+
+// read hands echo replies to their probes until the socket closes.
+func (p *pinger) read(conn net.PacketConn) {
+	defer close(p.done)
+	buf := make([]byte, 1500)
+	for {
+		n, from, err := conn.ReadFrom(buf)
+		if errors.Is(err, net.ErrClosed) {
+			return
+		}
+		if err != nil {
+			continue
+		}
+		key, ok := parseEchoReply(buf[:n], p.token[:])
+		ipAddr, isIP := from.(*net.IPAddr)
+		if !ok || !isIP {
+			continue
+		}
+		src, _ := netip.AddrFromSlice(ipAddr.IP)
+		p.mu.Lock()
+		if w, found := p.waiting[key]; found && w.from == src.Unmap() {
+			close(w.reply)
+			delete(p.waiting, key)
+		}
+		p.mu.Unlock()
+	}
+}
+
+// echoRequest builds an ICMP echo request carrying key and payload.
+func echoRequest(key uint32, payload []byte) []byte {
+	b := make([]byte, icmpHeaderLen+len(payload))
+	b[0] = icmpEchoRequest
+	binary.BigEndian.PutUint32(b[4:8], key) // identifier, sequence
+	copy(b[icmpHeaderLen:], payload)
+	binary.BigEndian.PutUint16(b[2:4], checksum(b))
+	return b
+}
+
+// parseEchoReply returns the key of an echo reply whose payload starts
+// with token; ok is false for any other ICMP message.
+func parseEchoReply(b, token []byte) (key uint32, ok bool) {
+	if len(b) < icmpHeaderLen+len(token) || b[0] != icmpEchoReply || b[1] != 0 {
+		return 0, false
+	}
+	if string(b[icmpHeaderLen:icmpHeaderLen+len(token)]) != string(token) {
+		return 0, false
+	}
+	return binary.BigEndian.Uint32(b[4:8]), true
+}
+
+// checksum is the Internet checksum (RFC 1071) of b.
+func checksum(b []byte) uint16 {
+	var sum uint32
+	for i := 0; i+1 < len(b); i += 2 {
+		sum += uint32(b[i])<<8 | uint32(b[i+1])
+	}
+	if len(b)%2 == 1 {
+		sum += uint32(b[len(b)-1]) << 8
+	}
+	for sum > 0xffff {
+		sum = sum>>16 + sum&0xffff
+	}
+	return ^uint16(sum)
+}
