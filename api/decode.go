@@ -1,0 +1,175 @@
+package api
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"io"
+	"mime"
+	"net/http"
+	"strconv"
+	"strings"
+
+	"github.com/sdnlb/sdnlb"
+)
+
+const (
+	mediaJSON       = "application/json"
+	mediaMergePatch = "application/merge-patch+json"
+)
+
+// decodeJSON reads the body of a native request into v, refusing unknown
+// fields, a second value, other content types (415) and bodies over the
+// limit (413). Errors name the JSON field at fault where there is one.
+func decodeJSON(w http.ResponseWriter, r *http.Request, v any) error {
+	if err := checkContentType(r); err != nil {
+		return err
+	}
+	body, err := readBody(w, r)
+	if err != nil {
+		return err
+	}
+	dec := json.NewDecoder(bytes.NewReader(body))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		return jsonError(err)
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return sdnlb.Errorf(sdnlb.EINVALID, "the body must hold exactly one JSON object")
+	}
+	return nil
+}
+
+func checkContentType(r *http.Request) error {
+	ct := r.Header.Get("Content-Type")
+	media, params, err := mime.ParseMediaType(ct)
+	if err == nil && (media == mediaJSON || (media == mediaMergePatch && r.Method == http.MethodPatch)) {
+		if cs, ok := params["charset"]; !ok || strings.EqualFold(cs, "utf-8") {
+			return nil
+		}
+	}
+	want := mediaJSON
+	if r.Method == http.MethodPatch {
+		want += " or " + mediaMergePatch
+	}
+	if ct == "" {
+		ct = "none"
+	}
+	return sdnlb.Errorf(sdnlb.EUNSUPPORTED, "Content-Type must be %s (utf-8), not %s", want, ct)
+}
+
+// readBody reads the whole body, up to maxBodyBytes.
+func readBody(w http.ResponseWriter, r *http.Request) ([]byte, error) {
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxBodyBytes))
+	var tooLarge *http.MaxBytesError
+	if errors.As(err, &tooLarge) {
+		return nil, sdnlb.Errorf(sdnlb.ETOOLARGE, "the body is larger than %d bytes", maxBodyBytes)
+	} else if err != nil {
+		return nil, sdnlb.Errorf(sdnlb.EINVALID, "reading the body: %v", err)
+	}
+	return body, nil
+}
+
+// jsonError maps encoding/json errors to EINVALID naming the field.
+func jsonError(err error) error {
+	var syntax *json.SyntaxError
+	var typeErr *json.UnmarshalTypeError
+	var domainErr *sdnlb.Error
+	switch {
+	case errors.As(err, &domainErr): // from a field's own UnmarshalJSON
+		return err
+	case errors.Is(err, io.EOF):
+		return sdnlb.Errorf(sdnlb.EINVALID, "the body is empty; a JSON object is required")
+	case errors.Is(err, io.ErrUnexpectedEOF):
+		return sdnlb.Errorf(sdnlb.EINVALID, "the body is truncated JSON")
+	case errors.As(err, &syntax):
+		return sdnlb.Errorf(sdnlb.EINVALID, "the body is not valid JSON at byte %d: %v", syntax.Offset, syntax)
+	case errors.As(err, &typeErr):
+		if typeErr.Field == "" {
+			return sdnlb.Errorf(sdnlb.EINVALID, "the body must be a JSON object, not %s", typeErr.Value)
+		}
+		return sdnlb.FieldErrorf(sdnlb.EINVALID, typeErr.Field, "%s must be %s, not %s", typeErr.Field, jsonTypeName(typeErr.Type.Kind().String()), typeErr.Value)
+	}
+	// encoding/json has no typed error for unknown fields; its message is
+	// `json: unknown field "name"`.
+	if name, ok := strings.CutPrefix(err.Error(), "json: unknown field "); ok {
+		if field, uerr := strconv.Unquote(name); uerr == nil {
+			return sdnlb.FieldErrorf(sdnlb.EINVALID, field, "unknown field %q", field)
+		}
+	}
+	return sdnlb.Errorf(sdnlb.EINVALID, "the body is not valid: %v", err)
+}
+
+func jsonTypeName(kind string) string {
+	switch {
+	case strings.HasPrefix(kind, "int"), strings.HasPrefix(kind, "uint"):
+		return "an integer"
+	case strings.HasPrefix(kind, "float"):
+		return "a number"
+	case kind == "bool":
+		return "true or false"
+	case kind == "string":
+		return "a string"
+	case kind == "ptr", kind == "struct", kind == "map":
+		return "an object"
+	case kind == "slice":
+		return "an array"
+	}
+	return "a " + kind
+}
+
+// readOnly is a request field a client may not set. It decodes anything so
+// that the handler can name the field in a 400 instead of "unknown field".
+type readOnly struct{ set bool }
+
+func (ro *readOnly) UnmarshalJSON([]byte) error {
+	ro.set = true
+	return nil
+}
+
+// checkReadOnly returns EINVALID naming the first read-only field given.
+func checkReadOnly(fields ...namedReadOnly) error {
+	for _, f := range fields {
+		if f.value.set {
+			return sdnlb.FieldErrorf(sdnlb.EINVALID, f.name, "%s is read-only", f.name)
+		}
+	}
+	return nil
+}
+
+type namedReadOnly struct {
+	name  string
+	value readOnly
+}
+
+// pageFromQuery reads ?limit= and ?after=.
+func pageFromQuery(r *http.Request) (sdnlb.Page, error) {
+	q := r.URL.Query()
+	page := sdnlb.Page{Limit: sdnlb.DefaultPageLimit, After: q.Get("after")}
+	if s := q.Get("limit"); s != "" {
+		n, err := strconv.Atoi(s)
+		if err != nil || n < 1 || n > sdnlb.MaxPageLimit {
+			return page, sdnlb.FieldErrorf(sdnlb.EINVALID, "limit", "limit must be 1-%d, not %q", sdnlb.MaxPageLimit, s)
+		}
+		page.Limit = n
+	}
+	return page, nil
+}
+
+// queryFilter returns a pointer to the query value, nil when absent.
+func queryFilter(r *http.Request, name string) *string {
+	if v, ok := r.URL.Query()[name]; ok {
+		return &v[0]
+	}
+	return nil
+}
+
+// trimPage fetches one more than the page holds to know whether another
+// page follows; it cuts the extra one off and returns the next cursor.
+func trimPage[T any](items []T, limit int, id func(T) string) ([]T, string) {
+	if len(items) <= limit {
+		return items, ""
+	}
+	items = items[:limit]
+	return items, id(items[limit-1])
+}

@@ -1,0 +1,78 @@
+package api
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"time"
+
+	"github.com/sdnlb/sdnlb"
+)
+
+// handleEvents streams the store's change feed as Server-Sent Events until
+// the client goes away. Each event is `event: <kind>` (`resync` when the
+// subscriber fell behind and must reload) and `data: <Event JSON>`.
+//
+//	@Summary	Stream configuration changes (Server-Sent Events)
+//	@Tags		events
+//	@Produce	text/event-stream
+//	@Success	200	{object}	sdnlb.Event	"one per data: line"
+//	@Failure	503	{object}	errorResponse
+//	@Router		/v1/events [get]
+func (s *Server) handleEvents(w http.ResponseWriter, r *http.Request) error {
+	if s.EventService == nil {
+		return sdnlb.Errorf(sdnlb.EUNAVAILABLE, "no change feed")
+	}
+	rc := http.NewResponseController(w)
+	// The server's WriteTimeout would cut the stream; an error only means
+	// the server has none to lift.
+	_ = rc.SetWriteDeadline(time.Time{})
+
+	events, unsubscribe := s.EventService.Subscribe()
+	defer unsubscribe()
+
+	h := w.Header()
+	h.Set("Content-Type", "text/event-stream")
+	h.Set("Cache-Control", "no-cache")
+	h.Set("X-Accel-Buffering", "no") // nginx would hold the stream back
+	w.WriteHeader(http.StatusOK)
+	if err := rc.Flush(); err != nil {
+		return nil // the writer cannot stream: nothing more to say
+	}
+
+	heartbeat := time.NewTicker(s.heartbeat)
+	defer heartbeat.Stop()
+	for {
+		select {
+		case <-r.Context().Done():
+			return nil
+		case <-heartbeat.C:
+			if _, err := fmt.Fprint(w, ": heartbeat\n\n"); err != nil {
+				return nil
+			}
+		case ev, ok := <-events:
+			if !ok {
+				return nil
+			}
+			if err := writeEvent(w, ev); err != nil {
+				return nil
+			}
+		}
+		if err := rc.Flush(); err != nil {
+			return nil
+		}
+	}
+}
+
+func writeEvent(w http.ResponseWriter, ev sdnlb.Event) error {
+	data, err := json.Marshal(ev)
+	if err != nil {
+		return err
+	}
+	name := ev.Kind
+	if ev.Op == sdnlb.OpResync || name == "" {
+		name = ev.Op
+	}
+	_, err = fmt.Fprintf(w, "id: %d\nevent: %s\ndata: %s\n\n", ev.Seq, name, data)
+	return err
+}

@@ -1,0 +1,249 @@
+package api
+
+import (
+	"net/http"
+	"net/url"
+
+	"github.com/go-chi/chi/v5"
+
+	"github.com/sdnlb/sdnlb"
+)
+
+// memberRequest is the body of POST, PUT and PATCH /v1/members. pool_id is
+// set on create; an update may repeat it but not change it.
+type memberRequest struct {
+	ID           *string `json:"id" example:"web-1"`
+	PoolID       *string `json:"pool_id" example:"web-pool"`
+	Address      *string `json:"address" example:"10.0.0.3"`
+	Port         *int    `json:"port" example:"8080"`
+	Weight       *int    `json:"weight" example:"1"`
+	AdminStateUp *bool   `json:"admin_state_up" example:"true"`
+
+	Status    readOnly `json:"status" swaggerignore:"true"`
+	Health    readOnly `json:"health" swaggerignore:"true"`
+	CreatedAt readOnly `json:"created_at" swaggerignore:"true"`
+	UpdatedAt readOnly `json:"updated_at" swaggerignore:"true"`
+}
+
+func (req *memberRequest) readOnly(update bool) error {
+	if err := checkReadOnly(namedReadOnly{"status", req.Status}, namedReadOnly{"health", req.Health},
+		namedReadOnly{"created_at", req.CreatedAt}, namedReadOnly{"updated_at", req.UpdatedAt}); err != nil {
+		return err
+	}
+	if update && req.ID != nil {
+		return sdnlb.FieldErrorf(sdnlb.EINVALID, "id", "id is read-only")
+	}
+	return nil
+}
+
+func (req *memberRequest) update() sdnlb.MemberUpdate {
+	return sdnlb.MemberUpdate{Address: req.Address, Port: req.Port, Weight: req.Weight, AdminStateUp: req.AdminStateUp}
+}
+
+func (req *memberRequest) replacement() sdnlb.MemberUpdate {
+	m := sdnlb.NewMember()
+	u := req.update()
+	u.Apply(m)
+	return sdnlb.MemberUpdate{Address: &m.Address, Port: &m.Port, Weight: &m.Weight, AdminStateUp: &m.AdminStateUp}
+}
+
+type memberList struct {
+	Members []*sdnlb.Member `json:"members"`
+	Next    string          `json:"next"`
+}
+
+// overlayHealth lays the health monitors' latest probe over what the store
+// keeps, as long as both agree on the status (else the store is newer).
+func (s *Server) overlayHealth(m *sdnlb.Member) {
+	if s.HealthReporter == nil {
+		return
+	}
+	h, ok := s.HealthReporter.MemberHealth(m.ID)
+	if !ok || h.Status != m.Health.Status {
+		return
+	}
+	m.Health.LastCheck = h.LastCheck
+	m.Health.LatencyMS = h.LatencyMS
+	m.Health.LastError = h.LastError
+}
+
+// handleMemberList lists members in id order.
+//
+//	@Summary	List members
+//	@Tags		members
+//	@Produce	json
+//	@Param		pool_id	query		string	false	"only members of this pool"
+//	@Param		address	query		string	false	"only members with this address"
+//	@Param		limit	query		int		false	"page size (1-1000)"	default(100)
+//	@Param		after	query		string	false	"the next cursor of the previous page"
+//	@Success	200		{object}	memberList
+//	@Failure	400		{object}	errorResponse
+//	@Router		/v1/members [get]
+func (s *Server) handleMemberList(w http.ResponseWriter, r *http.Request) error {
+	return s.listMembers(w, r, sdnlb.MemberFilter{PoolID: queryFilter(r, "pool_id"), Address: queryFilter(r, "address")})
+}
+
+func (s *Server) listMembers(w http.ResponseWriter, r *http.Request, filter sdnlb.MemberFilter) error {
+	page, err := pageFromQuery(r)
+	if err != nil {
+		return err
+	}
+	filter.Page = sdnlb.Page{Limit: page.Limit + 1, After: page.After}
+	members, err := s.MemberService.FindMembers(r.Context(), filter)
+	if err != nil {
+		return err
+	}
+	members, next := trimPage(members, page.Limit, func(m *sdnlb.Member) string { return m.ID })
+	if members == nil {
+		members = []*sdnlb.Member{}
+	}
+	for _, m := range members {
+		s.overlayHealth(m)
+	}
+	return writeJSON(w, http.StatusOK, memberList{Members: members, Next: next})
+}
+
+// handleMemberCreate adds a member to a pool.
+//
+//	@Summary	Create a member
+//	@Tags		members
+//	@Accept		json
+//	@Produce	json
+//	@Param		member	body		memberRequest	true	"the member; id is optional (a UUID by default)"
+//	@Success	201		{object}	sdnlb.Member
+//	@Header		201		{string}	Location	"/v1/members/{id}"
+//	@Failure	400		{object}	errorResponse
+//	@Failure	404		{object}	errorResponse	"pool_id names no pool"
+//	@Failure	409		{object}	errorResponse	"the id, or pool+address+port, is taken"
+//	@Failure	413		{object}	errorResponse
+//	@Failure	415		{object}	errorResponse
+//	@Security	Bearer
+//	@Router		/v1/members [post]
+func (s *Server) handleMemberCreate(w http.ResponseWriter, r *http.Request) error {
+	var req memberRequest
+	if err := decodeJSON(w, r, &req); err != nil {
+		return err
+	}
+	if err := req.readOnly(false); err != nil {
+		return err
+	}
+	m := sdnlb.NewMember()
+	upd := req.update()
+	upd.Apply(m)
+	if req.ID != nil {
+		m.ID = *req.ID
+	}
+	if req.PoolID != nil {
+		m.PoolID = *req.PoolID
+	}
+	if err := m.Validate(); err != nil {
+		return err
+	}
+	if err := s.MemberService.CreateMember(r.Context(), m); err != nil {
+		return err
+	}
+	s.overlayHealth(m)
+	w.Header().Set("Location", "/v1/members/"+url.PathEscape(m.ID))
+	return writeJSON(w, http.StatusCreated, m)
+}
+
+// handleMemberGet returns one member with its live health.
+//
+//	@Summary	Get a member
+//	@Tags		members
+//	@Produce	json
+//	@Param		id	path		string	true	"member id"
+//	@Success	200	{object}	sdnlb.Member
+//	@Failure	404	{object}	errorResponse
+//	@Router		/v1/members/{id} [get]
+func (s *Server) handleMemberGet(w http.ResponseWriter, r *http.Request) error {
+	m, err := s.MemberService.FindMemberByID(r.Context(), chi.URLParam(r, "id"))
+	if err != nil {
+		return err
+	}
+	s.overlayHealth(m)
+	return writeJSON(w, http.StatusOK, m)
+}
+
+// handleMemberReplace sets every mutable field of a member.
+//
+//	@Summary	Replace a member
+//	@Tags		members
+//	@Accept		json
+//	@Produce	json
+//	@Param		id		path		string			true	"member id"
+//	@Param		member	body		memberRequest	true	"the member (no id; pool_id cannot change)"
+//	@Success	200		{object}	sdnlb.Member
+//	@Failure	400		{object}	errorResponse
+//	@Failure	404		{object}	errorResponse
+//	@Failure	409		{object}	errorResponse
+//	@Security	Bearer
+//	@Router		/v1/members/{id} [put]
+func (s *Server) handleMemberReplace(w http.ResponseWriter, r *http.Request) error {
+	return s.updateMember(w, r, (*memberRequest).replacement)
+}
+
+// handleMemberPatch changes the given fields of a member.
+//
+//	@Summary	Update some fields of a member
+//	@Tags		members
+//	@Accept		json,application/merge-patch+json
+//	@Produce	json
+//	@Param		id		path		string			true	"member id"
+//	@Param		member	body		memberRequest	true	"the fields to change (no id; pool_id cannot change)"
+//	@Success	200		{object}	sdnlb.Member
+//	@Failure	400		{object}	errorResponse
+//	@Failure	404		{object}	errorResponse
+//	@Failure	409		{object}	errorResponse
+//	@Security	Bearer
+//	@Router		/v1/members/{id} [patch]
+func (s *Server) handleMemberPatch(w http.ResponseWriter, r *http.Request) error {
+	return s.updateMember(w, r, (*memberRequest).update)
+}
+
+func (s *Server) updateMember(w http.ResponseWriter, r *http.Request, toUpdate func(*memberRequest) sdnlb.MemberUpdate) error {
+	var req memberRequest
+	if err := decodeJSON(w, r, &req); err != nil {
+		return err
+	}
+	if err := req.readOnly(true); err != nil {
+		return err
+	}
+	id := chi.URLParam(r, "id")
+	upd := toUpdate(&req)
+	cur, err := s.MemberService.FindMemberByID(r.Context(), id)
+	if err != nil {
+		return err
+	}
+	if req.PoolID != nil && *req.PoolID != cur.PoolID {
+		return sdnlb.FieldErrorf(sdnlb.EINVALID, "pool_id", "pool_id cannot change; create a member in the other pool")
+	}
+	next := *cur
+	upd.Apply(&next)
+	if err := next.Validate(); err != nil {
+		return err
+	}
+	m, err := s.MemberService.UpdateMember(r.Context(), id, upd)
+	if err != nil {
+		return err
+	}
+	s.overlayHealth(m)
+	return writeJSON(w, http.StatusOK, m)
+}
+
+// handleMemberDelete removes a member from its pool.
+//
+//	@Summary	Delete a member
+//	@Tags		members
+//	@Param		id	path	string	true	"member id"
+//	@Success	204
+//	@Failure	404	{object}	errorResponse
+//	@Security	Bearer
+//	@Router		/v1/members/{id} [delete]
+func (s *Server) handleMemberDelete(w http.ResponseWriter, r *http.Request) error {
+	if err := s.MemberService.DeleteMember(r.Context(), chi.URLParam(r, "id")); err != nil {
+		return err
+	}
+	w.WriteHeader(http.StatusNoContent)
+	return nil
+}

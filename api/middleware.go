@@ -1,0 +1,102 @@
+package api
+
+import (
+	"fmt"
+	"crypto/subtle"
+	"log/slog"
+	"net/http"
+	"runtime/debug"
+	"strings"
+	"time"
+
+	"github.com/go-chi/chi/v5"
+	"github.com/go-chi/chi/v5/middleware"
+
+	"github.com/sdnlb/sdnlb"
+)
+
+// echoRequestID hands the request id back so a client can quote it.
+func echoRequestID(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set(middleware.RequestIDHeader, middleware.GetReqID(r.Context()))
+		next.ServeHTTP(w, r)
+	})
+}
+
+// requestLog logs one line per request once it is answered.
+func requestLog(log *slog.Logger) func(http.Handler) http.Handler {
+	return func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			start := time.Now()
+			ww := middleware.NewWrapResponseWriter(w, r.ProtoMajor)
+			next.ServeHTTP(ww, r)
+			log.Info("request",
+				"method", r.Method,
+				"path", r.URL.Path,
+				"route", routePattern(r),
+				"status", statusOf(ww),
+				"duration", time.Since(start),
+				"request_id", middleware.GetReqID(r.Context()))
+		})
+	}
+}
+
+// statusOf is 200 for handlers that wrote a body without WriteHeader.
+func statusOf(ww middleware.WrapResponseWriter) int {
+	if ww.Status() == 0 {
+		return http.StatusOK
+	}
+	return ww.Status()
+}
+
+// routePattern is the matched chi pattern, which keeps ids out of metric
+// labels; "unmatched" for paths no route takes.
+func routePattern(r *http.Request) string {
+	if rctx := chi.RouteContext(r.Context()); rctx != nil {
+		if p := rctx.RoutePattern(); p != "" {
+			return p
+		}
+	}
+	return "unmatched"
+}
+
+// recoverer turns a panic in a handler into a logged 500, so one bad request
+// cannot take the process down.
+func (s *Server) recoverer() func(http.Handler) http.Handler {
+	return func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			defer func() {
+				rec := recover()
+				if rec == nil {
+					return
+				}
+				if rec == http.ErrAbortHandler {
+					panic(rec)
+				}
+				// writeError logs it, with the stack, as any internal error.
+				s.writeError(w, r, fmt.Errorf("panic: %v\n%s", rec, debug.Stack()))
+			}()
+			next.ServeHTTP(w, r)
+		})
+	}
+}
+
+// auth requires the bearer token on writes, and on reads when AuthReads.
+func (s *Server) auth(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if s.Token == "" || (isRead(r.Method) && !s.AuthReads) {
+			next.ServeHTTP(w, r)
+			return
+		}
+		token, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+		if !ok || subtle.ConstantTimeCompare([]byte(strings.TrimSpace(token)), []byte(s.Token)) != 1 {
+			s.writeError(w, r, sdnlb.Errorf(sdnlb.EUNAUTHORIZED, "a valid bearer token is required"))
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+func isRead(method string) bool {
+	return method == http.MethodGet || method == http.MethodHead || method == http.MethodOptions
+}

@@ -1,0 +1,233 @@
+package api
+
+import (
+	"net/http"
+	"net/url"
+
+	"github.com/go-chi/chi/v5"
+
+	"github.com/sdnlb/sdnlb"
+)
+
+// monitorRequest is the body of POST, PUT and PATCH /v1/monitors. Pools are
+// associated through /v1/pools/{id}/monitors.
+type monitorRequest struct {
+	ID            *string            `json:"id" example:"http-check"`
+	Name          *string            `json:"name" example:"http"`
+	Type          *sdnlb.MonitorType `json:"type" enums:"PING,TCP,HTTP,HTTPS" example:"HTTP"`
+	Delay         *sdnlb.Seconds     `json:"delay" swaggertype:"number" example:"5"`
+	Timeout       *sdnlb.Seconds     `json:"timeout" swaggertype:"number" example:"2"`
+	MaxRetries    *int               `json:"max_retries" example:"3"`
+	Rise          *int               `json:"rise" example:"2"`
+	HTTPMethod    *string            `json:"http_method" example:"GET"`
+	URLPath       *string            `json:"url_path" example:"/"`
+	ExpectedCodes *string            `json:"expected_codes" example:"200-299"`
+	TLSVerify     *bool              `json:"tls_verify" example:"false"`
+	AdminStateUp  *bool              `json:"admin_state_up" example:"true"`
+
+	PoolIDs   readOnly `json:"pool_ids" swaggerignore:"true"`
+	CreatedAt readOnly `json:"created_at" swaggerignore:"true"`
+	UpdatedAt readOnly `json:"updated_at" swaggerignore:"true"`
+}
+
+func (req *monitorRequest) readOnly(update bool) error {
+	if err := checkReadOnly(namedReadOnly{"pool_ids", req.PoolIDs}, namedReadOnly{"created_at", req.CreatedAt}, namedReadOnly{"updated_at", req.UpdatedAt}); err != nil {
+		return err
+	}
+	if update && req.ID != nil {
+		return sdnlb.FieldErrorf(sdnlb.EINVALID, "id", "id is read-only")
+	}
+	return nil
+}
+
+func (req *monitorRequest) update() sdnlb.MonitorUpdate {
+	return sdnlb.MonitorUpdate{
+		Name: req.Name, Type: req.Type, Delay: req.Delay, Timeout: req.Timeout, MaxRetries: req.MaxRetries,
+		Rise: req.Rise, HTTPMethod: req.HTTPMethod, URLPath: req.URLPath, ExpectedCodes: req.ExpectedCodes,
+		TLSVerify: req.TLSVerify, AdminStateUp: req.AdminStateUp,
+	}
+}
+
+func (req *monitorRequest) replacement() sdnlb.MonitorUpdate {
+	m := sdnlb.NewMonitor()
+	u := req.update()
+	u.Apply(m)
+	return sdnlb.MonitorUpdate{
+		Name: &m.Name, Type: &m.Type, Delay: &m.Delay, Timeout: &m.Timeout, MaxRetries: &m.MaxRetries,
+		Rise: &m.Rise, HTTPMethod: &m.HTTPMethod, URLPath: &m.URLPath, ExpectedCodes: &m.ExpectedCodes,
+		TLSVerify: &m.TLSVerify, AdminStateUp: &m.AdminStateUp,
+	}
+}
+
+type monitorList struct {
+	Monitors []*sdnlb.Monitor `json:"monitors"`
+	Next     string           `json:"next"`
+}
+
+// handleMonitorList lists monitors in id order.
+//
+//	@Summary	List monitors
+//	@Tags		monitors
+//	@Produce	json
+//	@Param		pool_id	query		string	false	"only monitors of this pool"
+//	@Param		limit	query		int		false	"page size (1-1000)"	default(100)
+//	@Param		after	query		string	false	"the next cursor of the previous page"
+//	@Success	200		{object}	monitorList
+//	@Failure	400		{object}	errorResponse
+//	@Router		/v1/monitors [get]
+func (s *Server) handleMonitorList(w http.ResponseWriter, r *http.Request) error {
+	page, err := pageFromQuery(r)
+	if err != nil {
+		return err
+	}
+	filter := sdnlb.MonitorFilter{PoolID: queryFilter(r, "pool_id"), Page: sdnlb.Page{Limit: page.Limit + 1, After: page.After}}
+	monitors, err := s.MonitorService.FindMonitors(r.Context(), filter)
+	if err != nil {
+		return err
+	}
+	monitors, next := trimPage(monitors, page.Limit, func(m *sdnlb.Monitor) string { return m.ID })
+	if monitors == nil {
+		monitors = []*sdnlb.Monitor{}
+	}
+	return writeJSON(w, http.StatusOK, monitorList{Monitors: monitors, Next: next})
+}
+
+// handleMonitorCreate creates a monitor.
+//
+//	@Summary	Create a monitor
+//	@Tags		monitors
+//	@Accept		json
+//	@Produce	json
+//	@Param		monitor	body		monitorRequest	true	"the monitor; id is optional (a UUID by default)"
+//	@Success	201		{object}	sdnlb.Monitor
+//	@Header		201		{string}	Location	"/v1/monitors/{id}"
+//	@Failure	400		{object}	errorResponse
+//	@Failure	409		{object}	errorResponse	"the id is taken"
+//	@Failure	413		{object}	errorResponse
+//	@Failure	415		{object}	errorResponse
+//	@Security	Bearer
+//	@Router		/v1/monitors [post]
+func (s *Server) handleMonitorCreate(w http.ResponseWriter, r *http.Request) error {
+	var req monitorRequest
+	if err := decodeJSON(w, r, &req); err != nil {
+		return err
+	}
+	if err := req.readOnly(false); err != nil {
+		return err
+	}
+	m := sdnlb.NewMonitor()
+	upd := req.update()
+	upd.Apply(m)
+	if req.ID != nil {
+		m.ID = *req.ID
+	}
+	if err := m.Validate(); err != nil {
+		return err
+	}
+	if err := s.MonitorService.CreateMonitor(r.Context(), m); err != nil {
+		return err
+	}
+	w.Header().Set("Location", "/v1/monitors/"+url.PathEscape(m.ID))
+	return writeJSON(w, http.StatusCreated, m)
+}
+
+// handleMonitorGet returns one monitor.
+//
+//	@Summary	Get a monitor
+//	@Tags		monitors
+//	@Produce	json
+//	@Param		id	path		string	true	"monitor id"
+//	@Success	200	{object}	sdnlb.Monitor
+//	@Failure	404	{object}	errorResponse
+//	@Router		/v1/monitors/{id} [get]
+func (s *Server) handleMonitorGet(w http.ResponseWriter, r *http.Request) error {
+	m, err := s.MonitorService.FindMonitorByID(r.Context(), chi.URLParam(r, "id"))
+	if err != nil {
+		return err
+	}
+	return writeJSON(w, http.StatusOK, m)
+}
+
+// handleMonitorReplace sets every mutable field of a monitor.
+//
+//	@Summary	Replace a monitor
+//	@Tags		monitors
+//	@Accept		json
+//	@Produce	json
+//	@Param		id		path		string			true	"monitor id"
+//	@Param		monitor	body		monitorRequest	true	"the monitor (no id)"
+//	@Success	200		{object}	sdnlb.Monitor
+//	@Failure	400		{object}	errorResponse
+//	@Failure	404		{object}	errorResponse
+//	@Security	Bearer
+//	@Router		/v1/monitors/{id} [put]
+func (s *Server) handleMonitorReplace(w http.ResponseWriter, r *http.Request) error {
+	return s.updateMonitor(w, r, (*monitorRequest).replacement)
+}
+
+// handleMonitorPatch changes the given fields of a monitor.
+//
+//	@Summary	Update some fields of a monitor
+//	@Tags		monitors
+//	@Accept		json,application/merge-patch+json
+//	@Produce	json
+//	@Param		id		path		string			true	"monitor id"
+//	@Param		monitor	body		monitorRequest	true	"the fields to change (no id)"
+//	@Success	200		{object}	sdnlb.Monitor
+//	@Failure	400		{object}	errorResponse
+//	@Failure	404		{object}	errorResponse
+//	@Security	Bearer
+//	@Router		/v1/monitors/{id} [patch]
+func (s *Server) handleMonitorPatch(w http.ResponseWriter, r *http.Request) error {
+	return s.updateMonitor(w, r, (*monitorRequest).update)
+}
+
+func (s *Server) updateMonitor(w http.ResponseWriter, r *http.Request, toUpdate func(*monitorRequest) sdnlb.MonitorUpdate) error {
+	var req monitorRequest
+	if err := decodeJSON(w, r, &req); err != nil {
+		return err
+	}
+	if err := req.readOnly(true); err != nil {
+		return err
+	}
+	id := chi.URLParam(r, "id")
+	upd := toUpdate(&req)
+	cur, err := s.MonitorService.FindMonitorByID(r.Context(), id)
+	if err != nil {
+		return err
+	}
+	next := *cur
+	upd.Apply(&next)
+	if err := next.Validate(); err != nil {
+		return err
+	}
+	m, err := s.MonitorService.UpdateMonitor(r.Context(), id, upd)
+	if err != nil {
+		return err
+	}
+	return writeJSON(w, http.StatusOK, m)
+}
+
+// handleMonitorDelete deletes a monitor. Without cascade it refuses while
+// pools use it; with cascade it is dissociated from them first.
+//
+//	@Summary	Delete a monitor
+//	@Tags		monitors
+//	@Param		id		path	string	true	"monitor id"
+//	@Param		cascade	query	bool	false	"dissociate it from its pools"
+//	@Success	204
+//	@Failure	404	{object}	errorResponse
+//	@Failure	409	{object}	errorResponse	"pools use the monitor"
+//	@Security	Bearer
+//	@Router		/v1/monitors/{id} [delete]
+func (s *Server) handleMonitorDelete(w http.ResponseWriter, r *http.Request) error {
+	cascade, err := cascadeFromQuery(r)
+	if err != nil {
+		return err
+	}
+	if err := s.MonitorService.DeleteMonitor(r.Context(), chi.URLParam(r, "id"), cascade); err != nil {
+		return err
+	}
+	w.WriteHeader(http.StatusNoContent)
+	return nil
+}

@@ -1,0 +1,298 @@
+package api
+
+import (
+	"net/http"
+	"net/url"
+
+	"github.com/go-chi/chi/v5"
+
+	"github.com/sdnlb/sdnlb"
+)
+
+// poolRequest is the body of POST, PUT and PATCH /v1/pools. Absent fields
+// take their defaults on POST and PUT and stay as they are on PATCH.
+type poolRequest struct {
+	ID           *string         `json:"id" example:"web-pool"`
+	Name         *string         `json:"name" example:"web"`
+	Description  *string         `json:"description"`
+	VIPID        *string         `json:"vip_id" example:"web"`
+	LBMethod     *string         `json:"lb_method" example:"ROUND_ROBIN" enums:"ROUND_ROBIN,WEIGHTED_ROUND_ROBIN,LEAST_CONNECTIONS,WEIGHTED_LEAST_CONNECTIONS,RANDOM,LEAST_BYTES,SOURCE_IP,CONSISTENT_HASH,ADAPTIVE"`
+	Protocol     *sdnlb.Protocol `json:"protocol" enums:"TCP,UDP,ICMP" example:"TCP"`
+	AdminStateUp *bool           `json:"admin_state_up" example:"true"`
+
+	MonitorIDs readOnly `json:"monitor_ids" swaggerignore:"true"`
+	CreatedAt  readOnly `json:"created_at" swaggerignore:"true"`
+	UpdatedAt  readOnly `json:"updated_at" swaggerignore:"true"`
+}
+
+func (req *poolRequest) readOnly(update bool) error {
+	if err := checkReadOnly(namedReadOnly{"monitor_ids", req.MonitorIDs}, namedReadOnly{"created_at", req.CreatedAt}, namedReadOnly{"updated_at", req.UpdatedAt}); err != nil {
+		return err
+	}
+	if update && req.ID != nil {
+		return sdnlb.FieldErrorf(sdnlb.EINVALID, "id", "id is read-only")
+	}
+	return nil
+}
+
+func (req *poolRequest) update() sdnlb.PoolUpdate {
+	return sdnlb.PoolUpdate{
+		Name: req.Name, Description: req.Description, VIPID: req.VIPID, LBMethod: req.LBMethod,
+		Protocol: req.Protocol, AdminStateUp: req.AdminStateUp,
+	}
+}
+
+func (req *poolRequest) replacement() sdnlb.PoolUpdate {
+	p := sdnlb.NewPool()
+	u := req.update()
+	u.Apply(p)
+	return sdnlb.PoolUpdate{
+		Name: &p.Name, Description: &p.Description, VIPID: &p.VIPID, LBMethod: &p.LBMethod,
+		Protocol: &p.Protocol, AdminStateUp: &p.AdminStateUp,
+	}
+}
+
+type poolList struct {
+	Pools []*sdnlb.Pool `json:"pools"`
+	Next  string        `json:"next"`
+}
+
+// handlePoolList lists pools in id order.
+//
+//	@Summary	List pools
+//	@Tags		pools
+//	@Produce	json
+//	@Param		vip_id	query		string	false	"only the pool of this VIP"
+//	@Param		limit	query		int		false	"page size (1-1000)"	default(100)
+//	@Param		after	query		string	false	"the next cursor of the previous page"
+//	@Success	200		{object}	poolList
+//	@Failure	400		{object}	errorResponse
+//	@Router		/v1/pools [get]
+func (s *Server) handlePoolList(w http.ResponseWriter, r *http.Request) error {
+	page, err := pageFromQuery(r)
+	if err != nil {
+		return err
+	}
+	filter := sdnlb.PoolFilter{VIPID: queryFilter(r, "vip_id"), Page: sdnlb.Page{Limit: page.Limit + 1, After: page.After}}
+	pools, err := s.PoolService.FindPools(r.Context(), filter)
+	if err != nil {
+		return err
+	}
+	pools, next := trimPage(pools, page.Limit, func(p *sdnlb.Pool) string { return p.ID })
+	if pools == nil {
+		pools = []*sdnlb.Pool{}
+	}
+	return writeJSON(w, http.StatusOK, poolList{Pools: pools, Next: next})
+}
+
+// handlePoolCreate creates a pool.
+//
+//	@Summary	Create a pool
+//	@Tags		pools
+//	@Accept		json
+//	@Produce	json
+//	@Param		pool	body		poolRequest	true	"the pool; id is optional (a UUID by default)"
+//	@Success	201		{object}	sdnlb.Pool
+//	@Header		201		{string}	Location	"/v1/pools/{id}"
+//	@Failure	400		{object}	errorResponse
+//	@Failure	404		{object}	errorResponse	"vip_id names no VIP"
+//	@Failure	409		{object}	errorResponse	"the id is taken, or the VIP has a pool"
+//	@Failure	413		{object}	errorResponse
+//	@Failure	415		{object}	errorResponse
+//	@Security	Bearer
+//	@Router		/v1/pools [post]
+func (s *Server) handlePoolCreate(w http.ResponseWriter, r *http.Request) error {
+	var req poolRequest
+	if err := decodeJSON(w, r, &req); err != nil {
+		return err
+	}
+	if err := req.readOnly(false); err != nil {
+		return err
+	}
+	p := sdnlb.NewPool()
+	upd := req.update()
+	upd.Apply(p)
+	if req.ID != nil {
+		p.ID = *req.ID
+	}
+	if err := p.Validate(); err != nil {
+		return err
+	}
+	if err := s.PoolService.CreatePool(r.Context(), p); err != nil {
+		return err
+	}
+	w.Header().Set("Location", "/v1/pools/"+url.PathEscape(p.ID))
+	return writeJSON(w, http.StatusCreated, p)
+}
+
+// handlePoolGet returns one pool.
+//
+//	@Summary	Get a pool
+//	@Tags		pools
+//	@Produce	json
+//	@Param		id	path		string	true	"pool id"
+//	@Success	200	{object}	sdnlb.Pool
+//	@Failure	404	{object}	errorResponse
+//	@Router		/v1/pools/{id} [get]
+func (s *Server) handlePoolGet(w http.ResponseWriter, r *http.Request) error {
+	p, err := s.PoolService.FindPoolByID(r.Context(), chi.URLParam(r, "id"))
+	if err != nil {
+		return err
+	}
+	return writeJSON(w, http.StatusOK, p)
+}
+
+// handlePoolReplace sets every mutable field of a pool.
+//
+//	@Summary	Replace a pool
+//	@Tags		pools
+//	@Accept		json
+//	@Produce	json
+//	@Param		id		path		string		true	"pool id"
+//	@Param		pool	body		poolRequest	true	"the pool (no id)"
+//	@Success	200		{object}	sdnlb.Pool
+//	@Failure	400		{object}	errorResponse
+//	@Failure	404		{object}	errorResponse
+//	@Failure	409		{object}	errorResponse
+//	@Security	Bearer
+//	@Router		/v1/pools/{id} [put]
+func (s *Server) handlePoolReplace(w http.ResponseWriter, r *http.Request) error {
+	return s.updatePool(w, r, (*poolRequest).replacement)
+}
+
+// handlePoolPatch changes the given fields of a pool.
+//
+//	@Summary	Update some fields of a pool
+//	@Tags		pools
+//	@Accept		json,application/merge-patch+json
+//	@Produce	json
+//	@Param		id		path		string		true	"pool id"
+//	@Param		pool	body		poolRequest	true	"the fields to change (no id)"
+//	@Success	200		{object}	sdnlb.Pool
+//	@Failure	400		{object}	errorResponse
+//	@Failure	404		{object}	errorResponse
+//	@Failure	409		{object}	errorResponse
+//	@Security	Bearer
+//	@Router		/v1/pools/{id} [patch]
+func (s *Server) handlePoolPatch(w http.ResponseWriter, r *http.Request) error {
+	return s.updatePool(w, r, (*poolRequest).update)
+}
+
+func (s *Server) updatePool(w http.ResponseWriter, r *http.Request, toUpdate func(*poolRequest) sdnlb.PoolUpdate) error {
+	var req poolRequest
+	if err := decodeJSON(w, r, &req); err != nil {
+		return err
+	}
+	if err := req.readOnly(true); err != nil {
+		return err
+	}
+	id := chi.URLParam(r, "id")
+	upd := toUpdate(&req)
+	cur, err := s.PoolService.FindPoolByID(r.Context(), id)
+	if err != nil {
+		return err
+	}
+	next := *cur
+	upd.Apply(&next)
+	if err := next.Validate(); err != nil {
+		return err
+	}
+	p, err := s.PoolService.UpdatePool(r.Context(), id, upd)
+	if err != nil {
+		return err
+	}
+	return writeJSON(w, http.StatusOK, p)
+}
+
+// handlePoolDelete deletes a pool. Without cascade it refuses while the
+// pool has members.
+//
+//	@Summary	Delete a pool
+//	@Tags		pools
+//	@Param		id		path	string	true	"pool id"
+//	@Param		cascade	query	bool	false	"also delete its members"
+//	@Success	204
+//	@Failure	404	{object}	errorResponse
+//	@Failure	409	{object}	errorResponse	"the pool has members"
+//	@Security	Bearer
+//	@Router		/v1/pools/{id} [delete]
+func (s *Server) handlePoolDelete(w http.ResponseWriter, r *http.Request) error {
+	cascade, err := cascadeFromQuery(r)
+	if err != nil {
+		return err
+	}
+	if err := s.PoolService.DeletePool(r.Context(), chi.URLParam(r, "id"), cascade); err != nil {
+		return err
+	}
+	w.WriteHeader(http.StatusNoContent)
+	return nil
+}
+
+// handlePoolMembers lists the members of one pool.
+//
+//	@Summary	List the members of a pool
+//	@Tags		pools
+//	@Produce	json
+//	@Param		id		path		string	true	"pool id"
+//	@Param		limit	query		int		false	"page size (1-1000)"	default(100)
+//	@Param		after	query		string	false	"the next cursor of the previous page"
+//	@Success	200		{object}	memberList
+//	@Failure	404		{object}	errorResponse
+//	@Router		/v1/pools/{id}/members [get]
+func (s *Server) handlePoolMembers(w http.ResponseWriter, r *http.Request) error {
+	id := chi.URLParam(r, "id")
+	// An empty list must mean an empty pool, not a mistyped id.
+	if _, err := s.PoolService.FindPoolByID(r.Context(), id); err != nil {
+		return err
+	}
+	return s.listMembers(w, r, sdnlb.MemberFilter{PoolID: &id})
+}
+
+type associateRequest struct {
+	MonitorID string `json:"monitor_id" example:"http-check"`
+}
+
+// handlePoolAssociateMonitor lets a monitor check the pool's members.
+//
+//	@Summary	Associate a monitor with a pool
+//	@Tags		pools
+//	@Accept		json
+//	@Param		id		path	string				true	"pool id"
+//	@Param		monitor	body	associateRequest	true	"the monitor"
+//	@Success	204
+//	@Failure	400	{object}	errorResponse
+//	@Failure	404	{object}	errorResponse	"no such pool or monitor"
+//	@Security	Bearer
+//	@Router		/v1/pools/{id}/monitors [post]
+func (s *Server) handlePoolAssociateMonitor(w http.ResponseWriter, r *http.Request) error {
+	var req associateRequest
+	if err := decodeJSON(w, r, &req); err != nil {
+		return err
+	}
+	if req.MonitorID == "" {
+		return sdnlb.FieldErrorf(sdnlb.EINVALID, "monitor_id", "monitor_id is required")
+	}
+	if err := s.PoolService.AssociateMonitor(r.Context(), chi.URLParam(r, "id"), req.MonitorID); err != nil {
+		return err
+	}
+	w.WriteHeader(http.StatusNoContent)
+	return nil
+}
+
+// handlePoolDissociateMonitor stops a monitor checking the pool's members.
+//
+//	@Summary	Dissociate a monitor from a pool
+//	@Tags		pools
+//	@Param		id			path	string	true	"pool id"
+//	@Param		monitor_id	path	string	true	"monitor id"
+//	@Success	204
+//	@Failure	404	{object}	errorResponse	"not associated"
+//	@Security	Bearer
+//	@Router		/v1/pools/{id}/monitors/{monitor_id} [delete]
+func (s *Server) handlePoolDissociateMonitor(w http.ResponseWriter, r *http.Request) error {
+	if err := s.PoolService.DissociateMonitor(r.Context(), chi.URLParam(r, "id"), chi.URLParam(r, "monitor_id")); err != nil {
+		return err
+	}
+	w.WriteHeader(http.StatusNoContent)
+	return nil
+}

@@ -1,0 +1,184 @@
+// Package api serves the REST API of sdnlb: the native JSON routes under /v1,
+// the Floodlight-compatible routes under /quantum/v1.0, health and readiness
+// probes, Prometheus metrics, the change feed as Server-Sent Events and the
+// Swagger UI. Handlers only talk to the sdnlb service interfaces; cmd/sdnlb
+// wires the store and the controller in.
+package api
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"net/http"
+	"time"
+
+	"github.com/go-chi/chi/v5"
+	"github.com/go-chi/chi/v5/middleware"
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/sdnlb/sdnlb"
+)
+
+// Server holds the services the handlers use. Set the fields, then call
+// Handler once; the fields must not change afterwards.
+type Server struct {
+	VIPService     sdnlb.VIPService
+	PoolService    sdnlb.PoolService
+	MemberService  sdnlb.MemberService
+	MonitorService sdnlb.MonitorService
+	ConfigService  sdnlb.ConfigService
+	EventService   sdnlb.EventService
+
+	// From the controller; nil answers 503 on the routes that need them.
+	StatsService  sdnlb.StatsService
+	SwitchService sdnlb.SwitchService
+
+	// HealthReporter overlays the live health onto members; may be nil.
+	HealthReporter sdnlb.HealthReporter
+
+	Logger *slog.Logger // nil discards
+
+	// Token, when set, is the bearer token writes need; reads need it too
+	// when AuthReads.
+	Token     string
+	AuthReads bool
+
+	// Ready answers /readyz; nil means always ready.
+	Ready func(ctx context.Context) error
+
+	// Registry, when set, gets the request metrics and is served at /metrics.
+	Registry *prometheus.Registry
+
+	// heartbeat is the interval of SSE keep-alive comments; tests shorten it.
+	heartbeat time.Duration
+}
+
+// maxBodyBytes bounds every request body.
+const maxBodyBytes = 1 << 20
+
+// defaultHeartbeat keeps idle SSE connections open through proxies.
+const defaultHeartbeat = 15 * time.Second
+
+// handlerFunc is the signature of every handler: it writes the response on
+// success and returns the error otherwise, which handle turns into the one
+// JSON error body.
+type handlerFunc func(w http.ResponseWriter, r *http.Request) error
+
+func (s *Server) handle(h handlerFunc) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		if err := h(w, r); err != nil {
+			s.writeError(w, r, err)
+		}
+	}
+}
+
+func (s *Server) logger() *slog.Logger {
+	if s.Logger == nil {
+		return slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	return s.Logger
+}
+
+// Handler builds the router. Call it once per Server.
+func (s *Server) Handler() http.Handler {
+	if s.heartbeat == 0 {
+		s.heartbeat = defaultHeartbeat
+	}
+	log := s.logger().With("component", "api")
+	r := chi.NewRouter()
+	r.Use(middleware.RequestID, echoRequestID, requestLog(log), s.recoverer())
+	if s.Registry != nil {
+		r.Use(newMetrics(s.Registry).middleware)
+		r.Method(http.MethodGet, "/metrics", s.metricsHandler())
+	}
+	r.NotFound(s.handle(func(w http.ResponseWriter, r *http.Request) error {
+		return sdnlb.Errorf(sdnlb.ENOTFOUND, "no route for %s %s", r.Method, r.URL.Path)
+	}))
+	r.MethodNotAllowed(s.handle(func(w http.ResponseWriter, r *http.Request) error {
+		return errMethodNotAllowed
+	}))
+
+	r.Get("/healthz", s.handle(s.handleHealthz))
+	r.Get("/readyz", s.handle(s.handleReadyz))
+
+	r.Group(func(r chi.Router) {
+		r.Use(s.auth)
+		r.Route("/v1", s.nativeRoutes)
+	})
+	return r
+}
+
+func (s *Server) nativeRoutes(r chi.Router) {
+	r.Route("/vips", func(r chi.Router) {
+		r.Get("/", s.handle(s.handleVIPList))
+		r.Post("/", s.handle(s.handleVIPCreate))
+		r.Get("/{id}", s.handle(s.handleVIPGet))
+		r.Put("/{id}", s.handle(s.handleVIPReplace))
+		r.Patch("/{id}", s.handle(s.handleVIPPatch))
+		r.Delete("/{id}", s.handle(s.handleVIPDelete))
+	})
+	r.Route("/pools", func(r chi.Router) {
+		r.Get("/", s.handle(s.handlePoolList))
+		r.Post("/", s.handle(s.handlePoolCreate))
+		r.Get("/{id}", s.handle(s.handlePoolGet))
+		r.Put("/{id}", s.handle(s.handlePoolReplace))
+		r.Patch("/{id}", s.handle(s.handlePoolPatch))
+		r.Delete("/{id}", s.handle(s.handlePoolDelete))
+		r.Get("/{id}/members", s.handle(s.handlePoolMembers))
+		r.Post("/{id}/monitors", s.handle(s.handlePoolAssociateMonitor))
+		r.Delete("/{id}/monitors/{monitor_id}", s.handle(s.handlePoolDissociateMonitor))
+		r.Get("/{id}/stats", s.handle(s.handlePoolStats))
+	})
+	r.Route("/members", func(r chi.Router) {
+		r.Get("/", s.handle(s.handleMemberList))
+		r.Post("/", s.handle(s.handleMemberCreate))
+		r.Get("/{id}", s.handle(s.handleMemberGet))
+		r.Put("/{id}", s.handle(s.handleMemberReplace))
+		r.Patch("/{id}", s.handle(s.handleMemberPatch))
+		r.Delete("/{id}", s.handle(s.handleMemberDelete))
+	})
+	r.Route("/monitors", func(r chi.Router) {
+		r.Get("/", s.handle(s.handleMonitorList))
+		r.Post("/", s.handle(s.handleMonitorCreate))
+		r.Get("/{id}", s.handle(s.handleMonitorGet))
+		r.Put("/{id}", s.handle(s.handleMonitorReplace))
+		r.Patch("/{id}", s.handle(s.handleMonitorPatch))
+		r.Delete("/{id}", s.handle(s.handleMonitorDelete))
+	})
+	r.Get("/switches", s.handle(s.handleSwitchList))
+	r.Get("/switches/{dpid}/flows", s.handle(s.handleSwitchFlows))
+	r.Get("/events", s.handle(s.handleEvents))
+}
+
+// handleHealthz reports that the process serves HTTP.
+//
+//	@Summary	Liveness probe
+//	@Tags		probes
+//	@Produce	json
+//	@Success	200	{object}	statusResponse
+//	@Router		/healthz [get]
+func (s *Server) handleHealthz(w http.ResponseWriter, r *http.Request) error {
+	return writeJSON(w, http.StatusOK, statusResponse{Status: "ok"})
+}
+
+// handleReadyz reports whether the dependencies (the store) answer.
+//
+//	@Summary	Readiness probe
+//	@Tags		probes
+//	@Produce	json
+//	@Success	200	{object}	statusResponse
+//	@Failure	503	{object}	errorResponse
+//	@Router		/readyz [get]
+func (s *Server) handleReadyz(w http.ResponseWriter, r *http.Request) error {
+	if s.Ready != nil {
+		if err := s.Ready(r.Context()); err != nil {
+			s.logger().Warn("not ready", "component", "api", "err", err)
+			return sdnlb.Errorf(sdnlb.EUNAVAILABLE, "not ready")
+		}
+	}
+	return writeJSON(w, http.StatusOK, statusResponse{Status: "ok"})
+}
+
+type statusResponse struct {
+	Status string `json:"status" example:"ok"`
+}

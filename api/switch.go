@@ -1,0 +1,86 @@
+package api
+
+import (
+	"net/http"
+
+	"github.com/go-chi/chi/v5"
+
+	"github.com/sdnlb/sdnlb"
+)
+
+var errNoController = sdnlb.Errorf(sdnlb.EUNAVAILABLE, "the OpenFlow controller is not running")
+
+type switchList struct {
+	Switches []*sdnlb.Switch `json:"switches"`
+}
+
+type flowList struct {
+	Flows []*sdnlb.Flow `json:"flows"`
+}
+
+// handleSwitchList lists the connected OpenFlow switches.
+//
+//	@Summary	List connected switches
+//	@Tags		switches
+//	@Produce	json
+//	@Success	200	{object}	switchList
+//	@Failure	503	{object}	errorResponse	"no controller"
+//	@Router		/v1/switches [get]
+func (s *Server) handleSwitchList(w http.ResponseWriter, r *http.Request) error {
+	if s.SwitchService == nil {
+		return errNoController
+	}
+	switches, err := s.SwitchService.Switches(r.Context())
+	if err != nil {
+		return err
+	}
+	if switches == nil {
+		switches = []*sdnlb.Switch{}
+	}
+	return writeJSON(w, http.StatusOK, switchList{Switches: switches})
+}
+
+// handleSwitchFlows lists the flows sdnlb installed on one switch.
+//
+//	@Summary	List the flows sdnlb installed on a switch
+//	@Tags		switches
+//	@Produce	json
+//	@Param		dpid	path		string	true	"datapath id, e.g. 00:00:00:00:00:00:00:01"
+//	@Success	200		{object}	flowList
+//	@Failure	404		{object}	errorResponse	"no such switch connected"
+//	@Failure	503		{object}	errorResponse	"no controller"
+//	@Router		/v1/switches/{dpid}/flows [get]
+func (s *Server) handleSwitchFlows(w http.ResponseWriter, r *http.Request) error {
+	if s.SwitchService == nil {
+		return errNoController
+	}
+	flows, err := s.SwitchService.SwitchFlows(r.Context(), chi.URLParam(r, "dpid"))
+	if err != nil {
+		return err
+	}
+	if flows == nil {
+		flows = []*sdnlb.Flow{}
+	}
+	return writeJSON(w, http.StatusOK, flowList{Flows: flows})
+}
+
+// handlePoolStats returns the live traffic counters of a pool.
+//
+//	@Summary	Get a pool's traffic counters
+//	@Tags		pools
+//	@Produce	json
+//	@Param		id	path		string	true	"pool id"
+//	@Success	200	{object}	sdnlb.PoolStats
+//	@Failure	404	{object}	errorResponse
+//	@Failure	503	{object}	errorResponse	"no controller"
+//	@Router		/v1/pools/{id}/stats [get]
+func (s *Server) handlePoolStats(w http.ResponseWriter, r *http.Request) error {
+	if s.StatsService == nil {
+		return errNoController
+	}
+	stats, err := s.StatsService.PoolStats(r.Context(), chi.URLParam(r, "id"))
+	if err != nil {
+		return err
+	}
+	return writeJSON(w, http.StatusOK, stats)
+}

@@ -1,0 +1,285 @@
+package api
+
+import (
+	"bytes"
+	"encoding/json"
+	"net/http"
+	"net/url"
+	"strconv"
+
+	"github.com/go-chi/chi/v5"
+
+	"github.com/sdnlb/sdnlb"
+)
+
+// vipRequest is the body of POST, PUT and PATCH /v1/vips. Absent fields take
+// their defaults on POST and PUT and stay as they are on PATCH.
+type vipRequest struct {
+	ID                 *string             `json:"id" example:"web"`
+	Name               *string             `json:"name" example:"web"`
+	Description        *string             `json:"description"`
+	Address            *string             `json:"address" example:"10.0.0.100"`
+	Protocol           *sdnlb.Protocol     `json:"protocol" enums:"TCP,UDP,ICMP" example:"TCP"`
+	Port               *int                `json:"port" example:"80"`
+	PoolID             *string             `json:"pool_id"`
+	ConnectionLimit    *int                `json:"connection_limit" example:"-1"`
+	SessionPersistence optionalPersistence `json:"session_persistence" swaggertype:"object"`
+	AdminStateUp       *bool               `json:"admin_state_up" example:"true"`
+
+	MAC       readOnly `json:"mac" swaggerignore:"true"`
+	Status    readOnly `json:"status" swaggerignore:"true"`
+	CreatedAt readOnly `json:"created_at" swaggerignore:"true"`
+	UpdatedAt readOnly `json:"updated_at" swaggerignore:"true"`
+}
+
+// optionalPersistence tells an absent session_persistence (keep) from null
+// (remove) on PATCH.
+type optionalPersistence struct {
+	set   bool
+	value *sdnlb.SessionPersistence
+}
+
+func (o *optionalPersistence) UnmarshalJSON(b []byte) error {
+	o.set = true
+	if bytes.Equal(b, []byte("null")) {
+		o.value = nil
+		return nil
+	}
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	var sp sdnlb.SessionPersistence
+	if err := dec.Decode(&sp); err != nil {
+		if e := jsonError(err); sdnlb.ErrorField(e) != "" {
+			field := "session_persistence." + sdnlb.ErrorField(e)
+			return sdnlb.FieldErrorf(sdnlb.EINVALID, field, "%s", sdnlb.ErrorMessage(e))
+		}
+		return sdnlb.FieldErrorf(sdnlb.EINVALID, "session_persistence", "session_persistence must be an object with type and timeout")
+	}
+	o.value = &sp
+	return nil
+}
+
+func (req *vipRequest) readOnly(update bool) error {
+	fields := []namedReadOnly{{"mac", req.MAC}, {"status", req.Status}, {"created_at", req.CreatedAt}, {"updated_at", req.UpdatedAt}}
+	if err := checkReadOnly(fields...); err != nil {
+		return err
+	}
+	if update && req.ID != nil {
+		return sdnlb.FieldErrorf(sdnlb.EINVALID, "id", "id is read-only")
+	}
+	return nil
+}
+
+// update returns the fields the request gives.
+func (req *vipRequest) update() sdnlb.VIPUpdate {
+	return sdnlb.VIPUpdate{
+		Name: req.Name, Description: req.Description, Address: req.Address, Protocol: req.Protocol,
+		Port: req.Port, PoolID: req.PoolID, ConnectionLimit: req.ConnectionLimit, AdminStateUp: req.AdminStateUp,
+		SetSessionPersistence: req.SessionPersistence.set, SessionPersistence: req.SessionPersistence.value,
+	}
+}
+
+// replacement returns an update that sets every mutable field: the given
+// value or the default of a new VIP.
+func (req *vipRequest) replacement() sdnlb.VIPUpdate {
+	v := sdnlb.NewVIP()
+	u := req.update()
+	u.Apply(v)
+	return sdnlb.VIPUpdate{
+		Name: &v.Name, Description: &v.Description, Address: &v.Address, Protocol: &v.Protocol, Port: &v.Port,
+		PoolID: &v.PoolID, ConnectionLimit: &v.ConnectionLimit, AdminStateUp: &v.AdminStateUp,
+		SetSessionPersistence: true, SessionPersistence: v.SessionPersistence,
+	}
+}
+
+type vipList struct {
+	VIPs []*sdnlb.VIP `json:"vips"`
+	Next string       `json:"next"` // pass as ?after= for the next page; "" on the last
+}
+
+// handleVIPList lists VIPs in id order.
+//
+//	@Summary	List VIPs
+//	@Tags		vips
+//	@Produce	json
+//	@Param		address	query		string	false	"only VIPs with this address"
+//	@Param		limit	query		int		false	"page size (1-1000)"	default(100)
+//	@Param		after	query		string	false	"the next cursor of the previous page"
+//	@Success	200		{object}	vipList
+//	@Failure	400		{object}	errorResponse
+//	@Router		/v1/vips [get]
+func (s *Server) handleVIPList(w http.ResponseWriter, r *http.Request) error {
+	page, err := pageFromQuery(r)
+	if err != nil {
+		return err
+	}
+	filter := sdnlb.VIPFilter{Address: queryFilter(r, "address"), Page: sdnlb.Page{Limit: page.Limit + 1, After: page.After}}
+	vips, err := s.VIPService.FindVIPs(r.Context(), filter)
+	if err != nil {
+		return err
+	}
+	vips, next := trimPage(vips, page.Limit, func(v *sdnlb.VIP) string { return v.ID })
+	if vips == nil {
+		vips = []*sdnlb.VIP{}
+	}
+	return writeJSON(w, http.StatusOK, vipList{VIPs: vips, Next: next})
+}
+
+// handleVIPCreate creates a VIP.
+//
+//	@Summary	Create a VIP
+//	@Tags		vips
+//	@Accept		json
+//	@Produce	json
+//	@Param		vip	body		vipRequest	true	"the VIP; id is optional (a UUID by default)"
+//	@Success	201	{object}	sdnlb.VIP
+//	@Header		201	{string}	Location	"/v1/vips/{id}"
+//	@Failure	400	{object}	errorResponse
+//	@Failure	404	{object}	errorResponse	"pool_id names no pool"
+//	@Failure	409	{object}	errorResponse	"the id, or address+protocol+port, is taken"
+//	@Failure	413	{object}	errorResponse
+//	@Failure	415	{object}	errorResponse
+//	@Security	Bearer
+//	@Router		/v1/vips [post]
+func (s *Server) handleVIPCreate(w http.ResponseWriter, r *http.Request) error {
+	var req vipRequest
+	if err := decodeJSON(w, r, &req); err != nil {
+		return err
+	}
+	if err := req.readOnly(false); err != nil {
+		return err
+	}
+	v := sdnlb.NewVIP()
+	upd := req.update()
+	upd.Apply(v)
+	if req.ID != nil {
+		v.ID = *req.ID
+	}
+	if err := v.Validate(); err != nil {
+		return err
+	}
+	if err := s.VIPService.CreateVIP(r.Context(), v); err != nil {
+		return err
+	}
+	w.Header().Set("Location", "/v1/vips/"+url.PathEscape(v.ID))
+	return writeJSON(w, http.StatusCreated, v)
+}
+
+// handleVIPGet returns one VIP.
+//
+//	@Summary	Get a VIP
+//	@Tags		vips
+//	@Produce	json
+//	@Param		id	path		string	true	"VIP id"
+//	@Success	200	{object}	sdnlb.VIP
+//	@Failure	404	{object}	errorResponse
+//	@Router		/v1/vips/{id} [get]
+func (s *Server) handleVIPGet(w http.ResponseWriter, r *http.Request) error {
+	v, err := s.VIPService.FindVIPByID(r.Context(), chi.URLParam(r, "id"))
+	if err != nil {
+		return err
+	}
+	return writeJSON(w, http.StatusOK, v)
+}
+
+// handleVIPReplace sets every mutable field of a VIP; absent ones get the
+// defaults of a new VIP.
+//
+//	@Summary	Replace a VIP
+//	@Tags		vips
+//	@Accept		json
+//	@Produce	json
+//	@Param		id	path		string		true	"VIP id"
+//	@Param		vip	body		vipRequest	true	"the VIP (no id)"
+//	@Success	200	{object}	sdnlb.VIP
+//	@Failure	400	{object}	errorResponse
+//	@Failure	404	{object}	errorResponse
+//	@Failure	409	{object}	errorResponse
+//	@Security	Bearer
+//	@Router		/v1/vips/{id} [put]
+func (s *Server) handleVIPReplace(w http.ResponseWriter, r *http.Request) error {
+	return s.updateVIP(w, r, (*vipRequest).replacement)
+}
+
+// handleVIPPatch changes the given fields of a VIP; session_persistence:
+// null removes it.
+//
+//	@Summary	Update some fields of a VIP
+//	@Tags		vips
+//	@Accept		json,application/merge-patch+json
+//	@Produce	json
+//	@Param		id	path		string		true	"VIP id"
+//	@Param		vip	body		vipRequest	true	"the fields to change (no id)"
+//	@Success	200	{object}	sdnlb.VIP
+//	@Failure	400	{object}	errorResponse
+//	@Failure	404	{object}	errorResponse
+//	@Failure	409	{object}	errorResponse
+//	@Security	Bearer
+//	@Router		/v1/vips/{id} [patch]
+func (s *Server) handleVIPPatch(w http.ResponseWriter, r *http.Request) error {
+	return s.updateVIP(w, r, (*vipRequest).update)
+}
+
+// updateVIP validates the result before the store sees the update, so that
+// a bad request never reaches a write.
+func (s *Server) updateVIP(w http.ResponseWriter, r *http.Request, toUpdate func(*vipRequest) sdnlb.VIPUpdate) error {
+	var req vipRequest
+	if err := decodeJSON(w, r, &req); err != nil {
+		return err
+	}
+	if err := req.readOnly(true); err != nil {
+		return err
+	}
+	id := chi.URLParam(r, "id")
+	upd := toUpdate(&req)
+	cur, err := s.VIPService.FindVIPByID(r.Context(), id)
+	if err != nil {
+		return err
+	}
+	next := *cur
+	upd.Apply(&next)
+	if err := next.Validate(); err != nil {
+		return err
+	}
+	v, err := s.VIPService.UpdateVIP(r.Context(), id, upd)
+	if err != nil {
+		return err
+	}
+	return writeJSON(w, http.StatusOK, v)
+}
+
+// handleVIPDelete deletes a VIP. Without cascade it refuses while a pool
+// serves the VIP; with cascade the pool and its members go too.
+//
+//	@Summary	Delete a VIP
+//	@Tags		vips
+//	@Param		id		path	string	true	"VIP id"
+//	@Param		cascade	query	bool	false	"also delete its pool and members"
+//	@Success	204
+//	@Failure	404	{object}	errorResponse
+//	@Failure	409	{object}	errorResponse	"a pool serves the VIP"
+//	@Security	Bearer
+//	@Router		/v1/vips/{id} [delete]
+func (s *Server) handleVIPDelete(w http.ResponseWriter, r *http.Request) error {
+	cascade, err := cascadeFromQuery(r)
+	if err != nil {
+		return err
+	}
+	if err := s.VIPService.DeleteVIP(r.Context(), chi.URLParam(r, "id"), cascade); err != nil {
+		return err
+	}
+	w.WriteHeader(http.StatusNoContent)
+	return nil
+}
+
+func cascadeFromQuery(r *http.Request) (bool, error) {
+	s := r.URL.Query().Get("cascade")
+	if s == "" {
+		return false, nil
+	}
+	b, err := strconv.ParseBool(s)
+	if err != nil {
+		return false, sdnlb.FieldErrorf(sdnlb.EINVALID, "cascade", "cascade must be true or false, not %q", s)
+	}
+	return b, nil
+}
