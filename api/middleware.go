@@ -1,8 +1,8 @@
 package api
 
 import (
-	"fmt"
 	"crypto/subtle"
+	"fmt"
 	"log/slog"
 	"net/http"
 	"runtime/debug"
