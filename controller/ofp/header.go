@@ -140,7 +140,16 @@ func DecodeInto(b []byte, m BodyDecoder) (Header, error) {
 	if h.Type != m.Type() {
 		return h, ErrUnsupported
 	}
-	return h, m.decodeBody(b[HeaderLen:])
+	return h, decodeBody(h, b[HeaderLen:], m)
+}
+
+// decodeBody passes HELLO its header version: a bare hello means "I speak
+// the version in my header".
+func decodeBody(h Header, body []byte, m BodyDecoder) error {
+	if hello, ok := m.(*Hello); ok {
+		return hello.decode(h.Version, body)
+	}
+	return m.decodeBody(body)
 }
 
 // Decode decodes exactly one complete message: b holds header and body and
@@ -159,12 +168,7 @@ func Decode(b []byte) (Header, Message, error) {
 	if m == nil {
 		return h, nil, ErrUnsupported
 	}
-	if hello, ok := m.(*Hello); ok {
-		err = hello.decode(h.Version, b[HeaderLen:])
-	} else {
-		err = m.decodeBody(b[HeaderLen:])
-	}
-	if err != nil {
+	if err := decodeBody(h, b[HeaderLen:], m); err != nil {
 		return h, nil, err
 	}
 	return h, m, nil

@@ -47,7 +47,8 @@ func (h Hello) appendBody(b []byte) []byte {
 	return appendPad8(b, elemLen)
 }
 
-// decodeBody assumes a 1.3 header; Decode passes the real version.
+// decodeBody serves the BodyDecoder interface; Decode and DecodeInto call
+// decode with the real header version instead.
 func (h *Hello) decodeBody(body []byte) error { return h.decode(Version, body) }
 
 func (h *Hello) decode(version uint8, body []byte) error {

@@ -89,7 +89,8 @@ type OXM struct {
 
 // NewOXM builds any OXM, including unknown or experimenter ones (for
 // OXMClassExperimenter, value starts with the 4-byte experimenter ID). A
-// non-nil mask must be as long as value (without the experimenter ID).
+// non-nil mask must be as long as value (without the experimenter ID), and
+// a known OpenFlow-basic field must have its spec length.
 func NewOXM(class uint16, field OXMField, value, mask []byte) (OXM, error) {
 	o := OXM{Class: class, Field: field, HasMask: mask != nil}
 	exp := o.expLen()
@@ -104,7 +105,23 @@ func NewOXM(class uint16, field OXMField, value, mask []byte) (OXM, error) {
 	}
 	o.n = uint8(copy(o.payload[:], value))
 	o.n += uint8(copy(o.payload[o.n:], mask))
+	if !o.basicLenOK() {
+		return OXM{}, ErrBadLength
+	}
 	return o, nil
+}
+
+// basicLenOK reports whether an OpenFlow-basic field has the length the
+// spec gives it; other classes and unknown fields pass.
+func (o *OXM) basicLenOK() bool {
+	if o.Class != OXMClassBasic || int(o.Field) >= len(basicLen) {
+		return true
+	}
+	want := basicLen[o.Field]
+	if o.HasMask {
+		want *= 2
+	}
+	return o.n == want
 }
 
 func (o *OXM) expLen() int {
@@ -195,14 +212,8 @@ func decodeOXM(b []byte) (OXM, int, error) {
 	if n < exp || (o.HasMask && (n-exp)%2 != 0) {
 		return OXM{}, 0, ErrBadLength
 	}
-	if o.Class == OXMClassBasic && int(o.Field) < len(basicLen) {
-		want := int(basicLen[o.Field])
-		if o.HasMask {
-			want *= 2
-		}
-		if n != want {
-			return OXM{}, 0, ErrBadLength
-		}
+	if !o.basicLenOK() {
+		return OXM{}, 0, ErrBadLength
 	}
 	copy(o.payload[:], b[4:4+n])
 	return o, 4 + n, nil

@@ -1,0 +1,303 @@
+package ofp
+
+import (
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"io"
+	"reflect"
+	"testing"
+)
+
+// message builds a 1.3 message of type t around a hex body, with the
+// header length computed.
+func message(tb testing.TB, t Type, body string) []byte {
+	tb.Helper()
+	b := mustParseHex(tb, body)
+	out := []byte{Version, byte(t), 0, 0, 0, 0, 0, 42}
+	out = append(out, b...)
+	binary.BigEndian.PutUint16(out[2:], uint16(len(out)))
+	return out
+}
+
+func TestDecode_Errors(t *testing.T) {
+	tests := []struct {
+		name string
+		wire []byte
+		want error
+	}{
+		{"Empty", nil, ErrShort},
+		{"ShortHeader", []byte{4, 2, 0, 8, 0, 0, 0}, ErrShort},
+		{"LengthBelowHeader", []byte{4, 2, 0, 7, 0, 0, 0, 0}, ErrBadLength},
+		{"LengthBeyondBytes", []byte{4, 2, 0, 9, 0, 0, 0, 0}, ErrBadLength},
+		{"LengthShortOfBytes", []byte{4, 2, 0, 8, 0, 0, 0, 0, 0xff}, ErrBadLength},
+		{"BadVersion", []byte{1, 2, 0, 8, 0, 0, 0, 0}, ErrBadVersion},
+		{"UnknownType", message(t, TypeGroupMod, ""), ErrUnsupported},
+		{"TypeBeyondSpec", message(t, Type(200), ""), ErrUnsupported},
+		{"HelloElementLengthZero", message(t, TypeHello, "00 01 00 00"), ErrBadLength},
+		{"HelloElementOverrun", message(t, TypeHello, "00 01 00 10 00 00 00 10"), ErrBadLength},
+		{"HelloElementTruncated", message(t, TypeHello, "00 01"), ErrShort},
+		{"HelloBitmapOddLength", message(t, TypeHello, "00 01 00 06 00 10 00 00"), ErrBadLength},
+		{"ErrorTruncated", message(t, TypeError, "00 01"), ErrShort},
+		{"ErrorExperimenterTruncated", message(t, TypeError, "ff ff 00 01 00 00"), ErrShort},
+		{"ExperimenterTruncated", message(t, TypeExperimenter, "00 00 23 20"), ErrShort},
+		{"FeaturesReplyShort", message(t, TypeFeaturesReply, "00 00 00 00 00 00 00 01"), ErrBadLength},
+		{"FeaturesRequestWithBody", message(t, TypeFeaturesRequest, "00"), ErrBadLength},
+		{"BarrierWithBody", message(t, TypeBarrierRequest, "00 00 00 00"), ErrBadLength},
+		{"SetConfigShort", message(t, TypeSetConfig, "00 00"), ErrBadLength},
+		{"RoleShort", message(t, TypeRoleRequest, "00 00 00 02"), ErrBadLength},
+		{"PortStatusShort", message(t, TypePortStatus, "00 00 00 00 00 00 00 00"), ErrBadLength},
+		{"PacketInFixedTruncated", message(t, TypePacketIn, "ff ff ff ff 00 2a 00 00"), ErrShort},
+		{"PacketInMatchMissing", message(t, TypePacketIn, "ff ff ff ff 00 2a 00 00 00*8"), ErrShort},
+		{"PacketInMatchOverrun", message(t, TypePacketIn,
+			"ff ff ff ff 00 2a 00 00 00*8  00 01 00 20 80 00 00 04 00 00 00 01 00 00 00 00 00 00"), ErrBadLength},
+		{"PacketInMatchLengthBelowHeader", message(t, TypePacketIn,
+			"ff ff ff ff 00 2a 00 00 00*8  00 01 00 02 00 00 00 00 00 00"), ErrBadLength},
+		{"PacketInStandardMatch", message(t, TypePacketIn,
+			"ff ff ff ff 00 2a 00 00 00*8  00 00 00 04 00 00 00 00 00 00"), ErrUnsupported},
+		{"PacketInNoPadAfterMatch", message(t, TypePacketIn,
+			"ff ff ff ff 00 2a 00 00 00*8  00 01 00 04 00 00 00 00"), ErrShort},
+		{"OXMOverrun", message(t, TypePacketIn,
+			"ff ff ff ff 00 2a 00 00 00*8  00 01 00 0c 80 00 00 08 00 00 00 01 00 00 00 00 00 00"), ErrBadLength},
+		{"OXMHeaderTruncated", message(t, TypePacketIn,
+			"ff ff ff ff 00 2a 00 00 00*8  00 01 00 06 80 00 00 00 00 00"), ErrShort},
+		{"OXMInPortWrongLength", message(t, TypePacketIn,
+			"ff ff ff ff 00 2a 00 00 00*8  00 01 00 0b 80 00 00 03 00 00 01 00 00 00"), ErrBadLength},
+		{"OXMMaskedOddLength", message(t, TypePacketIn,
+			"ff ff ff ff 00 2a 00 00 00*8  00 01 00 0b 00 01 01 03 00 00 01 00 00 00"), ErrBadLength},
+		{"OXMExperimenterNoID", message(t, TypePacketIn,
+			"ff ff ff ff 00 2a 00 00 00*8  00 01 00 0a ff ff 02 02 00 00 00*6 00 00"), ErrBadLength},
+		{"OXMTooLongToStore", message(t, TypePacketIn,
+			"ff ff ff ff 00 2a 00 00 00*8  00 01 00 2c 00 01 50 24 00*36 00*4 00 00"), ErrUnsupported},
+		{"FlowModFixedTruncated", message(t, TypeFlowMod, "00*39"), ErrShort},
+		{"FlowModActionLengthZero", message(t, TypeFlowMod,
+			"00*40 00 01 00 04 00 00 00 00  00 04 00 10 00 00 00 00 00 00 00 00 00 00 00 00"), ErrBadLength},
+		{"FlowModActionLengthUnaligned", message(t, TypeFlowMod,
+			"00*40 00 01 00 04 00 00 00 00  00 04 00 18 00 00 00 00 00 00 00 0c 00 00 00 00 00*8"), ErrBadLength},
+		{"FlowModActionTruncated", message(t, TypeFlowMod,
+			"00*40 00 01 00 04 00 00 00 00  00 04 00 0c 00 00 00 00 00 00 00 10"), ErrBadLength},
+		{"FlowModOutputWrongLength", message(t, TypeFlowMod,
+			"00*40 00 01 00 04 00 00 00 00  00 04 00 10 00 00 00 00 00 00 00 08 00 00 00 01"), ErrBadLength},
+		{"FlowModSetFieldOverPadded", message(t, TypeFlowMod,
+			"00*40 00 01 00 04 00 00 00 00  00 04 00 20 00 00 00 00 00 19 00 18 80 00 00 04 00 00 00 01 00*8"), ErrBadLength},
+		{"FlowModInstructionLengthZero", message(t, TypeFlowMod,
+			"00*40 00 01 00 04 00 00 00 00  00 01 00 00 00 00 00 00"), ErrBadLength},
+		{"FlowModInstructionTruncated", message(t, TypeFlowMod,
+			"00*40 00 01 00 04 00 00 00 00  00 01 00 08"), ErrShort},
+		{"FlowModGotoWrongLength", message(t, TypeFlowMod,
+			"00*40 00 01 00 04 00 00 00 00  00 01 00 10 01 00 00 00 00 00 00 00"), ErrBadLength},
+		{"FlowRemovedTrailingBytes", message(t, TypeFlowRemoved,
+			"00*40 00 01 00 04 00 00 00 00 00 00 00 00 00 00 00 00"), ErrBadLength},
+		{"PacketOutActionsOverrun", message(t, TypePacketOut,
+			"ff ff ff ff ff ff ff fd 00 20 00 00 00 00 00 00  00 00 00 10 00 00 00 01 00 00 00 00 00 00 00 00"), ErrBadLength},
+		{"MultipartTruncated", message(t, TypeMultipartRequest, "00 01 00 00"), ErrShort},
+		{"MultipartUnknownType", message(t, TypeMultipartReply, "00 0c 00 00 00 00 00 00"), ErrUnsupported},
+		{"MultipartPortStatsRequestShort", message(t, TypeMultipartRequest,
+			"00 04 00 00 00 00 00 00 ff ff ff ff"), ErrBadLength},
+		{"FlowStatsEntryLengthBelowFixed", message(t, TypeMultipartReply,
+			"00 01 00 00 00 00 00 00  00 08 00 00 00*44"), ErrBadLength},
+		{"FlowStatsEntryTruncated", message(t, TypeMultipartReply,
+			"00 01 00 00 00 00 00 00  00 38 00 00 00*20"), ErrShort},
+		{"PortStatsReplyPartialEntry", message(t, TypeMultipartReply,
+			"00 04 00 00 00 00 00 00  00*100"), ErrBadLength},
+		{"PortDescReplyPartialEntry", message(t, TypeMultipartReply,
+			"00 0d 00 00 00 00 00 00  00*63"), ErrBadLength},
+		{"DescReplyShort", message(t, TypeMultipartReply, "00 00 00 00 00 00 00 00  00*100"), ErrBadLength},
+		{"AggregateReplyShort", message(t, TypeMultipartReply, "00 02 00 00 00 00 00 00  00*16"), ErrBadLength},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			h, m, err := Decode(tt.wire)
+			if !errors.Is(err, tt.want) {
+				t.Fatalf("Decode error = %v, want %v", err, tt.want)
+			}
+			if m != nil {
+				t.Errorf("Decode returned message %#v with error", m)
+			}
+			// Once 8 bytes are there the header comes back, so the caller
+			// can answer with the same xid.
+			if len(tt.wire) >= HeaderLen && h.XID != binary.BigEndian.Uint32(tt.wire[4:]) {
+				t.Errorf("header xid = %d, want %d", h.XID, binary.BigEndian.Uint32(tt.wire[4:]))
+			}
+		})
+	}
+}
+
+func TestDecode_BadVersionKeepsHeader(t *testing.T) {
+	wire := []byte{0x01, 0x05, 0x00, 0x08, 0x00, 0x00, 0x00, 0x07} // an OF1.0 features request
+	h, _, err := Decode(wire)
+	if !errors.Is(err, ErrBadVersion) {
+		t.Fatalf("err = %v, want ErrBadVersion", err)
+	}
+	want := Header{Version: 1, Type: TypeFeaturesRequest, Length: 8, XID: 7}
+	if h != want {
+		t.Errorf("header = %+v, want %+v", h, want)
+	}
+}
+
+func TestDecodeInto_WrongType(t *testing.T) {
+	var pi PacketIn
+	_, err := DecodeInto(mustGolden(t, "echo_request"), &pi)
+	if !errors.Is(err, ErrUnsupported) {
+		t.Fatalf("err = %v, want ErrUnsupported", err)
+	}
+}
+
+func TestErrorFor(t *testing.T) {
+	wire := mustGolden(t, "flow_stats_reply") // longer than 64 bytes
+	tests := []struct {
+		name string
+		err  error
+		want *ErrorMsg
+	}{
+		{"BadVersion", ErrBadVersion, &ErrorMsg{ErrType: ErrTypeBadRequest, Code: BadRequestBadVersion, Data: wire[:64]}},
+		{"Short", ErrShort, &ErrorMsg{ErrType: ErrTypeBadRequest, Code: BadRequestBadLen, Data: wire[:64]}},
+		{"BadLength", ErrBadLength, &ErrorMsg{ErrType: ErrTypeBadRequest, Code: BadRequestBadLen, Data: wire[:64]}},
+		{"Unsupported", ErrUnsupported, &ErrorMsg{ErrType: ErrTypeBadRequest, Code: BadRequestBadType, Data: wire[:64]}},
+		{"IOError", io.ErrUnexpectedEOF, nil},
+		{"SwitchError", &ErrorMsg{ErrType: ErrTypeFlowModFailed}, nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := ErrorFor(tt.err, wire)
+			if !reflect.DeepEqual(got, tt.want) {
+				t.Errorf("ErrorFor = %#v, want %#v", got, tt.want)
+			}
+		})
+	}
+}
+
+func TestErrorMsg_IsError(t *testing.T) {
+	_, m, err := Decode(mustGolden(t, "error"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var asErr error = m.(*ErrorMsg)
+	var e *ErrorMsg
+	if !errors.As(asErr, &e) || e.ErrType != ErrTypeBadMatch || e.Code != BadMatchBadField {
+		t.Fatalf("errors.As = %#v", e)
+	}
+	if got, want := asErr.Error(), "ofp: switch error BAD_MATCH code 6"; got != want {
+		t.Errorf("Error() = %q, want %q", got, want)
+	}
+}
+
+func TestReadMessage(t *testing.T) {
+	echo := mustGolden(t, "echo_request")
+	flows := mustGolden(t, "flow_stats_reply")
+
+	t.Run("TwoMessagesGrowingBuffer", func(t *testing.T) {
+		r := bytes.NewReader(append(append([]byte(nil), echo...), flows...))
+		buf := make([]byte, 0, 16)
+		got, err := ReadMessage(r, buf)
+		if err != nil || !bytes.Equal(got, echo) {
+			t.Fatalf("first = %x, %v", got, err)
+		}
+		got, err = ReadMessage(r, got)
+		if err != nil || !bytes.Equal(got, flows) {
+			t.Fatalf("second = %x, %v", got, err)
+		}
+		if _, err := ReadMessage(r, got); err != io.EOF {
+			t.Fatalf("at end: err = %v, want io.EOF", err)
+		}
+	})
+	t.Run("NilBuffer", func(t *testing.T) {
+		got, err := ReadMessage(bytes.NewReader(echo), nil)
+		if err != nil || !bytes.Equal(got, echo) {
+			t.Fatalf("got %x, %v", got, err)
+		}
+	})
+	t.Run("ErrBadLength", func(t *testing.T) {
+		_, err := ReadMessage(bytes.NewReader([]byte{4, 2, 0, 4, 0, 0, 0, 0}), nil)
+		if !errors.Is(err, ErrBadLength) {
+			t.Fatalf("err = %v, want ErrBadLength", err)
+		}
+	})
+	t.Run("TruncatedBody", func(t *testing.T) {
+		_, err := ReadMessage(bytes.NewReader(flows[:100]), nil)
+		if err != io.ErrUnexpectedEOF {
+			t.Fatalf("err = %v, want io.ErrUnexpectedEOF", err)
+		}
+	})
+	t.Run("TruncatedHeader", func(t *testing.T) {
+		_, err := ReadMessage(bytes.NewReader(flows[:5]), nil)
+		if err != io.ErrUnexpectedEOF {
+			t.Fatalf("err = %v, want io.ErrUnexpectedEOF", err)
+		}
+	})
+	t.Run("ReusesBuffer", func(t *testing.T) {
+		buf := make([]byte, 0, 512)
+		r := bytes.NewReader(nil)
+		allocs := testing.AllocsPerRun(100, func() {
+			r.Reset(flows)
+			if _, err := ReadMessage(r, buf); err != nil {
+				t.Fatal(err)
+			}
+		})
+		if allocs != 0 {
+			t.Errorf("ReadMessage allocated %.0f times per message", allocs)
+		}
+	})
+}
+
+func TestAppendChecked_TooLong(t *testing.T) {
+	prefix := []byte{1, 2, 3}
+	tooBig := &EchoRequest{Data: make([]byte, MaxMessageLen-HeaderLen+1)}
+	got, err := AppendChecked(prefix, 1, tooBig)
+	if !errors.Is(err, ErrTooLong) || !bytes.Equal(got, prefix) {
+		t.Fatalf("AppendChecked = %x..., %v; want prefix unchanged, ErrTooLong", got[:3], err)
+	}
+	if got := Append(prefix, 1, tooBig); !bytes.Equal(got, prefix) {
+		t.Errorf("Append grew b on a too-long message")
+	}
+	fits := &EchoRequest{Data: make([]byte, MaxMessageLen-HeaderLen)}
+	got, err = AppendChecked(nil, 1, fits)
+	if err != nil || len(got) != MaxMessageLen {
+		t.Fatalf("largest message: len %d, err %v", len(got), err)
+	}
+	if _, _, err := Decode(got); err != nil {
+		t.Errorf("largest message does not decode: %v", err)
+	}
+}
+
+func TestHello(t *testing.T) {
+	tests := []struct {
+		name     string
+		wire     string
+		supports []uint8
+		lacks    []uint8
+	}{
+		{"BitmapOnly13", "04 00 00 10 00 00 00 01 00 01 00 08 00 00 00 10", []uint8{4}, []uint8{1, 5}},
+		{"BareHeaderVersion", "05 00 00 08 00 00 00 01", []uint8{5}, []uint8{4}},
+		{"EmptyBitmapMeansHeader", "04 00 00 10 00 00 00 01 00 01 00 08 00 00 00 00", []uint8{4}, []uint8{1}},
+		{"UnknownElementSkipped", "04 00 00 18 00 00 00 01 00 07 00 05 aa 00 00 00 00 01 00 08 00 00 00 42",
+			[]uint8{1, 6}, []uint8{4}},
+		{"SecondWordOfBitmap", "04 00 00 14 00 00 00 01 00 01 00 0c 00 00 00 00 00 00 00 01", []uint8{32}, []uint8{4}},
+		{"LastElementUnpadded", "04 00 00 0c 00 00 00 01 00 01 00 04", []uint8{4}, []uint8{1}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, m, err := Decode(mustParseHex(t, tt.wire))
+			if err != nil {
+				t.Fatal(err)
+			}
+			h := m.(*Hello)
+			for _, v := range tt.supports {
+				if !h.Supports(v) {
+					t.Errorf("Supports(%d) = false, versions %v", v, h.Versions)
+				}
+			}
+			for _, v := range tt.lacks {
+				if h.Supports(v) {
+					t.Errorf("Supports(%d) = true, versions %v", v, h.Versions)
+				}
+			}
+		})
+	}
+	t.Run("AppendWithoutVersions", func(t *testing.T) {
+		got := Append(nil, 9, Hello{})
+		if want := mustParseHex(t, "04 00 00 08 00 00 00 09"); !bytes.Equal(got, want) {
+			t.Errorf("Append(Hello{}) = %x, want %x", got, want)
+		}
+	})
+}
