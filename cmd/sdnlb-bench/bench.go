@@ -1,0 +1,370 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"math/bits"
+	"net"
+	"runtime"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/sdnlb/sdnlb/controller/ofp"
+)
+
+// member is one pool member as the fake switches present it.
+type member struct {
+	ip     uint32
+	port   uint16
+	mac    [6]byte
+	ofPort uint32 // the switch port it sits behind, on every switch
+}
+
+// target is the VIP under test and its members.
+type target struct {
+	vipIP   uint32
+	vipPort uint16
+	members []member
+}
+
+func newTarget(vip [4]byte, vipPort uint16, firstMember [4]byte, n int) target {
+	t := target{vipIP: ipU32(vip), vipPort: vipPort}
+	for i := range n {
+		ip := ipU32(firstMember) + uint32(i)
+		t.members = append(t.members, member{
+			ip: ip, port: vipPort, ofPort: memberPort0 + uint32(i),
+			mac: [6]byte{0x02, 0x5d, 0xb0, byte(ip >> 16), byte(ip >> 8), byte(ip)},
+		})
+	}
+	return t
+}
+
+func (t *target) memberIndex(ip uint32) int {
+	for i := range t.members {
+		if t.members[i].ip == ip {
+			return i
+		}
+	}
+	return -1
+}
+
+// checkRewrite returns the member a client→VIP rewrite sends to, or -1
+// when it is not the NAT rewrite DESIGN.md asks for: eth_dst and ipv4_dst
+// of a member, its port (a set-field may be left out when it equals the
+// VIP's), output to the member's switch port.
+func (t *target) checkRewrite(rw *rewrite) int {
+	if !rw.set(oxmIPv4Dst) || !rw.set(oxmEthDst) || rw.has&hasOutput == 0 {
+		return -1
+	}
+	i := t.memberIndex(rw.ipv4Dst)
+	if i < 0 {
+		return -1
+	}
+	m := &t.members[i]
+	portOK := rw.set(oxmTCPDst) && rw.tcpDst == m.port || !rw.set(oxmTCPDst) && m.port == t.vipPort
+	if !portOK || rw.outPort != m.ofPort || rw.ethDst != m.mac {
+		return -1
+	}
+	return i
+}
+
+// run is the state every fake switch of one benchmark shares.
+type run struct {
+	t       target
+	window  int // setups each switch keeps in flight; 0 in latency mode
+	timeout time.Duration
+	start   time.Time
+
+	sending   atomic.Bool
+	budget    atomic.Int64 // setups still allowed to start
+	resolvedN atomic.Int64 // measured setups resolved (completed or failed)
+	count     int64        // 0: no count limit
+	countDone chan struct{}
+	countOnce sync.Once
+}
+
+func (r *run) now() int64 { return int64(time.Since(r.start)) }
+
+func (r *run) takeBudget() bool { return r.budget.Add(-1) >= 0 }
+
+func (r *run) resolved(n int64) {
+	if r.count > 0 && r.resolvedN.Add(n) >= r.count {
+		r.countOnce.Do(func() { close(r.countDone) })
+	}
+}
+
+// ringSize holds every setup that can be in flight before it times out.
+func ringSize(window int, ratePerSwitch float64, timeout time.Duration) int {
+	need := max(1024, 2*window, int(min(2*ratePerSwitch*timeout.Seconds(), 1<<22)))
+	return 1 << bits.Len(uint(need-1))
+}
+
+// warmupTimeout bounds each step of the warm-up.
+const warmupTimeout = 10 * time.Second
+
+// execute plays cfg.Switches switches against the controller at addr and
+// measures. memStats adds the process' allocations per setup, which only
+// mean something when the controller runs in this process.
+func execute(ctx context.Context, cfg *config, addr string, memStats bool) (*Result, error) {
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	r := &run{
+		t:         newTarget(cfg.vip.Addr().As4(), cfg.vip.Port(), cfg.firstMember.As4(), cfg.members),
+		window:    cfg.window,
+		timeout:   cfg.timeout,
+		start:     time.Now(),
+		count:     int64(cfg.count),
+		countDone: make(chan struct{}),
+	}
+	r.budget.Store(math.MaxInt64)
+	perSwitchRate := cfg.rate / float64(cfg.switches)
+	ring := ringSize(cfg.window, perSwitchRate, cfg.timeout)
+
+	var readers sync.WaitGroup
+	var sws []*fakeSwitch
+	defer func() {
+		for _, s := range sws {
+			s.close()
+		}
+		readers.Wait()
+	}()
+	for i := range cfg.switches {
+		conn, err := net.DialTimeout("tcp", addr, 5*time.Second)
+		if err != nil {
+			return nil, fmt.Errorf("connect switch %d: %w", i, err)
+		}
+		s := newFakeSwitch(r, i, conn, ring)
+		sws = append(sws, s)
+		s.mu.Lock()
+		s.send(0, &ofp.Hello{Versions: []uint8{ofp.Version}})
+		err = s.flush()
+		s.mu.Unlock()
+		if err != nil {
+			return nil, fmt.Errorf("switch %d: hello: %w", i, err)
+		}
+		readers.Go(func() {
+			if err := s.readLoop(); err != nil {
+				cancel(err)
+			}
+		})
+	}
+
+	checks := make([]Check, len(sws))
+	if err := eachSwitch(sws, func(s *fakeSwitch) (err error) {
+		checks[s.idx], err = s.warmUp(ctx)
+		return err
+	}); err != nil {
+		return nil, err
+	}
+	for _, s := range sws {
+		s.mu.Lock()
+		s.recordFlows, s.warmFlows = false, nil
+		s.mu.Unlock()
+	}
+
+	done := make(chan struct{})
+	var drivers sync.WaitGroup
+	defer drivers.Wait()
+	defer close(done)
+	fail := func(err error) { cancel(err) }
+	for _, s := range sws {
+		if cfg.rate > 0 {
+			drivers.Go(func() { s.pace(done, perSwitchRate, fail) })
+		}
+		drivers.Go(func() { s.sweepEvery(done, fail) })
+	}
+
+	if cfg.warmup > 0 {
+		r.startLoad(sws)
+		if err := sleepCtx(ctx, cfg.warmup); err != nil {
+			return nil, err
+		}
+	}
+
+	// Pause sending while switching to the measured interval, so that
+	// every setup sent from here on is measured and counted.
+	r.sending.Store(false)
+	var ms0 runtime.MemStats
+	if memStats {
+		runtime.ReadMemStats(&ms0)
+	}
+	for _, s := range sws {
+		s.mu.Lock()
+		s.measuring, s.measureFrom = true, s.next
+		s.stats = swStats{perMember: make([]uint64, len(r.t.members))}
+		s.hist.reset()
+		s.mu.Unlock()
+	}
+	if cfg.count > 0 {
+		r.budget.Store(int64(cfg.count))
+	}
+	t0 := time.Now()
+	r.startLoad(sws)
+
+	timer := time.NewTimer(cfg.duration)
+	defer timer.Stop()
+	select {
+	case <-ctx.Done():
+		return nil, context.Cause(ctx)
+	case <-timer.C:
+	case <-r.countDone:
+	}
+	r.sending.Store(false)
+	elapsed := time.Since(t0)
+	for _, s := range sws {
+		s.mu.Lock()
+		s.stopped = true
+		s.mu.Unlock()
+	}
+	if err := drain(ctx, sws, r.timeout); err != nil {
+		return nil, err
+	}
+	for _, s := range sws {
+		s.mu.Lock()
+		s.expireAll()
+		s.mu.Unlock()
+	}
+
+	res := collect(cfg, sws, elapsed)
+	res.Checks = checks
+	if memStats {
+		var ms1 runtime.MemStats
+		runtime.ReadMemStats(&ms1)
+		if n := float64(res.Setups + res.Drained); n > 0 {
+			allocs := float64(ms1.Mallocs-ms0.Mallocs) / n
+			bytes := float64(ms1.TotalAlloc-ms0.TotalAlloc) / n
+			res.AllocsPerSetup, res.BytesPerSetup = &allocs, &bytes
+		}
+	}
+	return res, nil
+}
+
+// eachSwitch runs f for every switch at once and returns the first error.
+func eachSwitch(sws []*fakeSwitch, f func(*fakeSwitch) error) error {
+	errs := make([]error, len(sws))
+	var wg sync.WaitGroup
+	for i, s := range sws {
+		wg.Go(func() { errs[i] = f(s) })
+	}
+	wg.Wait()
+	return errors.Join(errs...)
+}
+
+func sleepCtx(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return context.Cause(ctx)
+	case <-t.C:
+		return nil
+	}
+}
+
+// startLoad lets the switches send; in throughput mode it fills each
+// switch's window, in latency mode the pacers take over.
+func (r *run) startLoad(sws []*fakeSwitch) {
+	r.sending.Store(true)
+	if r.window == 0 {
+		return
+	}
+	now := r.now()
+	for _, s := range sws {
+		s.mu.Lock()
+		for s.outstanding < r.window && s.sendSetup(now) {
+		}
+		err := s.flush()
+		s.mu.Unlock()
+		if err != nil {
+			s.conn.Close() // the reader reports it
+		}
+	}
+}
+
+// drain waits until no setup is in flight, at most one timeout.
+func drain(ctx context.Context, sws []*fakeSwitch, timeout time.Duration) error {
+	deadline := time.Now().Add(timeout)
+	for time.Now().Before(deadline) {
+		inFlight := 0
+		for _, s := range sws {
+			s.mu.Lock()
+			inFlight += s.outstanding
+			s.mu.Unlock()
+		}
+		if inFlight == 0 {
+			return nil
+		}
+		if err := sleepCtx(ctx, 2*time.Millisecond); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// expireAll counts whatever is still in flight as timed out.
+func (s *fakeSwitch) expireAll() {
+	for ; s.oldest < s.next; s.oldest++ {
+		if slot := &s.ring[s.oldest&s.mask]; slot.seq == s.oldest+1 {
+			s.expire(slot)
+		}
+	}
+}
+
+// sweepEvery expires late setups (and refills the window) until done.
+func (s *fakeSwitch) sweepEvery(done <-chan struct{}, fail func(error)) {
+	t := time.NewTicker(max(s.run.timeout/4, 5*time.Millisecond))
+	defer t.Stop()
+	for {
+		select {
+		case <-done:
+			return
+		case <-t.C:
+		}
+		s.mu.Lock()
+		s.sweep(s.run.now())
+		err := s.flush()
+		s.mu.Unlock()
+		if err != nil {
+			fail(fmt.Errorf("switch %d: %w", s.idx, err))
+			return
+		}
+	}
+}
+
+// maxBurst bounds how many overdue setups a pacer sends at once.
+const maxBurst = 256
+
+// pace sends setups at rate per second, open loop: each is timestamped
+// when it is written, whatever the controller's backlog.
+func (s *fakeSwitch) pace(done <-chan struct{}, rate float64, fail func(error)) {
+	interval := int64(float64(time.Second) / rate)
+	next := s.run.now()
+	t := time.NewTimer(0)
+	defer t.Stop()
+	for {
+		select {
+		case <-done:
+			return
+		case <-t.C:
+		}
+		now := s.run.now()
+		s.mu.Lock()
+		if !s.run.sending.Load() {
+			next = now + interval // no debt builds up while paused
+		}
+		for k := 0; next <= now && k < maxBurst; k++ {
+			s.sendSetup(now)
+			next += interval
+		}
+		err := s.flush()
+		s.mu.Unlock()
+		if err != nil {
+			fail(fmt.Errorf("switch %d: %w", s.idx, err))
+			return
+		}
+		t.Reset(time.Duration(max(next-s.run.now(), 0)))
+	}
+}

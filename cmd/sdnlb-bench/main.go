@@ -1,0 +1,209 @@
+// Command sdnlb-bench is a cbench-style load tool for the sdnlb
+// controller. It plays N OpenFlow 1.3 switches over loopback TCP and fires
+// packet-ins carrying TCP SYNs of new connections to a VIP, then reports
+// connection setups per second, packet-in → packet-out latency
+// percentiles and, with the controller embedded, its allocations per setup.
+//
+//	go run ./cmd/sdnlb-bench -switches 16 -window 64 -duration 5s
+//	go run ./cmd/sdnlb-bench -rate 100000 -json
+//	go run ./cmd/sdnlb-bench -controller 127.0.0.1:6653 -api http://127.0.0.1:8080
+//
+// Throughput mode (the default) keeps -window setups in flight per switch;
+// latency mode (-rate) sends at a fixed total rate, open loop. A setup is
+// complete when the packet-out carrying its SYN arrives with the NAT
+// rewrite to a member. The exit status is 1 when any error was seen
+// (OFPT_ERROR, timeout, refusal, wrong rewrite) or no setup completed.
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/netip"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+)
+
+// config is the parsed command line.
+type config struct {
+	controller  string // "" runs the controller embedded
+	api         string
+	token       string
+	switches    int
+	window      int
+	rate        float64
+	duration    time.Duration
+	warmup      time.Duration
+	timeout     time.Duration
+	count       uint64
+	members     int
+	vip         netip.AddrPort
+	firstMember netip.Addr
+	json        bool
+	verbose     bool
+}
+
+// Bounds that keep every run finite.
+const (
+	maxDuration = 5 * time.Minute
+	maxWarmup   = time.Minute
+	maxCount    = 100_000_000
+	maxWindow   = 16384
+	maxRate     = 10_000_000
+	maxMembers  = 250
+)
+
+func parseFlags(args []string, stderr io.Writer) (*config, error) {
+	fs := flag.NewFlagSet("sdnlb-bench", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	cfg := &config{}
+	embedded := fs.Bool("embedded", true, "run the controller in this process on 127.0.0.1:0 (default unless -controller)")
+	fs.StringVar(&cfg.controller, "controller", "", "`host:port` of a running sdnlb's OpenFlow listener (configured via -api)")
+	fs.StringVar(&cfg.api, "api", "http://127.0.0.1:8080", "`URL` of that sdnlb's REST API")
+	fs.StringVar(&cfg.token, "token", "", "bearer `token` for API writes")
+	fs.IntVar(&cfg.switches, "switches", 16, "fake switches")
+	fs.IntVar(&cfg.window, "window", 64, "setups in flight per switch (throughput mode)")
+	fs.Float64Var(&cfg.rate, "rate", 0, "latency mode: total setups per second, paced open loop")
+	fs.DurationVar(&cfg.duration, "duration", 5*time.Second, "measured interval (at most 5m)")
+	fs.DurationVar(&cfg.warmup, "warmup", time.Second, "load before measuring, not counted")
+	fs.DurationVar(&cfg.timeout, "timeout", time.Second, "a setup without packet-out after this is an error")
+	fs.Uint64Var(&cfg.count, "count", 0, "stop after this many setups (0: run -duration)")
+	fs.IntVar(&cfg.members, "members", 3, "pool members 10.99.0.1 and up")
+	vip := fs.String("vip", "10.99.0.100:80", "VIP `address:port` (TCP)")
+	first := fs.String("first-member", "10.99.0.1", "address of the first member")
+	fs.BoolVar(&cfg.json, "json", false, "print the result as JSON")
+	fs.BoolVar(&cfg.verbose, "v", false, "log the embedded controller at info level to stderr")
+	if err := fs.Parse(args); err != nil {
+		return nil, err
+	}
+	if fs.NArg() > 0 {
+		return nil, fmt.Errorf("unexpected arguments %q", fs.Args())
+	}
+	setEmbedded := false
+	fs.Visit(func(f *flag.Flag) { setEmbedded = setEmbedded || f.Name == "embedded" })
+	switch {
+	case cfg.controller != "" && setEmbedded && *embedded:
+		return nil, errors.New("-embedded and -controller exclude each other")
+	case cfg.controller == "" && !*embedded:
+		return nil, errors.New("-embedded=false needs -controller host:port")
+	}
+	var err error
+	if cfg.vip, err = netip.ParseAddrPort(*vip); err != nil || !cfg.vip.Addr().Is4() || cfg.vip.Port() == 0 {
+		return nil, fmt.Errorf("-vip %q: want an IPv4 address:port", *vip)
+	}
+	if cfg.firstMember, err = netip.ParseAddr(*first); err != nil || !cfg.firstMember.Is4() {
+		return nil, fmt.Errorf("-first-member %q: want an IPv4 address", *first)
+	}
+	return cfg, cfg.validate()
+}
+
+func (c *config) validate() error {
+	switch {
+	case c.switches < 1 || c.switches > maxSwitches:
+		return fmt.Errorf("-switches must be 1-%d, not %d", maxSwitches, c.switches)
+	case c.rate == 0 && (c.window < 1 || c.window > maxWindow):
+		return fmt.Errorf("-window must be 1-%d, not %d", maxWindow, c.window)
+	case c.rate < 0 || c.rate > maxRate:
+		return fmt.Errorf("-rate must be 0 (throughput mode) to %d, not %g", maxRate, c.rate)
+	case c.duration <= 0 || c.duration > maxDuration:
+		return fmt.Errorf("-duration must be above 0 and at most %v, not %v", maxDuration, c.duration)
+	case c.warmup < 0 || c.warmup > maxWarmup:
+		return fmt.Errorf("-warmup must be 0-%v, not %v", maxWarmup, c.warmup)
+	case c.timeout < time.Millisecond || c.timeout > 30*time.Second:
+		return fmt.Errorf("-timeout must be 1ms-30s, not %v", c.timeout)
+	case c.count > maxCount:
+		return fmt.Errorf("-count must be at most %d, not %d", maxCount, c.count)
+	case c.members < 1 || c.members > maxMembers:
+		return fmt.Errorf("-members must be 1-%d, not %d", maxMembers, c.members)
+	}
+	last := c.firstMember
+	for range c.members - 1 {
+		last = last.Next()
+	}
+	if vip := c.vip.Addr(); vip.Compare(c.firstMember) >= 0 && vip.Compare(last) <= 0 {
+		return fmt.Errorf("the VIP %v is one of the members %v-%v", vip, c.firstMember, last)
+	}
+	if c.rate > 0 {
+		c.window = 0 // latency mode keeps no window
+	}
+	return nil
+}
+
+// benchmark sets the controller up (embedded or through the API), runs,
+// and tears down.
+func benchmark(ctx context.Context, cfg *config, stderr io.Writer) (res *Result, err error) {
+	if cfg.controller != "" {
+		cleanup, err := configureRemote(ctx, cfg)
+		if cleanup != nil {
+			defer func() {
+				if cerr := cleanup(); cerr != nil {
+					err = errors.Join(err, fmt.Errorf("remove the bench VIP: %w", cerr))
+				}
+			}()
+		}
+		if err != nil {
+			return nil, fmt.Errorf("configure %s: %w", cfg.api, err)
+		}
+		return execute(ctx, cfg, cfg.controller, false)
+	}
+	var log *slog.Logger
+	if cfg.verbose {
+		log = slog.New(slog.NewTextHandler(stderr, nil))
+	}
+	addr, stop, err := startEmbedded(ctx, cfg, log)
+	if err != nil {
+		return nil, err
+	}
+	defer func() {
+		if serr := stop(); serr != nil {
+			err = errors.Join(err, serr)
+		}
+	}()
+	return execute(ctx, cfg, addr, true)
+}
+
+func realMain(args []string, stdout, stderr io.Writer) int {
+	cfg, err := parseFlags(args, stderr)
+	if errors.Is(err, flag.ErrHelp) {
+		return 0
+	}
+	if err != nil {
+		fmt.Fprintln(stderr, "sdnlb-bench:", err)
+		return 2
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	res, err := benchmark(ctx, cfg, stderr)
+	if err != nil {
+		fmt.Fprintln(stderr, "sdnlb-bench:", err)
+		return 1
+	}
+	if cfg.json {
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		err = enc.Encode(res)
+	} else {
+		err = writeTable(stdout, res)
+	}
+	if err != nil {
+		fmt.Fprintln(stderr, "sdnlb-bench:", err)
+		return 1
+	}
+	switch {
+	case res.Errors.Total > 0:
+		fmt.Fprintf(stderr, "sdnlb-bench: %d errors\n", res.Errors.Total)
+		return 1
+	case res.Setups == 0:
+		fmt.Fprintln(stderr, "sdnlb-bench: no setup completed")
+		return 1
+	}
+	return 0
+}
+
+func main() { os.Exit(realMain(os.Args[1:], os.Stdout, os.Stderr)) }

@@ -1,0 +1,145 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"runtime"
+	"strings"
+	"text/tabwriter"
+	"time"
+)
+
+// Result is one benchmark run, as printed with -json.
+type Result struct {
+	Mode             string   `json:"mode"`       // "throughput" or "latency"
+	Controller       string   `json:"controller"` // "embedded" or its address
+	Switches         int      `json:"switches"`
+	Window           int      `json:"window,omitempty"`
+	Rate             float64  `json:"rate,omitempty"` // setups/s asked for, all switches
+	Members          int      `json:"members"`
+	GOMAXPROCS       int      `json:"gomaxprocs"`
+	DurationSeconds  float64  `json:"duration_seconds"`
+	Setups           uint64   `json:"setups"`  // completed within the interval
+	Drained          uint64   `json:"drained"` // in flight at its end, completed after
+	SetupsPerSecond  float64  `json:"setups_per_second"`
+	Latency          Latency  `json:"latency"`
+	FlowAdds         uint64   `json:"flow_adds"`
+	FlowAddsPerSetup float64  `json:"flow_adds_per_setup"`
+	PerMember        []Share  `json:"per_member"`
+	Errors           Errors   `json:"errors"`
+	AllocsPerSetup   *float64 `json:"allocs_per_setup,omitempty"` // embedded only: whole process
+	BytesPerSetup    *float64 `json:"bytes_per_setup,omitempty"`
+	Checks           []Check  `json:"warmup_checks"`
+}
+
+// Latency is packet-in → packet-out time of the measured setups, in µs.
+type Latency struct {
+	Samples uint64  `json:"samples"`
+	P50     float64 `json:"p50_us"`
+	P90     float64 `json:"p90_us"`
+	P99     float64 `json:"p99_us"`
+	Max     float64 `json:"max_us"`
+}
+
+// Share is how many setups went to one member.
+type Share struct {
+	Member string `json:"member"`
+	Setups uint64 `json:"setups"`
+}
+
+// Errors counts what went wrong; any of them makes the run fail.
+type Errors struct {
+	Total      uint64 `json:"total"`
+	OFPErrors  uint64 `json:"ofp_errors"` // OFPT_ERROR received, whole run
+	FirstOFP   string `json:"first_ofp_error,omitempty"`
+	Timeouts   uint64 `json:"timeouts"`
+	Refused    uint64 `json:"refused"`     // answered with a TCP RST
+	BadRewrite uint64 `json:"bad_rewrite"` // packet-out without the NAT rewrite
+	Unmatched  uint64 `json:"unmatched"`   // packet-out for no setup in flight
+}
+
+// collect sums the switches' counters; the caller holds no switch lock
+// and the drivers have stopped.
+func collect(cfg *config, sws []*fakeSwitch, elapsed time.Duration) *Result {
+	res := &Result{
+		Mode: "throughput", Controller: "embedded", Switches: cfg.switches, Window: cfg.window,
+		Members: cfg.members, GOMAXPROCS: runtime.GOMAXPROCS(0), DurationSeconds: elapsed.Seconds(),
+	}
+	if cfg.rate > 0 {
+		res.Mode, res.Window, res.Rate = "latency", 0, cfg.rate
+	}
+	if cfg.controller != "" {
+		res.Controller = cfg.controller
+	}
+	var h histogram
+	perMember := make([]uint64, cfg.members)
+	e := &res.Errors
+	for _, s := range sws {
+		s.mu.Lock()
+		st := &s.stats
+		res.Setups += st.setups
+		res.Drained += st.drained
+		res.FlowAdds += st.flowAdds
+		e.OFPErrors += s.ofpErrors
+		if s.firstErr != nil && e.FirstOFP == "" {
+			e.FirstOFP = s.firstErr.Error()
+		}
+		e.Timeouts += st.timeouts
+		e.Refused += st.refused
+		e.BadRewrite += st.badRewrite
+		e.Unmatched += st.unmatched
+		for i, n := range st.perMember {
+			perMember[i] += n
+		}
+		h.merge(&s.hist)
+		s.mu.Unlock()
+	}
+	e.Total = e.OFPErrors + e.Timeouts + e.Refused + e.BadRewrite + e.Unmatched
+	if elapsed > 0 {
+		res.SetupsPerSecond = float64(res.Setups) / elapsed.Seconds()
+	}
+	if n := res.Setups + res.Drained; n > 0 {
+		res.FlowAddsPerSetup = float64(res.FlowAdds) / float64(n)
+	}
+	us := func(d time.Duration) float64 { return float64(d) / float64(time.Microsecond) }
+	res.Latency = Latency{
+		Samples: h.n, P50: us(h.percentile(0.50)), P90: us(h.percentile(0.90)),
+		P99: us(h.percentile(0.99)), Max: us(h.max),
+	}
+	t := newTarget(cfg.vip.Addr().As4(), cfg.vip.Port(), cfg.firstMember.As4(), cfg.members)
+	for i, m := range t.members {
+		res.PerMember = append(res.PerMember, Share{Member: fmt.Sprintf("%v:%d", ip4(m.ip), m.port), Setups: perMember[i]})
+	}
+	return res
+}
+
+// writeTable prints res for a human.
+func writeTable(w io.Writer, res *Result) error {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	load := fmt.Sprintf("window %d per switch", res.Window)
+	if res.Mode == "latency" {
+		load = fmt.Sprintf("rate %.0f setups/s in total", res.Rate)
+	}
+	fmt.Fprintf(tw, "mode\t%s, controller %s, %d switches, %s, %d members, GOMAXPROCS %d\n",
+		res.Mode, res.Controller, res.Switches, load, res.Members, res.GOMAXPROCS)
+	fmt.Fprintf(tw, "duration\t%.3f s\n", res.DurationSeconds)
+	fmt.Fprintf(tw, "setups\t%d (%.0f/s), %d more drained after the end\n", res.Setups, res.SetupsPerSecond, res.Drained)
+	l := res.Latency
+	fmt.Fprintf(tw, "latency\tp50 %.1f µs  p90 %.1f µs  p99 %.1f µs  max %.1f µs  (%d samples)\n", l.P50, l.P90, l.P99, l.Max, l.Samples)
+	fmt.Fprintf(tw, "flow adds\t%d (%.2f per setup)\n", res.FlowAdds, res.FlowAddsPerSetup)
+	var shares []string
+	for _, s := range res.PerMember {
+		shares = append(shares, fmt.Sprintf("%s %d", s.Member, s.Setups))
+	}
+	fmt.Fprintf(tw, "members\t%s\n", strings.Join(shares, ", "))
+	e := res.Errors
+	fmt.Fprintf(tw, "errors\t%d (ofp_error %d, timeout %d, refused %d, bad_rewrite %d, unmatched %d)\n",
+		e.Total, e.OFPErrors, e.Timeouts, e.Refused, e.BadRewrite, e.Unmatched)
+	if e.FirstOFP != "" {
+		fmt.Fprintf(tw, "first ofp error\t%s\n", e.FirstOFP)
+	}
+	if res.AllocsPerSetup != nil {
+		fmt.Fprintf(tw, "allocations\t%.1f allocs, %.0f bytes per setup (whole process)\n", *res.AllocsPerSetup, *res.BytesPerSetup)
+	}
+	return tw.Flush()
+}

@@ -1,0 +1,477 @@
+package main
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"net"
+	"sync"
+	"time"
+
+	"github.com/sdnlb/sdnlb/controller/ofp"
+)
+
+var (
+	errShortAction    = errors.New("malformed action list")
+	errShortPacketOut = errors.New("short packet-out")
+)
+
+// clientPort is the switch port the clients sit behind; member i sits
+// behind port memberPort0+i.
+const (
+	clientPort  uint32 = 1
+	memberPort0 uint32 = 2
+)
+
+// pending is one setup in flight: seq is the setup number plus one (zero
+// marks a free slot) and sent the send time in ns since the run started.
+type pending struct {
+	seq  uint64
+	sent int64
+}
+
+// swStats are one switch's counters for the measured interval.
+type swStats struct {
+	setups     uint64 // completed before the end of the interval
+	drained    uint64 // completed after it, while draining
+	timeouts   uint64
+	refused    uint64 // answered with a TCP RST
+	badRewrite uint64 // packet-out without the expected NAT rewrite
+	unmatched  uint64 // packet-out for no setup in flight
+	flowAdds   uint64
+	flowOthers uint64
+	perMember  []uint64
+}
+
+// setupOutcome tells the warm-up how its single setup ended.
+type setupOutcome struct {
+	rw  rewrite
+	err error
+}
+
+// fakeSwitch plays one OpenFlow 1.3 switch. One reader goroutine handles
+// every message from the controller; the run's driver goroutines send
+// setups. Both hold mu while they touch the state or the writer.
+type fakeSwitch struct {
+	idx       int
+	dpid      uint64
+	run       *run
+	conn      net.Conn
+	r         *bufio.Reader
+	rbuf      []byte
+	base      uint32 // first client address
+	clientMAC net.HardwareAddr
+
+	mu     sync.Mutex
+	w      *bufio.Writer
+	out    []byte
+	closed bool
+
+	barrier     chan struct{} // closed when the first barrier is answered
+	vipKnown    chan struct{} // closed when the VIP's ARP reply arrived
+	firstSetup  chan setupOutcome
+	vipMAC      [6]byte
+	recordFlows bool           // before measuring: decode every flow-mod
+	ctlFlows    []ctlFlow      // flows that punt to the controller
+	warmFlows   []*ofp.FlowMod // flow-mods seen while recordFlows
+	firstErr    *ofp.ErrorMsg  // first OFPT_ERROR received
+	ofpErrors   uint64         // OFPT_ERROR received over the whole run
+	syn         *synTemplate
+
+	ring        []pending
+	mask        uint64
+	next        uint64 // next setup number
+	oldest      uint64 // no setup below it is in flight
+	outstanding int
+	measureFrom uint64 // setups from here on are measured
+	measuring   bool
+	stopped     bool
+	stats       swStats
+	hist        histogram
+}
+
+func newFakeSwitch(r *run, idx int, conn net.Conn, ringSize int) *fakeSwitch {
+	return &fakeSwitch{
+		idx:         idx,
+		dpid:        0x5db0_0000_0000_0000 | uint64(idx+1),
+		run:         r,
+		conn:        conn,
+		r:           bufio.NewReaderSize(conn, 256<<10),
+		rbuf:        make([]byte, 0, 4096),
+		base:        clientBase(idx),
+		clientMAC:   net.HardwareAddr{0x02, 0x5d, 0xb0, 0xc1, byte(idx >> 8), byte(idx)},
+		w:           bufio.NewWriterSize(conn, 256<<10),
+		out:         make([]byte, 0, 4096),
+		barrier:     make(chan struct{}),
+		vipKnown:    make(chan struct{}),
+		firstSetup:  make(chan setupOutcome, 1),
+		recordFlows: true,
+		ring:        make([]pending, ringSize),
+		mask:        uint64(ringSize - 1),
+		stats:       swStats{perMember: make([]uint64, len(r.t.members))},
+	}
+}
+
+// readLoop handles the controller's messages until the connection ends.
+// It returns nil when the run closed the switch.
+func (s *fakeSwitch) readLoop() error {
+	for {
+		msg, err := ofp.ReadMessage(s.r, s.rbuf)
+		if err != nil {
+			s.mu.Lock()
+			closed := s.closed
+			s.mu.Unlock()
+			if closed {
+				return nil
+			}
+			return fmt.Errorf("switch %d: read: %w", s.idx, err)
+		}
+		s.rbuf = msg[:0]
+		s.mu.Lock()
+		err = s.handle(msg)
+		if err == nil && s.r.Buffered() == 0 {
+			err = s.flush()
+		}
+		s.mu.Unlock()
+		if err != nil {
+			return fmt.Errorf("switch %d: %w", s.idx, err)
+		}
+	}
+}
+
+func (s *fakeSwitch) close() {
+	s.mu.Lock()
+	s.closed = true
+	s.mu.Unlock()
+	s.conn.Close()
+}
+
+// send encodes m into the write buffer; flush sends it.
+func (s *fakeSwitch) send(xid uint32, m ofp.Message) {
+	s.out = ofp.Append(s.out[:0], xid, m)
+	s.w.Write(s.out) // a write error sticks in w and surfaces at flush
+}
+
+func (s *fakeSwitch) flush() error {
+	if s.w.Buffered() == 0 {
+		return nil
+	}
+	s.conn.SetWriteDeadline(time.Now().Add(writeTimeout))
+	if err := s.w.Flush(); err != nil {
+		return fmt.Errorf("write: %w", err)
+	}
+	return nil
+}
+
+// writeTimeout bounds a write to a controller that stopped reading.
+const writeTimeout = 5 * time.Second
+
+// handle answers one message as a switch would, and tracks setups.
+func (s *fakeSwitch) handle(msg []byte) error {
+	h, err := ofp.ParseHeader(msg)
+	if err != nil {
+		return err
+	}
+	if h.Version != ofp.Version && h.Type != ofp.TypeHello {
+		return fmt.Errorf("controller sent version %#x, want OpenFlow 1.3", h.Version)
+	}
+	switch h.Type {
+	case ofp.TypePacketOut:
+		return s.handlePacketOut(msg)
+	case ofp.TypeFlowMod:
+		return s.handleFlowMod(msg)
+	case ofp.TypeEchoRequest:
+		s.send(h.XID, &ofp.EchoReply{Data: msg[ofp.HeaderLen:]})
+	case ofp.TypeHello:
+		_, m, err := ofp.Decode(msg)
+		if err != nil {
+			return fmt.Errorf("hello: %w", err)
+		}
+		if hello := m.(*ofp.Hello); !hello.Supports(ofp.Version) {
+			s.send(h.XID, &ofp.ErrorMsg{ErrType: ofp.ErrTypeHelloFailed, Code: ofp.HelloFailedIncompatible})
+			return fmt.Errorf("controller does not offer OpenFlow 1.3 (versions %v)", hello.Versions)
+		}
+	case ofp.TypeFeaturesRequest:
+		s.send(h.XID, &ofp.FeaturesReply{
+			DatapathID: s.dpid, NBuffers: 0, NTables: 254,
+			Capabilities: ofp.CapFlowStats | ofp.CapPortStats,
+		})
+	case ofp.TypeGetConfigRequest:
+		s.send(h.XID, &ofp.GetConfigReply{MissSendLen: ofp.ControllerMaxLenNoBuffer})
+	case ofp.TypeBarrierRequest:
+		s.send(h.XID, &ofp.BarrierReply{})
+		closeOnce(s.barrier)
+	case ofp.TypeMultipartRequest:
+		s.handleMultipart(h, msg)
+	case ofp.TypeRoleRequest:
+		_, m, err := ofp.Decode(msg)
+		if err != nil {
+			return fmt.Errorf("role request: %w", err)
+		}
+		req := m.(*ofp.RoleRequest)
+		s.send(h.XID, &ofp.RoleReply{Role: req.Role, GenerationID: req.GenerationID})
+	case ofp.TypeError:
+		_, m, err := ofp.Decode(msg)
+		if err != nil {
+			return fmt.Errorf("error message: %w", err)
+		}
+		s.ofpErrors++
+		if s.firstErr == nil {
+			s.firstErr = m.(*ofp.ErrorMsg)
+		}
+	case ofp.TypeEchoReply, ofp.TypeSetConfig, ofp.TypeSetAsync, ofp.TypePortMod, ofp.TypeTableMod:
+		// Accepted; nothing in them changes what the bench does.
+	default:
+		s.send(h.XID, &ofp.ErrorMsg{ErrType: ofp.ErrTypeBadRequest, Code: ofp.BadRequestBadType, Data: head(msg)})
+	}
+	return nil
+}
+
+// head is what an OFPT_ERROR echoes of the failed request.
+func head(msg []byte) []byte { return msg[:min(len(msg), 64)] }
+
+func closeOnce(c chan struct{}) {
+	select {
+	case <-c:
+	default:
+		close(c)
+	}
+}
+
+func (s *fakeSwitch) handleMultipart(h ofp.Header, msg []byte) {
+	_, m, err := ofp.Decode(msg)
+	if err != nil {
+		s.send(h.XID, &ofp.ErrorMsg{ErrType: ofp.ErrTypeBadRequest, Code: ofp.BadRequestBadMultipart, Data: head(msg)})
+		return
+	}
+	var body ofp.MultipartReplyBody
+	switch m.(*ofp.MultipartRequest).Body.(type) {
+	case ofp.PortDescRequest:
+		body = ofp.PortDescReply{Ports: s.ports()}
+	case ofp.FlowStatsRequest:
+		body = ofp.FlowStatsReply{} // connection flows carry no traffic here
+	case ofp.AggregateStatsRequest:
+		body = ofp.AggregateStatsReply{}
+	case ofp.PortStatsRequest:
+		body = ofp.PortStatsReply{}
+	case ofp.DescRequest:
+		body = ofp.DescReply{
+			MfrDesc: "sdnlb", HWDesc: "sdnlb-bench fake switch", SWDesc: "sdnlb-bench",
+			SerialNum: "none", DPDesc: fmt.Sprintf("bench switch %d", s.idx),
+		}
+	default:
+		s.send(h.XID, &ofp.ErrorMsg{ErrType: ofp.ErrTypeBadRequest, Code: ofp.BadRequestBadMultipart, Data: head(msg)})
+		return
+	}
+	s.send(h.XID, &ofp.MultipartReply{Body: body})
+}
+
+// ports describes the client port, one port per member and LOCAL.
+func (s *fakeSwitch) ports() []ofp.Port {
+	up := func(no uint32, name string, mac [6]byte) ofp.Port {
+		return ofp.Port{
+			PortNo: no, HWAddr: mac, Name: name, State: ofp.PortStateLive,
+			CurrSpeed: 10_000_000, MaxSpeed: 10_000_000,
+		}
+	}
+	ps := []ofp.Port{up(clientPort, "client", [6]byte{0x02, 0x5d, 0xb0, 0xfe, byte(s.idx), 1})}
+	for i, m := range s.run.t.members {
+		ps = append(ps, up(m.ofPort, fmt.Sprintf("member%d", i+1), [6]byte{0x02, 0x5d, 0xb0, 0xfe, byte(s.idx), byte(2 + i)}))
+	}
+	return append(ps, up(ofp.PortLocal, fmt.Sprintf("br%d", s.idx), [6]byte{0x02, 0x5d, 0xb0, 0xfe, byte(s.idx), 0}))
+}
+
+// flowModCommandOff is where ofp_flow_mod's command byte sits.
+const flowModCommandOff = ofp.HeaderLen + 17
+
+func (s *fakeSwitch) handleFlowMod(msg []byte) error {
+	if len(msg) <= flowModCommandOff {
+		return errors.New("short flow-mod")
+	}
+	if s.measuring {
+		if ofp.FlowModCommand(msg[flowModCommandOff]) == ofp.FlowAdd {
+			s.stats.flowAdds++
+		} else {
+			s.stats.flowOthers++
+		}
+	}
+	if !s.recordFlows {
+		return nil
+	}
+	_, m, err := ofp.Decode(msg)
+	if err != nil {
+		return fmt.Errorf("flow-mod: %w", err)
+	}
+	fm := m.(*ofp.FlowMod)
+	s.warmFlows = append(s.warmFlows, fm)
+	s.ctlFlows = applyFlowMod(s.ctlFlows, fm)
+	return nil
+}
+
+// handlePacketOut completes setups, answers ARP the controller sends to
+// the hosts behind this switch, and learns the VIP's MAC.
+func (s *fakeSwitch) handlePacketOut(msg []byte) error {
+	var rw rewrite
+	frame, err := parsePacketOut(msg, &rw)
+	if err != nil {
+		return fmt.Errorf("packet-out: %w", err)
+	}
+	t := &s.run.t
+	if tcp, ok := parseTCP(frame); ok {
+		switch {
+		case tcp.dst == t.vipIP && tcp.dport == t.vipPort:
+			if n, ok := clientSeq(s.base, tcp.src, tcp.sport); ok {
+				s.complete(n, &rw, false)
+			}
+		case tcp.src == t.vipIP && tcp.sport == t.vipPort && tcp.flags&tcpFlagRST != 0:
+			if n, ok := clientSeq(s.base, tcp.dst, tcp.dport); ok {
+				s.complete(n, &rw, true)
+			}
+		}
+		return nil
+	}
+	if arp, ok := parseARP(frame); ok {
+		return s.handleARP(arp)
+	}
+	return nil
+}
+
+func (s *fakeSwitch) handleARP(a arpInfo) error {
+	t := &s.run.t
+	switch a.op {
+	case 2: // reply
+		if a.spa == t.vipIP && a.tpa == s.base {
+			s.vipMAC = a.sha
+			closeOnce(s.vipKnown)
+		}
+	case 1: // request: answer for the hosts behind this switch
+		if i := t.memberIndex(a.tpa); i >= 0 {
+			m := &t.members[i]
+			return s.sendARP(2, m.ofPort, net.HardwareAddr(a.sha[:]), m.mac[:], m.ip, net.HardwareAddr(a.sha[:]), a.spa)
+		}
+		if _, ok := clientSeq(s.base, a.tpa, clientPortBase); ok {
+			return s.sendARP(2, clientPort, net.HardwareAddr(a.sha[:]), s.clientMAC, a.tpa, net.HardwareAddr(a.sha[:]), a.spa)
+		}
+	}
+	return nil
+}
+
+// sendARP sends an ARP packet as a packet-in from port.
+func (s *fakeSwitch) sendARP(op uint16, port uint32, dst, sha net.HardwareAddr, spa uint32, tha net.HardwareAddr, tpa uint32) error {
+	frame, err := arpFrame(op, dst, sha, spa, tha, tpa)
+	if err != nil {
+		return err
+	}
+	s.send(0, s.packetIn(port, frame))
+	return nil
+}
+
+// packetIn wraps frame as the switch's table would punt it.
+func (s *fakeSwitch) packetIn(port uint32, frame []byte) *ofp.PacketIn {
+	reason, cookie := lookupPunt(s.ctlFlows, port, frame)
+	return &ofp.PacketIn{
+		BufferID: ofp.NoBuffer, TotalLen: uint16(len(frame)), Reason: reason, Cookie: cookie,
+		Match: ofp.Match{OXMs: []ofp.OXM{ofp.MatchInPort(port)}}, Data: frame,
+	}
+}
+
+// complete resolves setup n on its packet-out (or RST when refused).
+func (s *fakeSwitch) complete(n uint64, rw *rewrite, refused bool) {
+	slot := &s.ring[n&s.mask]
+	if slot.seq != n+1 {
+		if s.measuring && n >= s.measureFrom {
+			s.stats.unmatched++
+		}
+		return
+	}
+	now := s.run.now()
+	slot.seq = 0
+	s.outstanding--
+	if n == 0 {
+		var err error
+		if refused {
+			err = errors.New("the controller refused the setup with a TCP RST")
+		}
+		s.firstSetup <- setupOutcome{rw: *rw, err: err}
+	}
+	measured := s.measuring && n >= s.measureFrom
+	if measured {
+		switch member := s.run.t.checkRewrite(rw); {
+		case refused:
+			s.stats.refused++
+		case member < 0:
+			s.stats.badRewrite++
+		default:
+			s.stats.perMember[member]++
+			if s.stopped {
+				s.stats.drained++
+			} else {
+				s.stats.setups++
+			}
+			s.hist.record(time.Duration(now - slot.sent))
+		}
+		s.run.resolved(1)
+	}
+	if s.run.window > 0 {
+		s.sendSetup(now)
+	}
+}
+
+// sendSetup sends the next setup if the run still sends; the caller flushes.
+func (s *fakeSwitch) sendSetup(now int64) bool {
+	if !s.run.sending.Load() || s.next >= maxSetupsPerSW || !s.run.takeBudget() {
+		return false
+	}
+	s.sendSeq(now)
+	return true
+}
+
+// sendSeq sends setup s.next unconditionally.
+func (s *fakeSwitch) sendSeq(now int64) {
+	n := s.next
+	s.next++
+	slot := &s.ring[n&s.mask]
+	if slot.seq != 0 { // a whole ring later and still unanswered
+		s.expire(slot)
+	}
+	slot.seq, slot.sent = n+1, now
+	s.outstanding++
+	s.syn.set(clientAddr(s.base, n))
+	s.w.Write(s.syn.msg)
+}
+
+// expire counts the setup in slot as timed out.
+func (s *fakeSwitch) expire(slot *pending) {
+	n := slot.seq - 1
+	slot.seq = 0
+	s.outstanding--
+	if n == 0 {
+		s.firstSetup <- setupOutcome{err: fmt.Errorf("no packet-out for the setup within %v", s.run.timeout)}
+	}
+	if s.measuring && n >= s.measureFrom {
+		s.stats.timeouts++
+		s.run.resolved(1)
+	}
+}
+
+// sweep expires the setups older than the timeout; in throughput mode each
+// is replaced so the window stays full.
+func (s *fakeSwitch) sweep(now int64) {
+	limit := now - int64(s.run.timeout)
+	for s.oldest < s.next {
+		slot := &s.ring[s.oldest&s.mask]
+		if slot.seq != s.oldest+1 {
+			s.oldest++
+			continue
+		}
+		if slot.sent > limit {
+			break
+		}
+		s.expire(slot)
+		s.oldest++
+	}
+	if s.run.window > 0 {
+		for s.outstanding < s.run.window && s.sendSetup(now) {
+		}
+	}
+}

@@ -1,0 +1,223 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"time"
+
+	"github.com/sdnlb/sdnlb/controller/ofp"
+)
+
+// Check is what the warm-up setup of one switch showed: the member the
+// controller picked and that both NAT flows and the packet-out agree.
+type Check struct {
+	Switch  int    `json:"switch"`
+	DPID    string `json:"dpid"`
+	Member  string `json:"member"`   // ip:port the client→VIP flow rewrites to
+	OutPort uint32 `json:"out_port"` // the switch port that flow outputs to
+}
+
+var zeroMAC = net.HardwareAddr{0, 0, 0, 0, 0, 0}
+
+// warmUp waits for the controller to set the switch up, lets it learn
+// the members and the client, resolves the VIP's MAC with ARP as a client
+// would, then makes one setup and checks the flows it installed.
+func (s *fakeSwitch) warmUp(ctx context.Context) (Check, error) {
+	fail := func(format string, args ...any) (Check, error) {
+		return Check{}, fmt.Errorf("switch %d warm-up: "+format, append([]any{s.idx}, args...)...)
+	}
+	deadline := time.NewTimer(warmupTimeout)
+	defer deadline.Stop()
+	select {
+	case <-s.barrier:
+	case <-ctx.Done():
+		return Check{}, context.Cause(ctx)
+	case <-deadline.C:
+		return fail("the controller sent no barrier request (handshake incomplete) within %v", warmupTimeout)
+	}
+
+	t := &s.run.t
+	retry := time.NewTicker(200 * time.Millisecond)
+	defer retry.Stop()
+	for first := true; ; first = false {
+		s.mu.Lock()
+		var err error
+		if first {
+			for i := range t.members {
+				m := &t.members[i]
+				err = errors.Join(err, s.sendARP(1, m.ofPort, broadcastMAC, m.mac[:], m.ip, zeroMAC, m.ip))
+			}
+		}
+		err = errors.Join(err, s.sendARP(1, clientPort, broadcastMAC, s.clientMAC, s.base, zeroMAC, t.vipIP))
+		err = errors.Join(err, s.flush())
+		s.mu.Unlock()
+		if err != nil {
+			return fail("%v", err)
+		}
+		select {
+		case <-s.vipKnown:
+		case <-retry.C:
+			continue
+		case <-ctx.Done():
+			return Check{}, context.Cause(ctx)
+		case <-deadline.C:
+			return fail("no ARP reply for the VIP %v within %v", ip4(t.vipIP), warmupTimeout)
+		}
+		break
+	}
+
+	s.mu.Lock()
+	frame, err := synFrame(s.clientMAC, net.HardwareAddr(s.vipMAC[:]), s.base, t.vipIP, clientPortBase, t.vipPort)
+	if err == nil {
+		s.syn = newSYNTemplate(ofp.Append(nil, 0, s.packetIn(clientPort, frame)), len(frame))
+		s.sendSeq(s.run.now())
+		err = s.flush()
+	}
+	s.mu.Unlock()
+	if err != nil {
+		return fail("%v", err)
+	}
+	var out setupOutcome
+	select {
+	case out = <-s.firstSetup:
+	case <-ctx.Done():
+		return Check{}, context.Cause(ctx)
+	case <-time.After(s.run.timeout):
+		return fail("no packet-out for the first setup within %v", s.run.timeout)
+	}
+	if out.err != nil {
+		return fail("%v", out.err)
+	}
+	i := t.checkRewrite(&out.rw)
+	if i < 0 {
+		return fail("the packet-out does not carry the NAT rewrite to a member: %s", describe(&out.rw))
+	}
+	// The flow-mods precede the packet-out on the wire, but give a
+	// controller that sends them after it a moment.
+	for range 50 {
+		s.mu.Lock()
+		err = s.checkFlows(i)
+		s.mu.Unlock()
+		if err == nil {
+			break
+		}
+		if err := sleepCtx(ctx, 10*time.Millisecond); err != nil {
+			return Check{}, err
+		}
+	}
+	if err != nil {
+		return fail("%v", err)
+	}
+	m := &t.members[i]
+	return Check{
+		Switch: s.idx, DPID: fmt.Sprintf("%016x", s.dpid),
+		Member: fmt.Sprintf("%v:%d", ip4(m.ip), m.port), OutPort: m.ofPort,
+	}, nil
+}
+
+// checkFlows finds the pair of NAT flows for setup 0 among the flow-mods
+// seen and checks them against member i.
+func (s *fakeSwitch) checkFlows(i int) error {
+	t := &s.run.t
+	m := &t.members[i]
+	var fwd, rev *ofp.FlowMod
+	for _, fm := range s.warmFlows {
+		if fm.Command != ofp.FlowAdd {
+			continue
+		}
+		switch {
+		case matchIs(&fm.Match, s.base, t.vipIP, clientPortBase, t.vipPort):
+			fwd = fm
+		case matchIs(&fm.Match, m.ip, s.base, m.port, clientPortBase):
+			rev = fm
+		}
+	}
+	if fwd == nil || rev == nil {
+		return fmt.Errorf("missing NAT flow-mods for the first setup (client→VIP found: %t, member→client found: %t)", fwd != nil, rev != nil)
+	}
+	rw := rewriteOf(fwd.Instructions)
+	if got := t.checkRewrite(&rw); got != i {
+		return fmt.Errorf("client→VIP flow: want the rewrite to %v:%d out port %d, got %s", ip4(m.ip), m.port, m.ofPort, describe(&rw))
+	}
+	rw = rewriteOf(rev.Instructions)
+	portOK := rw.set(oxmTCPSrc) && rw.tcpSrc == t.vipPort || !rw.set(oxmTCPSrc) && m.port == t.vipPort
+	if !rw.set(oxmIPv4Src) || rw.ipv4Src != t.vipIP || !rw.set(oxmEthSrc) || rw.ethSrc != s.vipMAC ||
+		!portOK || rw.has&hasOutput == 0 || rw.outPort != clientPort {
+		return fmt.Errorf("member→client flow: want the rewrite back to the VIP %v:%d (MAC %v) out port %d, got %s",
+			ip4(t.vipIP), t.vipPort, net.HardwareAddr(s.vipMAC[:]), clientPort, describe(&rw))
+	}
+	return nil
+}
+
+// matchIs reports whether m matches exactly the TCP connection src→dst.
+func matchIs(m *ofp.Match, src, dst uint32, sport, dport uint16) bool {
+	get := func(f ofp.OXMField) (ofp.OXM, bool) {
+		o, ok := m.Get(f)
+		return o, ok && !o.HasMask
+	}
+	ps, ok1 := get(ofp.OXMIPv4Src)
+	pd, ok2 := get(ofp.OXMIPv4Dst)
+	ts, ok3 := get(ofp.OXMTCPSrc)
+	td, ok4 := get(ofp.OXMTCPDst)
+	return ok1 && ok2 && ok3 && ok4 &&
+		ipU32(ps.IPv4()) == src && ipU32(pd.IPv4()) == dst &&
+		uint16(ts.Uint()) == sport && uint16(td.Uint()) == dport
+}
+
+// rewriteOf reads the apply-actions of a flow as rewrite.
+func rewriteOf(is []ofp.Instruction) rewrite {
+	var rw rewrite
+	for _, in := range is {
+		apply, ok := in.(ofp.InstructionApplyActions)
+		if !ok {
+			continue
+		}
+		for _, a := range apply.Actions {
+			switch a := a.(type) {
+			case ofp.ActionOutput:
+				rw.outPort = a.Port
+				rw.has |= hasOutput
+			case ofp.ActionSetField:
+				o := a.Field
+				v := o.Value()
+				oxm := append([]byte{0x80, 0x00, byte(o.Field) << 1, byte(len(v))}, v...)
+				if o.Class == ofp.OXMClassBasic && !o.HasMask {
+					readSetField(oxm, &rw)
+				}
+			}
+		}
+	}
+	return rw
+}
+
+// describe renders a rewrite for error messages.
+func describe(rw *rewrite) string {
+	s := ""
+	if rw.set(oxmEthSrc) {
+		s += fmt.Sprintf("eth_src=%v,", net.HardwareAddr(rw.ethSrc[:]))
+	}
+	if rw.set(oxmEthDst) {
+		s += fmt.Sprintf("eth_dst=%v,", net.HardwareAddr(rw.ethDst[:]))
+	}
+	if rw.set(oxmIPv4Src) {
+		s += fmt.Sprintf("ip_src=%v,", ip4(rw.ipv4Src))
+	}
+	if rw.set(oxmIPv4Dst) {
+		s += fmt.Sprintf("ip_dst=%v,", ip4(rw.ipv4Dst))
+	}
+	if rw.set(oxmTCPSrc) {
+		s += fmt.Sprintf("tcp_src=%d,", rw.tcpSrc)
+	}
+	if rw.set(oxmTCPDst) {
+		s += fmt.Sprintf("tcp_dst=%d,", rw.tcpDst)
+	}
+	if rw.has&hasOutput != 0 {
+		s += fmt.Sprintf("output:%d", rw.outPort)
+	}
+	if s == "" {
+		return "no rewrite"
+	}
+	return s
+}
