@@ -26,7 +26,8 @@ const icmpHeaderLen = 8
 // per-process token in the payload, which tells our echoes from other
 // programs' pings that the raw socket also sees.
 type pinger struct {
-	token [8]byte
+	token  [8]byte
+	listen func() (net.PacketConn, error)
 
 	mu      sync.Mutex
 	conn    net.PacketConn
@@ -43,7 +44,7 @@ type echoWaiter struct {
 }
 
 func newPinger() *pinger {
-	p := &pinger{waiting: make(map[uint32]echoWaiter)}
+	p := &pinger{waiting: make(map[uint32]echoWaiter), listen: listenICMP}
 	_, _ = rand.Read(p.token[:])
 	p.next = binary.BigEndian.Uint32(p.token[:4])
 	return p
@@ -59,7 +60,7 @@ func (p *pinger) open() (net.PacketConn, error) {
 	case p.conn != nil || p.openErr != nil:
 		return p.conn, p.openErr
 	}
-	conn, err := net.ListenPacket("ip4:icmp", "0.0.0.0")
+	conn, err := p.listen()
 	if err != nil {
 		p.openErr = fmt.Errorf("open ICMP socket (PING monitors need root or CAP_NET_RAW): %w", err)
 		return nil, p.openErr
@@ -67,6 +68,10 @@ func (p *pinger) open() (net.PacketConn, error) {
 	p.conn, p.done = conn, make(chan struct{})
 	go p.read(conn)
 	return conn, nil
+}
+
+func listenICMP() (net.PacketConn, error) {
+	return net.ListenPacket("ip4:icmp", "0.0.0.0")
 }
 
 func (p *pinger) close() {

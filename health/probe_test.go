@@ -1,0 +1,297 @@
+package health
+
+import (
+	"context"
+	"crypto/x509"
+	"errors"
+	"io"
+	"log"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"net/netip"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/sdnlb/sdnlb"
+)
+
+var loopback = netip.MustParseAddr("127.0.0.1")
+
+// probeTimeout bounds probes that are meant to pass or fail fast; the
+// timeout cases use their own, shorter one.
+const probeTimeout = 5 * time.Second
+
+func runProbe(tb testing.TB, p prober, tg target, timeout time.Duration) error {
+	tb.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	return p.probe(ctx, tg)
+}
+
+// closedPort returns a local port nothing listens on.
+func closedPort(tb testing.TB) int {
+	tb.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	port := ln.Addr().(*net.TCPAddr).Port
+	ln.Close()
+	return port
+}
+
+// silentListener accepts connections (the kernel completes the handshake)
+// and never answers on them.
+func silentListener(tb testing.TB) int {
+	tb.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { ln.Close() })
+	return ln.Addr().(*net.TCPAddr).Port
+}
+
+// fullBacklogPort returns a port whose listener never accepts and whose
+// accept queue is full, so the kernel drops new SYNs and connects hang.
+func fullBacklogPort(tb testing.TB) int {
+	tb.Helper()
+	fd, err := syscall.Socket(syscall.AF_INET, syscall.SOCK_STREAM, 0)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { syscall.Close(fd) })
+	if err := syscall.Bind(fd, &syscall.SockaddrInet4{Addr: [4]byte{127, 0, 0, 1}}); err != nil {
+		tb.Fatal(err)
+	}
+	if err := syscall.Listen(fd, 0); err != nil {
+		tb.Fatal(err)
+	}
+	sa, err := syscall.Getsockname(fd)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	port := sa.(*syscall.SockaddrInet4).Port
+	// A backlog of 0 still queues one connection; fill the queue until a
+	// connect hangs.
+	for i := 0; i < 4; i++ {
+		c, err := net.DialTimeout("tcp", netip.AddrPortFrom(loopback, uint16(port)).String(), 200*time.Millisecond)
+		if err != nil {
+			return port
+		}
+		tb.Cleanup(func() { c.Close() })
+	}
+	tb.Fatal("the accept queue never filled")
+	return 0
+}
+
+func TestTCPProber(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			c.Close()
+		}
+	}()
+	open := ln.Addr().(*net.TCPAddr).Port
+
+	tests := []struct {
+		name    string
+		target  target
+		timeout time.Duration
+		wantErr string // "" for a pass
+	}{
+		{"OK", target{Type: sdnlb.MonitorTCP, Addr: loopback, Port: open}, probeTimeout, ""},
+		{"ErrRefused", target{Type: sdnlb.MonitorTCP, Addr: loopback, Port: closedPort(t)}, probeTimeout, "connection refused"},
+		{"ErrTimeout", target{Type: sdnlb.MonitorTCP, Addr: loopback, Port: fullBacklogPort(t)}, 300 * time.Millisecond, "timeout"},
+		{"ErrNoPort", target{Type: sdnlb.MonitorTCP, Addr: loopback}, probeTimeout, "no port"},
+		{"ErrNoAddress", target{Type: sdnlb.MonitorTCP, Port: open}, probeTimeout, "not an IP address"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			began := time.Now()
+			err := runProbe(t, &tcpProber{}, tt.target, tt.timeout)
+			checkProbeErr(t, err, tt.wantErr)
+			if took := time.Since(began); took > tt.timeout+time.Second {
+				t.Errorf("probe took %v, timeout %v", took, tt.timeout)
+			}
+		})
+	}
+}
+
+func checkProbeErr(tb testing.TB, err error, want string) {
+	tb.Helper()
+	switch {
+	case want == "" && err != nil:
+		tb.Fatalf("probe failed: %v", err)
+	case want != "" && err == nil:
+		tb.Fatalf("probe passed, want an error containing %q", want)
+	case want != "" && !strings.Contains(err.Error(), want):
+		tb.Fatalf("error %q, want it to contain %q", err, want)
+	}
+}
+
+// seenRequest is what a test server saw of a probe.
+type seenRequest struct {
+	method, host, uri string
+	close             bool
+}
+
+// probeHandler answers like a small application: GET /ok 200, /nocontent
+// 204, /accepted 202, /created 201, /fail 503, /redirect 302, /big a
+// megabyte; other methods than GET and HEAD get 405.
+func probeHandler(seen chan<- seenRequest) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case seen <- seenRequest{r.Method, r.Host, r.RequestURI, r.Close}:
+		default:
+		}
+		if r.Method != http.MethodGet && r.Method != http.MethodHead {
+			w.WriteHeader(http.StatusMethodNotAllowed)
+			return
+		}
+		switch r.URL.Path {
+		case "/ok":
+			w.Write([]byte("ok"))
+		case "/nocontent":
+			w.WriteHeader(http.StatusNoContent)
+		case "/accepted":
+			w.WriteHeader(http.StatusAccepted)
+		case "/created":
+			w.WriteHeader(http.StatusCreated)
+		case "/fail":
+			w.WriteHeader(http.StatusServiceUnavailable)
+		case "/redirect":
+			http.Redirect(w, r, "/ok", http.StatusFound)
+		case "/big":
+			w.Write(make([]byte, 1<<20))
+		default:
+			http.NotFound(w, r)
+		}
+	})
+}
+
+func serverPort(tb testing.TB, s *httptest.Server) int {
+	tb.Helper()
+	return s.Listener.Addr().(*net.TCPAddr).Port
+}
+
+func TestHTTPProber(t *testing.T) {
+	seen := make(chan seenRequest, 1)
+	plain := httptest.NewServer(probeHandler(seen))
+	defer plain.Close()
+	tlsSrv := httptest.NewUnstartedServer(probeHandler(nil))
+	tlsSrv.Config.ErrorLog = log.New(io.Discard, "", 0) // the failing TLS cases are expected
+	tlsSrv.StartTLS()
+	defer tlsSrv.Close()
+	httpPort, httpsPort := serverPort(t, plain), serverPort(t, tlsSrv)
+	roots := x509.NewCertPool()
+	roots.AddCert(tlsSrv.Certificate())
+
+	get := func(path, codes string) target {
+		return target{Type: sdnlb.MonitorHTTP, Addr: loopback, Port: httpPort, Method: "GET", Path: path, Codes: codes}
+	}
+	https := func(verify bool) target {
+		return target{Type: sdnlb.MonitorHTTPS, Addr: loopback, Port: httpsPort, Method: "GET", Path: "/ok", Codes: "200", TLSVerify: verify}
+	}
+	tests := []struct {
+		name    string
+		prober  *httpProber
+		target  target
+		timeout time.Duration
+		wantErr string
+	}{
+		{"OK", newHTTPProber(nil), get("/ok", "200"), probeTimeout, ""},
+		{"RangeOK", newHTTPProber(nil), get("/nocontent", "200-299"), probeTimeout, ""},
+		{"ListOK", newHTTPProber(nil), get("/accepted", "200,202"), probeTimeout, ""},
+		{"ErrNotInList", newHTTPProber(nil), get("/created", "200,202"), probeTimeout, "status 201, expected 200,202"},
+		{"ErrStatus", newHTTPProber(nil), get("/fail", "200-299"), probeTimeout, "status 503"},
+		{"ErrNotFound", newHTTPProber(nil), get("/missing", "200"), probeTimeout, "status 404"},
+		{"RedirectNotFollowed", newHTTPProber(nil), get("/redirect", "302"), probeTimeout, ""},
+		{"ErrRedirectUnexpected", newHTTPProber(nil), get("/redirect", "200"), probeTimeout, "status 302"},
+		{"BigBodyOK", newHTTPProber(nil), get("/big", "200"), probeTimeout, ""},
+		{"HeadOK", newHTTPProber(nil), target{Type: sdnlb.MonitorHTTP, Addr: loopback, Port: httpPort, Method: "HEAD", Path: "/ok", Codes: "200"}, probeTimeout, ""},
+		{"ErrWrongMethod", newHTTPProber(nil), target{Type: sdnlb.MonitorHTTP, Addr: loopback, Port: httpPort, Method: "POST", Path: "/ok", Codes: "200"}, probeTimeout, "status 405"},
+		{"WrongMethodExpected", newHTTPProber(nil), target{Type: sdnlb.MonitorHTTP, Addr: loopback, Port: httpPort, Method: "DELETE", Path: "/ok", Codes: "405"}, probeTimeout, ""},
+		{"ErrRefused", newHTTPProber(nil), target{Type: sdnlb.MonitorHTTP, Addr: loopback, Port: closedPort(t), Method: "GET", Path: "/", Codes: "200"}, probeTimeout, "connection refused"},
+		{"ErrNoAnswer", newHTTPProber(nil), target{Type: sdnlb.MonitorHTTP, Addr: loopback, Port: silentListener(t), Method: "GET", Path: "/", Codes: "200"}, 300 * time.Millisecond, "deadline exceeded"},
+		{"ErrNoPort", newHTTPProber(nil), get("/ok", "200").withPort(0), probeTimeout, "no port"},
+		{"ErrHTTPToTLSServer", newHTTPProber(nil), target{Type: sdnlb.MonitorHTTP, Addr: loopback, Port: httpsPort, Method: "GET", Path: "/ok", Codes: "200"}, probeTimeout, "status 400"},
+		{"HTTPSWithoutVerifyOK", newHTTPProber(nil), https(false), probeTimeout, ""},
+		{"ErrHTTPSVerifyUnknownCA", newHTTPProber(nil), https(true), probeTimeout, "certificate"},
+		{"HTTPSVerifyTrustedCAOK", newHTTPProber(roots), https(true), probeTimeout, ""},
+		{"ErrHTTPSToPlainServer", newHTTPProber(nil), target{Type: sdnlb.MonitorHTTPS, Addr: loopback, Port: httpPort, Method: "GET", Path: "/ok", Codes: "200"}, probeTimeout, "http"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			began := time.Now()
+			err := runProbe(t, tt.prober, tt.target, tt.timeout)
+			checkProbeErr(t, err, tt.wantErr)
+			if took := time.Since(began); took > tt.timeout+time.Second {
+				t.Errorf("probe took %v, timeout %v", took, tt.timeout)
+			}
+		})
+	}
+
+	t.Run("SendsHostPathAndNoKeepAlive", func(t *testing.T) {
+		for len(seen) > 0 {
+			<-seen
+		}
+		tg := get("/ok?from=sdnlb", "200")
+		if err := runProbe(t, newHTTPProber(nil), tg, probeTimeout); err != nil {
+			t.Fatal(err)
+		}
+		got := <-seen
+		want := seenRequest{method: "GET", host: "127.0.0.1", uri: "/ok?from=sdnlb", close: true}
+		if got != want {
+			t.Fatalf("server saw %+v, want %+v", got, want)
+		}
+	})
+}
+
+func (t target) withPort(port int) target {
+	t.Port = port
+	return t
+}
+
+func TestHTTPProber_Concurrent(t *testing.T) {
+	srv := httptest.NewServer(probeHandler(nil))
+	defer srv.Close()
+	p := newHTTPProber(nil)
+	tg := target{Type: sdnlb.MonitorHTTP, Addr: loopback, Port: serverPort(t, srv), Method: "GET", Path: "/ok", Codes: "200"}
+	var wg sync.WaitGroup
+	errs := make(chan error, 20)
+	for range 20 {
+		wg.Go(func() { errs <- runProbe(t, p, tg, probeTimeout) })
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		if err != nil {
+			t.Error(err)
+		}
+	}
+}
+
+func TestUnwrapOp(t *testing.T) {
+	inner := errors.New("connection refused")
+	err := unwrapOp(&net.OpError{Op: "dial", Net: "tcp", Err: inner})
+	if err != inner {
+		t.Fatalf("unwrapOp = %v, want the inner error", err)
+	}
+	plain := errors.New("plain")
+	if unwrapOp(plain) != plain {
+		t.Fatal("unwrapOp changed an error that is no OpError")
+	}
+}
