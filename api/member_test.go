@@ -1,0 +1,148 @@
+package api
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/sdnlb/sdnlb"
+	"github.com/sdnlb/sdnlb/mock"
+)
+
+func TestMemberRoutes(t *testing.T) {
+	stored := func() *sdnlb.Member {
+		return &sdnlb.Member{ID: "m1", PoolID: "p1", Address: "10.0.0.3", Port: 80, Weight: 5, AdminStateUp: true,
+			Status: sdnlb.MemberUp, Health: sdnlb.MemberHealth{Status: sdnlb.MemberUp}}
+	}
+	newMembers := func(t *testing.T) *mock.MemberService {
+		return &mock.MemberService{
+			FindMemberByIDFn: func(ctx context.Context, id string) (*sdnlb.Member, error) {
+				if id != "m1" {
+					return nil, sdnlb.Errorf(sdnlb.ENOTFOUND, "no member %s", id)
+				}
+				return stored(), nil
+			},
+			FindMembersFn: func(ctx context.Context, f sdnlb.MemberFilter) ([]*sdnlb.Member, error) {
+				if f.PoolID == nil || *f.PoolID != "p1" || f.Address == nil || *f.Address != "10.0.0.3" {
+					t.Errorf("filter %+v", f)
+				}
+				return []*sdnlb.Member{stored()}, nil
+			},
+			CreateMemberFn: func(ctx context.Context, m *sdnlb.Member) error {
+				switch m.PoolID {
+				case "missing":
+					return sdnlb.FieldErrorf(sdnlb.ENOTFOUND, "pool_id", "no pool missing")
+				case "p1":
+					return sdnlb.Errorf(sdnlb.ECONFLICT, "member m1 has 10.0.0.3:80 in pool p1")
+				}
+				m.ID, m.Health.Status, m.Status = "m2", sdnlb.MemberNoMonitor, sdnlb.MemberNoMonitor
+				return nil
+			},
+			UpdateMemberFn: func(ctx context.Context, id string, upd sdnlb.MemberUpdate) (*sdnlb.Member, error) {
+				m := stored()
+				upd.Apply(m)
+				m.Status = m.EffectiveStatus()
+				return m, nil
+			},
+			DeleteMemberFn: func(ctx context.Context, id string) error {
+				if id != "m1" {
+					return sdnlb.Errorf(sdnlb.ENOTFOUND, "no member %s", id)
+				}
+				return nil
+			},
+		}
+	}
+	checked := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	live := &mock.HealthReporter{MemberHealthFn: func(id string) (sdnlb.MemberHealth, bool) {
+		return sdnlb.MemberHealth{Status: sdnlb.MemberUp, LastCheck: &checked, LatencyMS: 1.5, LastError: ""}, id == "m1"
+	}}
+
+	tests := []struct {
+		name, method, path, body string
+		status                   int
+		code, field              string
+		check                    func(t *testing.T, m *sdnlb.Member)
+	}{
+		{name: "GetOverlaysLiveHealth", method: "GET", path: "/v1/members/m1", status: 200, check: func(t *testing.T, m *sdnlb.Member) {
+			if m.Health.LastCheck == nil || !m.Health.LastCheck.Equal(checked) || m.Health.LatencyMS != 1.5 {
+				t.Errorf("health %+v", m.Health)
+			}
+		}},
+		{name: "GetErrNotFound", method: "GET", path: "/v1/members/m9", status: 404, code: sdnlb.ENOTFOUND},
+		{name: "CreateOK", method: "POST", path: "/v1/members", body: `{"pool_id":"p2","address":"10.0.0.4"}`, status: 201, check: func(t *testing.T, m *sdnlb.Member) {
+			if m.ID != "m2" || m.Weight != 1 || !m.AdminStateUp || m.Port != 0 || m.Status != sdnlb.MemberNoMonitor {
+				t.Errorf("got %+v", m)
+			}
+		}},
+		{name: "CreateErrPoolRequired", method: "POST", path: "/v1/members", body: `{"address":"10.0.0.4"}`, status: 400, code: sdnlb.EINVALID, field: "pool_id"},
+		{name: "CreateErrWeight", method: "POST", path: "/v1/members", body: `{"pool_id":"p2","address":"10.0.0.4","weight":257}`, status: 400, code: sdnlb.EINVALID, field: "weight"},
+		{name: "CreateErrHealthReadOnly", method: "POST", path: "/v1/members", body: `{"pool_id":"p2","address":"10.0.0.4","health":{}}`, status: 400, code: sdnlb.EINVALID, field: "health"},
+		{name: "CreateErrPoolNotFound", method: "POST", path: "/v1/members", body: `{"pool_id":"missing","address":"10.0.0.4"}`, status: 404, code: sdnlb.ENOTFOUND, field: "pool_id"},
+		{name: "CreateErrDuplicate", method: "POST", path: "/v1/members", body: `{"pool_id":"p1","address":"10.0.0.3","port":80}`, status: 409, code: sdnlb.ECONFLICT},
+		{name: "PatchWeightZeroDrains", method: "PATCH", path: "/v1/members/m1", body: `{"weight":0}`, status: 200, check: func(t *testing.T, m *sdnlb.Member) {
+			if m.Weight != 0 || m.Status != sdnlb.MemberDraining || m.Port != 80 {
+				t.Errorf("got %+v", m)
+			}
+		}},
+		{name: "PatchSamePoolOK", method: "PATCH", path: "/v1/members/m1", body: `{"pool_id":"p1","port":81}`, status: 200, check: func(t *testing.T, m *sdnlb.Member) {
+			if m.Port != 81 {
+				t.Errorf("got %+v", m)
+			}
+		}},
+		{name: "PatchErrPoolChange", method: "PATCH", path: "/v1/members/m1", body: `{"pool_id":"p2"}`, status: 400, code: sdnlb.EINVALID, field: "pool_id"},
+		{name: "PutDefaults", method: "PUT", path: "/v1/members/m1", body: `{"address":"10.0.0.9"}`, status: 200, check: func(t *testing.T, m *sdnlb.Member) {
+			if m.Address != "10.0.0.9" || m.Weight != 1 || m.Port != 0 {
+				t.Errorf("got %+v", m)
+			}
+		}},
+		{name: "PutErrStatusReadOnly", method: "PUT", path: "/v1/members/m1", body: `{"address":"10.0.0.9","status":"UP"}`, status: 400, code: sdnlb.EINVALID, field: "status"},
+		{name: "DeleteOK", method: "DELETE", path: "/v1/members/m1", status: 204},
+		{name: "DeleteErrNotFound", method: "DELETE", path: "/v1/members/m9", status: 404, code: sdnlb.ENOTFOUND},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			members := newMembers(t)
+			if tt.code == sdnlb.EINVALID {
+				members.CreateMemberFn = func(ctx context.Context, m *sdnlb.Member) error { mustNotCall(t, "CreateMember"); return nil }
+				members.UpdateMemberFn = func(ctx context.Context, id string, upd sdnlb.MemberUpdate) (*sdnlb.Member, error) {
+					mustNotCall(t, "UpdateMember")
+					return nil, nil
+				}
+			}
+			ts := MustServe(t, &Server{MemberService: members, HealthReporter: live})
+			resp := testRequest(t, ts, tt.method, tt.path, tt.body)
+			switch {
+			case tt.code != "":
+				assertError(t, resp, tt.status, tt.code, tt.field)
+			case tt.check != nil:
+				var m sdnlb.Member
+				decodeBody(t, resp, tt.status, &m)
+				tt.check(t, &m)
+			case resp.Status != tt.status:
+				t.Errorf("status %d, want %d: %s", resp.Status, tt.status, resp.Body)
+			}
+		})
+	}
+
+	t.Run("NoOverlayWhenStatusDisagrees", func(t *testing.T) {
+		// The store says UP; a live DOWN not yet stored is not laid over it.
+		down := &mock.HealthReporter{MemberHealthFn: func(id string) (sdnlb.MemberHealth, bool) {
+			return sdnlb.MemberHealth{Status: sdnlb.MemberDown, LastCheck: &checked, LastError: "refused"}, true
+		}}
+		ts := MustServe(t, &Server{MemberService: newMembers(t), HealthReporter: down})
+		var m sdnlb.Member
+		decodeBody(t, testRequest(t, ts, "GET", "/v1/members/m1", ""), 200, &m)
+		if m.Health.LastCheck != nil || m.Health.LastError != "" || m.Health.Status != sdnlb.MemberUp {
+			t.Errorf("health %+v", m.Health)
+		}
+	})
+
+	t.Run("ListFiltersAndOverlay", func(t *testing.T) {
+		ts := MustServe(t, &Server{MemberService: newMembers(t), HealthReporter: live})
+		var l memberList
+		decodeBody(t, testRequest(t, ts, "GET", "/v1/members?pool_id=p1&address=10.0.0.3", ""), 200, &l)
+		if len(l.Members) != 1 || l.Members[0].Health.LatencyMS != 1.5 {
+			t.Errorf("got %+v", l)
+		}
+	})
+}

@@ -1,0 +1,123 @@
+package api
+
+import (
+	"context"
+	"testing"
+
+	"github.com/sdnlb/sdnlb"
+	"github.com/sdnlb/sdnlb/mock"
+)
+
+func TestMonitorRoutes(t *testing.T) {
+	stored := func() *sdnlb.Monitor {
+		m := sdnlb.NewMonitor()
+		m.ID, m.Type, m.PoolIDs = "m1", sdnlb.MonitorHTTP, []string{"p1"}
+		return m
+	}
+	newMonitors := func() *mock.MonitorService {
+		return &mock.MonitorService{
+			FindMonitorByIDFn: func(ctx context.Context, id string) (*sdnlb.Monitor, error) {
+				if id != "m1" {
+					return nil, sdnlb.Errorf(sdnlb.ENOTFOUND, "no monitor %s", id)
+				}
+				return stored(), nil
+			},
+			FindMonitorsFn: func(ctx context.Context, f sdnlb.MonitorFilter) ([]*sdnlb.Monitor, error) {
+				if f.PoolID == nil || *f.PoolID != "p1" {
+					return nil, nil
+				}
+				return []*sdnlb.Monitor{stored()}, nil
+			},
+			CreateMonitorFn: func(ctx context.Context, m *sdnlb.Monitor) error {
+				if m.ID == "m1" {
+					return sdnlb.FieldErrorf(sdnlb.ECONFLICT, "id", "monitor m1 exists")
+				}
+				return nil
+			},
+			UpdateMonitorFn: func(ctx context.Context, id string, upd sdnlb.MonitorUpdate) (*sdnlb.Monitor, error) {
+				m := stored()
+				upd.Apply(m)
+				return m, nil
+			},
+			DeleteMonitorFn: func(ctx context.Context, id string, cascade bool) error {
+				if !cascade {
+					return sdnlb.Errorf(sdnlb.ECONFLICT, "pools p1 use monitor m1")
+				}
+				return nil
+			},
+		}
+	}
+	tests := []struct {
+		name, method, path, body string
+		status                   int
+		code, field              string
+		check                    func(t *testing.T, resp response)
+	}{
+		{name: "ListByPool", method: "GET", path: "/v1/monitors?pool_id=p1", status: 200, check: func(t *testing.T, resp response) {
+			var l monitorList
+			decodeBody(t, resp, 200, &l)
+			if len(l.Monitors) != 1 || l.Monitors[0].ID != "m1" || l.Next != "" {
+				t.Errorf("got %+v", l)
+			}
+		}},
+		{name: "CreateOKFractionalDelay", method: "POST", path: "/v1/monitors", body: `{"id":"m2","type":"PING","delay":0.5,"timeout":0.2}`, status: 201, check: func(t *testing.T, resp response) {
+			var m sdnlb.Monitor
+			decodeBody(t, resp, 201, &m)
+			if m.Delay != 0.5 || m.Timeout != 0.2 || m.MaxRetries != 3 || resp.Header.Get("Location") != "/v1/monitors/m2" {
+				t.Errorf("got %+v", m)
+			}
+		}},
+		{name: "CreateErrTimeout", method: "POST", path: "/v1/monitors", body: `{"delay":1,"timeout":1}`, status: 400, code: sdnlb.EINVALID, field: "timeout"},
+		{name: "CreateErrExpectedCodes", method: "POST", path: "/v1/monitors", body: `{"type":"HTTP","expected_codes":"2xx"}`, status: 400, code: sdnlb.EINVALID, field: "expected_codes"},
+		{name: "CreateErrPoolIDsReadOnly", method: "POST", path: "/v1/monitors", body: `{"pool_ids":["p1"]}`, status: 400, code: sdnlb.EINVALID, field: "pool_ids"},
+		{name: "CreateErrDelayType", method: "POST", path: "/v1/monitors", body: `{"delay":"5s"}`, status: 400, code: sdnlb.EINVALID, field: "delay"},
+		{name: "CreateErrDuplicate", method: "POST", path: "/v1/monitors", body: `{"id":"m1"}`, status: 409, code: sdnlb.ECONFLICT, field: "id"},
+		{name: "GetOK", method: "GET", path: "/v1/monitors/m1", status: 200, check: func(t *testing.T, resp response) {
+			var m sdnlb.Monitor
+			decodeBody(t, resp, 200, &m)
+			if m.Type != sdnlb.MonitorHTTP || len(m.PoolIDs) != 1 {
+				t.Errorf("got %+v", m)
+			}
+		}},
+		{name: "PatchOK", method: "PATCH", path: "/v1/monitors/m1", body: `{"url_path":"/health"}`, status: 200, check: func(t *testing.T, resp response) {
+			var m sdnlb.Monitor
+			decodeBody(t, resp, 200, &m)
+			if m.URLPath != "/health" || m.Type != sdnlb.MonitorHTTP {
+				t.Errorf("got %+v", m)
+			}
+		}},
+		{name: "PutResetsType", method: "PUT", path: "/v1/monitors/m1", body: `{"name":"x"}`, status: 200, check: func(t *testing.T, resp response) {
+			var m sdnlb.Monitor
+			decodeBody(t, resp, 200, &m)
+			if m.Type != sdnlb.MonitorTCP || m.Name != "x" {
+				t.Errorf("got %+v", m)
+			}
+		}},
+		{name: "PatchErrDelay", method: "PATCH", path: "/v1/monitors/m1", body: `{"delay":0.01}`, status: 400, code: sdnlb.EINVALID, field: "delay"},
+		{name: "PatchErrNotFound", method: "PATCH", path: "/v1/monitors/m9", body: `{"delay":10}`, status: 404, code: sdnlb.ENOTFOUND},
+		{name: "DeleteErrInUse", method: "DELETE", path: "/v1/monitors/m1", status: 409, code: sdnlb.ECONFLICT},
+		{name: "DeleteCascade", method: "DELETE", path: "/v1/monitors/m1?cascade=1", status: 204},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			monitors := newMonitors()
+			if tt.code == sdnlb.EINVALID {
+				monitors.CreateMonitorFn = func(ctx context.Context, m *sdnlb.Monitor) error { mustNotCall(t, "CreateMonitor"); return nil }
+				monitors.UpdateMonitorFn = func(ctx context.Context, id string, upd sdnlb.MonitorUpdate) (*sdnlb.Monitor, error) {
+					mustNotCall(t, "UpdateMonitor")
+					return nil, nil
+				}
+			}
+			ts := MustServe(t, &Server{MonitorService: monitors})
+			resp := testRequest(t, ts, tt.method, tt.path, tt.body)
+			switch {
+			case tt.code != "":
+				assertError(t, resp, tt.status, tt.code, tt.field)
+			case tt.check != nil:
+				tt.check(t, resp)
+			case resp.Status != tt.status:
+				t.Errorf("status %d, want %d: %s", resp.Status, tt.status, resp.Body)
+			}
+		})
+	}
+}

@@ -1,0 +1,304 @@
+package api
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/sdnlb/sdnlb"
+	"github.com/sdnlb/sdnlb/mock"
+)
+
+func TestServer_Auth(t *testing.T) {
+	vips := &mock.VIPService{
+		FindVIPsFn:  func(ctx context.Context, f sdnlb.VIPFilter) ([]*sdnlb.VIP, error) { return nil, nil },
+		DeleteVIPFn: func(ctx context.Context, id string, cascade bool) error { return nil },
+	}
+	tests := []struct {
+		name      string
+		token     string
+		authReads bool
+		method    string
+		header    string
+		status    int
+	}{
+		{"NoTokenConfiguredWriteOK", "", false, "DELETE", "", 204},
+		{"WriteWithoutToken", "s3cret", false, "DELETE", "", 401},
+		{"WriteWrongToken", "s3cret", false, "DELETE", "Authorization: Bearer s3cre", 401},
+		{"WriteBasicScheme", "s3cret", false, "DELETE", "Authorization: Basic s3cret", 401},
+		{"WriteWithToken", "s3cret", false, "DELETE", "Authorization: Bearer s3cret", 204},
+		{"ReadOpenByDefault", "s3cret", false, "GET", "", 200},
+		{"ReadClosedWithAuthReads", "s3cret", true, "GET", "", 401},
+		{"ReadWithTokenAndAuthReads", "s3cret", true, "GET", "Authorization: Bearer s3cret", 200},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			deleted := false
+			vips.DeleteVIPFn = func(ctx context.Context, id string, cascade bool) error { deleted = true; return nil }
+			ts := MustServe(t, &Server{VIPService: vips, Token: tt.token, AuthReads: tt.authReads})
+			path := "/v1/vips"
+			if tt.method == "DELETE" {
+				path = "/v1/vips/1"
+			}
+			var headers []string
+			if tt.header != "" {
+				headers = append(headers, tt.header)
+			}
+			resp := testRequest(t, ts, tt.method, path, "", headers...)
+			if tt.status == 401 {
+				assertError(t, resp, 401, sdnlb.EUNAUTHORIZED, "")
+				if resp.Header.Get("WWW-Authenticate") == "" {
+					t.Error("no WWW-Authenticate")
+				}
+				if deleted {
+					t.Error("DeleteVIP called without a valid token")
+				}
+			} else if resp.Status != tt.status {
+				t.Errorf("status %d, want %d: %s", resp.Status, tt.status, resp.Body)
+			}
+		})
+	}
+	t.Run("ProbesStayOpen", func(t *testing.T) {
+		ts := MustServe(t, &Server{Token: "s3cret", AuthReads: true})
+		for _, p := range []string{"/healthz", "/readyz"} {
+			if resp := testRequest(t, ts, "GET", p, ""); resp.Status != 200 {
+				t.Errorf("%s: %d", p, resp.Status)
+			}
+		}
+	})
+}
+
+func TestServer_Routing(t *testing.T) {
+	ts := MustServe(t, &Server{VIPService: &mock.VIPService{}})
+	t.Run("ErrUnknownPath", func(t *testing.T) {
+		assertError(t, testRequest(t, ts, "GET", "/v2/vips", ""), 404, sdnlb.ENOTFOUND, "")
+	})
+	t.Run("ErrMethodNotAllowed", func(t *testing.T) {
+		assertError(t, testRequest(t, ts, "PATCH", "/v1/vips", `{}`), 405, codeMethodNotAllowed, "")
+	})
+}
+
+func TestServer_Probes(t *testing.T) {
+	tests := []struct {
+		name   string
+		ready  func(context.Context) error
+		path   string
+		status int
+	}{
+		{"Healthz", nil, "/healthz", 200},
+		{"ReadyNil", nil, "/readyz", 200},
+		{"Ready", func(context.Context) error { return nil }, "/readyz", 200},
+		{"ErrNotReady", func(context.Context) error { return errors.New("db closed") }, "/readyz", 503},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			ts := MustServe(t, &Server{Ready: tt.ready})
+			resp := testRequest(t, ts, "GET", tt.path, "")
+			if tt.status == 503 {
+				assertError(t, resp, 503, sdnlb.EUNAVAILABLE, "")
+				return
+			}
+			var body statusResponse
+			decodeBody(t, resp, 200, &body)
+			if body.Status != "ok" {
+				t.Errorf("body %s", resp.Body)
+			}
+		})
+	}
+}
+
+func TestServer_Recoverer(t *testing.T) {
+	vips := &mock.VIPService{FindVIPByIDFn: func(ctx context.Context, id string) (*sdnlb.VIP, error) {
+		panic("boom: secret detail")
+	}}
+	var logs syncBuffer
+	ts := MustServe(t, &Server{VIPService: vips, Logger: newTestLogger(&logs)})
+	resp := testRequest(t, ts, "GET", "/v1/vips/1", "")
+	assertError(t, resp, 500, sdnlb.EINTERNAL, "")
+	if strings.Contains(string(resp.Body), "secret") {
+		t.Errorf("body leaks the panic: %s", resp.Body)
+	}
+	if !strings.Contains(logs.String(), "boom: secret detail") {
+		t.Errorf("panic not logged: %s", logs.String())
+	}
+	// The server survives.
+	if resp := testRequest(t, ts, "GET", "/healthz", ""); resp.Status != 200 {
+		t.Errorf("healthz after panic: %d", resp.Status)
+	}
+}
+
+func TestServer_RequestLog(t *testing.T) {
+	vips := &mock.VIPService{FindVIPByIDFn: func(ctx context.Context, id string) (*sdnlb.VIP, error) {
+		return &sdnlb.VIP{ID: id}, nil
+	}}
+	var logs syncBuffer
+	ts := MustServe(t, &Server{VIPService: vips, Logger: newTestLogger(&logs)})
+	testRequest(t, ts, "GET", "/v1/vips/abc", "", "X-Request-Id: rid-7")
+	deadline := time.Now().Add(2 * time.Second)
+	for !strings.Contains(logs.String(), "request_id=rid-7") && time.Now().Before(deadline) {
+		time.Sleep(5 * time.Millisecond)
+	}
+	line := logs.String()
+	for _, want := range []string{"method=GET", "path=/v1/vips/abc", "route=/v1/vips/{id}", "status=200", "duration=", "request_id=rid-7", "component=api"} {
+		if !strings.Contains(line, want) {
+			t.Errorf("request log lacks %q: %s", want, line)
+		}
+	}
+}
+
+func TestServer_Metrics(t *testing.T) {
+	vips := &mock.VIPService{FindVIPByIDFn: func(ctx context.Context, id string) (*sdnlb.VIP, error) {
+		return nil, sdnlb.Errorf(sdnlb.ENOTFOUND, "no VIP %s", id)
+	}}
+	t.Run("ByRoutePattern", func(t *testing.T) {
+		reg := prometheus.NewRegistry()
+		ts := MustServe(t, &Server{VIPService: vips, Registry: reg})
+		testRequest(t, ts, "GET", "/v1/vips/a", "")
+		testRequest(t, ts, "GET", "/v1/vips/b", "")
+		resp := testRequest(t, ts, "GET", "/metrics", "")
+		if resp.Status != 200 {
+			t.Fatalf("metrics: %d", resp.Status)
+		}
+		want := `sdnlb_http_requests_total{code="404",method="GET",route="/v1/vips/{id}"} 2`
+		if !strings.Contains(string(resp.Body), want) {
+			t.Errorf("metrics lack %q:\n%s", want, resp.Body)
+		}
+		if !strings.Contains(string(resp.Body), `sdnlb_http_request_duration_seconds_count{method="GET",route="/v1/vips/{id}"} 2`) {
+			t.Errorf("no duration histogram:\n%s", resp.Body)
+		}
+	})
+	t.Run("TwoHandlersOneRegistry", func(t *testing.T) {
+		reg := prometheus.NewRegistry()
+		s := &Server{VIPService: vips, Registry: reg}
+		s.Handler()
+		MustServe(t, s) // must not panic on duplicate registration
+	})
+	t.Run("NoRegistryNoMetrics", func(t *testing.T) {
+		ts := MustServe(t, &Server{})
+		assertError(t, testRequest(t, ts, "GET", "/metrics", ""), 404, sdnlb.ENOTFOUND, "")
+	})
+}
+
+func TestServer_Switches(t *testing.T) {
+	switches := &mock.SwitchService{
+		SwitchesFn: func(ctx context.Context) ([]*sdnlb.Switch, error) {
+			return []*sdnlb.Switch{{DPID: "00:00:00:00:00:00:00:01", Ports: []sdnlb.SwitchPort{{No: 1, Name: "veth1", Up: true}}}}, nil
+		},
+		SwitchFlowsFn: func(ctx context.Context, dpid string) ([]*sdnlb.Flow, error) {
+			if dpid != "00:00:00:00:00:00:00:01" {
+				return nil, sdnlb.Errorf(sdnlb.ENOTFOUND, "no switch %s", dpid)
+			}
+			return []*sdnlb.Flow{{Cookie: "0x1", Priority: 100, Match: "tcp", Actions: "output:2"}}, nil
+		},
+	}
+	stats := &mock.StatsService{PoolStatsFn: func(ctx context.Context, id string) (*sdnlb.PoolStats, error) {
+		if id != "p1" {
+			return nil, sdnlb.Errorf(sdnlb.ENOTFOUND, "no pool %s", id)
+		}
+		return &sdnlb.PoolStats{PoolID: "p1", BytesIn: 10, BytesOut: 20, ActiveConnections: 3, Members: []sdnlb.MemberStats{}}, nil
+	}}
+	ts := MustServe(t, &Server{SwitchService: switches, StatsService: stats})
+	t.Run("List", func(t *testing.T) {
+		var l switchList
+		decodeBody(t, testRequest(t, ts, "GET", "/v1/switches", ""), 200, &l)
+		if len(l.Switches) != 1 || l.Switches[0].Ports[0].Name != "veth1" {
+			t.Errorf("got %+v", l)
+		}
+	})
+	t.Run("Flows", func(t *testing.T) {
+		var l flowList
+		decodeBody(t, testRequest(t, ts, "GET", "/v1/switches/00:00:00:00:00:00:00:01/flows", ""), 200, &l)
+		if len(l.Flows) != 1 || l.Flows[0].Actions != "output:2" {
+			t.Errorf("got %+v", l)
+		}
+	})
+	t.Run("ErrFlowsUnknownSwitch", func(t *testing.T) {
+		assertError(t, testRequest(t, ts, "GET", "/v1/switches/00:00:00:00:00:00:00:09/flows", ""), 404, sdnlb.ENOTFOUND, "")
+	})
+	t.Run("Stats", func(t *testing.T) {
+		var st sdnlb.PoolStats
+		decodeBody(t, testRequest(t, ts, "GET", "/v1/pools/p1/stats", ""), 200, &st)
+		if st.BytesIn != 10 || st.ActiveConnections != 3 {
+			t.Errorf("got %+v", st)
+		}
+	})
+	t.Run("ErrStatsUnknownPool", func(t *testing.T) {
+		assertError(t, testRequest(t, ts, "GET", "/v1/pools/p9/stats", ""), 404, sdnlb.ENOTFOUND, "")
+	})
+	t.Run("ErrNoController", func(t *testing.T) {
+		ts := MustServe(t, &Server{})
+		for _, p := range []string{"/v1/switches", "/v1/switches/1/flows", "/v1/pools/p1/stats"} {
+			assertError(t, testRequest(t, ts, "GET", p, ""), 503, sdnlb.EUNAVAILABLE, "")
+		}
+	})
+}
+
+func TestServer_Events(t *testing.T) {
+	events := make(chan sdnlb.Event, 4)
+	unsubscribed := make(chan struct{})
+	feed := &mock.EventService{SubscribeFn: func() (<-chan sdnlb.Event, func()) {
+		return events, func() { close(unsubscribed) }
+	}}
+	s := &Server{EventService: feed, heartbeat: 20 * time.Millisecond}
+	ts := MustServe(t, s)
+
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	req, _ := http.NewRequestWithContext(ctx, "GET", ts.URL+"/v1/events", nil)
+	resp, err := ts.Client().Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if ct := resp.Header.Get("Content-Type"); ct != "text/event-stream" {
+		t.Fatalf("Content-Type %q", ct)
+	}
+	at := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	events <- sdnlb.Event{Seq: 7, Kind: sdnlb.KindVIP, Op: sdnlb.OpCreate, ID: "v1", At: at}
+	events <- sdnlb.Event{Seq: 9, Op: sdnlb.OpResync, At: at}
+
+	rd := bufio.NewReader(resp.Body)
+	var frames []map[string]string
+	heartbeats := 0
+	frame := map[string]string{}
+	for len(frames) < 2 || heartbeats == 0 {
+		line, err := rd.ReadString('\n')
+		if err != nil {
+			t.Fatalf("read: %v (frames %v)", err, frames)
+		}
+		line = strings.TrimSuffix(line, "\n")
+		switch {
+		case line == "":
+			if len(frame) > 0 {
+				frames = append(frames, frame)
+				frame = map[string]string{}
+			}
+		case strings.HasPrefix(line, ":"):
+			heartbeats++
+		default:
+			k, v, _ := strings.Cut(line, ": ")
+			frame[k] = v
+		}
+	}
+	if frames[0]["event"] != "vip" || frames[0]["id"] != "7" || frames[1]["event"] != "resync" {
+		t.Errorf("frames %v", frames)
+	}
+	var ev sdnlb.Event
+	if err := json.Unmarshal([]byte(frames[0]["data"]), &ev); err != nil || ev.ID != "v1" || ev.Op != sdnlb.OpCreate || !ev.At.Equal(at) {
+		t.Errorf("data %q: %+v %v", frames[0]["data"], ev, err)
+	}
+
+	cancel() // the client goes away: the handler must unsubscribe
+	select {
+	case <-unsubscribed:
+	case <-time.After(2 * time.Second):
+		t.Fatal("the handler did not unsubscribe after the client left")
+	}
+}
