@@ -1,0 +1,312 @@
+package controller
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/sdnlb/sdnlb"
+)
+
+// ConfigSource is the configuration the controller follows: the store's
+// full read plus its change feed.
+type ConfigSource interface {
+	LoadConfig(ctx context.Context) (*sdnlb.Config, error)
+	Subscribe() (<-chan sdnlb.Event, func())
+}
+
+// Options tune the controller; zero values take the defaults.
+type Options struct {
+	Addr          string        // listen address of Run, default ":6653"
+	TLS           *tls.Config   // nil: plain TCP
+	IdleTimeout   time.Duration // of connection flows, default 30 s; negative: none
+	HardTimeout   time.Duration // of connection flows, default none
+	EchoInterval  time.Duration // keepalive, default 5 s; 3 unanswered close the session
+	StatsInterval time.Duration // flow-stats polling, default 2 s
+	Logger        *slog.Logger  // nil: discard
+	Registerer    prometheus.Registerer
+}
+
+// Defaults of Options.
+const (
+	DefaultAddr          = ":6653"
+	DefaultIdleTimeout   = 30 * time.Second
+	DefaultEchoInterval  = 5 * time.Second
+	DefaultStatsInterval = 2 * time.Second
+)
+
+// How long the controller waits on a switch before giving up on it.
+const (
+	handshakeTimeout = 10 * time.Second
+	writeTimeout     = 10 * time.Second
+	requestTimeout   = 5 * time.Second // SwitchFlows
+	reloadRetry      = time.Second     // after a failed LoadConfig
+)
+
+// Controller is the embedded OpenFlow 1.3 controller. It implements
+// sdnlb.SwitchService and sdnlb.StatsService.
+type Controller struct {
+	src     ConfigSource
+	opts    Options
+	log     *slog.Logger
+	metrics *metrics
+
+	idle, hard uint16 // connection flow timeouts in seconds
+
+	snap    atomic.Pointer[snapshot]
+	reg     *registry // only the goroutine that builds snapshots
+	persist *persistTable
+	addr    atomic.Pointer[net.Addr]
+
+	mu       sync.RWMutex
+	sessions map[uint64]*session // by datapath id
+}
+
+var (
+	_ sdnlb.SwitchService = (*Controller)(nil)
+	_ sdnlb.StatsService  = (*Controller)(nil)
+)
+
+// New returns a controller that follows src. Start it with Run or Serve.
+func New(src ConfigSource, opts Options) *Controller {
+	if opts.Addr == "" {
+		opts.Addr = DefaultAddr
+	}
+	if opts.IdleTimeout == 0 {
+		opts.IdleTimeout = DefaultIdleTimeout
+	}
+	if opts.EchoInterval <= 0 {
+		opts.EchoInterval = DefaultEchoInterval
+	}
+	if opts.StatsInterval <= 0 {
+		opts.StatsInterval = DefaultStatsInterval
+	}
+	log := opts.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	log = log.With("component", "controller")
+	c := &Controller{
+		src:      src,
+		opts:     opts,
+		log:      log,
+		metrics:  newMetrics(opts.Registerer, log),
+		idle:     flowSeconds(opts.IdleTimeout),
+		hard:     flowSeconds(opts.HardTimeout),
+		reg:      newRegistry(),
+		persist:  newPersistTable(),
+		sessions: map[uint64]*session{},
+	}
+	c.snap.Store(emptySnapshot)
+	return c
+}
+
+// flowSeconds converts a timeout to OpenFlow's 16-bit seconds; 0 is none.
+func flowSeconds(d time.Duration) uint16 {
+	if d <= 0 {
+		return 0
+	}
+	return uint16(min(max(int64((d+time.Second-1)/time.Second), 1), 0xffff))
+}
+
+// Run listens on Options.Addr (with TLS when Options.TLS is set) and
+// serves until ctx ends.
+func (c *Controller) Run(ctx context.Context) error {
+	var ln net.Listener
+	var err error
+	if c.opts.TLS != nil {
+		ln, err = tls.Listen("tcp", c.opts.Addr, c.opts.TLS)
+	} else {
+		ln, err = net.Listen("tcp", c.opts.Addr)
+	}
+	if err != nil {
+		return fmt.Errorf("controller: listen: %w", err)
+	}
+	return c.Serve(ctx, ln)
+}
+
+// Addr is the address the controller listens on, nil before it does.
+func (c *Controller) Addr() net.Addr {
+	if a := c.addr.Load(); a != nil {
+		return *a
+	}
+	return nil
+}
+
+// Serve accepts switches on ln and follows the configuration until ctx
+// ends; then it closes ln and every session and returns nil. It returns an
+// error when the first configuration read fails or ln fails.
+func (c *Controller) Serve(ctx context.Context, ln net.Listener) error {
+	addr := ln.Addr()
+	c.addr.Store(&addr)
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+
+	// Subscribe before reading so no change falls between the two.
+	events, unsubscribe := c.src.Subscribe()
+	defer unsubscribe()
+	if err := c.reload(ctx); err != nil {
+		ln.Close()
+		return fmt.Errorf("controller: first configuration read: %w", err)
+	}
+	c.log.Info("controller listening", "addr", addr.String())
+
+	var wg sync.WaitGroup
+	wg.Go(func() { c.follow(ctx, events) })
+	wg.Go(func() { c.housekeep(ctx) })
+	go func() {
+		<-ctx.Done()
+		ln.Close()
+	}()
+
+	var err error
+	for {
+		conn, aerr := ln.Accept()
+		if aerr != nil {
+			if ctx.Err() == nil {
+				err = fmt.Errorf("controller: accept: %w", aerr)
+			}
+			break
+		}
+		wg.Go(func() { c.serveConn(ctx, conn) })
+	}
+	cancel()
+	c.mu.RLock()
+	for _, s := range c.sessions {
+		s.close()
+	}
+	c.mu.RUnlock()
+	wg.Wait()
+	return err
+}
+
+// follow rebuilds the snapshot on every store event, coalescing bursts.
+func (c *Controller) follow(ctx context.Context, events <-chan sdnlb.Event) {
+	var retry <-chan time.Time
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case _, ok := <-events:
+			if !ok {
+				c.log.Warn("configuration feed closed; the data path keeps its last configuration")
+				events = nil
+				continue
+			}
+			drain(events)
+		case <-retry:
+		}
+		retry = nil
+		if err := c.reload(ctx); err != nil {
+			if ctx.Err() != nil {
+				return
+			}
+			c.log.Warn("configuration reload failed; retrying", "err", err)
+			retry = time.After(reloadRetry)
+		}
+	}
+}
+
+func drain(events <-chan sdnlb.Event) {
+	for {
+		select {
+		case _, ok := <-events:
+			if !ok {
+				return
+			}
+		default:
+			return
+		}
+	}
+}
+
+// reload reads the configuration, swaps in a new snapshot and brings every
+// switch to it.
+func (c *Controller) reload(ctx context.Context) error {
+	cfg, err := c.src.LoadConfig(ctx)
+	if err != nil {
+		return err
+	}
+	snap, skipped := c.reg.build(cfg)
+	for _, err := range skipped {
+		c.log.Warn("configuration object ignored by the data path", "err", err)
+	}
+	c.snap.Store(snap)
+	c.log.Debug("configuration snapshot", "seq", cfg.Seq, "vips", len(snap.vipByID), "members", len(snap.members))
+	for _, s := range c.sessionList() {
+		if err := s.sync(snap); err != nil {
+			s.log.Warn("cannot bring switch to the new configuration; closing", "err", err)
+			s.close()
+		}
+	}
+	return nil
+}
+
+func (c *Controller) sessionList() []*session {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	out := make([]*session, 0, len(c.sessions))
+	for _, s := range c.sessions {
+		out = append(out, s)
+	}
+	return out
+}
+
+// register makes s the session of its datapath, closing the one it
+// replaces (a reconnecting switch).
+func (c *Controller) register(s *session) {
+	c.mu.Lock()
+	old := c.sessions[s.dpid]
+	c.sessions[s.dpid] = s
+	n := len(c.sessions)
+	c.mu.Unlock()
+	c.metrics.switches.Set(float64(n))
+	if old != nil {
+		old.log.Info("switch reconnected; closing its old session")
+		old.close()
+	}
+}
+
+func (c *Controller) unregister(s *session) {
+	c.mu.Lock()
+	if c.sessions[s.dpid] == s {
+		delete(c.sessions, s.dpid)
+	}
+	n := len(c.sessions)
+	c.mu.Unlock()
+	c.metrics.switches.Set(float64(n))
+}
+
+func (c *Controller) session(dpid uint64) *session {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	return c.sessions[dpid]
+}
+
+// housekeep expires persistence entries and polls flow stats.
+func (c *Controller) housekeep(ctx context.Context) {
+	t := time.NewTicker(c.opts.StatsInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case now := <-t.C:
+			c.persist.expire(now)
+			for _, s := range c.sessionList() {
+				s.pollStats()
+			}
+		}
+	}
+}
+
+// errClosed ends a session that the controller closed on purpose.
+var errClosed = errors.New("session closed")

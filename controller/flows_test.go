@@ -1,0 +1,158 @@
+package controller
+
+import (
+	"testing"
+
+	"github.com/sdnlb/sdnlb/controller/ofp"
+)
+
+func TestCookie_RoundTrip(t *testing.T) {
+	tests := []struct {
+		name           string
+		cat            category
+		vip, member    uint32
+		wantVIP, wantM uint32
+	}{
+		{"Zero", catBase, 0, 0, 0, 0},
+		{"Connection", catConn, 7, 42, 7, 42},
+		{"Reply", catConnReply, 1, 2, 1, 2},
+		{"Largest", catConn, cookieNumberLimit - 1, cookieNumberLimit - 1, cookieNumberLimit - 1, cookieNumberLimit - 1},
+		{"Truncated", catVIP, cookieNumberLimit + 3, cookieNumberLimit + 5, 3, 5},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := makeCookie(tt.cat, tt.vip, tt.member)
+			cat, v, m, ok := cookieParts(c)
+			if !ok || cat != tt.cat || v != tt.wantVIP || m != tt.wantM {
+				t.Errorf("cookieParts(%#x) = %v %d %d %v, want %v %d %d true", c, cat, v, m, ok, tt.cat, tt.wantVIP, tt.wantM)
+			}
+		})
+	}
+	t.Run("ForeignCookie", func(t *testing.T) {
+		if _, _, _, ok := cookieParts(0x1234); ok {
+			t.Error("a cookie without the app id was taken for ours")
+		}
+	})
+}
+
+func TestCookie_Masks(t *testing.T) {
+	fwd := makeCookie(catConn, 3, 9)
+	rev := makeCookie(catConnReply, 3, 9)
+	tests := []struct {
+		name    string
+		del     ofp.FlowMod
+		cookie  uint64
+		matches bool
+	}{
+		{"MemberPurgeTakesForward", deleteMemberFlows(9), fwd, true},
+		{"MemberPurgeTakesReply", deleteMemberFlows(9), rev, true},
+		{"MemberPurgeSparesOtherMember", deleteMemberFlows(8), fwd, false},
+		{"MemberPurgeSparesVIPFlows", deleteMemberFlows(0), makeCookie(catVIP, 3, 0), false},
+		{"VIPPurgeTakesConnections", deleteVIPFlows(3)[1], rev, true},
+		{"VIPPurgeSparesOtherVIP", deleteVIPFlows(4)[1], rev, false},
+		{"VIPFlowsDeleteTakesPunts", deleteVIPFlows(3)[0], makeCookie(catVIP, 3, 0), true},
+		{"VIPFlowsDeleteSparesConnections", deleteVIPFlows(3)[0], fwd, false},
+		{"AllTakesL2", deleteOurFlows(), makeCookie(catL2, 0, 0), true},
+		{"AllSparesForeign", deleteOurFlows(), 0x42, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := tt.cookie&tt.del.CookieMask == tt.del.Cookie&tt.del.CookieMask
+			if got != tt.matches {
+				t.Errorf("delete %#x/%#x on cookie %#x: matches=%v, want %v", tt.del.Cookie, tt.del.CookieMask, tt.cookie, got, tt.matches)
+			}
+		})
+	}
+}
+
+func TestFlows_Base(t *testing.T) {
+	assertLines(t, flowLines(t, baseFlows()), []string{
+		"cookie=0x5d01000000000000, priority=0 actions=CONTROLLER:65535",
+	})
+}
+
+func TestFlows_VIP(t *testing.T) {
+	tests := []struct {
+		name string
+		vip  vipState
+		want []string
+	}{
+		{"TCP", vipState{num: 1, ip: [4]byte{10, 0, 0, 100}, proto: protoTCP, port: 80}, []string{
+			"cookie=0x5d02000001000000, priority=500, arp,arp_tpa=10.0.0.100,arp_op=1 actions=CONTROLLER:65535",
+			"cookie=0x5d02000001000000, priority=500, tcp,nw_dst=10.0.0.100,tp_dst=80 actions=CONTROLLER:65535",
+			"cookie=0x5d02000001000000, priority=499, ip,nw_dst=10.0.0.100 actions=drop",
+		}},
+		{"UDP", vipState{num: 2, ip: [4]byte{10, 0, 0, 53}, proto: protoUDP, port: 53}, []string{
+			"cookie=0x5d02000002000000, priority=500, arp,arp_tpa=10.0.0.53,arp_op=1 actions=CONTROLLER:65535",
+			"cookie=0x5d02000002000000, priority=500, udp,nw_dst=10.0.0.53,tp_dst=53 actions=CONTROLLER:65535",
+			"cookie=0x5d02000002000000, priority=499, ip,nw_dst=10.0.0.53 actions=drop",
+		}},
+		{"ICMPEchoOnly", vipState{num: 3, ip: [4]byte{10, 0, 0, 1}, proto: protoICMP}, []string{
+			"cookie=0x5d02000003000000, priority=500, arp,arp_tpa=10.0.0.1,arp_op=1 actions=CONTROLLER:65535",
+			"cookie=0x5d02000003000000, priority=500, icmp,nw_dst=10.0.0.1,icmp_type=8 actions=CONTROLLER:65535",
+			"cookie=0x5d02000003000000, priority=499, ip,nw_dst=10.0.0.1 actions=drop",
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			assertLines(t, flowLines(t, vipFlows(&tt.vip)), tt.want)
+		})
+	}
+}
+
+func TestFlows_Deletes(t *testing.T) {
+	mods := append(deleteVIPFlows(5), deleteMemberFlows(6), deleteOurFlows())
+	assertLines(t, flowLines(t, mods), []string{
+		"delete cookie=0x5d02000005000000/0xffffffffff000000",
+		"delete cookie=0x5d10000005000000/0xfffeffffff000000",
+		"delete cookie=0x5d10000000000006/0xfffe000000ffffff",
+		"delete cookie=0x5d00000000000000/0xff00000000000000",
+	})
+}
+
+func TestFlows_L2(t *testing.T) {
+	fm := l2Flow([6]byte{0xaa, 0, 0, 0, 0, 1}, ofp.PortLocal)
+	assertLines(t, flowLines(t, []ofp.FlowMod{fm}), []string{
+		"cookie=0x5d03000000000000, priority=100, idle_timeout=300, dl_dst=aa:00:00:00:00:01 actions=LOCAL",
+	})
+}
+
+func TestFlows_Connection(t *testing.T) {
+	base := connection{
+		clientIP: [4]byte{10, 0, 1, 5}, vipIP: [4]byte{10, 0, 0, 100}, memberIP: [4]byte{10, 0, 0, 2},
+		clientPort: 40000, vipPort: 80, memberPort: 8080,
+		clientOFPort: 4, memberOFPort: 2,
+		vipMAC: [6]byte{2, 0, 0, 0, 1, 0}, memberMAC: [6]byte{0xaa, 0, 0, 0, 0, 2},
+		vipNum: 1, memberNum: 2, idleTimeout: 30,
+	}
+	tests := []struct {
+		name string
+		edit func(*connection)
+		want []string
+	}{
+		{"TCP", func(c *connection) { c.proto = protoTCP }, []string{
+			"cookie=0x5d10000001000002, priority=1000, idle_timeout=30, send_flow_rem, tcp,nw_src=10.0.1.5,nw_dst=10.0.0.100,tp_src=40000,tp_dst=80 actions=set_field:aa:00:00:00:00:02->eth_dst,set_field:10.0.0.2->ip_dst,set_field:8080->tcp_dst,output:2",
+			"cookie=0x5d11000001000002, priority=1000, idle_timeout=30, send_flow_rem, tcp,nw_src=10.0.0.2,nw_dst=10.0.1.5,tp_src=8080,tp_dst=40000 actions=set_field:02:00:00:00:01:00->eth_src,set_field:10.0.0.100->ip_src,set_field:80->tcp_src,output:4",
+		}},
+		{"UDPWithHardTimeout", func(c *connection) { c.proto, c.hardTimeout = protoUDP, 600 }, []string{
+			"cookie=0x5d10000001000002, priority=1000, idle_timeout=30, hard_timeout=600, send_flow_rem, udp,nw_src=10.0.1.5,nw_dst=10.0.0.100,tp_src=40000,tp_dst=80 actions=set_field:aa:00:00:00:00:02->eth_dst,set_field:10.0.0.2->ip_dst,set_field:8080->udp_dst,output:2",
+			"cookie=0x5d11000001000002, priority=1000, idle_timeout=30, hard_timeout=600, send_flow_rem, udp,nw_src=10.0.0.2,nw_dst=10.0.1.5,tp_src=8080,tp_dst=40000 actions=set_field:02:00:00:00:01:00->eth_src,set_field:10.0.0.100->ip_src,set_field:80->udp_src,output:4",
+		}},
+		{"ICMPPerClient", func(c *connection) { c.proto = protoICMP }, []string{
+			"cookie=0x5d10000001000002, priority=1000, idle_timeout=30, send_flow_rem, icmp,nw_src=10.0.1.5,nw_dst=10.0.0.100,icmp_type=8 actions=set_field:aa:00:00:00:00:02->eth_dst,set_field:10.0.0.2->ip_dst,output:2",
+			"cookie=0x5d11000001000002, priority=1000, idle_timeout=30, send_flow_rem, icmp,nw_src=10.0.0.2,nw_dst=10.0.1.5,icmp_type=0 actions=set_field:02:00:00:00:01:00->eth_src,set_field:10.0.0.100->ip_src,output:4",
+		}},
+		{"MemberBehindClientPort", func(c *connection) { c.proto, c.memberOFPort = protoTCP, 4 }, []string{
+			"cookie=0x5d10000001000002, priority=1000, idle_timeout=30, send_flow_rem, tcp,in_port=4,nw_src=10.0.1.5,nw_dst=10.0.0.100,tp_src=40000,tp_dst=80 actions=set_field:aa:00:00:00:00:02->eth_dst,set_field:10.0.0.2->ip_dst,set_field:8080->tcp_dst,IN_PORT",
+			"cookie=0x5d11000001000002, priority=1000, idle_timeout=30, send_flow_rem, tcp,in_port=4,nw_src=10.0.0.2,nw_dst=10.0.1.5,tp_src=8080,tp_dst=40000 actions=set_field:02:00:00:00:01:00->eth_src,set_field:10.0.0.100->ip_src,set_field:80->tcp_src,IN_PORT",
+		}},
+	}
+	f := newConnFlows() // reused across cases, as a session does
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := base
+			tt.edit(&c)
+			assertLines(t, flowLines(t, f.build(&c)), tt.want)
+		})
+	}
+}

@@ -1,0 +1,453 @@
+package controller
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"fmt"
+	"log/slog"
+	"net"
+	"slices"
+	"sort"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/gopacket/gopacket"
+	"github.com/gopacket/gopacket/layers"
+
+	"github.com/sdnlb/sdnlb"
+	"github.com/sdnlb/sdnlb/controller/ofp"
+)
+
+// waitFor bounds every wait of a test on the controller.
+const waitFor = 5 * time.Second
+
+// fakeSource is a ConfigSource whose configuration the test replaces.
+type fakeSource struct {
+	mu   sync.Mutex
+	cfg  *sdnlb.Config
+	subs []chan sdnlb.Event
+}
+
+func newFakeSource(cfg *sdnlb.Config) *fakeSource { return &fakeSource{cfg: cfg} }
+
+func (f *fakeSource) LoadConfig(ctx context.Context) (*sdnlb.Config, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.cfg, nil
+}
+
+func (f *fakeSource) Subscribe() (<-chan sdnlb.Event, func()) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	ch := make(chan sdnlb.Event, 16)
+	f.subs = append(f.subs, ch)
+	return ch, func() {}
+}
+
+// set replaces the configuration and announces it.
+func (f *fakeSource) set(cfg *sdnlb.Config) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	cfg.Seq = f.cfg.Seq + 1
+	f.cfg = cfg
+	for _, ch := range f.subs {
+		ch <- sdnlb.Event{Seq: cfg.Seq, Kind: sdnlb.KindMember, Op: sdnlb.OpUpdate}
+	}
+}
+
+// testConfig is one TCP VIP 10.0.0.100:80 with a round-robin pool of
+// three members 10.0.0.1-3:8080, plus whatever edit changes.
+func testConfig(edit func(*sdnlb.Config)) *sdnlb.Config {
+	cfg := &sdnlb.Config{
+		VIPs: []*sdnlb.VIP{{
+			ID: "v1", Address: "10.0.0.100", Protocol: sdnlb.ProtocolTCP, Port: 80, PoolID: "p1",
+			ConnectionLimit: -1, AdminStateUp: true, MAC: "02:00:00:00:01:00",
+		}},
+		Pools: []*sdnlb.Pool{{ID: "p1", VIPID: "v1", LBMethod: sdnlb.RoundRobin, Protocol: sdnlb.ProtocolTCP, AdminStateUp: true}},
+	}
+	for i := 1; i <= 3; i++ {
+		cfg.Members = append(cfg.Members, &sdnlb.Member{
+			ID: fmt.Sprintf("m%d", i), PoolID: "p1", Address: fmt.Sprintf("10.0.0.%d", i), Port: 8080,
+			Weight: 1, AdminStateUp: true,
+		})
+	}
+	if edit != nil {
+		edit(cfg)
+	}
+	return cfg
+}
+
+// pipeListener hands the controller the server ends of net.Pipe pairs.
+type pipeListener struct {
+	conns chan net.Conn
+	done  chan struct{}
+	once  sync.Once
+}
+
+func newPipeListener() *pipeListener {
+	return &pipeListener{conns: make(chan net.Conn), done: make(chan struct{})}
+}
+
+func (l *pipeListener) Accept() (net.Conn, error) {
+	select {
+	case c := <-l.conns:
+		return c, nil
+	case <-l.done:
+		return nil, net.ErrClosed
+	}
+}
+
+func (l *pipeListener) Close() error   { l.once.Do(func() { close(l.done) }); return nil }
+func (l *pipeListener) Addr() net.Addr { return pipeAddr("pipe") }
+
+type pipeAddr string
+
+func (a pipeAddr) Network() string { return "pipe" }
+func (a pipeAddr) String() string  { return string(a) }
+
+// harness runs a controller on a pipeListener until the test ends.
+type harness struct {
+	c   *Controller
+	src *fakeSource
+	ln  *pipeListener
+	log *syncBuffer
+}
+
+// syncBuffer collects log output from many goroutines.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+func startController(tb testing.TB, cfg *sdnlb.Config, opts Options) *harness {
+	tb.Helper()
+	h := &harness{src: newFakeSource(cfg), ln: newPipeListener(), log: &syncBuffer{}}
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.NewTextHandler(h.log, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	}
+	if opts.StatsInterval == 0 {
+		opts.StatsInterval = time.Hour // tests poll by hand
+	}
+	if opts.EchoInterval == 0 {
+		opts.EchoInterval = time.Hour
+	}
+	h.c = New(h.src, opts)
+	ctx, cancel := context.WithCancel(context.Background())
+	errc := make(chan error, 1)
+	go func() { errc <- h.c.Serve(ctx, h.ln) }()
+	tb.Cleanup(func() {
+		cancel()
+		select {
+		case err := <-errc:
+			if err != nil {
+				tb.Errorf("Serve: %v", err)
+			}
+		case <-time.After(waitFor):
+			tb.Errorf("Serve did not return after cancel")
+		}
+	})
+	return h
+}
+
+// received is one message the controller sent to a fake switch.
+type received struct {
+	h ofp.Header
+	m ofp.Message
+}
+
+// fakeSwitch is the switch end of a pipe: a reader goroutine decodes what
+// the controller sends into msgs.
+type fakeSwitch struct {
+	tb     testing.TB
+	conn   net.Conn
+	msgs   chan received
+	closed chan struct{}
+	wmu    sync.Mutex
+}
+
+// dial connects a fake switch that has said nothing yet.
+func (h *harness) dial(tb testing.TB) *fakeSwitch {
+	tb.Helper()
+	server, client := net.Pipe()
+	sw := &fakeSwitch{tb: tb, conn: client, msgs: make(chan received, 4096), closed: make(chan struct{})}
+	go func() {
+		defer close(sw.closed)
+		br := bufio.NewReader(client)
+		for {
+			b, err := ofp.ReadMessage(br, nil)
+			if err != nil {
+				return
+			}
+			hd, m, err := ofp.Decode(b)
+			if err != nil {
+				tb.Errorf("controller sent an undecodable %s: %v", hd.Type, err)
+				return
+			}
+			sw.msgs <- received{hd, m}
+		}
+	}()
+	tb.Cleanup(func() { client.Close() })
+	select {
+	case h.ln.conns <- server:
+	case <-time.After(waitFor):
+		tb.Fatalf("controller did not accept")
+	}
+	return sw
+}
+
+// connect dials and completes the handshake as datapath dpid, returning
+// what the controller sent up to and including the barrier request.
+func (h *harness) connect(tb testing.TB, dpid uint64) (*fakeSwitch, []received) {
+	tb.Helper()
+	sw := h.dial(tb)
+	sw.send(0, ofp.Hello{Versions: []uint8{1, 4}})
+	var got []received
+	for {
+		r := sw.next()
+		got = append(got, r)
+		switch r.m.(type) {
+		case *ofp.FeaturesRequest:
+			sw.send(r.h.XID, ofp.FeaturesReply{DatapathID: dpid, NBuffers: 0, NTables: 254})
+		case *ofp.BarrierRequest:
+			sw.send(r.h.XID, ofp.BarrierReply{})
+			return sw, got
+		}
+	}
+}
+
+func (sw *fakeSwitch) send(xid uint32, m ofp.Message) {
+	sw.tb.Helper()
+	sw.sendRaw(ofp.Append(nil, xid, m))
+}
+
+func (sw *fakeSwitch) sendRaw(b []byte) {
+	sw.tb.Helper()
+	sw.wmu.Lock()
+	defer sw.wmu.Unlock()
+	sw.conn.SetWriteDeadline(time.Now().Add(waitFor))
+	if _, err := sw.conn.Write(b); err != nil {
+		sw.tb.Fatalf("fake switch write: %v", err)
+	}
+}
+
+// next returns the next message from the controller.
+func (sw *fakeSwitch) next() received {
+	sw.tb.Helper()
+	select {
+	case r := <-sw.msgs:
+		return r
+	case <-time.After(waitFor):
+		sw.tb.Fatalf("no message from the controller within %v", waitFor)
+		return received{}
+	}
+}
+
+// nextOf skips to the next message of type t.
+func (sw *fakeSwitch) nextOf(t ofp.Type) received {
+	sw.tb.Helper()
+	for {
+		if r := sw.next(); r.h.Type == t {
+			return r
+		}
+	}
+}
+
+// quiet reports whether the controller sends nothing for a while.
+func (sw *fakeSwitch) quiet(d time.Duration) (received, bool) {
+	select {
+	case r := <-sw.msgs:
+		return r, false
+	case <-time.After(d):
+		return received{}, true
+	}
+}
+
+// waitClosed waits until the controller closes the connection.
+func (sw *fakeSwitch) waitClosed() {
+	sw.tb.Helper()
+	select {
+	case <-sw.closed:
+	case <-time.After(waitFor):
+		sw.tb.Fatalf("controller did not close the session")
+	}
+}
+
+// packetIn sends a frame as a packet-in from port inPort.
+func (sw *fakeSwitch) packetIn(inPort uint32, frame []byte) {
+	sw.tb.Helper()
+	sw.send(0, &ofp.PacketIn{
+		BufferID: ofp.NoBuffer, TotalLen: uint16(len(frame)), Reason: ofp.ReasonAction,
+		Match: ofp.Match{OXMs: []ofp.OXM{ofp.MatchInPort(inPort)}}, Data: frame,
+	})
+}
+
+// flowLine renders a flow-mod as ovs-ofctl prints a flow, after a trip
+// over the wire so the line shows what a switch would decode.
+func flowLine(tb testing.TB, fm *ofp.FlowMod) string {
+	tb.Helper()
+	_, m, err := ofp.Decode(ofp.Append(nil, 1, fm))
+	if err != nil {
+		tb.Fatalf("flow-mod does not decode: %v", err)
+	}
+	w := m.(*ofp.FlowMod)
+	var b strings.Builder
+	switch w.Command {
+	case ofp.FlowDelete:
+		fmt.Fprintf(&b, "delete cookie=%#x/%#x", w.Cookie, w.CookieMask)
+		if w.TableID != ofp.TableAll {
+			fmt.Fprintf(&b, " table=%d", w.TableID)
+		}
+		return b.String()
+	case ofp.FlowAdd:
+	default:
+		fmt.Fprintf(&b, "command=%d ", w.Command)
+	}
+	fmt.Fprintf(&b, "cookie=%#x, priority=%d", w.Cookie, w.Priority)
+	if w.IdleTimeout != 0 {
+		fmt.Fprintf(&b, ", idle_timeout=%d", w.IdleTimeout)
+	}
+	if w.HardTimeout != 0 {
+		fmt.Fprintf(&b, ", hard_timeout=%d", w.HardTimeout)
+	}
+	if w.Flags&ofp.FlagSendFlowRem != 0 {
+		b.WriteString(", send_flow_rem")
+	}
+	if w.BufferID != ofp.NoBuffer || w.TableID != 0 {
+		fmt.Fprintf(&b, ", buffer_id=%#x, table=%d", w.BufferID, w.TableID)
+	}
+	if s := w.Match.String(); s != "" {
+		b.WriteString(", " + s)
+	}
+	b.WriteString(" actions=" + ofp.FormatInstructions(w.Instructions))
+	return b.String()
+}
+
+func flowLines(tb testing.TB, mods []ofp.FlowMod) []string {
+	tb.Helper()
+	lines := make([]string, len(mods))
+	for i := range mods {
+		lines[i] = flowLine(tb, &mods[i])
+	}
+	sort.Strings(lines)
+	return lines
+}
+
+func assertLines(tb testing.TB, got, want []string) {
+	tb.Helper()
+	sort.Strings(want)
+	if !slices.Equal(got, want) {
+		tb.Errorf("flows differ\ngot:\n  %s\nwant:\n  %s", strings.Join(got, "\n  "), strings.Join(want, "\n  "))
+	}
+}
+
+// packetOutLine renders a packet-out's ports and actions.
+func packetOutLine(po *ofp.PacketOut) string {
+	return fmt.Sprintf("in_port=%s actions=%s", portName(po.InPort), ofp.FormatInstructions(
+		[]ofp.Instruction{ofp.InstructionApplyActions{Actions: po.Actions}}))
+}
+
+func portName(p uint32) string {
+	switch p {
+	case ofp.PortController:
+		return "CONTROLLER"
+	case ofp.PortLocal:
+		return "LOCAL"
+	}
+	return fmt.Sprint(p)
+}
+
+// Frames.
+
+func mustMAC(tb testing.TB, s string) net.HardwareAddr {
+	tb.Helper()
+	m, err := net.ParseMAC(s)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return m
+}
+
+func serialize(tb testing.TB, ls ...gopacket.SerializableLayer) []byte {
+	tb.Helper()
+	buf := gopacket.NewSerializeBuffer()
+	if err := gopacket.SerializeLayers(buf, gopacket.SerializeOptions{FixLengths: true, ComputeChecksums: true}, ls...); err != nil {
+		tb.Fatal(err)
+	}
+	return slices.Clone(buf.Bytes())
+}
+
+func arpFrame(tb testing.TB, op uint16, srcMAC, dstMAC string, spa, tpa string, tha string) []byte {
+	tb.Helper()
+	eth := &layers.Ethernet{SrcMAC: mustMAC(tb, srcMAC), DstMAC: mustMAC(tb, dstMAC), EthernetType: layers.EthernetTypeARP}
+	arp := &layers.ARP{
+		AddrType: layers.LinkTypeEthernet, Protocol: layers.EthernetTypeIPv4, HwAddressSize: 6, ProtAddressSize: 4,
+		Operation: op, SourceHwAddress: mustMAC(tb, srcMAC), SourceProtAddress: net.ParseIP(spa).To4(),
+		DstHwAddress: mustMAC(tb, tha), DstProtAddress: net.ParseIP(tpa).To4(),
+	}
+	return serialize(tb, eth, arp)
+}
+
+// tcpSeg describes a TCP segment from a client.
+type tcpSeg struct {
+	srcMAC, dstMAC string
+	src, dst       string
+	sport, dport   uint16
+	syn, ack, rst  bool
+	seq, ackNum    uint32
+}
+
+func tcpFrame(tb testing.TB, s tcpSeg) []byte {
+	tb.Helper()
+	eth := &layers.Ethernet{SrcMAC: mustMAC(tb, s.srcMAC), DstMAC: mustMAC(tb, s.dstMAC), EthernetType: layers.EthernetTypeIPv4}
+	ip := &layers.IPv4{Version: 4, TTL: 64, Protocol: layers.IPProtocolTCP, SrcIP: net.ParseIP(s.src).To4(), DstIP: net.ParseIP(s.dst).To4()}
+	tcp := &layers.TCP{SrcPort: layers.TCPPort(s.sport), DstPort: layers.TCPPort(s.dport), SYN: s.syn, ACK: s.ack, RST: s.rst,
+		Seq: s.seq, Ack: s.ackNum, Window: 1024}
+	tcp.SetNetworkLayerForChecksum(ip)
+	return serialize(tb, eth, ip, tcp)
+}
+
+func udpFrame(tb testing.TB, srcMAC, dstMAC, src, dst string, sport, dport uint16) []byte {
+	tb.Helper()
+	eth := &layers.Ethernet{SrcMAC: mustMAC(tb, srcMAC), DstMAC: mustMAC(tb, dstMAC), EthernetType: layers.EthernetTypeIPv4}
+	ip := &layers.IPv4{Version: 4, TTL: 64, Protocol: layers.IPProtocolUDP, SrcIP: net.ParseIP(src).To4(), DstIP: net.ParseIP(dst).To4()}
+	udp := &layers.UDP{SrcPort: layers.UDPPort(sport), DstPort: layers.UDPPort(dport)}
+	udp.SetNetworkLayerForChecksum(ip)
+	return serialize(tb, eth, ip, udp, gopacket.Payload("hello"))
+}
+
+// parseFrame decodes a frame the controller sent, for assertions.
+func parseFrame(tb testing.TB, data []byte) gopacket.Packet {
+	tb.Helper()
+	p := gopacket.NewPacket(data, layers.LayerTypeEthernet, gopacket.Default)
+	if el := p.ErrorLayer(); el != nil {
+		tb.Fatalf("controller sent a bad frame: %v", el.Error())
+	}
+	return p
+}
+
+func layerOf[T gopacket.Layer](tb testing.TB, p gopacket.Packet) T {
+	tb.Helper()
+	for _, l := range p.Layers() {
+		if t, ok := l.(T); ok {
+			return t
+		}
+	}
+	var zero T
+	tb.Fatalf("no %T in %v", zero, p)
+	return zero
+}

@@ -1,0 +1,385 @@
+package controller
+
+import (
+	"time"
+
+	"github.com/sdnlb/sdnlb/controller/ofp"
+	"github.com/sdnlb/sdnlb/controller/sched"
+)
+
+// Held setups: a new connection to a member whose MAC is not known yet
+// waits for the member's ARP reply, within bounds.
+const (
+	maxHeldPerMember = 16
+	heldTimeout      = 2 * time.Second
+	arpRetry         = 500 * time.Millisecond // between ARP requests for one member
+)
+
+// recentSize is the number of slots of the cache of recent setups. Packets
+// of a new connection that arrive before its flows are in (a UDP burst, a
+// SYN retransmission) find their setup there and follow the first packet
+// to the same member instead of being scheduled again.
+const (
+	recentSize   = 1024
+	recentWindow = int64(2 * time.Second)
+)
+
+type recentSetup struct {
+	key  connKey
+	at   int64 // unix nanoseconds
+	conn connection
+}
+
+type connKey struct {
+	clientIP   uint32
+	clientPort uint16
+	vipNum     uint32
+}
+
+func (k connKey) slot() int {
+	h := k.clientIP*0x9e3779b1 ^ uint32(k.clientPort)*0x85ebca6b ^ k.vipNum*0xc2b2ae35
+	return int(h>>16^h) & (recentSize - 1)
+}
+
+type heldSetup struct {
+	conn     connection
+	data     []byte
+	deadline time.Time
+	vip      *vipCounters
+}
+
+// Packet-in kinds, for metrics.
+const (
+	kindARP = iota
+	kindLB
+	kindL2
+	kindOther
+	numKinds
+)
+
+var kindNames = [numKinds]string{"arp", "lb", "l2", "other"}
+
+// handlePacketIn handles s.pin: ARP proxy and learning, new connections to
+// VIPs, or L2 learning and forwarding.
+func (s *session) handlePacketIn() {
+	inPort, ok := s.pin.Match.InPort()
+	d := s.dec
+	if !ok || !d.decode(s.pin.Data) {
+		s.c.metrics.packetIns[kindOther].Inc()
+		return
+	}
+	snap := s.c.snap.Load()
+	src := d.ethSrc()
+	if _, spoofed := snap.vipMACs[src]; spoofed {
+		s.c.metrics.packetIns[kindOther].Inc()
+		return
+	}
+	s.learnMAC(src, inPort)
+	switch {
+	case d.hasARP:
+		s.c.metrics.packetIns[kindARP].Inc()
+		s.handleARP(snap, inPort)
+	case d.hasIPv4 && snap.vipByAddr[ipUint(ip4(d.ip4.DstIP))] != nil:
+		s.c.metrics.packetIns[kindLB].Inc()
+		s.handleVIPPacket(snap, inPort)
+	default:
+		s.c.metrics.packetIns[kindL2].Inc()
+		if d.hasIPv4 && !isMulticast(src) {
+			s.learnIP(ipUint(ip4(d.ip4.SrcIP)), src, inPort)
+		}
+		s.forwardL2(snap, inPort)
+	}
+}
+
+// learnMAC records where a source MAC lives and installs (or, after a
+// move, replaces) its L2 flow.
+func (s *session) learnMAC(mac [6]byte, port uint32) {
+	if isMulticast(mac) || port > ofp.PortMax && port != ofp.PortLocal {
+		return
+	}
+	if old, ok := s.macs[mac]; ok && old == port {
+		return
+	}
+	s.macs[mac] = port
+	fm := l2Flow(mac, port)
+	s.wmu.Lock()
+	s.writeLocked(s.nextXID(), &fm)
+	s.wmu.Unlock()
+	if s.debug {
+		s.log.Debug("learned MAC", "mac", macString(mac), "port", port)
+	}
+}
+
+// forwardL2 sends the packet where its destination MAC lives, or floods.
+func (s *session) forwardL2(snap *snapshot, inPort uint32) {
+	dst := s.dec.ethDst()
+	if _, toVIP := snap.vipMACs[dst]; toVIP {
+		return // only the controller answers for a VIP MAC
+	}
+	port := ofp.PortFlood
+	if !isMulticast(dst) {
+		if p, ok := s.macs[dst]; ok {
+			if p == inPort {
+				return
+			}
+			port = p
+		}
+	}
+	s.packetOut(inPort, port, s.pin.Data)
+}
+
+// packetOut sends data out of port; inPort is the port it came in on.
+func (s *session) packetOut(inPort, port uint32, data []byte) {
+	s.out = ofp.ActionOutput{Port: port}
+	s.po = ofp.PacketOut{BufferID: ofp.NoBuffer, InPort: inPort, Actions: s.outActs, Data: data}
+	s.wmu.Lock()
+	s.writeLocked(s.nextXID(), &s.po)
+	s.wmu.Unlock()
+}
+
+// handleARP answers requests for VIP addresses, learns every sender (that
+// is how member MACs become known) and forwards the rest.
+func (s *session) handleARP(snap *snapshot, inPort uint32) {
+	a := &s.dec.arp
+	sha, spa, tpa := [6]byte(a.SourceHwAddress), ip4(a.SourceProtAddress), ip4(a.DstProtAddress)
+	if _, claimsVIP := snap.vipByAddr[ipUint(spa)]; claimsVIP {
+		return
+	}
+	if spa != ([4]byte{}) && !isMulticast(sha) {
+		s.learnIP(ipUint(spa), sha, inPort)
+	}
+	v := snap.vipByAddr[ipUint(tpa)]
+	switch {
+	case v == nil:
+		s.forwardL2(snap, inPort)
+	case a.Operation == arpRequest:
+		s.frame = appendARP(s.frame[:0], arpReply, sha, v.mac, v.ip, sha, spa)
+		s.packetOut(inPort, ofp.PortInPort, s.frame)
+		if s.debug {
+			s.log.Debug("answered ARP for VIP", "vip", v.id, "asker", ipString(spa), "port", inPort)
+		}
+	}
+	// A reply to a VIP address answers the controller's own request; it
+	// has been learned and goes no further.
+}
+
+// learnIP records an IPv4 address's MAC and port and completes setups
+// that were waiting for it.
+func (s *session) learnIP(ip uint32, mac [6]byte, port uint32) {
+	if e, ok := s.arps[ip]; ok && e.mac == mac && e.port == port {
+		return
+	}
+	s.arps[ip] = arpEntry{mac: mac, port: port}
+	s.heldMu.Lock()
+	held := s.held[ip]
+	delete(s.held, ip)
+	s.heldMu.Unlock()
+	now := time.Now()
+	for i := range held {
+		h := &held[i]
+		if now.After(h.deadline) {
+			h.vip.active.Add(-1)
+			continue
+		}
+		h.conn.memberMAC, h.conn.memberOFPort = mac, port
+		s.install(&h.conn, h.data, h.vip)
+	}
+}
+
+// handleVIPPacket handles IPv4 to a VIP address: the first packet of a new
+// connection, or a packet that has no flow (anymore).
+func (s *session) handleVIPPacket(snap *snapshot, inPort uint32) {
+	d := s.dec
+	proto := uint8(d.ip4.Protocol)
+	var sport, dport uint16
+	switch {
+	case proto == protoTCP && d.hasTCP:
+		sport, dport = uint16(d.tcp.SrcPort), uint16(d.tcp.DstPort)
+	case proto == protoUDP && d.hasUDP:
+		sport, dport = uint16(d.udp.SrcPort), uint16(d.udp.DstPort)
+	case proto == protoICMP && d.hasICMP && d.icmp.TypeCode.Type() == icmpEchoRequest:
+	default:
+		return
+	}
+	vipIP := ip4(d.ip4.DstIP)
+	v := snap.vips[vipKey{ip: ipUint(vipIP), port: dport, proto: proto}]
+	if v == nil {
+		return // a port or protocol no VIP serves
+	}
+	if proto == protoTCP {
+		if d.tcp.RST {
+			return
+		}
+		if !d.tcp.SYN || d.tcp.ACK {
+			// The connection's flows are gone (its member failed): make
+			// the client fail fast instead of retransmitting into a void.
+			s.sendRST(inPort, v)
+			s.c.metrics.refusals[refusedNoFlow].Inc()
+			return
+		}
+	}
+	clientIP := ip4(d.ip4.SrcIP)
+	key := connKey{clientIP: ipUint(clientIP), clientPort: sport, vipNum: v.num}
+	now := time.Now()
+	if r := &s.recent[key.slot()]; r.key == key && now.UnixNano()-r.at < recentWindow {
+		// Same connection as a moment ago: its flows are on the way.
+		s.flows.build(&r.conn)
+		s.po = ofp.PacketOut{BufferID: ofp.NoBuffer, InPort: inPort, Actions: s.flows.forwardActions(), Data: s.pin.Data}
+		s.wmu.Lock()
+		s.writeLocked(s.nextXID(), &s.po)
+		s.wmu.Unlock()
+		return
+	}
+
+	pool := v.pool
+	if pool == nil || len(pool.rotation) == 0 {
+		s.refuse(inPort, v, refusedNoMember)
+		return
+	}
+	if n := v.cnt.active.Add(1); v.limit > 0 && n > v.limit {
+		v.cnt.active.Add(-1)
+		s.refuse(inPort, v, refusedLimit)
+		return
+	}
+	m := s.pick(pool, v, key, proto, now)
+	c := connection{
+		proto:    proto,
+		clientIP: clientIP, vipIP: vipIP, memberIP: m.ip,
+		clientPort: sport, vipPort: dport, memberPort: m.port,
+		clientOFPort: inPort,
+		vipMAC:       v.mac,
+		vipNum:       v.num, memberNum: m.num,
+		idleTimeout: s.c.idle, hardTimeout: s.c.hard,
+	}
+	if c.memberPort == 0 {
+		c.memberPort = dport
+	}
+	e, known := s.arps[ipUint(m.ip)]
+	if !known {
+		s.hold(c, v, now)
+		return
+	}
+	c.memberMAC, c.memberOFPort = e.mac, e.port
+	s.recent[key.slot()] = recentSetup{key: key, at: now.UnixNano(), conn: c}
+	s.install(&c, s.pin.Data, v.cnt)
+}
+
+// pick chooses the member: the client's persistent one while it is in
+// rotation, else the pool's scheduler's choice.
+func (s *session) pick(pool *poolState, v *vipState, key connKey, proto uint8, now time.Time) *memberState {
+	if v.persist > 0 {
+		if num, ok := s.c.persist.get(v.num, key.clientIP, now); ok {
+			for _, m := range pool.rotation {
+				if m.num == num {
+					s.c.persist.put(v.num, key.clientIP, num, now.Add(v.persist))
+					return m
+				}
+			}
+		}
+	}
+	i, ok := pool.sched.Pick(sched.Key{ClientIP: key.clientIP, ClientPort: key.clientPort, Proto: proto})
+	if !ok || i < 0 || i >= len(pool.rotation) {
+		i = 0 // the scheduler was built from this rotation; stay safe anyway
+	}
+	m := pool.rotation[i]
+	if v.persist > 0 {
+		s.c.persist.put(v.num, key.clientIP, m.num, now.Add(v.persist))
+	}
+	return m
+}
+
+// install pushes a connection's flow pair and releases its first packet
+// with the same rewrite. The switch handles messages in order, so no
+// barrier is needed. The VIP's active count was taken at admission.
+func (s *session) install(c *connection, data []byte, vip *vipCounters) {
+	mods := s.flows.build(c)
+	s.po = ofp.PacketOut{BufferID: ofp.NoBuffer, InPort: c.clientOFPort, Actions: s.flows.forwardActions(), Data: data}
+	s.wmu.Lock()
+	s.writeLocked(s.nextXID(), &mods[0])
+	s.writeLocked(s.nextXID(), &mods[1])
+	s.writeLocked(s.nextXID(), &s.po)
+	s.wmu.Unlock()
+	if m := s.c.snap.Load().memberCnt[c.memberNum]; m != nil {
+		m.active.Add(1)
+		m.total.Add(1)
+	}
+	s.active[uint64(c.vipNum)<<32|uint64(c.memberNum)]++
+	s.c.metrics.setups.Inc()
+	if s.debug {
+		s.log.Debug("connection set up", "client", ipString(c.clientIP), "client_port", c.clientPort,
+			"vip", ipString(c.vipIP), "member", ipString(c.memberIP), "member_port", c.memberPort)
+	}
+}
+
+// hold parks a setup until the member's MAC is known and asks for it.
+func (s *session) hold(c connection, v *vipState, now time.Time) {
+	ip := ipUint(c.memberIP)
+	s.heldMu.Lock()
+	q := s.held[ip]
+	if len(q) >= maxHeldPerMember {
+		s.heldMu.Unlock()
+		v.cnt.active.Add(-1) // dropped: the client will retransmit
+		return
+	}
+	s.held[ip] = append(q, heldSetup{conn: c, data: append([]byte(nil), s.pin.Data...), deadline: now.Add(heldTimeout), vip: v.cnt})
+	s.heldMu.Unlock()
+	if now.Sub(s.arpSent[ip]) < arpRetry {
+		return
+	}
+	s.arpSent[ip] = now
+	s.frame = appendARP(s.frame[:0], arpRequest, broadcastMAC, v.mac, v.ip, [6]byte{}, c.memberIP)
+	s.packetOut(ofp.PortController, ofp.PortFlood, s.frame)
+	if s.debug {
+		s.log.Debug("member MAC unknown; asking by ARP", "member", ipString(c.memberIP))
+	}
+}
+
+// expireHeld drops setups whose member never answered, releasing their
+// VIP connection slots.
+func (s *session) expireHeld(now time.Time) {
+	s.heldMu.Lock()
+	defer s.heldMu.Unlock()
+	for ip, q := range s.held {
+		kept := q[:0]
+		for _, h := range q {
+			if now.After(h.deadline) {
+				h.vip.active.Add(-1)
+			} else {
+				kept = append(kept, h)
+			}
+		}
+		if len(kept) == 0 {
+			delete(s.held, ip)
+		} else {
+			s.held[ip] = kept
+		}
+	}
+}
+
+// Refusal reasons, for metrics.
+const (
+	refusedLimit = iota
+	refusedNoMember
+	refusedNoFlow
+	numRefusals
+)
+
+var refusalNames = [numRefusals]string{"limit", "no_member", "no_flow"}
+
+// refuse turns a new connection away: TCP gets a reset, UDP and ICMP are
+// dropped. It is counted against the VIP's pool.
+func (s *session) refuse(inPort uint32, v *vipState, reason int) {
+	v.cnt.refused.Add(1)
+	s.c.metrics.refusals[reason].Inc()
+	if v.proto == protoTCP {
+		s.sendRST(inPort, v)
+	}
+	if s.debug {
+		s.log.Debug("connection refused", "vip", v.id, "reason", refusalNames[reason])
+	}
+}
+
+func (s *session) sendRST(inPort uint32, v *vipState) {
+	s.frame = appendTCPRST(s.frame[:0], rstFor(s.dec, v.mac))
+	s.packetOut(inPort, ofp.PortInPort, s.frame)
+}

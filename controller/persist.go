@@ -1,0 +1,86 @@
+package controller
+
+import (
+	"sync"
+	"time"
+)
+
+// persistTable remembers, for VIPs with SOURCE_IP session persistence,
+// which member each client went to. It is sharded so packet-ins on
+// different switches rarely meet on a lock, and no API call takes it.
+type persistTable struct {
+	shards [64]persistShard
+}
+
+type persistShard struct {
+	mu sync.Mutex
+	m  map[uint64]persistEntry
+}
+
+type persistEntry struct {
+	member  uint32
+	expires int64 // unix nanoseconds
+}
+
+func newPersistTable() *persistTable {
+	t := new(persistTable)
+	for i := range t.shards {
+		t.shards[i].m = map[uint64]persistEntry{}
+	}
+	return t
+}
+
+func persistKey(vipNum, clientIP uint32) uint64 { return uint64(vipNum)<<32 | uint64(clientIP) }
+
+func (t *persistTable) shard(k uint64) *persistShard {
+	return &t.shards[(k*0x9e3779b97f4a7c15)>>58]
+}
+
+// get returns the client's member while the entry has not expired.
+func (t *persistTable) get(vipNum, clientIP uint32, now time.Time) (uint32, bool) {
+	k := persistKey(vipNum, clientIP)
+	sh := t.shard(k)
+	sh.mu.Lock()
+	e, ok := sh.m[k]
+	sh.mu.Unlock()
+	if !ok || now.UnixNano() > e.expires {
+		return 0, false
+	}
+	return e.member, true
+}
+
+// put binds the client to member until expires.
+func (t *persistTable) put(vipNum, clientIP, member uint32, expires time.Time) {
+	k := persistKey(vipNum, clientIP)
+	sh := t.shard(k)
+	sh.mu.Lock()
+	sh.m[k] = persistEntry{member: member, expires: expires.UnixNano()}
+	sh.mu.Unlock()
+}
+
+// touch extends a binding that still names member, when one of the
+// client's connections ends: the timeout runs from the last connection.
+func (t *persistTable) touch(vipNum, clientIP, member uint32, expires time.Time) {
+	k := persistKey(vipNum, clientIP)
+	sh := t.shard(k)
+	sh.mu.Lock()
+	if e, ok := sh.m[k]; ok && e.member == member {
+		sh.m[k] = persistEntry{member: member, expires: max(e.expires, expires.UnixNano())}
+	}
+	sh.mu.Unlock()
+}
+
+// expire drops entries that ran out.
+func (t *persistTable) expire(now time.Time) {
+	n := now.UnixNano()
+	for i := range t.shards {
+		sh := &t.shards[i]
+		sh.mu.Lock()
+		for k, e := range sh.m {
+			if n > e.expires {
+				delete(sh.m, k)
+			}
+		}
+		sh.mu.Unlock()
+	}
+}

@@ -1,0 +1,378 @@
+package controller
+
+import (
+	"cmp"
+	"fmt"
+	"net"
+	"net/netip"
+	"slices"
+	"sync/atomic"
+	"time"
+
+	"github.com/sdnlb/sdnlb"
+	"github.com/sdnlb/sdnlb/controller/ofp"
+	"github.com/sdnlb/sdnlb/controller/sched"
+)
+
+// vipKey is what a new connection is classified by.
+type vipKey struct {
+	ip    uint32
+	port  uint16 // 0 for ICMP
+	proto uint8
+}
+
+// vipState is one enabled VIP in a snapshot.
+type vipState struct {
+	id      string
+	num     uint32
+	key     vipKey
+	ip      [4]byte
+	mac     [6]byte
+	proto   uint8
+	port    uint16
+	limit   int64         // 0: none
+	persist time.Duration // SOURCE_IP persistence; 0: none
+	pool    *poolState    // nil: no pool, or the pool is admin down
+	cnt     *vipCounters
+}
+
+// poolState is one pool in a snapshot.
+type poolState struct {
+	id       string
+	vip      *vipState      // nil when the pool serves no enabled VIP
+	members  []*memberState // every member, by id, for stats
+	rotation []*memberState // in rotation; sched indexes into it
+	sched    sched.Scheduler
+}
+
+// memberState is one member in a snapshot.
+type memberState struct {
+	id      string
+	num     uint32
+	poolID  string
+	address string
+	ip      [4]byte
+	port    uint16 // 0: the VIP's port
+	weight  int
+	status  sdnlb.MemberStatus
+	cnt     *memberCounters
+}
+
+// vipCounters outlive snapshots: one per VIP id.
+type vipCounters struct {
+	active  atomic.Int64
+	refused atomic.Uint64
+}
+
+// memberCounters outlive snapshots: one per member id. The "done" counters
+// sum flows that were removed; the "live" ones are the sum over switches of
+// the latest flow-stats poll.
+type memberCounters struct {
+	active                        atomic.Int64
+	total                         atomic.Uint64
+	packetsIn, packetsOut         atomic.Uint64
+	bytesIn, bytesOut             atomic.Uint64
+	livePacketsIn, livePacketsOut atomic.Int64
+	liveBytesIn, liveBytesOut     atomic.Int64
+}
+
+func (m *memberCounters) bytes() uint64 {
+	return m.bytesIn.Load() + m.bytesOut.Load() + uint64(max(0, m.liveBytesIn.Load()+m.liveBytesOut.Load()))
+}
+
+// snapshot is one immutable view of the configuration. Packet-in handling
+// reads it through an atomic pointer and never locks.
+type snapshot struct {
+	gen         uint64
+	vips        map[vipKey]*vipState
+	vipByID     map[string]*vipState
+	vipByNum    map[uint32]*vipState
+	vipByAddr   map[uint32]*vipState // the VIP whose MAC answers ARP for an address
+	vipMACs     map[[6]byte]struct{}
+	pools       map[string]*poolState
+	members     map[string]*memberState
+	memberByNum map[uint32]*memberState
+	// Counters of every VIP and member the configuration has, enabled or
+	// not, so flow-removed accounting finds them whatever their state.
+	vipCnt    map[uint32]*vipCounters
+	memberCnt map[uint32]*memberCounters
+}
+
+// registry assigns cookie numbers to VIP and member ids and keeps their
+// counters. Only the goroutine that builds snapshots uses it.
+type registry struct {
+	gen        uint64
+	nextVIP    uint32
+	nextMember uint32
+	vips       map[string]*vipEntry
+	members    map[string]*memberEntry
+}
+
+type vipEntry struct {
+	num uint32
+	cnt *vipCounters
+}
+
+type memberEntry struct {
+	num uint32
+	cnt *memberCounters
+}
+
+func newRegistry() *registry {
+	return &registry{vips: map[string]*vipEntry{}, members: map[string]*memberEntry{}}
+}
+
+func (r *registry) vip(id string) (*vipEntry, error) {
+	if e, ok := r.vips[id]; ok {
+		return e, nil
+	}
+	if r.nextVIP+1 >= cookieNumberLimit {
+		return nil, fmt.Errorf("vip %s: cookie numbers exhausted", id)
+	}
+	r.nextVIP++
+	e := &vipEntry{num: r.nextVIP, cnt: new(vipCounters)}
+	r.vips[id] = e
+	return e, nil
+}
+
+func (r *registry) member(id string) (*memberEntry, error) {
+	if e, ok := r.members[id]; ok {
+		return e, nil
+	}
+	if r.nextMember+1 >= cookieNumberLimit {
+		return nil, fmt.Errorf("member %s: cookie numbers exhausted", id)
+	}
+	r.nextMember++
+	e := &memberEntry{num: r.nextMember, cnt: new(memberCounters)}
+	r.members[id] = e
+	return e, nil
+}
+
+// forget drops the entries of ids the configuration no longer has; their
+// numbers are never reused, so late flow-removed messages find nothing.
+func (r *registry) forget(cfg *sdnlb.Config) {
+	keepV := make(map[string]bool, len(cfg.VIPs))
+	for _, v := range cfg.VIPs {
+		keepV[v.ID] = true
+	}
+	for id := range r.vips {
+		if !keepV[id] {
+			delete(r.vips, id)
+		}
+	}
+	keepM := make(map[string]bool, len(cfg.Members))
+	for _, m := range cfg.Members {
+		keepM[m.ID] = true
+	}
+	for id := range r.members {
+		if !keepM[id] {
+			delete(r.members, id)
+		}
+	}
+}
+
+// build turns a configuration into a snapshot. Objects it cannot use (a
+// bad address, exhausted numbers) are skipped and reported in skipped, so
+// one bad row never takes the data path down.
+func (r *registry) build(cfg *sdnlb.Config) (snap *snapshot, skipped []error) {
+	r.forget(cfg)
+	r.gen++
+	s := &snapshot{
+		gen:         r.gen,
+		vips:        map[vipKey]*vipState{},
+		vipByID:     map[string]*vipState{},
+		vipByNum:    map[uint32]*vipState{},
+		vipByAddr:   map[uint32]*vipState{},
+		vipMACs:     map[[6]byte]struct{}{},
+		pools:       map[string]*poolState{},
+		members:     map[string]*memberState{},
+		memberByNum: map[uint32]*memberState{},
+		vipCnt:      map[uint32]*vipCounters{},
+		memberCnt:   map[uint32]*memberCounters{},
+	}
+	defer func() {
+		for _, e := range r.vips {
+			s.vipCnt[e.num] = e.cnt
+		}
+		for _, e := range r.members {
+			s.memberCnt[e.num] = e.cnt
+		}
+	}()
+	vips := slices.Clone(cfg.VIPs)
+	slices.SortFunc(vips, func(a, b *sdnlb.VIP) int { return cmp.Compare(a.ID, b.ID) })
+	for _, v := range vips {
+		if !v.AdminStateUp {
+			continue
+		}
+		vs, err := r.vipState(v)
+		if err != nil {
+			skipped = append(skipped, err)
+			continue
+		}
+		if _, dup := s.vips[vs.key]; dup {
+			skipped = append(skipped, fmt.Errorf("vip %s: another VIP serves %s %s:%d", v.ID, v.Protocol, v.Address, v.Port))
+			continue
+		}
+		s.vips[vs.key] = vs
+		s.vipByID[v.ID] = vs
+		s.vipByNum[vs.num] = vs
+		if _, ok := s.vipByAddr[vs.key.ip]; !ok { // lowest id answers ARP
+			s.vipByAddr[vs.key.ip] = vs
+		}
+		s.vipMACs[vs.mac] = struct{}{}
+	}
+
+	for _, p := range cfg.Pools {
+		s.pools[p.ID] = &poolState{id: p.ID}
+	}
+	members := slices.Clone(cfg.Members)
+	slices.SortFunc(members, func(a, b *sdnlb.Member) int { return cmp.Compare(a.ID, b.ID) })
+	for _, m := range members {
+		ps, ok := s.pools[m.PoolID]
+		if !ok {
+			continue
+		}
+		ms, err := r.memberState(m)
+		if err != nil {
+			skipped = append(skipped, err)
+			continue
+		}
+		s.members[m.ID] = ms
+		s.memberByNum[ms.num] = ms
+		ps.members = append(ps.members, ms)
+	}
+
+	for _, p := range cfg.Pools {
+		ps := s.pools[p.ID]
+		if v := s.vipByID[p.VIPID]; v != nil && p.AdminStateUp {
+			ps.vip = v
+			v.pool = ps
+		}
+		for _, m := range ps.members {
+			if m.status == sdnlb.MemberUp || m.status == sdnlb.MemberNoMonitor {
+				ps.rotation = append(ps.rotation, m)
+			}
+		}
+		sm := make([]sched.Member, len(ps.rotation))
+		for i, m := range ps.rotation {
+			sm[i] = sched.Member{Index: i, ID: m.id, Weight: m.weight}
+		}
+		sc, err := sched.New(p.LBMethod, sm, rotationLoad(ps.rotation))
+		if err != nil {
+			// Only a method this build does not know gets here; keep serving.
+			skipped = append(skipped, fmt.Errorf("pool %s: %w; using %s", p.ID, err, sched.RoundRobin))
+			sc, _ = sched.New(sched.RoundRobin, sm, nil)
+		}
+		ps.sched = sc
+	}
+	return s, skipped
+}
+
+func (r *registry) vipState(v *sdnlb.VIP) (*vipState, error) {
+	addr, err := sdnlb.ParseUnicastIPv4(v.Address)
+	if err != nil {
+		return nil, fmt.Errorf("vip %s: %w", v.ID, err)
+	}
+	mac := v.MAC
+	if mac == "" {
+		mac = sdnlb.VIPMAC(v.ID)
+	}
+	hw, err := net.ParseMAC(mac)
+	if err != nil || len(hw) != 6 {
+		return nil, fmt.Errorf("vip %s: bad mac %q", v.ID, mac)
+	}
+	var proto uint8
+	port := uint16(v.Port)
+	switch v.Protocol {
+	case sdnlb.ProtocolTCP:
+		proto = protoTCP
+	case sdnlb.ProtocolUDP:
+		proto = protoUDP
+	case sdnlb.ProtocolICMP:
+		proto, port = protoICMP, 0
+	default:
+		return nil, fmt.Errorf("vip %s: protocol %q", v.ID, v.Protocol)
+	}
+	e, err := r.vip(v.ID)
+	if err != nil {
+		return nil, err
+	}
+	vs := &vipState{id: v.ID, num: e.num, ip: addr.As4(), proto: proto, port: port, cnt: e.cnt}
+	copy(vs.mac[:], hw)
+	vs.key = vipKey{ip: ipUint(vs.ip), port: port, proto: proto}
+	if v.ConnectionLimit > 0 {
+		vs.limit = int64(v.ConnectionLimit)
+	}
+	if sp := v.SessionPersistence; sp != nil && sp.Type == sdnlb.PersistenceSourceIP && sp.Timeout > 0 {
+		vs.persist = time.Duration(sp.Timeout) * time.Second
+	}
+	return vs, nil
+}
+
+func (r *registry) memberState(m *sdnlb.Member) (*memberState, error) {
+	addr, err := netip.ParseAddr(m.Address)
+	if err != nil || !addr.Is4() || m.Port < 0 || m.Port > 65535 {
+		return nil, fmt.Errorf("member %s: bad address %s:%d", m.ID, m.Address, m.Port)
+	}
+	e, err := r.member(m.ID)
+	if err != nil {
+		return nil, err
+	}
+	return &memberState{
+		id: m.ID, num: e.num, poolID: m.PoolID, address: m.Address,
+		ip: addr.As4(), port: uint16(m.Port), status: m.EffectiveStatus(), cnt: e.cnt,
+		weight: min(max(m.Weight, sched.MinWeight), sched.MaxWeight),
+	}, nil
+}
+
+// rotationLoad is the sched.Load of one pool's rotation in one snapshot.
+type rotationLoad []*memberState
+
+func (l rotationLoad) ActiveConns(i int) int64 { return l[i].cnt.active.Load() }
+func (l rotationLoad) Bytes(i int) uint64      { return l[i].cnt.bytes() }
+
+// emptySnapshot is what a switch has right after the handshake purge.
+var emptySnapshot = &snapshot{}
+
+// reconcile returns the flow-mods that take a switch from the state of old
+// to that of new, deletes first, and the VIPs to announce with gratuitous
+// ARP. It is pure.
+func reconcile(old, new *snapshot) (mods []ofp.FlowMod, announce []*vipState) {
+	changed := func(a, b *vipState) bool { return a.key != b.key || a.mac != b.mac }
+	freedAddrs := map[uint32]bool{}
+	for id, ov := range old.vipByID {
+		if nv, ok := new.vipByID[id]; !ok || changed(ov, nv) {
+			mods = append(mods, deleteVIPFlows(ov.num)...)
+			freedAddrs[ov.key.ip] = true
+		}
+	}
+	for id, om := range old.members {
+		nm, ok := new.members[id]
+		gone := !ok || nm.ip != om.ip || nm.port != om.port || nm.poolID != om.poolID
+		if gone || (nm.status == sdnlb.MemberDown && om.status != sdnlb.MemberDown) {
+			mods = append(mods, deleteMemberFlows(om.num))
+		}
+	}
+	for _, nv := range sortedVIPs(new) {
+		ov, ok := old.vipByID[nv.id]
+		switch {
+		case !ok || changed(ov, nv):
+			mods = append(mods, vipFlows(nv)...)
+			announce = append(announce, nv)
+		case freedAddrs[nv.key.ip]:
+			// A deleted VIP on the same address took the shared ARP and
+			// drop flows with it.
+			mods = append(mods, vipFlows(nv)...)
+		}
+	}
+	return mods, announce
+}
+
+func sortedVIPs(s *snapshot) []*vipState {
+	out := make([]*vipState, 0, len(s.vipByID))
+	for _, v := range s.vipByID {
+		out = append(out, v)
+	}
+	slices.SortFunc(out, func(a, b *vipState) int { return cmp.Compare(a.num, b.num) })
+	return out
+}
