@@ -167,6 +167,39 @@ func TestErrorFor(t *testing.T) {
 	}
 }
 
+// TestErrorFor_FromDecode checks the answer chosen for real decode
+// failures, including the precise codes behind ErrUnsupported.
+func TestErrorFor_FromDecode(t *testing.T) {
+	tests := []struct {
+		name     string
+		wire     []byte
+		wantType ErrorType
+		wantCode uint16
+	}{
+		{"UnknownMessageType", message(t, TypeMeterMod, ""), ErrTypeBadRequest, BadRequestBadType},
+		{"UnknownMultipart", message(t, TypeMultipartReply, "00 0c 00 00 00 00 00 00"), ErrTypeBadRequest, BadRequestBadMultipart},
+		{"StandardMatch", message(t, TypeFlowRemoved, "00*40 00 00 00 04 00 00 00 00"), ErrTypeBadMatch, BadMatchBadType},
+		{"OXMTooLong", message(t, TypeFlowRemoved, "00*40 00 01 00 2c 00 01 50 24 00*36 00*4"), ErrTypeBadMatch, BadMatchBadLen},
+		{"BadVersion", []byte{5, 0x0e, 0, 8, 0, 0, 0, 1}, ErrTypeBadRequest, BadRequestBadVersion},
+		{"Truncated", message(t, TypeFlowMod, "00*10"), ErrTypeBadRequest, BadRequestBadLen},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, _, err := Decode(tt.wire)
+			if err == nil {
+				t.Fatal("Decode accepted the message")
+			}
+			e := ErrorFor(err, tt.wire)
+			if e == nil || e.ErrType != tt.wantType || e.Code != tt.wantCode {
+				t.Fatalf("ErrorFor(%v) = %+v, want type %v code %d", err, e, tt.wantType, tt.wantCode)
+			}
+			if !bytes.Equal(e.Data, tt.wire[:min(len(tt.wire), 64)]) {
+				t.Errorf("Data = % x, want the start of the message", e.Data)
+			}
+		})
+	}
+}
+
 func TestErrorMsg_IsError(t *testing.T) {
 	_, m, err := Decode(mustGolden(t, "error"))
 	if err != nil {

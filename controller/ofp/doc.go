@@ -3,35 +3,50 @@
 //
 // Encoding appends to a caller buffer: Append(b, xid, msg). Decoding either
 // allocates a fresh message (Decode, which returns pointers such as
-// *PacketIn) or reuses a caller-owned struct (DecodeInto), reslicing its
-// slices to [:0], so a steady-state packet-in path allocates nothing.
+// *PacketIn) or reuses a caller-owned struct (DecodeInto(b, &pin)),
+// reslicing its slices to [:0], so the steady-state packet-in path
+// allocates nothing. Append of a FlowMod or PacketOut passed by pointer
+// allocates nothing either (benchmarks and TestAppend_NoAlloc check both).
 //
 // Changes from the brief's API sketch, for the controller engineer:
 //
 //   - OXM.Value and OXM.Mask are methods on *OXM, not []byte fields. The
-//     payload lives in a fixed inline array (MaxOXMPayload bytes), so OXM is
-//     a comparable value that Match* constructors return without
+//     payload lives in a fixed inline array (MaxOXMPayload = 32 bytes), so
+//     OXM is a comparable value that Match* constructors return without
 //     allocating. Read values with o.Uint(), o.IPv4(), o.MAC(), or the
-//     Value()/Mask() slices (which alias o). NewOXM builds arbitrary ones.
-//     OXMs longer than MaxOXMPayload (OVS tun_metadata) are ErrUnsupported.
+//     Value()/Mask() slices (which alias o). NewOXM builds any other OXM
+//     and checks spec lengths. OXMs longer than 32 bytes (OVS
+//     tun_metadata) decode as ErrUnsupported.
 //   - ErrorMsg's type field is ErrType (Message needs the method Type()).
 //     ErrorMsg also has Experimenter for OFPET_EXPERIMENTER errors.
-//   - Action and Instruction interfaces expose ActionType() and
-//     InstructionType(). Unknown actions and instructions decode as
-//     ActionRaw and InstructionRaw (type plus raw bytes), so flow-stats of
-//     foreign flows still decode and re-encode unchanged.
+//   - Action and Instruction expose ActionType() and InstructionType().
+//     Unknown actions and instructions (MPLS, PBB, experimenter) decode as
+//     ActionRaw and InstructionRaw - type plus raw body - so flow stats of
+//     foreign flows still decode and re-encode byte for byte.
 //   - MatchVLANVID sets the OFPVID_PRESENT bit (VLANPresent).
-//   - Message types use value receivers: Append accepts T or *T; pass *T
-//     for FlowMod and PacketOut so the interface conversion does not copy
-//     them to the heap. Likewise []Action may hold *ActionOutput etc.
-//   - AppendChecked reports ErrTooLong; Append returns b unchanged then.
-//   - ErrorFor(err, msg) maps a decode error to the OFPT_ERROR to answer.
+//   - Messages, actions and instructions use value receivers: Append and
+//     []Action accept T or *T. Pass *FlowMod and *PacketOut so the
+//     interface conversion does not copy them to the heap.
+//   - PacketIn.Data never aliases the input: it is copied into the reused
+//     slice, so a PacketIn can outlive the read buffer.
+//   - AppendChecked reports ErrTooLong; Append then returns b unchanged.
+//   - ErrorFor(err, msg) picks the OFPT_ERROR to answer a bad message with.
+//   - Extra messages: Experimenter, DescRequest/DescReply, role constants,
+//     InstructionWriteMetadata, InstructionMeter, ActionSetQueue.
 //
-// Decode errors: ErrShort (a structure is truncated), ErrBadLength (a
-// length field disagrees with the bytes), ErrBadVersion (non-1.3 header,
-// header still returned; HELLO is decoded at any version), ErrUnsupported
-// (unknown message type, multipart type or match type).
+// Decode errors (match with errors.Is): ErrShort (a structure is
+// truncated), ErrBadLength (a length field disagrees with the bytes),
+// ErrBadVersion (non-1.3 header; the header is still returned; HELLO is
+// decoded at any version so the caller can negotiate), ErrUnsupported
+// (unknown message, multipart or match type; wrapped with detail).
 //
-// Decoded messages never alias the input: PacketIn.Data and other byte
-// slices are copied (into reused storage with DecodeInto).
+// Rendering for tests and the flows endpoint follows ovs-ofctl dump-flows:
+// Match.String ("tcp,in_port=1,nw_src=10.0.0.1,tp_src=4000"),
+// FormatActions and FormatInstructions ("set_field:10.0.0.2->ip_dst,output:3",
+// "drop" when empty), and FlowMod.String, an add-flow style line
+// ("cookie=0x1,table=0,priority=100,tcp,... actions=...").
+//
+// Golden vectors live in testdata/golden/*.hex, one message per file, with
+// every field commented and its source (Ryu's of13 test data or the 1.3.5
+// spec) noted; they also seed FuzzDecode.
 package ofp

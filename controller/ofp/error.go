@@ -6,9 +6,11 @@ import (
 	"strconv"
 )
 
-// Decode errors. Map ErrShort and ErrBadLength to BadRequestBadLen,
-// ErrBadVersion to BadRequestBadVersion and ErrUnsupported to
-// BadRequestBadType when answering a peer; ErrorFor does that.
+// Decode errors. When answering a peer, ErrShort and ErrBadLength map to
+// BadRequestBadLen, ErrBadVersion to BadRequestBadVersion, and
+// ErrUnsupported to BadRequestBadType or a more precise code (an unknown
+// multipart type, a non-OXM match); ErrorFor does that. Match errors with
+// errors.Is: ErrUnsupported comes wrapped with its detail.
 var (
 	// ErrShort: fewer bytes than a fixed structure needs.
 	ErrShort = errors.New("ofp: message too short")
@@ -157,6 +159,25 @@ func (e *ErrorMsg) decodeBody(body []byte) error {
 	return nil
 }
 
+// unsupportedError is ErrUnsupported with the detail a controller needs
+// to pick the OFPT_ERROR to answer with.
+type unsupportedError struct {
+	what    string
+	errType ErrorType
+	code    uint16
+}
+
+func (e *unsupportedError) Error() string        { return "ofp: unsupported " + e.what }
+func (e *unsupportedError) Is(target error) bool { return target == ErrUnsupported }
+
+// Preallocated so that rejecting a message does not allocate.
+var (
+	errUnknownType      = &unsupportedError{"message type", ErrTypeBadRequest, BadRequestBadType}
+	errUnknownMultipart = &unsupportedError{"multipart type", ErrTypeBadRequest, BadRequestBadMultipart}
+	errMatchType        = &unsupportedError{"match type (only OXM)", ErrTypeBadMatch, BadMatchBadType}
+	errOXMTooLong       = &unsupportedError{"OXM longer than MaxOXMPayload", ErrTypeBadMatch, BadMatchBadLen}
+)
+
 // errorDataLen is how much of an offending request an error carries: the
 // spec asks for at least 64 bytes.
 const errorDataLen = 64
@@ -173,6 +194,10 @@ func ErrorFor(err error, b []byte) *ErrorMsg {
 		e = ErrorMsg{ErrType: ErrTypeBadRequest, Code: BadRequestBadLen}
 	case errors.Is(err, ErrUnsupported):
 		e = ErrorMsg{ErrType: ErrTypeBadRequest, Code: BadRequestBadType}
+		var detail *unsupportedError
+		if errors.As(err, &detail) {
+			e = ErrorMsg{ErrType: detail.errType, Code: detail.code}
+		}
 	default:
 		return nil
 	}

@@ -166,7 +166,7 @@ func Decode(b []byte) (Header, Message, error) {
 	}
 	m := newMessage(h.Type)
 	if m == nil {
-		return h, nil, ErrUnsupported
+		return h, nil, errUnknownType
 	}
 	if err := decodeBody(h, b[HeaderLen:], m); err != nil {
 		return h, nil, err

@@ -106,7 +106,7 @@ func (m *MultipartRequest) decodeBody(body []byte) error {
 	case MultipartPortDesc:
 		m.Body, err = PortDescRequest{}, expectEmpty(rest)
 	default:
-		return ErrUnsupported
+		return errUnknownMultipart
 	}
 	return err
 }
@@ -144,7 +144,7 @@ func (m *MultipartReply) decodeBody(body []byte) error {
 		err = r.decode(rest)
 		m.Body = r
 	default:
-		return ErrUnsupported
+		return errUnknownMultipart
 	}
 	return err
 }

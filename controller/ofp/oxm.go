@@ -101,7 +101,7 @@ func NewOXM(class uint16, field OXMField, value, mask []byte) (OXM, error) {
 		return OXM{}, ErrBadLength
 	}
 	if len(value)+len(mask) > MaxOXMPayload {
-		return OXM{}, ErrUnsupported
+		return OXM{}, errOXMTooLong
 	}
 	o.n = uint8(copy(o.payload[:], value))
 	o.n += uint8(copy(o.payload[o.n:], mask))
@@ -206,7 +206,7 @@ func decodeOXM(b []byte) (OXM, int, error) {
 		return OXM{}, 0, ErrBadLength
 	}
 	if n > MaxOXMPayload {
-		return OXM{}, 0, ErrUnsupported
+		return OXM{}, 0, errOXMTooLong
 	}
 	exp := o.expLen()
 	if n < exp || (o.HasMask && (n-exp)%2 != 0) {
@@ -324,7 +324,7 @@ func (m *Match) decode(b []byte) (int, error) {
 		return 0, ErrShort
 	}
 	if binary.BigEndian.Uint16(b) != matchTypeOXM {
-		return 0, ErrUnsupported
+		return 0, errMatchType
 	}
 	n := int(binary.BigEndian.Uint16(b[2:]))
 	if n < 4 || pad8(n) > len(b) {
