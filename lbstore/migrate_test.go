@@ -1,0 +1,204 @@
+package lbstore_test
+
+import (
+	"database/sql"
+	"fmt"
+	"io/fs"
+	"path/filepath"
+	"reflect"
+	"strconv"
+	"strings"
+	"testing"
+	"testing/fstest"
+
+	"github.com/sdnlb/sdnlb/lbstore"
+	"github.com/sdnlb/sdnlb/migrations"
+)
+
+type migrationRecord struct {
+	Version   int
+	Name      string
+	AppliedAt string
+}
+
+// readRecords reads schema_migrations straight from the file.
+func readRecords(tb testing.TB, path string) []migrationRecord {
+	tb.Helper()
+	raw, err := sql.Open("sqlite3", path)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	defer raw.Close()
+	rows, err := raw.Query(`SELECT version, name, applied_at FROM schema_migrations ORDER BY version`)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	defer rows.Close()
+	var recs []migrationRecord
+	for rows.Next() {
+		var r migrationRecord
+		if err := rows.Scan(&r.Version, &r.Name, &r.AppliedAt); err != nil {
+			tb.Fatal(err)
+		}
+		recs = append(recs, r)
+	}
+	if err := rows.Err(); err != nil {
+		tb.Fatal(err)
+	}
+	return recs
+}
+
+func execRaw(tb testing.TB, path, query string) {
+	tb.Helper()
+	raw, err := sql.Open("sqlite3", path)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	defer raw.Close()
+	if _, err := raw.Exec(query); err != nil {
+		tb.Fatal(err)
+	}
+}
+
+func tableExists(tb testing.TB, path, table string) bool {
+	tb.Helper()
+	raw, err := sql.Open("sqlite3", path)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	defer raw.Close()
+	var n int
+	if err := raw.QueryRow(`SELECT COUNT(*) FROM sqlite_master WHERE type = 'table' AND name = ?`, table).Scan(&n); err != nil {
+		tb.Fatal(err)
+	}
+	return n > 0
+}
+
+// shippedVersions lists the versions of the real migration files.
+func shippedVersions(tb testing.TB) []int {
+	tb.Helper()
+	names, err := fs.Glob(migrations.FS, "*.sql")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	var versions []int
+	for _, name := range names {
+		num, _, _ := strings.Cut(name, "_")
+		v, err := strconv.Atoi(num)
+		if err != nil {
+			tb.Fatalf("migration %s has no number", name)
+		}
+		versions = append(versions, v)
+	}
+	return versions
+}
+
+func TestMigrate(t *testing.T) {
+	t.Run("OK", func(t *testing.T) {
+		path := filepath.Join(t.TempDir(), "sdnlb.db")
+		db, err := lbstore.Open(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		MustCloseDB(t, db)
+		var got []int
+		for _, r := range readRecords(t, path) {
+			got = append(got, r.Version)
+		}
+		if want := shippedVersions(t); !reflect.DeepEqual(got, want) {
+			t.Fatalf("recorded versions %v, want %v", got, want)
+		}
+	})
+
+	t.Run("Twice", func(t *testing.T) {
+		path := filepath.Join(t.TempDir(), "sdnlb.db")
+		db, err := lbstore.Open(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		MustCloseDB(t, db)
+		first := readRecords(t, path)
+
+		db = lbstore.NewDB(path)
+		db.Now = newTestClock().Now // a different applied_at would show a re-run
+		if err := db.Open(); err != nil {
+			t.Fatal(err)
+		}
+		MustCloseDB(t, db)
+		if second := readRecords(t, path); !reflect.DeepEqual(first, second) {
+			t.Fatalf("second open changed schema_migrations:\n%v\nwant\n%v", second, first)
+		}
+	})
+
+	t.Run("ErrNewerSchema", func(t *testing.T) {
+		path := filepath.Join(t.TempDir(), "sdnlb.db")
+		db, err := lbstore.Open(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		MustCloseDB(t, db)
+		versions := shippedVersions(t)
+		latest := versions[len(versions)-1]
+		newer := latest + 5
+		execRaw(t, path, fmt.Sprintf(`INSERT INTO schema_migrations (version, name, applied_at) VALUES (%d, 'future.sql', '')`, newer))
+
+		_, err = lbstore.Open(path)
+		want := fmt.Sprintf("database schema version %d is newer than this sdnlb supports (%d); upgrade sdnlb", newer, latest)
+		if err == nil || err.Error() != want {
+			t.Fatalf("err = %v, want %q", err, want)
+		}
+	})
+
+	t.Run("NameOrder", func(t *testing.T) {
+		path := filepath.Join(t.TempDir(), "sdnlb.db")
+		db := lbstore.NewDB(path)
+		// Each file needs the one before it.
+		db.Migrations = fstest.MapFS{
+			"0010_c.sql": {Data: []byte(`INSERT INTO b (x) VALUES (1);`)},
+			"0001_a.sql": {Data: []byte(`CREATE TABLE a (x INTEGER PRIMARY KEY); INSERT INTO a VALUES (1);`)},
+			"0002_b.sql": {Data: []byte(`CREATE TABLE b (x INTEGER REFERENCES a (x));`)},
+		}
+		if err := db.Open(); err != nil {
+			t.Fatal(err)
+		}
+		MustCloseDB(t, db)
+		var got []string
+		for _, r := range readRecords(t, path) {
+			got = append(got, fmt.Sprintf("%d %s", r.Version, r.Name))
+		}
+		if want := []string{"1 0001_a.sql", "2 0002_b.sql", "10 0010_c.sql"}; !reflect.DeepEqual(got, want) {
+			t.Fatalf("applied %v, want %v", got, want)
+		}
+	})
+
+	t.Run("ErrFailedMigrationRollsBack", func(t *testing.T) {
+		path := filepath.Join(t.TempDir(), "sdnlb.db")
+		db := lbstore.NewDB(path)
+		db.Migrations = fstest.MapFS{
+			"0001_a.sql":   {Data: []byte(`CREATE TABLE a (x INTEGER);`)},
+			"0002_bad.sql": {Data: []byte(`CREATE TABLE half (x INTEGER); INSERT INTO nowhere VALUES (1);`)},
+		}
+		if err := db.Open(); err == nil || !strings.Contains(err.Error(), "0002_bad.sql") {
+			t.Fatalf("err = %v, want the failing migration named", err)
+		}
+		if recs := readRecords(t, path); len(recs) != 1 || recs[0].Version != 1 {
+			t.Fatalf("recorded %v, want only version 1", recs)
+		}
+		if !tableExists(t, path, "a") || tableExists(t, path, "half") {
+			t.Fatal("want 0001 applied and all of 0002 rolled back")
+		}
+	})
+
+	t.Run("ErrBadName", func(t *testing.T) {
+		for name, files := range map[string]fstest.MapFS{
+			"no number":      {"init.sql": {Data: []byte(`SELECT 1;`)}},
+			"shared version": {"0001_a.sql": {Data: []byte(`SELECT 1;`)}, "01_b.sql": {Data: []byte(`SELECT 1;`)}},
+		} {
+			db := lbstore.NewDB(filepath.Join(t.TempDir(), "sdnlb.db"))
+			db.Migrations = files
+			if err := db.Open(); err == nil {
+				t.Fatalf("%s: opened", name)
+			}
+		}
+	})
+}
