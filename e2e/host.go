@@ -265,7 +265,6 @@ func (h *Host) HTTPClient() *http.Client {
 		Transport: &http.Transport{
 			DialContext:       h.DialContext,
 			DisableKeepAlives: true,
-			Proxy:             nil,
 		},
 	}
 }

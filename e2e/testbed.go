@@ -93,8 +93,7 @@ func NewSwitch(tb testing.TB) *Switch {
 		"--pidfile="+filepath.Join(dir, "ovsdb-server.pid"),
 		"--log-file="+filepath.Join(dir, "ovsdb-server.log"),
 		"--no-chdir", "-vconsole:off")
-	s.waitPath(s.dbSocket())
-	s.Vsctl("--no-wait", "init")
+	s.waitReady("ovsdb-server", "ovs-vsctl", "--db=unix:"+s.dbSocket(), "--timeout=5", "--no-wait", "init")
 	s.startDaemon("ovs-vswitchd", "unix:"+s.dbSocket(),
 		"--unixctl="+filepath.Join(dir, "ovs-vswitchd.ctl"),
 		"--pidfile="+filepath.Join(dir, "ovs-vswitchd.pid"),
@@ -103,7 +102,7 @@ func NewSwitch(tb testing.TB) *Switch {
 	// Without --no-wait, add-br returns once ovs-vswitchd has built the bridge.
 	s.Vsctl("add-br", s.Name, "--", "set", "bridge", s.Name, "datapath_type=netdev",
 		"other-config:disable-in-band=true")
-	s.waitPath(s.mgmtSocket())
+	s.waitReady("ovs-vswitchd", "ovs-ofctl", "-O", "OpenFlow13", "show", "unix:"+s.mgmtSocket())
 
 	s.LocalIP = s.Addr(254)
 	disableIPv6(tb, "", s.Name)
@@ -291,13 +290,15 @@ func (d *daemon) stop(tb testing.TB) {
 	}
 }
 
-// waitPath waits until a daemon has created its socket, and fails fast when
-// a daemon already exited.
-func (s *Switch) waitPath(path string) {
+// waitReady runs a client command until the daemon answers it: a daemon's
+// socket file appears before the daemon listens on it. It fails fast when a
+// daemon has exited.
+func (s *Switch) waitReady(daemonName, name string, args ...string) {
 	s.tb.Helper()
 	deadline := time.Now().Add(cmdTimeout)
-	for i := 0; i < 2000 && time.Now().Before(deadline); i++ {
-		if _, err := os.Stat(path); err == nil {
+	var err error
+	for i := 0; i < 500 && time.Now().Before(deadline); i++ {
+		if _, err = s.run(name, args...); err == nil {
 			return
 		}
 		s.mu.Lock()
@@ -307,13 +308,13 @@ func (s *Switch) waitPath(path string) {
 			select {
 			case <-d.done:
 				s.logTail(d.name+".log", 20)
-				s.tb.Fatalf("%s exited while waiting for %s", d.name, path)
+				s.tb.Fatalf("%s exited while waiting for %s", d.name, daemonName)
 			default:
 			}
 		}
-		time.Sleep(10 * time.Millisecond)
+		time.Sleep(20 * time.Millisecond)
 	}
-	s.tb.Fatalf("timed out waiting for %s", path)
+	s.tb.Fatalf("%s not ready: %v", daemonName, err)
 }
 
 func (s *Switch) logTail(file string, lines int) {
