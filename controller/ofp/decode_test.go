@@ -334,3 +334,24 @@ func TestHello(t *testing.T) {
 		}
 	})
 }
+
+func TestTypeString(t *testing.T) {
+	tests := []struct {
+		got, want string
+	}{
+		{TypeHello.String(), "HELLO"},
+		{TypePacketIn.String(), "PACKET_IN"},
+		{TypeMeterMod.String(), "METER_MOD"},
+		{Type(99).String(), "TYPE_99"},
+		{ErrTypeFlowModFailed.String(), "FLOW_MOD_FAILED"},
+		{ErrTypeExperimenter.String(), "EXPERIMENTER"},
+		{ErrorType(77).String(), "ERROR_TYPE_77"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.want, func(t *testing.T) {
+			if tt.got != tt.want {
+				t.Errorf("String() = %q, want %q", tt.got, tt.want)
+			}
+		})
+	}
+}

@@ -62,7 +62,7 @@ func (t ErrorType) String() string {
 	if t == ErrTypeExperimenter {
 		return "EXPERIMENTER"
 	}
-	return "ERROR_TYPE_" + itoa(uint64(t))
+	return "ERROR_TYPE_" + strconv.Itoa(int(t))
 }
 
 // Error codes, by type.

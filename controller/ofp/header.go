@@ -3,6 +3,7 @@ package ofp
 import (
 	"encoding/binary"
 	"io"
+	"strconv"
 )
 
 // Version is the only OpenFlow version this codec speaks (1.3).
@@ -65,7 +66,7 @@ func (t Type) String() string {
 	if int(t) < len(typeNames) {
 		return typeNames[t]
 	}
-	return "TYPE_" + itoa(uint64(t))
+	return "TYPE_" + strconv.Itoa(int(t))
 }
 
 // Header is ofp_header.
@@ -264,24 +265,4 @@ func ReadMessage(r io.Reader, buf []byte) ([]byte, error) {
 		return nil, err
 	}
 	return buf, nil
-}
-
-// itoa formats v without fmt so String methods stay cheap.
-func itoa(v uint64) string {
-	var a [20]byte
-	return string(appendUint(a[:0], v))
-}
-
-func appendUint(b []byte, v uint64) []byte {
-	var a [20]byte
-	i := len(a)
-	for {
-		i--
-		a[i] = byte('0' + v%10)
-		v /= 10
-		if v == 0 {
-			break
-		}
-	}
-	return append(b, a[i:]...)
 }
