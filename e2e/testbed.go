@@ -134,6 +134,24 @@ func (s *Switch) SetController(addr string) {
 		"connection_mode=out-of-band")
 }
 
+// WaitConnected waits until the bridge has an OpenFlow session with its
+// controller (OVS reports is_connected after the version handshake). OVS
+// refreshes that column only every few seconds, so this takes up to ~5 s;
+// a test that runs the controller in-process can ask the controller instead.
+func (s *Switch) WaitConnected(timeout time.Duration) {
+	s.tb.Helper()
+	deadline := time.Now().Add(timeout)
+	var got string
+	for i := 0; i < 1000 && time.Now().Before(deadline); i++ {
+		got = strings.TrimSpace(s.Vsctl("--if-exists", "get", "controller", s.Name, "is_connected"))
+		if got == "true" {
+			return
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	s.tb.Fatalf("bridge %s not connected to its controller after %v (is_connected=%q)", s.Name, timeout, got)
+}
+
 // DelController removes the controller; the flows it pushed stay (secure mode).
 func (s *Switch) DelController() {
 	s.tb.Helper()

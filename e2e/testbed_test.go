@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"os"
@@ -229,8 +230,9 @@ func TestTestbed(t *testing.T) {
 	})
 
 	t.Run("SetController", func(t *testing.T) {
-		// A controller port we own that never speaks OpenFlow: the bridge
-		// must connect to it and, in secure mode, forward nothing itself.
+		// A controller we own that only says hello: enough for OVS to count
+		// the session as connected. In secure mode the bridge then forwards
+		// nothing by itself.
 		l, err := net.Listen("tcp", "127.0.0.1:0")
 		if err != nil {
 			t.Fatal(err)
@@ -238,24 +240,41 @@ func TestTestbed(t *testing.T) {
 		defer l.Close()
 		sw.SetController(l.Addr().String())
 		defer sw.DelController()
-		accepted := make(chan error, 1)
+		hello := make(chan []byte, 1)
 		go func() {
+			defer close(hello)
 			c, err := l.Accept()
-			if err == nil {
-				c.Close()
+			if err != nil {
+				return
 			}
-			accepted <- err
+			defer c.Close()
+			// OFPT_HELLO: version 4 (OpenFlow 1.3), type 0, length 8, xid 1.
+			if _, err := c.Write([]byte{4, 0, 0, 8, 0, 0, 0, 1}); err != nil {
+				return
+			}
+			buf := make([]byte, 8)
+			_ = c.SetReadDeadline(time.Now().Add(10 * time.Second))
+			if _, err := io.ReadFull(c, buf); err != nil {
+				return
+			}
+			hello <- buf
+			// Hold the session open until the listener is closed.
+			_, _ = io.Copy(io.Discard, c)
 		}()
 		select {
-		case err := <-accepted:
-			if err != nil {
-				t.Fatal(err)
+		case got := <-hello:
+			if len(got) != 8 || got[0] != 4 || got[1] != 0 {
+				t.Fatalf("switch hello = % x, want version 4 type 0", got)
 			}
 		case <-time.After(10 * time.Second):
 			t.Fatal("bridge did not connect to the controller")
 		}
+		sw.WaitConnected(10 * time.Second)
 		if got := strings.TrimSpace(sw.Vsctl("get", "bridge", sw.Name, "fail_mode")); got != "secure" {
 			t.Errorf("fail_mode %q, want secure", got)
+		}
+		if got := strings.TrimSpace(sw.Vsctl("get", "controller", sw.Name, "connection_mode")); got != "out-of-band" {
+			t.Errorf("connection_mode %q, want out-of-band", got)
 		}
 		sw.DelController()
 		if got := strings.TrimSpace(sw.Vsctl("get-controller", sw.Name)); got != "" {
