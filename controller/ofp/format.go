@@ -453,7 +453,7 @@ var flowModCommandNames = [...]string{"add", "modify", "modify_strict", "delete"
 // generated flows as sets of lines, for example
 // "cookie=0x100000002,table=0,priority=1000,idle_timeout=60,send_flow_rem,tcp,in_port=1 actions=output:3".
 // Commands other than add lead with their name ("delete,cookie=0x2/0xff,...").
-func (f *FlowMod) String() string {
+func (f FlowMod) String() string {
 	var b strings.Builder
 	if f.Command != FlowAdd {
 		if int(f.Command) < len(flowModCommandNames) {
