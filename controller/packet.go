@@ -64,6 +64,7 @@ func isMulticast(mac [6]byte) bool { return mac[0]&1 != 0 }
 
 // appendARP appends an Ethernet+ARP frame.
 func appendARP(b []byte, op uint16, ethDst, sha [6]byte, spa [4]byte, tha [6]byte, tpa [4]byte) []byte {
+	start := len(b)
 	b = append(b, ethDst[:]...)
 	b = append(b, sha[:]...)
 	b = binary.BigEndian.AppendUint16(b, ethTypeARP)
@@ -72,7 +73,19 @@ func appendARP(b []byte, op uint16, ethDst, sha [6]byte, spa [4]byte, tha [6]byt
 	b = append(b, sha[:]...)
 	b = append(b, spa[:]...)
 	b = append(b, tha[:]...)
-	return append(b, tpa[:]...)
+	b = append(b, tpa[:]...)
+	return padFrame(b, start)
+}
+
+// minFrameLen is the shortest Ethernet frame without FCS; shorter ones are
+// padded as a NIC would.
+const minFrameLen = 60
+
+func padFrame(b []byte, start int) []byte {
+	for len(b)-start < minFrameLen {
+		b = append(b, 0)
+	}
+	return b
 }
 
 // tcpRST describes the reset sent to a client that cannot be served.
@@ -110,6 +123,7 @@ func rstFor(d *decoder, vipMAC [6]byte) tcpRST {
 
 // appendTCPRST appends an Ethernet+IPv4+TCP reset with correct checksums.
 func appendTCPRST(b []byte, r tcpRST) []byte {
+	start := len(b)
 	b = append(b, r.ethDst[:]...)
 	b = append(b, r.ethSrc[:]...)
 	b = binary.BigEndian.AppendUint16(b, ethTypeIPv4)
@@ -131,7 +145,7 @@ func appendTCPRST(b []byte, r tcpRST) []byte {
 	pseudo := uint32(ipUint(r.src)>>16) + uint32(ipUint(r.src)&0xffff) +
 		uint32(ipUint(r.dst)>>16) + uint32(ipUint(r.dst)&0xffff) + uint32(protoTCP) + 20
 	binary.BigEndian.PutUint16(b[tcpStart+16:], checksum(b[tcpStart:], pseudo))
-	return b
+	return padFrame(b, start)
 }
 
 // checksum is the Internet checksum of b added to a partial sum.

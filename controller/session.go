@@ -329,6 +329,14 @@ func (s *session) readLoop() error {
 				return err
 			}
 		}
+		// Check the version before trusting the length: a peer speaking
+		// something else would otherwise hold the session waiting for up
+		// to 64 KiB that never come.
+		if hd, err := s.br.Peek(1); err != nil {
+			return err
+		} else if hd[0] != ofp.Version {
+			return malformed(ofp.ErrBadVersion)
+		}
 		b, err := ofp.ReadMessage(s.br, s.rbuf)
 		if err != nil {
 			if errors.Is(err, ofp.ErrBadLength) {

@@ -244,9 +244,11 @@ func (r *registry) build(cfg *sdnlb.Config) (snap *snapshot, skipped []error) {
 
 	for _, p := range cfg.Pools {
 		ps := s.pools[p.ID]
-		if v := s.vipByID[p.VIPID]; v != nil && p.AdminStateUp {
+		if v := s.vipByID[p.VIPID]; v != nil {
 			ps.vip = v
-			v.pool = ps
+			if p.AdminStateUp {
+				v.pool = ps
+			}
 		}
 		for _, m := range ps.members {
 			if m.status == sdnlb.MemberUp || m.status == sdnlb.MemberNoMonitor {
