@@ -69,9 +69,14 @@ if [[ -n "$unformatted" ]]; then
 	exit 1
 fi
 
+# Packages with e2e-tagged files: ./e2e/ and any package that keeps an
+# OVS-backed test beside its code.
+mapfile -t e2e_pkgs < <(grep -rl --include='*.go' '^//go:build.*e2e' . | xargs -r -n1 dirname | sort -u)
+[[ ${#e2e_pkgs[@]} -gt 0 ]] || e2e_pkgs=(./e2e/...)
+
 echo "== go vet"
 go vet ./...
-go vet -tags e2e ./e2e/...
+go vet -tags e2e "${e2e_pkgs[@]}"
 
 echo "== hermetic tests"
 go test -race -count=1 -timeout 10m ./...
@@ -81,5 +86,5 @@ if [[ -z "$is_root" ]]; then
 	exit 0
 fi
 
-echo "== e2e tests (private Open vSwitch, userspace datapath)"
-go test -race -count=1 -tags e2e -p 1 -timeout 10m ./e2e/...
+echo "== e2e tests (private Open vSwitch, userspace datapath): ${e2e_pkgs[*]}"
+go test -race -count=1 -tags e2e -p 1 -timeout 10m "${e2e_pkgs[@]}"
