@@ -1,6 +1,7 @@
 package main
 
 import (
+	"math"
 	"math/bits"
 	"time"
 )
@@ -64,7 +65,7 @@ func (h *histogram) percentile(p float64) time.Duration {
 	if h.n == 0 {
 		return 0
 	}
-	rank := uint64(p*float64(h.n) + 0.5)
+	rank := uint64(math.Ceil(p * float64(h.n)))
 	rank = min(max(rank, 1), h.n)
 	var seen uint64
 	for i, c := range h.counts {

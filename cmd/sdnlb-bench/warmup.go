@@ -122,24 +122,17 @@ func (s *fakeSwitch) warmUp(ctx context.Context) (Check, error) {
 func (s *fakeSwitch) checkFlows(i int) error {
 	t := &s.run.t
 	m := &t.members[i]
-	var fwd, rev *ofp.FlowMod
-	for _, fm := range s.warmFlows {
-		if fm.Command != ofp.FlowAdd {
-			continue
-		}
-		switch {
-		case matchIs(&fm.Match, s.base, t.vipIP, clientPortBase, t.vipPort):
-			fwd = fm
-		case matchIs(&fm.Match, m.ip, s.base, m.port, clientPortBase):
-			rev = fm
-		}
-	}
-	if fwd == nil || rev == nil {
-		return fmt.Errorf("missing NAT flow-mods for the first setup (client→VIP found: %t, member→client found: %t)", fwd != nil, rev != nil)
+	fwd := s.findFlow(s.base, t.vipIP, clientPortBase, t.vipPort)
+	if fwd == nil {
+		return fmt.Errorf("no client→VIP flow-mod for the first setup (%v:%d→%v:%d)", ip4(s.base), clientPortBase, ip4(t.vipIP), t.vipPort)
 	}
 	rw := rewriteOf(fwd.Instructions)
 	if got := t.checkRewrite(&rw); got != i {
-		return fmt.Errorf("client→VIP flow: want the rewrite to %v:%d out port %d, got %s", ip4(m.ip), m.port, m.ofPort, describe(&rw))
+		return fmt.Errorf("client→VIP flow: want the rewrite to %v:%d out port %d as in the packet-out, got %s", ip4(m.ip), m.port, m.ofPort, describe(&rw))
+	}
+	rev := s.findFlow(m.ip, s.base, m.port, clientPortBase)
+	if rev == nil {
+		return fmt.Errorf("no member→client flow-mod for the first setup (%v:%d→%v:%d)", ip4(m.ip), m.port, ip4(s.base), clientPortBase)
 	}
 	rw = rewriteOf(rev.Instructions)
 	portOK := rw.set(oxmTCPSrc) && rw.tcpSrc == t.vipPort || !rw.set(oxmTCPSrc) && m.port == t.vipPort
@@ -149,6 +142,17 @@ func (s *fakeSwitch) checkFlows(i int) error {
 			ip4(t.vipIP), t.vipPort, net.HardwareAddr(s.vipMAC[:]), clientPort, describe(&rw))
 	}
 	return nil
+}
+
+// findFlow returns the last flow added for the TCP connection src→dst.
+func (s *fakeSwitch) findFlow(src, dst uint32, sport, dport uint16) *ofp.FlowMod {
+	var found *ofp.FlowMod
+	for _, fm := range s.warmFlows {
+		if fm.Command == ofp.FlowAdd && matchIs(&fm.Match, src, dst, sport, dport) {
+			found = fm
+		}
+	}
+	return found
 }
 
 // matchIs reports whether m matches exactly the TCP connection src→dst.

@@ -1,0 +1,371 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"io"
+	"net"
+	"slices"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/gopacket/gopacket/layers"
+	"github.com/sdnlb/sdnlb/controller/ofp"
+)
+
+// faults makes the fake controller misbehave on every setup whose number
+// n (read back from the client port) has n%every == every-1.
+type faults struct {
+	drop      int // no answer at all
+	refuse    int // a TCP RST instead of the NAT path
+	badPort   int // packet-out to a port that is not the member's
+	duplicate int // the packet-out twice
+	sendError bool
+}
+
+func hit(every int, n uint64) bool { return every > 0 && n%uint64(every) == uint64(every-1) }
+
+// lastDuplicate keeps duplicates away from the end of a 600-setup run,
+// where one could arrive after the tool stopped counting.
+const lastDuplicate = 580
+
+func (f faults) duplicates(n uint64) bool { return hit(f.duplicate, n) && n <= lastDuplicate }
+
+// fakeController is a minimal, scriptable stand-in for the sdnlb
+// controller: handshake, ARP proxy for the VIP, members learned from ARP,
+// round-robin NAT setups, and the faults above. It lets the tests know
+// exactly what the tool must count.
+type fakeController struct {
+	t      target
+	vipMAC [6]byte
+	f      faults
+
+	mu    sync.Mutex
+	conns []net.Conn
+	wg    sync.WaitGroup
+}
+
+func startFakeController(tb testing.TB, t target, f faults) string {
+	tb.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	c := &fakeController{t: t, vipMAC: [6]byte{0x02, 0xaa, 0, 0, 0, 1}, f: f}
+	c.wg.Go(func() {
+		for {
+			conn, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			c.mu.Lock()
+			c.conns = append(c.conns, conn)
+			c.mu.Unlock()
+			c.wg.Go(func() { c.serve(conn) })
+		}
+	})
+	tb.Cleanup(func() {
+		ln.Close()
+		c.mu.Lock()
+		for _, conn := range c.conns {
+			conn.Close()
+		}
+		c.mu.Unlock()
+		c.wg.Wait()
+	})
+	return ln.Addr().String()
+}
+
+type learnedHost struct {
+	mac  [6]byte
+	port uint32
+}
+
+func (c *fakeController) serve(conn net.Conn) {
+	r, w := bufio.NewReader(conn), bufio.NewWriter(conn)
+	var out []byte
+	send := func(m ofp.Message) {
+		out = ofp.Append(out[:0], 1, m)
+		w.Write(out)
+	}
+	send(&ofp.Hello{Versions: []uint8{ofp.Version}})
+	send(&ofp.FeaturesRequest{})
+	send(&ofp.BarrierRequest{})
+	if c.f.sendError {
+		send(&ofp.ErrorMsg{ErrType: ofp.ErrTypeBadRequest, Code: ofp.BadRequestBadType})
+	}
+	if w.Flush() != nil {
+		return
+	}
+	hosts := map[uint32]learnedHost{}
+	setups := 0
+	var buf []byte
+	for {
+		msg, err := ofp.ReadMessage(r, buf)
+		if err != nil {
+			return
+		}
+		buf = msg[:0]
+		if _, m, err := ofp.Decode(msg); err == nil {
+			if pin, ok := m.(*ofp.PacketIn); ok {
+				port, _ := pin.Match.InPort()
+				c.packetIn(send, hosts, &setups, port, pin.Data)
+			}
+		}
+		if r.Buffered() == 0 && w.Flush() != nil {
+			return
+		}
+	}
+}
+
+func (c *fakeController) packetIn(send func(ofp.Message), hosts map[uint32]learnedHost, setups *int, port uint32, frame []byte) {
+	if a, ok := parseARP(frame); ok {
+		hosts[a.spa] = learnedHost{a.sha, port}
+		if a.op == 1 && a.tpa == c.t.vipIP {
+			reply, _ := arpFrame(2, a.sha[:], c.vipMAC[:], c.t.vipIP, a.sha[:], a.spa)
+			send(&ofp.PacketOut{BufferID: ofp.NoBuffer, InPort: port,
+				Actions: []ofp.Action{ofp.ActionOutput{Port: ofp.PortInPort}}, Data: reply})
+		}
+		return
+	}
+	tcp, ok := parseTCP(frame)
+	if !ok || tcp.dst != c.t.vipIP {
+		return
+	}
+	n := uint64(tcp.sport - clientPortBase) // one client address per test switch
+	switch {
+	case hit(c.f.drop, n):
+		return
+	case hit(c.f.refuse, n):
+		send(&ofp.PacketOut{BufferID: ofp.NoBuffer, InPort: ofp.PortController,
+			Actions: []ofp.Action{ofp.ActionOutput{Port: port}}, Data: rstFrame(c.vipMAC, tcp, c.t.vipIP)})
+		return
+	}
+	m := c.t.members[*setups%len(c.t.members)]
+	*setups++
+	h, ok := hosts[m.ip]
+	if !ok {
+		return // never told where the member is: the setup times out
+	}
+	m.mac, m.ofPort = h.mac, h.port
+	fwd, rev := natFlows(tcp.src, tcp.sport, c.vipMAC, &c.t, &m)
+	send(fwd)
+	send(rev)
+	actions := slices.Clone(fwd.Instructions[0].(ofp.InstructionApplyActions).Actions)
+	if hit(c.f.badPort, n) {
+		actions[len(actions)-1] = ofp.ActionOutput{Port: 99}
+	}
+	po := &ofp.PacketOut{BufferID: ofp.NoBuffer, InPort: port, Actions: actions, Data: frame}
+	send(po)
+	if c.f.duplicates(n) {
+		send(po)
+	}
+}
+
+// rstFrame is the VIP's TCP RST answering the SYN t.
+func rstFrame(vipMAC [6]byte, t tcpInfo, vip uint32) []byte {
+	eth := &layers.Ethernet{SrcMAC: vipMAC[:], DstMAC: testClientMAC, EthernetType: layers.EthernetTypeIPv4}
+	ip := &layers.IPv4{Version: 4, TTL: 64, Protocol: layers.IPProtocolTCP, SrcIP: ip4(vip), DstIP: ip4(t.src)}
+	tcp := &layers.TCP{SrcPort: layers.TCPPort(t.dport), DstPort: layers.TCPPort(t.sport), RST: true, ACK: true, Ack: 1}
+	tcp.SetNetworkLayerForChecksum(ip)
+	b, _ := serialize(eth, ip, tcp)
+	return b
+}
+
+// mustConfig parses flags as the command line would.
+func mustConfig(tb testing.TB, args ...string) *config {
+	tb.Helper()
+	cfg, err := parseFlags(args, io.Discard)
+	if err != nil {
+		tb.Fatalf("parseFlags(%q): %v", args, err)
+	}
+	return cfg
+}
+
+func TestExecute_FakeController(t *testing.T) {
+	const count = 600
+	tests := []struct {
+		name string
+		f    faults
+	}{
+		{"OK", faults{}},
+		{"Drops", faults{drop: 10}},
+		{"Refusals", faults{refuse: 7}},
+		{"BadRewrites", faults{badPort: 5}},
+		{"Duplicates", faults{duplicate: 4}},
+		{"OFPError", faults{sendError: true}},
+		{"Everything", faults{drop: 13, refuse: 11, badPort: 9, duplicate: 6}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			cfg := mustConfig(t, "-switches", "1", "-window", "8", "-count", strconv.Itoa(count),
+				"-warmup", "0", "-timeout", "100ms", "-duration", "20s")
+			addr := startFakeController(t, newTarget(cfg.vip.Addr().As4(), cfg.vip.Port(), cfg.firstMember.As4(), cfg.members), tt.f)
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			res, err := execute(ctx, cfg, addr, false)
+			if err != nil {
+				t.Fatalf("execute: %v", err)
+			}
+
+			// Setup 0 is the warm-up; the measured ones are 1..count. The
+			// fake picks members round robin over the setups it completes.
+			var want Errors
+			perMember := make([]uint64, cfg.members)
+			completed := 1 // the warm-up took the first member
+			for n := uint64(1); n <= count; n++ {
+				switch {
+				case hit(tt.f.drop, n):
+					want.Timeouts++
+				case hit(tt.f.refuse, n):
+					want.Refused++
+				case hit(tt.f.badPort, n):
+					want.BadRewrite++
+					completed++
+				default:
+					perMember[completed%cfg.members]++
+					completed++
+				}
+				if tt.f.duplicates(n) && !hit(tt.f.drop, n) && !hit(tt.f.refuse, n) {
+					want.Unmatched++
+				}
+			}
+			if tt.f.sendError {
+				want.OFPErrors = 1
+			}
+			want.Total = want.OFPErrors + want.Timeouts + want.Refused + want.BadRewrite + want.Unmatched
+			wantSetups := uint64(count) - want.Timeouts - want.Refused - want.BadRewrite
+
+			got := res.Errors
+			got.FirstOFP = ""
+			if got != want {
+				t.Errorf("errors = %+v, want %+v", got, want)
+			}
+			if tt.f.sendError && res.Errors.FirstOFP == "" {
+				t.Error("the OFPT_ERROR received is not described")
+			}
+			if res.Setups != wantSetups || res.Drained != 0 {
+				t.Errorf("setups = %d (+%d drained), want %d", res.Setups, res.Drained, wantSetups)
+			}
+			for i, s := range res.PerMember {
+				if s.Setups != perMember[i] {
+					t.Errorf("member %s got %d setups, want %d", s.Member, s.Setups, perMember[i])
+				}
+			}
+			if res.Latency.Samples != wantSetups {
+				t.Errorf("latency samples = %d, want %d", res.Latency.Samples, wantSetups)
+			}
+			if res.FlowAdds != 2*(wantSetups+want.BadRewrite) {
+				t.Errorf("flow adds = %d, want 2 per answered setup: %d", res.FlowAdds, 2*(wantSetups+want.BadRewrite))
+			}
+			if len(res.Checks) != 1 || res.Checks[0].Member != "10.99.0.1:80" || res.Checks[0].OutPort != memberPort0 {
+				t.Errorf("warm-up checks = %+v, want setup 0 on member 10.99.0.1:80 out port %d", res.Checks, memberPort0)
+			}
+		})
+	}
+}
+
+func TestExecute_LatencyMode(t *testing.T) {
+	cfg := mustConfig(t, "-switches", "2", "-rate", "4000", "-duration", "250ms", "-warmup", "50ms", "-timeout", "200ms")
+	addr := startFakeController(t, newTarget(cfg.vip.Addr().As4(), cfg.vip.Port(), cfg.firstMember.As4(), cfg.members), faults{})
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	res, err := execute(ctx, cfg, addr, false)
+	if err != nil {
+		t.Fatalf("execute: %v", err)
+	}
+	// Pacing never runs ahead of the schedule: at most rate × duration
+	// setups, plus one burst per switch.
+	limit := uint64(cfg.rate*res.DurationSeconds) + 2*maxBurst
+	if res.Setups == 0 || res.Setups+res.Drained > limit {
+		t.Errorf("setups = %d + %d drained, want 1..%d", res.Setups, res.Drained, limit)
+	}
+	if res.Errors.Total != 0 {
+		t.Errorf("errors = %+v, want none", res.Errors)
+	}
+	if res.Mode != "latency" || res.Window != 0 || res.Rate != 4000 {
+		t.Errorf("mode %q window %d rate %g, want latency, 0, 4000", res.Mode, res.Window, res.Rate)
+	}
+	if res.Latency.Samples != res.Setups+res.Drained || res.Latency.P50 <= 0 || res.Latency.P50 > res.Latency.Max {
+		t.Errorf("latency = %+v for %d setups", res.Latency, res.Setups+res.Drained)
+	}
+}
+
+// TestBenchmark_Embedded runs the tool against the real controller in
+// this process, as `go run ./cmd/sdnlb-bench` does by default.
+func TestBenchmark_Embedded(t *testing.T) {
+	cfg := mustConfig(t, "-switches", "2", "-duration", "1s", "-warmup", "100ms", "-window", "32")
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	res, err := benchmark(ctx, cfg, io.Discard)
+	if err != nil {
+		t.Fatalf("benchmark: %v", err)
+	}
+	if res.Setups == 0 {
+		t.Error("no setup completed")
+	}
+	if res.Errors.Total != 0 {
+		t.Errorf("errors = %+v, want none", res.Errors)
+	}
+	var sum uint64
+	for _, s := range res.PerMember {
+		sum += s.Setups
+	}
+	if sum != res.Setups+res.Drained {
+		t.Errorf("per-member setups sum to %d, want %d", sum, res.Setups+res.Drained)
+	}
+	if res.FlowAddsPerSetup < 2 {
+		t.Errorf("%.2f flow adds per setup, want the pair of NAT flows for each", res.FlowAddsPerSetup)
+	}
+	if res.AllocsPerSetup == nil || res.BytesPerSetup == nil {
+		t.Error("no allocation figures for the embedded controller")
+	}
+	// Each switch's warm-up setup was checked flow by flow: the
+	// client→VIP flow rewrites to a member's IP and port and outputs to
+	// the port that member announced itself on.
+	want := map[string]uint32{"10.99.0.1:80": memberPort0, "10.99.0.2:80": memberPort0 + 1, "10.99.0.3:80": memberPort0 + 2}
+	if len(res.Checks) != 2 {
+		t.Fatalf("%d warm-up checks, want 2", len(res.Checks))
+	}
+	for _, c := range res.Checks {
+		if port, ok := want[c.Member]; !ok || c.OutPort != port {
+			t.Errorf("switch %d: NAT to %s out port %d, want one of the members on its port %v", c.Switch, c.Member, c.OutPort, want)
+		}
+	}
+}
+
+func TestParseFlags(t *testing.T) {
+	tests := []struct {
+		name    string
+		args    []string
+		wantErr bool
+	}{
+		{"Defaults", nil, false},
+		{"Remote", []string{"-controller", "127.0.0.1:6653"}, false},
+		{"Latency", []string{"-rate", "1000"}, false},
+		{"ErrBothModes", []string{"-embedded", "-controller", "127.0.0.1:6653"}, true},
+		{"ErrNoController", []string{"-embedded=false"}, true},
+		{"ErrTooManySwitches", []string{"-switches", "1025"}, true},
+		{"ErrNoSwitch", []string{"-switches", "0"}, true},
+		{"ErrWindow", []string{"-window", "0"}, true},
+		{"ErrLongDuration", []string{"-duration", "1h"}, true},
+		{"ErrZeroDuration", []string{"-duration", "0s"}, true},
+		{"ErrNegativeRate", []string{"-rate", "-5"}, true},
+		{"ErrCount", []string{"-count", "1000000000"}, true},
+		{"ErrTimeout", []string{"-timeout", "0s"}, true},
+		{"ErrVIPIsMember", []string{"-vip", "10.99.0.2:80"}, true},
+		{"ErrVIPNoPort", []string{"-vip", "10.99.0.100"}, true},
+		{"ErrMembers", []string{"-members", "0"}, true},
+		{"ErrArgs", []string{"extra"}, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := parseFlags(tt.args, io.Discard)
+			if (err != nil) != tt.wantErr {
+				t.Errorf("parseFlags(%q) = %v, want error: %t", tt.args, err, tt.wantErr)
+			}
+		})
+	}
+}

@@ -1,0 +1,207 @@
+package main
+
+import (
+	"encoding/binary"
+	"net"
+	"testing"
+
+	"github.com/gopacket/gopacket"
+	"github.com/gopacket/gopacket/layers"
+	"github.com/sdnlb/sdnlb/controller/ofp"
+)
+
+var (
+	testClientMAC = net.HardwareAddr{0x02, 0, 0, 0, 0, 1}
+	testVIPMAC    = net.HardwareAddr{0x02, 0, 0, 0, 0, 2}
+	testVIP       = ipU32([4]byte{10, 99, 0, 100})
+)
+
+// mustSYNTemplate builds the packet-in template of switch sw.
+func mustSYNTemplate(tb testing.TB, sw int) *synTemplate {
+	tb.Helper()
+	frame, err := synFrame(testClientMAC, testVIPMAC, clientBase(sw), testVIP, clientPortBase, 80)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	pin := &ofp.PacketIn{BufferID: ofp.NoBuffer, TotalLen: uint16(len(frame)), Data: frame,
+		Match: ofp.Match{OXMs: []ofp.OXM{ofp.MatchInPort(clientPort)}}}
+	return newSYNTemplate(ofp.Append(nil, 0, pin), len(frame))
+}
+
+func TestSYNTemplate_Set(t *testing.T) {
+	tests := []struct {
+		name string
+		sw   int
+		seqs []uint64
+	}{
+		{"SamePort", 0, []uint64{0, 0}},
+		{"NextPorts", 1, []uint64{1, 2, 3, 1000}},
+		{"LastPortOfAnIP", 2, []uint64{clientPortsPerIP - 1}},
+		{"NextIP", 3, []uint64{clientPortsPerIP, clientPortsPerIP + 1}},
+		{"BackAndForth", 4, []uint64{5, 3*clientPortsPerIP + 7, 2, maxSetupsPerSW - 1, 0}},
+		{"LastSwitch", maxSwitches - 1, []uint64{maxSetupsPerSW - 1}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			tmpl := mustSYNTemplate(t, tt.sw)
+			for _, n := range tt.seqs {
+				ip, port := clientAddr(clientBase(tt.sw), n)
+				tmpl.set(ip, port)
+
+				_, m, err := ofp.Decode(tmpl.msg)
+				if err != nil {
+					t.Fatalf("seq %d: the patched packet-in does not decode: %v", n, err)
+				}
+				pkt := gopacket.NewPacket(m.(*ofp.PacketIn).Data, layers.LayerTypeEthernet, gopacket.Default)
+				ip4l, _ := pkt.Layer(layers.LayerTypeIPv4).(*layers.IPv4)
+				tcp, _ := pkt.Layer(layers.LayerTypeTCP).(*layers.TCP)
+				if ip4l == nil || tcp == nil {
+					t.Fatalf("seq %d: no IPv4/TCP in %v", n, pkt)
+				}
+				if !ip4l.SrcIP.Equal(ip4(ip)) || uint16(tcp.SrcPort) != port || !tcp.SYN || uint16(tcp.DstPort) != 80 {
+					t.Errorf("seq %d: got %v:%d SYN=%t dport %d, want %v:%d SYN to 80", n, ip4l.SrcIP, tcp.SrcPort, tcp.SYN, tcp.DstPort, ip4(ip), port)
+				}
+				if err, res := ip4l.VerifyChecksum(); err != nil || !res.Valid {
+					t.Errorf("seq %d: IPv4 checksum %#04x, want %#04x (%v)", n, res.Actual, res.Correct, err)
+				}
+				if err := tcp.SetNetworkLayerForChecksum(ip4l); err != nil {
+					t.Fatal(err)
+				}
+				if err, res := tcp.VerifyChecksum(); err != nil || !res.Valid {
+					t.Errorf("seq %d: TCP checksum %#04x, want %#04x (%v)", n, res.Actual, res.Correct, err)
+				}
+			}
+		})
+	}
+}
+
+func TestClientSeq(t *testing.T) {
+	base := clientBase(7)
+	tests := []struct {
+		name   string
+		ip     uint32
+		port   uint16
+		want   uint64
+		wantOK bool
+	}{
+		{"First", base, clientPortBase, 0, true},
+		{"LastPortOfFirstIP", base, 65535, clientPortsPerIP - 1, true},
+		{"SecondIP", base + 1, clientPortBase, clientPortsPerIP, true},
+		{"Last", base + clientIPsPerSW - 1, 65535, maxSetupsPerSW - 1, true},
+		{"ErrLowPort", base, clientPortBase - 1, 0, false},
+		{"ErrNextSwitch", clientBase(8), clientPortBase, 0, false},
+		{"ErrPreviousSwitch", clientBase(6), clientPortBase, 0, false},
+		{"ErrVIP", testVIP, 80, 0, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			n, ok := clientSeq(base, tt.ip, tt.port)
+			if ok != tt.wantOK || ok && n != tt.want {
+				t.Fatalf("clientSeq(%v, %d) = %d, %t; want %d, %t", ip4(tt.ip), tt.port, n, ok, tt.want, tt.wantOK)
+			}
+			if ok {
+				if ip, port := clientAddr(base, n); ip != tt.ip || port != tt.port {
+					t.Errorf("clientAddr(%d) = %v:%d, want %v:%d", n, ip4(ip), port, ip4(tt.ip), tt.port)
+				}
+			}
+		})
+	}
+}
+
+func TestParsePacketOut(t *testing.T) {
+	frame := []byte{0xde, 0xad, 0xbe, 0xef}
+	memberMAC := [6]byte{2, 0x5d, 0xb0, 10, 99, 1}
+	natActions := []ofp.Action{
+		ofp.ActionSetField{Field: ofp.MatchEthDst(memberMAC)},
+		ofp.ActionSetField{Field: ofp.MatchIPv4Dst([4]byte{10, 99, 0, 1})},
+		ofp.ActionSetField{Field: ofp.MatchTCPDst(8080)},
+		ofp.ActionOutput{Port: 3},
+	}
+	nat := ofp.Append(nil, 9, &ofp.PacketOut{BufferID: ofp.NoBuffer, InPort: 1, Actions: natActions, Data: frame})
+	flood := ofp.Append(nil, 9, &ofp.PacketOut{BufferID: ofp.NoBuffer, InPort: 1,
+		Actions: []ofp.Action{ofp.ActionOutput{Port: ofp.PortFlood}}, Data: frame})
+	// An action length of 12 is not a multiple of 8.
+	badLen := append([]byte(nil), nat...)
+	binary.BigEndian.PutUint16(badLen[ofp.HeaderLen+16+2:], 12)
+
+	tests := []struct {
+		name    string
+		msg     []byte
+		want    rewrite
+		wantErr bool
+	}{
+		{"NAT", nat, rewrite{
+			ethDst: memberMAC, ipv4Dst: ipU32([4]byte{10, 99, 0, 1}), tcpDst: 8080, outPort: 3,
+			has: 1<<oxmEthDst | 1<<oxmIPv4Dst | 1<<oxmTCPDst | hasOutput,
+		}, false},
+		{"Flood", flood, rewrite{outPort: ofp.PortFlood, has: hasOutput}, false},
+		{"ErrShort", nat[:20], rewrite{}, true},
+		{"ErrActionsPastEnd", nat[:ofp.HeaderLen+16+20], rewrite{}, true},
+		{"ErrActionLength", badLen, rewrite{}, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var rw rewrite
+			got, err := parsePacketOut(tt.msg, &rw)
+			if (err != nil) != tt.wantErr {
+				t.Fatalf("err = %v, want error: %t", err, tt.wantErr)
+			}
+			if err != nil {
+				return
+			}
+			if rw != tt.want {
+				t.Errorf("rewrite = %s (%+v), want %s", describe(&rw), rw, describe(&tt.want))
+			}
+			if string(got) != string(frame) {
+				t.Errorf("frame = %x, want %x", got, frame)
+			}
+		})
+	}
+}
+
+func TestParseFrames(t *testing.T) {
+	syn, err := synFrame(testClientMAC, testVIPMAC, clientBase(0)+5, testVIP, 4242, 80)
+	if err != nil {
+		t.Fatal(err)
+	}
+	arp, err := arpFrame(2, testClientMAC, testVIPMAC, testVIP, testClientMAC, clientBase(0))
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	t.Run("TCP", func(t *testing.T) {
+		got, ok := parseTCP(syn)
+		want := tcpInfo{src: clientBase(0) + 5, dst: testVIP, sport: 4242, dport: 80, flags: 0x02}
+		if !ok || got != want {
+			t.Errorf("parseTCP = %+v, %t; want %+v", got, ok, want)
+		}
+		if _, ok := parseTCP(arp); ok {
+			t.Error("parseTCP accepted an ARP frame")
+		}
+		if _, ok := parseTCP(syn[:30]); ok {
+			t.Error("parseTCP accepted a truncated frame")
+		}
+	})
+	t.Run("ARP", func(t *testing.T) {
+		got, ok := parseARP(arp)
+		want := arpInfo{op: 2, sha: [6]byte(testVIPMAC), spa: testVIP, tha: [6]byte(testClientMAC), tpa: clientBase(0)}
+		if !ok || got != want {
+			t.Errorf("parseARP = %+v, %t; want %+v", got, ok, want)
+		}
+		if _, ok := parseARP(syn); ok {
+			t.Error("parseARP accepted a TCP frame")
+		}
+		if _, ok := parseARP(arp[:30]); ok {
+			t.Error("parseARP accepted a truncated frame")
+		}
+	})
+}
+
+func BenchmarkSYNTemplate_Set(b *testing.B) {
+	tmpl := mustSYNTemplate(b, 0)
+	base := clientBase(0)
+	b.ReportAllocs()
+	for i := range b.N {
+		tmpl.set(clientAddr(base, uint64(i)))
+	}
+}
