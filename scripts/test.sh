@@ -71,7 +71,7 @@ fi
 
 # Packages with e2e-tagged files: ./e2e/ and any package that keeps an
 # OVS-backed test beside its code.
-mapfile -t e2e_pkgs < <(grep -rl --include='*.go' '^//go:build.*e2e' . | xargs -r -n1 dirname | sort -u)
+mapfile -t e2e_pkgs < <(grep -rl --include='*.go' '^//go:build.*e2e' . | grep -v '/testdata/' | xargs -r -n1 dirname | sort -u)
 [[ ${#e2e_pkgs[@]} -gt 0 ]] || e2e_pkgs=(./e2e/...)
 
 echo "== go vet"
