@@ -1,0 +1,204 @@
+package main
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+
+	"github.com/sdnlb/sdnlb/api"
+	"github.com/sdnlb/sdnlb/controller"
+	"github.com/sdnlb/sdnlb/health"
+	"github.com/sdnlb/sdnlb/lbstore"
+)
+
+// shutdownTimeout bounds how long Close waits for API requests in flight.
+const shutdownTimeout = 5 * time.Second
+
+// Main is the whole service. The e2e tests run it in-process with ":0"
+// addresses and a temporary database.
+type Main struct {
+	Config Config
+	Logger *slog.Logger
+
+	DB         *lbstore.DB
+	Store      *lbstore.Store
+	Controller *controller.Controller
+	Health     *health.Engine
+
+	apiLn      net.Listener
+	ofLn       net.Listener
+	httpServer *http.Server
+	cancel     context.CancelFunc
+	wg         sync.WaitGroup
+	errs       chan error
+}
+
+// NewMain returns a Main for cfg; nil logger discards.
+func NewMain(cfg Config, logger *slog.Logger) *Main {
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	return &Main{Config: cfg, Logger: logger, errs: make(chan error, 3)}
+}
+
+// Run opens the database, starts listening for switches and API clients,
+// and returns once both listen. The services run until Close.
+func (m *Main) Run(ctx context.Context) (err error) {
+	cfg := m.Config
+	if m.DB, err = lbstore.Open(cfg.DB); err != nil {
+		return err
+	}
+	m.Store = lbstore.NewStore(m.DB)
+
+	ofTLS, err := cfg.openflowTLS()
+	if err != nil {
+		return err
+	}
+	if m.ofLn, err = net.Listen("tcp", cfg.OpenFlowAddr); err != nil {
+		return fmt.Errorf("openflow listen: %w", err)
+	}
+	if ofTLS != nil {
+		m.ofLn = tls.NewListener(m.ofLn, ofTLS)
+	}
+	if m.apiLn, err = net.Listen("tcp", cfg.APIAddr); err != nil {
+		return fmt.Errorf("api listen: %w", err)
+	}
+
+	registry := prometheus.NewRegistry()
+	registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+
+	m.Controller = controller.New(m.Store, controller.Options{
+		IdleTimeout:   cfg.FlowIdleTimeout,
+		HardTimeout:   cfg.FlowHardTimeout,
+		EchoInterval:  cfg.EchoInterval,
+		StatsInterval: cfg.StatsInterval,
+		Logger:        m.Logger,
+		Registerer:    registry,
+	})
+	m.Health = health.New(m.Store, m.Store, health.Options{
+		Logger:        m.Logger,
+		MaxConcurrent: cfg.MaxProbes,
+		Registerer:    registry,
+	})
+	srv := &api.Server{
+		VIPService:     m.Store,
+		PoolService:    m.Store,
+		MemberService:  m.Store,
+		MonitorService: m.Store,
+		ConfigService:  m.Store,
+		EventService:   m.Store,
+		StatsService:   m.Controller,
+		SwitchService:  m.Controller,
+		HealthReporter: m.Health,
+		Logger:         m.Logger,
+		Token:          cfg.APIToken,
+		AuthReads:      cfg.AuthReads,
+		Ready:          m.ready,
+		Registry:       registry,
+	}
+	m.httpServer = &http.Server{
+		Handler:           srv.Handler(),
+		ReadHeaderTimeout: 10 * time.Second,
+		ErrorLog:          slog.NewLogLogger(m.Logger.Handler(), slog.LevelWarn),
+	}
+
+	ctx, m.cancel = context.WithCancel(ctx)
+	m.goRun("controller", func() error { return m.Controller.Serve(ctx, m.ofLn) })
+	m.goRun("health", func() error { return m.Health.Run(ctx) })
+	m.goRun("api", func() error {
+		if err := m.httpServer.Serve(m.apiLn); !errors.Is(err, http.ErrServerClosed) {
+			return err
+		}
+		return nil
+	})
+	m.Logger.Info("sdnlb started", "api_addr", m.APIAddr(), "openflow_addr", m.OpenFlowAddr(), "db", cfg.DB)
+	return nil
+}
+
+// goRun runs a service; one that fails is logged and reported on errs.
+func (m *Main) goRun(name string, run func() error) {
+	m.wg.Go(func() {
+		if err := run(); err != nil {
+			m.Logger.Error("service stopped", "component", name, "err", err)
+			m.errs <- fmt.Errorf("%s: %w", name, err)
+		}
+	})
+}
+
+// Err reports the first service that stopped with an error.
+func (m *Main) Err() <-chan error { return m.errs }
+
+// ready answers /readyz: the database answers and the controller listens.
+func (m *Main) ready(ctx context.Context) error {
+	if _, err := m.Store.LoadConfig(ctx); err != nil {
+		return fmt.Errorf("database: %w", err)
+	}
+	if m.Controller.Addr() == nil {
+		return errors.New("controller not listening yet")
+	}
+	return nil
+}
+
+// APIAddr is the address the API listens on.
+func (m *Main) APIAddr() string { return m.apiLn.Addr().String() }
+
+// OpenFlowAddr is the address switches connect to.
+func (m *Main) OpenFlowAddr() string { return m.ofLn.Addr().String() }
+
+// Close stops the API (letting requests in flight finish), the controller
+// and the monitors, then closes the database.
+func (m *Main) Close() error {
+	var errs []error
+	if m.httpServer != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), shutdownTimeout)
+		errs = append(errs, m.httpServer.Shutdown(ctx))
+		cancel()
+	} else if m.apiLn != nil {
+		errs = append(errs, m.apiLn.Close())
+	}
+	if m.cancel != nil {
+		m.cancel()
+	} else if m.ofLn != nil {
+		errs = append(errs, m.ofLn.Close())
+	}
+	m.wg.Wait()
+	if m.DB != nil {
+		errs = append(errs, m.DB.Close())
+	}
+	return errors.Join(errs...)
+}
+
+// openflowTLS builds the switch-facing TLS config, nil for plain TCP.
+func (c Config) openflowTLS() (*tls.Config, error) {
+	if c.TLSCert == "" {
+		return nil, nil
+	}
+	cert, err := tls.LoadX509KeyPair(c.TLSCert, c.TLSKey)
+	if err != nil {
+		return nil, fmt.Errorf("openflow tls: %w", err)
+	}
+	tc := &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}
+	if c.TLSClientCA != "" {
+		pem, err := os.ReadFile(c.TLSClientCA)
+		if err != nil {
+			return nil, fmt.Errorf("openflow tls client ca: %w", err)
+		}
+		pool := x509.NewCertPool()
+		if !pool.AppendCertsFromPEM(pem) {
+			return nil, fmt.Errorf("openflow tls client ca: no certificate in %s", c.TLSClientCA)
+		}
+		tc.ClientCAs, tc.ClientAuth = pool, tls.RequireAndVerifyClientCert
+	}
+	return tc, nil
+}

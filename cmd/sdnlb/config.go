@@ -1,0 +1,172 @@
+package main
+
+import (
+	"bufio"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"strings"
+	"time"
+)
+
+// Config is every setting of the service. Each comes, by rising precedence,
+// from its default, the config file, an SDNLB_* environment variable and a
+// command-line flag.
+type Config struct {
+	APIAddr      string
+	OpenFlowAddr string
+	DB           string
+	APIToken     string
+	AuthReads    bool
+	LogLevel     slog.Level
+	LogFormat    string
+
+	FlowIdleTimeout time.Duration
+	FlowHardTimeout time.Duration
+	EchoInterval    time.Duration
+	StatsInterval   time.Duration
+	MaxProbes       int
+
+	TLSCert     string
+	TLSKey      string
+	TLSClientCA string
+}
+
+// DefaultConfig is what a bare `sdnlb` runs with.
+func DefaultConfig() Config {
+	return Config{
+		APIAddr:         "127.0.0.1:8080",
+		OpenFlowAddr:    ":6653",
+		DB:              "sdnlb.db",
+		LogLevel:        slog.LevelInfo,
+		LogFormat:       "text",
+		FlowIdleTimeout: 30 * time.Second,
+		EchoInterval:    5 * time.Second,
+		StatsInterval:   2 * time.Second,
+		MaxProbes:       512,
+	}
+}
+
+// flagSet declares the flags onto c, so that parsing overwrites c's fields.
+func (c *Config) flagSet(out io.Writer) *flag.FlagSet {
+	fs := flag.NewFlagSet("sdnlb", flag.ContinueOnError)
+	fs.SetOutput(out)
+	fs.StringVar(&c.APIAddr, "api-addr", c.APIAddr, "REST API listen address")
+	fs.StringVar(&c.OpenFlowAddr, "openflow-addr", c.OpenFlowAddr, "OpenFlow 1.3 listen address for switches")
+	fs.StringVar(&c.DB, "db", c.DB, "SQLite database file")
+	fs.StringVar(&c.APIToken, "api-token", c.APIToken, "bearer token every API write must carry (empty: no auth)")
+	fs.BoolVar(&c.AuthReads, "auth-reads", c.AuthReads, "require the API token for reads too")
+	fs.TextVar(&c.LogLevel, "log-level", c.LogLevel, "log level: debug, info, warn or error")
+	fs.StringVar(&c.LogFormat, "log-format", c.LogFormat, "log format: text or json")
+	fs.DurationVar(&c.FlowIdleTimeout, "flow-idle-timeout", c.FlowIdleTimeout, "idle timeout of connection flows (0: none)")
+	fs.DurationVar(&c.FlowHardTimeout, "flow-hard-timeout", c.FlowHardTimeout, "hard timeout of connection flows (0: none)")
+	fs.DurationVar(&c.EchoInterval, "echo-interval", c.EchoInterval, "OpenFlow echo keepalive interval; 3 missed replies drop the switch")
+	fs.DurationVar(&c.StatsInterval, "stats-interval", c.StatsInterval, "how often flow counters are polled from switches")
+	fs.IntVar(&c.MaxProbes, "max-probes", c.MaxProbes, "health probes in flight at most")
+	fs.StringVar(&c.TLSCert, "openflow-tls-cert", c.TLSCert, "certificate for OpenFlow over TLS (with --openflow-tls-key)")
+	fs.StringVar(&c.TLSKey, "openflow-tls-key", c.TLSKey, "private key for OpenFlow over TLS")
+	fs.StringVar(&c.TLSClientCA, "openflow-tls-client-ca", c.TLSClientCA, "CA that switch certificates must chain to (enables client auth)")
+	return fs
+}
+
+// envName maps a flag name to its environment variable: api-addr → SDNLB_API_ADDR.
+func envName(flagName string) string {
+	return "SDNLB_" + strings.ToUpper(strings.ReplaceAll(flagName, "-", "_"))
+}
+
+// errHelp says that --help was asked for and printed.
+var errHelp = flag.ErrHelp
+
+// LoadConfig builds the configuration from args (without the program name
+// and subcommand) and the environment. A --config file, if named by flag or
+// SDNLB_CONFIG, holds "name = value" lines with flag names.
+func LoadConfig(args []string, getenv func(string) string, out io.Writer) (Config, error) {
+	c := DefaultConfig()
+	probe := c.flagSet(io.Discard)
+	configFile := getenv("SDNLB_CONFIG")
+	for i, a := range args {
+		name, value, hasValue := strings.Cut(strings.TrimLeft(a, "-"), "=")
+		if strings.HasPrefix(a, "-") && name == "config" {
+			if hasValue {
+				configFile = value
+			} else if i+1 < len(args) {
+				configFile = args[i+1]
+			}
+		}
+	}
+	if configFile != "" {
+		if err := applyFile(probe, configFile); err != nil {
+			return c, err
+		}
+	}
+	var envErr error
+	probe.VisitAll(func(f *flag.Flag) {
+		if v := getenv(envName(f.Name)); v != "" && envErr == nil {
+			if err := f.Value.Set(v); err != nil {
+				envErr = fmt.Errorf("%s=%q: %w", envName(f.Name), v, err)
+			}
+		}
+	})
+	if envErr != nil {
+		return c, envErr
+	}
+	// Flags last: they start from what file and environment gave.
+	fs := c.flagSet(out)
+	fs.String("config", configFile, "file of \"name = value\" lines using these flag names (env SDNLB_CONFIG)")
+	fs.Usage = func() {
+		fmt.Fprintf(out, "Usage: sdnlb [serve] [flags]\n\nEvery flag can also be set with SDNLB_<NAME> (e.g. SDNLB_API_ADDR) or in the --config file.\n\n")
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		return c, err
+	}
+	if fs.NArg() > 0 {
+		return c, fmt.Errorf("unexpected argument %q", fs.Arg(0))
+	}
+	return c, c.validate()
+}
+
+func applyFile(fs *flag.FlagSet, path string) error {
+	f, err := os.Open(path)
+	if err != nil {
+		return fmt.Errorf("config file: %w", err)
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for n := 1; sc.Scan(); n++ {
+		line := strings.TrimSpace(sc.Text())
+		if line == "" || strings.HasPrefix(line, "#") {
+			continue
+		}
+		name, value, ok := strings.Cut(line, "=")
+		name, value = strings.TrimSpace(name), strings.Trim(strings.TrimSpace(value), `"`)
+		if !ok || fs.Lookup(name) == nil {
+			return fmt.Errorf("%s:%d: want \"name = value\" with a flag name, got %q", path, n, line)
+		}
+		if err := fs.Set(name, value); err != nil {
+			return fmt.Errorf("%s:%d: %s: %w", path, n, name, err)
+		}
+	}
+	return sc.Err()
+}
+
+func (c *Config) validate() error {
+	switch {
+	case c.LogFormat != "text" && c.LogFormat != "json":
+		return errors.New("--log-format must be text or json")
+	case (c.TLSCert == "") != (c.TLSKey == ""):
+		return errors.New("--openflow-tls-cert and --openflow-tls-key go together")
+	case c.TLSClientCA != "" && c.TLSCert == "":
+		return errors.New("--openflow-tls-client-ca needs --openflow-tls-cert and --openflow-tls-key")
+	case c.FlowIdleTimeout < 0 || c.FlowHardTimeout < 0 || c.FlowIdleTimeout > 65535*time.Second || c.FlowHardTimeout > 65535*time.Second:
+		return errors.New("flow timeouts must be 0-65535s")
+	case c.EchoInterval <= 0 || c.StatsInterval <= 0:
+		return errors.New("--echo-interval and --stats-interval must be positive")
+	case c.MaxProbes < 1:
+		return errors.New("--max-probes must be at least 1")
+	}
+	return nil
+}

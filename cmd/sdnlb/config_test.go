@@ -1,0 +1,80 @@
+package main
+
+import (
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+)
+
+func TestLoadConfig(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "sdnlb.conf")
+	if err := os.WriteFile(file, []byte("# comment\ndb = /var/lib/sdnlb.db\napi-addr = \"0.0.0.0:9000\"\nlog-level = warn\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for name, tc := range map[string]struct {
+		args  []string
+		env   map[string]string
+		check func(t *testing.T, c Config)
+	}{
+		"Defaults": {nil, nil, func(t *testing.T, c Config) {
+			if c != DefaultConfig() {
+				t.Errorf("got %+v", c)
+			}
+		}},
+		"Env": {nil, map[string]string{"SDNLB_API_ADDR": ":1", "SDNLB_FLOW_IDLE_TIMEOUT": "5s", "SDNLB_AUTH_READS": "true"}, func(t *testing.T, c Config) {
+			if c.APIAddr != ":1" || c.FlowIdleTimeout != 5*time.Second || !c.AuthReads {
+				t.Errorf("got %+v", c)
+			}
+		}},
+		"FlagBeatsEnv": {[]string{"--api-addr", ":2"}, map[string]string{"SDNLB_API_ADDR": ":1"}, func(t *testing.T, c Config) {
+			if c.APIAddr != ":2" {
+				t.Errorf("api addr %q", c.APIAddr)
+			}
+		}},
+		"File": {[]string{"--config", file}, nil, func(t *testing.T, c Config) {
+			if c.DB != "/var/lib/sdnlb.db" || c.APIAddr != "0.0.0.0:9000" || c.LogLevel != slog.LevelWarn {
+				t.Errorf("got %+v", c)
+			}
+		}},
+		"EnvBeatsFile": {[]string{"--config=" + file}, map[string]string{"SDNLB_DB": "x.db"}, func(t *testing.T, c Config) {
+			if c.DB != "x.db" || c.APIAddr != "0.0.0.0:9000" {
+				t.Errorf("got %+v", c)
+			}
+		}},
+	} {
+		t.Run(name, func(t *testing.T) {
+			c, err := LoadConfig(tc.args, func(k string) string { return tc.env[k] }, io.Discard)
+			if err != nil {
+				t.Fatal(err)
+			}
+			tc.check(t, c)
+		})
+	}
+}
+
+func TestLoadConfig_Errors(t *testing.T) {
+	for name, args := range map[string][]string{
+		"UnknownFlag":    {"--nope"},
+		"BadLevel":       {"--log-level", "loud"},
+		"BadFormat":      {"--log-format", "xml"},
+		"KeyWithoutCert": {"--openflow-tls-key", "k.pem"},
+		"NegativeIdle":   {"--flow-idle-timeout", "-1s"},
+		"Extra":          {"extra"},
+		"MissingFile":    {"--config", "/nonexistent/sdnlb.conf"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			if _, err := LoadConfig(args, func(string) string { return "" }, io.Discard); err == nil {
+				t.Fatal("no error")
+			}
+		})
+	}
+	t.Run("BadEnv", func(t *testing.T) {
+		env := map[string]string{"SDNLB_MAX_PROBES": "many"}
+		if _, err := LoadConfig(nil, func(k string) string { return env[k] }, io.Discard); err == nil {
+			t.Fatal("no error")
+		}
+	})
+}

@@ -1,0 +1,130 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"path/filepath"
+	"sync"
+	"testing"
+)
+
+// MustRunMain starts the whole service on ":0" addresses over the database
+// file db and closes it when the test ends.
+func MustRunMain(tb testing.TB, db string) *Main {
+	tb.Helper()
+	cfg := DefaultConfig()
+	cfg.APIAddr, cfg.OpenFlowAddr, cfg.DB = "127.0.0.1:0", "127.0.0.1:0", db
+	m := NewMain(cfg, nil)
+	if err := m.Run(context.Background()); err != nil {
+		m.Close()
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { m.Close() })
+	return m
+}
+
+// call sends a JSON request and decodes a JSON answer into out (when not nil).
+func call(tb testing.TB, m *Main, method, path string, body any, wantStatus int, out any) {
+	tb.Helper()
+	var rd io.Reader
+	if body != nil {
+		b, _ := json.Marshal(body)
+		rd = bytes.NewReader(b)
+	}
+	req, _ := http.NewRequest(method, "http://"+m.APIAddr()+path, rd)
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	defer resp.Body.Close()
+	data, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != wantStatus {
+		tb.Fatalf("%s %s: status %d, want %d: %s", method, path, resp.StatusCode, wantStatus, data)
+	}
+	if out != nil {
+		if err := json.Unmarshal(data, out); err != nil {
+			tb.Fatalf("%s %s: %v: %s", method, path, err, data)
+		}
+	}
+}
+
+type object struct {
+	ID      string `json:"id"`
+	Address string `json:"address"`
+	Weight  int    `json:"weight"`
+	Status  string `json:"status"`
+}
+
+// mustCreatePool creates a VIP on 10.0.0.100:port and a pool for it.
+func mustCreatePool(tb testing.TB, m *Main, port int) (vip, pool object) {
+	tb.Helper()
+	call(tb, m, "POST", "/v1/vips", map[string]any{"name": "web", "address": "10.0.0.100", "protocol": "TCP", "port": port}, 201, &vip)
+	call(tb, m, "POST", "/v1/pools", map[string]any{"name": "web", "vip_id": vip.ID, "lb_method": "ROUND_ROBIN"}, 201, &pool)
+	return vip, pool
+}
+
+func TestMain_Persistence(t *testing.T) {
+	db := filepath.Join(t.TempDir(), "sdnlb.db")
+	m := MustRunMain(t, db)
+	vip, pool := mustCreatePool(t, m, 80)
+	var member object
+	call(t, m, "POST", "/v1/members", map[string]any{"pool_id": pool.ID, "address": "10.0.0.1", "port": 80, "weight": 7}, 201, &member)
+	if err := m.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	m = MustRunMain(t, db)
+	var got object
+	call(t, m, "GET", "/v1/vips/"+vip.ID, nil, 200, &got)
+	if got.Address != "10.0.0.100" {
+		t.Errorf("vip after restart: %+v", got)
+	}
+	call(t, m, "GET", "/v1/members/"+member.ID, nil, 200, &got)
+	if got.Weight != 7 || got.Status != "NO_MONITOR" {
+		t.Errorf("member after restart: %+v", got)
+	}
+}
+
+func TestMain_ConcurrentWrites(t *testing.T) {
+	m := MustRunMain(t, filepath.Join(t.TempDir(), "sdnlb.db"))
+	_, pool := mustCreatePool(t, m, 80)
+	const n = 200
+	want := make(map[string]int, n) // address → weight its update set
+	for i := range n {
+		want[fmt.Sprintf("10.1.%d.%d", i/250, i%250+1)] = i%256 + 1
+	}
+	var wg sync.WaitGroup
+	for addr, weight := range want {
+		wg.Go(func() {
+			var mb object
+			call(t, m, "POST", "/v1/members", map[string]any{"pool_id": pool.ID, "address": addr, "port": 80}, 201, &mb)
+			call(t, m, "PATCH", "/v1/members/"+mb.ID, map[string]any{"weight": weight}, 200, nil)
+		})
+	}
+	wg.Wait()
+	var list struct {
+		Members []object `json:"members"`
+	}
+	call(t, m, "GET", "/v1/members?limit=1000&pool_id="+pool.ID, nil, 200, &list)
+	if len(list.Members) != n {
+		t.Fatalf("%d members, want %d", len(list.Members), n)
+	}
+	for _, mb := range list.Members {
+		if mb.Weight != want[mb.Address] {
+			t.Errorf("member %s: weight %d, want %d", mb.Address, mb.Weight, want[mb.Address])
+		}
+	}
+}
+
+func TestMain_Readyz(t *testing.T) {
+	m := MustRunMain(t, filepath.Join(t.TempDir(), "sdnlb.db"))
+	call(t, m, "GET", "/readyz", nil, 200, nil)
+	call(t, m, "GET", "/healthz", nil, 200, nil)
+}
