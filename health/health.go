@@ -2,15 +2,34 @@
 // against every member of every monitored pool and writes each member's
 // status (UP, DOWN, NO_MONITOR) to the store when it changes, so that the
 // controller takes dead members out of rotation within the monitor's
-// window.
+// window. cmd/sdnlb wires it:
 //
-// One goroutine (Run) owns all state: it reloads the configuration on the
-// store's change feed, keeps one task per (member, monitor) in a timer heap,
-// starts due probes on goroutines up to Options.MaxConcurrent, and feeds
-// their results to the per-member state machine (state.go). A task is back
-// in the heap only after its probe returned, so a slow probe delays the
-// next one and never overlaps it. Transitions go to the store through a
-// writer goroutine so a slow store never stalls probing.
+//	h := health.New(store, store, health.Options{Logger: log, Registerer: reg})
+//	go h.Run(ctx)
+//	// h is the API's sdnlb.HealthReporter
+//
+// Status rules (state.go): a monitor takes a member DOWN after max_retries
+// consecutive failures and brings it UP after rise consecutive successes;
+// with several monitors a member is UP only while all of them say up. A
+// pool without an admin-up monitor makes its members NO_MONITOR. A monitor
+// added to members in rotation (UP, NO_MONITOR) counts as up until
+// max_retries failures. A member the store created DOWN and nobody checked
+// yet (no LastCheck) is decided by its first probe, like HAProxy's initial
+// check: UP on the first success. DRAINING is the store's business; drained
+// members are still probed so their status is fresh when they return.
+//
+// Scheduling: one goroutine (Run) owns all state. It keeps one task per
+// (member, monitor) in a timer heap, so 10,000 members cost one timer, not
+// 10,000 tickers, and the concurrency limit and the one-probe-in-flight rule
+// live in one place. It starts due probes on goroutines up to
+// Options.MaxConcurrent; a task goes back into the heap only when its probe
+// returned, so a slow probe delays the next one and never overlaps it. First
+// probes are spread at random over the delay. The configuration is reloaded
+// on the store's change feed (bursts are coalesced, reloads at least
+// reloadInterval apart) and the tasks reconciled: removed members and
+// monitors stop at once, a probe in flight is cancelled and its result
+// dropped. Transitions go to the store through a writer goroutine, so a slow
+// store never stalls probing.
 package health
 
 import (
@@ -142,17 +161,17 @@ func New(src ConfigSource, svc sdnlb.MemberHealthService, opts Options) *Engine 
 	if c.after == nil {
 		c.after = time.After
 	}
-	max := opts.MaxConcurrent
-	if max <= 0 {
-		max = DefaultMaxConcurrent
+	limit := opts.MaxConcurrent
+	if limit <= 0 {
+		limit = DefaultMaxConcurrent
 	}
 	e := &Engine{
-		src: src, svc: svc, log: log, clock: c, max: max,
+		src: src, svc: svc, log: log, clock: c, max: limit,
 		metrics: newMetrics(opts.Registerer, log),
-		pinger:  newPinger(),
+		pinger:  newPinger(log),
 		live:    make(map[string]sdnlb.MemberHealth),
 		members: make(map[string]*memberEntry),
-		results: make(chan probeDone, max), // every probe in flight has room: they never block
+		results: make(chan probeDone, limit), // every probe in flight has room: they never block
 		kick:    make(chan struct{}, 1),
 	}
 	httpP := newHTTPProber(nil)
@@ -315,7 +334,7 @@ func (e *Engine) finish(d probeDone) {
 	if next.Before(now) {
 		next = now
 	}
-	defer e.heap.schedule(t, next)
+	e.heap.schedule(t, next)
 	if d.gen != t.gen {
 		return // it probed what the member or monitor used to be
 	}

@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net"
 	"net/netip"
 	"sync"
@@ -28,6 +29,7 @@ const icmpHeaderLen = 8
 type pinger struct {
 	token  [8]byte
 	listen func() (net.PacketConn, error)
+	log    *slog.Logger
 
 	mu      sync.Mutex
 	conn    net.PacketConn
@@ -43,8 +45,8 @@ type echoWaiter struct {
 	reply chan struct{}
 }
 
-func newPinger() *pinger {
-	p := &pinger{waiting: make(map[uint32]echoWaiter), listen: listenICMP}
+func newPinger(log *slog.Logger) *pinger {
+	p := &pinger{waiting: make(map[uint32]echoWaiter), listen: listenICMP, log: log}
 	_, _ = rand.Read(p.token[:])
 	p.next = binary.BigEndian.Uint32(p.token[:4])
 	return p
@@ -63,6 +65,7 @@ func (p *pinger) open() (net.PacketConn, error) {
 	conn, err := p.listen()
 	if err != nil {
 		p.openErr = fmt.Errorf("open ICMP socket (PING monitors need root or CAP_NET_RAW): %w", err)
+		p.log.Error("PING monitors cannot run: their members will be DOWN", "err", p.openErr)
 		return nil, p.openErr
 	}
 	p.conn, p.done = conn, make(chan struct{})

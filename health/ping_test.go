@@ -3,6 +3,7 @@ package health
 import (
 	"bytes"
 	"errors"
+	"log/slog"
 	"net"
 	"net/netip"
 	"os"
@@ -156,7 +157,7 @@ func TestPinger_Matching(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			p := newPinger()
+			p := newPinger(slog.New(slog.DiscardHandler))
 			p.listen = func() (net.PacketConn, error) { return newFakeICMPConn(tt.answer), nil }
 			defer p.close()
 			err := runProbe(t, p, target{Type: sdnlb.MonitorPING, Addr: member}, 100*time.Millisecond)
@@ -173,7 +174,7 @@ func TestPinger_Matching(t *testing.T) {
 
 func TestPinger_OpenOnceAndFail(t *testing.T) {
 	opens := 0
-	p := newPinger()
+	p := newPinger(slog.New(slog.DiscardHandler))
 	p.listen = func() (net.PacketConn, error) {
 		opens++
 		return nil, errors.New("operation not permitted")
@@ -191,7 +192,7 @@ func TestPinger_Loopback(t *testing.T) {
 	if os.Geteuid() != 0 {
 		t.Skip("PING probes need a raw ICMP socket: run as root (or with CAP_NET_RAW)")
 	}
-	p := newPinger()
+	p := newPinger(slog.New(slog.DiscardHandler))
 	defer p.close()
 	ping := target{Type: sdnlb.MonitorPING, Addr: loopback}
 	t.Run("OK", func(t *testing.T) {

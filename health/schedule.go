@@ -6,10 +6,8 @@ import (
 	"time"
 )
 
-// task is the probing of one member by one monitor. One timer heap orders
-// every task by its next probe, and a single goroutine (Engine.Run) pops
-// the due ones: 10,000 members cost one timer, not 10,000 tickers, and
-// the concurrency limit and the one-probe-in-flight rule live in one place.
+// task is the probing of one member by one monitor; Run keeps every task
+// in one timer heap ordered by its next probe (see the package doc).
 type task struct {
 	member    *memberEntry
 	monitorID string
