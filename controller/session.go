@@ -125,6 +125,16 @@ func (s *session) close() {
 	})
 }
 
+// closed reports whether the controller closed the session.
+func (s *session) closed() bool {
+	select {
+	case <-s.done:
+		return true
+	default:
+		return false
+	}
+}
+
 func (s *session) nextXID() uint32 { return s.xid.Add(1) }
 
 // serveConn runs one switch connection to its end.
@@ -135,7 +145,7 @@ func (c *Controller) serveConn(ctx context.Context, conn net.Conn) {
 	defer stop()
 
 	if err := s.handshake(); err != nil {
-		if !errors.Is(err, errClosed) {
+		if !errors.Is(err, errClosed) && !s.closed() {
 			s.log.Warn("switch handshake failed", "err", err)
 		}
 		return
@@ -155,15 +165,13 @@ func (c *Controller) serveConn(ctx context.Context, conn net.Conn) {
 	}
 	c.unregister(s)
 	s.settle()
-	select {
-	case <-s.done:
+	switch {
+	case s.closed():
 		s.log.Info("switch disconnected")
+	case isMalformed(err):
+		s.log.Warn("malformed OpenFlow from switch; closing its session", "err", err)
 	default:
-		if isMalformed(err) {
-			s.log.Warn("malformed OpenFlow from switch; closing its session", "err", err)
-		} else {
-			s.log.Info("switch disconnected", "err", err)
-		}
+		s.log.Info("switch disconnected", "err", err)
 	}
 }
 
@@ -244,9 +252,10 @@ func (s *session) sync(snap *snapshot) error {
 	for _, v := range announce {
 		// Gratuitous ARP: clients with a stale entry for the address learn
 		// the VIP's MAC.
-		s.frame = appendARP(s.frame[:0], arpRequest, broadcastMAC, v.mac, v.ip, [6]byte{}, v.ip)
+		// the ARP frame buffer of the reader is not ours to use here
+		garp := appendARP(nil, arpRequest, broadcastMAC, v.mac, v.ip, [6]byte{}, v.ip)
 		s.writeLocked(s.nextXID(), &ofp.PacketOut{BufferID: ofp.NoBuffer, InPort: ofp.PortController,
-			Actions: []ofp.Action{ofp.ActionOutput{Port: ofp.PortFlood}}, Data: s.frame})
+			Actions: []ofp.Action{ofp.ActionOutput{Port: ofp.PortFlood}}, Data: garp})
 	}
 	s.log.Debug("switch synced to configuration", "gen", snap.gen, "flow_mods", len(mods), "announced", len(announce))
 	return s.flushLocked()
