@@ -84,14 +84,24 @@ func (s *Server) recoverer() func(http.Handler) http.Handler {
 // auth requires the bearer token on writes, and on reads when AuthReads.
 func (s *Server) auth(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if s.Token == "" || (isRead(r.Method) && !s.AuthReads) {
+		if isRead(r.Method) && !s.AuthReads {
 			next.ServeHTTP(w, r)
 			return
 		}
-		token, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
-		if !ok || subtle.ConstantTimeCompare([]byte(strings.TrimSpace(token)), []byte(s.Token)) != 1 {
-			s.writeError(w, r, sdnlb.Errorf(sdnlb.EUNAUTHORIZED, "a valid bearer token is required"))
-			return
+		s.requireToken(next).ServeHTTP(w, r)
+	})
+}
+
+// requireToken checks the bearer token whatever the method: Floodlight has
+// GET routes that write, which must not slip through as reads.
+func (s *Server) requireToken(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if s.Token != "" {
+			token, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+			if !ok || subtle.ConstantTimeCompare([]byte(strings.TrimSpace(token)), []byte(s.Token)) != 1 {
+				s.writeError(w, r, sdnlb.Errorf(sdnlb.EUNAUTHORIZED, "a valid bearer token is required"))
+				return
+			}
 		}
 		next.ServeHTTP(w, r)
 	})

@@ -104,6 +104,7 @@ func (s *Server) Handler() http.Handler {
 	r.Group(func(r chi.Router) {
 		r.Use(s.auth)
 		r.Route("/v1", s.nativeRoutes)
+		r.Route("/quantum/v1.0", s.compatRoutes)
 	})
 	return r
 }

@@ -1,0 +1,307 @@
+package api
+
+import (
+	"bytes"
+	"encoding/json"
+	"io"
+	"net/http"
+	"strconv"
+	"strings"
+
+	"github.com/sdnlb/sdnlb"
+)
+
+// Floodlight's LoadBalancer reads flat JSON objects whose values it takes as
+// text, and writes objects whose values are all strings in a fixed key
+// order, with the pool's "poolMembers" key repeated once per member. This
+// file holds both directions.
+
+// flatRequest is a decoded Floodlight request body: key → value as text.
+// Keys whose value is "" or null are left out, as Floodlight skips them.
+type flatRequest map[string]string
+
+// decodeFlat reads a Floodlight request body. Any Content-Type is accepted
+// (curl -d sends form-urlencoded) as long as the body is a JSON object;
+// keys not in allowed are refused, naming the key.
+func decodeFlat(w http.ResponseWriter, r *http.Request, allowed []string) (flatRequest, error) {
+	body, err := readBody(w, r)
+	if err != nil {
+		return nil, err
+	}
+	dec := json.NewDecoder(bytes.NewReader(body))
+	dec.UseNumber()
+	var raw map[string]any
+	if err := dec.Decode(&raw); err != nil {
+		return nil, jsonError(err)
+	}
+	if raw == nil {
+		return nil, sdnlb.Errorf(sdnlb.EINVALID, "the body must be a JSON object")
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return nil, sdnlb.Errorf(sdnlb.EINVALID, "the body must hold exactly one JSON object")
+	}
+	req := flatRequest{}
+	for key, v := range raw {
+		if !contains(allowed, key) {
+			return nil, sdnlb.FieldErrorf(sdnlb.EINVALID, key, "unknown field %q; this route takes %s", key, strings.Join(allowed, ", "))
+		}
+		switch v := v.(type) {
+		case nil:
+		case string:
+			if v != "" {
+				req[key] = v
+			}
+		case json.Number:
+			req[key] = v.String()
+		case bool:
+			req[key] = strconv.FormatBool(v)
+		default:
+			return nil, sdnlb.FieldErrorf(sdnlb.EINVALID, key, "%s must be a string or a number; nested values are not supported", key)
+		}
+	}
+	return req, nil
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+func (f flatRequest) str(key string) *string {
+	if v, ok := f[key]; ok {
+		return &v
+	}
+	return nil
+}
+
+func (f flatRequest) int(key string) (*int, error) {
+	v, ok := f[key]
+	if !ok {
+		return nil, nil
+	}
+	n, err := strconv.Atoi(strings.TrimSpace(v))
+	if err != nil {
+		return nil, sdnlb.FieldErrorf(sdnlb.EINVALID, key, "%s must be an integer, not %q", key, v)
+	}
+	return &n, nil
+}
+
+func (f flatRequest) seconds(key string) (*sdnlb.Seconds, error) {
+	v, ok := f[key]
+	if !ok {
+		return nil, nil
+	}
+	x, err := strconv.ParseFloat(strings.TrimSpace(v), 64)
+	if err != nil {
+		return nil, sdnlb.FieldErrorf(sdnlb.EINVALID, key, "%s must be a number of seconds, not %q", key, v)
+	}
+	s := sdnlb.Seconds(x)
+	return &s, nil
+}
+
+// protocol reads TCP, UDP or ICMP in any case.
+func (f flatRequest) protocol(key string) (*sdnlb.Protocol, error) {
+	v, ok := f[key]
+	if !ok {
+		return nil, nil
+	}
+	p := sdnlb.Protocol(strings.ToUpper(strings.TrimSpace(v)))
+	if !p.Valid() {
+		return nil, sdnlb.FieldErrorf(sdnlb.EINVALID, key, "%s must be TCP, UDP or ICMP, not %q", key, v)
+	}
+	return &p, nil
+}
+
+// adminState reads Floodlight's admin_state: 1/0, true/false or up/down.
+func (f flatRequest) adminState(key string) (*bool, error) {
+	v, ok := f[key]
+	if !ok {
+		return nil, nil
+	}
+	var up bool
+	switch strings.ToLower(strings.TrimSpace(v)) {
+	case "1", "true", "up":
+		up = true
+	case "0", "false", "down":
+		up = false
+	default:
+		return nil, sdnlb.FieldErrorf(sdnlb.EINVALID, key, "%s must be 1 (up) or 0 (down), not %q", key, v)
+	}
+	return &up, nil
+}
+
+var compatLBMethods = map[string]string{
+	"RR": sdnlb.RoundRobin, "1": sdnlb.RoundRobin,
+	"STATISTICS": sdnlb.LeastBytes, "2": sdnlb.LeastBytes,
+	"WRR": sdnlb.WeightedRoundRobin, "3": sdnlb.WeightedRoundRobin,
+}
+
+// lbMethod maps Floodlight's RR, STATISTICS and WRR (or 1, 2, 3) and
+// accepts the native names too.
+func (f flatRequest) lbMethod(key string) (*string, error) {
+	v, ok := f[key]
+	if !ok {
+		return nil, nil
+	}
+	m := strings.ToUpper(strings.TrimSpace(v))
+	if native, ok := compatLBMethods[m]; ok {
+		m = native
+	}
+	if !sdnlb.ValidLBMethod(m) {
+		return nil, sdnlb.FieldErrorf(sdnlb.EINVALID, key, "%s must be RR, WRR, STATISTICS (1, 3, 2) or one of %v, not %q", key, sdnlb.LBMethods, v)
+	}
+	return &m, nil
+}
+
+// monitorType maps Floodlight's ICMP to PING; TCP, HTTP and HTTPS are ours.
+func (f flatRequest) monitorType(key string) (*sdnlb.MonitorType, error) {
+	v, ok := f[key]
+	if !ok {
+		return nil, nil
+	}
+	t := sdnlb.MonitorType(strings.ToUpper(strings.TrimSpace(v)))
+	if t == "ICMP" {
+		t = sdnlb.MonitorPING
+	}
+	if !t.Valid() {
+		return nil, sdnlb.FieldErrorf(sdnlb.EINVALID, key, "%s must be ICMP (PING), TCP, HTTP or HTTPS, not %q", key, v)
+	}
+	return &t, nil
+}
+
+// orderedObject is a JSON object written in the order of its pairs, keys
+// repeating where Floodlight repeats them. A nil value is written as null.
+type orderedObject []pair
+
+type pair struct {
+	key   string
+	value *string
+}
+
+func (o orderedObject) MarshalJSON() ([]byte, error) {
+	var b bytes.Buffer
+	b.WriteByte('{')
+	for i, p := range o {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		k, _ := json.Marshal(p.key)
+		b.Write(k)
+		b.WriteByte(':')
+		if p.value == nil {
+			b.WriteString("null")
+			continue
+		}
+		v, _ := json.Marshal(*p.value)
+		b.Write(v)
+	}
+	b.WriteByte('}')
+	return b.Bytes(), nil
+}
+
+func text(s string) *string { return &s }
+
+// nullIfEmpty writes "" as null, as Floodlight does for unset fields.
+func nullIfEmpty(s string) *string {
+	if s == "" {
+		return nil
+	}
+	return &s
+}
+
+func itoa(n int) *string { return text(strconv.Itoa(n)) }
+
+var ipProtocolNumbers = map[sdnlb.Protocol]string{sdnlb.ProtocolICMP: "1", sdnlb.ProtocolTCP: "6", sdnlb.ProtocolUDP: "17"}
+
+func compatVIP(v *sdnlb.VIP) orderedObject {
+	return orderedObject{
+		{"name", nullIfEmpty(v.Name)},
+		{"id", text(v.ID)},
+		{"address", text(v.Address)},
+		{"protocol", text(ipProtocolNumbers[v.Protocol])},
+		{"port", itoa(v.Port)},
+	}
+}
+
+var compatLBMethodNames = map[string]string{
+	sdnlb.RoundRobin:         "Round-Robin",
+	sdnlb.LeastBytes:         "Statistics",
+	sdnlb.WeightedRoundRobin: "Weighted Round-Robin",
+}
+
+func compatPool(p *sdnlb.Pool, memberIDs []string) orderedObject {
+	method, ok := compatLBMethodNames[p.LBMethod]
+	if !ok {
+		method = p.LBMethod // a method Floodlight does not have keeps its own name
+	}
+	o := orderedObject{
+		{"id", text(p.ID)},
+		{"name", nullIfEmpty(p.Name)},
+		{"vipId", nullIfEmpty(p.VIPID)},
+		{"lbMethod", text(method)},
+	}
+	for _, id := range memberIDs {
+		o = append(o, pair{"poolMembers", text(id)})
+	}
+	return o
+}
+
+var compatMemberStatus = map[sdnlb.MemberStatus]string{
+	sdnlb.MemberNoMonitor: "Alive",
+	sdnlb.MemberUp:        "Active",
+	sdnlb.MemberDown:      "Inactive",
+	sdnlb.MemberDraining:  "Inactive",
+}
+
+func compatMember(m *sdnlb.Member, vipID string) orderedObject {
+	return orderedObject{
+		{"id", text(m.ID)},
+		{"address", text(m.Address)},
+		{"port", itoa(m.Port)},
+		{"poolId", text(m.PoolID)},
+		{"vipId", nullIfEmpty(vipID)},
+		{"weight", itoa(m.Weight)},
+		{"status", text(compatMemberStatus[m.Status])},
+	}
+}
+
+var compatMonitorTypes = map[sdnlb.MonitorType]string{sdnlb.MonitorPING: "1", sdnlb.MonitorTCP: "6"}
+
+func compatMonitor(m *sdnlb.Monitor) orderedObject {
+	typ, ok := compatMonitorTypes[m.Type]
+	if !ok {
+		typ = string(m.Type) // HTTP and HTTPS have no IP protocol number
+	}
+	var poolID *string
+	if len(m.PoolIDs) > 0 {
+		poolID = text(m.PoolIDs[0])
+	}
+	return orderedObject{
+		{"id", text(m.ID)},
+		{"address", nil}, // sdnlb probes every member, not one address
+		{"name", nullIfEmpty(m.Name)},
+		{"type", text(typ)},
+		{"poolId", poolID},
+	}
+}
+
+func compatStats(st *sdnlb.PoolStats) orderedObject {
+	return orderedObject{
+		{"Bytes In", text(strconv.FormatUint(st.BytesIn, 10))},
+		{"Bytes Out", text(strconv.FormatUint(st.BytesOut, 10))},
+		// Every connection is a pair of flows, client→member and back.
+		{"Active Flows", text(strconv.FormatUint(2*st.ActiveConnections, 10))},
+	}
+}
+
+// writeRaw writes a body Floodlight builds by hand, spacing included.
+func writeRaw(w http.ResponseWriter, body string) error {
+	w.Header().Set("Content-Type", "application/json; charset=utf-8")
+	w.WriteHeader(http.StatusOK)
+	_, _ = w.Write([]byte(body))
+	return nil
+}

@@ -1,0 +1,281 @@
+package api
+
+import (
+	"context"
+	"net/http"
+	"strconv"
+
+	"github.com/go-chi/chi/v5"
+
+	"github.com/sdnlb/sdnlb"
+)
+
+// compatMemberUpdate reads the member keys Floodlight knows. connection_limit
+// and status are accepted and ignored: sdnlb limits connections per VIP and
+// only the health monitors set a member's status.
+func compatMemberUpdate(req flatRequest) (sdnlb.MemberUpdate, error) {
+	port, err := req.int("port")
+	if err != nil {
+		return sdnlb.MemberUpdate{}, err
+	}
+	weight, err := req.int("weight")
+	if err != nil {
+		return sdnlb.MemberUpdate{}, err
+	}
+	admin, err := req.adminState("admin_state")
+	if err != nil {
+		return sdnlb.MemberUpdate{}, err
+	}
+	return sdnlb.MemberUpdate{Address: req.str("address"), Port: port, Weight: weight, AdminStateUp: admin}, nil
+}
+
+// vipOfPool caches the VIP id of each pool for one response.
+type vipOfPool struct {
+	pools sdnlb.PoolService
+	ids   map[string]string
+}
+
+func (c *vipOfPool) get(ctx context.Context, poolID string) (string, error) {
+	if id, ok := c.ids[poolID]; ok {
+		return id, nil
+	}
+	p, err := c.pools.FindPoolByID(ctx, poolID)
+	if err != nil {
+		return "", err
+	}
+	if c.ids == nil {
+		c.ids = map[string]string{}
+	}
+	c.ids[poolID] = p.VIPID
+	return p.VIPID, nil
+}
+
+func (s *Server) compatMemberObject(ctx context.Context, m *sdnlb.Member) (orderedObject, error) {
+	vips := vipOfPool{pools: s.PoolService}
+	vipID, err := vips.get(ctx, m.PoolID)
+	if err != nil {
+		return nil, err
+	}
+	return compatMember(m, vipID), nil
+}
+
+// handleCompatMemberList lists every member.
+//
+//	@Summary	List members (Floodlight)
+//	@Tags		floodlight
+//	@Produce	json
+//	@Success	200	{array}	object	"{id, address, port, poolId, vipId, weight, status}, all strings"
+//	@Router		/quantum/v1.0/members/ [get]
+func (s *Server) handleCompatMemberList(w http.ResponseWriter, r *http.Request) error {
+	members, err := s.MemberService.FindMembers(r.Context(), sdnlb.MemberFilter{})
+	if err != nil {
+		return err
+	}
+	vips := vipOfPool{pools: s.PoolService}
+	out := make([]orderedObject, 0, len(members))
+	for _, m := range members {
+		vipID, err := vips.get(r.Context(), m.PoolID)
+		if err != nil {
+			return err
+		}
+		out = append(out, compatMember(m, vipID))
+	}
+	return writeJSON(w, http.StatusOK, out)
+}
+
+// handleCompatMemberCreate adds a member to the pool its pool_id names.
+//
+//	@Summary	Create a member (Floodlight)
+//	@Tags		floodlight
+//	@Accept		json
+//	@Produce	json
+//	@Param		member	body		object	true	"id, address, port, connection_limit, admin_state, status, pool_id, weight"
+//	@Success	200		{object}	object
+//	@Failure	400		{object}	errorResponse
+//	@Failure	404		{object}	errorResponse	"pool_id names no pool"
+//	@Failure	409		{object}	errorResponse
+//	@Security	Bearer
+//	@Router		/quantum/v1.0/members/ [post]
+func (s *Server) handleCompatMemberCreate(w http.ResponseWriter, r *http.Request) error {
+	req, err := decodeFlat(w, r, compatMemberKeys)
+	if err != nil {
+		return err
+	}
+	upd, err := compatMemberUpdate(req)
+	if err != nil {
+		return err
+	}
+	m := sdnlb.NewMember()
+	upd.Apply(m)
+	m.ID, m.PoolID = req["id"], req["pool_id"]
+	if err := m.Validate(); err != nil {
+		return err
+	}
+	if err := s.MemberService.CreateMember(r.Context(), m); err != nil {
+		return err
+	}
+	o, err := s.compatMemberObject(r.Context(), m)
+	if err != nil {
+		return err
+	}
+	return writeJSON(w, http.StatusOK, o)
+}
+
+// handleCompatMemberGet returns one member as a 1-element array.
+//
+//	@Summary	Get a member (Floodlight)
+//	@Tags		floodlight
+//	@Produce	json
+//	@Param		member	path	string	true	"member id"
+//	@Success	200		{array}	object
+//	@Failure	404		{object}	errorResponse
+//	@Router		/quantum/v1.0/members/{member}/ [get]
+func (s *Server) handleCompatMemberGet(w http.ResponseWriter, r *http.Request) error {
+	m, err := s.MemberService.FindMemberByID(r.Context(), chi.URLParam(r, "member"))
+	if err != nil {
+		return err
+	}
+	o, err := s.compatMemberObject(r.Context(), m)
+	if err != nil {
+		return err
+	}
+	return writeCompatOne(w, o)
+}
+
+// handleCompatMemberUpdate changes the given keys of a member.
+//
+//	@Summary	Update a member (Floodlight)
+//	@Tags		floodlight
+//	@Accept		json
+//	@Produce	json
+//	@Param		member	path		string	true	"member id"
+//	@Param		body	body		object	true	"the keys to change"
+//	@Success	200		{object}	object
+//	@Failure	400		{object}	errorResponse
+//	@Failure	404		{object}	errorResponse
+//	@Security	Bearer
+//	@Router		/quantum/v1.0/members/{member}/ [put]
+func (s *Server) handleCompatMemberUpdate(w http.ResponseWriter, r *http.Request) error {
+	id := chi.URLParam(r, "member")
+	req, err := decodeFlat(w, r, compatMemberKeys)
+	if err != nil {
+		return err
+	}
+	if err := checkBodyID(req, id); err != nil {
+		return err
+	}
+	upd, err := compatMemberUpdate(req)
+	if err != nil {
+		return err
+	}
+	m, err := s.updateMemberChecked(r.Context(), id, req.str("pool_id"), upd)
+	if err != nil {
+		return err
+	}
+	o, err := s.compatMemberObject(r.Context(), m)
+	if err != nil {
+		return err
+	}
+	return writeJSON(w, http.StatusOK, o)
+}
+
+// updateMemberChecked validates the result before the store sees the update.
+func (s *Server) updateMemberChecked(ctx context.Context, id string, poolID *string, upd sdnlb.MemberUpdate) (*sdnlb.Member, error) {
+	cur, err := s.MemberService.FindMemberByID(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	if poolID != nil && *poolID != cur.PoolID {
+		return nil, sdnlb.FieldErrorf(sdnlb.EINVALID, "pool_id", "pool_id cannot change; create a member in the other pool")
+	}
+	next := *cur
+	upd.Apply(&next)
+	if err := next.Validate(); err != nil {
+		return nil, err
+	}
+	return s.MemberService.UpdateMember(ctx, id, upd)
+}
+
+// handleCompatMemberDelete removes a member.
+//
+//	@Summary	Delete a member (Floodlight)
+//	@Tags		floodlight
+//	@Produce	json
+//	@Param		member	path		string	true	"member id"
+//	@Success	200		{object}	statusResponse
+//	@Failure	404		{object}	errorResponse
+//	@Security	Bearer
+//	@Router		/quantum/v1.0/members/{member}/ [delete]
+func (s *Server) handleCompatMemberDelete(w http.ResponseWriter, r *http.Request) error {
+	if err := s.MemberService.DeleteMember(r.Context(), chi.URLParam(r, "member")); err != nil {
+		return err
+	}
+	return writeRaw(w, compatDeleted)
+}
+
+// handleCompatMemberWeight sets a member's weight.
+//
+//	@Summary	Set a member's weight (Floodlight)
+//	@Tags		floodlight
+//	@Produce	json
+//	@Param		member	path		string	true	"member id"
+//	@Param		weight	path		integer	true	"0 (drain) to 256"
+//	@Success	200		{object}	statusResponse	"{\"status\" : \"0\"}"
+//	@Failure	400		{object}	errorResponse
+//	@Failure	404		{object}	errorResponse
+//	@Security	Bearer
+//	@Router		/quantum/v1.0/members/{member}/{weight}/ [put]
+func (s *Server) handleCompatMemberWeight(w http.ResponseWriter, r *http.Request) error {
+	raw := chi.URLParam(r, "weight")
+	weight, err := strconv.Atoi(raw)
+	if err != nil {
+		return sdnlb.FieldErrorf(sdnlb.EINVALID, "weight", "weight must be an integer, not %q", raw)
+	}
+	if _, err := s.updateMemberChecked(r.Context(), chi.URLParam(r, "member"), nil, sdnlb.MemberUpdate{Weight: &weight}); err != nil {
+		return err
+	}
+	return writeRaw(w, compatStatus0)
+}
+
+// handleCompatMemberPriority gives one member of a pool the weight 1+n/2 of
+// a pool of n members and every other member weight 1, as Floodlight does.
+//
+//	@Summary	Prefer one member of a pool (Floodlight)
+//	@Tags		floodlight
+//	@Produce	json
+//	@Param		pool	path		string	true	"pool id"
+//	@Param		member	path		string	true	"member id"
+//	@Success	200		{integer}	integer	"0"
+//	@Failure	404		{object}	errorResponse	"no such member in the pool"
+//	@Security	Bearer
+//	@Router		/quantum/v1.0/pools/{pool}/members/{member}/ [put]
+func (s *Server) handleCompatMemberPriority(w http.ResponseWriter, r *http.Request) error {
+	poolID, memberID := chi.URLParam(r, "pool"), chi.URLParam(r, "member")
+	members, err := s.MemberService.FindMembers(r.Context(), sdnlb.MemberFilter{PoolID: &poolID})
+	if err != nil {
+		return err
+	}
+	found := false
+	for _, m := range members {
+		found = found || m.ID == memberID
+	}
+	if !found {
+		return sdnlb.Errorf(sdnlb.ENOTFOUND, "pool %q has no member %q", poolID, memberID)
+	}
+	preferred := min(1+len(members)/2, sdnlb.MaxWeight)
+	// The services have no batch update, so this is one write per member
+	// whose weight changes; a failure part-way leaves the earlier ones done.
+	for _, m := range members {
+		weight := 1
+		if m.ID == memberID {
+			weight = preferred
+		}
+		if m.Weight == weight {
+			continue
+		}
+		if _, err := s.MemberService.UpdateMember(r.Context(), m.ID, sdnlb.MemberUpdate{Weight: &weight}); err != nil {
+			return err
+		}
+	}
+	return writeRaw(w, compatOK)
+}

@@ -1,0 +1,267 @@
+package api
+
+import (
+	"fmt"
+	"net/http"
+	"strconv"
+
+	"github.com/go-chi/chi/v5"
+
+	"github.com/sdnlb/sdnlb"
+)
+
+// compatMonitorUpdate reads the monitor keys Floodlight knows. network_id,
+// address, protocol, port and status are accepted and ignored: sdnlb probes
+// each member at its own address and only health sets a status. pool_id is
+// ignored as Floodlight ignores it on create; associate through
+// /pools/{pool}/health_monitors/.
+func compatMonitorUpdate(req flatRequest) (sdnlb.MonitorUpdate, error) {
+	typ, err := req.monitorType("type")
+	if err != nil {
+		return sdnlb.MonitorUpdate{}, err
+	}
+	delay, err := req.seconds("delay")
+	if err != nil {
+		return sdnlb.MonitorUpdate{}, err
+	}
+	timeout, err := req.seconds("timeout")
+	if err != nil {
+		return sdnlb.MonitorUpdate{}, err
+	}
+	retries, err := req.int("attempts_before_deactivation")
+	if err != nil {
+		return sdnlb.MonitorUpdate{}, err
+	}
+	admin, err := req.adminState("admin_state")
+	if err != nil {
+		return sdnlb.MonitorUpdate{}, err
+	}
+	return sdnlb.MonitorUpdate{Name: req.str("name"), Type: typ, Delay: delay, Timeout: timeout, MaxRetries: retries, AdminStateUp: admin}, nil
+}
+
+// compatMonitorError renames the native max_retries to Floodlight's key.
+func compatMonitorError(err error) error {
+	if sdnlb.ErrorField(err) == "max_retries" {
+		return sdnlb.FieldErrorf(sdnlb.ErrorCode(err), "attempts_before_deactivation", "%s", sdnlb.ErrorMessage(err))
+	}
+	return err
+}
+
+// handleCompatMonitorList lists every monitor.
+//
+//	@Summary	List monitors (Floodlight)
+//	@Tags		floodlight
+//	@Produce	json
+//	@Success	200	{array}	object	"{id, address, name, type, poolId}, all strings"
+//	@Router		/quantum/v1.0/health_monitors/ [get]
+func (s *Server) handleCompatMonitorList(w http.ResponseWriter, r *http.Request) error {
+	monitors, err := s.MonitorService.FindMonitors(r.Context(), sdnlb.MonitorFilter{})
+	if err != nil {
+		return err
+	}
+	out := make([]orderedObject, 0, len(monitors))
+	for _, m := range monitors {
+		out = append(out, compatMonitor(m))
+	}
+	return writeJSON(w, http.StatusOK, out)
+}
+
+// handleCompatMonitorCreate creates a monitor.
+//
+//	@Summary	Create a monitor (Floodlight)
+//	@Tags		floodlight
+//	@Accept		json
+//	@Produce	json
+//	@Param		monitor	body		object	true	"id, name, type, delay, timeout, attempts_before_deactivation, network_id, pool_id, address, protocol, port, admin_state, status"
+//	@Success	200		{object}	object
+//	@Failure	400		{object}	errorResponse
+//	@Failure	409		{object}	errorResponse
+//	@Security	Bearer
+//	@Router		/quantum/v1.0/health_monitors/ [post]
+func (s *Server) handleCompatMonitorCreate(w http.ResponseWriter, r *http.Request) error {
+	req, err := decodeFlat(w, r, compatMonitorKeys)
+	if err != nil {
+		return err
+	}
+	upd, err := compatMonitorUpdate(req)
+	if err != nil {
+		return err
+	}
+	m := sdnlb.NewMonitor()
+	upd.Apply(m)
+	m.ID = req["id"]
+	if err := m.Validate(); err != nil {
+		return compatMonitorError(err)
+	}
+	if err := s.MonitorService.CreateMonitor(r.Context(), m); err != nil {
+		return compatMonitorError(err)
+	}
+	return writeJSON(w, http.StatusOK, compatMonitor(m))
+}
+
+// handleCompatMonitorGet returns one monitor as a 1-element array.
+//
+//	@Summary	Get a monitor (Floodlight)
+//	@Tags		floodlight
+//	@Produce	json
+//	@Param		monitor	path	string	true	"monitor id"
+//	@Success	200		{array}	object
+//	@Failure	404		{object}	errorResponse
+//	@Router		/quantum/v1.0/health_monitors/{monitor}/ [get]
+func (s *Server) handleCompatMonitorGet(w http.ResponseWriter, r *http.Request) error {
+	m, err := s.MonitorService.FindMonitorByID(r.Context(), chi.URLParam(r, "monitor"))
+	if err != nil {
+		return err
+	}
+	return writeCompatOne(w, compatMonitor(m))
+}
+
+// handleCompatMonitorUpdate changes the given keys of a monitor.
+//
+//	@Summary	Update a monitor (Floodlight)
+//	@Tags		floodlight
+//	@Accept		json
+//	@Produce	json
+//	@Param		monitor	path		string	true	"monitor id"
+//	@Param		body	body		object	true	"the keys to change"
+//	@Success	200		{object}	object
+//	@Failure	400		{object}	errorResponse
+//	@Failure	404		{object}	errorResponse
+//	@Security	Bearer
+//	@Router		/quantum/v1.0/health_monitors/{monitor}/ [put]
+func (s *Server) handleCompatMonitorUpdate(w http.ResponseWriter, r *http.Request) error {
+	id := chi.URLParam(r, "monitor")
+	req, err := decodeFlat(w, r, compatMonitorKeys)
+	if err != nil {
+		return err
+	}
+	if err := checkBodyID(req, id); err != nil {
+		return err
+	}
+	upd, err := compatMonitorUpdate(req)
+	if err != nil {
+		return err
+	}
+	cur, err := s.MonitorService.FindMonitorByID(r.Context(), id)
+	if err != nil {
+		return err
+	}
+	next := *cur
+	upd.Apply(&next)
+	if err := next.Validate(); err != nil {
+		return compatMonitorError(err)
+	}
+	m, err := s.MonitorService.UpdateMonitor(r.Context(), id, upd)
+	if err != nil {
+		return compatMonitorError(err)
+	}
+	return writeJSON(w, http.StatusOK, compatMonitor(m))
+}
+
+// handleCompatMonitorDelete deletes a monitor no pool uses.
+//
+//	@Summary	Delete a monitor (Floodlight)
+//	@Tags		floodlight
+//	@Produce	json
+//	@Param		monitor	path		string	true	"monitor id"
+//	@Success	200		{object}	statusResponse
+//	@Failure	404		{object}	errorResponse
+//	@Failure	409		{object}	errorResponse	"pools use the monitor"
+//	@Security	Bearer
+//	@Router		/quantum/v1.0/health_monitors/{monitor}/ [delete]
+func (s *Server) handleCompatMonitorDelete(w http.ResponseWriter, r *http.Request) error {
+	cascade, err := cascadeFromQuery(r)
+	if err != nil {
+		return err
+	}
+	if err := s.MonitorService.DeleteMonitor(r.Context(), chi.URLParam(r, "monitor"), cascade); err != nil {
+		return err
+	}
+	return writeRaw(w, compatDeleted)
+}
+
+// handleCompatMonitorsEnable turns every monitor on.
+//
+//	@Summary	Enable every monitor (Floodlight)
+//	@Tags		floodlight
+//	@Produce	json
+//	@Success	200	{object}	object	"{\"health monitors\":\"enabled\"}"
+//	@Security	Bearer
+//	@Router		/quantum/v1.0/health_monitors/all/enable/ [post]
+func (s *Server) handleCompatMonitorsEnable(w http.ResponseWriter, r *http.Request) error {
+	return s.setAllMonitorsAdmin(w, r, true)
+}
+
+// handleCompatMonitorsDisable turns every monitor off; their members then
+// count as unmonitored.
+//
+//	@Summary	Disable every monitor (Floodlight)
+//	@Tags		floodlight
+//	@Produce	json
+//	@Success	200	{object}	object	"{\"health monitors\":\"disabled\"}"
+//	@Security	Bearer
+//	@Router		/quantum/v1.0/health_monitors/all/disable/ [post]
+func (s *Server) handleCompatMonitorsDisable(w http.ResponseWriter, r *http.Request) error {
+	return s.setAllMonitorsAdmin(w, r, false)
+}
+
+func (s *Server) setAllMonitorsAdmin(w http.ResponseWriter, r *http.Request, up bool) error {
+	if _, err := s.MonitorService.UpdateAllMonitors(r.Context(), sdnlb.MonitorUpdate{AdminStateUp: &up}); err != nil {
+		return err
+	}
+	state := "disabled"
+	if up {
+		state = "enabled"
+	}
+	return writeRaw(w, `{"health monitors":"`+state+`"}`)
+}
+
+// handleCompatMonitorsPeriod sets every monitor's delay to n seconds, or
+// reads it when n is "period".
+//
+//	@Summary	Set or read the monitors' period (Floodlight)
+//	@Tags		floodlight
+//	@Produce	json
+//	@Param		n	path		string	true	"seconds, or \"period\" to read"
+//	@Success	200	{object}	statusResponse
+//	@Failure	400	{object}	errorResponse
+//	@Security	Bearer
+//	@Router		/quantum/v1.0/health_monitors/monitors/{n}/ [post]
+func (s *Server) handleCompatMonitorsPeriod(w http.ResponseWriter, r *http.Request) error {
+	n := chi.URLParam(r, "n")
+	if n == "period" {
+		return s.writeMonitorsPeriod(w, r)
+	}
+	period, err := strconv.ParseFloat(n, 64)
+	if err != nil || period <= 0 {
+		return sdnlb.FieldErrorf(sdnlb.EINVALID, "period", "the period must be a positive number of seconds or \"period\", not %q", n)
+	}
+	delay := sdnlb.Seconds(period)
+	if _, err := s.MonitorService.UpdateAllMonitors(r.Context(), sdnlb.MonitorUpdate{Delay: &delay}); err != nil {
+		return err
+	}
+	return writeRaw(w, fmt.Sprintf(`{"status" : "Monitors period changed to %s seconds "}`, n))
+}
+
+// writeMonitorsPeriod reports the monitors' delay: sdnlb has one per
+// monitor, so a range when they differ and a new monitor's when none exist.
+func (s *Server) writeMonitorsPeriod(w http.ResponseWriter, r *http.Request) error {
+	monitors, err := s.MonitorService.FindMonitors(r.Context(), sdnlb.MonitorFilter{})
+	if err != nil {
+		return err
+	}
+	lo, hi := sdnlb.NewMonitor().Delay, sdnlb.NewMonitor().Delay
+	for i, m := range monitors {
+		if i == 0 || m.Delay < lo {
+			lo = m.Delay
+		}
+		if i == 0 || m.Delay > hi {
+			hi = m.Delay
+		}
+	}
+	period := strconv.FormatFloat(float64(lo), 'f', -1, 64)
+	if hi != lo {
+		period += "-" + strconv.FormatFloat(float64(hi), 'f', -1, 64)
+	}
+	return writeRaw(w, fmt.Sprintf(`{"status" : "Monitors' period is %s seconds "}`, period))
+}

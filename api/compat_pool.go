@@ -1,0 +1,321 @@
+package api
+
+import (
+	"context"
+	"net/http"
+
+	"github.com/go-chi/chi/v5"
+
+	"github.com/sdnlb/sdnlb"
+)
+
+func compatPoolUpdate(req flatRequest) (sdnlb.PoolUpdate, error) {
+	protocol, err := req.protocol("protocol")
+	if err != nil {
+		return sdnlb.PoolUpdate{}, err
+	}
+	method, err := req.lbMethod("lb_method")
+	if err != nil {
+		return sdnlb.PoolUpdate{}, err
+	}
+	return sdnlb.PoolUpdate{Name: req.str("name"), VIPID: req.str("vip_id"), LBMethod: method, Protocol: protocol}, nil
+}
+
+// compatPoolObject renders a pool with its members' ids.
+func (s *Server) compatPoolObject(ctx context.Context, p *sdnlb.Pool) (orderedObject, error) {
+	members, err := s.MemberService.FindMembers(ctx, sdnlb.MemberFilter{PoolID: &p.ID})
+	if err != nil {
+		return nil, err
+	}
+	ids := make([]string, len(members))
+	for i, m := range members {
+		ids[i] = m.ID
+	}
+	return compatPool(p, ids), nil
+}
+
+// handleCompatPoolList lists every pool.
+//
+//	@Summary	List pools (Floodlight)
+//	@Tags		floodlight
+//	@Produce	json
+//	@Success	200	{array}	object	"{id, name, vipId, lbMethod, poolMembers...}; poolMembers repeats once per member"
+//	@Router		/quantum/v1.0/pools/ [get]
+func (s *Server) handleCompatPoolList(w http.ResponseWriter, r *http.Request) error {
+	pools, err := s.PoolService.FindPools(r.Context(), sdnlb.PoolFilter{})
+	if err != nil {
+		return err
+	}
+	out := make([]orderedObject, 0, len(pools))
+	for _, p := range pools {
+		o, err := s.compatPoolObject(r.Context(), p)
+		if err != nil {
+			return err
+		}
+		out = append(out, o)
+	}
+	return writeJSON(w, http.StatusOK, out)
+}
+
+// handleCompatPoolCreate creates a pool. Without a protocol it takes its
+// VIP's, since sdnlb requires the two to match and Floodlight did not.
+//
+//	@Summary	Create a pool (Floodlight)
+//	@Tags		floodlight
+//	@Accept		json
+//	@Produce	json
+//	@Param		pool	body		object	true	"id, tenant_id, name, network_id, lb_method, protocol, vip_id"
+//	@Success	200		{object}	object
+//	@Failure	400		{object}	errorResponse
+//	@Failure	404		{object}	errorResponse	"vip_id names no VIP"
+//	@Failure	409		{object}	errorResponse
+//	@Security	Bearer
+//	@Router		/quantum/v1.0/pools/ [post]
+func (s *Server) handleCompatPoolCreate(w http.ResponseWriter, r *http.Request) error {
+	req, err := decodeFlat(w, r, compatPoolKeys)
+	if err != nil {
+		return err
+	}
+	upd, err := compatPoolUpdate(req)
+	if err != nil {
+		return err
+	}
+	p := sdnlb.NewPool()
+	upd.Apply(p)
+	p.ID = req["id"]
+	if upd.Protocol == nil && p.VIPID != "" {
+		v, err := s.VIPService.FindVIPByID(r.Context(), p.VIPID)
+		if err != nil {
+			return withField(err, "vip_id")
+		}
+		p.Protocol = v.Protocol
+	}
+	if err := p.Validate(); err != nil {
+		return err
+	}
+	if err := s.PoolService.CreatePool(r.Context(), p); err != nil {
+		return err
+	}
+	return writeJSON(w, http.StatusOK, compatPool(p, nil))
+}
+
+// withField names field in a not-found error that has no field yet.
+func withField(err error, field string) error {
+	if sdnlb.ErrorCode(err) == sdnlb.ENOTFOUND && sdnlb.ErrorField(err) == "" {
+		return sdnlb.FieldErrorf(sdnlb.ENOTFOUND, field, "%s", sdnlb.ErrorMessage(err))
+	}
+	return err
+}
+
+// handleCompatPoolGet returns one pool as a 1-element array.
+//
+//	@Summary	Get a pool (Floodlight)
+//	@Tags		floodlight
+//	@Produce	json
+//	@Param		pool	path	string	true	"pool id"
+//	@Success	200		{array}	object
+//	@Failure	404		{object}	errorResponse
+//	@Router		/quantum/v1.0/pools/{pool}/ [get]
+func (s *Server) handleCompatPoolGet(w http.ResponseWriter, r *http.Request) error {
+	p, err := s.PoolService.FindPoolByID(r.Context(), chi.URLParam(r, "pool"))
+	if err != nil {
+		return err
+	}
+	o, err := s.compatPoolObject(r.Context(), p)
+	if err != nil {
+		return err
+	}
+	return writeCompatOne(w, o)
+}
+
+// handleCompatPoolUpdate changes the given keys of a pool; its members and
+// monitors stay.
+//
+//	@Summary	Update a pool (Floodlight)
+//	@Tags		floodlight
+//	@Accept		json
+//	@Produce	json
+//	@Param		pool	path		string	true	"pool id"
+//	@Param		body	body		object	true	"the keys to change"
+//	@Success	200		{object}	object
+//	@Failure	400		{object}	errorResponse
+//	@Failure	404		{object}	errorResponse
+//	@Security	Bearer
+//	@Router		/quantum/v1.0/pools/{pool}/ [put]
+func (s *Server) handleCompatPoolUpdate(w http.ResponseWriter, r *http.Request) error {
+	id := chi.URLParam(r, "pool")
+	req, err := decodeFlat(w, r, compatPoolKeys)
+	if err != nil {
+		return err
+	}
+	if err := checkBodyID(req, id); err != nil {
+		return err
+	}
+	upd, err := compatPoolUpdate(req)
+	if err != nil {
+		return err
+	}
+	cur, err := s.PoolService.FindPoolByID(r.Context(), id)
+	if err != nil {
+		return err
+	}
+	next := *cur
+	upd.Apply(&next)
+	if err := next.Validate(); err != nil {
+		return err
+	}
+	p, err := s.PoolService.UpdatePool(r.Context(), id, upd)
+	if err != nil {
+		return err
+	}
+	o, err := s.compatPoolObject(r.Context(), p)
+	if err != nil {
+		return err
+	}
+	return writeJSON(w, http.StatusOK, o)
+}
+
+// handleCompatPoolDelete deletes a pool without members.
+//
+//	@Summary	Delete a pool (Floodlight)
+//	@Tags		floodlight
+//	@Produce	json
+//	@Param		pool	path		string	true	"pool id"
+//	@Success	200		{object}	statusResponse
+//	@Failure	404		{object}	errorResponse
+//	@Failure	409		{object}	errorResponse	"the pool has members"
+//	@Security	Bearer
+//	@Router		/quantum/v1.0/pools/{pool}/ [delete]
+func (s *Server) handleCompatPoolDelete(w http.ResponseWriter, r *http.Request) error {
+	cascade, err := cascadeFromQuery(r)
+	if err != nil {
+		return err
+	}
+	if err := s.PoolService.DeletePool(r.Context(), chi.URLParam(r, "pool"), cascade); err != nil {
+		return err
+	}
+	return writeRaw(w, compatDeleted)
+}
+
+// handleCompatPoolMembers lists the members of a pool.
+//
+//	@Summary	List a pool's members (Floodlight)
+//	@Tags		floodlight
+//	@Produce	json
+//	@Param		pool	path	string	true	"pool id"
+//	@Success	200		{array}	object
+//	@Failure	404		{object}	errorResponse
+//	@Router		/quantum/v1.0/pools/{pool}/members/ [get]
+func (s *Server) handleCompatPoolMembers(w http.ResponseWriter, r *http.Request) error {
+	p, err := s.PoolService.FindPoolByID(r.Context(), chi.URLParam(r, "pool"))
+	if err != nil {
+		return err
+	}
+	members, err := s.MemberService.FindMembers(r.Context(), sdnlb.MemberFilter{PoolID: &p.ID})
+	if err != nil {
+		return err
+	}
+	out := make([]orderedObject, 0, len(members))
+	for _, m := range members {
+		out = append(out, compatMember(m, p.VIPID))
+	}
+	return writeJSON(w, http.StatusOK, out)
+}
+
+// handleCompatPoolStats returns a pool's traffic counters.
+//
+//	@Summary	Get a pool's counters (Floodlight)
+//	@Tags		floodlight
+//	@Produce	json
+//	@Param		pool	path		string	true	"pool id"
+//	@Success	200		{object}	object	"{Bytes In, Bytes Out, Active Flows}, all strings"
+//	@Failure	404		{object}	errorResponse
+//	@Failure	503		{object}	errorResponse	"no controller"
+//	@Router		/quantum/v1.0/pools/{pool}/stats/ [get]
+func (s *Server) handleCompatPoolStats(w http.ResponseWriter, r *http.Request) error {
+	if s.StatsService == nil {
+		return errNoController
+	}
+	st, err := s.StatsService.PoolStats(r.Context(), chi.URLParam(r, "pool"))
+	if err != nil {
+		return err
+	}
+	return writeJSON(w, http.StatusOK, compatStats(st))
+}
+
+// handleCompatPoolMonitors lists the monitors of a pool.
+//
+//	@Summary	List a pool's monitors (Floodlight)
+//	@Tags		floodlight
+//	@Produce	json
+//	@Param		pool	path	string	true	"pool id"
+//	@Success	200		{array}	object
+//	@Failure	404		{object}	errorResponse
+//	@Router		/quantum/v1.0/pools/{pool}/health_monitors/ [get]
+func (s *Server) handleCompatPoolMonitors(w http.ResponseWriter, r *http.Request) error {
+	id := chi.URLParam(r, "pool")
+	if _, err := s.PoolService.FindPoolByID(r.Context(), id); err != nil {
+		return err
+	}
+	return s.writeCompatPoolMonitors(w, r, id)
+}
+
+func (s *Server) writeCompatPoolMonitors(w http.ResponseWriter, r *http.Request, poolID string) error {
+	monitors, err := s.MonitorService.FindMonitors(r.Context(), sdnlb.MonitorFilter{PoolID: &poolID})
+	if err != nil {
+		return err
+	}
+	out := make([]orderedObject, 0, len(monitors))
+	for _, m := range monitors {
+		out = append(out, compatMonitor(m))
+	}
+	return writeJSON(w, http.StatusOK, out)
+}
+
+// handleCompatAssociate associates the monitor the body's id names with the
+// pool and lists the pool's monitors.
+//
+//	@Summary	Associate a monitor with a pool (Floodlight)
+//	@Tags		floodlight
+//	@Accept		json
+//	@Produce	json
+//	@Param		pool	path	string	true	"pool id"
+//	@Param		monitor	body	object	true	"{\"id\": monitor id}"
+//	@Success	200		{array}	object
+//	@Failure	400		{object}	errorResponse
+//	@Failure	404		{object}	errorResponse	"no such pool or monitor"
+//	@Security	Bearer
+//	@Router		/quantum/v1.0/pools/{pool}/health_monitors/ [post]
+func (s *Server) handleCompatAssociate(w http.ResponseWriter, r *http.Request) error {
+	req, err := decodeFlat(w, r, compatMonitorKeys)
+	if err != nil {
+		return err
+	}
+	monitorID, ok := req["id"]
+	if !ok {
+		return sdnlb.FieldErrorf(sdnlb.EINVALID, "id", "id (of the monitor to associate) is required")
+	}
+	poolID := chi.URLParam(r, "pool")
+	if err := s.PoolService.AssociateMonitor(r.Context(), poolID, monitorID); err != nil {
+		return err
+	}
+	return s.writeCompatPoolMonitors(w, r, poolID)
+}
+
+// handleCompatDissociate dissociates a monitor from a pool.
+//
+//	@Summary	Dissociate a monitor from a pool (Floodlight)
+//	@Tags		floodlight
+//	@Produce	json
+//	@Param		pool	path	string	true	"pool id"
+//	@Param		monitor	path	string	true	"monitor id"
+//	@Success	200		{integer}	integer	"0"
+//	@Failure	404		{object}	errorResponse	"not associated"
+//	@Security	Bearer
+//	@Router		/quantum/v1.0/pools/{pool}/health_monitors/{monitor}/ [delete]
+func (s *Server) handleCompatDissociate(w http.ResponseWriter, r *http.Request) error {
+	if err := s.PoolService.DissociateMonitor(r.Context(), chi.URLParam(r, "pool"), chi.URLParam(r, "monitor")); err != nil {
+		return err
+	}
+	return writeRaw(w, compatOK)
+}

@@ -1,0 +1,245 @@
+package api
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	"github.com/sdnlb/sdnlb"
+	"github.com/sdnlb/sdnlb/mock"
+)
+
+// compatStep is one request of a Floodlight scenario and what it must get:
+// either an exact body or an error code and field.
+type compatStep struct {
+	name, method, path, body string
+	headers                  []string
+	status                   int
+	want                     string // exact body, trailing newline ignored
+	code, field              string
+}
+
+func runCompatSteps(t *testing.T, srv *Server, steps []compatStep) {
+	t.Helper()
+	ts := MustServe(t, srv)
+	for _, st := range steps {
+		ok := t.Run(st.name, func(t *testing.T) {
+			resp := testRequest(t, ts, st.method, "/quantum/v1.0"+st.path, st.body, st.headers...)
+			if st.code != "" {
+				assertError(t, resp, st.status, st.code, st.field)
+				return
+			}
+			if resp.Status != st.status {
+				t.Fatalf("status %d, want %d: %s", resp.Status, st.status, resp.Body)
+			}
+			if got := strings.TrimSuffix(string(resp.Body), "\n"); st.want != "" && got != st.want {
+				t.Errorf("body\n got %s\nwant %s", got, st.want)
+			}
+		})
+		if !ok {
+			t.FailNow() // later steps build on this one
+		}
+	}
+}
+
+// The request bodies are verbatim from Floodlight's LoadBalancerTest
+// fixture (floodlight/floodlight master, src/test/java/net/floodlightcontroller/
+// loadbalancer/LoadBalancerTest.java).
+const (
+	fixtureVIP1     = `{"id":"1","name":"vip1","protocol":"icmp","address":"10.0.0.100","port":"8"}`
+	fixtureVIP2     = `{"id":"2","name":"vip2","protocol":"tcp","address":"10.0.0.200","port":"100"}`
+	fixturePool1    = `{"id":"1","name":"pool1","protocol":"icmp","lb_method":"STATISTICS","vip_id":"1"}`
+	fixturePool2    = `{"id":"2","name":"pool2","protocol":"tcp","lb_method":"WRR","vip_id":"2"}`
+	fixturePool3    = `{"id":"3","name":"pool3","protocol":"udp","vip_id":"3"}`
+	fixtureMonitor1 = `{"id":"1","name":"monitor1","type":"tcp"}`
+	fixtureMonitor2 = `{"id":"2","name":"monitor2","type":"tcp"}`
+	fixtureMonitor3 = `{"id":"3","name":"monitor3","type":"udp"}`
+	fixtureMember1  = `{"id":"1","address":"10.0.0.3","port":"8","pool_id":"1","weight":"2"}`
+	fixtureMember2  = `{"id":"2","address":"10.0.0.4","port":"8","pool_id":"1","weight":"3"}`
+	fixtureMember3  = `{"id":"3","address":"10.0.0.5","port":"100","pool_id":"2","weight":"4"}`
+	fixtureMember4  = `{"id":"4","address":"10.0.0.6","port":"100","pool_id":"2"}`
+	fixtureMember5  = `{"id":"5","address":"10.0.0.7","port":"100","pool_id":"1","weight":"5"}`
+	fixtureMember6  = `{"id":"6","address":"10.0.0.8","port":"100","pool_id":"1","weight":"5"}`
+)
+
+func TestCompat_FloodlightFixture(t *testing.T) {
+	store := newMemStore()
+	pool1 := `{"id":"1","name":"pool1","vipId":"1","lbMethod":"Statistics","poolMembers":"1","poolMembers":"2","poolMembers":"5","poolMembers":"6"}`
+	runCompatSteps(t, store.server(), []compatStep{
+		// testCreateVip
+		{name: "CreateVIP1", method: "POST", path: "/vips/", body: fixtureVIP1, status: 200,
+			want: `{"name":"vip1","id":"1","address":"10.0.0.100","protocol":"1","port":"8"}`},
+		{name: "CreateVIP2", method: "POST", path: "/vips/", body: fixtureVIP2, status: 200,
+			want: `{"name":"vip2","id":"2","address":"10.0.0.200","protocol":"6","port":"100"}`},
+		{name: "ErrDuplicateVIP", method: "POST", path: "/vips/", body: fixtureVIP1, status: 409, code: sdnlb.ECONFLICT, field: "id"},
+		{name: "ListVIPs", method: "GET", path: "/vips/", status: 200,
+			want: `[{"name":"vip1","id":"1","address":"10.0.0.100","protocol":"1","port":"8"},{"name":"vip2","id":"2","address":"10.0.0.200","protocol":"6","port":"100"}]`},
+
+		// testCreatePool: pool 3 names VIP 3, which does not exist.
+		{name: "CreatePool1", method: "POST", path: "/pools/", body: fixturePool1, status: 200,
+			want: `{"id":"1","name":"pool1","vipId":"1","lbMethod":"Statistics"}`},
+		{name: "CreatePool2", method: "POST", path: "/pools/", body: fixturePool2, status: 200,
+			want: `{"id":"2","name":"pool2","vipId":"2","lbMethod":"Weighted Round-Robin"}`},
+		{name: "ErrPool3VIPMissing", method: "POST", path: "/pools/", body: fixturePool3, status: 404, code: sdnlb.ENOTFOUND, field: "vip_id"},
+		{name: "ErrPool3NotStored", method: "GET", path: "/pools/3/", status: 404, code: sdnlb.ENOTFOUND},
+
+		// testCreateMonitor: monitor 3 is UDP, which sdnlb cannot probe.
+		{name: "CreateMonitor1", method: "POST", path: "/health_monitors/", body: fixtureMonitor1, status: 200,
+			want: `{"id":"1","address":null,"name":"monitor1","type":"6","poolId":null}`},
+		{name: "CreateMonitor2", method: "POST", path: "/health_monitors/", body: fixtureMonitor2, status: 200},
+		{name: "ErrMonitor3UDP", method: "POST", path: "/health_monitors/", body: fixtureMonitor3, status: 400, code: sdnlb.EINVALID, field: "type"},
+		{name: "ErrMonitor3NotStored", method: "GET", path: "/health_monitors/3/", status: 404, code: sdnlb.ENOTFOUND},
+
+		// testCreateMember, member 1 twice.
+		{name: "CreateMember1", method: "POST", path: "/members/", body: fixtureMember1, status: 200,
+			want: `{"id":"1","address":"10.0.0.3","port":"8","poolId":"1","vipId":"1","weight":"2","status":"Alive"}`},
+		{name: "CreateMember2", method: "POST", path: "/members/", body: fixtureMember2, status: 200},
+		{name: "CreateMember3", method: "POST", path: "/members/", body: fixtureMember3, status: 200},
+		{name: "CreateMember4", method: "POST", path: "/members/", body: fixtureMember4, status: 200,
+			want: `{"id":"4","address":"10.0.0.6","port":"100","poolId":"2","vipId":"2","weight":"1","status":"Alive"}`},
+		{name: "CreateMember5", method: "POST", path: "/members/", body: fixtureMember5, status: 200},
+		{name: "CreateMember6", method: "POST", path: "/members/", body: fixtureMember6, status: 200},
+		{name: "ErrMember1Again", method: "POST", path: "/members/", body: fixtureMember1, status: 409, code: sdnlb.ECONFLICT, field: "id"},
+		{name: "GetPool1RepeatsPoolMembers", method: "GET", path: "/pools/1/", status: 200, want: "[" + pool1 + "]"},
+		{name: "GetPool1OldForm", method: "GET", path: "/pools/1", status: 200, want: "[" + pool1 + "]"},
+		{name: "Pool2Members", method: "GET", path: "/pools/2/members/", status: 200,
+			want: `[{"id":"3","address":"10.0.0.5","port":"100","poolId":"2","vipId":"2","weight":"4","status":"Alive"},{"id":"4","address":"10.0.0.6","port":"100","poolId":"2","vipId":"2","weight":"1","status":"Alive"}]`},
+		{name: "Pool2MembersOldForm", method: "GET", path: "/pools/2/members", status: 200},
+		{name: "GetMember1", method: "GET", path: "/members/1/", status: 200,
+			want: `[{"id":"1","address":"10.0.0.3","port":"8","poolId":"1","vipId":"1","weight":"2","status":"Alive"}]`},
+
+		// testAssociateMonitor / testDissociateMonitor
+		{name: "AssociateMonitor1", method: "POST", path: "/pools/1/health_monitors/", body: `{"id":"1"}`, status: 200,
+			want: `[{"id":"1","address":null,"name":"monitor1","type":"6","poolId":"1"}]`},
+		{name: "ListPool1Monitors", method: "GET", path: "/pools/1/health_monitors/", status: 200,
+			want: `[{"id":"1","address":null,"name":"monitor1","type":"6","poolId":"1"}]`},
+		{name: "ErrAssociateUnknownMonitor", method: "PUT", path: "/pools/2/health_monitors/", body: `{"id":"9"}`, status: 404, code: sdnlb.ENOTFOUND, field: "monitor_id"},
+		{name: "ErrDeleteMonitorInUse", method: "DELETE", path: "/health_monitors/1/", status: 409, code: sdnlb.ECONFLICT},
+		{name: "DissociateMonitor1", method: "DELETE", path: "/pools/1/health_monitors/1/", status: 200, want: `0`},
+		{name: "ErrDissociateAgain", method: "DELETE", path: "/pools/1/health_monitors/1/", status: 404, code: sdnlb.ENOTFOUND},
+		{name: "Monitor1KeptWithoutPool", method: "GET", path: "/health_monitors/1/", status: 200,
+			want: `[{"id":"1","address":null,"name":"monitor1","type":"6","poolId":null}]`},
+
+		// testSetMemberWeight / testSetPriorityMember
+		{name: "SetWeight", method: "PUT", path: "/members/2/9/", status: 200, want: `{"status" : "0"}`},
+		{name: "ErrWeightTooBig", method: "PUT", path: "/members/2/300/", status: 400, code: sdnlb.EINVALID, field: "weight"},
+		{name: "ErrWeightNotNumber", method: "POST", path: "/members/2/x/", status: 400, code: sdnlb.EINVALID, field: "weight"},
+		{name: "SetPriority", method: "PUT", path: "/pools/1/members/1/", status: 200, want: `0`},
+		{name: "PriorityWeights", method: "GET", path: "/pools/1/members/", status: 200,
+			want: `[{"id":"1","address":"10.0.0.3","port":"8","poolId":"1","vipId":"1","weight":"3","status":"Alive"},` +
+				`{"id":"2","address":"10.0.0.4","port":"8","poolId":"1","vipId":"1","weight":"1","status":"Alive"},` +
+				`{"id":"5","address":"10.0.0.7","port":"100","poolId":"1","vipId":"1","weight":"1","status":"Alive"},` +
+				`{"id":"6","address":"10.0.0.8","port":"100","poolId":"1","vipId":"1","weight":"1","status":"Alive"}]`},
+		{name: "ErrPriorityOtherPool", method: "PUT", path: "/pools/2/members/1/", status: 404, code: sdnlb.ENOTFOUND},
+
+		// testRemoveVip / testRemovePool / testRemoveMember: deletes refuse orphans.
+		{name: "ErrDeleteVIPWithPool", method: "DELETE", path: "/vips/1/", status: 409, code: sdnlb.ECONFLICT},
+		{name: "ErrDeletePoolWithMembers", method: "DELETE", path: "/pools/1/", status: 409, code: sdnlb.ECONFLICT},
+		{name: "DeleteMember1", method: "DELETE", path: "/members/1/", status: 200, want: `{"status" : "200 OK!"}`},
+		{name: "ErrDeleteMember1Again", method: "DELETE", path: "/members/1/", status: 404, code: sdnlb.ENOTFOUND},
+		{name: "DeletePool2Cascade", method: "DELETE", path: "/pools/2/?cascade=true", status: 200, want: `{"status" : "200 OK!"}`},
+		{name: "DeleteVIP2", method: "DELETE", path: "/vips/2", status: 200, want: `{"status" : "200 OK!"}`},
+		{name: "ErrGetVIP2", method: "GET", path: "/vips/2/", status: 404, code: sdnlb.ENOTFOUND},
+
+		// /clear/
+		{name: "Clear", method: "DELETE", path: "/clear/", status: 200, want: `{"status" : "All Vips, Pools, Members and Monitors have been deleted "}`},
+		{name: "EmptyAfterClear", method: "GET", path: "/vips/", status: 200, want: `[]`},
+		{name: "NoMembersAfterClear", method: "GET", path: "/members/", status: 200, want: `[]`},
+	})
+}
+
+func TestCompat_Requests(t *testing.T) {
+	store := newMemStore()
+	runCompatSteps(t, store.server(), []compatStep{
+		{name: "FormContentTypeNumbersAndHighPort", method: "POST", path: "/vips/", body: `{"id":"w","protocol":"TCP","address":"10.0.0.9","port":40000,"tenant_id":"t","network_id":""}`,
+			headers: []string{"Content-Type: application/x-www-form-urlencoded"}, status: 200,
+			want: `{"name":null,"id":"w","address":"10.0.0.9","protocol":"6","port":"40000"}`},
+		{name: "NoIDGetsOne", method: "POST", path: "/vips/", body: `{"protocol":"udp","address":"10.0.0.9","port":"53"}`, status: 200},
+		{name: "PoolTakesVIPProtocol", method: "POST", path: "/pools", body: `{"id":"p","vip_id":"w","lb_method":"1"}`, status: 200,
+			want: `{"id":"p","name":null,"vipId":"w","lbMethod":"Round-Robin"}`},
+		{name: "NativeLBMethod", method: "PUT", path: "/pools/p/", body: `{"lb_method":"least_connections","name":"web"}`, status: 200,
+			want: `{"id":"p","name":"web","vipId":"w","lbMethod":"LEAST_CONNECTIONS"}`},
+		{name: "ErrBodyIDDiffers", method: "PUT", path: "/pools/p/", body: `{"id":"q"}`, status: 400, code: sdnlb.EINVALID, field: "id"},
+		{name: "ErrBadLBMethod", method: "POST", path: "/pools/", body: `{"id":"q","lb_method":"FASTEST"}`, status: 400, code: sdnlb.EINVALID, field: "lb_method"},
+		{name: "ErrBadJSONStoresNoPool", method: "POST", path: "/pools/", body: `{"id":"q",`, status: 400, code: sdnlb.EINVALID},
+		{name: "NoRandomEmptyPool", method: "GET", path: "/pools/", status: 200, want: `[{"id":"p","name":"web","vipId":"w","lbMethod":"LEAST_CONNECTIONS"}]`},
+		{name: "ErrUnknownKey", method: "POST", path: "/vips/", body: `{"address":"10.0.0.1","port":"1","lb_method":"RR"}`, status: 400, code: sdnlb.EINVALID, field: "lb_method"},
+		{name: "ErrNested", method: "POST", path: "/vips/", body: `{"address":"10.0.0.1","port":{"n":1}}`, status: 400, code: sdnlb.EINVALID, field: "port"},
+		{name: "ErrNotObject", method: "POST", path: "/vips/", body: `["10.0.0.1"]`, status: 400, code: sdnlb.EINVALID},
+		{name: "ErrPortText", method: "POST", path: "/vips/", body: `{"address":"10.0.0.1","port":"http"}`, status: 400, code: sdnlb.EINVALID, field: "port"},
+		{name: "ErrBadAddress", method: "POST", path: "/vips/", body: `{"address":"167772260","port":"80"}`, status: 400, code: sdnlb.EINVALID, field: "address"},
+		{name: "ErrTLSProtocol", method: "POST", path: "/vips/", body: `{"address":"10.0.0.1","port":"443","protocol":"tls"}`, status: 400, code: sdnlb.EINVALID, field: "protocol"},
+		{name: "ErrTooLarge", method: "POST", path: "/vips/", body: `{"name":"` + strings.Repeat("x", maxBodyBytes) + `"}`, status: 413, code: sdnlb.ETOOLARGE},
+		{name: "MemberAdminDown", method: "POST", path: "/members/", body: `{"id":"m","address":"10.0.0.20","port":"80","pool_id":"p","admin_state":"0","status":"1","connection_limit":"5"}`, status: 200,
+			want: `{"id":"m","address":"10.0.0.20","port":"80","poolId":"p","vipId":"w","weight":"1","status":"Inactive"}`},
+		{name: "MemberUpdate", method: "POST", path: "/members/m/", body: `{"admin_state":"1","weight":7}`, status: 200,
+			want: `{"id":"m","address":"10.0.0.20","port":"80","poolId":"p","vipId":"w","weight":"7","status":"Alive"}`},
+		{name: "ErrMemberPoolChange", method: "PUT", path: "/members/m/", body: `{"pool_id":"other"}`, status: 400, code: sdnlb.EINVALID, field: "pool_id"},
+		{name: "ErrMemberNoPool", method: "POST", path: "/members/", body: `{"address":"10.0.0.21","pool_id":"nope"}`, status: 404, code: sdnlb.ENOTFOUND, field: "pool_id"},
+		{name: "ErrMemberAdminState", method: "POST", path: "/members/", body: `{"address":"10.0.0.21","pool_id":"p","admin_state":"maybe"}`, status: 400, code: sdnlb.EINVALID, field: "admin_state"},
+		{name: "MonitorICMPIsPing", method: "POST", path: "/health_monitors/", body: `{"id":"h","type":"ICMP","delay":"10","timeout":"3","attempts_before_deactivation":"4","pool_id":"p","address":"1","protocol":"6","port":"80","admin_state":"1","status":"0","network_id":"n"}`, status: 200,
+			want: `{"id":"h","address":null,"name":null,"type":"1","poolId":null}`},
+		{name: "MonitorHTTP", method: "PUT", path: "/health_monitors/h/", body: `{"type":"http","name":"web"}`, status: 200,
+			want: `{"id":"h","address":null,"name":"web","type":"HTTP","poolId":null}`},
+		{name: "ErrMonitorAttempts", method: "PUT", path: "/health_monitors/h/", body: `{"attempts_before_deactivation":"0"}`, status: 400, code: sdnlb.EINVALID, field: "attempts_before_deactivation"},
+		{name: "ErrMonitorTimeout", method: "PUT", path: "/health_monitors/h/", body: `{"timeout":"10"}`, status: 400, code: sdnlb.EINVALID, field: "timeout"},
+		{name: "PeriodRead", method: "GET", path: "/health_monitors/monitors/period/", status: 200, want: `{"status" : "Monitors' period is 10 seconds "}`},
+		{name: "PeriodSet", method: "POST", path: "/health_monitors/monitors/20/", status: 200, want: `{"status" : "Monitors period changed to 20 seconds "}`},
+		{name: "PeriodReadAfterSet", method: "GET", path: "/health_monitors/monitors/period", status: 200, want: `{"status" : "Monitors' period is 20 seconds "}`},
+		{name: "ErrPeriodBelowTimeout", method: "PUT", path: "/health_monitors/monitors/2/", status: 400, code: sdnlb.EINVALID, field: "timeout"},
+		{name: "ErrPeriodText", method: "PUT", path: "/health_monitors/monitors/soon/", status: 400, code: sdnlb.EINVALID, field: "period"},
+		{name: "Disable", method: "PUT", path: "/health_monitors/all/disable/", status: 200, want: `{"health monitors":"disabled"}`},
+		{name: "Enable", method: "GET", path: "/health_monitors/all/enable", status: 200, want: `{"health monitors":"enabled"}`},
+		{name: "ErrUnknownPath", method: "GET", path: "/firewall/", status: 404, code: sdnlb.ENOTFOUND},
+		{name: "ErrUnknownNestedPath", method: "GET", path: "/vips/w/pools/", status: 404, code: sdnlb.ENOTFOUND},
+		{name: "ErrPoolMembersUnknownPool", method: "GET", path: "/pools/nope/members/", status: 404, code: sdnlb.ENOTFOUND},
+		{name: "ErrStatsNoController", method: "GET", path: "/pools/p/stats/", status: 503, code: sdnlb.EUNAVAILABLE},
+	})
+}
+
+func TestCompat_AdminStateSetsDisabled(t *testing.T) {
+	store := newMemStore()
+	for _, m := range []*sdnlb.Monitor{{ID: "a"}, {ID: "b"}} {
+		base := sdnlb.NewMonitor()
+		base.ID = m.ID
+		if err := store.CreateMonitor(context.Background(), base); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ts := MustServe(t, store.server())
+	if resp := testRequest(t, ts, "POST", "/quantum/v1.0/health_monitors/all/disable/", ""); resp.Status != 200 {
+		t.Fatalf("status %d: %s", resp.Status, resp.Body)
+	}
+	for _, id := range []string{"a", "b"} {
+		m, err := store.FindMonitorByID(context.Background(), id)
+		if err != nil || m.AdminStateUp {
+			t.Errorf("monitor %s: %+v %v, want admin down", id, m, err)
+		}
+	}
+}
+
+func TestCompat_PoolStats(t *testing.T) {
+	stats := &mock.StatsService{PoolStatsFn: func(ctx context.Context, id string) (*sdnlb.PoolStats, error) {
+		if id != "1" {
+			return nil, sdnlb.Errorf(sdnlb.ENOTFOUND, "no pool %s", id)
+		}
+		return &sdnlb.PoolStats{PoolID: "1", BytesIn: 10, BytesOut: 20, ActiveConnections: 15}, nil
+	}}
+	runCompatSteps(t, &Server{StatsService: stats}, []compatStep{
+		{name: "OK", method: "GET", path: "/pools/1/stats/", status: 200, want: `{"Bytes In":"10","Bytes Out":"20","Active Flows":"30"}`},
+		{name: "ErrUnknownPool", method: "GET", path: "/pools/2/stats", status: 404, code: sdnlb.ENOTFOUND},
+	})
+}
+
+func TestCompat_WritesNeedToken(t *testing.T) {
+	store := newMemStore()
+	srv := store.server()
+	srv.Token = "s3cret"
+	runCompatSteps(t, srv, []compatStep{
+		{name: "ErrCreate", method: "POST", path: "/vips/", body: fixtureVIP1, status: 401, code: sdnlb.EUNAUTHORIZED},
+		{name: "ErrGetThatWrites", method: "GET", path: "/health_monitors/all/disable/", status: 401, code: sdnlb.EUNAUTHORIZED},
+		{name: "ErrClear", method: "DELETE", path: "/clear/", status: 401, code: sdnlb.EUNAUTHORIZED},
+		{name: "ReadOpen", method: "GET", path: "/vips/", status: 200, want: `[]`},
+		{name: "CreateWithToken", method: "POST", path: "/vips/", body: fixtureVIP1, headers: []string{"Authorization: Bearer s3cret"}, status: 200},
+	})
+}
