@@ -172,7 +172,7 @@ func execute(ctx context.Context, cfg *config, addr string, memStats bool) (*Res
 	fail := func(err error) { cancel(err) }
 	for _, s := range sws {
 		if cfg.rate > 0 {
-			drivers.Go(func() { s.pace(done, perSwitchRate, fail) })
+			drivers.Go(func() { s.pace(done, perSwitchRate, len(sws), fail) })
 		}
 		drivers.Go(func() { s.sweepEvery(done, fail) })
 	}
@@ -337,12 +337,18 @@ func (s *fakeSwitch) sweepEvery(done <-chan struct{}, fail func(error)) {
 // maxBurst bounds how many overdue setups a pacer sends at once.
 const maxBurst = 256
 
+// paceStep is the shortest sleep of a pacer: below it, setups that fall
+// due together go out in one write. Waking once per setup would make the
+// tool's own timer wake-ups and write calls compete with the controller.
+const paceStep = 200 * time.Microsecond
+
 // pace sends setups at rate per second, open loop: each is timestamped
-// when it is written, whatever the controller's backlog.
-func (s *fakeSwitch) pace(done <-chan struct{}, rate float64, fail func(error)) {
+// when it is written, whatever the controller's backlog. The switches'
+// schedules are staggered so their batches do not coincide.
+func (s *fakeSwitch) pace(done <-chan struct{}, rate float64, switches int, fail func(error)) {
 	interval := int64(float64(time.Second) / rate)
-	next := s.run.now()
-	t := time.NewTimer(0)
+	next := s.run.now() + min(interval, int64(paceStep))*int64(s.idx)/int64(switches)
+	t := time.NewTimer(time.Duration(next - s.run.now()))
 	defer t.Stop()
 	for {
 		select {
@@ -365,6 +371,6 @@ func (s *fakeSwitch) pace(done <-chan struct{}, rate float64, fail func(error)) 
 			fail(fmt.Errorf("switch %d: %w", s.idx, err))
 			return
 		}
-		t.Reset(time.Duration(max(next-s.run.now(), 0)))
+		t.Reset(time.Duration(max(next-s.run.now(), int64(paceStep))))
 	}
 }
