@@ -1,0 +1,113 @@
+package lbstore_test
+
+import (
+	"context"
+	"reflect"
+	"testing"
+
+	"github.com/sdnlb/sdnlb"
+	"github.com/sdnlb/sdnlb/lbstore"
+)
+
+func TestConfigService_LoadConfig(t *testing.T) {
+	t.Run("OK", func(t *testing.T) {
+		ctx := context.Background()
+		db := MustOpenDB(t)
+		defer MustCloseDB(t, db)
+		s := lbstore.NewConfigService(db)
+		events, cancel := lbstore.NewEventService(db).Subscribe()
+		defer cancel()
+
+		empty, err := s.LoadConfig(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if empty.Seq != 0 || len(empty.VIPs)+len(empty.Pools)+len(empty.Members)+len(empty.Monitors) != 0 {
+			t.Fatalf("empty store: %s", dumpConfig(empty))
+		}
+
+		v := MustCreateVIP(t, ctx, db, newVIP("10.0.0.100", 80))
+		p := MustCreatePool(t, ctx, db, newPool(v.ID))
+		m := MustCreateMember(t, ctx, db, newMember(p.ID, "10.0.0.1", 80))
+		mon := MustCreateMonitor(t, ctx, db, sdnlb.NewMonitor())
+		MustAssociate(t, ctx, db, p.ID, mon.ID)
+		published := receiveEvents(t, events, 5)
+
+		cfg, err := s.LoadConfig(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if cfg.Seq != published[len(published)-1].Seq {
+			t.Fatalf("seq %d, want the last published %d", cfg.Seq, published[len(published)-1].Seq)
+		}
+		// Each object as its own Find returns it.
+		wantVIP, _ := lbstore.NewVIPService(db).FindVIPByID(ctx, v.ID)
+		wantPool, _ := lbstore.NewPoolService(db).FindPoolByID(ctx, p.ID)
+		wantMember, _ := lbstore.NewMemberService(db).FindMemberByID(ctx, m.ID)
+		wantMonitor, _ := lbstore.NewMonitorService(db).FindMonitorByID(ctx, mon.ID)
+		want := &sdnlb.Config{
+			Seq: cfg.Seq, VIPs: []*sdnlb.VIP{wantVIP}, Pools: []*sdnlb.Pool{wantPool},
+			Members: []*sdnlb.Member{wantMember}, Monitors: []*sdnlb.Monitor{wantMonitor},
+		}
+		if !reflect.DeepEqual(cfg, want) {
+			t.Fatalf("got %s\nwant %s", dumpConfig(cfg), dumpConfig(want))
+		}
+		if wantVIP.Status != sdnlb.VIPActive || !reflect.DeepEqual(wantPool.MonitorIDs, []string{mon.ID}) {
+			t.Fatalf("derived fields: vip %s, pool monitors %v", wantVIP.Status, wantPool.MonitorIDs)
+		}
+	})
+}
+
+func TestConfigService_Clear(t *testing.T) {
+	ctx := context.Background()
+	db := MustOpenDB(t)
+	defer MustCloseDB(t, db)
+	s := lbstore.NewConfigService(db)
+	v := MustCreateVIP(t, ctx, db, newVIP("10.0.0.100", 80))
+	p := MustCreatePool(t, ctx, db, newPool(v.ID))
+	MustCreateMember(t, ctx, db, newMember(p.ID, "10.0.0.1", 80))
+	mon := MustCreateMonitor(t, ctx, db, sdnlb.NewMonitor())
+	MustAssociate(t, ctx, db, p.ID, mon.ID)
+	events, cancel := lbstore.NewEventService(db).Subscribe()
+	defer cancel()
+
+	if err := s.Clear(ctx); err != nil {
+		t.Fatal(err)
+	}
+	assertEvents(t, receiveEvents(t, events, 1), []sdnlb.Event{{Op: sdnlb.OpResync}})
+	assertNoEvent(t, events)
+	cfg := MustLoadConfig(t, ctx, db)
+	if len(cfg.VIPs)+len(cfg.Pools)+len(cfg.Members)+len(cfg.Monitors) != 0 {
+		t.Fatalf("after clear: %s", dumpConfig(cfg))
+	}
+	// The same ids and listeners are free again.
+	v2 := newVIP("10.0.0.100", 80)
+	v2.ID = v.ID
+	MustCreateVIP(t, ctx, db, v2)
+}
+
+// BenchmarkConfigService_LoadConfig loads a configuration of 10k members
+// in 10 pools.
+func BenchmarkConfigService_LoadConfig(b *testing.B) {
+	ctx := context.Background()
+	db := MustOpenDB(b)
+	defer MustCloseDB(b, db)
+	mon := MustCreateMonitor(b, ctx, db, sdnlb.NewMonitor())
+	for i := range 10 {
+		v := MustCreateVIP(b, ctx, db, newVIP("10.0.0.100", 80+i))
+		p := MustCreatePool(b, ctx, db, newPool(v.ID))
+		MustAssociate(b, ctx, db, p.ID, mon.ID)
+		lbstore.SeedMembers(b, db, p.ID, 1_000)
+	}
+	s := lbstore.NewConfigService(db)
+	b.ReportAllocs()
+	b.ResetTimer()
+	for b.Loop() {
+		cfg, err := s.LoadConfig(ctx)
+		if err != nil {
+			b.Fatal(err)
+		} else if len(cfg.Members) != 10_000 {
+			b.Fatalf("%d members", len(cfg.Members))
+		}
+	}
+}

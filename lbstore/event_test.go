@@ -1,0 +1,264 @@
+package lbstore_test
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/sdnlb/sdnlb"
+	"github.com/sdnlb/sdnlb/lbstore"
+)
+
+// receiveEvents waits for n events.
+func receiveEvents(tb testing.TB, ch <-chan sdnlb.Event, n int) []sdnlb.Event {
+	tb.Helper()
+	var got []sdnlb.Event
+	timeout := time.After(5 * time.Second)
+	for len(got) < n {
+		select {
+		case e, ok := <-ch:
+			if !ok {
+				tb.Fatalf("channel closed after %d of %d events", len(got), n)
+			}
+			got = append(got, e)
+		case <-timeout:
+			tb.Fatalf("received %d of %d events: %v", len(got), n, got)
+		}
+	}
+	return got
+}
+
+// assertEvents compares kinds, ops and ids, and checks that Seq increases
+// and At is set.
+func assertEvents(tb testing.TB, got, want []sdnlb.Event) {
+	tb.Helper()
+	if len(got) != len(want) {
+		tb.Fatalf("got %d events %v, want %d %v", len(got), got, len(want), want)
+	}
+	for i := range got {
+		if got[i].Kind != want[i].Kind || got[i].Op != want[i].Op || got[i].ID != want[i].ID {
+			tb.Fatalf("event %d is %s %s %s, want %s %s %s\n(all: %v)", i,
+				got[i].Kind, got[i].Op, got[i].ID, want[i].Kind, want[i].Op, want[i].ID, got)
+		}
+		if got[i].At.IsZero() {
+			tb.Fatalf("event %d has no time", i)
+		}
+		if i > 0 && got[i].Seq <= got[i-1].Seq {
+			tb.Fatalf("seq %d after %d", got[i].Seq, got[i-1].Seq)
+		}
+	}
+}
+
+// assertNoEvent fails if an event is waiting. Events are published before
+// the write returns, so there is nothing to wait for.
+func assertNoEvent(tb testing.TB, ch <-chan sdnlb.Event) {
+	tb.Helper()
+	select {
+	case e := <-ch:
+		tb.Fatalf("unexpected event %+v", e)
+	default:
+	}
+}
+
+func TestEventService_Subscribe(t *testing.T) {
+	t.Run("Order", func(t *testing.T) {
+		ctx := context.Background()
+		db := MustOpenDB(t)
+		defer MustCloseDB(t, db)
+		events, cancel := lbstore.NewEventService(db).Subscribe()
+		defer cancel()
+
+		p := MustCreatePool(t, ctx, db, newPool(""))
+		v := newVIP("10.0.0.100", 80)
+		v.PoolID = p.ID // links the pool: a pool update after the create
+		MustCreateVIP(t, ctx, db, v)
+		m := MustCreateMember(t, ctx, db, newMember(p.ID, "10.0.0.1", 80))
+		mon := MustCreateMonitor(t, ctx, db, sdnlb.NewMonitor())
+		MustAssociate(t, ctx, db, p.ID, mon.ID)
+		MustAssociate(t, ctx, db, p.ID, mon.ID) // no change, no event
+		if _, err := lbstore.NewMemberService(db).UpdateMember(ctx, m.ID, sdnlb.MemberUpdate{Weight: ptr(3)}); err != nil {
+			t.Fatal(err)
+		}
+		// A rejected write publishes nothing.
+		if err := lbstore.NewMemberService(db).CreateMember(ctx, newMember(p.ID, "10.0.0.1", 80)); err == nil {
+			t.Fatal("duplicate member created")
+		}
+		if err := lbstore.NewPoolService(db).DissociateMonitor(ctx, p.ID, mon.ID); err != nil {
+			t.Fatal(err)
+		}
+		if err := lbstore.NewMemberService(db).DeleteMember(ctx, m.ID); err != nil {
+			t.Fatal(err)
+		}
+
+		want := []sdnlb.Event{
+			{Kind: sdnlb.KindPool, Op: sdnlb.OpCreate, ID: p.ID},
+			{Kind: sdnlb.KindVIP, Op: sdnlb.OpCreate, ID: v.ID},
+			{Kind: sdnlb.KindPool, Op: sdnlb.OpUpdate, ID: p.ID},
+			{Kind: sdnlb.KindMember, Op: sdnlb.OpCreate, ID: m.ID},
+			{Kind: sdnlb.KindMonitor, Op: sdnlb.OpCreate, ID: mon.ID},
+			{Kind: sdnlb.KindPool, Op: sdnlb.OpUpdate, ID: p.ID},
+			{Kind: sdnlb.KindMember, Op: sdnlb.OpUpdate, ID: m.ID},
+			{Kind: sdnlb.KindPool, Op: sdnlb.OpUpdate, ID: p.ID},
+			{Kind: sdnlb.KindMember, Op: sdnlb.OpDelete, ID: m.ID},
+		}
+		got := receiveEvents(t, events, len(want))
+		assertEvents(t, got, want)
+		if got[0].Seq != 1 {
+			t.Fatalf("first seq %d, want 1", got[0].Seq)
+		}
+		assertNoEvent(t, events)
+	})
+
+	t.Run("Cascade", func(t *testing.T) {
+		ctx := context.Background()
+		db := MustOpenDB(t)
+		defer MustCloseDB(t, db)
+		v := MustCreateVIP(t, ctx, db, newVIP("10.0.0.100", 80))
+		p := MustCreatePool(t, ctx, db, newPool(v.ID))
+		m1 := newMember(p.ID, "10.0.0.1", 80)
+		m1.ID = "m1"
+		m2 := newMember(p.ID, "10.0.0.2", 80)
+		m2.ID = "m2"
+		MustCreateMember(t, ctx, db, m2)
+		MustCreateMember(t, ctx, db, m1)
+		mon := MustCreateMonitor(t, ctx, db, sdnlb.NewMonitor())
+		other := MustCreatePool(t, ctx, db, newPool(""))
+		MustAssociate(t, ctx, db, other.ID, mon.ID)
+		events, cancel := lbstore.NewEventService(db).Subscribe()
+		defer cancel()
+
+		if err := lbstore.NewVIPService(db).DeleteVIP(ctx, v.ID, true); err != nil {
+			t.Fatal(err)
+		}
+		if err := lbstore.NewMonitorService(db).DeleteMonitor(ctx, mon.ID, true); err != nil {
+			t.Fatal(err)
+		}
+		want := []sdnlb.Event{
+			{Kind: sdnlb.KindMember, Op: sdnlb.OpDelete, ID: "m1"},
+			{Kind: sdnlb.KindMember, Op: sdnlb.OpDelete, ID: "m2"},
+			{Kind: sdnlb.KindPool, Op: sdnlb.OpDelete, ID: p.ID},
+			{Kind: sdnlb.KindVIP, Op: sdnlb.OpDelete, ID: v.ID},
+			{Kind: sdnlb.KindPool, Op: sdnlb.OpUpdate, ID: other.ID},
+			{Kind: sdnlb.KindMonitor, Op: sdnlb.OpDelete, ID: mon.ID},
+		}
+		assertEvents(t, receiveEvents(t, events, len(want)), want)
+		assertNoEvent(t, events)
+	})
+
+	t.Run("ResyncOnOverflow", func(t *testing.T) {
+		ctx := context.Background()
+		db := lbstore.NewDB(filepath.Join(t.TempDir(), "sdnlb.db"))
+		db.EventBuffer = 2
+		if err := db.Open(); err != nil {
+			t.Fatal(err)
+		}
+		defer MustCloseDB(t, db)
+		events, cancel := lbstore.NewEventService(db).Subscribe()
+		defer cancel()
+		keeper, cancelKeeper := lbstore.NewEventService(db).Subscribe()
+		defer cancelKeeper()
+
+		var ids []string
+		for i := range 5 {
+			// The writer must not wait for the full subscriber.
+			ids = append(ids, MustCreateVIP(t, ctx, db, newVIP(fmt.Sprintf("10.0.0.%d", i+1), 80)).ID)
+			// Another subscriber that keeps up loses nothing.
+			assertEvents(t, receiveEvents(t, keeper, 1), []sdnlb.Event{{Kind: sdnlb.KindVIP, Op: sdnlb.OpCreate, ID: ids[i]}})
+		}
+
+		got := receiveEvents(t, events, 3)
+		assertEvents(t, got, []sdnlb.Event{
+			{Kind: sdnlb.KindVIP, Op: sdnlb.OpCreate, ID: ids[0]},
+			{Kind: sdnlb.KindVIP, Op: sdnlb.OpCreate, ID: ids[1]},
+			{Op: sdnlb.OpResync},
+		})
+		if got[2].Seq != 3 {
+			t.Fatalf("resync seq %d, want 3 (the first event lost)", got[2].Seq)
+		}
+		// Exactly one resync, however long it takes the subscriber.
+		time.Sleep(50 * time.Millisecond)
+		assertNoEvent(t, events)
+
+		v := MustCreateVIP(t, ctx, db, newVIP("10.0.0.99", 80))
+		after := receiveEvents(t, events, 1)
+		assertEvents(t, after, []sdnlb.Event{{Kind: sdnlb.KindVIP, Op: sdnlb.OpCreate, ID: v.ID}})
+		if after[0].Seq != 6 {
+			t.Fatalf("seq %d after the resync, want 6", after[0].Seq)
+		}
+	})
+
+	t.Run("UnsubscribeCloses", func(t *testing.T) {
+		ctx := context.Background()
+		db := lbstore.NewDB(filepath.Join(t.TempDir(), "sdnlb.db"))
+		db.EventBuffer = 1
+		if err := db.Open(); err != nil {
+			t.Fatal(err)
+		}
+		defer MustCloseDB(t, db)
+		s := lbstore.NewEventService(db)
+		idle, cancelIdle := s.Subscribe()
+		full, cancelFull := s.Subscribe()
+		// Overflow full: a resync is waiting to be delivered when it goes.
+		MustCreateVIP(t, ctx, db, newVIP("10.0.0.1", 80))
+		MustCreateVIP(t, ctx, db, newVIP("10.0.0.2", 80))
+
+		cancelFull()
+		cancelFull() // twice is harmless
+		receiveEvents(t, full, 1)
+		if _, ok := <-full; ok {
+			t.Fatal("channel open after cancel")
+		}
+		// The others go on.
+		cancelIdle()
+		for range idle {
+		}
+		MustCreateVIP(t, ctx, db, newVIP("10.0.0.3", 80))
+	})
+
+	t.Run("SubscribeThenLoadMissesNothing", func(t *testing.T) {
+		ctx := context.Background()
+		db := MustOpenDB(t)
+		defer MustCloseDB(t, db)
+		p := MustCreatePool(t, ctx, db, newPool(""))
+		const n = 300
+		done := make(chan []string)
+		go func() {
+			var ids []string
+			for i := range n {
+				m := newMember(p.ID, fmt.Sprintf("10.0.%d.%d", i/250, i%250+1), 80)
+				if err := lbstore.NewMemberService(db).CreateMember(ctx, m); err != nil {
+					t.Error(err)
+				}
+				ids = append(ids, m.ID)
+			}
+			done <- ids
+		}()
+		time.Sleep(5 * time.Millisecond) // start in the middle of the writes
+
+		events, cancel := lbstore.NewEventService(db).Subscribe()
+		defer cancel()
+		cfg := MustLoadConfig(t, ctx, db)
+		ids := <-done
+
+		seen := make(map[string]bool)
+		for _, m := range cfg.Members {
+			seen[m.ID] = true
+		}
+		inLoad := len(seen)
+		for len(events) > 0 {
+			e := <-events
+			if e.Seq > cfg.Seq {
+				seen[e.ID] = true
+			} else if !seen[e.ID] {
+				t.Fatalf("event %+v has seq <= %d but the load does not hold it", e, cfg.Seq)
+			}
+		}
+		for _, id := range ids {
+			if !seen[id] {
+				t.Fatalf("member %s neither in the load (seq %d, %d members) nor in the feed", id, cfg.Seq, inLoad)
+			}
+		}
+	})
+}

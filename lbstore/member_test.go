@@ -1,0 +1,363 @@
+package lbstore_test
+
+import (
+	"context"
+	"fmt"
+	"reflect"
+	"testing"
+	"time"
+
+	"github.com/sdnlb/sdnlb"
+	"github.com/sdnlb/sdnlb/lbstore"
+)
+
+func TestMemberService_CreateMember(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		monitor  bool // the pool has a monitor
+		up       bool // which is admin up
+		adminUp  bool
+		weight   int
+		health   sdnlb.MemberStatus
+		wantStat sdnlb.MemberStatus
+	}{
+		{name: "OKNoMonitor", adminUp: true, weight: 1, health: sdnlb.MemberNoMonitor, wantStat: sdnlb.MemberNoMonitor},
+		{name: "OKMonitored", monitor: true, up: true, adminUp: true, weight: 1, health: sdnlb.MemberDown, wantStat: sdnlb.MemberDown},
+		{name: "OKMonitorAdminDown", monitor: true, up: false, adminUp: true, weight: 1, health: sdnlb.MemberNoMonitor, wantStat: sdnlb.MemberNoMonitor},
+		{name: "OKAdminDown", adminUp: false, weight: 1, health: sdnlb.MemberNoMonitor, wantStat: sdnlb.MemberDraining},
+		{name: "OKWeightZero", adminUp: true, weight: 0, health: sdnlb.MemberNoMonitor, wantStat: sdnlb.MemberDraining},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx := context.Background()
+			db := MustOpenDB(t)
+			defer MustCloseDB(t, db)
+			at := time.Date(2026, 1, 2, 3, 4, 5, 6, time.UTC)
+			p := MustCreatePool(t, ctx, db, newPool(""))
+			if tc.monitor {
+				mon := sdnlb.NewMonitor()
+				mon.AdminStateUp = tc.up
+				MustCreateMonitor(t, ctx, db, mon)
+				MustAssociate(t, ctx, db, p.ID, mon.ID)
+			}
+			db.Now = func() time.Time { return at }
+
+			m := newMember(p.ID, "10.0.0.1", 8080)
+			m.AdminStateUp, m.Weight = tc.adminUp, tc.weight
+			if err := lbstore.NewMemberService(db).CreateMember(ctx, m); err != nil {
+				t.Fatal(err)
+			}
+			want := sdnlb.Member{
+				ID: m.ID, PoolID: p.ID, Address: "10.0.0.1", Port: 8080, Weight: tc.weight, AdminStateUp: tc.adminUp,
+				Status: tc.wantStat, Health: sdnlb.MemberHealth{Status: tc.health, Since: at},
+				CreatedAt: at, UpdatedAt: at,
+			}
+			if m.ID == "" || !reflect.DeepEqual(*m, want) {
+				t.Fatalf("created %+v, want %+v", *m, want)
+			}
+			got, err := lbstore.NewMemberService(db).FindMemberByID(ctx, m.ID)
+			if err != nil {
+				t.Fatal(err)
+			} else if !reflect.DeepEqual(got, m) {
+				t.Fatalf("read back %+v, want %+v", got, m)
+			}
+		})
+	}
+
+	t.Run("OKSameEndpointElsewhere", func(t *testing.T) {
+		ctx := context.Background()
+		db := MustOpenDB(t)
+		defer MustCloseDB(t, db)
+		p1 := MustCreatePool(t, ctx, db, newPool(""))
+		p2 := MustCreatePool(t, ctx, db, newPool(""))
+		MustCreateMember(t, ctx, db, newMember(p1.ID, "10.0.0.1", 80))
+		MustCreateMember(t, ctx, db, newMember(p1.ID, "10.0.0.1", 81))
+		MustCreateMember(t, ctx, db, newMember(p2.ID, "10.0.0.1", 80))
+	})
+
+	for _, tc := range []struct {
+		name, code, field string
+		setup             func(tb testing.TB, ctx context.Context, db *lbstore.DB) (m *sdnlb.Member, mentions []string)
+	}{
+		{"ErrInvalid", sdnlb.EINVALID, "weight", func(tb testing.TB, ctx context.Context, db *lbstore.DB) (*sdnlb.Member, []string) {
+			p := MustCreatePool(tb, ctx, db, newPool(""))
+			m := newMember(p.ID, "10.0.0.1", 80)
+			m.Weight = sdnlb.MaxWeight + 1
+			return m, nil
+		}},
+		{"ErrNotFoundPool", sdnlb.ENOTFOUND, "pool_id", func(tb testing.TB, ctx context.Context, db *lbstore.DB) (*sdnlb.Member, []string) {
+			return newMember("nope", "10.0.0.1", 80), []string{"nope"}
+		}},
+		{"ErrConflictID", sdnlb.ECONFLICT, "id", func(tb testing.TB, ctx context.Context, db *lbstore.DB) (*sdnlb.Member, []string) {
+			p := MustCreatePool(tb, ctx, db, newPool(""))
+			m := newMember(p.ID, "10.0.0.1", 80)
+			m.ID = "m1"
+			MustCreateMember(tb, ctx, db, m)
+			dup := newMember(p.ID, "10.0.0.2", 80)
+			dup.ID = "m1"
+			return dup, []string{"m1"}
+		}},
+		{"ErrConflictEndpoint", sdnlb.ECONFLICT, "address", func(tb testing.TB, ctx context.Context, db *lbstore.DB) (*sdnlb.Member, []string) {
+			p := MustCreatePool(tb, ctx, db, newPool(""))
+			other := MustCreateMember(tb, ctx, db, newMember(p.ID, "10.0.0.1", 80))
+			return newMember(p.ID, "10.0.0.1", 80), []string{other.ID}
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx := context.Background()
+			db := MustOpenDB(t)
+			defer MustCloseDB(t, db)
+			m, mentions := tc.setup(t, ctx, db)
+			before := MustLoadConfig(t, ctx, db)
+			orig := *m
+			err := lbstore.NewMemberService(db).CreateMember(ctx, m)
+			assertError(t, err, tc.code, tc.field, mentions...)
+			assertUnchanged(t, ctx, db, before)
+			if !reflect.DeepEqual(*m, orig) {
+				t.Fatalf("a failed create changed its argument: %+v", *m)
+			}
+		})
+	}
+}
+
+func TestMemberService_UpdateMember(t *testing.T) {
+	t.Run("OK", func(t *testing.T) {
+		ctx := context.Background()
+		db := MustOpenDB(t)
+		defer MustCloseDB(t, db)
+		s := lbstore.NewMemberService(db)
+		p := MustCreatePool(t, ctx, db, newPool(""))
+		m := MustCreateMember(t, ctx, db, newMember(p.ID, "10.0.0.1", 80))
+
+		got, err := s.UpdateMember(ctx, m.ID, sdnlb.MemberUpdate{Address: ptr("10.0.0.2"), Port: ptr(81), Weight: ptr(0)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := *m
+		want.Address, want.Port, want.Weight, want.Status, want.UpdatedAt = "10.0.0.2", 81, 0, sdnlb.MemberDraining, got.UpdatedAt
+		if !reflect.DeepEqual(got, &want) || !got.UpdatedAt.After(m.UpdatedAt) {
+			t.Fatalf("got %+v, want %+v", got, want)
+		}
+		if read, _ := s.FindMemberByID(ctx, m.ID); !reflect.DeepEqual(read, got) {
+			t.Fatalf("read back %+v, want %+v", read, got)
+		}
+	})
+
+	for _, tc := range []struct {
+		name, code, field string
+		setup             func(tb testing.TB, ctx context.Context, db *lbstore.DB) (id string, upd sdnlb.MemberUpdate)
+	}{
+		{"ErrNotFound", sdnlb.ENOTFOUND, "", func(tb testing.TB, ctx context.Context, db *lbstore.DB) (string, sdnlb.MemberUpdate) {
+			return "nope", sdnlb.MemberUpdate{Weight: ptr(2)}
+		}},
+		{"ErrInvalid", sdnlb.EINVALID, "address", func(tb testing.TB, ctx context.Context, db *lbstore.DB) (string, sdnlb.MemberUpdate) {
+			p := MustCreatePool(tb, ctx, db, newPool(""))
+			m := MustCreateMember(tb, ctx, db, newMember(p.ID, "10.0.0.1", 80))
+			return m.ID, sdnlb.MemberUpdate{Weight: ptr(9), Address: ptr("127.0.0.1")}
+		}},
+		{"ErrConflictEndpoint", sdnlb.ECONFLICT, "address", func(tb testing.TB, ctx context.Context, db *lbstore.DB) (string, sdnlb.MemberUpdate) {
+			p := MustCreatePool(tb, ctx, db, newPool(""))
+			MustCreateMember(tb, ctx, db, newMember(p.ID, "10.0.0.1", 80))
+			m := MustCreateMember(tb, ctx, db, newMember(p.ID, "10.0.0.2", 80))
+			return m.ID, sdnlb.MemberUpdate{Weight: ptr(9), Address: ptr("10.0.0.1")}
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx := context.Background()
+			db := MustOpenDB(t)
+			defer MustCloseDB(t, db)
+			id, upd := tc.setup(t, ctx, db)
+			before := MustLoadConfig(t, ctx, db)
+			got, err := lbstore.NewMemberService(db).UpdateMember(ctx, id, upd)
+			assertError(t, err, tc.code, tc.field)
+			if got != nil {
+				t.Fatalf("a failed update returned %+v", got)
+			}
+			assertUnchanged(t, ctx, db, before)
+		})
+	}
+}
+
+func TestMemberService_DeleteMember(t *testing.T) {
+	t.Run("OK", func(t *testing.T) {
+		ctx := context.Background()
+		db := MustOpenDB(t)
+		defer MustCloseDB(t, db)
+		s := lbstore.NewMemberService(db)
+		p := MustCreatePool(t, ctx, db, newPool(""))
+		m := MustCreateMember(t, ctx, db, newMember(p.ID, "10.0.0.1", 80))
+		if err := s.DeleteMember(ctx, m.ID); err != nil {
+			t.Fatal(err)
+		}
+		_, err := s.FindMemberByID(ctx, m.ID)
+		assertError(t, err, sdnlb.ENOTFOUND, "")
+		// With the member gone the pool can go without cascade.
+		if err := lbstore.NewPoolService(db).DeletePool(ctx, p.ID, false); err != nil {
+			t.Fatal(err)
+		}
+	})
+
+	t.Run("ErrNotFound", func(t *testing.T) {
+		ctx := context.Background()
+		db := MustOpenDB(t)
+		defer MustCloseDB(t, db)
+		assertError(t, lbstore.NewMemberService(db).DeleteMember(ctx, "nope"), sdnlb.ENOTFOUND, "")
+	})
+}
+
+func TestMemberService_FindMembers(t *testing.T) {
+	ctx := context.Background()
+	db := MustOpenDB(t)
+	defer MustCloseDB(t, db)
+	s := lbstore.NewMemberService(db)
+	p1 := MustCreatePool(t, ctx, db, newPool(""))
+	p2 := MustCreatePool(t, ctx, db, newPool(""))
+	for i := range 6 {
+		pool := p1.ID
+		if i >= 4 {
+			pool = p2.ID
+		}
+		m := newMember(pool, fmt.Sprintf("10.0.0.%d", 1+i%3), 80+i)
+		m.ID = fmt.Sprintf("m%d", 5-i)
+		MustCreateMember(t, ctx, db, m)
+	}
+	// p1: m5 .1, m4 .2, m3 .3, m2 .1; p2: m1 .2, m0 .3
+
+	for _, tc := range []struct {
+		name   string
+		filter sdnlb.MemberFilter
+		want   []string
+	}{
+		{"All", sdnlb.MemberFilter{}, []string{"m0", "m1", "m2", "m3", "m4", "m5"}},
+		{"PoolID", sdnlb.MemberFilter{PoolID: &p1.ID}, []string{"m2", "m3", "m4", "m5"}},
+		{"Address", sdnlb.MemberFilter{Address: ptr("10.0.0.1")}, []string{"m2", "m5"}},
+		{"PoolIDAndAddress", sdnlb.MemberFilter{PoolID: &p2.ID, Address: ptr("10.0.0.2")}, []string{"m1"}},
+		{"PoolIDPage", sdnlb.MemberFilter{PoolID: &p1.ID, Page: sdnlb.Page{After: "m2", Limit: 2}}, []string{"m3", "m4"}},
+		{"PoolIDLastPage", sdnlb.MemberFilter{PoolID: &p1.ID, Page: sdnlb.Page{After: "m4", Limit: 2}}, []string{"m5"}},
+		{"None", sdnlb.MemberFilter{PoolID: ptr("nope")}, []string{}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := s.FindMembers(ctx, tc.filter)
+			if err != nil {
+				t.Fatal(err)
+			}
+			ids := []string{}
+			for _, m := range got {
+				ids = append(ids, m.ID)
+			}
+			if !reflect.DeepEqual(ids, tc.want) {
+				t.Fatalf("got %v, want %v", ids, tc.want)
+			}
+		})
+	}
+}
+
+func TestMemberHealthService_SetMemberHealth(t *testing.T) {
+	t.Run("OK", func(t *testing.T) {
+		ctx := context.Background()
+		db := MustOpenDB(t)
+		defer MustCloseDB(t, db)
+		s := lbstore.NewMemberHealthService(db)
+		p := MustCreatePool(t, ctx, db, newPool(""))
+		m := MustCreateMember(t, ctx, db, newMember(p.ID, "10.0.0.1", 80))
+		events, cancel := lbstore.NewEventService(db).Subscribe()
+		defer cancel()
+
+		since := time.Date(2026, 2, 3, 4, 5, 6, 700000000, time.UTC)
+		check := since.Add(1500 * time.Millisecond)
+		h := sdnlb.MemberHealth{Status: sdnlb.MemberDown, Since: since, LastCheck: &check, LatencyMS: 12.5, LastError: "connection refused"}
+		if err := s.SetMemberHealth(ctx, m.ID, h); err != nil {
+			t.Fatal(err)
+		}
+		got, err := lbstore.NewMemberService(db).FindMemberByID(ctx, m.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !reflect.DeepEqual(got.Health, h) || got.Status != sdnlb.MemberDown {
+			t.Fatalf("health %+v status %s, want %+v", got.Health, got.Status, h)
+		}
+		if !got.UpdatedAt.Equal(m.UpdatedAt) {
+			t.Fatal("health changed updated_at")
+		}
+		// Same status again: stored, but no event.
+		h.LatencyMS = 20
+		if err := s.SetMemberHealth(ctx, m.ID, h); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.SetMemberHealth(ctx, m.ID, sdnlb.MemberHealth{Status: sdnlb.MemberUp}); err != nil {
+			t.Fatal(err)
+		}
+		if got, _ = lbstore.NewMemberService(db).FindMemberByID(ctx, m.ID); got.Health.Since.IsZero() || got.Health.LastCheck != nil {
+			t.Fatalf("zero since must mean now: %+v", got.Health)
+		}
+		want := []sdnlb.Event{
+			{Kind: sdnlb.KindMember, Op: sdnlb.OpHealth, ID: m.ID},
+			{Kind: sdnlb.KindMember, Op: sdnlb.OpHealth, ID: m.ID},
+		}
+		assertEvents(t, receiveEvents(t, events, len(want)), want)
+		assertNoEvent(t, events)
+	})
+
+	t.Run("ErrNotFound", func(t *testing.T) {
+		ctx := context.Background()
+		db := MustOpenDB(t)
+		defer MustCloseDB(t, db)
+		err := lbstore.NewMemberHealthService(db).SetMemberHealth(ctx, "nope", sdnlb.MemberHealth{Status: sdnlb.MemberUp})
+		assertError(t, err, sdnlb.ENOTFOUND, "")
+	})
+
+	t.Run("ErrInvalid", func(t *testing.T) {
+		ctx := context.Background()
+		db := MustOpenDB(t)
+		defer MustCloseDB(t, db)
+		p := MustCreatePool(t, ctx, db, newPool(""))
+		m := MustCreateMember(t, ctx, db, newMember(p.ID, "10.0.0.1", 80))
+		before := MustLoadConfig(t, ctx, db)
+		for _, status := range []sdnlb.MemberStatus{sdnlb.MemberDraining, "", "SICK"} {
+			err := lbstore.NewMemberHealthService(db).SetMemberHealth(ctx, m.ID, sdnlb.MemberHealth{Status: status})
+			assertError(t, err, sdnlb.EINVALID, "status")
+		}
+		assertUnchanged(t, ctx, db, before)
+	})
+}
+
+func BenchmarkMemberService_CreateMember(b *testing.B) {
+	ctx := context.Background()
+	db := MustOpenDB(b)
+	defer MustCloseDB(b, db)
+	s := lbstore.NewMemberService(db)
+	p := MustCreatePool(b, ctx, db, newPool(""))
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; b.Loop(); i++ {
+		if err := s.CreateMember(ctx, newMember(p.ID, fmt.Sprintf("10.%d.%d.%d", i/62500%250, i/250%250, i%250+1), 80)); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkMemberService_FindMembers reads pages of 100 members of one pool
+// of 100k (among 101k members), walking the pool page after page.
+func BenchmarkMemberService_FindMembers(b *testing.B) {
+	ctx := context.Background()
+	db := MustOpenDB(b)
+	defer MustCloseDB(b, db)
+	s := lbstore.NewMemberService(db)
+	p := MustCreatePool(b, ctx, db, newPool(""))
+	other := MustCreatePool(b, ctx, db, newPool(""))
+	lbstore.SeedMembers(b, db, p.ID, 100_000)
+	lbstore.SeedMembers(b, db, other.ID, 1_000)
+	filter := sdnlb.MemberFilter{PoolID: &p.ID, Page: sdnlb.Page{Limit: 100}}
+	b.ReportAllocs()
+	b.ResetTimer()
+	for b.Loop() {
+		page, err := s.FindMembers(ctx, filter)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if len(page) < 100 {
+			filter.After = "" // wrap around
+			continue
+		}
+		filter.After = page[len(page)-1].ID
+	}
+}

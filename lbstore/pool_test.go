@@ -1,0 +1,356 @@
+package lbstore_test
+
+import (
+	"context"
+	"fmt"
+	"reflect"
+	"testing"
+
+	"github.com/sdnlb/sdnlb"
+	"github.com/sdnlb/sdnlb/lbstore"
+)
+
+func TestPoolService_CreatePool(t *testing.T) {
+	t.Run("OK", func(t *testing.T) {
+		ctx := context.Background()
+		db := MustOpenDB(t)
+		defer MustCloseDB(t, db)
+		s := lbstore.NewPoolService(db)
+		v := MustCreateVIP(t, ctx, db, newVIP("10.0.0.100", 80))
+
+		p := newPool(v.ID)
+		p.LBMethod = sdnlb.LeastConnections
+		p.MonitorIDs = []string{"ignored"} // read-only
+		if err := s.CreatePool(ctx, p); err != nil {
+			t.Fatal(err)
+		}
+		if p.ID == "" || p.VIPID != v.ID || p.MonitorIDs == nil || len(p.MonitorIDs) != 0 || p.CreatedAt.IsZero() {
+			t.Fatalf("created %+v", p)
+		}
+		got, err := s.FindPoolByID(ctx, p.ID)
+		if err != nil {
+			t.Fatal(err)
+		} else if !reflect.DeepEqual(got, p) {
+			t.Fatalf("read back %+v, want %+v", got, p)
+		}
+		if vip, _ := lbstore.NewVIPService(db).FindVIPByID(ctx, v.ID); vip.PoolID != p.ID {
+			t.Fatalf("vip pool %q, want %q", vip.PoolID, p.ID)
+		}
+	})
+
+	t.Run("OKWithoutVIP", func(t *testing.T) {
+		ctx := context.Background()
+		db := MustOpenDB(t)
+		defer MustCloseDB(t, db)
+		p := MustCreatePool(t, ctx, db, newPool(""))
+		if p.VIPID != "" {
+			t.Fatalf("vip %q", p.VIPID)
+		}
+		MustCreatePool(t, ctx, db, newPool("")) // many pools may serve no VIP
+	})
+
+	for _, tc := range []struct {
+		name, code, field string
+		setup             func(tb testing.TB, ctx context.Context, db *lbstore.DB) (p *sdnlb.Pool, mentions []string)
+	}{
+		{"ErrInvalid", sdnlb.EINVALID, "lb_method", func(tb testing.TB, ctx context.Context, db *lbstore.DB) (*sdnlb.Pool, []string) {
+			p := newPool("")
+			p.LBMethod = "FASTEST"
+			return p, nil
+		}},
+		{"ErrConflictID", sdnlb.ECONFLICT, "id", func(tb testing.TB, ctx context.Context, db *lbstore.DB) (*sdnlb.Pool, []string) {
+			p := newPool("")
+			p.ID = "pool1"
+			MustCreatePool(tb, ctx, db, p)
+			dup := newPool("")
+			dup.ID = "pool1"
+			return dup, []string{"pool1"}
+		}},
+		{"ErrNotFoundVIP", sdnlb.ENOTFOUND, "vip_id", func(tb testing.TB, ctx context.Context, db *lbstore.DB) (*sdnlb.Pool, []string) {
+			return newPool("nope"), []string{"nope"}
+		}},
+		{"ErrConflictVIPServed", sdnlb.ECONFLICT, "vip_id", func(tb testing.TB, ctx context.Context, db *lbstore.DB) (*sdnlb.Pool, []string) {
+			v := MustCreateVIP(tb, ctx, db, newVIP("10.0.0.100", 80))
+			other := MustCreatePool(tb, ctx, db, newPool(v.ID))
+			return newPool(v.ID), []string{other.ID}
+		}},
+		{"ErrInvalidProtocol", sdnlb.EINVALID, "protocol", func(tb testing.TB, ctx context.Context, db *lbstore.DB) (*sdnlb.Pool, []string) {
+			v := MustCreateVIP(tb, ctx, db, newVIP("10.0.0.100", 80))
+			p := newPool(v.ID)
+			p.Protocol = sdnlb.ProtocolUDP
+			return p, []string{v.ID}
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx := context.Background()
+			db := MustOpenDB(t)
+			defer MustCloseDB(t, db)
+			p, mentions := tc.setup(t, ctx, db)
+			before := MustLoadConfig(t, ctx, db)
+			orig := *p
+			err := lbstore.NewPoolService(db).CreatePool(ctx, p)
+			assertError(t, err, tc.code, tc.field, mentions...)
+			assertUnchanged(t, ctx, db, before)
+			if !reflect.DeepEqual(*p, orig) {
+				t.Fatalf("a failed create changed its argument: %+v", *p)
+			}
+		})
+	}
+}
+
+func TestPoolService_UpdatePool(t *testing.T) {
+	t.Run("OK", func(t *testing.T) {
+		ctx := context.Background()
+		db := MustOpenDB(t)
+		defer MustCloseDB(t, db)
+		s := lbstore.NewPoolService(db)
+		p := MustCreatePool(t, ctx, db, newPool(""))
+		v := MustCreateVIP(t, ctx, db, newVIP("10.0.0.100", 80))
+
+		got, err := s.UpdatePool(ctx, p.ID, sdnlb.PoolUpdate{VIPID: &v.ID, LBMethod: ptr(sdnlb.Random), Description: ptr("d")})
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := *p
+		want.VIPID, want.LBMethod, want.Description, want.UpdatedAt = v.ID, sdnlb.Random, "d", got.UpdatedAt
+		if !reflect.DeepEqual(got, &want) || !got.UpdatedAt.After(p.UpdatedAt) {
+			t.Fatalf("got %+v, want %+v", got, want)
+		}
+		if vip, _ := lbstore.NewVIPService(db).FindVIPByID(ctx, v.ID); vip.PoolID != p.ID {
+			t.Fatalf("vip pool %q, want %q", vip.PoolID, p.ID)
+		}
+		// Unlinking.
+		if got, err = s.UpdatePool(ctx, p.ID, sdnlb.PoolUpdate{VIPID: ptr("")}); err != nil {
+			t.Fatal(err)
+		} else if got.VIPID != "" {
+			t.Fatalf("vip %q after unlinking", got.VIPID)
+		}
+	})
+
+	for _, tc := range []struct {
+		name, code, field string
+		setup             func(tb testing.TB, ctx context.Context, db *lbstore.DB) (id string, upd sdnlb.PoolUpdate)
+	}{
+		{"ErrNotFound", sdnlb.ENOTFOUND, "", func(tb testing.TB, ctx context.Context, db *lbstore.DB) (string, sdnlb.PoolUpdate) {
+			return "nope", sdnlb.PoolUpdate{Name: ptr("x")}
+		}},
+		{"ErrInvalid", sdnlb.EINVALID, "protocol", func(tb testing.TB, ctx context.Context, db *lbstore.DB) (string, sdnlb.PoolUpdate) {
+			p := MustCreatePool(tb, ctx, db, newPool(""))
+			return p.ID, sdnlb.PoolUpdate{Name: ptr("changed"), Protocol: ptr(sdnlb.Protocol("SCTP"))}
+		}},
+		{"ErrNotFoundVIP", sdnlb.ENOTFOUND, "vip_id", func(tb testing.TB, ctx context.Context, db *lbstore.DB) (string, sdnlb.PoolUpdate) {
+			p := MustCreatePool(tb, ctx, db, newPool(""))
+			return p.ID, sdnlb.PoolUpdate{Name: ptr("changed"), VIPID: ptr("nope")}
+		}},
+		{"ErrConflictVIPServed", sdnlb.ECONFLICT, "vip_id", func(tb testing.TB, ctx context.Context, db *lbstore.DB) (string, sdnlb.PoolUpdate) {
+			v := MustCreateVIP(tb, ctx, db, newVIP("10.0.0.100", 80))
+			MustCreatePool(tb, ctx, db, newPool(v.ID))
+			p := MustCreatePool(tb, ctx, db, newPool(""))
+			return p.ID, sdnlb.PoolUpdate{VIPID: &v.ID}
+		}},
+		{"ErrInvalidProtocolOfVIP", sdnlb.EINVALID, "protocol", func(tb testing.TB, ctx context.Context, db *lbstore.DB) (string, sdnlb.PoolUpdate) {
+			v := MustCreateVIP(tb, ctx, db, newVIP("10.0.0.100", 80))
+			p := MustCreatePool(tb, ctx, db, newPool(v.ID))
+			return p.ID, sdnlb.PoolUpdate{Protocol: ptr(sdnlb.ProtocolUDP)}
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx := context.Background()
+			db := MustOpenDB(t)
+			defer MustCloseDB(t, db)
+			id, upd := tc.setup(t, ctx, db)
+			before := MustLoadConfig(t, ctx, db)
+			got, err := lbstore.NewPoolService(db).UpdatePool(ctx, id, upd)
+			assertError(t, err, tc.code, tc.field)
+			if got != nil {
+				t.Fatalf("a failed update returned %+v", got)
+			}
+			assertUnchanged(t, ctx, db, before)
+		})
+	}
+}
+
+func TestPoolService_DeletePool(t *testing.T) {
+	t.Run("OK", func(t *testing.T) {
+		ctx := context.Background()
+		db := MustOpenDB(t)
+		defer MustCloseDB(t, db)
+		s := lbstore.NewPoolService(db)
+		v := MustCreateVIP(t, ctx, db, newVIP("10.0.0.100", 80))
+		p := MustCreatePool(t, ctx, db, newPool(v.ID))
+		mon := MustCreateMonitor(t, ctx, db, sdnlb.NewMonitor())
+		MustAssociate(t, ctx, db, p.ID, mon.ID)
+
+		if err := s.DeletePool(ctx, p.ID, false); err != nil {
+			t.Fatal(err)
+		}
+		_, err := s.FindPoolByID(ctx, p.ID)
+		assertError(t, err, sdnlb.ENOTFOUND, "")
+		// The VIP loses its pool, the monitor its association.
+		if vip, _ := lbstore.NewVIPService(db).FindVIPByID(ctx, v.ID); vip.PoolID != "" {
+			t.Fatalf("vip still has pool %q", vip.PoolID)
+		}
+		if m, _ := lbstore.NewMonitorService(db).FindMonitorByID(ctx, mon.ID); len(m.PoolIDs) != 0 {
+			t.Fatalf("monitor still has pools %v", m.PoolIDs)
+		}
+	})
+
+	t.Run("ErrNotFound", func(t *testing.T) {
+		ctx := context.Background()
+		db := MustOpenDB(t)
+		defer MustCloseDB(t, db)
+		assertError(t, lbstore.NewPoolService(db).DeletePool(ctx, "nope", true), sdnlb.ENOTFOUND, "")
+	})
+
+	t.Run("ErrConflictMembers", func(t *testing.T) {
+		ctx := context.Background()
+		db := MustOpenDB(t)
+		defer MustCloseDB(t, db)
+		p := MustCreatePool(t, ctx, db, newPool(""))
+		var ids []string
+		for i := range 12 {
+			m := newMember(p.ID, fmt.Sprintf("10.0.0.%d", i+1), 80)
+			m.ID = fmt.Sprintf("m%02d", i)
+			ids = append(ids, MustCreateMember(t, ctx, db, m).ID)
+		}
+		before := MustLoadConfig(t, ctx, db)
+		// The message names the first ten and counts the rest.
+		assertError(t, lbstore.NewPoolService(db).DeletePool(ctx, p.ID, false), sdnlb.ECONFLICT, "",
+			append(ids[:10:10], "and 2 more")...)
+		assertUnchanged(t, ctx, db, before)
+	})
+
+	t.Run("OKCascade", func(t *testing.T) {
+		ctx := context.Background()
+		db := MustOpenDB(t)
+		defer MustCloseDB(t, db)
+		p := MustCreatePool(t, ctx, db, newPool(""))
+		MustCreateMember(t, ctx, db, newMember(p.ID, "10.0.0.1", 80))
+		MustCreateMember(t, ctx, db, newMember(p.ID, "10.0.0.2", 80))
+		other := MustCreatePool(t, ctx, db, newPool(""))
+		kept := MustCreateMember(t, ctx, db, newMember(other.ID, "10.0.0.1", 80))
+
+		if err := lbstore.NewPoolService(db).DeletePool(ctx, p.ID, true); err != nil {
+			t.Fatal(err)
+		}
+		cfg := MustLoadConfig(t, ctx, db)
+		if len(cfg.Pools) != 1 || len(cfg.Members) != 1 || cfg.Members[0].ID != kept.ID {
+			t.Fatalf("after cascade: %s", dumpConfig(cfg))
+		}
+	})
+}
+
+func TestPoolService_AssociateMonitor(t *testing.T) {
+	t.Run("OK", func(t *testing.T) {
+		ctx := context.Background()
+		db := MustOpenDB(t)
+		defer MustCloseDB(t, db)
+		s := lbstore.NewPoolService(db)
+		p := MustCreatePool(t, ctx, db, newPool(""))
+		m1, m2 := sdnlb.NewMonitor(), sdnlb.NewMonitor()
+		m1.ID, m2.ID = "mon-b", "mon-a"
+		MustCreateMonitor(t, ctx, db, m1)
+		MustCreateMonitor(t, ctx, db, m2)
+
+		MustAssociate(t, ctx, db, p.ID, m1.ID)
+		MustAssociate(t, ctx, db, p.ID, m2.ID)
+		MustAssociate(t, ctx, db, p.ID, m1.ID) // idempotent
+		got, err := s.FindPoolByID(ctx, p.ID)
+		if err != nil {
+			t.Fatal(err)
+		} else if want := []string{"mon-a", "mon-b"}; !reflect.DeepEqual(got.MonitorIDs, want) {
+			t.Fatalf("monitors %v, want %v (sorted)", got.MonitorIDs, want)
+		}
+		if mon, _ := lbstore.NewMonitorService(db).FindMonitorByID(ctx, m1.ID); !reflect.DeepEqual(mon.PoolIDs, []string{p.ID}) {
+			t.Fatalf("monitor pools %v", mon.PoolIDs)
+		}
+
+		if err := s.DissociateMonitor(ctx, p.ID, m1.ID); err != nil {
+			t.Fatal(err)
+		}
+		if got, _ := s.FindPoolByID(ctx, p.ID); !reflect.DeepEqual(got.MonitorIDs, []string{"mon-a"}) {
+			t.Fatalf("monitors %v after dissociating", got.MonitorIDs)
+		}
+		// Dissociating again: there is nothing to dissociate.
+		assertError(t, s.DissociateMonitor(ctx, p.ID, m1.ID), sdnlb.ENOTFOUND, "")
+	})
+
+	for _, tc := range []struct {
+		name, field string
+		dissociate  bool
+		pool, mon   bool // whether they exist
+	}{
+		{"ErrNotFoundPool", "pool_id", false, false, true},
+		{"ErrNotFoundMonitor", "monitor_id", false, true, false},
+		{"ErrNotFoundPoolDissociate", "pool_id", true, false, true},
+		{"ErrNotFoundMonitorDissociate", "monitor_id", true, true, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx := context.Background()
+			db := MustOpenDB(t)
+			defer MustCloseDB(t, db)
+			poolID, monID := "nope", "nope"
+			if tc.pool {
+				poolID = MustCreatePool(t, ctx, db, newPool("")).ID
+			}
+			if tc.mon {
+				monID = MustCreateMonitor(t, ctx, db, sdnlb.NewMonitor()).ID
+			}
+			before := MustLoadConfig(t, ctx, db)
+			s := lbstore.NewPoolService(db)
+			err := s.AssociateMonitor(ctx, poolID, monID)
+			if tc.dissociate {
+				err = s.DissociateMonitor(ctx, poolID, monID)
+			}
+			assertError(t, err, sdnlb.ENOTFOUND, tc.field)
+			assertUnchanged(t, ctx, db, before)
+		})
+	}
+}
+
+func TestPoolService_FindPools(t *testing.T) {
+	ctx := context.Background()
+	db := MustOpenDB(t)
+	defer MustCloseDB(t, db)
+	s := lbstore.NewPoolService(db)
+	v := MustCreateVIP(t, ctx, db, newVIP("10.0.0.100", 80))
+	mon := MustCreateMonitor(t, ctx, db, sdnlb.NewMonitor())
+	for i := range 5 {
+		p := newPool("")
+		p.ID = fmt.Sprintf("pool%d", i)
+		if i == 2 {
+			p.VIPID = v.ID
+		}
+		MustCreatePool(t, ctx, db, p)
+		if i%2 == 1 {
+			MustAssociate(t, ctx, db, p.ID, mon.ID)
+		}
+	}
+
+	for _, tc := range []struct {
+		name   string
+		filter sdnlb.PoolFilter
+		want   []string
+	}{
+		{"All", sdnlb.PoolFilter{}, []string{"pool0", "pool1", "pool2", "pool3", "pool4"}},
+		{"VIPID", sdnlb.PoolFilter{VIPID: &v.ID}, []string{"pool2"}},
+		{"MonitorID", sdnlb.PoolFilter{MonitorID: &mon.ID}, []string{"pool1", "pool3"}},
+		{"MonitorIDNone", sdnlb.PoolFilter{MonitorID: ptr("nope")}, []string{}},
+		{"Page", sdnlb.PoolFilter{Page: sdnlb.Page{After: "pool1", Limit: 2}}, []string{"pool2", "pool3"}},
+		{"MonitorIDAndPage", sdnlb.PoolFilter{MonitorID: &mon.ID, Page: sdnlb.Page{After: "pool1"}}, []string{"pool3"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := s.FindPools(ctx, tc.filter)
+			if err != nil {
+				t.Fatal(err)
+			}
+			ids := []string{}
+			for _, p := range got {
+				ids = append(ids, p.ID)
+			}
+			if !reflect.DeepEqual(ids, tc.want) {
+				t.Fatalf("got %v, want %v", ids, tc.want)
+			}
+		})
+	}
+}
