@@ -23,7 +23,7 @@ func NewEventService(db *DB) *EventService { return &EventService{db: db} }
 // full loses events and, as soon as it has room again, is sent exactly one
 // event with Op OpResync (Kind "", Seq of the first event it lost): it must
 // then reload everything with LoadConfig. The writer never waits for a
-// subscriber.
+// subscriber. Closing the DB ends every subscription.
 func (s *EventService) Subscribe() (<-chan sdnlb.Event, func()) {
 	return s.db.events.subscribe()
 }
@@ -33,6 +33,7 @@ type eventHub struct {
 	seq    uint64
 	subs   map[*subscriber]struct{}
 	buffer int
+	closed bool
 }
 
 func newEventHub(buffer int) *eventHub {
@@ -46,6 +47,7 @@ type subscriber struct {
 	lost    bool          // events were dropped; a resync is on its way
 	stop    chan struct{} // closed when the subscription ends
 	resyncs sync.WaitGroup
+	ended   sync.Once
 }
 
 // publish numbers events and offers them to every subscriber without
@@ -72,26 +74,49 @@ func (h *eventHub) lastSeq() uint64 {
 	return h.seq
 }
 
+// subscribe adds a subscriber; after close it returns a closed channel.
 func (h *eventHub) subscribe() (<-chan sdnlb.Event, func()) {
 	s := &subscriber{ch: make(chan sdnlb.Event, h.buffer), stop: make(chan struct{})}
 	h.mu.Lock()
-	h.subs[s] = struct{}{}
-	h.mu.Unlock()
-
-	var once sync.Once
-	cancel := func() {
-		once.Do(func() {
-			// Once out of the set, publish no longer sends to s; the
-			// resync goroutine is the only sender left.
-			h.mu.Lock()
-			delete(h.subs, s)
-			h.mu.Unlock()
-			close(s.stop)
-			s.resyncs.Wait()
-			close(s.ch)
-		})
+	closed := h.closed
+	if !closed {
+		h.subs[s] = struct{}{}
 	}
-	return s.ch, cancel
+	h.mu.Unlock()
+	if closed {
+		s.end()
+	}
+	return s.ch, func() { h.unsubscribe(s) }
+}
+
+func (h *eventHub) unsubscribe(s *subscriber) {
+	// Once out of the set, publish no longer sends to s; the resync
+	// goroutine is the only sender left, and end stops it first.
+	h.mu.Lock()
+	delete(h.subs, s)
+	h.mu.Unlock()
+	s.end()
+}
+
+// close ends every subscription: the feed is over when the DB closes.
+func (h *eventHub) close() {
+	h.mu.Lock()
+	subs := h.subs
+	h.subs = make(map[*subscriber]struct{})
+	h.closed = true
+	h.mu.Unlock()
+	for s := range subs {
+		s.end()
+	}
+}
+
+// end stops a pending resync and closes the channel, once.
+func (s *subscriber) end() {
+	s.ended.Do(func() {
+		close(s.stop)
+		s.resyncs.Wait()
+		close(s.ch)
+	})
 }
 
 // offer sends e if there is room. When there is not, the subscriber drops

@@ -217,6 +217,21 @@ func TestEventService_Subscribe(t *testing.T) {
 		MustCreateVIP(t, ctx, db, newVIP("10.0.0.3", 80))
 	})
 
+	t.Run("CloseEnds", func(t *testing.T) {
+		db := MustOpenDB(t)
+		s := lbstore.NewEventService(db)
+		events, cancel := s.Subscribe()
+		MustCloseDB(t, db)
+		if _, ok := <-events; ok {
+			t.Fatal("feed open after the db closed")
+		}
+		cancel() // still harmless
+		late, _ := s.Subscribe()
+		if _, ok := <-late; ok {
+			t.Fatal("subscribed to a closed db")
+		}
+	})
+
 	t.Run("SubscribeThenLoadMissesNothing", func(t *testing.T) {
 		ctx := context.Background()
 		db := MustOpenDB(t)

@@ -118,9 +118,11 @@ func (db *DB) Open() error {
 	return nil
 }
 
-// Close closes both pools. Subscriptions stay open until their cancel func
-// is called.
+// Close ends every subscription to the change feed and closes both pools.
 func (db *DB) Close() error {
+	if db.events != nil {
+		db.events.close()
+	}
 	var errs []error
 	if db.write != nil {
 		errs = append(errs, db.write.Close())

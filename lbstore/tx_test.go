@@ -1,0 +1,127 @@
+package lbstore
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"path/filepath"
+	"testing"
+
+	"github.com/jmoiron/sqlx"
+
+	"github.com/sdnlb/sdnlb"
+)
+
+func openTestDB(tb testing.TB) *DB {
+	tb.Helper()
+	db := NewDB(filepath.Join(tb.TempDir(), "sdnlb.db"))
+	if err := db.Open(); err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { db.Close() })
+	return db
+}
+
+// TestDB_ConnectionParams checks the settings on several connections of
+// each pool at once: a PRAGMA run once would reach only one of them.
+func TestDB_ConnectionParams(t *testing.T) {
+	ctx := context.Background()
+	db := openTestDB(t)
+	for _, tc := range []struct {
+		name      string
+		pool      *sqlx.DB
+		conns     int
+		queryOnly int
+	}{
+		{"Write", db.write, 1, 0},
+		{"Read", db.read, 3, 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var held []*sqlx.Conn
+			defer func() {
+				for _, c := range held {
+					c.Close()
+				}
+			}()
+			for range tc.conns {
+				c, err := tc.pool.Connx(ctx)
+				if err != nil {
+					t.Fatal(err)
+				}
+				held = append(held, c)
+				var fk, busy, queryOnly int
+				var journal string
+				for pragma, dst := range map[string]any{
+					"foreign_keys": &fk, "busy_timeout": &busy, "journal_mode": &journal, "query_only": &queryOnly,
+				} {
+					if err := c.GetContext(ctx, dst, "PRAGMA "+pragma); err != nil {
+						t.Fatal(err)
+					}
+				}
+				if fk != 1 || busy != 5000 || journal != "wal" || queryOnly != tc.queryOnly {
+					t.Fatalf("connection %d: foreign_keys=%d busy_timeout=%d journal_mode=%s query_only=%d",
+						len(held), fk, busy, journal, queryOnly)
+				}
+			}
+		})
+	}
+}
+
+// TestMapError checks the mapping of the driver's own errors, which the
+// explicit checks in front of every write normally pre-empt.
+func TestMapError(t *testing.T) {
+	ctx := context.Background()
+	db := openTestDB(t)
+	const now = "2026-01-01T00:00:00.000000000Z"
+	seed := []string{
+		`INSERT INTO vips (id, address, protocol, port, connection_limit, admin_state_up, mac, created_at, updated_at)
+			VALUES ('v1', '10.0.0.1', 'TCP', 80, -1, 1, 'm', '` + now + `', '` + now + `')`,
+		`INSERT INTO pools (id, vip_id, lb_method, protocol, admin_state_up, created_at, updated_at)
+			VALUES ('p1', 'v1', 'RANDOM', 'TCP', 1, '` + now + `', '` + now + `')`,
+	}
+	for _, q := range seed {
+		if _, err := db.write.Exec(q); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, tc := range []struct {
+		name   string
+		query  string
+		fkCode string
+		want   string
+	}{
+		{"PrimaryKey", `INSERT INTO vips (id, address, protocol, port, connection_limit, admin_state_up, mac, created_at, updated_at)
+			VALUES ('v1', '10.0.0.2', 'TCP', 80, -1, 1, 'm', '', '')`, sdnlb.ENOTFOUND, sdnlb.ECONFLICT},
+		{"Unique", `INSERT INTO vips (id, address, protocol, port, connection_limit, admin_state_up, mac, created_at, updated_at)
+			VALUES ('v2', '10.0.0.1', 'TCP', 80, -1, 1, 'm', '', '')`, sdnlb.ENOTFOUND, sdnlb.ECONFLICT},
+		{"UniqueICMPAnyPort", `INSERT INTO vips (id, address, protocol, port, connection_limit, admin_state_up, mac, created_at, updated_at)
+			VALUES ('v3', '10.0.0.9', 'ICMP', 0, -1, 1, 'm', '', ''), ('v4', '10.0.0.9', 'ICMP', 5, -1, 1, 'm', '', '')`, sdnlb.ENOTFOUND, sdnlb.ECONFLICT},
+		{"OnePoolPerVIP", `INSERT INTO pools (id, vip_id, lb_method, protocol, admin_state_up, created_at, updated_at)
+			VALUES ('p2', 'v1', 'RANDOM', 'TCP', 1, '', '')`, sdnlb.ENOTFOUND, sdnlb.ECONFLICT},
+		{"ForeignKeyMissing", `INSERT INTO pools (id, vip_id, lb_method, protocol, admin_state_up, created_at, updated_at)
+			VALUES ('p3', 'nope', 'RANDOM', 'TCP', 1, '', '')`, sdnlb.ENOTFOUND, sdnlb.ENOTFOUND},
+		{"ForeignKeyDependants", `DELETE FROM vips WHERE id = 'v1'`, sdnlb.ECONFLICT, sdnlb.ECONFLICT},
+		{"Other", `SELECT * FROM nowhere`, sdnlb.ENOTFOUND, sdnlb.EINTERNAL},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := db.write.ExecContext(ctx, tc.query)
+			if err == nil {
+				t.Fatal("the statement succeeded")
+			}
+			if got := sdnlb.ErrorCode(mapError(err, tc.fkCode)); got != tc.want {
+				t.Fatalf("code %q, want %q (err: %v)", got, tc.want, err)
+			}
+		})
+	}
+
+	t.Run("NoRows", func(t *testing.T) {
+		var id string
+		err := db.read.GetContext(ctx, &id, `SELECT id FROM vips WHERE id = 'nope'`)
+		if !errors.Is(err, sql.ErrNoRows) {
+			t.Fatalf("err = %v", err)
+		}
+		if got := sdnlb.ErrorCode(mapError(err, sdnlb.ECONFLICT)); got != sdnlb.ENOTFOUND {
+			t.Fatalf("code %q, want not_found", got)
+		}
+	})
+}
