@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/jmoiron/sqlx"
@@ -124,4 +125,39 @@ func TestMapError(t *testing.T) {
 			t.Fatalf("code %q, want not_found", got)
 		}
 	})
+}
+
+// TestQueryPlans guards the indexes the list and status queries rely on:
+// each must be a search on the named index, never a scan of members.
+func TestQueryPlans(t *testing.T) {
+	db := openTestDB(t)
+	for _, tc := range []struct {
+		name, query, index string
+	}{
+		{"VIPStatus", selectVIPs + ` WHERE v.id = 'x'`, "members_in_rotation"},
+		{"MembersOfPool", selectMembers + ` WHERE pool_id = 'p' AND id > 'a' ORDER BY id LIMIT 100`, "members_pool_page"},
+		{"MembersAtAddress", selectMembers + ` WHERE address = '10.0.0.1' AND id > 'a' ORDER BY id LIMIT 100`, "members_address"},
+		{"PoolsOfMonitor", selectPools + ` WHERE EXISTS (SELECT 1 FROM pool_monitors pm WHERE pm.pool_id = p.id AND pm.monitor_id = 'm')`, "sqlite_autoindex_pool_monitors_1"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			rows, err := db.read.Query(`EXPLAIN QUERY PLAN ` + tc.query)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer rows.Close()
+			var plan []string
+			for rows.Next() {
+				var id, parent, unused int
+				var detail string
+				if err := rows.Scan(&id, &parent, &unused, &detail); err != nil {
+					t.Fatal(err)
+				}
+				plan = append(plan, detail)
+			}
+			all := strings.Join(plan, "\n")
+			if !strings.Contains(all, "INDEX "+tc.index+" ") || strings.Contains(all, "SCAN members") || strings.Contains(all, "SCAN m ") {
+				t.Fatalf("plan does not search %s:\n%s", tc.index, all)
+			}
+		})
+	}
 }

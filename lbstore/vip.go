@@ -112,7 +112,9 @@ type vipRow struct {
 }
 
 // selectVIPs joins the pool that serves each VIP and asks whether one of
-// its members is in rotation (the same rule as Member.InRotation).
+// its members is in rotation (the same rule as Member.InRotation). The
+// condition matches the partial index members_in_rotation word for word,
+// so the answer is one index probe however many members are down.
 const selectVIPs = `SELECT v.id, v.name, v.description, v.address, v.protocol, v.port,
 	v.connection_limit, v.persistence_type, v.persistence_timeout, v.admin_state_up,
 	v.mac, v.created_at, v.updated_at,
