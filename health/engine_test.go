@@ -749,3 +749,29 @@ func gatherValues(tb testing.TB, reg *prometheus.Registry) map[string]float64 {
 	}
 	return out
 }
+
+func TestEngine_ChangedTargetDropsResultInFlight(t *testing.T) {
+	p := newGateProber(t)
+	mon := slowMonitor()
+	cfg := membersOnOnePool(1, mon)
+	cfg.Members[0].Health.Status = sdnlb.MemberDown // never checked: one success would bring it UP
+	h := startEngine(t, cfg, Options{}, map[sdnlb.MonitorType]prober{sdnlb.MonitorTCP: p})
+	h.clock.Advance(mon.Delay.Duration())
+	h.settle(t, 1)
+	old := <-p.started
+
+	moved := membersOnOnePool(1, mon)
+	moved.Members[0].Health.Status = sdnlb.MemberDown
+	moved.Members[0].Port = old.Port + 1000
+	h.src.change(moved, sdnlb.KindMember, sdnlb.OpUpdate, "m0")
+	h.settle(t, 1)
+	close(p.gate) // the old port's probe passes, but it is stale
+	h.settle(t, 0)
+	h.wantStatuses(t, "m0")
+
+	h.step(t, mon.Delay.Duration())
+	h.wantStatuses(t, "m0", sdnlb.MemberUp)
+	if next := <-p.started; next.Port != old.Port+1000 {
+		t.Fatalf("the next probe went to port %d, want the new port %d", next.Port, old.Port+1000)
+	}
+}
