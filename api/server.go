@@ -105,6 +105,7 @@ func (s *Server) Handler() http.Handler {
 		r.Use(s.auth)
 		r.Route("/v1", s.nativeRoutes)
 		r.Route("/quantum/v1.0", s.compatRoutes)
+		r.Route("/swagger", swaggerRoutes)
 	})
 	return r
 }

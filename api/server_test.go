@@ -302,3 +302,40 @@ func TestServer_Events(t *testing.T) {
 		t.Fatal("the handler did not unsubscribe after the client left")
 	}
 }
+
+func TestServer_Swagger(t *testing.T) {
+	ts := MustServe(t, &Server{})
+	tests := []struct {
+		name, path  string
+		status      int
+		contentType string
+		contains    string
+	}{
+		{"Index", "/swagger/index.html", 200, "text/html", "swagger-ui"},
+		{"Spec", "/swagger/doc.json", 200, "application/json", `"/v1/vips"`},
+		{"EmbeddedAsset", "/swagger/swagger-ui-bundle.js", 200, "application/javascript", "SwaggerUI"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			resp := testRequest(t, ts, "GET", tt.path, "")
+			if resp.Status != tt.status || !strings.HasPrefix(resp.Header.Get("Content-Type"), tt.contentType) {
+				t.Fatalf("status %d, Content-Type %q", resp.Status, resp.Header.Get("Content-Type"))
+			}
+			if !strings.Contains(string(resp.Body), tt.contains) {
+				t.Errorf("body lacks %q", tt.contains)
+			}
+		})
+	}
+	t.Run("RootRedirects", func(t *testing.T) {
+		client := *ts.Client()
+		client.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
+		resp, err := client.Get(ts.URL + "/swagger/")
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusMovedPermanently || resp.Header.Get("Location") != "/swagger/index.html" {
+			t.Errorf("status %d Location %q", resp.StatusCode, resp.Header.Get("Location"))
+		}
+	})
+}
