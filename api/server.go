@@ -7,7 +7,6 @@ package api
 
 import (
 	"context"
-	"io"
 	"log/slog"
 	"net/http"
 	"time"
@@ -74,7 +73,7 @@ func (s *Server) handle(h handlerFunc) http.HandlerFunc {
 
 func (s *Server) logger() *slog.Logger {
 	if s.Logger == nil {
-		return slog.New(slog.NewTextHandler(io.Discard, nil))
+		return slog.New(slog.DiscardHandler)
 	}
 	return s.Logger
 }
