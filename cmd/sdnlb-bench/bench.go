@@ -96,11 +96,16 @@ func (r *run) resolved(n int64) {
 	}
 }
 
-// ringSize holds every setup that can be in flight before it times out.
-func ringSize(window int, ratePerSwitch float64, timeout time.Duration) int {
-	need := max(1024, 2*window, int(min(2*ratePerSwitch*timeout.Seconds(), 1<<22)))
+// ringSize holds every setup that can be in flight before it times out,
+// within maxRingTotal slots over all switches; a setup still unanswered
+// when its slot comes round again counts as timed out.
+func ringSize(window int, ratePerSwitch float64, timeout time.Duration, switches int) int {
+	need := max(2*window, int(min(2*ratePerSwitch*timeout.Seconds(), maxRingTotal/float64(switches))), 1024)
 	return 1 << bits.Len(uint(need-1))
 }
+
+// maxRingTotal bounds the memory of the in-flight rings (16 bytes a slot).
+const maxRingTotal = 1 << 22
 
 // warmupTimeout bounds each step of the warm-up.
 const warmupTimeout = 10 * time.Second
@@ -121,7 +126,7 @@ func execute(ctx context.Context, cfg *config, addr string, memStats bool) (*Res
 	}
 	r.budget.Store(math.MaxInt64)
 	perSwitchRate := cfg.rate / float64(cfg.switches)
-	ring := ringSize(cfg.window, perSwitchRate, cfg.timeout)
+	ring := ringSize(cfg.window, perSwitchRate, cfg.timeout, cfg.switches)
 
 	var readers sync.WaitGroup
 	var sws []*fakeSwitch
@@ -271,9 +276,9 @@ func (r *run) startLoad(sws []*fakeSwitch) {
 	if r.window == 0 {
 		return
 	}
-	now := r.now()
 	for _, s := range sws {
 		s.mu.Lock()
+		now := r.now()
 		for s.outstanding < r.window && s.sendSetup(now) {
 		}
 		err := s.flush()
@@ -356,8 +361,8 @@ func (s *fakeSwitch) pace(done <-chan struct{}, rate float64, switches int, fail
 			return
 		case <-t.C:
 		}
-		now := s.run.now()
 		s.mu.Lock()
+		now := s.run.now()
 		if !s.run.sending.Load() {
 			next = now + interval // no debt builds up while paused
 		}

@@ -200,8 +200,12 @@ func TestExecute_FakeController(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			cfg := mustConfig(t, "-switches", "1", "-window", "8", "-count", strconv.Itoa(count),
-				"-warmup", "0", "-timeout", "100ms", "-duration", "20s")
+			t.Parallel()
+			// The window holds every dropped setup at once, so the run
+			// waits for one timeout only; the timeout is long enough for a
+			// loaded machine under -race.
+			cfg := mustConfig(t, "-switches", "1", "-window", "64", "-count", strconv.Itoa(count),
+				"-warmup", "0", "-timeout", "2s", "-duration", "20s")
 			addr := startFakeController(t, newTarget(cfg.vip.Addr().As4(), cfg.vip.Port(), cfg.firstMember.As4(), cfg.members), tt.f)
 			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 			defer cancel()
@@ -268,7 +272,7 @@ func TestExecute_FakeController(t *testing.T) {
 }
 
 func TestExecute_LatencyMode(t *testing.T) {
-	cfg := mustConfig(t, "-switches", "2", "-rate", "4000", "-duration", "250ms", "-warmup", "50ms", "-timeout", "200ms")
+	cfg := mustConfig(t, "-switches", "2", "-rate", "4000", "-duration", "250ms", "-warmup", "50ms", "-timeout", "3s")
 	addr := startFakeController(t, newTarget(cfg.vip.Addr().As4(), cfg.vip.Port(), cfg.firstMember.As4(), cfg.members), faults{})
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
@@ -296,7 +300,7 @@ func TestExecute_LatencyMode(t *testing.T) {
 // TestBenchmark_Embedded runs the tool against the real controller in
 // this process, as `go run ./cmd/sdnlb-bench` does by default.
 func TestBenchmark_Embedded(t *testing.T) {
-	cfg := mustConfig(t, "-switches", "2", "-duration", "1s", "-warmup", "100ms", "-window", "32")
+	cfg := mustConfig(t, "-switches", "2", "-duration", "1s", "-warmup", "100ms", "-window", "32", "-timeout", "3s")
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	res, err := benchmark(ctx, cfg, io.Discard)
@@ -350,6 +354,8 @@ func TestParseFlags(t *testing.T) {
 		{"ErrTooManySwitches", []string{"-switches", "1025"}, true},
 		{"ErrNoSwitch", []string{"-switches", "0"}, true},
 		{"ErrWindow", []string{"-window", "0"}, true},
+		{"ErrInFlight", []string{"-switches", "1024", "-window", "512"}, true},
+		{"ManySwitchesInLatencyMode", []string{"-switches", "1024", "-window", "512", "-rate", "1000"}, false},
 		{"ErrLongDuration", []string{"-duration", "1h"}, true},
 		{"ErrZeroDuration", []string{"-duration", "0s"}, true},
 		{"ErrNegativeRate", []string{"-rate", "-5"}, true},
@@ -365,6 +371,30 @@ func TestParseFlags(t *testing.T) {
 			_, err := parseFlags(tt.args, io.Discard)
 			if (err != nil) != tt.wantErr {
 				t.Errorf("parseFlags(%q) = %v, want error: %t", tt.args, err, tt.wantErr)
+			}
+		})
+	}
+}
+
+func TestRingSize(t *testing.T) {
+	tests := []struct {
+		name          string
+		window        int
+		ratePerSwitch float64
+		timeout       time.Duration
+		switches      int
+		want          int
+	}{
+		{"Minimum", 64, 0, time.Second, 16, 1024},
+		{"TwiceTheWindow", 1000, 0, time.Second, 16, 2048},
+		{"RateTimesTimeout", 0, 10000, time.Second, 2, 32768},
+		{"CappedOverAllSwitches", 0, 1e6, 30 * time.Second, 1024, 4096},
+		{"CappedButAtLeastTheMinimum", 0, 1e6, 30 * time.Second, 8192, 1024},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := ringSize(tt.window, tt.ratePerSwitch, tt.timeout, tt.switches); got != tt.want {
+				t.Errorf("ringSize = %d, want %d", got, tt.want)
 			}
 		})
 	}

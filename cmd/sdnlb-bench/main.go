@@ -26,6 +26,7 @@ import (
 	"net/netip"
 	"os"
 	"os/signal"
+	"runtime/pprof"
 	"syscall"
 	"time"
 )
@@ -47,6 +48,7 @@ type config struct {
 	firstMember netip.Addr
 	json        bool
 	verbose     bool
+	cpuProfile  string
 }
 
 // Bounds that keep every run finite.
@@ -55,6 +57,7 @@ const (
 	maxWarmup   = time.Minute
 	maxCount    = 100_000_000
 	maxWindow   = 16384
+	maxInFlight = 1 << 18 // setups in flight over all switches
 	maxRate     = 10_000_000
 	maxMembers  = 250
 )
@@ -73,12 +76,13 @@ func parseFlags(args []string, stderr io.Writer) (*config, error) {
 	fs.DurationVar(&cfg.duration, "duration", 5*time.Second, "measured interval (at most 5m)")
 	fs.DurationVar(&cfg.warmup, "warmup", time.Second, "load before measuring, not counted")
 	fs.DurationVar(&cfg.timeout, "timeout", time.Second, "a setup without packet-out after this is an error")
-	fs.Uint64Var(&cfg.count, "count", 0, "stop after this many setups (0: run -duration)")
+	fs.Uint64Var(&cfg.count, "count", 0, "stop after this many measured setups (0: none); -duration still caps the run")
 	fs.IntVar(&cfg.members, "members", 3, "pool members 10.99.0.1 and up")
 	vip := fs.String("vip", "10.99.0.100:80", "VIP `address:port` (TCP)")
 	first := fs.String("first-member", "10.99.0.1", "address of the first member")
 	fs.BoolVar(&cfg.json, "json", false, "print the result as JSON")
 	fs.BoolVar(&cfg.verbose, "v", false, "log the embedded controller at info level to stderr")
+	fs.StringVar(&cfg.cpuProfile, "cpuprofile", "", "write a CPU profile of the whole run (tool and embedded controller) to `file`")
 	if err := fs.Parse(args); err != nil {
 		return nil, err
 	}
@@ -109,6 +113,8 @@ func (c *config) validate() error {
 		return fmt.Errorf("-switches must be 1-%d, not %d", maxSwitches, c.switches)
 	case c.rate == 0 && (c.window < 1 || c.window > maxWindow):
 		return fmt.Errorf("-window must be 1-%d, not %d", maxWindow, c.window)
+	case c.rate == 0 && c.switches*c.window > maxInFlight:
+		return fmt.Errorf("-switches × -window must be at most %d, not %d", maxInFlight, c.switches*c.window)
 	case c.rate < 0 || c.rate > maxRate:
 		return fmt.Errorf("-rate must be 0 (throughput mode) to %d, not %g", maxRate, c.rate)
 	case c.duration <= 0 || c.duration > maxDuration:
@@ -179,6 +185,18 @@ func realMain(args []string, stdout, stderr io.Writer) int {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	if cfg.cpuProfile != "" {
+		f, err := os.Create(cfg.cpuProfile)
+		if err == nil {
+			err = pprof.StartCPUProfile(f)
+		}
+		if err != nil {
+			fmt.Fprintln(stderr, "sdnlb-bench: cpu profile:", err)
+			return 1
+		}
+		defer f.Close()
+		defer pprof.StopCPUProfile()
+	}
 	res, err := benchmark(ctx, cfg, stderr)
 	if err != nil {
 		fmt.Fprintln(stderr, "sdnlb-bench:", err)

@@ -132,6 +132,11 @@ func writeTable(w io.Writer, res *Result) error {
 		shares = append(shares, fmt.Sprintf("%s %d", s.Member, s.Setups))
 	}
 	fmt.Fprintf(tw, "members\t%s\n", strings.Join(shares, ", "))
+	byMember := map[string]int{}
+	for _, c := range res.Checks {
+		byMember[c.Member]++
+	}
+	fmt.Fprintf(tw, "warm-up\tNAT flow pair and packet-out checked on %d switches (first setups went to %d distinct members)\n", len(res.Checks), len(byMember))
 	e := res.Errors
 	fmt.Fprintf(tw, "errors\t%d (ofp_error %d, timeout %d, refused %d, bad_rewrite %d, unmatched %d)\n",
 		e.Total, e.OFPErrors, e.Timeouts, e.Refused, e.BadRewrite, e.Unmatched)
