@@ -451,3 +451,15 @@ func layerOf[T gopacket.Layer](tb testing.TB, p gopacket.Packet) T {
 	tb.Fatalf("no %T in %v", zero, p)
 	return zero
 }
+
+func newTestLogger(w *syncBuffer) *slog.Logger {
+	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: slog.LevelInfo}))
+}
+
+func icmpEcho(tb testing.TB) []byte {
+	tb.Helper()
+	eth := &layers.Ethernet{SrcMAC: mustMAC(tb, clientMAC), DstMAC: mustMAC(tb, vipMAC), EthernetType: layers.EthernetTypeIPv4}
+	ip := &layers.IPv4{Version: 4, TTL: 64, Protocol: layers.IPProtocolICMPv4, SrcIP: net.ParseIP(clientIP).To4(), DstIP: net.ParseIP("10.0.0.102").To4()}
+	icmp := &layers.ICMPv4{TypeCode: layers.CreateICMPv4TypeCode(layers.ICMPv4TypeEchoRequest, 0), Id: 1, Seq: 1}
+	return serialize(tb, eth, ip, icmp, gopacket.Payload("ping"))
+}

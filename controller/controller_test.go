@@ -1,0 +1,163 @@
+package controller
+
+import (
+	"bufio"
+	"context"
+	"net"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/sdnlb/sdnlb"
+	"github.com/sdnlb/sdnlb/controller/ofp"
+)
+
+func TestController_RunOnTCP(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	c := New(newFakeSource(testConfig(nil)), Options{Addr: "127.0.0.1:0", Registerer: reg, StatsInterval: time.Hour, EchoInterval: time.Hour})
+	ctx, cancel := context.WithCancel(context.Background())
+	errc := make(chan error, 1)
+	go func() { errc <- c.Run(ctx) }()
+	deadline := time.Now().Add(waitFor)
+	for c.Addr() == nil {
+		if time.Now().After(deadline) {
+			t.Fatal("controller never listened")
+		}
+		time.Sleep(time.Millisecond)
+	}
+	conn, err := net.Dial("tcp", c.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	sw := &fakeSwitch{tb: t, conn: conn}
+	br := bufio.NewReader(conn)
+	benchHandshake(t, sw, br)
+	waitSwitches(t, c, func(sws []*sdnlb.Switch) bool {
+		return len(sws) == 1 && strings.HasPrefix(sws[0].Address, "127.0.0.1:")
+	})
+	if got := gauge(t, reg, "sdnlb_controller_switches"); got != 1 {
+		t.Errorf("switches gauge %v, want 1", got)
+	}
+
+	cancel()
+	select {
+	case err := <-errc:
+		if err != nil {
+			t.Errorf("Run after cancel: %v", err)
+		}
+	case <-time.After(waitFor):
+		t.Fatal("Run did not return after cancel")
+	}
+	// Shutting down closes the switch sessions.
+	conn.SetReadDeadline(time.Now().Add(waitFor))
+	for {
+		if _, err := ofp.ReadMessage(br, nil); err != nil {
+			break
+		}
+	}
+}
+
+func TestController_ListenError(t *testing.T) {
+	c := New(newFakeSource(testConfig(nil)), Options{Addr: "256.0.0.1:1"})
+	if err := c.Run(context.Background()); err == nil {
+		t.Error("Run on an impossible address succeeded")
+	}
+}
+
+func TestController_Metrics(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	h := startController(t, testConfig(func(c *sdnlb.Config) { c.VIPs[0].ConnectionLimit = 1 }), Options{Registerer: reg})
+	sw, _ := h.connect(t, 1)
+	teachMember(t, sw, 1)
+	sw.packetIn(clientOF, syn(t, 40000))
+	nextSetup(t, sw)
+	sw.packetIn(clientOF, syn(t, 40001))
+	sw.nextOf(ofp.TypePacketOut)
+	tests := []struct {
+		name, metric, label string
+		want                float64
+	}{
+		{"Setups", "sdnlb_controller_setups_total", "", 1},
+		{"LBPacketIns", "sdnlb_controller_packet_ins_total", "lb", 2},
+		{"ARPPacketIns", "sdnlb_controller_packet_ins_total", "arp", 1},
+		{"LimitRefusals", "sdnlb_controller_refusals_total", "limit", 1},
+		{"NoMemberRefusals", "sdnlb_controller_refusals_total", "no_member", 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := counter(t, reg, tt.metric, tt.label); got != tt.want {
+				t.Errorf("%s{%s} = %v, want %v", tt.metric, tt.label, got, tt.want)
+			}
+		})
+	}
+	t.Run("SecondRegistrationIsLoggedNotFatal", func(t *testing.T) {
+		log := &syncBuffer{}
+		New(newFakeSource(nil), Options{Registerer: reg, Logger: newTestLogger(log)})
+		if !strings.Contains(log.String(), "metrics not registered") {
+			t.Errorf("no warning in %q", log.String())
+		}
+	})
+}
+
+// counter reads a counter, or the child with label value label.
+func counter(tb testing.TB, reg *prometheus.Registry, name, label string) float64 {
+	tb.Helper()
+	mfs, err := reg.Gather()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() != name {
+			continue
+		}
+		for _, m := range mf.GetMetric() {
+			if label == "" || (len(m.GetLabel()) == 1 && m.GetLabel()[0].GetValue() == label) {
+				return m.GetCounter().GetValue()
+			}
+		}
+	}
+	tb.Fatalf("no metric %s{%s}", name, label)
+	return 0
+}
+
+func gauge(tb testing.TB, reg *prometheus.Registry, name string) float64 {
+	tb.Helper()
+	mfs, err := reg.Gather()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() == name && len(mf.GetMetric()) == 1 {
+			return mf.GetMetric()[0].GetGauge().GetValue()
+		}
+	}
+	tb.Fatalf("no gauge %s", name)
+	return 0
+}
+
+func TestController_ReloadFollowsFeed(t *testing.T) {
+	h := startController(t, testConfig(nil), Options{})
+	sw, _ := h.connect(t, 1)
+	h.src.set(testConfig(func(c *sdnlb.Config) {
+		c.VIPs = append(c.VIPs, &sdnlb.VIP{ID: "v2", Address: "10.0.0.102", Protocol: sdnlb.ProtocolICMP, PoolID: "p2", AdminStateUp: true})
+		c.Pools = append(c.Pools, &sdnlb.Pool{ID: "p2", VIPID: "v2", LBMethod: sdnlb.LeastConnections, AdminStateUp: true})
+		c.Members = append(c.Members, &sdnlb.Member{ID: "m9", PoolID: "p2", Address: "10.0.0.9", Weight: 1, AdminStateUp: true})
+	}))
+	// The new VIP is announced...
+	po := sw.nextOf(ofp.TypePacketOut).m.(*ofp.PacketOut)
+	if got := packetOutLine(po); got != "in_port=CONTROLLER actions=FLOOD" {
+		t.Errorf("announcement sent %s", got)
+	}
+	// ...and serves ICMP echo per client.
+	teachMember(t, sw, 9)
+	sw.packetIn(clientOF, icmpEcho(t))
+	s := nextSetup(t, sw)
+	assertLines(t, flowLines(t, []ofp.FlowMod{s.fwd, s.rev}), []string{
+		"cookie=0x5d10000002000004, priority=1000, idle_timeout=30, send_flow_rem, icmp,nw_src=10.0.1.5,nw_dst=10.0.0.102,icmp_type=8 actions=set_field:aa:00:00:00:00:09->eth_dst,set_field:10.0.0.9->ip_dst,output:9",
+		// v2 has no MAC from the store: the controller derives the same one.
+		"cookie=0x5d11000002000004, priority=1000, idle_timeout=30, send_flow_rem, icmp,nw_src=10.0.0.9,nw_dst=10.0.1.5,icmp_type=0 actions=set_field:" + sdnlb.VIPMAC("v2") + "->eth_src,set_field:10.0.0.102->ip_src,output:10",
+	})
+}

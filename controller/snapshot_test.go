@@ -1,0 +1,145 @@
+package controller
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/sdnlb/sdnlb"
+)
+
+func TestRegistry_Build(t *testing.T) {
+	t.Run("NumbersStableAcrossSnapshots", func(t *testing.T) {
+		r := newRegistry()
+		s1, _ := r.build(testConfig(nil))
+		s2, _ := r.build(testConfig(func(c *sdnlb.Config) {
+			c.Members = append([]*sdnlb.Member{{ID: "m0", PoolID: "p1", Address: "10.0.0.9", Weight: 1, AdminStateUp: true}}, c.Members...)
+		}))
+		for _, id := range []string{"m1", "m2", "m3"} {
+			if s1.members[id].num != s2.members[id].num || s1.members[id].cnt != s2.members[id].cnt {
+				t.Errorf("member %s changed number or counters between snapshots", id)
+			}
+		}
+		if n := s2.members["m0"].num; n != 4 {
+			t.Errorf("new member got number %d, want 4 (numbers are never reused)", n)
+		}
+		if s2.gen <= s1.gen {
+			t.Errorf("generation did not grow: %d then %d", s1.gen, s2.gen)
+		}
+	})
+	t.Run("DeletedIDGetsFreshNumber", func(t *testing.T) {
+		r := newRegistry()
+		s1, _ := r.build(testConfig(nil))
+		r.build(testConfig(func(c *sdnlb.Config) { c.Members = c.Members[1:] }))
+		s3, _ := r.build(testConfig(nil))
+		if s1.members["m1"].num == s3.members["m1"].num {
+			t.Errorf("a re-created member reused number %d: late flow-removed would count against it", s1.members["m1"].num)
+		}
+	})
+	tests := []struct {
+		name     string
+		edit     func(*sdnlb.Config)
+		rotation string
+		skipped  string
+	}{
+		{"AllInRotation", nil, "m1 m2 m3", ""},
+		{"DownAndDrainingOut", func(c *sdnlb.Config) {
+			c.Members[0].Health.Status = sdnlb.MemberDown
+			c.Members[1].Weight = 0
+			c.Members[2].Health.Status = sdnlb.MemberUp
+		}, "m3", ""},
+		{"BadMemberAddressSkipped", func(c *sdnlb.Config) { c.Members[1].Address = "nope" }, "m1 m3", "member m2"},
+		{"DuplicateVIPSkipped", func(c *sdnlb.Config) {
+			dup := *c.VIPs[0]
+			dup.ID = "v0"
+			c.VIPs = append(c.VIPs, &dup)
+		}, "", "vip v1: another VIP"},
+		{"UnknownMethodFallsBack", func(c *sdnlb.Config) { c.Pools[0].LBMethod = "FASTEST" }, "m1 m2 m3", "pool p1"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			snap, skipped := newRegistry().build(testConfig(tt.edit))
+			var ids []string
+			for _, m := range snap.pools["p1"].rotation {
+				ids = append(ids, m.id)
+			}
+			if v := snap.vipByID["v1"]; v != nil && v.pool != nil && strings.Join(ids, " ") != tt.rotation {
+				t.Errorf("rotation %v, want %s", ids, tt.rotation)
+			}
+			var msgs []string
+			for _, err := range skipped {
+				msgs = append(msgs, err.Error())
+			}
+			if got := strings.Join(msgs, "; "); (tt.skipped == "") != (got == "") || !strings.Contains(got, tt.skipped) {
+				t.Errorf("skipped %q, want %q", got, tt.skipped)
+			}
+		})
+	}
+}
+
+func TestPersistTable(t *testing.T) {
+	now := time.Unix(1000, 0)
+	tests := []struct {
+		name   string
+		ops    func(p *persistTable)
+		at     time.Time
+		member uint32
+		ok     bool
+	}{
+		{"Empty", func(p *persistTable) {}, now, 0, false},
+		{"Fresh", func(p *persistTable) { p.put(1, 7, 3, now.Add(time.Minute)) }, now, 3, true},
+		{"Expired", func(p *persistTable) { p.put(1, 7, 3, now.Add(time.Minute)) }, now.Add(2 * time.Minute), 0, false},
+		{"OtherVIP", func(p *persistTable) { p.put(2, 7, 3, now.Add(time.Minute)) }, now, 0, false},
+		{"TouchExtends", func(p *persistTable) {
+			p.put(1, 7, 3, now.Add(time.Minute))
+			p.touch(1, 7, 3, now.Add(5*time.Minute))
+		}, now.Add(3 * time.Minute), 3, true},
+		{"TouchOfOtherMemberIgnored", func(p *persistTable) {
+			p.put(1, 7, 3, now.Add(time.Minute))
+			p.touch(1, 7, 4, now.Add(5*time.Minute))
+		}, now.Add(3 * time.Minute), 0, false},
+		{"ExpireDrops", func(p *persistTable) {
+			p.put(1, 7, 3, now.Add(time.Minute))
+			p.expire(now.Add(2 * time.Minute))
+			p.touch(1, 7, 3, now.Add(5*time.Minute)) // nothing left to extend
+		}, now.Add(3 * time.Minute), 0, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p := newPersistTable()
+			tt.ops(p)
+			m, ok := p.get(1, 7, tt.at)
+			if m != tt.member || ok != tt.ok {
+				t.Errorf("get = %d %v, want %d %v", m, ok, tt.member, tt.ok)
+			}
+		})
+	}
+}
+
+func TestFormatDPID(t *testing.T) {
+	tests := []struct {
+		dpid uint64
+		want string
+	}{
+		{1, "00:00:00:00:00:00:00:01"},
+		{0x0123456789abcdef, "01:23:45:67:89:ab:cd:ef"},
+		{^uint64(0), "ff:ff:ff:ff:ff:ff:ff:ff"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.want, func(t *testing.T) {
+			if got := formatDPID(tt.dpid); got != tt.want {
+				t.Errorf("formatDPID(%#x) = %s", tt.dpid, got)
+			}
+			if got, ok := parseDPID(tt.want); !ok || got != tt.dpid {
+				t.Errorf("parseDPID(%s) = %#x %v", tt.want, got, ok)
+			}
+		})
+	}
+	for _, bad := range []string{"", "xyz", "00:00:00:00:00:00:00:00:01"} {
+		t.Run("Bad/"+bad, func(t *testing.T) {
+			if _, ok := parseDPID(bad); ok {
+				t.Errorf("parseDPID(%q) accepted", bad)
+			}
+		})
+	}
+}
