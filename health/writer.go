@@ -29,7 +29,8 @@ type healthWriter struct {
 	pending map[string]sdnlb.MemberHealth
 	queue   []string // ids in change order; ids no longer pending are skipped
 	writing bool
-	retryAt time.Time // while backing off after a failed write
+	retryAt time.Time        // while backing off after a failed write
+	retryC  <-chan time.Time // fires at retryAt
 }
 
 func newHealthWriter(svc sdnlb.MemberHealthService, c clock, log *slog.Logger, kick chan<- struct{}) *healthWriter {
@@ -82,15 +83,18 @@ func (w *healthWriter) take() (id string, h sdnlb.MemberHealth, ok bool) {
 }
 
 // finish ends a write; a failed one is queued again unless the member
-// changed meanwhile, and the writer backs off until retryAt.
-func (w *healthWriter) finish(id string, h sdnlb.MemberHealth, failed bool, retryAt time.Time) {
+// changed meanwhile, and the writer backs off for writeRetryDelay.
+func (w *healthWriter) finish(id string, h sdnlb.MemberHealth, failed bool) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	w.writing = false
 	if !failed {
 		return
 	}
-	w.retryAt = retryAt
+	// Under the lock with retryAt, so whoever sees retryAt (quiet) knows
+	// the timer that ends it is already running.
+	w.retryAt = w.clock.now().Add(writeRetryDelay)
+	w.retryC = w.clock.after(writeRetryDelay)
 	if _, newer := w.pending[id]; !newer {
 		w.pending[id] = h
 		w.queue = append([]string{id}, w.queue...)
@@ -116,20 +120,22 @@ func (w *healthWriter) run(ctx context.Context) {
 			}
 			// ENOTFOUND: the member was deleted after it changed.
 			failed := err != nil && sdnlb.ErrorCode(err) != sdnlb.ENOTFOUND
+			w.finish(id, h, failed)
 			if !failed {
-				w.finish(id, h, false, time.Time{})
 				continue
 			}
 			w.log.Warn("store refused a health transition; retrying", "member", id, "status", h.Status, "err", err)
-			w.finish(id, h, true, w.clock.now().Add(writeRetryDelay))
 			notify(w.kick)
+			w.mu.Lock()
+			retry := w.retryC
+			w.mu.Unlock()
 			select {
 			case <-ctx.Done():
 				return
-			case <-w.clock.after(writeRetryDelay):
+			case <-retry:
 			}
 			w.mu.Lock()
-			w.retryAt = time.Time{}
+			w.retryAt, w.retryC = time.Time{}, nil
 			w.mu.Unlock()
 		}
 		notify(w.kick)
