@@ -4,7 +4,19 @@
 // validates, checks the rules that span objects and writes, so a rejected
 // write changes nothing. Writes of one process are serialized in Go as well,
 // which keeps SQLite's busy handler out of the common path and lets events
-// be published in commit order right after each commit.
+// be published in commit order right after each commit. Reads use their own
+// pool of query-only connections with deferred transactions, which in WAL
+// mode never wait for a writer.
+//
+// Wiring: db, err := lbstore.Open(path); store := lbstore.NewStore(db).
+// Store implements every sdnlb store interface, including LoadConfig,
+// Subscribe and SetMemberHealth for the controller and the health monitors.
+//
+// Events: one per object a write created, updated or deleted (a cascade
+// lists every object it removed, dependants first); linking a pool to a
+// VIP, associating and dissociating monitors are pool updates; a health
+// status change is a member OpHealth; Clear is a single OpResync with an
+// empty Kind. Seq counts from 1 in each process.
 package lbstore
 
 import (
