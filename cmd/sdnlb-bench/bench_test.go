@@ -7,6 +7,7 @@ import (
 	"net"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -334,8 +335,26 @@ func TestBenchmark_Embedded(t *testing.T) {
 		t.Fatalf("%d warm-up checks, want 2", len(res.Checks))
 	}
 	for _, c := range res.Checks {
-		if port, ok := want[c.Member]; !ok || c.OutPort != port {
+		port, ok := want[c.Member]
+		if !ok || c.OutPort != port {
 			t.Errorf("switch %d: NAT to %s out port %d, want one of the members on its port %v", c.Switch, c.Member, c.OutPort, want)
+			continue
+		}
+		// The flows as the controller sent them, read independently of
+		// the tool's own check.
+		ip, _, _ := strings.Cut(c.Member, ":")
+		client := ip4(clientBase(c.Switch)).String()
+		wantFwd := []string{"nw_src=" + client, "nw_dst=10.99.0.100", "tp_dst=80", "set_field:" + ip + "->ip_dst", "output:" + strconv.Itoa(int(port))}
+		wantRev := []string{"nw_src=" + ip, "nw_dst=" + client, "set_field:10.99.0.100->ip_src", "output:" + strconv.Itoa(int(clientPort))}
+		if len(c.Flows) != 2 {
+			t.Fatalf("switch %d: flows %q, want the forward and reverse NAT flow", c.Switch, c.Flows)
+		}
+		for i, parts := range [][]string{wantFwd, wantRev} {
+			for _, p := range parts {
+				if !strings.Contains(c.Flows[i], p) {
+					t.Errorf("switch %d: flow %q lacks %q", c.Switch, c.Flows[i], p)
+				}
+			}
 		}
 	}
 }

@@ -24,11 +24,11 @@ const (
 const tcpFlagRST = 0x04
 
 // Client addressing: setup n of a switch comes from a unique (ip, port).
-// Each switch owns a /20 of 10.128.0.0/9, and each of its client IPs uses
-// the ports 1024-65535 before the next IP is taken.
+// Each switch owns a /20 of 10.128.0.0/9 and uses its host addresses from
+// .1 on; each client IP uses the ports 1024-65535 before the next is taken.
 const (
 	clientNet        uint32 = 0x0a800000 // 10.128.0.0
-	clientIPsPerSW          = 1 << 12
+	clientIPsPerSW          = 1<<12 - 2  // not the /20's network and broadcast addresses
 	clientPortBase          = 1024
 	clientPortsPerIP        = 65536 - clientPortBase
 	maxSetupsPerSW   uint64 = clientIPsPerSW * clientPortsPerIP
@@ -36,7 +36,7 @@ const (
 )
 
 // clientBase is the first client address of switch index sw.
-func clientBase(sw int) uint32 { return clientNet + uint32(sw)<<12 }
+func clientBase(sw int) uint32 { return clientNet + uint32(sw)<<12 + 1 }
 
 // clientAddr is the source of setup n of the switch whose clients start at base.
 func clientAddr(base uint32, n uint64) (ip uint32, port uint16) {

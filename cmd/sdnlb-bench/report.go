@@ -137,6 +137,11 @@ func writeTable(w io.Writer, res *Result) error {
 		byMember[c.Member]++
 	}
 	fmt.Fprintf(tw, "warm-up\tNAT flow pair and packet-out checked on %d switches (first setups went to %d distinct members)\n", len(res.Checks), len(byMember))
+	if len(res.Checks) > 0 {
+		for _, f := range res.Checks[0].Flows {
+			fmt.Fprintf(tw, "\t%s\n", f)
+		}
+	}
 	e := res.Errors
 	fmt.Fprintf(tw, "errors\t%d (ofp_error %d, timeout %d, refused %d, bad_rewrite %d, unmatched %d)\n",
 		e.Total, e.OFPErrors, e.Timeouts, e.Refused, e.BadRewrite, e.Unmatched)

@@ -13,10 +13,11 @@ import (
 // Check is what the warm-up setup of one switch showed: the member the
 // controller picked and that both NAT flows and the packet-out agree.
 type Check struct {
-	Switch  int    `json:"switch"`
-	DPID    string `json:"dpid"`
-	Member  string `json:"member"`   // ip:port the client→VIP flow rewrites to
-	OutPort uint32 `json:"out_port"` // the switch port that flow outputs to
+	Switch  int      `json:"switch"`
+	DPID    string   `json:"dpid"`
+	Member  string   `json:"member"`   // ip:port the client→VIP flow rewrites to
+	OutPort uint32   `json:"out_port"` // the switch port that flow outputs to
+	Flows   []string `json:"flows"`    // client→VIP and member→client, as ovs-ofctl shows them
 }
 
 var zeroMAC = net.HardwareAddr{0, 0, 0, 0, 0, 0}
@@ -96,9 +97,10 @@ func (s *fakeSwitch) warmUp(ctx context.Context) (Check, error) {
 	}
 	// The flow-mods precede the packet-out on the wire, but give a
 	// controller that sends them after it a moment.
+	var flows []string
 	for range 50 {
 		s.mu.Lock()
-		err = s.checkFlows(i)
+		flows, err = s.checkFlows(i)
 		s.mu.Unlock()
 		if err == nil {
 			break
@@ -113,35 +115,35 @@ func (s *fakeSwitch) warmUp(ctx context.Context) (Check, error) {
 	m := &t.members[i]
 	return Check{
 		Switch: s.idx, DPID: fmt.Sprintf("%016x", s.dpid),
-		Member: fmt.Sprintf("%v:%d", ip4(m.ip), m.port), OutPort: m.ofPort,
+		Member: fmt.Sprintf("%v:%d", ip4(m.ip), m.port), OutPort: m.ofPort, Flows: flows,
 	}, nil
 }
 
 // checkFlows finds the pair of NAT flows for setup 0 among the flow-mods
-// seen and checks them against member i.
-func (s *fakeSwitch) checkFlows(i int) error {
+// seen, checks them against member i and returns them rendered.
+func (s *fakeSwitch) checkFlows(i int) ([]string, error) {
 	t := &s.run.t
 	m := &t.members[i]
 	fwd := s.findFlow(s.base, t.vipIP, clientPortBase, t.vipPort)
 	if fwd == nil {
-		return fmt.Errorf("no client→VIP flow-mod for the first setup (%v:%d→%v:%d)", ip4(s.base), clientPortBase, ip4(t.vipIP), t.vipPort)
+		return nil, fmt.Errorf("no client→VIP flow-mod for the first setup (%v:%d→%v:%d)", ip4(s.base), clientPortBase, ip4(t.vipIP), t.vipPort)
 	}
 	rw := rewriteOf(fwd.Instructions)
 	if got := t.checkRewrite(&rw); got != i {
-		return fmt.Errorf("client→VIP flow: want the rewrite to %v:%d out port %d as in the packet-out, got %s", ip4(m.ip), m.port, m.ofPort, describe(&rw))
+		return nil, fmt.Errorf("client→VIP flow: want the rewrite to %v:%d out port %d as in the packet-out, got %s", ip4(m.ip), m.port, m.ofPort, describe(&rw))
 	}
 	rev := s.findFlow(m.ip, s.base, m.port, clientPortBase)
 	if rev == nil {
-		return fmt.Errorf("no member→client flow-mod for the first setup (%v:%d→%v:%d)", ip4(m.ip), m.port, ip4(s.base), clientPortBase)
+		return nil, fmt.Errorf("no member→client flow-mod for the first setup (%v:%d→%v:%d)", ip4(m.ip), m.port, ip4(s.base), clientPortBase)
 	}
 	rw = rewriteOf(rev.Instructions)
 	portOK := rw.set(oxmTCPSrc) && rw.tcpSrc == t.vipPort || !rw.set(oxmTCPSrc) && m.port == t.vipPort
 	if !rw.set(oxmIPv4Src) || rw.ipv4Src != t.vipIP || !rw.set(oxmEthSrc) || rw.ethSrc != s.vipMAC ||
 		!portOK || rw.has&hasOutput == 0 || rw.outPort != clientPort {
-		return fmt.Errorf("member→client flow: want the rewrite back to the VIP %v:%d (MAC %v) out port %d, got %s",
+		return nil, fmt.Errorf("member→client flow: want the rewrite back to the VIP %v:%d (MAC %v) out port %d, got %s",
 			ip4(t.vipIP), t.vipPort, net.HardwareAddr(s.vipMAC[:]), clientPort, describe(&rw))
 	}
-	return nil
+	return []string{fwd.String(), rev.String()}, nil
 }
 
 // findFlow returns the last flow added for the TCP connection src→dst.

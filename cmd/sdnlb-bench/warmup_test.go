@@ -84,12 +84,14 @@ func TestCheckFlows(t *testing.T) {
 			fwd, rev := natFlows(s.base, clientPortBase, vipMAC, &r.t, &r.t.members[1])
 			tt.edit(&r.t, fwd, rev)
 			s.warmFlows = []*ofp.FlowMod{{Command: ofp.FlowDelete}, fwd, rev}
-			err := s.checkFlows(tt.member)
+			flows, err := s.checkFlows(tt.member)
 			switch {
 			case tt.wantErr == "" && err != nil:
 				t.Fatalf("checkFlows: %v", err)
 			case tt.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tt.wantErr)):
 				t.Fatalf("checkFlows = %v, want an error about %q", err, tt.wantErr)
+			case err == nil && (len(flows) != 2 || flows[0] != fwd.String() || flows[1] != rev.String()):
+				t.Errorf("checkFlows rendered %q, want the forward and the reverse flow", flows)
 			}
 		})
 	}
