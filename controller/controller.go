@@ -60,6 +60,7 @@ type Controller struct {
 	metrics *metrics
 
 	idle, hard uint16 // connection flow timeouts in seconds
+	now        func() time.Time
 
 	snap    atomic.Pointer[snapshot]
 	reg     *registry // only the goroutine that builds snapshots
@@ -101,6 +102,7 @@ func New(src ConfigSource, opts Options) *Controller {
 		metrics:  newMetrics(opts.Registerer, log),
 		idle:     flowSeconds(opts.IdleTimeout),
 		hard:     flowSeconds(opts.HardTimeout),
+		now:      time.Now,
 		reg:      newRegistry(),
 		persist:  newPersistTable(),
 		sessions: map[uint64]*session{},
@@ -299,8 +301,8 @@ func (c *Controller) housekeep(ctx context.Context) {
 		select {
 		case <-ctx.Done():
 			return
-		case now := <-t.C:
-			c.persist.expire(now)
+		case <-t.C:
+			c.persist.expire(c.now())
 			for _, s := range c.sessionList() {
 				s.pollStats()
 			}

@@ -11,6 +11,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -110,11 +111,18 @@ func (a pipeAddr) String() string  { return string(a) }
 
 // harness runs a controller on a pipeListener until the test ends.
 type harness struct {
-	c   *Controller
-	src *fakeSource
-	ln  *pipeListener
-	log *syncBuffer
+	c     *Controller
+	src   *fakeSource
+	ln    *pipeListener
+	log   *syncBuffer
+	clock *testClock
 }
+
+// testClock is real time plus an offset the test moves forward.
+type testClock struct{ offset atomic.Int64 }
+
+func (c *testClock) now() time.Time          { return time.Now().Add(time.Duration(c.offset.Load())) }
+func (c *testClock) advance(d time.Duration) { c.offset.Add(int64(d)) }
 
 // syncBuffer collects log output from many goroutines.
 type syncBuffer struct {
@@ -136,7 +144,7 @@ func (s *syncBuffer) String() string {
 
 func startController(tb testing.TB, cfg *sdnlb.Config, opts Options) *harness {
 	tb.Helper()
-	h := &harness{src: newFakeSource(cfg), ln: newPipeListener(), log: &syncBuffer{}}
+	h := &harness{src: newFakeSource(cfg), ln: newPipeListener(), log: &syncBuffer{}, clock: &testClock{}}
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.NewTextHandler(h.log, &slog.HandlerOptions{Level: slog.LevelInfo}))
 	}
@@ -147,6 +155,7 @@ func startController(tb testing.TB, cfg *sdnlb.Config, opts Options) *harness {
 		opts.EchoInterval = time.Hour
 	}
 	h.c = New(h.src, opts)
+	h.c.now = h.clock.now
 	ctx, cancel := context.WithCancel(context.Background())
 	errc := make(chan error, 1)
 	go func() { errc <- h.c.Serve(ctx, h.ln) }()

@@ -140,6 +140,31 @@ func TestPacketIn_ARPOtherIsLearnedAndFlooded(t *testing.T) {
 	}
 }
 
+func TestPacketIn_IdledL2FlowReinstalled(t *testing.T) {
+	h, sw := connected(t, testConfig(nil), Options{})
+	sw.packetIn(clientOF, arpFrame(t, 1, clientMAC, "ff:ff:ff:ff:ff:ff", clientIP, "10.0.0.7", "00:00:00:00:00:00"))
+	sw.nextOf(ofp.TypePacketOut)
+	toClient := arpFrame(t, 2, memberMAC(7), clientMAC, "10.0.0.7", clientIP, clientMAC)
+
+	// Right after learning, a packet-in for the client is a packet that
+	// overtook the flow: forwarded, no second flow-mod for the client.
+	sw.packetIn(7, toClient)
+	sw.nextOf(ofp.TypeFlowMod) // learning 7's MAC
+	if r := sw.next(); r.h.Type != ofp.TypePacketOut {
+		t.Fatalf("got %s, want the packet-out only", r.h.Type)
+	}
+	// Much later the client's flow has idled out: put it back.
+	h.clock.advance(time.Duration(l2IdleTimeout) * time.Second)
+	sw.packetIn(7, toClient)
+	fm := sw.nextOf(ofp.TypeFlowMod).m.(*ofp.FlowMod)
+	if line := flowLine(t, fm); !strings.Contains(line, "dl_dst=cc:00:00:00:00:01 actions=output:10") {
+		t.Errorf("reinstalled %s", line)
+	}
+	if got := packetOutLine(sw.nextOf(ofp.TypePacketOut).m.(*ofp.PacketOut)); got != "in_port=7 actions=output:10" {
+		t.Errorf("forwarded %s", got)
+	}
+}
+
 func TestPacketIn_SYNRoundRobin(t *testing.T) {
 	_, sw := connected(t, testConfig(nil), Options{}, 1, 2, 3)
 	var got []string
@@ -261,6 +286,27 @@ func TestPacketIn_UnknownMemberMACIsARPedFor(t *testing.T) {
 	if string(s.out.Data) != string(frame) {
 		t.Errorf("held packet was not released")
 	}
+}
+
+func TestPacketIn_HeldSetupExpires(t *testing.T) {
+	h, sw := connected(t, testConfig(func(c *sdnlb.Config) {
+		c.VIPs[0].ConnectionLimit = 1
+		c.Members = c.Members[:1]
+	}), Options{})
+	sw.packetIn(clientOF, syn(t, 40000))
+	sw.nextOf(ofp.TypePacketOut) // the ARP request for the member
+	if st, _ := h.c.PoolStats(context.Background(), "p1"); st.Members[0].ActiveConnections != 0 {
+		t.Errorf("a held setup counts as active on its member")
+	}
+	h.clock.advance(heldTimeout + time.Second)
+	sw.packetIn(1, arpFrame(t, 2, memberMAC(1), vipMAC, "10.0.0.1", "10.0.0.100", vipMAC))
+	sw.nextOf(ofp.TypeFlowMod) // learning the member's MAC
+	if r, quiet := sw.quiet(50 * time.Millisecond); !quiet {
+		t.Fatalf("an expired setup was installed: %s", r.h.Type)
+	}
+	// Its slot under the connection limit is free again.
+	sw.packetIn(clientOF, syn(t, 40001))
+	nextSetup(t, sw)
 }
 
 func TestPacketIn_Refusals(t *testing.T) {

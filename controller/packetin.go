@@ -97,18 +97,27 @@ func (s *session) learnMAC(mac [6]byte, port uint32) {
 	if isMulticast(mac) || port > ofp.PortMax && port != ofp.PortLocal {
 		return
 	}
-	if old, ok := s.macs[mac]; ok && old == port {
+	if old, ok := s.macs[mac]; ok && old.port == port {
 		return
 	}
-	s.macs[mac] = port
-	fm := l2Flow(mac, port)
-	s.wmu.Lock()
-	s.writeLocked(s.nextXID(), &fm)
-	s.wmu.Unlock()
+	s.installL2(mac, port, s.c.now())
 	if s.debug {
 		s.log.Debug("learned MAC", "mac", macString(mac), "port", port)
 	}
 }
+
+func (s *session) installL2(mac [6]byte, port uint32, now time.Time) {
+	s.macs[mac] = macEntry{port: port, installed: now.UnixNano()}
+	fm := l2Flow(mac, port)
+	s.wmu.Lock()
+	s.writeLocked(s.nextXID(), &fm)
+	s.wmu.Unlock()
+}
+
+// l2Reinstall is how long after installing a MAC's flow a packet-in for
+// that destination means the flow idled out, rather than that the packet
+// overtook the flow-mod.
+const l2Reinstall = int64(time.Second)
 
 // forwardL2 sends the packet where its destination MAC lives, or floods.
 func (s *session) forwardL2(snap *snapshot, inPort uint32) {
@@ -117,12 +126,16 @@ func (s *session) forwardL2(snap *snapshot, inPort uint32) {
 		return // only the controller answers for a VIP MAC
 	}
 	port := ofp.PortFlood
-	if !isMulticast(dst) {
-		if p, ok := s.macs[dst]; ok {
-			if p == inPort {
-				return
-			}
-			port = p
+	if e, ok := s.macs[dst]; ok && !isMulticast(dst) {
+		if e.port == inPort {
+			return
+		}
+		port = e.port
+		// The destination's flow is gone (idle timeout) while its host
+		// stays quiet toward the controller: put the flow back, or every
+		// packet to it would come here.
+		if now := s.c.now(); now.UnixNano()-e.installed > l2Reinstall {
+			s.installL2(dst, port, now)
 		}
 	}
 	s.packetOut(inPort, port, s.pin.Data)
@@ -174,7 +187,7 @@ func (s *session) learnIP(ip uint32, mac [6]byte, port uint32) {
 	held := s.held[ip]
 	delete(s.held, ip)
 	s.heldMu.Unlock()
-	now := time.Now()
+	now := s.c.now()
 	for i := range held {
 		h := &held[i]
 		if now.After(h.deadline) {
@@ -220,7 +233,7 @@ func (s *session) handleVIPPacket(snap *snapshot, inPort uint32) {
 	}
 	clientIP := ip4(d.ip4.SrcIP)
 	key := connKey{clientIP: ipUint(clientIP), clientPort: sport, vipNum: v.num}
-	now := time.Now()
+	now := s.c.now()
 	if r := &s.recent[key.slot()]; r.key == key && now.UnixNano()-r.at < recentWindow {
 		// Same connection as a moment ago: its flows are on the way.
 		s.flows.build(&r.conn)

@@ -63,7 +63,7 @@ type session struct {
 	out      ofp.ActionOutput
 	outActs  []ofp.Action // {&out}
 	frame    []byte       // frames the controller makes (ARP, RST)
-	macs     map[[6]byte]uint32
+	macs     map[[6]byte]macEntry
 	arps     map[uint32]arpEntry
 	arpSent  map[uint32]time.Time
 	active   map[uint64]int64 // connections this session counted, by vip<<32|member
@@ -71,6 +71,11 @@ type session struct {
 	live     map[uint32]flowCounters // the last complete stats poll, by member
 	poll     map[uint32]flowCounters // the poll being assembled
 	pollFrom uint32                  // xid of the poll being assembled
+}
+
+type macEntry struct {
+	port      uint32
+	installed int64 // unix nanoseconds of the last L2 flow-mod
 }
 
 type arpEntry struct {
@@ -95,7 +100,7 @@ func newSession(c *Controller, conn net.Conn) *session {
 		br:          bufio.NewReaderSize(conn, 64<<10),
 		bw:          bufio.NewWriterSize(conn, 64<<10),
 		remote:      conn.RemoteAddr().String(),
-		connectedAt: time.Now(),
+		connectedAt: c.now(),
 		installed:   emptySnapshot,
 		ports:       map[uint32]ofp.Port{},
 		pending:     map[uint32]*flowsRequest{},
@@ -105,7 +110,7 @@ func newSession(c *Controller, conn net.Conn) *session {
 		dec:         newDecoder(),
 		flows:       newConnFlows(),
 		frame:       make([]byte, 0, 128),
-		macs:        map[[6]byte]uint32{},
+		macs:        map[[6]byte]macEntry{},
 		arps:        map[uint32]arpEntry{},
 		arpSent:     map[uint32]time.Time{},
 		active:      map[uint64]int64{},
@@ -314,8 +319,8 @@ func (s *session) keepalive() {
 		select {
 		case <-s.done:
 			return
-		case now := <-t.C:
-			s.expireHeld(now)
+		case <-t.C:
+			s.expireHeld(s.c.now())
 			if s.unanswered.Load() >= echoMisses {
 				s.log.Warn("switch missed echo replies; closing its session", "missed", echoMisses)
 				s.close()

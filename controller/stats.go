@@ -6,7 +6,6 @@ import (
 	"net"
 	"slices"
 	"strconv"
-	"time"
 
 	"github.com/sdnlb/sdnlb"
 	"github.com/sdnlb/sdnlb/controller/ofp"
@@ -49,7 +48,7 @@ func (s *session) handleFlowRemoved() {
 	}
 	if v := snap.vipByNum[vipNum]; v != nil && v.persist > 0 {
 		if src, ok := fr.Match.Get(ofp.OXMIPv4Src); ok {
-			s.c.persist.touch(vipNum, ipUint(src.IPv4()), memberNum, time.Now().Add(v.persist))
+			s.c.persist.touch(vipNum, ipUint(src.IPv4()), memberNum, s.c.now().Add(v.persist))
 		}
 	}
 }
@@ -162,7 +161,14 @@ func (s *session) settle() {
 		}
 	}
 	clear(s.active)
-	s.expireHeld(time.Now().Add(heldTimeout + time.Hour))
+	s.heldMu.Lock()
+	for _, q := range s.held {
+		for _, h := range q {
+			h.vip.active.Add(-1)
+		}
+	}
+	clear(s.held)
+	s.heldMu.Unlock()
 	s.pendMu.Lock()
 	for xid, r := range s.pending {
 		delete(s.pending, xid)
@@ -269,7 +275,7 @@ func (c *Controller) PoolStats(ctx context.Context, poolID string) (*sdnlb.PoolS
 	if !ok {
 		return nil, sdnlb.Errorf(sdnlb.ENOTFOUND, "pool %s not found", poolID)
 	}
-	ps := &sdnlb.PoolStats{PoolID: poolID, Members: make([]sdnlb.MemberStats, 0, len(p.members)), UpdatedAt: time.Now()}
+	ps := &sdnlb.PoolStats{PoolID: poolID, Members: make([]sdnlb.MemberStats, 0, len(p.members)), UpdatedAt: c.now()}
 	if p.vip != nil {
 		ps.RefusedConnections = p.vip.cnt.refused.Load()
 	}
