@@ -206,7 +206,7 @@ func startEngine(tb testing.TB, cfg *sdnlb.Config, opts Options, probers map[sdn
 // clock's time, with inflight probes still running.
 func (h *harness) settle(tb testing.TB, inflight int) {
 	tb.Helper()
-	req := settleRequest{inflight: inflight, reply: make(chan settleReport, 1)}
+	req := settleRequest{inflight: inflight, reply: make(chan time.Time, 1)}
 	guard := time.NewTimer(20 * time.Second)
 	defer guard.Stop()
 	select {
@@ -215,9 +215,9 @@ func (h *harness) settle(tb testing.TB, inflight int) {
 		tb.Fatal("the engine did not take the settle request")
 	}
 	select {
-	case rep := <-req.reply:
-		if !rep.now.Equal(h.clock.Now()) {
-			tb.Fatalf("engine settled at %v, clock is at %v", rep.now, h.clock.Now())
+	case at := <-req.reply:
+		if !at.Equal(h.clock.Now()) {
+			tb.Fatalf("engine settled at %v, clock is at %v", at, h.clock.Now())
 		}
 	case <-guard.C:
 		tb.Fatalf("the engine did not settle with %d probes in flight", inflight)

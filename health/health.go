@@ -137,13 +137,8 @@ type loadResult struct {
 }
 
 type settleRequest struct {
-	inflight int // answer once exactly this many probes are in flight
-	reply    chan settleReport
-}
-
-type settleReport struct {
-	now      time.Time
-	inflight int
+	inflight int            // answer once exactly this many probes are in flight
+	reply    chan time.Time // the engine's time when it answered
 }
 
 // New returns an engine that reads the configuration from src and writes
@@ -229,7 +224,7 @@ func (e *Engine) Run(ctx context.Context) error {
 		e.dispatch(ctx, &wg, now)
 
 		if settling != nil && !loading && e.quiet(now, reloadAt) && e.inflight == settling.inflight {
-			settling.reply <- settleReport{now: now, inflight: e.inflight}
+			settling.reply <- now
 			settling = nil
 		}
 		settleC := e.settle
