@@ -15,6 +15,30 @@ import (
 	"github.com/sdnlb/sdnlb"
 )
 
+// dropUnsafeRequestID discards a client's X-Request-Id that is too long or
+// not plain printable ASCII, so that RequestID makes one instead of echoing
+// and logging arbitrary bytes.
+func dropUnsafeRequestID(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if id := r.Header.Get(middleware.RequestIDHeader); id != "" && !safeRequestID(id) {
+			r.Header.Del(middleware.RequestIDHeader)
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+func safeRequestID(id string) bool {
+	if len(id) > 128 {
+		return false
+	}
+	for i := 0; i < len(id); i++ {
+		if id[i] < 0x21 || id[i] > 0x7e {
+			return false
+		}
+	}
+	return true
+}
+
 // echoRequestID hands the request id back so a client can quote it.
 func echoRequestID(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

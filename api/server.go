@@ -85,9 +85,13 @@ func (s *Server) Handler() http.Handler {
 	}
 	log := s.logger().With("component", "api")
 	r := chi.NewRouter()
-	r.Use(middleware.RequestID, echoRequestID, requestLog(log), s.recoverer())
+	r.Use(dropUnsafeRequestID, middleware.RequestID, echoRequestID, requestLog(log))
 	if s.Registry != nil {
+		// Outside the recoverer, so that panics are counted as 500s.
 		r.Use(newMetrics(s.Registry).middleware)
+	}
+	r.Use(s.recoverer())
+	if s.Registry != nil {
 		r.Method(http.MethodGet, "/metrics", s.metricsHandler())
 	}
 	r.NotFound(s.handle(func(w http.ResponseWriter, r *http.Request) error {

@@ -339,3 +339,39 @@ func TestServer_Swagger(t *testing.T) {
 		}
 	})
 }
+
+func TestServer_RequestID(t *testing.T) {
+	ts := MustServe(t, &Server{})
+	tests := []struct {
+		name, sent string
+		echoed     bool
+	}{
+		{"ClientIDEchoed", "abc-123", true},
+		{"TooLongReplaced", strings.Repeat("a", 129), false},
+		{"SpaceReplaced", "a b", false},
+		{"NoneGenerated", "", false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var headers []string
+			if tt.sent != "" {
+				headers = append(headers, "X-Request-Id: "+tt.sent)
+			}
+			got := testRequest(t, ts, "GET", "/healthz", "", headers...).Header.Get("X-Request-Id")
+			if got == "" || (got == tt.sent) != tt.echoed {
+				t.Errorf("X-Request-Id %q for %q", got, tt.sent)
+			}
+		})
+	}
+}
+
+func TestServer_MetricsCountPanics(t *testing.T) {
+	vips := &mock.VIPService{FindVIPsFn: func(ctx context.Context, f sdnlb.VIPFilter) ([]*sdnlb.VIP, error) { panic("boom") }}
+	reg := prometheus.NewRegistry()
+	ts := MustServe(t, &Server{VIPService: vips, Registry: reg})
+	testRequest(t, ts, "GET", "/v1/vips", "")
+	body := string(testRequest(t, ts, "GET", "/metrics", "").Body)
+	if want := `sdnlb_http_requests_total{code="500",method="GET",route="/v1/vips"} 1`; !strings.Contains(body, want) {
+		t.Errorf("metrics lack %q:\n%s", want, body)
+	}
+}
