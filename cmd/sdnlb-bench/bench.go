@@ -79,6 +79,7 @@ type run struct {
 	start   time.Time
 
 	sending   atomic.Bool
+	stopAt    atomic.Int64 // end of the measured interval (run.now), 0 before
 	budget    atomic.Int64 // setups still allowed to start
 	resolvedN atomic.Int64 // measured setups resolved (completed or failed)
 	count     int64        // 0: no count limit
@@ -189,9 +190,12 @@ func execute(ctx context.Context, cfg *config, addr string, memStats bool) (*Res
 		}
 	}
 
-	// Pause sending while switching to the measured interval, so that
-	// every setup sent from here on is measured and counted.
+	// Pause and let the warm-up load drain before measuring, so that every
+	// setup sent and every flow-mod received from here on is measured.
 	r.sending.Store(false)
+	if err := drain(ctx, sws, r.timeout); err != nil {
+		return nil, err
+	}
 	var ms0 runtime.MemStats
 	if memStats {
 		runtime.ReadMemStats(&ms0)
@@ -206,7 +210,7 @@ func execute(ctx context.Context, cfg *config, addr string, memStats bool) (*Res
 	if cfg.count > 0 {
 		r.budget.Store(int64(cfg.count))
 	}
-	t0 := time.Now()
+	t0 := r.now()
 	r.startLoad(sws)
 
 	timer := time.NewTimer(cfg.duration)
@@ -217,13 +221,11 @@ func execute(ctx context.Context, cfg *config, addr string, memStats bool) (*Res
 	case <-timer.C:
 	case <-r.countDone:
 	}
+	// Completions after stopAt are counted as drained, not in the rate.
+	stopAt := r.now()
+	r.stopAt.Store(stopAt)
 	r.sending.Store(false)
-	elapsed := time.Since(t0)
-	for _, s := range sws {
-		s.mu.Lock()
-		s.stopped = true
-		s.mu.Unlock()
-	}
+	elapsed := time.Duration(stopAt - t0)
 	if err := drain(ctx, sws, r.timeout); err != nil {
 		return nil, err
 	}

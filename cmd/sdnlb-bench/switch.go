@@ -85,7 +85,6 @@ type fakeSwitch struct {
 	outstanding int
 	measureFrom uint64 // setups from here on are measured
 	measuring   bool
-	stopped     bool
 	stats       swStats
 	hist        histogram
 }
@@ -403,7 +402,7 @@ func (s *fakeSwitch) complete(n uint64, rw *rewrite, refused bool) {
 			s.stats.badRewrite++
 		default:
 			s.stats.perMember[member]++
-			if s.stopped {
+			if end := s.run.stopAt.Load(); end != 0 && now > end {
 				s.stats.drained++
 			} else {
 				s.stats.setups++
