@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"net/netip"
+	"os"
 
 	"github.com/sdnlb/sdnlb"
 )
@@ -61,11 +62,16 @@ func (p *tcpProber) probe(ctx context.Context, t target) error {
 }
 
 // unwrapOp drops net.OpError's "dial tcp 10.0.0.1:80:" prefix, which the
-// member's address in every log line already says.
+// member's address in every log line already says, and the system call's
+// name: "connection refused" is what an operator needs.
 func unwrapOp(err error) error {
 	var op *net.OpError
 	if errors.As(err, &op) && op.Err != nil {
-		return op.Err
+		err = op.Err
+	}
+	var sc *os.SyscallError
+	if errors.As(err, &sc) && sc.Err != nil {
+		err = sc.Err
 	}
 	return err
 }

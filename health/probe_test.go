@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/netip"
+	"os"
 	"strings"
 	"sync"
 	"syscall"
@@ -285,13 +286,20 @@ func TestHTTPProber_Concurrent(t *testing.T) {
 }
 
 func TestUnwrapOp(t *testing.T) {
-	inner := errors.New("connection refused")
-	err := unwrapOp(&net.OpError{Op: "dial", Net: "tcp", Err: inner})
-	if err != inner {
-		t.Fatalf("unwrapOp = %v, want the inner error", err)
+	tests := []struct {
+		name string
+		in   error
+		want string
+	}{
+		{"OpError", &net.OpError{Op: "dial", Net: "tcp", Err: errors.New("i/o timeout")}, "i/o timeout"},
+		{"SyscallError", &net.OpError{Op: "dial", Net: "tcp", Err: os.NewSyscallError("connect", syscall.ECONNREFUSED)}, "connection refused"},
+		{"Plain", errors.New("plain"), "plain"},
 	}
-	plain := errors.New("plain")
-	if unwrapOp(plain) != plain {
-		t.Fatal("unwrapOp changed an error that is no OpError")
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := unwrapOp(tt.in).Error(); got != tt.want {
+				t.Fatalf("unwrapOp = %q, want %q", got, tt.want)
+			}
+		})
 	}
 }
