@@ -25,7 +25,7 @@ type memberRequest struct {
 	UpdatedAt readOnly `json:"updated_at" swaggerignore:"true"`
 }
 
-func (req *memberRequest) readOnly(update bool) error {
+func (req *memberRequest) rejectReadOnly(update bool) error {
 	if err := checkReadOnly(namedReadOnly{"status", req.Status}, namedReadOnly{"health", req.Health},
 		namedReadOnly{"created_at", req.CreatedAt}, namedReadOnly{"updated_at", req.UpdatedAt}); err != nil {
 		return err
@@ -124,7 +124,7 @@ func (s *Server) handleMemberCreate(w http.ResponseWriter, r *http.Request) erro
 	if err := decodeJSON(w, r, &req); err != nil {
 		return err
 	}
-	if err := req.readOnly(false); err != nil {
+	if err := req.rejectReadOnly(false); err != nil {
 		return err
 	}
 	m := sdnlb.NewMember()
@@ -206,7 +206,7 @@ func (s *Server) updateMember(w http.ResponseWriter, r *http.Request, toUpdate f
 	if err := decodeJSON(w, r, &req); err != nil {
 		return err
 	}
-	if err := req.readOnly(true); err != nil {
+	if err := req.rejectReadOnly(true); err != nil {
 		return err
 	}
 	id := chi.URLParam(r, "id")

@@ -30,7 +30,7 @@ type monitorRequest struct {
 	UpdatedAt readOnly `json:"updated_at" swaggerignore:"true"`
 }
 
-func (req *monitorRequest) readOnly(update bool) error {
+func (req *monitorRequest) rejectReadOnly(update bool) error {
 	if err := checkReadOnly(namedReadOnly{"pool_ids", req.PoolIDs}, namedReadOnly{"created_at", req.CreatedAt}, namedReadOnly{"updated_at", req.UpdatedAt}); err != nil {
 		return err
 	}
@@ -112,7 +112,7 @@ func (s *Server) handleMonitorCreate(w http.ResponseWriter, r *http.Request) err
 	if err := decodeJSON(w, r, &req); err != nil {
 		return err
 	}
-	if err := req.readOnly(false); err != nil {
+	if err := req.rejectReadOnly(false); err != nil {
 		return err
 	}
 	m := sdnlb.NewMonitor()
@@ -187,7 +187,7 @@ func (s *Server) updateMonitor(w http.ResponseWriter, r *http.Request, toUpdate 
 	if err := decodeJSON(w, r, &req); err != nil {
 		return err
 	}
-	if err := req.readOnly(true); err != nil {
+	if err := req.rejectReadOnly(true); err != nil {
 		return err
 	}
 	id := chi.URLParam(r, "id")

@@ -25,7 +25,7 @@ type poolRequest struct {
 	UpdatedAt  readOnly `json:"updated_at" swaggerignore:"true"`
 }
 
-func (req *poolRequest) readOnly(update bool) error {
+func (req *poolRequest) rejectReadOnly(update bool) error {
 	if err := checkReadOnly(namedReadOnly{"monitor_ids", req.MonitorIDs}, namedReadOnly{"created_at", req.CreatedAt}, namedReadOnly{"updated_at", req.UpdatedAt}); err != nil {
 		return err
 	}
@@ -106,7 +106,7 @@ func (s *Server) handlePoolCreate(w http.ResponseWriter, r *http.Request) error 
 	if err := decodeJSON(w, r, &req); err != nil {
 		return err
 	}
-	if err := req.readOnly(false); err != nil {
+	if err := req.rejectReadOnly(false); err != nil {
 		return err
 	}
 	p := sdnlb.NewPool()
@@ -183,7 +183,7 @@ func (s *Server) updatePool(w http.ResponseWriter, r *http.Request, toUpdate fun
 	if err := decodeJSON(w, r, &req); err != nil {
 		return err
 	}
-	if err := req.readOnly(true); err != nil {
+	if err := req.rejectReadOnly(true); err != nil {
 		return err
 	}
 	id := chi.URLParam(r, "id")

@@ -59,7 +59,7 @@ func (o *optionalPersistence) UnmarshalJSON(b []byte) error {
 	return nil
 }
 
-func (req *vipRequest) readOnly(update bool) error {
+func (req *vipRequest) rejectReadOnly(update bool) error {
 	fields := []namedReadOnly{{"mac", req.MAC}, {"status", req.Status}, {"created_at", req.CreatedAt}, {"updated_at", req.UpdatedAt}}
 	if err := checkReadOnly(fields...); err != nil {
 		return err
@@ -146,7 +146,7 @@ func (s *Server) handleVIPCreate(w http.ResponseWriter, r *http.Request) error {
 	if err := decodeJSON(w, r, &req); err != nil {
 		return err
 	}
-	if err := req.readOnly(false); err != nil {
+	if err := req.rejectReadOnly(false); err != nil {
 		return err
 	}
 	v := sdnlb.NewVIP()
@@ -227,7 +227,7 @@ func (s *Server) updateVIP(w http.ResponseWriter, r *http.Request, toUpdate func
 	if err := decodeJSON(w, r, &req); err != nil {
 		return err
 	}
-	if err := req.readOnly(true); err != nil {
+	if err := req.rejectReadOnly(true); err != nil {
 		return err
 	}
 	id := chi.URLParam(r, "id")
