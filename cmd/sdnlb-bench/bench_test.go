@@ -272,6 +272,41 @@ func TestExecute_FakeController(t *testing.T) {
 	}
 }
 
+func TestExecute_Duration(t *testing.T) {
+	cfg := mustConfig(t, "-switches", "2", "-window", "8", "-duration", "300ms", "-warmup", "100ms", "-timeout", "3s")
+	addr := startFakeController(t, newTarget(cfg.vip.Addr().As4(), cfg.vip.Port(), cfg.firstMember.As4(), cfg.members), faults{})
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	res, err := execute(ctx, cfg, addr, false)
+	if err != nil {
+		t.Fatalf("execute: %v", err)
+	}
+	if res.Errors.Total != 0 {
+		t.Errorf("errors = %+v, want none", res.Errors)
+	}
+	if res.DurationSeconds < 0.3 || res.DurationSeconds > 2 {
+		t.Errorf("measured for %.3f s, want 0.3 s and a little", res.DurationSeconds)
+	}
+	// At the end at most a window per switch is in flight; those complete
+	// while draining and are not counted in the rate.
+	done := res.Setups + res.Drained
+	if res.Setups == 0 || res.Drained > uint64(cfg.switches*cfg.window) {
+		t.Errorf("setups = %d, drained = %d; want some, and at most %d drained", res.Setups, res.Drained, cfg.switches*cfg.window)
+	}
+	if got := float64(res.Setups) / res.DurationSeconds; got != res.SetupsPerSecond {
+		t.Errorf("setups/s = %g, want %g", res.SetupsPerSecond, got)
+	}
+	var sum uint64
+	for _, s := range res.PerMember {
+		sum += s.Setups
+	}
+	// The warm-up load drained before measuring: every flow-mod counted
+	// belongs to a measured setup.
+	if sum != done || res.Latency.Samples != done || res.FlowAdds != 2*done {
+		t.Errorf("per-member sum %d, latency samples %d, flow adds %d; want %d, %d, %d", sum, res.Latency.Samples, res.FlowAdds, done, done, 2*done)
+	}
+}
+
 func TestExecute_LatencyMode(t *testing.T) {
 	cfg := mustConfig(t, "-switches", "2", "-rate", "4000", "-duration", "250ms", "-warmup", "50ms", "-timeout", "3s")
 	addr := startFakeController(t, newTarget(cfg.vip.Addr().As4(), cfg.vip.Port(), cfg.firstMember.As4(), cfg.members), faults{})
