@@ -25,19 +25,22 @@ func NewEventService(db *DB) *EventService { return &EventService{db: db} }
 // then reload everything with LoadConfig. The writer never waits for a
 // subscriber. Closing the DB ends every subscription.
 func (s *EventService) Subscribe() (<-chan sdnlb.Event, func()) {
-	return s.db.events.subscribe()
+	buffer := s.db.EventBuffer
+	if buffer <= 0 {
+		buffer = DefaultEventBuffer
+	}
+	return s.db.events.subscribe(buffer)
 }
 
 type eventHub struct {
 	mu     sync.Mutex
 	seq    uint64
 	subs   map[*subscriber]struct{}
-	buffer int
 	closed bool
 }
 
-func newEventHub(buffer int) *eventHub {
-	return &eventHub{subs: make(map[*subscriber]struct{}), buffer: buffer}
+func newEventHub() *eventHub {
+	return &eventHub{subs: make(map[*subscriber]struct{})}
 }
 
 type subscriber struct {
@@ -75,8 +78,8 @@ func (h *eventHub) lastSeq() uint64 {
 }
 
 // subscribe adds a subscriber; after close it returns a closed channel.
-func (h *eventHub) subscribe() (<-chan sdnlb.Event, func()) {
-	s := &subscriber{ch: make(chan sdnlb.Event, h.buffer), stop: make(chan struct{})}
+func (h *eventHub) subscribe(buffer int) (<-chan sdnlb.Event, func()) {
+	s := &subscriber{ch: make(chan sdnlb.Event, buffer), stop: make(chan struct{})}
 	h.mu.Lock()
 	closed := h.closed
 	if !closed {

@@ -217,6 +217,19 @@ func TestEventService_Subscribe(t *testing.T) {
 		MustCreateVIP(t, ctx, db, newVIP("10.0.0.3", 80))
 	})
 
+	t.Run("BeforeOpen", func(t *testing.T) {
+		ctx := context.Background()
+		db := lbstore.NewDB(filepath.Join(t.TempDir(), "sdnlb.db"))
+		events, cancel := lbstore.NewEventService(db).Subscribe()
+		defer cancel()
+		if err := db.Open(); err != nil {
+			t.Fatal(err)
+		}
+		defer MustCloseDB(t, db)
+		v := MustCreateVIP(t, ctx, db, newVIP("10.0.0.1", 80))
+		assertEvents(t, receiveEvents(t, events, 1), []sdnlb.Event{{Kind: sdnlb.KindVIP, Op: sdnlb.OpCreate, ID: v.ID}})
+	})
+
 	t.Run("CloseEnds", func(t *testing.T) {
 		db := MustOpenDB(t)
 		s := lbstore.NewEventService(db)

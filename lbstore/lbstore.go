@@ -60,7 +60,7 @@ type DB struct {
 	// Migrations is applied at Open; it defaults to migrations.FS.
 	Migrations fs.FS
 
-	// EventBuffer is the channel size of each subscriber (set before Open).
+	// EventBuffer is the channel size of each new subscriber.
 	EventBuffer int
 }
 
@@ -73,6 +73,7 @@ func NewDB(dsn string) *DB {
 		Migrations:  migrations.FS,
 		EventBuffer: DefaultEventBuffer,
 		writeLock:   make(chan struct{}, 1),
+		events:      newEventHub(),
 	}
 }
 
@@ -105,11 +106,6 @@ func (db *DB) Open() error {
 			return fmt.Errorf("open db: %w", err)
 		}
 	}
-	if db.EventBuffer <= 0 {
-		db.EventBuffer = DefaultEventBuffer
-	}
-	db.events = newEventHub(db.EventBuffer)
-
 	var err error
 	// Immediate write transactions take the write lock at BEGIN, so two
 	// writers never deadlock upgrading a read lock (SQLITE_BUSY at once,
@@ -132,9 +128,7 @@ func (db *DB) Open() error {
 
 // Close ends every subscription to the change feed and closes both pools.
 func (db *DB) Close() error {
-	if db.events != nil {
-		db.events.close()
-	}
+	db.events.close()
 	var errs []error
 	if db.write != nil {
 		errs = append(errs, db.write.Close())
