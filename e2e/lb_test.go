@@ -1,0 +1,630 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/sdnlb/sdnlb"
+)
+
+// Ports of the HTTP scenarios: the VIP listens on one port and the members
+// on another, so every test also checks the port rewrite.
+const (
+	vipPort    = 80
+	memberPort = 8080
+)
+
+// lbBed is a switch driven by its own sdnlb, with client hosts and member
+// hosts that each run an HTTP server named srv1, srv2, ... behind one VIP.
+type lbBed struct {
+	sw      *Switch
+	lb      *sdnlbProc
+	clients []*Host
+	members []*Host
+	servers []*HTTPServer
+	vip     *sdnlb.VIP
+	pool    *sdnlb.Pool
+	mems    []*sdnlb.Member
+	url     string // of the VIP
+}
+
+// newLBBed builds a bed with an HTTP VIP in front of nMembers members of a
+// pool with method; sdnlbArgs go to the sdnlb command line.
+func newLBBed(tb testing.TB, nClients, nMembers int, method string, vipExtra map[string]any, sdnlbArgs ...string) *lbBed {
+	tb.Helper()
+	b := &lbBed{sw: NewSwitch(tb)}
+	b.lb = startSDNLB(tb, sdnlbArgs...)
+	for i := 0; i < nClients; i++ {
+		b.clients = append(b.clients, b.sw.AddHost(tb, "c"+strconv.Itoa(i+1), b.sw.Addr(byte(1+i))))
+	}
+	for i := 0; i < nMembers; i++ {
+		b.addMemberHost(tb)
+	}
+	b.lb.Connect(b.sw)
+	dumpOnFailure(tb, b.sw, b.lb)
+	b.vip = b.lb.MustCreateVIP("web", b.sw.Addr(100), sdnlb.ProtocolTCP, vipPort, vipExtra)
+	b.pool = b.lb.MustCreatePool("web", b.vip, method)
+	for _, h := range b.members {
+		b.mems = append(b.mems, b.lb.MustCreateMember(b.pool, h.IP, memberPort))
+	}
+	b.lb.WaitPoolMembers(b.pool.ID, nMembers, 10*time.Second)
+	b.url = "http://" + net.JoinHostPort(b.vip.Address, strconv.Itoa(vipPort)) + "/"
+	return b
+}
+
+// dumpOnFailure logs the switch's flow table and the controller's metrics
+// if the test fails; the cleanup runs before sdnlb stops, so both are as
+// the test left them.
+func dumpOnFailure(tb testing.TB, sw *Switch, lb *sdnlbProc) {
+	tb.Cleanup(func() {
+		if !tb.Failed() {
+			return
+		}
+		tb.Logf("flows on %s:\n%s", sw.Name, strings.Join(sw.DumpFlows(), "\n"))
+		ctx, cancel := context.WithTimeout(context.Background(), apiTimeout)
+		defer cancel()
+		_, data, err := lb.Do(ctx, http.MethodGet, "/metrics", nil)
+		if err != nil {
+			tb.Logf("GET /metrics: %v", err)
+			return
+		}
+		var lines []string
+		for _, l := range strings.Split(string(data), "\n") {
+			if strings.HasPrefix(l, "sdnlb_controller_") {
+				lines = append(lines, l)
+			}
+		}
+		tb.Logf("controller metrics:\n%s", strings.Join(lines, "\n"))
+	})
+}
+
+// addMemberHost adds the next member host and starts its server; it does
+// not touch the API.
+func (b *lbBed) addMemberHost(tb testing.TB) *Host {
+	tb.Helper()
+	n := len(b.members) + 1
+	h := b.sw.AddHost(tb, "m"+strconv.Itoa(n), b.sw.Addr(byte(10+n)))
+	b.members = append(b.members, h)
+	b.servers = append(b.servers, h.ServeHTTP(tb, memberPort, "srv"+strconv.Itoa(n)))
+	return h
+}
+
+func (b *lbBed) serverNames() []string {
+	names := make([]string, len(b.servers))
+	for i, s := range b.servers {
+		names[i] = s.Name
+	}
+	return names
+}
+
+// get fetches url from h over a new connection within timeout.
+func get(h *Host, url string, timeout time.Duration) (string, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	return h.HTTPGet(ctx, url)
+}
+
+// spread sends perClient requests from each client, the clients in
+// parallel, and counts the answers by body; every request must succeed.
+func spread(tb testing.TB, clients []*Host, url string, perClient int) map[string]int {
+	tb.Helper()
+	var mu sync.Mutex
+	counts := map[string]int{}
+	var errs []error
+	var wg sync.WaitGroup
+	for _, c := range clients {
+		wg.Go(func() {
+			for i := 0; i < perClient; i++ {
+				body, err := get(c, url, 5*time.Second)
+				mu.Lock()
+				if err != nil {
+					errs = append(errs, fmt.Errorf("request %d from %s: %w", i, c.Name, err))
+				} else {
+					counts[body]++
+				}
+				mu.Unlock()
+			}
+		})
+	}
+	wg.Wait()
+	if len(errs) > 0 {
+		tb.Fatalf("%d of %d requests failed, first: %v (answers: %v)", len(errs), perClient*len(clients), errs[0], counts)
+	}
+	return counts
+}
+
+// addrPattern matches addr as a whole address inside ovs-ofctl output, so
+// 10.77.0.10 does not match 10.77.0.100.
+func addrPattern(addr string) *regexp.Regexp {
+	return regexp.MustCompile(`(^|[^0-9.])` + regexp.QuoteMeta(addr) + `([^0-9.]|$)`)
+}
+
+// flowsMentioning returns the switch's flows that name addr.
+func flowsMentioning(sw *Switch, addr string) []string {
+	re := addrPattern(addr)
+	var out []string
+	for _, f := range sw.DumpFlows() {
+		if re.MatchString(f) {
+			out = append(out, f)
+		}
+	}
+	return out
+}
+
+// waitNoFlows waits until no flow names addr and returns how long it took.
+func waitNoFlows(tb testing.TB, sw *Switch, addr string, timeout time.Duration) time.Duration {
+	tb.Helper()
+	start := time.Now()
+	var left []string
+	for i := 0; i < 200 && time.Since(start) < timeout; i++ {
+		if left = flowsMentioning(sw, addr); len(left) == 0 {
+			return time.Since(start)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	tb.Fatalf("after %v, %d flows still mention %s:\n%s", timeout, len(left), addr, strings.Join(left, "\n"))
+	return 0
+}
+
+// neighMAC returns the MAC that h's neighbour table holds for ip, "" when
+// none.
+func neighMAC(tb testing.TB, h *Host, ip string) string {
+	tb.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	out, err := h.Exec(ctx, "ip", "neigh", "show", ip)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	fields := strings.Fields(string(out))
+	if i := slices.Index(fields, "lladdr"); i >= 0 && i+1 < len(fields) {
+		return fields[i+1]
+	}
+	return ""
+}
+
+func sameMAC(a, b string) bool {
+	ma, errA := net.ParseMAC(a)
+	mb, errB := net.ParseMAC(b)
+	return errA == nil && errB == nil && ma.String() == mb.String()
+}
+
+// TestVIP_ARP checks that the controller answers ARP for a VIP with the
+// VIP's own MAC, the one the API shows.
+func TestVIP_ARP(t *testing.T) {
+	b := newLBBed(t, 1, 1, sdnlb.RoundRobin, nil)
+	c := b.clients[0]
+	if b.vip.MAC == "" {
+		t.Fatalf("API shows no MAC for VIP %s", b.vip.ID)
+	}
+	if got := neighMAC(t, c, b.vip.Address); got != "" {
+		t.Fatalf("client knows a MAC for the VIP before asking: %s", got)
+	}
+	if body, err := get(c, b.url, 5*time.Second); err != nil || body != "srv1" {
+		t.Fatalf("GET %s = %q, %v; want srv1", b.url, body, err)
+	}
+	got := neighMAC(t, c, b.vip.Address)
+	if !sameMAC(got, b.vip.MAC) {
+		t.Errorf("client resolved VIP %s to %q, want the VIP MAC %s", b.vip.Address, got, b.vip.MAC)
+	}
+	for _, h := range b.members {
+		if sameMAC(got, h.MAC.String()) {
+			t.Errorf("VIP resolved to member %s's MAC", h.Name)
+		}
+	}
+}
+
+// TestLB_RoundRobin checks that 30 new connections from two clients are
+// spread evenly over three members.
+func TestLB_RoundRobin(t *testing.T) {
+	b := newLBBed(t, 2, 3, sdnlb.RoundRobin, nil)
+	counts := spread(t, b.clients, b.url, 15)
+	for _, s := range b.servers {
+		if counts[s.Name] != 10 {
+			t.Errorf("answers by member: %v, want 10 from each of %v", counts, b.serverNames())
+			break
+		}
+		if s.Hits() != 10 {
+			t.Errorf("server %s counted %d hits, want 10", s.Name, s.Hits())
+		}
+	}
+	if len(counts) != len(b.servers) {
+		t.Errorf("answers from unexpected servers: %v", counts)
+	}
+}
+
+// icmpOutEchoReps reads how many echo replies h has sent.
+func icmpOutEchoReps(tb testing.TB, h *Host) int {
+	tb.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	out, err := h.Exec(ctx, "cat", "/proc/net/snmp")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	// Two "Icmp:" lines: the field names, then the values.
+	var rows [][]string
+	for _, line := range strings.Split(string(out), "\n") {
+		if strings.HasPrefix(line, "Icmp:") {
+			rows = append(rows, strings.Fields(line))
+		}
+	}
+	if len(rows) != 2 {
+		tb.Fatalf("no Icmp rows in /proc/net/snmp of %s", h.Name)
+	}
+	i := slices.Index(rows[0], "OutEchoReps")
+	if i < 0 || i >= len(rows[1]) {
+		tb.Fatalf("no OutEchoReps in /proc/net/snmp of %s", h.Name)
+	}
+	n, err := strconv.Atoi(rows[1][i])
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return n
+}
+
+// TestVIP_ICMPAndUDP checks an ICMP VIP (ping is answered by a member) and
+// a UDP VIP (the reply names a member).
+func TestVIP_ICMPAndUDP(t *testing.T) {
+	sw := NewSwitch(t)
+	lb := startSDNLB(t)
+	c := sw.AddHost(t, "c1", sw.Addr(1))
+	var members []*Host
+	for i := 1; i <= 2; i++ {
+		members = append(members, sw.AddHost(t, "m"+strconv.Itoa(i), sw.Addr(byte(10+i))))
+	}
+	lb.Connect(sw)
+
+	t.Run("ICMP", func(t *testing.T) {
+		vip := lb.MustCreateVIP("ping", sw.Addr(101), sdnlb.ProtocolICMP, 0, nil)
+		pool := lb.MustCreatePool("ping", vip, sdnlb.RoundRobin)
+		before := 0
+		for _, h := range members {
+			lb.MustCreateMember(pool, h.IP, 0)
+			before += icmpOutEchoReps(t, h)
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+		defer cancel()
+		out, err := c.Exec(ctx, "ping", "-c", "3", "-i", "0.2", "-W", "2", vip.Address)
+		if err != nil {
+			t.Fatalf("ping %s: %v\n%s", vip.Address, err, out)
+		}
+		after := 0
+		for _, h := range members {
+			after += icmpOutEchoReps(t, h)
+		}
+		if after-before < 3 {
+			t.Errorf("members sent %d echo replies, want at least 3 (ping output:\n%s)", after-before, out)
+		}
+		if !strings.Contains(string(out), "from "+vip.Address) {
+			t.Errorf("replies do not come from the VIP address:\n%s", out)
+		}
+	})
+
+	t.Run("UDP", func(t *testing.T) {
+		const port = 5353
+		vip := lb.MustCreateVIP("dns", sw.Addr(102), sdnlb.ProtocolUDP, port, nil)
+		pool := lb.MustCreatePool("dns", vip, sdnlb.RoundRobin)
+		var names []string
+		for i, h := range members {
+			name := "udp" + strconv.Itoa(i+1)
+			h.ServeUDP(t, port, name)
+			names = append(names, name)
+			lb.MustCreateMember(pool, h.IP, port)
+		}
+		addr := net.JoinHostPort(vip.Address, strconv.Itoa(port))
+		seen := map[string]int{}
+		for i := 0; i < 4; i++ {
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			reply, err := c.UDPRequest(ctx, addr, []byte("hello"), 2*time.Second)
+			cancel()
+			if err != nil {
+				t.Fatalf("UDP request %d to %s: %v", i, addr, err)
+			}
+			if !slices.Contains(names, string(reply)) {
+				t.Fatalf("UDP reply %q names no member of %v", reply, names)
+			}
+			seen[string(reply)]++
+		}
+		// Each request comes from a new source port: a new flow, spread.
+		if len(seen) != len(names) {
+			t.Errorf("UDP replies by member %v, want both of %v", seen, names)
+		}
+	})
+}
+
+// TestL2_Learning checks that with sdnlb in control, hosts (and the root
+// namespace, where health probes come from) reach each other by their own
+// addresses.
+func TestL2_Learning(t *testing.T) {
+	b := newLBBed(t, 2, 1, sdnlb.RoundRobin, nil)
+	a, c := b.clients[0], b.clients[1]
+	srv := c.ServeHTTP(t, 8081, "direct")
+
+	t.Run("Ping", func(t *testing.T) {
+		ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+		defer cancel()
+		for _, dst := range []*Host{c, b.members[0]} {
+			if out, err := a.Exec(ctx, "ping", "-c", "2", "-i", "0.2", "-W", "2", dst.IP); err != nil {
+				t.Errorf("ping %s from %s: %v\n%s", dst.IP, a.Name, err, out)
+			}
+		}
+	})
+	t.Run("HTTPDirect", func(t *testing.T) {
+		for _, tt := range []struct {
+			from *Host
+			addr string
+			want string
+		}{
+			{a, srv.Addr, "direct"},
+			{a, b.servers[0].Addr, "srv1"},
+			{c, b.servers[0].Addr, "srv1"},
+		} {
+			if body, err := get(tt.from, "http://"+tt.addr+"/", 5*time.Second); err != nil || body != tt.want {
+				t.Errorf("GET %s from %s = %q, %v; want %q", tt.addr, tt.from.Name, body, err, tt.want)
+			}
+		}
+	})
+	t.Run("FromRootNamespace", func(t *testing.T) {
+		client := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{DisableKeepAlives: true}}
+		resp, err := client.Get("http://" + b.servers[0].Addr + "/health")
+		if err != nil {
+			t.Fatalf("root namespace (%s) to member %s: %v", b.sw.LocalIP, b.servers[0].Addr, err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			t.Errorf("status %d, want 200", resp.StatusCode)
+		}
+	})
+	t.Run("VIPStillBalances", func(t *testing.T) {
+		if body, err := get(a, b.url, 5*time.Second); err != nil || body != "srv1" {
+			t.Errorf("GET %s = %q, %v; want srv1", b.url, body, err)
+		}
+	})
+}
+
+// TestLB_MemberAddedAtRuntime checks that a member added while traffic
+// flows takes its share of the next round.
+func TestLB_MemberAddedAtRuntime(t *testing.T) {
+	b := newLBBed(t, 1, 2, sdnlb.RoundRobin, nil)
+	c := b.clients[0]
+	if counts := spread(t, b.clients, b.url, 6); counts["srv1"] != 3 || counts["srv2"] != 3 {
+		t.Fatalf("before the add: answers %v, want 3 from srv1 and srv2", counts)
+	}
+	h := b.addMemberHost(t)
+	added := time.Now()
+	b.mems = append(b.mems, b.lb.MustCreateMember(b.pool, h.IP, memberPort))
+
+	// The configuration reaches the controller asynchronously: wait for the
+	// first answer from srv3, boundedly.
+	var seen []string
+	for i := 0; i < 30 && time.Since(added) < 10*time.Second; i++ {
+		body, err := get(c, b.url, 5*time.Second)
+		if err != nil {
+			t.Fatalf("request %d after the add: %v", i, err)
+		}
+		seen = append(seen, body)
+		if body == "srv3" {
+			break
+		}
+	}
+	if seen[len(seen)-1] != "srv3" {
+		t.Fatalf("srv3 never answered after its add; answers: %v", seen)
+	}
+	t.Logf("new member answered after %v (%d requests)", time.Since(added).Round(time.Millisecond), len(seen))
+	counts := spread(t, b.clients, b.url, 6)
+	for _, name := range b.serverNames() {
+		if counts[name] != 2 {
+			t.Errorf("after the add: answers %v, want 2 from each of %v", counts, b.serverNames())
+			break
+		}
+	}
+}
+
+// TestVIP_Delete checks that a deleted VIP stops answering and leaves no
+// flow behind.
+func TestVIP_Delete(t *testing.T) {
+	b := newLBBed(t, 1, 2, sdnlb.RoundRobin, nil)
+	c := b.clients[0]
+	spread(t, b.clients, b.url, 4)
+	if len(flowsMentioning(b.sw, b.vip.Address)) == 0 {
+		t.Fatalf("no flow mentions VIP %s while it serves", b.vip.Address)
+	}
+
+	b.lb.mustAPI(http.MethodDelete, "/v1/vips/"+b.vip.ID+"?cascade=true", nil, http.StatusNoContent, nil)
+	took := waitNoFlows(t, b.sw, b.vip.Address, 5*time.Second)
+	t.Logf("VIP flows gone %v after the delete", took.Round(time.Millisecond))
+
+	start := time.Now()
+	body, err := get(c, b.url, 2*time.Second)
+	if err == nil {
+		t.Fatalf("deleted VIP still answers: %q", body)
+	}
+	t.Logf("request to the deleted VIP failed after %v: %v", time.Since(start).Round(time.Millisecond), err)
+	if status, _ := b.lb.API(http.MethodGet, "/v1/vips/"+b.vip.ID, nil); status != http.StatusNotFound {
+		t.Errorf("GET deleted VIP: status %d, want 404", status)
+	}
+	// Members were real hosts, not the VIP: they still answer directly.
+	if body, err := get(c, "http://"+b.servers[0].Addr+"/", 5*time.Second); err != nil || body != "srv1" {
+		t.Errorf("member after VIP delete = %q, %v; want srv1", body, err)
+	}
+}
+
+// waitServes sends requests until one succeeds, boundedly, and returns the
+// time it took.
+func waitServes(tb testing.TB, h *Host, url string, timeout time.Duration) time.Duration {
+	tb.Helper()
+	start := time.Now()
+	var err error
+	for i := 0; i < 100 && time.Since(start) < timeout; i++ {
+		if _, err = get(h, url, time.Second); err == nil {
+			return time.Since(start)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	tb.Fatalf("GET %s from %s failed for %v: %v", url, h.Name, timeout, err)
+	return 0
+}
+
+// TestSwitch_Reconnect checks that the VIP serves again after the switch
+// lost its controller and came back, both when it kept its flows and when
+// it lost them (as after a switch restart).
+func TestSwitch_Reconnect(t *testing.T) {
+	b := newLBBed(t, 1, 3, sdnlb.RoundRobin, nil)
+	c := b.clients[0]
+	spread(t, b.clients, b.url, 3)
+
+	for _, tt := range []struct {
+		name      string
+		dropFlows bool
+	}{
+		{"FlowsKept", false},
+		{"FlowsLost", true},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			b.sw.DelController()
+			b.lb.WaitSwitches(0, 20*time.Second)
+			if tt.dropFlows {
+				b.sw.Ofctl("del-flows")
+			}
+			b.sw.SetController(b.lb.OpenFlowAddr)
+			b.lb.WaitSwitches(1, 20*time.Second)
+			took := waitServes(t, c, b.url, 10*time.Second)
+			t.Logf("VIP served %v after the switch reconnected", took.Round(time.Millisecond))
+			counts := spread(t, b.clients, b.url, 6)
+			for _, name := range b.serverNames() {
+				if counts[name] != 2 {
+					t.Errorf("after reconnect: answers %v, want 2 from each of %v", counts, b.serverNames())
+					break
+				}
+			}
+		})
+	}
+}
+
+// TestVIP_ConnectionLimit checks that connections beyond a VIP's limit are
+// refused at once, that a slot frees when a connection ends, and that the
+// pool stats count it all.
+func TestVIP_ConnectionLimit(t *testing.T) {
+	const limit = 3
+	b := newLBBed(t, 1, 2, sdnlb.RoundRobin, map[string]any{"connection_limit": limit},
+		"--flow-idle-timeout", "2s")
+	c := b.clients[0]
+	addr := net.JoinHostPort(b.vip.Address, strconv.Itoa(vipPort))
+	dial := func() (net.Conn, time.Duration, error) {
+		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+		defer cancel()
+		start := time.Now()
+		conn, err := c.DialContext(ctx, "tcp", addr)
+		return conn, time.Since(start), err
+	}
+
+	// holdOpen opens a connection and makes one keep-alive request on it:
+	// the server then keeps it open however long it idles.
+	holdOpen := func() (net.Conn, error) {
+		conn, _, err := dial()
+		if err != nil {
+			return nil, err
+		}
+		if err := keepAliveGet(conn, addr); err != nil {
+			conn.Close()
+			return nil, err
+		}
+		return conn, nil
+	}
+
+	var held []net.Conn
+	defer func() {
+		for _, conn := range held {
+			conn.Close()
+		}
+	}()
+	for i := 0; i < limit; i++ {
+		conn, err := holdOpen()
+		if err != nil {
+			t.Fatalf("connection %d of %d: %v", i+1, limit, err)
+		}
+		held = append(held, conn)
+	}
+	st := b.lb.PoolStats(b.pool.ID)
+	if st.ActiveConnections != limit || st.TotalConnections != limit {
+		t.Errorf("stats with %d held: active %d total %d, want %d and %d", limit, st.ActiveConnections, st.TotalConnections, limit, limit)
+	}
+
+	conn, took, err := dial()
+	if err == nil {
+		conn.Close()
+		t.Fatalf("connection %d over a limit of %d was accepted", limit+1, limit)
+	}
+	if !errors.Is(err, syscall.ECONNREFUSED) || took > time.Second {
+		t.Errorf("connection over the limit: %v after %v, want connection refused within 1s", err, took)
+	}
+	t.Logf("connection over the limit refused after %v", took.Round(time.Microsecond))
+	if st := b.lb.PoolStats(b.pool.ID); st.RefusedConnections < 1 {
+		t.Errorf("stats after a refusal: refused %d, want at least 1", st.RefusedConnections)
+	}
+
+	// A slot frees when a connection's flows idle out. The connections
+	// still held make a request now and then, so theirs do not.
+	held[0].Close()
+	held = held[1:]
+	start := time.Now()
+	var reopened net.Conn
+	for i := 0; i < 60 && time.Since(start) < 15*time.Second; i++ {
+		for j, conn := range held {
+			if err := keepAliveGet(conn, addr); err != nil {
+				t.Fatalf("held connection %d: %v", j, err)
+			}
+		}
+		if reopened, err = holdOpen(); err == nil {
+			break
+		}
+		time.Sleep(250 * time.Millisecond)
+	}
+	if err != nil {
+		t.Fatalf("no slot freed %v after a connection ended: %v", time.Since(start), err)
+	}
+	held = append(held, reopened)
+	t.Logf("slot free again %v after a connection ended", time.Since(start).Round(time.Millisecond))
+	if st := b.lb.PoolStats(b.pool.ID); st.TotalConnections != limit+1 || st.ActiveConnections != limit {
+		t.Errorf("stats after reuse: active %d total %d, want %d and %d", st.ActiveConnections, st.TotalConnections, limit, limit+1)
+	}
+}
+
+// keepAliveGet sends one HTTP/1.1 request on conn and reads the answer,
+// leaving the connection open.
+func keepAliveGet(conn net.Conn, host string) error {
+	if err := conn.SetDeadline(time.Now().Add(3 * time.Second)); err != nil {
+		return err
+	}
+	if _, err := fmt.Fprintf(conn, "GET / HTTP/1.1\r\nHost: %s\r\n\r\n", host); err != nil {
+		return err
+	}
+	resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+	if err != nil {
+		return err
+	}
+	_, err = readAll(resp.Body)
+	resp.Body.Close()
+	if err == nil && resp.StatusCode != http.StatusOK {
+		err = fmt.Errorf("status %d", resp.StatusCode)
+	}
+	if err != nil {
+		return err
+	}
+	return conn.SetDeadline(time.Time{})
+}

@@ -1,0 +1,482 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/sdnlb/sdnlb"
+)
+
+// sdnlbBinary is the race-instrumented sdnlb that TestMain builds once, so
+// that e2e traffic also hunts data races in the controller and monitors.
+// SDNLB_E2E_BINARY names a prebuilt one instead (a release build, or a
+// candidate fix built from another tree).
+var sdnlbBinary = os.Getenv("SDNLB_E2E_BINARY")
+
+func TestMain(m *testing.M) {
+	os.Exit(runTests(m))
+}
+
+func runTests(m *testing.M) int {
+	// Without root every test skips in NewSwitch: no need to build.
+	if os.Geteuid() == 0 && sdnlbBinary == "" {
+		dir, err := os.MkdirTemp("", "sdnlb-e2e-bin")
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "e2e:", err)
+			return 1
+		}
+		defer os.RemoveAll(dir)
+		if sdnlbBinary, err = buildSDNLB(dir); err != nil {
+			fmt.Fprintln(os.Stderr, "e2e:", err)
+			return 1
+		}
+	}
+	return m.Run()
+}
+
+// buildSDNLB builds cmd/sdnlb with -race from the module that holds the
+// test's working directory.
+func buildSDNLB(dir string) (string, error) {
+	root, err := moduleRoot()
+	if err != nil {
+		return "", err
+	}
+	bin := filepath.Join(dir, "sdnlb")
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "go", "build", "-race", "-o", bin, "./cmd/sdnlb")
+	cmd.Dir = root
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return "", fmt.Errorf("build sdnlb: %w\n%s", err, out)
+	}
+	return bin, nil
+}
+
+func moduleRoot() (string, error) {
+	dir, err := os.Getwd()
+	if err != nil {
+		return "", err
+	}
+	for i := 0; i < 64; i++ {
+		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
+			return dir, nil
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			break
+		}
+		dir = parent
+	}
+	return "", errors.New("no go.mod above the working directory")
+}
+
+// Bounds of the process's life.
+const (
+	startTimeout = 30 * time.Second
+	stopTimeout  = 15 * time.Second
+	apiTimeout   = 10 * time.Second
+	logTailLines = 60
+)
+
+// sdnlbProc is one running sdnlb process with a private database, listening
+// on loopback ports it chose itself.
+type sdnlbProc struct {
+	// APIAddr and OpenFlowAddr are the listen addresses from the start log.
+	APIAddr      string
+	OpenFlowAddr string
+
+	tb     testing.TB
+	cmd    *exec.Cmd
+	done   chan struct{} // closed once the process has been waited for
+	logEOF chan struct{} // closed once stderr has been read to its end
+	err    error         // from Wait, valid after done
+	client *http.Client
+
+	mu  sync.Mutex
+	log []string // stderr, line by line
+}
+
+// startSDNLB runs the built sdnlb on 127.0.0.1:0 ports with a temp database
+// and JSON logs; extraArgs come last, so they override. On cleanup it sends
+// SIGTERM and fails the test if the process exits non-zero, takes too long,
+// or logged a data race or a panic; on failure it logs the tail of its log.
+func startSDNLB(tb testing.TB, extraArgs ...string) *sdnlbProc {
+	tb.Helper()
+	requireRoot(tb)
+	if sdnlbBinary == "" {
+		tb.Fatal("sdnlb binary not built (TestMain builds it when run as root)")
+	}
+	dir := tb.TempDir()
+	args := append([]string{
+		"--api-addr", "127.0.0.1:0",
+		"--openflow-addr", "127.0.0.1:0",
+		"--db", filepath.Join(dir, "sdnlb.db"),
+		"--log-format", "json",
+	}, extraArgs...)
+	p := &sdnlbProc{
+		tb:     tb,
+		done:   make(chan struct{}),
+		logEOF: make(chan struct{}),
+		client: &http.Client{Timeout: apiTimeout},
+	}
+	stderr, addrs := p.start(tb, args)
+	tb.Cleanup(p.stop)
+	go p.readLog(stderr, addrs)
+
+	select {
+	case a, ok := <-addrs:
+		if !ok {
+			tb.Fatalf("sdnlb exited before it started: %v", p.waitErr())
+		}
+		p.APIAddr, p.OpenFlowAddr = a[0], a[1]
+	case <-time.After(startTimeout):
+		tb.Fatalf("sdnlb did not log %q within %v", "sdnlb started", startTimeout)
+	}
+	return p
+}
+
+// start runs the binary on a goroutine locked to its thread for the child's
+// whole life: Pdeathsig fires when the creating thread ends, and so kills
+// the child if the test process dies, but not before.
+func (p *sdnlbProc) start(tb testing.TB, args []string) (io.ReadCloser, chan [2]string) {
+	tb.Helper()
+	cmd := exec.Command(sdnlbBinary, args...)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	cmd.Stdout = io.Discard
+	p.cmd = cmd
+	started := make(chan error, 1)
+	go func() {
+		runtime.LockOSThread()
+		defer runtime.UnlockOSThread()
+		defer close(p.done)
+		if err := cmd.Start(); err != nil {
+			started <- err
+			return
+		}
+		started <- nil
+		// The log reader must see EOF before Wait closes the pipe.
+		<-p.logEOF
+		p.err = cmd.Wait()
+	}()
+	if err := <-started; err != nil {
+		tb.Fatalf("start sdnlb: %v", err)
+	}
+	return stderr, make(chan [2]string, 1)
+}
+
+// readLog keeps every stderr line and reports the listen addresses from the
+// "sdnlb started" line; addrs is closed at EOF if that line never came.
+func (p *sdnlbProc) readLog(r io.Reader, addrs chan<- [2]string) {
+	defer close(p.logEOF)
+	sent := false
+	defer func() {
+		if !sent {
+			close(addrs)
+		}
+	}()
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 64*1024), 1<<20)
+	for sc.Scan() {
+		line := sc.Text()
+		p.mu.Lock()
+		p.log = append(p.log, line)
+		p.mu.Unlock()
+		if sent {
+			continue
+		}
+		var rec struct {
+			Msg          string `json:"msg"`
+			APIAddr      string `json:"api_addr"`
+			OpenFlowAddr string `json:"openflow_addr"`
+		}
+		if json.Unmarshal([]byte(line), &rec) == nil && rec.Msg == "sdnlb started" {
+			addrs <- [2]string{rec.APIAddr, rec.OpenFlowAddr}
+			sent = true
+		}
+	}
+	// Drain after a scan error (an overlong line) so the child never blocks.
+	_, _ = io.Copy(io.Discard, r)
+}
+
+func (p *sdnlbProc) waitErr() error {
+	select {
+	case <-p.done:
+		return p.err
+	case <-time.After(stopTimeout):
+		return errors.New("still running")
+	}
+}
+
+// stop ends the process with SIGTERM and checks how it ended.
+func (p *sdnlbProc) stop() {
+	tb := p.tb
+	select {
+	case <-p.done:
+		tb.Errorf("sdnlb exited before the test ended: %v", p.err)
+	default:
+		_ = p.cmd.Process.Signal(syscall.SIGTERM)
+		select {
+		case <-p.done:
+			if p.err != nil {
+				tb.Errorf("sdnlb exit after SIGTERM: %v", p.err)
+			}
+		case <-time.After(stopTimeout):
+			tb.Errorf("sdnlb ignored SIGTERM for %v; killing it", stopTimeout)
+			_ = p.cmd.Process.Kill()
+			<-p.done
+		}
+	}
+	for _, bad := range []string{"DATA RACE", "panic"} {
+		if lines := p.LogLines(bad); len(lines) > 0 {
+			tb.Errorf("sdnlb log contains %q (%d lines), first: %s", bad, len(lines), lines[0])
+		}
+	}
+	if tb.Failed() {
+		tb.Logf("last %d lines of the sdnlb log:\n%s", logTailLines, strings.Join(p.logTail(logTailLines), "\n"))
+	}
+}
+
+// LogLines returns the log lines that contain substr.
+func (p *sdnlbProc) LogLines(substr string) []string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	var out []string
+	for _, l := range p.log {
+		if strings.Contains(l, substr) {
+			out = append(out, l)
+		}
+	}
+	return out
+}
+
+func (p *sdnlbProc) logTail(n int) []string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return append([]string(nil), p.log[max(0, len(p.log)-n):]...)
+}
+
+// Do sends one API request; body, when not nil, is sent as JSON. It returns
+// the status and the response body. Safe for any goroutine.
+func (p *sdnlbProc) Do(ctx context.Context, method, path string, body any) (int, []byte, error) {
+	var rd io.Reader
+	if body != nil {
+		b, err := json.Marshal(body)
+		if err != nil {
+			return 0, nil, err
+		}
+		rd = bytes.NewReader(b)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, "http://"+p.APIAddr+path, rd)
+	if err != nil {
+		return 0, nil, err
+	}
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	resp, err := p.client.Do(req)
+	if err != nil {
+		return 0, nil, err
+	}
+	defer resp.Body.Close()
+	data, err := readAll(resp.Body)
+	return resp.StatusCode, data, err
+}
+
+// API is Do that fails the test on a transport error. Call it from the
+// test's goroutine only.
+func (p *sdnlbProc) API(method, path string, body any) (int, []byte) {
+	p.tb.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), apiTimeout)
+	defer cancel()
+	status, data, err := p.Do(ctx, method, path, body)
+	if err != nil {
+		p.tb.Fatalf("%s %s: %v", method, path, err)
+	}
+	return status, data
+}
+
+// mustAPI sends a request, requires the status want and decodes the answer
+// into out (unless out is nil).
+func (p *sdnlbProc) mustAPI(method, path string, body any, want int, out any) {
+	p.tb.Helper()
+	status, data := p.API(method, path, body)
+	if status != want {
+		p.tb.Fatalf("%s %s: status %d, want %d: %s", method, path, status, want, data)
+	}
+	if out != nil {
+		if err := json.Unmarshal(data, out); err != nil {
+			p.tb.Fatalf("%s %s: decode %s: %v", method, path, data, err)
+		}
+	}
+}
+
+// MustCreateVIP creates a VIP; extra sets further fields (connection_limit,
+// session_persistence, ...).
+func (p *sdnlbProc) MustCreateVIP(name, address string, proto sdnlb.Protocol, port int, extra map[string]any) *sdnlb.VIP {
+	p.tb.Helper()
+	body := map[string]any{"name": name, "address": address, "protocol": proto, "port": port}
+	for k, v := range extra {
+		body[k] = v
+	}
+	var v sdnlb.VIP
+	p.mustAPI(http.MethodPost, "/v1/vips", body, http.StatusCreated, &v)
+	return &v
+}
+
+// MustCreatePool creates a pool serving vip with the VIP's protocol.
+func (p *sdnlbProc) MustCreatePool(name string, vip *sdnlb.VIP, method string) *sdnlb.Pool {
+	p.tb.Helper()
+	var pool sdnlb.Pool
+	p.mustAPI(http.MethodPost, "/v1/pools",
+		map[string]any{"name": name, "vip_id": vip.ID, "lb_method": method, "protocol": vip.Protocol},
+		http.StatusCreated, &pool)
+	return &pool
+}
+
+// MustCreateMember adds address:port with weight 1 to pool.
+func (p *sdnlbProc) MustCreateMember(pool *sdnlb.Pool, address string, port int) *sdnlb.Member {
+	p.tb.Helper()
+	var m sdnlb.Member
+	p.mustAPI(http.MethodPost, "/v1/members",
+		map[string]any{"pool_id": pool.ID, "address": address, "port": port, "weight": 1},
+		http.StatusCreated, &m)
+	return &m
+}
+
+// MustCreateMonitor creates a monitor from its fields and associates it with
+// pool.
+func (p *sdnlbProc) MustCreateMonitor(pool *sdnlb.Pool, fields map[string]any) *sdnlb.Monitor {
+	p.tb.Helper()
+	var mon sdnlb.Monitor
+	p.mustAPI(http.MethodPost, "/v1/monitors", fields, http.StatusCreated, &mon)
+	p.mustAPI(http.MethodPost, "/v1/pools/"+pool.ID+"/monitors", map[string]any{"monitor_id": mon.ID}, http.StatusNoContent, nil)
+	return &mon
+}
+
+// Member reads one member.
+func (p *sdnlbProc) Member(id string) *sdnlb.Member {
+	p.tb.Helper()
+	var m sdnlb.Member
+	p.mustAPI(http.MethodGet, "/v1/members/"+id, nil, http.StatusOK, &m)
+	return &m
+}
+
+// VIP reads one VIP.
+func (p *sdnlbProc) VIP(id string) *sdnlb.VIP {
+	p.tb.Helper()
+	var v sdnlb.VIP
+	p.mustAPI(http.MethodGet, "/v1/vips/"+id, nil, http.StatusOK, &v)
+	return &v
+}
+
+// PoolStats reads a pool's traffic counters.
+func (p *sdnlbProc) PoolStats(poolID string) *sdnlb.PoolStats {
+	p.tb.Helper()
+	var st sdnlb.PoolStats
+	p.mustAPI(http.MethodGet, "/v1/pools/"+poolID+"/stats", nil, http.StatusOK, &st)
+	return &st
+}
+
+// WaitPoolMembers waits until the controller's configuration has n members
+// in the pool: the API commits at once, the controller follows through the
+// change feed, and traffic sent in between meets the old configuration.
+func (p *sdnlbProc) WaitPoolMembers(poolID string, n int, timeout time.Duration) {
+	p.tb.Helper()
+	deadline := time.Now().Add(timeout)
+	var got int
+	for i := 0; i < 1000 && time.Now().Before(deadline); i++ {
+		status, data := p.API(http.MethodGet, "/v1/pools/"+poolID+"/stats", nil)
+		var st sdnlb.PoolStats
+		if status == http.StatusOK && json.Unmarshal(data, &st) == nil {
+			if got = len(st.Members); got == n {
+				return
+			}
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	p.tb.Fatalf("controller shows %d members in pool %s after %v, want %d", got, poolID, timeout, n)
+}
+
+// Switches lists the connected switches.
+func (p *sdnlbProc) Switches() []*sdnlb.Switch {
+	p.tb.Helper()
+	var list struct {
+		Switches []*sdnlb.Switch `json:"switches"`
+	}
+	p.mustAPI(http.MethodGet, "/v1/switches", nil, http.StatusOK, &list)
+	return list.Switches
+}
+
+// WaitSwitches waits until n switches are connected.
+func (p *sdnlbProc) WaitSwitches(n int, timeout time.Duration) {
+	p.tb.Helper()
+	deadline := time.Now().Add(timeout)
+	var got int
+	for i := 0; i < 1000 && time.Now().Before(deadline); i++ {
+		if got = len(p.Switches()); got == n {
+			return
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	p.tb.Fatalf("%d switches connected after %v, want %d", got, timeout, n)
+}
+
+// Connect points sw at this sdnlb and waits until the session is up.
+func (p *sdnlbProc) Connect(sw *Switch) {
+	p.tb.Helper()
+	sw.SetController(p.OpenFlowAddr)
+	p.WaitSwitches(1, 20*time.Second)
+}
+
+// Metric returns the sum of the samples of a Prometheus metric from
+// /metrics whose name and labels start with series, e.g.
+// `sdnlb_controller_packet_ins_total{kind="lb"}` or just the name.
+func (p *sdnlbProc) Metric(series string) float64 {
+	p.tb.Helper()
+	status, data := p.API(http.MethodGet, "/metrics", nil)
+	if status != http.StatusOK {
+		p.tb.Fatalf("GET /metrics: status %d", status)
+	}
+	sum, found := 0.0, false
+	for _, line := range strings.Split(string(data), "\n") {
+		if strings.HasPrefix(line, "#") || !strings.HasPrefix(line, series) {
+			continue
+		}
+		// The name must end where series does, or at a label set.
+		if rest := line[len(series):]; !strings.HasPrefix(rest, " ") && !strings.HasPrefix(rest, "{") &&
+			!strings.HasSuffix(series, "}") {
+			continue
+		}
+		var v float64
+		if _, err := fmt.Sscanf(line[strings.LastIndexByte(line, ' ')+1:], "%g", &v); err != nil {
+			p.tb.Fatalf("metric line %q: %v", line, err)
+		}
+		sum += v
+		found = true
+	}
+	if !found {
+		p.tb.Fatalf("no metric %s in /metrics", series)
+	}
+	return sum
+}
