@@ -192,18 +192,52 @@ func TestPacketIn_SYNRoundRobin(t *testing.T) {
 	}
 }
 
-func TestPacketIn_RetransmittedSYNFollowsFirst(t *testing.T) {
-	_, sw := connected(t, testConfig(nil), Options{}, 1, 2, 3)
-	sw.packetIn(clientOF, syn(t, 40000))
-	first := nextSetup(t, sw)
-	sw.packetIn(clientOF, syn(t, 40000))
-	r := sw.next()
-	po, ok := r.m.(*ofp.PacketOut)
-	if !ok {
-		t.Fatalf("a repeated SYN got %s, want only a packet-out", r.h.Type)
+func TestPacketIn_LatePacketsOfNewConnection(t *testing.T) {
+	ack := tcpFrame(t, tcpSeg{srcMAC: clientMAC, dstMAC: vipMAC, src: clientIP, dst: "10.0.0.100", sport: 40000, dport: 80, ack: true, seq: 1001, ackNum: 5})
+	tests := []struct {
+		name    string
+		before  func(h *harness)
+		frame   []byte
+		forward bool // else reset
+	}{
+		{"RetransmittedSYN", nil, syn(t, 40000), true},
+		// The ACK overtook the switch's cache revalidation and was punted.
+		{"ACKRightAfterSetup", nil, ack, true},
+		{"ACKLongAfter", func(h *harness) { h.clock.advance(time.Duration(recentWindow) + time.Second) }, ack, false},
+		{"ACKAfterMemberDown", func(h *harness) {
+			h.src.set(testConfig(func(c *sdnlb.Config) { c.Members[0].Health.Status = sdnlb.MemberDown }))
+			waitSnapshot(t, h.c, func(s *snapshot) bool { return s.members["m1"].status == sdnlb.MemberDown })
+		}, ack, false},
 	}
-	if got, want := actionsLine(po.Actions), ofp.FormatInstructions(first.fwd.Instructions); got != want {
-		t.Errorf("repeat went %s, first %s", got, want)
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			h, sw := connected(t, testConfig(nil), Options{}, 1, 2, 3)
+			sw.packetIn(clientOF, syn(t, 40000))
+			first := nextSetup(t, sw)
+			if tt.before != nil {
+				tt.before(h)
+			}
+			sw.packetIn(clientOF, tt.frame)
+			var po *ofp.PacketOut
+			for po == nil {
+				r := sw.next()
+				switch m := r.m.(type) {
+				case *ofp.FlowMod:
+					if m.Command == ofp.FlowAdd {
+						t.Fatalf("a late packet set up flows: %s", flowLine(t, m))
+					}
+				case *ofp.PacketOut:
+					po = m
+				}
+			}
+			if tt.forward {
+				if got, want := actionsLine(po.Actions), ofp.FormatInstructions(first.fwd.Instructions); got != want || string(po.Data) != string(tt.frame) {
+					t.Errorf("late packet went %s, first %s", got, want)
+				}
+			} else {
+				assertRST(t, po, 40000, "RST seq=5 ack=0")
+			}
+		})
 	}
 }
 
@@ -608,5 +642,17 @@ func TestTCPRST_Checksums(t *testing.T) {
 				t.Errorf("reset\n got % x\nwant % x", got, want)
 			}
 		})
+	}
+}
+
+// waitSnapshot waits until the controller's snapshot satisfies ok.
+func waitSnapshot(tb testing.TB, c *Controller, ok func(*snapshot) bool) {
+	tb.Helper()
+	deadline := time.Now().Add(waitFor)
+	for !ok(c.snap.Load()) {
+		if time.Now().After(deadline) {
+			tb.Fatal("the snapshot never became as expected")
+		}
+		time.Sleep(time.Millisecond)
 	}
 }

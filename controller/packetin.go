@@ -3,6 +3,7 @@ package controller
 import (
 	"time"
 
+	"github.com/sdnlb/sdnlb"
 	"github.com/sdnlb/sdnlb/controller/ofp"
 	"github.com/sdnlb/sdnlb/controller/sched"
 )
@@ -15,19 +16,23 @@ const (
 	arpRetry         = 500 * time.Millisecond // between ARP requests for one member
 )
 
-// recentSize is the number of slots of the cache of recent setups. Packets
-// of a new connection that arrive before its flows are in (a UDP burst, a
-// SYN retransmission) find their setup there and follow the first packet
-// to the same member instead of being scheduled again.
+// Packets of a connection that reach the controller after its setup (a UDP
+// burst, a retransmitted SYN, or the client's ACK overtaking Open vSwitch's
+// revalidation of its datapath flow cache) follow the first packet to the
+// same member: the session remembers recent setups in a direct-mapped
+// cache. Without it such an ACK would be taken for a packet of a purged
+// connection and answered with a reset.
 const (
-	recentSize   = 1024
+	recentSize   = 8192 // slots; a power of two
 	recentWindow = int64(2 * time.Second)
 )
 
 type recentSetup struct {
-	key  connKey
-	at   int64 // unix nanoseconds
-	conn connection
+	key          connKey
+	memberNum    uint32
+	memberOFPort uint32
+	memberMAC    [6]byte
+	at           int64 // unix nanoseconds
 }
 
 type connKey struct {
@@ -39,6 +44,10 @@ type connKey struct {
 func (k connKey) slot() int {
 	h := k.clientIP*0x9e3779b1 ^ uint32(k.clientPort)*0x85ebca6b ^ k.vipNum*0xc2b2ae35
 	return int(h>>16^h) & (recentSize - 1)
+}
+
+func (c *connection) key() connKey {
+	return connKey{clientIP: ipUint(c.clientIP), clientPort: c.clientPort, vipNum: c.vipNum}
 }
 
 type heldSetup struct {
@@ -219,6 +228,18 @@ func (s *session) handleVIPPacket(snap *snapshot, inPort uint32) {
 	if v == nil {
 		return // a port or protocol no VIP serves
 	}
+	c := connection{
+		proto:    proto,
+		clientIP: ip4(d.ip4.SrcIP), vipIP: vipIP,
+		clientPort: sport, vipPort: dport,
+		clientOFPort: inPort,
+		vipMAC:       v.mac, vipNum: v.num,
+		idleTimeout: s.c.idle, hardTimeout: s.c.hard,
+	}
+	now := s.c.now()
+	if s.forwardRecent(snap, &c, now) {
+		return
+	}
 	if proto == protoTCP {
 		if d.tcp.RST {
 			return
@@ -231,18 +252,6 @@ func (s *session) handleVIPPacket(snap *snapshot, inPort uint32) {
 			return
 		}
 	}
-	clientIP := ip4(d.ip4.SrcIP)
-	key := connKey{clientIP: ipUint(clientIP), clientPort: sport, vipNum: v.num}
-	now := s.c.now()
-	if r := &s.recent[key.slot()]; r.key == key && now.UnixNano()-r.at < recentWindow {
-		// Same connection as a moment ago: its flows are on the way.
-		s.flows.build(&r.conn)
-		s.po = ofp.PacketOut{BufferID: ofp.NoBuffer, InPort: inPort, Actions: s.flows.forwardActions(), Data: s.pin.Data}
-		s.wmu.Lock()
-		s.writeLocked(s.nextXID(), &s.po)
-		s.wmu.Unlock()
-		return
-	}
 
 	pool := v.pool
 	if pool == nil || len(pool.rotation) == 0 {
@@ -254,27 +263,48 @@ func (s *session) handleVIPPacket(snap *snapshot, inPort uint32) {
 		s.refuse(inPort, v, refusedLimit)
 		return
 	}
-	m := s.pick(pool, v, key, proto, now)
-	c := connection{
-		proto:    proto,
-		clientIP: clientIP, vipIP: vipIP, memberIP: m.ip,
-		clientPort: sport, vipPort: dport, memberPort: m.port,
-		clientOFPort: inPort,
-		vipMAC:       v.mac,
-		vipNum:       v.num, memberNum: m.num,
-		idleTimeout: s.c.idle, hardTimeout: s.c.hard,
-	}
-	if c.memberPort == 0 {
-		c.memberPort = dport
-	}
+	m := s.pick(pool, v, c.key(), proto, now)
+	c.setMember(m)
 	e, known := s.arps[ipUint(m.ip)]
 	if !known {
 		s.hold(c, v, now)
 		return
 	}
 	c.memberMAC, c.memberOFPort = e.mac, e.port
-	s.recent[key.slot()] = recentSetup{key: key, at: now.UnixNano(), conn: c}
 	s.install(&c, s.pin.Data, v.cnt)
+}
+
+// setMember binds c to m; a member port of 0 means the VIP's port.
+func (c *connection) setMember(m *memberState) {
+	c.memberIP, c.memberPort, c.memberNum = m.ip, m.port, m.num
+	if c.memberPort == 0 {
+		c.memberPort = c.vipPort
+	}
+}
+
+// forwardRecent sends the packet after its connection's first one when the
+// connection was set up a moment ago and its member was not purged since.
+func (s *session) forwardRecent(snap *snapshot, c *connection, now time.Time) bool {
+	if s.recent == nil {
+		return false
+	}
+	key := c.key()
+	r := &s.recent[key.slot()]
+	if r.key != key || now.UnixNano()-r.at >= recentWindow {
+		return false
+	}
+	m := snap.memberByNum[r.memberNum]
+	if m == nil || m.status == sdnlb.MemberDown {
+		return false
+	}
+	c.setMember(m)
+	c.memberMAC, c.memberOFPort = r.memberMAC, r.memberOFPort
+	s.flows.build(c)
+	s.po = ofp.PacketOut{BufferID: ofp.NoBuffer, InPort: c.clientOFPort, Actions: s.flows.forwardActions(), Data: s.pin.Data}
+	s.wmu.Lock()
+	s.writeLocked(s.nextXID(), &s.po)
+	s.wmu.Unlock()
+	return true
 }
 
 // pick chooses the member: the client's persistent one while it is in
@@ -317,6 +347,12 @@ func (s *session) install(c *connection, data []byte, vip *vipCounters) {
 		m.total.Add(1)
 	}
 	s.active[uint64(c.vipNum)<<32|uint64(c.memberNum)]++
+	if s.recent == nil {
+		s.recent = new([recentSize]recentSetup)
+	}
+	key := c.key()
+	s.recent[key.slot()] = recentSetup{key: key, memberNum: c.memberNum, memberOFPort: c.memberOFPort,
+		memberMAC: c.memberMAC, at: s.c.now().UnixNano()}
 	s.c.metrics.setups.Inc()
 	if s.debug {
 		s.log.Debug("connection set up", "client", ipString(c.clientIP), "client_port", c.clientPort,

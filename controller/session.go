@@ -66,11 +66,11 @@ type session struct {
 	macs     map[[6]byte]macEntry
 	arps     map[uint32]arpEntry
 	arpSent  map[uint32]time.Time
-	active   map[uint64]int64 // connections this session counted, by vip<<32|member
-	recent   *[recentSize]recentSetup
-	live     map[uint32]flowCounters // the last complete stats poll, by member
-	poll     map[uint32]flowCounters // the poll being assembled
-	pollFrom uint32                  // xid of the poll being assembled
+	active   map[uint64]int64         // connections this session counted, by vip<<32|member
+	recent   *[recentSize]recentSetup // allocated at the first setup
+	live     map[uint32]flowCounters  // the last complete stats poll, by member
+	poll     map[uint32]flowCounters  // the poll being assembled
+	pollFrom uint32                   // xid of the poll being assembled
 }
 
 type macEntry struct {
@@ -114,7 +114,6 @@ func newSession(c *Controller, conn net.Conn) *session {
 		arps:        map[uint32]arpEntry{},
 		arpSent:     map[uint32]time.Time{},
 		active:      map[uint64]int64{},
-		recent:      new([recentSize]recentSetup),
 		live:        map[uint32]flowCounters{},
 		poll:        map[uint32]flowCounters{},
 	}
