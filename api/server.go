@@ -16,6 +16,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/sdnlb/sdnlb"
+	"github.com/sdnlb/sdnlb/web"
 )
 
 // Server holds the services the handlers use. Set the fields, then call
@@ -101,6 +102,9 @@ func (s *Server) Handler() http.Handler {
 		return errMethodNotAllowed
 	}))
 
+	// The dashboard's files are public; the data it reads goes through auth.
+	r.Get("/", http.RedirectHandler("/dashboard/", http.StatusFound).ServeHTTP)
+	r.Handle("/dashboard/*", http.StripPrefix("/dashboard/", web.Handler()))
 	r.Get("/healthz", s.handle(s.handleHealthz))
 	r.Get("/readyz", s.handle(s.handleReadyz))
 
