@@ -190,12 +190,12 @@ func (r *rewrite) set(field uint16) bool { return r.has&(1<<field) != 0 }
 func parseActions(a []byte, r *rewrite) error {
 	for len(a) > 0 {
 		if len(a) < 8 {
-			return errShortAction
+			return errBadActions
 		}
 		typ := binary.BigEndian.Uint16(a)
 		n := int(binary.BigEndian.Uint16(a[2:]))
 		if n < 8 || n > len(a) || n%8 != 0 {
-			return errShortAction
+			return errBadActions
 		}
 		switch typ {
 		case 0: // OFPAT_OUTPUT

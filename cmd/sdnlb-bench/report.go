@@ -25,6 +25,7 @@ type Result struct {
 	Latency          Latency  `json:"latency"`
 	FlowAdds         uint64   `json:"flow_adds"`
 	FlowAddsPerSetup float64  `json:"flow_adds_per_setup"`
+	FlowOthers       uint64   `json:"flow_others"` // flow-mods that modify or delete
 	PerMember        []Share  `json:"per_member"`
 	Errors           Errors   `json:"errors"`
 	AllocsPerSetup   *float64 `json:"allocs_per_setup,omitempty"` // embedded only: whole process
@@ -80,6 +81,7 @@ func collect(cfg *config, sws []*fakeSwitch, elapsed time.Duration) *Result {
 		res.Setups += st.setups
 		res.Drained += st.drained
 		res.FlowAdds += st.flowAdds
+		res.FlowOthers += st.flowOthers
 		e.OFPErrors += s.ofpErrors
 		if s.firstErr != nil && e.FirstOFP == "" {
 			e.FirstOFP = s.firstErr.Error()
@@ -126,7 +128,7 @@ func writeTable(w io.Writer, res *Result) error {
 	fmt.Fprintf(tw, "setups\t%d (%.0f/s), %d more drained after the end\n", res.Setups, res.SetupsPerSecond, res.Drained)
 	l := res.Latency
 	fmt.Fprintf(tw, "latency\tp50 %.1f µs  p90 %.1f µs  p99 %.1f µs  max %.1f µs  (%d samples)\n", l.P50, l.P90, l.P99, l.Max, l.Samples)
-	fmt.Fprintf(tw, "flow adds\t%d (%.2f per setup)\n", res.FlowAdds, res.FlowAddsPerSetup)
+	fmt.Fprintf(tw, "flow-mods\t%d adds (%.2f per setup), %d modify/delete\n", res.FlowAdds, res.FlowAddsPerSetup, res.FlowOthers)
 	var shares []string
 	for _, s := range res.PerMember {
 		shares = append(shares, fmt.Sprintf("%s %d", s.Member, s.Setups))

@@ -6,13 +6,14 @@ import (
 	"fmt"
 	"net"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/sdnlb/sdnlb/controller/ofp"
 )
 
 var (
-	errShortAction    = errors.New("malformed action list")
+	errBadActions     = errors.New("malformed action list")
 	errShortPacketOut = errors.New("short packet-out")
 )
 
@@ -39,7 +40,7 @@ type swStats struct {
 	badRewrite uint64 // packet-out without the expected NAT rewrite
 	unmatched  uint64 // packet-out for no setup in flight
 	flowAdds   uint64
-	flowOthers uint64
+	flowOthers uint64 // modifies and deletes
 	perMember  []uint64
 }
 
@@ -62,10 +63,11 @@ type fakeSwitch struct {
 	base      uint32 // first client address
 	clientMAC net.HardwareAddr
 
-	mu     sync.Mutex
-	w      *bufio.Writer
-	out    []byte
-	closed bool
+	closed atomic.Bool // set by the run before it closes conn
+
+	mu  sync.Mutex
+	w   *bufio.Writer
+	out []byte
 
 	barrier     chan struct{} // closed when the first barrier is answered
 	vipKnown    chan struct{} // closed when the VIP's ARP reply arrived
@@ -117,10 +119,7 @@ func (s *fakeSwitch) readLoop() error {
 	for {
 		msg, err := ofp.ReadMessage(s.r, s.rbuf)
 		if err != nil {
-			s.mu.Lock()
-			closed := s.closed
-			s.mu.Unlock()
-			if closed {
+			if s.closed.Load() {
 				return nil
 			}
 			return fmt.Errorf("switch %d: read: %w", s.idx, err)
@@ -139,9 +138,7 @@ func (s *fakeSwitch) readLoop() error {
 }
 
 func (s *fakeSwitch) close() {
-	s.mu.Lock()
-	s.closed = true
-	s.mu.Unlock()
+	s.closed.Store(true)
 	s.conn.Close()
 }
 
@@ -183,10 +180,11 @@ func (s *fakeSwitch) handle(msg []byte) error {
 		s.send(h.XID, &ofp.EchoReply{Data: msg[ofp.HeaderLen:]})
 	case ofp.TypeHello:
 		_, m, err := ofp.Decode(msg)
-		if err != nil {
-			return fmt.Errorf("hello: %w", err)
+		hello, ok := m.(*ofp.Hello)
+		if err != nil || !ok {
+			return fmt.Errorf("hello: %v", err)
 		}
-		if hello := m.(*ofp.Hello); !hello.Supports(ofp.Version) {
+		if !hello.Supports(ofp.Version) {
 			s.send(h.XID, &ofp.ErrorMsg{ErrType: ofp.ErrTypeHelloFailed, Code: ofp.HelloFailedIncompatible})
 			return fmt.Errorf("controller does not offer OpenFlow 1.3 (versions %v)", hello.Versions)
 		}
@@ -204,19 +202,20 @@ func (s *fakeSwitch) handle(msg []byte) error {
 		s.handleMultipart(h, msg)
 	case ofp.TypeRoleRequest:
 		_, m, err := ofp.Decode(msg)
-		if err != nil {
-			return fmt.Errorf("role request: %w", err)
+		req, ok := m.(*ofp.RoleRequest)
+		if err != nil || !ok {
+			return fmt.Errorf("role request: %v", err)
 		}
-		req := m.(*ofp.RoleRequest)
 		s.send(h.XID, &ofp.RoleReply{Role: req.Role, GenerationID: req.GenerationID})
 	case ofp.TypeError:
 		_, m, err := ofp.Decode(msg)
-		if err != nil {
-			return fmt.Errorf("error message: %w", err)
+		e, ok := m.(*ofp.ErrorMsg)
+		if err != nil || !ok {
+			return fmt.Errorf("error message: %v", err)
 		}
 		s.ofpErrors++
 		if s.firstErr == nil {
-			s.firstErr = m.(*ofp.ErrorMsg)
+			s.firstErr = e
 		}
 	case ofp.TypeEchoReply, ofp.TypeSetConfig, ofp.TypeSetAsync, ofp.TypePortMod, ofp.TypeTableMod:
 		// Accepted; nothing in them changes what the bench does.
@@ -239,12 +238,13 @@ func closeOnce(c chan struct{}) {
 
 func (s *fakeSwitch) handleMultipart(h ofp.Header, msg []byte) {
 	_, m, err := ofp.Decode(msg)
-	if err != nil {
+	req, ok := m.(*ofp.MultipartRequest)
+	if err != nil || !ok {
 		s.send(h.XID, &ofp.ErrorMsg{ErrType: ofp.ErrTypeBadRequest, Code: ofp.BadRequestBadMultipart, Data: head(msg)})
 		return
 	}
 	var body ofp.MultipartReplyBody
-	switch m.(*ofp.MultipartRequest).Body.(type) {
+	switch req.Body.(type) {
 	case ofp.PortDescRequest:
 		body = ofp.PortDescReply{Ports: s.ports()}
 	case ofp.FlowStatsRequest:
@@ -298,10 +298,10 @@ func (s *fakeSwitch) handleFlowMod(msg []byte) error {
 		return nil
 	}
 	_, m, err := ofp.Decode(msg)
-	if err != nil {
-		return fmt.Errorf("flow-mod: %w", err)
+	fm, ok := m.(*ofp.FlowMod)
+	if err != nil || !ok {
+		return fmt.Errorf("flow-mod: %v", err)
 	}
-	fm := m.(*ofp.FlowMod)
 	s.warmFlows = append(s.warmFlows, fm)
 	s.ctlFlows = applyFlowMod(s.ctlFlows, fm)
 	return nil
