@@ -170,14 +170,27 @@ func (c *Controller) Serve(ctx context.Context, ln net.Listener) error {
 	}()
 
 	var err error
+	var backoff time.Duration
 	for {
 		conn, aerr := ln.Accept()
 		if aerr != nil {
-			if ctx.Err() == nil {
-				err = fmt.Errorf("controller: accept: %w", aerr)
+			if ctx.Err() != nil {
+				break
 			}
-			break
+			if errors.Is(aerr, net.ErrClosed) {
+				err = fmt.Errorf("controller: accept: %w", aerr)
+				break
+			}
+			// Out of file descriptors and the like: wait, as net/http does.
+			backoff = min(max(2*backoff, 5*time.Millisecond), time.Second)
+			c.log.Warn("accepting a switch failed; retrying", "err", aerr, "in", backoff)
+			select {
+			case <-time.After(backoff):
+			case <-ctx.Done():
+			}
+			continue
 		}
+		backoff = 0
 		wg.Go(func() { c.serveConn(ctx, conn) })
 	}
 	cancel()

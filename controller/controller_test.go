@@ -5,6 +5,8 @@ import (
 	"context"
 	"net"
 	"strings"
+	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -160,4 +162,37 @@ func TestController_ReloadFollowsFeed(t *testing.T) {
 		// v2 has no MAC from the store: the controller derives the same one.
 		"cookie=0x5d11000002000004, priority=1000, idle_timeout=30, send_flow_rem, icmp,nw_src=10.0.0.9,nw_dst=10.0.1.5,icmp_type=0 actions=set_field:" + sdnlb.VIPMAC("v2") + "->eth_src,set_field:10.0.0.102->ip_src,output:10",
 	})
+}
+
+// flakyListener fails its first Accepts the way a process out of file
+// descriptors does, then hands over to a pipeListener.
+type flakyListener struct {
+	*pipeListener
+	fails atomic.Int32
+}
+
+func (l *flakyListener) Accept() (net.Conn, error) {
+	if l.fails.Add(-1) >= 0 {
+		return nil, &net.OpError{Op: "accept", Err: syscall.EMFILE}
+	}
+	return l.pipeListener.Accept()
+}
+
+func TestController_AcceptErrorsRetried(t *testing.T) {
+	h := &harness{src: newFakeSource(testConfig(nil)), ln: newPipeListener(), log: &syncBuffer{}, clock: &testClock{}}
+	h.c = New(h.src, Options{Logger: newTestLogger(h.log), EchoInterval: time.Hour, StatsInterval: time.Hour})
+	fl := &flakyListener{pipeListener: h.ln}
+	fl.fails.Store(3)
+	ctx, cancel := context.WithCancel(context.Background())
+	errc := make(chan error, 1)
+	go func() { errc <- h.c.Serve(ctx, fl) }()
+	h.connect(t, 1)
+	waitSwitches(t, h.c, func(sws []*sdnlb.Switch) bool { return len(sws) == 1 })
+	cancel()
+	if err := <-errc; err != nil {
+		t.Errorf("Serve: %v", err)
+	}
+	if n := strings.Count(h.log.String(), "accepting a switch failed"); n != 3 {
+		t.Errorf("%d warnings for 3 failed accepts", n)
+	}
 }
