@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"math"
 	"math/bits"
@@ -159,7 +158,7 @@ func execute(ctx context.Context, cfg *config, addr string, memStats bool) (*Res
 	}
 
 	checks := make([]Check, len(sws))
-	if err := eachSwitch(sws, func(s *fakeSwitch) (err error) {
+	if err := eachSwitch(ctx, sws, func(ctx context.Context, s *fakeSwitch) (err error) {
 		checks[s.idx], err = s.warmUp(ctx)
 		return err
 	}); err != nil {
@@ -175,12 +174,11 @@ func execute(ctx context.Context, cfg *config, addr string, memStats bool) (*Res
 	var drivers sync.WaitGroup
 	defer drivers.Wait()
 	defer close(done)
-	fail := func(err error) { cancel(err) }
 	for _, s := range sws {
 		if cfg.rate > 0 {
-			drivers.Go(func() { s.pace(done, perSwitchRate, len(sws), fail) })
+			drivers.Go(func() { s.pace(done, perSwitchRate, len(sws), cancel) })
 		}
-		drivers.Go(func() { s.sweepEvery(done, fail) })
+		drivers.Go(func() { s.sweepEvery(done, cancel) })
 	}
 
 	if cfg.warmup > 0 {
@@ -234,12 +232,14 @@ func execute(ctx context.Context, cfg *config, addr string, memStats bool) (*Res
 		s.expireAll()
 		s.mu.Unlock()
 	}
+	var ms1 runtime.MemStats
+	if memStats {
+		runtime.ReadMemStats(&ms1) // before collect allocates the result
+	}
 
 	res := collect(cfg, sws, elapsed)
 	res.Checks = checks
 	if memStats {
-		var ms1 runtime.MemStats
-		runtime.ReadMemStats(&ms1)
 		if n := float64(res.Setups + res.Drained); n > 0 {
 			allocs := float64(ms1.Mallocs-ms0.Mallocs) / n
 			bytes := float64(ms1.TotalAlloc-ms0.TotalAlloc) / n
@@ -249,15 +249,24 @@ func execute(ctx context.Context, cfg *config, addr string, memStats bool) (*Res
 	return res, nil
 }
 
-// eachSwitch runs f for every switch at once and returns the first error.
-func eachSwitch(sws []*fakeSwitch, f func(*fakeSwitch) error) error {
-	errs := make([]error, len(sws))
+// eachSwitch runs f for every switch at once; the first error cancels
+// the others' ctx and is returned.
+func eachSwitch(ctx context.Context, sws []*fakeSwitch, f func(context.Context, *fakeSwitch) error) error {
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
 	var wg sync.WaitGroup
-	for i, s := range sws {
-		wg.Go(func() { errs[i] = f(s) })
+	for _, s := range sws {
+		wg.Go(func() {
+			if err := f(ctx, s); err != nil {
+				cancel(err)
+			}
+		})
 	}
 	wg.Wait()
-	return errors.Join(errs...)
+	if ctx.Err() != nil {
+		return context.Cause(ctx)
+	}
+	return nil
 }
 
 func sleepCtx(ctx context.Context, d time.Duration) error {

@@ -24,6 +24,7 @@ type faults struct {
 	badPort   int // packet-out to a port that is not the member's
 	duplicate int // the packet-out twice
 	sendError bool
+	noReverse bool // no member→client flow
 }
 
 func hit(every int, n uint64) bool { return every > 0 && n%uint64(every) == uint64(every-1) }
@@ -153,7 +154,9 @@ func (c *fakeController) packetIn(send func(ofp.Message), hosts map[uint32]learn
 	m.mac, m.ofPort = h.mac, h.port
 	fwd, rev := natFlows(tcp.src, tcp.sport, c.vipMAC, &c.t, &m)
 	send(fwd)
-	send(rev)
+	if !c.f.noReverse {
+		send(rev)
+	}
 	actions := slices.Clone(fwd.Instructions[0].(ofp.InstructionApplyActions).Actions)
 	if hit(c.f.badPort, n) {
 		actions[len(actions)-1] = ofp.ActionOutput{Port: 99}
@@ -267,6 +270,30 @@ func TestExecute_FakeController(t *testing.T) {
 			}
 			if len(res.Checks) != 1 || res.Checks[0].Member != "10.99.0.1:80" || res.Checks[0].OutPort != memberPort0 {
 				t.Errorf("warm-up checks = %+v, want setup 0 on member 10.99.0.1:80 out port %d", res.Checks, memberPort0)
+			}
+		})
+	}
+}
+
+func TestExecute_WarmupFails(t *testing.T) {
+	tests := []struct {
+		name    string
+		f       faults
+		wantErr string
+	}{
+		{"NoReverseFlow", faults{noReverse: true}, "no member→client flow-mod"},
+		{"Refused", faults{refuse: 1}, "refused the setup"},
+		{"NoAnswer", faults{drop: 1}, "no packet-out for the first setup"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			cfg := mustConfig(t, "-switches", "3", "-timeout", "300ms")
+			addr := startFakeController(t, newTarget(cfg.vip.Addr().As4(), cfg.vip.Port(), cfg.firstMember.As4(), cfg.members), tt.f)
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			res, err := execute(ctx, cfg, addr, false)
+			if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+				t.Fatalf("execute = %+v, %v; want an error about %q", res, err, tt.wantErr)
 			}
 		})
 	}
