@@ -197,14 +197,15 @@ func (s *session) learnIP(ip uint32, mac [6]byte, port uint32) {
 	delete(s.held, ip)
 	s.heldMu.Unlock()
 	now := s.c.now()
+	snap := s.c.snap.Load()
 	for i := range held {
 		h := &held[i]
-		if now.After(h.deadline) {
+		if _, stale := purgeFor(snap, &h.conn); stale || now.After(h.deadline) {
 			h.vip.active.Add(-1)
 			continue
 		}
 		h.conn.memberMAC, h.conn.memberOFPort = mac, port
-		s.install(&h.conn, h.data, h.vip)
+		s.install(&h.conn, h.data, snap)
 	}
 }
 
@@ -271,7 +272,7 @@ func (s *session) handleVIPPacket(snap *snapshot, inPort uint32) {
 		return
 	}
 	c.memberMAC, c.memberOFPort = e.mac, e.port
-	s.install(&c, s.pin.Data, v.cnt)
+	s.install(&c, s.pin.Data, snap)
 }
 
 // setMember binds c to m; a member port of 0 means the VIP's port.
@@ -334,15 +335,26 @@ func (s *session) pick(pool *poolState, v *vipState, key connKey, proto uint8, n
 // install pushes a connection's flow pair and releases its first packet
 // with the same rewrite. The switch handles messages in order, so no
 // barrier is needed. The VIP's active count was taken at admission.
-func (s *session) install(c *connection, data []byte, vip *vipCounters) {
+//
+// snap is the configuration the setup was decided on. When a newer one has
+// taken its member or VIP away, the purge the configuration sync sent may
+// already be on the wire ahead of these flows; the setup then sends the
+// purge again behind them, so no flow to a failed member survives.
+func (s *session) install(c *connection, data []byte, snap *snapshot) {
 	mods := s.flows.build(c)
 	s.po = ofp.PacketOut{BufferID: ofp.NoBuffer, InPort: c.clientOFPort, Actions: s.flows.forwardActions(), Data: data}
 	s.wmu.Lock()
 	s.writeLocked(s.nextXID(), &mods[0])
 	s.writeLocked(s.nextXID(), &mods[1])
 	s.writeLocked(s.nextXID(), &s.po)
+	cur := s.c.snap.Load()
+	if cur != snap {
+		if fm, stale := purgeFor(cur, c); stale {
+			s.writeLocked(s.nextXID(), &fm)
+		}
+	}
 	s.wmu.Unlock()
-	if m := s.c.snap.Load().memberCnt[c.memberNum]; m != nil {
+	if m := cur.memberCnt[c.memberNum]; m != nil {
 		m.active.Add(1)
 		m.total.Add(1)
 	}
@@ -431,4 +443,19 @@ func (s *session) refuse(inPort uint32, v *vipState, reason int) {
 func (s *session) sendRST(inPort uint32, v *vipState) {
 	s.frame = appendTCPRST(s.frame[:0], rstFor(s.dec, v.mac))
 	s.packetOut(inPort, ofp.PortInPort, s.frame)
+}
+
+// purgeFor returns the flow delete a connection needs when snap no longer
+// lets it run: its VIP is gone or changed, or its member is gone, moved or
+// DOWN. A DRAINING member keeps its connections.
+func purgeFor(snap *snapshot, c *connection) (ofp.FlowMod, bool) {
+	v := snap.vipByNum[c.vipNum]
+	if v == nil || v.ip != c.vipIP || v.proto != c.proto || v.mac != c.vipMAC || v.port != c.vipPort && c.proto != protoICMP {
+		return deleteVIPFlows(c.vipNum)[1], true
+	}
+	m := snap.memberByNum[c.memberNum]
+	if m == nil || m.status == sdnlb.MemberDown || m.ip != c.memberIP {
+		return deleteMemberFlows(c.memberNum), true
+	}
+	return ofp.FlowMod{}, false
 }

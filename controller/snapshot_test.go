@@ -143,3 +143,37 @@ func TestFormatDPID(t *testing.T) {
 		})
 	}
 }
+
+func TestPurgeFor(t *testing.T) {
+	// Fresh registries number the same configuration the same way.
+	first, _ := newRegistry().build(testConfig(nil))
+	v, m := first.vipByID["v1"], first.members["m2"]
+	c := connection{proto: protoTCP, vipIP: v.ip, vipPort: v.port, vipMAC: v.mac, vipNum: v.num, memberIP: m.ip, memberNum: m.num}
+	tests := []struct {
+		name string
+		edit func(*sdnlb.Config)
+		want string
+	}{
+		{"Unchanged", nil, ""},
+		{"OtherMemberDown", func(c *sdnlb.Config) { c.Members[0].Health.Status = sdnlb.MemberDown }, ""},
+		{"Draining", func(c *sdnlb.Config) { c.Members[1].AdminStateUp = false }, ""},
+		{"MemberDown", func(c *sdnlb.Config) { c.Members[1].Health.Status = sdnlb.MemberDown }, "delete cookie=0x5d10000000000002/0xfffe000000ffffff"},
+		{"MemberMoved", func(c *sdnlb.Config) { c.Members[1].Address = "10.0.0.22" }, "delete cookie=0x5d10000000000002/0xfffe000000ffffff"},
+		{"MemberDeleted", func(c *sdnlb.Config) { c.Members = c.Members[:1] }, "delete cookie=0x5d10000000000002/0xfffe000000ffffff"},
+		{"VIPDisabled", func(c *sdnlb.Config) { c.VIPs[0].AdminStateUp = false }, "delete cookie=0x5d10000001000000/0xfffeffffff000000"},
+		{"VIPPortChanged", func(c *sdnlb.Config) { c.VIPs[0].Port = 81 }, "delete cookie=0x5d10000001000000/0xfffeffffff000000"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			snap, _ := newRegistry().build(testConfig(tt.edit))
+			fm, stale := purgeFor(snap, &c)
+			got := ""
+			if stale {
+				got = flowLine(t, &fm)
+			}
+			if got != tt.want {
+				t.Errorf("purge %q, want %q", got, tt.want)
+			}
+		})
+	}
+}
