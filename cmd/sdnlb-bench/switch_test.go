@@ -1,0 +1,183 @@
+package main
+
+import (
+	"bufio"
+	"errors"
+	"net"
+	"reflect"
+	"testing"
+	"time"
+
+	"github.com/sdnlb/sdnlb/controller/ofp"
+)
+
+// pipeSwitch is switch 5 of a 3-member run, talking over net.Pipe.
+func pipeSwitch(tb testing.TB) (*fakeSwitch, net.Conn) {
+	tb.Helper()
+	mine, peer := net.Pipe()
+	tb.Cleanup(func() {
+		mine.Close()
+		peer.Close()
+	})
+	r := &run{t: newTarget([4]byte{10, 99, 0, 100}, 80, [4]byte{10, 99, 0, 1}, 3), timeout: time.Second}
+	return newFakeSwitch(r, 5, mine, 1024), peer
+}
+
+// exchange has s handle msg and returns what it answered, if anything.
+func exchange(tb testing.TB, s *fakeSwitch, peer net.Conn, msg []byte) (ofp.Header, ofp.Message, error) {
+	tb.Helper()
+	handled := make(chan error, 1)
+	go func() {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		err := s.handle(msg)
+		handled <- errors.Join(err, s.flush())
+	}()
+	peer.SetReadDeadline(time.Now().Add(200 * time.Millisecond))
+	answer, rerr := ofp.ReadMessage(bufio.NewReader(peer), nil)
+	err := <-handled
+	if rerr != nil {
+		return ofp.Header{}, nil, err // no answer
+	}
+	h, m, derr := ofp.Decode(answer)
+	if derr != nil {
+		tb.Fatalf("the switch answered an undecodable message: %v", derr)
+	}
+	return h, m, err
+}
+
+func TestFakeSwitch_Handle(t *testing.T) {
+	hello10 := ofp.Append(nil, 1, &ofp.Hello{Versions: []uint8{1}})
+	hello10[0] = 1
+	tests := []struct {
+		name     string
+		msg      []byte
+		wantType ofp.Type // 0xff: no answer
+		check    func(t *testing.T, s *fakeSwitch, h ofp.Header, m ofp.Message)
+		wantErr  bool
+	}{
+		{"HelloBitmap", ofp.Append(nil, 1, &ofp.Hello{Versions: []uint8{1, 4, 5}}), 0xff, nil, false},
+		{"ErrHelloWithout13", hello10, ofp.TypeError, func(t *testing.T, _ *fakeSwitch, _ ofp.Header, m ofp.Message) {
+			if e := m.(*ofp.ErrorMsg); e.ErrType != ofp.ErrTypeHelloFailed || e.Code != ofp.HelloFailedIncompatible {
+				t.Errorf("error %v code %d, want HELLO_FAILED/INCOMPATIBLE", e.ErrType, e.Code)
+			}
+		}, true},
+		{"Echo", ofp.Append(nil, 77, &ofp.EchoRequest{Data: []byte("ping")}), ofp.TypeEchoReply, func(t *testing.T, _ *fakeSwitch, h ofp.Header, m ofp.Message) {
+			if h.XID != 77 || string(m.(*ofp.EchoReply).Data) != "ping" {
+				t.Errorf("echo reply xid %d data %q, want 77 and the request's data", h.XID, m.(*ofp.EchoReply).Data)
+			}
+		}, false},
+		{"Features", ofp.Append(nil, 3, &ofp.FeaturesRequest{}), ofp.TypeFeaturesReply, func(t *testing.T, s *fakeSwitch, h ofp.Header, m ofp.Message) {
+			if f := m.(*ofp.FeaturesReply); h.XID != 3 || f.DatapathID != s.dpid || f.DatapathID&0xffff != 6 {
+				t.Errorf("features xid %d dpid %#x, want 3 and the switch's dpid ending in 6", h.XID, f.DatapathID)
+			}
+		}, false},
+		{"GetConfig", ofp.Append(nil, 4, &ofp.GetConfigRequest{}), ofp.TypeGetConfigReply, nil, false},
+		{"SetConfig", ofp.Append(nil, 4, &ofp.SetConfig{MissSendLen: 0xffff}), 0xff, nil, false},
+		{"Barrier", ofp.Append(nil, 9, &ofp.BarrierRequest{}), ofp.TypeBarrierReply, func(t *testing.T, s *fakeSwitch, h ofp.Header, _ ofp.Message) {
+			select {
+			case <-s.barrier:
+			default:
+				t.Error("the barrier is not marked as seen")
+			}
+		}, false},
+		{"PortDesc", ofp.Append(nil, 5, &ofp.MultipartRequest{Body: ofp.PortDescRequest{}}), ofp.TypeMultipartReply, func(t *testing.T, _ *fakeSwitch, _ ofp.Header, m ofp.Message) {
+			var got []uint32
+			for _, p := range m.(*ofp.MultipartReply).Body.(ofp.PortDescReply).Ports {
+				got = append(got, p.PortNo)
+			}
+			if want := []uint32{clientPort, memberPort0, memberPort0 + 1, memberPort0 + 2, ofp.PortLocal}; !reflect.DeepEqual(got, want) {
+				t.Errorf("ports %v, want %v", got, want)
+			}
+		}, false},
+		{"FlowStatsEmpty", ofp.Append(nil, 6, &ofp.MultipartRequest{Body: ofp.FlowStatsRequest{TableID: ofp.TableAll, OutPort: ofp.PortAny, OutGroup: ofp.GroupAny}}),
+			ofp.TypeMultipartReply, func(t *testing.T, _ *fakeSwitch, _ ofp.Header, m ofp.Message) {
+				if r := m.(*ofp.MultipartReply).Body.(ofp.FlowStatsReply); len(r.Stats) != 0 {
+					t.Errorf("%d flow stats, want none", len(r.Stats))
+				}
+			}, false},
+		{"Role", ofp.Append(nil, 8, &ofp.RoleRequest{Role: ofp.RoleMaster, GenerationID: 42}), ofp.TypeRoleReply, func(t *testing.T, _ *fakeSwitch, _ ofp.Header, m ofp.Message) {
+			if r := m.(*ofp.RoleReply); r.Role != ofp.RoleMaster || r.GenerationID != 42 {
+				t.Errorf("role reply %+v, want master generation 42", r)
+			}
+		}, false},
+		{"ErrorCounted", ofp.Append(nil, 2, &ofp.ErrorMsg{ErrType: ofp.ErrTypeBadRequest, Code: ofp.BadRequestBadLen}), 0xff, func(t *testing.T, s *fakeSwitch, _ ofp.Header, _ ofp.Message) {
+			if s.ofpErrors != 1 || s.firstErr == nil || s.firstErr.Code != ofp.BadRequestBadLen {
+				t.Errorf("ofpErrors %d first %v, want 1 BAD_LEN", s.ofpErrors, s.firstErr)
+			}
+		}, false},
+		{"UnknownTypeRejected", ofp.Append(nil, 10, &ofp.Experimenter{Experimenter: 0x2320}), ofp.TypeError, func(t *testing.T, _ *fakeSwitch, h ofp.Header, m ofp.Message) {
+			if e := m.(*ofp.ErrorMsg); h.XID != 10 || e.ErrType != ofp.ErrTypeBadRequest || e.Code != ofp.BadRequestBadType {
+				t.Errorf("xid %d error %v code %d, want 10 BAD_REQUEST/BAD_TYPE", h.XID, e.ErrType, e.Code)
+			}
+		}, false},
+		{"ErrOtherVersion", func() []byte { b := ofp.Append(nil, 1, &ofp.EchoRequest{}); b[0] = 6; return b }(), 0xff, nil, true},
+		{"ErrShortFlowMod", func() []byte { b := ofp.Append(nil, 1, &ofp.BarrierRequest{}); b[1] = byte(ofp.TypeFlowMod); return b }(), 0xff, nil, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s, peer := pipeSwitch(t)
+			h, m, err := exchange(t, s, peer, tt.msg)
+			if (err != nil) != tt.wantErr {
+				t.Fatalf("handle: %v, want error: %t", err, tt.wantErr)
+			}
+			gotType := ofp.Type(0xff)
+			if m != nil {
+				gotType = h.Type
+			}
+			if gotType != tt.wantType {
+				t.Fatalf("answer %v, want %v", gotType, tt.wantType)
+			}
+			if tt.check != nil {
+				tt.check(t, s, h, m)
+			}
+		})
+	}
+}
+
+func TestFakeSwitch_AnswersARPForItsHosts(t *testing.T) {
+	controllerMAC := net.HardwareAddr{0x02, 0xcc, 0, 0, 0, 1}
+	vip := ipU32([4]byte{10, 99, 0, 100})
+	tests := []struct {
+		name     string
+		tpa      uint32
+		wantPort uint32 // 0: no answer
+		wantMAC  [6]byte
+	}{
+		{"Member", ipU32([4]byte{10, 99, 0, 2}), memberPort0 + 1, [6]byte{0x02, 0x5d, 0xb0, 99, 0, 2}},
+		{"Client", clientBase(5) + 3, clientPort, [6]byte{0x02, 0x5d, 0xb0, 0xc1, 0, 5}},
+		{"OtherSwitchsClient", clientBase(6), 0, [6]byte{}},
+		{"Stranger", ipU32([4]byte{192, 0, 2, 1}), 0, [6]byte{}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s, peer := pipeSwitch(t)
+			req, err := arpFrame(1, broadcastMAC, controllerMAC, vip, zeroMAC, tt.tpa)
+			if err != nil {
+				t.Fatal(err)
+			}
+			po := ofp.Append(nil, 1, &ofp.PacketOut{BufferID: ofp.NoBuffer, InPort: ofp.PortController,
+				Actions: []ofp.Action{ofp.ActionOutput{Port: ofp.PortFlood}}, Data: req})
+			_, m, err := exchange(t, s, peer, po)
+			if err != nil {
+				t.Fatalf("handle: %v", err)
+			}
+			if tt.wantPort == 0 {
+				if m != nil {
+					t.Fatalf("answered %T, want no answer", m)
+				}
+				return
+			}
+			pin, ok := m.(*ofp.PacketIn)
+			if !ok {
+				t.Fatalf("answered %T, want a packet-in", m)
+			}
+			port, _ := pin.Match.InPort()
+			a, ok := parseARP(pin.Data)
+			want := arpInfo{op: 2, sha: tt.wantMAC, spa: tt.tpa, tha: [6]byte(controllerMAC), tpa: vip}
+			if port != tt.wantPort || !ok || a != want {
+				t.Errorf("packet-in from port %d with %+v, want port %d with %+v", port, a, tt.wantPort, want)
+			}
+		})
+	}
+}
