@@ -93,8 +93,8 @@ func (s *session) handlePacketIn() {
 		s.handleVIPPacket(snap, inPort)
 	default:
 		s.c.metrics.packetIns[kindL2].Inc()
-		if d.hasIPv4 && !isMulticast(src) {
-			s.learnIP(ipUint(ip4(d.ip4.SrcIP)), src, inPort)
+		if srcIP := ipUint(ip4(d.ip4.SrcIP)); d.hasIPv4 && !isMulticast(src) && snap.vipByAddr[srcIP] == nil {
+			s.learnIP(srcIP, src, inPort)
 		}
 		s.forwardL2(snap, inPort)
 	}

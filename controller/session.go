@@ -71,6 +71,9 @@ type session struct {
 	live     map[uint32]flowCounters  // the last complete stats poll, by member
 	poll     map[uint32]flowCounters  // the poll being assembled
 	pollFrom uint32                   // xid of the poll being assembled
+	// OFPT_ERROR log rate limit
+	errLoggedAt   int64
+	errSuppressed int
 }
 
 type macEntry struct {
@@ -397,7 +400,7 @@ func (s *session) handle(b []byte) error {
 		s.writeLocked(h.XID, ofp.EchoReply{Data: m.Data})
 		s.wmu.Unlock()
 	case *ofp.ErrorMsg:
-		s.log.Warn("switch reported an error", "type", m.ErrType.String(), "code", m.Code, "xid", h.XID)
+		s.logSwitchError(h.XID, m)
 		s.finishRequest(h.XID, nil, m)
 	case *ofp.MultipartReply:
 		s.handleMultipart(h.XID, m)
@@ -416,6 +419,24 @@ func (s *session) handle(b []byte) error {
 		}
 	}
 	return nil
+}
+
+// logSwitchError logs OFPT_ERRORs, at most one a second: a switch whose
+// table is full rejects every setup, and one line per rejection would
+// bury the log.
+func (s *session) logSwitchError(xid uint32, m *ofp.ErrorMsg) {
+	now := s.c.now().UnixNano()
+	if now-s.errLoggedAt < int64(time.Second) {
+		s.errSuppressed++
+		return
+	}
+	var failed string
+	if h, err := ofp.ParseHeader(m.Data); err == nil {
+		failed = h.Type.String()
+	}
+	s.log.Warn("switch reported an error", "type", m.ErrType.String(), "code", m.Code, "xid", xid,
+		"request", failed, "suppressed_since_last", s.errSuppressed)
+	s.errLoggedAt, s.errSuppressed = now, 0
 }
 
 // decodeFailed answers an unsupported message with an OpenFlow error and

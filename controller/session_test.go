@@ -228,3 +228,25 @@ func TestSession_ManySwitches(t *testing.T) {
 	}
 	waitSwitches(t, h.c, func(sws []*sdnlb.Switch) bool { return len(sws) == 20 })
 }
+
+func TestSession_SwitchErrorsRateLimited(t *testing.T) {
+	h := startController(t, testConfig(nil), Options{})
+	sw, _ := h.connect(t, 1)
+	failed := ofp.Append(nil, 42, ofp.BarrierRequest{})
+	for range 5 {
+		sw.send(42, &ofp.ErrorMsg{ErrType: ofp.ErrTypeFlowModFailed, Code: ofp.FlowModFailedTableFull, Data: failed})
+	}
+	h.clock.advance(2 * time.Second)
+	sw.send(43, &ofp.ErrorMsg{ErrType: ofp.ErrTypeBadMatch, Code: ofp.BadMatchBadField})
+	sw.send(0, ofp.EchoRequest{})
+	sw.nextOf(ofp.TypeEchoReply) // everything before it was handled
+	log := h.log.String()
+	if n := strings.Count(log, "switch reported an error"); n != 2 {
+		t.Errorf("%d error lines for 6 errors over 2 s, want 2:\n%s", n, log)
+	}
+	for _, want := range []string{"type=FLOW_MOD_FAILED code=1 xid=42 request=BARRIER_REQUEST", "type=BAD_MATCH code=6 xid=43 request=\"\" suppressed_since_last=4"} {
+		if !strings.Contains(log, want) {
+			t.Errorf("log lacks %q:\n%s", want, log)
+		}
+	}
+}
