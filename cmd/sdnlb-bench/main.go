@@ -5,14 +5,38 @@
 // percentiles and, with the controller embedded, its allocations per setup.
 //
 //	go run ./cmd/sdnlb-bench -switches 16 -window 64 -duration 5s
-//	go run ./cmd/sdnlb-bench -rate 100000 -json
+//	go run ./cmd/sdnlb-bench -switches 2 -rate 150000 -json
 //	go run ./cmd/sdnlb-bench -controller 127.0.0.1:6653 -api http://127.0.0.1:8080
 //
+// By default the controller runs in this process on 127.0.0.1:0 with a
+// static configuration: VIP 10.99.0.100:80/TCP, a ROUND_ROBIN pool and
+// -members unmonitored members 10.99.0.1 and up. With -controller the tool
+// creates the same objects through the REST API of a running sdnlb (named
+// sdnlb-bench, deleted at the end) and connects to it.
+//
+// Each fake switch answers the handshake, echo, barrier and multipart
+// requests as a switch would, announces the members and the client with
+// ARP, resolves the VIP's MAC with ARP, and makes one warm-up setup whose
+// two NAT flows and packet-out it checks field by field. Its packet-ins
+// carry the reason and cookie of the controller's flow that would have
+// punted them.
+//
 // Throughput mode (the default) keeps -window setups in flight per switch;
-// latency mode (-rate) sends at a fixed total rate, open loop. A setup is
-// complete when the packet-out carrying its SYN arrives with the NAT
-// rewrite to a member. The exit status is 1 when any error was seen
-// (OFPT_ERROR, timeout, refusal, wrong rewrite) or no setup completed.
+// latency mode (-rate) sends at a fixed total rate, open loop, in steps of
+// at least 200 µs. A setup is complete when the packet-out carrying its
+// SYN arrives with the NAT rewrite to a member: eth_dst and ipv4_dst (and
+// tcp_dst unless the ports are equal) of a member, output to its port.
+// Setups still in flight when the interval ends complete while draining
+// and count in the latency figures but not in setups per second.
+//
+// Reading the figures: in embedded mode the tool and the controller share
+// the machine's cores (the tool takes roughly a fifth of the CPU); the
+// allocation figures are runtime.MemStats deltas of the whole process over
+// the measured interval divided by its setups. Percentiles come from a
+// log-linear histogram of every sample and are within 1.6 % of the exact
+// value. The exit status is 1 when any error was seen (OFPT_ERROR,
+// timeout, refusal, wrong rewrite, unexpected packet-out) or no setup
+// completed, 2 for bad flags.
 package main
 
 import (
