@@ -151,7 +151,7 @@ func writeTable(w io.Writer, res *Result) error {
 		fmt.Fprintf(tw, "first ofp error\t%s\n", e.FirstOFP)
 	}
 	if res.AllocsPerSetup != nil {
-		fmt.Fprintf(tw, "allocations\t%.1f allocs, %.0f bytes per setup (whole process)\n", *res.AllocsPerSetup, *res.BytesPerSetup)
+		fmt.Fprintf(tw, "allocations\t%.3g allocs, %.3g bytes per setup (whole process)\n", *res.AllocsPerSetup, *res.BytesPerSetup)
 	}
 	return tw.Flush()
 }
