@@ -236,6 +236,8 @@ func TestSession_SwitchErrorsRateLimited(t *testing.T) {
 	for range 5 {
 		sw.send(42, &ofp.ErrorMsg{ErrType: ofp.ErrTypeFlowModFailed, Code: ofp.FlowModFailedTableFull, Data: failed})
 	}
+	sw.send(0, ofp.EchoRequest{})
+	sw.nextOf(ofp.TypeEchoReply) // the five were handled
 	h.clock.advance(2 * time.Second)
 	sw.send(43, &ofp.ErrorMsg{ErrType: ofp.ErrTypeBadMatch, Code: ofp.BadMatchBadField})
 	sw.send(0, ofp.EchoRequest{})
