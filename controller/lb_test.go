@@ -392,6 +392,23 @@ func TestPacketIn_Refusals(t *testing.T) {
 		sw.packetIn(clientOF, syn(t, 40001))
 		nextSetup(t, sw)
 	})
+	t.Run("LimitFreedWhenMemberDeleted", func(t *testing.T) {
+		limit1 := func(c *sdnlb.Config) { c.VIPs[0].ConnectionLimit = 1 }
+		h, sw := connected(t, testConfig(limit1), Options{}, 1, 2, 3)
+		sw.packetIn(clientOF, syn(t, 40000))
+		s := nextSetup(t, sw)
+		h.src.set(testConfig(func(c *sdnlb.Config) {
+			limit1(c)
+			c.Members = c.Members[1:]
+		}))
+		sw.nextOf(ofp.TypeFlowMod) // the purge of m1's connections
+		sw.send(0, ofp.FlowRemoved{Cookie: s.fwd.Cookie, Reason: ofp.RemovedDelete, Match: s.fwd.Match})
+		sw.packetIn(clientOF, syn(t, 40001))
+		next := nextSetup(t, sw)
+		if got := memberOf(t, &next.fwd); got == "10.0.0.1" {
+			t.Errorf("new connection went to the deleted member")
+		}
+	})
 	t.Run("UDPDroppedSilently", func(t *testing.T) {
 		cfg := testConfig(func(c *sdnlb.Config) {
 			c.VIPs[0].Protocol, c.VIPs[0].Port = sdnlb.ProtocolUDP, 53

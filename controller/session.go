@@ -223,12 +223,15 @@ func (s *session) handshake() error {
 			s.dpid = m.DatapathID
 			s.log = s.log.With("dpid", formatDPID(s.dpid))
 			s.debug = s.log.Enabled(context.Background(), slog.LevelDebug)
-			return s.send(
+			msgs := []ofp.Message{
 				ofp.SetConfig{Flags: ofp.ConfigFragNormal, MissSendLen: ofp.ControllerMaxLenNoBuffer},
 				ofp.MultipartRequest{Body: ofp.PortDescRequest{}},
 				deleteOurFlows(),
-				baseFlows()[0],
-			)
+			}
+			for _, fm := range baseFlows() {
+				msgs = append(msgs, fm)
+			}
+			return s.send(msgs...)
 		case *ofp.EchoRequest:
 			s.sendXID(h.XID, ofp.EchoReply{Data: m.Data})
 		case *ofp.ErrorMsg:
@@ -258,8 +261,7 @@ func (s *session) sync(snap *snapshot) error {
 	}
 	for _, v := range announce {
 		// Gratuitous ARP: clients with a stale entry for the address learn
-		// the VIP's MAC.
-		// the ARP frame buffer of the reader is not ours to use here
+		// the VIP's MAC. (The reader's frame buffer is not ours to use.)
 		garp := appendARP(nil, arpRequest, broadcastMAC, v.mac, v.ip, [6]byte{}, v.ip)
 		s.writeLocked(s.nextXID(), &ofp.PacketOut{BufferID: ofp.NoBuffer, InPort: ofp.PortController,
 			Actions: []ofp.Action{ofp.ActionOutput{Port: ofp.PortFlood}}, Data: garp})

@@ -21,17 +21,18 @@ func (s *session) handleFlowRemoved() {
 		return
 	}
 	snap := s.c.snap.Load()
-	m := snap.memberCnt[memberNum]
-	if m == nil {
-		return // the member is gone from the configuration
-	}
+	m := snap.memberCnt[memberNum] // nil once the member is deleted
 	if cat == catConnReply {
-		m.packetsOut.Add(fr.PacketCount)
-		m.bytesOut.Add(fr.ByteCount)
+		if m != nil {
+			m.packetsOut.Add(fr.PacketCount)
+			m.bytesOut.Add(fr.ByteCount)
+		}
 		return
 	}
-	m.packetsIn.Add(fr.PacketCount)
-	m.bytesIn.Add(fr.ByteCount)
+	if m != nil {
+		m.packetsIn.Add(fr.PacketCount)
+		m.bytesIn.Add(fr.ByteCount)
+	}
 	// Only connections this session counted are released here: after a
 	// reconnect the switch reports flows of the old session, which settled
 	// its counts when it ended.
@@ -42,7 +43,9 @@ func (s *session) handleFlowRemoved() {
 	if s.active[key]--; s.active[key] == 0 {
 		delete(s.active, key)
 	}
-	m.active.Add(-1)
+	if m != nil {
+		m.active.Add(-1)
+	}
 	if v := snap.vipCnt[vipNum]; v != nil {
 		v.active.Add(-1)
 	}
