@@ -63,9 +63,14 @@
 // taken atomically at admission, so the limit holds across switches.
 // SOURCE_IP persistence keeps a client on its member while that member is
 // in rotation, for timeout seconds after its last connection started or
-// ended. Packets of a connection that arrive before its flows (a UDP burst,
-// a retransmitted SYN) follow the first one to the same member, found in a
-// small per-session cache of recent setups.
+// ended. Packets of a connection that reach the controller within 2 s of
+// its setup follow the first one to the same member, found in a per-session
+// cache of recent setups: a UDP burst, a retransmitted SYN, and, on Open
+// vSwitch, the client's ACK, which can overtake the revalidation of the
+// datapath flow cache and arrive through the VIP's punt flow (without the
+// cache it would be reset as a packet of a purged connection). A setup that
+// raced a configuration change sends the member's or VIP's purge again
+// behind its own flows.
 //
 // A member's MAC and port are learned per switch from ARP (and from IPv4
 // the controller sees); when unknown the controller ARPs for the member
