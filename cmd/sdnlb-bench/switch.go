@@ -344,6 +344,9 @@ func (s *fakeSwitch) handleARP(a arpInfo) error {
 			closeOnce(s.vipKnown)
 		}
 	case 1: // request: answer for the hosts behind this switch
+		if a.spa == a.tpa {
+			return nil // gratuitous, e.g. a member's own announcement flooded back
+		}
 		if i := t.memberIndex(a.tpa); i >= 0 {
 			m := &t.members[i]
 			return s.sendARP(2, m.ofPort, net.HardwareAddr(a.sha[:]), m.mac[:], m.ip, net.HardwareAddr(a.sha[:]), a.spa)

@@ -138,21 +138,23 @@ func TestFakeSwitch_Handle(t *testing.T) {
 func TestFakeSwitch_AnswersARPForItsHosts(t *testing.T) {
 	controllerMAC := net.HardwareAddr{0x02, 0xcc, 0, 0, 0, 1}
 	vip := ipU32([4]byte{10, 99, 0, 100})
+	member2 := ipU32([4]byte{10, 99, 0, 2})
 	tests := []struct {
 		name     string
-		tpa      uint32
+		spa, tpa uint32
 		wantPort uint32 // 0: no answer
 		wantMAC  [6]byte
 	}{
-		{"Member", ipU32([4]byte{10, 99, 0, 2}), memberPort0 + 1, [6]byte{0x02, 0x5d, 0xb0, 99, 0, 2}},
-		{"Client", clientBase(5) + 3, clientPort, [6]byte{0x02, 0x5d, 0xb0, 0xc1, 0, 5}},
-		{"OtherSwitchsClient", clientBase(6), 0, [6]byte{}},
-		{"Stranger", ipU32([4]byte{192, 0, 2, 1}), 0, [6]byte{}},
+		{"Member", vip, member2, memberPort0 + 1, [6]byte{0x02, 0x5d, 0xb0, 99, 0, 2}},
+		{"Client", vip, clientBase(5) + 3, clientPort, [6]byte{0x02, 0x5d, 0xb0, 0xc1, 0, 5}},
+		{"GratuitousFromMember", member2, member2, 0, [6]byte{}},
+		{"OtherSwitchsClient", vip, clientBase(6), 0, [6]byte{}},
+		{"Stranger", vip, ipU32([4]byte{192, 0, 2, 1}), 0, [6]byte{}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			s, peer := pipeSwitch(t)
-			req, err := arpFrame(1, broadcastMAC, controllerMAC, vip, zeroMAC, tt.tpa)
+			req, err := arpFrame(1, broadcastMAC, controllerMAC, tt.spa, zeroMAC, tt.tpa)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -174,7 +176,7 @@ func TestFakeSwitch_AnswersARPForItsHosts(t *testing.T) {
 			}
 			port, _ := pin.Match.InPort()
 			a, ok := parseARP(pin.Data)
-			want := arpInfo{op: 2, sha: tt.wantMAC, spa: tt.tpa, tha: [6]byte(controllerMAC), tpa: vip}
+			want := arpInfo{op: 2, sha: tt.wantMAC, spa: tt.tpa, tha: [6]byte(controllerMAC), tpa: tt.spa}
 			if port != tt.wantPort || !ok || a != want {
 				t.Errorf("packet-in from port %d with %+v, want port %d with %+v", port, a, tt.wantPort, want)
 			}

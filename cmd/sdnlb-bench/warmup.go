@@ -26,19 +26,60 @@ var zeroMAC = net.HardwareAddr{0, 0, 0, 0, 0, 0}
 // the members and the client, resolves the VIP's MAC with ARP as a client
 // would, then makes one setup and checks the flows it installed.
 func (s *fakeSwitch) warmUp(ctx context.Context) (Check, error) {
-	fail := func(format string, args ...any) (Check, error) {
-		return Check{}, fmt.Errorf("switch %d warm-up: "+format, append([]any{s.idx}, args...)...)
-	}
 	deadline := time.NewTimer(warmupTimeout)
 	defer deadline.Stop()
+	var i int
+	err := s.handshaken(ctx, deadline.C)
+	if err == nil {
+		err = s.announce(ctx, deadline.C)
+	}
+	if err == nil {
+		i, err = s.firstSetupMember(ctx)
+	}
+	// The flow-mods precede the packet-out on the wire, but give a
+	// controller that sends them after it a moment.
+	var flows []string
+	for try := 0; err == nil; try++ {
+		s.mu.Lock()
+		flows, err = s.checkFlows(i)
+		s.mu.Unlock()
+		if err == nil || try == 50 {
+			break
+		}
+		if serr := sleepCtx(ctx, 10*time.Millisecond); serr != nil {
+			return Check{}, serr
+		}
+	}
+	if err != nil {
+		if ctx.Err() != nil {
+			return Check{}, context.Cause(ctx)
+		}
+		return Check{}, fmt.Errorf("switch %d warm-up: %w", s.idx, err)
+	}
+	m := &s.run.t.members[i]
+	return Check{
+		Switch: s.idx, DPID: fmt.Sprintf("%016x", s.dpid),
+		Member: fmt.Sprintf("%v:%d", ip4(m.ip), m.port), OutPort: m.ofPort, Flows: flows,
+	}, nil
+}
+
+// handshaken waits for the first barrier: the controller sends it once it
+// has installed its flows.
+func (s *fakeSwitch) handshaken(ctx context.Context, deadline <-chan time.Time) error {
 	select {
 	case <-s.barrier:
+		return nil
 	case <-ctx.Done():
-		return Check{}, context.Cause(ctx)
-	case <-deadline.C:
-		return fail("the controller sent no barrier request (handshake incomplete) within %v", warmupTimeout)
+		return ctx.Err()
+	case <-deadline:
+		return fmt.Errorf("the controller sent no barrier request (handshake incomplete) within %v", warmupTimeout)
 	}
+}
 
+// announce sends a gratuitous ARP from every member, then asks for the
+// VIP's MAC from the client until the controller answers (a remote
+// controller may still be loading the VIP).
+func (s *fakeSwitch) announce(ctx context.Context, deadline <-chan time.Time) error {
 	t := &s.run.t
 	retry := time.NewTicker(200 * time.Millisecond)
 	defer retry.Stop()
@@ -55,20 +96,24 @@ func (s *fakeSwitch) warmUp(ctx context.Context) (Check, error) {
 		err = errors.Join(err, s.flush())
 		s.mu.Unlock()
 		if err != nil {
-			return fail("%v", err)
+			return err
 		}
 		select {
 		case <-s.vipKnown:
+			return nil
 		case <-retry.C:
-			continue
 		case <-ctx.Done():
-			return Check{}, context.Cause(ctx)
-		case <-deadline.C:
-			return fail("no ARP reply for the VIP %v within %v", ip4(t.vipIP), warmupTimeout)
+			return ctx.Err()
+		case <-deadline:
+			return fmt.Errorf("no ARP reply for the VIP %v within %v", ip4(t.vipIP), warmupTimeout)
 		}
-		break
 	}
+}
 
+// firstSetupMember sends setup 0 and returns the member its packet-out
+// rewrites to.
+func (s *fakeSwitch) firstSetupMember(ctx context.Context) (int, error) {
+	t := &s.run.t
 	s.mu.Lock()
 	frame, err := synFrame(s.clientMAC, net.HardwareAddr(s.vipMAC[:]), s.base, t.vipIP, clientPortBase, t.vipPort)
 	if err == nil {
@@ -78,45 +123,24 @@ func (s *fakeSwitch) warmUp(ctx context.Context) (Check, error) {
 	}
 	s.mu.Unlock()
 	if err != nil {
-		return fail("%v", err)
+		return 0, err
 	}
 	var out setupOutcome
 	select {
 	case out = <-s.firstSetup:
 	case <-ctx.Done():
-		return Check{}, context.Cause(ctx)
+		return 0, ctx.Err()
 	case <-time.After(s.run.timeout):
-		return fail("no packet-out for the first setup within %v", s.run.timeout)
+		return 0, fmt.Errorf("no packet-out for the first setup within %v", s.run.timeout)
 	}
 	if out.err != nil {
-		return fail("%v", out.err)
+		return 0, out.err
 	}
 	i := t.checkRewrite(&out.rw)
 	if i < 0 {
-		return fail("the packet-out does not carry the NAT rewrite to a member: %s", describe(&out.rw))
+		return 0, fmt.Errorf("the packet-out does not carry the NAT rewrite to a member: %s", describe(&out.rw))
 	}
-	// The flow-mods precede the packet-out on the wire, but give a
-	// controller that sends them after it a moment.
-	var flows []string
-	for range 50 {
-		s.mu.Lock()
-		flows, err = s.checkFlows(i)
-		s.mu.Unlock()
-		if err == nil {
-			break
-		}
-		if err := sleepCtx(ctx, 10*time.Millisecond); err != nil {
-			return Check{}, err
-		}
-	}
-	if err != nil {
-		return fail("%v", err)
-	}
-	m := &t.members[i]
-	return Check{
-		Switch: s.idx, DPID: fmt.Sprintf("%016x", s.dpid),
-		Member: fmt.Sprintf("%v:%d", ip4(m.ip), m.port), OutPort: m.ofPort, Flows: flows,
-	}, nil
+	return i, nil
 }
 
 // checkFlows finds the pair of NAT flows for setup 0 among the flow-mods
