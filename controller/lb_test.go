@@ -460,6 +460,38 @@ func TestPacketIn_SourceIPPersistence(t *testing.T) {
 	}
 }
 
+func TestPacketIn_SourceIPPersistenceEnds(t *testing.T) {
+	persistent := func(c *sdnlb.Config) {
+		c.VIPs[0].SessionPersistence = &sdnlb.SessionPersistence{Type: sdnlb.PersistenceSourceIP, Timeout: 60}
+	}
+	tests := []struct {
+		name  string
+		after func(h *harness, sw *fakeSwitch)
+	}{
+		{"TimedOut", func(h *harness, sw *fakeSwitch) { h.clock.advance(61 * time.Second) }},
+		{"MemberDown", func(h *harness, sw *fakeSwitch) {
+			h.src.set(testConfig(func(c *sdnlb.Config) {
+				persistent(c)
+				c.Members[0].Health.Status = sdnlb.MemberDown
+			}))
+			sw.nextOf(ofp.TypeFlowMod) // the purge of m1's connections
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			h, sw := connected(t, testConfig(persistent), Options{}, 1, 2, 3)
+			sw.packetIn(clientOF, syn(t, 40000))
+			nextSetup(t, sw)
+			tt.after(h, sw)
+			sw.packetIn(clientOF, syn(t, 40001))
+			s := nextSetup(t, sw)
+			if got := memberOf(t, &s.fwd); got != "10.0.0.2" {
+				t.Errorf("after the binding ended the client went to %s, want the scheduler's next, 10.0.0.2", got)
+			}
+		})
+	}
+}
+
 func TestPacketIn_OtherTrafficToVIPAddressDropped(t *testing.T) {
 	_, sw := connected(t, testConfig(nil), Options{}, 1)
 	sw.packetIn(clientOF, tcpFrame(t, tcpSeg{srcMAC: clientMAC, dstMAC: vipMAC, src: clientIP, dst: "10.0.0.100", sport: 1, dport: 22, syn: true}))

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/sdnlb/sdnlb"
+	"github.com/sdnlb/sdnlb/controller/ofp"
 )
 
 func TestRegistry_Build(t *testing.T) {
@@ -176,4 +177,36 @@ func TestPurgeFor(t *testing.T) {
 			}
 		})
 	}
+}
+
+func TestReconcile_SharedVIPAddress(t *testing.T) {
+	withUDP := func(c *sdnlb.Config) {
+		c.VIPs = append(c.VIPs, &sdnlb.VIP{ID: "v2", Address: "10.0.0.100", Protocol: sdnlb.ProtocolUDP, Port: 53,
+			AdminStateUp: true, MAC: "02:00:00:00:02:00"})
+	}
+	r := newRegistry()
+	both, _ := r.build(testConfig(withUDP))
+	tcpOnly, _ := r.build(testConfig(nil))
+	mods, announce := reconcile(both, tcpOnly)
+	// v2's delete takes the ARP and drop flows v1 shares, so v1's come back.
+	assertLines(t, flowLines(t, mods), []string{
+		"delete cookie=0x5d02000002000000/0xffffffffff000000",
+		"delete cookie=0x5d10000002000000/0xfffeffffff000000",
+		"cookie=0x5d02000001000000, priority=500, arp,arp_tpa=10.0.0.100,arp_op=1 actions=CONTROLLER:65535",
+		"cookie=0x5d02000001000000, priority=500, tcp,nw_dst=10.0.0.100,tp_dst=80 actions=CONTROLLER:65535",
+		"cookie=0x5d02000001000000, priority=499, ip,nw_dst=10.0.0.100 actions=drop",
+	})
+	if len(announce) != 0 {
+		t.Errorf("announced %d VIPs; v1 did not change", len(announce))
+	}
+	for i, fm := range mods {
+		if fm.Command == ofp.FlowDelete && i >= 2 {
+			t.Errorf("delete at position %d comes after an add", i)
+		}
+	}
+	t.Run("ARPAnsweredByLowestID", func(t *testing.T) {
+		if v := both.vipByAddr[both.vipByID["v1"].key.ip]; v.id != "v1" {
+			t.Errorf("ARP for the shared address answered by %s", v.id)
+		}
+	})
 }
