@@ -255,6 +255,19 @@ func (p *sdnlbProc) stop() {
 	if tb.Failed() {
 		tb.Logf("last %d lines of the sdnlb log:\n%s", logTailLines, strings.Join(p.logTail(logTailLines), "\n"))
 	}
+	if dir := os.Getenv("SDNLB_E2E_LOGDIR"); dir != "" {
+		p.saveLog(filepath.Join(dir, strings.ReplaceAll(tb.Name(), "/", "_")+".log"))
+	}
+}
+
+// saveLog writes the whole log to file, for SDNLB_E2E_LOGDIR.
+func (p *sdnlbProc) saveLog(file string) {
+	p.mu.Lock()
+	data := strings.Join(p.log, "\n") + "\n"
+	p.mu.Unlock()
+	if err := os.WriteFile(file, []byte(data), 0o644); err != nil {
+		p.tb.Errorf("save sdnlb log: %v", err)
+	}
 }
 
 // LogLines returns the log lines that contain substr.

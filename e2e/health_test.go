@@ -1,0 +1,434 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"slices"
+	"sort"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/sdnlb/sdnlb"
+)
+
+// The monitor of the health scenarios (issue 4): an HTTP check of /health
+// every 200 ms, 100 ms timeout, DOWN after 2 failures, UP after 2 passes.
+const (
+	monDelay      = 200 * time.Millisecond
+	monTimeout    = 100 * time.Millisecond
+	monMaxRetries = 2
+	monRise       = 2
+)
+
+// Bounds of the failover measurements. The detection bound is the
+// monitor's own window, delay × max_retries + delay; the margin covers
+// probe scheduling and the API round trip on a busy 2-core machine with a
+// race-instrumented binary.
+const (
+	detectWindow = monDelay*monMaxRetries + monDelay
+	riseWindow   = monDelay*monRise + monDelay
+	schedMargin  = 300 * time.Millisecond
+	// propagation is how long after the API shows DOWN the controller may
+	// still send a new connection to the member: the status reaches it
+	// through the store's change feed.
+	propagation = 100 * time.Millisecond
+
+	loadEvery     = 20 * time.Millisecond
+	loadMax       = 8 * time.Second
+	clientTimeout = time.Second
+	statusPoll    = 10 * time.Millisecond
+)
+
+func httpMonitorFields() map[string]any {
+	return map[string]any{
+		"name": "http", "type": sdnlb.MonitorHTTP,
+		"delay": monDelay.Seconds(), "timeout": monTimeout.Seconds(),
+		"max_retries": monMaxRetries, "rise": monRise,
+		"url_path": "/health", "expected_codes": "200",
+	}
+}
+
+// newMonitoredBed is an lbBed of two clients and three members whose pool
+// has the HTTP monitor, with every member UP.
+func newMonitoredBed(tb testing.TB) *lbBed {
+	tb.Helper()
+	b := newLBBed(tb, 2, 3, sdnlb.RoundRobin, nil)
+	b.lb.MustCreateMonitor(b.pool, httpMonitorFields())
+	for _, m := range b.mems {
+		b.lb.WaitMemberStatus(m.ID, sdnlb.MemberUp, 10*time.Second)
+	}
+	return b
+}
+
+// WaitMemberStatus polls a member until it has status want and returns
+// when the API first showed it.
+func (p *sdnlbProc) WaitMemberStatus(id string, want sdnlb.MemberStatus, timeout time.Duration) time.Time {
+	p.tb.Helper()
+	deadline := time.Now().Add(timeout)
+	var got sdnlb.MemberStatus
+	for i := 0; i < 5000 && time.Now().Before(deadline); i++ {
+		m := p.Member(id)
+		if got = m.Status; got == want {
+			return time.Now()
+		}
+		time.Sleep(statusPoll)
+	}
+	p.tb.Fatalf("member %s is %s after %v, want %s", id, got, timeout, want)
+	return time.Time{}
+}
+
+// result is one request of a load run.
+type result struct {
+	client     string
+	start, end time.Time
+	body       string
+	err        error
+}
+
+// load sends, from each client, a request on a new connection every
+// interval, each in its own goroutine with its own timeout, until stopped
+// or until maxDur has passed.
+type load struct {
+	stop chan struct{}
+	wg   sync.WaitGroup
+
+	mu      sync.Mutex
+	results []result
+}
+
+func startLoad(clients []*Host, url string, every, maxDur, timeout time.Duration) *load {
+	l := &load{stop: make(chan struct{})}
+	for _, c := range clients {
+		l.wg.Go(func() {
+			tick := time.NewTicker(every)
+			defer tick.Stop()
+			end := time.After(maxDur)
+			var reqs sync.WaitGroup
+			defer reqs.Wait()
+			for i := 0; i < int(maxDur/every)+1; i++ {
+				select {
+				case <-l.stop:
+					return
+				case <-end:
+					return
+				case <-tick.C:
+				}
+				reqs.Go(func() {
+					r := result{client: c.Name, start: time.Now()}
+					r.body, r.err = get(c, url, timeout)
+					r.end = time.Now()
+					l.mu.Lock()
+					l.results = append(l.results, r)
+					l.mu.Unlock()
+				})
+			}
+		})
+	}
+	return l
+}
+
+// Stop ends the load, waits for the requests in flight and returns every
+// result in start order.
+func (l *load) Stop() []result {
+	close(l.stop)
+	l.wg.Wait()
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	out := slices.Clone(l.results)
+	sort.Slice(out, func(i, j int) bool { return out[i].start.Before(out[j].start) })
+	return out
+}
+
+// loadStats summarises results in [from, to) by start time.
+type loadStats struct {
+	total, failed int
+	byBody        map[string]int
+	firstFail     time.Time
+	lastFail      time.Time
+	slowestFail   time.Duration
+	failSample    error
+}
+
+func summarise(results []result, from, to time.Time) loadStats {
+	s := loadStats{byBody: map[string]int{}}
+	for _, r := range results {
+		if r.start.Before(from) || !r.start.Before(to) {
+			continue
+		}
+		s.total++
+		if r.err == nil {
+			s.byBody[r.body]++
+			continue
+		}
+		s.failed++
+		if s.firstFail.IsZero() {
+			s.firstFail, s.failSample = r.start, r.err
+		}
+		s.lastFail = r.start
+		s.slowestFail = max(s.slowestFail, r.end.Sub(r.start))
+	}
+	return s
+}
+
+func (s loadStats) String() string {
+	return fmt.Sprintf("%d requests, %d failed, answers %v", s.total, s.failed, s.byBody)
+}
+
+// failover is what one member failure and recovery measured.
+type failover struct {
+	killAt, downAt, reviveAt, upAt time.Time
+	// engineDownAt is the transition time the health engine stamped (the
+	// member's health.since), at most downAt.
+	engineDownAt time.Time
+	results      []result
+}
+
+func (f failover) detection() time.Duration { return f.downAt.Sub(f.killAt) }
+func (f failover) recovery() time.Duration  { return f.upAt.Sub(f.reviveAt) }
+
+// failures returns how many requests failed in all, and how many of them
+// started outside the detection window [killAt - clientTimeout, downAt +
+// propagation]: a request in flight when the member died may fail too.
+func (f failover) failures() (all, outside int) {
+	for _, r := range f.results {
+		if r.err == nil {
+			continue
+		}
+		all++
+		if r.start.Before(f.killAt.Add(-clientTimeout)) || r.start.After(f.downAt.Add(propagation)) {
+			outside++
+		}
+	}
+	return all, outside
+}
+
+// runFailover runs the load against b's VIP, kills member victim with kill,
+// checks detection, that the member gets no traffic and no flow while DOWN,
+// revives it, and checks recovery and that it takes traffic again.
+func runFailover(t *testing.T, b *lbBed, victim int, kill, revive func()) failover {
+	t.Helper()
+	srv, mem, host := b.servers[victim], b.mems[victim], b.members[victim]
+	var f failover
+	l := startLoad(b.clients, b.url, loadEvery, loadMax, clientTimeout)
+	stopped := false
+	defer func() {
+		if !stopped {
+			l.Stop()
+		}
+	}()
+
+	time.Sleep(time.Second)
+	f.killAt = time.Now()
+	kill()
+	f.downAt = b.lb.WaitMemberStatus(mem.ID, sdnlb.MemberDown, 5*time.Second)
+	f.engineDownAt = b.lb.Member(mem.ID).Health.Since
+	hitsAtDown := srv.Hits()
+	t.Logf("detection: DOWN in the API %v after the kill (engine stamped %v); bound %v + margin %v",
+		f.detection().Round(time.Millisecond), f.engineDownAt.Sub(f.killAt).Round(time.Millisecond), detectWindow, schedMargin)
+	if f.detection() > detectWindow+schedMargin {
+		t.Errorf("member DOWN %v after the kill, want within %v (+%v margin)", f.detection(), detectWindow, schedMargin)
+	}
+	took := waitNoFlows(t, b.sw, host.IP, 2*time.Second)
+	t.Logf("flows of %s gone %v after DOWN was seen", host.IP, took.Round(time.Millisecond))
+
+	// DOWN for a while under load: nothing may reach the member.
+	time.Sleep(time.Second)
+	if left := flowsMentioning(b.sw, host.IP); len(left) > 0 {
+		t.Errorf("new flows to the DOWN member %s:\n%s", host.IP, strings.Join(left, "\n"))
+	}
+	if got := srv.Hits(); got != hitsAtDown {
+		t.Errorf("DOWN member %s got %d requests", srv.Name, got-hitsAtDown)
+	}
+
+	f.reviveAt = time.Now()
+	hitsAtRevive := srv.Hits()
+	revive()
+	// Read the hits before each status read: while the API still says
+	// DOWN, the controller cannot have sent it anything.
+	deadline := f.reviveAt.Add(5 * time.Second)
+	for i := 0; i < 1000; i++ {
+		hits := srv.Hits()
+		if b.lb.Member(mem.ID).Status == sdnlb.MemberUp {
+			f.upAt = time.Now()
+			break
+		}
+		if hits != hitsAtRevive {
+			t.Errorf("member %s answered %d requests while still DOWN", srv.Name, hits-hitsAtRevive)
+			hitsAtRevive = hits
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("member %s not UP %v after its revival", mem.ID, time.Since(f.reviveAt))
+		}
+		time.Sleep(statusPoll)
+	}
+	t.Logf("recovery: UP %v after the revival; bound %v + margin %v", f.recovery().Round(time.Millisecond), riseWindow, schedMargin)
+	if f.recovery() > riseWindow+schedMargin {
+		t.Errorf("member UP %v after its revival, want within %v (+%v margin)", f.recovery(), riseWindow, schedMargin)
+	}
+	// It takes traffic again.
+	for i := 0; i < 300 && srv.Hits() == hitsAtRevive && time.Since(f.upAt) < 3*time.Second; i++ {
+		time.Sleep(statusPoll)
+	}
+	if srv.Hits() == hitsAtRevive {
+		t.Errorf("member %s took no request in %v after UP", srv.Name, time.Since(f.upAt))
+	}
+	time.Sleep(500 * time.Millisecond)
+	f.results = l.Stop()
+	stopped = true
+
+	all, outside := f.failures()
+	before := summarise(f.results, time.Time{}, f.killAt)
+	window := summarise(f.results, f.killAt, f.downAt.Add(propagation))
+	after := summarise(f.results, f.downAt.Add(propagation), time.Now())
+	t.Logf("load before the kill: %v", before)
+	t.Logf("load in the detection window (%v): %v", f.downAt.Add(propagation).Sub(f.killAt).Round(time.Millisecond), window)
+	t.Logf("load after DOWN: %v", after)
+	t.Logf("failed requests: %d of %d, %d outside the detection window", all, len(f.results), outside)
+	// A request in flight at the kill may fail; one that ended before it
+	// may not.
+	for _, r := range f.results {
+		if r.err != nil && r.end.Before(f.killAt) {
+			t.Errorf("request from %s failed %v before the kill: %v", r.client, f.killAt.Sub(r.end).Round(time.Millisecond), r.err)
+		}
+	}
+	if after.failed > 0 {
+		t.Errorf("%d requests failed after DOWN was seen, first at +%v after DOWN: %v",
+			after.failed, after.firstFail.Sub(f.downAt).Round(time.Millisecond), after.failSample)
+	}
+	if after.byBody[srv.Name] == 0 {
+		t.Errorf("after recovery no answer came from %s: %v", srv.Name, after)
+	}
+	return f
+}
+
+// TestHealth_ServerStopped: the member's server dies (its host stays) and
+// comes back.
+func TestHealth_ServerStopped(t *testing.T) {
+	b := newMonitoredBed(t)
+	srv := b.servers[1]
+	runFailover(t, b, 1, srv.Stop, func() { srv.Restart(t) })
+}
+
+// TestHealth_HostGone: the member's host drops off the switch entirely and
+// comes back.
+func TestHealth_HostGone(t *testing.T) {
+	b := newMonitoredBed(t)
+	h := b.members[1]
+	runFailover(t, b, 1, func() { h.SetDown(t) }, func() { h.SetUp(t) })
+}
+
+// TestHealth_AllMembersDown: with every member DOWN the VIP is DOWN,
+// connections are refused at once, the API stays responsive and the
+// controller sees one packet-in per attempt, not a storm.
+func TestHealth_AllMembersDown(t *testing.T) {
+	b := newMonitoredBed(t)
+	for _, s := range b.servers {
+		s.Stop()
+	}
+	for _, m := range b.mems {
+		b.lb.WaitMemberStatus(m.ID, sdnlb.MemberDown, 5*time.Second)
+	}
+	// The VIP status is derived by the store from member health.
+	deadline := time.Now().Add(5 * time.Second)
+	var status sdnlb.VIPStatus
+	for i := 0; i < 500 && time.Now().Before(deadline); i++ {
+		if status = b.lb.VIP(b.vip.ID).Status; status == sdnlb.VIPDown {
+			break
+		}
+		time.Sleep(statusPoll)
+	}
+	if status != sdnlb.VIPDown {
+		t.Errorf("VIP status %s with every member DOWN, want %s", status, sdnlb.VIPDown)
+	}
+
+	packetIns := `sdnlb_controller_packet_ins_total`
+	inBefore := b.lb.Metric(packetIns)
+	refusedBefore := b.lb.Metric(`sdnlb_controller_refusals_total{reason="no_member"}`)
+
+	// The API must answer promptly while the load runs.
+	apiCtx, apiStop := context.WithCancel(context.Background())
+	var apiSlowest time.Duration
+	var apiErr error
+	apiDone := make(chan struct{})
+	go func() {
+		defer close(apiDone)
+		for i := 0; i < 1000 && apiCtx.Err() == nil; i++ {
+			ctx, cancel := context.WithTimeout(apiCtx, 2*time.Second)
+			start := time.Now()
+			status, _, err := b.lb.Do(ctx, http.MethodGet, "/v1/vips/"+b.vip.ID, nil)
+			cancel()
+			if apiCtx.Err() != nil {
+				return
+			}
+			if err == nil && status != http.StatusOK {
+				err = fmt.Errorf("status %d", status)
+			}
+			if err != nil && apiErr == nil {
+				apiErr = err
+			}
+			apiSlowest = max(apiSlowest, time.Since(start))
+			time.Sleep(50 * time.Millisecond)
+		}
+	}()
+
+	const loadFor = 2 * time.Second
+	l := startLoad(b.clients, b.url, loadEvery, loadFor, clientTimeout)
+	time.Sleep(loadFor)
+	results := l.Stop()
+	apiStop()
+	<-apiDone
+
+	var slowest time.Duration
+	answered := 0
+	for _, r := range results {
+		if r.err == nil {
+			answered++
+		}
+		slowest = max(slowest, r.end.Sub(r.start))
+	}
+	t.Logf("%d requests with every member DOWN: %d answered, slowest took %v", len(results), answered, slowest.Round(time.Microsecond))
+	if answered > 0 {
+		t.Errorf("%d requests answered with every member DOWN", answered)
+	}
+	const failFast = 200 * time.Millisecond
+	if slowest > failFast {
+		t.Errorf("slowest request took %v to fail, want at most %v (refused, not hanging)", slowest, failFast)
+	}
+	for _, r := range results {
+		if r.err != nil && !strings.Contains(r.err.Error(), "connection refused") && !strings.Contains(r.err.Error(), "reset") {
+			t.Errorf("request failed with %v, want connection refused or reset", r.err)
+			break
+		}
+	}
+	if apiErr != nil || apiSlowest > time.Second {
+		t.Errorf("API under load: slowest %v, error %v; want answers within 1s", apiSlowest, apiErr)
+	}
+
+	// Settle, then the counters must be still: nothing loops.
+	time.Sleep(500 * time.Millisecond)
+	inAfter := b.lb.Metric(packetIns)
+	refused := b.lb.Metric(`sdnlb_controller_refusals_total{reason="no_member"}`) - refusedBefore
+	t.Logf("packet-ins during the load: %.0f for %d requests; refused no_member: %.0f; API slowest %v",
+		inAfter-inBefore, len(results), refused, apiSlowest.Round(time.Microsecond))
+	if refused < float64(len(results)) {
+		t.Errorf("controller refused %.0f connections for %d requests", refused, len(results))
+	}
+	// One SYN per request, plus a few ARP and L2 packet-ins.
+	if perReq := (inAfter - inBefore) / float64(len(results)); perReq > 2 {
+		t.Errorf("%.1f packet-ins per refused request, want at most 2", perReq)
+	}
+	time.Sleep(time.Second)
+	if quiet := b.lb.Metric(packetIns) - inAfter; quiet > 20 {
+		t.Errorf("%.0f packet-ins in a quiet second after the load: something loops", quiet)
+	}
+
+	// One member back: the VIP serves again.
+	b.servers[0].Restart(t)
+	b.lb.WaitMemberStatus(b.mems[0].ID, sdnlb.MemberUp, 5*time.Second)
+	waitServes(t, b.clients[0], b.url, 5*time.Second)
+}
