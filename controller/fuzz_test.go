@@ -109,3 +109,21 @@ func TestSession_GarbageAfterHello(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+func TestSession_LearnedTablesBounded(t *testing.T) {
+	s := fuzzSession(t)
+	for i := range maxLearned + 100 {
+		mac := [6]byte{0xaa, 0, 0, byte(i >> 16), byte(i >> 8), byte(i)}
+		s.learnMAC(mac, 1)
+		s.learnIP(0x0a000000+uint32(i), mac, 1)
+	}
+	if len(s.macs) != maxLearned || len(s.arps) != maxLearned {
+		t.Errorf("tables hold %d MACs and %d addresses, want at most %d", len(s.macs), len(s.arps), maxLearned)
+	}
+	// A known MAC still moves when the table is full.
+	moved := [6]byte{0xaa, 0, 0, 0, 0, 7}
+	s.learnMAC(moved, 2)
+	if s.macs[moved].port != 2 {
+		t.Errorf("a full table stopped tracking a move")
+	}
+}

@@ -8,6 +8,10 @@ import (
 	"github.com/sdnlb/sdnlb/controller/sched"
 )
 
+// maxLearned bounds each session's MAC and IPv4 tables, so a switch that
+// sends packets from ever new addresses cannot grow them without end.
+const maxLearned = 1 << 16
+
 // Held setups: a new connection to a member whose MAC is not known yet
 // waits for the member's ARP reply, within bounds.
 const (
@@ -106,8 +110,9 @@ func (s *session) learnMAC(mac [6]byte, port uint32) {
 	if isMulticast(mac) || port > ofp.PortMax && port != ofp.PortLocal {
 		return
 	}
-	if old, ok := s.macs[mac]; ok && old.port == port {
-		return
+	old, known := s.macs[mac]
+	if known && old.port == port || !known && len(s.macs) >= maxLearned {
+		return // a full table still forwards, by flooding
 	}
 	s.installL2(mac, port, s.c.now())
 	if s.debug {
@@ -188,14 +193,18 @@ func (s *session) handleARP(snap *snapshot, inPort uint32) {
 // learnIP records an IPv4 address's MAC and port and completes setups
 // that were waiting for it.
 func (s *session) learnIP(ip uint32, mac [6]byte, port uint32) {
-	if e, ok := s.arps[ip]; ok && e.mac == mac && e.port == port {
+	e, known := s.arps[ip]
+	if known && e.mac == mac && e.port == port {
 		return
 	}
-	s.arps[ip] = arpEntry{mac: mac, port: port}
 	s.heldMu.Lock()
 	held := s.held[ip]
 	delete(s.held, ip)
 	s.heldMu.Unlock()
+	if !known && len(s.arps) >= maxLearned && len(held) == 0 {
+		return // full; a member still gets in through its held setups
+	}
+	s.arps[ip] = arpEntry{mac: mac, port: port}
 	now := s.c.now()
 	snap := s.c.snap.Load()
 	for i := range held {
