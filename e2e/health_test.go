@@ -182,10 +182,7 @@ func (s loadStats) String() string {
 // failover is what one member failure and recovery measured.
 type failover struct {
 	killAt, downAt, reviveAt, upAt time.Time
-	// engineDownAt is the transition time the health engine stamped (the
-	// member's health.since), at most downAt.
-	engineDownAt time.Time
-	results      []result
+	results                        []result
 }
 
 func (f failover) detection() time.Duration { return f.downAt.Sub(f.killAt) }
@@ -207,100 +204,143 @@ func (f failover) failures() (all, outside int) {
 	return all, outside
 }
 
-// runFailover runs the load against b's VIP, kills member victim with kill,
-// checks detection, that the member gets no traffic and no flow while DOWN,
-// revives it, and checks recovery and that it takes traffic again.
-func runFailover(t *testing.T, b *lbBed, victim int, kill, revive func()) failover {
+// failoverRun is one kill and revival of a member under load, for any
+// balancer: isUp is the balancer's view of the victim.
+type failoverRun struct {
+	clients      []*Host
+	url          string
+	srv          *HTTPServer // the victim's server
+	isUp         func() bool
+	kill, revive func()
+	// whileDown runs once the victim is seen DOWN, while the load runs.
+	whileDown func(f failover)
+}
+
+// measureFailover runs the load, kills the victim, waits until the
+// balancer shows it DOWN, checks that it gets no request while DOWN,
+// revives it, waits until it is UP (checking it gets nothing before) and
+// until it takes a request again, then stops the load.
+func measureFailover(t *testing.T, r failoverRun) failover {
 	t.Helper()
-	srv, mem, host := b.servers[victim], b.mems[victim], b.members[victim]
 	var f failover
-	l := startLoad(b.clients, b.url, loadEvery, loadMax, clientTimeout)
+	l := startLoad(r.clients, r.url, loadEvery, loadMax, clientTimeout)
 	stopped := false
 	defer func() {
 		if !stopped {
 			l.Stop()
 		}
 	}()
+	waitFor := func(up bool, what string, from time.Time) time.Time {
+		t.Helper()
+		for i := 0; i < 1000 && time.Since(from) < 5*time.Second; i++ {
+			if r.isUp() == up {
+				return time.Now()
+			}
+			time.Sleep(statusPoll)
+		}
+		t.Fatalf("%s: not %s %v after the change", r.srv.Name, what, time.Since(from))
+		return time.Time{}
+	}
 
 	time.Sleep(time.Second)
 	f.killAt = time.Now()
-	kill()
-	f.downAt = b.lb.WaitMemberStatus(mem.ID, sdnlb.MemberDown, 5*time.Second)
-	f.engineDownAt = b.lb.Member(mem.ID).Health.Since
-	hitsAtDown := srv.Hits()
-	t.Logf("detection: DOWN in the API %v after the kill (engine stamped %v); bound %v + margin %v",
-		f.detection().Round(time.Millisecond), f.engineDownAt.Sub(f.killAt).Round(time.Millisecond), detectWindow, schedMargin)
-	if f.detection() > detectWindow+schedMargin {
-		t.Errorf("member DOWN %v after the kill, want within %v (+%v margin)", f.detection(), detectWindow, schedMargin)
+	r.kill()
+	f.downAt = waitFor(false, "DOWN", f.killAt)
+	hitsAtDown := r.srv.Hits()
+	if r.whileDown != nil {
+		r.whileDown(f)
 	}
-	took := waitNoFlows(t, b.sw, host.IP, 2*time.Second)
-	t.Logf("flows of %s gone %v after DOWN was seen", host.IP, took.Round(time.Millisecond))
-
 	// DOWN for a while under load: nothing may reach the member.
 	time.Sleep(time.Second)
-	if left := flowsMentioning(b.sw, host.IP); len(left) > 0 {
-		t.Errorf("new flows to the DOWN member %s:\n%s", host.IP, strings.Join(left, "\n"))
-	}
-	if got := srv.Hits(); got != hitsAtDown {
-		t.Errorf("DOWN member %s got %d requests", srv.Name, got-hitsAtDown)
+	if got := r.srv.Hits(); got != hitsAtDown {
+		t.Errorf("DOWN member %s got %d requests", r.srv.Name, got-hitsAtDown)
 	}
 
 	f.reviveAt = time.Now()
-	hitsAtRevive := srv.Hits()
-	revive()
-	// Read the hits before each status read: while the API still says
-	// DOWN, the controller cannot have sent it anything.
-	deadline := f.reviveAt.Add(5 * time.Second)
-	for i := 0; i < 1000; i++ {
-		hits := srv.Hits()
-		if b.lb.Member(mem.ID).Status == sdnlb.MemberUp {
+	hitsAtRevive := r.srv.Hits()
+	r.revive()
+	// Read the hits before each status read: while the balancer still says
+	// DOWN, it cannot have sent the member anything.
+	for i := 0; i < 1000 && f.upAt.IsZero(); i++ {
+		hits := r.srv.Hits()
+		if r.isUp() {
 			f.upAt = time.Now()
 			break
 		}
 		if hits != hitsAtRevive {
-			t.Errorf("member %s answered %d requests while still DOWN", srv.Name, hits-hitsAtRevive)
+			t.Errorf("member %s answered %d requests while still DOWN", r.srv.Name, hits-hitsAtRevive)
 			hitsAtRevive = hits
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("member %s not UP %v after its revival", mem.ID, time.Since(f.reviveAt))
+		if time.Since(f.reviveAt) > 5*time.Second {
+			t.Fatalf("member %s not UP %v after its revival", r.srv.Name, time.Since(f.reviveAt))
 		}
 		time.Sleep(statusPoll)
 	}
-	t.Logf("recovery: UP %v after the revival; bound %v + margin %v", f.recovery().Round(time.Millisecond), riseWindow, schedMargin)
-	if f.recovery() > riseWindow+schedMargin {
-		t.Errorf("member UP %v after its revival, want within %v (+%v margin)", f.recovery(), riseWindow, schedMargin)
-	}
-	// It takes traffic again.
-	for i := 0; i < 300 && srv.Hits() == hitsAtRevive && time.Since(f.upAt) < 3*time.Second; i++ {
+	for i := 0; i < 300 && r.srv.Hits() == hitsAtRevive && time.Since(f.upAt) < 3*time.Second; i++ {
 		time.Sleep(statusPoll)
 	}
-	if srv.Hits() == hitsAtRevive {
-		t.Errorf("member %s took no request in %v after UP", srv.Name, time.Since(f.upAt))
+	if r.srv.Hits() == hitsAtRevive {
+		t.Errorf("member %s took no request in %v after UP", r.srv.Name, time.Since(f.upAt))
 	}
 	time.Sleep(500 * time.Millisecond)
 	f.results = l.Stop()
 	stopped = true
+	return f
+}
 
+// logFailover logs the figures of a run for the lead's table.
+func logFailover(t *testing.T, name string, f failover) {
+	t.Helper()
 	all, outside := f.failures()
-	before := summarise(f.results, time.Time{}, f.killAt)
-	window := summarise(f.results, f.killAt, f.downAt.Add(propagation))
-	after := summarise(f.results, f.downAt.Add(propagation), time.Now())
-	t.Logf("load before the kill: %v", before)
-	t.Logf("load in the detection window (%v): %v", f.downAt.Add(propagation).Sub(f.killAt).Round(time.Millisecond), window)
-	t.Logf("load after DOWN: %v", after)
-	t.Logf("failed requests: %d of %d, %d outside the detection window", all, len(f.results), outside)
+	t.Logf("%s: DOWN %v after the kill, UP %v after the revival", name,
+		f.detection().Round(time.Millisecond), f.recovery().Round(time.Millisecond))
+	t.Logf("%s: load before the kill: %v", name, summarise(f.results, time.Time{}, f.killAt))
+	t.Logf("%s: load in the detection window (%v): %v", name, f.downAt.Add(propagation).Sub(f.killAt).Round(time.Millisecond),
+		summarise(f.results, f.killAt, f.downAt.Add(propagation)))
+	t.Logf("%s: load after DOWN: %v", name, summarise(f.results, f.downAt.Add(propagation), time.Now()))
+	t.Logf("%s: failed requests: %d of %d, %d outside the detection window", name, all, len(f.results), outside)
+}
+
+// runFailover is the sdnlb failover scenario on b: member victim is killed
+// and revived under load; detection and recovery must stay within the
+// monitor's windows, the member's flows must go, and requests may fail only
+// inside the detection window.
+func runFailover(t *testing.T, b *lbBed, victim int, kill, revive func()) failover {
+	t.Helper()
+	srv, mem, host := b.servers[victim], b.mems[victim], b.members[victim]
+	f := measureFailover(t, failoverRun{
+		clients: b.clients, url: b.url, srv: srv, kill: kill, revive: revive,
+		isUp: func() bool { return b.lb.Member(mem.ID).Status == sdnlb.MemberUp },
+		whileDown: func(f failover) {
+			engineAt := b.lb.Member(mem.ID).Health.Since
+			t.Logf("detection: DOWN in the API %v after the kill (engine stamped %v); bound %v + margin %v",
+				f.detection().Round(time.Millisecond), engineAt.Sub(f.killAt).Round(time.Millisecond), detectWindow, schedMargin)
+			took := waitNoFlows(t, b.sw, host.IP, 2*time.Second)
+			t.Logf("flows of %s gone %v after DOWN was seen", host.IP, took.Round(time.Millisecond))
+			time.Sleep(500 * time.Millisecond)
+			if left := flowsMentioning(b.sw, host.IP); len(left) > 0 {
+				t.Errorf("new flows to the DOWN member %s:\n%s", host.IP, strings.Join(left, "\n"))
+			}
+		},
+	})
+	logFailover(t, "sdnlb", f)
+	if f.detection() > detectWindow+schedMargin {
+		t.Errorf("member DOWN %v after the kill, want within %v (+%v margin)", f.detection(), detectWindow, schedMargin)
+	}
+	if f.recovery() > riseWindow+schedMargin {
+		t.Errorf("member UP %v after its revival, want within %v (+%v margin)", f.recovery(), riseWindow, schedMargin)
+	}
 	// A request in flight at the kill may fail; one that ended before it
-	// may not.
+	// may not, and neither may one that started once DOWN was seen.
 	for _, r := range f.results {
 		if r.err != nil && r.end.Before(f.killAt) {
 			t.Errorf("request from %s failed %v before the kill: %v", r.client, f.killAt.Sub(r.end).Round(time.Millisecond), r.err)
 		}
 	}
-	if after.failed > 0 {
+	if after := summarise(f.results, f.downAt.Add(propagation), time.Now()); after.failed > 0 {
 		t.Errorf("%d requests failed after DOWN was seen, first at +%v after DOWN: %v",
 			after.failed, after.firstFail.Sub(f.downAt).Round(time.Millisecond), after.failSample)
-	}
-	if after.byBody[srv.Name] == 0 {
+	} else if after.byBody[srv.Name] == 0 {
 		t.Errorf("after recovery no answer came from %s: %v", srv.Name, after)
 	}
 	return f
