@@ -71,11 +71,19 @@ function ago(t) {
   return s < 90 ? `${s}s ago` : s < 5400 ? `${Math.round(s / 60)}m ago` : `${Math.round(s / 3600)}h ago`;
 }
 
+// cells appends a cell per [text, class]; a "pill" class wraps the text in
+// a badge instead of colouring the whole cell.
 function cells(tr, values) {
   for (const [text, cls] of values) {
     const td = tr.insertCell();
-    td.textContent = text;
-    if (cls) td.className = cls;
+    if (cls && cls.startsWith("pill")) {
+      const span = td.appendChild(document.createElement("span"));
+      span.textContent = text;
+      span.className = cls;
+    } else {
+      td.textContent = text;
+      if (cls) td.className = cls;
+    }
   }
 }
 
