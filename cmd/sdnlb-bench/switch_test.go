@@ -26,18 +26,24 @@ func pipeSwitch(tb testing.TB) (*fakeSwitch, net.Conn) {
 // exchange has s handle msg and returns what it answered, if anything.
 func exchange(tb testing.TB, s *fakeSwitch, peer net.Conn, msg []byte) (ofp.Header, ofp.Message, error) {
 	tb.Helper()
-	handled := make(chan error, 1)
+	wrote, handled := make(chan bool, 1), make(chan error, 1)
 	go func() {
 		s.mu.Lock()
 		defer s.mu.Unlock()
 		err := s.handle(msg)
+		wrote <- s.w.Buffered() > 0
 		handled <- errors.Join(err, s.flush())
 	}()
-	peer.SetReadDeadline(time.Now().Add(200 * time.Millisecond))
+	// A write to a net.Pipe blocks until it is read: read only when the
+	// switch has something to send, so no answer needs no timeout.
+	if !<-wrote {
+		return ofp.Header{}, nil, <-handled
+	}
+	peer.SetReadDeadline(time.Now().Add(10 * time.Second))
 	answer, rerr := ofp.ReadMessage(bufio.NewReader(peer), nil)
 	err := <-handled
 	if rerr != nil {
-		return ofp.Header{}, nil, err // no answer
+		tb.Fatalf("read the answer: %v", rerr)
 	}
 	h, m, derr := ofp.Decode(answer)
 	if derr != nil {
