@@ -65,23 +65,6 @@ func newMonitoredBed(tb testing.TB) *lbBed {
 	return b
 }
 
-// WaitMemberStatus polls a member until it has status want and returns
-// when the API first showed it.
-func (p *sdnlbProc) WaitMemberStatus(id string, want sdnlb.MemberStatus, timeout time.Duration) time.Time {
-	p.tb.Helper()
-	deadline := time.Now().Add(timeout)
-	var got sdnlb.MemberStatus
-	for i := 0; i < 5000 && time.Now().Before(deadline); i++ {
-		m := p.Member(id)
-		if got = m.Status; got == want {
-			return time.Now()
-		}
-		time.Sleep(statusPoll)
-	}
-	p.tb.Fatalf("member %s is %s after %v, want %s", id, got, timeout, want)
-	return time.Time{}
-}
-
 // result is one request of a load run.
 type result struct {
 	client     string
@@ -149,8 +132,7 @@ type loadStats struct {
 	total, failed int
 	byBody        map[string]int
 	firstFail     time.Time
-	lastFail      time.Time
-	slowestFail   time.Duration
+	slowestFail   time.Duration // how long the slowest failure took to fail
 	failSample    error
 }
 
@@ -169,14 +151,17 @@ func summarise(results []result, from, to time.Time) loadStats {
 		if s.firstFail.IsZero() {
 			s.firstFail, s.failSample = r.start, r.err
 		}
-		s.lastFail = r.start
 		s.slowestFail = max(s.slowestFail, r.end.Sub(r.start))
 	}
 	return s
 }
 
 func (s loadStats) String() string {
-	return fmt.Sprintf("%d requests, %d failed, answers %v", s.total, s.failed, s.byBody)
+	out := fmt.Sprintf("%d requests, %d failed, answers %v", s.total, s.failed, s.byBody)
+	if s.failed > 0 {
+		out += fmt.Sprintf(", slowest failure took %v", s.slowestFail.Round(time.Millisecond))
+	}
+	return out
 }
 
 // failover is what one member failure and recovery measured.

@@ -431,6 +431,23 @@ func (p *sdnlbProc) WaitPoolMembers(poolID string, n int, timeout time.Duration)
 	p.tb.Fatalf("controller shows %d members in pool %s after %v, want %d", got, poolID, timeout, n)
 }
 
+// WaitMemberStatus polls a member until it has status want and returns
+// when the API first showed it.
+func (p *sdnlbProc) WaitMemberStatus(id string, want sdnlb.MemberStatus, timeout time.Duration) time.Time {
+	p.tb.Helper()
+	deadline := time.Now().Add(timeout)
+	var got sdnlb.MemberStatus
+	for i := 0; i < 5000 && time.Now().Before(deadline); i++ {
+		m := p.Member(id)
+		if got = m.Status; got == want {
+			return time.Now()
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	p.tb.Fatalf("member %s is %s after %v, want %s", id, got, timeout, want)
+	return time.Time{}
+}
+
 // Switches lists the connected switches.
 func (p *sdnlbProc) Switches() []*sdnlb.Switch {
 	p.tb.Helper()
