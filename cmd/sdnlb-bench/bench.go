@@ -323,7 +323,7 @@ func drain(ctx context.Context, sws []*fakeSwitch, timeout time.Duration) error 
 // expireAll counts whatever is still in flight as timed out.
 func (s *fakeSwitch) expireAll() {
 	for ; s.oldest < s.next; s.oldest++ {
-		if slot := &s.ring[s.oldest&s.mask]; slot.seq == s.oldest+1 {
+		if slot := &s.ring[s.oldest&s.mask]; slot.inFlight(s.oldest) {
 			s.expire(slot)
 		}
 	}

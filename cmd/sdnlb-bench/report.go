@@ -56,7 +56,8 @@ type Errors struct {
 	Timeouts   uint64 `json:"timeouts"`
 	Refused    uint64 `json:"refused"`     // answered with a TCP RST
 	BadRewrite uint64 `json:"bad_rewrite"` // packet-out without the NAT rewrite
-	Unmatched  uint64 `json:"unmatched"`   // packet-out for no setup in flight
+	Unmatched  uint64 `json:"unmatched"`   // packet-out for no setup sent, or a second one
+	Late       uint64 `json:"late"`        // answers to timed-out setups; not counted again in Total
 }
 
 // collect sums the switches' counters; the caller holds no switch lock
@@ -90,6 +91,7 @@ func collect(cfg *config, sws []*fakeSwitch, elapsed time.Duration) *Result {
 		e.Refused += st.refused
 		e.BadRewrite += st.badRewrite
 		e.Unmatched += st.unmatched
+		e.Late += st.late
 		for i, n := range st.perMember {
 			perMember[i] += n
 		}
@@ -145,8 +147,12 @@ func writeTable(w io.Writer, res *Result) error {
 		}
 	}
 	e := res.Errors
-	fmt.Fprintf(tw, "errors\t%d (ofp_error %d, timeout %d, refused %d, bad_rewrite %d, unmatched %d)\n",
-		e.Total, e.OFPErrors, e.Timeouts, e.Refused, e.BadRewrite, e.Unmatched)
+	late := ""
+	if e.Late > 0 {
+		late = fmt.Sprintf(" (%d answered late)", e.Late)
+	}
+	fmt.Fprintf(tw, "errors\t%d (ofp_error %d, timeout %d%s, refused %d, bad_rewrite %d, unmatched %d)\n",
+		e.Total, e.OFPErrors, e.Timeouts, late, e.Refused, e.BadRewrite, e.Unmatched)
 	if e.FirstOFP != "" {
 		fmt.Fprintf(tw, "first ofp error\t%s\n", e.FirstOFP)
 	}

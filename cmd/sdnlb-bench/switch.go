@@ -25,11 +25,21 @@ const (
 )
 
 // pending is one setup in flight: seq is the setup number plus one (zero
-// marks a free slot) and sent the send time in ns since the run started.
+// marks a free slot) and sent the send time in ns since the run started,
+// or expired once it timed out, so that a late answer is told apart from
+// one for no setup at all.
 type pending struct {
 	seq  uint64
 	sent int64
 }
+
+const expired = -1
+
+// inFlight reports whether setup n is in this slot and unanswered.
+func (p *pending) inFlight(n uint64) bool { return p.seq == n+1 && p.sent != expired }
+
+// busy reports whether any setup in this slot is unanswered.
+func (p *pending) busy() bool { return p.seq != 0 && p.sent != expired }
 
 // swStats are one switch's counters for the measured interval.
 type swStats struct {
@@ -38,7 +48,8 @@ type swStats struct {
 	timeouts   uint64
 	refused    uint64 // answered with a TCP RST
 	badRewrite uint64 // packet-out without the expected NAT rewrite
-	unmatched  uint64 // packet-out for no setup in flight
+	unmatched  uint64 // packet-out for no setup sent, or a second one
+	late       uint64 // packet-out after its setup timed out
 	flowAdds   uint64
 	flowOthers uint64 // modifies and deletes
 	perMember  []uint64
@@ -380,8 +391,16 @@ func (s *fakeSwitch) packetIn(port uint32, frame []byte) *ofp.PacketIn {
 // complete resolves setup n on its packet-out (or RST when refused).
 func (s *fakeSwitch) complete(n uint64, rw *rewrite, refused bool) {
 	slot := &s.ring[n&s.mask]
-	if slot.seq != n+1 {
-		if s.measuring && n >= s.measureFrom {
+	if !slot.inFlight(n) {
+		late := slot.seq == n+1
+		if late {
+			slot.seq = 0
+		}
+		switch {
+		case !s.measuring || n < s.measureFrom:
+		case late:
+			s.stats.late++ // already counted as a timeout
+		default:
 			s.stats.unmatched++
 		}
 		return
@@ -433,7 +452,7 @@ func (s *fakeSwitch) sendSeq(now int64) {
 	n := s.next
 	s.next++
 	slot := &s.ring[n&s.mask]
-	if slot.seq != 0 { // a whole ring later and still unanswered
+	if slot.busy() { // a whole ring later and still unanswered
 		s.expire(slot)
 	}
 	slot.seq, slot.sent = n+1, now
@@ -445,7 +464,7 @@ func (s *fakeSwitch) sendSeq(now int64) {
 // expire counts the setup in slot as timed out.
 func (s *fakeSwitch) expire(slot *pending) {
 	n := slot.seq - 1
-	slot.seq = 0
+	slot.sent = expired
 	s.outstanding--
 	if n == 0 {
 		s.firstSetup <- setupOutcome{err: fmt.Errorf("no packet-out for the setup within %v", s.run.timeout)}
@@ -462,7 +481,7 @@ func (s *fakeSwitch) sweep(now int64) {
 	limit := now - int64(s.run.timeout)
 	for s.oldest < s.next {
 		slot := &s.ring[s.oldest&s.mask]
-		if slot.seq != s.oldest+1 {
+		if !slot.inFlight(s.oldest) {
 			s.oldest++
 			continue
 		}

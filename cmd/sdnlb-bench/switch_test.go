@@ -189,3 +189,80 @@ func TestFakeSwitch_AnswersARPForItsHosts(t *testing.T) {
 		})
 	}
 }
+
+func TestFakeSwitch_SetupAccounting(t *testing.T) {
+	type step struct {
+		op string // "send" k setups, "answer"/"refuse"/"misroute" setup n, "sweep" at n seconds
+		n  uint64
+	}
+	tests := []struct {
+		name            string
+		window          int
+		steps           []step
+		want            swStats // perMember left out
+		wantOutstanding int
+		wantNext        uint64
+	}{
+		{"InTime", 0, []step{{"send", 3}, {"answer", 1}, {"answer", 3}, {"answer", 2}},
+			swStats{setups: 3}, 0, 4},
+		{"LateAfterTimeout", 0, []step{{"send", 2}, {"answer", 2}, {"sweep", 2}, {"answer", 1}},
+			swStats{setups: 1, timeouts: 1, late: 1}, 0, 3},
+		{"Duplicate", 0, []step{{"send", 1}, {"answer", 1}, {"answer", 1}},
+			swStats{setups: 1, unmatched: 1}, 0, 2},
+		{"NeverSent", 0, []step{{"send", 1}, {"answer", 7}},
+			swStats{unmatched: 1}, 1, 2},
+		{"SweepKeepsYoungOnes", 0, []step{{"send", 2}, {"sweep", 0}},
+			swStats{}, 2, 3},
+		// Setup 1025 takes setup 1's slot and times it out; an answer to 1
+		// after that cannot be told from a stray one.
+		{"RingWrap", 0, []step{{"send", 1025}, {"answer", 1}, {"answer", 1025}},
+			swStats{timeouts: 1, unmatched: 1, setups: 1}, 1023, 1026},
+		{"Refused", 0, []step{{"send", 1}, {"refuse", 1}},
+			swStats{refused: 1}, 0, 2},
+		{"BadRewrite", 0, []step{{"send", 1}, {"misroute", 1}},
+			swStats{badRewrite: 1}, 0, 2},
+		{"WindowRefilled", 2, []step{{"sweep", 0}, {"answer", 1}, {"refuse", 2}},
+			swStats{setups: 1, refused: 1}, 2, 5},
+		{"WindowReplacesTimeouts", 2, []step{{"sweep", 0}, {"sweep", 2}, {"answer", 3}},
+			swStats{timeouts: 2, setups: 1}, 2, 6},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s, _ := pipeSwitch(t)
+			s.run.window = tt.window
+			s.run.sending.Store(true)
+			s.run.budget.Store(1 << 40)
+			s.syn = mustSYNTemplate(t, s.idx)
+			s.next, s.oldest = 1, 1 // setup 0 is the warm-up's
+			s.measuring, s.measureFrom = true, 1
+			m := &s.run.t.members[0]
+			good := rewrite{ipv4Dst: m.ip, ethDst: m.mac, outPort: m.ofPort, has: 1<<oxmIPv4Dst | 1<<oxmEthDst | hasOutput}
+			bad := good
+			bad.outPort = clientPort
+			for _, st := range tt.steps {
+				switch st.op {
+				case "send":
+					for range st.n {
+						s.sendSeq(0)
+					}
+				case "answer":
+					s.complete(st.n, &good, false)
+				case "refuse":
+					s.complete(st.n, &rewrite{}, true)
+				case "misroute":
+					s.complete(st.n, &bad, false)
+				case "sweep":
+					s.sweep(int64(st.n) * int64(time.Second))
+				}
+			}
+			got := s.stats
+			got.perMember = nil
+			if !reflect.DeepEqual(got, tt.want) || s.outstanding != tt.wantOutstanding || s.next != tt.wantNext {
+				t.Errorf("stats %+v, %d in flight, next %d; want %+v, %d, %d", got, s.outstanding, s.next, tt.want, tt.wantOutstanding, tt.wantNext)
+			}
+			if s.hist.n != tt.want.setups {
+				t.Errorf("%d latency samples, want one per completed setup: %d", s.hist.n, tt.want.setups)
+			}
+		})
+	}
+}
