@@ -110,9 +110,9 @@ const maxRingTotal = 1 << 22
 // warmupTimeout bounds each step of the warm-up.
 const warmupTimeout = 10 * time.Second
 
-// execute plays cfg.Switches switches against the controller at addr and
-// measures. memStats adds the process' allocations per setup, which only
-// mean something when the controller runs in this process.
+// execute plays cfg.switches switches against the controller at addr:
+// connects them, warms them up (checking the first setup of each), runs
+// the load and measures.
 func execute(ctx context.Context, cfg *config, addr string, memStats bool) (*Result, error) {
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
@@ -188,6 +188,18 @@ func execute(ctx context.Context, cfg *config, addr string, memStats bool) (*Res
 		}
 	}
 
+	res, err := r.measure(ctx, cfg, sws, memStats)
+	if err != nil {
+		return nil, err
+	}
+	res.Checks = checks
+	return res, nil
+}
+
+// measure runs the measured interval on switches that are warm and
+// returns its figures. memStats adds the process' allocations per setup,
+// which only mean something when the controller runs in this process.
+func (r *run) measure(ctx context.Context, cfg *config, sws []*fakeSwitch, memStats bool) (*Result, error) {
 	// Pause and let the warm-up load drain before measuring, so that every
 	// setup sent and every flow-mod received from here on is measured.
 	r.sending.Store(false)
@@ -238,7 +250,6 @@ func execute(ctx context.Context, cfg *config, addr string, memStats bool) (*Res
 	}
 
 	res := collect(cfg, sws, elapsed)
-	res.Checks = checks
 	if memStats {
 		if n := float64(res.Setups + res.Drained); n > 0 {
 			allocs := float64(ms1.Mallocs-ms0.Mallocs) / n
