@@ -444,10 +444,16 @@ func TestVIP_Delete(t *testing.T) {
 	if len(flowsMentioning(b.sw, b.vip.Address)) == 0 {
 		t.Fatalf("no flow mentions VIP %s while it serves", b.vip.Address)
 	}
+	if len(apiFlowsMentioning(t, b.lb, b.vip.Address)) == 0 {
+		t.Errorf("the API lists no flow of VIP %s while it serves", b.vip.Address)
+	}
 
 	b.lb.mustAPI(http.MethodDelete, "/v1/vips/"+b.vip.ID+"?cascade=true", nil, http.StatusNoContent, nil)
 	took := waitNoFlows(t, b.sw, b.vip.Address, 5*time.Second)
 	t.Logf("VIP flows gone %v after the delete", took.Round(time.Millisecond))
+	if left := apiFlowsMentioning(t, b.lb, b.vip.Address); len(left) > 0 {
+		t.Errorf("the API still lists %d flows of the deleted VIP, first: %s", len(left), left[0])
+	}
 
 	start := time.Now()
 	body, err := get(c, b.url, 2*time.Second)
@@ -462,6 +468,28 @@ func TestVIP_Delete(t *testing.T) {
 	if body, err := get(c, "http://"+b.servers[0].Addr+"/", 5*time.Second); err != nil || body != "srv1" {
 		t.Errorf("member after VIP delete = %q, %v; want srv1", body, err)
 	}
+}
+
+// apiFlowsMentioning returns the flows GET /v1/switches/{dpid}/flows lists
+// for the one connected switch whose match or actions name addr.
+func apiFlowsMentioning(tb testing.TB, lb *sdnlbProc, addr string) []string {
+	tb.Helper()
+	switches := lb.Switches()
+	if len(switches) != 1 {
+		tb.Fatalf("%d switches connected, want 1", len(switches))
+	}
+	var list struct {
+		Flows []*sdnlb.Flow `json:"flows"`
+	}
+	lb.mustAPI(http.MethodGet, "/v1/switches/"+switches[0].DPID+"/flows", nil, http.StatusOK, &list)
+	re := addrPattern(addr)
+	var out []string
+	for _, f := range list.Flows {
+		if line := f.Match + " " + f.Actions; re.MatchString(line) {
+			out = append(out, line)
+		}
+	}
+	return out
 }
 
 // waitServes sends requests until one succeeds, boundedly, and returns the
