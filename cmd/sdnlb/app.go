@@ -78,8 +78,12 @@ func (m *Main) Run(ctx context.Context) (err error) {
 	registry := prometheus.NewRegistry()
 	registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 
+	idle := cfg.FlowIdleTimeout
+	if idle == 0 {
+		idle = -1 // the flag's 0 is "none"; the controller's 0 is "its default"
+	}
 	m.Controller = controller.New(m.Store, controller.Options{
-		IdleTimeout:   cfg.FlowIdleTimeout,
+		IdleTimeout:   idle,
 		HardTimeout:   cfg.FlowHardTimeout,
 		EchoInterval:  cfg.EchoInterval,
 		StatsInterval: cfg.StatsInterval,
