@@ -25,6 +25,9 @@ const (
 	catBase category = 0x01 // table miss
 	catVIP  category = 0x02 // ARP and IPv4 punts and the drop for one VIP
 	catL2   category = 0x03 // learned L2 destinations
+	// A member's replies → CONTROLLER; VIP and member number of the member
+	// the flow is installed for (members sharing an address share one).
+	catMemberReply category = 0x04
 	// The two directions of a connection differ in the lowest bit only, so
 	// connMask selects both.
 	catConn      category = 0x10 // client → member

@@ -14,6 +14,9 @@
 //
 //	1000  a pair of NAT flows per connection on the full 5-tuple (ICMP: per
 //	      client, echo only); idle/hard timeouts from Options, SEND_FLOW_REM
+//	 900  per member address of a pool with an enabled VIP, whatever the
+//	      member's status: its replies (source address and service port;
+//	      ICMP: echo replies) → CONTROLLER
 //	 500  per VIP: ARP requests for its address, and its service → CONTROLLER
 //	 499  per VIP address: other IPv4 to it → drop, never punted again
 //	 100  learned L2 destinations, idle 300 s
@@ -22,7 +25,19 @@
 // Every cookie packs app id | category | VIP number | member number
 // (cookie.go), so one masked delete purges a member's or a VIP's
 // connections on a switch. Numbers are given per id for the life of the
-// process and never reused. Flow generators are pure (baseFlows, vipFlows,
+// process and never reused.
+//
+// The reply punts exist because Open vSwitch caches what its table decided
+// in a datapath flow cache, wildcarding what no flow looked at, and
+// revalidates that cache asynchronously after flow-mods. A member's reply
+// switched by MAC (say, a retransmit of a connection purged at DOWN) would
+// leave a cached entry that the next connection's replies could hit before
+// revalidation, reaching the client from the member's address. With the
+// punts, every cached entry for a member's replies sends to the controller.
+// They stay while a member is DOWN, so no such entry is made between a
+// member's return and its coming UP; members sharing an address share one,
+// installed under the lowest member number and replaced, not deleted, when
+// that member goes. Flow generators are pure (baseFlows, vipFlows,
 // connFlows.build, reconcile); sessions send what they return.
 //
 // # Sessions
@@ -47,7 +62,8 @@
 // the API holds. Each session diffs the snapshot it has against the new one:
 // new or changed VIPs get their flows and a gratuitous ARP; deleted or
 // disabled VIPs lose their flows and connections; a member that is deleted,
-// moved or goes DOWN loses its connection flows; a DRAINING member (admin
+// moved or goes DOWN loses its connection flows; reply punts follow the
+// member addresses the new snapshot wants; a DRAINING member (admin
 // down or weight 0) keeps its connections but takes no new ones. Schedulers
 // are built per snapshot from the members in rotation (UP or NO_MONITOR).
 //
@@ -68,7 +84,17 @@
 // cache of recent setups: a UDP burst, a retransmitted SYN, and, on Open
 // vSwitch, the client's ACK, which can overtake the revalidation of the
 // datapath flow cache and arrive through the VIP's punt flow (without the
-// cache it would be reset as a packet of a purged connection). A setup that
+// cache it would be reset as a packet of a purged connection). The
+// member's replies overtake it the same way and arrive through its reply
+// punt: a second cache, keyed by member and client address and port, finds
+// their connection and the controller sends them with the reverse NAT.
+// Other packets of the reply punts (health-probe replies, traffic to a
+// member's own address, replies of purged connections or of setups older
+// than 2 s) are switched by MAC with a packet-out and no flow-mod. A purged
+// connection's reply so reaches its client from the member's address and
+// the client's reset ends it on the member; the controller cannot tell it
+// from direct traffic to the member without tracking purged connections,
+// so it neither drops nor resets it. A setup that
 // raced a configuration change sends the member's or VIP's purge again
 // behind its own flows.
 //

@@ -9,16 +9,18 @@ import (
 // The pipeline is one table. Higher priorities win:
 //
 //	1000  connection flows: one pair per connection, full 5-tuple, NAT rewrite
+//	 900  per member address of an enabled VIP: its replies → CONTROLLER
 //	 500  per VIP: ARP requests for its address and IPv4 to its service → CONTROLLER
 //	 499  per VIP address: any other IPv4 to it → drop (never punted again)
 //	 100  learned L2 destinations → output port
 //	   0  table miss → CONTROLLER (whole packet), which learns and floods
 const (
-	prioConnection uint16 = 1000
-	prioVIPPunt    uint16 = 500
-	prioVIPDrop    uint16 = 499
-	prioL2         uint16 = 100
-	prioMiss       uint16 = 0
+	prioConnection  uint16 = 1000
+	prioMemberReply uint16 = 900
+	prioVIPPunt     uint16 = 500
+	prioVIPDrop     uint16 = 499
+	prioL2          uint16 = 100
+	prioMiss        uint16 = 0
 
 	l2IdleTimeout uint16 = 300 // seconds
 )
@@ -119,6 +121,46 @@ func deleteMemberFlows(memberNum uint32) ofp.FlowMod {
 	return flowDelete(makeCookie(catConn, 0, memberNum), maskApp|maskConnCats|maskMember)
 }
 
+// replyMatch is what a member's replies carry: its address and the port
+// its service answers from (the VIP's port when the member has none; 0
+// for ICMP), in the VIP's protocol.
+type replyMatch struct {
+	ip    [4]byte
+	port  uint16
+	proto uint8
+}
+
+// replyOwner is the member a reply punt is installed for, which its cookie
+// names.
+type replyOwner struct{ vipNum, memberNum uint32 }
+
+// memberReplyFlow punts a member's replies that no connection flow took.
+// Without it they would be switched by the L2 flows, and Open vSwitch
+// would cache that in its datapath: a member → client packet of a purged
+// connection leaves a cached entry that the next connection's replies can
+// hit, before the switch revalidates its cache against the new connection
+// flows, and leave without the reverse NAT. With this flow every cached
+// entry for a member's replies is a punt, and the controller applies the
+// NAT to those of recent setups (packetin.go). ICMP VIPs match echo
+// replies only, as their connection flows do.
+func memberReplyFlow(m replyMatch, o replyOwner) ofp.FlowMod {
+	match := []ofp.OXM{ofp.MatchEthType(ethTypeIPv4), ofp.MatchIPProto(m.proto), ofp.MatchIPv4Src(m.ip)}
+	switch m.proto {
+	case protoTCP:
+		match = append(match, ofp.MatchTCPSrc(m.port))
+	case protoUDP:
+		match = append(match, ofp.MatchUDPSrc(m.port))
+	case protoICMP:
+		match = append(match, ofp.MatchICMPv4Type(icmpEchoReply))
+	}
+	return flowAdd(makeCookie(catMemberReply, o.vipNum, o.memberNum), prioMemberReply, 0, match, toController)
+}
+
+// deleteMemberReplyFlow removes the reply punt installed for a member.
+func deleteMemberReplyFlow(memberNum uint32) ofp.FlowMod {
+	return flowDelete(makeCookie(catMemberReply, 0, memberNum), maskApp|maskCategory|maskMember)
+}
+
 // l2Flow forwards frames for a learned MAC. Adding it again with another
 // port replaces it (same match and priority), which handles moves.
 func l2Flow(mac [6]byte, port uint32) ofp.FlowMod {
@@ -181,6 +223,9 @@ func (f *connFlows) build(c *connection) []ofp.FlowMod {
 
 // forwardActions returns the client → member actions of the last build.
 func (f *connFlows) forwardActions() []ofp.Action { return f.apply[0].Actions }
+
+// replyActions returns the member → client actions of the last build.
+func (f *connFlows) replyActions() []ofp.Action { return f.apply[1].Actions }
 
 // direction fills flow-mod d, whose set-fields are already in f.sets[d],
 // matching src → dst and sending out outPort.

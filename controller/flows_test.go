@@ -52,6 +52,11 @@ func TestCookie_Masks(t *testing.T) {
 		{"VIPPurgeSparesOtherVIP", deleteVIPFlows(4)[1], rev, false},
 		{"VIPFlowsDeleteTakesPunts", deleteVIPFlows(3)[0], makeCookie(catVIP, 3, 0), true},
 		{"VIPFlowsDeleteSparesConnections", deleteVIPFlows(3)[0], fwd, false},
+		{"MemberPurgeSparesReplyPunt", deleteMemberFlows(9), makeCookie(catMemberReply, 3, 9), false},
+		{"ReplyPuntDeleteTakesItsMember", deleteMemberReplyFlow(9), makeCookie(catMemberReply, 3, 9), true},
+		{"ReplyPuntDeleteSparesOtherMember", deleteMemberReplyFlow(8), makeCookie(catMemberReply, 3, 9), false},
+		{"ReplyPuntDeleteSparesConnections", deleteMemberReplyFlow(9), rev, false},
+		{"VIPPurgeSparesReplyPunt", deleteVIPFlows(3)[1], makeCookie(catMemberReply, 3, 9), false},
 		{"AllTakesL2", deleteOurFlows(), makeCookie(catL2, 0, 0), true},
 		{"AllSparesForeign", deleteOurFlows(), 0x42, false},
 	}
@@ -100,12 +105,38 @@ func TestFlows_VIP(t *testing.T) {
 	}
 }
 
+func TestFlows_MemberReply(t *testing.T) {
+	owner := replyOwner{vipNum: 1, memberNum: 7}
+	tests := []struct {
+		name string
+		m    replyMatch
+		want string
+	}{
+		{"TCP", replyMatch{ip: [4]byte{10, 0, 0, 2}, port: 8080, proto: protoTCP},
+			"cookie=0x5d04000001000007, priority=900, tcp,nw_src=10.0.0.2,tp_src=8080 actions=CONTROLLER:65535"},
+		{"UDP", replyMatch{ip: [4]byte{10, 0, 0, 3}, port: 53, proto: protoUDP},
+			"cookie=0x5d04000001000007, priority=900, udp,nw_src=10.0.0.3,tp_src=53 actions=CONTROLLER:65535"},
+		{"ICMPEchoRepliesOnly", replyMatch{ip: [4]byte{10, 0, 0, 4}, proto: protoICMP},
+			"cookie=0x5d04000001000007, priority=900, icmp,nw_src=10.0.0.4,icmp_type=0 actions=CONTROLLER:65535"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			fm := memberReplyFlow(tt.m, owner)
+			assertLines(t, flowLines(t, []ofp.FlowMod{fm}), []string{tt.want})
+			if fm.Priority <= prioVIPPunt || fm.Priority >= prioConnection {
+				t.Errorf("priority %d, want between the VIP punts (%d) and the connections (%d)", fm.Priority, prioVIPPunt, prioConnection)
+			}
+		})
+	}
+}
+
 func TestFlows_Deletes(t *testing.T) {
-	mods := append(deleteVIPFlows(5), deleteMemberFlows(6), deleteOurFlows())
+	mods := append(deleteVIPFlows(5), deleteMemberFlows(6), deleteMemberReplyFlow(6), deleteOurFlows())
 	assertLines(t, flowLines(t, mods), []string{
 		"delete cookie=0x5d02000005000000/0xffffffffff000000",
 		"delete cookie=0x5d10000005000000/0xfffeffffff000000",
 		"delete cookie=0x5d10000000000006/0xfffe000000ffffff",
+		"delete cookie=0x5d04000000000006/0xffff000000ffffff",
 		"delete cookie=0x5d00000000000000/0xff00000000000000",
 	})
 }

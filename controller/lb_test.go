@@ -241,6 +241,101 @@ func TestPacketIn_LatePacketsOfNewConnection(t *testing.T) {
 	}
 }
 
+// synACK is member i's answer to a client SYN from sport.
+func synACK(tb testing.TB, i int, sport uint16) []byte {
+	tb.Helper()
+	return tcpFrame(tb, tcpSeg{srcMAC: memberMAC(i), dstMAC: clientMAC, src: fmt.Sprintf("10.0.0.%d", i), dst: clientIP,
+		sport: 8080, dport: sport, syn: true, ack: true, seq: 5000, ackNum: 1001})
+}
+
+// A member's reply that reaches the controller (through its reply punt,
+// or a datapath cache entry of an older flow) gets the reverse NAT when
+// its connection was just set up, and is switched by MAC otherwise.
+func TestPacketIn_MemberReply(t *testing.T) {
+	tests := []struct {
+		name   string
+		before func(h *harness)
+		frame  func(tb testing.TB) []byte
+		nat    bool // else forwarded by L2, unchanged
+	}{
+		{"RightAfterSetup", nil, func(tb testing.TB) []byte { return synACK(tb, 1, 40000) }, true},
+		// Also: the punt takes replies whether or not the client's L2 flow
+		// lives, so, unlike a table miss, it does not reinstall that flow.
+		{"LongAfterSetup", func(h *harness) { h.clock.advance(time.Duration(recentWindow) + time.Second) },
+			func(tb testing.TB) []byte { return synACK(tb, 1, 40000) }, false},
+		// A retransmit of a connection purged at DOWN.
+		{"MemberDown", func(h *harness) {
+			h.src.set(testConfig(func(c *sdnlb.Config) { c.Members[0].Health.Status = sdnlb.MemberDown }))
+			waitSnapshot(t, h.c, func(s *snapshot) bool { return s.members["m1"].status == sdnlb.MemberDown })
+		}, func(tb testing.TB) []byte { return synACK(tb, 1, 40000) }, false},
+		{"OtherClientPort", nil, func(tb testing.TB) []byte { return synACK(tb, 1, 40001) }, false},
+		{"OtherMember", nil, func(tb testing.TB) []byte { return synACK(tb, 2, 40000) }, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			h, sw := connected(t, testConfig(nil), Options{}, 1, 2, 3)
+			sw.packetIn(clientOF, syn(t, 40000))
+			first := nextSetup(t, sw)
+			if tt.before != nil {
+				tt.before(h)
+			}
+			frame := tt.frame(t)
+			inPort := uint32(frame[11]) // member i's MAC ends in i and it sits on port i
+			sw.punt(makeCookie(catMemberReply, 1, inPort), inPort, frame)
+			po := nextPacketOutNoFlows(t, sw)
+			want := fmt.Sprintf("in_port=%d actions=output:%d", inPort, clientOF)
+			if tt.nat {
+				want = fmt.Sprintf("in_port=%d actions=%s", inPort, ofp.FormatInstructions(first.rev.Instructions))
+			}
+			if got := packetOutLine(po); got != want || string(po.Data) != string(frame) {
+				t.Errorf("reply sent %s (data equal %v), want %s", got, string(po.Data) == string(frame), want)
+			}
+		})
+	}
+	t.Run("ICMPEchoReply", func(t *testing.T) {
+		_, sw := connected(t, testConfig(func(c *sdnlb.Config) {
+			c.VIPs[0].Protocol, c.VIPs[0].Port, c.VIPs[0].Address = sdnlb.ProtocolICMP, 0, "10.0.0.102"
+		}), Options{}, 1)
+		sw.packetIn(clientOF, icmpEcho(t))
+		first := nextSetup(t, sw)
+		eth := &layers.Ethernet{SrcMAC: mustMAC(t, memberMAC(1)), DstMAC: mustMAC(t, clientMAC), EthernetType: layers.EthernetTypeIPv4}
+		ip := &layers.IPv4{Version: 4, TTL: 64, Protocol: layers.IPProtocolICMPv4, SrcIP: net.ParseIP("10.0.0.1").To4(), DstIP: net.ParseIP(clientIP).To4()}
+		icmp := &layers.ICMPv4{TypeCode: layers.CreateICMPv4TypeCode(layers.ICMPv4TypeEchoReply, 0), Id: 1, Seq: 1}
+		sw.packetIn(1, serialize(t, eth, ip, icmp, gopacket.Payload("ping")))
+		po := nextPacketOutNoFlows(t, sw)
+		if got, want := packetOutLine(po), "in_port=1 actions="+ofp.FormatInstructions(first.rev.Instructions); got != want {
+			t.Errorf("echo reply sent %s, want %s", got, want)
+		}
+	})
+	t.Run("ClientBehindMemberPort", func(t *testing.T) {
+		_, sw := connected(t, testConfig(nil), Options{}, 1, 2, 3)
+		sw.packetIn(1, syn(t, 40000)) // the client moved to member 1's port
+		nextSetup(t, sw)
+		sw.packetIn(1, synACK(t, 1, 40000))
+		po := nextPacketOutNoFlows(t, sw)
+		if got, want := packetOutLine(po), "in_port=1 actions=set_field:02:00:00:00:01:00->eth_src,set_field:10.0.0.100->ip_src,set_field:80->tcp_src,IN_PORT"; got != want {
+			t.Errorf("reply sent %s, want %s", got, want)
+		}
+	})
+}
+
+// nextPacketOutNoFlows returns the next packet-out and fails on any flow
+// added before it: a packet the controller forwards must leave nothing in
+// the switch that could shadow a later connection's flows.
+func nextPacketOutNoFlows(tb testing.TB, sw *fakeSwitch) *ofp.PacketOut {
+	tb.Helper()
+	for {
+		switch m := sw.next().m.(type) {
+		case *ofp.FlowMod:
+			if m.Command == ofp.FlowAdd {
+				tb.Fatalf("flow added before the packet-out: %s", flowLine(tb, m))
+			}
+		case *ofp.PacketOut:
+			return m
+		}
+	}
+}
+
 func TestPacketIn_NonSYNWithoutFlowGetsRST(t *testing.T) {
 	tests := []struct {
 		name    string
@@ -402,6 +497,7 @@ func TestPacketIn_Refusals(t *testing.T) {
 			c.Members = c.Members[1:]
 		}))
 		sw.nextOf(ofp.TypeFlowMod) // the purge of m1's connections
+		sw.nextOf(ofp.TypeFlowMod) // and of its reply punt
 		sw.send(0, ofp.FlowRemoved{Cookie: s.fwd.Cookie, Reason: ofp.RemovedDelete, Match: s.fwd.Match})
 		sw.packetIn(clientOF, syn(t, 40001))
 		next := nextSetup(t, sw)
@@ -512,11 +608,25 @@ func TestReconcile_LiveConfiguration(t *testing.T) {
 		}},
 		{"MemberDeleted", func(c *sdnlb.Config) { c.Members = c.Members[:2] }, []string{
 			"delete cookie=0x5d10000000000003/0xfffe000000ffffff",
+			"delete cookie=0x5d04000000000003/0xffff000000ffffff",
+		}},
+		{"MemberMoved", func(c *sdnlb.Config) { c.Members[2].Address, c.Members[2].Port = "10.0.0.33", 0 }, []string{
+			"delete cookie=0x5d10000000000003/0xfffe000000ffffff",
+			"delete cookie=0x5d04000000000003/0xffff000000ffffff",
+			"cookie=0x5d04000001000003, priority=900, tcp,nw_src=10.0.0.33,tp_src=80 actions=CONTROLLER:65535",
+		}},
+		{"MemberAdded", func(c *sdnlb.Config) {
+			c.Members = append(c.Members, &sdnlb.Member{ID: "m4", PoolID: "p1", Address: "10.0.0.4", Port: 8080, Weight: 1, AdminStateUp: true})
+		}, []string{
+			"cookie=0x5d04000001000004, priority=900, tcp,nw_src=10.0.0.4,tp_src=8080 actions=CONTROLLER:65535",
 		}},
 		{"MemberDrainingKeepsFlows", func(c *sdnlb.Config) { c.Members[0].AdminStateUp = false }, nil},
 		{"VIPDisabled", func(c *sdnlb.Config) { c.VIPs[0].AdminStateUp = false }, []string{
 			"delete cookie=0x5d02000001000000/0xffffffffff000000",
 			"delete cookie=0x5d10000001000000/0xfffeffffff000000",
+			"delete cookie=0x5d04000000000001/0xffff000000ffffff",
+			"delete cookie=0x5d04000000000002/0xffff000000ffffff",
+			"delete cookie=0x5d04000000000003/0xffff000000ffffff",
 		}},
 		{"VIPAdded", func(c *sdnlb.Config) {
 			c.VIPs = append(c.VIPs, &sdnlb.VIP{ID: "v2", Address: "10.0.0.101", Protocol: sdnlb.ProtocolUDP, Port: 53, AdminStateUp: true, MAC: "02:00:00:00:02:00"})

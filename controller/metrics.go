@@ -18,7 +18,7 @@ type metrics struct {
 func newMetrics(reg prometheus.Registerer, log *slog.Logger) *metrics {
 	packetIns := prometheus.NewCounterVec(prometheus.CounterOpts{
 		Namespace: "sdnlb", Subsystem: "controller", Name: "packet_ins_total",
-		Help: "Packet-in messages handled, by kind (arp, lb, l2, other).",
+		Help: "Packet-in messages handled, by kind (arp, lb, reply, l2, other).",
 	}, []string{"kind"})
 	refusals := prometheus.NewCounterVec(prometheus.CounterOpts{
 		Namespace: "sdnlb", Subsystem: "controller", Name: "refusals_total",

@@ -25,11 +25,20 @@ const (
 // revalidation of its datapath flow cache) follow the first packet to the
 // same member: the session remembers recent setups in a direct-mapped
 // cache. Without it such an ACK would be taken for a packet of a purged
-// connection and answered with a reset.
+// connection and answered with a reset. The member's replies can overtake
+// the revalidation the same way and reach the controller through the
+// member's reply punt; a second cache, keyed by the reply's addresses,
+// gives them the reverse NAT.
 const (
-	recentSize   = 8192 // slots; a power of two
+	recentSize   = 8192 // slots of each cache; a power of two
 	recentWindow = int64(2 * time.Second)
 )
+
+// recentCache is allocated at a session's first setup.
+type recentCache struct {
+	setups  [recentSize]recentSetup
+	replies [recentSize]recentReply
+}
 
 type recentSetup struct {
 	key          connKey
@@ -54,6 +63,35 @@ func (c *connection) key() connKey {
 	return connKey{clientIP: ipUint(c.clientIP), clientPort: c.clientPort, vipNum: c.vipNum}
 }
 
+// recentReply is a recent setup found by its member → client direction.
+type recentReply struct {
+	key  replyKey
+	conn connection // as installed
+	at   int64      // unix nanoseconds
+}
+
+// replyKey is what a member's reply carries of its connection. A member
+// shared by two VIPs could answer the same client port for both; the
+// later setup wins the slot, as a client port is rarely reused that fast.
+type replyKey struct {
+	memberIP, clientIP     uint32
+	memberPort, clientPort uint16 // 0 for ICMP
+	proto                  uint8
+}
+
+func (k replyKey) slot() int {
+	h := k.memberIP*0x9e3779b1 ^ k.clientIP*0x85ebca6b ^ (uint32(k.memberPort)<<16|uint32(k.clientPort))*0xc2b2ae35
+	return int(h>>16^h) & (recentSize - 1)
+}
+
+func (c *connection) replyKey() replyKey {
+	k := replyKey{memberIP: ipUint(c.memberIP), clientIP: ipUint(c.clientIP), proto: c.proto}
+	if c.proto != protoICMP {
+		k.memberPort, k.clientPort = c.memberPort, c.clientPort
+	}
+	return k
+}
+
 type heldSetup struct {
 	conn     connection
 	data     []byte
@@ -65,15 +103,18 @@ type heldSetup struct {
 const (
 	kindARP = iota
 	kindLB
+	kindReply
 	kindL2
 	kindOther
 	numKinds
 )
 
-var kindNames = [numKinds]string{"arp", "lb", "l2", "other"}
+var kindNames = [numKinds]string{"arp", "lb", "reply", "l2", "other"}
 
 // handlePacketIn handles s.pin: ARP proxy and learning, new connections to
-// VIPs, or L2 learning and forwarding.
+// VIPs, replies of recent setups, or L2 learning and forwarding. Replies
+// are recognised by their addresses, not by the flow that punted them:
+// the datapath may still hold an entry cached from an older flow.
 func (s *session) handlePacketIn() {
 	inPort, ok := s.pin.Match.InPort()
 	d := s.dec
@@ -95,6 +136,8 @@ func (s *session) handlePacketIn() {
 	case d.hasIPv4 && snap.vipByAddr[ipUint(ip4(d.ip4.DstIP))] != nil:
 		s.c.metrics.packetIns[kindLB].Inc()
 		s.handleVIPPacket(snap, inPort)
+	case d.hasIPv4 && s.forwardReply(snap, inPort): // sent if a recent setup's reply
+		s.c.metrics.packetIns[kindReply].Inc()
 	default:
 		s.c.metrics.packetIns[kindL2].Inc()
 		if srcIP := ipUint(ip4(d.ip4.SrcIP)); d.hasIPv4 && !isMulticast(src) && snap.vipByAddr[srcIP] == nil {
@@ -147,12 +190,19 @@ func (s *session) forwardL2(snap *snapshot, inPort uint32) {
 		port = e.port
 		// The destination's flow is gone (idle timeout) while its host
 		// stays quiet toward the controller: put the flow back, or every
-		// packet to it would come here.
-		if now := s.c.now(); now.UnixNano()-e.installed > l2Reinstall {
+		// packet to it would come here. A member's reply punt says
+		// nothing about that flow: it takes the member's packets first.
+		if now := s.c.now(); now.UnixNano()-e.installed > l2Reinstall && !s.puntedReply() {
 			s.installL2(dst, port, now)
 		}
 	}
 	s.packetOut(inPort, port, s.pin.Data)
+}
+
+// puntedReply reports whether the packet-in came from a member's reply punt.
+func (s *session) puntedReply() bool {
+	cat, _, _, ok := cookieParts(s.pin.Cookie)
+	return ok && cat == catMemberReply
 }
 
 // packetOut sends data out of port; inPort is the port it came in on.
@@ -299,7 +349,7 @@ func (s *session) forwardRecent(snap *snapshot, c *connection, now time.Time) bo
 		return false
 	}
 	key := c.key()
-	r := &s.recent[key.slot()]
+	r := &s.recent.setups[key.slot()]
 	if r.key != key || now.UnixNano()-r.at >= recentWindow {
 		return false
 	}
@@ -311,6 +361,48 @@ func (s *session) forwardRecent(snap *snapshot, c *connection, now time.Time) bo
 	c.memberMAC, c.memberOFPort = r.memberMAC, r.memberOFPort
 	s.flows.build(c)
 	s.po = ofp.PacketOut{BufferID: ofp.NoBuffer, InPort: c.clientOFPort, Actions: s.flows.forwardActions(), Data: s.pin.Data}
+	s.wmu.Lock()
+	s.writeLocked(s.nextXID(), &s.po)
+	s.wmu.Unlock()
+	return true
+}
+
+// forwardReply sends a member's reply with the reverse NAT of its
+// connection when the connection was set up a moment ago and is still
+// allowed to run: the reply overtook the switch's revalidation of its
+// cache. Other packets the member's reply punt brings (health-probe
+// replies, traffic to the member's own address, replies of purged
+// connections) are left to L2 forwarding, by packet-out only. A purged
+// connection's reply thus reaches its client from the member's address,
+// and the client's reset ends the member's side of it; dropping it instead
+// would leave the member retransmitting, and the controller cannot tell it
+// from direct traffic to the member without tracking purged connections.
+func (s *session) forwardReply(snap *snapshot, inPort uint32) bool {
+	if s.recent == nil {
+		return false
+	}
+	d := s.dec
+	k := replyKey{memberIP: ipUint(ip4(d.ip4.SrcIP)), clientIP: ipUint(ip4(d.ip4.DstIP)), proto: uint8(d.ip4.Protocol)}
+	switch {
+	case k.proto == protoTCP && d.hasTCP:
+		k.memberPort, k.clientPort = uint16(d.tcp.SrcPort), uint16(d.tcp.DstPort)
+	case k.proto == protoUDP && d.hasUDP:
+		k.memberPort, k.clientPort = uint16(d.udp.SrcPort), uint16(d.udp.DstPort)
+	case k.proto == protoICMP && d.hasICMP && d.icmp.TypeCode.Type() == icmpEchoReply:
+	default:
+		return false
+	}
+	r := &s.recent.replies[k.slot()]
+	if r.key != k || s.c.now().UnixNano()-r.at >= recentWindow {
+		return false
+	}
+	if _, stale := purgeFor(snap, &r.conn); stale {
+		return false
+	}
+	c := r.conn
+	c.memberOFPort = inPort // the packet-out's in_port: IN_PORT if the client is there too
+	s.flows.build(&c)
+	s.po = ofp.PacketOut{BufferID: ofp.NoBuffer, InPort: inPort, Actions: s.flows.replyActions(), Data: s.pin.Data}
 	s.wmu.Lock()
 	s.writeLocked(s.nextXID(), &s.po)
 	s.wmu.Unlock()
@@ -369,11 +461,14 @@ func (s *session) install(c *connection, data []byte, snap *snapshot) {
 	}
 	s.active[uint64(c.vipNum)<<32|uint64(c.memberNum)]++
 	if s.recent == nil {
-		s.recent = new([recentSize]recentSetup)
+		s.recent = new(recentCache)
 	}
+	now := s.c.now().UnixNano()
 	key := c.key()
-	s.recent[key.slot()] = recentSetup{key: key, memberNum: c.memberNum, memberOFPort: c.memberOFPort,
-		memberMAC: c.memberMAC, at: s.c.now().UnixNano()}
+	s.recent.setups[key.slot()] = recentSetup{key: key, memberNum: c.memberNum, memberOFPort: c.memberOFPort,
+		memberMAC: c.memberMAC, at: now}
+	rk := c.replyKey()
+	s.recent.replies[rk.slot()] = recentReply{key: rk, conn: *c, at: now}
 	s.c.metrics.setups.Inc()
 	if s.debug {
 		s.log.Debug("connection set up", "client", ipString(c.clientIP), "client_port", c.clientPort,

@@ -66,11 +66,11 @@ type session struct {
 	macs     map[[6]byte]macEntry
 	arps     map[uint32]arpEntry
 	arpSent  map[uint32]time.Time
-	active   map[uint64]int64         // connections this session counted, by vip<<32|member
-	recent   *[recentSize]recentSetup // allocated at the first setup
-	live     map[uint32]flowCounters  // the last complete stats poll, by member
-	poll     map[uint32]flowCounters  // the poll being assembled
-	pollFrom uint32                   // xid of the poll being assembled
+	active   map[uint64]int64        // connections this session counted, by vip<<32|member
+	recent   *recentCache            // allocated at the first setup
+	live     map[uint32]flowCounters // the last complete stats poll, by member
+	poll     map[uint32]flowCounters // the poll being assembled
+	pollFrom uint32                  // xid of the poll being assembled
 	// OFPT_ERROR log rate limit
 	errLoggedAt   int64
 	errSuppressed int

@@ -45,7 +45,7 @@ func TestSession_Handshake(t *testing.T) {
 			}
 		}
 	}
-	wantTypes := "HELLO FEATURES_REQUEST SET_CONFIG MULTIPART_REQUEST FLOW_MOD FLOW_MOD FLOW_MOD FLOW_MOD FLOW_MOD PACKET_OUT BARRIER_REQUEST"
+	wantTypes := "HELLO FEATURES_REQUEST SET_CONFIG MULTIPART_REQUEST FLOW_MOD FLOW_MOD FLOW_MOD FLOW_MOD FLOW_MOD FLOW_MOD FLOW_MOD FLOW_MOD PACKET_OUT BARRIER_REQUEST"
 	if s := strings.Join(types, " "); s != wantTypes {
 		t.Errorf("handshake sent\n  %s\nwant\n  %s", s, wantTypes)
 	}
@@ -59,6 +59,9 @@ func TestSession_Handshake(t *testing.T) {
 		"cookie=0x5d02000001000000, priority=500, arp,arp_tpa=10.0.0.100,arp_op=1 actions=CONTROLLER:65535",
 		"cookie=0x5d02000001000000, priority=500, tcp,nw_dst=10.0.0.100,tp_dst=80 actions=CONTROLLER:65535",
 		"cookie=0x5d02000001000000, priority=499, ip,nw_dst=10.0.0.100 actions=drop",
+		"cookie=0x5d04000001000001, priority=900, tcp,nw_src=10.0.0.1,tp_src=8080 actions=CONTROLLER:65535",
+		"cookie=0x5d04000001000002, priority=900, tcp,nw_src=10.0.0.2,tp_src=8080 actions=CONTROLLER:65535",
+		"cookie=0x5d04000001000003, priority=900, tcp,nw_src=10.0.0.3,tp_src=8080 actions=CONTROLLER:65535",
 	})
 	if len(outs) != 1 || outs[0] != "in_port=CONTROLLER actions=FLOOD" {
 		t.Errorf("packet-outs %q, want one flooded gratuitous ARP", outs)
@@ -215,8 +218,8 @@ func TestSession_Reconnect(t *testing.T) {
 			mods = append(mods, *fm)
 		}
 	}
-	if len(mods) != 5 {
-		t.Errorf("reconnected switch got %d flow-mods, want purge + table miss + 3 VIP flows:\n%s", len(mods), strings.Join(flowLines(t, mods), "\n"))
+	if len(mods) != 8 {
+		t.Errorf("reconnected switch got %d flow-mods, want purge + table miss + 3 VIP flows + 3 reply punts:\n%s", len(mods), strings.Join(flowLines(t, mods), "\n"))
 	}
 	waitSwitches(t, h.c, func(sws []*sdnlb.Switch) bool { return len(sws) == 1 })
 }

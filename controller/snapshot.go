@@ -92,6 +92,12 @@ type snapshot struct {
 	pools       map[string]*poolState
 	members     map[string]*memberState
 	memberByNum map[uint32]*memberState
+	// The reply punts the switches get: one per member address of a pool
+	// with an enabled VIP, whatever the member's status, so the switch
+	// never caches the L2 forwarding of a member's replies, not even
+	// between a member's return and its coming UP. Members sharing an
+	// address share the flow, installed for the lowest member number.
+	replyPunts map[replyMatch]replyOwner
 	// Counters of every VIP and member the configuration has, enabled or
 	// not, so flow-removed accounting finds them whatever their state.
 	vipCnt    map[uint32]*vipCounters
@@ -187,6 +193,7 @@ func (r *registry) build(cfg *sdnlb.Config) (snap *snapshot, skipped []error) {
 		pools:       map[string]*poolState{},
 		members:     map[string]*memberState{},
 		memberByNum: map[uint32]*memberState{},
+		replyPunts:  map[replyMatch]replyOwner{},
 		vipCnt:      map[uint32]*vipCounters{},
 		memberCnt:   map[uint32]*memberCounters{},
 	}
@@ -254,6 +261,9 @@ func (r *registry) build(cfg *sdnlb.Config) (snap *snapshot, skipped []error) {
 			if m.status == sdnlb.MemberUp || m.status == sdnlb.MemberNoMonitor {
 				ps.rotation = append(ps.rotation, m)
 			}
+			if ps.vip != nil {
+				s.addReplyPunt(ps.vip, m)
+			}
 		}
 		sm := make([]sched.Member, len(ps.rotation))
 		for i, m := range ps.rotation {
@@ -268,6 +278,20 @@ func (r *registry) build(cfg *sdnlb.Config) (snap *snapshot, skipped []error) {
 		ps.sched = sc
 	}
 	return s, skipped
+}
+
+// addReplyPunt records that m's replies to clients of v must be punted.
+func (s *snapshot) addReplyPunt(v *vipState, m *memberState) {
+	k := replyMatch{ip: m.ip, port: m.port, proto: v.proto}
+	switch {
+	case v.proto == protoICMP:
+		k.port = 0
+	case k.port == 0:
+		k.port = v.port
+	}
+	if o, ok := s.replyPunts[k]; !ok || m.num < o.memberNum {
+		s.replyPunts[k] = replyOwner{vipNum: v.num, memberNum: m.num}
+	}
 }
 
 func (r *registry) vipState(v *sdnlb.VIP) (*vipState, error) {
@@ -355,6 +379,24 @@ func reconcile(old, new *snapshot) (mods []ofp.FlowMod, announce []*vipState) {
 			mods = append(mods, deleteMemberFlows(om.num))
 		}
 	}
+	// A reply punt whose owner changed is replaced by its add (same match
+	// and priority), so only punts no longer wanted are deleted. Each
+	// member owns at most one punt, so cookies order them stably.
+	byCookie := func(a, b ofp.FlowMod) int { return cmp.Compare(a.Cookie, b.Cookie) }
+	from := len(mods)
+	for k, o := range old.replyPunts {
+		if _, ok := new.replyPunts[k]; !ok {
+			mods = append(mods, deleteMemberReplyFlow(o.memberNum))
+		}
+	}
+	slices.SortFunc(mods[from:], byCookie)
+	from = len(mods)
+	for k, n := range new.replyPunts {
+		if o, ok := old.replyPunts[k]; !ok || o != n {
+			mods = append(mods, memberReplyFlow(k, n))
+		}
+	}
+	slices.SortFunc(mods[from:], byCookie)
 	for _, nv := range sortedVIPs(new) {
 		ov, ok := old.vipByID[nv.id]
 		switch {

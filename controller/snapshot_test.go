@@ -210,3 +210,84 @@ func TestReconcile_SharedVIPAddress(t *testing.T) {
 		}
 	})
 }
+
+func TestReconcile_ReplyPunts(t *testing.T) {
+	// v2 serves TCP 81 from pool p2, whose member m9 is m1's address.
+	sharedBackend := func(c *sdnlb.Config) {
+		c.VIPs = append(c.VIPs, &sdnlb.VIP{ID: "v2", Address: "10.0.0.101", Protocol: sdnlb.ProtocolTCP, Port: 81,
+			PoolID: "p2", AdminStateUp: true, MAC: "02:00:00:00:02:00"})
+		c.Pools = append(c.Pools, &sdnlb.Pool{ID: "p2", VIPID: "v2", LBMethod: sdnlb.RoundRobin, Protocol: sdnlb.ProtocolTCP, AdminStateUp: true})
+		c.Members = append(c.Members, &sdnlb.Member{ID: "m9", PoolID: "p2", Address: "10.0.0.1", Port: 8080, Weight: 1, AdminStateUp: true})
+	}
+	tests := []struct {
+		name  string
+		edits []func(*sdnlb.Config) // configurations in turn, from the first
+		want  []string              // reply punt flow-mods of the last step
+	}{
+		{"UDPMemberAnswersFromVIPPort", []func(*sdnlb.Config){func(c *sdnlb.Config) {
+			c.VIPs[0].Protocol, c.VIPs[0].Port = sdnlb.ProtocolUDP, 53
+			c.Members = c.Members[:1]
+			c.Members[0].Port = 0
+		}}, []string{
+			"cookie=0x5d04000001000001, priority=900, udp,nw_src=10.0.0.1,tp_src=53 actions=CONTROLLER:65535",
+		}},
+		{"ICMPEchoReplies", []func(*sdnlb.Config){func(c *sdnlb.Config) {
+			c.VIPs[0].Protocol, c.VIPs[0].Port = sdnlb.ProtocolICMP, 0
+			c.Members = c.Members[:1]
+		}}, []string{
+			"cookie=0x5d04000001000001, priority=900, icmp,nw_src=10.0.0.1,icmp_type=0 actions=CONTROLLER:65535",
+		}},
+		{"PoolWithoutVIP", []func(*sdnlb.Config){func(c *sdnlb.Config) { c.Pools[0].VIPID = "" }}, nil},
+		{"DownAndDrainingKeepTheirs", []func(*sdnlb.Config){nil, func(c *sdnlb.Config) {
+			c.Members[0].Health.Status = sdnlb.MemberDown
+			c.Members[1].AdminStateUp = false
+		}}, nil},
+		{"SharedAddressOneFlow", []func(*sdnlb.Config){sharedBackend}, []string{
+			"cookie=0x5d04000001000001, priority=900, tcp,nw_src=10.0.0.1,tp_src=8080 actions=CONTROLLER:65535",
+			"cookie=0x5d04000001000002, priority=900, tcp,nw_src=10.0.0.2,tp_src=8080 actions=CONTROLLER:65535",
+			"cookie=0x5d04000001000003, priority=900, tcp,nw_src=10.0.0.3,tp_src=8080 actions=CONTROLLER:65535",
+		}},
+		// The shared flow is replaced under the remaining member's cookie,
+		// never deleted.
+		{"SharedAddressOwnerLeaves", []func(*sdnlb.Config){sharedBackend, func(c *sdnlb.Config) {
+			sharedBackend(c)
+			c.VIPs[0].AdminStateUp = false
+		}}, []string{
+			"delete cookie=0x5d04000000000002/0xffff000000ffffff",
+			"delete cookie=0x5d04000000000003/0xffff000000ffffff",
+			"cookie=0x5d04000002000004, priority=900, tcp,nw_src=10.0.0.1,tp_src=8080 actions=CONTROLLER:65535",
+		}},
+		{"SharedAddressLastLeaves", []func(*sdnlb.Config){sharedBackend, func(c *sdnlb.Config) {
+			sharedBackend(c)
+			c.VIPs[0].AdminStateUp = false
+		}, func(c *sdnlb.Config) { c.VIPs[0].AdminStateUp = false }}, []string{
+			"delete cookie=0x5d04000000000004/0xffff000000ffffff",
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r := newRegistry()
+			prev := emptySnapshot
+			var mods []ofp.FlowMod
+			for _, edit := range tt.edits {
+				next, skipped := r.build(testConfig(edit))
+				if len(skipped) > 0 {
+					t.Fatalf("skipped %v", skipped)
+				}
+				mods, _ = reconcile(prev, next)
+				prev = next
+			}
+			var punts []ofp.FlowMod
+			for i, fm := range mods {
+				if cat, _, _, _ := cookieParts(fm.Cookie); cat != catMemberReply {
+					continue
+				}
+				if fm.Command == ofp.FlowDelete && len(punts) > 0 && punts[len(punts)-1].Command != ofp.FlowDelete {
+					t.Errorf("delete at position %d comes after an add", i)
+				}
+				punts = append(punts, fm)
+			}
+			assertLines(t, flowLines(t, punts), tt.want)
+		})
+	}
+}
