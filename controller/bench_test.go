@@ -6,9 +6,13 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/sdnlb/sdnlb"
 	"github.com/sdnlb/sdnlb/controller/ofp"
 )
 
@@ -32,27 +36,10 @@ func BenchmarkPacketIn(b *testing.B) {
 	// A batch of packet-ins that differ in the client address and port,
 	// patched in place per batch: no two setups share a 5-tuple.
 	const batch = 64
-	tmpl := ofp.Append(nil, 0, &ofp.PacketIn{
-		BufferID: ofp.NoBuffer, Reason: ofp.ReasonAction,
-		Match: ofp.Match{OXMs: []ofp.OXM{ofp.MatchInPort(clientOF)}}, Data: syn(b, 1),
-	})
-	frameAt := len(tmpl) - len(syn(b, 1))
-	srcIPAt, sportAt := frameAt+14+12, frameAt+14+20
-	buf := make([]byte, 0, batch*len(tmpl))
-	for range batch {
-		buf = append(buf, tmpl...)
-	}
+	syns := newPacketInBatch(b, clientOF, syn(b, 1), batch)
 	sent := 0
 	write := func(n int) {
-		for j := range n {
-			m := buf[j*len(tmpl):]
-			k := sent + j
-			binary.BigEndian.PutUint32(m[srcIPAt:], 0x0a010000+uint32(k/50000))
-			binary.BigEndian.PutUint16(m[sportAt:], uint16(1024+k%50000))
-		}
-		if _, err := client.Write(buf[:n*len(tmpl)]); err != nil {
-			b.Fatal(err)
-		}
+		syns.write(b, client, n, sent, 12, 20) // client address and port as sources
 		sent += n
 	}
 	write(batch) // warm up maps and buffers
@@ -64,6 +51,103 @@ func BenchmarkPacketIn(b *testing.B) {
 		write(min(left, batch))
 	}
 	waitSetups(b, h.c, sent)
+}
+
+// BenchmarkPacketInReply measures member replies that overtook the
+// switch's cache revalidation: each op is a SYN-ACK packet-in, answered
+// with the reverse NAT from the recent-setup cache. The setups before
+// each batch are not timed. Its allocations count too.
+func BenchmarkPacketInReply(b *testing.B) {
+	reg := prometheus.NewRegistry()
+	h := startController(b, testConfig(func(c *sdnlb.Config) { c.Members = c.Members[:1] }), Options{Registerer: reg})
+	server, client := net.Pipe()
+	b.Cleanup(func() { client.Close() })
+	h.ln.conns <- server
+	br := bufio.NewReader(client)
+	sw := &fakeSwitch{tb: b, conn: client}
+	benchHandshake(b, sw, br)
+	teachMemberRaw(b, sw, br, 1)
+	var outs atomic.Int64
+	go func() {
+		var msg []byte
+		for {
+			m, err := ofp.ReadMessage(br, msg)
+			if err != nil {
+				return
+			}
+			if hd, _ := ofp.ParseHeader(m); hd.Type == ofp.TypePacketOut {
+				outs.Add(1)
+			}
+			msg = m
+		}
+	}()
+
+	const batch = 64
+	syns := newPacketInBatch(b, clientOF, syn(b, 1), batch)
+	replies := newPacketInBatch(b, 1, synACK(b, 1, 1), batch)
+	sent := 0
+	round := func(n int) {
+		b.StopTimer()
+		syns.write(b, client, n, sent, 12, 20) // client address and port as sources
+		waitSetups(b, h.c, sent+n)
+		b.StartTimer()
+		replies.write(b, client, n, sent, 16, 22) // and as destinations
+		sent += n
+		for deadline := time.Now().Add(time.Minute); outs.Load() < int64(2*sent); {
+			if time.Now().After(deadline) {
+				b.Fatalf("%d packet-outs for %d setups and replies", outs.Load(), 2*sent)
+			}
+			time.Sleep(100 * time.Microsecond)
+		}
+	}
+	round(batch) // warm up maps and buffers
+
+	b.ReportAllocs()
+	b.ResetTimer()
+	for left := b.N; left > 0; left -= batch {
+		round(min(left, batch))
+	}
+	b.StopTimer()
+	// The cache is direct-mapped: a setup may take the slot of another in
+	// its batch, whose reply is then switched by MAC. That must stay rare.
+	if got := counter(b, reg, "sdnlb_controller_packet_ins_total", "reply"); got < 0.95*float64(sent) {
+		b.Fatalf("%v of %d replies got the reverse NAT", got, sent)
+	}
+}
+
+// packetInBatch is one packet-in repeated, to be patched per connection.
+type packetInBatch struct {
+	buf            []byte
+	msgLen, ipv4At int
+}
+
+func newPacketInBatch(tb testing.TB, inPort uint32, frame []byte, n int) *packetInBatch {
+	tb.Helper()
+	tmpl := ofp.Append(nil, 0, &ofp.PacketIn{
+		BufferID: ofp.NoBuffer, Reason: ofp.ReasonAction,
+		Match: ofp.Match{OXMs: []ofp.OXM{ofp.MatchInPort(inPort)}}, Data: frame,
+	})
+	p := &packetInBatch{msgLen: len(tmpl), ipv4At: len(tmpl) - len(frame) + 14}
+	for range n {
+		p.buf = append(p.buf, tmpl...)
+	}
+	return p
+}
+
+// write sends the first n packet-ins for connections from+0 … from+n-1,
+// each with the connection's client address at ipOff and port at portOff
+// (offsets from the IPv4 header), as BenchmarkPacketIn numbers them.
+func (p *packetInBatch) write(tb testing.TB, w io.Writer, n, from, ipOff, portOff int) {
+	tb.Helper()
+	for j := range n {
+		m := p.buf[j*p.msgLen+p.ipv4At:]
+		k := from + j
+		binary.BigEndian.PutUint32(m[ipOff:], 0x0a010000+uint32(k/50000))
+		binary.BigEndian.PutUint16(m[portOff:], uint16(1024+k%50000))
+	}
+	if _, err := w.Write(p.buf[:n*p.msgLen]); err != nil {
+		tb.Fatal(err)
+	}
 }
 
 // benchHandshake plays the switch side of the handshake on a raw conn.

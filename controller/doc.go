@@ -14,9 +14,9 @@
 //
 //	1000  a pair of NAT flows per connection on the full 5-tuple (ICMP: per
 //	      client, echo only); idle/hard timeouts from Options, SEND_FLOW_REM
-//	 900  per member address of a pool with an enabled VIP, whatever the
-//	      member's status: its replies (source address and service port;
-//	      ICMP: echo replies) → CONTROLLER
+//	 900  per address of a member not DOWN, in a pool with an enabled VIP:
+//	      its replies (source address and service port; ICMP: echo
+//	      replies) → CONTROLLER
 //	 500  per VIP: ARP requests for its address, and its service → CONTROLLER
 //	 499  per VIP address: other IPv4 to it → drop, never punted again
 //	 100  learned L2 destinations, idle 300 s
@@ -34,10 +34,12 @@
 // leave a cached entry that the next connection's replies could hit before
 // revalidation, reaching the client from the member's address. With the
 // punts, every cached entry for a member's replies sends to the controller.
-// They stay while a member is DOWN, so no such entry is made between a
-// member's return and its coming UP; members sharing an address share one,
-// installed under the lowest member number and replaced, not deleted, when
-// that member goes. Flow generators are pure (baseFlows, vipFlows,
+// A DOWN member loses its punt with its connections (no flow names a failed
+// host), so an entry cached between its return and its coming UP is
+// revalidated only when the punt comes back, together with the member's
+// return to rotation: a narrow window left open. Members sharing an
+// address share one punt, installed under the lowest member number and
+// replaced, not deleted, when that member goes. Flow generators are pure (baseFlows, vipFlows,
 // connFlows.build, reconcile); sessions send what they return.
 //
 // # Sessions
@@ -62,8 +64,8 @@
 // the API holds. Each session diffs the snapshot it has against the new one:
 // new or changed VIPs get their flows and a gratuitous ARP; deleted or
 // disabled VIPs lose their flows and connections; a member that is deleted,
-// moved or goes DOWN loses its connection flows; reply punts follow the
-// member addresses the new snapshot wants; a DRAINING member (admin
+// moved or goes DOWN loses its connection flows and its reply punt, which
+// comes back when it leaves DOWN; a DRAINING member (admin
 // down or weight 0) keeps its connections but takes no new ones. Schedulers
 // are built per snapshot from the members in rotation (UP or NO_MONITOR).
 //

@@ -571,6 +571,7 @@ func TestPacketIn_SourceIPPersistenceEnds(t *testing.T) {
 				c.Members[0].Health.Status = sdnlb.MemberDown
 			}))
 			sw.nextOf(ofp.TypeFlowMod) // the purge of m1's connections
+			sw.nextOf(ofp.TypeFlowMod) // and of its reply punt
 		}},
 	}
 	for _, tt := range tests {
@@ -605,6 +606,7 @@ func TestReconcile_LiveConfiguration(t *testing.T) {
 	}{
 		{"MemberDown", func(c *sdnlb.Config) { c.Members[1].Health.Status = sdnlb.MemberDown }, []string{
 			"delete cookie=0x5d10000000000002/0xfffe000000ffffff",
+			"delete cookie=0x5d04000000000002/0xffff000000ffffff",
 		}},
 		{"MemberDeleted", func(c *sdnlb.Config) { c.Members = c.Members[:2] }, []string{
 			"delete cookie=0x5d10000000000003/0xfffe000000ffffff",
@@ -663,7 +665,8 @@ func TestReconcile_LiveConfiguration(t *testing.T) {
 	t.Run("DownMemberLeavesRotation", func(t *testing.T) {
 		h, sw := connected(t, testConfig(nil), Options{}, 1, 2, 3)
 		h.src.set(testConfig(func(c *sdnlb.Config) { c.Members[1].Health.Status = sdnlb.MemberDown }))
-		sw.nextOf(ofp.TypeFlowMod)
+		sw.nextOf(ofp.TypeFlowMod) // the purge of m2's connections
+		sw.nextOf(ofp.TypeFlowMod) // and of its reply punt
 		var got []string
 		for i := range 4 {
 			sw.packetIn(clientOF, syn(t, uint16(40000+i)))

@@ -92,10 +92,9 @@ type snapshot struct {
 	pools       map[string]*poolState
 	members     map[string]*memberState
 	memberByNum map[uint32]*memberState
-	// The reply punts the switches get: one per member address of a pool
-	// with an enabled VIP, whatever the member's status, so the switch
-	// never caches the L2 forwarding of a member's replies, not even
-	// between a member's return and its coming UP. Members sharing an
+	// The reply punts the switches get: one per address of a member that
+	// is not DOWN, in a pool with an enabled VIP. A DOWN member has no
+	// flow at all, so nothing points at a failed host. Members sharing an
 	// address share the flow, installed for the lowest member number.
 	replyPunts map[replyMatch]replyOwner
 	// Counters of every VIP and member the configuration has, enabled or
@@ -261,7 +260,7 @@ func (r *registry) build(cfg *sdnlb.Config) (snap *snapshot, skipped []error) {
 			if m.status == sdnlb.MemberUp || m.status == sdnlb.MemberNoMonitor {
 				ps.rotation = append(ps.rotation, m)
 			}
-			if ps.vip != nil {
+			if ps.vip != nil && m.status != sdnlb.MemberDown {
 				s.addReplyPunt(ps.vip, m)
 			}
 		}

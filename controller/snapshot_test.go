@@ -238,10 +238,18 @@ func TestReconcile_ReplyPunts(t *testing.T) {
 			"cookie=0x5d04000001000001, priority=900, icmp,nw_src=10.0.0.1,icmp_type=0 actions=CONTROLLER:65535",
 		}},
 		{"PoolWithoutVIP", []func(*sdnlb.Config){func(c *sdnlb.Config) { c.Pools[0].VIPID = "" }}, nil},
-		{"DownAndDrainingKeepTheirs", []func(*sdnlb.Config){nil, func(c *sdnlb.Config) {
+		{"DownLosesItsDrainingKeepsIt", []func(*sdnlb.Config){nil, func(c *sdnlb.Config) {
 			c.Members[0].Health.Status = sdnlb.MemberDown
 			c.Members[1].AdminStateUp = false
-		}}, nil},
+		}}, []string{
+			"delete cookie=0x5d04000000000001/0xffff000000ffffff",
+		}},
+		{"BackFromDown", []func(*sdnlb.Config){
+			func(c *sdnlb.Config) { c.Members[0].Health.Status = sdnlb.MemberDown },
+			func(c *sdnlb.Config) { c.Members[0].Health.Status = sdnlb.MemberUp },
+		}, []string{
+			"cookie=0x5d04000001000001, priority=900, tcp,nw_src=10.0.0.1,tp_src=8080 actions=CONTROLLER:65535",
+		}},
 		{"SharedAddressOneFlow", []func(*sdnlb.Config){sharedBackend}, []string{
 			"cookie=0x5d04000001000001, priority=900, tcp,nw_src=10.0.0.1,tp_src=8080 actions=CONTROLLER:65535",
 			"cookie=0x5d04000001000002, priority=900, tcp,nw_src=10.0.0.2,tp_src=8080 actions=CONTROLLER:65535",
