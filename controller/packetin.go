@@ -406,6 +406,10 @@ func (s *session) forwardReply(snap *snapshot, inPort uint32) bool {
 	s.wmu.Lock()
 	s.writeLocked(s.nextXID(), &s.po)
 	s.wmu.Unlock()
+	if s.debug {
+		s.log.Debug("reply of a recent setup sent with the reverse NAT", "client", ipString(c.clientIP),
+			"client_port", c.clientPort, "member", ipString(c.memberIP), "member_port", c.memberPort)
+	}
 	return true
 }
 
