@@ -76,6 +76,11 @@ func (s *Switch) AddHost(tb testing.TB, name, ip string) *Host {
 	mustRunCmd(tb, "ip", "link", "add", h.Link, "type", "veth", "peer", "name", peer, "netns", h.NetNS)
 	mustRunCmd(tb, "ip", "-n", h.NetNS, "link", "set", peer, "name", "eth0")
 	disableIPv6(tb, "", h.Link)
+	// The root namespace owns the bridge's LOCAL address; without this its
+	// kernel would also answer ARP for it on every host's veth, with the
+	// veth's MAC, and hosts would send the controller's probes' replies
+	// to the wrong port.
+	mustRunCmd(tb, "sysctl", "-q", "-w", "net.ipv4.conf."+h.Link+".arp_ignore=1")
 	disableIPv6(tb, h.NetNS, "eth0")
 	mustRunCmd(tb, "ethtool", "-K", h.Link, "tx", "off")
 	mustRunCmd(tb, "ip", "netns", "exec", h.NetNS, "ethtool", "-K", "eth0", "tx", "off")
@@ -287,9 +292,12 @@ func (h *Host) SetDown(tb testing.TB) {
 	mustRunCmd(tb, "ip", "link", "set", h.Link, "down")
 }
 
-// SetUp plugs the host back in.
+// SetUp plugs the host back in as a host that rebooted: its neighbour
+// cache is empty, so it does not wait out ARP entries left incomplete
+// while it was gone (Linux retries those only once a second).
 func (h *Host) SetUp(tb testing.TB) {
 	tb.Helper()
+	mustRunCmd(tb, "ip", "-n", h.NetNS, "neigh", "flush", "all")
 	mustRunCmd(tb, "ip", "link", "set", h.Link, "up")
 }
 
