@@ -31,6 +31,7 @@ func BenchmarkPacketIn(b *testing.B) {
 	for i := 1; i <= 3; i++ {
 		teachMemberRaw(b, sw, br, i)
 	}
+	client.SetWriteDeadline(time.Time{}) // sendRaw's deadline would end long runs
 	go io.Copy(io.Discard, br)
 
 	// A batch of packet-ins that differ in the client address and port,
@@ -67,6 +68,7 @@ func BenchmarkPacketInReply(b *testing.B) {
 	sw := &fakeSwitch{tb: b, conn: client}
 	benchHandshake(b, sw, br)
 	teachMemberRaw(b, sw, br, 1)
+	client.SetWriteDeadline(time.Time{}) // sendRaw's deadline would end long runs
 	var outs atomic.Int64
 	go func() {
 		var msg []byte
