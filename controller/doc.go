@@ -39,8 +39,10 @@
 // revalidated only when the punt comes back, together with the member's
 // return to rotation: a narrow window left open. Members sharing an
 // address share one punt, installed under the lowest member number and
-// replaced, not deleted, when that member goes. Flow generators are pure (baseFlows, vipFlows,
-// connFlows.build, reconcile); sessions send what they return.
+// replaced, not deleted, when that member goes.
+//
+// Flow generators are pure (baseFlows, vipFlows, connFlows.build,
+// reconcile); sessions send what they return.
 //
 // # Sessions
 //
@@ -65,8 +67,8 @@
 // new or changed VIPs get their flows and a gratuitous ARP; deleted or
 // disabled VIPs lose their flows and connections; a member that is deleted,
 // moved or goes DOWN loses its connection flows and its reply punt, which
-// comes back when it leaves DOWN; a DRAINING member (admin
-// down or weight 0) keeps its connections but takes no new ones. Schedulers
+// comes back when it leaves DOWN; a DRAINING member (admin down or weight
+// 0) keeps its connections but takes no new ones. Schedulers
 // are built per snapshot from the members in rotation (UP or NO_MONITOR).
 //
 // # New connections
@@ -96,9 +98,8 @@
 // connection's reply so reaches its client from the member's address and
 // the client's reset ends it on the member; the controller cannot tell it
 // from direct traffic to the member without tracking purged connections,
-// so it neither drops nor resets it. A setup that
-// raced a configuration change sends the member's or VIP's purge again
-// behind its own flows.
+// so it neither drops nor resets it. A setup that raced a configuration
+// change sends the member's or VIP's purge again behind its own flows.
 //
 // A member's MAC and port are learned per switch from ARP (and from IPv4
 // the controller sees); when unknown the controller ARPs for the member
