@@ -179,23 +179,6 @@ func (s *Server) handleCompatMemberUpdate(w http.ResponseWriter, r *http.Request
 	return writeJSON(w, http.StatusOK, o)
 }
 
-// updateMemberChecked validates the result before the store sees the update.
-func (s *Server) updateMemberChecked(ctx context.Context, id string, poolID *string, upd sdnlb.MemberUpdate) (*sdnlb.Member, error) {
-	cur, err := s.MemberService.FindMemberByID(ctx, id)
-	if err != nil {
-		return nil, err
-	}
-	if poolID != nil && *poolID != cur.PoolID {
-		return nil, sdnlb.FieldErrorf(sdnlb.EINVALID, "pool_id", "pool_id cannot change; create a member in the other pool")
-	}
-	next := *cur
-	upd.Apply(&next)
-	if err := next.Validate(); err != nil {
-		return nil, err
-	}
-	return s.MemberService.UpdateMember(ctx, id, upd)
-}
-
 // handleCompatMemberDelete removes a member.
 //
 //	@Summary	Delete a member (Floodlight)

@@ -127,12 +127,16 @@ func (ro *readOnly) UnmarshalJSON([]byte) error {
 	return nil
 }
 
-// checkReadOnly returns EINVALID naming the first read-only field given.
-func checkReadOnly(fields ...namedReadOnly) error {
+// rejectReadOnly returns EINVALID naming the first read-only field given,
+// counting the id on update.
+func rejectReadOnly(update bool, id *string, fields ...namedReadOnly) error {
 	for _, f := range fields {
 		if f.value.set {
 			return sdnlb.FieldErrorf(sdnlb.EINVALID, f.name, "%s is read-only", f.name)
 		}
+	}
+	if update && id != nil {
+		return sdnlb.FieldErrorf(sdnlb.EINVALID, "id", "id is read-only")
 	}
 	return nil
 }
@@ -162,14 +166,4 @@ func queryFilter(r *http.Request, name string) *string {
 		return &v[0]
 	}
 	return nil
-}
-
-// trimPage fetches one more than the page holds to know whether another
-// page follows; it cuts the extra one off and returns the next cursor.
-func trimPage[T any](items []T, limit int, id func(T) string) ([]T, string) {
-	if len(items) <= limit {
-		return items, ""
-	}
-	items = items[:limit]
-	return items, id(items[limit-1])
 }

@@ -1,8 +1,8 @@
 package api
 
 import (
+	"context"
 	"net/http"
-	"net/url"
 
 	"github.com/go-chi/chi/v5"
 
@@ -26,14 +26,8 @@ type memberRequest struct {
 }
 
 func (req *memberRequest) rejectReadOnly(update bool) error {
-	if err := checkReadOnly(namedReadOnly{"status", req.Status}, namedReadOnly{"health", req.Health},
-		namedReadOnly{"created_at", req.CreatedAt}, namedReadOnly{"updated_at", req.UpdatedAt}); err != nil {
-		return err
-	}
-	if update && req.ID != nil {
-		return sdnlb.FieldErrorf(sdnlb.EINVALID, "id", "id is read-only")
-	}
-	return nil
+	return rejectReadOnly(update, req.ID, namedReadOnly{"status", req.Status}, namedReadOnly{"health", req.Health},
+		namedReadOnly{"created_at", req.CreatedAt}, namedReadOnly{"updated_at", req.UpdatedAt})
 }
 
 func (req *memberRequest) update() sdnlb.MemberUpdate {
@@ -84,18 +78,12 @@ func (s *Server) handleMemberList(w http.ResponseWriter, r *http.Request) error 
 }
 
 func (s *Server) listMembers(w http.ResponseWriter, r *http.Request, filter sdnlb.MemberFilter) error {
-	page, err := pageFromQuery(r)
+	members, next, err := listPage(r, func(ctx context.Context, page sdnlb.Page) ([]*sdnlb.Member, error) {
+		filter.Page = page
+		return s.MemberService.FindMembers(ctx, filter)
+	}, func(m *sdnlb.Member) string { return m.ID })
 	if err != nil {
 		return err
-	}
-	filter.Page = sdnlb.Page{Limit: page.Limit + 1, After: page.After}
-	members, err := s.MemberService.FindMembers(r.Context(), filter)
-	if err != nil {
-		return err
-	}
-	members, next := trimPage(members, page.Limit, func(m *sdnlb.Member) string { return m.ID })
-	if members == nil {
-		members = []*sdnlb.Member{}
 	}
 	for _, m := range members {
 		s.overlayHealth(m)
@@ -121,10 +109,7 @@ func (s *Server) listMembers(w http.ResponseWriter, r *http.Request, filter sdnl
 //	@Router		/v1/members [post]
 func (s *Server) handleMemberCreate(w http.ResponseWriter, r *http.Request) error {
 	var req memberRequest
-	if err := decodeJSON(w, r, &req); err != nil {
-		return err
-	}
-	if err := req.rejectReadOnly(false); err != nil {
+	if err := decodeRequest(w, r, &req, false); err != nil {
 		return err
 	}
 	m := sdnlb.NewMember()
@@ -136,15 +121,11 @@ func (s *Server) handleMemberCreate(w http.ResponseWriter, r *http.Request) erro
 	if req.PoolID != nil {
 		m.PoolID = *req.PoolID
 	}
-	if err := m.Validate(); err != nil {
-		return err
-	}
-	if err := s.MemberService.CreateMember(r.Context(), m); err != nil {
+	if err := createValidated(r.Context(), m, s.MemberService.CreateMember); err != nil {
 		return err
 	}
 	s.overlayHealth(m)
-	w.Header().Set("Location", "/v1/members/"+url.PathEscape(m.ID))
-	return writeJSON(w, http.StatusCreated, m)
+	return createdJSON(w, "/v1/members", m.ID, m)
 }
 
 // handleMemberGet returns one member with its live health.
@@ -203,32 +184,28 @@ func (s *Server) handleMemberPatch(w http.ResponseWriter, r *http.Request) error
 
 func (s *Server) updateMember(w http.ResponseWriter, r *http.Request, toUpdate func(*memberRequest) sdnlb.MemberUpdate) error {
 	var req memberRequest
-	if err := decodeJSON(w, r, &req); err != nil {
+	if err := decodeRequest(w, r, &req, true); err != nil {
 		return err
 	}
-	if err := req.rejectReadOnly(true); err != nil {
-		return err
-	}
-	id := chi.URLParam(r, "id")
-	upd := toUpdate(&req)
-	cur, err := s.MemberService.FindMemberByID(r.Context(), id)
-	if err != nil {
-		return err
-	}
-	if req.PoolID != nil && *req.PoolID != cur.PoolID {
-		return sdnlb.FieldErrorf(sdnlb.EINVALID, "pool_id", "pool_id cannot change; create a member in the other pool")
-	}
-	next := *cur
-	upd.Apply(&next)
-	if err := next.Validate(); err != nil {
-		return err
-	}
-	m, err := s.MemberService.UpdateMember(r.Context(), id, upd)
+	m, err := s.updateMemberChecked(r.Context(), chi.URLParam(r, "id"), req.PoolID, toUpdate(&req))
 	if err != nil {
 		return err
 	}
 	s.overlayHealth(m)
 	return writeJSON(w, http.StatusOK, m)
+}
+
+// updateMemberChecked validates the result before the store sees the update
+// and refuses a pool_id other than the member's: members do not move.
+func (s *Server) updateMemberChecked(ctx context.Context, id string, poolID *string, upd sdnlb.MemberUpdate) (*sdnlb.Member, error) {
+	find := func(ctx context.Context, id string) (*sdnlb.Member, error) {
+		cur, err := s.MemberService.FindMemberByID(ctx, id)
+		if err == nil && poolID != nil && *poolID != cur.PoolID {
+			return nil, sdnlb.FieldErrorf(sdnlb.EINVALID, "pool_id", "pool_id cannot change; create a member in the other pool")
+		}
+		return cur, err
+	}
+	return updateValidated(ctx, id, upd, find, s.MemberService.UpdateMember)
 }
 
 // handleMemberDelete removes a member from its pool.
@@ -241,9 +218,5 @@ func (s *Server) updateMember(w http.ResponseWriter, r *http.Request, toUpdate f
 //	@Security	Bearer
 //	@Router		/v1/members/{id} [delete]
 func (s *Server) handleMemberDelete(w http.ResponseWriter, r *http.Request) error {
-	if err := s.MemberService.DeleteMember(r.Context(), chi.URLParam(r, "id")); err != nil {
-		return err
-	}
-	w.WriteHeader(http.StatusNoContent)
-	return nil
+	return noContent(w, s.MemberService.DeleteMember(r.Context(), chi.URLParam(r, "id")))
 }

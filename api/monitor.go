@@ -1,8 +1,8 @@
 package api
 
 import (
+	"context"
 	"net/http"
-	"net/url"
 
 	"github.com/go-chi/chi/v5"
 
@@ -31,13 +31,8 @@ type monitorRequest struct {
 }
 
 func (req *monitorRequest) rejectReadOnly(update bool) error {
-	if err := checkReadOnly(namedReadOnly{"pool_ids", req.PoolIDs}, namedReadOnly{"created_at", req.CreatedAt}, namedReadOnly{"updated_at", req.UpdatedAt}); err != nil {
-		return err
-	}
-	if update && req.ID != nil {
-		return sdnlb.FieldErrorf(sdnlb.EINVALID, "id", "id is read-only")
-	}
-	return nil
+	return rejectReadOnly(update, req.ID, namedReadOnly{"pool_ids", req.PoolIDs},
+		namedReadOnly{"created_at", req.CreatedAt}, namedReadOnly{"updated_at", req.UpdatedAt})
 }
 
 func (req *monitorRequest) update() sdnlb.MonitorUpdate {
@@ -76,18 +71,11 @@ type monitorList struct {
 //	@Failure	400		{object}	errorResponse
 //	@Router		/v1/monitors [get]
 func (s *Server) handleMonitorList(w http.ResponseWriter, r *http.Request) error {
-	page, err := pageFromQuery(r)
+	monitors, next, err := listPage(r, func(ctx context.Context, page sdnlb.Page) ([]*sdnlb.Monitor, error) {
+		return s.MonitorService.FindMonitors(ctx, sdnlb.MonitorFilter{PoolID: queryFilter(r, "pool_id"), Page: page})
+	}, func(m *sdnlb.Monitor) string { return m.ID })
 	if err != nil {
 		return err
-	}
-	filter := sdnlb.MonitorFilter{PoolID: queryFilter(r, "pool_id"), Page: sdnlb.Page{Limit: page.Limit + 1, After: page.After}}
-	monitors, err := s.MonitorService.FindMonitors(r.Context(), filter)
-	if err != nil {
-		return err
-	}
-	monitors, next := trimPage(monitors, page.Limit, func(m *sdnlb.Monitor) string { return m.ID })
-	if monitors == nil {
-		monitors = []*sdnlb.Monitor{}
 	}
 	return writeJSON(w, http.StatusOK, monitorList{Monitors: monitors, Next: next})
 }
@@ -109,10 +97,7 @@ func (s *Server) handleMonitorList(w http.ResponseWriter, r *http.Request) error
 //	@Router		/v1/monitors [post]
 func (s *Server) handleMonitorCreate(w http.ResponseWriter, r *http.Request) error {
 	var req monitorRequest
-	if err := decodeJSON(w, r, &req); err != nil {
-		return err
-	}
-	if err := req.rejectReadOnly(false); err != nil {
+	if err := decodeRequest(w, r, &req, false); err != nil {
 		return err
 	}
 	m := sdnlb.NewMonitor()
@@ -121,14 +106,10 @@ func (s *Server) handleMonitorCreate(w http.ResponseWriter, r *http.Request) err
 	if req.ID != nil {
 		m.ID = *req.ID
 	}
-	if err := m.Validate(); err != nil {
+	if err := createValidated(r.Context(), m, s.MonitorService.CreateMonitor); err != nil {
 		return err
 	}
-	if err := s.MonitorService.CreateMonitor(r.Context(), m); err != nil {
-		return err
-	}
-	w.Header().Set("Location", "/v1/monitors/"+url.PathEscape(m.ID))
-	return writeJSON(w, http.StatusCreated, m)
+	return createdJSON(w, "/v1/monitors", m.ID, m)
 }
 
 // handleMonitorGet returns one monitor.
@@ -184,24 +165,10 @@ func (s *Server) handleMonitorPatch(w http.ResponseWriter, r *http.Request) erro
 
 func (s *Server) updateMonitor(w http.ResponseWriter, r *http.Request, toUpdate func(*monitorRequest) sdnlb.MonitorUpdate) error {
 	var req monitorRequest
-	if err := decodeJSON(w, r, &req); err != nil {
+	if err := decodeRequest(w, r, &req, true); err != nil {
 		return err
 	}
-	if err := req.rejectReadOnly(true); err != nil {
-		return err
-	}
-	id := chi.URLParam(r, "id")
-	upd := toUpdate(&req)
-	cur, err := s.MonitorService.FindMonitorByID(r.Context(), id)
-	if err != nil {
-		return err
-	}
-	next := *cur
-	upd.Apply(&next)
-	if err := next.Validate(); err != nil {
-		return err
-	}
-	m, err := s.MonitorService.UpdateMonitor(r.Context(), id, upd)
+	m, err := updateValidated(r.Context(), chi.URLParam(r, "id"), toUpdate(&req), s.MonitorService.FindMonitorByID, s.MonitorService.UpdateMonitor)
 	if err != nil {
 		return err
 	}
@@ -221,13 +188,5 @@ func (s *Server) updateMonitor(w http.ResponseWriter, r *http.Request, toUpdate 
 //	@Security	Bearer
 //	@Router		/v1/monitors/{id} [delete]
 func (s *Server) handleMonitorDelete(w http.ResponseWriter, r *http.Request) error {
-	cascade, err := cascadeFromQuery(r)
-	if err != nil {
-		return err
-	}
-	if err := s.MonitorService.DeleteMonitor(r.Context(), chi.URLParam(r, "id"), cascade); err != nil {
-		return err
-	}
-	w.WriteHeader(http.StatusNoContent)
-	return nil
+	return noContent(w, deleteWithCascade(r, "id", s.MonitorService.DeleteMonitor))
 }

@@ -1,8 +1,8 @@
 package api
 
 import (
+	"context"
 	"net/http"
-	"net/url"
 
 	"github.com/go-chi/chi/v5"
 
@@ -26,13 +26,8 @@ type poolRequest struct {
 }
 
 func (req *poolRequest) rejectReadOnly(update bool) error {
-	if err := checkReadOnly(namedReadOnly{"monitor_ids", req.MonitorIDs}, namedReadOnly{"created_at", req.CreatedAt}, namedReadOnly{"updated_at", req.UpdatedAt}); err != nil {
-		return err
-	}
-	if update && req.ID != nil {
-		return sdnlb.FieldErrorf(sdnlb.EINVALID, "id", "id is read-only")
-	}
-	return nil
+	return rejectReadOnly(update, req.ID, namedReadOnly{"monitor_ids", req.MonitorIDs},
+		namedReadOnly{"created_at", req.CreatedAt}, namedReadOnly{"updated_at", req.UpdatedAt})
 }
 
 func (req *poolRequest) update() sdnlb.PoolUpdate {
@@ -69,18 +64,11 @@ type poolList struct {
 //	@Failure	400		{object}	errorResponse
 //	@Router		/v1/pools [get]
 func (s *Server) handlePoolList(w http.ResponseWriter, r *http.Request) error {
-	page, err := pageFromQuery(r)
+	pools, next, err := listPage(r, func(ctx context.Context, page sdnlb.Page) ([]*sdnlb.Pool, error) {
+		return s.PoolService.FindPools(ctx, sdnlb.PoolFilter{VIPID: queryFilter(r, "vip_id"), Page: page})
+	}, func(p *sdnlb.Pool) string { return p.ID })
 	if err != nil {
 		return err
-	}
-	filter := sdnlb.PoolFilter{VIPID: queryFilter(r, "vip_id"), Page: sdnlb.Page{Limit: page.Limit + 1, After: page.After}}
-	pools, err := s.PoolService.FindPools(r.Context(), filter)
-	if err != nil {
-		return err
-	}
-	pools, next := trimPage(pools, page.Limit, func(p *sdnlb.Pool) string { return p.ID })
-	if pools == nil {
-		pools = []*sdnlb.Pool{}
 	}
 	return writeJSON(w, http.StatusOK, poolList{Pools: pools, Next: next})
 }
@@ -103,10 +91,7 @@ func (s *Server) handlePoolList(w http.ResponseWriter, r *http.Request) error {
 //	@Router		/v1/pools [post]
 func (s *Server) handlePoolCreate(w http.ResponseWriter, r *http.Request) error {
 	var req poolRequest
-	if err := decodeJSON(w, r, &req); err != nil {
-		return err
-	}
-	if err := req.rejectReadOnly(false); err != nil {
+	if err := decodeRequest(w, r, &req, false); err != nil {
 		return err
 	}
 	p := sdnlb.NewPool()
@@ -115,14 +100,10 @@ func (s *Server) handlePoolCreate(w http.ResponseWriter, r *http.Request) error 
 	if req.ID != nil {
 		p.ID = *req.ID
 	}
-	if err := p.Validate(); err != nil {
+	if err := createValidated(r.Context(), p, s.PoolService.CreatePool); err != nil {
 		return err
 	}
-	if err := s.PoolService.CreatePool(r.Context(), p); err != nil {
-		return err
-	}
-	w.Header().Set("Location", "/v1/pools/"+url.PathEscape(p.ID))
-	return writeJSON(w, http.StatusCreated, p)
+	return createdJSON(w, "/v1/pools", p.ID, p)
 }
 
 // handlePoolGet returns one pool.
@@ -180,24 +161,10 @@ func (s *Server) handlePoolPatch(w http.ResponseWriter, r *http.Request) error {
 
 func (s *Server) updatePool(w http.ResponseWriter, r *http.Request, toUpdate func(*poolRequest) sdnlb.PoolUpdate) error {
 	var req poolRequest
-	if err := decodeJSON(w, r, &req); err != nil {
+	if err := decodeRequest(w, r, &req, true); err != nil {
 		return err
 	}
-	if err := req.rejectReadOnly(true); err != nil {
-		return err
-	}
-	id := chi.URLParam(r, "id")
-	upd := toUpdate(&req)
-	cur, err := s.PoolService.FindPoolByID(r.Context(), id)
-	if err != nil {
-		return err
-	}
-	next := *cur
-	upd.Apply(&next)
-	if err := next.Validate(); err != nil {
-		return err
-	}
-	p, err := s.PoolService.UpdatePool(r.Context(), id, upd)
+	p, err := updateValidated(r.Context(), chi.URLParam(r, "id"), toUpdate(&req), s.PoolService.FindPoolByID, s.PoolService.UpdatePool)
 	if err != nil {
 		return err
 	}
@@ -217,15 +184,7 @@ func (s *Server) updatePool(w http.ResponseWriter, r *http.Request, toUpdate fun
 //	@Security	Bearer
 //	@Router		/v1/pools/{id} [delete]
 func (s *Server) handlePoolDelete(w http.ResponseWriter, r *http.Request) error {
-	cascade, err := cascadeFromQuery(r)
-	if err != nil {
-		return err
-	}
-	if err := s.PoolService.DeletePool(r.Context(), chi.URLParam(r, "id"), cascade); err != nil {
-		return err
-	}
-	w.WriteHeader(http.StatusNoContent)
-	return nil
+	return noContent(w, deleteWithCascade(r, "id", s.PoolService.DeletePool))
 }
 
 // handlePoolMembers lists the members of one pool.
@@ -272,11 +231,7 @@ func (s *Server) handlePoolAssociateMonitor(w http.ResponseWriter, r *http.Reque
 	if req.MonitorID == "" {
 		return sdnlb.FieldErrorf(sdnlb.EINVALID, "monitor_id", "monitor_id is required")
 	}
-	if err := s.PoolService.AssociateMonitor(r.Context(), chi.URLParam(r, "id"), req.MonitorID); err != nil {
-		return err
-	}
-	w.WriteHeader(http.StatusNoContent)
-	return nil
+	return noContent(w, s.PoolService.AssociateMonitor(r.Context(), chi.URLParam(r, "id"), req.MonitorID))
 }
 
 // handlePoolDissociateMonitor stops a monitor checking the pool's members.
@@ -290,9 +245,5 @@ func (s *Server) handlePoolAssociateMonitor(w http.ResponseWriter, r *http.Reque
 //	@Security	Bearer
 //	@Router		/v1/pools/{id}/monitors/{monitor_id} [delete]
 func (s *Server) handlePoolDissociateMonitor(w http.ResponseWriter, r *http.Request) error {
-	if err := s.PoolService.DissociateMonitor(r.Context(), chi.URLParam(r, "id"), chi.URLParam(r, "monitor_id")); err != nil {
-		return err
-	}
-	w.WriteHeader(http.StatusNoContent)
-	return nil
+	return noContent(w, s.PoolService.DissociateMonitor(r.Context(), chi.URLParam(r, "id"), chi.URLParam(r, "monitor_id")))
 }

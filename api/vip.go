@@ -2,9 +2,9 @@ package api
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"net/http"
-	"net/url"
 	"strconv"
 
 	"github.com/go-chi/chi/v5"
@@ -60,14 +60,8 @@ func (o *optionalPersistence) UnmarshalJSON(b []byte) error {
 }
 
 func (req *vipRequest) rejectReadOnly(update bool) error {
-	fields := []namedReadOnly{{"mac", req.MAC}, {"status", req.Status}, {"created_at", req.CreatedAt}, {"updated_at", req.UpdatedAt}}
-	if err := checkReadOnly(fields...); err != nil {
-		return err
-	}
-	if update && req.ID != nil {
-		return sdnlb.FieldErrorf(sdnlb.EINVALID, "id", "id is read-only")
-	}
-	return nil
+	return rejectReadOnly(update, req.ID, namedReadOnly{"mac", req.MAC}, namedReadOnly{"status", req.Status},
+		namedReadOnly{"created_at", req.CreatedAt}, namedReadOnly{"updated_at", req.UpdatedAt})
 }
 
 // update returns the fields the request gives.
@@ -109,18 +103,11 @@ type vipList struct {
 //	@Failure	400		{object}	errorResponse
 //	@Router		/v1/vips [get]
 func (s *Server) handleVIPList(w http.ResponseWriter, r *http.Request) error {
-	page, err := pageFromQuery(r)
+	vips, next, err := listPage(r, func(ctx context.Context, page sdnlb.Page) ([]*sdnlb.VIP, error) {
+		return s.VIPService.FindVIPs(ctx, sdnlb.VIPFilter{Address: queryFilter(r, "address"), Page: page})
+	}, func(v *sdnlb.VIP) string { return v.ID })
 	if err != nil {
 		return err
-	}
-	filter := sdnlb.VIPFilter{Address: queryFilter(r, "address"), Page: sdnlb.Page{Limit: page.Limit + 1, After: page.After}}
-	vips, err := s.VIPService.FindVIPs(r.Context(), filter)
-	if err != nil {
-		return err
-	}
-	vips, next := trimPage(vips, page.Limit, func(v *sdnlb.VIP) string { return v.ID })
-	if vips == nil {
-		vips = []*sdnlb.VIP{}
 	}
 	return writeJSON(w, http.StatusOK, vipList{VIPs: vips, Next: next})
 }
@@ -143,10 +130,7 @@ func (s *Server) handleVIPList(w http.ResponseWriter, r *http.Request) error {
 //	@Router		/v1/vips [post]
 func (s *Server) handleVIPCreate(w http.ResponseWriter, r *http.Request) error {
 	var req vipRequest
-	if err := decodeJSON(w, r, &req); err != nil {
-		return err
-	}
-	if err := req.rejectReadOnly(false); err != nil {
+	if err := decodeRequest(w, r, &req, false); err != nil {
 		return err
 	}
 	v := sdnlb.NewVIP()
@@ -155,14 +139,10 @@ func (s *Server) handleVIPCreate(w http.ResponseWriter, r *http.Request) error {
 	if req.ID != nil {
 		v.ID = *req.ID
 	}
-	if err := v.Validate(); err != nil {
+	if err := createValidated(r.Context(), v, s.VIPService.CreateVIP); err != nil {
 		return err
 	}
-	if err := s.VIPService.CreateVIP(r.Context(), v); err != nil {
-		return err
-	}
-	w.Header().Set("Location", "/v1/vips/"+url.PathEscape(v.ID))
-	return writeJSON(w, http.StatusCreated, v)
+	return createdJSON(w, "/v1/vips", v.ID, v)
 }
 
 // handleVIPGet returns one VIP.
@@ -220,28 +200,12 @@ func (s *Server) handleVIPPatch(w http.ResponseWriter, r *http.Request) error {
 	return s.updateVIP(w, r, (*vipRequest).update)
 }
 
-// updateVIP validates the result before the store sees the update, so that
-// a bad request never reaches a write.
 func (s *Server) updateVIP(w http.ResponseWriter, r *http.Request, toUpdate func(*vipRequest) sdnlb.VIPUpdate) error {
 	var req vipRequest
-	if err := decodeJSON(w, r, &req); err != nil {
+	if err := decodeRequest(w, r, &req, true); err != nil {
 		return err
 	}
-	if err := req.rejectReadOnly(true); err != nil {
-		return err
-	}
-	id := chi.URLParam(r, "id")
-	upd := toUpdate(&req)
-	cur, err := s.VIPService.FindVIPByID(r.Context(), id)
-	if err != nil {
-		return err
-	}
-	next := *cur
-	upd.Apply(&next)
-	if err := next.Validate(); err != nil {
-		return err
-	}
-	v, err := s.VIPService.UpdateVIP(r.Context(), id, upd)
+	v, err := updateValidated(r.Context(), chi.URLParam(r, "id"), toUpdate(&req), s.VIPService.FindVIPByID, s.VIPService.UpdateVIP)
 	if err != nil {
 		return err
 	}
@@ -261,15 +225,7 @@ func (s *Server) updateVIP(w http.ResponseWriter, r *http.Request, toUpdate func
 //	@Security	Bearer
 //	@Router		/v1/vips/{id} [delete]
 func (s *Server) handleVIPDelete(w http.ResponseWriter, r *http.Request) error {
-	cascade, err := cascadeFromQuery(r)
-	if err != nil {
-		return err
-	}
-	if err := s.VIPService.DeleteVIP(r.Context(), chi.URLParam(r, "id"), cascade); err != nil {
-		return err
-	}
-	w.WriteHeader(http.StatusNoContent)
-	return nil
+	return noContent(w, deleteWithCascade(r, "id", s.VIPService.DeleteVIP))
 }
 
 func cascadeFromQuery(r *http.Request) (bool, error) {
