@@ -88,12 +88,17 @@ func (s *Server) compatRoutes(r chi.Router) {
 	r.Delete("/clear", s.handle(s.handleCompatClear))
 }
 
-// checkBodyID refuses a body id that names another object than the path.
-func checkBodyID(req flatRequest, pathID string) error {
-	if id, ok := req["id"]; ok && id != pathID {
-		return sdnlb.FieldErrorf(sdnlb.EINVALID, "id", "the body's id %q differs from the path's %q", id, pathID)
+// decodeFlatFor decodes the body of an update and refuses a body id that
+// names another object than the path.
+func decodeFlatFor(w http.ResponseWriter, r *http.Request, allowed []string, pathID string) (flatRequest, error) {
+	req, err := decodeFlat(w, r, allowed)
+	if err != nil {
+		return nil, err
 	}
-	return nil
+	if id, ok := req["id"]; ok && id != pathID {
+		return nil, sdnlb.FieldErrorf(sdnlb.EINVALID, "id", "the body's id %q differs from the path's %q", id, pathID)
+	}
+	return req, nil
 }
 
 // writeCompatOne writes the one object as Floodlight's 1-element array.

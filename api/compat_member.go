@@ -108,10 +108,7 @@ func (s *Server) handleCompatMemberCreate(w http.ResponseWriter, r *http.Request
 	m := sdnlb.NewMember()
 	upd.Apply(m)
 	m.ID, m.PoolID = req["id"], req["pool_id"]
-	if err := m.Validate(); err != nil {
-		return err
-	}
-	if err := s.MemberService.CreateMember(r.Context(), m); err != nil {
+	if err := createValidated(r.Context(), m, s.MemberService.CreateMember); err != nil {
 		return err
 	}
 	o, err := s.compatMemberObject(r.Context(), m)
@@ -157,11 +154,8 @@ func (s *Server) handleCompatMemberGet(w http.ResponseWriter, r *http.Request) e
 //	@Router		/quantum/v1.0/members/{member}/ [put]
 func (s *Server) handleCompatMemberUpdate(w http.ResponseWriter, r *http.Request) error {
 	id := chi.URLParam(r, "member")
-	req, err := decodeFlat(w, r, compatMemberKeys)
+	req, err := decodeFlatFor(w, r, compatMemberKeys, id)
 	if err != nil {
-		return err
-	}
-	if err := checkBodyID(req, id); err != nil {
 		return err
 	}
 	upd, err := compatMemberUpdate(req)

@@ -59,11 +59,7 @@ func (s *Server) handleCompatMonitorList(w http.ResponseWriter, r *http.Request)
 	if err != nil {
 		return err
 	}
-	out := make([]orderedObject, 0, len(monitors))
-	for _, m := range monitors {
-		out = append(out, compatMonitor(m))
-	}
-	return writeJSON(w, http.StatusOK, out)
+	return writeJSON(w, http.StatusOK, compatArray(monitors, compatMonitor))
 }
 
 // handleCompatMonitorCreate creates a monitor.
@@ -90,10 +86,7 @@ func (s *Server) handleCompatMonitorCreate(w http.ResponseWriter, r *http.Reques
 	m := sdnlb.NewMonitor()
 	upd.Apply(m)
 	m.ID = req["id"]
-	if err := m.Validate(); err != nil {
-		return compatMonitorError(err)
-	}
-	if err := s.MonitorService.CreateMonitor(r.Context(), m); err != nil {
+	if err := createValidated(r.Context(), m, s.MonitorService.CreateMonitor); err != nil {
 		return compatMonitorError(err)
 	}
 	return writeJSON(w, http.StatusOK, compatMonitor(m))
@@ -131,27 +124,15 @@ func (s *Server) handleCompatMonitorGet(w http.ResponseWriter, r *http.Request) 
 //	@Router		/quantum/v1.0/health_monitors/{monitor}/ [put]
 func (s *Server) handleCompatMonitorUpdate(w http.ResponseWriter, r *http.Request) error {
 	id := chi.URLParam(r, "monitor")
-	req, err := decodeFlat(w, r, compatMonitorKeys)
+	req, err := decodeFlatFor(w, r, compatMonitorKeys, id)
 	if err != nil {
-		return err
-	}
-	if err := checkBodyID(req, id); err != nil {
 		return err
 	}
 	upd, err := compatMonitorUpdate(req)
 	if err != nil {
 		return err
 	}
-	cur, err := s.MonitorService.FindMonitorByID(r.Context(), id)
-	if err != nil {
-		return err
-	}
-	next := *cur
-	upd.Apply(&next)
-	if err := next.Validate(); err != nil {
-		return compatMonitorError(err)
-	}
-	m, err := s.MonitorService.UpdateMonitor(r.Context(), id, upd)
+	m, err := updateValidated(r.Context(), id, upd, s.MonitorService.FindMonitorByID, s.MonitorService.UpdateMonitor)
 	if err != nil {
 		return compatMonitorError(err)
 	}
@@ -170,11 +151,7 @@ func (s *Server) handleCompatMonitorUpdate(w http.ResponseWriter, r *http.Reques
 //	@Security	Bearer
 //	@Router		/quantum/v1.0/health_monitors/{monitor}/ [delete]
 func (s *Server) handleCompatMonitorDelete(w http.ResponseWriter, r *http.Request) error {
-	cascade, err := cascadeFromQuery(r)
-	if err != nil {
-		return err
-	}
-	if err := s.MonitorService.DeleteMonitor(r.Context(), chi.URLParam(r, "monitor"), cascade); err != nil {
+	if err := deleteWithCascade(r, "monitor", s.MonitorService.DeleteMonitor); err != nil {
 		return err
 	}
 	return writeRaw(w, compatDeleted)

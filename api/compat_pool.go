@@ -90,10 +90,7 @@ func (s *Server) handleCompatPoolCreate(w http.ResponseWriter, r *http.Request) 
 		}
 		p.Protocol = v.Protocol
 	}
-	if err := p.Validate(); err != nil {
-		return err
-	}
-	if err := s.PoolService.CreatePool(r.Context(), p); err != nil {
+	if err := createValidated(r.Context(), p, s.PoolService.CreatePool); err != nil {
 		return err
 	}
 	return writeJSON(w, http.StatusOK, compatPool(p, nil))
@@ -144,27 +141,15 @@ func (s *Server) handleCompatPoolGet(w http.ResponseWriter, r *http.Request) err
 //	@Router		/quantum/v1.0/pools/{pool}/ [put]
 func (s *Server) handleCompatPoolUpdate(w http.ResponseWriter, r *http.Request) error {
 	id := chi.URLParam(r, "pool")
-	req, err := decodeFlat(w, r, compatPoolKeys)
+	req, err := decodeFlatFor(w, r, compatPoolKeys, id)
 	if err != nil {
-		return err
-	}
-	if err := checkBodyID(req, id); err != nil {
 		return err
 	}
 	upd, err := compatPoolUpdate(req)
 	if err != nil {
 		return err
 	}
-	cur, err := s.PoolService.FindPoolByID(r.Context(), id)
-	if err != nil {
-		return err
-	}
-	next := *cur
-	upd.Apply(&next)
-	if err := next.Validate(); err != nil {
-		return err
-	}
-	p, err := s.PoolService.UpdatePool(r.Context(), id, upd)
+	p, err := updateValidated(r.Context(), id, upd, s.PoolService.FindPoolByID, s.PoolService.UpdatePool)
 	if err != nil {
 		return err
 	}
@@ -187,11 +172,7 @@ func (s *Server) handleCompatPoolUpdate(w http.ResponseWriter, r *http.Request) 
 //	@Security	Bearer
 //	@Router		/quantum/v1.0/pools/{pool}/ [delete]
 func (s *Server) handleCompatPoolDelete(w http.ResponseWriter, r *http.Request) error {
-	cascade, err := cascadeFromQuery(r)
-	if err != nil {
-		return err
-	}
-	if err := s.PoolService.DeletePool(r.Context(), chi.URLParam(r, "pool"), cascade); err != nil {
+	if err := deleteWithCascade(r, "pool", s.PoolService.DeletePool); err != nil {
 		return err
 	}
 	return writeRaw(w, compatDeleted)
@@ -215,10 +196,7 @@ func (s *Server) handleCompatPoolMembers(w http.ResponseWriter, r *http.Request)
 	if err != nil {
 		return err
 	}
-	out := make([]orderedObject, 0, len(members))
-	for _, m := range members {
-		out = append(out, compatMember(m, p.VIPID))
-	}
+	out := compatArray(members, func(m *sdnlb.Member) orderedObject { return compatMember(m, p.VIPID) })
 	return writeJSON(w, http.StatusOK, out)
 }
 
@@ -265,11 +243,7 @@ func (s *Server) writeCompatPoolMonitors(w http.ResponseWriter, r *http.Request,
 	if err != nil {
 		return err
 	}
-	out := make([]orderedObject, 0, len(monitors))
-	for _, m := range monitors {
-		out = append(out, compatMonitor(m))
-	}
-	return writeJSON(w, http.StatusOK, out)
+	return writeJSON(w, http.StatusOK, compatArray(monitors, compatMonitor))
 }
 
 // handleCompatAssociate associates the monitor the body's id names with the

@@ -34,11 +34,7 @@ func (s *Server) handleCompatVIPList(w http.ResponseWriter, r *http.Request) err
 	if err != nil {
 		return err
 	}
-	out := make([]orderedObject, 0, len(vips))
-	for _, v := range vips {
-		out = append(out, compatVIP(v))
-	}
-	return writeJSON(w, http.StatusOK, out)
+	return writeJSON(w, http.StatusOK, compatArray(vips, compatVIP))
 }
 
 // handleCompatVIPCreate creates a VIP from a flat Floodlight object.
@@ -65,10 +61,7 @@ func (s *Server) handleCompatVIPCreate(w http.ResponseWriter, r *http.Request) e
 	v := sdnlb.NewVIP()
 	upd.Apply(v)
 	v.ID = req["id"]
-	if err := v.Validate(); err != nil {
-		return err
-	}
-	if err := s.VIPService.CreateVIP(r.Context(), v); err != nil {
+	if err := createValidated(r.Context(), v, s.VIPService.CreateVIP); err != nil {
 		return err
 	}
 	return writeJSON(w, http.StatusOK, compatVIP(v))
@@ -106,27 +99,15 @@ func (s *Server) handleCompatVIPGet(w http.ResponseWriter, r *http.Request) erro
 //	@Router		/quantum/v1.0/vips/{vip}/ [put]
 func (s *Server) handleCompatVIPUpdate(w http.ResponseWriter, r *http.Request) error {
 	id := chi.URLParam(r, "vip")
-	req, err := decodeFlat(w, r, compatVIPKeys)
+	req, err := decodeFlatFor(w, r, compatVIPKeys, id)
 	if err != nil {
-		return err
-	}
-	if err := checkBodyID(req, id); err != nil {
 		return err
 	}
 	upd, err := compatVIPUpdate(req)
 	if err != nil {
 		return err
 	}
-	cur, err := s.VIPService.FindVIPByID(r.Context(), id)
-	if err != nil {
-		return err
-	}
-	next := *cur
-	upd.Apply(&next)
-	if err := next.Validate(); err != nil {
-		return err
-	}
-	v, err := s.VIPService.UpdateVIP(r.Context(), id, upd)
+	v, err := updateValidated(r.Context(), id, upd, s.VIPService.FindVIPByID, s.VIPService.UpdateVIP)
 	if err != nil {
 		return err
 	}
@@ -145,11 +126,7 @@ func (s *Server) handleCompatVIPUpdate(w http.ResponseWriter, r *http.Request) e
 //	@Security	Bearer
 //	@Router		/quantum/v1.0/vips/{vip}/ [delete]
 func (s *Server) handleCompatVIPDelete(w http.ResponseWriter, r *http.Request) error {
-	cascade, err := cascadeFromQuery(r)
-	if err != nil {
-		return err
-	}
-	if err := s.VIPService.DeleteVIP(r.Context(), chi.URLParam(r, "vip"), cascade); err != nil {
+	if err := deleteWithCascade(r, "vip", s.VIPService.DeleteVIP); err != nil {
 		return err
 	}
 	return writeRaw(w, compatDeleted)
