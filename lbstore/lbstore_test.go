@@ -152,6 +152,61 @@ func assertUnchanged(tb testing.TB, ctx context.Context, db *lbstore.DB, before 
 	}
 }
 
+// rejectedCreate is a create the store must refuse with code on field,
+// with a message that mentions the given strings.
+type rejectedCreate[T any] struct {
+	name, code, field string
+	setup             func(tb testing.TB, ctx context.Context, db *lbstore.DB) (obj *T, mentions []string)
+}
+
+// testRejectedCreates runs each case on a fresh database and checks that
+// the refusal changed neither the configuration nor the argument.
+func testRejectedCreates[T any](t *testing.T, create func(ctx context.Context, db *lbstore.DB, obj *T) error, cases []rejectedCreate[T]) {
+	t.Helper()
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx := context.Background()
+			db := MustOpenDB(t)
+			defer MustCloseDB(t, db)
+			obj, mentions := tc.setup(t, ctx, db)
+			before := MustLoadConfig(t, ctx, db)
+			orig := *obj
+			assertError(t, create(ctx, db, obj), tc.code, tc.field, mentions...)
+			assertUnchanged(t, ctx, db, before)
+			if !reflect.DeepEqual(*obj, orig) {
+				t.Fatalf("a failed create changed its argument: %+v", *obj)
+			}
+		})
+	}
+}
+
+// rejectedUpdate is an update the store must refuse with code on field.
+type rejectedUpdate[U any] struct {
+	name, code, field string
+	setup             func(tb testing.TB, ctx context.Context, db *lbstore.DB) (id string, upd U)
+}
+
+// testRejectedUpdates runs each case on a fresh database and checks that
+// the refusal returned no object and changed nothing.
+func testRejectedUpdates[T, U any](t *testing.T, update func(ctx context.Context, db *lbstore.DB, id string, upd U) (*T, error), cases []rejectedUpdate[U]) {
+	t.Helper()
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx := context.Background()
+			db := MustOpenDB(t)
+			defer MustCloseDB(t, db)
+			id, upd := tc.setup(t, ctx, db)
+			before := MustLoadConfig(t, ctx, db)
+			got, err := update(ctx, db, id, upd)
+			assertError(t, err, tc.code, tc.field)
+			if got != nil {
+				t.Fatalf("a failed update returned %+v", got)
+			}
+			assertUnchanged(t, ctx, db, before)
+		})
+	}
+}
+
 func dumpConfig(c *sdnlb.Config) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "seq=%d", c.Seq)
