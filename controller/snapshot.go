@@ -271,8 +271,8 @@ func (r *registry) build(cfg *sdnlb.Config) (snap *snapshot, skipped []error) {
 		sc, err := sched.New(p.LBMethod, sm, rotationLoad(ps.rotation))
 		if err != nil {
 			// Only a method this build does not know gets here; keep serving.
-			skipped = append(skipped, fmt.Errorf("pool %s: %w; using %s", p.ID, err, sched.RoundRobin))
-			sc, _ = sched.New(sched.RoundRobin, sm, nil)
+			skipped = append(skipped, fmt.Errorf("pool %s: %w; using %s", p.ID, err, sdnlb.RoundRobin))
+			sc, _ = sched.New(sdnlb.RoundRobin, sm, nil)
 		}
 		ps.sched = sc
 	}

@@ -3,6 +3,8 @@ package sched
 import (
 	"fmt"
 	"testing"
+
+	"github.com/sdnlb/sdnlb"
 )
 
 // BenchmarkPick picks from a 10-member pool from all Ps at once, as the
@@ -16,7 +18,7 @@ func BenchmarkPick(b *testing.B) {
 		load.conns[i] = int64(100 - i)
 		load.bytes[i] = uint64(1e9 - i)
 	}
-	for _, m := range Methods() {
+	for _, m := range sdnlb.LBMethods {
 		b.Run(m, func(b *testing.B) {
 			s := mustNew(b, m, membersOf(weights...), load)
 			b.ReportAllocs()
@@ -35,7 +37,7 @@ func BenchmarkPick(b *testing.B) {
 // BenchmarkNew measures the per-snapshot build cost of the methods with a
 // table.
 func BenchmarkNew(b *testing.B) {
-	for _, m := range []string{ConsistentHash, WeightedRoundRobin} {
+	for _, m := range []string{sdnlb.ConsistentHash, sdnlb.WeightedRoundRobin} {
 		for _, n := range []int{10, 1000} {
 			b.Run(fmt.Sprintf("%s/%d", m, n), func(b *testing.B) {
 				members := uuidMembers(n, 1)

@@ -14,8 +14,9 @@
 //
 // New copies what it needs; the Scheduler is immutable apart from its
 // internal atomic counters, Pick is safe for concurrent use, allocates
-// nothing and never blocks. New fails only on programming errors: an
-// unknown method (ErrUnknownMethod; the API checks names with Valid), a bad
+// nothing and never blocks. The method names are the domain's
+// (sdnlb.LBMethods), which the API validates lb_method against. New fails
+// only on programming errors: an unknown method (ErrUnknownMethod), a bad
 // member (ErrInvalidMember: Index < 0, Weight outside 1..256, empty or
 // duplicate ID, more than MaxMembers), a bad option (ErrInvalidOption) or a
 // nil Load for a method that reads one (ErrNoLoad). An empty member list is

@@ -3,10 +3,12 @@ package sched
 import (
 	"slices"
 	"testing"
+
+	"github.com/sdnlb/sdnlb"
 )
 
 func TestSourceIP_StablePerClient(t *testing.T) {
-	s := mustNew(t, SourceIP, membersOf(1, 1, 1, 1, 1), nil)
+	s := mustNew(t, sdnlb.SourceIP, membersOf(1, 1, 1, 1, 1), nil)
 	for ip := uint32(0x0a000000); ip < 0x0a000000+200; ip++ {
 		first, _ := s.Pick(Key{ClientIP: ip, ClientPort: 1024, Proto: 6})
 		for port := uint16(1025); port < 1060; port++ {
@@ -28,8 +30,8 @@ func TestSourceIP_IndependentOfOrder(t *testing.T) {
 	for i := range reversed {
 		reversed[i].Index = i
 	}
-	a := mustNew(t, SourceIP, members, nil)
-	b := mustNew(t, SourceIP, reversed, nil)
+	a := mustNew(t, sdnlb.SourceIP, members, nil)
+	b := mustNew(t, sdnlb.SourceIP, reversed, nil)
 	for ip := range uint32(1000) {
 		k := Key{ClientIP: 0xc0a80000 + ip}
 		ia, _ := a.Pick(k)
@@ -59,7 +61,7 @@ func TestSourceIP_Spread(t *testing.T) {
 			for i := range weights {
 				weights[i] = 1
 			}
-			s := mustNew(t, SourceIP, membersOf(weights...), nil)
+			s := mustNew(t, sdnlb.SourceIP, membersOf(weights...), nil)
 			counts := make([]int, tt.n)
 			for i := range uint32(clients) {
 				idx, _ := s.Pick(Key{ClientIP: tt.first + i*tt.step})

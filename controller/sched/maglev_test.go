@@ -4,13 +4,15 @@ import (
 	"fmt"
 	"slices"
 	"testing"
+
+	"github.com/sdnlb/sdnlb"
 )
 
 // mustMaglev builds a CONSISTENT_HASH scheduler and returns its table as
 // member IDs, slot by slot.
 func mustMaglev(tb testing.TB, members []Member, opts ...Option) []string {
 	tb.Helper()
-	s, ok := mustNew(tb, ConsistentHash, members, nil, opts...).(*maglev)
+	s, ok := mustNew(tb, sdnlb.ConsistentHash, members, nil, opts...).(*maglev)
 	if !ok {
 		tb.Fatal("CONSISTENT_HASH scheduler is not a *maglev")
 	}
@@ -155,7 +157,7 @@ func TestMaglev_AddMember(t *testing.T) {
 // TestMaglev_PickUsesWholeKey checks that connections of one client spread
 // over members, and that a client-only key maps one client to one member.
 func TestMaglev_PickUsesWholeKey(t *testing.T) {
-	s := mustNew(t, ConsistentHash, uuidMembers(4, 1), nil)
+	s := mustNew(t, sdnlb.ConsistentHash, uuidMembers(4, 1), nil)
 	seen := map[int]bool{}
 	for port := range uint16(200) {
 		idx, _ := s.Pick(Key{ClientIP: 0x0a000001, ClientPort: 10000 + port, Proto: 6})

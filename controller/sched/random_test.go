@@ -3,6 +3,8 @@ package sched
 import (
 	"math/rand/v2"
 	"testing"
+
+	"github.com/sdnlb/sdnlb"
 )
 
 func TestRandom_Distribution(t *testing.T) {
@@ -37,7 +39,7 @@ func TestRandom_Distribution(t *testing.T) {
 // TestRandom_GlobalSource checks the scheduler New builds reaches every
 // member with the unseeded generator.
 func TestRandom_GlobalSource(t *testing.T) {
-	s := mustNew(t, Random, membersOf(1, 1, 1, 1), nil)
+	s := mustNew(t, sdnlb.Random, membersOf(1, 1, 1, 1), nil)
 	seen := map[int]bool{}
 	for _, idx := range mustPickN(t, s, Key{}, 1000) {
 		seen[idx] = true

@@ -4,6 +4,8 @@ import (
 	"math/rand/v2"
 	"slices"
 	"testing"
+
+	"github.com/sdnlb/sdnlb"
 )
 
 func TestRoundRobin_Sequence(t *testing.T) {
@@ -19,7 +21,7 @@ func TestRoundRobin_Sequence(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			s := mustNew(t, RoundRobin, membersOf(tt.weights...), nil)
+			s := mustNew(t, sdnlb.RoundRobin, membersOf(tt.weights...), nil)
 			if got := mustPickN(t, s, Key{}, len(tt.want)); !slices.Equal(got, tt.want) {
 				t.Errorf("picks = %v, want %v", got, tt.want)
 			}
@@ -45,7 +47,7 @@ func TestWeightedRoundRobin_Sequence(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			s := mustNew(t, WeightedRoundRobin, membersOf(tt.weights...), nil)
+			s := mustNew(t, sdnlb.WeightedRoundRobin, membersOf(tt.weights...), nil)
 			if got := mustPickN(t, s, Key{}, len(tt.want)); !slices.Equal(got, tt.want) {
 				t.Errorf("picks = %v, want %v", got, tt.want)
 			}
@@ -71,7 +73,7 @@ func TestWeightedRoundRobin_Proportions(t *testing.T) {
 		for _, w := range weights {
 			total += w / g
 		}
-		s := mustNew(t, WeightedRoundRobin, membersOf(weights...), nil)
+		s := mustNew(t, sdnlb.WeightedRoundRobin, membersOf(weights...), nil)
 		picks := mustPickN(t, s, Key{}, total)
 		counts := make([]int, len(weights))
 		for step, idx := range picks {
@@ -128,7 +130,7 @@ func TestWeightedRoundRobin_MatchesReference(t *testing.T) {
 		for _, w := range weights {
 			total += w
 		}
-		s := mustNew(t, WeightedRoundRobin, membersOf(weights...), nil)
+		s := mustNew(t, sdnlb.WeightedRoundRobin, membersOf(weights...), nil)
 		// The reference is not gcd-reduced; its cycle is a repetition of ours.
 		got := mustPickN(t, s, Key{}, total)
 		if want := smoothWRR(weights, total); !slices.Equal(got, want) {

@@ -4,49 +4,14 @@ import (
 	"errors"
 	"fmt"
 	"sync/atomic"
+
+	"github.com/sdnlb/sdnlb"
 )
-
-// Method names, exactly as the API's lb_method spells them.
-const (
-	RoundRobin               = "ROUND_ROBIN"
-	WeightedRoundRobin       = "WEIGHTED_ROUND_ROBIN"
-	LeastConnections         = "LEAST_CONNECTIONS"
-	WeightedLeastConnections = "WEIGHTED_LEAST_CONNECTIONS"
-	Random                   = "RANDOM"
-	LeastBytes               = "LEAST_BYTES"
-	SourceIP                 = "SOURCE_IP"
-	ConsistentHash           = "CONSISTENT_HASH"
-	Adaptive                 = "ADAPTIVE"
-)
-
-// methods lists every method in a fixed order; Methods returns a copy so
-// callers cannot change what Valid accepts.
-var methods = [...]string{
-	RoundRobin, WeightedRoundRobin, LeastConnections, WeightedLeastConnections,
-	Random, LeastBytes, SourceIP, ConsistentHash, Adaptive,
-}
-
-// Methods returns the names of all scheduling methods, for API validation.
-func Methods() []string {
-	out := make([]string, len(methods))
-	copy(out, methods[:])
-	return out
-}
-
-// Valid reports whether name is a scheduling method New accepts.
-func Valid(name string) bool {
-	for _, m := range methods {
-		if m == name {
-			return true
-		}
-	}
-	return false
-}
 
 // needsLoad reports whether the method reads Load at pick time.
 func needsLoad(method string) bool {
 	switch method {
-	case LeastConnections, WeightedLeastConnections, LeastBytes, Adaptive:
+	case sdnlb.LeastConnections, sdnlb.WeightedLeastConnections, sdnlb.LeastBytes, sdnlb.Adaptive:
 		return true
 	}
 	return false
@@ -55,7 +20,7 @@ func needsLoad(method string) bool {
 // Limits on the input New accepts.
 const (
 	MinWeight  = 1
-	MaxWeight  = 256
+	MaxWeight  = sdnlb.MaxWeight
 	MaxMembers = 1 << 16 // member positions are stored as uint16 in WRR and Maglev tables
 )
 
@@ -129,7 +94,7 @@ func WithAdaptiveScale(connsPerWeight int64) Option {
 // that do not read it. With no members every method returns a scheduler
 // whose Pick reports ok=false.
 func New(method string, members []Member, load Load, opts ...Option) (Scheduler, error) {
-	if !Valid(method) {
+	if !sdnlb.ValidLBMethod(method) {
 		return nil, fmt.Errorf("sched: %w %q", ErrUnknownMethod, method)
 	}
 	o := options{tableSize: DefaultTableSize, adaptiveScale: DefaultAdaptiveScale}
@@ -149,37 +114,37 @@ func New(method string, members []Member, load Load, opts ...Option) (Scheduler,
 		return empty{}, nil
 	}
 	switch method {
-	case RoundRobin:
+	case sdnlb.RoundRobin:
 		return newRoundRobin(members), nil
-	case WeightedRoundRobin:
+	case sdnlb.WeightedRoundRobin:
 		return newWeightedRoundRobin(members), nil
-	case LeastConnections:
+	case sdnlb.LeastConnections:
 		return &leastConns{ring: newRing(members), load: load}, nil
-	case WeightedLeastConnections:
+	case sdnlb.WeightedLeastConnections:
 		return newWeightedLeastConns(members, load), nil
-	case Random:
+	case sdnlb.Random:
 		return newRandom(members, nil), nil
-	case LeastBytes:
+	case sdnlb.LeastBytes:
 		return &leastBytes{ring: newRing(members), load: load}, nil
-	case SourceIP:
+	case sdnlb.SourceIP:
 		return newSourceIP(members), nil
-	case ConsistentHash:
+	case sdnlb.ConsistentHash:
 		return newMaglev(members, o.tableSize), nil
-	default: // Adaptive: Valid has ruled out anything else
+	default: // Adaptive: ValidLBMethod has ruled out anything else
 		return newAdaptive(members, load, o.adaptiveScale), nil
 	}
 }
 
 func (o options) validate(method string, n int) error {
 	switch method {
-	case ConsistentHash:
+	case sdnlb.ConsistentHash:
 		if o.tableSize < 2 || o.tableSize > MaxTableSize || !isPrime(o.tableSize) {
 			return fmt.Errorf("sched: %w: table size %d is not a prime in [2, %d]", ErrInvalidOption, o.tableSize, MaxTableSize)
 		}
 		if n >= o.tableSize {
 			return fmt.Errorf("sched: %w: table size %d must exceed the %d members", ErrInvalidOption, o.tableSize, n)
 		}
-	case Adaptive:
+	case sdnlb.Adaptive:
 		if o.adaptiveScale < 1 || o.adaptiveScale > MaxAdaptiveScale {
 			return fmt.Errorf("sched: %w: adaptive scale %d not in [1, %d]", ErrInvalidOption, o.adaptiveScale, int64(MaxAdaptiveScale))
 		}

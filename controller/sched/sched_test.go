@@ -71,33 +71,23 @@ func TestMethods(t *testing.T) {
 		"ROUND_ROBIN", "WEIGHTED_ROUND_ROBIN", "LEAST_CONNECTIONS", "WEIGHTED_LEAST_CONNECTIONS",
 		"RANDOM", "LEAST_BYTES", "SOURCE_IP", "CONSISTENT_HASH", "ADAPTIVE",
 	}
-	got := Methods()
-	if !slices.Equal(got, want) {
-		t.Fatalf("Methods() = %v, want %v", got, want)
+	if !slices.Equal(sdnlb.LBMethods, want) {
+		t.Fatalf("sdnlb.LBMethods = %v, want %v", sdnlb.LBMethods, want)
 	}
-	// The API validates lb_method against the domain's list; every name it
-	// accepts must build a scheduler.
-	if !slices.Equal(got, sdnlb.LBMethods) {
-		t.Errorf("Methods() = %v, sdnlb.LBMethods = %v", got, sdnlb.LBMethods)
-	}
-	got[0] = "CHANGED"
-	if !Valid("ROUND_ROBIN") || Valid("CHANGED") {
-		t.Fatal("changing the slice Methods returned changed Valid")
-	}
-}
-
-func TestValid(t *testing.T) {
-	for _, m := range Methods() {
+	// The API validates lb_method against that list: every name it accepts
+	// must build a scheduler.
+	load := &fakeLoad{conns: make([]int64, 1), bytes: make([]uint64, 1)}
+	for _, m := range sdnlb.LBMethods {
 		t.Run(m, func(t *testing.T) {
-			if !Valid(m) {
-				t.Errorf("Valid(%q) = false", m)
+			if _, err := New(m, membersOf(1), load); err != nil {
+				t.Errorf("New(%q): %v", m, err)
 			}
 		})
 	}
 	for _, name := range []string{"", "round_robin", "LEAST_CONN", "ROUND_ROBIN ", "WRR"} {
 		t.Run("Invalid/"+name, func(t *testing.T) {
-			if Valid(name) {
-				t.Errorf("Valid(%q) = true", name)
+			if _, err := New(name, membersOf(1), load); !errors.Is(err, ErrUnknownMethod) {
+				t.Errorf("New(%q) err = %v, want ErrUnknownMethod", name, err)
 			}
 		})
 	}
@@ -119,22 +109,22 @@ func TestNew_Errors(t *testing.T) {
 	}{
 		{"ErrUnknownMethod", "FASTEST", membersOf(1), load, nil, ErrUnknownMethod},
 		{"ErrUnknownMethodEmpty", "", nil, load, nil, ErrUnknownMethod},
-		{"ErrWeightZero", RoundRobin, membersOf(1, 0), load, nil, ErrInvalidMember},
-		{"ErrWeightTooLarge", WeightedRoundRobin, membersOf(257), load, nil, ErrInvalidMember},
-		{"ErrNegativeIndex", RoundRobin, []Member{{Index: -1, ID: "a", Weight: 1}}, load, nil, ErrInvalidMember},
-		{"ErrEmptyID", ConsistentHash, []Member{{Index: 0, Weight: 1}}, load, nil, ErrInvalidMember},
-		{"ErrDuplicateID", SourceIP, []Member{{Index: 0, ID: "a", Weight: 1}, {Index: 1, ID: "a", Weight: 1}}, load, nil, ErrInvalidMember},
-		{"ErrTooManyMembers", RoundRobin, tooMany, load, nil, ErrInvalidMember},
-		{"ErrNoLoad/LEAST_CONNECTIONS", LeastConnections, membersOf(1), nil, nil, ErrNoLoad},
-		{"ErrNoLoad/WEIGHTED_LEAST_CONNECTIONS", WeightedLeastConnections, membersOf(1), nil, nil, ErrNoLoad},
-		{"ErrNoLoad/LEAST_BYTES", LeastBytes, membersOf(1), nil, nil, ErrNoLoad},
-		{"ErrNoLoad/ADAPTIVE", Adaptive, nil, nil, nil, ErrNoLoad},
-		{"ErrTableSizeNotPrime", ConsistentHash, membersOf(1), nil, []Option{WithTableSize(65536)}, ErrInvalidOption},
-		{"ErrTableSizeOne", ConsistentHash, membersOf(1), nil, []Option{WithTableSize(1)}, ErrInvalidOption},
-		{"ErrTableSizeTooLarge", ConsistentHash, membersOf(1), nil, []Option{WithTableSize(1048583)}, ErrInvalidOption},
-		{"ErrTableSizeNotAboveMembers", ConsistentHash, membersOf(1, 1, 1), nil, []Option{WithTableSize(3)}, ErrInvalidOption},
-		{"ErrAdaptiveScaleZero", Adaptive, membersOf(1), load, []Option{WithAdaptiveScale(0)}, ErrInvalidOption},
-		{"ErrAdaptiveScaleTooLarge", Adaptive, membersOf(1), load, []Option{WithAdaptiveScale(MaxAdaptiveScale + 1)}, ErrInvalidOption},
+		{"ErrWeightZero", sdnlb.RoundRobin, membersOf(1, 0), load, nil, ErrInvalidMember},
+		{"ErrWeightTooLarge", sdnlb.WeightedRoundRobin, membersOf(257), load, nil, ErrInvalidMember},
+		{"ErrNegativeIndex", sdnlb.RoundRobin, []Member{{Index: -1, ID: "a", Weight: 1}}, load, nil, ErrInvalidMember},
+		{"ErrEmptyID", sdnlb.ConsistentHash, []Member{{Index: 0, Weight: 1}}, load, nil, ErrInvalidMember},
+		{"ErrDuplicateID", sdnlb.SourceIP, []Member{{Index: 0, ID: "a", Weight: 1}, {Index: 1, ID: "a", Weight: 1}}, load, nil, ErrInvalidMember},
+		{"ErrTooManyMembers", sdnlb.RoundRobin, tooMany, load, nil, ErrInvalidMember},
+		{"ErrNoLoad/LEAST_CONNECTIONS", sdnlb.LeastConnections, membersOf(1), nil, nil, ErrNoLoad},
+		{"ErrNoLoad/WEIGHTED_LEAST_CONNECTIONS", sdnlb.WeightedLeastConnections, membersOf(1), nil, nil, ErrNoLoad},
+		{"ErrNoLoad/LEAST_BYTES", sdnlb.LeastBytes, membersOf(1), nil, nil, ErrNoLoad},
+		{"ErrNoLoad/ADAPTIVE", sdnlb.Adaptive, nil, nil, nil, ErrNoLoad},
+		{"ErrTableSizeNotPrime", sdnlb.ConsistentHash, membersOf(1), nil, []Option{WithTableSize(65536)}, ErrInvalidOption},
+		{"ErrTableSizeOne", sdnlb.ConsistentHash, membersOf(1), nil, []Option{WithTableSize(1)}, ErrInvalidOption},
+		{"ErrTableSizeTooLarge", sdnlb.ConsistentHash, membersOf(1), nil, []Option{WithTableSize(1048583)}, ErrInvalidOption},
+		{"ErrTableSizeNotAboveMembers", sdnlb.ConsistentHash, membersOf(1, 1, 1), nil, []Option{WithTableSize(3)}, ErrInvalidOption},
+		{"ErrAdaptiveScaleZero", sdnlb.Adaptive, membersOf(1), load, []Option{WithAdaptiveScale(0)}, ErrInvalidOption},
+		{"ErrAdaptiveScaleTooLarge", sdnlb.Adaptive, membersOf(1), load, []Option{WithAdaptiveScale(MaxAdaptiveScale + 1)}, ErrInvalidOption},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -151,14 +141,14 @@ func TestNew_Errors(t *testing.T) {
 
 func TestNew_OptionsOfOtherMethodsIgnored(t *testing.T) {
 	// A bad table size must not break a method that has no table.
-	s := mustNew(t, RoundRobin, membersOf(1), nil, WithTableSize(4), WithAdaptiveScale(-1))
+	s := mustNew(t, sdnlb.RoundRobin, membersOf(1), nil, WithTableSize(4), WithAdaptiveScale(-1))
 	if _, ok := s.Pick(Key{}); !ok {
 		t.Fatal("Pick ok=false")
 	}
 }
 
 func TestPick_Empty(t *testing.T) {
-	for _, m := range Methods() {
+	for _, m := range sdnlb.LBMethods {
 		t.Run(m, func(t *testing.T) {
 			for _, members := range [][]Member{nil, {}} {
 				s := mustNew(t, m, members, &fakeLoad{})
@@ -179,7 +169,7 @@ func TestPick_ReturnsMemberIndex(t *testing.T) {
 		{Index: 20, ID: "b", Weight: 2},
 	}
 	load := &fakeLoad{conns: make([]int64, 31), bytes: make([]uint64, 31)}
-	for _, m := range Methods() {
+	for _, m := range sdnlb.LBMethods {
 		t.Run(m, func(t *testing.T) {
 			s := mustNew(t, m, members, load)
 			seen := map[int]bool{}
@@ -202,7 +192,7 @@ func TestPick_ReturnsMemberIndex(t *testing.T) {
 func TestPick_SingleMember(t *testing.T) {
 	members := []Member{{Index: 7, ID: "only", Weight: 200}}
 	load := &fakeLoad{conns: []int64{7: 1 << 50}, bytes: []uint64{7: 1 << 63}}
-	for _, m := range Methods() {
+	for _, m := range sdnlb.LBMethods {
 		t.Run(m, func(t *testing.T) {
 			s := mustNew(t, m, members, load)
 			for i := range 50 {
@@ -217,7 +207,7 @@ func TestPick_SingleMember(t *testing.T) {
 
 func TestPick_NoAllocs(t *testing.T) {
 	load := &fakeLoad{conns: []int64{3, 1, 4, 1, 5}, bytes: []uint64{9, 2, 6, 5, 3}}
-	for _, m := range Methods() {
+	for _, m := range sdnlb.LBMethods {
 		t.Run(m, func(t *testing.T) {
 			s := mustNew(t, m, membersOf(5, 1, 3, 2, 4), load)
 			k := Key{ClientIP: 0xc0a80001, ClientPort: 40000, Proto: 6}
@@ -233,11 +223,11 @@ func TestPick_NoAllocs(t *testing.T) {
 func TestPick_Concurrent(t *testing.T) {
 	const goroutines, perGoroutine = 8, 3 * 6 * 100 // a multiple of both cycles below
 	exact := map[string]map[int]int{
-		RoundRobin:         {0: goroutines * perGoroutine / 3, 1: goroutines * perGoroutine / 3, 2: goroutines * perGoroutine / 3},
-		WeightedRoundRobin: {0: goroutines * perGoroutine * 3 / 6, 1: goroutines * perGoroutine * 2 / 6, 2: goroutines * perGoroutine / 6},
+		sdnlb.RoundRobin:         {0: goroutines * perGoroutine / 3, 1: goroutines * perGoroutine / 3, 2: goroutines * perGoroutine / 3},
+		sdnlb.WeightedRoundRobin: {0: goroutines * perGoroutine * 3 / 6, 1: goroutines * perGoroutine * 2 / 6, 2: goroutines * perGoroutine / 6},
 	}
 	load := &fakeLoad{conns: []int64{2, 1, 3}, bytes: []uint64{5, 9, 1}}
-	for _, m := range Methods() {
+	for _, m := range sdnlb.LBMethods {
 		t.Run(m, func(t *testing.T) {
 			s := mustNew(t, m, membersOf(3, 2, 1), load)
 			counts := make([][3]int, goroutines)
@@ -291,7 +281,7 @@ func FuzzNew(f *testing.F) {
 			load.conns[i] = int64(ip) - int64(i)*int64(port)
 			load.bytes[i] = uint64(ip) * uint64(i)
 		}
-		m := methods[int(method)%len(methods)]
+		m := sdnlb.LBMethods[int(method)%len(sdnlb.LBMethods)]
 		s, err := New(m, members, load, WithTableSize(tableSize), WithAdaptiveScale(scale))
 		if err != nil {
 			return
