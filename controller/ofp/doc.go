@@ -8,7 +8,8 @@
 // allocates nothing. Append of a FlowMod or PacketOut passed by pointer
 // allocates nothing either (benchmarks and TestAppend_NoAlloc check both).
 //
-// Changes from the brief's API sketch, for the controller engineer:
+// Points of the API that differ from a plain transcription of the
+// specification:
 //
 //   - OXM.Value and OXM.Mask are methods on *OXM, not []byte fields. The
 //     payload lives in a fixed inline array (MaxOXMPayload = 32 bytes), so
@@ -31,8 +32,9 @@
 //     slice, so a PacketIn can outlive the read buffer.
 //   - AppendChecked reports ErrTooLong; Append then returns b unchanged.
 //   - ErrorFor(err, msg) picks the OFPT_ERROR to answer a bad message with.
-//   - Extra messages: Experimenter, DescRequest/DescReply, role constants,
-//     InstructionWriteMetadata, InstructionMeter, ActionSetQueue.
+//   - The codec also covers Experimenter, DescRequest/DescReply,
+//     RoleRequest/RoleReply with the role constants,
+//     InstructionWriteMetadata, InstructionMeter and ActionSetQueue.
 //
 // Decode errors (match with errors.Is): ErrShort (a structure is
 // truncated), ErrBadLength (a length field disagrees with the bytes),

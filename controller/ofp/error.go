@@ -114,9 +114,9 @@ const (
 // ErrorMsg is OFPT_ERROR and also a Go error, so a switch's rejection can
 // travel up as an error value.
 //
-// The brief named the type field Type, but Message already needs a Type()
-// method, so the field is ErrType. For ErrTypeExperimenter, Code carries
-// exp_type and Experimenter the experimenter ID.
+// The type field is ErrType, not Type, because every Message has a Type()
+// method. For ErrTypeExperimenter, Code carries exp_type and Experimenter
+// the experimenter ID.
 type ErrorMsg struct {
 	ErrType      ErrorType
 	Code         uint16

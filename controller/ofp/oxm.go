@@ -75,10 +75,10 @@ const MaxOXMPayload = 32
 
 // OXM is one match field in OXM TLV form.
 //
-// Deviation from the brief: Value and Mask are not []byte fields but
-// methods over a fixed inline array, so an OXM is a plain comparable value
-// that constructors, Match slices and set-field actions copy without a heap
-// allocation. Build one with the Match* constructors or NewOXM.
+// Value and Mask are methods over a fixed inline array rather than []byte
+// fields, so an OXM is a plain comparable value that constructors, Match
+// slices and set-field actions copy without a heap allocation. Build one
+// with the Match* constructors or NewOXM.
 type OXM struct {
 	Class   uint16
 	Field   OXMField
