@@ -2,37 +2,34 @@ package sdnlb
 
 import (
 	"context"
+	"slices"
 	"time"
 )
 
-// Scheduling methods a pool's LBMethod names.
+// LBMethod is the scheduling method by which a pool picks the member of a
+// new connection; controller/sched implements each one.
+type LBMethod string
+
 const (
-	RoundRobin               = "ROUND_ROBIN"
-	WeightedRoundRobin       = "WEIGHTED_ROUND_ROBIN"
-	LeastConnections         = "LEAST_CONNECTIONS"
-	WeightedLeastConnections = "WEIGHTED_LEAST_CONNECTIONS"
-	Random                   = "RANDOM"
-	LeastBytes               = "LEAST_BYTES"
-	SourceIP                 = "SOURCE_IP"
-	ConsistentHash           = "CONSISTENT_HASH"
-	Adaptive                 = "ADAPTIVE"
+	RoundRobin               LBMethod = "ROUND_ROBIN"
+	WeightedRoundRobin       LBMethod = "WEIGHTED_ROUND_ROBIN"
+	LeastConnections         LBMethod = "LEAST_CONNECTIONS"
+	WeightedLeastConnections LBMethod = "WEIGHTED_LEAST_CONNECTIONS"
+	Random                   LBMethod = "RANDOM"
+	LeastBytes               LBMethod = "LEAST_BYTES"
+	SourceIP                 LBMethod = "SOURCE_IP"
+	ConsistentHash           LBMethod = "CONSISTENT_HASH"
+	Adaptive                 LBMethod = "ADAPTIVE"
 )
 
 // LBMethods lists every scheduling method, in documentation order.
-var LBMethods = []string{
+var LBMethods = []LBMethod{
 	RoundRobin, WeightedRoundRobin, LeastConnections, WeightedLeastConnections,
 	Random, LeastBytes, SourceIP, ConsistentHash, Adaptive,
 }
 
 // ValidLBMethod reports whether m names a scheduling method.
-func ValidLBMethod(m string) bool {
-	for _, x := range LBMethods {
-		if m == x {
-			return true
-		}
-	}
-	return false
-}
+func ValidLBMethod(m LBMethod) bool { return slices.Contains(LBMethods, m) }
 
 // Pool is a set of members that serve one VIP.
 type Pool struct {
@@ -40,7 +37,7 @@ type Pool struct {
 	Name         string    `json:"name"`
 	Description  string    `json:"description"`
 	VIPID        string    `json:"vip_id"` // "" while the pool serves no VIP; a VIP has at most one pool
-	LBMethod     string    `json:"lb_method"`
+	LBMethod     LBMethod  `json:"lb_method"`
 	Protocol     Protocol  `json:"protocol"`
 	AdminStateUp bool      `json:"admin_state_up"`
 	MonitorIDs   []string  `json:"monitor_ids"` // read-only: changed by associating monitors
@@ -78,7 +75,7 @@ type PoolUpdate struct {
 	Name         *string
 	Description  *string
 	VIPID        *string
-	LBMethod     *string
+	LBMethod     *LBMethod
 	Protocol     *Protocol
 	AdminStateUp *bool
 }

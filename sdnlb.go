@@ -58,25 +58,32 @@ type ConfigService interface {
 	Clear(ctx context.Context) error
 }
 
-// Event kinds and operations.
-const (
-	KindVIP     = "vip"
-	KindPool    = "pool"
-	KindMember  = "member"
-	KindMonitor = "monitor"
+// EventKind is the type of object an Event is about.
+type EventKind string
 
-	OpCreate = "create"
-	OpUpdate = "update"
-	OpDelete = "delete"
-	OpHealth = "health" // a member's health status changed
-	OpResync = "resync" // events were lost: reload everything
+const (
+	KindVIP     EventKind = "vip"
+	KindPool    EventKind = "pool"
+	KindMember  EventKind = "member"
+	KindMonitor EventKind = "monitor"
+)
+
+// EventOp is what happened to the object.
+type EventOp string
+
+const (
+	OpCreate EventOp = "create"
+	OpUpdate EventOp = "update"
+	OpDelete EventOp = "delete"
+	OpHealth EventOp = "health" // a member's health status changed
+	OpResync EventOp = "resync" // events were lost: reload everything
 )
 
 // Event says that one committed write changed an object.
 type Event struct {
 	Seq  uint64    `json:"seq"`
-	Kind string    `json:"kind"`
-	Op   string    `json:"op"`
+	Kind EventKind `json:"kind"` // "" on OpResync, which is about everything
+	Op   EventOp   `json:"op"`
 	ID   string    `json:"id"`
 	At   time.Time `json:"at"`
 }

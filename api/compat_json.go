@@ -134,7 +134,7 @@ func (f flatRequest) adminState(key string) (*bool, error) {
 	return &up, nil
 }
 
-var compatLBMethods = map[string]string{
+var compatLBMethods = map[string]sdnlb.LBMethod{
 	"RR": sdnlb.RoundRobin, "1": sdnlb.RoundRobin,
 	"STATISTICS": sdnlb.LeastBytes, "2": sdnlb.LeastBytes,
 	"WRR": sdnlb.WeightedRoundRobin, "3": sdnlb.WeightedRoundRobin,
@@ -142,13 +142,13 @@ var compatLBMethods = map[string]string{
 
 // lbMethod maps Floodlight's RR, STATISTICS and WRR (or 1, 2, 3) and
 // accepts the native names too.
-func (f flatRequest) lbMethod(key string) (*string, error) {
+func (f flatRequest) lbMethod(key string) (*sdnlb.LBMethod, error) {
 	v, ok := f[key]
 	if !ok {
 		return nil, nil
 	}
-	m := strings.ToUpper(strings.TrimSpace(v))
-	if native, ok := compatLBMethods[m]; ok {
+	m := sdnlb.LBMethod(strings.ToUpper(strings.TrimSpace(v)))
+	if native, ok := compatLBMethods[string(m)]; ok {
 		m = native
 	}
 	if !sdnlb.ValidLBMethod(m) {
@@ -227,7 +227,7 @@ func compatVIP(v *sdnlb.VIP) orderedObject {
 	}
 }
 
-var compatLBMethodNames = map[string]string{
+var compatLBMethodNames = map[sdnlb.LBMethod]string{
 	sdnlb.RoundRobin:         "Round-Robin",
 	sdnlb.LeastBytes:         "Statistics",
 	sdnlb.WeightedRoundRobin: "Weighted Round-Robin",
@@ -236,7 +236,7 @@ var compatLBMethodNames = map[string]string{
 func compatPool(p *sdnlb.Pool, memberIDs []string) orderedObject {
 	method, ok := compatLBMethodNames[p.LBMethod]
 	if !ok {
-		method = p.LBMethod // a method Floodlight does not have keeps its own name
+		method = string(p.LBMethod) // a method Floodlight does not have keeps its own name
 	}
 	o := orderedObject{
 		{"id", text(p.ID)},

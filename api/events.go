@@ -69,9 +69,9 @@ func writeEvent(w http.ResponseWriter, ev sdnlb.Event) error {
 	if err != nil {
 		return err
 	}
-	name := ev.Kind
+	name := string(ev.Kind)
 	if ev.Op == sdnlb.OpResync || name == "" {
-		name = ev.Op
+		name = string(ev.Op)
 	}
 	_, err = fmt.Fprintf(w, "id: %d\nevent: %s\ndata: %s\n\n", ev.Seq, name, data)
 	return err

@@ -16,7 +16,7 @@ type poolRequest struct {
 	Name         *string         `json:"name" example:"web"`
 	Description  *string         `json:"description"`
 	VIPID        *string         `json:"vip_id" example:"web"`
-	LBMethod     *string         `json:"lb_method" example:"ROUND_ROBIN" enums:"ROUND_ROBIN,WEIGHTED_ROUND_ROBIN,LEAST_CONNECTIONS,WEIGHTED_LEAST_CONNECTIONS,RANDOM,LEAST_BYTES,SOURCE_IP,CONSISTENT_HASH,ADAPTIVE"`
+	LBMethod     *sdnlb.LBMethod `json:"lb_method" example:"ROUND_ROBIN" enums:"ROUND_ROBIN,WEIGHTED_ROUND_ROBIN,LEAST_CONNECTIONS,WEIGHTED_LEAST_CONNECTIONS,RANDOM,LEAST_BYTES,SOURCE_IP,CONSISTENT_HASH,ADAPTIVE"`
 	Protocol     *sdnlb.Protocol `json:"protocol" enums:"TCP,UDP,ICMP" example:"TCP"`
 	AdminStateUp *bool           `json:"admin_state_up" example:"true"`
 

@@ -111,7 +111,7 @@ func (s *fakeSource) setLoadErr(err error) {
 }
 
 // change swaps in cfg and sends the event a store would.
-func (s *fakeSource) change(cfg *sdnlb.Config, kind, op, id string) {
+func (s *fakeSource) change(cfg *sdnlb.Config, kind sdnlb.EventKind, op sdnlb.EventOp, id string) {
 	s.mu.Lock()
 	s.cfg = cfg
 	s.seq++
@@ -232,7 +232,7 @@ func (h *harness) step(tb testing.TB, d time.Duration) {
 }
 
 // change applies a configuration change and waits until it was loaded.
-func (h *harness) change(tb testing.TB, cfg *sdnlb.Config, kind, op, id string) {
+func (h *harness) change(tb testing.TB, cfg *sdnlb.Config, kind sdnlb.EventKind, op sdnlb.EventOp, id string) {
 	tb.Helper()
 	before := h.src.loadCount()
 	h.src.change(cfg, kind, op, id)

@@ -158,7 +158,7 @@ func (r *poolRow) pool() (*sdnlb.Pool, error) {
 		Name:         r.Name,
 		Description:  r.Description,
 		VIPID:        r.VIPID.String,
-		LBMethod:     r.LBMethod,
+		LBMethod:     sdnlb.LBMethod(r.LBMethod),
 		Protocol:     sdnlb.Protocol(r.Protocol),
 		AdminStateUp: r.AdminStateUp,
 	}

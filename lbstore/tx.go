@@ -50,7 +50,7 @@ func (db *DB) beginRead(ctx context.Context) (*Tx, error) {
 }
 
 // emit queues an event for publication after the commit.
-func (tx *Tx) emit(kind, op, id string) {
+func (tx *Tx) emit(kind sdnlb.EventKind, op sdnlb.EventOp, id string) {
 	tx.events = append(tx.events, sdnlb.Event{Kind: kind, Op: op, ID: id, At: tx.now})
 }
 

@@ -19,7 +19,7 @@ func BenchmarkPick(b *testing.B) {
 		load.bytes[i] = uint64(1e9 - i)
 	}
 	for _, m := range sdnlb.LBMethods {
-		b.Run(m, func(b *testing.B) {
+		b.Run(string(m), func(b *testing.B) {
 			s := mustNew(b, m, membersOf(weights...), load)
 			b.ReportAllocs()
 			b.ResetTimer()
@@ -37,7 +37,7 @@ func BenchmarkPick(b *testing.B) {
 // BenchmarkNew measures the per-snapshot build cost of the methods with a
 // table.
 func BenchmarkNew(b *testing.B) {
-	for _, m := range []string{sdnlb.ConsistentHash, sdnlb.WeightedRoundRobin} {
+	for _, m := range []sdnlb.LBMethod{sdnlb.ConsistentHash, sdnlb.WeightedRoundRobin} {
 		for _, n := range []int{10, 1000} {
 			b.Run(fmt.Sprintf("%s/%d", m, n), func(b *testing.B) {
 				members := uuidMembers(n, 1)

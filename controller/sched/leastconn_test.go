@@ -14,7 +14,7 @@ import (
 func TestLoadAware_Picks(t *testing.T) {
 	tests := []struct {
 		name    string
-		method  string
+		method  sdnlb.LBMethod
 		weights []int
 		conns   []int64
 		bytes   []uint64
@@ -64,7 +64,7 @@ func TestLoadAware_Picks(t *testing.T) {
 func TestLoadAware_UnderLoad(t *testing.T) {
 	tests := []struct {
 		name    string
-		method  string
+		method  sdnlb.LBMethod
 		weights []int
 		opts    []Option
 		picks   int

@@ -9,7 +9,7 @@ import (
 )
 
 // needsLoad reports whether the method reads Load at pick time.
-func needsLoad(method string) bool {
+func needsLoad(method sdnlb.LBMethod) bool {
 	switch method {
 	case sdnlb.LeastConnections, sdnlb.WeightedLeastConnections, sdnlb.LeastBytes, sdnlb.Adaptive:
 		return true
@@ -93,7 +93,7 @@ func WithAdaptiveScale(connsPerWeight int64) Option {
 // so members may be reused after it returns. load may be nil for methods
 // that do not read it. With no members every method returns a scheduler
 // whose Pick reports ok=false.
-func New(method string, members []Member, load Load, opts ...Option) (Scheduler, error) {
+func New(method sdnlb.LBMethod, members []Member, load Load, opts ...Option) (Scheduler, error) {
 	if !sdnlb.ValidLBMethod(method) {
 		return nil, fmt.Errorf("sched: %w %q", ErrUnknownMethod, method)
 	}
@@ -135,7 +135,7 @@ func New(method string, members []Member, load Load, opts ...Option) (Scheduler,
 	}
 }
 
-func (o options) validate(method string, n int) error {
+func (o options) validate(method sdnlb.LBMethod, n int) error {
 	switch method {
 	case sdnlb.ConsistentHash:
 		if o.tableSize < 2 || o.tableSize > MaxTableSize || !isPrime(o.tableSize) {

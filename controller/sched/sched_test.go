@@ -42,7 +42,7 @@ func membersOf(weights ...int) []Member {
 	return ms
 }
 
-func mustNew(tb testing.TB, method string, members []Member, load Load, opts ...Option) Scheduler {
+func mustNew(tb testing.TB, method sdnlb.LBMethod, members []Member, load Load, opts ...Option) Scheduler {
 	tb.Helper()
 	s, err := New(method, members, load, opts...)
 	if err != nil {
@@ -67,7 +67,7 @@ func mustPickN(tb testing.TB, s Scheduler, k Key, n int) []int {
 
 func TestMethods(t *testing.T) {
 	// The API's lb_method names: a contract with clients, so spelled out here.
-	want := []string{
+	want := []sdnlb.LBMethod{
 		"ROUND_ROBIN", "WEIGHTED_ROUND_ROBIN", "LEAST_CONNECTIONS", "WEIGHTED_LEAST_CONNECTIONS",
 		"RANDOM", "LEAST_BYTES", "SOURCE_IP", "CONSISTENT_HASH", "ADAPTIVE",
 	}
@@ -78,14 +78,14 @@ func TestMethods(t *testing.T) {
 	// must build a scheduler.
 	load := &fakeLoad{conns: make([]int64, 1), bytes: make([]uint64, 1)}
 	for _, m := range sdnlb.LBMethods {
-		t.Run(m, func(t *testing.T) {
+		t.Run(string(m), func(t *testing.T) {
 			if _, err := New(m, membersOf(1), load); err != nil {
 				t.Errorf("New(%q): %v", m, err)
 			}
 		})
 	}
-	for _, name := range []string{"", "round_robin", "LEAST_CONN", "ROUND_ROBIN ", "WRR"} {
-		t.Run("Invalid/"+name, func(t *testing.T) {
+	for _, name := range []sdnlb.LBMethod{"", "round_robin", "LEAST_CONN", "ROUND_ROBIN ", "WRR"} {
+		t.Run("Invalid/"+string(name), func(t *testing.T) {
 			if _, err := New(name, membersOf(1), load); !errors.Is(err, ErrUnknownMethod) {
 				t.Errorf("New(%q) err = %v, want ErrUnknownMethod", name, err)
 			}
@@ -101,7 +101,7 @@ func TestNew_Errors(t *testing.T) {
 	}
 	tests := []struct {
 		name    string
-		method  string
+		method  sdnlb.LBMethod
 		members []Member
 		load    Load
 		opts    []Option
@@ -149,7 +149,7 @@ func TestNew_OptionsOfOtherMethodsIgnored(t *testing.T) {
 
 func TestPick_Empty(t *testing.T) {
 	for _, m := range sdnlb.LBMethods {
-		t.Run(m, func(t *testing.T) {
+		t.Run(string(m), func(t *testing.T) {
 			for _, members := range [][]Member{nil, {}} {
 				s := mustNew(t, m, members, &fakeLoad{})
 				if idx, ok := s.Pick(Key{ClientIP: 0x0a000001}); ok {
@@ -170,7 +170,7 @@ func TestPick_ReturnsMemberIndex(t *testing.T) {
 	}
 	load := &fakeLoad{conns: make([]int64, 31), bytes: make([]uint64, 31)}
 	for _, m := range sdnlb.LBMethods {
-		t.Run(m, func(t *testing.T) {
+		t.Run(string(m), func(t *testing.T) {
 			s := mustNew(t, m, members, load)
 			seen := map[int]bool{}
 			for i := range 300 {
@@ -193,7 +193,7 @@ func TestPick_SingleMember(t *testing.T) {
 	members := []Member{{Index: 7, ID: "only", Weight: 200}}
 	load := &fakeLoad{conns: []int64{7: 1 << 50}, bytes: []uint64{7: 1 << 63}}
 	for _, m := range sdnlb.LBMethods {
-		t.Run(m, func(t *testing.T) {
+		t.Run(string(m), func(t *testing.T) {
 			s := mustNew(t, m, members, load)
 			for i := range 50 {
 				idx, ok := s.Pick(Key{ClientIP: uint32(i), ClientPort: uint16(i)})
@@ -208,7 +208,7 @@ func TestPick_SingleMember(t *testing.T) {
 func TestPick_NoAllocs(t *testing.T) {
 	load := &fakeLoad{conns: []int64{3, 1, 4, 1, 5}, bytes: []uint64{9, 2, 6, 5, 3}}
 	for _, m := range sdnlb.LBMethods {
-		t.Run(m, func(t *testing.T) {
+		t.Run(string(m), func(t *testing.T) {
 			s := mustNew(t, m, membersOf(5, 1, 3, 2, 4), load)
 			k := Key{ClientIP: 0xc0a80001, ClientPort: 40000, Proto: 6}
 			if allocs := testing.AllocsPerRun(1000, func() { s.Pick(k) }); allocs != 0 {
@@ -222,13 +222,13 @@ func TestPick_NoAllocs(t *testing.T) {
 // scheduler. For the counter-driven methods the totals are exact.
 func TestPick_Concurrent(t *testing.T) {
 	const goroutines, perGoroutine = 8, 3 * 6 * 100 // a multiple of both cycles below
-	exact := map[string]map[int]int{
+	exact := map[sdnlb.LBMethod]map[int]int{
 		sdnlb.RoundRobin:         {0: goroutines * perGoroutine / 3, 1: goroutines * perGoroutine / 3, 2: goroutines * perGoroutine / 3},
 		sdnlb.WeightedRoundRobin: {0: goroutines * perGoroutine * 3 / 6, 1: goroutines * perGoroutine * 2 / 6, 2: goroutines * perGoroutine / 6},
 	}
 	load := &fakeLoad{conns: []int64{2, 1, 3}, bytes: []uint64{5, 9, 1}}
 	for _, m := range sdnlb.LBMethods {
-		t.Run(m, func(t *testing.T) {
+		t.Run(string(m), func(t *testing.T) {
 			s := mustNew(t, m, membersOf(3, 2, 1), load)
 			counts := make([][3]int, goroutines)
 			var wg sync.WaitGroup
