@@ -96,3 +96,12 @@ type EventService interface {
 	// with Op OpResync.
 	Subscribe() (<-chan Event, func())
 }
+
+// ConfigSource is the configuration and its change feed: what the
+// controller and the health monitors follow. They subscribe first and load
+// second, so that no write falls between the two (Config.Seq tells which
+// events the load already holds), and reload when events arrive.
+type ConfigSource interface {
+	LoadConfig(ctx context.Context) (*Config, error)
+	Subscribe() (<-chan Event, func())
+}

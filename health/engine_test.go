@@ -76,7 +76,7 @@ type fakeSource struct {
 	events  chan sdnlb.Event // unbuffered: a send returns once the engine took it
 }
 
-var _ ConfigSource = (*fakeSource)(nil)
+var _ sdnlb.ConfigSource = (*fakeSource)(nil)
 
 func newFakeSource(cfg *sdnlb.Config) *fakeSource {
 	return &fakeSource{cfg: cfg, events: make(chan sdnlb.Event)}

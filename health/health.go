@@ -49,12 +49,6 @@ import (
 	"github.com/sdnlb/sdnlb"
 )
 
-// ConfigSource is the configuration and its change feed (the store).
-type ConfigSource interface {
-	LoadConfig(ctx context.Context) (*sdnlb.Config, error)
-	Subscribe() (<-chan sdnlb.Event, func())
-}
-
 // DefaultMaxConcurrent is the default bound on probes in flight.
 const DefaultMaxConcurrent = 512
 
@@ -86,7 +80,7 @@ type clock struct {
 // Engine probes members and reports their health. Create it with New and
 // start it once with Run.
 type Engine struct {
-	src     ConfigSource
+	src     sdnlb.ConfigSource
 	svc     sdnlb.MemberHealthService
 	log     *slog.Logger
 	clock   clock
@@ -143,7 +137,7 @@ type settleRequest struct {
 
 // New returns an engine that reads the configuration from src and writes
 // transitions to svc.
-func New(src ConfigSource, svc sdnlb.MemberHealthService, opts Options) *Engine {
+func New(src sdnlb.ConfigSource, svc sdnlb.MemberHealthService, opts Options) *Engine {
 	log := opts.Logger
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)

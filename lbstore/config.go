@@ -120,4 +120,5 @@ var (
 	_ sdnlb.MonitorService      = (*Store)(nil)
 	_ sdnlb.ConfigService       = (*Store)(nil)
 	_ sdnlb.EventService        = (*Store)(nil)
+	_ sdnlb.ConfigSource        = (*Store)(nil)
 )
