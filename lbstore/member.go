@@ -137,41 +137,56 @@ func (s *MemberHealthService) SetMemberHealth(ctx context.Context, id string, h 
 	return tx.Commit()
 }
 
+// memberRow is a member as selectMembers reads it.
+type memberRow struct {
+	ID              string         `db:"id"`
+	PoolID          string         `db:"pool_id"`
+	Address         string         `db:"address"`
+	Port            int            `db:"port"`
+	Weight          int            `db:"weight"`
+	AdminStateUp    bool           `db:"admin_state_up"`
+	HealthStatus    string         `db:"health_status"`
+	HealthSince     string         `db:"health_since"`
+	HealthLastCheck sql.NullString `db:"health_last_check"`
+	HealthLatencyMS float64        `db:"health_latency_ms"`
+	HealthError     string         `db:"health_error"`
+	CreatedAt       string         `db:"created_at"`
+	UpdatedAt       string         `db:"updated_at"`
+}
+
 const selectMembers = `SELECT id, pool_id, address, port, weight, admin_state_up, health_status, health_since,
 	health_last_check, health_latency_ms, health_error, created_at, updated_at
 FROM members`
 
-// memberScanner reads rows of selectMembers. Members are the one table
-// that runs to 100k rows, so they are scanned by hand into buffers reused
-// across rows: sqlx's reflection and its slice of row structs nearly
-// doubled the time of a page or a load.
-type memberScanner struct {
-	status, since, created, updated string
-	lastCheck                       sql.NullString
-}
-
-func (s *memberScanner) scan(row interface{ Scan(...any) error }) (*sdnlb.Member, error) {
-	m := &sdnlb.Member{}
-	if err := row.Scan(&m.ID, &m.PoolID, &m.Address, &m.Port, &m.Weight, &m.AdminStateUp, &s.status, &s.since,
-		&s.lastCheck, &m.Health.LatencyMS, &m.Health.LastError, &s.created, &s.updated); err != nil {
-		return nil, err
+func (r *memberRow) member() (*sdnlb.Member, error) {
+	m := &sdnlb.Member{
+		ID:           r.ID,
+		PoolID:       r.PoolID,
+		Address:      r.Address,
+		Port:         r.Port,
+		Weight:       r.Weight,
+		AdminStateUp: r.AdminStateUp,
+		Health: sdnlb.MemberHealth{
+			Status:    sdnlb.MemberStatus(r.HealthStatus),
+			LatencyMS: r.HealthLatencyMS,
+			LastError: r.HealthError,
+		},
 	}
-	m.Health.Status = sdnlb.MemberStatus(s.status)
 	var err error
-	if m.Health.Since, err = parseTime(s.since); err != nil {
+	if m.Health.Since, err = parseTime(r.HealthSince); err != nil {
 		return nil, err
 	}
-	if s.lastCheck.Valid {
-		t, err := parseTime(s.lastCheck.String)
+	if r.HealthLastCheck.Valid {
+		t, err := parseTime(r.HealthLastCheck.String)
 		if err != nil {
 			return nil, err
 		}
 		m.Health.LastCheck = &t
 	}
-	if m.CreatedAt, err = parseTime(s.created); err != nil {
+	if m.CreatedAt, err = parseTime(r.CreatedAt); err != nil {
 		return nil, err
 	}
-	if m.UpdatedAt, err = parseTime(s.updated); err != nil {
+	if m.UpdatedAt, err = parseTime(r.UpdatedAt); err != nil {
 		return nil, err
 	}
 	m.Status = m.EffectiveStatus()
@@ -179,16 +194,19 @@ func (s *memberScanner) scan(row interface{ Scan(...any) error }) (*sdnlb.Member
 }
 
 func findMemberByID(ctx context.Context, tx *Tx, id string) (*sdnlb.Member, error) {
-	var s memberScanner
-	m, err := s.scan(tx.QueryRowContext(ctx, selectMembers+` WHERE id = ?`, id))
-	if errors.Is(err, sql.ErrNoRows) {
+	var row memberRow
+	if err := tx.GetContext(ctx, &row, selectMembers+` WHERE id = ?`, id); errors.Is(err, sql.ErrNoRows) {
 		return nil, sdnlb.Errorf(sdnlb.ENOTFOUND, "member %q not found", id)
 	} else if err != nil {
 		return nil, fmt.Errorf("find member: %w", err)
 	}
-	return m, nil
+	return row.member()
 }
 
+// findMembers scans one row at a time into one memberRow rather than
+// selecting a slice of rows as the other tables do: members are the one
+// table that runs to 100k rows, and a full load should not hold them all
+// twice, as rows and as members.
 func findMembers(ctx context.Context, tx *Tx, filter sdnlb.MemberFilter) ([]*sdnlb.Member, error) {
 	var w where
 	if filter.PoolID != nil {
@@ -197,17 +215,20 @@ func findMembers(ctx context.Context, tx *Tx, filter sdnlb.MemberFilter) ([]*sdn
 	if filter.Address != nil {
 		w.add("address = ?", *filter.Address)
 	}
-	rows, err := tx.QueryContext(ctx, selectMembers+w.pageSQL("id", filter.Page), w.args...)
+	rows, err := tx.QueryxContext(ctx, selectMembers+w.pageSQL("id", filter.Page), w.args...)
 	if err != nil {
 		return nil, fmt.Errorf("find members: %w", err)
 	}
 	defer rows.Close()
 	members := []*sdnlb.Member{}
-	var s memberScanner
+	var row memberRow
 	for rows.Next() {
-		m, err := s.scan(rows)
-		if err != nil {
+		if err := rows.StructScan(&row); err != nil {
 			return nil, fmt.Errorf("find members: %w", err)
+		}
+		m, err := row.member()
+		if err != nil {
+			return nil, err
 		}
 		members = append(members, m)
 	}
