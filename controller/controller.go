@@ -2,7 +2,6 @@ package controller
 
 import (
 	"context"
-	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -16,20 +15,11 @@ import (
 	"github.com/sdnlb/sdnlb"
 )
 
-// ConfigSource is the configuration the controller follows: the store's
-// full read plus its change feed.
-type ConfigSource interface {
-	LoadConfig(ctx context.Context) (*sdnlb.Config, error)
-	Subscribe() (<-chan sdnlb.Event, func())
-}
-
 // Options tune the controller; zero values take the defaults.
 type Options struct {
-	Addr          string        // listen address of Run, default ":6653"
-	TLS           *tls.Config   // nil: plain TCP
 	IdleTimeout   time.Duration // of connection flows, default 30 s; negative: none
 	HardTimeout   time.Duration // of connection flows, default none
-	EchoInterval  time.Duration // keepalive, default 5 s; 3 unanswered close the session
+	EchoInterval  time.Duration // keepalive, default 5 s; 3 unanswered close the connection
 	StatsInterval time.Duration // flow-stats polling, default 2 s
 	Logger        *slog.Logger  // nil: discard
 	Registerer    prometheus.Registerer
@@ -37,7 +27,6 @@ type Options struct {
 
 // Defaults of Options.
 const (
-	DefaultAddr          = ":6653"
 	DefaultIdleTimeout   = 30 * time.Second
 	DefaultEchoInterval  = 5 * time.Second
 	DefaultStatsInterval = 2 * time.Second
@@ -54,7 +43,7 @@ const (
 // Controller is the embedded OpenFlow 1.3 controller. It implements
 // sdnlb.SwitchService and sdnlb.StatsService.
 type Controller struct {
-	src     ConfigSource
+	src     sdnlb.ConfigSource
 	opts    Options
 	log     *slog.Logger
 	metrics *metrics
@@ -62,13 +51,13 @@ type Controller struct {
 	idle, hard uint16 // connection flow timeouts in seconds
 	now        func() time.Time
 
-	snap    atomic.Pointer[snapshot]
-	reg     *registry // only the goroutine that builds snapshots
-	persist *persistTable
-	addr    atomic.Pointer[net.Addr]
+	snap     atomic.Pointer[snapshot]
+	builder  *snapshotBuilder // only the goroutine that follows the configuration
+	affinity *affinityTable
+	addr     atomic.Pointer[net.Addr]
 
-	mu       sync.RWMutex
-	sessions map[uint64]*session // by datapath id
+	mu    sync.RWMutex
+	conns map[uint64]*switchConn // by datapath id
 }
 
 var (
@@ -76,11 +65,8 @@ var (
 	_ sdnlb.StatsService  = (*Controller)(nil)
 )
 
-// New returns a controller that follows src. Start it with Run or Serve.
-func New(src ConfigSource, opts Options) *Controller {
-	if opts.Addr == "" {
-		opts.Addr = DefaultAddr
-	}
+// New returns a controller that follows src. Start it with Serve.
+func New(src sdnlb.ConfigSource, opts Options) *Controller {
 	if opts.IdleTimeout == 0 {
 		opts.IdleTimeout = DefaultIdleTimeout
 	}
@@ -103,9 +89,9 @@ func New(src ConfigSource, opts Options) *Controller {
 		idle:     flowSeconds(opts.IdleTimeout),
 		hard:     flowSeconds(opts.HardTimeout),
 		now:      time.Now,
-		reg:      newRegistry(),
-		persist:  newPersistTable(),
-		sessions: map[uint64]*session{},
+		builder:  newSnapshotBuilder(),
+		affinity: newAffinityTable(),
+		conns:    map[uint64]*switchConn{},
 	}
 	c.snap.Store(emptySnapshot)
 	return c
@@ -119,23 +105,7 @@ func flowSeconds(d time.Duration) uint16 {
 	return uint16(min(max(int64((d+time.Second-1)/time.Second), 1), 0xffff))
 }
 
-// Run listens on Options.Addr (with TLS when Options.TLS is set) and
-// serves until ctx ends.
-func (c *Controller) Run(ctx context.Context) error {
-	var ln net.Listener
-	var err error
-	if c.opts.TLS != nil {
-		ln, err = tls.Listen("tcp", c.opts.Addr, c.opts.TLS)
-	} else {
-		ln, err = net.Listen("tcp", c.opts.Addr)
-	}
-	if err != nil {
-		return fmt.Errorf("controller: listen: %w", err)
-	}
-	return c.Serve(ctx, ln)
-}
-
-// Addr is the address the controller listens on, nil before it does.
+// Addr is the address the controller listens on, nil before it serves.
 func (c *Controller) Addr() net.Addr {
 	if a := c.addr.Load(); a != nil {
 		return *a
@@ -144,11 +114,9 @@ func (c *Controller) Addr() net.Addr {
 }
 
 // Serve accepts switches on ln and follows the configuration until ctx
-// ends; then it closes ln and every session and returns nil. It returns an
+// ends; then it closes ln and every switch connection and returns nil. It returns an
 // error when the first configuration read fails or ln fails.
 func (c *Controller) Serve(ctx context.Context, ln net.Listener) error {
-	addr := ln.Addr()
-	c.addr.Store(&addr)
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 
@@ -159,6 +127,8 @@ func (c *Controller) Serve(ctx context.Context, ln net.Listener) error {
 		ln.Close()
 		return fmt.Errorf("controller: first configuration read: %w", err)
 	}
+	addr := ln.Addr()
+	c.addr.Store(&addr)
 	c.log.Info("controller listening", "addr", addr.String())
 
 	var wg sync.WaitGroup
@@ -194,11 +164,9 @@ func (c *Controller) Serve(ctx context.Context, ln net.Listener) error {
 		wg.Go(func() { c.serveConn(ctx, conn) })
 	}
 	cancel()
-	c.mu.RLock()
-	for _, s := range c.sessions {
+	for _, s := range c.switchConns() {
 		s.close()
 	}
-	c.mu.RUnlock()
 	wg.Wait()
 	return err
 }
@@ -250,15 +218,15 @@ func (c *Controller) reload(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	snap, skipped := c.reg.build(cfg)
+	snap, skipped := c.builder.build(cfg)
 	for _, err := range skipped {
 		c.log.Warn("configuration object ignored by the data path", "err", err)
 	}
 	c.snap.Store(snap)
 	c.log.Debug("configuration snapshot", "seq", cfg.Seq, "vips", len(snap.vipByID), "members", len(snap.members))
-	for _, s := range c.sessionList() {
-		// A switch that cannot take the writes has its session closed by
-		// the writer; its reader reports the disconnect.
+	for _, s := range c.switchConns() {
+		// A switch that cannot take the writes has its connection closed
+		// by the writer; its reader reports the disconnect.
 		if err := s.sync(snap); err != nil {
 			s.log.Debug("configuration not synced to switch", "err", err)
 		}
@@ -266,45 +234,51 @@ func (c *Controller) reload(ctx context.Context) error {
 	return nil
 }
 
-func (c *Controller) sessionList() []*session {
+func (c *Controller) switchConns() []*switchConn {
 	c.mu.RLock()
 	defer c.mu.RUnlock()
-	out := make([]*session, 0, len(c.sessions))
-	for _, s := range c.sessions {
+	out := make([]*switchConn, 0, len(c.conns))
+	for _, s := range c.conns {
 		out = append(out, s)
 	}
 	return out
 }
 
-// register makes s the session of its datapath, closing the one it
+// register makes s the connection of its datapath, closing the one it
 // replaces (a reconnecting switch).
-func (c *Controller) register(s *session) {
+func (c *Controller) register(s *switchConn) {
 	c.mu.Lock()
-	old := c.sessions[s.dpid]
-	c.sessions[s.dpid] = s
-	n := len(c.sessions)
+	old := c.conns[s.dpid]
+	c.conns[s.dpid] = s
+	n := len(c.conns)
 	c.mu.Unlock()
 	c.metrics.switches.Set(float64(n))
 	if old != nil {
-		old.log.Info("switch reconnected; closing its old session")
+		old.log.Info("switch reconnected; closing its old connection")
 		old.close()
 	}
 }
 
-func (c *Controller) unregister(s *session) {
+func (c *Controller) unregister(s *switchConn) {
 	c.mu.Lock()
-	if c.sessions[s.dpid] == s {
-		delete(c.sessions, s.dpid)
+	if c.conns[s.dpid] == s {
+		delete(c.conns, s.dpid)
 	}
-	n := len(c.sessions)
+	n := len(c.conns)
 	c.mu.Unlock()
 	c.metrics.switches.Set(float64(n))
 }
 
-func (c *Controller) session(dpid uint64) *session {
+func (c *Controller) switchConn(dpid uint64) *switchConn {
 	c.mu.RLock()
 	defer c.mu.RUnlock()
-	return c.sessions[dpid]
+	return c.conns[dpid]
+}
+
+// dataplaneConfig is what a new switch's dataplane shares with the
+// controller.
+func (c *Controller) dataplaneConfig(log *slog.Logger) dataplaneConfig {
+	return dataplaneConfig{idleTimeout: c.idle, hardTimeout: c.hard, affinity: c.affinity, metrics: c.metrics, log: log}
 }
 
 // housekeep expires persistence entries and polls flow stats.
@@ -316,13 +290,13 @@ func (c *Controller) housekeep(ctx context.Context) {
 		case <-ctx.Done():
 			return
 		case <-t.C:
-			c.persist.expire(c.now())
-			for _, s := range c.sessionList() {
+			c.affinity.expire(c.now())
+			for _, s := range c.switchConns() {
 				s.pollStats()
 			}
 		}
 	}
 }
 
-// errClosed ends a session that the controller closed on purpose.
-var errClosed = errors.New("session closed")
+// errClosed ends a connection that the controller closed on purpose.
+var errClosed = errors.New("connection closed")

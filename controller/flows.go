@@ -6,21 +6,16 @@ import (
 	"github.com/sdnlb/sdnlb/controller/ofp"
 )
 
-// The pipeline is one table. Higher priorities win:
-//
-//	1000  connection flows: one pair per connection, full 5-tuple, NAT rewrite
-//	 900  per member address of an enabled VIP: its replies → CONTROLLER
-//	 500  per VIP: ARP requests for its address and IPv4 to its service → CONTROLLER
-//	 499  per VIP address: any other IPv4 to it → drop (never punted again)
-//	 100  learned L2 destinations → output port
-//	   0  table miss → CONTROLLER (whole packet), which learns and floods
+// The flow table: one table, highest priority first. This is the only
+// place the priorities are set; docs/ARCHITECTURE.md says why each row
+// exists.
 const (
-	prioConnection  uint16 = 1000
-	prioMemberReply uint16 = 900
-	prioVIPPunt     uint16 = 500
-	prioVIPDrop     uint16 = 499
-	prioL2          uint16 = 100
-	prioMiss        uint16 = 0
+	prioConnection  uint16 = 1000 // a connection's NAT flow pair, on its full 5-tuple
+	prioMemberReply uint16 = 900  // per member address: its replies that missed a connection flow → CONTROLLER
+	prioVIPPunt     uint16 = 500  // per VIP: ARP requests for it, new connections to its service → CONTROLLER
+	prioVIPDrop     uint16 = 499  // per VIP address: any other IPv4 to it → drop
+	prioL2          uint16 = 100  // learned MAC → its port
+	prioMiss        uint16 = 0    // table miss → CONTROLLER, which learns and floods
 
 	l2IdleTimeout uint16 = 300 // seconds
 )
@@ -44,26 +39,36 @@ const (
 // toController sends the whole packet to the controller.
 var toController = ofp.ActionOutput{Port: ofp.PortController, MaxLen: ofp.ControllerMaxLenNoBuffer}
 
-func flowAdd(cookie uint64, prio, idle uint16, match []ofp.OXM, actions ...ofp.Action) ofp.FlowMod {
+// flow is one flow of the table, described by name; add turns it into
+// the flow-mod that installs it.
+type flow struct {
+	cookie      uint64
+	priority    uint16
+	idleTimeout uint16 // seconds; 0: none
+	match       []ofp.OXM
+	actions     []ofp.Action // none: drop
+}
+
+func (f flow) add() ofp.FlowMod {
 	fm := ofp.FlowMod{
-		Cookie:      cookie,
+		Cookie:      f.cookie,
 		Command:     ofp.FlowAdd,
-		IdleTimeout: idle,
-		Priority:    prio,
+		IdleTimeout: f.idleTimeout,
+		Priority:    f.priority,
 		BufferID:    ofp.NoBuffer,
 		OutPort:     ofp.PortAny,
 		OutGroup:    ofp.GroupAny,
-		Match:       ofp.Match{OXMs: match},
+		Match:       ofp.Match{OXMs: f.match},
 	}
-	if len(actions) > 0 { // no instruction at all means drop
-		fm.Instructions = []ofp.Instruction{ofp.InstructionApplyActions{Actions: actions}}
+	if len(f.actions) > 0 { // no instruction at all means drop
+		fm.Instructions = []ofp.Instruction{ofp.InstructionApplyActions{Actions: f.actions}}
 	}
 	return fm
 }
 
-// flowDelete removes, in every table, the flows whose cookie matches cookie
-// under mask.
-func flowDelete(cookie, mask uint64) ofp.FlowMod {
+// deleteByCookie removes, in every table, the flows whose cookie matches
+// cookie under mask.
+func deleteByCookie(cookie, mask uint64) ofp.FlowMod {
 	return ofp.FlowMod{
 		Cookie:     cookie,
 		CookieMask: mask,
@@ -77,18 +82,18 @@ func flowDelete(cookie, mask uint64) ofp.FlowMod {
 
 // baseFlows is what every switch gets before any VIP: the table miss.
 func baseFlows() []ofp.FlowMod {
-	return []ofp.FlowMod{flowAdd(makeCookie(catBase, 0, 0), prioMiss, 0, nil, toController)}
+	miss := flow{cookie: makeCookie(catBase, 0, 0), priority: prioMiss, actions: []ofp.Action{toController}}
+	return []ofp.FlowMod{miss.add()}
 }
 
 // deleteOurFlows purges everything sdnlb ever installed on a switch.
-func deleteOurFlows() ofp.FlowMod { return flowDelete(appID<<cookieAppShift, maskApp) }
+func deleteOurFlows() ofp.FlowMod { return deleteByCookie(appID<<cookieAppShift, maskApp) }
 
 // vipFlows punts ARP requests for the VIP address and new connections to
 // the VIP service to the controller, and drops other IPv4 to the address.
 // ICMP VIPs punt echo requests only.
 func vipFlows(v *vipState) []ofp.FlowMod {
 	cookie := makeCookie(catVIP, v.num, 0)
-	arp := []ofp.OXM{ofp.MatchEthType(ethTypeARP), ofp.MatchARPOp(arpRequest), ofp.MatchARPTPA(v.ip)}
 	service := []ofp.OXM{ofp.MatchEthType(ethTypeIPv4), ofp.MatchIPProto(v.proto), ofp.MatchIPv4Dst(v.ip)}
 	switch v.proto {
 	case protoTCP:
@@ -98,27 +103,31 @@ func vipFlows(v *vipState) []ofp.FlowMod {
 	case protoICMP:
 		service = append(service, ofp.MatchICMPv4Type(icmpEchoRequest))
 	}
-	drop := []ofp.OXM{ofp.MatchEthType(ethTypeIPv4), ofp.MatchIPv4Dst(v.ip)}
-	return []ofp.FlowMod{
-		flowAdd(cookie, prioVIPPunt, 0, arp, toController),
-		flowAdd(cookie, prioVIPPunt, 0, service, toController),
-		flowAdd(cookie, prioVIPDrop, 0, drop),
-	}
+	arpPunt := flow{cookie: cookie, priority: prioVIPPunt, actions: []ofp.Action{toController},
+		match: []ofp.OXM{ofp.MatchEthType(ethTypeARP), ofp.MatchARPOp(arpRequest), ofp.MatchARPTPA(v.ip)}}
+	servicePunt := flow{cookie: cookie, priority: prioVIPPunt, match: service, actions: []ofp.Action{toController}}
+	otherDrop := flow{cookie: cookie, priority: prioVIPDrop,
+		match: []ofp.OXM{ofp.MatchEthType(ethTypeIPv4), ofp.MatchIPv4Dst(v.ip)}}
+	return []ofp.FlowMod{arpPunt.add(), servicePunt.add(), otherDrop.add()}
 }
 
 // deleteVIPFlows removes a VIP's punt and drop flows and every connection
 // flow to it.
 func deleteVIPFlows(vipNum uint32) []ofp.FlowMod {
 	return []ofp.FlowMod{
-		flowDelete(makeCookie(catVIP, vipNum, 0), maskApp|maskCategory|maskVIP),
-		flowDelete(makeCookie(catConn, vipNum, 0), maskApp|maskConnCats|maskVIP),
+		deleteByCookie(makeCookie(catVIP, vipNum, 0), maskApp|maskCategory|maskVIP),
+		deleteVIPConnections(vipNum),
 	}
+}
+
+func deleteVIPConnections(vipNum uint32) ofp.FlowMod {
+	return deleteByCookie(makeCookie(catConn, vipNum, 0), maskApp|maskConnCats|maskVIP)
 }
 
 // deleteMemberFlows removes every connection flow, both directions, of one
 // member, whatever VIP it served.
 func deleteMemberFlows(memberNum uint32) ofp.FlowMod {
-	return flowDelete(makeCookie(catConn, 0, memberNum), maskApp|maskConnCats|maskMember)
+	return deleteByCookie(makeCookie(catConn, 0, memberNum), maskApp|maskConnCats|maskMember)
 }
 
 // replyMatch is what a member's replies carry: its address and the port
@@ -134,15 +143,10 @@ type replyMatch struct {
 // names.
 type replyOwner struct{ vipNum, memberNum uint32 }
 
-// memberReplyFlow punts a member's replies that no connection flow took.
-// Without it they would be switched by the L2 flows, and Open vSwitch
-// would cache that in its datapath: a member → client packet of a purged
-// connection leaves a cached entry that the next connection's replies can
-// hit, before the switch revalidates its cache against the new connection
-// flows, and leave without the reverse NAT. With this flow every cached
-// entry for a member's replies is a punt, and the controller applies the
-// NAT to those of recent setups (packetin.go). ICMP VIPs match echo
-// replies only, as their connection flows do.
+// memberReplyFlow punts a member's replies that no connection flow took,
+// so that no datapath cache entry of Open vSwitch ever switches them
+// without the reverse NAT. ICMP VIPs match echo replies only, as their
+// connection flows do.
 func memberReplyFlow(m replyMatch, o replyOwner) ofp.FlowMod {
 	match := []ofp.OXM{ofp.MatchEthType(ethTypeIPv4), ofp.MatchIPProto(m.proto), ofp.MatchIPv4Src(m.ip)}
 	switch m.proto {
@@ -153,19 +157,22 @@ func memberReplyFlow(m replyMatch, o replyOwner) ofp.FlowMod {
 	case protoICMP:
 		match = append(match, ofp.MatchICMPv4Type(icmpEchoReply))
 	}
-	return flowAdd(makeCookie(catMemberReply, o.vipNum, o.memberNum), prioMemberReply, 0, match, toController)
+	punt := flow{cookie: makeCookie(catMemberReply, o.vipNum, o.memberNum), priority: prioMemberReply,
+		match: match, actions: []ofp.Action{toController}}
+	return punt.add()
 }
 
 // deleteMemberReplyFlow removes the reply punt installed for a member.
 func deleteMemberReplyFlow(memberNum uint32) ofp.FlowMod {
-	return flowDelete(makeCookie(catMemberReply, 0, memberNum), maskApp|maskCategory|maskMember)
+	return deleteByCookie(makeCookie(catMemberReply, 0, memberNum), maskApp|maskCategory|maskMember)
 }
 
 // l2Flow forwards frames for a learned MAC. Adding it again with another
 // port replaces it (same match and priority), which handles moves.
 func l2Flow(mac [6]byte, port uint32) ofp.FlowMod {
-	return flowAdd(makeCookie(catL2, 0, 0), prioL2, l2IdleTimeout,
-		[]ofp.OXM{ofp.MatchEthDst(mac)}, ofp.ActionOutput{Port: port})
+	learned := flow{cookie: makeCookie(catL2, 0, 0), priority: prioL2, idleTimeout: l2IdleTimeout,
+		match: []ofp.OXM{ofp.MatchEthDst(mac)}, actions: []ofp.Action{ofp.ActionOutput{Port: port}}}
+	return learned.add()
 }
 
 // connection is one client connection to a VIP, bound to a member, with
@@ -179,6 +186,46 @@ type connection struct {
 	vipNum, memberNum               uint32
 	idleTimeout, hardTimeout        uint16
 }
+
+// natDirection is one direction of a connection's flow pair: what it
+// matches, how it rewrites the packet and where it sends it.
+type natDirection struct {
+	cookie           uint64
+	src, dst         [4]byte
+	srcPort, dstPort uint16 // TCP and UDP
+	icmpType         uint8  // ICMP
+	setEth, setIP    ofp.OXM
+	setPort          ofp.OXM // TCP and UDP
+	outPort          uint32
+}
+
+// forward is the client → member direction: the client's eth_src stays,
+// the destination becomes the member.
+func (c *connection) forward() natDirection {
+	return natDirection{
+		cookie: makeCookie(catConn, c.vipNum, c.memberNum),
+		src:    c.clientIP, dst: c.vipIP, srcPort: c.clientPort, dstPort: c.vipPort, icmpType: icmpEchoRequest,
+		setEth: ofp.MatchEthDst(c.memberMAC), setIP: ofp.MatchIPv4Dst(c.memberIP), setPort: l4Dst(c.proto, c.memberPort),
+		outPort: c.memberOFPort,
+	}
+}
+
+// reverse is the member → client direction: the reply comes from the
+// VIP's addresses.
+func (c *connection) reverse() natDirection {
+	return natDirection{
+		cookie: makeCookie(catConnReply, c.vipNum, c.memberNum),
+		src:    c.memberIP, dst: c.clientIP, srcPort: c.memberPort, dstPort: c.clientPort, icmpType: icmpEchoReply,
+		setEth: ofp.MatchEthSrc(c.vipMAC), setIP: ofp.MatchIPv4Src(c.vipIP), setPort: l4Src(c.proto, c.vipPort),
+		outPort: c.clientOFPort,
+	}
+}
+
+// Directions of a connection's flow pair, as connFlows indexes them.
+const (
+	dirForward = 0
+	dirReverse = 1
+)
 
 // connFlows builds the two flow-mods of a connection into storage it owns
 // and reuses, so the packet-in hot path builds them without allocating.
@@ -202,46 +249,39 @@ func newConnFlows() *connFlows {
 	return f
 }
 
-// build fills the flow-mods for c: [0] client → member, [1] member → client.
-// The result aliases f and is valid until the next build.
-func (f *connFlows) build(c *connection) []ofp.FlowMod {
-	// client → member: keep the client's eth_src, rewrite the destination.
-	f.sets[0][0] = ofp.ActionSetField{Field: ofp.MatchEthDst(c.memberMAC)}
-	f.sets[0][1] = ofp.ActionSetField{Field: ofp.MatchIPv4Dst(c.memberIP)}
-	f.sets[0][2] = ofp.ActionSetField{Field: l4Dst(c.proto, c.memberPort)}
-	f.direction(0, makeCookie(catConn, c.vipNum, c.memberNum), c,
-		c.clientIP, c.vipIP, c.clientPort, c.vipPort, icmpEchoRequest, c.memberOFPort)
-
-	// member → client: answer from the VIP's addresses.
-	f.sets[1][0] = ofp.ActionSetField{Field: ofp.MatchEthSrc(c.vipMAC)}
-	f.sets[1][1] = ofp.ActionSetField{Field: ofp.MatchIPv4Src(c.vipIP)}
-	f.sets[1][2] = ofp.ActionSetField{Field: l4Src(c.proto, c.vipPort)}
-	f.direction(1, makeCookie(catConnReply, c.vipNum, c.memberNum), c,
-		c.memberIP, c.clientIP, c.memberPort, c.clientPort, icmpEchoReply, c.clientOFPort)
+// fill builds the flow-mods of c, indexed by dirForward and dirReverse.
+// The result aliases f and is valid until the next fill.
+func (f *connFlows) fill(c *connection) []ofp.FlowMod {
+	f.fillDirection(dirForward, c, c.forward())
+	f.fillDirection(dirReverse, c, c.reverse())
 	return f.mods[:]
 }
 
-// forwardActions returns the client → member actions of the last build.
-func (f *connFlows) forwardActions() []ofp.Action { return f.apply[0].Actions }
+// actions returns the actions of direction d of the last fill, for a
+// packet-out that must leave as the flow would send it.
+func (f *connFlows) actions(d int) []ofp.Action { return f.apply[d].Actions }
 
-// replyActions returns the member → client actions of the last build.
-func (f *connFlows) replyActions() []ofp.Action { return f.apply[1].Actions }
-
-// direction fills flow-mod d, whose set-fields are already in f.sets[d],
-// matching src → dst and sending out outPort.
-func (f *connFlows) direction(d int, cookie uint64, c *connection, src, dst [4]byte, sport, dport uint16, icmpType uint8, outPort uint32) {
+func (f *connFlows) fillDirection(d int, c *connection, nd natDirection) {
 	// Slot 0 is kept for in_port, needed only when the packet leaves by the
 	// port it came in on: a switch never does that unless told IN_PORT.
 	match := f.oxms[d][1:1]
 	match = append(match, ofp.MatchEthType(ethTypeIPv4), ofp.MatchIPProto(c.proto),
-		ofp.MatchIPv4Src(src), ofp.MatchIPv4Dst(dst))
-	match = appendL4(match, c.proto, sport, dport, icmpType)
-	f.outs[d] = ofp.ActionOutput{Port: outPort}
+		ofp.MatchIPv4Src(nd.src), ofp.MatchIPv4Dst(nd.dst))
+	switch c.proto {
+	case protoTCP:
+		match = append(match, ofp.MatchTCPSrc(nd.srcPort), ofp.MatchTCPDst(nd.dstPort))
+	case protoUDP:
+		match = append(match, ofp.MatchUDPSrc(nd.srcPort), ofp.MatchUDPDst(nd.dstPort))
+	default:
+		match = append(match, ofp.MatchICMPv4Type(nd.icmpType))
+	}
+	f.outs[d] = ofp.ActionOutput{Port: nd.outPort}
 	if c.memberOFPort == c.clientOFPort {
 		f.oxms[d][0] = ofp.MatchInPort(c.clientOFPort)
 		match = f.oxms[d][:len(match)+1]
 		f.outs[d].Port = ofp.PortInPort
 	}
+	f.sets[d] = [3]ofp.ActionSetField{{Field: nd.setEth}, {Field: nd.setIP}, {Field: nd.setPort}}
 	n := 2 // eth and ipv4 rewrites; ICMP has no port to rewrite
 	if c.proto == protoTCP || c.proto == protoUDP {
 		n = 3
@@ -252,7 +292,7 @@ func (f *connFlows) direction(d int, cookie uint64, c *connection, src, dst [4]b
 	f.acts[d][n] = &f.outs[d]
 	f.apply[d].Actions = f.acts[d][:n+1]
 	f.mods[d] = ofp.FlowMod{
-		Cookie:       cookie,
+		Cookie:       nd.cookie,
 		Command:      ofp.FlowAdd,
 		IdleTimeout:  c.idleTimeout,
 		HardTimeout:  c.hardTimeout,
@@ -264,16 +304,6 @@ func (f *connFlows) direction(d int, cookie uint64, c *connection, src, dst [4]b
 		Match:        ofp.Match{OXMs: match},
 		Instructions: f.insts[d][:],
 	}
-}
-
-func appendL4(m []ofp.OXM, proto uint8, src, dst uint16, icmpType uint8) []ofp.OXM {
-	switch proto {
-	case protoTCP:
-		return append(m, ofp.MatchTCPSrc(src), ofp.MatchTCPDst(dst))
-	case protoUDP:
-		return append(m, ofp.MatchUDPSrc(src), ofp.MatchUDPDst(dst))
-	}
-	return append(m, ofp.MatchICMPv4Type(icmpType))
 }
 
 func l4Dst(proto uint8, port uint16) ofp.OXM {

@@ -183,7 +183,7 @@ func TestFlows_Connection(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			c := base
 			tt.edit(&c)
-			assertLines(t, flowLines(t, f.build(&c)), tt.want)
+			assertLines(t, flowLines(t, f.fill(&c)), tt.want)
 		})
 	}
 }

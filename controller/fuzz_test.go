@@ -11,12 +11,12 @@ import (
 	"github.com/sdnlb/sdnlb/controller/ofp"
 )
 
-// fuzzSession is a session past its handshake whose switch end discards
-// everything, with the test configuration loaded.
-func fuzzSession(tb testing.TB) *session {
+// fuzzConn is a switch connection past its handshake whose switch end
+// discards everything, with the test configuration loaded.
+func fuzzConn(tb testing.TB) *switchConn {
 	tb.Helper()
 	c := New(newFakeSource(nil), Options{})
-	snap, skipped := c.reg.build(testConfig(func(cfg *sdnlb.Config) {
+	snap, skipped := c.builder.build(testConfig(func(cfg *sdnlb.Config) {
 		cfg.VIPs = append(cfg.VIPs, &sdnlb.VIP{ID: "v2", Address: "10.0.0.101", Protocol: sdnlb.ProtocolUDP, Port: 53,
 			AdminStateUp: true, PoolID: "p1", ConnectionLimit: 3,
 			SessionPersistence: &sdnlb.SessionPersistence{Type: sdnlb.PersistenceSourceIP, Timeout: 10}})
@@ -29,8 +29,9 @@ func fuzzSession(tb testing.TB) *session {
 	server, client := net.Pipe()
 	go io.Copy(io.Discard, client)
 	tb.Cleanup(func() { server.Close(); client.Close() })
-	s := newSession(c, server)
+	s := newSwitchConn(c, server)
 	s.dpid = 1
+	s.dp = newDataplane(c.dataplaneConfig(s.log))
 	return s
 }
 
@@ -64,25 +65,26 @@ func fuzzSeeds(tb testing.TB) [][]byte {
 	}
 }
 
-// FuzzSessionHandle feeds one message from a switch to a session: whatever
-// the bytes, the session handles them or reports an error, and never
-// panics.
-func FuzzSessionHandle(f *testing.F) {
+// FuzzSwitchConnHandle feeds one message from a switch to its connection:
+// whatever the bytes, the connection handles them or reports an error,
+// and never panics.
+func FuzzSwitchConnHandle(f *testing.F) {
 	for _, seed := range fuzzSeeds(f) {
 		f.Add(seed[1], seed[ofp.HeaderLen:])
 	}
-	s := fuzzSession(f)
+	s := fuzzConn(f)
 	f.Fuzz(func(t *testing.T, typ byte, body []byte) {
 		s.handle(frameMessage(ofp.Type(typ), body))
+		s.write(s.out)
 		s.flush()
 	})
 }
 
-// TestSession_GarbageAfterHello is the fuzz target's quick sibling for
+// TestSwitchConn_GarbageAfterHello is the fuzz target's quick sibling for
 // plain go test: seeded random mutations of real messages, every one
-// through the same session.
-func TestSession_GarbageAfterHello(t *testing.T) {
-	s := fuzzSession(t)
+// through the same connection.
+func TestSwitchConn_GarbageAfterHello(t *testing.T) {
+	s := fuzzConn(t)
 	seeds := fuzzSeeds(t)
 	rng := rand.New(rand.NewPCG(1, 2))
 	for range 20000 {
@@ -104,26 +106,9 @@ func TestSession_GarbageAfterHello(t *testing.T) {
 			continue
 		}
 		s.handle(frameMessage(ofp.Type(m[1]), m[ofp.HeaderLen:]))
+		s.write(s.out)
 	}
 	if err := s.flush(); err != nil {
 		t.Fatal(err)
-	}
-}
-
-func TestSession_LearnedTablesBounded(t *testing.T) {
-	s := fuzzSession(t)
-	for i := range maxLearned + 100 {
-		mac := [6]byte{0xaa, 0, 0, byte(i >> 16), byte(i >> 8), byte(i)}
-		s.learnMAC(mac, 1)
-		s.learnIP(0x0a000000+uint32(i), mac, 1)
-	}
-	if len(s.macs) != maxLearned || len(s.arps) != maxLearned {
-		t.Errorf("tables hold %d MACs and %d addresses, want at most %d", len(s.macs), len(s.arps), maxLearned)
-	}
-	// A known MAC still moves when the table is full.
-	moved := [6]byte{0xaa, 0, 0, 0, 0, 7}
-	s.learnMAC(moved, 2)
-	if s.macs[moved].port != 2 {
-		t.Errorf("a full table stopped tracking a move")
 	}
 }

@@ -6,11 +6,9 @@ import (
 	"net"
 	"net/netip"
 	"slices"
-	"sync/atomic"
 	"time"
 
 	"github.com/sdnlb/sdnlb"
-	"github.com/sdnlb/sdnlb/controller/ofp"
 	"github.com/sdnlb/sdnlb/controller/sched"
 )
 
@@ -58,28 +56,6 @@ type memberState struct {
 	cnt     *memberCounters
 }
 
-// vipCounters outlive snapshots: one per VIP id.
-type vipCounters struct {
-	active  atomic.Int64
-	refused atomic.Uint64
-}
-
-// memberCounters outlive snapshots: one per member id. The "done" counters
-// sum flows that were removed; the "live" ones are the sum over switches of
-// the latest flow-stats poll.
-type memberCounters struct {
-	active                        atomic.Int64
-	total                         atomic.Uint64
-	packetsIn, packetsOut         atomic.Uint64
-	bytesIn, bytesOut             atomic.Uint64
-	livePacketsIn, livePacketsOut atomic.Int64
-	liveBytesIn, liveBytesOut     atomic.Int64
-}
-
-func (m *memberCounters) bytes() uint64 {
-	return m.bytesIn.Load() + m.bytesOut.Load() + uint64(max(0, m.liveBytesIn.Load()+m.liveBytesOut.Load()))
-}
-
 // snapshot is one immutable view of the configuration. Packet-in handling
 // reads it through an atomic pointer and never locks.
 type snapshot struct {
@@ -103,9 +79,10 @@ type snapshot struct {
 	memberCnt map[uint32]*memberCounters
 }
 
-// registry assigns cookie numbers to VIP and member ids and keeps their
-// counters. Only the goroutine that builds snapshots uses it.
-type registry struct {
+// snapshotBuilder turns configurations into snapshots. Across them it
+// keeps the cookie number and the counters of every VIP and member id.
+// Only the goroutine that follows the configuration uses it.
+type snapshotBuilder struct {
 	gen        uint64
 	nextVIP    uint32
 	nextMember uint32
@@ -123,55 +100,55 @@ type memberEntry struct {
 	cnt *memberCounters
 }
 
-func newRegistry() *registry {
-	return &registry{vips: map[string]*vipEntry{}, members: map[string]*memberEntry{}}
+func newSnapshotBuilder() *snapshotBuilder {
+	return &snapshotBuilder{vips: map[string]*vipEntry{}, members: map[string]*memberEntry{}}
 }
 
-func (r *registry) vip(id string) (*vipEntry, error) {
-	if e, ok := r.vips[id]; ok {
+func (b *snapshotBuilder) vip(id string) (*vipEntry, error) {
+	if e, ok := b.vips[id]; ok {
 		return e, nil
 	}
-	if r.nextVIP+1 >= cookieNumberLimit {
+	if b.nextVIP+1 >= cookieNumberLimit {
 		return nil, fmt.Errorf("vip %s: cookie numbers exhausted", id)
 	}
-	r.nextVIP++
-	e := &vipEntry{num: r.nextVIP, cnt: new(vipCounters)}
-	r.vips[id] = e
+	b.nextVIP++
+	e := &vipEntry{num: b.nextVIP, cnt: new(vipCounters)}
+	b.vips[id] = e
 	return e, nil
 }
 
-func (r *registry) member(id string) (*memberEntry, error) {
-	if e, ok := r.members[id]; ok {
+func (b *snapshotBuilder) member(id string) (*memberEntry, error) {
+	if e, ok := b.members[id]; ok {
 		return e, nil
 	}
-	if r.nextMember+1 >= cookieNumberLimit {
+	if b.nextMember+1 >= cookieNumberLimit {
 		return nil, fmt.Errorf("member %s: cookie numbers exhausted", id)
 	}
-	r.nextMember++
-	e := &memberEntry{num: r.nextMember, cnt: new(memberCounters)}
-	r.members[id] = e
+	b.nextMember++
+	e := &memberEntry{num: b.nextMember, cnt: new(memberCounters)}
+	b.members[id] = e
 	return e, nil
 }
 
 // forget drops the entries of ids the configuration no longer has; their
 // numbers are never reused, so late flow-removed messages find nothing.
-func (r *registry) forget(cfg *sdnlb.Config) {
+func (b *snapshotBuilder) forget(cfg *sdnlb.Config) {
 	keepV := make(map[string]bool, len(cfg.VIPs))
 	for _, v := range cfg.VIPs {
 		keepV[v.ID] = true
 	}
-	for id := range r.vips {
+	for id := range b.vips {
 		if !keepV[id] {
-			delete(r.vips, id)
+			delete(b.vips, id)
 		}
 	}
 	keepM := make(map[string]bool, len(cfg.Members))
 	for _, m := range cfg.Members {
 		keepM[m.ID] = true
 	}
-	for id := range r.members {
+	for id := range b.members {
 		if !keepM[id] {
-			delete(r.members, id)
+			delete(b.members, id)
 		}
 	}
 }
@@ -179,11 +156,11 @@ func (r *registry) forget(cfg *sdnlb.Config) {
 // build turns a configuration into a snapshot. Objects it cannot use (a
 // bad address, exhausted numbers) are skipped and reported in skipped, so
 // one bad row never takes the data path down.
-func (r *registry) build(cfg *sdnlb.Config) (snap *snapshot, skipped []error) {
-	r.forget(cfg)
-	r.gen++
+func (b *snapshotBuilder) build(cfg *sdnlb.Config) (snap *snapshot, skipped []error) {
+	b.forget(cfg)
+	b.gen++
 	s := &snapshot{
-		gen:         r.gen,
+		gen:         b.gen,
 		vips:        map[vipKey]*vipState{},
 		vipByID:     map[string]*vipState{},
 		vipByNum:    map[uint32]*vipState{},
@@ -197,20 +174,20 @@ func (r *registry) build(cfg *sdnlb.Config) (snap *snapshot, skipped []error) {
 		memberCnt:   map[uint32]*memberCounters{},
 	}
 	defer func() {
-		for _, e := range r.vips {
+		for _, e := range b.vips {
 			s.vipCnt[e.num] = e.cnt
 		}
-		for _, e := range r.members {
+		for _, e := range b.members {
 			s.memberCnt[e.num] = e.cnt
 		}
 	}()
 	vips := slices.Clone(cfg.VIPs)
-	slices.SortFunc(vips, func(a, b *sdnlb.VIP) int { return cmp.Compare(a.ID, b.ID) })
+	slices.SortFunc(vips, func(x, y *sdnlb.VIP) int { return cmp.Compare(x.ID, y.ID) })
 	for _, v := range vips {
 		if !v.AdminStateUp {
 			continue
 		}
-		vs, err := r.vipState(v)
+		vs, err := b.vipState(v)
 		if err != nil {
 			skipped = append(skipped, err)
 			continue
@@ -232,13 +209,13 @@ func (r *registry) build(cfg *sdnlb.Config) (snap *snapshot, skipped []error) {
 		s.pools[p.ID] = &poolState{id: p.ID}
 	}
 	members := slices.Clone(cfg.Members)
-	slices.SortFunc(members, func(a, b *sdnlb.Member) int { return cmp.Compare(a.ID, b.ID) })
+	slices.SortFunc(members, func(x, y *sdnlb.Member) int { return cmp.Compare(x.ID, y.ID) })
 	for _, m := range members {
 		ps, ok := s.pools[m.PoolID]
 		if !ok {
 			continue
 		}
-		ms, err := r.memberState(m)
+		ms, err := b.memberState(m)
 		if err != nil {
 			skipped = append(skipped, err)
 			continue
@@ -293,7 +270,7 @@ func (s *snapshot) addReplyPunt(v *vipState, m *memberState) {
 	}
 }
 
-func (r *registry) vipState(v *sdnlb.VIP) (*vipState, error) {
+func (b *snapshotBuilder) vipState(v *sdnlb.VIP) (*vipState, error) {
 	addr, err := sdnlb.ParseUnicastIPv4(v.Address)
 	if err != nil {
 		return nil, fmt.Errorf("vip %s: %w", v.ID, err)
@@ -318,7 +295,7 @@ func (r *registry) vipState(v *sdnlb.VIP) (*vipState, error) {
 	default:
 		return nil, fmt.Errorf("vip %s: protocol %q", v.ID, v.Protocol)
 	}
-	e, err := r.vip(v.ID)
+	e, err := b.vip(v.ID)
 	if err != nil {
 		return nil, err
 	}
@@ -334,12 +311,12 @@ func (r *registry) vipState(v *sdnlb.VIP) (*vipState, error) {
 	return vs, nil
 }
 
-func (r *registry) memberState(m *sdnlb.Member) (*memberState, error) {
+func (b *snapshotBuilder) memberState(m *sdnlb.Member) (*memberState, error) {
 	addr, err := netip.ParseAddr(m.Address)
 	if err != nil || !addr.Is4() || m.Port < 0 || m.Port > 65535 {
 		return nil, fmt.Errorf("member %s: bad address %s:%d", m.ID, m.Address, m.Port)
 	}
-	e, err := r.member(m.ID)
+	e, err := b.member(m.ID)
 	if err != nil {
 		return nil, err
 	}
@@ -358,64 +335,3 @@ func (l rotationLoad) Bytes(i int) uint64      { return l[i].cnt.bytes() }
 
 // emptySnapshot is what a switch has right after the handshake purge.
 var emptySnapshot = &snapshot{}
-
-// reconcile returns the flow-mods that take a switch from the state of old
-// to that of new, deletes first, and the VIPs to announce with gratuitous
-// ARP. It is pure.
-func reconcile(old, new *snapshot) (mods []ofp.FlowMod, announce []*vipState) {
-	changed := func(a, b *vipState) bool { return a.key != b.key || a.mac != b.mac }
-	freedAddrs := map[uint32]bool{}
-	for id, ov := range old.vipByID {
-		if nv, ok := new.vipByID[id]; !ok || changed(ov, nv) {
-			mods = append(mods, deleteVIPFlows(ov.num)...)
-			freedAddrs[ov.key.ip] = true
-		}
-	}
-	for id, om := range old.members {
-		nm, ok := new.members[id]
-		gone := !ok || nm.ip != om.ip || nm.port != om.port || nm.poolID != om.poolID
-		if gone || (nm.status == sdnlb.MemberDown && om.status != sdnlb.MemberDown) {
-			mods = append(mods, deleteMemberFlows(om.num))
-		}
-	}
-	// A reply punt whose owner changed is replaced by its add (same match
-	// and priority), so only punts no longer wanted are deleted. Each
-	// member owns at most one punt, so cookies order them stably.
-	byCookie := func(a, b ofp.FlowMod) int { return cmp.Compare(a.Cookie, b.Cookie) }
-	from := len(mods)
-	for k, o := range old.replyPunts {
-		if _, ok := new.replyPunts[k]; !ok {
-			mods = append(mods, deleteMemberReplyFlow(o.memberNum))
-		}
-	}
-	slices.SortFunc(mods[from:], byCookie)
-	from = len(mods)
-	for k, n := range new.replyPunts {
-		if o, ok := old.replyPunts[k]; !ok || o != n {
-			mods = append(mods, memberReplyFlow(k, n))
-		}
-	}
-	slices.SortFunc(mods[from:], byCookie)
-	for _, nv := range sortedVIPs(new) {
-		ov, ok := old.vipByID[nv.id]
-		switch {
-		case !ok || changed(ov, nv):
-			mods = append(mods, vipFlows(nv)...)
-			announce = append(announce, nv)
-		case freedAddrs[nv.key.ip]:
-			// A deleted VIP on the same address took the shared ARP and
-			// drop flows with it.
-			mods = append(mods, vipFlows(nv)...)
-		}
-	}
-	return mods, announce
-}
-
-func sortedVIPs(s *snapshot) []*vipState {
-	out := make([]*vipState, 0, len(s.vipByID))
-	for _, v := range s.vipByID {
-		out = append(out, v)
-	}
-	slices.SortFunc(out, func(a, b *vipState) int { return cmp.Compare(a.num, b.num) })
-	return out
-}

@@ -9,9 +9,9 @@ import (
 	"github.com/sdnlb/sdnlb/controller/ofp"
 )
 
-func TestRegistry_Build(t *testing.T) {
+func TestSnapshotBuilder_Build(t *testing.T) {
 	t.Run("NumbersStableAcrossSnapshots", func(t *testing.T) {
-		r := newRegistry()
+		r := newSnapshotBuilder()
 		s1, _ := r.build(testConfig(nil))
 		s2, _ := r.build(testConfig(func(c *sdnlb.Config) {
 			c.Members = append([]*sdnlb.Member{{ID: "m0", PoolID: "p1", Address: "10.0.0.9", Weight: 1, AdminStateUp: true}}, c.Members...)
@@ -29,7 +29,7 @@ func TestRegistry_Build(t *testing.T) {
 		}
 	})
 	t.Run("DeletedIDGetsFreshNumber", func(t *testing.T) {
-		r := newRegistry()
+		r := newSnapshotBuilder()
 		s1, _ := r.build(testConfig(nil))
 		r.build(testConfig(func(c *sdnlb.Config) { c.Members = c.Members[1:] }))
 		s3, _ := r.build(testConfig(nil))
@@ -59,7 +59,7 @@ func TestRegistry_Build(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			snap, skipped := newRegistry().build(testConfig(tt.edit))
+			snap, skipped := newSnapshotBuilder().build(testConfig(tt.edit))
 			var ids []string
 			for _, m := range snap.pools["p1"].rotation {
 				ids = append(ids, m.id)
@@ -78,28 +78,28 @@ func TestRegistry_Build(t *testing.T) {
 	}
 }
 
-func TestPersistTable(t *testing.T) {
+func TestAffinityTable(t *testing.T) {
 	now := time.Unix(1000, 0)
 	tests := []struct {
 		name   string
-		ops    func(p *persistTable)
+		ops    func(p *affinityTable)
 		at     time.Time
 		member uint32
 		ok     bool
 	}{
-		{"Empty", func(p *persistTable) {}, now, 0, false},
-		{"Fresh", func(p *persistTable) { p.put(1, 7, 3, now.Add(time.Minute)) }, now, 3, true},
-		{"Expired", func(p *persistTable) { p.put(1, 7, 3, now.Add(time.Minute)) }, now.Add(2 * time.Minute), 0, false},
-		{"OtherVIP", func(p *persistTable) { p.put(2, 7, 3, now.Add(time.Minute)) }, now, 0, false},
-		{"TouchExtends", func(p *persistTable) {
+		{"Empty", func(p *affinityTable) {}, now, 0, false},
+		{"Fresh", func(p *affinityTable) { p.put(1, 7, 3, now.Add(time.Minute)) }, now, 3, true},
+		{"Expired", func(p *affinityTable) { p.put(1, 7, 3, now.Add(time.Minute)) }, now.Add(2 * time.Minute), 0, false},
+		{"OtherVIP", func(p *affinityTable) { p.put(2, 7, 3, now.Add(time.Minute)) }, now, 0, false},
+		{"TouchExtends", func(p *affinityTable) {
 			p.put(1, 7, 3, now.Add(time.Minute))
 			p.touch(1, 7, 3, now.Add(5*time.Minute))
 		}, now.Add(3 * time.Minute), 3, true},
-		{"TouchOfOtherMemberIgnored", func(p *persistTable) {
+		{"TouchOfOtherMemberIgnored", func(p *affinityTable) {
 			p.put(1, 7, 3, now.Add(time.Minute))
 			p.touch(1, 7, 4, now.Add(5*time.Minute))
 		}, now.Add(3 * time.Minute), 0, false},
-		{"ExpireDrops", func(p *persistTable) {
+		{"ExpireDrops", func(p *affinityTable) {
 			p.put(1, 7, 3, now.Add(time.Minute))
 			p.expire(now.Add(2 * time.Minute))
 			p.touch(1, 7, 3, now.Add(5*time.Minute)) // nothing left to extend
@@ -107,7 +107,7 @@ func TestPersistTable(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			p := newPersistTable()
+			p := newAffinityTable()
 			tt.ops(p)
 			m, ok := p.get(1, 7, tt.at)
 			if m != tt.member || ok != tt.ok {
@@ -147,7 +147,7 @@ func TestFormatDPID(t *testing.T) {
 
 func TestPurgeFor(t *testing.T) {
 	// Fresh registries number the same configuration the same way.
-	first, _ := newRegistry().build(testConfig(nil))
+	first, _ := newSnapshotBuilder().build(testConfig(nil))
 	v, m := first.vipByID["v1"], first.members["m2"]
 	c := connection{proto: protoTCP, vipIP: v.ip, vipPort: v.port, vipMAC: v.mac, vipNum: v.num, memberIP: m.ip, memberNum: m.num}
 	tests := []struct {
@@ -166,7 +166,7 @@ func TestPurgeFor(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			snap, _ := newRegistry().build(testConfig(tt.edit))
+			snap, _ := newSnapshotBuilder().build(testConfig(tt.edit))
 			fm, stale := purgeFor(snap, &c)
 			got := ""
 			if stale {
@@ -184,7 +184,7 @@ func TestReconcile_SharedVIPAddress(t *testing.T) {
 		c.VIPs = append(c.VIPs, &sdnlb.VIP{ID: "v2", Address: "10.0.0.100", Protocol: sdnlb.ProtocolUDP, Port: 53,
 			AdminStateUp: true, MAC: "02:00:00:00:02:00"})
 	}
-	r := newRegistry()
+	r := newSnapshotBuilder()
 	both, _ := r.build(testConfig(withUDP))
 	tcpOnly, _ := r.build(testConfig(nil))
 	mods, announce := reconcile(both, tcpOnly)
@@ -274,7 +274,7 @@ func TestReconcile_ReplyPunts(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			r := newRegistry()
+			r := newSnapshotBuilder()
 			prev := emptySnapshot
 			var mods []ofp.FlowMod
 			for _, edit := range tt.edits {

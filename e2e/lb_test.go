@@ -44,7 +44,7 @@ type lbBed struct {
 
 // newLBBed builds a bed with an HTTP VIP in front of nMembers members of a
 // pool with method; sdnlbArgs go to the sdnlb command line.
-func newLBBed(tb testing.TB, nClients, nMembers int, method string, vipExtra map[string]any, sdnlbArgs ...string) *lbBed {
+func newLBBed(tb testing.TB, nClients, nMembers int, method sdnlb.LBMethod, vipExtra map[string]any, sdnlbArgs ...string) *lbBed {
 	tb.Helper()
 	b := &lbBed{sw: NewSwitch(tb)}
 	b.lb = startSDNLB(tb, sdnlbArgs...)

@@ -17,7 +17,7 @@ import (
 
 // newWeightedBed is newLBBed with one member per weight, created with that
 // weight; it returns once the controller has them all.
-func newWeightedBed(tb testing.TB, nClients int, method string, weights []int, sdnlbArgs ...string) *lbBed {
+func newWeightedBed(tb testing.TB, nClients int, method sdnlb.LBMethod, weights []int, sdnlbArgs ...string) *lbBed {
 	tb.Helper()
 	b := newLBBed(tb, nClients, 0, method, nil, sdnlbArgs...)
 	for _, w := range weights {

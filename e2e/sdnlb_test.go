@@ -358,7 +358,7 @@ func (p *sdnlbProc) MustCreateVIP(name, address string, proto sdnlb.Protocol, po
 }
 
 // MustCreatePool creates a pool serving vip with the VIP's protocol.
-func (p *sdnlbProc) MustCreatePool(name string, vip *sdnlb.VIP, method string) *sdnlb.Pool {
+func (p *sdnlbProc) MustCreatePool(name string, vip *sdnlb.VIP, method sdnlb.LBMethod) *sdnlb.Pool {
 	p.tb.Helper()
 	var pool sdnlb.Pool
 	p.mustAPI(http.MethodPost, "/v1/pools",

@@ -18,11 +18,11 @@ const (
 	benchPoolID = "bench-pool"
 )
 
-// staticSource is a controller.ConfigSource whose configuration never
+// staticSource is a sdnlb.ConfigSource whose configuration never
 // changes: one VIP, a round-robin pool and its unmonitored members.
 type staticSource struct{ cfg *config }
 
-var _ controller.ConfigSource = staticSource{}
+var _ sdnlb.ConfigSource = staticSource{}
 
 func (s staticSource) LoadConfig(context.Context) (*sdnlb.Config, error) {
 	c := s.cfg

@@ -17,28 +17,30 @@ import (
 // echoMisses unanswered echo requests in a row mean the switch is dead.
 const echoMisses = 3
 
-// session is one switch connection. One reader goroutine reads, decodes and
-// handles every message inline (packet-ins included: no channel hop) and
-// owns the fields in the reader block; everything else is guarded as noted.
-type session struct {
+// switchConn is the OpenFlow connection to one switch: the handshake, the
+// reader, the writer, xids, keepalive and requests waiting for replies.
+// What to send for the switch's packet-ins, flow-removed messages and
+// flow stats is its dataplane's decision. One reader goroutine reads,
+// decodes and handles every message inline (no channel hop) and owns the
+// fields in the reader block; everything else is guarded as noted.
+type switchConn struct {
 	c           *Controller
 	conn        net.Conn
 	br          *bufio.Reader
 	log         *slog.Logger
-	debug       bool
 	remote      string
 	connectedAt time.Time
 	dpid        uint64 // set by the handshake, then read-only
 
-	xid        atomic.Uint32
-	unanswered atomic.Int32 // echo requests since the switch last spoke
-	pollXID    atomic.Uint32
+	xids       atomic.Uint32
+	unanswered atomic.Int32  // echo requests since the switch last spoke
+	pollXID    atomic.Uint32 // of the latest connection flow stats request
 
 	wmu sync.Mutex // guards bw and enc
 	bw  *bufio.Writer
 	enc []byte
 
-	cfgMu     sync.Mutex // guards installed
+	syncMu    sync.Mutex // guards installed
 	installed *snapshot  // the configuration this switch has the flows of
 
 	portsMu sync.Mutex
@@ -47,47 +49,19 @@ type session struct {
 	pendMu  sync.Mutex
 	pending map[uint32]*flowsRequest
 
-	heldMu sync.Mutex
-	held   map[uint32][]heldSetup // setups waiting for a member's ARP reply, by member IP
-
 	done      chan struct{}
 	closeOnce sync.Once
 
 	// Reader-owned.
-	rbuf     []byte
-	pin      ofp.PacketIn
-	removed  ofp.FlowRemoved
-	dec      *decoder
-	flows    *connFlows
-	po       ofp.PacketOut
-	out      ofp.ActionOutput
-	outActs  []ofp.Action // {&out}
-	frame    []byte       // frames the controller makes (ARP, RST)
-	macs     map[[6]byte]macEntry
-	arps     map[uint32]arpEntry
-	arpSent  map[uint32]time.Time
-	active   map[uint64]int64        // connections this session counted, by vip<<32|member
-	recent   *recentCache            // allocated at the first setup
-	live     map[uint32]flowCounters // the last complete stats poll, by member
-	poll     map[uint32]flowCounters // the poll being assembled
-	pollFrom uint32                  // xid of the poll being assembled
+	rbuf       []byte
+	pin        ofp.PacketIn
+	removed    ofp.FlowRemoved
+	dp         *dataplane
+	out        *outbox
+	assembling uint32 // xid of the poll whose reply parts are arriving
 	// OFPT_ERROR log rate limit
 	errLoggedAt   int64
 	errSuppressed int
-}
-
-type macEntry struct {
-	port      uint32
-	installed int64 // unix nanoseconds of the last L2 flow-mod
-}
-
-type arpEntry struct {
-	mac  [6]byte
-	port uint32
-}
-
-type flowCounters struct {
-	packetsIn, bytesIn, packetsOut, bytesOut int64
 }
 
 // flowsRequest is one SwitchFlows call waiting for its multipart reply.
@@ -96,8 +70,8 @@ type flowsRequest struct {
 	done  chan error // buffered 1
 }
 
-func newSession(c *Controller, conn net.Conn) *session {
-	s := &session{
+func newSwitchConn(c *Controller, conn net.Conn) *switchConn {
+	s := &switchConn{
 		c:           c,
 		conn:        conn,
 		br:          bufio.NewReaderSize(conn, 64<<10),
@@ -107,33 +81,23 @@ func newSession(c *Controller, conn net.Conn) *session {
 		installed:   emptySnapshot,
 		ports:       map[uint32]ofp.Port{},
 		pending:     map[uint32]*flowsRequest{},
-		held:        map[uint32][]heldSetup{},
 		done:        make(chan struct{}),
 		rbuf:        make([]byte, 0, 4096),
-		dec:         newDecoder(),
-		flows:       newConnFlows(),
-		frame:       make([]byte, 0, 128),
-		macs:        map[[6]byte]macEntry{},
-		arps:        map[uint32]arpEntry{},
-		arpSent:     map[uint32]time.Time{},
-		active:      map[uint64]int64{},
-		live:        map[uint32]flowCounters{},
-		poll:        map[uint32]flowCounters{},
 	}
-	s.outActs = []ofp.Action{&s.out}
 	s.log = c.log.With("remote", s.remote)
+	s.out = newOutbox(&s.xids)
 	return s
 }
 
-func (s *session) close() {
+func (s *switchConn) close() {
 	s.closeOnce.Do(func() {
 		close(s.done)
 		s.conn.Close()
 	})
 }
 
-// closed reports whether the controller closed the session.
-func (s *session) closed() bool {
+// closed reports whether the controller closed the connection.
+func (s *switchConn) closed() bool {
 	select {
 	case <-s.done:
 		return true
@@ -142,11 +106,9 @@ func (s *session) closed() bool {
 	}
 }
 
-func (s *session) nextXID() uint32 { return s.xid.Add(1) }
-
 // serveConn runs one switch connection to its end.
 func (c *Controller) serveConn(ctx context.Context, conn net.Conn) {
-	s := newSession(c, conn)
+	s := newSwitchConn(c, conn)
 	defer s.close()
 	stop := context.AfterFunc(ctx, s.close)
 	defer stop()
@@ -157,6 +119,7 @@ func (c *Controller) serveConn(ctx context.Context, conn net.Conn) {
 		}
 		return
 	}
+	s.dp = newDataplane(c.dataplaneConfig(s.log))
 	c.register(s)
 	s.log.Info("switch connected", "since", s.connectedAt)
 	var wg sync.WaitGroup
@@ -171,12 +134,13 @@ func (c *Controller) serveConn(ctx context.Context, conn net.Conn) {
 		err = s.readLoop()
 	}
 	c.unregister(s)
-	s.settle()
+	s.dp.settle(c.snap.Load())
+	s.failPending()
 	switch {
 	case s.closed():
 		s.log.Info("switch disconnected")
 	case isMalformed(err):
-		s.log.Warn("malformed OpenFlow from switch; closing its session", "err", err)
+		s.log.Warn("malformed OpenFlow from switch; closing its connection", "err", err)
 	default:
 		s.log.Info("switch disconnected", "err", err)
 	}
@@ -184,7 +148,7 @@ func (c *Controller) serveConn(ctx context.Context, conn net.Conn) {
 
 // handshake says hello, learns the datapath id and resets the switch to
 // sdnlb's base flows. The VIP flows follow in sync.
-func (s *session) handshake() error {
+func (s *switchConn) handshake() error {
 	s.conn.SetDeadline(time.Now().Add(handshakeTimeout))
 	defer s.conn.SetDeadline(time.Time{})
 	if err := s.send(ofp.Hello{Versions: []uint8{ofp.Version}}); err != nil {
@@ -222,7 +186,6 @@ func (s *session) handshake() error {
 		case *ofp.FeaturesReply:
 			s.dpid = m.DatapathID
 			s.log = s.log.With("dpid", formatDPID(s.dpid))
-			s.debug = s.log.Enabled(context.Background(), slog.LevelDebug)
 			msgs := []ofp.Message{
 				ofp.SetConfig{Flags: ofp.ConfigFragNormal, MissSendLen: ofp.ControllerMaxLenNoBuffer},
 				ofp.MultipartRequest{Body: ofp.PortDescRequest{}},
@@ -243,9 +206,9 @@ func (s *session) handshake() error {
 // sync brings the switch from the configuration it has to snap. Calls from
 // the reload loop and from the handshake may race; the older snapshot
 // loses.
-func (s *session) sync(snap *snapshot) error {
-	s.cfgMu.Lock()
-	defer s.cfgMu.Unlock()
+func (s *switchConn) sync(snap *snapshot) error {
+	s.syncMu.Lock()
+	defer s.syncMu.Unlock()
 	if snap.gen <= s.installed.gen {
 		return nil
 	}
@@ -257,13 +220,13 @@ func (s *session) sync(snap *snapshot) error {
 	s.wmu.Lock()
 	defer s.wmu.Unlock()
 	for i := range mods {
-		s.writeLocked(s.nextXID(), &mods[i])
+		s.writeLocked(s.xids.Add(1), &mods[i])
 	}
 	for _, v := range announce {
 		// Gratuitous ARP: clients with a stale entry for the address learn
-		// the VIP's MAC. (The reader's frame buffer is not ours to use.)
+		// the VIP's MAC.
 		garp := appendARP(nil, arpRequest, broadcastMAC, v.mac, v.ip, [6]byte{}, v.ip)
-		s.writeLocked(s.nextXID(), &ofp.PacketOut{BufferID: ofp.NoBuffer, InPort: ofp.PortController,
+		s.writeLocked(s.xids.Add(1), &ofp.PacketOut{BufferID: ofp.NoBuffer, InPort: ofp.PortController,
 			Actions: []ofp.Action{ofp.ActionOutput{Port: ofp.PortFlood}}, Data: garp})
 	}
 	s.log.Debug("switch synced to configuration", "gen", snap.gen, "flow_mods", len(mods), "announced", len(announce))
@@ -271,16 +234,16 @@ func (s *session) sync(snap *snapshot) error {
 }
 
 // send writes messages with fresh xids and flushes.
-func (s *session) send(msgs ...ofp.Message) error {
+func (s *switchConn) send(msgs ...ofp.Message) error {
 	s.wmu.Lock()
 	defer s.wmu.Unlock()
 	for _, m := range msgs {
-		s.writeLocked(s.nextXID(), m)
+		s.writeLocked(s.xids.Add(1), m)
 	}
 	return s.flushLocked()
 }
 
-func (s *session) sendXID(xid uint32, m ofp.Message) error {
+func (s *switchConn) sendXID(xid uint32, m ofp.Message) error {
 	s.wmu.Lock()
 	defer s.wmu.Unlock()
 	s.writeLocked(xid, m)
@@ -289,12 +252,36 @@ func (s *session) sendXID(xid uint32, m ofp.Message) error {
 
 // writeLocked buffers one message; errors surface at the flush, as
 // bufio.Writer keeps them.
-func (s *session) writeLocked(xid uint32, m ofp.Message) {
+func (s *switchConn) writeLocked(xid uint32, m ofp.Message) {
 	s.enc = ofp.Append(s.enc[:0], xid, m)
 	s.bw.Write(s.enc)
 }
 
-func (s *session) flushLocked() error {
+// write buffers what the dataplane decided, unflushed: the read loop
+// flushes once its input is drained. A setup decided on an older
+// configuration than the current one gets the current one's purge again
+// behind its flows, because the purge the configuration sync sent may
+// have gone out ahead of them; so no flow to a failed member survives.
+func (s *switchConn) write(out *outbox) {
+	if out.empty() {
+		return
+	}
+	s.wmu.Lock()
+	s.bw.Write(out.buf)
+	if len(out.setups) > 0 {
+		if cur := s.c.snap.Load(); cur.gen != out.oldestGen {
+			for i := range out.setups {
+				if fm, stale := purgeFor(cur, &out.setups[i]); stale {
+					s.writeLocked(s.xids.Add(1), &fm)
+				}
+			}
+		}
+	}
+	s.wmu.Unlock()
+	out.reset()
+}
+
+func (s *switchConn) flushLocked() error {
 	if s.bw.Buffered() == 0 {
 		return nil
 	}
@@ -306,7 +293,7 @@ func (s *session) flushLocked() error {
 	return nil
 }
 
-func (s *session) flush() error {
+func (s *switchConn) flush() error {
 	s.wmu.Lock()
 	defer s.wmu.Unlock()
 	return s.flushLocked()
@@ -314,9 +301,8 @@ func (s *session) flush() error {
 
 // keepalive sends echo requests and declares the switch dead after
 // echoMisses of them go unanswered. Any message from the switch counts as
-// an answer: a switch busy with packet-ins is alive. It also gives up on
-// setups that waited too long for a member's ARP reply.
-func (s *session) keepalive() {
+// an answer: a switch busy with packet-ins is alive.
+func (s *switchConn) keepalive() {
 	t := time.NewTicker(s.c.opts.EchoInterval)
 	defer t.Stop()
 	for {
@@ -324,9 +310,8 @@ func (s *session) keepalive() {
 		case <-s.done:
 			return
 		case <-t.C:
-			s.expireHeld(s.c.now())
 			if s.unanswered.Load() >= echoMisses {
-				s.log.Warn("switch missed echo replies; closing its session", "missed", echoMisses)
+				s.log.Warn("switch missed echo replies; closing its connection", "missed", echoMisses)
 				s.close()
 				return
 			}
@@ -338,9 +323,17 @@ func (s *session) keepalive() {
 	}
 }
 
+// pollStats asks the switch for the counters of its connection flows; the
+// dataplane turns the reply into the members' live counters.
+func (s *switchConn) pollStats() {
+	xid := s.xids.Add(1)
+	s.pollXID.Store(xid)
+	s.sendXID(xid, ofp.MultipartRequest{Body: connFlowStatsRequest()})
+}
+
 // readLoop handles messages until the connection fails. Replies are
 // batched: the writer is flushed only when no more input is buffered.
-func (s *session) readLoop() error {
+func (s *switchConn) readLoop() error {
 	for {
 		if s.br.Buffered() == 0 {
 			if err := s.flush(); err != nil {
@@ -348,7 +341,7 @@ func (s *session) readLoop() error {
 			}
 		}
 		// Check the version before trusting the length: a peer speaking
-		// something else would otherwise hold the session waiting for up
+		// something else would otherwise hold the connection waiting for up
 		// to 64 KiB that never come.
 		if hd, err := s.br.Peek(1); err != nil {
 			return err
@@ -364,46 +357,49 @@ func (s *session) readLoop() error {
 		}
 		s.rbuf = b
 		s.unanswered.Store(0)
-		if err := s.handle(b); err != nil {
+		err = s.handle(b)
+		s.write(s.out)
+		if err != nil {
+			s.flush() // the OpenFlow error that answers it, if any
 			return err
 		}
 	}
 }
 
 // handle dispatches one message. Only a message that cannot be parsed ends
-// the session; one of a type the codec does not know is answered with an
+// the connection; one of a type the codec does not know is answered with an
 // OpenFlow error.
-func (s *session) handle(b []byte) error {
+func (s *switchConn) handle(b []byte) error {
 	h, err := ofp.ParseHeader(b)
 	if err != nil {
 		return malformed(err)
 	}
+	now := s.c.now()
+	s.dp.expireHeld(now)
 	switch h.Type {
 	case ofp.TypePacketIn:
 		if _, err := ofp.DecodeInto(b, &s.pin); err != nil {
-			return s.decodeFailed(b, err)
+			return s.decodeFailed(h, b, err)
 		}
-		s.handlePacketIn()
+		s.dp.packetIn(now, s.c.snap.Load(), &s.pin, s.out)
 		return nil
 	case ofp.TypeFlowRemoved:
 		if _, err := ofp.DecodeInto(b, &s.removed); err != nil {
-			return s.decodeFailed(b, err)
+			return s.decodeFailed(h, b, err)
 		}
-		s.handleFlowRemoved()
+		s.dp.flowRemoved(now, s.c.snap.Load(), &s.removed)
 		return nil
 	}
 	_, m, err := ofp.Decode(b)
 	if err != nil {
-		return s.decodeFailed(b, err)
+		return s.decodeFailed(h, b, err)
 	}
 	switch m := m.(type) {
 	case *ofp.EchoRequest:
-		s.wmu.Lock()
-		s.writeLocked(h.XID, ofp.EchoReply{Data: m.Data})
-		s.wmu.Unlock()
+		s.out.reply(h.XID, ofp.EchoReply{Data: m.Data})
 	case *ofp.ErrorMsg:
-		s.logSwitchError(h.XID, m)
-		s.finishRequest(h.XID, nil, m)
+		s.logSwitchError(now, h.XID, m)
+		s.finishRequest(h.XID, m)
 	case *ofp.MultipartReply:
 		s.handleMultipart(h.XID, m)
 	case *ofp.PortStatus:
@@ -416,19 +412,86 @@ func (s *session) handle(b []byte) error {
 		s.portsMu.Unlock()
 	case *ofp.EchoReply, *ofp.BarrierReply, *ofp.Hello:
 	default:
-		if s.debug {
-			s.log.Debug("ignoring message", "type", h.Type.String())
-		}
+		s.log.Debug("ignoring message", "type", h.Type.String())
 	}
 	return nil
+}
+
+func (s *switchConn) handleMultipart(xid uint32, m *ofp.MultipartReply) {
+	last := m.Flags&ofp.MultipartReplyMore == 0
+	switch body := m.Body.(type) {
+	case ofp.PortDescReply:
+		s.portsMu.Lock()
+		for _, p := range body.Ports {
+			s.ports[p.PortNo] = p
+		}
+		s.portsMu.Unlock()
+	case ofp.FlowStatsReply:
+		if xid == s.pollXID.Load() {
+			if xid != s.assembling {
+				s.dp.beginPoll()
+				s.assembling = xid
+			}
+			s.dp.pollPart(s.c.snap.Load(), body.Stats, last)
+			if last {
+				s.assembling = 0
+			}
+			return
+		}
+		s.pendMu.Lock()
+		if r := s.pending[xid]; r != nil {
+			r.stats = append(r.stats, body.Stats...)
+		}
+		s.pendMu.Unlock()
+		if last {
+			s.finishRequest(xid, nil)
+		}
+	}
+}
+
+// request sends m and returns the request that its reply completes.
+func (s *switchConn) request(m ofp.Message) (xid uint32, r *flowsRequest, err error) {
+	r = &flowsRequest{done: make(chan error, 1)}
+	xid = s.xids.Add(1)
+	s.pendMu.Lock()
+	s.pending[xid] = r
+	s.pendMu.Unlock()
+	return xid, r, s.sendXID(xid, m)
+}
+
+// forget drops a request that no one waits for anymore.
+func (s *switchConn) forget(xid uint32) {
+	s.pendMu.Lock()
+	delete(s.pending, xid)
+	s.pendMu.Unlock()
+}
+
+// finishRequest completes the pending request xid, if any, with err.
+func (s *switchConn) finishRequest(xid uint32, err error) {
+	s.pendMu.Lock()
+	r := s.pending[xid]
+	delete(s.pending, xid)
+	s.pendMu.Unlock()
+	if r != nil {
+		r.done <- err
+	}
+}
+
+// failPending ends every request of a connection that went away.
+func (s *switchConn) failPending() {
+	s.pendMu.Lock()
+	defer s.pendMu.Unlock()
+	for xid, r := range s.pending {
+		delete(s.pending, xid)
+		r.done <- errClosed
+	}
 }
 
 // logSwitchError logs OFPT_ERRORs, at most one a second: a switch whose
 // table is full rejects every setup, and one line per rejection would
 // bury the log.
-func (s *session) logSwitchError(xid uint32, m *ofp.ErrorMsg) {
-	now := s.c.now().UnixNano()
-	if now-s.errLoggedAt < int64(time.Second) {
+func (s *switchConn) logSwitchError(now time.Time, xid uint32, m *ofp.ErrorMsg) {
+	if now.UnixNano()-s.errLoggedAt < int64(time.Second) {
 		s.errSuppressed++
 		return
 	}
@@ -438,15 +501,14 @@ func (s *session) logSwitchError(xid uint32, m *ofp.ErrorMsg) {
 	}
 	s.log.Warn("switch reported an error", "type", m.ErrType.String(), "code", m.Code, "xid", xid,
 		"request", failed, "suppressed_since_last", s.errSuppressed)
-	s.errLoggedAt, s.errSuppressed = now, 0
+	s.errLoggedAt, s.errSuppressed = now.UnixNano(), 0
 }
 
 // decodeFailed answers an unsupported message with an OpenFlow error and
-// carries on; anything else malformed ends the session.
-func (s *session) decodeFailed(b []byte, err error) error {
+// carries on; anything else malformed ends the connection.
+func (s *switchConn) decodeFailed(h ofp.Header, b []byte, err error) error {
 	if e := ofp.ErrorFor(err, b); e != nil {
-		h, _ := ofp.ParseHeader(b)
-		s.sendXID(h.XID, e)
+		s.out.reply(h.XID, e)
 	}
 	if errors.Is(err, ofp.ErrUnsupported) {
 		s.log.Warn("unsupported OpenFlow message from switch", "err", err)
@@ -471,47 +533,4 @@ func malformed(err error) error {
 func isMalformed(err error) bool {
 	var m malformedError
 	return errors.As(err, &m)
-}
-
-// formatDPID writes a datapath id as Floodlight does: 8 colon-separated
-// hex bytes.
-func formatDPID(dpid uint64) string {
-	const hex = "0123456789abcdef"
-	var b [23]byte
-	for i := range 8 {
-		v := byte(dpid >> (56 - 8*i))
-		if i > 0 {
-			b[3*i-1] = ':'
-		}
-		b[3*i], b[3*i+1] = hex[v>>4], hex[v&0xf]
-	}
-	return string(b[:])
-}
-
-// parseDPID reads formatDPID's form, or plain hex, as a datapath id.
-func parseDPID(s string) (uint64, bool) {
-	var v uint64
-	digits := 0
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		var d byte
-		switch {
-		case c == ':':
-			continue
-		case '0' <= c && c <= '9':
-			d = c - '0'
-		case 'a' <= c && c <= 'f':
-			d = c - 'a' + 10
-		case 'A' <= c && c <= 'F':
-			d = c - 'A' + 10
-		default:
-			return 0, false
-		}
-		digits++
-		if digits > 16 {
-			return 0, false
-		}
-		v = v<<4 | uint64(d)
-	}
-	return v, digits > 0
 }

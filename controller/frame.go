@@ -8,7 +8,7 @@ import (
 )
 
 // decoder parses packet-in frames with preallocated layers, so parsing
-// allocates nothing. One per session; not safe for concurrent use.
+// allocates nothing. One per switch; not safe for concurrent use.
 type decoder struct {
 	parser  *gopacket.DecodingLayerParser
 	decoded []gopacket.LayerType

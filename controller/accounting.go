@@ -1,0 +1,195 @@
+package controller
+
+import (
+	"context"
+	"sync/atomic"
+	"time"
+
+	"github.com/sdnlb/sdnlb"
+	"github.com/sdnlb/sdnlb/controller/ofp"
+)
+
+// vipCounters outlive snapshots: one per VIP id.
+type vipCounters struct {
+	active  atomic.Int64
+	refused atomic.Uint64
+}
+
+// memberCounters outlive snapshots: one per member id. The "done" counters
+// sum flows that were removed; the "live" ones are the sum over switches of
+// the latest flow-stats poll.
+type memberCounters struct {
+	active                        atomic.Int64
+	total                         atomic.Uint64
+	packetsIn, packetsOut         atomic.Uint64
+	bytesIn, bytesOut             atomic.Uint64
+	livePacketsIn, livePacketsOut atomic.Int64
+	liveBytesIn, liveBytesOut     atomic.Int64
+}
+
+func (m *memberCounters) bytes() uint64 {
+	return m.bytesIn.Load() + m.bytesOut.Load() + uint64(max(0, m.liveBytesIn.Load()+m.liveBytesOut.Load()))
+}
+
+// flowCounters are one member's connection flow counters on one switch.
+type flowCounters struct {
+	packetsIn, bytesIn, packetsOut, bytesOut int64
+}
+
+// flowRemoved accounts a connection flow that ended: its counters join the
+// member's totals and, for the client → member direction, the connection
+// stops being active.
+func (dp *dataplane) flowRemoved(now time.Time, snap *snapshot, fr *ofp.FlowRemoved) {
+	cat, vipNum, memberNum, ok := cookieParts(fr.Cookie)
+	if !ok || (cat != catConn && cat != catConnReply) {
+		return
+	}
+	m := snap.memberCnt[memberNum] // nil once the member is deleted
+	if cat == catConnReply {
+		if m != nil {
+			m.packetsOut.Add(fr.PacketCount)
+			m.bytesOut.Add(fr.ByteCount)
+		}
+		return
+	}
+	if m != nil {
+		m.packetsIn.Add(fr.PacketCount)
+		m.bytesIn.Add(fr.ByteCount)
+	}
+	// Only connections this switch's dataplane counted are released here:
+	// after a reconnect the switch reports flows of the old connection,
+	// which settled its counts when it ended.
+	key := uint64(vipNum)<<32 | uint64(memberNum)
+	if dp.active[key] <= 0 {
+		return
+	}
+	if dp.active[key]--; dp.active[key] == 0 {
+		delete(dp.active, key)
+	}
+	if m != nil {
+		m.active.Add(-1)
+	}
+	if v := snap.vipCnt[vipNum]; v != nil {
+		v.active.Add(-1)
+	}
+	if v := snap.vipByNum[vipNum]; v != nil && v.persist > 0 {
+		if src, ok := fr.Match.Get(ofp.OXMIPv4Src); ok {
+			dp.affinity.touch(vipNum, ipUint(src.IPv4()), memberNum, now.Add(v.persist))
+		}
+	}
+}
+
+// connFlowStatsRequest asks for the counters of every connection flow.
+func connFlowStatsRequest() ofp.FlowStatsRequest {
+	return ofp.FlowStatsRequest{
+		TableID: ofp.TableAll, OutPort: ofp.PortAny, OutGroup: ofp.GroupAny,
+		Cookie: makeCookie(catConn, 0, 0), CookieMask: maskApp | maskConnCats,
+	}
+}
+
+// beginPoll starts assembling the reply to a connFlowStatsRequest.
+func (dp *dataplane) beginPoll() { clear(dp.poll) }
+
+// pollPart adds one part of the reply; at the last part the members' live
+// counters move by the difference to the previous poll.
+func (dp *dataplane) pollPart(snap *snapshot, stats []ofp.FlowStats, last bool) {
+	for i := range stats {
+		cat, _, memberNum, ok := cookieParts(stats[i].Cookie)
+		if !ok {
+			continue
+		}
+		fc := dp.poll[memberNum]
+		switch cat {
+		case catConn:
+			fc.packetsIn += int64(stats[i].PacketCount)
+			fc.bytesIn += int64(stats[i].ByteCount)
+		case catConnReply:
+			fc.packetsOut += int64(stats[i].PacketCount)
+			fc.bytesOut += int64(stats[i].ByteCount)
+		}
+		dp.poll[memberNum] = fc
+	}
+	if !last {
+		return
+	}
+	for num, old := range dp.live {
+		if _, ok := dp.poll[num]; !ok {
+			addLive(snap.memberCnt[num], flowCounters{}, old)
+		}
+	}
+	for num, fc := range dp.poll {
+		addLive(snap.memberCnt[num], fc, dp.live[num])
+	}
+	dp.live, dp.poll = dp.poll, dp.live
+	clear(dp.poll)
+}
+
+func addLive(m *memberCounters, now, before flowCounters) {
+	if m == nil {
+		return
+	}
+	m.livePacketsIn.Add(now.packetsIn - before.packetsIn)
+	m.liveBytesIn.Add(now.bytesIn - before.bytesIn)
+	m.livePacketsOut.Add(now.packetsOut - before.packetsOut)
+	m.liveBytesOut.Add(now.bytesOut - before.bytesOut)
+}
+
+// settle takes back what the dataplane of a switch that went away
+// contributed to the live and active counters, and gives up its held
+// setups.
+func (dp *dataplane) settle(snap *snapshot) {
+	for num, fc := range dp.live {
+		addLive(snap.memberCnt[num], flowCounters{}, fc)
+	}
+	clear(dp.live)
+	for key, n := range dp.active {
+		if m := snap.memberCnt[uint32(key)]; m != nil {
+			m.active.Add(-n)
+		}
+		if v := snap.vipCnt[uint32(key>>32)]; v != nil {
+			v.active.Add(-n)
+		}
+	}
+	clear(dp.active)
+	for _, q := range dp.held {
+		for _, h := range q {
+			h.vip.active.Add(-1)
+		}
+	}
+	clear(dp.held)
+}
+
+// PoolStats sums the live counters of a pool's members.
+func (c *Controller) PoolStats(ctx context.Context, poolID string) (*sdnlb.PoolStats, error) {
+	snap := c.snap.Load()
+	p, ok := snap.pools[poolID]
+	if !ok {
+		return nil, sdnlb.Errorf(sdnlb.ENOTFOUND, "pool %s not found", poolID)
+	}
+	ps := &sdnlb.PoolStats{PoolID: poolID, Members: make([]sdnlb.MemberStats, 0, len(p.members)), UpdatedAt: c.now()}
+	if p.vip != nil {
+		ps.RefusedConnections = p.vip.cnt.refused.Load()
+	}
+	for _, m := range p.members {
+		ms := sdnlb.MemberStats{
+			MemberID:          m.id,
+			Address:           m.address,
+			Port:              int(m.port),
+			Status:            m.status,
+			ActiveConnections: uint64(max(0, m.cnt.active.Load())),
+			TotalConnections:  m.cnt.total.Load(),
+			PacketsIn:         m.cnt.packetsIn.Load() + uint64(max(0, m.cnt.livePacketsIn.Load())),
+			PacketsOut:        m.cnt.packetsOut.Load() + uint64(max(0, m.cnt.livePacketsOut.Load())),
+			BytesIn:           m.cnt.bytesIn.Load() + uint64(max(0, m.cnt.liveBytesIn.Load())),
+			BytesOut:          m.cnt.bytesOut.Load() + uint64(max(0, m.cnt.liveBytesOut.Load())),
+		}
+		ps.ActiveConnections += ms.ActiveConnections
+		ps.TotalConnections += ms.TotalConnections
+		ps.PacketsIn += ms.PacketsIn
+		ps.PacketsOut += ms.PacketsOut
+		ps.BytesIn += ms.BytesIn
+		ps.BytesOut += ms.BytesOut
+		ps.Members = append(ps.Members, ms)
+	}
+	return ps, nil
+}

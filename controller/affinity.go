@@ -1,0 +1,87 @@
+package controller
+
+import (
+	"sync"
+	"time"
+)
+
+// affinityTable remembers, for VIPs with SOURCE_IP session persistence,
+// which member each client went to, across switches. It is sharded so
+// packet-ins on different switches rarely meet on a lock, and no API call
+// takes it.
+type affinityTable struct {
+	shards [64]affinityShard
+}
+
+type affinityShard struct {
+	mu sync.Mutex
+	m  map[uint64]affinityEntry
+}
+
+type affinityEntry struct {
+	member  uint32
+	expires int64 // unix nanoseconds
+}
+
+func newAffinityTable() *affinityTable {
+	t := new(affinityTable)
+	for i := range t.shards {
+		t.shards[i].m = map[uint64]affinityEntry{}
+	}
+	return t
+}
+
+func affinityKey(vipNum, clientIP uint32) uint64 { return uint64(vipNum)<<32 | uint64(clientIP) }
+
+func (t *affinityTable) shard(k uint64) *affinityShard {
+	return &t.shards[(k*0x9e3779b97f4a7c15)>>58]
+}
+
+// get returns the client's member while the entry has not expired.
+func (t *affinityTable) get(vipNum, clientIP uint32, now time.Time) (uint32, bool) {
+	k := affinityKey(vipNum, clientIP)
+	sh := t.shard(k)
+	sh.mu.Lock()
+	e, ok := sh.m[k]
+	sh.mu.Unlock()
+	if !ok || now.UnixNano() > e.expires {
+		return 0, false
+	}
+	return e.member, true
+}
+
+// put binds the client to member until expires.
+func (t *affinityTable) put(vipNum, clientIP, member uint32, expires time.Time) {
+	k := affinityKey(vipNum, clientIP)
+	sh := t.shard(k)
+	sh.mu.Lock()
+	sh.m[k] = affinityEntry{member: member, expires: expires.UnixNano()}
+	sh.mu.Unlock()
+}
+
+// touch extends a binding that still names member, when one of the
+// client's connections ends: the timeout runs from the last connection.
+func (t *affinityTable) touch(vipNum, clientIP, member uint32, expires time.Time) {
+	k := affinityKey(vipNum, clientIP)
+	sh := t.shard(k)
+	sh.mu.Lock()
+	if e, ok := sh.m[k]; ok && e.member == member {
+		sh.m[k] = affinityEntry{member: member, expires: max(e.expires, expires.UnixNano())}
+	}
+	sh.mu.Unlock()
+}
+
+// expire drops entries that ran out.
+func (t *affinityTable) expire(now time.Time) {
+	n := now.UnixNano()
+	for i := range t.shards {
+		sh := &t.shards[i]
+		sh.mu.Lock()
+		for k, e := range sh.m {
+			if n > e.expires {
+				delete(sh.m, k)
+			}
+		}
+		sh.mu.Unlock()
+	}
+}

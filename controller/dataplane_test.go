@@ -1,0 +1,595 @@
+package controller
+
+import (
+	"fmt"
+	"net"
+	"slices"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/gopacket/gopacket"
+	"github.com/gopacket/gopacket/layers"
+
+	"github.com/sdnlb/sdnlb"
+	"github.com/sdnlb/sdnlb/controller/ofp"
+)
+
+// decision drives one switch's dataplane directly, as faucet tests its
+// valve: a configuration and packets in, the messages the switch would be
+// sent out, rendered as lines. No socket, no goroutine.
+type decision struct {
+	tb       testing.TB
+	builder  *snapshotBuilder
+	snap     *snapshot
+	affinity *affinityTable
+	dp       *dataplane
+	xids     atomic.Uint32
+	out      *outbox
+	now      time.Time
+}
+
+func newDecision(tb testing.TB, cfg *sdnlb.Config) *decision {
+	tb.Helper()
+	d := &decision{tb: tb, builder: newSnapshotBuilder(), affinity: newAffinityTable(), now: time.Unix(1_700_000_000, 0)}
+	d.out = newOutbox(&d.xids)
+	d.dp = newDataplane(dataplaneConfig{
+		idleTimeout: flowSeconds(DefaultIdleTimeout), affinity: d.affinity,
+		metrics: newMetrics(nil, nil), log: newTestLogger(&syncBuffer{}),
+	})
+	d.configure(cfg)
+	return d
+}
+
+// configure makes cfg the configuration the next packets are decided on.
+func (d *decision) configure(cfg *sdnlb.Config) {
+	d.tb.Helper()
+	snap, skipped := d.builder.build(cfg)
+	if len(skipped) > 0 {
+		d.tb.Fatalf("configuration objects skipped: %v", skipped)
+	}
+	d.snap = snap
+}
+
+func (d *decision) advance(dur time.Duration) { d.now = d.now.Add(dur) }
+
+// packetIn hands the dataplane a table-miss packet-in from inPort and
+// returns what it sends.
+func (d *decision) packetIn(inPort uint32, frame []byte) []string {
+	d.tb.Helper()
+	return d.punt(makeCookie(catBase, 0, 0), inPort, frame)
+}
+
+// punt hands the dataplane a packet-in of the flow with cookie.
+func (d *decision) punt(cookie uint64, inPort uint32, frame []byte) []string {
+	d.tb.Helper()
+	d.dp.expireHeld(d.now)
+	d.dp.packetIn(d.now, d.snap, &ofp.PacketIn{
+		BufferID: ofp.NoBuffer, TotalLen: uint16(len(frame)), Reason: ofp.ReasonAction, Cookie: cookie,
+		Match: ofp.Match{OXMs: []ofp.OXM{ofp.MatchInPort(inPort)}}, Data: frame,
+	}, d.out)
+	return d.sent(frame)
+}
+
+// sent renders and empties the outbox: a flow-mod as ovs-ofctl prints a
+// flow, a packet-out as its ports and actions and the frame it carries
+// ("<in>" for the packet-in's own frame).
+func (d *decision) sent(in []byte) []string {
+	d.tb.Helper()
+	var lines []string
+	for b := d.out.buf; len(b) > 0; {
+		h, err := ofp.ParseHeader(b)
+		if err != nil || int(h.Length) > len(b) {
+			d.tb.Fatalf("outbox holds a broken message: %v", err)
+		}
+		_, m, err := ofp.Decode(b[:h.Length])
+		if err != nil {
+			d.tb.Fatalf("outbox holds an undecodable %s: %v", h.Type, err)
+		}
+		b = b[h.Length:]
+		switch m := m.(type) {
+		case *ofp.FlowMod:
+			lines = append(lines, "flow_mod "+flowLine(d.tb, m))
+		case *ofp.PacketOut:
+			data := "<in>"
+			if string(m.Data) != string(in) {
+				data = describeFrame(d.tb, m.Data)
+			}
+			lines = append(lines, "packet_out "+packetOutLine(m)+" data="+data)
+		default:
+			lines = append(lines, h.Type.String())
+		}
+	}
+	d.out.reset()
+	return lines
+}
+
+// teach makes member i (10.0.0.i, MAC ending in i, on port i) known the
+// way the controller learns members: its ARP reply to the VIP.
+func (d *decision) teach(members ...int) {
+	d.tb.Helper()
+	for _, i := range members {
+		got := d.packetIn(uint32(i), arpFrame(d.tb, 2, memberMAC(i), vipMAC, fmt.Sprintf("10.0.0.%d", i), "10.0.0.100", vipMAC))
+		assertSent(d.tb, got, l2Line(memberMAC(i), i))
+	}
+}
+
+// describeFrame renders a frame the controller made.
+func describeFrame(tb testing.TB, data []byte) string {
+	tb.Helper()
+	p := parseFrame(tb, data)
+	eth := layerOf[*layers.Ethernet](tb, p)
+	switch eth.EthernetType {
+	case layers.EthernetTypeARP:
+		a := layerOf[*layers.ARP](tb, p)
+		return fmt.Sprintf("arp %s>%s op=%d sha=%s spa=%s tha=%s tpa=%s", eth.SrcMAC, eth.DstMAC, a.Operation,
+			net.HardwareAddr(a.SourceHwAddress), net.IP(a.SourceProtAddress), net.HardwareAddr(a.DstHwAddress), net.IP(a.DstProtAddress))
+	case layers.EthernetTypeIPv4:
+		ip := layerOf[*layers.IPv4](tb, p)
+		tcp := layerOf[*layers.TCP](tb, p)
+		flags := "RST"
+		if !tcp.RST {
+			flags = "no-RST"
+		}
+		if tcp.ACK {
+			flags += "+ACK"
+		}
+		return fmt.Sprintf("tcp %s>%s %s:%d>%s:%d %s seq=%d ack=%d", eth.SrcMAC, eth.DstMAC,
+			ip.SrcIP, uint16(tcp.SrcPort), ip.DstIP, uint16(tcp.DstPort), flags, tcp.Seq, tcp.Ack)
+	}
+	return fmt.Sprintf("% x", data)
+}
+
+func assertSent(tb testing.TB, got []string, want ...string) {
+	tb.Helper()
+	if !slices.Equal(got, want) {
+		tb.Errorf("sent\n  %s\nwant\n  %s", strings.Join(got, "\n  "), strings.Join(want, "\n  "))
+	}
+}
+
+// Lines of what the dataplane sends.
+
+func l2Line(mac string, port int) string {
+	return fmt.Sprintf("flow_mod cookie=0x5d03000000000000, priority=100, idle_timeout=300, dl_dst=%s actions=output:%d", mac, port)
+}
+
+// natActions are the client → member rewrite to member i on port i.
+func natActions(i int) string {
+	return fmt.Sprintf("set_field:%s->eth_dst,set_field:10.0.0.%d->ip_dst,set_field:8080->tcp_dst,output:%d", memberMAC(i), i, i)
+}
+
+const reverseNAT = "set_field:02:00:00:00:01:00->eth_src,set_field:10.0.0.100->ip_src,set_field:80->tcp_src"
+
+// setupLines are the flow pair and the released first packet of a
+// connection from the client's sport to member i.
+func setupLines(i int, sport uint16) []string {
+	return []string{
+		fmt.Sprintf("flow_mod cookie=0x5d1000000100000%d, priority=1000, idle_timeout=30, send_flow_rem, tcp,nw_src=10.0.1.5,nw_dst=10.0.0.100,tp_src=%d,tp_dst=80 actions=%s", i, sport, natActions(i)),
+		fmt.Sprintf("flow_mod cookie=0x5d1100000100000%d, priority=1000, idle_timeout=30, send_flow_rem, tcp,nw_src=10.0.0.%d,nw_dst=10.0.1.5,tp_src=8080,tp_dst=%d actions=%s,output:10", i, i, sport, reverseNAT),
+		fmt.Sprintf("packet_out in_port=10 actions=%s data=<in>", natActions(i)),
+	}
+}
+
+// rstLine is the reset of the client's sport, flags and numbers as
+// "FLAGS seq=N ack=N".
+func rstLine(sport uint16, flags string) string {
+	return fmt.Sprintf("packet_out in_port=10 actions=IN_PORT data=tcp 02:00:00:00:01:00>cc:00:00:00:00:01 10.0.0.100:80>10.0.1.5:%d %s", sport, flags)
+}
+
+var learnClient = l2Line(clientMAC, clientOF)
+
+func TestDataplane_ARP(t *testing.T) {
+	t.Run("ForVIPAnswered", func(t *testing.T) {
+		d := newDecision(t, testConfig(nil))
+		got := d.packetIn(clientOF, arpFrame(t, 1, clientMAC, "ff:ff:ff:ff:ff:ff", clientIP, "10.0.0.100", "00:00:00:00:00:00"))
+		assertSent(t, got, learnClient,
+			"packet_out in_port=10 actions=IN_PORT data=arp 02:00:00:00:01:00>cc:00:00:00:00:01 op=2 sha=02:00:00:00:01:00 spa=10.0.0.100 tha=cc:00:00:00:00:01 tpa=10.0.1.5")
+	})
+	t.Run("OtherLearnedAndFlooded", func(t *testing.T) {
+		d := newDecision(t, testConfig(nil))
+		request := arpFrame(t, 1, clientMAC, "ff:ff:ff:ff:ff:ff", clientIP, "10.0.0.7", "00:00:00:00:00:00")
+		assertSent(t, d.packetIn(clientOF, request), learnClient, "packet_out in_port=10 actions=FLOOD data=<in>")
+		// The answer goes straight to the learned port...
+		reply := arpFrame(t, 2, memberMAC(7), clientMAC, "10.0.0.7", clientIP, clientMAC)
+		assertSent(t, d.packetIn(7, reply), l2Line(memberMAC(7), 7), "packet_out in_port=7 actions=output:10 data=<in>")
+		// ...and a move replaces the flow.
+		assertSent(t, d.packetIn(11, request), l2Line(clientMAC, 11), "packet_out in_port=11 actions=FLOOD data=<in>")
+	})
+	t.Run("ClaimingVIPAddressIgnored", func(t *testing.T) {
+		d := newDecision(t, testConfig(nil))
+		assertSent(t, d.packetIn(clientOF, arpFrame(t, 2, clientMAC, "ff:ff:ff:ff:ff:ff", "10.0.0.100", clientIP, "00:00:00:00:00:00")), learnClient)
+	})
+	t.Run("FromVIPMACIgnored", func(t *testing.T) {
+		d := newDecision(t, testConfig(nil))
+		assertSent(t, d.packetIn(clientOF, arpFrame(t, 1, vipMAC, "ff:ff:ff:ff:ff:ff", "10.0.0.9", clientIP, "00:00:00:00:00:00")))
+	})
+}
+
+func TestDataplane_IdledL2FlowReinstalled(t *testing.T) {
+	d := newDecision(t, testConfig(nil))
+	d.packetIn(clientOF, arpFrame(t, 1, clientMAC, "ff:ff:ff:ff:ff:ff", clientIP, "10.0.0.7", "00:00:00:00:00:00"))
+	toClient := arpFrame(t, 2, memberMAC(7), clientMAC, "10.0.0.7", clientIP, clientMAC)
+	// Right after learning, a packet-in for the client is a packet that
+	// overtook the flow: forwarded, no second flow-mod for the client.
+	assertSent(t, d.packetIn(7, toClient), l2Line(memberMAC(7), 7), "packet_out in_port=7 actions=output:10 data=<in>")
+	// Much later the client's flow has idled out: put it back.
+	d.advance(time.Duration(l2IdleTimeout) * time.Second)
+	assertSent(t, d.packetIn(7, toClient), learnClient, "packet_out in_port=7 actions=output:10 data=<in>")
+	// A member's reply punt says nothing about the client's flow.
+	d.advance(time.Duration(l2IdleTimeout) * time.Second)
+	assertSent(t, d.punt(makeCookie(catMemberReply, 1, 7), 7, toClient), "packet_out in_port=7 actions=output:10 data=<in>")
+}
+
+func TestDataplane_RoundRobin(t *testing.T) {
+	d := newDecision(t, testConfig(nil))
+	d.teach(1, 2, 3)
+	first := syn(t, 40000)
+	assertSent(t, d.packetIn(clientOF, first), append([]string{learnClient}, setupLines(1, 40000)...)...)
+	for i, member := range []int{2, 3, 1, 2} {
+		sport := uint16(40001 + i)
+		assertSent(t, d.packetIn(clientOF, syn(t, sport)), setupLines(member, sport)...)
+	}
+	if n := d.snap.members["m1"].cnt.active.Load(); n != 2 {
+		t.Errorf("member m1 has %d active connections, want 2", n)
+	}
+}
+
+func TestDataplane_LatePacketsOfNewConnection(t *testing.T) {
+	ack := tcpFrame(t, tcpSeg{srcMAC: clientMAC, dstMAC: vipMAC, src: clientIP, dst: "10.0.0.100", sport: 40000, dport: 80, ack: true, seq: 1001, ackNum: 5})
+	forwarded := "packet_out in_port=10 actions=" + natActions(1) + " data=<in>"
+	tests := []struct {
+		name   string
+		before func(d *decision)
+		frame  []byte
+		want   string
+	}{
+		{"RetransmittedSYN", nil, syn(t, 40000), forwarded},
+		// The ACK overtook the switch's cache revalidation and was punted.
+		{"ACKRightAfterSetup", nil, ack, forwarded},
+		{"ACKLongAfter", func(d *decision) { d.advance(time.Duration(recentWindow) + time.Second) }, ack, rstLine(40000, "RST seq=5 ack=0")},
+		{"ACKAfterMemberDown", func(d *decision) {
+			d.configure(testConfig(func(c *sdnlb.Config) { c.Members[0].Health.Status = sdnlb.MemberDown }))
+		}, ack, rstLine(40000, "RST seq=5 ack=0")},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			d := newDecision(t, testConfig(nil))
+			d.teach(1, 2, 3)
+			d.packetIn(clientOF, syn(t, 40000))
+			if tt.before != nil {
+				tt.before(d)
+			}
+			assertSent(t, d.packetIn(clientOF, tt.frame), tt.want)
+		})
+	}
+}
+
+// synACK is member i's answer to a client SYN from sport.
+func synACK(tb testing.TB, i int, sport uint16) []byte {
+	tb.Helper()
+	return tcpFrame(tb, tcpSeg{srcMAC: memberMAC(i), dstMAC: clientMAC, src: fmt.Sprintf("10.0.0.%d", i), dst: clientIP,
+		sport: 8080, dport: sport, syn: true, ack: true, seq: 5000, ackNum: 1001})
+}
+
+// A member's reply that reaches the controller (through its reply punt,
+// or a datapath cache entry of an older flow) gets the reverse NAT when
+// its connection was just set up, and is switched by MAC otherwise, with
+// no flow that could shadow a later connection's.
+func TestDataplane_MemberReply(t *testing.T) {
+	tests := []struct {
+		name   string
+		before func(d *decision)
+		member int
+		sport  uint16
+		nat    bool // else forwarded by L2, unchanged
+	}{
+		{"RightAfterSetup", nil, 1, 40000, true},
+		{"LongAfterSetup", func(d *decision) { d.advance(time.Duration(recentWindow) + time.Second) }, 1, 40000, false},
+		// A retransmit of a connection purged at DOWN.
+		{"MemberDown", func(d *decision) {
+			d.configure(testConfig(func(c *sdnlb.Config) { c.Members[0].Health.Status = sdnlb.MemberDown }))
+		}, 1, 40000, false},
+		{"OtherClientPort", nil, 1, 40001, false},
+		{"OtherMember", nil, 2, 40000, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			d := newDecision(t, testConfig(nil))
+			d.teach(1, 2, 3)
+			d.packetIn(clientOF, syn(t, 40000))
+			if tt.before != nil {
+				tt.before(d)
+			}
+			want := fmt.Sprintf("packet_out in_port=%d actions=output:10 data=<in>", tt.member)
+			if tt.nat {
+				want = fmt.Sprintf("packet_out in_port=%d actions=%s,output:10 data=<in>", tt.member, reverseNAT)
+			}
+			got := d.punt(makeCookie(catMemberReply, 1, uint32(tt.member)), uint32(tt.member), synACK(t, tt.member, tt.sport))
+			assertSent(t, got, want)
+		})
+	}
+	t.Run("ICMPEchoReply", func(t *testing.T) {
+		d := newDecision(t, testConfig(func(c *sdnlb.Config) {
+			c.VIPs[0].Protocol, c.VIPs[0].Port, c.VIPs[0].Address = sdnlb.ProtocolICMP, 0, "10.0.0.102"
+		}))
+		d.teach(1)
+		assertSent(t, d.packetIn(clientOF, icmpEcho(t)),
+			learnClient,
+			"flow_mod cookie=0x5d10000001000001, priority=1000, idle_timeout=30, send_flow_rem, icmp,nw_src=10.0.1.5,nw_dst=10.0.0.102,icmp_type=8 actions=set_field:aa:00:00:00:00:01->eth_dst,set_field:10.0.0.1->ip_dst,output:1",
+			"flow_mod cookie=0x5d11000001000001, priority=1000, idle_timeout=30, send_flow_rem, icmp,nw_src=10.0.0.1,nw_dst=10.0.1.5,icmp_type=0 actions=set_field:02:00:00:00:01:00->eth_src,set_field:10.0.0.102->ip_src,output:10",
+			"packet_out in_port=10 actions=set_field:aa:00:00:00:00:01->eth_dst,set_field:10.0.0.1->ip_dst,output:1 data=<in>")
+		eth := &layers.Ethernet{SrcMAC: mustMAC(t, memberMAC(1)), DstMAC: mustMAC(t, clientMAC), EthernetType: layers.EthernetTypeIPv4}
+		ip := &layers.IPv4{Version: 4, TTL: 64, Protocol: layers.IPProtocolICMPv4, SrcIP: net.ParseIP("10.0.0.1").To4(), DstIP: net.ParseIP(clientIP).To4()}
+		icmp := &layers.ICMPv4{TypeCode: layers.CreateICMPv4TypeCode(layers.ICMPv4TypeEchoReply, 0), Id: 1, Seq: 1}
+		assertSent(t, d.packetIn(1, serialize(t, eth, ip, icmp, gopacket.Payload("ping"))),
+			"packet_out in_port=1 actions=set_field:02:00:00:00:01:00->eth_src,set_field:10.0.0.102->ip_src,output:10 data=<in>")
+	})
+	t.Run("ClientBehindMemberPort", func(t *testing.T) {
+		d := newDecision(t, testConfig(nil))
+		d.teach(1, 2, 3)
+		// The client moved to member 1's port: both flows match in_port
+		// and send back out of it.
+		assertSent(t, d.packetIn(1, syn(t, 40000)),
+			l2Line(clientMAC, 1),
+			"flow_mod cookie=0x5d10000001000001, priority=1000, idle_timeout=30, send_flow_rem, tcp,in_port=1,nw_src=10.0.1.5,nw_dst=10.0.0.100,tp_src=40000,tp_dst=80 actions="+strings.Replace(natActions(1), "output:1", "IN_PORT", 1),
+			"flow_mod cookie=0x5d11000001000001, priority=1000, idle_timeout=30, send_flow_rem, tcp,in_port=1,nw_src=10.0.0.1,nw_dst=10.0.1.5,tp_src=8080,tp_dst=40000 actions="+reverseNAT+",IN_PORT",
+			"packet_out in_port=1 actions="+strings.Replace(natActions(1), "output:1", "IN_PORT", 1)+" data=<in>")
+		assertSent(t, d.packetIn(1, synACK(t, 1, 40000)), "packet_out in_port=1 actions="+reverseNAT+",IN_PORT data=<in>")
+	})
+}
+
+func TestDataplane_PacketWithoutFlowReset(t *testing.T) {
+	tests := []struct {
+		name string
+		seg  tcpSeg
+		want string
+	}{
+		{"ACK", tcpSeg{ack: true, seq: 5, ackNum: 7777}, rstLine(40000, "RST seq=7777 ack=0")},
+		{"FINWithoutACK", tcpSeg{seq: 5}, rstLine(40000, "RST+ACK seq=0 ack=5")},
+		{"RSTIsNotAnswered", tcpSeg{rst: true}, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			d := newDecision(t, testConfig(nil))
+			d.teach(1)
+			seg := tt.seg
+			seg.srcMAC, seg.dstMAC, seg.src, seg.dst, seg.sport, seg.dport = clientMAC, vipMAC, clientIP, "10.0.0.100", 40000, 80
+			want := []string{learnClient}
+			if tt.want != "" {
+				want = append(want, tt.want)
+			}
+			assertSent(t, d.packetIn(clientOF, tcpFrame(t, seg)), want...)
+		})
+	}
+}
+
+func TestDataplane_UnknownMemberMACIsARPedFor(t *testing.T) {
+	d := newDecision(t, testConfig(nil))
+	frame := syn(t, 40000)
+	assertSent(t, d.packetIn(clientOF, frame), learnClient,
+		"packet_out in_port=CONTROLLER actions=FLOOD data=arp 02:00:00:00:01:00>ff:ff:ff:ff:ff:ff op=1 sha=02:00:00:00:01:00 spa=10.0.0.100 tha=00:00:00:00:00:00 tpa=10.0.0.1")
+	// The member's answer releases the held setup, first packet included.
+	setup := setupLines(1, 40000)
+	setup[2] = strings.Replace(setup[2], "<in>", describeFrame(t, frame), 1)
+	got := d.packetIn(1, arpFrame(t, 2, memberMAC(1), vipMAC, "10.0.0.1", "10.0.0.100", vipMAC))
+	assertSent(t, got, append([]string{l2Line(memberMAC(1), 1)}, setup...)...)
+	if n := d.snap.members["m1"].cnt.active.Load(); n != 1 {
+		t.Errorf("member m1 has %d active connections, want 1", n)
+	}
+}
+
+func TestDataplane_HeldSetupExpires(t *testing.T) {
+	d := newDecision(t, testConfig(func(c *sdnlb.Config) {
+		c.VIPs[0].ConnectionLimit = 1
+		c.Members = c.Members[:1]
+	}))
+	d.packetIn(clientOF, syn(t, 40000)) // held, waiting for the member's ARP reply
+	if n := d.snap.members["m1"].cnt.active.Load(); n != 0 {
+		t.Errorf("a held setup counts as active on its member")
+	}
+	d.advance(heldTimeout + time.Second)
+	assertSent(t, d.packetIn(1, arpFrame(t, 2, memberMAC(1), vipMAC, "10.0.0.1", "10.0.0.100", vipMAC)), l2Line(memberMAC(1), 1))
+	// Its slot under the connection limit is free again.
+	assertSent(t, d.packetIn(clientOF, syn(t, 40001)), setupLines(1, 40001)...)
+}
+
+func TestDataplane_Refusals(t *testing.T) {
+	allDown := func(c *sdnlb.Config) {
+		for _, m := range c.Members {
+			m.Health.Status = sdnlb.MemberDown
+		}
+	}
+	tests := []struct {
+		name   string
+		edit   func(*sdnlb.Config)
+		before int // setups before the refusal
+	}{
+		{"ConnectionLimit", func(c *sdnlb.Config) { c.VIPs[0].ConnectionLimit = 2 }, 2},
+		{"NoMemberInRotation", allDown, 0},
+		{"AllDraining", func(c *sdnlb.Config) {
+			for _, m := range c.Members {
+				m.Weight = 0
+			}
+		}, 0},
+		{"PoolAdminDown", func(c *sdnlb.Config) { c.Pools[0].AdminStateUp = false }, 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			d := newDecision(t, testConfig(tt.edit))
+			d.teach(1, 2, 3)
+			d.packetIn(clientOF, arpFrame(t, 1, clientMAC, "ff:ff:ff:ff:ff:ff", clientIP, "10.0.0.100", "00:00:00:00:00:00"))
+			for i := range tt.before {
+				d.packetIn(clientOF, syn(t, uint16(40000+i)))
+			}
+			assertSent(t, d.packetIn(clientOF, syn(t, 41000)), rstLine(41000, "RST+ACK seq=0 ack=1001"))
+			v := d.snap.vipByID["v1"]
+			if refused, active := v.cnt.refused.Load(), v.cnt.active.Load(); refused != 1 || active != int64(tt.before) {
+				t.Errorf("refused %d active %d, want 1 and %d", refused, active, tt.before)
+			}
+		})
+	}
+	limit1 := func(c *sdnlb.Config) { c.VIPs[0].ConnectionLimit = 1 }
+	t.Run("LimitFreedByFlowRemoved", func(t *testing.T) {
+		d := newDecision(t, testConfig(limit1))
+		d.teach(1, 2, 3)
+		d.packetIn(clientOF, syn(t, 40000))
+		d.dp.flowRemoved(d.now, d.snap, &ofp.FlowRemoved{Cookie: makeCookie(catConn, 1, 1), Reason: ofp.RemovedIdleTimeout})
+		assertSent(t, d.packetIn(clientOF, syn(t, 40001)), setupLines(2, 40001)...)
+	})
+	t.Run("LimitFreedWhenMemberDeleted", func(t *testing.T) {
+		d := newDecision(t, testConfig(limit1))
+		d.teach(1, 2, 3)
+		d.packetIn(clientOF, syn(t, 40000))
+		d.configure(testConfig(func(c *sdnlb.Config) {
+			limit1(c)
+			c.Members = c.Members[1:]
+		}))
+		d.dp.flowRemoved(d.now, d.snap, &ofp.FlowRemoved{Cookie: makeCookie(catConn, 1, 1), Reason: ofp.RemovedDelete})
+		assertSent(t, d.packetIn(clientOF, syn(t, 40001)), setupLines(2, 40001)...)
+	})
+	t.Run("UDPDroppedSilently", func(t *testing.T) {
+		d := newDecision(t, testConfig(func(c *sdnlb.Config) {
+			c.VIPs[0].Protocol, c.VIPs[0].Port = sdnlb.ProtocolUDP, 53
+			allDown(c)
+		}))
+		d.teach(1)
+		assertSent(t, d.packetIn(clientOF, udpFrame(t, clientMAC, vipMAC, clientIP, "10.0.0.100", 5000, 53)), learnClient)
+		if n := d.snap.vipByID["v1"].cnt.refused.Load(); n != 1 {
+			t.Errorf("refused %d, want 1", n)
+		}
+	})
+}
+
+func TestDataplane_SourceIPPersistence(t *testing.T) {
+	persistent := func(c *sdnlb.Config) {
+		c.VIPs[0].SessionPersistence = &sdnlb.SessionPersistence{Type: sdnlb.PersistenceSourceIP, Timeout: 60}
+	}
+	t.Run("OneClientOneMember", func(t *testing.T) {
+		d := newDecision(t, testConfig(persistent))
+		d.teach(1, 2, 3)
+		d.packetIn(clientOF, syn(t, 40000))
+		for i := range 3 {
+			sport := uint16(40001 + i)
+			assertSent(t, d.packetIn(clientOF, syn(t, sport)), setupLines(1, sport)...)
+		}
+	})
+	t.Run("ExtendedByConnectionEnd", func(t *testing.T) {
+		d := newDecision(t, testConfig(persistent))
+		d.teach(1, 2, 3)
+		d.packetIn(clientOF, syn(t, 40000))
+		d.advance(50 * time.Second)
+		d.dp.flowRemoved(d.now, d.snap, &ofp.FlowRemoved{Cookie: makeCookie(catConn, 1, 1),
+			Match: ofp.Match{OXMs: []ofp.OXM{ofp.MatchIPv4Src([4]byte{10, 0, 1, 5})}}})
+		d.advance(50 * time.Second)
+		assertSent(t, d.packetIn(clientOF, syn(t, 40001)), setupLines(1, 40001)...)
+	})
+	tests := []struct {
+		name  string
+		after func(d *decision)
+	}{
+		{"TimedOut", func(d *decision) { d.advance(61 * time.Second) }},
+		{"MemberDown", func(d *decision) {
+			d.configure(testConfig(func(c *sdnlb.Config) {
+				persistent(c)
+				c.Members[0].Health.Status = sdnlb.MemberDown
+			}))
+		}},
+	}
+	for _, tt := range tests {
+		t.Run("Ends/"+tt.name, func(t *testing.T) {
+			d := newDecision(t, testConfig(persistent))
+			d.teach(1, 2, 3)
+			d.packetIn(clientOF, syn(t, 40000))
+			tt.after(d)
+			// The scheduler's next, 10.0.0.2.
+			assertSent(t, d.packetIn(clientOF, syn(t, 40001)), setupLines(2, 40001)...)
+		})
+	}
+}
+
+func TestDataplane_OtherTrafficToVIPAddressIgnored(t *testing.T) {
+	d := newDecision(t, testConfig(nil))
+	d.teach(1)
+	frame := tcpFrame(t, tcpSeg{srcMAC: clientMAC, dstMAC: vipMAC, src: clientIP, dst: "10.0.0.100", sport: 1, dport: 22, syn: true})
+	assertSent(t, d.packetIn(clientOF, frame), learnClient)
+}
+
+func TestDataplane_DownMemberLeavesRotation(t *testing.T) {
+	d := newDecision(t, testConfig(nil))
+	d.teach(1, 2, 3)
+	d.packetIn(clientOF, arpFrame(t, 1, clientMAC, "ff:ff:ff:ff:ff:ff", clientIP, "10.0.0.100", "00:00:00:00:00:00"))
+	d.configure(testConfig(func(c *sdnlb.Config) { c.Members[1].Health.Status = sdnlb.MemberDown }))
+	for i, member := range []int{1, 3, 1, 3} {
+		sport := uint16(40000 + i)
+		assertSent(t, d.packetIn(clientOF, syn(t, sport)), setupLines(member, sport)...)
+	}
+}
+
+func TestDataplane_Accounting(t *testing.T) {
+	d := newDecision(t, testConfig(nil))
+	d.teach(1, 2, 3)
+	d.packetIn(clientOF, syn(t, 40000))
+	m1 := d.snap.members["m1"].cnt
+	fwd, rev := makeCookie(catConn, 1, 1), makeCookie(catConnReply, 1, 1)
+	type counts struct{ active, total, packetsIn, bytesIn, packetsOut, bytesOut int64 }
+	check := func(stage string, want counts) {
+		t.Helper()
+		got := counts{m1.active.Load(), int64(m1.total.Load()),
+			int64(m1.packetsIn.Load()) + m1.livePacketsIn.Load(), int64(m1.bytesIn.Load()) + m1.liveBytesIn.Load(),
+			int64(m1.packetsOut.Load()) + m1.livePacketsOut.Load(), int64(m1.bytesOut.Load()) + m1.liveBytesOut.Load()}
+		if got != want {
+			t.Errorf("%s: %+v, want %+v", stage, got, want)
+		}
+	}
+	check("after a setup", counts{active: 1, total: 1})
+
+	// A poll in two parts reports the live flows.
+	d.dp.beginPoll()
+	d.dp.pollPart(d.snap, []ofp.FlowStats{{Cookie: fwd, PacketCount: 3, ByteCount: 300}}, false)
+	d.dp.pollPart(d.snap, []ofp.FlowStats{{Cookie: rev, PacketCount: 2, ByteCount: 200}}, true)
+	check("after a poll", counts{1, 1, 3, 300, 2, 200})
+
+	// The flows end: their final counters replace the live ones at the next poll.
+	d.dp.flowRemoved(d.now, d.snap, &ofp.FlowRemoved{Cookie: fwd, PacketCount: 4, ByteCount: 400})
+	d.dp.flowRemoved(d.now, d.snap, &ofp.FlowRemoved{Cookie: rev, PacketCount: 3, ByteCount: 330})
+	d.dp.beginPoll()
+	d.dp.pollPart(d.snap, nil, true)
+	check("after flow-removed and an empty poll", counts{0, 1, 4, 400, 3, 330})
+
+	// A flow the switch reports for a connection this dataplane did not
+	// count (a previous connection's) releases nothing.
+	d.dp.flowRemoved(d.now, d.snap, &ofp.FlowRemoved{Cookie: fwd})
+	check("after a stranger's flow-removed", counts{0, 1, 4, 400, 3, 330})
+
+	t.Run("SettledWhenTheSwitchGoes", func(t *testing.T) {
+		d.packetIn(clientOF, syn(t, 40001)) // m2
+		d.dp.beginPoll()
+		d.dp.pollPart(d.snap, []ofp.FlowStats{{Cookie: makeCookie(catConn, 1, 2), PacketCount: 1, ByteCount: 60}}, true)
+		d.dp.settle(d.snap)
+		m2 := d.snap.members["m2"].cnt
+		if m2.active.Load() != 0 || m2.liveBytesIn.Load() != 0 || d.snap.vipByID["v1"].cnt.active.Load() != 0 {
+			t.Errorf("a gone switch still counts: member active %d live bytes %d, VIP active %d",
+				m2.active.Load(), m2.liveBytesIn.Load(), d.snap.vipByID["v1"].cnt.active.Load())
+		}
+	})
+}
+
+func TestDataplane_LearnedTablesBounded(t *testing.T) {
+	d := newDecision(t, testConfig(nil))
+	for i := range maxLearned + 100 {
+		mac := [6]byte{0xaa, 0, 0, byte(i >> 16), byte(i >> 8), byte(i)}
+		d.dp.learnMAC(d.now, mac, 1, d.out)
+		d.dp.learnHost(&packetIn{now: d.now, snap: d.snap, inPort: 1}, 0x0a000000+uint32(i), mac, d.out)
+		d.out.reset()
+	}
+	if len(d.dp.macs) != maxLearned || len(d.dp.hosts) != maxLearned {
+		t.Errorf("tables hold %d MACs and %d addresses, want at most %d", len(d.dp.macs), len(d.dp.hosts), maxLearned)
+	}
+	// A known MAC still moves when the table is full.
+	moved := [6]byte{0xaa, 0, 0, 0, 0, 7}
+	d.dp.learnMAC(d.now, moved, 2, d.out)
+	if d.dp.macs[moved].port != 2 {
+		t.Errorf("a full table stopped tracking a move")
+	}
+}

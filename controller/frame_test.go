@@ -1,0 +1,35 @@
+package controller
+
+import (
+	"testing"
+
+	"github.com/gopacket/gopacket"
+	"github.com/gopacket/gopacket/layers"
+)
+
+func TestTCPRST_Checksums(t *testing.T) {
+	tests := []struct {
+		name string
+		r    tcpRST
+	}{
+		{"RSTACK", tcpRST{src: [4]byte{10, 0, 0, 100}, dst: [4]byte{10, 0, 1, 5}, sport: 80, dport: 40000, ack: 1001, withACK: true}},
+		{"RST", tcpRST{src: [4]byte{192, 168, 255, 1}, dst: [4]byte{172, 16, 0, 9}, sport: 443, dport: 65535, seq: 0xfffffff0}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			tt.r.ethSrc, tt.r.ethDst = [6]byte{2, 0, 0, 0, 1, 0}, [6]byte{0xcc, 0, 0, 0, 0, 1}
+			got := appendTCPRST(nil, tt.r)
+			eth := &layers.Ethernet{SrcMAC: tt.r.ethSrc[:], DstMAC: tt.r.ethDst[:], EthernetType: layers.EthernetTypeIPv4}
+			ip := &layers.IPv4{Version: 4, IHL: 5, TTL: 64, Flags: layers.IPv4DontFragment, Protocol: layers.IPProtocolTCP, SrcIP: tt.r.src[:], DstIP: tt.r.dst[:]}
+			tcp := &layers.TCP{SrcPort: layers.TCPPort(tt.r.sport), DstPort: layers.TCPPort(tt.r.dport), Seq: tt.r.seq, Ack: tt.r.ack, RST: true, ACK: tt.r.withACK, DataOffset: 5}
+			tcp.SetNetworkLayerForChecksum(ip)
+			buf := gopacket.NewSerializeBuffer()
+			if err := gopacket.SerializeLayers(buf, gopacket.SerializeOptions{FixLengths: true, ComputeChecksums: true}, eth, ip, tcp); err != nil {
+				t.Fatal(err)
+			}
+			if want := buf.Bytes(); string(got) != string(want) {
+				t.Errorf("reset\n got % x\nwant % x", got, want)
+			}
+		})
+	}
+}

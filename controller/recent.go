@@ -1,0 +1,147 @@
+package controller
+
+import (
+	"time"
+
+	"github.com/sdnlb/sdnlb"
+)
+
+// Packets of a connection that reach the controller within recentWindow
+// of its setup follow the first one to the same member, and the member's
+// replies get the reverse NAT: both can overtake Open vSwitch's
+// revalidation of its datapath flow cache (docs/ARCHITECTURE.md). Each
+// switch remembers its recent setups in two direct-mapped caches, one
+// keyed by the client's side of the connection, one by the reply's.
+const (
+	recentSize   = 8192 // slots of each cache; a power of two
+	recentWindow = int64(2 * time.Second)
+)
+
+type recentCache struct {
+	setups  [recentSize]recentSetup
+	replies [recentSize]recentReply
+}
+
+type recentSetup struct {
+	key          connKey
+	memberNum    uint32
+	memberOFPort uint32
+	memberMAC    [6]byte
+	at           int64 // unix nanoseconds
+}
+
+type connKey struct {
+	clientIP   uint32
+	clientPort uint16
+	vipNum     uint32
+}
+
+func (k connKey) slot() int {
+	h := k.clientIP*0x9e3779b1 ^ uint32(k.clientPort)*0x85ebca6b ^ k.vipNum*0xc2b2ae35
+	return int(h>>16^h) & (recentSize - 1)
+}
+
+func (c *connection) key() connKey {
+	return connKey{clientIP: ipUint(c.clientIP), clientPort: c.clientPort, vipNum: c.vipNum}
+}
+
+// recentReply is a recent setup found by its member → client direction.
+type recentReply struct {
+	key  replyKey
+	conn connection // as installed
+	at   int64      // unix nanoseconds
+}
+
+// replyKey is what a member's reply carries of its connection. A member
+// shared by two VIPs could answer the same client port for both; the
+// later setup wins the slot, as a client port is rarely reused that fast.
+type replyKey struct {
+	memberIP, clientIP     uint32
+	memberPort, clientPort uint16 // 0 for ICMP
+	proto                  uint8
+}
+
+func (k replyKey) slot() int {
+	h := k.memberIP*0x9e3779b1 ^ k.clientIP*0x85ebca6b ^ (uint32(k.memberPort)<<16|uint32(k.clientPort))*0xc2b2ae35
+	return int(h>>16^h) & (recentSize - 1)
+}
+
+func (c *connection) replyKey() replyKey {
+	k := replyKey{memberIP: ipUint(c.memberIP), clientIP: ipUint(c.clientIP), proto: c.proto}
+	if c.proto != protoICMP {
+		k.memberPort, k.clientPort = c.memberPort, c.clientPort
+	}
+	return k
+}
+
+// remember records a setup in both caches.
+func (dp *dataplane) remember(now time.Time, c *connection) {
+	if dp.recent == nil {
+		dp.recent = new(recentCache)
+	}
+	at := now.UnixNano()
+	key := c.key()
+	dp.recent.setups[key.slot()] = recentSetup{key: key, memberNum: c.memberNum, memberOFPort: c.memberOFPort,
+		memberMAC: c.memberMAC, at: at}
+	rk := c.replyKey()
+	dp.recent.replies[rk.slot()] = recentReply{key: rk, conn: *c, at: at}
+}
+
+// forwardRecent sends the packet after its connection's first one when the
+// connection was set up a moment ago and its member was not purged since.
+func (dp *dataplane) forwardRecent(p *packetIn, c *connection, out *outbox) bool {
+	if dp.recent == nil {
+		return false
+	}
+	key := c.key()
+	r := &dp.recent.setups[key.slot()]
+	if r.key != key || p.now.UnixNano()-r.at >= recentWindow {
+		return false
+	}
+	m := p.snap.memberByNum[r.memberNum]
+	if m == nil || m.status == sdnlb.MemberDown {
+		return false
+	}
+	c.setMember(m)
+	c.memberMAC, c.memberOFPort = r.memberMAC, r.memberOFPort
+	dp.flows.fill(c)
+	dp.sendFrame(c.clientOFPort, dp.flows.actions(dirForward), p.frame, out)
+	return true
+}
+
+// forwardReply sends a member's reply with the reverse NAT of its
+// connection when the connection was set up a moment ago and is still
+// allowed to run. Other packets a member's reply punt brings (health-probe
+// replies, traffic to the member's own address, replies of purged
+// connections) are left to L2 forwarding.
+func (dp *dataplane) forwardReply(p *packetIn, out *outbox) bool {
+	if dp.recent == nil {
+		return false
+	}
+	k := replyKey{memberIP: ipUint(ip4(p.ip4.SrcIP)), clientIP: ipUint(ip4(p.ip4.DstIP)), proto: uint8(p.ip4.Protocol)}
+	switch {
+	case k.proto == protoTCP && p.hasTCP:
+		k.memberPort, k.clientPort = uint16(p.tcp.SrcPort), uint16(p.tcp.DstPort)
+	case k.proto == protoUDP && p.hasUDP:
+		k.memberPort, k.clientPort = uint16(p.udp.SrcPort), uint16(p.udp.DstPort)
+	case k.proto == protoICMP && p.hasICMP && p.icmp.TypeCode.Type() == icmpEchoReply:
+	default:
+		return false
+	}
+	r := &dp.recent.replies[k.slot()]
+	if r.key != k || p.now.UnixNano()-r.at >= recentWindow {
+		return false
+	}
+	if _, stale := purgeFor(p.snap, &r.conn); stale {
+		return false
+	}
+	c := r.conn
+	c.memberOFPort = p.inPort // the packet-out's in_port: IN_PORT if the client is there too
+	dp.flows.fill(&c)
+	dp.sendFrame(p.inPort, dp.flows.actions(dirReverse), p.frame, out)
+	if dp.debug {
+		dp.log.Debug("reply of a recent setup sent with the reverse NAT", "client", ipString(c.clientIP),
+			"client_port", c.clientPort, "member", ipString(c.memberIP), "member_port", c.memberPort)
+	}
+	return true
+}

@@ -1,0 +1,70 @@
+package controller
+
+import (
+	"cmp"
+	"slices"
+
+	"github.com/sdnlb/sdnlb"
+	"github.com/sdnlb/sdnlb/controller/ofp"
+)
+
+// reconcile returns the flow-mods that take a switch from the state of old
+// to that of new, deletes first, and the VIPs to announce with gratuitous
+// ARP. It is pure.
+func reconcile(old, new *snapshot) (mods []ofp.FlowMod, announce []*vipState) {
+	changed := func(a, b *vipState) bool { return a.key != b.key || a.mac != b.mac }
+	freedAddrs := map[uint32]bool{}
+	for id, ov := range old.vipByID {
+		if nv, ok := new.vipByID[id]; !ok || changed(ov, nv) {
+			mods = append(mods, deleteVIPFlows(ov.num)...)
+			freedAddrs[ov.key.ip] = true
+		}
+	}
+	for id, om := range old.members {
+		nm, ok := new.members[id]
+		gone := !ok || nm.ip != om.ip || nm.port != om.port || nm.poolID != om.poolID
+		if gone || (nm.status == sdnlb.MemberDown && om.status != sdnlb.MemberDown) {
+			mods = append(mods, deleteMemberFlows(om.num))
+		}
+	}
+	// A reply punt whose owner changed is replaced by its add (same match
+	// and priority), so only punts no longer wanted are deleted. Each
+	// member owns at most one punt, so cookies order them stably.
+	byCookie := func(a, b ofp.FlowMod) int { return cmp.Compare(a.Cookie, b.Cookie) }
+	from := len(mods)
+	for k, o := range old.replyPunts {
+		if _, ok := new.replyPunts[k]; !ok {
+			mods = append(mods, deleteMemberReplyFlow(o.memberNum))
+		}
+	}
+	slices.SortFunc(mods[from:], byCookie)
+	from = len(mods)
+	for k, n := range new.replyPunts {
+		if o, ok := old.replyPunts[k]; !ok || o != n {
+			mods = append(mods, memberReplyFlow(k, n))
+		}
+	}
+	slices.SortFunc(mods[from:], byCookie)
+	for _, nv := range sortedVIPs(new) {
+		ov, ok := old.vipByID[nv.id]
+		switch {
+		case !ok || changed(ov, nv):
+			mods = append(mods, vipFlows(nv)...)
+			announce = append(announce, nv)
+		case freedAddrs[nv.key.ip]:
+			// A deleted VIP on the same address took the shared ARP and
+			// drop flows with it.
+			mods = append(mods, vipFlows(nv)...)
+		}
+	}
+	return mods, announce
+}
+
+func sortedVIPs(s *snapshot) []*vipState {
+	out := make([]*vipState, 0, len(s.vipByID))
+	for _, v := range s.vipByID {
+		out = append(out, v)
+	}
+	slices.SortFunc(out, func(a, b *vipState) int { return cmp.Compare(a.num, b.num) })
+	return out
+}

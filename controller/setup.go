@@ -1,0 +1,235 @@
+package controller
+
+import (
+	"time"
+
+	"github.com/sdnlb/sdnlb"
+	"github.com/sdnlb/sdnlb/controller/ofp"
+	"github.com/sdnlb/sdnlb/controller/sched"
+)
+
+// Held setups: a new connection to a member whose MAC is not known yet
+// waits for the member's ARP reply, within bounds.
+const (
+	maxHeldPerMember = 16
+	heldTimeout      = 2 * time.Second
+	arpRetry         = 500 * time.Millisecond // between ARP requests for one member
+)
+
+type heldSetup struct {
+	conn     connection
+	data     []byte
+	deadline time.Time
+	vip      *vipCounters
+}
+
+// Refusal reasons, for metrics.
+const (
+	refusedLimit = iota
+	refusedNoMember
+	refusedNoFlow
+	numRefusals
+)
+
+var refusalNames = [numRefusals]string{"limit", "no_member", "no_flow"}
+
+// handleVIPPacket handles IPv4 to a VIP address: the first packet of a new
+// connection, or a packet that has no flow (anymore).
+func (dp *dataplane) handleVIPPacket(p *packetIn, out *outbox) {
+	proto := uint8(p.ip4.Protocol)
+	var sport, dport uint16
+	switch {
+	case proto == protoTCP && p.hasTCP:
+		sport, dport = uint16(p.tcp.SrcPort), uint16(p.tcp.DstPort)
+	case proto == protoUDP && p.hasUDP:
+		sport, dport = uint16(p.udp.SrcPort), uint16(p.udp.DstPort)
+	case proto == protoICMP && p.hasICMP && p.icmp.TypeCode.Type() == icmpEchoRequest:
+	default:
+		return
+	}
+	vipIP := ip4(p.ip4.DstIP)
+	v := p.snap.vips[vipKey{ip: ipUint(vipIP), port: dport, proto: proto}]
+	if v == nil {
+		return // a port or protocol no VIP serves
+	}
+	c := connection{
+		proto:    proto,
+		clientIP: ip4(p.ip4.SrcIP), vipIP: vipIP,
+		clientPort: sport, vipPort: dport,
+		clientOFPort: p.inPort,
+		vipMAC:       v.mac, vipNum: v.num,
+		idleTimeout: dp.idleTimeout, hardTimeout: dp.hardTimeout,
+	}
+	if dp.forwardRecent(p, &c, out) {
+		return
+	}
+	if proto == protoTCP {
+		if p.tcp.RST {
+			return
+		}
+		if !p.tcp.SYN || p.tcp.ACK {
+			// The connection's flows are gone (its member failed): make
+			// the client fail fast instead of retransmitting into a void.
+			dp.sendRST(p, v, out)
+			dp.metrics.refusals[refusedNoFlow].Inc()
+			return
+		}
+	}
+
+	pool := v.pool
+	if pool == nil || len(pool.rotation) == 0 {
+		dp.refuse(p, v, refusedNoMember, out)
+		return
+	}
+	if n := v.cnt.active.Add(1); v.limit > 0 && n > v.limit {
+		v.cnt.active.Add(-1)
+		dp.refuse(p, v, refusedLimit, out)
+		return
+	}
+	m := dp.pick(p.now, pool, v, c.key())
+	c.setMember(m)
+	e, known := dp.hosts[ipUint(m.ip)]
+	if !known {
+		dp.hold(p, c, v, out)
+		return
+	}
+	c.memberMAC, c.memberOFPort = e.mac, e.port
+	dp.install(p.now, p.snap, &c, p.frame, out)
+}
+
+// setMember binds c to m; a member port of 0 means the VIP's port.
+func (c *connection) setMember(m *memberState) {
+	c.memberIP, c.memberPort, c.memberNum = m.ip, m.port, m.num
+	if c.memberPort == 0 {
+		c.memberPort = c.vipPort
+	}
+}
+
+// pick chooses the member: the client's persistent one while it is in
+// rotation, else the pool's scheduler's choice.
+func (dp *dataplane) pick(now time.Time, pool *poolState, v *vipState, key connKey) *memberState {
+	if v.persist > 0 {
+		if num, ok := dp.affinity.get(v.num, key.clientIP, now); ok {
+			for _, m := range pool.rotation {
+				if m.num == num {
+					dp.affinity.put(v.num, key.clientIP, num, now.Add(v.persist))
+					return m
+				}
+			}
+		}
+	}
+	i, ok := pool.sched.Pick(sched.Key{ClientIP: key.clientIP, ClientPort: key.clientPort, Proto: v.proto})
+	if !ok || i < 0 || i >= len(pool.rotation) {
+		i = 0 // the scheduler was built from this rotation; stay safe anyway
+	}
+	m := pool.rotation[i]
+	if v.persist > 0 {
+		dp.affinity.put(v.num, key.clientIP, m.num, now.Add(v.persist))
+	}
+	return m
+}
+
+// install pushes a connection's flow pair and releases its first packet
+// with the same rewrite. The switch handles messages in order, so no
+// barrier is needed. The VIP's active count was taken at admission.
+func (dp *dataplane) install(now time.Time, snap *snapshot, c *connection, data []byte, out *outbox) {
+	mods := dp.flows.fill(c)
+	out.send(&mods[dirForward])
+	out.send(&mods[dirReverse])
+	dp.sendFrame(c.clientOFPort, dp.flows.actions(dirForward), data, out)
+	out.installed(c, snap.gen)
+	if m := snap.memberCnt[c.memberNum]; m != nil {
+		m.active.Add(1)
+		m.total.Add(1)
+	}
+	dp.active[uint64(c.vipNum)<<32|uint64(c.memberNum)]++
+	dp.remember(now, c)
+	dp.metrics.setups.Inc()
+	if dp.debug {
+		dp.log.Debug("connection set up", "client", ipString(c.clientIP), "client_port", c.clientPort,
+			"vip", ipString(c.vipIP), "member", ipString(c.memberIP), "member_port", c.memberPort)
+	}
+}
+
+// hold parks a setup until the member's MAC is known and asks for it.
+func (dp *dataplane) hold(p *packetIn, c connection, v *vipState, out *outbox) {
+	ip := ipUint(c.memberIP)
+	q := dp.held[ip]
+	if len(q) >= maxHeldPerMember {
+		v.cnt.active.Add(-1) // dropped: the client will retransmit
+		return
+	}
+	dp.held[ip] = append(q, heldSetup{conn: c, data: append([]byte(nil), p.frame...), deadline: p.now.Add(heldTimeout), vip: v.cnt})
+	if dp.nextHeldExpiry.IsZero() {
+		dp.nextHeldExpiry = p.now.Add(heldTimeout)
+	}
+	if p.now.Sub(dp.arpAsked[ip]) < arpRetry {
+		return
+	}
+	dp.arpAsked[ip] = p.now
+	dp.frame = appendARP(dp.frame[:0], arpRequest, broadcastMAC, v.mac, v.ip, [6]byte{}, c.memberIP)
+	dp.packetOut(ofp.PortController, ofp.PortFlood, dp.frame, out)
+	if dp.debug {
+		dp.log.Debug("member MAC unknown; asking by ARP", "member", ipString(c.memberIP))
+	}
+}
+
+// expireHeld drops setups whose member never answered, releasing their
+// VIP connection slots. It is cheap to call for every message.
+func (dp *dataplane) expireHeld(now time.Time) {
+	if dp.nextHeldExpiry.IsZero() || now.Before(dp.nextHeldExpiry) {
+		return
+	}
+	dp.nextHeldExpiry = time.Time{}
+	for ip, q := range dp.held {
+		kept := q[:0]
+		for _, h := range q {
+			if now.After(h.deadline) {
+				h.vip.active.Add(-1)
+				continue
+			}
+			kept = append(kept, h)
+			if dp.nextHeldExpiry.IsZero() || h.deadline.Before(dp.nextHeldExpiry) {
+				dp.nextHeldExpiry = h.deadline
+			}
+		}
+		if len(kept) == 0 {
+			delete(dp.held, ip)
+		} else {
+			dp.held[ip] = kept
+		}
+	}
+}
+
+// refuse turns a new connection away: TCP gets a reset, UDP and ICMP are
+// dropped. It is counted against the VIP's pool.
+func (dp *dataplane) refuse(p *packetIn, v *vipState, reason int, out *outbox) {
+	v.cnt.refused.Add(1)
+	dp.metrics.refusals[reason].Inc()
+	if v.proto == protoTCP {
+		dp.sendRST(p, v, out)
+	}
+	if dp.debug {
+		dp.log.Debug("connection refused", "vip", v.id, "reason", refusalNames[reason])
+	}
+}
+
+func (dp *dataplane) sendRST(p *packetIn, v *vipState, out *outbox) {
+	dp.frame = appendTCPRST(dp.frame[:0], rstFor(p.decoder, v.mac))
+	dp.packetOut(p.inPort, ofp.PortInPort, dp.frame, out)
+}
+
+// purgeFor returns the flow delete a connection needs when snap no longer
+// lets it run: its VIP is gone or changed, or its member is gone, moved or
+// DOWN. A DRAINING member keeps its connections.
+func purgeFor(snap *snapshot, c *connection) (ofp.FlowMod, bool) {
+	v := snap.vipByNum[c.vipNum]
+	if v == nil || v.ip != c.vipIP || v.proto != c.proto || v.mac != c.vipMAC || v.port != c.vipPort && c.proto != protoICMP {
+		return deleteVIPConnections(c.vipNum), true
+	}
+	m := snap.memberByNum[c.memberNum]
+	if m == nil || m.status == sdnlb.MemberDown || m.ip != c.memberIP {
+		return deleteMemberFlows(c.memberNum), true
+	}
+	return ofp.FlowMod{}, false
+}

@@ -1,0 +1,610 @@
+package controller
+
+import (
+	"bufio"
+	"context"
+	"encoding/binary"
+	"fmt"
+	"net"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/gopacket/gopacket/layers"
+
+	"github.com/sdnlb/sdnlb"
+	"github.com/sdnlb/sdnlb/controller/ofp"
+)
+
+const (
+	vipMAC    = "02:00:00:00:01:00"
+	clientMAC = "cc:00:00:00:00:01"
+	clientIP  = "10.0.1.5"
+	clientOF  = 10
+)
+
+func memberMAC(i int) string { return fmt.Sprintf("aa:00:00:00:00:%02x", i) }
+
+// teachMember makes member i (10.0.0.i, port i) known to the session the
+// way the controller learns members: its ARP reply to the VIP.
+func teachMember(tb testing.TB, sw *fakeSwitch, i int) {
+	tb.Helper()
+	sw.packetIn(uint32(i), arpFrame(tb, 2, memberMAC(i), vipMAC, fmt.Sprintf("10.0.0.%d", i), "10.0.0.100", vipMAC))
+	r := sw.nextOf(ofp.TypeFlowMod)
+	if line := flowLine(tb, r.m.(*ofp.FlowMod)); !strings.Contains(line, "dl_dst="+memberMAC(i)) {
+		tb.Fatalf("learning member %d installed %s", i, line)
+	}
+}
+
+func syn(tb testing.TB, sport uint16) []byte {
+	tb.Helper()
+	return tcpFrame(tb, tcpSeg{srcMAC: clientMAC, dstMAC: vipMAC, src: clientIP, dst: "10.0.0.100", sport: sport, dport: 80, syn: true, seq: 1000})
+}
+
+// setup is what the controller sends for one new connection.
+type setup struct {
+	fwd, rev ofp.FlowMod
+	out      *ofp.PacketOut
+}
+
+// nextSetup skips L2 learning and returns the next connection setup.
+func nextSetup(tb testing.TB, sw *fakeSwitch) setup {
+	tb.Helper()
+	var s setup
+	var mods []ofp.FlowMod
+	for s.out == nil {
+		r := sw.next()
+		switch m := r.m.(type) {
+		case *ofp.FlowMod:
+			if cat, _, _, _ := cookieParts(m.Cookie); cat != catL2 {
+				mods = append(mods, *m)
+			}
+		case *ofp.PacketOut:
+			s.out = m
+		}
+	}
+	if len(mods) != 2 {
+		tb.Fatalf("setup sent %d flow-mods before its packet-out, want 2: %q", len(mods), flowLines(tb, mods))
+	}
+	s.fwd, s.rev = mods[0], mods[1]
+	return s
+}
+
+// memberOf reads the member address a client → member flow rewrites to.
+func memberOf(tb testing.TB, fm *ofp.FlowMod) string {
+	tb.Helper()
+	line := flowLine(tb, fm)
+	i := strings.Index(line, "->ip_dst")
+	j := strings.LastIndex(line[:max(i, 0)], ":")
+	if i < 0 || j < 0 {
+		tb.Fatalf("no ip_dst rewrite in %s", line)
+	}
+	return line[j+1 : i]
+}
+
+func actionsLine(actions []ofp.Action) string {
+	return ofp.FormatInstructions([]ofp.Instruction{ofp.InstructionApplyActions{Actions: actions}})
+}
+
+func connected(tb testing.TB, cfg *sdnlb.Config, opts Options, members ...int) (*harness, *fakeSwitch) {
+	tb.Helper()
+	h := startController(tb, cfg, opts)
+	sw, _ := h.connect(tb, 1)
+	for _, i := range members {
+		teachMember(tb, sw, i)
+	}
+	return h, sw
+}
+
+func TestSession_Handshake(t *testing.T) {
+	h := startController(t, testConfig(nil), Options{})
+	sw, got := h.connect(t, 1)
+
+	var types []string
+	var mods []ofp.FlowMod
+	var outs []string
+	for _, r := range got {
+		types = append(types, r.h.Type.String())
+		switch m := r.m.(type) {
+		case *ofp.Hello:
+			if !m.Supports(ofp.Version) {
+				t.Errorf("hello offers %v, not 1.3", m.Versions)
+			}
+		case *ofp.SetConfig:
+			if m.MissSendLen != ofp.ControllerMaxLenNoBuffer {
+				t.Errorf("miss_send_len = %#x, want the whole packet", m.MissSendLen)
+			}
+		case *ofp.MultipartRequest:
+			if _, ok := m.Body.(ofp.PortDescRequest); !ok {
+				t.Errorf("multipart request %T, want port desc", m.Body)
+			}
+		case *ofp.FlowMod:
+			mods = append(mods, *m)
+		case *ofp.PacketOut:
+			outs = append(outs, packetOutLine(m))
+			arp := layerOf[*layers.ARP](t, parseFrame(t, m.Data))
+			if ipString([4]byte(arp.SourceProtAddress)) != "10.0.0.100" || ipString([4]byte(arp.DstProtAddress)) != "10.0.0.100" {
+				t.Errorf("gratuitous ARP for %v→%v, want the VIP", arp.SourceProtAddress, arp.DstProtAddress)
+			}
+		}
+	}
+	wantTypes := "HELLO FEATURES_REQUEST SET_CONFIG MULTIPART_REQUEST FLOW_MOD FLOW_MOD FLOW_MOD FLOW_MOD FLOW_MOD FLOW_MOD FLOW_MOD FLOW_MOD PACKET_OUT BARRIER_REQUEST"
+	if s := strings.Join(types, " "); s != wantTypes {
+		t.Errorf("handshake sent\n  %s\nwant\n  %s", s, wantTypes)
+	}
+	// The purge comes before anything is installed.
+	if len(mods) > 0 && mods[0].Command != ofp.FlowDelete {
+		t.Errorf("first flow-mod is %v, want the delete of all sdnlb flows", flowLine(t, &mods[0]))
+	}
+	assertLines(t, flowLines(t, mods), []string{
+		"delete cookie=0x5d00000000000000/0xff00000000000000",
+		"cookie=0x5d01000000000000, priority=0 actions=CONTROLLER:65535",
+		"cookie=0x5d02000001000000, priority=500, arp,arp_tpa=10.0.0.100,arp_op=1 actions=CONTROLLER:65535",
+		"cookie=0x5d02000001000000, priority=500, tcp,nw_dst=10.0.0.100,tp_dst=80 actions=CONTROLLER:65535",
+		"cookie=0x5d02000001000000, priority=499, ip,nw_dst=10.0.0.100 actions=drop",
+		"cookie=0x5d04000001000001, priority=900, tcp,nw_src=10.0.0.1,tp_src=8080 actions=CONTROLLER:65535",
+		"cookie=0x5d04000001000002, priority=900, tcp,nw_src=10.0.0.2,tp_src=8080 actions=CONTROLLER:65535",
+		"cookie=0x5d04000001000003, priority=900, tcp,nw_src=10.0.0.3,tp_src=8080 actions=CONTROLLER:65535",
+	})
+	if len(outs) != 1 || outs[0] != "in_port=CONTROLLER actions=FLOOD" {
+		t.Errorf("packet-outs %q, want one flooded gratuitous ARP", outs)
+	}
+
+	// Ports come from the port-desc reply.
+	mp := got[3]
+	sw.send(mp.h.XID, ofp.MultipartReply{Body: ofp.PortDescReply{Ports: []ofp.Port{
+		{PortNo: 2, Name: "veth2", HWAddr: [6]byte{0xaa, 0, 0, 0, 0, 2}, State: ofp.PortStateLinkDown},
+		{PortNo: 1, Name: "veth1", HWAddr: [6]byte{0xaa, 0, 0, 0, 0, 1}, State: ofp.PortStateLive},
+	}}})
+	waitSwitches(t, h.c, func(sws []*sdnlb.Switch) bool {
+		return len(sws) == 1 && len(sws[0].Ports) == 2
+	})
+	sws, _ := h.c.Switches(context.Background())
+	s := sws[0]
+	if s.DPID != "00:00:00:00:00:00:00:01" || s.Address != "pipe" || s.ConnectedAt.IsZero() {
+		t.Errorf("switch = %+v", s)
+	}
+	wantPorts := []sdnlb.SwitchPort{{No: 1, Name: "veth1", MAC: "aa:00:00:00:00:01", Up: true}, {No: 2, Name: "veth2", MAC: "aa:00:00:00:00:02", Up: false}}
+	for i, p := range wantPorts {
+		if s.Ports[i] != p {
+			t.Errorf("port %d = %+v, want %+v", i, s.Ports[i], p)
+		}
+	}
+	if !strings.Contains(h.log.String(), `msg="switch connected"`) || !strings.Contains(h.log.String(), "dpid=00:00:00:00:00:00:00:01") {
+		t.Errorf("no Info line for the connected switch in\n%s", h.log.String())
+	}
+}
+
+// waitSwitches polls Switches until ok accepts the list.
+func waitSwitches(tb testing.TB, c *Controller, ok func([]*sdnlb.Switch) bool) {
+	tb.Helper()
+	deadline := time.Now().Add(waitFor)
+	for {
+		sws, err := c.Switches(context.Background())
+		if err != nil {
+			tb.Fatal(err)
+		}
+		if ok(sws) {
+			return
+		}
+		if time.Now().After(deadline) {
+			tb.Fatalf("switches never became as expected: %+v", sws)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+func TestSession_Echo(t *testing.T) {
+	t.Run("AnswersSwitch", func(t *testing.T) {
+		h := startController(t, testConfig(nil), Options{})
+		sw, _ := h.connect(t, 1)
+		sw.send(77, ofp.EchoRequest{Data: []byte("ping")})
+		r := sw.nextOf(ofp.TypeEchoReply)
+		if r.h.XID != 77 || string(r.m.(*ofp.EchoReply).Data) != "ping" {
+			t.Errorf("echo reply xid %d data %q, want 77 %q", r.h.XID, r.m.(*ofp.EchoReply).Data, "ping")
+		}
+	})
+	t.Run("KeepsAnsweringSwitchAlive", func(t *testing.T) {
+		h := startController(t, testConfig(nil), Options{EchoInterval: 10 * time.Millisecond})
+		sw, _ := h.connect(t, 1)
+		for range 8 { // well past three intervals
+			r := sw.nextOf(ofp.TypeEchoRequest)
+			sw.send(r.h.XID, ofp.EchoReply{})
+		}
+		if sws, _ := h.c.Switches(context.Background()); len(sws) != 1 {
+			t.Errorf("an answering switch was dropped")
+		}
+	})
+	t.Run("DeadPeerClosed", func(t *testing.T) {
+		h := startController(t, testConfig(nil), Options{EchoInterval: 10 * time.Millisecond})
+		sw, _ := h.connect(t, 1)
+		sw.waitClosed()
+		waitSwitches(t, h.c, func(sws []*sdnlb.Switch) bool { return len(sws) == 0 })
+		if !strings.Contains(h.log.String(), "missed echo replies") {
+			t.Errorf("no log line for the dead switch in\n%s", h.log.String())
+		}
+	})
+}
+
+func TestSession_VersionMismatch(t *testing.T) {
+	h := startController(t, testConfig(nil), Options{})
+	sw := h.dial(t)
+	// An OpenFlow 1.0 hello: version 1 header, no bitmap.
+	sw.sendRaw([]byte{1, byte(ofp.TypeHello), 0, 8, 0, 0, 0, 9})
+	sw.nextOf(ofp.TypeHello)
+	r := sw.nextOf(ofp.TypeError)
+	e := r.m.(*ofp.ErrorMsg)
+	if e.ErrType != ofp.ErrTypeHelloFailed || e.Code != ofp.HelloFailedIncompatible {
+		t.Errorf("error %s/%d, want HELLO_FAILED/INCOMPATIBLE", e.ErrType, e.Code)
+	}
+	sw.waitClosed()
+	log := h.log.String()
+	if !strings.Contains(log, "level=ERROR") || !strings.Contains(log, "remote=pipe") {
+		t.Errorf("no Error line naming the switch address in\n%s", log)
+	}
+}
+
+func TestSession_Malformed(t *testing.T) {
+	header := func(version uint8, typ ofp.Type, length uint16) []byte {
+		b := []byte{version, byte(typ), 0, 0, 0, 0, 0, 1}
+		binary.BigEndian.PutUint16(b[2:], length)
+		return b
+	}
+	tests := []struct {
+		name string
+		raw  []byte
+	}{
+		{"LengthBelowHeader", header(ofp.Version, ofp.TypeEchoRequest, 4)},
+		{"TruncatedPacketIn", append(header(ofp.Version, ofp.TypePacketIn, 12), 0, 0, 0, 0)},
+		{"BadVersion", header(2, ofp.TypeEchoRequest, 8)},
+		{"PacketInMatchOverrun", append(header(ofp.Version, ofp.TypePacketIn, 8+16+8),
+			0xff, 0xff, 0xff, 0xff, 0, 64, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, // buffer, total_len, reason, table, cookie
+			0, 1, 0, 200, 0, 0, 0, 0)}, // OXM match claiming 200 bytes
+		{"Garbage", []byte("GET / HTTP/1.1\r\nHost: x\r\n\r\n")},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			h := startController(t, testConfig(nil), Options{})
+			sw, _ := h.connect(t, 1)
+			sw.sendRaw(tt.raw)
+			sw.waitClosed()
+			waitSwitches(t, h.c, func(sws []*sdnlb.Switch) bool { return len(sws) == 0 })
+			if !strings.Contains(h.log.String(), "malformed OpenFlow") {
+				t.Errorf("no log line for the malformed message in\n%s", h.log.String())
+			}
+			// The process and the other sessions go on.
+			h.connect(t, 2)
+			waitSwitches(t, h.c, func(sws []*sdnlb.Switch) bool { return len(sws) == 1 && sws[0].DPID == formatDPID(2) })
+		})
+	}
+	t.Run("UnknownTypeAnsweredNotClosed", func(t *testing.T) {
+		h := startController(t, testConfig(nil), Options{})
+		sw, _ := h.connect(t, 1)
+		sw.sendRaw(header(ofp.Version, 99, 8))
+		r := sw.nextOf(ofp.TypeError)
+		if e := r.m.(*ofp.ErrorMsg); e.ErrType != ofp.ErrTypeBadRequest || e.Code != ofp.BadRequestBadType {
+			t.Errorf("error %s/%d, want BAD_REQUEST/BAD_TYPE", e.ErrType, e.Code)
+		}
+		sw.send(5, ofp.EchoRequest{})
+		sw.nextOf(ofp.TypeEchoReply)
+	})
+}
+
+func TestSession_Reconnect(t *testing.T) {
+	h := startController(t, testConfig(nil), Options{})
+	old, _ := h.connect(t, 1)
+	_, got := h.connect(t, 1)
+	old.waitClosed()
+	var mods []ofp.FlowMod
+	for _, r := range got {
+		if fm, ok := r.m.(*ofp.FlowMod); ok {
+			mods = append(mods, *fm)
+		}
+	}
+	if len(mods) != 8 {
+		t.Errorf("reconnected switch got %d flow-mods, want purge + table miss + 3 VIP flows + 3 reply punts:\n%s", len(mods), strings.Join(flowLines(t, mods), "\n"))
+	}
+	waitSwitches(t, h.c, func(sws []*sdnlb.Switch) bool { return len(sws) == 1 })
+}
+
+func TestSession_ManySwitches(t *testing.T) {
+	h := startController(t, testConfig(nil), Options{})
+	for i := range 20 {
+		h.connect(t, uint64(i+1))
+	}
+	waitSwitches(t, h.c, func(sws []*sdnlb.Switch) bool { return len(sws) == 20 })
+}
+
+func TestSession_SwitchErrorsRateLimited(t *testing.T) {
+	h := startController(t, testConfig(nil), Options{})
+	sw, _ := h.connect(t, 1)
+	failed := ofp.Append(nil, 42, ofp.BarrierRequest{})
+	for range 5 {
+		sw.send(42, &ofp.ErrorMsg{ErrType: ofp.ErrTypeFlowModFailed, Code: ofp.FlowModFailedTableFull, Data: failed})
+	}
+	sw.send(0, ofp.EchoRequest{})
+	sw.nextOf(ofp.TypeEchoReply) // the five were handled
+	h.clock.advance(2 * time.Second)
+	sw.send(43, &ofp.ErrorMsg{ErrType: ofp.ErrTypeBadMatch, Code: ofp.BadMatchBadField})
+	sw.send(0, ofp.EchoRequest{})
+	sw.nextOf(ofp.TypeEchoReply) // everything before it was handled
+	log := h.log.String()
+	if n := strings.Count(log, "switch reported an error"); n != 2 {
+		t.Errorf("%d error lines for 6 errors over 2 s, want 2:\n%s", n, log)
+	}
+	for _, want := range []string{"type=FLOW_MOD_FAILED code=1 xid=42 request=BARRIER_REQUEST", "type=BAD_MATCH code=6 xid=43 request=\"\" suppressed_since_last=4"} {
+		if !strings.Contains(log, want) {
+			t.Errorf("log lacks %q:\n%s", want, log)
+		}
+	}
+}
+
+func TestSession_SetsUpConnections(t *testing.T) {
+	_, sw := connected(t, testConfig(nil), Options{}, 1, 2, 3)
+	var got []string
+	for i := range 6 {
+		frame := syn(t, uint16(40000+i))
+		sw.packetIn(clientOF, frame)
+		s := nextSetup(t, sw)
+		got = append(got, memberOf(t, &s.fwd))
+		if i == 0 {
+			assertLines(t, flowLines(t, []ofp.FlowMod{s.fwd, s.rev}), []string{
+				"cookie=0x5d10000001000001, priority=1000, idle_timeout=30, send_flow_rem, tcp,nw_src=10.0.1.5,nw_dst=10.0.0.100,tp_src=40000,tp_dst=80 actions=set_field:aa:00:00:00:00:01->eth_dst,set_field:10.0.0.1->ip_dst,set_field:8080->tcp_dst,output:1",
+				"cookie=0x5d11000001000001, priority=1000, idle_timeout=30, send_flow_rem, tcp,nw_src=10.0.0.1,nw_dst=10.0.1.5,tp_src=8080,tp_dst=40000 actions=set_field:02:00:00:00:01:00->eth_src,set_field:10.0.0.100->ip_src,set_field:80->tcp_src,output:10",
+			})
+		}
+		// The first packet leaves with the very rewrite of its flow.
+		if po, fwd := actionsLine(s.out.Actions), ofp.FormatInstructions(s.fwd.Instructions); po != fwd {
+			t.Errorf("packet-out actions %s, flow actions %s", po, fwd)
+		}
+		if s.out.InPort != clientOF || s.out.BufferID != ofp.NoBuffer || string(s.out.Data) != string(frame) {
+			t.Errorf("packet-out in_port %d buffer %#x, data equal %v", s.out.InPort, s.out.BufferID, string(s.out.Data) == string(frame))
+		}
+	}
+	if want := "10.0.0.1 10.0.0.2 10.0.0.3 10.0.0.1 10.0.0.2 10.0.0.3"; strings.Join(got, " ") != want {
+		t.Errorf("members %v, want %s", got, want)
+	}
+}
+
+func TestSession_FollowsConfiguration(t *testing.T) {
+	tests := []struct {
+		name string
+		edit func(*sdnlb.Config)
+		want []string
+	}{
+		{"MemberDown", func(c *sdnlb.Config) { c.Members[1].Health.Status = sdnlb.MemberDown }, []string{
+			"delete cookie=0x5d10000000000002/0xfffe000000ffffff",
+			"delete cookie=0x5d04000000000002/0xffff000000ffffff",
+		}},
+		{"MemberDeleted", func(c *sdnlb.Config) { c.Members = c.Members[:2] }, []string{
+			"delete cookie=0x5d10000000000003/0xfffe000000ffffff",
+			"delete cookie=0x5d04000000000003/0xffff000000ffffff",
+		}},
+		{"MemberMoved", func(c *sdnlb.Config) { c.Members[2].Address, c.Members[2].Port = "10.0.0.33", 0 }, []string{
+			"delete cookie=0x5d10000000000003/0xfffe000000ffffff",
+			"delete cookie=0x5d04000000000003/0xffff000000ffffff",
+			"cookie=0x5d04000001000003, priority=900, tcp,nw_src=10.0.0.33,tp_src=80 actions=CONTROLLER:65535",
+		}},
+		{"MemberAdded", func(c *sdnlb.Config) {
+			c.Members = append(c.Members, &sdnlb.Member{ID: "m4", PoolID: "p1", Address: "10.0.0.4", Port: 8080, Weight: 1, AdminStateUp: true})
+		}, []string{
+			"cookie=0x5d04000001000004, priority=900, tcp,nw_src=10.0.0.4,tp_src=8080 actions=CONTROLLER:65535",
+		}},
+		{"MemberDrainingKeepsFlows", func(c *sdnlb.Config) { c.Members[0].AdminStateUp = false }, nil},
+		{"VIPDisabled", func(c *sdnlb.Config) { c.VIPs[0].AdminStateUp = false }, []string{
+			"delete cookie=0x5d02000001000000/0xffffffffff000000",
+			"delete cookie=0x5d10000001000000/0xfffeffffff000000",
+			"delete cookie=0x5d04000000000001/0xffff000000ffffff",
+			"delete cookie=0x5d04000000000002/0xffff000000ffffff",
+			"delete cookie=0x5d04000000000003/0xffff000000ffffff",
+		}},
+		{"VIPAdded", func(c *sdnlb.Config) {
+			c.VIPs = append(c.VIPs, &sdnlb.VIP{ID: "v2", Address: "10.0.0.101", Protocol: sdnlb.ProtocolUDP, Port: 53, AdminStateUp: true, MAC: "02:00:00:00:02:00"})
+		}, []string{
+			"cookie=0x5d02000002000000, priority=500, arp,arp_tpa=10.0.0.101,arp_op=1 actions=CONTROLLER:65535",
+			"cookie=0x5d02000002000000, priority=500, udp,nw_dst=10.0.0.101,tp_dst=53 actions=CONTROLLER:65535",
+			"cookie=0x5d02000002000000, priority=499, ip,nw_dst=10.0.0.101 actions=drop",
+		}},
+		{"VIPPortChanged", func(c *sdnlb.Config) { c.VIPs[0].Port = 8000 }, []string{
+			"delete cookie=0x5d02000001000000/0xffffffffff000000",
+			"delete cookie=0x5d10000001000000/0xfffeffffff000000",
+			"cookie=0x5d02000001000000, priority=500, arp,arp_tpa=10.0.0.100,arp_op=1 actions=CONTROLLER:65535",
+			"cookie=0x5d02000001000000, priority=500, tcp,nw_dst=10.0.0.100,tp_dst=8000 actions=CONTROLLER:65535",
+			"cookie=0x5d02000001000000, priority=499, ip,nw_dst=10.0.0.100 actions=drop",
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			h, sw := connected(t, testConfig(nil), Options{})
+			h.src.set(testConfig(tt.edit))
+			var mods []ofp.FlowMod
+			for {
+				r, quiet := sw.quiet(100 * time.Millisecond)
+				if quiet {
+					break
+				}
+				if fm, ok := r.m.(*ofp.FlowMod); ok {
+					mods = append(mods, *fm)
+				}
+			}
+			assertLines(t, flowLines(t, mods), tt.want)
+		})
+	}
+}
+
+func TestSession_Accounting(t *testing.T) {
+	h, sw := connected(t, testConfig(nil), Options{}, 1, 2, 3)
+	sw.packetIn(clientOF, syn(t, 40000))
+	s := nextSetup(t, sw)
+	st := waitStats(t, h.c, "p1", func(st *sdnlb.PoolStats) bool { return st.TotalConnections == 1 })
+	if st.ActiveConnections != 1 || st.Members[0].ActiveConnections != 1 || st.Members[0].Status != sdnlb.MemberNoMonitor {
+		t.Errorf("after a setup: %+v", st)
+	}
+
+	// A poll in two parts reports the live flows.
+	h.c.switchConns()[0].pollStats()
+	req := sw.nextOf(ofp.TypeMultipartRequest)
+	fsr := req.m.(*ofp.MultipartRequest).Body.(ofp.FlowStatsRequest)
+	if fsr.Cookie != makeCookie(catConn, 0, 0) || fsr.CookieMask != maskApp|maskConnCats {
+		t.Errorf("poll asks for cookie %#x/%#x, want the connection flows", fsr.Cookie, fsr.CookieMask)
+	}
+	sw.send(req.h.XID, ofp.MultipartReply{Flags: ofp.MultipartReplyMore, Body: ofp.FlowStatsReply{Stats: []ofp.FlowStats{
+		{Cookie: s.fwd.Cookie, PacketCount: 3, ByteCount: 300, Match: s.fwd.Match},
+	}}})
+	sw.send(req.h.XID, ofp.MultipartReply{Body: ofp.FlowStatsReply{Stats: []ofp.FlowStats{
+		{Cookie: s.rev.Cookie, PacketCount: 2, ByteCount: 200, Match: s.rev.Match},
+	}}})
+	st = waitStats(t, h.c, "p1", func(st *sdnlb.PoolStats) bool { return st.BytesOut == 200 })
+	if st.BytesIn != 300 || st.PacketsIn != 3 || st.PacketsOut != 2 {
+		t.Errorf("after the poll: %+v", st)
+	}
+
+	// The flows end: their final counters replace the live ones at the next poll.
+	sw.send(0, ofp.FlowRemoved{Cookie: s.fwd.Cookie, Reason: ofp.RemovedIdleTimeout, PacketCount: 4, ByteCount: 400, Match: s.fwd.Match})
+	sw.send(0, ofp.FlowRemoved{Cookie: s.rev.Cookie, Reason: ofp.RemovedIdleTimeout, PacketCount: 3, ByteCount: 330, Match: s.rev.Match})
+	h.c.switchConns()[0].pollStats()
+	req = sw.nextOf(ofp.TypeMultipartRequest)
+	sw.send(req.h.XID, ofp.MultipartReply{Body: ofp.FlowStatsReply{}})
+	st = waitStats(t, h.c, "p1", func(st *sdnlb.PoolStats) bool { return st.BytesIn == 400 && st.BytesOut == 330 })
+	want := sdnlb.MemberStats{MemberID: "m1", Address: "10.0.0.1", Port: 8080, Status: sdnlb.MemberNoMonitor,
+		TotalConnections: 1, PacketsIn: 4, PacketsOut: 3, BytesIn: 400, BytesOut: 330}
+	if st.ActiveConnections != 0 || st.Members[0] != want {
+		t.Errorf("after flow-removed:\n got %+v\nwant %+v", st.Members[0], want)
+	}
+
+	t.Run("UnknownPool", func(t *testing.T) {
+		if _, err := h.c.PoolStats(context.Background(), "nope"); sdnlb.ErrorCode(err) != sdnlb.ENOTFOUND {
+			t.Errorf("err %v, want not_found", err)
+		}
+	})
+}
+
+func TestSwitchFlows(t *testing.T) {
+	h, sw := connected(t, testConfig(nil), Options{})
+	t.Run("OK", func(t *testing.T) {
+		type result struct {
+			flows []*sdnlb.Flow
+			err   error
+		}
+		done := make(chan result, 1)
+		go func() {
+			f, err := h.c.SwitchFlows(context.Background(), "00:00:00:00:00:00:00:01")
+			done <- result{f, err}
+		}()
+		req := sw.nextOf(ofp.TypeMultipartRequest)
+		fsr := req.m.(*ofp.MultipartRequest).Body.(ofp.FlowStatsRequest)
+		if fsr.Cookie != appID<<cookieAppShift || fsr.CookieMask != maskApp {
+			t.Errorf("flows request for cookie %#x/%#x, want every sdnlb flow", fsr.Cookie, fsr.CookieMask)
+		}
+		vf := vipFlows(&vipState{num: 1, ip: [4]byte{10, 0, 0, 100}, proto: protoTCP, port: 80})
+		sw.send(req.h.XID, ofp.MultipartReply{Body: ofp.FlowStatsReply{Stats: []ofp.FlowStats{
+			{Cookie: vf[2].Cookie, Priority: vf[2].Priority, Match: vf[2].Match, Instructions: vf[2].Instructions, DurationSec: 3, DurationNsec: 5e8},
+			{Cookie: vf[1].Cookie, Priority: vf[1].Priority, Match: vf[1].Match, Instructions: vf[1].Instructions, PacketCount: 7, ByteCount: 420},
+		}}})
+		r := <-done
+		if r.err != nil {
+			t.Fatal(r.err)
+		}
+		var lines []string
+		for _, f := range r.flows {
+			lines = append(lines, fmt.Sprintf("%s %d %s %s %d %d %.1f", f.Cookie, f.Priority, f.Match, f.Actions, f.Packets, f.Bytes, f.DurationSeconds))
+		}
+		want := []string{
+			"0x5d02000001000000 500 tcp,nw_dst=10.0.0.100,tp_dst=80 CONTROLLER:65535 7 420 0.0",
+			"0x5d02000001000000 499 ip,nw_dst=10.0.0.100 drop 0 0 3.5",
+		}
+		if strings.Join(lines, "\n") != strings.Join(want, "\n") {
+			t.Errorf("flows\n%s\nwant\n%s", strings.Join(lines, "\n"), strings.Join(want, "\n"))
+		}
+	})
+	t.Run("ErrNotFound", func(t *testing.T) {
+		for _, dpid := range []string{"00:00:00:00:00:00:00:02", "zz"} {
+			if _, err := h.c.SwitchFlows(context.Background(), dpid); sdnlb.ErrorCode(err) != sdnlb.ENOTFOUND {
+				t.Errorf("%s: err %v, want not_found", dpid, err)
+			}
+		}
+	})
+	t.Run("ErrUnavailableOnTimeout", func(t *testing.T) {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Millisecond)
+		defer cancel()
+		if _, err := h.c.SwitchFlows(ctx, "1"); sdnlb.ErrorCode(err) != sdnlb.EUNAVAILABLE {
+			t.Errorf("err %v, want unavailable", err)
+		}
+	})
+}
+
+func waitStats(tb testing.TB, c *Controller, pool string, ok func(*sdnlb.PoolStats) bool) *sdnlb.PoolStats {
+	tb.Helper()
+	deadline := time.Now().Add(waitFor)
+	for {
+		st, err := c.PoolStats(context.Background(), pool)
+		if err != nil {
+			tb.Fatal(err)
+		}
+		if ok(st) {
+			return st
+		}
+		if time.Now().After(deadline) {
+			tb.Fatalf("pool stats never became as expected: %+v", st)
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+}
+
+// waitSnapshot waits until the controller's snapshot satisfies ok.
+func waitSnapshot(tb testing.TB, c *Controller, ok func(*snapshot) bool) {
+	tb.Helper()
+	deadline := time.Now().Add(waitFor)
+	for !ok(c.snap.Load()) {
+		if time.Now().After(deadline) {
+			tb.Fatal("the snapshot never became as expected")
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+// A setup decided on a configuration that a newer one replaced while it
+// was being decided (its member went DOWN) is followed by the newer
+// configuration's purge: the purge the sync sent may have gone out first.
+func TestSwitchConn_PurgeRepeatedBehindStaleSetup(t *testing.T) {
+	c := New(newFakeSource(nil), Options{})
+	decidedOn, _ := c.builder.build(testConfig(nil))
+	c.snap.Store(decidedOn)
+	server, client := net.Pipe()
+	t.Cleanup(func() { server.Close(); client.Close() })
+	s := newSwitchConn(c, server)
+	s.dp = newDataplane(c.dataplaneConfig(s.log))
+	packetIn := func(inPort uint32, frame []byte) {
+		s.dp.packetIn(c.now(), decidedOn, &ofp.PacketIn{BufferID: ofp.NoBuffer,
+			Match: ofp.Match{OXMs: []ofp.OXM{ofp.MatchInPort(inPort)}}, Data: frame}, s.out)
+	}
+	packetIn(1, arpFrame(t, 2, memberMAC(1), vipMAC, "10.0.0.1", "10.0.0.100", vipMAC))
+	packetIn(clientOF, syn(t, 40000))
+	newer, _ := c.builder.build(testConfig(func(c *sdnlb.Config) { c.Members[0].Health.Status = sdnlb.MemberDown }))
+	c.snap.Store(newer)
+
+	go func() {
+		s.write(s.out)
+		s.flush()
+	}()
+	br := bufio.NewReader(client)
+	client.SetReadDeadline(time.Now().Add(waitFor))
+	var last string
+	for range 6 { // two L2 flows, the flow pair, the packet-out, the purge
+		b, err := ofp.ReadMessage(br, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		h, m, err := ofp.Decode(b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		last = h.Type.String()
+		if fm, ok := m.(*ofp.FlowMod); ok {
+			last = flowLine(t, fm)
+		}
+	}
+	if want := "delete cookie=0x5d10000000000001/0xfffe000000ffffff"; last != want {
+		t.Errorf("last message %s, want the purge of member 1's connections: %s", last, want)
+	}
+}

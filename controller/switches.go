@@ -1,0 +1,128 @@
+package controller
+
+import (
+	"cmp"
+	"context"
+	"net"
+	"slices"
+	"strconv"
+
+	"github.com/sdnlb/sdnlb"
+	"github.com/sdnlb/sdnlb/controller/ofp"
+)
+
+// Switches lists the connected switches, by datapath id.
+func (c *Controller) Switches(ctx context.Context) ([]*sdnlb.Switch, error) {
+	conns := c.switchConns()
+	out := make([]*sdnlb.Switch, 0, len(conns))
+	for _, s := range conns {
+		sw := &sdnlb.Switch{DPID: formatDPID(s.dpid), Address: s.remote, ConnectedAt: s.connectedAt, Ports: []sdnlb.SwitchPort{}}
+		s.portsMu.Lock()
+		for _, p := range s.ports {
+			sw.Ports = append(sw.Ports, sdnlb.SwitchPort{
+				No: p.PortNo, Name: p.Name, MAC: net.HardwareAddr(p.HWAddr[:]).String(),
+				Up: p.Config&ofp.PortConfigDown == 0 && p.State&ofp.PortStateLinkDown == 0,
+			})
+		}
+		s.portsMu.Unlock()
+		slices.SortFunc(sw.Ports, func(a, b sdnlb.SwitchPort) int { return cmp.Compare(a.No, b.No) })
+		out = append(out, sw)
+	}
+	slices.SortFunc(out, func(a, b *sdnlb.Switch) int { return cmp.Compare(a.DPID, b.DPID) })
+	return out, nil
+}
+
+// SwitchFlows asks a switch for the flows sdnlb installed on it.
+func (c *Controller) SwitchFlows(ctx context.Context, dpid string) ([]*sdnlb.Flow, error) {
+	id, ok := parseDPID(dpid)
+	var s *switchConn
+	if ok {
+		s = c.switchConn(id)
+	}
+	if s == nil {
+		return nil, sdnlb.Errorf(sdnlb.ENOTFOUND, "no switch with dpid %s is connected", dpid)
+	}
+	xid, r, err := s.request(ofp.MultipartRequest{Body: ofp.FlowStatsRequest{
+		TableID: ofp.TableAll, OutPort: ofp.PortAny, OutGroup: ofp.GroupAny,
+		Cookie: appID << cookieAppShift, CookieMask: maskApp,
+	}})
+	defer s.forget(xid)
+	if err != nil {
+		return nil, sdnlb.Errorf(sdnlb.EUNAVAILABLE, "switch %s: %v", dpid, err)
+	}
+	ctx, cancel := context.WithTimeout(ctx, requestTimeout)
+	defer cancel()
+	select {
+	case err := <-r.done:
+		if err != nil {
+			return nil, sdnlb.Errorf(sdnlb.EUNAVAILABLE, "switch %s: %v", dpid, err)
+		}
+	case <-ctx.Done():
+		return nil, sdnlb.Errorf(sdnlb.EUNAVAILABLE, "switch %s did not answer the flow request: %v", dpid, ctx.Err())
+	}
+	flows := make([]*sdnlb.Flow, 0, len(r.stats))
+	for i := range r.stats {
+		st := &r.stats[i]
+		flows = append(flows, &sdnlb.Flow{
+			Cookie:          "0x" + strconv.FormatUint(st.Cookie, 16),
+			TableID:         int(st.TableID),
+			Priority:        int(st.Priority),
+			Match:           st.Match.String(),
+			Actions:         ofp.FormatInstructions(st.Instructions),
+			IdleTimeout:     int(st.IdleTimeout),
+			HardTimeout:     int(st.HardTimeout),
+			Packets:         st.PacketCount,
+			Bytes:           st.ByteCount,
+			DurationSeconds: float64(st.DurationSec) + float64(st.DurationNsec)/1e9,
+		})
+	}
+	slices.SortStableFunc(flows, func(a, b *sdnlb.Flow) int { return cmp.Compare(b.Priority, a.Priority) })
+	return flows, nil
+}
+
+// formatDPID writes a datapath id as Floodlight does: 8 colon-separated
+// hex bytes.
+func formatDPID(dpid uint64) string {
+	const hex = "0123456789abcdef"
+	var b [23]byte
+	for i := range 8 {
+		v := byte(dpid >> (56 - 8*i))
+		if i > 0 {
+			b[3*i-1] = ':'
+		}
+		b[3*i], b[3*i+1] = hex[v>>4], hex[v&0xf]
+	}
+	return string(b[:])
+}
+
+// parseDPID reads formatDPID's form, or plain hex, as a datapath id.
+func parseDPID(s string) (uint64, bool) {
+	var v uint64
+	digits := 0
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		var d byte
+		switch {
+		case c == ':':
+			continue
+		case '0' <= c && c <= '9':
+			d = c - '0'
+		case 'a' <= c && c <= 'f':
+			d = c - 'a' + 10
+		case 'A' <= c && c <= 'F':
+			d = c - 'A' + 10
+		default:
+			return 0, false
+		}
+		digits++
+		if digits > 16 {
+			return 0, false
+		}
+		v = v<<4 | uint64(d)
+	}
+	return v, digits > 0
+}
+
+func ipString(ip [4]byte) string { return net.IP(ip[:]).String() }
+
+func macString(mac [6]byte) string { return net.HardwareAddr(mac[:]).String() }
