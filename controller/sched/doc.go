@@ -15,12 +15,12 @@
 // New copies what it needs; the Scheduler is immutable apart from its
 // internal atomic counters, Pick is safe for concurrent use, allocates
 // nothing and never blocks. The method names are the domain's
-// (sdnlb.LBMethods), which the API validates lb_method against. New fails
+// (sdnlb.LBMethods), which the store validates lb_method against. New fails
 // only on programming errors: an unknown method (ErrUnknownMethod), a bad
 // member (ErrInvalidMember: Index < 0, Weight outside 1..256, empty or
-// duplicate ID, more than MaxMembers), a bad option (ErrInvalidOption) or a
-// nil Load for a method that reads one (ErrNoLoad). An empty member list is
-// not an error: Pick then reports ok=false.
+// duplicate ID, more than MaxMembers) or a nil Load for a method that reads
+// one (ErrNoLoad). An empty member list is not an error: Pick then reports
+// ok=false.
 //
 // Load is read at pick time by LEAST_CONNECTIONS, WEIGHTED_LEAST_CONNECTIONS,
 // LEAST_BYTES and ADAPTIVE; the controller implements it with atomics it
@@ -46,12 +46,11 @@
 //     order. O(1).
 //   - CONSISTENT_HASH: Maglev lookup table with weights (see maglev.go);
 //     hashes the whole Key, so pass only ClientIP for client affinity.
-//     Table size WithTableSize (prime, default 65537); removing one of N
-//     members remaps about 1/N of the keys. O(1); build O(M log M).
+//     The table has 65537 slots (a prime); removing one of N members
+//     remaps about 1/N of the keys. O(1); build O(M log M).
 //   - ADAPTIVE (after Juniper SRX session distribution): the member with the
-//     most spare capacity, spare = Weight·scale − ActiveConns, where scale
-//     (WithAdaptiveScale, default 100) is the connections one unit of
-//     weight can carry. O(n).
+//     most spare capacity, spare = Weight·100 − ActiveConns: one unit of
+//     weight carries 100 connections. O(n).
 //
 // The O(n) methods scan every member; that suits pools of tens. Each scan
 // starts one position further than the last one and the first strictly

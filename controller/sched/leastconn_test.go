@@ -18,39 +18,39 @@ func TestLoadAware_Picks(t *testing.T) {
 		weights []int
 		conns   []int64
 		bytes   []uint64
-		opts    []Option
 		want    []int
 	}{
-		{"LC/Fewest", sdnlb.LeastConnections, []int{1, 1, 1}, []int64{5, 2, 9}, nil, nil, []int{1, 1, 1}},
-		{"LC/WeightsIgnored", sdnlb.LeastConnections, []int{1, 100, 1}, []int64{4, 5, 6}, nil, nil, []int{0, 0, 0}},
-		{"LC/AllTiedRotates", sdnlb.LeastConnections, []int{1, 1, 1}, []int64{0, 0, 0}, nil, nil, []int{0, 1, 2, 0}},
-		{"LC/PartialTie", sdnlb.LeastConnections, []int{1, 1, 1}, []int64{3, 1, 1}, nil, nil, []int{1, 1, 2, 1}},
+		{"LC/Fewest", sdnlb.LeastConnections, []int{1, 1, 1}, []int64{5, 2, 9}, nil, []int{1, 1, 1}},
+		{"LC/WeightsIgnored", sdnlb.LeastConnections, []int{1, 100, 1}, []int64{4, 5, 6}, nil, []int{0, 0, 0}},
+		{"LC/AllTiedRotates", sdnlb.LeastConnections, []int{1, 1, 1}, []int64{0, 0, 0}, nil, []int{0, 1, 2, 0}},
+		{"LC/PartialTie", sdnlb.LeastConnections, []int{1, 1, 1}, []int64{3, 1, 1}, nil, []int{1, 1, 2, 1}},
 		// Negative counts read as 0: member 0 must not beat member 1 when the scan starts at 1.
-		{"LC/NegativeIsZero", sdnlb.LeastConnections, []int{1, 1, 1}, []int64{-5, 0, 3}, nil, nil, []int{0, 1, 0}},
-		{"LC/Huge", sdnlb.LeastConnections, []int{1, 1}, []int64{math.MaxInt64, math.MaxInt64 - 1}, nil, nil, []int{0, 1}},
+		{"LC/NegativeIsZero", sdnlb.LeastConnections, []int{1, 1, 1}, []int64{-5, 0, 3}, nil, []int{0, 1, 0}},
+		{"LC/Huge", sdnlb.LeastConnections, []int{1, 1}, []int64{math.MaxInt64, math.MaxInt64 - 1}, nil, []int{0, 1}},
 
-		{"WLC/PerWeight", sdnlb.WeightedLeastConnections, []int{1, 2, 5}, []int64{10, 10, 10}, nil, nil, []int{2, 2, 2}},
-		{"WLC/HeavyButBusy", sdnlb.WeightedLeastConnections, []int{1, 4}, []int64{2, 5}, nil, nil, []int{1, 1}},
-		{"WLC/LightAndIdle", sdnlb.WeightedLeastConnections, []int{1, 4}, []int64{0, 1}, nil, nil, []int{0, 0}},
-		{"WLC/RatioTieRotates", sdnlb.WeightedLeastConnections, []int{1, 2}, []int64{2, 4}, nil, nil, []int{0, 1, 0}},
-		{"WLC/NegativeIsZero", sdnlb.WeightedLeastConnections, []int{1, 1}, []int64{-3, 0}, nil, nil, []int{0, 1}},
-		{"WLC/NoOverflow", sdnlb.WeightedLeastConnections, []int{256, 1}, []int64{math.MaxInt64, 1}, nil, nil, []int{1, 1}},
+		{"WLC/PerWeight", sdnlb.WeightedLeastConnections, []int{1, 2, 5}, []int64{10, 10, 10}, nil, []int{2, 2, 2}},
+		{"WLC/HeavyButBusy", sdnlb.WeightedLeastConnections, []int{1, 4}, []int64{2, 5}, nil, []int{1, 1}},
+		{"WLC/LightAndIdle", sdnlb.WeightedLeastConnections, []int{1, 4}, []int64{0, 1}, nil, []int{0, 0}},
+		{"WLC/RatioTieRotates", sdnlb.WeightedLeastConnections, []int{1, 2}, []int64{2, 4}, nil, []int{0, 1, 0}},
+		{"WLC/NegativeIsZero", sdnlb.WeightedLeastConnections, []int{1, 1}, []int64{-3, 0}, nil, []int{0, 1}},
+		{"WLC/NoOverflow", sdnlb.WeightedLeastConnections, []int{256, 1}, []int64{math.MaxInt64, 1}, nil, []int{1, 1}},
 
-		{"LB/Fewest", sdnlb.LeastBytes, []int{1, 1, 1}, nil, []uint64{100, 50, 70}, nil, []int{1, 1, 1}},
-		{"LB/WeightsIgnored", sdnlb.LeastBytes, []int{256, 1}, nil, []uint64{10, 11}, nil, []int{0, 0}},
-		{"LB/TiedRotates", sdnlb.LeastBytes, []int{1, 1}, nil, []uint64{7, 7}, nil, []int{0, 1, 0}},
-		{"LB/Huge", sdnlb.LeastBytes, []int{1, 1}, nil, []uint64{math.MaxUint64, math.MaxUint64 - 1}, nil, []int{1, 1}},
+		{"LB/Fewest", sdnlb.LeastBytes, []int{1, 1, 1}, nil, []uint64{100, 50, 70}, []int{1, 1, 1}},
+		{"LB/WeightsIgnored", sdnlb.LeastBytes, []int{256, 1}, nil, []uint64{10, 11}, []int{0, 0}},
+		{"LB/TiedRotates", sdnlb.LeastBytes, []int{1, 1}, nil, []uint64{7, 7}, []int{0, 1, 0}},
+		{"LB/Huge", sdnlb.LeastBytes, []int{1, 1}, nil, []uint64{math.MaxUint64, math.MaxUint64 - 1}, []int{1, 1}},
 
-		{"ADAPTIVE/IdlePrefersCapacity", sdnlb.Adaptive, []int{3, 1}, []int64{0, 0}, nil, []Option{WithAdaptiveScale(10)}, []int{0, 0}},
-		{"ADAPTIVE/MostSpare", sdnlb.Adaptive, []int{3, 1}, []int64{25, 0}, nil, []Option{WithAdaptiveScale(10)}, []int{1, 1}},
-		{"ADAPTIVE/LeastOverloaded", sdnlb.Adaptive, []int{3, 1}, []int64{50, 20}, nil, []Option{WithAdaptiveScale(10)}, []int{1, 1}},
-		{"ADAPTIVE/SpareTieRotates", sdnlb.Adaptive, []int{3, 1}, []int64{20, 0}, nil, []Option{WithAdaptiveScale(10)}, []int{0, 1, 0}},
-		// Default scale 100: 2 units = 200 capacity, 150 busy leaves 50 < 100.
-		{"ADAPTIVE/DefaultScale", sdnlb.Adaptive, []int{2, 1}, []int64{150, 0}, nil, nil, []int{1, 1}},
+		// A unit of weight carries 100 connections: capacities 300 and 100.
+		{"ADAPTIVE/IdlePrefersCapacity", sdnlb.Adaptive, []int{3, 1}, []int64{0, 0}, nil, []int{0, 0}},
+		{"ADAPTIVE/MostSpare", sdnlb.Adaptive, []int{3, 1}, []int64{250, 0}, nil, []int{1, 1}},
+		{"ADAPTIVE/LeastOverloaded", sdnlb.Adaptive, []int{3, 1}, []int64{500, 200}, nil, []int{1, 1}},
+		{"ADAPTIVE/SpareTieRotates", sdnlb.Adaptive, []int{3, 1}, []int64{200, 0}, nil, []int{0, 1, 0}},
+		// 2 units = 200 capacity, 150 busy leaves 50 < 100.
+		{"ADAPTIVE/ScaleIs100", sdnlb.Adaptive, []int{2, 1}, []int64{150, 0}, nil, []int{1, 1}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			s := mustNew(t, tt.method, membersOf(tt.weights...), &fakeLoad{conns: tt.conns, bytes: tt.bytes}, tt.opts...)
+			s := mustNew(t, tt.method, membersOf(tt.weights...), &fakeLoad{conns: tt.conns, bytes: tt.bytes})
 			if got := mustPickN(t, s, Key{}, len(tt.want)); !slices.Equal(got, tt.want) {
 				t.Errorf("picks = %v, want %v", got, tt.want)
 			}
@@ -66,23 +66,22 @@ func TestLoadAware_UnderLoad(t *testing.T) {
 		name    string
 		method  sdnlb.LBMethod
 		weights []int
-		opts    []Option
 		picks   int
 		want    []int64
 	}{
-		{"LC/Even", sdnlb.LeastConnections, []int{5, 1, 1}, nil, 30, []int64{10, 10, 10}},
-		{"WLC/ByWeight", sdnlb.WeightedLeastConnections, []int{5, 1, 1}, nil, 70, []int64{50, 10, 10}},
-		// Capacities 30 and 10: the first 20 fill the big member to the
-		// small one's spare, the next 20 alternate until both are full...
-		{"ADAPTIVE/Full", sdnlb.Adaptive, []int{3, 1}, []Option{WithAdaptiveScale(10)}, 40, []int64{30, 10}},
-		{"ADAPTIVE/Filling", sdnlb.Adaptive, []int{3, 1}, []Option{WithAdaptiveScale(10)}, 20, []int64{20, 0}},
+		{"LC/Even", sdnlb.LeastConnections, []int{5, 1, 1}, 30, []int64{10, 10, 10}},
+		{"WLC/ByWeight", sdnlb.WeightedLeastConnections, []int{5, 1, 1}, 70, []int64{50, 10, 10}},
+		// Capacities 300 and 100: the first 200 fill the big member to the
+		// small one's spare, the next 200 alternate until both are full...
+		{"ADAPTIVE/Full", sdnlb.Adaptive, []int{3, 1}, 400, []int64{300, 100}},
+		{"ADAPTIVE/Filling", sdnlb.Adaptive, []int{3, 1}, 200, []int64{200, 0}},
 		// ...and past capacity the excess spreads evenly, not by weight.
-		{"ADAPTIVE/Overloaded", sdnlb.Adaptive, []int{3, 1}, []Option{WithAdaptiveScale(10)}, 60, []int64{40, 20}},
+		{"ADAPTIVE/Overloaded", sdnlb.Adaptive, []int{3, 1}, 600, []int64{400, 200}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			load := &fakeLoad{conns: make([]int64, len(tt.weights))}
-			s := mustNew(t, tt.method, membersOf(tt.weights...), load, tt.opts...)
+			s := mustNew(t, tt.method, membersOf(tt.weights...), load)
 			for range tt.picks {
 				idx, ok := s.Pick(Key{})
 				if !ok {

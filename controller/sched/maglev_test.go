@@ -10,9 +10,9 @@ import (
 
 // mustMaglev builds a CONSISTENT_HASH scheduler and returns its table as
 // member IDs, slot by slot.
-func mustMaglev(tb testing.TB, members []Member, opts ...Option) []string {
+func mustMaglev(tb testing.TB, members []Member) []string {
 	tb.Helper()
-	s, ok := mustNew(tb, sdnlb.ConsistentHash, members, nil, opts...).(*maglev)
+	s, ok := mustNew(tb, sdnlb.ConsistentHash, members, nil).(*maglev)
 	if !ok {
 		tb.Fatal("CONSISTENT_HASH scheduler is not a *maglev")
 	}
@@ -58,13 +58,11 @@ func TestMaglev_Weights(t *testing.T) {
 	tests := []struct {
 		name    string
 		weights []int
-		size    int
 	}{
-		{"Equal/3", []int{1, 1, 1}, DefaultTableSize},
-		{"Equal/10", []int{5, 5, 5, 5, 5, 5, 5, 5, 5, 5}, DefaultTableSize},
-		{"OneToFour", []int{1, 2, 3, 4}, DefaultTableSize},
-		{"Skewed", []int{256, 1, 16, 64}, DefaultTableSize},
-		{"SmallTable", []int{1, 2, 3}, 4099},
+		{"Equal/3", []int{1, 1, 1}},
+		{"Equal/10", []int{5, 5, 5, 5, 5, 5, 5, 5, 5, 5}},
+		{"OneToFour", []int{1, 2, 3, 4}},
+		{"Skewed", []int{256, 1, 16, 64}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -74,16 +72,16 @@ func TestMaglev_Weights(t *testing.T) {
 				members[i].Weight = w
 				total += w
 			}
-			ids := mustMaglev(t, members, WithTableSize(tt.size))
-			if len(ids) != tt.size {
-				t.Fatalf("table has %d slots, want %d", len(ids), tt.size)
+			ids := mustMaglev(t, members)
+			if len(ids) != maglevTableSize {
+				t.Fatalf("table has %d slots, want %d", len(ids), maglevTableSize)
 			}
 			slots := map[string]int{}
 			for _, id := range ids {
 				slots[id]++
 			}
 			for _, m := range members {
-				share := float64(slots[m.ID]) / float64(tt.size)
+				share := float64(slots[m.ID]) / float64(maglevTableSize)
 				want := float64(m.Weight) / float64(total)
 				if share < want*0.97-0.001 || share > want*1.03+0.001 {
 					t.Errorf("member weight %d holds %.4f of the table, want %.4f ± 3 %%", m.Weight, share, want)
@@ -102,19 +100,17 @@ func TestMaglev_MinimalDisruption(t *testing.T) {
 		n      int
 		weight int
 		remove int
-		size   int
 	}{
-		{"N5", 5, 1, 2, DefaultTableSize},
-		{"N10", 10, 1, 7, DefaultTableSize},
-		{"N50", 50, 10, 0, DefaultTableSize},
-		{"N10/SmallTable", 10, 1, 3, 4099},
+		{"N5", 5, 1, 2},
+		{"N10", 10, 1, 7},
+		{"N50", 50, 10, 0},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			members := uuidMembers(tt.n, tt.weight)
-			before := mustMaglev(t, members, WithTableSize(tt.size))
+			before := mustMaglev(t, members)
 			gone := members[tt.remove].ID
-			after := mustMaglev(t, slices.Delete(slices.Clone(members), tt.remove, tt.remove+1), WithTableSize(tt.size))
+			after := mustMaglev(t, slices.Delete(slices.Clone(members), tt.remove, tt.remove+1))
 			moved, ofGone := 0, 0
 			for slot := range before {
 				if before[slot] == gone {
@@ -127,8 +123,8 @@ func TestMaglev_MinimalDisruption(t *testing.T) {
 					t.Fatalf("slot %d still points at the removed member", slot)
 				}
 			}
-			frac := float64(moved) / float64(tt.size)
-			minimal := float64(ofGone) / float64(tt.size)
+			frac := float64(moved) / float64(len(before))
+			minimal := float64(ofGone) / float64(len(before))
 			t.Logf("moved %.4f of keys, the removed member held %.4f", frac, minimal)
 			if frac > 1/float64(tt.n)+0.03 {
 				t.Errorf("%.4f of keys moved, want at most 1/%d + 0.03", frac, tt.n)

@@ -28,7 +28,6 @@ const (
 var (
 	ErrUnknownMethod = errors.New("unknown scheduling method")
 	ErrInvalidMember = errors.New("invalid member")
-	ErrInvalidOption = errors.New("invalid option")
 	ErrNoLoad        = errors.New("method needs a Load")
 )
 
@@ -60,49 +59,25 @@ type Scheduler interface {
 	Pick(k Key) (index int, ok bool)
 }
 
-// Option tunes a method; options that do not apply to the method are ignored.
-type Option func(*options)
-
-type options struct {
-	tableSize     int
-	adaptiveScale int64
-}
-
-// Defaults for the options.
 const (
-	DefaultTableSize     = 65537 // prime; Maglev suggests M ≥ 100·N
-	MaxTableSize         = 1 << 20
-	DefaultAdaptiveScale = 100 // connections one unit of weight can carry
-	MaxAdaptiveScale     = 1 << 32
+	// maglevTableSize is the CONSISTENT_HASH lookup table size: a prime, as
+	// Maglev's permutations need, above MaxMembers so that every member
+	// gets a slot, and 100 times the members of pools up to 655, which
+	// Maglev suggests for an even spread.
+	maglevTableSize = 65537
+	// adaptiveScale is how many active connections one unit of weight can
+	// carry under ADAPTIVE.
+	adaptiveScale = 100
 )
-
-// WithTableSize sets the CONSISTENT_HASH lookup table size: a prime in
-// [2, MaxTableSize], larger than the number of members.
-func WithTableSize(prime int) Option {
-	return func(o *options) { o.tableSize = prime }
-}
-
-// WithAdaptiveScale sets how many active connections one unit of weight
-// can carry under ADAPTIVE, in [1, MaxAdaptiveScale].
-func WithAdaptiveScale(connsPerWeight int64) Option {
-	return func(o *options) { o.adaptiveScale = connsPerWeight }
-}
 
 // New builds the scheduler of method for members, which must be the pool's
 // eligible members (admin up, weight > 0, healthy). New copies what it needs,
 // so members may be reused after it returns. load may be nil for methods
 // that do not read it. With no members every method returns a scheduler
 // whose Pick reports ok=false.
-func New(method sdnlb.LBMethod, members []Member, load Load, opts ...Option) (Scheduler, error) {
+func New(method sdnlb.LBMethod, members []Member, load Load) (Scheduler, error) {
 	if !sdnlb.ValidLBMethod(method) {
 		return nil, fmt.Errorf("sched: %w %q", ErrUnknownMethod, method)
-	}
-	o := options{tableSize: DefaultTableSize, adaptiveScale: DefaultAdaptiveScale}
-	for _, opt := range opts {
-		opt(&o)
-	}
-	if err := o.validate(method, len(members)); err != nil {
-		return nil, err
 	}
 	if load == nil && needsLoad(method) {
 		return nil, fmt.Errorf("sched: %s: %w", method, ErrNoLoad)
@@ -129,27 +104,10 @@ func New(method sdnlb.LBMethod, members []Member, load Load, opts ...Option) (Sc
 	case sdnlb.SourceIP:
 		return newSourceIP(members), nil
 	case sdnlb.ConsistentHash:
-		return newMaglev(members, o.tableSize), nil
+		return newMaglev(members, maglevTableSize), nil
 	default: // Adaptive: ValidLBMethod has ruled out anything else
-		return newAdaptive(members, load, o.adaptiveScale), nil
+		return newAdaptive(members, load, adaptiveScale), nil
 	}
-}
-
-func (o options) validate(method sdnlb.LBMethod, n int) error {
-	switch method {
-	case sdnlb.ConsistentHash:
-		if o.tableSize < 2 || o.tableSize > MaxTableSize || !isPrime(o.tableSize) {
-			return fmt.Errorf("sched: %w: table size %d is not a prime in [2, %d]", ErrInvalidOption, o.tableSize, MaxTableSize)
-		}
-		if n >= o.tableSize {
-			return fmt.Errorf("sched: %w: table size %d must exceed the %d members", ErrInvalidOption, o.tableSize, n)
-		}
-	case sdnlb.Adaptive:
-		if o.adaptiveScale < 1 || o.adaptiveScale > MaxAdaptiveScale {
-			return fmt.Errorf("sched: %w: adaptive scale %d not in [1, %d]", ErrInvalidOption, o.adaptiveScale, int64(MaxAdaptiveScale))
-		}
-	}
-	return nil
 }
 
 func validateMembers(members []Member) error {
@@ -172,18 +130,6 @@ func validateMembers(members []Member) error {
 		seen[m.ID] = struct{}{}
 	}
 	return nil
-}
-
-func isPrime(n int) bool {
-	if n < 2 {
-		return false
-	}
-	for d := 2; d*d <= n; d++ {
-		if n%d == 0 {
-			return false
-		}
-	}
-	return true
 }
 
 // empty is the scheduler of a pool with no eligible member.

@@ -42,9 +42,9 @@ func membersOf(weights ...int) []Member {
 	return ms
 }
 
-func mustNew(tb testing.TB, method sdnlb.LBMethod, members []Member, load Load, opts ...Option) Scheduler {
+func mustNew(tb testing.TB, method sdnlb.LBMethod, members []Member, load Load) Scheduler {
 	tb.Helper()
-	s, err := New(method, members, load, opts...)
+	s, err := New(method, members, load)
 	if err != nil {
 		tb.Fatalf("New(%s): %v", method, err)
 	}
@@ -104,31 +104,24 @@ func TestNew_Errors(t *testing.T) {
 		method  sdnlb.LBMethod
 		members []Member
 		load    Load
-		opts    []Option
 		want    error
 	}{
-		{"ErrUnknownMethod", "FASTEST", membersOf(1), load, nil, ErrUnknownMethod},
-		{"ErrUnknownMethodEmpty", "", nil, load, nil, ErrUnknownMethod},
-		{"ErrWeightZero", sdnlb.RoundRobin, membersOf(1, 0), load, nil, ErrInvalidMember},
-		{"ErrWeightTooLarge", sdnlb.WeightedRoundRobin, membersOf(257), load, nil, ErrInvalidMember},
-		{"ErrNegativeIndex", sdnlb.RoundRobin, []Member{{Index: -1, ID: "a", Weight: 1}}, load, nil, ErrInvalidMember},
-		{"ErrEmptyID", sdnlb.ConsistentHash, []Member{{Index: 0, Weight: 1}}, load, nil, ErrInvalidMember},
-		{"ErrDuplicateID", sdnlb.SourceIP, []Member{{Index: 0, ID: "a", Weight: 1}, {Index: 1, ID: "a", Weight: 1}}, load, nil, ErrInvalidMember},
-		{"ErrTooManyMembers", sdnlb.RoundRobin, tooMany, load, nil, ErrInvalidMember},
-		{"ErrNoLoad/LEAST_CONNECTIONS", sdnlb.LeastConnections, membersOf(1), nil, nil, ErrNoLoad},
-		{"ErrNoLoad/WEIGHTED_LEAST_CONNECTIONS", sdnlb.WeightedLeastConnections, membersOf(1), nil, nil, ErrNoLoad},
-		{"ErrNoLoad/LEAST_BYTES", sdnlb.LeastBytes, membersOf(1), nil, nil, ErrNoLoad},
-		{"ErrNoLoad/ADAPTIVE", sdnlb.Adaptive, nil, nil, nil, ErrNoLoad},
-		{"ErrTableSizeNotPrime", sdnlb.ConsistentHash, membersOf(1), nil, []Option{WithTableSize(65536)}, ErrInvalidOption},
-		{"ErrTableSizeOne", sdnlb.ConsistentHash, membersOf(1), nil, []Option{WithTableSize(1)}, ErrInvalidOption},
-		{"ErrTableSizeTooLarge", sdnlb.ConsistentHash, membersOf(1), nil, []Option{WithTableSize(1048583)}, ErrInvalidOption},
-		{"ErrTableSizeNotAboveMembers", sdnlb.ConsistentHash, membersOf(1, 1, 1), nil, []Option{WithTableSize(3)}, ErrInvalidOption},
-		{"ErrAdaptiveScaleZero", sdnlb.Adaptive, membersOf(1), load, []Option{WithAdaptiveScale(0)}, ErrInvalidOption},
-		{"ErrAdaptiveScaleTooLarge", sdnlb.Adaptive, membersOf(1), load, []Option{WithAdaptiveScale(MaxAdaptiveScale + 1)}, ErrInvalidOption},
+		{"ErrUnknownMethod", "FASTEST", membersOf(1), load, ErrUnknownMethod},
+		{"ErrUnknownMethodEmpty", "", nil, load, ErrUnknownMethod},
+		{"ErrWeightZero", sdnlb.RoundRobin, membersOf(1, 0), load, ErrInvalidMember},
+		{"ErrWeightTooLarge", sdnlb.WeightedRoundRobin, membersOf(257), load, ErrInvalidMember},
+		{"ErrNegativeIndex", sdnlb.RoundRobin, []Member{{Index: -1, ID: "a", Weight: 1}}, load, ErrInvalidMember},
+		{"ErrEmptyID", sdnlb.ConsistentHash, []Member{{Index: 0, Weight: 1}}, load, ErrInvalidMember},
+		{"ErrDuplicateID", sdnlb.SourceIP, []Member{{Index: 0, ID: "a", Weight: 1}, {Index: 1, ID: "a", Weight: 1}}, load, ErrInvalidMember},
+		{"ErrTooManyMembers", sdnlb.RoundRobin, tooMany, load, ErrInvalidMember},
+		{"ErrNoLoad/LEAST_CONNECTIONS", sdnlb.LeastConnections, membersOf(1), nil, ErrNoLoad},
+		{"ErrNoLoad/WEIGHTED_LEAST_CONNECTIONS", sdnlb.WeightedLeastConnections, membersOf(1), nil, ErrNoLoad},
+		{"ErrNoLoad/LEAST_BYTES", sdnlb.LeastBytes, membersOf(1), nil, ErrNoLoad},
+		{"ErrNoLoad/ADAPTIVE", sdnlb.Adaptive, nil, nil, ErrNoLoad},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			s, err := New(tt.method, tt.members, tt.load, tt.opts...)
+			s, err := New(tt.method, tt.members, tt.load)
 			if !errors.Is(err, tt.want) {
 				t.Fatalf("New() error = %v, want %v", err, tt.want)
 			}
@@ -136,14 +129,6 @@ func TestNew_Errors(t *testing.T) {
 				t.Errorf("New() returned a scheduler with error %v", err)
 			}
 		})
-	}
-}
-
-func TestNew_OptionsOfOtherMethodsIgnored(t *testing.T) {
-	// A bad table size must not break a method that has no table.
-	s := mustNew(t, sdnlb.RoundRobin, membersOf(1), nil, WithTableSize(4), WithAdaptiveScale(-1))
-	if _, ok := s.Pick(Key{}); !ok {
-		t.Fatal("Pick ok=false")
 	}
 }
 
@@ -262,13 +247,13 @@ func TestPick_Concurrent(t *testing.T) {
 	}
 }
 
-// FuzzNew builds every method from arbitrary members and options: New either
-// fails or returns a scheduler whose picks are always one of the members.
+// FuzzNew builds every method from arbitrary members: New either fails or
+// returns a scheduler whose picks are always one of the members.
 func FuzzNew(f *testing.F) {
-	f.Add(uint8(0), []byte{1, 2, 3}, 65537, int64(100), uint32(0x0a000001), uint16(80))
-	f.Add(uint8(7), []byte{0, 255, 9}, 7, int64(1), uint32(0), uint16(0))
-	f.Add(uint8(8), []byte{}, 2, int64(-1), uint32(1<<31), uint16(65535))
-	f.Fuzz(func(t *testing.T, method uint8, weights []byte, tableSize int, scale int64, ip uint32, port uint16) {
+	f.Add(uint8(0), []byte{1, 2, 3}, uint32(0x0a000001), uint16(80))
+	f.Add(uint8(7), []byte{0, 255, 9}, uint32(0), uint16(0))
+	f.Add(uint8(8), []byte{}, uint32(1<<31), uint16(65535))
+	f.Fuzz(func(t *testing.T, method uint8, weights []byte, ip uint32, port uint16) {
 		if len(weights) > 64 {
 			weights = weights[:64]
 		}
@@ -282,7 +267,7 @@ func FuzzNew(f *testing.F) {
 			load.bytes[i] = uint64(ip) * uint64(i)
 		}
 		m := sdnlb.LBMethods[int(method)%len(sdnlb.LBMethods)]
-		s, err := New(m, members, load, WithTableSize(tableSize), WithAdaptiveScale(scale))
+		s, err := New(m, members, load)
 		if err != nil {
 			return
 		}
