@@ -1,0 +1,82 @@
+package oftable_test
+
+import (
+	"errors"
+	"slices"
+	"testing"
+
+	"github.com/sdnlb/sdnlb/controller/ofp"
+	"github.com/sdnlb/sdnlb/controller/oftable"
+)
+
+func TestApplyActions(t *testing.T) {
+	syn := tcpPacket(clientPort, clientMAC, vipMAC, client, 40000, vip, 80)
+	udp := syn
+	udp.IPProto = 17
+	arp := oftable.Packet{InPort: clientPort, EthSrc: clientMAC, EthType: 0x0806, ARPOp: 1, ARPSPA: client, ARPTPA: vip}
+	set := func(o ofp.OXM) ofp.Action { return ofp.ActionSetField{Field: o} }
+	edit := func(p oftable.Packet, f func(*oftable.Packet)) oftable.Packet {
+		f(&p)
+		return p
+	}
+	ptrSet, ptrOut := ofp.ActionSetField{Field: ofp.MatchIPv4Dst(member)}, ofp.ActionOutput{Port: memberPort}
+	tests := []struct {
+		name      string
+		in        oftable.Packet
+		actions   []ofp.Action
+		want      oftable.Packet
+		wantPorts []uint32
+	}{
+		{"None", syn, nil, syn, nil},
+		{"ForwardNAT", syn, []ofp.Action{set(ofp.MatchEthDst(memberMAC)), set(ofp.MatchIPv4Dst(member)), set(ofp.MatchTCPDst(8080)), out(memberPort)},
+			edit(syn, func(p *oftable.Packet) { p.EthDst, p.IPv4Dst, p.L4Dst = memberMAC, member, 8080 }), []uint32{memberPort}},
+		{"ReverseNAT", syn, []ofp.Action{set(ofp.MatchEthSrc(vipMAC)), set(ofp.MatchIPv4Src(vip)), set(ofp.MatchTCPSrc(80)), out(clientPort)},
+			edit(syn, func(p *oftable.Packet) { p.EthSrc, p.IPv4Src, p.L4Src = vipMAC, vip, 80 }), []uint32{clientPort}},
+		{"UDPPorts", udp, []ofp.Action{set(ofp.MatchUDPSrc(1)), set(ofp.MatchUDPDst(2))},
+			edit(udp, func(p *oftable.Packet) { p.L4Src, p.L4Dst = 1, 2 }), nil},
+		{"TCPFieldOfUDPPacketSkipped", udp, []ofp.Action{set(ofp.MatchTCPDst(2)), out(1)}, udp, []uint32{1}},
+		{"IPv4FieldOfARPPacketSkipped", arp, []ofp.Action{set(ofp.MatchIPv4Dst(member))}, arp, nil},
+		{"ARPFields", arp, []ofp.Action{set(ofp.MatchARPOp(2)), set(ofp.MatchARPSPA(vip)), set(ofp.MatchARPTPA(client))},
+			edit(arp, func(p *oftable.Packet) { p.ARPOp, p.ARPSPA, p.ARPTPA = 2, vip, client }), nil},
+		{"InPortResolved", syn, []ofp.Action{out(ofp.PortInPort)}, syn, []uint32{clientPort}},
+		{"ReservedPortsKept", syn, []ofp.Action{out(ofp.PortController), out(ofp.PortFlood), out(ofp.PortLocal), out(5)},
+			syn, []uint32{ofp.PortController, ofp.PortFlood, ofp.PortLocal, 5}},
+		{"PointerActions", syn, []ofp.Action{&ptrSet, &ptrOut},
+			edit(syn, func(p *oftable.Packet) { p.IPv4Dst = member }), []uint32{memberPort}},
+		{"UnmodelledSkipped", syn, []ofp.Action{ofp.ActionPushVLAN{EtherType: 0x8100}, ofp.ActionDecNwTTL{}, out(2)}, syn, []uint32{2}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, ports := oftable.ApplyActions(tt.actions, tt.in)
+			if got != tt.want || !slices.Equal(ports, tt.wantPorts) {
+				t.Errorf("ApplyActions(%s):\n got  %v to %v\n want %v to %v", ofp.FormatActions(tt.actions), got, ports, tt.want, tt.wantPorts)
+			}
+		})
+	}
+}
+
+func TestCheckActions(t *testing.T) {
+	tests := []struct {
+		name     string
+		actions  []ofp.Action
+		wantCode uint16 // with ErrTypeBadAction; 0xffff: no error
+	}{
+		{"OK", []ofp.Action{ofp.ActionSetField{Field: ofp.MatchTCPDst(1)}, &ofp.ActionOutput{Port: ofp.PortFlood}}, 0xffff},
+		{"OKNone", nil, 0xffff},
+		{"ErrPort0", []ofp.Action{out(0)}, ofp.BadActionBadOutPort},
+		{"ErrGroup", []ofp.Action{ofp.ActionGroup{GroupID: 1}}, ofp.BadActionBadType},
+		{"ErrSetInPort", []ofp.Action{ofp.ActionSetField{Field: ofp.MatchInPort(1)}}, 13},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			err := oftable.CheckActions(tt.actions)
+			var msg *ofp.ErrorMsg
+			switch {
+			case tt.wantCode == 0xffff && err != nil:
+				t.Fatalf("CheckActions: %v", err)
+			case tt.wantCode != 0xffff && (!errors.As(err, &msg) || msg.ErrType != ofp.ErrTypeBadAction || msg.Code != tt.wantCode):
+				t.Fatalf("CheckActions = %v, want BAD_ACTION code %d", err, tt.wantCode)
+			}
+		})
+	}
+}

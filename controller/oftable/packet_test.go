@@ -1,0 +1,117 @@
+package oftable_test
+
+import (
+	"errors"
+	"net"
+	"testing"
+
+	"github.com/gopacket/gopacket"
+	"github.com/gopacket/gopacket/layers"
+	"github.com/sdnlb/sdnlb/controller/oftable"
+)
+
+// mustSerialize builds a frame with lengths and checksums filled in.
+func mustSerialize(tb testing.TB, ls ...gopacket.SerializableLayer) []byte {
+	tb.Helper()
+	buf := gopacket.NewSerializeBuffer()
+	opts := gopacket.SerializeOptions{FixLengths: true, ComputeChecksums: true}
+	if err := gopacket.SerializeLayers(buf, opts, ls...); err != nil {
+		tb.Fatal(err)
+	}
+	return buf.Bytes()
+}
+
+func TestParseFrame(t *testing.T) {
+	eth := func(t layers.EthernetType) *layers.Ethernet {
+		return &layers.Ethernet{SrcMAC: clientMAC[:], DstMAC: vipMAC[:], EthernetType: t}
+	}
+	ipv4 := func(proto layers.IPProtocol) *layers.IPv4 {
+		return &layers.IPv4{Version: 4, TTL: 64, Protocol: proto, SrcIP: client[:], DstIP: vip[:]}
+	}
+	tcp := &layers.TCP{SrcPort: 40000, DstPort: 80, SYN: true, Window: 1024}
+	tcp.SetNetworkLayerForChecksum(ipv4(layers.IPProtocolTCP))
+	udp := &layers.UDP{SrcPort: 5000, DstPort: 53}
+	udp.SetNetworkLayerForChecksum(ipv4(layers.IPProtocolUDP))
+	ipBase := oftable.Packet{InPort: 7, EthSrc: clientMAC, EthDst: vipMAC, EthType: 0x0800, IPv4Src: client, IPv4Dst: vip}
+	with := func(f func(*oftable.Packet)) oftable.Packet {
+		p := ipBase
+		f(&p)
+		return p
+	}
+	tcpFrame := mustSerialize(t, eth(layers.EthernetTypeIPv4), ipv4(layers.IPProtocolTCP), tcp)
+	tests := []struct {
+		name    string
+		frame   []byte
+		want    oftable.Packet
+		wantErr bool
+	}{
+		{"TCP", tcpFrame, with(func(p *oftable.Packet) { p.IPProto, p.L4Src, p.L4Dst = 6, 40000, 80 }), false},
+		{"UDP", mustSerialize(t, eth(layers.EthernetTypeIPv4), ipv4(layers.IPProtocolUDP), udp, gopacket.Payload("q")),
+			with(func(p *oftable.Packet) { p.IPProto, p.L4Src, p.L4Dst = 17, 5000, 53 }), false},
+		{"ICMP", mustSerialize(t, eth(layers.EthernetTypeIPv4), ipv4(layers.IPProtocolICMPv4),
+			&layers.ICMPv4{TypeCode: layers.CreateICMPv4TypeCode(3, 4)}),
+			with(func(p *oftable.Packet) { p.IPProto, p.ICMPType, p.ICMPCode = 1, 3, 4 }), false},
+		{"OtherIPProtocol", mustSerialize(t, eth(layers.EthernetTypeIPv4), ipv4(47), gopacket.Payload("gre")),
+			with(func(p *oftable.Packet) { p.IPProto = 47 }), false},
+		{"ARP", mustSerialize(t, eth(layers.EthernetTypeARP), &layers.ARP{
+			AddrType: layers.LinkTypeEthernet, Protocol: layers.EthernetTypeIPv4, HwAddressSize: 6, ProtAddressSize: 4,
+			Operation: 1, SourceHwAddress: clientMAC[:], SourceProtAddress: client[:],
+			DstHwAddress: make([]byte, 6), DstProtAddress: vip[:],
+		}), oftable.Packet{InPort: 7, EthSrc: clientMAC, EthDst: vipMAC, EthType: 0x0806, ARPOp: 1, ARPSPA: client, ARPTPA: vip}, false},
+		{"IPv6OnlyEthernet", mustSerialize(t, eth(layers.EthernetTypeIPv6), &layers.IPv6{Version: 6, HopLimit: 1,
+			NextHeader: layers.IPProtocolNoNextHeader, SrcIP: net.ParseIP("fe80::1"), DstIP: net.ParseIP("fe80::2")}),
+			oftable.Packet{InPort: 7, EthSrc: clientMAC, EthDst: vipMAC, EthType: 0x86dd}, false},
+		{"ErrVLAN", mustSerialize(t, eth(layers.EthernetTypeDot1Q), &layers.Dot1Q{VLANIdentifier: 5, Type: layers.EthernetTypeIPv4},
+			ipv4(layers.IPProtocolTCP), tcp), oftable.Packet{}, true},
+		{"ErrTruncatedTCP", tcpFrame[:14+20+10], oftable.Packet{}, true},
+		{"ErrShortEthernet", tcpFrame[:10], oftable.Packet{}, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := oftable.ParseFrame(7, tt.frame)
+			if (err != nil) != tt.wantErr {
+				t.Fatalf("ParseFrame: %v, want error: %t", err, tt.wantErr)
+			}
+			if got != tt.want {
+				t.Errorf("ParseFrame:\n got  %v (%+v)\n want %v", got, got, tt.want)
+			}
+		})
+	}
+	t.Run("ErrVLANIsErrVLAN", func(t *testing.T) {
+		frame := mustSerialize(t, eth(layers.EthernetTypeDot1Q), &layers.Dot1Q{VLANIdentifier: 5, Type: layers.EthernetTypeARP})
+		if _, err := oftable.ParseFrame(1, frame); !errors.Is(err, oftable.ErrVLAN) {
+			t.Errorf("ParseFrame = %v, want ErrVLAN", err)
+		}
+	})
+}
+
+func TestPacket_String(t *testing.T) {
+	syn := tcpPacket(clientPort, clientMAC, vipMAC, client, 40000, vip, 80)
+	udp := syn
+	udp.IPProto = 17
+	icmp := syn
+	icmp.IPProto, icmp.ICMPType, icmp.L4Src, icmp.L4Dst = 1, 8, 0, 0
+	gre := syn
+	gre.IPProto = 47
+	tests := []struct {
+		name string
+		p    oftable.Packet
+		want string
+	}{
+		{"TCP", syn, "tcp 10.0.1.5:40000 > 10.0.0.100:80 in_port=10 dl_src=02:00:00:00:01:05 dl_dst=02:00:00:00:00:64"},
+		{"UDP", udp, "udp 10.0.1.5:40000 > 10.0.0.100:80 in_port=10 dl_src=02:00:00:00:01:05 dl_dst=02:00:00:00:00:64"},
+		{"ICMP", icmp, "icmp 10.0.1.5 > 10.0.0.100 type=8 code=0 in_port=10 dl_src=02:00:00:00:01:05 dl_dst=02:00:00:00:00:64"},
+		{"OtherIP", gre, "ip proto=47 10.0.1.5 > 10.0.0.100 in_port=10 dl_src=02:00:00:00:01:05 dl_dst=02:00:00:00:00:64"},
+		{"ARP", oftable.Packet{InPort: 0xfffffffd, EthType: 0x0806, ARPOp: 2, ARPSPA: vip, ARPTPA: client},
+			"arp op=2 10.0.0.100 > 10.0.1.5 in_port=CONTROLLER dl_src=00:00:00:00:00:00 dl_dst=00:00:00:00:00:00"},
+		{"OtherEtherType", oftable.Packet{InPort: 1, EthType: 0x86dd},
+			"dl_type=0x86dd in_port=1 dl_src=00:00:00:00:00:00 dl_dst=00:00:00:00:00:00"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := tt.p.String(); got != tt.want {
+				t.Errorf("String() =\n %q, want\n %q", got, tt.want)
+			}
+		})
+	}
+}
