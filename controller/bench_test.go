@@ -22,16 +22,7 @@ import (
 // count too, so it encodes nothing per op.
 func BenchmarkPacketIn(b *testing.B) {
 	h := startController(b, testConfig(nil), Options{})
-	server, client := net.Pipe()
-	b.Cleanup(func() { client.Close() })
-	h.ln.conns <- server
-	br := bufio.NewReader(client)
-	sw := &fakeSwitch{tb: b, conn: client}
-	benchHandshake(b, sw, br)
-	for i := 1; i <= 3; i++ {
-		teachMemberRaw(b, sw, br, i)
-	}
-	client.SetWriteDeadline(time.Time{}) // sendRaw's deadline would end long runs
+	client, br := benchSwitch(b, h, 1, 2, 3)
 	go io.Copy(io.Discard, br)
 
 	// A batch of packet-ins that differ in the client address and port,
@@ -61,14 +52,7 @@ func BenchmarkPacketIn(b *testing.B) {
 func BenchmarkPacketInReply(b *testing.B) {
 	reg := prometheus.NewRegistry()
 	h := startController(b, testConfig(func(c *sdnlb.Config) { c.Members = c.Members[:1] }), Options{Registerer: reg})
-	server, client := net.Pipe()
-	b.Cleanup(func() { client.Close() })
-	h.ln.conns <- server
-	br := bufio.NewReader(client)
-	sw := &fakeSwitch{tb: b, conn: client}
-	benchHandshake(b, sw, br)
-	teachMemberRaw(b, sw, br, 1)
-	client.SetWriteDeadline(time.Time{}) // sendRaw's deadline would end long runs
+	client, br := benchSwitch(b, h, 1)
 	var outs atomic.Int64
 	go func() {
 		var msg []byte
@@ -150,6 +134,23 @@ func (p *packetInBatch) write(tb testing.TB, w io.Writer, n, from, ipOff, portOf
 	if _, err := w.Write(p.buf[:n*p.msgLen]); err != nil {
 		tb.Fatal(err)
 	}
+}
+
+// benchSwitch connects a switch over net.Pipe that knows members, and
+// returns its end of the pipe and a reader of what the controller sends.
+func benchSwitch(tb testing.TB, h *harness, members ...int) (net.Conn, *bufio.Reader) {
+	tb.Helper()
+	server, client := net.Pipe()
+	tb.Cleanup(func() { client.Close() })
+	h.ln.conns <- server
+	br := bufio.NewReader(client)
+	sw := &fakeSwitch{tb: tb, conn: client}
+	benchHandshake(tb, sw, br)
+	for _, i := range members {
+		teachMemberRaw(tb, sw, br, i)
+	}
+	client.SetWriteDeadline(time.Time{}) // sendRaw's deadline would end long runs
+	return client, br
 }
 
 // benchHandshake plays the switch side of the handshake on a raw conn.

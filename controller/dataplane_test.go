@@ -14,6 +14,7 @@ import (
 
 	"github.com/sdnlb/sdnlb"
 	"github.com/sdnlb/sdnlb/controller/ofp"
+	"github.com/sdnlb/sdnlb/controller/oftable"
 )
 
 // decision drives one switch's dataplane directly, as faucet tests its
@@ -28,11 +29,16 @@ type decision struct {
 	xids     atomic.Uint32
 	out      *outbox
 	now      time.Time
+	// sw is the switch's flow table: every flow-mod the dataplane sends
+	// and every configuration's sync is applied to it.
+	sw *oftable.Table
 }
 
 func newDecision(tb testing.TB, cfg *sdnlb.Config) *decision {
 	tb.Helper()
-	d := &decision{tb: tb, builder: newSnapshotBuilder(), affinity: newAffinityTable(), now: time.Unix(1_700_000_000, 0)}
+	d := &decision{tb: tb, builder: newSnapshotBuilder(), affinity: newAffinityTable(), now: time.Unix(1_700_000_000, 0),
+		sw: oftable.New(), snap: emptySnapshot}
+	d.applyAll(baseFlows())
 	d.out = newOutbox(&d.xids)
 	d.dp = newDataplane(dataplaneConfig{
 		idleTimeout: flowSeconds(DefaultIdleTimeout), affinity: d.affinity,
@@ -49,7 +55,54 @@ func (d *decision) configure(cfg *sdnlb.Config) {
 	if len(skipped) > 0 {
 		d.tb.Fatalf("configuration objects skipped: %v", skipped)
 	}
+	mods, _ := reconcile(d.snap, snap)
+	d.applyAll(mods)
 	d.snap = snap
+}
+
+func (d *decision) applyAll(mods []ofp.FlowMod) {
+	d.tb.Helper()
+	for i := range mods {
+		d.apply(&mods[i])
+	}
+}
+
+// apply has the switch's table take a flow-mod; flows it removes account
+// as a switch would report them.
+func (d *decision) apply(fm *ofp.FlowMod) {
+	d.tb.Helper()
+	removed, err := d.sw.Apply(fm)
+	if err != nil {
+		d.tb.Fatalf("the switch rejects %s: %v", flowLine(d.tb, fm), err)
+	}
+	for _, f := range removed {
+		if f.Flags&ofp.FlagSendFlowRem != 0 {
+			d.dp.flowRemoved(d.now, d.snap, &ofp.FlowRemoved{Cookie: f.Cookie, Priority: f.Priority, Reason: ofp.RemovedDelete, Match: f.Match})
+		}
+	}
+}
+
+// forward is where the switch's table sends a frame arriving on inPort,
+// as "output:PORTS PACKET" with the packet after the flow's rewrites, or
+// "CONTROLLER" when the table punts it.
+func (d *decision) forward(inPort uint32, frame []byte) string {
+	d.tb.Helper()
+	p, err := oftable.ParseFrame(inPort, frame)
+	if err != nil {
+		d.tb.Fatal(err)
+	}
+	r := d.sw.Process(p)
+	if slices.Contains(r.Ports, ofp.PortController) {
+		return "CONTROLLER"
+	}
+	if len(r.Ports) == 0 {
+		return "drop"
+	}
+	ports := make([]string, len(r.Ports))
+	for i, port := range r.Ports {
+		ports[i] = portName(port)
+	}
+	return "output:" + strings.Join(ports, ",") + " " + r.Out.String()
 }
 
 func (d *decision) advance(dur time.Duration) { d.now = d.now.Add(dur) }
@@ -90,6 +143,7 @@ func (d *decision) sent(in []byte) []string {
 		b = b[h.Length:]
 		switch m := m.(type) {
 		case *ofp.FlowMod:
+			d.apply(m)
 			lines = append(lines, "flow_mod "+flowLine(d.tb, m))
 		case *ofp.PacketOut:
 			data := "<in>"
@@ -254,15 +308,23 @@ func TestDataplane_LatePacketsOfNewConnection(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			d := newDecision(t, testConfig(nil))
-			d.teach(1, 2, 3)
-			d.packetIn(clientOF, syn(t, 40000))
-			if tt.before != nil {
-				tt.before(d)
-			}
+			d := afterSetup(t, tt.before)
 			assertSent(t, d.packetIn(clientOF, tt.frame), tt.want)
 		})
 	}
+}
+
+// afterSetup is a dataplane that set up one connection, from the client's
+// port 40000 to member 1, and then went through before (if not nil).
+func afterSetup(tb testing.TB, before func(d *decision)) *decision {
+	tb.Helper()
+	d := newDecision(tb, testConfig(nil))
+	d.teach(1, 2, 3)
+	d.packetIn(clientOF, syn(tb, 40000))
+	if before != nil {
+		before(d)
+	}
+	return d
 }
 
 // synACK is member i's answer to a client SYN from sport.
@@ -295,12 +357,7 @@ func TestDataplane_MemberReply(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			d := newDecision(t, testConfig(nil))
-			d.teach(1, 2, 3)
-			d.packetIn(clientOF, syn(t, 40000))
-			if tt.before != nil {
-				tt.before(d)
-			}
+			d := afterSetup(t, tt.before)
 			want := fmt.Sprintf("packet_out in_port=%d actions=output:10 data=<in>", tt.member)
 			if tt.nat {
 				want = fmt.Sprintf("packet_out in_port=%d actions=%s,output:10 data=<in>", tt.member, reverseNAT)
@@ -592,4 +649,61 @@ func TestDataplane_LearnedTablesBounded(t *testing.T) {
 	if d.dp.macs[moved].port != 2 {
 		t.Errorf("a full table stopped tracking a move")
 	}
+}
+
+// Once a connection is set up the switch carries it by itself: its table,
+// fed every flow-mod the controller sent, rewrites the client's packets
+// to the member and the member's replies back to the VIP, leaves the
+// member's other traffic alone, and punts what it cannot decide.
+func TestDataplane_SwitchCarriesConnection(t *testing.T) {
+	d := newDecision(t, testConfig(nil))
+	arpForVIP := arpFrame(t, 1, clientMAC, "ff:ff:ff:ff:ff:ff", clientIP, "10.0.0.100", "00:00:00:00:00:00")
+	if got := d.forward(clientOF, arpForVIP); got != "CONTROLLER" {
+		t.Errorf("ARP for the VIP went %s", got)
+	}
+	d.packetIn(clientOF, arpForVIP)
+	d.teach(1, 2, 3)
+	first := syn(t, 40000)
+	if got := d.forward(clientOF, first); got != "CONTROLLER" {
+		t.Fatalf("a new connection went %s", got)
+	}
+	d.packetIn(clientOF, first)
+
+	ack := tcpFrame(t, tcpSeg{srcMAC: clientMAC, dstMAC: vipMAC, src: clientIP, dst: "10.0.0.100", sport: 40000, dport: 80, ack: true, seq: 1001, ackNum: 5001})
+	tests := []struct {
+		name   string
+		inPort uint32
+		frame  []byte
+		want   string
+	}{
+		{"ClientToMember", clientOF, ack,
+			"output:1 tcp 10.0.1.5:40000 > 10.0.0.1:8080 in_port=10 dl_src=cc:00:00:00:00:01 dl_dst=aa:00:00:00:00:01"},
+		{"MemberReplyFromVIP", 1, synACK(t, 1, 40000),
+			"output:10 tcp 10.0.0.100:80 > 10.0.1.5:40000 in_port=1 dl_src=02:00:00:00:01:00 dl_dst=cc:00:00:00:00:01"},
+		{"OtherClientPortPunted", clientOF, syn(t, 40001), "CONTROLLER"},
+		{"MemberReplyWithoutConnectionPunted", 1, synACK(t, 1, 40001), "CONTROLLER"},
+		{"MemberOtherServiceSwitchedByMAC", 1,
+			tcpFrame(t, tcpSeg{srcMAC: memberMAC(1), dstMAC: clientMAC, src: "10.0.0.1", dst: clientIP, sport: 22, dport: 50000, ack: true}),
+			"output:10 tcp 10.0.0.1:22 > 10.0.1.5:50000 in_port=1 dl_src=aa:00:00:00:00:01 dl_dst=cc:00:00:00:00:01"},
+		{"OtherPortOfVIPDropped", clientOF,
+			tcpFrame(t, tcpSeg{srcMAC: clientMAC, dstMAC: vipMAC, src: clientIP, dst: "10.0.0.100", sport: 1, dport: 22, syn: true}), "drop"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := d.forward(tt.inPort, tt.frame); got != tt.want {
+				t.Errorf("went\n  %s\nwant\n  %s", got, tt.want)
+			}
+		})
+	}
+
+	t.Run("MemberDownEndsIt", func(t *testing.T) {
+		d.configure(testConfig(func(c *sdnlb.Config) { c.Members[0].Health.Status = sdnlb.MemberDown }))
+		if got := d.forward(clientOF, ack); got != "CONTROLLER" {
+			t.Errorf("after the purge the client's packet went %s", got)
+		}
+		assertSent(t, d.packetIn(clientOF, ack), rstLine(40000, "RST seq=5001 ack=0"))
+		if n := d.snap.members["m1"].cnt.active.Load(); n != 0 {
+			t.Errorf("the purged connection still counts as active (%d)", n)
+		}
+	})
 }

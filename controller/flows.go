@@ -94,15 +94,7 @@ func deleteOurFlows() ofp.FlowMod { return deleteByCookie(appID<<cookieAppShift,
 // ICMP VIPs punt echo requests only.
 func vipFlows(v *vipState) []ofp.FlowMod {
 	cookie := makeCookie(catVIP, v.num, 0)
-	service := []ofp.OXM{ofp.MatchEthType(ethTypeIPv4), ofp.MatchIPProto(v.proto), ofp.MatchIPv4Dst(v.ip)}
-	switch v.proto {
-	case protoTCP:
-		service = append(service, ofp.MatchTCPDst(v.port))
-	case protoUDP:
-		service = append(service, ofp.MatchUDPDst(v.port))
-	case protoICMP:
-		service = append(service, ofp.MatchICMPv4Type(icmpEchoRequest))
-	}
+	service := serviceMatch(v.proto, ofp.MatchIPv4Dst(v.ip), l4Dst(v.proto, v.port), icmpEchoRequest)
 	arpPunt := flow{cookie: cookie, priority: prioVIPPunt, actions: []ofp.Action{toController},
 		match: []ofp.OXM{ofp.MatchEthType(ethTypeARP), ofp.MatchARPOp(arpRequest), ofp.MatchARPTPA(v.ip)}}
 	servicePunt := flow{cookie: cookie, priority: prioVIPPunt, match: service, actions: []ofp.Action{toController}}
@@ -148,18 +140,21 @@ type replyOwner struct{ vipNum, memberNum uint32 }
 // without the reverse NAT. ICMP VIPs match echo replies only, as their
 // connection flows do.
 func memberReplyFlow(m replyMatch, o replyOwner) ofp.FlowMod {
-	match := []ofp.OXM{ofp.MatchEthType(ethTypeIPv4), ofp.MatchIPProto(m.proto), ofp.MatchIPv4Src(m.ip)}
-	switch m.proto {
-	case protoTCP:
-		match = append(match, ofp.MatchTCPSrc(m.port))
-	case protoUDP:
-		match = append(match, ofp.MatchUDPSrc(m.port))
-	case protoICMP:
-		match = append(match, ofp.MatchICMPv4Type(icmpEchoReply))
-	}
+	match := serviceMatch(m.proto, ofp.MatchIPv4Src(m.ip), l4Src(m.proto, m.port), icmpEchoReply)
 	punt := flow{cookie: makeCookie(catMemberReply, o.vipNum, o.memberNum), priority: prioMemberReply,
 		match: match, actions: []ofp.Action{toController}}
 	return punt.add()
+}
+
+// serviceMatch matches IPv4 packets of proto with address and port, which
+// say which side of the packet the service is on; ICMP services match
+// icmpType instead of a port.
+func serviceMatch(proto uint8, address, port ofp.OXM, icmpType uint8) []ofp.OXM {
+	match := []ofp.OXM{ofp.MatchEthType(ethTypeIPv4), ofp.MatchIPProto(proto), address}
+	if proto == protoICMP {
+		return append(match, ofp.MatchICMPv4Type(icmpType))
+	}
+	return append(match, port)
 }
 
 // deleteMemberReplyFlow removes the reply punt installed for a member.

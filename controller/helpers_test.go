@@ -305,16 +305,6 @@ func (sw *fakeSwitch) packetIn(inPort uint32, frame []byte) {
 	})
 }
 
-// punt sends a frame as a packet-in of the flow with cookie, from port
-// inPort.
-func (sw *fakeSwitch) punt(cookie uint64, inPort uint32, frame []byte) {
-	sw.tb.Helper()
-	sw.send(0, &ofp.PacketIn{
-		BufferID: ofp.NoBuffer, TotalLen: uint16(len(frame)), Reason: ofp.ReasonAction, Cookie: cookie,
-		Match: ofp.Match{OXMs: []ofp.OXM{ofp.MatchInPort(inPort)}}, Data: frame,
-	})
-}
-
 // flowLine renders a flow-mod as ovs-ofctl prints a flow, after a trip
 // over the wire so the line shows what a switch would decode.
 func flowLine(tb testing.TB, fm *ofp.FlowMod) string {

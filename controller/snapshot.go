@@ -83,72 +83,52 @@ type snapshot struct {
 // keeps the cookie number and the counters of every VIP and member id.
 // Only the goroutine that follows the configuration uses it.
 type snapshotBuilder struct {
-	gen        uint64
-	nextVIP    uint32
-	nextMember uint32
-	vips       map[string]*vipEntry
-	members    map[string]*memberEntry
-}
-
-type vipEntry struct {
-	num uint32
-	cnt *vipCounters
-}
-
-type memberEntry struct {
-	num uint32
-	cnt *memberCounters
+	gen     uint64
+	vips    *numbering[vipCounters]
+	members *numbering[memberCounters]
 }
 
 func newSnapshotBuilder() *snapshotBuilder {
-	return &snapshotBuilder{vips: map[string]*vipEntry{}, members: map[string]*memberEntry{}}
+	return &snapshotBuilder{vips: newNumbering[vipCounters]("vip"), members: newNumbering[memberCounters]("member")}
 }
 
-func (b *snapshotBuilder) vip(id string) (*vipEntry, error) {
-	if e, ok := b.vips[id]; ok {
+// numbering gives the ids of one kind of object the numbers their flows'
+// cookies carry, and the counters that outlive snapshots. Numbers are
+// never reused, so a late flow-removed of a deleted object finds nothing.
+type numbering[C any] struct {
+	kind    string
+	last    uint32
+	entries map[string]*numbered[C]
+}
+
+type numbered[C any] struct {
+	num uint32
+	cnt *C
+}
+
+func newNumbering[C any](kind string) *numbering[C] {
+	return &numbering[C]{kind: kind, entries: map[string]*numbered[C]{}}
+}
+
+// of returns id's number and counters, giving it new ones the first time.
+func (n *numbering[C]) of(id string) (*numbered[C], error) {
+	if e, ok := n.entries[id]; ok {
 		return e, nil
 	}
-	if b.nextVIP+1 >= cookieNumberLimit {
-		return nil, fmt.Errorf("vip %s: cookie numbers exhausted", id)
+	if n.last+1 >= cookieNumberLimit {
+		return nil, fmt.Errorf("%s %s: cookie numbers exhausted", n.kind, id)
 	}
-	b.nextVIP++
-	e := &vipEntry{num: b.nextVIP, cnt: new(vipCounters)}
-	b.vips[id] = e
+	n.last++
+	e := &numbered[C]{num: n.last, cnt: new(C)}
+	n.entries[id] = e
 	return e, nil
 }
 
-func (b *snapshotBuilder) member(id string) (*memberEntry, error) {
-	if e, ok := b.members[id]; ok {
-		return e, nil
-	}
-	if b.nextMember+1 >= cookieNumberLimit {
-		return nil, fmt.Errorf("member %s: cookie numbers exhausted", id)
-	}
-	b.nextMember++
-	e := &memberEntry{num: b.nextMember, cnt: new(memberCounters)}
-	b.members[id] = e
-	return e, nil
-}
-
-// forget drops the entries of ids the configuration no longer has; their
-// numbers are never reused, so late flow-removed messages find nothing.
-func (b *snapshotBuilder) forget(cfg *sdnlb.Config) {
-	keepV := make(map[string]bool, len(cfg.VIPs))
-	for _, v := range cfg.VIPs {
-		keepV[v.ID] = true
-	}
-	for id := range b.vips {
-		if !keepV[id] {
-			delete(b.vips, id)
-		}
-	}
-	keepM := make(map[string]bool, len(cfg.Members))
-	for _, m := range cfg.Members {
-		keepM[m.ID] = true
-	}
-	for id := range b.members {
-		if !keepM[id] {
-			delete(b.members, id)
+// retain forgets every id that is not in keep.
+func (n *numbering[C]) retain(keep map[string]bool) {
+	for id := range n.entries {
+		if !keep[id] {
+			delete(n.entries, id)
 		}
 	}
 }
@@ -157,7 +137,16 @@ func (b *snapshotBuilder) forget(cfg *sdnlb.Config) {
 // bad address, exhausted numbers) are skipped and reported in skipped, so
 // one bad row never takes the data path down.
 func (b *snapshotBuilder) build(cfg *sdnlb.Config) (snap *snapshot, skipped []error) {
-	b.forget(cfg)
+	vipIDs := make(map[string]bool, len(cfg.VIPs))
+	for _, v := range cfg.VIPs {
+		vipIDs[v.ID] = true
+	}
+	memberIDs := make(map[string]bool, len(cfg.Members))
+	for _, m := range cfg.Members {
+		memberIDs[m.ID] = true
+	}
+	b.vips.retain(vipIDs)
+	b.members.retain(memberIDs)
 	b.gen++
 	s := &snapshot{
 		gen:         b.gen,
@@ -174,10 +163,10 @@ func (b *snapshotBuilder) build(cfg *sdnlb.Config) (snap *snapshot, skipped []er
 		memberCnt:   map[uint32]*memberCounters{},
 	}
 	defer func() {
-		for _, e := range b.vips {
+		for _, e := range b.vips.entries {
 			s.vipCnt[e.num] = e.cnt
 		}
-		for _, e := range b.members {
+		for _, e := range b.members.entries {
 			s.memberCnt[e.num] = e.cnt
 		}
 	}()
@@ -295,7 +284,7 @@ func (b *snapshotBuilder) vipState(v *sdnlb.VIP) (*vipState, error) {
 	default:
 		return nil, fmt.Errorf("vip %s: protocol %q", v.ID, v.Protocol)
 	}
-	e, err := b.vip(v.ID)
+	e, err := b.vips.of(v.ID)
 	if err != nil {
 		return nil, err
 	}
@@ -316,7 +305,7 @@ func (b *snapshotBuilder) memberState(m *sdnlb.Member) (*memberState, error) {
 	if err != nil || !addr.Is4() || m.Port < 0 || m.Port > 65535 {
 		return nil, fmt.Errorf("member %s: bad address %s:%d", m.ID, m.Address, m.Port)
 	}
-	e, err := b.member(m.ID)
+	e, err := b.members.of(m.ID)
 	if err != nil {
 		return nil, err
 	}

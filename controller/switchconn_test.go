@@ -551,18 +551,6 @@ func waitStats(tb testing.TB, c *Controller, pool string, ok func(*sdnlb.PoolSta
 	}
 }
 
-// waitSnapshot waits until the controller's snapshot satisfies ok.
-func waitSnapshot(tb testing.TB, c *Controller, ok func(*snapshot) bool) {
-	tb.Helper()
-	deadline := time.Now().Add(waitFor)
-	for !ok(c.snap.Load()) {
-		if time.Now().After(deadline) {
-			tb.Fatal("the snapshot never became as expected")
-		}
-		time.Sleep(time.Millisecond)
-	}
-}
-
 // A setup decided on a configuration that a newer one replaced while it
 // was being decided (its member went DOWN) is followed by the newer
 // configuration's purge: the purge the sync sent may have gone out first.
