@@ -53,9 +53,9 @@ func (t *target) memberIndex(ip uint32) int {
 // checkRewrite returns the member a client→VIP rewrite sends to, or -1
 // when it is not the NAT rewrite DESIGN.md asks for: eth_dst and ipv4_dst
 // of a member, its port (a set-field may be left out when it equals the
-// VIP's), output to the member's switch port.
+// VIP's), one output, to the member's switch port.
 func (t *target) checkRewrite(rw *rewrite) int {
-	if !rw.set(oxmIPv4Dst) || !rw.set(oxmEthDst) || rw.has&hasOutput == 0 {
+	if !rw.set(oxmIPv4Dst) || !rw.set(oxmEthDst) || rw.outputs != 1 {
 		return -1
 	}
 	i := t.memberIndex(rw.ipv4Dst)

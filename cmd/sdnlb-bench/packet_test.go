@@ -8,6 +8,7 @@ import (
 	"github.com/gopacket/gopacket"
 	"github.com/gopacket/gopacket/layers"
 	"github.com/sdnlb/sdnlb/controller/ofp"
+	"github.com/sdnlb/sdnlb/controller/oftable"
 )
 
 var (
@@ -132,9 +133,9 @@ func TestParsePacketOut(t *testing.T) {
 	}{
 		{"NAT", nat, rewrite{
 			ethDst: memberMAC, ipv4Dst: ipU32([4]byte{10, 99, 0, 1}), tcpDst: 8080, outPort: 3,
-			has: 1<<oxmEthDst | 1<<oxmIPv4Dst | 1<<oxmTCPDst | hasOutput,
+			outputs: 1, has: 1<<oxmEthDst | 1<<oxmIPv4Dst | 1<<oxmTCPDst,
 		}, false},
-		{"Flood", flood, rewrite{outPort: ofp.PortFlood, has: hasOutput}, false},
+		{"Flood", flood, rewrite{outPort: ofp.PortFlood, outputs: 1}, false},
 		{"ErrShort", nat[:20], rewrite{}, true},
 		{"ErrActionsPastEnd", nat[:ofp.HeaderLen+16+20], rewrite{}, true},
 		{"ErrActionLength", badLen, rewrite{}, true},
@@ -204,4 +205,137 @@ func BenchmarkSYNTemplate_Set(b *testing.B) {
 	for i := range b.N {
 		tmpl.set(clientAddr(base, uint64(i)))
 	}
+}
+
+// checkByHand is the per-setup check of a packet-out as handlePacketOut
+// does it: the member it rewrites to, or -1.
+func checkByHand(t *target, msg []byte) (int, error) {
+	var rw rewrite
+	frame, err := parsePacketOut(msg, &rw)
+	if err != nil {
+		return -1, err
+	}
+	if _, ok := parseTCP(frame); !ok {
+		return -1, nil
+	}
+	return t.checkRewrite(&rw), nil
+}
+
+// checkByModel is the same check through the codec and oftable: decode
+// into po, run the actions on the frame and look at the packet that
+// leaves and where.
+func checkByModel(t *target, msg []byte, po *ofp.PacketOut) (int, error) {
+	if _, err := ofp.DecodeInto(msg, po); err != nil {
+		return -1, err
+	}
+	tcp, ok := parseTCP(po.Data)
+	if !ok {
+		return -1, nil
+	}
+	p := oftable.Packet{
+		InPort: po.InPort, EthDst: [6]byte(po.Data[:6]), EthType: 0x0800, IPProto: 6,
+		IPv4Src: [4]byte(ip4(tcp.src)), IPv4Dst: [4]byte(ip4(tcp.dst)), L4Src: tcp.sport, L4Dst: tcp.dport,
+	}
+	out, ports := oftable.ApplyActions(po.Actions, p)
+	i := t.memberIndex(ipU32(out.IPv4Dst))
+	if i < 0 {
+		return -1, nil
+	}
+	m := &t.members[i]
+	if out.EthDst != m.mac || out.L4Dst != m.port || len(ports) != 1 || ports[0] != m.ofPort {
+		return -1, nil
+	}
+	return i, nil
+}
+
+// natPacketOut is the packet-out of a SYN to the VIP with actions
+// (pointers into reused structs, as the controller builds them).
+func natPacketOut(tb testing.TB, t *target, actions ...ofp.Action) []byte {
+	tb.Helper()
+	frame, err := synFrame(testClientMAC, testVIPMAC, clientBase(0)+5, t.vipIP, clientPortBase+7, t.vipPort)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return ofp.Append(nil, 9, &ofp.PacketOut{BufferID: ofp.NoBuffer, InPort: clientPort, Actions: actions, Data: frame})
+}
+
+// natActions are the actions of the NAT rewrite to member m.
+func natActions(m *member) []ofp.Action {
+	return []ofp.Action{
+		&ofp.ActionSetField{Field: ofp.MatchEthDst(m.mac)},
+		&ofp.ActionSetField{Field: ofp.MatchIPv4Dst([4]byte(ip4(m.ip)))},
+		&ofp.ActionSetField{Field: ofp.MatchTCPDst(m.port)},
+		&ofp.ActionOutput{Port: m.ofPort},
+	}
+}
+
+// The hand parser stays on the hot path; this keeps its verdict the one
+// the shared flow-table model gives.
+func TestPacketOutCheck_AgreesWithOftable(t *testing.T) {
+	tg := newTarget([4]byte(ip4(testVIP)), 80, [4]byte{10, 99, 0, 1}, 3)
+	m0, m2 := &tg.members[0], &tg.members[2]
+	replace := func(actions []ofp.Action, i int, a ofp.Action) []ofp.Action {
+		actions[i] = a
+		return actions
+	}
+	tests := []struct {
+		name    string
+		actions []ofp.Action
+		want    int
+	}{
+		{"Member0", natActions(m0), 0},
+		{"Member2", natActions(m2), 2},
+		{"ErrNoEthDst", natActions(m2)[1:], -1},
+		{"PortSetFieldLeftOut", append(natActions(m2)[:2:2], &ofp.ActionOutput{Port: m2.ofPort}), 2},
+		{"ErrWrongPort", replace(natActions(m2), 2, ofp.ActionSetField{Field: ofp.MatchTCPDst(81)}), -1},
+		{"ErrOtherMembersMAC", replace(natActions(m2), 0, ofp.ActionSetField{Field: ofp.MatchEthDst(m0.mac)}), -1},
+		{"ErrOtherMembersPort", replace(natActions(m2), 3, ofp.ActionOutput{Port: m0.ofPort}), -1},
+		{"ErrNoIPv4Dst", replace(natActions(m2), 1, ofp.ActionSetField{Field: ofp.MatchIPv4Src([4]byte{1, 2, 3, 4})}), -1},
+		{"ErrFlood", replace(natActions(m2), 3, ofp.ActionOutput{Port: ofp.PortFlood}), -1},
+		{"ErrNoOutput", natActions(m2)[:3], -1},
+		{"ErrTwoOutputs", append(natActions(m2), ofp.ActionOutput{Port: m2.ofPort}), -1},
+		{"ErrFloodThenMember", append([]ofp.Action{ofp.ActionOutput{Port: ofp.PortFlood}}, natActions(m2)...), -1},
+		{"ErrNone", nil, -1},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			msg := natPacketOut(t, &tg, tt.actions...)
+			hand, err := checkByHand(&tg, msg)
+			if err != nil {
+				t.Fatalf("by hand: %v", err)
+			}
+			var po ofp.PacketOut
+			model, err := checkByModel(&tg, msg, &po)
+			if err != nil {
+				t.Fatalf("through oftable: %v", err)
+			}
+			if hand != tt.want || model != tt.want {
+				t.Errorf("%s: member %d by hand, %d through oftable; want %d", ofp.FormatActions(tt.actions), hand, model, tt.want)
+			}
+		})
+	}
+}
+
+// BenchmarkPacketOutCheck compares the per-setup check by hand with the
+// same check through ofp.DecodeInto and oftable.ApplyActions.
+func BenchmarkPacketOutCheck(b *testing.B) {
+	tg := newTarget([4]byte(ip4(testVIP)), 80, [4]byte{10, 99, 0, 1}, 3)
+	msg := natPacketOut(b, &tg, natActions(&tg.members[1])...)
+	b.Run("ByHand", func(b *testing.B) {
+		b.ReportAllocs()
+		for range b.N {
+			if i, err := checkByHand(&tg, msg); i != 1 || err != nil {
+				b.Fatal(i, err)
+			}
+		}
+	})
+	b.Run("Oftable", func(b *testing.B) {
+		var po ofp.PacketOut
+		b.ReportAllocs()
+		for range b.N {
+			if i, err := checkByModel(&tg, msg, &po); i != 1 || err != nil {
+				b.Fatal(i, err)
+			}
+		}
+	})
 }

@@ -236,7 +236,7 @@ func TestFakeSwitch_SetupAccounting(t *testing.T) {
 			s.next, s.oldest = 1, 1 // setup 0 is the warm-up's
 			s.measuring, s.measureFrom = true, 1
 			m := &s.run.t.members[0]
-			good := rewrite{ipv4Dst: m.ip, ethDst: m.mac, outPort: m.ofPort, has: 1<<oxmIPv4Dst | 1<<oxmEthDst | hasOutput}
+			good := rewrite{ipv4Dst: m.ip, ethDst: m.mac, outPort: m.ofPort, outputs: 1, has: 1<<oxmIPv4Dst | 1<<oxmEthDst}
 			bad := good
 			bad.outPort = clientPort
 			for _, st := range tt.steps {
@@ -264,5 +264,30 @@ func TestFakeSwitch_SetupAccounting(t *testing.T) {
 				t.Errorf("%d latency samples, want one per completed setup: %d", s.hist.n, tt.want.setups)
 			}
 		})
+	}
+}
+
+// BenchmarkFakeSwitch_HandlePacketOut is the fake switch's per-setup
+// work on the controller's answer: parse, check the rewrite, account.
+func BenchmarkFakeSwitch_HandlePacketOut(b *testing.B) {
+	s, _ := pipeSwitch(b)
+	s.measuring, s.measureFrom = true, 1
+	t := &s.run.t
+	frame, err := synFrame(testClientMAC, testVIPMAC, s.base, t.vipIP, clientPortBase+1, t.vipPort)
+	if err != nil {
+		b.Fatal(err)
+	}
+	msg := ofp.Append(nil, 1, &ofp.PacketOut{BufferID: ofp.NoBuffer, InPort: clientPort,
+		Actions: natActions(&t.members[1]), Data: frame})
+	b.ReportAllocs()
+	for range b.N {
+		s.ring[1&s.mask] = pending{seq: 2} // setup 1 in flight
+		s.outstanding++
+		if err := s.handlePacketOut(msg); err != nil {
+			b.Fatal(err)
+		}
+	}
+	if s.stats.setups != uint64(b.N) {
+		b.Fatalf("%d setups completed, want %d", s.stats.setups, b.N)
 	}
 }

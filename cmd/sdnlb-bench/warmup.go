@@ -163,7 +163,7 @@ func (s *fakeSwitch) checkFlows(i int) ([]string, error) {
 	rw = rewriteOf(rev.Instructions)
 	portOK := rw.set(oxmTCPSrc) && rw.tcpSrc == t.vipPort || !rw.set(oxmTCPSrc) && m.port == t.vipPort
 	if !rw.set(oxmIPv4Src) || rw.ipv4Src != t.vipIP || !rw.set(oxmEthSrc) || rw.ethSrc != s.vipMAC ||
-		!portOK || rw.has&hasOutput == 0 || rw.outPort != clientPort {
+		!portOK || rw.outputs != 1 || rw.outPort != clientPort {
 		return nil, fmt.Errorf("member→client flow: want the rewrite back to the VIP %v:%d (MAC %v) out port %d, got %s",
 			ip4(t.vipIP), t.vipPort, net.HardwareAddr(s.vipMAC[:]), clientPort, describe(&rw))
 	}
@@ -208,7 +208,7 @@ func rewriteOf(is []ofp.Instruction) rewrite {
 			switch a := a.(type) {
 			case ofp.ActionOutput:
 				rw.outPort = a.Port
-				rw.has |= hasOutput
+				rw.outputs++
 			case ofp.ActionSetField:
 				o := a.Field
 				v := o.Value()
@@ -243,8 +243,11 @@ func describe(rw *rewrite) string {
 	if rw.set(oxmTCPDst) {
 		s += fmt.Sprintf("tcp_dst=%d,", rw.tcpDst)
 	}
-	if rw.has&hasOutput != 0 {
+	switch {
+	case rw.outputs == 1:
 		s += fmt.Sprintf("output:%d", rw.outPort)
+	case rw.outputs > 1:
+		s += fmt.Sprintf("%d outputs, the last to %d", rw.outputs, rw.outPort)
 	}
 	if s == "" {
 		return "no rewrite"
