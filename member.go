@@ -87,16 +87,30 @@ func (m *Member) Validate() error {
 }
 
 // MemberUpdate names the fields an update changes; nil leaves a field as it
-// is. The pool and the status cannot be changed through an update.
+// is. PoolID may repeat the member's pool, as clients send back what they
+// read, but not name another (see Validate). Only the health monitors
+// change the status.
 type MemberUpdate struct {
+	PoolID       *string
 	Address      *string
 	Port         *int
 	Weight       *int
 	AdminStateUp *bool
 }
 
+// Validate checks the update against m, the member it is for, before it is
+// applied. Members do not move between pools: a member of another pool is
+// another member, with its own health and connections.
+func (u *MemberUpdate) Validate(m *Member) error {
+	if u.PoolID != nil && *u.PoolID != m.PoolID {
+		return FieldErrorf(EINVALID, "pool_id", "pool_id cannot change; create a member in the other pool")
+	}
+	return nil
+}
+
 // Apply writes the update onto m.
 func (u *MemberUpdate) Apply(m *Member) {
+	setIf(&m.PoolID, u.PoolID)
 	setIf(&m.Address, u.Address)
 	setIf(&m.Port, u.Port)
 	setIf(&m.Weight, u.Weight)

@@ -3,6 +3,11 @@
 // small service interfaces that the store, the API, the OpenFlow controller
 // and the health monitors implement or consume. It imports nothing outside
 // the standard library; cmd/sdnlb wires the implementations together.
+//
+// The services validate every write, inside the transaction that makes it
+// and so against the objects it will sit beside: callers hand on what
+// clients sent and turn the EINVALID *Error, which names the field, into
+// their answer.
 package sdnlb
 
 import (

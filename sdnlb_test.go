@@ -109,6 +109,26 @@ func TestMember_Validate(t *testing.T) {
 	}
 }
 
+func TestMemberUpdate_Validate(t *testing.T) {
+	for name, tc := range map[string]struct {
+		poolID *string
+		field  string
+	}{
+		"OKNoPool":   {nil, ""},
+		"OKSamePool": {ptr("p1"), ""},
+		"ErrMove":    {ptr("p2"), "pool_id"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			m := sdnlb.NewMember()
+			m.PoolID = "p1"
+			upd := sdnlb.MemberUpdate{PoolID: tc.poolID}
+			assertField(t, upd.Validate(m), tc.field)
+		})
+	}
+}
+
+func ptr[T any](v T) *T { return &v }
+
 func TestMember_EffectiveStatus(t *testing.T) {
 	for name, tc := range map[string]struct {
 		admin  bool

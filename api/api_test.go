@@ -2,11 +2,13 @@ package api
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"io"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"reflect"
 	"strings"
 	"sync"
 	"testing"
@@ -102,11 +104,30 @@ func decodeBody(tb testing.TB, got response, status int, v any) {
 	}
 }
 
-// mustNotCall fails the test when a write method that a rejected request
-// must never reach is called.
-func mustNotCall(tb testing.TB, name string) {
-	tb.Helper()
-	tb.Errorf("%s was called for a request that should have been rejected", name)
+// rejection is a request that must be refused with status, code and field.
+type rejection struct {
+	name, method, path, body string
+	headers                  []string
+	status                   int
+	code, field              string
+}
+
+// assertRejections sends each request to a server of store and checks the
+// error and that the store holds what it held before: a refused request
+// changes nothing, whether the API refused it decoding or the store
+// validating.
+func assertRejections(t *testing.T, store *memStore, reqs []rejection) {
+	t.Helper()
+	ts := MustServe(t, store.server())
+	for _, rq := range reqs {
+		t.Run(rq.name, func(t *testing.T) {
+			before, _ := store.LoadConfig(context.Background())
+			assertError(t, testRequest(t, ts, rq.method, rq.path, rq.body, rq.headers...), rq.status, rq.code, rq.field)
+			if after, _ := store.LoadConfig(context.Background()); !reflect.DeepEqual(before, after) {
+				t.Errorf("the refused request changed the store:\n before %+v\n after  %+v", before, after)
+			}
+		})
+	}
 }
 
 // errorString is an error that is not an *sdnlb.Error: an internal one.

@@ -26,7 +26,7 @@ func compatMemberUpdate(req flatRequest) (sdnlb.MemberUpdate, error) {
 	if err != nil {
 		return sdnlb.MemberUpdate{}, err
 	}
-	return sdnlb.MemberUpdate{Address: req.str("address"), Port: port, Weight: weight, AdminStateUp: admin}, nil
+	return sdnlb.MemberUpdate{PoolID: req.str("pool_id"), Address: req.str("address"), Port: port, Weight: weight, AdminStateUp: admin}, nil
 }
 
 // vipOfPool caches the VIP id of each pool for one response.
@@ -107,8 +107,8 @@ func (s *Server) handleCompatMemberCreate(w http.ResponseWriter, r *http.Request
 	}
 	m := sdnlb.NewMember()
 	upd.Apply(m)
-	m.ID, m.PoolID = req["id"], req["pool_id"]
-	if err := createValidated(r.Context(), m, s.MemberService.CreateMember); err != nil {
+	m.ID = req["id"]
+	if err := s.MemberService.CreateMember(r.Context(), m); err != nil {
 		return err
 	}
 	o, err := s.compatMemberObject(r.Context(), m)
@@ -162,7 +162,7 @@ func (s *Server) handleCompatMemberUpdate(w http.ResponseWriter, r *http.Request
 	if err != nil {
 		return err
 	}
-	m, err := s.updateMemberChecked(r.Context(), id, req.str("pool_id"), upd)
+	m, err := s.MemberService.UpdateMember(r.Context(), id, upd)
 	if err != nil {
 		return err
 	}
@@ -208,7 +208,7 @@ func (s *Server) handleCompatMemberWeight(w http.ResponseWriter, r *http.Request
 	if err != nil {
 		return sdnlb.FieldErrorf(sdnlb.EINVALID, "weight", "weight must be an integer, not %q", raw)
 	}
-	if _, err := s.updateMemberChecked(r.Context(), chi.URLParam(r, "member"), nil, sdnlb.MemberUpdate{Weight: &weight}); err != nil {
+	if _, err := s.MemberService.UpdateMember(r.Context(), chi.URLParam(r, "member"), sdnlb.MemberUpdate{Weight: &weight}); err != nil {
 		return err
 	}
 	return writeRaw(w, compatStatus0)

@@ -86,7 +86,7 @@ func (s *Server) handleCompatMonitorCreate(w http.ResponseWriter, r *http.Reques
 	m := sdnlb.NewMonitor()
 	upd.Apply(m)
 	m.ID = req["id"]
-	if err := createValidated(r.Context(), m, s.MonitorService.CreateMonitor); err != nil {
+	if err := s.MonitorService.CreateMonitor(r.Context(), m); err != nil {
 		return compatMonitorError(err)
 	}
 	return writeJSON(w, http.StatusOK, compatMonitor(m))
@@ -132,7 +132,7 @@ func (s *Server) handleCompatMonitorUpdate(w http.ResponseWriter, r *http.Reques
 	if err != nil {
 		return err
 	}
-	m, err := updateValidated(r.Context(), id, upd, s.MonitorService.FindMonitorByID, s.MonitorService.UpdateMonitor)
+	m, err := s.MonitorService.UpdateMonitor(r.Context(), id, upd)
 	if err != nil {
 		return compatMonitorError(err)
 	}

@@ -90,7 +90,7 @@ func (s *Server) handleCompatPoolCreate(w http.ResponseWriter, r *http.Request) 
 		}
 		p.Protocol = v.Protocol
 	}
-	if err := createValidated(r.Context(), p, s.PoolService.CreatePool); err != nil {
+	if err := s.PoolService.CreatePool(r.Context(), p); err != nil {
 		return err
 	}
 	return writeJSON(w, http.StatusOK, compatPool(p, nil))
@@ -149,7 +149,7 @@ func (s *Server) handleCompatPoolUpdate(w http.ResponseWriter, r *http.Request) 
 	if err != nil {
 		return err
 	}
-	p, err := updateValidated(r.Context(), id, upd, s.PoolService.FindPoolByID, s.PoolService.UpdatePool)
+	p, err := s.PoolService.UpdatePool(r.Context(), id, upd)
 	if err != nil {
 		return err
 	}

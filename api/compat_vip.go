@@ -61,7 +61,7 @@ func (s *Server) handleCompatVIPCreate(w http.ResponseWriter, r *http.Request) e
 	v := sdnlb.NewVIP()
 	upd.Apply(v)
 	v.ID = req["id"]
-	if err := createValidated(r.Context(), v, s.VIPService.CreateVIP); err != nil {
+	if err := s.VIPService.CreateVIP(r.Context(), v); err != nil {
 		return err
 	}
 	return writeJSON(w, http.StatusOK, compatVIP(v))
@@ -107,7 +107,7 @@ func (s *Server) handleCompatVIPUpdate(w http.ResponseWriter, r *http.Request) e
 	if err != nil {
 		return err
 	}
-	v, err := updateValidated(r.Context(), id, upd, s.VIPService.FindVIPByID, s.VIPService.UpdateVIP)
+	v, err := s.VIPService.UpdateVIP(r.Context(), id, upd)
 	if err != nil {
 		return err
 	}

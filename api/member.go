@@ -31,14 +31,26 @@ func (req *memberRequest) rejectReadOnly(update bool) error {
 }
 
 func (req *memberRequest) update() sdnlb.MemberUpdate {
-	return sdnlb.MemberUpdate{Address: req.Address, Port: req.Port, Weight: req.Weight, AdminStateUp: req.AdminStateUp}
+	return sdnlb.MemberUpdate{PoolID: req.PoolID, Address: req.Address, Port: req.Port, Weight: req.Weight, AdminStateUp: req.AdminStateUp}
 }
 
-func (req *memberRequest) replacement() sdnlb.MemberUpdate {
+// member returns the member a POST describes: the given fields over the
+// defaults of a new member.
+func (req *memberRequest) member() *sdnlb.Member {
 	m := sdnlb.NewMember()
-	u := req.update()
-	u.Apply(m)
-	return sdnlb.MemberUpdate{Address: &m.Address, Port: &m.Port, Weight: &m.Weight, AdminStateUp: &m.AdminStateUp}
+	upd := req.update()
+	upd.Apply(m)
+	if req.ID != nil {
+		m.ID = *req.ID
+	}
+	return m
+}
+
+// replacement sets every mutable field; pool_id, not one of them, is only
+// passed on for the store to check.
+func (req *memberRequest) replacement() sdnlb.MemberUpdate {
+	m := req.member()
+	return sdnlb.MemberUpdate{PoolID: req.PoolID, Address: &m.Address, Port: &m.Port, Weight: &m.Weight, AdminStateUp: &m.AdminStateUp}
 }
 
 type memberList struct {
@@ -112,16 +124,8 @@ func (s *Server) handleMemberCreate(w http.ResponseWriter, r *http.Request) erro
 	if err := decodeRequest(w, r, &req, false); err != nil {
 		return err
 	}
-	m := sdnlb.NewMember()
-	upd := req.update()
-	upd.Apply(m)
-	if req.ID != nil {
-		m.ID = *req.ID
-	}
-	if req.PoolID != nil {
-		m.PoolID = *req.PoolID
-	}
-	if err := createValidated(r.Context(), m, s.MemberService.CreateMember); err != nil {
+	m := req.member()
+	if err := s.MemberService.CreateMember(r.Context(), m); err != nil {
 		return err
 	}
 	s.overlayHealth(m)
@@ -187,25 +191,12 @@ func (s *Server) updateMember(w http.ResponseWriter, r *http.Request, toUpdate f
 	if err := decodeRequest(w, r, &req, true); err != nil {
 		return err
 	}
-	m, err := s.updateMemberChecked(r.Context(), chi.URLParam(r, "id"), req.PoolID, toUpdate(&req))
+	m, err := s.MemberService.UpdateMember(r.Context(), chi.URLParam(r, "id"), toUpdate(&req))
 	if err != nil {
 		return err
 	}
 	s.overlayHealth(m)
 	return writeJSON(w, http.StatusOK, m)
-}
-
-// updateMemberChecked validates the result before the store sees the update
-// and refuses a pool_id other than the member's: members do not move.
-func (s *Server) updateMemberChecked(ctx context.Context, id string, poolID *string, upd sdnlb.MemberUpdate) (*sdnlb.Member, error) {
-	find := func(ctx context.Context, id string) (*sdnlb.Member, error) {
-		cur, err := s.MemberService.FindMemberByID(ctx, id)
-		if err == nil && poolID != nil && *poolID != cur.PoolID {
-			return nil, sdnlb.FieldErrorf(sdnlb.EINVALID, "pool_id", "pool_id cannot change; create a member in the other pool")
-		}
-		return cur, err
-	}
-	return updateValidated(ctx, id, upd, find, s.MemberService.UpdateMember)
 }
 
 // handleMemberDelete removes a member from its pool.

@@ -74,9 +74,6 @@ func TestMemberRoutes(t *testing.T) {
 				t.Errorf("got %+v", m)
 			}
 		}},
-		{name: "CreateErrPoolRequired", method: "POST", path: "/v1/members", body: `{"address":"10.0.0.4"}`, status: 400, code: sdnlb.EINVALID, field: "pool_id"},
-		{name: "CreateErrWeight", method: "POST", path: "/v1/members", body: `{"pool_id":"p2","address":"10.0.0.4","weight":257}`, status: 400, code: sdnlb.EINVALID, field: "weight"},
-		{name: "CreateErrHealthReadOnly", method: "POST", path: "/v1/members", body: `{"pool_id":"p2","address":"10.0.0.4","health":{}}`, status: 400, code: sdnlb.EINVALID, field: "health"},
 		{name: "CreateErrPoolNotFound", method: "POST", path: "/v1/members", body: `{"pool_id":"missing","address":"10.0.0.4"}`, status: 404, code: sdnlb.ENOTFOUND, field: "pool_id"},
 		{name: "CreateErrDuplicate", method: "POST", path: "/v1/members", body: `{"pool_id":"p1","address":"10.0.0.3","port":80}`, status: 409, code: sdnlb.ECONFLICT},
 		{name: "PatchWeightZeroDrains", method: "PATCH", path: "/v1/members/m1", body: `{"weight":0}`, status: 200, check: func(t *testing.T, m *sdnlb.Member) {
@@ -89,27 +86,17 @@ func TestMemberRoutes(t *testing.T) {
 				t.Errorf("got %+v", m)
 			}
 		}},
-		{name: "PatchErrPoolChange", method: "PATCH", path: "/v1/members/m1", body: `{"pool_id":"p2"}`, status: 400, code: sdnlb.EINVALID, field: "pool_id"},
 		{name: "PutDefaults", method: "PUT", path: "/v1/members/m1", body: `{"address":"10.0.0.9"}`, status: 200, check: func(t *testing.T, m *sdnlb.Member) {
 			if m.Address != "10.0.0.9" || m.Weight != 1 || m.Port != 0 {
 				t.Errorf("got %+v", m)
 			}
 		}},
-		{name: "PutErrStatusReadOnly", method: "PUT", path: "/v1/members/m1", body: `{"address":"10.0.0.9","status":"UP"}`, status: 400, code: sdnlb.EINVALID, field: "status"},
 		{name: "DeleteOK", method: "DELETE", path: "/v1/members/m1", status: 204},
 		{name: "DeleteErrNotFound", method: "DELETE", path: "/v1/members/m9", status: 404, code: sdnlb.ENOTFOUND},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			members := newMembers(t)
-			if tt.code == sdnlb.EINVALID {
-				members.CreateMemberFn = func(ctx context.Context, m *sdnlb.Member) error { mustNotCall(t, "CreateMember"); return nil }
-				members.UpdateMemberFn = func(ctx context.Context, id string, upd sdnlb.MemberUpdate) (*sdnlb.Member, error) {
-					mustNotCall(t, "UpdateMember")
-					return nil, nil
-				}
-			}
-			ts := MustServe(t, &Server{MemberService: members, HealthReporter: live})
+			ts := MustServe(t, &Server{MemberService: newMembers(t), HealthReporter: live})
 			resp := testRequest(t, ts, tt.method, tt.path, tt.body)
 			switch {
 			case tt.code != "":
@@ -144,5 +131,20 @@ func TestMemberRoutes(t *testing.T) {
 		if len(l.Members) != 1 || l.Members[0].Health.LatencyMS != 1.5 {
 			t.Errorf("got %+v", l)
 		}
+	})
+}
+
+func TestMemberRoutes_Rejected(t *testing.T) {
+	p1, p2 := sdnlb.NewPool(), sdnlb.NewPool()
+	p1.ID, p2.ID = "p1", "p2"
+	m1 := sdnlb.NewMember()
+	m1.ID, m1.PoolID, m1.Address, m1.Port = "m1", "p1", "10.0.0.3", 80
+	assertRejections(t, mustMemStore(t, p1, p2, m1), []rejection{
+		{name: "CreateErrPoolRequired", method: "POST", path: "/v1/members", body: `{"address":"10.0.0.4"}`, status: 400, code: sdnlb.EINVALID, field: "pool_id"},
+		{name: "CreateErrWeight", method: "POST", path: "/v1/members", body: `{"pool_id":"p2","address":"10.0.0.4","weight":257}`, status: 400, code: sdnlb.EINVALID, field: "weight"},
+		{name: "CreateErrHealthReadOnly", method: "POST", path: "/v1/members", body: `{"pool_id":"p2","address":"10.0.0.4","health":{}}`, status: 400, code: sdnlb.EINVALID, field: "health"},
+		{name: "PatchErrPoolChange", method: "PATCH", path: "/v1/members/m1", body: `{"pool_id":"p2"}`, status: 400, code: sdnlb.EINVALID, field: "pool_id"},
+		{name: "PutErrPoolChange", method: "PUT", path: "/v1/members/m1", body: `{"pool_id":"p2","address":"10.0.0.3"}`, status: 400, code: sdnlb.EINVALID, field: "pool_id"},
+		{name: "PutErrStatusReadOnly", method: "PUT", path: "/v1/members/m1", body: `{"address":"10.0.0.9","status":"UP"}`, status: 400, code: sdnlb.EINVALID, field: "status"},
 	})
 }

@@ -3,30 +3,69 @@ package api
 import (
 	"context"
 	"fmt"
+	"reflect"
 	"slices"
 	"sort"
 	"sync"
+	"testing"
 
 	"github.com/sdnlb/sdnlb"
 )
 
-// memStore is a small in-memory implementation of the sdnlb services with
-// the store's cross-object rules, so that route tests can run whole
-// scenarios (the Floodlight fixture) without SQLite. It copies objects in
-// and out so that handlers cannot change what is stored.
+// memStore is a small in-memory implementation of the sdnlb services, so
+// that route tests can run whole scenarios (the Floodlight fixture) without
+// SQLite. Like lbstore it is the one place that validates: writes take the
+// store's path (validate with the domain's Validate and Apply, check the
+// rules that span objects, then store), so a refused write changes
+// nothing. It copies objects in and out so that handlers cannot change what
+// is stored.
 type memStore struct {
 	mu       sync.Mutex
 	nextID   int
-	vips     map[string]*sdnlb.VIP
-	pools    map[string]*sdnlb.Pool
-	members  map[string]*sdnlb.Member
-	monitors map[string]*sdnlb.Monitor
+	vips     *table[sdnlb.VIP]
+	pools    *table[sdnlb.Pool]
+	members  *table[sdnlb.Member]
+	monitors *table[sdnlb.Monitor]
 	assoc    map[[2]string]bool // pool id, monitor id
 }
 
 func newMemStore() *memStore {
 	s := &memStore{}
+	s.vips = &table[sdnlb.VIP]{store: s, kind: "VIP",
+		id: func(v *sdnlb.VIP) *string { return &v.ID }, validate: (*sdnlb.VIP).Validate, read: s.readVIP}
+	s.pools = &table[sdnlb.Pool]{store: s, kind: "pool",
+		id: func(p *sdnlb.Pool) *string { return &p.ID }, validate: (*sdnlb.Pool).Validate, read: s.readPool}
+	s.members = &table[sdnlb.Member]{store: s, kind: "member",
+		id: func(m *sdnlb.Member) *string { return &m.ID }, validate: (*sdnlb.Member).Validate, read: s.readMember}
+	s.monitors = &table[sdnlb.Monitor]{store: s, kind: "monitor",
+		id: func(m *sdnlb.Monitor) *string { return &m.ID }, validate: (*sdnlb.Monitor).Validate, read: s.readMonitor}
 	_ = s.Clear(context.Background())
+	return s
+}
+
+// mustMemStore returns a memStore holding objects, created in order.
+func mustMemStore(tb testing.TB, objects ...any) *memStore {
+	tb.Helper()
+	s := newMemStore()
+	ctx := context.Background()
+	for _, o := range objects {
+		var err error
+		switch o := o.(type) {
+		case *sdnlb.VIP:
+			err = s.CreateVIP(ctx, o)
+		case *sdnlb.Pool:
+			err = s.CreatePool(ctx, o)
+		case *sdnlb.Member:
+			err = s.CreateMember(ctx, o)
+		case *sdnlb.Monitor:
+			err = s.CreateMonitor(ctx, o)
+		default:
+			tb.Fatalf("a memStore holds no %T", o)
+		}
+		if err != nil {
+			tb.Fatal(err)
+		}
+	}
 	return s
 }
 
@@ -43,30 +82,120 @@ func (s *memStore) newID(id string) string {
 	return fmt.Sprintf("gen-%04d", s.nextID)
 }
 
-func notFound(kind, id string) error { return sdnlb.Errorf(sdnlb.ENOTFOUND, "no %s %q", kind, id) }
+// table holds the objects of one kind. The methods that take store.mu are
+// the exported services' entry points; the checks they run read the other
+// tables' rows directly, under the same lock.
+type table[T any] struct {
+	store    *memStore
+	kind     string
+	rows     map[string]*T
+	id       func(*T) *string
+	validate func(*T) error // the domain's Validate
+	read     func(*T) *T    // a copy with the fields the store derives on read
+}
 
-// page sorts by id and applies the keyset page.
-func page[T any](items []T, id func(T) string, p sdnlb.Page) []T {
-	sort.Slice(items, func(i, j int) bool { return id(items[i]) < id(items[j]) })
-	out := []T{}
-	for _, it := range items {
-		if p.After != "" && id(it) <= p.After {
+func (t *table[T]) notFound(id string) error {
+	return sdnlb.Errorf(sdnlb.ENOTFOUND, "no %s %q", t.kind, id)
+}
+
+func (t *table[T]) find(id string) (*T, error) {
+	t.store.mu.Lock()
+	defer t.store.mu.Unlock()
+	row, ok := t.rows[id]
+	if !ok {
+		return nil, t.notFound(id)
+	}
+	return t.read(row), nil
+}
+
+// list returns the page of the objects match selects, sorted by id.
+func (t *table[T]) list(p sdnlb.Page, match func(*T) bool) []*T {
+	t.store.mu.Lock()
+	defer t.store.mu.Unlock()
+	var all []*T
+	for _, row := range t.rows {
+		if o := t.read(row); match(o) {
+			all = append(all, o)
+		}
+	}
+	sort.Slice(all, func(i, j int) bool { return *t.id(all[i]) < *t.id(all[j]) })
+	out := []*T{}
+	for _, o := range all {
+		if p.After != "" && *t.id(o) <= p.After {
 			continue
 		}
 		if p.Limit > 0 && len(out) == p.Limit {
 			break
 		}
-		out = append(out, it)
+		out = append(out, o)
 	}
 	return out
 }
+
+// insert is the store's create path: validate, refuse a taken id or give
+// one, check the rules that span objects (check also sets what the store
+// derives on create), store a copy, and hand back what was stored.
+func (t *table[T]) insert(obj *T, check func(*T) error) error {
+	t.store.mu.Lock()
+	defer t.store.mu.Unlock()
+	row := *obj
+	if err := t.validate(&row); err != nil {
+		return err
+	}
+	id := t.id(&row)
+	if _, taken := t.rows[*id]; taken {
+		return sdnlb.FieldErrorf(sdnlb.ECONFLICT, "id", "%s %q exists", t.kind, *id)
+	}
+	*id = t.store.newID(*id)
+	if err := check(&row); err != nil {
+		return err
+	}
+	t.rows[*id] = &row
+	*obj = *t.read(&row)
+	return nil
+}
+
+// update is the store's update path: find, apply the update, validate,
+// check the rules that span objects, store.
+func (t *table[T]) update(id string, apply func(*T) error, check func(*T) error) (*T, error) {
+	t.store.mu.Lock()
+	defer t.store.mu.Unlock()
+	row, ok := t.rows[id]
+	if !ok {
+		return nil, t.notFound(id)
+	}
+	next := t.read(row)
+	if err := apply(next); err != nil {
+		return nil, err
+	}
+	if err := t.validate(next); err != nil {
+		return nil, err
+	}
+	if err := check(next); err != nil {
+		return nil, err
+	}
+	t.rows[id] = next
+	return t.read(next), nil
+}
+
+// remove deletes the object, with del once it is known to exist.
+func (t *table[T]) remove(id string, del func() error) error {
+	t.store.mu.Lock()
+	defer t.store.mu.Unlock()
+	if _, ok := t.rows[id]; !ok {
+		return t.notFound(id)
+	}
+	return del()
+}
+
+func noCheck[T any](*T) error { return nil }
 
 // VIPs
 
 func (s *memStore) readVIP(v *sdnlb.VIP) *sdnlb.VIP {
 	out := *v
 	out.PoolID = ""
-	for _, p := range s.pools {
+	for _, p := range s.pools.rows {
 		if p.VIPID == v.ID {
 			out.PoolID = p.ID
 		}
@@ -74,110 +203,68 @@ func (s *memStore) readVIP(v *sdnlb.VIP) *sdnlb.VIP {
 	return &out
 }
 
-func (s *memStore) FindVIPByID(ctx context.Context, id string) (*sdnlb.VIP, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	v, ok := s.vips[id]
-	if !ok {
-		return nil, notFound("VIP", id)
-	}
-	return s.readVIP(v), nil
-}
-
-func (s *memStore) FindVIPs(ctx context.Context, f sdnlb.VIPFilter) ([]*sdnlb.VIP, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	var out []*sdnlb.VIP
-	for _, v := range s.vips {
-		if f.Address == nil || *f.Address == v.Address {
-			out = append(out, s.readVIP(v))
-		}
-	}
-	return page(out, func(v *sdnlb.VIP) string { return v.ID }, f.Page), nil
-}
-
+// checkVIP checks what lbstore's checkVIPListener and linkVIPPool check,
+// and then links the pool.
 func (s *memStore) checkVIP(v *sdnlb.VIP) error {
-	if err := v.Validate(); err != nil {
-		return err
-	}
-	for _, o := range s.vips {
-		if o.ID != v.ID && o.Address == v.Address && o.Protocol == v.Protocol && o.Port == v.Port {
+	for _, o := range s.vips.rows {
+		if o.ID != v.ID && o.Address == v.Address && o.Protocol == v.Protocol && (!v.Protocol.HasPorts() || o.Port == v.Port) {
 			return sdnlb.FieldErrorf(sdnlb.ECONFLICT, "address", "VIP %s has the same address, protocol and port", o.ID)
 		}
 	}
 	if v.PoolID != "" {
-		p, ok := s.pools[v.PoolID]
-		if !ok {
+		p, ok := s.pools.rows[v.PoolID]
+		switch {
+		case !ok:
 			return sdnlb.FieldErrorf(sdnlb.ENOTFOUND, "pool_id", "no pool %q", v.PoolID)
-		}
-		if p.VIPID != "" && p.VIPID != v.ID {
+		case p.VIPID != "" && p.VIPID != v.ID:
 			return sdnlb.FieldErrorf(sdnlb.ECONFLICT, "pool_id", "pool %s serves VIP %s", p.ID, p.VIPID)
+		case p.Protocol != v.Protocol:
+			return sdnlb.FieldErrorf(sdnlb.EINVALID, "protocol", "pool %s is %s but the VIP is %s", p.ID, p.Protocol, v.Protocol)
 		}
 	}
+	for _, p := range s.pools.rows {
+		if p.VIPID == v.ID {
+			p.VIPID = ""
+		}
+	}
+	if v.PoolID != "" {
+		s.pools.rows[v.PoolID].VIPID = v.ID
+	}
 	return nil
+}
+
+func (s *memStore) FindVIPByID(ctx context.Context, id string) (*sdnlb.VIP, error) {
+	return s.vips.find(id)
+}
+
+func (s *memStore) FindVIPs(ctx context.Context, f sdnlb.VIPFilter) ([]*sdnlb.VIP, error) {
+	return s.vips.list(f.Page, func(v *sdnlb.VIP) bool { return f.Address == nil || *f.Address == v.Address }), nil
 }
 
 func (s *memStore) CreateVIP(ctx context.Context, v *sdnlb.VIP) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if _, ok := s.vips[v.ID]; ok {
-		return sdnlb.FieldErrorf(sdnlb.ECONFLICT, "id", "VIP %q exists", v.ID)
-	}
-	v.ID = s.newID(v.ID)
-	if err := s.checkVIP(v); err != nil {
-		return err
-	}
-	v.MAC, v.Status = sdnlb.VIPMAC(v.ID), sdnlb.VIPDown
-	stored := *v
-	s.vips[v.ID] = &stored
-	if v.PoolID != "" {
-		s.pools[v.PoolID].VIPID = v.ID
-	}
-	return nil
+	return s.vips.insert(v, func(v *sdnlb.VIP) error {
+		v.MAC, v.Status = sdnlb.VIPMAC(v.ID), sdnlb.VIPDown
+		return s.checkVIP(v)
+	})
 }
 
 func (s *memStore) UpdateVIP(ctx context.Context, id string, upd sdnlb.VIPUpdate) (*sdnlb.VIP, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	cur, ok := s.vips[id]
-	if !ok {
-		return nil, notFound("VIP", id)
-	}
-	next := *s.readVIP(cur)
-	upd.Apply(&next)
-	if err := s.checkVIP(&next); err != nil {
-		return nil, err
-	}
-	if upd.PoolID != nil {
-		for _, p := range s.pools {
-			if p.VIPID == id {
-				p.VIPID = ""
-			}
-		}
-		if next.PoolID != "" {
-			s.pools[next.PoolID].VIPID = id
-		}
-	}
-	s.vips[id] = &next
-	return s.readVIP(&next), nil
+	return s.vips.update(id, func(v *sdnlb.VIP) error { upd.Apply(v); return nil }, s.checkVIP)
 }
 
 func (s *memStore) DeleteVIP(ctx context.Context, id string, cascade bool) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if _, ok := s.vips[id]; !ok {
-		return notFound("VIP", id)
-	}
-	for _, p := range s.pools {
-		if p.VIPID == id {
-			if !cascade {
-				return sdnlb.Errorf(sdnlb.ECONFLICT, "pool %s serves VIP %s", p.ID, id)
+	return s.vips.remove(id, func() error {
+		for _, p := range s.pools.rows {
+			if p.VIPID == id {
+				if !cascade {
+					return sdnlb.Errorf(sdnlb.ECONFLICT, "pool %s serves VIP %s", p.ID, id)
+				}
+				s.deletePool(p.ID)
 			}
-			s.deletePool(p.ID)
 		}
-	}
-	delete(s.vips, id)
-	return nil
+		delete(s.vips.rows, id)
+		return nil
+	})
 }
 
 // Pools
@@ -194,40 +281,16 @@ func (s *memStore) readPool(p *sdnlb.Pool) *sdnlb.Pool {
 	return &out
 }
 
-func (s *memStore) FindPoolByID(ctx context.Context, id string) (*sdnlb.Pool, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	p, ok := s.pools[id]
-	if !ok {
-		return nil, notFound("pool", id)
-	}
-	return s.readPool(p), nil
-}
-
-func (s *memStore) FindPools(ctx context.Context, f sdnlb.PoolFilter) ([]*sdnlb.Pool, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	var out []*sdnlb.Pool
-	for _, p := range s.pools {
-		if (f.VIPID == nil || *f.VIPID == p.VIPID) && (f.MonitorID == nil || s.assoc[[2]string{p.ID, *f.MonitorID}]) {
-			out = append(out, s.readPool(p))
-		}
-	}
-	return page(out, func(p *sdnlb.Pool) string { return p.ID }, f.Page), nil
-}
-
+// checkPool checks what lbstore's checkPoolVIP checks.
 func (s *memStore) checkPool(p *sdnlb.Pool) error {
-	if err := p.Validate(); err != nil {
-		return err
-	}
 	if p.VIPID == "" {
 		return nil
 	}
-	v, ok := s.vips[p.VIPID]
+	v, ok := s.vips.rows[p.VIPID]
 	if !ok {
 		return sdnlb.FieldErrorf(sdnlb.ENOTFOUND, "vip_id", "no VIP %q", p.VIPID)
 	}
-	for _, o := range s.pools {
+	for _, o := range s.pools.rows {
 		if o.ID != p.ID && o.VIPID == p.VIPID {
 			return sdnlb.FieldErrorf(sdnlb.ECONFLICT, "vip_id", "pool %s serves VIP %s", o.ID, p.VIPID)
 		}
@@ -238,41 +301,28 @@ func (s *memStore) checkPool(p *sdnlb.Pool) error {
 	return nil
 }
 
+func (s *memStore) FindPoolByID(ctx context.Context, id string) (*sdnlb.Pool, error) {
+	return s.pools.find(id)
+}
+
+func (s *memStore) FindPools(ctx context.Context, f sdnlb.PoolFilter) ([]*sdnlb.Pool, error) {
+	return s.pools.list(f.Page, func(p *sdnlb.Pool) bool {
+		return (f.VIPID == nil || *f.VIPID == p.VIPID) && (f.MonitorID == nil || slices.Contains(p.MonitorIDs, *f.MonitorID))
+	}), nil
+}
+
 func (s *memStore) CreatePool(ctx context.Context, p *sdnlb.Pool) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if _, ok := s.pools[p.ID]; ok {
-		return sdnlb.FieldErrorf(sdnlb.ECONFLICT, "id", "pool %q exists", p.ID)
-	}
-	p.ID = s.newID(p.ID)
-	if err := s.checkPool(p); err != nil {
-		return err
-	}
-	stored := *p
-	s.pools[p.ID] = &stored
-	return nil
+	return s.pools.insert(p, s.checkPool)
 }
 
 func (s *memStore) UpdatePool(ctx context.Context, id string, upd sdnlb.PoolUpdate) (*sdnlb.Pool, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	cur, ok := s.pools[id]
-	if !ok {
-		return nil, notFound("pool", id)
-	}
-	next := *cur
-	upd.Apply(&next)
-	if err := s.checkPool(&next); err != nil {
-		return nil, err
-	}
-	s.pools[id] = &next
-	return s.readPool(&next), nil
+	return s.pools.update(id, func(p *sdnlb.Pool) error { upd.Apply(p); return nil }, s.checkPool)
 }
 
 func (s *memStore) deletePool(id string) {
-	for mid, m := range s.members {
+	for mid, m := range s.members.rows {
 		if m.PoolID == id {
-			delete(s.members, mid)
+			delete(s.members.rows, mid)
 		}
 	}
 	for k := range s.assoc {
@@ -280,32 +330,37 @@ func (s *memStore) deletePool(id string) {
 			delete(s.assoc, k)
 		}
 	}
-	delete(s.pools, id)
+	delete(s.pools.rows, id)
 }
 
 func (s *memStore) DeletePool(ctx context.Context, id string, cascade bool) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if _, ok := s.pools[id]; !ok {
-		return notFound("pool", id)
-	}
-	for _, m := range s.members {
-		if m.PoolID == id && !cascade {
-			return sdnlb.Errorf(sdnlb.ECONFLICT, "pool %s has member %s", id, m.ID)
+	return s.pools.remove(id, func() error {
+		for _, m := range s.members.rows {
+			if m.PoolID == id && !cascade {
+				return sdnlb.Errorf(sdnlb.ECONFLICT, "pool %s has member %s", id, m.ID)
+			}
 		}
+		s.deletePool(id)
+		return nil
+	})
+}
+
+// checkAssociation checks what lbstore's checkAssociation checks.
+func (s *memStore) checkAssociation(poolID, monitorID string) error {
+	if _, ok := s.pools.rows[poolID]; !ok {
+		return sdnlb.FieldErrorf(sdnlb.ENOTFOUND, "pool_id", "no pool %q", poolID)
 	}
-	s.deletePool(id)
+	if _, ok := s.monitors.rows[monitorID]; !ok {
+		return sdnlb.FieldErrorf(sdnlb.ENOTFOUND, "monitor_id", "no monitor %q", monitorID)
+	}
 	return nil
 }
 
 func (s *memStore) AssociateMonitor(ctx context.Context, poolID, monitorID string) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if _, ok := s.pools[poolID]; !ok {
-		return notFound("pool", poolID)
-	}
-	if _, ok := s.monitors[monitorID]; !ok {
-		return sdnlb.FieldErrorf(sdnlb.ENOTFOUND, "monitor_id", "no monitor %q", monitorID)
+	if err := s.checkAssociation(poolID, monitorID); err != nil {
+		return err
 	}
 	s.assoc[[2]string{poolID, monitorID}] = true
 	return nil
@@ -314,6 +369,9 @@ func (s *memStore) AssociateMonitor(ctx context.Context, poolID, monitorID strin
 func (s *memStore) DissociateMonitor(ctx context.Context, poolID, monitorID string) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if err := s.checkAssociation(poolID, monitorID); err != nil {
+		return err
+	}
 	k := [2]string{poolID, monitorID}
 	if !s.assoc[k] {
 		return sdnlb.Errorf(sdnlb.ENOTFOUND, "monitor %q is not associated with pool %q", monitorID, poolID)
@@ -330,89 +388,62 @@ func (s *memStore) readMember(m *sdnlb.Member) *sdnlb.Member {
 	return &out
 }
 
-func (s *memStore) FindMemberByID(ctx context.Context, id string) (*sdnlb.Member, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	m, ok := s.members[id]
-	if !ok {
-		return nil, notFound("member", id)
+// checkMember checks what lbstore's initialHealth and checkMemberEndpoint
+// check.
+func (s *memStore) checkMember(m *sdnlb.Member) error {
+	if _, ok := s.pools.rows[m.PoolID]; !ok {
+		return sdnlb.FieldErrorf(sdnlb.ENOTFOUND, "pool_id", "no pool %q", m.PoolID)
 	}
-	return s.readMember(m), nil
+	for _, o := range s.members.rows {
+		if o.ID != m.ID && o.PoolID == m.PoolID && o.Address == m.Address && o.Port == m.Port {
+			return sdnlb.FieldErrorf(sdnlb.ECONFLICT, "address", "member %s has the same address and port in pool %s", o.ID, m.PoolID)
+		}
+	}
+	return nil
+}
+
+func (s *memStore) FindMemberByID(ctx context.Context, id string) (*sdnlb.Member, error) {
+	return s.members.find(id)
 }
 
 func (s *memStore) FindMembers(ctx context.Context, f sdnlb.MemberFilter) ([]*sdnlb.Member, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	var out []*sdnlb.Member
-	for _, m := range s.members {
-		if (f.PoolID == nil || *f.PoolID == m.PoolID) && (f.Address == nil || *f.Address == m.Address) {
-			out = append(out, s.readMember(m))
-		}
-	}
-	return page(out, func(m *sdnlb.Member) string { return m.ID }, f.Page), nil
+	return s.members.list(f.Page, func(m *sdnlb.Member) bool {
+		return (f.PoolID == nil || *f.PoolID == m.PoolID) && (f.Address == nil || *f.Address == m.Address)
+	}), nil
 }
 
-func (s *memStore) checkMember(m *sdnlb.Member) error {
-	if err := m.Validate(); err != nil {
-		return err
-	}
-	if _, ok := s.pools[m.PoolID]; !ok {
-		return sdnlb.FieldErrorf(sdnlb.ENOTFOUND, "pool_id", "no pool %q", m.PoolID)
-	}
-	for _, o := range s.members {
-		if o.ID != m.ID && o.PoolID == m.PoolID && o.Address == m.Address && o.Port == m.Port {
-			return sdnlb.Errorf(sdnlb.ECONFLICT, "member %s has the same address and port in pool %s", o.ID, m.PoolID)
-		}
-	}
-	return nil
-}
-
+// CreateMember starts a member DOWN when an admin-up monitor checks its
+// pool, as lbstore's initialHealth does.
 func (s *memStore) CreateMember(ctx context.Context, m *sdnlb.Member) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if _, ok := s.members[m.ID]; ok {
-		return sdnlb.FieldErrorf(sdnlb.ECONFLICT, "id", "member %q exists", m.ID)
-	}
-	m.ID = s.newID(m.ID)
-	if err := s.checkMember(m); err != nil {
-		return err
-	}
-	m.Health = sdnlb.MemberHealth{Status: sdnlb.MemberNoMonitor}
-	for k := range s.assoc {
-		if k[0] == m.PoolID {
-			m.Health.Status = sdnlb.MemberDown
+	return s.members.insert(m, func(m *sdnlb.Member) error {
+		if err := s.checkMember(m); err != nil {
+			return err
 		}
-	}
-	m.Status = m.EffectiveStatus()
-	stored := *m
-	s.members[m.ID] = &stored
-	return nil
+		m.Health = sdnlb.MemberHealth{Status: sdnlb.MemberNoMonitor}
+		for k := range s.assoc {
+			if k[0] == m.PoolID && s.monitors.rows[k[1]].AdminStateUp {
+				m.Health.Status = sdnlb.MemberDown
+			}
+		}
+		return nil
+	})
 }
 
 func (s *memStore) UpdateMember(ctx context.Context, id string, upd sdnlb.MemberUpdate) (*sdnlb.Member, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	cur, ok := s.members[id]
-	if !ok {
-		return nil, notFound("member", id)
-	}
-	next := *cur
-	upd.Apply(&next)
-	if err := s.checkMember(&next); err != nil {
-		return nil, err
-	}
-	s.members[id] = &next
-	return s.readMember(&next), nil
+	return s.members.update(id, func(m *sdnlb.Member) error {
+		if err := upd.Validate(m); err != nil {
+			return err
+		}
+		upd.Apply(m)
+		return nil
+	}, s.checkMember)
 }
 
 func (s *memStore) DeleteMember(ctx context.Context, id string) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if _, ok := s.members[id]; !ok {
-		return notFound("member", id)
-	}
-	delete(s.members, id)
-	return nil
+	return s.members.remove(id, func() error {
+		delete(s.members.rows, id)
+		return nil
+	})
 }
 
 // Monitors
@@ -430,90 +461,56 @@ func (s *memStore) readMonitor(m *sdnlb.Monitor) *sdnlb.Monitor {
 }
 
 func (s *memStore) FindMonitorByID(ctx context.Context, id string) (*sdnlb.Monitor, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	m, ok := s.monitors[id]
-	if !ok {
-		return nil, notFound("monitor", id)
-	}
-	return s.readMonitor(m), nil
+	return s.monitors.find(id)
 }
 
 func (s *memStore) FindMonitors(ctx context.Context, f sdnlb.MonitorFilter) ([]*sdnlb.Monitor, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	var out []*sdnlb.Monitor
-	for _, m := range s.monitors {
-		if f.PoolID == nil || s.assoc[[2]string{*f.PoolID, m.ID}] {
-			out = append(out, s.readMonitor(m))
-		}
-	}
-	return page(out, func(m *sdnlb.Monitor) string { return m.ID }, f.Page), nil
+	return s.monitors.list(f.Page, func(m *sdnlb.Monitor) bool { return f.PoolID == nil || slices.Contains(m.PoolIDs, *f.PoolID) }), nil
 }
 
 func (s *memStore) CreateMonitor(ctx context.Context, m *sdnlb.Monitor) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if _, ok := s.monitors[m.ID]; ok {
-		return sdnlb.FieldErrorf(sdnlb.ECONFLICT, "id", "monitor %q exists", m.ID)
-	}
-	m.ID = s.newID(m.ID)
-	if err := m.Validate(); err != nil {
-		return err
-	}
-	stored := *m
-	s.monitors[m.ID] = &stored
-	return nil
+	return s.monitors.insert(m, noCheck)
 }
 
 func (s *memStore) UpdateMonitor(ctx context.Context, id string, upd sdnlb.MonitorUpdate) (*sdnlb.Monitor, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	cur, ok := s.monitors[id]
-	if !ok {
-		return nil, notFound("monitor", id)
-	}
-	next := *cur
-	upd.Apply(&next)
-	if err := next.Validate(); err != nil {
-		return nil, err
-	}
-	s.monitors[id] = &next
-	return s.readMonitor(&next), nil
+	return s.monitors.update(id, func(m *sdnlb.Monitor) error { upd.Apply(m); return nil }, noCheck)
 }
 
+// UpdateAllMonitors changes all monitors or, when one result is invalid,
+// none, as lbstore's one transaction does.
 func (s *memStore) UpdateAllMonitors(ctx context.Context, upd sdnlb.MonitorUpdate) (int, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	next := map[string]*sdnlb.Monitor{}
-	for id, cur := range s.monitors {
+	changed := 0
+	for id, cur := range s.monitors.rows {
 		m := *cur
 		upd.Apply(&m)
 		if err := m.Validate(); err != nil {
-			return 0, err
+			return 0, sdnlb.FieldErrorf(sdnlb.ErrorCode(err), sdnlb.ErrorField(err), "monitor %s: %s", id, sdnlb.ErrorMessage(err))
+		}
+		if !reflect.DeepEqual(&m, cur) {
+			changed++
 		}
 		next[id] = &m
 	}
-	s.monitors = next
-	return len(next), nil
+	s.monitors.rows = next
+	return changed, nil
 }
 
 func (s *memStore) DeleteMonitor(ctx context.Context, id string, cascade bool) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if _, ok := s.monitors[id]; !ok {
-		return notFound("monitor", id)
-	}
-	for k := range s.assoc {
-		if k[1] == id {
-			if !cascade {
-				return sdnlb.Errorf(sdnlb.ECONFLICT, "pool %s uses monitor %s", k[0], id)
+	return s.monitors.remove(id, func() error {
+		for k := range s.assoc {
+			if k[1] == id {
+				if !cascade {
+					return sdnlb.Errorf(sdnlb.ECONFLICT, "pool %s uses monitor %s", k[0], id)
+				}
+				delete(s.assoc, k)
 			}
-			delete(s.assoc, k)
 		}
-	}
-	delete(s.monitors, id)
-	return nil
+		delete(s.monitors.rows, id)
+		return nil
+	})
 }
 
 // Config
@@ -529,7 +526,7 @@ func (s *memStore) LoadConfig(ctx context.Context) (*sdnlb.Config, error) {
 func (s *memStore) Clear(ctx context.Context) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.vips, s.pools, s.members = map[string]*sdnlb.VIP{}, map[string]*sdnlb.Pool{}, map[string]*sdnlb.Member{}
-	s.monitors, s.assoc = map[string]*sdnlb.Monitor{}, map[[2]string]bool{}
+	s.vips.rows, s.pools.rows, s.members.rows = map[string]*sdnlb.VIP{}, map[string]*sdnlb.Pool{}, map[string]*sdnlb.Member{}
+	s.monitors.rows, s.assoc = map[string]*sdnlb.Monitor{}, map[[2]string]bool{}
 	return nil
 }

@@ -43,10 +43,20 @@ func (req *monitorRequest) update() sdnlb.MonitorUpdate {
 	}
 }
 
-func (req *monitorRequest) replacement() sdnlb.MonitorUpdate {
+// monitor returns the monitor a POST describes: the given fields over the
+// defaults of a new monitor.
+func (req *monitorRequest) monitor() *sdnlb.Monitor {
 	m := sdnlb.NewMonitor()
-	u := req.update()
-	u.Apply(m)
+	upd := req.update()
+	upd.Apply(m)
+	if req.ID != nil {
+		m.ID = *req.ID
+	}
+	return m
+}
+
+func (req *monitorRequest) replacement() sdnlb.MonitorUpdate {
+	m := req.monitor()
 	return sdnlb.MonitorUpdate{
 		Name: &m.Name, Type: &m.Type, Delay: &m.Delay, Timeout: &m.Timeout, MaxRetries: &m.MaxRetries,
 		Rise: &m.Rise, HTTPMethod: &m.HTTPMethod, URLPath: &m.URLPath, ExpectedCodes: &m.ExpectedCodes,
@@ -100,13 +110,8 @@ func (s *Server) handleMonitorCreate(w http.ResponseWriter, r *http.Request) err
 	if err := decodeRequest(w, r, &req, false); err != nil {
 		return err
 	}
-	m := sdnlb.NewMonitor()
-	upd := req.update()
-	upd.Apply(m)
-	if req.ID != nil {
-		m.ID = *req.ID
-	}
-	if err := createValidated(r.Context(), m, s.MonitorService.CreateMonitor); err != nil {
+	m := req.monitor()
+	if err := s.MonitorService.CreateMonitor(r.Context(), m); err != nil {
 		return err
 	}
 	return createdJSON(w, "/v1/monitors", m.ID, m)
@@ -168,7 +173,7 @@ func (s *Server) updateMonitor(w http.ResponseWriter, r *http.Request, toUpdate 
 	if err := decodeRequest(w, r, &req, true); err != nil {
 		return err
 	}
-	m, err := updateValidated(r.Context(), chi.URLParam(r, "id"), toUpdate(&req), s.MonitorService.FindMonitorByID, s.MonitorService.UpdateMonitor)
+	m, err := s.MonitorService.UpdateMonitor(r.Context(), chi.URLParam(r, "id"), toUpdate(&req))
 	if err != nil {
 		return err
 	}

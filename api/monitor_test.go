@@ -35,6 +35,9 @@ func TestMonitorRoutes(t *testing.T) {
 				return nil
 			},
 			UpdateMonitorFn: func(ctx context.Context, id string, upd sdnlb.MonitorUpdate) (*sdnlb.Monitor, error) {
+				if id != "m1" {
+					return nil, sdnlb.Errorf(sdnlb.ENOTFOUND, "no monitor %s", id)
+				}
 				m := stored()
 				upd.Apply(m)
 				return m, nil
@@ -67,10 +70,6 @@ func TestMonitorRoutes(t *testing.T) {
 				t.Errorf("got %+v", m)
 			}
 		}},
-		{name: "CreateErrTimeout", method: "POST", path: "/v1/monitors", body: `{"delay":1,"timeout":1}`, status: 400, code: sdnlb.EINVALID, field: "timeout"},
-		{name: "CreateErrExpectedCodes", method: "POST", path: "/v1/monitors", body: `{"type":"HTTP","expected_codes":"2xx"}`, status: 400, code: sdnlb.EINVALID, field: "expected_codes"},
-		{name: "CreateErrPoolIDsReadOnly", method: "POST", path: "/v1/monitors", body: `{"pool_ids":["p1"]}`, status: 400, code: sdnlb.EINVALID, field: "pool_ids"},
-		{name: "CreateErrDelayType", method: "POST", path: "/v1/monitors", body: `{"delay":"5s"}`, status: 400, code: sdnlb.EINVALID, field: "delay"},
 		{name: "CreateErrDuplicate", method: "POST", path: "/v1/monitors", body: `{"id":"m1"}`, status: 409, code: sdnlb.ECONFLICT, field: "id"},
 		{name: "GetOK", method: "GET", path: "/v1/monitors/m1", status: 200, check: func(t *testing.T, resp response) {
 			var m sdnlb.Monitor
@@ -93,22 +92,13 @@ func TestMonitorRoutes(t *testing.T) {
 				t.Errorf("got %+v", m)
 			}
 		}},
-		{name: "PatchErrDelay", method: "PATCH", path: "/v1/monitors/m1", body: `{"delay":0.01}`, status: 400, code: sdnlb.EINVALID, field: "delay"},
 		{name: "PatchErrNotFound", method: "PATCH", path: "/v1/monitors/m9", body: `{"delay":10}`, status: 404, code: sdnlb.ENOTFOUND},
 		{name: "DeleteErrInUse", method: "DELETE", path: "/v1/monitors/m1", status: 409, code: sdnlb.ECONFLICT},
 		{name: "DeleteCascade", method: "DELETE", path: "/v1/monitors/m1?cascade=1", status: 204},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			monitors := newMonitors()
-			if tt.code == sdnlb.EINVALID {
-				monitors.CreateMonitorFn = func(ctx context.Context, m *sdnlb.Monitor) error { mustNotCall(t, "CreateMonitor"); return nil }
-				monitors.UpdateMonitorFn = func(ctx context.Context, id string, upd sdnlb.MonitorUpdate) (*sdnlb.Monitor, error) {
-					mustNotCall(t, "UpdateMonitor")
-					return nil, nil
-				}
-			}
-			ts := MustServe(t, &Server{MonitorService: monitors})
+			ts := MustServe(t, &Server{MonitorService: newMonitors()})
 			resp := testRequest(t, ts, tt.method, tt.path, tt.body)
 			switch {
 			case tt.code != "":
@@ -120,4 +110,16 @@ func TestMonitorRoutes(t *testing.T) {
 			}
 		})
 	}
+}
+
+func TestMonitorRoutes_Rejected(t *testing.T) {
+	m1 := sdnlb.NewMonitor()
+	m1.ID = "m1"
+	assertRejections(t, mustMemStore(t, m1), []rejection{
+		{name: "CreateErrTimeout", method: "POST", path: "/v1/monitors", body: `{"delay":1,"timeout":1}`, status: 400, code: sdnlb.EINVALID, field: "timeout"},
+		{name: "CreateErrExpectedCodes", method: "POST", path: "/v1/monitors", body: `{"type":"HTTP","expected_codes":"2xx"}`, status: 400, code: sdnlb.EINVALID, field: "expected_codes"},
+		{name: "CreateErrPoolIDsReadOnly", method: "POST", path: "/v1/monitors", body: `{"pool_ids":["p1"]}`, status: 400, code: sdnlb.EINVALID, field: "pool_ids"},
+		{name: "CreateErrDelayType", method: "POST", path: "/v1/monitors", body: `{"delay":"5s"}`, status: 400, code: sdnlb.EINVALID, field: "delay"},
+		{name: "PatchErrDelay", method: "PATCH", path: "/v1/monitors/m1", body: `{"delay":0.01}`, status: 400, code: sdnlb.EINVALID, field: "delay"},
+	})
 }

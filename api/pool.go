@@ -37,10 +37,20 @@ func (req *poolRequest) update() sdnlb.PoolUpdate {
 	}
 }
 
-func (req *poolRequest) replacement() sdnlb.PoolUpdate {
+// pool returns the pool a POST describes: the given fields over the
+// defaults of a new pool.
+func (req *poolRequest) pool() *sdnlb.Pool {
 	p := sdnlb.NewPool()
-	u := req.update()
-	u.Apply(p)
+	upd := req.update()
+	upd.Apply(p)
+	if req.ID != nil {
+		p.ID = *req.ID
+	}
+	return p
+}
+
+func (req *poolRequest) replacement() sdnlb.PoolUpdate {
+	p := req.pool()
 	return sdnlb.PoolUpdate{
 		Name: &p.Name, Description: &p.Description, VIPID: &p.VIPID, LBMethod: &p.LBMethod,
 		Protocol: &p.Protocol, AdminStateUp: &p.AdminStateUp,
@@ -94,13 +104,8 @@ func (s *Server) handlePoolCreate(w http.ResponseWriter, r *http.Request) error 
 	if err := decodeRequest(w, r, &req, false); err != nil {
 		return err
 	}
-	p := sdnlb.NewPool()
-	upd := req.update()
-	upd.Apply(p)
-	if req.ID != nil {
-		p.ID = *req.ID
-	}
-	if err := createValidated(r.Context(), p, s.PoolService.CreatePool); err != nil {
+	p := req.pool()
+	if err := s.PoolService.CreatePool(r.Context(), p); err != nil {
 		return err
 	}
 	return createdJSON(w, "/v1/pools", p.ID, p)
@@ -164,7 +169,7 @@ func (s *Server) updatePool(w http.ResponseWriter, r *http.Request, toUpdate fun
 	if err := decodeRequest(w, r, &req, true); err != nil {
 		return err
 	}
-	p, err := updateValidated(r.Context(), chi.URLParam(r, "id"), toUpdate(&req), s.PoolService.FindPoolByID, s.PoolService.UpdatePool)
+	p, err := s.PoolService.UpdatePool(r.Context(), chi.URLParam(r, "id"), toUpdate(&req))
 	if err != nil {
 		return err
 	}

@@ -2,7 +2,6 @@ package api
 
 import (
 	"context"
-	"net/http"
 	"testing"
 
 	"github.com/sdnlb/sdnlb"
@@ -118,8 +117,6 @@ func TestPoolRoutes(t *testing.T) {
 				t.Errorf("PUT must reset absent fields to the defaults: %+v", p)
 			}
 		}},
-		{name: "PatchErrMonitorIDsReadOnly", method: "PATCH", path: "/v1/pools/p1", body: `{"monitor_ids":["m2"]}`, status: 400, code: sdnlb.EINVALID, field: "monitor_ids"},
-		{name: "PatchErrLBMethod", method: "PATCH", path: "/v1/pools/p1", body: `{"lb_method":"RR"}`, status: 400, code: sdnlb.EINVALID, field: "lb_method"},
 		{name: "DeleteErrHasMembers", method: "DELETE", path: "/v1/pools/p1", status: 409, code: sdnlb.ECONFLICT},
 		{name: "DeleteCascadeOK", method: "DELETE", path: "/v1/pools/p1?cascade=true", status: 204},
 		{name: "MembersOK", method: "GET", path: "/v1/pools/p1/members", status: 200, check: func(t *testing.T, resp response) {
@@ -132,7 +129,6 @@ func TestPoolRoutes(t *testing.T) {
 		{name: "MembersErrNoPool", method: "GET", path: "/v1/pools/nope/members", status: 404, code: sdnlb.ENOTFOUND},
 		{name: "AssociateOK", method: "POST", path: "/v1/pools/p1/monitors", body: `{"monitor_id":"m2"}`, status: 204},
 		{name: "AssociateErrNoMonitor", method: "POST", path: "/v1/pools/p1/monitors", body: `{"monitor_id":"m9"}`, status: 404, code: sdnlb.ENOTFOUND, field: "monitor_id"},
-		{name: "AssociateErrMissingID", method: "POST", path: "/v1/pools/p1/monitors", body: `{}`, status: 400, code: sdnlb.EINVALID, field: "monitor_id"},
 		{name: "DissociateOK", method: "DELETE", path: "/v1/pools/p1/monitors/m1", status: 204},
 		{name: "DissociateErrNotAssociated", method: "DELETE", path: "/v1/pools/p1/monitors/m2", status: 404, code: sdnlb.ENOTFOUND},
 	}
@@ -151,27 +147,19 @@ func TestPoolRoutes(t *testing.T) {
 		})
 	}
 
-	t.Run("ErrRejectedNeverWrites", func(t *testing.T) {
-		pools := &mock.PoolService{
-			FindPoolByIDFn: func(ctx context.Context, id string) (*sdnlb.Pool, error) { return stored(), nil },
-			CreatePoolFn:   func(ctx context.Context, p *sdnlb.Pool) error { mustNotCall(t, "CreatePool"); return nil },
-			UpdatePoolFn: func(ctx context.Context, id string, upd sdnlb.PoolUpdate) (*sdnlb.Pool, error) {
-				mustNotCall(t, "UpdatePool")
-				return nil, nil
-			},
-			AssociateMonitorFn: func(ctx context.Context, p, m string) error { mustNotCall(t, "AssociateMonitor"); return nil },
-		}
-		ts := MustServe(t, &Server{PoolService: pools})
-		for _, req := range []struct{ method, path, body string }{
-			{"POST", "/v1/pools", `{"protocol":"SCTP"}`},
-			{"POST", "/v1/pools", `{"id":"x","created_at":"now"}`},
-			{"PUT", "/v1/pools/p1", `{"id":"p1"}`},
-			{"PATCH", "/v1/pools/p1", `{"admin_state_up":"yes"}`},
-			{"POST", "/v1/pools/p1/monitors", `{"monitor_id":1}`},
-		} {
-			if resp := testRequest(t, ts, req.method, req.path, req.body); resp.Status != http.StatusBadRequest {
-				t.Errorf("%s %s %s: status %d, want 400", req.method, req.path, req.body, resp.Status)
-			}
-		}
+}
+
+func TestPoolRoutes_Rejected(t *testing.T) {
+	p1 := sdnlb.NewPool()
+	p1.ID = "p1"
+	assertRejections(t, mustMemStore(t, p1), []rejection{
+		{name: "CreateErrProtocol", method: "POST", path: "/v1/pools", body: `{"protocol":"SCTP"}`, status: 400, code: sdnlb.EINVALID, field: "protocol"},
+		{name: "CreateErrCreatedAtReadOnly", method: "POST", path: "/v1/pools", body: `{"id":"x","created_at":"now"}`, status: 400, code: sdnlb.EINVALID, field: "created_at"},
+		{name: "PutErrIDReadOnly", method: "PUT", path: "/v1/pools/p1", body: `{"id":"p1"}`, status: 400, code: sdnlb.EINVALID, field: "id"},
+		{name: "PatchErrAdminStateType", method: "PATCH", path: "/v1/pools/p1", body: `{"admin_state_up":"yes"}`, status: 400, code: sdnlb.EINVALID, field: "admin_state_up"},
+		{name: "PatchErrMonitorIDsReadOnly", method: "PATCH", path: "/v1/pools/p1", body: `{"monitor_ids":["m2"]}`, status: 400, code: sdnlb.EINVALID, field: "monitor_ids"},
+		{name: "PatchErrLBMethod", method: "PATCH", path: "/v1/pools/p1", body: `{"lb_method":"RR"}`, status: 400, code: sdnlb.EINVALID, field: "lb_method"},
+		{name: "AssociateErrMissingID", method: "POST", path: "/v1/pools/p1/monitors", body: `{}`, status: 400, code: sdnlb.EINVALID, field: "monitor_id"},
+		{name: "AssociateErrIDType", method: "POST", path: "/v1/pools/p1/monitors", body: `{"monitor_id":1}`, status: 400, code: sdnlb.EINVALID, field: "monitor_id"},
 	})
 }

@@ -12,19 +12,9 @@ import (
 
 // The steps the handlers of VIPs, pools, members and monitors share, native
 // and Floodlight. The services name their methods per type (FindVIPByID,
-// FindPoolByID), so handlers pass them in as method values.
-
-// validated is a pointer to a domain object that checks itself.
-type validated[T any] interface {
-	*T
-	Validate() error
-}
-
-// applier is a pointer to a partial update of a T.
-type applier[T, U any] interface {
-	*U
-	Apply(*T)
-}
+// FindPoolByID), so handlers pass them in as method values. Handlers do not
+// validate what they decode: the services do, inside the transaction that
+// writes, and their EINVALID errors name the field for the 400.
 
 // nativeRequest is the body of a native POST, PUT or PATCH.
 type nativeRequest interface {
@@ -63,39 +53,10 @@ func listPage[T any](r *http.Request, find func(context.Context, sdnlb.Page) ([]
 	return items, "", nil
 }
 
-// createValidated validates obj before the store sees it, so that a bad
-// request never reaches a write.
-func createValidated[P interface{ Validate() error }](ctx context.Context, obj P, create func(context.Context, P) error) error {
-	if err := obj.Validate(); err != nil {
-		return err
-	}
-	return create(ctx, obj)
-}
-
 // createdJSON answers 201 with the new object and where it lives.
 func createdJSON(w http.ResponseWriter, collection, id string, obj any) error {
 	w.Header().Set("Location", collection+"/"+url.PathEscape(id))
 	return writeJSON(w, http.StatusCreated, obj)
-}
-
-// updateValidated applies upd to a copy of the stored object and validates
-// the result before the store sees the update, so that a bad request never
-// reaches a write.
-func updateValidated[T, U any, PT validated[T], PU applier[T, U]](
-	ctx context.Context, id string, upd U,
-	find func(context.Context, string) (*T, error),
-	update func(context.Context, string, U) (*T, error),
-) (*T, error) {
-	cur, err := find(ctx, id)
-	if err != nil {
-		return nil, err
-	}
-	next := *cur
-	PU(&upd).Apply(&next)
-	if err := PT(&next).Validate(); err != nil {
-		return nil, err
-	}
-	return update(ctx, id, upd)
 }
 
 // deleteWithCascade deletes the object the path parameter names, honouring

@@ -73,12 +73,22 @@ func (req *vipRequest) update() sdnlb.VIPUpdate {
 	}
 }
 
+// vip returns the VIP a POST describes: the given fields over the defaults
+// of a new VIP.
+func (req *vipRequest) vip() *sdnlb.VIP {
+	v := sdnlb.NewVIP()
+	upd := req.update()
+	upd.Apply(v)
+	if req.ID != nil {
+		v.ID = *req.ID
+	}
+	return v
+}
+
 // replacement returns an update that sets every mutable field: the given
 // value or the default of a new VIP.
 func (req *vipRequest) replacement() sdnlb.VIPUpdate {
-	v := sdnlb.NewVIP()
-	u := req.update()
-	u.Apply(v)
+	v := req.vip()
 	return sdnlb.VIPUpdate{
 		Name: &v.Name, Description: &v.Description, Address: &v.Address, Protocol: &v.Protocol, Port: &v.Port,
 		PoolID: &v.PoolID, ConnectionLimit: &v.ConnectionLimit, AdminStateUp: &v.AdminStateUp,
@@ -133,13 +143,8 @@ func (s *Server) handleVIPCreate(w http.ResponseWriter, r *http.Request) error {
 	if err := decodeRequest(w, r, &req, false); err != nil {
 		return err
 	}
-	v := sdnlb.NewVIP()
-	upd := req.update()
-	upd.Apply(v)
-	if req.ID != nil {
-		v.ID = *req.ID
-	}
-	if err := createValidated(r.Context(), v, s.VIPService.CreateVIP); err != nil {
+	v := req.vip()
+	if err := s.VIPService.CreateVIP(r.Context(), v); err != nil {
 		return err
 	}
 	return createdJSON(w, "/v1/vips", v.ID, v)
@@ -205,7 +210,7 @@ func (s *Server) updateVIP(w http.ResponseWriter, r *http.Request, toUpdate func
 	if err := decodeRequest(w, r, &req, true); err != nil {
 		return err
 	}
-	v, err := updateValidated(r.Context(), chi.URLParam(r, "id"), toUpdate(&req), s.VIPService.FindVIPByID, s.VIPService.UpdateVIP)
+	v, err := s.VIPService.UpdateVIP(r.Context(), chi.URLParam(r, "id"), toUpdate(&req))
 	if err != nil {
 		return err
 	}

@@ -53,48 +53,31 @@ func TestVIPRoutes_Create(t *testing.T) {
 		}
 	})
 
-	tests := []struct {
-		name        string
-		body        string
-		contentType string
-		status      int
-		code, field string
-	}{
-		{"ErrBadJSON", `{"address":`, "", 400, sdnlb.EINVALID, ""},
-		{"ErrSyntax", `{"address" "x"}`, "", 400, sdnlb.EINVALID, ""},
-		{"ErrEmpty", ``, "application/json", 400, sdnlb.EINVALID, ""},
-		{"ErrNotObject", `[1,2]`, "", 400, sdnlb.EINVALID, ""},
-		{"ErrTwoValues", `{"address":"10.0.0.1","port":80} {}`, "", 400, sdnlb.EINVALID, ""},
-		{"ErrUnknownField", `{"address":"10.0.0.1","prot":"TCP"}`, "", 400, sdnlb.EINVALID, "prot"},
-		{"ErrWrongType", `{"address":"10.0.0.1","port":"80"}`, "", 400, sdnlb.EINVALID, "port"},
-		{"ErrWrongTypeNested", `{"address":"10.0.0.1","port":80,"session_persistence":{"type":"SOURCE_IP","timeout":"x"}}`, "", 400, sdnlb.EINVALID, "session_persistence.timeout"},
-		{"ErrUnknownNested", `{"address":"10.0.0.1","port":80,"session_persistence":{"kind":"x"}}`, "", 400, sdnlb.EINVALID, "session_persistence.kind"},
-		{"ErrReadOnlyStatus", `{"address":"10.0.0.1","port":80,"status":"ACTIVE"}`, "", 400, sdnlb.EINVALID, "status"},
-		{"ErrReadOnlyMAC", `{"address":"10.0.0.1","port":80,"mac":null}`, "", 400, sdnlb.EINVALID, "mac"},
-		{"ErrReadOnlyCreatedAt", `{"address":"10.0.0.1","port":80,"created_at":"2020-01-01T00:00:00Z"}`, "", 400, sdnlb.EINVALID, "created_at"},
-		{"ErrValidationAddress", `{"address":"10.0.0.256","port":80}`, "", 400, sdnlb.EINVALID, "address"},
-		{"ErrValidationPort", `{"address":"10.0.0.1"}`, "", 400, sdnlb.EINVALID, "port"},
-		{"ErrValidationProtocol", `{"address":"10.0.0.1","port":80,"protocol":"tcp"}`, "", 400, sdnlb.EINVALID, "protocol"},
-		{"ErrValidationID", `{"id":"a/b","address":"10.0.0.1","port":80}`, "", 400, sdnlb.EINVALID, "id"},
-		{"ErrContentTypeForm", `{"address":"10.0.0.1","port":80}`, "application/x-www-form-urlencoded", 415, sdnlb.EUNSUPPORTED, ""},
-		{"ErrContentTypeMergePatchOnPost", `{"address":"10.0.0.1","port":80}`, "application/merge-patch+json", 415, sdnlb.EUNSUPPORTED, ""},
-		{"ErrCharset", `{"address":"10.0.0.1","port":80}`, "application/json; charset=latin1", 415, sdnlb.EUNSUPPORTED, ""},
-		{"ErrTooLarge", `{"name":"` + strings.Repeat("x", maxBodyBytes) + `"}`, "", 413, sdnlb.ETOOLARGE, ""},
+	post := func(name, body string, status int, code, field string, headers ...string) rejection {
+		return rejection{name: name, method: "POST", path: "/v1/vips", body: body, headers: headers, status: status, code: code, field: field}
 	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			vips := &mock.VIPService{CreateVIPFn: func(ctx context.Context, v *sdnlb.VIP) error {
-				mustNotCall(t, "CreateVIP")
-				return nil
-			}}
-			ts := MustServe(t, &Server{VIPService: vips})
-			var headers []string
-			if tt.contentType != "" {
-				headers = append(headers, "Content-Type: "+tt.contentType)
-			}
-			assertError(t, testRequest(t, ts, "POST", "/v1/vips", tt.body, headers...), tt.status, tt.code, tt.field)
-		})
-	}
+	assertRejections(t, newMemStore(), []rejection{
+		post("ErrBadJSON", `{"address":`, 400, sdnlb.EINVALID, ""),
+		post("ErrSyntax", `{"address" "x"}`, 400, sdnlb.EINVALID, ""),
+		post("ErrEmpty", ``, 400, sdnlb.EINVALID, "", "Content-Type: application/json"),
+		post("ErrNotObject", `[1,2]`, 400, sdnlb.EINVALID, ""),
+		post("ErrTwoValues", `{"address":"10.0.0.1","port":80} {}`, 400, sdnlb.EINVALID, ""),
+		post("ErrUnknownField", `{"address":"10.0.0.1","prot":"TCP"}`, 400, sdnlb.EINVALID, "prot"),
+		post("ErrWrongType", `{"address":"10.0.0.1","port":"80"}`, 400, sdnlb.EINVALID, "port"),
+		post("ErrWrongTypeNested", `{"address":"10.0.0.1","port":80,"session_persistence":{"type":"SOURCE_IP","timeout":"x"}}`, 400, sdnlb.EINVALID, "session_persistence.timeout"),
+		post("ErrUnknownNested", `{"address":"10.0.0.1","port":80,"session_persistence":{"kind":"x"}}`, 400, sdnlb.EINVALID, "session_persistence.kind"),
+		post("ErrReadOnlyStatus", `{"address":"10.0.0.1","port":80,"status":"ACTIVE"}`, 400, sdnlb.EINVALID, "status"),
+		post("ErrReadOnlyMAC", `{"address":"10.0.0.1","port":80,"mac":null}`, 400, sdnlb.EINVALID, "mac"),
+		post("ErrReadOnlyCreatedAt", `{"address":"10.0.0.1","port":80,"created_at":"2020-01-01T00:00:00Z"}`, 400, sdnlb.EINVALID, "created_at"),
+		post("ErrValidationAddress", `{"address":"10.0.0.256","port":80}`, 400, sdnlb.EINVALID, "address"),
+		post("ErrValidationPort", `{"address":"10.0.0.1"}`, 400, sdnlb.EINVALID, "port"),
+		post("ErrValidationProtocol", `{"address":"10.0.0.1","port":80,"protocol":"tcp"}`, 400, sdnlb.EINVALID, "protocol"),
+		post("ErrValidationID", `{"id":"a/b","address":"10.0.0.1","port":80}`, 400, sdnlb.EINVALID, "id"),
+		post("ErrContentTypeForm", `{"address":"10.0.0.1","port":80}`, 415, sdnlb.EUNSUPPORTED, "", "Content-Type: application/x-www-form-urlencoded"),
+		post("ErrContentTypeMergePatchOnPost", `{"address":"10.0.0.1","port":80}`, 415, sdnlb.EUNSUPPORTED, "", "Content-Type: application/merge-patch+json"),
+		post("ErrCharset", `{"address":"10.0.0.1","port":80}`, 415, sdnlb.EUNSUPPORTED, "", "Content-Type: application/json; charset=latin1"),
+		post("ErrTooLarge", `{"name":"`+strings.Repeat("x", maxBodyBytes)+`"}`, 413, sdnlb.ETOOLARGE, ""),
+	})
 
 	t.Run("OKCharset", func(t *testing.T) {
 		vips := &mock.VIPService{CreateVIPFn: func(ctx context.Context, v *sdnlb.VIP) error { return nil }}
@@ -238,7 +221,6 @@ func TestVIPRoutes_Update(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			vips := &mock.VIPService{
-				FindVIPByIDFn: func(ctx context.Context, id string) (*sdnlb.VIP, error) { return stored(), nil },
 				UpdateVIPFn: func(ctx context.Context, id string, upd sdnlb.VIPUpdate) (*sdnlb.VIP, error) {
 					v := stored()
 					upd.Apply(v)
@@ -254,45 +236,21 @@ func TestVIPRoutes_Update(t *testing.T) {
 		})
 	}
 
-	errs := []struct {
-		name, method, body, contentType string
-		status                          int
-		code, field                     string
-	}{
-		{"ErrIDReadOnly", "PATCH", `{"id":"2"}`, "", 400, sdnlb.EINVALID, "id"},
-		{"ErrStatusReadOnly", "PUT", `{"address":"10.0.0.2","port":80,"status":"DOWN"}`, "", 400, sdnlb.EINVALID, "status"},
-		{"ErrValidation", "PATCH", `{"port":0}`, "", 400, sdnlb.EINVALID, "port"},
-		{"ErrPutValidation", "PUT", `{"name":"x"}`, "", 400, sdnlb.EINVALID, "address"},
-		{"ErrUnknownField", "PATCH", `{"nmae":"x"}`, "", 400, sdnlb.EINVALID, "nmae"},
-		{"ErrPutMergePatch", "PUT", `{"name":"x"}`, "application/merge-patch+json", 415, sdnlb.EUNSUPPORTED, ""},
-		{"ErrNotFound", "PATCH", `{"name":"x"}`, "", 404, sdnlb.ENOTFOUND, ""},
-	}
-	for _, tt := range errs {
-		t.Run(tt.name, func(t *testing.T) {
-			vips := &mock.VIPService{
-				FindVIPByIDFn: func(ctx context.Context, id string) (*sdnlb.VIP, error) {
-					if tt.code == sdnlb.ENOTFOUND {
-						return nil, sdnlb.Errorf(sdnlb.ENOTFOUND, "no VIP %s", id)
-					}
-					return stored(), nil
-				},
-				UpdateVIPFn: func(ctx context.Context, id string, upd sdnlb.VIPUpdate) (*sdnlb.VIP, error) {
-					mustNotCall(t, "UpdateVIP")
-					return nil, nil
-				},
-			}
-			ts := MustServe(t, &Server{VIPService: vips})
-			var headers []string
-			if tt.contentType != "" {
-				headers = append(headers, "Content-Type: "+tt.contentType)
-			}
-			assertError(t, testRequest(t, ts, tt.method, "/v1/vips/1", tt.body, headers...), tt.status, tt.code, tt.field)
-		})
-	}
+	assertRejections(t, mustMemStore(t, stored()), []rejection{
+		{name: "ErrIDReadOnly", method: "PATCH", path: "/v1/vips/1", body: `{"id":"2"}`, status: 400, code: sdnlb.EINVALID, field: "id"},
+		{name: "ErrStatusReadOnly", method: "PUT", path: "/v1/vips/1", body: `{"address":"10.0.0.2","port":80,"status":"DOWN"}`, status: 400, code: sdnlb.EINVALID, field: "status"},
+		{name: "ErrValidation", method: "PATCH", path: "/v1/vips/1", body: `{"port":0}`, status: 400, code: sdnlb.EINVALID, field: "port"},
+		{name: "ErrPutValidation", method: "PUT", path: "/v1/vips/1", body: `{"name":"x"}`, status: 400, code: sdnlb.EINVALID, field: "address"},
+		{name: "ErrUnknownField", method: "PATCH", path: "/v1/vips/1", body: `{"nmae":"x"}`, status: 400, code: sdnlb.EINVALID, field: "nmae"},
+		{name: "ErrPutMergePatch", method: "PUT", path: "/v1/vips/1", body: `{"name":"x"}`, headers: []string{"Content-Type: application/merge-patch+json"},
+			status: 415, code: sdnlb.EUNSUPPORTED},
+		{name: "ErrNotFound", method: "PATCH", path: "/v1/vips/2", body: `{"name":"x"}`, status: 404, code: sdnlb.ENOTFOUND},
+		// The id is checked before the body, as it was when the handler read the VIP first.
+		{name: "ErrNotFoundBeforeInvalid", method: "PATCH", path: "/v1/vips/2", body: `{"port":0}`, status: 404, code: sdnlb.ENOTFOUND},
+	})
 
 	t.Run("OKMergePatch", func(t *testing.T) {
 		vips := &mock.VIPService{
-			FindVIPByIDFn: func(ctx context.Context, id string) (*sdnlb.VIP, error) { return stored(), nil },
 			UpdateVIPFn: func(ctx context.Context, id string, upd sdnlb.VIPUpdate) (*sdnlb.VIP, error) {
 				return stored(), nil
 			},
@@ -336,12 +294,9 @@ func TestVIPRoutes_Delete(t *testing.T) {
 			}
 		})
 	}
-	t.Run("ErrCascadeValue", func(t *testing.T) {
-		vips := &mock.VIPService{DeleteVIPFn: func(ctx context.Context, id string, cascade bool) error {
-			mustNotCall(t, "DeleteVIP")
-			return nil
-		}}
-		ts := MustServe(t, &Server{VIPService: vips})
-		assertError(t, testRequest(t, ts, "DELETE", "/v1/vips/1?cascade=yes", ""), 400, sdnlb.EINVALID, "cascade")
+	v := sdnlb.NewVIP()
+	v.ID, v.Address, v.Port = "1", "10.0.0.1", 80
+	assertRejections(t, mustMemStore(t, v), []rejection{
+		{name: "ErrCascadeValue", method: "DELETE", path: "/v1/vips/1?cascade=yes", status: 400, code: sdnlb.EINVALID, field: "cascade"},
 	})
 }

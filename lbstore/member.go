@@ -291,6 +291,9 @@ func updateMember(ctx context.Context, tx *Tx, id string, upd sdnlb.MemberUpdate
 	if err != nil {
 		return nil, err
 	}
+	if err := upd.Validate(m); err != nil {
+		return nil, err
+	}
 	upd.Apply(m)
 	if err := m.Validate(); err != nil {
 		return nil, err

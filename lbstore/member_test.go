@@ -112,7 +112,8 @@ func TestMemberService_UpdateMember(t *testing.T) {
 		p := MustCreatePool(t, ctx, db, newPool(""))
 		m := MustCreateMember(t, ctx, db, newMember(p.ID, "10.0.0.1", 80))
 
-		got, err := s.UpdateMember(ctx, m.ID, sdnlb.MemberUpdate{Address: ptr("10.0.0.2"), Port: ptr(81), Weight: ptr(0)})
+		// Repeating the member's own pool is not a move.
+		got, err := s.UpdateMember(ctx, m.ID, sdnlb.MemberUpdate{PoolID: &p.ID, Address: ptr("10.0.0.2"), Port: ptr(81), Weight: ptr(0)})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -142,6 +143,12 @@ func TestMemberService_UpdateMember(t *testing.T) {
 			MustCreateMember(tb, ctx, db, newMember(p.ID, "10.0.0.1", 80))
 			m := MustCreateMember(tb, ctx, db, newMember(p.ID, "10.0.0.2", 80))
 			return m.ID, sdnlb.MemberUpdate{Weight: ptr(9), Address: ptr("10.0.0.1")}
+		}},
+		{"ErrPoolChange", sdnlb.EINVALID, "pool_id", func(tb testing.TB, ctx context.Context, db *lbstore.DB) (string, sdnlb.MemberUpdate) {
+			p := MustCreatePool(tb, ctx, db, newPool(""))
+			other := MustCreatePool(tb, ctx, db, newPool(""))
+			m := MustCreateMember(tb, ctx, db, newMember(p.ID, "10.0.0.1", 80))
+			return m.ID, sdnlb.MemberUpdate{Weight: ptr(9), PoolID: &other.ID}
 		}},
 	})
 }
