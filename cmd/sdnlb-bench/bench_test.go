@@ -25,6 +25,10 @@ type faults struct {
 	duplicate int // the packet-out twice
 	sendError bool
 	noReverse bool // no member→client flow
+	// A flow-mod in the handshake the fake switch's table model refuses.
+	unmodelled bool
+	// A drop flow in the handshake that takes every SYN to the VIP.
+	dropSYNs bool
 }
 
 func hit(every int, n uint64) bool { return every > 0 && n%uint64(every) == uint64(every-1) }
@@ -94,6 +98,17 @@ func (c *fakeController) serve(conn net.Conn) {
 	}
 	send(&ofp.Hello{Versions: []uint8{ofp.Version}})
 	send(&ofp.FeaturesRequest{})
+	if c.f.unmodelled {
+		send(&ofp.FlowMod{Command: ofp.FlowAdd, Cookie: 0xbad, Priority: 600, BufferID: ofp.NoBuffer,
+			OutPort: ofp.PortAny, OutGroup: ofp.GroupAny,
+			Match: ofp.Match{OXMs: []ofp.OXM{ofp.MatchEthType(0x0806), ofp.MatchARPSHA([6]byte{2, 0, 0, 0, 0, 7})}}})
+	}
+	if c.f.dropSYNs {
+		vip := [4]byte(ip4(c.t.vipIP).To4())
+		send(&ofp.FlowMod{Command: ofp.FlowAdd, Cookie: 0xd0, Priority: 900, BufferID: ofp.NoBuffer,
+			OutPort: ofp.PortAny, OutGroup: ofp.GroupAny,
+			Match: ofp.Match{OXMs: []ofp.OXM{ofp.MatchEthType(0x0800), ofp.MatchIPProto(6), ofp.MatchIPv4Dst(vip)}}})
+	}
 	send(&ofp.BarrierRequest{})
 	if c.f.sendError {
 		send(&ofp.ErrorMsg{ErrType: ofp.ErrTypeBadRequest, Code: ofp.BadRequestBadType})
@@ -200,6 +215,7 @@ func TestExecute_FakeController(t *testing.T) {
 		{"BadRewrites", faults{badPort: 5}},
 		{"Duplicates", faults{duplicate: 4}},
 		{"OFPError", faults{sendError: true}},
+		{"TableReject", faults{unmodelled: true}},
 		{"Everything", faults{drop: 13, refuse: 11, badPort: 9, duplicate: 6}},
 	}
 	for _, tt := range tests {
@@ -243,16 +259,22 @@ func TestExecute_FakeController(t *testing.T) {
 			if tt.f.sendError {
 				want.OFPErrors = 1
 			}
-			want.Total = want.OFPErrors + want.Timeouts + want.Refused + want.BadRewrite + want.Unmatched
+			if tt.f.unmodelled {
+				want.TableRejects = 1
+			}
+			want.Total = want.OFPErrors + want.Timeouts + want.Refused + want.BadRewrite + want.Unmatched + want.TableRejects + want.NotPunted
 			wantSetups := uint64(count) - want.Timeouts - want.Refused - want.BadRewrite
 
 			got := res.Errors
-			got.FirstOFP = ""
+			got.FirstOFP, got.FirstTableReject = "", ""
 			if got != want {
 				t.Errorf("errors = %+v, want %+v", got, want)
 			}
 			if tt.f.sendError && res.Errors.FirstOFP == "" {
 				t.Error("the OFPT_ERROR received is not described")
+			}
+			if tt.f.unmodelled && !strings.Contains(res.Errors.FirstTableReject, "arp_sha") {
+				t.Errorf("first table reject %q, want it to name arp_sha", res.Errors.FirstTableReject)
 			}
 			if res.Setups != wantSetups || res.Drained != 0 {
 				t.Errorf("setups = %d (+%d drained), want %d", res.Setups, res.Drained, wantSetups)
@@ -284,6 +306,7 @@ func TestExecute_WarmupFails(t *testing.T) {
 		{"NoReverseFlow", faults{noReverse: true}, "no member→client flow-mod"},
 		{"Refused", faults{refuse: 1}, "refused the setup"},
 		{"NoAnswer", faults{drop: 1}, "no packet-out for the first setup"},
+		{"SYNNotPunted", faults{dropSYNs: true}, "do not send it to the controller"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -17,9 +17,15 @@
 // Each fake switch answers the handshake, echo, barrier and multipart
 // requests as a switch would, announces the members and the client with
 // ARP, resolves the VIP's MAC with ARP, and makes one warm-up setup whose
-// two NAT flows and packet-out it checks field by field. Its packet-ins
-// carry the reason and cookie of the controller's flow that would have
-// punted them.
+// two NAT flows and packet-out it checks field by field. Until then it
+// applies every flow-mod to a controller/oftable model of its table, and
+// its packet-ins carry the reason and cookie the flow that takes them
+// gives (OFPR_NO_MATCH, cookie -1 if none does). A packet the controller's
+// flows send elsewhere is not punted, as on a real switch: the warm-up
+// fails on one of its own packets, and an answer to the controller's ARP
+// is counted as an error instead.
+// Past the warm-up flow-mods are counted, not decoded, so the table stays
+// as the warm-up left it.
 //
 // Throughput mode (the default) keeps -window setups in flight per switch;
 // latency mode (-rate) sends at a fixed total rate, open loop, in steps of
@@ -35,8 +41,9 @@
 // the measured interval divided by its setups. Percentiles come from a
 // log-linear histogram of every sample and are within 1.6 % of the exact
 // value. The exit status is 1 when any error was seen (OFPT_ERROR,
-// timeout, refusal, wrong rewrite, unexpected packet-out) or no setup
-// completed, 2 for bad flags.
+// timeout, refusal, wrong rewrite, unexpected packet-out, a flow-mod the
+// table model refuses, an ARP answer the table would not punt) or no
+// setup completed, 2 for bad flags.
 package main
 
 import (

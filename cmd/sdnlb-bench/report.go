@@ -58,6 +58,15 @@ type Errors struct {
 	BadRewrite uint64 `json:"bad_rewrite"` // packet-out without the NAT rewrite
 	Unmatched  uint64 `json:"unmatched"`   // packet-out for no setup sent, or a second one
 	Late       uint64 `json:"late"`        // answers to timed-out setups; not counted again in Total
+	// Flow-mods the fake switch's table model refused (a field or an
+	// instruction it does not model), whole run: packet-ins may then
+	// carry another reason or cookie than a real switch would give them.
+	TableRejects     uint64 `json:"table_rejects"`
+	FirstTableReject string `json:"first_table_reject,omitempty"`
+	// ARP replies to the controller not sent, whole run: the switch's
+	// flows take them elsewhere, so a real switch would not punt them.
+	NotPunted      uint64 `json:"not_punted"`
+	FirstNotPunted string `json:"first_not_punted,omitempty"`
 }
 
 // collect sums the switches' counters; the caller holds no switch lock
@@ -87,6 +96,14 @@ func collect(cfg *config, sws []*fakeSwitch, elapsed time.Duration) *Result {
 		if s.firstErr != nil && e.FirstOFP == "" {
 			e.FirstOFP = s.firstErr.Error()
 		}
+		e.TableRejects += s.tableRejects
+		if s.firstReject != nil && e.FirstTableReject == "" {
+			e.FirstTableReject = s.firstReject.Error()
+		}
+		e.NotPunted += s.notPunted
+		if s.firstNotPunted != nil && e.FirstNotPunted == "" {
+			e.FirstNotPunted = s.firstNotPunted.Error()
+		}
 		e.Timeouts += st.timeouts
 		e.Refused += st.refused
 		e.BadRewrite += st.badRewrite
@@ -98,7 +115,7 @@ func collect(cfg *config, sws []*fakeSwitch, elapsed time.Duration) *Result {
 		h.merge(&s.hist)
 		s.mu.Unlock()
 	}
-	e.Total = e.OFPErrors + e.Timeouts + e.Refused + e.BadRewrite + e.Unmatched
+	e.Total = e.OFPErrors + e.Timeouts + e.Refused + e.BadRewrite + e.Unmatched + e.TableRejects + e.NotPunted
 	if elapsed > 0 {
 		res.SetupsPerSecond = float64(res.Setups) / elapsed.Seconds()
 	}
@@ -151,10 +168,16 @@ func writeTable(w io.Writer, res *Result) error {
 	if e.Late > 0 {
 		late = fmt.Sprintf(" (%d answered late)", e.Late)
 	}
-	fmt.Fprintf(tw, "errors\t%d (ofp_error %d, timeout %d%s, refused %d, bad_rewrite %d, unmatched %d)\n",
-		e.Total, e.OFPErrors, e.Timeouts, late, e.Refused, e.BadRewrite, e.Unmatched)
+	fmt.Fprintf(tw, "errors\t%d (ofp_error %d, timeout %d%s, refused %d, bad_rewrite %d, unmatched %d, table_reject %d, not_punted %d)\n",
+		e.Total, e.OFPErrors, e.Timeouts, late, e.Refused, e.BadRewrite, e.Unmatched, e.TableRejects, e.NotPunted)
 	if e.FirstOFP != "" {
 		fmt.Fprintf(tw, "first ofp error\t%s\n", e.FirstOFP)
+	}
+	if e.FirstTableReject != "" {
+		fmt.Fprintf(tw, "first table reject\t%s\n", e.FirstTableReject)
+	}
+	if e.FirstNotPunted != "" {
+		fmt.Fprintf(tw, "first not punted\t%s\n", e.FirstNotPunted)
 	}
 	if res.AllocsPerSetup != nil {
 		fmt.Fprintf(tw, "allocations\t%.3g allocs, %.3g bytes per setup (whole process)\n", *res.AllocsPerSetup, *res.BytesPerSetup)

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/sdnlb/sdnlb/controller/ofp"
+	"github.com/sdnlb/sdnlb/controller/oftable"
 )
 
 var (
@@ -85,11 +86,20 @@ type fakeSwitch struct {
 	firstSetup  chan setupOutcome
 	vipMAC      [6]byte
 	recordFlows bool           // before measuring: decode every flow-mod
-	ctlFlows    []ctlFlow      // flows that punt to the controller
 	warmFlows   []*ofp.FlowMod // flow-mods seen while recordFlows
 	firstErr    *ofp.ErrorMsg  // first OFPT_ERROR received
 	ofpErrors   uint64         // OFPT_ERROR received over the whole run
 	syn         *synTemplate
+
+	// table holds the controller's flows as the flow-mods seen while
+	// recordFlows left them; it gives packet-ins their reason and cookie.
+	// Past the warm-up it no longer changes: decoding every flow-mod
+	// would cost the setup path its allocation-free handling.
+	table          oftable.Table
+	tableRejects   uint64 // flow-mods the table model refused
+	firstReject    error
+	notPunted      uint64 // packet-ins not sent: a flow took the frame elsewhere
+	firstNotPunted error
 
 	ring        []pending
 	mask        uint64
@@ -314,7 +324,16 @@ func (s *fakeSwitch) handleFlowMod(msg []byte) error {
 		return fmt.Errorf("flow-mod: %v", err)
 	}
 	s.warmFlows = append(s.warmFlows, fm)
-	s.ctlFlows = applyFlowMod(s.ctlFlows, fm)
+	// A flow-mod the model refuses (a field or instruction it does not
+	// model) leaves the table as it was; the run counts it, as the
+	// packet-ins that follow may carry another reason or cookie than a
+	// real switch would give them.
+	if _, err := s.table.Apply(fm); err != nil {
+		s.tableRejects++
+		if s.firstReject == nil {
+			s.firstReject = fmt.Errorf("flow-mod %s: %w", fm, err)
+		}
+	}
 	return nil
 }
 
@@ -360,32 +379,57 @@ func (s *fakeSwitch) handleARP(a arpInfo) error {
 		}
 		if i := t.memberIndex(a.tpa); i >= 0 {
 			m := &t.members[i]
-			return s.sendARP(2, m.ofPort, net.HardwareAddr(a.sha[:]), m.mac[:], m.ip, net.HardwareAddr(a.sha[:]), a.spa)
+			return s.replyARP(m.ofPort, m.mac[:], m.ip, a)
 		}
 		if _, ok := clientSeq(s.base, a.tpa, clientPortBase); ok {
-			return s.sendARP(2, clientPort, net.HardwareAddr(a.sha[:]), s.clientMAC, a.tpa, net.HardwareAddr(a.sha[:]), a.spa)
+			return s.replyARP(clientPort, s.clientMAC, a.tpa, a)
 		}
 	}
 	return nil
 }
 
-// sendARP sends an ARP packet as a packet-in from port.
+// replyARP answers the controller's ARP request req for ip, a host behind
+// port with MAC mac. A reply the switch's flows would not send to the
+// controller is not sent and is counted: a real switch would not send it.
+func (s *fakeSwitch) replyARP(port uint32, mac net.HardwareAddr, ip uint32, req arpInfo) error {
+	err := s.sendARP(2, port, net.HardwareAddr(req.sha[:]), mac, ip, net.HardwareAddr(req.sha[:]), req.spa)
+	if errors.Is(err, errNotPunted) {
+		s.notPunted++
+		if s.firstNotPunted == nil {
+			s.firstNotPunted = err
+		}
+		return nil
+	}
+	return err
+}
+
+// sendARP sends an ARP packet as a packet-in from port, or returns an
+// error wrapping errNotPunted if the switch's flows keep it from the
+// controller.
 func (s *fakeSwitch) sendARP(op uint16, port uint32, dst, sha net.HardwareAddr, spa uint32, tha net.HardwareAddr, tpa uint32) error {
 	frame, err := arpFrame(op, dst, sha, spa, tha, tpa)
 	if err != nil {
 		return err
 	}
-	s.send(0, s.packetIn(port, frame))
+	pin, err := s.packetIn(port, frame)
+	if err != nil {
+		return err
+	}
+	s.send(0, pin)
 	return nil
 }
 
-// packetIn wraps frame as the switch's table would punt it.
-func (s *fakeSwitch) packetIn(port uint32, frame []byte) *ofp.PacketIn {
-	reason, cookie := lookupPunt(s.ctlFlows, port, frame)
+// packetIn wraps frame as the switch's table would punt it, or returns an
+// error wrapping errNotPunted if the table sends it elsewhere.
+func (s *fakeSwitch) packetIn(port uint32, frame []byte) (*ofp.PacketIn, error) {
+	reason, cookie, err := punt(&s.table, port, frame)
+	if err != nil {
+		return nil, err
+	}
 	return &ofp.PacketIn{
 		BufferID: ofp.NoBuffer, TotalLen: uint16(len(frame)), Reason: reason, Cookie: cookie,
 		Match: ofp.Match{OXMs: []ofp.OXM{ofp.MatchInPort(port)}}, Data: frame,
-	}
+	}, nil
 }
 
 // complete resolves setup n on its packet-out (or RST when refused).

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"net"
 	"reflect"
+	"strings"
 	"testing"
 	"time"
 
@@ -117,6 +118,22 @@ func TestFakeSwitch_Handle(t *testing.T) {
 				t.Errorf("xid %d error %v code %d, want 10 BAD_REQUEST/BAD_TYPE", h.XID, e.ErrType, e.Code)
 			}
 		}, false},
+		{"FlowModApplied", ofp.Append(nil, 11, puntFlow(0x42, 0)), 0xff, func(t *testing.T, s *fakeSwitch, _ ofp.Header, _ ofp.Message) {
+			if flows := s.table.Flows(); len(flows) != 1 || flows[0].Cookie != 0x42 || s.tableRejects != 0 {
+				t.Errorf("table %q, %d rejects; want the flow 0x42 and none", s.table.Lines(), s.tableRejects)
+			}
+		}, false},
+		// oftable does not model arp_sha: the switch goes on, counts the
+		// flow-mod and keeps the table as it was.
+		{"FlowModRefusedCounted", ofp.Append(nil, 12, puntFlow(0x43, 600, ofp.MatchEthType(0x0806), ofp.MatchARPSHA([6]byte{2, 0, 0, 0, 0, 7}))),
+			0xff, func(t *testing.T, s *fakeSwitch, _ ofp.Header, _ ofp.Message) {
+				if s.tableRejects != 1 || s.firstReject == nil || !strings.Contains(s.firstReject.Error(), "arp_sha") || len(s.table.Flows()) != 0 {
+					t.Errorf("%d rejects (first %v), table %q; want 1 about arp_sha and an empty table", s.tableRejects, s.firstReject, s.table.Lines())
+				}
+				if len(s.warmFlows) != 1 {
+					t.Errorf("%d flow-mods recorded, want the refused one too", len(s.warmFlows))
+				}
+			}, false},
 		{"ErrOtherVersion", func() []byte { b := ofp.Append(nil, 1, &ofp.EchoRequest{}); b[0] = 6; return b }(), 0xff, nil, true},
 		{"ErrShortFlowMod", func() []byte { b := ofp.Append(nil, 1, &ofp.BarrierRequest{}); b[1] = byte(ofp.TypeFlowMod); return b }(), 0xff, nil, true},
 	}
@@ -185,6 +202,57 @@ func TestFakeSwitch_AnswersARPForItsHosts(t *testing.T) {
 			want := arpInfo{op: 2, sha: tt.wantMAC, spa: tt.tpa, tha: [6]byte(controllerMAC), tpa: tt.spa}
 			if port != tt.wantPort || !ok || a != want {
 				t.Errorf("packet-in from port %d with %+v, want port %d with %+v", port, a, tt.wantPort, want)
+			}
+		})
+	}
+}
+
+// TestFakeSwitch_ARPReplyFollowsTable checks that the switch's answers
+// to the controller's ARP carry what its table gives them, and that an
+// answer a flow takes elsewhere is counted instead of sent.
+func TestFakeSwitch_ARPReplyFollowsTable(t *testing.T) {
+	controllerMAC := [6]byte{0x02, 0xcc, 0, 0, 0, 1}
+	tests := []struct {
+		name          string
+		flows         []*ofp.FlowMod
+		wantReason    uint8
+		wantCookie    uint64
+		wantNotPunted bool
+	}{
+		{"NoFlow", nil, ofp.ReasonNoMatch, noFlowCookie, false},
+		{"TableMiss", []*ofp.FlowMod{puntFlow(0x77, 0)}, ofp.ReasonNoMatch, 0x77, false},
+		{"ARPPunt", []*ofp.FlowMod{puntFlow(0x77, 0), puntFlow(0x78, 500, ofp.MatchEthType(0x0806), ofp.MatchARPOp(2))},
+			ofp.ReasonAction, 0x78, false},
+		{"TakenByL2Flow", []*ofp.FlowMod{puntFlow(0x77, 0), flowTo(0x79, 100, []uint32{clientPort}, ofp.MatchEthDst(controllerMAC))},
+			0, 0, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s, peer := pipeSwitch(t)
+			for _, fm := range tt.flows {
+				if _, err := s.table.Apply(fm); err != nil {
+					t.Fatal(err)
+				}
+			}
+			req, err := arpFrame(1, broadcastMAC, controllerMAC[:], ipU32([4]byte{10, 99, 0, 100}), zeroMAC, ipU32([4]byte{10, 99, 0, 2}))
+			if err != nil {
+				t.Fatal(err)
+			}
+			po := ofp.Append(nil, 1, &ofp.PacketOut{BufferID: ofp.NoBuffer, InPort: ofp.PortController,
+				Actions: []ofp.Action{ofp.ActionOutput{Port: ofp.PortFlood}}, Data: req})
+			_, m, err := exchange(t, s, peer, po)
+			if err != nil {
+				t.Fatalf("handle: %v", err)
+			}
+			if tt.wantNotPunted {
+				if m != nil || s.notPunted != 1 || !errors.Is(s.firstNotPunted, errNotPunted) {
+					t.Errorf("answered %T, %d not punted (first %v); want no answer and 1", m, s.notPunted, s.firstNotPunted)
+				}
+				return
+			}
+			pin, ok := m.(*ofp.PacketIn)
+			if !ok || pin.Reason != tt.wantReason || pin.Cookie != tt.wantCookie || s.notPunted != 0 {
+				t.Fatalf("answered %+v, %d not punted; want a packet-in with reason %d cookie %#x", m, s.notPunted, tt.wantReason, tt.wantCookie)
 			}
 		})
 	}

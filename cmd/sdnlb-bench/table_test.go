@@ -1,34 +1,59 @@
 package main
 
 import (
+	"errors"
+	"net"
 	"testing"
 
 	"github.com/sdnlb/sdnlb/controller/ofp"
+	"github.com/sdnlb/sdnlb/controller/oftable"
 )
 
-func puntFlow(cookie uint64, prio uint16, oxms ...ofp.OXM) *ofp.FlowMod {
-	return &ofp.FlowMod{
-		Command: ofp.FlowAdd, Cookie: cookie, Priority: prio, Match: ofp.Match{OXMs: oxms},
-		Instructions: []ofp.Instruction{ofp.InstructionApplyActions{Actions: []ofp.Action{
-			ofp.ActionOutput{Port: ofp.PortController, MaxLen: ofp.ControllerMaxLenNoBuffer},
-		}}},
+func flowTo(cookie uint64, prio uint16, ports []uint32, oxms ...ofp.OXM) *ofp.FlowMod {
+	fm := &ofp.FlowMod{Command: ofp.FlowAdd, Cookie: cookie, Priority: prio, Match: ofp.Match{OXMs: oxms},
+		BufferID: ofp.NoBuffer, OutPort: ofp.PortAny, OutGroup: ofp.GroupAny}
+	var actions []ofp.Action
+	for _, p := range ports {
+		actions = append(actions, ofp.ActionOutput{Port: p, MaxLen: ofp.ControllerMaxLenNoBuffer})
 	}
+	if len(actions) > 0 { // none: drop
+		fm.Instructions = []ofp.Instruction{ofp.InstructionApplyActions{Actions: actions}}
+	}
+	return fm
 }
 
-func TestLookupPunt(t *testing.T) {
+func puntFlow(cookie uint64, prio uint16, oxms ...ofp.OXM) *ofp.FlowMod {
+	return flowTo(cookie, prio, []uint32{ofp.PortController}, oxms...)
+}
+
+// mustTable applies mods to a new table.
+func mustTable(tb testing.TB, mods ...*ofp.FlowMod) *oftable.Table {
+	tb.Helper()
+	t := oftable.New()
+	for _, fm := range mods {
+		if _, err := t.Apply(fm); err != nil {
+			tb.Fatalf("apply %s: %v", fm, err)
+		}
+	}
+	return t
+}
+
+func TestPunt(t *testing.T) {
 	vip := [4]byte{10, 99, 0, 100}
+	learnedMAC := net.HardwareAddr{0x02, 0, 0, 0, 0, 9}
 	mods := []*ofp.FlowMod{
 		puntFlow(0xa0, 0),
 		puntFlow(0xa1, 500, ofp.MatchEthType(0x0806), ofp.MatchARPOp(1), ofp.MatchARPTPA(vip)),
 		puntFlow(0xa2, 500, ofp.MatchEthType(0x0800), ofp.MatchIPProto(6), ofp.MatchIPv4Dst(vip), ofp.MatchTCPDst(80)),
 		puntFlow(0xa3, 400, ofp.MatchEthType(0x0800), ofp.MatchIPv4DstMasked([4]byte{10, 99, 0, 0}, [4]byte{255, 255, 255, 0})),
-		// Not a punt: must not shadow anything in the fake table.
-		{Command: ofp.FlowAdd, Cookie: 0xb0, Priority: 900, Match: ofp.Match{OXMs: []ofp.OXM{ofp.MatchEthType(0x0800)}}},
+		// Flows that take packets elsewhere. The hand model this replaced
+		// skipped them and let a lower punt answer; a real switch stops
+		// at them and sends no packet-in, and so does the fake switch now.
+		flowTo(0xb0, 900, nil, ofp.MatchEthType(0x0800), ofp.MatchIPProto(6), ofp.MatchTCPDst(22)),
+		flowTo(0xb1, 100, []uint32{3}, ofp.MatchEthDst([6]byte(learnedMAC))),
 	}
-	var flows []ctlFlow
-	for _, fm := range mods {
-		flows = applyFlowMod(flows, fm)
-	}
+	flows := mustTable(t, mods...)
+	client := clientBase(0)
 	mustFrame := func(b []byte, err error) []byte {
 		t.Helper()
 		if err != nil {
@@ -36,51 +61,90 @@ func TestLookupPunt(t *testing.T) {
 		}
 		return b
 	}
-	client := clientBase(0)
+	syn := func(dst uint32, dport uint16) []byte {
+		return mustFrame(synFrame(testClientMAC, testVIPMAC, client, dst, 1024, dport))
+	}
+	arp := func(op uint16, dstMAC, sha net.HardwareAddr, spa uint32, tha net.HardwareAddr, tpa uint32) []byte {
+		return mustFrame(arpFrame(op, dstMAC, sha, spa, tha, tpa))
+	}
+	synToVIP := syn(testVIP, 80)
+	arpForVIP := arp(1, broadcastMAC, testClientMAC, client, zeroMAC, testVIP)
 	tests := []struct {
-		name       string
-		frame      []byte
-		wantReason uint8
-		wantCookie uint64
+		name          string
+		frame         []byte
+		wantReason    uint8
+		wantCookie    uint64
+		wantNotPunted bool
 	}{
-		{"SYNToVIP", mustFrame(synFrame(testClientMAC, testVIPMAC, client, testVIP, 1024, 80)), ofp.ReasonAction, 0xa2},
-		{"SYNToOtherPortMasked", mustFrame(synFrame(testClientMAC, testVIPMAC, client, testVIP, 1024, 443)), ofp.ReasonAction, 0xa3},
-		{"SYNElsewhere", mustFrame(synFrame(testClientMAC, testVIPMAC, client, ipU32([4]byte{10, 1, 1, 1}), 1024, 80)), ofp.ReasonNoMatch, 0xa0},
-		{"ARPForVIP", mustFrame(arpFrame(1, broadcastMAC, testClientMAC, client, zeroMAC, testVIP)), ofp.ReasonAction, 0xa1},
-		{"ARPForOther", mustFrame(arpFrame(1, broadcastMAC, testClientMAC, client, zeroMAC, client+1)), ofp.ReasonNoMatch, 0xa0},
-		{"ARPReplyFromVIP", mustFrame(arpFrame(2, testClientMAC, testVIPMAC, testVIP, testClientMAC, client)), ofp.ReasonNoMatch, 0xa0},
+		{"SYNToVIP", synToVIP, ofp.ReasonAction, 0xa2, false},
+		{"SYNToOtherPortMasked", syn(testVIP, 443), ofp.ReasonAction, 0xa3, false},
+		{"SYNElsewhere", syn(ipU32([4]byte{10, 1, 1, 1}), 80), ofp.ReasonNoMatch, 0xa0, false},
+		{"ARPForVIP", arpForVIP, ofp.ReasonAction, 0xa1, false},
+		{"ARPForOther", arp(1, broadcastMAC, testClientMAC, client, zeroMAC, client+1), ofp.ReasonNoMatch, 0xa0, false},
+		{"ARPReplyFromVIP", arp(2, testClientMAC, testVIPMAC, testVIP, testClientMAC, client), ofp.ReasonNoMatch, 0xa0, false},
+		// The hand model gave these 0xa3 and the table miss 0xa0.
+		{"SYNShadowedByDrop", syn(testVIP, 22), 0, 0, true},
+		{"ARPReplyToLearnedMAC", arp(2, learnedMAC, testVIPMAC, testVIP, learnedMAC, client), 0, 0, true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			reason, cookie := lookupPunt(flows, clientPort, tt.frame)
-			if reason != tt.wantReason || cookie != tt.wantCookie {
-				t.Errorf("lookupPunt = reason %d cookie %#x, want %d %#x", reason, cookie, tt.wantReason, tt.wantCookie)
+			reason, cookie, err := punt(flows, clientPort, tt.frame)
+			switch {
+			case tt.wantNotPunted:
+				if !errors.Is(err, errNotPunted) {
+					t.Errorf("punt = reason %d cookie %#x, %v; want errNotPunted", reason, cookie, err)
+				}
+			case err != nil || reason != tt.wantReason || cookie != tt.wantCookie:
+				t.Errorf("punt = reason %d cookie %#x, %v; want %d %#x", reason, cookie, err, tt.wantReason, tt.wantCookie)
 			}
 		})
 	}
 
 	t.Run("DeleteByCookieMask", func(t *testing.T) {
-		left := applyFlowMod(append([]ctlFlow(nil), flows...), &ofp.FlowMod{Command: ofp.FlowDelete, Cookie: 0xa0, CookieMask: 0xf0})
-		reason, cookie := lookupPunt(left, clientPort, tests[0].frame)
-		if len(left) != 0 || reason != ofp.ReasonNoMatch || cookie != noFlowCookie {
-			t.Errorf("after deleting cookie 0xa0/0xf0: %d flows left, reason %d cookie %#x", len(left), reason, cookie)
+		left := mustTable(t, append(mods, &ofp.FlowMod{Command: ofp.FlowDelete, Cookie: 0xa0, CookieMask: 0xf0,
+			TableID: ofp.TableAll, BufferID: ofp.NoBuffer, OutPort: ofp.PortAny, OutGroup: ofp.GroupAny})...)
+		reason, cookie, err := punt(left, clientPort, synToVIP)
+		if n := len(left.Flows()); n != 2 || err != nil || reason != ofp.ReasonNoMatch || cookie != noFlowCookie {
+			t.Errorf("after deleting cookie 0xa0/0xf0: %d flows left, reason %d cookie %#x, %v; want the two 0xb* flows and no match", n, reason, cookie, err)
 		}
 	})
 	t.Run("DeleteStrict", func(t *testing.T) {
 		del := *mods[2]
 		del.Command = ofp.FlowDeleteStrict
 		del.CookieMask = ^uint64(0)
-		left := applyFlowMod(append([]ctlFlow(nil), flows...), &del)
-		if reason, cookie := lookupPunt(left, clientPort, tests[0].frame); len(left) != 3 || reason != ofp.ReasonAction || cookie != 0xa3 {
-			t.Errorf("after a strict delete: %d flows, reason %d cookie %#x; want 3 flows and the masked flow 0xa3", len(left), reason, cookie)
+		left := mustTable(t, append(mods, &del)...)
+		reason, cookie, err := punt(left, clientPort, synToVIP)
+		if n := len(left.Flows()); n != len(mods)-1 || err != nil || reason != ofp.ReasonAction || cookie != 0xa3 {
+			t.Errorf("after a strict delete: %d flows, reason %d cookie %#x, %v; want %d flows and the masked flow 0xa3", n, reason, cookie, err, len(mods)-1)
 		}
 	})
 	t.Run("AddReplaces", func(t *testing.T) {
 		again := *mods[1]
 		again.Cookie = 0xc1
-		left := applyFlowMod(append([]ctlFlow(nil), flows...), &again)
-		if _, cookie := lookupPunt(left, clientPort, tests[3].frame); len(left) != len(flows) || cookie != 0xc1 {
-			t.Errorf("re-adding a flow: %d flows (want %d), cookie %#x (want 0xc1)", len(left), len(flows), cookie)
+		left := mustTable(t, append(mods, &again)...)
+		_, cookie, err := punt(left, clientPort, arpForVIP)
+		if n := len(left.Flows()); n != len(mods) || err != nil || cookie != 0xc1 {
+			t.Errorf("re-adding a flow: %d flows (want %d), cookie %#x, %v (want 0xc1)", n, len(mods), cookie, err)
+		}
+	})
+	t.Run("ModifiedToDropShadows", func(t *testing.T) {
+		drop := *mods[2]
+		drop.Command, drop.Instructions = ofp.FlowModifyStrict, nil
+		left := mustTable(t, append(mods, &drop)...)
+		if reason, cookie, err := punt(left, clientPort, synToVIP); !errors.Is(err, errNotPunted) {
+			t.Errorf("0xa2 modified to drop: reason %d cookie %#x, %v; want errNotPunted, not the lower 0xa3", reason, cookie, err)
+		}
+	})
+	t.Run("OutputAndPunt", func(t *testing.T) {
+		both := mustTable(t, flowTo(0xd0, 600, []uint32{3, ofp.PortController}, ofp.MatchEthType(0x0806)))
+		if reason, cookie, err := punt(both, clientPort, arpForVIP); err != nil || reason != ofp.ReasonAction || cookie != 0xd0 {
+			t.Errorf("punt = reason %d cookie %#x, %v; want %d 0xd0", reason, cookie, err, ofp.ReasonAction)
+		}
+	})
+	t.Run("TableMissThatDrops", func(t *testing.T) {
+		drop := mustTable(t, flowTo(0xe0, 0, nil))
+		if reason, cookie, err := punt(drop, clientPort, arpForVIP); !errors.Is(err, errNotPunted) {
+			t.Errorf("punt = reason %d cookie %#x, %v; want errNotPunted", reason, cookie, err)
 		}
 	})
 }

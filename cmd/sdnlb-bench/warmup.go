@@ -116,8 +116,12 @@ func (s *fakeSwitch) firstSetupMember(ctx context.Context) (int, error) {
 	t := &s.run.t
 	s.mu.Lock()
 	frame, err := synFrame(s.clientMAC, net.HardwareAddr(s.vipMAC[:]), s.base, t.vipIP, clientPortBase, t.vipPort)
+	var pin *ofp.PacketIn
 	if err == nil {
-		s.syn = newSYNTemplate(ofp.Append(nil, 0, s.packetIn(clientPort, frame)), len(frame))
+		pin, err = s.packetIn(clientPort, frame)
+	}
+	if err == nil {
+		s.syn = newSYNTemplate(ofp.Append(nil, 0, pin), len(frame))
 		s.sendSeq(s.run.now())
 		err = s.flush()
 	}
