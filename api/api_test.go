@@ -104,25 +104,65 @@ func decodeBody(tb testing.TB, got response, status int, v any) {
 	}
 }
 
-// rejection is a request that must be refused with status, code and field.
-type rejection struct {
+// routeCase is one request and what it must get: an error of status, code
+// and field; or status and, when set, the exact body (trailing newline
+// ignored) or what check finds in the response.
+type routeCase struct {
 	name, method, path, body string
 	headers                  []string
 	status                   int
 	code, field              string
+	want                     string
+	check                    func(t *testing.T, resp response)
 }
 
-// assertRejections sends each request to a server of store and checks the
-// error and that the store holds what it held before: a refused request
-// changes nothing, whether the API refused it decoding or the store
-// validating.
-func assertRejections(t *testing.T, store *memStore, reqs []rejection) {
+// assert sends the request to ts and checks the answer.
+func (c routeCase) assert(t *testing.T, ts *httptest.Server) {
+	t.Helper()
+	resp := testRequest(t, ts, c.method, c.path, c.body, c.headers...)
+	switch {
+	case c.code != "":
+		assertError(t, resp, c.status, c.code, c.field)
+	case resp.Status != c.status:
+		t.Fatalf("status %d, want %d: %s", resp.Status, c.status, resp.Body)
+	case c.check != nil:
+		c.check(t, resp)
+	case c.want != "":
+		if got := strings.TrimSuffix(string(resp.Body), "\n"); got != c.want {
+			t.Errorf("body\n got %s\nwant %s", got, c.want)
+		}
+	}
+}
+
+// runRouteCases runs each case as a subtest against srv.
+func runRouteCases(t *testing.T, srv *Server, cases []routeCase) {
+	t.Helper()
+	ts := MustServe(t, srv)
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) { c.assert(t, ts) })
+	}
+}
+
+// decoded returns a check that decodes the JSON body into a T for check.
+func decoded[T any](check func(t *testing.T, v *T)) func(*testing.T, response) {
+	return func(t *testing.T, resp response) {
+		t.Helper()
+		var v T
+		decodeBody(t, resp, resp.Status, &v)
+		check(t, &v)
+	}
+}
+
+// assertRejections runs each case against a server of store and checks
+// that the store holds what it held before: a refused request changes
+// nothing, whether the API refused it decoding or the store validating.
+func assertRejections(t *testing.T, store *memStore, cases []routeCase) {
 	t.Helper()
 	ts := MustServe(t, store.server())
-	for _, rq := range reqs {
-		t.Run(rq.name, func(t *testing.T) {
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
 			before, _ := store.LoadConfig(context.Background())
-			assertError(t, testRequest(t, ts, rq.method, rq.path, rq.body, rq.headers...), rq.status, rq.code, rq.field)
+			c.assert(t, ts)
 			if after, _ := store.LoadConfig(context.Background()); !reflect.DeepEqual(before, after) {
 				t.Errorf("the refused request changed the store:\n before %+v\n after  %+v", before, after)
 			}

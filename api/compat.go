@@ -1,6 +1,7 @@
 package api
 
 import (
+	"context"
 	"net/http"
 
 	"github.com/go-chi/chi/v5"
@@ -88,20 +89,127 @@ func (s *Server) compatRoutes(r chi.Router) {
 	r.Delete("/clear", s.handle(s.handleCompatClear))
 }
 
-// decodeFlatFor decodes the body of an update and refuses a body id that
-// names another object than the path.
-func decodeFlatFor(w http.ResponseWriter, r *http.Request, allowed []string, pathID string) (flatRequest, error) {
-	req, err := decodeFlat(w, r, allowed)
-	if err != nil {
-		return nil, err
-	}
-	if id, ok := req["id"]; ok && id != pathID {
-		return nil, sdnlb.FieldErrorf(sdnlb.EINVALID, "id", "the body's id %q differs from the path's %q", id, pathID)
-	}
-	return req, nil
+// compatKind is one kind of object as the Floodlight routes serve it, so
+// that the list, get, create and update handlers of every kind take one
+// path: the native collection, how to read every object, the path parameter
+// of an object's id, the keys a body may hold and how they read as an
+// update, and how Floodlight shows an object.
+type compatKind[T, U any] struct {
+	native collection[T, U]
+	all    func(context.Context) ([]*T, error) // nil where the kind lists its own way
+	param  string
+	keys   []string
+	parse  func(*flatReader) U
+	render func(context.Context, *T) (orderedObject, error)
+	// prepare, when set, fills in a new object what Floodlight clients
+	// leave out and sdnlb needs.
+	prepare func(ctx context.Context, upd U, obj *T) error
 }
 
-// writeCompatOne writes the one object as Floodlight's 1-element array.
-func writeCompatOne(w http.ResponseWriter, o orderedObject) error {
+// compatList answers with every object, as Floodlight's array.
+func compatList[T, U any](w http.ResponseWriter, r *http.Request, k compatKind[T, U]) error {
+	objs, err := k.all(r.Context())
+	if err != nil {
+		return err
+	}
+	out := make([]orderedObject, 0, len(objs))
+	for _, obj := range objs {
+		o, err := k.render(r.Context(), obj)
+		if err != nil {
+			return err
+		}
+		out = append(out, o)
+	}
+	return writeJSON(w, http.StatusOK, out)
+}
+
+// compatGet answers with the object the path names, as Floodlight's
+// 1-element array.
+func compatGet[T, U any](w http.ResponseWriter, r *http.Request, k compatKind[T, U]) error {
+	obj, err := k.native.find(r.Context(), chi.URLParam(r, k.param))
+	if err != nil {
+		return err
+	}
+	o, err := k.render(r.Context(), obj)
+	if err != nil {
+		return err
+	}
 	return writeJSON(w, http.StatusOK, []orderedObject{o})
+}
+
+// compatCreate creates the object a body describes, with the body's id or,
+// without one, a new id.
+func compatCreate[T, U any](w http.ResponseWriter, r *http.Request, k compatKind[T, U]) error {
+	req, err := decodeFlat(w, r, k.keys)
+	if err != nil {
+		return err
+	}
+	upd, err := k.read(req)
+	if err != nil {
+		return err
+	}
+	obj := k.native.newObject(upd, req.str("id"))
+	if k.prepare != nil {
+		if err := k.prepare(r.Context(), upd, obj); err != nil {
+			return err
+		}
+	}
+	if err := k.native.create(r.Context(), obj); err != nil {
+		return err
+	}
+	return k.write(w, r, obj)
+}
+
+// compatUpdate changes the keys a body gives of the object the path names;
+// a body id must be the path's.
+func compatUpdate[T, U any](w http.ResponseWriter, r *http.Request, k compatKind[T, U]) error {
+	id := chi.URLParam(r, k.param)
+	req, err := decodeFlat(w, r, k.keys)
+	if err != nil {
+		return err
+	}
+	if bodyID, ok := req["id"]; ok && bodyID != id {
+		return sdnlb.FieldErrorf(sdnlb.EINVALID, "id", "the body's id %q differs from the path's %q", bodyID, id)
+	}
+	upd, err := k.read(req)
+	if err != nil {
+		return err
+	}
+	obj, err := k.native.update(r.Context(), id, upd)
+	if err != nil {
+		return err
+	}
+	return k.write(w, r, obj)
+}
+
+// compatDelete deletes the object the path parameter names, honouring
+// ?cascade=, and answers as Floodlight does.
+func compatDelete(w http.ResponseWriter, r *http.Request, param string, del func(ctx context.Context, id string, cascade bool) error) error {
+	if err := deleteWithCascade(r, param, del); err != nil {
+		return err
+	}
+	return writeRaw(w, compatDeleted)
+}
+
+// compatArray renders objects as Floodlight's array; never null.
+func compatArray[T any](items []*T, render func(*T) orderedObject) []orderedObject {
+	out := make([]orderedObject, 0, len(items))
+	for _, item := range items {
+		out = append(out, render(item))
+	}
+	return out
+}
+
+func (k compatKind[T, U]) read(req flatRequest) (U, error) {
+	rd := flatReader{req: req}
+	upd := k.parse(&rd)
+	return upd, rd.err
+}
+
+func (k compatKind[T, U]) write(w http.ResponseWriter, r *http.Request, obj *T) error {
+	o, err := k.render(r.Context(), obj)
+	if err != nil {
+		return err
+	}
+	return writeJSON(w, http.StatusOK, o)
 }

@@ -3,6 +3,7 @@ package api
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"strconv"
@@ -71,6 +72,15 @@ func contains(list []string, s string) bool {
 	return false
 }
 
+// flatReader reads typed values out of a flatRequest. It keeps the first
+// value it cannot read, and reads nothing after it, so that a handler reads
+// every key it knows and checks for an error once.
+type flatReader struct {
+	req flatRequest
+	err error
+}
+
+// str returns the value of key as it is, nil when the key is absent.
 func (f flatRequest) str(key string) *string {
 	if v, ok := f[key]; ok {
 		return &v
@@ -78,60 +88,56 @@ func (f flatRequest) str(key string) *string {
 	return nil
 }
 
-func (f flatRequest) int(key string) (*int, error) {
-	v, ok := f[key]
+func (rd *flatReader) str(key string) *string { return rd.req.str(key) }
+
+// read parses the value of key, nil when the key is absent. want says what
+// the value must be, for the error.
+func read[T any](rd *flatReader, key, want string, parse func(v string) (T, bool)) *T {
+	v, ok := rd.req[key]
+	if !ok || rd.err != nil {
+		return nil
+	}
+	x, ok := parse(strings.TrimSpace(v))
 	if !ok {
-		return nil, nil
+		rd.err = sdnlb.FieldErrorf(sdnlb.EINVALID, key, "%s must be %s, not %q", key, want, v)
+		return nil
 	}
-	n, err := strconv.Atoi(strings.TrimSpace(v))
-	if err != nil {
-		return nil, sdnlb.FieldErrorf(sdnlb.EINVALID, key, "%s must be an integer, not %q", key, v)
-	}
-	return &n, nil
+	return &x
 }
 
-func (f flatRequest) seconds(key string) (*sdnlb.Seconds, error) {
-	v, ok := f[key]
-	if !ok {
-		return nil, nil
-	}
-	x, err := strconv.ParseFloat(strings.TrimSpace(v), 64)
-	if err != nil {
-		return nil, sdnlb.FieldErrorf(sdnlb.EINVALID, key, "%s must be a number of seconds, not %q", key, v)
-	}
-	s := sdnlb.Seconds(x)
-	return &s, nil
+func (rd *flatReader) int(key string) *int {
+	return read(rd, key, "an integer", func(v string) (int, bool) {
+		n, err := strconv.Atoi(v)
+		return n, err == nil
+	})
+}
+
+func (rd *flatReader) seconds(key string) *sdnlb.Seconds {
+	return read(rd, key, "a number of seconds", func(v string) (sdnlb.Seconds, bool) {
+		x, err := strconv.ParseFloat(v, 64)
+		return sdnlb.Seconds(x), err == nil
+	})
 }
 
 // protocol reads TCP, UDP or ICMP in any case.
-func (f flatRequest) protocol(key string) (*sdnlb.Protocol, error) {
-	v, ok := f[key]
-	if !ok {
-		return nil, nil
-	}
-	p := sdnlb.Protocol(strings.ToUpper(strings.TrimSpace(v)))
-	if !p.Valid() {
-		return nil, sdnlb.FieldErrorf(sdnlb.EINVALID, key, "%s must be TCP, UDP or ICMP, not %q", key, v)
-	}
-	return &p, nil
+func (rd *flatReader) protocol(key string) *sdnlb.Protocol {
+	return read(rd, key, "TCP, UDP or ICMP", func(v string) (sdnlb.Protocol, bool) {
+		p := sdnlb.Protocol(strings.ToUpper(v))
+		return p, p.Valid()
+	})
 }
 
 // adminState reads Floodlight's admin_state: 1/0, true/false or up/down.
-func (f flatRequest) adminState(key string) (*bool, error) {
-	v, ok := f[key]
-	if !ok {
-		return nil, nil
-	}
-	var up bool
-	switch strings.ToLower(strings.TrimSpace(v)) {
-	case "1", "true", "up":
-		up = true
-	case "0", "false", "down":
-		up = false
-	default:
-		return nil, sdnlb.FieldErrorf(sdnlb.EINVALID, key, "%s must be 1 (up) or 0 (down), not %q", key, v)
-	}
-	return &up, nil
+func (rd *flatReader) adminState(key string) *bool {
+	return read(rd, key, "1 (up) or 0 (down)", func(v string) (bool, bool) {
+		switch strings.ToLower(v) {
+		case "1", "true", "up":
+			return true, true
+		case "0", "false", "down":
+			return false, true
+		}
+		return false, false
+	})
 }
 
 var compatLBMethods = map[string]sdnlb.LBMethod{
@@ -142,35 +148,26 @@ var compatLBMethods = map[string]sdnlb.LBMethod{
 
 // lbMethod maps Floodlight's RR, STATISTICS and WRR (or 1, 2, 3) and
 // accepts the native names too.
-func (f flatRequest) lbMethod(key string) (*sdnlb.LBMethod, error) {
-	v, ok := f[key]
-	if !ok {
-		return nil, nil
-	}
-	m := sdnlb.LBMethod(strings.ToUpper(strings.TrimSpace(v)))
-	if native, ok := compatLBMethods[string(m)]; ok {
-		m = native
-	}
-	if !sdnlb.ValidLBMethod(m) {
-		return nil, sdnlb.FieldErrorf(sdnlb.EINVALID, key, "%s must be RR, WRR, STATISTICS (1, 3, 2) or one of %v, not %q", key, sdnlb.LBMethods, v)
-	}
-	return &m, nil
+func (rd *flatReader) lbMethod(key string) *sdnlb.LBMethod {
+	want := fmt.Sprintf("RR, WRR, STATISTICS (1, 3, 2) or one of %v", sdnlb.LBMethods)
+	return read(rd, key, want, func(v string) (sdnlb.LBMethod, bool) {
+		m := sdnlb.LBMethod(strings.ToUpper(v))
+		if native, ok := compatLBMethods[string(m)]; ok {
+			m = native
+		}
+		return m, sdnlb.ValidLBMethod(m)
+	})
 }
 
 // monitorType maps Floodlight's ICMP to PING; TCP, HTTP and HTTPS are ours.
-func (f flatRequest) monitorType(key string) (*sdnlb.MonitorType, error) {
-	v, ok := f[key]
-	if !ok {
-		return nil, nil
-	}
-	t := sdnlb.MonitorType(strings.ToUpper(strings.TrimSpace(v)))
-	if t == "ICMP" {
-		t = sdnlb.MonitorPING
-	}
-	if !t.Valid() {
-		return nil, sdnlb.FieldErrorf(sdnlb.EINVALID, key, "%s must be ICMP (PING), TCP, HTTP or HTTPS, not %q", key, v)
-	}
-	return &t, nil
+func (rd *flatReader) monitorType(key string) *sdnlb.MonitorType {
+	return read(rd, key, "ICMP (PING), TCP, HTTP or HTTPS", func(v string) (sdnlb.MonitorType, bool) {
+		t := sdnlb.MonitorType(strings.ToUpper(v))
+		if t == "ICMP" {
+			t = sdnlb.MonitorPING
+		}
+		return t, t.Valid()
+	})
 }
 
 // orderedObject is a JSON object written in the order of its pairs, keys

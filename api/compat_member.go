@@ -13,20 +13,16 @@ import (
 // compatMemberUpdate reads the member keys Floodlight knows. connection_limit
 // and status are accepted and ignored: sdnlb limits connections per VIP and
 // only the health monitors set a member's status.
-func compatMemberUpdate(req flatRequest) (sdnlb.MemberUpdate, error) {
-	port, err := req.int("port")
-	if err != nil {
-		return sdnlb.MemberUpdate{}, err
-	}
-	weight, err := req.int("weight")
-	if err != nil {
-		return sdnlb.MemberUpdate{}, err
-	}
-	admin, err := req.adminState("admin_state")
-	if err != nil {
-		return sdnlb.MemberUpdate{}, err
-	}
-	return sdnlb.MemberUpdate{PoolID: req.str("pool_id"), Address: req.str("address"), Port: port, Weight: weight, AdminStateUp: admin}, nil
+func compatMemberUpdate(rd *flatReader) sdnlb.MemberUpdate {
+	return sdnlb.MemberUpdate{PoolID: rd.str("pool_id"), Address: rd.str("address"), Port: rd.int("port"), Weight: rd.int("weight"),
+		AdminStateUp: rd.adminState("admin_state")}
+}
+
+// compatMembers has no all: handleCompatMemberList looks each pool up once,
+// not once per member.
+func (s *Server) compatMembers() compatKind[sdnlb.Member, sdnlb.MemberUpdate] {
+	return compatKind[sdnlb.Member, sdnlb.MemberUpdate]{native: s.members(), param: "member", keys: compatMemberKeys, parse: compatMemberUpdate,
+		render: s.compatMemberObject}
 }
 
 // vipOfPool caches the VIP id of each pool for one response.
@@ -97,25 +93,7 @@ func (s *Server) handleCompatMemberList(w http.ResponseWriter, r *http.Request) 
 //	@Security	Bearer
 //	@Router		/quantum/v1.0/members/ [post]
 func (s *Server) handleCompatMemberCreate(w http.ResponseWriter, r *http.Request) error {
-	req, err := decodeFlat(w, r, compatMemberKeys)
-	if err != nil {
-		return err
-	}
-	upd, err := compatMemberUpdate(req)
-	if err != nil {
-		return err
-	}
-	m := sdnlb.NewMember()
-	upd.Apply(m)
-	m.ID = req["id"]
-	if err := s.MemberService.CreateMember(r.Context(), m); err != nil {
-		return err
-	}
-	o, err := s.compatMemberObject(r.Context(), m)
-	if err != nil {
-		return err
-	}
-	return writeJSON(w, http.StatusOK, o)
+	return compatCreate(w, r, s.compatMembers())
 }
 
 // handleCompatMemberGet returns one member as a 1-element array.
@@ -128,15 +106,7 @@ func (s *Server) handleCompatMemberCreate(w http.ResponseWriter, r *http.Request
 //	@Failure	404		{object}	errorResponse
 //	@Router		/quantum/v1.0/members/{member}/ [get]
 func (s *Server) handleCompatMemberGet(w http.ResponseWriter, r *http.Request) error {
-	m, err := s.MemberService.FindMemberByID(r.Context(), chi.URLParam(r, "member"))
-	if err != nil {
-		return err
-	}
-	o, err := s.compatMemberObject(r.Context(), m)
-	if err != nil {
-		return err
-	}
-	return writeCompatOne(w, o)
+	return compatGet(w, r, s.compatMembers())
 }
 
 // handleCompatMemberUpdate changes the given keys of a member.
@@ -153,24 +123,7 @@ func (s *Server) handleCompatMemberGet(w http.ResponseWriter, r *http.Request) e
 //	@Security	Bearer
 //	@Router		/quantum/v1.0/members/{member}/ [put]
 func (s *Server) handleCompatMemberUpdate(w http.ResponseWriter, r *http.Request) error {
-	id := chi.URLParam(r, "member")
-	req, err := decodeFlatFor(w, r, compatMemberKeys, id)
-	if err != nil {
-		return err
-	}
-	upd, err := compatMemberUpdate(req)
-	if err != nil {
-		return err
-	}
-	m, err := s.MemberService.UpdateMember(r.Context(), id, upd)
-	if err != nil {
-		return err
-	}
-	o, err := s.compatMemberObject(r.Context(), m)
-	if err != nil {
-		return err
-	}
-	return writeJSON(w, http.StatusOK, o)
+	return compatUpdate(w, r, s.compatMembers())
 }
 
 // handleCompatMemberDelete removes a member.

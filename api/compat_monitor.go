@@ -1,6 +1,7 @@
 package api
 
 import (
+	"context"
 	"fmt"
 	"net/http"
 	"strconv"
@@ -15,28 +16,17 @@ import (
 // each member at its own address and only health sets a status. pool_id is
 // ignored as Floodlight ignores it on create; associate through
 // /pools/{pool}/health_monitors/.
-func compatMonitorUpdate(req flatRequest) (sdnlb.MonitorUpdate, error) {
-	typ, err := req.monitorType("type")
-	if err != nil {
-		return sdnlb.MonitorUpdate{}, err
-	}
-	delay, err := req.seconds("delay")
-	if err != nil {
-		return sdnlb.MonitorUpdate{}, err
-	}
-	timeout, err := req.seconds("timeout")
-	if err != nil {
-		return sdnlb.MonitorUpdate{}, err
-	}
-	retries, err := req.int("attempts_before_deactivation")
-	if err != nil {
-		return sdnlb.MonitorUpdate{}, err
-	}
-	admin, err := req.adminState("admin_state")
-	if err != nil {
-		return sdnlb.MonitorUpdate{}, err
-	}
-	return sdnlb.MonitorUpdate{Name: req.str("name"), Type: typ, Delay: delay, Timeout: timeout, MaxRetries: retries, AdminStateUp: admin}, nil
+func compatMonitorUpdate(rd *flatReader) sdnlb.MonitorUpdate {
+	return sdnlb.MonitorUpdate{Name: rd.str("name"), Type: rd.monitorType("type"), Delay: rd.seconds("delay"), Timeout: rd.seconds("timeout"),
+		MaxRetries: rd.int("attempts_before_deactivation"), AdminStateUp: rd.adminState("admin_state")}
+}
+
+func (s *Server) compatMonitors() compatKind[sdnlb.Monitor, sdnlb.MonitorUpdate] {
+	return compatKind[sdnlb.Monitor, sdnlb.MonitorUpdate]{native: s.monitors(), param: "monitor", keys: compatMonitorKeys, parse: compatMonitorUpdate,
+		all: func(ctx context.Context) ([]*sdnlb.Monitor, error) {
+			return s.MonitorService.FindMonitors(ctx, sdnlb.MonitorFilter{})
+		},
+		render: func(_ context.Context, m *sdnlb.Monitor) (orderedObject, error) { return compatMonitor(m), nil }}
 }
 
 // compatMonitorError renames the native max_retries to Floodlight's key.
@@ -55,11 +45,7 @@ func compatMonitorError(err error) error {
 //	@Success	200	{array}	object	"{id, address, name, type, poolId}, all strings"
 //	@Router		/quantum/v1.0/health_monitors/ [get]
 func (s *Server) handleCompatMonitorList(w http.ResponseWriter, r *http.Request) error {
-	monitors, err := s.MonitorService.FindMonitors(r.Context(), sdnlb.MonitorFilter{})
-	if err != nil {
-		return err
-	}
-	return writeJSON(w, http.StatusOK, compatArray(monitors, compatMonitor))
+	return compatList(w, r, s.compatMonitors())
 }
 
 // handleCompatMonitorCreate creates a monitor.
@@ -75,21 +61,7 @@ func (s *Server) handleCompatMonitorList(w http.ResponseWriter, r *http.Request)
 //	@Security	Bearer
 //	@Router		/quantum/v1.0/health_monitors/ [post]
 func (s *Server) handleCompatMonitorCreate(w http.ResponseWriter, r *http.Request) error {
-	req, err := decodeFlat(w, r, compatMonitorKeys)
-	if err != nil {
-		return err
-	}
-	upd, err := compatMonitorUpdate(req)
-	if err != nil {
-		return err
-	}
-	m := sdnlb.NewMonitor()
-	upd.Apply(m)
-	m.ID = req["id"]
-	if err := s.MonitorService.CreateMonitor(r.Context(), m); err != nil {
-		return compatMonitorError(err)
-	}
-	return writeJSON(w, http.StatusOK, compatMonitor(m))
+	return compatMonitorError(compatCreate(w, r, s.compatMonitors()))
 }
 
 // handleCompatMonitorGet returns one monitor as a 1-element array.
@@ -102,11 +74,7 @@ func (s *Server) handleCompatMonitorCreate(w http.ResponseWriter, r *http.Reques
 //	@Failure	404		{object}	errorResponse
 //	@Router		/quantum/v1.0/health_monitors/{monitor}/ [get]
 func (s *Server) handleCompatMonitorGet(w http.ResponseWriter, r *http.Request) error {
-	m, err := s.MonitorService.FindMonitorByID(r.Context(), chi.URLParam(r, "monitor"))
-	if err != nil {
-		return err
-	}
-	return writeCompatOne(w, compatMonitor(m))
+	return compatGet(w, r, s.compatMonitors())
 }
 
 // handleCompatMonitorUpdate changes the given keys of a monitor.
@@ -123,20 +91,7 @@ func (s *Server) handleCompatMonitorGet(w http.ResponseWriter, r *http.Request) 
 //	@Security	Bearer
 //	@Router		/quantum/v1.0/health_monitors/{monitor}/ [put]
 func (s *Server) handleCompatMonitorUpdate(w http.ResponseWriter, r *http.Request) error {
-	id := chi.URLParam(r, "monitor")
-	req, err := decodeFlatFor(w, r, compatMonitorKeys, id)
-	if err != nil {
-		return err
-	}
-	upd, err := compatMonitorUpdate(req)
-	if err != nil {
-		return err
-	}
-	m, err := s.MonitorService.UpdateMonitor(r.Context(), id, upd)
-	if err != nil {
-		return compatMonitorError(err)
-	}
-	return writeJSON(w, http.StatusOK, compatMonitor(m))
+	return compatMonitorError(compatUpdate(w, r, s.compatMonitors()))
 }
 
 // handleCompatMonitorDelete deletes a monitor no pool uses.
@@ -151,10 +106,7 @@ func (s *Server) handleCompatMonitorUpdate(w http.ResponseWriter, r *http.Reques
 //	@Security	Bearer
 //	@Router		/quantum/v1.0/health_monitors/{monitor}/ [delete]
 func (s *Server) handleCompatMonitorDelete(w http.ResponseWriter, r *http.Request) error {
-	if err := deleteWithCascade(r, "monitor", s.MonitorService.DeleteMonitor); err != nil {
-		return err
-	}
-	return writeRaw(w, compatDeleted)
+	return compatDelete(w, r, "monitor", s.MonitorService.DeleteMonitor)
 }
 
 // handleCompatMonitorsEnable turns every monitor on.

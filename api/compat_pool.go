@@ -9,16 +9,30 @@ import (
 	"github.com/sdnlb/sdnlb"
 )
 
-func compatPoolUpdate(req flatRequest) (sdnlb.PoolUpdate, error) {
-	protocol, err := req.protocol("protocol")
-	if err != nil {
-		return sdnlb.PoolUpdate{}, err
+func compatPoolUpdate(rd *flatReader) sdnlb.PoolUpdate {
+	return sdnlb.PoolUpdate{Name: rd.str("name"), VIPID: rd.str("vip_id"), Protocol: rd.protocol("protocol"), LBMethod: rd.lbMethod("lb_method")}
+}
+
+func (s *Server) compatPools() compatKind[sdnlb.Pool, sdnlb.PoolUpdate] {
+	return compatKind[sdnlb.Pool, sdnlb.PoolUpdate]{native: s.pools(), param: "pool", keys: compatPoolKeys, parse: compatPoolUpdate,
+		all: func(ctx context.Context) ([]*sdnlb.Pool, error) {
+			return s.PoolService.FindPools(ctx, sdnlb.PoolFilter{})
+		},
+		render: s.compatPoolObject, prepare: s.takeVIPProtocol}
+}
+
+// takeVIPProtocol gives a new pool without a protocol its VIP's, since
+// sdnlb requires the two to match and Floodlight did not.
+func (s *Server) takeVIPProtocol(ctx context.Context, upd sdnlb.PoolUpdate, p *sdnlb.Pool) error {
+	if upd.Protocol != nil || p.VIPID == "" {
+		return nil
 	}
-	method, err := req.lbMethod("lb_method")
+	v, err := s.VIPService.FindVIPByID(ctx, p.VIPID)
 	if err != nil {
-		return sdnlb.PoolUpdate{}, err
+		return withField(err, "vip_id")
 	}
-	return sdnlb.PoolUpdate{Name: req.str("name"), VIPID: req.str("vip_id"), LBMethod: method, Protocol: protocol}, nil
+	p.Protocol = v.Protocol
+	return nil
 }
 
 // compatPoolObject renders a pool with its members' ids.
@@ -42,19 +56,7 @@ func (s *Server) compatPoolObject(ctx context.Context, p *sdnlb.Pool) (orderedOb
 //	@Success	200	{array}	object	"{id, name, vipId, lbMethod, poolMembers...}; poolMembers repeats once per member"
 //	@Router		/quantum/v1.0/pools/ [get]
 func (s *Server) handleCompatPoolList(w http.ResponseWriter, r *http.Request) error {
-	pools, err := s.PoolService.FindPools(r.Context(), sdnlb.PoolFilter{})
-	if err != nil {
-		return err
-	}
-	out := make([]orderedObject, 0, len(pools))
-	for _, p := range pools {
-		o, err := s.compatPoolObject(r.Context(), p)
-		if err != nil {
-			return err
-		}
-		out = append(out, o)
-	}
-	return writeJSON(w, http.StatusOK, out)
+	return compatList(w, r, s.compatPools())
 }
 
 // handleCompatPoolCreate creates a pool. Without a protocol it takes its
@@ -72,28 +74,7 @@ func (s *Server) handleCompatPoolList(w http.ResponseWriter, r *http.Request) er
 //	@Security	Bearer
 //	@Router		/quantum/v1.0/pools/ [post]
 func (s *Server) handleCompatPoolCreate(w http.ResponseWriter, r *http.Request) error {
-	req, err := decodeFlat(w, r, compatPoolKeys)
-	if err != nil {
-		return err
-	}
-	upd, err := compatPoolUpdate(req)
-	if err != nil {
-		return err
-	}
-	p := sdnlb.NewPool()
-	upd.Apply(p)
-	p.ID = req["id"]
-	if upd.Protocol == nil && p.VIPID != "" {
-		v, err := s.VIPService.FindVIPByID(r.Context(), p.VIPID)
-		if err != nil {
-			return withField(err, "vip_id")
-		}
-		p.Protocol = v.Protocol
-	}
-	if err := s.PoolService.CreatePool(r.Context(), p); err != nil {
-		return err
-	}
-	return writeJSON(w, http.StatusOK, compatPool(p, nil))
+	return compatCreate(w, r, s.compatPools())
 }
 
 // withField names field in a not-found error that has no field yet.
@@ -114,15 +95,7 @@ func withField(err error, field string) error {
 //	@Failure	404		{object}	errorResponse
 //	@Router		/quantum/v1.0/pools/{pool}/ [get]
 func (s *Server) handleCompatPoolGet(w http.ResponseWriter, r *http.Request) error {
-	p, err := s.PoolService.FindPoolByID(r.Context(), chi.URLParam(r, "pool"))
-	if err != nil {
-		return err
-	}
-	o, err := s.compatPoolObject(r.Context(), p)
-	if err != nil {
-		return err
-	}
-	return writeCompatOne(w, o)
+	return compatGet(w, r, s.compatPools())
 }
 
 // handleCompatPoolUpdate changes the given keys of a pool; its members and
@@ -140,24 +113,7 @@ func (s *Server) handleCompatPoolGet(w http.ResponseWriter, r *http.Request) err
 //	@Security	Bearer
 //	@Router		/quantum/v1.0/pools/{pool}/ [put]
 func (s *Server) handleCompatPoolUpdate(w http.ResponseWriter, r *http.Request) error {
-	id := chi.URLParam(r, "pool")
-	req, err := decodeFlatFor(w, r, compatPoolKeys, id)
-	if err != nil {
-		return err
-	}
-	upd, err := compatPoolUpdate(req)
-	if err != nil {
-		return err
-	}
-	p, err := s.PoolService.UpdatePool(r.Context(), id, upd)
-	if err != nil {
-		return err
-	}
-	o, err := s.compatPoolObject(r.Context(), p)
-	if err != nil {
-		return err
-	}
-	return writeJSON(w, http.StatusOK, o)
+	return compatUpdate(w, r, s.compatPools())
 }
 
 // handleCompatPoolDelete deletes a pool without members.
@@ -172,10 +128,7 @@ func (s *Server) handleCompatPoolUpdate(w http.ResponseWriter, r *http.Request) 
 //	@Security	Bearer
 //	@Router		/quantum/v1.0/pools/{pool}/ [delete]
 func (s *Server) handleCompatPoolDelete(w http.ResponseWriter, r *http.Request) error {
-	if err := deleteWithCascade(r, "pool", s.PoolService.DeletePool); err != nil {
-		return err
-	}
-	return writeRaw(w, compatDeleted)
+	return compatDelete(w, r, "pool", s.PoolService.DeletePool)
 }
 
 // handleCompatPoolMembers lists the members of a pool.
@@ -211,10 +164,7 @@ func (s *Server) handleCompatPoolMembers(w http.ResponseWriter, r *http.Request)
 //	@Failure	503		{object}	errorResponse	"no controller"
 //	@Router		/quantum/v1.0/pools/{pool}/stats/ [get]
 func (s *Server) handleCompatPoolStats(w http.ResponseWriter, r *http.Request) error {
-	if s.StatsService == nil {
-		return errNoController
-	}
-	st, err := s.StatsService.PoolStats(r.Context(), chi.URLParam(r, "pool"))
+	st, err := s.poolStats(r, "pool")
 	if err != nil {
 		return err
 	}

@@ -9,35 +9,16 @@ import (
 	"github.com/sdnlb/sdnlb/mock"
 )
 
-// compatStep is one request of a Floodlight scenario and what it must get:
-// either an exact body or an error code and field.
-type compatStep struct {
-	name, method, path, body string
-	headers                  []string
-	status                   int
-	want                     string // exact body, trailing newline ignored
-	code, field              string
-}
-
-func runCompatSteps(t *testing.T, srv *Server, steps []compatStep) {
+// runCompatSteps runs a Floodlight scenario: paths are under
+// /quantum/v1.0, and the first failing step ends it, since later steps build
+// on earlier ones.
+func runCompatSteps(t *testing.T, srv *Server, steps []routeCase) {
 	t.Helper()
 	ts := MustServe(t, srv)
 	for _, st := range steps {
-		ok := t.Run(st.name, func(t *testing.T) {
-			resp := testRequest(t, ts, st.method, "/quantum/v1.0"+st.path, st.body, st.headers...)
-			if st.code != "" {
-				assertError(t, resp, st.status, st.code, st.field)
-				return
-			}
-			if resp.Status != st.status {
-				t.Fatalf("status %d, want %d: %s", resp.Status, st.status, resp.Body)
-			}
-			if got := strings.TrimSuffix(string(resp.Body), "\n"); st.want != "" && got != st.want {
-				t.Errorf("body\n got %s\nwant %s", got, st.want)
-			}
-		})
-		if !ok {
-			t.FailNow() // later steps build on this one
+		st.path = "/quantum/v1.0" + st.path
+		if !t.Run(st.name, func(t *testing.T) { st.assert(t, ts) }) {
+			t.FailNow()
 		}
 	}
 }
@@ -65,7 +46,7 @@ const (
 func TestCompat_FloodlightFixture(t *testing.T) {
 	store := newMemStore()
 	pool1 := `{"id":"1","name":"pool1","vipId":"1","lbMethod":"Statistics","poolMembers":"1","poolMembers":"2","poolMembers":"5","poolMembers":"6"}`
-	runCompatSteps(t, store.server(), []compatStep{
+	runCompatSteps(t, store.server(), []routeCase{
 		// testCreateVip
 		{name: "CreateVIP1", method: "POST", path: "/vips/", body: fixtureVIP1, status: 200,
 			want: `{"name":"vip1","id":"1","address":"10.0.0.100","protocol":"1","port":"8"}`},
@@ -150,7 +131,7 @@ func TestCompat_FloodlightFixture(t *testing.T) {
 
 func TestCompat_Requests(t *testing.T) {
 	store := newMemStore()
-	runCompatSteps(t, store.server(), []compatStep{
+	runCompatSteps(t, store.server(), []routeCase{
 		{name: "FormContentTypeNumbersAndHighPort", method: "POST", path: "/vips/", body: `{"id":"w","protocol":"TCP","address":"10.0.0.9","port":40000,"tenant_id":"t","network_id":""}`,
 			headers: []string{"Content-Type: application/x-www-form-urlencoded"}, status: 200,
 			want: `{"name":null,"id":"w","address":"10.0.0.9","protocol":"6","port":"40000"}`},
@@ -206,14 +187,9 @@ func TestCompat_Requests(t *testing.T) {
 }
 
 func TestCompat_AdminStateSetsDisabled(t *testing.T) {
-	store := newMemStore()
-	for _, m := range []*sdnlb.Monitor{{ID: "a"}, {ID: "b"}} {
-		base := sdnlb.NewMonitor()
-		base.ID = m.ID
-		if err := store.CreateMonitor(context.Background(), base); err != nil {
-			t.Fatal(err)
-		}
-	}
+	a, b := sdnlb.NewMonitor(), sdnlb.NewMonitor()
+	a.ID, b.ID = "a", "b"
+	store := mustMemStore(t, a, b)
 	ts := MustServe(t, store.server())
 	if resp := testRequest(t, ts, "POST", "/quantum/v1.0/health_monitors/all/disable/", ""); resp.Status != 200 {
 		t.Fatalf("status %d: %s", resp.Status, resp.Body)
@@ -233,7 +209,7 @@ func TestCompat_PoolStats(t *testing.T) {
 		}
 		return &sdnlb.PoolStats{PoolID: "1", BytesIn: 10, BytesOut: 20, ActiveConnections: 15}, nil
 	}}
-	runCompatSteps(t, &Server{StatsService: stats}, []compatStep{
+	runCompatSteps(t, &Server{StatsService: stats}, []routeCase{
 		{name: "OK", method: "GET", path: "/pools/1/stats/", status: 200, want: `{"Bytes In":"10","Bytes Out":"20","Active Flows":"30"}`},
 		{name: "ErrUnknownPool", method: "GET", path: "/pools/2/stats", status: 404, code: sdnlb.ENOTFOUND},
 	})
@@ -243,7 +219,7 @@ func TestCompat_WritesNeedToken(t *testing.T) {
 	store := newMemStore()
 	srv := store.server()
 	srv.Token = "s3cret"
-	runCompatSteps(t, srv, []compatStep{
+	runCompatSteps(t, srv, []routeCase{
 		{name: "ErrCreate", method: "POST", path: "/vips/", body: fixtureVIP1, status: 401, code: sdnlb.EUNAUTHORIZED},
 		{name: "ErrGetThatWrites", method: "GET", path: "/health_monitors/all/disable/", status: 401, code: sdnlb.EUNAUTHORIZED},
 		{name: "ErrClear", method: "DELETE", path: "/clear/", status: 401, code: sdnlb.EUNAUTHORIZED},

@@ -1,25 +1,22 @@
 package api
 
 import (
+	"context"
 	"net/http"
-
-	"github.com/go-chi/chi/v5"
 
 	"github.com/sdnlb/sdnlb"
 )
 
 // compatVIPUpdate reads the VIP keys Floodlight knows; tenant_id and
 // network_id are accepted and ignored (sdnlb has neither).
-func compatVIPUpdate(req flatRequest) (sdnlb.VIPUpdate, error) {
-	protocol, err := req.protocol("protocol")
-	if err != nil {
-		return sdnlb.VIPUpdate{}, err
-	}
-	port, err := req.int("port")
-	if err != nil {
-		return sdnlb.VIPUpdate{}, err
-	}
-	return sdnlb.VIPUpdate{Name: req.str("name"), Address: req.str("address"), Protocol: protocol, Port: port, PoolID: req.str("pool_id")}, nil
+func compatVIPUpdate(rd *flatReader) sdnlb.VIPUpdate {
+	return sdnlb.VIPUpdate{Name: rd.str("name"), Address: rd.str("address"), Protocol: rd.protocol("protocol"), Port: rd.int("port"), PoolID: rd.str("pool_id")}
+}
+
+func (s *Server) compatVIPs() compatKind[sdnlb.VIP, sdnlb.VIPUpdate] {
+	return compatKind[sdnlb.VIP, sdnlb.VIPUpdate]{native: s.vips(), param: "vip", keys: compatVIPKeys, parse: compatVIPUpdate,
+		all:    func(ctx context.Context) ([]*sdnlb.VIP, error) { return s.VIPService.FindVIPs(ctx, sdnlb.VIPFilter{}) },
+		render: func(_ context.Context, v *sdnlb.VIP) (orderedObject, error) { return compatVIP(v), nil }}
 }
 
 // handleCompatVIPList lists every VIP.
@@ -30,11 +27,7 @@ func compatVIPUpdate(req flatRequest) (sdnlb.VIPUpdate, error) {
 //	@Success	200	{array}	object	"{name, id, address, protocol, port}, all strings"
 //	@Router		/quantum/v1.0/vips/ [get]
 func (s *Server) handleCompatVIPList(w http.ResponseWriter, r *http.Request) error {
-	vips, err := s.VIPService.FindVIPs(r.Context(), sdnlb.VIPFilter{})
-	if err != nil {
-		return err
-	}
-	return writeJSON(w, http.StatusOK, compatArray(vips, compatVIP))
+	return compatList(w, r, s.compatVIPs())
 }
 
 // handleCompatVIPCreate creates a VIP from a flat Floodlight object.
@@ -50,21 +43,7 @@ func (s *Server) handleCompatVIPList(w http.ResponseWriter, r *http.Request) err
 //	@Security	Bearer
 //	@Router		/quantum/v1.0/vips/ [post]
 func (s *Server) handleCompatVIPCreate(w http.ResponseWriter, r *http.Request) error {
-	req, err := decodeFlat(w, r, compatVIPKeys)
-	if err != nil {
-		return err
-	}
-	upd, err := compatVIPUpdate(req)
-	if err != nil {
-		return err
-	}
-	v := sdnlb.NewVIP()
-	upd.Apply(v)
-	v.ID = req["id"]
-	if err := s.VIPService.CreateVIP(r.Context(), v); err != nil {
-		return err
-	}
-	return writeJSON(w, http.StatusOK, compatVIP(v))
+	return compatCreate(w, r, s.compatVIPs())
 }
 
 // handleCompatVIPGet returns one VIP as a 1-element array.
@@ -77,11 +56,7 @@ func (s *Server) handleCompatVIPCreate(w http.ResponseWriter, r *http.Request) e
 //	@Failure	404	{object}	errorResponse
 //	@Router		/quantum/v1.0/vips/{vip}/ [get]
 func (s *Server) handleCompatVIPGet(w http.ResponseWriter, r *http.Request) error {
-	v, err := s.VIPService.FindVIPByID(r.Context(), chi.URLParam(r, "vip"))
-	if err != nil {
-		return err
-	}
-	return writeCompatOne(w, compatVIP(v))
+	return compatGet(w, r, s.compatVIPs())
 }
 
 // handleCompatVIPUpdate changes the given keys of a VIP.
@@ -98,20 +73,7 @@ func (s *Server) handleCompatVIPGet(w http.ResponseWriter, r *http.Request) erro
 //	@Security	Bearer
 //	@Router		/quantum/v1.0/vips/{vip}/ [put]
 func (s *Server) handleCompatVIPUpdate(w http.ResponseWriter, r *http.Request) error {
-	id := chi.URLParam(r, "vip")
-	req, err := decodeFlatFor(w, r, compatVIPKeys, id)
-	if err != nil {
-		return err
-	}
-	upd, err := compatVIPUpdate(req)
-	if err != nil {
-		return err
-	}
-	v, err := s.VIPService.UpdateVIP(r.Context(), id, upd)
-	if err != nil {
-		return err
-	}
-	return writeJSON(w, http.StatusOK, compatVIP(v))
+	return compatUpdate(w, r, s.compatVIPs())
 }
 
 // handleCompatVIPDelete deletes a VIP no pool serves.
@@ -126,10 +88,7 @@ func (s *Server) handleCompatVIPUpdate(w http.ResponseWriter, r *http.Request) e
 //	@Security	Bearer
 //	@Router		/quantum/v1.0/vips/{vip}/ [delete]
 func (s *Server) handleCompatVIPDelete(w http.ResponseWriter, r *http.Request) error {
-	if err := deleteWithCascade(r, "vip", s.VIPService.DeleteVIP); err != nil {
-		return err
-	}
-	return writeRaw(w, compatDeleted)
+	return compatDelete(w, r, "vip", s.VIPService.DeleteVIP)
 }
 
 // handleCompatClear deletes every VIP, pool, member and monitor.

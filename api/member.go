@@ -34,23 +34,23 @@ func (req *memberRequest) update() sdnlb.MemberUpdate {
 	return sdnlb.MemberUpdate{PoolID: req.PoolID, Address: req.Address, Port: req.Port, Weight: req.Weight, AdminStateUp: req.AdminStateUp}
 }
 
-// member returns the member a POST describes: the given fields over the
-// defaults of a new member.
-func (req *memberRequest) member() *sdnlb.Member {
-	m := sdnlb.NewMember()
-	upd := req.update()
-	upd.Apply(m)
-	if req.ID != nil {
-		m.ID = *req.ID
-	}
-	return m
-}
+func (req *memberRequest) created() (sdnlb.MemberUpdate, *string) { return req.update(), req.ID }
 
 // replacement sets every mutable field; pool_id, not one of them, is only
 // passed on for the store to check.
 func (req *memberRequest) replacement() sdnlb.MemberUpdate {
-	m := req.member()
+	m := sdnlb.NewMember()
+	u := req.update()
+	u.Apply(m)
 	return sdnlb.MemberUpdate{PoolID: req.PoolID, Address: &m.Address, Port: &m.Port, Weight: &m.Weight, AdminStateUp: &m.AdminStateUp}
+}
+
+// members lays the live health over every member it answers with.
+func (s *Server) members() collection[sdnlb.Member, sdnlb.MemberUpdate] {
+	return collection[sdnlb.Member, sdnlb.MemberUpdate]{path: "/v1/members", fresh: sdnlb.NewMember, apply: (*sdnlb.MemberUpdate).Apply,
+		id:   func(m *sdnlb.Member) *string { return &m.ID },
+		find: s.MemberService.FindMemberByID, create: s.MemberService.CreateMember, update: s.MemberService.UpdateMember,
+		show: s.overlayHealth}
 }
 
 type memberList struct {
@@ -90,10 +90,10 @@ func (s *Server) handleMemberList(w http.ResponseWriter, r *http.Request) error 
 }
 
 func (s *Server) listMembers(w http.ResponseWriter, r *http.Request, filter sdnlb.MemberFilter) error {
-	members, next, err := listPage(r, func(ctx context.Context, page sdnlb.Page) ([]*sdnlb.Member, error) {
+	members, next, err := listPage(r, s.members(), func(ctx context.Context, page sdnlb.Page) ([]*sdnlb.Member, error) {
 		filter.Page = page
 		return s.MemberService.FindMembers(ctx, filter)
-	}, func(m *sdnlb.Member) string { return m.ID })
+	})
 	if err != nil {
 		return err
 	}
@@ -120,16 +120,7 @@ func (s *Server) listMembers(w http.ResponseWriter, r *http.Request, filter sdnl
 //	@Security	Bearer
 //	@Router		/v1/members [post]
 func (s *Server) handleMemberCreate(w http.ResponseWriter, r *http.Request) error {
-	var req memberRequest
-	if err := decodeRequest(w, r, &req, false); err != nil {
-		return err
-	}
-	m := req.member()
-	if err := s.MemberService.CreateMember(r.Context(), m); err != nil {
-		return err
-	}
-	s.overlayHealth(m)
-	return createdJSON(w, "/v1/members", m.ID, m)
+	return writeCreated(w, r, s.members(), (*memberRequest).created)
 }
 
 // handleMemberGet returns one member with its live health.
@@ -142,12 +133,7 @@ func (s *Server) handleMemberCreate(w http.ResponseWriter, r *http.Request) erro
 //	@Failure	404	{object}	errorResponse
 //	@Router		/v1/members/{id} [get]
 func (s *Server) handleMemberGet(w http.ResponseWriter, r *http.Request) error {
-	m, err := s.MemberService.FindMemberByID(r.Context(), chi.URLParam(r, "id"))
-	if err != nil {
-		return err
-	}
-	s.overlayHealth(m)
-	return writeJSON(w, http.StatusOK, m)
+	return writeFound(w, r, s.members())
 }
 
 // handleMemberReplace sets every mutable field of a member.
@@ -165,7 +151,7 @@ func (s *Server) handleMemberGet(w http.ResponseWriter, r *http.Request) error {
 //	@Security	Bearer
 //	@Router		/v1/members/{id} [put]
 func (s *Server) handleMemberReplace(w http.ResponseWriter, r *http.Request) error {
-	return s.updateMember(w, r, (*memberRequest).replacement)
+	return writeUpdated(w, r, s.members(), (*memberRequest).replacement)
 }
 
 // handleMemberPatch changes the given fields of a member.
@@ -183,20 +169,7 @@ func (s *Server) handleMemberReplace(w http.ResponseWriter, r *http.Request) err
 //	@Security	Bearer
 //	@Router		/v1/members/{id} [patch]
 func (s *Server) handleMemberPatch(w http.ResponseWriter, r *http.Request) error {
-	return s.updateMember(w, r, (*memberRequest).update)
-}
-
-func (s *Server) updateMember(w http.ResponseWriter, r *http.Request, toUpdate func(*memberRequest) sdnlb.MemberUpdate) error {
-	var req memberRequest
-	if err := decodeRequest(w, r, &req, true); err != nil {
-		return err
-	}
-	m, err := s.MemberService.UpdateMember(r.Context(), chi.URLParam(r, "id"), toUpdate(&req))
-	if err != nil {
-		return err
-	}
-	s.overlayHealth(m)
-	return writeJSON(w, http.StatusOK, m)
+	return writeUpdated(w, r, s.members(), (*memberRequest).update)
 }
 
 // handleMemberDelete removes a member from its pool.

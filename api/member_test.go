@@ -57,59 +57,38 @@ func TestMemberRoutes(t *testing.T) {
 		return sdnlb.MemberHealth{Status: sdnlb.MemberUp, LastCheck: &checked, LatencyMS: 1.5, LastError: ""}, id == "m1"
 	}}
 
-	tests := []struct {
-		name, method, path, body string
-		status                   int
-		code, field              string
-		check                    func(t *testing.T, m *sdnlb.Member)
-	}{
-		{name: "GetOverlaysLiveHealth", method: "GET", path: "/v1/members/m1", status: 200, check: func(t *testing.T, m *sdnlb.Member) {
+	runRouteCases(t, &Server{MemberService: newMembers(t), HealthReporter: live}, []routeCase{
+		{name: "GetOverlaysLiveHealth", method: "GET", path: "/v1/members/m1", status: 200, check: decoded(func(t *testing.T, m *sdnlb.Member) {
 			if m.Health.LastCheck == nil || !m.Health.LastCheck.Equal(checked) || m.Health.LatencyMS != 1.5 {
 				t.Errorf("health %+v", m.Health)
 			}
-		}},
+		})},
 		{name: "GetErrNotFound", method: "GET", path: "/v1/members/m9", status: 404, code: sdnlb.ENOTFOUND},
-		{name: "CreateOK", method: "POST", path: "/v1/members", body: `{"pool_id":"p2","address":"10.0.0.4"}`, status: 201, check: func(t *testing.T, m *sdnlb.Member) {
+		{name: "CreateOK", method: "POST", path: "/v1/members", body: `{"pool_id":"p2","address":"10.0.0.4"}`, status: 201, check: decoded(func(t *testing.T, m *sdnlb.Member) {
 			if m.ID != "m2" || m.Weight != 1 || !m.AdminStateUp || m.Port != 0 || m.Status != sdnlb.MemberNoMonitor {
 				t.Errorf("got %+v", m)
 			}
-		}},
+		})},
 		{name: "CreateErrPoolNotFound", method: "POST", path: "/v1/members", body: `{"pool_id":"missing","address":"10.0.0.4"}`, status: 404, code: sdnlb.ENOTFOUND, field: "pool_id"},
 		{name: "CreateErrDuplicate", method: "POST", path: "/v1/members", body: `{"pool_id":"p1","address":"10.0.0.3","port":80}`, status: 409, code: sdnlb.ECONFLICT},
-		{name: "PatchWeightZeroDrains", method: "PATCH", path: "/v1/members/m1", body: `{"weight":0}`, status: 200, check: func(t *testing.T, m *sdnlb.Member) {
+		{name: "PatchWeightZeroDrains", method: "PATCH", path: "/v1/members/m1", body: `{"weight":0}`, status: 200, check: decoded(func(t *testing.T, m *sdnlb.Member) {
 			if m.Weight != 0 || m.Status != sdnlb.MemberDraining || m.Port != 80 {
 				t.Errorf("got %+v", m)
 			}
-		}},
-		{name: "PatchSamePoolOK", method: "PATCH", path: "/v1/members/m1", body: `{"pool_id":"p1","port":81}`, status: 200, check: func(t *testing.T, m *sdnlb.Member) {
+		})},
+		{name: "PatchSamePoolOK", method: "PATCH", path: "/v1/members/m1", body: `{"pool_id":"p1","port":81}`, status: 200, check: decoded(func(t *testing.T, m *sdnlb.Member) {
 			if m.Port != 81 {
 				t.Errorf("got %+v", m)
 			}
-		}},
-		{name: "PutDefaults", method: "PUT", path: "/v1/members/m1", body: `{"address":"10.0.0.9"}`, status: 200, check: func(t *testing.T, m *sdnlb.Member) {
+		})},
+		{name: "PutDefaults", method: "PUT", path: "/v1/members/m1", body: `{"address":"10.0.0.9"}`, status: 200, check: decoded(func(t *testing.T, m *sdnlb.Member) {
 			if m.Address != "10.0.0.9" || m.Weight != 1 || m.Port != 0 {
 				t.Errorf("got %+v", m)
 			}
-		}},
+		})},
 		{name: "DeleteOK", method: "DELETE", path: "/v1/members/m1", status: 204},
 		{name: "DeleteErrNotFound", method: "DELETE", path: "/v1/members/m9", status: 404, code: sdnlb.ENOTFOUND},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			ts := MustServe(t, &Server{MemberService: newMembers(t), HealthReporter: live})
-			resp := testRequest(t, ts, tt.method, tt.path, tt.body)
-			switch {
-			case tt.code != "":
-				assertError(t, resp, tt.status, tt.code, tt.field)
-			case tt.check != nil:
-				var m sdnlb.Member
-				decodeBody(t, resp, tt.status, &m)
-				tt.check(t, &m)
-			case resp.Status != tt.status:
-				t.Errorf("status %d, want %d: %s", resp.Status, tt.status, resp.Body)
-			}
-		})
-	}
+	})
 
 	t.Run("NoOverlayWhenStatusDisagrees", func(t *testing.T) {
 		// The store says UP; a live DOWN not yet stored is not laid over it.
@@ -139,7 +118,7 @@ func TestMemberRoutes_Rejected(t *testing.T) {
 	p1.ID, p2.ID = "p1", "p2"
 	m1 := sdnlb.NewMember()
 	m1.ID, m1.PoolID, m1.Address, m1.Port = "m1", "p1", "10.0.0.3", 80
-	assertRejections(t, mustMemStore(t, p1, p2, m1), []rejection{
+	assertRejections(t, mustMemStore(t, p1, p2, m1), []routeCase{
 		{name: "CreateErrPoolRequired", method: "POST", path: "/v1/members", body: `{"address":"10.0.0.4"}`, status: 400, code: sdnlb.EINVALID, field: "pool_id"},
 		{name: "CreateErrWeight", method: "POST", path: "/v1/members", body: `{"pool_id":"p2","address":"10.0.0.4","weight":257}`, status: 400, code: sdnlb.EINVALID, field: "weight"},
 		{name: "CreateErrHealthReadOnly", method: "POST", path: "/v1/members", body: `{"pool_id":"p2","address":"10.0.0.4","health":{}}`, status: 400, code: sdnlb.EINVALID, field: "health"},

@@ -178,14 +178,21 @@ func (t *table[T]) update(id string, apply func(*T) error, check func(*T) error)
 	return t.read(next), nil
 }
 
-// remove deletes the object, with del once it is known to exist.
-func (t *table[T]) remove(id string, del func() error) error {
+// remove is the store's delete path: find, then let dependants refuse or
+// go first (nil when nothing depends on the kind), then delete.
+func (t *table[T]) remove(id string, dependants func() error) error {
 	t.store.mu.Lock()
 	defer t.store.mu.Unlock()
 	if _, ok := t.rows[id]; !ok {
 		return t.notFound(id)
 	}
-	return del()
+	if dependants != nil {
+		if err := dependants(); err != nil {
+			return err
+		}
+	}
+	delete(t.rows, id)
+	return nil
 }
 
 func noCheck[T any](*T) error { return nil }
@@ -262,7 +269,6 @@ func (s *memStore) DeleteVIP(ctx context.Context, id string, cascade bool) error
 				s.deletePool(p.ID)
 			}
 		}
-		delete(s.vips.rows, id)
 		return nil
 	})
 }
@@ -271,14 +277,21 @@ func (s *memStore) DeleteVIP(ctx context.Context, id string, cascade bool) error
 
 func (s *memStore) readPool(p *sdnlb.Pool) *sdnlb.Pool {
 	out := *p
-	out.MonitorIDs = []string{}
+	out.MonitorIDs = s.associated(0, p.ID)
+	return &out
+}
+
+// associated returns, sorted and never nil, the other ends of the
+// associations whose end (0 the pool, 1 the monitor) is id.
+func (s *memStore) associated(end int, id string) []string {
+	ids := []string{}
 	for k := range s.assoc {
-		if k[0] == p.ID {
-			out.MonitorIDs = append(out.MonitorIDs, k[1])
+		if k[end] == id {
+			ids = append(ids, k[1-end])
 		}
 	}
-	slices.Sort(out.MonitorIDs)
-	return &out
+	slices.Sort(ids)
+	return ids
 }
 
 // checkPool checks what lbstore's checkPoolVIP checks.
@@ -440,23 +453,14 @@ func (s *memStore) UpdateMember(ctx context.Context, id string, upd sdnlb.Member
 }
 
 func (s *memStore) DeleteMember(ctx context.Context, id string) error {
-	return s.members.remove(id, func() error {
-		delete(s.members.rows, id)
-		return nil
-	})
+	return s.members.remove(id, nil)
 }
 
 // Monitors
 
 func (s *memStore) readMonitor(m *sdnlb.Monitor) *sdnlb.Monitor {
 	out := *m
-	out.PoolIDs = []string{}
-	for k := range s.assoc {
-		if k[1] == m.ID {
-			out.PoolIDs = append(out.PoolIDs, k[0])
-		}
-	}
-	slices.Sort(out.PoolIDs)
+	out.PoolIDs = s.associated(1, m.ID)
 	return &out
 }
 
@@ -508,7 +512,6 @@ func (s *memStore) DeleteMonitor(ctx context.Context, id string, cascade bool) e
 				delete(s.assoc, k)
 			}
 		}
-		delete(s.monitors.rows, id)
 		return nil
 	})
 }

@@ -4,8 +4,6 @@ import (
 	"context"
 	"net/http"
 
-	"github.com/go-chi/chi/v5"
-
 	"github.com/sdnlb/sdnlb"
 )
 
@@ -43,25 +41,23 @@ func (req *monitorRequest) update() sdnlb.MonitorUpdate {
 	}
 }
 
-// monitor returns the monitor a POST describes: the given fields over the
-// defaults of a new monitor.
-func (req *monitorRequest) monitor() *sdnlb.Monitor {
-	m := sdnlb.NewMonitor()
-	upd := req.update()
-	upd.Apply(m)
-	if req.ID != nil {
-		m.ID = *req.ID
-	}
-	return m
-}
+func (req *monitorRequest) created() (sdnlb.MonitorUpdate, *string) { return req.update(), req.ID }
 
 func (req *monitorRequest) replacement() sdnlb.MonitorUpdate {
-	m := req.monitor()
+	m := sdnlb.NewMonitor()
+	u := req.update()
+	u.Apply(m)
 	return sdnlb.MonitorUpdate{
 		Name: &m.Name, Type: &m.Type, Delay: &m.Delay, Timeout: &m.Timeout, MaxRetries: &m.MaxRetries,
 		Rise: &m.Rise, HTTPMethod: &m.HTTPMethod, URLPath: &m.URLPath, ExpectedCodes: &m.ExpectedCodes,
 		TLSVerify: &m.TLSVerify, AdminStateUp: &m.AdminStateUp,
 	}
+}
+
+func (s *Server) monitors() collection[sdnlb.Monitor, sdnlb.MonitorUpdate] {
+	return collection[sdnlb.Monitor, sdnlb.MonitorUpdate]{path: "/v1/monitors", fresh: sdnlb.NewMonitor, apply: (*sdnlb.MonitorUpdate).Apply,
+		id:   func(m *sdnlb.Monitor) *string { return &m.ID },
+		find: s.MonitorService.FindMonitorByID, create: s.MonitorService.CreateMonitor, update: s.MonitorService.UpdateMonitor}
 }
 
 type monitorList struct {
@@ -81,9 +77,9 @@ type monitorList struct {
 //	@Failure	400		{object}	errorResponse
 //	@Router		/v1/monitors [get]
 func (s *Server) handleMonitorList(w http.ResponseWriter, r *http.Request) error {
-	monitors, next, err := listPage(r, func(ctx context.Context, page sdnlb.Page) ([]*sdnlb.Monitor, error) {
+	monitors, next, err := listPage(r, s.monitors(), func(ctx context.Context, page sdnlb.Page) ([]*sdnlb.Monitor, error) {
 		return s.MonitorService.FindMonitors(ctx, sdnlb.MonitorFilter{PoolID: queryFilter(r, "pool_id"), Page: page})
-	}, func(m *sdnlb.Monitor) string { return m.ID })
+	})
 	if err != nil {
 		return err
 	}
@@ -106,15 +102,7 @@ func (s *Server) handleMonitorList(w http.ResponseWriter, r *http.Request) error
 //	@Security	Bearer
 //	@Router		/v1/monitors [post]
 func (s *Server) handleMonitorCreate(w http.ResponseWriter, r *http.Request) error {
-	var req monitorRequest
-	if err := decodeRequest(w, r, &req, false); err != nil {
-		return err
-	}
-	m := req.monitor()
-	if err := s.MonitorService.CreateMonitor(r.Context(), m); err != nil {
-		return err
-	}
-	return createdJSON(w, "/v1/monitors", m.ID, m)
+	return writeCreated(w, r, s.monitors(), (*monitorRequest).created)
 }
 
 // handleMonitorGet returns one monitor.
@@ -127,11 +115,7 @@ func (s *Server) handleMonitorCreate(w http.ResponseWriter, r *http.Request) err
 //	@Failure	404	{object}	errorResponse
 //	@Router		/v1/monitors/{id} [get]
 func (s *Server) handleMonitorGet(w http.ResponseWriter, r *http.Request) error {
-	m, err := s.MonitorService.FindMonitorByID(r.Context(), chi.URLParam(r, "id"))
-	if err != nil {
-		return err
-	}
-	return writeJSON(w, http.StatusOK, m)
+	return writeFound(w, r, s.monitors())
 }
 
 // handleMonitorReplace sets every mutable field of a monitor.
@@ -148,7 +132,7 @@ func (s *Server) handleMonitorGet(w http.ResponseWriter, r *http.Request) error 
 //	@Security	Bearer
 //	@Router		/v1/monitors/{id} [put]
 func (s *Server) handleMonitorReplace(w http.ResponseWriter, r *http.Request) error {
-	return s.updateMonitor(w, r, (*monitorRequest).replacement)
+	return writeUpdated(w, r, s.monitors(), (*monitorRequest).replacement)
 }
 
 // handleMonitorPatch changes the given fields of a monitor.
@@ -165,19 +149,7 @@ func (s *Server) handleMonitorReplace(w http.ResponseWriter, r *http.Request) er
 //	@Security	Bearer
 //	@Router		/v1/monitors/{id} [patch]
 func (s *Server) handleMonitorPatch(w http.ResponseWriter, r *http.Request) error {
-	return s.updateMonitor(w, r, (*monitorRequest).update)
-}
-
-func (s *Server) updateMonitor(w http.ResponseWriter, r *http.Request, toUpdate func(*monitorRequest) sdnlb.MonitorUpdate) error {
-	var req monitorRequest
-	if err := decodeRequest(w, r, &req, true); err != nil {
-		return err
-	}
-	m, err := s.MonitorService.UpdateMonitor(r.Context(), chi.URLParam(r, "id"), toUpdate(&req))
-	if err != nil {
-		return err
-	}
-	return writeJSON(w, http.StatusOK, m)
+	return writeUpdated(w, r, s.monitors(), (*monitorRequest).update)
 }
 
 // handleMonitorDelete deletes a monitor. Without cascade it refuses while

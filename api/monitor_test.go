@@ -50,19 +50,12 @@ func TestMonitorRoutes(t *testing.T) {
 			},
 		}
 	}
-	tests := []struct {
-		name, method, path, body string
-		status                   int
-		code, field              string
-		check                    func(t *testing.T, resp response)
-	}{
-		{name: "ListByPool", method: "GET", path: "/v1/monitors?pool_id=p1", status: 200, check: func(t *testing.T, resp response) {
-			var l monitorList
-			decodeBody(t, resp, 200, &l)
+	runRouteCases(t, &Server{MonitorService: newMonitors()}, []routeCase{
+		{name: "ListByPool", method: "GET", path: "/v1/monitors?pool_id=p1", status: 200, check: decoded(func(t *testing.T, l *monitorList) {
 			if len(l.Monitors) != 1 || l.Monitors[0].ID != "m1" || l.Next != "" {
 				t.Errorf("got %+v", l)
 			}
-		}},
+		})},
 		{name: "CreateOKFractionalDelay", method: "POST", path: "/v1/monitors", body: `{"id":"m2","type":"PING","delay":0.5,"timeout":0.2}`, status: 201, check: func(t *testing.T, resp response) {
 			var m sdnlb.Monitor
 			decodeBody(t, resp, 201, &m)
@@ -71,51 +64,31 @@ func TestMonitorRoutes(t *testing.T) {
 			}
 		}},
 		{name: "CreateErrDuplicate", method: "POST", path: "/v1/monitors", body: `{"id":"m1"}`, status: 409, code: sdnlb.ECONFLICT, field: "id"},
-		{name: "GetOK", method: "GET", path: "/v1/monitors/m1", status: 200, check: func(t *testing.T, resp response) {
-			var m sdnlb.Monitor
-			decodeBody(t, resp, 200, &m)
+		{name: "GetOK", method: "GET", path: "/v1/monitors/m1", status: 200, check: decoded(func(t *testing.T, m *sdnlb.Monitor) {
 			if m.Type != sdnlb.MonitorHTTP || len(m.PoolIDs) != 1 {
 				t.Errorf("got %+v", m)
 			}
-		}},
-		{name: "PatchOK", method: "PATCH", path: "/v1/monitors/m1", body: `{"url_path":"/health"}`, status: 200, check: func(t *testing.T, resp response) {
-			var m sdnlb.Monitor
-			decodeBody(t, resp, 200, &m)
+		})},
+		{name: "PatchOK", method: "PATCH", path: "/v1/monitors/m1", body: `{"url_path":"/health"}`, status: 200, check: decoded(func(t *testing.T, m *sdnlb.Monitor) {
 			if m.URLPath != "/health" || m.Type != sdnlb.MonitorHTTP {
 				t.Errorf("got %+v", m)
 			}
-		}},
-		{name: "PutResetsType", method: "PUT", path: "/v1/monitors/m1", body: `{"name":"x"}`, status: 200, check: func(t *testing.T, resp response) {
-			var m sdnlb.Monitor
-			decodeBody(t, resp, 200, &m)
+		})},
+		{name: "PutResetsType", method: "PUT", path: "/v1/monitors/m1", body: `{"name":"x"}`, status: 200, check: decoded(func(t *testing.T, m *sdnlb.Monitor) {
 			if m.Type != sdnlb.MonitorTCP || m.Name != "x" {
 				t.Errorf("got %+v", m)
 			}
-		}},
+		})},
 		{name: "PatchErrNotFound", method: "PATCH", path: "/v1/monitors/m9", body: `{"delay":10}`, status: 404, code: sdnlb.ENOTFOUND},
 		{name: "DeleteErrInUse", method: "DELETE", path: "/v1/monitors/m1", status: 409, code: sdnlb.ECONFLICT},
 		{name: "DeleteCascade", method: "DELETE", path: "/v1/monitors/m1?cascade=1", status: 204},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			ts := MustServe(t, &Server{MonitorService: newMonitors()})
-			resp := testRequest(t, ts, tt.method, tt.path, tt.body)
-			switch {
-			case tt.code != "":
-				assertError(t, resp, tt.status, tt.code, tt.field)
-			case tt.check != nil:
-				tt.check(t, resp)
-			case resp.Status != tt.status:
-				t.Errorf("status %d, want %d: %s", resp.Status, tt.status, resp.Body)
-			}
-		})
-	}
+	})
 }
 
 func TestMonitorRoutes_Rejected(t *testing.T) {
 	m1 := sdnlb.NewMonitor()
 	m1.ID = "m1"
-	assertRejections(t, mustMemStore(t, m1), []rejection{
+	assertRejections(t, mustMemStore(t, m1), []routeCase{
 		{name: "CreateErrTimeout", method: "POST", path: "/v1/monitors", body: `{"delay":1,"timeout":1}`, status: 400, code: sdnlb.EINVALID, field: "timeout"},
 		{name: "CreateErrExpectedCodes", method: "POST", path: "/v1/monitors", body: `{"type":"HTTP","expected_codes":"2xx"}`, status: 400, code: sdnlb.EINVALID, field: "expected_codes"},
 		{name: "CreateErrPoolIDsReadOnly", method: "POST", path: "/v1/monitors", body: `{"pool_ids":["p1"]}`, status: 400, code: sdnlb.EINVALID, field: "pool_ids"},

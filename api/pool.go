@@ -37,24 +37,22 @@ func (req *poolRequest) update() sdnlb.PoolUpdate {
 	}
 }
 
-// pool returns the pool a POST describes: the given fields over the
-// defaults of a new pool.
-func (req *poolRequest) pool() *sdnlb.Pool {
-	p := sdnlb.NewPool()
-	upd := req.update()
-	upd.Apply(p)
-	if req.ID != nil {
-		p.ID = *req.ID
-	}
-	return p
-}
+func (req *poolRequest) created() (sdnlb.PoolUpdate, *string) { return req.update(), req.ID }
 
 func (req *poolRequest) replacement() sdnlb.PoolUpdate {
-	p := req.pool()
+	p := sdnlb.NewPool()
+	u := req.update()
+	u.Apply(p)
 	return sdnlb.PoolUpdate{
 		Name: &p.Name, Description: &p.Description, VIPID: &p.VIPID, LBMethod: &p.LBMethod,
 		Protocol: &p.Protocol, AdminStateUp: &p.AdminStateUp,
 	}
+}
+
+func (s *Server) pools() collection[sdnlb.Pool, sdnlb.PoolUpdate] {
+	return collection[sdnlb.Pool, sdnlb.PoolUpdate]{path: "/v1/pools", fresh: sdnlb.NewPool, apply: (*sdnlb.PoolUpdate).Apply,
+		id:   func(p *sdnlb.Pool) *string { return &p.ID },
+		find: s.PoolService.FindPoolByID, create: s.PoolService.CreatePool, update: s.PoolService.UpdatePool}
 }
 
 type poolList struct {
@@ -74,9 +72,9 @@ type poolList struct {
 //	@Failure	400		{object}	errorResponse
 //	@Router		/v1/pools [get]
 func (s *Server) handlePoolList(w http.ResponseWriter, r *http.Request) error {
-	pools, next, err := listPage(r, func(ctx context.Context, page sdnlb.Page) ([]*sdnlb.Pool, error) {
+	pools, next, err := listPage(r, s.pools(), func(ctx context.Context, page sdnlb.Page) ([]*sdnlb.Pool, error) {
 		return s.PoolService.FindPools(ctx, sdnlb.PoolFilter{VIPID: queryFilter(r, "vip_id"), Page: page})
-	}, func(p *sdnlb.Pool) string { return p.ID })
+	})
 	if err != nil {
 		return err
 	}
@@ -100,15 +98,7 @@ func (s *Server) handlePoolList(w http.ResponseWriter, r *http.Request) error {
 //	@Security	Bearer
 //	@Router		/v1/pools [post]
 func (s *Server) handlePoolCreate(w http.ResponseWriter, r *http.Request) error {
-	var req poolRequest
-	if err := decodeRequest(w, r, &req, false); err != nil {
-		return err
-	}
-	p := req.pool()
-	if err := s.PoolService.CreatePool(r.Context(), p); err != nil {
-		return err
-	}
-	return createdJSON(w, "/v1/pools", p.ID, p)
+	return writeCreated(w, r, s.pools(), (*poolRequest).created)
 }
 
 // handlePoolGet returns one pool.
@@ -121,11 +111,7 @@ func (s *Server) handlePoolCreate(w http.ResponseWriter, r *http.Request) error 
 //	@Failure	404	{object}	errorResponse
 //	@Router		/v1/pools/{id} [get]
 func (s *Server) handlePoolGet(w http.ResponseWriter, r *http.Request) error {
-	p, err := s.PoolService.FindPoolByID(r.Context(), chi.URLParam(r, "id"))
-	if err != nil {
-		return err
-	}
-	return writeJSON(w, http.StatusOK, p)
+	return writeFound(w, r, s.pools())
 }
 
 // handlePoolReplace sets every mutable field of a pool.
@@ -143,7 +129,7 @@ func (s *Server) handlePoolGet(w http.ResponseWriter, r *http.Request) error {
 //	@Security	Bearer
 //	@Router		/v1/pools/{id} [put]
 func (s *Server) handlePoolReplace(w http.ResponseWriter, r *http.Request) error {
-	return s.updatePool(w, r, (*poolRequest).replacement)
+	return writeUpdated(w, r, s.pools(), (*poolRequest).replacement)
 }
 
 // handlePoolPatch changes the given fields of a pool.
@@ -161,19 +147,7 @@ func (s *Server) handlePoolReplace(w http.ResponseWriter, r *http.Request) error
 //	@Security	Bearer
 //	@Router		/v1/pools/{id} [patch]
 func (s *Server) handlePoolPatch(w http.ResponseWriter, r *http.Request) error {
-	return s.updatePool(w, r, (*poolRequest).update)
-}
-
-func (s *Server) updatePool(w http.ResponseWriter, r *http.Request, toUpdate func(*poolRequest) sdnlb.PoolUpdate) error {
-	var req poolRequest
-	if err := decodeRequest(w, r, &req, true); err != nil {
-		return err
-	}
-	p, err := s.PoolService.UpdatePool(r.Context(), chi.URLParam(r, "id"), toUpdate(&req))
-	if err != nil {
-		return err
-	}
-	return writeJSON(w, http.StatusOK, p)
+	return writeUpdated(w, r, s.pools(), (*poolRequest).update)
 }
 
 // handlePoolDelete deletes a pool. Without cascade it refuses while the

@@ -68,19 +68,12 @@ func TestPoolRoutes(t *testing.T) {
 		return []*sdnlb.Member{{ID: "m1", PoolID: "p1", Address: "10.0.0.3"}}, nil
 	}}
 
-	tests := []struct {
-		name, method, path, body string
-		status                   int
-		code, field              string
-		check                    func(t *testing.T, resp response)
-	}{
-		{name: "ListOK", method: "GET", path: "/v1/pools?vip_id=v1", status: 200, check: func(t *testing.T, resp response) {
-			var l poolList
-			decodeBody(t, resp, 200, &l)
+	runRouteCases(t, &Server{PoolService: newPools(t), MemberService: members}, []routeCase{
+		{name: "ListOK", method: "GET", path: "/v1/pools?vip_id=v1", status: 200, check: decoded(func(t *testing.T, l *poolList) {
 			if len(l.Pools) != 1 || l.Pools[0].ID != "p1" {
 				t.Errorf("got %+v", l)
 			}
-		}},
+		})},
 		{name: "ListFilterNone", method: "GET", path: "/v1/pools?vip_id=v9", status: 200, check: func(t *testing.T, resp response) {
 			if string(resp.Body) != `{"pools":[],"next":""}`+"\n" {
 				t.Errorf("body %s", resp.Body)
@@ -95,64 +88,41 @@ func TestPoolRoutes(t *testing.T) {
 		}},
 		{name: "CreateErrVIPNotFound", method: "POST", path: "/v1/pools", body: `{"vip_id":"missing"}`, status: 404, code: sdnlb.ENOTFOUND, field: "vip_id"},
 		{name: "CreateErrVIPTaken", method: "POST", path: "/v1/pools", body: `{"vip_id":"v1"}`, status: 409, code: sdnlb.ECONFLICT, field: "vip_id"},
-		{name: "GetOK", method: "GET", path: "/v1/pools/p1", status: 200, check: func(t *testing.T, resp response) {
-			var p sdnlb.Pool
-			decodeBody(t, resp, 200, &p)
+		{name: "GetOK", method: "GET", path: "/v1/pools/p1", status: 200, check: decoded(func(t *testing.T, p *sdnlb.Pool) {
 			if p.ID != "p1" || len(p.MonitorIDs) != 1 {
 				t.Errorf("got %+v", p)
 			}
-		}},
+		})},
 		{name: "GetErrNotFound", method: "GET", path: "/v1/pools/nope", status: 404, code: sdnlb.ENOTFOUND},
-		{name: "PatchOK", method: "PATCH", path: "/v1/pools/p1", body: `{"lb_method":"SOURCE_IP"}`, status: 200, check: func(t *testing.T, resp response) {
-			var p sdnlb.Pool
-			decodeBody(t, resp, 200, &p)
+		{name: "PatchOK", method: "PATCH", path: "/v1/pools/p1", body: `{"lb_method":"SOURCE_IP"}`, status: 200, check: decoded(func(t *testing.T, p *sdnlb.Pool) {
 			if p.LBMethod != sdnlb.SourceIP || p.Name != "web" || p.VIPID != "v1" {
 				t.Errorf("got %+v", p)
 			}
-		}},
-		{name: "PutOK", method: "PUT", path: "/v1/pools/p1", body: `{"name":"x"}`, status: 200, check: func(t *testing.T, resp response) {
-			var p sdnlb.Pool
-			decodeBody(t, resp, 200, &p)
+		})},
+		{name: "PutOK", method: "PUT", path: "/v1/pools/p1", body: `{"name":"x"}`, status: 200, check: decoded(func(t *testing.T, p *sdnlb.Pool) {
 			if p.LBMethod != sdnlb.RoundRobin || p.Name != "x" || p.VIPID != "" {
 				t.Errorf("PUT must reset absent fields to the defaults: %+v", p)
 			}
-		}},
+		})},
 		{name: "DeleteErrHasMembers", method: "DELETE", path: "/v1/pools/p1", status: 409, code: sdnlb.ECONFLICT},
 		{name: "DeleteCascadeOK", method: "DELETE", path: "/v1/pools/p1?cascade=true", status: 204},
-		{name: "MembersOK", method: "GET", path: "/v1/pools/p1/members", status: 200, check: func(t *testing.T, resp response) {
-			var l memberList
-			decodeBody(t, resp, 200, &l)
+		{name: "MembersOK", method: "GET", path: "/v1/pools/p1/members", status: 200, check: decoded(func(t *testing.T, l *memberList) {
 			if len(l.Members) != 1 || l.Members[0].ID != "m1" {
 				t.Errorf("got %+v", l)
 			}
-		}},
+		})},
 		{name: "MembersErrNoPool", method: "GET", path: "/v1/pools/nope/members", status: 404, code: sdnlb.ENOTFOUND},
 		{name: "AssociateOK", method: "POST", path: "/v1/pools/p1/monitors", body: `{"monitor_id":"m2"}`, status: 204},
 		{name: "AssociateErrNoMonitor", method: "POST", path: "/v1/pools/p1/monitors", body: `{"monitor_id":"m9"}`, status: 404, code: sdnlb.ENOTFOUND, field: "monitor_id"},
 		{name: "DissociateOK", method: "DELETE", path: "/v1/pools/p1/monitors/m1", status: 204},
 		{name: "DissociateErrNotAssociated", method: "DELETE", path: "/v1/pools/p1/monitors/m2", status: 404, code: sdnlb.ENOTFOUND},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			ts := MustServe(t, &Server{PoolService: newPools(t), MemberService: members})
-			resp := testRequest(t, ts, tt.method, tt.path, tt.body)
-			switch {
-			case tt.code != "":
-				assertError(t, resp, tt.status, tt.code, tt.field)
-			case tt.check != nil:
-				tt.check(t, resp)
-			case resp.Status != tt.status:
-				t.Errorf("status %d, want %d: %s", resp.Status, tt.status, resp.Body)
-			}
-		})
-	}
-
+	})
 }
 
 func TestPoolRoutes_Rejected(t *testing.T) {
 	p1 := sdnlb.NewPool()
 	p1.ID = "p1"
-	assertRejections(t, mustMemStore(t, p1), []rejection{
+	assertRejections(t, mustMemStore(t, p1), []routeCase{
 		{name: "CreateErrProtocol", method: "POST", path: "/v1/pools", body: `{"protocol":"SCTP"}`, status: 400, code: sdnlb.EINVALID, field: "protocol"},
 		{name: "CreateErrCreatedAtReadOnly", method: "POST", path: "/v1/pools", body: `{"id":"x","created_at":"now"}`, status: 400, code: sdnlb.EINVALID, field: "created_at"},
 		{name: "PutErrIDReadOnly", method: "PUT", path: "/v1/pools/p1", body: `{"id":"p1"}`, status: 400, code: sdnlb.EINVALID, field: "id"},

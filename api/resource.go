@@ -30,11 +30,11 @@ func decodeRequest(w http.ResponseWriter, r *http.Request, req nativeRequest, up
 	return req.rejectReadOnly(update)
 }
 
-// listPage reads ?limit= and ?after= and returns that page of find's
-// results in id order, and the cursor of the next page ("" on the last). It
-// fetches one more than the page holds to know whether another follows. The
-// page is never nil, so that it encodes as [].
-func listPage[T any](r *http.Request, find func(context.Context, sdnlb.Page) ([]*T, error), id func(*T) string) ([]*T, string, error) {
+// listPage reads ?limit= and ?after= and returns that page of the objects
+// of c that find selects, in id order, and the cursor of the next page (""
+// on the last). It fetches one more than the page holds to know whether
+// another follows. The page is never nil, so that it encodes as [].
+func listPage[T, U any](r *http.Request, c collection[T, U], find func(context.Context, sdnlb.Page) ([]*T, error)) ([]*T, string, error) {
 	page, err := pageFromQuery(r)
 	if err != nil {
 		return nil, "", err
@@ -45,18 +45,89 @@ func listPage[T any](r *http.Request, find func(context.Context, sdnlb.Page) ([]
 	}
 	if len(items) > page.Limit {
 		items = items[:page.Limit]
-		return items, id(items[page.Limit-1]), nil
+		return items, *c.id(items[page.Limit-1]), nil
 	}
-	if items == nil {
-		items = []*T{}
-	}
-	return items, "", nil
+	return orEmpty(items), "", nil
 }
 
-// createdJSON answers 201 with the new object and where it lives.
-func createdJSON(w http.ResponseWriter, collection, id string, obj any) error {
-	w.Header().Set("Location", collection+"/"+url.PathEscape(id))
-	return writeJSON(w, http.StatusCreated, obj)
+// collection is one native collection: where it lives and the service
+// methods its handlers call, so that the get, create and update handlers
+// of every collection take one path.
+type collection[T, U any] struct {
+	path   string       // of the collection, as in "/v1/vips"
+	fresh  func() *T    // a new object with the defaults, as sdnlb.NewVIP
+	apply  func(*U, *T) // the update's Apply
+	id     func(*T) *string
+	find   func(context.Context, string) (*T, error)
+	create func(context.Context, *T) error
+	update func(context.Context, string, U) (*T, error)
+	// show, when set, lays over an object what the store does not keep,
+	// before the object is written out.
+	show func(*T)
+}
+
+// newObject returns the object a create describes: upd over the defaults
+// of a new object, and the client's id when it gives one.
+func (c collection[T, U]) newObject(upd U, id *string) *T {
+	obj := c.fresh()
+	c.apply(&upd, obj)
+	if id != nil {
+		*c.id(obj) = *id
+	}
+	return obj
+}
+
+func (c collection[T, U]) write(w http.ResponseWriter, status int, obj *T) error {
+	if c.show != nil {
+		c.show(obj)
+	}
+	return writeJSON(w, status, obj)
+}
+
+// writeFound answers a GET of the object the path's id names.
+func writeFound[T, U any](w http.ResponseWriter, r *http.Request, c collection[T, U]) error {
+	obj, err := c.find(r.Context(), chi.URLParam(r, "id"))
+	if err != nil {
+		return err
+	}
+	return c.write(w, http.StatusOK, obj)
+}
+
+// writeCreated answers a POST: it decodes the request, has the service
+// create the object of the fields and id that created reads from it, and
+// answers 201 with what the service made of it and where it lives.
+func writeCreated[T, U, R any, PR interface {
+	*R
+	nativeRequest
+}](w http.ResponseWriter, r *http.Request, c collection[T, U], created func(PR) (U, *string)) error {
+	req := PR(new(R))
+	if err := decodeRequest(w, r, req, false); err != nil {
+		return err
+	}
+	obj := c.newObject(created(req))
+	if err := c.create(r.Context(), obj); err != nil {
+		return err
+	}
+	w.Header().Set("Location", c.path+"/"+url.PathEscape(*c.id(obj)))
+	return c.write(w, http.StatusCreated, obj)
+}
+
+// writeUpdated answers a PUT or PATCH: it decodes the request and has the
+// service apply the update toUpdate makes of it to the object the path's
+// id names.
+func writeUpdated[T, U, R any, PR interface {
+	*R
+	nativeRequest
+}](w http.ResponseWriter, r *http.Request, c collection[T, U], toUpdate func(PR) U) error {
+	req := PR(new(R))
+	if err := decodeRequest(w, r, req, true); err != nil {
+		return err
+	}
+	obj, err := c.update(r.Context(), chi.URLParam(r, "id"), toUpdate(req))
+	if err != nil {
+		return err
+	}
+	return c.write(w, http.StatusOK, obj)
 }
 
 // deleteWithCascade deletes the object the path parameter names, honouring
@@ -76,13 +147,4 @@ func noContent(w http.ResponseWriter, err error) error {
 	}
 	w.WriteHeader(http.StatusNoContent)
 	return nil
-}
-
-// compatArray renders objects as Floodlight's array; never null.
-func compatArray[T any](items []*T, render func(*T) orderedObject) []orderedObject {
-	out := make([]orderedObject, 0, len(items))
-	for _, item := range items {
-		out = append(out, render(item))
-	}
-	return out
 }

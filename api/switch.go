@@ -34,10 +34,7 @@ func (s *Server) handleSwitchList(w http.ResponseWriter, r *http.Request) error 
 	if err != nil {
 		return err
 	}
-	if switches == nil {
-		switches = []*sdnlb.Switch{}
-	}
-	return writeJSON(w, http.StatusOK, switchList{Switches: switches})
+	return writeJSON(w, http.StatusOK, switchList{Switches: orEmpty(switches)})
 }
 
 // handleSwitchFlows lists the flows sdnlb installed on one switch.
@@ -58,10 +55,7 @@ func (s *Server) handleSwitchFlows(w http.ResponseWriter, r *http.Request) error
 	if err != nil {
 		return err
 	}
-	if flows == nil {
-		flows = []*sdnlb.Flow{}
-	}
-	return writeJSON(w, http.StatusOK, flowList{Flows: flows})
+	return writeJSON(w, http.StatusOK, flowList{Flows: orEmpty(flows)})
 }
 
 // handlePoolStats returns the live traffic counters of a pool.
@@ -75,12 +69,26 @@ func (s *Server) handleSwitchFlows(w http.ResponseWriter, r *http.Request) error
 //	@Failure	503	{object}	errorResponse	"no controller"
 //	@Router		/v1/pools/{id}/stats [get]
 func (s *Server) handlePoolStats(w http.ResponseWriter, r *http.Request) error {
-	if s.StatsService == nil {
-		return errNoController
-	}
-	stats, err := s.StatsService.PoolStats(r.Context(), chi.URLParam(r, "id"))
+	stats, err := s.poolStats(r, "id")
 	if err != nil {
 		return err
 	}
 	return writeJSON(w, http.StatusOK, stats)
+}
+
+// poolStats reads the live counters of the pool the path parameter names.
+func (s *Server) poolStats(r *http.Request, param string) (*sdnlb.PoolStats, error) {
+	if s.StatsService == nil {
+		return nil, errNoController
+	}
+	return s.StatsService.PoolStats(r.Context(), chi.URLParam(r, param))
+}
+
+// orEmpty returns items, or an empty slice for nil, so that a list encodes
+// as [] and not null.
+func orEmpty[T any](items []T) []T {
+	if items == nil {
+		return []T{}
+	}
+	return items
 }

@@ -7,8 +7,6 @@ import (
 	"net/http"
 	"strconv"
 
-	"github.com/go-chi/chi/v5"
-
 	"github.com/sdnlb/sdnlb"
 )
 
@@ -73,27 +71,26 @@ func (req *vipRequest) update() sdnlb.VIPUpdate {
 	}
 }
 
-// vip returns the VIP a POST describes: the given fields over the defaults
-// of a new VIP.
-func (req *vipRequest) vip() *sdnlb.VIP {
-	v := sdnlb.NewVIP()
-	upd := req.update()
-	upd.Apply(v)
-	if req.ID != nil {
-		v.ID = *req.ID
-	}
-	return v
-}
+// created returns the fields and the id a POST gives.
+func (req *vipRequest) created() (sdnlb.VIPUpdate, *string) { return req.update(), req.ID }
 
 // replacement returns an update that sets every mutable field: the given
 // value or the default of a new VIP.
 func (req *vipRequest) replacement() sdnlb.VIPUpdate {
-	v := req.vip()
+	v := sdnlb.NewVIP()
+	u := req.update()
+	u.Apply(v)
 	return sdnlb.VIPUpdate{
 		Name: &v.Name, Description: &v.Description, Address: &v.Address, Protocol: &v.Protocol, Port: &v.Port,
 		PoolID: &v.PoolID, ConnectionLimit: &v.ConnectionLimit, AdminStateUp: &v.AdminStateUp,
 		SetSessionPersistence: true, SessionPersistence: v.SessionPersistence,
 	}
+}
+
+func (s *Server) vips() collection[sdnlb.VIP, sdnlb.VIPUpdate] {
+	return collection[sdnlb.VIP, sdnlb.VIPUpdate]{path: "/v1/vips", fresh: sdnlb.NewVIP, apply: (*sdnlb.VIPUpdate).Apply,
+		id:   func(v *sdnlb.VIP) *string { return &v.ID },
+		find: s.VIPService.FindVIPByID, create: s.VIPService.CreateVIP, update: s.VIPService.UpdateVIP}
 }
 
 type vipList struct {
@@ -113,9 +110,9 @@ type vipList struct {
 //	@Failure	400		{object}	errorResponse
 //	@Router		/v1/vips [get]
 func (s *Server) handleVIPList(w http.ResponseWriter, r *http.Request) error {
-	vips, next, err := listPage(r, func(ctx context.Context, page sdnlb.Page) ([]*sdnlb.VIP, error) {
+	vips, next, err := listPage(r, s.vips(), func(ctx context.Context, page sdnlb.Page) ([]*sdnlb.VIP, error) {
 		return s.VIPService.FindVIPs(ctx, sdnlb.VIPFilter{Address: queryFilter(r, "address"), Page: page})
-	}, func(v *sdnlb.VIP) string { return v.ID })
+	})
 	if err != nil {
 		return err
 	}
@@ -139,15 +136,7 @@ func (s *Server) handleVIPList(w http.ResponseWriter, r *http.Request) error {
 //	@Security	Bearer
 //	@Router		/v1/vips [post]
 func (s *Server) handleVIPCreate(w http.ResponseWriter, r *http.Request) error {
-	var req vipRequest
-	if err := decodeRequest(w, r, &req, false); err != nil {
-		return err
-	}
-	v := req.vip()
-	if err := s.VIPService.CreateVIP(r.Context(), v); err != nil {
-		return err
-	}
-	return createdJSON(w, "/v1/vips", v.ID, v)
+	return writeCreated(w, r, s.vips(), (*vipRequest).created)
 }
 
 // handleVIPGet returns one VIP.
@@ -160,11 +149,7 @@ func (s *Server) handleVIPCreate(w http.ResponseWriter, r *http.Request) error {
 //	@Failure	404	{object}	errorResponse
 //	@Router		/v1/vips/{id} [get]
 func (s *Server) handleVIPGet(w http.ResponseWriter, r *http.Request) error {
-	v, err := s.VIPService.FindVIPByID(r.Context(), chi.URLParam(r, "id"))
-	if err != nil {
-		return err
-	}
-	return writeJSON(w, http.StatusOK, v)
+	return writeFound(w, r, s.vips())
 }
 
 // handleVIPReplace sets every mutable field of a VIP; absent ones get the
@@ -183,7 +168,7 @@ func (s *Server) handleVIPGet(w http.ResponseWriter, r *http.Request) error {
 //	@Security	Bearer
 //	@Router		/v1/vips/{id} [put]
 func (s *Server) handleVIPReplace(w http.ResponseWriter, r *http.Request) error {
-	return s.updateVIP(w, r, (*vipRequest).replacement)
+	return writeUpdated(w, r, s.vips(), (*vipRequest).replacement)
 }
 
 // handleVIPPatch changes the given fields of a VIP; session_persistence:
@@ -202,19 +187,7 @@ func (s *Server) handleVIPReplace(w http.ResponseWriter, r *http.Request) error 
 //	@Security	Bearer
 //	@Router		/v1/vips/{id} [patch]
 func (s *Server) handleVIPPatch(w http.ResponseWriter, r *http.Request) error {
-	return s.updateVIP(w, r, (*vipRequest).update)
-}
-
-func (s *Server) updateVIP(w http.ResponseWriter, r *http.Request, toUpdate func(*vipRequest) sdnlb.VIPUpdate) error {
-	var req vipRequest
-	if err := decodeRequest(w, r, &req, true); err != nil {
-		return err
-	}
-	v, err := s.VIPService.UpdateVIP(r.Context(), chi.URLParam(r, "id"), toUpdate(&req))
-	if err != nil {
-		return err
-	}
-	return writeJSON(w, http.StatusOK, v)
+	return writeUpdated(w, r, s.vips(), (*vipRequest).update)
 }
 
 // handleVIPDelete deletes a VIP. Without cascade it refuses while a pool

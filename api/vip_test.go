@@ -53,10 +53,10 @@ func TestVIPRoutes_Create(t *testing.T) {
 		}
 	})
 
-	post := func(name, body string, status int, code, field string, headers ...string) rejection {
-		return rejection{name: name, method: "POST", path: "/v1/vips", body: body, headers: headers, status: status, code: code, field: field}
+	post := func(name, body string, status int, code, field string, headers ...string) routeCase {
+		return routeCase{name: name, method: "POST", path: "/v1/vips", body: body, headers: headers, status: status, code: code, field: field}
 	}
-	assertRejections(t, newMemStore(), []rejection{
+	assertRejections(t, newMemStore(), []routeCase{
 		post("ErrBadJSON", `{"address":`, 400, sdnlb.EINVALID, ""),
 		post("ErrSyntax", `{"address" "x"}`, 400, sdnlb.EINVALID, ""),
 		post("ErrEmpty", ``, 400, sdnlb.EINVALID, "", "Content-Type: application/json"),
@@ -236,7 +236,7 @@ func TestVIPRoutes_Update(t *testing.T) {
 		})
 	}
 
-	assertRejections(t, mustMemStore(t, stored()), []rejection{
+	assertRejections(t, mustMemStore(t, stored()), []routeCase{
 		{name: "ErrIDReadOnly", method: "PATCH", path: "/v1/vips/1", body: `{"id":"2"}`, status: 400, code: sdnlb.EINVALID, field: "id"},
 		{name: "ErrStatusReadOnly", method: "PUT", path: "/v1/vips/1", body: `{"address":"10.0.0.2","port":80,"status":"DOWN"}`, status: 400, code: sdnlb.EINVALID, field: "status"},
 		{name: "ErrValidation", method: "PATCH", path: "/v1/vips/1", body: `{"port":0}`, status: 400, code: sdnlb.EINVALID, field: "port"},
@@ -296,7 +296,7 @@ func TestVIPRoutes_Delete(t *testing.T) {
 	}
 	v := sdnlb.NewVIP()
 	v.ID, v.Address, v.Port = "1", "10.0.0.1", 80
-	assertRejections(t, mustMemStore(t, v), []rejection{
+	assertRejections(t, mustMemStore(t, v), []routeCase{
 		{name: "ErrCascadeValue", method: "DELETE", path: "/v1/vips/1?cascade=yes", status: 400, code: sdnlb.EINVALID, field: "cascade"},
 	})
 }
