@@ -48,18 +48,15 @@ func (s *ConfigService) LoadConfig(ctx context.Context) (*sdnlb.Config, error) {
 // Clear deletes every VIP, pool, member and monitor in one transaction and
 // publishes a single OpResync event (Kind "") instead of one per object.
 func (s *ConfigService) Clear(ctx context.Context) error {
-	tx, err := s.db.beginWrite(ctx)
-	if err != nil {
-		return err
-	}
-	defer tx.Rollback()
-	for _, table := range []string{"pool_monitors", "members", "pools", "monitors", "vips"} {
-		if _, err := tx.ExecContext(ctx, `DELETE FROM `+table); err != nil {
-			return fmt.Errorf("clear %s: %w", table, err)
+	return execTx(ctx, s.db, func(tx *Tx) error {
+		for _, table := range []string{"pool_monitors", "members", "pools", "monitors", "vips"} {
+			if _, err := tx.ExecContext(ctx, `DELETE FROM `+table); err != nil {
+				return fmt.Errorf("clear %s: %w", table, err)
+			}
 		}
-	}
-	tx.emit("", sdnlb.OpResync, "")
-	return tx.Commit()
+		tx.emit("", sdnlb.OpResync, "")
+		return nil
+	})
 }
 
 // beginSnapshot starts a read transaction and pins its snapshot while no

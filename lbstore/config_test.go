@@ -1,7 +1,6 @@
 package lbstore_test
 
 import (
-	"context"
 	"reflect"
 	"testing"
 
@@ -11,9 +10,7 @@ import (
 
 func TestConfigService_LoadConfig(t *testing.T) {
 	t.Run("OK", func(t *testing.T) {
-		ctx := context.Background()
-		db := MustOpenDB(t)
-		defer MustCloseDB(t, db)
+		ctx, db := mustSetup(t)
 		s := lbstore.NewConfigService(db)
 		events, cancel := lbstore.NewEventService(db).Subscribe()
 		defer cancel()
@@ -59,9 +56,7 @@ func TestConfigService_LoadConfig(t *testing.T) {
 }
 
 func TestConfigService_Clear(t *testing.T) {
-	ctx := context.Background()
-	db := MustOpenDB(t)
-	defer MustCloseDB(t, db)
+	ctx, db := mustSetup(t)
 	s := lbstore.NewConfigService(db)
 	v := MustCreateVIP(t, ctx, db, newVIP("10.0.0.100", 80))
 	p := MustCreatePool(t, ctx, db, newPool(v.ID))
@@ -89,9 +84,7 @@ func TestConfigService_Clear(t *testing.T) {
 // BenchmarkConfigService_LoadConfig loads a configuration of 10k members
 // in 10 pools.
 func BenchmarkConfigService_LoadConfig(b *testing.B) {
-	ctx := context.Background()
-	db := MustOpenDB(b)
-	defer MustCloseDB(b, db)
+	ctx, db := mustSetup(b)
 	mon := MustCreateMonitor(b, ctx, db, sdnlb.NewMonitor())
 	for i := range 10 {
 		v := MustCreateVIP(b, ctx, db, newVIP("10.0.0.100", 80+i))

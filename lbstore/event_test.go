@@ -64,9 +64,7 @@ func assertNoEvent(tb testing.TB, ch <-chan sdnlb.Event) {
 
 func TestEventService_Subscribe(t *testing.T) {
 	t.Run("Order", func(t *testing.T) {
-		ctx := context.Background()
-		db := MustOpenDB(t)
-		defer MustCloseDB(t, db)
+		ctx, db := mustSetup(t)
 		events, cancel := lbstore.NewEventService(db).Subscribe()
 		defer cancel()
 
@@ -112,9 +110,7 @@ func TestEventService_Subscribe(t *testing.T) {
 	})
 
 	t.Run("Cascade", func(t *testing.T) {
-		ctx := context.Background()
-		db := MustOpenDB(t)
-		defer MustCloseDB(t, db)
+		ctx, db := mustSetup(t)
 		v := MustCreateVIP(t, ctx, db, newVIP("10.0.0.100", 80))
 		p := MustCreatePool(t, ctx, db, newPool(v.ID))
 		m1 := newMember(p.ID, "10.0.0.1", 80)
@@ -246,9 +242,7 @@ func TestEventService_Subscribe(t *testing.T) {
 	})
 
 	t.Run("SubscribeThenLoadMissesNothing", func(t *testing.T) {
-		ctx := context.Background()
-		db := MustOpenDB(t)
-		defer MustCloseDB(t, db)
+		ctx, db := mustSetup(t)
 		p := MustCreatePool(t, ctx, db, newPool(""))
 		const n = 300
 		done := make(chan []string)

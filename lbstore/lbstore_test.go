@@ -26,6 +26,15 @@ func MustOpenDB(tb testing.TB) *lbstore.DB {
 	return db
 }
 
+// mustSetup returns a context and a fresh database that is closed when the
+// test ends.
+func mustSetup(tb testing.TB) (context.Context, *lbstore.DB) {
+	tb.Helper()
+	db := MustOpenDB(tb)
+	tb.Cleanup(func() { MustCloseDB(tb, db) })
+	return context.Background(), db
+}
+
 // MustCloseDB closes db and fails the test if that fails.
 func MustCloseDB(tb testing.TB, db *lbstore.DB) {
 	tb.Helper()
@@ -165,9 +174,7 @@ func testRejectedCreates[T any](t *testing.T, create func(ctx context.Context, d
 	t.Helper()
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			ctx := context.Background()
-			db := MustOpenDB(t)
-			defer MustCloseDB(t, db)
+			ctx, db := mustSetup(t)
 			obj, mentions := tc.setup(t, ctx, db)
 			before := MustLoadConfig(t, ctx, db)
 			orig := *obj
@@ -192,9 +199,7 @@ func testRejectedUpdates[T, U any](t *testing.T, update func(ctx context.Context
 	t.Helper()
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			ctx := context.Background()
-			db := MustOpenDB(t)
-			defer MustCloseDB(t, db)
+			ctx, db := mustSetup(t)
 			id, upd := tc.setup(t, ctx, db)
 			before := MustLoadConfig(t, ctx, db)
 			got, err := update(ctx, db, id, upd)
@@ -203,6 +208,33 @@ func testRejectedUpdates[T, U any](t *testing.T, update func(ctx context.Context
 				t.Fatalf("a failed update returned %+v", got)
 			}
 			assertUnchanged(t, ctx, db, before)
+		})
+	}
+}
+
+// findCase is a filter and the ids of what it must select, in order.
+type findCase[F any] struct {
+	name   string
+	filter F
+	want   []string
+}
+
+// testFind runs find with each case's filter and checks the ids it returns.
+func testFind[T, F any](t *testing.T, ctx context.Context, find func(context.Context, F) ([]*T, error), id func(*T) string, cases []findCase[F]) {
+	t.Helper()
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := find(ctx, tc.filter)
+			if err != nil {
+				t.Fatal(err)
+			}
+			ids := []string{}
+			for _, obj := range got {
+				ids = append(ids, id(obj))
+			}
+			if !reflect.DeepEqual(ids, tc.want) {
+				t.Fatalf("got %v, want %v", ids, tc.want)
+			}
 		})
 	}
 }
@@ -281,9 +313,7 @@ func TestDB_Open(t *testing.T) {
 }
 
 func TestDB_Timestamps(t *testing.T) {
-	ctx := context.Background()
-	db := MustOpenDB(t)
-	defer MustCloseDB(t, db)
+	ctx, db := mustSetup(t)
 	at := time.Date(2026, 5, 4, 3, 2, 1, 987654321, time.FixedZone("X", -7*3600))
 	db.Now = func() time.Time { return at }
 
@@ -303,9 +333,7 @@ func TestDB_Timestamps(t *testing.T) {
 // once: none may fail (in particular not with "database is locked") and no
 // write may be lost.
 func TestDB_ConcurrentWrites(t *testing.T) {
-	ctx := context.Background()
-	db := MustOpenDB(t)
-	defer MustCloseDB(t, db)
+	ctx, db := mustSetup(t)
 	db.Now = time.Now
 	v := MustCreateVIP(t, ctx, db, newVIP("10.0.0.100", 80))
 	pool := MustCreatePool(t, ctx, db, newPool(v.ID))

@@ -21,71 +21,28 @@ func NewMemberService(db *DB) *MemberService { return &MemberService{db: db} }
 
 // FindMemberByID returns the member with id, ENOTFOUND if there is none.
 func (s *MemberService) FindMemberByID(ctx context.Context, id string) (*sdnlb.Member, error) {
-	tx, err := s.db.beginRead(ctx)
-	if err != nil {
-		return nil, err
-	}
-	defer tx.Rollback()
-	return findMemberByID(ctx, tx, id)
+	return readTx(ctx, s.db, func(tx *Tx) (*sdnlb.Member, error) { return findMemberByID(ctx, tx, id) })
 }
 
 // FindMembers returns a page of the members the filter selects, by id.
 func (s *MemberService) FindMembers(ctx context.Context, filter sdnlb.MemberFilter) ([]*sdnlb.Member, error) {
-	tx, err := s.db.beginRead(ctx)
-	if err != nil {
-		return nil, err
-	}
-	defer tx.Rollback()
-	return findMembers(ctx, tx, filter)
+	return readTx(ctx, s.db, func(tx *Tx) ([]*sdnlb.Member, error) { return findMembers(ctx, tx, filter) })
 }
 
 // CreateMember validates and stores m. On success m gets its id, health,
 // status and timestamps; on failure it is left as it was.
 func (s *MemberService) CreateMember(ctx context.Context, m *sdnlb.Member) error {
-	tx, err := s.db.beginWrite(ctx)
-	if err != nil {
-		return err
-	}
-	defer tx.Rollback()
-	created, err := createMember(ctx, tx, *m)
-	if err != nil {
-		return err
-	}
-	if err := tx.Commit(); err != nil {
-		return err
-	}
-	*m = *created
-	return nil
+	return createTx(ctx, s.db, m, createMember)
 }
 
 // UpdateMember applies upd to the member with id.
 func (s *MemberService) UpdateMember(ctx context.Context, id string, upd sdnlb.MemberUpdate) (*sdnlb.Member, error) {
-	tx, err := s.db.beginWrite(ctx)
-	if err != nil {
-		return nil, err
-	}
-	defer tx.Rollback()
-	m, err := updateMember(ctx, tx, id, upd)
-	if err != nil {
-		return nil, err
-	}
-	if err := tx.Commit(); err != nil {
-		return nil, err
-	}
-	return m, nil
+	return writeTx(ctx, s.db, func(tx *Tx) (*sdnlb.Member, error) { return updateMember(ctx, tx, id, upd) })
 }
 
 // DeleteMember deletes the member with id.
 func (s *MemberService) DeleteMember(ctx context.Context, id string) error {
-	tx, err := s.db.beginWrite(ctx)
-	if err != nil {
-		return err
-	}
-	defer tx.Rollback()
-	if err := deleteMember(ctx, tx, id); err != nil {
-		return err
-	}
-	return tx.Commit()
+	return execTx(ctx, s.db, func(tx *Tx) error { return deleteMember(ctx, tx, id) })
 }
 
 // MemberHealthService stores what the health monitors find.
@@ -107,11 +64,10 @@ func (s *MemberHealthService) SetMemberHealth(ctx context.Context, id string, h 
 	default:
 		return sdnlb.FieldErrorf(sdnlb.EINVALID, "status", "health status must be UP, DOWN or NO_MONITOR, not %q", h.Status)
 	}
-	tx, err := s.db.beginWrite(ctx)
-	if err != nil {
-		return err
-	}
-	defer tx.Rollback()
+	return execTx(ctx, s.db, func(tx *Tx) error { return setMemberHealth(ctx, tx, id, h) })
+}
+
+func setMemberHealth(ctx context.Context, tx *Tx, id string, h sdnlb.MemberHealth) error {
 	var old string
 	if err := tx.GetContext(ctx, &old, `SELECT health_status FROM members WHERE id = ?`, id); errors.Is(err, sql.ErrNoRows) {
 		return sdnlb.Errorf(sdnlb.ENOTFOUND, "member %q not found", id)
@@ -134,7 +90,7 @@ func (s *MemberHealthService) SetMemberHealth(ctx context.Context, id string, h 
 	if sdnlb.MemberStatus(old) != h.Status {
 		tx.emit(sdnlb.KindMember, sdnlb.OpHealth, id)
 	}
-	return tx.Commit()
+	return nil
 }
 
 // memberRow is a member as selectMembers reads it.
@@ -194,19 +150,9 @@ func (r *memberRow) member() (*sdnlb.Member, error) {
 }
 
 func findMemberByID(ctx context.Context, tx *Tx, id string) (*sdnlb.Member, error) {
-	var row memberRow
-	if err := tx.GetContext(ctx, &row, selectMembers+` WHERE id = ?`, id); errors.Is(err, sql.ErrNoRows) {
-		return nil, sdnlb.Errorf(sdnlb.ENOTFOUND, "member %q not found", id)
-	} else if err != nil {
-		return nil, fmt.Errorf("find member: %w", err)
-	}
-	return row.member()
+	return getRow(ctx, tx, "member", id, (*memberRow).member, selectMembers+` WHERE id = ?`, id)
 }
 
-// findMembers scans one row at a time into one memberRow rather than
-// selecting a slice of rows as the other tables do: members are the one
-// table that runs to 100k rows, and a full load should not hold them all
-// twice, as rows and as members.
 func findMembers(ctx context.Context, tx *Tx, filter sdnlb.MemberFilter) ([]*sdnlb.Member, error) {
 	var w where
 	if filter.PoolID != nil {
@@ -215,27 +161,7 @@ func findMembers(ctx context.Context, tx *Tx, filter sdnlb.MemberFilter) ([]*sdn
 	if filter.Address != nil {
 		w.add("address = ?", *filter.Address)
 	}
-	rows, err := tx.QueryxContext(ctx, selectMembers+w.pageSQL("id", filter.Page), w.args...)
-	if err != nil {
-		return nil, fmt.Errorf("find members: %w", err)
-	}
-	defer rows.Close()
-	members := []*sdnlb.Member{}
-	var row memberRow
-	for rows.Next() {
-		if err := rows.StructScan(&row); err != nil {
-			return nil, fmt.Errorf("find members: %w", err)
-		}
-		m, err := row.member()
-		if err != nil {
-			return nil, err
-		}
-		members = append(members, m)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("find members: %w", err)
-	}
-	return members, nil
+	return selectRows(ctx, tx, "members", (*memberRow).member, selectMembers+w.pageSQL("id", filter.Page), w.args...)
 }
 
 func createMember(ctx context.Context, tx *Tx, m sdnlb.Member) (*sdnlb.Member, error) {

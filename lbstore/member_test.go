@@ -28,9 +28,7 @@ func TestMemberService_CreateMember(t *testing.T) {
 		{name: "OKWeightZero", adminUp: true, weight: 0, health: sdnlb.MemberNoMonitor, wantStat: sdnlb.MemberDraining},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			ctx := context.Background()
-			db := MustOpenDB(t)
-			defer MustCloseDB(t, db)
+			ctx, db := mustSetup(t)
 			at := time.Date(2026, 1, 2, 3, 4, 5, 6, time.UTC)
 			p := MustCreatePool(t, ctx, db, newPool(""))
 			if tc.monitor {
@@ -64,9 +62,7 @@ func TestMemberService_CreateMember(t *testing.T) {
 	}
 
 	t.Run("OKSameEndpointElsewhere", func(t *testing.T) {
-		ctx := context.Background()
-		db := MustOpenDB(t)
-		defer MustCloseDB(t, db)
+		ctx, db := mustSetup(t)
 		p1 := MustCreatePool(t, ctx, db, newPool(""))
 		p2 := MustCreatePool(t, ctx, db, newPool(""))
 		MustCreateMember(t, ctx, db, newMember(p1.ID, "10.0.0.1", 80))
@@ -105,9 +101,7 @@ func TestMemberService_CreateMember(t *testing.T) {
 
 func TestMemberService_UpdateMember(t *testing.T) {
 	t.Run("OK", func(t *testing.T) {
-		ctx := context.Background()
-		db := MustOpenDB(t)
-		defer MustCloseDB(t, db)
+		ctx, db := mustSetup(t)
 		s := lbstore.NewMemberService(db)
 		p := MustCreatePool(t, ctx, db, newPool(""))
 		m := MustCreateMember(t, ctx, db, newMember(p.ID, "10.0.0.1", 80))
@@ -155,9 +149,7 @@ func TestMemberService_UpdateMember(t *testing.T) {
 
 func TestMemberService_DeleteMember(t *testing.T) {
 	t.Run("OK", func(t *testing.T) {
-		ctx := context.Background()
-		db := MustOpenDB(t)
-		defer MustCloseDB(t, db)
+		ctx, db := mustSetup(t)
 		s := lbstore.NewMemberService(db)
 		p := MustCreatePool(t, ctx, db, newPool(""))
 		m := MustCreateMember(t, ctx, db, newMember(p.ID, "10.0.0.1", 80))
@@ -173,17 +165,13 @@ func TestMemberService_DeleteMember(t *testing.T) {
 	})
 
 	t.Run("ErrNotFound", func(t *testing.T) {
-		ctx := context.Background()
-		db := MustOpenDB(t)
-		defer MustCloseDB(t, db)
+		ctx, db := mustSetup(t)
 		assertError(t, lbstore.NewMemberService(db).DeleteMember(ctx, "nope"), sdnlb.ENOTFOUND, "")
 	})
 }
 
 func TestMemberService_FindMembers(t *testing.T) {
-	ctx := context.Background()
-	db := MustOpenDB(t)
-	defer MustCloseDB(t, db)
+	ctx, db := mustSetup(t)
 	s := lbstore.NewMemberService(db)
 	p1 := MustCreatePool(t, ctx, db, newPool(""))
 	p2 := MustCreatePool(t, ctx, db, newPool(""))
@@ -198,11 +186,7 @@ func TestMemberService_FindMembers(t *testing.T) {
 	}
 	// p1: m5 .1, m4 .2, m3 .3, m2 .1; p2: m1 .2, m0 .3
 
-	for _, tc := range []struct {
-		name   string
-		filter sdnlb.MemberFilter
-		want   []string
-	}{
+	testFind(t, ctx, s.FindMembers, func(m *sdnlb.Member) string { return m.ID }, []findCase[sdnlb.MemberFilter]{
 		{"All", sdnlb.MemberFilter{}, []string{"m0", "m1", "m2", "m3", "m4", "m5"}},
 		{"PoolID", sdnlb.MemberFilter{PoolID: &p1.ID}, []string{"m2", "m3", "m4", "m5"}},
 		{"Address", sdnlb.MemberFilter{Address: ptr("10.0.0.1")}, []string{"m2", "m5"}},
@@ -210,28 +194,12 @@ func TestMemberService_FindMembers(t *testing.T) {
 		{"PoolIDPage", sdnlb.MemberFilter{PoolID: &p1.ID, Page: sdnlb.Page{After: "m2", Limit: 2}}, []string{"m3", "m4"}},
 		{"PoolIDLastPage", sdnlb.MemberFilter{PoolID: &p1.ID, Page: sdnlb.Page{After: "m4", Limit: 2}}, []string{"m5"}},
 		{"None", sdnlb.MemberFilter{PoolID: ptr("nope")}, []string{}},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			got, err := s.FindMembers(ctx, tc.filter)
-			if err != nil {
-				t.Fatal(err)
-			}
-			ids := []string{}
-			for _, m := range got {
-				ids = append(ids, m.ID)
-			}
-			if !reflect.DeepEqual(ids, tc.want) {
-				t.Fatalf("got %v, want %v", ids, tc.want)
-			}
-		})
-	}
+	})
 }
 
 func TestMemberHealthService_SetMemberHealth(t *testing.T) {
 	t.Run("OK", func(t *testing.T) {
-		ctx := context.Background()
-		db := MustOpenDB(t)
-		defer MustCloseDB(t, db)
+		ctx, db := mustSetup(t)
 		s := lbstore.NewMemberHealthService(db)
 		p := MustCreatePool(t, ctx, db, newPool(""))
 		m := MustCreateMember(t, ctx, db, newMember(p.ID, "10.0.0.1", 80))
@@ -274,17 +242,13 @@ func TestMemberHealthService_SetMemberHealth(t *testing.T) {
 	})
 
 	t.Run("ErrNotFound", func(t *testing.T) {
-		ctx := context.Background()
-		db := MustOpenDB(t)
-		defer MustCloseDB(t, db)
+		ctx, db := mustSetup(t)
 		err := lbstore.NewMemberHealthService(db).SetMemberHealth(ctx, "nope", sdnlb.MemberHealth{Status: sdnlb.MemberUp})
 		assertError(t, err, sdnlb.ENOTFOUND, "")
 	})
 
 	t.Run("ErrInvalid", func(t *testing.T) {
-		ctx := context.Background()
-		db := MustOpenDB(t)
-		defer MustCloseDB(t, db)
+		ctx, db := mustSetup(t)
 		p := MustCreatePool(t, ctx, db, newPool(""))
 		m := MustCreateMember(t, ctx, db, newMember(p.ID, "10.0.0.1", 80))
 		before := MustLoadConfig(t, ctx, db)
@@ -297,9 +261,7 @@ func TestMemberHealthService_SetMemberHealth(t *testing.T) {
 }
 
 func BenchmarkMemberService_CreateMember(b *testing.B) {
-	ctx := context.Background()
-	db := MustOpenDB(b)
-	defer MustCloseDB(b, db)
+	ctx, db := mustSetup(b)
 	s := lbstore.NewMemberService(db)
 	p := MustCreatePool(b, ctx, db, newPool(""))
 	b.ReportAllocs()
@@ -314,9 +276,7 @@ func BenchmarkMemberService_CreateMember(b *testing.B) {
 // BenchmarkMemberService_FindMembers reads pages of 100 members of one pool
 // of 100k (among 101k members), walking the pool page after page.
 func BenchmarkMemberService_FindMembers(b *testing.B) {
-	ctx := context.Background()
-	db := MustOpenDB(b)
-	defer MustCloseDB(b, db)
+	ctx, db := mustSetup(b)
 	s := lbstore.NewMemberService(db)
 	p := MustCreatePool(b, ctx, db, newPool(""))
 	other := MustCreatePool(b, ctx, db, newPool(""))

@@ -2,7 +2,6 @@ package lbstore
 
 import (
 	"context"
-	"database/sql"
 	"errors"
 	"fmt"
 	"reflect"
@@ -22,76 +21,43 @@ func NewMonitorService(db *DB) *MonitorService { return &MonitorService{db: db} 
 
 // FindMonitorByID returns the monitor with id, ENOTFOUND if there is none.
 func (s *MonitorService) FindMonitorByID(ctx context.Context, id string) (*sdnlb.Monitor, error) {
-	tx, err := s.db.beginRead(ctx)
-	if err != nil {
-		return nil, err
-	}
-	defer tx.Rollback()
-	return findMonitorByID(ctx, tx, id)
+	return readTx(ctx, s.db, func(tx *Tx) (*sdnlb.Monitor, error) { return findMonitorByID(ctx, tx, id) })
 }
 
 // FindMonitors returns a page of the monitors the filter selects, by id.
 func (s *MonitorService) FindMonitors(ctx context.Context, filter sdnlb.MonitorFilter) ([]*sdnlb.Monitor, error) {
-	tx, err := s.db.beginRead(ctx)
-	if err != nil {
-		return nil, err
-	}
-	defer tx.Rollback()
-	return findMonitors(ctx, tx, filter)
+	return readTx(ctx, s.db, func(tx *Tx) ([]*sdnlb.Monitor, error) { return findMonitors(ctx, tx, filter) })
 }
 
 // CreateMonitor validates and stores m. On success m gets its id and
 // timestamps; on failure it is left as it was.
 func (s *MonitorService) CreateMonitor(ctx context.Context, m *sdnlb.Monitor) error {
-	tx, err := s.db.beginWrite(ctx)
-	if err != nil {
-		return err
-	}
-	defer tx.Rollback()
-	created, err := createMonitor(ctx, tx, *m)
-	if err != nil {
-		return err
-	}
-	if err := tx.Commit(); err != nil {
-		return err
-	}
-	*m = *created
-	return nil
+	return createTx(ctx, s.db, m, createMonitor)
 }
 
 // UpdateMonitor applies upd to the monitor with id.
 func (s *MonitorService) UpdateMonitor(ctx context.Context, id string, upd sdnlb.MonitorUpdate) (*sdnlb.Monitor, error) {
-	tx, err := s.db.beginWrite(ctx)
-	if err != nil {
-		return nil, err
-	}
-	defer tx.Rollback()
-	m, err := findMonitorByID(ctx, tx, id)
-	if err != nil {
-		return nil, err
-	}
-	upd.Apply(m)
-	if err := updateMonitor(ctx, tx, m); err != nil {
-		return nil, err
-	}
-	if m, err = findMonitorByID(ctx, tx, id); err != nil {
-		return nil, err
-	}
-	if err := tx.Commit(); err != nil {
-		return nil, err
-	}
-	return m, nil
+	return writeTx(ctx, s.db, func(tx *Tx) (*sdnlb.Monitor, error) {
+		m, err := findMonitorByID(ctx, tx, id)
+		if err != nil {
+			return nil, err
+		}
+		upd.Apply(m)
+		if err := updateMonitor(ctx, tx, m); err != nil {
+			return nil, err
+		}
+		return findMonitorByID(ctx, tx, id)
+	})
 }
 
 // UpdateAllMonitors applies upd to every monitor in one transaction and
 // returns how many it changed; monitors it leaves as they were are not
 // written and publish nothing. If any result is invalid, nothing changes.
 func (s *MonitorService) UpdateAllMonitors(ctx context.Context, upd sdnlb.MonitorUpdate) (int, error) {
-	tx, err := s.db.beginWrite(ctx)
-	if err != nil {
-		return 0, err
-	}
-	defer tx.Rollback()
+	return writeTx(ctx, s.db, func(tx *Tx) (int, error) { return updateAllMonitors(ctx, tx, upd) })
+}
+
+func updateAllMonitors(ctx context.Context, tx *Tx, upd sdnlb.MonitorUpdate) (int, error) {
 	monitors, err := findMonitors(ctx, tx, sdnlb.MonitorFilter{})
 	if err != nil {
 		return 0, err
@@ -112,23 +78,12 @@ func (s *MonitorService) UpdateAllMonitors(ctx context.Context, upd sdnlb.Monito
 		}
 		changed++
 	}
-	if err := tx.Commit(); err != nil {
-		return 0, err
-	}
 	return changed, nil
 }
 
 // DeleteMonitor deletes the monitor with id; see sdnlb.MonitorService.
 func (s *MonitorService) DeleteMonitor(ctx context.Context, id string, cascade bool) error {
-	tx, err := s.db.beginWrite(ctx)
-	if err != nil {
-		return err
-	}
-	defer tx.Rollback()
-	if err := deleteMonitor(ctx, tx, id, cascade); err != nil {
-		return err
-	}
-	return tx.Commit()
+	return execTx(ctx, s.db, func(tx *Tx) error { return deleteMonitor(ctx, tx, id, cascade) })
 }
 
 type monitorRow struct {
@@ -183,13 +138,7 @@ func (r *monitorRow) monitor() (*sdnlb.Monitor, error) {
 }
 
 func findMonitorByID(ctx context.Context, tx *Tx, id string) (*sdnlb.Monitor, error) {
-	var row monitorRow
-	if err := tx.GetContext(ctx, &row, selectMonitors+` WHERE mo.id = ?`, id); errors.Is(err, sql.ErrNoRows) {
-		return nil, sdnlb.Errorf(sdnlb.ENOTFOUND, "monitor %q not found", id)
-	} else if err != nil {
-		return nil, fmt.Errorf("find monitor: %w", err)
-	}
-	return row.monitor()
+	return getRow(ctx, tx, "monitor", id, (*monitorRow).monitor, selectMonitors+` WHERE mo.id = ?`, id)
 }
 
 func findMonitors(ctx context.Context, tx *Tx, filter sdnlb.MonitorFilter) ([]*sdnlb.Monitor, error) {
@@ -197,19 +146,7 @@ func findMonitors(ctx context.Context, tx *Tx, filter sdnlb.MonitorFilter) ([]*s
 	if filter.PoolID != nil {
 		w.add("EXISTS (SELECT 1 FROM pool_monitors pm WHERE pm.monitor_id = mo.id AND pm.pool_id = ?)", *filter.PoolID)
 	}
-	var rows []monitorRow
-	if err := tx.SelectContext(ctx, &rows, selectMonitors+w.pageSQL("mo.id", filter.Page), w.args...); err != nil {
-		return nil, fmt.Errorf("find monitors: %w", err)
-	}
-	monitors := make([]*sdnlb.Monitor, 0, len(rows))
-	for i := range rows {
-		m, err := rows[i].monitor()
-		if err != nil {
-			return nil, err
-		}
-		monitors = append(monitors, m)
-	}
-	return monitors, nil
+	return selectRows(ctx, tx, "monitors", (*monitorRow).monitor, selectMonitors+w.pageSQL("mo.id", filter.Page), w.args...)
 }
 
 func createMonitor(ctx context.Context, tx *Tx, m sdnlb.Monitor) (*sdnlb.Monitor, error) {

@@ -23,9 +23,7 @@ func newHTTPMonitor() *sdnlb.Monitor {
 
 func TestMonitorService_CreateMonitor(t *testing.T) {
 	t.Run("OK", func(t *testing.T) {
-		ctx := context.Background()
-		db := MustOpenDB(t)
-		defer MustCloseDB(t, db)
+		ctx, db := mustSetup(t)
 		s := lbstore.NewMonitorService(db)
 		m := newHTTPMonitor()
 		m.PoolIDs = []string{"ignored"} // read-only
@@ -62,9 +60,7 @@ func TestMonitorService_CreateMonitor(t *testing.T) {
 		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			ctx := context.Background()
-			db := MustOpenDB(t)
-			defer MustCloseDB(t, db)
+			ctx, db := mustSetup(t)
 			m := tc.setup(t, ctx, db)
 			before := MustLoadConfig(t, ctx, db)
 			assertError(t, lbstore.NewMonitorService(db).CreateMonitor(ctx, m), tc.code, tc.field)
@@ -75,9 +71,7 @@ func TestMonitorService_CreateMonitor(t *testing.T) {
 
 func TestMonitorService_UpdateMonitor(t *testing.T) {
 	t.Run("OK", func(t *testing.T) {
-		ctx := context.Background()
-		db := MustOpenDB(t)
-		defer MustCloseDB(t, db)
+		ctx, db := mustSetup(t)
 		s := lbstore.NewMonitorService(db)
 		m := MustCreateMonitor(t, ctx, db, sdnlb.NewMonitor())
 		p := MustCreatePool(t, ctx, db, newPool(""))
@@ -121,9 +115,7 @@ func TestMonitorService_UpdateAllMonitors(t *testing.T) {
 	}
 
 	t.Run("OK", func(t *testing.T) {
-		ctx := context.Background()
-		db := MustOpenDB(t)
-		defer MustCloseDB(t, db)
+		ctx, db := mustSetup(t)
 		s := lbstore.NewMonitorService(db)
 		mons := setup(t, ctx, db)
 		events, cancel := lbstore.NewEventService(db).Subscribe()
@@ -159,9 +151,7 @@ func TestMonitorService_UpdateAllMonitors(t *testing.T) {
 	})
 
 	t.Run("ErrInvalid", func(t *testing.T) {
-		ctx := context.Background()
-		db := MustOpenDB(t)
-		defer MustCloseDB(t, db)
+		ctx, db := mustSetup(t)
 		setup(t, ctx, db)
 		before := MustLoadConfig(t, ctx, db)
 		// A delay of 2 s is below the default timeout of 2 s for every
@@ -174,9 +164,7 @@ func TestMonitorService_UpdateAllMonitors(t *testing.T) {
 
 func TestMonitorService_DeleteMonitor(t *testing.T) {
 	t.Run("OK", func(t *testing.T) {
-		ctx := context.Background()
-		db := MustOpenDB(t)
-		defer MustCloseDB(t, db)
+		ctx, db := mustSetup(t)
 		s := lbstore.NewMonitorService(db)
 		m := MustCreateMonitor(t, ctx, db, sdnlb.NewMonitor())
 		if err := s.DeleteMonitor(ctx, m.ID, false); err != nil {
@@ -187,16 +175,12 @@ func TestMonitorService_DeleteMonitor(t *testing.T) {
 	})
 
 	t.Run("ErrNotFound", func(t *testing.T) {
-		ctx := context.Background()
-		db := MustOpenDB(t)
-		defer MustCloseDB(t, db)
+		ctx, db := mustSetup(t)
 		assertError(t, lbstore.NewMonitorService(db).DeleteMonitor(ctx, "nope", true), sdnlb.ENOTFOUND, "")
 	})
 
 	t.Run("ErrConflictPools", func(t *testing.T) {
-		ctx := context.Background()
-		db := MustOpenDB(t)
-		defer MustCloseDB(t, db)
+		ctx, db := mustSetup(t)
 		m := MustCreateMonitor(t, ctx, db, sdnlb.NewMonitor())
 		p1 := MustCreatePool(t, ctx, db, newPool(""))
 		p2 := MustCreatePool(t, ctx, db, newPool(""))
@@ -208,9 +192,7 @@ func TestMonitorService_DeleteMonitor(t *testing.T) {
 	})
 
 	t.Run("OKCascade", func(t *testing.T) {
-		ctx := context.Background()
-		db := MustOpenDB(t)
-		defer MustCloseDB(t, db)
+		ctx, db := mustSetup(t)
 		m := MustCreateMonitor(t, ctx, db, sdnlb.NewMonitor())
 		kept := MustCreateMonitor(t, ctx, db, sdnlb.NewMonitor())
 		p := MustCreatePool(t, ctx, db, newPool(""))
@@ -229,9 +211,7 @@ func TestMonitorService_DeleteMonitor(t *testing.T) {
 }
 
 func TestMonitorService_FindMonitors(t *testing.T) {
-	ctx := context.Background()
-	db := MustOpenDB(t)
-	defer MustCloseDB(t, db)
+	ctx, db := mustSetup(t)
 	s := lbstore.NewMonitorService(db)
 	p := MustCreatePool(t, ctx, db, newPool(""))
 	for i := range 4 {
@@ -242,28 +222,10 @@ func TestMonitorService_FindMonitors(t *testing.T) {
 			MustAssociate(t, ctx, db, p.ID, m.ID)
 		}
 	}
-	for _, tc := range []struct {
-		name   string
-		filter sdnlb.MonitorFilter
-		want   []string
-	}{
+	testFind(t, ctx, s.FindMonitors, func(m *sdnlb.Monitor) string { return m.ID }, []findCase[sdnlb.MonitorFilter]{
 		{"All", sdnlb.MonitorFilter{}, []string{"mon0", "mon1", "mon2", "mon3"}},
 		{"PoolID", sdnlb.MonitorFilter{PoolID: &p.ID}, []string{"mon0", "mon1", "mon3"}},
 		{"PoolIDPage", sdnlb.MonitorFilter{PoolID: &p.ID, Page: sdnlb.Page{After: "mon0", Limit: 1}}, []string{"mon1"}},
 		{"None", sdnlb.MonitorFilter{PoolID: ptr("nope")}, []string{}},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			got, err := s.FindMonitors(ctx, tc.filter)
-			if err != nil {
-				t.Fatal(err)
-			}
-			ids := []string{}
-			for _, m := range got {
-				ids = append(ids, m.ID)
-			}
-			if !reflect.DeepEqual(ids, tc.want) {
-				t.Fatalf("got %v, want %v", ids, tc.want)
-			}
-		})
-	}
+	})
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"database/sql"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"sort"
 
@@ -23,113 +22,44 @@ func NewPoolService(db *DB) *PoolService { return &PoolService{db: db} }
 
 // FindPoolByID returns the pool with id, ENOTFOUND if there is none.
 func (s *PoolService) FindPoolByID(ctx context.Context, id string) (*sdnlb.Pool, error) {
-	tx, err := s.db.beginRead(ctx)
-	if err != nil {
-		return nil, err
-	}
-	defer tx.Rollback()
-	return findPoolByID(ctx, tx, id)
+	return readTx(ctx, s.db, func(tx *Tx) (*sdnlb.Pool, error) { return findPoolByID(ctx, tx, id) })
 }
 
 // FindPools returns a page of the pools the filter selects, by id.
 func (s *PoolService) FindPools(ctx context.Context, filter sdnlb.PoolFilter) ([]*sdnlb.Pool, error) {
-	tx, err := s.db.beginRead(ctx)
-	if err != nil {
-		return nil, err
-	}
-	defer tx.Rollback()
-	return findPools(ctx, tx, filter)
+	return readTx(ctx, s.db, func(tx *Tx) ([]*sdnlb.Pool, error) { return findPools(ctx, tx, filter) })
 }
 
 // CreatePool validates and stores p. On success p gets its id and
 // timestamps; on failure it is left as it was.
 func (s *PoolService) CreatePool(ctx context.Context, p *sdnlb.Pool) error {
-	tx, err := s.db.beginWrite(ctx)
-	if err != nil {
-		return err
-	}
-	defer tx.Rollback()
-	created, err := createPool(ctx, tx, *p)
-	if err != nil {
-		return err
-	}
-	if err := tx.Commit(); err != nil {
-		return err
-	}
-	*p = *created
-	return nil
+	return createTx(ctx, s.db, p, createPool)
 }
 
 // UpdatePool applies upd to the pool with id.
 func (s *PoolService) UpdatePool(ctx context.Context, id string, upd sdnlb.PoolUpdate) (*sdnlb.Pool, error) {
-	tx, err := s.db.beginWrite(ctx)
-	if err != nil {
-		return nil, err
-	}
-	defer tx.Rollback()
-	p, err := updatePool(ctx, tx, id, upd)
-	if err != nil {
-		return nil, err
-	}
-	if err := tx.Commit(); err != nil {
-		return nil, err
-	}
-	return p, nil
+	return writeTx(ctx, s.db, func(tx *Tx) (*sdnlb.Pool, error) { return updatePool(ctx, tx, id, upd) })
 }
 
 // DeletePool deletes the pool with id; see sdnlb.PoolService.
 func (s *PoolService) DeletePool(ctx context.Context, id string, cascade bool) error {
-	tx, err := s.db.beginWrite(ctx)
-	if err != nil {
-		return err
-	}
-	defer tx.Rollback()
-	if err := deletePool(ctx, tx, id, cascade); err != nil {
-		return err
-	}
-	return tx.Commit()
+	return execTx(ctx, s.db, func(tx *Tx) error { return deletePool(ctx, tx, id, cascade) })
 }
 
 // AssociateMonitor makes the monitor check the pool's members. Associating
 // twice changes nothing and publishes nothing.
 func (s *PoolService) AssociateMonitor(ctx context.Context, poolID, monitorID string) error {
-	tx, err := s.db.beginWrite(ctx)
-	if err != nil {
-		return err
-	}
-	defer tx.Rollback()
-	if err := checkAssociation(ctx, tx, poolID, monitorID); err != nil {
-		return err
-	}
-	res, err := tx.ExecContext(ctx, `INSERT OR IGNORE INTO pool_monitors (pool_id, monitor_id) VALUES (?, ?)`, poolID, monitorID)
-	if err != nil {
-		return mapError(fmt.Errorf("associate monitor: %w", err), sdnlb.ENOTFOUND)
-	}
-	if n, err := res.RowsAffected(); err != nil {
-		return fmt.Errorf("associate monitor: %w", err)
-	} else if n == 0 {
-		return nil
-	}
-	if err := touchPool(ctx, tx, poolID); err != nil {
-		return err
-	}
-	return tx.Commit()
+	return execTx(ctx, s.db, func(tx *Tx) error { return associateMonitor(ctx, tx, poolID, monitorID) })
 }
 
 // DissociateMonitor stops the monitor checking the pool's members.
 func (s *PoolService) DissociateMonitor(ctx context.Context, poolID, monitorID string) error {
-	tx, err := s.db.beginWrite(ctx)
-	if err != nil {
-		return err
-	}
-	defer tx.Rollback()
-	if err := checkAssociation(ctx, tx, poolID, monitorID); err != nil {
-		return err
-	}
-	if err := dissociateMonitor(ctx, tx, poolID, monitorID); err != nil {
-		return err
-	}
-	return tx.Commit()
+	return execTx(ctx, s.db, func(tx *Tx) error {
+		if err := checkAssociation(ctx, tx, poolID, monitorID); err != nil {
+			return err
+		}
+		return dissociateMonitor(ctx, tx, poolID, monitorID)
+	})
 }
 
 type poolRow struct {
@@ -189,13 +119,7 @@ func parseIDList(s string) ([]string, error) {
 }
 
 func findPoolByID(ctx context.Context, tx *Tx, id string) (*sdnlb.Pool, error) {
-	var row poolRow
-	if err := tx.GetContext(ctx, &row, selectPools+` WHERE p.id = ?`, id); errors.Is(err, sql.ErrNoRows) {
-		return nil, sdnlb.Errorf(sdnlb.ENOTFOUND, "pool %q not found", id)
-	} else if err != nil {
-		return nil, fmt.Errorf("find pool: %w", err)
-	}
-	return row.pool()
+	return getRow(ctx, tx, "pool", id, (*poolRow).pool, selectPools+` WHERE p.id = ?`, id)
 }
 
 func findPools(ctx context.Context, tx *Tx, filter sdnlb.PoolFilter) ([]*sdnlb.Pool, error) {
@@ -206,19 +130,7 @@ func findPools(ctx context.Context, tx *Tx, filter sdnlb.PoolFilter) ([]*sdnlb.P
 	if filter.MonitorID != nil {
 		w.add("EXISTS (SELECT 1 FROM pool_monitors pm WHERE pm.pool_id = p.id AND pm.monitor_id = ?)", *filter.MonitorID)
 	}
-	var rows []poolRow
-	if err := tx.SelectContext(ctx, &rows, selectPools+w.pageSQL("p.id", filter.Page), w.args...); err != nil {
-		return nil, fmt.Errorf("find pools: %w", err)
-	}
-	pools := make([]*sdnlb.Pool, 0, len(rows))
-	for i := range rows {
-		p, err := rows[i].pool()
-		if err != nil {
-			return nil, err
-		}
-		pools = append(pools, p)
-	}
-	return pools, nil
+	return selectRows(ctx, tx, "pools", (*poolRow).pool, selectPools+w.pageSQL("p.id", filter.Page), w.args...)
 }
 
 func createPool(ctx context.Context, tx *Tx, p sdnlb.Pool) (*sdnlb.Pool, error) {
@@ -354,6 +266,22 @@ func checkAssociation(ctx context.Context, tx *Tx, poolID, monitorID string) err
 		return sdnlb.FieldErrorf(sdnlb.ENOTFOUND, "monitor_id", "monitor %q not found", monitorID)
 	}
 	return nil
+}
+
+func associateMonitor(ctx context.Context, tx *Tx, poolID, monitorID string) error {
+	if err := checkAssociation(ctx, tx, poolID, monitorID); err != nil {
+		return err
+	}
+	res, err := tx.ExecContext(ctx, `INSERT OR IGNORE INTO pool_monitors (pool_id, monitor_id) VALUES (?, ?)`, poolID, monitorID)
+	if err != nil {
+		return mapError(fmt.Errorf("associate monitor: %w", err), sdnlb.ENOTFOUND)
+	}
+	if n, err := res.RowsAffected(); err != nil {
+		return fmt.Errorf("associate monitor: %w", err)
+	} else if n == 0 {
+		return nil // already associated: nothing changed, nothing to publish
+	}
+	return touchPool(ctx, tx, poolID)
 }
 
 func dissociateMonitor(ctx context.Context, tx *Tx, poolID, monitorID string) error {

@@ -12,9 +12,7 @@ import (
 
 func TestPoolService_CreatePool(t *testing.T) {
 	t.Run("OK", func(t *testing.T) {
-		ctx := context.Background()
-		db := MustOpenDB(t)
-		defer MustCloseDB(t, db)
+		ctx, db := mustSetup(t)
 		s := lbstore.NewPoolService(db)
 		v := MustCreateVIP(t, ctx, db, newVIP("10.0.0.100", 80))
 
@@ -39,9 +37,7 @@ func TestPoolService_CreatePool(t *testing.T) {
 	})
 
 	t.Run("OKWithoutVIP", func(t *testing.T) {
-		ctx := context.Background()
-		db := MustOpenDB(t)
-		defer MustCloseDB(t, db)
+		ctx, db := mustSetup(t)
 		p := MustCreatePool(t, ctx, db, newPool(""))
 		if p.VIPID != "" {
 			t.Fatalf("vip %q", p.VIPID)
@@ -84,9 +80,7 @@ func TestPoolService_CreatePool(t *testing.T) {
 
 func TestPoolService_UpdatePool(t *testing.T) {
 	t.Run("OK", func(t *testing.T) {
-		ctx := context.Background()
-		db := MustOpenDB(t)
-		defer MustCloseDB(t, db)
+		ctx, db := mustSetup(t)
 		s := lbstore.NewPoolService(db)
 		p := MustCreatePool(t, ctx, db, newPool(""))
 		v := MustCreateVIP(t, ctx, db, newVIP("10.0.0.100", 80))
@@ -141,9 +135,7 @@ func TestPoolService_UpdatePool(t *testing.T) {
 
 func TestPoolService_DeletePool(t *testing.T) {
 	t.Run("OK", func(t *testing.T) {
-		ctx := context.Background()
-		db := MustOpenDB(t)
-		defer MustCloseDB(t, db)
+		ctx, db := mustSetup(t)
 		s := lbstore.NewPoolService(db)
 		v := MustCreateVIP(t, ctx, db, newVIP("10.0.0.100", 80))
 		p := MustCreatePool(t, ctx, db, newPool(v.ID))
@@ -165,16 +157,12 @@ func TestPoolService_DeletePool(t *testing.T) {
 	})
 
 	t.Run("ErrNotFound", func(t *testing.T) {
-		ctx := context.Background()
-		db := MustOpenDB(t)
-		defer MustCloseDB(t, db)
+		ctx, db := mustSetup(t)
 		assertError(t, lbstore.NewPoolService(db).DeletePool(ctx, "nope", true), sdnlb.ENOTFOUND, "")
 	})
 
 	t.Run("ErrConflictMembers", func(t *testing.T) {
-		ctx := context.Background()
-		db := MustOpenDB(t)
-		defer MustCloseDB(t, db)
+		ctx, db := mustSetup(t)
 		p := MustCreatePool(t, ctx, db, newPool(""))
 		var ids []string
 		for i := range 12 {
@@ -190,9 +178,7 @@ func TestPoolService_DeletePool(t *testing.T) {
 	})
 
 	t.Run("OKCascade", func(t *testing.T) {
-		ctx := context.Background()
-		db := MustOpenDB(t)
-		defer MustCloseDB(t, db)
+		ctx, db := mustSetup(t)
 		p := MustCreatePool(t, ctx, db, newPool(""))
 		MustCreateMember(t, ctx, db, newMember(p.ID, "10.0.0.1", 80))
 		MustCreateMember(t, ctx, db, newMember(p.ID, "10.0.0.2", 80))
@@ -211,9 +197,7 @@ func TestPoolService_DeletePool(t *testing.T) {
 
 func TestPoolService_AssociateMonitor(t *testing.T) {
 	t.Run("OK", func(t *testing.T) {
-		ctx := context.Background()
-		db := MustOpenDB(t)
-		defer MustCloseDB(t, db)
+		ctx, db := mustSetup(t)
 		s := lbstore.NewPoolService(db)
 		p := MustCreatePool(t, ctx, db, newPool(""))
 		m1, m2 := sdnlb.NewMonitor(), sdnlb.NewMonitor()
@@ -255,9 +239,7 @@ func TestPoolService_AssociateMonitor(t *testing.T) {
 		{"ErrNotFoundMonitorDissociate", "monitor_id", true, true, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			ctx := context.Background()
-			db := MustOpenDB(t)
-			defer MustCloseDB(t, db)
+			ctx, db := mustSetup(t)
 			poolID, monID := "nope", "nope"
 			if tc.pool {
 				poolID = MustCreatePool(t, ctx, db, newPool("")).ID
@@ -278,9 +260,7 @@ func TestPoolService_AssociateMonitor(t *testing.T) {
 }
 
 func TestPoolService_FindPools(t *testing.T) {
-	ctx := context.Background()
-	db := MustOpenDB(t)
-	defer MustCloseDB(t, db)
+	ctx, db := mustSetup(t)
 	s := lbstore.NewPoolService(db)
 	v := MustCreateVIP(t, ctx, db, newVIP("10.0.0.100", 80))
 	mon := MustCreateMonitor(t, ctx, db, sdnlb.NewMonitor())
@@ -296,30 +276,12 @@ func TestPoolService_FindPools(t *testing.T) {
 		}
 	}
 
-	for _, tc := range []struct {
-		name   string
-		filter sdnlb.PoolFilter
-		want   []string
-	}{
+	testFind(t, ctx, s.FindPools, func(p *sdnlb.Pool) string { return p.ID }, []findCase[sdnlb.PoolFilter]{
 		{"All", sdnlb.PoolFilter{}, []string{"pool0", "pool1", "pool2", "pool3", "pool4"}},
 		{"VIPID", sdnlb.PoolFilter{VIPID: &v.ID}, []string{"pool2"}},
 		{"MonitorID", sdnlb.PoolFilter{MonitorID: &mon.ID}, []string{"pool1", "pool3"}},
 		{"MonitorIDNone", sdnlb.PoolFilter{MonitorID: ptr("nope")}, []string{}},
 		{"Page", sdnlb.PoolFilter{Page: sdnlb.Page{After: "pool1", Limit: 2}}, []string{"pool2", "pool3"}},
 		{"MonitorIDAndPage", sdnlb.PoolFilter{MonitorID: &mon.ID, Page: sdnlb.Page{After: "pool1"}}, []string{"pool3"}},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			got, err := s.FindPools(ctx, tc.filter)
-			if err != nil {
-				t.Fatal(err)
-			}
-			ids := []string{}
-			for _, p := range got {
-				ids = append(ids, p.ID)
-			}
-			if !reflect.DeepEqual(ids, tc.want) {
-				t.Fatalf("got %v, want %v", ids, tc.want)
-			}
-		})
-	}
+	})
 }

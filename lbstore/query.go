@@ -1,6 +1,9 @@
 package lbstore
 
 import (
+	"context"
+	"database/sql"
+	"errors"
 	"fmt"
 	"strings"
 
@@ -8,6 +11,46 @@ import (
 
 	"github.com/sdnlb/sdnlb"
 )
+
+// getRow reads the one row of query into an R and converts it: ENOTFOUND,
+// naming kind and id, when there is none.
+func getRow[R, T any](ctx context.Context, tx *Tx, kind, id string, convert func(*R) (*T, error), query string, args ...any) (*T, error) {
+	var row R
+	if err := tx.GetContext(ctx, &row, query, args...); errors.Is(err, sql.ErrNoRows) {
+		return nil, sdnlb.Errorf(sdnlb.ENOTFOUND, "%s %q not found", kind, id)
+	} else if err != nil {
+		return nil, fmt.Errorf("find %s: %w", kind, err)
+	}
+	return convert(&row)
+}
+
+// selectRows reads the rows of query and converts each; what names them in
+// errors. It scans one row at a time into one R rather than selecting a
+// slice of rows: members run to 100k rows, and a full load should not hold
+// them all twice, as rows and as objects.
+func selectRows[R, T any](ctx context.Context, tx *Tx, what string, convert func(*R) (*T, error), query string, args ...any) ([]*T, error) {
+	rows, err := tx.QueryxContext(ctx, query, args...)
+	if err != nil {
+		return nil, fmt.Errorf("find %s: %w", what, err)
+	}
+	defer rows.Close()
+	objs := []*T{}
+	var row R
+	for rows.Next() {
+		if err := rows.StructScan(&row); err != nil {
+			return nil, fmt.Errorf("find %s: %w", what, err)
+		}
+		obj, err := convert(&row)
+		if err != nil {
+			return nil, err
+		}
+		objs = append(objs, obj)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("find %s: %w", what, err)
+	}
+	return objs, nil
+}
 
 // where collects the conditions of a list query.
 type where struct {

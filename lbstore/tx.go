@@ -49,6 +49,54 @@ func (db *DB) beginRead(ctx context.Context) (*Tx, error) {
 	return &Tx{Tx: tx, db: db, now: db.Now().UTC()}, nil
 }
 
+// readTx runs f in a read transaction.
+func readTx[T any](ctx context.Context, db *DB, f func(*Tx) (T, error)) (T, error) {
+	tx, err := db.beginRead(ctx)
+	if err != nil {
+		var zero T
+		return zero, err
+	}
+	defer tx.Rollback()
+	return f(tx)
+}
+
+// writeTx runs f in a write transaction, which it commits only when f
+// succeeds: a refused write changes nothing and publishes nothing.
+func writeTx[T any](ctx context.Context, db *DB, f func(*Tx) (T, error)) (T, error) {
+	var zero T
+	tx, err := db.beginWrite(ctx)
+	if err != nil {
+		return zero, err
+	}
+	defer tx.Rollback()
+	v, err := f(tx)
+	if err != nil {
+		return zero, err
+	}
+	if err := tx.Commit(); err != nil {
+		return zero, err
+	}
+	return v, nil
+}
+
+// execTx is writeTx for a write that returns nothing.
+func execTx(ctx context.Context, db *DB, f func(*Tx) error) error {
+	_, err := writeTx(ctx, db, func(tx *Tx) (struct{}, error) { return struct{}{}, f(tx) })
+	return err
+}
+
+// createTx runs create on a copy of obj in a write transaction and, once it
+// commits, gives obj what was stored (id, derived fields, timestamps); on
+// failure obj is left as it was.
+func createTx[T any](ctx context.Context, db *DB, obj *T, create func(context.Context, *Tx, T) (*T, error)) error {
+	created, err := writeTx(ctx, db, func(tx *Tx) (*T, error) { return create(ctx, tx, *obj) })
+	if err != nil {
+		return err
+	}
+	*obj = *created
+	return nil
+}
+
 // emit queues an event for publication after the commit.
 func (tx *Tx) emit(kind sdnlb.EventKind, op sdnlb.EventOp, id string) {
 	tx.events = append(tx.events, sdnlb.Event{Kind: kind, Op: op, ID: id, At: tx.now})

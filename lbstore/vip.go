@@ -21,73 +21,30 @@ func NewVIPService(db *DB) *VIPService { return &VIPService{db: db} }
 
 // FindVIPByID returns the VIP with id, ENOTFOUND if there is none.
 func (s *VIPService) FindVIPByID(ctx context.Context, id string) (*sdnlb.VIP, error) {
-	tx, err := s.db.beginRead(ctx)
-	if err != nil {
-		return nil, err
-	}
-	defer tx.Rollback()
-	return findVIPByID(ctx, tx, id)
+	return readTx(ctx, s.db, func(tx *Tx) (*sdnlb.VIP, error) { return findVIPByID(ctx, tx, id) })
 }
 
 // FindVIPs returns a page of the VIPs the filter selects, by id.
 func (s *VIPService) FindVIPs(ctx context.Context, filter sdnlb.VIPFilter) ([]*sdnlb.VIP, error) {
-	tx, err := s.db.beginRead(ctx)
-	if err != nil {
-		return nil, err
-	}
-	defer tx.Rollback()
-	return findVIPs(ctx, tx, filter)
+	return readTx(ctx, s.db, func(tx *Tx) ([]*sdnlb.VIP, error) { return findVIPs(ctx, tx, filter) })
 }
 
 // CreateVIP validates and stores v and links the pool it names. On
 // success v gets its id, MAC, derived fields and timestamps; on failure it
 // is left as it was.
 func (s *VIPService) CreateVIP(ctx context.Context, v *sdnlb.VIP) error {
-	tx, err := s.db.beginWrite(ctx)
-	if err != nil {
-		return err
-	}
-	defer tx.Rollback()
-	created, err := createVIP(ctx, tx, *v)
-	if err != nil {
-		return err
-	}
-	if err := tx.Commit(); err != nil {
-		return err
-	}
-	*v = *created
-	return nil
+	return createTx(ctx, s.db, v, createVIP)
 }
 
 // UpdateVIP applies upd to the VIP with id, relinking pools when PoolID
 // changes.
 func (s *VIPService) UpdateVIP(ctx context.Context, id string, upd sdnlb.VIPUpdate) (*sdnlb.VIP, error) {
-	tx, err := s.db.beginWrite(ctx)
-	if err != nil {
-		return nil, err
-	}
-	defer tx.Rollback()
-	v, err := updateVIP(ctx, tx, id, upd)
-	if err != nil {
-		return nil, err
-	}
-	if err := tx.Commit(); err != nil {
-		return nil, err
-	}
-	return v, nil
+	return writeTx(ctx, s.db, func(tx *Tx) (*sdnlb.VIP, error) { return updateVIP(ctx, tx, id, upd) })
 }
 
 // DeleteVIP deletes the VIP with id; see sdnlb.VIPService.
 func (s *VIPService) DeleteVIP(ctx context.Context, id string, cascade bool) error {
-	tx, err := s.db.beginWrite(ctx)
-	if err != nil {
-		return err
-	}
-	defer tx.Rollback()
-	if err := deleteVIP(ctx, tx, id, cascade); err != nil {
-		return err
-	}
-	return tx.Commit()
+	return execTx(ctx, s.db, func(tx *Tx) error { return deleteVIP(ctx, tx, id, cascade) })
 }
 
 // vipRow is a VIP as the select below reads it, with what the status is
@@ -159,13 +116,7 @@ func (r *vipRow) vip() (*sdnlb.VIP, error) {
 }
 
 func findVIPByID(ctx context.Context, tx *Tx, id string) (*sdnlb.VIP, error) {
-	var row vipRow
-	if err := tx.GetContext(ctx, &row, selectVIPs+` WHERE v.id = ?`, id); errors.Is(err, sql.ErrNoRows) {
-		return nil, sdnlb.Errorf(sdnlb.ENOTFOUND, "vip %q not found", id)
-	} else if err != nil {
-		return nil, fmt.Errorf("find vip: %w", err)
-	}
-	return row.vip()
+	return getRow(ctx, tx, "vip", id, (*vipRow).vip, selectVIPs+` WHERE v.id = ?`, id)
 }
 
 func findVIPs(ctx context.Context, tx *Tx, filter sdnlb.VIPFilter) ([]*sdnlb.VIP, error) {
@@ -176,19 +127,7 @@ func findVIPs(ctx context.Context, tx *Tx, filter sdnlb.VIPFilter) ([]*sdnlb.VIP
 	if filter.PoolID != nil {
 		w.add("p.id = ?", *filter.PoolID)
 	}
-	var rows []vipRow
-	if err := tx.SelectContext(ctx, &rows, selectVIPs+w.pageSQL("v.id", filter.Page), w.args...); err != nil {
-		return nil, fmt.Errorf("find vips: %w", err)
-	}
-	vips := make([]*sdnlb.VIP, 0, len(rows))
-	for i := range rows {
-		v, err := rows[i].vip()
-		if err != nil {
-			return nil, err
-		}
-		vips = append(vips, v)
-	}
-	return vips, nil
+	return selectRows(ctx, tx, "vips", (*vipRow).vip, selectVIPs+w.pageSQL("v.id", filter.Page), w.args...)
 }
 
 func createVIP(ctx context.Context, tx *Tx, v sdnlb.VIP) (*sdnlb.VIP, error) {

@@ -14,9 +14,7 @@ import (
 
 func TestVIPService_CreateVIP(t *testing.T) {
 	t.Run("OK", func(t *testing.T) {
-		ctx := context.Background()
-		db := MustOpenDB(t)
-		defer MustCloseDB(t, db)
+		ctx, db := mustSetup(t)
 		s := lbstore.NewVIPService(db)
 
 		v := newVIP("10.0.0.100", 80)
@@ -46,9 +44,7 @@ func TestVIPService_CreateVIP(t *testing.T) {
 	})
 
 	t.Run("OKClientID", func(t *testing.T) {
-		ctx := context.Background()
-		db := MustOpenDB(t)
-		defer MustCloseDB(t, db)
+		ctx, db := mustSetup(t)
 		v := newVIP("10.0.0.100", 80)
 		v.ID = "vip1"
 		MustCreateVIP(t, ctx, db, v)
@@ -58,9 +54,7 @@ func TestVIPService_CreateVIP(t *testing.T) {
 	})
 
 	t.Run("OKOtherListener", func(t *testing.T) {
-		ctx := context.Background()
-		db := MustOpenDB(t)
-		defer MustCloseDB(t, db)
+		ctx, db := mustSetup(t)
 		MustCreateVIP(t, ctx, db, newVIP("10.0.0.100", 80))
 		MustCreateVIP(t, ctx, db, newVIP("10.0.0.100", 443))
 		udp := newVIP("10.0.0.100", 80)
@@ -70,9 +64,7 @@ func TestVIPService_CreateVIP(t *testing.T) {
 	})
 
 	t.Run("OKWithPool", func(t *testing.T) {
-		ctx := context.Background()
-		db := MustOpenDB(t)
-		defer MustCloseDB(t, db)
+		ctx, db := mustSetup(t)
 		p := MustCreatePool(t, ctx, db, newPool(""))
 		v := newVIP("10.0.0.100", 80)
 		v.PoolID = p.ID
@@ -140,9 +132,7 @@ func TestVIPService_CreateVIP(t *testing.T) {
 
 func TestVIPService_UpdateVIP(t *testing.T) {
 	t.Run("OK", func(t *testing.T) {
-		ctx := context.Background()
-		db := MustOpenDB(t)
-		defer MustCloseDB(t, db)
+		ctx, db := mustSetup(t)
 		s := lbstore.NewVIPService(db)
 		v := MustCreateVIP(t, ctx, db, newVIP("10.0.0.100", 80))
 
@@ -179,9 +169,7 @@ func TestVIPService_UpdateVIP(t *testing.T) {
 	})
 
 	t.Run("OKRelinkPool", func(t *testing.T) {
-		ctx := context.Background()
-		db := MustOpenDB(t)
-		defer MustCloseDB(t, db)
+		ctx, db := mustSetup(t)
 		s, pools := lbstore.NewVIPService(db), lbstore.NewPoolService(db)
 		v := MustCreateVIP(t, ctx, db, newVIP("10.0.0.100", 80))
 		p1 := MustCreatePool(t, ctx, db, newPool(v.ID))
@@ -246,9 +234,7 @@ func TestVIPService_UpdateVIP(t *testing.T) {
 
 func TestVIPService_DeleteVIP(t *testing.T) {
 	t.Run("OK", func(t *testing.T) {
-		ctx := context.Background()
-		db := MustOpenDB(t)
-		defer MustCloseDB(t, db)
+		ctx, db := mustSetup(t)
 		s := lbstore.NewVIPService(db)
 		v := MustCreateVIP(t, ctx, db, newVIP("10.0.0.100", 80))
 		if err := s.DeleteVIP(ctx, v.ID, false); err != nil {
@@ -259,16 +245,12 @@ func TestVIPService_DeleteVIP(t *testing.T) {
 	})
 
 	t.Run("ErrNotFound", func(t *testing.T) {
-		ctx := context.Background()
-		db := MustOpenDB(t)
-		defer MustCloseDB(t, db)
+		ctx, db := mustSetup(t)
 		assertError(t, lbstore.NewVIPService(db).DeleteVIP(ctx, "nope", true), sdnlb.ENOTFOUND, "")
 	})
 
 	t.Run("ErrConflictPool", func(t *testing.T) {
-		ctx := context.Background()
-		db := MustOpenDB(t)
-		defer MustCloseDB(t, db)
+		ctx, db := mustSetup(t)
 		v := MustCreateVIP(t, ctx, db, newVIP("10.0.0.100", 80))
 		p := MustCreatePool(t, ctx, db, newPool(v.ID))
 		MustCreateMember(t, ctx, db, newMember(p.ID, "10.0.0.1", 80))
@@ -278,9 +260,7 @@ func TestVIPService_DeleteVIP(t *testing.T) {
 	})
 
 	t.Run("OKCascade", func(t *testing.T) {
-		ctx := context.Background()
-		db := MustOpenDB(t)
-		defer MustCloseDB(t, db)
+		ctx, db := mustSetup(t)
 		v := MustCreateVIP(t, ctx, db, newVIP("10.0.0.100", 80))
 		p := MustCreatePool(t, ctx, db, newPool(v.ID))
 		MustCreateMember(t, ctx, db, newMember(p.ID, "10.0.0.1", 80))
@@ -308,9 +288,7 @@ func TestVIPService_DeleteVIP(t *testing.T) {
 }
 
 func TestVIPService_FindVIPs(t *testing.T) {
-	ctx := context.Background()
-	db := MustOpenDB(t)
-	defer MustCloseDB(t, db)
+	ctx, db := mustSetup(t)
 	s := lbstore.NewVIPService(db)
 	var ids []string
 	for i := range 7 {
@@ -320,11 +298,7 @@ func TestVIPService_FindVIPs(t *testing.T) {
 	}
 	p := MustCreatePool(t, ctx, db, newPool("vip3"))
 
-	for _, tc := range []struct {
-		name   string
-		filter sdnlb.VIPFilter
-		want   []string
-	}{
+	testFind(t, ctx, s.FindVIPs, func(v *sdnlb.VIP) string { return v.ID }, []findCase[sdnlb.VIPFilter]{
 		{"All", sdnlb.VIPFilter{}, ids},
 		{"Address", sdnlb.VIPFilter{Address: ptr("10.0.0.101")}, []string{"vip1", "vip3", "vip5"}},
 		{"PoolID", sdnlb.VIPFilter{PoolID: &p.ID}, []string{"vip3"}},
@@ -333,21 +307,7 @@ func TestVIPService_FindVIPs(t *testing.T) {
 		{"After", sdnlb.VIPFilter{Page: sdnlb.Page{After: "vip2", Limit: 2}}, []string{"vip3", "vip4"}},
 		{"AfterEnd", sdnlb.VIPFilter{Page: sdnlb.Page{After: "vip6"}}, []string{}},
 		{"AddressAndPage", sdnlb.VIPFilter{Address: ptr("10.0.0.100"), Page: sdnlb.Page{After: "vip1", Limit: 1}}, []string{"vip2"}},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			got, err := s.FindVIPs(ctx, tc.filter)
-			if err != nil {
-				t.Fatal(err)
-			}
-			gotIDs := []string{}
-			for _, v := range got {
-				gotIDs = append(gotIDs, v.ID)
-			}
-			if !reflect.DeepEqual(gotIDs, tc.want) {
-				t.Fatalf("got %v, want %v", gotIDs, tc.want)
-			}
-		})
-	}
+	})
 }
 
 // TestVIPService_Status checks the derived status against each thing it
@@ -376,9 +336,7 @@ func TestVIPService_Status(t *testing.T) {
 		{name: "OneOfTwoUp", vipUp: true, pool: true, poolUp: true, memberUp: true, weight: 1, health: sdnlb.MemberDown, withOther: true, want: sdnlb.VIPActive},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			ctx := context.Background()
-			db := MustOpenDB(t)
-			defer MustCloseDB(t, db)
+			ctx, db := mustSetup(t)
 			v := newVIP("10.0.0.100", 80)
 			v.AdminStateUp = tc.vipUp
 			MustCreateVIP(t, ctx, db, v)
@@ -409,9 +367,7 @@ func TestVIPService_Status(t *testing.T) {
 }
 
 func BenchmarkVIPService_CreateVIP(b *testing.B) {
-	ctx := context.Background()
-	db := MustOpenDB(b)
-	defer MustCloseDB(b, db)
+	ctx, db := mustSetup(b)
 	s := lbstore.NewVIPService(db)
 	b.ReportAllocs()
 	b.ResetTimer()
