@@ -11,13 +11,10 @@ type leastConns struct {
 }
 
 func (s *leastConns) Pick(Key) (int, bool) {
-	n := len(s.index)
 	i := s.start()
 	best, bestConns := i, conns(s.load, s.index[i])
-	for range n - 1 {
-		if i++; i == n {
-			i = 0
-		}
+	for range len(s.index) - 1 {
+		i = s.following(i)
 		if c := conns(s.load, s.index[i]); c < bestConns {
 			best, bestConns = i, c
 		}
@@ -43,13 +40,10 @@ func newWeightedLeastConns(members []Member, load Load) *weightedLeastConns {
 }
 
 func (s *weightedLeastConns) Pick(Key) (int, bool) {
-	n := len(s.index)
 	i := s.start()
 	best, bestConns := i, conns(s.load, s.index[i])
-	for range n - 1 {
-		if i++; i == n {
-			i = 0
-		}
+	for range len(s.index) - 1 {
+		i = s.following(i)
 		if c := conns(s.load, s.index[i]); c*s.weight[best] < bestConns*s.weight[i] {
 			best, bestConns = i, c
 		}
@@ -65,13 +59,10 @@ type leastBytes struct {
 }
 
 func (s *leastBytes) Pick(Key) (int, bool) {
-	n := len(s.index)
 	i := s.start()
 	best, bestBytes := i, s.load.Bytes(s.index[i])
-	for range n - 1 {
-		if i++; i == n {
-			i = 0
-		}
+	for range len(s.index) - 1 {
+		i = s.following(i)
 		if b := s.load.Bytes(s.index[i]); b < bestBytes {
 			best, bestBytes = i, b
 		}
@@ -104,13 +95,10 @@ func newAdaptive(members []Member, load Load, scale int64) *adaptive {
 }
 
 func (s *adaptive) Pick(Key) (int, bool) {
-	n := len(s.index)
 	i := s.start()
 	best, bestSpare := i, s.capacity[i]-conns(s.load, s.index[i])
-	for range n - 1 {
-		if i++; i == n {
-			i = 0
-		}
+	for range len(s.index) - 1 {
+		i = s.following(i)
 		if spare := s.capacity[i] - conns(s.load, s.index[i]); spare > bestSpare {
 			best, bestSpare = i, spare
 		}

@@ -8,20 +8,19 @@ import (
 	"github.com/sdnlb/sdnlb"
 )
 
-func TestRoundRobin_Sequence(t *testing.T) {
-	tests := []struct {
-		name    string
-		weights []int
-		want    []int
-	}{
-		{"Single", []int{1}, []int{0, 0, 0, 0}},
-		{"Two", []int{1, 1}, []int{0, 1, 0, 1, 0}},
-		{"Three", []int{1, 1, 1}, []int{0, 1, 2, 0, 1, 2, 0}},
-		{"WeightsIgnored", []int{5, 1, 1}, []int{0, 1, 2, 0, 1, 2}},
-	}
-	for _, tt := range tests {
+// sequenceCase is the weights of a pool's members and the first picks a
+// method must make from them.
+type sequenceCase struct {
+	name    string
+	weights []int
+	want    []int
+}
+
+func testSequence(t *testing.T, method sdnlb.LBMethod, cases []sequenceCase) {
+	t.Helper()
+	for _, tt := range cases {
 		t.Run(tt.name, func(t *testing.T) {
-			s := mustNew(t, sdnlb.RoundRobin, membersOf(tt.weights...), nil)
+			s := mustNew(t, method, membersOf(tt.weights...), nil)
 			if got := mustPickN(t, s, Key{}, len(tt.want)); !slices.Equal(got, tt.want) {
 				t.Errorf("picks = %v, want %v", got, tt.want)
 			}
@@ -29,13 +28,18 @@ func TestRoundRobin_Sequence(t *testing.T) {
 	}
 }
 
+func TestRoundRobin_Sequence(t *testing.T) {
+	testSequence(t, sdnlb.RoundRobin, []sequenceCase{
+		{"Single", []int{1}, []int{0, 0, 0, 0}},
+		{"Two", []int{1, 1}, []int{0, 1, 0, 1, 0}},
+		{"Three", []int{1, 1, 1}, []int{0, 1, 2, 0, 1, 2, 0}},
+		{"WeightsIgnored", []int{5, 1, 1}, []int{0, 1, 2, 0, 1, 2}},
+	})
+}
+
 func TestWeightedRoundRobin_Sequence(t *testing.T) {
 	// Smooth WRR as nginx does it; each want covers two full cycles.
-	tests := []struct {
-		name    string
-		weights []int
-		want    []int
-	}{
+	testSequence(t, sdnlb.WeightedRoundRobin, []sequenceCase{
 		{"Single", []int{7}, []int{0, 0, 0}},
 		{"Equal", []int{1, 1, 1}, []int{0, 1, 2, 0, 1, 2}},
 		{"EqualHeavy", []int{100, 100}, []int{0, 1, 0, 1}},
@@ -44,15 +48,7 @@ func TestWeightedRoundRobin_Sequence(t *testing.T) {
 		{"GCDReduced", []int{4, 2}, []int{0, 1, 0, 0, 1, 0}},
 		{"ThreeTwoOne", []int{3, 2, 1}, []int{0, 1, 0, 2, 1, 0, 0, 1, 0, 2, 1, 0}},
 		{"Ascending", []int{1, 2, 3}, []int{2, 1, 0, 2, 1, 2, 2, 1, 0, 2, 1, 2}},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			s := mustNew(t, sdnlb.WeightedRoundRobin, membersOf(tt.weights...), nil)
-			if got := mustPickN(t, s, Key{}, len(tt.want)); !slices.Equal(got, tt.want) {
-				t.Errorf("picks = %v, want %v", got, tt.want)
-			}
-		})
-	}
+	})
 }
 
 // TestWeightedRoundRobin_Proportions checks, on random weight sets, that one

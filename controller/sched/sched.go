@@ -162,6 +162,14 @@ func (r *ring) start() int {
 	return int((r.next.Add(1) - 1) % uint64(len(r.index)))
 }
 
+// following returns the position after i, back to 0 after the last.
+func (r *ring) following(i int) int {
+	if i++; i == len(r.index) {
+		return 0
+	}
+	return i
+}
+
 // maxConns bounds the load a scheduler trusts, far above any real count, so
 // that conns·weight products cannot overflow int64 whatever Load reports.
 const maxConns = 1 << 40
