@@ -21,6 +21,7 @@ type Options struct {
 	HardTimeout   time.Duration // of connection flows, default none
 	EchoInterval  time.Duration // keepalive, default 5 s; 3 unanswered close the connection
 	StatsInterval time.Duration // flow-stats polling, default 2 s
+	L2            L2Mode        // who switches traffic not for a VIP, default L2Normal
 	Logger        *slog.Logger  // nil: discard
 	Registerer    prometheus.Registerer
 }
@@ -75,6 +76,9 @@ func New(src sdnlb.ConfigSource, opts Options) *Controller {
 	}
 	if opts.StatsInterval <= 0 {
 		opts.StatsInterval = DefaultStatsInterval
+	}
+	if opts.L2 == "" {
+		opts.L2 = L2Normal
 	}
 	log := opts.Logger
 	if log == nil {
@@ -278,7 +282,7 @@ func (c *Controller) switchConn(dpid uint64) *switchConn {
 // dataplaneConfig is what a new switch's dataplane shares with the
 // controller.
 func (c *Controller) dataplaneConfig(log *slog.Logger) dataplaneConfig {
-	return dataplaneConfig{idleTimeout: c.idle, hardTimeout: c.hard, affinity: c.affinity, metrics: c.metrics, log: log}
+	return dataplaneConfig{idleTimeout: c.idle, hardTimeout: c.hard, l2: c.opts.L2, affinity: c.affinity, metrics: c.metrics, log: log}
 }
 
 // housekeep expires persistence entries and polls flow stats.

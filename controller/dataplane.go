@@ -49,6 +49,7 @@ type dataplane struct {
 // controller.
 type dataplaneConfig struct {
 	idleTimeout, hardTimeout uint16 // of connection flows, in seconds
+	l2                       L2Mode
 	affinity                 *affinityTable
 	metrics                  *metrics
 	log                      *slog.Logger
@@ -142,9 +143,10 @@ func (dp *dataplane) packetIn(now time.Time, snap *snapshot, msg *ofp.PacketIn, 
 }
 
 // learnMAC records where a source MAC lives and installs (or, after a
-// move, replaces) its L2 flow.
+// move, replaces) its L2 flow. Under L2Normal the switch learns MACs
+// itself.
 func (dp *dataplane) learnMAC(now time.Time, mac [6]byte, port uint32, out *outbox) {
-	if isMulticast(mac) || port > ofp.PortMax && port != ofp.PortLocal {
+	if dp.l2 != L2Learn || isMulticast(mac) || port > ofp.PortMax && port != ofp.PortLocal {
 		return
 	}
 	old, known := dp.macs[mac]
@@ -163,11 +165,16 @@ func (dp *dataplane) installL2(now time.Time, mac [6]byte, port uint32, out *out
 	out.send(&fm)
 }
 
-// forwardL2 sends the packet where its destination MAC lives, or floods.
+// forwardL2 sends the packet where its destination MAC lives, or floods;
+// under L2Normal the switch's own learning decides.
 func (dp *dataplane) forwardL2(p *packetIn, out *outbox) {
 	dst := p.ethDst()
 	if _, toVIP := p.snap.vipMACs[dst]; toVIP {
 		return // only the controller answers for a VIP MAC
+	}
+	if dp.l2 == L2Normal {
+		dp.packetOut(p.inPort, ofp.PortNormal, p.frame, out)
+		return
 	}
 	port := ofp.PortFlood
 	if e, ok := dp.macs[dst]; ok && !isMulticast(dst) {

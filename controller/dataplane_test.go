@@ -36,12 +36,17 @@ type decision struct {
 
 func newDecision(tb testing.TB, cfg *sdnlb.Config) *decision {
 	tb.Helper()
+	return newDecisionL2(tb, cfg, L2Learn)
+}
+
+func newDecisionL2(tb testing.TB, cfg *sdnlb.Config, l2 L2Mode) *decision {
+	tb.Helper()
 	d := &decision{tb: tb, builder: newSnapshotBuilder(), affinity: newAffinityTable(), now: time.Unix(1_700_000_000, 0),
 		sw: oftable.New(), snap: emptySnapshot}
-	d.applyAll(baseFlows())
+	d.applyAll(baseFlows(l2))
 	d.out = newOutbox(&d.xids)
 	d.dp = newDataplane(dataplaneConfig{
-		idleTimeout: flowSeconds(DefaultIdleTimeout), affinity: d.affinity,
+		idleTimeout: flowSeconds(DefaultIdleTimeout), l2: l2, affinity: d.affinity,
 		metrics: newMetrics(nil, nil), log: newTestLogger(&syncBuffer{}),
 	})
 	d.configure(cfg)
@@ -205,7 +210,7 @@ func assertSent(tb testing.TB, got []string, want ...string) {
 // Lines of what the dataplane sends.
 
 func l2Line(mac string, port int) string {
-	return fmt.Sprintf("flow_mod cookie=0x5d03000000000000, priority=100, idle_timeout=300, dl_dst=%s actions=output:%d", mac, port)
+	return fmt.Sprintf("flow_mod cookie=0x5d03000000000000, table=9, priority=100, idle_timeout=300, dl_dst=%s actions=output:%d", mac, port)
 }
 
 // natActions are the client → member rewrite to member i on port i.
@@ -706,4 +711,26 @@ func TestDataplane_SwitchCarriesConnection(t *testing.T) {
 			t.Errorf("the purged connection still counts as active (%d)", n)
 		}
 	})
+}
+
+// Under L2Normal the switch's own MAC learning carries what is not for a
+// VIP, with or without the controller; the controller installs no L2
+// flow and hands what it must forward to NORMAL.
+func TestDataplane_L2Normal(t *testing.T) {
+	d := newDecisionL2(t, testConfig(nil), L2Normal)
+	direct := tcpFrame(t, tcpSeg{srcMAC: clientMAC, dstMAC: memberMAC(1), src: clientIP, dst: "10.0.0.1", sport: 40000, dport: 8080, syn: true})
+	if got := d.forward(clientOF, direct); !strings.HasPrefix(got, "output:NORMAL ") {
+		t.Errorf("traffic not for a VIP went %s, want NORMAL", got)
+	}
+	// The member's answer to the controller's ARP request is punted and
+	// learned without an L2 flow.
+	reply := arpFrame(t, 2, memberMAC(1), vipMAC, "10.0.0.1", "10.0.0.100", vipMAC)
+	if got := d.forward(1, reply); got != "CONTROLLER" {
+		t.Errorf("a member's ARP reply to the VIP went %s", got)
+	}
+	assertSent(t, d.packetIn(1, reply))
+	assertSent(t, d.packetIn(clientOF, syn(t, 40000)), setupLines(1, 40000)...)
+	// A punted member reply of no recent setup goes on by NORMAL.
+	d.advance(time.Duration(recentWindow) + time.Second)
+	assertSent(t, d.punt(makeCookie(catMemberReply, 1, 1), 1, synACK(t, 1, 40000)), "packet_out in_port=1 actions=NORMAL data=<in>")
 }

@@ -6,18 +6,40 @@ import (
 	"github.com/sdnlb/sdnlb/controller/ofp"
 )
 
-// The flow table: one table, highest priority first. This is the only
-// place the priorities are set; docs/ARCHITECTURE.md says why each row
-// exists.
+// The flow tables, in the order a packet visits them, and their rows,
+// highest priority first. This is the only place the priorities are set;
+// docs/ARCHITECTURE.md says why each row exists.
 const (
+	tableClassify uint8 = 0 // traffic for VIPs and from members
+	tableL2       uint8 = 9 // everything else
+
+	// tableClassify
 	prioConnection  uint16 = 1000 // a connection's NAT flow pair, on its full 5-tuple
 	prioMemberReply uint16 = 900  // per member address: its replies that missed a connection flow → CONTROLLER
-	prioVIPPunt     uint16 = 500  // per VIP: ARP requests for it, new connections to its service → CONTROLLER
+	prioVIPPunt     uint16 = 500  // per VIP: ARP for it, new connections to its service → CONTROLLER
 	prioVIPDrop     uint16 = 499  // per VIP address: any other IPv4 to it → drop
-	prioL2          uint16 = 100  // learned MAC → its port
-	prioMiss        uint16 = 0    // table miss → CONTROLLER, which learns and floods
+	prioToL2        uint16 = 0    // the rest → tableL2
+
+	// tableL2
+	prioL2     uint16 = 100 // learned MAC → its port (L2Learn)
+	prioL2Miss uint16 = 0   // → CONTROLLER, which learns and floods (L2Learn); NORMAL (L2Normal)
 
 	l2IdleTimeout uint16 = 300 // seconds
+)
+
+// L2Mode says who switches the traffic that is not for a VIP.
+type L2Mode string
+
+const (
+	// L2Normal leaves it to the switch's own MAC learning (the NORMAL
+	// action), so hosts keep reaching each other while the controller is
+	// down.
+	L2Normal L2Mode = "normal"
+	// L2Learn has the controller learn MACs from table misses and install
+	// a flow per destination; the switch needs no NORMAL action, but
+	// destinations whose flow idles out are unreachable without the
+	// controller.
+	L2Learn L2Mode = "learn"
 )
 
 // Ethernet and IP numbers the flows match on.
@@ -39,19 +61,22 @@ const (
 // toController sends the whole packet to the controller.
 var toController = ofp.ActionOutput{Port: ofp.PortController, MaxLen: ofp.ControllerMaxLenNoBuffer}
 
-// flow is one flow of the table, described by name; add turns it into
-// the flow-mod that installs it.
+// flow is one flow, described by name; add turns it into the flow-mod
+// that installs it.
 type flow struct {
+	table       uint8
 	cookie      uint64
 	priority    uint16
 	idleTimeout uint16 // seconds; 0: none
 	match       []ofp.OXM
-	actions     []ofp.Action // none: drop
+	actions     []ofp.Action
+	gotoTable   uint8 // after the actions; 0: none (no table goes back to 0)
 }
 
 func (f flow) add() ofp.FlowMod {
 	fm := ofp.FlowMod{
 		Cookie:      f.cookie,
+		TableID:     f.table,
 		Command:     ofp.FlowAdd,
 		IdleTimeout: f.idleTimeout,
 		Priority:    f.priority,
@@ -60,8 +85,12 @@ func (f flow) add() ofp.FlowMod {
 		OutGroup:    ofp.GroupAny,
 		Match:       ofp.Match{OXMs: f.match},
 	}
-	if len(f.actions) > 0 { // no instruction at all means drop
-		fm.Instructions = []ofp.Instruction{ofp.InstructionApplyActions{Actions: f.actions}}
+	// No instruction at all means drop.
+	if len(f.actions) > 0 {
+		fm.Instructions = append(fm.Instructions, ofp.InstructionApplyActions{Actions: f.actions})
+	}
+	if f.gotoTable != 0 {
+		fm.Instructions = append(fm.Instructions, ofp.InstructionGotoTable{TableID: f.gotoTable})
 	}
 	return fm
 }
@@ -80,23 +109,30 @@ func deleteByCookie(cookie, mask uint64) ofp.FlowMod {
 	}
 }
 
-// baseFlows is what every switch gets before any VIP: the table miss.
-func baseFlows() []ofp.FlowMod {
-	miss := flow{cookie: makeCookie(catBase, 0, 0), priority: prioMiss, actions: []ofp.Action{toController}}
-	return []ofp.FlowMod{miss.add()}
+// baseFlows is what every switch gets before any VIP: what is not for a
+// VIP goes on to the L2 table, whose miss the L2 mode decides.
+func baseFlows(mode L2Mode) []ofp.FlowMod {
+	cookie := makeCookie(catBase, 0, 0)
+	toL2 := flow{table: tableClassify, cookie: cookie, priority: prioToL2, gotoTable: tableL2}
+	miss := flow{table: tableL2, cookie: cookie, priority: prioL2Miss, actions: []ofp.Action{toController}}
+	if mode == L2Normal {
+		miss.actions = []ofp.Action{ofp.ActionOutput{Port: ofp.PortNormal}}
+	}
+	return []ofp.FlowMod{toL2.add(), miss.add()}
 }
 
 // deleteOurFlows purges everything sdnlb ever installed on a switch.
 func deleteOurFlows() ofp.FlowMod { return deleteByCookie(appID<<cookieAppShift, maskApp) }
 
-// vipFlows punts ARP requests for the VIP address and new connections to
-// the VIP service to the controller, and drops other IPv4 to the address.
-// ICMP VIPs punt echo requests only.
+// vipFlows punts ARP for the VIP address (requests, and replies to the
+// controller's own requests for members) and new connections to the VIP
+// service to the controller, and drops other IPv4 to the address. ICMP
+// VIPs punt echo requests only.
 func vipFlows(v *vipState) []ofp.FlowMod {
 	cookie := makeCookie(catVIP, v.num, 0)
 	service := serviceMatch(v.proto, ofp.MatchIPv4Dst(v.ip), l4Dst(v.proto, v.port), icmpEchoRequest)
 	arpPunt := flow{cookie: cookie, priority: prioVIPPunt, actions: []ofp.Action{toController},
-		match: []ofp.OXM{ofp.MatchEthType(ethTypeARP), ofp.MatchARPOp(arpRequest), ofp.MatchARPTPA(v.ip)}}
+		match: []ofp.OXM{ofp.MatchEthType(ethTypeARP), ofp.MatchARPTPA(v.ip)}}
 	servicePunt := flow{cookie: cookie, priority: prioVIPPunt, match: service, actions: []ofp.Action{toController}}
 	otherDrop := flow{cookie: cookie, priority: prioVIPDrop,
 		match: []ofp.OXM{ofp.MatchEthType(ethTypeIPv4), ofp.MatchIPv4Dst(v.ip)}}
@@ -165,7 +201,7 @@ func deleteMemberReplyFlow(memberNum uint32) ofp.FlowMod {
 // l2Flow forwards frames for a learned MAC. Adding it again with another
 // port replaces it (same match and priority), which handles moves.
 func l2Flow(mac [6]byte, port uint32) ofp.FlowMod {
-	learned := flow{cookie: makeCookie(catL2, 0, 0), priority: prioL2, idleTimeout: l2IdleTimeout,
+	learned := flow{table: tableL2, cookie: makeCookie(catL2, 0, 0), priority: prioL2, idleTimeout: l2IdleTimeout,
 		match: []ofp.OXM{ofp.MatchEthDst(mac)}, actions: []ofp.Action{ofp.ActionOutput{Port: port}}}
 	return learned.add()
 }

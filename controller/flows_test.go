@@ -71,8 +71,17 @@ func TestCookie_Masks(t *testing.T) {
 }
 
 func TestFlows_Base(t *testing.T) {
-	assertLines(t, flowLines(t, baseFlows()), []string{
-		"cookie=0x5d01000000000000, priority=0 actions=CONTROLLER:65535",
+	t.Run("L2Normal", func(t *testing.T) {
+		assertLines(t, flowLines(t, baseFlows(L2Normal)), []string{
+			"cookie=0x5d01000000000000, priority=0 actions=goto_table:9",
+			"cookie=0x5d01000000000000, table=9, priority=0 actions=NORMAL",
+		})
+	})
+	t.Run("L2Learn", func(t *testing.T) {
+		assertLines(t, flowLines(t, baseFlows(L2Learn)), []string{
+			"cookie=0x5d01000000000000, priority=0 actions=goto_table:9",
+			"cookie=0x5d01000000000000, table=9, priority=0 actions=CONTROLLER:65535",
+		})
 	})
 }
 
@@ -83,17 +92,17 @@ func TestFlows_VIP(t *testing.T) {
 		want []string
 	}{
 		{"TCP", vipState{num: 1, ip: [4]byte{10, 0, 0, 100}, proto: protoTCP, port: 80}, []string{
-			"cookie=0x5d02000001000000, priority=500, arp,arp_tpa=10.0.0.100,arp_op=1 actions=CONTROLLER:65535",
+			"cookie=0x5d02000001000000, priority=500, arp,arp_tpa=10.0.0.100 actions=CONTROLLER:65535",
 			"cookie=0x5d02000001000000, priority=500, tcp,nw_dst=10.0.0.100,tp_dst=80 actions=CONTROLLER:65535",
 			"cookie=0x5d02000001000000, priority=499, ip,nw_dst=10.0.0.100 actions=drop",
 		}},
 		{"UDP", vipState{num: 2, ip: [4]byte{10, 0, 0, 53}, proto: protoUDP, port: 53}, []string{
-			"cookie=0x5d02000002000000, priority=500, arp,arp_tpa=10.0.0.53,arp_op=1 actions=CONTROLLER:65535",
+			"cookie=0x5d02000002000000, priority=500, arp,arp_tpa=10.0.0.53 actions=CONTROLLER:65535",
 			"cookie=0x5d02000002000000, priority=500, udp,nw_dst=10.0.0.53,tp_dst=53 actions=CONTROLLER:65535",
 			"cookie=0x5d02000002000000, priority=499, ip,nw_dst=10.0.0.53 actions=drop",
 		}},
 		{"ICMPEchoOnly", vipState{num: 3, ip: [4]byte{10, 0, 0, 1}, proto: protoICMP}, []string{
-			"cookie=0x5d02000003000000, priority=500, arp,arp_tpa=10.0.0.1,arp_op=1 actions=CONTROLLER:65535",
+			"cookie=0x5d02000003000000, priority=500, arp,arp_tpa=10.0.0.1 actions=CONTROLLER:65535",
 			"cookie=0x5d02000003000000, priority=500, icmp,nw_dst=10.0.0.1,icmp_type=8 actions=CONTROLLER:65535",
 			"cookie=0x5d02000003000000, priority=499, ip,nw_dst=10.0.0.1 actions=drop",
 		}},
@@ -144,7 +153,7 @@ func TestFlows_Deletes(t *testing.T) {
 func TestFlows_L2(t *testing.T) {
 	fm := l2Flow([6]byte{0xaa, 0, 0, 0, 0, 1}, ofp.PortLocal)
 	assertLines(t, flowLines(t, []ofp.FlowMod{fm}), []string{
-		"cookie=0x5d03000000000000, priority=100, idle_timeout=300, dl_dst=aa:00:00:00:00:01 actions=LOCAL",
+		"cookie=0x5d03000000000000, table=9, priority=100, idle_timeout=300, dl_dst=aa:00:00:00:00:01 actions=LOCAL",
 	})
 }
 

@@ -154,6 +154,9 @@ func startController(tb testing.TB, cfg *sdnlb.Config, opts Options) *harness {
 	if opts.EchoInterval == 0 {
 		opts.EchoInterval = time.Hour
 	}
+	if opts.L2 == "" {
+		opts.L2 = L2Learn // the tests teach members through learned flows
+	}
 	h.c = New(h.src, opts)
 	h.c.now = h.clock.now
 	ctx, cancel := context.WithCancel(context.Background())
@@ -326,7 +329,11 @@ func flowLine(tb testing.TB, fm *ofp.FlowMod) string {
 	default:
 		fmt.Fprintf(&b, "command=%d ", w.Command)
 	}
-	fmt.Fprintf(&b, "cookie=%#x, priority=%d", w.Cookie, w.Priority)
+	fmt.Fprintf(&b, "cookie=%#x", w.Cookie)
+	if w.TableID != 0 {
+		fmt.Fprintf(&b, ", table=%d", w.TableID)
+	}
+	fmt.Fprintf(&b, ", priority=%d", w.Priority)
 	if w.IdleTimeout != 0 {
 		fmt.Fprintf(&b, ", idle_timeout=%d", w.IdleTimeout)
 	}
@@ -336,8 +343,8 @@ func flowLine(tb testing.TB, fm *ofp.FlowMod) string {
 	if w.Flags&ofp.FlagSendFlowRem != 0 {
 		b.WriteString(", send_flow_rem")
 	}
-	if w.BufferID != ofp.NoBuffer || w.TableID != 0 {
-		fmt.Fprintf(&b, ", buffer_id=%#x, table=%d", w.BufferID, w.TableID)
+	if w.BufferID != ofp.NoBuffer {
+		fmt.Fprintf(&b, ", buffer_id=%#x", w.BufferID)
 	}
 	if s := w.Match.String(); s != "" {
 		b.WriteString(", " + s)
@@ -376,6 +383,8 @@ func portName(p uint32) string {
 		return "CONTROLLER"
 	case ofp.PortLocal:
 		return "LOCAL"
+	case ofp.PortNormal:
+		return "NORMAL"
 	}
 	return fmt.Sprint(p)
 }

@@ -191,7 +191,7 @@ func (s *switchConn) handshake() error {
 				ofp.MultipartRequest{Body: ofp.PortDescRequest{}},
 				deleteOurFlows(),
 			}
-			for _, fm := range baseFlows() {
+			for _, fm := range baseFlows(s.c.opts.L2) {
 				msgs = append(msgs, fm)
 			}
 			return s.send(msgs...)

@@ -128,7 +128,7 @@ func TestSession_Handshake(t *testing.T) {
 			}
 		}
 	}
-	wantTypes := "HELLO FEATURES_REQUEST SET_CONFIG MULTIPART_REQUEST FLOW_MOD FLOW_MOD FLOW_MOD FLOW_MOD FLOW_MOD FLOW_MOD FLOW_MOD FLOW_MOD PACKET_OUT BARRIER_REQUEST"
+	wantTypes := "HELLO FEATURES_REQUEST SET_CONFIG MULTIPART_REQUEST FLOW_MOD FLOW_MOD FLOW_MOD FLOW_MOD FLOW_MOD FLOW_MOD FLOW_MOD FLOW_MOD FLOW_MOD PACKET_OUT BARRIER_REQUEST"
 	if s := strings.Join(types, " "); s != wantTypes {
 		t.Errorf("handshake sent\n  %s\nwant\n  %s", s, wantTypes)
 	}
@@ -138,8 +138,9 @@ func TestSession_Handshake(t *testing.T) {
 	}
 	assertLines(t, flowLines(t, mods), []string{
 		"delete cookie=0x5d00000000000000/0xff00000000000000",
-		"cookie=0x5d01000000000000, priority=0 actions=CONTROLLER:65535",
-		"cookie=0x5d02000001000000, priority=500, arp,arp_tpa=10.0.0.100,arp_op=1 actions=CONTROLLER:65535",
+		"cookie=0x5d01000000000000, priority=0 actions=goto_table:9",
+		"cookie=0x5d01000000000000, table=9, priority=0 actions=CONTROLLER:65535",
+		"cookie=0x5d02000001000000, priority=500, arp,arp_tpa=10.0.0.100 actions=CONTROLLER:65535",
 		"cookie=0x5d02000001000000, priority=500, tcp,nw_dst=10.0.0.100,tp_dst=80 actions=CONTROLLER:65535",
 		"cookie=0x5d02000001000000, priority=499, ip,nw_dst=10.0.0.100 actions=drop",
 		"cookie=0x5d04000001000001, priority=900, tcp,nw_src=10.0.0.1,tp_src=8080 actions=CONTROLLER:65535",
@@ -301,8 +302,8 @@ func TestSession_Reconnect(t *testing.T) {
 			mods = append(mods, *fm)
 		}
 	}
-	if len(mods) != 8 {
-		t.Errorf("reconnected switch got %d flow-mods, want purge + table miss + 3 VIP flows + 3 reply punts:\n%s", len(mods), strings.Join(flowLines(t, mods), "\n"))
+	if len(mods) != 9 {
+		t.Errorf("reconnected switch got %d flow-mods, want purge + 2 base flows + 3 VIP flows + 3 reply punts:\n%s", len(mods), strings.Join(flowLines(t, mods), "\n"))
 	}
 	waitSwitches(t, h.c, func(sws []*sdnlb.Switch) bool { return len(sws) == 1 })
 }
@@ -401,14 +402,14 @@ func TestSession_FollowsConfiguration(t *testing.T) {
 		{"VIPAdded", func(c *sdnlb.Config) {
 			c.VIPs = append(c.VIPs, &sdnlb.VIP{ID: "v2", Address: "10.0.0.101", Protocol: sdnlb.ProtocolUDP, Port: 53, AdminStateUp: true, MAC: "02:00:00:00:02:00"})
 		}, []string{
-			"cookie=0x5d02000002000000, priority=500, arp,arp_tpa=10.0.0.101,arp_op=1 actions=CONTROLLER:65535",
+			"cookie=0x5d02000002000000, priority=500, arp,arp_tpa=10.0.0.101 actions=CONTROLLER:65535",
 			"cookie=0x5d02000002000000, priority=500, udp,nw_dst=10.0.0.101,tp_dst=53 actions=CONTROLLER:65535",
 			"cookie=0x5d02000002000000, priority=499, ip,nw_dst=10.0.0.101 actions=drop",
 		}},
 		{"VIPPortChanged", func(c *sdnlb.Config) { c.VIPs[0].Port = 8000 }, []string{
 			"delete cookie=0x5d02000001000000/0xffffffffff000000",
 			"delete cookie=0x5d10000001000000/0xfffeffffff000000",
-			"cookie=0x5d02000001000000, priority=500, arp,arp_tpa=10.0.0.100,arp_op=1 actions=CONTROLLER:65535",
+			"cookie=0x5d02000001000000, priority=500, arp,arp_tpa=10.0.0.100 actions=CONTROLLER:65535",
 			"cookie=0x5d02000001000000, priority=500, tcp,nw_dst=10.0.0.100,tp_dst=8000 actions=CONTROLLER:65535",
 			"cookie=0x5d02000001000000, priority=499, ip,nw_dst=10.0.0.100 actions=drop",
 		}},
@@ -555,7 +556,7 @@ func waitStats(tb testing.TB, c *Controller, pool string, ok func(*sdnlb.PoolSta
 // was being decided (its member went DOWN) is followed by the newer
 // configuration's purge: the purge the sync sent may have gone out first.
 func TestSwitchConn_PurgeRepeatedBehindStaleSetup(t *testing.T) {
-	c := New(newFakeSource(nil), Options{})
+	c := New(newFakeSource(nil), Options{L2: L2Learn})
 	decidedOn, _ := c.builder.build(testConfig(nil))
 	c.snap.Store(decidedOn)
 	server, client := net.Pipe()

@@ -87,6 +87,7 @@ func (m *Main) Run(ctx context.Context) (err error) {
 		HardTimeout:   cfg.FlowHardTimeout,
 		EchoInterval:  cfg.EchoInterval,
 		StatsInterval: cfg.StatsInterval,
+		L2:            controller.L2Mode(cfg.L2),
 		Logger:        m.Logger,
 		Registerer:    registry,
 	})

@@ -10,6 +10,8 @@ import (
 	"os"
 	"strings"
 	"time"
+
+	"github.com/sdnlb/sdnlb/controller"
 )
 
 // Config is every setting of the service. Each comes, by rising precedence,
@@ -28,6 +30,7 @@ type Config struct {
 	FlowHardTimeout time.Duration
 	EchoInterval    time.Duration
 	StatsInterval   time.Duration
+	L2              string
 	MaxProbes       int
 
 	TLSCert     string
@@ -46,6 +49,7 @@ func DefaultConfig() Config {
 		FlowIdleTimeout: 30 * time.Second,
 		EchoInterval:    5 * time.Second,
 		StatsInterval:   2 * time.Second,
+		L2:              "normal",
 		MaxProbes:       512,
 	}
 }
@@ -65,6 +69,7 @@ func (c *Config) flagSet(out io.Writer) *flag.FlagSet {
 	fs.DurationVar(&c.FlowHardTimeout, "flow-hard-timeout", c.FlowHardTimeout, "hard timeout of connection flows (0: none)")
 	fs.DurationVar(&c.EchoInterval, "echo-interval", c.EchoInterval, "OpenFlow echo keepalive interval; 3 missed replies drop the switch")
 	fs.DurationVar(&c.StatsInterval, "stats-interval", c.StatsInterval, "how often flow counters are polled from switches")
+	fs.StringVar(&c.L2, "l2", c.L2, "who switches traffic not for a VIP: normal (the switch's own MAC learning, which keeps working without the controller) or learn (the controller learns MACs and installs a flow per destination)")
 	fs.IntVar(&c.MaxProbes, "max-probes", c.MaxProbes, "health probes in flight at most")
 	fs.StringVar(&c.TLSCert, "openflow-tls-cert", c.TLSCert, "certificate for OpenFlow over TLS (with --openflow-tls-key)")
 	fs.StringVar(&c.TLSKey, "openflow-tls-key", c.TLSKey, "private key for OpenFlow over TLS")
@@ -167,6 +172,8 @@ func (c *Config) validate() error {
 		return errors.New("--echo-interval and --stats-interval must be positive")
 	case c.MaxProbes < 1:
 		return errors.New("--max-probes must be at least 1")
+	case c.L2 != string(controller.L2Normal) && c.L2 != string(controller.L2Learn):
+		return errors.New("--l2 must be normal or learn")
 	}
 	return nil
 }

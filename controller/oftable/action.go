@@ -88,9 +88,16 @@ func checkOutput(port uint32) error {
 }
 
 // checkInstructions accepts what Process executes: apply-actions whose
-// actions are modelled and consistent with the flow's match.
-func checkInstructions(is []ofp.Instruction, m *ofp.Match) error {
+// actions are modelled and consistent with the flow's match, and a
+// goto_table to a later table than the flow's own.
+func checkInstructions(is []ofp.Instruction, m *ofp.Match, table uint8) error {
 	for _, in := range is {
+		if next, ok := gotoTable(in); ok {
+			if next <= table {
+				return reject(ofp.ErrTypeBadInstruction, badInstructionBadTableID, "goto_table:%d does not lead past table %d", next, table)
+			}
+			continue
+		}
 		actions, ok := applyActions(in)
 		if !ok {
 			return reject(ofp.ErrTypeBadInstruction, badInstructionUnsupInst, "instruction %s is not modelled", ofp.FormatInstructions([]ofp.Instruction{in}))
@@ -115,6 +122,17 @@ func applyActions(in ofp.Instruction) ([]ofp.Action, bool) {
 	return nil, false
 }
 
+// gotoTable returns the table a goto_table instruction leads to.
+func gotoTable(in ofp.Instruction) (uint8, bool) {
+	switch in := in.(type) {
+	case ofp.InstructionGotoTable:
+		return in.TableID, true
+	case *ofp.InstructionGotoTable:
+		return in.TableID, true
+	}
+	return 0, false
+}
+
 // copyInstructions deep-copies instructions checkInstructions accepted,
 // as values, so the table never aliases the caller's flow-mod.
 func copyInstructions(is []ofp.Instruction) []ofp.Instruction {
@@ -123,6 +141,10 @@ func copyInstructions(is []ofp.Instruction) []ofp.Instruction {
 	}
 	out := make([]ofp.Instruction, len(is))
 	for i, in := range is {
+		if next, ok := gotoTable(in); ok {
+			out[i] = ofp.InstructionGotoTable{TableID: next}
+			continue
+		}
 		actions, _ := applyActions(in)
 		copied := make([]ofp.Action, len(actions))
 		for j, a := range actions {

@@ -15,6 +15,7 @@ const (
 	badActionBadSetType        uint16 = 13 // OFPBAC_BAD_SET_TYPE
 	badActionBadSetArgument    uint16 = 15 // OFPBAC_BAD_SET_ARGUMENT
 	badInstructionUnsupInst    uint16 = 1  // OFPBIC_UNSUP_INST
+	badInstructionBadTableID   uint16 = 2  // OFPBIC_BAD_TABLE_ID
 )
 
 // reject is the error a switch answers a bad flow-mod with: the detail,

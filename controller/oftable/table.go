@@ -126,7 +126,7 @@ func (t *Table) add(fm *ofp.FlowMod) error {
 	if fm.TableID == ofp.TableAll {
 		return reject(ofp.ErrTypeFlowModFailed, ofp.FlowModFailedBadTableID, "add to table ALL")
 	}
-	if err := checkInstructions(fm.Instructions, &fm.Match); err != nil {
+	if err := checkInstructions(fm.Instructions, &fm.Match, fm.TableID); err != nil {
 		return err
 	}
 	if fm.Flags&ofp.FlagCheckOverlap != 0 {
@@ -157,7 +157,7 @@ func (t *Table) modify(fm *ofp.FlowMod) error {
 	var selected []int
 	for i := range t.flows {
 		if selects(fm, &t.flows[i].flow, false) {
-			if err := checkInstructions(fm.Instructions, &t.flows[i].flow.Match); err != nil {
+			if err := checkInstructions(fm.Instructions, &t.flows[i].flow.Match, t.flows[i].flow.TableID); err != nil {
 				return err
 			}
 			selected = append(selected, i)
@@ -213,14 +213,17 @@ func (t *Table) sort() {
 	})
 }
 
-// Lookup returns the flow of table 0 that p matches: the one of highest
+// Lookup returns the flow of table 0 that p matches; see LookupIn.
+func (t *Table) Lookup(p Packet) (Flow, bool) { return t.LookupIn(0, p) }
+
+// LookupIn returns the flow of table that p matches: the one of highest
 // priority and, where flows of equal priority overlap (which OpenFlow
 // leaves undefined), the first of them in Flows order, that is the one
 // whose rendered line sorts first.
-func (t *Table) Lookup(p Packet) (Flow, bool) {
+func (t *Table) LookupIn(table uint8, p Packet) (Flow, bool) {
 	for i := range t.flows {
 		f := &t.flows[i].flow
-		if f.TableID == 0 && matches(&f.Match, &p) {
+		if f.TableID == table && matches(&f.Match, &p) {
 			return *f, true
 		}
 	}
@@ -229,28 +232,42 @@ func (t *Table) Lookup(p Packet) (Flow, bool) {
 
 // Result is where Process sent a packet.
 type Result struct {
-	Flow  *Flow    // the flow that matched; nil on a table miss
-	Out   Packet   // the packet after the flow's actions
+	Flow  *Flow    // the last flow that matched; nil on a miss in table 0
+	Path  []Flow   // every flow that matched, table by table
+	Out   Packet   // the packet after the flows' actions
 	Ports []uint32 // outputs in order, as ApplyActions gives them; none: dropped
 }
 
-// Process runs p through table 0: the flow Lookup finds rewrites it with
-// its apply-actions and outputs it. A miss, or a flow without actions,
-// drops it (OpenFlow 1.3 has no implicit punt; install a table-miss
-// flow to get one).
+// Process runs p through the pipeline from table 0: each matching flow
+// rewrites it with its apply-actions and outputs it, then its goto_table
+// (if any) carries it on. A miss, or a last flow without actions, drops
+// it (OpenFlow 1.3 has no implicit punt; install a table-miss flow to get
+// one).
 func (t *Table) Process(p Packet) Result {
-	f, ok := t.Lookup(p)
-	if !ok {
-		return Result{Out: p}
+	r := Result{Out: p}
+	for table := uint8(0); ; {
+		f, ok := t.LookupIn(table, r.Out)
+		if !ok {
+			return r
+		}
+		r.Path = append(r.Path, f)
+		r.Flow = &r.Path[len(r.Path)-1]
+		next, hasNext := uint8(0), false
+		for _, in := range f.Instructions {
+			if n, ok := gotoTable(in); ok {
+				next, hasNext = n, true
+				continue
+			}
+			actions, _ := applyActions(in)
+			var ports []uint32
+			r.Out, ports = ApplyActions(actions, r.Out)
+			r.Ports = append(r.Ports, ports...)
+		}
+		if !hasNext {
+			return r
+		}
+		table = next
 	}
-	r := Result{Flow: &f, Out: p}
-	for _, in := range f.Instructions {
-		actions, _ := applyActions(in)
-		var ports []uint32
-		r.Out, ports = ApplyActions(actions, r.Out)
-		r.Ports = append(r.Ports, ports...)
-	}
-	return r
 }
 
 // Flows returns every flow, by table, then priority descending, then

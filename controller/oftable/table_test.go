@@ -175,8 +175,11 @@ func TestTable_Apply_Errors(t *testing.T) {
 			}
 			return o
 		}())), ofp.ErrTypeBadMatch, 5, "outside its mask"},
-		{"ErrGotoTable", withInstructions(ofp.InstructionGotoTable{TableID: 1}),
-			ofp.ErrTypeBadInstruction, 1, "goto_table:1 is not modelled"},
+		{"ErrGotoTableBackwards", func() *ofp.FlowMod {
+			fm := withInstructions(ofp.InstructionGotoTable{TableID: 1})
+			fm.TableID = 1
+			return fm
+		}(), ofp.ErrTypeBadInstruction, 2, "goto_table:1 does not lead past table 1"},
 		{"ErrWriteActions", withInstructions(ofp.InstructionWriteActions{Actions: []ofp.Action{out(1)}}),
 			ofp.ErrTypeBadInstruction, 1, "write_actions(output:1)"},
 		{"ErrGroupAction", add(1, 1, nil, ofp.ActionGroup{GroupID: 4}),
@@ -425,5 +428,46 @@ func TestTable_Flows_Order(t *testing.T) {
 	}
 	if want := []uint64{0x4, 0x2, 0x3, 0x1}; !slices.Equal(got, want) {
 		t.Errorf("Flows cookies %#x, want %#x (table, priority descending, line)", got, want)
+	}
+}
+
+// A goto_table carries the packet, as its flows rewrote it, to a later
+// table; a miss there drops it.
+func TestTable_Process_Pipeline(t *testing.T) {
+	goTo := func(fm *ofp.FlowMod, table uint8) *ofp.FlowMod {
+		fm.Instructions = append(fm.Instructions, ofp.InstructionGotoTable{TableID: table})
+		return fm
+	}
+	inTable := func(fm *ofp.FlowMod, table uint8) *ofp.FlowMod {
+		fm.TableID = table
+		return fm
+	}
+	tbl := oftable.New()
+	mustApply(t, tbl,
+		goTo(add(0x1, 0, nil), 9),
+		goTo(add(0x2, 500, tcpTo(vip, 80), ofp.ActionSetField{Field: ofp.MatchEthDst(memberMAC)}), 9),
+		inTable(add(0x3, 100, oxms(ofp.MatchEthDst(memberMAC)), out(memberPort)), 9),
+		inTable(add(0x4, 0, nil, out(ofp.PortNormal)), 9),
+	)
+	tests := []struct {
+		name  string
+		p     oftable.Packet
+		path  []uint64 // cookies
+		ports []uint32
+	}{
+		{"RewrittenThenSwitched", tcpPacket(clientPort, clientMAC, vipMAC, client, 40000, vip, 80), []uint64{0x2, 0x3}, []uint32{memberPort}},
+		{"MissThenNormal", tcpPacket(clientPort, clientMAC, vipMAC, client, 40000, vip, 81), []uint64{0x1, 0x4}, []uint32{ofp.PortNormal}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r := tbl.Process(tt.p)
+			var path []uint64
+			for _, f := range r.Path {
+				path = append(path, f.Cookie)
+			}
+			if !slices.Equal(path, tt.path) || !slices.Equal(r.Ports, tt.ports) || r.Flow.Cookie != tt.path[len(tt.path)-1] {
+				t.Errorf("path %#x ports %v, want %#x %v", path, r.Ports, tt.path, tt.ports)
+			}
+		})
 	}
 }
