@@ -33,7 +33,7 @@ type Member struct {
 	ID           string       `json:"id"`
 	PoolID       string       `json:"pool_id"`
 	Address      string       `json:"address"`
-	Port         int          `json:"port"` // 0 means the VIP's port
+	Port         int          `json:"port"` // 0 means the VIP's port; in a DSR pool 0 or the VIP's port
 	Weight       int          `json:"weight"`
 	AdminStateUp bool         `json:"admin_state_up"`
 	Status       MemberStatus `json:"status"` // derived: DRAINING, else Health.Status
@@ -130,7 +130,10 @@ type MemberService interface {
 	FindMembers(ctx context.Context, filter MemberFilter) ([]*Member, error)
 	// CreateMember refuses a PoolID that does not exist (ENOTFOUND, field
 	// pool_id). A member of a pool without monitors starts NO_MONITOR, one
-	// of a monitored pool starts DOWN until its monitors pass.
+	// of a monitored pool starts DOWN until its monitors pass. In a DSR
+	// pool that serves a VIP, a port other than 0 and the VIP's is
+	// EINVALID, field port (see Forwarding.AllowsMemberPort); so is
+	// UpdateMember's.
 	CreateMember(ctx context.Context, m *Member) error
 	UpdateMember(ctx context.Context, id string, upd MemberUpdate) (*Member, error)
 	DeleteMember(ctx context.Context, id string) error

@@ -31,27 +31,91 @@ var LBMethods = []LBMethod{
 // ValidLBMethod reports whether m names a scheduling method.
 func ValidLBMethod(m LBMethod) bool { return slices.Contains(LBMethods, m) }
 
-// Pool is a set of members that serve one VIP.
-type Pool struct {
-	ID           string    `json:"id"`
-	Name         string    `json:"name"`
-	Description  string    `json:"description"`
-	VIPID        string    `json:"vip_id"` // "" while the pool serves no VIP; a VIP has at most one pool
-	LBMethod     LBMethod  `json:"lb_method"`
-	Protocol     Protocol  `json:"protocol"`
-	AdminStateUp bool      `json:"admin_state_up"`
-	MonitorIDs   []string  `json:"monitor_ids"` // read-only: changed by associating monitors
-	CreatedAt    time.Time `json:"created_at"`
-	UpdatedAt    time.Time `json:"updated_at"`
+// Dispatch says who picks the member of a new connection to a pool.
+type Dispatch string
+
+const (
+	// DispatchSwitch: the switch picks the member itself, from an OpenFlow
+	// select group or hash flows; the controller changes them only when
+	// members' health, weights or membership change.
+	DispatchSwitch Dispatch = "SWITCH"
+	// DispatchController: the first packet of every connection goes to the
+	// controller, which picks the member with the pool's lb_method and
+	// installs the connection's flows (exact per-connection decisions).
+	DispatchController Dispatch = "CONTROLLER"
+)
+
+// Dispatches lists every dispatch, the default first.
+var Dispatches = []Dispatch{DispatchSwitch, DispatchController}
+
+// Valid reports whether d names a dispatch.
+func (d Dispatch) Valid() bool { return slices.Contains(Dispatches, d) }
+
+// Forwarding says how packets to a VIP reach the member and how its
+// replies reach the client.
+type Forwarding string
+
+const (
+	// ForwardingNAT rewrites the destination to the member, and the
+	// member's replies back to the VIP.
+	ForwardingNAT Forwarding = "NAT"
+	// ForwardingDSR is direct server return, as in LVS direct routing:
+	// only the destination MAC is rewritten. Members hold the VIP's address
+	// on a loopback interface and reply straight to the client. Ports are
+	// not rewritten, so members serve on the VIP's port (see
+	// AllowsMemberPort).
+	ForwardingDSR Forwarding = "DSR"
+)
+
+// Forwardings lists every forwarding, the default first.
+var Forwardings = []Forwarding{ForwardingNAT, ForwardingDSR}
+
+// Valid reports whether f names a forwarding.
+func (f Forwarding) Valid() bool { return slices.Contains(Forwardings, f) }
+
+// PinsMemberPort reports whether a pool that forwards with f to a VIP of
+// protocol proto needs its members on the VIP's port: DSR cannot rewrite
+// ports, NAT can, and ICMP has none.
+func (f Forwarding) PinsMemberPort(proto Protocol) bool {
+	return f == ForwardingDSR && proto.HasPorts()
 }
 
-// NewPool returns a pool with the defaults: round robin, TCP, admin up.
+// AllowsMemberPort reports whether a member on memberPort can serve a VIP
+// of protocol proto on vipPort when its pool forwards with f: where f pins
+// the port, only 0 (the VIP's port) and vipPort itself. The store checks
+// it on every write that changes one side of it: a member's port, a pool's
+// forwarding or VIP, a VIP's port or pool.
+func (f Forwarding) AllowsMemberPort(proto Protocol, vipPort, memberPort int) bool {
+	return !f.PinsMemberPort(proto) || memberPort == 0 || memberPort == vipPort
+}
+
+// Pool is a set of members that serve one VIP.
+type Pool struct {
+	ID           string     `json:"id"`
+	Name         string     `json:"name"`
+	Description  string     `json:"description"`
+	VIPID        string     `json:"vip_id"` // "" while the pool serves no VIP; a VIP has at most one pool
+	LBMethod     LBMethod   `json:"lb_method"`
+	Dispatch     Dispatch   `json:"dispatch"`   // who picks the member: the switch or the controller
+	Forwarding   Forwarding `json:"forwarding"` // how packets reach the member: NAT or DSR
+	Protocol     Protocol   `json:"protocol"`
+	AdminStateUp bool       `json:"admin_state_up"`
+	MonitorIDs   []string   `json:"monitor_ids"` // read-only: changed by associating monitors
+	CreatedAt    time.Time  `json:"created_at"`
+	UpdatedAt    time.Time  `json:"updated_at"`
+}
+
+// NewPool returns a pool with the defaults: round robin, dispatched by
+// the switch, NAT, TCP, admin up. Pools stored before dispatch existed
+// were migrated to DispatchController, the path they had always taken.
 func NewPool() *Pool {
-	return &Pool{LBMethod: RoundRobin, Protocol: ProtocolTCP, AdminStateUp: true, MonitorIDs: []string{}}
+	return &Pool{LBMethod: RoundRobin, Dispatch: DispatchSwitch, Forwarding: ForwardingNAT, Protocol: ProtocolTCP,
+		AdminStateUp: true, MonitorIDs: []string{}}
 }
 
 // Validate checks the fields a client sets. That the protocol matches the
-// VIP's is checked by the store, which sees the VIP.
+// VIP's, and that a DSR pool's members use the VIP's port, is checked by
+// the store, which sees the VIP and the members.
 func (p *Pool) Validate() error {
 	if p.ID != "" {
 		if err := validateID(p.ID); err != nil {
@@ -63,6 +127,12 @@ func (p *Pool) Validate() error {
 	}
 	if !ValidLBMethod(p.LBMethod) {
 		return FieldErrorf(EINVALID, "lb_method", "lb_method %q is not one of %v", p.LBMethod, LBMethods)
+	}
+	if !p.Dispatch.Valid() {
+		return FieldErrorf(EINVALID, "dispatch", "dispatch %q is not one of %v", p.Dispatch, Dispatches)
+	}
+	if !p.Forwarding.Valid() {
+		return FieldErrorf(EINVALID, "forwarding", "forwarding %q is not one of %v", p.Forwarding, Forwardings)
 	}
 	if !p.Protocol.Valid() {
 		return FieldErrorf(EINVALID, "protocol", "protocol must be TCP, UDP or ICMP, not %q", p.Protocol)
@@ -76,6 +146,8 @@ type PoolUpdate struct {
 	Description  *string
 	VIPID        *string
 	LBMethod     *LBMethod
+	Dispatch     *Dispatch
+	Forwarding   *Forwarding
 	Protocol     *Protocol
 	AdminStateUp *bool
 }
@@ -86,6 +158,8 @@ func (u *PoolUpdate) Apply(p *Pool) {
 	setIf(&p.Description, u.Description)
 	setIf(&p.VIPID, u.VIPID)
 	setIf(&p.LBMethod, u.LBMethod)
+	setIf(&p.Dispatch, u.Dispatch)
+	setIf(&p.Forwarding, u.Forwarding)
 	setIf(&p.Protocol, u.Protocol)
 	setIf(&p.AdminStateUp, u.AdminStateUp)
 }
@@ -104,6 +178,9 @@ type PoolService interface {
 	// CreatePool refuses a VIPID that does not exist (ENOTFOUND, field
 	// vip_id) or that another pool serves (ECONFLICT).
 	CreatePool(ctx context.Context, p *Pool) error
+	// UpdatePool refuses to make a pool DSR, or to link a DSR pool to a
+	// VIP, while one of its members uses a port other than 0 and the
+	// VIP's (EINVALID, field forwarding).
 	UpdatePool(ctx context.Context, id string, upd PoolUpdate) (*Pool, error)
 	// DeletePool refuses with ECONFLICT while the pool has members, unless
 	// cascade, which deletes them too. Monitor associations go with it.

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"strings"
 	"testing"
 
 	"github.com/sdnlb/sdnlb"
@@ -78,14 +79,104 @@ func TestVIP_Validate(t *testing.T) {
 }
 
 func TestPool_Validate(t *testing.T) {
-	p := sdnlb.NewPool()
-	assertField(t, p.Validate(), "")
-	for _, m := range sdnlb.LBMethods {
-		p.LBMethod = m
-		assertField(t, p.Validate(), "")
+	for name, tc := range map[string]struct {
+		edit  func(p *sdnlb.Pool)
+		field string
+	}{
+		"OK":                 {func(p *sdnlb.Pool) {}, ""},
+		"OKController":       {func(p *sdnlb.Pool) { p.Dispatch = sdnlb.DispatchController }, ""},
+		"OKDSR":              {func(p *sdnlb.Pool) { p.Forwarding = sdnlb.ForwardingDSR }, ""},
+		"ErrLBMethod":        {func(p *sdnlb.Pool) { p.LBMethod = "RR" }, "lb_method"},
+		"ErrDispatch":        {func(p *sdnlb.Pool) { p.Dispatch = "HYBRID" }, "dispatch"},
+		"ErrDispatchEmpty":   {func(p *sdnlb.Pool) { p.Dispatch = "" }, "dispatch"},
+		"ErrDispatchCase":    {func(p *sdnlb.Pool) { p.Dispatch = "switch" }, "dispatch"},
+		"ErrForwarding":      {func(p *sdnlb.Pool) { p.Forwarding = "TUNNEL" }, "forwarding"},
+		"ErrForwardingEmpty": {func(p *sdnlb.Pool) { p.Forwarding = "" }, "forwarding"},
+		"ErrForwardingCase":  {func(p *sdnlb.Pool) { p.Forwarding = "dsr" }, "forwarding"},
+		"ErrProtocol":        {func(p *sdnlb.Pool) { p.Protocol = "SCTP" }, "protocol"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			p := sdnlb.NewPool()
+			tc.edit(p)
+			err := p.Validate()
+			assertField(t, err, tc.field)
+			// The message lists what is allowed.
+			switch tc.field {
+			case "dispatch":
+				assertMentions(t, err, "SWITCH", "CONTROLLER")
+			case "forwarding":
+				assertMentions(t, err, "NAT", "DSR")
+			}
+		})
 	}
-	p.LBMethod = "RR"
-	assertField(t, p.Validate(), "lb_method")
+	t.Run("OKEveryValue", func(t *testing.T) {
+		p := sdnlb.NewPool()
+		for _, m := range sdnlb.LBMethods {
+			for _, d := range sdnlb.Dispatches {
+				for _, f := range sdnlb.Forwardings {
+					p.LBMethod, p.Dispatch, p.Forwarding = m, d, f
+					assertField(t, p.Validate(), "")
+				}
+			}
+		}
+	})
+}
+
+func assertMentions(tb testing.TB, err error, words ...string) {
+	tb.Helper()
+	for _, w := range words {
+		if !strings.Contains(sdnlb.ErrorMessage(err), w) {
+			tb.Errorf("message %q does not mention %s", sdnlb.ErrorMessage(err), w)
+		}
+	}
+}
+
+func TestNewPool(t *testing.T) {
+	p := sdnlb.NewPool()
+	if p.Dispatch != sdnlb.DispatchSwitch || p.Forwarding != sdnlb.ForwardingNAT || p.LBMethod != sdnlb.RoundRobin {
+		t.Fatalf("defaults %+v, want SWITCH, NAT, ROUND_ROBIN", p)
+	}
+	// The lists start with the defaults, which docs and the spec rely on.
+	if sdnlb.Dispatches[0] != p.Dispatch || sdnlb.Forwardings[0] != p.Forwarding {
+		t.Fatalf("lists %v %v do not start with the defaults", sdnlb.Dispatches, sdnlb.Forwardings)
+	}
+}
+
+func TestPoolUpdate_Apply(t *testing.T) {
+	p := sdnlb.NewPool()
+	(&sdnlb.PoolUpdate{Name: ptr("x")}).Apply(p)
+	if p.Dispatch != sdnlb.DispatchSwitch || p.Forwarding != sdnlb.ForwardingNAT {
+		t.Fatalf("an update without them changed dispatch or forwarding: %+v", p)
+	}
+	(&sdnlb.PoolUpdate{Dispatch: ptr(sdnlb.DispatchController), Forwarding: ptr(sdnlb.ForwardingDSR)}).Apply(p)
+	if p.Dispatch != sdnlb.DispatchController || p.Forwarding != sdnlb.ForwardingDSR || p.Name != "x" {
+		t.Fatalf("got %+v", p)
+	}
+}
+
+func TestForwarding_AllowsMemberPort(t *testing.T) {
+	for name, tc := range map[string]struct {
+		f              sdnlb.Forwarding
+		proto          sdnlb.Protocol
+		vipPort, port  int
+		pinned, allows bool
+	}{
+		"NATOtherPort":     {sdnlb.ForwardingNAT, sdnlb.ProtocolTCP, 80, 8080, false, true},
+		"DSRVIPPort":       {sdnlb.ForwardingDSR, sdnlb.ProtocolTCP, 80, 0, true, true},
+		"DSRSamePort":      {sdnlb.ForwardingDSR, sdnlb.ProtocolTCP, 80, 80, true, true},
+		"DSROtherPort":     {sdnlb.ForwardingDSR, sdnlb.ProtocolTCP, 80, 8080, true, false},
+		"DSROtherPortUDP":  {sdnlb.ForwardingDSR, sdnlb.ProtocolUDP, 53, 5353, true, false},
+		"DSRICMPHasNoPort": {sdnlb.ForwardingDSR, sdnlb.ProtocolICMP, 0, 8080, false, true},
+	} {
+		t.Run(name, func(t *testing.T) {
+			if got := tc.f.PinsMemberPort(tc.proto); got != tc.pinned {
+				t.Errorf("PinsMemberPort = %v, want %v", got, tc.pinned)
+			}
+			if got := tc.f.AllowsMemberPort(tc.proto, tc.vipPort, tc.port); got != tc.allows {
+				t.Errorf("AllowsMemberPort = %v, want %v", got, tc.allows)
+			}
+		})
+	}
 }
 
 func TestMember_Validate(t *testing.T) {

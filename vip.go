@@ -132,6 +132,9 @@ type VIPService interface {
 	// CreateVIP validates v, stores it and fills in the id (a new UUID when
 	// empty), MAC, status and timestamps.
 	CreateVIP(ctx context.Context, v *VIP) error
+	// UpdateVIP refuses a port that a member of the VIP's DSR pool cannot
+	// serve (EINVALID, field port). Both refuse a pool_id that would link
+	// a DSR pool with such a member (EINVALID, field pool_id).
 	UpdateVIP(ctx context.Context, id string, upd VIPUpdate) (*VIP, error)
 	// DeleteVIP refuses with ECONFLICT while a pool points at the VIP,
 	// unless cascade, which deletes the pool and its members too.

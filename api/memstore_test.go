@@ -210,6 +210,17 @@ func (s *memStore) readVIP(v *sdnlb.VIP) *sdnlb.VIP {
 	return &out
 }
 
+// memberOffPort returns a member of p that p cannot use for v because of
+// its port, as lbstore's findMemberOffPort does; nil when none.
+func (s *memStore) memberOffPort(p *sdnlb.Pool, v *sdnlb.VIP) *sdnlb.Member {
+	for _, m := range s.members.rows {
+		if m.PoolID == p.ID && !p.Forwarding.AllowsMemberPort(v.Protocol, v.Port, m.Port) {
+			return m
+		}
+	}
+	return nil
+}
+
 // checkVIP checks what lbstore's checkVIPListener and linkVIPPool check,
 // and then links the pool.
 func (s *memStore) checkVIP(v *sdnlb.VIP) error {
@@ -227,6 +238,13 @@ func (s *memStore) checkVIP(v *sdnlb.VIP) error {
 			return sdnlb.FieldErrorf(sdnlb.ECONFLICT, "pool_id", "pool %s serves VIP %s", p.ID, p.VIPID)
 		case p.Protocol != v.Protocol:
 			return sdnlb.FieldErrorf(sdnlb.EINVALID, "protocol", "pool %s is %s but the VIP is %s", p.ID, p.Protocol, v.Protocol)
+		}
+		if m := s.memberOffPort(p, v); m != nil {
+			field := "port"
+			if p.VIPID != v.ID {
+				field = "pool_id" // the write links the pool
+			}
+			return sdnlb.FieldErrorf(sdnlb.EINVALID, field, "DSR pool %s has member %s on port %d, not the VIP's %d", p.ID, m.ID, m.Port, v.Port)
 		}
 	}
 	for _, p := range s.pools.rows {
@@ -310,6 +328,9 @@ func (s *memStore) checkPool(p *sdnlb.Pool) error {
 	}
 	if v.Protocol != p.Protocol {
 		return sdnlb.FieldErrorf(sdnlb.EINVALID, "protocol", "pool protocol %s differs from VIP protocol %s", p.Protocol, v.Protocol)
+	}
+	if m := s.memberOffPort(p, v); m != nil {
+		return sdnlb.FieldErrorf(sdnlb.EINVALID, "forwarding", "DSR pool %s has member %s on port %d, not the VIP's %d", p.ID, m.ID, m.Port, v.Port)
 	}
 	return nil
 }
@@ -401,16 +422,20 @@ func (s *memStore) readMember(m *sdnlb.Member) *sdnlb.Member {
 	return &out
 }
 
-// checkMember checks what lbstore's initialHealth and checkMemberEndpoint
-// check.
+// checkMember checks what lbstore's initialHealth, checkMemberEndpoint
+// and checkMemberPort check.
 func (s *memStore) checkMember(m *sdnlb.Member) error {
-	if _, ok := s.pools.rows[m.PoolID]; !ok {
+	p, ok := s.pools.rows[m.PoolID]
+	if !ok {
 		return sdnlb.FieldErrorf(sdnlb.ENOTFOUND, "pool_id", "no pool %q", m.PoolID)
 	}
 	for _, o := range s.members.rows {
 		if o.ID != m.ID && o.PoolID == m.PoolID && o.Address == m.Address && o.Port == m.Port {
 			return sdnlb.FieldErrorf(sdnlb.ECONFLICT, "address", "member %s has the same address and port in pool %s", o.ID, m.PoolID)
 		}
+	}
+	if v, ok := s.vips.rows[p.VIPID]; ok && !p.Forwarding.AllowsMemberPort(v.Protocol, v.Port, m.Port) {
+		return sdnlb.FieldErrorf(sdnlb.EINVALID, "port", "DSR pool %s serves VIP %s on port %d: the port must be 0 or %d, not %d", p.ID, v.ID, v.Port, v.Port, m.Port)
 	}
 	return nil
 }

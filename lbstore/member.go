@@ -183,6 +183,9 @@ func createMember(ctx context.Context, tx *Tx, m sdnlb.Member) (*sdnlb.Member, e
 	if err := checkMemberEndpoint(ctx, tx, &m); err != nil {
 		return nil, err
 	}
+	if err := checkMemberPort(ctx, tx, &m); err != nil {
+		return nil, err
+	}
 	now := formatTime(tx.now)
 	if _, err := tx.ExecContext(ctx, `INSERT INTO members (id, pool_id, address, port, weight, admin_state_up,
 		health_status, health_since, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
@@ -227,6 +230,9 @@ func updateMember(ctx context.Context, tx *Tx, id string, upd sdnlb.MemberUpdate
 	if err := checkMemberEndpoint(ctx, tx, m); err != nil {
 		return nil, err
 	}
+	if err := checkMemberPort(ctx, tx, m); err != nil {
+		return nil, err
+	}
 	if _, err := tx.ExecContext(ctx, `UPDATE members SET address = ?, port = ?, weight = ?, admin_state_up = ?,
 		updated_at = ? WHERE id = ?`, m.Address, m.Port, m.Weight, m.AdminStateUp, formatTime(tx.now), id,
 	); err != nil {
@@ -262,4 +268,34 @@ func checkMemberEndpoint(ctx context.Context, tx *Tx, m *sdnlb.Member) error {
 		return fmt.Errorf("check member endpoint: %w", err)
 	}
 	return sdnlb.FieldErrorf(sdnlb.ECONFLICT, "address", "member %s of pool %s already has %s port %d", other, m.PoolID, m.Address, m.Port)
+}
+
+// checkMemberPort refuses m's port when its pool forwards with DSR to a
+// VIP the port cannot serve (see sdnlb.Forwarding.AllowsMemberPort). A
+// pool without a VIP takes any port until it is linked, which checks its
+// members then.
+func checkMemberPort(ctx context.Context, tx *Tx, m *sdnlb.Member) error {
+	var row struct {
+		Forwarding string         `db:"forwarding"`
+		VIPID      sql.NullString `db:"vip_id"`
+		Protocol   sql.NullString `db:"protocol"`
+		Port       sql.NullInt64  `db:"port"`
+	}
+	err := tx.GetContext(ctx, &row, `SELECT p.forwarding, v.id AS vip_id, v.protocol, v.port
+		FROM pools p LEFT JOIN vips v ON v.id = p.vip_id WHERE p.id = ?`, m.PoolID)
+	if errors.Is(err, sql.ErrNoRows) {
+		return sdnlb.FieldErrorf(sdnlb.ENOTFOUND, "pool_id", "pool %q not found", m.PoolID)
+	} else if err != nil {
+		return fmt.Errorf("find member pool forwarding: %w", err)
+	}
+	if !row.VIPID.Valid {
+		return nil
+	}
+	f, proto, vipPort := sdnlb.Forwarding(row.Forwarding), sdnlb.Protocol(row.Protocol.String), int(row.Port.Int64)
+	if f.AllowsMemberPort(proto, vipPort, m.Port) {
+		return nil
+	}
+	return sdnlb.FieldErrorf(sdnlb.EINVALID, "port",
+		"pool %s forwards with DSR, which cannot rewrite ports: a member's port must be 0 (the VIP's) or %d, the port of vip %s, not %d",
+		m.PoolID, vipPort, row.VIPID.String, m.Port)
 }

@@ -70,9 +70,26 @@ func TestMemberService_CreateMember(t *testing.T) {
 		MustCreateMember(t, ctx, db, newMember(p2.ID, "10.0.0.1", 80))
 	})
 
+	t.Run("OKDSRPorts", func(t *testing.T) {
+		ctx, db := mustSetup(t)
+		v := MustCreateVIP(t, ctx, db, newVIP("10.0.0.100", 80))
+		p := MustCreatePool(t, ctx, db, newDSRPool(v.ID))
+		MustCreateMember(t, ctx, db, newMember(p.ID, "10.0.0.1", 0))
+		MustCreateMember(t, ctx, db, newMember(p.ID, "10.0.0.2", 80))
+		// A DSR pool without a VIP takes any port until it is linked.
+		staged := MustCreatePool(t, ctx, db, newDSRPool(""))
+		MustCreateMember(t, ctx, db, newMember(staged.ID, "10.0.0.1", 8080))
+	})
+
 	testRejectedCreates(t, func(ctx context.Context, db *lbstore.DB, obj *sdnlb.Member) error {
 		return lbstore.NewMemberService(db).CreateMember(ctx, obj)
 	}, []rejectedCreate[sdnlb.Member]{
+		{"ErrDSRPort", sdnlb.EINVALID, "port", func(tb testing.TB, ctx context.Context, db *lbstore.DB) (*sdnlb.Member, []string) {
+			v := MustCreateVIP(tb, ctx, db, newVIP("10.0.0.100", 80))
+			p := MustCreatePool(tb, ctx, db, newDSRPool(v.ID))
+			MustCreateMember(tb, ctx, db, newMember(p.ID, "10.0.0.1", 0))
+			return newMember(p.ID, "10.0.0.2", 8080), []string{"DSR", "80", "8080"}
+		}},
 		{"ErrInvalid", sdnlb.EINVALID, "weight", func(tb testing.TB, ctx context.Context, db *lbstore.DB) (*sdnlb.Member, []string) {
 			p := MustCreatePool(tb, ctx, db, newPool(""))
 			m := newMember(p.ID, "10.0.0.1", 80)
@@ -121,9 +138,25 @@ func TestMemberService_UpdateMember(t *testing.T) {
 		}
 	})
 
+	t.Run("OKDSRPort", func(t *testing.T) {
+		ctx, db := mustSetup(t)
+		v := MustCreateVIP(t, ctx, db, newVIP("10.0.0.100", 80))
+		p := MustCreatePool(t, ctx, db, newDSRPool(v.ID))
+		m := MustCreateMember(t, ctx, db, newMember(p.ID, "10.0.0.1", 0))
+		if _, err := lbstore.NewMemberService(db).UpdateMember(ctx, m.ID, sdnlb.MemberUpdate{Port: ptr(80)}); err != nil {
+			t.Fatal(err)
+		}
+	})
+
 	testRejectedUpdates(t, func(ctx context.Context, db *lbstore.DB, id string, upd sdnlb.MemberUpdate) (*sdnlb.Member, error) {
 		return lbstore.NewMemberService(db).UpdateMember(ctx, id, upd)
 	}, []rejectedUpdate[sdnlb.MemberUpdate]{
+		{"ErrDSRPort", sdnlb.EINVALID, "port", func(tb testing.TB, ctx context.Context, db *lbstore.DB) (string, sdnlb.MemberUpdate) {
+			v := MustCreateVIP(tb, ctx, db, newVIP("10.0.0.100", 80))
+			p := MustCreatePool(tb, ctx, db, newDSRPool(v.ID))
+			m := MustCreateMember(tb, ctx, db, newMember(p.ID, "10.0.0.1", 0))
+			return m.ID, sdnlb.MemberUpdate{Weight: ptr(9), Port: ptr(8080)}
+		}},
 		{"ErrNotFound", sdnlb.ENOTFOUND, "", func(tb testing.TB, ctx context.Context, db *lbstore.DB) (string, sdnlb.MemberUpdate) {
 			return "nope", sdnlb.MemberUpdate{Weight: ptr(2)}
 		}},

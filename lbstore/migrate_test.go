@@ -1,6 +1,7 @@
 package lbstore_test
 
 import (
+	"context"
 	"database/sql"
 	"fmt"
 	"io/fs"
@@ -11,6 +12,7 @@ import (
 	"testing"
 	"testing/fstest"
 
+	"github.com/sdnlb/sdnlb"
 	"github.com/sdnlb/sdnlb/lbstore"
 	"github.com/sdnlb/sdnlb/migrations"
 )
@@ -74,6 +76,32 @@ func tableExists(tb testing.TB, path, table string) bool {
 	return n > 0
 }
 
+// migrationsUpTo returns the shipped migrations up to version last, to
+// build a database as an older sdnlb left it.
+func migrationsUpTo(tb testing.TB, last int) fstest.MapFS {
+	tb.Helper()
+	names, err := fs.Glob(migrations.FS, "*.sql")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	files := fstest.MapFS{}
+	for _, name := range names {
+		num, _, _ := strings.Cut(name, "_")
+		if v, err := strconv.Atoi(num); err != nil || v > last {
+			continue
+		}
+		body, err := fs.ReadFile(migrations.FS, name)
+		if err != nil {
+			tb.Fatal(err)
+		}
+		files[name] = &fstest.MapFile{Data: body}
+	}
+	if len(files) != last {
+		tb.Fatalf("%d migrations up to %d, want %d", len(files), last, last)
+	}
+	return files
+}
+
 // shippedVersions lists the versions of the real migration files.
 func shippedVersions(tb testing.TB) []int {
 	tb.Helper()
@@ -128,6 +156,65 @@ func TestMigrate(t *testing.T) {
 		if second := readRecords(t, path); !reflect.DeepEqual(first, second) {
 			t.Fatalf("second open changed schema_migrations:\n%v\nwant\n%v", second, first)
 		}
+	})
+
+	// 0004 adds dispatch and forwarding: pools stored before it keep the
+	// per-connection path they had (CONTROLLER, NAT), new pools get the
+	// defaults (SWITCH, NAT), and opening again changes neither.
+	t.Run("PoolDispatchForwarding", func(t *testing.T) {
+		ctx := context.Background()
+		path := filepath.Join(t.TempDir(), "sdnlb.db")
+		db := lbstore.NewDB(path)
+		db.Migrations = migrationsUpTo(t, 3)
+		if err := db.Open(); err != nil {
+			t.Fatal(err)
+		}
+		MustCloseDB(t, db)
+		const now = "2026-01-01T00:00:00.000000000Z"
+		execRaw(t, path, `INSERT INTO vips (id, address, protocol, port, connection_limit, admin_state_up, mac, created_at, updated_at)
+			VALUES ('v1', '10.0.0.100', 'TCP', 80, -1, 1, 'm', '`+now+`', '`+now+`');
+			INSERT INTO pools (id, vip_id, lb_method, protocol, admin_state_up, created_at, updated_at)
+			VALUES ('old', 'v1', 'ROUND_ROBIN', 'TCP', 1, '`+now+`', '`+now+`');
+			INSERT INTO members (id, pool_id, address, port, weight, admin_state_up, health_status, health_since, created_at, updated_at)
+			VALUES ('m1', 'old', '10.0.0.1', 8080, 1, 1, 'NO_MONITOR', '`+now+`', '`+now+`', '`+now+`')`)
+
+		db, err := lbstore.Open(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		pools := lbstore.NewPoolService(db)
+		assertPool := func(id string, d sdnlb.Dispatch, f sdnlb.Forwarding) {
+			t.Helper()
+			p, err := pools.FindPoolByID(ctx, id)
+			if err != nil {
+				t.Fatal(err)
+			} else if p.Dispatch != d || p.Forwarding != f {
+				t.Fatalf("pool %s: dispatch %s forwarding %s, want %s %s", id, p.Dispatch, p.Forwarding, d, f)
+			}
+		}
+		assertPool("old", sdnlb.DispatchController, sdnlb.ForwardingNAT)
+		fresh := sdnlb.NewPool()
+		fresh.ID = "new"
+		MustCreatePool(t, ctx, db, fresh)
+		assertPool("new", sdnlb.DispatchSwitch, sdnlb.ForwardingNAT)
+		// The migrated pool takes the new rules like any other.
+		_, err = pools.UpdatePool(ctx, "old", sdnlb.PoolUpdate{Forwarding: ptr(sdnlb.ForwardingDSR)})
+		assertError(t, err, sdnlb.EINVALID, "forwarding", "m1", "8080")
+		MustCloseDB(t, db)
+
+		// The schema's defaults are the domain's, for rows written without
+		// the columns.
+		execRaw(t, path, `INSERT INTO pools (id, lb_method, protocol, admin_state_up, created_at, updated_at)
+			VALUES ('raw', 'ROUND_ROBIN', 'TCP', 1, '`+now+`', '`+now+`')`)
+		db, err = lbstore.Open(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer MustCloseDB(t, db)
+		pools = lbstore.NewPoolService(db)
+		assertPool("old", sdnlb.DispatchController, sdnlb.ForwardingNAT)
+		assertPool("new", sdnlb.DispatchSwitch, sdnlb.ForwardingNAT)
+		assertPool("raw", sdnlb.DispatchSwitch, sdnlb.ForwardingNAT)
 	})
 
 	t.Run("ErrNewerSchema", func(t *testing.T) {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"sort"
 
@@ -68,6 +69,8 @@ type poolRow struct {
 	Description  string         `db:"description"`
 	VIPID        sql.NullString `db:"vip_id"`
 	LBMethod     string         `db:"lb_method"`
+	Dispatch     string         `db:"dispatch"`
+	Forwarding   string         `db:"forwarding"`
 	Protocol     string         `db:"protocol"`
 	AdminStateUp bool           `db:"admin_state_up"`
 	MonitorIDs   string         `db:"monitor_ids"` // a JSON array
@@ -77,7 +80,7 @@ type poolRow struct {
 
 // selectPools reads the monitor ids as a JSON array, which survives any
 // character a client-chosen id may hold.
-const selectPools = `SELECT p.id, p.name, p.description, p.vip_id, p.lb_method, p.protocol,
+const selectPools = `SELECT p.id, p.name, p.description, p.vip_id, p.lb_method, p.dispatch, p.forwarding, p.protocol,
 	p.admin_state_up, p.created_at, p.updated_at,
 	(SELECT json_group_array(pm.monitor_id) FROM pool_monitors pm WHERE pm.pool_id = p.id) AS monitor_ids
 FROM pools p`
@@ -89,6 +92,8 @@ func (r *poolRow) pool() (*sdnlb.Pool, error) {
 		Description:  r.Description,
 		VIPID:        r.VIPID.String,
 		LBMethod:     sdnlb.LBMethod(r.LBMethod),
+		Dispatch:     sdnlb.Dispatch(r.Dispatch),
+		Forwarding:   sdnlb.Forwarding(r.Forwarding),
 		Protocol:     sdnlb.Protocol(r.Protocol),
 		AdminStateUp: r.AdminStateUp,
 	}
@@ -149,9 +154,10 @@ func createPool(ctx context.Context, tx *Tx, p sdnlb.Pool) (*sdnlb.Pool, error) 
 		return nil, err
 	}
 	now := formatTime(tx.now)
-	if _, err := tx.ExecContext(ctx, `INSERT INTO pools (id, name, description, vip_id, lb_method, protocol,
-		admin_state_up, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-		p.ID, p.Name, p.Description, nullIfEmpty(p.VIPID), p.LBMethod, p.Protocol, p.AdminStateUp, now, now,
+	if _, err := tx.ExecContext(ctx, `INSERT INTO pools (id, name, description, vip_id, lb_method, dispatch, forwarding,
+		protocol, admin_state_up, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+		p.ID, p.Name, p.Description, nullIfEmpty(p.VIPID), p.LBMethod, p.Dispatch, p.Forwarding, p.Protocol,
+		p.AdminStateUp, now, now,
 	); err != nil {
 		return nil, mapError(fmt.Errorf("insert pool: %w", err), sdnlb.ENOTFOUND)
 	}
@@ -172,8 +178,9 @@ func updatePool(ctx context.Context, tx *Tx, id string, upd sdnlb.PoolUpdate) (*
 		return nil, err
 	}
 	if _, err := tx.ExecContext(ctx, `UPDATE pools SET name = ?, description = ?, vip_id = ?, lb_method = ?,
-		protocol = ?, admin_state_up = ?, updated_at = ? WHERE id = ?`,
-		p.Name, p.Description, nullIfEmpty(p.VIPID), p.LBMethod, p.Protocol, p.AdminStateUp, formatTime(tx.now), id,
+		dispatch = ?, forwarding = ?, protocol = ?, admin_state_up = ?, updated_at = ? WHERE id = ?`,
+		p.Name, p.Description, nullIfEmpty(p.VIPID), p.LBMethod, p.Dispatch, p.Forwarding, p.Protocol, p.AdminStateUp,
+		formatTime(tx.now), id,
 	); err != nil {
 		return nil, mapError(fmt.Errorf("update pool: %w", err), sdnlb.ENOTFOUND)
 	}
@@ -214,7 +221,8 @@ func deletePool(ctx context.Context, tx *Tx, id string, cascade bool) error {
 }
 
 // checkPoolVIP checks the VIP p serves: it must exist, have no other pool
-// and share p's protocol.
+// and share p's protocol, and when p is DSR its members must use the VIP's
+// port.
 func checkPoolVIP(ctx context.Context, tx *Tx, p *sdnlb.Pool) error {
 	if p.VIPID == "" {
 		return nil
@@ -231,7 +239,44 @@ func checkPoolVIP(ctx context.Context, tx *Tx, p *sdnlb.Pool) error {
 	if v.Protocol != p.Protocol {
 		return sdnlb.FieldErrorf(sdnlb.EINVALID, "protocol", "pool protocol %s must match the protocol of vip %s (%s)", p.Protocol, v.ID, v.Protocol)
 	}
+	if m, err := findMemberOffPort(ctx, tx, p.ID, p.Forwarding, v); err != nil {
+		return err
+	} else if m != nil {
+		return sdnlb.FieldErrorf(sdnlb.EINVALID, "forwarding",
+			"DSR cannot rewrite ports, and member %s of pool %s uses port %d while vip %s listens on %d: set the member's port to 0 (the VIP's) or %d first, or keep NAT",
+			m.id, p.ID, m.port, v.ID, v.Port, v.Port)
+	}
 	return nil
+}
+
+// selectMemberOffPort finds a member of pool ?1 on an explicit port other
+// than ?2.
+const selectMemberOffPort = `SELECT id, port FROM members WHERE pool_id = ?1 AND port <> 0 AND port < ?2
+	UNION ALL SELECT id, port FROM members WHERE pool_id = ?1 AND port <> 0 AND port > ?2 LIMIT 1`
+
+// memberPort is a member's id and port.
+type memberPort struct {
+	id   string
+	port int
+}
+
+// findMemberOffPort returns a member of the pool that a pool forwarding
+// with f cannot use for v because of its port (see
+// sdnlb.Forwarding.AllowsMemberPort); nil when there is none. The two
+// ranges, below and above the VIP's port, are two probes of the partial
+// index members_pool_port, whose condition port <> 0 each repeats.
+func findMemberOffPort(ctx context.Context, tx *Tx, poolID string, f sdnlb.Forwarding, v *sdnlb.VIP) (*memberPort, error) {
+	if !f.PinsMemberPort(v.Protocol) {
+		return nil, nil
+	}
+	var m memberPort
+	err := tx.QueryRowxContext(ctx, selectMemberOffPort, poolID, v.Port).Scan(&m.id, &m.port)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, nil
+	} else if err != nil {
+		return nil, fmt.Errorf("find member off the vip's port: %w", err)
+	}
+	return &m, nil
 }
 
 // setPoolVIP points the pool at vipID ("" for none).

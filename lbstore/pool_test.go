@@ -45,9 +45,43 @@ func TestPoolService_CreatePool(t *testing.T) {
 		MustCreatePool(t, ctx, db, newPool("")) // many pools may serve no VIP
 	})
 
+	t.Run("OKDefaultDispatchForwarding", func(t *testing.T) {
+		ctx, db := mustSetup(t)
+		p := MustCreatePool(t, ctx, db, newPool(""))
+		got, err := lbstore.NewPoolService(db).FindPoolByID(ctx, p.ID)
+		if err != nil {
+			t.Fatal(err)
+		} else if got.Dispatch != sdnlb.DispatchSwitch || got.Forwarding != sdnlb.ForwardingNAT {
+			t.Fatalf("dispatch %s forwarding %s, want SWITCH NAT", got.Dispatch, got.Forwarding)
+		}
+	})
+
+	t.Run("OKControllerDSR", func(t *testing.T) {
+		ctx, db := mustSetup(t)
+		v := MustCreateVIP(t, ctx, db, newVIP("10.0.0.100", 80))
+		p := newDSRPool(v.ID)
+		p.Dispatch = sdnlb.DispatchController
+		MustCreatePool(t, ctx, db, p)
+		// The controller reads pools through LoadConfig.
+		cfg := MustLoadConfig(t, ctx, db)
+		if len(cfg.Pools) != 1 || cfg.Pools[0].Dispatch != sdnlb.DispatchController || cfg.Pools[0].Forwarding != sdnlb.ForwardingDSR {
+			t.Fatalf("loaded %s", dumpConfig(cfg))
+		}
+	})
+
 	testRejectedCreates(t, func(ctx context.Context, db *lbstore.DB, obj *sdnlb.Pool) error {
 		return lbstore.NewPoolService(db).CreatePool(ctx, obj)
 	}, []rejectedCreate[sdnlb.Pool]{
+		{"ErrInvalidDispatch", sdnlb.EINVALID, "dispatch", func(tb testing.TB, ctx context.Context, db *lbstore.DB) (*sdnlb.Pool, []string) {
+			p := newPool("")
+			p.Dispatch = "HYBRID"
+			return p, []string{"HYBRID", "SWITCH", "CONTROLLER"}
+		}},
+		{"ErrInvalidForwarding", sdnlb.EINVALID, "forwarding", func(tb testing.TB, ctx context.Context, db *lbstore.DB) (*sdnlb.Pool, []string) {
+			p := newPool("")
+			p.Forwarding = "TUNNEL"
+			return p, []string{"TUNNEL", "NAT", "DSR"}
+		}},
 		{"ErrInvalid", sdnlb.EINVALID, "lb_method", func(tb testing.TB, ctx context.Context, db *lbstore.DB) (*sdnlb.Pool, []string) {
 			p := newPool("")
 			p.LBMethod = "FASTEST"
@@ -105,9 +139,98 @@ func TestPoolService_UpdatePool(t *testing.T) {
 		}
 	})
 
+	t.Run("OKDispatchForwarding", func(t *testing.T) {
+		ctx, db := mustSetup(t)
+		s := lbstore.NewPoolService(db)
+		v := MustCreateVIP(t, ctx, db, newVIP("10.0.0.100", 80))
+		p := MustCreatePool(t, ctx, db, newPool(v.ID))
+		// Port 0 (the VIP's) and the VIP's own port both suit DSR.
+		MustCreateMember(t, ctx, db, newMember(p.ID, "10.0.0.1", 0))
+		MustCreateMember(t, ctx, db, newMember(p.ID, "10.0.0.2", 80))
+
+		got, err := s.UpdatePool(ctx, p.ID, sdnlb.PoolUpdate{Forwarding: ptr(sdnlb.ForwardingDSR)})
+		if err != nil {
+			t.Fatal(err)
+		} else if got.Forwarding != sdnlb.ForwardingDSR || got.Dispatch != sdnlb.DispatchSwitch {
+			t.Fatalf("got %+v", got)
+		}
+		got, err = s.UpdatePool(ctx, p.ID, sdnlb.PoolUpdate{Dispatch: ptr(sdnlb.DispatchController)})
+		if err != nil {
+			t.Fatal(err)
+		} else if got.Forwarding != sdnlb.ForwardingDSR || got.Dispatch != sdnlb.DispatchController {
+			t.Fatalf("got %+v", got)
+		}
+		if read, _ := s.FindPoolByID(ctx, p.ID); !reflect.DeepEqual(read, got) {
+			t.Fatalf("read back %+v, want %+v", read, got)
+		}
+	})
+
+	t.Run("OKDSRMemberPortsWithoutVIP", func(t *testing.T) {
+		// Without a VIP there is no port to match yet; linking checks.
+		ctx, db := mustSetup(t)
+		p := MustCreatePool(t, ctx, db, newPool(""))
+		MustCreateMember(t, ctx, db, newMember(p.ID, "10.0.0.1", 8080))
+		if _, err := lbstore.NewPoolService(db).UpdatePool(ctx, p.ID, sdnlb.PoolUpdate{Forwarding: ptr(sdnlb.ForwardingDSR)}); err != nil {
+			t.Fatal(err)
+		}
+	})
+
+	t.Run("OKDSRMemberPortsICMP", func(t *testing.T) {
+		// ICMP has no ports, so no port is off.
+		ctx, db := mustSetup(t)
+		v := newVIP("10.0.0.100", 0)
+		v.Protocol = sdnlb.ProtocolICMP
+		MustCreateVIP(t, ctx, db, v)
+		p := newPool(v.ID)
+		p.Protocol = sdnlb.ProtocolICMP
+		MustCreatePool(t, ctx, db, p)
+		MustCreateMember(t, ctx, db, newMember(p.ID, "10.0.0.1", 8080))
+		if _, err := lbstore.NewPoolService(db).UpdatePool(ctx, p.ID, sdnlb.PoolUpdate{Forwarding: ptr(sdnlb.ForwardingDSR)}); err != nil {
+			t.Fatal(err)
+		}
+	})
+
 	testRejectedUpdates(t, func(ctx context.Context, db *lbstore.DB, id string, upd sdnlb.PoolUpdate) (*sdnlb.Pool, error) {
 		return lbstore.NewPoolService(db).UpdatePool(ctx, id, upd)
 	}, []rejectedUpdate[sdnlb.PoolUpdate]{
+		{"ErrInvalidDispatch", sdnlb.EINVALID, "dispatch", func(tb testing.TB, ctx context.Context, db *lbstore.DB) (string, sdnlb.PoolUpdate) {
+			p := MustCreatePool(tb, ctx, db, newPool(""))
+			return p.ID, sdnlb.PoolUpdate{Name: ptr("changed"), Dispatch: ptr(sdnlb.Dispatch("switch"))}
+		}},
+		{"ErrInvalidForwarding", sdnlb.EINVALID, "forwarding", func(tb testing.TB, ctx context.Context, db *lbstore.DB) (string, sdnlb.PoolUpdate) {
+			p := MustCreatePool(tb, ctx, db, newPool(""))
+			return p.ID, sdnlb.PoolUpdate{Name: ptr("changed"), Forwarding: ptr(sdnlb.Forwarding(""))}
+		}},
+		// Making a pool DSR while a member listens on another port than
+		// its VIP's.
+		{"ErrDSRMemberPort", sdnlb.EINVALID, "forwarding", func(tb testing.TB, ctx context.Context, db *lbstore.DB) (string, sdnlb.PoolUpdate) {
+			v := MustCreateVIP(tb, ctx, db, newVIP("10.0.0.100", 80))
+			p := MustCreatePool(tb, ctx, db, newPool(v.ID))
+			MustCreateMember(tb, ctx, db, newMember(p.ID, "10.0.0.1", 0))
+			MustCreateMember(tb, ctx, db, newMember(p.ID, "10.0.0.2", 8080))
+			return p.ID, sdnlb.PoolUpdate{Name: ptr("changed"), Forwarding: ptr(sdnlb.ForwardingDSR)}
+		}},
+		// The off port may lie below the VIP's too.
+		{"ErrDSRMemberPortBelow", sdnlb.EINVALID, "forwarding", func(tb testing.TB, ctx context.Context, db *lbstore.DB) (string, sdnlb.PoolUpdate) {
+			v := MustCreateVIP(tb, ctx, db, newVIP("10.0.0.100", 8080))
+			p := MustCreatePool(tb, ctx, db, newPool(v.ID))
+			MustCreateMember(tb, ctx, db, newMember(p.ID, "10.0.0.1", 80))
+			return p.ID, sdnlb.PoolUpdate{Forwarding: ptr(sdnlb.ForwardingDSR)}
+		}},
+		// Linking a DSR pool to a VIP on another port than a member's.
+		{"ErrDSRLinkVIP", sdnlb.EINVALID, "forwarding", func(tb testing.TB, ctx context.Context, db *lbstore.DB) (string, sdnlb.PoolUpdate) {
+			v := MustCreateVIP(tb, ctx, db, newVIP("10.0.0.100", 80))
+			p := MustCreatePool(tb, ctx, db, newDSRPool(""))
+			MustCreateMember(tb, ctx, db, newMember(p.ID, "10.0.0.1", 8080))
+			return p.ID, sdnlb.PoolUpdate{VIPID: &v.ID}
+		}},
+		{"ErrDSRRelinkVIP", sdnlb.EINVALID, "forwarding", func(tb testing.TB, ctx context.Context, db *lbstore.DB) (string, sdnlb.PoolUpdate) {
+			alt := MustCreateVIP(tb, ctx, db, newVIP("10.0.0.100", 8080))
+			v := MustCreateVIP(tb, ctx, db, newVIP("10.0.0.100", 80))
+			p := MustCreatePool(tb, ctx, db, newDSRPool(alt.ID))
+			MustCreateMember(tb, ctx, db, newMember(p.ID, "10.0.0.1", 8080))
+			return p.ID, sdnlb.PoolUpdate{VIPID: &v.ID}
+		}},
 		{"ErrNotFound", sdnlb.ENOTFOUND, "", func(tb testing.TB, ctx context.Context, db *lbstore.DB) (string, sdnlb.PoolUpdate) {
 			return "nope", sdnlb.PoolUpdate{Name: ptr("x")}
 		}},
@@ -284,4 +407,11 @@ func TestPoolService_FindPools(t *testing.T) {
 		{"Page", sdnlb.PoolFilter{Page: sdnlb.Page{After: "pool1", Limit: 2}}, []string{"pool2", "pool3"}},
 		{"MonitorIDAndPage", sdnlb.PoolFilter{MonitorID: &mon.ID, Page: sdnlb.Page{After: "pool1"}}, []string{"pool3"}},
 	})
+}
+
+// newDSRPool is newPool forwarding with DSR.
+func newDSRPool(vipID string) *sdnlb.Pool {
+	p := newPool(vipID)
+	p.Forwarding = sdnlb.ForwardingDSR
+	return p
 }

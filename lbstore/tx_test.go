@@ -137,6 +137,7 @@ func TestQueryPlans(t *testing.T) {
 		{"VIPStatus", selectVIPs + ` WHERE v.id = 'x'`, "members_in_rotation"},
 		{"MembersOfPool", selectMembers + ` WHERE pool_id = 'p' AND id > 'a' ORDER BY id LIMIT 100`, "members_pool_page"},
 		{"MembersAtAddress", selectMembers + ` WHERE address = '10.0.0.1' AND id > 'a' ORDER BY id LIMIT 100`, "members_address"},
+		{"MemberOffDSRPort", strings.NewReplacer("?1", "'p'", "?2", "80").Replace(selectMemberOffPort), "members_pool_port"},
 		{"PoolsOfMonitor", selectPools + ` WHERE EXISTS (SELECT 1 FROM pool_monitors pm WHERE pm.pool_id = p.id AND pm.monitor_id = 'm')`, "sqlite_autoindex_pool_monitors_1"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -229,8 +229,9 @@ func checkVIPListener(ctx context.Context, tx *Tx, v *sdnlb.VIP) error {
 }
 
 // linkVIPPool makes v.PoolID the pool that serves v, releasing oldPoolID.
-// The pool must exist, serve no other VIP and share v's protocol; the last
-// is checked even when the link stays, since v's protocol may have changed.
+// The pool must exist, serve no other VIP and share v's protocol, and when
+// it is DSR its members must use v's port; the last two are checked even
+// when the link stays, since v's protocol or port may have changed.
 func linkVIPPool(ctx context.Context, tx *Tx, v *sdnlb.VIP, oldPoolID string) error {
 	if v.PoolID != "" {
 		p, err := findPoolByID(ctx, tx, v.PoolID)
@@ -244,6 +245,9 @@ func linkVIPPool(ctx context.Context, tx *Tx, v *sdnlb.VIP, oldPoolID string) er
 		}
 		if p.Protocol != v.Protocol {
 			return sdnlb.FieldErrorf(sdnlb.EINVALID, "protocol", "pool %s is %s but the vip is %s", p.ID, p.Protocol, v.Protocol)
+		}
+		if err := checkVIPMemberPorts(ctx, tx, v, p, oldPoolID); err != nil {
+			return err
 		}
 	}
 	if v.PoolID == oldPoolID {
@@ -260,6 +264,24 @@ func linkVIPPool(ctx context.Context, tx *Tx, v *sdnlb.VIP, oldPoolID string) er
 		}
 	}
 	return nil
+}
+
+// checkVIPMemberPorts refuses v when pool p, which is to serve it, forwards
+// with DSR and has a member on a port other than 0 and v's. The field at
+// fault is pool_id when the write links p, else port.
+func checkVIPMemberPorts(ctx context.Context, tx *Tx, v *sdnlb.VIP, p *sdnlb.Pool, oldPoolID string) error {
+	m, err := findMemberOffPort(ctx, tx, p.ID, p.Forwarding, v)
+	if err != nil || m == nil {
+		return err
+	}
+	if v.PoolID != oldPoolID {
+		return sdnlb.FieldErrorf(sdnlb.EINVALID, "pool_id",
+			"pool %s forwards with DSR, which cannot rewrite ports, and its member %s uses port %d, not the vip's %d: set the member's port to 0 first",
+			p.ID, m.id, m.port, v.Port)
+	}
+	return sdnlb.FieldErrorf(sdnlb.EINVALID, "port",
+		"pool %s forwards with DSR, which cannot rewrite ports, and its member %s uses port %d: the vip cannot move to port %d unless the member's port is 0 or %d",
+		p.ID, m.id, m.port, v.Port, v.Port)
 }
 
 func persistenceColumns(sp *sdnlb.SessionPersistence) (any, int) {

@@ -80,6 +80,16 @@ func TestVIPService_CreateVIP(t *testing.T) {
 		}
 	})
 
+	t.Run("OKWithDSRPool", func(t *testing.T) {
+		ctx, db := mustSetup(t)
+		p := MustCreatePool(t, ctx, db, newDSRPool(""))
+		MustCreateMember(t, ctx, db, newMember(p.ID, "10.0.0.1", 0))
+		MustCreateMember(t, ctx, db, newMember(p.ID, "10.0.0.2", 8080))
+		v := newVIP("10.0.0.100", 8080)
+		v.PoolID = p.ID
+		MustCreateVIP(t, ctx, db, v)
+	})
+
 	// Each case sets up what it needs and returns the VIP to create.
 	testRejectedCreates(t, func(ctx context.Context, db *lbstore.DB, obj *sdnlb.VIP) error {
 		return lbstore.NewVIPService(db).CreateVIP(ctx, obj)
@@ -118,6 +128,13 @@ func TestVIPService_CreateVIP(t *testing.T) {
 			v := newVIP("10.0.0.101", 80)
 			v.PoolID = p.ID
 			return v, []string{other.ID}
+		}},
+		{"ErrDSRPoolMemberPort", sdnlb.EINVALID, "pool_id", func(tb testing.TB, ctx context.Context, db *lbstore.DB) (*sdnlb.VIP, []string) {
+			p := MustCreatePool(tb, ctx, db, newDSRPool(""))
+			m := MustCreateMember(tb, ctx, db, newMember(p.ID, "10.0.0.1", 8080))
+			v := newVIP("10.0.0.100", 80)
+			v.PoolID = p.ID
+			return v, []string{"DSR", p.ID, m.ID, "8080"}
 		}},
 		{"ErrInvalidPoolProtocol", sdnlb.EINVALID, "protocol", func(tb testing.TB, ctx context.Context, db *lbstore.DB) (*sdnlb.VIP, []string) {
 			p := newPool("")
@@ -199,9 +216,35 @@ func TestVIPService_UpdateVIP(t *testing.T) {
 		}
 	})
 
+	t.Run("OKDSRPort", func(t *testing.T) {
+		// Members on port 0 follow the VIP's port wherever it goes.
+		ctx, db := mustSetup(t)
+		v := MustCreateVIP(t, ctx, db, newVIP("10.0.0.100", 80))
+		p := MustCreatePool(t, ctx, db, newDSRPool(v.ID))
+		MustCreateMember(t, ctx, db, newMember(p.ID, "10.0.0.1", 0))
+		if _, err := lbstore.NewVIPService(db).UpdateVIP(ctx, v.ID, sdnlb.VIPUpdate{Port: ptr(8080)}); err != nil {
+			t.Fatal(err)
+		}
+	})
+
 	testRejectedUpdates(t, func(ctx context.Context, db *lbstore.DB, id string, upd sdnlb.VIPUpdate) (*sdnlb.VIP, error) {
 		return lbstore.NewVIPService(db).UpdateVIP(ctx, id, upd)
 	}, []rejectedUpdate[sdnlb.VIPUpdate]{
+		{"ErrDSRPort", sdnlb.EINVALID, "port", func(tb testing.TB, ctx context.Context, db *lbstore.DB) (string, sdnlb.VIPUpdate) {
+			v := MustCreateVIP(tb, ctx, db, newVIP("10.0.0.100", 80))
+			p := MustCreatePool(tb, ctx, db, newDSRPool(v.ID))
+			MustCreateMember(tb, ctx, db, newMember(p.ID, "10.0.0.1", 0))
+			MustCreateMember(tb, ctx, db, newMember(p.ID, "10.0.0.2", 80))
+			return v.ID, sdnlb.VIPUpdate{Name: ptr("changed"), Port: ptr(8080)}
+		}},
+		{"ErrDSRLinkPool", sdnlb.EINVALID, "pool_id", func(tb testing.TB, ctx context.Context, db *lbstore.DB) (string, sdnlb.VIPUpdate) {
+			v := MustCreateVIP(tb, ctx, db, newVIP("10.0.0.100", 80))
+			old := MustCreatePool(tb, ctx, db, newPool(v.ID))
+			MustCreateMember(tb, ctx, db, newMember(old.ID, "10.0.0.1", 8080)) // NAT: fine
+			p := MustCreatePool(tb, ctx, db, newDSRPool(""))
+			MustCreateMember(tb, ctx, db, newMember(p.ID, "10.0.0.1", 8080))
+			return v.ID, sdnlb.VIPUpdate{PoolID: &p.ID}
+		}},
 		{"ErrNotFound", sdnlb.ENOTFOUND, "", func(tb testing.TB, ctx context.Context, db *lbstore.DB) (string, sdnlb.VIPUpdate) {
 			return "nope", sdnlb.VIPUpdate{Name: ptr("x")}
 		}},
