@@ -227,3 +227,35 @@ func TestCompat_WritesNeedToken(t *testing.T) {
 		{name: "CreateWithToken", method: "POST", path: "/vips/", body: fixtureVIP1, headers: []string{"Authorization: Bearer s3cret"}, status: 200},
 	})
 }
+
+// TestCompat_PoolDispatchForwarding: Floodlight's pool has neither field,
+// so its routes neither take nor show them; its pools get the defaults and
+// its updates keep what the native API set.
+func TestCompat_PoolDispatchForwarding(t *testing.T) {
+	store := newMemStore()
+	srv := store.server()
+	runCompatSteps(t, srv, []routeCase{
+		{name: "CreateVIP", method: "POST", path: "/vips/", body: `{"id":"w","protocol":"tcp","address":"10.0.0.9","port":"80"}`, status: 200},
+		{name: "CreatePool", method: "POST", path: "/pools/", body: `{"id":"p","vip_id":"w"}`, status: 200,
+			want: `{"id":"p","name":null,"vipId":"w","lbMethod":"Round-Robin"}`},
+		{name: "ErrDispatchKey", method: "POST", path: "/pools/", body: `{"id":"q","dispatch":"CONTROLLER"}`, status: 400, code: sdnlb.EINVALID, field: "dispatch"},
+		{name: "ErrForwardingKey", method: "PUT", path: "/pools/p/", body: `{"forwarding":"DSR"}`, status: 400, code: sdnlb.EINVALID, field: "forwarding"},
+	})
+	ts := MustServe(t, srv)
+	var p sdnlb.Pool
+	decodeBody(t, testRequest(t, ts, "GET", "/v1/pools/p", ""), 200, &p)
+	if p.Dispatch != sdnlb.DispatchSwitch || p.Forwarding != sdnlb.ForwardingNAT {
+		t.Fatalf("a Floodlight pool got %s %s, want the defaults SWITCH NAT", p.Dispatch, p.Forwarding)
+	}
+	decodeBody(t, testRequest(t, ts, "PATCH", "/v1/pools/p", `{"dispatch":"CONTROLLER","forwarding":"DSR"}`), 200, &p)
+	runCompatSteps(t, srv, []routeCase{
+		{name: "UpdateKeepsThem", method: "PUT", path: "/pools/p/", body: `{"name":"web"}`, status: 200,
+			want: `{"id":"p","name":"web","vipId":"w","lbMethod":"Round-Robin"}`},
+		{name: "ErrDSRMemberPort", method: "POST", path: "/members/", body: `{"address":"10.0.0.20","port":"8080","pool_id":"p"}`, status: 400, code: sdnlb.EINVALID, field: "port"},
+		{name: "DSRMemberOnVIPPort", method: "POST", path: "/members/", body: `{"id":"m","address":"10.0.0.20","port":"80","pool_id":"p"}`, status: 200},
+	})
+	decodeBody(t, testRequest(t, ts, "GET", "/v1/pools/p", ""), 200, &p)
+	if p.Dispatch != sdnlb.DispatchController || p.Forwarding != sdnlb.ForwardingDSR || p.Name != "web" {
+		t.Fatalf("after a Floodlight update: %+v", p)
+	}
+}

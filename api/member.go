@@ -112,7 +112,7 @@ func (s *Server) listMembers(w http.ResponseWriter, r *http.Request, filter sdnl
 //	@Param		member	body		memberRequest	true	"the member; id is optional (a UUID by default)"
 //	@Success	201		{object}	sdnlb.Member
 //	@Header		201		{string}	Location	"/v1/members/{id}"
-//	@Failure	400		{object}	errorResponse
+//	@Failure	400		{object}	errorResponse	"invalid; in a DSR pool, a port other than 0 and the VIP's: field port"
 //	@Failure	404		{object}	errorResponse	"pool_id names no pool"
 //	@Failure	409		{object}	errorResponse	"the id, or pool+address+port, is taken"
 //	@Failure	413		{object}	errorResponse
@@ -145,7 +145,7 @@ func (s *Server) handleMemberGet(w http.ResponseWriter, r *http.Request) error {
 //	@Param		id		path		string			true	"member id"
 //	@Param		member	body		memberRequest	true	"the member (no id; pool_id cannot change)"
 //	@Success	200		{object}	sdnlb.Member
-//	@Failure	400		{object}	errorResponse
+//	@Failure	400		{object}	errorResponse	"invalid; in a DSR pool, a port other than 0 and the VIP's: field port"
 //	@Failure	404		{object}	errorResponse
 //	@Failure	409		{object}	errorResponse
 //	@Security	Bearer
@@ -163,7 +163,7 @@ func (s *Server) handleMemberReplace(w http.ResponseWriter, r *http.Request) err
 //	@Param		id		path		string			true	"member id"
 //	@Param		member	body		memberRequest	true	"the fields to change (no id; pool_id cannot change)"
 //	@Success	200		{object}	sdnlb.Member
-//	@Failure	400		{object}	errorResponse
+//	@Failure	400		{object}	errorResponse	"invalid; in a DSR pool, a port other than 0 and the VIP's: field port"
 //	@Failure	404		{object}	errorResponse
 //	@Failure	409		{object}	errorResponse
 //	@Security	Bearer

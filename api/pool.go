@@ -12,13 +12,15 @@ import (
 // poolRequest is the body of POST, PUT and PATCH /v1/pools. Absent fields
 // take their defaults on POST and PUT and stay as they are on PATCH.
 type poolRequest struct {
-	ID           *string         `json:"id" example:"web-pool"`
-	Name         *string         `json:"name" example:"web"`
-	Description  *string         `json:"description"`
-	VIPID        *string         `json:"vip_id" example:"web"`
-	LBMethod     *sdnlb.LBMethod `json:"lb_method" example:"ROUND_ROBIN" enums:"ROUND_ROBIN,WEIGHTED_ROUND_ROBIN,LEAST_CONNECTIONS,WEIGHTED_LEAST_CONNECTIONS,RANDOM,LEAST_BYTES,SOURCE_IP,CONSISTENT_HASH,ADAPTIVE"`
-	Protocol     *sdnlb.Protocol `json:"protocol" enums:"TCP,UDP,ICMP" example:"TCP"`
-	AdminStateUp *bool           `json:"admin_state_up" example:"true"`
+	ID           *string           `json:"id" example:"web-pool"`
+	Name         *string           `json:"name" example:"web"`
+	Description  *string           `json:"description"`
+	VIPID        *string           `json:"vip_id" example:"web"`
+	LBMethod     *sdnlb.LBMethod   `json:"lb_method" example:"ROUND_ROBIN" enums:"ROUND_ROBIN,WEIGHTED_ROUND_ROBIN,LEAST_CONNECTIONS,WEIGHTED_LEAST_CONNECTIONS,RANDOM,LEAST_BYTES,SOURCE_IP,CONSISTENT_HASH,ADAPTIVE"`
+	Dispatch     *sdnlb.Dispatch   `json:"dispatch" enums:"SWITCH,CONTROLLER" default:"SWITCH" example:"SWITCH"` // SWITCH: the switch picks the member (select group or hash flows); CONTROLLER: the controller picks per connection
+	Forwarding   *sdnlb.Forwarding `json:"forwarding" enums:"NAT,DSR" default:"NAT" example:"NAT"`               // NAT: addresses and ports rewritten both ways; DSR: only the destination MAC, members reply directly and must use port 0 or the VIP's
+	Protocol     *sdnlb.Protocol   `json:"protocol" enums:"TCP,UDP,ICMP" example:"TCP"`
+	AdminStateUp *bool             `json:"admin_state_up" example:"true"`
 
 	MonitorIDs readOnly `json:"monitor_ids" swaggerignore:"true"`
 	CreatedAt  readOnly `json:"created_at" swaggerignore:"true"`
@@ -33,7 +35,7 @@ func (req *poolRequest) rejectReadOnly(update bool) error {
 func (req *poolRequest) update() sdnlb.PoolUpdate {
 	return sdnlb.PoolUpdate{
 		Name: req.Name, Description: req.Description, VIPID: req.VIPID, LBMethod: req.LBMethod,
-		Protocol: req.Protocol, AdminStateUp: req.AdminStateUp,
+		Dispatch: req.Dispatch, Forwarding: req.Forwarding, Protocol: req.Protocol, AdminStateUp: req.AdminStateUp,
 	}
 }
 
@@ -45,7 +47,7 @@ func (req *poolRequest) replacement() sdnlb.PoolUpdate {
 	u.Apply(p)
 	return sdnlb.PoolUpdate{
 		Name: &p.Name, Description: &p.Description, VIPID: &p.VIPID, LBMethod: &p.LBMethod,
-		Protocol: &p.Protocol, AdminStateUp: &p.AdminStateUp,
+		Dispatch: &p.Dispatch, Forwarding: &p.Forwarding, Protocol: &p.Protocol, AdminStateUp: &p.AdminStateUp,
 	}
 }
 
@@ -123,7 +125,7 @@ func (s *Server) handlePoolGet(w http.ResponseWriter, r *http.Request) error {
 //	@Param		id		path		string		true	"pool id"
 //	@Param		pool	body		poolRequest	true	"the pool (no id)"
 //	@Success	200		{object}	sdnlb.Pool
-//	@Failure	400		{object}	errorResponse
+//	@Failure	400		{object}	errorResponse	"invalid; a DSR pool with a member on a port other than 0 and its VIP's: field forwarding"
 //	@Failure	404		{object}	errorResponse
 //	@Failure	409		{object}	errorResponse
 //	@Security	Bearer
@@ -141,7 +143,7 @@ func (s *Server) handlePoolReplace(w http.ResponseWriter, r *http.Request) error
 //	@Param		id		path		string		true	"pool id"
 //	@Param		pool	body		poolRequest	true	"the fields to change (no id)"
 //	@Success	200		{object}	sdnlb.Pool
-//	@Failure	400		{object}	errorResponse
+//	@Failure	400		{object}	errorResponse	"invalid; a DSR pool with a member on a port other than 0 and its VIP's: field forwarding"
 //	@Failure	404		{object}	errorResponse
 //	@Failure	409		{object}	errorResponse
 //	@Security	Bearer

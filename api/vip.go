@@ -128,7 +128,7 @@ func (s *Server) handleVIPList(w http.ResponseWriter, r *http.Request) error {
 //	@Param		vip	body		vipRequest	true	"the VIP; id is optional (a UUID by default)"
 //	@Success	201	{object}	sdnlb.VIP
 //	@Header		201	{string}	Location	"/v1/vips/{id}"
-//	@Failure	400	{object}	errorResponse
+//	@Failure	400	{object}	errorResponse	"invalid; a DSR pool with a member on a port other than 0 and the VIP's: field port, or pool_id when the write links it"
 //	@Failure	404	{object}	errorResponse	"pool_id names no pool"
 //	@Failure	409	{object}	errorResponse	"the id, or address+protocol+port, is taken"
 //	@Failure	413	{object}	errorResponse
@@ -162,7 +162,7 @@ func (s *Server) handleVIPGet(w http.ResponseWriter, r *http.Request) error {
 //	@Param		id	path		string		true	"VIP id"
 //	@Param		vip	body		vipRequest	true	"the VIP (no id)"
 //	@Success	200	{object}	sdnlb.VIP
-//	@Failure	400	{object}	errorResponse
+//	@Failure	400	{object}	errorResponse	"invalid; a DSR pool with a member on a port other than 0 and the VIP's: field port, or pool_id when the write links it"
 //	@Failure	404	{object}	errorResponse
 //	@Failure	409	{object}	errorResponse
 //	@Security	Bearer
@@ -181,7 +181,7 @@ func (s *Server) handleVIPReplace(w http.ResponseWriter, r *http.Request) error 
 //	@Param		id	path		string		true	"VIP id"
 //	@Param		vip	body		vipRequest	true	"the fields to change (no id)"
 //	@Success	200	{object}	sdnlb.VIP
-//	@Failure	400	{object}	errorResponse
+//	@Failure	400	{object}	errorResponse	"invalid; a DSR pool with a member on a port other than 0 and the VIP's: field port, or pool_id when the write links it"
 //	@Failure	404	{object}	errorResponse
 //	@Failure	409	{object}	errorResponse
 //	@Security	Bearer

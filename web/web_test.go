@@ -13,10 +13,10 @@ import (
 func TestHandler(t *testing.T) {
 	srv := httptest.NewServer(web.Handler())
 	defer srv.Close()
-	for path, want := range map[string]string{
-		"/":          "<title>sdnlb</title>",
-		"/app.js":    "/v1/events",
-		"/style.css": ".vip",
+	for path, wants := range map[string][]string{
+		"/":          {"<title>sdnlb</title>"},
+		"/app.js":    {"/v1/events", "pool.lb_method", "pool.dispatch", "pool.forwarding"},
+		"/style.css": {".vip"},
 	} {
 		t.Run(strings.TrimPrefix(path, "/"), func(t *testing.T) {
 			resp, err := http.Get(srv.URL + path)
@@ -25,8 +25,13 @@ func TestHandler(t *testing.T) {
 			}
 			defer resp.Body.Close()
 			body, _ := io.ReadAll(resp.Body)
-			if resp.StatusCode != http.StatusOK || !strings.Contains(string(body), want) {
-				t.Fatalf("status %d, body without %q", resp.StatusCode, want)
+			if resp.StatusCode != http.StatusOK {
+				t.Fatalf("status %d", resp.StatusCode)
+			}
+			for _, want := range wants {
+				if !strings.Contains(string(body), want) {
+					t.Errorf("body without %q", want)
+				}
 			}
 		})
 	}

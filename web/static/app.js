@@ -106,7 +106,8 @@ function render() {
     const pool = state.pools.get(vip.pool_id);
     const stats = pool && state.stats.get(pool.id);
     el.querySelector(".meta").textContent = pool
-      ? `pool ${pool.name || pool.id} · ${pool.lb_method} · ${pool.monitor_ids.length} monitor(s) · MAC ${vip.mac}` +
+      ? `pool ${pool.name || pool.id} · ${pool.lb_method} · ${pool.dispatch} dispatch · ${pool.forwarding}` +
+        ` · ${pool.monitor_ids.length} monitor(s) · MAC ${vip.mac}` +
         (stats ? ` · ${fmt.format(stats.refused_connections)} refused` : "")
       : `no pool · MAC ${vip.mac}`;
     const body = el.querySelector("tbody");
