@@ -59,9 +59,11 @@ type ActionGroup struct{ GroupID uint32 }
 // ActionSetQueue is OFPAT_SET_QUEUE.
 type ActionSetQueue struct{ QueueID uint32 }
 
-// ActionRaw keeps any other action (MPLS, PBB, experimenter, ...) as its
-// type and the bytes after the 4-byte type/length header, so decoding a
-// switch's flow table never fails on actions this codec does not model.
+// ActionRaw keeps any other action (MPLS, PBB, experimenter actions other
+// than the Nicira ones in nx_action.go, ...) as its type and the bytes
+// after the 4-byte type/length header (for an experimenter action, the
+// experimenter ID first), so decoding a switch's flow table never fails on
+// actions this codec does not model, and re-encodes them byte for byte.
 // Append pads Data so the action stays a multiple of 8 bytes.
 type ActionRaw struct {
 	Type ActionType
@@ -134,6 +136,12 @@ func appendActions(b []byte, actions []Action) []byte {
 
 // decodeActions decodes a whole action list, appending to dst.
 func decodeActions(b []byte, dst []Action) ([]Action, error) {
+	return decodeActionList(b, dst, false)
+}
+
+// decodeActionList is decodeActions; inCT says the list is nested in an
+// ActionCT, which may not nest another.
+func decodeActionList(b []byte, dst []Action, inCT bool) ([]Action, error) {
 	for len(b) > 0 {
 		if len(b) < 8 {
 			return dst, ErrShort
@@ -143,7 +151,7 @@ func decodeActions(b []byte, dst []Action) ([]Action, error) {
 		if n < 8 || n%8 != 0 || n > len(b) {
 			return dst, ErrBadLength
 		}
-		a, err := decodeAction(t, b[4:n])
+		a, err := decodeAction(t, b[4:n], inCT)
 		if err != nil {
 			return dst, err
 		}
@@ -154,8 +162,12 @@ func decodeActions(b []byte, dst []Action) ([]Action, error) {
 }
 
 // decodeAction decodes the bytes after the type/length header.
-func decodeAction(t ActionType, body []byte) (Action, error) {
+func decodeAction(t ActionType, body []byte, inCT bool) (Action, error) {
 	switch t {
+	case ActionTypeExperimenter:
+		if a, ok, err := decodeNXAction(body, inCT); ok || err != nil {
+			return a, err
+		}
 	case ActionTypeOutput:
 		if len(body) != 12 {
 			return nil, ErrBadLength

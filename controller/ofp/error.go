@@ -20,7 +20,8 @@ var (
 	// ErrBadVersion: the header version is not 1.3; the header is still
 	// returned so the caller can answer with an OF error.
 	ErrBadVersion = errors.New("ofp: bad version")
-	// ErrUnsupported: a type, field or encoding this codec does not handle.
+	// ErrUnsupported: a type, field or encoding this codec does not
+	// handle, or a Nicira action argument Open vSwitch would reject.
 	ErrUnsupported = errors.New("ofp: unsupported")
 	// ErrTooLong: the message would exceed MaxMessageLen.
 	ErrTooLong = errors.New("ofp: message too long")
@@ -176,6 +177,9 @@ var (
 	errUnknownMultipart = &unsupportedError{"multipart type", ErrTypeBadRequest, BadRequestBadMultipart}
 	errMatchType        = &unsupportedError{"match type (only OXM)", ErrTypeBadMatch, BadMatchBadType}
 	errOXMTooLong       = &unsupportedError{"OXM longer than MaxOXMPayload", ErrTypeBadMatch, BadMatchBadLen}
+	// errNXArgument: a Nicira action whose flags, ranges or nesting OVS
+	// would reject (unknown NAT flags, ct() inside ct(), ...).
+	errNXArgument = &unsupportedError{"Nicira action argument", ErrTypeBadAction, BadActionBadArgument}
 )
 
 // errorDataLen is how much of an offending request an error carries: the

@@ -27,9 +27,6 @@ const (
 // TableAll is OFPTT_ALL, for deletes across every table.
 const TableAll uint8 = 0xff
 
-// GroupAny is OFPG_ANY: no out_group restriction on deletes.
-const GroupAny uint32 = 0xffffffff
-
 // FlowMod is OFPT_FLOW_MOD. For adds, set BufferID to NoBuffer and OutPort
 // and OutGroup to PortAny and GroupAny unless they mean something: the
 // switch checks them on deletes only, but zero is a real port.

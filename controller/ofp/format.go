@@ -1,9 +1,7 @@
 package ofp
 
 import (
-	"encoding/binary"
 	"encoding/hex"
-	"math/bits"
 	"net/netip"
 	"sort"
 	"strconv"
@@ -15,15 +13,15 @@ import (
 // compare flows as stable strings. Nothing here is on the hot path.
 
 // matchOrder is the ovs-ofctl match keyword per OpenFlow-basic field, in
-// the order ovs-ofctl prints them.
+// the order ovs-ofctl prints them after the protocol keyword, the
+// registers and the tunnel fields (nxPreKeyword, nxPostKeyword).
 var matchOrder = []struct {
 	field OXMField
 	name  string
 }{
+	{OXMMetadata, "metadata"},
 	{OXMInPort, "in_port"},
 	{OXMInPhyPort, "in_phy_port"},
-	{OXMMetadata, "metadata"},
-	{OXMTunnelID, "tun_id"},
 	{OXMVLANVID, "dl_vlan"},
 	{OXMVLANPCP, "dl_vlan_pcp"},
 	{OXMEthSrc, "dl_src"},
@@ -62,6 +60,24 @@ var matchOrder = []struct {
 	{OXMIPv6ExtHdr, "ipv6_exthdr"},
 }
 
+// nxPreKeyword are the Nicira fields ovs-ofctl prints before the protocol
+// keyword, in its order (lib/match.c match_format).
+var nxPreKeyword = []NXMHeader{
+	NXMCTState, NXMCTZone, NXMCTMark, 0x0001d810, // ct_label
+	0x0001f004, NXMCTNwDst, NXMCTNwProto, 0x0001f802, NXMCTTpDst, // ct_nw_src, ct_tp_src
+}
+
+// nxPostKeyword are the fields ovs-ofctl prints right after the protocol
+// keyword: the registers, then the tunnel (tun_id, tun_src, tun_dst),
+// before metadata and in_port.
+var nxPostKeyword = func() []NXMHeader {
+	var h []NXMHeader
+	for n := range uint8(16) {
+		h = append(h, NXMReg(n))
+	}
+	return append(h, 0x80004c08, 0x00012008, 0x00013e04, 0x00014004) // tunnel_id (OXM, NXM), tun_src, tun_dst
+}()
+
 // oxmName is the OXM field name ovs-ofctl uses in set_field actions.
 var oxmName = map[OXMField]string{
 	OXMInPort: "in_port", OXMInPhyPort: "in_phy_port", OXMMetadata: "metadata",
@@ -77,11 +93,26 @@ var oxmName = map[OXMField]string{
 	OXMMPLSBOS: "mpls_bos", OXMPBBISID: "pbb_isid", OXMTunnelID: "tun_id", OXMIPv6ExtHdr: "ipv6_exthdr",
 }
 
-// String renders m like ovs-ofctl: a protocol keyword when eth_type (and
-// ip_proto) allow one, then the fields in ovs-ofctl's order, for example
-// "tcp,in_port=1,nw_src=10.0.0.1,tp_src=4000". An empty match is "".
+// String renders m like ovs-ofctl: conntrack fields, a protocol keyword
+// when eth_type (and ip_proto) allow one, registers and tunnel fields,
+// then the rest in ovs-ofctl's order, for example
+// "ct_state=+new+trk,tcp,reg0=0x1,in_port=1,nw_src=10.0.0.1,tp_src=4000".
+// Fields it has no name for print as oxm(CLASS:FIELD)=VALUE. An empty
+// match is "".
 func (m Match) String() string {
 	var parts []string
+	done := make([]bool, len(m.OXMs))
+	nx := func(headers []NXMHeader) {
+		for _, h := range headers {
+			for i := range m.OXMs {
+				if o := &m.OXMs[i]; !done[i] && o.header() == h {
+					parts = append(parts, formatNXMatch(o))
+					done[i] = true
+				}
+			}
+		}
+	}
+	nx(nxPreKeyword)
 	skip := map[OXMField]bool{}
 	if kw, consumed := protocolKeyword(&m); kw != "" {
 		parts = append(parts, kw)
@@ -89,7 +120,7 @@ func (m Match) String() string {
 			skip[f] = true
 		}
 	}
-	done := make([]bool, len(m.OXMs))
+	nx(nxPostKeyword)
 	for _, e := range matchOrder {
 		if skip[e.field] {
 			continue
@@ -105,10 +136,14 @@ func (m Match) String() string {
 	for i := range m.OXMs {
 		o := &m.OXMs[i]
 		if !done[i] && !(o.Class == OXMClassBasic && skip[o.Field]) {
-			parts = append(parts, "oxm("+hex4(uint64(o.Class))+":"+strconv.Itoa(int(o.Field))+")="+formatRaw(o))
+			parts = append(parts, formatForeignOXM(o))
 		}
 	}
 	return strings.Join(parts, ",")
+}
+
+func formatForeignOXM(o *OXM) string {
+	return "oxm(" + hex4(uint64(o.Class)) + ":" + strconv.Itoa(int(o.Field)) + ")=" + formatRaw(o)
 }
 
 // protocolKeyword picks ovs-ofctl's shorthand ("tcp", "arp", ...) and the
@@ -191,15 +226,7 @@ func formatValue(o *OXM) string {
 		}
 		return s
 	case OXMIPv4Src, OXMIPv4Dst, OXMARPSPA, OXMARPTPA:
-		ip := netip.AddrFrom4(o.IPv4())
-		if !o.HasMask {
-			return ip.String()
-		}
-		mask := binary.BigEndian.Uint32(o.Mask())
-		if ones := bits.LeadingZeros32(^mask); bits.OnesCount32(mask) == ones {
-			return ip.String() + "/" + strconv.Itoa(ones)
-		}
-		return ip.String() + "/" + netip.AddrFrom4([4]byte(o.Mask())).String()
+		return formatIPv4(o.Value(), o.Mask())
 	case OXMIPv6Src, OXMIPv6Dst, OXMIPv6NDTarget:
 		s := netip.AddrFrom16([16]byte(o.Value())).String()
 		if o.HasMask {
@@ -235,6 +262,14 @@ func hexBytes(b []byte) string {
 	}
 	if len(b) == 2 {
 		return hex4(v)
+	}
+	return hexUint(v)
+}
+
+// hexUint is C's %#x: 0x1f, but 0 for zero.
+func hexUint(v uint64) string {
+	if v == 0 {
+		return "0"
 	}
 	return "0x" + strconv.FormatUint(v, 16)
 }
@@ -315,6 +350,24 @@ func formatAction(a Action) string {
 		return formatRawAction(a)
 	case *ActionRaw:
 		return formatRawAction(*a)
+	case ActionResubmit:
+		return formatResubmit(a)
+	case *ActionResubmit:
+		return formatResubmit(*a)
+	case ActionCTClear, *ActionCTClear:
+		return "ct_clear"
+	case ActionCT:
+		return formatCT(&a)
+	case *ActionCT:
+		return formatCT(a)
+	case ActionNAT:
+		return formatNAT(&a)
+	case *ActionNAT:
+		return formatNAT(a)
+	case ActionRegMove:
+		return formatRegMove(a)
+	case *ActionRegMove:
+		return formatRegMove(*a)
 	}
 	return "unknown_action"
 }
@@ -330,6 +383,11 @@ func formatOutput(a ActionOutput) string {
 }
 
 func formatSetField(o *OXM) string {
+	if o.Class != OXMClassBasic {
+		if f, ok := lookupNXField(o.header()); ok && o.Class != OXMClassExperimenter {
+			return "set_field:" + formatNXValue(o, f) + "->" + f.name
+		}
+	}
 	name, ok := oxmName[o.Field]
 	if !ok || o.Class != OXMClassBasic {
 		name = "oxm(" + hex4(uint64(o.Class)) + ":" + strconv.Itoa(int(o.Field)) + ")"

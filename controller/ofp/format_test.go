@@ -1,6 +1,9 @@
 package ofp
 
-import "testing"
+import (
+	"net/netip"
+	"testing"
+)
 
 func TestMatch_String(t *testing.T) {
 	ipv6 := mustOXM(t, OXMClassBasic, OXMIPv6Src,
@@ -37,8 +40,30 @@ func TestMatch_String(t *testing.T) {
 		{"Metadata", Match{OXMs: []OXM{MatchMetadata(0xab)}}, "metadata=0xab"},
 		{"TCP6", Match{OXMs: []OXM{MatchEthType(0x86dd), MatchIPProto(6), ipv6}}, "tcp6,ipv6_src=2001:db8::1"},
 		{"ForeignClass", Match{OXMs: []OXM{MatchInPort(2),
-			mustOXM(t, OXMClassNXM1, 0, []byte{0, 0, 0, 7}, []byte{0, 0, 0, 0xff})}},
-			"in_port=2,oxm(0x0001:0)=0x7/0xff"},
+			mustOXM(t, OXMClassNXM1, 77, []byte{0, 0, 0, 7}, []byte{0, 0, 0, 0xff})}},
+			"in_port=2,oxm(0x0001:77)=0x7/0xff"},
+		{"TunnelBeforeMetadataBeforeInPort", Match{OXMs: []OXM{MatchInPort(1), MatchMetadata(0x1f), MatchTunnelID(5)}},
+			"tun_id=0x5,metadata=0x1f,in_port=1"},
+		{"ZeroHexIsZero", Match{OXMs: []OXM{MatchMetadata(0), MatchReg(0, 0, 0xffffffff), MatchCTMark(0, 0xffffffff)}},
+			"ct_mark=0,reg0=0,metadata=0"},
+		{"ConntrackBeforeKeywordRegistersAfter", Match{OXMs: []OXM{MatchInPort(1), MatchEthType(0x0800), MatchIPProto(6),
+			MatchReg(1, 5, 0xff), MatchReg(0, 1, 0xffffffff), MatchCTMark(5, 0xff), MatchCTZone(5),
+			MatchCTState(CTStateEst|CTStateTrk, CTStateEst|CTStateTrk), MatchReg(7, 0xffffffff, 0xffffffff)}},
+			"ct_state=+est+trk,ct_zone=5,ct_mark=0x5/0xff,tcp,reg0=0x1,reg1=0x5/0xff,reg7=0xffffffff,in_port=1"},
+		{"CTStateUntracked", Match{OXMs: []OXM{MatchCTState(0, CTStateTrk)}}, "ct_state=-trk"},
+		{"CTStateBitOrder", Match{OXMs: []OXM{MatchCTState(CTStateTrk, CTStateTrk|CTStateInv)}}, "ct_state=-inv+trk"},
+		{"CTStateAllBitsMasked", Match{OXMs: []OXM{MatchCTState(CTStateNew|CTStateTrk, 0xff)}}, "ct_state=new|trk"},
+		{"CTStateUnmasked", Match{OXMs: []OXM{MatchCTState(CTStateNew|CTStateTrk, 0xffffffff)}}, "ct_state=new|trk"},
+		{"CTStateNone", Match{OXMs: []OXM{MatchCTState(0, 0xff)}}, "ct_state=0"},
+		{"CTStateUnknownBit", Match{OXMs: []OXM{MatchCTState(0x100, 0x100)}}, "ct_state=0x100/0x100"},
+		{"CTOriginalTuple", Match{OXMs: []OXM{MatchEthType(0x0800), MatchCTTpDst(80), MatchCTNwProto(6),
+			MatchCTNwDst([4]byte{10, 0, 0, 100}), MatchCTState(CTStateTrk, CTStateTrk|CTStateInv)}},
+			"ct_state=-inv+trk,ct_nw_dst=10.0.0.100,ct_nw_proto=6,ct_tp_dst=80,ip"},
+		{"TunnelAddresses", Match{OXMs: []OXM{MatchEthType(0x0800), MatchInPort(3),
+			mustOXM(t, OXMClassNXM1, 32, []byte{192, 168, 2, 4}, nil), mustOXM(t, OXMClassNXM1, 31, []byte{192, 168, 2, 3}, nil)}},
+			"ip,tun_src=192.168.2.3,tun_dst=192.168.2.4,in_port=3"},
+		{"NXFieldWrongLength", Match{OXMs: []OXM{mustOXM(t, OXMClassNXM1, 107, []byte{1, 2}, nil)}},
+			"oxm(0x0001:107)=0x0102"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -106,6 +131,138 @@ func TestFormatActions(t *testing.T) {
 	got := FormatActions([]Action{ActionSetQueue{QueueID: 1}, ActionOutput{Port: PortLocal}})
 	if want := "set_queue:1,LOCAL"; got != want {
 		t.Errorf("FormatActions = %q, want %q", got, want)
+	}
+}
+
+func TestFormatActions_Nicira(t *testing.T) {
+	ip := netip.MustParseAddr
+	tests := []struct {
+		name   string
+		action Action
+		want   string
+	}{
+		{"ResubmitTable", ActionResubmit{InPort: ResubmitInPort, Table: 5}, "resubmit(,5)"},
+		{"ResubmitPortTable", ActionResubmit{InPort: 1234, Table: 99}, "resubmit(1234,99)"},
+		{"ResubmitPort", ActionResubmit{InPort: 2, Table: TableAll}, "resubmit:2"},
+		{"ResubmitReservedPort", &ActionResubmit{InPort: 0xfffe, Table: 1}, "resubmit(LOCAL,1)"},
+		{"ResubmitNothing", ActionResubmit{InPort: ResubmitInPort, Table: TableAll}, "resubmit(,)"},
+		{"CTClear", ActionCTClear{}, "ct_clear"},
+		{"MoveWholeFields", ActionRegMove{NBits: 48, Src: NXMEthSrc, Dst: NXMEthDst},
+			"move:NXM_OF_ETH_SRC[]->NXM_OF_ETH_DST[]"},
+		{"MoveRanges", &ActionRegMove{NBits: 6, SrcOfs: 10, Src: NXMReg(0), Dst: NXMReg(1)},
+			"move:NXM_NX_REG0[10..15]->NXM_NX_REG1[0..5]"},
+		{"MoveOneBit", ActionRegMove{NBits: 1, DstOfs: 31, Src: NXMReg(0), Dst: NXMReg(1)},
+			"move:NXM_NX_REG0[0]->NXM_NX_REG1[31]"},
+		{"MoveOXMHeaders", ActionRegMove{NBits: 32, Src: 0x80000408, Dst: NXMReg(3)}, // OXM_OF_METADATA
+			"move:OXM_OF_METADATA[0..31]->NXM_NX_REG3[]"},
+		{"MoveOXMWithNXMName", ActionRegMove{NBits: 48, Src: 0x80000806, Dst: NXMEthDst}, // OXM eth_src
+			"move:NXM_OF_ETH_SRC[]->NXM_OF_ETH_DST[]"},
+		{"MoveUnknownField", ActionRegMove{NBits: 8, Src: 0x0001ff04, Dst: NXMReg(0)},
+			"move:oxm(0x0001:127)[0..7]->NXM_NX_REG0[0..7]"},
+		{"CTRecirculate", ActionCT{Table: 4, Zone: 0}, "ct(table=4)"},
+		{"CTNothing", ActionCT{Table: CTRecircNone}, "ct()"},
+		{"CTZoneFromField", ActionCT{Table: 4, ZoneField: NXMReg(0), ZoneOfs: 4}, "ct(table=4,zone=NXM_NX_REG0[4..19])"},
+		{"CTZoneWholeField", ActionCT{Table: CTRecircNone, ZoneField: NXMCTZone}, "ct(zone=NXM_NX_CT_ZONE[])"},
+		{"CTLoadBalancer", &ActionCT{Flags: CTCommit, Table: 2, Zone: 1, Actions: []Action{
+			ActionNAT{Flags: NATDst, AddrMin: ip("10.0.0.1"), PortMin: 80}}},
+			"ct(commit,table=2,zone=1,nat(dst=10.0.0.1:80))"},
+		{"CTEverything", ActionCT{Flags: CTCommit | CTForce, Table: CTRecircNone, ZoneField: NXMReg(2), Alg: 21,
+			Actions: []Action{&ActionNAT{Flags: NATSrc | NATPersistent | NATProtoHash,
+				AddrMin: ip("10.0.0.1"), AddrMax: ip("10.0.0.9"), PortMin: 1000, PortMax: 2000},
+				ActionSetField{Field: MatchCTMark(1, 0xffffffff)}}},
+			"ct(commit,force,zone=NXM_NX_REG2[0..15],nat(src=10.0.0.1-10.0.0.9:1000-2000,persistent,hash)," +
+				"exec(set_field:0x1->ct_mark),alg=ftp)"},
+		{"CTExecOnly", ActionCT{Flags: CTCommit, Table: CTRecircNone, Alg: 69,
+			Actions: []Action{ActionSetField{Field: MatchCTMark(0x654321, 0xffffffff)}}},
+			"ct(commit,exec(set_field:0x654321->ct_mark),alg=tftp)"},
+		{"CTOtherAlg", ActionCT{Table: CTRecircNone, Alg: 99}, "ct(alg=99)"},
+		{"NATBare", ActionNAT{}, "nat"},
+		{"NATFlagsNeedRange", ActionNAT{Flags: NATSrc | NATPersistent}, "nat(src)"},
+		{"NATRangeSameMinMax", ActionNAT{Flags: NATDst, AddrMin: ip("10.0.0.1"), AddrMax: ip("10.0.0.1"),
+			PortMin: 80, PortMax: 80}, "nat(dst=10.0.0.1:80)"},
+		{"NATIPv6Range", ActionNAT{Flags: NATDst, AddrMin: ip("2001:1::1"), AddrMax: ip("2001:1::ffff")},
+			"nat(dst=2001:1::1-2001:1::ffff)"},
+		{"NATIPv6Port", ActionNAT{Flags: NATDst | NATProtoRandom, AddrMin: ip("2001::1"), PortMin: 80},
+			"nat(dst=[2001::1]:80,random)"},
+		{"SetFieldNXMField", ActionSetField{Field: MatchReg(1, 0, 0xffffffff)}, "set_field:0->reg1"},
+		{"RawExperimenter", ActionRaw{Type: ActionTypeExperimenter, Data: []byte{0, 0, 0x23, 0x20, 0, 8, 0, 0}},
+			"action(type=0xffff,data=0x0000232000080000)"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := FormatActions([]Action{tt.action}); got != tt.want {
+				t.Errorf("FormatActions = %q\nwant           %q", got, tt.want)
+			}
+		})
+	}
+}
+
+func TestNXMHeader(t *testing.T) {
+	tests := []struct {
+		h      NXMHeader
+		class  uint16
+		field  OXMField
+		length int
+		name   string
+	}{
+		{NXMReg(0), OXMClassNXM1, 0, 4, "NXM_NX_REG0"},
+		{NXMReg(15), OXMClassNXM1, 15, 4, "NXM_NX_REG15"},
+		{NXMCTMark, OXMClassNXM1, 107, 4, "NXM_NX_CT_MARK"},
+		{NXMCTZone, OXMClassNXM1, 106, 2, "NXM_NX_CT_ZONE"},
+		{NXMEthSrc, OXMClassNXM0, 2, 6, "NXM_OF_ETH_SRC"},
+		{NXMTCPDst, OXMClassNXM0, 10, 2, "NXM_OF_TCP_DST"},
+		{0x80004c08, OXMClassBasic, OXMTunnelID, 8, "NXM_NX_TUN_ID"},
+		{0x80000004, OXMClassBasic, OXMInPort, 4, "OXM_OF_IN_PORT"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if tt.h.Class() != tt.class || tt.h.Field() != tt.field || tt.h.Len() != tt.length || tt.h.String() != tt.name {
+				t.Errorf("%#x: class %#x field %d len %d name %q", uint32(tt.h), tt.h.Class(), tt.h.Field(), tt.h.Len(), tt.h.String())
+			}
+		})
+	}
+}
+
+func TestGroup_String(t *testing.T) {
+	tests := []struct {
+		name string
+		got  string
+		want string
+	}{
+		{"SelectWithNAT", lbGroupMod().String(),
+			"group_id=1,type=select,bucket=weight:10,actions=output:1," +
+				"bucket=weight:20,actions=ct(commit,table=2,zone=1,nat(dst=10.0.0.2:8080))"},
+		{"SelectDefaultWeight", GroupMod{GroupType: GroupTypeSelect, GroupID: 2, Buckets: []Bucket{
+			{Weight: 1, WatchPort: PortAny, WatchGroup: GroupAny, Actions: []Action{ActionOutput{Port: 1}}}}}.String(),
+			"group_id=2,type=select,bucket=actions=output:1"},
+		{"Modify", GroupMod{Command: GroupModify, GroupType: GroupTypeIndirect, GroupID: 7, Buckets: []Bucket{
+			{WatchPort: PortAny, WatchGroup: GroupAny, Actions: []Action{ActionResubmit{InPort: ResubmitInPort, Table: 3}}}}}.String(),
+			"modify,group_id=7,type=indirect,bucket=actions=resubmit(,3)"},
+		{"Delete", GroupMod{Command: GroupDelete, GroupID: 1}.String(), "delete,group_id=1"},
+		{"FastFailover", GroupDesc{GroupType: GroupTypeFF, GroupID: 8, Buckets: []Bucket{
+			{WatchPort: 1, WatchGroup: GroupAny, Actions: []Action{ActionOutput{Port: 1}}},
+			{WatchPort: 2, WatchGroup: 5, Actions: []Action{ActionOutput{Port: 2}}}}}.String(),
+			"group_id=8,type=ff,bucket=watch_port:1,actions=output:1,bucket=watch_port:2,watch_group:5,actions=output:2"},
+		{"RyuAllGroup", GroupDesc{GroupType: GroupTypeAll, GroupID: 1, Buckets: []Bucket{ryuBucket}}.String(),
+			"group_id=1,type=all,bucket=weight:1,watch_port:1,watch_group:1,actions=output:2"},
+		{"NoBucketsUnknownType", GroupDesc{GroupType: 9, GroupID: 3}.String(), "group_id=3,type=unknown"},
+		{"EmptyBucket", GroupDesc{GroupID: 4, Buckets: []Bucket{{WatchPort: PortAny, WatchGroup: GroupAny}}}.String(),
+			"group_id=4,type=all,bucket=actions=drop"},
+		{"Stats", GroupStats{GroupID: 1, RefCount: 2, PacketCount: 123, ByteCount: 12345, DurationSec: 9,
+			DurationNsec: 609036000, Buckets: []BucketCounter{{234, 2345}}}.String(),
+			"group_id=1,duration=9.609036s,ref_count=2,packet_count=123,byte_count=12345,bucket0:packet_count=234,byte_count=2345"},
+		{"StatsMillisecondsSkippedBucket", GroupStats{GroupID: 2, DurationSec: 1, DurationNsec: 5000000,
+			Buckets: []BucketCounter{{^uint64(0), ^uint64(0)}, {1, 64}}}.String(),
+			"group_id=2,duration=1.005s,ref_count=0,packet_count=0,byte_count=0,bucket1:packet_count=1,byte_count=64"},
+		{"StatsWholeSecondsAndBadNsec", GroupStats{GroupID: 3, DurationSec: 4, DurationNsec: 4000000000}.String(),
+			"group_id=3,duration=4.4000s,ref_count=0,packet_count=0,byte_count=0"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if tt.got != tt.want {
+				t.Errorf("String() = %q\nwant       %q", tt.got, tt.want)
+			}
+		})
 	}
 }
 

@@ -36,6 +36,7 @@ func checkDecode(t *testing.T, b []byte) {
 			t.Fatalf("DecodeInto disagrees with Decode: %v\n%#v\n%#v", err, reuse, m)
 		}
 	}
+	render(m)
 	wire, err := AppendChecked(nil, h.XID, m)
 	if err != nil {
 		t.Fatalf("re-encode %T: %v", m, err)
@@ -49,5 +50,37 @@ func checkDecode(t *testing.T, b []byte) {
 	}
 	if !reflect.DeepEqual(m, m2) {
 		t.Fatalf("round trip changed %T:\n got %#v\nwant %#v", m, m2, m)
+	}
+}
+
+// render runs the ovs-ofctl renderers over whatever decoded: they see
+// switch input too (flow and group dumps), so they must not panic either.
+func render(m Message) {
+	switch m := m.(type) {
+	case *FlowMod:
+		_ = m.String()
+	case *FlowRemoved:
+		_ = m.Match.String()
+	case *PacketIn:
+		_ = m.Match.String()
+	case *PacketOut:
+		_ = FormatActions(m.Actions)
+	case *GroupMod:
+		_ = m.String()
+	case *MultipartReply:
+		switch b := m.Body.(type) {
+		case FlowStatsReply:
+			for _, s := range b.Stats {
+				_ = s.Match.String() + FormatInstructions(s.Instructions)
+			}
+		case GroupDescReply:
+			for _, g := range b.Groups {
+				_ = g.String()
+			}
+		case GroupStatsReply:
+			for _, s := range b.Stats {
+				_ = s.String()
+			}
+		}
 	}
 }

@@ -3,6 +3,7 @@ package ofp
 import (
 	"bytes"
 	"encoding/hex"
+	"net/netip"
 	"reflect"
 	"testing"
 )
@@ -132,7 +133,85 @@ func goldenCases(tb testing.TB) []goldenCase {
 		{name: "port_desc_reply", msg: &MultipartReply{Body: PortDescReply{Ports: []Port{port7, port6}}}},
 		{name: "desc_reply", msg: &MultipartReply{Body: DescReply{MfrDesc: "Open vSwitch", HWDesc: "None",
 			SWDesc: "3.1.0", SerialNum: "None", DPDesc: "br0"}}},
+		{name: "group_mod", msg: &GroupMod{Command: GroupAdd, GroupType: GroupTypeAll, GroupID: 1,
+			Buckets: []Bucket{ryuBucket}}},
+		{name: "group_mod_select", msg: lbGroupMod()},
+		{name: "group_mod_delete", msg: &GroupMod{Command: GroupDelete, GroupID: 1}},
+		{name: "group_stats_request", msg: &MultipartRequest{Body: GroupStatsRequest{GroupID: GroupAll}}},
+		{name: "group_stats_reply", msg: &MultipartReply{Body: GroupStatsReply{Stats: []GroupStats{{
+			GroupID: 1, RefCount: 2, PacketCount: 123, ByteCount: 12345, DurationSec: 9, DurationNsec: 609036000,
+			Buckets: []BucketCounter{{PacketCount: 234, ByteCount: 2345}},
+		}}}}},
+		{name: "group_desc_request", msg: &MultipartRequest{Body: GroupDescRequest{}}},
+		{name: "group_desc_reply", msg: &MultipartReply{Body: GroupDescReply{Groups: []GroupDesc{{
+			GroupType: GroupTypeAll, GroupID: 1, Buckets: []Bucket{ryuBucket},
+		}}}}},
+		{name: "group_features_request", msg: &MultipartRequest{Body: GroupFeaturesRequest{}}},
+		{name: "group_features_reply", msg: &MultipartReply{Body: GroupFeaturesReply{Types: 0xf,
+			Capabilities: GroupCapSelectWeight | GroupCapChaining,
+			MaxGroups:    [4]uint32{16777216, 16777216, 16777216, 16777216},
+			Actions:      [4]uint32{67082241, 67082241, 67082241, 67082241}}}},
+		{name: "flow_mod_ct_exec", msg: ryuOVSFlowMod(
+			[]OXM{MatchEthType(0x0800), MatchCTState(CTStateEst|CTStateTrk, CTStateEst|CTStateTrk)},
+			ActionCT{Flags: CTCommit, Table: CTRecircNone, Actions: []Action{
+				ActionSetField{Field: MatchCTMark(0x654321, 0xffffffff)}}})},
+		{name: "flow_mod_ct_nat", msg: ryuOVSFlowMod([]OXM{MatchEthType(0x0800)},
+			ActionCT{Flags: CTCommit, Table: CTRecircNone, Actions: []Action{ActionNAT{Flags: NATSrc,
+				AddrMin: netip.MustParseAddr("10.1.12.0"), AddrMax: netip.MustParseAddr("10.1.13.255"),
+				PortMin: 1, PortMax: 1023}}})},
+		{name: "flow_mod_ct_nat_v6", msg: ryuOVSFlowMod([]OXM{MatchEthType(0x86dd)},
+			ActionCT{Flags: CTCommit, Table: CTRecircNone, Actions: []Action{ActionNAT{Flags: NATDst,
+				AddrMin: netip.MustParseAddr("2001:1::1"), AddrMax: netip.MustParseAddr("2001:1::ffff")}}})},
+		{name: "flow_mod_ct_clear", msg: ryuOVSFlowMod(
+			[]OXM{MatchEthType(0x0800), MatchCTState(CTStateTrk, CTStateTrk)}, ActionCTClear{})},
+		{name: "flow_mod_resubmit", msg: ryuOVSFlowMod([]OXM{
+			MatchInPort(43981), MatchEthDst([6]byte{0xaa, 0xbb, 0xcc, 0x99, 0x88, 0x77}), MatchEthType(0x0800),
+			MatchVLANVID(999), MatchIPv4Dst([4]byte{192, 168, 2, 1}), MatchTunnelID(50000),
+			mustOXM(tb, OXMClassNXM1, 31, []byte{192, 168, 2, 3}, nil), // tun_src
+			mustOXM(tb, OXMClassNXM1, 32, []byte{192, 168, 2, 4}, nil), // tun_dst
+		}, ActionResubmit{InPort: 1234, Table: 99})},
+		{name: "flow_mod_move", msg: func() *FlowMod {
+			fm := ryuOVSFlowMod([]OXM{MatchReg(0, 0x1234, 0xffffffff), MatchReg(5, 0xabcd, 0xffff)},
+				ActionRegMove{NBits: 6, SrcOfs: 10, DstOfs: 0, Src: NXMReg(0), Dst: NXMReg(1)})
+			fm.Command, fm.Cookie, fm.CookieMask = FlowModify, 0x123456789abcdef0, 0xffffffffffffffff
+			return fm
+		}()},
+		{name: "flow_mod_ct_lb", msg: lbEntryFlowMod()},
 	}
+}
+
+// ryuBucket is the bucket of Ryu's group vectors (4-21, 4-34).
+var ryuBucket = Bucket{Weight: 1, WatchPort: 1, WatchGroup: 1,
+	Actions: []Action{ActionOutput{Port: 2, MaxLen: ControllerMaxLenNoBuffer}}}
+
+// ryuOVSFlowMod is the flow-mod frame ovs-ofctl builds for the flows of
+// Ryu's packet_data_generator3: table 3, default priority, one
+// apply-actions instruction.
+func ryuOVSFlowMod(match []OXM, actions ...Action) *FlowMod {
+	return &FlowMod{TableID: 3, Priority: 32768, BufferID: NoBuffer, OutPort: PortAny, OutGroup: GroupAny,
+		Match:        Match{OXMs: match},
+		Instructions: []Instruction{InstructionApplyActions{Actions: actions}}}
+}
+
+// lbGroupMod is a VIP's select group: one member reached directly, one
+// behind conntrack DNAT.
+func lbGroupMod() *GroupMod {
+	return &GroupMod{Command: GroupAdd, GroupType: GroupTypeSelect, GroupID: 1, Buckets: []Bucket{
+		{Weight: 10, WatchPort: PortAny, WatchGroup: GroupAny, Actions: []Action{ActionOutput{Port: 1}}},
+		{Weight: 20, WatchPort: PortAny, WatchGroup: GroupAny, Actions: []Action{ActionCT{
+			Flags: CTCommit, Zone: 1, Table: 2, Actions: []Action{ActionNAT{Flags: NATDst,
+				AddrMin: netip.MustParseAddr("10.0.0.2"), PortMin: 8080}}}}},
+	}}
+}
+
+// lbEntryFlowMod sends an untracked VIP packet through conntrack (zone 5,
+// undoing the NAT of a known connection) and on to table 1.
+func lbEntryFlowMod() *FlowMod {
+	return &FlowMod{Priority: 100, BufferID: NoBuffer, OutPort: PortAny, OutGroup: GroupAny,
+		Match: Match{OXMs: []OXM{MatchEthType(0x0800), MatchIPv4Dst([4]byte{10, 0, 0, 100}), MatchIPProto(6),
+			MatchTCPDst(80), MatchCTState(0, CTStateTrk)}},
+		Instructions: []Instruction{InstructionApplyActions{Actions: []Action{
+			ActionCT{Table: 1, Zone: 5, Actions: []Action{ActionNAT{}}}}}}}
 }
 
 // natFlowMod is the client->member flow of one load-balanced connection:

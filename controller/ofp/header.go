@@ -221,6 +221,8 @@ func newMessage(t Type) BodyDecoder {
 		return new(PacketOut)
 	case TypeFlowMod:
 		return new(FlowMod)
+	case TypeGroupMod:
+		return new(GroupMod)
 	case TypeMultipartRequest:
 		return new(MultipartRequest)
 	case TypeMultipartReply:

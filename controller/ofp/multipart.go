@@ -6,12 +6,15 @@ import "encoding/binary"
 type MultipartType uint16
 
 const (
-	MultipartDesc      MultipartType = 0  // OFPMP_DESC
-	MultipartFlow      MultipartType = 1  // OFPMP_FLOW
-	MultipartAggregate MultipartType = 2  // OFPMP_AGGREGATE
-	MultipartTable     MultipartType = 3  // OFPMP_TABLE
-	MultipartPortStats MultipartType = 4  // OFPMP_PORT_STATS
-	MultipartPortDesc  MultipartType = 13 // OFPMP_PORT_DESC
+	MultipartDesc          MultipartType = 0  // OFPMP_DESC
+	MultipartFlow          MultipartType = 1  // OFPMP_FLOW
+	MultipartAggregate     MultipartType = 2  // OFPMP_AGGREGATE
+	MultipartTable         MultipartType = 3  // OFPMP_TABLE
+	MultipartPortStats     MultipartType = 4  // OFPMP_PORT_STATS
+	MultipartGroup         MultipartType = 6  // OFPMP_GROUP
+	MultipartGroupDesc     MultipartType = 7  // OFPMP_GROUP_DESC
+	MultipartGroupFeatures MultipartType = 8  // OFPMP_GROUP_FEATURES
+	MultipartPortDesc      MultipartType = 13 // OFPMP_PORT_DESC
 )
 
 // MultipartRequestMore and MultipartReplyMore (OFPMPF_REQ_MORE,
@@ -23,7 +26,8 @@ const (
 
 // MultipartRequest is OFPT_MULTIPART_REQUEST. Bodies this codec models:
 // DescRequest, FlowStatsRequest, AggregateStatsRequest, PortStatsRequest,
-// PortDescRequest; other types decode as ErrUnsupported.
+// PortDescRequest, GroupStatsRequest, GroupDescRequest and
+// GroupFeaturesRequest (group.go); other types decode as ErrUnsupported.
 type MultipartRequest struct {
 	Flags uint16
 	Body  MultipartRequestBody
@@ -105,6 +109,15 @@ func (m *MultipartRequest) decodeBody(body []byte) error {
 		m.Body = PortStatsRequest{PortNo: binary.BigEndian.Uint32(rest)}
 	case MultipartPortDesc:
 		m.Body, err = PortDescRequest{}, expectEmpty(rest)
+	case MultipartGroup:
+		if len(rest) != 8 {
+			return ErrBadLength
+		}
+		m.Body = GroupStatsRequest{GroupID: binary.BigEndian.Uint32(rest)}
+	case MultipartGroupDesc:
+		m.Body, err = GroupDescRequest{}, expectEmpty(rest)
+	case MultipartGroupFeatures:
+		m.Body, err = GroupFeaturesRequest{}, expectEmpty(rest)
 	default:
 		return errUnknownMultipart
 	}
@@ -141,6 +154,18 @@ func (m *MultipartReply) decodeBody(body []byte) error {
 		m.Body = r
 	case MultipartPortDesc:
 		var r PortDescReply
+		err = r.decode(rest)
+		m.Body = r
+	case MultipartGroup:
+		var r GroupStatsReply
+		err = r.decode(rest)
+		m.Body = r
+	case MultipartGroupDesc:
+		var r GroupDescReply
+		err = r.decode(rest)
+		m.Body = r
+	case MultipartGroupFeatures:
+		var r GroupFeaturesReply
 		err = r.decode(rest)
 		m.Body = r
 	default:

@@ -3,6 +3,7 @@
 package ofp
 
 import (
+	"net/netip"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -33,8 +34,10 @@ func ovsParse(tb testing.TB, wire []byte) string {
 // decoder, an implementation independent of this one.
 func TestOVS_ParsesGolden(t *testing.T) {
 	// Vectors OVS cannot fully decode, on purpose: Ryu's flow-mod sets an
-	// OF1.4 field, and error/experimenter payloads are not OF messages.
-	partial := map[string]bool{"flow_mod": true, "error": true, "error_experimenter": true, "experimenter": true}
+	// OF1.4 field, error/experimenter payloads are not OF messages, and
+	// Ryu's group-mod weighs and watches the buckets of an "all" group.
+	partial := map[string]bool{"flow_mod": true, "error": true, "error_experimenter": true, "experimenter": true,
+		"group_mod": true}
 	for _, tc := range goldenCases(t) {
 		t.Run(tc.name, func(t *testing.T) {
 			out := ovsParse(t, mustGolden(t, tc.name))
@@ -46,22 +49,35 @@ func TestOVS_ParsesGolden(t *testing.T) {
 			case *FlowMod:
 				if !partial[tc.name] {
 					want = append(want, m.Match.String())
-					if m.Command == FlowAdd {
+					if m.Command == FlowAdd || m.Command == FlowModify {
 						want = append(want, "actions="+FormatInstructions(m.Instructions))
 					}
+				}
+			case *GroupMod:
+				if !partial[tc.name] {
+					want = append(want, ovsGroupModLine(m))
 				}
 			case *PacketIn:
 				want = append(want, m.Match.String())
 			case *FlowRemoved:
 				want = append(want, m.Match.String())
 			case *MultipartReply:
-				if r, ok := m.Body.(FlowStatsReply); ok {
+				switch r := m.Body.(type) {
+				case FlowStatsReply:
 					for _, s := range r.Stats {
 						line := "priority=" + strconv.Itoa(int(s.Priority))
 						if ms := s.Match.String(); ms != "" {
 							line += "," + ms
 						}
 						want = append(want, line+" actions="+FormatInstructions(s.Instructions))
+					}
+				case GroupDescReply:
+					for _, g := range r.Groups {
+						want = append(want, "\n "+g.String()+"\n")
+					}
+				case GroupStatsReply:
+					for _, s := range r.Stats {
+						want = append(want, "\n "+s.String()+"\n")
 					}
 				}
 			}
@@ -72,6 +88,18 @@ func TestOVS_ParsesGolden(t *testing.T) {
 			}
 		})
 	}
+}
+
+// ovsGroupModLine is the line ofp-parse prints for m: its command as OVS
+// names it, then the group as String renders it.
+func ovsGroupModLine(m *GroupMod) string {
+	switch m.Command {
+	case GroupModify:
+		return "\n MOD " + strings.TrimPrefix(m.String(), "modify,") + "\n"
+	case GroupDelete:
+		return "\n DEL " + strings.TrimPrefix(m.String(), "delete,") + ",type=all\n"
+	}
+	return "\n ADD " + m.String() + "\n"
 }
 
 // TestOVS_RendersLikeUs encodes flows that exercise many field and action
@@ -116,6 +144,49 @@ func TestOVS_RendersLikeUs(t *testing.T) {
 				ActionSetField{Field: MatchIPv4Src([4]byte{10, 0, 0, 100})},
 				ActionSetField{Field: MatchTCPSrc(80)}, ActionGroup{GroupID: 3}}}}},
 		{Priority: 0},
+		// Nicira match fields and actions, as an in-switch load balancer uses them.
+		{Priority: 100, Match: Match{OXMs: []OXM{MatchEthType(0x0800), MatchIPProto(6),
+			MatchIPv4Dst([4]byte{10, 0, 0, 100}), MatchTCPDst(80), MatchCTState(CTStateNew|CTStateTrk, CTStateNew|CTStateTrk)}},
+			Instructions: []Instruction{InstructionApplyActions{Actions: []Action{ActionGroup{GroupID: 1}}}}},
+		{Priority: 101, Match: Match{OXMs: []OXM{MatchInPort(1), MatchEthType(0x0800), MatchIPProto(6),
+			MatchReg(1, 5, 0xff), MatchReg(0, 1, 0xffffffff), MatchCTMark(5, 0xff), MatchCTZone(5),
+			MatchCTState(CTStateEst|CTStateTrk, CTStateEst|CTStateTrk), MatchReg(7, 0xffffffff, 0xffffffff)}},
+			Instructions: []Instruction{InstructionApplyActions{Actions: []Action{ActionCT{Flags: CTCommit, Table: 2,
+				Zone: 1, Actions: []Action{ActionNAT{Flags: NATDst, AddrMin: netip.MustParseAddr("10.0.0.1"), PortMin: 80}}}}}}},
+		{Priority: 102, Match: Match{OXMs: []OXM{MatchEthType(0x0800), MatchCTState(CTStateTrk, CTStateTrk|CTStateInv),
+			MatchCTNwDst([4]byte{10, 0, 0, 100}), MatchCTNwProto(6), MatchCTTpDst(80)}},
+			Instructions: []Instruction{InstructionApplyActions{Actions: []Action{
+				ActionCT{Flags: CTCommit, Table: CTRecircNone, Actions: []Action{ActionSetField{Field: MatchCTMark(5, 0xffffffff)}}},
+				ActionCTClear{}, ActionResubmit{InPort: ResubmitInPort, Table: 5}}}}},
+		{Priority: 103, Match: Match{OXMs: []OXM{MatchEthType(0x0800)}},
+			Instructions: []Instruction{InstructionApplyActions{Actions: []Action{
+				ActionCT{Table: 4, ZoneField: NXMReg(0), ZoneOfs: 4}, ActionResubmit{InPort: 2, Table: TableAll},
+				ActionResubmit{InPort: 3, Table: 4}, ActionResubmit{InPort: 0xfffe, Table: 1},
+				ActionCT{Table: 6, Actions: []Action{ActionNAT{}}},
+				ActionCT{Flags: CTCommit, Table: CTRecircNone, Actions: []Action{ActionNAT{Flags: NATSrc | NATPersistent}}}}}}},
+		{Priority: 104, Match: Match{OXMs: []OXM{MatchEthType(0x0800), MatchIPProto(6)}},
+			Instructions: []Instruction{InstructionApplyActions{Actions: []Action{
+				ActionRegMove{NBits: 48, Src: NXMEthSrc, Dst: NXMEthDst},
+				ActionRegMove{NBits: 1, DstOfs: 31, Src: NXMReg(0), Dst: NXMReg(1)},
+				ActionRegMove{NBits: 32, Src: 0x80000408, Dst: NXMReg(3)},
+				ActionRegMove{NBits: 16, Src: NXMTCPSrc, Dst: NXMReg(2)},
+				ActionRegMove{NBits: 32, Src: NXMIPDst, Dst: NXMIPSrc},
+				ActionRegMove{NBits: 48, Src: 0x80000806, Dst: NXMEthDst}, // OXM eth_src, printed by its NXM name
+				ActionCT{Flags: CTCommit | CTForce, Table: CTRecircNone, ZoneField: NXMReg(2), Alg: 21,
+					Actions: []Action{ActionNAT{Flags: NATSrc | NATPersistent | NATProtoHash,
+						AddrMin: netip.MustParseAddr("10.0.0.1"), AddrMax: netip.MustParseAddr("10.0.0.9"),
+						PortMin: 1000, PortMax: 2000}, ActionSetField{Field: MatchCTMark(1, 0xffffffff)}}}}}}},
+		{Priority: 105, Match: Match{OXMs: []OXM{MatchEthType(0x86dd), MatchCTState(CTStateNew|CTStateTrk, 0xffffffff)}},
+			Instructions: []Instruction{InstructionApplyActions{Actions: []Action{
+				ActionCT{Flags: CTCommit, Table: CTRecircNone, Actions: []Action{ActionNAT{Flags: NATDst | NATProtoRandom,
+					AddrMin: netip.MustParseAddr("2001::1"), PortMin: 80}}},
+				ActionCT{Flags: CTCommit, Table: CTRecircNone, Actions: []Action{ActionNAT{Flags: NATDst,
+					AddrMin: netip.MustParseAddr("2001:1::1"), AddrMax: netip.MustParseAddr("2001:1::ffff")}}}}}}},
+		{Priority: 106, Match: Match{OXMs: []OXM{MatchEthType(0x0800), MatchInPort(3), MatchMetadata(0), MatchTunnelID(0x5),
+			MatchReg(0, 0, 0xffffffff), MatchCTState(0, 0xff), MatchCTMark(0, 0xffffffff),
+			mustOXM(t, OXMClassNXM1, 32, []byte{192, 168, 2, 4}, nil), mustOXM(t, OXMClassNXM1, 31, []byte{192, 168, 2, 3}, nil)}},
+			Instructions: []Instruction{InstructionApplyActions{Actions: []Action{ActionSetField{Field: MatchReg(1, 0, 0xffffffff)},
+				ActionSetField{Field: MatchReg(2, 0xbeef, 0xffffffff)}}}}},
 	}
 	for _, fm := range flows {
 		if fm.BufferID == 0 {
@@ -133,5 +204,69 @@ func TestOVS_RendersLikeUs(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestOVS_Groups encodes group-mods and group replies and checks that OVS
+// decodes them to the lines we render.
+func TestOVS_Groups(t *testing.T) {
+	live := func(port, group uint32, actions ...Action) Bucket {
+		return Bucket{WatchPort: port, WatchGroup: group, Actions: actions}
+	}
+	mods := []*GroupMod{
+		lbGroupMod(),
+		{Command: GroupAdd, GroupType: GroupTypeSelect, GroupID: 2, Buckets: []Bucket{
+			{Weight: 1, WatchPort: PortAny, WatchGroup: GroupAny, Actions: []Action{ActionOutput{Port: 1}}},
+			{Weight: 0, WatchPort: PortAny, WatchGroup: GroupAny, Actions: []Action{ActionOutput{Port: 2}}},
+			{Weight: 3, WatchPort: 4, WatchGroup: GroupAny, Actions: []Action{
+				ActionSetField{Field: MatchEthDst([6]byte{2, 0, 0, 0, 0, 3})}, ActionOutput{Port: PortInPort}}}}},
+		{Command: GroupModify, GroupType: GroupTypeIndirect, GroupID: 7, Buckets: []Bucket{
+			live(PortAny, GroupAny, ActionResubmit{InPort: ResubmitInPort, Table: 3})}},
+		{Command: GroupAdd, GroupType: GroupTypeFF, GroupID: 8, Buckets: []Bucket{
+			live(1, GroupAny, ActionOutput{Port: 1}), live(PortLocal, 5, ActionOutput{Port: 2}), live(PortAny, 6, ActionGroup{GroupID: 6})}},
+		{Command: GroupAdd, GroupType: GroupTypeAll, GroupID: 9, Buckets: []Bucket{
+			live(PortAny, GroupAny, ActionOutput{Port: 1}), live(PortAny, GroupAny)}},
+		{Command: GroupDelete, GroupID: 1},
+		{Command: GroupDelete, GroupID: GroupAll},
+	}
+	for _, gm := range mods {
+		t.Run(gm.String(), func(t *testing.T) {
+			out := ovsParse(t, Append(nil, 1, gm))
+			if w := ovsGroupModLine(gm); !strings.Contains(out, w) {
+				t.Errorf("OVS output lacks %q:\n%s", w, out)
+			}
+		})
+	}
+	replies := []*MultipartReply{
+		{Body: GroupDescReply{Groups: []GroupDesc{
+			{GroupType: GroupTypeSelect, GroupID: 1, Buckets: lbGroupMod().Buckets},
+			{GroupType: GroupTypeFF, GroupID: 8, Buckets: mods[3].Buckets},
+			{GroupType: GroupTypeAll, GroupID: 10},
+		}}},
+		{Flags: MultipartReplyMore, Body: GroupStatsReply{Stats: []GroupStats{
+			{GroupID: 1, RefCount: 1, PacketCount: 10, ByteCount: 1000, DurationSec: 5, DurationNsec: 5000000,
+				Buckets: []BucketCounter{{4, 400}, {6, 600}}},
+			{GroupID: 2, DurationSec: 7, Buckets: []BucketCounter{{^uint64(0), ^uint64(0)}, {1, 2}}},
+			{GroupID: 3, DurationSec: 1, DurationNsec: 123456789},
+		}}},
+	}
+	for _, r := range replies {
+		out := ovsParse(t, Append(nil, 1, r))
+		var want []string
+		switch b := r.Body.(type) {
+		case GroupDescReply:
+			for _, g := range b.Groups {
+				want = append(want, "\n "+g.String()+"\n")
+			}
+		case GroupStatsReply:
+			for _, s := range b.Stats {
+				want = append(want, "\n "+s.String()+"\n")
+			}
+		}
+		for _, w := range want {
+			if !strings.Contains(out, w) {
+				t.Errorf("OVS output lacks %q:\n%s", w, out)
+			}
+		}
 	}
 }

@@ -38,6 +38,19 @@ func TestOXM_Constructors(t *testing.T) {
 		{"ARPTHA", MatchARPTHA([6]byte{1, 2, 3, 4, 5, 6}), "80 00 32 06 01 02 03 04 05 06"},
 		{"Metadata", MatchMetadata(0x0102030405060708), "80 00 04 08 01 02 03 04 05 06 07 08"},
 		{"TunnelID", MatchTunnelID(5), "80 00 4c 08 00 00 00 00 00 00 00 05"},
+		// Nicira fields: the TLVs `ovs-ofctl -O OpenFlow13 parse-flow` (OVS 3.1) encodes for ct_state=+est+trk,
+		// ct_zone=5, ct_mark=0x5/0xff, reg0=0x1234, reg5=0xabcd/0xffff, ct_nw_proto=6, ct_nw_dst, ct_tp_dst=80.
+		{"CTStateMasked", MatchCTState(CTStateEst|CTStateTrk, CTStateEst|CTStateTrk), "00 01 d3 08 00 00 00 22 00 00 00 22"},
+		{"CTStateValueOutsideMaskDropped", MatchCTState(CTStateNew|CTStateTrk, CTStateNew), "00 01 d3 08 00 00 00 01 00 00 00 01"},
+		{"CTStateFullMaskUnmasked", MatchCTState(CTStateNew|CTStateTrk, 0xffffffff), "00 01 d2 04 00 00 00 21"},
+		{"CTZone", MatchCTZone(5), "00 01 d4 02 00 05"},
+		{"CTMarkMasked", MatchCTMark(5, 0xff), "00 01 d7 08 00 00 00 05 00 00 00 ff"},
+		{"CTMark", MatchCTMark(0x654321, 0xffffffff), "00 01 d6 04 00 65 43 21"},
+		{"Reg0", MatchReg(0, 0x1234, 0xffffffff), "00 01 00 04 00 00 12 34"},
+		{"Reg5Masked", MatchReg(5, 0xabcd, 0xffff), "00 01 0b 08 00 00 ab cd 00 00 ff ff"},
+		{"CTNwProto", MatchCTNwProto(6), "00 01 ee 01 06"},
+		{"CTNwDst", MatchCTNwDst([4]byte{10, 0, 0, 1}), "00 01 f2 04 0a 00 00 01"},
+		{"CTTpDst", MatchCTTpDst(80), "00 01 fa 02 00 50"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -1,6 +1,7 @@
 package ofp
 
 import (
+	"net/netip"
 	"reflect"
 	"testing"
 )
@@ -58,6 +59,65 @@ func TestRoundTrip(t *testing.T) {
 		{name: "PortNameTruncated", msg: &PortStatus{Desc: Port{Name: "a-name-longer-than-sixteen"}},
 			want: &PortStatus{Desc: Port{Name: "a-name-longer-th"}}},
 		{name: "HelloManyVersions", msg: &Hello{Versions: []uint8{4, 33, 200}}},
+		{name: "NiciraActionsByPointer", msg: &PacketOut{BufferID: NoBuffer, InPort: PortController,
+			Actions: []Action{
+				&ActionResubmit{InPort: ResubmitInPort, Table: 4}, &ActionCTClear{},
+				&ActionRegMove{NBits: 48, Src: NXMEthSrc, Dst: NXMEthDst},
+				&ActionCT{Flags: CTCommit | CTForce, ZoneField: NXMReg(2), ZoneOfs: 16, Table: CTRecircNone,
+					Alg: 21, Actions: []Action{&ActionNAT{Flags: NATSrc | NATPersistent | NATProtoRandom,
+						AddrMin: netip.MustParseAddr("192.0.2.1"), PortMin: 1024, PortMax: 65535},
+						&ActionSetField{Field: MatchCTMark(7, 0xffffffff)}}},
+			}}, want: &PacketOut{BufferID: NoBuffer, InPort: PortController,
+			Actions: []Action{
+				ActionResubmit{InPort: ResubmitInPort, Table: 4}, ActionCTClear{},
+				ActionRegMove{NBits: 48, Src: NXMEthSrc, Dst: NXMEthDst},
+				ActionCT{Flags: CTCommit | CTForce, ZoneField: NXMReg(2), ZoneOfs: 16, Table: CTRecircNone,
+					Alg: 21, Actions: []Action{ActionNAT{Flags: NATSrc | NATPersistent | NATProtoRandom,
+						AddrMin: netip.MustParseAddr("192.0.2.1"), PortMin: 1024, PortMax: 65535},
+						ActionSetField{Field: MatchCTMark(7, 0xffffffff)}}},
+			}}},
+		{name: "NATForms", msg: &PacketOut{BufferID: NoBuffer, InPort: PortController, Actions: []Action{
+			ActionCT{Actions: []Action{ActionNAT{}}}, // bare nat, recirculating to table 0
+			ActionCT{Flags: CTCommit, Table: CTRecircNone, Actions: []Action{ActionNAT{Flags: NATDst | NATProtoHash,
+				AddrMin: netip.MustParseAddr("2001:db8::1"), PortMin: 443}}},
+			ActionCT{Flags: CTCommit, Table: CTRecircNone, Actions: []Action{ActionNAT{Flags: NATSrc}}},
+		}}},
+		{name: "NATPortWithoutAddressDropped", msg: &PacketOut{BufferID: NoBuffer, InPort: PortController,
+			Actions: []Action{ActionNAT{Flags: NATDst, PortMin: 80, AddrMax: netip.MustParseAddr("10.0.0.9")}}},
+			want: &PacketOut{BufferID: NoBuffer, InPort: PortController,
+				Actions: []Action{ActionNAT{Flags: NATDst}}}},
+		{name: "UnknownExperimenterActionsStayRaw", msg: &PacketOut{BufferID: NoBuffer, InPort: PortController,
+			Actions: []Action{
+				// NXAST_NOTE "hello": a Nicira subtype this package does not model.
+				ActionRaw{Type: ActionTypeExperimenter, Data: []byte{0, 0, 0x23, 0x20, 0, 8, 'h', 'e', 'l', 'l', 'o', 0}},
+				// ONF experimenter 0x4f4e4600, exp_type 3200 (copy_field).
+				ActionRaw{Type: ActionTypeExperimenter, Data: []byte{0x4f, 0x4e, 0x46, 0, 0x0c, 0x80, 0, 0, 0, 0, 0, 0}},
+				// NXAST_REG_MOVE from an experimenter OXM (8-byte header).
+				ActionRaw{Type: ActionTypeExperimenter, Data: []byte{0, 0, 0x23, 0x20, 0, 6, 0, 8, 0, 0, 0, 0,
+					0xff, 0xff, 0x02, 0x04, 0x4f, 0x4e, 0x46, 0x00, 0, 1, 0, 4, 0, 0, 0, 0}},
+			}}},
+		{name: "GroupModifyFastFailover", msg: &GroupMod{Command: GroupModify, GroupType: GroupTypeFF, GroupID: GroupMax,
+			Buckets: []Bucket{
+				{WatchPort: 1, WatchGroup: GroupAny, Actions: []Action{ActionOutput{Port: 1}}},
+				{WatchPort: PortAny, WatchGroup: 5, Actions: []Action{ActionGroup{GroupID: 5}}},
+				{WatchPort: 2, WatchGroup: GroupAny},
+			}}},
+		{name: "GroupIndirectResubmit", msg: &GroupMod{Command: GroupAdd, GroupType: GroupTypeIndirect, GroupID: 7,
+			Buckets: []Bucket{{WatchPort: PortAny, WatchGroup: GroupAny,
+				Actions: []Action{ActionResubmit{InPort: ResubmitInPort, Table: 3}}}}}},
+		{name: "GroupStatsMore", msg: &MultipartReply{Flags: MultipartReplyMore, Body: GroupStatsReply{Stats: []GroupStats{
+			{GroupID: 1}, {GroupID: 2, Buckets: []BucketCounter{{1, 2}, {3, 4}}},
+		}}}},
+		{name: "GroupDescSeveral", msg: &MultipartReply{Body: GroupDescReply{Groups: []GroupDesc{
+			{GroupType: GroupTypeSelect, GroupID: 1, Buckets: lbGroupMod().Buckets},
+			{GroupType: GroupTypeAll, GroupID: 2},
+		}}}},
+		{name: "GroupStatsRequestOne", msg: &MultipartRequest{Body: GroupStatsRequest{GroupID: 9}}},
+		{name: "NXMatchFields", msg: &FlowMod{BufferID: NoBuffer, OutPort: PortAny, OutGroup: GroupAny,
+			Match: Match{OXMs: []OXM{MatchEthType(0x0800), MatchCTState(CTStateNew|CTStateTrk, 0xff),
+				MatchCTZone(9), MatchCTMark(5, 0xff), MatchReg(7, 0xdead, 0xffffffff),
+				MatchCTNwProto(6), MatchCTNwDst([4]byte{10, 0, 0, 100}), MatchCTTpDst(80)}},
+			Instructions: []Instruction{InstructionApplyActions{Actions: []Action{ActionGroup{GroupID: 1}}}}}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -83,12 +143,22 @@ func TestRoundTrip(t *testing.T) {
 func TestAppend_NoAlloc(t *testing.T) {
 	fm := natFlowMod()
 	po := &PacketOut{BufferID: NoBuffer, InPort: 1, Actions: []Action{ActionOutput{Port: 3}}, Data: arpFrame}
+	ct := lbEntryFlowMod()
+	ct.Instructions = append(ct.Instructions, InstructionApplyActions{Actions: []Action{
+		ActionCT{Flags: CTCommit, ZoneField: NXMReg(0), Table: CTRecircNone, Actions: []Action{
+			ActionNAT{Flags: NATDst, AddrMin: netip.MustParseAddr("10.0.0.2"), AddrMax: netip.MustParseAddr("10.0.0.3"),
+				PortMin: 80, PortMax: 81},
+			ActionSetField{Field: MatchCTMark(1, 0xffffffff)}}},
+		ActionRegMove{NBits: 16, Src: NXMTCPSrc, Dst: NXMReg(1)}, ActionResubmit{InPort: ResubmitInPort, Table: 2},
+		ActionCTClear{}}})
 	tests := []struct {
 		name string
 		msg  Message
 	}{
 		{"FlowMod", fm},
 		{"PacketOut", po},
+		{"FlowModNicira", ct},
+		{"GroupMod", lbGroupMod()},
 		{"BarrierValue", BarrierRequest{}},
 		{"EchoReply", &EchoReply{Data: []byte("x")}},
 	}

@@ -1,0 +1,224 @@
+package ofp
+
+import "strconv"
+
+// Nicira (Open vSwitch) match fields. OVS accepts NXM headers inside an
+// OpenFlow 1.3 OXM match, so these are ordinary OXMs of class OXMClassNXM1
+// (or OXMClassNXM0), built by the Match* constructors below and carried in
+// Match.OXMs and ActionSetField like any other field. Field numbers and
+// widths follow OVS's meta-flow.h.
+
+// NXMHeader is an NXM or OXM field header without its payload:
+// class<<16 | field<<9 | hasmask<<8 | length. NXAST_REG_MOVE and NXAST_CT
+// name the fields they read and write this way. The constants below are
+// the unmasked headers of the fields a load balancer moves or keys on;
+// any other header (including OXM ones, such as 0x80000806 for eth_src)
+// works as well.
+type NXMHeader uint32
+
+const (
+	NXMEthDst    NXMHeader = 0x00000206 // NXM_OF_ETH_DST
+	NXMEthSrc    NXMHeader = 0x00000406 // NXM_OF_ETH_SRC
+	NXMIPSrc     NXMHeader = 0x00000e04 // NXM_OF_IP_SRC
+	NXMIPDst     NXMHeader = 0x00001004 // NXM_OF_IP_DST
+	NXMTCPSrc    NXMHeader = 0x00001202 // NXM_OF_TCP_SRC
+	NXMTCPDst    NXMHeader = 0x00001402 // NXM_OF_TCP_DST
+	NXMUDPSrc    NXMHeader = 0x00001602 // NXM_OF_UDP_SRC
+	NXMUDPDst    NXMHeader = 0x00001802 // NXM_OF_UDP_DST
+	NXMCTState   NXMHeader = 0x0001d204 // NXM_NX_CT_STATE
+	NXMCTZone    NXMHeader = 0x0001d402 // NXM_NX_CT_ZONE
+	NXMCTMark    NXMHeader = 0x0001d604 // NXM_NX_CT_MARK
+	NXMCTNwProto NXMHeader = 0x0001ee01 // NXM_NX_CT_NW_PROTO
+	NXMCTNwDst   NXMHeader = 0x0001f204 // NXM_NX_CT_NW_DST
+	NXMCTTpDst   NXMHeader = 0x0001fa02 // NXM_NX_CT_TP_DST
+)
+
+// NXMReg returns the header of register n (NXM_NX_REG0 .. NXM_NX_REG15;
+// OVS 3.1 has 16 32-bit registers).
+func NXMReg(n uint8) NXMHeader { return NXMHeader(uint32(OXMClassNXM1)<<16 | uint32(n)<<9 | 4) }
+
+// Class returns the header's OXM class (OXMClassNXM0, OXMClassNXM1, ...).
+func (h NXMHeader) Class() uint16 { return uint16(h >> 16) }
+
+// Field returns the field number within the class.
+func (h NXMHeader) Field() OXMField { return OXMField(h >> 9 & 0x7f) }
+
+// Len returns the payload length in bytes (value only for an unmasked
+// header).
+func (h NXMHeader) Len() int { return int(h & 0xff) }
+
+func (h NXMHeader) hasMask() bool { return h&0x100 != 0 }
+
+// Connection tracking state bits (NXM_NX_CT_STATE, OVS's CS_*).
+const (
+	CTStateNew  uint32 = 1 << 0 // CS_NEW
+	CTStateEst  uint32 = 1 << 1 // CS_ESTABLISHED
+	CTStateRel  uint32 = 1 << 2 // CS_RELATED
+	CTStateRpl  uint32 = 1 << 3 // CS_REPLY_DIR
+	CTStateInv  uint32 = 1 << 4 // CS_INVALID
+	CTStateTrk  uint32 = 1 << 5 // CS_TRACKED
+	CTStateSNAT uint32 = 1 << 6 // CS_SRC_NAT
+	CTStateDNAT uint32 = 1 << 7 // CS_DST_NAT
+)
+
+// nxOXM builds an OXM for header h from a value of h.Len() bytes (the low
+// bytes of v) and, unless mask is all ones for that width, the mask; the
+// value is stored ANDed with the mask, as OVS stores it.
+func nxOXM(h NXMHeader, v, mask uint64) OXM {
+	n := h.Len()
+	full := uint64(1)<<(8*n) - 1
+	o := OXM{Class: h.Class(), Field: h.Field(), n: uint8(n)}
+	if mask&full != full {
+		o.HasMask = true
+		v &= mask
+		o.n = uint8(2 * n)
+	}
+	for i := range n {
+		o.payload[i] = byte(v >> (8 * (n - 1 - i)))
+		if o.HasMask {
+			o.payload[n+i] = byte(mask >> (8 * (n - 1 - i)))
+		}
+	}
+	return o
+}
+
+// MatchCTState matches the connection tracking state: bits set in mask
+// must equal those in state, for example MatchCTState(CTStateNew|CTStateTrk,
+// CTStateNew|CTStateTrk) for ct_state=+new+trk and
+// MatchCTState(0, CTStateTrk) for ct_state=-trk. A mask of all ones
+// matches the whole state exactly.
+func MatchCTState(state, mask uint32) OXM {
+	return nxOXM(NXMCTState, uint64(state), uint64(mask))
+}
+
+// MatchCTZone matches the conntrack zone (NXM_NX_CT_ZONE).
+func MatchCTZone(zone uint16) OXM { return nxOXM(NXMCTZone, uint64(zone), 0xffff) }
+
+// MatchCTMark matches the connection mark under mask (0xffffffff for an
+// exact match). With a full mask it is also the field of a set_field that
+// stores a mark from within ActionCT.
+func MatchCTMark(mark, mask uint32) OXM { return nxOXM(NXMCTMark, uint64(mark), uint64(mask)) }
+
+// MatchReg matches register n (0-15) under mask (0xffffffff for exact).
+func MatchReg(n uint8, value, mask uint32) OXM {
+	return nxOXM(NXMReg(n), uint64(value), uint64(mask))
+}
+
+// MatchCTNwProto matches the IP protocol of the connection's original
+// direction (NXM_NX_CT_NW_PROTO); OVS wants it before MatchCTTpDst.
+func MatchCTNwProto(p uint8) OXM { return nxOXM(NXMCTNwProto, uint64(p), 0xff) }
+
+// MatchCTNwDst matches the original-direction IPv4 destination
+// (NXM_NX_CT_NW_DST): the VIP a DNATed connection was addressed to. OVS
+// requires a tracked, valid connection (for example
+// MatchCTState(CTStateTrk, CTStateTrk|CTStateInv)) and eth_type IPv4.
+func MatchCTNwDst(ip [4]byte) OXM {
+	return nxOXM(NXMCTNwDst, uint64(ip[0])<<24|uint64(ip[1])<<16|uint64(ip[2])<<8|uint64(ip[3]), 0xffffffff)
+}
+
+// MatchCTTpDst matches the original-direction transport destination port
+// (NXM_NX_CT_TP_DST); OVS also requires MatchCTNwProto.
+func MatchCTTpDst(port uint16) OXM { return nxOXM(NXMCTTpDst, uint64(port), 0xffff) }
+
+// nxFieldFormat says how a field's value is rendered.
+type nxFieldFormat uint8
+
+const (
+	nxHex      nxFieldFormat = iota // 0x1f, masked 0x1/0xff (regs, ct_mark, tun_id)
+	nxDecimal                       // 5 (ct_zone, ct_nw_proto, ct_tp_*)
+	nxIPv4                          // 10.0.0.1, 10.0.0.0/8
+	nxCTState                       // new|trk, +new-est
+	nxHexBytes                      // ct_label: 0x...
+)
+
+// nxField describes an NXM/OXM field for rendering: its NXM name (as
+// move:, zone= and learn print it), its match and set_field keyword, its
+// width in bits as OVS counts it and its value notation.
+type nxField struct {
+	nxm    string
+	name   string
+	bits   int
+	format nxFieldFormat
+}
+
+// nxFields lists the non-basic fields this package names, by unmasked
+// header; registers are added by lookupNXField.
+var nxFields = map[NXMHeader]nxField{
+	0x00000002:   {"NXM_OF_IN_PORT", "in_port", 16, nxDecimal},
+	NXMEthDst:    {"NXM_OF_ETH_DST", "eth_dst", 48, nxHex},
+	NXMEthSrc:    {"NXM_OF_ETH_SRC", "eth_src", 48, nxHex},
+	0x00000602:   {"NXM_OF_ETH_TYPE", "eth_type", 16, nxHex},
+	0x00000802:   {"NXM_OF_VLAN_TCI", "vlan_tci", 16, nxHex},
+	0x00000c01:   {"NXM_OF_IP_PROTO", "nw_proto", 8, nxDecimal},
+	NXMIPSrc:     {"NXM_OF_IP_SRC", "ip_src", 32, nxIPv4},
+	NXMIPDst:     {"NXM_OF_IP_DST", "ip_dst", 32, nxIPv4},
+	NXMTCPSrc:    {"NXM_OF_TCP_SRC", "tcp_src", 16, nxDecimal},
+	NXMTCPDst:    {"NXM_OF_TCP_DST", "tcp_dst", 16, nxDecimal},
+	NXMUDPSrc:    {"NXM_OF_UDP_SRC", "udp_src", 16, nxDecimal},
+	NXMUDPDst:    {"NXM_OF_UDP_DST", "udp_dst", 16, nxDecimal},
+	0x00001e02:   {"NXM_OF_ARP_OP", "arp_op", 16, nxDecimal},
+	0x00002004:   {"NXM_OF_ARP_SPA", "arp_spa", 32, nxIPv4},
+	0x00002204:   {"NXM_OF_ARP_TPA", "arp_tpa", 32, nxIPv4},
+	0x00012008:   {"NXM_NX_TUN_ID", "tun_id", 64, nxHex},
+	0x00012206:   {"NXM_NX_ARP_SHA", "arp_sha", 48, nxHex},
+	0x00012406:   {"NXM_NX_ARP_THA", "arp_tha", 48, nxHex},
+	0x00013e04:   {"NXM_NX_TUN_IPV4_SRC", "tun_src", 32, nxIPv4},
+	0x00014004:   {"NXM_NX_TUN_IPV4_DST", "tun_dst", 32, nxIPv4},
+	NXMCTState:   {"NXM_NX_CT_STATE", "ct_state", 32, nxCTState},
+	NXMCTZone:    {"NXM_NX_CT_ZONE", "ct_zone", 16, nxDecimal},
+	NXMCTMark:    {"NXM_NX_CT_MARK", "ct_mark", 32, nxHex},
+	0x0001d810:   {"NXM_NX_CT_LABEL", "ct_label", 128, nxHexBytes},
+	NXMCTNwProto: {"NXM_NX_CT_NW_PROTO", "ct_nw_proto", 8, nxDecimal},
+	0x0001f004:   {"NXM_NX_CT_NW_SRC", "ct_nw_src", 32, nxIPv4},
+	NXMCTNwDst:   {"NXM_NX_CT_NW_DST", "ct_nw_dst", 32, nxIPv4},
+	0x0001f802:   {"NXM_NX_CT_TP_SRC", "ct_tp_src", 16, nxDecimal},
+	NXMCTTpDst:   {"NXM_NX_CT_TP_DST", "ct_tp_dst", 16, nxDecimal},
+}
+
+// basicNXM names OpenFlow-basic fields the way OVS prints them in move:
+// and zone=: by their NXM name where OVS has one of the same width, else
+// by their OXM name.
+var basicNXM = map[OXMField]nxField{
+	OXMInPort:   {"OXM_OF_IN_PORT", "in_port", 32, nxDecimal},
+	OXMMetadata: {"OXM_OF_METADATA", "metadata", 64, nxHex},
+	OXMEthDst:   nxFields[NXMEthDst],
+	OXMEthSrc:   nxFields[NXMEthSrc],
+	OXMEthType:  nxFields[0x00000602],
+	OXMIPProto:  nxFields[0x00000c01],
+	OXMIPv4Src:  nxFields[NXMIPSrc],
+	OXMIPv4Dst:  nxFields[NXMIPDst],
+	OXMTCPSrc:   nxFields[NXMTCPSrc],
+	OXMTCPDst:   nxFields[NXMTCPDst],
+	OXMUDPSrc:   nxFields[NXMUDPSrc],
+	OXMUDPDst:   nxFields[NXMUDPDst],
+	OXMARPOp:    nxFields[0x00001e02],
+	OXMARPSPA:   nxFields[0x00002004],
+	OXMARPTPA:   nxFields[0x00002204],
+	OXMARPSHA:   nxFields[0x00012206],
+	OXMARPTHA:   nxFields[0x00012406],
+	OXMTunnelID: nxFields[0x00012008],
+}
+
+// lookupNXField finds the description of the (unmasked) header h.
+func lookupNXField(h NXMHeader) (nxField, bool) {
+	h &^= 0x100
+	if h.Class() == OXMClassBasic {
+		f, ok := basicNXM[h.Field()]
+		return f, ok && f.bits <= 8*h.Len()
+	}
+	if h.Class() == OXMClassNXM1 && h.Field() < 16 && h.Len() == 4 {
+		n := strconv.Itoa(int(h.Field()))
+		return nxField{"NXM_NX_REG" + n, "reg" + n, 32, nxHex}, true
+	}
+	f, ok := nxFields[h]
+	return f, ok
+}
+
+// header returns the unmasked NXM/OXM header of o's field.
+func (o *OXM) header() NXMHeader {
+	n := int(o.n) - o.expLen()
+	if o.HasMask {
+		n /= 2
+	}
+	return NXMHeader(uint32(o.Class)<<16 | uint32(o.Field)<<9 | uint32(n&0xff))
+}
