@@ -47,8 +47,6 @@ func (h NXMHeader) Field() OXMField { return OXMField(h >> 9 & 0x7f) }
 // header).
 func (h NXMHeader) Len() int { return int(h & 0xff) }
 
-func (h NXMHeader) hasMask() bool { return h&0x100 != 0 }
-
 // Connection tracking state bits (NXM_NX_CT_STATE, OVS's CS_*).
 const (
 	CTStateNew  uint32 = 1 << 0 // CS_NEW
