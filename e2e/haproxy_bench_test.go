@@ -255,7 +255,7 @@ func TestFailoverComparison(t *testing.T) {
 			b.lb.Connect(sw)
 			dumpOnFailure(t, sw, b.lb)
 			b.vip = b.lb.MustCreateVIP("web", sw.Addr(101), sdnlb.ProtocolTCP, vipPort, nil)
-			b.pool = b.lb.MustCreatePool("web", b.vip, sdnlb.RoundRobin)
+			b.pool = b.lb.MustCreatePool("web", b.vip, sdnlb.RoundRobin, sdnlb.DispatchController)
 			for _, m := range b.members {
 				b.mems = append(b.mems, b.lb.MustCreateMember(b.pool, m.IP, memberPort))
 			}

@@ -57,7 +57,7 @@ func newLBBed(tb testing.TB, nClients, nMembers int, method sdnlb.LBMethod, vipE
 	b.lb.Connect(b.sw)
 	dumpOnFailure(tb, b.sw, b.lb)
 	b.vip = b.lb.MustCreateVIP("web", b.sw.Addr(100), sdnlb.ProtocolTCP, vipPort, vipExtra)
-	b.pool = b.lb.MustCreatePool("web", b.vip, method)
+	b.pool = b.lb.MustCreatePool("web", b.vip, method, sdnlb.DispatchController)
 	for _, h := range b.members {
 		b.mems = append(b.mems, b.lb.MustCreateMember(b.pool, h.IP, memberPort))
 	}
@@ -291,7 +291,7 @@ func TestVIP_ICMPAndUDP(t *testing.T) {
 
 	t.Run("ICMP", func(t *testing.T) {
 		vip := lb.MustCreateVIP("ping", sw.Addr(101), sdnlb.ProtocolICMP, 0, nil)
-		pool := lb.MustCreatePool("ping", vip, sdnlb.RoundRobin)
+		pool := lb.MustCreatePool("ping", vip, sdnlb.RoundRobin, sdnlb.DispatchController)
 		before := 0
 		for _, h := range members {
 			lb.MustCreateMember(pool, h.IP, 0)
@@ -318,7 +318,7 @@ func TestVIP_ICMPAndUDP(t *testing.T) {
 	t.Run("UDP", func(t *testing.T) {
 		const port = 5353
 		vip := lb.MustCreateVIP("dns", sw.Addr(102), sdnlb.ProtocolUDP, port, nil)
-		pool := lb.MustCreatePool("dns", vip, sdnlb.RoundRobin)
+		pool := lb.MustCreatePool("dns", vip, sdnlb.RoundRobin, sdnlb.DispatchController)
 		var names []string
 		for i, h := range members {
 			name := "udp" + strconv.Itoa(i+1)

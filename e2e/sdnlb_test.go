@@ -358,11 +358,11 @@ func (p *sdnlbProc) MustCreateVIP(name, address string, proto sdnlb.Protocol, po
 }
 
 // MustCreatePool creates a pool serving vip with the VIP's protocol.
-func (p *sdnlbProc) MustCreatePool(name string, vip *sdnlb.VIP, method sdnlb.LBMethod) *sdnlb.Pool {
+func (p *sdnlbProc) MustCreatePool(name string, vip *sdnlb.VIP, method sdnlb.LBMethod, dispatch sdnlb.Dispatch) *sdnlb.Pool {
 	p.tb.Helper()
 	var pool sdnlb.Pool
 	p.mustAPI(http.MethodPost, "/v1/pools",
-		map[string]any{"name": name, "vip_id": vip.ID, "lb_method": method, "protocol": vip.Protocol},
+		map[string]any{"name": name, "vip_id": vip.ID, "lb_method": method, "protocol": vip.Protocol, "dispatch": dispatch},
 		http.StatusCreated, &pool)
 	return &pool
 }

@@ -19,7 +19,8 @@ const (
 )
 
 // staticSource is a sdnlb.ConfigSource whose configuration never
-// changes: one VIP, a round-robin pool and its unmonitored members.
+// changes: one VIP, a round-robin pool dispatched by the controller and
+// its unmonitored members.
 type staticSource struct{ cfg *config }
 
 var _ sdnlb.ConfigSource = staticSource{}
@@ -32,6 +33,7 @@ func (s staticSource) LoadConfig(context.Context) (*sdnlb.Config, error) {
 	vip.MAC, vip.Status = sdnlb.VIPMAC(benchVIPID), sdnlb.VIPActive
 	pool := sdnlb.NewPool()
 	pool.ID, pool.Name, pool.VIPID = benchPoolID, benchName, benchVIPID
+	pool.Dispatch = sdnlb.DispatchController
 	conf := &sdnlb.Config{Seq: 1, VIPs: []*sdnlb.VIP{vip}, Pools: []*sdnlb.Pool{pool}}
 	addr := c.firstMember
 	for i := range c.members {
@@ -60,7 +62,9 @@ func startEmbedded(ctx context.Context, cfg *config, log *slog.Logger) (addr str
 	if err != nil {
 		return "", nil, fmt.Errorf("embedded controller: %w", err)
 	}
-	c := controller.New(staticSource{cfg}, controller.Options{Logger: log})
+	// The fake switches learn hosts through the controller, as the
+	// per-connection path measured here needs.
+	c := controller.New(staticSource{cfg}, controller.Options{Logger: log, L2: controller.L2Learn})
 	ctx, cancel := context.WithCancel(ctx)
 	served := make(chan error, 1)
 	go func() { served <- c.Serve(ctx, ln) }()

@@ -95,6 +95,7 @@ func configureRemote(ctx context.Context, cfg *config) (cleanup func() error, er
 	var pool sdnlb.Pool
 	if err := c.do(ctx, http.MethodPost, "/v1/pools", map[string]any{
 		"name": benchName, "vip_id": vip.ID, "lb_method": sdnlb.RoundRobin, "protocol": sdnlb.ProtocolTCP,
+		"dispatch": sdnlb.DispatchController,
 	}, &pool); err != nil {
 		return cleanup, err
 	}

@@ -86,7 +86,7 @@ func (f *fakeAPI) handler() http.Handler {
 func TestConfigureRemote(t *testing.T) {
 	const (
 		vip     = `POST /v1/vips {"address":"10.99.0.100","name":"sdnlb-bench","port":80,"protocol":"TCP"}`
-		pool    = `POST /v1/pools {"lb_method":"ROUND_ROBIN","name":"sdnlb-bench","protocol":"TCP","vip_id":"vip-1"}`
+		pool    = `POST /v1/pools {"dispatch":"CONTROLLER","lb_method":"ROUND_ROBIN","name":"sdnlb-bench","protocol":"TCP","vip_id":"vip-1"}`
 		member1 = `POST /v1/members {"address":"10.99.0.1","pool_id":"pool-1","port":80,"weight":1}`
 		member2 = `POST /v1/members {"address":"10.99.0.2","pool_id":"pool-1","port":80,"weight":1}`
 		cleanup = `DELETE /v1/vips/vip-1?cascade=true null`
