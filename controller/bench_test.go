@@ -53,7 +53,10 @@ func BenchmarkPacketInReply(b *testing.B) {
 	reg := prometheus.NewRegistry()
 	h := startController(b, testConfig(func(c *sdnlb.Config) { c.Members = c.Members[:1] }), Options{Registerer: reg})
 	client, br := benchSwitch(b, h, 1)
-	var outs atomic.Int64
+	// The reader counts packet-outs and wakes the benchmark when the
+	// count it waits for is reached: polling would time the sleeps.
+	var outs, want atomic.Int64
+	reached := make(chan struct{}, 1)
 	go func() {
 		var msg []byte
 		for {
@@ -61,8 +64,8 @@ func BenchmarkPacketInReply(b *testing.B) {
 			if err != nil {
 				return
 			}
-			if hd, _ := ofp.ParseHeader(m); hd.Type == ofp.TypePacketOut {
-				outs.Add(1)
+			if hd, _ := ofp.ParseHeader(m); hd.Type == ofp.TypePacketOut && outs.Add(1) == want.Load() {
+				reached <- struct{}{}
 			}
 			msg = m
 		}
@@ -77,13 +80,13 @@ func BenchmarkPacketInReply(b *testing.B) {
 		syns.write(b, client, n, sent, 12, 20) // client address and port as sources
 		waitSetups(b, h.c, sent+n)
 		b.StartTimer()
+		want.Store(int64(2 * (sent + n)))
 		replies.write(b, client, n, sent, 16, 22) // and as destinations
 		sent += n
-		for deadline := time.Now().Add(time.Minute); outs.Load() < int64(2*sent); {
-			if time.Now().After(deadline) {
-				b.Fatalf("%d packet-outs for %d setups and replies", outs.Load(), 2*sent)
-			}
-			time.Sleep(100 * time.Microsecond)
+		select {
+		case <-reached:
+		case <-time.After(time.Minute):
+			b.Fatalf("%d packet-outs for %d setups and replies", outs.Load(), 2*sent)
 		}
 	}
 	round(batch) // warm up maps and buffers
