@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"sync"
 	"testing"
+	"time"
 )
 
 // MustRunMain starts the whole service on ":0" addresses over the database
@@ -123,8 +124,22 @@ func TestMain_ConcurrentWrites(t *testing.T) {
 	}
 }
 
+// The controller reads its first configuration in the background, so
+// /readyz may answer 503 for a moment after Run; it must turn 200.
 func TestMain_Readyz(t *testing.T) {
 	m := MustRunMain(t, filepath.Join(t.TempDir(), "sdnlb.db"))
-	call(t, m, "GET", "/readyz", nil, 200, nil)
 	call(t, m, "GET", "/healthz", nil, 200, nil)
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		resp, err := http.Get("http://" + m.APIAddr() + "/readyz")
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode == http.StatusOK {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("GET /readyz: still %d after 10 s", resp.StatusCode)
+		}
+	}
 }
