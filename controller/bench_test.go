@@ -174,6 +174,8 @@ func benchHandshake(tb testing.TB, sw *fakeSwitch, br *bufio.Reader) {
 		switch h.Type {
 		case ofp.TypeFeaturesRequest:
 			sw.send(h.XID, ofp.FeaturesReply{DatapathID: 1})
+		case ofp.TypeMultipartRequest: // group features: none
+			sw.send(h.XID, ofp.ErrorMsg{ErrType: ofp.ErrTypeBadRequest, Code: ofp.BadRequestBadMultipart})
 		case ofp.TypeBarrierRequest:
 			sw.send(h.XID, ofp.BarrierReply{})
 			return

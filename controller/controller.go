@@ -281,8 +281,9 @@ func (c *Controller) switchConn(dpid uint64) *switchConn {
 
 // dataplaneConfig is what a new switch's dataplane shares with the
 // controller.
-func (c *Controller) dataplaneConfig(log *slog.Logger) dataplaneConfig {
-	return dataplaneConfig{idleTimeout: c.idle, hardTimeout: c.hard, l2: c.opts.L2, affinity: c.affinity, metrics: c.metrics, log: log}
+func (c *Controller) dataplaneConfig(log *slog.Logger, groups bool) dataplaneConfig {
+	return dataplaneConfig{idleTimeout: c.idle, hardTimeout: c.hard, l2: c.opts.L2, groups: groups,
+		affinity: c.affinity, metrics: c.metrics, log: log}
 }
 
 // housekeep expires persistence entries and polls flow stats.

@@ -28,6 +28,10 @@ const (
 	// A member's replies → CONTROLLER; VIP and member number of the member
 	// the flow is installed for (members sharing an address share one).
 	catMemberReply category = 0x04
+	// A SWITCH VIP's dispatch flows (VIP number) and the route of a
+	// member address of a SWITCH NAT pool (member number).
+	catDispatch    category = 0x05
+	catMemberRoute category = 0x06
 	// The two directions of a connection differ in the lowest bit only, so
 	// connMask selects both.
 	catConn      category = 0x10 // client → member

@@ -17,15 +17,20 @@ const maxLearned = 1 << 16
 // overtook the flow-mod.
 const l2Reinstall = int64(time.Second)
 
-// dataplane is one switch's data path as the controller decides it: what
+// dataplane is one switch's data path as the controller decides it: the
+// configuration the switch has the flows of, its in-switch dispatch, what
 // it learned of the switch's hosts, the connection setups waiting for a
 // member's MAC or set up a moment ago, and the accounting of the switch's
-// connection flows. It does no I/O: each call is given the configuration
-// snapshot and the time, and appends what the switch must be sent to an
-// outbox. Only the goroutine that reads the switch's connection uses it.
+// connection flows. It does no I/O: each call is given the time (and the
+// configuration snapshot), and appends what the switch must be sent to an
+// outbox. One goroutine at a time uses it.
 type dataplane struct {
 	dataplaneConfig
 	debug bool
+
+	installed *snapshot               // the configuration the switch has the flows of
+	switched  map[uint32]*switchedVIP // the VIPs the switch dispatches, by number
+	routes    map[[4]byte]memberRoute // tableToMember rows, by member address
 
 	pkt   *decoder // the frame of the packet-in being decided
 	flows *connFlows
@@ -50,6 +55,7 @@ type dataplane struct {
 type dataplaneConfig struct {
 	idleTimeout, hardTimeout uint16 // of connection flows, in seconds
 	l2                       L2Mode
+	groups                   bool // the switch has select groups
 	affinity                 *affinityTable
 	metrics                  *metrics
 	log                      *slog.Logger
@@ -69,6 +75,9 @@ func newDataplane(cfg dataplaneConfig) *dataplane {
 	dp := &dataplane{
 		dataplaneConfig: cfg,
 		debug:           cfg.log.Enabled(context.Background(), slog.LevelDebug),
+		installed:       emptySnapshot,
+		switched:        map[uint32]*switchedVIP{},
+		routes:          map[[4]byte]memberRoute{},
 		pkt:             newDecoder(),
 		flows:           newConnFlows(),
 		frame:           make([]byte, 0, 128),
@@ -82,6 +91,27 @@ func newDataplane(cfg dataplaneConfig) *dataplane {
 	}
 	dp.outTo = []ofp.Action{&dp.out}
 	return dp
+}
+
+// configure brings the switch from the configuration it has to snap: the
+// flows reconcile computes, gratuitous ARP for new VIPs, then the
+// in-switch dispatch. An older snapshot than the switch's is ignored.
+func (dp *dataplane) configure(now time.Time, snap *snapshot, out *outbox) {
+	if snap.gen <= dp.installed.gen {
+		return
+	}
+	mods, announce := reconcile(dp.installed, snap, dp.groups)
+	dp.installed = snap
+	for i := range mods {
+		out.send(&mods[i])
+	}
+	for _, v := range announce {
+		// Clients with a stale entry for the address learn the VIP's MAC.
+		dp.frame = appendARP(dp.frame[:0], arpRequest, broadcastMAC, v.mac, v.ip, [6]byte{}, v.ip)
+		dp.packetOut(ofp.PortController, ofp.PortFlood, dp.frame, out)
+	}
+	dp.dispatch(now, snap, out)
+	dp.log.Debug("switch synced to configuration", "gen", snap.gen, "flow_mods", len(mods), "announced", len(announce))
 }
 
 // packetIn is one packet-in being decided.
@@ -124,7 +154,9 @@ func (dp *dataplane) packetIn(now time.Time, snap *snapshot, msg *ofp.PacketIn, 
 		return
 	}
 	dp.learnMAC(now, src, inPort, out)
-	switch {
+	switch cat, _, memberNum, _ := cookieParts(msg.Cookie); {
+	case cat == catMemberRoute && dp.resetToDownMember(p, memberNum, out):
+		dp.metrics.packetIns[kindLB].Inc()
 	case p.hasARP:
 		dp.metrics.packetIns[kindARP].Inc()
 		dp.handleARP(p, out)
@@ -250,6 +282,9 @@ func (dp *dataplane) learnHost(p *packetIn, ip uint32, mac [6]byte, out *outbox)
 		return // full; a member still gets in through its held setups
 	}
 	dp.hosts[ip] = hostEntry{mac: mac, port: p.inPort}
+	if _, member := p.snap.switchedMembers[ip]; member {
+		dp.dispatch(p.now, p.snap, out)
+	}
 	for i := range held {
 		h := &held[i]
 		if _, stale := purgeFor(p.snap, &h.conn); stale || p.now.After(h.deadline) {

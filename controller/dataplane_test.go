@@ -30,8 +30,11 @@ type decision struct {
 	out      *outbox
 	now      time.Time
 	// sw is the switch's flow table: every flow-mod the dataplane sends
-	// and every configuration's sync is applied to it.
-	sw *oftable.Table
+	// and every configuration's sync is applied to it. The model knows
+	// neither groups nor connection tracking, so a switch with groups has
+	// none, and its tests read the lines sent. groups is its group table.
+	sw     *oftable.Table
+	groups map[uint32]ofp.GroupMod
 }
 
 func newDecision(tb testing.TB, cfg *sdnlb.Config) *decision {
@@ -41,28 +44,43 @@ func newDecision(tb testing.TB, cfg *sdnlb.Config) *decision {
 
 func newDecisionL2(tb testing.TB, cfg *sdnlb.Config, l2 L2Mode) *decision {
 	tb.Helper()
-	d := &decision{tb: tb, builder: newSnapshotBuilder(), affinity: newAffinityTable(), now: time.Unix(1_700_000_000, 0),
-		sw: oftable.New(), snap: emptySnapshot}
-	d.applyAll(baseFlows(l2))
-	d.out = newOutbox(&d.xids)
-	d.dp = newDataplane(dataplaneConfig{
-		idleTimeout: flowSeconds(DefaultIdleTimeout), l2: l2, affinity: d.affinity,
-		metrics: newMetrics(nil, nil), log: newTestLogger(&syncBuffer{}),
-	})
+	return newDecisionWith(tb, cfg, dataplaneConfig{l2: l2})
+}
+
+// newSwitchDecision is a switch with select groups and its own L2
+// switching, as the in-switch dispatch has it.
+func newSwitchDecision(tb testing.TB, cfg *sdnlb.Config) *decision {
+	tb.Helper()
+	d := newDecisionWith(tb, testConfig(nil), dataplaneConfig{l2: L2Normal, groups: true})
+	d.sw = nil
 	d.configure(cfg)
 	return d
 }
 
-// configure makes cfg the configuration the next packets are decided on.
-func (d *decision) configure(cfg *sdnlb.Config) {
+func newDecisionWith(tb testing.TB, cfg *sdnlb.Config, dc dataplaneConfig) *decision {
+	tb.Helper()
+	d := &decision{tb: tb, builder: newSnapshotBuilder(), affinity: newAffinityTable(), now: time.Unix(1_700_000_000, 0),
+		sw: oftable.New(), groups: map[uint32]ofp.GroupMod{}, snap: emptySnapshot}
+	d.applyAll(baseFlows(dc.l2))
+	d.out = newOutbox(&d.xids)
+	dc.idleTimeout, dc.affinity = flowSeconds(DefaultIdleTimeout), d.affinity
+	dc.metrics, dc.log = newMetrics(nil, nil), newTestLogger(&syncBuffer{})
+	d.dp = newDataplane(dc)
+	d.configure(cfg)
+	return d
+}
+
+// configure makes cfg the configuration the switch has and the next
+// packets are decided on, and returns what the switch is sent for it.
+func (d *decision) configure(cfg *sdnlb.Config) []string {
 	d.tb.Helper()
 	snap, skipped := d.builder.build(cfg)
 	if len(skipped) > 0 {
 		d.tb.Fatalf("configuration objects skipped: %v", skipped)
 	}
-	mods, _ := reconcile(d.snap, snap)
-	d.applyAll(mods)
 	d.snap = snap
+	d.dp.configure(d.now, snap, d.out)
+	return d.sent(nil)
 }
 
 func (d *decision) applyAll(mods []ofp.FlowMod) {
@@ -76,6 +94,9 @@ func (d *decision) applyAll(mods []ofp.FlowMod) {
 // as a switch would report them.
 func (d *decision) apply(fm *ofp.FlowMod) {
 	d.tb.Helper()
+	if d.sw == nil {
+		return
+	}
 	removed, err := d.sw.Apply(fm)
 	if err != nil {
 		d.tb.Fatalf("the switch rejects %s: %v", flowLine(d.tb, fm), err)
@@ -108,6 +129,23 @@ func (d *decision) forward(inPort uint32, frame []byte) string {
 		ports[i] = portName(port)
 	}
 	return "output:" + strings.Join(ports, ",") + " " + r.Out.String()
+}
+
+// applyGroup has the switch's group table take a group-mod, refusing
+// what Open vSwitch refuses.
+func (d *decision) applyGroup(gm *ofp.GroupMod) {
+	d.tb.Helper()
+	_, exists := d.groups[gm.GroupID]
+	switch {
+	case gm.Command == ofp.GroupAdd && exists:
+		d.tb.Fatalf("group %d added twice", gm.GroupID)
+	case gm.Command == ofp.GroupModify && !exists:
+		d.tb.Fatalf("group %d modified before it was added", gm.GroupID)
+	case gm.Command == ofp.GroupDelete:
+		delete(d.groups, gm.GroupID)
+	default:
+		d.groups[gm.GroupID] = *gm
+	}
 }
 
 func (d *decision) advance(dur time.Duration) { d.now = d.now.Add(dur) }
@@ -150,6 +188,9 @@ func (d *decision) sent(in []byte) []string {
 		case *ofp.FlowMod:
 			d.apply(m)
 			lines = append(lines, "flow_mod "+flowLine(d.tb, m))
+		case *ofp.GroupMod:
+			d.applyGroup(m)
+			lines = append(lines, "group_mod "+m.String())
 		case *ofp.PacketOut:
 			data := "<in>"
 			if string(m.Data) != string(in) {

@@ -11,20 +11,37 @@ import (
 // docs/ARCHITECTURE.md says why each row exists.
 const (
 	tableClassify uint8 = 0 // traffic for VIPs and from members
+	tableTracked  uint8 = 1 // SWITCH NAT: packets back from the connection tracker
+	tableToMember uint8 = 2 // SWITCH NAT: packets translated to a member
 	tableL2       uint8 = 9 // everything else
 
 	// tableClassify
 	prioConnection  uint16 = 1000 // a connection's NAT flow pair, on its full 5-tuple
-	prioMemberReply uint16 = 900  // per member address: its replies that missed a connection flow → CONTROLLER
-	prioVIPPunt     uint16 = 500  // per VIP: ARP for it, new connections to its service → CONTROLLER
+	prioMemberReply uint16 = 900  // per member address: its replies → CONTROLLER, or the tracker (SWITCH NAT)
+	prioVIPPunt     uint16 = 500  // per VIP: ARP for it, its service → CONTROLLER, the group (SWITCH DSR) or the tracker (SWITCH NAT)
 	prioVIPDrop     uint16 = 499  // per VIP address: any other IPv4 to it → drop
 	prioToL2        uint16 = 0    // the rest → tableL2
+
+	// tableTracked, per SWITCH NAT VIP
+	prioTrackedNew     uint16 = 300 // a new connection → the group, or CONTROLLER while no member is ready
+	prioTrackedForward uint16 = 200 // established, client → member → tableToMember
+	prioTrackedReply   uint16 = 200 // established, member → client, back from the VIP → VIP MAC, tableL2
+	prioTrackedInvalid uint16 = 100 // invalid, to the VIP → drop
+	prioTrackedMiss    uint16 = 0   // the rest (members' own traffic) → tableL2
+
+	// tableToMember, per member address of a SWITCH NAT pool
+	prioMemberRoute uint16 = 100 // → its MAC, tableL2; DOWN → CONTROLLER, which resets the client
+	prioRouteMiss   uint16 = 0   // → tableL2
 
 	// tableL2
 	prioL2     uint16 = 100 // learned MAC → its port (L2Learn)
 	prioL2Miss uint16 = 0   // → CONTROLLER, which learns and floods (L2Learn); NORMAL (L2Normal)
 
 	l2IdleTimeout uint16 = 300 // seconds
+
+	// ctZone is the connection tracker zone of every SWITCH NAT VIP, apart
+	// from the zones a host's own firewall uses.
+	ctZone uint16 = 0x5d
 )
 
 // L2Mode says who switches the traffic that is not for a VIP.
@@ -114,11 +131,13 @@ func deleteByCookie(cookie, mask uint64) ofp.FlowMod {
 func baseFlows(mode L2Mode) []ofp.FlowMod {
 	cookie := makeCookie(catBase, 0, 0)
 	toL2 := flow{table: tableClassify, cookie: cookie, priority: prioToL2, gotoTable: tableL2}
+	trackedMiss := flow{table: tableTracked, cookie: cookie, priority: prioTrackedMiss, gotoTable: tableL2}
+	routeMiss := flow{table: tableToMember, cookie: cookie, priority: prioRouteMiss, gotoTable: tableL2}
 	miss := flow{table: tableL2, cookie: cookie, priority: prioL2Miss, actions: []ofp.Action{toController}}
 	if mode == L2Normal {
 		miss.actions = []ofp.Action{ofp.ActionOutput{Port: ofp.PortNormal}}
 	}
-	return []ofp.FlowMod{toL2.add(), miss.add()}
+	return []ofp.FlowMod{toL2.add(), trackedMiss.add(), routeMiss.add(), miss.add()}
 }
 
 // deleteOurFlows purges everything sdnlb ever installed on a switch.
@@ -130,13 +149,25 @@ func deleteOurFlows() ofp.FlowMod { return deleteByCookie(appID<<cookieAppShift,
 // VIPs punt echo requests only.
 func vipFlows(v *vipState) []ofp.FlowMod {
 	cookie := makeCookie(catVIP, v.num, 0)
-	service := serviceMatch(v.proto, ofp.MatchIPv4Dst(v.ip), l4Dst(v.proto, v.port), icmpEchoRequest)
 	arpPunt := flow{cookie: cookie, priority: prioVIPPunt, actions: []ofp.Action{toController},
 		match: []ofp.OXM{ofp.MatchEthType(ethTypeARP), ofp.MatchARPTPA(v.ip)}}
-	servicePunt := flow{cookie: cookie, priority: prioVIPPunt, match: service, actions: []ofp.Action{toController}}
 	otherDrop := flow{cookie: cookie, priority: prioVIPDrop,
 		match: []ofp.OXM{ofp.MatchEthType(ethTypeIPv4), ofp.MatchIPv4Dst(v.ip)}}
-	return []ofp.FlowMod{arpPunt.add(), servicePunt.add(), otherDrop.add()}
+	return []ofp.FlowMod{arpPunt.add(), servicePunt(v), otherDrop.add()}
+}
+
+// servicePunt sends new connections to v's service to the controller.
+// The in-switch dispatch replaces it (same match and priority) while the
+// switch picks the members.
+func servicePunt(v *vipState) ofp.FlowMod {
+	punt := flow{cookie: makeCookie(catVIP, v.num, 0), priority: prioVIPPunt, match: v.service(),
+		actions: []ofp.Action{toController}}
+	return punt.add()
+}
+
+// service matches packets from clients to v's service.
+func (v *vipState) service() []ofp.OXM {
+	return serviceMatch(v.proto, ofp.MatchIPv4Dst(v.ip), l4Dst(v.proto, v.port), icmpEchoRequest)
 }
 
 // deleteVIPFlows removes a VIP's punt and drop flows and every connection
@@ -167,19 +198,28 @@ type replyMatch struct {
 	proto uint8
 }
 
-// replyOwner is the member a reply punt is installed for, which its cookie
-// names.
-type replyOwner struct{ vipNum, memberNum uint32 }
+// replyOwner is the member a reply flow is installed for, which its
+// cookie names, and whether its pool is dispatched by the switch, whose
+// connection tracker then reverses the NAT.
+type replyOwner struct {
+	vipNum, memberNum uint32
+	tracked           bool
+}
 
-// memberReplyFlow punts a member's replies that no connection flow took,
+// memberReplyFlow takes a member's replies: into the connection tracker
+// when the switch dispatches the member's pool (and has select groups),
+// else to the controller, for the replies that no connection flow took,
 // so that no datapath cache entry of Open vSwitch ever switches them
 // without the reverse NAT. ICMP VIPs match echo replies only, as their
 // connection flows do.
-func memberReplyFlow(m replyMatch, o replyOwner) ofp.FlowMod {
+func memberReplyFlow(m replyMatch, o replyOwner, groups bool) ofp.FlowMod {
 	match := serviceMatch(m.proto, ofp.MatchIPv4Src(m.ip), l4Src(m.proto, m.port), icmpEchoReply)
-	punt := flow{cookie: makeCookie(catMemberReply, o.vipNum, o.memberNum), priority: prioMemberReply,
+	reply := flow{cookie: makeCookie(catMemberReply, o.vipNum, o.memberNum), priority: prioMemberReply,
 		match: match, actions: []ofp.Action{toController}}
-	return punt.add()
+	if o.tracked && groups {
+		reply.actions = []ofp.Action{trackNAT}
+	}
+	return reply.add()
 }
 
 // serviceMatch matches IPv4 packets of proto with address and port, which

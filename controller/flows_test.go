@@ -74,12 +74,16 @@ func TestFlows_Base(t *testing.T) {
 	t.Run("L2Normal", func(t *testing.T) {
 		assertLines(t, flowLines(t, baseFlows(L2Normal)), []string{
 			"cookie=0x5d01000000000000, priority=0 actions=goto_table:9",
+			"cookie=0x5d01000000000000, table=1, priority=0 actions=goto_table:9",
+			"cookie=0x5d01000000000000, table=2, priority=0 actions=goto_table:9",
 			"cookie=0x5d01000000000000, table=9, priority=0 actions=NORMAL",
 		})
 	})
 	t.Run("L2Learn", func(t *testing.T) {
 		assertLines(t, flowLines(t, baseFlows(L2Learn)), []string{
 			"cookie=0x5d01000000000000, priority=0 actions=goto_table:9",
+			"cookie=0x5d01000000000000, table=1, priority=0 actions=goto_table:9",
+			"cookie=0x5d01000000000000, table=2, priority=0 actions=goto_table:9",
 			"cookie=0x5d01000000000000, table=9, priority=0 actions=CONTROLLER:65535",
 		})
 	})
@@ -130,7 +134,7 @@ func TestFlows_MemberReply(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			fm := memberReplyFlow(tt.m, owner)
+			fm := memberReplyFlow(tt.m, owner, false)
 			assertLines(t, flowLines(t, []ofp.FlowMod{fm}), []string{tt.want})
 			if fm.Priority <= prioVIPPunt || fm.Priority >= prioConnection {
 				t.Errorf("priority %d, want between the VIP punts (%d) and the connections (%d)", fm.Priority, prioVIPPunt, prioConnection)

@@ -235,6 +235,10 @@ func (h *harness) connect(tb testing.TB, dpid uint64) (*fakeSwitch, []received) 
 		switch r.m.(type) {
 		case *ofp.FeaturesRequest:
 			sw.send(r.h.XID, ofp.FeaturesReply{DatapathID: dpid, NBuffers: 0, NTables: 254})
+		case *ofp.MultipartRequest:
+			if _, ok := r.m.(*ofp.MultipartRequest).Body.(ofp.GroupFeaturesRequest); ok {
+				sw.send(r.h.XID, ofp.MultipartReply{Body: ofp.GroupFeaturesReply{}}) // no select groups
+			}
 		case *ofp.BarrierRequest:
 			sw.send(r.h.XID, ofp.BarrierReply{})
 			return sw, got

@@ -12,6 +12,7 @@ type metrics struct {
 	packetIns [numKinds]prometheus.Counter
 	refusals  [numRefusals]prometheus.Counter
 	setups    prometheus.Counter
+	groupMods prometheus.Counter
 	switches  prometheus.Gauge
 }
 
@@ -29,6 +30,10 @@ func newMetrics(reg prometheus.Registerer, log *slog.Logger) *metrics {
 			Namespace: "sdnlb", Subsystem: "controller", Name: "setups_total",
 			Help: "Connections set up: flow pairs installed.",
 		}),
+		groupMods: prometheus.NewCounter(prometheus.CounterOpts{
+			Namespace: "sdnlb", Subsystem: "controller", Name: "group_mods_total",
+			Help: "Select group changes sent to switches (in-switch dispatch).",
+		}),
 		switches: prometheus.NewGauge(prometheus.GaugeOpts{
 			Namespace: "sdnlb", Subsystem: "controller", Name: "switches",
 			Help: "Switches connected.",
@@ -41,7 +46,7 @@ func newMetrics(reg prometheus.Registerer, log *slog.Logger) *metrics {
 		m.refusals[i] = refusals.WithLabelValues(refusalNames[i])
 	}
 	if reg != nil {
-		for _, col := range []prometheus.Collector{packetIns, refusals, m.setups, m.switches} {
+		for _, col := range []prometheus.Collector{packetIns, refusals, m.setups, m.groupMods, m.switches} {
 			if err := reg.Register(col); err != nil {
 				log.Warn("controller metrics not registered", "err", err)
 			}

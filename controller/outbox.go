@@ -13,12 +13,6 @@ import (
 type outbox struct {
 	xids *atomic.Uint32 // shared with the connection, so every message has its own xid
 	buf  []byte
-	// setups are the connections whose flows the outbox installs, and
-	// oldestGen the snapshot generation the oldest of them was decided on:
-	// the connection repeats a purge that overtook them (see
-	// switchConn.write).
-	setups    []connection
-	oldestGen uint64
 }
 
 func newOutbox(xids *atomic.Uint32) *outbox {
@@ -31,18 +25,6 @@ func (o *outbox) send(m ofp.Message) { o.buf = ofp.Append(o.buf, o.xids.Add(1), 
 // reply appends m with the xid of the request it answers.
 func (o *outbox) reply(xid uint32, m ofp.Message) { o.buf = ofp.Append(o.buf, xid, m) }
 
-// installed records that the outbox carries c's flows, decided on the
-// snapshot of generation gen.
-func (o *outbox) installed(c *connection, gen uint64) {
-	if len(o.setups) == 0 || gen < o.oldestGen {
-		o.oldestGen = gen
-	}
-	o.setups = append(o.setups, *c)
-}
-
 func (o *outbox) empty() bool { return len(o.buf) == 0 }
 
-func (o *outbox) reset() {
-	o.buf = o.buf[:0]
-	o.setups = o.setups[:0]
-}
+func (o *outbox) reset() { o.buf = o.buf[:0] }

@@ -10,8 +10,10 @@ import (
 
 // reconcile returns the flow-mods that take a switch from the state of old
 // to that of new, deletes first, and the VIPs to announce with gratuitous
-// ARP. It is pure.
-func reconcile(old, new *snapshot) (mods []ofp.FlowMod, announce []*vipState) {
+// ARP; groups says whether the switch has select groups. It is pure. The
+// in-switch dispatch, which depends on what the switch learned, is the
+// dataplane's (see dispatch.go).
+func reconcile(old, new *snapshot, groups bool) (mods []ofp.FlowMod, announce []*vipState) {
 	changed := func(a, b *vipState) bool { return a.key != b.key || a.mac != b.mac }
 	freedAddrs := map[uint32]bool{}
 	for id, ov := range old.vipByID {
@@ -41,7 +43,7 @@ func reconcile(old, new *snapshot) (mods []ofp.FlowMod, announce []*vipState) {
 	from = len(mods)
 	for k, n := range new.replyPunts {
 		if o, ok := old.replyPunts[k]; !ok || o != n {
-			mods = append(mods, memberReplyFlow(k, n))
+			mods = append(mods, memberReplyFlow(k, n, groups))
 		}
 	}
 	slices.SortFunc(mods[from:], byCookie)

@@ -137,7 +137,6 @@ func (dp *dataplane) install(now time.Time, snap *snapshot, c *connection, data 
 	out.send(&mods[dirForward])
 	out.send(&mods[dirReverse])
 	dp.sendFrame(c.clientOFPort, dp.flows.actions(dirForward), data, out)
-	out.installed(c, snap.gen)
 	if m := snap.memberCnt[c.memberNum]; m != nil {
 		m.active.Add(1)
 		m.total.Add(1)
@@ -163,15 +162,7 @@ func (dp *dataplane) hold(p *packetIn, c connection, v *vipState, out *outbox) {
 	if dp.nextHeldExpiry.IsZero() {
 		dp.nextHeldExpiry = p.now.Add(heldTimeout)
 	}
-	if p.now.Sub(dp.arpAsked[ip]) < arpRetry {
-		return
-	}
-	dp.arpAsked[ip] = p.now
-	dp.frame = appendARP(dp.frame[:0], arpRequest, broadcastMAC, v.mac, v.ip, [6]byte{}, c.memberIP)
-	dp.packetOut(ofp.PortController, ofp.PortFlood, dp.frame, out)
-	if dp.debug {
-		dp.log.Debug("member MAC unknown; asking by ARP", "member", ipString(c.memberIP))
-	}
+	dp.askARP(p.now, v, c.memberIP, out)
 }
 
 // expireHeld drops setups whose member never answered, releasing their

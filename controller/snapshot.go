@@ -36,11 +36,13 @@ type vipState struct {
 
 // poolState is one pool in a snapshot.
 type poolState struct {
-	id       string
-	vip      *vipState      // nil when the pool serves no enabled VIP
-	members  []*memberState // every member, by id, for stats
-	rotation []*memberState // in rotation; sched indexes into it
-	sched    sched.Scheduler
+	id         string
+	dispatch   sdnlb.Dispatch
+	forwarding sdnlb.Forwarding
+	vip        *vipState      // nil when the pool serves no enabled VIP
+	members    []*memberState // every member, by id, for stats
+	rotation   []*memberState // in rotation; sched indexes into it
+	sched      sched.Scheduler
 }
 
 // memberState is one member in a snapshot.
@@ -68,11 +70,14 @@ type snapshot struct {
 	pools       map[string]*poolState
 	members     map[string]*memberState
 	memberByNum map[uint32]*memberState
-	// The reply punts the switches get: one per address of a member that
-	// is not DOWN, in a pool with an enabled VIP. A DOWN member has no
+	// The reply flows the switches get: one per address of a member that
+	// is not DOWN, in a NAT pool with an enabled VIP. A DOWN member has no
 	// flow at all, so nothing points at a failed host. Members sharing an
 	// address share the flow, installed for the lowest member number.
 	replyPunts map[replyMatch]replyOwner
+	// The addresses of the members of pools the switches dispatch: their
+	// buckets change when a switch learns where they are.
+	switchedMembers map[uint32]struct{}
 	// Counters of every VIP and member the configuration has, enabled or
 	// not, so flow-removed accounting finds them whatever their state.
 	vipCnt    map[uint32]*vipCounters
@@ -159,8 +164,10 @@ func (b *snapshotBuilder) build(cfg *sdnlb.Config) (snap *snapshot, skipped []er
 		members:     map[string]*memberState{},
 		memberByNum: map[uint32]*memberState{},
 		replyPunts:  map[replyMatch]replyOwner{},
-		vipCnt:      map[uint32]*vipCounters{},
-		memberCnt:   map[uint32]*memberCounters{},
+
+		switchedMembers: map[uint32]struct{}{},
+		vipCnt:          map[uint32]*vipCounters{},
+		memberCnt:       map[uint32]*memberCounters{},
 	}
 	defer func() {
 		for _, e := range b.vips.entries {
@@ -195,7 +202,7 @@ func (b *snapshotBuilder) build(cfg *sdnlb.Config) (snap *snapshot, skipped []er
 	}
 
 	for _, p := range cfg.Pools {
-		s.pools[p.ID] = &poolState{id: p.ID}
+		s.pools[p.ID] = &poolState{id: p.ID, dispatch: p.Dispatch, forwarding: p.Forwarding}
 	}
 	members := slices.Clone(cfg.Members)
 	slices.SortFunc(members, func(x, y *sdnlb.Member) int { return cmp.Compare(x.ID, y.ID) })
@@ -223,11 +230,15 @@ func (b *snapshotBuilder) build(cfg *sdnlb.Config) (snap *snapshot, skipped []er
 			}
 		}
 		for _, m := range ps.members {
+			if ps.vip != nil && p.Dispatch == sdnlb.DispatchSwitch {
+				s.switchedMembers[ipUint(m.ip)] = struct{}{}
+			}
 			if m.status == sdnlb.MemberUp || m.status == sdnlb.MemberNoMonitor {
 				ps.rotation = append(ps.rotation, m)
 			}
-			if ps.vip != nil && m.status != sdnlb.MemberDown {
-				s.addReplyPunt(ps.vip, m)
+			// DSR members reply from the VIP's address, past every flow.
+			if ps.vip != nil && m.status != sdnlb.MemberDown && ps.forwarding != sdnlb.ForwardingDSR {
+				s.addReplyPunt(ps.vip, m, ps.dispatch == sdnlb.DispatchSwitch)
 			}
 		}
 		sm := make([]sched.Member, len(ps.rotation))
@@ -245,8 +256,10 @@ func (b *snapshotBuilder) build(cfg *sdnlb.Config) (snap *snapshot, skipped []er
 	return s, skipped
 }
 
-// addReplyPunt records that m's replies to clients of v must be punted.
-func (s *snapshot) addReplyPunt(v *vipState, m *memberState) {
+// addReplyPunt records that m's replies to clients of v need the reverse
+// NAT: from the switch's connection tracker when the switch dispatches
+// the pool, else from the controller.
+func (s *snapshot) addReplyPunt(v *vipState, m *memberState, tracked bool) {
 	k := replyMatch{ip: m.ip, port: m.port, proto: v.proto}
 	switch {
 	case v.proto == protoICMP:
@@ -255,7 +268,7 @@ func (s *snapshot) addReplyPunt(v *vipState, m *memberState) {
 		k.port = v.port
 	}
 	if o, ok := s.replyPunts[k]; !ok || m.num < o.memberNum {
-		s.replyPunts[k] = replyOwner{vipNum: v.num, memberNum: m.num}
+		s.replyPunts[k] = replyOwner{vipNum: v.num, memberNum: m.num, tracked: tracked}
 	}
 }
 
@@ -315,6 +328,15 @@ func (b *snapshotBuilder) memberState(m *sdnlb.Member) (*memberState, error) {
 		weight: min(max(m.Weight, sched.MinWeight), sched.MaxWeight),
 	}, nil
 }
+
+// switched reports whether the switch picks the members of v's new
+// connections: v has a pool, and the pool SWITCH dispatch.
+func (v *vipState) switched() bool {
+	return v.pool != nil && v.pool.dispatch == sdnlb.DispatchSwitch
+}
+
+// dsr reports whether v's pool forwards by direct server return.
+func (v *vipState) dsr() bool { return v.pool != nil && v.pool.forwarding == sdnlb.ForwardingDSR }
 
 // rotationLoad is the sched.Load of one pool's rotation in one snapshot.
 type rotationLoad []*memberState

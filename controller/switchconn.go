@@ -19,10 +19,11 @@ const echoMisses = 3
 
 // switchConn is the OpenFlow connection to one switch: the handshake, the
 // reader, the writer, xids, keepalive and requests waiting for replies.
-// What to send for the switch's packet-ins, flow-removed messages and
-// flow stats is its dataplane's decision. One reader goroutine reads,
-// decodes and handles every message inline (no channel hop) and owns the
-// fields in the reader block; everything else is guarded as noted.
+// What to send for the switch's configuration, packet-ins, flow-removed
+// messages and flow stats is its dataplane's decision. One reader
+// goroutine reads, decodes and handles every message inline (no channel
+// hop) and owns the fields in the reader block; everything else is
+// guarded as noted.
 type switchConn struct {
 	c           *Controller
 	conn        net.Conn
@@ -40,8 +41,13 @@ type switchConn struct {
 	bw  *bufio.Writer
 	enc []byte
 
-	syncMu    sync.Mutex // guards installed
-	installed *snapshot  // the configuration this switch has the flows of
+	// dpMu guards dp and out. The reader holds it while it decides and
+	// buffers one message's answer, a configuration sync while it does
+	// the same: decisions reach the switch in the order they were made,
+	// so a sync's purge always follows the setups decided before it.
+	dpMu sync.Mutex
+	dp   *dataplane
+	out  *outbox
 
 	portsMu sync.Mutex
 	ports   map[uint32]ofp.Port
@@ -56,8 +62,6 @@ type switchConn struct {
 	rbuf       []byte
 	pin        ofp.PacketIn
 	removed    ofp.FlowRemoved
-	dp         *dataplane
-	out        *outbox
 	assembling uint32 // xid of the poll whose reply parts are arriving
 	// OFPT_ERROR log rate limit
 	errLoggedAt   int64
@@ -78,7 +82,6 @@ func newSwitchConn(c *Controller, conn net.Conn) *switchConn {
 		bw:          bufio.NewWriterSize(conn, 64<<10),
 		remote:      conn.RemoteAddr().String(),
 		connectedAt: c.now(),
-		installed:   emptySnapshot,
 		ports:       map[uint32]ofp.Port{},
 		pending:     map[uint32]*flowsRequest{},
 		done:        make(chan struct{}),
@@ -113,19 +116,20 @@ func (c *Controller) serveConn(ctx context.Context, conn net.Conn) {
 	stop := context.AfterFunc(ctx, s.close)
 	defer stop()
 
-	if err := s.handshake(); err != nil {
+	groups, err := s.handshake()
+	if err != nil {
 		if !errors.Is(err, errClosed) && !s.closed() {
 			s.log.Warn("switch handshake failed", "err", err)
 		}
 		return
 	}
-	s.dp = newDataplane(c.dataplaneConfig(s.log))
+	s.dp = newDataplane(c.dataplaneConfig(s.log, groups))
 	c.register(s)
 	s.log.Info("switch connected", "since", s.connectedAt)
 	var wg sync.WaitGroup
 	defer wg.Wait()
 	defer s.close() // stops keepalive before wg.Wait
-	err := s.sync(c.snap.Load())
+	err = s.sync(c.snap.Load())
 	if err == nil {
 		err = s.send(ofp.BarrierRequest{})
 	}
@@ -134,7 +138,9 @@ func (c *Controller) serveConn(ctx context.Context, conn net.Conn) {
 		err = s.readLoop()
 	}
 	c.unregister(s)
+	s.dpMu.Lock()
 	s.dp.settle(c.snap.Load())
+	s.dpMu.Unlock()
 	s.failPending()
 	switch {
 	case s.closed():
@@ -146,91 +152,97 @@ func (c *Controller) serveConn(ctx context.Context, conn net.Conn) {
 	}
 }
 
-// handshake says hello, learns the datapath id and resets the switch to
-// sdnlb's base flows. The VIP flows follow in sync.
-func (s *switchConn) handshake() error {
+// handshake says hello, learns the datapath id and whether the switch has
+// select groups, and resets the switch to sdnlb's base flows and no
+// groups. The VIP flows follow in sync.
+func (s *switchConn) handshake() (groups bool, err error) {
 	s.conn.SetDeadline(time.Now().Add(handshakeTimeout))
 	defer s.conn.SetDeadline(time.Time{})
 	if err := s.send(ofp.Hello{Versions: []uint8{ofp.Version}}); err != nil {
-		return err
+		return false, err
 	}
 	b, err := ofp.ReadMessage(s.br, s.rbuf)
 	if err != nil {
-		return fmt.Errorf("read hello: %w", err)
+		return false, fmt.Errorf("read hello: %w", err)
 	}
 	h, m, err := ofp.Decode(b)
 	hello, ok := m.(*ofp.Hello)
 	if err != nil || !ok {
-		return fmt.Errorf("expected HELLO, got %s: %w", h.Type, malformed(err))
+		return false, fmt.Errorf("expected HELLO, got %s: %w", h.Type, malformed(err))
 	}
 	if !hello.Supports(ofp.Version) {
 		s.log.Error("switch does not speak OpenFlow 1.3; refusing it", "versions", hello.Versions)
 		s.send(&ofp.ErrorMsg{ErrType: ofp.ErrTypeHelloFailed, Code: ofp.HelloFailedIncompatible,
 			Data: []byte("sdnlb speaks OpenFlow 1.3 only")})
-		return errClosed
+		return false, errClosed
 	}
 	if err := s.send(ofp.FeaturesRequest{}); err != nil {
-		return err
+		return false, err
 	}
+	var groupsXID uint32
 	for {
 		b, err := ofp.ReadMessage(s.br, s.rbuf)
 		if err != nil {
-			return fmt.Errorf("read features reply: %w", err)
+			return false, fmt.Errorf("read features reply: %w", err)
 		}
 		s.rbuf = b
 		h, m, err := ofp.Decode(b)
 		if err != nil {
-			return fmt.Errorf("during handshake: %w", malformed(err))
+			return false, fmt.Errorf("during handshake: %w", malformed(err))
 		}
 		switch m := m.(type) {
 		case *ofp.FeaturesReply:
 			s.dpid = m.DatapathID
 			s.log = s.log.With("dpid", formatDPID(s.dpid))
-			msgs := []ofp.Message{
-				ofp.SetConfig{Flags: ofp.ConfigFragNormal, MissSendLen: ofp.ControllerMaxLenNoBuffer},
-				ofp.MultipartRequest{Body: ofp.PortDescRequest{}},
-				deleteOurFlows(),
+			groupsXID = s.xids.Add(1)
+			if err := s.sendXID(groupsXID, ofp.MultipartRequest{Body: ofp.GroupFeaturesRequest{}}); err != nil {
+				return false, err
 			}
-			for _, fm := range baseFlows(s.c.opts.L2) {
-				msgs = append(msgs, fm)
+		case *ofp.MultipartReply:
+			if body, ok := m.Body.(ofp.GroupFeaturesReply); ok && h.XID == groupsXID {
+				groups := body.Types&(1<<ofp.GroupTypeSelect) != 0
+				return groups, s.reset(groups)
 			}
-			return s.send(msgs...)
 		case *ofp.EchoRequest:
 			s.sendXID(h.XID, ofp.EchoReply{Data: m.Data})
 		case *ofp.ErrorMsg:
+			if groupsXID != 0 && h.XID == groupsXID {
+				return false, s.reset(false) // no group support at all
+			}
 			s.log.Warn("switch error during handshake", "type", m.ErrType.String(), "code", m.Code)
 		}
 	}
+}
+
+// reset configures the switch and removes everything sdnlb installed on
+// it before, down to the base flows.
+func (s *switchConn) reset(groups bool) error {
+	if !groups {
+		s.log.Warn("switch has no select groups; its SWITCH pools are dispatched by the controller")
+	}
+	msgs := []ofp.Message{
+		ofp.SetConfig{Flags: ofp.ConfigFragNormal, MissSendLen: ofp.ControllerMaxLenNoBuffer},
+		ofp.MultipartRequest{Body: ofp.PortDescRequest{}},
+		deleteOurFlows(),
+	}
+	if groups {
+		msgs = append(msgs, ofp.GroupMod{Command: ofp.GroupDelete, GroupID: ofp.GroupAll})
+	}
+	for _, fm := range baseFlows(s.c.opts.L2) {
+		msgs = append(msgs, fm)
+	}
+	return s.send(msgs...)
 }
 
 // sync brings the switch from the configuration it has to snap. Calls from
 // the reload loop and from the handshake may race; the older snapshot
 // loses.
 func (s *switchConn) sync(snap *snapshot) error {
-	s.syncMu.Lock()
-	defer s.syncMu.Unlock()
-	if snap.gen <= s.installed.gen {
-		return nil
-	}
-	mods, announce := reconcile(s.installed, snap)
-	s.installed = snap
-	if len(mods) == 0 {
-		return nil
-	}
-	s.wmu.Lock()
-	defer s.wmu.Unlock()
-	for i := range mods {
-		s.writeLocked(s.xids.Add(1), &mods[i])
-	}
-	for _, v := range announce {
-		// Gratuitous ARP: clients with a stale entry for the address learn
-		// the VIP's MAC.
-		garp := appendARP(nil, arpRequest, broadcastMAC, v.mac, v.ip, [6]byte{}, v.ip)
-		s.writeLocked(s.xids.Add(1), &ofp.PacketOut{BufferID: ofp.NoBuffer, InPort: ofp.PortController,
-			Actions: []ofp.Action{ofp.ActionOutput{Port: ofp.PortFlood}}, Data: garp})
-	}
-	s.log.Debug("switch synced to configuration", "gen", snap.gen, "flow_mods", len(mods), "announced", len(announce))
-	return s.flushLocked()
+	s.dpMu.Lock()
+	s.dp.configure(s.c.now(), snap, s.out)
+	s.write(s.out)
+	s.dpMu.Unlock()
+	return s.flush()
 }
 
 // send writes messages with fresh xids and flushes.
@@ -258,25 +270,13 @@ func (s *switchConn) writeLocked(xid uint32, m ofp.Message) {
 }
 
 // write buffers what the dataplane decided, unflushed: the read loop
-// flushes once its input is drained. A setup decided on an older
-// configuration than the current one gets the current one's purge again
-// behind its flows, because the purge the configuration sync sent may
-// have gone out ahead of them; so no flow to a failed member survives.
+// flushes once its input is drained.
 func (s *switchConn) write(out *outbox) {
 	if out.empty() {
 		return
 	}
 	s.wmu.Lock()
 	s.bw.Write(out.buf)
-	if len(out.setups) > 0 {
-		if cur := s.c.snap.Load(); cur.gen != out.oldestGen {
-			for i := range out.setups {
-				if fm, stale := purgeFor(cur, &out.setups[i]); stale {
-					s.writeLocked(s.xids.Add(1), &fm)
-				}
-			}
-		}
-	}
 	s.wmu.Unlock()
 	out.reset()
 }
@@ -357,8 +357,10 @@ func (s *switchConn) readLoop() error {
 		}
 		s.rbuf = b
 		s.unanswered.Store(0)
+		s.dpMu.Lock()
 		err = s.handle(b)
 		s.write(s.out)
+		s.dpMu.Unlock()
 		if err != nil {
 			s.flush() // the OpenFlow error that answers it, if any
 			return err
@@ -381,13 +383,13 @@ func (s *switchConn) handle(b []byte) error {
 		if _, err := ofp.DecodeInto(b, &s.pin); err != nil {
 			return s.decodeFailed(h, b, err)
 		}
-		s.dp.packetIn(now, s.c.snap.Load(), &s.pin, s.out)
+		s.dp.packetIn(now, s.dp.installed, &s.pin, s.out)
 		return nil
 	case ofp.TypeFlowRemoved:
 		if _, err := ofp.DecodeInto(b, &s.removed); err != nil {
 			return s.decodeFailed(h, b, err)
 		}
-		s.dp.flowRemoved(now, s.c.snap.Load(), &s.removed)
+		s.dp.flowRemoved(now, s.dp.installed, &s.removed)
 		return nil
 	}
 	_, m, err := ofp.Decode(b)
@@ -432,7 +434,7 @@ func (s *switchConn) handleMultipart(xid uint32, m *ofp.MultipartReply) {
 				s.dp.beginPoll()
 				s.assembling = xid
 			}
-			s.dp.pollPart(s.c.snap.Load(), body.Stats, last)
+			s.dp.pollPart(s.dp.installed, body.Stats, last)
 			if last {
 				s.assembling = 0
 			}

@@ -1,0 +1,331 @@
+package controller
+
+import (
+	"cmp"
+	"maps"
+	"net/netip"
+	"slices"
+	"time"
+
+	"github.com/sdnlb/sdnlb"
+	"github.com/sdnlb/sdnlb/controller/ofp"
+)
+
+// In-switch dispatch. For a pool with SWITCH dispatch the switch picks the
+// member of each new connection itself, from a select group whose buckets
+// are the slots of assignSlots; the controller changes the buckets when
+// the rotation or what the switch learned changes, never per connection.
+//
+// DSR: the VIP's service flow sends to the group, whose buckets rewrite
+// the destination MAC and output to the member's port.
+//
+// NAT (the way OVN balances): the service flow and the members' replies go
+// through the connection tracker, which applies an existing connection's
+// NAT, into tableTracked. There a new connection goes to the group, whose
+// buckets commit it with the destination NAT to a member and continue in
+// tableToMember; established packets to the member go to tableToMember,
+// which sets the member's MAC; replies, translated back to the VIP, get
+// the VIP's MAC. An established connection keeps its member whatever the
+// buckets become, and a member's own traffic is never rewritten.
+//
+// Buckets need the member's MAC (and, for DSR, its port): a member the
+// switch has not been seen answering is asked by ARP and left out until it
+// answers. While no member is ready, new connections go to the controller,
+// which holds or refuses them as for CONTROLLER dispatch.
+
+// trackNAT sends a packet through the connection tracker, which applies
+// the NAT of its connection, and on to tableTracked.
+var trackNAT = ofp.ActionCT{Zone: ctZone, Table: tableTracked, Actions: []ofp.Action{ofp.ActionNAT{}}}
+
+// switchedVIP is what a switch has installed to dispatch one VIP itself.
+type switchedVIP struct {
+	spec        dispatchSpec
+	slots       slotTable
+	buckets     [groupSlots]bucketTarget // what the installed group's buckets send to
+	grouped     bool                     // the group is installed
+	dispatching bool                     // new connections go to the group, not the controller
+}
+
+// dispatchSpec is what a VIP's dispatch flows are built from; when it
+// changes they are replaced.
+type dispatchSpec struct {
+	key vipKey
+	mac [6]byte
+	dsr bool
+}
+
+func specOf(v *vipState) dispatchSpec { return dispatchSpec{key: v.key, mac: v.mac, dsr: v.dsr()} }
+
+// bucketTarget is where one bucket sends a new connection: the member's
+// address and port (NAT), or its MAC and switch port (DSR).
+type bucketTarget struct {
+	ip     [4]byte
+	port   uint16
+	mac    [6]byte
+	ofPort uint32
+}
+
+// memberRoute is one tableToMember row as installed.
+type memberRoute struct {
+	cookie uint64
+	mac    [6]byte
+	down   bool
+}
+
+// dispatch brings the switch's groups and dispatch flows to snap and what
+// the dataplane learned. It is called after every configuration sync and
+// when a member's MAC or port is learned.
+func (dp *dataplane) dispatch(now time.Time, snap *snapshot, out *outbox) {
+	if !dp.groups {
+		return
+	}
+	for _, num := range slices.Sorted(maps.Keys(dp.switched)) {
+		sv := dp.switched[num]
+		v := snap.vipByNum[num]
+		if v != nil && v.switched() && specOf(v) == sv.spec {
+			continue
+		}
+		purge := deleteByCookie(makeCookie(catDispatch, num, 0), maskApp|maskCategory|maskVIP)
+		out.send(&purge)
+		if v != nil { // the purge took the service flow with it
+			punt := servicePunt(v)
+			out.send(&punt)
+		}
+		if sv.grouped {
+			out.send(&ofp.GroupMod{Command: ofp.GroupDelete, GroupID: num})
+		}
+		delete(dp.switched, num)
+	}
+	for _, v := range sortedVIPs(snap) {
+		if v.switched() {
+			dp.dispatchVIP(now, v, out)
+		}
+	}
+	dp.routeMembers(snap, out)
+}
+
+func (dp *dataplane) dispatchVIP(now time.Time, v *vipState, out *outbox) {
+	sv := dp.switched[v.num]
+	if sv == nil {
+		sv = &switchedVIP{spec: specOf(v)}
+		dp.switched[v.num] = sv
+		if !sv.spec.dsr {
+			for _, fm := range trackedFlows(v) {
+				out.send(&fm)
+			}
+		}
+	}
+	ready, targets := dp.readyMembers(now, v, out)
+	if len(ready) == 0 {
+		if sv.dispatching {
+			fm := undispatchFlow(v)
+			out.send(&fm)
+			sv.dispatching = false
+		}
+		return
+	}
+	sv.slots = assignSlots(sv.slots, ready)
+	var buckets [groupSlots]bucketTarget
+	for i, num := range sv.slots {
+		buckets[i] = targets[num]
+	}
+	if !sv.grouped || buckets != sv.buckets {
+		cmd := ofp.GroupModify
+		if !sv.grouped {
+			cmd = ofp.GroupAdd
+		}
+		gm := groupMod(cmd, v.num, sv.spec.dsr, &buckets)
+		out.send(&gm)
+		sv.grouped, sv.buckets = true, buckets
+		dp.metrics.groupMods.Inc()
+	}
+	if !sv.dispatching {
+		fm := dispatchFlow(v)
+		out.send(&fm)
+		sv.dispatching = true
+	}
+}
+
+// readyMembers returns the members of v's rotation whose MAC and port the
+// switch showed, with where their buckets send; it asks for the others by
+// ARP.
+func (dp *dataplane) readyMembers(now time.Time, v *vipState, out *outbox) ([]slotMember, map[uint32]bucketTarget) {
+	ready := make([]slotMember, 0, len(v.pool.rotation))
+	targets := make(map[uint32]bucketTarget, len(v.pool.rotation))
+	for _, m := range v.pool.rotation {
+		h, known := dp.hosts[ipUint(m.ip)]
+		if !known {
+			dp.askARP(now, v, m.ip, out)
+			continue
+		}
+		port := m.port
+		if port == 0 || v.dsr() {
+			port = v.port
+		}
+		ready = append(ready, slotMember{num: m.num, weight: m.weight})
+		targets[m.num] = bucketTarget{ip: m.ip, port: port, mac: h.mac, ofPort: h.port}
+	}
+	return ready, targets
+}
+
+// routeMembers keeps one tableToMember row per member address of the SWITCH
+// NAT pools: the member's MAC, or for a DOWN member the controller, which
+// resets the connections still sent to it.
+func (dp *dataplane) routeMembers(snap *snapshot, out *outbox) {
+	want := map[[4]byte]memberRoute{}
+	for _, v := range snap.vipByID {
+		if !v.switched() || v.dsr() {
+			continue
+		}
+		for _, m := range v.pool.members {
+			h, known := dp.hosts[ipUint(m.ip)]
+			if !known {
+				continue
+			}
+			r := memberRoute{cookie: makeCookie(catMemberRoute, 0, m.num), mac: h.mac, down: m.status == sdnlb.MemberDown}
+			if old, ok := want[m.ip]; !ok || r.cookie < old.cookie {
+				want[m.ip] = r
+			}
+		}
+	}
+	for _, ip := range slices.SortedFunc(maps.Keys(dp.routes), compareIP) {
+		if _, ok := want[ip]; !ok {
+			fm := deleteByCookie(dp.routes[ip].cookie, ^uint64(0))
+			out.send(&fm)
+			delete(dp.routes, ip)
+		}
+	}
+	for _, ip := range slices.SortedFunc(maps.Keys(want), compareIP) {
+		if r := want[ip]; dp.routes[ip] != r {
+			fm := routeFlow(ip, r)
+			out.send(&fm)
+			dp.routes[ip] = r
+		}
+	}
+}
+
+// askARP asks who has ip, from v's addresses, at most every arpRetry.
+func (dp *dataplane) askARP(now time.Time, v *vipState, ip [4]byte, out *outbox) {
+	if now.Sub(dp.arpAsked[ipUint(ip)]) < arpRetry {
+		return
+	}
+	dp.arpAsked[ipUint(ip)] = now
+	dp.frame = appendARP(dp.frame[:0], arpRequest, broadcastMAC, v.mac, v.ip, [6]byte{}, ip)
+	dp.packetOut(ofp.PortController, ofp.PortFlood, dp.frame, out)
+	if dp.debug {
+		dp.log.Debug("member MAC unknown; asking by ARP", "member", ipString(ip))
+	}
+}
+
+// resetToDownMember answers a packet that a DOWN member's route sent up:
+// a TCP client still sending on a connection to the member gets a reset
+// from the VIP, so it fails now instead of retransmitting into a void.
+func (dp *dataplane) resetToDownMember(p *packetIn, memberNum uint32, out *outbox) bool {
+	m := p.snap.memberByNum[memberNum]
+	if m == nil || !p.hasIPv4 || !p.hasTCP || p.tcp.RST {
+		return false
+	}
+	pool := p.snap.pools[m.poolID]
+	if pool == nil || pool.vip == nil || pool.vip.proto != protoTCP {
+		return false
+	}
+	v := pool.vip
+	r := rstFor(p.decoder, v.mac)
+	r.src, r.sport = v.ip, v.port
+	dp.frame = appendTCPRST(dp.frame[:0], r)
+	dp.packetOut(p.inPort, ofp.PortInPort, dp.frame, out)
+	dp.metrics.refusals[refusedNoFlow].Inc()
+	return true
+}
+
+// trackedFlows are a SWITCH NAT VIP's flows around the connection
+// tracker: its service into the tracker, and in tableTracked new
+// connections to the controller (until the group is ready), established
+// ones on to the member, replies back with the VIP's MAC and invalid
+// packets dropped.
+func trackedFlows(v *vipState) []ofp.FlowMod {
+	cookie := makeCookie(catDispatch, v.num, 0)
+	forward := []ofp.OXM{ofp.MatchEthType(ethTypeIPv4),
+		ofp.MatchCTState(ofp.CTStateTrk|ofp.CTStateEst, ofp.CTStateTrk|ofp.CTStateEst|ofp.CTStateRpl|ofp.CTStateInv),
+		ofp.MatchCTNwProto(v.proto), ofp.MatchCTNwDst(v.ip)}
+	if v.proto != protoICMP {
+		forward = append(forward, ofp.MatchCTTpDst(v.port))
+	}
+	reply := append([]ofp.OXM{ofp.MatchCTState(ofp.CTStateTrk|ofp.CTStateEst|ofp.CTStateRpl,
+		ofp.CTStateTrk|ofp.CTStateEst|ofp.CTStateRpl|ofp.CTStateInv)},
+		serviceMatch(v.proto, ofp.MatchIPv4Src(v.ip), l4Src(v.proto, v.port), icmpEchoReply)...)
+	invalid := append([]ofp.OXM{ofp.MatchCTState(ofp.CTStateTrk|ofp.CTStateInv, ofp.CTStateTrk|ofp.CTStateInv)},
+		v.service()...)
+	flows := []flow{
+		{table: tableTracked, cookie: cookie, priority: prioTrackedForward, match: forward, gotoTable: tableToMember},
+		{table: tableTracked, cookie: cookie, priority: prioTrackedReply, match: reply,
+			actions: []ofp.Action{ofp.ActionSetField{Field: ofp.MatchEthSrc(v.mac)}}, gotoTable: tableL2},
+		{table: tableTracked, cookie: cookie, priority: prioTrackedInvalid, match: invalid},
+		{cookie: cookie, priority: prioVIPPunt, match: v.service(), actions: []ofp.Action{trackNAT}},
+	}
+	mods := make([]ofp.FlowMod, 0, len(flows)+1)
+	mods = append(mods, undispatchFlow(v))
+	for _, f := range flows {
+		mods = append(mods, f.add())
+	}
+	return mods
+}
+
+// dispatchFlow sends v's new connections to its group: from tableTracked
+// for NAT, straight from the service flow for DSR.
+func dispatchFlow(v *vipState) ofp.FlowMod {
+	f := newConnectionFlow(v)
+	f.actions = []ofp.Action{ofp.ActionGroup{GroupID: v.num}}
+	return f.add()
+}
+
+// undispatchFlow sends v's new connections to the controller.
+func undispatchFlow(v *vipState) ofp.FlowMod {
+	if v.dsr() {
+		return servicePunt(v)
+	}
+	f := newConnectionFlow(v)
+	f.actions = []ofp.Action{toController}
+	return f.add()
+}
+
+// newConnectionFlow is the row that takes v's new connections, without
+// its actions.
+func newConnectionFlow(v *vipState) flow {
+	if v.dsr() {
+		return flow{cookie: makeCookie(catDispatch, v.num, 0), priority: prioVIPPunt, match: v.service()}
+	}
+	isNew := ofp.MatchCTState(ofp.CTStateTrk|ofp.CTStateNew, ofp.CTStateTrk|ofp.CTStateNew|ofp.CTStateInv)
+	return flow{table: tableTracked, cookie: makeCookie(catDispatch, v.num, 0), priority: prioTrackedNew,
+		match: append([]ofp.OXM{isNew}, v.service()...)}
+}
+
+// groupMod builds a VIP's select group: one equal bucket per slot.
+func groupMod(cmd ofp.GroupModCommand, vipNum uint32, dsr bool, targets *[groupSlots]bucketTarget) ofp.GroupMod {
+	buckets := make([]ofp.Bucket, groupSlots)
+	for i, t := range targets {
+		var actions []ofp.Action
+		if dsr {
+			actions = []ofp.Action{ofp.ActionSetField{Field: ofp.MatchEthDst(t.mac)}, ofp.ActionOutput{Port: t.ofPort}}
+		} else {
+			nat := ofp.ActionNAT{Flags: ofp.NATDst, AddrMin: netip.AddrFrom4(t.ip), PortMin: t.port, PortMax: t.port}
+			actions = []ofp.Action{ofp.ActionCT{Flags: ofp.CTCommit, Zone: ctZone, Table: tableToMember,
+				Actions: []ofp.Action{nat}}}
+		}
+		buckets[i] = ofp.Bucket{Weight: 1, WatchPort: ofp.PortAny, WatchGroup: ofp.GroupAny, Actions: actions}
+	}
+	return ofp.GroupMod{Command: cmd, GroupType: ofp.GroupTypeSelect, GroupID: vipNum, Buckets: buckets}
+}
+
+// routeFlow is a member address's tableToMember row.
+func routeFlow(ip [4]byte, r memberRoute) ofp.FlowMod {
+	f := flow{table: tableToMember, cookie: r.cookie, priority: prioMemberRoute,
+		match:   []ofp.OXM{ofp.MatchEthType(ethTypeIPv4), ofp.MatchIPv4Dst(ip)},
+		actions: []ofp.Action{ofp.ActionSetField{Field: ofp.MatchEthDst(r.mac)}}, gotoTable: tableL2}
+	if r.down {
+		f.actions, f.gotoTable = []ofp.Action{toController}, 0
+	}
+	return f.add()
+}
+
+func compareIP(a, b [4]byte) int { return cmp.Compare(ipUint(a), ipUint(b)) }

@@ -1,0 +1,214 @@
+package controller
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/sdnlb/sdnlb"
+	"github.com/sdnlb/sdnlb/controller/ofp"
+)
+
+// switchConfig is testConfig with its pool dispatched by the switch.
+func switchConfig(fwd sdnlb.Forwarding, edit func(*sdnlb.Config)) *sdnlb.Config {
+	return testConfig(func(c *sdnlb.Config) {
+		c.Pools[0].Dispatch, c.Pools[0].Forwarding = sdnlb.DispatchSwitch, fwd
+		if fwd == sdnlb.ForwardingDSR {
+			for _, m := range c.Members {
+				m.Port = 0
+			}
+		}
+		if edit != nil {
+			edit(c)
+		}
+	})
+}
+
+// learnMember has the dataplane see member i (10.0.0.i, MAC ending in i,
+// on port i) answer the controller's ARP, and returns what it sends.
+func (d *decision) learnMember(i int) []string {
+	d.tb.Helper()
+	return d.punt(makeCookie(catVIP, 1, 0), uint32(i),
+		arpFrame(d.tb, 2, memberMAC(i), vipMAC, fmt.Sprintf("10.0.0.%d", i), "10.0.0.100", vipMAC))
+}
+
+// bucketShares counts the buckets of group id whose actions contain each
+// of the needles, in order.
+func (d *decision) bucketShares(id uint32, needles ...string) []int {
+	d.tb.Helper()
+	g, ok := d.groups[id]
+	if !ok {
+		d.tb.Fatalf("no group %d", id)
+	}
+	if len(g.Buckets) != groupSlots || g.GroupType != ofp.GroupTypeSelect {
+		d.tb.Fatalf("group %d: %d buckets of type %d, want %d select buckets", id, len(g.Buckets), g.GroupType, groupSlots)
+	}
+	counts := make([]int, len(needles))
+	for _, b := range g.Buckets {
+		acts := ofp.FormatActions(b.Actions)
+		for i, n := range needles {
+			if strings.Contains(acts, n) {
+				counts[i]++
+			}
+		}
+	}
+	return counts
+}
+
+// bucketOwners is which needle each bucket of group id contains.
+func (d *decision) bucketOwners(id uint32, needles ...string) []int {
+	d.tb.Helper()
+	owners := make([]int, groupSlots)
+	for i, b := range d.groups[id].Buckets {
+		acts := ofp.FormatActions(b.Actions)
+		owners[i] = slices.IndexFunc(needles, func(n string) bool { return strings.Contains(acts, n) })
+	}
+	return owners
+}
+
+func natTo(i int) string { return fmt.Sprintf("nat(dst=10.0.0.%d:8080)", i) }
+
+func TestDispatch_NATFollowsMembers(t *testing.T) {
+	d := newSwitchDecision(t, testConfig(nil))
+	got := d.configure(switchConfig(sdnlb.ForwardingNAT, nil))
+	assertSends(t, got,
+		"flow_mod cookie=0x5d05000001000000, table=1, priority=300, ct_state=+new-inv+trk,tcp,nw_dst=10.0.0.100,tp_dst=80 actions=CONTROLLER:65535",
+		"flow_mod cookie=0x5d05000001000000, table=1, priority=200, ct_state=+est-rpl-inv+trk,ct_nw_dst=10.0.0.100,ct_nw_proto=6,ct_tp_dst=80,ip actions=goto_table:2",
+		"flow_mod cookie=0x5d05000001000000, table=1, priority=200, ct_state=+est+rpl-inv+trk,tcp,nw_src=10.0.0.100,tp_src=80 actions=set_field:02:00:00:00:01:00->eth_src,goto_table:9",
+		"flow_mod cookie=0x5d05000001000000, table=1, priority=100, ct_state=+inv+trk,tcp,nw_dst=10.0.0.100,tp_dst=80 actions=drop",
+		"flow_mod cookie=0x5d05000001000000, priority=500, tcp,nw_dst=10.0.0.100,tp_dst=80 actions=ct(table=1,zone=93,nat)",
+		"flow_mod cookie=0x5d04000001000001, priority=900, tcp,nw_src=10.0.0.1,tp_src=8080 actions=ct(table=1,zone=93,nat)",
+	)
+	if n := countPrefix(got, "packet_out in_port=CONTROLLER actions=FLOOD data=arp"); n != 3 {
+		t.Errorf("%d ARP requests for the members, want 3:\n%s", n, strings.Join(got, "\n"))
+	}
+	if n := countPrefix(got, "group_mod"); n != 0 {
+		t.Errorf("a group before any member is known:\n%s", strings.Join(got, "\n"))
+	}
+
+	// The first member the switch shows gets every bucket, its route and
+	// the new connections.
+	got = d.learnMember(1)
+	assertSends(t, got,
+		"flow_mod cookie=0x5d05000001000000, table=1, priority=300, ct_state=+new-inv+trk,tcp,nw_dst=10.0.0.100,tp_dst=80 actions=group:1",
+		"flow_mod cookie=0x5d06000000000001, table=2, priority=100, ip,nw_dst=10.0.0.1 actions=set_field:aa:00:00:00:00:01->eth_dst,goto_table:9",
+	)
+	if !slices.ContainsFunc(got, func(l string) bool {
+		return strings.HasPrefix(l, "group_mod group_id=1,type=select,") && strings.Contains(l, "ct(commit,table=2,zone=93,"+natTo(1)+")")
+	}) {
+		t.Errorf("no group added with buckets to member 1:\n%s", strings.Join(got, "\n"))
+	}
+	if s := d.bucketShares(1, natTo(1)); s[0] != groupSlots {
+		t.Errorf("member 1 has %d buckets, want all", s[0])
+	}
+
+	// The second takes half, and member 1 keeps the slots it had.
+	before := d.bucketOwners(1, natTo(1), natTo(2))
+	d.learnMember(2)
+	if s := d.bucketShares(1, natTo(1), natTo(2)); s[0] != 32 || s[1] != 32 {
+		t.Errorf("buckets %v, want 32 each", s)
+	}
+	after := d.bucketOwners(1, natTo(1), natTo(2))
+	for i := range after {
+		if after[i] == 0 && before[i] != 0 {
+			t.Errorf("slot %d moved to member 1 from %d", i, before[i])
+		}
+	}
+
+	// Member 1 fails: its buckets go, its route resets clients.
+	got = d.configure(switchConfig(sdnlb.ForwardingNAT, func(c *sdnlb.Config) { c.Members[0].Health.Status = sdnlb.MemberDown }))
+	assertSends(t, got,
+		"flow_mod cookie=0x5d06000000000001, table=2, priority=100, ip,nw_dst=10.0.0.1 actions=CONTROLLER:65535",
+	)
+	if s := d.bucketShares(1, natTo(1), natTo(2)); s[0] != 0 || s[1] != groupSlots {
+		t.Errorf("buckets %v after member 1 failed, want all to member 2", s)
+	}
+	for i, o := range d.bucketOwners(1, natTo(1), natTo(2)) {
+		if after[i] == 1 && o != 1 {
+			t.Errorf("slot %d of member 2 moved", i)
+		}
+	}
+
+	// A client still sending to member 1 gets a reset from the VIP.
+	ack := tcpFrame(t, tcpSeg{srcMAC: clientMAC, dstMAC: memberMAC(1), src: clientIP, dst: "10.0.0.1",
+		sport: 40000, dport: 8080, ack: true, seq: 1000, ackNum: 5000})
+	got = d.punt(makeCookie(catMemberRoute, 0, 1), clientOF, ack)
+	assertSends(t, got, "packet_out in_port=10 actions=IN_PORT data=tcp 02:00:00:00:01:00>"+clientMAC+
+		" 10.0.0.100:80>"+clientIP+":40000 RST seq=5000 ack=0")
+
+	// No member ready: new connections go to the controller again.
+	got = d.configure(switchConfig(sdnlb.ForwardingNAT, func(c *sdnlb.Config) {
+		for _, m := range c.Members {
+			m.Health.Status = sdnlb.MemberDown
+		}
+	}))
+	assertSends(t, got,
+		"flow_mod cookie=0x5d05000001000000, table=1, priority=300, ct_state=+new-inv+trk,tcp,nw_dst=10.0.0.100,tp_dst=80 actions=CONTROLLER:65535",
+	)
+
+	// Back to CONTROLLER dispatch: the dispatch flows and the group go.
+	got = d.configure(testConfig(nil))
+	assertSends(t, got,
+		"flow_mod delete cookie=0x5d05000001000000/0xffffffffff000000",
+		"flow_mod cookie=0x5d02000001000000, priority=500, tcp,nw_dst=10.0.0.100,tp_dst=80 actions=CONTROLLER:65535",
+		"group_mod delete,group_id=1",
+	)
+	if len(d.groups) != 0 {
+		t.Errorf("groups left: %v", d.groups)
+	}
+}
+
+func TestDispatch_DSR(t *testing.T) {
+	d := newSwitchDecision(t, switchConfig(sdnlb.ForwardingDSR, nil))
+	got := d.learnMember(2)
+	assertSends(t, got,
+		"flow_mod cookie=0x5d05000001000000, priority=500, tcp,nw_dst=10.0.0.100,tp_dst=80 actions=group:1",
+	)
+	if s := d.bucketShares(1, "set_field:aa:00:00:00:00:02->eth_dst,output:2"); s[0] != groupSlots {
+		t.Errorf("member 2 has %d buckets, want all", s[0])
+	}
+	for _, l := range got {
+		if strings.Contains(l, "ct(") || strings.Contains(l, "table=2") {
+			t.Errorf("DSR needs no connection tracking or route: %s", l)
+		}
+	}
+	// A member that moves to another port takes its buckets along.
+	d.punt(makeCookie(catVIP, 1, 0), 7, arpFrame(t, 2, memberMAC(2), vipMAC, "10.0.0.2", "10.0.0.100", vipMAC))
+	if s := d.bucketShares(1, "output:7"); s[0] != groupSlots {
+		t.Errorf("%d buckets follow member 2 to port 7, want all", s[0])
+	}
+}
+
+// A switch without select groups gets the controller's dispatch for a
+// SWITCH pool: punts, and member replies to the controller.
+func TestDispatch_SwitchWithoutGroups(t *testing.T) {
+	d := newDecisionL2(t, testConfig(nil), L2Normal)
+	got := d.configure(switchConfig(sdnlb.ForwardingNAT, nil))
+	got = append(got, d.learnMember(1)...)
+	for _, l := range got {
+		if strings.Contains(l, "ct(") || strings.HasPrefix(l, "group_mod") {
+			t.Errorf("sent %s to a switch without groups", l)
+		}
+	}
+}
+
+func countPrefix(lines []string, prefix string) int {
+	n := 0
+	for _, l := range lines {
+		if strings.HasPrefix(l, prefix) {
+			n++
+		}
+	}
+	return n
+}
+
+// assertSends checks that got has every line of want, in any order.
+func assertSends(tb testing.TB, got []string, want ...string) {
+	tb.Helper()
+	for _, w := range want {
+		if !slices.Contains(got, w) {
+			tb.Errorf("not sent: %s\nsent:\n  %s", w, strings.Join(got, "\n  "))
+		}
+	}
+}

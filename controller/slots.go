@@ -1,0 +1,106 @@
+package controller
+
+import (
+	"cmp"
+	"slices"
+)
+
+// groupSlots is how many buckets the select group of a SWITCH pool has.
+// Open vSwitch selects a bucket by the datapath's hash (dp_hash, no upcall
+// per connection) only when the bucket weights fit 64 hash values, so
+// every bucket has weight 1 and a member owns buckets in proportion to
+// its weight. A bucket is a slot of the hash space: a change of members
+// reassigns only the slots it must, so connections hashed to other slots
+// keep their member even where the switch keeps no state for them (DSR).
+const groupSlots = 64
+
+// slotMember is a member that can own slots: its number and weight.
+type slotMember struct {
+	num    uint32
+	weight int
+}
+
+// slotTable says which member number owns each slot; 0 is no member.
+type slotTable [groupSlots]uint32
+
+// assignSlots gives every member a share of the slots in proportion to
+// its weight (largest remainder, at least one slot each while there are
+// slots to give) and keeps every slot of prev whose owner is still
+// within its share. Members beyond the 64th by weight get no slot.
+func assignSlots(prev slotTable, members []slotMember) slotTable {
+	quota := slotQuotas(members)
+	var next slotTable
+	owned := map[uint32]int{}
+	for i, num := range prev {
+		if num != 0 && owned[num] < quota[num] {
+			next[i] = num
+			owned[num]++
+		}
+	}
+	// Free slots go to the members furthest below their share, in order
+	// of number among equals, so the result depends on nothing else.
+	for i := range next {
+		if next[i] != 0 {
+			continue
+		}
+		var best uint32
+		bestDeficit := 0
+		for _, m := range members {
+			if d := quota[m.num] - owned[m.num]; d > bestDeficit || d == bestDeficit && d > 0 && m.num < best {
+				best, bestDeficit = m.num, d
+			}
+		}
+		if best == 0 {
+			break
+		}
+		next[i] = best
+		owned[best]++
+	}
+	return next
+}
+
+// slotQuotas shares the slots by weight with the largest remainder
+// method; a member of positive weight gets at least one slot while the
+// members fit.
+func slotQuotas(members []slotMember) map[uint32]int {
+	quota := make(map[uint32]int, len(members))
+	total := 0
+	for _, m := range members {
+		total += max(m.weight, 0)
+	}
+	if total == 0 {
+		return quota
+	}
+	type share struct {
+		num       uint32
+		remainder int
+	}
+	shares := make([]share, 0, len(members))
+	given := 0
+	for _, m := range members {
+		exact := groupSlots * max(m.weight, 0)
+		q := exact / total
+		if q == 0 && m.weight > 0 {
+			q = 1 // every member in rotation is reachable
+		}
+		quota[m.num] = q
+		given += q
+		shares = append(shares, share{m.num, exact % total})
+	}
+	// Hand out what is left to the largest remainders; take back from
+	// the smallest when the minimum of one overshot.
+	slices.SortFunc(shares, func(a, b share) int {
+		return cmp.Or(cmp.Compare(b.remainder, a.remainder), cmp.Compare(a.num, b.num))
+	})
+	for i := 0; given < groupSlots && i < len(shares); i++ {
+		quota[shares[i].num]++
+		given++
+	}
+	for i := len(shares) - 1; given > groupSlots && i >= 0; i-- {
+		if quota[shares[i].num] > 0 {
+			quota[shares[i].num]--
+			given--
+		}
+	}
+	return quota
+}
