@@ -212,3 +212,34 @@ func assertSends(tb testing.TB, got []string, want ...string) {
 		}
 	}
 }
+
+// A DSR pool the controller dispatches gets one flow per connection,
+// which only rewrites the destination MAC; the member answers from the
+// VIP's address, past every flow.
+func TestDataplane_DSRConnection(t *testing.T) {
+	cfg := testConfig(func(c *sdnlb.Config) {
+		c.Pools[0].Dispatch, c.Pools[0].Forwarding = sdnlb.DispatchController, sdnlb.ForwardingDSR
+		for _, m := range c.Members {
+			m.Port = 0
+		}
+	})
+	d := newDecision(t, cfg)
+	d.teach(1, 2, 3)
+	first := syn(t, 40000)
+	got := d.packetIn(clientOF, first)
+	if n := countPrefix(got, "flow_mod cookie=0x5d1"); n != 1 {
+		t.Errorf("%d flow-mods for a DSR connection, want the forward flow only:\n%s", n, strings.Join(got, "\n"))
+	}
+	ack := tcpFrame(t, tcpSeg{srcMAC: clientMAC, dstMAC: vipMAC, src: clientIP, dst: "10.0.0.100", sport: 40000, dport: 80, ack: true, seq: 1001, ackNum: 5001})
+	if got, want := d.forward(clientOF, ack),
+		"output:1 tcp 10.0.1.5:40000 > 10.0.0.100:80 in_port=10 dl_src=cc:00:00:00:00:01 dl_dst=aa:00:00:00:00:01"; got != want {
+		t.Errorf("went\n  %s\nwant\n  %s", got, want)
+	}
+	fromVIP := tcpFrame(t, tcpSeg{srcMAC: memberMAC(1), dstMAC: clientMAC, src: "10.0.0.100", dst: clientIP, sport: 80, dport: 40000, syn: true, ack: true})
+	if got := d.forward(1, fromVIP); !strings.HasPrefix(got, "output:10 ") {
+		t.Errorf("the member's reply went %s, want the client's port", got)
+	}
+	if len(d.snap.replyPunts) != 0 {
+		t.Errorf("DSR members got reply punts: %v", d.snap.replyPunts)
+	}
+}

@@ -256,6 +256,9 @@ type connection struct {
 	vipMAC, memberMAC               [6]byte
 	vipNum, memberNum               uint32
 	idleTimeout, hardTimeout        uint16
+	// dsr: direct server return, only the destination MAC is rewritten
+	// and the member replies straight to the client: no reverse flow.
+	dsr bool
 }
 
 // natDirection is one direction of a connection's flow pair: what it
@@ -320,10 +323,14 @@ func newConnFlows() *connFlows {
 	return f
 }
 
-// fill builds the flow-mods of c, indexed by dirForward and dirReverse.
-// The result aliases f and is valid until the next fill.
+// fill builds the flow-mods of c, indexed by dirForward and dirReverse;
+// a DSR connection has the forward one only. The result aliases f and is
+// valid until the next fill.
 func (f *connFlows) fill(c *connection) []ofp.FlowMod {
 	f.fillDirection(dirForward, c, c.forward())
+	if c.dsr {
+		return f.mods[:1]
+	}
 	f.fillDirection(dirReverse, c, c.reverse())
 	return f.mods[:]
 }
@@ -354,7 +361,10 @@ func (f *connFlows) fillDirection(d int, c *connection, nd natDirection) {
 	}
 	f.sets[d] = [3]ofp.ActionSetField{{Field: nd.setEth}, {Field: nd.setIP}, {Field: nd.setPort}}
 	n := 2 // eth and ipv4 rewrites; ICMP has no port to rewrite
-	if c.proto == protoTCP || c.proto == protoUDP {
+	switch {
+	case c.dsr:
+		n = 1
+	case c.proto == protoTCP || c.proto == protoUDP:
 		n = 3
 	}
 	for i := range n {

@@ -59,6 +59,7 @@ func (dp *dataplane) handleVIPPacket(p *packetIn, out *outbox) {
 		clientOFPort: p.inPort,
 		vipMAC:       v.mac, vipNum: v.num,
 		idleTimeout: dp.idleTimeout, hardTimeout: dp.hardTimeout,
+		dsr: v.dsr(),
 	}
 	if dp.forwardRecent(p, &c, out) {
 		return
@@ -97,10 +98,11 @@ func (dp *dataplane) handleVIPPacket(p *packetIn, out *outbox) {
 	dp.install(p.now, p.snap, &c, p.frame, out)
 }
 
-// setMember binds c to m; a member port of 0 means the VIP's port.
+// setMember binds c to m; a member port of 0 means the VIP's port, as
+// does DSR, which rewrites no port.
 func (c *connection) setMember(m *memberState) {
 	c.memberIP, c.memberPort, c.memberNum = m.ip, m.port, m.num
-	if c.memberPort == 0 {
+	if c.memberPort == 0 || c.dsr {
 		c.memberPort = c.vipPort
 	}
 }
@@ -133,9 +135,9 @@ func (dp *dataplane) pick(now time.Time, pool *poolState, v *vipState, key connK
 // with the same rewrite. The switch handles messages in order, so no
 // barrier is needed. The VIP's active count was taken at admission.
 func (dp *dataplane) install(now time.Time, snap *snapshot, c *connection, data []byte, out *outbox) {
-	mods := dp.flows.fill(c)
-	out.send(&mods[dirForward])
-	out.send(&mods[dirReverse])
+	for i, mods := 0, dp.flows.fill(c); i < len(mods); i++ {
+		out.send(&mods[i])
+	}
 	dp.sendFrame(c.clientOFPort, dp.flows.actions(dirForward), data, out)
 	if m := snap.memberCnt[c.memberNum]; m != nil {
 		m.active.Add(1)
