@@ -31,6 +31,16 @@ var LBMethods = []LBMethod{
 // ValidLBMethod reports whether m names a scheduling method.
 func ValidLBMethod(m LBMethod) bool { return slices.Contains(LBMethods, m) }
 
+// SwitchPicks reports whether a switch can pick members by m. A select
+// group spreads new connections over the members' weighted shares by a
+// hash of each connection: over many connections that is what
+// ROUND_ROBIN, WEIGHTED_ROUND_ROBIN, RANDOM and CONSISTENT_HASH ask for.
+// The other methods need the controller's exact per-connection decision.
+func (m LBMethod) SwitchPicks() bool {
+	return m == RoundRobin || m == WeightedRoundRobin || m == Random || m == ConsistentHash
+}
+
+
 // Dispatch says who picks the member of a new connection to a pool.
 type Dispatch string
 
@@ -113,9 +123,9 @@ func NewPool() *Pool {
 		AdminStateUp: true, MonitorIDs: []string{}}
 }
 
-// Validate checks the fields a client sets. That the protocol matches the
-// VIP's, and that a DSR pool's members use the VIP's port, is checked by
-// the store, which sees the VIP and the members.
+// Validate checks the fields a client sets. That the protocol matches the VIP's, and that
+// a DSR pool's members use the VIP's port, is checked by the store, which
+// sees the VIP and the members.
 func (p *Pool) Validate() error {
 	if p.ID != "" {
 		if err := validateID(p.ID); err != nil {
@@ -130,6 +140,11 @@ func (p *Pool) Validate() error {
 	}
 	if !p.Dispatch.Valid() {
 		return FieldErrorf(EINVALID, "dispatch", "dispatch %q is not one of %v", p.Dispatch, Dispatches)
+	}
+	if p.Dispatch == DispatchSwitch && !p.LBMethod.SwitchPicks() {
+		return FieldErrorf(EINVALID, "dispatch",
+			"a switch cannot pick members by %s, only by hash (%s, %s, %s, %s): use dispatch %s",
+			p.LBMethod, RoundRobin, WeightedRoundRobin, Random, ConsistentHash, DispatchController)
 	}
 	if !p.Forwarding.Valid() {
 		return FieldErrorf(EINVALID, "forwarding", "forwarding %q is not one of %v", p.Forwarding, Forwardings)
@@ -152,7 +167,8 @@ type PoolUpdate struct {
 	AdminStateUp *bool
 }
 
-// Apply writes the update onto p.
+// Apply writes the update onto p. A method the switch cannot pick by
+// moves the pool to CONTROLLER dispatch unless the update names one.
 func (u *PoolUpdate) Apply(p *Pool) {
 	setIf(&p.Name, u.Name)
 	setIf(&p.Description, u.Description)
@@ -162,6 +178,9 @@ func (u *PoolUpdate) Apply(p *Pool) {
 	setIf(&p.Forwarding, u.Forwarding)
 	setIf(&p.Protocol, u.Protocol)
 	setIf(&p.AdminStateUp, u.AdminStateUp)
+	if u.Dispatch == nil && !p.LBMethod.SwitchPicks() {
+		p.Dispatch = DispatchController // the method needs it, and no dispatch was asked for
+	}
 }
 
 // PoolFilter selects pools; nil fields match everything.

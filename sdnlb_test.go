@@ -115,7 +115,11 @@ func TestPool_Validate(t *testing.T) {
 			for _, d := range sdnlb.Dispatches {
 				for _, f := range sdnlb.Forwardings {
 					p.LBMethod, p.Dispatch, p.Forwarding = m, d, f
-					assertField(t, p.Validate(), "")
+					want := ""
+					if d == sdnlb.DispatchSwitch && !m.SwitchPicks() {
+						want = "dispatch" // needs the controller's exact decision
+					}
+					assertField(t, p.Validate(), want)
 				}
 			}
 		}
@@ -139,6 +143,26 @@ func TestNewPool(t *testing.T) {
 	// The lists start with the defaults, which docs and the spec rely on.
 	if sdnlb.Dispatches[0] != p.Dispatch || sdnlb.Forwardings[0] != p.Forwarding {
 		t.Fatalf("lists %v %v do not start with the defaults", sdnlb.Dispatches, sdnlb.Forwardings)
+	}
+}
+
+// A method the switch cannot pick by moves the pool to the controller,
+// unless the update asks for a dispatch, which validation then checks.
+func TestPoolUpdate_ApplyMethodNeedsController(t *testing.T) {
+	p := sdnlb.NewPool()
+	(&sdnlb.PoolUpdate{LBMethod: ptr(sdnlb.LeastConnections)}).Apply(p)
+	if p.Dispatch != sdnlb.DispatchController {
+		t.Errorf("LEAST_CONNECTIONS left dispatch %s", p.Dispatch)
+	}
+	p = sdnlb.NewPool()
+	(&sdnlb.PoolUpdate{LBMethod: ptr(sdnlb.SourceIP), Dispatch: ptr(sdnlb.DispatchSwitch)}).Apply(p)
+	if err := p.Validate(); sdnlb.ErrorField(err) != "dispatch" {
+		t.Errorf("SWITCH with SOURCE_IP: %v, want an error on dispatch", err)
+	}
+	p = sdnlb.NewPool()
+	(&sdnlb.PoolUpdate{LBMethod: ptr(sdnlb.ConsistentHash)}).Apply(p)
+	if p.Dispatch != sdnlb.DispatchSwitch {
+		t.Errorf("CONSISTENT_HASH moved the pool to %s", p.Dispatch)
 	}
 }
 

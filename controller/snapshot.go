@@ -230,7 +230,7 @@ func (b *snapshotBuilder) build(cfg *sdnlb.Config) (snap *snapshot, skipped []er
 			}
 		}
 		for _, m := range ps.members {
-			if ps.vip != nil && p.Dispatch == sdnlb.DispatchSwitch {
+			if ps.switched() {
 				s.switchedMembers[ipUint(m.ip)] = struct{}{}
 			}
 			if m.status == sdnlb.MemberUp || m.status == sdnlb.MemberNoMonitor {
@@ -238,7 +238,7 @@ func (b *snapshotBuilder) build(cfg *sdnlb.Config) (snap *snapshot, skipped []er
 			}
 			// DSR members reply from the VIP's address, past every flow.
 			if ps.vip != nil && m.status != sdnlb.MemberDown && ps.forwarding != sdnlb.ForwardingDSR {
-				s.addReplyPunt(ps.vip, m, ps.dispatch == sdnlb.DispatchSwitch)
+				s.addReplyPunt(ps.vip, m, ps.switched())
 			}
 		}
 		sm := make([]sched.Member, len(ps.rotation))
@@ -331,8 +331,13 @@ func (b *snapshotBuilder) memberState(m *sdnlb.Member) (*memberState, error) {
 
 // switched reports whether the switch picks the members of v's new
 // connections: v has a pool, and the pool SWITCH dispatch.
-func (v *vipState) switched() bool {
-	return v.pool != nil && v.pool.dispatch == sdnlb.DispatchSwitch
+func (v *vipState) switched() bool { return v.pool != nil && v.pool.switched() }
+
+// switched reports whether the switch picks the members of p's new
+// connections: SWITCH dispatch, for a VIP without session persistence,
+// which only the controller keeps.
+func (p *poolState) switched() bool {
+	return p.dispatch == sdnlb.DispatchSwitch && p.vip != nil && p.vip.persist == 0
 }
 
 // dsr reports whether v's pool forwards by direct server return.

@@ -17,7 +17,7 @@ func TestPoolService_CreatePool(t *testing.T) {
 		v := MustCreateVIP(t, ctx, db, newVIP("10.0.0.100", 80))
 
 		p := newPool(v.ID)
-		p.LBMethod = sdnlb.LeastConnections
+		p.LBMethod, p.Dispatch = sdnlb.LeastConnections, sdnlb.DispatchController
 		p.MonitorIDs = []string{"ignored"} // read-only
 		if err := s.CreatePool(ctx, p); err != nil {
 			t.Fatal(err)
