@@ -40,7 +40,6 @@ func (m LBMethod) SwitchPicks() bool {
 	return m == RoundRobin || m == WeightedRoundRobin || m == Random || m == ConsistentHash
 }
 
-
 // Dispatch says who picks the member of a new connection to a pool.
 type Dispatch string
 
