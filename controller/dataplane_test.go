@@ -471,7 +471,7 @@ func TestDataplane_UnknownMemberMACIsARPedFor(t *testing.T) {
 	d := newDecision(t, testConfig(nil))
 	frame := syn(t, 40000)
 	assertSent(t, d.packetIn(clientOF, frame), learnClient,
-		"packet_out in_port=CONTROLLER actions=FLOOD data=arp 02:00:00:00:01:00>ff:ff:ff:ff:ff:ff op=1 sha=02:00:00:00:01:00 spa=10.0.0.100 tha=00:00:00:00:00:00 tpa=10.0.0.1")
+		"packet_out in_port=CONTROLLER actions=FLOOD data=arp 02:00:00:00:01:00>ff:ff:ff:ff:ff:ff op=1 sha=02:00:00:00:01:00 spa=0.0.0.0 tha=00:00:00:00:00:00 tpa=10.0.0.1")
 	// The member's answer releases the held setup, first packet included.
 	setup := setupLines(1, 40000)
 	setup[2] = strings.Replace(setup[2], "<in>", describeFrame(t, frame), 1)

@@ -204,13 +204,16 @@ func (dp *dataplane) routeMembers(snap *snapshot, out *outbox) {
 	}
 }
 
-// askARP asks who has ip, from v's addresses, at most every arpRetry.
+// askARP asks who has ip, at most every arpRetry, by an ARP probe (RFC
+// 5227: sender address 0) from v's MAC: a DSR member holds the VIP's
+// address itself and ignores requests from it, and no member's ARP cache
+// is touched. The answer comes back to v's MAC.
 func (dp *dataplane) askARP(now time.Time, v *vipState, ip [4]byte, out *outbox) {
 	if now.Sub(dp.arpAsked[ipUint(ip)]) < arpRetry {
 		return
 	}
 	dp.arpAsked[ipUint(ip)] = now
-	dp.frame = appendARP(dp.frame[:0], arpRequest, broadcastMAC, v.mac, v.ip, [6]byte{}, ip)
+	dp.frame = appendARP(dp.frame[:0], arpRequest, broadcastMAC, v.mac, [4]byte{}, [6]byte{}, ip)
 	dp.packetOut(ofp.PortController, ofp.PortFlood, dp.frame, out)
 	if dp.debug {
 		dp.log.Debug("member MAC unknown; asking by ARP", "member", ipString(ip))

@@ -143,17 +143,19 @@ func baseFlows(mode L2Mode) []ofp.FlowMod {
 // deleteOurFlows purges everything sdnlb ever installed on a switch.
 func deleteOurFlows() ofp.FlowMod { return deleteByCookie(appID<<cookieAppShift, maskApp) }
 
-// vipFlows punts ARP for the VIP address (requests, and replies to the
-// controller's own requests for members) and new connections to the VIP
-// service to the controller, and drops other IPv4 to the address. ICMP
-// VIPs punt echo requests only.
+// vipFlows punts ARP for the VIP address and ARP to the VIP's MAC (the
+// answers to the controller's probes for members) and new connections to
+// the VIP service to the controller, and drops other IPv4 to the address.
+// ICMP VIPs punt echo requests only.
 func vipFlows(v *vipState) []ofp.FlowMod {
 	cookie := makeCookie(catVIP, v.num, 0)
 	arpPunt := flow{cookie: cookie, priority: prioVIPPunt, actions: []ofp.Action{toController},
 		match: []ofp.OXM{ofp.MatchEthType(ethTypeARP), ofp.MatchARPTPA(v.ip)}}
+	probeAnswers := flow{cookie: cookie, priority: prioVIPPunt, actions: []ofp.Action{toController},
+		match: []ofp.OXM{ofp.MatchEthDst(v.mac), ofp.MatchEthType(ethTypeARP)}}
 	otherDrop := flow{cookie: cookie, priority: prioVIPDrop,
 		match: []ofp.OXM{ofp.MatchEthType(ethTypeIPv4), ofp.MatchIPv4Dst(v.ip)}}
-	return []ofp.FlowMod{arpPunt.add(), servicePunt(v), otherDrop.add()}
+	return []ofp.FlowMod{arpPunt.add(), probeAnswers.add(), servicePunt(v), otherDrop.add()}
 }
 
 // servicePunt sends new connections to v's service to the controller.

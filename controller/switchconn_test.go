@@ -128,7 +128,7 @@ func TestSession_Handshake(t *testing.T) {
 			}
 		}
 	}
-	wantTypes := "HELLO FEATURES_REQUEST MULTIPART_REQUEST SET_CONFIG MULTIPART_REQUEST" + strings.Repeat(" FLOW_MOD", 11) + " PACKET_OUT BARRIER_REQUEST"
+	wantTypes := "HELLO FEATURES_REQUEST MULTIPART_REQUEST SET_CONFIG MULTIPART_REQUEST" + strings.Repeat(" FLOW_MOD", 12) + " PACKET_OUT BARRIER_REQUEST"
 	if s := strings.Join(types, " "); s != wantTypes {
 		t.Errorf("handshake sent\n  %s\nwant\n  %s", s, wantTypes)
 	}
@@ -143,6 +143,7 @@ func TestSession_Handshake(t *testing.T) {
 		"cookie=0x5d01000000000000, table=2, priority=0 actions=goto_table:9",
 		"cookie=0x5d01000000000000, table=9, priority=0 actions=CONTROLLER:65535",
 		"cookie=0x5d02000001000000, priority=500, arp,arp_tpa=10.0.0.100 actions=CONTROLLER:65535",
+		"cookie=0x5d02000001000000, priority=500, arp,dl_dst=02:00:00:00:01:00 actions=CONTROLLER:65535",
 		"cookie=0x5d02000001000000, priority=500, tcp,nw_dst=10.0.0.100,tp_dst=80 actions=CONTROLLER:65535",
 		"cookie=0x5d02000001000000, priority=499, ip,nw_dst=10.0.0.100 actions=drop",
 		"cookie=0x5d04000001000001, priority=900, tcp,nw_src=10.0.0.1,tp_src=8080 actions=CONTROLLER:65535",
@@ -304,8 +305,8 @@ func TestSession_Reconnect(t *testing.T) {
 			mods = append(mods, *fm)
 		}
 	}
-	if len(mods) != 11 {
-		t.Errorf("reconnected switch got %d flow-mods, want purge + 4 base flows + 3 VIP flows + 3 reply punts:\n%s", len(mods), strings.Join(flowLines(t, mods), "\n"))
+	if len(mods) != 12 {
+		t.Errorf("reconnected switch got %d flow-mods, want purge + 4 base flows + 4 VIP flows + 3 reply punts:\n%s", len(mods), strings.Join(flowLines(t, mods), "\n"))
 	}
 	waitSwitches(t, h.c, func(sws []*sdnlb.Switch) bool { return len(sws) == 1 })
 }
@@ -405,6 +406,7 @@ func TestSession_FollowsConfiguration(t *testing.T) {
 			c.VIPs = append(c.VIPs, &sdnlb.VIP{ID: "v2", Address: "10.0.0.101", Protocol: sdnlb.ProtocolUDP, Port: 53, AdminStateUp: true, MAC: "02:00:00:00:02:00"})
 		}, []string{
 			"cookie=0x5d02000002000000, priority=500, arp,arp_tpa=10.0.0.101 actions=CONTROLLER:65535",
+			"cookie=0x5d02000002000000, priority=500, arp,dl_dst=02:00:00:00:02:00 actions=CONTROLLER:65535",
 			"cookie=0x5d02000002000000, priority=500, udp,nw_dst=10.0.0.101,tp_dst=53 actions=CONTROLLER:65535",
 			"cookie=0x5d02000002000000, priority=499, ip,nw_dst=10.0.0.101 actions=drop",
 		}},
@@ -412,6 +414,7 @@ func TestSession_FollowsConfiguration(t *testing.T) {
 			"delete cookie=0x5d02000001000000/0xffffffffff000000",
 			"delete cookie=0x5d10000001000000/0xfffeffffff000000",
 			"cookie=0x5d02000001000000, priority=500, arp,arp_tpa=10.0.0.100 actions=CONTROLLER:65535",
+			"cookie=0x5d02000001000000, priority=500, arp,dl_dst=02:00:00:00:01:00 actions=CONTROLLER:65535",
 			"cookie=0x5d02000001000000, priority=500, tcp,nw_dst=10.0.0.100,tp_dst=8000 actions=CONTROLLER:65535",
 			"cookie=0x5d02000001000000, priority=499, ip,nw_dst=10.0.0.100 actions=drop",
 		}},
@@ -501,8 +504,8 @@ func TestSwitchFlows(t *testing.T) {
 		}
 		vf := vipFlows(&vipState{num: 1, ip: [4]byte{10, 0, 0, 100}, proto: protoTCP, port: 80})
 		sw.send(req.h.XID, ofp.MultipartReply{Body: ofp.FlowStatsReply{Stats: []ofp.FlowStats{
-			{Cookie: vf[2].Cookie, Priority: vf[2].Priority, Match: vf[2].Match, Instructions: vf[2].Instructions, DurationSec: 3, DurationNsec: 5e8},
-			{Cookie: vf[1].Cookie, Priority: vf[1].Priority, Match: vf[1].Match, Instructions: vf[1].Instructions, PacketCount: 7, ByteCount: 420},
+			{Cookie: vf[3].Cookie, Priority: vf[3].Priority, Match: vf[3].Match, Instructions: vf[3].Instructions, DurationSec: 3, DurationNsec: 5e8},
+			{Cookie: vf[2].Cookie, Priority: vf[2].Priority, Match: vf[2].Match, Instructions: vf[2].Instructions, PacketCount: 7, ByteCount: 420},
 		}}})
 		r := <-done
 		if r.err != nil {

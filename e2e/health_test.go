@@ -55,9 +55,9 @@ func httpMonitorFields() map[string]any {
 
 // newMonitoredBed is an lbBed of two clients and three members whose pool
 // has the HTTP monitor, with every member UP.
-func newMonitoredBed(tb testing.TB) *lbBed {
+func newMonitoredBed(tb testing.TB, dispatch sdnlb.Dispatch) *lbBed {
 	tb.Helper()
-	b := newLBBed(tb, 2, 3, sdnlb.RoundRobin, nil)
+	b := newDispatchBed(tb, 2, 3, sdnlb.RoundRobin, dispatch, nil)
 	b.lb.MustCreateMonitor(b.pool, httpMonitorFields())
 	for _, m := range b.mems {
 		b.lb.WaitMemberStatus(m.ID, sdnlb.MemberUp, 10*time.Second)
@@ -300,6 +300,17 @@ func runFailover(t *testing.T, b *lbBed, victim int, kill, revive func()) failov
 			engineAt := b.lb.Member(mem.ID).Health.Since
 			t.Logf("detection: DOWN in the API %v after the kill (engine stamped %v); bound %v + margin %v",
 				f.detection().Round(time.Millisecond), engineAt.Sub(f.killAt).Round(time.Millisecond), detectWindow, schedMargin)
+			if b.pool.Dispatch == sdnlb.DispatchSwitch {
+				took := b.waitBuckets(t, len(b.mems)-1, 2*time.Second)
+				t.Logf("buckets of %s gone %v after DOWN was seen", host.IP, took.Round(time.Millisecond))
+				// What still names it resets its clients' connections.
+				for _, f := range flowsMentioning(b.sw, host.IP) {
+					if !strings.HasSuffix(f, "actions=CONTROLLER:65535") {
+						t.Errorf("a flow still sends to the DOWN member %s: %s", host.IP, f)
+					}
+				}
+				return
+			}
 			took := waitNoFlows(t, b.sw, host.IP, 2*time.Second)
 			t.Logf("flows of %s gone %v after DOWN was seen", host.IP, took.Round(time.Millisecond))
 			time.Sleep(500 * time.Millisecond)
@@ -334,24 +345,32 @@ func runFailover(t *testing.T, b *lbBed, victim int, kill, revive func()) failov
 // TestHealth_ServerStopped: the member's server dies (its host stays) and
 // comes back.
 func TestHealth_ServerStopped(t *testing.T) {
-	b := newMonitoredBed(t)
-	srv := b.servers[1]
-	runFailover(t, b, 1, srv.Stop, func() { srv.Restart(t) })
+	for _, d := range sdnlb.Dispatches {
+		t.Run(string(d), func(t *testing.T) {
+			b := newMonitoredBed(t, d)
+			srv := b.servers[1]
+			runFailover(t, b, 1, srv.Stop, func() { srv.Restart(t) })
+		})
+	}
 }
 
 // TestHealth_HostGone: the member's host drops off the switch entirely and
 // comes back.
 func TestHealth_HostGone(t *testing.T) {
-	b := newMonitoredBed(t)
-	h := b.members[1]
-	runFailover(t, b, 1, func() { h.SetDown(t) }, func() { h.SetUp(t) })
+	for _, d := range sdnlb.Dispatches {
+		t.Run(string(d), func(t *testing.T) {
+			b := newMonitoredBed(t, d)
+			h := b.members[1]
+			runFailover(t, b, 1, func() { h.SetDown(t) }, func() { h.SetUp(t) })
+		})
+	}
 }
 
 // TestHealth_AllMembersDown: with every member DOWN the VIP is DOWN,
 // connections are refused at once, the API stays responsive and the
 // controller sees one packet-in per attempt, not a storm.
 func TestHealth_AllMembersDown(t *testing.T) {
-	b := newMonitoredBed(t)
+	b := newMonitoredBed(t, sdnlb.DispatchController)
 	for _, s := range b.servers {
 		s.Stop()
 	}

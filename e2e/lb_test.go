@@ -43,8 +43,16 @@ type lbBed struct {
 }
 
 // newLBBed builds a bed with an HTTP VIP in front of nMembers members of a
-// pool with method; sdnlbArgs go to the sdnlb command line.
+// pool with method, dispatched by the controller; sdnlbArgs go to the
+// sdnlb command line.
 func newLBBed(tb testing.TB, nClients, nMembers int, method sdnlb.LBMethod, vipExtra map[string]any, sdnlbArgs ...string) *lbBed {
+	tb.Helper()
+	return newDispatchBed(tb, nClients, nMembers, method, sdnlb.DispatchController, vipExtra, sdnlbArgs...)
+}
+
+// newDispatchBed is newLBBed with the pool's dispatch; a SWITCH bed waits
+// until the switch's group has every member.
+func newDispatchBed(tb testing.TB, nClients, nMembers int, method sdnlb.LBMethod, dispatch sdnlb.Dispatch, vipExtra map[string]any, sdnlbArgs ...string) *lbBed {
 	tb.Helper()
 	b := &lbBed{sw: NewSwitch(tb)}
 	b.lb = startSDNLB(tb, sdnlbArgs...)
@@ -57,11 +65,14 @@ func newLBBed(tb testing.TB, nClients, nMembers int, method sdnlb.LBMethod, vipE
 	b.lb.Connect(b.sw)
 	dumpOnFailure(tb, b.sw, b.lb)
 	b.vip = b.lb.MustCreateVIP("web", b.sw.Addr(100), sdnlb.ProtocolTCP, vipPort, vipExtra)
-	b.pool = b.lb.MustCreatePool("web", b.vip, method, sdnlb.DispatchController)
+	b.pool = b.lb.MustCreatePool("web", b.vip, method, dispatch)
 	for _, h := range b.members {
 		b.mems = append(b.mems, b.lb.MustCreateMember(b.pool, h.IP, memberPort))
 	}
 	b.lb.WaitPoolMembers(b.pool.ID, nMembers, 10*time.Second)
+	if dispatch == sdnlb.DispatchSwitch {
+		b.waitBuckets(tb, nMembers, 10*time.Second)
+	}
 	b.url = "http://" + net.JoinHostPort(b.vip.Address, strconv.Itoa(vipPort)) + "/"
 	return b
 }

@@ -107,6 +107,7 @@ type sdnlbProc struct {
 	done   chan struct{} // closed once the process has been waited for
 	logEOF chan struct{} // closed once stderr has been read to its end
 	err    error         // from Wait, valid after done
+	killed bool          // by Kill: an exit is expected
 	client *http.Client
 
 	mu  sync.Mutex
@@ -228,12 +229,21 @@ func (p *sdnlbProc) waitErr() error {
 	}
 }
 
+// Kill ends the process with SIGKILL, as a crash would, and waits for it.
+func (p *sdnlbProc) Kill() {
+	p.killed = true
+	_ = p.cmd.Process.Kill()
+	<-p.done
+}
+
 // stop ends the process with SIGTERM and checks how it ended.
 func (p *sdnlbProc) stop() {
 	tb := p.tb
 	select {
 	case <-p.done:
-		tb.Errorf("sdnlb exited before the test ended: %v", p.err)
+		if !p.killed {
+			tb.Errorf("sdnlb exited before the test ended: %v", p.err)
+		}
 	default:
 		_ = p.cmd.Process.Signal(syscall.SIGTERM)
 		select {

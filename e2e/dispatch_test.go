@@ -1,0 +1,135 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"context"
+	"net"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/sdnlb/sdnlb"
+)
+
+// bucketTarget finds where one select-group bucket sends a connection:
+// the NAT destination address, or the output port of a DSR bucket.
+var bucketTarget = regexp.MustCompile(`nat\(dst=([0-9.]+)|output:([0-9]+)`)
+
+// buckets returns, per target, how many buckets of the switch's groups
+// send to it.
+func (b *lbBed) buckets(tb testing.TB) map[string]int {
+	tb.Helper()
+	counts := map[string]int{}
+	for _, line := range strings.Split(b.sw.Ofctl("dump-groups", b.sw.Name), "\n") {
+		for _, bucket := range strings.Split(line, "bucket=")[1:] {
+			if m := bucketTarget.FindStringSubmatch(bucket); m != nil {
+				counts[m[1]+m[2]]++
+			}
+		}
+	}
+	return counts
+}
+
+// waitBuckets waits until the switch's group spreads over n members and
+// returns how long it took.
+func (b *lbBed) waitBuckets(tb testing.TB, n int, timeout time.Duration) time.Duration {
+	tb.Helper()
+	start := time.Now()
+	var got map[string]int
+	for i := 0; i < 1000 && time.Since(start) < timeout; i++ {
+		if got = b.buckets(tb); len(got) == n {
+			return time.Since(start)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	tb.Fatalf("after %v the group spreads over %v, want %d members", timeout, got, n)
+	return 0
+}
+
+// requireAll checks that every server answered some of the requests.
+func requireAll(tb testing.TB, counts map[string]int, names []string) {
+	tb.Helper()
+	for _, n := range names {
+		if counts[n] == 0 {
+			tb.Errorf("%s answered none of the requests: %v", n, counts)
+		}
+	}
+}
+
+// A SWITCH NAT pool: the switch spreads connections by itself (no
+// per-connection packet-in), members stay reachable at their own
+// addresses, and balancing goes on after the controller is killed.
+func TestDispatch_SwitchNAT(t *testing.T) {
+	b := newDispatchBed(t, 2, 3, sdnlb.RoundRobin, sdnlb.DispatchSwitch, nil)
+	counts := spread(t, b.clients, b.url, 30)
+	requireAll(t, counts, b.serverNames())
+	if n := b.lb.Metric("sdnlb_controller_setups_total"); n != 0 {
+		t.Errorf("the controller set up %v connections, want none: the switch dispatches", n)
+	}
+	direct := "http://" + net.JoinHostPort(b.members[0].IP, strconv.Itoa(memberPort)) + "/"
+	if body, err := get(b.clients[0], direct, 5*time.Second); err != nil || body != b.servers[0].Name {
+		t.Errorf("direct request to %s: %q, %v", direct, body, err)
+	}
+
+	b.lb.Kill()
+	requireAll(t, spread(t, b.clients, b.url, 30), b.serverNames())
+	if body, err := get(b.clients[1], direct, 5*time.Second); err != nil || body != b.servers[0].Name {
+		t.Errorf("direct request to %s with the controller dead: %q, %v", direct, body, err)
+	}
+}
+
+// A SWITCH DSR pool: members hold the VIP on their loopback and answer
+// clients straight from it; the switch only rewrites the destination MAC.
+func TestDispatch_SwitchDSR(t *testing.T) {
+	sw := NewSwitch(t)
+	lb := startSDNLB(t)
+	var clients, members []*Host
+	var names []string
+	for i := range 2 {
+		clients = append(clients, sw.AddHost(t, "c"+strconv.Itoa(i+1), sw.Addr(byte(1+i))))
+	}
+	vipAddr := sw.Addr(100)
+	for i := range 3 {
+		h := sw.AddHost(t, "m"+strconv.Itoa(i+1), sw.Addr(byte(11+i)))
+		holdVIP(t, h, vipAddr)
+		h.ServeHTTP(t, memberPort, "srv"+strconv.Itoa(i+1))
+		members, names = append(members, h), append(names, "srv"+strconv.Itoa(i+1))
+	}
+	lb.Connect(sw)
+	dumpOnFailure(t, sw, lb)
+	vip := lb.MustCreateVIP("dsr", vipAddr, sdnlb.ProtocolTCP, memberPort, nil)
+	var pool sdnlb.Pool
+	lb.mustAPI("POST", "/v1/pools", map[string]any{"name": "dsr", "vip_id": vip.ID, "lb_method": sdnlb.RoundRobin,
+		"protocol": sdnlb.ProtocolTCP, "dispatch": sdnlb.DispatchSwitch, "forwarding": sdnlb.ForwardingDSR}, 201, &pool)
+	for _, h := range members {
+		lb.MustCreateMember(&pool, h.IP, 0)
+	}
+	b := &lbBed{sw: sw, lb: lb, clients: clients, members: members, vip: vip, pool: &pool}
+	b.waitBuckets(t, 3, 10*time.Second)
+	url := "http://" + net.JoinHostPort(vipAddr, strconv.Itoa(memberPort)) + "/"
+	requireAll(t, spread(t, clients, url, 30), names)
+	if n := lb.Metric("sdnlb_controller_setups_total"); n != 0 {
+		t.Errorf("the controller set up %v connections, want none: the switch dispatches", n)
+	}
+	lb.Kill()
+	requireAll(t, spread(t, clients, url, 30), names)
+}
+
+// holdVIP sets a DSR member up as the README says: the VIP on its
+// loopback, and no ARP answers or announcements for it.
+func holdVIP(tb testing.TB, h *Host, vip string) {
+	tb.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	for _, cmd := range [][]string{
+		{"sysctl", "-qw", "net.ipv4.conf.all.arp_ignore=1", "net.ipv4.conf.all.arp_announce=2"},
+		{"ip", "addr", "add", vip + "/32", "dev", "lo"},
+	} {
+		if out, err := h.Exec(ctx, cmd[0], cmd[1:]...); err != nil {
+			tb.Fatalf("%s on %s: %v: %s", strings.Join(cmd, " "), h.Name, err, out)
+		}
+	}
+}
