@@ -3,6 +3,7 @@ package sdnlb
 import (
 	"context"
 	"fmt"
+	"net/url"
 	"strconv"
 	"strings"
 	"time"
@@ -72,10 +73,11 @@ func (m *Monitor) Validate() error {
 	if !m.Type.Valid() {
 		return FieldErrorf(EINVALID, "type", "type must be PING, TCP, HTTP or HTTPS, not %q", m.Type)
 	}
-	if m.Delay < MinMonitorDelay || m.Delay > 3600 {
+	// Negated, so that NaN fails too.
+	if !(m.Delay >= MinMonitorDelay && m.Delay <= 3600) {
 		return FieldErrorf(EINVALID, "delay", "delay must be %v-3600 seconds, not %v", float64(MinMonitorDelay), float64(m.Delay))
 	}
-	if m.Timeout <= 0 || m.Timeout >= m.Delay {
+	if !(m.Timeout > 0 && m.Timeout < m.Delay) {
 		return FieldErrorf(EINVALID, "timeout", "timeout must be above 0 and below delay (%v), not %v", float64(m.Delay), float64(m.Timeout))
 	}
 	if m.MaxRetries < 1 || m.MaxRetries > 10 {
@@ -88,12 +90,37 @@ func (m *Monitor) Validate() error {
 		if !httpMethods[m.HTTPMethod] {
 			return FieldErrorf(EINVALID, "http_method", "http_method %q is not an HTTP method", m.HTTPMethod)
 		}
-		if !strings.HasPrefix(m.URLPath, "/") || strings.ContainsAny(m.URLPath, " \t\r\n") || len(m.URLPath) > 2048 {
-			return FieldErrorf(EINVALID, "url_path", "url_path must be an absolute path without spaces, not %q", m.URLPath)
+		if err := validateURLPath(m.URLPath); err != nil {
+			return FieldErrorf(EINVALID, "url_path", "url_path must be an absolute path of at most 2048 bytes: %v", err)
 		}
 		if _, err := ParseExpectedCodes(m.ExpectedCodes); err != nil {
 			return FieldErrorf(EINVALID, "expected_codes", "expected_codes: %v", err)
 		}
+	}
+	return nil
+}
+
+// validateURLPath checks that path, with its query, can go on a request
+// line as it is: no spaces, control characters or fragment, and only
+// well-formed %-escapes.
+func validateURLPath(path string) error {
+	if len(path) > 2048 {
+		return fmt.Errorf("%d bytes", len(path))
+	}
+	if !strings.HasPrefix(path, "/") {
+		return fmt.Errorf("%q does not start with /", path)
+	}
+	for i := 0; i < len(path); i++ {
+		if c := path[i]; c <= ' ' || c == 0x7f || c == '#' || c >= 0x80 {
+			return fmt.Errorf("%q holds %q: escape it as %%%02X", path, c, c)
+		}
+	}
+	u, err := url.ParseRequestURI(path)
+	if err != nil {
+		return fmt.Errorf("%q: a bad %%-escape", path)
+	}
+	if _, err := url.ParseQuery(u.RawQuery); err != nil {
+		return fmt.Errorf("%q: a bad query", path)
 	}
 	return nil
 }

@@ -134,6 +134,9 @@ func (p *Pool) Validate() error {
 	if err := validateName(p.Name); err != nil {
 		return err
 	}
+	if err := validateDescription(p.Description); err != nil {
+		return err
+	}
 	if !ValidLBMethod(p.LBMethod) {
 		return FieldErrorf(EINVALID, "lb_method", "lb_method %q is not one of %v", p.LBMethod, LBMethods)
 	}

@@ -3,6 +3,7 @@ package sdnlb_test
 import (
 	"errors"
 	"fmt"
+	"math"
 	"net"
 	"strings"
 	"testing"
@@ -67,7 +68,15 @@ func TestVIP_Validate(t *testing.T) {
 		"ErrPersistenceTimeout": {func(v *sdnlb.VIP) {
 			v.SessionPersistence = &sdnlb.SessionPersistence{Type: sdnlb.PersistenceSourceIP}
 		}, "session_persistence.timeout"},
-		"ErrID": {func(v *sdnlb.VIP) { v.ID = "a/b" }, "id"},
+		"ErrID":               {func(v *sdnlb.VIP) { v.ID = "a/b" }, "id"},
+		"ErrAddressThisNet":   {func(v *sdnlb.VIP) { v.Address = "0.1.2.3" }, "address"},
+		"ErrAddressReserved":  {func(v *sdnlb.VIP) { v.Address = "240.0.0.1" }, "address"},
+		"ErrAddressBroadcast": {func(v *sdnlb.VIP) { v.Address = "255.255.255.255" }, "address"},
+		"OKDescription":       {func(v *sdnlb.VIP) { v.Description = "line one\nline two\tend" }, ""},
+		"ErrDescriptionLong":  {func(v *sdnlb.VIP) { v.Description = strings.Repeat("x", sdnlb.MaxDescriptionLength+1) }, "description"},
+		"ErrDescriptionNUL":   {func(v *sdnlb.VIP) { v.Description = "a\x00b" }, "description"},
+		"ErrNameBidi":         {func(v *sdnlb.VIP) { v.Name = "abc\u202edef" }, "name"},
+		"ErrNameBadUTF8":      {func(v *sdnlb.VIP) { v.Name = "a\xffb" }, "name"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			v := sdnlb.NewVIP()
@@ -75,6 +84,19 @@ func TestVIP_Validate(t *testing.T) {
 			tc.edit(v)
 			assertField(t, v.Validate(), tc.field)
 		})
+	}
+}
+
+func TestValidID(t *testing.T) {
+	for _, id := range []string{"1", "web", "a-b_c.d", "3f2504e0-4f89-11d3-9a0c-0305e82c3301", strings.Repeat("a", sdnlb.MaxIDLength), "..."} {
+		if !sdnlb.ValidID(id) {
+			t.Errorf("ValidID(%q) = false", id)
+		}
+	}
+	for _, id := range []string{"", ".", "..", "a/b", "a b", "a\x00", "a;b", "a:b", "a+b", "a=b", "a&b", "a%2f", "a\u202eb", "é", strings.Repeat("a", sdnlb.MaxIDLength+1)} {
+		if sdnlb.ValidID(id) {
+			t.Errorf("ValidID(%q) = true", id)
+		}
 	}
 }
 
@@ -286,6 +308,15 @@ func TestMonitor_Validate(t *testing.T) {
 		"ErrMethod":       {func(m *sdnlb.Monitor) { m.HTTPMethod = "FETCH" }, "http_method"},
 		"ErrPath":         {func(m *sdnlb.Monitor) { m.URLPath = "health" }, "url_path"},
 		"ErrCodes":        {func(m *sdnlb.Monitor) { m.ExpectedCodes = "200-" }, "expected_codes"},
+		"ErrDelayNaN":     {func(m *sdnlb.Monitor) { m.Delay = sdnlb.Seconds(math.NaN()) }, "delay"},
+		"ErrDelayInf":     {func(m *sdnlb.Monitor) { m.Delay = sdnlb.Seconds(math.Inf(1)) }, "delay"},
+		"ErrTimeoutNaN":   {func(m *sdnlb.Monitor) { m.Timeout = sdnlb.Seconds(math.NaN()) }, "timeout"},
+		"OKPathQuery":     {func(m *sdnlb.Monitor) { m.URLPath = "/health?deep=1&x=%20" }, ""},
+		"ErrPathControl":  {func(m *sdnlb.Monitor) { m.URLPath = "/health\x01" }, "url_path"},
+		"ErrPathDEL":      {func(m *sdnlb.Monitor) { m.URLPath = "/health\x7f" }, "url_path"},
+		"ErrPathEscape":   {func(m *sdnlb.Monitor) { m.URLPath = "/health%zz" }, "url_path"},
+		"ErrPathQuery":    {func(m *sdnlb.Monitor) { m.URLPath = "/health?a=%zz" }, "url_path"},
+		"ErrPathFragment": {func(m *sdnlb.Monitor) { m.URLPath = "/health#x" }, "url_path"},
 		"OKCodesIgnoredForTCP": {func(m *sdnlb.Monitor) {
 			m.Type, m.ExpectedCodes = sdnlb.MonitorTCP, "x"
 		}, ""},

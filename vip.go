@@ -2,8 +2,9 @@ package sdnlb
 
 import (
 	"context"
-	"strings"
 	"time"
+	"unicode"
+	"unicode/utf8"
 )
 
 // VIPStatus says whether a VIP can take new connections. The store derives
@@ -58,6 +59,9 @@ func (v *VIP) Validate() error {
 		}
 	}
 	if err := validateName(v.Name); err != nil {
+		return err
+	}
+	if err := validateDescription(v.Description); err != nil {
 		return err
 	}
 	if _, err := ParseUnicastIPv4(v.Address); err != nil {
@@ -147,18 +151,74 @@ func setIf[T any](dst *T, src *T) {
 	}
 }
 
-// validateID accepts client-chosen ids (Floodlight scripts use "1", "2"):
-// printable, no slash, at most 64 bytes.
+// MaxIDLength, MaxNameLength and MaxDescriptionLength bound what a client
+// may write, in bytes.
+const (
+	MaxIDLength          = 64
+	MaxNameLength        = 255
+	MaxDescriptionLength = 1024
+)
+
+// ValidID reports whether id is in the alphabet of client-chosen ids
+// (Floodlight scripts use "1", "2"): 1 to MaxIDLength ASCII letters, digits,
+// '-', '_' and '.', but not "." or "..". Such an id is one path segment as
+// it is, so every Location header the API writes resolves.
+func ValidID(id string) bool {
+	if id == "" || len(id) > MaxIDLength || id == "." || id == ".." {
+		return false
+	}
+	for i := 0; i < len(id); i++ {
+		c := id[i]
+		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '-' || c == '_' || c == '.') {
+			return false
+		}
+	}
+	return true
+}
+
 func validateID(id string) error {
-	if len(id) > 64 || strings.ContainsAny(id, "/?#% \t\r\n") {
-		return FieldErrorf(EINVALID, "id", "id must be at most 64 characters without spaces, '/', '?', '#' or '%%'")
+	if !ValidID(id) {
+		return FieldErrorf(EINVALID, "id", "id must be 1-%d letters, digits, '-', '_' or '.' (not \".\" or \"..\"), not %q", MaxIDLength, id)
 	}
 	return nil
 }
 
+// validateName accepts up to MaxNameLength bytes of UTF-8 text without
+// control characters.
 func validateName(name string) error {
-	if len(name) > 255 {
-		return FieldErrorf(EINVALID, "name", "name must be at most 255 bytes")
+	if len(name) > MaxNameLength {
+		return FieldErrorf(EINVALID, "name", "name must be at most %d bytes", MaxNameLength)
+	}
+	if !printableText(name, false) {
+		return FieldErrorf(EINVALID, "name", "name must be UTF-8 text without control characters")
 	}
 	return nil
+}
+
+// validateDescription accepts up to MaxDescriptionLength bytes of UTF-8
+// text; line breaks and tabs are its only control characters.
+func validateDescription(desc string) error {
+	if len(desc) > MaxDescriptionLength {
+		return FieldErrorf(EINVALID, "description", "description must be at most %d bytes", MaxDescriptionLength)
+	}
+	if !printableText(desc, true) {
+		return FieldErrorf(EINVALID, "description", "description must be UTF-8 text without control characters other than tabs and line breaks")
+	}
+	return nil
+}
+
+// printableText reports whether s is valid UTF-8 free of control and
+// bidirectional-override characters; multiline allows \t, \n and \r.
+func printableText(s string, multiline bool) bool {
+	if !utf8.ValidString(s) {
+		return false
+	}
+	for _, r := range s {
+		switch {
+		case multiline && (r == '\t' || r == '\n' || r == '\r'):
+		case unicode.IsControl(r), r >= 0x202a && r <= 0x202e, r >= 0x2066 && r <= 0x2069:
+			return false
+		}
+	}
+	return true
 }
