@@ -17,12 +17,14 @@ type vipCounters struct {
 
 // memberCounters outlive snapshots: one per member id. The "done" counters
 // sum flows that were removed; the "live" ones are the sum over switches of
-// the latest flow-stats poll.
+// the latest flow-stats poll, which for SWITCH pools also counts their
+// connections.
 type memberCounters struct {
 	active                        atomic.Int64
 	total                         atomic.Uint64
 	packetsIn, packetsOut         atomic.Uint64
 	bytesIn, bytesOut             atomic.Uint64
+	liveTotal                     atomic.Int64
 	livePacketsIn, livePacketsOut atomic.Int64
 	liveBytesIn, liveBytesOut     atomic.Int64
 }
@@ -31,8 +33,11 @@ func (m *memberCounters) bytes() uint64 {
 	return m.bytesIn.Load() + m.bytesOut.Load() + uint64(max(0, m.liveBytesIn.Load()+m.liveBytesOut.Load()))
 }
 
-// flowCounters are one member's connection flow counters on one switch.
+// flowCounters are one member's flow counters on one switch: of its
+// connection flows, or of its routes and reply flow in a SWITCH NAT pool,
+// where conns counts its new connections.
 type flowCounters struct {
+	conns                                    int64
 	packetsIn, bytesIn, packetsOut, bytesOut int64
 }
 
@@ -79,33 +84,40 @@ func (dp *dataplane) flowRemoved(now time.Time, snap *snapshot, fr *ofp.FlowRemo
 	}
 }
 
-// connFlowStatsRequest asks for the counters of every connection flow.
-func connFlowStatsRequest() ofp.FlowStatsRequest {
+// statsRequest asks for the counters of every flow sdnlb installed; the
+// poll reads those of the connection flows, the member routes and the
+// reply flows.
+func statsRequest() ofp.FlowStatsRequest {
 	return ofp.FlowStatsRequest{
 		TableID: ofp.TableAll, OutPort: ofp.PortAny, OutGroup: ofp.GroupAny,
-		Cookie: makeCookie(catConn, 0, 0), CookieMask: maskApp | maskConnCats,
+		Cookie: appID << cookieAppShift, CookieMask: maskApp,
 	}
 }
 
-// beginPoll starts assembling the reply to a connFlowStatsRequest.
+// beginPoll starts assembling the reply to a statsRequest.
 func (dp *dataplane) beginPoll() { clear(dp.poll) }
 
 // pollPart adds one part of the reply; at the last part the members' live
 // counters move by the difference to the previous poll.
 func (dp *dataplane) pollPart(snap *snapshot, stats []ofp.FlowStats, last bool) {
 	for i := range stats {
-		cat, _, memberNum, ok := cookieParts(stats[i].Cookie)
+		st := &stats[i]
+		cat, _, memberNum, ok := cookieParts(st.Cookie)
 		if !ok {
 			continue
 		}
 		fc := dp.poll[memberNum]
-		switch cat {
-		case catConn:
-			fc.packetsIn += int64(stats[i].PacketCount)
-			fc.bytesIn += int64(stats[i].ByteCount)
-		case catConnReply:
-			fc.packetsOut += int64(stats[i].PacketCount)
-			fc.bytesOut += int64(stats[i].ByteCount)
+		switch {
+		case cat == catConn, cat == catMemberRoute && st.Priority == prioMemberRoute:
+			fc.packetsIn += int64(st.PacketCount)
+			fc.bytesIn += int64(st.ByteCount)
+		case cat == catMemberRoute && st.Priority == prioMemberNew:
+			fc.conns += int64(st.PacketCount)
+		case cat == catConnReply, cat == catMemberReply && dp.tracksReplies(snap, memberNum):
+			fc.packetsOut += int64(st.PacketCount)
+			fc.bytesOut += int64(st.ByteCount)
+		default:
+			continue
 		}
 		dp.poll[memberNum] = fc
 	}
@@ -128,10 +140,23 @@ func addLive(m *memberCounters, now, before flowCounters) {
 	if m == nil {
 		return
 	}
+	m.liveTotal.Add(now.conns - before.conns)
 	m.livePacketsIn.Add(now.packetsIn - before.packetsIn)
 	m.liveBytesIn.Add(now.bytesIn - before.bytesIn)
 	m.livePacketsOut.Add(now.packetsOut - before.packetsOut)
 	m.liveBytesOut.Add(now.bytesOut - before.bytesOut)
+}
+
+// tracksReplies reports whether the member's reply flow on this switch
+// forwards its replies (into the connection tracker) rather than punting
+// them, so that its counters are the member's traffic.
+func (dp *dataplane) tracksReplies(snap *snapshot, memberNum uint32) bool {
+	m := snap.memberByNum[memberNum]
+	if m == nil || !dp.groups {
+		return false
+	}
+	p := snap.pools[m.poolID]
+	return p != nil && p.switched() && p.forwarding != sdnlb.ForwardingDSR
 }
 
 // settle takes back what the dataplane of a switch that went away
@@ -177,7 +202,7 @@ func (c *Controller) PoolStats(ctx context.Context, poolID string) (*sdnlb.PoolS
 			Port:              int(m.port),
 			Status:            m.status,
 			ActiveConnections: uint64(max(0, m.cnt.active.Load())),
-			TotalConnections:  m.cnt.total.Load(),
+			TotalConnections:  m.cnt.total.Load() + uint64(max(0, m.cnt.liveTotal.Load())),
 			PacketsIn:         m.cnt.packetsIn.Load() + uint64(max(0, m.cnt.livePacketsIn.Load())),
 			PacketsOut:        m.cnt.packetsOut.Load() + uint64(max(0, m.cnt.livePacketsOut.Load())),
 			BytesIn:           m.cnt.bytesIn.Load() + uint64(max(0, m.cnt.liveBytesIn.Load())),

@@ -197,8 +197,9 @@ func (dp *dataplane) routeMembers(snap *snapshot, out *outbox) {
 	}
 	for _, ip := range slices.SortedFunc(maps.Keys(want), compareIP) {
 		if r := want[ip]; dp.routes[ip] != r {
-			fm := routeFlow(ip, r)
-			out.send(&fm)
+			for _, fm := range routeFlows(ip, r) {
+				out.send(&fm)
+			}
 			dp.routes[ip] = r
 		}
 	}
@@ -320,15 +321,21 @@ func groupMod(cmd ofp.GroupModCommand, vipNum uint32, dsr bool, targets *[groupS
 	return ofp.GroupMod{Command: cmd, GroupType: ofp.GroupTypeSelect, GroupID: vipNum, Buckets: buckets}
 }
 
-// routeFlow is a member address's tableToMember row.
-func routeFlow(ip [4]byte, r memberRoute) ofp.FlowMod {
+// routeFlows are a member address's tableToMember rows: the route, and the
+// same for new connections alone, whose counter is the member's
+// connection count. A DOWN member gets no new connections.
+func routeFlows(ip [4]byte, r memberRoute) []ofp.FlowMod {
 	f := flow{table: tableToMember, cookie: r.cookie, priority: prioMemberRoute,
 		match:   []ofp.OXM{ofp.MatchEthType(ethTypeIPv4), ofp.MatchIPv4Dst(ip)},
 		actions: []ofp.Action{ofp.ActionSetField{Field: ofp.MatchEthDst(r.mac)}}, gotoTable: tableL2}
 	if r.down {
 		f.actions, f.gotoTable = []ofp.Action{toController}, 0
+		return []ofp.FlowMod{f.add()}
 	}
-	return f.add()
+	isNew := f
+	isNew.priority = prioMemberNew
+	isNew.match = append([]ofp.OXM{ofp.MatchCTState(ofp.CTStateTrk|ofp.CTStateNew, ofp.CTStateTrk|ofp.CTStateNew)}, f.match...)
+	return []ofp.FlowMod{isNew.add(), f.add()}
 }
 
 func compareIP(a, b [4]byte) int { return cmp.Compare(ipUint(a), ipUint(b)) }

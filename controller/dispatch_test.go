@@ -243,3 +243,27 @@ func TestDataplane_DSRConnection(t *testing.T) {
 		t.Errorf("DSR members got reply punts: %v", d.snap.replyPunts)
 	}
 }
+
+// A SWITCH NAT member's counters come from its route rows (new
+// connections, client → member) and its reply flow (member → client).
+func TestDispatch_NATStatsFromSwitchCounters(t *testing.T) {
+	d := newSwitchDecision(t, switchConfig(sdnlb.ForwardingNAT, nil))
+	d.learnMember(1)
+	route := makeCookie(catMemberRoute, 0, 1)
+	poll := func(conns, in, out uint64) {
+		d.dp.beginPoll()
+		d.dp.pollPart(d.snap, []ofp.FlowStats{
+			{Cookie: route, Priority: prioMemberNew, PacketCount: conns, ByteCount: 74 * conns},
+			{Cookie: route, Priority: prioMemberRoute, PacketCount: in, ByteCount: 100 * in},
+			{Cookie: makeCookie(catMemberReply, 1, 1), Priority: prioMemberReply, PacketCount: out, ByteCount: 1000 * out},
+			{Cookie: makeCookie(catVIP, 1, 0), Priority: prioVIPPunt, PacketCount: 99, ByteCount: 9900},
+		}, true)
+	}
+	poll(5, 40, 30)
+	poll(7, 60, 45)
+	m := d.snap.members["m1"].cnt
+	got := [5]int64{m.liveTotal.Load(), m.livePacketsIn.Load(), m.liveBytesIn.Load(), m.livePacketsOut.Load(), m.liveBytesOut.Load()}
+	if want := [5]int64{7, 60, 6000, 45, 45000}; got != want {
+		t.Errorf("member 1 counters %v, want %v", got, want)
+	}
+}

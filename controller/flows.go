@@ -30,6 +30,7 @@ const (
 	prioTrackedMiss    uint16 = 0   // the rest (members' own traffic) → tableL2
 
 	// tableToMember, per member address of a SWITCH NAT pool
+	prioMemberNew   uint16 = 110 // its new connections, as the next row: counts them
 	prioMemberRoute uint16 = 100 // → its MAC, tableL2; DOWN → CONTROLLER, which resets the client
 	prioRouteMiss   uint16 = 0   // → tableL2
 

@@ -323,12 +323,12 @@ func (s *switchConn) keepalive() {
 	}
 }
 
-// pollStats asks the switch for the counters of its connection flows; the
+// pollStats asks the switch for the counters of sdnlb's flows; the
 // dataplane turns the reply into the members' live counters.
 func (s *switchConn) pollStats() {
 	xid := s.xids.Add(1)
 	s.pollXID.Store(xid)
-	s.sendXID(xid, ofp.MultipartRequest{Body: connFlowStatsRequest()})
+	s.sendXID(xid, ofp.MultipartRequest{Body: statsRequest()})
 }
 
 // readLoop handles messages until the connection fails. Replies are

@@ -451,8 +451,8 @@ func TestSession_Accounting(t *testing.T) {
 	h.c.switchConns()[0].pollStats()
 	req := sw.nextOf(ofp.TypeMultipartRequest)
 	fsr := req.m.(*ofp.MultipartRequest).Body.(ofp.FlowStatsRequest)
-	if fsr.Cookie != makeCookie(catConn, 0, 0) || fsr.CookieMask != maskApp|maskConnCats {
-		t.Errorf("poll asks for cookie %#x/%#x, want the connection flows", fsr.Cookie, fsr.CookieMask)
+	if fsr.Cookie != appID<<cookieAppShift || fsr.CookieMask != maskApp {
+		t.Errorf("poll asks for cookie %#x/%#x, want every sdnlb flow", fsr.Cookie, fsr.CookieMask)
 	}
 	sw.send(req.h.XID, ofp.MultipartReply{Flags: ofp.MultipartReplyMore, Body: ofp.FlowStatsReply{Stats: []ofp.FlowStats{
 		{Cookie: s.fwd.Cookie, PacketCount: 3, ByteCount: 300, Match: s.fwd.Match},
