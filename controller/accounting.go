@@ -124,16 +124,22 @@ func (dp *dataplane) pollPart(snap *snapshot, stats []ofp.FlowStats, last bool) 
 	if !last {
 		return
 	}
-	for num, old := range dp.live {
-		if _, ok := dp.poll[num]; !ok {
+	moveLive(snap, dp.live, dp.poll)
+	dp.live, dp.poll = dp.poll, dp.live
+	clear(dp.poll)
+}
+
+// moveLive moves the members' live counters from what the previous poll
+// read (before) to what this one read (now).
+func moveLive(snap *snapshot, before, now map[uint32]flowCounters) {
+	for num, old := range before {
+		if _, ok := now[num]; !ok {
 			addLive(snap.memberCnt[num], flowCounters{}, old)
 		}
 	}
-	for num, fc := range dp.poll {
-		addLive(snap.memberCnt[num], fc, dp.live[num])
+	for num, fc := range now {
+		addLive(snap.memberCnt[num], fc, before[num])
 	}
-	dp.live, dp.poll = dp.poll, dp.live
-	clear(dp.poll)
 }
 
 func addLive(m *memberCounters, now, before flowCounters) {
@@ -145,6 +151,46 @@ func addLive(m *memberCounters, now, before flowCounters) {
 	m.liveBytesIn.Add(now.bytesIn - before.bytesIn)
 	m.livePacketsOut.Add(now.packetsOut - before.packetsOut)
 	m.liveBytesOut.Add(now.bytesOut - before.bytesOut)
+}
+
+// groupPollPart adds one part of a group stats reply; at the last part
+// the live counters of SWITCH DSR members move by the difference to the
+// previous poll. A DSR bucket's counters are its member's client → member
+// traffic (NAT members are counted by their routes).
+func (dp *dataplane) groupPollPart(snap *snapshot, stats []ofp.GroupStats, last bool) {
+	for i := range stats {
+		sv := dp.switched[stats[i].GroupID]
+		if sv == nil || !sv.spec.dsr {
+			continue
+		}
+		for b, bc := range stats[i].Buckets {
+			if b >= groupSlots || sv.slots[b] == 0 {
+				continue
+			}
+			fc := dp.groupPoll[sv.slots[b]]
+			fc.packetsIn += int64(bc.PacketCount)
+			fc.bytesIn += int64(bc.ByteCount)
+			dp.groupPoll[sv.slots[b]] = fc
+		}
+	}
+	if last {
+		moveLive(snap, dp.groupLive, dp.groupPoll)
+		dp.groupLive, dp.groupPoll = dp.groupPoll, dp.groupLive
+		clear(dp.groupPoll)
+	}
+}
+
+// bankGroupCounters makes the DSR members' live bucket counters final
+// before a group-mod, which starts the buckets' counters again.
+func (dp *dataplane) bankGroupCounters(snap *snapshot) {
+	for num, fc := range dp.groupLive {
+		if m := snap.memberCnt[num]; m != nil {
+			m.packetsIn.Add(uint64(max(0, fc.packetsIn)))
+			m.bytesIn.Add(uint64(max(0, fc.bytesIn)))
+			addLive(m, flowCounters{}, fc)
+		}
+	}
+	clear(dp.groupLive)
 }
 
 // tracksReplies reports whether the member's reply flow on this switch
@@ -163,10 +209,12 @@ func (dp *dataplane) tracksReplies(snap *snapshot, memberNum uint32) bool {
 // contributed to the live and active counters, and gives up its held
 // setups.
 func (dp *dataplane) settle(snap *snapshot) {
-	for num, fc := range dp.live {
-		addLive(snap.memberCnt[num], flowCounters{}, fc)
+	for _, live := range []map[uint32]flowCounters{dp.live, dp.groupLive} {
+		for num, fc := range live {
+			addLive(snap.memberCnt[num], flowCounters{}, fc)
+		}
+		clear(live)
 	}
-	clear(dp.live)
 	for key, n := range dp.active {
 		if m := snap.memberCnt[uint32(key)]; m != nil {
 			m.active.Add(-n)

@@ -48,6 +48,8 @@ type dataplane struct {
 	active         map[uint64]int64        // connections this switch counted, by vip<<32|member
 	live           map[uint32]flowCounters // the last complete stats poll, by member
 	poll           map[uint32]flowCounters // the poll being assembled
+	groupLive      map[uint32]flowCounters // the same for the DSR groups' buckets
+	groupPoll      map[uint32]flowCounters
 }
 
 // dataplaneConfig is what every switch's dataplane shares with the
@@ -88,6 +90,8 @@ func newDataplane(cfg dataplaneConfig) *dataplane {
 		active:          map[uint64]int64{},
 		live:            map[uint32]flowCounters{},
 		poll:            map[uint32]flowCounters{},
+		groupLive:       map[uint32]flowCounters{},
+		groupPoll:       map[uint32]flowCounters{},
 	}
 	dp.outTo = []ofp.Action{&dp.out}
 	return dp

@@ -134,6 +134,9 @@ func (dp *dataplane) dispatchVIP(now time.Time, v *vipState, out *outbox) {
 		if !sv.grouped {
 			cmd = ofp.GroupAdd
 		}
+		if sv.spec.dsr {
+			dp.bankGroupCounters(dp.installed)
+		}
 		gm := groupMod(cmd, v.num, sv.spec.dsr, &buckets)
 		out.send(&gm)
 		sv.grouped, sv.buckets = true, buckets

@@ -267,3 +267,31 @@ func TestDispatch_NATStatsFromSwitchCounters(t *testing.T) {
 		t.Errorf("member 1 counters %v, want %v", got, want)
 	}
 }
+
+// A SWITCH DSR member's client → member counters are its buckets'; a
+// group-mod, which starts the buckets' counters again, keeps them.
+func TestDispatch_DSRStatsFromBuckets(t *testing.T) {
+	d := newSwitchDecision(t, switchConfig(sdnlb.ForwardingDSR, nil))
+	d.learnMember(1)
+	poll := func(perBucket uint64) {
+		buckets := make([]ofp.BucketCounter, groupSlots)
+		for i := range buckets {
+			buckets[i] = ofp.BucketCounter{PacketCount: perBucket, ByteCount: 100 * perBucket}
+		}
+		d.dp.groupPollPart(d.snap, []ofp.GroupStats{{GroupID: 1, Buckets: buckets}}, true)
+	}
+	m1 := d.snap.members["m1"].cnt
+	in := func() (int64, int64) {
+		return int64(m1.packetsIn.Load()) + m1.livePacketsIn.Load(), int64(m1.bytesIn.Load()) + m1.liveBytesIn.Load()
+	}
+	poll(1)
+	poll(2)
+	if p, b := in(); p != 2*groupSlots || b != 200*groupSlots {
+		t.Fatalf("member 1 in: %d packets, %d bytes; want %d, %d", p, b, 2*groupSlots, 200*groupSlots)
+	}
+	d.learnMember(2) // the group changes: its counters start again
+	poll(0)
+	if p, _ := in(); p != 2*groupSlots {
+		t.Errorf("member 1 in after the group-mod: %d packets, want %d kept", p, 2*groupSlots)
+	}
+}

@@ -329,6 +329,9 @@ func (s *switchConn) pollStats() {
 	xid := s.xids.Add(1)
 	s.pollXID.Store(xid)
 	s.sendXID(xid, ofp.MultipartRequest{Body: statsRequest()})
+	if s.dp.groups {
+		s.send(ofp.MultipartRequest{Body: ofp.GroupStatsRequest{GroupID: ofp.GroupAll}})
+	}
 }
 
 // readLoop handles messages until the connection fails. Replies are
@@ -428,6 +431,8 @@ func (s *switchConn) handleMultipart(xid uint32, m *ofp.MultipartReply) {
 			s.ports[p.PortNo] = p
 		}
 		s.portsMu.Unlock()
+	case ofp.GroupStatsReply:
+		s.dp.groupPollPart(s.dp.installed, body.Stats, last)
 	case ofp.FlowStatsReply:
 		if xid == s.pollXID.Load() {
 			if xid != s.assembling {
