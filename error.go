@@ -13,6 +13,7 @@ const (
 	EINVALID      = "invalid"      // the input breaks a validation rule
 	ENOTFOUND     = "not_found"    // the object, or one it references, does not exist
 	EUNAUTHORIZED = "unauthorized" // a write without the configured bearer token
+	EFORBIDDEN    = "forbidden"    // a request from a browser page or host name the API does not trust
 	EUNAVAILABLE  = "unavailable"  // e.g. no switch is connected for the request
 	ETOOLARGE     = "too_large"    // a request body over the limit
 	EUNSUPPORTED  = "unsupported"  // e.g. a content type the API does not read

@@ -30,7 +30,8 @@ func MustServe(tb testing.TB, s *Server) *httptest.Server {
 }
 
 // testRequest sends a request. A body is sent as application/json unless
-// headers set another Content-Type; headers go as "Name: value".
+// headers set another Content-Type; headers go as "Name: value", and
+// "Name:" leaves the header out.
 func testRequest(tb testing.TB, ts *httptest.Server, method, path, body string, headers ...string) response {
 	tb.Helper()
 	var rd io.Reader
@@ -46,7 +47,11 @@ func testRequest(tb testing.TB, ts *httptest.Server, method, path, body string, 
 	}
 	for _, h := range headers {
 		name, value, _ := strings.Cut(h, ":")
-		req.Header.Set(name, strings.TrimSpace(value))
+		if value = strings.TrimSpace(value); value == "" {
+			req.Header.Del(name)
+			continue
+		}
+		req.Header.Set(name, value)
 	}
 	resp, err := ts.Client().Do(req)
 	if err != nil {

@@ -3,6 +3,8 @@ package api
 import (
 	"context"
 	"net/http"
+	"net/url"
+	"strconv"
 
 	"github.com/go-chi/chi/v5"
 	"github.com/go-chi/chi/v5/middleware"
@@ -77,9 +79,11 @@ func (s *Server) compatRoutes(r chi.Router) {
 	r.Delete("/health_monitors/{monitor}", s.handle(s.handleCompatMonitorDelete))
 
 	// Floodlight answers GET on these too, although they write: the token
-	// is required on every method.
+	// is required on every method, and without one a GET must come from
+	// this origin.
+	r.Get("/health_monitors/monitors/period", s.handle(s.writeMonitorsPeriod))
 	r.Group(func(r chi.Router) {
-		r.Use(s.requireToken)
+		r.Use(s.sameOriginGet)
 		for _, method := range []string{http.MethodGet, http.MethodPut, http.MethodPost} {
 			r.Method(method, "/health_monitors/all/enable", s.handle(s.handleCompatMonitorsEnable))
 			r.Method(method, "/health_monitors/all/disable", s.handle(s.handleCompatMonitorsDisable))
@@ -96,7 +100,7 @@ func (s *Server) compatRoutes(r chi.Router) {
 // update, and how Floodlight shows an object.
 type compatKind[T, U any] struct {
 	native collection[T, U]
-	all    func(context.Context) ([]*T, error) // nil where the kind lists its own way
+	all    func(context.Context, sdnlb.Page) ([]*T, error) // nil where the kind lists its own way
 	param  string
 	keys   []string
 	parse  func(*flatReader) U
@@ -106,9 +110,9 @@ type compatKind[T, U any] struct {
 	prepare func(ctx context.Context, upd U, obj *T) error
 }
 
-// compatList answers with every object, as Floodlight's array.
+// compatList answers with a page of the objects, as Floodlight's array.
 func compatList[T, U any](w http.ResponseWriter, r *http.Request, k compatKind[T, U]) error {
-	objs, err := k.all(r.Context())
+	objs, err := compatPage(w, r, k.native.id, k.all)
 	if err != nil {
 		return err
 	}
@@ -121,6 +125,32 @@ func compatList[T, U any](w http.ResponseWriter, r *http.Request, k compatKind[T
 		out = append(out, o)
 	}
 	return writeJSON(w, http.StatusOK, out)
+}
+
+// compatPage returns the page of the objects find selects that ?limit=
+// (1-MaxPageLimit, MaxPageLimit by default) and ?after= ask for. Floodlight
+// lists everything in one array; sdnlb lists at most MaxPageLimit objects,
+// so that one request cannot make the API render the whole store, and
+// when more follow says where in a Link header (rel="next").
+func compatPage[T any](w http.ResponseWriter, r *http.Request, id func(*T) *string, find func(context.Context, sdnlb.Page) ([]*T, error)) ([]*T, error) {
+	page, err := pageFromQuery(r)
+	if err != nil {
+		return nil, err
+	}
+	if r.URL.Query().Get("limit") == "" {
+		page.Limit = sdnlb.MaxPageLimit
+	}
+	items, err := find(r.Context(), sdnlb.Page{Limit: page.Limit + 1, After: page.After})
+	if err != nil {
+		return nil, err
+	}
+	if len(items) > page.Limit {
+		items = items[:page.Limit]
+		q := url.Values{"limit": {strconv.Itoa(page.Limit)}, "after": {*id(items[page.Limit-1])}}
+		next := url.URL{Path: r.URL.Path, RawQuery: q.Encode()}
+		w.Header().Set("Link", "<"+next.String()+`>; rel="next"`)
+	}
+	return items, nil
 }
 
 // compatGet answers with the object the path names, as Floodlight's

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"math"
 	"net/http"
 	"strconv"
 	"strings"
@@ -21,10 +22,17 @@ import (
 // Keys whose value is "" or null are left out, as Floodlight skips them.
 type flatRequest map[string]string
 
-// decodeFlat reads a Floodlight request body. Any Content-Type is accepted
-// (curl -d sends form-urlencoded) as long as the body is a JSON object;
-// keys not in allowed are refused, naming the key.
+// decodeFlat reads a Floodlight request body: a JSON object sent as
+// application/json or, as Floodlight's own clients may, with no
+// Content-Type at all. Other types are refused (415): a browser form or a
+// cross-site fetch can send text/plain or form-urlencoded without asking
+// the API first. Keys not in allowed are refused, naming the key.
 func decodeFlat(w http.ResponseWriter, r *http.Request, allowed []string) (flatRequest, error) {
+	if r.Header.Get("Content-Type") != "" {
+		if err := checkContentType(r); err != nil {
+			return nil, err
+		}
+	}
 	body, err := readBody(w, r)
 	if err != nil {
 		return nil, err
@@ -36,7 +44,7 @@ func decodeFlat(w http.ResponseWriter, r *http.Request, allowed []string) (flatR
 		return nil, jsonError(err)
 	}
 	if raw == nil {
-		return nil, sdnlb.Errorf(sdnlb.EINVALID, "the body must be a JSON object")
+		return nil, errNullBody
 	}
 	if _, err := dec.Token(); err != io.EOF {
 		return nil, sdnlb.Errorf(sdnlb.EINVALID, "the body must hold exactly one JSON object")
@@ -106,17 +114,72 @@ func read[T any](rd *flatReader, key, want string, parse func(v string) (T, bool
 }
 
 func (rd *flatReader) int(key string) *int {
-	return read(rd, key, "an integer", func(v string) (int, bool) {
-		n, err := strconv.Atoi(v)
-		return n, err == nil
-	})
+	return read(rd, key, "an integer", parseInt)
 }
 
 func (rd *flatReader) seconds(key string) *sdnlb.Seconds {
-	return read(rd, key, "a number of seconds", func(v string) (sdnlb.Seconds, bool) {
-		x, err := strconv.ParseFloat(v, 64)
-		return sdnlb.Seconds(x), err == nil
+	return read(rd, key, "a finite number of seconds", func(v string) (sdnlb.Seconds, bool) {
+		x, ok := parseDecimal(v)
+		return sdnlb.Seconds(x), ok
 	})
+}
+
+// parseInt reads a decimal integer: digits with an optional minus sign, as
+// JSON writes them, and in the range of an int.
+func parseInt(v string) (int, bool) {
+	if !isJSONNumber(v) || strings.ContainsAny(v, ".eE") {
+		return 0, false
+	}
+	n, err := strconv.Atoi(v)
+	return n, err == nil
+}
+
+// parseDecimal reads a number as JSON writes it, refusing what
+// strconv.ParseFloat takes besides (NaN, Inf, hex, underscores) and
+// exponents beyond a float64.
+func parseDecimal(v string) (float64, bool) {
+	if !isJSONNumber(v) {
+		return 0, false
+	}
+	x, err := strconv.ParseFloat(v, 64)
+	return x, err == nil && !math.IsInf(x, 0) && !math.IsNaN(x)
+}
+
+// isJSONNumber reports whether v is a number in JSON's grammar:
+// -?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?
+func isJSONNumber(v string) bool {
+	i := 0
+	digits := func() bool {
+		start := i
+		for i < len(v) && '0' <= v[i] && v[i] <= '9' {
+			i++
+		}
+		return i > start
+	}
+	if i < len(v) && v[i] == '-' {
+		i++
+	}
+	if i < len(v) && v[i] == '0' {
+		i++
+	} else if !digits() {
+		return false
+	}
+	if i < len(v) && v[i] == '.' {
+		i++
+		if !digits() {
+			return false
+		}
+	}
+	if i < len(v) && (v[i] == 'e' || v[i] == 'E') {
+		i++
+		if i < len(v) && (v[i] == '+' || v[i] == '-') {
+			i++
+		}
+		if !digits() {
+			return false
+		}
+	}
+	return i == len(v)
 }
 
 // protocol reads TCP, UDP or ICMP in any case.

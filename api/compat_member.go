@@ -3,7 +3,6 @@ package api
 import (
 	"context"
 	"net/http"
-	"strconv"
 
 	"github.com/go-chi/chi/v5"
 
@@ -24,6 +23,8 @@ func (s *Server) compatMembers() compatKind[sdnlb.Member, sdnlb.MemberUpdate] {
 	return compatKind[sdnlb.Member, sdnlb.MemberUpdate]{native: s.members(), param: "member", keys: compatMemberKeys, parse: compatMemberUpdate,
 		render: s.compatMemberObject}
 }
+
+func memberID(m *sdnlb.Member) *string { return &m.ID }
 
 // vipOfPool caches the VIP id of each pool for one response.
 type vipOfPool struct {
@@ -60,10 +61,15 @@ func (s *Server) compatMemberObject(ctx context.Context, m *sdnlb.Member) (order
 //	@Summary	List members (Floodlight)
 //	@Tags		floodlight
 //	@Produce	json
+//	@Param		limit	query		int		false	"page size (1-1000)"	default(1000)
+//	@Param		after	query		string	false	"the id after which the page starts"
 //	@Success	200	{array}	object	"{id, address, port, poolId, vipId, weight, status}, all strings"
+//	@Header		200		{string}	Link	"<...?limit=&after=>; rel=\"next\" when more follow"
 //	@Router		/quantum/v1.0/members/ [get]
 func (s *Server) handleCompatMemberList(w http.ResponseWriter, r *http.Request) error {
-	members, err := s.MemberService.FindMembers(r.Context(), sdnlb.MemberFilter{})
+	members, err := compatPage(w, r, memberID, func(ctx context.Context, page sdnlb.Page) ([]*sdnlb.Member, error) {
+		return s.MemberService.FindMembers(ctx, sdnlb.MemberFilter{Page: page})
+	})
 	if err != nil {
 		return err
 	}
@@ -157,8 +163,8 @@ func (s *Server) handleCompatMemberDelete(w http.ResponseWriter, r *http.Request
 //	@Router		/quantum/v1.0/members/{member}/{weight}/ [put]
 func (s *Server) handleCompatMemberWeight(w http.ResponseWriter, r *http.Request) error {
 	raw := chi.URLParam(r, "weight")
-	weight, err := strconv.Atoi(raw)
-	if err != nil {
+	weight, ok := parseInt(raw)
+	if !ok {
 		return sdnlb.FieldErrorf(sdnlb.EINVALID, "weight", "weight must be an integer, not %q", raw)
 	}
 	if _, err := s.MemberService.UpdateMember(r.Context(), chi.URLParam(r, "member"), sdnlb.MemberUpdate{Weight: &weight}); err != nil {

@@ -23,8 +23,8 @@ func compatMonitorUpdate(rd *flatReader) sdnlb.MonitorUpdate {
 
 func (s *Server) compatMonitors() compatKind[sdnlb.Monitor, sdnlb.MonitorUpdate] {
 	return compatKind[sdnlb.Monitor, sdnlb.MonitorUpdate]{native: s.monitors(), param: "monitor", keys: compatMonitorKeys, parse: compatMonitorUpdate,
-		all: func(ctx context.Context) ([]*sdnlb.Monitor, error) {
-			return s.MonitorService.FindMonitors(ctx, sdnlb.MonitorFilter{})
+		all: func(ctx context.Context, page sdnlb.Page) ([]*sdnlb.Monitor, error) {
+			return s.MonitorService.FindMonitors(ctx, sdnlb.MonitorFilter{Page: page})
 		},
 		render: func(_ context.Context, m *sdnlb.Monitor) (orderedObject, error) { return compatMonitor(m), nil }}
 }
@@ -42,7 +42,10 @@ func compatMonitorError(err error) error {
 //	@Summary	List monitors (Floodlight)
 //	@Tags		floodlight
 //	@Produce	json
+//	@Param		limit	query		int		false	"page size (1-1000)"	default(1000)
+//	@Param		after	query		string	false	"the id after which the page starts"
 //	@Success	200	{array}	object	"{id, address, name, type, poolId}, all strings"
+//	@Header		200		{string}	Link	"<...?limit=&after=>; rel=\"next\" when more follow"
 //	@Router		/quantum/v1.0/health_monitors/ [get]
 func (s *Server) handleCompatMonitorList(w http.ResponseWriter, r *http.Request) error {
 	return compatList(w, r, s.compatMonitors())
@@ -161,8 +164,8 @@ func (s *Server) handleCompatMonitorsPeriod(w http.ResponseWriter, r *http.Reque
 	if n == "period" {
 		return s.writeMonitorsPeriod(w, r)
 	}
-	period, err := strconv.ParseFloat(n, 64)
-	if err != nil || period <= 0 {
+	period, ok := parseDecimal(n)
+	if !ok || period <= 0 {
 		return sdnlb.FieldErrorf(sdnlb.EINVALID, "period", "the period must be a positive number of seconds or \"period\", not %q", n)
 	}
 	delay := sdnlb.Seconds(period)

@@ -15,8 +15,8 @@ func compatPoolUpdate(rd *flatReader) sdnlb.PoolUpdate {
 
 func (s *Server) compatPools() compatKind[sdnlb.Pool, sdnlb.PoolUpdate] {
 	return compatKind[sdnlb.Pool, sdnlb.PoolUpdate]{native: s.pools(), param: "pool", keys: compatPoolKeys, parse: compatPoolUpdate,
-		all: func(ctx context.Context) ([]*sdnlb.Pool, error) {
-			return s.PoolService.FindPools(ctx, sdnlb.PoolFilter{})
+		all: func(ctx context.Context, page sdnlb.Page) ([]*sdnlb.Pool, error) {
+			return s.PoolService.FindPools(ctx, sdnlb.PoolFilter{Page: page})
 		},
 		render: s.compatPoolObject, prepare: s.takeVIPProtocol}
 }
@@ -53,7 +53,10 @@ func (s *Server) compatPoolObject(ctx context.Context, p *sdnlb.Pool) (orderedOb
 //	@Summary	List pools (Floodlight)
 //	@Tags		floodlight
 //	@Produce	json
+//	@Param		limit	query		int		false	"page size (1-1000)"	default(1000)
+//	@Param		after	query		string	false	"the id after which the page starts"
 //	@Success	200	{array}	object	"{id, name, vipId, lbMethod, poolMembers...}; poolMembers repeats once per member"
+//	@Header		200		{string}	Link	"<...?limit=&after=>; rel=\"next\" when more follow"
 //	@Router		/quantum/v1.0/pools/ [get]
 func (s *Server) handleCompatPoolList(w http.ResponseWriter, r *http.Request) error {
 	return compatList(w, r, s.compatPools())
@@ -137,7 +140,10 @@ func (s *Server) handleCompatPoolDelete(w http.ResponseWriter, r *http.Request) 
 //	@Tags		floodlight
 //	@Produce	json
 //	@Param		pool	path	string	true	"pool id"
+//	@Param		limit	query		int		false	"page size (1-1000)"	default(1000)
+//	@Param		after	query		string	false	"the id after which the page starts"
 //	@Success	200		{array}	object
+//	@Header		200		{string}	Link	"<...?limit=&after=>; rel=\"next\" when more follow"
 //	@Failure	404		{object}	errorResponse
 //	@Router		/quantum/v1.0/pools/{pool}/members/ [get]
 func (s *Server) handleCompatPoolMembers(w http.ResponseWriter, r *http.Request) error {
@@ -145,7 +151,9 @@ func (s *Server) handleCompatPoolMembers(w http.ResponseWriter, r *http.Request)
 	if err != nil {
 		return err
 	}
-	members, err := s.MemberService.FindMembers(r.Context(), sdnlb.MemberFilter{PoolID: &p.ID})
+	members, err := compatPage(w, r, memberID, func(ctx context.Context, page sdnlb.Page) ([]*sdnlb.Member, error) {
+		return s.MemberService.FindMembers(ctx, sdnlb.MemberFilter{PoolID: &p.ID, Page: page})
+	})
 	if err != nil {
 		return err
 	}

@@ -132,8 +132,13 @@ func TestCompat_FloodlightFixture(t *testing.T) {
 func TestCompat_Requests(t *testing.T) {
 	store := newMemStore()
 	runCompatSteps(t, store.server(), []routeCase{
-		{name: "FormContentTypeNumbersAndHighPort", method: "POST", path: "/vips/", body: `{"id":"w","protocol":"TCP","address":"10.0.0.9","port":40000,"tenant_id":"t","network_id":""}`,
-			headers: []string{"Content-Type: application/x-www-form-urlencoded"}, status: 200,
+		{name: "ErrFormContentType", method: "POST", path: "/vips/", body: `{"id":"w","protocol":"TCP","address":"10.0.0.9","port":40000}`,
+			headers: []string{"Content-Type: application/x-www-form-urlencoded"}, status: 415, code: sdnlb.EUNSUPPORTED},
+		{name: "ErrTextPlain", method: "POST", path: "/vips/", body: `{"id":"w","protocol":"TCP","address":"10.0.0.9","port":40000}`,
+			headers: []string{"Content-Type: text/plain"}, status: 415, code: sdnlb.EUNSUPPORTED},
+		{name: "NothingStoredByRefusedTypes", method: "GET", path: "/vips/", status: 200, want: `[]`},
+		{name: "NoContentTypeNumbersAndHighPort", method: "POST", path: "/vips/", body: `{"id":"w","protocol":"TCP","address":"10.0.0.9","port":40000,"tenant_id":"t","network_id":""}`,
+			headers: []string{"Content-Type:"}, status: 200,
 			want: `{"name":null,"id":"w","address":"10.0.0.9","protocol":"6","port":"40000"}`},
 		{name: "PutOnCollectionCreates", method: "PUT", path: "/vips", body: `{"id":"v2","protocol":"ICMP","address":"10.0.0.10"}`, status: 200,
 			want: `{"name":null,"id":"v2","address":"10.0.0.10","protocol":"1","port":"0"}`},
@@ -178,7 +183,11 @@ func TestCompat_Requests(t *testing.T) {
 		{name: "ErrPeriodBelowTimeout", method: "PUT", path: "/health_monitors/monitors/2/", status: 400, code: sdnlb.EINVALID, field: "timeout"},
 		{name: "ErrPeriodText", method: "PUT", path: "/health_monitors/monitors/soon/", status: 400, code: sdnlb.EINVALID, field: "period"},
 		{name: "Disable", method: "PUT", path: "/health_monitors/all/disable/", status: 200, want: `{"health monitors":"disabled"}`},
-		{name: "Enable", method: "GET", path: "/health_monitors/all/enable", status: 200, want: `{"health monitors":"enabled"}`},
+		{name: "ErrDisableGetCrossSite", method: "GET", path: "/health_monitors/all/disable", headers: []string{"Sec-Fetch-Site: cross-site"}, status: 403, code: sdnlb.EFORBIDDEN},
+		{name: "ErrDisableGetNoOrigin", method: "GET", path: "/health_monitors/all/disable", status: 403, code: sdnlb.EFORBIDDEN},
+		{name: "ErrPeriodGetNoOrigin", method: "GET", path: "/health_monitors/monitors/30", status: 403, code: sdnlb.EFORBIDDEN},
+		{name: "PeriodUnchanged", method: "GET", path: "/health_monitors/monitors/period", status: 200, want: `{"status" : "Monitors' period is 20 seconds "}`},
+		{name: "Enable", method: "GET", path: "/health_monitors/all/enable", headers: []string{"Sec-Fetch-Site: same-origin"}, status: 200, want: `{"health monitors":"enabled"}`},
 		{name: "ErrUnknownPath", method: "GET", path: "/firewall/", status: 404, code: sdnlb.ENOTFOUND},
 		{name: "ErrUnknownNestedPath", method: "GET", path: "/vips/w/pools/", status: 404, code: sdnlb.ENOTFOUND},
 		{name: "ErrPoolMembersUnknownPool", method: "GET", path: "/pools/nope/members/", status: 404, code: sdnlb.ENOTFOUND},

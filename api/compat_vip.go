@@ -15,7 +15,9 @@ func compatVIPUpdate(rd *flatReader) sdnlb.VIPUpdate {
 
 func (s *Server) compatVIPs() compatKind[sdnlb.VIP, sdnlb.VIPUpdate] {
 	return compatKind[sdnlb.VIP, sdnlb.VIPUpdate]{native: s.vips(), param: "vip", keys: compatVIPKeys, parse: compatVIPUpdate,
-		all:    func(ctx context.Context) ([]*sdnlb.VIP, error) { return s.VIPService.FindVIPs(ctx, sdnlb.VIPFilter{}) },
+		all: func(ctx context.Context, page sdnlb.Page) ([]*sdnlb.VIP, error) {
+			return s.VIPService.FindVIPs(ctx, sdnlb.VIPFilter{Page: page})
+		},
 		render: func(_ context.Context, v *sdnlb.VIP) (orderedObject, error) { return compatVIP(v), nil }}
 }
 
@@ -24,7 +26,10 @@ func (s *Server) compatVIPs() compatKind[sdnlb.VIP, sdnlb.VIPUpdate] {
 //	@Summary	List VIPs (Floodlight)
 //	@Tags		floodlight
 //	@Produce	json
+//	@Param		limit	query		int		false	"page size (1-1000)"	default(1000)
+//	@Param		after	query		string	false	"the id after which the page starts"
 //	@Success	200	{array}	object	"{name, id, address, protocol, port}, all strings"
+//	@Header		200		{string}	Link	"<...?limit=&after=>; rel=\"next\" when more follow"
 //	@Router		/quantum/v1.0/vips/ [get]
 func (s *Server) handleCompatVIPList(w http.ResponseWriter, r *http.Request) error {
 	return compatList(w, r, s.compatVIPs())

@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/sdnlb/sdnlb"
 )
@@ -29,6 +30,9 @@ func decodeJSON(w http.ResponseWriter, r *http.Request, v any) error {
 	if err != nil {
 		return err
 	}
+	if isJSONNull(body) {
+		return errNullBody
+	}
 	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil {
@@ -40,13 +44,20 @@ func decodeJSON(w http.ResponseWriter, r *http.Request, v any) error {
 	return nil
 }
 
+// errNullBody refuses a body of JSON null, which would decode as {}: a PUT
+// would reset the object.
+var errNullBody = sdnlb.Errorf(sdnlb.EINVALID, "the body must be a JSON object, not null")
+
+func isJSONNull(body []byte) bool {
+	return string(bytes.TrimSpace(body)) == "null"
+}
+
+// checkContentType requires a JSON body: application/json, or on PATCH
+// application/merge-patch+json, in UTF-8.
 func checkContentType(r *http.Request) error {
 	ct := r.Header.Get("Content-Type")
-	media, params, err := mime.ParseMediaType(ct)
-	if err == nil && (media == mediaJSON || (media == mediaMergePatch && r.Method == http.MethodPatch)) {
-		if cs, ok := params["charset"]; !ok || strings.EqualFold(cs, "utf-8") {
-			return nil
-		}
+	if isJSONMedia(ct, r.Method) {
+		return nil
 	}
 	want := mediaJSON
 	if r.Method == http.MethodPatch {
@@ -58,14 +69,29 @@ func checkContentType(r *http.Request) error {
 	return sdnlb.Errorf(sdnlb.EUNSUPPORTED, "Content-Type must be %s (utf-8), not %s", want, ct)
 }
 
-// readBody reads the whole body, up to maxBodyBytes.
+// isJSONMedia reports whether the Content-Type ct names JSON, as method
+// may carry it.
+func isJSONMedia(ct, method string) bool {
+	media, params, err := mime.ParseMediaType(ct)
+	if err != nil || !(media == mediaJSON || (media == mediaMergePatch && method == http.MethodPatch)) {
+		return false
+	}
+	cs, ok := params["charset"]
+	return !ok || strings.EqualFold(cs, "utf-8")
+}
+
+// readBody reads the whole body, up to maxBodyBytes, and refuses one that
+// is not UTF-8: encoding/json would store replacement characters instead.
 func readBody(w http.ResponseWriter, r *http.Request) ([]byte, error) {
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxBodyBytes))
 	var tooLarge *http.MaxBytesError
 	if errors.As(err, &tooLarge) {
-		return nil, sdnlb.Errorf(sdnlb.ETOOLARGE, "the body is larger than %d bytes", maxBodyBytes)
+		return nil, errTooLarge
 	} else if err != nil {
 		return nil, sdnlb.Errorf(sdnlb.EINVALID, "reading the body: %v", err)
+	}
+	if !utf8.Valid(body) {
+		return nil, sdnlb.Errorf(sdnlb.EINVALID, "the body is not valid UTF-8")
 	}
 	return body, nil
 }

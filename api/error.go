@@ -20,6 +20,7 @@ var errMethodNotAllowed = errors.New("method not allowed")
 var statusByCode = map[string]int{
 	sdnlb.EINVALID:      http.StatusBadRequest,
 	sdnlb.EUNAUTHORIZED: http.StatusUnauthorized,
+	sdnlb.EFORBIDDEN:    http.StatusForbidden,
 	sdnlb.ENOTFOUND:     http.StatusNotFound,
 	sdnlb.ECONFLICT:     http.StatusConflict,
 	sdnlb.ETOOLARGE:     http.StatusRequestEntityTooLarge,

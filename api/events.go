@@ -17,16 +17,29 @@ import (
 //	@Tags		events
 //	@Produce	text/event-stream
 //	@Success	200	{object}	sdnlb.Event	"one per data: line"
-//	@Failure	503	{object}	errorResponse
+//	@Failure	503	{object}	errorResponse	"no change feed, or too many streams open"
 //	@Router		/v1/events [get]
 func (s *Server) handleEvents(w http.ResponseWriter, r *http.Request) error {
 	if s.EventService == nil {
 		return sdnlb.Errorf(sdnlb.EUNAVAILABLE, "no change feed")
 	}
+	select {
+	case s.streams <- struct{}{}:
+		defer func() { <-s.streams }()
+	default:
+		return sdnlb.Errorf(sdnlb.EUNAVAILABLE, "%d event streams are open, the most this API serves", cap(s.streams))
+	}
+	// A stream runs under its own cap, not the connections' one, and its
+	// connection closes with it so it cannot serve requests outside both.
+	releaseConn(r)
+	w.Header().Set("Connection", "close")
+
 	rc := http.NewResponseController(w)
-	// The server's WriteTimeout would cut the stream; an error only means
+	// The server's read and write timeouts would cut the stream (its read
+	// deadline cancels the request once it passes); an error only means
 	// the server has none to lift.
 	_ = rc.SetWriteDeadline(time.Time{})
+	_ = rc.SetReadDeadline(time.Time{})
 
 	events, unsubscribe := s.EventService.Subscribe()
 	defer unsubscribe()

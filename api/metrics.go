@@ -52,10 +52,21 @@ func (m *metrics) middleware(next http.Handler) http.Handler {
 		start := time.Now()
 		ww := middleware.NewWrapResponseWriter(w, r.ProtoMajor)
 		next.ServeHTTP(ww, r)
-		route := routePattern(r)
-		m.requests.WithLabelValues(r.Method, route, strconv.Itoa(statusOf(ww))).Inc()
-		m.duration.WithLabelValues(r.Method, route).Observe(time.Since(start).Seconds())
+		route, method := routePattern(r), methodLabel(r.Method)
+		m.requests.WithLabelValues(method, route, strconv.Itoa(statusOf(ww))).Inc()
+		m.duration.WithLabelValues(method, route).Observe(time.Since(start).Seconds())
 	})
+}
+
+// methodLabel keeps the method label to a closed set: a client can send
+// any token as a method, and each new label value is a new time series.
+func methodLabel(method string) string {
+	switch method {
+	case http.MethodGet, http.MethodHead, http.MethodPost, http.MethodPut, http.MethodPatch,
+		http.MethodDelete, http.MethodOptions, http.MethodConnect, http.MethodTrace:
+		return method
+	}
+	return "OTHER"
 }
 
 func (s *Server) metricsHandler() http.Handler {

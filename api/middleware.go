@@ -121,8 +121,9 @@ func (s *Server) auth(next http.Handler) http.Handler {
 func (s *Server) requireToken(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if s.Token != "" {
-			token, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
-			if !ok || subtle.ConstantTimeCompare([]byte(strings.TrimSpace(token)), []byte(s.Token)) != 1 {
+			// The scheme is case-insensitive (RFC 9110, section 11.1).
+			scheme, token, ok := strings.Cut(strings.TrimSpace(r.Header.Get("Authorization")), " ")
+			if !ok || !strings.EqualFold(scheme, "Bearer") || subtle.ConstantTimeCompare([]byte(strings.TrimSpace(token)), []byte(s.Token)) != 1 {
 				s.writeError(w, r, sdnlb.Errorf(sdnlb.EUNAUTHORIZED, "a valid bearer token is required"))
 				return
 			}

@@ -43,14 +43,32 @@ type Server struct {
 	Token     string
 	AuthReads bool
 
+	// AllowedHosts are the host names, besides localhost, that requests may
+	// name in Host: "api.example.com", ".example.com" for its subdomains,
+	// "*" for any. IP literals always pass.
+	AllowedHosts []string
+	// CORSOrigins are the origins ("https://ops.example.com", "*" for any)
+	// whose pages may call the API; other sites' pages may not write.
+	CORSOrigins []string
+
 	// Ready answers /readyz; nil means always ready.
 	Ready func(ctx context.Context) error
 
 	// Registry, when set, gets the request metrics and is served at /metrics.
 	Registry *prometheus.Registry
 
+	// MaxConns caps the API connections open at once (Listener), and
+	// MaxStreams the /v1/events streams; 0 takes DefaultMaxConns and
+	// DefaultMaxStreams.
+	MaxConns   int
+	MaxStreams int
+
 	// heartbeat is the interval of SSE keep-alive comments; tests shorten it.
 	heartbeat time.Duration
+	// timeouts are HTTPServer's; zero takes the defaults.
+	timeouts timeouts
+	// streams holds a token per open event stream.
+	streams chan struct{}
 }
 
 // maxBodyBytes bounds every request body.
@@ -84,6 +102,11 @@ func (s *Server) Handler() http.Handler {
 	if s.heartbeat == 0 {
 		s.heartbeat = defaultHeartbeat
 	}
+	maxStreams := s.MaxStreams
+	if maxStreams <= 0 {
+		maxStreams = DefaultMaxStreams
+	}
+	s.streams = make(chan struct{}, maxStreams)
 	log := s.logger().With("component", "api")
 	r := chi.NewRouter()
 	r.Use(dropUnsafeRequestID, middleware.RequestID, echoRequestID, requestLog(log))
@@ -91,10 +114,7 @@ func (s *Server) Handler() http.Handler {
 		// Outside the recoverer, so that panics are counted as 500s.
 		r.Use(newMetrics(s.Registry).middleware)
 	}
-	r.Use(s.recoverer())
-	if s.Registry != nil {
-		r.Method(http.MethodGet, "/metrics", s.metricsHandler())
-	}
+	r.Use(s.recoverer(), s.checkHost, s.limitBody, s.cors)
 	r.NotFound(s.handle(func(w http.ResponseWriter, r *http.Request) error {
 		return sdnlb.Errorf(sdnlb.ENOTFOUND, "no route for %s %s", r.Method, r.URL.Path)
 	}))
@@ -109,7 +129,10 @@ func (s *Server) Handler() http.Handler {
 	r.Get("/readyz", s.handle(s.handleReadyz))
 
 	r.Group(func(r chi.Router) {
-		r.Use(s.auth)
+		r.Use(s.auth, s.guardWrites)
+		if s.Registry != nil {
+			r.Method(http.MethodGet, "/metrics", s.metricsHandler())
+		}
 		r.Route("/v1", s.nativeRoutes)
 		r.Route("/quantum/v1.0", s.compatRoutes)
 		r.Route("/swagger", swaggerRoutes)
