@@ -109,13 +109,18 @@ func (m *Main) Run(ctx context.Context) (err error) {
 		Logger:         m.Logger,
 		Token:          cfg.APIToken,
 		AuthReads:      cfg.AuthReads,
+		AllowedHosts:   splitList(cfg.APIAllowedHosts),
+		CORSOrigins:    splitList(cfg.CORSOrigins),
+		MaxConns:       cfg.APIMaxConns,
+		MaxStreams:     cfg.APIMaxStreams,
 		Ready:          m.ready,
 		Registry:       registry,
 	}
-	m.httpServer = &http.Server{
-		Handler:           srv.Handler(),
-		ReadHeaderTimeout: 10 * time.Second,
-		ErrorLog:          slog.NewLogLogger(m.Logger.Handler(), slog.LevelWarn),
+	m.httpServer = srv.HTTPServer(slog.NewLogLogger(m.Logger.Handler(), slog.LevelWarn))
+	m.apiLn = srv.Listener(m.apiLn)
+	if cfg.APIToken == "" && !loopbackAddr(cfg.APIAddr) {
+		m.Logger.Warn("the API listens beyond loopback without a token: anyone who reaches it can change everything",
+			"component", "api", "api_addr", cfg.APIAddr)
 	}
 
 	ctx, m.cancel = context.WithCancel(ctx)

@@ -7,10 +7,13 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
+	"net/netip"
 	"os"
 	"strings"
 	"time"
 
+	"github.com/sdnlb/sdnlb/api"
 	"github.com/sdnlb/sdnlb/controller"
 )
 
@@ -23,8 +26,14 @@ type Config struct {
 	DB           string
 	APIToken     string
 	AuthReads    bool
-	LogLevel     slog.Level
-	LogFormat    string
+	// APIInsecure lets the API listen beyond loopback without a token.
+	APIInsecure     bool
+	APIAllowedHosts string // comma-separated
+	CORSOrigins     string // comma-separated
+	APIMaxConns     int
+	APIMaxStreams   int
+	LogLevel        slog.Level
+	LogFormat       string
 
 	FlowIdleTimeout time.Duration
 	FlowHardTimeout time.Duration
@@ -51,6 +60,8 @@ func DefaultConfig() Config {
 		StatsInterval:   2 * time.Second,
 		L2:              "normal",
 		MaxProbes:       512,
+		APIMaxConns:     api.DefaultMaxConns,
+		APIMaxStreams:   api.DefaultMaxStreams,
 	}
 }
 
@@ -63,6 +74,11 @@ func (c *Config) flagSet(out io.Writer) *flag.FlagSet {
 	fs.StringVar(&c.DB, "db", c.DB, "SQLite database file")
 	fs.StringVar(&c.APIToken, "api-token", c.APIToken, "bearer token every API write must carry (empty: no auth)")
 	fs.BoolVar(&c.AuthReads, "auth-reads", c.AuthReads, "require the API token for reads too")
+	fs.BoolVar(&c.APIInsecure, "api-insecure", c.APIInsecure, "let the API listen beyond loopback without --api-token: anyone who reaches it can change everything")
+	fs.StringVar(&c.APIAllowedHosts, "api-allowed-hosts", c.APIAllowedHosts, "comma-separated host names the API answers to besides IP addresses and localhost (\".example.com\": its subdomains; \"*\": any), against DNS rebinding")
+	fs.StringVar(&c.CORSOrigins, "cors-origin", c.CORSOrigins, "comma-separated origins (https://ops.example.com) whose pages may call the API; other sites' pages cannot write")
+	fs.IntVar(&c.APIMaxConns, "api-max-conns", c.APIMaxConns, "API connections open at once, event streams aside")
+	fs.IntVar(&c.APIMaxStreams, "api-max-streams", c.APIMaxStreams, "event streams (/v1/events) open at once")
 	fs.TextVar(&c.LogLevel, "log-level", c.LogLevel, "log level: debug, info, warn or error")
 	fs.StringVar(&c.LogFormat, "log-format", c.LogFormat, "log format: text or json")
 	fs.DurationVar(&c.FlowIdleTimeout, "flow-idle-timeout", c.FlowIdleTimeout, "idle timeout of connection flows (0: none)")
@@ -174,6 +190,35 @@ func (c *Config) validate() error {
 		return errors.New("--max-probes must be at least 1")
 	case c.L2 != string(controller.L2Normal) && c.L2 != string(controller.L2Learn):
 		return errors.New("--l2 must be normal or learn")
+	case c.APIMaxConns < 1 || c.APIMaxStreams < 1:
+		return errors.New("--api-max-conns and --api-max-streams must be at least 1")
+	case c.APIToken == "" && !c.APIInsecure && !loopbackAddr(c.APIAddr):
+		return fmt.Errorf("--api-addr %s listens beyond loopback: set --api-token (SDNLB_API_TOKEN), or --api-insecure to serve it open", c.APIAddr)
 	}
 	return nil
+}
+
+// loopbackAddr reports whether the listen address addr is on loopback only:
+// an empty host (":8080") listens on every interface.
+func loopbackAddr(addr string) bool {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return false
+	}
+	if strings.EqualFold(host, "localhost") {
+		return true
+	}
+	ip, err := netip.ParseAddr(host)
+	return err == nil && ip.IsLoopback()
+}
+
+// splitList splits a comma-separated flag value, dropping empty items.
+func splitList(s string) []string {
+	var out []string
+	for _, item := range strings.Split(s, ",") {
+		if item = strings.TrimSpace(item); item != "" {
+			out = append(out, item)
+		}
+	}
+	return out
 }

@@ -11,7 +11,7 @@ import (
 
 func TestLoadConfig(t *testing.T) {
 	file := filepath.Join(t.TempDir(), "sdnlb.conf")
-	if err := os.WriteFile(file, []byte("# comment\ndb = /var/lib/sdnlb.db\napi-addr = \"0.0.0.0:9000\"\nlog-level = warn\n"), 0o600); err != nil {
+	if err := os.WriteFile(file, []byte("# comment\ndb = /var/lib/sdnlb.db\napi-addr = \"0.0.0.0:9000\"\nlog-level = warn\napi-token = t\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	for name, tc := range map[string]struct {
@@ -24,12 +24,12 @@ func TestLoadConfig(t *testing.T) {
 				t.Errorf("got %+v", c)
 			}
 		}},
-		"Env": {nil, map[string]string{"SDNLB_API_ADDR": ":1", "SDNLB_FLOW_IDLE_TIMEOUT": "5s", "SDNLB_AUTH_READS": "true"}, func(t *testing.T, c Config) {
+		"Env": {nil, map[string]string{"SDNLB_API_ADDR": ":1", "SDNLB_API_TOKEN": "t", "SDNLB_FLOW_IDLE_TIMEOUT": "5s", "SDNLB_AUTH_READS": "true"}, func(t *testing.T, c Config) {
 			if c.APIAddr != ":1" || c.FlowIdleTimeout != 5*time.Second || !c.AuthReads {
 				t.Errorf("got %+v", c)
 			}
 		}},
-		"FlagBeatsEnv": {[]string{"--api-addr", ":2"}, map[string]string{"SDNLB_API_ADDR": ":1"}, func(t *testing.T, c Config) {
+		"FlagBeatsEnv": {[]string{"--api-addr", ":2"}, map[string]string{"SDNLB_API_ADDR": ":1", "SDNLB_API_INSECURE": "true"}, func(t *testing.T, c Config) {
 			if c.APIAddr != ":2" {
 				t.Errorf("api addr %q", c.APIAddr)
 			}
@@ -37,6 +37,21 @@ func TestLoadConfig(t *testing.T) {
 		"File": {[]string{"--config", file}, nil, func(t *testing.T, c Config) {
 			if c.DB != "/var/lib/sdnlb.db" || c.APIAddr != "0.0.0.0:9000" || c.LogLevel != slog.LevelWarn {
 				t.Errorf("got %+v", c)
+			}
+		}},
+		"Lists": {[]string{"--api-allowed-hosts", "lb.example, .ops.example", "--cors-origin", "https://ops.example"}, nil, func(t *testing.T, c Config) {
+			if got := splitList(c.APIAllowedHosts); len(got) != 2 || got[1] != ".ops.example" {
+				t.Errorf("allowed hosts %q", got)
+			}
+			if got := splitList(c.CORSOrigins); len(got) != 1 || got[0] != "https://ops.example" {
+				t.Errorf("cors origins %q", got)
+			}
+		}},
+		"LoopbackWithoutToken":  {[]string{"--api-addr", "[::1]:8080"}, nil, func(t *testing.T, c Config) {}},
+		"LocalhostWithoutToken": {[]string{"--api-addr", "localhost:8080"}, nil, func(t *testing.T, c Config) {}},
+		"OpenWhenAskedFor": {[]string{"--api-addr", ":8080", "--api-insecure"}, nil, func(t *testing.T, c Config) {
+			if !c.APIInsecure {
+				t.Error("APIInsecure not set")
 			}
 		}},
 		"EnvBeatsFile": {[]string{"--config=" + file}, map[string]string{"SDNLB_DB": "x.db"}, func(t *testing.T, c Config) {
@@ -57,13 +72,17 @@ func TestLoadConfig(t *testing.T) {
 
 func TestLoadConfig_Errors(t *testing.T) {
 	for name, args := range map[string][]string{
-		"UnknownFlag":    {"--nope"},
-		"BadLevel":       {"--log-level", "loud"},
-		"BadFormat":      {"--log-format", "xml"},
-		"KeyWithoutCert": {"--openflow-tls-key", "k.pem"},
-		"NegativeIdle":   {"--flow-idle-timeout", "-1s"},
-		"Extra":          {"extra"},
-		"MissingFile":    {"--config", "/nonexistent/sdnlb.conf"},
+		"UnknownFlag":       {"--nope"},
+		"BadLevel":          {"--log-level", "loud"},
+		"BadFormat":         {"--log-format", "xml"},
+		"KeyWithoutCert":    {"--openflow-tls-key", "k.pem"},
+		"NegativeIdle":      {"--flow-idle-timeout", "-1s"},
+		"Extra":             {"extra"},
+		"MissingFile":       {"--config", "/nonexistent/sdnlb.conf"},
+		"OpenAPIEverywhere": {"--api-addr", ":8080"},
+		"OpenAPIOnAddress":  {"--api-addr", "10.0.0.1:8080"},
+		"OpenAPIByName":     {"--api-addr", "lb.example:8080"},
+		"NoConns":           {"--api-max-conns", "0"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			if _, err := LoadConfig(args, func(string) string { return "" }, io.Discard); err == nil {

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"path/filepath"
 	"sync"
@@ -141,5 +142,27 @@ func TestMain_Readyz(t *testing.T) {
 		if time.Now().After(deadline) {
 			t.Fatalf("GET /readyz: still %d after 10 s", resp.StatusCode)
 		}
+	}
+}
+
+// TestMain_APIServerLimits checks that the service serves the API with the
+// timeouts, the connection cap and the Host check.
+func TestMain_APIServerLimits(t *testing.T) {
+	m := MustRunMain(t, filepath.Join(t.TempDir(), "sdnlb.db"))
+	if s := m.httpServer; s.ReadHeaderTimeout <= 0 || s.ReadTimeout <= 0 || s.WriteTimeout <= 0 || s.IdleTimeout <= 0 {
+		t.Errorf("timeouts: header %v, read %v, write %v, idle %v", s.ReadHeaderTimeout, s.ReadTimeout, s.WriteTimeout, s.IdleTimeout)
+	}
+	if _, ok := m.apiLn.(interface{ Accept() (net.Conn, error) }); !ok || fmt.Sprintf("%T", m.apiLn) == "*net.TCPListener" {
+		t.Errorf("the API listener %T has no connection cap", m.apiLn)
+	}
+	req, _ := http.NewRequest("GET", "http://"+m.APIAddr()+"/v1/vips", nil)
+	req.Host = "rebound.example"
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusForbidden {
+		t.Errorf("Host rebound.example: status %d, want 403", resp.StatusCode)
 	}
 }
