@@ -36,7 +36,7 @@ const haproxyConfig = `global
 	maxconn 4096
 
 defaults
-	mode http
+	mode {{MODE}}
 	timeout connect 100ms
 	timeout check 100ms
 	timeout client 5s
@@ -62,8 +62,9 @@ type haproxyProc struct {
 }
 
 // startHAProxy runs HAProxy in h's namespace, balancing members (name →
-// address:port) on h.IP:80, and waits until every server is UP.
-func startHAProxy(tb testing.TB, h *Host, members map[string]string) *haproxyProc {
+// address:port) on h.IP:80 in mode ("http" or "tcp"), and waits until
+// every server is UP.
+func startHAProxy(tb testing.TB, h *Host, mode string, members map[string]string) *haproxyProc {
 	tb.Helper()
 	if _, err := exec.LookPath("haproxy"); err != nil {
 		tb.Fatalf("haproxy not installed (apt-get install -y haproxy): %v", err)
@@ -79,7 +80,8 @@ func startHAProxy(tb testing.TB, h *Host, members map[string]string) *haproxyPro
 		fmt.Fprintf(&servers, "\tserver %s %s check inter 200 fall 2 rise 2\n", name, members[name])
 	}
 	p := &haproxyProc{sock: filepath.Join(dir, "haproxy.sock"), done: make(chan struct{})}
-	cfg := strings.NewReplacer("{{SOCK}}", p.sock, "{{VIP}}", h.IP, "{{SERVERS}}", servers.String()).Replace(haproxyConfig)
+	cfg := strings.NewReplacer("{{SOCK}}", p.sock, "{{MODE}}", mode, "{{VIP}}", h.IP,
+		"{{SERVERS}}", servers.String()).Replace(haproxyConfig)
 	cfgFile := filepath.Join(dir, "haproxy.cfg")
 	if err := os.WriteFile(cfgFile, []byte(cfg), 0o644); err != nil {
 		tb.Fatal(err)
@@ -235,7 +237,7 @@ func TestFailoverComparison(t *testing.T) {
 			for i, s := range b.servers {
 				backends[s.Name] = net.JoinHostPort(b.members[i].IP, strconv.Itoa(memberPort))
 			}
-			hp := startHAProxy(t, lbHost, backends)
+			hp := startHAProxy(t, lbHost, "http", backends)
 			hf := measureFailover(t, failoverRun{
 				clients: b.clients, url: "http://" + net.JoinHostPort(lbHost.IP, "80") + "/",
 				srv: srv, kill: kill, revive: revive,

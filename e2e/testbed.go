@@ -182,6 +182,12 @@ func (s *Switch) Vsctl(args ...string) string {
 	return s.mustRun("ovs-vsctl", append([]string{"--db=unix:" + s.dbSocket(), "--timeout=20"}, args...)...)
 }
 
+// Appctl runs an ovs-appctl command against the switch's ovs-vswitchd.
+func (s *Switch) Appctl(args ...string) string {
+	s.tb.Helper()
+	return s.mustRun("ovs-appctl", append([]string{"-t", filepath.Join(s.dir, "ovs-vswitchd.ctl")}, args...)...)
+}
+
 // Ofctl runs "ovs-ofctl -O OpenFlow13 CMD BRIDGE ARGS...": the bridge target is
 // inserted after the command, e.g. Ofctl("add-flow", "priority=5,actions=drop").
 func (s *Switch) Ofctl(cmd string, args ...string) string {

@@ -1,0 +1,207 @@
+//go:build e2e && e2e_bench
+
+package e2e
+
+// The throughput comparison is a measurement, not a check, so it stays out
+// of scripts/test.sh. scripts/bench-e2e.sh installs wrk and HAProxy and
+// runs it as root on a quiet machine.
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/sdnlb/sdnlb"
+)
+
+const (
+	benchRounds      = 3
+	benchDuration    = 5 * time.Second
+	benchConnections = 20
+	benchSingles     = 21 // sequential requests on an idle bed, for the single-request latency
+)
+
+// wrkResult is what one wrk run reported.
+type wrkResult struct {
+	reqPerSec float64
+	p50, p99  time.Duration
+	failures  int // socket errors and non-2xx answers
+}
+
+var (
+	wrkRate    = regexp.MustCompile(`Requests/sec:\s+([0-9.]+)`)
+	wrkLatency = regexp.MustCompile(`(?m)^\s+(50|99)%\s+([0-9.]+)(us|ms|s)\s*$`)
+	wrkSocket  = regexp.MustCompile(`Socket errors: connect (\d+), read (\d+), write (\d+), timeout (\d+)`)
+	wrkNon2xx  = regexp.MustCompile(`Non-2xx or 3xx responses: (\d+)`)
+)
+
+// runWrk loads url from h with new connections per request, as the
+// balancers see web clients that do not keep connections alive.
+func runWrk(tb testing.TB, h *Host, url string) wrkResult {
+	tb.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), benchDuration+30*time.Second)
+	defer cancel()
+	out, err := h.Exec(ctx, "wrk", "-t1", "-c"+strconv.Itoa(benchConnections), "-d"+benchDuration.String(),
+		"--latency", "-H", "Connection: close", url)
+	if err != nil {
+		tb.Fatalf("wrk %s: %v\n%s", url, err, out)
+	}
+	text := string(out)
+	var r wrkResult
+	if m := wrkRate.FindStringSubmatch(text); m != nil {
+		r.reqPerSec, _ = strconv.ParseFloat(m[1], 64)
+	} else {
+		tb.Fatalf("wrk printed no rate:\n%s", text)
+	}
+	for _, m := range wrkLatency.FindAllStringSubmatch(text, -1) {
+		d, _ := time.ParseDuration(m[2] + m[3])
+		if m[1] == "50" {
+			r.p50 = d
+		} else {
+			r.p99 = d
+		}
+	}
+	if m := wrkSocket.FindStringSubmatch(text); m != nil {
+		for _, n := range m[1:] {
+			v, _ := strconv.Atoi(n)
+			r.failures += v
+		}
+	}
+	if m := wrkNon2xx.FindStringSubmatch(text); m != nil {
+		v, _ := strconv.Atoi(m[1])
+		r.failures += v
+	}
+	return r
+}
+
+// singleLatency is the median time of one request on a new connection
+// from h to url on an otherwise idle bed.
+func singleLatency(tb testing.TB, h *Host, url string) time.Duration {
+	tb.Helper()
+	var took []time.Duration
+	for range benchSingles {
+		start := time.Now()
+		if _, err := get(h, url, 5*time.Second); err != nil {
+			tb.Fatalf("single request to %s: %v", url, err)
+		}
+		took = append(took, time.Since(start))
+	}
+	slices.Sort(took)
+	return took[len(took)/2]
+}
+
+// TestThroughputComparison loads, side by side on one bed and in rounds,
+// a member directly, the three sdnlb paths (SWITCH NAT, SWITCH DSR,
+// CONTROLLER) and HAProxy in TCP mode in front of the same members.
+func TestThroughputComparison(t *testing.T) {
+	const (
+		natPort  = 8080 // SWITCH NAT members, and HAProxy's
+		ctlPort  = 8081 // CONTROLLER members
+		dsrPort  = 8082 // SWITCH DSR: the VIP's port
+		// direct: in no pool, so no flow of sdnlb's touches the traffic
+		// and no connection through a VIP shares its ports in conntrack.
+		directPort = 8083
+		nMembers   = 3
+	)
+	sw := NewSwitch(t)
+	// Userspace conntrack marks a SYN that reuses the ports of a connection
+	// in TIME_WAIT invalid; wrk reuses ports quickly.
+	sw.Appctl("dpctl/ct-disable-tcp-seq-chk")
+	client := sw.AddHost(t, "c1", sw.Addr(1))
+	lbHost := sw.AddHost(t, "lb", sw.Addr(200))
+	natVIP, dsrVIP, ctlVIP := sw.Addr(100), sw.Addr(101), sw.Addr(102)
+	var members []*Host
+	backends := map[string]string{}
+	for i := range nMembers {
+		name := "srv" + strconv.Itoa(i+1)
+		h := sw.AddHost(t, "m"+strconv.Itoa(i+1), sw.Addr(byte(11+i)))
+		holdVIP(t, h, dsrVIP)
+		for _, port := range []int{natPort, ctlPort, dsrPort, directPort} {
+			h.ServeHTTP(t, port, name)
+		}
+		members = append(members, h)
+		backends[name] = net.JoinHostPort(h.IP, strconv.Itoa(natPort))
+	}
+	startHAProxy(t, lbHost, "tcp", backends)
+
+	lb := startSDNLB(t)
+	lb.Connect(sw)
+	dumpOnFailure(t, sw, lb)
+	pool := func(vip *sdnlb.VIP, dispatch sdnlb.Dispatch, fwd sdnlb.Forwarding, port int) *lbBed {
+		var p sdnlb.Pool
+		lb.mustAPI("POST", "/v1/pools", map[string]any{"name": vip.Name, "vip_id": vip.ID, "lb_method": sdnlb.RoundRobin,
+			"protocol": sdnlb.ProtocolTCP, "dispatch": dispatch, "forwarding": fwd}, 201, &p)
+		for _, h := range members {
+			lb.MustCreateMember(&p, h.IP, port)
+		}
+		lb.WaitPoolMembers(p.ID, nMembers, 10*time.Second)
+		return &lbBed{sw: sw, lb: lb, vip: vip, pool: &p}
+	}
+	pool(lb.MustCreateVIP("nat", natVIP, sdnlb.ProtocolTCP, 80, nil), sdnlb.DispatchSwitch, sdnlb.ForwardingNAT, natPort)
+	dsr := pool(lb.MustCreateVIP("dsr", dsrVIP, sdnlb.ProtocolTCP, dsrPort, nil), sdnlb.DispatchSwitch, sdnlb.ForwardingDSR, 0)
+	pool(lb.MustCreateVIP("ctl", ctlVIP, sdnlb.ProtocolTCP, 80, nil), sdnlb.DispatchController, sdnlb.ForwardingNAT, ctlPort)
+	// Both SWITCH groups hold every member once the members answered.
+	dsr.waitBuckets(t, 2*nMembers, 10*time.Second)
+
+	url := func(host string, port int) string { return "http://" + net.JoinHostPort(host, strconv.Itoa(port)) + "/" }
+	modes := []struct{ name, url string }{
+		{"direct (client → one member)", url(members[0].IP, directPort)},
+		{"sdnlb SWITCH, NAT", url(natVIP, 80)},
+		{"sdnlb SWITCH, DSR", url(dsrVIP, dsrPort)},
+		{"sdnlb CONTROLLER, NAT", url(ctlVIP, 80)},
+		{"HAProxy, TCP mode", url(lbHost.IP, 80)},
+	}
+	runs := make([][]wrkResult, len(modes))
+	singles := make([][]time.Duration, len(modes))
+	for round := range benchRounds {
+		for i, m := range modes {
+			singles[i] = append(singles[i], singleLatency(t, client, m.url))
+			r := runWrk(t, client, m.url)
+			runs[i] = append(runs[i], r)
+			t.Logf("round %d, %s: %.0f req/s, p50 %v, p99 %v, %d failures", round+1, m.name, r.reqPerSec, r.p50, r.p99, r.failures)
+			time.Sleep(time.Second) // let TIME_WAIT and the datapath settle
+		}
+	}
+
+	direct := medianRate(runs[0])
+	var table strings.Builder
+	fmt.Fprintf(&table, "| path | req/s (median; runs) | vs direct | p50 | p99 | one request, idle | failed |\n|---|---|---:|---:|---:|---:|---:|\n")
+	for i, m := range modes {
+		rates := make([]string, len(runs[i]))
+		failed := 0
+		for j, r := range runs[i] {
+			rates[j] = fmt.Sprintf("%.0f", r.reqPerSec)
+			failed += r.failures
+		}
+		med := medianRun(runs[i])
+		slices.Sort(singles[i])
+		fmt.Fprintf(&table, "| %s | **%.0f** (%s) | %.2f | %v | %v | %v | %d |\n", m.name, med.reqPerSec,
+			strings.Join(rates, ", "), med.reqPerSec/direct, med.p50, med.p99,
+			singles[i][len(singles[i])/2].Round(10*time.Microsecond), failed)
+	}
+	t.Logf("side by side, %d rounds of %v, wrk -c%d with a new connection per request:\n%s",
+		benchRounds, benchDuration, benchConnections, table.String())
+}
+
+// medianRun is the run with the median rate.
+func medianRun(runs []wrkResult) wrkResult {
+	sorted := slices.Clone(runs)
+	slices.SortFunc(sorted, func(a, b wrkResult) int {
+		switch {
+		case a.reqPerSec < b.reqPerSec:
+			return -1
+		case a.reqPerSec > b.reqPerSec:
+			return 1
+		}
+		return 0
+	})
+	return sorted[len(sorted)/2]
+}
+
+func medianRate(runs []wrkResult) float64 { return medianRun(runs).reqPerSec }
