@@ -17,6 +17,11 @@ import (
 // small responses cleanly, never a download.
 const maxBodyDrain = 64 << 10
 
+// maxResponseHeaderBytes bounds a probe's response headers: a health
+// answer needs a status line and a few headers, and a member must not make
+// sdnlb buffer megabytes per probe.
+const maxResponseHeaderBytes = 16 << 10
+
 // httpProber sends one request per probe (HTTP and HTTPS) and passes when
 // the status is among the monitor's expected codes. No keep-alive: each
 // probe opens a fresh connection, as a new client would.
@@ -38,10 +43,11 @@ func newHTTPProber(roots *x509.CertPool) *httpProber {
 func newProbeClient(tlsConf *tls.Config) *http.Client {
 	return &http.Client{
 		Transport: &http.Transport{
-			Proxy:             nil, // probes go to the member, never through the environment's proxy
-			DialContext:       (&net.Dialer{}).DialContext,
-			TLSClientConfig:   tlsConf,
-			DisableKeepAlives: true,
+			Proxy:                  nil, // probes go to the member, never through the environment's proxy
+			DialContext:            (&net.Dialer{}).DialContext,
+			TLSClientConfig:        tlsConf,
+			DisableKeepAlives:      true,
+			MaxResponseHeaderBytes: maxResponseHeaderBytes,
 			// The member is being judged: no transparent gzip hiding its answer.
 			DisableCompression: true,
 		},

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/x509"
 	"errors"
+	"fmt"
 	"io"
 	"log"
 	"net"
@@ -151,7 +152,8 @@ type seenRequest struct {
 
 // probeHandler answers like a small application: GET /ok 200, /nocontent
 // 204, /accepted 202, /created 201, /fail 503, /redirect 302, /big a
-// megabyte; other methods than GET and HEAD get 405.
+// megabyte, /bigheaders 64 KB of headers; other methods than GET and HEAD
+// get 405.
 func probeHandler(seen chan<- seenRequest) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		select {
@@ -177,6 +179,11 @@ func probeHandler(seen chan<- seenRequest) http.Handler {
 			http.Redirect(w, r, "/ok", http.StatusFound)
 		case "/big":
 			w.Write(make([]byte, 1<<20))
+		case "/bigheaders":
+			for i := range 64 {
+				w.Header().Set(fmt.Sprintf("X-Pad-%d", i), strings.Repeat("x", 1<<10))
+			}
+			w.Write([]byte("ok"))
 		default:
 			http.NotFound(w, r)
 		}
@@ -222,6 +229,7 @@ func TestHTTPProber(t *testing.T) {
 		{"RedirectNotFollowed", newHTTPProber(nil), get("/redirect", "302"), probeTimeout, ""},
 		{"ErrRedirectUnexpected", newHTTPProber(nil), get("/redirect", "200"), probeTimeout, "status 302"},
 		{"BigBodyOK", newHTTPProber(nil), get("/big", "200"), probeTimeout, ""},
+		{"ErrBigHeaders", newHTTPProber(nil), get("/bigheaders", "200"), probeTimeout, "header"},
 		{"HeadOK", newHTTPProber(nil), target{Type: sdnlb.MonitorHTTP, Addr: loopback, Port: httpPort, Method: "HEAD", Path: "/ok", Codes: "200"}, probeTimeout, ""},
 		{"ErrWrongMethod", newHTTPProber(nil), target{Type: sdnlb.MonitorHTTP, Addr: loopback, Port: httpPort, Method: "POST", Path: "/ok", Codes: "200"}, probeTimeout, "status 405"},
 		{"WrongMethodExpected", newHTTPProber(nil), target{Type: sdnlb.MonitorHTTP, Addr: loopback, Port: httpPort, Method: "DELETE", Path: "/ok", Codes: "405"}, probeTimeout, ""},
