@@ -1,5 +1,6 @@
 # syntax=docker/dockerfile:1
-# sdnlb: REST API on :8080, OpenFlow 1.3 controller on :6653, SQLite in /data.
+# sdnlb: REST API on :8080 (needs SDNLB_API_TOKEN), OpenFlow 1.3 controller
+# on :6653, SQLite in /data.
 
 FROM golang:1.26-bookworm AS build
 WORKDIR /src
@@ -20,4 +21,6 @@ COPY --from=build /out/sdnlb /usr/local/bin/sdnlb
 USER sdnlb
 VOLUME /data
 EXPOSE 8080 6653
+# The API listens on every interface of the container, so sdnlb refuses to
+# start without SDNLB_API_TOKEN (or an explicit SDNLB_API_INSECURE=true).
 ENTRYPOINT ["sdnlb", "--db", "/data/sdnlb.db", "--api-addr", ":8080"]

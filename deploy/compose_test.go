@@ -23,7 +23,7 @@ func TestCompose(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	project := mustLoadCompose(t, filepath.Join(root, "docker-compose.yml"))
+	project := mustLoadCompose(t, filepath.Join(root, "docker-compose.yml"), testToken)
 
 	if got := project.ServiceNames(); !slices.Equal(sorted(got), []string{"ovs", "sdnlb"}) {
 		t.Fatalf("services = %v, want ovs and sdnlb", got)
@@ -42,6 +42,27 @@ func TestCompose(t *testing.T) {
 			if !hasPort(lb.Ports, want) {
 				t.Errorf("sdnlb ports %+v lack %d published as %d/tcp", lb.Ports, want, want)
 			}
+		}
+		for _, p := range lb.Ports {
+			if p.HostIP != "127.0.0.1" {
+				t.Errorf("port %d is published on %q, want the host's loopback only", p.Target, p.HostIP)
+			}
+		}
+	})
+
+	t.Run("SdnlbTakesToken", func(t *testing.T) {
+		if got := lb.Environment["SDNLB_API_TOKEN"]; got == nil || *got != testToken {
+			t.Errorf("SDNLB_API_TOKEN = %v, want the environment's", got)
+		}
+		if _, ok := lb.Environment["SDNLB_API_INSECURE"]; ok {
+			t.Error("the compose file opens the API without a token")
+		}
+	})
+
+	t.Run("ErrNoToken", func(t *testing.T) {
+		_, err := loadCompose(filepath.Join(root, "docker-compose.yml"))
+		if err == nil || !strings.Contains(err.Error(), "SDNLB_API_TOKEN") {
+			t.Errorf("loading without SDNLB_API_TOKEN: %v, want an error naming it", err)
 		}
 	})
 
@@ -132,11 +153,21 @@ func TestDockerfile(t *testing.T) {
 		"EXPOSE 8080 "+controllerPort,
 		`ENTRYPOINT ["sdnlb", "--db", "/data/sdnlb.db", "--api-addr", ":8080"]`,
 	)
+	data, err := os.ReadFile(filepath.Join("..", "Dockerfile"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(string(data), "API_INSECURE=true\n") || strings.Contains(string(data), "\"--api-insecure\"") {
+		t.Error("the image opens the API without a token")
+	}
 }
 
-func mustLoadCompose(tb testing.TB, path string) *types.Project {
+// testToken stands for the operator's SDNLB_API_TOKEN.
+const testToken = "test-token"
+
+func mustLoadCompose(tb testing.TB, path, token string) *types.Project {
 	tb.Helper()
-	project, err := loadCompose(path)
+	project, err := loadCompose(path, "SDNLB_API_TOKEN="+token)
 	if err != nil {
 		tb.Fatalf("load %s: %v", path, err)
 	}
@@ -144,12 +175,12 @@ func mustLoadCompose(tb testing.TB, path string) *types.Project {
 }
 
 // loadCompose loads a compose file as `docker compose config` would, with
-// schema validation on and no environment from the machine.
-func loadCompose(path string) (*types.Project, error) {
+// schema validation on and only env ("NAME=value") as the environment.
+func loadCompose(path string, env ...string) (*types.Project, error) {
 	details := types.ConfigDetails{
 		WorkingDir:  filepath.Dir(path),
 		ConfigFiles: []types.ConfigFile{{Filename: path}},
-		Environment: types.Mapping{},
+		Environment: types.NewMapping(env),
 	}
 	return loader.LoadWithContext(context.Background(), details, func(o *loader.Options) {
 		o.SetProjectName("sdnlb", true)
