@@ -174,8 +174,13 @@ func benchHandshake(tb testing.TB, sw *fakeSwitch, br *bufio.Reader) {
 		switch h.Type {
 		case ofp.TypeFeaturesRequest:
 			sw.send(h.XID, ofp.FeaturesReply{DatapathID: 1})
-		case ofp.TypeMultipartRequest: // group features: none
-			sw.send(h.XID, ofp.ErrorMsg{ErrType: ofp.ErrTypeBadRequest, Code: ofp.BadRequestBadMultipart})
+		case ofp.TypeMultipartRequest: // no groups; no flows of sdnlb's
+			_, m, _ := ofp.Decode(b)
+			if _, flows := m.(*ofp.MultipartRequest).Body.(ofp.FlowStatsRequest); flows {
+				sw.send(h.XID, ofp.MultipartReply{Body: ofp.FlowStatsReply{}})
+			} else {
+				sw.send(h.XID, ofp.ErrorMsg{ErrType: ofp.ErrTypeBadRequest, Code: ofp.BadRequestBadMultipart})
+			}
 		case ofp.TypeBarrierRequest:
 			sw.send(h.XID, ofp.BarrierReply{})
 			return

@@ -31,6 +31,7 @@ type dataplane struct {
 	installed *snapshot               // the configuration the switch has the flows of
 	switched  map[uint32]*switchedVIP // the VIPs the switch dispatches, by number
 	routes    map[[4]byte]memberRoute // tableToMember rows, by member address
+	adopted   map[uint32]slotTable    // slots of groups the switch held at the handshake, by VIP number
 
 	pkt   *decoder // the frame of the packet-in being decided
 	flows *connFlows
@@ -70,7 +71,7 @@ type macEntry struct {
 
 type hostEntry struct {
 	mac  [6]byte
-	port uint32
+	port uint32 // 0: not known yet (seen only in a route the switch held)
 }
 
 func newDataplane(cfg dataplaneConfig) *dataplane {
@@ -80,6 +81,7 @@ func newDataplane(cfg dataplaneConfig) *dataplane {
 		installed:       emptySnapshot,
 		switched:        map[uint32]*switchedVIP{},
 		routes:          map[[4]byte]memberRoute{},
+		adopted:         map[uint32]slotTable{},
 		pkt:             newDecoder(),
 		flows:           newConnFlows(),
 		frame:           make([]byte, 0, 128),

@@ -32,8 +32,10 @@ type decision struct {
 	// sw is the switch's flow table: every flow-mod the dataplane sends
 	// and every configuration's sync is applied to it. The model knows
 	// neither groups nor connection tracking, so a switch with groups has
-	// none, and its tests read the lines sent. groups is its group table.
+	// none, and its tests read the lines sent; flows holds its flows,
+	// without a model of what they do, and groups its group table.
 	sw     *oftable.Table
+	flows  map[flowKey]ofp.FlowMod
 	groups map[uint32]ofp.GroupMod
 }
 
@@ -51,16 +53,16 @@ func newDecisionL2(tb testing.TB, cfg *sdnlb.Config, l2 L2Mode) *decision {
 // switching, as the in-switch dispatch has it.
 func newSwitchDecision(tb testing.TB, cfg *sdnlb.Config) *decision {
 	tb.Helper()
-	d := newDecisionWith(tb, testConfig(nil), dataplaneConfig{l2: L2Normal, groups: true})
-	d.sw = nil
-	d.configure(cfg)
-	return d
+	return newDecisionWith(tb, cfg, dataplaneConfig{l2: L2Normal, groups: true})
 }
 
 func newDecisionWith(tb testing.TB, cfg *sdnlb.Config, dc dataplaneConfig) *decision {
 	tb.Helper()
 	d := &decision{tb: tb, builder: newSnapshotBuilder(), affinity: newAffinityTable(), now: time.Unix(1_700_000_000, 0),
-		sw: oftable.New(), groups: map[uint32]ofp.GroupMod{}, snap: emptySnapshot}
+		flows: map[flowKey]ofp.FlowMod{}, groups: map[uint32]ofp.GroupMod{}, snap: emptySnapshot}
+	if !dc.groups {
+		d.sw = oftable.New()
+	}
 	d.applyAll(baseFlows(dc.l2))
 	d.out = newOutbox(&d.xids)
 	dc.idleTimeout, dc.affinity = flowSeconds(DefaultIdleTimeout), d.affinity
@@ -95,6 +97,7 @@ func (d *decision) applyAll(mods []ofp.FlowMod) {
 func (d *decision) apply(fm *ofp.FlowMod) {
 	d.tb.Helper()
 	if d.sw == nil {
+		d.hold(fm)
 		return
 	}
 	removed, err := d.sw.Apply(fm)
@@ -106,6 +109,44 @@ func (d *decision) apply(fm *ofp.FlowMod) {
 			d.dp.flowRemoved(d.now, d.snap, &ofp.FlowRemoved{Cookie: f.Cookie, Priority: f.Priority, Reason: ofp.RemovedDelete, Match: f.Match})
 		}
 	}
+}
+
+// hold keeps the flows of a switch without the table model, as a switch
+// stores them: by table, priority and match.
+func (d *decision) hold(fm *ofp.FlowMod) {
+	switch fm.Command {
+	case ofp.FlowAdd:
+		d.flows[keyOf(fm.TableID, fm.Priority, &fm.Match)] = *fm
+	case ofp.FlowDeleteStrict:
+		delete(d.flows, keyOf(fm.TableID, fm.Priority, &fm.Match))
+	case ofp.FlowDelete:
+		for k, f := range d.flows {
+			if f.Cookie&fm.CookieMask == fm.Cookie&fm.CookieMask {
+				delete(d.flows, k)
+			}
+		}
+	}
+}
+
+// holding is what the switch holds, as it would answer the requests of a
+// connecting controller.
+func (d *decision) holding() switchState {
+	var have switchState
+	add := func(f ofp.FlowStats) { have.flows = append(have.flows, f) }
+	if d.sw != nil {
+		for _, f := range d.sw.Flows() {
+			add(ofp.FlowStats{TableID: f.TableID, Priority: f.Priority, IdleTimeout: f.IdleTimeout, HardTimeout: f.HardTimeout,
+				Flags: f.Flags, Cookie: f.Cookie, Match: f.Match, Instructions: f.Instructions})
+		}
+	}
+	for _, f := range d.flows {
+		add(ofp.FlowStats{TableID: f.TableID, Priority: f.Priority, IdleTimeout: f.IdleTimeout, HardTimeout: f.HardTimeout,
+			Flags: f.Flags, Cookie: f.Cookie, Match: f.Match, Instructions: f.Instructions})
+	}
+	for _, g := range d.groups {
+		have.groups = append(have.groups, ofp.GroupDesc{GroupType: g.GroupType, GroupID: g.GroupID, Buckets: g.Buckets})
+	}
+	return have
 }
 
 // forward is where the switch's table sends a frame arriving on inPort,

@@ -33,6 +33,10 @@ import (
 // answers. While no member is ready, new connections go to the controller,
 // which holds or refuses them as for CONTROLLER dispatch.
 
+// dsrMemberReg is the register a DSR bucket writes its member's address
+// to.
+const dsrMemberReg = 0
+
 // trackNAT sends a packet through the connection tracker, which applies
 // the NAT of its connection, and on to tableTracked.
 var trackNAT = ofp.ActionCT{Zone: ctZone, Table: tableTracked, Actions: []ofp.Action{ofp.ActionNAT{}}}
@@ -107,7 +111,8 @@ func (dp *dataplane) dispatch(now time.Time, snap *snapshot, out *outbox) {
 func (dp *dataplane) dispatchVIP(now time.Time, v *vipState, out *outbox) {
 	sv := dp.switched[v.num]
 	if sv == nil {
-		sv = &switchedVIP{spec: specOf(v)}
+		sv = &switchedVIP{spec: specOf(v), slots: dp.adopted[v.num]}
+		delete(dp.adopted, v.num)
 		dp.switched[v.num] = sv
 		if !sv.spec.dsr {
 			for _, fm := range trackedFlows(v) {
@@ -157,7 +162,7 @@ func (dp *dataplane) readyMembers(now time.Time, v *vipState, out *outbox) ([]sl
 	targets := make(map[uint32]bucketTarget, len(v.pool.rotation))
 	for _, m := range v.pool.rotation {
 		h, known := dp.hosts[ipUint(m.ip)]
-		if !known {
+		if !known || v.dsr() && h.port == 0 {
 			dp.askARP(now, v, m.ip, out)
 			continue
 		}
@@ -313,7 +318,11 @@ func groupMod(cmd ofp.GroupModCommand, vipNum uint32, dsr bool, targets *[groupS
 	for i, t := range targets {
 		var actions []ofp.Action
 		if dsr {
-			actions = []ofp.Action{ofp.ActionSetField{Field: ofp.MatchEthDst(t.mac)}, ofp.ActionOutput{Port: t.ofPort}}
+			// reg0 changes nothing in the datapath; it names the member's
+			// address, so a restarted controller can tell whose bucket
+			// this is (see adopt.go).
+			actions = []ofp.Action{ofp.ActionSetField{Field: ofp.MatchReg(dsrMemberReg, ipUint(t.ip), 0xffffffff)},
+				ofp.ActionSetField{Field: ofp.MatchEthDst(t.mac)}, ofp.ActionOutput{Port: t.ofPort}}
 		} else {
 			nat := ofp.ActionNAT{Flags: ofp.NATDst, AddrMin: netip.AddrFrom4(t.ip), PortMin: t.port, PortMax: t.port}
 			actions = []ofp.Action{ofp.ActionCT{Flags: ofp.CTCommit, Zone: ctZone, Table: tableToMember,
@@ -331,13 +340,15 @@ func routeFlows(ip [4]byte, r memberRoute) []ofp.FlowMod {
 	f := flow{table: tableToMember, cookie: r.cookie, priority: prioMemberRoute,
 		match:   []ofp.OXM{ofp.MatchEthType(ethTypeIPv4), ofp.MatchIPv4Dst(ip)},
 		actions: []ofp.Action{ofp.ActionSetField{Field: ofp.MatchEthDst(r.mac)}}, gotoTable: tableL2}
-	if r.down {
-		f.actions, f.gotoTable = []ofp.Action{toController}, 0
-		return []ofp.FlowMod{f.add()}
-	}
 	isNew := f
 	isNew.priority = prioMemberNew
 	isNew.match = append([]ofp.OXM{ofp.MatchCTState(ofp.CTStateTrk|ofp.CTStateNew, ofp.CTStateTrk|ofp.CTStateNew)}, f.match...)
+	if r.down {
+		f.actions, f.gotoTable = []ofp.Action{toController}, 0
+		gone := isNew.add()
+		gone.Command = ofp.FlowDeleteStrict
+		return []ofp.FlowMod{gone, f.add()}
+	}
 	return []ofp.FlowMod{isNew.add(), f.add()}
 }
 

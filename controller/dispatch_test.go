@@ -121,6 +121,11 @@ func TestDispatch_NATFollowsMembers(t *testing.T) {
 	assertSends(t, got,
 		"flow_mod cookie=0x5d06000000000001, table=2, priority=100, ip,nw_dst=10.0.0.1 actions=CONTROLLER:65535",
 	)
+	for _, f := range d.flows {
+		if f.TableID == tableToMember && f.Priority == prioMemberNew && strings.Contains(f.Match.String(), "10.0.0.1") {
+			t.Errorf("member 1 DOWN still takes new connections: %s", flowLine(t, &f))
+		}
+	}
 	if s := d.bucketShares(1, natTo(1), natTo(2)); s[0] != 0 || s[1] != groupSlots {
 		t.Errorf("buckets %v after member 1 failed, want all to member 2", s)
 	}

@@ -141,9 +141,6 @@ func baseFlows(mode L2Mode) []ofp.FlowMod {
 	return []ofp.FlowMod{toL2.add(), trackedMiss.add(), routeMiss.add(), miss.add()}
 }
 
-// deleteOurFlows purges everything sdnlb ever installed on a switch.
-func deleteOurFlows() ofp.FlowMod { return deleteByCookie(appID<<cookieAppShift, maskApp) }
-
 // vipFlows punts ARP for the VIP address and ARP to the VIP's MAC (the
 // answers to the controller's probes for members) and new connections to
 // the VIP service to the controller, and drops other IPv4 to the address.

@@ -57,8 +57,8 @@ func TestCookie_Masks(t *testing.T) {
 		{"ReplyPuntDeleteSparesOtherMember", deleteMemberReplyFlow(8), makeCookie(catMemberReply, 3, 9), false},
 		{"ReplyPuntDeleteSparesConnections", deleteMemberReplyFlow(9), rev, false},
 		{"VIPPurgeSparesReplyPunt", deleteVIPFlows(3)[1], makeCookie(catMemberReply, 3, 9), false},
-		{"AllTakesL2", deleteOurFlows(), makeCookie(catL2, 0, 0), true},
-		{"AllSparesForeign", deleteOurFlows(), 0x42, false},
+		{"DispatchPurgeTakesItsVIP", deleteByCookie(makeCookie(catDispatch, 3, 0), maskApp|maskCategory|maskVIP), makeCookie(catDispatch, 3, 0), true},
+		{"DispatchPurgeSparesPunts", deleteByCookie(makeCookie(catDispatch, 3, 0), maskApp|maskCategory|maskVIP), makeCookie(catVIP, 3, 0), false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -147,13 +147,12 @@ func TestFlows_MemberReply(t *testing.T) {
 }
 
 func TestFlows_Deletes(t *testing.T) {
-	mods := append(deleteVIPFlows(5), deleteMemberFlows(6), deleteMemberReplyFlow(6), deleteOurFlows())
+	mods := append(deleteVIPFlows(5), deleteMemberFlows(6), deleteMemberReplyFlow(6))
 	assertLines(t, flowLines(t, mods), []string{
 		"delete cookie=0x5d02000005000000/0xffffffffff000000",
 		"delete cookie=0x5d10000005000000/0xfffeffffff000000",
 		"delete cookie=0x5d10000000000006/0xfffe000000ffffff",
 		"delete cookie=0x5d04000000000006/0xffff000000ffffff",
-		"delete cookie=0x5d00000000000000/0xff00000000000000",
 	})
 }
 

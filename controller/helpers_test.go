@@ -236,8 +236,11 @@ func (h *harness) connect(tb testing.TB, dpid uint64) (*fakeSwitch, []received) 
 		case *ofp.FeaturesRequest:
 			sw.send(r.h.XID, ofp.FeaturesReply{DatapathID: dpid, NBuffers: 0, NTables: 254})
 		case *ofp.MultipartRequest:
-			if _, ok := r.m.(*ofp.MultipartRequest).Body.(ofp.GroupFeaturesRequest); ok {
+			switch r.m.(*ofp.MultipartRequest).Body.(type) {
+			case ofp.GroupFeaturesRequest:
 				sw.send(r.h.XID, ofp.MultipartReply{Body: ofp.GroupFeaturesReply{}}) // no select groups
+			case ofp.FlowStatsRequest:
+				sw.send(r.h.XID, ofp.MultipartReply{Body: ofp.FlowStatsReply{}}) // holds none of sdnlb's flows
 			}
 		case *ofp.BarrierRequest:
 			sw.send(r.h.XID, ofp.BarrierReply{})

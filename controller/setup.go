@@ -90,7 +90,7 @@ func (dp *dataplane) handleVIPPacket(p *packetIn, out *outbox) {
 	m := dp.pick(p.now, pool, v, c.key())
 	c.setMember(m)
 	e, known := dp.hosts[ipUint(m.ip)]
-	if !known {
+	if !known || e.port == 0 {
 		dp.hold(p, c, v, out)
 		return
 	}

@@ -26,7 +26,9 @@ type slotTable [groupSlots]uint32
 // assignSlots gives every member a share of the slots in proportion to
 // its weight (largest remainder, at least one slot each while there are
 // slots to give) and keeps every slot of prev whose owner is still
-// within its share. Members beyond the 64th by weight get no slot.
+// within its share. Members beyond the 64th by weight get no slot. Ties
+// go to the member listed first: list them in an order that outlives the
+// process (by id), so a restarted controller assigns as its predecessor.
 func assignSlots(prev slotTable, members []slotMember) slotTable {
 	quota := slotQuotas(members)
 	var next slotTable
@@ -37,8 +39,8 @@ func assignSlots(prev slotTable, members []slotMember) slotTable {
 			owned[num]++
 		}
 	}
-	// Free slots go to the members furthest below their share, in order
-	// of number among equals, so the result depends on nothing else.
+	// Free slots go to the members furthest below their share, the first
+	// listed among equals, so the result depends on nothing else.
 	for i := range next {
 		if next[i] != 0 {
 			continue
@@ -46,7 +48,7 @@ func assignSlots(prev slotTable, members []slotMember) slotTable {
 		var best uint32
 		bestDeficit := 0
 		for _, m := range members {
-			if d := quota[m.num] - owned[m.num]; d > bestDeficit || d == bestDeficit && d > 0 && m.num < best {
+			if d := quota[m.num] - owned[m.num]; d > bestDeficit {
 				best, bestDeficit = m.num, d
 			}
 		}
@@ -89,9 +91,7 @@ func slotQuotas(members []slotMember) map[uint32]int {
 	}
 	// Hand out what is left to the largest remainders; take back from
 	// the smallest when the minimum of one overshot.
-	slices.SortFunc(shares, func(a, b share) int {
-		return cmp.Or(cmp.Compare(b.remainder, a.remainder), cmp.Compare(a.num, b.num))
-	})
+	slices.SortStableFunc(shares, func(a, b share) int { return cmp.Compare(b.remainder, a.remainder) })
 	for i := 0; given < groupSlots && i < len(shares); i++ {
 		quota[shares[i].num]++
 		given++

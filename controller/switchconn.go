@@ -116,7 +116,7 @@ func (c *Controller) serveConn(ctx context.Context, conn net.Conn) {
 	stop := context.AfterFunc(ctx, s.close)
 	defer stop()
 
-	groups, err := s.handshake()
+	groups, have, err := s.handshake()
 	if err != nil {
 		if !errors.Is(err, errClosed) && !s.closed() {
 			s.log.Warn("switch handshake failed", "err", err)
@@ -124,6 +124,10 @@ func (c *Controller) serveConn(ctx context.Context, conn net.Conn) {
 		return
 	}
 	s.dp = newDataplane(c.dataplaneConfig(s.log, groups))
+	s.dp.adopt(c.now(), c.snap.Load(), have, s.out)
+	s.write(s.out)
+	// Registered, the switch follows every configuration from now on; the
+	// sync catches one that came between the adoption and here.
 	c.register(s)
 	s.log.Info("switch connected", "since", s.connectedAt)
 	var wg sync.WaitGroup
@@ -153,85 +157,114 @@ func (c *Controller) serveConn(ctx context.Context, conn net.Conn) {
 }
 
 // handshake says hello, learns the datapath id and whether the switch has
-// select groups, and resets the switch to sdnlb's base flows and no
-// groups. The VIP flows follow in sync.
-func (s *switchConn) handshake() (groups bool, err error) {
+// select groups, configures it and reads the flows and groups of sdnlb's
+// it holds, which the first sync adopts.
+func (s *switchConn) handshake() (groups bool, have switchState, err error) {
 	s.conn.SetDeadline(time.Now().Add(handshakeTimeout))
 	defer s.conn.SetDeadline(time.Time{})
 	if err := s.send(ofp.Hello{Versions: []uint8{ofp.Version}}); err != nil {
-		return false, err
+		return false, have, err
 	}
 	b, err := ofp.ReadMessage(s.br, s.rbuf)
 	if err != nil {
-		return false, fmt.Errorf("read hello: %w", err)
+		return false, have, fmt.Errorf("read hello: %w", err)
 	}
 	h, m, err := ofp.Decode(b)
 	hello, ok := m.(*ofp.Hello)
 	if err != nil || !ok {
-		return false, fmt.Errorf("expected HELLO, got %s: %w", h.Type, malformed(err))
+		return false, have, fmt.Errorf("expected HELLO, got %s: %w", h.Type, malformed(err))
 	}
 	if !hello.Supports(ofp.Version) {
 		s.log.Error("switch does not speak OpenFlow 1.3; refusing it", "versions", hello.Versions)
 		s.send(&ofp.ErrorMsg{ErrType: ofp.ErrTypeHelloFailed, Code: ofp.HelloFailedIncompatible,
 			Data: []byte("sdnlb speaks OpenFlow 1.3 only")})
-		return false, errClosed
+		return false, have, errClosed
 	}
 	if err := s.send(ofp.FeaturesRequest{}); err != nil {
-		return false, err
+		return false, have, err
 	}
-	var groupsXID uint32
-	for {
+	// The replies awaited, by xid: group features, then sdnlb's flows and
+	// (with groups) the group descriptions.
+	var featuresXID, flowsXID, groupsXID uint32
+	flowsDone, groupsDone := false, false
+	readState := func(withGroups bool) error {
+		groups = withGroups
+		if !groups {
+			s.log.Warn("switch has no select groups; its SWITCH pools are dispatched by the controller")
+		}
+		flowsXID, groupsDone = s.xids.Add(1), !groups
+		s.wmu.Lock()
+		s.writeLocked(s.xids.Add(1), ofp.SetConfig{Flags: ofp.ConfigFragNormal, MissSendLen: ofp.ControllerMaxLenNoBuffer})
+		s.writeLocked(s.xids.Add(1), ofp.MultipartRequest{Body: ofp.PortDescRequest{}})
+		s.writeLocked(flowsXID, ofp.MultipartRequest{Body: statsRequest()})
+		if groups {
+			groupsXID = s.xids.Add(1)
+			s.writeLocked(groupsXID, ofp.MultipartRequest{Body: ofp.GroupDescRequest{}})
+		}
+		err := s.flushLocked()
+		s.wmu.Unlock()
+		return err
+	}
+	for !flowsDone || !groupsDone {
 		b, err := ofp.ReadMessage(s.br, s.rbuf)
 		if err != nil {
-			return false, fmt.Errorf("read features reply: %w", err)
+			return false, have, fmt.Errorf("read handshake reply: %w", err)
 		}
 		s.rbuf = b
 		h, m, err := ofp.Decode(b)
 		if err != nil {
-			return false, fmt.Errorf("during handshake: %w", malformed(err))
+			return false, have, fmt.Errorf("during handshake: %w", malformed(err))
 		}
 		switch m := m.(type) {
 		case *ofp.FeaturesReply:
 			s.dpid = m.DatapathID
 			s.log = s.log.With("dpid", formatDPID(s.dpid))
-			groupsXID = s.xids.Add(1)
-			if err := s.sendXID(groupsXID, ofp.MultipartRequest{Body: ofp.GroupFeaturesRequest{}}); err != nil {
-				return false, err
+			featuresXID = s.xids.Add(1)
+			if err := s.sendXID(featuresXID, ofp.MultipartRequest{Body: ofp.GroupFeaturesRequest{}}); err != nil {
+				return false, have, err
 			}
 		case *ofp.MultipartReply:
-			if body, ok := m.Body.(ofp.GroupFeaturesReply); ok && h.XID == groupsXID {
-				groups := body.Types&(1<<ofp.GroupTypeSelect) != 0
-				return groups, s.reset(groups)
+			last := m.Flags&ofp.MultipartReplyMore == 0
+			switch body := m.Body.(type) {
+			case ofp.GroupFeaturesReply:
+				if h.XID == featuresXID {
+					if err := readState(body.Types&(1<<ofp.GroupTypeSelect) != 0); err != nil {
+						return false, have, err
+					}
+				}
+			case ofp.FlowStatsReply:
+				if h.XID == flowsXID {
+					have.flows = append(have.flows, body.Stats...)
+					flowsDone = last
+				}
+			case ofp.GroupDescReply:
+				if h.XID == groupsXID {
+					have.groups = append(have.groups, body.Groups...)
+					groupsDone = last
+				}
+			case ofp.PortDescReply:
+				s.portsMu.Lock()
+				for _, p := range body.Ports {
+					s.ports[p.PortNo] = p
+				}
+				s.portsMu.Unlock()
 			}
 		case *ofp.EchoRequest:
 			s.sendXID(h.XID, ofp.EchoReply{Data: m.Data})
 		case *ofp.ErrorMsg:
-			if groupsXID != 0 && h.XID == groupsXID {
-				return false, s.reset(false) // no group support at all
+			switch {
+			case featuresXID != 0 && h.XID == featuresXID:
+				if err := readState(false); err != nil { // no group support at all
+					return false, have, err
+				}
+			case h.XID == groupsXID && groupsXID != 0:
+				groupsDone = true
+			default:
+				s.log.Warn("switch error during handshake", "type", m.ErrType.String(), "code", m.Code)
 			}
-			s.log.Warn("switch error during handshake", "type", m.ErrType.String(), "code", m.Code)
 		}
 	}
-}
-
-// reset configures the switch and removes everything sdnlb installed on
-// it before, down to the base flows.
-func (s *switchConn) reset(groups bool) error {
-	if !groups {
-		s.log.Warn("switch has no select groups; its SWITCH pools are dispatched by the controller")
-	}
-	msgs := []ofp.Message{
-		ofp.SetConfig{Flags: ofp.ConfigFragNormal, MissSendLen: ofp.ControllerMaxLenNoBuffer},
-		ofp.MultipartRequest{Body: ofp.PortDescRequest{}},
-		deleteOurFlows(),
-	}
-	if groups {
-		msgs = append(msgs, ofp.GroupMod{Command: ofp.GroupDelete, GroupID: ofp.GroupAll})
-	}
-	for _, fm := range baseFlows(s.c.opts.L2) {
-		msgs = append(msgs, fm)
-	}
-	return s.send(msgs...)
+	return groups, have, nil
 }
 
 // sync brings the switch from the configuration it has to snap. Calls from

@@ -101,6 +101,7 @@ type sdnlbProc struct {
 	// APIAddr and OpenFlowAddr are the listen addresses from the start log.
 	APIAddr      string
 	OpenFlowAddr string
+	DB           string // the database file, for a restart on the same one
 
 	tb     testing.TB
 	cmd    *exec.Cmd
@@ -132,6 +133,7 @@ func startSDNLB(tb testing.TB, extraArgs ...string) *sdnlbProc {
 		"--log-format", "json",
 	}, extraArgs...)
 	p := &sdnlbProc{
+		DB:     lastFlag(args, "--db"),
 		tb:     tb,
 		done:   make(chan struct{}),
 		logEOF: make(chan struct{}),
@@ -151,6 +153,17 @@ func startSDNLB(tb testing.TB, extraArgs ...string) *sdnlbProc {
 		tb.Fatalf("sdnlb did not log %q within %v", "sdnlb started", startTimeout)
 	}
 	return p
+}
+
+// lastFlag returns the value of the last "name value" pair in args, the
+// one the command line keeps.
+func lastFlag(args []string, name string) string {
+	for i := len(args) - 2; i >= 0; i-- {
+		if args[i] == name {
+			return args[i+1]
+		}
+	}
+	return ""
 }
 
 // start runs the binary on a goroutine locked to its thread for the child's

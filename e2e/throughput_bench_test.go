@@ -101,9 +101,9 @@ func singleLatency(tb testing.TB, h *Host, url string) time.Duration {
 // CONTROLLER) and HAProxy in TCP mode in front of the same members.
 func TestThroughputComparison(t *testing.T) {
 	const (
-		natPort  = 8080 // SWITCH NAT members, and HAProxy's
-		ctlPort  = 8081 // CONTROLLER members
-		dsrPort  = 8082 // SWITCH DSR: the VIP's port
+		natPort = 8080 // SWITCH NAT members, and HAProxy's
+		ctlPort = 8081 // CONTROLLER members
+		dsrPort = 8082 // SWITCH DSR: the VIP's port
 		// direct: in no pool, so no flow of sdnlb's touches the traffic
 		// and no connection through a VIP shares its ports in conntrack.
 		directPort = 8083
@@ -149,7 +149,9 @@ func TestThroughputComparison(t *testing.T) {
 	// Both SWITCH groups hold every member once the members answered.
 	dsr.waitBuckets(t, 2*nMembers, 10*time.Second)
 
-	url := func(host string, port int) string { return "http://" + net.JoinHostPort(host, strconv.Itoa(port)) + "/" }
+	url := func(host string, port int) string {
+		return "http://" + net.JoinHostPort(host, strconv.Itoa(port)) + "/"
+	}
 	modes := []struct{ name, url string }{
 		{"direct (client → one member)", url(members[0].IP, directPort)},
 		{"sdnlb SWITCH, NAT", url(natVIP, 80)},

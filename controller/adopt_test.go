@@ -1,0 +1,153 @@
+package controller
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/sdnlb/sdnlb"
+	"github.com/sdnlb/sdnlb/controller/ofp"
+)
+
+// restart is sdnlb starting again on the configuration cfg and the switch
+// connecting with what it holds: a new dataplane adopts it. shift numbers
+// the objects differently from the last process, as a process whose
+// configuration changed over its life would have. It returns what the
+// switch is sent.
+func (d *decision) restart(cfg *sdnlb.Config, shift int) []string {
+	d.tb.Helper()
+	have := d.holding()
+	d.builder = newSnapshotBuilder()
+	for i := range shift {
+		d.builder.vips.of(fmt.Sprintf("gone-vip-%d", i))
+		d.builder.members.of(fmt.Sprintf("gone-member-%d", i))
+	}
+	snap, skipped := d.builder.build(cfg)
+	if len(skipped) > 0 {
+		d.tb.Fatalf("configuration objects skipped: %v", skipped)
+	}
+	d.snap = snap
+	dc := d.dp.dataplaneConfig
+	dc.affinity = newAffinityTable()
+	d.dp = newDataplane(dc)
+	d.dp.adopt(d.now, snap, have, d.out)
+	return d.sent(nil)
+}
+
+func flowModLines(lines []string) []string {
+	var mods []string
+	for _, l := range lines {
+		if strings.HasPrefix(l, "flow_mod") || strings.HasPrefix(l, "group_mod") {
+			mods = append(mods, l)
+		}
+	}
+	return mods
+}
+
+// A switch that holds what the configuration wants, connections included,
+// is left as it is; the connection counts as active again and still goes
+// where it went.
+func TestAdopt_KeepsWhatIsWanted(t *testing.T) {
+	d := newDecision(t, testConfig(nil))
+	d.teach(1, 2, 3)
+	d.packetIn(clientOF, syn(t, 40000))
+	ack := tcpFrame(t, tcpSeg{srcMAC: clientMAC, dstMAC: vipMAC, src: clientIP, dst: "10.0.0.100", sport: 40000, dport: 80, ack: true, seq: 1001, ackNum: 5001})
+	before := d.forward(clientOF, ack)
+
+	got := d.restart(testConfig(nil), 0)
+	if mods := flowModLines(got); len(mods) != 0 {
+		t.Errorf("changes to a switch that holds what is wanted:\n%s", strings.Join(mods, "\n"))
+	}
+	if after := d.forward(clientOF, ack); after != before {
+		t.Errorf("the connection went %s, before the restart %s", after, before)
+	}
+	var active int64
+	for _, m := range d.snap.members {
+		active += m.cnt.active.Load()
+	}
+	if active != 1 || d.snap.vipByID["v1"].cnt.active.Load() != 1 {
+		t.Errorf("%d active connections on the members after the restart, want 1", active)
+	}
+}
+
+// Numbers are the process's own: a restarted process that numbers the
+// objects differently rewrites the cookies in place and deletes nothing.
+func TestAdopt_RenumbersInPlace(t *testing.T) {
+	d := newDecision(t, testConfig(nil))
+	d.teach(1, 2, 3)
+	d.packetIn(clientOF, syn(t, 40000))
+	got := d.restart(testConfig(nil), 3)
+	for _, l := range flowModLines(got) {
+		if strings.Contains(l, "delete") {
+			t.Errorf("renumbering deleted a flow: %s", l)
+		}
+	}
+	for _, f := range d.sw.Flows() {
+		cat, vipNum, memberNum, _ := cookieParts(f.Cookie)
+		if cat == catConn && (vipNum != 4 || memberNum < 4) {
+			t.Errorf("connection flow kept its old cookie: %s", f)
+		}
+	}
+}
+
+// What the configuration no longer wants goes: a DOWN member's
+// connection and a deleted VIP's flows.
+func TestAdopt_RemovesWhatIsStale(t *testing.T) {
+	d := newDecision(t, testConfig(func(c *sdnlb.Config) {
+		c.VIPs = append(c.VIPs, &sdnlb.VIP{ID: "v2", Address: "10.0.0.101", Protocol: sdnlb.ProtocolUDP, Port: 53,
+			ConnectionLimit: -1, AdminStateUp: true, MAC: "02:00:00:00:02:00"})
+	}))
+	d.teach(1, 2, 3)
+	d.packetIn(clientOF, syn(t, 40000))
+	var victim string
+	for id, m := range d.snap.members {
+		if m.cnt.active.Load() == 1 {
+			victim = id
+		}
+	}
+	d.restart(testConfig(func(c *sdnlb.Config) {
+		for _, m := range c.Members {
+			if m.ID == victim {
+				m.Health.Status = sdnlb.MemberDown
+			}
+		}
+	}), 0)
+	for _, l := range d.sw.Lines() {
+		if strings.Contains(l, "10.0.0.101") || strings.Contains(l, "priority=1000") {
+			t.Errorf("stale flow left: %s", l)
+		}
+	}
+}
+
+// A SWITCH pool's group keeps its slots and the switch keeps its flows:
+// the members are known from the switch's own routes and buckets.
+func TestAdopt_SwitchDispatch(t *testing.T) {
+	for _, fwd := range sdnlb.Forwardings {
+		t.Run(string(fwd), func(t *testing.T) {
+			d := newSwitchDecision(t, switchConfig(fwd, nil))
+			d.learnMember(3)
+			d.learnMember(1)
+			d.learnMember(2)
+			bucketsBefore := d.groups[1].Buckets
+			flowsBefore := len(d.flows)
+			got := d.restart(switchConfig(fwd, nil), 2)
+			id := d.snap.vipByID["v1"].num
+			if len(d.groups) != 1 || d.groups[id].String() != (ofp.GroupMod{GroupType: ofp.GroupTypeSelect, GroupID: id, Buckets: bucketsBefore}).String() {
+				t.Errorf("groups after the restart:\n%v\nwant group %d with the buckets of group 1 before", d.groups, id)
+			}
+			for _, l := range flowModLines(got) {
+				if strings.Contains(l, "delete") && !strings.Contains(l, "group_id=1") {
+					t.Errorf("adoption deleted %s", l)
+				}
+			}
+			if len(d.flows) != flowsBefore {
+				t.Errorf("%d flows after the restart, %d before", len(d.flows), flowsBefore)
+			}
+			for _, l := range got {
+				if strings.Contains(l, "op=1") && !strings.Contains(l, "tpa=10.0.0.100") {
+					t.Errorf("asked for a member the switch's state names: %s", l)
+				}
+			}
+		})
+	}
+}
