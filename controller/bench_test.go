@@ -97,8 +97,8 @@ func BenchmarkPacketInReply(b *testing.B) {
 		round(min(left, batch))
 	}
 	b.StopTimer()
-	// The cache is direct-mapped: a setup may take the slot of another in
-	// its batch, whose reply is then switched by MAC. That must stay rare.
+	// A setup may take the entry of another in its batch, whose reply is
+	// then switched by MAC. That must stay rare.
 	if got := counter(b, reg, "sdnlb_controller_packet_ins_total", "reply"); got < 0.95*float64(sent) {
 		b.Fatalf("%v of %d replies got the reverse NAT", got, sent)
 	}

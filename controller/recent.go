@@ -10,10 +10,16 @@ import (
 // of its setup follow the first one to the same member, and the member's
 // replies get the reverse NAT: both can overtake Open vSwitch's
 // revalidation of its datapath flow cache (docs/ARCHITECTURE.md). Each
-// switch remembers its recent setups in two direct-mapped caches, one
-// keyed by the client's side of the connection, one by the reply's.
+// switch remembers its recent setups in two caches, one keyed by the
+// client's side of the connection, one by the reply's. They are
+// set-associative: a setup takes the oldest of its set's ways, so it is
+// lost only when as many newer setups hash to its set, not at the first
+// collision, which at thousands of setups per second reset a connection in
+// a thousand.
 const (
-	recentSize   = 8192 // slots of each cache; a power of two
+	recentSize   = 8192 // entries of each cache; a power of two
+	recentWays   = 4    // entries per set
+	recentSets   = recentSize / recentWays
 	recentWindow = int64(2 * time.Second)
 )
 
@@ -36,9 +42,10 @@ type connKey struct {
 	vipNum     uint32
 }
 
-func (k connKey) slot() int {
+// set is the first entry of k's set.
+func (k connKey) set() int {
 	h := k.clientIP*0x9e3779b1 ^ uint32(k.clientPort)*0x85ebca6b ^ k.vipNum*0xc2b2ae35
-	return int(h>>16^h) & (recentSize - 1)
+	return int(h>>16^h) & (recentSets - 1) * recentWays
 }
 
 func (c *connection) key() connKey {
@@ -61,9 +68,33 @@ type replyKey struct {
 	proto                  uint8
 }
 
-func (k replyKey) slot() int {
+func (k replyKey) set() int {
 	h := k.memberIP*0x9e3779b1 ^ k.clientIP*0x85ebca6b ^ (uint32(k.memberPort)<<16|uint32(k.clientPort))*0xc2b2ae35
-	return int(h>>16^h) & (recentSize - 1)
+	return int(h>>16^h) & (recentSets - 1) * recentWays
+}
+
+// way returns the entry of set (its first index) that holds key, else
+// the oldest one, which a new entry for key takes.
+func way[K comparable, E any](entries *[recentSize]E, set int, key K, keyOf func(*E) K, at func(*E) int64) *E {
+	oldest := &entries[set]
+	for i := set; i < set+recentWays; i++ {
+		e := &entries[i]
+		if keyOf(e) == key {
+			return e
+		}
+		if at(e) < at(oldest) {
+			oldest = e
+		}
+	}
+	return oldest
+}
+
+func (r *recentCache) setup(k connKey) *recentSetup {
+	return way(&r.setups, k.set(), k, func(e *recentSetup) connKey { return e.key }, func(e *recentSetup) int64 { return e.at })
+}
+
+func (r *recentCache) reply(k replyKey) *recentReply {
+	return way(&r.replies, k.set(), k, func(e *recentReply) replyKey { return e.key }, func(e *recentReply) int64 { return e.at })
 }
 
 func (c *connection) replyKey() replyKey {
@@ -81,10 +112,10 @@ func (dp *dataplane) remember(now time.Time, c *connection) {
 	}
 	at := now.UnixNano()
 	key := c.key()
-	dp.recent.setups[key.slot()] = recentSetup{key: key, memberNum: c.memberNum, memberOFPort: c.memberOFPort,
+	*dp.recent.setup(key) = recentSetup{key: key, memberNum: c.memberNum, memberOFPort: c.memberOFPort,
 		memberMAC: c.memberMAC, at: at}
 	rk := c.replyKey()
-	dp.recent.replies[rk.slot()] = recentReply{key: rk, conn: *c, at: at}
+	*dp.recent.reply(rk) = recentReply{key: rk, conn: *c, at: at}
 }
 
 // forwardRecent sends the packet after its connection's first one when the
@@ -94,7 +125,7 @@ func (dp *dataplane) forwardRecent(p *packetIn, c *connection, out *outbox) bool
 		return false
 	}
 	key := c.key()
-	r := &dp.recent.setups[key.slot()]
+	r := dp.recent.setup(key)
 	if r.key != key || p.now.UnixNano()-r.at >= recentWindow {
 		return false
 	}
@@ -128,7 +159,7 @@ func (dp *dataplane) forwardReply(p *packetIn, out *outbox) bool {
 	default:
 		return false
 	}
-	r := &dp.recent.replies[k.slot()]
+	r := dp.recent.reply(k)
 	if r.key != k || p.now.UnixNano()-r.at >= recentWindow {
 		return false
 	}
