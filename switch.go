@@ -11,6 +11,9 @@ type Switch struct {
 	Address     string       `json:"address"`
 	Ports       []SwitchPort `json:"ports"`
 	ConnectedAt time.Time    `json:"connected_since"`
+	// SelectGroups says whether the switch dispatches SWITCH pools itself;
+	// without select groups the controller dispatches them per connection.
+	SelectGroups bool `json:"select_groups"`
 }
 
 // SwitchPort is one port of a switch.

@@ -116,6 +116,8 @@ type harness struct {
 	ln    *pipeListener
 	log   *syncBuffer
 	clock *testClock
+	// groups: the switches connect saying they have select groups.
+	groups bool
 }
 
 // testClock is real time plus an offset the test moves forward.
@@ -238,9 +240,15 @@ func (h *harness) connect(tb testing.TB, dpid uint64) (*fakeSwitch, []received) 
 		case *ofp.MultipartRequest:
 			switch r.m.(*ofp.MultipartRequest).Body.(type) {
 			case ofp.GroupFeaturesRequest:
-				sw.send(r.h.XID, ofp.MultipartReply{Body: ofp.GroupFeaturesReply{}}) // no select groups
+				var f ofp.GroupFeaturesReply
+				if h.groups {
+					f.Types = 1 << ofp.GroupTypeSelect
+				}
+				sw.send(r.h.XID, ofp.MultipartReply{Body: f})
 			case ofp.FlowStatsRequest:
 				sw.send(r.h.XID, ofp.MultipartReply{Body: ofp.FlowStatsReply{}}) // holds none of sdnlb's flows
+			case ofp.GroupDescRequest:
+				sw.send(r.h.XID, ofp.MultipartReply{Body: ofp.GroupDescReply{}})
 			}
 		case *ofp.BarrierRequest:
 			sw.send(r.h.XID, ofp.BarrierReply{})

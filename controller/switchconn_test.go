@@ -553,3 +553,16 @@ func waitStats(tb testing.TB, c *Controller, pool string, ok func(*sdnlb.PoolSta
 		time.Sleep(2 * time.Millisecond)
 	}
 }
+
+// The handshake learns whether a switch has select groups, and the switch
+// list says so.
+func TestSession_SelectGroups(t *testing.T) {
+	for _, groups := range []bool{false, true} {
+		t.Run(fmt.Sprint(groups), func(t *testing.T) {
+			h := startController(t, testConfig(nil), Options{})
+			h.groups = groups
+			h.connect(t, 1)
+			waitSwitches(t, h.c, func(sws []*sdnlb.Switch) bool { return len(sws) == 1 && sws[0].SelectGroups == groups })
+		})
+	}
+}
