@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"net/netip"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -22,7 +23,11 @@ type Options struct {
 	EchoInterval  time.Duration // keepalive, default 5 s; 3 unanswered close the connection
 	StatsInterval time.Duration // flow-stats polling, default 2 s
 	L2            L2Mode        // who switches traffic not for a VIP, default L2Normal
-	Logger        *slog.Logger  // nil: discard
+	// Allow lists the addresses switches may connect from; empty: any.
+	Allow         []netip.Prefix
+	MaxSwitches   int          // sessions at once, default DefaultMaxSwitches
+	MaxHandshakes int          // handshakes in flight, default DefaultMaxHandshakes
+	Logger        *slog.Logger // nil: discard
 	Registerer    prometheus.Registerer
 }
 
@@ -57,8 +62,11 @@ type Controller struct {
 	affinity *affinityTable
 	addr     atomic.Pointer[net.Addr]
 
-	mu    sync.RWMutex
-	conns map[uint64]*switchConn // by datapath id
+	guard        *guard
+	handshakeLog *limitedLog // failed handshakes
+	duplicateLog *limitedLog // connections claiming a connected switch's datapath id
+	mu           sync.RWMutex
+	conns        map[uint64]*switchConn // by datapath id
 }
 
 var (
@@ -80,6 +88,12 @@ func New(src sdnlb.ConfigSource, opts Options) *Controller {
 	if opts.L2 == "" {
 		opts.L2 = L2Normal
 	}
+	if opts.MaxSwitches <= 0 {
+		opts.MaxSwitches = DefaultMaxSwitches
+	}
+	if opts.MaxHandshakes <= 0 {
+		opts.MaxHandshakes = DefaultMaxHandshakes
+	}
 	log := opts.Logger
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
@@ -96,6 +110,10 @@ func New(src sdnlb.ConfigSource, opts Options) *Controller {
 		builder:  newSnapshotBuilder(),
 		affinity: newAffinityTable(),
 		conns:    map[uint64]*switchConn{},
+		guard: &guard{allow: opts.Allow, maxSwitches: int64(opts.MaxSwitches), maxHandshakes: int64(opts.MaxHandshakes),
+			refusals: &limitedLog{log: log, every: refusalLogEvery}},
+		handshakeLog: &limitedLog{log: log, every: refusalLogEvery},
+		duplicateLog: &limitedLog{log: log, every: refusalLogEvery},
 	}
 	c.snap.Store(emptySnapshot)
 	return c
@@ -165,6 +183,11 @@ func (c *Controller) Serve(ctx context.Context, ln net.Listener) error {
 			continue
 		}
 		backoff = 0
+		if ok, why := c.guard.admit(conn.RemoteAddr()); !ok {
+			c.guard.refusals.warn(c.now(), "switch connection refused", "remote", conn.RemoteAddr().String(), "why", why)
+			conn.Close()
+			continue
+		}
 		wg.Go(func() { c.serveConn(ctx, conn) })
 	}
 	cancel()

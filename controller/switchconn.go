@@ -35,6 +35,7 @@ type switchConn struct {
 
 	xids       atomic.Uint32
 	unanswered atomic.Int32  // echo requests since the switch last spoke
+	heard      atomic.Int64  // when the switch last spoke, unix nanoseconds
 	pollXID    atomic.Uint32 // of the latest connection flow stats request
 
 	wmu sync.Mutex // guards bw and enc
@@ -109,18 +110,29 @@ func (s *switchConn) closed() bool {
 	}
 }
 
-// serveConn runs one switch connection to its end.
+// serveConn runs one switch connection, which the guard admitted, to its
+// end.
 func (c *Controller) serveConn(ctx context.Context, conn net.Conn) {
+	defer c.guard.done()
 	s := newSwitchConn(c, conn)
 	defer s.close()
 	stop := context.AfterFunc(ctx, s.close)
 	defer stop()
 
 	groups, have, err := s.handshake()
+	c.guard.handshakeDone()
 	if err != nil {
 		if !errors.Is(err, errClosed) && !s.closed() {
-			s.log.Warn("switch handshake failed", "err", err)
+			c.handshakeLog.warn(c.now(), "switch handshake failed", "remote", s.remote, "err", err)
 		}
+		return
+	}
+	// A second connection with a connected switch's datapath id is the
+	// switch reconnecting only if the first no longer answers: anyone
+	// who reaches the port could claim the id and take the switch's flows.
+	if old := c.switchConn(s.dpid); old != nil && old.alive(dpidProbeTimeout) {
+		c.duplicateLog.warn(c.now(), "connection refused: it claims the datapath id of a connected switch that still answers",
+			"remote", s.remote, "dpid", formatDPID(s.dpid), "connected_from", old.remote)
 		return
 	}
 	s.dp = newDataplane(c.dataplaneConfig(s.log, groups))
@@ -332,6 +344,22 @@ func (s *switchConn) flush() error {
 	return s.flushLocked()
 }
 
+// alive reports whether the switch speaks within timeout of an echo
+// request.
+func (s *switchConn) alive(timeout time.Duration) bool {
+	asked := time.Now().UnixNano()
+	if s.send(ofp.EchoRequest{}) != nil {
+		return false
+	}
+	for deadline := time.Now().Add(timeout); time.Now().Before(deadline) && !s.closed(); {
+		if s.heard.Load() >= asked {
+			return true
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	return false
+}
+
 // keepalive sends echo requests and declares the switch dead after
 // echoMisses of them go unanswered. Any message from the switch counts as
 // an answer: a switch busy with packet-ins is alive.
@@ -393,6 +421,7 @@ func (s *switchConn) readLoop() error {
 		}
 		s.rbuf = b
 		s.unanswered.Store(0)
+		s.heard.Store(time.Now().UnixNano())
 		s.dpMu.Lock()
 		err = s.handle(b)
 		s.write(s.out)

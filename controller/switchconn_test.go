@@ -1,9 +1,13 @@
 package controller
 
 import (
+	"bufio"
 	"context"
 	"encoding/binary"
 	"fmt"
+	"log/slog"
+	"net"
+	"net/netip"
 	"strings"
 	"testing"
 	"time"
@@ -564,5 +568,119 @@ func TestSession_SelectGroups(t *testing.T) {
 			h.connect(t, 1)
 			waitSwitches(t, h.c, func(sws []*sdnlb.Switch) bool { return len(sws) == 1 && sws[0].SelectGroups == groups })
 		})
+	}
+}
+
+// A connection that claims the datapath id of a connected switch that
+// still answers is refused, and the switch keeps its session; one that
+// claims the id of a switch gone silent replaces it (TestSession_Reconnect).
+func TestSession_DuplicateDPIDKeepsLiveSwitch(t *testing.T) {
+	h := startController(t, testConfig(nil), Options{})
+	real, _ := h.connect(t, 1)
+	stop := make(chan struct{})
+	defer close(stop)
+	go func() { // the real switch answers echo requests
+		for {
+			select {
+			case r := <-real.msgs:
+				if r.h.Type == ofp.TypeEchoRequest {
+					real.send(r.h.XID, ofp.EchoReply{})
+				}
+			case <-stop:
+				return
+			}
+		}
+	}()
+	impostor := h.dial(t)
+	impostor.send(0, ofp.Hello{Versions: []uint8{ofp.Version}})
+	for done := false; !done; {
+		select {
+		case r := <-impostor.msgs:
+			switch m := r.m.(type) {
+			case *ofp.FeaturesRequest:
+				impostor.send(r.h.XID, ofp.FeaturesReply{DatapathID: 1})
+			case *ofp.MultipartRequest:
+				switch m.Body.(type) {
+				case ofp.GroupFeaturesRequest:
+					impostor.send(r.h.XID, ofp.MultipartReply{Body: ofp.GroupFeaturesReply{}})
+				case ofp.FlowStatsRequest:
+					impostor.send(r.h.XID, ofp.MultipartReply{Body: ofp.FlowStatsReply{}})
+				}
+			case *ofp.FlowMod:
+				t.Fatalf("the impostor got a flow-mod: %s", flowLine(t, m))
+			}
+		case <-impostor.closed:
+			done = true
+		case <-time.After(waitFor):
+			t.Fatal("the impostor's connection stays open")
+		}
+	}
+	select {
+	case <-real.closed:
+		t.Fatal("the real switch lost its session")
+	default:
+	}
+	if c := h.c.switchConn(1); c == nil || c.closed() {
+		t.Fatal("datapath 1 has no live session")
+	}
+	if !strings.Contains(h.log.String(), "claims the datapath id of a connected switch") {
+		t.Errorf("no log line for the refusal in\n%s", h.log.String())
+	}
+}
+
+// Sessions beyond the cap are closed at once; the ones admitted go on.
+func TestSession_SessionCap(t *testing.T) {
+	h := startController(t, testConfig(nil), Options{MaxSwitches: 2})
+	h.connect(t, 1)
+	h.connect(t, 2)
+	third := h.dial(t)
+	third.waitClosed()
+	waitSwitches(t, h.c, func(sws []*sdnlb.Switch) bool { return len(sws) == 2 })
+	if !strings.Contains(h.log.String(), "too many switch sessions") {
+		t.Errorf("no log line for the refusal in\n%s", h.log.String())
+	}
+}
+
+// Only addresses in the allow-list may connect.
+func TestController_AllowList(t *testing.T) {
+	for _, tt := range []struct {
+		allow string
+		ok    bool
+	}{{"127.0.0.0/8", true}, {"10.0.0.0/8", false}} {
+		t.Run(tt.allow, func(t *testing.T) {
+			c := New(newFakeSource(testConfig(nil)), Options{Allow: []netip.Prefix{netip.MustParsePrefix(tt.allow)}})
+			ln, err := net.Listen("tcp", "127.0.0.1:0")
+			if err != nil {
+				t.Fatal(err)
+			}
+			ctx, cancel := context.WithCancel(context.Background())
+			served := make(chan error, 1)
+			go func() { served <- c.Serve(ctx, ln) }()
+			defer func() { cancel(); <-served }()
+			conn, err := net.Dial("tcp", ln.Addr().String())
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer conn.Close()
+			conn.SetReadDeadline(time.Now().Add(waitFor))
+			_, err = ofp.ReadMessage(bufio.NewReader(conn), nil) // the controller's HELLO, or EOF
+			if got := err == nil; got != tt.ok {
+				t.Errorf("allow %s: hello read err %v, want admitted=%v", tt.allow, err, tt.ok)
+			}
+		})
+	}
+}
+
+// A peer failing handshakes on purpose gets one log line a minute.
+func TestLimitedLog(t *testing.T) {
+	var buf syncBuffer
+	l := &limitedLog{log: slog.New(slog.NewTextHandler(&buf, nil)), every: time.Minute}
+	now := time.Unix(1_700_000_000, 0)
+	for range 100 {
+		l.warn(now, "switch handshake failed")
+	}
+	l.warn(now.Add(time.Minute), "switch handshake failed")
+	if lines := strings.Count(buf.String(), "\n"); lines != 2 || !strings.Contains(buf.String(), "withheld_since_last=99") {
+		t.Errorf("log:\n%s\nwant 2 lines, the second counting 99 withheld", buf.String())
 	}
 }
