@@ -82,12 +82,19 @@ func (m *Main) Run(ctx context.Context) (err error) {
 	if idle == 0 {
 		idle = -1 // the flag's 0 is "none"; the controller's 0 is "its default"
 	}
+	allow, err := cfg.openFlowAllow()
+	if err != nil {
+		return err
+	}
 	m.Controller = controller.New(m.Store, controller.Options{
 		IdleTimeout:   idle,
 		HardTimeout:   cfg.FlowHardTimeout,
 		EchoInterval:  cfg.EchoInterval,
 		StatsInterval: cfg.StatsInterval,
 		L2:            controller.L2Mode(cfg.L2),
+		Allow:         allow,
+		MaxSwitches:   cfg.OpenFlowMaxSwitches,
+		MaxHandshakes: cfg.OpenFlowMaxHandshakes,
 		Logger:        m.Logger,
 		Registerer:    registry,
 	})

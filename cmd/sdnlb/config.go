@@ -42,6 +42,10 @@ type Config struct {
 	L2              string
 	MaxProbes       int
 
+	OpenFlowAllow         string // comma-separated addresses and prefixes
+	OpenFlowMaxSwitches   int
+	OpenFlowMaxHandshakes int
+
 	TLSCert     string
 	TLSKey      string
 	TLSClientCA string
@@ -60,6 +64,9 @@ func DefaultConfig() Config {
 		StatsInterval:   2 * time.Second,
 		L2:              "normal",
 		MaxProbes:       512,
+
+		OpenFlowMaxSwitches:   controller.DefaultMaxSwitches,
+		OpenFlowMaxHandshakes: controller.DefaultMaxHandshakes,
 		APIMaxConns:     api.DefaultMaxConns,
 		APIMaxStreams:   api.DefaultMaxStreams,
 	}
@@ -87,6 +94,9 @@ func (c *Config) flagSet(out io.Writer) *flag.FlagSet {
 	fs.DurationVar(&c.StatsInterval, "stats-interval", c.StatsInterval, "how often flow counters are polled from switches")
 	fs.StringVar(&c.L2, "l2", c.L2, "who switches traffic not for a VIP: normal (the switch's own MAC learning, which keeps working without the controller) or learn (the controller learns MACs and installs a flow per destination)")
 	fs.IntVar(&c.MaxProbes, "max-probes", c.MaxProbes, "health probes in flight at most")
+	fs.StringVar(&c.OpenFlowAllow, "openflow-allow", c.OpenFlowAllow, "comma-separated addresses and prefixes (10.0.0.0/24) switches may connect from (empty: any)")
+	fs.IntVar(&c.OpenFlowMaxSwitches, "openflow-max-switches", c.OpenFlowMaxSwitches, "switch sessions at once")
+	fs.IntVar(&c.OpenFlowMaxHandshakes, "openflow-max-handshakes", c.OpenFlowMaxHandshakes, "switch handshakes in flight at once")
 	fs.StringVar(&c.TLSCert, "openflow-tls-cert", c.TLSCert, "certificate for OpenFlow over TLS (with --openflow-tls-key)")
 	fs.StringVar(&c.TLSKey, "openflow-tls-key", c.TLSKey, "private key for OpenFlow over TLS")
 	fs.StringVar(&c.TLSClientCA, "openflow-tls-client-ca", c.TLSClientCA, "CA that switch certificates must chain to (enables client auth)")
@@ -175,6 +185,9 @@ func applyFile(fs *flag.FlagSet, path string) error {
 }
 
 func (c *Config) validate() error {
+	if _, err := c.openFlowAllow(); err != nil {
+		return err
+	}
 	switch {
 	case c.LogFormat != "text" && c.LogFormat != "json":
 		return errors.New("--log-format must be text or json")
@@ -192,6 +205,8 @@ func (c *Config) validate() error {
 		return errors.New("--l2 must be normal or learn")
 	case c.APIMaxConns < 1 || c.APIMaxStreams < 1:
 		return errors.New("--api-max-conns and --api-max-streams must be at least 1")
+	case c.OpenFlowMaxSwitches < 1 || c.OpenFlowMaxHandshakes < 1:
+		return errors.New("--openflow-max-switches and --openflow-max-handshakes must be at least 1")
 	case c.APIToken == "" && !c.APIInsecure && !loopbackAddr(c.APIAddr):
 		return fmt.Errorf("--api-addr %s listens beyond loopback: set --api-token (SDNLB_API_TOKEN), or --api-insecure to serve it open", c.APIAddr)
 	}
@@ -210,6 +225,23 @@ func loopbackAddr(addr string) bool {
 	}
 	ip, err := netip.ParseAddr(host)
 	return err == nil && ip.IsLoopback()
+}
+
+// openFlowAllow parses --openflow-allow: addresses and prefixes.
+func (c *Config) openFlowAllow() ([]netip.Prefix, error) {
+	var allow []netip.Prefix
+	for _, item := range splitList(c.OpenFlowAllow) {
+		if p, err := netip.ParsePrefix(item); err == nil {
+			allow = append(allow, p.Masked())
+			continue
+		}
+		a, err := netip.ParseAddr(item)
+		if err != nil {
+			return nil, fmt.Errorf("--openflow-allow: %q is neither an address nor a prefix", item)
+		}
+		allow = append(allow, netip.PrefixFrom(a.Unmap(), a.Unmap().BitLen()))
+	}
+	return allow, nil
 }
 
 // splitList splits a comma-separated flag value, dropping empty items.

@@ -24,6 +24,12 @@ func TestLoadConfig(t *testing.T) {
 				t.Errorf("got %+v", c)
 			}
 		}},
+		"OpenFlowAllow": {[]string{"--openflow-allow", "10.1.2.3, 192.0.2.0/24"}, nil, func(t *testing.T, c Config) {
+			allow, err := c.openFlowAllow()
+			if err != nil || len(allow) != 2 || allow[0].String() != "10.1.2.3/32" || allow[1].String() != "192.0.2.0/24" {
+				t.Errorf("allow %v, %v", allow, err)
+			}
+		}},
 		"Env": {nil, map[string]string{"SDNLB_API_ADDR": ":1", "SDNLB_API_TOKEN": "t", "SDNLB_FLOW_IDLE_TIMEOUT": "5s", "SDNLB_AUTH_READS": "true"}, func(t *testing.T, c Config) {
 			if c.APIAddr != ":1" || c.FlowIdleTimeout != 5*time.Second || !c.AuthReads {
 				t.Errorf("got %+v", c)
@@ -83,6 +89,8 @@ func TestLoadConfig_Errors(t *testing.T) {
 		"OpenAPIOnAddress":  {"--api-addr", "10.0.0.1:8080"},
 		"OpenAPIByName":     {"--api-addr", "lb.example:8080"},
 		"NoConns":           {"--api-max-conns", "0"},
+		"BadAllow":          {"--openflow-allow", "10.0.0.0/8,switch-1"},
+		"NoSwitches":        {"--openflow-max-switches", "0"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			if _, err := LoadConfig(args, func(string) string { return "" }, io.Discard); err == nil {
