@@ -67,8 +67,8 @@ func DefaultConfig() Config {
 
 		OpenFlowMaxSwitches:   controller.DefaultMaxSwitches,
 		OpenFlowMaxHandshakes: controller.DefaultMaxHandshakes,
-		APIMaxConns:     api.DefaultMaxConns,
-		APIMaxStreams:   api.DefaultMaxStreams,
+		APIMaxConns:           api.DefaultMaxConns,
+		APIMaxStreams:         api.DefaultMaxStreams,
 	}
 }
 
