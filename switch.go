@@ -54,6 +54,7 @@ type MemberStats struct {
 	Address           string       `json:"address"`
 	Port              int          `json:"port"`
 	Status            MemberStatus `json:"status"`
+	StatusSince       time.Time    `json:"status_since"` // when the health status was last entered
 	ActiveConnections uint64       `json:"active_connections"`
 	TotalConnections  uint64       `json:"total_connections"`
 	PacketsIn         uint64       `json:"packets_in"`

@@ -232,6 +232,23 @@ func (dp *dataplane) settle(snap *snapshot) {
 	clear(dp.held)
 }
 
+// stats reads the member's counters: what ended plus what is live.
+func (m *memberState) stats() sdnlb.MemberStats {
+	return sdnlb.MemberStats{
+		MemberID:          m.id,
+		Address:           m.address,
+		Port:              int(m.port),
+		Status:            m.status,
+		StatusSince:       m.since,
+		ActiveConnections: uint64(max(0, m.cnt.active.Load())),
+		TotalConnections:  m.cnt.total.Load() + uint64(max(0, m.cnt.liveTotal.Load())),
+		PacketsIn:         m.cnt.packetsIn.Load() + uint64(max(0, m.cnt.livePacketsIn.Load())),
+		PacketsOut:        m.cnt.packetsOut.Load() + uint64(max(0, m.cnt.livePacketsOut.Load())),
+		BytesIn:           m.cnt.bytesIn.Load() + uint64(max(0, m.cnt.liveBytesIn.Load())),
+		BytesOut:          m.cnt.bytesOut.Load() + uint64(max(0, m.cnt.liveBytesOut.Load())),
+	}
+}
+
 // PoolStats sums the live counters of a pool's members.
 func (c *Controller) PoolStats(ctx context.Context, poolID string) (*sdnlb.PoolStats, error) {
 	snap := c.snap.Load()
@@ -244,18 +261,7 @@ func (c *Controller) PoolStats(ctx context.Context, poolID string) (*sdnlb.PoolS
 		ps.RefusedConnections = p.vip.cnt.refused.Load()
 	}
 	for _, m := range p.members {
-		ms := sdnlb.MemberStats{
-			MemberID:          m.id,
-			Address:           m.address,
-			Port:              int(m.port),
-			Status:            m.status,
-			ActiveConnections: uint64(max(0, m.cnt.active.Load())),
-			TotalConnections:  m.cnt.total.Load() + uint64(max(0, m.cnt.liveTotal.Load())),
-			PacketsIn:         m.cnt.packetsIn.Load() + uint64(max(0, m.cnt.livePacketsIn.Load())),
-			PacketsOut:        m.cnt.packetsOut.Load() + uint64(max(0, m.cnt.livePacketsOut.Load())),
-			BytesIn:           m.cnt.bytesIn.Load() + uint64(max(0, m.cnt.liveBytesIn.Load())),
-			BytesOut:          m.cnt.bytesOut.Load() + uint64(max(0, m.cnt.liveBytesOut.Load())),
-		}
+		ms := m.stats()
 		ps.ActiveConnections += ms.ActiveConnections
 		ps.TotalConnections += ms.TotalConnections
 		ps.PacketsIn += ms.PacketsIn

@@ -57,7 +57,7 @@ func (dp *dataplane) adopt(now time.Time, snap *snapshot, have switchState, out 
 	}
 
 	// What the switch would get from scratch, in the order it needs it.
-	want := newOutbox(out.xids)
+	want := newOutbox(out.xids, nil) // counted when sent
 	for _, fm := range baseFlows(dp.l2) {
 		want.send(&fm)
 	}

@@ -116,6 +116,11 @@ func New(src sdnlb.ConfigSource, opts Options) *Controller {
 		duplicateLog: &limitedLog{log: log, every: refusalLogEvery},
 	}
 	c.snap.Store(emptySnapshot)
+	if opts.Registerer != nil {
+		if err := opts.Registerer.Register(newSnapshotCollector(c)); err != nil {
+			log.Warn("VIP and member metrics not registered", "err", err)
+		}
+	}
 	return c
 }
 

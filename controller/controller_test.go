@@ -193,3 +193,55 @@ func TestController_AcceptErrorsRetried(t *testing.T) {
 		t.Errorf("%d warnings for 3 failed accepts", n)
 	}
 }
+
+// The VIP and member series follow the configuration: a deleted member's
+// go with it. Flow-mods are counted as sent.
+func TestMetrics_VIPsAndMembers(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	h, sw := connected(t, testConfig(nil), Options{Registerer: reg}, 1, 2, 3)
+	sw.packetIn(clientOF, syn(t, 40000))
+	sw.nextOf(ofp.TypePacketOut)
+	series := func(name string) map[string]float64 {
+		mfs, err := reg.Gather()
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := map[string]float64{}
+		for _, mf := range mfs {
+			if mf.GetName() != name {
+				continue
+			}
+			for _, m := range mf.GetMetric() {
+				var labels []string
+				for _, l := range m.GetLabel() {
+					labels = append(labels, l.GetName()+"="+l.GetValue())
+				}
+				got[strings.Join(labels, ",")] = m.GetGauge().GetValue() + m.GetCounter().GetValue()
+			}
+		}
+		return got
+	}
+	up := series("sdnlb_member_up")
+	if len(up) != 3 || up["member=m1,pool=p1,vip=v1"] != 1 {
+		t.Errorf("sdnlb_member_up %v, want 3 members up", up)
+	}
+	var conns float64
+	for _, v := range series("sdnlb_member_connections_total") {
+		conns += v
+	}
+	if conns != 1 {
+		t.Errorf("connections %v, want 1", conns)
+	}
+	if n := counter(t, reg, "sdnlb_controller_flow_mods_total", ""); n < 2 {
+		t.Errorf("flow_mods_total %v, want the connection's two at least", n)
+	}
+
+	h.src.set(testConfig(func(c *sdnlb.Config) { c.Members = c.Members[:2] }))
+	waitFor := time.Now().Add(waitFor)
+	for len(series("sdnlb_member_up")) != 2 {
+		if time.Now().After(waitFor) {
+			t.Fatalf("series after member m3 was deleted: %v", series("sdnlb_member_up"))
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}

@@ -64,7 +64,7 @@ func newDecisionWith(tb testing.TB, cfg *sdnlb.Config, dc dataplaneConfig) *deci
 		d.sw = oftable.New()
 	}
 	d.applyAll(baseFlows(dc.l2))
-	d.out = newOutbox(&d.xids)
+	d.out = newOutbox(&d.xids, nil)
 	dc.idleTimeout, dc.affinity = flowSeconds(DefaultIdleTimeout), d.affinity
 	dc.metrics, dc.log = newMetrics(nil, nil), newTestLogger(&syncBuffer{})
 	d.dp = newDataplane(dc)

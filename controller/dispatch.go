@@ -145,7 +145,6 @@ func (dp *dataplane) dispatchVIP(now time.Time, v *vipState, out *outbox) {
 		gm := groupMod(cmd, v.num, sv.spec.dsr, &buckets)
 		out.send(&gm)
 		sv.grouped, sv.buckets = true, buckets
-		dp.metrics.groupMods.Inc()
 	}
 	if !sv.dispatching {
 		fm := dispatchFlow(v)

@@ -2,8 +2,11 @@ package controller
 
 import (
 	"log/slog"
+	"strings"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/sdnlb/sdnlb/controller/ofp"
 )
 
 // metrics are always counted; they are exported only when a Registerer is
@@ -12,8 +15,12 @@ type metrics struct {
 	packetIns [numKinds]prometheus.Counter
 	refusals  [numRefusals]prometheus.Counter
 	setups    prometheus.Counter
+	flowMods  prometheus.Counter
 	groupMods prometheus.Counter
 	switches  prometheus.Gauge
+	// switchErrors counts OFPT_ERROR messages by OpenFlow error type, a
+	// closed set: types no specification names count as OTHER.
+	switchErrors *prometheus.CounterVec
 }
 
 func newMetrics(reg prometheus.Registerer, log *slog.Logger) *metrics {
@@ -30,9 +37,17 @@ func newMetrics(reg prometheus.Registerer, log *slog.Logger) *metrics {
 			Namespace: "sdnlb", Subsystem: "controller", Name: "setups_total",
 			Help: "Connections set up: flow pairs installed.",
 		}),
+		flowMods: prometheus.NewCounter(prometheus.CounterOpts{
+			Namespace: "sdnlb", Subsystem: "controller", Name: "flow_mods_total",
+			Help: "Flow-mods sent to switches.",
+		}),
+		switchErrors: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: "sdnlb", Subsystem: "switch", Name: "errors_total",
+			Help: "OpenFlow errors switches reported, by error type.",
+		}, []string{"type"}),
 		groupMods: prometheus.NewCounter(prometheus.CounterOpts{
 			Namespace: "sdnlb", Subsystem: "controller", Name: "group_mods_total",
-			Help: "Select group changes sent to switches (in-switch dispatch).",
+			Help: "Group-mods sent to switches (in-switch dispatch).",
 		}),
 		switches: prometheus.NewGauge(prometheus.GaugeOpts{
 			Namespace: "sdnlb", Subsystem: "controller", Name: "switches",
@@ -46,11 +61,20 @@ func newMetrics(reg prometheus.Registerer, log *slog.Logger) *metrics {
 		m.refusals[i] = refusals.WithLabelValues(refusalNames[i])
 	}
 	if reg != nil {
-		for _, col := range []prometheus.Collector{packetIns, refusals, m.setups, m.groupMods, m.switches} {
+		for _, col := range []prometheus.Collector{packetIns, refusals, m.setups, m.flowMods, m.groupMods, m.switches, m.switchErrors} {
 			if err := reg.Register(col); err != nil {
 				log.Warn("controller metrics not registered", "err", err)
 			}
 		}
 	}
 	return m
+}
+
+// switchError counts an error a switch reported.
+func (m *metrics) switchError(t ofp.ErrorType) {
+	name := t.String()
+	if strings.HasPrefix(name, "ERROR_TYPE_") {
+		name = "OTHER"
+	}
+	m.switchErrors.WithLabelValues(name).Inc()
 }

@@ -11,16 +11,28 @@ import (
 // it handles; tests decode it instead. Its storage is reused, so a steady
 // stream of packet-ins allocates nothing.
 type outbox struct {
-	xids *atomic.Uint32 // shared with the connection, so every message has its own xid
-	buf  []byte
+	xids    *atomic.Uint32 // shared with the connection, so every message has its own xid
+	buf     []byte
+	metrics *metrics // counts flow-mods and group-mods; nil: none
 }
 
-func newOutbox(xids *atomic.Uint32) *outbox {
-	return &outbox{xids: xids, buf: make([]byte, 0, 4096)}
+func newOutbox(xids *atomic.Uint32, m *metrics) *outbox {
+	return &outbox{xids: xids, buf: make([]byte, 0, 4096), metrics: m}
 }
 
 // send appends m with a fresh xid.
-func (o *outbox) send(m ofp.Message) { o.buf = ofp.Append(o.buf, o.xids.Add(1), m) }
+func (o *outbox) send(m ofp.Message) {
+	o.buf = ofp.Append(o.buf, o.xids.Add(1), m)
+	if o.metrics == nil {
+		return
+	}
+	switch m.(type) {
+	case *ofp.FlowMod:
+		o.metrics.flowMods.Inc()
+	case *ofp.GroupMod:
+		o.metrics.groupMods.Inc()
+	}
+}
 
 // reply appends m with the xid of the request it answers.
 func (o *outbox) reply(xid uint32, m ofp.Message) { o.buf = ofp.Append(o.buf, xid, m) }

@@ -55,6 +55,7 @@ type memberState struct {
 	port    uint16 // 0: the VIP's port
 	weight  int
 	status  sdnlb.MemberStatus
+	since   time.Time // of the health status
 	cnt     *memberCounters
 }
 
@@ -324,7 +325,7 @@ func (b *snapshotBuilder) memberState(m *sdnlb.Member) (*memberState, error) {
 	}
 	return &memberState{
 		id: m.ID, num: e.num, poolID: m.PoolID, address: m.Address,
-		ip: addr.As4(), port: uint16(m.Port), status: m.EffectiveStatus(), cnt: e.cnt,
+		ip: addr.As4(), port: uint16(m.Port), status: m.EffectiveStatus(), since: m.Health.Since, cnt: e.cnt,
 		weight: min(max(m.Weight, sched.MinWeight), sched.MaxWeight),
 	}, nil
 }

@@ -89,7 +89,7 @@ func newSwitchConn(c *Controller, conn net.Conn) *switchConn {
 		rbuf:        make([]byte, 0, 4096),
 	}
 	s.log = c.log.With("remote", s.remote)
-	s.out = newOutbox(&s.xids)
+	s.out = newOutbox(&s.xids, c.metrics)
 	return s
 }
 
@@ -560,6 +560,7 @@ func (s *switchConn) failPending() {
 // table is full rejects every setup, and one line per rejection would
 // bury the log.
 func (s *switchConn) logSwitchError(now time.Time, xid uint32, m *ofp.ErrorMsg) {
+	s.c.metrics.switchError(m.ErrType)
 	if now.UnixNano()-s.errLoggedAt < int64(time.Second) {
 		s.errSuppressed++
 		return

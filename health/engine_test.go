@@ -714,6 +714,15 @@ func TestEngine_Metrics(t *testing.T) {
 			t.Errorf("%s = %v, want %v", k, got[k], v)
 		}
 	}
+	checks := 0
+	for k := range got {
+		if strings.HasPrefix(k, "sdnlb_member_check_duration_seconds{member=") {
+			checks++
+		}
+	}
+	if checks != 3 {
+		t.Errorf("%d members with a check duration, want 3", checks)
+	}
 	t.Run("SecondEngineSharesCollectors", func(t *testing.T) {
 		again := newMetrics(reg, h.e.log)
 		if again.probes != h.e.metrics.probes || again.members != h.e.metrics.members {

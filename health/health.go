@@ -328,7 +328,7 @@ func (e *Engine) finish(d probeDone) {
 		return // it probed what the member or monitor used to be
 	}
 	m := t.member
-	e.metrics.probed(t.target.Type, d.res.Err, d.res.Latency)
+	e.metrics.probed(m.id, t.target.Type, d.res.Err, d.res.Latency)
 	if e.log.Enabled(context.Background(), slog.LevelDebug) {
 		e.log.Debug("probe", "member", m.id, "monitor", t.monitorID, "type", t.target.Type,
 			"latency", d.res.Latency, "err", d.res.Err)
@@ -483,6 +483,7 @@ func (e *Engine) removeMember(m *memberEntry) {
 	delete(e.members, m.id)
 	e.writer.drop(m.id)
 	e.metrics.members.WithLabelValues(string(m.state.health.Status)).Dec()
+	e.metrics.check.DeleteLabelValues(m.id)
 	e.mu.Lock()
 	delete(e.live, m.id)
 	e.mu.Unlock()

@@ -17,6 +17,7 @@ type metrics struct {
 	transitions *prometheus.CounterVec
 	seconds     *prometheus.HistogramVec
 	members     *prometheus.GaugeVec
+	check       *prometheus.GaugeVec // the latest probe's duration, by member id
 }
 
 func newMetrics(reg prometheus.Registerer, log *slog.Logger) *metrics {
@@ -38,6 +39,10 @@ func newMetrics(reg prometheus.Registerer, log *slog.Logger) *metrics {
 			Name: "sdnlb_members",
 			Help: "Members by health status (UP, DOWN, NO_MONITOR).",
 		}, []string{"status"}),
+		check: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "sdnlb_member_check_duration_seconds",
+			Help: "Duration of the member's latest health probe.",
+		}, []string{"member"}),
 	}
 	if reg == nil {
 		return m
@@ -46,6 +51,7 @@ func newMetrics(reg prometheus.Registerer, log *slog.Logger) *metrics {
 	m.transitions = register(reg, m.transitions, log)
 	m.seconds = register(reg, m.seconds, log)
 	m.members = register(reg, m.members, log)
+	m.check = register(reg, m.check, log)
 	return m
 }
 
@@ -66,7 +72,8 @@ func register[C prometheus.Collector](reg prometheus.Registerer, c C, log *slog.
 	return c
 }
 
-func (m *metrics) probed(typ sdnlb.MonitorType, err error, d time.Duration) {
+func (m *metrics) probed(member string, typ sdnlb.MonitorType, err error, d time.Duration) {
+	m.check.WithLabelValues(member).Set(d.Seconds())
 	result := "success"
 	if err != nil {
 		result = "failure"

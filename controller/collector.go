@@ -1,0 +1,74 @@
+package controller
+
+import (
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/sdnlb/sdnlb"
+)
+
+// snapshotCollector exports the counters of every VIP and member of the
+// current snapshot at scrape time, so a deleted object's series go with
+// it. Labels are configuration ids only, never client data.
+type snapshotCollector struct {
+	c *Controller
+
+	memberUp, memberActive, memberConns, memberBytes, memberPackets *prometheus.Desc
+	vipActive, vipRefused                                           *prometheus.Desc
+}
+
+func newSnapshotCollector(c *Controller) *snapshotCollector {
+	member := []string{"vip", "pool", "member"}
+	return &snapshotCollector{
+		c: c,
+		memberUp: prometheus.NewDesc("sdnlb_member_up",
+			"1 while the member takes new connections (UP, or no monitor), else 0.", member, nil),
+		memberActive: prometheus.NewDesc("sdnlb_member_active_connections",
+			"Connections open through the member that the controller set up.", member, nil),
+		memberConns: prometheus.NewDesc("sdnlb_member_connections_total",
+			"Connections the member took.", member, nil),
+		memberBytes: prometheus.NewDesc("sdnlb_member_bytes_total",
+			"Bytes of the member's connections, by direction (in: client → member).", append(member, "direction"), nil),
+		memberPackets: prometheus.NewDesc("sdnlb_member_packets_total",
+			"Packets of the member's connections, by direction (in: client → member).", append(member, "direction"), nil),
+		vipActive: prometheus.NewDesc("sdnlb_vip_active_connections",
+			"Connections open to the VIP that the controller set up.", []string{"vip"}, nil),
+		vipRefused: prometheus.NewDesc("sdnlb_vip_refused_connections_total",
+			"New connections to the VIP refused (no member, connection limit).", []string{"vip"}, nil),
+	}
+}
+
+func (sc *snapshotCollector) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range []*prometheus.Desc{sc.memberUp, sc.memberActive, sc.memberConns, sc.memberBytes,
+		sc.memberPackets, sc.vipActive, sc.vipRefused} {
+		ch <- d
+	}
+}
+
+func (sc *snapshotCollector) Collect(ch chan<- prometheus.Metric) {
+	snap := sc.c.snap.Load()
+	for _, v := range snap.vipByID {
+		ch <- prometheus.MustNewConstMetric(sc.vipActive, prometheus.GaugeValue, float64(max(0, v.cnt.active.Load())), v.id)
+		ch <- prometheus.MustNewConstMetric(sc.vipRefused, prometheus.CounterValue, float64(v.cnt.refused.Load()), v.id)
+	}
+	for _, p := range snap.pools {
+		vip := ""
+		if p.vip != nil {
+			vip = p.vip.id
+		}
+		for _, m := range p.members {
+			st := m.stats()
+			labels := []string{vip, p.id, m.id}
+			up := 0.0
+			if m.status == sdnlb.MemberUp || m.status == sdnlb.MemberNoMonitor {
+				up = 1
+			}
+			ch <- prometheus.MustNewConstMetric(sc.memberUp, prometheus.GaugeValue, up, labels...)
+			ch <- prometheus.MustNewConstMetric(sc.memberActive, prometheus.GaugeValue, float64(st.ActiveConnections), labels...)
+			ch <- prometheus.MustNewConstMetric(sc.memberConns, prometheus.CounterValue, float64(st.TotalConnections), labels...)
+			ch <- prometheus.MustNewConstMetric(sc.memberBytes, prometheus.CounterValue, float64(st.BytesIn), append(labels, "in")...)
+			ch <- prometheus.MustNewConstMetric(sc.memberBytes, prometheus.CounterValue, float64(st.BytesOut), append(labels, "out")...)
+			ch <- prometheus.MustNewConstMetric(sc.memberPackets, prometheus.CounterValue, float64(st.PacketsIn), append(labels, "in")...)
+			ch <- prometheus.MustNewConstMetric(sc.memberPackets, prometheus.CounterValue, float64(st.PacketsOut), append(labels, "out")...)
+		}
+	}
+}
