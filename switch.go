@@ -81,4 +81,6 @@ type PoolStats struct {
 type StatsService interface {
 	// PoolStats is ENOTFOUND for a pool the controller does not know.
 	PoolStats(ctx context.Context, poolID string) (*PoolStats, error)
+	// AllPoolStats returns the counters of every pool, by pool id.
+	AllPoolStats(ctx context.Context) ([]*PoolStats, error)
 }

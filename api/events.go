@@ -23,33 +23,14 @@ func (s *Server) handleEvents(w http.ResponseWriter, r *http.Request) error {
 	if s.EventService == nil {
 		return sdnlb.Errorf(sdnlb.EUNAVAILABLE, "no change feed")
 	}
-	select {
-	case s.streams <- struct{}{}:
-		defer func() { <-s.streams }()
-	default:
-		return sdnlb.Errorf(sdnlb.EUNAVAILABLE, "%d event streams are open, the most this API serves", cap(s.streams))
+	rc, done, err := s.openStream(w, r)
+	if err != nil {
+		return err
 	}
-	// A stream runs under its own cap, not the connections' one, and its
-	// connection closes with it so it cannot serve requests outside both.
-	releaseConn(r)
-	w.Header().Set("Connection", "close")
-
-	rc := http.NewResponseController(w)
-	// The server's read and write timeouts would cut the stream (its read
-	// deadline cancels the request once it passes); an error only means
-	// the server has none to lift.
-	_ = rc.SetWriteDeadline(time.Time{})
-	_ = rc.SetReadDeadline(time.Time{})
-
+	defer done()
 	events, unsubscribe := s.EventService.Subscribe()
 	defer unsubscribe()
-
-	h := w.Header()
-	h.Set("Content-Type", "text/event-stream")
-	h.Set("Cache-Control", "no-cache")
-	h.Set("X-Accel-Buffering", "no") // nginx would hold the stream back
-	w.WriteHeader(http.StatusOK)
-	if err := rc.Flush(); err != nil {
+	if err := startStream(w, rc); err != nil {
 		return nil // the writer cannot stream: nothing more to say
 	}
 
@@ -75,6 +56,37 @@ func (s *Server) handleEvents(w http.ResponseWriter, r *http.Request) error {
 			return nil
 		}
 	}
+}
+
+// openStream takes one of the event streams the API serves at once and
+// lifts the connection's cap and deadlines for it; done gives it back.
+func (s *Server) openStream(w http.ResponseWriter, r *http.Request) (rc *http.ResponseController, done func(), err error) {
+	select {
+	case s.streams <- struct{}{}:
+	default:
+		return nil, nil, sdnlb.Errorf(sdnlb.EUNAVAILABLE, "%d event streams are open, the most this API serves", cap(s.streams))
+	}
+	// A stream runs under its own cap, not the connections' one, and its
+	// connection closes with it so it cannot serve requests outside both.
+	releaseConn(r)
+	w.Header().Set("Connection", "close")
+	rc = http.NewResponseController(w)
+	// The server's read and write timeouts would cut the stream (its read
+	// deadline cancels the request once it passes); an error only means
+	// the server has none to lift.
+	_ = rc.SetWriteDeadline(time.Time{})
+	_ = rc.SetReadDeadline(time.Time{})
+	return rc, func() { <-s.streams }, nil
+}
+
+// startStream sends the headers of a Server-Sent Events stream.
+func startStream(w http.ResponseWriter, rc *http.ResponseController) error {
+	h := w.Header()
+	h.Set("Content-Type", "text/event-stream")
+	h.Set("Cache-Control", "no-cache")
+	h.Set("X-Accel-Buffering", "no") // nginx would hold the stream back
+	w.WriteHeader(http.StatusOK)
+	return rc.Flush()
 }
 
 func writeEvent(w http.ResponseWriter, ev sdnlb.Event) error {

@@ -180,6 +180,7 @@ func (s *Server) nativeRoutes(r chi.Router) {
 	r.Get("/switches", s.handle(s.handleSwitchList))
 	r.Get("/switches/{dpid}/flows", s.handle(s.handleSwitchFlows))
 	r.Get("/events", s.handle(s.handleEvents))
+	r.Get("/stats", s.handle(s.handleStats))
 }
 
 // handleHealthz reports that the process serves HTTP.

@@ -58,17 +58,22 @@ func (s *Server) handleSwitchFlows(w http.ResponseWriter, r *http.Request) error
 	return writeJSON(w, http.StatusOK, flowList{Flows: orEmpty(flows)})
 }
 
-// handlePoolStats returns the live traffic counters of a pool.
+// handlePoolStats returns the live traffic counters of a pool; with
+// ?watch=true it streams them as Server-Sent Events (see watchStats).
 //
-//	@Summary	Get a pool's traffic counters
+//	@Summary	Get a pool's traffic counters, or watch them (Server-Sent Events)
 //	@Tags		pools
-//	@Produce	json
-//	@Param		id	path		string	true	"pool id"
-//	@Success	200	{object}	sdnlb.PoolStats
-//	@Failure	404	{object}	errorResponse
-//	@Failure	503	{object}	errorResponse	"no controller"
+//	@Produce	json,text/event-stream
+//	@Param		id		path		string	true	"pool id"
+//	@Param		watch	query		bool	false	"stream: the stats at once, then on every health change and at most once a second while counters move; event ids are unix milliseconds"
+//	@Success	200		{object}	sdnlb.PoolStats
+//	@Failure	404		{object}	errorResponse
+//	@Failure	503		{object}	errorResponse	"no controller, or too many streams open"
 //	@Router		/v1/pools/{id}/stats [get]
 func (s *Server) handlePoolStats(w http.ResponseWriter, r *http.Request) error {
+	if s.StatsService != nil && r.URL.Query().Get("watch") == "true" {
+		return s.watchStats(w, r, s.poolStatsReader(r))
+	}
 	stats, err := s.poolStats(r, "id")
 	if err != nil {
 		return err

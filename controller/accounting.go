@@ -2,6 +2,8 @@ package controller
 
 import (
 	"context"
+	"maps"
+	"slices"
 	"sync/atomic"
 	"time"
 
@@ -247,6 +249,21 @@ func (m *memberState) stats() sdnlb.MemberStats {
 		BytesIn:           m.cnt.bytesIn.Load() + uint64(max(0, m.cnt.liveBytesIn.Load())),
 		BytesOut:          m.cnt.bytesOut.Load() + uint64(max(0, m.cnt.liveBytesOut.Load())),
 	}
+}
+
+// AllPoolStats returns the counters of every pool, by pool id.
+func (c *Controller) AllPoolStats(ctx context.Context) ([]*sdnlb.PoolStats, error) {
+	snap := c.snap.Load()
+	ids := slices.Sorted(maps.Keys(snap.pools))
+	out := make([]*sdnlb.PoolStats, 0, len(ids))
+	for _, id := range ids {
+		ps, err := c.PoolStats(ctx, id)
+		if err != nil {
+			continue // gone since the snapshot was read
+		}
+		out = append(out, ps)
+	}
+	return out, nil
 }
 
 // PoolStats sums the live counters of a pool's members.

@@ -27,9 +27,14 @@ func (s *SwitchService) SwitchFlows(ctx context.Context, dpid string) ([]*sdnlb.
 
 // StatsService is a fake sdnlb.StatsService.
 type StatsService struct {
-	PoolStatsFn func(ctx context.Context, poolID string) (*sdnlb.PoolStats, error)
+	PoolStatsFn    func(ctx context.Context, poolID string) (*sdnlb.PoolStats, error)
+	AllPoolStatsFn func(ctx context.Context) ([]*sdnlb.PoolStats, error)
 }
 
 func (s *StatsService) PoolStats(ctx context.Context, poolID string) (*sdnlb.PoolStats, error) {
 	return s.PoolStatsFn(ctx, poolID)
+}
+
+func (s *StatsService) AllPoolStats(ctx context.Context) ([]*sdnlb.PoolStats, error) {
+	return s.AllPoolStatsFn(ctx)
 }

@@ -1,0 +1,136 @@
+package api
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"net/http"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/sdnlb/sdnlb"
+	"github.com/sdnlb/sdnlb/mock"
+)
+
+// sseReader reads Server-Sent Events frames, skipping heartbeats.
+type sseReader struct {
+	tb testing.TB
+	rd *bufio.Reader
+}
+
+func (r *sseReader) next() map[string]string {
+	r.tb.Helper()
+	frame := map[string]string{}
+	for {
+		line, err := r.rd.ReadString('\n')
+		if err != nil {
+			r.tb.Fatalf("read: %v", err)
+		}
+		line = strings.TrimSuffix(line, "\n")
+		switch {
+		case line == "" && len(frame) > 0:
+			return frame
+		case line == "", strings.HasPrefix(line, ":"):
+		default:
+			k, v, _ := strings.Cut(line, ": ")
+			frame[k] = v
+		}
+	}
+}
+
+// The stream sends the stats at once, a health change at once, and
+// moving counters at most once a second; each event is the plain GET's
+// JSON.
+func TestServer_WatchPoolStats(t *testing.T) {
+	var mu sync.Mutex
+	cur := &sdnlb.PoolStats{PoolID: "p1", Members: []sdnlb.MemberStats{{MemberID: "m1", Status: sdnlb.MemberUp}}}
+	set := func(edit func(ps *sdnlb.PoolStats)) {
+		mu.Lock()
+		defer mu.Unlock()
+		next := *cur
+		next.Members = append([]sdnlb.MemberStats(nil), cur.Members...)
+		edit(&next)
+		cur = &next
+	}
+	stats := &mock.StatsService{PoolStatsFn: func(ctx context.Context, id string) (*sdnlb.PoolStats, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		if id != "p1" {
+			return nil, sdnlb.Errorf(sdnlb.ENOTFOUND, "pool %s not found", id)
+		}
+		return cur, nil
+	}}
+	ts := MustServe(t, &Server{StatsService: stats, heartbeat: time.Hour})
+
+	if resp := testRequest(t, ts, "GET", "/v1/pools/nope/stats?watch=true", ""); resp.Status != http.StatusNotFound {
+		t.Errorf("watching a pool that does not exist: status %d, want 404", resp.Status)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	req, _ := http.NewRequestWithContext(ctx, "GET", ts.URL+"/v1/pools/p1/stats?watch=true", nil)
+	resp, err := ts.Client().Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if ct := resp.Header.Get("Content-Type"); ct != "text/event-stream" {
+		t.Fatalf("Content-Type %q", ct)
+	}
+	sse := &sseReader{tb: t, rd: bufio.NewReader(resp.Body)}
+	decode := func(f map[string]string) *sdnlb.PoolStats {
+		t.Helper()
+		var ps sdnlb.PoolStats
+		if f["event"] != "stats" || f["id"] == "" || json.Unmarshal([]byte(f["data"]), &ps) != nil {
+			t.Fatalf("frame %v", f)
+		}
+		return &ps
+	}
+	if ps := decode(sse.next()); ps.PoolID != "p1" || ps.Members[0].Status != sdnlb.MemberUp {
+		t.Errorf("first event %+v", ps)
+	}
+
+	set(func(ps *sdnlb.PoolStats) { ps.TotalConnections, ps.BytesIn = 10, 1000 })
+	start := time.Now()
+	if ps := decode(sse.next()); ps.TotalConnections != 10 {
+		t.Errorf("counters event %+v", ps)
+	} else if took := time.Since(start); took < statsEvery-statsSample {
+		t.Errorf("counters sent %v after the previous event, want at most one a second", took)
+	}
+
+	set(func(ps *sdnlb.PoolStats) { ps.Members[0].Status = sdnlb.MemberDown })
+	start = time.Now()
+	if ps := decode(sse.next()); ps.Members[0].Status != sdnlb.MemberDown {
+		t.Errorf("health event %+v", ps)
+	} else if took := time.Since(start); took >= statsEvery {
+		t.Errorf("health change sent %v after it, want within a sample", took)
+	}
+}
+
+// GET /v1/stats gives every pool; with watch one event per pool.
+func TestServer_AllStats(t *testing.T) {
+	stats := &mock.StatsService{AllPoolStatsFn: func(ctx context.Context) ([]*sdnlb.PoolStats, error) {
+		return []*sdnlb.PoolStats{{PoolID: "p1", Members: []sdnlb.MemberStats{}}, {PoolID: "p2", Members: []sdnlb.MemberStats{}}}, nil
+	}}
+	ts := MustServe(t, &Server{StatsService: stats, heartbeat: time.Hour})
+	var all allStats
+	resp := testRequest(t, ts, "GET", "/v1/stats", "")
+	if err := json.Unmarshal(resp.Body, &all); err != nil || len(all.Pools) != 2 {
+		t.Fatalf("GET /v1/stats: %v %+v", err, all)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	req, _ := http.NewRequestWithContext(ctx, "GET", ts.URL+"/v1/stats?watch=true", nil)
+	wresp, err := ts.Client().Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer wresp.Body.Close()
+	sse := &sseReader{tb: t, rd: bufio.NewReader(wresp.Body)}
+	for _, want := range []string{"p1", "p2"} {
+		if f := sse.next(); !strings.Contains(f["data"], `"pool_id":"`+want+`"`) {
+			t.Errorf("event %v, want %s's stats", f, want)
+		}
+	}
+}
