@@ -7,7 +7,7 @@ set -euo pipefail
 export PATH="/usr/local/go/bin:$PATH"
 cd "$(dirname "$0")/.."
 
-e2e_commands=(ovsdb-server ovs-vswitchd ovs-vsctl ovs-ofctl ovsdb-tool ethtool ip ping curl)
+e2e_commands=(ovsdb-server ovs-vswitchd ovs-vsctl ovs-ofctl ovsdb-tool ethtool ip ping curl promtool)
 
 missing_commands() {
 	local cmd
@@ -36,7 +36,7 @@ install_e2e_deps() {
 	DEBIAN_FRONTEND=noninteractive apt-get "${apt_opts[@]}" update || rc=$?
 	if [[ $rc -eq 0 ]]; then
 		DEBIAN_FRONTEND=noninteractive apt-get "${apt_opts[@]}" install -y \
-			openvswitch-switch ethtool iproute2 iputils-ping curl || rc=$?
+			openvswitch-switch ethtool iproute2 iputils-ping curl prometheus || rc=$?
 	fi
 	[[ -n "$created_policy" ]] && rm -f "$policy"
 	[[ $rc -eq 0 ]] || { echo "apt-get failed ($rc)" >&2; return "$rc"; }
@@ -82,9 +82,12 @@ echo "== hermetic tests"
 go test -race -count=1 -timeout 10m ./...
 
 if [[ -z "$is_root" ]]; then
-	echo "== SKIPPING e2e tests: they need root (network namespaces, Open vSwitch); run as root to include them"
+	echo "== SKIPPING the alert rules check and the e2e tests: they need root (installed tools, network namespaces, Open vSwitch); run as root to include them"
 	exit 0
 fi
+
+echo "== alert rules (promtool)"
+promtool check rules deploy/prometheus/alerts.yml
 
 echo "== e2e tests (private Open vSwitch, userspace datapath): ${e2e_pkgs[*]}"
 go test -race -count=1 -tags e2e -p 1 -timeout 10m "${e2e_pkgs[@]}"
