@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"sync"
 	"testing"
@@ -18,6 +19,23 @@ import (
 type sseReader struct {
 	tb testing.TB
 	rd *bufio.Reader
+}
+
+// watch opens an event stream at path; it ends with the test.
+func watch(tb testing.TB, ts *httptest.Server, path string) *sseReader {
+	tb.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	tb.Cleanup(cancel)
+	req, _ := http.NewRequestWithContext(ctx, "GET", ts.URL+path, nil)
+	resp, err := ts.Client().Do(req)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { resp.Body.Close() })
+	if ct := resp.Header.Get("Content-Type"); ct != "text/event-stream" {
+		tb.Fatalf("GET %s: Content-Type %q", path, ct)
+	}
+	return &sseReader{tb: tb, rd: bufio.NewReader(resp.Body)}
 }
 
 func (r *sseReader) next() map[string]string {
@@ -67,18 +85,7 @@ func TestServer_WatchPoolStats(t *testing.T) {
 	if resp := testRequest(t, ts, "GET", "/v1/pools/nope/stats?watch=true", ""); resp.Status != http.StatusNotFound {
 		t.Errorf("watching a pool that does not exist: status %d, want 404", resp.Status)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	req, _ := http.NewRequestWithContext(ctx, "GET", ts.URL+"/v1/pools/p1/stats?watch=true", nil)
-	resp, err := ts.Client().Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	if ct := resp.Header.Get("Content-Type"); ct != "text/event-stream" {
-		t.Fatalf("Content-Type %q", ct)
-	}
-	sse := &sseReader{tb: t, rd: bufio.NewReader(resp.Body)}
+	sse := watch(t, ts, "/v1/pools/p1/stats?watch=true")
 	decode := func(f map[string]string) *sdnlb.PoolStats {
 		t.Helper()
 		var ps sdnlb.PoolStats
@@ -119,15 +126,7 @@ func TestServer_AllStats(t *testing.T) {
 	if err := json.Unmarshal(resp.Body, &all); err != nil || len(all.Pools) != 2 {
 		t.Fatalf("GET /v1/stats: %v %+v", err, all)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	req, _ := http.NewRequestWithContext(ctx, "GET", ts.URL+"/v1/stats?watch=true", nil)
-	wresp, err := ts.Client().Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer wresp.Body.Close()
-	sse := &sseReader{tb: t, rd: bufio.NewReader(wresp.Body)}
+	sse := watch(t, ts, "/v1/stats?watch=true")
 	for _, want := range []string{"p1", "p2"} {
 		if f := sse.next(); !strings.Contains(f["data"], `"pool_id":"`+want+`"`) {
 			t.Errorf("event %v, want %s's stats", f, want)
