@@ -61,7 +61,7 @@ type dispatchSpec struct {
 func specOf(v *vipState) dispatchSpec { return dispatchSpec{key: v.key, mac: v.mac, dsr: v.dsr()} }
 
 // bucketTarget is where one bucket sends a new connection: the member's
-// address and port (NAT), or its MAC and switch port (DSR).
+// address and port, and for DSR its MAC and switch port.
 type bucketTarget struct {
 	ip     [4]byte
 	port   uint16
@@ -165,12 +165,12 @@ func (dp *dataplane) readyMembers(now time.Time, v *vipState, out *outbox) ([]sl
 			dp.askARP(now, v, m.ip, out)
 			continue
 		}
-		port := m.port
-		if port == 0 || v.dsr() {
-			port = v.port
-		}
 		ready = append(ready, slotMember{num: m.num, weight: m.weight})
-		targets[m.num] = bucketTarget{ip: m.ip, port: port, mac: h.mac, ofPort: h.port}
+		t := bucketTarget{ip: m.ip, port: effectivePort(m, v)}
+		if v.dsr() { // NAT buckets name no MAC or port: the route has the MAC
+			t.mac, t.ofPort = h.mac, h.port
+		}
+		targets[m.num] = t
 	}
 	return ready, targets
 }
