@@ -103,7 +103,7 @@ func TestDispatch_SwitchDSR(t *testing.T) {
 	dumpOnFailure(t, sw, lb)
 	vip := lb.MustCreateVIP("dsr", vipAddr, sdnlb.ProtocolTCP, memberPort, nil)
 	var pool sdnlb.Pool
-	lb.mustAPI("POST", "/v1/pools", map[string]any{"name": "dsr", "vip_id": vip.ID, "lb_method": sdnlb.RoundRobin,
+	lb.MustAPI("POST", "/v1/pools", map[string]any{"name": "dsr", "vip_id": vip.ID, "lb_method": sdnlb.RoundRobin,
 		"protocol": sdnlb.ProtocolTCP, "dispatch": sdnlb.DispatchSwitch, "forwarding": sdnlb.ForwardingDSR}, 201, &pool)
 	for _, h := range members {
 		lb.MustCreateMember(&pool, h.IP, 0)

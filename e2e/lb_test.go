@@ -459,7 +459,7 @@ func TestVIP_Delete(t *testing.T) {
 		t.Errorf("the API lists no flow of VIP %s while it serves", b.vip.Address)
 	}
 
-	b.lb.mustAPI(http.MethodDelete, "/v1/vips/"+b.vip.ID+"?cascade=true", nil, http.StatusNoContent, nil)
+	b.lb.MustAPI(http.MethodDelete, "/v1/vips/"+b.vip.ID+"?cascade=true", nil, http.StatusNoContent, nil)
 	took := waitNoFlows(t, b.sw, b.vip.Address, 5*time.Second)
 	t.Logf("VIP flows gone %v after the delete", took.Round(time.Millisecond))
 	if left := apiFlowsMentioning(t, b.lb, b.vip.Address); len(left) > 0 {
@@ -492,7 +492,7 @@ func apiFlowsMentioning(tb testing.TB, lb *sdnlbProc, addr string) []string {
 	var list struct {
 		Flows []*sdnlb.Flow `json:"flows"`
 	}
-	lb.mustAPI(http.MethodGet, "/v1/switches/"+switches[0].DPID+"/flows", nil, http.StatusOK, &list)
+	lb.MustAPI(http.MethodGet, "/v1/switches/"+switches[0].DPID+"/flows", nil, http.StatusOK, &list)
 	re := addrPattern(addr)
 	var out []string
 	for _, f := range list.Flows {

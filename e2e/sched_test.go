@@ -23,7 +23,7 @@ func newWeightedBed(tb testing.TB, nClients int, method sdnlb.LBMethod, weights 
 	for _, w := range weights {
 		h := b.addMemberHost(tb)
 		var m sdnlb.Member
-		b.lb.mustAPI(http.MethodPost, "/v1/members",
+		b.lb.MustAPI(http.MethodPost, "/v1/members",
 			map[string]any{"pool_id": b.pool.ID, "address": h.IP, "port": memberPort, "weight": w},
 			http.StatusCreated, &m)
 		b.mems = append(b.mems, &m)
@@ -66,7 +66,7 @@ func TestPersist_SourceIP(t *testing.T) {
 	requireStickyClients(t, b, 10)
 	// Without the persistence the pool would spread: prove it does, so the
 	// check above cannot pass on a pool that only ever answers one way.
-	b.lb.mustAPI(http.MethodPatch, "/v1/vips/"+b.vip.ID, map[string]any{"session_persistence": nil}, http.StatusOK, nil)
+	b.lb.MustAPI(http.MethodPatch, "/v1/vips/"+b.vip.ID, map[string]any{"session_persistence": nil}, http.StatusOK, nil)
 	waitSpreads(t, b, b.clients[0], 15*time.Second)
 }
 
@@ -200,7 +200,7 @@ func TestDrain_AdminDown(t *testing.T) {
 	victim := b.memberByServer(t, held.member)
 
 	var patched sdnlb.Member
-	b.lb.mustAPI(http.MethodPatch, "/v1/members/"+victim.ID, map[string]any{"admin_state_up": false}, http.StatusOK, &patched)
+	b.lb.MustAPI(http.MethodPatch, "/v1/members/"+victim.ID, map[string]any{"admin_state_up": false}, http.StatusOK, &patched)
 	if patched.AdminStateUp || patched.Status != sdnlb.MemberDraining {
 		t.Errorf("PATCH answer: admin_state_up %v status %s, want false and %s", patched.AdminStateUp, patched.Status, sdnlb.MemberDraining)
 	}

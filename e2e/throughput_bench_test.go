@@ -142,7 +142,7 @@ func TestThroughputComparison(t *testing.T) {
 	dumpOnFailure(t, sw, lb)
 	pool := func(vip *sdnlb.VIP, dispatch sdnlb.Dispatch, fwd sdnlb.Forwarding, port int) *lbBed {
 		var p sdnlb.Pool
-		lb.mustAPI("POST", "/v1/pools", map[string]any{"name": vip.Name, "vip_id": vip.ID, "lb_method": sdnlb.RoundRobin,
+		lb.MustAPI("POST", "/v1/pools", map[string]any{"name": vip.Name, "vip_id": vip.ID, "lb_method": sdnlb.RoundRobin,
 			"protocol": sdnlb.ProtocolTCP, "dispatch": dispatch, "forwarding": fwd}, 201, &p)
 		for _, h := range members {
 			lb.MustCreateMember(&p, h.IP, port)

@@ -1,6 +1,4 @@
-//go:build e2e
-
-package e2e
+package testbed
 
 import (
 	"context"
@@ -16,7 +14,6 @@ import (
 	"strings"
 	"sync"
 	"syscall"
-	"testing"
 	"time"
 )
 
@@ -47,7 +44,7 @@ type Host struct {
 // checksum offload off on both veth ends (the userspace datapath does not
 // fill in checksums) and the client sysctls that let a namespace open many
 // short connections. ip must lie in s.Subnet: use s.Addr.
-func (s *Switch) AddHost(tb testing.TB, name, ip string) *Host {
+func (s *Switch) AddHost(tb TB, name, ip string) *Host {
 	tb.Helper()
 	if !validHostName(name) {
 		tb.Fatalf("host name %q: use 1-20 letters, digits, '-' or '_'", name)
@@ -111,7 +108,7 @@ func validHostName(name string) bool {
 	return true
 }
 
-func (h *Host) readMAC(tb testing.TB) net.HardwareAddr {
+func (h *Host) readMAC(tb TB) net.HardwareAddr {
 	tb.Helper()
 	out := mustRunCmd(tb, "ip", "-j", "-n", h.NetNS, "link", "show", "eth0")
 	var links []struct {
@@ -128,7 +125,7 @@ func (h *Host) readMAC(tb testing.TB) net.HardwareAddr {
 }
 
 // ofport waits until ovs-vswitchd has numbered the port (-1 or [] before).
-func (s *Switch) ofport(tb testing.TB, iface string) int {
+func (s *Switch) ofport(tb TB, iface string) int {
 	tb.Helper()
 	deadline := time.Now().Add(cmdTimeout)
 	for i := 0; i < 1000 && time.Now().Before(deadline); i++ {
@@ -147,7 +144,7 @@ func (s *Switch) ofport(tb testing.TB, iface string) int {
 // created it, for its whole life. The threads never leave the namespace: a
 // goroutine that exits while locked takes its thread with it, so no other
 // goroutine ever runs in the namespace by accident.
-func (h *Host) startWorkers(tb testing.TB) {
+func (h *Host) startWorkers(tb TB) {
 	tb.Helper()
 	nsFile, err := os.Open("/run/netns/" + h.NetNS)
 	if err != nil {
@@ -287,7 +284,7 @@ func (h *Host) Exec(ctx context.Context, name string, args ...string) ([]byte, e
 
 // SetDown takes the host's bridge-side veth down: for the switch and the
 // host, the cable is unplugged.
-func (h *Host) SetDown(tb testing.TB) {
+func (h *Host) SetDown(tb TB) {
 	tb.Helper()
 	mustRunCmd(tb, "ip", "link", "set", h.Link, "down")
 }
@@ -295,7 +292,7 @@ func (h *Host) SetDown(tb testing.TB) {
 // SetUp plugs the host back in as a host that rebooted: its neighbour
 // cache is empty, so it does not wait out ARP entries left incomplete
 // while it was gone (Linux retries those only once a second).
-func (h *Host) SetUp(tb testing.TB) {
+func (h *Host) SetUp(tb TB) {
 	tb.Helper()
 	mustRunCmd(tb, "ip", "-n", h.NetNS, "neigh", "flush", "all")
 	mustRunCmd(tb, "ip", "link", "set", h.Link, "up")

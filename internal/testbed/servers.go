@@ -1,6 +1,4 @@
-//go:build e2e
-
-package e2e
+package testbed
 
 import (
 	"context"
@@ -11,7 +9,6 @@ import (
 	"strconv"
 	"sync"
 	"sync/atomic"
-	"testing"
 	"time"
 )
 
@@ -34,7 +31,7 @@ type HTTPServer struct {
 
 // ServeHTTP starts an HTTP server on port (0 picks one) in the host, answering
 // name. It stops at test cleanup.
-func (h *Host) ServeHTTP(tb testing.TB, port int, name string) *HTTPServer {
+func (h *Host) ServeHTTP(tb TB, port int, name string) *HTTPServer {
 	tb.Helper()
 	s := &HTTPServer{Name: name, host: h, port: port}
 	s.health.Store(http.StatusOK)
@@ -53,7 +50,7 @@ func (s *HTTPServer) SetHealth(code int) { s.health.Store(int64(code)) }
 
 // Restart listens again on the same port after Stop; it fails the test if the
 // server is running.
-func (s *HTTPServer) Restart(tb testing.TB) {
+func (s *HTTPServer) Restart(tb TB) {
 	tb.Helper()
 	s.start(tb)
 }
@@ -71,7 +68,7 @@ func (s *HTTPServer) Stop() {
 	<-done
 }
 
-func (s *HTTPServer) start(tb testing.TB) {
+func (s *HTTPServer) start(tb TB) {
 	tb.Helper()
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -119,7 +116,7 @@ type UDPServer struct {
 }
 
 // ServeUDP starts a UDP responder on port (0 picks one) in the host.
-func (h *Host) ServeUDP(tb testing.TB, port int, name string) *UDPServer {
+func (h *Host) ServeUDP(tb TB, port int, name string) *UDPServer {
 	tb.Helper()
 	s := &UDPServer{Name: name, host: h, port: port}
 	s.start(tb)
@@ -132,7 +129,7 @@ func (h *Host) ServeUDP(tb testing.TB, port int, name string) *UDPServer {
 func (s *UDPServer) Hits() int64 { return s.hits.Load() }
 
 // Restart listens again on the same port after Stop.
-func (s *UDPServer) Restart(tb testing.TB) {
+func (s *UDPServer) Restart(tb TB) {
 	tb.Helper()
 	s.start(tb)
 }
@@ -150,7 +147,7 @@ func (s *UDPServer) Stop() {
 	<-done
 }
 
-func (s *UDPServer) start(tb testing.TB) {
+func (s *UDPServer) start(tb TB) {
 	tb.Helper()
 	s.mu.Lock()
 	defer s.mu.Unlock()

@@ -1,0 +1,511 @@
+// Package testbed builds a private network on a real Open vSwitch (userspace
+// datapath): a bridge with its own daemons, hosts in network namespaces with
+// HTTP and UDP servers, and sdnlb processes that drive the bridge. The e2e
+// tests and the demo (cmd/sdnlb-demo) use it. It needs root, ovs-vswitchd,
+// iproute2 and ethtool; everything it creates is private to one run and
+// removed by the cleanups it registers with its TB.
+package testbed
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/netip"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+)
+
+// TB is the part of testing.TB the bed uses: the e2e tests pass their
+// *testing.T, a program (the demo) its own implementation. Fatal, Fatalf
+// and Skip must not return; Cleanup functions run last added, first run.
+type TB interface {
+	Cleanup(func())
+	Errorf(format string, args ...any)
+	Fatal(args ...any)
+	Fatalf(format string, args ...any)
+	Failed() bool
+	Helper()
+	Logf(format string, args ...any)
+	Name() string
+	Skip(args ...any)
+	TempDir() string
+}
+
+const (
+	// namePrefix starts every interface, bridge and namespace the bed creates,
+	// followed by the creating process's PID in base 36 and a dash, so a later
+	// run can tell a crashed run's leftovers (dead PID) from live ones.
+	namePrefix = "sdt"
+
+	ovsSchema  = "/usr/share/openvswitch/vswitch.ovsschema"
+	cmdTimeout = 20 * time.Second
+)
+
+var switchSeq atomic.Int64
+
+// Switch is a private Open vSwitch: its own ovsdb-server and ovs-vswitchd
+// with every socket, pidfile and log inside a test temp dir, and one bridge
+// using the userspace (netdev) datapath.
+type Switch struct {
+	// Name is the bridge name; it is also the name of its LOCAL port device.
+	Name string
+	// Subnet is the test subnet the bridge's hosts live in (a /24 in
+	// 10.77.0.0/16 that no other live test bed holds).
+	Subnet netip.Prefix
+	// LocalIP is the root namespace's address on the bridge LOCAL port.
+	LocalIP string
+
+	tb     TB
+	dir    string
+	prefix string
+	env    []string
+	lock   *os.File
+
+	mu        sync.Mutex
+	hosts     []*Host
+	daemons   []*daemon
+	closeOnce sync.Once
+}
+
+// NewSwitch starts private OVS daemons and a netdev bridge, gives the root
+// namespace LocalIP on the bridge's LOCAL port, and registers Close with
+// t.Cleanup. Without SetController the bridge switches in standalone mode
+// (NORMAL).
+func NewSwitch(tb TB) *Switch {
+	tb.Helper()
+	requireRoot(tb)
+	removeStale(tb)
+
+	dir := tb.TempDir()
+	prefix := namePrefix + strconv.FormatInt(int64(os.Getpid()), 36) + "-" +
+		strconv.FormatInt(switchSeq.Add(1), 36)
+	s := &Switch{
+		Name:   prefix + "br",
+		tb:     tb,
+		dir:    dir,
+		prefix: prefix,
+		env: append(os.Environ(),
+			"OVS_RUNDIR="+dir, "OVS_DBDIR="+dir, "OVS_LOGDIR="+dir,
+			"OVS_SYSCONFDIR="+dir),
+	}
+	tb.Cleanup(s.Close)
+
+	s.lockSubnet()
+	db := filepath.Join(dir, "conf.db")
+	s.mustRun("ovsdb-tool", "create", db, ovsSchema)
+	s.startDaemon("ovsdb-server", db,
+		"--remote=punix:"+s.dbSocket(),
+		"--unixctl="+filepath.Join(dir, "ovsdb-server.ctl"),
+		"--pidfile="+filepath.Join(dir, "ovsdb-server.pid"),
+		"--log-file="+filepath.Join(dir, "ovsdb-server.log"),
+		"--no-chdir", "-vconsole:off")
+	s.waitReady("ovsdb-server", "ovs-vsctl", "--db=unix:"+s.dbSocket(), "--timeout=5", "--no-wait", "init")
+	s.startDaemon("ovs-vswitchd", "unix:"+s.dbSocket(),
+		"--unixctl="+filepath.Join(dir, "ovs-vswitchd.ctl"),
+		"--pidfile="+filepath.Join(dir, "ovs-vswitchd.pid"),
+		"--log-file="+filepath.Join(dir, "ovs-vswitchd.log"),
+		"--no-chdir", "-vconsole:off")
+	// Without --no-wait, add-br returns once ovs-vswitchd has built the bridge.
+	s.Vsctl("add-br", s.Name, "--", "set", "bridge", s.Name, "datapath_type=netdev",
+		"other-config:disable-in-band=true")
+	s.waitReady("ovs-vswitchd", "ovs-ofctl", "-O", "OpenFlow13", "show", "unix:"+s.mgmtSocket())
+
+	s.LocalIP = s.Addr(254)
+	disableIPv6(tb, "", s.Name)
+	s.mustRun("ethtool", "-K", s.Name, "tx", "off")
+	s.mustRun("ip", "addr", "add", s.LocalIP+"/24", "dev", s.Name)
+	s.mustRun("ip", "link", "set", s.Name, "up")
+	return s
+}
+
+// Addr returns the address with last octet n in the switch's subnet. Tests
+// take every host, VIP and member address from here, so that test beds of
+// runs on the same machine never share a subnet.
+func (s *Switch) Addr(n byte) string {
+	a := s.Subnet.Addr().As4()
+	a[3] = n
+	return netip.AddrFrom4(a).String()
+}
+
+// SetController points the bridge at an OpenFlow 1.3 controller at addr
+// ("127.0.0.1:PORT"), in secure fail mode so the switch never forwards on its
+// own. Only point it at a port the test itself opened.
+func (s *Switch) SetController(addr string) {
+	s.tb.Helper()
+	s.Vsctl("set-controller", s.Name, "tcp:"+addr,
+		"--", "set", "bridge", s.Name, "fail_mode=secure", "protocols=OpenFlow13")
+	// Reconnect fast after the controller restarts, and keep OVS from adding
+	// hidden in-band flows that would steal the controller's traffic.
+	s.Vsctl("set", "controller", s.Name, "max_backoff=1000",
+		"connection_mode=out-of-band")
+}
+
+// WaitConnected waits until the bridge has an OpenFlow session with its
+// controller (OVS reports is_connected after the version handshake). OVS
+// refreshes that column only every few seconds, so this takes up to ~5 s;
+// a test that runs the controller in-process can ask the controller instead.
+func (s *Switch) WaitConnected(timeout time.Duration) {
+	s.tb.Helper()
+	deadline := time.Now().Add(timeout)
+	var got string
+	for i := 0; i < 1000 && time.Now().Before(deadline); i++ {
+		got = strings.TrimSpace(s.Vsctl("--if-exists", "get", "controller", s.Name, "is_connected"))
+		if got == "true" {
+			return
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	s.tb.Fatalf("bridge %s not connected to its controller after %v (is_connected=%q)", s.Name, timeout, got)
+}
+
+// DelController removes the controller; the flows it pushed stay (secure mode).
+func (s *Switch) DelController() {
+	s.tb.Helper()
+	s.Vsctl("del-controller", s.Name)
+}
+
+// DumpFlows returns the bridge's OpenFlow 1.3 flow table as ovs-ofctl prints
+// it, one flow a line, without the reply header. args go after the bridge:
+// a flow filter such as "tcp,nw_dst=10.77.0.100" and options such as
+// "--no-stats" (stable lines to compare) or "--names".
+func (s *Switch) DumpFlows(args ...string) []string {
+	s.tb.Helper()
+	out := s.Ofctl("dump-flows", args...)
+	var flows []string
+	for _, line := range strings.Split(out, "\n") {
+		line = strings.TrimSpace(line)
+		if line == "" || strings.HasPrefix(line, "OFPST_FLOW reply") {
+			continue
+		}
+		flows = append(flows, line)
+	}
+	return flows
+}
+
+// Vsctl runs ovs-vsctl against the private database and returns its output.
+func (s *Switch) Vsctl(args ...string) string {
+	s.tb.Helper()
+	return s.mustRun("ovs-vsctl", append([]string{"--db=unix:" + s.dbSocket(), "--timeout=20"}, args...)...)
+}
+
+// Appctl runs an ovs-appctl command against the switch's ovs-vswitchd.
+func (s *Switch) Appctl(args ...string) string {
+	s.tb.Helper()
+	return s.mustRun("ovs-appctl", append([]string{"-t", filepath.Join(s.dir, "ovs-vswitchd.ctl")}, args...)...)
+}
+
+// Ofctl runs "ovs-ofctl -O OpenFlow13 CMD BRIDGE ARGS...": the bridge target is
+// inserted after the command, e.g. Ofctl("add-flow", "priority=5,actions=drop").
+func (s *Switch) Ofctl(cmd string, args ...string) string {
+	s.tb.Helper()
+	full := append([]string{"-O", "OpenFlow13", cmd, "unix:" + s.mgmtSocket()}, args...)
+	return s.mustRun("ovs-ofctl", full...)
+}
+
+// Close removes the hosts, the bridge and the daemons. It is safe to call more
+// than once and runs from t.Cleanup anyway.
+func (s *Switch) Close() {
+	s.closeOnce.Do(func() {
+		s.mu.Lock()
+		hosts, daemons := s.hosts, s.daemons
+		s.mu.Unlock()
+		for _, h := range hosts {
+			h.close()
+		}
+		if s.tb.Failed() {
+			s.logTail("ovs-vswitchd.log", 40)
+		}
+		if len(daemons) == 2 {
+			// A netdev bridge's tap device outlives ovs-vswitchd unless the
+			// bridge is deleted first.
+			if _, err := s.run("ovs-vsctl", "--db=unix:"+s.dbSocket(), "--timeout=10", "--if-exists", "del-br", s.Name); err != nil {
+				s.tb.Logf("delete bridge: %v", err)
+			}
+		}
+		for i := len(daemons) - 1; i >= 0; i-- {
+			daemons[i].stop(s.tb)
+		}
+		if linkExists(s.Name) {
+			_, _ = s.run("ip", "link", "del", s.Name)
+		}
+		if s.lock != nil {
+			s.lock.Close()
+		}
+	})
+}
+
+func (s *Switch) dbSocket() string   { return filepath.Join(s.dir, "db.sock") }
+func (s *Switch) mgmtSocket() string { return filepath.Join(s.dir, s.Name+".mgmt") }
+
+// lockSubnet takes the first 10.77.N.0/24 whose lock file no other live bed
+// holds. flock dies with its holder, so a crashed run frees its subnet.
+func (s *Switch) lockSubnet() {
+	s.tb.Helper()
+	lockDir := filepath.Join(os.TempDir(), "sdnlb-e2e-subnets")
+	if err := os.MkdirAll(lockDir, 0o755); err != nil {
+		s.tb.Fatalf("subnet lock dir: %v", err)
+	}
+	for n := 0; n < 256; n++ {
+		f, err := os.OpenFile(filepath.Join(lockDir, strconv.Itoa(n)), os.O_CREATE|os.O_RDWR, 0o644)
+		if err != nil {
+			s.tb.Fatalf("subnet lock: %v", err)
+		}
+		if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+			f.Close()
+			continue
+		}
+		s.lock = f
+		s.Subnet = netip.PrefixFrom(netip.AddrFrom4([4]byte{10, 77, byte(n), 0}), 24)
+		return
+	}
+	s.tb.Fatalf("no free test subnet in 10.77.0.0/16")
+}
+
+type daemon struct {
+	name string
+	cmd  *exec.Cmd
+	done chan struct{}
+}
+
+// startDaemon runs an OVS daemon in the foreground as our child, so we reap
+// it ourselves, and has the kernel kill it if the test process dies.
+// Pdeathsig fires when the creating thread exits, and Go ends a thread when a
+// locked goroutine returns (as the host namespace workers do), so the child
+// is started and waited for on a thread locked for the child's lifetime.
+func (s *Switch) startDaemon(name string, args ...string) {
+	s.tb.Helper()
+	out, err := os.Create(filepath.Join(s.dir, name+".out"))
+	if err != nil {
+		s.tb.Fatalf("start %s: %v", name, err)
+	}
+	cmd := exec.Command(name, args...)
+	cmd.Env = s.env
+	cmd.Stdout, cmd.Stderr = out, out
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	d := &daemon{name: name, cmd: cmd, done: make(chan struct{})}
+	started := make(chan error, 1)
+	go func() {
+		runtime.LockOSThread()
+		defer runtime.UnlockOSThread()
+		defer close(d.done)
+		defer out.Close()
+		if err := cmd.Start(); err != nil {
+			started <- err
+			return
+		}
+		started <- nil
+		_ = cmd.Wait()
+	}()
+	if err := <-started; err != nil {
+		s.tb.Fatalf("start %s: %v", name, err)
+	}
+	s.mu.Lock()
+	s.daemons = append(s.daemons, d)
+	s.mu.Unlock()
+}
+
+func (d *daemon) stop(tb TB) {
+	_ = d.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-d.done:
+		return
+	case <-time.After(5 * time.Second):
+	}
+	tb.Logf("%s ignored SIGTERM for 5s, killing it", d.name)
+	_ = d.cmd.Process.Kill()
+	select {
+	case <-d.done:
+	case <-time.After(5 * time.Second):
+		tb.Errorf("%s (pid %d) still running after SIGKILL", d.name, d.cmd.Process.Pid)
+	}
+}
+
+// waitReady runs a client command until the daemon answers it: a daemon's
+// socket file appears before the daemon listens on it. It fails fast when a
+// daemon has exited.
+func (s *Switch) waitReady(daemonName, name string, args ...string) {
+	s.tb.Helper()
+	deadline := time.Now().Add(cmdTimeout)
+	var err error
+	for i := 0; i < 500 && time.Now().Before(deadline); i++ {
+		if _, err = s.run(name, args...); err == nil {
+			return
+		}
+		s.mu.Lock()
+		daemons := s.daemons
+		s.mu.Unlock()
+		for _, d := range daemons {
+			select {
+			case <-d.done:
+				s.logTail(d.name+".log", 20)
+				s.tb.Fatalf("%s exited while waiting for %s", d.name, daemonName)
+			default:
+			}
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	s.tb.Fatalf("%s not ready: %v", daemonName, err)
+}
+
+func (s *Switch) logTail(file string, lines int) {
+	data, err := os.ReadFile(filepath.Join(s.dir, file))
+	if err != nil {
+		return
+	}
+	all := strings.Split(strings.TrimSpace(string(data)), "\n")
+	if len(all) > lines {
+		all = all[len(all)-lines:]
+	}
+	s.tb.Logf("last lines of %s:\n%s", file, strings.Join(all, "\n"))
+}
+
+func (s *Switch) run(name string, args ...string) (string, error) {
+	return runCmd(s.env, name, args...)
+}
+
+func (s *Switch) mustRun(name string, args ...string) string {
+	s.tb.Helper()
+	out, err := s.run(name, args...)
+	if err != nil {
+		s.tb.Fatal(err)
+	}
+	return out
+}
+
+// runCmd runs a short command with a deadline and returns its stdout; the
+// error carries stderr.
+func runCmd(env []string, name string, args ...string) (string, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), cmdTimeout)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, name, args...)
+	cmd.Env = env
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		return stdout.String(), fmt.Errorf("%s %s: %w: %s", name, strings.Join(args, " "), err,
+			strings.TrimSpace(stderr.String()))
+	}
+	return stdout.String(), nil
+}
+
+func mustRunCmd(tb TB, name string, args ...string) string {
+	tb.Helper()
+	out, err := runCmd(nil, name, args...)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return out
+}
+
+func requireRoot(tb TB) {
+	tb.Helper()
+	if os.Geteuid() != 0 {
+		tb.Skip("e2e test bed needs root (network namespaces, OVS)")
+	}
+	for _, bin := range []string{"ovsdb-server", "ovs-vswitchd", "ovs-vsctl", "ovs-ofctl", "ovsdb-tool", "ip", "ethtool"} {
+		if _, err := exec.LookPath(bin); err != nil {
+			tb.Fatalf("e2e test bed needs %s: %v (scripts/test.sh installs it)", bin, err)
+		}
+	}
+}
+
+// disableIPv6 turns IPv6 off on dev (in namespace ns, "" for the root one) so
+// router solicitations and DAD do not reach the switch and its controller.
+func disableIPv6(tb TB, ns, dev string) {
+	tb.Helper()
+	path := "/proc/sys/net/ipv6/conf/" + dev + "/disable_ipv6"
+	if _, err := os.Stat("/proc/sys/net/ipv6"); errors.Is(err, os.ErrNotExist) {
+		return // kernel without IPv6
+	}
+	if ns == "" {
+		if err := os.WriteFile(path, []byte("1"), 0o644); err != nil {
+			tb.Fatalf("disable IPv6 on %s: %v", dev, err)
+		}
+		return
+	}
+	mustRunCmd(tb, "ip", "netns", "exec", ns, "sh", "-c", "echo 1 > "+path)
+}
+
+func linkExists(name string) bool {
+	_, err := os.Stat("/sys/class/net/" + name)
+	return err == nil
+}
+
+// removeStale deletes interfaces and namespaces that an earlier test process
+// created and left behind when it crashed. Only names with our prefix whose
+// creating process is gone (or a zombie) are touched.
+func removeStale(tb TB) {
+	tb.Helper()
+	links, err := os.ReadDir("/sys/class/net")
+	if err != nil {
+		tb.Fatalf("list links: %v", err)
+	}
+	for _, l := range links {
+		if staleName(l.Name()) {
+			tb.Logf("removing leftover link %s", l.Name())
+			if _, err := runCmd(nil, "ip", "link", "del", l.Name()); err != nil && linkExists(l.Name()) {
+				tb.Logf("remove leftover link: %v", err)
+			}
+		}
+	}
+	nss, err := os.ReadDir("/run/netns")
+	if err != nil && !errors.Is(err, os.ErrNotExist) {
+		tb.Fatalf("list namespaces: %v", err)
+	}
+	for _, ns := range nss {
+		if staleName(ns.Name()) {
+			tb.Logf("removing leftover namespace %s", ns.Name())
+			if _, err := runCmd(nil, "ip", "netns", "del", ns.Name()); err != nil {
+				tb.Logf("remove leftover namespace: %v", err)
+			}
+		}
+	}
+}
+
+func staleName(name string) bool {
+	rest, ok := strings.CutPrefix(name, namePrefix)
+	if !ok {
+		return false
+	}
+	pid36, _, ok := strings.Cut(rest, "-")
+	if !ok {
+		return false
+	}
+	pid, err := strconv.ParseInt(pid36, 36, 32)
+	if err != nil || pid <= 0 {
+		return false
+	}
+	return !processAlive(int(pid))
+}
+
+// processAlive reads the process state: a killed process can stay a zombie for
+// a while, and a zombie holds nothing.
+func processAlive(pid int) bool {
+	data, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return false
+	}
+	// The state follows the command name, which is in parentheses and may
+	// itself contain spaces or parentheses.
+	i := bytes.LastIndexByte(data, ')')
+	if i < 0 || i+2 >= len(data) {
+		return false
+	}
+	state := data[i+2]
+	return state != 'Z' && state != 'X'
+}
+
+// readAll is io.ReadAll with a size cap, for test servers' peers.
+func readAll(r io.Reader) ([]byte, error) {
+	return io.ReadAll(io.LimitReader(r, 1<<20))
+}
