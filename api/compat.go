@@ -87,6 +87,9 @@ func (s *Server) compatRoutes(r chi.Router) {
 		for _, method := range []string{http.MethodGet, http.MethodPut, http.MethodPost} {
 			r.Method(method, "/health_monitors/all/enable", s.handle(s.handleCompatMonitorsEnable))
 			r.Method(method, "/health_monitors/all/disable", s.handle(s.handleCompatMonitorsDisable))
+			// Floodlight's load_balancer.py posts these, with no body.
+			r.Method(method, "/health_monitors/enable", s.handle(s.handleCompatMonitorsEnable))
+			r.Method(method, "/health_monitors/disable", s.handle(s.handleCompatMonitorsDisable))
 			r.Method(method, "/health_monitors/monitors/{n}", s.handle(s.handleCompatMonitorsPeriod))
 		}
 	})

@@ -109,7 +109,9 @@ func (s *Server) Handler() http.Handler {
 	s.streams = make(chan struct{}, maxStreams)
 	log := s.logger().With("component", "api")
 	r := chi.NewRouter()
-	r.Use(dropUnsafeRequestID, middleware.RequestID, echoRequestID, requestLog(log))
+	// CleanPath routes "//" as "/", as Floodlight does, which scripts that
+	// join URLs by hand rely on.
+	r.Use(middleware.CleanPath, dropUnsafeRequestID, middleware.RequestID, echoRequestID, requestLog(log))
 	if s.Registry != nil {
 		// Outside the recoverer, so that panics are counted as 500s.
 		r.Use(newMetrics(s.Registry).middleware)
