@@ -59,7 +59,7 @@ func TestVIP_Validate(t *testing.T) {
 		"ErrAddressZero":      {func(v *sdnlb.VIP) { v.Address = "0.0.0.0" }, "address"},
 		"ErrAddressMulticast": {func(v *sdnlb.VIP) { v.Address = "224.0.0.1" }, "address"},
 		"ErrProtocol":         {func(v *sdnlb.VIP) { v.Protocol = "SCTP" }, "protocol"},
-		"ErrPortZeroTCP":      {func(v *sdnlb.VIP) { v.Port = 0 }, "port"},
+		"ErrPortNegative":     {func(v *sdnlb.VIP) { v.Port = -1 }, "port"},
 		"ErrPortHigh":         {func(v *sdnlb.VIP) { v.Port = 65536 }, "port"},
 		"ErrConnectionLimit":  {func(v *sdnlb.VIP) { v.ConnectionLimit = 0 }, "connection_limit"},
 		"ErrPersistenceType": {func(v *sdnlb.VIP) {

@@ -28,7 +28,9 @@ type SessionPersistence struct {
 }
 
 // VIP is a virtual address clients connect to. (Address, Protocol, Port) is
-// unique; Port is ignored for ICMP.
+// unique; Port is ignored for ICMP. Port 0 serves every port of the
+// address (as Floodlight does for a VIP without a port); a VIP on the
+// connection's own port takes precedence.
 type VIP struct {
 	ID                 string              `json:"id"`
 	Name               string              `json:"name"`
@@ -70,11 +72,8 @@ func (v *VIP) Validate() error {
 	if !v.Protocol.Valid() {
 		return FieldErrorf(EINVALID, "protocol", "protocol must be TCP, UDP or ICMP, not %q", v.Protocol)
 	}
-	if v.Protocol.HasPorts() && (v.Port < 1 || v.Port > 65535) {
-		return FieldErrorf(EINVALID, "port", "port must be 1-65535 for %s, not %d", v.Protocol, v.Port)
-	}
-	if !v.Protocol.HasPorts() && (v.Port < 0 || v.Port > 65535) {
-		return FieldErrorf(EINVALID, "port", "port must be 0-65535, not %d", v.Port)
+	if v.Port < 0 || v.Port > 65535 {
+		return FieldErrorf(EINVALID, "port", "port must be 0-65535 (0: every port), not %d", v.Port)
 	}
 	if v.ConnectionLimit < -1 || v.ConnectionLimit == 0 {
 		return FieldErrorf(EINVALID, "connection_limit", "connection_limit must be -1 (none) or positive, not %d", v.ConnectionLimit)

@@ -70,7 +70,7 @@ func TestVIPRoutes_Create(t *testing.T) {
 		post("ErrReadOnlyMAC", `{"address":"10.0.0.1","port":80,"mac":null}`, 400, sdnlb.EINVALID, "mac"),
 		post("ErrReadOnlyCreatedAt", `{"address":"10.0.0.1","port":80,"created_at":"2020-01-01T00:00:00Z"}`, 400, sdnlb.EINVALID, "created_at"),
 		post("ErrValidationAddress", `{"address":"10.0.0.256","port":80}`, 400, sdnlb.EINVALID, "address"),
-		post("ErrValidationPort", `{"address":"10.0.0.1"}`, 400, sdnlb.EINVALID, "port"),
+		post("ErrValidationPort", `{"address":"10.0.0.1","port":65536}`, 400, sdnlb.EINVALID, "port"),
 		post("ErrValidationProtocol", `{"address":"10.0.0.1","port":80,"protocol":"tcp"}`, 400, sdnlb.EINVALID, "protocol"),
 		post("ErrValidationID", `{"id":"a/b","address":"10.0.0.1","port":80}`, 400, sdnlb.EINVALID, "id"),
 		post("ErrContentTypeForm", `{"address":"10.0.0.1","port":80}`, 415, sdnlb.EUNSUPPORTED, "", "Content-Type: application/x-www-form-urlencoded"),
@@ -239,7 +239,7 @@ func TestVIPRoutes_Update(t *testing.T) {
 	assertRejections(t, mustMemStore(t, stored()), []routeCase{
 		{name: "ErrIDReadOnly", method: "PATCH", path: "/v1/vips/1", body: `{"id":"2"}`, status: 400, code: sdnlb.EINVALID, field: "id"},
 		{name: "ErrStatusReadOnly", method: "PUT", path: "/v1/vips/1", body: `{"address":"10.0.0.2","port":80,"status":"DOWN"}`, status: 400, code: sdnlb.EINVALID, field: "status"},
-		{name: "ErrValidation", method: "PATCH", path: "/v1/vips/1", body: `{"port":0}`, status: 400, code: sdnlb.EINVALID, field: "port"},
+		{name: "ErrValidation", method: "PATCH", path: "/v1/vips/1", body: `{"port":-1}`, status: 400, code: sdnlb.EINVALID, field: "port"},
 		{name: "ErrPutValidation", method: "PUT", path: "/v1/vips/1", body: `{"name":"x"}`, status: 400, code: sdnlb.EINVALID, field: "address"},
 		{name: "ErrUnknownField", method: "PATCH", path: "/v1/vips/1", body: `{"nmae":"x"}`, status: 400, code: sdnlb.EINVALID, field: "nmae"},
 		{name: "ErrPutMergePatch", method: "PUT", path: "/v1/vips/1", body: `{"name":"x"}`, headers: []string{"Content-Type: application/merge-patch+json"},

@@ -164,7 +164,7 @@ func (dp *dataplane) learnFromSwitch(snap *snapshot, have switchState) {
 			}
 		}
 		if g, ok := groupOf(acts); ok {
-			if v := snap.vips[matchedVIP(&f.Match)]; v != nil {
+			if v := snap.vip(matchedVIP(&f.Match)); v != nil {
 				groupVIP[g] = v
 			}
 		}
@@ -259,12 +259,13 @@ func (dp *dataplane) connectionOf(snap *snapshot, cat category, f *ofp.FlowStats
 			key.port = uint16(p.Uint())
 		}
 	}
-	v := snap.vips[key]
+	v := snap.vip(key)
 	if v == nil || v.pool == nil {
 		return nil, nil
 	}
 	for _, m := range v.pool.members {
-		if m.ip == memberIP && m.status != sdnlb.MemberDown && (key.proto == protoICMP || effectivePort(m, v) == memberPort) {
+		if port := effectivePort(m, v); m.ip == memberIP && m.status != sdnlb.MemberDown &&
+			(key.proto == protoICMP || port == 0 || port == memberPort) { // 0: every port
 			return v, m
 		}
 	}

@@ -816,3 +816,27 @@ func TestDataplane_L2Normal(t *testing.T) {
 	d.advance(time.Duration(recentWindow) + time.Second)
 	assertSent(t, d.punt(makeCookie(catMemberReply, 1, 1), 1, synACK(t, 1, 40000)), "packet_out in_port=1 actions=NORMAL data=<in>")
 }
+
+// A VIP on port 0 serves every port of its address, each connection to
+// its members on the port the client asked for; a VIP on the port itself
+// takes precedence.
+func TestDataplane_EveryPortVIP(t *testing.T) {
+	cfg := testConfig(func(c *sdnlb.Config) {
+		c.VIPs[0].Port = 0
+		for _, m := range c.Members {
+			m.Port = 0
+		}
+	})
+	d := newDecision(t, cfg)
+	d.teach(1, 2, 3)
+	for _, port := range []uint16{80, 8443} {
+		frame := tcpFrame(t, tcpSeg{srcMAC: clientMAC, dstMAC: vipMAC, src: clientIP, dst: "10.0.0.100", sport: 40000 + port, dport: port, syn: true, seq: 1000})
+		if got := d.forward(clientOF, frame); got != "CONTROLLER" {
+			t.Fatalf("port %d: the first packet went %s", port, got)
+		}
+		d.packetIn(clientOF, frame)
+		if got := d.forward(clientOF, frame); !strings.HasPrefix(got, "output:") || !strings.Contains(got, fmt.Sprintf(":%d in_port", port)) {
+			t.Errorf("port %d: the connection goes %s, want a member on the same port", port, got)
+		}
+	}
+}

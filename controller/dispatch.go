@@ -259,12 +259,12 @@ func trackedFlows(v *vipState) []ofp.FlowMod {
 	forward := []ofp.OXM{ofp.MatchEthType(ethTypeIPv4),
 		ofp.MatchCTState(ofp.CTStateTrk|ofp.CTStateEst, ofp.CTStateTrk|ofp.CTStateEst|ofp.CTStateRpl|ofp.CTStateInv),
 		ofp.MatchCTNwProto(v.proto), ofp.MatchCTNwDst(v.ip)}
-	if v.proto != protoICMP {
+	if v.proto != protoICMP && v.port != 0 {
 		forward = append(forward, ofp.MatchCTTpDst(v.port))
 	}
 	reply := append([]ofp.OXM{ofp.MatchCTState(ofp.CTStateTrk|ofp.CTStateEst|ofp.CTStateRpl,
 		ofp.CTStateTrk|ofp.CTStateEst|ofp.CTStateRpl|ofp.CTStateInv)},
-		serviceMatch(v.proto, ofp.MatchIPv4Src(v.ip), l4Src(v.proto, v.port), icmpEchoReply)...)
+		serviceMatch(v.proto, ofp.MatchIPv4Src(v.ip), l4Src, v.port, icmpEchoReply)...)
 	invalid := append([]ofp.OXM{ofp.MatchCTState(ofp.CTStateTrk|ofp.CTStateInv, ofp.CTStateTrk|ofp.CTStateInv)},
 		v.service()...)
 	flows := []flow{

@@ -167,7 +167,7 @@ func servicePunt(v *vipState) ofp.FlowMod {
 
 // service matches packets from clients to v's service.
 func (v *vipState) service() []ofp.OXM {
-	return serviceMatch(v.proto, ofp.MatchIPv4Dst(v.ip), l4Dst(v.proto, v.port), icmpEchoRequest)
+	return serviceMatch(v.proto, ofp.MatchIPv4Dst(v.ip), l4Dst, v.port, icmpEchoRequest)
 }
 
 // deleteVIPFlows removes a VIP's punt and drop flows and every connection
@@ -213,7 +213,7 @@ type replyOwner struct {
 // without the reverse NAT. ICMP VIPs match echo replies only, as their
 // connection flows do.
 func memberReplyFlow(m replyMatch, o replyOwner, groups bool) ofp.FlowMod {
-	match := serviceMatch(m.proto, ofp.MatchIPv4Src(m.ip), l4Src(m.proto, m.port), icmpEchoReply)
+	match := serviceMatch(m.proto, ofp.MatchIPv4Src(m.ip), l4Src, m.port, icmpEchoReply)
 	reply := flow{cookie: makeCookie(catMemberReply, o.vipNum, o.memberNum), priority: prioMemberReply,
 		match: match, actions: []ofp.Action{toController}}
 	if o.tracked && groups {
@@ -222,15 +222,18 @@ func memberReplyFlow(m replyMatch, o replyOwner, groups bool) ofp.FlowMod {
 	return reply.add()
 }
 
-// serviceMatch matches IPv4 packets of proto with address and port, which
-// say which side of the packet the service is on; ICMP services match
-// icmpType instead of a port.
-func serviceMatch(proto uint8, address, port ofp.OXM, icmpType uint8) []ofp.OXM {
+// serviceMatch matches IPv4 packets of proto with address and port (by
+// l4: l4Dst or l4Src), which say which side of the packet the service is
+// on; port 0 is every port, and ICMP services match icmpType instead.
+func serviceMatch(proto uint8, address ofp.OXM, l4 func(uint8, uint16) ofp.OXM, port uint16, icmpType uint8) []ofp.OXM {
 	match := []ofp.OXM{ofp.MatchEthType(ethTypeIPv4), ofp.MatchIPProto(proto), address}
-	if proto == protoICMP {
+	switch {
+	case proto == protoICMP:
 		return append(match, ofp.MatchICMPv4Type(icmpType))
+	case port == 0: // every port
+		return match
 	}
-	return append(match, port)
+	return append(match, l4(proto, port))
 }
 
 // deleteMemberReplyFlow removes the reply punt installed for a member.

@@ -48,7 +48,7 @@ func (dp *dataplane) handleVIPPacket(p *packetIn, out *outbox) {
 		return
 	}
 	vipIP := ip4(p.ip4.DstIP)
-	v := p.snap.vips[vipKey{ip: ipUint(vipIP), port: dport, proto: proto}]
+	v := p.snap.vip(vipKey{ip: ipUint(vipIP), port: dport, proto: proto})
 	if v == nil {
 		return // a port or protocol no VIP serves
 	}

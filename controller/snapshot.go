@@ -330,6 +330,16 @@ func (b *snapshotBuilder) memberState(m *sdnlb.Member) (*memberState, error) {
 	}, nil
 }
 
+// vip returns the VIP that serves k: the one on k's port, else one on
+// every port of k's address (port 0).
+func (s *snapshot) vip(k vipKey) *vipState {
+	if v := s.vips[k]; v != nil {
+		return v
+	}
+	k.port = 0
+	return s.vips[k]
+}
+
 // switched reports whether the switch picks the members of v's new
 // connections: v has a pool, and the pool SWITCH dispatch.
 func (v *vipState) switched() bool { return v.pool != nil && v.pool.switched() }
