@@ -32,6 +32,9 @@ const (
 	compatStatus0 = `{"status" : "0"}`
 )
 
+// compatPrefix is where the Floodlight-compatible routes live.
+const compatPrefix = "/quantum/v1.0"
+
 func (s *Server) compatRoutes(r chi.Router) {
 	// Floodlight's routes end in "/" since 2018 and did not before; both work.
 	r.Use(middleware.StripSlashes)
@@ -177,20 +180,26 @@ func compatCreate[T, U any](w http.ResponseWriter, r *http.Request, k compatKind
 	if err != nil {
 		return err
 	}
-	upd, err := k.read(req)
+	obj, err := compatNew(r.Context(), k, req)
 	if err != nil {
 		return err
 	}
+	return k.write(w, r, obj)
+}
+
+// compatNew creates the object a Floodlight request describes.
+func compatNew[T, U any](ctx context.Context, k compatKind[T, U], req flatRequest) (*T, error) {
+	upd, err := k.read(req)
+	if err != nil {
+		return nil, err
+	}
 	obj := k.native.newObject(upd, req.str("id"))
 	if k.prepare != nil {
-		if err := k.prepare(r.Context(), upd, obj); err != nil {
-			return err
+		if err := k.prepare(ctx, upd, obj); err != nil {
+			return nil, err
 		}
 	}
-	if err := k.native.create(r.Context(), obj); err != nil {
-		return err
-	}
-	return k.write(w, r, obj)
+	return obj, k.native.create(ctx, obj)
 }
 
 // compatUpdate changes the keys a body gives of the object the path names;

@@ -24,11 +24,12 @@ type flatRequest map[string]string
 
 // decodeFlat reads a Floodlight request body: a JSON object sent as
 // application/json or, as Floodlight's own clients may, with no
-// Content-Type at all. Other types are refused (415): a browser form or a
-// cross-site fetch can send text/plain or form-urlencoded without asking
-// the API first. Keys not in allowed are refused, naming the key.
+// Content-Type at all or as curl -d labels it (see curlForm). Other types
+// are refused (415): a browser form or a cross-site fetch can send
+// text/plain or form-urlencoded without asking the API first. Keys not in
+// allowed are refused, naming the key.
 func decodeFlat(w http.ResponseWriter, r *http.Request, allowed []string) (flatRequest, error) {
-	if r.Header.Get("Content-Type") != "" {
+	if r.Header.Get("Content-Type") != "" && !curlForm(r) {
 		if err := checkContentType(r); err != nil {
 			return nil, err
 		}

@@ -109,7 +109,11 @@ func (s *Server) handleCompatMonitorUpdate(w http.ResponseWriter, r *http.Reques
 //	@Security	Bearer
 //	@Router		/quantum/v1.0/health_monitors/{monitor}/ [delete]
 func (s *Server) handleCompatMonitorDelete(w http.ResponseWriter, r *http.Request) error {
-	return compatDelete(w, r, "monitor", s.MonitorService.DeleteMonitor)
+	// As in Floodlight, a monitor goes whatever pools use it: they are
+	// dissociated, and nothing else is deleted.
+	return compatDelete(w, r, "monitor", func(ctx context.Context, id string, _ bool) error {
+		return s.MonitorService.DeleteMonitor(ctx, id, true)
+	})
 }
 
 // handleCompatMonitorsEnable turns every monitor on.

@@ -131,7 +131,11 @@ func (s *Server) handleCompatPoolUpdate(w http.ResponseWriter, r *http.Request) 
 //	@Security	Bearer
 //	@Router		/quantum/v1.0/pools/{pool}/ [delete]
 func (s *Server) handleCompatPoolDelete(w http.ResponseWriter, r *http.Request) error {
-	return compatDelete(w, r, "pool", s.PoolService.DeletePool)
+	// Floodlight leaves a deleted pool's members pointing at nothing,
+	// unreachable; sdnlb deletes them with it.
+	return compatDelete(w, r, "pool", func(ctx context.Context, id string, _ bool) error {
+		return s.PoolService.DeletePool(ctx, id, true)
+	})
 }
 
 // handleCompatPoolMembers lists the members of a pool.
@@ -228,6 +232,17 @@ func (s *Server) handleCompatAssociate(w http.ResponseWriter, r *http.Request) e
 		return sdnlb.FieldErrorf(sdnlb.EINVALID, "id", "id (of the monitor to associate) is required")
 	}
 	poolID := chi.URLParam(r, "pool")
+	// Floodlight's load_balancer.py creates the monitor here: a monitor
+	// the body describes and that does not exist yet is created first,
+	// once the pool is known to exist.
+	if _, err := s.PoolService.FindPoolByID(r.Context(), poolID); err != nil {
+		return err
+	}
+	if _, err := s.MonitorService.FindMonitorByID(r.Context(), monitorID); sdnlb.ErrorCode(err) == sdnlb.ENOTFOUND {
+		if _, err := compatNew(r.Context(), s.compatMonitors(), req); err != nil {
+			return compatMonitorError(err)
+		}
+	}
 	if err := s.PoolService.AssociateMonitor(r.Context(), poolID, monitorID); err != nil {
 		return err
 	}

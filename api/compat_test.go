@@ -94,8 +94,14 @@ func TestCompat_FloodlightFixture(t *testing.T) {
 			want: `[{"id":"1","address":null,"name":"monitor1","type":"6","poolId":"1"}]`},
 		{name: "ListPool1Monitors", method: "GET", path: "/pools/1/health_monitors/", status: 200,
 			want: `[{"id":"1","address":null,"name":"monitor1","type":"6","poolId":"1"}]`},
-		{name: "ErrAssociateUnknownMonitor", method: "PUT", path: "/pools/2/health_monitors/", body: `{"id":"9"}`, status: 404, code: sdnlb.ENOTFOUND, field: "monitor_id"},
-		{name: "ErrDeleteMonitorInUse", method: "DELETE", path: "/health_monitors/1/", status: 409, code: sdnlb.ECONFLICT},
+		{name: "AssociateCreatesUnknownMonitor", method: "PUT", path: "/pools/2/health_monitors/", body: `{"id":"9"}`, status: 200,
+			check: func(t *testing.T, resp response) {
+				if !strings.Contains(string(resp.Body), `"id":"9"`) {
+					t.Errorf("monitor 9 not associated: %s", resp.Body)
+				}
+			}},
+		{name: "ErrAssociateUnknownPool", method: "PUT", path: "/pools/nope/health_monitors/", body: `{"id":"10"}`, status: 404, code: sdnlb.ENOTFOUND},
+		{name: "ErrAssociateUnknownPoolCreatesNothing", method: "GET", path: "/health_monitors/10/", status: 404, code: sdnlb.ENOTFOUND},
 		{name: "DissociateMonitor1", method: "DELETE", path: "/pools/1/health_monitors/1/", status: 200, want: `0`},
 		{name: "ErrDissociateAgain", method: "DELETE", path: "/pools/1/health_monitors/1/", status: 404, code: sdnlb.ENOTFOUND},
 		{name: "Monitor1KeptWithoutPool", method: "GET", path: "/health_monitors/1/", status: 200,
@@ -113,11 +119,21 @@ func TestCompat_FloodlightFixture(t *testing.T) {
 				`{"id":"6","address":"10.0.0.8","port":"100","poolId":"1","vipId":"1","weight":"1","status":"Alive"}]`},
 		{name: "ErrPriorityOtherPool", method: "PUT", path: "/pools/2/members/1/", status: 404, code: sdnlb.ENOTFOUND},
 
-		// testRemoveVip / testRemovePool / testRemoveMember: deletes refuse orphans.
-		{name: "ErrDeleteVIPWithPool", method: "DELETE", path: "/vips/1/", status: 409, code: sdnlb.ECONFLICT},
-		{name: "ErrDeletePoolWithMembers", method: "DELETE", path: "/pools/1/", status: 409, code: sdnlb.ECONFLICT},
+		// testRemoveVip / testRemovePool / testRemoveMember: nothing is left
+		// pointing at what was deleted.
 		{name: "DeleteMember1", method: "DELETE", path: "/members/1/", status: 200, want: `{"status" : "200 OK!"}`},
 		{name: "ErrDeleteMember1Again", method: "DELETE", path: "/members/1/", status: 404, code: sdnlb.ENOTFOUND},
+		{name: "AssociateMonitor1Again", method: "PUT", path: "/pools/1/health_monitors/", body: `{"id":"1"}`, status: 200},
+		{name: "DeleteMonitorInUseDissociates", method: "DELETE", path: "/health_monitors/1/", status: 200, want: `{"status" : "200 OK!"}`},
+		{name: "Pool1WithoutMonitor", method: "GET", path: "/pools/1/health_monitors/", status: 200, want: `[]`},
+		{name: "DeleteVIP1KeepsItsPool", method: "DELETE", path: "/vips/1/", status: 200, want: `{"status" : "200 OK!"}`},
+		{name: "Pool1Unlinked", method: "GET", path: "/pools/1/", status: 200, check: func(t *testing.T, resp response) {
+			if !strings.Contains(string(resp.Body), `"vipId":null`) {
+				t.Errorf("pool 1 still names its deleted VIP: %s", resp.Body)
+			}
+		}},
+		{name: "DeletePool1TakesItsMembers", method: "DELETE", path: "/pools/1/", status: 200, want: `{"status" : "200 OK!"}`},
+		{name: "Pool1MembersGone", method: "GET", path: "/members/2/", status: 404, code: sdnlb.ENOTFOUND},
 		{name: "DeletePool2Cascade", method: "DELETE", path: "/pools/2/?cascade=true", status: 200, want: `{"status" : "200 OK!"}`},
 		{name: "DeleteVIP2", method: "DELETE", path: "/vips/2", status: 200, want: `{"status" : "200 OK!"}`},
 		{name: "ErrGetVIP2", method: "GET", path: "/vips/2/", status: 404, code: sdnlb.ENOTFOUND},
@@ -132,8 +148,10 @@ func TestCompat_FloodlightFixture(t *testing.T) {
 func TestCompat_Requests(t *testing.T) {
 	store := newMemStore()
 	runCompatSteps(t, store.server(), []routeCase{
-		{name: "ErrFormContentType", method: "POST", path: "/vips/", body: `{"id":"w","protocol":"TCP","address":"10.0.0.9","port":40000}`,
-			headers: []string{"Content-Type: application/x-www-form-urlencoded"}, status: 415, code: sdnlb.EUNSUPPORTED},
+		{name: "ErrFormContentTypeFromPage", method: "POST", path: "/vips/", body: `{"id":"w","protocol":"TCP","address":"10.0.0.9","port":40000}`,
+			headers: []string{"Content-Type: application/x-www-form-urlencoded", "Origin: http://example.com"}, status: 403, code: sdnlb.EFORBIDDEN},
+		{name: "ErrFormContentTypeSameOriginPage", method: "POST", path: "/vips/", body: `{"id":"w","protocol":"TCP","address":"10.0.0.9","port":40000}`,
+			headers: []string{"Content-Type: application/x-www-form-urlencoded", "Sec-Fetch-Site: same-origin"}, status: 415, code: sdnlb.EUNSUPPORTED},
 		{name: "ErrTextPlain", method: "POST", path: "/vips/", body: `{"id":"w","protocol":"TCP","address":"10.0.0.9","port":40000}`,
 			headers: []string{"Content-Type: text/plain"}, status: 415, code: sdnlb.EUNSUPPORTED},
 		{name: "NothingStoredByRefusedTypes", method: "GET", path: "/vips/", status: 200, want: `[]`},

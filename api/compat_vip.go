@@ -4,6 +4,8 @@ import (
 	"context"
 	"net/http"
 
+	"github.com/go-chi/chi/v5"
+
 	"github.com/sdnlb/sdnlb"
 )
 
@@ -93,6 +95,20 @@ func (s *Server) handleCompatVIPUpdate(w http.ResponseWriter, r *http.Request) e
 //	@Security	Bearer
 //	@Router		/quantum/v1.0/vips/{vip}/ [delete]
 func (s *Server) handleCompatVIPDelete(w http.ResponseWriter, r *http.Request) error {
+	// As in Floodlight, the VIP's pool outlives it: unlinked, not left
+	// pointing at nothing.
+	if r.URL.Query().Get("cascade") != "true" {
+		v, err := s.VIPService.FindVIPByID(r.Context(), chi.URLParam(r, "vip"))
+		if err != nil {
+			return err
+		}
+		if v.PoolID != "" {
+			none := ""
+			if _, err := s.PoolService.UpdatePool(r.Context(), v.PoolID, sdnlb.PoolUpdate{VIPID: &none}); err != nil {
+				return err
+			}
+		}
+	}
 	return compatDelete(w, r, "vip", s.VIPService.DeleteVIP)
 }
 

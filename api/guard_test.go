@@ -56,7 +56,8 @@ func TestServer_RefusedChangesNothing(t *testing.T) {
 		{name: "ErrFloodlightDisableOtherOrigin", method: "GET", path: "/quantum/v1.0/health_monitors/all/disable/", headers: []string{"Origin: http://evil.example"}, status: 403, code: sdnlb.EFORBIDDEN},
 		// Content types of writes.
 		{name: "ErrFloodlightTextPlain", method: "POST", path: "/quantum/v1.0/members/", body: `{"address":"10.0.0.2","pool_id":"p"}`, headers: []string{"Content-Type: text/plain"}, status: 415, code: sdnlb.EUNSUPPORTED},
-		{name: "ErrFloodlightForm", method: "PUT", path: "/quantum/v1.0/pools/p/health_monitors/", body: `{"id":"h"}`, headers: []string{"Content-Type: application/x-www-form-urlencoded"}, status: 415, code: sdnlb.EUNSUPPORTED},
+		{name: "ErrFloodlightFormFromPage", method: "PUT", path: "/quantum/v1.0/pools/p/health_monitors/", body: `{"id":"h"}`, headers: []string{"Content-Type: application/x-www-form-urlencoded", "Sec-Fetch-Site: same-origin"}, status: 415, code: sdnlb.EUNSUPPORTED},
+		{name: "ErrNativeForm", method: "POST", path: "/v1/members", body: `{"address":"10.0.0.2","pool_id":"p"}`, headers: []string{"Content-Type: application/x-www-form-urlencoded"}, status: 415, code: sdnlb.EUNSUPPORTED},
 		{name: "ErrBodylessWriteForm", method: "POST", path: "/quantum/v1.0/health_monitors/all/disable/", headers: []string{"Content-Type: multipart/form-data; boundary=x"}, status: 415, code: sdnlb.EUNSUPPORTED},
 		{name: "ErrFloodlightWeightForm", method: "PUT", path: "/quantum/v1.0/members/m/0/", headers: []string{"Content-Type: text/plain"}, status: 415, code: sdnlb.EUNSUPPORTED},
 		// Strict numbers.

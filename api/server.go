@@ -136,7 +136,7 @@ func (s *Server) Handler() http.Handler {
 			r.Method(http.MethodGet, "/metrics", s.metricsHandler())
 		}
 		r.Route("/v1", s.nativeRoutes)
-		r.Route("/quantum/v1.0", s.compatRoutes)
+		r.Route(compatPrefix, s.compatRoutes)
 		r.Route("/swagger", swaggerRoutes)
 	})
 	return r
