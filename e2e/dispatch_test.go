@@ -196,3 +196,34 @@ func TestRestart_AdoptsTheSwitch(t *testing.T) {
 			strings.Join(before, "\n"), strings.Join(after, "\n"))
 	}
 }
+
+// A VIP on port 0 serves every port of its address, in both dispatches:
+// each connection reaches a member on the port the client asked for.
+func TestDispatch_EveryPortVIP(t *testing.T) {
+	for _, d := range sdnlb.Dispatches {
+		t.Run(string(d), func(t *testing.T) {
+			b := &lbBed{sw: NewSwitch(t)}
+			b.lb = startSDNLB(t)
+			b.clients = append(b.clients, b.sw.AddHost(t, "c1", b.sw.Addr(1)))
+			for i := range 2 {
+				h := b.addMemberHost(t) // serves memberPort
+				h.ServeHTTP(t, memberPort+1, b.servers[i].Name)
+			}
+			b.lb.Connect(b.sw)
+			dumpOnFailure(t, b.sw, b.lb)
+			b.vip = b.lb.MustCreateVIP("all", b.sw.Addr(100), sdnlb.ProtocolTCP, 0, nil)
+			b.pool = b.lb.MustCreatePool("all", b.vip, sdnlb.RoundRobin, d)
+			for _, h := range b.members {
+				b.mems = append(b.mems, b.lb.MustCreateMember(b.pool, h.IP, 0))
+			}
+			b.lb.WaitPoolMembers(b.pool.ID, 2, 10*time.Second)
+			if d == sdnlb.DispatchSwitch {
+				b.waitBuckets(t, 2, 10*time.Second)
+			}
+			for _, port := range []int{memberPort, memberPort + 1} {
+				url := "http://" + net.JoinHostPort(b.vip.Address, strconv.Itoa(port)) + "/"
+				requireAll(t, spread(t, b.clients, url, 20), []string{"srv1", "srv2"})
+			}
+		})
+	}
+}
