@@ -15,7 +15,7 @@ func TestHandler(t *testing.T) {
 	defer srv.Close()
 	for path, wants := range map[string][]string{
 		"/":          {"<title>sdnlb</title>"},
-		"/app.js":    {"/v1/events", "pool.lb_method", "pool.dispatch", "pool.forwarding"},
+		"/app.js":    {"/v1/events", "pool.lb_method", "pool.dispatch", "pool.forwarding", "/v1/switches", "askToken", "showFieldErrors"},
 		"/style.css": {".vip"},
 	} {
 		t.Run(strings.TrimPrefix(path, "/"), func(t *testing.T) {
