@@ -7,7 +7,7 @@ set -euo pipefail
 export PATH="/usr/local/go/bin:$PATH"
 cd "$(dirname "$0")/.."
 
-e2e_commands=(ovsdb-server ovs-vswitchd ovs-vsctl ovs-ofctl ovsdb-tool ethtool ip ping curl promtool)
+e2e_commands=(ovsdb-server ovs-vswitchd ovs-vsctl ovs-ofctl ovsdb-tool ethtool ip ping curl promtool chromium)
 
 missing_commands() {
 	local cmd
@@ -36,7 +36,7 @@ install_e2e_deps() {
 	DEBIAN_FRONTEND=noninteractive apt-get "${apt_opts[@]}" update || rc=$?
 	if [[ $rc -eq 0 ]]; then
 		DEBIAN_FRONTEND=noninteractive apt-get "${apt_opts[@]}" install -y \
-			openvswitch-switch ethtool iproute2 iputils-ping curl prometheus || rc=$?
+			openvswitch-switch ethtool iproute2 iputils-ping curl prometheus chromium || rc=$?
 	fi
 	[[ -n "$created_policy" ]] && rm -f "$policy"
 	[[ $rc -eq 0 ]] || { echo "apt-get failed ($rc)" >&2; return "$rc"; }
