@@ -75,10 +75,10 @@ func (b *browser) listen(ev any) {
 		switch ev := ev.(type) {
 		case *runtime.EventExceptionThrown:
 			d := ev.ExceptionDetails
-		line = fmt.Sprintf("exception: %s at %s:%d", d.Text, d.URL, d.LineNumber+1)
-		if d.Exception != nil {
-			line += ": " + d.Exception.Description
-		}
+			line = fmt.Sprintf("exception: %s at %s:%d", d.Text, d.URL, d.LineNumber+1)
+			if d.Exception != nil {
+				line += ": " + d.Exception.Description
+			}
 		case *runtime.EventConsoleAPICalled:
 			if ev.Type != runtime.ConsoleAPICalledTypeError {
 				return
