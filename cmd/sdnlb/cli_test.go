@@ -1,0 +1,100 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+func runClient(t *testing.T, m *Main, args ...string) (code int, out, errOut string) {
+	t.Helper()
+	var stdout, stderr bytes.Buffer
+	env := map[string]string{"SDNLB_SERVER": "http://" + m.APIAddr()}
+	code = runCLI(args, func(k string) string { return env[k] }, &stdout, &stderr)
+	return code, stdout.String(), stderr.String()
+}
+
+func TestCLI(t *testing.T) {
+	m := MustRunMain(t, filepath.Join(t.TempDir(), "sdnlb.db"))
+	call(t, m, "POST", "/v1/vips", map[string]any{"id": "web", "address": "10.0.0.100", "protocol": "TCP", "port": 80}, 201, nil)
+	call(t, m, "POST", "/v1/pools", map[string]any{"id": "web", "vip_id": "web"}, 201, nil)
+	call(t, m, "POST", "/v1/members", map[string]any{"id": "m1", "pool_id": "web", "address": "10.0.0.1", "port": 8080}, 201, nil)
+
+	t.Run("GetTable", func(t *testing.T) {
+		code, out, errOut := runClient(t, m, "get", "members")
+		if code != exitOK || !strings.Contains(out, "ADDRESS") || !strings.Contains(out, "10.0.0.1") {
+			t.Errorf("exit %d, out:\n%s\nerr: %s", code, out, errOut)
+		}
+	})
+	t.Run("GetJSON", func(t *testing.T) {
+		code, out, _ := runClient(t, m, "get", "vips", "-o", "json")
+		var vips []map[string]any
+		if code != exitOK || json.Unmarshal([]byte(out), &vips) != nil || len(vips) != 1 || vips[0]["id"] != "web" {
+			t.Errorf("exit %d, out:\n%s", code, out)
+		}
+	})
+	t.Run("Describe", func(t *testing.T) {
+		code, out, _ := runClient(t, m, "describe", "pool", "web")
+		if code != exitOK || !strings.Contains(out, "dispatched by the switch") || !strings.Contains(out, "m1") {
+			t.Errorf("exit %d, out:\n%s", code, out)
+		}
+	})
+	t.Run("DrainAndBack", func(t *testing.T) {
+		if code, out, _ := runClient(t, m, "drain", "m1"); code != exitOK || !strings.Contains(out, "DRAINING") {
+			t.Errorf("drain: exit %d, out %q", code, out)
+		}
+		if code, out, _ := runClient(t, m, "undrain", "m1"); code != exitOK || strings.Contains(out, "DRAINING") {
+			t.Errorf("undrain: exit %d, out %q", code, out)
+		}
+	})
+	t.Run("ExitCodes", func(t *testing.T) {
+		if code, _, errOut := runClient(t, m, "describe", "pool", "nope"); code != exitAPIError || !strings.Contains(errOut, "not_found") {
+			t.Errorf("unknown pool: exit %d, %q", code, errOut)
+		}
+		if code, _, _ := runClient(t, m, "get", "things"); code != exitUsage {
+			t.Errorf("unknown kind: exit %d", code)
+		}
+		if code, _, _ := runClient(t, m, "get", "vips", "--server", "http://127.0.0.1:1"); code != exitNoServer {
+			t.Errorf("no server: exit %d", code)
+		}
+	})
+	t.Run("Watch", func(t *testing.T) {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		w := &firstTable{cancel: cancel}
+		c := &apiClient{base: "http://" + m.APIAddr(), http: newHTTPClient()}
+		if err := c.watchPool(ctx, w, "web", "table"); err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(w.String(), "m1") {
+			t.Errorf("watch printed:\n%s", w.String())
+		}
+	})
+}
+
+// firstTable collects what watch prints and stops it after one table.
+type firstTable struct {
+	mu     sync.Mutex
+	b      bytes.Buffer
+	cancel func()
+}
+
+func (f *firstTable) Write(p []byte) (int, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if string(p) == "\n" {
+		f.cancel()
+	}
+	return f.b.Write(p)
+}
+
+func (f *firstTable) String() string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.b.String()
+}
