@@ -250,7 +250,7 @@ func TestVIPService_UpdateVIP(t *testing.T) {
 		}},
 		{"ErrInvalid", sdnlb.EINVALID, "port", func(tb testing.TB, ctx context.Context, db *lbstore.DB) (string, sdnlb.VIPUpdate) {
 			v := MustCreateVIP(tb, ctx, db, newVIP("10.0.0.100", 80))
-			return v.ID, sdnlb.VIPUpdate{Name: ptr("changed"), Port: ptr(0)}
+			return v.ID, sdnlb.VIPUpdate{Name: ptr("changed"), Port: ptr(-1)}
 		}},
 		{"ErrConflictListener", sdnlb.ECONFLICT, "address", func(tb testing.TB, ctx context.Context, db *lbstore.DB) (string, sdnlb.VIPUpdate) {
 			MustCreateVIP(tb, ctx, db, newVIP("10.0.0.100", 80))
