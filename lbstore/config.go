@@ -18,12 +18,17 @@ var _ sdnlb.ConfigService = (*ConfigService)(nil)
 func NewConfigService(db *DB) *ConfigService { return &ConfigService{db: db} }
 
 // LoadConfig reads everything in one read transaction. Its Seq is the Seq
-// of the last event published when the snapshot was taken: the read holds
-// every write with Seq <= Config.Seq and none after it. So a consumer that
-// first subscribes and then loads misses nothing: what the load does not
-// hold, the subscription delivers (a few events may be seen twice).
+// of the last event the snapshot holds: the read holds every write with
+// Seq <= Config.Seq and none after it. So a consumer that first subscribes
+// and then loads misses nothing: what the load does not hold, the
+// subscription delivers (a few events may be seen twice).
 func (s *ConfigService) LoadConfig(ctx context.Context) (*sdnlb.Config, error) {
-	tx, seq, err := s.db.beginSnapshot(ctx)
+	cfg, err := loadConfig(ctx, s.db)
+	return cfg, unavailable(ctx, err)
+}
+
+func loadConfig(ctx context.Context, db *DB) (*sdnlb.Config, error) {
+	tx, seq, err := db.feed.snapshot(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -57,30 +62,6 @@ func (s *ConfigService) Clear(ctx context.Context) error {
 		tx.emit("", sdnlb.OpResync, "")
 		return nil
 	})
-}
-
-// beginSnapshot starts a read transaction and pins its snapshot while no
-// write can commit, returning the Seq of the last event that snapshot
-// holds. Writes publish before they release the write lock, so the two
-// agree exactly.
-func (db *DB) beginSnapshot(ctx context.Context) (*Tx, uint64, error) {
-	select {
-	case db.writeLock <- struct{}{}:
-	case <-ctx.Done():
-		return nil, 0, ctx.Err()
-	}
-	defer func() { <-db.writeLock }()
-	tx, err := db.beginRead(ctx)
-	if err != nil {
-		return nil, 0, err
-	}
-	// A deferred transaction takes its snapshot at its first read.
-	var n int
-	if err := tx.GetContext(ctx, &n, `SELECT COUNT(*) FROM schema_migrations`); err != nil {
-		tx.Rollback()
-		return nil, 0, fmt.Errorf("begin snapshot: %w", err)
-	}
-	return tx, db.events.lastSeq(), nil
 }
 
 // Store bundles every service of one DB, for wiring: it implements all the

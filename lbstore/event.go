@@ -1,6 +1,7 @@
 package lbstore
 
 import (
+	"context"
 	"sync"
 	"time"
 
@@ -32,6 +33,24 @@ func (s *EventService) Subscribe() (<-chan sdnlb.Event, func()) {
 	return s.db.events.subscribe(buffer)
 }
 
+// feed is how write transactions reach the change feed: localFeed keeps
+// it in the process (SQLite), pgFeed passes it through the database
+// (PostgreSQL), so that every process sharing the database sees every
+// write.
+type feed interface {
+	// start begins following the database; stop ends it.
+	start(ctx context.Context) error
+	stop()
+	// begin runs first in every write transaction, record last before its
+	// commit and committed after it.
+	begin(ctx context.Context, tx *Tx) error
+	record(ctx context.Context, tx *Tx) error
+	committed(tx *Tx)
+	// snapshot starts a read transaction and returns the Seq of the last
+	// event it holds.
+	snapshot(ctx context.Context) (*Tx, uint64, error)
+}
+
 type eventHub struct {
 	mu     sync.Mutex
 	seq    uint64
@@ -56,17 +75,35 @@ type subscriber struct {
 // publish numbers events and offers them to every subscriber without
 // blocking.
 func (h *eventHub) publish(events []sdnlb.Event) {
-	if len(events) == 0 {
-		return
-	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	for i := range events {
 		h.seq++
 		events[i].Seq = h.seq
-		for s := range h.subs {
-			s.offer(events[i])
-		}
+		h.offer(events[i])
+	}
+}
+
+// deliver offers events the database numbered, which come in Seq order.
+func (h *eventHub) deliver(events []sdnlb.Event) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for _, e := range events {
+		h.seq = e.Seq
+		h.offer(e)
+	}
+}
+
+// startAt sets the Seq the feed continues from.
+func (h *eventHub) startAt(seq uint64) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.seq = seq
+}
+
+func (h *eventHub) offer(e sdnlb.Event) {
+	for s := range h.subs {
+		s.offer(e)
 	}
 }
 

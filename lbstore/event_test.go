@@ -3,7 +3,6 @@ package lbstore_test
 import (
 	"context"
 	"fmt"
-	"path/filepath"
 	"testing"
 	"time"
 
@@ -145,7 +144,7 @@ func TestEventService_Subscribe(t *testing.T) {
 
 	t.Run("ResyncOnOverflow", func(t *testing.T) {
 		ctx := context.Background()
-		db := lbstore.NewDB(filepath.Join(t.TempDir(), "sdnlb.db"))
+		db := lbstore.NewDB(lbstore.NewTestDSN(t))
 		db.EventBuffer = 2
 		if err := db.Open(); err != nil {
 			t.Fatal(err)
@@ -187,7 +186,7 @@ func TestEventService_Subscribe(t *testing.T) {
 
 	t.Run("UnsubscribeCloses", func(t *testing.T) {
 		ctx := context.Background()
-		db := lbstore.NewDB(filepath.Join(t.TempDir(), "sdnlb.db"))
+		db := lbstore.NewDB(lbstore.NewTestDSN(t))
 		db.EventBuffer = 1
 		if err := db.Open(); err != nil {
 			t.Fatal(err)
@@ -215,7 +214,7 @@ func TestEventService_Subscribe(t *testing.T) {
 
 	t.Run("BeforeOpen", func(t *testing.T) {
 		ctx := context.Background()
-		db := lbstore.NewDB(filepath.Join(t.TempDir(), "sdnlb.db"))
+		db := lbstore.NewDB(lbstore.NewTestDSN(t))
 		events, cancel := lbstore.NewEventService(db).Subscribe()
 		defer cancel()
 		if err := db.Open(); err != nil {

@@ -8,6 +8,18 @@ import (
 	"github.com/sdnlb/sdnlb"
 )
 
+// NewTestDSN is testDSN: a fresh database for the backend of the pass.
+func NewTestDSN(tb testing.TB) string { return testDSN(tb) }
+
+// CurrentBackend is the backend of the pass running: "sqlite" or "postgres".
+func CurrentBackend() string { return testBackend }
+
+// SkipUnlessBackend skips a test that only means something on one backend.
+func SkipUnlessBackend(tb testing.TB, backend, why string) {
+	tb.Helper()
+	skipUnlessBackend(tb, backend, why)
+}
+
 // SeedMembers inserts n members into the pool in one transaction with one
 // prepared statement, fast enough to set up 100k-member benchmarks. The
 // rows are what createMember would write for a pool without monitors.
@@ -20,7 +32,7 @@ func SeedMembers(tb testing.TB, db *DB, poolID string, n int) {
 	}
 	defer tx.Rollback()
 	stmt, err := tx.PreparexContext(ctx, `INSERT INTO members (id, pool_id, address, port, weight, admin_state_up,
-		health_status, health_since, created_at, updated_at) VALUES (?, ?, ?, 80, 1, 1, ?, ?, ?, ?)`)
+		health_status, health_since, created_at, updated_at) VALUES (?, ?, ?, 80, 1, TRUE, ?, ?, ?, ?)`)
 	if err != nil {
 		tb.Fatal(err)
 	}

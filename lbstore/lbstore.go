@@ -1,14 +1,23 @@
-// Package lbstore is the SQLite implementation of the sdnlb services.
+// Package lbstore is the SQL implementation of the sdnlb services, on
+// SQLite (a file, the embedded default) or PostgreSQL (a postgres:// URL,
+// which several sdnlb processes can share).
 //
-// Every write runs in one immediate transaction: it loads what it needs,
-// validates, checks the rules that span objects and writes, so a rejected
-// write changes nothing. Writes of one process are serialized in Go as well,
-// which keeps SQLite's busy handler out of the common path and lets events
-// be published in commit order right after each commit. Reads use their own
-// pool of query-only connections with deferred transactions, which in WAL
-// mode never wait for a writer.
+// Both databases run the same queries, written with ? placeholders and
+// rebound for PostgreSQL; a dialect holds the little that differs (how to
+// open, read snapshots, the migration lock), and the schema differs only
+// where the SQL types do (migrations named NNNN_x.sqlite.sql or
+// NNNN_x.postgres.sql).
 //
-// Wiring: db, err := lbstore.Open(path); store := lbstore.NewStore(db).
+// Every write runs in one transaction that takes the write lock first: it
+// loads what it needs, validates, checks the rules that span objects and
+// writes, so a rejected write changes nothing. Writes of one process are
+// serialized in Go as well, which keeps SQLite's busy handler out of the
+// common path and lets events be published in commit order right after
+// each commit. On PostgreSQL the write lock is the row of the feed table,
+// so writes of all processes commit one at a time. Reads use their own pool
+// of read-only connections and never wait for a writer.
+//
+// Wiring: db, err := lbstore.Open(dsn); store := lbstore.NewStore(db).
 // Store implements every sdnlb store interface, including LoadConfig,
 // Subscribe and SetMemberHealth for the controller and the health monitors.
 //
@@ -16,7 +25,9 @@
 // lists every object it removed, dependants first); linking a pool to a
 // VIP, associating and dissociating monitors are pool updates; a health
 // status change is a member OpHealth; Clear is a single OpResync with an
-// empty Kind. Seq counts from 1 in each process.
+// empty Kind. On SQLite, Seq counts from 1 in each process and the feed
+// holds this process's writes. On PostgreSQL, Seq is the database's: every
+// process sharing it sees every write with the same Seq, in commit order.
 package lbstore
 
 import (
@@ -24,14 +35,10 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"net/url"
-	"os"
-	"path/filepath"
-	"strings"
+	"log/slog"
 	"time"
 
 	"github.com/jmoiron/sqlx"
-	_ "github.com/mattn/go-sqlite3" // registers the "sqlite3" driver
 
 	"github.com/sdnlb/sdnlb/migrations"
 )
@@ -40,18 +47,27 @@ import (
 // it loses events and is sent a resync.
 const DefaultEventBuffer = 1024
 
-// DB is the store: a SQLite file opened with two connection pools, one
-// for writes (immediate transactions) and one for reads (deferred).
+// DefaultConnectTimeout bounds how long opening a PostgreSQL connection may
+// take, when the URL does not say (connect_timeout).
+const DefaultConnectTimeout = 5 * time.Second
+
+// DB is the store: a database opened with two connection pools, one for
+// writes and one for reads.
 type DB struct {
 	write *sqlx.DB
 	read  *sqlx.DB
 
-	// writeLock serializes write transactions and the publication of their
-	// events; a channel rather than a mutex so waiting honours ctx.
+	dialect *dialect
+	feed    feed
+
+	// writeLock serializes the write transactions of this process and the
+	// publication of their events; a channel rather than a mutex so
+	// waiting honours ctx.
 	writeLock chan struct{}
 	events    *eventHub
 
-	// DSN is the database file path given to NewDB.
+	// DSN is what NewDB was given: a SQLite file path or "file:" URI, or a
+	// postgres:// (postgresql://) URL.
 	DSN string
 
 	// Now is the clock for timestamps; tests replace it.
@@ -62,72 +78,79 @@ type DB struct {
 
 	// EventBuffer is the channel size of each new subscriber.
 	EventBuffer int
+
+	// ConnectTimeout bounds each PostgreSQL connection attempt when the
+	// URL sets no connect_timeout.
+	ConnectTimeout time.Duration
+
+	// Logger tells when the change feed loses and regains PostgreSQL; nil
+	// discards.
+	Logger *slog.Logger
 }
 
-// NewDB returns a DB for the SQLite file at dsn, a path or a "file:" URI.
-// Call Open before use.
+// NewDB returns a DB for dsn: a SQLite file path or "file:" URI, or a
+// postgres:// URL. Call Open before use.
 func NewDB(dsn string) *DB {
 	return &DB{
-		DSN:         dsn,
-		Now:         time.Now,
-		Migrations:  migrations.FS,
-		EventBuffer: DefaultEventBuffer,
-		writeLock:   make(chan struct{}, 1),
-		events:      newEventHub(),
+		DSN:            dsn,
+		Now:            time.Now,
+		Migrations:     migrations.FS,
+		EventBuffer:    DefaultEventBuffer,
+		ConnectTimeout: DefaultConnectTimeout,
+		writeLock:      make(chan struct{}, 1),
+		events:         newEventHub(),
 	}
 }
 
-// Open opens a DB for the file at path and applies the migrations.
-func Open(path string) (*DB, error) {
-	db := NewDB(path)
+// Open opens a DB for dsn and applies the migrations.
+func Open(dsn string) (*DB, error) {
+	db := NewDB(dsn)
 	if err := db.Open(); err != nil {
 		return nil, err
 	}
 	return db, nil
 }
 
-// connParams go into the DSN because the driver applies DSN parameters to
-// every connection it opens; a PRAGMA run once would reach only one pooled
-// connection.
-const connParams = "_foreign_keys=on&_journal_mode=WAL&_busy_timeout=5000"
-
-// Open opens both connection pools and migrates the schema.
+// Open opens both connection pools, migrates the schema and starts the
+// change feed. Its errors name the database (without a password) and fit
+// on one line.
 func (db *DB) Open() error {
 	if db.DSN == "" {
 		return errors.New("open db: dsn required")
 	}
-	// Each connection to :memory: is a database of its own, so the pools
-	// would not share anything.
-	if strings.Contains(db.DSN, ":memory:") || strings.Contains(db.DSN, "mode=memory") {
-		return errors.New("open db: in-memory databases are not supported; use a file")
-	}
-	if path := filePath(db.DSN); path != "" {
-		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-			return fmt.Errorf("open db: %w", err)
-		}
-	}
-	var err error
-	// Immediate write transactions take the write lock at BEGIN, so two
-	// writers never deadlock upgrading a read lock (SQLITE_BUSY at once,
-	// which busy_timeout cannot help with).
-	if db.write, err = sqlx.Open("sqlite3", withParams(db.DSN, connParams+"&_txlock=immediate")); err != nil {
-		return fmt.Errorf("open db: %w", err)
-	}
-	// Writes are serialized by writeLock anyway.
-	db.write.SetMaxOpenConns(1)
-	if db.read, err = sqlx.Open("sqlite3", withParams(db.DSN, connParams+"&_txlock=deferred&_query_only=on")); err != nil {
-		db.write.Close()
-		return fmt.Errorf("open db: %w", err)
+	db.dialect = dialectOf(db.DSN)
+	if err := db.dialect.open(db); err != nil {
+		db.Close()
+		return fmt.Errorf("open db %s: %w", db.Name(), oneLine(err))
 	}
 	if err := db.migrate(context.Background()); err != nil {
 		db.Close()
-		return err
+		return fmt.Errorf("open db %s: %w", db.Name(), oneLine(err))
+	}
+	db.feed = db.dialect.newFeed(db)
+	if err := db.feed.start(context.Background()); err != nil {
+		db.Close()
+		return fmt.Errorf("open db %s: %w", db.Name(), oneLine(err))
 	}
 	return nil
 }
 
+// Name is the DSN fit for logs and errors: a URL's password is masked.
+func (db *DB) Name() string { return redactDSN(db.DSN) }
+
+// Dialect is "sqlite" or "postgres"; "" before Open.
+func (db *DB) Dialect() string {
+	if db.dialect == nil {
+		return ""
+	}
+	return db.dialect.name
+}
+
 // Close ends every subscription to the change feed and closes both pools.
 func (db *DB) Close() error {
+	if db.feed != nil {
+		db.feed.stop()
+	}
 	db.events.close()
 	var errs []error
 	if db.write != nil {
@@ -142,25 +165,9 @@ func (db *DB) Close() error {
 	return nil
 }
 
-// withParams appends query parameters to a path or file: URI.
-func withParams(dsn, params string) string {
-	if !strings.HasPrefix(dsn, "file:") {
-		dsn = "file:" + (&url.URL{Path: dsn}).EscapedPath()
+func (db *DB) logger() *slog.Logger {
+	if db.Logger == nil {
+		return slog.New(slog.DiscardHandler)
 	}
-	if strings.Contains(dsn, "?") {
-		return dsn + "&" + params
-	}
-	return dsn + "?" + params
-}
-
-// filePath returns the file a DSN names, "" when it cannot tell.
-func filePath(dsn string) string {
-	if !strings.HasPrefix(dsn, "file:") {
-		return dsn
-	}
-	path, _, _ := strings.Cut(strings.TrimPrefix(dsn, "file:"), "?")
-	if p, err := url.PathUnescape(path); err == nil {
-		return p
-	}
-	return ""
+	return db.Logger
 }

@@ -18,7 +18,7 @@ import (
 // real migrations and a test clock.
 func MustOpenDB(tb testing.TB) *lbstore.DB {
 	tb.Helper()
-	db := lbstore.NewDB(filepath.Join(tb.TempDir(), "sdnlb.db"))
+	db := lbstore.NewDB(lbstore.NewTestDSN(tb))
 	db.Now = newTestClock().Now
 	if err := db.Open(); err != nil {
 		tb.Fatal(err)
@@ -261,7 +261,7 @@ func ptr[T any](v T) *T { return &v }
 
 func TestDB_Persistence(t *testing.T) {
 	ctx := context.Background()
-	path := filepath.Join(t.TempDir(), "sdnlb.db")
+	path := lbstore.NewTestDSN(t)
 	db, err := lbstore.Open(path)
 	if err != nil {
 		t.Fatal(err)
@@ -288,6 +288,7 @@ func TestDB_Persistence(t *testing.T) {
 }
 
 func TestDB_Open(t *testing.T) {
+	lbstore.SkipUnlessBackend(t, "sqlite", "files")
 	t.Run("ErrInMemory", func(t *testing.T) {
 		for _, dsn := range []string{":memory:", "file::memory:", "file:x?mode=memory"} {
 			if err := lbstore.NewDB(dsn).Open(); err == nil {

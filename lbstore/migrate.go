@@ -7,6 +7,8 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+
+	"github.com/jmoiron/sqlx"
 )
 
 // migration is one numbered SQL file.
@@ -19,14 +21,17 @@ type migration struct {
 // name order, each in its own transaction together with its record, and
 // refuses a database written by a newer sdnlb.
 func (db *DB) migrate(ctx context.Context) error {
-	if _, err := db.write.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS schema_migrations (
-		version    INTEGER PRIMARY KEY,
-		name       TEXT NOT NULL,
-		applied_at TEXT NOT NULL
-	)`); err != nil {
+	if err := db.migrationTx(ctx, func(tx *sqlx.Tx) error {
+		_, err := tx.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS schema_migrations (
+			version    INTEGER PRIMARY KEY,
+			name       TEXT NOT NULL,
+			applied_at TEXT NOT NULL
+		)`)
+		return err
+	}); err != nil {
 		return fmt.Errorf("create schema_migrations: %w", err)
 	}
-	list, err := readMigrations(db.Migrations)
+	list, err := readMigrations(db.Migrations, db.dialect.name)
 	if err != nil {
 		return err
 	}
@@ -49,41 +54,61 @@ func (db *DB) migrate(ctx context.Context) error {
 	return nil
 }
 
-func (db *DB) applyMigration(ctx context.Context, m migration) error {
+// migrationTx runs f in a write transaction that holds the dialect's
+// migration lock: processes starting at once take turns, and each finds
+// what the one before it applied.
+func (db *DB) migrationTx(ctx context.Context, f func(*sqlx.Tx) error) error {
 	tx, err := db.write.BeginTxx(ctx, nil)
 	if err != nil {
-		return fmt.Errorf("migration %s: %w", m.name, err)
+		return err
 	}
 	defer tx.Rollback()
+	if db.dialect.migrationLock != "" {
+		if _, err := tx.ExecContext(ctx, db.dialect.migrationLock); err != nil {
+			return fmt.Errorf("lock: %w", err)
+		}
+	}
+	if err := f(tx); err != nil {
+		return err
+	}
+	return tx.Commit()
+}
 
-	// Checked inside the transaction so two processes starting at once
-	// apply each file once.
-	var n int
-	if err := tx.GetContext(ctx, &n, `SELECT COUNT(*) FROM schema_migrations WHERE version = ?`, m.version); err != nil {
-		return fmt.Errorf("migration %s: %w", m.name, err)
-	} else if n > 0 {
+func (db *DB) applyMigration(ctx context.Context, m migration) error {
+	err := db.migrationTx(ctx, func(tx *sqlx.Tx) error {
+		// Checked inside the transaction so two processes starting at once
+		// apply each file once.
+		var n int
+		if err := tx.GetContext(ctx, &n, tx.Rebind(`SELECT COUNT(*) FROM schema_migrations WHERE version = ?`), m.version); err != nil {
+			return err
+		} else if n > 0 {
+			return nil
+		}
+		body, err := fs.ReadFile(db.Migrations, m.name)
+		if err != nil {
+			return err
+		}
+		if _, err := tx.ExecContext(ctx, string(body)); err != nil {
+			return err
+		}
+		if _, err := tx.ExecContext(ctx, tx.Rebind(`INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)`),
+			m.version, m.name, formatTime(db.Now())); err != nil {
+			return fmt.Errorf("record: %w", err)
+		}
 		return nil
-	}
-	body, err := fs.ReadFile(db.Migrations, m.name)
+	})
 	if err != nil {
-		return fmt.Errorf("migration %s: %w", m.name, err)
-	}
-	if _, err := tx.ExecContext(ctx, string(body)); err != nil {
-		return fmt.Errorf("migration %s: %w", m.name, err)
-	}
-	if _, err := tx.ExecContext(ctx, `INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)`,
-		m.version, m.name, formatTime(db.Now())); err != nil {
-		return fmt.Errorf("migration %s: record: %w", m.name, err)
-	}
-	if err := tx.Commit(); err != nil {
 		return fmt.Errorf("migration %s: %w", m.name, err)
 	}
 	return nil
 }
 
-// readMigrations lists the *.sql files of fsys, sorted by version. Every
-// name must start with a distinct positive number and an underscore.
-func readMigrations(fsys fs.FS) ([]migration, error) {
+// readMigrations lists the *.sql files of fsys that apply to the dialect,
+// sorted by version. Every name must start with a positive number and an
+// underscore; a name ending in .<dialect>.sql applies to that dialect
+// only (.sqlite.sql, .postgres.sql), any other to both. Each version has
+// one file per dialect.
+func readMigrations(fsys fs.FS, dialect string) ([]migration, error) {
 	names, err := fs.Glob(fsys, "*.sql")
 	if err != nil {
 		return nil, fmt.Errorf("list migrations: %w", err)
@@ -91,10 +116,13 @@ func readMigrations(fsys fs.FS) ([]migration, error) {
 	list := make([]migration, 0, len(names))
 	seen := make(map[int]string)
 	for _, name := range names {
-		num, _, ok := strings.Cut(name, "_")
+		num, rest, ok := strings.Cut(name, "_")
 		v, err := strconv.Atoi(num)
 		if !ok || err != nil || v < 1 {
 			return nil, fmt.Errorf("migration %s: name must be NNNN_description.sql", name)
+		}
+		if only := migrationDialect(rest); only != "" && only != dialect {
+			continue
 		}
 		if other, dup := seen[v]; dup {
 			return nil, fmt.Errorf("migrations %s and %s share version %d", other, name, v)
@@ -104,4 +132,14 @@ func readMigrations(fsys fs.FS) ([]migration, error) {
 	}
 	sort.Slice(list, func(i, j int) bool { return list[i].version < list[j].version })
 	return list, nil
+}
+
+// migrationDialect is the dialect a migration name is for, "" for all.
+func migrationDialect(name string) string {
+	for _, d := range []*dialect{sqliteDialect, postgresDialect} {
+		if strings.HasSuffix(name, "."+d.name+".sql") {
+			return d.name
+		}
+	}
+	return ""
 }

@@ -5,8 +5,8 @@ import (
 	"database/sql"
 	"fmt"
 	"io/fs"
-	"path/filepath"
 	"reflect"
+	"sort"
 	"strconv"
 	"strings"
 	"testing"
@@ -23,15 +23,26 @@ type migrationRecord struct {
 	AppliedAt string
 }
 
-// readRecords reads schema_migrations straight from the file.
-func readRecords(tb testing.TB, path string) []migrationRecord {
+// rawDB opens the test database without lbstore, to look at it or to
+// write rows as an older sdnlb would have.
+func rawDB(tb testing.TB, dsn string) *sql.DB {
 	tb.Helper()
-	raw, err := sql.Open("sqlite3", path)
+	driver := "sqlite3"
+	if lbstore.CurrentBackend() == "postgres" {
+		driver = "pgx"
+	}
+	raw, err := sql.Open(driver, dsn)
 	if err != nil {
 		tb.Fatal(err)
 	}
-	defer raw.Close()
-	rows, err := raw.Query(`SELECT version, name, applied_at FROM schema_migrations ORDER BY version`)
+	tb.Cleanup(func() { raw.Close() })
+	return raw
+}
+
+// readRecords reads schema_migrations straight from the database.
+func readRecords(tb testing.TB, dsn string) []migrationRecord {
+	tb.Helper()
+	rows, err := rawDB(tb, dsn).Query(`SELECT version, name, applied_at FROM schema_migrations ORDER BY version`)
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -50,44 +61,59 @@ func readRecords(tb testing.TB, path string) []migrationRecord {
 	return recs
 }
 
-func execRaw(tb testing.TB, path, query string) {
+func execRaw(tb testing.TB, dsn, query string) {
 	tb.Helper()
-	raw, err := sql.Open("sqlite3", path)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	defer raw.Close()
-	if _, err := raw.Exec(query); err != nil {
+	if _, err := rawDB(tb, dsn).Exec(query); err != nil {
 		tb.Fatal(err)
 	}
 }
 
-func tableExists(tb testing.TB, path, table string) bool {
+func tableExists(tb testing.TB, dsn, table string) bool {
 	tb.Helper()
-	raw, err := sql.Open("sqlite3", path)
-	if err != nil {
-		tb.Fatal(err)
+	query := `SELECT COUNT(*) FROM sqlite_master WHERE type = 'table' AND name = $1`
+	if lbstore.CurrentBackend() == "postgres" {
+		query = `SELECT COUNT(*) FROM information_schema.tables WHERE table_schema = 'public' AND table_name = $1`
 	}
-	defer raw.Close()
 	var n int
-	if err := raw.QueryRow(`SELECT COUNT(*) FROM sqlite_master WHERE type = 'table' AND name = ?`, table).Scan(&n); err != nil {
+	if err := rawDB(tb, dsn).QueryRow(query, table).Scan(&n); err != nil {
 		tb.Fatal(err)
 	}
 	return n > 0
+}
+
+// shippedFiles lists the real migration files the backend of the pass
+// applies, by version: the shared ones and its own.
+func shippedFiles(tb testing.TB) map[int]string {
+	tb.Helper()
+	names, err := fs.Glob(migrations.FS, "*.sql")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	files := make(map[int]string)
+	for _, name := range names {
+		num, rest, _ := strings.Cut(name, "_")
+		v, err := strconv.Atoi(num)
+		if err != nil {
+			tb.Fatalf("migration %s has no number", name)
+		}
+		if parts := strings.Split(rest, "."); len(parts) == 3 && parts[1] != lbstore.CurrentBackend() {
+			continue
+		}
+		if other, dup := files[v]; dup {
+			tb.Fatalf("migrations %s and %s share version %d", other, name, v)
+		}
+		files[v] = name
+	}
+	return files
 }
 
 // migrationsUpTo returns the shipped migrations up to version last, to
 // build a database as an older sdnlb left it.
 func migrationsUpTo(tb testing.TB, last int) fstest.MapFS {
 	tb.Helper()
-	names, err := fs.Glob(migrations.FS, "*.sql")
-	if err != nil {
-		tb.Fatal(err)
-	}
 	files := fstest.MapFS{}
-	for _, name := range names {
-		num, _, _ := strings.Cut(name, "_")
-		if v, err := strconv.Atoi(num); err != nil || v > last {
+	for v, name := range shippedFiles(tb) {
+		if v > last {
 			continue
 		}
 		body, err := fs.ReadFile(migrations.FS, name)
@@ -102,28 +128,35 @@ func migrationsUpTo(tb testing.TB, last int) fstest.MapFS {
 	return files
 }
 
-// shippedVersions lists the versions of the real migration files.
-func shippedVersions(tb testing.TB) []int {
+// withFeed adds the change feed's table to test migrations on PostgreSQL,
+// where Open needs it, as version v.
+func withFeed(tb testing.TB, files fstest.MapFS, v int) fstest.MapFS {
 	tb.Helper()
-	names, err := fs.Glob(migrations.FS, "*.sql")
+	if lbstore.CurrentBackend() != "postgres" {
+		return files
+	}
+	body, err := fs.ReadFile(migrations.FS, "0005_feed.postgres.sql")
 	if err != nil {
 		tb.Fatal(err)
 	}
+	files[fmt.Sprintf("%04d_feed.sql", v)] = &fstest.MapFile{Data: body}
+	return files
+}
+
+// shippedVersions lists the versions of the real migration files.
+func shippedVersions(tb testing.TB) []int {
+	tb.Helper()
 	var versions []int
-	for _, name := range names {
-		num, _, _ := strings.Cut(name, "_")
-		v, err := strconv.Atoi(num)
-		if err != nil {
-			tb.Fatalf("migration %s has no number", name)
-		}
+	for v := range shippedFiles(tb) {
 		versions = append(versions, v)
 	}
+	sort.Ints(versions)
 	return versions
 }
 
 func TestMigrate(t *testing.T) {
 	t.Run("OK", func(t *testing.T) {
-		path := filepath.Join(t.TempDir(), "sdnlb.db")
+		path := lbstore.NewTestDSN(t)
 		db, err := lbstore.Open(path)
 		if err != nil {
 			t.Fatal(err)
@@ -139,7 +172,7 @@ func TestMigrate(t *testing.T) {
 	})
 
 	t.Run("Twice", func(t *testing.T) {
-		path := filepath.Join(t.TempDir(), "sdnlb.db")
+		path := lbstore.NewTestDSN(t)
 		db, err := lbstore.Open(path)
 		if err != nil {
 			t.Fatal(err)
@@ -162,8 +195,9 @@ func TestMigrate(t *testing.T) {
 	// per-connection path they had (CONTROLLER, NAT), new pools get the
 	// defaults (SWITCH, NAT), and opening again changes neither.
 	t.Run("PoolDispatchForwarding", func(t *testing.T) {
+		lbstore.SkipUnlessBackend(t, "sqlite", "PostgreSQL databases start at a schema that has 0004")
 		ctx := context.Background()
-		path := filepath.Join(t.TempDir(), "sdnlb.db")
+		path := lbstore.NewTestDSN(t)
 		db := lbstore.NewDB(path)
 		db.Migrations = migrationsUpTo(t, 3)
 		if err := db.Open(); err != nil {
@@ -172,11 +206,11 @@ func TestMigrate(t *testing.T) {
 		MustCloseDB(t, db)
 		const now = "2026-01-01T00:00:00.000000000Z"
 		execRaw(t, path, `INSERT INTO vips (id, address, protocol, port, connection_limit, admin_state_up, mac, created_at, updated_at)
-			VALUES ('v1', '10.0.0.100', 'TCP', 80, -1, 1, 'm', '`+now+`', '`+now+`');
+			VALUES ('v1', '10.0.0.100', 'TCP', 80, -1, TRUE, 'm', '`+now+`', '`+now+`');
 			INSERT INTO pools (id, vip_id, lb_method, protocol, admin_state_up, created_at, updated_at)
-			VALUES ('old', 'v1', 'ROUND_ROBIN', 'TCP', 1, '`+now+`', '`+now+`');
+			VALUES ('old', 'v1', 'ROUND_ROBIN', 'TCP', TRUE, '`+now+`', '`+now+`');
 			INSERT INTO members (id, pool_id, address, port, weight, admin_state_up, health_status, health_since, created_at, updated_at)
-			VALUES ('m1', 'old', '10.0.0.1', 8080, 1, 1, 'NO_MONITOR', '`+now+`', '`+now+`', '`+now+`')`)
+			VALUES ('m1', 'old', '10.0.0.1', 8080, 1, TRUE, 'NO_MONITOR', '`+now+`', '`+now+`', '`+now+`')`)
 
 		db, err := lbstore.Open(path)
 		if err != nil {
@@ -205,7 +239,7 @@ func TestMigrate(t *testing.T) {
 		// The schema's defaults are the domain's, for rows written without
 		// the columns.
 		execRaw(t, path, `INSERT INTO pools (id, lb_method, protocol, admin_state_up, created_at, updated_at)
-			VALUES ('raw', 'ROUND_ROBIN', 'TCP', 1, '`+now+`', '`+now+`')`)
+			VALUES ('raw', 'ROUND_ROBIN', 'TCP', TRUE, '`+now+`', '`+now+`')`)
 		db, err = lbstore.Open(path)
 		if err != nil {
 			t.Fatal(err)
@@ -218,7 +252,7 @@ func TestMigrate(t *testing.T) {
 	})
 
 	t.Run("ErrNewerSchema", func(t *testing.T) {
-		path := filepath.Join(t.TempDir(), "sdnlb.db")
+		path := lbstore.NewTestDSN(t)
 		db, err := lbstore.Open(path)
 		if err != nil {
 			t.Fatal(err)
@@ -231,20 +265,20 @@ func TestMigrate(t *testing.T) {
 
 		_, err = lbstore.Open(path)
 		want := fmt.Sprintf("database schema version %d is newer than this sdnlb supports (%d); upgrade sdnlb", newer, latest)
-		if err == nil || err.Error() != want {
+		if err == nil || !strings.HasSuffix(err.Error(), ": "+want) {
 			t.Fatalf("err = %v, want %q", err, want)
 		}
 	})
 
 	t.Run("NameOrder", func(t *testing.T) {
-		path := filepath.Join(t.TempDir(), "sdnlb.db")
+		path := lbstore.NewTestDSN(t)
 		db := lbstore.NewDB(path)
 		// Each file needs the one before it.
-		db.Migrations = fstest.MapFS{
+		db.Migrations = withFeed(t, fstest.MapFS{
 			"0010_c.sql": {Data: []byte(`INSERT INTO b (x) VALUES (1);`)},
 			"0001_a.sql": {Data: []byte(`CREATE TABLE a (x INTEGER PRIMARY KEY); INSERT INTO a VALUES (1);`)},
 			"0002_b.sql": {Data: []byte(`CREATE TABLE b (x INTEGER REFERENCES a (x));`)},
-		}
+		}, 11)
 		if err := db.Open(); err != nil {
 			t.Fatal(err)
 		}
@@ -253,13 +287,17 @@ func TestMigrate(t *testing.T) {
 		for _, r := range readRecords(t, path) {
 			got = append(got, fmt.Sprintf("%d %s", r.Version, r.Name))
 		}
-		if want := []string{"1 0001_a.sql", "2 0002_b.sql", "10 0010_c.sql"}; !reflect.DeepEqual(got, want) {
+		want := []string{"1 0001_a.sql", "2 0002_b.sql", "10 0010_c.sql"}
+		if lbstore.CurrentBackend() == "postgres" {
+			want = append(want, "11 0011_feed.sql")
+		}
+		if !reflect.DeepEqual(got, want) {
 			t.Fatalf("applied %v, want %v", got, want)
 		}
 	})
 
 	t.Run("ErrFailedMigrationRollsBack", func(t *testing.T) {
-		path := filepath.Join(t.TempDir(), "sdnlb.db")
+		path := lbstore.NewTestDSN(t)
 		db := lbstore.NewDB(path)
 		db.Migrations = fstest.MapFS{
 			"0001_a.sql":   {Data: []byte(`CREATE TABLE a (x INTEGER);`)},
@@ -276,12 +314,42 @@ func TestMigrate(t *testing.T) {
 		}
 	})
 
+	// A version may have one file per dialect; each database applies its
+	// own and the shared ones.
+	t.Run("DialectFiles", func(t *testing.T) {
+		path := lbstore.NewTestDSN(t)
+		db := lbstore.NewDB(path)
+		db.Migrations = withFeed(t, fstest.MapFS{
+			"0001_a.sqlite.sql":   {Data: []byte(`CREATE TABLE only_sqlite (x INTEGER);`)},
+			"0001_a.postgres.sql": {Data: []byte(`CREATE TABLE only_postgres (x INTEGER);`)},
+			"0002_b.sql":          {Data: []byte(`CREATE TABLE shared (x INTEGER);`)},
+		}, 3)
+		if err := db.Open(); err != nil {
+			t.Fatal(err)
+		}
+		MustCloseDB(t, db)
+		own, other := "only_sqlite", "only_postgres"
+		if lbstore.CurrentBackend() == "postgres" {
+			own, other = other, own
+		}
+		if !tableExists(t, path, own) || !tableExists(t, path, "shared") || tableExists(t, path, other) {
+			t.Fatalf("want %s and shared, not %s", own, other)
+		}
+		if recs := readRecords(t, path); recs[0].Name != "0001_a."+lbstore.CurrentBackend()+".sql" {
+			t.Fatalf("recorded %v", recs)
+		}
+	})
+
 	t.Run("ErrBadName", func(t *testing.T) {
 		for name, files := range map[string]fstest.MapFS{
 			"no number":      {"init.sql": {Data: []byte(`SELECT 1;`)}},
 			"shared version": {"0001_a.sql": {Data: []byte(`SELECT 1;`)}, "01_b.sql": {Data: []byte(`SELECT 1;`)}},
+			"shared and own": {
+				"0001_a.sql": {Data: []byte(`SELECT 1;`)}, "0001_a.sqlite.sql": {Data: []byte(`SELECT 1;`)},
+				"0001_a.postgres.sql": {Data: []byte(`SELECT 1;`)},
+			},
 		} {
-			db := lbstore.NewDB(filepath.Join(t.TempDir(), "sdnlb.db"))
+			db := lbstore.NewDB(lbstore.NewTestDSN(t))
 			db.Migrations = files
 			if err := db.Open(); err == nil {
 				t.Fatalf("%s: opened", name)

@@ -249,10 +249,10 @@ func checkPoolVIP(ctx context.Context, tx *Tx, p *sdnlb.Pool) error {
 	return nil
 }
 
-// selectMemberOffPort finds a member of pool ?1 on an explicit port other
-// than ?2.
-const selectMemberOffPort = `SELECT id, port FROM members WHERE pool_id = ?1 AND port <> 0 AND port < ?2
-	UNION ALL SELECT id, port FROM members WHERE pool_id = ?1 AND port <> 0 AND port > ?2 LIMIT 1`
+// selectMemberOffPort finds a member of a pool on an explicit port other
+// than the VIP's; its arguments are pool, port, pool, port.
+const selectMemberOffPort = `SELECT id, port FROM members WHERE pool_id = ? AND port <> 0 AND port < ?
+	UNION ALL SELECT id, port FROM members WHERE pool_id = ? AND port <> 0 AND port > ? LIMIT 1`
 
 // memberPort is a member's id and port.
 type memberPort struct {
@@ -270,7 +270,7 @@ func findMemberOffPort(ctx context.Context, tx *Tx, poolID string, f sdnlb.Forwa
 		return nil, nil
 	}
 	var m memberPort
-	err := tx.QueryRowxContext(ctx, selectMemberOffPort, poolID, v.Port).Scan(&m.id, &m.port)
+	err := tx.QueryRowxContext(ctx, selectMemberOffPort, poolID, v.Port, poolID, v.Port).Scan(&m.id, &m.port)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, nil
 	} else if err != nil {
@@ -317,7 +317,7 @@ func associateMonitor(ctx context.Context, tx *Tx, poolID, monitorID string) err
 	if err := checkAssociation(ctx, tx, poolID, monitorID); err != nil {
 		return err
 	}
-	res, err := tx.ExecContext(ctx, `INSERT OR IGNORE INTO pool_monitors (pool_id, monitor_id) VALUES (?, ?)`, poolID, monitorID)
+	res, err := tx.ExecContext(ctx, `INSERT INTO pool_monitors (pool_id, monitor_id) VALUES (?, ?) ON CONFLICT DO NOTHING`, poolID, monitorID)
 	if err != nil {
 		return mapError(fmt.Errorf("associate monitor: %w", err), sdnlb.ENOTFOUND)
 	}

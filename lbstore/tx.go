@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jmoiron/sqlx"
 	"github.com/mattn/go-sqlite3"
 
@@ -14,35 +15,43 @@ import (
 )
 
 // Tx is a transaction with the time it started, which every timestamp it
-// writes uses, and the events it publishes once it commits.
+// writes uses, and the events it publishes once it commits. Its query
+// methods take ? placeholders whatever the dialect.
 type Tx struct {
 	*sqlx.Tx
 	db      *DB
 	now     time.Time
 	events  []sdnlb.Event
-	writing bool // holds db.writeLock until Commit or Rollback
+	seq     uint64 // the feed's last Seq when the write began (PostgreSQL)
+	writing bool   // holds db.writeLock until Commit or Rollback
 	done    bool
 }
 
-// beginWrite starts an immediate transaction. Only one runs at a time.
+// beginWrite starts a write transaction, which holds the write lock: only
+// one runs at a time.
 func (db *DB) beginWrite(ctx context.Context) (*Tx, error) {
 	select {
 	case db.writeLock <- struct{}{}:
 	case <-ctx.Done():
 		return nil, ctx.Err()
 	}
-	tx, err := db.write.BeginTxx(ctx, nil)
+	sqlTx, err := db.write.BeginTxx(ctx, nil)
 	if err != nil {
 		<-db.writeLock
 		return nil, fmt.Errorf("begin: %w", err)
 	}
-	return &Tx{Tx: tx, db: db, now: db.Now().UTC(), writing: true}, nil
+	tx := &Tx{Tx: sqlTx, db: db, now: db.Now().UTC(), writing: true}
+	if err := db.feed.begin(ctx, tx); err != nil {
+		tx.Rollback()
+		return nil, fmt.Errorf("begin: %w", err)
+	}
+	return tx, nil
 }
 
-// beginRead starts a deferred, query-only transaction, which sees one
-// snapshot and never blocks writers (WAL).
+// beginRead starts a read-only transaction, which sees one snapshot and
+// never blocks writers.
 func (db *DB) beginRead(ctx context.Context) (*Tx, error) {
-	tx, err := db.read.BeginTxx(ctx, &sql.TxOptions{ReadOnly: true})
+	tx, err := db.read.BeginTxx(ctx, db.dialect.readOptions)
 	if err != nil {
 		return nil, fmt.Errorf("begin: %w", err)
 	}
@@ -54,15 +63,21 @@ func readTx[T any](ctx context.Context, db *DB, f func(*Tx) (T, error)) (T, erro
 	tx, err := db.beginRead(ctx)
 	if err != nil {
 		var zero T
-		return zero, err
+		return zero, unavailable(ctx, err)
 	}
 	defer tx.Rollback()
-	return f(tx)
+	v, err := f(tx)
+	return v, unavailable(ctx, err)
 }
 
 // writeTx runs f in a write transaction, which it commits only when f
 // succeeds: a refused write changes nothing and publishes nothing.
 func writeTx[T any](ctx context.Context, db *DB, f func(*Tx) (T, error)) (T, error) {
+	v, err := runWrite(ctx, db, f)
+	return v, unavailable(ctx, err)
+}
+
+func runWrite[T any](ctx context.Context, db *DB, f func(*Tx) (T, error)) (T, error) {
 	var zero T
 	tx, err := db.beginWrite(ctx)
 	if err != nil {
@@ -71,6 +86,9 @@ func writeTx[T any](ctx context.Context, db *DB, f func(*Tx) (T, error)) (T, err
 	defer tx.Rollback()
 	v, err := f(tx)
 	if err != nil {
+		return zero, err
+	}
+	if err := db.feed.record(ctx, tx); err != nil {
 		return zero, err
 	}
 	if err := tx.Commit(); err != nil {
@@ -111,7 +129,7 @@ func (tx *Tx) Commit() error {
 	tx.done = true
 	err := tx.Tx.Commit()
 	if err == nil {
-		tx.db.events.publish(tx.events)
+		tx.db.feed.committed(tx)
 	}
 	if tx.writing {
 		<-tx.db.writeLock
@@ -134,6 +152,36 @@ func (tx *Tx) Rollback() error {
 		<-tx.db.writeLock
 	}
 	return err
+}
+
+// GetContext is sqlx's, with the query rebound for the dialect.
+func (tx *Tx) GetContext(ctx context.Context, dest any, query string, args ...any) error {
+	return tx.Tx.GetContext(ctx, dest, tx.Rebind(query), args...)
+}
+
+// SelectContext is sqlx's, with the query rebound for the dialect.
+func (tx *Tx) SelectContext(ctx context.Context, dest any, query string, args ...any) error {
+	return tx.Tx.SelectContext(ctx, dest, tx.Rebind(query), args...)
+}
+
+// ExecContext is sqlx's, with the query rebound for the dialect.
+func (tx *Tx) ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error) {
+	return tx.Tx.ExecContext(ctx, tx.Rebind(query), args...)
+}
+
+// QueryxContext is sqlx's, with the query rebound for the dialect.
+func (tx *Tx) QueryxContext(ctx context.Context, query string, args ...any) (*sqlx.Rows, error) {
+	return tx.Tx.QueryxContext(ctx, tx.Rebind(query), args...)
+}
+
+// QueryRowxContext is sqlx's, with the query rebound for the dialect.
+func (tx *Tx) QueryRowxContext(ctx context.Context, query string, args ...any) *sqlx.Row {
+	return tx.Tx.QueryRowxContext(ctx, tx.Rebind(query), args...)
+}
+
+// PreparexContext is sqlx's, with the query rebound for the dialect.
+func (tx *Tx) PreparexContext(ctx context.Context, query string) (*sqlx.Stmt, error) {
+	return tx.Tx.PreparexContext(ctx, tx.Rebind(query))
 }
 
 // timeLayout is fixed width so stored times sort as text.
@@ -163,17 +211,30 @@ func mapError(err error, fkCode string) error {
 	if errors.Is(err, sql.ErrNoRows) {
 		return sdnlb.Errorf(sdnlb.ENOTFOUND, "not found")
 	}
+	var pe *pgconn.PgError
+	if errors.As(err, &pe) {
+		switch pe.Code {
+		case "23505": // unique_violation, which covers primary keys
+			return sdnlb.Errorf(sdnlb.ECONFLICT, "the write conflicts with an existing object")
+		case "23503": // foreign_key_violation
+			return foreignKeyError(fkCode)
+		}
+	}
 	var se sqlite3.Error
 	if errors.As(err, &se) {
 		switch se.ExtendedCode {
 		case sqlite3.ErrConstraintUnique, sqlite3.ErrConstraintPrimaryKey:
 			return sdnlb.Errorf(sdnlb.ECONFLICT, "the write conflicts with an existing object")
 		case sqlite3.ErrConstraintForeignKey:
-			if fkCode == sdnlb.ENOTFOUND {
-				return sdnlb.Errorf(sdnlb.ENOTFOUND, "a referenced object does not exist")
-			}
-			return sdnlb.Errorf(sdnlb.ECONFLICT, "other objects depend on this one")
+			return foreignKeyError(fkCode)
 		}
 	}
 	return err
+}
+
+func foreignKeyError(fkCode string) error {
+	if fkCode == sdnlb.ENOTFOUND {
+		return sdnlb.Errorf(sdnlb.ENOTFOUND, "a referenced object does not exist")
+	}
+	return sdnlb.Errorf(sdnlb.ECONFLICT, "other objects depend on this one")
 }

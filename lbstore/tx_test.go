@@ -4,7 +4,6 @@ import (
 	"context"
 	"database/sql"
 	"errors"
-	"path/filepath"
 	"strings"
 	"testing"
 
@@ -15,7 +14,7 @@ import (
 
 func openTestDB(tb testing.TB) *DB {
 	tb.Helper()
-	db := NewDB(filepath.Join(tb.TempDir(), "sdnlb.db"))
+	db := NewDB(testDSN(tb))
 	if err := db.Open(); err != nil {
 		tb.Fatal(err)
 	}
@@ -26,6 +25,7 @@ func openTestDB(tb testing.TB) *DB {
 // TestDB_ConnectionParams checks the settings on several connections of
 // each pool at once: a PRAGMA run once would reach only one of them.
 func TestDB_ConnectionParams(t *testing.T) {
+	skipUnlessBackend(t, "sqlite", "PRAGMAs")
 	ctx := context.Background()
 	db := openTestDB(t)
 	for _, tc := range []struct {
@@ -76,9 +76,9 @@ func TestMapError(t *testing.T) {
 	const now = "2026-01-01T00:00:00.000000000Z"
 	seed := []string{
 		`INSERT INTO vips (id, address, protocol, port, connection_limit, admin_state_up, mac, created_at, updated_at)
-			VALUES ('v1', '10.0.0.1', 'TCP', 80, -1, 1, 'm', '` + now + `', '` + now + `')`,
+			VALUES ('v1', '10.0.0.1', 'TCP', 80, -1, TRUE, 'm', '` + now + `', '` + now + `')`,
 		`INSERT INTO pools (id, vip_id, lb_method, protocol, admin_state_up, created_at, updated_at)
-			VALUES ('p1', 'v1', 'RANDOM', 'TCP', 1, '` + now + `', '` + now + `')`,
+			VALUES ('p1', 'v1', 'RANDOM', 'TCP', TRUE, '` + now + `', '` + now + `')`,
 	}
 	for _, q := range seed {
 		if _, err := db.write.Exec(q); err != nil {
@@ -92,15 +92,15 @@ func TestMapError(t *testing.T) {
 		want   string
 	}{
 		{"PrimaryKey", `INSERT INTO vips (id, address, protocol, port, connection_limit, admin_state_up, mac, created_at, updated_at)
-			VALUES ('v1', '10.0.0.2', 'TCP', 80, -1, 1, 'm', '', '')`, sdnlb.ENOTFOUND, sdnlb.ECONFLICT},
+			VALUES ('v1', '10.0.0.2', 'TCP', 80, -1, TRUE, 'm', '', '')`, sdnlb.ENOTFOUND, sdnlb.ECONFLICT},
 		{"Unique", `INSERT INTO vips (id, address, protocol, port, connection_limit, admin_state_up, mac, created_at, updated_at)
-			VALUES ('v2', '10.0.0.1', 'TCP', 80, -1, 1, 'm', '', '')`, sdnlb.ENOTFOUND, sdnlb.ECONFLICT},
+			VALUES ('v2', '10.0.0.1', 'TCP', 80, -1, TRUE, 'm', '', '')`, sdnlb.ENOTFOUND, sdnlb.ECONFLICT},
 		{"UniqueICMPAnyPort", `INSERT INTO vips (id, address, protocol, port, connection_limit, admin_state_up, mac, created_at, updated_at)
-			VALUES ('v3', '10.0.0.9', 'ICMP', 0, -1, 1, 'm', '', ''), ('v4', '10.0.0.9', 'ICMP', 5, -1, 1, 'm', '', '')`, sdnlb.ENOTFOUND, sdnlb.ECONFLICT},
+			VALUES ('v3', '10.0.0.9', 'ICMP', 0, -1, TRUE, 'm', '', ''), ('v4', '10.0.0.9', 'ICMP', 5, -1, TRUE, 'm', '', '')`, sdnlb.ENOTFOUND, sdnlb.ECONFLICT},
 		{"OnePoolPerVIP", `INSERT INTO pools (id, vip_id, lb_method, protocol, admin_state_up, created_at, updated_at)
-			VALUES ('p2', 'v1', 'RANDOM', 'TCP', 1, '', '')`, sdnlb.ENOTFOUND, sdnlb.ECONFLICT},
+			VALUES ('p2', 'v1', 'RANDOM', 'TCP', TRUE, '', '')`, sdnlb.ENOTFOUND, sdnlb.ECONFLICT},
 		{"ForeignKeyMissing", `INSERT INTO pools (id, vip_id, lb_method, protocol, admin_state_up, created_at, updated_at)
-			VALUES ('p3', 'nope', 'RANDOM', 'TCP', 1, '', '')`, sdnlb.ENOTFOUND, sdnlb.ENOTFOUND},
+			VALUES ('p3', 'nope', 'RANDOM', 'TCP', TRUE, '', '')`, sdnlb.ENOTFOUND, sdnlb.ENOTFOUND},
 		{"ForeignKeyDependants", `DELETE FROM vips WHERE id = 'v1'`, sdnlb.ECONFLICT, sdnlb.ECONFLICT},
 		{"Other", `SELECT * FROM nowhere`, sdnlb.ENOTFOUND, sdnlb.EINTERNAL},
 	} {
@@ -130,6 +130,7 @@ func TestMapError(t *testing.T) {
 // TestQueryPlans guards the indexes the list and status queries rely on:
 // each must be a search on the named index, never a scan of members.
 func TestQueryPlans(t *testing.T) {
+	skipUnlessBackend(t, "sqlite", "EXPLAIN QUERY PLAN")
 	db := openTestDB(t)
 	for _, tc := range []struct {
 		name, query, index string
@@ -137,7 +138,7 @@ func TestQueryPlans(t *testing.T) {
 		{"VIPStatus", selectVIPs + ` WHERE v.id = 'x'`, "members_in_rotation"},
 		{"MembersOfPool", selectMembers + ` WHERE pool_id = 'p' AND id > 'a' ORDER BY id LIMIT 100`, "members_pool_page"},
 		{"MembersAtAddress", selectMembers + ` WHERE address = '10.0.0.1' AND id > 'a' ORDER BY id LIMIT 100`, "members_address"},
-		{"MemberOffDSRPort", strings.NewReplacer("?1", "'p'", "?2", "80").Replace(selectMemberOffPort), "members_pool_port"},
+		{"MemberOffDSRPort", strings.NewReplacer("pool_id = ?", "pool_id = 'p'", "?", "80").Replace(selectMemberOffPort), "members_pool_port"},
 		{"PoolsOfMonitor", selectPools + ` WHERE EXISTS (SELECT 1 FROM pool_monitors pm WHERE pm.pool_id = p.id AND pm.monitor_id = 'm')`, "sqlite_autoindex_pool_monitors_1"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
