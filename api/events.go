@@ -40,6 +40,8 @@ func (s *Server) handleEvents(w http.ResponseWriter, r *http.Request) error {
 		select {
 		case <-r.Context().Done():
 			return nil
+		case <-s.closing:
+			return nil
 		case <-heartbeat.C:
 			if _, err := fmt.Fprint(w, ": heartbeat\n\n"); err != nil {
 				return nil

@@ -38,7 +38,7 @@ func (s *Server) HTTPServer(errorLog *log.Logger) *http.Server {
 	if t == (timeouts{}) {
 		t = timeouts{readHeader: readHeaderTimeout, read: readTimeout, write: writeTimeout, idle: idleTimeout}
 	}
-	return &http.Server{
+	srv := &http.Server{
 		Handler:           s.Handler(),
 		ReadHeaderTimeout: t.readHeader,
 		ReadTimeout:       t.read,
@@ -52,6 +52,8 @@ func (s *Server) HTTPServer(errorLog *log.Logger) *http.Server {
 			return ctx
 		},
 	}
+	srv.RegisterOnShutdown(s.CloseStreams)
+	return srv
 }
 
 // Listener caps the connections ln hands to the HTTP server at MaxConns

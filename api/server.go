@@ -9,6 +9,8 @@ import (
 	"context"
 	"log/slog"
 	"net/http"
+	"strings"
+	"sync"
 	"time"
 
 	"github.com/go-chi/chi/v5"
@@ -69,7 +71,15 @@ type Server struct {
 	timeouts timeouts
 	// streams holds a token per open event stream.
 	streams chan struct{}
+	// closing ends every open stream (CloseStreams).
+	closing   chan struct{}
+	closeOnce sync.Once
 }
+
+// CloseStreams ends every open event stream, so a graceful shutdown does
+// not wait for clients that never leave (a dashboard left open). Give it
+// to http.Server.RegisterOnShutdown; HTTPServer does.
+func (s *Server) CloseStreams() { s.closeOnce.Do(func() { close(s.closing) }) }
 
 // maxBodyBytes bounds every request body.
 const maxBodyBytes = 1 << 20
@@ -107,11 +117,10 @@ func (s *Server) Handler() http.Handler {
 		maxStreams = DefaultMaxStreams
 	}
 	s.streams = make(chan struct{}, maxStreams)
+	s.closing = make(chan struct{})
 	log := s.logger().With("component", "api")
 	r := chi.NewRouter()
-	// CleanPath routes "//" as "/", as Floodlight does, which scripts that
-	// join URLs by hand rely on.
-	r.Use(middleware.CleanPath, dropUnsafeRequestID, middleware.RequestID, echoRequestID, requestLog(log))
+	r.Use(collapseSlashes, dropUnsafeRequestID, middleware.RequestID, echoRequestID, requestLog(log))
 	if s.Registry != nil {
 		// Outside the recoverer, so that panics are counted as 500s.
 		r.Use(newMetrics(s.Registry).middleware)
@@ -216,4 +225,19 @@ func (s *Server) handleReadyz(w http.ResponseWriter, r *http.Request) error {
 
 type statusResponse struct {
 	Status string `json:"status" example:"ok"`
+}
+
+// collapseSlashes routes "//" as "/", as Floodlight does, which scripts
+// that join URLs by hand rely on. Unlike path.Clean it keeps a trailing
+// slash, which routes such as /dashboard/ need.
+func collapseSlashes(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if p := r.URL.Path; strings.Contains(p, "//") {
+			for strings.Contains(p, "//") {
+				p = strings.ReplaceAll(p, "//", "/")
+			}
+			chi.RouteContext(r.Context()).RoutePath = p
+		}
+		next.ServeHTTP(w, r)
+	})
 }

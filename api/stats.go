@@ -111,6 +111,8 @@ func (s *Server) watchStats(w http.ResponseWriter, r *http.Request, read func(co
 		select {
 		case <-r.Context().Done():
 			return nil
+		case <-s.closing:
+			return nil
 		case <-heartbeat.C:
 			if _, err := fmt.Fprint(w, ": heartbeat\n\n"); err != nil || rc.Flush() != nil {
 				return nil

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -130,6 +131,38 @@ func TestServer_AllStats(t *testing.T) {
 	for _, want := range []string{"p1", "p2"} {
 		if f := sse.next(); !strings.Contains(f["data"], `"pool_id":"`+want+`"`) {
 			t.Errorf("event %v, want %s's stats", f, want)
+		}
+	}
+}
+
+// CloseStreams ends open streams, so a graceful shutdown does not wait for
+// a dashboard left open.
+func TestServer_CloseStreamsEndsStreams(t *testing.T) {
+	stats := &mock.StatsService{AllPoolStatsFn: func(ctx context.Context) ([]*sdnlb.PoolStats, error) {
+		return []*sdnlb.PoolStats{}, nil
+	}}
+	s := &Server{StatsService: stats, heartbeat: time.Hour}
+	ts := MustServe(t, s)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	req, _ := http.NewRequestWithContext(ctx, "GET", ts.URL+"/v1/stats?watch=true", nil)
+	resp, err := ts.Client().Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	s.CloseStreams()
+	if _, err := io.ReadAll(resp.Body); err != nil {
+		t.Fatalf("the stream did not end cleanly: %v", err)
+	}
+}
+
+// "//" routes as "/", and a trailing slash is kept: /dashboard/ is served.
+func TestServer_Slashes(t *testing.T) {
+	ts := MustServe(t, newMemStore().server())
+	for path, want := range map[string]int{"/dashboard/": 200, "//healthz": 200, "/quantum/v1.0//vips//": 200, "//v1/vips": 200} {
+		if resp := testRequest(t, ts, "GET", path, ""); resp.Status != want {
+			t.Errorf("GET %s: status %d, want %d", path, resp.Status, want)
 		}
 	}
 }
