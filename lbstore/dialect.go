@@ -59,7 +59,8 @@ func redactDSN(dsn string) string {
 	}
 	u, err := url.Parse(dsn)
 	if err != nil {
-		return "(unparsable postgres URL)"
+		scheme, _, _ := strings.Cut(dsn, "://")
+		return scheme + "://(unparsable URL)"
 	}
 	q := u.Query()
 	if q.Has("password") {
@@ -73,8 +74,25 @@ func redactDSN(dsn string) string {
 type oneLineError struct{ err error }
 
 func (e oneLineError) Error() string {
-	return strings.Join(strings.Fields(e.err.Error()), " ")
+	var b strings.Builder
+	prev := ""
+	for _, line := range strings.FieldsFunc(e.err.Error(), func(r rune) bool { return r == '\n' || r == '\r' }) {
+		line = strings.TrimSpace(line)
+		switch {
+		case line == "" || line == prev:
+			continue
+		case prev == "":
+		case strings.HasSuffix(prev, ":"):
+			b.WriteString(" ")
+		default:
+			b.WriteString("; ")
+		}
+		b.WriteString(line)
+		prev = line
+	}
+	return b.String()
 }
+
 func (e oneLineError) Unwrap() error { return e.err }
 
 func oneLine(err error) error {
