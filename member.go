@@ -74,6 +74,9 @@ func (m *Member) Validate() error {
 	if m.PoolID == "" {
 		return FieldErrorf(EINVALID, "pool_id", "pool_id is required")
 	}
+	if m.Address == "" {
+		return FieldErrorf(EINVALID, "address", "address is required")
+	}
 	if _, err := ParseUnicastIPv4(m.Address); err != nil {
 		return FieldErrorf(EINVALID, "address", "address: %v", err)
 	}

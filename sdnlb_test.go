@@ -60,6 +60,7 @@ func TestVIP_Validate(t *testing.T) {
 		"ErrAddressMulticast": {func(v *sdnlb.VIP) { v.Address = "224.0.0.1" }, "address"},
 		"ErrProtocol":         {func(v *sdnlb.VIP) { v.Protocol = "SCTP" }, "protocol"},
 		"ErrPortNegative":     {func(v *sdnlb.VIP) { v.Port = -1 }, "port"},
+		"ErrAddressMissing":   {func(v *sdnlb.VIP) { v.Address = "" }, "address"},
 		"ErrPortHigh":         {func(v *sdnlb.VIP) { v.Port = 65536 }, "port"},
 		"ErrConnectionLimit":  {func(v *sdnlb.VIP) { v.ConnectionLimit = 0 }, "connection_limit"},
 		"ErrPersistenceType": {func(v *sdnlb.VIP) {
@@ -234,6 +235,7 @@ func TestMember_Validate(t *testing.T) {
 		"OKDrain":       {func(m *sdnlb.Member) { m.Weight = 0 }, ""},
 		"ErrPool":       {func(m *sdnlb.Member) { m.PoolID = "" }, "pool_id"},
 		"ErrAddress":    {func(m *sdnlb.Member) { m.Address = "web1" }, "address"},
+		"ErrNoAddress":  {func(m *sdnlb.Member) { m.Address = "" }, "address"},
 		"ErrPort":       {func(m *sdnlb.Member) { m.Port = -1 }, "port"},
 		"ErrWeightHigh": {func(m *sdnlb.Member) { m.Weight = 257 }, "weight"},
 	} {
@@ -385,5 +387,18 @@ func TestVIPMAC(t *testing.T) {
 func TestSeconds_Duration(t *testing.T) {
 	if got := sdnlb.Seconds(0.2).Duration().Milliseconds(); got != 200 {
 		t.Errorf("0.2 s = %d ms", got)
+	}
+}
+
+// A missing address is named as missing, not as a bad one.
+func TestValidate_AddressRequired(t *testing.T) {
+	v := sdnlb.NewVIP()
+	v.Port = 80
+	m := sdnlb.NewMember()
+	m.PoolID = "p"
+	for _, err := range []error{v.Validate(), m.Validate()} {
+		if msg := sdnlb.ErrorMessage(err); msg != "address is required" {
+			t.Errorf("message %q, want %q", msg, "address is required")
+		}
 	}
 }

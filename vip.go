@@ -66,6 +66,9 @@ func (v *VIP) Validate() error {
 	if err := validateDescription(v.Description); err != nil {
 		return err
 	}
+	if v.Address == "" {
+		return FieldErrorf(EINVALID, "address", "address is required")
+	}
 	if _, err := ParseUnicastIPv4(v.Address); err != nil {
 		return FieldErrorf(EINVALID, "address", "address: %v", err)
 	}

@@ -9,6 +9,7 @@ import (
 	"context"
 	"log/slog"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -129,7 +130,9 @@ func (s *Server) Handler() http.Handler {
 	r.NotFound(s.handle(func(w http.ResponseWriter, r *http.Request) error {
 		return sdnlb.Errorf(sdnlb.ENOTFOUND, "no route for %s %s", r.Method, r.URL.Path)
 	}))
+	router := r
 	r.MethodNotAllowed(s.handle(func(w http.ResponseWriter, r *http.Request) error {
+		w.Header().Set("Allow", strings.Join(allowedMethods(router, r), ", "))
 		return errMethodNotAllowed
 	}))
 
@@ -240,4 +243,45 @@ func collapseSlashes(next http.Handler) http.Handler {
 		}
 		next.ServeHTTP(w, r)
 	})
+}
+
+// allowedMethods lists the methods router serves on r's path, for the
+// Allow header of a 405. chi's Match answers yes for any method at a
+// mounted subrouter, so the routes are walked instead.
+func allowedMethods(router chi.Routes, r *http.Request) []string {
+	path := r.URL.Path
+	for strings.Contains(path, "//") {
+		path = strings.ReplaceAll(path, "//", "/")
+	}
+	path = strings.TrimSuffix(path, "/")
+	var allowed []string
+	_ = chi.Walk(router, func(method, route string, _ http.Handler, _ ...func(http.Handler) http.Handler) error {
+		if routeMatches(strings.TrimSuffix(route, "/"), path) && !slices.Contains(allowed, method) {
+			allowed = append(allowed, method)
+		}
+		return nil
+	})
+	slices.Sort(allowed)
+	return allowed
+}
+
+// routeMatches reports whether a chi route pattern takes path: {param}
+// takes one segment, a trailing * the rest.
+func routeMatches(route, path string) bool {
+	rs, ps := strings.Split(route, "/"), strings.Split(path, "/")
+	for i, seg := range rs {
+		switch {
+		case seg == "*":
+			return true
+		case i >= len(ps):
+			return false
+		case strings.HasPrefix(seg, "{"):
+			if ps[i] == "" {
+				return false
+			}
+		case seg != ps[i]:
+			return false
+		}
+	}
+	return len(rs) == len(ps)
 }

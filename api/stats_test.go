@@ -156,13 +156,3 @@ func TestServer_CloseStreamsEndsStreams(t *testing.T) {
 		t.Fatalf("the stream did not end cleanly: %v", err)
 	}
 }
-
-// "//" routes as "/", and a trailing slash is kept: /dashboard/ is served.
-func TestServer_Slashes(t *testing.T) {
-	ts := MustServe(t, newMemStore().server())
-	for path, want := range map[string]int{"/dashboard/": 200, "//healthz": 200, "/quantum/v1.0//vips//": 200, "//v1/vips": 200} {
-		if resp := testRequest(t, ts, "GET", path, ""); resp.Status != want {
-			t.Errorf("GET %s: status %d, want %d", path, resp.Status, want)
-		}
-	}
-}
