@@ -21,10 +21,16 @@ func NewConfigService(db *DB) *ConfigService { return &ConfigService{db: db} }
 // of the last event the snapshot holds: the read holds every write with
 // Seq <= Config.Seq and none after it. So a consumer that first subscribes
 // and then loads misses nothing: what the load does not hold, the
-// subscription delivers (a few events may be seen twice).
+// subscription delivers (a few events may be seen twice). The Config is
+// also what reads answer from while the database is unavailable, so
+// callers must not modify it.
 func (s *ConfigService) LoadConfig(ctx context.Context) (*sdnlb.Config, error) {
 	cfg, err := loadConfig(ctx, s.db)
-	return cfg, unavailable(ctx, err)
+	if err != nil {
+		return nil, unavailable(ctx, err)
+	}
+	s.db.remember(cfg)
+	return cfg, nil
 }
 
 func loadConfig(ctx context.Context, db *DB) (*sdnlb.Config, error) {

@@ -36,10 +36,12 @@ import (
 	"fmt"
 	"io/fs"
 	"log/slog"
+	"sync/atomic"
 	"time"
 
 	"github.com/jmoiron/sqlx"
 
+	"github.com/sdnlb/sdnlb"
 	"github.com/sdnlb/sdnlb/migrations"
 )
 
@@ -59,6 +61,10 @@ type DB struct {
 
 	dialect *dialect
 	feed    feed
+
+	// remembered is what LoadConfig read last: what reads answer while
+	// the database is unavailable.
+	remembered atomic.Pointer[sdnlb.Config]
 
 	// writeLock serializes the write transactions of this process and the
 	// publication of their events; a channel rather than a mutex so

@@ -21,12 +21,14 @@ func NewMemberService(db *DB) *MemberService { return &MemberService{db: db} }
 
 // FindMemberByID returns the member with id, ENOTFOUND if there is none.
 func (s *MemberService) FindMemberByID(ctx context.Context, id string) (*sdnlb.Member, error) {
-	return readTx(ctx, s.db, func(tx *Tx) (*sdnlb.Member, error) { return findMemberByID(ctx, tx, id) })
+	return readOrRemember(ctx, s.db, func(tx *Tx) (*sdnlb.Member, error) { return findMemberByID(ctx, tx, id) },
+		func(cfg *sdnlb.Config) (*sdnlb.Member, error) { return recallByID(cfg.Members, memberID, "member", id) })
 }
 
 // FindMembers returns a page of the members the filter selects, by id.
 func (s *MemberService) FindMembers(ctx context.Context, filter sdnlb.MemberFilter) ([]*sdnlb.Member, error) {
-	return readTx(ctx, s.db, func(tx *Tx) ([]*sdnlb.Member, error) { return findMembers(ctx, tx, filter) })
+	return readOrRemember(ctx, s.db, func(tx *Tx) ([]*sdnlb.Member, error) { return findMembers(ctx, tx, filter) },
+		func(cfg *sdnlb.Config) ([]*sdnlb.Member, error) { return recallMembers(cfg, filter), nil })
 }
 
 // CreateMember validates and stores m. On success m gets its id, health,

@@ -21,12 +21,16 @@ func NewMonitorService(db *DB) *MonitorService { return &MonitorService{db: db} 
 
 // FindMonitorByID returns the monitor with id, ENOTFOUND if there is none.
 func (s *MonitorService) FindMonitorByID(ctx context.Context, id string) (*sdnlb.Monitor, error) {
-	return readTx(ctx, s.db, func(tx *Tx) (*sdnlb.Monitor, error) { return findMonitorByID(ctx, tx, id) })
+	return readOrRemember(ctx, s.db, func(tx *Tx) (*sdnlb.Monitor, error) { return findMonitorByID(ctx, tx, id) },
+		func(cfg *sdnlb.Config) (*sdnlb.Monitor, error) {
+			return recallByID(cfg.Monitors, monitorID, "monitor", id)
+		})
 }
 
 // FindMonitors returns a page of the monitors the filter selects, by id.
 func (s *MonitorService) FindMonitors(ctx context.Context, filter sdnlb.MonitorFilter) ([]*sdnlb.Monitor, error) {
-	return readTx(ctx, s.db, func(tx *Tx) ([]*sdnlb.Monitor, error) { return findMonitors(ctx, tx, filter) })
+	return readOrRemember(ctx, s.db, func(tx *Tx) ([]*sdnlb.Monitor, error) { return findMonitors(ctx, tx, filter) },
+		func(cfg *sdnlb.Config) ([]*sdnlb.Monitor, error) { return recallMonitors(cfg, filter), nil })
 }
 
 // CreateMonitor validates and stores m. On success m gets its id and

@@ -23,12 +23,14 @@ func NewPoolService(db *DB) *PoolService { return &PoolService{db: db} }
 
 // FindPoolByID returns the pool with id, ENOTFOUND if there is none.
 func (s *PoolService) FindPoolByID(ctx context.Context, id string) (*sdnlb.Pool, error) {
-	return readTx(ctx, s.db, func(tx *Tx) (*sdnlb.Pool, error) { return findPoolByID(ctx, tx, id) })
+	return readOrRemember(ctx, s.db, func(tx *Tx) (*sdnlb.Pool, error) { return findPoolByID(ctx, tx, id) },
+		func(cfg *sdnlb.Config) (*sdnlb.Pool, error) { return recallByID(cfg.Pools, poolID, "pool", id) })
 }
 
 // FindPools returns a page of the pools the filter selects, by id.
 func (s *PoolService) FindPools(ctx context.Context, filter sdnlb.PoolFilter) ([]*sdnlb.Pool, error) {
-	return readTx(ctx, s.db, func(tx *Tx) ([]*sdnlb.Pool, error) { return findPools(ctx, tx, filter) })
+	return readOrRemember(ctx, s.db, func(tx *Tx) ([]*sdnlb.Pool, error) { return findPools(ctx, tx, filter) },
+		func(cfg *sdnlb.Config) ([]*sdnlb.Pool, error) { return recallPools(cfg, filter), nil })
 }
 
 // CreatePool validates and stores p. On success p gets its id and

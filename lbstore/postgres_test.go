@@ -6,6 +6,7 @@ import (
 	"io"
 	"net"
 	"net/url"
+	"reflect"
 	"strings"
 	"sync"
 	"testing"
@@ -302,12 +303,25 @@ func TestDB_DatabaseLost(t *testing.T) {
 	receiveEvents(t, events, 1)
 
 	proxy.down()
+	_, err = vips.FindVIPByID(ctx, v.ID)
+	assertError(t, err, sdnlb.EUNAVAILABLE, "", "database is unavailable")
+	// Once a configuration was loaded, reads answer from it.
+	proxy.up()
+	loaded := MustLoadConfig(t, ctx, cut)
+	proxy.down()
 	err = vips.CreateVIP(ctx, newVIP("10.0.0.2", 80))
 	assertError(t, err, sdnlb.EUNAVAILABLE, "", "database is unavailable")
 	_, err = vips.UpdateVIP(ctx, v.ID, sdnlb.VIPUpdate{Name: ptr("x")})
 	assertError(t, err, sdnlb.EUNAVAILABLE, "")
-	_, err = vips.FindVIPByID(ctx, v.ID)
-	assertError(t, err, sdnlb.EUNAVAILABLE, "")
+	if got, err := vips.FindVIPByID(ctx, v.ID); err != nil || !reflect.DeepEqual(got, loaded.VIPs[0]) {
+		t.Fatalf("read from memory: %+v, %v", got, err)
+	}
+	if got, err := vips.FindVIPs(ctx, sdnlb.VIPFilter{Address: ptr("10.0.0.1")}); err != nil || len(got) != 1 {
+		t.Fatalf("list from memory: %v, %v", got, err)
+	}
+	_, err = vips.FindVIPByID(ctx, "nope")
+	assertError(t, err, sdnlb.ENOTFOUND, "")
+	// LoadConfig does not: it tells the consumers (and /readyz) the truth.
 	_, err = lbstore.NewConfigService(cut).LoadConfig(ctx)
 	assertError(t, err, sdnlb.EUNAVAILABLE, "")
 	// The other process is not affected, and its writes wait in the

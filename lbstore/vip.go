@@ -21,12 +21,14 @@ func NewVIPService(db *DB) *VIPService { return &VIPService{db: db} }
 
 // FindVIPByID returns the VIP with id, ENOTFOUND if there is none.
 func (s *VIPService) FindVIPByID(ctx context.Context, id string) (*sdnlb.VIP, error) {
-	return readTx(ctx, s.db, func(tx *Tx) (*sdnlb.VIP, error) { return findVIPByID(ctx, tx, id) })
+	return readOrRemember(ctx, s.db, func(tx *Tx) (*sdnlb.VIP, error) { return findVIPByID(ctx, tx, id) },
+		func(cfg *sdnlb.Config) (*sdnlb.VIP, error) { return recallByID(cfg.VIPs, vipID, "vip", id) })
 }
 
 // FindVIPs returns a page of the VIPs the filter selects, by id.
 func (s *VIPService) FindVIPs(ctx context.Context, filter sdnlb.VIPFilter) ([]*sdnlb.VIP, error) {
-	return readTx(ctx, s.db, func(tx *Tx) ([]*sdnlb.VIP, error) { return findVIPs(ctx, tx, filter) })
+	return readOrRemember(ctx, s.db, func(tx *Tx) ([]*sdnlb.VIP, error) { return findVIPs(ctx, tx, filter) },
+		func(cfg *sdnlb.Config) ([]*sdnlb.VIP, error) { return recallVIPs(cfg, filter), nil })
 }
 
 // CreateVIP validates and stores v and links the pool it names. On
