@@ -56,9 +56,12 @@ func NewMain(cfg Config, logger *slog.Logger) *Main {
 // and returns once both listen. The services run until Close.
 func (m *Main) Run(ctx context.Context) (err error) {
 	cfg := m.Config
-	if m.DB, err = lbstore.Open(cfg.DB); err != nil {
+	db := lbstore.NewDB(cfg.DB)
+	db.Logger = m.Logger
+	if err := db.Open(); err != nil {
 		return err
 	}
+	m.DB = db
 	m.Store = lbstore.NewStore(m.DB)
 
 	ofTLS, err := cfg.openflowTLS()
@@ -139,7 +142,7 @@ func (m *Main) Run(ctx context.Context) (err error) {
 		}
 		return nil
 	})
-	m.Logger.Info("sdnlb started", "api_addr", m.APIAddr(), "openflow_addr", m.OpenFlowAddr(), "db", cfg.DB)
+	m.Logger.Info("sdnlb started", "api_addr", m.APIAddr(), "openflow_addr", m.OpenFlowAddr(), "db", m.DB.Name())
 	return nil
 }
 

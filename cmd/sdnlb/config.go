@@ -78,7 +78,7 @@ func (c *Config) flagSet(out io.Writer) *flag.FlagSet {
 	fs.SetOutput(out)
 	fs.StringVar(&c.APIAddr, "api-addr", c.APIAddr, "REST API listen address")
 	fs.StringVar(&c.OpenFlowAddr, "openflow-addr", c.OpenFlowAddr, "OpenFlow 1.3 listen address for switches")
-	fs.StringVar(&c.DB, "db", c.DB, "SQLite database file")
+	fs.StringVar(&c.DB, "db", c.DB, "the database: a SQLite file, or a postgres:// URL of a PostgreSQL database that several sdnlb nodes share")
 	fs.StringVar(&c.APIToken, "api-token", c.APIToken, "bearer token every API write must carry (empty: no auth)")
 	fs.BoolVar(&c.AuthReads, "auth-reads", c.AuthReads, "require the API token for reads too")
 	fs.BoolVar(&c.APIInsecure, "api-insecure", c.APIInsecure, "let the API listen beyond loopback without --api-token: anyone who reaches it can change everything")

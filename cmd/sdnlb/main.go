@@ -1,6 +1,6 @@
 // Command sdnlb runs the load balancer: the REST API, the OpenFlow 1.3
 // controller switches connect to, and the health monitors, over one SQLite
-// database. Its client commands (get, describe, drain, undrain, watch,
+// file or a PostgreSQL database. Its client commands (get, describe, drain, undrain, watch,
 // completion) talk to a running sdnlb's API.
 package main
 

@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/http"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -142,6 +143,32 @@ func TestMain_Readyz(t *testing.T) {
 		if time.Now().After(deadline) {
 			t.Fatalf("GET /readyz: still %d after 10 s", resp.StatusCode)
 		}
+	}
+}
+
+// TestMain_DBUnreachable starts with a PostgreSQL URL nothing answers: it
+// must fail at once, on one line that names the database and not its
+// password.
+func TestMain_DBUnreachable(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	args := []string{"--db", "postgres://sdnlb:s3cret@" + addr + "/sdnlb", "--api-addr", "127.0.0.1:0", "--openflow-addr", "127.0.0.1:0"}
+	start := time.Now()
+	err = run(args, func(string) string { return "" }, io.Discard, io.Discard)
+	if err == nil {
+		t.Fatal("started")
+	}
+	msg := err.Error()
+	want := "open db postgres://sdnlb:xxxxx@" + addr + "/sdnlb: failed to connect"
+	if !strings.HasPrefix(msg, want) || strings.ContainsAny(msg, "\n\r") || strings.Contains(msg, "s3cret") {
+		t.Fatalf("err = %q, want one line starting %q", msg, want)
+	}
+	if d := time.Since(start); d > 5*time.Second {
+		t.Fatalf("failed after %v", d)
 	}
 }
 
