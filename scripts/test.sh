@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # THE test command: formatting, vet, the hermetic tests, then the e2e tests on
 # a private Open vSwitch (root only). On a fresh Debian machine run as root it
-# installs what the e2e bed needs first.
+# installs what the e2e bed needs first, and PostgreSQL, on which the store
+# tests run a second time (a private server; SDNLB_TEST_POSTGRES=skip leaves
+# that pass out, for developers without PostgreSQL).
 set -euo pipefail
 
 export PATH="/usr/local/go/bin:$PATH"
@@ -16,15 +18,11 @@ missing_commands() {
 	done
 }
 
-# install_e2e_deps installs the e2e tools with apt-get when one is missing.
-# The tests run their own ovsdb-server and ovs-vswitchd, so the package's
-# system service must not start: policy-rc.d answers 101 ("not allowed")
-# to every service start during the install.
-install_e2e_deps() {
-	local missing
-	missing="$(missing_commands)"
-	[[ -z "$missing" ]] && return 0
-	echo "== installing e2e tools (missing: $(echo "$missing" | tr '\n' ' '))"
+# apt_install installs packages with apt-get. The tests run their own
+# ovsdb-server, ovs-vswitchd and postgres, so the packages' system services
+# must not start: policy-rc.d answers 101 ("not allowed") to every service
+# start during the install.
+apt_install() {
 	local policy=/usr/sbin/policy-rc.d created_policy=""
 	if [[ ! -e "$policy" ]]; then
 		printf '#!/bin/sh\nexit 101\n' >"$policy"
@@ -35,11 +33,19 @@ install_e2e_deps() {
 	local rc=0
 	DEBIAN_FRONTEND=noninteractive apt-get "${apt_opts[@]}" update || rc=$?
 	if [[ $rc -eq 0 ]]; then
-		DEBIAN_FRONTEND=noninteractive apt-get "${apt_opts[@]}" install -y \
-			openvswitch-switch ethtool iproute2 iputils-ping curl prometheus chromium || rc=$?
+		DEBIAN_FRONTEND=noninteractive apt-get "${apt_opts[@]}" install -y "$@" || rc=$?
 	fi
 	[[ -n "$created_policy" ]] && rm -f "$policy"
 	[[ $rc -eq 0 ]] || { echo "apt-get failed ($rc)" >&2; return "$rc"; }
+}
+
+# install_e2e_deps installs the e2e tools with apt-get when one is missing.
+install_e2e_deps() {
+	local missing
+	missing="$(missing_commands)"
+	[[ -z "$missing" ]] && return 0
+	echo "== installing e2e tools (missing: $(echo "$missing" | tr '\n' ' '))"
+	apt_install openvswitch-switch ethtool iproute2 iputils-ping curl prometheus chromium
 	# Should a system Open vSwitch have started anyway (systemd without
 	# policy-rc.d support), stop it: our tests use private daemons only.
 	if command -v systemctl >/dev/null 2>&1 && systemctl is-active --quiet openvswitch-switch 2>/dev/null; then
@@ -52,11 +58,37 @@ install_e2e_deps() {
 	fi
 }
 
+# have_postgres tells whether the PostgreSQL server programs the store
+# tests start (initdb, postgres) are there: on PATH or where Debian puts them.
+have_postgres() {
+	local bin
+	for bin in initdb postgres; do
+		command -v "$bin" >/dev/null 2>&1 || compgen -G "/usr/lib/postgresql/*/bin/$bin" >/dev/null || return 1
+	done
+}
+
+# install_postgres installs the Debian postgresql package when the server
+# programs are missing. The store tests run a private server of their own
+# (lbstore's TestMain), never the package's.
+install_postgres() {
+	have_postgres && return 0
+	echo "== installing PostgreSQL for the store tests"
+	apt_install postgresql
+	if command -v systemctl >/dev/null 2>&1 && systemctl is-active --quiet postgresql 2>/dev/null; then
+		systemctl stop postgresql || true
+	fi
+	have_postgres || { echo "PostgreSQL's initdb and postgres still missing after install" >&2; return 1; }
+}
+
 is_root=""
 [[ "$(id -u)" -eq 0 ]] && is_root=1
 
 if [[ -n "$is_root" ]]; then
 	install_e2e_deps
+	install_postgres
+elif ! have_postgres && [[ "${SDNLB_TEST_POSTGRES:-}" != "skip" ]]; then
+	echo "== PostgreSQL is missing and only root can install it: the store tests will fail;" >&2
+	echo "   install the postgresql package, or set SDNLB_TEST_POSTGRES=skip to test the SQLite store only" >&2
 fi
 
 echo "== go version: $(go version)"
