@@ -67,6 +67,9 @@ var nxPreKeyword = []NXMHeader{
 	0x0001f004, NXMCTNwDst, NXMCTNwProto, 0x0001f802, NXMCTTpDst, // ct_nw_src, ct_tp_src
 }
 
+// nxTrailing are the fields ovs-ofctl prints after the basic ones.
+var nxTrailing = []NXMHeader{NXMTCPFlags}
+
 // nxPostKeyword are the fields ovs-ofctl prints right after the protocol
 // keyword: the registers, then the tunnel (tun_id, tun_src, tun_dst),
 // before metadata and in_port.
@@ -133,6 +136,7 @@ func (m Match) String() string {
 			}
 		}
 	}
+	nx(nxTrailing)
 	for i := range m.OXMs {
 		o := &m.OXMs[i]
 		if !done[i] && !(o.Class == OXMClassBasic && skip[o.Field]) {

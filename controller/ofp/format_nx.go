@@ -14,6 +14,9 @@ import (
 // ctStateNames are the ct_state bits by bit number.
 var ctStateNames = [...]string{"new", "est", "rel", "rpl", "inv", "trk", "snat", "dnat"}
 
+// tcpFlagNames are the tcp_flags bits by bit number.
+var tcpFlagNames = [...]string{"fin", "syn", "rst", "psh", "ack", "urg", "ece", "cwr", "ns"}
+
 // formatNXMatch renders a non-basic match field as keyword=value, or in
 // the oxm(CLASS:FIELD) form when this package has no name for it.
 func formatNXMatch(o *OXM) string {
@@ -21,8 +24,13 @@ func formatNXMatch(o *OXM) string {
 	if !ok || o.Class == OXMClassExperimenter {
 		return formatForeignOXM(o)
 	}
-	if f.format == nxCTState {
+	switch f.format {
+	case nxCTState:
 		return "ct_state=" + formatCTState(o)
+	case nxTCPFlags:
+		if o.HasMask {
+			return "tcp_flags=" + formatFlagBits(uint32(o.Uint()), uint32(bytesUint(o.Mask())), tcpFlagNames[:])
+		}
 	}
 	return f.name + "=" + formatNXValue(o, f)
 }
@@ -115,7 +123,14 @@ func formatCTState(o *OXM) string {
 	if mask == 0 {
 		return "0/0"
 	}
-	for i, name := range ctStateNames {
+	return formatFlagBits(v, mask, ctStateNames[:])
+}
+
+// formatFlagBits renders the bits of mask as +name (set in v) or -name,
+// in bit order, as OVS prints masked flag fields.
+func formatFlagBits(v, mask uint32, names []string) string {
+	var b strings.Builder
+	for i, name := range names {
 		if mask&(1<<i) == 0 {
 			continue
 		}

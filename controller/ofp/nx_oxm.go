@@ -31,6 +31,15 @@ const (
 	NXMCTNwProto NXMHeader = 0x0001ee01 // NXM_NX_CT_NW_PROTO
 	NXMCTNwDst   NXMHeader = 0x0001f204 // NXM_NX_CT_NW_DST
 	NXMCTTpDst   NXMHeader = 0x0001fa02 // NXM_NX_CT_TP_DST
+	NXMTCPFlags  NXMHeader = 0x00014402 // NXM_NX_TCP_FLAGS
+)
+
+// TCP flags (MatchTCPFlags), as in the TCP header's low 12 bits.
+const (
+	TCPFlagFIN uint16 = 0x001
+	TCPFlagSYN uint16 = 0x002
+	TCPFlagRST uint16 = 0x004
+	TCPFlagACK uint16 = 0x010
 )
 
 // NXMReg returns the header of register n (NXM_NX_REG0 .. NXM_NX_REG15;
@@ -114,6 +123,12 @@ func MatchCTNwDst(ip [4]byte) OXM {
 	return nxOXM(NXMCTNwDst, uint64(ip[0])<<24|uint64(ip[1])<<16|uint64(ip[2])<<8|uint64(ip[3]), 0xffffffff)
 }
 
+// MatchTCPFlags matches the TCP flags (NXM_NX_TCP_FLAGS): bits set in
+// mask must equal those in flags, for example
+// MatchTCPFlags(TCPFlagSYN, TCPFlagSYN|TCPFlagACK) for a connection's
+// first segment. It needs ip_proto TCP in the match.
+func MatchTCPFlags(flags, mask uint16) OXM { return nxOXM(NXMTCPFlags, uint64(flags), uint64(mask)) }
+
 // MatchCTTpDst matches the original-direction transport destination port
 // (NXM_NX_CT_TP_DST); OVS also requires MatchCTNwProto.
 func MatchCTTpDst(port uint16) OXM { return nxOXM(NXMCTTpDst, uint64(port), 0xffff) }
@@ -127,6 +142,7 @@ const (
 	nxIPv4                          // 10.0.0.1, 10.0.0.0/8
 	nxCTState                       // new|trk, +new-est
 	nxHexBytes                      // ct_label: 0x...
+	nxTCPFlags                      // +syn-ack
 )
 
 // nxField describes an NXM/OXM field for rendering: its NXM name (as
@@ -171,6 +187,7 @@ var nxFields = map[NXMHeader]nxField{
 	NXMCTNwDst:   {"NXM_NX_CT_NW_DST", "ct_nw_dst", 32, nxIPv4},
 	0x0001f802:   {"NXM_NX_CT_TP_SRC", "ct_tp_src", 16, nxDecimal},
 	NXMCTTpDst:   {"NXM_NX_CT_TP_DST", "ct_tp_dst", 16, nxDecimal},
+	NXMTCPFlags:  {"NXM_NX_TCP_FLAGS", "tcp_flags", 16, nxTCPFlags},
 }
 
 // basicNXM names OpenFlow-basic fields the way OVS prints them in move:

@@ -158,6 +158,9 @@ func TestOVS_RendersLikeUs(t *testing.T) {
 			Instructions: []Instruction{InstructionApplyActions{Actions: []Action{
 				ActionCT{Flags: CTCommit, Table: CTRecircNone, Actions: []Action{ActionSetField{Field: MatchCTMark(5, 0xffffffff)}}},
 				ActionCTClear{}, ActionResubmit{InPort: ResubmitInPort, Table: 5}}}}},
+		{Priority: 104, Match: Match{OXMs: []OXM{MatchEthType(0x0800), MatchIPProto(6),
+			MatchCTState(CTStateTrk, CTStateTrk|CTStateNew), MatchTCPFlags(TCPFlagSYN, TCPFlagSYN|TCPFlagACK)}},
+			Instructions: []Instruction{InstructionApplyActions{Actions: []Action{ActionOutput{Port: PortController, MaxLen: 0xffff}}}}},
 		{Priority: 103, Match: Match{OXMs: []OXM{MatchEthType(0x0800)}},
 			Instructions: []Instruction{InstructionApplyActions{Actions: []Action{
 				ActionCT{Table: 4, ZoneField: NXMReg(0), ZoneOfs: 4}, ActionResubmit{InPort: 2, Table: TableAll},

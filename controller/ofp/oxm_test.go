@@ -51,6 +51,8 @@ func TestOXM_Constructors(t *testing.T) {
 		{"CTNwProto", MatchCTNwProto(6), "00 01 ee 01 06"},
 		{"CTNwDst", MatchCTNwDst([4]byte{10, 0, 0, 1}), "00 01 f2 04 0a 00 00 01"},
 		{"CTTpDst", MatchCTTpDst(80), "00 01 fa 02 00 50"},
+		// OVS's own encoding of tcp_flags=+syn-ack (ovs-ofctl parse-flow).
+		{"TCPFlagsSynNotAck", MatchTCPFlags(TCPFlagSYN, TCPFlagSYN|TCPFlagACK), "00 01 45 04 00 02 00 12"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
