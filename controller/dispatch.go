@@ -242,7 +242,10 @@ func (dp *dataplane) resetToDownMember(p *packetIn, memberNum uint32, out *outbo
 	}
 	v := pool.vip
 	r := rstFor(p.decoder, v.mac)
-	r.src, r.sport = v.ip, v.port
+	r.src = v.ip
+	if v.port != 0 { // else the client asked for the member's port
+		r.sport = v.port
+	}
 	dp.frame = appendTCPRST(dp.frame[:0], r)
 	dp.packetOut(p.inPort, ofp.PortInPort, dp.frame, out)
 	dp.metrics.refusals[refusedNoFlow].Inc()
@@ -272,8 +275,9 @@ func trackedFlows(v *vipState) []ofp.FlowMod {
 		{table: tableTracked, cookie: cookie, priority: prioTrackedReply, match: reply,
 			actions: []ofp.Action{ofp.ActionSetField{Field: ofp.MatchEthSrc(v.mac)}}, gotoTable: tableL2},
 		{table: tableTracked, cookie: cookie, priority: prioTrackedInvalid, match: invalid},
-		{cookie: cookie, priority: prioVIPPunt, match: v.service(), actions: []ofp.Action{trackNAT}},
 	}
+	// Last, once tableTracked is ready for them: the service into the tracker.
+	flows = append(flows, flow{cookie: cookie, priority: prioVIPPunt, match: v.service(), actions: []ofp.Action{trackNAT}})
 	mods := make([]ofp.FlowMod, 0, len(flows)+1)
 	mods = append(mods, undispatchFlow(v))
 	for _, f := range flows {
