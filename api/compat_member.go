@@ -59,6 +59,7 @@ func (s *Server) compatMemberObject(ctx context.Context, m *sdnlb.Member) (order
 // handleCompatMemberList lists every member.
 //
 //	@Summary	List members (Floodlight)
+//	@ID			compatMemberList
 //	@Tags		floodlight
 //	@Produce	json
 //	@Param		limit	query		int		false	"page size (1-1000)"	default(1000)
@@ -88,6 +89,7 @@ func (s *Server) handleCompatMemberList(w http.ResponseWriter, r *http.Request) 
 // handleCompatMemberCreate adds a member to the pool its pool_id names.
 //
 //	@Summary	Create a member (Floodlight)
+//	@ID			compatMemberCreate
 //	@Tags		floodlight
 //	@Accept		json
 //	@Produce	json
@@ -105,6 +107,7 @@ func (s *Server) handleCompatMemberCreate(w http.ResponseWriter, r *http.Request
 // handleCompatMemberGet returns one member as a 1-element array.
 //
 //	@Summary	Get a member (Floodlight)
+//	@ID			compatMemberGet
 //	@Tags		floodlight
 //	@Produce	json
 //	@Param		member	path	string	true	"member id"
@@ -118,6 +121,7 @@ func (s *Server) handleCompatMemberGet(w http.ResponseWriter, r *http.Request) e
 // handleCompatMemberUpdate changes the given keys of a member.
 //
 //	@Summary	Update a member (Floodlight)
+//	@ID			compatMemberUpdate
 //	@Tags		floodlight
 //	@Accept		json
 //	@Produce	json
@@ -135,6 +139,7 @@ func (s *Server) handleCompatMemberUpdate(w http.ResponseWriter, r *http.Request
 // handleCompatMemberDelete removes a member.
 //
 //	@Summary	Delete a member (Floodlight)
+//	@ID			compatMemberDelete
 //	@Tags		floodlight
 //	@Produce	json
 //	@Param		member	path		string	true	"member id"
@@ -152,6 +157,7 @@ func (s *Server) handleCompatMemberDelete(w http.ResponseWriter, r *http.Request
 // handleCompatMemberWeight sets a member's weight.
 //
 //	@Summary	Set a member's weight (Floodlight)
+//	@ID			compatMemberWeight
 //	@Tags		floodlight
 //	@Produce	json
 //	@Param		member	path		string	true	"member id"
@@ -177,6 +183,7 @@ func (s *Server) handleCompatMemberWeight(w http.ResponseWriter, r *http.Request
 // a pool of n members and every other member weight 1, as Floodlight does.
 //
 //	@Summary	Prefer one member of a pool (Floodlight)
+//	@ID			compatMemberPriority
 //	@Tags		floodlight
 //	@Produce	json
 //	@Param		pool	path		string	true	"pool id"

@@ -40,6 +40,7 @@ func compatMonitorError(err error) error {
 // handleCompatMonitorList lists every monitor.
 //
 //	@Summary	List monitors (Floodlight)
+//	@ID			compatMonitorList
 //	@Tags		floodlight
 //	@Produce	json
 //	@Param		limit	query		int		false	"page size (1-1000)"	default(1000)
@@ -54,6 +55,7 @@ func (s *Server) handleCompatMonitorList(w http.ResponseWriter, r *http.Request)
 // handleCompatMonitorCreate creates a monitor.
 //
 //	@Summary	Create a monitor (Floodlight)
+//	@ID			compatMonitorCreate
 //	@Tags		floodlight
 //	@Accept		json
 //	@Produce	json
@@ -70,6 +72,7 @@ func (s *Server) handleCompatMonitorCreate(w http.ResponseWriter, r *http.Reques
 // handleCompatMonitorGet returns one monitor as a 1-element array.
 //
 //	@Summary	Get a monitor (Floodlight)
+//	@ID			compatMonitorGet
 //	@Tags		floodlight
 //	@Produce	json
 //	@Param		monitor	path	string	true	"monitor id"
@@ -83,6 +86,7 @@ func (s *Server) handleCompatMonitorGet(w http.ResponseWriter, r *http.Request) 
 // handleCompatMonitorUpdate changes the given keys of a monitor.
 //
 //	@Summary	Update a monitor (Floodlight)
+//	@ID			compatMonitorUpdate
 //	@Tags		floodlight
 //	@Accept		json
 //	@Produce	json
@@ -100,6 +104,7 @@ func (s *Server) handleCompatMonitorUpdate(w http.ResponseWriter, r *http.Reques
 // handleCompatMonitorDelete deletes a monitor no pool uses.
 //
 //	@Summary	Delete a monitor (Floodlight)
+//	@ID			compatMonitorDelete
 //	@Tags		floodlight
 //	@Produce	json
 //	@Param		monitor	path		string	true	"monitor id"
@@ -119,6 +124,7 @@ func (s *Server) handleCompatMonitorDelete(w http.ResponseWriter, r *http.Reques
 // handleCompatMonitorsEnable turns every monitor on.
 //
 //	@Summary	Enable every monitor (Floodlight)
+//	@ID			compatMonitorsEnable
 //	@Tags		floodlight
 //	@Produce	json
 //	@Success	200	{object}	object	"{\"health monitors\":\"enabled\"}"
@@ -132,6 +138,7 @@ func (s *Server) handleCompatMonitorsEnable(w http.ResponseWriter, r *http.Reque
 // count as unmonitored.
 //
 //	@Summary	Disable every monitor (Floodlight)
+//	@ID			compatMonitorsDisable
 //	@Tags		floodlight
 //	@Produce	json
 //	@Success	200	{object}	object	"{\"health monitors\":\"disabled\"}"
@@ -156,6 +163,7 @@ func (s *Server) setAllMonitorsAdmin(w http.ResponseWriter, r *http.Request, up 
 // reads it when n is "period".
 //
 //	@Summary	Set or read the monitors' period (Floodlight)
+//	@ID			compatMonitorsPeriod
 //	@Tags		floodlight
 //	@Produce	json
 //	@Param		n	path		string	true	"seconds, or \"period\" to read"

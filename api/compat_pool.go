@@ -51,6 +51,7 @@ func (s *Server) compatPoolObject(ctx context.Context, p *sdnlb.Pool) (orderedOb
 // handleCompatPoolList lists every pool.
 //
 //	@Summary	List pools (Floodlight)
+//	@ID			compatPoolList
 //	@Tags		floodlight
 //	@Produce	json
 //	@Param		limit	query		int		false	"page size (1-1000)"	default(1000)
@@ -66,6 +67,7 @@ func (s *Server) handleCompatPoolList(w http.ResponseWriter, r *http.Request) er
 // VIP's, since sdnlb requires the two to match and Floodlight did not.
 //
 //	@Summary	Create a pool (Floodlight)
+//	@ID			compatPoolCreate
 //	@Tags		floodlight
 //	@Accept		json
 //	@Produce	json
@@ -91,6 +93,7 @@ func withField(err error, field string) error {
 // handleCompatPoolGet returns one pool as a 1-element array.
 //
 //	@Summary	Get a pool (Floodlight)
+//	@ID			compatPoolGet
 //	@Tags		floodlight
 //	@Produce	json
 //	@Param		pool	path	string	true	"pool id"
@@ -105,6 +108,7 @@ func (s *Server) handleCompatPoolGet(w http.ResponseWriter, r *http.Request) err
 // monitors stay.
 //
 //	@Summary	Update a pool (Floodlight)
+//	@ID			compatPoolUpdate
 //	@Tags		floodlight
 //	@Accept		json
 //	@Produce	json
@@ -122,6 +126,7 @@ func (s *Server) handleCompatPoolUpdate(w http.ResponseWriter, r *http.Request) 
 // handleCompatPoolDelete deletes a pool without members.
 //
 //	@Summary	Delete a pool (Floodlight)
+//	@ID			compatPoolDelete
 //	@Tags		floodlight
 //	@Produce	json
 //	@Param		pool	path		string	true	"pool id"
@@ -141,6 +146,7 @@ func (s *Server) handleCompatPoolDelete(w http.ResponseWriter, r *http.Request) 
 // handleCompatPoolMembers lists the members of a pool.
 //
 //	@Summary	List a pool's members (Floodlight)
+//	@ID			compatPoolMembers
 //	@Tags		floodlight
 //	@Produce	json
 //	@Param		pool	path	string	true	"pool id"
@@ -168,6 +174,7 @@ func (s *Server) handleCompatPoolMembers(w http.ResponseWriter, r *http.Request)
 // handleCompatPoolStats returns a pool's traffic counters.
 //
 //	@Summary	Get a pool's counters (Floodlight)
+//	@ID			compatPoolStats
 //	@Tags		floodlight
 //	@Produce	json
 //	@Param		pool	path		string	true	"pool id"
@@ -186,6 +193,7 @@ func (s *Server) handleCompatPoolStats(w http.ResponseWriter, r *http.Request) e
 // handleCompatPoolMonitors lists the monitors of a pool.
 //
 //	@Summary	List a pool's monitors (Floodlight)
+//	@ID			compatPoolMonitors
 //	@Tags		floodlight
 //	@Produce	json
 //	@Param		pool	path	string	true	"pool id"
@@ -212,6 +220,7 @@ func (s *Server) writeCompatPoolMonitors(w http.ResponseWriter, r *http.Request,
 // pool and lists the pool's monitors.
 //
 //	@Summary	Associate a monitor with a pool (Floodlight)
+//	@ID			compatAssociate
 //	@Tags		floodlight
 //	@Accept		json
 //	@Produce	json
@@ -252,6 +261,7 @@ func (s *Server) handleCompatAssociate(w http.ResponseWriter, r *http.Request) e
 // handleCompatDissociate dissociates a monitor from a pool.
 //
 //	@Summary	Dissociate a monitor from a pool (Floodlight)
+//	@ID			compatDissociate
 //	@Tags		floodlight
 //	@Produce	json
 //	@Param		pool	path	string	true	"pool id"

@@ -26,6 +26,7 @@ func (s *Server) compatVIPs() compatKind[sdnlb.VIP, sdnlb.VIPUpdate] {
 // handleCompatVIPList lists every VIP.
 //
 //	@Summary	List VIPs (Floodlight)
+//	@ID			compatVIPList
 //	@Tags		floodlight
 //	@Produce	json
 //	@Param		limit	query		int		false	"page size (1-1000)"	default(1000)
@@ -40,6 +41,7 @@ func (s *Server) handleCompatVIPList(w http.ResponseWriter, r *http.Request) err
 // handleCompatVIPCreate creates a VIP from a flat Floodlight object.
 //
 //	@Summary	Create a VIP (Floodlight)
+//	@ID			compatVIPCreate
 //	@Tags		floodlight
 //	@Accept		json
 //	@Produce	json
@@ -56,6 +58,7 @@ func (s *Server) handleCompatVIPCreate(w http.ResponseWriter, r *http.Request) e
 // handleCompatVIPGet returns one VIP as a 1-element array.
 //
 //	@Summary	Get a VIP (Floodlight)
+//	@ID			compatVIPGet
 //	@Tags		floodlight
 //	@Produce	json
 //	@Param		vip	path	string	true	"VIP id"
@@ -69,6 +72,7 @@ func (s *Server) handleCompatVIPGet(w http.ResponseWriter, r *http.Request) erro
 // handleCompatVIPUpdate changes the given keys of a VIP.
 //
 //	@Summary	Update a VIP (Floodlight)
+//	@ID			compatVIPUpdate
 //	@Tags		floodlight
 //	@Accept		json
 //	@Produce	json
@@ -86,6 +90,7 @@ func (s *Server) handleCompatVIPUpdate(w http.ResponseWriter, r *http.Request) e
 // handleCompatVIPDelete deletes a VIP no pool serves.
 //
 //	@Summary	Delete a VIP (Floodlight)
+//	@ID			compatVIPDelete
 //	@Tags		floodlight
 //	@Produce	json
 //	@Param		vip	path		string	true	"VIP id"
@@ -115,6 +120,7 @@ func (s *Server) handleCompatVIPDelete(w http.ResponseWriter, r *http.Request) e
 // handleCompatClear deletes every VIP, pool, member and monitor.
 //
 //	@Summary	Delete everything (Floodlight)
+//	@ID			compatClear
 //	@Tags		floodlight
 //	@Produce	json
 //	@Success	200	{object}	statusResponse

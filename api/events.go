@@ -14,6 +14,7 @@ import (
 // subscriber fell behind and must reload) and `data: <Event JSON>`.
 //
 //	@Summary	Stream configuration changes (Server-Sent Events)
+//	@ID			events
 //	@Tags		events
 //	@Produce	text/event-stream
 //	@Success	200	{object}	sdnlb.Event	"one per data: line"

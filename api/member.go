@@ -76,6 +76,7 @@ func (s *Server) overlayHealth(m *sdnlb.Member) {
 // handleMemberList lists members in id order.
 //
 //	@Summary	List members
+//	@ID			memberList
 //	@Tags		members
 //	@Produce	json
 //	@Param		pool_id	query		string	false	"only members of this pool"
@@ -106,6 +107,7 @@ func (s *Server) listMembers(w http.ResponseWriter, r *http.Request, filter sdnl
 // handleMemberCreate adds a member to a pool.
 //
 //	@Summary	Create a member
+//	@ID			memberCreate
 //	@Tags		members
 //	@Accept		json
 //	@Produce	json
@@ -126,6 +128,7 @@ func (s *Server) handleMemberCreate(w http.ResponseWriter, r *http.Request) erro
 // handleMemberGet returns one member with its live health.
 //
 //	@Summary	Get a member
+//	@ID			memberGet
 //	@Tags		members
 //	@Produce	json
 //	@Param		id	path		string	true	"member id"
@@ -139,6 +142,7 @@ func (s *Server) handleMemberGet(w http.ResponseWriter, r *http.Request) error {
 // handleMemberReplace sets every mutable field of a member.
 //
 //	@Summary	Replace a member
+//	@ID			memberReplace
 //	@Tags		members
 //	@Accept		json
 //	@Produce	json
@@ -157,6 +161,7 @@ func (s *Server) handleMemberReplace(w http.ResponseWriter, r *http.Request) err
 // handleMemberPatch changes the given fields of a member.
 //
 //	@Summary	Update some fields of a member
+//	@ID			memberPatch
 //	@Tags		members
 //	@Accept		json,application/merge-patch+json
 //	@Produce	json
@@ -175,6 +180,7 @@ func (s *Server) handleMemberPatch(w http.ResponseWriter, r *http.Request) error
 // handleMemberDelete removes a member from its pool.
 //
 //	@Summary	Delete a member
+//	@ID			memberDelete
 //	@Tags		members
 //	@Param		id	path	string	true	"member id"
 //	@Success	204

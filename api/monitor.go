@@ -68,6 +68,7 @@ type monitorList struct {
 // handleMonitorList lists monitors in id order.
 //
 //	@Summary	List monitors
+//	@ID			monitorList
 //	@Tags		monitors
 //	@Produce	json
 //	@Param		pool_id	query		string	false	"only monitors of this pool"
@@ -89,6 +90,7 @@ func (s *Server) handleMonitorList(w http.ResponseWriter, r *http.Request) error
 // handleMonitorCreate creates a monitor.
 //
 //	@Summary	Create a monitor
+//	@ID			monitorCreate
 //	@Tags		monitors
 //	@Accept		json
 //	@Produce	json
@@ -108,6 +110,7 @@ func (s *Server) handleMonitorCreate(w http.ResponseWriter, r *http.Request) err
 // handleMonitorGet returns one monitor.
 //
 //	@Summary	Get a monitor
+//	@ID			monitorGet
 //	@Tags		monitors
 //	@Produce	json
 //	@Param		id	path		string	true	"monitor id"
@@ -121,6 +124,7 @@ func (s *Server) handleMonitorGet(w http.ResponseWriter, r *http.Request) error 
 // handleMonitorReplace sets every mutable field of a monitor.
 //
 //	@Summary	Replace a monitor
+//	@ID			monitorReplace
 //	@Tags		monitors
 //	@Accept		json
 //	@Produce	json
@@ -138,6 +142,7 @@ func (s *Server) handleMonitorReplace(w http.ResponseWriter, r *http.Request) er
 // handleMonitorPatch changes the given fields of a monitor.
 //
 //	@Summary	Update some fields of a monitor
+//	@ID			monitorPatch
 //	@Tags		monitors
 //	@Accept		json,application/merge-patch+json
 //	@Produce	json
@@ -156,6 +161,7 @@ func (s *Server) handleMonitorPatch(w http.ResponseWriter, r *http.Request) erro
 // pools use it; with cascade it is dissociated from them first.
 //
 //	@Summary	Delete a monitor
+//	@ID			monitorDelete
 //	@Tags		monitors
 //	@Param		id		path	string	true	"monitor id"
 //	@Param		cascade	query	bool	false	"dissociate it from its pools"

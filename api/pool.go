@@ -65,6 +65,7 @@ type poolList struct {
 // handlePoolList lists pools in id order.
 //
 //	@Summary	List pools
+//	@ID			poolList
 //	@Tags		pools
 //	@Produce	json
 //	@Param		vip_id	query		string	false	"only the pool of this VIP"
@@ -86,6 +87,7 @@ func (s *Server) handlePoolList(w http.ResponseWriter, r *http.Request) error {
 // handlePoolCreate creates a pool.
 //
 //	@Summary	Create a pool
+//	@ID			poolCreate
 //	@Tags		pools
 //	@Accept		json
 //	@Produce	json
@@ -106,6 +108,7 @@ func (s *Server) handlePoolCreate(w http.ResponseWriter, r *http.Request) error 
 // handlePoolGet returns one pool.
 //
 //	@Summary	Get a pool
+//	@ID			poolGet
 //	@Tags		pools
 //	@Produce	json
 //	@Param		id	path		string	true	"pool id"
@@ -119,6 +122,7 @@ func (s *Server) handlePoolGet(w http.ResponseWriter, r *http.Request) error {
 // handlePoolReplace sets every mutable field of a pool.
 //
 //	@Summary	Replace a pool
+//	@ID			poolReplace
 //	@Tags		pools
 //	@Accept		json
 //	@Produce	json
@@ -137,6 +141,7 @@ func (s *Server) handlePoolReplace(w http.ResponseWriter, r *http.Request) error
 // handlePoolPatch changes the given fields of a pool.
 //
 //	@Summary	Update some fields of a pool
+//	@ID			poolPatch
 //	@Tags		pools
 //	@Accept		json,application/merge-patch+json
 //	@Produce	json
@@ -156,6 +161,7 @@ func (s *Server) handlePoolPatch(w http.ResponseWriter, r *http.Request) error {
 // pool has members.
 //
 //	@Summary	Delete a pool
+//	@ID			poolDelete
 //	@Tags		pools
 //	@Param		id		path	string	true	"pool id"
 //	@Param		cascade	query	bool	false	"also delete its members"
@@ -171,6 +177,7 @@ func (s *Server) handlePoolDelete(w http.ResponseWriter, r *http.Request) error 
 // handlePoolMembers lists the members of one pool.
 //
 //	@Summary	List the members of a pool
+//	@ID			poolMembers
 //	@Tags		pools
 //	@Produce	json
 //	@Param		id		path		string	true	"pool id"
@@ -195,6 +202,7 @@ type associateRequest struct {
 // handlePoolAssociateMonitor lets a monitor check the pool's members.
 //
 //	@Summary	Associate a monitor with a pool
+//	@ID			poolAssociateMonitor
 //	@Tags		pools
 //	@Accept		json
 //	@Param		id		path	string				true	"pool id"
@@ -218,6 +226,7 @@ func (s *Server) handlePoolAssociateMonitor(w http.ResponseWriter, r *http.Reque
 // handlePoolDissociateMonitor stops a monitor checking the pool's members.
 //
 //	@Summary	Dissociate a monitor from a pool
+//	@ID			poolDissociateMonitor
 //	@Tags		pools
 //	@Param		id			path	string	true	"pool id"
 //	@Param		monitor_id	path	string	true	"monitor id"

@@ -200,6 +200,7 @@ func (s *Server) nativeRoutes(r chi.Router) {
 // handleHealthz reports that the process serves HTTP.
 //
 //	@Summary	Liveness probe
+//	@ID			healthz
 //	@Tags		probes
 //	@Produce	json
 //	@Success	200	{object}	statusResponse
@@ -211,6 +212,7 @@ func (s *Server) handleHealthz(w http.ResponseWriter, r *http.Request) error {
 // handleReadyz reports whether the dependencies (the store) answer.
 //
 //	@Summary	Readiness probe
+//	@ID			readyz
 //	@Tags		probes
 //	@Produce	json
 //	@Success	200	{object}	statusResponse

@@ -21,6 +21,7 @@ type flowList struct {
 // handleSwitchList lists the connected OpenFlow switches.
 //
 //	@Summary	List connected switches
+//	@ID			switchList
 //	@Tags		switches
 //	@Produce	json
 //	@Success	200	{object}	switchList
@@ -40,6 +41,7 @@ func (s *Server) handleSwitchList(w http.ResponseWriter, r *http.Request) error 
 // handleSwitchFlows lists the flows sdnlb installed on one switch.
 //
 //	@Summary	List the flows sdnlb installed on a switch
+//	@ID			switchFlows
 //	@Tags		switches
 //	@Produce	json
 //	@Param		dpid	path		string	true	"datapath id, e.g. 00:00:00:00:00:00:00:01"
@@ -62,6 +64,7 @@ func (s *Server) handleSwitchFlows(w http.ResponseWriter, r *http.Request) error
 // ?watch=true it streams them as Server-Sent Events (see watchStats).
 //
 //	@Summary	Get a pool's traffic counters, or watch them (Server-Sent Events)
+//	@ID			poolStats
 //	@Tags		pools
 //	@Produce	json,text/event-stream
 //	@Param		id		path		string	true	"pool id"

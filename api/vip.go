@@ -101,6 +101,7 @@ type vipList struct {
 // handleVIPList lists VIPs in id order.
 //
 //	@Summary	List VIPs
+//	@ID			vipList
 //	@Tags		vips
 //	@Produce	json
 //	@Param		address	query		string	false	"only VIPs with this address"
@@ -122,6 +123,7 @@ func (s *Server) handleVIPList(w http.ResponseWriter, r *http.Request) error {
 // handleVIPCreate creates a VIP.
 //
 //	@Summary	Create a VIP
+//	@ID			vipCreate
 //	@Tags		vips
 //	@Accept		json
 //	@Produce	json
@@ -142,6 +144,7 @@ func (s *Server) handleVIPCreate(w http.ResponseWriter, r *http.Request) error {
 // handleVIPGet returns one VIP.
 //
 //	@Summary	Get a VIP
+//	@ID			vipGet
 //	@Tags		vips
 //	@Produce	json
 //	@Param		id	path		string	true	"VIP id"
@@ -156,6 +159,7 @@ func (s *Server) handleVIPGet(w http.ResponseWriter, r *http.Request) error {
 // defaults of a new VIP.
 //
 //	@Summary	Replace a VIP
+//	@ID			vipReplace
 //	@Tags		vips
 //	@Accept		json
 //	@Produce	json
@@ -175,6 +179,7 @@ func (s *Server) handleVIPReplace(w http.ResponseWriter, r *http.Request) error 
 // null removes it.
 //
 //	@Summary	Update some fields of a VIP
+//	@ID			vipPatch
 //	@Tags		vips
 //	@Accept		json,application/merge-patch+json
 //	@Produce	json
@@ -194,6 +199,7 @@ func (s *Server) handleVIPPatch(w http.ResponseWriter, r *http.Request) error {
 // serves the VIP; with cascade the pool and its members go too.
 //
 //	@Summary	Delete a VIP
+//	@ID			vipDelete
 //	@Tags		vips
 //	@Param		id		path	string	true	"VIP id"
 //	@Param		cascade	query	bool	false	"also delete its pool and members"

@@ -69,3 +69,29 @@ func TestJSON(t *testing.T) {
 		}
 	}
 }
+
+// Every operation has an operationId of its own, which client generators
+// and linters need.
+func TestOperationIDs(t *testing.T) {
+	var spec struct {
+		Paths map[string]map[string]struct {
+			OperationID string `json:"operationId"`
+		} `json:"paths"`
+	}
+	if err := json.Unmarshal(JSON, &spec); err != nil {
+		t.Fatal(err)
+	}
+	seen := map[string]string{}
+	for path, ops := range spec.Paths {
+		for method, op := range ops {
+			where := method + " " + path
+			switch prev, dup := seen[op.OperationID]; {
+			case op.OperationID == "":
+				t.Errorf("%s has no operationId", where)
+			case dup:
+				t.Errorf("%s and %s share operationId %q", where, prev, op.OperationID)
+			}
+			seen[op.OperationID] = where
+		}
+	}
+}
