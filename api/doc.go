@@ -12,6 +12,24 @@ package api
 //	@description				Errors are {"error":{"code","message","field"}} with code one of invalid, unauthorized, not_found, conflict, too_large, unsupported, unavailable, internal.
 //	@license.name				Apache-2.0
 //	@BasePath					/
+//	@tag.name					vips
+//	@tag.description			Virtual addresses clients connect to.
+//	@tag.name					pools
+//	@tag.description			The members behind a VIP, how the member of a connection is picked (lb_method, dispatch) and how packets reach it (forwarding).
+//	@tag.name					members
+//	@tag.description			The servers of a pool.
+//	@tag.name					monitors
+//	@tag.description			Active health checks of pools' members.
+//	@tag.name					stats
+//	@tag.description			Live traffic counters, also as a stream.
+//	@tag.name					events
+//	@tag.description			The configuration change feed.
+//	@tag.name					switches
+//	@tag.description			The OpenFlow switches connected, and the flows sdnlb installed on them.
+//	@tag.name					probes
+//	@tag.description			Liveness and readiness.
+//	@tag.name					floodlight
+//	@tag.description			Compatibility: Floodlight's LoadBalancer REST API, kept for existing scripts (docs/floodlight-compat.md). Use /v1 for new work.
 //	@securityDefinitions.apikey	Bearer
 //	@in							header
 //	@name						Authorization
