@@ -66,6 +66,8 @@ func (s *Server) compatMemberObject(ctx context.Context, m *sdnlb.Member) (order
 //	@Param		after	query		string	false	"the id after which the page starts"
 //	@Success	200	{array}	object	"{id, address, port, poolId, vipId, weight, status}, all strings"
 //	@Header		200		{string}	Link	"<...?limit=&after=>; rel=\"next\" when more follow"
+//	@Failure	401	{object}	errorResponse	"the bearer token is missing or wrong (with --auth-reads)"
+//	@Security	Bearer
 //	@Router		/quantum/v1.0/members/ [get]
 func (s *Server) handleCompatMemberList(w http.ResponseWriter, r *http.Request) error {
 	members, err := compatPage(w, r, memberID, func(ctx context.Context, page sdnlb.Page) ([]*sdnlb.Member, error) {
@@ -98,6 +100,10 @@ func (s *Server) handleCompatMemberList(w http.ResponseWriter, r *http.Request) 
 //	@Failure	400		{object}	errorResponse
 //	@Failure	404		{object}	errorResponse	"pool_id names no pool"
 //	@Failure	409		{object}	errorResponse
+//	@Failure	401	{object}	errorResponse	"the bearer token is missing or wrong (when sdnlb runs with --api-token)"
+//	@Failure	403	{object}	errorResponse	"a write from another site's page (see --cors-origin)"
+//	@Failure	415	{object}	errorResponse	"the body is not JSON"
+//	@Failure	413	{object}	errorResponse	"the body is over 1 MiB"
 //	@Security	Bearer
 //	@Router		/quantum/v1.0/members/ [post]
 func (s *Server) handleCompatMemberCreate(w http.ResponseWriter, r *http.Request) error {
@@ -113,6 +119,8 @@ func (s *Server) handleCompatMemberCreate(w http.ResponseWriter, r *http.Request
 //	@Param		member	path	string	true	"member id"
 //	@Success	200		{array}	object
 //	@Failure	404		{object}	errorResponse
+//	@Failure	401	{object}	errorResponse	"the bearer token is missing or wrong (with --auth-reads)"
+//	@Security	Bearer
 //	@Router		/quantum/v1.0/members/{member}/ [get]
 func (s *Server) handleCompatMemberGet(w http.ResponseWriter, r *http.Request) error {
 	return compatGet(w, r, s.compatMembers())
@@ -130,6 +138,10 @@ func (s *Server) handleCompatMemberGet(w http.ResponseWriter, r *http.Request) e
 //	@Success	200		{object}	object
 //	@Failure	400		{object}	errorResponse
 //	@Failure	404		{object}	errorResponse
+//	@Failure	401	{object}	errorResponse	"the bearer token is missing or wrong (when sdnlb runs with --api-token)"
+//	@Failure	403	{object}	errorResponse	"a write from another site's page (see --cors-origin)"
+//	@Failure	415	{object}	errorResponse	"the body is not JSON"
+//	@Failure	413	{object}	errorResponse	"the body is over 1 MiB"
 //	@Security	Bearer
 //	@Router		/quantum/v1.0/members/{member}/ [put]
 func (s *Server) handleCompatMemberUpdate(w http.ResponseWriter, r *http.Request) error {
@@ -145,6 +157,8 @@ func (s *Server) handleCompatMemberUpdate(w http.ResponseWriter, r *http.Request
 //	@Param		member	path		string	true	"member id"
 //	@Success	200		{object}	statusResponse
 //	@Failure	404		{object}	errorResponse
+//	@Failure	401	{object}	errorResponse	"the bearer token is missing or wrong (when sdnlb runs with --api-token)"
+//	@Failure	403	{object}	errorResponse	"a write from another site's page (see --cors-origin)"
 //	@Security	Bearer
 //	@Router		/quantum/v1.0/members/{member}/ [delete]
 func (s *Server) handleCompatMemberDelete(w http.ResponseWriter, r *http.Request) error {
@@ -165,6 +179,10 @@ func (s *Server) handleCompatMemberDelete(w http.ResponseWriter, r *http.Request
 //	@Success	200		{object}	statusResponse	"{\"status\" : \"0\"}"
 //	@Failure	400		{object}	errorResponse
 //	@Failure	404		{object}	errorResponse
+//	@Failure	401	{object}	errorResponse	"the bearer token is missing or wrong (when sdnlb runs with --api-token)"
+//	@Failure	403	{object}	errorResponse	"a write from another site's page (see --cors-origin)"
+//	@Failure	415	{object}	errorResponse	"the body is not JSON"
+//	@Failure	413	{object}	errorResponse	"the body is over 1 MiB"
 //	@Security	Bearer
 //	@Router		/quantum/v1.0/members/{member}/{weight}/ [put]
 func (s *Server) handleCompatMemberWeight(w http.ResponseWriter, r *http.Request) error {
@@ -190,6 +208,10 @@ func (s *Server) handleCompatMemberWeight(w http.ResponseWriter, r *http.Request
 //	@Param		member	path		string	true	"member id"
 //	@Success	200		{integer}	integer	"0"
 //	@Failure	404		{object}	errorResponse	"no such member in the pool"
+//	@Failure	401	{object}	errorResponse	"the bearer token is missing or wrong (when sdnlb runs with --api-token)"
+//	@Failure	403	{object}	errorResponse	"a write from another site's page (see --cors-origin)"
+//	@Failure	415	{object}	errorResponse	"the body is not JSON"
+//	@Failure	413	{object}	errorResponse	"the body is over 1 MiB"
 //	@Security	Bearer
 //	@Router		/quantum/v1.0/pools/{pool}/members/{member}/ [put]
 func (s *Server) handleCompatMemberPriority(w http.ResponseWriter, r *http.Request) error {

@@ -47,6 +47,8 @@ func compatMonitorError(err error) error {
 //	@Param		after	query		string	false	"the id after which the page starts"
 //	@Success	200	{array}	object	"{id, address, name, type, poolId}, all strings"
 //	@Header		200		{string}	Link	"<...?limit=&after=>; rel=\"next\" when more follow"
+//	@Failure	401	{object}	errorResponse	"the bearer token is missing or wrong (with --auth-reads)"
+//	@Security	Bearer
 //	@Router		/quantum/v1.0/health_monitors/ [get]
 func (s *Server) handleCompatMonitorList(w http.ResponseWriter, r *http.Request) error {
 	return compatList(w, r, s.compatMonitors())
@@ -63,6 +65,10 @@ func (s *Server) handleCompatMonitorList(w http.ResponseWriter, r *http.Request)
 //	@Success	200		{object}	object
 //	@Failure	400		{object}	errorResponse
 //	@Failure	409		{object}	errorResponse
+//	@Failure	401	{object}	errorResponse	"the bearer token is missing or wrong (when sdnlb runs with --api-token)"
+//	@Failure	403	{object}	errorResponse	"a write from another site's page (see --cors-origin)"
+//	@Failure	415	{object}	errorResponse	"the body is not JSON"
+//	@Failure	413	{object}	errorResponse	"the body is over 1 MiB"
 //	@Security	Bearer
 //	@Router		/quantum/v1.0/health_monitors/ [post]
 func (s *Server) handleCompatMonitorCreate(w http.ResponseWriter, r *http.Request) error {
@@ -78,6 +84,8 @@ func (s *Server) handleCompatMonitorCreate(w http.ResponseWriter, r *http.Reques
 //	@Param		monitor	path	string	true	"monitor id"
 //	@Success	200		{array}	object
 //	@Failure	404		{object}	errorResponse
+//	@Failure	401	{object}	errorResponse	"the bearer token is missing or wrong (with --auth-reads)"
+//	@Security	Bearer
 //	@Router		/quantum/v1.0/health_monitors/{monitor}/ [get]
 func (s *Server) handleCompatMonitorGet(w http.ResponseWriter, r *http.Request) error {
 	return compatGet(w, r, s.compatMonitors())
@@ -95,6 +103,10 @@ func (s *Server) handleCompatMonitorGet(w http.ResponseWriter, r *http.Request) 
 //	@Success	200		{object}	object
 //	@Failure	400		{object}	errorResponse
 //	@Failure	404		{object}	errorResponse
+//	@Failure	401	{object}	errorResponse	"the bearer token is missing or wrong (when sdnlb runs with --api-token)"
+//	@Failure	403	{object}	errorResponse	"a write from another site's page (see --cors-origin)"
+//	@Failure	415	{object}	errorResponse	"the body is not JSON"
+//	@Failure	413	{object}	errorResponse	"the body is over 1 MiB"
 //	@Security	Bearer
 //	@Router		/quantum/v1.0/health_monitors/{monitor}/ [put]
 func (s *Server) handleCompatMonitorUpdate(w http.ResponseWriter, r *http.Request) error {
@@ -111,6 +123,8 @@ func (s *Server) handleCompatMonitorUpdate(w http.ResponseWriter, r *http.Reques
 //	@Success	200		{object}	statusResponse
 //	@Failure	404		{object}	errorResponse
 //	@Failure	409		{object}	errorResponse	"pools use the monitor"
+//	@Failure	401	{object}	errorResponse	"the bearer token is missing or wrong (when sdnlb runs with --api-token)"
+//	@Failure	403	{object}	errorResponse	"a write from another site's page (see --cors-origin)"
 //	@Security	Bearer
 //	@Router		/quantum/v1.0/health_monitors/{monitor}/ [delete]
 func (s *Server) handleCompatMonitorDelete(w http.ResponseWriter, r *http.Request) error {
@@ -128,6 +142,10 @@ func (s *Server) handleCompatMonitorDelete(w http.ResponseWriter, r *http.Reques
 //	@Tags		floodlight
 //	@Produce	json
 //	@Success	200	{object}	object	"{\"health monitors\":\"enabled\"}"
+//	@Failure	401	{object}	errorResponse	"the bearer token is missing or wrong (when sdnlb runs with --api-token)"
+//	@Failure	403	{object}	errorResponse	"a write from another site's page (see --cors-origin)"
+//	@Failure	415	{object}	errorResponse	"the body is not JSON"
+//	@Failure	413	{object}	errorResponse	"the body is over 1 MiB"
 //	@Security	Bearer
 //	@Router		/quantum/v1.0/health_monitors/all/enable/ [post]
 func (s *Server) handleCompatMonitorsEnable(w http.ResponseWriter, r *http.Request) error {
@@ -142,6 +160,10 @@ func (s *Server) handleCompatMonitorsEnable(w http.ResponseWriter, r *http.Reque
 //	@Tags		floodlight
 //	@Produce	json
 //	@Success	200	{object}	object	"{\"health monitors\":\"disabled\"}"
+//	@Failure	401	{object}	errorResponse	"the bearer token is missing or wrong (when sdnlb runs with --api-token)"
+//	@Failure	403	{object}	errorResponse	"a write from another site's page (see --cors-origin)"
+//	@Failure	415	{object}	errorResponse	"the body is not JSON"
+//	@Failure	413	{object}	errorResponse	"the body is over 1 MiB"
 //	@Security	Bearer
 //	@Router		/quantum/v1.0/health_monitors/all/disable/ [post]
 func (s *Server) handleCompatMonitorsDisable(w http.ResponseWriter, r *http.Request) error {
@@ -169,6 +191,10 @@ func (s *Server) setAllMonitorsAdmin(w http.ResponseWriter, r *http.Request, up 
 //	@Param		n	path		string	true	"seconds, or \"period\" to read"
 //	@Success	200	{object}	statusResponse
 //	@Failure	400	{object}	errorResponse
+//	@Failure	401	{object}	errorResponse	"the bearer token is missing or wrong (when sdnlb runs with --api-token)"
+//	@Failure	403	{object}	errorResponse	"a write from another site's page (see --cors-origin)"
+//	@Failure	415	{object}	errorResponse	"the body is not JSON"
+//	@Failure	413	{object}	errorResponse	"the body is over 1 MiB"
 //	@Security	Bearer
 //	@Router		/quantum/v1.0/health_monitors/monitors/{n}/ [post]
 func (s *Server) handleCompatMonitorsPeriod(w http.ResponseWriter, r *http.Request) error {

@@ -58,6 +58,8 @@ func (s *Server) compatPoolObject(ctx context.Context, p *sdnlb.Pool) (orderedOb
 //	@Param		after	query		string	false	"the id after which the page starts"
 //	@Success	200	{array}	object	"{id, name, vipId, lbMethod, poolMembers...}; poolMembers repeats once per member"
 //	@Header		200		{string}	Link	"<...?limit=&after=>; rel=\"next\" when more follow"
+//	@Failure	401	{object}	errorResponse	"the bearer token is missing or wrong (with --auth-reads)"
+//	@Security	Bearer
 //	@Router		/quantum/v1.0/pools/ [get]
 func (s *Server) handleCompatPoolList(w http.ResponseWriter, r *http.Request) error {
 	return compatList(w, r, s.compatPools())
@@ -76,6 +78,10 @@ func (s *Server) handleCompatPoolList(w http.ResponseWriter, r *http.Request) er
 //	@Failure	400		{object}	errorResponse
 //	@Failure	404		{object}	errorResponse	"vip_id names no VIP"
 //	@Failure	409		{object}	errorResponse
+//	@Failure	401	{object}	errorResponse	"the bearer token is missing or wrong (when sdnlb runs with --api-token)"
+//	@Failure	403	{object}	errorResponse	"a write from another site's page (see --cors-origin)"
+//	@Failure	415	{object}	errorResponse	"the body is not JSON"
+//	@Failure	413	{object}	errorResponse	"the body is over 1 MiB"
 //	@Security	Bearer
 //	@Router		/quantum/v1.0/pools/ [post]
 func (s *Server) handleCompatPoolCreate(w http.ResponseWriter, r *http.Request) error {
@@ -99,6 +105,8 @@ func withField(err error, field string) error {
 //	@Param		pool	path	string	true	"pool id"
 //	@Success	200		{array}	object
 //	@Failure	404		{object}	errorResponse
+//	@Failure	401	{object}	errorResponse	"the bearer token is missing or wrong (with --auth-reads)"
+//	@Security	Bearer
 //	@Router		/quantum/v1.0/pools/{pool}/ [get]
 func (s *Server) handleCompatPoolGet(w http.ResponseWriter, r *http.Request) error {
 	return compatGet(w, r, s.compatPools())
@@ -117,6 +125,10 @@ func (s *Server) handleCompatPoolGet(w http.ResponseWriter, r *http.Request) err
 //	@Success	200		{object}	object
 //	@Failure	400		{object}	errorResponse
 //	@Failure	404		{object}	errorResponse
+//	@Failure	401	{object}	errorResponse	"the bearer token is missing or wrong (when sdnlb runs with --api-token)"
+//	@Failure	403	{object}	errorResponse	"a write from another site's page (see --cors-origin)"
+//	@Failure	415	{object}	errorResponse	"the body is not JSON"
+//	@Failure	413	{object}	errorResponse	"the body is over 1 MiB"
 //	@Security	Bearer
 //	@Router		/quantum/v1.0/pools/{pool}/ [put]
 func (s *Server) handleCompatPoolUpdate(w http.ResponseWriter, r *http.Request) error {
@@ -133,6 +145,8 @@ func (s *Server) handleCompatPoolUpdate(w http.ResponseWriter, r *http.Request) 
 //	@Success	200		{object}	statusResponse
 //	@Failure	404		{object}	errorResponse
 //	@Failure	409		{object}	errorResponse	"the pool has members"
+//	@Failure	401	{object}	errorResponse	"the bearer token is missing or wrong (when sdnlb runs with --api-token)"
+//	@Failure	403	{object}	errorResponse	"a write from another site's page (see --cors-origin)"
 //	@Security	Bearer
 //	@Router		/quantum/v1.0/pools/{pool}/ [delete]
 func (s *Server) handleCompatPoolDelete(w http.ResponseWriter, r *http.Request) error {
@@ -155,6 +169,8 @@ func (s *Server) handleCompatPoolDelete(w http.ResponseWriter, r *http.Request) 
 //	@Success	200		{array}	object
 //	@Header		200		{string}	Link	"<...?limit=&after=>; rel=\"next\" when more follow"
 //	@Failure	404		{object}	errorResponse
+//	@Failure	401	{object}	errorResponse	"the bearer token is missing or wrong (with --auth-reads)"
+//	@Security	Bearer
 //	@Router		/quantum/v1.0/pools/{pool}/members/ [get]
 func (s *Server) handleCompatPoolMembers(w http.ResponseWriter, r *http.Request) error {
 	p, err := s.PoolService.FindPoolByID(r.Context(), chi.URLParam(r, "pool"))
@@ -181,6 +197,8 @@ func (s *Server) handleCompatPoolMembers(w http.ResponseWriter, r *http.Request)
 //	@Success	200		{object}	object	"{Bytes In, Bytes Out, Active Flows}, all strings"
 //	@Failure	404		{object}	errorResponse
 //	@Failure	503		{object}	errorResponse	"no controller"
+//	@Failure	401	{object}	errorResponse	"the bearer token is missing or wrong (with --auth-reads)"
+//	@Security	Bearer
 //	@Router		/quantum/v1.0/pools/{pool}/stats/ [get]
 func (s *Server) handleCompatPoolStats(w http.ResponseWriter, r *http.Request) error {
 	st, err := s.poolStats(r, "pool")
@@ -199,6 +217,8 @@ func (s *Server) handleCompatPoolStats(w http.ResponseWriter, r *http.Request) e
 //	@Param		pool	path	string	true	"pool id"
 //	@Success	200		{array}	object
 //	@Failure	404		{object}	errorResponse
+//	@Failure	401	{object}	errorResponse	"the bearer token is missing or wrong (with --auth-reads)"
+//	@Security	Bearer
 //	@Router		/quantum/v1.0/pools/{pool}/health_monitors/ [get]
 func (s *Server) handleCompatPoolMonitors(w http.ResponseWriter, r *http.Request) error {
 	id := chi.URLParam(r, "pool")
@@ -229,6 +249,10 @@ func (s *Server) writeCompatPoolMonitors(w http.ResponseWriter, r *http.Request,
 //	@Success	200		{array}	object
 //	@Failure	400		{object}	errorResponse
 //	@Failure	404		{object}	errorResponse	"no such pool or monitor"
+//	@Failure	401	{object}	errorResponse	"the bearer token is missing or wrong (when sdnlb runs with --api-token)"
+//	@Failure	403	{object}	errorResponse	"a write from another site's page (see --cors-origin)"
+//	@Failure	415	{object}	errorResponse	"the body is not JSON"
+//	@Failure	413	{object}	errorResponse	"the body is over 1 MiB"
 //	@Security	Bearer
 //	@Router		/quantum/v1.0/pools/{pool}/health_monitors/ [post]
 func (s *Server) handleCompatAssociate(w http.ResponseWriter, r *http.Request) error {
@@ -268,6 +292,8 @@ func (s *Server) handleCompatAssociate(w http.ResponseWriter, r *http.Request) e
 //	@Param		monitor	path	string	true	"monitor id"
 //	@Success	200		{integer}	integer	"0"
 //	@Failure	404		{object}	errorResponse	"not associated"
+//	@Failure	401	{object}	errorResponse	"the bearer token is missing or wrong (when sdnlb runs with --api-token)"
+//	@Failure	403	{object}	errorResponse	"a write from another site's page (see --cors-origin)"
 //	@Security	Bearer
 //	@Router		/quantum/v1.0/pools/{pool}/health_monitors/{monitor}/ [delete]
 func (s *Server) handleCompatDissociate(w http.ResponseWriter, r *http.Request) error {

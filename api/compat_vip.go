@@ -33,6 +33,8 @@ func (s *Server) compatVIPs() compatKind[sdnlb.VIP, sdnlb.VIPUpdate] {
 //	@Param		after	query		string	false	"the id after which the page starts"
 //	@Success	200	{array}	object	"{name, id, address, protocol, port}, all strings"
 //	@Header		200		{string}	Link	"<...?limit=&after=>; rel=\"next\" when more follow"
+//	@Failure	401	{object}	errorResponse	"the bearer token is missing or wrong (with --auth-reads)"
+//	@Security	Bearer
 //	@Router		/quantum/v1.0/vips/ [get]
 func (s *Server) handleCompatVIPList(w http.ResponseWriter, r *http.Request) error {
 	return compatList(w, r, s.compatVIPs())
@@ -49,6 +51,10 @@ func (s *Server) handleCompatVIPList(w http.ResponseWriter, r *http.Request) err
 //	@Success	200	{object}	object	"the VIP"
 //	@Failure	400	{object}	errorResponse
 //	@Failure	409	{object}	errorResponse
+//	@Failure	401	{object}	errorResponse	"the bearer token is missing or wrong (when sdnlb runs with --api-token)"
+//	@Failure	403	{object}	errorResponse	"a write from another site's page (see --cors-origin)"
+//	@Failure	415	{object}	errorResponse	"the body is not JSON"
+//	@Failure	413	{object}	errorResponse	"the body is over 1 MiB"
 //	@Security	Bearer
 //	@Router		/quantum/v1.0/vips/ [post]
 func (s *Server) handleCompatVIPCreate(w http.ResponseWriter, r *http.Request) error {
@@ -64,6 +70,8 @@ func (s *Server) handleCompatVIPCreate(w http.ResponseWriter, r *http.Request) e
 //	@Param		vip	path	string	true	"VIP id"
 //	@Success	200	{array}	object
 //	@Failure	404	{object}	errorResponse
+//	@Failure	401	{object}	errorResponse	"the bearer token is missing or wrong (with --auth-reads)"
+//	@Security	Bearer
 //	@Router		/quantum/v1.0/vips/{vip}/ [get]
 func (s *Server) handleCompatVIPGet(w http.ResponseWriter, r *http.Request) error {
 	return compatGet(w, r, s.compatVIPs())
@@ -81,6 +89,10 @@ func (s *Server) handleCompatVIPGet(w http.ResponseWriter, r *http.Request) erro
 //	@Success	200		{object}	object
 //	@Failure	400		{object}	errorResponse
 //	@Failure	404		{object}	errorResponse
+//	@Failure	401	{object}	errorResponse	"the bearer token is missing or wrong (when sdnlb runs with --api-token)"
+//	@Failure	403	{object}	errorResponse	"a write from another site's page (see --cors-origin)"
+//	@Failure	415	{object}	errorResponse	"the body is not JSON"
+//	@Failure	413	{object}	errorResponse	"the body is over 1 MiB"
 //	@Security	Bearer
 //	@Router		/quantum/v1.0/vips/{vip}/ [put]
 func (s *Server) handleCompatVIPUpdate(w http.ResponseWriter, r *http.Request) error {
@@ -97,6 +109,8 @@ func (s *Server) handleCompatVIPUpdate(w http.ResponseWriter, r *http.Request) e
 //	@Success	200	{object}	statusResponse
 //	@Failure	404	{object}	errorResponse
 //	@Failure	409	{object}	errorResponse	"a pool serves the VIP"
+//	@Failure	401	{object}	errorResponse	"the bearer token is missing or wrong (when sdnlb runs with --api-token)"
+//	@Failure	403	{object}	errorResponse	"a write from another site's page (see --cors-origin)"
 //	@Security	Bearer
 //	@Router		/quantum/v1.0/vips/{vip}/ [delete]
 func (s *Server) handleCompatVIPDelete(w http.ResponseWriter, r *http.Request) error {
@@ -124,6 +138,8 @@ func (s *Server) handleCompatVIPDelete(w http.ResponseWriter, r *http.Request) e
 //	@Tags		floodlight
 //	@Produce	json
 //	@Success	200	{object}	statusResponse
+//	@Failure	401	{object}	errorResponse	"the bearer token is missing or wrong (when sdnlb runs with --api-token)"
+//	@Failure	403	{object}	errorResponse	"a write from another site's page (see --cors-origin)"
 //	@Security	Bearer
 //	@Router		/quantum/v1.0/clear/ [delete]
 func (s *Server) handleCompatClear(w http.ResponseWriter, r *http.Request) error {

@@ -33,4 +33,4 @@ package api
 //	@securityDefinitions.apikey	Bearer
 //	@in							header
 //	@name						Authorization
-//	@description				"Bearer <token>", required on writes when sdnlb runs with a token (and on reads with auth_reads).
+//	@description				"Bearer <token>". Needed only when sdnlb runs with --api-token: then on every write, and on reads too with --auth-reads. Without a token configured, send none: every operation works without it.

@@ -19,6 +19,8 @@ import (
 //	@Produce	text/event-stream
 //	@Success	200	{object}	sdnlb.Event	"one per data: line"
 //	@Failure	503	{object}	errorResponse	"no change feed, or too many streams open"
+//	@Failure	401	{object}	errorResponse	"the bearer token is missing or wrong (with --auth-reads)"
+//	@Security	Bearer
 //	@Router		/v1/events [get]
 func (s *Server) handleEvents(w http.ResponseWriter, r *http.Request) error {
 	if s.EventService == nil {

@@ -85,6 +85,8 @@ func (s *Server) overlayHealth(m *sdnlb.Member) {
 //	@Param		after	query		string	false	"the next cursor of the previous page"
 //	@Success	200		{object}	memberList
 //	@Failure	400		{object}	errorResponse
+//	@Failure	401	{object}	errorResponse	"the bearer token is missing or wrong (with --auth-reads)"
+//	@Security	Bearer
 //	@Router		/v1/members [get]
 func (s *Server) handleMemberList(w http.ResponseWriter, r *http.Request) error {
 	return s.listMembers(w, r, sdnlb.MemberFilter{PoolID: queryFilter(r, "pool_id"), Address: queryFilter(r, "address")})
@@ -119,6 +121,8 @@ func (s *Server) listMembers(w http.ResponseWriter, r *http.Request, filter sdnl
 //	@Failure	409		{object}	errorResponse	"the id, or pool+address+port, is taken"
 //	@Failure	413		{object}	errorResponse
 //	@Failure	415		{object}	errorResponse
+//	@Failure	401	{object}	errorResponse	"the bearer token is missing or wrong (when sdnlb runs with --api-token)"
+//	@Failure	403	{object}	errorResponse	"a write from another site's page (see --cors-origin)"
 //	@Security	Bearer
 //	@Router		/v1/members [post]
 func (s *Server) handleMemberCreate(w http.ResponseWriter, r *http.Request) error {
@@ -134,6 +138,8 @@ func (s *Server) handleMemberCreate(w http.ResponseWriter, r *http.Request) erro
 //	@Param		id	path		string	true	"member id"
 //	@Success	200	{object}	sdnlb.Member
 //	@Failure	404	{object}	errorResponse
+//	@Failure	401	{object}	errorResponse	"the bearer token is missing or wrong (with --auth-reads)"
+//	@Security	Bearer
 //	@Router		/v1/members/{id} [get]
 func (s *Server) handleMemberGet(w http.ResponseWriter, r *http.Request) error {
 	return writeFound(w, r, s.members())
@@ -152,6 +158,10 @@ func (s *Server) handleMemberGet(w http.ResponseWriter, r *http.Request) error {
 //	@Failure	400		{object}	errorResponse	"invalid; in a DSR pool, a port other than 0 and the VIP's: field port"
 //	@Failure	404		{object}	errorResponse
 //	@Failure	409		{object}	errorResponse
+//	@Failure	401	{object}	errorResponse	"the bearer token is missing or wrong (when sdnlb runs with --api-token)"
+//	@Failure	403	{object}	errorResponse	"a write from another site's page (see --cors-origin)"
+//	@Failure	415	{object}	errorResponse	"the body is not JSON"
+//	@Failure	413	{object}	errorResponse	"the body is over 1 MiB"
 //	@Security	Bearer
 //	@Router		/v1/members/{id} [put]
 func (s *Server) handleMemberReplace(w http.ResponseWriter, r *http.Request) error {
@@ -171,6 +181,10 @@ func (s *Server) handleMemberReplace(w http.ResponseWriter, r *http.Request) err
 //	@Failure	400		{object}	errorResponse	"invalid; in a DSR pool, a port other than 0 and the VIP's: field port"
 //	@Failure	404		{object}	errorResponse
 //	@Failure	409		{object}	errorResponse
+//	@Failure	401	{object}	errorResponse	"the bearer token is missing or wrong (when sdnlb runs with --api-token)"
+//	@Failure	403	{object}	errorResponse	"a write from another site's page (see --cors-origin)"
+//	@Failure	415	{object}	errorResponse	"the body is not JSON"
+//	@Failure	413	{object}	errorResponse	"the body is over 1 MiB"
 //	@Security	Bearer
 //	@Router		/v1/members/{id} [patch]
 func (s *Server) handleMemberPatch(w http.ResponseWriter, r *http.Request) error {
@@ -185,6 +199,8 @@ func (s *Server) handleMemberPatch(w http.ResponseWriter, r *http.Request) error
 //	@Param		id	path	string	true	"member id"
 //	@Success	204
 //	@Failure	404	{object}	errorResponse
+//	@Failure	401	{object}	errorResponse	"the bearer token is missing or wrong (when sdnlb runs with --api-token)"
+//	@Failure	403	{object}	errorResponse	"a write from another site's page (see --cors-origin)"
 //	@Security	Bearer
 //	@Router		/v1/members/{id} [delete]
 func (s *Server) handleMemberDelete(w http.ResponseWriter, r *http.Request) error {

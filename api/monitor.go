@@ -76,6 +76,8 @@ type monitorList struct {
 //	@Param		after	query		string	false	"the next cursor of the previous page"
 //	@Success	200		{object}	monitorList
 //	@Failure	400		{object}	errorResponse
+//	@Failure	401	{object}	errorResponse	"the bearer token is missing or wrong (with --auth-reads)"
+//	@Security	Bearer
 //	@Router		/v1/monitors [get]
 func (s *Server) handleMonitorList(w http.ResponseWriter, r *http.Request) error {
 	monitors, next, err := listPage(r, s.monitors(), func(ctx context.Context, page sdnlb.Page) ([]*sdnlb.Monitor, error) {
@@ -101,6 +103,8 @@ func (s *Server) handleMonitorList(w http.ResponseWriter, r *http.Request) error
 //	@Failure	409		{object}	errorResponse	"the id is taken"
 //	@Failure	413		{object}	errorResponse
 //	@Failure	415		{object}	errorResponse
+//	@Failure	401	{object}	errorResponse	"the bearer token is missing or wrong (when sdnlb runs with --api-token)"
+//	@Failure	403	{object}	errorResponse	"a write from another site's page (see --cors-origin)"
 //	@Security	Bearer
 //	@Router		/v1/monitors [post]
 func (s *Server) handleMonitorCreate(w http.ResponseWriter, r *http.Request) error {
@@ -116,6 +120,8 @@ func (s *Server) handleMonitorCreate(w http.ResponseWriter, r *http.Request) err
 //	@Param		id	path		string	true	"monitor id"
 //	@Success	200	{object}	sdnlb.Monitor
 //	@Failure	404	{object}	errorResponse
+//	@Failure	401	{object}	errorResponse	"the bearer token is missing or wrong (with --auth-reads)"
+//	@Security	Bearer
 //	@Router		/v1/monitors/{id} [get]
 func (s *Server) handleMonitorGet(w http.ResponseWriter, r *http.Request) error {
 	return writeFound(w, r, s.monitors())
@@ -133,6 +139,10 @@ func (s *Server) handleMonitorGet(w http.ResponseWriter, r *http.Request) error 
 //	@Success	200		{object}	sdnlb.Monitor
 //	@Failure	400		{object}	errorResponse
 //	@Failure	404		{object}	errorResponse
+//	@Failure	401	{object}	errorResponse	"the bearer token is missing or wrong (when sdnlb runs with --api-token)"
+//	@Failure	403	{object}	errorResponse	"a write from another site's page (see --cors-origin)"
+//	@Failure	415	{object}	errorResponse	"the body is not JSON"
+//	@Failure	413	{object}	errorResponse	"the body is over 1 MiB"
 //	@Security	Bearer
 //	@Router		/v1/monitors/{id} [put]
 func (s *Server) handleMonitorReplace(w http.ResponseWriter, r *http.Request) error {
@@ -151,6 +161,10 @@ func (s *Server) handleMonitorReplace(w http.ResponseWriter, r *http.Request) er
 //	@Success	200		{object}	sdnlb.Monitor
 //	@Failure	400		{object}	errorResponse
 //	@Failure	404		{object}	errorResponse
+//	@Failure	401	{object}	errorResponse	"the bearer token is missing or wrong (when sdnlb runs with --api-token)"
+//	@Failure	403	{object}	errorResponse	"a write from another site's page (see --cors-origin)"
+//	@Failure	415	{object}	errorResponse	"the body is not JSON"
+//	@Failure	413	{object}	errorResponse	"the body is over 1 MiB"
 //	@Security	Bearer
 //	@Router		/v1/monitors/{id} [patch]
 func (s *Server) handleMonitorPatch(w http.ResponseWriter, r *http.Request) error {
@@ -168,6 +182,8 @@ func (s *Server) handleMonitorPatch(w http.ResponseWriter, r *http.Request) erro
 //	@Success	204
 //	@Failure	404	{object}	errorResponse
 //	@Failure	409	{object}	errorResponse	"pools use the monitor"
+//	@Failure	401	{object}	errorResponse	"the bearer token is missing or wrong (when sdnlb runs with --api-token)"
+//	@Failure	403	{object}	errorResponse	"a write from another site's page (see --cors-origin)"
 //	@Security	Bearer
 //	@Router		/v1/monitors/{id} [delete]
 func (s *Server) handleMonitorDelete(w http.ResponseWriter, r *http.Request) error {

@@ -73,6 +73,8 @@ type poolList struct {
 //	@Param		after	query		string	false	"the next cursor of the previous page"
 //	@Success	200		{object}	poolList
 //	@Failure	400		{object}	errorResponse
+//	@Failure	401	{object}	errorResponse	"the bearer token is missing or wrong (with --auth-reads)"
+//	@Security	Bearer
 //	@Router		/v1/pools [get]
 func (s *Server) handlePoolList(w http.ResponseWriter, r *http.Request) error {
 	pools, next, err := listPage(r, s.pools(), func(ctx context.Context, page sdnlb.Page) ([]*sdnlb.Pool, error) {
@@ -99,6 +101,8 @@ func (s *Server) handlePoolList(w http.ResponseWriter, r *http.Request) error {
 //	@Failure	409		{object}	errorResponse	"the id is taken, or the VIP has a pool"
 //	@Failure	413		{object}	errorResponse
 //	@Failure	415		{object}	errorResponse
+//	@Failure	401	{object}	errorResponse	"the bearer token is missing or wrong (when sdnlb runs with --api-token)"
+//	@Failure	403	{object}	errorResponse	"a write from another site's page (see --cors-origin)"
 //	@Security	Bearer
 //	@Router		/v1/pools [post]
 func (s *Server) handlePoolCreate(w http.ResponseWriter, r *http.Request) error {
@@ -114,6 +118,8 @@ func (s *Server) handlePoolCreate(w http.ResponseWriter, r *http.Request) error 
 //	@Param		id	path		string	true	"pool id"
 //	@Success	200	{object}	sdnlb.Pool
 //	@Failure	404	{object}	errorResponse
+//	@Failure	401	{object}	errorResponse	"the bearer token is missing or wrong (with --auth-reads)"
+//	@Security	Bearer
 //	@Router		/v1/pools/{id} [get]
 func (s *Server) handlePoolGet(w http.ResponseWriter, r *http.Request) error {
 	return writeFound(w, r, s.pools())
@@ -132,6 +138,10 @@ func (s *Server) handlePoolGet(w http.ResponseWriter, r *http.Request) error {
 //	@Failure	400		{object}	errorResponse	"invalid; a DSR pool with a member on a port other than 0 and its VIP's: field forwarding"
 //	@Failure	404		{object}	errorResponse
 //	@Failure	409		{object}	errorResponse
+//	@Failure	401	{object}	errorResponse	"the bearer token is missing or wrong (when sdnlb runs with --api-token)"
+//	@Failure	403	{object}	errorResponse	"a write from another site's page (see --cors-origin)"
+//	@Failure	415	{object}	errorResponse	"the body is not JSON"
+//	@Failure	413	{object}	errorResponse	"the body is over 1 MiB"
 //	@Security	Bearer
 //	@Router		/v1/pools/{id} [put]
 func (s *Server) handlePoolReplace(w http.ResponseWriter, r *http.Request) error {
@@ -151,6 +161,10 @@ func (s *Server) handlePoolReplace(w http.ResponseWriter, r *http.Request) error
 //	@Failure	400		{object}	errorResponse	"invalid; a DSR pool with a member on a port other than 0 and its VIP's: field forwarding"
 //	@Failure	404		{object}	errorResponse
 //	@Failure	409		{object}	errorResponse
+//	@Failure	401	{object}	errorResponse	"the bearer token is missing or wrong (when sdnlb runs with --api-token)"
+//	@Failure	403	{object}	errorResponse	"a write from another site's page (see --cors-origin)"
+//	@Failure	415	{object}	errorResponse	"the body is not JSON"
+//	@Failure	413	{object}	errorResponse	"the body is over 1 MiB"
 //	@Security	Bearer
 //	@Router		/v1/pools/{id} [patch]
 func (s *Server) handlePoolPatch(w http.ResponseWriter, r *http.Request) error {
@@ -168,6 +182,8 @@ func (s *Server) handlePoolPatch(w http.ResponseWriter, r *http.Request) error {
 //	@Success	204
 //	@Failure	404	{object}	errorResponse
 //	@Failure	409	{object}	errorResponse	"the pool has members"
+//	@Failure	401	{object}	errorResponse	"the bearer token is missing or wrong (when sdnlb runs with --api-token)"
+//	@Failure	403	{object}	errorResponse	"a write from another site's page (see --cors-origin)"
 //	@Security	Bearer
 //	@Router		/v1/pools/{id} [delete]
 func (s *Server) handlePoolDelete(w http.ResponseWriter, r *http.Request) error {
@@ -185,6 +201,8 @@ func (s *Server) handlePoolDelete(w http.ResponseWriter, r *http.Request) error 
 //	@Param		after	query		string	false	"the next cursor of the previous page"
 //	@Success	200		{object}	memberList
 //	@Failure	404		{object}	errorResponse
+//	@Failure	401	{object}	errorResponse	"the bearer token is missing or wrong (with --auth-reads)"
+//	@Security	Bearer
 //	@Router		/v1/pools/{id}/members [get]
 func (s *Server) handlePoolMembers(w http.ResponseWriter, r *http.Request) error {
 	id := chi.URLParam(r, "id")
@@ -210,6 +228,10 @@ type associateRequest struct {
 //	@Success	204
 //	@Failure	400	{object}	errorResponse
 //	@Failure	404	{object}	errorResponse	"no such pool or monitor"
+//	@Failure	401	{object}	errorResponse	"the bearer token is missing or wrong (when sdnlb runs with --api-token)"
+//	@Failure	403	{object}	errorResponse	"a write from another site's page (see --cors-origin)"
+//	@Failure	415	{object}	errorResponse	"the body is not JSON"
+//	@Failure	413	{object}	errorResponse	"the body is over 1 MiB"
 //	@Security	Bearer
 //	@Router		/v1/pools/{id}/monitors [post]
 func (s *Server) handlePoolAssociateMonitor(w http.ResponseWriter, r *http.Request) error {
@@ -232,6 +254,8 @@ func (s *Server) handlePoolAssociateMonitor(w http.ResponseWriter, r *http.Reque
 //	@Param		monitor_id	path	string	true	"monitor id"
 //	@Success	204
 //	@Failure	404	{object}	errorResponse	"not associated"
+//	@Failure	401	{object}	errorResponse	"the bearer token is missing or wrong (when sdnlb runs with --api-token)"
+//	@Failure	403	{object}	errorResponse	"a write from another site's page (see --cors-origin)"
 //	@Security	Bearer
 //	@Router		/v1/pools/{id}/monitors/{monitor_id} [delete]
 func (s *Server) handlePoolDissociateMonitor(w http.ResponseWriter, r *http.Request) error {

@@ -36,6 +36,8 @@ type allStats struct {
 //	@Param		watch	query		bool	false	"stream: one stats event per pool at once, then on every health change and at most once a second while counters move"
 //	@Success	200		{object}	allStats
 //	@Failure	503		{object}	errorResponse	"no controller, or too many streams open"
+//	@Failure	401	{object}	errorResponse	"the bearer token is missing or wrong (with --auth-reads)"
+//	@Security	Bearer
 //	@Router		/v1/stats [get]
 func (s *Server) handleStats(w http.ResponseWriter, r *http.Request) error {
 	if s.StatsService == nil {

@@ -26,6 +26,8 @@ type flowList struct {
 //	@Produce	json
 //	@Success	200	{object}	switchList
 //	@Failure	503	{object}	errorResponse	"no controller"
+//	@Failure	401	{object}	errorResponse	"the bearer token is missing or wrong (with --auth-reads)"
+//	@Security	Bearer
 //	@Router		/v1/switches [get]
 func (s *Server) handleSwitchList(w http.ResponseWriter, r *http.Request) error {
 	if s.SwitchService == nil {
@@ -48,6 +50,8 @@ func (s *Server) handleSwitchList(w http.ResponseWriter, r *http.Request) error 
 //	@Success	200		{object}	flowList
 //	@Failure	404		{object}	errorResponse	"no such switch connected"
 //	@Failure	503		{object}	errorResponse	"no controller"
+//	@Failure	401	{object}	errorResponse	"the bearer token is missing or wrong (with --auth-reads)"
+//	@Security	Bearer
 //	@Router		/v1/switches/{dpid}/flows [get]
 func (s *Server) handleSwitchFlows(w http.ResponseWriter, r *http.Request) error {
 	if s.SwitchService == nil {
@@ -72,6 +76,8 @@ func (s *Server) handleSwitchFlows(w http.ResponseWriter, r *http.Request) error
 //	@Success	200		{object}	sdnlb.PoolStats
 //	@Failure	404		{object}	errorResponse
 //	@Failure	503		{object}	errorResponse	"no controller, or too many streams open"
+//	@Failure	401	{object}	errorResponse	"the bearer token is missing or wrong (with --auth-reads)"
+//	@Security	Bearer
 //	@Router		/v1/pools/{id}/stats [get]
 func (s *Server) handlePoolStats(w http.ResponseWriter, r *http.Request) error {
 	if s.StatsService != nil && r.URL.Query().Get("watch") == "true" {

@@ -109,6 +109,8 @@ type vipList struct {
 //	@Param		after	query		string	false	"the next cursor of the previous page"
 //	@Success	200		{object}	vipList
 //	@Failure	400		{object}	errorResponse
+//	@Failure	401	{object}	errorResponse	"the bearer token is missing or wrong (with --auth-reads)"
+//	@Security	Bearer
 //	@Router		/v1/vips [get]
 func (s *Server) handleVIPList(w http.ResponseWriter, r *http.Request) error {
 	vips, next, err := listPage(r, s.vips(), func(ctx context.Context, page sdnlb.Page) ([]*sdnlb.VIP, error) {
@@ -135,6 +137,8 @@ func (s *Server) handleVIPList(w http.ResponseWriter, r *http.Request) error {
 //	@Failure	409	{object}	errorResponse	"the id, or address+protocol+port, is taken"
 //	@Failure	413	{object}	errorResponse
 //	@Failure	415	{object}	errorResponse
+//	@Failure	401	{object}	errorResponse	"the bearer token is missing or wrong (when sdnlb runs with --api-token)"
+//	@Failure	403	{object}	errorResponse	"a write from another site's page (see --cors-origin)"
 //	@Security	Bearer
 //	@Router		/v1/vips [post]
 func (s *Server) handleVIPCreate(w http.ResponseWriter, r *http.Request) error {
@@ -150,6 +154,8 @@ func (s *Server) handleVIPCreate(w http.ResponseWriter, r *http.Request) error {
 //	@Param		id	path		string	true	"VIP id"
 //	@Success	200	{object}	sdnlb.VIP
 //	@Failure	404	{object}	errorResponse
+//	@Failure	401	{object}	errorResponse	"the bearer token is missing or wrong (with --auth-reads)"
+//	@Security	Bearer
 //	@Router		/v1/vips/{id} [get]
 func (s *Server) handleVIPGet(w http.ResponseWriter, r *http.Request) error {
 	return writeFound(w, r, s.vips())
@@ -169,6 +175,10 @@ func (s *Server) handleVIPGet(w http.ResponseWriter, r *http.Request) error {
 //	@Failure	400	{object}	errorResponse	"invalid; a DSR pool with a member on a port other than 0 and the VIP's: field port, or pool_id when the write links it"
 //	@Failure	404	{object}	errorResponse
 //	@Failure	409	{object}	errorResponse
+//	@Failure	401	{object}	errorResponse	"the bearer token is missing or wrong (when sdnlb runs with --api-token)"
+//	@Failure	403	{object}	errorResponse	"a write from another site's page (see --cors-origin)"
+//	@Failure	415	{object}	errorResponse	"the body is not JSON"
+//	@Failure	413	{object}	errorResponse	"the body is over 1 MiB"
 //	@Security	Bearer
 //	@Router		/v1/vips/{id} [put]
 func (s *Server) handleVIPReplace(w http.ResponseWriter, r *http.Request) error {
@@ -189,6 +199,10 @@ func (s *Server) handleVIPReplace(w http.ResponseWriter, r *http.Request) error 
 //	@Failure	400	{object}	errorResponse	"invalid; a DSR pool with a member on a port other than 0 and the VIP's: field port, or pool_id when the write links it"
 //	@Failure	404	{object}	errorResponse
 //	@Failure	409	{object}	errorResponse
+//	@Failure	401	{object}	errorResponse	"the bearer token is missing or wrong (when sdnlb runs with --api-token)"
+//	@Failure	403	{object}	errorResponse	"a write from another site's page (see --cors-origin)"
+//	@Failure	415	{object}	errorResponse	"the body is not JSON"
+//	@Failure	413	{object}	errorResponse	"the body is over 1 MiB"
 //	@Security	Bearer
 //	@Router		/v1/vips/{id} [patch]
 func (s *Server) handleVIPPatch(w http.ResponseWriter, r *http.Request) error {
@@ -206,6 +220,8 @@ func (s *Server) handleVIPPatch(w http.ResponseWriter, r *http.Request) error {
 //	@Success	204
 //	@Failure	404	{object}	errorResponse
 //	@Failure	409	{object}	errorResponse	"a pool serves the VIP"
+//	@Failure	401	{object}	errorResponse	"the bearer token is missing or wrong (when sdnlb runs with --api-token)"
+//	@Failure	403	{object}	errorResponse	"a write from another site's page (see --cors-origin)"
 //	@Security	Bearer
 //	@Router		/v1/vips/{id} [delete]
 func (s *Server) handleVIPDelete(w http.ResponseWriter, r *http.Request) error {
