@@ -60,6 +60,7 @@ func (s *Server) compatMemberObject(ctx context.Context, m *sdnlb.Member) (order
 //
 //	@Summary	List members (Floodlight)
 //	@ID			compatMemberList
+//	@Description	Lists every member.
 //	@Tags		floodlight
 //	@Produce	json
 //	@Param		limit	query		int		false	"page size (1-1000)"	default(1000)
@@ -92,6 +93,7 @@ func (s *Server) handleCompatMemberList(w http.ResponseWriter, r *http.Request) 
 //
 //	@Summary	Create a member (Floodlight)
 //	@ID			compatMemberCreate
+//	@Description	Adds a member to the pool its pool_id names.
 //	@Tags		floodlight
 //	@Accept		json
 //	@Produce	json
@@ -114,6 +116,7 @@ func (s *Server) handleCompatMemberCreate(w http.ResponseWriter, r *http.Request
 //
 //	@Summary	Get a member (Floodlight)
 //	@ID			compatMemberGet
+//	@Description	Returns one member as a 1-element array.
 //	@Tags		floodlight
 //	@Produce	json
 //	@Param		member	path	string	true	"member id"
@@ -130,6 +133,7 @@ func (s *Server) handleCompatMemberGet(w http.ResponseWriter, r *http.Request) e
 //
 //	@Summary	Update a member (Floodlight)
 //	@ID			compatMemberUpdate
+//	@Description	Changes the given keys of a member.
 //	@Tags		floodlight
 //	@Accept		json
 //	@Produce	json
@@ -152,6 +156,7 @@ func (s *Server) handleCompatMemberUpdate(w http.ResponseWriter, r *http.Request
 //
 //	@Summary	Delete a member (Floodlight)
 //	@ID			compatMemberDelete
+//	@Description	Removes a member.
 //	@Tags		floodlight
 //	@Produce	json
 //	@Param		member	path		string	true	"member id"
@@ -172,6 +177,7 @@ func (s *Server) handleCompatMemberDelete(w http.ResponseWriter, r *http.Request
 //
 //	@Summary	Set a member's weight (Floodlight)
 //	@ID			compatMemberWeight
+//	@Description	Sets a member's weight.
 //	@Tags		floodlight
 //	@Produce	json
 //	@Param		member	path		string	true	"member id"
@@ -202,6 +208,7 @@ func (s *Server) handleCompatMemberWeight(w http.ResponseWriter, r *http.Request
 //
 //	@Summary	Prefer one member of a pool (Floodlight)
 //	@ID			compatMemberPriority
+//	@Description	Gives one member of a pool the weight 1+n/2 of a pool of n members and every other member weight 1, as Floodlight does.
 //	@Tags		floodlight
 //	@Produce	json
 //	@Param		pool	path		string	true	"pool id"

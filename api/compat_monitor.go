@@ -41,6 +41,7 @@ func compatMonitorError(err error) error {
 //
 //	@Summary	List monitors (Floodlight)
 //	@ID			compatMonitorList
+//	@Description	Lists every monitor.
 //	@Tags		floodlight
 //	@Produce	json
 //	@Param		limit	query		int		false	"page size (1-1000)"	default(1000)
@@ -58,6 +59,7 @@ func (s *Server) handleCompatMonitorList(w http.ResponseWriter, r *http.Request)
 //
 //	@Summary	Create a monitor (Floodlight)
 //	@ID			compatMonitorCreate
+//	@Description	Creates a monitor.
 //	@Tags		floodlight
 //	@Accept		json
 //	@Produce	json
@@ -79,6 +81,7 @@ func (s *Server) handleCompatMonitorCreate(w http.ResponseWriter, r *http.Reques
 //
 //	@Summary	Get a monitor (Floodlight)
 //	@ID			compatMonitorGet
+//	@Description	Returns one monitor as a 1-element array.
 //	@Tags		floodlight
 //	@Produce	json
 //	@Param		monitor	path	string	true	"monitor id"
@@ -95,6 +98,7 @@ func (s *Server) handleCompatMonitorGet(w http.ResponseWriter, r *http.Request) 
 //
 //	@Summary	Update a monitor (Floodlight)
 //	@ID			compatMonitorUpdate
+//	@Description	Changes the given keys of a monitor.
 //	@Tags		floodlight
 //	@Accept		json
 //	@Produce	json
@@ -117,6 +121,7 @@ func (s *Server) handleCompatMonitorUpdate(w http.ResponseWriter, r *http.Reques
 //
 //	@Summary	Delete a monitor (Floodlight)
 //	@ID			compatMonitorDelete
+//	@Description	Deletes a monitor no pool uses.
 //	@Tags		floodlight
 //	@Produce	json
 //	@Param		monitor	path		string	true	"monitor id"
@@ -139,6 +144,7 @@ func (s *Server) handleCompatMonitorDelete(w http.ResponseWriter, r *http.Reques
 //
 //	@Summary	Enable every monitor (Floodlight)
 //	@ID			compatMonitorsEnable
+//	@Description	Turns every monitor on.
 //	@Tags		floodlight
 //	@Produce	json
 //	@Success	200	{object}	object	"{\"health monitors\":\"enabled\"}"
@@ -157,6 +163,7 @@ func (s *Server) handleCompatMonitorsEnable(w http.ResponseWriter, r *http.Reque
 //
 //	@Summary	Disable every monitor (Floodlight)
 //	@ID			compatMonitorsDisable
+//	@Description	Turns every monitor off; their members then count as unmonitored.
 //	@Tags		floodlight
 //	@Produce	json
 //	@Success	200	{object}	object	"{\"health monitors\":\"disabled\"}"
@@ -186,6 +193,7 @@ func (s *Server) setAllMonitorsAdmin(w http.ResponseWriter, r *http.Request, up 
 //
 //	@Summary	Set or read the monitors' period (Floodlight)
 //	@ID			compatMonitorsPeriod
+//	@Description	Sets every monitor's delay to n seconds, or reads it when n is 'period'.
 //	@Tags		floodlight
 //	@Produce	json
 //	@Param		n	path		string	true	"seconds, or \"period\" to read"

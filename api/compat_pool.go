@@ -52,6 +52,7 @@ func (s *Server) compatPoolObject(ctx context.Context, p *sdnlb.Pool) (orderedOb
 //
 //	@Summary	List pools (Floodlight)
 //	@ID			compatPoolList
+//	@Description	Lists every pool.
 //	@Tags		floodlight
 //	@Produce	json
 //	@Param		limit	query		int		false	"page size (1-1000)"	default(1000)
@@ -70,6 +71,7 @@ func (s *Server) handleCompatPoolList(w http.ResponseWriter, r *http.Request) er
 //
 //	@Summary	Create a pool (Floodlight)
 //	@ID			compatPoolCreate
+//	@Description	Creates a pool. Without a protocol it takes its VIP's, since sdnlb requires the two to match and Floodlight did not.
 //	@Tags		floodlight
 //	@Accept		json
 //	@Produce	json
@@ -100,6 +102,7 @@ func withField(err error, field string) error {
 //
 //	@Summary	Get a pool (Floodlight)
 //	@ID			compatPoolGet
+//	@Description	Returns one pool as a 1-element array.
 //	@Tags		floodlight
 //	@Produce	json
 //	@Param		pool	path	string	true	"pool id"
@@ -117,6 +120,7 @@ func (s *Server) handleCompatPoolGet(w http.ResponseWriter, r *http.Request) err
 //
 //	@Summary	Update a pool (Floodlight)
 //	@ID			compatPoolUpdate
+//	@Description	Changes the given keys of a pool; its members and monitors stay.
 //	@Tags		floodlight
 //	@Accept		json
 //	@Produce	json
@@ -139,6 +143,7 @@ func (s *Server) handleCompatPoolUpdate(w http.ResponseWriter, r *http.Request) 
 //
 //	@Summary	Delete a pool (Floodlight)
 //	@ID			compatPoolDelete
+//	@Description	Deletes a pool without members.
 //	@Tags		floodlight
 //	@Produce	json
 //	@Param		pool	path		string	true	"pool id"
@@ -161,6 +166,7 @@ func (s *Server) handleCompatPoolDelete(w http.ResponseWriter, r *http.Request) 
 //
 //	@Summary	List a pool's members (Floodlight)
 //	@ID			compatPoolMembers
+//	@Description	Lists the members of a pool.
 //	@Tags		floodlight
 //	@Produce	json
 //	@Param		pool	path	string	true	"pool id"
@@ -191,6 +197,7 @@ func (s *Server) handleCompatPoolMembers(w http.ResponseWriter, r *http.Request)
 //
 //	@Summary	Get a pool's counters (Floodlight)
 //	@ID			compatPoolStats
+//	@Description	Returns a pool's traffic counters.
 //	@Tags		floodlight
 //	@Produce	json
 //	@Param		pool	path		string	true	"pool id"
@@ -212,6 +219,7 @@ func (s *Server) handleCompatPoolStats(w http.ResponseWriter, r *http.Request) e
 //
 //	@Summary	List a pool's monitors (Floodlight)
 //	@ID			compatPoolMonitors
+//	@Description	Lists the monitors of a pool.
 //	@Tags		floodlight
 //	@Produce	json
 //	@Param		pool	path	string	true	"pool id"
@@ -241,6 +249,7 @@ func (s *Server) writeCompatPoolMonitors(w http.ResponseWriter, r *http.Request,
 //
 //	@Summary	Associate a monitor with a pool (Floodlight)
 //	@ID			compatAssociate
+//	@Description	Associates the monitor the body's id names with the pool and lists the pool's monitors.
 //	@Tags		floodlight
 //	@Accept		json
 //	@Produce	json
@@ -286,6 +295,7 @@ func (s *Server) handleCompatAssociate(w http.ResponseWriter, r *http.Request) e
 //
 //	@Summary	Dissociate a monitor from a pool (Floodlight)
 //	@ID			compatDissociate
+//	@Description	Dissociates a monitor from a pool.
 //	@Tags		floodlight
 //	@Produce	json
 //	@Param		pool	path	string	true	"pool id"

@@ -27,6 +27,7 @@ func (s *Server) compatVIPs() compatKind[sdnlb.VIP, sdnlb.VIPUpdate] {
 //
 //	@Summary	List VIPs (Floodlight)
 //	@ID			compatVIPList
+//	@Description	Lists every VIP.
 //	@Tags		floodlight
 //	@Produce	json
 //	@Param		limit	query		int		false	"page size (1-1000)"	default(1000)
@@ -44,6 +45,7 @@ func (s *Server) handleCompatVIPList(w http.ResponseWriter, r *http.Request) err
 //
 //	@Summary	Create a VIP (Floodlight)
 //	@ID			compatVIPCreate
+//	@Description	Creates a VIP from a flat Floodlight object.
 //	@Tags		floodlight
 //	@Accept		json
 //	@Produce	json
@@ -65,6 +67,7 @@ func (s *Server) handleCompatVIPCreate(w http.ResponseWriter, r *http.Request) e
 //
 //	@Summary	Get a VIP (Floodlight)
 //	@ID			compatVIPGet
+//	@Description	Returns one VIP as a 1-element array.
 //	@Tags		floodlight
 //	@Produce	json
 //	@Param		vip	path	string	true	"VIP id"
@@ -81,6 +84,7 @@ func (s *Server) handleCompatVIPGet(w http.ResponseWriter, r *http.Request) erro
 //
 //	@Summary	Update a VIP (Floodlight)
 //	@ID			compatVIPUpdate
+//	@Description	Changes the given keys of a VIP.
 //	@Tags		floodlight
 //	@Accept		json
 //	@Produce	json
@@ -103,6 +107,7 @@ func (s *Server) handleCompatVIPUpdate(w http.ResponseWriter, r *http.Request) e
 //
 //	@Summary	Delete a VIP (Floodlight)
 //	@ID			compatVIPDelete
+//	@Description	Deletes a VIP no pool serves.
 //	@Tags		floodlight
 //	@Produce	json
 //	@Param		vip	path		string	true	"VIP id"
@@ -135,6 +140,7 @@ func (s *Server) handleCompatVIPDelete(w http.ResponseWriter, r *http.Request) e
 //
 //	@Summary	Delete everything (Floodlight)
 //	@ID			compatClear
+//	@Description	Deletes every VIP, pool, member and monitor.
 //	@Tags		floodlight
 //	@Produce	json
 //	@Success	200	{object}	statusResponse

@@ -11,6 +11,7 @@ package api
 //	@description				The native API lives under /v1; /quantum/v1.0 keeps Floodlight's LoadBalancer API (see docs/floodlight-compat.md).
 //	@description				Errors are {"error":{"code","message","field"}} with code one of invalid, unauthorized, not_found, conflict, too_large, unsupported, unavailable, internal.
 //	@license.name				Apache-2.0
+//	@license.url				https://www.apache.org/licenses/LICENSE-2.0
 //	@BasePath					/
 //	@tag.name					vips
 //	@tag.description			Virtual addresses clients connect to.

@@ -15,6 +15,7 @@ import (
 //
 //	@Summary	Stream configuration changes (Server-Sent Events)
 //	@ID			events
+//	@Description	Streams the store's change feed as Server-Sent Events until the client goes away. Each event is `event: <kind>` (`resync` when the subscriber fell behind and must reload) and `data: <Event JSON>`.
 //	@Tags		events
 //	@Produce	text/event-stream
 //	@Success	200	{object}	sdnlb.Event	"one per data: line"

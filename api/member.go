@@ -77,6 +77,7 @@ func (s *Server) overlayHealth(m *sdnlb.Member) {
 //
 //	@Summary	List members
 //	@ID			memberList
+//	@Description	Lists members in id order.
 //	@Tags		members
 //	@Produce	json
 //	@Param		pool_id	query		string	false	"only members of this pool"
@@ -110,6 +111,7 @@ func (s *Server) listMembers(w http.ResponseWriter, r *http.Request, filter sdnl
 //
 //	@Summary	Create a member
 //	@ID			memberCreate
+//	@Description	Adds a member to a pool.
 //	@Tags		members
 //	@Accept		json
 //	@Produce	json
@@ -133,6 +135,7 @@ func (s *Server) handleMemberCreate(w http.ResponseWriter, r *http.Request) erro
 //
 //	@Summary	Get a member
 //	@ID			memberGet
+//	@Description	Returns one member with its live health.
 //	@Tags		members
 //	@Produce	json
 //	@Param		id	path		string	true	"member id"
@@ -149,6 +152,7 @@ func (s *Server) handleMemberGet(w http.ResponseWriter, r *http.Request) error {
 //
 //	@Summary	Replace a member
 //	@ID			memberReplace
+//	@Description	Sets every mutable field of a member.
 //	@Tags		members
 //	@Accept		json
 //	@Produce	json
@@ -172,6 +176,7 @@ func (s *Server) handleMemberReplace(w http.ResponseWriter, r *http.Request) err
 //
 //	@Summary	Update some fields of a member
 //	@ID			memberPatch
+//	@Description	Changes the given fields of a member.
 //	@Tags		members
 //	@Accept		json,application/merge-patch+json
 //	@Produce	json
@@ -195,6 +200,7 @@ func (s *Server) handleMemberPatch(w http.ResponseWriter, r *http.Request) error
 //
 //	@Summary	Delete a member
 //	@ID			memberDelete
+//	@Description	Removes a member from its pool.
 //	@Tags		members
 //	@Param		id	path	string	true	"member id"
 //	@Success	204

@@ -69,6 +69,7 @@ type monitorList struct {
 //
 //	@Summary	List monitors
 //	@ID			monitorList
+//	@Description	Lists monitors in id order.
 //	@Tags		monitors
 //	@Produce	json
 //	@Param		pool_id	query		string	false	"only monitors of this pool"
@@ -93,6 +94,7 @@ func (s *Server) handleMonitorList(w http.ResponseWriter, r *http.Request) error
 //
 //	@Summary	Create a monitor
 //	@ID			monitorCreate
+//	@Description	Creates a monitor.
 //	@Tags		monitors
 //	@Accept		json
 //	@Produce	json
@@ -115,6 +117,7 @@ func (s *Server) handleMonitorCreate(w http.ResponseWriter, r *http.Request) err
 //
 //	@Summary	Get a monitor
 //	@ID			monitorGet
+//	@Description	Returns one monitor.
 //	@Tags		monitors
 //	@Produce	json
 //	@Param		id	path		string	true	"monitor id"
@@ -131,6 +134,7 @@ func (s *Server) handleMonitorGet(w http.ResponseWriter, r *http.Request) error 
 //
 //	@Summary	Replace a monitor
 //	@ID			monitorReplace
+//	@Description	Sets every mutable field of a monitor.
 //	@Tags		monitors
 //	@Accept		json
 //	@Produce	json
@@ -153,6 +157,7 @@ func (s *Server) handleMonitorReplace(w http.ResponseWriter, r *http.Request) er
 //
 //	@Summary	Update some fields of a monitor
 //	@ID			monitorPatch
+//	@Description	Changes the given fields of a monitor.
 //	@Tags		monitors
 //	@Accept		json,application/merge-patch+json
 //	@Produce	json
@@ -176,6 +181,7 @@ func (s *Server) handleMonitorPatch(w http.ResponseWriter, r *http.Request) erro
 //
 //	@Summary	Delete a monitor
 //	@ID			monitorDelete
+//	@Description	Deletes a monitor. Without cascade it refuses while pools use it; with cascade it is dissociated from them first.
 //	@Tags		monitors
 //	@Param		id		path	string	true	"monitor id"
 //	@Param		cascade	query	bool	false	"dissociate it from its pools"

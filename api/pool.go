@@ -66,6 +66,7 @@ type poolList struct {
 //
 //	@Summary	List pools
 //	@ID			poolList
+//	@Description	Lists pools in id order.
 //	@Tags		pools
 //	@Produce	json
 //	@Param		vip_id	query		string	false	"only the pool of this VIP"
@@ -90,6 +91,7 @@ func (s *Server) handlePoolList(w http.ResponseWriter, r *http.Request) error {
 //
 //	@Summary	Create a pool
 //	@ID			poolCreate
+//	@Description	Creates a pool.
 //	@Tags		pools
 //	@Accept		json
 //	@Produce	json
@@ -113,6 +115,7 @@ func (s *Server) handlePoolCreate(w http.ResponseWriter, r *http.Request) error 
 //
 //	@Summary	Get a pool
 //	@ID			poolGet
+//	@Description	Returns one pool.
 //	@Tags		pools
 //	@Produce	json
 //	@Param		id	path		string	true	"pool id"
@@ -129,6 +132,7 @@ func (s *Server) handlePoolGet(w http.ResponseWriter, r *http.Request) error {
 //
 //	@Summary	Replace a pool
 //	@ID			poolReplace
+//	@Description	Sets every mutable field of a pool.
 //	@Tags		pools
 //	@Accept		json
 //	@Produce	json
@@ -152,6 +156,7 @@ func (s *Server) handlePoolReplace(w http.ResponseWriter, r *http.Request) error
 //
 //	@Summary	Update some fields of a pool
 //	@ID			poolPatch
+//	@Description	Changes the given fields of a pool.
 //	@Tags		pools
 //	@Accept		json,application/merge-patch+json
 //	@Produce	json
@@ -176,6 +181,7 @@ func (s *Server) handlePoolPatch(w http.ResponseWriter, r *http.Request) error {
 //
 //	@Summary	Delete a pool
 //	@ID			poolDelete
+//	@Description	Deletes a pool. Without cascade it refuses while the pool has members.
 //	@Tags		pools
 //	@Param		id		path	string	true	"pool id"
 //	@Param		cascade	query	bool	false	"also delete its members"
@@ -194,6 +200,7 @@ func (s *Server) handlePoolDelete(w http.ResponseWriter, r *http.Request) error 
 //
 //	@Summary	List the members of a pool
 //	@ID			poolMembers
+//	@Description	Lists the members of one pool.
 //	@Tags		pools
 //	@Produce	json
 //	@Param		id		path		string	true	"pool id"
@@ -221,6 +228,7 @@ type associateRequest struct {
 //
 //	@Summary	Associate a monitor with a pool
 //	@ID			poolAssociateMonitor
+//	@Description	Lets a monitor check the pool's members.
 //	@Tags		pools
 //	@Accept		json
 //	@Param		id		path	string				true	"pool id"
@@ -249,6 +257,7 @@ func (s *Server) handlePoolAssociateMonitor(w http.ResponseWriter, r *http.Reque
 //
 //	@Summary	Dissociate a monitor from a pool
 //	@ID			poolDissociateMonitor
+//	@Description	Stops a monitor checking the pool's members.
 //	@Tags		pools
 //	@Param		id			path	string	true	"pool id"
 //	@Param		monitor_id	path	string	true	"monitor id"

@@ -201,6 +201,7 @@ func (s *Server) nativeRoutes(r chi.Router) {
 //
 //	@Summary	Liveness probe
 //	@ID			healthz
+//	@Description	Reports that the process serves HTTP.
 //	@Tags		probes
 //	@Produce	json
 //	@Success	200	{object}	statusResponse
@@ -213,6 +214,7 @@ func (s *Server) handleHealthz(w http.ResponseWriter, r *http.Request) error {
 //
 //	@Summary	Readiness probe
 //	@ID			readyz
+//	@Description	Reports whether the dependencies (the store) answer.
 //	@Tags		probes
 //	@Produce	json
 //	@Success	200	{object}	statusResponse

@@ -31,6 +31,7 @@ type allStats struct {
 //
 //	@Summary	Read every pool's traffic counters, or watch them (Server-Sent Events)
 //	@ID			stats
+//	@Description	Returns the live traffic counters of every pool; with ?watch=true it streams them (see handlePoolStats).
 //	@Tags		stats
 //	@Produce	json,text/event-stream
 //	@Param		watch	query		bool	false	"stream: one stats event per pool at once, then on every health change and at most once a second while counters move"

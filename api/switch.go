@@ -22,6 +22,7 @@ type flowList struct {
 //
 //	@Summary	List connected switches
 //	@ID			switchList
+//	@Description	Lists the connected OpenFlow switches.
 //	@Tags		switches
 //	@Produce	json
 //	@Success	200	{object}	switchList
@@ -44,6 +45,7 @@ func (s *Server) handleSwitchList(w http.ResponseWriter, r *http.Request) error 
 //
 //	@Summary	List the flows sdnlb installed on a switch
 //	@ID			switchFlows
+//	@Description	Lists the flows sdnlb installed on one switch.
 //	@Tags		switches
 //	@Produce	json
 //	@Param		dpid	path		string	true	"datapath id, e.g. 00:00:00:00:00:00:00:01"
@@ -69,6 +71,7 @@ func (s *Server) handleSwitchFlows(w http.ResponseWriter, r *http.Request) error
 //
 //	@Summary	Get a pool's traffic counters, or watch them (Server-Sent Events)
 //	@ID			poolStats
+//	@Description	Returns the live traffic counters of a pool; with ?watch=true it streams them as Server-Sent Events (see watchStats).
 //	@Tags		pools
 //	@Produce	json,text/event-stream
 //	@Param		id		path		string	true	"pool id"

@@ -102,6 +102,7 @@ type vipList struct {
 //
 //	@Summary	List VIPs
 //	@ID			vipList
+//	@Description	Lists VIPs in id order.
 //	@Tags		vips
 //	@Produce	json
 //	@Param		address	query		string	false	"only VIPs with this address"
@@ -126,6 +127,7 @@ func (s *Server) handleVIPList(w http.ResponseWriter, r *http.Request) error {
 //
 //	@Summary	Create a VIP
 //	@ID			vipCreate
+//	@Description	Creates a VIP.
 //	@Tags		vips
 //	@Accept		json
 //	@Produce	json
@@ -149,6 +151,7 @@ func (s *Server) handleVIPCreate(w http.ResponseWriter, r *http.Request) error {
 //
 //	@Summary	Get a VIP
 //	@ID			vipGet
+//	@Description	Returns one VIP.
 //	@Tags		vips
 //	@Produce	json
 //	@Param		id	path		string	true	"VIP id"
@@ -166,6 +169,7 @@ func (s *Server) handleVIPGet(w http.ResponseWriter, r *http.Request) error {
 //
 //	@Summary	Replace a VIP
 //	@ID			vipReplace
+//	@Description	Sets every mutable field of a VIP; absent ones get the defaults of a new VIP.
 //	@Tags		vips
 //	@Accept		json
 //	@Produce	json
@@ -190,6 +194,7 @@ func (s *Server) handleVIPReplace(w http.ResponseWriter, r *http.Request) error 
 //
 //	@Summary	Update some fields of a VIP
 //	@ID			vipPatch
+//	@Description	Changes the given fields of a VIP; session_persistence: null removes it.
 //	@Tags		vips
 //	@Accept		json,application/merge-patch+json
 //	@Produce	json
@@ -214,6 +219,7 @@ func (s *Server) handleVIPPatch(w http.ResponseWriter, r *http.Request) error {
 //
 //	@Summary	Delete a VIP
 //	@ID			vipDelete
+//	@Description	Deletes a VIP. Without cascade it refuses while a pool serves the VIP; with cascade the pool and its members go too.
 //	@Tags		vips
 //	@Param		id		path	string	true	"VIP id"
 //	@Param		cascade	query	bool	false	"also delete its pool and members"
