@@ -8,15 +8,16 @@ import (
 // Error codes. They are stable strings: the API puts them in error bodies and
 // maps each to an HTTP status.
 const (
-	ECONFLICT     = "conflict"     // a uniqueness rule or a dependant blocks the write
-	EINTERNAL     = "internal"     // a bug or an unavailable dependency
-	EINVALID      = "invalid"      // the input breaks a validation rule
-	ENOTFOUND     = "not_found"    // the object, or one it references, does not exist
-	EUNAUTHORIZED = "unauthorized" // a write without the configured bearer token
-	EFORBIDDEN    = "forbidden"    // a request from a browser page or host name the API does not trust
-	EUNAVAILABLE  = "unavailable"  // e.g. no switch is connected for the request
-	ETOOLARGE     = "too_large"    // a request body over the limit
-	EUNSUPPORTED  = "unsupported"  // e.g. a content type the API does not read
+	ECONFLICT     = "conflict"            // a uniqueness rule or a dependant blocks the write
+	EINTERNAL     = "internal"            // a bug or an unavailable dependency
+	EINVALID      = "invalid"             // the input breaks a validation rule
+	ENOTFOUND     = "not_found"           // the object, or one it references, does not exist
+	EUNAUTHORIZED = "unauthorized"        // a write without the configured bearer token
+	EFORBIDDEN    = "forbidden"           // a request from a browser page or host name the API does not trust
+	EUNAVAILABLE  = "unavailable"         // e.g. no switch is connected for the request
+	ETOOLARGE     = "too_large"           // a request body over the limit
+	EUNSUPPORTED  = "unsupported"         // e.g. a content type the API does not read
+	EPRECONDITION = "precondition_failed" // an If-Match the object no longer satisfies
 )
 
 // Error is the one error type of the domain. Field names the input field at

@@ -26,6 +26,7 @@ var statusByCode = map[string]int{
 	sdnlb.ETOOLARGE:     http.StatusRequestEntityTooLarge,
 	sdnlb.EUNSUPPORTED:  http.StatusUnsupportedMediaType,
 	sdnlb.EUNAVAILABLE:  http.StatusServiceUnavailable,
+	sdnlb.EPRECONDITION: http.StatusPreconditionFailed,
 	sdnlb.EINTERNAL:     http.StatusInternalServerError,
 }
 

@@ -3,6 +3,7 @@ package api
 import (
 	"context"
 	"net/http"
+	"time"
 
 	"github.com/go-chi/chi/v5"
 
@@ -47,7 +48,8 @@ func (req *memberRequest) replacement() sdnlb.MemberUpdate {
 
 // members lays the live health over every member it answers with.
 func (s *Server) members() collection[sdnlb.Member, sdnlb.MemberUpdate] {
-	return collection[sdnlb.Member, sdnlb.MemberUpdate]{path: "/v1/members", fresh: sdnlb.NewMember, apply: (*sdnlb.MemberUpdate).Apply,
+	return collection[sdnlb.Member, sdnlb.MemberUpdate]{updated: func(m *sdnlb.Member) time.Time { return m.UpdatedAt },
+		path: "/v1/members", fresh: sdnlb.NewMember, apply: (*sdnlb.MemberUpdate).Apply,
 		id:   func(m *sdnlb.Member) *string { return &m.ID },
 		find: s.MemberService.FindMemberByID, create: s.MemberService.CreateMember, update: s.MemberService.UpdateMember,
 		show: s.overlayHealth}
@@ -140,6 +142,7 @@ func (s *Server) handleMemberCreate(w http.ResponseWriter, r *http.Request) erro
 //	@Produce	json
 //	@Param		id	path		string	true	"member id"
 //	@Success	200	{object}	sdnlb.Member
+//	@Header		200	{string}	ETag	"the version of the object, for If-Match"
 //	@Failure	404	{object}	errorResponse
 //	@Failure	401	{object}	errorResponse	"the bearer token is missing or wrong (with --auth-reads)"
 //	@Security	Bearer
@@ -159,6 +162,9 @@ func (s *Server) handleMemberGet(w http.ResponseWriter, r *http.Request) error {
 //	@Param		id		path		string			true	"member id"
 //	@Param		member	body		memberRequest	true	"the member (no id; pool_id cannot change)"
 //	@Success	200		{object}	sdnlb.Member
+//	@Param		If-Match	header	string	false	"the ETag the client read: the write applies only to that version (412 otherwise)"
+//	@Failure	412	{object}	errorResponse	"the object changed since the ETag in If-Match was read"
+//	@Header		200	{string}	ETag	"the version of the object, for If-Match"
 //	@Failure	400		{object}	errorResponse	"invalid; in a DSR pool, a port other than 0 and the VIP's: field port"
 //	@Failure	404		{object}	errorResponse
 //	@Failure	409		{object}	errorResponse
@@ -183,6 +189,9 @@ func (s *Server) handleMemberReplace(w http.ResponseWriter, r *http.Request) err
 //	@Param		id		path		string			true	"member id"
 //	@Param		member	body		memberRequest	true	"the fields to change (no id; pool_id cannot change)"
 //	@Success	200		{object}	sdnlb.Member
+//	@Param		If-Match	header	string	false	"the ETag the client read: the write applies only to that version (412 otherwise)"
+//	@Failure	412	{object}	errorResponse	"the object changed since the ETag in If-Match was read"
+//	@Header		200	{string}	ETag	"the version of the object, for If-Match"
 //	@Failure	400		{object}	errorResponse	"invalid; in a DSR pool, a port other than 0 and the VIP's: field port"
 //	@Failure	404		{object}	errorResponse
 //	@Failure	409		{object}	errorResponse
@@ -204,6 +213,8 @@ func (s *Server) handleMemberPatch(w http.ResponseWriter, r *http.Request) error
 //	@Tags		members
 //	@Param		id	path	string	true	"member id"
 //	@Success	204
+//	@Param		If-Match	header	string	false	"the ETag the client read: the write applies only to that version (412 otherwise)"
+//	@Failure	412	{object}	errorResponse	"the object changed since the ETag in If-Match was read"
 //	@Failure	404	{object}	errorResponse
 //	@Failure	401	{object}	errorResponse	"the bearer token is missing or wrong (when sdnlb runs with --api-token)"
 //	@Failure	403	{object}	errorResponse	"a write from another site's page (see --cors-origin)"

@@ -3,6 +3,7 @@ package api
 import (
 	"context"
 	"net/http"
+	"time"
 
 	"github.com/sdnlb/sdnlb"
 )
@@ -55,7 +56,8 @@ func (req *monitorRequest) replacement() sdnlb.MonitorUpdate {
 }
 
 func (s *Server) monitors() collection[sdnlb.Monitor, sdnlb.MonitorUpdate] {
-	return collection[sdnlb.Monitor, sdnlb.MonitorUpdate]{path: "/v1/monitors", fresh: sdnlb.NewMonitor, apply: (*sdnlb.MonitorUpdate).Apply,
+	return collection[sdnlb.Monitor, sdnlb.MonitorUpdate]{updated: func(m *sdnlb.Monitor) time.Time { return m.UpdatedAt },
+		path: "/v1/monitors", fresh: sdnlb.NewMonitor, apply: (*sdnlb.MonitorUpdate).Apply,
 		id:   func(m *sdnlb.Monitor) *string { return &m.ID },
 		find: s.MonitorService.FindMonitorByID, create: s.MonitorService.CreateMonitor, update: s.MonitorService.UpdateMonitor}
 }
@@ -122,6 +124,7 @@ func (s *Server) handleMonitorCreate(w http.ResponseWriter, r *http.Request) err
 //	@Produce	json
 //	@Param		id	path		string	true	"monitor id"
 //	@Success	200	{object}	sdnlb.Monitor
+//	@Header		200	{string}	ETag	"the version of the object, for If-Match"
 //	@Failure	404	{object}	errorResponse
 //	@Failure	401	{object}	errorResponse	"the bearer token is missing or wrong (with --auth-reads)"
 //	@Security	Bearer
@@ -141,6 +144,9 @@ func (s *Server) handleMonitorGet(w http.ResponseWriter, r *http.Request) error 
 //	@Param		id		path		string			true	"monitor id"
 //	@Param		monitor	body		monitorRequest	true	"the monitor (no id)"
 //	@Success	200		{object}	sdnlb.Monitor
+//	@Param		If-Match	header	string	false	"the ETag the client read: the write applies only to that version (412 otherwise)"
+//	@Failure	412	{object}	errorResponse	"the object changed since the ETag in If-Match was read"
+//	@Header		200	{string}	ETag	"the version of the object, for If-Match"
 //	@Failure	400		{object}	errorResponse
 //	@Failure	404		{object}	errorResponse
 //	@Failure	401	{object}	errorResponse	"the bearer token is missing or wrong (when sdnlb runs with --api-token)"
@@ -164,6 +170,9 @@ func (s *Server) handleMonitorReplace(w http.ResponseWriter, r *http.Request) er
 //	@Param		id		path		string			true	"monitor id"
 //	@Param		monitor	body		monitorRequest	true	"the fields to change (no id)"
 //	@Success	200		{object}	sdnlb.Monitor
+//	@Param		If-Match	header	string	false	"the ETag the client read: the write applies only to that version (412 otherwise)"
+//	@Failure	412	{object}	errorResponse	"the object changed since the ETag in If-Match was read"
+//	@Header		200	{string}	ETag	"the version of the object, for If-Match"
 //	@Failure	400		{object}	errorResponse
 //	@Failure	404		{object}	errorResponse
 //	@Failure	401	{object}	errorResponse	"the bearer token is missing or wrong (when sdnlb runs with --api-token)"
@@ -186,6 +195,8 @@ func (s *Server) handleMonitorPatch(w http.ResponseWriter, r *http.Request) erro
 //	@Param		id		path	string	true	"monitor id"
 //	@Param		cascade	query	bool	false	"dissociate it from its pools"
 //	@Success	204
+//	@Param		If-Match	header	string	false	"the ETag the client read: the write applies only to that version (412 otherwise)"
+//	@Failure	412	{object}	errorResponse	"the object changed since the ETag in If-Match was read"
 //	@Failure	404	{object}	errorResponse
 //	@Failure	409	{object}	errorResponse	"pools use the monitor"
 //	@Failure	401	{object}	errorResponse	"the bearer token is missing or wrong (when sdnlb runs with --api-token)"

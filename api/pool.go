@@ -3,6 +3,7 @@ package api
 import (
 	"context"
 	"net/http"
+	"time"
 
 	"github.com/go-chi/chi/v5"
 
@@ -52,7 +53,8 @@ func (req *poolRequest) replacement() sdnlb.PoolUpdate {
 }
 
 func (s *Server) pools() collection[sdnlb.Pool, sdnlb.PoolUpdate] {
-	return collection[sdnlb.Pool, sdnlb.PoolUpdate]{path: "/v1/pools", fresh: sdnlb.NewPool, apply: (*sdnlb.PoolUpdate).Apply,
+	return collection[sdnlb.Pool, sdnlb.PoolUpdate]{updated: func(p *sdnlb.Pool) time.Time { return p.UpdatedAt },
+		path: "/v1/pools", fresh: sdnlb.NewPool, apply: (*sdnlb.PoolUpdate).Apply,
 		id:   func(p *sdnlb.Pool) *string { return &p.ID },
 		find: s.PoolService.FindPoolByID, create: s.PoolService.CreatePool, update: s.PoolService.UpdatePool}
 }
@@ -120,6 +122,7 @@ func (s *Server) handlePoolCreate(w http.ResponseWriter, r *http.Request) error 
 //	@Produce	json
 //	@Param		id	path		string	true	"pool id"
 //	@Success	200	{object}	sdnlb.Pool
+//	@Header		200	{string}	ETag	"the version of the object, for If-Match"
 //	@Failure	404	{object}	errorResponse
 //	@Failure	401	{object}	errorResponse	"the bearer token is missing or wrong (with --auth-reads)"
 //	@Security	Bearer
@@ -139,6 +142,9 @@ func (s *Server) handlePoolGet(w http.ResponseWriter, r *http.Request) error {
 //	@Param		id		path		string		true	"pool id"
 //	@Param		pool	body		poolRequest	true	"the pool (no id)"
 //	@Success	200		{object}	sdnlb.Pool
+//	@Param		If-Match	header	string	false	"the ETag the client read: the write applies only to that version (412 otherwise)"
+//	@Failure	412	{object}	errorResponse	"the object changed since the ETag in If-Match was read"
+//	@Header		200	{string}	ETag	"the version of the object, for If-Match"
 //	@Failure	400		{object}	errorResponse	"invalid; a DSR pool with a member on a port other than 0 and its VIP's: field forwarding"
 //	@Failure	404		{object}	errorResponse
 //	@Failure	409		{object}	errorResponse
@@ -163,6 +169,9 @@ func (s *Server) handlePoolReplace(w http.ResponseWriter, r *http.Request) error
 //	@Param		id		path		string		true	"pool id"
 //	@Param		pool	body		poolRequest	true	"the fields to change (no id)"
 //	@Success	200		{object}	sdnlb.Pool
+//	@Param		If-Match	header	string	false	"the ETag the client read: the write applies only to that version (412 otherwise)"
+//	@Failure	412	{object}	errorResponse	"the object changed since the ETag in If-Match was read"
+//	@Header		200	{string}	ETag	"the version of the object, for If-Match"
 //	@Failure	400		{object}	errorResponse	"invalid; a DSR pool with a member on a port other than 0 and its VIP's: field forwarding"
 //	@Failure	404		{object}	errorResponse
 //	@Failure	409		{object}	errorResponse
@@ -186,6 +195,8 @@ func (s *Server) handlePoolPatch(w http.ResponseWriter, r *http.Request) error {
 //	@Param		id		path	string	true	"pool id"
 //	@Param		cascade	query	bool	false	"also delete its members"
 //	@Success	204
+//	@Param		If-Match	header	string	false	"the ETag the client read: the write applies only to that version (412 otherwise)"
+//	@Failure	412	{object}	errorResponse	"the object changed since the ETag in If-Match was read"
 //	@Failure	404	{object}	errorResponse
 //	@Failure	409	{object}	errorResponse	"the pool has members"
 //	@Failure	401	{object}	errorResponse	"the bearer token is missing or wrong (when sdnlb runs with --api-token)"

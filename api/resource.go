@@ -4,6 +4,7 @@ import (
 	"context"
 	"net/http"
 	"net/url"
+	"time"
 
 	"github.com/go-chi/chi/v5"
 
@@ -64,6 +65,8 @@ type collection[T, U any] struct {
 	// show, when set, lays over an object what the store does not keep,
 	// before the object is written out.
 	show func(*T)
+	// updated is when the object was last written: its ETag.
+	updated func(*T) time.Time
 }
 
 // newObject returns the object a create describes: upd over the defaults
@@ -81,6 +84,7 @@ func (c collection[T, U]) write(w http.ResponseWriter, status int, obj *T) error
 	if c.show != nil {
 		c.show(obj)
 	}
+	w.Header().Set("ETag", sdnlb.ETag(c.updated(obj)))
 	return writeJSON(w, status, obj)
 }
 

@@ -155,6 +155,7 @@ func (s *Server) Handler() http.Handler {
 }
 
 func (s *Server) nativeRoutes(r chi.Router) {
+	r.Use(conditionalWrites)
 	r.Route("/vips", func(r chi.Router) {
 		r.Get("/", s.handle(s.handleVIPList))
 		r.Post("/", s.handle(s.handleVIPCreate))
@@ -288,4 +289,19 @@ func routeMatches(route, path string) bool {
 		}
 	}
 	return len(rs) == len(ps)
+}
+
+// conditionalWrites makes a PUT, PATCH or DELETE with If-Match apply only
+// to the version of the object the client read (412 otherwise): the store
+// checks the object's ETag inside the write's transaction.
+func conditionalWrites(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch r.Method {
+		case http.MethodPut, http.MethodPatch, http.MethodDelete:
+			if h := r.Header.Get("If-Match"); h != "" {
+				r = r.WithContext(sdnlb.WithIfMatch(r.Context(), h))
+			}
+		}
+		next.ServeHTTP(w, r)
+	})
 }

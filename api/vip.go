@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"strconv"
+	"time"
 
 	"github.com/sdnlb/sdnlb"
 )
@@ -88,7 +89,8 @@ func (req *vipRequest) replacement() sdnlb.VIPUpdate {
 }
 
 func (s *Server) vips() collection[sdnlb.VIP, sdnlb.VIPUpdate] {
-	return collection[sdnlb.VIP, sdnlb.VIPUpdate]{path: "/v1/vips", fresh: sdnlb.NewVIP, apply: (*sdnlb.VIPUpdate).Apply,
+	return collection[sdnlb.VIP, sdnlb.VIPUpdate]{updated: func(v *sdnlb.VIP) time.Time { return v.UpdatedAt },
+		path: "/v1/vips", fresh: sdnlb.NewVIP, apply: (*sdnlb.VIPUpdate).Apply,
 		id:   func(v *sdnlb.VIP) *string { return &v.ID },
 		find: s.VIPService.FindVIPByID, create: s.VIPService.CreateVIP, update: s.VIPService.UpdateVIP}
 }
@@ -156,6 +158,7 @@ func (s *Server) handleVIPCreate(w http.ResponseWriter, r *http.Request) error {
 //	@Produce	json
 //	@Param		id	path		string	true	"VIP id"
 //	@Success	200	{object}	sdnlb.VIP
+//	@Header		200	{string}	ETag	"the version of the object, for If-Match"
 //	@Failure	404	{object}	errorResponse
 //	@Failure	401	{object}	errorResponse	"the bearer token is missing or wrong (with --auth-reads)"
 //	@Security	Bearer
@@ -176,6 +179,9 @@ func (s *Server) handleVIPGet(w http.ResponseWriter, r *http.Request) error {
 //	@Param		id	path		string		true	"VIP id"
 //	@Param		vip	body		vipRequest	true	"the VIP (no id)"
 //	@Success	200	{object}	sdnlb.VIP
+//	@Param		If-Match	header	string	false	"the ETag the client read: the write applies only to that version (412 otherwise)"
+//	@Failure	412	{object}	errorResponse	"the object changed since the ETag in If-Match was read"
+//	@Header		200	{string}	ETag	"the version of the object, for If-Match"
 //	@Failure	400	{object}	errorResponse	"invalid; a DSR pool with a member on a port other than 0 and the VIP's: field port, or pool_id when the write links it"
 //	@Failure	404	{object}	errorResponse
 //	@Failure	409	{object}	errorResponse
@@ -201,6 +207,9 @@ func (s *Server) handleVIPReplace(w http.ResponseWriter, r *http.Request) error 
 //	@Param		id	path		string		true	"VIP id"
 //	@Param		vip	body		vipRequest	true	"the fields to change (no id)"
 //	@Success	200	{object}	sdnlb.VIP
+//	@Param		If-Match	header	string	false	"the ETag the client read: the write applies only to that version (412 otherwise)"
+//	@Failure	412	{object}	errorResponse	"the object changed since the ETag in If-Match was read"
+//	@Header		200	{string}	ETag	"the version of the object, for If-Match"
 //	@Failure	400	{object}	errorResponse	"invalid; a DSR pool with a member on a port other than 0 and the VIP's: field port, or pool_id when the write links it"
 //	@Failure	404	{object}	errorResponse
 //	@Failure	409	{object}	errorResponse
@@ -224,6 +233,8 @@ func (s *Server) handleVIPPatch(w http.ResponseWriter, r *http.Request) error {
 //	@Param		id		path	string	true	"VIP id"
 //	@Param		cascade	query	bool	false	"also delete its pool and members"
 //	@Success	204
+//	@Param		If-Match	header	string	false	"the ETag the client read: the write applies only to that version (412 otherwise)"
+//	@Failure	412	{object}	errorResponse	"the object changed since the ETag in If-Match was read"
 //	@Failure	404	{object}	errorResponse
 //	@Failure	409	{object}	errorResponse	"a pool serves the VIP"
 //	@Failure	401	{object}	errorResponse	"the bearer token is missing or wrong (when sdnlb runs with --api-token)"

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/sdnlb/sdnlb"
 )
@@ -39,12 +40,22 @@ func (s *MemberService) CreateMember(ctx context.Context, m *sdnlb.Member) error
 
 // UpdateMember applies upd to the member with id.
 func (s *MemberService) UpdateMember(ctx context.Context, id string, upd sdnlb.MemberUpdate) (*sdnlb.Member, error) {
-	return writeTx(ctx, s.db, func(tx *Tx) (*sdnlb.Member, error) { return updateMember(ctx, tx, id, upd) })
+	return writeTx(ctx, s.db, func(tx *Tx) (*sdnlb.Member, error) {
+		if err := ifMatch(ctx, tx, id, findMemberByID, func(m *sdnlb.Member) time.Time { return m.UpdatedAt }); err != nil {
+			return nil, err
+		}
+		return updateMember(ctx, tx, id, upd)
+	})
 }
 
 // DeleteMember deletes the member with id.
 func (s *MemberService) DeleteMember(ctx context.Context, id string) error {
-	return execTx(ctx, s.db, func(tx *Tx) error { return deleteMember(ctx, tx, id) })
+	return execTx(ctx, s.db, func(tx *Tx) error {
+		if err := ifMatch(ctx, tx, id, findMemberByID, func(m *sdnlb.Member) time.Time { return m.UpdatedAt }); err != nil {
+			return err
+		}
+		return deleteMember(ctx, tx, id)
+	})
 }
 
 // MemberHealthService stores what the health monitors find.

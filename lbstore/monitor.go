@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"time"
 
 	"github.com/sdnlb/sdnlb"
 )
@@ -44,6 +45,9 @@ func (s *MonitorService) UpdateMonitor(ctx context.Context, id string, upd sdnlb
 	return writeTx(ctx, s.db, func(tx *Tx) (*sdnlb.Monitor, error) {
 		m, err := findMonitorByID(ctx, tx, id)
 		if err != nil {
+			return nil, err
+		}
+		if err := sdnlb.CheckIfMatch(ctx, m.UpdatedAt); err != nil {
 			return nil, err
 		}
 		upd.Apply(m)
@@ -87,7 +91,12 @@ func updateAllMonitors(ctx context.Context, tx *Tx, upd sdnlb.MonitorUpdate) (in
 
 // DeleteMonitor deletes the monitor with id; see sdnlb.MonitorService.
 func (s *MonitorService) DeleteMonitor(ctx context.Context, id string, cascade bool) error {
-	return execTx(ctx, s.db, func(tx *Tx) error { return deleteMonitor(ctx, tx, id, cascade) })
+	return execTx(ctx, s.db, func(tx *Tx) error {
+		if err := ifMatch(ctx, tx, id, findMonitorByID, func(m *sdnlb.Monitor) time.Time { return m.UpdatedAt }); err != nil {
+			return err
+		}
+		return deleteMonitor(ctx, tx, id, cascade)
+	})
 }
 
 type monitorRow struct {

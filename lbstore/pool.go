@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"sort"
+	"time"
 
 	"github.com/sdnlb/sdnlb"
 )
@@ -41,12 +42,22 @@ func (s *PoolService) CreatePool(ctx context.Context, p *sdnlb.Pool) error {
 
 // UpdatePool applies upd to the pool with id.
 func (s *PoolService) UpdatePool(ctx context.Context, id string, upd sdnlb.PoolUpdate) (*sdnlb.Pool, error) {
-	return writeTx(ctx, s.db, func(tx *Tx) (*sdnlb.Pool, error) { return updatePool(ctx, tx, id, upd) })
+	return writeTx(ctx, s.db, func(tx *Tx) (*sdnlb.Pool, error) {
+		if err := ifMatch(ctx, tx, id, findPoolByID, func(p *sdnlb.Pool) time.Time { return p.UpdatedAt }); err != nil {
+			return nil, err
+		}
+		return updatePool(ctx, tx, id, upd)
+	})
 }
 
 // DeletePool deletes the pool with id; see sdnlb.PoolService.
 func (s *PoolService) DeletePool(ctx context.Context, id string, cascade bool) error {
-	return execTx(ctx, s.db, func(tx *Tx) error { return deletePool(ctx, tx, id, cascade) })
+	return execTx(ctx, s.db, func(tx *Tx) error {
+		if err := ifMatch(ctx, tx, id, findPoolByID, func(p *sdnlb.Pool) time.Time { return p.UpdatedAt }); err != nil {
+			return err
+		}
+		return deletePool(ctx, tx, id, cascade)
+	})
 }
 
 // AssociateMonitor makes the monitor check the pool's members. Associating

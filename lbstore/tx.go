@@ -187,6 +187,20 @@ func (tx *Tx) PreparexContext(ctx context.Context, query string) (*sqlx.Stmt, er
 // timeLayout is fixed width so stored times sort as text.
 const timeLayout = "2006-01-02T15:04:05.000000000Z"
 
+// ifMatch checks, inside the write's transaction, the If-Match the
+// request's ctx carries against the object id names; without one it reads
+// nothing.
+func ifMatch[T any](ctx context.Context, tx *Tx, id string, find func(context.Context, *Tx, string) (*T, error), updated func(*T) time.Time) error {
+	if !sdnlb.HasIfMatch(ctx) {
+		return nil
+	}
+	obj, err := find(ctx, tx, id)
+	if err != nil {
+		return err
+	}
+	return sdnlb.CheckIfMatch(ctx, updated(obj))
+}
+
 func formatTime(t time.Time) string { return t.UTC().Format(timeLayout) }
 
 // parseTime reads what formatTime wrote. RFC3339Nano accepts it and takes

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/sdnlb/sdnlb"
 )
@@ -41,12 +42,22 @@ func (s *VIPService) CreateVIP(ctx context.Context, v *sdnlb.VIP) error {
 // UpdateVIP applies upd to the VIP with id, relinking pools when PoolID
 // changes.
 func (s *VIPService) UpdateVIP(ctx context.Context, id string, upd sdnlb.VIPUpdate) (*sdnlb.VIP, error) {
-	return writeTx(ctx, s.db, func(tx *Tx) (*sdnlb.VIP, error) { return updateVIP(ctx, tx, id, upd) })
+	return writeTx(ctx, s.db, func(tx *Tx) (*sdnlb.VIP, error) {
+		if err := ifMatch(ctx, tx, id, findVIPByID, func(v *sdnlb.VIP) time.Time { return v.UpdatedAt }); err != nil {
+			return nil, err
+		}
+		return updateVIP(ctx, tx, id, upd)
+	})
 }
 
 // DeleteVIP deletes the VIP with id; see sdnlb.VIPService.
 func (s *VIPService) DeleteVIP(ctx context.Context, id string, cascade bool) error {
-	return execTx(ctx, s.db, func(tx *Tx) error { return deleteVIP(ctx, tx, id, cascade) })
+	return execTx(ctx, s.db, func(tx *Tx) error {
+		if err := ifMatch(ctx, tx, id, findVIPByID, func(v *sdnlb.VIP) time.Time { return v.UpdatedAt }); err != nil {
+			return err
+		}
+		return deleteVIP(ctx, tx, id, cascade)
+	})
 }
 
 // vipRow is a VIP as the select below reads it, with what the status is

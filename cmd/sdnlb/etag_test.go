@@ -1,0 +1,55 @@
+package main
+
+import (
+	"bytes"
+	"io"
+	"net/http"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// A script that read an object can write it back only if nobody changed
+// it in between: ETag on reads and writes, If-Match on PUT, PATCH and
+// DELETE, 412 when stale, nothing changed then.
+func TestETag_IfMatch(t *testing.T) {
+	m := MustRunMain(t, filepath.Join(t.TempDir(), "sdnlb.db"))
+	call(t, m, "POST", "/v1/vips", map[string]any{"id": "web", "address": "10.0.0.100", "protocol": "TCP", "port": 80}, 201, nil)
+	send := func(method, body, ifMatch string) (int, string, string) {
+		t.Helper()
+		req, _ := http.NewRequest(method, "http://"+m.APIAddr()+"/v1/vips/web", bytes.NewBufferString(body))
+		if body != "" {
+			req.Header.Set("Content-Type", "application/json")
+		}
+		if ifMatch != "" {
+			req.Header.Set("If-Match", ifMatch)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		data, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, resp.Header.Get("ETag"), string(data)
+	}
+	_, read, _ := send("GET", "", "")
+	if read == "" {
+		t.Fatal("GET gives no ETag")
+	}
+	status, written, _ := send("PATCH", `{"name":"first"}`, read)
+	if status != 200 || written == "" || written == read {
+		t.Fatalf("PATCH with the current ETag: %d, ETag %q (read %q)", status, written, read)
+	}
+	if status, _, body := send("PATCH", `{"name":"second"}`, read); status != http.StatusPreconditionFailed || !strings.Contains(body, "precondition_failed") {
+		t.Errorf("PATCH with a stale ETag: %d %s", status, body)
+	}
+	if status, _, body := send("DELETE", "", read); status != http.StatusPreconditionFailed {
+		t.Errorf("DELETE with a stale ETag: %d %s", status, body)
+	}
+	if _, _, body := send("GET", "", ""); !strings.Contains(body, `"name":"first"`) {
+		t.Errorf("a refused write changed the VIP: %s", body)
+	}
+	if status, _, body := send("DELETE", "", "*"); status != http.StatusNoContent {
+		t.Errorf("DELETE with If-Match *: %d %s", status, body)
+	}
+}
