@@ -50,8 +50,8 @@ type Options struct {
 // State is what this node is.
 type State struct {
 	Leader bool
-	// Generation is the term of the lease while Leader: larger than every
-	// term before it.
+	// Generation is the term of the lease: this node's while Leader
+	// (larger than every term before it), else the latest seen.
 	Generation uint64
 }
 
@@ -68,6 +68,7 @@ type Elector struct {
 	expiry   *time.Timer   // steps down at the deadline, even while a renewal hangs
 	changed  chan struct{} // closed at the next change of state
 	leader   prometheus.Gauge
+	refresh  chan struct{} // asks Run to read the lease at once
 }
 
 // New returns an Elector; call Run.
@@ -91,6 +92,7 @@ func New(store sdnlb.LeaseService, opts Options) *Elector {
 		log:     log.With("component", "cluster", "node_id", opts.Node.ID),
 		now:     time.Now,
 		changed: make(chan struct{}),
+		refresh: make(chan struct{}, 1),
 		leader: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "sdnlb_cluster_leader",
 			Help: "1 while this node is the leader of the cluster, else 0.",
@@ -144,7 +146,16 @@ func (e *Elector) set(s State, deadline time.Time, why string) {
 		e.log.Info("leader", "generation", s.Generation, "why", why)
 	} else {
 		e.leader.Set(0)
-		e.log.Info("follower", "why", why)
+		e.log.Info("follower", "generation", s.Generation, "why", why)
+	}
+}
+
+// Refresh makes Run read the lease at once rather than at its next turn:
+// something (a switch refusing a stale role) says this node's view is old.
+func (e *Elector) Refresh() {
+	select {
+	case e.refresh <- struct{}{}:
+	default:
 	}
 }
 
@@ -152,9 +163,10 @@ func (e *Elector) set(s State, deadline time.Time, why string) {
 func (e *Elector) lapse() {
 	e.mu.Lock()
 	lapsed := e.state.Leader && !e.now().Before(e.deadline)
+	gen := e.state.Generation
 	e.mu.Unlock()
 	if lapsed {
-		e.set(State{}, time.Time{}, "the lease was not renewed in time")
+		e.set(State{Generation: gen}, time.Time{}, "the lease was not renewed in time")
 	}
 }
 
@@ -180,6 +192,8 @@ func (e *Elector) Run(ctx context.Context) error {
 			}
 			return nil
 		case <-next.C:
+		case <-e.refresh:
+			next.Stop()
 		}
 
 		start := e.now()
@@ -208,14 +222,16 @@ func (e *Elector) Run(ctx context.Context) error {
 			if now.Before(deadline) {
 				e.set(State{Leader: true, Generation: gen}, deadline, "took the lease")
 			} else {
-				e.set(State{}, time.Time{}, "the renewal came back too late")
+				e.set(State{Generation: gen}, time.Time{}, "the renewal came back too late")
 			}
 			wait = max(0, e.opts.Renew-now.Sub(start))
 		default:
 			failing = false
-			if s, _ := e.State(); s.Leader {
-				e.set(State{}, time.Time{}, "another node holds the lease")
+			why := "another node holds the lease"
+			if s, _ := e.State(); !s.Leader {
+				why = "a new term"
 			}
+			e.set(State{Generation: lease.Generation}, time.Time{}, why)
 			// Try again as soon as the lease expires.
 			if lease.Remaining > 0 && lease.Remaining < wait {
 				wait = lease.Remaining + time.Millisecond

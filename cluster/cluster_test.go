@@ -142,8 +142,8 @@ func TestElector(t *testing.T) {
 		waitState(t, a, true)
 		b, _ := start(t, f, "b")
 		time.Sleep(3 * lease)
-		if s, _ := b.State(); s.Leader {
-			t.Fatal("b leads while a renews")
+		if s, _ := b.State(); s.Leader || s.Generation != 1 {
+			t.Fatalf("b: %+v while a renews, want a follower that saw generation 1", s)
 		}
 	})
 	t.Run("Takeover", func(t *testing.T) {

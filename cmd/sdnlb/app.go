@@ -92,6 +92,11 @@ func (m *Main) Run(ctx context.Context) (err error) {
 	if err != nil {
 		return err
 	}
+	m.Elector = cluster.New(m.DB, cluster.Options{
+		Node:       m.node(),
+		Logger:     m.Logger,
+		Registerer: registry,
+	})
 	m.Controller = controller.New(m.Store, controller.Options{
 		IdleTimeout:   idle,
 		HardTimeout:   cfg.FlowHardTimeout,
@@ -103,11 +108,10 @@ func (m *Main) Run(ctx context.Context) (err error) {
 		MaxHandshakes: cfg.OpenFlowMaxHandshakes,
 		Logger:        m.Logger,
 		Registerer:    registry,
-	})
-	m.Elector = cluster.New(m.DB, cluster.Options{
-		Node:       m.node(),
-		Logger:     m.Logger,
-		Registerer: registry,
+		// Several nodes can connect to a switch only on PostgreSQL; on
+		// SQLite the one node acts as the switches' only controller.
+		Roles:       db.Dialect() == "postgres",
+		OnStaleRole: m.Elector.Refresh,
 	})
 	// The monitors run on the leader only, so each transition is written
 	// once; a write is refused once the lease lapsed, even before the
@@ -149,6 +153,7 @@ func (m *Main) Run(ctx context.Context) (err error) {
 	m.goRun("controller", func() error { return m.Controller.Serve(ctx, m.ofLn) })
 	m.goRun("cluster", func() error { return m.Elector.Run(ctx) })
 	m.goRun("health", func() error { return m.runHealth(ctx) })
+	m.goRun("roles", func() error { m.followRole(ctx); return nil })
 	m.goRun("api", func() error {
 		if err := m.httpServer.Serve(m.apiLn); !errors.Is(err, http.ErrServerClosed) {
 			return err
@@ -204,6 +209,20 @@ func (m *Main) runHealth(ctx context.Context) error {
 		}
 		if err != nil {
 			return err
+		}
+	}
+}
+
+// followRole makes the controller the switches' MASTER while this node
+// leads, their SLAVE otherwise, with the lease generation.
+func (m *Main) followRole(ctx context.Context) {
+	for {
+		state, changed := m.Elector.State()
+		m.Controller.SetRole(state.Leader, state.Generation)
+		select {
+		case <-ctx.Done():
+			return
+		case <-changed:
 		}
 	}
 }
