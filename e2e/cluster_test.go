@@ -100,16 +100,16 @@ func waitMaster(tb testing.TB, sw *Switch, target string, timeout time.Duration)
 	return 0
 }
 
-// TestCluster_Takeover runs two sdnlb nodes on one PostgreSQL, both
-// controllers of one bridge: one is MASTER, writes on either are read on
-// the other, and when the leader is killed under load the other takes
-// over within 2 s while a SWITCH VIP keeps answering.
-func TestCluster_Takeover(t *testing.T) {
+// newClusterBed starts a private PostgreSQL, nodes a (the leader) and b
+// on it, two clients and three member hosts, and points the bridge at both
+// nodes; it returns once OVS shows a MASTER and b SLAVE.
+func newClusterBed(t *testing.T) (b *lbBed, nodeA, nodeB *sdnlbProc, targetA, targetB string) {
+	t.Helper()
 	dsn := startPostgres(t)
-	b := &lbBed{sw: NewSwitch(t)}
-	nodeA := startSDNLB(t, "--db", dsn, "--node-id", "a")
+	b = &lbBed{sw: NewSwitch(t)}
+	nodeA = startSDNLB(t, "--db", dsn, "--node-id", "a")
 	waitLeader(t, nodeA, "a", 5*time.Second)
-	nodeB := startSDNLB(t, "--db", dsn, "--node-id", "b")
+	nodeB = startSDNLB(t, "--db", dsn, "--node-id", "b")
 	b.lb = nodeA
 	for i := 0; i < 2; i++ {
 		b.clients = append(b.clients, b.sw.AddHost(t, "c"+strconv.Itoa(i+1), b.sw.Addr(byte(1+i))))
@@ -117,7 +117,7 @@ func TestCluster_Takeover(t *testing.T) {
 	for i := 0; i < 3; i++ {
 		b.addMemberHost(t)
 	}
-	targetA, targetB := "tcp:"+nodeA.OpenFlowAddr, "tcp:"+nodeB.OpenFlowAddr
+	targetA, targetB = "tcp:"+nodeA.OpenFlowAddr, "tcp:"+nodeB.OpenFlowAddr
 	b.sw.Vsctl("--", "--id=@a", "create", "controller", `target="`+targetA+`"`, "max_backoff=1000", "connection_mode=out-of-band",
 		"--", "--id=@b", "create", "controller", `target="`+targetB+`"`, "max_backoff=1000", "connection_mode=out-of-band",
 		"--", "set", "bridge", b.sw.Name, "controller=@a,@b", "fail_mode=secure", "protocols=OpenFlow13")
@@ -129,6 +129,66 @@ func TestCluster_Takeover(t *testing.T) {
 		t.Fatalf("roles %v, want b SLAVE", r)
 	}
 	t.Logf("OVS shows a MASTER and b SLAVE after %v", took)
+	return b, nodeA, nodeB, targetA, targetB
+}
+
+// TestCluster_PausedLeader pauses the leader (SIGSTOP) for longer than the
+// lease: the other node takes over, and the paused one, resumed, finds
+// itself a follower without acting as leader again: no split brain.
+func TestCluster_PausedLeader(t *testing.T) {
+	b, nodeA, nodeB, targetA, targetB := newClusterBed(t)
+	paused := time.Now()
+	nodeA.Pause()
+	resumed := false
+	resume := func() {
+		if !resumed {
+			resumed = true
+			nodeA.Resume()
+		}
+	}
+	t.Cleanup(resume)
+	took := waitLeader(t, nodeB, "b", 5*time.Second)
+	t.Logf("b leads %v after a was paused", took)
+	if took > 2*time.Second {
+		t.Errorf("b led only %v after a was paused, want under 2s", took)
+	}
+	time.Sleep(3*time.Second - time.Since(paused)) // paused twice the lease
+	resume()
+	resumedAt := time.Now()
+
+	// a, resumed, steps down and follows b.
+	if got := waitLeader(t, nodeA, "b", 5*time.Second); got > 2*time.Second {
+		t.Errorf("a named b the leader %v after it resumed", got)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for i := 0; i < 500 && len(nodeA.LogLines("the lease was not renewed in time")) == 0 && len(nodeA.LogLines("another node holds the lease")) == 0; i++ {
+		if time.Now().After(deadline) {
+			t.Fatal("a did not log stepping down after it resumed")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	// a took the lease once, before the pause, and never again.
+	if n := len(nodeA.LogLines("took the lease")); n != 1 {
+		t.Errorf("a logged taking the lease %d times, want once", n)
+	}
+	// b stays the one MASTER.
+	waitMaster(t, b.sw, targetB, 15*time.Second)
+	time.Sleep(time.Second)
+	if r := roles(b.sw); r[targetB] != "master" || r[targetA] == "master" {
+		t.Fatalf("roles %v a while after a resumed, want b the one master", r)
+	}
+	if l := clusterLeader(nodeB); l != "b" {
+		t.Fatalf("b says the leader is %q", l)
+	}
+	t.Logf("a resumed %v ago; b is still the one leader and MASTER", time.Since(resumedAt))
+}
+
+// TestCluster_Takeover runs two sdnlb nodes on one PostgreSQL, both
+// controllers of one bridge: one is MASTER, writes on either are read on
+// the other, and when the leader is killed under load the other takes
+// over within 2 s while a SWITCH VIP keeps answering.
+func TestCluster_Takeover(t *testing.T) {
+	b, nodeA, nodeB, _, targetB := newClusterBed(t)
 
 	// A write on one node is read on the other within 1 s.
 	b.vip = nodeA.MustCreateVIP("web", b.sw.Addr(100), sdnlb.ProtocolTCP, vipPort, nil)
