@@ -39,6 +39,9 @@ type Server struct {
 	// HealthReporter overlays the live health onto members; may be nil.
 	HealthReporter sdnlb.HealthReporter
 
+	// ClusterService shows the cluster; nil answers 503.
+	ClusterService sdnlb.ClusterService
+
 	Logger *slog.Logger // nil discards
 
 	// Token, when set, is the bearer token writes need; reads need it too
@@ -192,6 +195,7 @@ func (s *Server) nativeRoutes(r chi.Router) {
 		r.Patch("/{id}", s.handle(s.handleMonitorPatch))
 		r.Delete("/{id}", s.handle(s.handleMonitorDelete))
 	})
+	r.Get("/cluster", s.handle(s.handleCluster))
 	r.Get("/switches", s.handle(s.handleSwitchList))
 	r.Get("/switches/{dpid}/flows", s.handle(s.handleSwitchFlows))
 	r.Get("/events", s.handle(s.handleEvents))

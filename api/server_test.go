@@ -375,3 +375,36 @@ func TestServer_MetricsCountPanics(t *testing.T) {
 		t.Errorf("metrics lack %q:\n%s", want, body)
 	}
 }
+
+func TestServer_Cluster(t *testing.T) {
+	seen := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	var fail error
+	svc := &mock.LeaseService{ClusterFn: func(ctx context.Context) (*sdnlb.Cluster, error) {
+		if fail != nil {
+			return nil, fail
+		}
+		return &sdnlb.Cluster{Leader: "a", Nodes: []*sdnlb.ClusterNode{
+			{ID: "a", APIAddr: "10.0.0.1:8080", OpenFlowAddr: "10.0.0.1:6653", Role: sdnlb.RoleLeader, LastSeen: seen},
+			{ID: "b", APIAddr: "10.0.0.2:8080", OpenFlowAddr: "10.0.0.2:6653", Role: sdnlb.RoleFollower, LastSeen: seen},
+		}}, nil
+	}}
+	ts := MustServe(t, &Server{ClusterService: svc})
+	t.Run("OK", func(t *testing.T) {
+		res := testRequest(t, ts, "GET", "/v1/cluster", "")
+		want := `{"leader":"a","nodes":[` +
+			`{"id":"a","api_addr":"10.0.0.1:8080","openflow_addr":"10.0.0.1:6653","role":"leader","last_seen":"2026-01-02T03:04:05Z"},` +
+			`{"id":"b","api_addr":"10.0.0.2:8080","openflow_addr":"10.0.0.2:6653","role":"follower","last_seen":"2026-01-02T03:04:05Z"}]}`
+		if res.Status != 200 || strings.TrimSpace(string(res.Body)) != want {
+			t.Fatalf("status %d, body %s\nwant %s", res.Status, res.Body, want)
+		}
+	})
+	t.Run("ErrUnavailable", func(t *testing.T) {
+		fail = sdnlb.Errorf(sdnlb.EUNAVAILABLE, "the database is unavailable")
+		defer func() { fail = nil }()
+		assertError(t, testRequest(t, ts, "GET", "/v1/cluster", ""), 503, sdnlb.EUNAVAILABLE, "")
+	})
+	t.Run("ErrNoCluster", func(t *testing.T) {
+		ts := MustServe(t, &Server{})
+		assertError(t, testRequest(t, ts, "GET", "/v1/cluster", ""), 503, sdnlb.EUNAVAILABLE, "")
+	})
+}

@@ -29,6 +29,14 @@ type Options struct {
 	MaxHandshakes int          // handshakes in flight, default DefaultMaxHandshakes
 	Logger        *slog.Logger // nil: discard
 	Registerer    prometheus.Registerer
+	// Roles makes the controller ask each switch for an OpenFlow role,
+	// SLAVE until SetRole says MASTER (see role.go); without it the
+	// controller asks for none and acts as the switch's only controller.
+	Roles bool
+	// OnStaleRole is called when a switch says another controller holds a
+	// newer generation (a stale role request, or a flow-mod refused as a
+	// slave's): the lease should be read again. It must not block.
+	OnStaleRole func()
 }
 
 // Defaults of Options.
@@ -67,6 +75,9 @@ type Controller struct {
 	duplicateLog *limitedLog // connections claiming a connected switch's datapath id
 	mu           sync.RWMutex
 	conns        map[uint64]*switchConn // by datapath id
+
+	roleMu   sync.Mutex
+	wantRole role // with Options.Roles: what SetRole asked last
 }
 
 var (
@@ -325,7 +336,9 @@ func (c *Controller) housekeep(ctx context.Context) {
 		case <-t.C:
 			c.affinity.expire(c.now())
 			for _, s := range c.switchConns() {
-				s.pollStats()
+				if s.master.Load() {
+					s.pollStats()
+				}
 			}
 		}
 	}

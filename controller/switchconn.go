@@ -49,6 +49,13 @@ type switchConn struct {
 	dpMu sync.Mutex
 	dp   *dataplane
 	out  *outbox
+	// master: the dataplane decides for this switch (MASTER, or no roles);
+	// changed under dpMu, so no decision is half made when it changes.
+	master atomic.Bool
+
+	// roleMu serializes role changes; asked is the role last asked for.
+	roleMu sync.Mutex
+	asked  role
 
 	portsMu sync.Mutex
 	ports   map[uint32]ofp.Port
@@ -71,8 +78,9 @@ type switchConn struct {
 
 // flowsRequest is one SwitchFlows call waiting for its multipart reply.
 type flowsRequest struct {
-	stats []ofp.FlowStats
-	done  chan error // buffered 1
+	stats  []ofp.FlowStats
+	groups []ofp.GroupDesc
+	done   chan error // buffered 1
 }
 
 func newSwitchConn(c *Controller, conn net.Conn) *switchConn {
@@ -136,11 +144,23 @@ func (c *Controller) serveConn(ctx context.Context, conn net.Conn) {
 		return
 	}
 	s.dp = newDataplane(c.dataplaneConfig(s.log, groups))
-	s.dp.adopt(c.now(), c.snap.Load(), have, s.out)
-	s.write(s.out)
+	// A follower asks for SLAVE and leaves the switch as it is; the
+	// leader asks for MASTER (before its first flow-mod) and adopts.
+	r := c.role()
+	if c.opts.Roles {
+		s.asked = r
+		s.send(r.ofp())
+	}
+	if r.master {
+		s.dp.adopt(c.now(), c.snap.Load(), have, s.out)
+		s.master.Store(true)
+		s.write(s.out)
+	}
 	// Registered, the switch follows every configuration from now on; the
-	// sync catches one that came between the adoption and here.
+	// sync catches one that came between the adoption and here, and
+	// applyRole a role change.
 	c.register(s)
+	go s.applyRole()
 	s.log.Info("switch connected", "since", s.connectedAt)
 	var wg sync.WaitGroup
 	defer wg.Wait()
@@ -284,6 +304,10 @@ func (s *switchConn) handshake() (groups bool, have switchState, err error) {
 // loses.
 func (s *switchConn) sync(snap *snapshot) error {
 	s.dpMu.Lock()
+	if !s.master.Load() {
+		s.dpMu.Unlock()
+		return nil
+	}
 	s.dp.configure(s.c.now(), snap, s.out)
 	s.write(s.out)
 	s.dpMu.Unlock()
@@ -443,6 +467,9 @@ func (s *switchConn) handle(b []byte) error {
 	}
 	now := s.c.now()
 	s.dp.expireHeld(now)
+	if !s.master.Load() && (h.Type == ofp.TypePacketIn || h.Type == ofp.TypeFlowRemoved) {
+		return nil // a slave's: switches send none by default, and it answers none
+	}
 	switch h.Type {
 	case ofp.TypePacketIn:
 		if _, err := ofp.DecodeInto(b, &s.pin); err != nil {
@@ -467,6 +494,21 @@ func (s *switchConn) handle(b []byte) error {
 	case *ofp.ErrorMsg:
 		s.logSwitchError(now, h.XID, m)
 		s.finishRequest(h.XID, m)
+		if (m.ErrType == ofp.ErrTypeRoleRequestFailed && m.Code == ofp.RoleRequestFailedStale) ||
+			(m.ErrType == ofp.ErrTypeBadRequest && m.Code == ofp.BadRequestIsSlave) {
+			s.c.staleRole()
+		}
+	case *ofp.RoleReply:
+		s.log.Debug("switch role", "role", m.Role, "generation", m.GenerationID)
+	case *ofp.Experimenter:
+		// Another controller took MASTER (ONF role status): this node may
+		// have lost the lease; read it again.
+		if st, ok, err := ofp.RoleStatusOf(m); ok && err == nil {
+			s.log.Info("switch changed this controller's role", "role", st.Role, "reason", st.Reason, "generation", st.GenerationID)
+			s.c.staleRole()
+		} else {
+			s.log.Debug("ignoring experimenter message", "experimenter", m.Experimenter, "exp_type", m.ExpType)
+		}
 	case *ofp.MultipartReply:
 		s.handleMultipart(h.XID, m)
 	case *ofp.PortStatus:
@@ -495,6 +537,15 @@ func (s *switchConn) handleMultipart(xid uint32, m *ofp.MultipartReply) {
 		s.portsMu.Unlock()
 	case ofp.GroupStatsReply:
 		s.dp.groupPollPart(s.dp.installed, body.Stats, last)
+	case ofp.GroupDescReply:
+		s.pendMu.Lock()
+		if r := s.pending[xid]; r != nil {
+			r.groups = append(r.groups, body.Groups...)
+		}
+		s.pendMu.Unlock()
+		if last {
+			s.finishRequest(xid, nil)
+		}
 	case ofp.FlowStatsReply:
 		if xid == s.pollXID.Load() {
 			if xid != s.assembling {

@@ -784,3 +784,70 @@ func TestEngine_ChangedTargetDropsResultInFlight(t *testing.T) {
 		t.Fatalf("the next probe went to port %d, want the new port %d", next.Port, old.Port+1000)
 	}
 }
+
+// TestEngine_RunAgain stops the engine and runs it again, as a node that
+// loses and regains the lead of a cluster does: nothing is probed or
+// written between the runs, and the second run starts from the store.
+func TestEngine_RunAgain(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			c.Close()
+		}
+	}()
+	port := ln.Addr().(*net.TCPAddr).Port
+	cfg := &sdnlb.Config{
+		VIPs:     []*sdnlb.VIP{testVIP("v1", port)},
+		Pools:    []*sdnlb.Pool{testPool("p1", "v1", "m1")},
+		Monitors: []*sdnlb.Monitor{tcpMonitor("m1")},
+		Members:  []*sdnlb.Member{testMember("a", "p1", 0, sdnlb.MemberDown)},
+	}
+	h := &harness{clock: newFakeClock(t0), src: newFakeSource(cfg), store: &fakeHealthStore{}}
+	h.e = New(h.src, h.store, Options{Now: h.clock.Now, After: h.clock.After})
+	h.e.settle = make(chan settleRequest)
+	run := func() func() {
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan error, 1)
+		go func() { done <- h.e.Run(ctx) }()
+		h.settle(t, 0)
+		return func() {
+			cancel()
+			select {
+			case err := <-done:
+				if err != nil {
+					t.Fatalf("Run: %v", err)
+				}
+			case <-time.After(5 * time.Second):
+				t.Fatal("Run did not return")
+			}
+		}
+	}
+	stop := run()
+	h.step(t, time.Second)
+	h.wantStatuses(t, "a", sdnlb.MemberUp)
+	stop()
+
+	if live, ok := h.e.MemberHealth("a"); ok {
+		t.Fatalf("live health %+v after the run; want none, the store answers", live)
+	}
+	h.clock.Advance(10 * time.Second)
+	h.wantStatuses(t, "a", sdnlb.MemberUp) // nothing while stopped
+
+	stop = run()
+	defer stop()
+	// The store still says DOWN (the fake source does not change): the
+	// new run starts from that and writes UP again.
+	if live, ok := h.e.MemberHealth("a"); !ok || live.Status != sdnlb.MemberDown {
+		t.Fatalf("second run starts from %+v, want the stored DOWN", live)
+	}
+	h.step(t, time.Second)
+	h.wantStatuses(t, "a", sdnlb.MemberUp, sdnlb.MemberUp)
+}

@@ -78,7 +78,7 @@ type clock struct {
 }
 
 // Engine probes members and reports their health. Create it with New and
-// start it once with Run.
+// start it with Run, one run at a time.
 type Engine struct {
 	src     sdnlb.ConfigSource
 	svc     sdnlb.MemberHealthService
@@ -185,7 +185,12 @@ func (e *Engine) MemberHealth(memberID string) (sdnlb.MemberHealth, bool) {
 
 // Run probes until ctx ends, then stops the probes in flight and returns
 // nil. It returns an error if the change feed closes.
+//
+// Run may be called again once it has returned (the leader of a cluster
+// runs the monitors only while it leads): each run starts afresh from the
+// store, and what the last one had not written yet is dropped.
 func (e *Engine) Run(ctx context.Context) error {
+	e.reset()
 	events, unsubscribe := e.src.Subscribe()
 	defer unsubscribe()
 	ctx, cancel := context.WithCancel(ctx)
@@ -194,6 +199,10 @@ func (e *Engine) Run(ctx context.Context) error {
 		cancel()
 		wg.Wait()
 		e.pinger.close()
+		// The live health is this run's: the store's answers without it.
+		e.mu.Lock()
+		e.live = make(map[string]sdnlb.MemberHealth)
+		e.mu.Unlock()
 	}()
 	wg.Go(func() { e.writer.run(ctx) })
 
@@ -271,6 +280,30 @@ func (e *Engine) Run(ctx context.Context) error {
 			settling = &req
 		}
 	}
+}
+
+// reset forgets what an earlier run left: members, tasks, results,
+// unwritten transitions, the live health and the closed ICMP socket.
+func (e *Engine) reset() {
+	e.members = make(map[string]*memberEntry)
+	e.heap = nil
+	e.inflight = 0
+	e.lastSeq = 0
+	for {
+		select {
+		case <-e.results:
+			continue
+		case <-e.kick:
+			continue
+		default:
+		}
+		break
+	}
+	e.mu.Lock()
+	e.live = make(map[string]sdnlb.MemberHealth)
+	e.mu.Unlock()
+	e.writer.reset()
+	e.pinger.reset()
 }
 
 // quiet reports whether nothing is left to do at now besides waiting.

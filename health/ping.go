@@ -77,6 +77,14 @@ func listenICMP() (net.PacketConn, error) {
 	return net.ListenPacket("ip4:icmp", "0.0.0.0")
 }
 
+// reset makes a closed pinger usable again, for a new run of the engine.
+func (p *pinger) reset() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.closed, p.conn, p.openErr = false, nil, nil
+	p.waiting = make(map[uint32]echoWaiter)
+}
+
 func (p *pinger) close() {
 	p.mu.Lock()
 	p.closed = true

@@ -41,6 +41,16 @@ func newHealthWriter(svc sdnlb.MemberHealthService, c clock, log *slog.Logger, k
 	}
 }
 
+// reset drops what is pending, before a new run; no write is in flight.
+func (w *healthWriter) reset() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.pending = make(map[string]sdnlb.MemberHealth)
+	w.queue = nil
+	w.writing = false
+	w.retryAt, w.retryC = time.Time{}, nil
+}
+
 // put queues h as the member's health to write.
 func (w *healthWriter) put(id string, h sdnlb.MemberHealth) {
 	w.mu.Lock()

@@ -36,6 +36,9 @@ type dialect struct {
 	migrationLock string
 	// newFeed returns how db's writes reach the change feed.
 	newFeed func(db *DB) feed
+	// now is the database clock in microseconds since the Unix epoch, as
+	// an SQL expression that keeps one value for the whole statement.
+	now string
 }
 
 // dialectOf picks the dialect a DSN names: a postgres:// or postgresql://

@@ -58,6 +58,8 @@ const DefaultConnectTimeout = 5 * time.Second
 type DB struct {
 	write *sqlx.DB
 	read  *sqlx.DB
+	// cluster takes and renews the leader lease.
+	cluster *sqlx.DB
 
 	dialect *dialect
 	feed    feed
@@ -164,6 +166,9 @@ func (db *DB) Close() error {
 	}
 	if db.read != nil {
 		errs = append(errs, db.read.Close())
+	}
+	if db.cluster != nil {
+		errs = append(errs, db.cluster.Close())
 	}
 	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("close db: %w", err)

@@ -27,6 +27,8 @@ var postgresDialect = &dialect{
 	readOptions:   &sql.TxOptions{Isolation: sql.LevelRepeatableRead, ReadOnly: true},
 	migrationLock: fmt.Sprintf("SELECT pg_advisory_xact_lock(%d)", migrationLockKey),
 	newFeed:       func(db *DB) feed { return &pgFeed{db: db} },
+	// now() is the start of the transaction: one value for the statement.
+	now: `CAST(EXTRACT(EPOCH FROM now()) * 1000000 AS BIGINT)`,
 }
 
 // Advisory lock keys are 64-bit; sdnlb's start with "sdnl".
@@ -65,6 +67,10 @@ func openPostgres(db *DB) error {
 	db.write.SetMaxOpenConns(1)
 	db.read = sqlx.NewDb(stdlib.OpenDB(*cfg), "pgx")
 	db.read.SetMaxOpenConns(readConns)
+	// The lease is renewed on a connection of its own, never queued
+	// behind the writes (which wait for other nodes' writes).
+	db.cluster = sqlx.NewDb(stdlib.OpenDB(*cfg), "pgx")
+	db.cluster.SetMaxOpenConns(1)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*cfg.ConnectTimeout)
 	defer cancel()
 	return db.write.PingContext(ctx)

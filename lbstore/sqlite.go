@@ -23,6 +23,8 @@ var sqliteDialect = &dialect{
 	open:        openSQLite,
 	readOptions: &sql.TxOptions{ReadOnly: true},
 	newFeed:     func(db *DB) feed { return localFeed{db} },
+	// 'now' stays the same within a statement.
+	now: `CAST(unixepoch('subsec') * 1000000 AS INTEGER)`,
 }
 
 // connParams go into the DSN because the driver applies DSN parameters to
@@ -53,6 +55,12 @@ func openSQLite(db *DB) error {
 	if db.read, err = sqlx.Open("sqlite3", withParams(db.DSN, connParams+"&_txlock=deferred&_query_only=on")); err != nil {
 		return err
 	}
+	// The lease is renewed on a connection of its own, never queued
+	// behind the writes.
+	if db.cluster, err = sqlx.Open("sqlite3", withParams(db.DSN, connParams)); err != nil {
+		return err
+	}
+	db.cluster.SetMaxOpenConns(1)
 	return nil
 }
 

@@ -16,7 +16,9 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
+	"github.com/sdnlb/sdnlb"
 	"github.com/sdnlb/sdnlb/api"
+	"github.com/sdnlb/sdnlb/cluster"
 	"github.com/sdnlb/sdnlb/controller"
 	"github.com/sdnlb/sdnlb/health"
 	"github.com/sdnlb/sdnlb/lbstore"
@@ -35,6 +37,7 @@ type Main struct {
 	Store      *lbstore.Store
 	Controller *controller.Controller
 	Health     *health.Engine
+	Elector    *cluster.Elector
 
 	apiLn      net.Listener
 	ofLn       net.Listener
@@ -89,6 +92,11 @@ func (m *Main) Run(ctx context.Context) (err error) {
 	if err != nil {
 		return err
 	}
+	m.Elector = cluster.New(m.DB, cluster.Options{
+		Node:       m.node(),
+		Logger:     m.Logger,
+		Registerer: registry,
+	})
 	m.Controller = controller.New(m.Store, controller.Options{
 		IdleTimeout:   idle,
 		HardTimeout:   cfg.FlowHardTimeout,
@@ -100,8 +108,15 @@ func (m *Main) Run(ctx context.Context) (err error) {
 		MaxHandshakes: cfg.OpenFlowMaxHandshakes,
 		Logger:        m.Logger,
 		Registerer:    registry,
+		// Several nodes can connect to a switch only on PostgreSQL; on
+		// SQLite the one node acts as the switches' only controller.
+		Roles:       db.Dialect() == "postgres",
+		OnStaleRole: m.Elector.Refresh,
 	})
-	m.Health = health.New(m.Store, m.Store, health.Options{
+	// The monitors run on the leader only, so each transition is written
+	// once; a write is refused once the lease lapsed, even before the
+	// engine has stopped.
+	m.Health = health.New(m.Store, leaderOnly{m.Store, m.Elector}, health.Options{
 		Logger:        m.Logger,
 		MaxConcurrent: cfg.MaxProbes,
 		Registerer:    registry,
@@ -116,6 +131,7 @@ func (m *Main) Run(ctx context.Context) (err error) {
 		StatsService:   m.Controller,
 		SwitchService:  m.Controller,
 		HealthReporter: m.Health,
+		ClusterService: m.DB,
 		Logger:         m.Logger,
 		Token:          cfg.APIToken,
 		AuthReads:      cfg.AuthReads,
@@ -135,15 +151,93 @@ func (m *Main) Run(ctx context.Context) (err error) {
 
 	ctx, m.cancel = context.WithCancel(ctx)
 	m.goRun("controller", func() error { return m.Controller.Serve(ctx, m.ofLn) })
-	m.goRun("health", func() error { return m.Health.Run(ctx) })
+	m.goRun("cluster", func() error { return m.Elector.Run(ctx) })
+	m.goRun("health", func() error { return m.runHealth(ctx) })
+	m.goRun("roles", func() error { m.followRole(ctx); return nil })
 	m.goRun("api", func() error {
 		if err := m.httpServer.Serve(m.apiLn); !errors.Is(err, http.ErrServerClosed) {
 			return err
 		}
 		return nil
 	})
-	m.Logger.Info("sdnlb started", "api_addr", m.APIAddr(), "openflow_addr", m.OpenFlowAddr(), "db", m.DB.Name())
+	m.Logger.Info("sdnlb started", "api_addr", m.APIAddr(), "openflow_addr", m.OpenFlowAddr(), "db", m.DB.Name(),
+		"node_id", m.Elector.Node().ID)
 	return nil
+}
+
+// node is this node as the cluster shows it; the default id is the host
+// name and the API port.
+func (m *Main) node() sdnlb.ClusterNode {
+	id := m.Config.NodeID
+	if id == "" {
+		host, err := os.Hostname()
+		if err != nil || host == "" {
+			host = "localhost"
+		}
+		_, port, _ := net.SplitHostPort(m.APIAddr())
+		id = net.JoinHostPort(host, port)
+	}
+	return sdnlb.ClusterNode{ID: id, APIAddr: m.APIAddr(), OpenFlowAddr: m.OpenFlowAddr()}
+}
+
+// runHealth runs the health monitors while this node leads, until ctx
+// ends.
+func (m *Main) runHealth(ctx context.Context) error {
+	for {
+		state, changed := m.Elector.State()
+		if !state.Leader {
+			select {
+			case <-ctx.Done():
+				return nil
+			case <-changed:
+				continue
+			}
+		}
+		hctx, cancel := context.WithCancel(ctx)
+		done := make(chan error, 1)
+		go func() { done <- m.Health.Run(hctx) }()
+		var err error
+		select {
+		case <-changed:
+			cancel()
+			err = <-done
+		case <-ctx.Done():
+			cancel()
+			return <-done
+		case err = <-done:
+			cancel()
+		}
+		if err != nil {
+			return err
+		}
+	}
+}
+
+// followRole makes the controller the switches' MASTER while this node
+// leads, their SLAVE otherwise, with the lease generation.
+func (m *Main) followRole(ctx context.Context) {
+	for {
+		state, changed := m.Elector.State()
+		m.Controller.SetRole(state.Leader, state.Generation)
+		select {
+		case <-ctx.Done():
+			return
+		case <-changed:
+		}
+	}
+}
+
+// leaderOnly writes health transitions while this node leads.
+type leaderOnly struct {
+	sdnlb.MemberHealthService
+	elector *cluster.Elector
+}
+
+func (l leaderOnly) SetMemberHealth(ctx context.Context, id string, h sdnlb.MemberHealth) error {
+	if !l.elector.IsLeader() {
+		return sdnlb.Errorf(sdnlb.EUNAVAILABLE, "not the leader of the cluster: health transitions are the leader's to write")
+	}
+	return l.MemberHealthService.SetMemberHealth(ctx, id, h)
 }
 
 // goRun runs a service; one that fails is logged and reported on errs.

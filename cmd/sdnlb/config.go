@@ -12,6 +12,7 @@ import (
 	"os"
 	"strings"
 	"time"
+	"unicode"
 
 	"github.com/sdnlb/sdnlb/api"
 	"github.com/sdnlb/sdnlb/controller"
@@ -49,6 +50,10 @@ type Config struct {
 	TLSCert     string
 	TLSKey      string
 	TLSClientCA string
+
+	// NodeID names this node in the cluster; "" is the host name and the
+	// API port.
+	NodeID string
 }
 
 // DefaultConfig is what a bare `sdnlb` runs with.
@@ -99,6 +104,7 @@ func (c *Config) flagSet(out io.Writer) *flag.FlagSet {
 	fs.IntVar(&c.OpenFlowMaxHandshakes, "openflow-max-handshakes", c.OpenFlowMaxHandshakes, "switch handshakes in flight at once")
 	fs.StringVar(&c.TLSCert, "openflow-tls-cert", c.TLSCert, "certificate for OpenFlow over TLS (with --openflow-tls-key)")
 	fs.StringVar(&c.TLSKey, "openflow-tls-key", c.TLSKey, "private key for OpenFlow over TLS")
+	fs.StringVar(&c.NodeID, "node-id", c.NodeID, "this node's name in the cluster of nodes sharing the database, unique among them (empty: host name and API port, host:8080)")
 	fs.StringVar(&c.TLSClientCA, "openflow-tls-client-ca", c.TLSClientCA, "CA that switch certificates must chain to (enables client auth)")
 	return fs
 }
@@ -191,6 +197,8 @@ func (c *Config) validate() error {
 	switch {
 	case c.LogFormat != "text" && c.LogFormat != "json":
 		return errors.New("--log-format must be text or json")
+	case len(c.NodeID) > 255 || strings.ContainsFunc(c.NodeID, unicode.IsControl):
+		return errors.New("--node-id must be at most 255 characters, none a control character")
 	case (c.TLSCert == "") != (c.TLSKey == ""):
 		return errors.New("--openflow-tls-cert and --openflow-tls-key go together")
 	case c.TLSClientCA != "" && c.TLSCert == "":

@@ -50,3 +50,40 @@ func decodeRole(body []byte, role *uint32, gen *uint64) error {
 	*gen = binary.BigEndian.Uint64(body[8:])
 	return nil
 }
+
+// ONF's OpenFlow 1.3 extension for role status, which Open vSwitch sends
+// an OpenFlow 1.3 controller in place of OF1.4's OFPT_ROLE_STATUS.
+const (
+	ONFExperimenterID uint32 = 0x4f4e4600 // ONF_EXPERIMENTER_ID
+	ONFTypeRoleStatus uint32 = 1911       // ONFT_ROLE_STATUS
+)
+
+// Role status reasons (ofp14_controller_role_reason).
+const (
+	RoleReasonMasterRequest uint8 = 0 // OFPCRR_MASTER_REQUEST: another controller asked for MASTER
+	RoleReasonConfig        uint8 = 1 // OFPCRR_CONFIG
+	RoleReasonExperimenter  uint8 = 2 // OFPCRR_EXPERIMENTER
+)
+
+// RoleStatus tells a controller that the switch changed its role.
+type RoleStatus struct {
+	Role         uint32
+	Reason       uint8
+	GenerationID uint64
+}
+
+// RoleStatusOf reads an ONF role status from an experimenter message: role
+// (4 bytes), reason (1), pad (3), generation id (8). ok is false for any
+// other experimenter message; err for a role status of the wrong length.
+func RoleStatusOf(m *Experimenter) (s RoleStatus, ok bool, err error) {
+	if m.Experimenter != ONFExperimenterID || m.ExpType != ONFTypeRoleStatus {
+		return s, false, nil
+	}
+	if len(m.Data) < 16 {
+		return s, true, ErrBadLength
+	}
+	s.Role = binary.BigEndian.Uint32(m.Data)
+	s.Reason = m.Data[4]
+	s.GenerationID = binary.BigEndian.Uint64(m.Data[8:])
+	return s, true, nil
+}

@@ -228,6 +228,13 @@ func (p *SDNLB) Kill() {
 	<-p.done
 }
 
+// Pause stops the process with SIGSTOP, as a long GC or VM pause would:
+// it keeps its sockets and sessions but does nothing. Resume continues it.
+func (p *SDNLB) Pause() { _ = p.cmd.Process.Signal(syscall.SIGSTOP) }
+
+// Resume continues a paused process.
+func (p *SDNLB) Resume() { _ = p.cmd.Process.Signal(syscall.SIGCONT) }
+
 // stop ends the process with SIGTERM and checks how it ended.
 func (p *SDNLB) stop() {
 	tb := p.tb

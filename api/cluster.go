@@ -1,0 +1,30 @@
+package api
+
+import (
+	"net/http"
+
+	"github.com/sdnlb/sdnlb"
+)
+
+var errNoCluster = sdnlb.Errorf(sdnlb.EUNAVAILABLE, "the cluster is not known to this server")
+
+// handleCluster shows the nodes sharing the database and which leads.
+//
+//	@Summary		Show the cluster
+//	@Description	The nodes seen recently and the leader: the node holding the lease, which runs the health monitors and is the OpenFlow MASTER of every switch. leader is "" while no node holds the lease.
+//	@Tags			cluster
+//	@Produce		json
+//	@Success		200	{object}	sdnlb.Cluster
+//	@Failure		503	{object}	errorResponse	"the database is unavailable"
+//	@Router			/v1/cluster [get]
+func (s *Server) handleCluster(w http.ResponseWriter, r *http.Request) error {
+	if s.ClusterService == nil {
+		return errNoCluster
+	}
+	c, err := s.ClusterService.Cluster(r.Context())
+	if err != nil {
+		return err
+	}
+	c.Nodes = orEmpty(c.Nodes)
+	return writeJSON(w, http.StatusOK, c)
+}

@@ -1,0 +1,279 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"context"
+	"encoding/json"
+	"net"
+	"net/http"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/sdnlb/sdnlb"
+	"github.com/sdnlb/sdnlb/internal/pgtest"
+)
+
+// startPostgres starts a private PostgreSQL for the test (or uses the one
+// SDNLB_TEST_POSTGRES names) and returns the URL of a fresh database.
+func startPostgres(tb testing.TB) string {
+	tb.Helper()
+	env := os.Getenv("SDNLB_TEST_POSTGRES")
+	if env == "skip" {
+		tb.Skip("SDNLB_TEST_POSTGRES=skip: no PostgreSQL for the cluster tests")
+	}
+	pg, err := pgtest.Start(env)
+	if err != nil {
+		tb.Fatalf("PostgreSQL: %v (install the Debian postgresql package, as scripts/test.sh does)", err)
+	}
+	tb.Cleanup(pg.Stop)
+	return pg.NewDatabase(tb)
+}
+
+// clusterLeader is the leader GET /v1/cluster names on p, "" when the
+// request fails.
+func clusterLeader(p *sdnlbProc) string {
+	ctx, cancel := context.WithTimeout(context.Background(), apiTimeout)
+	defer cancel()
+	status, data, err := p.Do(ctx, http.MethodGet, "/v1/cluster", nil)
+	var c sdnlb.Cluster
+	if err != nil || status != http.StatusOK || json.Unmarshal(data, &c) != nil {
+		return ""
+	}
+	return c.Leader
+}
+
+// waitLeader waits until p says leader leads and returns how long it took.
+func waitLeader(tb testing.TB, p *sdnlbProc, leader string, timeout time.Duration) time.Duration {
+	tb.Helper()
+	start := time.Now()
+	got := ""
+	for i := 0; i < 2000 && time.Since(start) < timeout; i++ {
+		if got = clusterLeader(p); got == leader {
+			return time.Since(start)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	tb.Fatalf("leader is %q after %v, want %q", got, timeout, leader)
+	return 0
+}
+
+// roles is the OpenFlow role Open vSwitch shows for each controller
+// target of the bridge.
+func roles(sw *Switch) map[string]string {
+	out := map[string]string{}
+	for _, rec := range strings.Split(sw.Vsctl("--format=csv", "--data=bare", "--no-headings", "--columns=target,role", "list", "controller"), "\n") {
+		target, role, ok := strings.Cut(strings.TrimSpace(rec), ",")
+		if ok {
+			out[strings.Trim(target, `"`)] = role
+		}
+	}
+	return out
+}
+
+// waitMaster waits until OVS shows target as the one master (the others
+// slave, or no role while disconnected); OVS refreshes the column every
+// few seconds.
+func waitMaster(tb testing.TB, sw *Switch, target string, timeout time.Duration) time.Duration {
+	tb.Helper()
+	start := time.Now()
+	var got map[string]string
+	for i := 0; i < 1000 && time.Since(start) < timeout; i++ {
+		got = roles(sw)
+		masters := 0
+		for _, r := range got {
+			if r == "master" {
+				masters++
+			}
+		}
+		if got[target] == "master" && masters == 1 {
+			return time.Since(start)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	tb.Fatalf("controller roles after %v: %v, want %s the one master", timeout, got, target)
+	return 0
+}
+
+// newClusterBed starts a private PostgreSQL, nodes a (the leader) and b
+// on it, two clients and three member hosts, and points the bridge at both
+// nodes; it returns once OVS shows a MASTER and b SLAVE.
+func newClusterBed(t *testing.T) (b *lbBed, nodeA, nodeB *sdnlbProc, targetA, targetB string) {
+	t.Helper()
+	dsn := startPostgres(t)
+	b = &lbBed{sw: NewSwitch(t)}
+	nodeA = startSDNLB(t, "--db", dsn, "--node-id", "a")
+	waitLeader(t, nodeA, "a", 5*time.Second)
+	nodeB = startSDNLB(t, "--db", dsn, "--node-id", "b")
+	b.lb = nodeA
+	for i := 0; i < 2; i++ {
+		b.clients = append(b.clients, b.sw.AddHost(t, "c"+strconv.Itoa(i+1), b.sw.Addr(byte(1+i))))
+	}
+	for i := 0; i < 3; i++ {
+		b.addMemberHost(t)
+	}
+	targetA, targetB = "tcp:"+nodeA.OpenFlowAddr, "tcp:"+nodeB.OpenFlowAddr
+	b.sw.Vsctl("--", "--id=@a", "create", "controller", `target="`+targetA+`"`, "max_backoff=1000", "connection_mode=out-of-band",
+		"--", "--id=@b", "create", "controller", `target="`+targetB+`"`, "max_backoff=1000", "connection_mode=out-of-band",
+		"--", "set", "bridge", b.sw.Name, "controller=@a,@b", "fail_mode=secure", "protocols=OpenFlow13")
+	nodeA.WaitSwitches(1, 20*time.Second)
+	nodeB.WaitSwitches(1, 20*time.Second)
+	dumpOnFailure(t, b.sw, nodeB)
+	took := waitMaster(t, b.sw, targetA, 15*time.Second)
+	if r := roles(b.sw); r[targetB] != "slave" {
+		t.Fatalf("roles %v, want b SLAVE", r)
+	}
+	t.Logf("OVS shows a MASTER and b SLAVE after %v", took)
+	return b, nodeA, nodeB, targetA, targetB
+}
+
+// TestCluster_PausedLeader pauses the leader (SIGSTOP) for longer than the
+// lease: the other node takes over, and the paused one, resumed, finds
+// itself a follower without acting as leader again: no split brain.
+func TestCluster_PausedLeader(t *testing.T) {
+	b, nodeA, nodeB, targetA, targetB := newClusterBed(t)
+	paused := time.Now()
+	nodeA.Pause()
+	resumed := false
+	resume := func() {
+		if !resumed {
+			resumed = true
+			nodeA.Resume()
+		}
+	}
+	t.Cleanup(resume)
+	took := waitLeader(t, nodeB, "b", 5*time.Second)
+	t.Logf("b leads %v after a was paused", took)
+	if took > 2*time.Second {
+		t.Errorf("b led only %v after a was paused, want under 2s", took)
+	}
+	time.Sleep(3*time.Second - time.Since(paused)) // paused twice the lease
+	resume()
+	resumedAt := time.Now()
+
+	// a, resumed, steps down and follows b.
+	if got := waitLeader(t, nodeA, "b", 5*time.Second); got > 2*time.Second {
+		t.Errorf("a named b the leader %v after it resumed", got)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for i := 0; i < 500 && len(nodeA.LogLines("the lease was not renewed in time")) == 0 && len(nodeA.LogLines("another node holds the lease")) == 0; i++ {
+		if time.Now().After(deadline) {
+			t.Fatal("a did not log stepping down after it resumed")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	// a took the lease once, before the pause, and never again.
+	if n := len(nodeA.LogLines("took the lease")); n != 1 {
+		t.Errorf("a logged taking the lease %d times, want once", n)
+	}
+	// b stays the one MASTER.
+	waitMaster(t, b.sw, targetB, 15*time.Second)
+	time.Sleep(time.Second)
+	if r := roles(b.sw); r[targetB] != "master" || r[targetA] == "master" {
+		t.Fatalf("roles %v a while after a resumed, want b the one master", r)
+	}
+	if l := clusterLeader(nodeB); l != "b" {
+		t.Fatalf("b says the leader is %q", l)
+	}
+	t.Logf("a resumed %v ago; b is still the one leader and MASTER", time.Since(resumedAt))
+}
+
+// TestCluster_Takeover runs two sdnlb nodes on one PostgreSQL, both
+// controllers of one bridge: one is MASTER, writes on either are read on
+// the other, and when the leader is killed under load the other takes
+// over within 2 s while a SWITCH VIP keeps answering.
+func TestCluster_Takeover(t *testing.T) {
+	b, nodeA, nodeB, _, targetB := newClusterBed(t)
+
+	// A write on one node is read on the other within 1 s.
+	b.vip = nodeA.MustCreateVIP("web", b.sw.Addr(100), sdnlb.ProtocolTCP, vipPort, nil)
+	start := time.Now()
+	for i := 0; ; i++ {
+		if status, _ := nodeB.API(http.MethodGet, "/v1/vips/"+b.vip.ID, nil); status == http.StatusOK {
+			break
+		}
+		if i >= 100 || time.Since(start) > time.Second {
+			t.Fatalf("the VIP written on a is not read on b after %v", time.Since(start))
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	t.Logf("a write on a was read on b after %v", time.Since(start))
+
+	b.pool = nodeB.MustCreatePool("web", b.vip, sdnlb.RoundRobin, sdnlb.DispatchSwitch)
+	for _, h := range b.members {
+		b.mems = append(b.mems, nodeB.MustCreateMember(b.pool, h.IP, memberPort))
+	}
+	nodeA.WaitPoolMembers(b.pool.ID, len(b.members), 10*time.Second)
+	b.waitBuckets(t, len(b.members), 10*time.Second)
+	b.url = "http://" + net.JoinHostPort(b.vip.Address, strconv.Itoa(vipPort)) + "/"
+	spread(t, b.clients, b.url, 5) // every client knows the VIP's MAC
+
+	// Load: every client fetches over new connections without pause.
+	var ok, failed atomic.Int64
+	var firstErr atomic.Value
+	ctx, stopLoad := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	for _, c := range b.clients {
+		wg.Go(func() {
+			for ctx.Err() == nil {
+				if _, err := get(c, b.url, 2*time.Second); err != nil {
+					if ctx.Err() == nil {
+						failed.Add(1)
+						firstErr.CompareAndSwap(nil, err)
+					}
+				} else {
+					ok.Add(1)
+				}
+			}
+		})
+	}
+	defer func() { stopLoad(); wg.Wait() }()
+	time.Sleep(time.Second)
+
+	before := ok.Load()
+	killed := time.Now()
+	nodeA.Kill()
+	leaderAfter := waitLeader(t, nodeB, "b", 5*time.Second)
+	t.Logf("takeover: b leads %v after a was killed", leaderAfter)
+	if leaderAfter > 2*time.Second {
+		t.Errorf("b led only %v after a was killed, want under 2s", leaderAfter)
+	}
+	// b's own log says when it asked for MASTER; OVS's role column lags.
+	masterAfter := waitMaster(t, b.sw, targetB, 15*time.Second) + leaderAfter
+	t.Logf("takeover: OVS shows b MASTER %v after a was killed (OVS refreshes the column every few seconds)", masterAfter)
+	// When b had MASTER and had adopted the switch, by its own log.
+	lines := nodeB.LogLines("switch taken over as MASTER")
+	if len(lines) == 0 {
+		t.Fatal("b did not log taking the switch over")
+	}
+	var rec struct {
+		Time time.Time `json:"time"`
+	}
+	if err := json.Unmarshal([]byte(lines[len(lines)-1]), &rec); err != nil {
+		t.Fatalf("b's log line %q: %v", lines[len(lines)-1], err)
+	}
+	t.Logf("takeover: b MASTER of the switch, its flows and groups adopted, %v after a was killed", rec.Time.Sub(killed))
+	if d := rec.Time.Sub(killed); d > 2*time.Second {
+		t.Errorf("b took the switch over %v after a was killed, want under 2s", d)
+	}
+	time.Sleep(time.Second)
+	stopLoad()
+	wg.Wait()
+	t.Logf("load: %d requests answered (%d since the kill), %d failed, over %v", ok.Load(), ok.Load()-before, failed.Load(), time.Since(killed))
+	if failed.Load() > 0 {
+		t.Fatalf("the SWITCH VIP stopped answering: %d requests failed, first: %v", failed.Load(), firstErr.Load())
+	}
+	if ok.Load() == before {
+		t.Fatal("no request was answered after the kill")
+	}
+	// The new leader adopted the switch rather than wiping it: the group
+	// still spreads over every member.
+	if got := b.buckets(t); len(got) != len(b.members) {
+		t.Fatalf("after the takeover the group spreads over %v", got)
+	}
+}

@@ -1,0 +1,124 @@
+package lbstore
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/sdnlb/sdnlb"
+)
+
+// ClusterNodeTimeout is how long after it was last seen a node still
+// appears in Cluster.
+const ClusterNodeTimeout = 10 * time.Second
+
+var _ sdnlb.LeaseService = (*DB)(nil)
+
+// withNow puts the dialect's database clock (microseconds) for {now}.
+func (db *DB) withNow(query string) string {
+	return db.cluster.Rebind(strings.ReplaceAll(query, "{now}", "("+db.dialect.now+")"))
+}
+
+// TakeLease takes or renews the leader lease for d, by the database clock,
+// in one conditional UPDATE: it succeeds only when node holds the lease
+// with generation, or the lease has expired, and a takeover increments the
+// generation. Then it records that node was seen. Several nodes trying at
+// once are serialized by the row lock (PostgreSQL re-checks the condition
+// on the row the first one wrote) or the file lock (SQLite).
+func (db *DB) TakeLease(ctx context.Context, node sdnlb.ClusterNode, generation uint64, d time.Duration) (sdnlb.Lease, error) {
+	lease, err := db.takeLease(ctx, node, generation, d)
+	return lease, unavailable(ctx, err)
+}
+
+func (db *DB) takeLease(ctx context.Context, node sdnlb.ClusterNode, generation uint64, d time.Duration) (sdnlb.Lease, error) {
+	if node.ID == "" {
+		return sdnlb.Lease{}, sdnlb.Errorf(sdnlb.EINVALID, "node id required")
+	}
+	var gen int64
+	err := db.cluster.QueryRowxContext(ctx, db.withNow(`UPDATE cluster_lease SET
+			generation = CASE WHEN expires_at < {now} THEN generation + 1 ELSE generation END,
+			holder = ?,
+			expires_at = {now} + ?
+		WHERE id = 1 AND ((holder = ? AND generation = ?) OR expires_at < {now})
+		RETURNING generation`),
+		node.ID, d.Microseconds(), node.ID, int64(generation)).Scan(&gen)
+	lease := sdnlb.Lease{Held: err == nil, Holder: node.ID, Generation: uint64(gen), Remaining: d}
+	switch {
+	case errors.Is(err, sql.ErrNoRows):
+		var row struct {
+			Holder     string `db:"holder"`
+			Generation int64  `db:"generation"`
+			Remaining  int64  `db:"remaining"`
+		}
+		if err := db.cluster.GetContext(ctx, &row, db.withNow(
+			`SELECT holder, generation, expires_at - {now} AS remaining FROM cluster_lease WHERE id = 1`)); err != nil {
+			return sdnlb.Lease{}, fmt.Errorf("read lease: %w", err)
+		}
+		lease = sdnlb.Lease{Holder: row.Holder, Generation: uint64(row.Generation),
+			Remaining: max(0, time.Duration(row.Remaining)*time.Microsecond)}
+	case err != nil:
+		return sdnlb.Lease{}, fmt.Errorf("take lease: %w", err)
+	}
+	if _, err := db.cluster.ExecContext(ctx, db.withNow(`INSERT INTO cluster_nodes (id, api_addr, openflow_addr, last_seen)
+		VALUES (?, ?, ?, {now})
+		ON CONFLICT (id) DO UPDATE SET api_addr = excluded.api_addr,
+			openflow_addr = excluded.openflow_addr, last_seen = excluded.last_seen`),
+		node.ID, node.APIAddr, node.OpenFlowAddr); err != nil {
+		return lease, fmt.Errorf("record node: %w", err)
+	}
+	return lease, nil
+}
+
+// ReleaseLease expires the lease now when nodeID holds it with
+// generation; otherwise it does nothing.
+func (db *DB) ReleaseLease(ctx context.Context, nodeID string, generation uint64) error {
+	_, err := db.cluster.ExecContext(ctx, db.withNow(
+		`UPDATE cluster_lease SET expires_at = {now} - 1 WHERE id = 1 AND holder = ? AND generation = ?`),
+		nodeID, int64(generation))
+	if err != nil {
+		return unavailable(ctx, fmt.Errorf("release lease: %w", err))
+	}
+	return nil
+}
+
+// Cluster lists the nodes seen in the last ClusterNodeTimeout, in id
+// order, and the one holding an unexpired lease.
+func (db *DB) Cluster(ctx context.Context) (*sdnlb.Cluster, error) {
+	return readTx(ctx, db, func(tx *Tx) (*sdnlb.Cluster, error) {
+		var lease struct {
+			Holder    string `db:"holder"`
+			Remaining int64  `db:"remaining"`
+		}
+		if err := tx.GetContext(ctx, &lease, db.withNow(
+			`SELECT holder, expires_at - {now} AS remaining FROM cluster_lease WHERE id = 1`)); err != nil {
+			return nil, fmt.Errorf("read lease: %w", err)
+		}
+		var rows []struct {
+			ID           string `db:"id"`
+			APIAddr      string `db:"api_addr"`
+			OpenFlowAddr string `db:"openflow_addr"`
+			LastSeen     int64  `db:"last_seen"`
+		}
+		if err := tx.SelectContext(ctx, &rows, db.withNow(
+			`SELECT id, api_addr, openflow_addr, last_seen FROM cluster_nodes WHERE last_seen >= {now} - ? ORDER BY id`),
+			ClusterNodeTimeout.Microseconds()); err != nil {
+			return nil, fmt.Errorf("list nodes: %w", err)
+		}
+		c := &sdnlb.Cluster{Nodes: make([]*sdnlb.ClusterNode, 0, len(rows))}
+		if lease.Remaining > 0 {
+			c.Leader = lease.Holder
+		}
+		for _, r := range rows {
+			n := &sdnlb.ClusterNode{ID: r.ID, APIAddr: r.APIAddr, OpenFlowAddr: r.OpenFlowAddr,
+				Role: sdnlb.RoleFollower, LastSeen: time.UnixMicro(r.LastSeen).UTC()}
+			if c.Leader != "" && r.ID == c.Leader {
+				n.Role = sdnlb.RoleLeader
+			}
+			c.Nodes = append(c.Nodes, n)
+		}
+		return c, nil
+	})
+}
