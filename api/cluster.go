@@ -11,11 +11,14 @@ var errNoCluster = sdnlb.Errorf(sdnlb.EUNAVAILABLE, "the cluster is not known to
 // handleCluster shows the nodes sharing the database and which leads.
 //
 //	@Summary		Show the cluster
+//	@ID				cluster
 //	@Description	The nodes seen recently and the leader: the node holding the lease, which runs the health monitors and is the OpenFlow MASTER of every switch. leader is "" while no node holds the lease.
 //	@Tags			cluster
 //	@Produce		json
 //	@Success		200	{object}	sdnlb.Cluster
+//	@Failure		401	{object}	errorResponse	"the bearer token is missing or wrong (with --auth-reads)"
 //	@Failure		503	{object}	errorResponse	"the database is unavailable"
+//	@Security		Bearer
 //	@Router			/v1/cluster [get]
 func (s *Server) handleCluster(w http.ResponseWriter, r *http.Request) error {
 	if s.ClusterService == nil {

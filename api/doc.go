@@ -27,6 +27,8 @@ package api
 //	@tag.description			The configuration change feed.
 //	@tag.name					switches
 //	@tag.description			The OpenFlow switches connected, and the flows sdnlb installed on them.
+//	@tag.name					cluster
+//	@tag.description			The sdnlb nodes sharing one database, and which of them leads.
 //	@tag.name					probes
 //	@tag.description			Liveness and readiness.
 //	@tag.name					floodlight
