@@ -24,6 +24,9 @@ type ClusterNode struct {
 	OpenFlowAddr string    `json:"openflow_addr"`
 	Role         NodeRole  `json:"role"`
 	LastSeen     time.Time `json:"last_seen"`
+	// Instance is a random token of the process acting as the node: a
+	// second process started with the same ID is refused.
+	Instance string `json:"-"`
 }
 
 // Cluster is the nodes recently seen and the one holding the lease.
@@ -58,7 +61,12 @@ type LeaseService interface {
 	// statement that succeeds only while node holds the lease with
 	// generation, or when the lease has expired (then the generation is
 	// incremented). It also records that node was seen.
+	// It fails with ECONFLICT, changing nothing, when RecordNode would.
 	TakeLease(ctx context.Context, node ClusterNode, generation uint64, d time.Duration) (Lease, error)
+	// RecordNode records that node was seen. It fails with ECONFLICT when
+	// another instance recorded node.ID less than d ago: two live
+	// processes never act as one node.
+	RecordNode(ctx context.Context, node ClusterNode, d time.Duration) error
 	// ReleaseLease ends the lease at once when node still holds it with
 	// generation, so that another node need not wait for it to expire.
 	ReleaseLease(ctx context.Context, nodeID string, generation uint64) error

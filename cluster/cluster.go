@@ -18,6 +18,7 @@ package cluster
 
 import (
 	"context"
+	"crypto/rand"
 	"log/slog"
 	"sync"
 	"time"
@@ -82,6 +83,9 @@ func New(store sdnlb.LeaseService, opts Options) *Elector {
 	if opts.Margin <= 0 {
 		opts.Margin = opts.Lease / 6
 	}
+	if opts.Node.Instance == "" {
+		opts.Node.Instance = rand.Text()
+	}
 	log := opts.Logger
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
@@ -106,6 +110,30 @@ func New(store sdnlb.LeaseService, opts Options) *Elector {
 
 // Node is this node.
 func (e *Elector) Node() sdnlb.ClusterNode { return e.opts.Node }
+
+// Join records this node in the cluster; call it before Run. A process
+// restarted under the same id finds the row of the one before it: Join
+// waits up to a lease and a renewal for that row to lapse. A node id that
+// another live process keeps recording fails with the store's ECONFLICT.
+func (e *Elector) Join(ctx context.Context) error {
+	giveUp := e.now().Add(e.opts.Lease + e.opts.Renew)
+	waited := false
+	for {
+		err := e.store.RecordNode(ctx, e.opts.Node, e.opts.Lease)
+		if sdnlb.ErrorCode(err) != sdnlb.ECONFLICT || !e.now().Before(giveUp) {
+			return err
+		}
+		if !waited {
+			waited = true
+			e.log.Info("waiting for the previous process of this node id to lapse", "err", err)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(e.opts.Renew):
+		}
+	}
+}
 
 // State is this node's state, and a channel closed when it changes.
 func (e *Elector) State() (State, <-chan struct{}) {
@@ -208,7 +236,11 @@ func (e *Elector) Run(ctx context.Context) error {
 			if ctx.Err() != nil {
 				continue
 			}
-			if !failing {
+			switch {
+			case failing:
+			case sdnlb.ErrorCode(err) == sdnlb.ECONFLICT:
+				e.log.Error("another process acts as this node", "err", err)
+			default:
 				e.log.Warn("cannot reach the lease", "err", err)
 			}
 			failing = true

@@ -200,3 +200,41 @@ func TestElector(t *testing.T) {
 		}
 	})
 }
+
+func TestElector_Join(t *testing.T) {
+	// recorder refuses the node id the first refusals times, as the
+	// store does while another process's row is fresh.
+	recorder := func(refusals int, calls *int) *mock.LeaseService {
+		return &mock.LeaseService{RecordNodeFn: func(ctx context.Context, n sdnlb.ClusterNode, d time.Duration) error {
+			*calls++
+			if n.Instance == "" || d != lease {
+				t.Errorf("RecordNode(%+v, %v): want an instance token and the lease", n, d)
+			}
+			if *calls <= refusals {
+				return sdnlb.Errorf(sdnlb.ECONFLICT, "node id %q is in use", n.ID)
+			}
+			return nil
+		}}
+	}
+	opts := cluster.Options{Node: sdnlb.ClusterNode{ID: "a"}, Lease: lease, Renew: renew}
+	t.Run("OK", func(t *testing.T) {
+		calls := 0
+		if err := cluster.New(recorder(0, &calls), opts).Join(context.Background()); err != nil || calls != 1 {
+			t.Fatalf("Join: %v after %d calls", err, calls)
+		}
+	})
+	t.Run("Restarted", func(t *testing.T) {
+		// The previous process's row lapses within a lease: Join waits.
+		calls := 0
+		if err := cluster.New(recorder(2, &calls), opts).Join(context.Background()); err != nil || calls != 3 {
+			t.Fatalf("Join: %v after %d calls, want success on the third", err, calls)
+		}
+	})
+	t.Run("ErrInUse", func(t *testing.T) {
+		calls := 0
+		err := cluster.New(recorder(1000, &calls), opts).Join(context.Background())
+		if sdnlb.ErrorCode(err) != sdnlb.ECONFLICT || calls < 2 || calls > 10 {
+			t.Fatalf("Join: %v after %d calls, want ECONFLICT after a few tries", err, calls)
+		}
+	})
+}

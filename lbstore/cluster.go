@@ -25,18 +25,19 @@ func (db *DB) withNow(query string) string {
 // TakeLease takes or renews the leader lease for d, by the database clock,
 // in one conditional UPDATE: it succeeds only when node holds the lease
 // with generation, or the lease has expired, and a takeover increments the
-// generation. Then it records that node was seen. Several nodes trying at
-// once are serialized by the row lock (PostgreSQL re-checks the condition
-// on the row the first one wrote) or the file lock (SQLite).
+// generation. It records that node was seen first, so a process whose node
+// id another live process holds never touches the lease. Several nodes
+// trying at once are serialized by the row lock (PostgreSQL re-checks the
+// condition on the row the first one wrote) or the file lock (SQLite).
 func (db *DB) TakeLease(ctx context.Context, node sdnlb.ClusterNode, generation uint64, d time.Duration) (sdnlb.Lease, error) {
+	if err := db.recordNode(ctx, node, d); err != nil {
+		return sdnlb.Lease{}, unavailable(ctx, err)
+	}
 	lease, err := db.takeLease(ctx, node, generation, d)
 	return lease, unavailable(ctx, err)
 }
 
 func (db *DB) takeLease(ctx context.Context, node sdnlb.ClusterNode, generation uint64, d time.Duration) (sdnlb.Lease, error) {
-	if node.ID == "" {
-		return sdnlb.Lease{}, sdnlb.Errorf(sdnlb.EINVALID, "node id required")
-	}
 	var gen int64
 	err := db.cluster.QueryRowxContext(ctx, db.withNow(`UPDATE cluster_lease SET
 			generation = CASE WHEN expires_at < {now} THEN generation + 1 ELSE generation END,
@@ -45,31 +46,58 @@ func (db *DB) takeLease(ctx context.Context, node sdnlb.ClusterNode, generation 
 		WHERE id = 1 AND ((holder = ? AND generation = ?) OR expires_at < {now})
 		RETURNING generation`),
 		node.ID, d.Microseconds(), node.ID, int64(generation)).Scan(&gen)
-	lease := sdnlb.Lease{Held: err == nil, Holder: node.ID, Generation: uint64(gen), Remaining: d}
 	switch {
-	case errors.Is(err, sql.ErrNoRows):
-		var row struct {
-			Holder     string `db:"holder"`
-			Generation int64  `db:"generation"`
-			Remaining  int64  `db:"remaining"`
-		}
-		if err := db.cluster.GetContext(ctx, &row, db.withNow(
-			`SELECT holder, generation, expires_at - {now} AS remaining FROM cluster_lease WHERE id = 1`)); err != nil {
-			return sdnlb.Lease{}, fmt.Errorf("read lease: %w", err)
-		}
-		lease = sdnlb.Lease{Holder: row.Holder, Generation: uint64(row.Generation),
-			Remaining: max(0, time.Duration(row.Remaining)*time.Microsecond)}
-	case err != nil:
+	case err == nil:
+		return sdnlb.Lease{Held: true, Holder: node.ID, Generation: uint64(gen), Remaining: d}, nil
+	case !errors.Is(err, sql.ErrNoRows):
 		return sdnlb.Lease{}, fmt.Errorf("take lease: %w", err)
 	}
-	if _, err := db.cluster.ExecContext(ctx, db.withNow(`INSERT INTO cluster_nodes (id, api_addr, openflow_addr, last_seen)
-		VALUES (?, ?, ?, {now})
-		ON CONFLICT (id) DO UPDATE SET api_addr = excluded.api_addr,
-			openflow_addr = excluded.openflow_addr, last_seen = excluded.last_seen`),
-		node.ID, node.APIAddr, node.OpenFlowAddr); err != nil {
-		return lease, fmt.Errorf("record node: %w", err)
+	var row struct {
+		Holder     string `db:"holder"`
+		Generation int64  `db:"generation"`
+		Remaining  int64  `db:"remaining"`
 	}
-	return lease, nil
+	if err := db.cluster.GetContext(ctx, &row, db.withNow(
+		`SELECT holder, generation, expires_at - {now} AS remaining FROM cluster_lease WHERE id = 1`)); err != nil {
+		return sdnlb.Lease{}, fmt.Errorf("read lease: %w", err)
+	}
+	return sdnlb.Lease{Holder: row.Holder, Generation: uint64(row.Generation),
+		Remaining: max(0, time.Duration(row.Remaining)*time.Microsecond)}, nil
+}
+
+// RecordNode records that node was seen, unless another instance recorded
+// node.ID less than d ago: then it fails with ECONFLICT and changes
+// nothing. The upsert's condition decides it in one statement.
+func (db *DB) RecordNode(ctx context.Context, node sdnlb.ClusterNode, d time.Duration) error {
+	return unavailable(ctx, db.recordNode(ctx, node, d))
+}
+
+func (db *DB) recordNode(ctx context.Context, node sdnlb.ClusterNode, d time.Duration) error {
+	if node.ID == "" {
+		return sdnlb.Errorf(sdnlb.EINVALID, "node id required")
+	}
+	res, err := db.cluster.ExecContext(ctx, db.withNow(`INSERT INTO cluster_nodes (id, api_addr, openflow_addr, instance, last_seen)
+		VALUES (?, ?, ?, ?, {now})
+		ON CONFLICT (id) DO UPDATE SET api_addr = excluded.api_addr,
+			openflow_addr = excluded.openflow_addr, instance = excluded.instance, last_seen = excluded.last_seen
+		WHERE cluster_nodes.instance = excluded.instance OR cluster_nodes.last_seen < excluded.last_seen - ?`),
+		node.ID, node.APIAddr, node.OpenFlowAddr, node.Instance, d.Microseconds())
+	if err != nil {
+		return fmt.Errorf("record node: %w", err)
+	}
+	if n, err := res.RowsAffected(); err != nil || n > 0 {
+		return err
+	}
+	var other struct {
+		APIAddr string `db:"api_addr"`
+		Age     int64  `db:"age"`
+	}
+	if err := db.cluster.GetContext(ctx, &other, db.withNow(
+		`SELECT api_addr, {now} - last_seen AS age FROM cluster_nodes WHERE id = ?`), node.ID); err != nil {
+		return fmt.Errorf("read node: %w", err)
+	}
+	return sdnlb.Errorf(sdnlb.ECONFLICT, "node id %q is in use by another sdnlb process (API %s, seen %v ago): give each node its own --node-id",
+		node.ID, other.APIAddr, (time.Duration(other.Age) * time.Microsecond).Round(time.Millisecond))
 }
 
 // ReleaseLease expires the lease now when nodeID holds it with

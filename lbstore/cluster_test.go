@@ -164,3 +164,54 @@ func TestDB_Cluster(t *testing.T) {
 		t.Fatalf("after release: %+v, %v", c, err)
 	}
 }
+
+func TestDB_RecordNode(t *testing.T) {
+	t.Run("SameInstance", func(t *testing.T) {
+		ctx, db := mustSetup(t)
+		a := node("a")
+		a.Instance = "one"
+		for range 2 {
+			if err := db.RecordNode(ctx, a, time.Minute); err != nil {
+				t.Fatal(err)
+			}
+		}
+	})
+	t.Run("ErrInUse", func(t *testing.T) {
+		// A second process given a live node's id is refused, and its
+		// attempt at the lease changes nothing.
+		ctx, db := mustSetup(t)
+		first, second := node("a"), node("a")
+		first.Instance, second.Instance = "one", "two"
+		second.APIAddr = "elsewhere:8080"
+		if l, err := db.TakeLease(ctx, first, 0, time.Minute); err != nil || !l.Held {
+			t.Fatalf("first: %+v, %v", l, err)
+		}
+		err := db.RecordNode(ctx, second, time.Minute)
+		assertError(t, err, sdnlb.ECONFLICT, "", `"a"`, "a:8080", "--node-id")
+		_, err = db.TakeLease(ctx, second, 1, time.Minute)
+		assertError(t, err, sdnlb.ECONFLICT, "")
+		c, err := db.Cluster(ctx)
+		if err != nil || len(c.Nodes) != 1 || c.Nodes[0].APIAddr != "a:8080" || c.Leader != "a" {
+			t.Fatalf("cluster after the refused process: %+v, %v", c, err)
+		}
+		if l := mustTake(t, db, first, 1, time.Minute); !l.Held || l.Generation != 1 {
+			t.Fatalf("the first process's renewal: %+v", l)
+		}
+	})
+	t.Run("AfterLapse", func(t *testing.T) {
+		// A restarted process takes its id over once the row of the one
+		// before it is older than d.
+		ctx, db := mustSetup(t)
+		before, after := node("a"), node("a")
+		before.Instance, after.Instance = "one", "two"
+		if err := db.RecordNode(ctx, before, 100*time.Millisecond); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(150 * time.Millisecond)
+		if err := db.RecordNode(ctx, after, 100*time.Millisecond); err != nil {
+			t.Fatalf("after the lapse: %v", err)
+		}
+		err := db.RecordNode(ctx, before, 100*time.Millisecond)
+		assertError(t, err, sdnlb.ECONFLICT, "")
+	})
+}

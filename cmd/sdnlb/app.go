@@ -149,6 +149,11 @@ func (m *Main) Run(ctx context.Context) (err error) {
 			"component", "api", "api_addr", cfg.APIAddr)
 	}
 
+	// A node id another live process uses would make two nodes one.
+	if err := m.Elector.Join(ctx); err != nil {
+		return fmt.Errorf("cluster: %w", err)
+	}
+
 	ctx, m.cancel = context.WithCancel(ctx)
 	m.goRun("controller", func() error { return m.Controller.Serve(ctx, m.ofLn) })
 	m.goRun("cluster", func() error { return m.Elector.Run(ctx) })

@@ -166,6 +166,34 @@ func TestConfig_NodeID(t *testing.T) {
 		}
 		waitLeader(t, m, true) // one node on SQLite leads
 	})
+	t.Run("ErrInUse", func(t *testing.T) {
+		// A second process given a live node's id does not start; the
+		// first keeps leading.
+		db := filepath.Join(t.TempDir(), "sdnlb.db")
+		a, _ := runNode(t, db, "a")
+		waitLeader(t, a, true)
+		cfg := DefaultConfig()
+		cfg.APIAddr, cfg.OpenFlowAddr, cfg.DB, cfg.NodeID = "127.0.0.1:0", "127.0.0.1:0", db, "a"
+		second := NewMain(cfg, nil)
+		err := second.Run(context.Background())
+		second.Close()
+		if err == nil || !strings.Contains(err.Error(), `node id "a" is in use`) || !strings.Contains(err.Error(), a.APIAddr()) {
+			t.Fatalf("second node a: %v, want it refused naming the first", err)
+		}
+		if !a.Elector.IsLeader() {
+			t.Fatal("the first node a stopped leading")
+		}
+	})
+	t.Run("Restart", func(t *testing.T) {
+		// A node restarted under its id waits out its previous process's
+		// row, then leads again.
+		db := filepath.Join(t.TempDir(), "sdnlb.db")
+		a, stopA := runNode(t, db, "a")
+		waitLeader(t, a, true)
+		stopA()
+		again, _ := runNode(t, db, "a")
+		waitLeader(t, again, true)
+	})
 	t.Run("ErrControlCharacter", func(t *testing.T) {
 		_, err := LoadConfig([]string{"--node-id", "a\nb"}, func(string) string { return "" }, nil)
 		if err == nil || !strings.Contains(err.Error(), "--node-id") {
