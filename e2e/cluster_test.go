@@ -183,12 +183,70 @@ func TestCluster_PausedLeader(t *testing.T) {
 	t.Logf("a resumed %v ago; b is still the one leader and MASTER", time.Since(resumedAt))
 }
 
+// ackedWriter creates monitors on the nodes in turn and remembers each one
+// a node acknowledged with 201: a write that got a 2xx must survive the
+// death of any node.
+type ackedWriter struct {
+	nodes []*sdnlbProc
+
+	mu       sync.Mutex
+	acked    []string
+	attempts int
+}
+
+// run writes until ctx ends, at most maxWrites times.
+func (w *ackedWriter) run(ctx context.Context, maxWrites int) {
+	for i := 0; i < maxWrites && ctx.Err() == nil; i++ {
+		id := "w" + strconv.Itoa(i)
+		body := map[string]any{"id": id, "type": sdnlb.MonitorTCP, "delay": 5, "timeout": 2}
+		rctx, cancel := context.WithTimeout(ctx, time.Second)
+		status, _, err := w.nodes[i%len(w.nodes)].Do(rctx, http.MethodPost, "/v1/monitors", body)
+		cancel()
+		w.mu.Lock()
+		w.attempts++
+		if err == nil && status == http.StatusCreated {
+			w.acked = append(w.acked, id)
+		}
+		w.mu.Unlock()
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// missing lists the acknowledged monitors p cannot read.
+func (w *ackedWriter) missing(tb testing.TB, p *sdnlbProc) []string {
+	tb.Helper()
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	var lost []string
+	for _, id := range w.acked {
+		if status, _ := p.API(http.MethodGet, "/v1/monitors/"+id, nil); status != http.StatusOK {
+			lost = append(lost, id)
+		}
+	}
+	return lost
+}
+
+// firstAnswer sends requests over new connections from c to url, each
+// bounded by timeout, until one is answered or give-up passes, and returns
+// when that was.
+func firstAnswer(c *Host, url string, timeout time.Duration, giveUp time.Time) (time.Time, error) {
+	var err error
+	for i := 0; i < 100 && time.Now().Before(giveUp); i++ {
+		if _, err = get(c, url, timeout); err == nil {
+			return time.Now(), nil
+		}
+	}
+	return time.Time{}, err
+}
+
 // TestCluster_Takeover runs two sdnlb nodes on one PostgreSQL, both
 // controllers of one bridge: one is MASTER, writes on either are read on
 // the other, and when the leader is killed under load the other takes
-// over within 2 s while a SWITCH VIP keeps answering.
+// over within 2 s while a SWITCH VIP keeps answering, a CONTROLLER VIP
+// answers again within 3 s and no acknowledged write is lost; the killed
+// node, restarted, rejoins as a follower.
 func TestCluster_Takeover(t *testing.T) {
-	b, nodeA, nodeB, _, targetB := newClusterBed(t)
+	b, nodeA, nodeB, targetA, targetB := newClusterBed(t)
 
 	// A write on one node is read on the other within 1 s.
 	b.vip = nodeA.MustCreateVIP("web", b.sw.Addr(100), sdnlb.ProtocolTCP, vipPort, nil)
@@ -208,12 +266,24 @@ func TestCluster_Takeover(t *testing.T) {
 	for _, h := range b.members {
 		b.mems = append(b.mems, nodeB.MustCreateMember(b.pool, h.IP, memberPort))
 	}
+	// A second VIP whose connections the controller dispatches, to the
+	// same hosts on another port.
+	ctlVIP := nodeA.MustCreateVIP("ctl", b.sw.Addr(101), sdnlb.ProtocolTCP, vipPort, nil)
+	ctlPool := nodeA.MustCreatePool("ctl", ctlVIP, sdnlb.RoundRobin, sdnlb.DispatchController)
+	for i, h := range b.members {
+		h.ServeHTTP(t, memberPort+1, b.servers[i].Name)
+		nodeA.MustCreateMember(ctlPool, h.IP, memberPort+1)
+	}
 	nodeA.WaitPoolMembers(b.pool.ID, len(b.members), 10*time.Second)
+	nodeA.WaitPoolMembers(ctlPool.ID, len(b.members), 10*time.Second)
 	b.waitBuckets(t, len(b.members), 10*time.Second)
 	b.url = "http://" + net.JoinHostPort(b.vip.Address, strconv.Itoa(vipPort)) + "/"
-	spread(t, b.clients, b.url, 5) // every client knows the VIP's MAC
+	ctlURL := "http://" + net.JoinHostPort(ctlVIP.Address, strconv.Itoa(vipPort)) + "/"
+	spread(t, b.clients, b.url, 5) // every client knows the VIPs' MACs
+	spread(t, b.clients, ctlURL, 5)
 
-	// Load: every client fetches over new connections without pause.
+	// Load: every client fetches the SWITCH VIP over new connections
+	// without pause, and a writer creates objects on both nodes in turn.
 	var ok, failed atomic.Int64
 	var firstErr atomic.Value
 	ctx, stopLoad := context.WithCancel(context.Background())
@@ -232,6 +302,8 @@ func TestCluster_Takeover(t *testing.T) {
 			}
 		})
 	}
+	writer := &ackedWriter{nodes: []*sdnlbProc{nodeA, nodeB}}
+	wg.Go(func() { writer.run(ctx, 5000) })
 	defer func() { stopLoad(); wg.Wait() }()
 	time.Sleep(time.Second)
 
@@ -242,6 +314,15 @@ func TestCluster_Takeover(t *testing.T) {
 	t.Logf("takeover: b leads %v after a was killed", leaderAfter)
 	if leaderAfter > 2*time.Second {
 		t.Errorf("b led only %v after a was killed, want under 2s", leaderAfter)
+	}
+	// A new connection to the CONTROLLER VIP needs a MASTER's decision.
+	answered, err := firstAnswer(b.clients[0], ctlURL, 300*time.Millisecond, killed.Add(10*time.Second))
+	if err != nil {
+		t.Fatalf("the CONTROLLER VIP did not answer within 10s of the kill: %v", err)
+	}
+	t.Logf("takeover: the CONTROLLER VIP answers a new connection %v after a was killed", answered.Sub(killed))
+	if d := answered.Sub(killed); d > 3*time.Second {
+		t.Errorf("the CONTROLLER VIP answered again only %v after a was killed, want under 3s", d)
 	}
 	// b's own log says when it asked for MASTER; OVS's role column lags.
 	masterAfter := waitMaster(t, b.sw, targetB, 15*time.Second) + leaderAfter
@@ -261,7 +342,26 @@ func TestCluster_Takeover(t *testing.T) {
 	if d := rec.Time.Sub(killed); d > 2*time.Second {
 		t.Errorf("b took the switch over %v after a was killed, want under 2s", d)
 	}
-	time.Sleep(time.Second)
+
+	// The killed node, restarted under its id and OpenFlow address,
+	// rejoins as a follower and the switch's SLAVE, while the load runs.
+	restarted := startSDNLB(t, "--db", nodeA.DB, "--node-id", "a", "--openflow-addr", nodeA.OpenFlowAddr)
+	t.Logf("the restarted a names b the leader after %v", waitLeader(t, restarted, "b", 5*time.Second))
+	restarted.WaitSwitches(1, 20*time.Second)
+	deadline := time.Now().Add(15 * time.Second)
+	for r := roles(b.sw); r[targetA] != "slave" || r[targetB] != "master"; r = roles(b.sw) {
+		if time.Now().After(deadline) {
+			t.Fatalf("roles %v after a restarted, want a SLAVE and b MASTER", r)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if n := len(restarted.LogLines("took the lease")); n != 0 {
+		t.Errorf("the restarted a took the lease %d times", n)
+	}
+	if _, err := firstAnswer(b.clients[1], ctlURL, time.Second, time.Now().Add(5*time.Second)); err != nil {
+		t.Errorf("the CONTROLLER VIP after a rejoined: %v", err)
+	}
+
 	stopLoad()
 	wg.Wait()
 	t.Logf("load: %d requests answered (%d since the kill), %d failed, over %v", ok.Load(), ok.Load()-before, failed.Load(), time.Since(killed))
@@ -270,6 +370,13 @@ func TestCluster_Takeover(t *testing.T) {
 	}
 	if ok.Load() == before {
 		t.Fatal("no request was answered after the kill")
+	}
+	// No acknowledged write is lost, as either node reads it.
+	t.Logf("writes: %d of %d acknowledged", len(writer.acked), writer.attempts)
+	for _, p := range []*sdnlbProc{nodeB, restarted} {
+		if lost := writer.missing(t, p); len(lost) > 0 {
+			t.Fatalf("%d acknowledged writes are missing: %v", len(lost), lost)
+		}
 	}
 	// The new leader adopted the switch rather than wiping it: the group
 	// still spreads over every member.
