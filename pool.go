@@ -84,18 +84,19 @@ func (f Forwarding) Valid() bool { return slices.Contains(Forwardings, f) }
 
 // PinsMemberPort reports whether a pool that forwards with f to a VIP of
 // protocol proto needs its members on the VIP's port: DSR cannot rewrite
-// ports, NAT can, and ICMP has none.
+// ports, NAT can, and ICMP has none. An ANY VIP's connections keep the
+// port the client asked for, which a DSR member's port could not name.
 func (f Forwarding) PinsMemberPort(proto Protocol) bool {
-	return f == ForwardingDSR && proto.HasPorts()
+	return f == ForwardingDSR && proto != ProtocolICMP
 }
 
 // AllowsMemberPort reports whether a member on memberPort can serve a VIP
 // of protocol proto on vipPort when its pool forwards with f: where f pins
-// the port, only 0 (the VIP's port) and vipPort itself. The store checks
-// it on every write that changes one side of it: a member's port, a pool's
-// forwarding or VIP, a VIP's port or pool.
+// the port, only 0 (the VIP's port) and, for TCP and UDP, vipPort itself.
+// The store checks it on every write that changes one side of it: a
+// member's port, a pool's forwarding or VIP, a VIP's port or pool.
 func (f Forwarding) AllowsMemberPort(proto Protocol, vipPort, memberPort int) bool {
-	return !f.PinsMemberPort(proto) || memberPort == 0 || memberPort == vipPort
+	return !f.PinsMemberPort(proto) || memberPort == 0 || proto.HasPorts() && memberPort == vipPort
 }
 
 // Pool is a set of members that serve one VIP.
@@ -112,6 +113,11 @@ type Pool struct {
 	MonitorIDs   []string   `json:"monitor_ids"` // read-only: changed by associating monitors
 	CreatedAt    time.Time  `json:"created_at"`
 	UpdatedAt    time.Time  `json:"updated_at"`
+
+	// LBMethodUnset is true while no client has chosen the method: the
+	// pool balances by LBMethod, the default, and the Floodlight routes
+	// show it as Floodlight shows a pool whose method was never set.
+	LBMethodUnset bool `json:"-"`
 }
 
 // NewPool returns a pool with the defaults: round robin, dispatched by
@@ -152,7 +158,7 @@ func (p *Pool) Validate() error {
 		return FieldErrorf(EINVALID, "forwarding", "forwarding %q is not one of %v", p.Forwarding, Forwardings)
 	}
 	if !p.Protocol.Valid() {
-		return FieldErrorf(EINVALID, "protocol", "protocol must be TCP, UDP or ICMP, not %q", p.Protocol)
+		return FieldErrorf(EINVALID, "protocol", "protocol must be one of %v, not %q", Protocols, p.Protocol)
 	}
 	return nil
 }
@@ -167,6 +173,9 @@ type PoolUpdate struct {
 	Forwarding   *Forwarding
 	Protocol     *Protocol
 	AdminStateUp *bool
+	// UnsetLBMethod puts back the default method, as chosen by no client
+	// (a Floodlight client posting the pool again without lb_method).
+	UnsetLBMethod bool
 }
 
 // Apply writes the update onto p. A method the switch cannot pick by
@@ -175,7 +184,12 @@ func (u *PoolUpdate) Apply(p *Pool) {
 	setIf(&p.Name, u.Name)
 	setIf(&p.Description, u.Description)
 	setIf(&p.VIPID, u.VIPID)
-	setIf(&p.LBMethod, u.LBMethod)
+	if u.UnsetLBMethod {
+		p.LBMethod, p.LBMethodUnset = NewPool().LBMethod, true
+	}
+	if u.LBMethod != nil {
+		p.LBMethod, p.LBMethodUnset = *u.LBMethod, false
+	}
 	setIf(&p.Dispatch, u.Dispatch)
 	setIf(&p.Forwarding, u.Forwarding)
 	setIf(&p.Protocol, u.Protocol)

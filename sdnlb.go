@@ -12,6 +12,7 @@ package sdnlb
 
 import (
 	"context"
+	"slices"
 	"time"
 )
 
@@ -22,12 +23,17 @@ const (
 	ProtocolTCP  Protocol = "TCP"
 	ProtocolUDP  Protocol = "UDP"
 	ProtocolICMP Protocol = "ICMP"
+	// ProtocolAny serves every IP protocol to the VIP's address, on every
+	// port: Floodlight's VIP without a protocol. Like ICMP it ignores the
+	// VIP's port, and it is the only VIP on its address.
+	ProtocolAny Protocol = "ANY"
 )
 
+// Protocols lists every protocol, in documentation order.
+var Protocols = []Protocol{ProtocolTCP, ProtocolUDP, ProtocolICMP, ProtocolAny}
+
 // Valid reports whether p is a protocol sdnlb balances.
-func (p Protocol) Valid() bool {
-	return p == ProtocolTCP || p == ProtocolUDP || p == ProtocolICMP
-}
+func (p Protocol) Valid() bool { return slices.Contains(Protocols, p) }
 
 // HasPorts reports whether connections of p are told apart by L4 ports.
 func (p Protocol) HasPorts() bool { return p == ProtocolTCP || p == ProtocolUDP }

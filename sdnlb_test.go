@@ -54,6 +54,7 @@ func TestVIP_Validate(t *testing.T) {
 	}{
 		"OK":                  {func(v *sdnlb.VIP) {}, ""},
 		"OKICMPWithoutPort":   {func(v *sdnlb.VIP) { v.Protocol, v.Port = sdnlb.ProtocolICMP, 0 }, ""},
+		"OKAnyProtocol":       {func(v *sdnlb.VIP) { v.Protocol, v.Port = sdnlb.ProtocolAny, 0 }, ""},
 		"ErrAddress":          {func(v *sdnlb.VIP) { v.Address = "10.0.0.300" }, "address"},
 		"ErrAddressIPv6":      {func(v *sdnlb.VIP) { v.Address = "::1" }, "address"},
 		"ErrAddressZero":      {func(v *sdnlb.VIP) { v.Address = "0.0.0.0" }, "address"},
@@ -189,6 +190,28 @@ func TestPoolUpdate_ApplyMethodNeedsController(t *testing.T) {
 	}
 }
 
+// A method no client chose is the default, until one is chosen; an update
+// can put the default back as chosen by nobody.
+func TestPoolUpdate_ApplyUnsetLBMethod(t *testing.T) {
+	p := sdnlb.NewPool()
+	(&sdnlb.PoolUpdate{LBMethod: ptr(sdnlb.LeastBytes)}).Apply(p)
+	if p.LBMethodUnset {
+		t.Fatalf("a chosen method counts as unset")
+	}
+	(&sdnlb.PoolUpdate{UnsetLBMethod: true}).Apply(p)
+	if p.LBMethod != sdnlb.RoundRobin || !p.LBMethodUnset {
+		t.Fatalf("after UnsetLBMethod: %s, unset %v; want %s, unset", p.LBMethod, p.LBMethodUnset, sdnlb.RoundRobin)
+	}
+	(&sdnlb.PoolUpdate{Name: ptr("x")}).Apply(p)
+	if !p.LBMethodUnset {
+		t.Fatalf("an update without a method chose one")
+	}
+	(&sdnlb.PoolUpdate{LBMethod: ptr(sdnlb.RoundRobin)}).Apply(p)
+	if p.LBMethodUnset {
+		t.Fatalf("choosing the default still counts as unset")
+	}
+}
+
 func TestPoolUpdate_Apply(t *testing.T) {
 	p := sdnlb.NewPool()
 	(&sdnlb.PoolUpdate{Name: ptr("x")}).Apply(p)
@@ -214,6 +237,11 @@ func TestForwarding_AllowsMemberPort(t *testing.T) {
 		"DSROtherPort":     {sdnlb.ForwardingDSR, sdnlb.ProtocolTCP, 80, 8080, true, false},
 		"DSROtherPortUDP":  {sdnlb.ForwardingDSR, sdnlb.ProtocolUDP, 53, 5353, true, false},
 		"DSRICMPHasNoPort": {sdnlb.ForwardingDSR, sdnlb.ProtocolICMP, 0, 8080, false, true},
+		"NATAnyOtherPort":  {sdnlb.ForwardingNAT, sdnlb.ProtocolAny, 0, 8080, false, true},
+		"DSRAnyClientPort": {sdnlb.ForwardingDSR, sdnlb.ProtocolAny, 80, 0, true, true},
+		// An ANY VIP ignores its port: a member on it would be served on
+		// every other port too.
+		"DSRAnyVIPPort": {sdnlb.ForwardingDSR, sdnlb.ProtocolAny, 80, 80, true, false},
 	} {
 		t.Run(name, func(t *testing.T) {
 			if got := tc.f.PinsMemberPort(tc.proto); got != tc.pinned {

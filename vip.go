@@ -28,9 +28,10 @@ type SessionPersistence struct {
 }
 
 // VIP is a virtual address clients connect to. (Address, Protocol, Port) is
-// unique; Port is ignored for ICMP. Port 0 serves every port of the
-// address (as Floodlight does for a VIP without a port); a VIP on the
-// connection's own port takes precedence.
+// unique; Port is ignored for ICMP and ANY, and an ANY VIP is alone on its
+// address. Port 0 serves every port of the address (as Floodlight does for
+// a VIP without a port); a VIP on the connection's own port takes
+// precedence.
 type VIP struct {
 	ID                 string              `json:"id"`
 	Name               string              `json:"name"`
@@ -73,7 +74,7 @@ func (v *VIP) Validate() error {
 		return FieldErrorf(EINVALID, "address", "address: %v", err)
 	}
 	if !v.Protocol.Valid() {
-		return FieldErrorf(EINVALID, "protocol", "protocol must be TCP, UDP or ICMP, not %q", v.Protocol)
+		return FieldErrorf(EINVALID, "protocol", "protocol must be one of %v, not %q", Protocols, v.Protocol)
 	}
 	if v.Port < 0 || v.Port > 65535 {
 		return FieldErrorf(EINVALID, "port", "port must be 0-65535 (0: every port), not %d", v.Port)

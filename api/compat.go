@@ -114,6 +114,15 @@ type compatKind[T, U any] struct {
 	// prepare, when set, fills in a new object what Floodlight clients
 	// leave out and sdnlb needs.
 	prepare func(ctx context.Context, upd U, obj *T) error
+	// validate is the domain's Validate, which a replacement passes as a
+	// create does.
+	validate func(*T) error
+	// replace is the update that makes an existing object the new one a
+	// body describes (upd over the defaults, prepared): every key
+	// Floodlight knows takes the new object's value; what only sdnlb has
+	// (a pool's dispatch, a VIP's connection limit, its members and
+	// monitors) stays.
+	replace func(obj *T, upd U) U
 }
 
 // compatList answers with a page of the objects, as Floodlight's array.
@@ -174,17 +183,52 @@ func compatGet[T, U any](w http.ResponseWriter, r *http.Request, k compatKind[T,
 }
 
 // compatCreate creates the object a body describes, with the body's id or,
-// without one, a new id.
+// without one, a new id. As in Floodlight, whose resources keep objects in
+// a map by id, a body whose id names an object replaces it.
 func compatCreate[T, U any](w http.ResponseWriter, r *http.Request, k compatKind[T, U]) error {
 	req, err := decodeFlat(w, r, k.keys)
 	if err != nil {
 		return err
 	}
-	obj, err := compatNew(r.Context(), k, req)
+	obj, err := compatPut(r.Context(), k, req)
 	if err != nil {
 		return err
 	}
 	return k.write(w, r, obj)
+}
+
+// compatPutAttempts bounds how often compatPut goes between create and
+// replace while other writes create and delete the same id.
+const compatPutAttempts = 3
+
+// compatPut creates the object a Floodlight request describes or, when
+// its id is taken, replaces that object with it in one update, which
+// checks what a create checks. A replacement that finds the object gone
+// (deleted meanwhile) creates it after all.
+func compatPut[T, U any](ctx context.Context, k compatKind[T, U], req flatRequest) (*T, error) {
+	upd, err := k.read(req)
+	if err != nil {
+		return nil, err
+	}
+	id := req.str("id")
+	for range compatPutAttempts {
+		obj, err := compatFresh(ctx, k, upd, id)
+		if err != nil {
+			return nil, err
+		}
+		err = k.native.create(ctx, obj)
+		if id == nil || sdnlb.ErrorCode(err) != sdnlb.ECONFLICT || sdnlb.ErrorField(err) != "id" {
+			return obj, err
+		}
+		if err := k.validate(obj); err != nil {
+			return nil, err
+		}
+		replaced, err := k.native.update(ctx, *id, k.replace(obj, upd))
+		if sdnlb.ErrorCode(err) != sdnlb.ENOTFOUND || sdnlb.ErrorField(err) != "" {
+			return replaced, err
+		}
+	}
+	return nil, sdnlb.FieldErrorf(sdnlb.ECONFLICT, "id", "%q was created and deleted by other writes meanwhile; try again", *id)
 }
 
 // compatNew creates the object a Floodlight request describes.
@@ -193,13 +237,22 @@ func compatNew[T, U any](ctx context.Context, k compatKind[T, U], req flatReques
 	if err != nil {
 		return nil, err
 	}
-	obj := k.native.newObject(upd, req.str("id"))
+	obj, err := compatFresh(ctx, k, upd, req.str("id"))
+	if err != nil {
+		return nil, err
+	}
+	return obj, k.native.create(ctx, obj)
+}
+
+// compatFresh is the new object upd and id describe, prepared.
+func compatFresh[T, U any](ctx context.Context, k compatKind[T, U], upd U, id *string) (*T, error) {
+	obj := k.native.newObject(upd, id)
 	if k.prepare != nil {
 		if err := k.prepare(ctx, upd, obj); err != nil {
 			return nil, err
 		}
 	}
-	return obj, k.native.create(ctx, obj)
+	return obj, nil
 }
 
 // compatUpdate changes the keys a body gives of the object the path names;

@@ -183,9 +183,15 @@ func isJSONNumber(v string) bool {
 	return i == len(v)
 }
 
-// protocol reads TCP, UDP or ICMP in any case.
+// protocol reads TCP, UDP, ICMP or ANY in any case, or the IP protocol
+// numbers Floodlight shows them by (0 for any).
 func (rd *flatReader) protocol(key string) *sdnlb.Protocol {
-	return read(rd, key, "TCP, UDP or ICMP", func(v string) (sdnlb.Protocol, bool) {
+	return read(rd, key, "TCP, UDP, ICMP or ANY (6, 17, 1 or 0)", func(v string) (sdnlb.Protocol, bool) {
+		for p, number := range ipProtocolNumbers {
+			if v == number {
+				return p, true
+			}
+		}
 		p := sdnlb.Protocol(strings.ToUpper(v))
 		return p, p.Valid()
 	})
@@ -276,7 +282,10 @@ func nullIfEmpty(s string) *string {
 
 func itoa(n int) *string { return text(strconv.Itoa(n)) }
 
-var ipProtocolNumbers = map[sdnlb.Protocol]string{sdnlb.ProtocolICMP: "1", sdnlb.ProtocolTCP: "6", sdnlb.ProtocolUDP: "17"}
+// ipProtocolNumbers are the protocols as Floodlight shows them: its IP
+// protocol number, 0 for every protocol.
+var ipProtocolNumbers = map[sdnlb.Protocol]string{sdnlb.ProtocolICMP: "1", sdnlb.ProtocolTCP: "6", sdnlb.ProtocolUDP: "17",
+	sdnlb.ProtocolAny: "0"}
 
 func compatVIP(v *sdnlb.VIP) orderedObject {
 	return orderedObject{
@@ -294,9 +303,16 @@ var compatLBMethodNames = map[sdnlb.LBMethod]string{
 	sdnlb.WeightedRoundRobin: "Weighted Round-Robin",
 }
 
+// compatUnsetLBMethod is how Floodlight shows a pool whose method was
+// never set (lbMethod 0).
+const compatUnsetLBMethod = "Invalid Method"
+
 func compatPool(p *sdnlb.Pool, memberIDs []string) orderedObject {
 	method, ok := compatLBMethodNames[p.LBMethod]
-	if !ok {
+	switch {
+	case p.LBMethodUnset:
+		method = compatUnsetLBMethod
+	case !ok:
 		method = string(p.LBMethod) // a method Floodlight does not have keeps its own name
 	}
 	o := orderedObject{
@@ -304,6 +320,7 @@ func compatPool(p *sdnlb.Pool, memberIDs []string) orderedObject {
 		{"name", nullIfEmpty(p.Name)},
 		{"vipId", nullIfEmpty(p.VIPID)},
 		{"lbMethod", text(method)},
+		{"protocol", text(ipProtocolNumbers[p.Protocol])},
 	}
 	for _, id := range memberIDs {
 		o = append(o, pair{"poolMembers", text(id)})

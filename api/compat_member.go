@@ -21,7 +21,13 @@ func compatMemberUpdate(rd *flatReader) sdnlb.MemberUpdate {
 // not once per member.
 func (s *Server) compatMembers() compatKind[sdnlb.Member, sdnlb.MemberUpdate] {
 	return compatKind[sdnlb.Member, sdnlb.MemberUpdate]{native: s.members(), param: "member", keys: compatMemberKeys, parse: compatMemberUpdate,
-		render: s.compatMemberObject}
+		render: s.compatMemberObject, validate: (*sdnlb.Member).Validate, replace: replaceMember}
+}
+
+// replaceMember makes a member the one m describes, in the same pool: a
+// member does not move between pools (see sdnlb.MemberUpdate.Validate).
+func replaceMember(m *sdnlb.Member, _ sdnlb.MemberUpdate) sdnlb.MemberUpdate {
+	return sdnlb.MemberUpdate{PoolID: &m.PoolID, Address: &m.Address, Port: &m.Port, Weight: &m.Weight, AdminStateUp: &m.AdminStateUp}
 }
 
 func memberID(m *sdnlb.Member) *string { return &m.ID }
@@ -89,11 +95,12 @@ func (s *Server) handleCompatMemberList(w http.ResponseWriter, r *http.Request) 
 	return writeJSON(w, http.StatusOK, out)
 }
 
-// handleCompatMemberCreate adds a member to the pool its pool_id names.
+// handleCompatMemberCreate adds a member to the pool its pool_id names,
+// or replaces the member its id names.
 //
-//	@Summary	Create a member (Floodlight)
+//	@Summary	Create or replace a member (Floodlight)
 //	@ID			compatMemberCreate
-//	@Description	Adds a member to the pool its pool_id names.
+//	@Description	Adds a member to the pool its pool_id names, or replaces the member its id names (in the same pool).
 //	@Tags		floodlight
 //	@Accept		json
 //	@Produce	json

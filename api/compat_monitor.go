@@ -26,7 +26,15 @@ func (s *Server) compatMonitors() compatKind[sdnlb.Monitor, sdnlb.MonitorUpdate]
 		all: func(ctx context.Context, page sdnlb.Page) ([]*sdnlb.Monitor, error) {
 			return s.MonitorService.FindMonitors(ctx, sdnlb.MonitorFilter{Page: page})
 		},
-		render: func(_ context.Context, m *sdnlb.Monitor) (orderedObject, error) { return compatMonitor(m), nil }}
+		render:   func(_ context.Context, m *sdnlb.Monitor) (orderedObject, error) { return compatMonitor(m), nil },
+		validate: (*sdnlb.Monitor).Validate, replace: replaceMonitor}
+}
+
+// replaceMonitor makes a monitor the one m describes; its pools, and its
+// settings Floodlight has no key for (rise, the HTTP check), stay.
+func replaceMonitor(m *sdnlb.Monitor, _ sdnlb.MonitorUpdate) sdnlb.MonitorUpdate {
+	return sdnlb.MonitorUpdate{Name: &m.Name, Type: &m.Type, Delay: &m.Delay, Timeout: &m.Timeout, MaxRetries: &m.MaxRetries,
+		AdminStateUp: &m.AdminStateUp}
 }
 
 // compatMonitorError renames the native max_retries to Floodlight's key.
@@ -55,11 +63,12 @@ func (s *Server) handleCompatMonitorList(w http.ResponseWriter, r *http.Request)
 	return compatList(w, r, s.compatMonitors())
 }
 
-// handleCompatMonitorCreate creates a monitor.
+// handleCompatMonitorCreate creates a monitor, or replaces the monitor its
+// id names.
 //
-//	@Summary	Create a monitor (Floodlight)
+//	@Summary	Create or replace a monitor (Floodlight)
 //	@ID			compatMonitorCreate
-//	@Description	Creates a monitor.
+//	@Description	Creates a monitor, or replaces the monitor its id names; its pools stay.
 //	@Tags		floodlight
 //	@Accept		json
 //	@Produce	json

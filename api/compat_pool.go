@@ -18,7 +18,21 @@ func (s *Server) compatPools() compatKind[sdnlb.Pool, sdnlb.PoolUpdate] {
 		all: func(ctx context.Context, page sdnlb.Page) ([]*sdnlb.Pool, error) {
 			return s.PoolService.FindPools(ctx, sdnlb.PoolFilter{Page: page})
 		},
-		render: s.compatPoolObject, prepare: s.takeVIPProtocol}
+		render: s.compatPoolObject, prepare: s.prepareCompatPool, validate: (*sdnlb.Pool).Validate, replace: replacePool}
+}
+
+// prepareCompatPool records that a new pool without lb_method has the
+// default method by no client's choice, and gives it its VIP's protocol.
+func (s *Server) prepareCompatPool(ctx context.Context, upd sdnlb.PoolUpdate, p *sdnlb.Pool) error {
+	p.LBMethodUnset = upd.LBMethod == nil
+	return s.takeVIPProtocol(ctx, upd, p)
+}
+
+// replacePool makes a pool the one p describes: its VIP is the one the
+// body names, else none; its members and monitors stay.
+func replacePool(p *sdnlb.Pool, upd sdnlb.PoolUpdate) sdnlb.PoolUpdate {
+	return sdnlb.PoolUpdate{Name: &p.Name, VIPID: &p.VIPID, Protocol: &p.Protocol, LBMethod: upd.LBMethod,
+		UnsetLBMethod: upd.LBMethod == nil}
 }
 
 // takeVIPProtocol gives a new pool without a protocol its VIP's, since
@@ -57,7 +71,7 @@ func (s *Server) compatPoolObject(ctx context.Context, p *sdnlb.Pool) (orderedOb
 //	@Produce	json
 //	@Param		limit	query		int		false	"page size (1-1000)"	default(1000)
 //	@Param		after	query		string	false	"the id after which the page starts"
-//	@Success	200	{array}	object	"{id, name, vipId, lbMethod, poolMembers...}; poolMembers repeats once per member"
+//	@Success	200	{array}	object	"{id, name, vipId, lbMethod, protocol, poolMembers...}; poolMembers repeats once per member"
 //	@Header		200		{string}	Link	"<...?limit=&after=>; rel=\"next\" when more follow"
 //	@Failure	401	{object}	errorResponse	"the bearer token is missing or wrong (with --auth-reads)"
 //	@Security	Bearer
@@ -66,12 +80,13 @@ func (s *Server) handleCompatPoolList(w http.ResponseWriter, r *http.Request) er
 	return compatList(w, r, s.compatPools())
 }
 
-// handleCompatPoolCreate creates a pool. Without a protocol it takes its
-// VIP's, since sdnlb requires the two to match and Floodlight did not.
+// handleCompatPoolCreate creates a pool, or replaces the pool its id
+// names. Without a protocol it takes its VIP's, since sdnlb requires the
+// two to match and Floodlight did not.
 //
-//	@Summary	Create a pool (Floodlight)
+//	@Summary	Create or replace a pool (Floodlight)
 //	@ID			compatPoolCreate
-//	@Description	Creates a pool. Without a protocol it takes its VIP's, since sdnlb requires the two to match and Floodlight did not.
+//	@Description	Creates a pool, or replaces the pool its id names (its members and monitors stay). Without a protocol it takes its VIP's, since sdnlb requires the two to match and Floodlight did not; without lb_method it balances by ROUND_ROBIN and shows "Invalid Method".
 //	@Tags		floodlight
 //	@Accept		json
 //	@Produce	json

@@ -45,22 +45,24 @@ const (
 
 func TestCompat_FloodlightFixture(t *testing.T) {
 	store := newMemStore()
-	pool1 := `{"id":"1","name":"pool1","vipId":"1","lbMethod":"Statistics","poolMembers":"1","poolMembers":"2","poolMembers":"5","poolMembers":"6"}`
+	pool1 := `{"id":"1","name":"pool1","vipId":"1","lbMethod":"Statistics","protocol":"1","poolMembers":"1","poolMembers":"2","poolMembers":"5","poolMembers":"6"}`
 	runCompatSteps(t, store.server(), []routeCase{
 		// testCreateVip
 		{name: "CreateVIP1", method: "POST", path: "/vips/", body: fixtureVIP1, status: 200,
 			want: `{"name":"vip1","id":"1","address":"10.0.0.100","protocol":"1","port":"8"}`},
 		{name: "CreateVIP2", method: "POST", path: "/vips/", body: fixtureVIP2, status: 200,
 			want: `{"name":"vip2","id":"2","address":"10.0.0.200","protocol":"6","port":"100"}`},
-		{name: "ErrDuplicateVIP", method: "POST", path: "/vips/", body: fixtureVIP1, status: 409, code: sdnlb.ECONFLICT, field: "id"},
+		// As in Floodlight, posting an id again replaces the object.
+		{name: "VIP1PostedAgain", method: "POST", path: "/vips/", body: fixtureVIP1, status: 200,
+			want: `{"name":"vip1","id":"1","address":"10.0.0.100","protocol":"1","port":"8"}`},
 		{name: "ListVIPs", method: "GET", path: "/vips/", status: 200,
 			want: `[{"name":"vip1","id":"1","address":"10.0.0.100","protocol":"1","port":"8"},{"name":"vip2","id":"2","address":"10.0.0.200","protocol":"6","port":"100"}]`},
 
 		// testCreatePool: pool 3 names VIP 3, which does not exist.
 		{name: "CreatePool1", method: "POST", path: "/pools/", body: fixturePool1, status: 200,
-			want: `{"id":"1","name":"pool1","vipId":"1","lbMethod":"Statistics"}`},
+			want: `{"id":"1","name":"pool1","vipId":"1","lbMethod":"Statistics","protocol":"1"}`},
 		{name: "CreatePool2", method: "POST", path: "/pools/", body: fixturePool2, status: 200,
-			want: `{"id":"2","name":"pool2","vipId":"2","lbMethod":"Weighted Round-Robin"}`},
+			want: `{"id":"2","name":"pool2","vipId":"2","lbMethod":"Weighted Round-Robin","protocol":"6"}`},
 		{name: "ErrPool3VIPMissing", method: "POST", path: "/pools/", body: fixturePool3, status: 404, code: sdnlb.ENOTFOUND, field: "vip_id"},
 		{name: "ErrPool3NotStored", method: "GET", path: "/pools/3/", status: 404, code: sdnlb.ENOTFOUND},
 
@@ -80,7 +82,8 @@ func TestCompat_FloodlightFixture(t *testing.T) {
 			want: `{"id":"4","address":"10.0.0.6","port":"100","poolId":"2","vipId":"2","weight":"1","status":"Alive"}`},
 		{name: "CreateMember5", method: "POST", path: "/members/", body: fixtureMember5, status: 200},
 		{name: "CreateMember6", method: "POST", path: "/members/", body: fixtureMember6, status: 200},
-		{name: "ErrMember1Again", method: "POST", path: "/members/", body: fixtureMember1, status: 409, code: sdnlb.ECONFLICT, field: "id"},
+		{name: "Member1PostedAgain", method: "POST", path: "/members/", body: fixtureMember1, status: 200,
+			want: `{"id":"1","address":"10.0.0.3","port":"8","poolId":"1","vipId":"1","weight":"2","status":"Alive"}`},
 		{name: "GetPool1RepeatsPoolMembers", method: "GET", path: "/pools/1/", status: 200, want: "[" + pool1 + "]"},
 		{name: "GetPool1OldForm", method: "GET", path: "/pools/1", status: 200, want: "[" + pool1 + "]"},
 		{name: "Pool2Members", method: "GET", path: "/pools/2/members/", status: 200,
@@ -166,13 +169,13 @@ func TestCompat_Requests(t *testing.T) {
 		{name: "ErrUpdateMissingVIP", method: "PUT", path: "/vips/nope/", body: `{"name":"x"}`, status: 404, code: sdnlb.ENOTFOUND},
 		{name: "NoIDGetsOne", method: "POST", path: "/vips/", body: `{"protocol":"udp","address":"10.0.0.9","port":"53"}`, status: 200},
 		{name: "PoolTakesVIPProtocol", method: "POST", path: "/pools", body: `{"id":"p","vip_id":"w","lb_method":"1"}`, status: 200,
-			want: `{"id":"p","name":null,"vipId":"w","lbMethod":"Round-Robin"}`},
+			want: `{"id":"p","name":null,"vipId":"w","lbMethod":"Round-Robin","protocol":"6"}`},
 		{name: "NativeLBMethod", method: "PUT", path: "/pools/p/", body: `{"lb_method":"least_connections","name":"web"}`, status: 200,
-			want: `{"id":"p","name":"web","vipId":"w","lbMethod":"LEAST_CONNECTIONS"}`},
+			want: `{"id":"p","name":"web","vipId":"w","lbMethod":"LEAST_CONNECTIONS","protocol":"6"}`},
 		{name: "ErrBodyIDDiffers", method: "PUT", path: "/pools/p/", body: `{"id":"q"}`, status: 400, code: sdnlb.EINVALID, field: "id"},
 		{name: "ErrBadLBMethod", method: "POST", path: "/pools/", body: `{"id":"q","lb_method":"FASTEST"}`, status: 400, code: sdnlb.EINVALID, field: "lb_method"},
 		{name: "ErrBadJSONStoresNoPool", method: "POST", path: "/pools/", body: `{"id":"q",`, status: 400, code: sdnlb.EINVALID},
-		{name: "NoRandomEmptyPool", method: "GET", path: "/pools/", status: 200, want: `[{"id":"p","name":"web","vipId":"w","lbMethod":"LEAST_CONNECTIONS"}]`},
+		{name: "NoRandomEmptyPool", method: "GET", path: "/pools/", status: 200, want: `[{"id":"p","name":"web","vipId":"w","lbMethod":"LEAST_CONNECTIONS","protocol":"6"}]`},
 		{name: "ErrUnknownKey", method: "POST", path: "/vips/", body: `{"address":"10.0.0.1","port":"1","lb_method":"RR"}`, status: 400, code: sdnlb.EINVALID, field: "lb_method"},
 		{name: "ErrNested", method: "POST", path: "/vips/", body: `{"address":"10.0.0.1","port":{"n":1}}`, status: 400, code: sdnlb.EINVALID, field: "port"},
 		{name: "ErrNotObject", method: "POST", path: "/vips/", body: `["10.0.0.1"]`, status: 400, code: sdnlb.EINVALID},
@@ -267,7 +270,7 @@ func TestCompat_PoolDispatchForwarding(t *testing.T) {
 	runCompatSteps(t, srv, []routeCase{
 		{name: "CreateVIP", method: "POST", path: "/vips/", body: `{"id":"w","protocol":"tcp","address":"10.0.0.9","port":"80"}`, status: 200},
 		{name: "CreatePool", method: "POST", path: "/pools/", body: `{"id":"p","vip_id":"w"}`, status: 200,
-			want: `{"id":"p","name":null,"vipId":"w","lbMethod":"Round-Robin"}`},
+			want: `{"id":"p","name":null,"vipId":"w","lbMethod":"Invalid Method","protocol":"6"}`},
 		{name: "ErrDispatchKey", method: "POST", path: "/pools/", body: `{"id":"q","dispatch":"CONTROLLER"}`, status: 400, code: sdnlb.EINVALID, field: "dispatch"},
 		{name: "ErrForwardingKey", method: "PUT", path: "/pools/p/", body: `{"forwarding":"DSR"}`, status: 400, code: sdnlb.EINVALID, field: "forwarding"},
 	})
@@ -280,7 +283,7 @@ func TestCompat_PoolDispatchForwarding(t *testing.T) {
 	decodeBody(t, testRequest(t, ts, "PATCH", "/v1/pools/p", `{"dispatch":"CONTROLLER","forwarding":"DSR"}`), 200, &p)
 	runCompatSteps(t, srv, []routeCase{
 		{name: "UpdateKeepsThem", method: "PUT", path: "/pools/p/", body: `{"name":"web"}`, status: 200,
-			want: `{"id":"p","name":"web","vipId":"w","lbMethod":"Round-Robin"}`},
+			want: `{"id":"p","name":"web","vipId":"w","lbMethod":"Invalid Method","protocol":"6"}`},
 		{name: "ErrDSRMemberPort", method: "POST", path: "/members/", body: `{"address":"10.0.0.20","port":"8080","pool_id":"p"}`, status: 400, code: sdnlb.EINVALID, field: "port"},
 		{name: "DSRMemberOnVIPPort", method: "POST", path: "/members/", body: `{"id":"m","address":"10.0.0.20","port":"80","pool_id":"p"}`, status: 200},
 	})
@@ -288,4 +291,146 @@ func TestCompat_PoolDispatchForwarding(t *testing.T) {
 	if p.Dispatch != sdnlb.DispatchController || p.Forwarding != sdnlb.ForwardingDSR || p.Name != "web" {
 		t.Fatalf("after a Floodlight update: %+v", p)
 	}
+}
+
+// TestCompat_UnsetLBMethod: a pool created without lb_method shows
+// Floodlight's "Invalid Method" until a client chooses one, and balances
+// by ROUND_ROBIN, which /v1 shows.
+func TestCompat_UnsetLBMethod(t *testing.T) {
+	store := newMemStore()
+	srv := store.server()
+	runCompatSteps(t, srv, []routeCase{
+		{name: "CreateVIP", method: "POST", path: "/vips/", body: `{"id":"w","protocol":"tcp","address":"10.0.0.9","port":"80"}`, status: 200},
+		{name: "CreatePool", method: "POST", path: "/pools/", body: `{"id":"p","name":"web","vip_id":"w"}`, status: 200,
+			want: `{"id":"p","name":"web","vipId":"w","lbMethod":"Invalid Method","protocol":"6"}`},
+		{name: "ListShowsIt", method: "GET", path: "/pools/", status: 200,
+			want: `[{"id":"p","name":"web","vipId":"w","lbMethod":"Invalid Method","protocol":"6"}]`},
+	})
+	ts := MustServe(t, srv)
+	var p sdnlb.Pool
+	decodeBody(t, testRequest(t, ts, "GET", "/v1/pools/p", ""), 200, &p)
+	if p.LBMethod != sdnlb.RoundRobin || p.Dispatch != sdnlb.DispatchSwitch {
+		t.Fatalf("/v1 shows %s %s, want the default ROUND_ROBIN SWITCH", p.LBMethod, p.Dispatch)
+	}
+	runCompatSteps(t, srv, []routeCase{
+		{name: "ChosenRR", method: "PUT", path: "/pools/p/", body: `{"lb_method":"RR"}`, status: 200,
+			want: `{"id":"p","name":"web","vipId":"w","lbMethod":"Round-Robin","protocol":"6"}`},
+		// Posting the pool again without lb_method replaces the choice.
+		{name: "PostedAgainWithout", method: "POST", path: "/pools/", body: `{"id":"p","name":"web","vip_id":"w"}`, status: 200,
+			want: `{"id":"p","name":"web","vipId":"w","lbMethod":"Invalid Method","protocol":"6"}`},
+	})
+	decodeBody(t, testRequest(t, ts, "PATCH", "/v1/pools/p", `{"lb_method":"ROUND_ROBIN"}`), 200, &p)
+	runCompatSteps(t, srv, []routeCase{
+		{name: "ChosenThroughV1", method: "GET", path: "/pools/p/", status: 200,
+			want: `[{"id":"p","name":"web","vipId":"w","lbMethod":"Round-Robin","protocol":"6"}]`},
+	})
+	// A pool created through /v1 without a method shows its method.
+	decodeBody(t, testRequest(t, ts, "POST", "/v1/pools", `{"id":"n"}`), 201, &p)
+	runCompatSteps(t, srv, []routeCase{
+		{name: "NativePool", method: "GET", path: "/pools/n/", status: 200,
+			want: `[{"id":"n","name":null,"vipId":null,"lbMethod":"Round-Robin","protocol":"6"}]`},
+	})
+}
+
+// TestCompat_AnyProtocolVIP: a VIP created without a protocol serves every
+// protocol (ANY on /v1), shows Floodlight's "0" and is alone on its
+// address; its pool takes ANY from it.
+func TestCompat_AnyProtocolVIP(t *testing.T) {
+	store := newMemStore()
+	srv := store.server()
+	runCompatSteps(t, srv, []routeCase{
+		{name: "CreateVIP", method: "POST", path: "/vips/", body: `{"id":"all","address":"10.0.0.9","port":"80"}`, status: 200,
+			want: `{"name":null,"id":"all","address":"10.0.0.9","protocol":"0","port":"80"}`},
+		{name: "PoolTakesAny", method: "POST", path: "/pools/", body: `{"id":"p","vip_id":"all","lb_method":"RR"}`, status: 200,
+			want: `{"id":"p","name":null,"vipId":"all","lbMethod":"Round-Robin","protocol":"0"}`},
+		{name: "ErrTCPOnAnyAddress", method: "POST", path: "/vips/", body: `{"id":"web","protocol":"tcp","address":"10.0.0.9","port":"443"}`, status: 409, code: sdnlb.ECONFLICT, field: "address"},
+		{name: "ProtocolZeroIsAny", method: "POST", path: "/vips/", body: `{"id":"all2","protocol":"0","address":"10.0.0.10"}`, status: 200,
+			want: `{"name":null,"id":"all2","address":"10.0.0.10","protocol":"0","port":"0"}`},
+		{name: "ErrPoolOtherProtocol", method: "POST", path: "/pools/", body: `{"id":"q","vip_id":"all2","protocol":"tcp"}`, status: 400, code: sdnlb.EINVALID, field: "protocol"},
+		{name: "ProtocolNumber", method: "POST", path: "/vips/", body: `{"id":"udp","protocol":"17","address":"10.0.0.11","port":"53"}`, status: 200,
+			want: `{"name":null,"id":"udp","address":"10.0.0.11","protocol":"17","port":"53"}`},
+		{name: "ErrProtocolNumber", method: "POST", path: "/vips/", body: `{"protocol":"47","address":"10.0.0.12"}`, status: 400, code: sdnlb.EINVALID, field: "protocol"},
+		{name: "UpdateKeepsAny", method: "PUT", path: "/vips/all/", body: `{"name":"everything"}`, status: 200,
+			want: `{"name":"everything","id":"all","address":"10.0.0.9","protocol":"0","port":"80"}`},
+	})
+	ts := MustServe(t, srv)
+	var v sdnlb.VIP
+	decodeBody(t, testRequest(t, ts, "GET", "/v1/vips/all", ""), 200, &v)
+	if v.Protocol != sdnlb.ProtocolAny || v.PoolID != "p" {
+		t.Fatalf("/v1 shows protocol %s pool %q, want ANY p", v.Protocol, v.PoolID)
+	}
+	decodeBody(t, testRequest(t, ts, "POST", "/v1/vips", `{"id":"n","address":"10.0.0.20","protocol":"ANY"}`), 201, &v)
+	assertError(t, testRequest(t, ts, "POST", "/v1/vips", `{"address":"10.0.0.21","protocol":"GRE"}`), 400, sdnlb.EINVALID, "protocol")
+	assertError(t, testRequest(t, ts, "POST", "/v1/vips", `{"address":"10.0.0.20","protocol":"TCP","port":22}`), 409, sdnlb.ECONFLICT, "address")
+}
+
+// TestCompat_PostExistingIDReplaces: as in Floodlight, whose resources
+// keep objects in a map by id, POST of an id that exists replaces the
+// object with the body (defaults for what it leaves out), checked as a
+// create is; /v1 keeps 409.
+func TestCompat_PostExistingIDReplaces(t *testing.T) {
+	store := newMemStore()
+	srv := store.server()
+	vip := func(id, name, port string) string {
+		return `{"name":"` + name + `","id":"` + id + `","address":"10.0.0.100","protocol":"6","port":"` + port + `"}`
+	}
+	runCompatSteps(t, srv, []routeCase{
+		{name: "CreateVIP", method: "POST", path: "/vips/", body: `{"id":"1","name":"web","protocol":"tcp","address":"10.0.0.100","port":"80"}`, status: 200},
+		{name: "CreateVIP2", method: "POST", path: "/vips/", body: `{"id":"2","protocol":"tcp","address":"10.0.0.101","port":"80"}`, status: 200},
+		{name: "CreatePool", method: "POST", path: "/pools/", body: `{"id":"1","name":"pool","protocol":"tcp","lb_method":"STATISTICS","vip_id":"1"}`, status: 200},
+		{name: "CreateMember", method: "POST", path: "/members/", body: `{"id":"1","address":"10.0.0.1","port":"8080","pool_id":"1","weight":"5"}`, status: 200},
+		{name: "CreateMonitor", method: "POST", path: "/health_monitors/", body: `{"id":"1","name":"check","type":"tcp","delay":"10","timeout":"3"}`, status: 200},
+		{name: "AssociateMonitor", method: "POST", path: "/pools/1/health_monitors/", body: `{"id":"1"}`, status: 200},
+
+		// A refused replacement changes nothing.
+		{name: "ErrVIPBadPort", method: "POST", path: "/vips/", body: `{"id":"1","protocol":"tcp","address":"10.0.0.100","port":"70000"}`, status: 400, code: sdnlb.EINVALID, field: "port"},
+		{name: "ErrVIPNoAddress", method: "POST", path: "/vips/", body: `{"id":"1","protocol":"tcp","port":"80"}`, status: 400, code: sdnlb.EINVALID, field: "address"},
+		{name: "ErrVIPOtherAddressTaken", method: "POST", path: "/vips/", body: `{"id":"1","protocol":"tcp","address":"10.0.0.101","port":"80"}`, status: 409, code: sdnlb.ECONFLICT, field: "address"},
+		{name: "VIPUnchanged", method: "GET", path: "/vips/1/", status: 200, want: "[" + vip("1", "web", "80") + "]"},
+		{name: "ErrMemberMoves", method: "POST", path: "/members/", body: `{"id":"1","address":"10.0.0.1","pool_id":"2"}`, status: 400, code: sdnlb.EINVALID, field: "pool_id"},
+		{name: "ErrMemberNoPool", method: "POST", path: "/members/", body: `{"id":"1","address":"10.0.0.1"}`, status: 400, code: sdnlb.EINVALID, field: "pool_id"},
+		{name: "Pool9OnVIP2", method: "POST", path: "/pools/", body: `{"id":"9","vip_id":"2"}`, status: 200},
+		{name: "ErrPoolOntoVIPWithPool", method: "POST", path: "/pools/", body: `{"id":"1","vip_id":"2"}`, status: 409, code: sdnlb.ECONFLICT, field: "vip_id"},
+
+		// An edited setup script run again: every key it sends replaces,
+		// every key it leaves out takes its default.
+		{name: "VIPReplaced", method: "POST", path: "/vips/", body: `{"id":"1","name":"www","protocol":"tcp","address":"10.0.0.100","port":"8080"}`, status: 200,
+			want: vip("1", "www", "8080")},
+		// The VIP's pool is the one its body names, as in Floodlight: none.
+		{name: "PoolUnlinkedByVIP", method: "GET", path: "/pools/1/", status: 200, check: func(t *testing.T, resp response) {
+			if !strings.Contains(string(resp.Body), `"vipId":null`) {
+				t.Errorf("pool 1 still serves VIP 1: %s", resp.Body)
+			}
+		}},
+		// A VIP that names a free pool takes it, and its previous pool is
+		// released; a pool that serves another VIP is refused, as on create.
+		{name: "VIP2TakesPool1", method: "POST", path: "/vips/", body: `{"id":"2","protocol":"tcp","address":"10.0.0.101","port":"80","pool_id":"1"}`, status: 200},
+		{name: "Pool9Released", method: "GET", path: "/pools/9/", status: 200, check: func(t *testing.T, resp response) {
+			if !strings.Contains(string(resp.Body), `"vipId":null`) {
+				t.Errorf("pool 9 still serves VIP 2: %s", resp.Body)
+			}
+		}},
+		{name: "ErrVIP1TakesPoolOfVIP2", method: "POST", path: "/vips/", body: `{"id":"1","protocol":"tcp","address":"10.0.0.100","port":"80","pool_id":"1"}`, status: 409, code: sdnlb.ECONFLICT, field: "pool_id"},
+		// A pool's body names its VIP: posted again it moves there.
+		{name: "PoolReplacedMovesToVIP1", method: "POST", path: "/pools/", body: `{"id":"1","name":"pool","vip_id":"1"}`, status: 200,
+			want: `{"id":"1","name":"pool","vipId":"1","lbMethod":"Invalid Method","protocol":"6","poolMembers":"1"}`},
+		{name: "VIP2WithoutPool", method: "GET", path: "/pools/?limit=1000", status: 200, check: func(t *testing.T, resp response) {
+			if strings.Contains(string(resp.Body), `"vipId":"2"`) {
+				t.Errorf("a pool still serves VIP 2: %s", resp.Body)
+			}
+		}},
+		{name: "MemberReplaced", method: "POST", path: "/members/", body: `{"id":"1","address":"10.0.0.2","pool_id":"1"}`, status: 200,
+			want: `{"id":"1","address":"10.0.0.2","port":"0","poolId":"1","vipId":"1","weight":"1","status":"Alive"}`},
+		{name: "MonitorReplacedKeepsPools", method: "POST", path: "/health_monitors/", body: `{"id":"1","name":"ping","type":"icmp"}`, status: 200,
+			want: `{"id":"1","address":null,"name":"ping","type":"1","poolId":"1"}`},
+		{name: "PutOnCollectionReplacesToo", method: "PUT", path: "/vips", body: `{"id":"1","protocol":"tcp","address":"10.0.0.100","port":"81"}`, status: 200,
+			want: `{"name":null,"id":"1","address":"10.0.0.100","protocol":"6","port":"81"}`},
+	})
+	ts := MustServe(t, srv)
+	var m sdnlb.Monitor
+	decodeBody(t, testRequest(t, ts, "GET", "/v1/monitors/1", ""), 200, &m)
+	if m.Type != sdnlb.MonitorPING || m.Delay != sdnlb.NewMonitor().Delay {
+		t.Errorf("replaced monitor %s delay %v, want PING with the default delay", m.Type, m.Delay)
+	}
+	assertError(t, testRequest(t, ts, "POST", "/v1/vips", `{"id":"1","address":"10.0.0.102","protocol":"TCP","port":80}`), 409, sdnlb.ECONFLICT, "id")
 }

@@ -20,7 +20,24 @@ func (s *Server) compatVIPs() compatKind[sdnlb.VIP, sdnlb.VIPUpdate] {
 		all: func(ctx context.Context, page sdnlb.Page) ([]*sdnlb.VIP, error) {
 			return s.VIPService.FindVIPs(ctx, sdnlb.VIPFilter{Page: page})
 		},
-		render: func(_ context.Context, v *sdnlb.VIP) (orderedObject, error) { return compatVIP(v), nil }}
+		render:  func(_ context.Context, v *sdnlb.VIP) (orderedObject, error) { return compatVIP(v), nil },
+		prepare: anyProtocolByDefault, validate: (*sdnlb.VIP).Validate, replace: replaceVIP}
+}
+
+// anyProtocolByDefault gives a new VIP without a protocol every protocol:
+// Floodlight's VIP protocol 0 balances all traffic to the address.
+func anyProtocolByDefault(_ context.Context, upd sdnlb.VIPUpdate, v *sdnlb.VIP) error {
+	if upd.Protocol == nil {
+		v.Protocol = sdnlb.ProtocolAny
+	}
+	return nil
+}
+
+// replaceVIP makes a VIP the one v describes. Its pool is the one the body
+// names, else none, as Floodlight's VIP posted again has the pools its
+// body lists: the pool stays, unlinked, until it is posted again.
+func replaceVIP(v *sdnlb.VIP, _ sdnlb.VIPUpdate) sdnlb.VIPUpdate {
+	return sdnlb.VIPUpdate{Name: &v.Name, Address: &v.Address, Protocol: &v.Protocol, Port: &v.Port, PoolID: &v.PoolID}
 }
 
 // handleCompatVIPList lists every VIP.
@@ -41,11 +58,12 @@ func (s *Server) handleCompatVIPList(w http.ResponseWriter, r *http.Request) err
 	return compatList(w, r, s.compatVIPs())
 }
 
-// handleCompatVIPCreate creates a VIP from a flat Floodlight object.
+// handleCompatVIPCreate creates a VIP from a flat Floodlight object, or
+// replaces the VIP its id names.
 //
-//	@Summary	Create a VIP (Floodlight)
+//	@Summary	Create or replace a VIP (Floodlight)
 //	@ID			compatVIPCreate
-//	@Description	Creates a VIP from a flat Floodlight object.
+//	@Description	Creates a VIP from a flat Floodlight object, or replaces the VIP its id names. Without a protocol it serves every protocol (ANY, shown as "0").
 //	@Tags		floodlight
 //	@Accept		json
 //	@Produce	json

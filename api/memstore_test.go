@@ -228,6 +228,9 @@ func (s *memStore) checkVIP(v *sdnlb.VIP) error {
 		if o.ID != v.ID && o.Address == v.Address && o.Protocol == v.Protocol && (!v.Protocol.HasPorts() || o.Port == v.Port) {
 			return sdnlb.FieldErrorf(sdnlb.ECONFLICT, "address", "VIP %s has the same address, protocol and port", o.ID)
 		}
+		if o.ID != v.ID && o.Address == v.Address && (o.Protocol == sdnlb.ProtocolAny || v.Protocol == sdnlb.ProtocolAny) {
+			return sdnlb.FieldErrorf(sdnlb.ECONFLICT, "address", "VIP %s shares the address, and an ANY VIP is alone on it", o.ID)
+		}
 	}
 	if v.PoolID != "" {
 		p, ok := s.pools.rows[v.PoolID]

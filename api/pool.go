@@ -20,7 +20,7 @@ type poolRequest struct {
 	LBMethod     *sdnlb.LBMethod   `json:"lb_method" example:"ROUND_ROBIN" enums:"ROUND_ROBIN,WEIGHTED_ROUND_ROBIN,LEAST_CONNECTIONS,WEIGHTED_LEAST_CONNECTIONS,RANDOM,LEAST_BYTES,SOURCE_IP,CONSISTENT_HASH,ADAPTIVE"`
 	Dispatch     *sdnlb.Dispatch   `json:"dispatch" enums:"SWITCH,CONTROLLER" example:"SWITCH"`    // SWITCH: the switch picks the member from a select group (ROUND_ROBIN, WEIGHTED_ROUND_ROBIN, RANDOM, CONSISTENT_HASH; the default for them); CONTROLLER: the controller picks per connection (the default for the other methods)
 	Forwarding   *sdnlb.Forwarding `json:"forwarding" enums:"NAT,DSR" default:"NAT" example:"NAT"` // NAT: addresses and ports rewritten both ways; DSR: only the destination MAC, members reply directly and must use port 0 or the VIP's
-	Protocol     *sdnlb.Protocol   `json:"protocol" enums:"TCP,UDP,ICMP" example:"TCP"`
+	Protocol     *sdnlb.Protocol   `json:"protocol" enums:"TCP,UDP,ICMP,ANY" example:"TCP"`
 	AdminStateUp *bool             `json:"admin_state_up" example:"true"`
 
 	MonitorIDs readOnly `json:"monitor_ids" swaggerignore:"true"`

@@ -18,7 +18,7 @@ type vipRequest struct {
 	Name               *string             `json:"name" example:"web"`
 	Description        *string             `json:"description"`
 	Address            *string             `json:"address" example:"10.0.0.100"`
-	Protocol           *sdnlb.Protocol     `json:"protocol" enums:"TCP,UDP,ICMP" example:"TCP"`
+	Protocol           *sdnlb.Protocol     `json:"protocol" enums:"TCP,UDP,ICMP,ANY" example:"TCP"`
 	Port               *int                `json:"port" example:"80"` // 0: every port
 	PoolID             *string             `json:"pool_id"`
 	ConnectionLimit    *int                `json:"connection_limit" example:"-1"`

@@ -265,7 +265,7 @@ func (dp *dataplane) connectionOf(snap *snapshot, cat category, f *ofp.FlowStats
 	}
 	for _, m := range v.pool.members {
 		if port := effectivePort(m, v); m.ip == memberIP && m.status != sdnlb.MemberDown &&
-			(key.proto == protoICMP || port == 0 || port == memberPort) { // 0: every port
+			(!hasPorts(key.proto) || port == 0 || port == memberPort) { // 0: every port
 			return v, m
 		}
 	}
@@ -306,7 +306,7 @@ func matchedVIP(m *ofp.Match) vipKey {
 	if dst, ok := m.Get(ofp.OXMIPv4Dst); ok {
 		k.ip = ipUint(dst.IPv4())
 	}
-	if k.proto != protoICMP {
+	if hasPorts(k.proto) {
 		if p, ok := m.Get(l4DstField(k.proto)); ok {
 			k.port = uint16(p.Uint())
 		}

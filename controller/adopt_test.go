@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/gopacket/gopacket/layers"
+
 	"github.com/sdnlb/sdnlb"
 	"github.com/sdnlb/sdnlb/controller/ofp"
 )
@@ -67,6 +69,34 @@ func TestAdopt_KeepsWhatIsWanted(t *testing.T) {
 	}
 	if active != 1 || d.snap.vipByID["v1"].cnt.active.Load() != 1 {
 		t.Errorf("%d active connections on the members after the restart, want 1", active)
+	}
+}
+
+// The connections of a VIP of every protocol, TCP to another port than
+// its members' and GRE by address, survive a restart as they are.
+func TestAdopt_KeepsAnyProtocolConnections(t *testing.T) {
+	d := newDecision(t, anyConfig(nil))
+	d.teach(1, 2, 3)
+	syn443 := tcpFrame(t, tcpSeg{srcMAC: clientMAC, dstMAC: vipMAC, src: clientIP, dst: "10.0.0.100", sport: 40000, dport: 443, syn: true})
+	gre := ipFrame(t, layers.IPProtocolGRE, clientMAC, vipMAC, clientIP, "10.0.0.100", 0)
+	d.packetIn(clientOF, syn443)
+	d.packetIn(clientOF, gre)
+	tcpBefore, greBefore := d.forward(clientOF, syn443), d.forward(clientOF, gre)
+
+	got := d.restart(anyConfig(nil), 2)
+	for _, l := range flowModLines(got) {
+		if !strings.HasPrefix(l, "flow_mod cookie=") {
+			t.Errorf("a restart deleted %s", l)
+		}
+	}
+	if after := d.forward(clientOF, syn443); after != tcpBefore {
+		t.Errorf("the TCP connection went %s, before the restart %s", after, tcpBefore)
+	}
+	if after := d.forward(clientOF, gre); after != greBefore {
+		t.Errorf("the GRE connection went %s, before the restart %s", after, greBefore)
+	}
+	if n := d.snap.vipByID["v1"].cnt.active.Load(); n != 2 {
+		t.Errorf("%d active connections on the VIP after the restart, want 2", n)
 	}
 }
 

@@ -840,3 +840,103 @@ func TestDataplane_EveryPortVIP(t *testing.T) {
 		}
 	}
 }
+
+// A connection to a VIP on every port whose member's MAC is not known yet
+// waits for the member's ARP reply like any other, and is then set up.
+func TestDataplane_EveryPortVIPHeldSetup(t *testing.T) {
+	d := newDecision(t, testConfig(func(c *sdnlb.Config) {
+		c.VIPs[0].Port = 0
+		c.Members = c.Members[:1]
+	}))
+	frame := tcpFrame(t, tcpSeg{srcMAC: clientMAC, dstMAC: vipMAC, src: clientIP, dst: "10.0.0.100", sport: 40000, dport: 8443, syn: true, seq: 1000})
+	d.packetIn(clientOF, frame) // held, waiting for the member's ARP reply
+	d.packetIn(1, arpFrame(t, 2, memberMAC(1), vipMAC, "10.0.0.1", "10.0.0.100", vipMAC))
+	if got := d.forward(clientOF, frame); !strings.HasPrefix(got, "output:1 tcp 10.0.1.5:40000 > 10.0.0.1:8080 ") {
+		t.Errorf("after the member answered, the connection goes %s, want member 1", got)
+	}
+	if n := d.snap.members["m1"].cnt.active.Load(); n != 1 {
+		t.Errorf("member m1 has %d active connections, want 1", n)
+	}
+}
+
+// anyConfig is testConfig with its VIP and pool of every IP protocol.
+func anyConfig(edit func(*sdnlb.Config)) *sdnlb.Config {
+	return testConfig(func(c *sdnlb.Config) {
+		c.VIPs[0].Protocol, c.Pools[0].Protocol = sdnlb.ProtocolAny, sdnlb.ProtocolAny
+		if edit != nil {
+			edit(c)
+		}
+	})
+}
+
+// ipFrame is an IPv4 packet of proto between two hosts, with payload
+// after the IP header (an ICMP echo of id 1 for ICMP).
+func ipFrame(tb testing.TB, proto layers.IPProtocol, srcMAC, dstMAC, src, dst string, icmpType uint8) []byte {
+	tb.Helper()
+	eth := &layers.Ethernet{SrcMAC: mustMAC(tb, srcMAC), DstMAC: mustMAC(tb, dstMAC), EthernetType: layers.EthernetTypeIPv4}
+	ip := &layers.IPv4{Version: 4, TTL: 64, Protocol: proto, SrcIP: net.ParseIP(src).To4(), DstIP: net.ParseIP(dst).To4()}
+	if proto == layers.IPProtocolICMPv4 {
+		icmp := &layers.ICMPv4{TypeCode: layers.CreateICMPv4TypeCode(icmpType, 0), Id: 1, Seq: 1}
+		return serialize(tb, eth, ip, icmp, gopacket.Payload("ping"))
+	}
+	return serialize(tb, eth, ip, gopacket.Payload("payload of another protocol"))
+}
+
+// A VIP of every protocol (Floodlight's protocol 0) takes TCP and UDP on
+// every port, ICMP echo and any other IP protocol to its address, each
+// connection to a member, and the member's answers come back from the
+// VIP.
+func TestDataplane_AnyProtocolVIP(t *testing.T) {
+	d := newDecision(t, anyConfig(nil))
+	d.teach(1, 2, 3)
+	for _, tc := range []struct {
+		name          string
+		toVIP, answer []byte
+		viaMember     string // what the client's packet becomes
+		back          string // what the member's answer becomes
+	}{
+		{"TCP",
+			tcpFrame(t, tcpSeg{srcMAC: clientMAC, dstMAC: vipMAC, src: clientIP, dst: "10.0.0.100", sport: 40000, dport: 443, syn: true}),
+			tcpFrame(t, tcpSeg{srcMAC: memberMAC(1), dstMAC: clientMAC, src: "10.0.0.1", dst: clientIP, sport: 8080, dport: 40000, syn: true, ack: true}),
+			"output:1 tcp 10.0.1.5:40000 > 10.0.0.1:8080 ", "output:10 tcp 10.0.0.100:443 > 10.0.1.5:40000 "},
+		{"UDP",
+			udpFrame(t, clientMAC, vipMAC, clientIP, "10.0.0.100", 40001, 53),
+			udpFrame(t, memberMAC(2), clientMAC, "10.0.0.2", clientIP, 8080, 40001),
+			"output:2 udp 10.0.1.5:40001 > 10.0.0.2:8080 ", "output:10 udp 10.0.0.100:53 > 10.0.1.5:40001 "},
+		{"ICMP",
+			ipFrame(t, layers.IPProtocolICMPv4, clientMAC, vipMAC, clientIP, "10.0.0.100", layers.ICMPv4TypeEchoRequest),
+			ipFrame(t, layers.IPProtocolICMPv4, memberMAC(3), clientMAC, "10.0.0.3", clientIP, layers.ICMPv4TypeEchoReply),
+			"output:3 icmp 10.0.1.5 > 10.0.0.3 type=8", "output:10 icmp 10.0.0.100 > 10.0.1.5 type=0"},
+		{"GRE",
+			ipFrame(t, layers.IPProtocolGRE, clientMAC, vipMAC, clientIP, "10.0.0.100", 0),
+			ipFrame(t, layers.IPProtocolGRE, memberMAC(1), clientMAC, "10.0.0.1", clientIP, 0),
+			"output:1 ip proto=47 10.0.1.5 > 10.0.0.1 ", "output:10 ip proto=47 10.0.0.100 > 10.0.1.5 "},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := d.forward(clientOF, tc.toVIP); got != "CONTROLLER" {
+				t.Fatalf("the first packet went %s, want CONTROLLER", got)
+			}
+			d.packetIn(clientOF, tc.toVIP)
+			if got := d.forward(clientOF, tc.toVIP); !strings.HasPrefix(got, tc.viaMember) {
+				t.Errorf("the connection goes %s, want %s…", got, tc.viaMember)
+			}
+			inPort := uint32(tc.answer[11]) // the member's number ends its MAC
+			if got := d.forward(inPort, tc.answer); !strings.HasPrefix(got, tc.back) {
+				t.Errorf("the member's answer goes %s, want %s…", got, tc.back)
+			}
+		})
+	}
+
+	t.Run("OtherICMPIgnored", func(t *testing.T) {
+		unreachable := ipFrame(t, layers.IPProtocolICMPv4, clientMAC, vipMAC, clientIP, "10.0.0.100", layers.ICMPv4TypeDestinationUnreachable)
+		assertSent(t, d.packetIn(clientOF, unreachable))
+	})
+	// A VIP changed to one protocol drops the connections of the others.
+	t.Run("NarrowedToTCP", func(t *testing.T) {
+		d.configure(testConfig(func(c *sdnlb.Config) { c.VIPs[0].Port = 0 }))
+		gre := ipFrame(t, layers.IPProtocolGRE, clientMAC, vipMAC, clientIP, "10.0.0.100", 0)
+		if got := d.forward(clientOF, gre); got != "drop" {
+			t.Errorf("GRE to a TCP VIP goes %s, want drop", got)
+		}
+	})
+}

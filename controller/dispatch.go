@@ -237,7 +237,7 @@ func (dp *dataplane) resetToDownMember(p *packetIn, memberNum uint32, out *outbo
 		return false
 	}
 	pool := p.snap.pools[m.poolID]
-	if pool == nil || pool.vip == nil || pool.vip.proto != protoTCP {
+	if pool == nil || pool.vip == nil || !pool.vip.carries(protoTCP) {
 		return false
 	}
 	v := pool.vip
@@ -260,9 +260,12 @@ func (dp *dataplane) resetToDownMember(p *packetIn, memberNum uint32, out *outbo
 func trackedFlows(v *vipState) []ofp.FlowMod {
 	cookie := makeCookie(catDispatch, v.num, 0)
 	forward := []ofp.OXM{ofp.MatchEthType(ethTypeIPv4),
-		ofp.MatchCTState(ofp.CTStateTrk|ofp.CTStateEst, ofp.CTStateTrk|ofp.CTStateEst|ofp.CTStateRpl|ofp.CTStateInv),
-		ofp.MatchCTNwProto(v.proto), ofp.MatchCTNwDst(v.ip)}
-	if v.proto != protoICMP && v.port != 0 {
+		ofp.MatchCTState(ofp.CTStateTrk|ofp.CTStateEst, ofp.CTStateTrk|ofp.CTStateEst|ofp.CTStateRpl|ofp.CTStateInv)}
+	if v.proto != protoAny {
+		forward = append(forward, ofp.MatchCTNwProto(v.proto))
+	}
+	forward = append(forward, ofp.MatchCTNwDst(v.ip))
+	if hasPorts(v.proto) && v.port != 0 {
 		forward = append(forward, ofp.MatchCTTpDst(v.port))
 	}
 	reply := append([]ofp.OXM{ofp.MatchCTState(ofp.CTStateTrk|ofp.CTStateEst|ofp.CTStateRpl,

@@ -185,6 +185,44 @@ func TestDispatch_DSR(t *testing.T) {
 	}
 }
 
+// A VIP of every protocol is dispatched by the switch on its address
+// alone: with NAT every IP protocol goes through the connection tracker,
+// which translates it to the member (TCP and UDP to the member's port) and
+// back; with DSR its group rewrites the MAC of whatever comes.
+func TestDispatch_AnyProtocolVIP(t *testing.T) {
+	toAny := func(c *sdnlb.Config) { c.VIPs[0].Protocol, c.Pools[0].Protocol = sdnlb.ProtocolAny, sdnlb.ProtocolAny }
+	t.Run("NAT", func(t *testing.T) {
+		d := newSwitchDecision(t, testConfig(nil))
+		got := d.configure(switchConfig(sdnlb.ForwardingNAT, toAny))
+		assertSends(t, got,
+			"flow_mod cookie=0x5d05000001000000, priority=500, ip,nw_dst=10.0.0.100 actions=ct(table=1,zone=93,nat)",
+			"flow_mod cookie=0x5d05000001000000, table=1, priority=300, ct_state=+new-inv+trk,ip,nw_dst=10.0.0.100 actions=CONTROLLER:65535",
+			"flow_mod cookie=0x5d05000001000000, table=1, priority=200, ct_state=+est-rpl-inv+trk,ct_nw_dst=10.0.0.100,ip actions=goto_table:2",
+			"flow_mod cookie=0x5d05000001000000, table=1, priority=200, ct_state=+est+rpl-inv+trk,ip,nw_src=10.0.0.100 actions=set_field:02:00:00:00:01:00->eth_src,goto_table:9",
+			"flow_mod cookie=0x5d05000001000000, table=1, priority=100, ct_state=+inv+trk,ip,nw_dst=10.0.0.100 actions=drop",
+			"flow_mod cookie=0x5d04000001000001, priority=900, ip,nw_src=10.0.0.1 actions=ct(table=1,zone=93,nat)",
+		)
+		for _, l := range got {
+			if strings.Contains(l, "tcp") || strings.Contains(l, "tp_") {
+				t.Errorf("a flow of a VIP of every protocol names one: %s", l)
+			}
+		}
+		got = d.learnMember(1)
+		assertSends(t, got,
+			"flow_mod cookie=0x5d05000001000000, table=1, priority=300, ct_state=+new-inv+trk,ip,nw_dst=10.0.0.100 actions=group:1",
+		)
+		if s := d.bucketShares(1, natTo(1)); s[0] != groupSlots {
+			t.Errorf("member 1 has %d buckets, want all", s[0])
+		}
+	})
+	t.Run("DSR", func(t *testing.T) {
+		d := newSwitchDecision(t, switchConfig(sdnlb.ForwardingDSR, toAny))
+		assertSends(t, d.learnMember(2),
+			"flow_mod cookie=0x5d05000001000000, priority=500, ip,nw_dst=10.0.0.100 actions=group:1",
+		)
+	})
+}
+
 // A switch without select groups gets the controller's dispatch for a
 // SWITCH pool: punts, and member replies to the controller.
 func TestDispatch_SwitchWithoutGroups(t *testing.T) {

@@ -68,6 +68,9 @@ const (
 	protoICMP uint8 = 1
 	protoTCP  uint8 = 6
 	protoUDP  uint8 = 17
+	// protoAny is a VIP of every IP protocol (sdnlb.ProtocolAny): its
+	// flows match no ip_proto.
+	protoAny uint8 = 0
 
 	arpRequest uint16 = 1
 	arpReply   uint16 = 2
@@ -224,8 +227,12 @@ func memberReplyFlow(m replyMatch, o replyOwner, groups bool) ofp.FlowMod {
 
 // serviceMatch matches IPv4 packets of proto with address and port (by
 // l4: l4Dst or l4Src), which say which side of the packet the service is
-// on; port 0 is every port, and ICMP services match icmpType instead.
+// on; port 0 is every port, ICMP services match icmpType instead, and
+// protoAny matches the address alone.
 func serviceMatch(proto uint8, address ofp.OXM, l4 func(uint8, uint16) ofp.OXM, port uint16, icmpType uint8) []ofp.OXM {
+	if proto == protoAny {
+		return []ofp.OXM{ofp.MatchEthType(ethTypeIPv4), address}
+	}
 	match := []ofp.OXM{ofp.MatchEthType(ethTypeIPv4), ofp.MatchIPProto(proto), address}
 	switch {
 	case proto == protoICMP:
@@ -235,6 +242,10 @@ func serviceMatch(proto uint8, address ofp.OXM, l4 func(uint8, uint16) ofp.OXM, 
 	}
 	return append(match, l4(proto, port))
 }
+
+// hasPorts reports whether connections of proto are told apart by L4
+// ports.
+func hasPorts(proto uint8) bool { return proto == protoTCP || proto == protoUDP }
 
 // deleteMemberReplyFlow removes the reply punt installed for a member.
 func deleteMemberReplyFlow(memberNum uint32) ofp.FlowMod {
@@ -250,11 +261,13 @@ func l2Flow(mac [6]byte, port uint32) ofp.FlowMod {
 }
 
 // connection is one client connection to a VIP, bound to a member, with
-// everything its flows need.
+// everything its flows need. An ICMP connection is a client's echo
+// requests; one of another protocol without ports (to an ANY VIP) is all
+// the client's packets of that protocol.
 type connection struct {
-	proto                           uint8
+	proto                           uint8 // the packets', never protoAny
 	clientIP, vipIP, memberIP       [4]byte
-	clientPort, vipPort, memberPort uint16 // unused for ICMP
+	clientPort, vipPort, memberPort uint16 // TCP and UDP
 	clientOFPort, memberOFPort      uint32
 	vipMAC, memberMAC               [6]byte
 	vipNum, memberNum               uint32
@@ -353,9 +366,9 @@ func (f *connFlows) fillDirection(d int, c *connection, nd natDirection) {
 		match = append(match, ofp.MatchTCPSrc(nd.srcPort), ofp.MatchTCPDst(nd.dstPort))
 	case protoUDP:
 		match = append(match, ofp.MatchUDPSrc(nd.srcPort), ofp.MatchUDPDst(nd.dstPort))
-	default:
+	case protoICMP:
 		match = append(match, ofp.MatchICMPv4Type(nd.icmpType))
-	}
+	} // other protocols: the addresses alone
 	f.outs[d] = ofp.ActionOutput{Port: nd.outPort}
 	if c.memberOFPort == c.clientOFPort {
 		f.oxms[d][0] = ofp.MatchInPort(c.clientOFPort)
@@ -367,7 +380,7 @@ func (f *connFlows) fillDirection(d int, c *connection, nd natDirection) {
 	switch {
 	case c.dsr:
 		n = 1
-	case c.proto == protoTCP || c.proto == protoUDP:
+	case hasPorts(c.proto):
 		n = 3
 	}
 	for i := range n {

@@ -39,6 +39,7 @@ type recentSetup struct {
 type connKey struct {
 	clientIP   uint32
 	clientPort uint16
+	proto      uint8 // an ANY VIP's connections differ by protocol too
 	vipNum     uint32
 }
 
@@ -49,7 +50,7 @@ func (k connKey) set() int {
 }
 
 func (c *connection) key() connKey {
-	return connKey{clientIP: ipUint(c.clientIP), clientPort: c.clientPort, vipNum: c.vipNum}
+	return connKey{clientIP: ipUint(c.clientIP), clientPort: c.clientPort, proto: c.proto, vipNum: c.vipNum}
 }
 
 // recentReply is a recent setup found by its member → client direction.
@@ -64,7 +65,7 @@ type recentReply struct {
 // later setup wins the slot, as a client port is rarely reused that fast.
 type replyKey struct {
 	memberIP, clientIP     uint32
-	memberPort, clientPort uint16 // 0 for ICMP
+	memberPort, clientPort uint16 // TCP and UDP
 	proto                  uint8
 }
 
@@ -99,7 +100,7 @@ func (r *recentCache) reply(k replyKey) *recentReply {
 
 func (c *connection) replyKey() replyKey {
 	k := replyKey{memberIP: ipUint(c.memberIP), clientIP: ipUint(c.clientIP), proto: c.proto}
-	if c.proto != protoICMP {
+	if hasPorts(c.proto) {
 		k.memberPort, k.clientPort = c.memberPort, c.clientPort
 	}
 	return k
@@ -156,9 +157,9 @@ func (dp *dataplane) forwardReply(p *packetIn, out *outbox) bool {
 	case k.proto == protoUDP && p.hasUDP:
 		k.memberPort, k.clientPort = uint16(p.udp.SrcPort), uint16(p.udp.DstPort)
 	case k.proto == protoICMP && p.hasICMP && p.icmp.TypeCode.Type() == icmpEchoReply:
-	default:
+	case hasPorts(k.proto) || k.proto == protoICMP:
 		return false
-	}
+	} // other protocols, of an ANY VIP: the addresses alone
 	r := dp.recent.reply(k)
 	if r.key != k || p.now.UnixNano()-r.at >= recentWindow {
 		return false

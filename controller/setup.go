@@ -34,7 +34,9 @@ const (
 var refusalNames = [numRefusals]string{"limit", "no_member", "no_flow"}
 
 // handleVIPPacket handles IPv4 to a VIP address: the first packet of a new
-// connection, or a packet that has no flow (anymore).
+// connection, or a packet that has no flow (anymore). Of ICMP only echo
+// requests start connections; an ANY VIP takes other IP protocols too, by
+// their addresses.
 func (dp *dataplane) handleVIPPacket(p *packetIn, out *outbox) {
 	proto := uint8(p.ip4.Protocol)
 	var sport, dport uint16
@@ -44,8 +46,8 @@ func (dp *dataplane) handleVIPPacket(p *packetIn, out *outbox) {
 	case proto == protoUDP && p.hasUDP:
 		sport, dport = uint16(p.udp.SrcPort), uint16(p.udp.DstPort)
 	case proto == protoICMP && p.hasICMP && p.icmp.TypeCode.Type() == icmpEchoRequest:
-	default:
-		return
+	case hasPorts(proto) || proto == protoICMP:
+		return // truncated, or not an echo request
 	}
 	vipIP := ip4(p.ip4.DstIP)
 	v := p.snap.vip(vipKey{ip: ipUint(vipIP), port: dport, proto: proto})
@@ -120,7 +122,7 @@ func (dp *dataplane) pick(now time.Time, pool *poolState, v *vipState, key connK
 			}
 		}
 	}
-	i, ok := pool.sched.Pick(sched.Key{ClientIP: key.clientIP, ClientPort: key.clientPort, Proto: v.proto})
+	i, ok := pool.sched.Pick(sched.Key{ClientIP: key.clientIP, ClientPort: key.clientPort, Proto: key.proto})
 	if !ok || i < 0 || i >= len(pool.rotation) {
 		i = 0 // the scheduler was built from this rotation; stay safe anyway
 	}
@@ -199,7 +201,7 @@ func (dp *dataplane) expireHeld(now time.Time) {
 func (dp *dataplane) refuse(p *packetIn, v *vipState, reason int, out *outbox) {
 	v.cnt.refused.Add(1)
 	dp.metrics.refusals[reason].Inc()
-	if v.proto == protoTCP {
+	if uint8(p.ip4.Protocol) == protoTCP {
 		dp.sendRST(p, v, out)
 	}
 	if dp.debug {
@@ -213,11 +215,11 @@ func (dp *dataplane) sendRST(p *packetIn, v *vipState, out *outbox) {
 }
 
 // purgeFor returns the flow delete a connection needs when snap no longer
-// lets it run: its VIP is gone or changed, or its member is gone, moved or
-// DOWN. A DRAINING member keeps its connections.
+// lets it run: its VIP is gone or no longer serves it, or its member is
+// gone, moved or DOWN. A DRAINING member keeps its connections.
 func purgeFor(snap *snapshot, c *connection) (ofp.FlowMod, bool) {
 	v := snap.vipByNum[c.vipNum]
-	if v == nil || v.ip != c.vipIP || v.proto != c.proto || v.mac != c.vipMAC || v.port != c.vipPort && c.proto != protoICMP {
+	if v == nil || v.ip != c.vipIP || v.mac != c.vipMAC || !v.serves(c.proto, c.vipPort) {
 		return deleteVIPConnections(c.vipNum), true
 	}
 	m := snap.memberByNum[c.memberNum]

@@ -15,8 +15,8 @@ import (
 // vipKey is what a new connection is classified by.
 type vipKey struct {
 	ip    uint32
-	port  uint16 // 0 for ICMP
-	proto uint8
+	port  uint16 // 0 for ICMP and ANY
+	proto uint8  // protoAny for ANY
 }
 
 // vipState is one enabled VIP in a snapshot.
@@ -263,7 +263,7 @@ func (b *snapshotBuilder) build(cfg *sdnlb.Config) (snap *snapshot, skipped []er
 func (s *snapshot) addReplyPunt(v *vipState, m *memberState, tracked bool) {
 	k := replyMatch{ip: m.ip, port: m.port, proto: v.proto}
 	switch {
-	case v.proto == protoICMP:
+	case !hasPorts(v.proto): // ICMP, or every protocol of the member
 		k.port = 0
 	case k.port == 0:
 		k.port = v.port
@@ -295,6 +295,8 @@ func (b *snapshotBuilder) vipState(v *sdnlb.VIP) (*vipState, error) {
 		proto = protoUDP
 	case sdnlb.ProtocolICMP:
 		proto, port = protoICMP, 0
+	case sdnlb.ProtocolAny:
+		proto, port = protoAny, 0
 	default:
 		return nil, fmt.Errorf("vip %s: protocol %q", v.ID, v.Protocol)
 	}
@@ -331,13 +333,26 @@ func (b *snapshotBuilder) memberState(m *sdnlb.Member) (*memberState, error) {
 }
 
 // vip returns the VIP that serves k: the one on k's port, else one on
-// every port of k's address (port 0).
+// every port of k's address (port 0), else one of every protocol.
 func (s *snapshot) vip(k vipKey) *vipState {
 	if v := s.vips[k]; v != nil {
 		return v
 	}
 	k.port = 0
+	if v := s.vips[k]; v != nil {
+		return v
+	}
+	k.proto = protoAny
 	return s.vips[k]
+}
+
+// carries reports whether v takes packets of proto.
+func (v *vipState) carries(proto uint8) bool { return v.proto == proto || v.proto == protoAny }
+
+// serves reports whether v takes connections of proto to port: its
+// protocol (or any), and for TCP and UDP its port (or every port).
+func (v *vipState) serves(proto uint8, port uint16) bool {
+	return v.carries(proto) && (v.port == 0 || !hasPorts(proto) || v.port == port)
 }
 
 // switched reports whether the switch picks the members of v's new

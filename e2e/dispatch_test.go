@@ -5,6 +5,7 @@ package e2e
 import (
 	"context"
 	"net"
+	"net/http"
 	"regexp"
 	"slices"
 	"strconv"
@@ -194,6 +195,69 @@ func TestRestart_AdoptsTheSwitch(t *testing.T) {
 	if !slices.Equal(before, after) {
 		t.Errorf("the switch after the restart differs from before:\nbefore:\n%s\nafter:\n%s",
 			strings.Join(before, "\n"), strings.Join(after, "\n"))
+	}
+}
+
+// A VIP posted on a Floodlight route without a protocol serves every
+// protocol (ANY), in both dispatches: a ping to it is answered by a member
+// from the VIP's address, and TCP to any of its ports reaches a member on
+// the member's port.
+func TestDispatch_AnyProtocolVIP(t *testing.T) {
+	for _, d := range sdnlb.Dispatches {
+		t.Run(string(d), func(t *testing.T) {
+			b := &lbBed{sw: NewSwitch(t)}
+			b.lb = startSDNLB(t)
+			c := b.sw.AddHost(t, "c1", b.sw.Addr(1))
+			b.clients = append(b.clients, c)
+			for range 2 {
+				b.addMemberHost(t) // serves memberPort
+			}
+			b.lb.Connect(b.sw)
+			dumpOnFailure(t, b.sw, b.lb)
+			b.lb.MustAPI(http.MethodPost, "/quantum/v1.0/vips/", map[string]string{"id": "all", "name": "all", "address": b.sw.Addr(100)}, http.StatusOK, nil)
+			b.vip = b.lb.VIP("all")
+			if b.vip.Protocol != sdnlb.ProtocolAny {
+				t.Fatalf("a Floodlight VIP without a protocol is %s, want %s", b.vip.Protocol, sdnlb.ProtocolAny)
+			}
+			b.pool = b.lb.MustCreatePool("all", b.vip, sdnlb.RoundRobin, d)
+			for _, h := range b.members {
+				b.mems = append(b.mems, b.lb.MustCreateMember(b.pool, h.IP, memberPort))
+			}
+			b.lb.WaitPoolMembers(b.pool.ID, 2, 10*time.Second)
+			if d == sdnlb.DispatchSwitch {
+				b.waitBuckets(t, 2, 10*time.Second)
+			}
+			for _, port := range []int{vipPort, 443} {
+				url := "http://" + net.JoinHostPort(b.vip.Address, strconv.Itoa(port)) + "/"
+				requireAll(t, spread(t, b.clients, url, 20), b.serverNames())
+			}
+
+			before := 0
+			for _, h := range b.members {
+				before += icmpOutEchoReps(t, h)
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+			defer cancel()
+			out, err := c.Exec(ctx, "ping", "-c", "3", "-i", "0.2", "-W", "2", b.vip.Address)
+			if err != nil {
+				t.Fatalf("ping %s: %v\n%s", b.vip.Address, err, out)
+			}
+			after := 0
+			for _, h := range b.members {
+				after += icmpOutEchoReps(t, h)
+			}
+			if after-before < 3 {
+				t.Errorf("members sent %d echo replies, want at least 3 (ping output:\n%s)", after-before, out)
+			}
+			if !strings.Contains(string(out), "from "+b.vip.Address) {
+				t.Errorf("replies do not come from the VIP address:\n%s", out)
+			}
+			// The switch's connection tracker translated all of it, the
+			// pings to a member whose NAT names a port included.
+			if n := b.lb.Metric("sdnlb_controller_setups_total"); d == sdnlb.DispatchSwitch && n != 0 {
+				t.Errorf("the controller set up %v connections, want none: the switch dispatches", n)
+			}
+		})
 	}
 }
 

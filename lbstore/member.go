@@ -309,6 +309,6 @@ func checkMemberPort(ctx context.Context, tx *Tx, m *sdnlb.Member) error {
 		return nil
 	}
 	return sdnlb.FieldErrorf(sdnlb.EINVALID, "port",
-		"pool %s forwards with DSR, which cannot rewrite ports: a member's port must be 0 (the VIP's) or %d, the port of vip %s, not %d",
-		m.PoolID, vipPort, row.VIPID.String, m.Port)
+		"pool %s forwards with DSR, which cannot rewrite ports: a member's port must be %s to serve vip %s, not %d",
+		m.PoolID, dsrMemberPorts(proto, vipPort), row.VIPID.String, m.Port)
 }

@@ -89,11 +89,13 @@ type poolRow struct {
 	MonitorIDs   string         `db:"monitor_ids"` // a JSON array
 	CreatedAt    string         `db:"created_at"`
 	UpdatedAt    string         `db:"updated_at"`
+
+	LBMethodUnset bool `db:"lb_method_unset"`
 }
 
 // selectPools reads the monitor ids as a JSON array, which survives any
 // character a client-chosen id may hold.
-const selectPools = `SELECT p.id, p.name, p.description, p.vip_id, p.lb_method, p.dispatch, p.forwarding, p.protocol,
+const selectPools = `SELECT p.id, p.name, p.description, p.vip_id, p.lb_method, p.lb_method_unset, p.dispatch, p.forwarding, p.protocol,
 	p.admin_state_up, p.created_at, p.updated_at,
 	(SELECT json_group_array(pm.monitor_id) FROM pool_monitors pm WHERE pm.pool_id = p.id) AS monitor_ids
 FROM pools p`
@@ -109,6 +111,8 @@ func (r *poolRow) pool() (*sdnlb.Pool, error) {
 		Forwarding:   sdnlb.Forwarding(r.Forwarding),
 		Protocol:     sdnlb.Protocol(r.Protocol),
 		AdminStateUp: r.AdminStateUp,
+
+		LBMethodUnset: r.LBMethodUnset,
 	}
 	var err error
 	if p.MonitorIDs, err = parseIDList(r.MonitorIDs); err != nil {
@@ -167,9 +171,9 @@ func createPool(ctx context.Context, tx *Tx, p sdnlb.Pool) (*sdnlb.Pool, error) 
 		return nil, err
 	}
 	now := formatTime(tx.now)
-	if _, err := tx.ExecContext(ctx, `INSERT INTO pools (id, name, description, vip_id, lb_method, dispatch, forwarding,
-		protocol, admin_state_up, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-		p.ID, p.Name, p.Description, nullIfEmpty(p.VIPID), p.LBMethod, p.Dispatch, p.Forwarding, p.Protocol,
+	if _, err := tx.ExecContext(ctx, `INSERT INTO pools (id, name, description, vip_id, lb_method, lb_method_unset, dispatch,
+		forwarding, protocol, admin_state_up, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+		p.ID, p.Name, p.Description, nullIfEmpty(p.VIPID), p.LBMethod, p.LBMethodUnset, p.Dispatch, p.Forwarding, p.Protocol,
 		p.AdminStateUp, now, now,
 	); err != nil {
 		return nil, mapError(fmt.Errorf("insert pool: %w", err), sdnlb.ENOTFOUND)
@@ -191,9 +195,9 @@ func updatePool(ctx context.Context, tx *Tx, id string, upd sdnlb.PoolUpdate) (*
 		return nil, err
 	}
 	if _, err := tx.ExecContext(ctx, `UPDATE pools SET name = ?, description = ?, vip_id = ?, lb_method = ?,
-		dispatch = ?, forwarding = ?, protocol = ?, admin_state_up = ?, updated_at = ? WHERE id = ?`,
-		p.Name, p.Description, nullIfEmpty(p.VIPID), p.LBMethod, p.Dispatch, p.Forwarding, p.Protocol, p.AdminStateUp,
-		formatTime(tx.now), id,
+		lb_method_unset = ?, dispatch = ?, forwarding = ?, protocol = ?, admin_state_up = ?, updated_at = ? WHERE id = ?`,
+		p.Name, p.Description, nullIfEmpty(p.VIPID), p.LBMethod, p.LBMethodUnset, p.Dispatch, p.Forwarding, p.Protocol,
+		p.AdminStateUp, formatTime(tx.now), id,
 	); err != nil {
 		return nil, mapError(fmt.Errorf("update pool: %w", err), sdnlb.ENOTFOUND)
 	}
@@ -256,8 +260,8 @@ func checkPoolVIP(ctx context.Context, tx *Tx, p *sdnlb.Pool) error {
 		return err
 	} else if m != nil {
 		return sdnlb.FieldErrorf(sdnlb.EINVALID, "forwarding",
-			"DSR cannot rewrite ports, and member %s of pool %s uses port %d while vip %s listens on %d: set the member's port to 0 (the VIP's) or %d first, or keep NAT",
-			m.id, p.ID, m.port, v.ID, v.Port, v.Port)
+			"DSR cannot rewrite ports, and member %s of pool %s uses port %d while vip %s serves %s port %d: set the member's port to %s first, or keep NAT",
+			m.id, p.ID, m.port, v.ID, v.Protocol, v.Port, dsrMemberPorts(v.Protocol, v.Port))
 	}
 	return nil
 }
@@ -266,6 +270,15 @@ func checkPoolVIP(ctx context.Context, tx *Tx, p *sdnlb.Pool) error {
 // than the VIP's; its arguments are pool, port, pool, port.
 const selectMemberOffPort = `SELECT id, port FROM members WHERE pool_id = ? AND port <> 0 AND port < ?
 	UNION ALL SELECT id, port FROM members WHERE pool_id = ? AND port <> 0 AND port > ? LIMIT 1`
+
+// dsrMemberPorts says which ports the members of a DSR pool may use to
+// serve a VIP of proto on vipPort.
+func dsrMemberPorts(proto sdnlb.Protocol, vipPort int) string {
+	if proto.HasPorts() {
+		return fmt.Sprintf("0 (the vip's) or %d", vipPort)
+	}
+	return "0 (the port each client asks for)"
+}
 
 // memberPort is a member's id and port.
 type memberPort struct {
@@ -282,8 +295,12 @@ func findMemberOffPort(ctx context.Context, tx *Tx, poolID string, f sdnlb.Forwa
 	if !f.PinsMemberPort(v.Protocol) {
 		return nil, nil
 	}
+	port := v.Port
+	if !v.Protocol.HasPorts() {
+		port = 0 // an ANY VIP ignores its port: every member port but 0 is off
+	}
 	var m memberPort
-	err := tx.QueryRowxContext(ctx, selectMemberOffPort, poolID, v.Port, poolID, v.Port).Scan(&m.id, &m.port)
+	err := tx.QueryRowxContext(ctx, selectMemberOffPort, poolID, port, poolID, port).Scan(&m.id, &m.port)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, nil
 	} else if err != nil {

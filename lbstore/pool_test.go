@@ -139,6 +139,32 @@ func TestPoolService_UpdatePool(t *testing.T) {
 		}
 	})
 
+	// A method no client chose is stored as such, until one is chosen,
+	// and can be put back.
+	t.Run("OKUnsetLBMethod", func(t *testing.T) {
+		ctx, db := mustSetup(t)
+		s := lbstore.NewPoolService(db)
+		p := newPool("")
+		p.LBMethodUnset = true
+		MustCreatePool(t, ctx, db, p)
+		if got, err := s.FindPoolByID(ctx, p.ID); err != nil {
+			t.Fatal(err)
+		} else if !got.LBMethodUnset || got.LBMethod != sdnlb.RoundRobin {
+			t.Fatalf("read back %s, unset %v; want %s, unset", got.LBMethod, got.LBMethodUnset, sdnlb.RoundRobin)
+		}
+		got, err := s.UpdatePool(ctx, p.ID, sdnlb.PoolUpdate{LBMethod: ptr(sdnlb.RoundRobin)})
+		if err != nil {
+			t.Fatal(err)
+		} else if got.LBMethodUnset {
+			t.Fatalf("a chosen method still reads as unset")
+		}
+		if got, err = s.UpdatePool(ctx, p.ID, sdnlb.PoolUpdate{UnsetLBMethod: true}); err != nil {
+			t.Fatal(err)
+		} else if !got.LBMethodUnset {
+			t.Fatalf("UnsetLBMethod did not unset the method")
+		}
+	})
+
 	t.Run("OKDispatchForwarding", func(t *testing.T) {
 		ctx, db := mustSetup(t)
 		s := lbstore.NewPoolService(db)

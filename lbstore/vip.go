@@ -225,20 +225,29 @@ func deleteVIP(ctx context.Context, tx *Tx, id string, cascade bool) error {
 }
 
 // checkVIPListener refuses v when another VIP already listens on its
-// address, protocol and port (any port, for ICMP).
+// address, protocol and port (any port, for ICMP), or when either is an
+// ANY VIP, which takes the whole address.
 func checkVIPListener(ctx context.Context, tx *Tx, v *sdnlb.VIP) error {
-	var other string
-	err := tx.GetContext(ctx, &other, `SELECT id FROM vips WHERE address = ? AND protocol = ?
-		AND (protocol = 'ICMP' OR port = ?) AND id <> ? LIMIT 1`, v.Address, v.Protocol, v.Port, v.ID)
+	var other struct {
+		ID       string `db:"id"`
+		Protocol string `db:"protocol"`
+	}
+	err := tx.GetContext(ctx, &other, `SELECT id, protocol FROM vips WHERE address = ? AND id <> ?
+		AND (protocol = 'ANY' OR ? = 'ANY' OR protocol = ? AND (protocol = 'ICMP' OR port = ?)) LIMIT 1`,
+		v.Address, v.ID, v.Protocol, v.Protocol, v.Port)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil
 	} else if err != nil {
 		return fmt.Errorf("check vip listener: %w", err)
 	}
-	if v.Protocol.HasPorts() {
-		return sdnlb.FieldErrorf(sdnlb.ECONFLICT, "address", "vip %s already listens on %s %s:%d", other, v.Protocol, v.Address, v.Port)
+	switch {
+	case v.Protocol == sdnlb.ProtocolAny || other.Protocol == string(sdnlb.ProtocolAny):
+		return sdnlb.FieldErrorf(sdnlb.ECONFLICT, "address",
+			"vip %s (%s) already uses %s, and a vip of protocol %s is alone on its address", other.ID, other.Protocol, v.Address, sdnlb.ProtocolAny)
+	case v.Protocol.HasPorts():
+		return sdnlb.FieldErrorf(sdnlb.ECONFLICT, "address", "vip %s already listens on %s %s:%d", other.ID, v.Protocol, v.Address, v.Port)
 	}
-	return sdnlb.FieldErrorf(sdnlb.ECONFLICT, "address", "vip %s already answers %s on %s", other, v.Protocol, v.Address)
+	return sdnlb.FieldErrorf(sdnlb.ECONFLICT, "address", "vip %s already answers %s on %s", other.ID, v.Protocol, v.Address)
 }
 
 // linkVIPPool makes v.PoolID the pool that serves v, releasing oldPoolID.
@@ -289,12 +298,12 @@ func checkVIPMemberPorts(ctx context.Context, tx *Tx, v *sdnlb.VIP, p *sdnlb.Poo
 	}
 	if v.PoolID != oldPoolID {
 		return sdnlb.FieldErrorf(sdnlb.EINVALID, "pool_id",
-			"pool %s forwards with DSR, which cannot rewrite ports, and its member %s uses port %d, not the vip's %d: set the member's port to 0 first",
-			p.ID, m.id, m.port, v.Port)
+			"pool %s forwards with DSR, which cannot rewrite ports, and its member %s uses port %d: to serve %s port %d its port must be %s",
+			p.ID, m.id, m.port, v.Protocol, v.Port, dsrMemberPorts(v.Protocol, v.Port))
 	}
 	return sdnlb.FieldErrorf(sdnlb.EINVALID, "port",
-		"pool %s forwards with DSR, which cannot rewrite ports, and its member %s uses port %d: the vip cannot move to port %d unless the member's port is 0 or %d",
-		p.ID, m.id, m.port, v.Port, v.Port)
+		"pool %s forwards with DSR, which cannot rewrite ports, and its member %s uses port %d: the vip cannot serve %s port %d unless the member's port is %s",
+		p.ID, m.id, m.port, v.Protocol, v.Port, dsrMemberPorts(v.Protocol, v.Port))
 }
 
 func persistenceColumns(sp *sdnlb.SessionPersistence) (any, int) {

@@ -63,6 +63,22 @@ func TestVIPService_CreateVIP(t *testing.T) {
 		MustCreateVIP(t, ctx, db, newVIP("10.0.0.101", 80))
 	})
 
+	// An ANY VIP ignores its port, as an ICMP VIP does, and a DSR pool
+	// serving it keeps each client's port.
+	t.Run("OKAnyWithDSRPool", func(t *testing.T) {
+		ctx, db := mustSetup(t)
+		p := newDSRPool("")
+		p.Protocol = sdnlb.ProtocolAny
+		MustCreatePool(t, ctx, db, p)
+		MustCreateMember(t, ctx, db, newMember(p.ID, "10.0.0.1", 0))
+		v := newVIP("10.0.0.100", 80)
+		v.Protocol, v.PoolID = sdnlb.ProtocolAny, p.ID
+		MustCreateVIP(t, ctx, db, v)
+		if v.Protocol != sdnlb.ProtocolAny || v.Port != 80 {
+			t.Fatalf("stored %s port %d, want ANY port 80", v.Protocol, v.Port)
+		}
+	})
+
 	t.Run("OKWithPool", func(t *testing.T) {
 		ctx, db := mustSetup(t)
 		p := MustCreatePool(t, ctx, db, newPool(""))
@@ -116,6 +132,37 @@ func TestVIPService_CreateVIP(t *testing.T) {
 			v := newVIP("10.0.0.100", 7)
 			v.Protocol = sdnlb.ProtocolICMP
 			return v, []string{other.ID}
+		}},
+		{"ErrConflictAnyOnListenerAddress", sdnlb.ECONFLICT, "address", func(tb testing.TB, ctx context.Context, db *lbstore.DB) (*sdnlb.VIP, []string) {
+			other := MustCreateVIP(tb, ctx, db, newVIP("10.0.0.100", 80))
+			v := newVIP("10.0.0.100", 0)
+			v.Protocol = sdnlb.ProtocolAny
+			return v, []string{other.ID, "ANY"}
+		}},
+		{"ErrConflictListenerOnAnyAddress", sdnlb.ECONFLICT, "address", func(tb testing.TB, ctx context.Context, db *lbstore.DB) (*sdnlb.VIP, []string) {
+			anyVIP := newVIP("10.0.0.100", 0)
+			anyVIP.Protocol = sdnlb.ProtocolAny
+			other := MustCreateVIP(tb, ctx, db, anyVIP)
+			v := newVIP("10.0.0.100", 7)
+			v.Protocol = sdnlb.ProtocolICMP
+			return v, []string{other.ID, "ANY"}
+		}},
+		{"ErrConflictAnyListener", sdnlb.ECONFLICT, "address", func(tb testing.TB, ctx context.Context, db *lbstore.DB) (*sdnlb.VIP, []string) {
+			anyVIP := newVIP("10.0.0.100", 80)
+			anyVIP.Protocol = sdnlb.ProtocolAny
+			other := MustCreateVIP(tb, ctx, db, anyVIP)
+			v := newVIP("10.0.0.100", 443)
+			v.Protocol = sdnlb.ProtocolAny
+			return v, []string{other.ID}
+		}},
+		{"ErrAnyDSRPoolMemberPort", sdnlb.EINVALID, "pool_id", func(tb testing.TB, ctx context.Context, db *lbstore.DB) (*sdnlb.VIP, []string) {
+			p := newDSRPool("")
+			p.Protocol = sdnlb.ProtocolAny
+			MustCreatePool(tb, ctx, db, p)
+			m := MustCreateMember(tb, ctx, db, newMember(p.ID, "10.0.0.1", 80))
+			v := newVIP("10.0.0.100", 80)
+			v.Protocol, v.PoolID = sdnlb.ProtocolAny, p.ID
+			return v, []string{"DSR", m.ID, "each client"}
 		}},
 		{"ErrNotFoundPool", sdnlb.ENOTFOUND, "pool_id", func(tb testing.TB, ctx context.Context, db *lbstore.DB) (*sdnlb.VIP, []string) {
 			v := newVIP("10.0.0.100", 80)

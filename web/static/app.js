@@ -189,7 +189,7 @@ function render() {
     card.dataset.id = vip.id;
     card.querySelector(".name").textContent = vip.name || vip.id;
     card.querySelector(".addr").textContent =
-      `${vip.protocol} ${vip.address}${vip.protocol === "ICMP" ? "" : ":" + vip.port}`;
+      `${vip.protocol} ${vip.address}${vip.protocol === "ICMP" || vip.protocol === "ANY" ? "" : ":" + vip.port}`;
     card.querySelector(".status").replaceWith(vipStatus(vip));
     card.querySelector(".ids").append(idChip(vip.id), el("span", { class: "muted" }, ` MAC ${vip.mac}`));
     card.querySelector(".tools").append(
@@ -358,7 +358,7 @@ async function remove(kind, obj) {
 
 // ---------------------------------------------------------------- forms
 
-const protocols = ["TCP", "UDP", "ICMP"];
+const protocols = ["TCP", "UDP", "ICMP", "ANY"];
 const methods = ["ROUND_ROBIN", "WEIGHTED_ROUND_ROBIN", "LEAST_CONNECTIONS", "WEIGHTED_LEAST_CONNECTIONS",
   "RANDOM", "LEAST_BYTES", "SOURCE_IP", "CONSISTENT_HASH", "ADAPTIVE"];
 
