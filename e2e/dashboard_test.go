@@ -153,18 +153,27 @@ func (b *browser) text(sel string) string {
 	return s
 }
 
-// waitText waits until the element matching sel contains want.
-func (b *browser) waitText(sel, want string) {
+// poll calls done every 50 ms until it returns true or pageWait has
+// passed, and says whether it did.
+func (b *browser) poll(done func() bool) bool {
 	b.t.Helper()
 	deadline := time.Now().Add(pageWait)
-	var got string
 	for i := 0; i < 1000 && time.Now().Before(deadline); i++ {
-		if got = b.text(sel); strings.Contains(got, want) {
-			return
+		if done() {
+			return true
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
-	b.t.Fatalf("%s shows %q after %v, want it to contain %q", sel, got, pageWait, want)
+	return false
+}
+
+// waitText waits until the element matching sel contains want.
+func (b *browser) waitText(sel, want string) {
+	b.t.Helper()
+	var got string
+	if !b.poll(func() bool { got = b.text(sel); return strings.Contains(got, want) }) {
+		b.t.Fatalf("%s shows %q after %v, want it to contain %q", sel, got, pageWait, want)
+	}
 }
 
 // evalJS evaluates a JavaScript expression in the page and decodes its
@@ -181,23 +190,16 @@ func evalJS[T any](b *browser, js string) T {
 // waitJS waits until the expression is true in the page.
 func (b *browser) waitJS(what, js string) {
 	b.t.Helper()
-	deadline := time.Now().Add(pageWait)
-	for i := 0; i < 1000 && time.Now().Before(deadline); i++ {
-		if evalJS[bool](b, "!!("+js+")") {
-			return
-		}
-		time.Sleep(50 * time.Millisecond)
+	if !b.poll(func() bool { return evalJS[bool](b, "!!("+js+")") }) {
+		b.t.Fatalf("%s: still false after %v: %s", what, pageWait, js)
 	}
-	b.t.Fatalf("%s: still false after %v: %s", what, pageWait, js)
 }
 
 // seriesSum is what the page's track of a pool or member holds: its new
-// connections per second summed from a second on, the seconds without
-// data among them, and the connection count it has reached (-1 before its
-// first sample).
+// connections per second summed from a second on (gaps left out), and the
+// connection count it has reached (-1 before its first sample).
 type seriesSum struct {
 	Sum  float64 `json:"sum"`
-	Gaps int     `json:"gaps"`
 	Last float64 `json:"last"`
 }
 
@@ -206,14 +208,14 @@ type seriesSum struct {
 func (b *browser) series(kind, id string, from int64) seriesSum {
 	b.t.Helper()
 	return evalJS[seriesSum](b, fmt.Sprintf(`((t, from) => {
-		if (!t || !t.last) return { sum: 0, gaps: 0, last: -1 };
-		let sum = 0, gaps = 0;
+		if (!t || !t.last) return { sum: 0, last: -1 };
+		let sum = 0;
 		const end = Math.floor(t.settled / 1000);
 		for (let s = Math.max(from, end - WINDOW_S + 1); s <= end; s++) {
 			const v = t.value(CONNS, s);
-			if (Number.isNaN(v)) gaps++; else sum += v;
+			if (!Number.isNaN(v)) sum += v;
 		}
-		return { sum, gaps, last: t.last.conns };
+		return { sum, last: t.last.conns };
 	})(tracks[%q].get(%q), %d)`, kind, id, from))
 }
 
@@ -222,18 +224,15 @@ func (b *browser) series(kind, id string, from int64) seriesSum {
 // track has reached the same count, and returns it.
 func (b *browser) waitCounter(kind, id string, atLeast uint64, api func() uint64) uint64 {
 	b.t.Helper()
-	deadline := time.Now().Add(pageWait)
 	var want uint64
 	var got seriesSum
-	for i := 0; i < 1000 && time.Now().Before(deadline); i++ {
-		want = api()
-		if got = b.series(kind, id, 0); want >= atLeast && got.Last == float64(want) {
-			return want
-		}
-		time.Sleep(100 * time.Millisecond)
+	if !b.poll(func() bool {
+		want, got = api(), b.series(kind, id, 0)
+		return want >= atLeast && got.Last == float64(want)
+	}) {
+		b.t.Fatalf("the page's %s %s reached %v connections after %v, the API says %d (want at least %d)", kind, id, got.Last, pageWait, want, atLeast)
 	}
-	b.t.Fatalf("the page's %s %s reached %v connections after %v, the API says %d (want at least %d)", kind, id, got.Last, pageWait, want, atLeast)
-	return 0
+	return want
 }
 
 // waitSum waits until the page's track of a pool or member sums to want
@@ -241,15 +240,10 @@ func (b *browser) waitCounter(kind, id string, atLeast uint64, api func() uint64
 // once the stream has covered them whole, a few seconds later.
 func (b *browser) waitSum(what, kind, id string, from int64, want float64) {
 	b.t.Helper()
-	deadline := time.Now().Add(pageWait)
 	var got seriesSum
-	for i := 0; i < 1000 && time.Now().Before(deadline); i++ {
-		if got = b.series(kind, id, from); math.Abs(got.Sum-want) < 0.5 {
-			return
-		}
-		time.Sleep(100 * time.Millisecond)
+	if !b.poll(func() bool { got = b.series(kind, id, from); return math.Abs(got.Sum-want) < 0.5 }) {
+		b.t.Fatalf("%s: the page's series of %s %s sums to %.2f new connections after %v, want %v", what, kind, id, got.Sum, pageWait, want)
 	}
-	b.t.Fatalf("%s: the page's series of %s %s sums to %.2f new connections after %v, want %v", what, kind, id, got.Sum, pageWait, want)
 }
 
 // getAll sends n requests from c to url one after another and returns how
@@ -501,5 +495,24 @@ func TestDashboard_Series(t *testing.T) {
 	}
 	if want := "[[-60000 DOWN]]"; fmt.Sprint(got.FreshMarks) != want {
 		t.Errorf("marks of a status first seen %v, want %s", got.FreshMarks, want)
+	}
+}
+
+// TestDashboard_NoLeader shows the cluster panel an answer of GET
+// /v1/cluster in which no node holds the lease (the database unreachable
+// from every node): it must say so, not show the last leader.
+func TestDashboard_NoLeader(t *testing.T) {
+	lb := startSDNLB(t)
+	b := newBrowser(t)
+	b.run("open the dashboard", chromedp.Navigate("http://"+lb.APIAddr+"/dashboard/"))
+	b.waitText("#cluster h2", "leader ")
+	got := evalJS[string](b, `(() => {
+		state.cluster = { leader: "", nodes: [{ id: "a", api_addr: "10.0.0.1:8080", openflow_addr: "10.0.0.1:6653",
+			role: "follower", last_seen: new Date().toISOString() }] };
+		renderCluster();
+		return document.querySelector("#cluster").innerText;
+	})()`)
+	if !strings.Contains(got, "no leader") || strings.Contains(got, "leader a") {
+		t.Errorf("with no leader the cluster panel shows %q, want it to say no leader", got)
 	}
 }
