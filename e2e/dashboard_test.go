@@ -6,6 +6,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"math"
+	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -17,6 +19,8 @@ import (
 
 	"github.com/chromedp/cdproto/runtime"
 	"github.com/chromedp/chromedp"
+
+	"github.com/sdnlb/sdnlb"
 )
 
 const (
@@ -113,7 +117,7 @@ func (b *browser) onFailure() {
 	}
 	ctx, cancel := context.WithTimeout(b.ctx, 10*time.Second)
 	defer cancel()
-	png, err := chromedp.Run(ctx, chromedp.FullScreenshot(90))
+	png, err := chromedp.Run(ctx, chromedp.FullScreenshot(100))
 	if err != nil {
 		b.t.Logf("screenshot: %v", err)
 		return
@@ -149,24 +153,122 @@ func (b *browser) text(sel string) string {
 	return s
 }
 
-// waitText waits until the element matching sel contains want.
-func (b *browser) waitText(sel, want string) {
+// poll calls done every 50 ms until it returns true or pageWait has
+// passed, and says whether it did.
+func (b *browser) poll(done func() bool) bool {
 	b.t.Helper()
 	deadline := time.Now().Add(pageWait)
-	var got string
 	for i := 0; i < 1000 && time.Now().Before(deadline); i++ {
-		if got = b.text(sel); strings.Contains(got, want) {
-			return
+		if done() {
+			return true
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
-	b.t.Fatalf("%s shows %q after %v, want it to contain %q", sel, got, pageWait, want)
+	return false
+}
+
+// waitText waits until the element matching sel contains want.
+func (b *browser) waitText(sel, want string) {
+	b.t.Helper()
+	var got string
+	if !b.poll(func() bool { got = b.text(sel); return strings.Contains(got, want) }) {
+		b.t.Fatalf("%s shows %q after %v, want it to contain %q", sel, got, pageWait, want)
+	}
+}
+
+// evalJS evaluates a JavaScript expression in the page and decodes its
+// value.
+func evalJS[T any](b *browser, js string) T {
+	b.t.Helper()
+	v, err := chromedp.Run(b.ctx, chromedp.Evaluate[T](js))
+	if err != nil {
+		b.t.Fatalf("evaluate %s: %v", js, err)
+	}
+	return v
+}
+
+// waitJS waits until the expression is true in the page.
+func (b *browser) waitJS(what, js string) {
+	b.t.Helper()
+	if !b.poll(func() bool { return evalJS[bool](b, "!!("+js+")") }) {
+		b.t.Fatalf("%s: still false after %v: %s", what, pageWait, js)
+	}
+}
+
+// seriesSum is what the page's track of a pool or member holds: its new
+// connections per second summed from a second on (gaps left out), and the
+// connection count it has reached (-1 before its first sample).
+type seriesSum struct {
+	Sum  float64 `json:"sum"`
+	Last float64 `json:"last"`
+}
+
+// series reads the track of a pool ("pools") or member ("members") in the
+// page, from unix second from on.
+func (b *browser) series(kind, id string, from int64) seriesSum {
+	b.t.Helper()
+	return evalJS[seriesSum](b, fmt.Sprintf(`((t, from) => {
+		if (!t || !t.last) return { sum: 0, last: -1 };
+		let sum = 0;
+		const end = Math.floor(t.settled / 1000);
+		for (let s = Math.max(from, end - WINDOW_S + 1); s <= end; s++) {
+			const v = t.value(CONNS, s);
+			if (!Number.isNaN(v)) sum += v;
+		}
+		return { sum, last: t.last.conns };
+	})(tracks[%q].get(%q), %d)`, kind, id, from))
+}
+
+// waitCounter waits until the API counts at least atLeast connections for
+// a pool or member (a switch's counters are read every 2 s) and the page's
+// track has reached the same count, and returns it.
+func (b *browser) waitCounter(kind, id string, atLeast uint64, api func() uint64) uint64 {
+	b.t.Helper()
+	var want uint64
+	var got seriesSum
+	if !b.poll(func() bool {
+		want, got = api(), b.series(kind, id, 0)
+		return want >= atLeast && got.Last == float64(want)
+	}) {
+		b.t.Fatalf("the page's %s %s reached %v connections after %v, the API says %d (want at least %d)", kind, id, got.Last, pageWait, want, atLeast)
+	}
+	return want
+}
+
+// waitSum waits until the page's track of a pool or member sums to want
+// new connections from unix second from on: the seconds at the end count
+// once the stream has covered them whole, a few seconds later.
+func (b *browser) waitSum(what, kind, id string, from int64, want float64) {
+	b.t.Helper()
+	var got seriesSum
+	if !b.poll(func() bool { got = b.series(kind, id, from); return math.Abs(got.Sum-want) < 0.5 }) {
+		b.t.Fatalf("%s: the page's series of %s %s sums to %.2f new connections after %v, want %v", what, kind, id, got.Sum, pageWait, want)
+	}
+}
+
+// getAll sends n requests from c to url one after another and returns how
+// many were answered.
+func getAll(c *Host, url string, n int) int {
+	ok := 0
+	for i := 0; i < n; i++ {
+		if _, err := get(c, url, 5*time.Second); err == nil {
+			ok++
+		}
+	}
+	return ok
+}
+
+func memberTotal(lb *sdnlbProc, poolID, memberID string) uint64 {
+	ps := lb.PoolStats(poolID)
+	return ps.Members[memberIndex(ps, memberID)].TotalConnections
 }
 
 // TestDashboard drives the dashboard in a real browser: it says when no
-// switch is connected, creates a VIP through the form (showing the API's
-// field error next to the field first), lists it, and shows a member go
-// DOWN when its server stops.
+// switch is connected and shows the cluster's leader, creates a VIP through
+// the form (showing the API's field error next to the field first), lists
+// it, charts the traffic that goes through it, and shows a member go DOWN
+// when its server stops: in its row and as a mark on the charts, with the
+// new connections going to the other member from then on.
 func TestDashboard(t *testing.T) {
 	sw := NewSwitch(t)
 	lb := startSDNLB(t)
@@ -182,6 +284,15 @@ func TestDashboard(t *testing.T) {
 		chromedp.WaitVisible(chromedp.CSS(`#vips`)))
 	b.waitText("#switches", "no switch connected")
 	b.waitText("#vips", "No VIP yet")
+
+	// The cluster panel: on SQLite one node, which leads.
+	var cluster sdnlb.Cluster
+	lb.MustAPI(http.MethodGet, "/v1/cluster", nil, http.StatusOK, &cluster)
+	if cluster.Leader == "" {
+		t.Fatalf("GET /v1/cluster: no leader: %+v", cluster)
+	}
+	b.waitText("#cluster h2", "leader "+cluster.Leader)
+	b.waitText(fmt.Sprintf(`#cluster tr[data-id=%q]`, cluster.Leader), "leader")
 
 	// A VIP through the form; the API's error shows next to its field.
 	vipAddr := sw.Addr(100)
@@ -228,9 +339,180 @@ func TestDashboard(t *testing.T) {
 	b.waitText(`tr[data-id="m1"] .status`, "UP")
 	b.waitText(`tr[data-id="m2"] .status`, "UP")
 
+	// Traffic through the VIP: the new connections per second the page
+	// holds for the pool add up to the pool's connection count, and its
+	// chart drew them.
+	c1 := sw.AddHost(t, "c1", sw.Addr(1))
+	url := "http://" + net.JoinHostPort(vipAddr, "80") + "/"
+	for i := 0; i < 100; i++ {
+		if _, err := get(c1, url, time.Second); err == nil {
+			break
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	spread(t, []*Host{c1}, url, 20)
+	total := b.waitCounter("pools", "dash", 20, func() uint64 { return lb.PoolStats("dash").TotalConnections })
+	b.waitSum("the pool's traffic", "pools", "dash", 0, float64(total))
+	const poolChart = `.pool[data-id="dash"] svg[data-kind="conns"]`
+	b.waitJS("the pool's chart shows the traffic", `+document.querySelector('`+poolChart+`').dataset.peak > 0`)
+	if n := evalJS[int](b, `document.querySelectorAll('`+poolChart+` path.line[d*="L"]').length`); n != 2 {
+		t.Errorf("the pool's connections chart has %d lines with points, want one per member (2)", n)
+	}
+
+	// m1 fails: its row says DOWN, the charts mark it at the transition,
+	// and the connections that follow are m2's alone.
+	m2Before := b.waitCounter("members", "m2", 0, func() uint64 { return memberTotal(lb, "dash", "m2") })
+	b.waitSum("m2 before the failure", "members", "m2", 0, float64(m2Before))
+	stopped := time.Now()
 	srv1.Stop()
 	b.waitText(`tr[data-id="m1"] .status`, "DOWN")
 	if got := b.text(`tr[data-id="m2"] .status`); got != "UP" {
 		t.Errorf("m2 shows %q while only m1 stopped, want UP", got)
+	}
+	const downMark = poolChart + ` .mark.DOWN[data-member~="m1"]`
+	b.waitJS("m1's DOWN marked on the pool's chart", `document.querySelector('`+downMark+`')`)
+	markMS := evalJS[int64](b, `+document.querySelector('`+downMark+`').dataset.t`)
+	if mark := time.UnixMilli(markMS); mark.Before(stopped.Add(-time.Second)) || mark.After(time.Now()) {
+		t.Errorf("m1's DOWN is marked at %v, want between the server's stop (%v) and now", mark, stopped)
+	}
+	answered := getAll(c1, url, 20)
+	if answered < 10 {
+		t.Fatalf("%d of 20 requests answered with m1 down", answered)
+	}
+	m2After := b.waitCounter("members", "m2", m2Before+uint64(answered), func() uint64 { return memberTotal(lb, "dash", "m2") })
+	b.waitSum("m2 with m1 down", "members", "m2", 0, float64(m2After))
+	// The new connections are charted after the mark (a step is spread
+	// over at most 2 s before the sample that shows it).
+	markSec := markMS / 1000
+	if got := b.series("members", "m2", markSec-2); got.Sum < float64(m2After-m2Before)-0.5 {
+		t.Errorf("the page charts %.2f new connections for m2 from m1's DOWN on, m2 counted %d since", got.Sum, m2After-m2Before)
+	}
+	if got := b.series("members", "m1", markSec+1); got.Sum > 0.5 {
+		t.Errorf("after its DOWN the page charts %.2f new connections for m1, want none", got.Sum)
+	}
+
+	// m1's own charts: its traffic before the failure, and the mark.
+	b.run("open m1's charts", chromedp.Click(chromedp.CSS(`tr[data-id="m1"] button[title^="show this member"]`)))
+	const m1Chart = `tr.member-charts[data-member="m1"] svg[data-kind="conns"]`
+	b.waitJS("m1's chart shows its traffic and its DOWN",
+		`+document.querySelector('`+m1Chart+`')?.dataset.peak > 0 && document.querySelector('`+m1Chart+` .mark.DOWN')`)
+}
+
+// TestDashboard_Series checks, in the browser, how the dashboard's tracks
+// turn the stats stream's samples into the series its charts draw: rates
+// from counter steps, a counter that falls by more than half as a reset
+// (a gap), a smaller fall as a correction (no movement until the counter
+// is back), a stream reconnect as a gap (never zeros), settling at rate 0
+// only while the stream is up, a pool moving by its members' steps, and
+// health transitions as marks.
+func TestDashboard_Series(t *testing.T) {
+	lb := startSDNLB(t)
+	b := newBrowser(t)
+	b.run("open the dashboard", chromedp.Navigate("http://"+lb.APIAddr+"/dashboard/"),
+		chromedp.WaitVisible(chromedp.CSS(`#vips`)))
+
+	// Samples one second apart from t0 (ms), on stream connection 1
+	// unless said; each line of want is [second offset, series, value],
+	// with null for a gap.
+	const script = `(() => {
+		const t0 = 1700000000000, s0 = t0 / 1000;
+		const tr = new Track();
+		const c = (conns, active, bytesIn, bytesOut) => ({ conns, active, bytesIn, bytesOut });
+		tr.sample(t0, 1, c(100, 5, 1000, 2000));
+		tr.sample(t0 + 1000, 1, c(110, 6, 1500, 2000));  // 10/s, 500 B/s in
+		tr.sample(t0 + 2000, 1, c(120, 6, 2000, 2000));
+		tr.sample(t0 + 3000, 1, c(3, 6, 2100, 2000));    // conns reset: a gap; bytes go on
+		tr.sample(t0 + 4000, 1, c(8, 6, 2050, 2000));    // bytes in corrected down: no movement
+		tr.sample(t0 + 5000, 1, c(13, 6, 2150, 2000));   // back above 2100 by 50
+		tr.sample(t0 + 40000, 2, c(20, 1, 9000, 9000));  // reconnected 35 s later: a gap, then a level
+		tr.sample(t0 + 41000, 2, c(24, 1, 9000, 9000));
+		tr.settle(t0 + 46000, 2);                        // live: rate 0 until now - 3 s
+		tr.settle(t0 + 60000, 3);                        // another connection is live: nothing
+		const at = (track, k, d) => { const x = track.value(k, s0 + d); return Number.isNaN(x) ? null : Math.round(x * 100) / 100; };
+		const v = (k, d) => at(tr, k, d);
+		// A pool moves by its members' steps, whatever its own sums do.
+		const pool = new Track();
+		const zero = { conns: 0, bytesIn: 0, bytesOut: 0 };
+		pool.sample(t0, 1, c(10, 0, 0, 0), zero);
+		pool.sample(t0 + 1000, 1, c(5, 0, 0, 0), { ...zero, conns: 3 });
+		pool.sample(t0 + 2000, 1, c(9, 0, 0, 0), { ...zero, conns: null });
+		tr.observe("UP", t0 - 3600000, t0);              // UP for an hour: no mark
+		tr.observe("DOWN", t0 + 1500, t0 + 2000);        // DOWN since t0 + 1.5 s
+		tr.observe("DOWN", t0 + 1500, t0 + 3000);        // no change
+		tr.observe("DRAINING", t0 + 1500, t0 + 4000);    // no new since: marked at the sample
+		const fresh = new Track();
+		fresh.observe("DOWN", t0 - 60000, t0);           // entered within the window: marked
+		return {
+			conns: [0, 1, 2, 3, 4, 5].map((d) => v(CONNS, d)),
+			bytesIn: [0, 2, 3, 4].map((d) => v(BYTES_IN, d)),
+			active: [0, 1, 20, 40].map((d) => v(ACTIVE, d)),
+			gap: [5, 20, 39].map((d) => v(CONNS, d)),
+			after: [40, 41, 42, 43].map((d) => v(CONNS, d)),
+			pool: [0, 1].map((d) => at(pool, CONNS, d)),
+			marks: tr.marks.map((m) => [m.t - t0, m.status]),
+			freshMarks: fresh.marks.map((m) => [m.t - t0, m.status]),
+		};
+	})()`
+	type result struct {
+		Conns, BytesIn, Active, Gap, After, Pool []*float64
+		Marks, FreshMarks                        [][2]any
+	}
+	got := evalJS[result](b, script)
+	f := func(v float64) *float64 { return &v }
+	check := func(name string, got, want []*float64) {
+		t.Helper()
+		show := func(vs []*float64) string {
+			var s []string
+			for _, v := range vs {
+				if v == nil {
+					s = append(s, "gap")
+				} else {
+					s = append(s, fmt.Sprint(*v))
+				}
+			}
+			return strings.Join(s, " ")
+		}
+		if show(got) != show(want) {
+			t.Errorf("%s: got %s, want %s", name, show(got), show(want))
+		}
+	}
+	// Each second holds the rate over it: the samples at t0 and t0 + 1 s
+	// give the second from t0.
+	check("conns", got.Conns, []*float64{f(10), f(10), nil, f(5), f(5), nil})
+	check("bytes in", got.BytesIn, []*float64{f(500), f(100), f(0), f(50)})
+	check("active", got.Active, []*float64{f(5), f(6), nil, f(1)})
+	// From the last sample of one connection to the first of the next the
+	// series has no value at all.
+	check("reconnect gap", got.Gap, []*float64{nil, nil, nil})
+	// Then 4 connections in a second; settled at 0 up to 3 s before the
+	// live connection's now (t0 + 43 s), and no further once another
+	// connection is the live one.
+	check("after reconnect", got.After, []*float64{f(4), f(0), f(0), nil})
+	// A member's reset is a gap in its pool's series too.
+	check("pool", got.Pool, []*float64{f(3), nil})
+	if want := "[[1500 DOWN] [4000 DRAINING]]"; fmt.Sprint(got.Marks) != want {
+		t.Errorf("marks %v, want %s", got.Marks, want)
+	}
+	if want := "[[-60000 DOWN]]"; fmt.Sprint(got.FreshMarks) != want {
+		t.Errorf("marks of a status first seen %v, want %s", got.FreshMarks, want)
+	}
+}
+
+// TestDashboard_NoLeader shows the cluster panel an answer of GET
+// /v1/cluster in which no node holds the lease (the database unreachable
+// from every node): it must say so, not show the last leader.
+func TestDashboard_NoLeader(t *testing.T) {
+	lb := startSDNLB(t)
+	b := newBrowser(t)
+	b.run("open the dashboard", chromedp.Navigate("http://"+lb.APIAddr+"/dashboard/"))
+	b.waitText("#cluster h2", "leader ")
+	got := evalJS[string](b, `(() => {
+		state.cluster = { leader: "", nodes: [{ id: "a", api_addr: "10.0.0.1:8080", openflow_addr: "10.0.0.1:6653",
+			role: "follower", last_seen: new Date().toISOString() }] };
+		renderCluster();
+		return document.querySelector("#cluster").innerText;
+	})()`)
+	if !strings.Contains(got, "no leader") || strings.Contains(got, "leader a") {
+		t.Errorf("with no leader the cluster panel shows %q, want it to say no leader", got)
 	}
 }

@@ -1,14 +1,51 @@
-// The sdnlb dashboard: VIPs with their pools' members, health and traffic,
-// pools without a VIP, and monitors; forms to create, edit and delete each,
-// to drain and re-weight members and to attach monitors to pools.
-// The configuration is reloaded when the change feed says something changed;
-// traffic counters and switches are polled every second.
+// The sdnlb dashboard: the cluster, VIPs with their pools' members, health
+// and traffic charts, pools without a VIP, and monitors; forms to create,
+// edit and delete each, to drain and re-weight members and to attach
+// monitors to pools.
+//
+// Data flow: the configuration comes from the /v1 lists and is read again
+// when /v1/events says something changed; counters come from the stats
+// watch stream (/v1/stats?watch=true) into series.js's tracks; the cluster
+// and the switches are polled every 2 s. The page is built once per object
+// and patched: a stats event touches only its pool's figures, a member list
+// is built when it is opened, and charts are drawn only while on screen.
 "use strict";
 
 const state = {
-  vips: [], pools: [], members: new Map(), monitors: [], stats: new Map(),
+  loaded: false, // the configuration was read once
+  vips: [], pools: [], members: new Map(), monitors: [],
+  stats: new Map(), // pool id → its latest stats from the stream
   switches: null, // null: unknown (not readable)
+  cluster: null, clusterError: "",
 };
+// One Track per pool and per member id (series.js).
+const tracks = { pools: new Map(), members: new Map() };
+// The server's clock minus this browser's, from the stats samples: charts
+// and "ago" are on the server's time, as the samples and transitions are.
+let clockOffset = 0;
+const serverNow = () => Date.now() + clockOffset;
+// The stats stream connection that is up (a new number on each connect),
+// 0 while it is down.
+let statsEpoch = 0;
+// Member lists start open while the configuration has at most this many
+// members; beyond, a pool's list opens with its toggle or the filter.
+const LIST_MEMBERS = 100;
+
+// What the page measures of itself (ms, performance.now()); the e2e tests
+// read it. Each list keeps the last 256 figures.
+const perf = {
+  firstRender: null, // the configuration first rendered and painted
+  allStats: null, // every pool first showing counters
+  statsMs: [], // applying one stats event: tracks and the pool's figures
+  drawMs: [], // one round of drawing the charts on screen
+  renderMs: [], // rendering the configuration after a load
+  statsEvents: 0,
+};
+window.sdnlbPerf = perf;
+function measure(list, since) {
+  list.push(performance.now() - since);
+  if (list.length > 256) list.shift();
+}
 let token = sessionStorage.getItem("sdnlb-token") || "";
 
 // ---------------------------------------------------------------- API
@@ -76,27 +113,45 @@ async function loadConfig() {
     listAll("/v1/members", "members"), listAll("/v1/monitors", "monitors"),
   ]);
   state.vips = vips.sort(byName);
-  state.pools = pools.sort(byName);
   state.monitors = monitors.sort(byName);
   state.members = new Map();
   for (const m of members.sort(byAddr)) {
     if (!state.members.has(m.pool_id)) state.members.set(m.pool_id, []);
     state.members.get(m.pool_id).push(m);
   }
-  await loadStats();
+  const gone = new Set(state.pools.map((p) => p.id));
+  for (const p of pools) gone.delete(p.id);
+  for (const id of gone) dropPool(id);
+  state.pools = pools.sort(byName);
+  state.loaded = true;
+  render();
 }
 
-async function loadStats() {
-  const results = await Promise.allSettled(
-    state.pools.map((p) => api("GET", `/v1/pools/${encodeURIComponent(p.id)}/stats`).then((s) => [p.id, s])),
-  );
-  state.stats = new Map(results.filter((r) => r.status === "fulfilled").map((r) => r.value));
-  try {
-    state.switches = (await api("GET", "/v1/switches")).switches;
-  } catch {
-    state.switches = null;
-  }
-  render();
+// dropPool forgets a deleted pool's stats and tracks. (The stats stream
+// says nothing of pools it no longer has; members that leave a pool
+// leave its stats, see applyStats.)
+function dropPool(id) {
+  const ps = state.stats.get(id);
+  for (const m of ps ? ps.members : []) tracks.members.delete(m.member_id);
+  state.stats.delete(id);
+  tracks.pools.delete(id);
+}
+
+// forget drops the entries of map whose key is not in keep.
+function forget(map, keep) {
+  for (const k of map.keys()) if (!keep.has(k)) map.delete(k);
+}
+
+// pollStatus reads the switches and the cluster.
+async function pollStatus() {
+  const [sw, cl] = await Promise.allSettled([api("GET", "/v1/switches"), api("GET", "/v1/cluster")]);
+  const noSwitch = noSwitchConnected();
+  state.switches = sw.status === "fulfilled" ? sw.value.switches : null;
+  state.cluster = cl.status === "fulfilled" ? cl.value : null;
+  state.clusterError = cl.status === "fulfilled" ? "" : cl.reason.message;
+  renderSwitches();
+  renderCluster();
+  if (noSwitch !== noSwitchConnected() && state.loaded) render();
 }
 
 // ---------------------------------------------------------------- rendering
@@ -106,11 +161,13 @@ function bytes(n) {
   const units = ["B", "KiB", "MiB", "GiB", "TiB"];
   let i = 0;
   while (n >= 1024 && i < units.length - 1) { n /= 1024; i++; }
-  return `${i ? n.toFixed(1) : n} ${units[i]}`;
+  return `${i ? n.toFixed(1) : Math.round(n)} ${units[i]}`;
 }
+const rate = (v) => (v < 10 ? String(+v.toFixed(2)) : fmt.format(Math.round(v)));
+const byteRate = (v) => bytes(v) + "/s";
 function ago(t) {
-  if (!t) return "";
-  const s = Math.max(0, Math.round((Date.now() - Date.parse(t)) / 1000));
+  if (!t || t.startsWith("0001-")) return "";
+  const s = Math.max(0, Math.round((serverNow() - Date.parse(t)) / 1000));
   return s < 90 ? `${s}s ago` : s < 5400 ? `${Math.round(s / 60)}m ago` : `${Math.round(s / 3600)}h ago`;
 }
 
@@ -123,6 +180,12 @@ function el(tag, attrs, ...children) {
   }
   for (const c of children) if (c !== null && c !== undefined) e.append(c);
   return e;
+}
+
+// setText changes an element's text only when it differs, so that a stats
+// event that changes nothing costs no layout.
+function setText(e, text) {
+  if (e.textContent !== text) e.textContent = text;
 }
 
 function button(text, title, onclick, cls) {
@@ -151,20 +214,45 @@ function pill(text, cls, title) {
   return el("span", { class: "pill " + (cls || text), title }, text);
 }
 
+const noSwitchConnected = () => state.switches !== null && state.switches.length === 0;
+
 // vipStatus is the VIP's status as the store derives it, corrected for what
 // the store cannot know: with no switch connected nothing is balanced.
 function vipStatus(vip) {
-  if (vip.status === "ACTIVE" && state.switches && state.switches.length === 0) {
+  if (vip.status === "ACTIVE" && noSwitchConnected()) {
     return pill("NO SWITCH", "DOWN", "ACTIVE in the configuration, but no switch is connected: nothing carries its traffic");
   }
   return pill(vip.status);
 }
 
+// render brings the page to the configuration in state. Objects whose
+// configuration did not change keep their elements.
+let renderPending = false;
 function render() {
-  // Re-rendering would take the focus and the typed value from a field.
+  // Re-rendering would take the focus and the typed value from a field:
+  // wait until it loses the focus.
   const focus = document.activeElement;
-  if (focus && document.querySelector("main").contains(focus) && /INPUT|SELECT/.test(focus.tagName)) return;
+  if (focus && document.querySelector("main").contains(focus) && /INPUT|SELECT/.test(focus.tagName)) {
+    renderPending = true;
+    return;
+  }
+  renderPending = false;
+  const t0 = performance.now();
+  renderSwitches();
+  renderVIPs();
+  renderOrphans();
+  dropPoolViews();
+  renderMonitors();
+  applyFilter();
+  measure(perf.renderMs, t0);
+  noteAllStats();
+  if (perf.firstRender === null) {
+    perf.firstRender = 0;
+    requestAnimationFrame(() => setTimeout(() => { perf.firstRender = performance.now(); }));
+  }
+}
 
+function renderSwitches() {
   const sw = document.getElementById("switches");
   if (state.switches === null) {
     sw.textContent = ""; sw.className = "";
@@ -176,55 +264,186 @@ function render() {
     sw.textContent = `${n} switch${n === 1 ? "" : "es"} connected`; sw.className = "pill UP";
     sw.title = state.switches.map((s) => `${s.dpid} ${s.address}`).join("\n");
   }
-
-  const vips = document.getElementById("vips");
-  vips.replaceChildren(el("h2", { class: "section" }, `VIPs (${state.vips.length})`));
-  if (state.vips.length === 0) {
-    vips.append(el("p", { class: "muted" }, "No VIP yet: ", button("create one", "", () => openForm("vip"), "link"), "."));
-  }
-  const poolByVIP = new Map(state.pools.filter((p) => p.vip_id).map((p) => [p.vip_id, p]));
-  const tpl = document.getElementById("vip-tpl");
-  for (const vip of state.vips) {
-    const card = tpl.content.firstElementChild.cloneNode(true);
-    card.dataset.id = vip.id;
-    card.querySelector(".name").textContent = vip.name || vip.id;
-    card.querySelector(".addr").textContent =
-      `${vip.protocol} ${vip.address}${vip.protocol === "ICMP" || vip.protocol === "ANY" ? "" : ":" + vip.port}`;
-    card.querySelector(".status").replaceWith(vipStatus(vip));
-    card.querySelector(".ids").append(idChip(vip.id), el("span", { class: "muted" }, ` MAC ${vip.mac}`));
-    card.querySelector(".tools").append(
-      button("edit", "edit the VIP", () => openForm("vip", vip)),
-      button("delete", "delete the VIP", () => remove("vip", vip)),
-    );
-    const pool = poolByVIP.get(vip.id);
-    const pools = card.querySelector(".pools");
-    if (pool) pools.append(renderPool(pool, vip));
-    else pools.append(el("p", { class: "muted" }, "No pool serves this VIP: ",
-      button("create one", "", () => openForm("pool", null, { vip_id: vip.id, protocol: vip.protocol }), "link"), "."));
-    vips.append(card);
-  }
-
-  const orphans = document.getElementById("orphans");
-  const alone = state.pools.filter((p) => !p.vip_id);
-  orphans.replaceChildren();
-  if (alone.length) {
-    orphans.append(el("h2", { class: "section" }, `Pools without a VIP (${alone.length})`));
-    for (const p of alone) orphans.append(el("article", { class: "card" }, renderPool(p, null)));
-  }
-
-  renderMonitors();
 }
 
-function renderPool(pool, vip) {
-  const div = document.getElementById("pool-tpl").content.firstElementChild.cloneNode(true);
-  div.dataset.id = pool.id;
-  const stats = state.stats.get(pool.id);
-  div.querySelector(".label").append(el("strong", {}, `pool ${pool.name || pool.id}`),
+// renderCluster shows the nodes sharing the database and which one leads.
+function renderCluster() {
+  const sec = document.getElementById("cluster");
+  const c = state.cluster;
+  const head = el("h2", { class: "section" }, "Cluster ");
+  if (!c) {
+    head.append(pill("unknown", "DOWN", state.clusterError));
+    sec.replaceChildren(head, el("p", { class: "muted" }, `GET /v1/cluster: ${state.clusterError || "no answer yet"}`));
+    return;
+  }
+  head.append(c.leader
+    ? pill(`leader ${c.leader}`, "UP", "holds the lease: runs the health monitors, OpenFlow MASTER of every switch")
+    : pill("no leader", "DOWN", "no node holds the lease: no health monitor runs and no switch has a MASTER"));
+  const table = el("table", { class: "nodes" }, el("thead", {}, el("tr", {},
+    ...["node", "role", "API", "OpenFlow", "last seen"].map((h) => el("th", {}, h)))));
+  const body = table.createTBody();
+  for (const n of c.nodes) {
+    const tr = body.insertRow();
+    tr.dataset.id = n.id;
+    [n.id, pill(n.role, n.role === "leader" ? "UP" : "NO_MONITOR"), n.api_addr, n.openflow_addr, ago(n.last_seen)]
+      .forEach((v) => tr.insertCell().append(v));
+  }
+  if (c.nodes.length === 0) {
+    const td = body.insertRow().insertCell();
+    td.colSpan = 5;
+    td.className = "muted";
+    td.textContent = "no node seen in the last 10 s";
+  }
+  sec.replaceChildren(head, table);
+}
+
+// Views: the elements of each object, kept across renders.
+const vipViews = new Map(); // VIP id → { card, sig, vip, noPool }
+const poolViews = new Map(); // pool id → see poolView
+const sections = {}; // per section: its heading and empty-state elements
+
+// place makes parent's children exactly kids, moving only when the order
+// differs.
+function place(parent, kids) {
+  const now = parent.children;
+  if (now.length === kids.length && kids.every((k, i) => now[i] === k)) return;
+  parent.replaceChildren(...kids);
+}
+
+// sectionParts gives a section's heading (applyFilter writes it) and, for
+// a kind of object, what it says while there is none.
+function sectionParts(id, kind) {
+  if (!sections[id]) {
+    sections[id] = {
+      head: el("h2", { class: "section" }),
+      empty: kind ? el("p", { class: "muted" }, `No ${kind.toUpperCase()} yet: `, button("create one", "", () => openForm(kind), "link"), ".") : null,
+    };
+  }
+  return sections[id];
+}
+
+function renderVIPs() {
+  const parts = sectionParts("vips", "vip");
+  const poolByVIP = new Map(state.pools.filter((p) => p.vip_id).map((p) => [p.vip_id, p]));
+  const noSwitch = noSwitchConnected();
+  const kids = [parts.head];
+  if (state.vips.length === 0) kids.push(parts.empty);
+  const seen = new Set();
+  for (const vip of state.vips) {
+    seen.add(vip.id);
+    let v = vipViews.get(vip.id);
+    if (!v) {
+      v = { card: document.getElementById("vip-tpl").content.firstElementChild.cloneNode(true), sig: "" };
+      v.card.dataset.id = vip.id;
+      vipViews.set(vip.id, v);
+    }
+    v.vip = vip;
+    const sig = JSON.stringify(vip) + noSwitch;
+    if (v.sig !== sig) {
+      v.sig = sig;
+      fillVIPHeader(v.card, vip);
+      v.noPool = el("p", { class: "muted" }, "No pool serves this VIP: ",
+        button("create one", "", () => openForm("pool", null, { vip_id: vip.id, protocol: vip.protocol }), "link"), ".");
+    }
+    const pool = poolByVIP.get(vip.id);
+    place(v.card.querySelector(".pools"), [pool ? poolView(pool, vip).el : v.noPool]);
+    kids.push(v.card);
+  }
+  forget(vipViews, seen);
+  place(document.getElementById("vips"), kids);
+}
+
+function fillVIPHeader(card, vip) {
+  card.querySelector(".name").textContent = vip.name || vip.id;
+  card.querySelector(".addr").textContent =
+    `${vip.protocol} ${vip.address}${vip.protocol === "ICMP" || vip.protocol === "ANY" ? "" : ":" + vip.port}`;
+  card.querySelector(".status").replaceChildren(vipStatus(vip));
+  card.querySelector(".ids").replaceChildren(idChip(vip.id), el("span", { class: "muted" }, ` MAC ${vip.mac}`));
+  card.querySelector(".tools").replaceChildren(
+    button("edit", "edit the VIP", () => openForm("vip", vip)),
+    button("delete", "delete the VIP", () => remove("vip", vip)),
+  );
+}
+
+function renderOrphans() {
+  const parts = sectionParts("orphans");
+  const alone = state.pools.filter((p) => !p.vip_id);
+  const kids = alone.length ? [parts.head] : [];
+  for (const p of alone) {
+    const v = poolView(p, null);
+    if (!v.orphanCard) v.orphanCard = el("article", { class: "card" });
+    place(v.orphanCard, [v.el]);
+    kids.push(v.orphanCard);
+  }
+  place(document.getElementById("orphans"), kids);
+}
+
+// dropPoolViews forgets the views of deleted pools.
+function dropPoolViews() {
+  const keep = new Set(state.pools.map((p) => p.id));
+  for (const [id, v] of poolViews) {
+    if (!keep.has(id)) {
+      for (const g of v.chartGroups()) chartsOff(g);
+      poolViews.delete(id);
+    }
+  }
+}
+
+// Which pools' member lists the user opened or closed (pool id → bool).
+const openPools = new Map();
+// Members whose own charts are open.
+const openMemberCharts = new Set();
+
+// poolView returns the pool's view, brought up to date: the description
+// line, the summary of its members and traffic, its charts, and the member
+// table (rows built only while the list is open).
+function poolView(pool, vip) {
+  let v = poolViews.get(pool.id);
+  if (!v) {
+    const div = document.getElementById("pool-tpl").content.firstElementChild.cloneNode(true);
+    div.dataset.id = pool.id;
+    v = { el: div, id: pool.id, sig: "", rows: new Map(), filter: null,
+      body: div.querySelector("tbody"), table: div.querySelector("table.members"),
+      toggle: div.querySelector(".toggle"), counts: div.querySelector(".counts"), totals: div.querySelector(".totals") };
+    v.charts = poolCharts(v);
+    v.chartGroups = () => [v.charts, ...[...v.rows.values()].filter((r) => r.charts).map((r) => r.charts)];
+    v.toggle.addEventListener("click", () => {
+      openPools.set(pool.id, !isOpen(v));
+      renderMembers(v);
+    });
+    poolViews.set(pool.id, v);
+    chartsOn(v.charts);
+  }
+  v.pool = pool;
+  v.vip = vip;
+  v.members = state.members.get(pool.id) || [];
+  const sig = JSON.stringify([pool, vip && vip.port, state.monitors.map((m) => [m.id, m.name, m.type])]);
+  if (v.sig !== sig) {
+    v.sig = sig;
+    fillPoolMeta(v.el, pool);
+  }
+  renderMembers(v);
+  updatePool(v);
+  return v;
+}
+
+function isOpen(v) {
+  if (v.filter) return true;
+  return openPools.has(v.id) ? openPools.get(v.id) : totalMembers() <= LIST_MEMBERS;
+}
+function totalMembers() {
+  let n = 0;
+  for (const list of state.members.values()) n += list.length;
+  return n;
+}
+
+function fillPoolMeta(div, pool) {
+  div.querySelector(".label").replaceChildren(el("strong", {}, `pool ${pool.name || pool.id}`),
     pool.admin_state_up ? "" : " ", pool.admin_state_up ? "" : pill("DISABLED"));
-  div.querySelector(".ids").append(idChip(pool.id));
-  div.querySelector(".desc").textContent = ` ${pool.lb_method} · ${pool.dispatch} dispatch · ${pool.forwarding}` +
-    (stats ? ` · ${fmt.format(stats.refused_connections)} refused` : "");
+  div.querySelector(".ids").replaceChildren(idChip(pool.id));
+  div.querySelector(".desc").textContent = ` ${pool.lb_method} · ${pool.dispatch} dispatch · ${pool.forwarding}`;
   const mons = div.querySelector(".monitors");
+  mons.replaceChildren();
   for (const id of pool.monitor_ids) {
     const mon = state.monitors.find((m) => m.id === id);
     mons.append(el("span", { class: "chip" }, `${mon ? mon.name || mon.id : id} (${mon ? mon.type : "?"})`,
@@ -239,59 +458,164 @@ function renderPool(pool, vip) {
     el("option", { value: "" }, "+ monitor…"), ...free.map((m) => el("option", { value: m.id }, m.name || m.id)));
     mons.append(sel);
   }
-  div.querySelector(".tools").append(
+  div.querySelector(".tools").replaceChildren(
     button("+ member", "add a member", () => openForm("member", null, { pool_id: pool.id })),
     button("edit", "edit the pool", () => openForm("pool", pool)),
     button("delete", "delete the pool", () => remove("pool", pool)),
   );
-  const body = div.querySelector("tbody");
-  const perMember = new Map((stats ? stats.members : []).map((m) => [m.member_id, m]));
-  const monitored = pool.monitor_ids.length > 0;
-  const members = state.members.get(pool.id) || [];
-  for (const m of members) {
-    const s = perMember.get(m.id) || {};
-    const tr = body.insertRow();
-    tr.dataset.id = m.id;
-    // Check results are only shown while a monitor still checks the member.
-    const check = monitored && m.health.last_check
-      ? `${m.health.last_latency_ms.toFixed(1)} ms${m.health.last_error ? " · " + m.health.last_error : ""}` : "";
-    const weight = el("input", { type: "number", min: 0, max: 256, value: m.weight, class: "weight",
-      title: "weight (0 drains); Enter to apply",
-      onchange: (e) => { const w = Number(e.target.value); e.target.blur(); act(() => api("PATCH",
-        `/v1/members/${encodeURIComponent(m.id)}`, { weight: w })); } });
-    const cells = [
-      `${m.address}:${m.port || (vip ? vip.port : "VIP port")}`, idChip(m.id), weight,
-      pill(m.status), ago(m.health.since), check,
-      fmt.format(s.active_connections || 0), fmt.format(s.total_connections || 0),
-      fmt.format(s.packets_in || 0), fmt.format(s.packets_out || 0),
-      bytes(s.bytes_in || 0), bytes(s.bytes_out || 0),
-      el("span", { class: "tools" },
-        button(m.admin_state_up ? "drain" : "undrain", m.admin_state_up
-          ? "admin down: keep its connections, send it no new ones" : "admin up: back into rotation",
-        () => act(() => api("PATCH", `/v1/members/${encodeURIComponent(m.id)}`, { admin_state_up: !m.admin_state_up }))),
-        button("edit", "edit the member", () => openForm("member", m)),
-        button("delete", "delete the member", () => remove("member", m))),
-    ];
-    cells.forEach((c, i) => {
-      const td = tr.insertCell();
-      td.append(c);
-      if (i >= 6 && i <= 11) td.className = "n";
-      if (i === 3) td.className = "status";
-    });
+}
+
+// renderMembers shows the member rows the list should show (all, the
+// filter's, or none while closed), building the missing ones and
+// rebuilding those whose member changed.
+function renderMembers(v) {
+  const open = isOpen(v);
+  setText(v.toggle, `${open ? "▾" : "▸"} members (${v.members.length})`);
+  v.toggle.setAttribute("aria-expanded", open);
+  v.table.hidden = !open;
+  const kids = [];
+  const shown = new Set();
+  if (open) {
+    for (const m of v.members) {
+      if (v.filter && !v.filter.has(m.id)) continue;
+      shown.add(m.id);
+      let r = v.rows.get(m.id);
+      const sig = JSON.stringify(m) + (v.vip ? v.vip.port : "") + v.pool.monitor_ids.length;
+      if (!r || r.sig !== sig) {
+        const fresh = memberRow(v, m);
+        fresh.sig = sig;
+        if (r) fresh.charts = r.charts;
+        r = fresh;
+        v.rows.set(m.id, r);
+        const ms = memberStats(v.id, m.id);
+        if (ms) updateRow(r, ms);
+      }
+      kids.push(r.tr);
+      if (openMemberCharts.has(m.id)) {
+        if (!r.charts) r.charts = memberCharts(v, m);
+        chartsOn(r.charts);
+        kids.push(r.charts.row);
+      } else if (r.charts) {
+        chartsOff(r.charts);
+      }
+    }
+    if (v.members.length === 0) kids.push(v.empty || (v.empty = emptyRow()));
   }
-  if (members.length === 0) {
-    const td = body.insertRow().insertCell();
-    td.colSpan = 13;
-    td.className = "muted";
-    td.textContent = "no member yet";
+  const current = new Set(v.members.map((m) => m.id));
+  for (const [id, r] of v.rows) {
+    if (shown.has(id)) continue;
+    if (r.charts) chartsOff(r.charts);
+    if (!current.has(id)) v.rows.delete(id);
   }
-  if (stats) {
-    const tr = div.querySelector("tfoot").insertRow();
-    ["pool total", "", "", "", "", "", fmt.format(stats.active_connections), fmt.format(stats.total_connections),
-      fmt.format(stats.packets_in), fmt.format(stats.packets_out), bytes(stats.bytes_in), bytes(stats.bytes_out), "",
-    ].forEach((t, i) => { const td = tr.insertCell(); td.textContent = t; if (i >= 6 && i <= 11) td.className = "n"; });
+  place(v.body, kids);
+}
+
+function emptyRow() {
+  const tr = el("tr");
+  const td = tr.insertCell();
+  td.colSpan = 13;
+  td.className = "muted";
+  td.textContent = "no member yet";
+  return tr;
+}
+
+function memberStats(poolID, memberID) {
+  const ps = state.stats.get(poolID);
+  return ps && ps.members.find((m) => m.member_id === memberID);
+}
+
+// memberRow builds a member's row; updateRow fills in its live figures.
+function memberRow(v, m) {
+  const tr = el("tr");
+  tr.dataset.id = m.id;
+  const monitored = v.pool.monitor_ids.length > 0;
+  // Check results are only shown while a monitor still checks the member.
+  const check = monitored && m.health.last_check
+    ? `${m.health.last_latency_ms.toFixed(1)} ms${m.health.last_error ? " · " + m.health.last_error : ""}` : "";
+  const weight = el("input", { type: "number", min: 0, max: 256, value: m.weight, class: "weight",
+    title: "weight (0 drains); Enter to apply",
+    onchange: (e) => { const w = Number(e.target.value); e.target.blur(); act(() => api("PATCH",
+      `/v1/members/${encodeURIComponent(m.id)}`, { weight: w })); } });
+  const r = { tr, cells: {} };
+  const live = (name, text) => (r.cells[name] = el("span", {}, text));
+  const cells = [
+    `${m.address}:${m.port || (v.vip ? v.vip.port : "VIP port")}`, idChip(m.id), weight,
+    live("status", pill(m.status)), live("since", ago(m.health.since)), check,
+    live("active", "0"), live("total", "0"), live("packetsIn", "0"), live("packetsOut", "0"),
+    live("bytesIn", "0 B"), live("bytesOut", "0 B"),
+    el("span", { class: "tools" },
+      button("chart", "show this member's traffic over the last 15 minutes", () => {
+        if (openMemberCharts.has(m.id)) openMemberCharts.delete(m.id); else openMemberCharts.add(m.id);
+        renderMembers(v);
+      }),
+      button(m.admin_state_up ? "drain" : "undrain", m.admin_state_up
+        ? "admin down: keep its connections, send it no new ones" : "admin up: back into rotation",
+      () => act(() => api("PATCH", `/v1/members/${encodeURIComponent(m.id)}`, { admin_state_up: !m.admin_state_up }))),
+      button("edit", "edit the member", () => openForm("member", m)),
+      button("delete", "delete the member", () => remove("member", m))),
+  ];
+  cells.forEach((c, i) => {
+    const td = tr.insertCell();
+    td.append(c);
+    if (i >= 6 && i <= 11) td.className = "n";
+    if (i === 3) td.className = "status";
+  });
+  return r;
+}
+
+function updateRow(r, s) {
+  const pillEl = r.cells.status.firstChild;
+  if (pillEl.textContent !== s.status) {
+    pillEl.textContent = s.status;
+    pillEl.className = "pill " + s.status;
   }
-  return div;
+  setText(r.cells.since, ago(s.status_since));
+  setText(r.cells.active, fmt.format(s.active_connections));
+  setText(r.cells.total, fmt.format(s.total_connections));
+  setText(r.cells.packetsIn, fmt.format(s.packets_in));
+  setText(r.cells.packetsOut, fmt.format(s.packets_out));
+  setText(r.cells.bytesIn, bytes(s.bytes_in));
+  setText(r.cells.bytesOut, bytes(s.bytes_out));
+}
+
+// updatePool shows the pool's live figures: members by status, totals and
+// the latest rates, and the open rows.
+function updatePool(v) {
+  const ps = state.stats.get(v.id);
+  if (!ps) {
+    setText(v.counts, "");
+    setText(v.totals, statsEpoch ? "" : "no counters yet");
+    return;
+  }
+  const byStatus = new Map();
+  for (const m of ps.members) byStatus.set(m.status, (byStatus.get(m.status) || 0) + 1);
+  const countsKey = [...byStatus].map(([s, n]) => `${n} ${s}`).join(" ");
+  if (v.counts.dataset.key !== countsKey) {
+    v.counts.dataset.key = countsKey;
+    v.counts.replaceChildren(...[...byStatus].sort().map(([s, n]) => pill(`${n} ${s}`, s)));
+  }
+  const tr = tracks.pools.get(v.id);
+  const s = tr ? tr.lastFull() : 0;
+  const now = (k) => (tr && !Number.isNaN(tr.value(k, s)) ? tr.value(k, s) : null);
+  const conns = now(CONNS), bin = now(BYTES_IN), bout = now(BYTES_OUT);
+  setText(v.totals, `${fmt.format(ps.active_connections)} active · ` +
+    `${conns === null ? "–" : rate(conns)} new/s · in ${bin === null ? "–" : byteRate(bin)} · ` +
+    `out ${bout === null ? "–" : byteRate(bout)} · ${fmt.format(ps.total_connections)} total · ` +
+    `${fmt.format(ps.refused_connections)} refused`);
+  if (!v.table.hidden) {
+    for (const m of ps.members) {
+      const r = v.rows.get(m.member_id);
+      if (r) updateRow(r, m);
+    }
+    const foot = v.el.querySelector("tfoot");
+    const cells = ["pool total", "", "", "", "", "", fmt.format(ps.active_connections), fmt.format(ps.total_connections),
+      fmt.format(ps.packets_in), fmt.format(ps.packets_out), bytes(ps.bytes_in), bytes(ps.bytes_out), ""];
+    if (!foot.rows.length) {
+      const row = foot.insertRow();
+      cells.forEach((_, i) => { const td = row.insertCell(); if (i >= 6 && i <= 11) td.className = "n"; });
+    }
+    cells.forEach((t, i) => setText(foot.rows[0].cells[i], t));
+  }
 }
 
 function renderMonitors() {
@@ -318,6 +642,249 @@ function renderMonitors() {
   sec.append(table);
 }
 
+// ---------------------------------------------------------------- filter
+
+let filterText = "";
+
+// applyFilter shows the VIPs and pools that match the filter box by id,
+// name or address; when only some members match, their pool lists just
+// those.
+function applyFilter() {
+  const q = filterText;
+  const hit = (...fields) => fields.some((f) => f !== undefined && f !== null && String(f).toLowerCase().includes(q));
+  const poolByVIP = new Map(state.pools.filter((p) => p.vip_id).map((p) => [p.vip_id, p]));
+  // matchPool: true (the pool or its VIP matches), a Set of matching
+  // member ids, or false.
+  const matchPool = (pool, vipHit) => {
+    if (!q || vipHit || (pool && hit(pool.id, pool.name))) return true;
+    if (!pool) return false;
+    const ids = new Set((state.members.get(pool.id) || [])
+      .filter((m) => hit(m.id, m.address, `${m.address}:${m.port}`)).map((m) => m.id));
+    return ids.size ? ids : false;
+  };
+  const filterPool = (pool, match) => {
+    const v = pool && poolViews.get(pool.id);
+    if (!v) return;
+    const filter = match instanceof Set ? match : null;
+    if (filter !== v.filter) {
+      v.filter = filter;
+      renderMembers(v);
+      updatePool(v);
+    }
+  };
+  let shown = 0;
+  for (const vip of state.vips) {
+    const pool = poolByVIP.get(vip.id);
+    const match = matchPool(pool, !q || hit(vip.id, vip.name, vip.address, `${vip.address}:${vip.port}`));
+    const card = vipViews.get(vip.id).card;
+    card.hidden = !match;
+    if (match) shown++;
+    filterPool(pool, match);
+  }
+  const vipHead = sections.vips.head;
+  setText(vipHead, q ? `VIPs (${shown} of ${state.vips.length} match)` : `VIPs (${state.vips.length})`);
+  let alone = 0, aloneShown = 0;
+  for (const pool of state.pools.filter((p) => !p.vip_id)) {
+    const match = matchPool(pool, false);
+    const v = poolViews.get(pool.id);
+    v.orphanCard.hidden = !match;
+    alone++;
+    if (match) aloneShown++;
+    filterPool(pool, match);
+  }
+  setText(sections.orphans.head, q ? `Pools without a VIP (${aloneShown} of ${alone} match)` : `Pools without a VIP (${alone})`);
+  for (const tr of document.querySelectorAll("#monitors tbody tr")) {
+    const m = state.monitors.find((x) => x.id === tr.dataset.id);
+    tr.hidden = !!q && !(m && hit(m.id, m.name, m.type));
+  }
+}
+
+// ---------------------------------------------------------------- charts
+
+// The chart groups on screen; each is drawn every second while there.
+const onScreen = new Set();
+const chartObserver = new IntersectionObserver((entries) => {
+  for (const e of entries) {
+    const g = e.target.chartGroup;
+    if (e.isIntersecting) {
+      onScreen.add(g);
+      drawGroup(g);
+    } else {
+      onScreen.delete(g);
+    }
+  }
+}, { rootMargin: "200px" });
+
+function chartsOn(g) {
+  if (g.observed) return;
+  g.observed = true;
+  chartObserver.observe(g.el);
+}
+function chartsOff(g) {
+  if (!g.observed) return;
+  g.observed = false;
+  chartObserver.unobserve(g.el);
+  onScreen.delete(g);
+}
+
+function seriesOf(track, k) {
+  return track ? (s) => track.value(k, s) : () => NaN;
+}
+
+function poolCharts(v) {
+  const boxes = { conns: newChart("conns", "new connections/s"), active: newChart("active", "active connections"),
+    bytes: newChart("bytes", "bytes/s in and out") };
+  const box = v.el.querySelector(".charts");
+  box.append(boxes.conns, boxes.active, boxes.bytes);
+  const g = { el: box, boxes, draw: () => {
+    const ps = state.stats.get(v.id);
+    const members = ps ? ps.members : [];
+    const pt = tracks.pools.get(v.id);
+    // A line per member while the palette has a colour for each, else
+    // the pool's total.
+    const perMember = (k) => (members.length > 1 && members.length <= PALETTE.length
+      ? members.map((m, i) => ({ label: memberLabel(m, members), color: PALETTE[i], value: seriesOf(tracks.members.get(m.member_id), k) }))
+      : [{ label: "pool", color: PALETTE[0], value: seriesOf(pt, k) }]);
+    const marks = [];
+    for (const m of members) {
+      const t = tracks.members.get(m.member_id);
+      if (t) for (const mk of t.marks) marks.push({ t: mk.t, status: mk.status, label: memberLabel(m, members), member: m.member_id });
+    }
+    return [
+      [boxes.conns, perMember(CONNS), marks, rate],
+      [boxes.active, perMember(ACTIVE), marks, rate],
+      [boxes.bytes, bytesLines(pt), marks, byteRate],
+    ];
+  } };
+  box.chartGroup = g;
+  return g;
+}
+
+function memberLabel(m, members) {
+  return members.some((o) => o !== m && o.address === m.address) ? `${m.address}:${m.port}` : m.address;
+}
+
+function bytesLines(track) {
+  return [{ label: "in", color: PALETTE[0], value: seriesOf(track, BYTES_IN) },
+    { label: "out", color: PALETTE[1], value: seriesOf(track, BYTES_OUT) }];
+}
+
+function memberCharts(v, m) {
+  const boxes = { conns: newChart("conns", "new connections/s"), active: newChart("active", "active connections"),
+    bytes: newChart("bytes", "bytes/s in and out") };
+  const row = el("tr", { class: "member-charts" });
+  row.dataset.member = m.id;
+  const td = row.insertCell();
+  td.colSpan = 13;
+  const box = el("div", { class: "charts" }, boxes.conns, boxes.active, boxes.bytes);
+  td.append(box);
+  const g = { el: box, row, boxes, draw: () => {
+    const t = tracks.members.get(m.id);
+    const label = `${m.address}:${m.port || (v.vip ? v.vip.port : "")}`;
+    const marks = t ? t.marks.map((mk) => ({ t: mk.t, status: mk.status, member: m.id })) : [];
+    return [
+      [boxes.conns, [{ label, color: PALETTE[0], value: seriesOf(t, CONNS) }], marks, rate],
+      [boxes.active, [{ label, color: PALETTE[0], value: seriesOf(t, ACTIVE) }], marks, rate],
+      [boxes.bytes, bytesLines(t), marks, byteRate],
+    ];
+  } };
+  box.chartGroup = g;
+  return g;
+}
+
+// The seconds the charts show, of the WINDOW_S the tracks keep.
+let chartSpan = TICKS[sessionStorage.getItem("sdnlb-span")] ? Number(sessionStorage.getItem("sdnlb-span")) : WINDOW_S;
+
+function drawGroup(g) {
+  const now = serverNow();
+  for (const [box, lines, marks, format] of g.draw()) {
+    setLegend(box, lines);
+    drawChart(box.querySelector("svg"), { lines, marks, now, span: chartSpan, format });
+  }
+}
+
+// Pools with news for their charts, drawn at the next frame.
+const dirty = new Set();
+let frame = 0;
+function drawSoon(poolID) {
+  dirty.add(poolID);
+  if (!frame) frame = requestAnimationFrame(drawDirty);
+}
+function drawDirty() {
+  frame = 0;
+  const t0 = performance.now();
+  let drawn = 0;
+  for (const id of dirty) {
+    const v = poolViews.get(id);
+    if (!v) continue;
+    for (const g of v.chartGroups()) {
+      if (onScreen.has(g)) { drawGroup(g); drawn++; }
+    }
+  }
+  dirty.clear();
+  if (drawn) measure(perf.drawMs, t0);
+}
+
+// tick moves the charts on every second: the tracks settle (their counters
+// did not move since the last event) and what is on screen is drawn again.
+function tick() {
+  const now = serverNow();
+  for (const t of tracks.pools.values()) t.settle(now, statsEpoch);
+  for (const t of tracks.members.values()) t.settle(now, statsEpoch);
+  const t0 = performance.now();
+  for (const g of onScreen) drawGroup(g);
+  if (onScreen.size) measure(perf.drawMs, t0);
+  for (const v of poolViews.values()) updatePool(v);
+}
+
+// ---------------------------------------------------------------- stats
+
+const countersOf = (s) => ({ conns: s.total_connections, active: s.active_connections,
+  bytesIn: s.bytes_in, bytesOut: s.bytes_out });
+
+function trackOf(map, id) {
+  let t = map.get(id);
+  if (!t) map.set(id, (t = new Track()));
+  return t;
+}
+
+// applyStats takes one pool's stats from the stream of connection epoch.
+function applyStats(ps, epoch) {
+  const t0 = performance.now();
+  const t = Date.parse(ps.updated_at);
+  clockOffset = t - Date.now();
+  const before = state.stats.get(ps.pool_id);
+  if (before) {
+    const ids = new Set(ps.members.map((m) => m.member_id));
+    for (const m of before.members) if (!ids.has(m.member_id)) tracks.members.delete(m.member_id);
+  }
+  state.stats.set(ps.pool_id, ps);
+  // The pool moves by its members' steps; a member seen first adds none.
+  const steps = { conns: 0, bytesIn: 0, bytesOut: 0 };
+  for (const m of ps.members) {
+    const mt = trackOf(tracks.members, m.member_id);
+    mt.observe(m.status, Date.parse(m.status_since), t);
+    const took = mt.sample(t, epoch, countersOf(m));
+    for (const k in steps) if (took) steps[k] = steps[k] === null || took[k] === null ? null : steps[k] + took[k];
+  }
+  trackOf(tracks.pools, ps.pool_id).sample(t, epoch, countersOf(ps), steps);
+  const v = poolViews.get(ps.pool_id);
+  if (v) {
+    updatePool(v);
+    drawSoon(ps.pool_id);
+  }
+  perf.statsEvents++;
+  measure(perf.statsMs, t0);
+  noteAllStats();
+}
+
+// noteAllStats notes when every pool first has counters, after the
+// configuration or after the stats, whichever came last.
+function noteAllStats() {
+  if (perf.allStats === null && state.pools.length && state.pools.every((p) => state.stats.has(p.id))) {
+    perf.allStats = performance.now();
+  }
+}
 // ---------------------------------------------------------------- actions
 
 function toast(text, isError) {
@@ -537,44 +1104,92 @@ function tokenDone(ok) {
 
 // ---------------------------------------------------------------- live
 
-function setFeed(text, cls) {
-  const e = document.getElementById("feed");
+const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+
+function setPill(id, text, cls, title) {
+  const e = document.getElementById(id);
   e.textContent = text;
   e.className = "pill " + cls;
-}
-
-// follow reads the Server-Sent Events of /v1/events with fetch, which, unlike
-// EventSource, can send the bearer token. Bursts of events cause one reload.
-async function follow() {
-  for (;;) {
-    try {
-      const resp = await fetch("/v1/events", { headers: headers() });
-      if (resp.status === 401) {
-        setFeed("token needed", "lost");
-        await askToken("This sdnlb needs a token to read (--auth-reads).");
-        continue;
-      }
-      if (!resp.ok) throw new Error(resp.status);
-      setFeed("live", "live");
-      const reader = resp.body.pipeThrough(new TextDecoderStream()).getReader();
-      let pending = null;
-      for (;;) {
-        const { value, done } = await reader.read();
-        if (done) break;
-        if (value.includes("data:") && !pending) {
-          pending = setTimeout(() => { pending = null; loadConfig().catch(showError); }, 200);
-        }
-      }
-    } catch (err) {
-      showError(err);
-    }
-    setFeed("reconnecting…", "lost");
-    await new Promise((r) => setTimeout(r, 2000));
-  }
+  e.title = title || "";
 }
 
 function showError(err) {
-  setFeed(String(err.message || err), "lost");
+  setPill("feed", String(err.message || err), "lost");
+}
+
+// readEvents reads a Server-Sent Events body and calls on({event, data})
+// for each event that has data; comments (heartbeats) are skipped.
+async function readEvents(resp, on) {
+  const reader = resp.body.pipeThrough(new TextDecoderStream()).getReader();
+  let buf = "";
+  for (;;) {
+    const { value, done } = await reader.read();
+    if (done) return;
+    buf += value;
+    let start = 0;
+    for (let end; (end = buf.indexOf("\n\n", start)) >= 0; start = end + 2) {
+      const ev = { event: "message", data: null };
+      for (const line of buf.slice(start, end).split("\n")) {
+        const i = line.indexOf(":");
+        if (i === 0) continue;
+        const field = i < 0 ? line : line.slice(0, i);
+        const v = i < 0 ? "" : line.slice(line[i + 1] === " " ? i + 2 : i + 1);
+        if (field === "data") ev.data = ev.data === null ? v : ev.data + "\n" + v;
+        else if (field === "event") ev.event = v;
+      }
+      if (ev.data !== null) on(ev);
+    }
+    buf = buf.slice(start);
+  }
+}
+
+// follow reads a Server-Sent Events stream with fetch, which, unlike
+// EventSource, can send the bearer token, and opens it again 2 s after it
+// ends or fails. opened is called with each connection's number once the
+// stream is up, on with each event, lost with what went wrong.
+async function follow(path, opened, on, lost) {
+  for (let n = 1; ; n++) {
+    try {
+      const resp = await fetch(path, { headers: headers() });
+      if (resp.status === 401) {
+        lost("token needed");
+        await askToken("This sdnlb needs a token to read (--auth-reads).");
+        continue;
+      }
+      if (!resp.ok) throw new APIError(resp.status, await resp.json().catch(() => null));
+      opened(n);
+      await readEvents(resp, (ev) => on(ev, n));
+      lost("reconnecting…");
+    } catch (err) {
+      lost(String(err.message || err));
+    }
+    await sleep(2000);
+  }
+}
+
+// The change feed: bursts of events cause one reload, and so does a
+// reconnect (events may have been missed meanwhile).
+let reload = null;
+function reloadSoon() {
+  if (!reload) reload = setTimeout(() => { reload = null; loadConfig().catch(showError); }, 200);
+}
+function followConfig() {
+  follow("/v1/events",
+    (n) => { setPill("feed", "live", "live", "configuration follows /v1/events"); if (n > 1) reloadSoon(); },
+    () => reloadSoon(),
+    (why) => setPill("feed", why, "lost", "the change feed /v1/events is down: the configuration shown may be stale"));
+}
+
+// The counters: the stats watch stream. While it is down the charts get a
+// gap, and a reconnect starts every series again from its first sample.
+function followStats() {
+  follow("/v1/stats?watch=true",
+    (n) => { statsEpoch = n; setPill("stats-feed", "counters live", "live", "counters follow /v1/stats?watch=true"); },
+    (ev, n) => {
+      if (ev.event === "stats") applyStats(JSON.parse(ev.data), n);
+      else if (ev.event === "error") setPill("stats-feed", JSON.parse(ev.data).error.message, "lost");
+    },
+    (why) => { statsEpoch = 0; setPill("stats-feed", `counters: ${why}`, "lost", "the stats stream is down: the charts show a gap"); });
 }
 
 document.getElementById("form").addEventListener("submit", submitForm);
@@ -590,9 +1205,28 @@ document.getElementById("token-cancel").addEventListener("click", () => tokenDon
 document.getElementById("token-dialog").addEventListener("cancel", () => tokenDone(false));
 document.getElementById("token-btn").addEventListener("click", () => askToken("The token sent with every request."));
 document.querySelectorAll("[data-new]").forEach((b) => b.addEventListener("click", () => openForm(b.dataset.new)));
+document.querySelector("main").addEventListener("focusout", () => { if (renderPending) setTimeout(render); });
+const spanSelect = document.getElementById("span");
+spanSelect.value = String(chartSpan);
+spanSelect.addEventListener("change", () => {
+  chartSpan = Number(spanSelect.value);
+  sessionStorage.setItem("sdnlb-span", chartSpan);
+  for (const g of onScreen) drawGroup(g);
+});
+let filterTimer = 0;
+document.getElementById("filter").addEventListener("input", (e) => {
+  clearTimeout(filterTimer);
+  filterTimer = setTimeout(() => {
+    filterText = e.target.value.trim().toLowerCase();
+    applyFilter();
+  }, 100);
+});
 
 loadConfig().catch(showError);
+followConfig();
+followStats();
+pollStatus().catch(showError);
 setInterval(() => {
-  if (!tokenWaiters && !document.getElementById("form-dialog").open) loadStats().catch(showError);
-}, 1000);
-follow();
+  if (!tokenWaiters) pollStatus().catch(showError);
+}, 2000);
+setInterval(tick, 1000);
