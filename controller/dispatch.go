@@ -341,20 +341,19 @@ func groupMod(cmd ofp.GroupModCommand, vipNum uint32, dsr bool, targets *[groupS
 
 // routeFlows are a member address's tableToMember rows: the route, and the
 // same for new connections alone, whose counter is the member's
-// connection count. A DOWN member gets no new connections.
+// connection count. A DOWN member's rows send to the controller instead;
+// they are modified rather than deleted, so the switch keeps their
+// counters (an add over an existing row copies them).
 func routeFlows(ip [4]byte, r memberRoute) []ofp.FlowMod {
 	f := flow{table: tableToMember, cookie: r.cookie, priority: prioMemberRoute,
 		match:   []ofp.OXM{ofp.MatchEthType(ethTypeIPv4), ofp.MatchIPv4Dst(ip)},
 		actions: []ofp.Action{ofp.ActionSetField{Field: ofp.MatchEthDst(r.mac)}}, gotoTable: tableL2}
+	if r.down {
+		f.actions, f.gotoTable = []ofp.Action{toController}, 0
+	}
 	isNew := f
 	isNew.priority = prioMemberNew
 	isNew.match = append([]ofp.OXM{ofp.MatchCTState(ofp.CTStateTrk|ofp.CTStateNew, ofp.CTStateTrk|ofp.CTStateNew)}, f.match...)
-	if r.down {
-		f.actions, f.gotoTable = []ofp.Action{toController}, 0
-		gone := isNew.add()
-		gone.Command = ofp.FlowDeleteStrict
-		return []ofp.FlowMod{gone, f.add()}
-	}
 	return []ofp.FlowMod{isNew.add(), f.add()}
 }
 

@@ -293,6 +293,15 @@ func logFailover(t *testing.T, name string, f failover) {
 func runFailover(t *testing.T, b *lbBed, victim int, kill, revive func()) failover {
 	t.Helper()
 	srv, mem, host := b.servers[victim], b.mems[victim], b.members[victim]
+	var totalAtDown uint64
+	if b.pool.Dispatch == sdnlb.DispatchSwitch {
+		// Connections the switch has counted for the member before it
+		// fails, so that a count lost at DOWN shows.
+		spread(t, b.clients, b.url, 100)
+		for i := 0; i < 50 && memberTotal(b.lb, b.pool.ID, mem.ID) == 0; i++ {
+			time.Sleep(100 * time.Millisecond)
+		}
+	}
 	f := measureFailover(t, failoverRun{
 		clients: b.clients, url: b.url, srv: srv, kill: kill, revive: revive,
 		isUp: func() bool { return b.lb.Member(mem.ID).Status == sdnlb.MemberUp },
@@ -301,6 +310,7 @@ func runFailover(t *testing.T, b *lbBed, victim int, kill, revive func()) failov
 			t.Logf("detection: DOWN in the API %v after the kill (engine stamped %v); bound %v + margin %v",
 				f.detection().Round(time.Millisecond), engineAt.Sub(f.killAt).Round(time.Millisecond), detectWindow, schedMargin)
 			if b.pool.Dispatch == sdnlb.DispatchSwitch {
+				totalAtDown = memberTotal(b.lb, b.pool.ID, mem.ID)
 				took := b.waitBuckets(t, len(b.mems)-1, 2*time.Second)
 				t.Logf("buckets of %s gone %v after DOWN was seen", host.IP, took.Round(time.Millisecond))
 				// What still names it resets its clients' connections.
@@ -320,6 +330,16 @@ func runFailover(t *testing.T, b *lbBed, victim int, kill, revive func()) failov
 		},
 	})
 	logFailover(t, "sdnlb", f)
+	if b.pool.Dispatch == sdnlb.DispatchSwitch {
+		// The switch counts the member's connections: once a poll has
+		// read it after DOWN and UP, the count has not gone back.
+		time.Sleep(2500 * time.Millisecond)
+		got := memberTotal(b.lb, b.pool.ID, mem.ID)
+		t.Logf("member %s: %d connections counted at DOWN, %d after UP", mem.ID, totalAtDown, got)
+		if got < totalAtDown {
+			t.Errorf("member %s counts %d connections after DOWN and UP, %d before", mem.ID, got, totalAtDown)
+		}
+	}
 	if f.detection() > detectWindow+schedMargin {
 		t.Errorf("member DOWN %v after the kill, want within %v (+%v margin)", f.detection(), detectWindow, schedMargin)
 	}
