@@ -274,13 +274,13 @@ func trackedFlows(v *vipState) []ofp.FlowMod {
 	invalid := append([]ofp.OXM{ofp.MatchCTState(ofp.CTStateTrk|ofp.CTStateInv, ofp.CTStateTrk|ofp.CTStateInv)},
 		v.service()...)
 	flows := []flow{
-		{table: tableTracked, cookie: cookie, priority: prioTrackedForward, match: forward, gotoTable: tableToMember},
-		{table: tableTracked, cookie: cookie, priority: prioTrackedReply, match: reply,
+		{table: tableTracked, cookie: cookie, priority: prioTrackedForward + v.onePort(), match: forward, gotoTable: tableToMember},
+		{table: tableTracked, cookie: cookie, priority: prioTrackedReply + v.onePort(), match: reply,
 			actions: []ofp.Action{ofp.ActionSetField{Field: ofp.MatchEthSrc(v.mac)}}, gotoTable: tableL2},
-		{table: tableTracked, cookie: cookie, priority: prioTrackedInvalid, match: invalid},
+		{table: tableTracked, cookie: cookie, priority: prioTrackedInvalid + v.onePort(), match: invalid},
 	}
 	// Last, once tableTracked is ready for them: the service into the tracker.
-	flows = append(flows, flow{cookie: cookie, priority: prioVIPPunt, match: v.service(), actions: []ofp.Action{trackNAT}})
+	flows = append(flows, flow{cookie: cookie, priority: prioVIPPunt + v.onePort(), match: v.service(), actions: []ofp.Action{trackNAT}})
 	mods := make([]ofp.FlowMod, 0, len(flows)+1)
 	mods = append(mods, undispatchFlow(v))
 	for _, f := range flows {
@@ -311,10 +311,10 @@ func undispatchFlow(v *vipState) ofp.FlowMod {
 // its actions.
 func newConnectionFlow(v *vipState) flow {
 	if v.dsr() {
-		return flow{cookie: makeCookie(catDispatch, v.num, 0), priority: prioVIPPunt, match: v.service()}
+		return flow{cookie: makeCookie(catDispatch, v.num, 0), priority: prioVIPPunt + v.onePort(), match: v.service()}
 	}
 	isNew := ofp.MatchCTState(ofp.CTStateTrk|ofp.CTStateNew, ofp.CTStateTrk|ofp.CTStateNew|ofp.CTStateInv)
-	return flow{table: tableTracked, cookie: makeCookie(catDispatch, v.num, 0), priority: prioTrackedNew,
+	return flow{table: tableTracked, cookie: makeCookie(catDispatch, v.num, 0), priority: prioTrackedNew + v.onePort(),
 		match: append([]ofp.OXM{isNew}, v.service()...)}
 }
 

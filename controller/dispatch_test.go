@@ -73,11 +73,11 @@ func TestDispatch_NATFollowsMembers(t *testing.T) {
 	d := newSwitchDecision(t, testConfig(nil))
 	got := d.configure(switchConfig(sdnlb.ForwardingNAT, nil))
 	assertSends(t, got,
-		"flow_mod cookie=0x5d05000001000000, table=1, priority=300, ct_state=+new-inv+trk,tcp,nw_dst=10.0.0.100,tp_dst=80 actions=CONTROLLER:65535",
-		"flow_mod cookie=0x5d05000001000000, table=1, priority=200, ct_state=+est-rpl-inv+trk,ct_nw_dst=10.0.0.100,ct_nw_proto=6,ct_tp_dst=80,ip actions=goto_table:2",
-		"flow_mod cookie=0x5d05000001000000, table=1, priority=200, ct_state=+est+rpl-inv+trk,tcp,nw_src=10.0.0.100,tp_src=80 actions=set_field:02:00:00:00:01:00->eth_src,goto_table:9",
-		"flow_mod cookie=0x5d05000001000000, table=1, priority=100, ct_state=+inv+trk,tcp,nw_dst=10.0.0.100,tp_dst=80 actions=drop",
-		"flow_mod cookie=0x5d05000001000000, priority=500, tcp,nw_dst=10.0.0.100,tp_dst=80 actions=ct(table=1,zone=93,nat)",
+		"flow_mod cookie=0x5d05000001000000, table=1, priority=301, ct_state=+new-inv+trk,tcp,nw_dst=10.0.0.100,tp_dst=80 actions=CONTROLLER:65535",
+		"flow_mod cookie=0x5d05000001000000, table=1, priority=201, ct_state=+est-rpl-inv+trk,ct_nw_dst=10.0.0.100,ct_nw_proto=6,ct_tp_dst=80,ip actions=goto_table:2",
+		"flow_mod cookie=0x5d05000001000000, table=1, priority=201, ct_state=+est+rpl-inv+trk,tcp,nw_src=10.0.0.100,tp_src=80 actions=set_field:02:00:00:00:01:00->eth_src,goto_table:9",
+		"flow_mod cookie=0x5d05000001000000, table=1, priority=101, ct_state=+inv+trk,tcp,nw_dst=10.0.0.100,tp_dst=80 actions=drop",
+		"flow_mod cookie=0x5d05000001000000, priority=501, tcp,nw_dst=10.0.0.100,tp_dst=80 actions=ct(table=1,zone=93,nat)",
 		"flow_mod cookie=0x5d04000001000001, priority=900, tcp,nw_src=10.0.0.1,tp_src=8080 actions=ct(table=1,zone=93,nat)",
 	)
 	if n := countPrefix(got, "packet_out in_port=CONTROLLER actions=FLOOD data=arp"); n != 3 {
@@ -91,7 +91,7 @@ func TestDispatch_NATFollowsMembers(t *testing.T) {
 	// the new connections.
 	got = d.learnMember(1)
 	assertSends(t, got,
-		"flow_mod cookie=0x5d05000001000000, table=1, priority=300, ct_state=+new-inv+trk,tcp,nw_dst=10.0.0.100,tp_dst=80 actions=group:1",
+		"flow_mod cookie=0x5d05000001000000, table=1, priority=301, ct_state=+new-inv+trk,tcp,nw_dst=10.0.0.100,tp_dst=80 actions=group:1",
 		"flow_mod cookie=0x5d06000000000001, table=2, priority=100, ip,nw_dst=10.0.0.1 actions=set_field:aa:00:00:00:00:01->eth_dst,goto_table:9",
 	)
 	if !slices.ContainsFunc(got, func(l string) bool {
@@ -151,14 +151,14 @@ func TestDispatch_NATFollowsMembers(t *testing.T) {
 		}
 	}))
 	assertSends(t, got,
-		"flow_mod cookie=0x5d05000001000000, table=1, priority=300, ct_state=+new-inv+trk,tcp,nw_dst=10.0.0.100,tp_dst=80 actions=CONTROLLER:65535",
+		"flow_mod cookie=0x5d05000001000000, table=1, priority=301, ct_state=+new-inv+trk,tcp,nw_dst=10.0.0.100,tp_dst=80 actions=CONTROLLER:65535",
 	)
 
 	// Back to CONTROLLER dispatch: the dispatch flows and the group go.
 	got = d.configure(testConfig(nil))
 	assertSends(t, got,
 		"flow_mod delete cookie=0x5d05000001000000/0xffffffffff000000",
-		"flow_mod cookie=0x5d02000001000000, priority=500, tcp,nw_dst=10.0.0.100,tp_dst=80 actions=CONTROLLER:65535",
+		"flow_mod cookie=0x5d02000001000000, priority=501, tcp,nw_dst=10.0.0.100,tp_dst=80 actions=CONTROLLER:65535",
 		"group_mod delete,group_id=1",
 	)
 	if len(d.groups) != 0 {
@@ -170,7 +170,7 @@ func TestDispatch_DSR(t *testing.T) {
 	d := newSwitchDecision(t, switchConfig(sdnlb.ForwardingDSR, nil))
 	got := d.learnMember(2)
 	assertSends(t, got,
-		"flow_mod cookie=0x5d05000001000000, priority=500, tcp,nw_dst=10.0.0.100,tp_dst=80 actions=group:1",
+		"flow_mod cookie=0x5d05000001000000, priority=501, tcp,nw_dst=10.0.0.100,tp_dst=80 actions=group:1",
 	)
 	if s := d.bucketShares(1, "set_field:aa:00:00:00:00:02->eth_dst,output:2"); s[0] != groupSlots {
 		t.Errorf("member 2 has %d buckets, want all", s[0])
@@ -338,5 +338,45 @@ func TestDispatch_DSRStatsFromBuckets(t *testing.T) {
 	poll(0)
 	if p, _ := in(); p != 2*groupSlots {
 		t.Errorf("member 1 in after the group-mod: %d packets, want %d kept", p, 2*groupSlots)
+	}
+}
+
+// A VIP on one port and a VIP on every port of the same address overlap in
+// the switch, where the choice between overlapping rows of equal priority
+// is undefined: the row of the VIP on the port must outrank the other, in
+// each table where they overlap.
+func TestDispatch_PortVIPBeforeEveryPortVIP(t *testing.T) {
+	for _, fwd := range []sdnlb.Forwarding{sdnlb.ForwardingNAT, sdnlb.ForwardingDSR} {
+		t.Run(string(fwd), func(t *testing.T) {
+			cfg := switchConfig(fwd, func(c *sdnlb.Config) {
+				c.VIPs = append(c.VIPs, &sdnlb.VIP{ID: "v2", Address: "10.0.0.100", Protocol: sdnlb.ProtocolTCP, PoolID: "p2",
+					ConnectionLimit: -1, AdminStateUp: true, MAC: c.VIPs[0].MAC})
+				c.Pools = append(c.Pools, &sdnlb.Pool{ID: "p2", VIPID: "v2", LBMethod: sdnlb.RoundRobin, Protocol: sdnlb.ProtocolTCP,
+					AdminStateUp: true, Dispatch: sdnlb.DispatchSwitch, Forwarding: fwd})
+				c.Members[0].PoolID, c.Members[0].Port = "p2", 0
+			})
+			d := newSwitchDecision(t, cfg)
+			d.learnMember(1)
+			d.learnMember(2)
+			// The highest priority of each VIP's IPv4 rows, by table.
+			top := map[[2]uint32]uint16{}
+			for _, fm := range d.flows {
+				cat, vip, _, _ := cookieParts(fm.Cookie)
+				if ethType, ok := fm.Match.Get(ofp.OXMEthType); ok && ethType.Uint() == uint64(ethTypeIPv4) && (cat == catVIP || cat == catDispatch) {
+					k := [2]uint32{uint32(fm.TableID), vip}
+					top[k] = max(top[k], fm.Priority)
+				}
+			}
+			tables := []uint32{uint32(tableClassify)}
+			if fwd == sdnlb.ForwardingNAT {
+				tables = append(tables, uint32(tableTracked))
+			}
+			for _, table := range tables {
+				onPort, everyPort := top[[2]uint32{table, 1}], top[[2]uint32{table, 2}]
+				if onPort <= everyPort {
+					t.Errorf("table %d: the VIP on port 80 tops at priority %d, the VIP on every port at %d", table, onPort, everyPort)
+				}
+			}
+		})
 	}
 }

@@ -18,11 +18,11 @@ const (
 	// tableClassify
 	prioConnection  uint16 = 1000 // a connection's NAT flow pair, on its full 5-tuple
 	prioMemberReply uint16 = 900  // per member address: its replies → CONTROLLER, or the tracker (SWITCH NAT)
-	prioVIPPunt     uint16 = 500  // per VIP: ARP for it, its service → CONTROLLER, the group (SWITCH DSR) or the tracker (SWITCH NAT)
+	prioVIPPunt     uint16 = 500  // per VIP: ARP for it, its service → CONTROLLER, the group (SWITCH DSR) or the tracker (SWITCH NAT); +1 on one port
 	prioVIPDrop     uint16 = 499  // per VIP address: any other IPv4 to it → drop
 	prioToL2        uint16 = 0    // the rest → tableL2
 
-	// tableTracked, per SWITCH NAT VIP
+	// tableTracked, per SWITCH NAT VIP; +1 for a VIP on one port
 	prioTrackedNew     uint16 = 300 // a new connection → the group, or CONTROLLER while no member is ready
 	prioTrackedForward uint16 = 200 // established, client → member → tableToMember
 	prioTrackedReply   uint16 = 200 // established, member → client, back from the VIP → VIP MAC, tableL2
@@ -163,7 +163,7 @@ func vipFlows(v *vipState) []ofp.FlowMod {
 // The in-switch dispatch replaces it (same match and priority) while the
 // switch picks the members.
 func servicePunt(v *vipState) ofp.FlowMod {
-	punt := flow{cookie: makeCookie(catVIP, v.num, 0), priority: prioVIPPunt, match: v.service(),
+	punt := flow{cookie: makeCookie(catVIP, v.num, 0), priority: prioVIPPunt + v.onePort(), match: v.service(),
 		actions: []ofp.Action{toController}}
 	return punt.add()
 }
@@ -171,6 +171,17 @@ func servicePunt(v *vipState) ofp.FlowMod {
 // service matches packets from clients to v's service.
 func (v *vipState) service() []ofp.OXM {
 	return serviceMatch(v.proto, ofp.MatchIPv4Dst(v.ip), l4Dst, v.port, icmpEchoRequest)
+}
+
+// onePort is what a VIP on one port adds to the priority of its service
+// rows: they overlap those of a VIP on every port of the same address and
+// protocol, and a switch's choice between overlapping rows of equal
+// priority is undefined; the VIP on the port must win.
+func (v *vipState) onePort() uint16 {
+	if hasPorts(v.proto) && v.port != 0 {
+		return 1
+	}
+	return 0
 }
 
 // deleteVIPFlows removes a VIP's punt and drop flows and every connection

@@ -98,13 +98,13 @@ func TestFlows_VIP(t *testing.T) {
 		{"TCP", vipState{num: 1, ip: [4]byte{10, 0, 0, 100}, proto: protoTCP, port: 80}, []string{
 			"cookie=0x5d02000001000000, priority=500, arp,arp_tpa=10.0.0.100 actions=CONTROLLER:65535",
 			"cookie=0x5d02000001000000, priority=500, arp,dl_dst=00:00:00:00:00:00 actions=CONTROLLER:65535",
-			"cookie=0x5d02000001000000, priority=500, tcp,nw_dst=10.0.0.100,tp_dst=80 actions=CONTROLLER:65535",
+			"cookie=0x5d02000001000000, priority=501, tcp,nw_dst=10.0.0.100,tp_dst=80 actions=CONTROLLER:65535",
 			"cookie=0x5d02000001000000, priority=499, ip,nw_dst=10.0.0.100 actions=drop",
 		}},
 		{"UDP", vipState{num: 2, ip: [4]byte{10, 0, 0, 53}, proto: protoUDP, port: 53}, []string{
 			"cookie=0x5d02000002000000, priority=500, arp,arp_tpa=10.0.0.53 actions=CONTROLLER:65535",
 			"cookie=0x5d02000002000000, priority=500, arp,dl_dst=00:00:00:00:00:00 actions=CONTROLLER:65535",
-			"cookie=0x5d02000002000000, priority=500, udp,nw_dst=10.0.0.53,tp_dst=53 actions=CONTROLLER:65535",
+			"cookie=0x5d02000002000000, priority=501, udp,nw_dst=10.0.0.53,tp_dst=53 actions=CONTROLLER:65535",
 			"cookie=0x5d02000002000000, priority=499, ip,nw_dst=10.0.0.53 actions=drop",
 		}},
 		{"ICMPEchoOnly", vipState{num: 3, ip: [4]byte{10, 0, 0, 1}, proto: protoICMP}, []string{

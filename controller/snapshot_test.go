@@ -194,7 +194,7 @@ func TestReconcile_SharedVIPAddress(t *testing.T) {
 		"delete cookie=0x5d10000002000000/0xfffeffffff000000",
 		"cookie=0x5d02000001000000, priority=500, arp,arp_tpa=10.0.0.100 actions=CONTROLLER:65535",
 		"cookie=0x5d02000001000000, priority=500, arp,dl_dst=02:00:00:00:01:00 actions=CONTROLLER:65535",
-		"cookie=0x5d02000001000000, priority=500, tcp,nw_dst=10.0.0.100,tp_dst=80 actions=CONTROLLER:65535",
+		"cookie=0x5d02000001000000, priority=501, tcp,nw_dst=10.0.0.100,tp_dst=80 actions=CONTROLLER:65535",
 		"cookie=0x5d02000001000000, priority=499, ip,nw_dst=10.0.0.100 actions=drop",
 	})
 	if len(announce) != 0 {

@@ -145,7 +145,7 @@ func TestSession_Handshake(t *testing.T) {
 		"cookie=0x5d01000000000000, table=9, priority=0 actions=CONTROLLER:65535",
 		"cookie=0x5d02000001000000, priority=500, arp,arp_tpa=10.0.0.100 actions=CONTROLLER:65535",
 		"cookie=0x5d02000001000000, priority=500, arp,dl_dst=02:00:00:00:01:00 actions=CONTROLLER:65535",
-		"cookie=0x5d02000001000000, priority=500, tcp,nw_dst=10.0.0.100,tp_dst=80 actions=CONTROLLER:65535",
+		"cookie=0x5d02000001000000, priority=501, tcp,nw_dst=10.0.0.100,tp_dst=80 actions=CONTROLLER:65535",
 		"cookie=0x5d02000001000000, priority=499, ip,nw_dst=10.0.0.100 actions=drop",
 		"cookie=0x5d04000001000001, priority=900, tcp,nw_src=10.0.0.1,tp_src=8080 actions=CONTROLLER:65535",
 		"cookie=0x5d04000001000002, priority=900, tcp,nw_src=10.0.0.2,tp_src=8080 actions=CONTROLLER:65535",
@@ -408,7 +408,7 @@ func TestSession_FollowsConfiguration(t *testing.T) {
 		}, []string{
 			"cookie=0x5d02000002000000, priority=500, arp,arp_tpa=10.0.0.101 actions=CONTROLLER:65535",
 			"cookie=0x5d02000002000000, priority=500, arp,dl_dst=02:00:00:00:02:00 actions=CONTROLLER:65535",
-			"cookie=0x5d02000002000000, priority=500, udp,nw_dst=10.0.0.101,tp_dst=53 actions=CONTROLLER:65535",
+			"cookie=0x5d02000002000000, priority=501, udp,nw_dst=10.0.0.101,tp_dst=53 actions=CONTROLLER:65535",
 			"cookie=0x5d02000002000000, priority=499, ip,nw_dst=10.0.0.101 actions=drop",
 		}},
 		{"VIPPortChanged", func(c *sdnlb.Config) { c.VIPs[0].Port = 8000 }, []string{
@@ -416,7 +416,7 @@ func TestSession_FollowsConfiguration(t *testing.T) {
 			"delete cookie=0x5d10000001000000/0xfffeffffff000000",
 			"cookie=0x5d02000001000000, priority=500, arp,arp_tpa=10.0.0.100 actions=CONTROLLER:65535",
 			"cookie=0x5d02000001000000, priority=500, arp,dl_dst=02:00:00:00:01:00 actions=CONTROLLER:65535",
-			"cookie=0x5d02000001000000, priority=500, tcp,nw_dst=10.0.0.100,tp_dst=8000 actions=CONTROLLER:65535",
+			"cookie=0x5d02000001000000, priority=501, tcp,nw_dst=10.0.0.100,tp_dst=8000 actions=CONTROLLER:65535",
 			"cookie=0x5d02000001000000, priority=499, ip,nw_dst=10.0.0.100 actions=drop",
 		}},
 	}
@@ -517,7 +517,7 @@ func TestSwitchFlows(t *testing.T) {
 			lines = append(lines, fmt.Sprintf("%s %d %s %s %d %d %.1f", f.Cookie, f.Priority, f.Match, f.Actions, f.Packets, f.Bytes, f.DurationSeconds))
 		}
 		want := []string{
-			"0x5d02000001000000 500 tcp,nw_dst=10.0.0.100,tp_dst=80 CONTROLLER:65535 7 420 0.0",
+			"0x5d02000001000000 501 tcp,nw_dst=10.0.0.100,tp_dst=80 CONTROLLER:65535 7 420 0.0",
 			"0x5d02000001000000 499 ip,nw_dst=10.0.0.100 drop 0 0 3.5",
 		}
 		if strings.Join(lines, "\n") != strings.Join(want, "\n") {
