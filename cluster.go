@@ -32,6 +32,7 @@ type ClusterNode struct {
 // Cluster is the nodes recently seen and the one holding the lease.
 type Cluster struct {
 	Leader string         `json:"leader"` // "" while no node holds the lease
+	Self   string         `json:"self"`   // the node that answered
 	Nodes  []*ClusterNode `json:"nodes"`
 }
 

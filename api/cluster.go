@@ -12,7 +12,7 @@ var errNoCluster = sdnlb.Errorf(sdnlb.EUNAVAILABLE, "the cluster is not known to
 //
 //	@Summary		Show the cluster
 //	@ID				cluster
-//	@Description	The nodes seen recently and the leader: the node holding the lease, which runs the health monitors and is the OpenFlow MASTER of every switch. leader is "" while no node holds the lease.
+//	@Description	The nodes seen recently and the leader: the node holding the lease, which runs the health monitors and is the OpenFlow MASTER of every switch. leader is "" while no node holds the lease; self is the node that answered.
 //	@Tags			cluster
 //	@Produce		json
 //	@Success		200	{object}	sdnlb.Cluster
@@ -28,6 +28,6 @@ func (s *Server) handleCluster(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	c.Nodes = orEmpty(c.Nodes)
+	c.Nodes, c.Self = orEmpty(c.Nodes), s.NodeID
 	return writeJSON(w, http.StatusOK, c)
 }

@@ -39,8 +39,10 @@ type Server struct {
 	// HealthReporter overlays the live health onto members; may be nil.
 	HealthReporter sdnlb.HealthReporter
 
-	// ClusterService shows the cluster; nil answers 503.
+	// ClusterService shows the cluster; nil answers 503. NodeID is this
+	// node's id, which GET /v1/cluster names as self.
 	ClusterService sdnlb.ClusterService
+	NodeID         string
 
 	Logger *slog.Logger // nil discards
 

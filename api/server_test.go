@@ -388,10 +388,10 @@ func TestServer_Cluster(t *testing.T) {
 			{ID: "b", APIAddr: "10.0.0.2:8080", OpenFlowAddr: "10.0.0.2:6653", Role: sdnlb.RoleFollower, LastSeen: seen},
 		}}, nil
 	}}
-	ts := MustServe(t, &Server{ClusterService: svc})
+	ts := MustServe(t, &Server{ClusterService: svc, NodeID: "b"})
 	t.Run("OK", func(t *testing.T) {
 		res := testRequest(t, ts, "GET", "/v1/cluster", "")
-		want := `{"leader":"a","nodes":[` +
+		want := `{"leader":"a","self":"b","nodes":[` +
 			`{"id":"a","api_addr":"10.0.0.1:8080","openflow_addr":"10.0.0.1:6653","role":"leader","last_seen":"2026-01-02T03:04:05Z"},` +
 			`{"id":"b","api_addr":"10.0.0.2:8080","openflow_addr":"10.0.0.2:6653","role":"follower","last_seen":"2026-01-02T03:04:05Z"}]}`
 		if res.Status != 200 || strings.TrimSpace(string(res.Body)) != want {

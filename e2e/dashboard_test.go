@@ -288,11 +288,12 @@ func TestDashboard(t *testing.T) {
 	// The cluster panel: on SQLite one node, which leads.
 	var cluster sdnlb.Cluster
 	lb.MustAPI(http.MethodGet, "/v1/cluster", nil, http.StatusOK, &cluster)
-	if cluster.Leader == "" {
-		t.Fatalf("GET /v1/cluster: no leader: %+v", cluster)
+	if cluster.Leader == "" || cluster.Self != cluster.Leader {
+		t.Fatalf("GET /v1/cluster: %+v, want the one node leading and answering", cluster)
 	}
 	b.waitText("#cluster h2", "leader "+cluster.Leader)
 	b.waitText(fmt.Sprintf(`#cluster tr[data-id=%q]`, cluster.Leader), "leader")
+	b.waitText(fmt.Sprintf(`#cluster tr[data-id=%q]`, cluster.Self), "(this node)")
 
 	// A VIP through the form; the API's error shows next to its field.
 	vipAddr := sw.Addr(100)

@@ -132,6 +132,7 @@ func (m *Main) Run(ctx context.Context) (err error) {
 		SwitchService:  m.Controller,
 		HealthReporter: m.Health,
 		ClusterService: m.DB,
+		NodeID:         m.Elector.Node().ID,
 		Logger:         m.Logger,
 		Token:          cfg.APIToken,
 		AuthReads:      cfg.AuthReads,

@@ -90,7 +90,7 @@ func TestMain_Cluster(t *testing.T) {
 	t.Run("API", func(t *testing.T) {
 		var c sdnlb.Cluster
 		call(t, b, "GET", "/v1/cluster", nil, 200, &c)
-		if c.Leader != "a" || len(c.Nodes) != 2 {
+		if c.Leader != "a" || c.Self != "b" || len(c.Nodes) != 2 {
 			t.Fatalf("cluster: %+v", c)
 		}
 		for i, want := range []struct {

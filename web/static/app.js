@@ -285,7 +285,8 @@ function renderCluster() {
   for (const n of c.nodes) {
     const tr = body.insertRow();
     tr.dataset.id = n.id;
-    [n.id, pill(n.role, n.role === "leader" ? "UP" : "NO_MONITOR"), n.api_addr, n.openflow_addr, ago(n.last_seen)]
+    const id = n.id === c.self ? el("span", { title: "the node this dashboard talks to" }, n.id, " (this node)") : n.id;
+    [id, pill(n.role, n.role === "leader" ? "UP" : "NO_MONITOR"), n.api_addr, n.openflow_addr, ago(n.last_seen)]
       .forEach((v) => tr.insertCell().append(v));
   }
   if (c.nodes.length === 0) {
