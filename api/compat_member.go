@@ -104,7 +104,7 @@ func (s *Server) handleCompatMemberList(w http.ResponseWriter, r *http.Request) 
 //	@Tags		floodlight
 //	@Accept		json
 //	@Produce	json
-//	@Param		member	body		object	true	"id, address, port, connection_limit, admin_state, status, pool_id, weight"
+//	@Param		member	body		object	true	"id, address (required), port (default 0: the port the client asked the VIP for), connection_limit, admin_state, status, pool_id (required), weight"
 //	@Success	200		{object}	object
 //	@Failure	400		{object}	errorResponse
 //	@Failure	404		{object}	errorResponse	"pool_id names no pool"

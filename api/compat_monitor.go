@@ -72,7 +72,7 @@ func (s *Server) handleCompatMonitorList(w http.ResponseWriter, r *http.Request)
 //	@Tags		floodlight
 //	@Accept		json
 //	@Produce	json
-//	@Param		monitor	body		object	true	"id, name, type, delay, timeout, attempts_before_deactivation, network_id, pool_id, address, protocol, port, admin_state, status"
+//	@Param		monitor	body		object	true	"id, name, type (default TCP), delay, timeout, attempts_before_deactivation, network_id, pool_id, address, protocol, port, admin_state, status"
 //	@Success	200		{object}	object
 //	@Failure	400		{object}	errorResponse
 //	@Failure	409		{object}	errorResponse
