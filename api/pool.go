@@ -207,7 +207,8 @@ func (s *Server) handlePoolPatch(w http.ResponseWriter, r *http.Request) error {
 //	@Param		If-Match	header	string	false	"the ETag the client read: the write applies only to that version (412 otherwise)"
 //	@Failure	412	{object}	errorResponse	"the object changed since the ETag in If-Match was read"
 //	@Failure	404	{object}	errorResponse
-//	@Failure	409	{object}	errorResponse	"the pool has members"
+//	@Failure	400	{object}	errorResponse	"cascade is not true or false"
+//	@Failure	409	{object}	errorResponse	"the pool has members; the message names ?cascade=true"
 //	@Failure	401	{object}	errorResponse	"the bearer token is missing or wrong (when sdnlb runs with --api-token)"
 //	@Failure	403	{object}	errorResponse	"a write from another site's page (see --cors-origin)"
 //	@Security	Bearer

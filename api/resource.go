@@ -124,13 +124,18 @@ func writeUpdated[T, U, R any](w http.ResponseWriter, r *http.Request, c collect
 }
 
 // deleteWithCascade deletes the object the path parameter names, honouring
-// ?cascade=.
+// ?cascade=. A delete refused for what depends on the object says how to
+// take that along.
 func deleteWithCascade(r *http.Request, param string, del func(ctx context.Context, id string, cascade bool) error) error {
 	cascade, err := cascadeFromQuery(r)
 	if err != nil {
 		return err
 	}
-	return del(r.Context(), chi.URLParam(r, param), cascade)
+	err = del(r.Context(), chi.URLParam(r, param), cascade)
+	if !cascade && sdnlb.ErrorCode(err) == sdnlb.ECONFLICT {
+		return sdnlb.Errorf(sdnlb.ECONFLICT, "%s (?cascade=true)", sdnlb.ErrorMessage(err))
+	}
+	return err
 }
 
 // noContent answers 204 once err is nil.
