@@ -1,7 +1,8 @@
 // Package specgen generates the OpenAPI spec in openapi/ from the swag
-// comments of the api package and the root package's types. `go generate
-// ./api` writes the spec with it, and the openapi package's test compares
-// the committed files with its output.
+// comments of the api package and the root package's types: swag parses
+// them, and one step swag cannot express is applied to its result (see
+// optionalBearer). `go generate ./api` writes the spec with it, and the
+// openapi package's test compares the committed files with its output.
 package specgen
 
 import (
@@ -12,6 +13,7 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/go-openapi/spec"
 	"github.com/swaggo/swag"
 	"sigs.k8s.io/yaml"
 )
@@ -39,6 +41,7 @@ func Generate(root string) (map[string][]byte, error) {
 		return nil, fmt.Errorf("parse the swag comments: %w", err)
 	}
 	s := p.GetSwagger()
+	optionalBearer(s)
 
 	compact, err := json.Marshal(s)
 	if err != nil {
@@ -67,4 +70,24 @@ func Write(root, dir string) error {
 		}
 	}
 	return nil
+}
+
+// optionalBearer lets every operation that takes the bearer token be
+// called without one too: sdnlb asks for it only when it runs with
+// --api-token (and on reads only with --auth-reads). Swagger 2.0 says so
+// with an empty requirement next to the token's, [{}, {Bearer: []}], which
+// swag's @Security cannot write.
+func optionalBearer(s *spec.Swagger) {
+	for _, item := range s.Paths.Paths {
+		for _, op := range []*spec.Operation{item.Get, item.Put, item.Post, item.Delete, item.Options, item.Head, item.Patch} {
+			if op != nil && len(op.Security) == 1 && isBearerOnly(op.Security[0]) {
+				op.Security = append([]map[string][]string{{}}, op.Security...)
+			}
+		}
+	}
+}
+
+func isBearerOnly(req map[string][]string) bool {
+	scopes, ok := req["Bearer"]
+	return ok && len(req) == 1 && len(scopes) == 0
 }
