@@ -106,7 +106,7 @@ func (s *Server) overlayHealth(m *sdnlb.Member) {
 //	@Produce	json
 //	@Param		pool_id	query		string	false	"only members of this pool"
 //	@Param		address	query		string	false	"only members with this address"
-//	@Param		limit	query		int		false	"page size (1-1000)"	default(100)
+//	@Param		limit	query		int		false	"page size"	default(100)	minimum(1)	maximum(1000)
 //	@Param		after	query		string	false	"the next cursor of the previous page"
 //	@Success	200		{object}	memberList
 //	@Failure	400		{object}	errorResponse

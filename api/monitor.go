@@ -95,7 +95,7 @@ type monitorList struct {
 //	@Tags		monitors
 //	@Produce	json
 //	@Param		pool_id	query		string	false	"only monitors of this pool"
-//	@Param		limit	query		int		false	"page size (1-1000)"	default(100)
+//	@Param		limit	query		int		false	"page size"	default(100)	minimum(1)	maximum(1000)
 //	@Param		after	query		string	false	"the next cursor of the previous page"
 //	@Success	200		{object}	monitorList
 //	@Failure	400		{object}	errorResponse

@@ -81,7 +81,7 @@ type poolList struct {
 //	@Tags		pools
 //	@Produce	json
 //	@Param		vip_id	query		string	false	"only the pool of this VIP"
-//	@Param		limit	query		int		false	"page size (1-1000)"	default(100)
+//	@Param		limit	query		int		false	"page size"	default(100)	minimum(1)	maximum(1000)
 //	@Param		after	query		string	false	"the next cursor of the previous page"
 //	@Success	200		{object}	poolList
 //	@Failure	400		{object}	errorResponse
@@ -224,12 +224,13 @@ func (s *Server) handlePoolDelete(w http.ResponseWriter, r *http.Request) error 
 //	@Description	Lists the members of one pool.
 //	@Tags		pools
 //	@Produce	json
-//	@Param		id		path		string	true	"pool id"
-//	@Param		limit	query		int		false	"page size (1-1000)"	default(100)
+//	@Param		id		path		string	true	"pool id"	extensions(x-example=web-pool)
+//	@Param		limit	query		int		false	"page size"	default(100)	minimum(1)	maximum(1000)
 //	@Param		after	query		string	false	"the next cursor of the previous page"
 //	@Success	200		{object}	memberList
 //	@Failure	404		{object}	errorResponse
 //	@Failure	401	{object}	errorResponse	"the bearer token is missing or wrong (with --auth-reads)"
+//	@Failure	400	{object}	errorResponse	"limit is not 1-1000"
 //	@Security	Bearer
 //	@Router		/v1/pools/{id}/members [get]
 func (s *Server) handlePoolMembers(w http.ResponseWriter, r *http.Request) error {

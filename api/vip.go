@@ -132,7 +132,7 @@ type vipList struct {
 //	@Tags		vips
 //	@Produce	json
 //	@Param		address	query		string	false	"only VIPs with this address"
-//	@Param		limit	query		int		false	"page size (1-1000)"	default(100)
+//	@Param		limit	query		int		false	"page size"	default(100)	minimum(1)	maximum(1000)
 //	@Param		after	query		string	false	"the next cursor of the previous page"
 //	@Success	200		{object}	vipList
 //	@Failure	400		{object}	errorResponse
