@@ -70,6 +70,9 @@ func (m *Monitor) Validate() error {
 	if err := validateName(m.Name); err != nil {
 		return err
 	}
+	if m.Type == "" {
+		return FieldErrorf(EINVALID, "type", "type is required")
+	}
 	if !m.Type.Valid() {
 		return FieldErrorf(EINVALID, "type", "type must be PING, TCP, HTTP or HTTPS, not %q", m.Type)
 	}

@@ -418,15 +418,29 @@ func TestSeconds_Duration(t *testing.T) {
 	}
 }
 
-// A missing address is named as missing, not as a bad one.
-func TestValidate_AddressRequired(t *testing.T) {
-	v := sdnlb.NewVIP()
-	v.Port = 80
-	m := sdnlb.NewMember()
-	m.PoolID = "p"
-	for _, err := range []error{v.Validate(), m.Validate()} {
-		if msg := sdnlb.ErrorMessage(err); msg != "address is required" {
-			t.Errorf("message %q, want %q", msg, "address is required")
-		}
+// A missing required field is named as missing, not as a bad value.
+func TestValidate_Required(t *testing.T) {
+	vip := sdnlb.NewVIP()
+	memberWithoutPool := sdnlb.NewMember()
+	memberWithoutPool.Address = "10.0.0.1"
+	memberWithoutAddress := sdnlb.NewMember()
+	memberWithoutAddress.PoolID = "p"
+	monitor := sdnlb.NewMonitor()
+	monitor.Type = ""
+	for name, tt := range map[string]struct {
+		err   error
+		field string
+	}{
+		"VIPAddress":    {vip.Validate(), "address"},
+		"MemberPoolID":  {memberWithoutPool.Validate(), "pool_id"},
+		"MemberAddress": {memberWithoutAddress.Validate(), "address"},
+		"MonitorType":   {monitor.Validate(), "type"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			want := tt.field + " is required"
+			if field, msg := sdnlb.ErrorField(tt.err), sdnlb.ErrorMessage(tt.err); field != tt.field || msg != want {
+				t.Errorf("field %q, message %q; want %q, %q", field, msg, tt.field, want)
+			}
+		})
 	}
 }

@@ -23,8 +23,8 @@ const PersistenceSourceIP = "SOURCE_IP"
 
 // SessionPersistence keeps a client on one member across connections.
 type SessionPersistence struct {
-	Type    string `json:"type"`
-	Timeout int    `json:"timeout"` // seconds after the client's last connection ends
+	Type    string `json:"type" enums:"SOURCE_IP" example:"SOURCE_IP"`
+	Timeout int    `json:"timeout" example:"60"` // seconds after the client's last connection ends, 1-86400
 }
 
 // VIP is a virtual address clients connect to. (Address, Protocol, Port) is
@@ -41,7 +41,7 @@ type VIP struct {
 	Port               int                 `json:"port"`
 	PoolID             string              `json:"pool_id"` // the pool whose vip_id is this VIP, "" when none
 	ConnectionLimit    int                 `json:"connection_limit"`
-	SessionPersistence *SessionPersistence `json:"session_persistence"`
+	SessionPersistence *SessionPersistence `json:"session_persistence" extensions:"x-nullable"` // null: none
 	AdminStateUp       bool                `json:"admin_state_up"`
 	MAC                string              `json:"mac"`    // set by the store from the id
 	Status             VIPStatus           `json:"status"` // derived by the store

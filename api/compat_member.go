@@ -69,11 +69,12 @@ func (s *Server) compatMemberObject(ctx context.Context, m *sdnlb.Member) (order
 //	@Description	Lists every member.
 //	@Tags		floodlight
 //	@Produce	json
-//	@Param		limit	query		int		false	"page size (1-1000)"	default(1000)
+//	@Param		limit	query		int		false	"page size"	default(1000)	minimum(1)	maximum(1000)
 //	@Param		after	query		string	false	"the id after which the page starts"
 //	@Success	200	{array}	object	"{id, address, port, poolId, vipId, weight, status}, all strings"
 //	@Header		200		{string}	Link	"<...?limit=&after=>; rel=\"next\" when more follow"
 //	@Failure	401	{object}	errorResponse	"the bearer token is missing or wrong (with --auth-reads)"
+//	@Failure	400	{object}	errorResponse	"limit is not 1-1000"
 //	@Security	Bearer
 //	@Router		/quantum/v1.0/members/ [get]
 func (s *Server) handleCompatMemberList(w http.ResponseWriter, r *http.Request) error {
@@ -104,7 +105,7 @@ func (s *Server) handleCompatMemberList(w http.ResponseWriter, r *http.Request) 
 //	@Tags		floodlight
 //	@Accept		json
 //	@Produce	json
-//	@Param		member	body		object	true	"id, address, port, connection_limit, admin_state, status, pool_id, weight"
+//	@Param		member	body		object	true	"id, address (required), port (default 0: the port the client asked the VIP for), connection_limit, admin_state, status, pool_id (required), weight"
 //	@Success	200		{object}	object
 //	@Failure	400		{object}	errorResponse
 //	@Failure	404		{object}	errorResponse	"pool_id names no pool"

@@ -52,11 +52,12 @@ func compatMonitorError(err error) error {
 //	@Description	Lists every monitor.
 //	@Tags		floodlight
 //	@Produce	json
-//	@Param		limit	query		int		false	"page size (1-1000)"	default(1000)
+//	@Param		limit	query		int		false	"page size"	default(1000)	minimum(1)	maximum(1000)
 //	@Param		after	query		string	false	"the id after which the page starts"
 //	@Success	200	{array}	object	"{id, address, name, type, poolId}, all strings"
 //	@Header		200		{string}	Link	"<...?limit=&after=>; rel=\"next\" when more follow"
 //	@Failure	401	{object}	errorResponse	"the bearer token is missing or wrong (with --auth-reads)"
+//	@Failure	400	{object}	errorResponse	"limit is not 1-1000"
 //	@Security	Bearer
 //	@Router		/quantum/v1.0/health_monitors/ [get]
 func (s *Server) handleCompatMonitorList(w http.ResponseWriter, r *http.Request) error {
@@ -72,7 +73,7 @@ func (s *Server) handleCompatMonitorList(w http.ResponseWriter, r *http.Request)
 //	@Tags		floodlight
 //	@Accept		json
 //	@Produce	json
-//	@Param		monitor	body		object	true	"id, name, type, delay, timeout, attempts_before_deactivation, network_id, pool_id, address, protocol, port, admin_state, status"
+//	@Param		monitor	body		object	true	"id, name, type (default TCP), delay, timeout, attempts_before_deactivation, network_id, pool_id, address, protocol, port, admin_state, status"
 //	@Success	200		{object}	object
 //	@Failure	400		{object}	errorResponse
 //	@Failure	409		{object}	errorResponse

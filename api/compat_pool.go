@@ -69,11 +69,12 @@ func (s *Server) compatPoolObject(ctx context.Context, p *sdnlb.Pool) (orderedOb
 //	@Description	Lists every pool.
 //	@Tags		floodlight
 //	@Produce	json
-//	@Param		limit	query		int		false	"page size (1-1000)"	default(1000)
+//	@Param		limit	query		int		false	"page size"	default(1000)	minimum(1)	maximum(1000)
 //	@Param		after	query		string	false	"the id after which the page starts"
 //	@Success	200	{array}	object	"{id, name, vipId, lbMethod, protocol, poolMembers...}; poolMembers repeats once per member"
 //	@Header		200		{string}	Link	"<...?limit=&after=>; rel=\"next\" when more follow"
 //	@Failure	401	{object}	errorResponse	"the bearer token is missing or wrong (with --auth-reads)"
+//	@Failure	400	{object}	errorResponse	"limit is not 1-1000"
 //	@Security	Bearer
 //	@Router		/quantum/v1.0/pools/ [get]
 func (s *Server) handleCompatPoolList(w http.ResponseWriter, r *http.Request) error {
@@ -185,12 +186,13 @@ func (s *Server) handleCompatPoolDelete(w http.ResponseWriter, r *http.Request) 
 //	@Tags		floodlight
 //	@Produce	json
 //	@Param		pool	path	string	true	"pool id"
-//	@Param		limit	query		int		false	"page size (1-1000)"	default(1000)
+//	@Param		limit	query		int		false	"page size"	default(1000)	minimum(1)	maximum(1000)
 //	@Param		after	query		string	false	"the id after which the page starts"
 //	@Success	200		{array}	object
 //	@Header		200		{string}	Link	"<...?limit=&after=>; rel=\"next\" when more follow"
 //	@Failure	404		{object}	errorResponse
 //	@Failure	401	{object}	errorResponse	"the bearer token is missing or wrong (with --auth-reads)"
+//	@Failure	400	{object}	errorResponse	"limit is not 1-1000"
 //	@Security	Bearer
 //	@Router		/quantum/v1.0/pools/{pool}/members/ [get]
 func (s *Server) handleCompatPoolMembers(w http.ResponseWriter, r *http.Request) error {

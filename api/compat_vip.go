@@ -47,11 +47,12 @@ func replaceVIP(v *sdnlb.VIP, _ sdnlb.VIPUpdate) sdnlb.VIPUpdate {
 //	@Description	Lists every VIP.
 //	@Tags		floodlight
 //	@Produce	json
-//	@Param		limit	query		int		false	"page size (1-1000)"	default(1000)
+//	@Param		limit	query		int		false	"page size"	default(1000)	minimum(1)	maximum(1000)
 //	@Param		after	query		string	false	"the id after which the page starts"
 //	@Success	200	{array}	object	"{name, id, address, protocol, port}, all strings"
 //	@Header		200		{string}	Link	"<...?limit=&after=>; rel=\"next\" when more follow"
 //	@Failure	401	{object}	errorResponse	"the bearer token is missing or wrong (with --auth-reads)"
+//	@Failure	400	{object}	errorResponse	"limit is not 1-1000"
 //	@Security	Bearer
 //	@Router		/quantum/v1.0/vips/ [get]
 func (s *Server) handleCompatVIPList(w http.ResponseWriter, r *http.Request) error {

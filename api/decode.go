@@ -7,6 +7,8 @@ import (
 	"io"
 	"mime"
 	"net/http"
+	"reflect"
+	"slices"
 	"strconv"
 	"strings"
 	"unicode/utf8"
@@ -36,12 +38,41 @@ func decodeJSON(w http.ResponseWriter, r *http.Request, v any) error {
 	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil {
+		var typeErr *json.UnmarshalTypeError
+		if errors.As(err, &typeErr) {
+			typeErr.Field = dropEmbedded(reflect.TypeOf(v), typeErr.Field)
+		}
 		return jsonError(err)
 	}
 	if _, err := dec.Token(); err != io.EOF {
 		return sdnlb.Errorf(sdnlb.EINVALID, "the body must hold exactly one JSON object")
 	}
 	return nil
+}
+
+// dropEmbedded removes from path, the dotted field path of an
+// encoding/json error, the names of the structs t embeds: encoding/json
+// puts them in, though they are no keys of the body.
+func dropEmbedded(t reflect.Type, path string) string {
+	embedded := map[string]bool{}
+	var collect func(t reflect.Type)
+	collect = func(t reflect.Type) {
+		for t.Kind() == reflect.Pointer {
+			t = t.Elem()
+		}
+		if t.Kind() != reflect.Struct {
+			return
+		}
+		for i := range t.NumField() {
+			if f := t.Field(i); f.Anonymous {
+				embedded[f.Name] = true
+				collect(f.Type)
+			}
+		}
+	}
+	collect(t)
+	keys := slices.DeleteFunc(strings.Split(path, "."), func(key string) bool { return embedded[key] })
+	return strings.Join(keys, ".")
 }
 
 // errNullBody refuses a body of JSON null, which would decode as {}: a PUT
@@ -145,7 +176,7 @@ func jsonTypeName(kind string) string {
 }
 
 // readOnly is a request field a client may not set. It decodes anything so
-// that the handler can name the field in a 400 instead of "unknown field".
+// that checkFields can name the field in a 400 instead of "unknown field".
 type readOnly struct{ set bool }
 
 func (ro *readOnly) UnmarshalJSON([]byte) error {
@@ -153,23 +184,69 @@ func (ro *readOnly) UnmarshalJSON([]byte) error {
 	return nil
 }
 
-// rejectReadOnly returns EINVALID naming the first read-only field given,
-// counting the id on update.
-func rejectReadOnly(update bool, id *string, fields ...namedReadOnly) error {
-	for _, f := range fields {
-		if f.value.set {
-			return sdnlb.FieldErrorf(sdnlb.EINVALID, f.name, "%s is read-only", f.name)
-		}
+// checkFields returns EINVALID naming the first read-only field req sets,
+// else the first required field it lacks, in the order the struct declares
+// them (embedded structs in place).
+func checkFields(req any) error {
+	v := reflect.Indirect(reflect.ValueOf(req))
+	if err := firstField(v, isSetReadOnly, "%s is read-only"); err != nil {
+		return err
 	}
-	if update && id != nil {
-		return sdnlb.FieldErrorf(sdnlb.EINVALID, "id", "id is read-only")
+	return firstField(v, isMissing, "%s is required")
+}
+
+// firstField returns EINVALID, with the message format, naming the first
+// field of the struct v for which is holds.
+func firstField(v reflect.Value, is func(reflect.StructField, reflect.Value) bool, format string) error {
+	t := v.Type()
+	for i := range t.NumField() {
+		f, fv := t.Field(i), v.Field(i)
+		if f.Anonymous && f.Type.Kind() == reflect.Struct {
+			if err := firstField(fv, is, format); err != nil {
+				return err
+			}
+			continue
+		}
+		if is(f, fv) {
+			return sdnlb.FieldErrorf(sdnlb.EINVALID, jsonName(f), format, jsonName(f))
+		}
 	}
 	return nil
 }
 
-type namedReadOnly struct {
-	name  string
-	value readOnly
+func jsonName(f reflect.StructField) string {
+	name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+	return name
+}
+
+var readOnlyType = reflect.TypeFor[readOnly]()
+
+func isSetReadOnly(f reflect.StructField, v reflect.Value) bool {
+	return f.Type == readOnlyType && v.Interface().(readOnly).set
+}
+
+// required reports whether the request field f is required. The rule is
+// the one by which the spec marks fields required (internal/specgen), so
+// that the two agree: every field is, unless tagged validate:"optional",
+// json omitempty or swaggerignore (the read-only fields).
+func required(f reflect.StructField) bool {
+	return f.Tag.Get("swaggerignore") != "true" && f.Tag.Get("validate") != "optional" &&
+		!strings.Contains(f.Tag.Get("json"), ",omitempty")
+}
+
+// isMissing reports whether v leaves out the required field f: nil, or an
+// empty string, as the domain's validation calls an empty address missing.
+func isMissing(f reflect.StructField, v reflect.Value) bool {
+	if !required(f) {
+		return false
+	}
+	if v.Kind() == reflect.Pointer {
+		if v.IsNil() {
+			return true
+		}
+		v = v.Elem()
+	}
+	return v.Kind() == reflect.String && v.Len() == 0
 }
 
 // pageFromQuery reads ?limit= and ?after=.

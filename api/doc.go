@@ -1,9 +1,9 @@
 package api
 
 // The OpenAPI spec in openapi/ is generated from the swag comments on the
-// handlers; regenerate it after changing them (openapi's test fails while
-// the committed spec is stale).
-//go:generate swag init -g doc.go -d .,../ -o ../openapi --outputTypes json,yaml --parseDependency=false
+// handlers by internal/specgen; regenerate it after changing them
+// (openapi's test fails while the committed spec is stale).
+//go:generate go run genspec.go
 
 //	@title						sdnlb API
 //	@version					1.0

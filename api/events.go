@@ -17,8 +17,8 @@ import (
 //	@ID			events
 //	@Description	Streams the store's change feed as Server-Sent Events until the client goes away. Each event is `event: <kind>` (`resync` when the subscriber fell behind and must reload) and `data: <Event JSON>`.
 //	@Tags		events
-//	@Produce	text/event-stream
-//	@Success	200	{object}	sdnlb.Event	"one per data: line"
+//	@Produce	text/event-stream,json
+//	@Success	200	{object}	sdnlb.Event	"text/event-stream: one event per data: line; errors are JSON"
 //	@Failure	503	{object}	errorResponse	"no change feed, or too many streams open"
 //	@Failure	401	{object}	errorResponse	"the bearer token is missing or wrong (with --auth-reads)"
 //	@Security	Bearer

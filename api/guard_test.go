@@ -85,7 +85,7 @@ func TestServer_RefusedChangesNothing(t *testing.T) {
 		{name: "ErrBadUTF8", method: "PATCH", path: "/v1/vips/v", body: "{\"name\":\"a\xffb\"}", status: 400, code: sdnlb.EINVALID},
 		{name: "ErrBadUTF8Floodlight", method: "PUT", path: "/quantum/v1.0/vips/v/", body: "{\"name\":\"a\xc3\"}", status: 400, code: sdnlb.EINVALID},
 		{name: "ErrIDSemicolon", method: "POST", path: "/v1/vips", body: `{"id":"a;b","address":"10.0.0.5","port":80}`, status: 400, code: sdnlb.EINVALID, field: "id"},
-		{name: "ErrIDDotDot", method: "POST", path: "/v1/monitors", body: `{"id":".."}`, status: 400, code: sdnlb.EINVALID, field: "id"},
+		{name: "ErrIDDotDot", method: "POST", path: "/v1/monitors", body: `{"id":"..","type":"TCP"}`, status: 400, code: sdnlb.EINVALID, field: "id"},
 		{name: "ErrIDNUL", method: "POST", path: "/quantum/v1.0/vips/", body: `{"id":"a\u0000","address":"10.0.0.5","port":"80"}`, status: 400, code: sdnlb.EINVALID, field: "id"},
 		{name: "ErrIDBidi", method: "POST", path: "/v1/pools", body: `{"id":"a\u202eb"}`, status: 400, code: sdnlb.EINVALID, field: "id"},
 		{name: "ErrVIPReserved", method: "POST", path: "/v1/vips", body: `{"address":"240.0.0.1","port":80}`, status: 400, code: sdnlb.EINVALID, field: "address"},
@@ -243,7 +243,7 @@ func TestServer_LocationResolves(t *testing.T) {
 	store := guardStore(t)
 	ts := MustServe(t, store.server())
 	for _, id := range []string{"a.b", "a-b_c", "..."} {
-		resp := testRequest(t, ts, "POST", "/v1/monitors", `{"id":"`+id+`"}`)
+		resp := testRequest(t, ts, "POST", "/v1/monitors", `{"id":"`+id+`","type":"TCP"}`)
 		if resp.Status != 201 {
 			t.Fatalf("create %q: %d %s", id, resp.Status, resp.Body)
 		}

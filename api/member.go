@@ -10,15 +10,13 @@ import (
 	"github.com/sdnlb/sdnlb"
 )
 
-// memberRequest is the body of POST, PUT and PATCH /v1/members. pool_id is
-// set on create; an update may repeat it but not change it.
-type memberRequest struct {
-	ID           *string `json:"id" example:"web-1"`
-	PoolID       *string `json:"pool_id" example:"web-pool"`
-	Address      *string `json:"address" example:"10.0.0.3"`
-	Port         *int    `json:"port" example:"8080"`
-	Weight       *int    `json:"weight" example:"1"`
-	AdminStateUp *bool   `json:"admin_state_up" example:"true"`
+// memberFields are the fields of a member a write may send besides its
+// pool and address, none of them required: absent ones take their
+// defaults on POST and PUT and stay as they are on PATCH.
+type memberFields struct {
+	Port         *int  `json:"port" default:"0" example:"8080" validate:"optional"` // 0 (the default): the port the client asked the VIP for; in a DSR pool 0 or the VIP's port
+	Weight       *int  `json:"weight" default:"1" example:"1" validate:"optional"`  // 0-256; 0 drains the member
+	AdminStateUp *bool `json:"admin_state_up" default:"true" example:"true" validate:"optional"`
 
 	Status    readOnly `json:"status" swaggerignore:"true"`
 	Health    readOnly `json:"health" swaggerignore:"true"`
@@ -26,22 +24,46 @@ type memberRequest struct {
 	UpdatedAt readOnly `json:"updated_at" swaggerignore:"true"`
 }
 
-func (req *memberRequest) rejectReadOnly(update bool) error {
-	return rejectReadOnly(update, req.ID, namedReadOnly{"status", req.Status}, namedReadOnly{"health", req.Health},
-		namedReadOnly{"created_at", req.CreatedAt}, namedReadOnly{"updated_at", req.UpdatedAt})
+// memberCreate is the body of POST /v1/members.
+type memberCreate struct {
+	ID      *string `json:"id" example:"web-1" validate:"optional"` // a UUID when absent
+	PoolID  *string `json:"pool_id" example:"web-pool" validate:"required"`
+	Address *string `json:"address" example:"10.0.0.3" validate:"required"`
+	memberFields
 }
 
-func (req *memberRequest) update() sdnlb.MemberUpdate {
-	return sdnlb.MemberUpdate{PoolID: req.PoolID, Address: req.Address, Port: req.Port, Weight: req.Weight, AdminStateUp: req.AdminStateUp}
+// memberReplace is the body of PUT /v1/members/{id}. pool_id may repeat
+// the member's pool, as clients send back what they read, but not change.
+type memberReplace struct {
+	ID      readOnly `json:"id" swaggerignore:"true"`
+	PoolID  *string  `json:"pool_id" example:"web-pool" validate:"optional"` // the member's pool: members do not move between pools
+	Address *string  `json:"address" example:"10.0.0.3" validate:"required"`
+	memberFields
 }
 
-func (req *memberRequest) created() (sdnlb.MemberUpdate, *string) { return req.update(), req.ID }
+// memberPatch is the body of PATCH /v1/members/{id}.
+type memberPatch struct {
+	ID      readOnly `json:"id" swaggerignore:"true"`
+	PoolID  *string  `json:"pool_id" example:"web-pool" validate:"optional"` // the member's pool: members do not move between pools
+	Address *string  `json:"address" example:"10.0.0.3" validate:"optional"`
+	memberFields
+}
+
+func (f *memberFields) update(poolID, address *string) sdnlb.MemberUpdate {
+	return sdnlb.MemberUpdate{PoolID: poolID, Address: address, Port: f.Port, Weight: f.Weight, AdminStateUp: f.AdminStateUp}
+}
+
+func (req *memberCreate) created() (sdnlb.MemberUpdate, *string) {
+	return req.update(req.PoolID, req.Address), req.ID
+}
+
+func (req *memberPatch) patch() sdnlb.MemberUpdate { return req.update(req.PoolID, req.Address) }
 
 // replacement sets every mutable field; pool_id, not one of them, is only
 // passed on for the store to check.
-func (req *memberRequest) replacement() sdnlb.MemberUpdate {
+func (req *memberReplace) replacement() sdnlb.MemberUpdate {
 	m := sdnlb.NewMember()
-	u := req.update()
+	u := req.update(req.PoolID, req.Address)
 	u.Apply(m)
 	return sdnlb.MemberUpdate{PoolID: req.PoolID, Address: &m.Address, Port: &m.Port, Weight: &m.Weight, AdminStateUp: &m.AdminStateUp}
 }
@@ -84,7 +106,7 @@ func (s *Server) overlayHealth(m *sdnlb.Member) {
 //	@Produce	json
 //	@Param		pool_id	query		string	false	"only members of this pool"
 //	@Param		address	query		string	false	"only members with this address"
-//	@Param		limit	query		int		false	"page size (1-1000)"	default(100)
+//	@Param		limit	query		int		false	"page size"	default(100)	minimum(1)	maximum(1000)
 //	@Param		after	query		string	false	"the next cursor of the previous page"
 //	@Success	200		{object}	memberList
 //	@Failure	400		{object}	errorResponse
@@ -117,7 +139,7 @@ func (s *Server) listMembers(w http.ResponseWriter, r *http.Request, filter sdnl
 //	@Tags		members
 //	@Accept		json
 //	@Produce	json
-//	@Param		member	body		memberRequest	true	"the member; id is optional (a UUID by default)"
+//	@Param		member	body		memberCreate	true	"the member"
 //	@Success	201		{object}	sdnlb.Member
 //	@Header		201		{string}	Location	"/v1/members/{id}"
 //	@Failure	400		{object}	errorResponse	"invalid; in a DSR pool, a port other than 0 and the VIP's: field port"
@@ -130,7 +152,7 @@ func (s *Server) listMembers(w http.ResponseWriter, r *http.Request, filter sdnl
 //	@Security	Bearer
 //	@Router		/v1/members [post]
 func (s *Server) handleMemberCreate(w http.ResponseWriter, r *http.Request) error {
-	return writeCreated(w, r, s.members(), (*memberRequest).created)
+	return writeCreated(w, r, s.members(), (*memberCreate).created)
 }
 
 // handleMemberGet returns one member with its live health.
@@ -140,7 +162,7 @@ func (s *Server) handleMemberCreate(w http.ResponseWriter, r *http.Request) erro
 //	@Description	Returns one member with its live health.
 //	@Tags		members
 //	@Produce	json
-//	@Param		id	path		string	true	"member id"
+//	@Param		id	path		string	true	"member id"	extensions(x-example=web-1)
 //	@Success	200	{object}	sdnlb.Member
 //	@Header		200	{string}	ETag	"the version of the object, for If-Match"
 //	@Failure	404	{object}	errorResponse
@@ -159,8 +181,8 @@ func (s *Server) handleMemberGet(w http.ResponseWriter, r *http.Request) error {
 //	@Tags		members
 //	@Accept		json
 //	@Produce	json
-//	@Param		id		path		string			true	"member id"
-//	@Param		member	body		memberRequest	true	"the member (no id; pool_id cannot change)"
+//	@Param		id		path		string			true	"member id"	extensions(x-example=web-1)
+//	@Param		member	body		memberReplace	true	"the member: absent fields take their defaults; pool_id cannot change"
 //	@Success	200		{object}	sdnlb.Member
 //	@Param		If-Match	header	string	false	"the ETag the client read: the write applies only to that version (412 otherwise)"
 //	@Failure	412	{object}	errorResponse	"the object changed since the ETag in If-Match was read"
@@ -175,7 +197,7 @@ func (s *Server) handleMemberGet(w http.ResponseWriter, r *http.Request) error {
 //	@Security	Bearer
 //	@Router		/v1/members/{id} [put]
 func (s *Server) handleMemberReplace(w http.ResponseWriter, r *http.Request) error {
-	return writeUpdated(w, r, s.members(), (*memberRequest).replacement)
+	return writeUpdated(w, r, s.members(), (*memberReplace).replacement)
 }
 
 // handleMemberPatch changes the given fields of a member.
@@ -186,8 +208,8 @@ func (s *Server) handleMemberReplace(w http.ResponseWriter, r *http.Request) err
 //	@Tags		members
 //	@Accept		json,application/merge-patch+json
 //	@Produce	json
-//	@Param		id		path		string			true	"member id"
-//	@Param		member	body		memberRequest	true	"the fields to change (no id; pool_id cannot change)"
+//	@Param		id		path		string			true	"member id"	extensions(x-example=web-1)
+//	@Param		member	body		memberPatch	true	"the fields to change; pool_id cannot change"
 //	@Success	200		{object}	sdnlb.Member
 //	@Param		If-Match	header	string	false	"the ETag the client read: the write applies only to that version (412 otherwise)"
 //	@Failure	412	{object}	errorResponse	"the object changed since the ETag in If-Match was read"
@@ -202,7 +224,7 @@ func (s *Server) handleMemberReplace(w http.ResponseWriter, r *http.Request) err
 //	@Security	Bearer
 //	@Router		/v1/members/{id} [patch]
 func (s *Server) handleMemberPatch(w http.ResponseWriter, r *http.Request) error {
-	return writeUpdated(w, r, s.members(), (*memberRequest).update)
+	return writeUpdated(w, r, s.members(), (*memberPatch).patch)
 }
 
 // handleMemberDelete removes a member from its pool.
@@ -211,7 +233,7 @@ func (s *Server) handleMemberPatch(w http.ResponseWriter, r *http.Request) error
 //	@ID			memberDelete
 //	@Description	Removes a member from its pool.
 //	@Tags		members
-//	@Param		id	path	string	true	"member id"
+//	@Param		id	path	string	true	"member id"	extensions(x-example=web-1)
 //	@Success	204
 //	@Param		If-Match	header	string	false	"the ETag the client read: the write applies only to that version (412 otherwise)"
 //	@Failure	412	{object}	errorResponse	"the object changed since the ETag in If-Match was read"

@@ -8,45 +8,65 @@ import (
 	"github.com/sdnlb/sdnlb"
 )
 
-// monitorRequest is the body of POST, PUT and PATCH /v1/monitors. Pools are
-// associated through /v1/pools/{id}/monitors.
-type monitorRequest struct {
-	ID            *string            `json:"id" example:"http-check"`
-	Name          *string            `json:"name" example:"http"`
-	Type          *sdnlb.MonitorType `json:"type" enums:"PING,TCP,HTTP,HTTPS" example:"HTTP"`
-	Delay         *sdnlb.Seconds     `json:"delay" swaggertype:"number" example:"5"`
-	Timeout       *sdnlb.Seconds     `json:"timeout" swaggertype:"number" example:"2"`
-	MaxRetries    *int               `json:"max_retries" example:"3"`
-	Rise          *int               `json:"rise" example:"2"`
-	HTTPMethod    *string            `json:"http_method" example:"GET"`
-	URLPath       *string            `json:"url_path" example:"/"`
-	ExpectedCodes *string            `json:"expected_codes" example:"200-299"`
-	TLSVerify     *bool              `json:"tls_verify" example:"false"`
-	AdminStateUp  *bool              `json:"admin_state_up" example:"true"`
+// monitorFields are the fields of a monitor a write may send besides its
+// type, none of them required: absent ones take their defaults on POST and
+// PUT and stay as they are on PATCH. Pools are associated through
+// /v1/pools/{id}/monitors.
+type monitorFields struct {
+	Name          *string        `json:"name" example:"http" validate:"optional"`
+	Delay         *sdnlb.Seconds `json:"delay" swaggertype:"number" default:"5" example:"5" validate:"optional"`   // seconds between probes of one member, 0.05-3600
+	Timeout       *sdnlb.Seconds `json:"timeout" swaggertype:"number" default:"2" example:"2" validate:"optional"` // seconds one probe may take, below delay
+	MaxRetries    *int           `json:"max_retries" default:"3" example:"3" validate:"optional"`                  // consecutive failures that take a member DOWN, 1-10
+	Rise          *int           `json:"rise" default:"2" example:"2" validate:"optional"`                         // consecutive successes that bring it UP, 1-10
+	HTTPMethod    *string        `json:"http_method" default:"GET" example:"GET" validate:"optional"`              // HTTP and HTTPS
+	URLPath       *string        `json:"url_path" default:"/" example:"/" validate:"optional"`                     // HTTP and HTTPS
+	ExpectedCodes *string        `json:"expected_codes" default:"200" example:"200-299" validate:"optional"`       // HTTP and HTTPS: "200", "200-299", "200,202"
+	TLSVerify     *bool          `json:"tls_verify" default:"false" example:"false" validate:"optional"`           // HTTPS: verify the member's certificate
+	AdminStateUp  *bool          `json:"admin_state_up" default:"true" example:"true" validate:"optional"`
 
 	PoolIDs   readOnly `json:"pool_ids" swaggerignore:"true"`
 	CreatedAt readOnly `json:"created_at" swaggerignore:"true"`
 	UpdatedAt readOnly `json:"updated_at" swaggerignore:"true"`
 }
 
-func (req *monitorRequest) rejectReadOnly(update bool) error {
-	return rejectReadOnly(update, req.ID, namedReadOnly{"pool_ids", req.PoolIDs},
-		namedReadOnly{"created_at", req.CreatedAt}, namedReadOnly{"updated_at", req.UpdatedAt})
+// monitorCreate is the body of POST /v1/monitors.
+type monitorCreate struct {
+	ID   *string            `json:"id" example:"http-check" validate:"optional"`                         // a UUID when absent
+	Type *sdnlb.MonitorType `json:"type" enums:"PING,TCP,HTTP,HTTPS" example:"HTTP" validate:"required"` // required: no type is a safe guess, as url_path and expected_codes mean nothing to TCP or PING (the Floodlight route takes TCP)
+	monitorFields
 }
 
-func (req *monitorRequest) update() sdnlb.MonitorUpdate {
+// monitorReplace is the body of PUT /v1/monitors/{id}.
+type monitorReplace struct {
+	ID   readOnly           `json:"id" swaggerignore:"true"`
+	Type *sdnlb.MonitorType `json:"type" enums:"PING,TCP,HTTP,HTTPS" example:"HTTP" validate:"required"` // required: no type is a safe guess, as url_path and expected_codes mean nothing to TCP or PING (the Floodlight route takes TCP)
+	monitorFields
+}
+
+// monitorPatch is the body of PATCH /v1/monitors/{id}.
+type monitorPatch struct {
+	ID   readOnly           `json:"id" swaggerignore:"true"`
+	Type *sdnlb.MonitorType `json:"type" enums:"PING,TCP,HTTP,HTTPS" example:"HTTP" validate:"optional"`
+	monitorFields
+}
+
+func (f *monitorFields) update(typ *sdnlb.MonitorType) sdnlb.MonitorUpdate {
 	return sdnlb.MonitorUpdate{
-		Name: req.Name, Type: req.Type, Delay: req.Delay, Timeout: req.Timeout, MaxRetries: req.MaxRetries,
-		Rise: req.Rise, HTTPMethod: req.HTTPMethod, URLPath: req.URLPath, ExpectedCodes: req.ExpectedCodes,
-		TLSVerify: req.TLSVerify, AdminStateUp: req.AdminStateUp,
+		Name: f.Name, Type: typ, Delay: f.Delay, Timeout: f.Timeout, MaxRetries: f.MaxRetries,
+		Rise: f.Rise, HTTPMethod: f.HTTPMethod, URLPath: f.URLPath, ExpectedCodes: f.ExpectedCodes,
+		TLSVerify: f.TLSVerify, AdminStateUp: f.AdminStateUp,
 	}
 }
 
-func (req *monitorRequest) created() (sdnlb.MonitorUpdate, *string) { return req.update(), req.ID }
+func (req *monitorCreate) created() (sdnlb.MonitorUpdate, *string) {
+	return req.update(req.Type), req.ID
+}
 
-func (req *monitorRequest) replacement() sdnlb.MonitorUpdate {
+func (req *monitorPatch) patch() sdnlb.MonitorUpdate { return req.update(req.Type) }
+
+func (req *monitorReplace) replacement() sdnlb.MonitorUpdate {
 	m := sdnlb.NewMonitor()
-	u := req.update()
+	u := req.update(req.Type)
 	u.Apply(m)
 	return sdnlb.MonitorUpdate{
 		Name: &m.Name, Type: &m.Type, Delay: &m.Delay, Timeout: &m.Timeout, MaxRetries: &m.MaxRetries,
@@ -75,7 +95,7 @@ type monitorList struct {
 //	@Tags		monitors
 //	@Produce	json
 //	@Param		pool_id	query		string	false	"only monitors of this pool"
-//	@Param		limit	query		int		false	"page size (1-1000)"	default(100)
+//	@Param		limit	query		int		false	"page size"	default(100)	minimum(1)	maximum(1000)
 //	@Param		after	query		string	false	"the next cursor of the previous page"
 //	@Success	200		{object}	monitorList
 //	@Failure	400		{object}	errorResponse
@@ -100,7 +120,7 @@ func (s *Server) handleMonitorList(w http.ResponseWriter, r *http.Request) error
 //	@Tags		monitors
 //	@Accept		json
 //	@Produce	json
-//	@Param		monitor	body		monitorRequest	true	"the monitor; id is optional (a UUID by default)"
+//	@Param		monitor	body		monitorCreate	true	"the monitor"
 //	@Success	201		{object}	sdnlb.Monitor
 //	@Header		201		{string}	Location	"/v1/monitors/{id}"
 //	@Failure	400		{object}	errorResponse
@@ -112,7 +132,7 @@ func (s *Server) handleMonitorList(w http.ResponseWriter, r *http.Request) error
 //	@Security	Bearer
 //	@Router		/v1/monitors [post]
 func (s *Server) handleMonitorCreate(w http.ResponseWriter, r *http.Request) error {
-	return writeCreated(w, r, s.monitors(), (*monitorRequest).created)
+	return writeCreated(w, r, s.monitors(), (*monitorCreate).created)
 }
 
 // handleMonitorGet returns one monitor.
@@ -122,7 +142,7 @@ func (s *Server) handleMonitorCreate(w http.ResponseWriter, r *http.Request) err
 //	@Description	Returns one monitor.
 //	@Tags		monitors
 //	@Produce	json
-//	@Param		id	path		string	true	"monitor id"
+//	@Param		id	path		string	true	"monitor id"	extensions(x-example=http-check)
 //	@Success	200	{object}	sdnlb.Monitor
 //	@Header		200	{string}	ETag	"the version of the object, for If-Match"
 //	@Failure	404	{object}	errorResponse
@@ -141,8 +161,8 @@ func (s *Server) handleMonitorGet(w http.ResponseWriter, r *http.Request) error 
 //	@Tags		monitors
 //	@Accept		json
 //	@Produce	json
-//	@Param		id		path		string			true	"monitor id"
-//	@Param		monitor	body		monitorRequest	true	"the monitor (no id)"
+//	@Param		id		path		string			true	"monitor id"	extensions(x-example=http-check)
+//	@Param		monitor	body		monitorReplace	true	"the monitor: absent fields take their defaults"
 //	@Success	200		{object}	sdnlb.Monitor
 //	@Param		If-Match	header	string	false	"the ETag the client read: the write applies only to that version (412 otherwise)"
 //	@Failure	412	{object}	errorResponse	"the object changed since the ETag in If-Match was read"
@@ -156,7 +176,7 @@ func (s *Server) handleMonitorGet(w http.ResponseWriter, r *http.Request) error 
 //	@Security	Bearer
 //	@Router		/v1/monitors/{id} [put]
 func (s *Server) handleMonitorReplace(w http.ResponseWriter, r *http.Request) error {
-	return writeUpdated(w, r, s.monitors(), (*monitorRequest).replacement)
+	return writeUpdated(w, r, s.monitors(), (*monitorReplace).replacement)
 }
 
 // handleMonitorPatch changes the given fields of a monitor.
@@ -167,8 +187,8 @@ func (s *Server) handleMonitorReplace(w http.ResponseWriter, r *http.Request) er
 //	@Tags		monitors
 //	@Accept		json,application/merge-patch+json
 //	@Produce	json
-//	@Param		id		path		string			true	"monitor id"
-//	@Param		monitor	body		monitorRequest	true	"the fields to change (no id)"
+//	@Param		id		path		string			true	"monitor id"	extensions(x-example=http-check)
+//	@Param		monitor	body		monitorPatch	true	"the fields to change"
 //	@Success	200		{object}	sdnlb.Monitor
 //	@Param		If-Match	header	string	false	"the ETag the client read: the write applies only to that version (412 otherwise)"
 //	@Failure	412	{object}	errorResponse	"the object changed since the ETag in If-Match was read"
@@ -182,7 +202,7 @@ func (s *Server) handleMonitorReplace(w http.ResponseWriter, r *http.Request) er
 //	@Security	Bearer
 //	@Router		/v1/monitors/{id} [patch]
 func (s *Server) handleMonitorPatch(w http.ResponseWriter, r *http.Request) error {
-	return writeUpdated(w, r, s.monitors(), (*monitorRequest).update)
+	return writeUpdated(w, r, s.monitors(), (*monitorPatch).patch)
 }
 
 // handleMonitorDelete deletes a monitor. Without cascade it refuses while
@@ -192,13 +212,14 @@ func (s *Server) handleMonitorPatch(w http.ResponseWriter, r *http.Request) erro
 //	@ID			monitorDelete
 //	@Description	Deletes a monitor. Without cascade it refuses while pools use it; with cascade it is dissociated from them first.
 //	@Tags		monitors
-//	@Param		id		path	string	true	"monitor id"
+//	@Param		id		path	string	true	"monitor id"	extensions(x-example=http-check)
 //	@Param		cascade	query	bool	false	"dissociate it from its pools"
 //	@Success	204
 //	@Param		If-Match	header	string	false	"the ETag the client read: the write applies only to that version (412 otherwise)"
 //	@Failure	412	{object}	errorResponse	"the object changed since the ETag in If-Match was read"
 //	@Failure	404	{object}	errorResponse
-//	@Failure	409	{object}	errorResponse	"pools use the monitor"
+//	@Failure	400	{object}	errorResponse	"cascade is not true or false"
+//	@Failure	409	{object}	errorResponse	"pools use the monitor; the message names ?cascade=true"
 //	@Failure	401	{object}	errorResponse	"the bearer token is missing or wrong (when sdnlb runs with --api-token)"
 //	@Failure	403	{object}	errorResponse	"a write from another site's page (see --cors-origin)"
 //	@Security	Bearer

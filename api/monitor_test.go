@@ -63,7 +63,7 @@ func TestMonitorRoutes(t *testing.T) {
 				t.Errorf("got %+v", m)
 			}
 		}},
-		{name: "CreateErrDuplicate", method: "POST", path: "/v1/monitors", body: `{"id":"m1"}`, status: 409, code: sdnlb.ECONFLICT, field: "id"},
+		{name: "CreateErrDuplicate", method: "POST", path: "/v1/monitors", body: `{"id":"m1","type":"TCP"}`, status: 409, code: sdnlb.ECONFLICT, field: "id"},
 		{name: "GetOK", method: "GET", path: "/v1/monitors/m1", status: 200, check: decoded(func(t *testing.T, m *sdnlb.Monitor) {
 			if m.Type != sdnlb.MonitorHTTP || len(m.PoolIDs) != 1 {
 				t.Errorf("got %+v", m)
@@ -74,11 +74,12 @@ func TestMonitorRoutes(t *testing.T) {
 				t.Errorf("got %+v", m)
 			}
 		})},
-		{name: "PutResetsType", method: "PUT", path: "/v1/monitors/m1", body: `{"name":"x"}`, status: 200, check: decoded(func(t *testing.T, m *sdnlb.Monitor) {
-			if m.Type != sdnlb.MonitorTCP || m.Name != "x" {
+		{name: "PutOK", method: "PUT", path: "/v1/monitors/m1", body: `{"type":"PING","name":"x"}`, status: 200, check: decoded(func(t *testing.T, m *sdnlb.Monitor) {
+			if m.Type != sdnlb.MonitorPING || m.Name != "x" {
 				t.Errorf("got %+v", m)
 			}
 		})},
+		{name: "PutErrTypeRequired", method: "PUT", path: "/v1/monitors/m1", body: `{"name":"x"}`, status: 400, code: sdnlb.EINVALID, field: "type"},
 		{name: "PatchErrNotFound", method: "PATCH", path: "/v1/monitors/m9", body: `{"delay":10}`, status: 404, code: sdnlb.ENOTFOUND},
 		{name: "DeleteErrInUse", method: "DELETE", path: "/v1/monitors/m1", status: 409, code: sdnlb.ECONFLICT},
 		{name: "DeleteCascade", method: "DELETE", path: "/v1/monitors/m1?cascade=1", status: 204},
@@ -89,7 +90,7 @@ func TestMonitorRoutes_Rejected(t *testing.T) {
 	m1 := sdnlb.NewMonitor()
 	m1.ID = "m1"
 	assertRejections(t, mustMemStore(t, m1), []routeCase{
-		{name: "CreateErrTimeout", method: "POST", path: "/v1/monitors", body: `{"delay":1,"timeout":1}`, status: 400, code: sdnlb.EINVALID, field: "timeout"},
+		{name: "CreateErrTimeout", method: "POST", path: "/v1/monitors", body: `{"type":"TCP","delay":1,"timeout":1}`, status: 400, code: sdnlb.EINVALID, field: "timeout"},
 		{name: "CreateErrExpectedCodes", method: "POST", path: "/v1/monitors", body: `{"type":"HTTP","expected_codes":"2xx"}`, status: 400, code: sdnlb.EINVALID, field: "expected_codes"},
 		{name: "CreateErrPoolIDsReadOnly", method: "POST", path: "/v1/monitors", body: `{"pool_ids":["p1"]}`, status: 400, code: sdnlb.EINVALID, field: "pool_ids"},
 		{name: "CreateErrDelayType", method: "POST", path: "/v1/monitors", body: `{"delay":"5s"}`, status: 400, code: sdnlb.EINVALID, field: "delay"},

@@ -10,39 +10,48 @@ import (
 	"github.com/sdnlb/sdnlb"
 )
 
-// poolRequest is the body of POST, PUT and PATCH /v1/pools. Absent fields
-// take their defaults on POST and PUT and stay as they are on PATCH.
-type poolRequest struct {
-	ID           *string           `json:"id" example:"web-pool"`
-	Name         *string           `json:"name" example:"web"`
-	Description  *string           `json:"description"`
-	VIPID        *string           `json:"vip_id" example:"web"`
-	LBMethod     *sdnlb.LBMethod   `json:"lb_method" example:"ROUND_ROBIN" enums:"ROUND_ROBIN,WEIGHTED_ROUND_ROBIN,LEAST_CONNECTIONS,WEIGHTED_LEAST_CONNECTIONS,RANDOM,LEAST_BYTES,SOURCE_IP,CONSISTENT_HASH,ADAPTIVE"`
-	Dispatch     *sdnlb.Dispatch   `json:"dispatch" enums:"SWITCH,CONTROLLER" example:"SWITCH"`    // SWITCH: the switch picks the member from a select group (ROUND_ROBIN, WEIGHTED_ROUND_ROBIN, RANDOM, CONSISTENT_HASH; the default for them); CONTROLLER: the controller picks per connection (the default for the other methods)
-	Forwarding   *sdnlb.Forwarding `json:"forwarding" enums:"NAT,DSR" default:"NAT" example:"NAT"` // NAT: addresses and ports rewritten both ways; DSR: only the destination MAC, members reply directly and must use port 0 or the VIP's
-	Protocol     *sdnlb.Protocol   `json:"protocol" enums:"TCP,UDP,ICMP,ANY" example:"TCP"`
-	AdminStateUp *bool             `json:"admin_state_up" example:"true"`
+// poolFields are the fields of a pool a write may send, none of them
+// required: absent ones take their defaults on POST and PUT and stay as
+// they are on PATCH.
+type poolFields struct {
+	Name         *string           `json:"name" example:"web" validate:"optional"`
+	Description  *string           `json:"description" example:"the web servers" validate:"optional"`
+	VIPID        *string           `json:"vip_id" example:"web" validate:"optional"` // the VIP the pool serves; "" (the default): none
+	LBMethod     *sdnlb.LBMethod   `json:"lb_method" default:"ROUND_ROBIN" example:"ROUND_ROBIN" enums:"ROUND_ROBIN,WEIGHTED_ROUND_ROBIN,LEAST_CONNECTIONS,WEIGHTED_LEAST_CONNECTIONS,RANDOM,LEAST_BYTES,SOURCE_IP,CONSISTENT_HASH,ADAPTIVE" validate:"optional"`
+	Dispatch     *sdnlb.Dispatch   `json:"dispatch" enums:"SWITCH,CONTROLLER" example:"SWITCH" validate:"optional"`           // SWITCH: the switch picks the member from a select group (ROUND_ROBIN, WEIGHTED_ROUND_ROBIN, RANDOM, CONSISTENT_HASH; the default for them); CONTROLLER: the controller picks per connection (the default for the other methods)
+	Forwarding   *sdnlb.Forwarding `json:"forwarding" enums:"NAT,DSR" default:"NAT" example:"NAT" validate:"optional"`        // NAT: addresses and ports rewritten both ways; DSR: only the destination MAC, members reply directly and must use port 0 or the VIP's
+	Protocol     *sdnlb.Protocol   `json:"protocol" enums:"TCP,UDP,ICMP,ANY" default:"TCP" example:"TCP" validate:"optional"` // the VIP's
+	AdminStateUp *bool             `json:"admin_state_up" default:"true" example:"true" validate:"optional"`
 
 	MonitorIDs readOnly `json:"monitor_ids" swaggerignore:"true"`
 	CreatedAt  readOnly `json:"created_at" swaggerignore:"true"`
 	UpdatedAt  readOnly `json:"updated_at" swaggerignore:"true"`
 }
 
-func (req *poolRequest) rejectReadOnly(update bool) error {
-	return rejectReadOnly(update, req.ID, namedReadOnly{"monitor_ids", req.MonitorIDs},
-		namedReadOnly{"created_at", req.CreatedAt}, namedReadOnly{"updated_at", req.UpdatedAt})
+// poolCreate is the body of POST /v1/pools.
+type poolCreate struct {
+	ID *string `json:"id" example:"web-pool" validate:"optional"` // a UUID when absent
+	poolFields
 }
 
-func (req *poolRequest) update() sdnlb.PoolUpdate {
+// poolEdit is the body of PUT and PATCH /v1/pools/{id}.
+type poolEdit struct {
+	ID readOnly `json:"id" swaggerignore:"true"`
+	poolFields
+}
+
+func (f *poolFields) update() sdnlb.PoolUpdate {
 	return sdnlb.PoolUpdate{
-		Name: req.Name, Description: req.Description, VIPID: req.VIPID, LBMethod: req.LBMethod,
-		Dispatch: req.Dispatch, Forwarding: req.Forwarding, Protocol: req.Protocol, AdminStateUp: req.AdminStateUp,
+		Name: f.Name, Description: f.Description, VIPID: f.VIPID, LBMethod: f.LBMethod,
+		Dispatch: f.Dispatch, Forwarding: f.Forwarding, Protocol: f.Protocol, AdminStateUp: f.AdminStateUp,
 	}
 }
 
-func (req *poolRequest) created() (sdnlb.PoolUpdate, *string) { return req.update(), req.ID }
+func (req *poolCreate) created() (sdnlb.PoolUpdate, *string) { return req.update(), req.ID }
 
-func (req *poolRequest) replacement() sdnlb.PoolUpdate {
+func (req *poolEdit) patch() sdnlb.PoolUpdate { return req.update() }
+
+func (req *poolEdit) replacement() sdnlb.PoolUpdate {
 	p := sdnlb.NewPool()
 	u := req.update()
 	u.Apply(p)
@@ -72,7 +81,7 @@ type poolList struct {
 //	@Tags		pools
 //	@Produce	json
 //	@Param		vip_id	query		string	false	"only the pool of this VIP"
-//	@Param		limit	query		int		false	"page size (1-1000)"	default(100)
+//	@Param		limit	query		int		false	"page size"	default(100)	minimum(1)	maximum(1000)
 //	@Param		after	query		string	false	"the next cursor of the previous page"
 //	@Success	200		{object}	poolList
 //	@Failure	400		{object}	errorResponse
@@ -97,7 +106,7 @@ func (s *Server) handlePoolList(w http.ResponseWriter, r *http.Request) error {
 //	@Tags		pools
 //	@Accept		json
 //	@Produce	json
-//	@Param		pool	body		poolRequest	true	"the pool; id is optional (a UUID by default)"
+//	@Param		pool	body		poolCreate	true	"the pool"
 //	@Success	201		{object}	sdnlb.Pool
 //	@Header		201		{string}	Location	"/v1/pools/{id}"
 //	@Failure	400		{object}	errorResponse
@@ -110,7 +119,7 @@ func (s *Server) handlePoolList(w http.ResponseWriter, r *http.Request) error {
 //	@Security	Bearer
 //	@Router		/v1/pools [post]
 func (s *Server) handlePoolCreate(w http.ResponseWriter, r *http.Request) error {
-	return writeCreated(w, r, s.pools(), (*poolRequest).created)
+	return writeCreated(w, r, s.pools(), (*poolCreate).created)
 }
 
 // handlePoolGet returns one pool.
@@ -120,7 +129,7 @@ func (s *Server) handlePoolCreate(w http.ResponseWriter, r *http.Request) error 
 //	@Description	Returns one pool.
 //	@Tags		pools
 //	@Produce	json
-//	@Param		id	path		string	true	"pool id"
+//	@Param		id	path		string	true	"pool id"	extensions(x-example=web-pool)
 //	@Success	200	{object}	sdnlb.Pool
 //	@Header		200	{string}	ETag	"the version of the object, for If-Match"
 //	@Failure	404	{object}	errorResponse
@@ -139,8 +148,8 @@ func (s *Server) handlePoolGet(w http.ResponseWriter, r *http.Request) error {
 //	@Tags		pools
 //	@Accept		json
 //	@Produce	json
-//	@Param		id		path		string		true	"pool id"
-//	@Param		pool	body		poolRequest	true	"the pool (no id)"
+//	@Param		id		path		string		true	"pool id"	extensions(x-example=web-pool)
+//	@Param		pool	body		poolEdit	true	"the pool: absent fields take their defaults"
 //	@Success	200		{object}	sdnlb.Pool
 //	@Param		If-Match	header	string	false	"the ETag the client read: the write applies only to that version (412 otherwise)"
 //	@Failure	412	{object}	errorResponse	"the object changed since the ETag in If-Match was read"
@@ -155,7 +164,7 @@ func (s *Server) handlePoolGet(w http.ResponseWriter, r *http.Request) error {
 //	@Security	Bearer
 //	@Router		/v1/pools/{id} [put]
 func (s *Server) handlePoolReplace(w http.ResponseWriter, r *http.Request) error {
-	return writeUpdated(w, r, s.pools(), (*poolRequest).replacement)
+	return writeUpdated(w, r, s.pools(), (*poolEdit).replacement)
 }
 
 // handlePoolPatch changes the given fields of a pool.
@@ -166,8 +175,8 @@ func (s *Server) handlePoolReplace(w http.ResponseWriter, r *http.Request) error
 //	@Tags		pools
 //	@Accept		json,application/merge-patch+json
 //	@Produce	json
-//	@Param		id		path		string		true	"pool id"
-//	@Param		pool	body		poolRequest	true	"the fields to change (no id)"
+//	@Param		id		path		string		true	"pool id"	extensions(x-example=web-pool)
+//	@Param		pool	body		poolEdit	true	"the fields to change"
 //	@Success	200		{object}	sdnlb.Pool
 //	@Param		If-Match	header	string	false	"the ETag the client read: the write applies only to that version (412 otherwise)"
 //	@Failure	412	{object}	errorResponse	"the object changed since the ETag in If-Match was read"
@@ -182,7 +191,7 @@ func (s *Server) handlePoolReplace(w http.ResponseWriter, r *http.Request) error
 //	@Security	Bearer
 //	@Router		/v1/pools/{id} [patch]
 func (s *Server) handlePoolPatch(w http.ResponseWriter, r *http.Request) error {
-	return writeUpdated(w, r, s.pools(), (*poolRequest).update)
+	return writeUpdated(w, r, s.pools(), (*poolEdit).patch)
 }
 
 // handlePoolDelete deletes a pool. Without cascade it refuses while the
@@ -192,13 +201,14 @@ func (s *Server) handlePoolPatch(w http.ResponseWriter, r *http.Request) error {
 //	@ID			poolDelete
 //	@Description	Deletes a pool. Without cascade it refuses while the pool has members.
 //	@Tags		pools
-//	@Param		id		path	string	true	"pool id"
+//	@Param		id		path	string	true	"pool id"	extensions(x-example=web-pool)
 //	@Param		cascade	query	bool	false	"also delete its members"
 //	@Success	204
 //	@Param		If-Match	header	string	false	"the ETag the client read: the write applies only to that version (412 otherwise)"
 //	@Failure	412	{object}	errorResponse	"the object changed since the ETag in If-Match was read"
 //	@Failure	404	{object}	errorResponse
-//	@Failure	409	{object}	errorResponse	"the pool has members"
+//	@Failure	400	{object}	errorResponse	"cascade is not true or false"
+//	@Failure	409	{object}	errorResponse	"the pool has members; the message names ?cascade=true"
 //	@Failure	401	{object}	errorResponse	"the bearer token is missing or wrong (when sdnlb runs with --api-token)"
 //	@Failure	403	{object}	errorResponse	"a write from another site's page (see --cors-origin)"
 //	@Security	Bearer
@@ -214,12 +224,13 @@ func (s *Server) handlePoolDelete(w http.ResponseWriter, r *http.Request) error 
 //	@Description	Lists the members of one pool.
 //	@Tags		pools
 //	@Produce	json
-//	@Param		id		path		string	true	"pool id"
-//	@Param		limit	query		int		false	"page size (1-1000)"	default(100)
+//	@Param		id		path		string	true	"pool id"	extensions(x-example=web-pool)
+//	@Param		limit	query		int		false	"page size"	default(100)	minimum(1)	maximum(1000)
 //	@Param		after	query		string	false	"the next cursor of the previous page"
 //	@Success	200		{object}	memberList
 //	@Failure	404		{object}	errorResponse
 //	@Failure	401	{object}	errorResponse	"the bearer token is missing or wrong (with --auth-reads)"
+//	@Failure	400	{object}	errorResponse	"limit is not 1-1000"
 //	@Security	Bearer
 //	@Router		/v1/pools/{id}/members [get]
 func (s *Server) handlePoolMembers(w http.ResponseWriter, r *http.Request) error {
@@ -232,7 +243,7 @@ func (s *Server) handlePoolMembers(w http.ResponseWriter, r *http.Request) error
 }
 
 type associateRequest struct {
-	MonitorID string `json:"monitor_id" example:"http-check"`
+	MonitorID *string `json:"monitor_id" example:"http-check" validate:"required"`
 }
 
 // handlePoolAssociateMonitor lets a monitor check the pool's members.
@@ -242,7 +253,7 @@ type associateRequest struct {
 //	@Description	Lets a monitor check the pool's members.
 //	@Tags		pools
 //	@Accept		json
-//	@Param		id		path	string				true	"pool id"
+//	@Param		id		path	string				true	"pool id"	extensions(x-example=web-pool)
 //	@Param		monitor	body	associateRequest	true	"the monitor"
 //	@Success	204
 //	@Failure	400	{object}	errorResponse
@@ -255,13 +266,10 @@ type associateRequest struct {
 //	@Router		/v1/pools/{id}/monitors [post]
 func (s *Server) handlePoolAssociateMonitor(w http.ResponseWriter, r *http.Request) error {
 	var req associateRequest
-	if err := decodeJSON(w, r, &req); err != nil {
+	if err := decodeRequest(w, r, &req); err != nil {
 		return err
 	}
-	if req.MonitorID == "" {
-		return sdnlb.FieldErrorf(sdnlb.EINVALID, "monitor_id", "monitor_id is required")
-	}
-	return noContent(w, s.PoolService.AssociateMonitor(r.Context(), chi.URLParam(r, "id"), req.MonitorID))
+	return noContent(w, s.PoolService.AssociateMonitor(r.Context(), chi.URLParam(r, "id"), *req.MonitorID))
 }
 
 // handlePoolDissociateMonitor stops a monitor checking the pool's members.
@@ -270,8 +278,8 @@ func (s *Server) handlePoolAssociateMonitor(w http.ResponseWriter, r *http.Reque
 //	@ID			poolDissociateMonitor
 //	@Description	Stops a monitor checking the pool's members.
 //	@Tags		pools
-//	@Param		id			path	string	true	"pool id"
-//	@Param		monitor_id	path	string	true	"monitor id"
+//	@Param		id			path	string	true	"pool id"	extensions(x-example=web-pool)
+//	@Param		monitor_id	path	string	true	"monitor id"	extensions(x-example=http-check)
 //	@Success	204
 //	@Failure	404	{object}	errorResponse	"not associated"
 //	@Failure	401	{object}	errorResponse	"the bearer token is missing or wrong (when sdnlb runs with --api-token)"

@@ -17,18 +17,13 @@ import (
 // validate what they decode: the services do, inside the transaction that
 // writes, and their EINVALID errors name the field for the 400.
 
-// nativeRequest is the body of a native POST, PUT or PATCH.
-type nativeRequest interface {
-	rejectReadOnly(update bool) error
-}
-
-// decodeRequest decodes a native body and refuses the read-only fields it
-// sets; on update the id is read-only too.
-func decodeRequest(w http.ResponseWriter, r *http.Request, req nativeRequest, update bool) error {
+// decodeRequest decodes a native body and refuses one that sets a
+// read-only field or lacks a required one (checkFields).
+func decodeRequest(w http.ResponseWriter, r *http.Request, req any) error {
 	if err := decodeJSON(w, r, req); err != nil {
 		return err
 	}
-	return req.rejectReadOnly(update)
+	return checkFields(req)
 }
 
 // listPage reads ?limit= and ?after= and returns that page of the objects
@@ -100,12 +95,9 @@ func writeFound[T, U any](w http.ResponseWriter, r *http.Request, c collection[T
 // writeCreated answers a POST: it decodes the request, has the service
 // create the object of the fields and id that created reads from it, and
 // answers 201 with what the service made of it and where it lives.
-func writeCreated[T, U, R any, PR interface {
-	*R
-	nativeRequest
-}](w http.ResponseWriter, r *http.Request, c collection[T, U], created func(PR) (U, *string)) error {
-	req := PR(new(R))
-	if err := decodeRequest(w, r, req, false); err != nil {
+func writeCreated[T, U, R any](w http.ResponseWriter, r *http.Request, c collection[T, U], created func(*R) (U, *string)) error {
+	req := new(R)
+	if err := decodeRequest(w, r, req); err != nil {
 		return err
 	}
 	obj := c.newObject(created(req))
@@ -119,12 +111,9 @@ func writeCreated[T, U, R any, PR interface {
 // writeUpdated answers a PUT or PATCH: it decodes the request and has the
 // service apply the update toUpdate makes of it to the object the path's
 // id names.
-func writeUpdated[T, U, R any, PR interface {
-	*R
-	nativeRequest
-}](w http.ResponseWriter, r *http.Request, c collection[T, U], toUpdate func(PR) U) error {
-	req := PR(new(R))
-	if err := decodeRequest(w, r, req, true); err != nil {
+func writeUpdated[T, U, R any](w http.ResponseWriter, r *http.Request, c collection[T, U], toUpdate func(*R) U) error {
+	req := new(R)
+	if err := decodeRequest(w, r, req); err != nil {
 		return err
 	}
 	obj, err := c.update(r.Context(), chi.URLParam(r, "id"), toUpdate(req))
@@ -135,13 +124,18 @@ func writeUpdated[T, U, R any, PR interface {
 }
 
 // deleteWithCascade deletes the object the path parameter names, honouring
-// ?cascade=.
+// ?cascade=. A delete refused for what depends on the object says how to
+// take that along.
 func deleteWithCascade(r *http.Request, param string, del func(ctx context.Context, id string, cascade bool) error) error {
 	cascade, err := cascadeFromQuery(r)
 	if err != nil {
 		return err
 	}
-	return del(r.Context(), chi.URLParam(r, param), cascade)
+	err = del(r.Context(), chi.URLParam(r, param), cascade)
+	if !cascade && sdnlb.ErrorCode(err) == sdnlb.ECONFLICT {
+		return sdnlb.Errorf(sdnlb.ECONFLICT, "%s (?cascade=true)", sdnlb.ErrorMessage(err))
+	}
+	return err
 }
 
 // noContent answers 204 once err is nil.

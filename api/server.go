@@ -141,9 +141,12 @@ func (s *Server) Handler() http.Handler {
 		return errMethodNotAllowed
 	}))
 
-	// The dashboard's files are public; the data it reads goes through auth.
+	// The dashboard's files, Swagger UI and the spec are public, so that a
+	// browser can load them before it has the token (Swagger UI offers
+	// Authorize); the data they read goes through auth.
 	r.Get("/", http.RedirectHandler("/dashboard/", http.StatusFound).ServeHTTP)
 	r.Handle("/dashboard/*", http.StripPrefix("/dashboard/", web.Handler()))
+	r.Route("/swagger", swaggerRoutes)
 	r.Get("/healthz", s.handle(s.handleHealthz))
 	r.Get("/readyz", s.handle(s.handleReadyz))
 
@@ -154,7 +157,6 @@ func (s *Server) Handler() http.Handler {
 		}
 		r.Route("/v1", s.nativeRoutes)
 		r.Route(compatPrefix, s.compatRoutes)
-		r.Route("/swagger", swaggerRoutes)
 	})
 	return r
 }

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -303,8 +304,10 @@ func TestServer_Events(t *testing.T) {
 	}
 }
 
+// Swagger UI and the spec load without the token, even with --auth-reads,
+// so that the page can offer Authorize; the data needs the token.
 func TestServer_Swagger(t *testing.T) {
-	ts := MustServe(t, &Server{})
+	ts := MustServe(t, &Server{Token: "s3cret", AuthReads: true, VIPService: &mock.VIPService{}})
 	tests := []struct {
 		name, path  string
 		status      int
@@ -326,6 +329,26 @@ func TestServer_Swagger(t *testing.T) {
 			}
 		})
 	}
+	t.Run("OffersAuthorize", func(t *testing.T) {
+		var spec struct {
+			SecurityDefinitions map[string]struct{ In, Name string }
+			Paths               map[string]map[string]struct{ Security []map[string][]string }
+		}
+		if err := json.Unmarshal(testRequest(t, ts, "GET", "/swagger/doc.json", "").Body, &spec); err != nil {
+			t.Fatal(err)
+		}
+		if b := spec.SecurityDefinitions["Bearer"]; b.In != "header" || b.Name != "Authorization" {
+			t.Errorf("securityDefinitions.Bearer = %+v", b)
+		}
+		// The token is optional: a server without one takes requests without it.
+		want := []map[string][]string{{}, {"Bearer": {}}}
+		if got := spec.Paths["/v1/vips"]["post"].Security; !reflect.DeepEqual(got, want) {
+			t.Errorf("POST /v1/vips security = %v, want %v", got, want)
+		}
+	})
+	t.Run("DataNeedsToken", func(t *testing.T) {
+		assertError(t, testRequest(t, ts, "GET", "/v1/vips", ""), http.StatusUnauthorized, sdnlb.EUNAUTHORIZED, "")
+	})
 	t.Run("RootRedirects", func(t *testing.T) {
 		client := *ts.Client()
 		client.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }

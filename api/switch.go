@@ -48,7 +48,7 @@ func (s *Server) handleSwitchList(w http.ResponseWriter, r *http.Request) error 
 //	@Description	Lists the flows sdnlb installed on one switch.
 //	@Tags		switches
 //	@Produce	json
-//	@Param		dpid	path		string	true	"datapath id, e.g. 00:00:00:00:00:00:00:01"
+//	@Param		dpid	path		string	true	"datapath id: 16 hex digits in colon-separated pairs"	extensions(x-example=00:00:00:00:00:00:00:01)
 //	@Success	200		{object}	flowList
 //	@Failure	404		{object}	errorResponse	"no such switch connected"
 //	@Failure	503		{object}	errorResponse	"no controller"
@@ -74,7 +74,7 @@ func (s *Server) handleSwitchFlows(w http.ResponseWriter, r *http.Request) error
 //	@Description	Returns the live traffic counters of a pool; with ?watch=true it streams them as Server-Sent Events (see watchStats).
 //	@Tags		pools
 //	@Produce	json,text/event-stream
-//	@Param		id		path		string	true	"pool id"
+//	@Param		id		path		string	true	"pool id"	extensions(x-example=web-pool)
 //	@Param		watch	query		bool	false	"stream: the stats at once, then on every health change and at most once a second while counters move; event ids are unix milliseconds"
 //	@Success	200		{object}	sdnlb.PoolStats
 //	@Failure	404		{object}	errorResponse

@@ -11,19 +11,18 @@ import (
 	"github.com/sdnlb/sdnlb"
 )
 
-// vipRequest is the body of POST, PUT and PATCH /v1/vips. Absent fields take
-// their defaults on POST and PUT and stay as they are on PATCH.
-type vipRequest struct {
-	ID                 *string             `json:"id" example:"web"`
-	Name               *string             `json:"name" example:"web"`
-	Description        *string             `json:"description"`
-	Address            *string             `json:"address" example:"10.0.0.100"`
-	Protocol           *sdnlb.Protocol     `json:"protocol" enums:"TCP,UDP,ICMP,ANY" example:"TCP"`
-	Port               *int                `json:"port" example:"80"` // 0: every port
-	PoolID             *string             `json:"pool_id"`
-	ConnectionLimit    *int                `json:"connection_limit" example:"-1"`
-	SessionPersistence optionalPersistence `json:"session_persistence" swaggertype:"object"`
-	AdminStateUp       *bool               `json:"admin_state_up" example:"true"`
+// vipFields are the fields of a VIP that every write may send, none of
+// them required: absent ones take their defaults on POST and PUT and stay
+// as they are on PATCH.
+type vipFields struct {
+	Name               *string             `json:"name" example:"web" validate:"optional"`
+	Description        *string             `json:"description" example:"the web site" validate:"optional"`
+	Protocol           *sdnlb.Protocol     `json:"protocol" enums:"TCP,UDP,ICMP,ANY" default:"TCP" example:"TCP" validate:"optional"`
+	Port               *int                `json:"port" default:"0" example:"80" validate:"optional"`               // 0 (the default): every port of the address; a VIP on the connection's own port takes precedence
+	PoolID             *string             `json:"pool_id" example:"" validate:"optional"`                          // the pool that serves the VIP: sets that pool's vip_id; "" unlinks it
+	ConnectionLimit    *int                `json:"connection_limit" default:"-1" example:"-1" validate:"optional"`  // -1 (the default): no limit
+	SessionPersistence optionalPersistence `json:"session_persistence" extensions:"x-nullable" validate:"optional"` // null (the default): none
+	AdminStateUp       *bool               `json:"admin_state_up" default:"true" example:"true" validate:"optional"`
 
 	MAC       readOnly `json:"mac" swaggerignore:"true"`
 	Status    readOnly `json:"status" swaggerignore:"true"`
@@ -31,55 +30,80 @@ type vipRequest struct {
 	UpdatedAt readOnly `json:"updated_at" swaggerignore:"true"`
 }
 
+// vipCreate is the body of POST /v1/vips.
+type vipCreate struct {
+	ID      *string `json:"id" example:"web" validate:"optional"` // a UUID when absent
+	Address *string `json:"address" example:"10.0.0.100" validate:"required"`
+	vipFields
+}
+
+// vipReplace is the body of PUT /v1/vips/{id}.
+type vipReplace struct {
+	ID      readOnly `json:"id" swaggerignore:"true"`
+	Address *string  `json:"address" example:"10.0.0.100" validate:"required"`
+	vipFields
+}
+
+// vipPatch is the body of PATCH /v1/vips/{id}.
+type vipPatch struct {
+	ID      readOnly `json:"id" swaggerignore:"true"`
+	Address *string  `json:"address" example:"10.0.0.100" validate:"optional"`
+	vipFields
+}
+
 // optionalPersistence tells an absent session_persistence (keep) from null
-// (remove) on PATCH.
+// (remove) on PATCH. It embeds what it holds, so that the spec shows that
+// object's fields.
 type optionalPersistence struct {
-	set   bool
-	value *sdnlb.SessionPersistence
+	sdnlb.SessionPersistence
+	set, null bool
+}
+
+// value is the persistence the request sets, nil for none.
+func (o *optionalPersistence) value() *sdnlb.SessionPersistence {
+	if o.null {
+		return nil
+	}
+	sp := o.SessionPersistence
+	return &sp
 }
 
 func (o *optionalPersistence) UnmarshalJSON(b []byte) error {
 	o.set = true
 	if bytes.Equal(b, []byte("null")) {
-		o.value = nil
+		o.null = true
 		return nil
 	}
 	dec := json.NewDecoder(bytes.NewReader(b))
 	dec.DisallowUnknownFields()
-	var sp sdnlb.SessionPersistence
-	if err := dec.Decode(&sp); err != nil {
+	if err := dec.Decode(&o.SessionPersistence); err != nil {
 		if e := jsonError(err); sdnlb.ErrorField(e) != "" {
 			field := "session_persistence." + sdnlb.ErrorField(e)
 			return sdnlb.FieldErrorf(sdnlb.EINVALID, field, "%s", sdnlb.ErrorMessage(e))
 		}
 		return sdnlb.FieldErrorf(sdnlb.EINVALID, "session_persistence", "session_persistence must be an object with type and timeout")
 	}
-	o.value = &sp
 	return nil
 }
 
-func (req *vipRequest) rejectReadOnly(update bool) error {
-	return rejectReadOnly(update, req.ID, namedReadOnly{"mac", req.MAC}, namedReadOnly{"status", req.Status},
-		namedReadOnly{"created_at", req.CreatedAt}, namedReadOnly{"updated_at", req.UpdatedAt})
-}
-
 // update returns the fields the request gives.
-func (req *vipRequest) update() sdnlb.VIPUpdate {
+func (f *vipFields) update(address *string) sdnlb.VIPUpdate {
 	return sdnlb.VIPUpdate{
-		Name: req.Name, Description: req.Description, Address: req.Address, Protocol: req.Protocol,
-		Port: req.Port, PoolID: req.PoolID, ConnectionLimit: req.ConnectionLimit, AdminStateUp: req.AdminStateUp,
-		SetSessionPersistence: req.SessionPersistence.set, SessionPersistence: req.SessionPersistence.value,
+		Name: f.Name, Description: f.Description, Address: address, Protocol: f.Protocol,
+		Port: f.Port, PoolID: f.PoolID, ConnectionLimit: f.ConnectionLimit, AdminStateUp: f.AdminStateUp,
+		SetSessionPersistence: f.SessionPersistence.set, SessionPersistence: f.SessionPersistence.value(),
 	}
 }
 
-// created returns the fields and the id a POST gives.
-func (req *vipRequest) created() (sdnlb.VIPUpdate, *string) { return req.update(), req.ID }
+func (req *vipCreate) created() (sdnlb.VIPUpdate, *string) { return req.update(req.Address), req.ID }
+
+func (req *vipPatch) patch() sdnlb.VIPUpdate { return req.update(req.Address) }
 
 // replacement returns an update that sets every mutable field: the given
 // value or the default of a new VIP.
-func (req *vipRequest) replacement() sdnlb.VIPUpdate {
+func (req *vipReplace) replacement() sdnlb.VIPUpdate {
 	v := sdnlb.NewVIP()
-	u := req.update()
+	u := req.update(req.Address)
 	u.Apply(v)
 	return sdnlb.VIPUpdate{
 		Name: &v.Name, Description: &v.Description, Address: &v.Address, Protocol: &v.Protocol, Port: &v.Port,
@@ -108,7 +132,7 @@ type vipList struct {
 //	@Tags		vips
 //	@Produce	json
 //	@Param		address	query		string	false	"only VIPs with this address"
-//	@Param		limit	query		int		false	"page size (1-1000)"	default(100)
+//	@Param		limit	query		int		false	"page size"	default(100)	minimum(1)	maximum(1000)
 //	@Param		after	query		string	false	"the next cursor of the previous page"
 //	@Success	200		{object}	vipList
 //	@Failure	400		{object}	errorResponse
@@ -133,7 +157,7 @@ func (s *Server) handleVIPList(w http.ResponseWriter, r *http.Request) error {
 //	@Tags		vips
 //	@Accept		json
 //	@Produce	json
-//	@Param		vip	body		vipRequest	true	"the VIP; id is optional (a UUID by default)"
+//	@Param		vip	body		vipCreate	true	"the VIP"
 //	@Success	201	{object}	sdnlb.VIP
 //	@Header		201	{string}	Location	"/v1/vips/{id}"
 //	@Failure	400	{object}	errorResponse	"invalid; a DSR pool with a member on a port other than 0 and the VIP's: field port, or pool_id when the write links it"
@@ -146,7 +170,7 @@ func (s *Server) handleVIPList(w http.ResponseWriter, r *http.Request) error {
 //	@Security	Bearer
 //	@Router		/v1/vips [post]
 func (s *Server) handleVIPCreate(w http.ResponseWriter, r *http.Request) error {
-	return writeCreated(w, r, s.vips(), (*vipRequest).created)
+	return writeCreated(w, r, s.vips(), (*vipCreate).created)
 }
 
 // handleVIPGet returns one VIP.
@@ -156,7 +180,7 @@ func (s *Server) handleVIPCreate(w http.ResponseWriter, r *http.Request) error {
 //	@Description	Returns one VIP.
 //	@Tags		vips
 //	@Produce	json
-//	@Param		id	path		string	true	"VIP id"
+//	@Param		id	path		string	true	"VIP id"	extensions(x-example=web)
 //	@Success	200	{object}	sdnlb.VIP
 //	@Header		200	{string}	ETag	"the version of the object, for If-Match"
 //	@Failure	404	{object}	errorResponse
@@ -176,8 +200,8 @@ func (s *Server) handleVIPGet(w http.ResponseWriter, r *http.Request) error {
 //	@Tags		vips
 //	@Accept		json
 //	@Produce	json
-//	@Param		id	path		string		true	"VIP id"
-//	@Param		vip	body		vipRequest	true	"the VIP (no id)"
+//	@Param		id	path		string		true	"VIP id"	extensions(x-example=web)
+//	@Param		vip	body		vipReplace	true	"the VIP: absent fields take their defaults"
 //	@Success	200	{object}	sdnlb.VIP
 //	@Param		If-Match	header	string	false	"the ETag the client read: the write applies only to that version (412 otherwise)"
 //	@Failure	412	{object}	errorResponse	"the object changed since the ETag in If-Match was read"
@@ -192,7 +216,7 @@ func (s *Server) handleVIPGet(w http.ResponseWriter, r *http.Request) error {
 //	@Security	Bearer
 //	@Router		/v1/vips/{id} [put]
 func (s *Server) handleVIPReplace(w http.ResponseWriter, r *http.Request) error {
-	return writeUpdated(w, r, s.vips(), (*vipRequest).replacement)
+	return writeUpdated(w, r, s.vips(), (*vipReplace).replacement)
 }
 
 // handleVIPPatch changes the given fields of a VIP; session_persistence:
@@ -204,8 +228,8 @@ func (s *Server) handleVIPReplace(w http.ResponseWriter, r *http.Request) error 
 //	@Tags		vips
 //	@Accept		json,application/merge-patch+json
 //	@Produce	json
-//	@Param		id	path		string		true	"VIP id"
-//	@Param		vip	body		vipRequest	true	"the fields to change (no id)"
+//	@Param		id	path		string		true	"VIP id"	extensions(x-example=web)
+//	@Param		vip	body		vipPatch	true	"the fields to change"
 //	@Success	200	{object}	sdnlb.VIP
 //	@Param		If-Match	header	string	false	"the ETag the client read: the write applies only to that version (412 otherwise)"
 //	@Failure	412	{object}	errorResponse	"the object changed since the ETag in If-Match was read"
@@ -220,7 +244,7 @@ func (s *Server) handleVIPReplace(w http.ResponseWriter, r *http.Request) error 
 //	@Security	Bearer
 //	@Router		/v1/vips/{id} [patch]
 func (s *Server) handleVIPPatch(w http.ResponseWriter, r *http.Request) error {
-	return writeUpdated(w, r, s.vips(), (*vipRequest).update)
+	return writeUpdated(w, r, s.vips(), (*vipPatch).patch)
 }
 
 // handleVIPDelete deletes a VIP. Without cascade it refuses while a pool
@@ -230,13 +254,14 @@ func (s *Server) handleVIPPatch(w http.ResponseWriter, r *http.Request) error {
 //	@ID			vipDelete
 //	@Description	Deletes a VIP. Without cascade it refuses while a pool serves the VIP; with cascade the pool and its members go too.
 //	@Tags		vips
-//	@Param		id		path	string	true	"VIP id"
+//	@Param		id		path	string	true	"VIP id"	extensions(x-example=web)
 //	@Param		cascade	query	bool	false	"also delete its pool and members"
 //	@Success	204
 //	@Param		If-Match	header	string	false	"the ETag the client read: the write applies only to that version (412 otherwise)"
 //	@Failure	412	{object}	errorResponse	"the object changed since the ETag in If-Match was read"
 //	@Failure	404	{object}	errorResponse
-//	@Failure	409	{object}	errorResponse	"a pool serves the VIP"
+//	@Failure	400	{object}	errorResponse	"cascade is not true or false"
+//	@Failure	409	{object}	errorResponse	"a pool serves the VIP; the message names ?cascade=true"
 //	@Failure	401	{object}	errorResponse	"the bearer token is missing or wrong (when sdnlb runs with --api-token)"
 //	@Failure	403	{object}	errorResponse	"a write from another site's page (see --cors-origin)"
 //	@Security	Bearer

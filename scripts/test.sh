@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
-# THE test command: formatting, vet, the hermetic tests, then the e2e tests on
-# a private Open vSwitch (root only). On a fresh Debian machine run as root it
-# installs what the e2e bed needs first, and PostgreSQL, on which the store
-# tests run a second time (a private server; SDNLB_TEST_POSTGRES=skip leaves
-# that pass out, for developers without PostgreSQL).
+# THE test command: formatting, vet, the OpenAPI lint, the hermetic tests,
+# then the e2e tests on a private Open vSwitch (root only). On a fresh Debian
+# machine run as root it installs what the e2e bed needs first, Node.js and
+# npm for the lint, and PostgreSQL, on which the store tests run a second
+# time (a private server; SDNLB_TEST_POSTGRES=skip leaves that pass out, for
+# developers without PostgreSQL).
 set -euo pipefail
 
 export PATH="/usr/local/go/bin:$PATH"
@@ -80,12 +81,28 @@ install_postgres() {
 	have_postgres || { echo "PostgreSQL's initdb and postgres still missing after install" >&2; return 1; }
 }
 
+# install_node installs Node.js and npm, which scripts/lint-openapi.sh runs
+# the linters on, when missing; that script says so when the Node.js it finds
+# is too old. NodeSource's nodejs package carries its own npm and conflicts
+# with Debian's, so npm is installed only when node came without it.
+install_node() {
+	if ! command -v node >/dev/null 2>&1; then
+		echo "== installing Node.js for the OpenAPI lint"
+		apt_install nodejs
+	fi
+	if ! command -v npm >/dev/null 2>&1; then
+		echo "== installing npm for the OpenAPI lint"
+		apt_install npm
+	fi
+}
+
 is_root=""
 [[ "$(id -u)" -eq 0 ]] && is_root=1
 
 if [[ -n "$is_root" ]]; then
 	install_e2e_deps
 	install_postgres
+	install_node
 elif ! have_postgres && [[ "${SDNLB_TEST_POSTGRES:-}" != "skip" ]]; then
 	echo "== PostgreSQL is missing and only root can install it: the store tests will fail;" >&2
 	echo "   install the postgresql package, or set SDNLB_TEST_POSTGRES=skip to test the SQLite store only" >&2
@@ -109,6 +126,9 @@ mapfile -t e2e_pkgs < <(grep -rl --include='*.go' '^//go:build.*e2e' . | grep -v
 echo "== go vet"
 go vet ./...
 go vet -tags e2e "${e2e_pkgs[@]}"
+
+echo "== OpenAPI lint (Redocly CLI, Spectral)"
+./scripts/lint-openapi.sh
 
 echo "== hermetic tests"
 go test -race -count=1 -timeout 10m ./...

@@ -2,51 +2,147 @@ package main
 
 import (
 	"encoding/json"
+	"fmt"
+	"net/url"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/sdnlb/sdnlb/openapi"
 )
 
-// The request examples of the spec work as written: Swagger UI's "Try it
-// out" sends them on the first click, in this order, to a real server.
-func TestOpenAPIExamples_CreateInOrder(t *testing.T) {
-	var spec struct {
-		Paths map[string]map[string]struct {
-			Parameters []struct {
-				In     string `json:"in"`
-				Schema struct {
-					Ref string `json:"$ref"`
-				} `json:"schema"`
-			} `json:"parameters"`
-		} `json:"paths"`
-		Definitions map[string]struct {
-			Properties map[string]struct {
-				Example any `json:"example"`
-			} `json:"properties"`
-		} `json:"definitions"`
-	}
+// tryItOutOrder is the order in which the native operations' examples
+// build on each other: creates, reads, updates, deletes.
+var tryItOutOrder = []string{
+	"vipCreate", "poolCreate", "memberCreate", "monitorCreate", "poolAssociateMonitor",
+	"healthz", "readyz", "vipList", "vipGet", "poolList", "poolGet", "poolMembers", "memberList", "memberGet",
+	"monitorList", "monitorGet", "stats", "poolStats", "events", "switchList", "switchFlows", "cluster",
+	"vipReplace", "vipPatch", "poolReplace", "poolPatch", "memberReplace", "memberPatch", "monitorReplace", "monitorPatch",
+	"poolDissociateMonitor", "memberDelete", "monitorDelete", "poolDelete", "vipDelete",
+}
+
+// Swagger UI's "Try it out" sends, on the first click, what the spec
+// suggests: path parameters from their x-example, the query parameters
+// that have a default, and a body of its properties' examples (a property
+// without one would go as a made-up "string" or 0). Every native operation
+// must succeed with that, in tryItOutOrder, against a real server with a
+// switch connected; each exchange is checked against the spec.
+func TestOpenAPIExamples_TryItOut(t *testing.T) {
+	var spec swagger2
 	if err := json.Unmarshal(openapi.JSON, &spec); err != nil {
 		t.Fatal(err)
 	}
-	m := MustRunMain(t, filepath.Join(t.TempDir(), "sdnlb.db"))
-	for _, path := range []string{"/v1/vips", "/v1/pools", "/v1/members", "/v1/monitors"} {
-		example := map[string]any{}
-		for _, p := range spec.Paths[path]["post"].Parameters {
-			if p.In != "body" {
+	ops := map[string]step{}
+	for path, methods := range spec.Paths {
+		for method, op := range methods {
+			if slices.Contains(op.Tags, "floodlight") {
 				continue
 			}
-			def := spec.Definitions[strings.TrimPrefix(p.Schema.Ref, "#/definitions/")]
-			for name, prop := range def.Properties {
-				if prop.Example != nil {
-					example[name] = prop.Example
-				}
+			st, err := spec.tryItOut(strings.ToUpper(method), path, op)
+			if err != nil {
+				t.Errorf("%s %s: %v", method, path, err)
+			}
+			ops[op.OperationID] = st
+			if !slices.Contains(tryItOutOrder, op.OperationID) {
+				t.Errorf("%s %s: add %s to tryItOutOrder", method, path, op.OperationID)
 			}
 		}
-		if len(example) == 0 {
-			t.Fatalf("POST %s has no example body", path)
-		}
-		call(t, m, "POST", path, example, 201, nil)
 	}
+
+	m := MustRunMain(t, filepath.Join(t.TempDir(), "sdnlb.db"))
+	c := newSpecChecker(t).client(t, m, "")
+	waitOK(t, c.base+"/readyz")
+	connectSwitch(t, m)
+	for _, id := range tryItOutOrder {
+		if id == "poolStats" {
+			waitOK(t, c.base+ops[id].path)
+		}
+		c.do(ops[id])
+	}
+}
+
+// swagger2 is as much of the Swagger 2.0 spec as Swagger UI reads to
+// build a request.
+type swagger2 struct {
+	Paths       map[string]map[string]operation2 `json:"paths"`
+	Definitions map[string]schema2               `json:"definitions"`
+}
+
+type operation2 struct {
+	OperationID string   `json:"operationId"`
+	Tags        []string `json:"tags"`
+	Parameters  []struct {
+		Name     string  `json:"name"`
+		In       string  `json:"in"`
+		Default  any     `json:"default"`
+		XExample any     `json:"x-example"`
+		Schema   schema2 `json:"schema"`
+	} `json:"parameters"`
+	Responses map[string]json.RawMessage `json:"responses"`
+}
+
+type schema2 struct {
+	Ref        string             `json:"$ref"`
+	AllOf      []schema2          `json:"allOf"`
+	Example    any                `json:"example"`
+	Properties map[string]schema2 `json:"properties"`
+}
+
+// tryItOut builds the request Swagger UI sends on the first click, and
+// wants the operation's success status.
+func (s swagger2) tryItOut(method, path string, op operation2) (step, error) {
+	st := step{method: method}
+	query := url.Values{}
+	for _, p := range op.Parameters {
+		switch {
+		case p.In == "path" && p.XExample == nil:
+			return st, fmt.Errorf("path parameter %s has no x-example", p.Name)
+		case p.In == "path":
+			path = strings.ReplaceAll(path, "{"+p.Name+"}", fmt.Sprint(p.XExample))
+		case p.In == "query" && p.Default != nil:
+			query.Set(p.Name, fmt.Sprint(p.Default))
+		case p.In == "body":
+			body, err := s.sample(p.Schema)
+			if err != nil {
+				return st, fmt.Errorf("body: %w", err)
+			}
+			b, _ := json.Marshal(body)
+			st.body = string(b)
+		}
+	}
+	st.path = path
+	if len(query) > 0 {
+		st.path += "?" + query.Encode()
+	}
+	for code := range op.Responses {
+		if strings.HasPrefix(code, "2") {
+			fmt.Sscan(code, &st.status)
+		}
+	}
+	return st, nil
+}
+
+// sample is the value Swagger UI makes of a schema: its example, or an
+// object of its properties' samples.
+func (s swagger2) sample(sc schema2) (any, error) {
+	switch {
+	case sc.Example != nil:
+		return sc.Example, nil
+	case sc.Ref != "":
+		return s.sample(s.Definitions[strings.TrimPrefix(sc.Ref, "#/definitions/")])
+	case len(sc.AllOf) == 1:
+		return s.sample(sc.AllOf[0])
+	case sc.Properties != nil:
+		obj := map[string]any{}
+		for name, prop := range sc.Properties {
+			v, err := s.sample(prop)
+			if err != nil {
+				return nil, fmt.Errorf("%s: %w", name, err)
+			}
+			obj[name] = v
+		}
+		return obj, nil
+	}
+	return nil, fmt.Errorf("no example")
 }

@@ -16,11 +16,15 @@ import (
 )
 
 // MustRunMain starts the whole service on ":0" addresses over the database
-// file db and closes it when the test ends.
-func MustRunMain(tb testing.TB, db string) *Main {
+// file db, with the settings each of configure changes, and closes it when
+// the test ends.
+func MustRunMain(tb testing.TB, db string, configure ...func(*Config)) *Main {
 	tb.Helper()
 	cfg := DefaultConfig()
 	cfg.APIAddr, cfg.OpenFlowAddr, cfg.DB = "127.0.0.1:0", "127.0.0.1:0", db
+	for _, c := range configure {
+		c(&cfg)
+	}
 	m := NewMain(cfg, nil)
 	if err := m.Run(context.Background()); err != nil {
 		m.Close()
@@ -131,8 +135,17 @@ func TestMain_ConcurrentWrites(t *testing.T) {
 func TestMain_Readyz(t *testing.T) {
 	m := MustRunMain(t, filepath.Join(t.TempDir(), "sdnlb.db"))
 	call(t, m, "GET", "/healthz", nil, 200, nil)
-	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {
-		resp, err := http.Get("http://" + m.APIAddr() + "/readyz")
+	waitOK(t, "http://"+m.APIAddr()+"/readyz")
+}
+
+// waitOK waits, at most 10 s, until url answers 200. Some answers follow
+// a moment after the event they depend on: /readyz once the controller
+// has loaded its first configuration, a pool's stats once the
+// controller's snapshot of the configuration holds the pool.
+func waitOK(t *testing.T, url string) {
+	t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		resp, err := http.Get(url)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -141,7 +154,7 @@ func TestMain_Readyz(t *testing.T) {
 			return
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("GET /readyz: still %d after 10 s", resp.StatusCode)
+			t.Fatalf("GET %s: still %d after 10 s", url, resp.StatusCode)
 		}
 	}
 }

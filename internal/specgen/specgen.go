@@ -1,0 +1,93 @@
+// Package specgen generates the OpenAPI spec in openapi/ from the swag
+// comments of the api package and the root package's types: swag parses
+// them, and one step swag cannot express is applied to its result (see
+// optionalBearer). `go generate ./api` writes the spec with it, and the
+// openapi package's test compares the committed files with its output.
+package specgen
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"log"
+	"os"
+	"path/filepath"
+
+	"github.com/go-openapi/spec"
+	"github.com/swaggo/swag"
+	"sigs.k8s.io/yaml"
+)
+
+// Files are the spec's files, as Generate writes them into its directory.
+var Files = []string{"swagger.json", "swagger.yaml"}
+
+// Generate parses the repository at root and returns the spec's files,
+// named as in Files.
+//
+// Fields of the types a schema describes are required unless tagged
+// validate:"optional" or json omitempty: encoding/json writes every other
+// field, so a response has them all, and the api package requires the
+// request fields swag marks required (see its checkFields).
+func Generate(root string) (map[string][]byte, error) {
+	p := swag.New(
+		swag.ParseUsingGoList(true),
+		swag.SetCollectionFormat("csv"),
+		swag.SetDebugger(log.New(io.Discard, "", 0)),
+	)
+	p.PropNamingStrategy = swag.CamelCase
+	p.RequiredByDefault = true
+	dirs := []string{filepath.Join(root, "api"), root}
+	if err := p.ParseAPIMultiSearchDir(dirs, "doc.go", 100); err != nil {
+		return nil, fmt.Errorf("parse the swag comments: %w", err)
+	}
+	s := p.GetSwagger()
+	optionalBearer(s)
+
+	compact, err := json.Marshal(s)
+	if err != nil {
+		return nil, err
+	}
+	indented, err := json.MarshalIndent(s, "", "    ")
+	if err != nil {
+		return nil, err
+	}
+	yml, err := yaml.JSONToYAML(compact)
+	if err != nil {
+		return nil, err
+	}
+	return map[string][]byte{"swagger.json": indented, "swagger.yaml": yml}, nil
+}
+
+// Write generates the spec of the repository at root into dir.
+func Write(root, dir string) error {
+	files, err := Generate(root)
+	if err != nil {
+		return err
+	}
+	for _, name := range Files {
+		if err := os.WriteFile(filepath.Join(dir, name), files[name], 0o644); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// optionalBearer lets every operation that takes the bearer token be
+// called without one too: sdnlb asks for it only when it runs with
+// --api-token (and on reads only with --auth-reads). Swagger 2.0 says so
+// with an empty requirement next to the token's, [{}, {Bearer: []}], which
+// swag's @Security cannot write.
+func optionalBearer(s *spec.Swagger) {
+	for _, item := range s.Paths.Paths {
+		for _, op := range []*spec.Operation{item.Get, item.Put, item.Post, item.Delete, item.Options, item.Head, item.Patch} {
+			if op != nil && len(op.Security) == 1 && isBearerOnly(op.Security[0]) {
+				op.Security = append([]map[string][]string{{}}, op.Security...)
+			}
+		}
+	}
+}
+
+func isBearerOnly(req map[string][]string) bool {
+	scopes, ok := req["Bearer"]
+	return ok && len(req) == 1 && len(scopes) == 0
+}
