@@ -99,8 +99,8 @@ type ObjectDiff struct {
 // FieldChange is one field an update changes, by its JSON name.
 type FieldChange struct {
 	Field string `json:"field" example:"port"`
-	Old   any    `json:"old" swaggertype:"object"`
-	New   any    `json:"new" swaggertype:"object"`
+	Old   any    `json:"old"`
+	New   any    `json:"new"`
 }
 
 // specField is a field a client declares, by its JSON name, with its value.

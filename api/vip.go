@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
-	"strconv"
 	"time"
 
 	"github.com/sdnlb/sdnlb"
@@ -245,14 +244,4 @@ func (s *Server) handleVIPDelete(w http.ResponseWriter, r *http.Request) error {
 	return noContent(w, deleteWithCascade(r, "id", s.VIPService.DeleteVIP))
 }
 
-func cascadeFromQuery(r *http.Request) (bool, error) {
-	s := r.URL.Query().Get("cascade")
-	if s == "" {
-		return false, nil
-	}
-	b, err := strconv.ParseBool(s)
-	if err != nil {
-		return false, sdnlb.FieldErrorf(sdnlb.EINVALID, "cascade", "cascade must be true or false, not %q", s)
-	}
-	return b, nil
-}
+func cascadeFromQuery(r *http.Request) (bool, error) { return queryBool(r, "cascade") }

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/sdnlb/sdnlb"
 	"github.com/sdnlb/sdnlb/openapi"
 )
 
@@ -48,5 +49,63 @@ func TestOpenAPIExamples_CreateInOrder(t *testing.T) {
 			t.Fatalf("POST %s has no example body", path)
 		}
 		call(t, m, "POST", path, example, 201, nil)
+	}
+}
+
+// The spec's examples of a configuration document's objects make a
+// document that applies as written: the VIP, its pool with the monitor,
+// and the member, created on an empty server and unchanged the second time.
+func TestOpenAPIExamples_ApplyConfig(t *testing.T) {
+	type schema struct {
+		Ref        string `json:"$ref"`
+		Properties map[string]struct {
+			Example any `json:"example"`
+			Items   struct {
+				Ref string `json:"$ref"`
+			} `json:"items"`
+		} `json:"properties"`
+	}
+	var spec struct {
+		Paths map[string]map[string]struct {
+			Parameters []struct {
+				In     string `json:"in"`
+				Schema schema `json:"schema"`
+			} `json:"parameters"`
+		} `json:"paths"`
+		Definitions map[string]schema `json:"definitions"`
+	}
+	if err := json.Unmarshal(openapi.JSON, &spec); err != nil {
+		t.Fatal(err)
+	}
+	definition := func(ref string) schema { return spec.Definitions[strings.TrimPrefix(ref, "#/definitions/")] }
+	doc := map[string][]map[string]any{}
+	for _, p := range spec.Paths["/v1/config"]["put"].Parameters {
+		if p.In != "body" {
+			continue
+		}
+		for list, prop := range definition(p.Schema.Ref).Properties {
+			example := map[string]any{}
+			for name, field := range definition(prop.Items.Ref).Properties {
+				if field.Example != nil {
+					example[name] = field.Example
+				}
+			}
+			doc[list] = append(doc[list], example)
+		}
+	}
+	if len(doc) != 4 {
+		t.Fatalf("PUT /v1/config has examples for %d lists: %v", len(doc), doc)
+	}
+	m := MustRunMain(t, filepath.Join(t.TempDir(), "sdnlb.db"))
+	var diff sdnlb.ConfigDiff
+	call(t, m, "PUT", "/v1/config", doc, 200, &diff)
+	for _, k := range diff.Kinds() {
+		if len(k.Diff.Created) != 1 {
+			t.Errorf("%ss created: %+v", k.Kind, k.Diff.Created)
+		}
+	}
+	call(t, m, "PUT", "/v1/config", doc, 200, &diff)
+	if diff.Changed {
+		t.Errorf("applied again: %+v", diff)
 	}
 }
