@@ -3,6 +3,7 @@ package lbstore_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"reflect"
 	"testing"
 
@@ -415,5 +416,50 @@ func TestConfigDiff_JSON(t *testing.T) {
 		`"monitors":{"created":[],"updated":[{"id":"http","fields":[{"field":"delay","old":5,"new":2.5}]}],"deleted":[],"unchanged":0}}`
 	if string(b) != wantJSON {
 		t.Fatalf("got  %s\nwant %s", b, wantJSON)
+	}
+}
+
+// largeConfig declares 10 VIPs with a pool of 1,000 members each.
+func largeConfig() *sdnlb.Config {
+	cfg := &sdnlb.Config{}
+	for i := range 10 {
+		v := newVIP("10.0.0.100", 80+i)
+		v.ID = fmt.Sprintf("vip-%d", i)
+		p := newPool(v.ID)
+		p.ID = fmt.Sprintf("pool-%d", i)
+		cfg.VIPs, cfg.Pools = append(cfg.VIPs, v), append(cfg.Pools, p)
+		for j := range 1_000 {
+			m := newMember(p.ID, fmt.Sprintf("10.1.%d.%d", j/250, j%250+1), 80)
+			m.ID = fmt.Sprintf("%s-m%d", p.ID, j)
+			cfg.Members = append(cfg.Members, m)
+		}
+	}
+	return cfg
+}
+
+// An apply of 10,000 members that changes nothing: one read of everything
+// and the diff.
+func BenchmarkConfigService_ApplyConfigNoOp(b *testing.B) {
+	ctx, db := mustSetup(b)
+	mustApply(b, ctx, db, largeConfig(), sdnlb.ApplyOptions{})
+	want := largeConfig()
+	b.ReportAllocs()
+	for b.Loop() {
+		if diff := mustApply(b, ctx, db, want, sdnlb.ApplyOptions{Prune: true}); diff.Changed {
+			b.Fatal("changed")
+		}
+	}
+}
+
+// A dry run that creates 10,000 members (and rolls back): what creating
+// them costs.
+func BenchmarkConfigService_ApplyConfigCreate(b *testing.B) {
+	ctx, db := mustSetup(b)
+	want := largeConfig()
+	b.ReportAllocs()
+	for b.Loop() {
+		if diff := mustApply(b, ctx, db, want, sdnlb.ApplyOptions{DryRun: true}); len(diff.Members.Created) != 10_000 {
+			b.Fatalf("created %d", len(diff.Members.Created))
+		}
 	}
 }
