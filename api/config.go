@@ -21,7 +21,7 @@ import (
 // one.
 
 // maxConfigBodyBytes bounds the body of PUT /v1/config, which holds a
-// whole configuration: about 200,000 members written compactly.
+// whole configuration: some 200,000 members written compactly.
 const maxConfigBodyBytes = 32 << 20
 
 const mediaYAML = "application/yaml"
@@ -87,8 +87,8 @@ func decodeObjects[R any, PR interface {
 	reqs := make([]PR, len(raws))
 	for i, raw := range raws {
 		path := sdnlb.ConfigPath(list, i)
-		if !bytes.HasPrefix(bytes.TrimSpace(raw), []byte("{")) {
-			return nil, sdnlb.FieldErrorf(sdnlb.EINVALID, path, "%s must be an object, not %s", path, raw)
+		if kind := jsonKind(raw); kind != "an object" {
+			return nil, sdnlb.FieldErrorf(sdnlb.EINVALID, path, "%s must be an object, not %s", path, kind)
 		}
 		req := PR(new(R))
 		if err := decodeStrict(raw, req); err != nil {
@@ -100,6 +100,27 @@ func decodeObjects[R any, PR interface {
 		reqs[i] = req
 	}
 	return reqs, nil
+}
+
+// jsonKind names the kind of a JSON value by its first byte.
+func jsonKind(raw json.RawMessage) string {
+	raw = bytes.TrimSpace(raw)
+	if len(raw) == 0 {
+		return "nothing"
+	}
+	switch raw[0] {
+	case '{':
+		return "an object"
+	case '[':
+		return "an array"
+	case '"':
+		return "a string"
+	case 't', 'f':
+		return "true or false"
+	case 'n':
+		return "null"
+	}
+	return "a number"
 }
 
 // withoutEmbedded drops from the field err names the name of the struct R

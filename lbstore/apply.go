@@ -53,10 +53,11 @@ var errRollback = errors.New("roll back")
 //  3. delete the pools, then the VIPs, that prune deletes;
 //  4. dissociate the monitors pools no longer list, then delete the
 //     monitors prune deletes;
-//  5. create and update monitors, then VIPs, then pools (a new pool is
-//     linked to its VIP at once: it has no members yet) and their monitor
-//     associations, then members, whose initial health so follows their
-//     pool's monitors;
+//  5. write monitors, then VIPs, then pools (a new pool is linked to its
+//     VIP at once: it has no members yet) and their monitor associations,
+//     then members, whose initial health so follows their pool's monitors;
+//     within a kind, updates run before creates, as an update may free
+//     what a create takes;
 //  6. link the pools unlinked in step 2.
 
 // item is one object of the declared configuration and what applying it
@@ -71,7 +72,6 @@ type item[T any] struct {
 
 // kindPlan is the plan of one kind of object.
 type kindPlan[T any] struct {
-	list   string // the document's list: "vips"
 	kind   sdnlb.EventKind
 	id     func(*T) *string
 	name   func(*T) string // nil for members, which have none
@@ -82,20 +82,23 @@ type kindPlan[T any] struct {
 	pruned []*T // the stored objects prune deletes, by id
 }
 
-func newKindPlan[T any](list string, kind sdnlb.EventKind, id func(*T) *string, name func(*T) string, stored, want []*T) *kindPlan[T] {
-	k := &kindPlan[T]{list: list, kind: kind, id: id, name: name,
+// newKindPlan plans the objects of the document's list (as "vips") of a
+// kind against the stored ones.
+func newKindPlan[T any](list string, kind sdnlb.EventKind, id func(*T) *string, name func(*T) string, stored, want []*T) (*kindPlan[T], error) {
+	k := &kindPlan[T]{kind: kind, id: id, name: name,
 		byID: map[string]*item[T]{}, byName: map[string]*item[T]{}, stored: make(map[string]*T, len(stored))}
 	for _, obj := range stored {
 		k.stored[*id(obj)] = obj
 	}
 	for i, obj := range want {
+		path := sdnlb.ConfigPath(list, i)
 		if obj == nil {
-			return nil
+			return nil, sdnlb.FieldErrorf(sdnlb.EINVALID, path, "%s is null, not a %s", path, kind)
 		}
 		c := *obj
-		k.items = append(k.items, &item[T]{path: sdnlb.ConfigPath(list, i), want: &c})
+		k.items = append(k.items, &item[T]{path: path, want: &c})
 	}
-	return k
+	return k, nil
 }
 
 // keyByID keys the items that have an id, each listed once.
@@ -205,6 +208,15 @@ func (k *kindPlan[T]) checkNotPruned(path, id, field, ref string) error {
 	return nil
 }
 
+// compare works out what changes in the stored objects of the items.
+func (k *kindPlan[T]) compare(changes func(have, want *T) []sdnlb.FieldChange) {
+	for _, it := range k.items {
+		if it.have != nil {
+			it.changes = changes(it.have, it.want)
+		}
+	}
+}
+
 // diff reports the items and the pruned objects. A dry run reports no id
 // for an object the document gave none and that it would create: the
 // apply makes up a new one.
@@ -254,18 +266,22 @@ func planApply(ctx context.Context, tx *Tx, want *sdnlb.Config, opts sdnlb.Apply
 	if err != nil {
 		return nil, err
 	}
-	a := &applier{ctx: ctx, tx: tx, opts: opts, linked: map[string]string{},
-		vips: newKindPlan("vips", sdnlb.KindVIP, func(v *sdnlb.VIP) *string { return &v.ID },
-			func(v *sdnlb.VIP) string { return v.Name }, have.VIPs, want.VIPs),
-		pools: newKindPlan("pools", sdnlb.KindPool, func(p *sdnlb.Pool) *string { return &p.ID },
-			func(p *sdnlb.Pool) string { return p.Name }, have.Pools, want.Pools),
-		members: newKindPlan("members", sdnlb.KindMember, func(m *sdnlb.Member) *string { return &m.ID },
-			nil, have.Members, want.Members),
-		monitors: newKindPlan("monitors", sdnlb.KindMonitor, func(m *sdnlb.Monitor) *string { return &m.ID },
-			func(m *sdnlb.Monitor) string { return m.Name }, have.Monitors, want.Monitors),
+	a := &applier{ctx: ctx, tx: tx, opts: opts, linked: map[string]string{}}
+	if a.vips, err = newKindPlan("vips", sdnlb.KindVIP, func(v *sdnlb.VIP) *string { return &v.ID },
+		func(v *sdnlb.VIP) string { return v.Name }, have.VIPs, want.VIPs); err != nil {
+		return nil, err
 	}
-	if a.vips == nil || a.pools == nil || a.members == nil || a.monitors == nil {
-		return nil, sdnlb.Errorf(sdnlb.EINVALID, "a configuration's lists hold objects, not null")
+	if a.pools, err = newKindPlan("pools", sdnlb.KindPool, func(p *sdnlb.Pool) *string { return &p.ID },
+		func(p *sdnlb.Pool) string { return p.Name }, have.Pools, want.Pools); err != nil {
+		return nil, err
+	}
+	if a.members, err = newKindPlan("members", sdnlb.KindMember, func(m *sdnlb.Member) *string { return &m.ID },
+		nil, have.Members, want.Members); err != nil {
+		return nil, err
+	}
+	if a.monitors, err = newKindPlan("monitors", sdnlb.KindMonitor, func(m *sdnlb.Monitor) *string { return &m.ID },
+		func(m *sdnlb.Monitor) string { return m.Name }, have.Monitors, want.Monitors); err != nil {
+		return nil, err
 	}
 	for _, key := range []func() error{a.monitors.keyByID, a.monitors.keyByName, a.vips.keyByID, a.vips.keyByName,
 		a.pools.keyByID, a.pools.keyByName} {
@@ -294,25 +310,13 @@ func planApply(ctx context.Context, tx *Tx, want *sdnlb.Config, opts sdnlb.Apply
 			return nil, err
 		}
 	}
-	for _, it := range a.vips.items {
-		if it.have != nil {
-			it.changes = it.have.Changes(it.want)
-		}
-	}
+	a.vips.compare((*sdnlb.VIP).Changes)
+	a.pools.compare((*sdnlb.Pool).Changes)
+	a.members.compare((*sdnlb.Member).Changes)
+	a.monitors.compare((*sdnlb.Monitor).Changes)
 	for _, it := range a.pools.items {
 		if it.have != nil {
-			it.changes = it.have.Changes(it.want)
 			a.linked[it.have.ID] = it.have.VIPID
-		}
-	}
-	for _, it := range a.members.items {
-		if it.have != nil {
-			it.changes = it.have.Changes(it.want)
-		}
-	}
-	for _, it := range a.monitors.items {
-		if it.have != nil {
-			it.changes = it.have.Changes(it.want)
 		}
 	}
 	return a, nil
@@ -331,10 +335,13 @@ func (a *applier) resolvePool(p *sdnlb.Pool) {
 }
 
 // keyMembers keys members by id, or by their pool, address and port, which
-// the store keeps unique.
+// the store keeps unique; such a member's key names its pool as the
+// document does.
 func (a *applier) keyMembers() error {
 	k := a.members
-	for _, it := range k.items {
+	poolRefs := make([]string, len(k.items))
+	for i, it := range k.items {
+		poolRefs[i] = it.want.PoolID
 		it.want.PoolID = a.pools.resolve(it.want.PoolID)
 	}
 	if err := k.keyByID(); err != nil {
@@ -347,17 +354,17 @@ func (a *applier) keyMembers() error {
 		}
 	}
 	keyed := map[string]string{} // endpoint → path, of the members keyed by it
-	for _, it := range k.items {
+	for i, it := range k.items {
 		if it.want.ID != "" {
 			continue
 		}
 		endpoint := memberEndpoint(it.want)
+		it.key = fmt.Sprintf("%s:%d in pool %s", it.want.Address, it.want.Port, poolRefs[i])
 		if other, dup := keyed[endpoint]; dup {
 			return sdnlb.ConfigObjectError(it.path, "", sdnlb.FieldErrorf(sdnlb.EINVALID, "address",
-				"member %s is listed twice, also as %s: a member without an id is keyed by its pool, address and port", endpoint, other))
+				"member %s is listed twice, also as %s: a member without an id is keyed by its pool, address and port", it.key, other))
 		}
 		keyed[endpoint] = it.path
-		it.key = endpoint
 		var matches []string
 		if id, ok := stored[endpoint]; ok {
 			matches = []string{id}
@@ -367,7 +374,7 @@ func (a *applier) keyMembers() error {
 	return nil
 }
 
-// memberEndpoint is the key of a member without an id.
+// memberEndpoint is what keys a member without an id.
 func memberEndpoint(m *sdnlb.Member) string {
 	return fmt.Sprintf("%s:%d in pool %s", m.Address, m.Port, m.PoolID)
 }

@@ -253,7 +253,7 @@ func TestConfigService_ApplyConfig(t *testing.T) {
 		want := &sdnlb.Config{VIPs: []*sdnlb.VIP{vip}, Pools: []*sdnlb.Pool{pool},
 			Members: []*sdnlb.Member{member}, Monitors: []*sdnlb.Monitor{mon}}
 		diff := mustApply(t, ctx, db, want, sdnlb.ApplyOptions{})
-		if c := diff.Members.Created; len(c) != 1 || c[0].ID == "" || c[0].Key != "10.0.0.1:80 in pool "+diff.Pools.Created[0].ID {
+		if c := diff.Members.Created; len(c) != 1 || c[0].ID == "" || c[0].Key != "10.0.0.1:80 in pool web-pool" {
 			t.Fatalf("members created %+v", c)
 		}
 		if want.VIPs[0].ID != "" || want.Members[0].PoolID != "web-pool" {
@@ -348,6 +348,12 @@ func TestConfigService_ApplyConfigRejected(t *testing.T) {
 		{name: "ErrUnknownMonitor", code: sdnlb.EINVALID, field: "pools[0].monitor_ids",
 			edit:     func(c *sdnlb.Config) { c.Pools[0].MonitorIDs = []string{"nope"} },
 			mentions: []string{`monitor "nope" not found`}},
+		{name: "ErrMemberKeyedTwice", code: sdnlb.EINVALID, field: "members[3].address",
+			edit:     func(c *sdnlb.Config) { c.Members = append(c.Members, newMember("web", "10.0.0.3", 80)) },
+			mentions: []string{"member 10.0.0.3:80 in pool web is listed twice, also as members[2]"}},
+		{name: "ErrNullObject", code: sdnlb.EINVALID, field: "vips[1]",
+			edit:     func(c *sdnlb.Config) { c.VIPs = append(c.VIPs, nil) },
+			mentions: []string{"vips[1] is null"}},
 		{name: "ErrNoKey", code: sdnlb.EINVALID, field: "vips[0].id",
 			edit:     func(c *sdnlb.Config) { c.VIPs[0].ID, c.VIPs[0].Name = "", "" },
 			mentions: []string{"needs an id, or a name"}},
