@@ -80,11 +80,7 @@ func (req *vipRequest) replacement() sdnlb.VIPUpdate {
 	v := sdnlb.NewVIP()
 	u := req.update()
 	u.Apply(v)
-	return sdnlb.VIPUpdate{
-		Name: &v.Name, Description: &v.Description, Address: &v.Address, Protocol: &v.Protocol, Port: &v.Port,
-		PoolID: &v.PoolID, ConnectionLimit: &v.ConnectionLimit, AdminStateUp: &v.AdminStateUp,
-		SetSessionPersistence: true, SessionPersistence: v.SessionPersistence,
-	}
+	return v.Replacement()
 }
 
 func (s *Server) vips() collection[sdnlb.VIP, sdnlb.VIPUpdate] {
