@@ -437,13 +437,19 @@ func pruneError(kind sdnlb.EventKind, id string, err error) error {
 	return &sdnlb.Error{Code: e.Code, Message: fmt.Sprintf("pruning %s %s: %s", kind, id, e.Message)}
 }
 
-func (a *applier) deletePrunedMembers() error {
-	for _, m := range a.members.pruned {
-		if err := deleteMember(a.ctx, a.tx, m.ID); err != nil {
-			return pruneError(sdnlb.KindMember, m.ID, err)
+// deletePruned deletes the objects of k prune deletes, without cascade:
+// the order of the steps has removed their dependants.
+func deletePruned[T any](k *kindPlan[T], del func(id string) error) error {
+	for _, obj := range k.pruned {
+		if err := del(*k.id(obj)); err != nil {
+			return pruneError(k.kind, *k.id(obj), err)
 		}
 	}
 	return nil
+}
+
+func (a *applier) deletePrunedMembers() error {
+	return deletePruned(a.members, func(id string) error { return deleteMember(a.ctx, a.tx, id) })
 }
 
 // unlinkPools unlinks the stored pools whose link changes, or whose link's
@@ -473,21 +479,11 @@ func touches(changes []sdnlb.FieldChange, fields ...string) bool {
 }
 
 func (a *applier) deletePrunedPools() error {
-	for _, p := range a.pools.pruned {
-		if err := deletePool(a.ctx, a.tx, p.ID, false); err != nil {
-			return pruneError(sdnlb.KindPool, p.ID, err)
-		}
-	}
-	return nil
+	return deletePruned(a.pools, func(id string) error { return deletePool(a.ctx, a.tx, id, false) })
 }
 
 func (a *applier) deletePrunedVIPs() error {
-	for _, v := range a.vips.pruned {
-		if err := deleteVIP(a.ctx, a.tx, v.ID, false); err != nil {
-			return pruneError(sdnlb.KindVIP, v.ID, err)
-		}
-	}
-	return nil
+	return deletePruned(a.vips, func(id string) error { return deleteVIP(a.ctx, a.tx, id, false) })
 }
 
 // dissociateMonitors dissociates from stored pools the monitors they no
@@ -510,12 +506,7 @@ func (a *applier) dissociateMonitors() error {
 }
 
 func (a *applier) deletePrunedMonitors() error {
-	for _, m := range a.monitors.pruned {
-		if err := deleteMonitor(a.ctx, a.tx, m.ID, false); err != nil {
-			return pruneError(sdnlb.KindMonitor, m.ID, err)
-		}
-	}
-	return nil
+	return deletePruned(a.monitors, func(id string) error { return deleteMonitor(a.ctx, a.tx, id, false) })
 }
 
 // writeKind updates the stored objects of k that change, then creates the

@@ -2,7 +2,6 @@ package main
 
 import (
 	"bytes"
-	"io"
 	"net/http"
 	"path/filepath"
 	"strings"
@@ -22,22 +21,6 @@ const webDocument = `{
 	"members": [{"id": "m1", "pool_id": "web", "address": "10.0.0.1", "port": 8080},
 		{"id": "m2", "pool_id": "web", "address": "10.0.0.2", "port": 8080, "weight": 3}]
 }`
-
-// send sends body as contentType and returns the status and the answer.
-func send(tb testing.TB, m *Main, method, path, contentType, body string) (int, string) {
-	tb.Helper()
-	req, _ := http.NewRequest(method, "http://"+m.APIAddr()+path, strings.NewReader(body))
-	if contentType != "" {
-		req.Header.Set("Content-Type", contentType)
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	defer resp.Body.Close()
-	data, _ := io.ReadAll(resp.Body)
-	return resp.StatusCode, string(data)
-}
 
 // mustExport reads GET /v1/config.
 func mustExport(tb testing.TB, m *Main) string {
