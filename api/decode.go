@@ -32,6 +32,12 @@ func decodeJSON(w http.ResponseWriter, r *http.Request, v any) error {
 	if err != nil {
 		return err
 	}
+	return decodeStrict(body, v)
+}
+
+// decodeStrict decodes body, which must hold one JSON value and not null,
+// into v, refusing unknown fields.
+func decodeStrict(body []byte, v any) error {
 	if isJSONNull(body) {
 		return errNullBody
 	}
@@ -84,15 +90,19 @@ func isJSONNull(body []byte) bool {
 }
 
 // checkContentType requires a JSON body: application/json, or on PATCH
-// application/merge-patch+json, in UTF-8.
+// application/merge-patch+json, in UTF-8; a whole configuration may be
+// YAML too.
 func checkContentType(r *http.Request) error {
 	ct := r.Header.Get("Content-Type")
 	if isJSONMedia(ct, r.Method) {
 		return nil
 	}
 	want := mediaJSON
-	if r.Method == http.MethodPatch {
+	switch {
+	case r.Method == http.MethodPatch:
 		want += " or " + mediaMergePatch
+	case isConfigPut(r):
+		want += " or " + mediaYAML
 	}
 	if ct == "" {
 		ct = "none"
@@ -111,13 +121,14 @@ func isJSONMedia(ct, method string) bool {
 	return !ok || strings.EqualFold(cs, "utf-8")
 }
 
-// readBody reads the whole body, up to maxBodyBytes, and refuses one that
-// is not UTF-8: encoding/json would store replacement characters instead.
+// readBody reads the whole body, up to bodyLimit, and refuses one that is
+// not UTF-8: encoding/json would store replacement characters instead.
 func readBody(w http.ResponseWriter, r *http.Request) ([]byte, error) {
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxBodyBytes))
+	limit := bodyLimit(r)
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, limit))
 	var tooLarge *http.MaxBytesError
 	if errors.As(err, &tooLarge) {
-		return nil, errTooLarge
+		return nil, errTooLarge(limit)
 	} else if err != nil {
 		return nil, sdnlb.Errorf(sdnlb.EINVALID, "reading the body: %v", err)
 	}

@@ -53,7 +53,7 @@ func TestRequestBodies_RequiredAsInSpec(t *testing.T) {
 		"api.poolCreate": poolCreate{}, "api.poolEdit": poolEdit{},
 		"api.memberCreate": memberCreate{}, "api.memberReplace": memberReplace{}, "api.memberPatch": memberPatch{},
 		"api.monitorCreate": monitorCreate{}, "api.monitorReplace": monitorReplace{}, "api.monitorPatch": monitorPatch{},
-		"api.associateRequest": associateRequest{},
+		"api.associateRequest": associateRequest{}, "api.configDocument": configDocument{},
 	}
 	var spec struct {
 		Paths map[string]map[string]struct {

@@ -21,6 +21,8 @@ package api
 //	@tag.description			The servers of a pool.
 //	@tag.name					monitors
 //	@tag.description			Active health checks of pools' members.
+//	@tag.name					config
+//	@tag.description			The whole configuration as one document: export it, or converge to one (declarative, with a diff and a dry run).
 //	@tag.name					stats
 //	@tag.description			Live traffic counters, also as a stream.
 //	@tag.name					events

@@ -67,7 +67,7 @@ func (s *Server) guardWrites(next http.Handler) http.Handler {
 			s.writeError(w, r, err)
 			return
 		}
-		if ct := r.Header.Get("Content-Type"); ct != "" && !isJSONMedia(ct, r.Method) && !curlForm(r) {
+		if ct := r.Header.Get("Content-Type"); ct != "" && !isJSONMedia(ct, r.Method) && !isYAMLMedia(ct) && !curlForm(r) {
 			s.writeError(w, r, checkContentType(r))
 			return
 		}
@@ -168,19 +168,31 @@ func (s *Server) cors(next http.Handler) http.Handler {
 }
 
 // limitBody answers 413 at once for a body that declares more than
-// maxBodyBytes, before anything reads it, so that a client waiting on
+// bodyLimit, before anything reads it, so that a client waiting on
 // Expect: 100-continue is told and never sends it; a body without a length
 // is cut at the limit as it is read.
 func (s *Server) limitBody(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.ContentLength > maxBodyBytes {
+		limit := bodyLimit(r)
+		if r.ContentLength > limit {
 			w.Header().Set("Connection", "close")
-			s.writeError(w, r, errTooLarge)
+			s.writeError(w, r, errTooLarge(limit))
 			return
 		}
-		r.Body = http.MaxBytesReader(w, r.Body, maxBodyBytes)
+		r.Body = http.MaxBytesReader(w, r.Body, limit)
 		next.ServeHTTP(w, r)
 	})
 }
 
-var errTooLarge = sdnlb.Errorf(sdnlb.ETOOLARGE, "the body is larger than %s bytes", strconv.Itoa(maxBodyBytes))
+// bodyLimit is the most r's body may hold: maxBodyBytes, or for a whole
+// configuration maxConfigBodyBytes.
+func bodyLimit(r *http.Request) int64 {
+	if isConfigPut(r) {
+		return maxConfigBodyBytes
+	}
+	return maxBodyBytes
+}
+
+func errTooLarge(limit int64) error {
+	return sdnlb.Errorf(sdnlb.ETOOLARGE, "the body is larger than %s bytes", strconv.FormatInt(limit, 10))
+}

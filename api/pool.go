@@ -55,10 +55,7 @@ func (req *poolEdit) replacement() sdnlb.PoolUpdate {
 	p := sdnlb.NewPool()
 	u := req.update()
 	u.Apply(p)
-	return sdnlb.PoolUpdate{
-		Name: &p.Name, Description: &p.Description, VIPID: &p.VIPID, LBMethod: &p.LBMethod,
-		Dispatch: &p.Dispatch, Forwarding: &p.Forwarding, Protocol: &p.Protocol, AdminStateUp: &p.AdminStateUp,
-	}
+	return p.Replacement()
 }
 
 func (s *Server) pools() collection[sdnlb.Pool, sdnlb.PoolUpdate] {

@@ -32,6 +32,9 @@ type Server struct {
 	ConfigService  sdnlb.ConfigService
 	EventService   sdnlb.EventService
 
+	// ConfigApplyService serves PUT /v1/config; nil answers 503.
+	ConfigApplyService sdnlb.ConfigApplyService
+
 	// From the controller; nil answers 503 on the routes that need them.
 	StatsService  sdnlb.StatsService
 	SwitchService sdnlb.SwitchService
@@ -199,6 +202,8 @@ func (s *Server) nativeRoutes(r chi.Router) {
 		r.Patch("/{id}", s.handle(s.handleMonitorPatch))
 		r.Delete("/{id}", s.handle(s.handleMonitorDelete))
 	})
+	r.Get("/config", s.handle(s.handleConfigExport))
+	r.Put("/config", s.handle(s.handleConfigApply))
 	r.Get("/cluster", s.handle(s.handleCluster))
 	r.Get("/switches", s.handle(s.handleSwitchList))
 	r.Get("/switches/{dpid}/flows", s.handle(s.handleSwitchFlows))
@@ -249,24 +254,25 @@ type statusResponse struct {
 func collapseSlashes(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if p := r.URL.Path; strings.Contains(p, "//") {
-			for strings.Contains(p, "//") {
-				p = strings.ReplaceAll(p, "//", "/")
-			}
-			chi.RouteContext(r.Context()).RoutePath = p
+			chi.RouteContext(r.Context()).RoutePath = collapse(p)
 		}
 		next.ServeHTTP(w, r)
 	})
+}
+
+// collapse turns every run of slashes in path into one, as collapseSlashes routes it.
+func collapse(path string) string {
+	for strings.Contains(path, "//") {
+		path = strings.ReplaceAll(path, "//", "/")
+	}
+	return path
 }
 
 // allowedMethods lists the methods router serves on r's path, for the
 // Allow header of a 405. chi's Match answers yes for any method at a
 // mounted subrouter, so the routes are walked instead.
 func allowedMethods(router chi.Routes, r *http.Request) []string {
-	path := r.URL.Path
-	for strings.Contains(path, "//") {
-		path = strings.ReplaceAll(path, "//", "/")
-	}
-	path = strings.TrimSuffix(path, "/")
+	path := strings.TrimSuffix(collapse(r.URL.Path), "/")
 	var allowed []string
 	_ = chi.Walk(router, func(method, route string, _ http.Handler, _ ...func(http.Handler) http.Handler) error {
 		if routeMatches(strings.TrimSuffix(route, "/"), path) && !slices.Contains(allowed, method) {

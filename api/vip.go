@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
-	"strconv"
 	"time"
 
 	"github.com/sdnlb/sdnlb"
@@ -105,11 +104,7 @@ func (req *vipReplace) replacement() sdnlb.VIPUpdate {
 	v := sdnlb.NewVIP()
 	u := req.update(req.Address)
 	u.Apply(v)
-	return sdnlb.VIPUpdate{
-		Name: &v.Name, Description: &v.Description, Address: &v.Address, Protocol: &v.Protocol, Port: &v.Port,
-		PoolID: &v.PoolID, ConnectionLimit: &v.ConnectionLimit, AdminStateUp: &v.AdminStateUp,
-		SetSessionPersistence: true, SessionPersistence: v.SessionPersistence,
-	}
+	return v.Replacement()
 }
 
 func (s *Server) vips() collection[sdnlb.VIP, sdnlb.VIPUpdate] {
@@ -270,14 +265,4 @@ func (s *Server) handleVIPDelete(w http.ResponseWriter, r *http.Request) error {
 	return noContent(w, deleteWithCascade(r, "id", s.VIPService.DeleteVIP))
 }
 
-func cascadeFromQuery(r *http.Request) (bool, error) {
-	s := r.URL.Query().Get("cascade")
-	if s == "" {
-		return false, nil
-	}
-	b, err := strconv.ParseBool(s)
-	if err != nil {
-		return false, sdnlb.FieldErrorf(sdnlb.EINVALID, "cascade", "cascade must be true or false, not %q", s)
-	}
-	return b, nil
-}
+func cascadeFromQuery(r *http.Request) (bool, error) { return queryBool(r, "cascade") }

@@ -39,8 +39,18 @@ func loadConfig(ctx context.Context, db *DB) (*sdnlb.Config, error) {
 		return nil, err
 	}
 	defer tx.Rollback()
+	cfg, err := readConfig(ctx, tx)
+	if err != nil {
+		return nil, err
+	}
+	cfg.Seq = seq
+	return cfg, nil
+}
 
-	cfg := &sdnlb.Config{Seq: seq}
+// readConfig reads every object, each kind sorted by id.
+func readConfig(ctx context.Context, tx *Tx) (*sdnlb.Config, error) {
+	cfg := &sdnlb.Config{}
+	var err error
 	if cfg.VIPs, err = findVIPs(ctx, tx, sdnlb.VIPFilter{}); err != nil {
 		return nil, err
 	}
@@ -103,6 +113,7 @@ var (
 	_ sdnlb.MemberHealthService = (*Store)(nil)
 	_ sdnlb.MonitorService      = (*Store)(nil)
 	_ sdnlb.ConfigService       = (*Store)(nil)
+	_ sdnlb.ConfigApplyService  = (*Store)(nil)
 	_ sdnlb.EventService        = (*Store)(nil)
 	_ sdnlb.ConfigSource        = (*Store)(nil)
 )

@@ -25,9 +25,11 @@
 // lists every object it removed, dependants first); linking a pool to a
 // VIP, associating and dissociating monitors are pool updates; a health
 // status change is a member OpHealth; Clear is a single OpResync with an
-// empty Kind. On SQLite, Seq counts from 1 in each process and the feed
-// holds this process's writes. On PostgreSQL, Seq is the database's: every
-// process sharing it sees every write with the same Seq, in commit order.
+// empty Kind; ApplyConfig publishes one per object it created, updated or
+// deleted, and nothing when it changed nothing. On SQLite, Seq counts from
+// 1 in each process and the feed holds this process's writes. On
+// PostgreSQL, Seq is the database's: every process sharing it sees every
+// write with the same Seq, in commit order.
 package lbstore
 
 import (

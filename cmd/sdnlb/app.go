@@ -142,6 +142,8 @@ func (m *Main) Run(ctx context.Context) (err error) {
 		MaxStreams:     cfg.APIMaxStreams,
 		Ready:          m.ready,
 		Registry:       registry,
+
+		ConfigApplyService: m.Store,
 	}
 	m.httpServer = srv.HTTPServer(slog.NewLogLogger(m.Logger.Handler(), slog.LevelWarn))
 	m.apiLn = srv.Listener(m.apiLn)

@@ -28,10 +28,36 @@ const (
 	exitAPIError = 1 // the API answered with an error; its message is printed
 	exitUsage    = 2 // bad command line
 	exitNoServer = 3 // the API could not be reached
+	// diff exits exitDiffers when applying the file would change something,
+	// so an error the API answers it with exits exitDiffAPIError instead.
+	exitDiffers      = 1
+	exitDiffAPIError = 4
 )
 
 // cliCommands are the subcommands that talk to a running sdnlb's API.
-var cliCommands = []string{"get", "describe", "drain", "undrain", "watch", "completion"}
+var cliCommands = []string{"get", "describe", "drain", "undrain", "watch", "apply", "diff", "completion"}
+
+// cliUsage is what a client command's -h prints.
+const cliUsage = `Usage: sdnlb COMMAND [ARGUMENTS] [FLAGS]: commands that talk to a running sdnlb's API
+
+  get vips|pools|members|monitors     list them (-o table, json or yaml)
+  get config                          the whole configuration as a document (YAML; -o json)
+  describe pool POOL                  a pool, its members' health and live counters
+  drain MEMBER, undrain MEMBER        no new connections to the member, or again
+  watch pool POOL                     the pool's stats stream as a live table
+  apply -f FILE [--prune] [--dry-run] converge to the configuration FILE declares (JSON or YAML,
+                                      by extension or content; - reads stdin); --prune also deletes
+                                      what FILE does not list; prints what changed
+  diff -f FILE [--prune]              what apply would change, changing nothing
+  completion bash                     bash completion: source <(sdnlb completion bash)
+
+Flags: --server URL (SDNLB_SERVER, default http://127.0.0.1:8080), --token TOKEN (SDNLB_TOKEN),
+-o table|json|yaml (apply and diff: table prints a list of changes, json and yaml the API's diff).
+
+Exit codes: 0 done, 1 the API refused (its message is printed), 2 bad command line,
+3 the API could not be reached. diff exits 0 when FILE matches the configuration, 1 when
+applying it would change something, and 4 when the API refuses FILE (2 and 3 as above).
+`
 
 // cliKinds are what get lists, with the columns of its table.
 var cliKinds = map[string][]string{
@@ -54,10 +80,12 @@ func usageErr(format string, args ...any) error {
 }
 
 // runCLI runs one client command and returns its exit code.
-func runCLI(args []string, getenv func(string) string, stdout, stderr io.Writer) int {
-	err := cli(args, getenv, stdout)
+func runCLI(args []string, getenv func(string) string, stdin io.Reader, stdout, stderr io.Writer) int {
+	err := cli(args, getenv, stdin, stdout)
 	if err == nil {
 		return exitOK
+	} else if errors.Is(err, errDiffers) {
+		return exitDiffers // the diff printed says how
 	}
 	fmt.Fprintln(stderr, "sdnlb:", err)
 	var ce *cliError
@@ -67,17 +95,23 @@ func runCLI(args []string, getenv func(string) string, stdout, stderr io.Writer)
 	return exitAPIError
 }
 
-func cli(args []string, getenv func(string) string, stdout io.Writer) error {
+func cli(args []string, getenv func(string) string, stdin io.Reader, stdout io.Writer) error {
 	cmd, args := args[0], args[1:]
 	fs := flag.NewFlagSet("sdnlb "+cmd, flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
 	server := fs.String("server", envOr(getenv, "SDNLB_SERVER", "http://127.0.0.1:8080"), "the sdnlb API (SDNLB_SERVER)")
 	token := fs.String("token", getenv("SDNLB_TOKEN"), "the API token (SDNLB_TOKEN)")
-	output := fs.String("o", "table", "output: table or json")
+	output := fs.String("o", "table", "output: table, json or yaml")
+	file := fs.String("f", "", "apply, diff: the configuration file, JSON or YAML; - reads stdin")
+	prune := fs.Bool("prune", false, "apply, diff: also delete what the file does not list")
+	dryRun := fs.Bool("dry-run", false, "apply: report the changes but make none")
 	// Flags may come after the arguments, as in kubectl.
 	var pos []string
 	for len(args) > 0 {
-		if err := fs.Parse(args); err != nil {
+		if err := fs.Parse(args); errors.Is(err, flag.ErrHelp) {
+			_, err := io.WriteString(stdout, cliUsage)
+			return err
+		} else if err != nil {
 			return usageErr("%v", err)
 		}
 		if fs.NArg() == 0 {
@@ -85,14 +119,17 @@ func cli(args []string, getenv func(string) string, stdout io.Writer) error {
 		}
 		pos, args = append(pos, fs.Arg(0)), fs.Args()[1:]
 	}
-	if *output != "table" && *output != "json" {
-		return usageErr("-o must be table or json, not %q", *output)
+	if !slices.Contains(outputs, *output) {
+		return usageErr("-o must be table, json or yaml, not %q", *output)
 	}
 	c := &apiClient{base: strings.TrimSuffix(*server, "/"), token: *token, http: newHTTPClient()}
 	switch cmd {
 	case "get":
+		if len(pos) == 1 && pos[0] == "config" {
+			return c.getConfig(stdout, *output)
+		}
 		if len(pos) != 1 || cliKinds[pos[0]] == nil {
-			return usageErr("usage: sdnlb get vips|pools|members|monitors [-o table|json]")
+			return usageErr("usage: sdnlb get vips|pools|members|monitors|config [-o table|json|yaml]")
 		}
 		return c.get(stdout, pos[0], *output)
 	case "describe":
@@ -112,6 +149,11 @@ func cli(args []string, getenv func(string) string, stdout io.Writer) error {
 		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 		defer stop()
 		return c.watchPool(ctx, stdout, pos[1], *output)
+	case "apply", "diff":
+		if len(pos) != 0 || *file == "" || (cmd == "diff" && *dryRun) {
+			return usageErr("usage: sdnlb apply -f FILE [--prune] [--dry-run] | sdnlb diff -f FILE [--prune]")
+		}
+		return c.apply(stdin, stdout, *file, cmd, sdnlb.ApplyOptions{Prune: *prune, DryRun: *dryRun || cmd == "diff"}, *output)
 	case "completion":
 		if len(pos) != 1 || pos[0] != "bash" {
 			return usageErr("usage: sdnlb completion bash")
@@ -144,6 +186,13 @@ func (c *apiClient) do(ctx context.Context, method, path string, body, out any) 
 	if err != nil {
 		return err
 	}
+	return decodeAnswer(resp, out)
+}
+
+// decodeAnswer decodes a JSON answer into out (when not nil) and closes
+// it; an error answer becomes an error that names the API's code, field
+// and message.
+func decodeAnswer(resp *http.Response, out any) error {
 	defer resp.Body.Close()
 	if resp.StatusCode >= 300 {
 		return apiError(resp)
@@ -154,21 +203,30 @@ func (c *apiClient) do(ctx context.Context, method, path string, body, out any) 
 	return json.NewDecoder(resp.Body).Decode(out)
 }
 
+// send sends body, when not nil, as JSON.
 func (c *apiClient) send(ctx context.Context, method, path string, body any) (*http.Response, error) {
+	if body == nil {
+		return c.sendBody(ctx, method, path, "", nil)
+	}
+	b, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	return c.sendBody(ctx, method, path, "application/json", b)
+}
+
+// sendBody sends body, when not nil, as mediaType.
+func (c *apiClient) sendBody(ctx context.Context, method, path, mediaType string, body []byte) (*http.Response, error) {
 	var rd io.Reader
 	if body != nil {
-		b, err := json.Marshal(body)
-		if err != nil {
-			return nil, err
-		}
-		rd = bytes.NewReader(b)
+		rd = bytes.NewReader(body)
 	}
 	req, err := http.NewRequestWithContext(ctx, method, c.base+path, rd)
 	if err != nil {
 		return nil, usageErr("--server %q: %v", c.base, err)
 	}
 	if body != nil {
-		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Content-Type", mediaType)
 	}
 	if c.token != "" {
 		req.Header.Set("Authorization", "Bearer "+c.token)
@@ -196,7 +254,7 @@ func apiError(resp *http.Response) error {
 
 // get lists every object of kind, following the pages.
 func (c *apiClient) get(w io.Writer, kind, output string) error {
-	var all []map[string]any
+	all := []map[string]any{} // [] when there is none
 	for after := ""; ; {
 		var page map[string]json.RawMessage
 		path := "/v1/" + kind + "?limit=1000"
@@ -218,8 +276,8 @@ func (c *apiClient) get(w io.Writer, kind, output string) error {
 		}
 		after = next
 	}
-	if output == "json" {
-		return writeIndented(w, all)
+	if output != "table" {
+		return writeStructured(w, output, all)
 	}
 	cols := cliKinds[kind]
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
@@ -266,8 +324,8 @@ func (c *apiClient) describePool(w io.Writer, id, output string) error {
 	if err := c.do(ctx, http.MethodGet, "/v1/pools/"+url.PathEscape(id)+"/stats", nil, &stats); err != nil {
 		return err
 	}
-	if output == "json" {
-		return writeIndented(w, map[string]any{"pool": pool, "stats": stats})
+	if output != "table" {
+		return writeStructured(w, output, map[string]any{"pool": pool, "stats": stats})
 	}
 	fmt.Fprintf(w, "Pool:        %s (%s)\nVIP:         %s\nMethod:      %s, dispatched by the %s, %s\nMonitors:    %s\n",
 		pool.ID, pool.Name, cell(pool.VIPID), pool.LBMethod, strings.ToLower(string(pool.Dispatch)), pool.Forwarding,
@@ -346,8 +404,10 @@ func (c *apiClient) watchPool(ctx context.Context, w io.Writer, id, output strin
 		if event == "error" {
 			return fmt.Errorf("the stream ended: %s", data)
 		}
-		if output == "json" {
-			fmt.Fprintln(w, data)
+		if output != "table" {
+			if err := writeEvent(w, output, data); err != nil {
+				return err
+			}
 			continue
 		}
 		var stats sdnlb.PoolStats
@@ -374,13 +434,22 @@ const bashCompletion = `# bash completion for sdnlb: source <(sdnlb completion b
 _sdnlb() {
 	local cur=${COMP_WORDS[COMP_CWORD]} prev=${COMP_WORDS[COMP_CWORD-1]}
 	case $COMP_CWORD in
-	1) COMPREPLY=($(compgen -W "serve get describe drain undrain watch completion" -- "$cur")) ;;
+	1) COMPREPLY=($(compgen -W "serve get describe drain undrain watch apply diff completion" -- "$cur")) ;;
 	2) case $prev in
-		get) COMPREPLY=($(compgen -W "vips pools members monitors" -- "$cur")) ;;
+		get) COMPREPLY=($(compgen -W "vips pools members monitors config" -- "$cur")) ;;
 		describe|watch) COMPREPLY=($(compgen -W "pool" -- "$cur")) ;;
+		apply|diff) COMPREPLY=($(compgen -W "-f" -- "$cur")) ;;
 		completion) COMPREPLY=($(compgen -W "bash" -- "$cur")) ;;
 		esac ;;
-	*) COMPREPLY=($(compgen -W "--server --token -o" -- "$cur")) ;;
+	*) case $prev in
+		-f) COMPREPLY=($(compgen -f -- "$cur")) ;;
+		-o) COMPREPLY=($(compgen -W "table json yaml" -- "$cur")) ;;
+		*) case ${COMP_WORDS[1]} in
+			apply) COMPREPLY=($(compgen -W "-f --prune --dry-run --server --token -o" -- "$cur")) ;;
+			diff) COMPREPLY=($(compgen -W "-f --prune --server --token -o" -- "$cur")) ;;
+			*) COMPREPLY=($(compgen -W "--server --token -o" -- "$cur")) ;;
+			esac ;;
+		esac ;;
 	esac
 }
 complete -F _sdnlb sdnlb

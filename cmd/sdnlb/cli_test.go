@@ -13,9 +13,15 @@ import (
 
 func runClient(t *testing.T, m *Main, args ...string) (code int, out, errOut string) {
 	t.Helper()
+	return runClientInput(t, m, "", args...)
+}
+
+// runClientInput runs a client command with stdin as its input.
+func runClientInput(t *testing.T, m *Main, stdin string, args ...string) (code int, out, errOut string) {
+	t.Helper()
 	var stdout, stderr bytes.Buffer
 	env := map[string]string{"SDNLB_SERVER": "http://" + m.APIAddr()}
-	code = runCLI(args, func(k string) string { return env[k] }, &stdout, &stderr)
+	code = runCLI(args, func(k string) string { return env[k] }, strings.NewReader(stdin), &stdout, &stderr)
 	return code, stdout.String(), stderr.String()
 }
 

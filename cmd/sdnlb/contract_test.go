@@ -423,6 +423,11 @@ func (c *contractClient) native() {
 		{method: "GET", path: "/v1/switches", status: 200},
 		{method: "GET", path: "/v1/switches/00:00:00:00:00:00:00:09/flows", status: 404},
 		{method: "GET", path: "/v1/cluster", status: 200},
+		{method: "GET", path: "/v1/config", status: 200},
+		{method: "PUT", path: "/v1/config?dry_run=true", body: `{"monitors":[{"id":"tcp-check","type":"TCP"}]}`, status: 200},
+		{method: "PUT", path: "/v1/config", body: `{"monitors":[{"id":"tcp-check","type":"TCP"}]}`, status: 200},
+		{method: "PUT", path: "/v1/config", body: "monitors:\n  - id: tcp-check\n    type: TCP\n", headers: []string{"Content-Type: application/yaml"}, status: 200},
+		{method: "PUT", path: "/v1/config", body: `{"monitors":[{"id":"tcp-check","type":"TCP","delay":-1}]}`, status: 400, field: "monitors[0].delay"},
 
 		// A delete that would orphan others says how to take them along.
 		{method: "DELETE", path: "/v1/vips/web", status: 409, message: "?cascade=true"},

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/sdnlb/sdnlb"
 	"github.com/sdnlb/sdnlb/openapi"
 )
 
@@ -18,6 +19,7 @@ var tryItOutOrder = []string{
 	"vipCreate", "poolCreate", "memberCreate", "monitorCreate", "poolAssociateMonitor",
 	"healthz", "readyz", "vipList", "vipGet", "poolList", "poolGet", "poolMembers", "memberList", "memberGet",
 	"monitorList", "monitorGet", "stats", "poolStats", "events", "switchList", "switchFlows", "cluster",
+	"configExport", "configApply",
 	"vipReplace", "vipPatch", "poolReplace", "poolPatch", "memberReplace", "memberPatch", "monitorReplace", "monitorPatch",
 	"poolDissociateMonitor", "memberDelete", "monitorDelete", "poolDelete", "vipDelete",
 }
@@ -87,6 +89,8 @@ type schema2 struct {
 	AllOf      []schema2          `json:"allOf"`
 	Example    any                `json:"example"`
 	Properties map[string]schema2 `json:"properties"`
+	Items      *schema2           `json:"items"`
+	ReadOnly   bool               `json:"readOnly"`
 }
 
 // tryItOut builds the request Swagger UI sends on the first click, and
@@ -123,8 +127,9 @@ func (s swagger2) tryItOut(method, path string, op operation2) (step, error) {
 	return st, nil
 }
 
-// sample is the value Swagger UI makes of a schema: its example, or an
-// object of its properties' samples.
+// sample is the value Swagger UI makes of a schema: its example, an array
+// of one sample of its items, or an object of its properties' samples
+// (read-only ones left out).
 func (s swagger2) sample(sc schema2) (any, error) {
 	switch {
 	case sc.Example != nil:
@@ -133,9 +138,15 @@ func (s swagger2) sample(sc schema2) (any, error) {
 		return s.sample(s.Definitions[strings.TrimPrefix(sc.Ref, "#/definitions/")])
 	case len(sc.AllOf) == 1:
 		return s.sample(sc.AllOf[0])
+	case sc.Items != nil:
+		item, err := s.sample(*sc.Items)
+		return []any{item}, err
 	case sc.Properties != nil:
 		obj := map[string]any{}
 		for name, prop := range sc.Properties {
+			if prop.ReadOnly {
+				continue
+			}
 			v, err := s.sample(prop)
 			if err != nil {
 				return nil, fmt.Errorf("%s: %w", name, err)
@@ -145,4 +156,62 @@ func (s swagger2) sample(sc schema2) (any, error) {
 		return obj, nil
 	}
 	return nil, fmt.Errorf("no example")
+}
+
+// The spec's examples of a configuration document's objects make a
+// document that applies as written: the VIP, its pool with the monitor,
+// and the member, created on an empty server and unchanged the second time.
+func TestOpenAPIExamples_ApplyConfig(t *testing.T) {
+	type schema struct {
+		Ref        string `json:"$ref"`
+		Properties map[string]struct {
+			Example any `json:"example"`
+			Items   struct {
+				Ref string `json:"$ref"`
+			} `json:"items"`
+		} `json:"properties"`
+	}
+	var spec struct {
+		Paths map[string]map[string]struct {
+			Parameters []struct {
+				In     string `json:"in"`
+				Schema schema `json:"schema"`
+			} `json:"parameters"`
+		} `json:"paths"`
+		Definitions map[string]schema `json:"definitions"`
+	}
+	if err := json.Unmarshal(openapi.JSON, &spec); err != nil {
+		t.Fatal(err)
+	}
+	definition := func(ref string) schema { return spec.Definitions[strings.TrimPrefix(ref, "#/definitions/")] }
+	doc := map[string][]map[string]any{}
+	for _, p := range spec.Paths["/v1/config"]["put"].Parameters {
+		if p.In != "body" {
+			continue
+		}
+		for list, prop := range definition(p.Schema.Ref).Properties {
+			example := map[string]any{}
+			for name, field := range definition(prop.Items.Ref).Properties {
+				if field.Example != nil {
+					example[name] = field.Example
+				}
+			}
+			doc[list] = append(doc[list], example)
+		}
+	}
+	if len(doc) != 4 {
+		t.Fatalf("PUT /v1/config has examples for %d lists: %v", len(doc), doc)
+	}
+	m := MustRunMain(t, filepath.Join(t.TempDir(), "sdnlb.db"))
+	var diff sdnlb.ConfigDiff
+	call(t, m, "PUT", "/v1/config", doc, 200, &diff)
+	for _, k := range diff.Kinds() {
+		if len(k.Diff.Created) != 1 {
+			t.Errorf("%ss created: %+v", k.Kind, k.Diff.Created)
+		}
+	}
+	call(t, m, "PUT", "/v1/config", doc, 200, &diff)
+	if diff.Changed {
+		t.Errorf("applied again: %+v", diff)
+	}
 }

@@ -1,7 +1,7 @@
 // Command sdnlb runs the load balancer: the REST API, the OpenFlow 1.3
 // controller switches connect to, and the health monitors, over one SQLite
 // file or a PostgreSQL database. Its client commands (get, describe, drain, undrain, watch,
-// completion) talk to a running sdnlb's API.
+// apply, diff, completion) talk to a running sdnlb's API.
 package main
 
 import (
@@ -18,7 +18,7 @@ import (
 
 func main() {
 	if len(os.Args) > 1 && slices.Contains(cliCommands, os.Args[1]) {
-		os.Exit(runCLI(os.Args[1:], os.Getenv, os.Stdout, os.Stderr))
+		os.Exit(runCLI(os.Args[1:], os.Getenv, os.Stdin, os.Stdout, os.Stderr))
 	}
 	if err := run(os.Args[1:], os.Getenv, os.Stdout, os.Stderr); err != nil {
 		if !errors.Is(err, errHelp) {

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -37,14 +36,35 @@ func MustRunMain(tb testing.TB, db string, configure ...func(*Config)) *Main {
 // call sends a JSON request and decodes a JSON answer into out (when not nil).
 func call(tb testing.TB, m *Main, method, path string, body any, wantStatus int, out any) {
 	tb.Helper()
-	var rd io.Reader
+	var status int
+	var data string
 	if body != nil {
 		b, _ := json.Marshal(body)
-		rd = bytes.NewReader(b)
+		status, data = send(tb, m, method, path, "application/json", string(b))
+	} else {
+		status, data = send(tb, m, method, path, "", "")
+	}
+	if status != wantStatus {
+		tb.Fatalf("%s %s: status %d, want %d: %s", method, path, status, wantStatus, data)
+	}
+	if out != nil {
+		if err := json.Unmarshal([]byte(data), out); err != nil {
+			tb.Fatalf("%s %s: %v: %s", method, path, err, data)
+		}
+	}
+}
+
+// send sends body ("" for none) as contentType and returns the status and
+// the answer.
+func send(tb testing.TB, m *Main, method, path, contentType, body string) (int, string) {
+	tb.Helper()
+	var rd io.Reader
+	if body != "" {
+		rd = strings.NewReader(body)
 	}
 	req, _ := http.NewRequest(method, "http://"+m.APIAddr()+path, rd)
-	if body != nil {
-		req.Header.Set("Content-Type", "application/json")
+	if contentType != "" {
+		req.Header.Set("Content-Type", contentType)
 	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
@@ -52,14 +72,7 @@ func call(tb testing.TB, m *Main, method, path string, body any, wantStatus int,
 	}
 	defer resp.Body.Close()
 	data, _ := io.ReadAll(resp.Body)
-	if resp.StatusCode != wantStatus {
-		tb.Fatalf("%s %s: status %d, want %d: %s", method, path, resp.StatusCode, wantStatus, data)
-	}
-	if out != nil {
-		if err := json.Unmarshal(data, out); err != nil {
-			tb.Fatalf("%s %s: %v: %s", method, path, err, data)
-		}
-	}
+	return resp.StatusCode, string(data)
 }
 
 type object struct {
