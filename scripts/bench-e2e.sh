@@ -4,6 +4,8 @@
 # HAProxy (TestThroughputComparison), and failover against HAProxy
 # (TestFailoverComparison). Installs wrk and HAProxy when missing; sdnlb is
 # built without -race so the controller's path is measured at full speed.
+# Arguments: the tests to run (a -run pattern) and how many times
+# (-count), e.g. ./scripts/bench-e2e.sh TestCluster_Takeover 7.
 set -euo pipefail
 
 export PATH="/usr/local/go/bin:$PATH"
@@ -26,5 +28,5 @@ fi
 bin="$(mktemp -d)/sdnlb"
 trap 'rm -rf "$(dirname "$bin")"' EXIT
 go build -o "$bin" ./cmd/sdnlb
-SDNLB_E2E_BINARY="$bin" go test -count=1 -timeout 20m -tags 'e2e e2e_bench' \
+SDNLB_E2E_BINARY="$bin" go test -count="${2:-1}" -timeout 30m -tags 'e2e e2e_bench' \
 	-run "${1:-TestThroughputComparison|TestFailoverComparison}" -v ./e2e/
