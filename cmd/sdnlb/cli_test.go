@@ -30,6 +30,7 @@ func TestCLI(t *testing.T) {
 	call(t, m, "POST", "/v1/vips", map[string]any{"id": "web", "address": "10.0.0.100", "protocol": "TCP", "port": 80}, 201, nil)
 	call(t, m, "POST", "/v1/pools", map[string]any{"id": "web", "vip_id": "web"}, 201, nil)
 	call(t, m, "POST", "/v1/members", map[string]any{"id": "m1", "pool_id": "web", "address": "10.0.0.1", "port": 8080}, 201, nil)
+	waitStatsMembers(t, m, "web", "m1")
 
 	t.Run("GetTable", func(t *testing.T) {
 		code, out, errOut := runClient(t, m, "get", "members")

@@ -8,10 +8,13 @@ import (
 	"net"
 	"net/http"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/sdnlb/sdnlb"
 )
 
 // MustRunMain starts the whole service on ":0" addresses over the database
@@ -168,6 +171,31 @@ func waitOK(t *testing.T, url string) {
 		}
 		if time.Now().After(deadline) {
 			t.Fatalf("GET %s: still %d after 10 s", url, resp.StatusCode)
+		}
+	}
+}
+
+// waitStatsMembers waits, at most 10 s, until the stats of pool list the
+// members: the controller follows the store through the change feed, so
+// what the API has just written reaches the stats a moment later.
+func waitStatsMembers(t *testing.T, m *Main, pool string, members ...string) {
+	t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		status, data := send(t, m, "GET", "/v1/pools/"+pool+"/stats", "", "")
+		var stats sdnlb.PoolStats
+		if status == http.StatusOK && json.Unmarshal([]byte(data), &stats) == nil {
+			listed := 0
+			for _, ms := range stats.Members {
+				if slices.Contains(members, ms.MemberID) {
+					listed++
+				}
+			}
+			if listed == len(members) {
+				return
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("pool %s stats after 10 s: %d %s, want members %v", pool, status, data, members)
 		}
 	}
 }
