@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"encoding/json"
 	"net/http"
 	"path/filepath"
 	"strings"
@@ -124,3 +125,45 @@ func TestMain_ApplyConfig(t *testing.T) {
 type rawJSON string
 
 func (r rawJSON) MarshalJSON() ([]byte, error) { return bytes.TrimSpace([]byte(r)), nil }
+
+// FuzzApplyConfig sends a document to PUT /v1/config on a real server and
+// store: whatever the body, the answer is no 5xx, and a 4xx is the JSON
+// error body and leaves the configuration as it was. `go test` runs the
+// seeds; `go test -fuzz FuzzApplyConfig ./cmd/sdnlb` looks for more.
+func FuzzApplyConfig(f *testing.F) {
+	for _, seed := range []string{
+		webDocument,
+		`{}`, `null`, `[]`, `{"vips":null}`, `{"vips":[null]}`, `{"vips":[1]}`,
+		`{"vips":[{"address":"10.0.0.1"},{"address":"10.0.0.1"}]}`,
+		`{"members":[{"pool_id":"nope","address":"10.0.0.1"}]}`,
+		`{"pools":[{"id":"p","vip_id":"p","monitor_ids":["p","p"]}],"vips":[{"id":"p","address":"10.0.0.9","pool_id":"p"}]}`,
+		`{"monitors":[{"name":"a","type":"TCP"},{"name":"a","type":"TCP"}]}`,
+		`{"monitors":[{"id":"h","type":"HTTP","delay":"NaN"}]}`,
+	} {
+		f.Add(seed, false)
+		f.Add(seed, true)
+	}
+	m := MustRunMain(f, filepath.Join(f.TempDir(), "sdnlb.db"))
+	f.Fuzz(func(t *testing.T, body string, prune bool) {
+		before := mustExport(t, m)
+		path := "/v1/config"
+		if prune {
+			path += "?prune=true"
+		}
+		status, answer := send(t, m, "PUT", path, "application/json", body)
+		switch {
+		case status >= 500:
+			t.Fatalf("PUT %s %q: %d %s", path, body, status, answer)
+		case status >= 400:
+			var e struct {
+				Error struct{ Code, Message string }
+			}
+			if err := json.Unmarshal([]byte(answer), &e); err != nil || e.Error.Code == "" || e.Error.Message == "" {
+				t.Fatalf("PUT %s %q: %d with body %s", path, body, status, answer)
+			}
+			if after := mustExport(t, m); after != before {
+				t.Fatalf("PUT %s %q: %d %s changed the configuration", path, body, status, answer)
+			}
+		}
+	})
+}
