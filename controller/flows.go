@@ -27,7 +27,10 @@ const (
 	prioTrackedForward uint16 = 200 // established, client → member → tableToMember
 	prioTrackedReply   uint16 = 200 // established, member → client, back from the VIP → VIP MAC, tableL2
 	prioTrackedInvalid uint16 = 100 // invalid, to the VIP → drop
-	prioTrackedMiss    uint16 = 0   // the rest (members' own traffic) → tableL2
+	// per member address shared by a SWITCH NAT and a CONTROLLER pool: its
+	// replies the tracker did not translate back → CONTROLLER
+	prioTrackedUntranslated uint16 = 50
+	prioTrackedMiss         uint16 = 0 // the rest (members' own traffic) → tableL2
 
 	// tableToMember, per member address of a SWITCH NAT pool
 	prioMemberNew   uint16 = 110 // its new connections, as the next row: counts them
@@ -213,27 +216,38 @@ type replyMatch struct {
 }
 
 // replyOwner is the member a reply flow is installed for, which its
-// cookie names, and whether its pool is dispatched by the switch, whose
-// connection tracker then reverses the NAT.
+// cookie names; whether its pool is dispatched by the switch, whose
+// connection tracker then reverses the NAT; and whether a pool the
+// controller dispatches shares the member's address and port.
 type replyOwner struct {
 	vipNum, memberNum uint32
 	tracked           bool
+	shared            bool
 }
 
-// memberReplyFlow takes a member's replies: into the connection tracker
+// memberReplyFlows take a member's replies: into the connection tracker
 // when the switch dispatches the member's pool (and has select groups),
 // else to the controller, for the replies that no connection flow took,
 // so that no datapath cache entry of Open vSwitch ever switches them
 // without the reverse NAT. ICMP VIPs match echo replies only, as their
-// connection flows do.
-func memberReplyFlow(m replyMatch, o replyOwner, groups bool) ofp.FlowMod {
+// connection flows do. A member shared with a pool the controller
+// dispatches has its replies that the tracker did not translate back sent
+// on to the controller, which knows that pool's connections.
+func memberReplyFlows(m replyMatch, o replyOwner, groups bool) []ofp.FlowMod {
 	match := serviceMatch(m.proto, ofp.MatchIPv4Src(m.ip), l4Src, m.port, icmpEchoReply)
 	reply := flow{cookie: makeCookie(catMemberReply, o.vipNum, o.memberNum), priority: prioMemberReply,
 		match: match, actions: []ofp.Action{toController}}
-	if o.tracked && groups {
-		reply.actions = []ofp.Action{trackNAT}
+	if !o.tracked || !groups {
+		return []ofp.FlowMod{reply.add()}
 	}
-	return reply.add()
+	untranslated := reply
+	untranslated.table, untranslated.priority = tableTracked, prioTrackedUntranslated
+	reply.actions = []ofp.Action{trackNAT}
+	if !o.shared {
+		return []ofp.FlowMod{reply.add()}
+	}
+	// The tracker's row last, once tableTracked can take what it passes on.
+	return []ofp.FlowMod{untranslated.add(), reply.add()}
 }
 
 // serviceMatch matches IPv4 packets of proto with address and port (by
@@ -261,6 +275,14 @@ func hasPorts(proto uint8) bool { return proto == protoTCP || proto == protoUDP 
 // deleteMemberReplyFlow removes the reply punt installed for a member.
 func deleteMemberReplyFlow(memberNum uint32) ofp.FlowMod {
 	return deleteByCookie(makeCookie(catMemberReply, 0, memberNum), maskApp|maskCategory|maskMember)
+}
+
+// deleteUntranslatedReplyFlow removes only the tableTracked row of a
+// member's reply punt, once no CONTROLLER pool shares the member.
+func deleteUntranslatedReplyFlow(memberNum uint32) ofp.FlowMod {
+	fm := deleteMemberReplyFlow(memberNum)
+	fm.TableID = tableTracked
+	return fm
 }
 
 // l2Flow forwards frames for a learned MAC. Adding it again with another

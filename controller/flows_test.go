@@ -137,18 +137,47 @@ func TestFlows_MemberReply(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			fm := memberReplyFlow(tt.m, owner, false)
-			assertLines(t, flowLines(t, []ofp.FlowMod{fm}), []string{tt.want})
-			if fm.Priority <= prioVIPPunt || fm.Priority >= prioConnection {
+			mods := memberReplyFlows(tt.m, owner, false)
+			assertLines(t, flowLines(t, mods), []string{tt.want})
+			if fm := mods[0]; fm.Priority <= prioVIPPunt || fm.Priority >= prioConnection {
 				t.Errorf("priority %d, want between the VIP punts (%d) and the connections (%d)", fm.Priority, prioVIPPunt, prioConnection)
 			}
 		})
 	}
 }
 
+// A member of a SWITCH NAT pool has its replies translated back by the
+// connection tracker; when a CONTROLLER pool shares its address and port,
+// what the tracker does not know goes on to the controller.
+func TestFlows_TrackedMemberReply(t *testing.T) {
+	m := replyMatch{ip: [4]byte{10, 0, 0, 2}, port: 8080, proto: protoTCP}
+	tracker := "cookie=0x5d04000001000007, priority=900, tcp,nw_src=10.0.0.2,tp_src=8080 actions=ct(table=1,zone=93,nat)"
+	tests := []struct {
+		name   string
+		owner  replyOwner
+		groups bool
+		want   []string
+	}{
+		{"Tracked", replyOwner{vipNum: 1, memberNum: 7, tracked: true}, true, []string{tracker}},
+		{"SharedWithController", replyOwner{vipNum: 1, memberNum: 7, tracked: true, shared: true}, true, []string{
+			"cookie=0x5d04000001000007, table=1, priority=50, tcp,nw_src=10.0.0.2,tp_src=8080 actions=CONTROLLER:65535",
+			tracker,
+		}},
+		{"SwitchWithoutGroups", replyOwner{vipNum: 1, memberNum: 7, tracked: true, shared: true}, false, []string{
+			"cookie=0x5d04000001000007, priority=900, tcp,nw_src=10.0.0.2,tp_src=8080 actions=CONTROLLER:65535",
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			assertLines(t, flowLines(t, memberReplyFlows(m, tt.owner, tt.groups)), tt.want)
+		})
+	}
+}
+
 func TestFlows_Deletes(t *testing.T) {
-	mods := append(deleteVIPFlows(5), deleteMemberFlows(6), deleteMemberReplyFlow(6))
+	mods := append(deleteVIPFlows(5), deleteMemberFlows(6), deleteMemberReplyFlow(6), deleteUntranslatedReplyFlow(6))
 	assertLines(t, flowLines(t, mods), []string{
+		"delete cookie=0x5d04000000000006/0xffff000000ffffff table=1",
 		"delete cookie=0x5d02000005000000/0xffffffffff000000",
 		"delete cookie=0x5d10000005000000/0xfffeffffff000000",
 		"delete cookie=0x5d10000000000006/0xfffe000000ffffff",

@@ -30,20 +30,25 @@ func reconcile(old, new *snapshot, groups bool) (mods []ofp.FlowMod, announce []
 		}
 	}
 	// A reply punt whose owner changed is replaced by its add (same match
-	// and priority), so only punts no longer wanted are deleted. Each
-	// member owns at most one punt, so cookies order them stably.
+	// and priority), so only punts no longer wanted are deleted, and the
+	// tableTracked row of a member no longer shared. Each member owns at
+	// most one punt, so cookies order them stably.
 	byCookie := func(a, b ofp.FlowMod) int { return cmp.Compare(a.Cookie, b.Cookie) }
 	from := len(mods)
 	for k, o := range old.replyPunts {
-		if _, ok := new.replyPunts[k]; !ok {
+		n, ok := new.replyPunts[k]
+		switch {
+		case !ok:
 			mods = append(mods, deleteMemberReplyFlow(o.memberNum))
+		case o.tracked && o.shared && !(n.tracked && n.shared):
+			mods = append(mods, deleteUntranslatedReplyFlow(o.memberNum))
 		}
 	}
 	slices.SortFunc(mods[from:], byCookie)
 	from = len(mods)
 	for k, n := range new.replyPunts {
 		if o, ok := old.replyPunts[k]; !ok || o != n {
-			mods = append(mods, memberReplyFlow(k, n, groups))
+			mods = append(mods, memberReplyFlows(k, n, groups)...)
 		}
 	}
 	slices.SortFunc(mods[from:], byCookie)

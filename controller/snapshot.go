@@ -259,7 +259,10 @@ func (b *snapshotBuilder) build(cfg *sdnlb.Config) (snap *snapshot, skipped []er
 
 // addReplyPunt records that m's replies to clients of v need the reverse
 // NAT: from the switch's connection tracker when the switch dispatches
-// the pool, else from the controller.
+// the pool, else from the controller. When pools of both kinds share the
+// member's address and port, its replies meet the tracker first (the
+// tracked owner wins) and what the tracker does not know goes on to the
+// controller.
 func (s *snapshot) addReplyPunt(v *vipState, m *memberState, tracked bool) {
 	k := replyMatch{ip: m.ip, port: m.port, proto: v.proto}
 	switch {
@@ -268,9 +271,18 @@ func (s *snapshot) addReplyPunt(v *vipState, m *memberState, tracked bool) {
 	case k.port == 0:
 		k.port = v.port
 	}
-	if o, ok := s.replyPunts[k]; !ok || m.num < o.memberNum {
-		s.replyPunts[k] = replyOwner{vipNum: v.num, memberNum: m.num, tracked: tracked}
+	n := replyOwner{vipNum: v.num, memberNum: m.num, tracked: tracked}
+	o, ok := s.replyPunts[k]
+	if !ok {
+		s.replyPunts[k] = n
+		return
 	}
+	shared := o.shared || o.tracked != tracked
+	if o.tracked == tracked && m.num < o.memberNum || tracked && !o.tracked {
+		o = n
+	}
+	o.shared = shared
+	s.replyPunts[k] = o
 }
 
 func (b *snapshotBuilder) vipState(v *sdnlb.VIP) (*vipState, error) {

@@ -220,38 +220,48 @@ func TestReconcile_ReplyPunts(t *testing.T) {
 		c.Pools = append(c.Pools, &sdnlb.Pool{ID: "p2", VIPID: "v2", LBMethod: sdnlb.RoundRobin, Protocol: sdnlb.ProtocolTCP, AdminStateUp: true})
 		c.Members = append(c.Members, &sdnlb.Member{ID: "m9", PoolID: "p2", Address: "10.0.0.1", Port: 8080, Weight: 1, AdminStateUp: true})
 	}
+	// v3 serves TCP 82 from pool p3, which the switch dispatches; its
+	// member m10 is m1's address and port.
+	switchedBackend := func(c *sdnlb.Config) {
+		c.VIPs = append(c.VIPs, &sdnlb.VIP{ID: "v3", Address: "10.0.0.102", Protocol: sdnlb.ProtocolTCP, Port: 82,
+			PoolID: "p3", AdminStateUp: true, MAC: "02:00:00:00:03:00"})
+		c.Pools = append(c.Pools, &sdnlb.Pool{ID: "p3", VIPID: "v3", LBMethod: sdnlb.RoundRobin, Protocol: sdnlb.ProtocolTCP,
+			Dispatch: sdnlb.DispatchSwitch, Forwarding: sdnlb.ForwardingNAT, AdminStateUp: true})
+		c.Members = append(c.Members, &sdnlb.Member{ID: "m10", PoolID: "p3", Address: "10.0.0.1", Port: 8080, Weight: 1, AdminStateUp: true})
+	}
 	tests := []struct {
-		name  string
-		edits []func(*sdnlb.Config) // configurations in turn, from the first
-		want  []string              // reply punt flow-mods of the last step
+		name   string
+		edits  []func(*sdnlb.Config) // configurations in turn, from the first
+		groups bool                  // the switch has select groups
+		want   []string              // reply punt flow-mods of the last step
 	}{
 		{"UDPMemberAnswersFromVIPPort", []func(*sdnlb.Config){func(c *sdnlb.Config) {
 			c.VIPs[0].Protocol, c.VIPs[0].Port = sdnlb.ProtocolUDP, 53
 			c.Members = c.Members[:1]
 			c.Members[0].Port = 0
-		}}, []string{
+		}}, false, []string{
 			"cookie=0x5d04000001000001, priority=900, udp,nw_src=10.0.0.1,tp_src=53 actions=CONTROLLER:65535",
 		}},
 		{"ICMPEchoReplies", []func(*sdnlb.Config){func(c *sdnlb.Config) {
 			c.VIPs[0].Protocol, c.VIPs[0].Port = sdnlb.ProtocolICMP, 0
 			c.Members = c.Members[:1]
-		}}, []string{
+		}}, false, []string{
 			"cookie=0x5d04000001000001, priority=900, icmp,nw_src=10.0.0.1,icmp_type=0 actions=CONTROLLER:65535",
 		}},
-		{"PoolWithoutVIP", []func(*sdnlb.Config){func(c *sdnlb.Config) { c.Pools[0].VIPID = "" }}, nil},
+		{"PoolWithoutVIP", []func(*sdnlb.Config){func(c *sdnlb.Config) { c.Pools[0].VIPID = "" }}, false, nil},
 		{"DownLosesItsDrainingKeepsIt", []func(*sdnlb.Config){nil, func(c *sdnlb.Config) {
 			c.Members[0].Health.Status = sdnlb.MemberDown
 			c.Members[1].AdminStateUp = false
-		}}, []string{
+		}}, false, []string{
 			"delete cookie=0x5d04000000000001/0xffff000000ffffff",
 		}},
 		{"BackFromDown", []func(*sdnlb.Config){
 			func(c *sdnlb.Config) { c.Members[0].Health.Status = sdnlb.MemberDown },
 			func(c *sdnlb.Config) { c.Members[0].Health.Status = sdnlb.MemberUp },
-		}, []string{
+		}, false, []string{
 			"cookie=0x5d04000001000001, priority=900, tcp,nw_src=10.0.0.1,tp_src=8080 actions=CONTROLLER:65535",
 		}},
-		{"SharedAddressOneFlow", []func(*sdnlb.Config){sharedBackend}, []string{
+		{"SharedAddressOneFlow", []func(*sdnlb.Config){sharedBackend}, false, []string{
 			"cookie=0x5d04000001000001, priority=900, tcp,nw_src=10.0.0.1,tp_src=8080 actions=CONTROLLER:65535",
 			"cookie=0x5d04000001000002, priority=900, tcp,nw_src=10.0.0.2,tp_src=8080 actions=CONTROLLER:65535",
 			"cookie=0x5d04000001000003, priority=900, tcp,nw_src=10.0.0.3,tp_src=8080 actions=CONTROLLER:65535",
@@ -261,7 +271,7 @@ func TestReconcile_ReplyPunts(t *testing.T) {
 		{"SharedAddressOwnerLeaves", []func(*sdnlb.Config){sharedBackend, func(c *sdnlb.Config) {
 			sharedBackend(c)
 			c.VIPs[0].AdminStateUp = false
-		}}, []string{
+		}}, false, []string{
 			"delete cookie=0x5d04000000000002/0xffff000000ffffff",
 			"delete cookie=0x5d04000000000003/0xffff000000ffffff",
 			"cookie=0x5d04000002000004, priority=900, tcp,nw_src=10.0.0.1,tp_src=8080 actions=CONTROLLER:65535",
@@ -269,8 +279,30 @@ func TestReconcile_ReplyPunts(t *testing.T) {
 		{"SharedAddressLastLeaves", []func(*sdnlb.Config){sharedBackend, func(c *sdnlb.Config) {
 			sharedBackend(c)
 			c.VIPs[0].AdminStateUp = false
-		}, func(c *sdnlb.Config) { c.VIPs[0].AdminStateUp = false }}, []string{
+		}, func(c *sdnlb.Config) { c.VIPs[0].AdminStateUp = false }}, false, []string{
 			"delete cookie=0x5d04000000000004/0xffff000000ffffff",
+		}},
+		// The tracker takes a member shared by a SWITCH NAT pool and a
+		// CONTROLLER pool first, whatever its number, and passes on to the
+		// controller what it does not know.
+		{"SharedWithSwitchPool", []func(*sdnlb.Config){switchedBackend}, true, []string{
+			"cookie=0x5d04000001000003, priority=900, tcp,nw_src=10.0.0.2,tp_src=8080 actions=CONTROLLER:65535",
+			"cookie=0x5d04000001000004, priority=900, tcp,nw_src=10.0.0.3,tp_src=8080 actions=CONTROLLER:65535",
+			"cookie=0x5d04000002000002, priority=900, tcp,nw_src=10.0.0.1,tp_src=8080 actions=ct(table=1,zone=93,nat)",
+			"cookie=0x5d04000002000002, table=1, priority=50, tcp,nw_src=10.0.0.1,tp_src=8080 actions=CONTROLLER:65535",
+		}},
+		{"SwitchPoolLeaves", []func(*sdnlb.Config){switchedBackend, nil}, true, []string{
+			"delete cookie=0x5d04000000000002/0xffff000000ffffff table=1",
+			"cookie=0x5d04000001000001, priority=900, tcp,nw_src=10.0.0.1,tp_src=8080 actions=CONTROLLER:65535",
+		}},
+		{"ControllerPoolLeaves", []func(*sdnlb.Config){switchedBackend, func(c *sdnlb.Config) {
+			switchedBackend(c)
+			c.VIPs[0].AdminStateUp = false
+		}}, true, []string{
+			"delete cookie=0x5d04000000000002/0xffff000000ffffff table=1",
+			"delete cookie=0x5d04000000000003/0xffff000000ffffff",
+			"delete cookie=0x5d04000000000004/0xffff000000ffffff",
+			"cookie=0x5d04000002000002, priority=900, tcp,nw_src=10.0.0.1,tp_src=8080 actions=ct(table=1,zone=93,nat)",
 		}},
 	}
 	for _, tt := range tests {
@@ -283,7 +315,7 @@ func TestReconcile_ReplyPunts(t *testing.T) {
 				if len(skipped) > 0 {
 					t.Fatalf("skipped %v", skipped)
 				}
-				mods, _ = reconcile(prev, next, false)
+				mods, _ = reconcile(prev, next, tt.groups)
 				prev = next
 			}
 			var punts []ofp.FlowMod

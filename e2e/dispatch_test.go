@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -289,5 +290,39 @@ func TestDispatch_EveryPortVIP(t *testing.T) {
 				requireAll(t, spread(t, b.clients, url, 20), []string{"srv1", "srv2"})
 			}
 		})
+	}
+}
+
+// A SWITCH NAT VIP and a CONTROLLER VIP over the same member addresses
+// and ports both balance, whichever pool came first: the members' replies
+// meet the connection tracker first, and what it does not know goes on to
+// the controller. Each client uses one VIP, so no member sees one client
+// address and port from two client sockets within its TIME_WAIT.
+func TestDispatch_SharedMembers(t *testing.T) {
+	b := newLBBed(t, 2, 3, sdnlb.RoundRobin, nil) // the CONTROLLER pool first: its members get the lower numbers
+	sw := b.lb.MustCreateVIP("switched", b.sw.Addr(101), sdnlb.ProtocolTCP, vipPort, nil)
+	var pool sdnlb.Pool
+	b.lb.MustAPI("POST", "/v1/pools", map[string]any{"name": "switched", "vip_id": sw.ID, "lb_method": sdnlb.RoundRobin,
+		"protocol": sdnlb.ProtocolTCP, "dispatch": sdnlb.DispatchSwitch, "forwarding": sdnlb.ForwardingNAT}, 201, &pool)
+	for _, h := range b.members {
+		b.lb.MustCreateMember(&pool, h.IP, memberPort)
+	}
+	b.lb.WaitPoolMembers(pool.ID, len(b.members), 10*time.Second)
+	b.waitBuckets(t, len(b.members), 10*time.Second)
+	switchedURL := "http://" + net.JoinHostPort(sw.Address, strconv.Itoa(vipPort)) + "/"
+
+	setups := b.lb.Metric("sdnlb_controller_setups_total")
+	var switched, controlled map[string]int
+	var wg sync.WaitGroup
+	wg.Go(func() { switched = spread(t, b.clients[:1], switchedURL, 30) })
+	wg.Go(func() { controlled = spread(t, b.clients[1:], b.url, 30) })
+	wg.Wait()
+	requireAll(t, switched, b.serverNames())
+	requireAll(t, controlled, b.serverNames())
+	if n := b.lb.Metric("sdnlb_controller_setups_total") - setups; n != 30 {
+		t.Errorf("the controller set up %v connections, want the CONTROLLER VIP's 30", n)
+	}
+	if leaked := b.lb.Metric(`sdnlb_controller_refusals_total{reason="no_flow"}`); leaked != 0 {
+		t.Errorf("%v packets reset for want of a flow", leaked)
 	}
 }
