@@ -10,6 +10,7 @@ import (
 	"context"
 	"fmt"
 	"net"
+	"os"
 	"regexp"
 	"slices"
 	"strconv"
@@ -114,9 +115,6 @@ func TestThroughputComparison(t *testing.T) {
 		nMembers   = 3
 	)
 	sw := NewSwitch(t)
-	// Userspace conntrack marks a SYN that reuses the ports of a connection
-	// in TIME_WAIT invalid; wrk reuses ports quickly.
-	sw.Appctl("dpctl/ct-disable-tcp-seq-chk")
 	client := sw.AddHost(t, "c1", sw.Addr(1))
 	lbHost := sw.AddHost(t, "lb", sw.Addr(200))
 	natVIP, dsrVIP, ctlVIP := sw.Addr(100), sw.Addr(101), sw.Addr(102)
@@ -225,3 +223,82 @@ func medianRun(runs []wrkResult) wrkResult {
 }
 
 func medianRate(runs []wrkResult) float64 { return medianRun(runs).reqPerSec }
+
+// TestThroughputAfterPause loads each SWITCH path from one client, pauses
+// (SDNLB_BENCH_PAUSE, default 15 s: longer than a few seconds, shorter
+// than the hosts' 60 s TIME_WAIT) and loads it again, as a client that
+// comes back does; the connection tracker is not flushed in between. It
+// reports both rates, the second's ratio to the first and the tracker's
+// sequence-check failures (see "Port reuse through the userspace
+// connection tracker" in docs/ARCHITECTURE.md).
+func TestThroughputAfterPause(t *testing.T) {
+	pause := 15 * time.Second
+	if s := os.Getenv("SDNLB_BENCH_PAUSE"); s != "" {
+		d, err := time.ParseDuration(s)
+		if err != nil {
+			t.Fatalf("SDNLB_BENCH_PAUSE: %v", err)
+		}
+		pause = d
+	}
+	const (
+		natPort = 8080
+		dsrPort = 8082
+	)
+	sw := NewSwitch(t)
+	natClient := sw.AddHost(t, "c1", sw.Addr(1))
+	dsrClient := sw.AddHost(t, "c2", sw.Addr(2))
+	natVIP, dsrVIP := sw.Addr(100), sw.Addr(101)
+	var members []*Host
+	for i := range 3 {
+		h := sw.AddHost(t, "m"+strconv.Itoa(i+1), sw.Addr(byte(11+i)))
+		holdVIP(t, h, dsrVIP)
+		h.ServeHTTP(t, natPort, "srv"+strconv.Itoa(i+1))
+		h.ServeHTTP(t, dsrPort, "srv"+strconv.Itoa(i+1))
+		members = append(members, h)
+	}
+	lb := startSDNLB(t)
+	lb.Connect(sw)
+	dumpOnFailure(t, sw, lb)
+	for _, p := range []struct {
+		vip  *sdnlb.VIP
+		fwd  sdnlb.Forwarding
+		port int
+	}{
+		{lb.MustCreateVIP("nat", natVIP, sdnlb.ProtocolTCP, 80, nil), sdnlb.ForwardingNAT, natPort},
+		{lb.MustCreateVIP("dsr", dsrVIP, sdnlb.ProtocolTCP, dsrPort, nil), sdnlb.ForwardingDSR, 0},
+	} {
+		var pool sdnlb.Pool
+		lb.MustAPI("POST", "/v1/pools", map[string]any{"name": p.vip.Name, "vip_id": p.vip.ID, "lb_method": sdnlb.RoundRobin,
+			"protocol": sdnlb.ProtocolTCP, "dispatch": sdnlb.DispatchSwitch, "forwarding": p.fwd}, 201, &pool)
+		for _, h := range members {
+			lb.MustCreateMember(&pool, h.IP, p.port)
+		}
+		lb.WaitPoolMembers(pool.ID, len(members), 10*time.Second)
+	}
+	(&lbBed{sw: sw}).waitBuckets(t, 2*len(members), 10*time.Second)
+
+	seqFailures := func() int {
+		m := regexp.MustCompile(`conntrack_tcp_seq_chk_failed\s+\S+\s+\S+\s+\S+\s+total: (\d+)`).FindStringSubmatch(sw.Appctl("coverage/show"))
+		if m == nil {
+			return 0
+		}
+		n, _ := strconv.Atoi(m[1])
+		return n
+	}
+	for _, path := range []struct {
+		name   string
+		client *Host
+		url    string
+	}{
+		{"SWITCH NAT", natClient, "http://" + net.JoinHostPort(natVIP, "80") + "/"},
+		{"SWITCH DSR", dsrClient, "http://" + net.JoinHostPort(dsrVIP, strconv.Itoa(dsrPort)) + "/"},
+	} {
+		before := runWrk(t, path.client, path.url)
+		time.Sleep(pause)
+		failures := seqFailures()
+		after := runWrk(t, path.client, path.url)
+		t.Logf("%s, one client, %v pause: %.0f → %.0f req/s (%.2f×), %d → %d failed requests, %d sequence-check failures in the tracker",
+			path.name, pause, before.reqPerSec, after.reqPerSec, after.reqPerSec/before.reqPerSec, before.failures, after.failures,
+			seqFailures()-failures)
+	}
+}
