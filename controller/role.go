@@ -122,7 +122,7 @@ func (s *switchConn) applyRole() {
 		s.dpMu.Lock()
 		if s.c.role() == r {
 			s.dp.settle(s.c.snap.Load())
-			s.dp = newDataplane(s.c.dataplaneConfig(s.log, s.dp.groups))
+			s.dp = newDataplane(s.c.dataplaneConfig(s.log, s.groups))
 			s.dp.adopt(s.c.now(), s.c.snap.Load(), have, s.out)
 			s.master.Store(true)
 			s.write(s.out)
@@ -160,7 +160,7 @@ func (s *switchConn) readState() (switchState, error) {
 		return have, fmt.Errorf("flows: %w", err)
 	}
 	have.flows = r.stats
-	if s.dp.groups {
+	if s.groups {
 		if r, err = wait(ofp.MultipartRequest{Body: ofp.GroupDescRequest{}}); err != nil {
 			return have, fmt.Errorf("groups: %w", err)
 		}

@@ -22,16 +22,18 @@ const echoMisses = 3
 // What to send for the switch's configuration, packet-ins, flow-removed
 // messages and flow stats is its dataplane's decision. One reader
 // goroutine reads, decodes and handles every message inline (no channel
-// hop) and owns the fields in the reader block; everything else is
-// guarded as noted.
+// hop) and owns the fields in the reader block; what the handshake learns
+// is set before the connection is registered and read-only after;
+// everything else is guarded as noted.
 type switchConn struct {
 	c           *Controller
 	conn        net.Conn
 	br          *bufio.Reader
-	log         *slog.Logger
+	log         *slog.Logger // the handshake adds the datapath id
 	remote      string
 	connectedAt time.Time
-	dpid        uint64 // set by the handshake, then read-only
+	dpid        uint64 // set by the handshake
+	groups      bool   // the switch has select groups; set by the handshake
 
 	xids       atomic.Uint32
 	unanswered atomic.Int32  // echo requests since the switch last spoke
@@ -127,7 +129,7 @@ func (c *Controller) serveConn(ctx context.Context, conn net.Conn) {
 	stop := context.AfterFunc(ctx, s.close)
 	defer stop()
 
-	groups, have, err := s.handshake()
+	have, err := s.handshake()
 	c.guard.handshakeDone()
 	if err != nil {
 		if !errors.Is(err, errClosed) && !s.closed() {
@@ -143,7 +145,7 @@ func (c *Controller) serveConn(ctx context.Context, conn net.Conn) {
 			"remote", s.remote, "dpid", formatDPID(s.dpid), "connected_from", old.remote)
 		return
 	}
-	s.dp = newDataplane(c.dataplaneConfig(s.log, groups))
+	s.dp = newDataplane(c.dataplaneConfig(s.log, s.groups))
 	// A follower asks for SLAVE and leaves the switch as it is; the
 	// leader asks for MASTER (before its first flow-mod) and adopts.
 	r := c.role()
@@ -191,36 +193,36 @@ func (c *Controller) serveConn(ctx context.Context, conn net.Conn) {
 // handshake says hello, learns the datapath id and whether the switch has
 // select groups, configures it and reads the flows and groups of sdnlb's
 // it holds, which the first sync adopts.
-func (s *switchConn) handshake() (groups bool, have switchState, err error) {
+func (s *switchConn) handshake() (have switchState, err error) {
 	s.conn.SetDeadline(time.Now().Add(handshakeTimeout))
 	defer s.conn.SetDeadline(time.Time{})
 	if err := s.send(ofp.Hello{Versions: []uint8{ofp.Version}}); err != nil {
-		return false, have, err
+		return have, err
 	}
 	b, err := ofp.ReadMessage(s.br, s.rbuf)
 	if err != nil {
-		return false, have, fmt.Errorf("read hello: %w", err)
+		return have, fmt.Errorf("read hello: %w", err)
 	}
 	h, m, err := ofp.Decode(b)
 	hello, ok := m.(*ofp.Hello)
 	if err != nil || !ok {
-		return false, have, fmt.Errorf("expected HELLO, got %s: %w", h.Type, malformed(err))
+		return have, fmt.Errorf("expected HELLO, got %s: %w", h.Type, malformed(err))
 	}
 	if !hello.Supports(ofp.Version) {
 		s.log.Error("switch does not speak OpenFlow 1.3; refusing it", "versions", hello.Versions)
 		s.send(&ofp.ErrorMsg{ErrType: ofp.ErrTypeHelloFailed, Code: ofp.HelloFailedIncompatible,
 			Data: []byte("sdnlb speaks OpenFlow 1.3 only")})
-		return false, have, errClosed
+		return have, errClosed
 	}
 	if err := s.send(ofp.FeaturesRequest{}); err != nil {
-		return false, have, err
+		return have, err
 	}
 	// The replies awaited, by xid: group features, then sdnlb's flows and
 	// (with groups) the group descriptions.
 	var featuresXID, flowsXID, groupsXID uint32
 	flowsDone, groupsDone := false, false
-	readState := func(withGroups bool) error {
-		groups = withGroups
+	readState := func(groups bool) error {
+		s.groups = groups
 		if !groups {
 			s.log.Warn("switch has no select groups; its SWITCH pools are dispatched by the controller")
 		}
@@ -240,12 +242,12 @@ func (s *switchConn) handshake() (groups bool, have switchState, err error) {
 	for !flowsDone || !groupsDone {
 		b, err := ofp.ReadMessage(s.br, s.rbuf)
 		if err != nil {
-			return false, have, fmt.Errorf("read handshake reply: %w", err)
+			return have, fmt.Errorf("read handshake reply: %w", err)
 		}
 		s.rbuf = b
 		h, m, err := ofp.Decode(b)
 		if err != nil {
-			return false, have, fmt.Errorf("during handshake: %w", malformed(err))
+			return have, fmt.Errorf("during handshake: %w", malformed(err))
 		}
 		switch m := m.(type) {
 		case *ofp.FeaturesReply:
@@ -253,7 +255,7 @@ func (s *switchConn) handshake() (groups bool, have switchState, err error) {
 			s.log = s.log.With("dpid", formatDPID(s.dpid))
 			featuresXID = s.xids.Add(1)
 			if err := s.sendXID(featuresXID, ofp.MultipartRequest{Body: ofp.GroupFeaturesRequest{}}); err != nil {
-				return false, have, err
+				return have, err
 			}
 		case *ofp.MultipartReply:
 			last := m.Flags&ofp.MultipartReplyMore == 0
@@ -261,7 +263,7 @@ func (s *switchConn) handshake() (groups bool, have switchState, err error) {
 			case ofp.GroupFeaturesReply:
 				if h.XID == featuresXID {
 					if err := readState(body.Types&(1<<ofp.GroupTypeSelect) != 0); err != nil {
-						return false, have, err
+						return have, err
 					}
 				}
 			case ofp.FlowStatsReply:
@@ -287,7 +289,7 @@ func (s *switchConn) handshake() (groups bool, have switchState, err error) {
 			switch {
 			case featuresXID != 0 && h.XID == featuresXID:
 				if err := readState(false); err != nil { // no group support at all
-					return false, have, err
+					return have, err
 				}
 			case h.XID == groupsXID && groupsXID != 0:
 				groupsDone = true
@@ -296,7 +298,7 @@ func (s *switchConn) handshake() (groups bool, have switchState, err error) {
 			}
 		}
 	}
-	return groups, have, nil
+	return have, nil
 }
 
 // sync brings the switch from the configuration it has to snap. Calls from
@@ -414,7 +416,7 @@ func (s *switchConn) pollStats() {
 	xid := s.xids.Add(1)
 	s.pollXID.Store(xid)
 	s.sendXID(xid, ofp.MultipartRequest{Body: statsRequest()})
-	if s.dp.groups {
+	if s.groups {
 		s.send(ofp.MultipartRequest{Body: ofp.GroupStatsRequest{GroupID: ofp.GroupAll}})
 	}
 }
