@@ -335,11 +335,17 @@ func (c *Controller) housekeep(ctx context.Context) {
 			return
 		case <-t.C:
 			c.affinity.expire(c.now())
-			for _, s := range c.switchConns() {
-				if s.master.Load() {
-					s.pollStats()
-				}
-			}
+			c.pollStats()
+		}
+	}
+}
+
+// pollStats asks every switch the controller is MASTER of for the counters
+// of sdnlb's flows.
+func (c *Controller) pollStats() {
+	for _, s := range c.switchConns() {
+		if s.master.Load() {
+			s.pollStats()
 		}
 	}
 }

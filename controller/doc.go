@@ -12,7 +12,12 @@
 //     immutable snapshot (snapshot.go) that each switch is synced to with
 //     the flow-mods reconcile.go computes.
 //   - switchconn.go is the OpenFlow connection to one switch: handshake,
-//     reader, writer, xids, keepalive, requests waiting for replies.
+//     reader, writer, xids, keepalive, requests waiting for replies. Its
+//     decide method is the one way to the switch's dataplane: under the
+//     connection's decision lock, the reader, configuration syncs and role
+//     changes (role.go) decide in turn, and a promotion replaces the
+//     dataplane there. What the handshake learns is set once, before the
+//     connection is registered, and read without a lock.
 //   - dataplane.go is one switch's decision, without I/O: given a snapshot,
 //     the time and a packet-in, it appends what to send to an outbox
 //     (outbox.go). It learns hosts (dataplane.go), sets up connections to

@@ -74,8 +74,7 @@ func FuzzSwitchConnHandle(f *testing.F) {
 	}
 	s := fuzzConn(f)
 	f.Fuzz(func(t *testing.T, typ byte, body []byte) {
-		s.handle(frameMessage(ofp.Type(typ), body))
-		s.write(s.out)
+		s.receive(frameMessage(ofp.Type(typ), body))
 		s.flush()
 	})
 }
@@ -105,8 +104,7 @@ func TestSwitchConn_GarbageAfterHello(t *testing.T) {
 		if len(m) < ofp.HeaderLen {
 			continue
 		}
-		s.handle(frameMessage(ofp.Type(m[1]), m[ofp.HeaderLen:]))
-		s.write(s.out)
+		s.receive(frameMessage(ofp.Type(m[1]), m[ofp.HeaderLen:]))
 	}
 	if err := s.flush(); err != nil {
 		t.Fatal(err)

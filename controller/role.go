@@ -101,9 +101,7 @@ func (s *switchConn) applyRole() {
 		}
 		wasMaster := s.master.Load()
 		if !r.master {
-			s.dpMu.Lock()
-			s.master.Store(false)
-			s.dpMu.Unlock()
+			s.decide(func(*dataplane, *outbox) { s.master.Store(false) })
 		}
 		s.asked = r
 		if err := s.send(r.ofp()); err != nil {
@@ -119,15 +117,19 @@ func (s *switchConn) applyRole() {
 			s.close()
 			return
 		}
-		s.dpMu.Lock()
-		if s.c.role() == r {
-			s.dp.settle(s.c.snap.Load())
-			s.dp = newDataplane(s.c.dataplaneConfig(s.log, s.dp.groups))
-			s.dp.adopt(s.c.now(), s.c.snap.Load(), have, s.out)
+		s.decide(func(old *dataplane, out *outbox) {
+			if s.c.role() != r {
+				return // changed meanwhile: the next turn applies it
+			}
+			// A new dataplane: the switch is what it holds now, not what
+			// this node decided while it last led. The old one gives back
+			// its share of the counters.
+			snap := s.c.snap.Load()
+			old.settle(snap)
+			s.dp = newDataplane(s.c.dataplaneConfig(s.log, s.groups))
+			s.dp.adopt(s.c.now(), snap, have, out)
 			s.master.Store(true)
-			s.write(s.out)
-		}
-		s.dpMu.Unlock()
+		})
 		if s.flush() != nil {
 			return
 		}
@@ -160,7 +162,7 @@ func (s *switchConn) readState() (switchState, error) {
 		return have, fmt.Errorf("flows: %w", err)
 	}
 	have.flows = r.stats
-	if s.dp.groups {
+	if s.groups {
 		if r, err = wait(ofp.MultipartRequest{Body: ofp.GroupDescRequest{}}); err != nil {
 			return have, fmt.Errorf("groups: %w", err)
 		}

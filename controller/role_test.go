@@ -1,6 +1,9 @@
 package controller
 
 import (
+	"context"
+	"fmt"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -148,5 +151,142 @@ func TestController_NoRoles(t *testing.T) {
 	}
 	if countMods(got) == 0 {
 		t.Fatal("no flow-mods at the handshake")
+	}
+}
+
+// A promotion gives the switch a new dataplane while the API lists the
+// switches and reads their flows, the stats are polled and the
+// configuration changes. Under -race, this fails if any of them reaches
+// the dataplane other than through its connection's lock.
+func TestController_RoleChangesWhileServing(t *testing.T) {
+	const (
+		roleChanges = 100 // alternating promotions and demotions
+		maxPerRound = 200 // calls of each loop during one role change
+	)
+	deadline := time.Now().Add(10 * time.Second)
+	h := startController(t, testConfig(nil), Options{Roles: true})
+	h.groups = true // so the polls and the promotions ask for groups too
+	sw, _ := h.connect(t, 1)
+
+	// Each role change is a round: the loops repeat their call until the
+	// switch saw the change take effect, so every promotion has them all
+	// running around it. A round's channel is closed when it ends.
+	var wg sync.WaitGroup
+	var rounds []chan chan struct{}
+	running := func(ended <-chan struct{}) bool {
+		select {
+		case <-ended:
+			return false
+		default:
+			return time.Now().Before(deadline)
+		}
+	}
+	during := func(what string, call func(i int) error) {
+		next := make(chan chan struct{}, 1)
+		rounds = append(rounds, next)
+		wg.Go(func() {
+			i := 0
+			for ended := range next {
+				for n := 0; n < maxPerRound && running(ended); n, i = n+1, i+1 {
+					if err := call(i); err != nil {
+						t.Errorf("%s: %v", what, err)
+						for range next { // the rounds go on without this loop
+						}
+						return
+					}
+				}
+			}
+		})
+	}
+	ctx := context.Background()
+	during("Switches", func(int) error {
+		sws, err := h.c.Switches(ctx)
+		if err == nil && (len(sws) != 1 || !sws[0].SelectGroups) {
+			err = fmt.Errorf("%+v, want the one switch, with select groups", sws)
+		}
+		return err
+	})
+	during("SwitchFlows", func(int) error {
+		_, err := h.c.SwitchFlows(ctx, formatDPID(1))
+		return err
+	})
+	during("stats poll", func(int) error {
+		h.c.pollStats()
+		return nil
+	})
+	during("configuration", func(i int) error {
+		h.src.set(testConfig(func(c *sdnlb.Config) {
+			if i%2 == 0 {
+				c.Members[1].Health.Status = sdnlb.MemberDown
+			}
+		}))
+		return nil
+	})
+
+	// applied carries each role change as the switch saw it take effect:
+	// a SLAVE request, or the first flow-mod after a MASTER request (the
+	// adoption's). One per change, so the sends never block.
+	applied := make(chan bool, roleChanges)
+	wg.Go(func() {
+		defer func() {
+			for _, next := range rounds {
+				close(next)
+			}
+		}()
+		for gen := uint64(1); gen <= roleChanges && time.Now().Before(deadline); gen++ {
+			ended := make(chan struct{})
+			for _, next := range rounds {
+				next <- ended
+			}
+			master := gen%2 == 1
+			h.c.SetRole(master, gen)
+			select {
+			case got := <-applied:
+				close(ended)
+				if got != master {
+					t.Errorf("generation %d: the switch saw master=%v, want %v", gen, got, master)
+					return
+				}
+			case <-time.After(waitFor):
+				t.Errorf("generation %d: master=%v never took effect", gen, master)
+				return
+			}
+		}
+	})
+
+	// The switch answers every request as one that holds none of sdnlb's
+	// flows, until the loops are done.
+	finished := make(chan struct{})
+	go func() { wg.Wait(); close(finished) }()
+	promoting := false
+	for {
+		var r received
+		select {
+		case r = <-sw.msgs:
+		case <-finished:
+			return
+		}
+		switch m := r.m.(type) {
+		case *ofp.RoleRequest:
+			sw.send(r.h.XID, ofp.RoleReply{Role: m.Role, GenerationID: m.GenerationID})
+			promoting = m.Role == ofp.RoleMaster
+			if !promoting {
+				applied <- false
+			}
+		case *ofp.FlowMod:
+			if promoting {
+				promoting = false
+				applied <- true
+			}
+		case *ofp.MultipartRequest:
+			switch m.Body.(type) {
+			case ofp.FlowStatsRequest:
+				sw.send(r.h.XID, ofp.MultipartReply{Body: ofp.FlowStatsReply{}})
+			case ofp.GroupDescRequest:
+				sw.send(r.h.XID, ofp.MultipartReply{Body: ofp.GroupDescReply{}})
+			case ofp.GroupStatsRequest:
+				sw.send(r.h.XID, ofp.MultipartReply{Body: ofp.GroupStatsReply{}})
+			}
+		}
 	}
 }

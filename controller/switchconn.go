@@ -20,18 +20,20 @@ const echoMisses = 3
 // switchConn is the OpenFlow connection to one switch: the handshake, the
 // reader, the writer, xids, keepalive and requests waiting for replies.
 // What to send for the switch's configuration, packet-ins, flow-removed
-// messages and flow stats is its dataplane's decision. One reader
-// goroutine reads, decodes and handles every message inline (no channel
-// hop) and owns the fields in the reader block; everything else is
-// guarded as noted.
+// messages and flow stats is its dataplane's decision, reached only
+// through decide. One reader goroutine reads, decodes and handles every
+// message inline (no channel hop) and owns the fields in the reader block;
+// what the handshake learns is set before the connection is registered and
+// read-only after; everything else is guarded as noted.
 type switchConn struct {
 	c           *Controller
 	conn        net.Conn
 	br          *bufio.Reader
-	log         *slog.Logger
+	log         *slog.Logger // the handshake adds the datapath id
 	remote      string
 	connectedAt time.Time
-	dpid        uint64 // set by the handshake, then read-only
+	dpid        uint64 // set by the handshake
+	groups      bool   // the switch has select groups; set by the handshake
 
 	xids       atomic.Uint32
 	unanswered atomic.Int32  // echo requests since the switch last spoke
@@ -42,15 +44,15 @@ type switchConn struct {
 	bw  *bufio.Writer
 	enc []byte
 
-	// dpMu guards dp and out. The reader holds it while it decides and
-	// buffers one message's answer, a configuration sync while it does
-	// the same: decisions reach the switch in the order they were made,
-	// so a sync's purge always follows the setups decided before it.
+	// dpMu guards the decision state, dp and out, and is held only by
+	// decide. dp is made before the connection is registered and replaced
+	// by a promotion, inside decide.
 	dpMu sync.Mutex
 	dp   *dataplane
 	out  *outbox
-	// master: the dataplane decides for this switch (MASTER, or no roles);
-	// changed under dpMu, so no decision is half made when it changes.
+	// master: the dataplane decides for this switch (MASTER, or no roles).
+	// Set only inside decide, so no decision is half made when it changes;
+	// atomic, so the stats poll can ask without waiting for a decision.
 	master atomic.Bool
 
 	// roleMu serializes role changes; asked is the role last asked for.
@@ -127,7 +129,7 @@ func (c *Controller) serveConn(ctx context.Context, conn net.Conn) {
 	stop := context.AfterFunc(ctx, s.close)
 	defer stop()
 
-	groups, have, err := s.handshake()
+	have, err := s.handshake()
 	c.guard.handshakeDone()
 	if err != nil {
 		if !errors.Is(err, errClosed) && !s.closed() {
@@ -143,7 +145,7 @@ func (c *Controller) serveConn(ctx context.Context, conn net.Conn) {
 			"remote", s.remote, "dpid", formatDPID(s.dpid), "connected_from", old.remote)
 		return
 	}
-	s.dp = newDataplane(c.dataplaneConfig(s.log, groups))
+	s.dp = newDataplane(c.dataplaneConfig(s.log, s.groups))
 	// A follower asks for SLAVE and leaves the switch as it is; the
 	// leader asks for MASTER (before its first flow-mod) and adopts.
 	r := c.role()
@@ -152,9 +154,10 @@ func (c *Controller) serveConn(ctx context.Context, conn net.Conn) {
 		s.send(r.ofp())
 	}
 	if r.master {
-		s.dp.adopt(c.now(), c.snap.Load(), have, s.out)
-		s.master.Store(true)
-		s.write(s.out)
+		s.decide(func(dp *dataplane, out *outbox) {
+			dp.adopt(c.now(), c.snap.Load(), have, out)
+			s.master.Store(true)
+		})
 	}
 	// Registered, the switch follows every configuration from now on; the
 	// sync catches one that came between the adoption and here, and
@@ -174,9 +177,7 @@ func (c *Controller) serveConn(ctx context.Context, conn net.Conn) {
 		err = s.readLoop()
 	}
 	c.unregister(s)
-	s.dpMu.Lock()
-	s.dp.settle(c.snap.Load())
-	s.dpMu.Unlock()
+	s.decide(func(dp *dataplane, _ *outbox) { dp.settle(c.snap.Load()) })
 	s.failPending()
 	switch {
 	case s.closed():
@@ -191,36 +192,36 @@ func (c *Controller) serveConn(ctx context.Context, conn net.Conn) {
 // handshake says hello, learns the datapath id and whether the switch has
 // select groups, configures it and reads the flows and groups of sdnlb's
 // it holds, which the first sync adopts.
-func (s *switchConn) handshake() (groups bool, have switchState, err error) {
+func (s *switchConn) handshake() (have switchState, err error) {
 	s.conn.SetDeadline(time.Now().Add(handshakeTimeout))
 	defer s.conn.SetDeadline(time.Time{})
 	if err := s.send(ofp.Hello{Versions: []uint8{ofp.Version}}); err != nil {
-		return false, have, err
+		return have, err
 	}
 	b, err := ofp.ReadMessage(s.br, s.rbuf)
 	if err != nil {
-		return false, have, fmt.Errorf("read hello: %w", err)
+		return have, fmt.Errorf("read hello: %w", err)
 	}
 	h, m, err := ofp.Decode(b)
 	hello, ok := m.(*ofp.Hello)
 	if err != nil || !ok {
-		return false, have, fmt.Errorf("expected HELLO, got %s: %w", h.Type, malformed(err))
+		return have, fmt.Errorf("expected HELLO, got %s: %w", h.Type, malformed(err))
 	}
 	if !hello.Supports(ofp.Version) {
 		s.log.Error("switch does not speak OpenFlow 1.3; refusing it", "versions", hello.Versions)
 		s.send(&ofp.ErrorMsg{ErrType: ofp.ErrTypeHelloFailed, Code: ofp.HelloFailedIncompatible,
 			Data: []byte("sdnlb speaks OpenFlow 1.3 only")})
-		return false, have, errClosed
+		return have, errClosed
 	}
 	if err := s.send(ofp.FeaturesRequest{}); err != nil {
-		return false, have, err
+		return have, err
 	}
 	// The replies awaited, by xid: group features, then sdnlb's flows and
 	// (with groups) the group descriptions.
 	var featuresXID, flowsXID, groupsXID uint32
 	flowsDone, groupsDone := false, false
-	readState := func(withGroups bool) error {
-		groups = withGroups
+	readState := func(groups bool) error {
+		s.groups = groups
 		if !groups {
 			s.log.Warn("switch has no select groups; its SWITCH pools are dispatched by the controller")
 		}
@@ -240,12 +241,12 @@ func (s *switchConn) handshake() (groups bool, have switchState, err error) {
 	for !flowsDone || !groupsDone {
 		b, err := ofp.ReadMessage(s.br, s.rbuf)
 		if err != nil {
-			return false, have, fmt.Errorf("read handshake reply: %w", err)
+			return have, fmt.Errorf("read handshake reply: %w", err)
 		}
 		s.rbuf = b
 		h, m, err := ofp.Decode(b)
 		if err != nil {
-			return false, have, fmt.Errorf("during handshake: %w", malformed(err))
+			return have, fmt.Errorf("during handshake: %w", malformed(err))
 		}
 		switch m := m.(type) {
 		case *ofp.FeaturesReply:
@@ -253,7 +254,7 @@ func (s *switchConn) handshake() (groups bool, have switchState, err error) {
 			s.log = s.log.With("dpid", formatDPID(s.dpid))
 			featuresXID = s.xids.Add(1)
 			if err := s.sendXID(featuresXID, ofp.MultipartRequest{Body: ofp.GroupFeaturesRequest{}}); err != nil {
-				return false, have, err
+				return have, err
 			}
 		case *ofp.MultipartReply:
 			last := m.Flags&ofp.MultipartReplyMore == 0
@@ -261,7 +262,7 @@ func (s *switchConn) handshake() (groups bool, have switchState, err error) {
 			case ofp.GroupFeaturesReply:
 				if h.XID == featuresXID {
 					if err := readState(body.Types&(1<<ofp.GroupTypeSelect) != 0); err != nil {
-						return false, have, err
+						return have, err
 					}
 				}
 			case ofp.FlowStatsReply:
@@ -287,7 +288,7 @@ func (s *switchConn) handshake() (groups bool, have switchState, err error) {
 			switch {
 			case featuresXID != 0 && h.XID == featuresXID:
 				if err := readState(false); err != nil { // no group support at all
-					return false, have, err
+					return have, err
 				}
 			case h.XID == groupsXID && groupsXID != 0:
 				groupsDone = true
@@ -296,22 +297,32 @@ func (s *switchConn) handshake() (groups bool, have switchState, err error) {
 			}
 		}
 	}
-	return groups, have, nil
+	return have, nil
 }
 
 // sync brings the switch from the configuration it has to snap. Calls from
 // the reload loop and from the handshake may race; the older snapshot
 // loses.
 func (s *switchConn) sync(snap *snapshot) error {
+	s.decide(func(dp *dataplane, out *outbox) {
+		if s.master.Load() {
+			dp.configure(s.c.now(), snap, out)
+		}
+	})
+	return s.flush()
+}
+
+// decide runs f on the switch's dataplane and buffers, unflushed, what f
+// decided to send. It is the only way to the dataplane: the reader, a
+// configuration sync and a role change take turns under dpMu, so
+// decisions reach the switch in the order they were made (a sync's purge
+// always follows the setups decided before it) and a promotion never
+// replaces the dataplane under a decision.
+func (s *switchConn) decide(f func(dp *dataplane, out *outbox)) {
 	s.dpMu.Lock()
-	if !s.master.Load() {
-		s.dpMu.Unlock()
-		return nil
-	}
-	s.dp.configure(s.c.now(), snap, s.out)
+	f(s.dp, s.out)
 	s.write(s.out)
 	s.dpMu.Unlock()
-	return s.flush()
 }
 
 // send writes messages with fresh xids and flushes.
@@ -414,7 +425,7 @@ func (s *switchConn) pollStats() {
 	xid := s.xids.Add(1)
 	s.pollXID.Store(xid)
 	s.sendXID(xid, ofp.MultipartRequest{Body: statsRequest()})
-	if s.dp.groups {
+	if s.groups {
 		s.send(ofp.MultipartRequest{Body: ofp.GroupStatsRequest{GroupID: ofp.GroupAll}})
 	}
 }
@@ -446,51 +457,53 @@ func (s *switchConn) readLoop() error {
 		s.rbuf = b
 		s.unanswered.Store(0)
 		s.heard.Store(time.Now().UnixNano())
-		s.dpMu.Lock()
-		err = s.handle(b)
-		s.write(s.out)
-		s.dpMu.Unlock()
-		if err != nil {
+		if err := s.receive(b); err != nil {
 			s.flush() // the OpenFlow error that answers it, if any
 			return err
 		}
 	}
 }
 
+// receive handles one message from the switch as one decision.
+func (s *switchConn) receive(b []byte) (err error) {
+	s.decide(func(dp *dataplane, out *outbox) { err = s.handle(dp, out, b) })
+	return err
+}
+
 // handle dispatches one message. Only a message that cannot be parsed ends
 // the connection; one of a type the codec does not know is answered with an
 // OpenFlow error.
-func (s *switchConn) handle(b []byte) error {
+func (s *switchConn) handle(dp *dataplane, out *outbox, b []byte) error {
 	h, err := ofp.ParseHeader(b)
 	if err != nil {
 		return malformed(err)
 	}
 	now := s.c.now()
-	s.dp.expireHeld(now)
+	dp.expireHeld(now)
 	if !s.master.Load() && (h.Type == ofp.TypePacketIn || h.Type == ofp.TypeFlowRemoved) {
 		return nil // a slave's: switches send none by default, and it answers none
 	}
 	switch h.Type {
 	case ofp.TypePacketIn:
 		if _, err := ofp.DecodeInto(b, &s.pin); err != nil {
-			return s.decodeFailed(h, b, err)
+			return s.decodeFailed(out, h, b, err)
 		}
-		s.dp.packetIn(now, s.dp.installed, &s.pin, s.out)
+		dp.packetIn(now, dp.installed, &s.pin, out)
 		return nil
 	case ofp.TypeFlowRemoved:
 		if _, err := ofp.DecodeInto(b, &s.removed); err != nil {
-			return s.decodeFailed(h, b, err)
+			return s.decodeFailed(out, h, b, err)
 		}
-		s.dp.flowRemoved(now, s.dp.installed, &s.removed)
+		dp.flowRemoved(now, dp.installed, &s.removed)
 		return nil
 	}
 	_, m, err := ofp.Decode(b)
 	if err != nil {
-		return s.decodeFailed(h, b, err)
+		return s.decodeFailed(out, h, b, err)
 	}
 	switch m := m.(type) {
 	case *ofp.EchoRequest:
-		s.out.reply(h.XID, ofp.EchoReply{Data: m.Data})
+		out.reply(h.XID, ofp.EchoReply{Data: m.Data})
 	case *ofp.ErrorMsg:
 		s.logSwitchError(now, h.XID, m)
 		s.finishRequest(h.XID, m)
@@ -510,7 +523,7 @@ func (s *switchConn) handle(b []byte) error {
 			s.log.Debug("ignoring experimenter message", "experimenter", m.Experimenter, "exp_type", m.ExpType)
 		}
 	case *ofp.MultipartReply:
-		s.handleMultipart(h.XID, m)
+		s.handleMultipart(dp, h.XID, m)
 	case *ofp.PortStatus:
 		s.portsMu.Lock()
 		if m.Reason == ofp.PortReasonDelete {
@@ -526,7 +539,7 @@ func (s *switchConn) handle(b []byte) error {
 	return nil
 }
 
-func (s *switchConn) handleMultipart(xid uint32, m *ofp.MultipartReply) {
+func (s *switchConn) handleMultipart(dp *dataplane, xid uint32, m *ofp.MultipartReply) {
 	last := m.Flags&ofp.MultipartReplyMore == 0
 	switch body := m.Body.(type) {
 	case ofp.PortDescReply:
@@ -536,7 +549,7 @@ func (s *switchConn) handleMultipart(xid uint32, m *ofp.MultipartReply) {
 		}
 		s.portsMu.Unlock()
 	case ofp.GroupStatsReply:
-		s.dp.groupPollPart(s.dp.installed, body.Stats, last)
+		dp.groupPollPart(dp.installed, body.Stats, last)
 	case ofp.GroupDescReply:
 		s.pendMu.Lock()
 		if r := s.pending[xid]; r != nil {
@@ -549,10 +562,10 @@ func (s *switchConn) handleMultipart(xid uint32, m *ofp.MultipartReply) {
 	case ofp.FlowStatsReply:
 		if xid == s.pollXID.Load() {
 			if xid != s.assembling {
-				s.dp.beginPoll()
+				dp.beginPoll()
 				s.assembling = xid
 			}
-			s.dp.pollPart(s.dp.installed, body.Stats, last)
+			dp.pollPart(dp.installed, body.Stats, last)
 			if last {
 				s.assembling = 0
 			}
@@ -627,9 +640,9 @@ func (s *switchConn) logSwitchError(now time.Time, xid uint32, m *ofp.ErrorMsg) 
 
 // decodeFailed answers an unsupported message with an OpenFlow error and
 // carries on; anything else malformed ends the connection.
-func (s *switchConn) decodeFailed(h ofp.Header, b []byte, err error) error {
+func (s *switchConn) decodeFailed(out *outbox, h ofp.Header, b []byte, err error) error {
 	if e := ofp.ErrorFor(err, b); e != nil {
-		s.out.reply(h.XID, e)
+		out.reply(h.XID, e)
 	}
 	if errors.Is(err, ofp.ErrUnsupported) {
 		s.log.Warn("unsupported OpenFlow message from switch", "err", err)

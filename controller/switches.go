@@ -17,7 +17,7 @@ func (c *Controller) Switches(ctx context.Context) ([]*sdnlb.Switch, error) {
 	out := make([]*sdnlb.Switch, 0, len(conns))
 	for _, s := range conns {
 		sw := &sdnlb.Switch{DPID: formatDPID(s.dpid), Address: s.remote, ConnectedAt: s.connectedAt, Ports: []sdnlb.SwitchPort{},
-			SelectGroups: s.dp.groups}
+			SelectGroups: s.groups}
 		s.portsMu.Lock()
 		for _, p := range s.ports {
 			sw.Ports = append(sw.Ports, sdnlb.SwitchPort{
