@@ -276,7 +276,8 @@ func (dp *dataplane) handleARP(p *packetIn, out *outbox) {
 	case v == nil:
 		dp.forwardL2(p, out)
 	case a.Operation == arpRequest && !p.fromARPAnswer():
-		dp.frame = appendARP(dp.frame[:0], arpReply, sha, v.mac, v.ip, sha, spa)
+		// Addressed to the frame's sender, as the switch's answer is.
+		dp.frame = appendARP(dp.frame[:0], arpReply, p.ethSrc(), v.mac, v.ip, sha, spa)
 		dp.packetOut(p.inPort, ofp.PortInPort, dp.frame, out)
 		if dp.debug {
 			dp.log.Debug("answered ARP for VIP", "vip", v.id, "asker", ipString(spa), "port", p.inPort)

@@ -355,6 +355,36 @@ func TestDataplane_ARP(t *testing.T) {
 		d := newDecision(t, testConfig(nil))
 		assertSent(t, d.packetIn(clientOF, request), learnClient, arpReplyLine)
 	})
+	// The switch's answer and the controller's are the same frame, also
+	// for a request whose frame and ARP senders differ.
+	t.Run("SwitchAnswersAsTheControllerDoes", func(t *testing.T) {
+		d := newDecisionL2(t, testConfig(nil), L2Normal)
+		proxied := serialize(t,
+			&layers.Ethernet{SrcMAC: mustMAC(t, "cc:00:00:00:00:02"), DstMAC: mustMAC(t, "ff:ff:ff:ff:ff:ff"), EthernetType: layers.EthernetTypeARP},
+			&layers.ARP{AddrType: layers.LinkTypeEthernet, Protocol: layers.EthernetTypeIPv4, HwAddressSize: 6, ProtAddressSize: 4,
+				Operation: arpRequest, SourceHwAddress: mustMAC(t, clientMAC), SourceProtAddress: net.ParseIP(clientIP).To4(),
+				DstHwAddress: make([]byte, 6), DstProtAddress: net.ParseIP("10.0.0.100").To4()})
+		p, err := oftable.ParseFrame(clientOF, proxied)
+		if err != nil {
+			t.Fatal(err)
+		}
+		fromSwitch := d.sw.Process(p).Out
+		d.dp.packetIn(d.now, d.snap, &ofp.PacketIn{BufferID: ofp.NoBuffer, TotalLen: uint16(len(proxied)), Reason: ofp.ReasonNoMatch,
+			Cookie: makeCookie(catBase, 0, 0), Match: ofp.Match{OXMs: []ofp.OXM{ofp.MatchInPort(clientOF)}}, Data: proxied}, d.out)
+		_, m, err := ofp.Decode(d.out.buf)
+		d.out.reset()
+		po, ok := m.(*ofp.PacketOut)
+		if err != nil || !ok {
+			t.Fatalf("the controller sent %T, %v; want its answer", m, err)
+		}
+		fromController, err := oftable.ParseFrame(clientOF, po.Data)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if fromSwitch != fromController {
+			t.Errorf("answers differ\nswitch:     %v\ncontroller: %v", fromSwitch, fromController)
+		}
+	})
 	t.Run("AnnouncementOfVIPAddressDropped", func(t *testing.T) {
 		d := newDecisionL2(t, testConfig(nil), L2Normal)
 		announce := arpFrame(t, 1, clientMAC, "ff:ff:ff:ff:ff:ff", "10.0.0.100", "10.0.0.100", "00:00:00:00:00:00")
