@@ -181,3 +181,34 @@ func TestAdopt_SwitchDispatch(t *testing.T) {
 		})
 	}
 }
+
+// The switch's answer to ARP for a VIP is adopted like any flow: a
+// restart leaves it as it is, and one given by a VIP deleted meanwhile is
+// replaced in place by the answer of the VIP that answers for the address
+// now.
+func TestAdopt_ARPAnswer(t *testing.T) {
+	request := arpFrame(t, 1, clientMAC, "ff:ff:ff:ff:ff:ff", clientIP, "10.0.0.100", "00:00:00:00:00:00")
+	t.Run("Kept", func(t *testing.T) {
+		d := newDecisionL2(t, testConfig(nil), L2Normal)
+		if mods := flowModLines(d.restart(testConfig(nil), 0)); len(mods) != 0 {
+			t.Errorf("changes to a switch that holds what is wanted:\n%s", strings.Join(mods, "\n"))
+		}
+		if got := d.forward(clientOF, request); got != "output:10 "+arpReplyFrame {
+			t.Errorf("after the restart ARP for the VIP went\n  %s\nwant\n  output:10 %s", got, arpReplyFrame)
+		}
+	})
+	t.Run("AnsweringVIPGone", func(t *testing.T) {
+		d := newDecisionL2(t, testConfig(func(c *sdnlb.Config) {
+			c.VIPs = append(c.VIPs, &sdnlb.VIP{ID: "v0", Address: "10.0.0.100", Protocol: sdnlb.ProtocolUDP, Port: 53,
+				ConnectionLimit: -1, AdminStateUp: true, MAC: "02:00:00:00:00:99"})
+		}), L2Normal)
+		for _, l := range flowModLines(d.restart(testConfig(nil), 0)) {
+			if strings.Contains(l, "priority=51") && !strings.HasPrefix(l, "flow_mod cookie=") {
+				t.Errorf("adoption deleted the ARP answer instead of replacing it: %s", l)
+			}
+		}
+		if got := d.forward(clientOF, request); got != "output:10 "+arpReplyFrame {
+			t.Errorf("after the restart ARP for the VIP went\n  %s\nwant\n  output:10 %s", got, arpReplyFrame)
+		}
+	})
+}

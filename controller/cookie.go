@@ -32,6 +32,10 @@ const (
 	// member address of a SWITCH NAT pool (member number).
 	catDispatch    category = 0x05
 	catMemberRoute category = 0x06
+	// The answer to ARP requests for a VIP address, built in the switch;
+	// VIP number of the VIP whose MAC answers (VIPs sharing an address
+	// share it).
+	catARPAnswer category = 0x07
 	// The two directions of a connection differ in the lowest bit only, so
 	// connMask selects both.
 	catConn      category = 0x10 // client → member

@@ -106,7 +106,7 @@ func (dp *dataplane) configure(now time.Time, snap *snapshot, out *outbox) {
 	if snap.gen <= dp.installed.gen {
 		return
 	}
-	mods, announce := reconcile(dp.installed, snap, dp.groups)
+	mods, announce := reconcile(dp.installed, snap, dp.groups, dp.l2)
 	dp.installed = snap
 	for i := range mods {
 		out.send(&mods[i])
@@ -237,6 +237,13 @@ func (p *packetIn) fromReplyPunt() bool {
 	return ok && cat == catMemberReply
 }
 
+// fromARPAnswer reports whether the switch's ARP answer sent the packet,
+// which the switch has then answered.
+func (p *packetIn) fromARPAnswer() bool {
+	cat, _, _, ok := cookieParts(p.cookie)
+	return ok && cat == catARPAnswer
+}
+
 // packetOut sends data out of port; inPort is the port it came in on.
 func (dp *dataplane) packetOut(inPort, port uint32, data []byte, out *outbox) {
 	dp.out = ofp.ActionOutput{Port: port}
@@ -250,7 +257,11 @@ func (dp *dataplane) sendFrame(inPort uint32, actions []ofp.Action, data []byte,
 }
 
 // handleARP answers requests for VIP addresses, learns every sender (that
-// is how member MACs become known) and forwards the rest.
+// is how member MACs become known) and forwards the rest. The switch
+// answers requests for VIP addresses itself (arpAnswerFlows); one reaches
+// the controller when it came before the switch had the answer or from a
+// switch that refused it, and is answered here alike, or as the copy
+// L2Learn sends up of one the switch answered, which is only learned from.
 func (dp *dataplane) handleARP(p *packetIn, out *outbox) {
 	a := &p.arp
 	sha, spa, tpa := [6]byte(a.SourceHwAddress), ip4(a.SourceProtAddress), ip4(a.DstProtAddress)
@@ -264,8 +275,9 @@ func (dp *dataplane) handleARP(p *packetIn, out *outbox) {
 	switch {
 	case v == nil:
 		dp.forwardL2(p, out)
-	case a.Operation == arpRequest:
-		dp.frame = appendARP(dp.frame[:0], arpReply, sha, v.mac, v.ip, sha, spa)
+	case a.Operation == arpRequest && !p.fromARPAnswer():
+		// Addressed to the frame's sender, as the switch's answer is.
+		dp.frame = appendARP(dp.frame[:0], arpReply, p.ethSrc(), v.mac, v.ip, sha, spa)
 		dp.packetOut(p.inPort, ofp.PortInPort, dp.frame, out)
 		if dp.debug {
 			dp.log.Debug("answered ARP for VIP", "vip", v.id, "asker", ipString(spa), "port", p.inPort)

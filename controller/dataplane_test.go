@@ -151,7 +151,7 @@ func (d *decision) holding() switchState {
 
 // forward is where the switch's table sends a frame arriving on inPort,
 // as "output:PORTS PACKET" with the packet after the flow's rewrites, or
-// "CONTROLLER" when the table punts it.
+// "CONTROLLER" when the table only punts it.
 func (d *decision) forward(inPort uint32, frame []byte) string {
 	d.tb.Helper()
 	p, err := oftable.ParseFrame(inPort, frame)
@@ -159,7 +159,7 @@ func (d *decision) forward(inPort uint32, frame []byte) string {
 		d.tb.Fatal(err)
 	}
 	r := d.sw.Process(p)
-	if slices.Contains(r.Ports, ofp.PortController) {
+	if slices.Equal(r.Ports, []uint32{ofp.PortController}) {
 		return "CONTROLLER"
 	}
 	if len(r.Ports) == 0 {
@@ -320,12 +320,95 @@ func rstLine(sport uint16, flags string) string {
 
 var learnClient = l2Line(clientMAC, clientOF)
 
+// The reply the switch, or the controller, gives a client's ARP request
+// for the VIP.
+const (
+	arpReplyLine  = "packet_out in_port=10 actions=IN_PORT data=arp 02:00:00:00:01:00>cc:00:00:00:00:01 op=2 sha=02:00:00:00:01:00 spa=10.0.0.100 tha=cc:00:00:00:00:01 tpa=10.0.1.5"
+	arpReplyFrame = "arp op=2 10.0.0.100 (02:00:00:00:01:00) > 10.0.1.5 (cc:00:00:00:00:01) in_port=10 dl_src=02:00:00:00:01:00 dl_dst=cc:00:00:00:00:01"
+)
+
 func TestDataplane_ARP(t *testing.T) {
-	t.Run("ForVIPAnswered", func(t *testing.T) {
+	request := arpFrame(t, 1, clientMAC, "ff:ff:ff:ff:ff:ff", clientIP, "10.0.0.100", "00:00:00:00:00:00")
+	// The switch answers without the controller, broadcast requests and
+	// the unicast ones a client checks a cached entry with alike.
+	t.Run("ForVIPAnsweredBySwitch", func(t *testing.T) {
+		d := newDecisionL2(t, testConfig(nil), L2Normal)
+		unicast := arpFrame(t, 1, clientMAC, vipMAC, clientIP, "10.0.0.100", vipMAC)
+		for _, frame := range [][]byte{request, unicast} {
+			if got := d.forward(clientOF, frame); got != "output:10 "+arpReplyFrame {
+				t.Errorf("went\n  %s\nwant\n  output:10 %s", got, arpReplyFrame)
+			}
+		}
+	})
+	// Under L2Learn the switch answers too, and sends the request up for
+	// the controller to learn where the client is; it does not answer again.
+	t.Run("ForVIPAnsweredBySwitchAndLearnedFrom", func(t *testing.T) {
 		d := newDecision(t, testConfig(nil))
-		got := d.packetIn(clientOF, arpFrame(t, 1, clientMAC, "ff:ff:ff:ff:ff:ff", clientIP, "10.0.0.100", "00:00:00:00:00:00"))
-		assertSent(t, got, learnClient,
-			"packet_out in_port=10 actions=IN_PORT data=arp 02:00:00:00:01:00>cc:00:00:00:00:01 op=2 sha=02:00:00:00:01:00 spa=10.0.0.100 tha=cc:00:00:00:00:01 tpa=10.0.1.5")
+		if got := d.forward(clientOF, request); got != "output:CONTROLLER,10 "+arpReplyFrame {
+			t.Errorf("went\n  %s\nwant\n  output:CONTROLLER,10 %s", got, arpReplyFrame)
+		}
+		assertSent(t, d.punt(makeCookie(catARPAnswer, 1, 0), clientOF, request), learnClient)
+	})
+	// A request that reaches the controller (before the switch had the
+	// answer, or from a switch that refused it) gets the same answer.
+	t.Run("ForVIPReachingTheControllerAnswered", func(t *testing.T) {
+		d := newDecision(t, testConfig(nil))
+		assertSent(t, d.packetIn(clientOF, request), learnClient, arpReplyLine)
+	})
+	// The switch's answer and the controller's are the same frame, also
+	// for a request whose frame and ARP senders differ.
+	t.Run("SwitchAnswersAsTheControllerDoes", func(t *testing.T) {
+		d := newDecisionL2(t, testConfig(nil), L2Normal)
+		proxied := serialize(t,
+			&layers.Ethernet{SrcMAC: mustMAC(t, "cc:00:00:00:00:02"), DstMAC: mustMAC(t, "ff:ff:ff:ff:ff:ff"), EthernetType: layers.EthernetTypeARP},
+			&layers.ARP{AddrType: layers.LinkTypeEthernet, Protocol: layers.EthernetTypeIPv4, HwAddressSize: 6, ProtAddressSize: 4,
+				Operation: arpRequest, SourceHwAddress: mustMAC(t, clientMAC), SourceProtAddress: net.ParseIP(clientIP).To4(),
+				DstHwAddress: make([]byte, 6), DstProtAddress: net.ParseIP("10.0.0.100").To4()})
+		p, err := oftable.ParseFrame(clientOF, proxied)
+		if err != nil {
+			t.Fatal(err)
+		}
+		fromSwitch := d.sw.Process(p).Out
+		d.dp.packetIn(d.now, d.snap, &ofp.PacketIn{BufferID: ofp.NoBuffer, TotalLen: uint16(len(proxied)), Reason: ofp.ReasonNoMatch,
+			Cookie: makeCookie(catBase, 0, 0), Match: ofp.Match{OXMs: []ofp.OXM{ofp.MatchInPort(clientOF)}}, Data: proxied}, d.out)
+		_, m, err := ofp.Decode(d.out.buf)
+		d.out.reset()
+		po, ok := m.(*ofp.PacketOut)
+		if err != nil || !ok {
+			t.Fatalf("the controller sent %T, %v; want its answer", m, err)
+		}
+		fromController, err := oftable.ParseFrame(clientOF, po.Data)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if fromSwitch != fromController {
+			t.Errorf("answers differ\nswitch:     %v\ncontroller: %v", fromSwitch, fromController)
+		}
+	})
+	t.Run("AnnouncementOfVIPAddressDropped", func(t *testing.T) {
+		d := newDecisionL2(t, testConfig(nil), L2Normal)
+		announce := arpFrame(t, 1, clientMAC, "ff:ff:ff:ff:ff:ff", "10.0.0.100", "10.0.0.100", "00:00:00:00:00:00")
+		if got := d.forward(clientOF, announce); got != "drop" {
+			t.Errorf("a host announcing the VIP's address went %s, want drop", got)
+		}
+	})
+	// VIPs sharing an address answer with the lowest id's MAC, also once
+	// that VIP is gone.
+	t.Run("SharedAddressAnsweredByLowestID", func(t *testing.T) {
+		withV0 := func(c *sdnlb.Config) {
+			c.VIPs = append(c.VIPs, &sdnlb.VIP{ID: "v0", Address: "10.0.0.100", Protocol: sdnlb.ProtocolUDP, Port: 53,
+				ConnectionLimit: -1, AdminStateUp: true, MAC: "02:00:00:00:00:99"})
+		}
+		d := newDecisionL2(t, testConfig(nil), L2Normal)
+		d.configure(testConfig(withV0))
+		want := "output:10 " + strings.ReplaceAll(arpReplyFrame, vipMAC, "02:00:00:00:00:99")
+		if got := d.forward(clientOF, request); got != want {
+			t.Errorf("with v0 added went\n  %s\nwant\n  %s", got, want)
+		}
+		d.configure(testConfig(nil))
+		if got := d.forward(clientOF, request); got != "output:10 "+arpReplyFrame {
+			t.Errorf("with v0 gone went\n  %s\nwant\n  output:10 %s", got, arpReplyFrame)
+		}
 	})
 	t.Run("OtherLearnedAndFlooded", func(t *testing.T) {
 		d := newDecision(t, testConfig(nil))
@@ -745,10 +828,10 @@ func TestDataplane_LearnedTablesBounded(t *testing.T) {
 func TestDataplane_SwitchCarriesConnection(t *testing.T) {
 	d := newDecision(t, testConfig(nil))
 	arpForVIP := arpFrame(t, 1, clientMAC, "ff:ff:ff:ff:ff:ff", clientIP, "10.0.0.100", "00:00:00:00:00:00")
-	if got := d.forward(clientOF, arpForVIP); got != "CONTROLLER" {
+	if got := d.forward(clientOF, arpForVIP); got != "output:CONTROLLER,10 "+arpReplyFrame {
 		t.Errorf("ARP for the VIP went %s", got)
 	}
-	d.packetIn(clientOF, arpForVIP)
+	d.punt(makeCookie(catARPAnswer, 1, 0), clientOF, arpForVIP)
 	d.teach(1, 2, 3)
 	first := syn(t, 40000)
 	if got := d.forward(clientOF, first); got != "CONTROLLER" {

@@ -1,5 +1,6 @@
 // Package controller is sdnlb's embedded OpenFlow 1.3 controller: switch
-// connections, the ARP proxy, L2 learning and the load-balancing data path.
+// connections, the switch's answers to ARP for VIPs, L2 learning and the
+// load-balancing data path.
 //
 //	c := controller.New(store, controller.Options{Logger: log})
 //	go c.Serve(ctx, ln)

@@ -2,6 +2,7 @@ package controller
 
 import (
 	"encoding/binary"
+	"slices"
 
 	"github.com/sdnlb/sdnlb/controller/ofp"
 )
@@ -18,7 +19,9 @@ const (
 	// tableClassify
 	prioConnection  uint16 = 1000 // a connection's NAT flow pair, on its full 5-tuple
 	prioMemberReply uint16 = 900  // per member address: its replies → CONTROLLER, or the tracker (SWITCH NAT)
-	prioVIPPunt     uint16 = 500  // per VIP: ARP for it, its service → CONTROLLER, the group (SWITCH DSR) or the tracker (SWITCH NAT); +1 on one port
+	prioARPClaim    uint16 = 511  // per VIP address: an ARP request for it from it (a host announcing it holds it) → drop
+	prioARPAnswer   uint16 = 510  // per VIP address: an ARP request for it → the reply, built in the switch, out IN_PORT
+	prioVIPPunt     uint16 = 500  // per VIP: other ARP for it and ARP to its MAC, its service → CONTROLLER, the group (SWITCH DSR) or the tracker (SWITCH NAT); +1 on one port
 	prioVIPDrop     uint16 = 499  // per VIP address: any other IPv4 to it → drop
 	prioToL2        uint16 = 0    // the rest → tableL2
 
@@ -147,11 +150,14 @@ func baseFlows(mode L2Mode) []ofp.FlowMod {
 	return []ofp.FlowMod{toL2.add(), trackedMiss.add(), routeMiss.add(), miss.add()}
 }
 
-// vipFlows punts ARP for the VIP address and ARP to the VIP's MAC (the
-// answers to the controller's probes for members) and new connections to
-// the VIP service to the controller, and drops other IPv4 to the address.
-// ICMP VIPs punt echo requests only.
-func vipFlows(v *vipState) []ofp.FlowMod {
+// vipFlows are a VIP's rows of tableClassify: the switch answers ARP
+// requests for the VIP's address itself, with the MAC of answerer (the
+// VIP that answers for the address, snapshot.vipByAddr); other ARP for the
+// address, ARP to the VIP's MAC (the answers to the controller's probes
+// for members) and new connections to the VIP service go to the
+// controller; other IPv4 to the address is dropped. ICMP VIPs punt echo
+// requests only.
+func vipFlows(v, answerer *vipState, l2 L2Mode) []ofp.FlowMod {
 	cookie := makeCookie(catVIP, v.num, 0)
 	arpPunt := flow{cookie: cookie, priority: prioVIPPunt, actions: []ofp.Action{toController},
 		match: []ofp.OXM{ofp.MatchEthType(ethTypeARP), ofp.MatchARPTPA(v.ip)}}
@@ -159,7 +165,36 @@ func vipFlows(v *vipState) []ofp.FlowMod {
 		match: []ofp.OXM{ofp.MatchEthDst(v.mac), ofp.MatchEthType(ethTypeARP)}}
 	otherDrop := flow{cookie: cookie, priority: prioVIPDrop,
 		match: []ofp.OXM{ofp.MatchEthType(ethTypeIPv4), ofp.MatchIPv4Dst(v.ip)}}
-	return []ofp.FlowMod{arpPunt.add(), probeAnswers.add(), servicePunt(v), otherDrop.add()}
+	return append(arpAnswerFlows(answerer, l2), arpPunt.add(), probeAnswers.add(), servicePunt(v), otherDrop.add())
+}
+
+// arpAnswerFlows answer ARP requests for v's address in the switch, as the
+// controller answers them, so that clients resolve the VIP while the
+// controller is down: the request, broadcast or sent to the VIP's MAC,
+// becomes the reply from v's MAC and goes back out the port it came in on.
+// A request from the address itself (a host announcing that it holds it)
+// is dropped, as the controller ignores it. Under L2Learn the controller
+// still gets each request: where the asker lives is what it learns from
+// it.
+func arpAnswerFlows(v *vipState, l2 L2Mode) []ofp.FlowMod {
+	cookie := makeCookie(catARPAnswer, v.num, 0)
+	request := []ofp.OXM{ofp.MatchEthType(ethTypeARP), ofp.MatchARPOp(arpRequest), ofp.MatchARPTPA(v.ip)}
+	claim := flow{cookie: cookie, priority: prioARPClaim, match: append(slices.Clone(request), ofp.MatchARPSPA(v.ip))}
+	var actions []ofp.Action
+	if l2 == L2Learn {
+		actions = append(actions, toController) // before the rewrite: the request as it came
+	}
+	actions = append(actions,
+		ofp.ActionRegMove{NBits: 48, Src: ofp.NXMEthSrc, Dst: ofp.NXMEthDst},
+		ofp.ActionSetField{Field: ofp.MatchEthSrc(v.mac)},
+		ofp.ActionSetField{Field: ofp.MatchARPOp(arpReply)},
+		ofp.ActionRegMove{NBits: 48, Src: ofp.NXMARPSHA, Dst: ofp.NXMARPTHA},
+		ofp.ActionSetField{Field: ofp.MatchARPSHA(v.mac)},
+		ofp.ActionRegMove{NBits: 32, Src: ofp.NXMARPSPA, Dst: ofp.NXMARPTPA},
+		ofp.ActionSetField{Field: ofp.MatchARPSPA(v.ip)},
+		ofp.ActionOutput{Port: ofp.PortInPort})
+	answer := flow{cookie: cookie, priority: prioARPAnswer, match: request, actions: actions}
+	return []ofp.FlowMod{claim.add(), answer.add()}
 }
 
 // servicePunt sends new connections to v's service to the controller.
@@ -187,11 +222,12 @@ func (v *vipState) onePort() uint16 {
 	return 0
 }
 
-// deleteVIPFlows removes a VIP's punt and drop flows and every connection
-// flow to it.
+// deleteVIPFlows removes a VIP's punt and drop flows, the ARP answer it
+// gives for its address and every connection flow to it.
 func deleteVIPFlows(vipNum uint32) []ofp.FlowMod {
 	return []ofp.FlowMod{
 		deleteByCookie(makeCookie(catVIP, vipNum, 0), maskApp|maskCategory|maskVIP),
+		deleteByCookie(makeCookie(catARPAnswer, vipNum, 0), maskApp|maskCategory|maskVIP),
 		deleteVIPConnections(vipNum),
 	}
 }

@@ -1,6 +1,8 @@
 package controller
 
 import (
+	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/sdnlb/sdnlb/controller/ofp"
@@ -48,15 +50,17 @@ func TestCookie_Masks(t *testing.T) {
 		{"MemberPurgeTakesReply", deleteMemberFlows(9), rev, true},
 		{"MemberPurgeSparesOtherMember", deleteMemberFlows(8), fwd, false},
 		{"MemberPurgeSparesVIPFlows", deleteMemberFlows(0), makeCookie(catVIP, 3, 0), false},
-		{"VIPPurgeTakesConnections", deleteVIPFlows(3)[1], rev, true},
-		{"VIPPurgeSparesOtherVIP", deleteVIPFlows(4)[1], rev, false},
+		{"VIPPurgeTakesConnections", deleteVIPFlows(3)[2], rev, true},
+		{"VIPPurgeSparesOtherVIP", deleteVIPFlows(4)[2], rev, false},
 		{"VIPFlowsDeleteTakesPunts", deleteVIPFlows(3)[0], makeCookie(catVIP, 3, 0), true},
 		{"VIPFlowsDeleteSparesConnections", deleteVIPFlows(3)[0], fwd, false},
+		{"VIPFlowsDeleteTakesARPAnswer", deleteVIPFlows(3)[1], makeCookie(catARPAnswer, 3, 0), true},
+		{"VIPFlowsDeleteSparesOtherVIPsARPAnswer", deleteVIPFlows(3)[1], makeCookie(catARPAnswer, 4, 0), false},
 		{"MemberPurgeSparesReplyPunt", deleteMemberFlows(9), makeCookie(catMemberReply, 3, 9), false},
 		{"ReplyPuntDeleteTakesItsMember", deleteMemberReplyFlow(9), makeCookie(catMemberReply, 3, 9), true},
 		{"ReplyPuntDeleteSparesOtherMember", deleteMemberReplyFlow(8), makeCookie(catMemberReply, 3, 9), false},
 		{"ReplyPuntDeleteSparesConnections", deleteMemberReplyFlow(9), rev, false},
-		{"VIPPurgeSparesReplyPunt", deleteVIPFlows(3)[1], makeCookie(catMemberReply, 3, 9), false},
+		{"VIPPurgeSparesReplyPunt", deleteVIPFlows(3)[2], makeCookie(catMemberReply, 3, 9), false},
 		{"DispatchPurgeTakesItsVIP", deleteByCookie(makeCookie(catDispatch, 3, 0), maskApp|maskCategory|maskVIP), makeCookie(catDispatch, 3, 0), true},
 		{"DispatchPurgeSparesPunts", deleteByCookie(makeCookie(catDispatch, 3, 0), maskApp|maskCategory|maskVIP), makeCookie(catVIP, 3, 0), false},
 	}
@@ -95,30 +99,72 @@ func TestFlows_VIP(t *testing.T) {
 		vip  vipState
 		want []string
 	}{
-		{"TCP", vipState{num: 1, ip: [4]byte{10, 0, 0, 100}, proto: protoTCP, port: 80}, []string{
+		{"TCP", vipState{num: 1, ip: [4]byte{10, 0, 0, 100}, mac: [6]byte{2, 0, 0, 0, 1, 0}, proto: protoTCP, port: 80}, append(arpAnswerLines(1, "02:00:00:00:01:00", "10.0.0.100", L2Normal),
 			"cookie=0x5d02000001000000, priority=500, arp,arp_tpa=10.0.0.100 actions=CONTROLLER:65535",
-			"cookie=0x5d02000001000000, priority=500, arp,dl_dst=00:00:00:00:00:00 actions=CONTROLLER:65535",
+			"cookie=0x5d02000001000000, priority=500, arp,dl_dst=02:00:00:00:01:00 actions=CONTROLLER:65535",
 			"cookie=0x5d02000001000000, priority=501, tcp,nw_dst=10.0.0.100,tp_dst=80 actions=CONTROLLER:65535",
 			"cookie=0x5d02000001000000, priority=499, ip,nw_dst=10.0.0.100 actions=drop",
-		}},
-		{"UDP", vipState{num: 2, ip: [4]byte{10, 0, 0, 53}, proto: protoUDP, port: 53}, []string{
+		)},
+		{"UDP", vipState{num: 2, ip: [4]byte{10, 0, 0, 53}, mac: [6]byte{2, 0, 0, 0, 2, 0}, proto: protoUDP, port: 53}, append(arpAnswerLines(2, "02:00:00:00:02:00", "10.0.0.53", L2Normal),
 			"cookie=0x5d02000002000000, priority=500, arp,arp_tpa=10.0.0.53 actions=CONTROLLER:65535",
-			"cookie=0x5d02000002000000, priority=500, arp,dl_dst=00:00:00:00:00:00 actions=CONTROLLER:65535",
+			"cookie=0x5d02000002000000, priority=500, arp,dl_dst=02:00:00:00:02:00 actions=CONTROLLER:65535",
 			"cookie=0x5d02000002000000, priority=501, udp,nw_dst=10.0.0.53,tp_dst=53 actions=CONTROLLER:65535",
 			"cookie=0x5d02000002000000, priority=499, ip,nw_dst=10.0.0.53 actions=drop",
-		}},
-		{"ICMPEchoOnly", vipState{num: 3, ip: [4]byte{10, 0, 0, 1}, proto: protoICMP}, []string{
+		)},
+		{"ICMPEchoOnly", vipState{num: 3, ip: [4]byte{10, 0, 0, 1}, mac: [6]byte{2, 0, 0, 0, 3, 0}, proto: protoICMP}, append(arpAnswerLines(3, "02:00:00:00:03:00", "10.0.0.1", L2Normal),
 			"cookie=0x5d02000003000000, priority=500, arp,arp_tpa=10.0.0.1 actions=CONTROLLER:65535",
-			"cookie=0x5d02000003000000, priority=500, arp,dl_dst=00:00:00:00:00:00 actions=CONTROLLER:65535",
+			"cookie=0x5d02000003000000, priority=500, arp,dl_dst=02:00:00:00:03:00 actions=CONTROLLER:65535",
 			"cookie=0x5d02000003000000, priority=500, icmp,nw_dst=10.0.0.1,icmp_type=8 actions=CONTROLLER:65535",
 			"cookie=0x5d02000003000000, priority=499, ip,nw_dst=10.0.0.1 actions=drop",
-		}},
+		)},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			assertLines(t, flowLines(t, vipFlows(&tt.vip)), tt.want)
+			assertLines(t, flowLines(t, vipFlows(&tt.vip, &tt.vip, L2Normal)), tt.want)
 		})
 	}
+	// VIPs sharing an address answer with the MAC of the one the snapshot
+	// picked, under its cookie.
+	t.Run("AnsweredByAnother", func(t *testing.T) {
+		answerer := vipState{num: 1, ip: [4]byte{10, 0, 0, 100}, mac: [6]byte{2, 0, 0, 0, 1, 0}, proto: protoTCP, port: 80}
+		v := vipState{num: 2, ip: answerer.ip, mac: [6]byte{2, 0, 0, 0, 2, 0}, proto: protoUDP, port: 53}
+		var answers []string
+		for _, l := range flowLines(t, vipFlows(&v, &answerer, L2Normal)) {
+			if strings.Contains(l, "arp_op=1") {
+				answers = append(answers, l)
+			}
+		}
+		assertLines(t, answers, arpAnswerLines(1, "02:00:00:00:01:00", "10.0.0.100", L2Normal))
+	})
+	// Under L2Learn the controller learns where the asker lives from its
+	// request, which the switch sends up before answering it.
+	t.Run("L2LearnSendsTheRequestUp", func(t *testing.T) {
+		v := vipState{num: 1, ip: [4]byte{10, 0, 0, 100}, mac: [6]byte{2, 0, 0, 0, 1, 0}, proto: protoTCP, port: 80}
+		assertLines(t, flowLines(t, arpAnswerFlows(&v, L2Learn)), arpAnswerLines(1, "02:00:00:00:01:00", "10.0.0.100", L2Learn))
+	})
+}
+
+// arpAnswerLines are the rows with which the switch answers ARP requests
+// for ip with mac, under the cookie of VIP vipNum; under L2Learn the
+// request also goes up.
+func arpAnswerLines(vipNum uint32, mac, ip string, l2 L2Mode) []string {
+	cookie := fmt.Sprintf("cookie=%#x", makeCookie(catARPAnswer, vipNum, 0))
+	up := ""
+	if l2 == L2Learn {
+		up = "CONTROLLER:65535,"
+	}
+	return []string{
+		cookie + ", priority=511, arp,arp_spa=" + ip + ",arp_tpa=" + ip + ",arp_op=1 actions=drop",
+		cookie + ", priority=510, arp,arp_tpa=" + ip + ",arp_op=1 actions=" + up + arpAnswer(mac, ip),
+	}
+}
+
+// arpAnswer is the rewrite that turns an ARP request for ip into the
+// reply from mac, back out of the port it came in on.
+func arpAnswer(mac, ip string) string {
+	return "move:NXM_OF_ETH_SRC[]->NXM_OF_ETH_DST[],set_field:" + mac + "->eth_src,set_field:2->arp_op," +
+		"move:NXM_NX_ARP_SHA[]->NXM_NX_ARP_THA[],set_field:" + mac + "->arp_sha," +
+		"move:NXM_OF_ARP_SPA[]->NXM_OF_ARP_TPA[],set_field:" + ip + "->arp_spa,IN_PORT"
 }
 
 func TestFlows_MemberReply(t *testing.T) {
@@ -179,6 +225,7 @@ func TestFlows_Deletes(t *testing.T) {
 	assertLines(t, flowLines(t, mods), []string{
 		"delete cookie=0x5d04000000000006/0xffff000000ffffff table=1",
 		"delete cookie=0x5d02000005000000/0xffffffffff000000",
+		"delete cookie=0x5d07000005000000/0xffffffffff000000",
 		"delete cookie=0x5d10000005000000/0xfffeffffff000000",
 		"delete cookie=0x5d10000000000006/0xfffe000000ffffff",
 		"delete cookie=0x5d04000000000006/0xffff000000ffffff",

@@ -187,11 +187,14 @@ func TestReconcile_SharedVIPAddress(t *testing.T) {
 	r := newSnapshotBuilder()
 	both, _ := r.build(testConfig(withUDP))
 	tcpOnly, _ := r.build(testConfig(nil))
-	mods, announce := reconcile(both, tcpOnly, false)
+	mods, announce := reconcile(both, tcpOnly, false, L2Normal)
 	// v2's delete takes the ARP and drop flows v1 shares, so v1's come back.
 	assertLines(t, flowLines(t, mods), []string{
 		"delete cookie=0x5d02000002000000/0xffffffffff000000",
+		"delete cookie=0x5d07000002000000/0xffffffffff000000",
 		"delete cookie=0x5d10000002000000/0xfffeffffff000000",
+		"cookie=0x5d07000001000000, priority=511, arp,arp_spa=10.0.0.100,arp_tpa=10.0.0.100,arp_op=1 actions=drop",
+		"cookie=0x5d07000001000000, priority=510, arp,arp_tpa=10.0.0.100,arp_op=1 actions=" + arpAnswer("02:00:00:00:01:00", "10.0.0.100"),
 		"cookie=0x5d02000001000000, priority=500, arp,arp_tpa=10.0.0.100 actions=CONTROLLER:65535",
 		"cookie=0x5d02000001000000, priority=500, arp,dl_dst=02:00:00:00:01:00 actions=CONTROLLER:65535",
 		"cookie=0x5d02000001000000, priority=501, tcp,nw_dst=10.0.0.100,tp_dst=80 actions=CONTROLLER:65535",
@@ -201,7 +204,7 @@ func TestReconcile_SharedVIPAddress(t *testing.T) {
 		t.Errorf("announced %d VIPs; v1 did not change", len(announce))
 	}
 	for i, fm := range mods {
-		if fm.Command == ofp.FlowDelete && i >= 2 {
+		if fm.Command == ofp.FlowDelete && i >= 3 {
 			t.Errorf("delete at position %d comes after an add", i)
 		}
 	}
@@ -315,7 +318,7 @@ func TestReconcile_ReplyPunts(t *testing.T) {
 				if len(skipped) > 0 {
 					t.Fatalf("skipped %v", skipped)
 				}
-				mods, _ = reconcile(prev, next, tt.groups)
+				mods, _ = reconcile(prev, next, tt.groups, L2Normal)
 				prev = next
 			}
 			var punts []ofp.FlowMod

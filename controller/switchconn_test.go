@@ -133,12 +133,12 @@ func TestSession_Handshake(t *testing.T) {
 		}
 	}
 	wantTypes := "HELLO FEATURES_REQUEST MULTIPART_REQUEST SET_CONFIG MULTIPART_REQUEST MULTIPART_REQUEST" +
-		strings.Repeat(" FLOW_MOD", 11) + " PACKET_OUT BARRIER_REQUEST"
+		strings.Repeat(" FLOW_MOD", 13) + " PACKET_OUT BARRIER_REQUEST"
 	if s := strings.Join(types, " "); s != wantTypes {
 		t.Errorf("handshake sent\n  %s\nwant\n  %s", s, wantTypes)
 	}
 	// The switch holds nothing of sdnlb's: it is only added to.
-	assertLines(t, flowLines(t, mods), []string{
+	assertLines(t, flowLines(t, mods), append(arpAnswerLines(1, "02:00:00:00:01:00", "10.0.0.100", L2Learn),
 		"cookie=0x5d01000000000000, priority=0 actions=goto_table:9",
 		"cookie=0x5d01000000000000, table=1, priority=0 actions=goto_table:9",
 		"cookie=0x5d01000000000000, table=2, priority=0 actions=goto_table:9",
@@ -150,7 +150,7 @@ func TestSession_Handshake(t *testing.T) {
 		"cookie=0x5d04000001000001, priority=900, tcp,nw_src=10.0.0.1,tp_src=8080 actions=CONTROLLER:65535",
 		"cookie=0x5d04000001000002, priority=900, tcp,nw_src=10.0.0.2,tp_src=8080 actions=CONTROLLER:65535",
 		"cookie=0x5d04000001000003, priority=900, tcp,nw_src=10.0.0.3,tp_src=8080 actions=CONTROLLER:65535",
-	})
+	))
 	if len(outs) != 1 || outs[0] != "in_port=CONTROLLER actions=FLOOD" {
 		t.Errorf("packet-outs %q, want one flooded gratuitous ARP", outs)
 	}
@@ -306,8 +306,8 @@ func TestSession_Reconnect(t *testing.T) {
 			mods = append(mods, *fm)
 		}
 	}
-	if len(mods) != 11 { // this fake switch forgets its flows
-		t.Errorf("reconnected switch got %d flow-mods, want 4 base flows + 4 VIP flows + 3 reply punts:\n%s", len(mods), strings.Join(flowLines(t, mods), "\n"))
+	if len(mods) != 13 { // this fake switch forgets its flows
+		t.Errorf("reconnected switch got %d flow-mods, want 4 base flows + 6 VIP flows + 3 reply punts:\n%s", len(mods), strings.Join(flowLines(t, mods), "\n"))
 	}
 	waitSwitches(t, h.c, func(sws []*sdnlb.Switch) bool { return len(sws) == 1 })
 }
@@ -398,6 +398,7 @@ func TestSession_FollowsConfiguration(t *testing.T) {
 		{"MemberDrainingKeepsFlows", func(c *sdnlb.Config) { c.Members[0].AdminStateUp = false }, nil},
 		{"VIPDisabled", func(c *sdnlb.Config) { c.VIPs[0].AdminStateUp = false }, []string{
 			"delete cookie=0x5d02000001000000/0xffffffffff000000",
+			"delete cookie=0x5d07000001000000/0xffffffffff000000",
 			"delete cookie=0x5d10000001000000/0xfffeffffff000000",
 			"delete cookie=0x5d04000000000001/0xffff000000ffffff",
 			"delete cookie=0x5d04000000000002/0xffff000000ffffff",
@@ -405,20 +406,21 @@ func TestSession_FollowsConfiguration(t *testing.T) {
 		}},
 		{"VIPAdded", func(c *sdnlb.Config) {
 			c.VIPs = append(c.VIPs, &sdnlb.VIP{ID: "v2", Address: "10.0.0.101", Protocol: sdnlb.ProtocolUDP, Port: 53, AdminStateUp: true, MAC: "02:00:00:00:02:00"})
-		}, []string{
+		}, append(arpAnswerLines(2, "02:00:00:00:02:00", "10.0.0.101", L2Learn),
 			"cookie=0x5d02000002000000, priority=500, arp,arp_tpa=10.0.0.101 actions=CONTROLLER:65535",
 			"cookie=0x5d02000002000000, priority=500, arp,dl_dst=02:00:00:00:02:00 actions=CONTROLLER:65535",
 			"cookie=0x5d02000002000000, priority=501, udp,nw_dst=10.0.0.101,tp_dst=53 actions=CONTROLLER:65535",
 			"cookie=0x5d02000002000000, priority=499, ip,nw_dst=10.0.0.101 actions=drop",
-		}},
-		{"VIPPortChanged", func(c *sdnlb.Config) { c.VIPs[0].Port = 8000 }, []string{
+		)},
+		{"VIPPortChanged", func(c *sdnlb.Config) { c.VIPs[0].Port = 8000 }, append(arpAnswerLines(1, "02:00:00:00:01:00", "10.0.0.100", L2Learn),
 			"delete cookie=0x5d02000001000000/0xffffffffff000000",
+			"delete cookie=0x5d07000001000000/0xffffffffff000000",
 			"delete cookie=0x5d10000001000000/0xfffeffffff000000",
 			"cookie=0x5d02000001000000, priority=500, arp,arp_tpa=10.0.0.100 actions=CONTROLLER:65535",
 			"cookie=0x5d02000001000000, priority=500, arp,dl_dst=02:00:00:00:01:00 actions=CONTROLLER:65535",
 			"cookie=0x5d02000001000000, priority=501, tcp,nw_dst=10.0.0.100,tp_dst=8000 actions=CONTROLLER:65535",
 			"cookie=0x5d02000001000000, priority=499, ip,nw_dst=10.0.0.100 actions=drop",
-		}},
+		)},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -503,10 +505,12 @@ func TestSwitchFlows(t *testing.T) {
 		if fsr.Cookie != appID<<cookieAppShift || fsr.CookieMask != maskApp {
 			t.Errorf("flows request for cookie %#x/%#x, want every sdnlb flow", fsr.Cookie, fsr.CookieMask)
 		}
-		vf := vipFlows(&vipState{num: 1, ip: [4]byte{10, 0, 0, 100}, proto: protoTCP, port: 80})
+		v := &vipState{num: 1, ip: [4]byte{10, 0, 0, 100}, proto: protoTCP, port: 80}
+		vf := vipFlows(v, v, L2Normal)
+		drop, service := vf[len(vf)-1], vf[len(vf)-2]
 		sw.send(req.h.XID, ofp.MultipartReply{Body: ofp.FlowStatsReply{Stats: []ofp.FlowStats{
-			{Cookie: vf[3].Cookie, Priority: vf[3].Priority, Match: vf[3].Match, Instructions: vf[3].Instructions, DurationSec: 3, DurationNsec: 5e8},
-			{Cookie: vf[2].Cookie, Priority: vf[2].Priority, Match: vf[2].Match, Instructions: vf[2].Instructions, PacketCount: 7, ByteCount: 420},
+			{Cookie: drop.Cookie, Priority: drop.Priority, Match: drop.Match, Instructions: drop.Instructions, DurationSec: 3, DurationNsec: 5e8},
+			{Cookie: service.Cookie, Priority: service.Priority, Match: service.Match, Instructions: service.Instructions, PacketCount: 7, ByteCount: 420},
 		}}})
 		r := <-done
 		if r.err != nil {

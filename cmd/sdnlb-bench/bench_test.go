@@ -101,7 +101,7 @@ func (c *fakeController) serve(conn net.Conn) {
 	if c.f.unmodelled {
 		send(&ofp.FlowMod{Command: ofp.FlowAdd, Cookie: 0xbad, Priority: 600, BufferID: ofp.NoBuffer,
 			OutPort: ofp.PortAny, OutGroup: ofp.GroupAny,
-			Match: ofp.Match{OXMs: []ofp.OXM{ofp.MatchEthType(0x0806), ofp.MatchARPSHA([6]byte{2, 0, 0, 0, 0, 7})}}})
+			Match: ofp.Match{OXMs: []ofp.OXM{ofp.MatchVLANVID(5), ofp.MatchVLANPCP(3)}}})
 	}
 	if c.f.dropSYNs {
 		vip := [4]byte(ip4(c.t.vipIP).To4())
@@ -273,8 +273,8 @@ func TestExecute_FakeController(t *testing.T) {
 			if tt.f.sendError && res.Errors.FirstOFP == "" {
 				t.Error("the OFPT_ERROR received is not described")
 			}
-			if tt.f.unmodelled && !strings.Contains(res.Errors.FirstTableReject, "arp_sha") {
-				t.Errorf("first table reject %q, want it to name arp_sha", res.Errors.FirstTableReject)
+			if tt.f.unmodelled && !strings.Contains(res.Errors.FirstTableReject, "vlan_pcp") {
+				t.Errorf("first table reject %q, want it to name vlan_pcp", res.Errors.FirstTableReject)
 			}
 			if res.Setups != wantSetups || res.Drained != 0 {
 				t.Errorf("setups = %d (+%d drained), want %d", res.Setups, res.Drained, wantSetups)

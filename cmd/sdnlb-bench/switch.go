@@ -388,6 +388,31 @@ func (s *fakeSwitch) handleARP(a arpInfo) error {
 	return nil
 }
 
+// askVIP asks for the VIP's MAC as the client does. A switch whose flows
+// answer ARP for the VIP sends the reply straight back, and the request
+// also goes to the controller if the flows send it there.
+func (s *fakeSwitch) askVIP() error {
+	frame, err := arpFrame(1, broadcastMAC, s.clientMAC, s.base, zeroMAC, s.run.t.vipIP)
+	if err != nil {
+		return err
+	}
+	reply, answered := answer(&s.table, clientPort, frame)
+	if answered {
+		if err := s.handleARP(reply); err != nil {
+			return err
+		}
+	}
+	pin, err := s.packetIn(clientPort, frame)
+	switch {
+	case answered && errors.Is(err, errNotPunted):
+		return nil
+	case err != nil:
+		return err
+	}
+	s.send(0, pin)
+	return nil
+}
+
 // replyARP answers the controller's ARP request req for ip, a host behind
 // port with MAC mac. A reply the switch's flows would not send to the
 // controller is not sent and is counted: a real switch would not send it.

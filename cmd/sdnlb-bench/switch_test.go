@@ -123,12 +123,12 @@ func TestFakeSwitch_Handle(t *testing.T) {
 				t.Errorf("table %q, %d rejects; want the flow 0x42 and none", s.table.Lines(), s.tableRejects)
 			}
 		}, false},
-		// oftable does not model arp_sha: the switch goes on, counts the
+		// oftable does not model vlan_pcp: the switch goes on, counts the
 		// flow-mod and keeps the table as it was.
-		{"FlowModRefusedCounted", ofp.Append(nil, 12, puntFlow(0x43, 600, ofp.MatchEthType(0x0806), ofp.MatchARPSHA([6]byte{2, 0, 0, 0, 0, 7}))),
+		{"FlowModRefusedCounted", ofp.Append(nil, 12, puntFlow(0x43, 600, ofp.MatchVLANVID(5), ofp.MatchVLANPCP(3))),
 			0xff, func(t *testing.T, s *fakeSwitch, _ ofp.Header, _ ofp.Message) {
-				if s.tableRejects != 1 || s.firstReject == nil || !strings.Contains(s.firstReject.Error(), "arp_sha") || len(s.table.Flows()) != 0 {
-					t.Errorf("%d rejects (first %v), table %q; want 1 about arp_sha and an empty table", s.tableRejects, s.firstReject, s.table.Lines())
+				if s.tableRejects != 1 || s.firstReject == nil || !strings.Contains(s.firstReject.Error(), "vlan_pcp") || len(s.table.Flows()) != 0 {
+					t.Errorf("%d rejects (first %v), table %q; want 1 about vlan_pcp and an empty table", s.tableRejects, s.firstReject, s.table.Lines())
 				}
 				if len(s.warmFlows) != 1 {
 					t.Errorf("%d flow-mods recorded, want the refused one too", len(s.warmFlows))

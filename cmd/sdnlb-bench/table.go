@@ -43,3 +43,19 @@ func punt(t *oftable.Table, port uint32, frame []byte) (reason uint8, cookie uin
 		return ofp.ReasonAction, f.Cookie, nil
 	}
 }
+
+// answer runs frame, arriving on port, through the switch's flow table and
+// returns the ARP packet the flows send back out of that port: the reply
+// of a switch that answers ARP for a VIP itself, as the asking host
+// receives it.
+func answer(t *oftable.Table, port uint32, frame []byte) (arpInfo, bool) {
+	p, err := oftable.ParseFrame(port, frame)
+	if err != nil {
+		return arpInfo{}, false
+	}
+	r := t.Process(p)
+	if o := r.Out; slices.Contains(r.Ports, port) && o.EthType == 0x0806 {
+		return arpInfo{op: o.ARPOp, sha: o.ARPSHA, spa: ipU32(o.ARPSPA), tha: o.ARPTHA, tpa: ipU32(o.ARPTPA)}, true
+	}
+	return arpInfo{}, false
+}

@@ -148,3 +148,28 @@ func TestPunt(t *testing.T) {
 		}
 	})
 }
+
+// A switch answers ARP for the VIP with its flows: answer reads the reply
+// the client gets; a flow that only punts answers nothing.
+func TestAnswer(t *testing.T) {
+	vip, vipMAC := [4]byte(ip4(testVIP).To4()), [6]byte(testVIPMAC)
+	request, err := arpFrame(1, broadcastMAC, testClientMAC, clientBase(0), zeroMAC, testVIP)
+	if err != nil {
+		t.Fatal(err)
+	}
+	answerFlow := puntFlow(0xa1, 510, ofp.MatchEthType(0x0806), ofp.MatchARPOp(1), ofp.MatchARPTPA(vip))
+	answerFlow.Instructions = []ofp.Instruction{ofp.InstructionApplyActions{Actions: []ofp.Action{
+		ofp.ActionRegMove{NBits: 48, Src: ofp.NXMEthSrc, Dst: ofp.NXMEthDst}, ofp.ActionSetField{Field: ofp.MatchEthSrc(vipMAC)},
+		ofp.ActionSetField{Field: ofp.MatchARPOp(2)},
+		ofp.ActionRegMove{NBits: 48, Src: ofp.NXMARPSHA, Dst: ofp.NXMARPTHA}, ofp.ActionSetField{Field: ofp.MatchARPSHA(vipMAC)},
+		ofp.ActionRegMove{NBits: 32, Src: ofp.NXMARPSPA, Dst: ofp.NXMARPTPA}, ofp.ActionSetField{Field: ofp.MatchARPSPA(vip)},
+		ofp.ActionOutput{Port: ofp.PortInPort}}}}
+	got, ok := answer(mustTable(t, answerFlow), clientPort, request)
+	want := arpInfo{op: 2, sha: vipMAC, spa: testVIP, tha: [6]byte(testClientMAC), tpa: clientBase(0)}
+	if !ok || got != want {
+		t.Errorf("answer = %+v, %t; want %+v", got, ok, want)
+	}
+	if got, ok := answer(mustTable(t, puntFlow(0xa1, 500, ofp.MatchEthType(0x0806), ofp.MatchARPTPA(vip))), clientPort, request); ok {
+		t.Errorf("a punt answered %+v", got)
+	}
+}

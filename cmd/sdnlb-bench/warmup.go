@@ -77,8 +77,8 @@ func (s *fakeSwitch) handshaken(ctx context.Context, deadline <-chan time.Time) 
 }
 
 // announce sends a gratuitous ARP from every member, then asks for the
-// VIP's MAC from the client until the controller answers (a remote
-// controller may still be loading the VIP).
+// VIP's MAC from the client until the switch's flows or the controller
+// answer (a remote controller may still be loading the VIP).
 func (s *fakeSwitch) announce(ctx context.Context, deadline <-chan time.Time) error {
 	t := &s.run.t
 	retry := time.NewTicker(200 * time.Millisecond)
@@ -92,7 +92,7 @@ func (s *fakeSwitch) announce(ctx context.Context, deadline <-chan time.Time) er
 				err = errors.Join(err, s.sendARP(1, m.ofPort, broadcastMAC, m.mac[:], m.ip, zeroMAC, m.ip))
 			}
 		}
-		err = errors.Join(err, s.sendARP(1, clientPort, broadcastMAC, s.clientMAC, s.base, zeroMAC, t.vipIP))
+		err = errors.Join(err, s.askVIP())
 		err = errors.Join(err, s.flush())
 		s.mu.Unlock()
 		if err != nil {

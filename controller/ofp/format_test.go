@@ -106,6 +106,10 @@ func TestFormatInstructions(t *testing.T) {
 			ActionPushVLAN{EtherType: 0x8100}, ActionSetField{Field: MatchVLANVID(5)}, ActionGroup{GroupID: 1},
 			ActionPopVLAN{}, ActionDecNwTTL{}, ActionOutput{Port: PortFlood}}}},
 			"push_vlan:0x8100,set_field:4101->vlan_vid,group:1,pop_vlan,dec_ttl,FLOOD"},
+		{"ARPResponder", arpResponderFlowMod().Instructions,
+			"move:NXM_OF_ETH_SRC[]->NXM_OF_ETH_DST[],set_field:02:00:00:00:01:00->eth_src,set_field:2->arp_op," +
+				"move:NXM_NX_ARP_SHA[]->NXM_NX_ARP_THA[],set_field:02:00:00:00:01:00->arp_sha," +
+				"move:NXM_OF_ARP_SPA[]->NXM_OF_ARP_TPA[],set_field:10.0.0.100->arp_spa,IN_PORT"},
 		{"RawExperimenter", []Instruction{InstructionApplyActions{Actions: []Action{
 			ActionRaw{Type: ActionTypeExperimenter, Data: []byte{0, 0, 0x23, 0x20}}}}},
 			"action(type=0xffff,data=0x00002320)"},
@@ -157,6 +161,10 @@ func TestFormatActions_Nicira(t *testing.T) {
 			"move:OXM_OF_METADATA[0..31]->NXM_NX_REG3[]"},
 		{"MoveOXMWithNXMName", ActionRegMove{NBits: 48, Src: 0x80000806, Dst: NXMEthDst}, // OXM eth_src
 			"move:NXM_OF_ETH_SRC[]->NXM_OF_ETH_DST[]"},
+		{"MoveARPHardwareAddress", ActionRegMove{NBits: 48, Src: NXMARPSHA, Dst: NXMARPTHA},
+			"move:NXM_NX_ARP_SHA[]->NXM_NX_ARP_THA[]"},
+		{"MoveARPProtocolAddress", &ActionRegMove{NBits: 32, Src: NXMARPSPA, Dst: NXMARPTPA},
+			"move:NXM_OF_ARP_SPA[]->NXM_OF_ARP_TPA[]"},
 		{"MoveUnknownField", ActionRegMove{NBits: 8, Src: 0x0001ff04, Dst: NXMReg(0)},
 			"move:oxm(0x0001:127)[0..7]->NXM_NX_REG0[0..7]"},
 		{"CTRecirculate", ActionCT{Table: 4, Zone: 0}, "ct(table=4)"},
@@ -211,6 +219,12 @@ func TestNXMHeader(t *testing.T) {
 		{NXMCTZone, OXMClassNXM1, 106, 2, "NXM_NX_CT_ZONE"},
 		{NXMEthSrc, OXMClassNXM0, 2, 6, "NXM_OF_ETH_SRC"},
 		{NXMTCPDst, OXMClassNXM0, 10, 2, "NXM_OF_TCP_DST"},
+		{NXMARPOp, OXMClassNXM0, 15, 2, "NXM_OF_ARP_OP"},
+		{NXMARPSPA, OXMClassNXM0, 16, 4, "NXM_OF_ARP_SPA"},
+		{NXMARPTPA, OXMClassNXM0, 17, 4, "NXM_OF_ARP_TPA"},
+		{NXMARPSHA, OXMClassNXM1, 17, 6, "NXM_NX_ARP_SHA"},
+		{NXMARPTHA, OXMClassNXM1, 18, 6, "NXM_NX_ARP_THA"},
+		{0x80003006, OXMClassBasic, OXMARPSHA, 6, "NXM_NX_ARP_SHA"},
 		{0x80004c08, OXMClassBasic, OXMTunnelID, 8, "NXM_NX_TUN_ID"},
 		{0x80000004, OXMClassBasic, OXMInPort, 4, "OXM_OF_IN_PORT"},
 	}

@@ -177,6 +177,7 @@ func goldenCases(tb testing.TB) []goldenCase {
 			return fm
 		}()},
 		{name: "flow_mod_ct_lb", msg: lbEntryFlowMod()},
+		{name: "flow_mod_arp_responder", msg: arpResponderFlowMod()},
 	}
 }
 
@@ -212,6 +213,25 @@ func lbEntryFlowMod() *FlowMod {
 			MatchTCPDst(80), MatchCTState(0, CTStateTrk)}},
 		Instructions: []Instruction{InstructionApplyActions{Actions: []Action{
 			ActionCT{Table: 1, Zone: 5, Actions: []Action{ActionNAT{}}}}}}}
+}
+
+// arpResponderFlowMod answers an ARP request for 10.0.0.100 in the
+// switch: the request turned into the reply from the VIP's MAC, sent
+// back where it came from.
+func arpResponderFlowMod() *FlowMod {
+	vip, vipMAC := [4]byte{10, 0, 0, 100}, [6]byte{2, 0, 0, 0, 1, 0}
+	return &FlowMod{Priority: 510, BufferID: NoBuffer, OutPort: PortAny, OutGroup: GroupAny,
+		Match: Match{OXMs: []OXM{MatchEthType(0x0806), MatchARPOp(1), MatchARPTPA(vip)}},
+		Instructions: []Instruction{InstructionApplyActions{Actions: []Action{
+			ActionRegMove{NBits: 48, Src: NXMEthSrc, Dst: NXMEthDst},
+			ActionSetField{Field: MatchEthSrc(vipMAC)},
+			ActionSetField{Field: MatchARPOp(2)},
+			ActionRegMove{NBits: 48, Src: NXMARPSHA, Dst: NXMARPTHA},
+			ActionSetField{Field: MatchARPSHA(vipMAC)},
+			ActionRegMove{NBits: 32, Src: NXMARPSPA, Dst: NXMARPTPA},
+			ActionSetField{Field: MatchARPSPA(vip)},
+			ActionOutput{Port: PortInPort},
+		}}}}
 }
 
 // natFlowMod is the client->member flow of one load-balanced connection:

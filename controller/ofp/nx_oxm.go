@@ -25,6 +25,11 @@ const (
 	NXMTCPDst    NXMHeader = 0x00001402 // NXM_OF_TCP_DST
 	NXMUDPSrc    NXMHeader = 0x00001602 // NXM_OF_UDP_SRC
 	NXMUDPDst    NXMHeader = 0x00001802 // NXM_OF_UDP_DST
+	NXMARPOp     NXMHeader = 0x00001e02 // NXM_OF_ARP_OP
+	NXMARPSPA    NXMHeader = 0x00002004 // NXM_OF_ARP_SPA
+	NXMARPTPA    NXMHeader = 0x00002204 // NXM_OF_ARP_TPA
+	NXMARPSHA    NXMHeader = 0x00012206 // NXM_NX_ARP_SHA
+	NXMARPTHA    NXMHeader = 0x00012406 // NXM_NX_ARP_THA
 	NXMCTState   NXMHeader = 0x0001d204 // NXM_NX_CT_STATE
 	NXMCTZone    NXMHeader = 0x0001d402 // NXM_NX_CT_ZONE
 	NXMCTMark    NXMHeader = 0x0001d604 // NXM_NX_CT_MARK
@@ -170,12 +175,12 @@ var nxFields = map[NXMHeader]nxField{
 	NXMTCPDst:    {"NXM_OF_TCP_DST", "tcp_dst", 16, nxDecimal},
 	NXMUDPSrc:    {"NXM_OF_UDP_SRC", "udp_src", 16, nxDecimal},
 	NXMUDPDst:    {"NXM_OF_UDP_DST", "udp_dst", 16, nxDecimal},
-	0x00001e02:   {"NXM_OF_ARP_OP", "arp_op", 16, nxDecimal},
-	0x00002004:   {"NXM_OF_ARP_SPA", "arp_spa", 32, nxIPv4},
-	0x00002204:   {"NXM_OF_ARP_TPA", "arp_tpa", 32, nxIPv4},
+	NXMARPOp:     {"NXM_OF_ARP_OP", "arp_op", 16, nxDecimal},
+	NXMARPSPA:    {"NXM_OF_ARP_SPA", "arp_spa", 32, nxIPv4},
+	NXMARPTPA:    {"NXM_OF_ARP_TPA", "arp_tpa", 32, nxIPv4},
 	0x00012008:   {"NXM_NX_TUN_ID", "tun_id", 64, nxHex},
-	0x00012206:   {"NXM_NX_ARP_SHA", "arp_sha", 48, nxHex},
-	0x00012406:   {"NXM_NX_ARP_THA", "arp_tha", 48, nxHex},
+	NXMARPSHA:    {"NXM_NX_ARP_SHA", "arp_sha", 48, nxHex},
+	NXMARPTHA:    {"NXM_NX_ARP_THA", "arp_tha", 48, nxHex},
 	0x00013e04:   {"NXM_NX_TUN_IPV4_SRC", "tun_src", 32, nxIPv4},
 	0x00014004:   {"NXM_NX_TUN_IPV4_DST", "tun_dst", 32, nxIPv4},
 	NXMCTState:   {"NXM_NX_CT_STATE", "ct_state", 32, nxCTState},
@@ -206,11 +211,11 @@ var basicNXM = map[OXMField]nxField{
 	OXMTCPDst:   nxFields[NXMTCPDst],
 	OXMUDPSrc:   nxFields[NXMUDPSrc],
 	OXMUDPDst:   nxFields[NXMUDPDst],
-	OXMARPOp:    nxFields[0x00001e02],
-	OXMARPSPA:   nxFields[0x00002004],
-	OXMARPTPA:   nxFields[0x00002204],
-	OXMARPSHA:   nxFields[0x00012206],
-	OXMARPTHA:   nxFields[0x00012406],
+	OXMARPOp:    nxFields[NXMARPOp],
+	OXMARPSPA:   nxFields[NXMARPSPA],
+	OXMARPTPA:   nxFields[NXMARPTPA],
+	OXMARPSHA:   nxFields[NXMARPSHA],
+	OXMARPTHA:   nxFields[NXMARPTHA],
 	OXMTunnelID: nxFields[0x00012008],
 }
 

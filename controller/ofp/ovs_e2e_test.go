@@ -179,6 +179,7 @@ func TestOVS_RendersLikeUs(t *testing.T) {
 					Actions: []Action{ActionNAT{Flags: NATSrc | NATPersistent | NATProtoHash,
 						AddrMin: netip.MustParseAddr("10.0.0.1"), AddrMax: netip.MustParseAddr("10.0.0.9"),
 						PortMin: 1000, PortMax: 2000}, ActionSetField{Field: MatchCTMark(1, 0xffffffff)}}}}}}},
+		arpResponderFlowMod(),
 		{Priority: 105, Match: Match{OXMs: []OXM{MatchEthType(0x86dd), MatchCTState(CTStateNew|CTStateTrk, 0xffffffff)}},
 			Instructions: []Instruction{InstructionApplyActions{Actions: []Action{
 				ActionCT{Flags: CTCommit, Table: CTRecircNone, Actions: []Action{ActionNAT{Flags: NATDst | NATProtoRandom,

@@ -5,14 +5,15 @@ import (
 )
 
 // ApplyActions is what a packet-out's actions, or a flow's apply-actions,
-// do to p: set-fields rewrite it in order and outputs name the ports it
-// leaves by, in order. Out is the packet after every action, so a
-// set-field after an output shows in Out although that output sent the
+// do to p: set-fields and moves rewrite it in order and outputs name the
+// ports it leaves by, in order. Out is the packet after every action, so
+// a set-field after an output shows in Out although that output sent the
 // packet before it. OFPP_IN_PORT becomes p.InPort; the other reserved
 // ports (CONTROLLER, FLOOD, ...) stay as their numbers. Actions the model
-// does not execute (groups, VLAN push and pop, TTL, queues) are skipped,
-// as is a set-field of a header p lacks; Apply rejects flows that use
-// them, and CheckActions reports them for a packet-out.
+// does not execute (groups, VLAN push and pop, TTL, queues, moves of part
+// of a field) are skipped, as is a set-field or move of a header p lacks;
+// Apply rejects flows that use them, and CheckActions reports them for a
+// packet-out.
 func ApplyActions(actions []ofp.Action, p Packet) (out Packet, ports []uint32) {
 	in := p.InPort
 	for _, a := range actions {
@@ -25,6 +26,10 @@ func ApplyActions(actions []ofp.Action, p Packet) (out Packet, ports []uint32) {
 			p.set(&a.Field)
 		case *ofp.ActionSetField:
 			p.set(&a.Field)
+		case ofp.ActionRegMove:
+			p.move(a)
+		case *ofp.ActionRegMove:
+			p.move(*a)
 		}
 	}
 	return p, ports
@@ -38,8 +43,9 @@ func resolvePort(port, in uint32) uint32 {
 }
 
 // CheckActions reports the first action ApplyActions would not execute
-// faithfully: anything but output and an unmasked set-field of a modelled
-// field, and outputs to port 0 or ANY.
+// faithfully: anything but output, an unmasked set-field of a modelled
+// field and a move of a whole modelled field into another of its width,
+// and outputs to port 0 or ANY.
 func CheckActions(actions []ofp.Action) error {
 	for _, a := range actions {
 		if err := checkAction(a, nil); err != nil {
@@ -49,8 +55,9 @@ func CheckActions(actions []ofp.Action) error {
 	return nil
 }
 
-// checkAction checks one action; with a match, a set-field must also
-// have its prerequisites in it, as a switch checks a flow's actions.
+// checkAction checks one action; with a match, a set-field or move must
+// also have its fields' prerequisites in it, as a switch checks a flow's
+// actions.
 func checkAction(a ofp.Action, m *ofp.Match) error {
 	var o ofp.OXM
 	switch a := a.(type) {
@@ -58,6 +65,10 @@ func checkAction(a ofp.Action, m *ofp.Match) error {
 		return checkOutput(a.Port)
 	case *ofp.ActionOutput:
 		return checkOutput(a.Port)
+	case ofp.ActionRegMove:
+		return checkMove(a, m)
+	case *ofp.ActionRegMove:
+		return checkMove(*a, m)
 	case ofp.ActionSetField:
 		o = a.Field
 	case *ofp.ActionSetField:
@@ -75,6 +86,25 @@ func checkAction(a ofp.Action, m *ofp.Match) error {
 	if m != nil {
 		if err := checkPrereq(f, m); err != nil {
 			return reject(ofp.ErrTypeBadAction, badActionMatchInconsistent, "set_field of %s %v in the match", describe(o), err)
+		}
+	}
+	return nil
+}
+
+func checkMove(a ofp.ActionRegMove, m *ofp.Match) error {
+	src, dst, ok := movedFields(a)
+	name := ofp.FormatActions([]ofp.Action{a})
+	switch {
+	case !ok:
+		return reject(ofp.ErrTypeBadAction, ofp.BadActionBadType, "action %s is not modelled", name)
+	case !fields[dst].settable:
+		return reject(ofp.ErrTypeBadAction, badActionBadSetArgument, "%s writes a field no action may rewrite", name)
+	}
+	if m != nil {
+		for _, f := range []ofp.OXMField{src, dst} {
+			if err := checkPrereq(fields[f], m); err != nil {
+				return reject(ofp.ErrTypeBadAction, badActionMatchInconsistent, "%s %v in the match", name, err)
+			}
 		}
 	}
 	return nil
@@ -153,8 +183,10 @@ func copyInstructions(is []ofp.Instruction) []ofp.Instruction {
 				copied[j] = *a
 			case *ofp.ActionSetField:
 				copied[j] = *a
+			case *ofp.ActionRegMove:
+				copied[j] = *a
 			default:
-				copied[j] = a // a value: ActionOutput or ActionSetField
+				copied[j] = a // a value: ActionOutput, ActionSetField or ActionRegMove
 			}
 		}
 		out[i] = ofp.InstructionApplyActions{Actions: copied}

@@ -19,7 +19,9 @@ func TestApplyActions(t *testing.T) {
 		f(&p)
 		return p
 	}
+	arp.ARPSHA = clientMAC
 	ptrSet, ptrOut := ofp.ActionSetField{Field: ofp.MatchIPv4Dst(member)}, ofp.ActionOutput{Port: memberPort}
+	ptrMove := ofp.ActionRegMove{NBits: 48, Src: ofp.NXMEthSrc, Dst: ofp.NXMEthDst}
 	tests := []struct {
 		name      string
 		in        oftable.Packet
@@ -38,11 +40,20 @@ func TestApplyActions(t *testing.T) {
 		{"IPv4FieldOfARPPacketSkipped", arp, []ofp.Action{set(ofp.MatchIPv4Dst(member))}, arp, nil},
 		{"ARPFields", arp, []ofp.Action{set(ofp.MatchARPOp(2)), set(ofp.MatchARPSPA(vip)), set(ofp.MatchARPTPA(client))},
 			edit(arp, func(p *oftable.Packet) { p.ARPOp, p.ARPSPA, p.ARPTPA = 2, vip, client }), nil},
+		{"ARPHardwareAddresses", arp, []ofp.Action{set(ofp.MatchARPSHA(vipMAC)), set(ofp.MatchARPTHA(clientMAC))},
+			edit(arp, func(p *oftable.Packet) { p.ARPSHA, p.ARPTHA = vipMAC, clientMAC }), nil},
+		{"MovesInOrder", arp, []ofp.Action{move(48, ofp.NXMEthSrc, ofp.NXMEthDst), set(ofp.MatchEthSrc(vipMAC)),
+			move(32, ofp.NXMARPSPA, ofp.NXMARPTPA), move(32, oxmARPSPA, ofp.NXMIPDst), out(ofp.PortInPort)},
+			edit(arp, func(p *oftable.Packet) { p.EthDst, p.EthSrc, p.ARPTPA = clientMAC, vipMAC, client }), []uint32{clientPort}},
+		{"MoveByOXMHeader", arp, []ofp.Action{move(48, oxmEthSrc, ofp.NXMARPTHA)},
+			edit(arp, func(p *oftable.Packet) { p.ARPTHA = clientMAC }), nil},
+		{"MoveOfPartSkipped", syn, []ofp.Action{ofp.ActionRegMove{NBits: 16, Src: ofp.NXMIPSrc, Dst: ofp.NXMIPDst}}, syn, nil},
+		{"MoveBetweenWidthsSkipped", syn, []ofp.Action{move(32, ofp.NXMIPSrc, ofp.NXMEthDst)}, syn, nil},
 		{"InPortResolved", syn, []ofp.Action{out(ofp.PortInPort)}, syn, []uint32{clientPort}},
 		{"ReservedPortsKept", syn, []ofp.Action{out(ofp.PortController), out(ofp.PortFlood), out(ofp.PortLocal), out(5)},
 			syn, []uint32{ofp.PortController, ofp.PortFlood, ofp.PortLocal, 5}},
-		{"PointerActions", syn, []ofp.Action{&ptrSet, &ptrOut},
-			edit(syn, func(p *oftable.Packet) { p.IPv4Dst = member }), []uint32{memberPort}},
+		{"PointerActions", syn, []ofp.Action{&ptrSet, &ptrMove, &ptrOut},
+			edit(syn, func(p *oftable.Packet) { p.IPv4Dst, p.EthDst = member, clientMAC }), []uint32{memberPort}},
 		{"UnmodelledSkipped", syn, []ofp.Action{ofp.ActionPushVLAN{EtherType: 0x8100}, ofp.ActionDecNwTTL{}, out(2)}, syn, []uint32{2}},
 	}
 	for _, tt := range tests {
@@ -66,6 +77,10 @@ func TestCheckActions(t *testing.T) {
 		{"ErrPort0", []ofp.Action{out(0)}, ofp.BadActionBadOutPort},
 		{"ErrGroup", []ofp.Action{ofp.ActionGroup{GroupID: 1}}, ofp.BadActionBadType},
 		{"ErrSetInPort", []ofp.Action{ofp.ActionSetField{Field: ofp.MatchInPort(1)}}, 13},
+		{"OKMove", []ofp.Action{move(48, ofp.NXMARPSHA, ofp.NXMARPTHA), &ofp.ActionRegMove{NBits: 48, Src: oxmEthSrc, Dst: ofp.NXMEthDst}}, 0xffff},
+		{"ErrMoveOfPart", []ofp.Action{ofp.ActionRegMove{NBits: 8, SrcOfs: 8, Src: ofp.NXMIPSrc, Dst: ofp.NXMIPDst}}, ofp.BadActionBadType},
+		{"ErrMoveUnmodelledField", []ofp.Action{move(32, ofp.NXMReg(0), ofp.NXMIPDst)}, ofp.BadActionBadType},
+		{"ErrMoveIntoUnsettable", []ofp.Action{move(16, ofp.NXMARPOp, oxmEthType)}, 15},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -79,4 +94,17 @@ func TestCheckActions(t *testing.T) {
 			}
 		})
 	}
+}
+
+// OXM headers of OpenFlow-basic fields, which moves may name instead of
+// the NXM ones.
+const (
+	oxmEthSrc  ofp.NXMHeader = 0x80000806
+	oxmEthType ofp.NXMHeader = 0x80000a02
+	oxmARPSPA  ofp.NXMHeader = 0x80002c04
+)
+
+// move is a move of a whole field of nBits.
+func move(nBits uint16, src, dst ofp.NXMHeader) ofp.Action {
+	return ofp.ActionRegMove{NBits: nBits, Src: src, Dst: dst}
 }

@@ -38,6 +38,8 @@ var fields = [...]field{
 	ofp.OXMARPOp:      {known: true, ethType: ethTypeARP, settable: true},
 	ofp.OXMARPSPA:     {known: true, ethType: ethTypeARP, settable: true},
 	ofp.OXMARPTPA:     {known: true, ethType: ethTypeARP, settable: true},
+	ofp.OXMARPSHA:     {known: true, ethType: ethTypeARP, settable: true},
+	ofp.OXMARPTHA:     {known: true, ethType: ethTypeARP, settable: true},
 }
 
 // lookupField returns what the model knows of o's field.
@@ -46,6 +48,35 @@ func lookupField(o *ofp.OXM) field {
 		return field{}
 	}
 	return fields[o.Field]
+}
+
+// nxmFields are the modelled fields by the NXM headers Open vSwitch names
+// them by in moves; OXM headers name the others.
+var nxmFields = map[ofp.NXMHeader]ofp.OXMField{
+	ofp.NXMEthDst: ofp.OXMEthDst, ofp.NXMEthSrc: ofp.OXMEthSrc,
+	ofp.NXMIPSrc: ofp.OXMIPv4Src, ofp.NXMIPDst: ofp.OXMIPv4Dst,
+	ofp.NXMTCPSrc: ofp.OXMTCPSrc, ofp.NXMTCPDst: ofp.OXMTCPDst,
+	ofp.NXMUDPSrc: ofp.OXMUDPSrc, ofp.NXMUDPDst: ofp.OXMUDPDst,
+	ofp.NXMARPOp: ofp.OXMARPOp, ofp.NXMARPSPA: ofp.OXMARPSPA, ofp.NXMARPTPA: ofp.OXMARPTPA,
+	ofp.NXMARPSHA: ofp.OXMARPSHA, ofp.NXMARPTHA: ofp.OXMARPTHA,
+}
+
+// headerField returns the modelled field an unmasked NXM or OXM header
+// names.
+func headerField(h ofp.NXMHeader) (ofp.OXMField, bool) {
+	if h.Class() != ofp.OXMClassBasic {
+		f, ok := nxmFields[h]
+		return f, ok
+	}
+	f := h.Field()
+	return f, int(f) < len(fields) && fields[f].known && h.Len() == width(f)
+}
+
+// width is the length of a modelled field's value in bytes.
+func width(f ofp.OXMField) int {
+	var p Packet
+	var b [6]byte
+	return p.value(f, &b)
 }
 
 // in reports whether p carries the headers f needs.
@@ -98,6 +129,12 @@ func (p *Packet) value(f ofp.OXMField, b *[6]byte) int {
 		return copy(b[:], p.ARPSPA[:])
 	case ofp.OXMARPTPA:
 		return copy(b[:], p.ARPTPA[:])
+	case ofp.OXMARPSHA:
+		*b = p.ARPSHA
+		return 6
+	case ofp.OXMARPTHA:
+		*b = p.ARPTHA
+		return 6
 	}
 	return 0
 }
@@ -132,7 +169,36 @@ func (p *Packet) set(o *ofp.OXM) {
 		p.ARPSPA = o.IPv4()
 	case ofp.OXMARPTPA:
 		p.ARPTPA = o.IPv4()
+	case ofp.OXMARPSHA:
+		p.ARPSHA = o.MAC()
+	case ofp.OXMARPTHA:
+		p.ARPTHA = o.MAC()
 	}
+}
+
+// move is a move action: it copies one field of p into another. A move
+// the model does not execute (see movedFields), or one of a field whose
+// headers p lacks, leaves p as it is.
+func (p *Packet) move(a ofp.ActionRegMove) {
+	src, dst, ok := movedFields(a)
+	if !ok || !fields[src].in(p) {
+		return
+	}
+	var b [6]byte
+	if o, err := ofp.NewOXM(ofp.OXMClassBasic, dst, b[:p.value(src, &b)], nil); err == nil {
+		p.set(&o)
+	}
+}
+
+// movedFields returns the fields a move copies between when it copies a
+// whole modelled field into another of the same width: the only moves
+// the model executes.
+func movedFields(a ofp.ActionRegMove) (src, dst ofp.OXMField, ok bool) {
+	src, srcOK := headerField(a.Src)
+	dst, dstOK := headerField(a.Dst)
+	ok = srcOK && dstOK && a.SrcOfs == 0 && a.DstOfs == 0 &&
+		int(a.NBits) == 8*width(src) && width(src) == width(dst)
+	return src, dst, ok
 }
 
 // describe renders o for an error message as "name=value", with the

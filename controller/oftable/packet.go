@@ -32,6 +32,7 @@ type Packet struct {
 	EthSrc, EthDst     [6]byte
 	EthType            uint16
 	ARPOp              uint16
+	ARPSHA, ARPTHA     [6]byte
 	ARPSPA, ARPTPA     [4]byte
 	IPProto            uint8
 	IPv4Src, IPv4Dst   [4]byte
@@ -73,10 +74,12 @@ func ParseFrame(inPort uint32, frame []byte) (Packet, error) {
 	for _, l := range decoded[1:] {
 		switch l {
 		case layers.LayerTypeARP:
-			if len(arp.SourceProtAddress) != 4 || len(arp.DstProtAddress) != 4 {
-				return Packet{}, errors.New("oftable: parse frame: ARP for another protocol than IPv4")
+			if len(arp.SourceProtAddress) != 4 || len(arp.DstProtAddress) != 4 ||
+				len(arp.SourceHwAddress) != 6 || len(arp.DstHwAddress) != 6 {
+				return Packet{}, errors.New("oftable: parse frame: ARP for another protocol than IPv4 over Ethernet")
 			}
 			p.ARPOp = arp.Operation
+			p.ARPSHA, p.ARPTHA = [6]byte(arp.SourceHwAddress), [6]byte(arp.DstHwAddress)
 			p.ARPSPA, p.ARPTPA = [4]byte(arp.SourceProtAddress), [4]byte(arp.DstProtAddress)
 		case layers.LayerTypeIPv4:
 			p.IPProto = uint8(ip.Protocol)
@@ -100,7 +103,8 @@ func (p Packet) String() string {
 	ip := func(a [4]byte) string { return netip.AddrFrom4(a).String() }
 	switch {
 	case p.EthType == ethTypeARP:
-		fmt.Fprintf(&b, "arp op=%d %s > %s", p.ARPOp, ip(p.ARPSPA), ip(p.ARPTPA))
+		fmt.Fprintf(&b, "arp op=%d %s (%v) > %s (%v)", p.ARPOp, ip(p.ARPSPA), net.HardwareAddr(p.ARPSHA[:]),
+			ip(p.ARPTPA), net.HardwareAddr(p.ARPTHA[:]))
 	case p.EthType == ethTypeIPv4 && (p.IPProto == protoTCP || p.IPProto == protoUDP):
 		name := "tcp"
 		if p.IPProto == protoUDP {

@@ -6,9 +6,9 @@
 //
 // The model is deliberately partial, and says so instead of guessing: a
 // flow-mod whose match uses a field Packet does not carry, or whose
-// instructions go beyond apply-actions with output and set-field, is
-// rejected with an error naming the part. Timeouts are stored but never
-// expire, there are no counters, buffers or groups.
+// instructions go beyond apply-actions with output, set-field and moves of
+// whole fields, is rejected with an error naming the part. Timeouts are
+// stored but never expire, there are no counters, buffers or groups.
 package oftable
 
 import (

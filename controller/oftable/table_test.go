@@ -149,8 +149,8 @@ func TestTable_Apply_Errors(t *testing.T) {
 		wantCode uint16
 		wantText string
 	}{
-		{"ErrUnmodelledField", add(1, 1, oxms(ofp.MatchEthType(0x0806), ofp.MatchARPSHA(clientMAC))),
-			ofp.ErrTypeBadMatch, ofp.BadMatchBadField, "arp_sha=02:00:00:00:01:05"},
+		{"ErrUnmodelledField", add(1, 1, oxms(ofp.MatchVLANVID(5), ofp.MatchVLANPCP(3))),
+			ofp.ErrTypeBadMatch, ofp.BadMatchBadField, "vlan_pcp=3"},
 		{"ErrExperimenterField", add(1, 1, oxms(func() ofp.OXM {
 			o, err := ofp.NewOXM(ofp.OXMClassNXM1, 16, []byte{0, 0, 0, 1}, nil)
 			if err != nil {
@@ -190,6 +190,8 @@ func TestTable_Apply_Errors(t *testing.T) {
 			ofp.ErrTypeBadAction, 10, "set_field of tcp_dst=8080 needs ip_proto=6 in the match"},
 		{"ErrSetFieldMasked", add(1, 1, oxms(ofp.MatchEthType(0x0800)), ofp.ActionSetField{Field: ofp.MatchIPv4DstMasked(vip, [4]byte{255, 0, 0, 0})}),
 			ofp.ErrTypeBadAction, 15, "has a mask"},
+		{"ErrMoveWithoutPrereqInMatch", add(1, 1, oxms(ofp.MatchEthType(0x0800)), move(48, ofp.NXMARPSHA, ofp.NXMARPTHA)),
+			ofp.ErrTypeBadAction, 10, "move:NXM_NX_ARP_SHA[]->NXM_NX_ARP_THA[] needs eth_type=0x0806 in the match"},
 		{"ErrOutputAny", add(1, 1, nil, out(ofp.PortAny)), ofp.ErrTypeBadAction, ofp.BadActionBadOutPort, "output to port ANY"},
 		{"ErrAddTableAll", func() *ofp.FlowMod { fm := add(1, 1, nil); fm.TableID = ofp.TableAll; return fm }(),
 			ofp.ErrTypeFlowModFailed, ofp.FlowModFailedBadTableID, "table ALL"},
@@ -379,6 +381,29 @@ func TestTable_Process(t *testing.T) {
 			t.Errorf("Process matched %v in table 1", r.Flow)
 		}
 	})
+}
+
+// An ARP responder, as OVN and sdnlb build it, turns a request for the
+// VIP into the reply from the VIP's MAC and sends it back where it came
+// from, broadcast or unicast.
+func TestTable_Process_ARPResponder(t *testing.T) {
+	tbl := oftable.New()
+	mustApply(t, tbl, add(0x2, 510, oxms(ofp.MatchEthType(0x0806), ofp.MatchARPOp(1), ofp.MatchARPTPA(vip)),
+		move(48, ofp.NXMEthSrc, ofp.NXMEthDst), ofp.ActionSetField{Field: ofp.MatchEthSrc(vipMAC)},
+		ofp.ActionSetField{Field: ofp.MatchARPOp(2)},
+		move(48, ofp.NXMARPSHA, ofp.NXMARPTHA), ofp.ActionSetField{Field: ofp.MatchARPSHA(vipMAC)},
+		move(32, ofp.NXMARPSPA, ofp.NXMARPTPA), ofp.ActionSetField{Field: ofp.MatchARPSPA(vip)},
+		out(ofp.PortInPort)))
+	reply := oftable.Packet{InPort: clientPort, EthSrc: vipMAC, EthDst: clientMAC, EthType: 0x0806,
+		ARPOp: 2, ARPSHA: vipMAC, ARPSPA: vip, ARPTHA: clientMAC, ARPTPA: client}
+	for _, dst := range [][6]byte{{0xff, 0xff, 0xff, 0xff, 0xff, 0xff}, vipMAC} {
+		request := oftable.Packet{InPort: clientPort, EthSrc: clientMAC, EthDst: dst, EthType: 0x0806,
+			ARPOp: 1, ARPSHA: clientMAC, ARPSPA: client, ARPTPA: vip}
+		r := tbl.Process(request)
+		if r.Out != reply || !slices.Equal(r.Ports, []uint32{clientPort}) {
+			t.Errorf("%v:\n got  %v to %v\n want %v to %v", request, r.Out, r.Ports, reply, []uint32{clientPort})
+		}
+	}
 }
 
 // Overlapping flows of equal priority: OpenFlow leaves the choice open,
