@@ -149,13 +149,7 @@ func flushNeighbours(tb testing.TB, h *Host) {
 // STALE, PROBE, FAILED...), "" when there is none.
 func neighState(tb testing.TB, h *Host, ip string) string {
 	tb.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	out, err := h.Exec(ctx, "ip", "neigh", "show", ip)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	fields := strings.Fields(string(out))
+	fields := neighEntry(tb, h, ip)
 	if len(fields) == 0 {
 		return ""
 	}

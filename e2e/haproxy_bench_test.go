@@ -2,7 +2,7 @@
 
 package e2e
 
-// The HAProxy comparison of issue 4 is a measurement, not a check, so it
+// The HAProxy failover comparison is a measurement, not a check, so it
 // stays out of scripts/test.sh. Run it as root on a quiet machine:
 //
 //	go test -race -count=1 -tags 'e2e e2e_bench' -run TestFailoverComparison -v ./e2e/

@@ -16,7 +16,7 @@ import (
 	"github.com/sdnlb/sdnlb"
 )
 
-// The monitor of the health scenarios (issue 4): an HTTP check of /health
+// The monitor of the health scenarios: an HTTP check of /health
 // every 200 ms, 100 ms timeout, DOWN after 2 failures, UP after 2 passes.
 const (
 	monDelay      = 200 * time.Millisecond

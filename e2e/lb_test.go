@@ -191,9 +191,9 @@ func waitNoFlows(tb testing.TB, sw *Switch, addr string, timeout time.Duration) 
 	return 0
 }
 
-// neighMAC returns the MAC that h's neighbour table holds for ip, "" when
-// none.
-func neighMAC(tb testing.TB, h *Host, ip string) string {
+// neighEntry returns the fields of h's neighbour entry for ip, as
+// "ip neigh show" prints them; none when there is no entry.
+func neighEntry(tb testing.TB, h *Host, ip string) []string {
 	tb.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
@@ -201,7 +201,14 @@ func neighMAC(tb testing.TB, h *Host, ip string) string {
 	if err != nil {
 		tb.Fatal(err)
 	}
-	fields := strings.Fields(string(out))
+	return strings.Fields(string(out))
+}
+
+// neighMAC returns the MAC that h's neighbour table holds for ip, "" when
+// none.
+func neighMAC(tb testing.TB, h *Host, ip string) string {
+	tb.Helper()
+	fields := neighEntry(tb, h, ip)
 	if i := slices.Index(fields, "lladdr"); i >= 0 && i+1 < len(fields) {
 		return fields[i+1]
 	}
