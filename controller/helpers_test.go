@@ -248,16 +248,37 @@ func (h *harness) connect(tb testing.TB, dpid uint64) (*fakeSwitch, []received) 
 					f.Types = 1 << ofp.GroupTypeSelect
 				}
 				sw.send(r.h.XID, ofp.MultipartReply{Body: f})
-			case ofp.FlowStatsRequest:
-				sw.send(r.h.XID, ofp.MultipartReply{Body: ofp.FlowStatsReply{}}) // holds none of sdnlb's flows
-			case ofp.GroupDescRequest:
-				sw.send(r.h.XID, ofp.MultipartReply{Body: ofp.GroupDescReply{}})
+			default:
+				sw.answerEmpty(r) // holds none of sdnlb's flows and groups
 			}
 		case *ofp.BarrierRequest:
 			sw.send(r.h.XID, ofp.BarrierReply{})
 			return sw, got
 		}
 	}
+}
+
+// answerEmpty answers a read of sdnlb's flows, the groups or their
+// counters as a switch that holds none, and reports whether r was one.
+func (sw *fakeSwitch) answerEmpty(r received) bool {
+	sw.tb.Helper()
+	req, ok := r.m.(*ofp.MultipartRequest)
+	if !ok {
+		return false
+	}
+	var reply ofp.MultipartReplyBody
+	switch req.Body.(type) {
+	case ofp.FlowStatsRequest:
+		reply = ofp.FlowStatsReply{}
+	case ofp.GroupDescRequest:
+		reply = ofp.GroupDescReply{}
+	case ofp.GroupStatsRequest:
+		reply = ofp.GroupStatsReply{}
+	default:
+		return false
+	}
+	sw.send(r.h.XID, ofp.MultipartReply{Body: reply})
+	return true
 }
 
 func (sw *fakeSwitch) send(xid uint32, m ofp.Message) {
