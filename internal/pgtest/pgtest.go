@@ -14,6 +14,7 @@ import (
 	"os/exec"
 	"os/user"
 	"path/filepath"
+	"runtime"
 	"sort"
 	"strconv"
 	"strings"
@@ -42,7 +43,7 @@ type Server struct {
 
 	cmd     *exec.Cmd
 	dir     string
-	exited  chan struct{}
+	exited  <-chan struct{}
 	logFile string
 }
 
@@ -82,6 +83,28 @@ func postgresBinary(name string) (string, error) {
 		return "", fmt.Errorf("%s not found on PATH nor in /usr/lib/postgresql/*/bin", name)
 	}
 	return found[0], nil
+}
+
+// startLocked starts cmd and waits for it on a thread locked for the
+// child's lifetime, and returns a channel closed when it exits. Pdeathsig
+// fires when the creating thread exits, and Go ends a thread when a locked
+// goroutine returns (the e2e hosts' namespace workers do), which would
+// kill the server in the middle of a test.
+func startLocked(cmd *exec.Cmd) (<-chan struct{}, error) {
+	started := make(chan error, 1)
+	exited := make(chan struct{})
+	go func() {
+		runtime.LockOSThread()
+		defer runtime.UnlockOSThread()
+		if err := cmd.Start(); err != nil {
+			started <- err
+			return
+		}
+		started <- nil
+		_ = cmd.Wait()
+		close(exited)
+	}()
+	return exited, <-started
 }
 
 // startPrivate runs initdb and postgres in a temporary directory, as the
@@ -142,11 +165,9 @@ func startPrivate() (_ *Server, err error) {
 		"-c", "fsync=off", "-c", "synchronous_commit=off", "-c", "full_page_writes=off", "-c", "max_connections=300")
 	s.cmd.SysProcAttr = attr
 	s.cmd.Stdout, s.cmd.Stderr = log, log
-	if err := s.cmd.Start(); err != nil {
+	if s.exited, err = startLocked(s.cmd); err != nil {
 		return nil, fmt.Errorf("start postgres: %w", err)
 	}
-	s.exited = make(chan struct{})
-	go func() { s.cmd.Wait(); close(s.exited) }()
 	s.base = &url.URL{Scheme: "postgres", User: url.User("postgres"), Host: net.JoinHostPort("127.0.0.1", strconv.Itoa(port)), Path: "/postgres"}
 	if err := s.connect(30 * time.Second); err != nil {
 		return nil, err
