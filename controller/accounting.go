@@ -161,7 +161,7 @@ func addLive(m *memberCounters, now, before flowCounters) {
 // traffic (NAT members are counted by their routes).
 func (dp *dataplane) groupPollPart(snap *snapshot, stats []ofp.GroupStats, last bool) {
 	for i := range stats {
-		sv := dp.switched[stats[i].GroupID]
+		sv := dp.switchedByGroup(stats[i].GroupID)
 		if sv == nil || !sv.spec.dsr {
 			continue
 		}

@@ -190,8 +190,15 @@ func (dp *dataplane) learnFromSwitch(snap *snapshot, have switchState) {
 				}
 			}
 		}
-		dp.adopted[v.num] = slots
+		dp.adopted[v.num] = adoptedGroup{id: g.GroupID, slots: slots}
 	}
+}
+
+// adoptedGroup is a group the switch held for a VIP: its id on the switch
+// and the members its buckets send to.
+type adoptedGroup struct {
+	id    uint32
+	slots slotTable
 }
 
 // seedHost records a host the switch's flows name, unless the dataplane

@@ -2,27 +2,32 @@ package controller
 
 import (
 	"fmt"
+	"maps"
+	"regexp"
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/gopacket/gopacket/layers"
 
 	"github.com/sdnlb/sdnlb"
-	"github.com/sdnlb/sdnlb/controller/ofp"
 )
 
 // restart is sdnlb starting again on the configuration cfg and the switch
 // connecting with what it holds: a new dataplane adopts it. shift numbers
 // the objects differently from the last process, as a process whose
-// configuration changed over its life would have. It returns what the
-// switch is sent.
-func (d *decision) restart(cfg *sdnlb.Config, shift int) []string {
+// configuration changed over its life would have, and firstVIPs are
+// numbered first, in that order. It returns what the switch is sent.
+func (d *decision) restart(cfg *sdnlb.Config, shift int, firstVIPs ...string) []string {
 	d.tb.Helper()
 	have := d.holding()
 	d.builder = newSnapshotBuilder()
 	for i := range shift {
 		d.builder.vips.of(fmt.Sprintf("gone-vip-%d", i))
 		d.builder.members.of(fmt.Sprintf("gone-member-%d", i))
+	}
+	for _, id := range firstVIPs {
+		d.builder.vips.of(id)
 	}
 	snap, skipped := d.builder.build(cfg)
 	if len(skipped) > 0 {
@@ -149,8 +154,9 @@ func TestAdopt_RemovesWhatIsStale(t *testing.T) {
 	}
 }
 
-// A SWITCH pool's group keeps its slots and the switch keeps its flows:
-// the members are known from the switch's own routes and buckets.
+// A SWITCH pool's group keeps its id and its slots, and the switch keeps
+// its flows, whatever number the new process gives the VIP: the members
+// are known from the switch's own routes and buckets.
 func TestAdopt_SwitchDispatch(t *testing.T) {
 	for _, fwd := range sdnlb.Forwardings {
 		t.Run(string(fwd), func(t *testing.T) {
@@ -161,13 +167,12 @@ func TestAdopt_SwitchDispatch(t *testing.T) {
 			bucketsBefore := d.groups[1].Buckets
 			flowsBefore := len(d.flows)
 			got := d.restart(switchConfig(fwd, nil), 2)
-			id := d.snap.vipByID["v1"].num
-			if len(d.groups) != 1 || d.groups[id].String() != (ofp.GroupMod{GroupType: ofp.GroupTypeSelect, GroupID: id, Buckets: bucketsBefore}).String() {
-				t.Errorf("groups after the restart:\n%v\nwant group %d with the buckets of group 1 before", d.groups, id)
+			if g, ok := d.groups[1]; len(d.groups) != 1 || !ok || fmt.Sprint(g.Buckets) != fmt.Sprint(bucketsBefore) {
+				t.Errorf("groups after the restart:\n%v\nwant group 1 with its buckets", d.groups)
 			}
 			for _, l := range flowModLines(got) {
-				if strings.Contains(l, "delete") && !strings.Contains(l, "group_id=1") {
-					t.Errorf("adoption deleted %s", l)
+				if strings.HasPrefix(l, "group_mod") || strings.Contains(l, "delete") {
+					t.Errorf("adoption sent %s", l)
 				}
 			}
 			if len(d.flows) != flowsBefore {
@@ -180,6 +185,58 @@ func TestAdopt_SwitchDispatch(t *testing.T) {
 			}
 		})
 	}
+}
+
+// Two SWITCH VIPs that the new process numbers the other way round (the
+// last process numbered them as they were created, the new one in id
+// order) keep their groups: no group is rewritten for the other VIP while
+// its flows still send to it, and no flow changes what it does.
+func TestAdopt_SwappedVIPNumbers(t *testing.T) {
+	cfg := func() *sdnlb.Config {
+		return switchConfig(sdnlb.ForwardingNAT, func(c *sdnlb.Config) {
+			c.VIPs = append(c.VIPs, &sdnlb.VIP{ID: "v2", Address: "10.0.0.101", Protocol: sdnlb.ProtocolTCP, Port: 81,
+				PoolID: "p2", ConnectionLimit: -1, AdminStateUp: true, MAC: "02:00:00:00:02:00"})
+			c.Pools = append(c.Pools, &sdnlb.Pool{ID: "p2", VIPID: "v2", LBMethod: sdnlb.RoundRobin, Protocol: sdnlb.ProtocolTCP,
+				Dispatch: sdnlb.DispatchSwitch, Forwarding: sdnlb.ForwardingDSR, AdminStateUp: true})
+			for i := 1; i <= 3; i++ {
+				c.Members = append(c.Members, &sdnlb.Member{ID: fmt.Sprintf("d%d", i), PoolID: "p2",
+					Address: fmt.Sprintf("10.0.0.%d", i), Weight: 1, AdminStateUp: true})
+			}
+		})
+	}
+	d := newSwitchDecision(t, cfg())
+	for i := 1; i <= 3; i++ {
+		d.learnMember(i)
+	}
+	if n := len(d.groups); n != 2 {
+		t.Fatalf("%d groups before the restart, want 2", n)
+	}
+	withoutCookies := func() []string {
+		var lines []string
+		for _, l := range flowLines(t, slices.Collect(maps.Values(d.flows))) {
+			lines = append(lines, regexp.MustCompile(`cookie=0x[0-9a-f]+, `).ReplaceAllString(l, ""))
+		}
+		slices.Sort(lines)
+		return lines
+	}
+	flowsBefore, groupsBefore := withoutCookies(), fmt.Sprint(d.groups)
+	if d.snap.vipByID["v1"].num != 1 {
+		t.Fatalf("v1 is numbered %d before the restart, want 1", d.snap.vipByID["v1"].num)
+	}
+
+	got := d.restart(cfg(), 0, "v2", "v1")
+	if d.snap.vipByID["v1"].num != 2 {
+		t.Fatalf("v1 is numbered %d after the restart, want 2", d.snap.vipByID["v1"].num)
+	}
+	for _, l := range flowModLines(got) {
+		if strings.HasPrefix(l, "group_mod") || strings.Contains(l, "delete") {
+			t.Errorf("adoption sent %s", l)
+		}
+	}
+	if g := fmt.Sprint(d.groups); g != groupsBefore {
+		t.Errorf("groups after the restart:\n%s\nbefore:\n%s", g, groupsBefore)
+	}
+	assertLines(t, withoutCookies(), flowsBefore)
 }
 
 // The switch's answer to ARP for a VIP is adopted like any flow: a

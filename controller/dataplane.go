@@ -31,7 +31,7 @@ type dataplane struct {
 	installed *snapshot               // the configuration the switch has the flows of
 	switched  map[uint32]*switchedVIP // the VIPs the switch dispatches, by number
 	routes    map[[4]byte]memberRoute // tableToMember rows, by member address
-	adopted   map[uint32]slotTable    // slots of groups the switch held at the handshake, by VIP number
+	adopted   map[uint32]adoptedGroup // groups the switch held at the handshake, by the number of the VIP they serve
 
 	pkt   *decoder // the frame of the packet-in being decided
 	flows *connFlows
@@ -81,7 +81,7 @@ func newDataplane(cfg dataplaneConfig) *dataplane {
 		installed:       emptySnapshot,
 		switched:        map[uint32]*switchedVIP{},
 		routes:          map[[4]byte]memberRoute{},
-		adopted:         map[uint32]slotTable{},
+		adopted:         map[uint32]adoptedGroup{},
 		pkt:             newDecoder(),
 		flows:           newConnFlows(),
 		frame:           make([]byte, 0, 128),

@@ -42,7 +42,12 @@ const dsrMemberReg = 0
 var trackNAT = ofp.ActionCT{Zone: ctZone, Table: tableTracked, Actions: []ofp.Action{ofp.ActionNAT{}}}
 
 // switchedVIP is what a switch has installed to dispatch one VIP itself.
+// Its group id is the switch's, not the process's: a group adopted from
+// the switch keeps its id, so a process that numbers the VIPs otherwise
+// than its predecessor never rewrites a group another VIP's flows still
+// send to.
 type switchedVIP struct {
+	group       uint32
 	spec        dispatchSpec
 	slots       slotTable
 	buckets     [groupSlots]bucketTarget // what the installed group's buckets send to
@@ -96,7 +101,7 @@ func (dp *dataplane) dispatch(now time.Time, snap *snapshot, out *outbox) {
 			out.send(&punt)
 		}
 		if sv.grouped {
-			out.send(&ofp.GroupMod{Command: ofp.GroupDelete, GroupID: num})
+			out.send(&ofp.GroupMod{Command: ofp.GroupDelete, GroupID: sv.group})
 		}
 		delete(dp.switched, num)
 	}
@@ -111,8 +116,13 @@ func (dp *dataplane) dispatch(now time.Time, snap *snapshot, out *outbox) {
 func (dp *dataplane) dispatchVIP(now time.Time, v *vipState, out *outbox) {
 	sv := dp.switched[v.num]
 	if sv == nil {
-		sv = &switchedVIP{spec: specOf(v), slots: dp.adopted[v.num]}
-		delete(dp.adopted, v.num)
+		sv = &switchedVIP{spec: specOf(v)}
+		if a, ok := dp.adopted[v.num]; ok {
+			sv.group, sv.slots, sv.grouped = a.id, a.slots, true
+			delete(dp.adopted, v.num)
+		} else {
+			sv.group = dp.freeGroupID(v.num)
+		}
 		dp.switched[v.num] = sv
 		if !sv.spec.dsr {
 			for _, fm := range trackedFlows(v) {
@@ -142,12 +152,12 @@ func (dp *dataplane) dispatchVIP(now time.Time, v *vipState, out *outbox) {
 		if sv.spec.dsr {
 			dp.bankGroupCounters(dp.installed)
 		}
-		gm := groupMod(cmd, v.num, sv.spec.dsr, &buckets)
+		gm := groupMod(cmd, sv.group, sv.spec.dsr, &buckets)
 		out.send(&gm)
 		sv.grouped, sv.buckets = true, buckets
 	}
 	if !sv.dispatching {
-		fm := dispatchFlow(v)
+		fm := dispatchFlow(v, sv.group)
 		out.send(&fm)
 		sv.dispatching = true
 	}
@@ -291,10 +301,46 @@ func trackedFlows(v *vipState) []ofp.FlowMod {
 
 // dispatchFlow sends v's new connections to its group: from tableTracked
 // for NAT, straight from the service flow for DSR.
-func dispatchFlow(v *vipState) ofp.FlowMod {
+func dispatchFlow(v *vipState, group uint32) ofp.FlowMod {
 	f := newConnectionFlow(v)
-	f.actions = []ofp.Action{ofp.ActionGroup{GroupID: v.num}}
+	f.actions = []ofp.Action{ofp.ActionGroup{GroupID: group}}
 	return f.add()
+}
+
+// freeGroupID is the id for a new group of the VIP numbered vipNum: its
+// number, unless a group on the switch has it; then the lowest free id.
+func (dp *dataplane) freeGroupID(vipNum uint32) uint32 {
+	taken := func(id uint32) bool {
+		for _, sv := range dp.switched {
+			if sv.group == id {
+				return true
+			}
+		}
+		for _, a := range dp.adopted {
+			if a.id == id {
+				return true
+			}
+		}
+		return false
+	}
+	if !taken(vipNum) {
+		return vipNum
+	}
+	id := uint32(1)
+	for taken(id) {
+		id++
+	}
+	return id
+}
+
+// switchedByGroup is the VIP dispatch that owns the switch's group id.
+func (dp *dataplane) switchedByGroup(id uint32) *switchedVIP {
+	for _, sv := range dp.switched {
+		if sv.group == id {
+			return sv
+		}
+	}
+	return nil
 }
 
 // undispatchFlow sends v's new connections to the controller.
@@ -319,7 +365,7 @@ func newConnectionFlow(v *vipState) flow {
 }
 
 // groupMod builds a VIP's select group: one equal bucket per slot.
-func groupMod(cmd ofp.GroupModCommand, vipNum uint32, dsr bool, targets *[groupSlots]bucketTarget) ofp.GroupMod {
+func groupMod(cmd ofp.GroupModCommand, groupID uint32, dsr bool, targets *[groupSlots]bucketTarget) ofp.GroupMod {
 	buckets := make([]ofp.Bucket, groupSlots)
 	for i, t := range targets {
 		var actions []ofp.Action
@@ -336,7 +382,7 @@ func groupMod(cmd ofp.GroupModCommand, vipNum uint32, dsr bool, targets *[groupS
 		}
 		buckets[i] = ofp.Bucket{Weight: 1, WatchPort: ofp.PortAny, WatchGroup: ofp.GroupAny, Actions: actions}
 	}
-	return ofp.GroupMod{Command: cmd, GroupType: ofp.GroupTypeSelect, GroupID: vipNum, Buckets: buckets}
+	return ofp.GroupMod{Command: cmd, GroupType: ofp.GroupTypeSelect, GroupID: groupID, Buckets: buckets}
 }
 
 // routeFlows are a member address's tableToMember rows: the route, and the

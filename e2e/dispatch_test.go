@@ -199,6 +199,56 @@ func TestRestart_AdoptsTheSwitch(t *testing.T) {
 	}
 }
 
+// sdnlb SIGKILLed and started again on the same database restartCycles
+// times in a row, under load through a SWITCH NAT and a SWITCH DSR VIP:
+// no request fails, and the switch ends holding what it held before. Each
+// client uses one VIP, at a rate that reuses no source port.
+func TestRestart_Cycles(t *testing.T) {
+	const (
+		restartCycles = 20
+		dsrPort       = 8082
+	)
+	b := newDispatchBed(t, 2, 3, sdnlb.RoundRobin, sdnlb.DispatchSwitch, nil)
+	dsrVIP := b.lb.MustCreateVIP("dsr", b.sw.Addr(101), sdnlb.ProtocolTCP, dsrPort, nil)
+	var dsrPool sdnlb.Pool
+	b.lb.MustAPI("POST", "/v1/pools", map[string]any{"name": "dsr", "vip_id": dsrVIP.ID, "lb_method": sdnlb.RoundRobin,
+		"protocol": sdnlb.ProtocolTCP, "dispatch": sdnlb.DispatchSwitch, "forwarding": sdnlb.ForwardingDSR}, 201, &dsrPool)
+	for i, h := range b.members {
+		holdVIP(t, h, dsrVIP.Address)
+		h.ServeHTTP(t, dsrPort, b.servers[i].Name)
+		b.lb.MustCreateMember(&dsrPool, h.IP, 0)
+	}
+	b.lb.WaitPoolMembers(dsrPool.ID, len(b.members), 10*time.Second)
+	b.waitBuckets(t, 2*len(b.members), 10*time.Second)
+	dsrURL := "http://" + net.JoinHostPort(dsrVIP.Address, strconv.Itoa(dsrPort)) + "/"
+	requireAll(t, spread(t, b.clients[:1], b.url, 30), b.serverNames())
+	requireAll(t, spread(t, b.clients[1:], dsrURL, 30), b.serverNames())
+	before := flowState(b.sw)
+
+	const loadFor = 3 * time.Minute // a bound; the load stops after the last cycle
+	nat := startLoad(b.clients[:1], b.url, loadEvery, loadFor, clientTimeout)
+	dsr := startLoad(b.clients[1:], dsrURL, loadEvery, loadFor, clientTimeout)
+	lb := b.lb
+	for range restartCycles {
+		time.Sleep(300 * time.Millisecond)
+		lb.Kill()
+		lb = startSDNLB(t, "--db", b.lb.DB)
+		lb.Connect(b.sw)
+	}
+	time.Sleep(time.Second)
+	for name, l := range map[string]*load{"SWITCH NAT": nat, "SWITCH DSR": dsr} {
+		s := summarise(l.Stop(), time.Time{}, time.Now())
+		t.Logf("%s through %d restarts: %v", name, restartCycles, s)
+		if s.failed > 0 {
+			t.Errorf("%s through %d restarts: %v", name, restartCycles, s)
+		}
+	}
+	if after := flowState(b.sw); !slices.Equal(before, after) {
+		t.Errorf("the switch after the restarts differs from before:\nbefore:\n%s\nafter:\n%s",
+			strings.Join(before, "\n"), strings.Join(after, "\n"))
+	}
+}
+
 // A VIP posted on a Floodlight route without a protocol serves every
 // protocol (ANY), in both dispatches: a ping to it is answered by a member
 // from the VIP's address, and TCP to any of its ports reaches a member on
