@@ -1,6 +1,7 @@
 package controller
 
 import (
+	"encoding/binary"
 	"slices"
 	"time"
 
@@ -343,15 +344,14 @@ func l4SrcField(proto uint8) ofp.OXMField {
 }
 
 // bucketTargetOf reads where a bucket sends: NAT buckets name the member's
-// address and port, DSR buckets its address (reg0), MAC and switch port.
+// address and port in the label and mark they commit in the VIP zone, DSR
+// buckets its address (reg0), MAC and switch port.
 func bucketTargetOf(actions []ofp.Action) (ip uint32, port uint16, mac [6]byte, ofPort uint32, ok bool) {
 	for _, a := range actions {
 		switch a := a.(type) {
 		case ofp.ActionCT:
-			for _, inner := range a.Actions {
-				if nat, isNAT := inner.(ofp.ActionNAT); isNAT && nat.AddrMin.Is4() {
-					return ipUint(nat.AddrMin.As4()), nat.PortMin, mac, 0, true
-				}
+			if a.Zone == ctZoneVIP && a.Flags&ofp.CTCommit != 0 {
+				return committedTarget(a.Actions)
 			}
 		case ofp.ActionSetField:
 			switch {
@@ -365,6 +365,26 @@ func bucketTargetOf(actions []ofp.Action) (ip uint32, port uint16, mac [6]byte, 
 		}
 	}
 	return ip, 0, mac, ofPort, ok && ofPort != 0
+}
+
+// committedTarget reads the member a NAT bucket commits its connection
+// to: the address in the label, the port in the mark (none when the
+// member serves the port the client asked for).
+func committedTarget(exec []ofp.Action) (ip uint32, port uint16, mac [6]byte, ofPort uint32, ok bool) {
+	for _, a := range exec {
+		sf, isSet := a.(ofp.ActionSetField)
+		switch {
+		case !isSet || sf.Field.Class != ofp.NXMCTLabel.Class():
+		case sf.Field.Field == ofp.NXMCTLabel.Field():
+			v := sf.Field.Value()
+			if len(v) == 16 && binary.BigEndian.Uint64(v) == 0 && binary.BigEndian.Uint32(v[8:]) == 0 {
+				ip = binary.BigEndian.Uint32(v[12:])
+			}
+		case sf.Field.Field == ofp.NXMCTMark.Field():
+			port = uint16(sf.Field.Uint())
+		}
+	}
+	return ip, port, mac, 0, ip != 0
 }
 
 // applied returns the actions of a flow's apply-actions instruction.

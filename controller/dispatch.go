@@ -2,8 +2,8 @@ package controller
 
 import (
 	"cmp"
+	"encoding/binary"
 	"maps"
-	"net/netip"
 	"slices"
 	"time"
 
@@ -19,14 +19,26 @@ import (
 // DSR: the VIP's service flow sends to the group, whose buckets rewrite
 // the destination MAC and output to the member's port.
 //
-// NAT (the way OVN balances): the service flow and the members' replies go
-// through the connection tracker, which applies an existing connection's
-// NAT, into tableTracked. There a new connection goes to the group, whose
-// buckets commit it with the destination NAT to a member and continue in
-// tableToMember; established packets to the member go to tableToMember,
-// which sets the member's MAC; replies, translated back to the VIP, get
-// the VIP's MAC. An established connection keeps its member whatever the
-// buckets become, and a member's own traffic is never rewritten.
+// NAT: the connection tracker remembers each connection's member, and the
+// flows translate. The tracker is asked to translate nothing itself: Open
+// vSwitch 3.1.0 to 3.1.2 let a closed NAT connection's reverse key outlive
+// it and then rewrite a new connection's source port (see
+// docs/ARCHITECTURE.md, "Port reuse through the userspace connection
+// tracker"). A connection is tracked twice. In the VIP zone, as the client
+// addresses it, its label is the member's address and its mark the
+// member's port; in the member zone, as the member sees it, its label is
+// the VIP's address and its mark the VIP's protocol and port. The service
+// flow sends into the VIP zone and on to tableTracked. There a new
+// connection goes to the group, whose buckets commit it in the VIP zone,
+// address it to a member, commit it in the member zone and continue in
+// tableToMember; a tracked one is addressed to the member its label and
+// mark name, passes the member zone and goes to tableToMember, which sets
+// the member's MAC. A member's replies go through the member zone into
+// tableFromMember, where the VIP their connection names becomes their
+// source again; they pass the VIP zone on their way to the client. An
+// established connection keeps its member whatever the buckets become,
+// both zones see every packet of it, and a member's own traffic is never
+// rewritten.
 //
 // Buckets need the member's MAC (and, for DSR, its port): a member the
 // switch has not been seen answering is asked by ARP and left out until it
@@ -37,9 +49,58 @@ import (
 // to.
 const dsrMemberReg = 0
 
-// trackNAT sends a packet through the connection tracker, which applies
-// the NAT of its connection, and on to tableTracked.
-var trackNAT = ofp.ActionCT{Zone: ctZone, Table: tableTracked, Actions: []ofp.Action{ofp.ActionNAT{}}}
+// trackVIP sends a client's packet through the tracker's VIP zone and on
+// to tableTracked; trackMember a member's reply through the member zone
+// and on to tableFromMember.
+var (
+	trackVIP    = ofp.ActionCT{Zone: ctZoneVIP, Table: tableTracked}
+	trackMember = ofp.ActionCT{Zone: ctZoneMember, Table: tableFromMember}
+)
+
+// addressLabel is the connection label that names an address: its low 32
+// bits.
+func addressLabel(ip uint32) [16]byte {
+	var label [16]byte
+	binary.BigEndian.PutUint32(label[12:], ip)
+	return label
+}
+
+// serviceMark is the connection mark that names a VIP's service in the
+// member zone: its protocol and port. For a VIP on every port, the port is
+// the one the client asked for, which the bucket keeps in clientPortReg
+// before it addresses the member.
+func serviceMark(k vipKey) uint32 { return uint32(k.proto)<<16 | uint32(k.port) }
+
+// clientPortReg is the register a NAT bucket of a VIP on every port keeps
+// the client's destination port in.
+const clientPortReg = 1
+
+// everyPort says whether connections to the VIP keep the port the client
+// asked for, unless the member names its own: a VIP on every port of TCP
+// or UDP, or of every protocol.
+func (k vipKey) everyPort() bool { return k.port == 0 && (hasPorts(k.proto) || k.proto == protoAny) }
+
+// translation is how one protocol of a VIP's connections is translated:
+// its port fields, or none. A VIP of every protocol has one for TCP, one
+// for UDP and one for the rest.
+type translation struct {
+	proto    uint8
+	dst, src ofp.NXMHeader // 0: no ports
+}
+
+func (v *vipState) translations() []translation {
+	tcp := translation{protoTCP, ofp.NXMTCPDst, ofp.NXMTCPSrc}
+	udp := translation{protoUDP, ofp.NXMUDPDst, ofp.NXMUDPSrc}
+	switch v.proto {
+	case protoAny:
+		return []translation{tcp, udp, {proto: protoAny}}
+	case protoTCP:
+		return []translation{tcp}
+	case protoUDP:
+		return []translation{udp}
+	}
+	return []translation{{proto: v.proto}}
+}
 
 // switchedVIP is what a switch has installed to dispatch one VIP itself.
 // Its group id is the switch's, not the process's: a group adopted from
@@ -152,7 +213,7 @@ func (dp *dataplane) dispatchVIP(now time.Time, v *vipState, out *outbox) {
 		if sv.spec.dsr {
 			dp.bankGroupCounters(dp.installed)
 		}
-		gm := groupMod(cmd, sv.group, sv.spec.dsr, &buckets)
+		gm := groupMod(cmd, sv.group, sv.spec, &buckets)
 		out.send(&gm)
 		sv.grouped, sv.buckets = true, buckets
 	}
@@ -263,34 +324,56 @@ func (dp *dataplane) resetToDownMember(p *packetIn, memberNum uint32, out *outbo
 }
 
 // trackedFlows are a SWITCH NAT VIP's flows around the connection
-// tracker: its service into the tracker, and in tableTracked new
-// connections to the controller (until the group is ready), established
-// ones on to the member, replies back with the VIP's MAC and invalid
-// packets dropped.
+// tracker: its service into the VIP zone; in tableTracked new connections
+// to the controller (until the group is ready), tracked ones to their
+// member and the rest (invalid) dropped; in tableFromMember its
+// connections' replies back from the VIP.
 func trackedFlows(v *vipState) []ofp.FlowMod {
 	cookie := makeCookie(catDispatch, v.num, 0)
-	forward := []ofp.OXM{ofp.MatchEthType(ethTypeIPv4),
-		ofp.MatchCTState(ofp.CTStateTrk|ofp.CTStateEst, ofp.CTStateTrk|ofp.CTStateEst|ofp.CTStateRpl|ofp.CTStateInv)}
-	if v.proto != protoAny {
-		forward = append(forward, ofp.MatchCTNwProto(v.proto))
+	unknown := append([]ofp.OXM{ofp.MatchCTLabel([16]byte{})}, v.service()...)
+	flows := []flow{{table: tableTracked, cookie: cookie, priority: prioTrackedUnknown + v.onePort(), match: unknown}}
+
+	replyMark := ofp.MatchCTMark(serviceMark(v.key), 0xffffffff)
+	if v.port == 0 { // the port is the client's, whatever it is
+		replyMark = ofp.MatchCTMark(serviceMark(v.key), 0xffff0000)
 	}
-	forward = append(forward, ofp.MatchCTNwDst(v.ip))
-	if hasPorts(v.proto) && v.port != 0 {
-		forward = append(forward, ofp.MatchCTTpDst(v.port))
+	for _, t := range v.translations() {
+		// A VIP of every protocol: TCP and UDP before the rest.
+		prio := v.onePort()
+		if t.proto != v.proto {
+			prio++
+		}
+
+		service := v.service()
+		if t.proto != v.proto {
+			service = serviceMatch(t.proto, ofp.MatchIPv4Dst(v.ip), l4Dst, 0, icmpEchoRequest)
+		}
+		tracked := append([]ofp.OXM{ofp.MatchCTState(ofp.CTStateTrk, ofp.CTStateTrk|ofp.CTStateNew)}, service...)
+		toMember := []ofp.Action{ofp.ActionRegMove{NBits: 32, Src: ofp.NXMCTLabel, Dst: ofp.NXMIPDst}}
+		if t.dst != 0 {
+			toMember = append(toMember, ofp.ActionRegMove{NBits: 16, Src: ofp.NXMCTMark, Dst: t.dst})
+		}
+		toMember = append(toMember, ofp.ActionCT{Zone: ctZoneMember, Table: ofp.CTRecircNone})
+
+		replies := []ofp.OXM{ofp.MatchEthType(ethTypeIPv4)}
+		if t.proto != protoAny {
+			replies = append(replies, ofp.MatchIPProto(t.proto))
+		}
+		replies = append(replies, ofp.MatchCTLabel(addressLabel(v.key.ip)), replyMark)
+		fromVIP := []ofp.Action{ofp.ActionSetField{Field: ofp.MatchEthSrc(v.mac)}, ofp.ActionSetField{Field: ofp.MatchIPv4Src(v.ip)}}
+		if t.src != 0 {
+			fromVIP = append(fromVIP, ofp.ActionRegMove{NBits: 16, Src: ofp.NXMCTMark, Dst: t.src})
+		}
+		fromVIP = append(fromVIP, ofp.ActionCT{Zone: ctZoneVIP, Table: ofp.CTRecircNone})
+
+		flows = append(flows,
+			flow{table: tableTracked, cookie: cookie, priority: prioTrackedForward + prio, match: tracked,
+				actions: toMember, gotoTable: tableToMember},
+			flow{table: tableFromMember, cookie: cookie, priority: prioFromMemberTracked + prio, match: replies,
+				actions: fromVIP, gotoTable: tableL2})
 	}
-	reply := append([]ofp.OXM{ofp.MatchCTState(ofp.CTStateTrk|ofp.CTStateEst|ofp.CTStateRpl,
-		ofp.CTStateTrk|ofp.CTStateEst|ofp.CTStateRpl|ofp.CTStateInv)},
-		serviceMatch(v.proto, ofp.MatchIPv4Src(v.ip), l4Src, v.port, icmpEchoReply)...)
-	invalid := append([]ofp.OXM{ofp.MatchCTState(ofp.CTStateTrk|ofp.CTStateInv, ofp.CTStateTrk|ofp.CTStateInv)},
-		v.service()...)
-	flows := []flow{
-		{table: tableTracked, cookie: cookie, priority: prioTrackedForward + v.onePort(), match: forward, gotoTable: tableToMember},
-		{table: tableTracked, cookie: cookie, priority: prioTrackedReply + v.onePort(), match: reply,
-			actions: []ofp.Action{ofp.ActionSetField{Field: ofp.MatchEthSrc(v.mac)}}, gotoTable: tableL2},
-		{table: tableTracked, cookie: cookie, priority: prioTrackedInvalid + v.onePort(), match: invalid},
-	}
-	// Last, once tableTracked is ready for them: the service into the tracker.
-	flows = append(flows, flow{cookie: cookie, priority: prioVIPPunt + v.onePort(), match: v.service(), actions: []ofp.Action{trackNAT}})
+	// Last, once the tables behind it are ready: the service into the tracker.
+	flows = append(flows, flow{cookie: cookie, priority: prioVIPPunt + v.onePort(), match: v.service(), actions: []ofp.Action{trackVIP}})
 	mods := make([]ofp.FlowMod, 0, len(flows)+1)
 	mods = append(mods, undispatchFlow(v))
 	for _, f := range flows {
@@ -365,24 +448,54 @@ func newConnectionFlow(v *vipState) flow {
 }
 
 // groupMod builds a VIP's select group: one equal bucket per slot.
-func groupMod(cmd ofp.GroupModCommand, groupID uint32, dsr bool, targets *[groupSlots]bucketTarget) ofp.GroupMod {
+func groupMod(cmd ofp.GroupModCommand, groupID uint32, spec dispatchSpec, targets *[groupSlots]bucketTarget) ofp.GroupMod {
 	buckets := make([]ofp.Bucket, groupSlots)
 	for i, t := range targets {
 		var actions []ofp.Action
-		if dsr {
+		if spec.dsr {
 			// reg0 changes nothing in the datapath; it names the member's
 			// address, so a restarted controller can tell whose bucket
 			// this is (see adopt.go).
 			actions = []ofp.Action{ofp.ActionSetField{Field: ofp.MatchReg(dsrMemberReg, ipUint(t.ip), 0xffffffff)},
 				ofp.ActionSetField{Field: ofp.MatchEthDst(t.mac)}, ofp.ActionOutput{Port: t.ofPort}}
 		} else {
-			nat := ofp.ActionNAT{Flags: ofp.NATDst, AddrMin: netip.AddrFrom4(t.ip), PortMin: t.port, PortMax: t.port}
-			actions = []ofp.Action{ofp.ActionCT{Flags: ofp.CTCommit, Zone: ctZone, Table: tableToMember,
-				Actions: []ofp.Action{nat}}}
+			actions = natBucket(spec.key, t)
 		}
 		buckets[i] = ofp.Bucket{Weight: 1, WatchPort: ofp.PortAny, WatchGroup: ofp.GroupAny, Actions: actions}
 	}
 	return ofp.GroupMod{Command: cmd, GroupType: ofp.GroupTypeSelect, GroupID: groupID, Buckets: buckets}
+}
+
+// natBucket commits a new connection to the VIP k in the VIP zone with its
+// member t, addresses it to t, commits it in the member zone with the VIP
+// and goes on to tableToMember.
+func natBucket(k vipKey, t bucketTarget) []ofp.Action {
+	var actions []ofp.Action
+	member := []ofp.Action{ofp.ActionSetField{Field: ofp.MatchCTLabel(addressLabel(ipUint(t.ip)))},
+		ofp.ActionSetField{Field: ofp.MatchCTMark(uint32(t.port), 0xffffffff)}}
+	vip := []ofp.Action{ofp.ActionSetField{Field: ofp.MatchCTLabel(addressLabel(k.ip))},
+		ofp.ActionSetField{Field: ofp.MatchCTMark(serviceMark(k), 0xffffffff)}}
+	if k.everyPort() {
+		clientPort := ofp.ActionRegMove{NBits: 16, Src: ofp.NXMReg(clientPortReg), Dst: ofp.NXMCTMark}
+		actions = append(actions, ofp.ActionRegMove{NBits: 16, Src: ofp.NXMTCPDst, Dst: ofp.NXMReg(clientPortReg)})
+		vip = append(vip, clientPort)
+		if t.port == 0 { // the member serves the port the client asked for
+			member[1] = clientPort
+		}
+	}
+	actions = append(actions,
+		ofp.ActionCT{Flags: ofp.CTCommit, Zone: ctZoneVIP, Table: ofp.CTRecircNone, Actions: member},
+		ofp.ActionSetField{Field: ofp.MatchIPv4Dst(t.ip)})
+	if t.port != 0 {
+		switch k.proto {
+		case protoTCP, protoUDP:
+			actions = append(actions, ofp.ActionSetField{Field: l4Dst(k.proto, t.port)})
+		case protoAny: // each applies to its protocol only
+			actions = append(actions, ofp.ActionSetField{Field: l4Dst(protoTCP, t.port)},
+				ofp.ActionSetField{Field: l4Dst(protoUDP, t.port)})
+		}
+	}
+	return append(actions, ofp.ActionCT{Flags: ofp.CTCommit, Zone: ctZoneMember, Table: tableToMember, Actions: vip})
 }
 
 // routeFlows are a member address's tableToMember rows: the route, and the

@@ -67,18 +67,22 @@ func (d *decision) bucketOwners(id uint32, needles ...string) []int {
 	return owners
 }
 
-func natTo(i int) string { return fmt.Sprintf("nat(dst=10.0.0.%d:8080)", i) }
+// natTo is what names member i in a NAT bucket.
+func natTo(i int) string { return fmt.Sprintf("set_field:10.0.0.%d->ip_dst", i) }
 
 func TestDispatch_NATFollowsMembers(t *testing.T) {
 	d := newSwitchDecision(t, testConfig(nil))
 	got := d.configure(switchConfig(sdnlb.ForwardingNAT, nil))
 	assertSends(t, got,
 		"flow_mod cookie=0x5d05000001000000, table=1, priority=301, ct_state=+new-inv+trk,tcp,nw_dst=10.0.0.100,tp_dst=80 actions=CONTROLLER:65535",
-		"flow_mod cookie=0x5d05000001000000, table=1, priority=201, ct_state=+est-rpl-inv+trk,ct_nw_dst=10.0.0.100,ct_nw_proto=6,ct_tp_dst=80,ip actions=goto_table:2",
-		"flow_mod cookie=0x5d05000001000000, table=1, priority=201, ct_state=+est+rpl-inv+trk,tcp,nw_src=10.0.0.100,tp_src=80 actions=set_field:02:00:00:00:01:00->eth_src,goto_table:9",
-		"flow_mod cookie=0x5d05000001000000, table=1, priority=101, ct_state=+inv+trk,tcp,nw_dst=10.0.0.100,tp_dst=80 actions=drop",
-		"flow_mod cookie=0x5d05000001000000, priority=501, tcp,nw_dst=10.0.0.100,tp_dst=80 actions=ct(table=1,zone=93,nat)",
-		"flow_mod cookie=0x5d04000001000001, priority=900, tcp,nw_src=10.0.0.1,tp_src=8080 actions=ct(table=1,zone=93,nat)",
+		"flow_mod cookie=0x5d05000001000000, table=1, priority=251, ct_label=0,tcp,nw_dst=10.0.0.100,tp_dst=80 actions=drop",
+		"flow_mod cookie=0x5d05000001000000, table=1, priority=201, ct_state=-new+trk,tcp,nw_dst=10.0.0.100,tp_dst=80 actions="+
+			"move:NXM_NX_CT_LABEL[0..31]->NXM_OF_IP_DST[],move:NXM_NX_CT_MARK[0..15]->NXM_OF_TCP_DST[],ct(zone=94),goto_table:2",
+		"flow_mod cookie=0x5d05000001000000, table=3, priority=201, ct_mark=0x60050,ct_label=0xa000064,tcp actions="+
+			"set_field:02:00:00:00:01:00->eth_src,set_field:10.0.0.100->ip_src,move:NXM_NX_CT_MARK[0..15]->NXM_OF_TCP_SRC[],ct(zone=93),goto_table:9",
+		"flow_mod cookie=0x5d05000001000000, priority=501, tcp,nw_dst=10.0.0.100,tp_dst=80 actions=ct(table=1,zone=93)",
+		"flow_mod cookie=0x5d04000001000001, table=3, priority=50, ct_label=0,tcp,nw_src=10.0.0.1,tp_src=8080 actions=goto_table:9",
+		"flow_mod cookie=0x5d04000001000001, priority=900, tcp,nw_src=10.0.0.1,tp_src=8080 actions=ct(table=3,zone=94)",
 	)
 	if n := countPrefix(got, "packet_out in_port=CONTROLLER actions=FLOOD data=arp"); n != 3 {
 		t.Errorf("%d ARP requests for the members, want 3:\n%s", n, strings.Join(got, "\n"))
@@ -95,7 +99,10 @@ func TestDispatch_NATFollowsMembers(t *testing.T) {
 		"flow_mod cookie=0x5d06000000000001, table=2, priority=100, ip,nw_dst=10.0.0.1 actions=set_field:aa:00:00:00:00:01->eth_dst,goto_table:9",
 	)
 	if !slices.ContainsFunc(got, func(l string) bool {
-		return strings.HasPrefix(l, "group_mod group_id=1,type=select,") && strings.Contains(l, "ct(commit,table=2,zone=93,"+natTo(1)+")")
+		return strings.HasPrefix(l, "group_mod group_id=1,type=select,") && strings.Contains(l, "bucket=actions="+
+			"ct(commit,zone=93,exec(set_field:0xa000001->ct_label,set_field:0x1f90->ct_mark)),"+
+			"set_field:10.0.0.1->ip_dst,set_field:8080->tcp_dst,"+
+			"ct(commit,table=2,zone=94,exec(set_field:0xa000064->ct_label,set_field:0x60050->ct_mark))")
 	}) {
 		t.Errorf("no group added with buckets to member 1:\n%s", strings.Join(got, "\n"))
 	}
@@ -189,32 +196,47 @@ func TestDispatch_DSR(t *testing.T) {
 
 // A VIP of every protocol is dispatched by the switch on its address
 // alone: with NAT every IP protocol goes through the connection tracker,
-// which translates it to the member (TCP and UDP to the member's port) and
-// back; with DSR its group rewrites the MAC of whatever comes.
+// TCP and UDP to the member's port and back from the port the client asked
+// for, the rest by address alone; with DSR its group rewrites the MAC of
+// whatever comes.
 func TestDispatch_AnyProtocolVIP(t *testing.T) {
 	toAny := func(c *sdnlb.Config) { c.VIPs[0].Protocol, c.Pools[0].Protocol = sdnlb.ProtocolAny, sdnlb.ProtocolAny }
 	t.Run("NAT", func(t *testing.T) {
 		d := newSwitchDecision(t, testConfig(nil))
 		got := d.configure(switchConfig(sdnlb.ForwardingNAT, toAny))
-		assertSends(t, got,
-			"flow_mod cookie=0x5d05000001000000, priority=500, ip,nw_dst=10.0.0.100 actions=ct(table=1,zone=93,nat)",
-			"flow_mod cookie=0x5d05000001000000, table=1, priority=300, ct_state=+new-inv+trk,ip,nw_dst=10.0.0.100 actions=CONTROLLER:65535",
-			"flow_mod cookie=0x5d05000001000000, table=1, priority=200, ct_state=+est-rpl-inv+trk,ct_nw_dst=10.0.0.100,ip actions=goto_table:2",
-			"flow_mod cookie=0x5d05000001000000, table=1, priority=200, ct_state=+est+rpl-inv+trk,ip,nw_src=10.0.0.100 actions=set_field:02:00:00:00:01:00->eth_src,goto_table:9",
-			"flow_mod cookie=0x5d05000001000000, table=1, priority=100, ct_state=+inv+trk,ip,nw_dst=10.0.0.100 actions=drop",
-			"flow_mod cookie=0x5d04000001000001, priority=900, ip,nw_src=10.0.0.1 actions=ct(table=1,zone=93,nat)",
+		const (
+			toMember = "move:NXM_NX_CT_LABEL[0..31]->NXM_OF_IP_DST[],"
+			fromVIP  = "set_field:02:00:00:00:01:00->eth_src,set_field:10.0.0.100->ip_src,"
 		)
-		for _, l := range got {
-			if strings.Contains(l, "tcp") || strings.Contains(l, "tp_") {
-				t.Errorf("a flow of a VIP of every protocol names one: %s", l)
-			}
-		}
+		assertSends(t, got,
+			"flow_mod cookie=0x5d05000001000000, priority=500, ip,nw_dst=10.0.0.100 actions=ct(table=1,zone=93)",
+			"flow_mod cookie=0x5d05000001000000, table=1, priority=300, ct_state=+new-inv+trk,ip,nw_dst=10.0.0.100 actions=CONTROLLER:65535",
+			"flow_mod cookie=0x5d05000001000000, table=1, priority=250, ct_label=0,ip,nw_dst=10.0.0.100 actions=drop",
+			"flow_mod cookie=0x5d05000001000000, table=1, priority=201, ct_state=-new+trk,tcp,nw_dst=10.0.0.100 actions="+
+				toMember+"move:NXM_NX_CT_MARK[0..15]->NXM_OF_TCP_DST[],ct(zone=94),goto_table:2",
+			"flow_mod cookie=0x5d05000001000000, table=1, priority=201, ct_state=-new+trk,udp,nw_dst=10.0.0.100 actions="+
+				toMember+"move:NXM_NX_CT_MARK[0..15]->NXM_OF_UDP_DST[],ct(zone=94),goto_table:2",
+			"flow_mod cookie=0x5d05000001000000, table=1, priority=200, ct_state=-new+trk,ip,nw_dst=10.0.0.100 actions="+
+				toMember+"ct(zone=94),goto_table:2",
+			"flow_mod cookie=0x5d05000001000000, table=3, priority=201, ct_mark=0/0xffff0000,ct_label=0xa000064,tcp actions="+
+				fromVIP+"move:NXM_NX_CT_MARK[0..15]->NXM_OF_TCP_SRC[],ct(zone=93),goto_table:9",
+			"flow_mod cookie=0x5d05000001000000, table=3, priority=201, ct_mark=0/0xffff0000,ct_label=0xa000064,udp actions="+
+				fromVIP+"move:NXM_NX_CT_MARK[0..15]->NXM_OF_UDP_SRC[],ct(zone=93),goto_table:9",
+			"flow_mod cookie=0x5d05000001000000, table=3, priority=200, ct_mark=0/0xffff0000,ct_label=0xa000064,ip actions="+
+				fromVIP+"ct(zone=93),goto_table:9",
+			"flow_mod cookie=0x5d04000001000001, priority=900, ip,nw_src=10.0.0.1 actions=ct(table=3,zone=94)",
+		)
 		got = d.learnMember(1)
 		assertSends(t, got,
 			"flow_mod cookie=0x5d05000001000000, table=1, priority=300, ct_state=+new-inv+trk,ip,nw_dst=10.0.0.100 actions=group:1",
 		)
-		if s := d.bucketShares(1, natTo(1)); s[0] != groupSlots {
-			t.Errorf("member 1 has %d buckets, want all", s[0])
+		// The bucket keeps the port the client asked for, for the replies.
+		bucket := "move:NXM_OF_TCP_DST[]->NXM_NX_REG1[0..15]," +
+			"ct(commit,zone=93,exec(set_field:0xa000001->ct_label,set_field:0x1f90->ct_mark))," +
+			"set_field:10.0.0.1->ip_dst,set_field:8080->tcp_dst,set_field:8080->udp_dst," +
+			"ct(commit,table=2,zone=94,exec(set_field:0xa000064->ct_label,set_field:0->ct_mark,move:NXM_NX_REG1[0..15]->NXM_NX_CT_MARK[0..15]))"
+		if s := d.bucketShares(1, bucket); s[0] != groupSlots {
+			t.Errorf("%d buckets %s, want all", s[0], bucket)
 		}
 	})
 	t.Run("DSR", func(t *testing.T) {

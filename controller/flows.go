@@ -11,34 +11,40 @@ import (
 // highest priority first. This is the only place the priorities are set;
 // docs/ARCHITECTURE.md says why each row exists.
 const (
-	tableClassify uint8 = 0 // traffic for VIPs and from members
-	tableTracked  uint8 = 1 // SWITCH NAT: packets back from the connection tracker
-	tableToMember uint8 = 2 // SWITCH NAT: packets translated to a member
-	tableL2       uint8 = 9 // everything else
+	tableClassify   uint8 = 0 // traffic for VIPs and from members
+	tableTracked    uint8 = 1 // SWITCH NAT: clients' packets back from the tracker's VIP zone
+	tableToMember   uint8 = 2 // SWITCH NAT: packets addressed to a member
+	tableFromMember uint8 = 3 // SWITCH NAT: members' replies back from the tracker's member zone
+	tableL2         uint8 = 9 // everything else
 
 	// tableClassify
 	prioConnection  uint16 = 1000 // a connection's NAT flow pair, on its full 5-tuple
-	prioMemberReply uint16 = 900  // per member address: its replies → CONTROLLER, or the tracker (SWITCH NAT)
+	prioMemberReply uint16 = 900  // per member address: its replies → CONTROLLER, or the tracker's member zone (SWITCH NAT)
 	prioARPClaim    uint16 = 511  // per VIP address: an ARP request for it from it (a host announcing it holds it) → drop
 	prioARPAnswer   uint16 = 510  // per VIP address: an ARP request for it → the reply, built in the switch, out IN_PORT
-	prioVIPPunt     uint16 = 500  // per VIP: other ARP for it and ARP to its MAC, its service → CONTROLLER, the group (SWITCH DSR) or the tracker (SWITCH NAT); +1 on one port
+	prioVIPPunt     uint16 = 500  // per VIP: other ARP for it and ARP to its MAC, its service → CONTROLLER, the group (SWITCH DSR) or the tracker's VIP zone (SWITCH NAT); +1 on one port
 	prioVIPDrop     uint16 = 499  // per VIP address: any other IPv4 to it → drop
 	prioToL2        uint16 = 0    // the rest → tableL2
 
 	// tableTracked, per SWITCH NAT VIP; +1 for a VIP on one port
 	prioTrackedNew     uint16 = 300 // a new connection → the group, or CONTROLLER while no member is ready
-	prioTrackedForward uint16 = 200 // established, client → member → tableToMember
-	prioTrackedReply   uint16 = 200 // established, member → client, back from the VIP → VIP MAC, tableL2
-	prioTrackedInvalid uint16 = 100 // invalid, to the VIP → drop
-	// per member address shared by a SWITCH NAT and a CONTROLLER pool: its
-	// replies the tracker did not translate back → CONTROLLER
-	prioTrackedUntranslated uint16 = 50
-	prioTrackedMiss         uint16 = 0 // the rest (members' own traffic) → tableL2
+	prioTrackedUnknown uint16 = 250 // a packet of no connection the tracker holds (invalid) → drop
+	prioTrackedForward uint16 = 200 // a tracked connection → its member (from the connection's label and mark), tableToMember
+	prioTrackedMiss    uint16 = 0   // the rest → tableL2
 
 	// tableToMember, per member address of a SWITCH NAT pool
 	prioMemberNew   uint16 = 110 // its new connections, as the next row: counts them
 	prioMemberRoute uint16 = 100 // → its MAC, tableL2; DOWN → CONTROLLER, which resets the client
 	prioRouteMiss   uint16 = 0   // → tableL2
+
+	// tableFromMember
+	prioFromMemberTracked uint16 = 200 // per SWITCH NAT VIP: replies of its connections → from the VIP, tableL2
+	// per member address of a SWITCH NAT pool: its replies of no connection
+	// the tracker holds → tableL2 (clients that reach the member directly),
+	// or CONTROLLER when a CONTROLLER pool shares the member's address and
+	// port (that pool's replies that missed their flows)
+	prioFromMemberUntracked uint16 = 50
+	prioFromMemberStale     uint16 = 0 // replies of connections to a VIP no longer dispatched → drop
 
 	// tableL2
 	prioL2     uint16 = 100 // learned MAC → its port (L2Learn)
@@ -46,9 +52,12 @@ const (
 
 	l2IdleTimeout uint16 = 300 // seconds
 
-	// ctZone is the connection tracker zone of every SWITCH NAT VIP, apart
-	// from the zones a host's own firewall uses.
-	ctZone uint16 = 0x5d
+	// The connection tracker's zones, apart from the zones a host's own
+	// firewall uses. A SWITCH NAT connection is tracked twice: as the
+	// client addresses it (client → VIP) and as the member sees it
+	// (client → member).
+	ctZoneVIP    uint16 = 0x5d
+	ctZoneMember uint16 = 0x5e
 )
 
 // L2Mode says who switches the traffic that is not for a VIP.
@@ -139,15 +148,22 @@ func deleteByCookie(cookie, mask uint64) ofp.FlowMod {
 // baseFlows is what every switch gets before any VIP: what is not for a
 // VIP goes on to the L2 table, whose miss the L2 mode decides.
 func baseFlows(mode L2Mode) []ofp.FlowMod {
-	cookie := makeCookie(catBase, 0, 0)
-	toL2 := flow{table: tableClassify, cookie: cookie, priority: prioToL2, gotoTable: tableL2}
-	trackedMiss := flow{table: tableTracked, cookie: cookie, priority: prioTrackedMiss, gotoTable: tableL2}
-	routeMiss := flow{table: tableToMember, cookie: cookie, priority: prioRouteMiss, gotoTable: tableL2}
-	miss := flow{table: tableL2, cookie: cookie, priority: prioL2Miss, actions: []ofp.Action{toController}}
-	if mode == L2Normal {
-		miss.actions = []ofp.Action{ofp.ActionOutput{Port: ofp.PortNormal}}
+	flows := []flow{
+		{table: tableClassify, priority: prioToL2, gotoTable: tableL2},
+		{table: tableTracked, priority: prioTrackedMiss, gotoTable: tableL2},
+		{table: tableToMember, priority: prioRouteMiss, gotoTable: tableL2},
+		{table: tableFromMember, priority: prioFromMemberStale},
+		{table: tableL2, priority: prioL2Miss, actions: []ofp.Action{toController}},
 	}
-	return []ofp.FlowMod{toL2.add(), trackedMiss.add(), routeMiss.add(), miss.add()}
+	if mode == L2Normal {
+		flows[len(flows)-1].actions = []ofp.Action{ofp.ActionOutput{Port: ofp.PortNormal}}
+	}
+	mods := make([]ofp.FlowMod, len(flows))
+	for i, f := range flows {
+		f.cookie = makeCookie(catBase, 0, 0)
+		mods[i] = f.add()
+	}
+	return mods
 }
 
 // vipFlows are a VIP's rows of tableClassify: the switch answers ARP
@@ -261,14 +277,15 @@ type replyOwner struct {
 	shared            bool
 }
 
-// memberReplyFlows take a member's replies: into the connection tracker
-// when the switch dispatches the member's pool (and has select groups),
-// else to the controller, for the replies that no connection flow took,
-// so that no datapath cache entry of Open vSwitch ever switches them
+// memberReplyFlows take a member's replies: into the connection tracker's
+// member zone when the switch dispatches the member's pool (and has select
+// groups), else to the controller, for the replies that no connection flow
+// took, so that no datapath cache entry of Open vSwitch ever switches them
 // without the reverse NAT. ICMP VIPs match echo replies only, as their
-// connection flows do. A member shared with a pool the controller
-// dispatches has its replies that the tracker did not translate back sent
-// on to the controller, which knows that pool's connections.
+// connection flows do. Behind the tracker, replies of no connection it
+// holds go on untouched, or, from a member shared with a pool the
+// controller dispatches, to the controller, which knows that pool's
+// connections.
 func memberReplyFlows(m replyMatch, o replyOwner, groups bool) []ofp.FlowMod {
 	match := serviceMatch(m.proto, ofp.MatchIPv4Src(m.ip), l4Src, m.port, icmpEchoReply)
 	reply := flow{cookie: makeCookie(catMemberReply, o.vipNum, o.memberNum), priority: prioMemberReply,
@@ -276,14 +293,15 @@ func memberReplyFlows(m replyMatch, o replyOwner, groups bool) []ofp.FlowMod {
 	if !o.tracked || !groups {
 		return []ofp.FlowMod{reply.add()}
 	}
-	untranslated := reply
-	untranslated.table, untranslated.priority = tableTracked, prioTrackedUntranslated
-	reply.actions = []ofp.Action{trackNAT}
+	untracked := reply
+	untracked.table, untracked.priority = tableFromMember, prioFromMemberUntracked
+	untracked.match = append(slices.Clone(match), ofp.MatchCTLabel([16]byte{}))
 	if !o.shared {
-		return []ofp.FlowMod{reply.add()}
+		untracked.actions, untracked.gotoTable = nil, tableL2
 	}
-	// The tracker's row last, once tableTracked can take what it passes on.
-	return []ofp.FlowMod{untranslated.add(), reply.add()}
+	reply.actions = []ofp.Action{trackMember}
+	// The tracker's row last, once tableFromMember can take what it passes on.
+	return []ofp.FlowMod{untracked.add(), reply.add()}
 }
 
 // serviceMatch matches IPv4 packets of proto with address and port (by
@@ -313,11 +331,11 @@ func deleteMemberReplyFlow(memberNum uint32) ofp.FlowMod {
 	return deleteByCookie(makeCookie(catMemberReply, 0, memberNum), maskApp|maskCategory|maskMember)
 }
 
-// deleteUntranslatedReplyFlow removes only the tableTracked row of a
-// member's reply punt, once no CONTROLLER pool shares the member.
-func deleteUntranslatedReplyFlow(memberNum uint32) ofp.FlowMod {
+// deleteUntrackedReplyFlow removes only the tableFromMember row of a
+// member's reply punt, once the switch no longer dispatches its pool.
+func deleteUntrackedReplyFlow(memberNum uint32) ofp.FlowMod {
 	fm := deleteMemberReplyFlow(memberNum)
-	fm.TableID = tableTracked
+	fm.TableID = tableFromMember
 	return fm
 }
 
@@ -477,6 +495,14 @@ func l4Dst(proto uint8, port uint16) ofp.OXM {
 		return ofp.MatchUDPDst(port)
 	}
 	return ofp.MatchTCPDst(port)
+}
+
+// l4DstHeader names proto's destination port field in a move.
+func l4DstHeader(proto uint8) ofp.NXMHeader {
+	if proto == protoUDP {
+		return ofp.NXMUDPDst
+	}
+	return ofp.NXMTCPDst
 }
 
 func l4Src(proto uint8, port uint16) ofp.OXM {

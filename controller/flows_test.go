@@ -80,6 +80,7 @@ func TestFlows_Base(t *testing.T) {
 			"cookie=0x5d01000000000000, priority=0 actions=goto_table:9",
 			"cookie=0x5d01000000000000, table=1, priority=0 actions=goto_table:9",
 			"cookie=0x5d01000000000000, table=2, priority=0 actions=goto_table:9",
+			"cookie=0x5d01000000000000, table=3, priority=0 actions=drop",
 			"cookie=0x5d01000000000000, table=9, priority=0 actions=NORMAL",
 		})
 	})
@@ -88,6 +89,7 @@ func TestFlows_Base(t *testing.T) {
 			"cookie=0x5d01000000000000, priority=0 actions=goto_table:9",
 			"cookie=0x5d01000000000000, table=1, priority=0 actions=goto_table:9",
 			"cookie=0x5d01000000000000, table=2, priority=0 actions=goto_table:9",
+			"cookie=0x5d01000000000000, table=3, priority=0 actions=drop",
 			"cookie=0x5d01000000000000, table=9, priority=0 actions=CONTROLLER:65535",
 		})
 	})
@@ -192,21 +194,25 @@ func TestFlows_MemberReply(t *testing.T) {
 	}
 }
 
-// A member of a SWITCH NAT pool has its replies translated back by the
-// connection tracker; when a CONTROLLER pool shares its address and port,
-// what the tracker does not know goes on to the controller.
+// A member of a SWITCH NAT pool has its replies looked up in the
+// tracker's member zone; what the tracker does not know goes on as it is
+// (a client that reached the member directly), or to the controller when
+// a CONTROLLER pool shares the member's address and port.
 func TestFlows_TrackedMemberReply(t *testing.T) {
 	m := replyMatch{ip: [4]byte{10, 0, 0, 2}, port: 8080, proto: protoTCP}
-	tracker := "cookie=0x5d04000001000007, priority=900, tcp,nw_src=10.0.0.2,tp_src=8080 actions=ct(table=1,zone=93,nat)"
+	tracker := "cookie=0x5d04000001000007, priority=900, tcp,nw_src=10.0.0.2,tp_src=8080 actions=ct(table=3,zone=94)"
 	tests := []struct {
 		name   string
 		owner  replyOwner
 		groups bool
 		want   []string
 	}{
-		{"Tracked", replyOwner{vipNum: 1, memberNum: 7, tracked: true}, true, []string{tracker}},
+		{"Tracked", replyOwner{vipNum: 1, memberNum: 7, tracked: true}, true, []string{
+			"cookie=0x5d04000001000007, table=3, priority=50, ct_label=0,tcp,nw_src=10.0.0.2,tp_src=8080 actions=goto_table:9",
+			tracker,
+		}},
 		{"SharedWithController", replyOwner{vipNum: 1, memberNum: 7, tracked: true, shared: true}, true, []string{
-			"cookie=0x5d04000001000007, table=1, priority=50, tcp,nw_src=10.0.0.2,tp_src=8080 actions=CONTROLLER:65535",
+			"cookie=0x5d04000001000007, table=3, priority=50, ct_label=0,tcp,nw_src=10.0.0.2,tp_src=8080 actions=CONTROLLER:65535",
 			tracker,
 		}},
 		{"SwitchWithoutGroups", replyOwner{vipNum: 1, memberNum: 7, tracked: true, shared: true}, false, []string{
@@ -221,9 +227,8 @@ func TestFlows_TrackedMemberReply(t *testing.T) {
 }
 
 func TestFlows_Deletes(t *testing.T) {
-	mods := append(deleteVIPFlows(5), deleteMemberFlows(6), deleteMemberReplyFlow(6), deleteUntranslatedReplyFlow(6))
+	mods := append(deleteVIPFlows(5), deleteMemberFlows(6), deleteMemberReplyFlow(6))
 	assertLines(t, flowLines(t, mods), []string{
-		"delete cookie=0x5d04000000000006/0xffff000000ffffff table=1",
 		"delete cookie=0x5d02000005000000/0xffffffffff000000",
 		"delete cookie=0x5d07000005000000/0xffffffffff000000",
 		"delete cookie=0x5d10000005000000/0xfffeffffff000000",

@@ -29,10 +29,10 @@ func reconcile(old, new *snapshot, groups bool, l2 L2Mode) (mods []ofp.FlowMod, 
 			mods = append(mods, deleteMemberFlows(om.num))
 		}
 	}
-	// A reply punt whose owner changed is replaced by its add (same match
-	// and priority), so only punts no longer wanted are deleted, and the
-	// tableTracked row of a member no longer shared. Each member owns at
-	// most one punt, so cookies order them stably.
+	// A reply punt whose owner changed is replaced by its adds (same
+	// matches and priorities), so only punts no longer wanted are deleted,
+	// and the tableFromMember row of a member no longer tracked. Each
+	// member owns at most one punt, so cookies order them stably.
 	byCookie := func(a, b ofp.FlowMod) int { return cmp.Compare(a.Cookie, b.Cookie) }
 	from := len(mods)
 	for k, o := range old.replyPunts {
@@ -40,8 +40,8 @@ func reconcile(old, new *snapshot, groups bool, l2 L2Mode) (mods []ofp.FlowMod, 
 		switch {
 		case !ok:
 			mods = append(mods, deleteMemberReplyFlow(o.memberNum))
-		case o.tracked && o.shared && !(n.tracked && n.shared):
-			mods = append(mods, deleteUntranslatedReplyFlow(o.memberNum))
+		case o.tracked && !n.tracked:
+			mods = append(mods, deleteUntrackedReplyFlow(o.memberNum))
 		}
 	}
 	slices.SortFunc(mods[from:], byCookie)

@@ -287,25 +287,25 @@ func TestReconcile_ReplyPunts(t *testing.T) {
 		}},
 		// The tracker takes a member shared by a SWITCH NAT pool and a
 		// CONTROLLER pool first, whatever its number, and passes on to the
-		// controller what it does not know.
+		// controller the replies of connections it does not hold.
 		{"SharedWithSwitchPool", []func(*sdnlb.Config){switchedBackend}, true, []string{
 			"cookie=0x5d04000001000003, priority=900, tcp,nw_src=10.0.0.2,tp_src=8080 actions=CONTROLLER:65535",
 			"cookie=0x5d04000001000004, priority=900, tcp,nw_src=10.0.0.3,tp_src=8080 actions=CONTROLLER:65535",
-			"cookie=0x5d04000002000002, priority=900, tcp,nw_src=10.0.0.1,tp_src=8080 actions=ct(table=1,zone=93,nat)",
-			"cookie=0x5d04000002000002, table=1, priority=50, tcp,nw_src=10.0.0.1,tp_src=8080 actions=CONTROLLER:65535",
+			"cookie=0x5d04000002000002, priority=900, tcp,nw_src=10.0.0.1,tp_src=8080 actions=ct(table=3,zone=94)",
+			"cookie=0x5d04000002000002, table=3, priority=50, ct_label=0,tcp,nw_src=10.0.0.1,tp_src=8080 actions=CONTROLLER:65535",
 		}},
 		{"SwitchPoolLeaves", []func(*sdnlb.Config){switchedBackend, nil}, true, []string{
-			"delete cookie=0x5d04000000000002/0xffff000000ffffff table=1",
+			"delete cookie=0x5d04000000000002/0xffff000000ffffff table=3",
 			"cookie=0x5d04000001000001, priority=900, tcp,nw_src=10.0.0.1,tp_src=8080 actions=CONTROLLER:65535",
 		}},
 		{"ControllerPoolLeaves", []func(*sdnlb.Config){switchedBackend, func(c *sdnlb.Config) {
 			switchedBackend(c)
 			c.VIPs[0].AdminStateUp = false
 		}}, true, []string{
-			"delete cookie=0x5d04000000000002/0xffff000000ffffff table=1",
 			"delete cookie=0x5d04000000000003/0xffff000000ffffff",
 			"delete cookie=0x5d04000000000004/0xffff000000ffffff",
-			"cookie=0x5d04000002000002, priority=900, tcp,nw_src=10.0.0.1,tp_src=8080 actions=ct(table=1,zone=93,nat)",
+			"cookie=0x5d04000002000002, table=3, priority=50, ct_label=0,tcp,nw_src=10.0.0.1,tp_src=8080 actions=goto_table:9",
+			"cookie=0x5d04000002000002, priority=900, tcp,nw_src=10.0.0.1,tp_src=8080 actions=ct(table=3,zone=94)",
 		}},
 	}
 	for _, tt := range tests {

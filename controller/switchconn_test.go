@@ -133,7 +133,7 @@ func TestSession_Handshake(t *testing.T) {
 		}
 	}
 	wantTypes := "HELLO FEATURES_REQUEST MULTIPART_REQUEST SET_CONFIG MULTIPART_REQUEST MULTIPART_REQUEST" +
-		strings.Repeat(" FLOW_MOD", 13) + " PACKET_OUT BARRIER_REQUEST"
+		strings.Repeat(" FLOW_MOD", 14) + " PACKET_OUT BARRIER_REQUEST"
 	if s := strings.Join(types, " "); s != wantTypes {
 		t.Errorf("handshake sent\n  %s\nwant\n  %s", s, wantTypes)
 	}
@@ -142,6 +142,7 @@ func TestSession_Handshake(t *testing.T) {
 		"cookie=0x5d01000000000000, priority=0 actions=goto_table:9",
 		"cookie=0x5d01000000000000, table=1, priority=0 actions=goto_table:9",
 		"cookie=0x5d01000000000000, table=2, priority=0 actions=goto_table:9",
+		"cookie=0x5d01000000000000, table=3, priority=0 actions=drop",
 		"cookie=0x5d01000000000000, table=9, priority=0 actions=CONTROLLER:65535",
 		"cookie=0x5d02000001000000, priority=500, arp,arp_tpa=10.0.0.100 actions=CONTROLLER:65535",
 		"cookie=0x5d02000001000000, priority=500, arp,dl_dst=02:00:00:00:01:00 actions=CONTROLLER:65535",
@@ -306,8 +307,8 @@ func TestSession_Reconnect(t *testing.T) {
 			mods = append(mods, *fm)
 		}
 	}
-	if len(mods) != 13 { // this fake switch forgets its flows
-		t.Errorf("reconnected switch got %d flow-mods, want 4 base flows + 6 VIP flows + 3 reply punts:\n%s", len(mods), strings.Join(flowLines(t, mods), "\n"))
+	if len(mods) != 14 { // this fake switch forgets its flows
+		t.Errorf("reconnected switch got %d flow-mods, want 5 base flows + 6 VIP flows + 3 reply punts:\n%s", len(mods), strings.Join(flowLines(t, mods), "\n"))
 	}
 	waitSwitches(t, h.c, func(sws []*sdnlb.Switch) bool { return len(sws) == 1 })
 }

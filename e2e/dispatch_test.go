@@ -18,8 +18,9 @@ import (
 )
 
 // bucketTarget finds where one select-group bucket sends a connection:
-// the NAT destination address, or the output port of a DSR bucket.
-var bucketTarget = regexp.MustCompile(`nat\(dst=([0-9.]+)|output:([0-9]+)`)
+// the member address a NAT bucket addresses it to, or the output port of
+// a DSR bucket.
+var bucketTarget = regexp.MustCompile(`set_field:([0-9.]+)->ip_dst|output:([0-9]+)`)
 
 // buckets returns, per target, how many buckets of the switch's groups
 // send to it.

@@ -63,7 +63,7 @@ var matchOrder = []struct {
 // nxPreKeyword are the Nicira fields ovs-ofctl prints before the protocol
 // keyword, in its order (lib/match.c match_format).
 var nxPreKeyword = []NXMHeader{
-	NXMCTState, NXMCTZone, NXMCTMark, 0x0001d810, // ct_label
+	NXMCTState, NXMCTZone, NXMCTMark, NXMCTLabel,
 	0x0001f004, NXMCTNwDst, NXMCTNwProto, 0x0001f802, NXMCTTpDst, // ct_nw_src, ct_tp_src
 }
 

@@ -2,6 +2,7 @@ package ofp
 
 import (
 	"encoding/binary"
+	"encoding/hex"
 	"math/bits"
 	"net/netip"
 	"strconv"
@@ -49,6 +50,12 @@ func formatNXValue(o *OXM, f nxField) string {
 		}
 	case nxCTState:
 		return formatCTState(o)
+	case nxHexBytes:
+		s := hexNoLeadingZeros(v)
+		if o.HasMask {
+			s += "/" + hexNoLeadingZeros(o.Mask())
+		}
+		return s
 	case nxHex:
 		if f.bits == 48 && len(v) == 6 { // Ethernet addresses
 			s := formatMAC(v)
@@ -66,6 +73,16 @@ func formatNXValue(o *OXM, f nxField) string {
 		s += "/" + hexUint(bytesUint(o.Mask()))
 	}
 	return s
+}
+
+// hexNoLeadingZeros renders a wide field as OVS does: 0x and its hex
+// digits from the first that is not zero (ct_label=0xa000064), or 0.
+func hexNoLeadingZeros(b []byte) string {
+	s := strings.TrimLeft(hex.EncodeToString(b), "0")
+	if s == "" {
+		return "0"
+	}
+	return "0x" + s
 }
 
 func bytesUint(b []byte) uint64 {

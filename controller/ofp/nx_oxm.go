@@ -33,6 +33,7 @@ const (
 	NXMCTState   NXMHeader = 0x0001d204 // NXM_NX_CT_STATE
 	NXMCTZone    NXMHeader = 0x0001d402 // NXM_NX_CT_ZONE
 	NXMCTMark    NXMHeader = 0x0001d604 // NXM_NX_CT_MARK
+	NXMCTLabel   NXMHeader = 0x0001d810 // NXM_NX_CT_LABEL
 	NXMCTNwProto NXMHeader = 0x0001ee01 // NXM_NX_CT_NW_PROTO
 	NXMCTNwDst   NXMHeader = 0x0001f204 // NXM_NX_CT_NW_DST
 	NXMCTTpDst   NXMHeader = 0x0001fa02 // NXM_NX_CT_TP_DST
@@ -111,6 +112,14 @@ func MatchCTZone(zone uint16) OXM { return nxOXM(NXMCTZone, uint64(zone), 0xffff
 // stores a mark from within ActionCT.
 func MatchCTMark(mark, mask uint32) OXM { return nxOXM(NXMCTMark, uint64(mark), uint64(mask)) }
 
+// MatchCTLabel matches the connection's 128-bit label exactly; it is
+// also the field of a set_field that stores a label from within ActionCT.
+func MatchCTLabel(label [16]byte) OXM {
+	o := OXM{Class: NXMCTLabel.Class(), Field: NXMCTLabel.Field(), n: uint8(len(label))}
+	copy(o.payload[:], label[:])
+	return o
+}
+
 // MatchReg matches register n (0-15) under mask (0xffffffff for exact).
 func MatchReg(n uint8, value, mask uint32) OXM {
 	return nxOXM(NXMReg(n), uint64(value), uint64(mask))
@@ -186,7 +195,7 @@ var nxFields = map[NXMHeader]nxField{
 	NXMCTState:   {"NXM_NX_CT_STATE", "ct_state", 32, nxCTState},
 	NXMCTZone:    {"NXM_NX_CT_ZONE", "ct_zone", 16, nxDecimal},
 	NXMCTMark:    {"NXM_NX_CT_MARK", "ct_mark", 32, nxHex},
-	0x0001d810:   {"NXM_NX_CT_LABEL", "ct_label", 128, nxHexBytes},
+	NXMCTLabel:   {"NXM_NX_CT_LABEL", "ct_label", 128, nxHexBytes},
 	NXMCTNwProto: {"NXM_NX_CT_NW_PROTO", "ct_nw_proto", 8, nxDecimal},
 	0x0001f004:   {"NXM_NX_CT_NW_SRC", "ct_nw_src", 32, nxIPv4},
 	NXMCTNwDst:   {"NXM_NX_CT_NW_DST", "ct_nw_dst", 32, nxIPv4},
