@@ -38,11 +38,15 @@ const (
 	prioRouteMiss   uint16 = 0   // → tableL2
 
 	// tableFromMember
-	prioFromMemberTracked uint16 = 200 // per SWITCH NAT VIP: replies of its connections → from the VIP, tableL2
+	// one connection of a CONTROLLER pool whose member a SWITCH NAT pool
+	// shares, member → client, its VIP named by the tracker → as prioConnection
+	prioFromMemberConnection uint16 = 300
+	prioFromMemberTracked    uint16 = 200 // per SWITCH NAT VIP: replies of its connections → from the VIP, tableL2
 	// per member address of a SWITCH NAT pool: its replies of no connection
-	// the tracker holds → tableL2 (clients that reach the member directly),
-	// or CONTROLLER when a CONTROLLER pool shares the member's address and
-	// port (that pool's replies that missed their flows)
+	// the tracker holds → tableL2 (clients that reach the member directly);
+	// when a CONTROLLER pool shares the member's address and port, every
+	// reply no row above took → CONTROLLER (that pool's replies that missed
+	// their flows)
 	prioFromMemberUntracked uint16 = 50
 	prioFromMemberStale     uint16 = 0 // replies of connections to a VIP no longer dispatched → drop
 
@@ -284,8 +288,8 @@ type replyOwner struct {
 // without the reverse NAT. ICMP VIPs match echo replies only, as their
 // connection flows do. Behind the tracker, replies of no connection it
 // holds go on untouched, or, from a member shared with a pool the
-// controller dispatches, to the controller, which knows that pool's
-// connections.
+// controller dispatches, every reply no connection's row took goes to the
+// controller, which knows that pool's connections.
 func memberReplyFlows(m replyMatch, o replyOwner, groups bool) []ofp.FlowMod {
 	match := serviceMatch(m.proto, ofp.MatchIPv4Src(m.ip), l4Src, m.port, icmpEchoReply)
 	reply := flow{cookie: makeCookie(catMemberReply, o.vipNum, o.memberNum), priority: prioMemberReply,
@@ -295,8 +299,8 @@ func memberReplyFlows(m replyMatch, o replyOwner, groups bool) []ofp.FlowMod {
 	}
 	untracked := reply
 	untracked.table, untracked.priority = tableFromMember, prioFromMemberUntracked
-	untracked.match = append(slices.Clone(match), ofp.MatchCTLabel([16]byte{}))
 	if !o.shared {
+		untracked.match = append(slices.Clone(match), ofp.MatchCTLabel([16]byte{}))
 		untracked.actions, untracked.gotoTable = nil, tableL2
 	}
 	reply.actions = []ofp.Action{trackMember}
@@ -362,7 +366,16 @@ type connection struct {
 	// dsr: direct server return, only the destination MAC is rewritten
 	// and the member replies straight to the client: no reverse flow.
 	dsr bool
+	// memberZone: a SWITCH NAT pool shares the member's address and port,
+	// so the switch's tracker sees its replies first. The connection is
+	// committed in the member zone, naming its VIP, and its reverse flow
+	// takes the replies the tracker says are its own (tableFromMember).
+	memberZone bool
 }
+
+// memberZoneMark is the mark a connection set up by the controller has in
+// the member zone: its protocol and VIP port.
+func (c *connection) memberZoneMark() uint32 { return uint32(c.proto)<<16 | uint32(c.vipPort) }
 
 // natDirection is one direction of a connection's flow pair: what it
 // matches, how it rewrites the packet and where it sends it.
@@ -410,12 +423,16 @@ const (
 // filling them boxes nothing.
 type connFlows struct {
 	mods  [2]ofp.FlowMod
-	oxms  [2][7]ofp.OXM
+	oxms  [2][9]ofp.OXM
 	sets  [2][3]ofp.ActionSetField
 	outs  [2]ofp.ActionOutput
-	acts  [2][4]ofp.Action
+	acts  [2][5]ofp.Action
 	apply [2]ofp.InstructionApplyActions
 	insts [2][1]ofp.Instruction
+	// the forward direction's commit in the member zone (memberZone)
+	commit     ofp.ActionCT
+	commitSets [2]ofp.ActionSetField
+	commitActs [2]ofp.Action
 }
 
 func newConnFlows() *connFlows {
@@ -423,6 +440,8 @@ func newConnFlows() *connFlows {
 	for d := range 2 {
 		f.insts[d][0] = &f.apply[d]
 	}
+	f.commitActs = [2]ofp.Action{&f.commitSets[0], &f.commitSets[1]}
+	f.commit = ofp.ActionCT{Flags: ofp.CTCommit, Zone: ctZoneMember, Table: ofp.CTRecircNone, Actions: f.commitActs[:]}
 	return f
 }
 
@@ -456,6 +475,11 @@ func (f *connFlows) fillDirection(d int, c *connection, nd natDirection) {
 	case protoICMP:
 		match = append(match, ofp.MatchICMPv4Type(nd.icmpType))
 	} // other protocols: the addresses alone
+	table, priority := tableClassify, prioConnection
+	if c.memberZone && d == dirReverse {
+		table, priority = tableFromMember, prioFromMemberConnection
+		match = append(match, ofp.MatchCTLabel(addressLabel(ipUint(c.vipIP))), ofp.MatchCTMark(c.memberZoneMark(), 0xffffffff))
+	}
 	f.outs[d] = ofp.ActionOutput{Port: nd.outPort}
 	if c.memberOFPort == c.clientOFPort {
 		f.oxms[d][0] = ofp.MatchInPort(c.clientOFPort)
@@ -473,14 +497,21 @@ func (f *connFlows) fillDirection(d int, c *connection, nd natDirection) {
 	for i := range n {
 		f.acts[d][i] = &f.sets[d][i]
 	}
+	if c.memberZone && d == dirForward {
+		f.commitSets[0].Field = ofp.MatchCTLabel(addressLabel(ipUint(c.vipIP)))
+		f.commitSets[1].Field = ofp.MatchCTMark(c.memberZoneMark(), 0xffffffff)
+		f.acts[d][n] = &f.commit
+		n++
+	}
 	f.acts[d][n] = &f.outs[d]
 	f.apply[d].Actions = f.acts[d][:n+1]
 	f.mods[d] = ofp.FlowMod{
 		Cookie:       nd.cookie,
+		TableID:      table,
 		Command:      ofp.FlowAdd,
 		IdleTimeout:  c.idleTimeout,
 		HardTimeout:  c.hardTimeout,
-		Priority:     prioConnection,
+		Priority:     priority,
 		BufferID:     ofp.NoBuffer,
 		OutPort:      ofp.PortAny,
 		OutGroup:     ofp.GroupAny,

@@ -134,7 +134,7 @@ func (dp *dataplane) forwardRecent(p *packetIn, c *connection, out *outbox) bool
 	if m == nil || m.status == sdnlb.MemberDown {
 		return false
 	}
-	c.setMember(m)
+	c.setMember(m, dp.groups)
 	c.memberMAC, c.memberOFPort = r.memberMAC, r.memberOFPort
 	dp.flows.fill(c)
 	dp.sendFrame(c.clientOFPort, dp.flows.actions(dirForward), p.frame, out)

@@ -90,7 +90,7 @@ func (dp *dataplane) handleVIPPacket(p *packetIn, out *outbox) {
 		return
 	}
 	m := dp.pick(p.now, pool, v, c.key())
-	c.setMember(m)
+	c.setMember(m, dp.groups)
 	e, known := dp.hosts[ipUint(m.ip)]
 	if !known || e.port == 0 {
 		dp.hold(p, c, v, out)
@@ -101,12 +101,14 @@ func (dp *dataplane) handleVIPPacket(p *packetIn, out *outbox) {
 }
 
 // setMember binds c to m; a member port of 0 means the VIP's port, as
-// does DSR, which rewrites no port.
-func (c *connection) setMember(m *memberState) {
+// does DSR, which rewrites no port. tracker says whether the switch has a
+// connection tracker for the in-switch dispatch.
+func (c *connection) setMember(m *memberState, tracker bool) {
 	c.memberIP, c.memberPort, c.memberNum = m.ip, m.port, m.num
 	if c.memberPort == 0 || c.dsr {
 		c.memberPort = c.vipPort
 	}
+	c.memberZone = tracker && m.memberZone
 }
 
 // pick chooses the member: the client's persistent one while it is in

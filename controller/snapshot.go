@@ -57,6 +57,9 @@ type memberState struct {
 	status  sdnlb.MemberStatus
 	since   time.Time // of the health status
 	cnt     *memberCounters
+	// memberZone: a SWITCH NAT pool shares this CONTROLLER pool member's
+	// address and port (see connection.memberZone).
+	memberZone bool
 }
 
 // snapshot is one immutable view of the configuration. Packet-in handling
@@ -254,6 +257,14 @@ func (b *snapshotBuilder) build(cfg *sdnlb.Config) (snap *snapshot, skipped []er
 		}
 		ps.sched = sc
 	}
+	for _, ps := range s.pools {
+		if ps.vip == nil || ps.switched() || ps.forwarding == sdnlb.ForwardingDSR {
+			continue
+		}
+		for _, m := range ps.members {
+			m.memberZone = s.replyPunts[replyKeyOf(ps.vip, m)].shared
+		}
+	}
 	return s, skipped
 }
 
@@ -264,13 +275,7 @@ func (b *snapshotBuilder) build(cfg *sdnlb.Config) (snap *snapshot, skipped []er
 // tracked owner wins) and what the tracker does not know goes on to the
 // controller.
 func (s *snapshot) addReplyPunt(v *vipState, m *memberState, tracked bool) {
-	k := replyMatch{ip: m.ip, port: m.port, proto: v.proto}
-	switch {
-	case !hasPorts(v.proto): // ICMP, or every protocol of the member
-		k.port = 0
-	case k.port == 0:
-		k.port = v.port
-	}
+	k := replyKeyOf(v, m)
 	n := replyOwner{vipNum: v.num, memberNum: m.num, tracked: tracked}
 	o, ok := s.replyPunts[k]
 	if !ok {
@@ -283,6 +288,18 @@ func (s *snapshot) addReplyPunt(v *vipState, m *memberState, tracked bool) {
 	}
 	o.shared = shared
 	s.replyPunts[k] = o
+}
+
+// replyKeyOf is what m's replies to clients of v carry.
+func replyKeyOf(v *vipState, m *memberState) replyMatch {
+	k := replyMatch{ip: m.ip, port: m.port, proto: v.proto}
+	switch {
+	case !hasPorts(v.proto): // ICMP, or every protocol of the member
+		k.port = 0
+	case k.port == 0:
+		k.port = v.port
+	}
+	return k
 }
 
 func (b *snapshotBuilder) vipState(v *sdnlb.VIP) (*vipState, error) {

@@ -292,7 +292,7 @@ func TestReconcile_ReplyPunts(t *testing.T) {
 			"cookie=0x5d04000001000003, priority=900, tcp,nw_src=10.0.0.2,tp_src=8080 actions=CONTROLLER:65535",
 			"cookie=0x5d04000001000004, priority=900, tcp,nw_src=10.0.0.3,tp_src=8080 actions=CONTROLLER:65535",
 			"cookie=0x5d04000002000002, priority=900, tcp,nw_src=10.0.0.1,tp_src=8080 actions=ct(table=3,zone=94)",
-			"cookie=0x5d04000002000002, table=3, priority=50, ct_label=0,tcp,nw_src=10.0.0.1,tp_src=8080 actions=CONTROLLER:65535",
+			"cookie=0x5d04000002000002, table=3, priority=50, tcp,nw_src=10.0.0.1,tp_src=8080 actions=CONTROLLER:65535",
 		}},
 		{"SwitchPoolLeaves", []func(*sdnlb.Config){switchedBackend, nil}, true, []string{
 			"delete cookie=0x5d04000000000002/0xffff000000ffffff table=3",
@@ -308,6 +308,14 @@ func TestReconcile_ReplyPunts(t *testing.T) {
 			"cookie=0x5d04000002000002, priority=900, tcp,nw_src=10.0.0.1,tp_src=8080 actions=ct(table=3,zone=94)",
 		}},
 	}
+	t.Run("SharedMemberTrackedInMemberZone", func(t *testing.T) {
+		s, _ := newSnapshotBuilder().build(testConfig(switchedBackend))
+		for id, want := range map[string]bool{"m1": true, "m2": false, "m10": false} {
+			if got := s.members[id].memberZone; got != want {
+				t.Errorf("member %s: memberZone %v, want %v", id, got, want)
+			}
+		}
+	})
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			r := newSnapshotBuilder()

@@ -247,12 +247,13 @@ func (h *Host) ListenPacket(network, addr string) (net.PacketConn, error) {
 // DialContext connects from inside the host's namespace. Use IP literals:
 // name resolution would not happen in the namespace.
 func (h *Host) DialContext(ctx context.Context, network, addr string) (net.Conn, error) {
+	return h.dial(ctx, net.Dialer{}, network, addr)
+}
+
+func (h *Host) dial(ctx context.Context, d net.Dialer, network, addr string) (net.Conn, error) {
 	var c net.Conn
 	var err error
-	if nsErr := h.inNS(ctx, func() {
-		var d net.Dialer
-		c, err = d.DialContext(ctx, network, addr)
-	}); nsErr != nil {
+	if nsErr := h.inNS(ctx, func() { c, err = d.DialContext(ctx, network, addr) }); nsErr != nil {
 		return nil, nsErr
 	}
 	return c, err

@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 )
 
@@ -202,11 +203,38 @@ func (h *Host) UDPRequest(ctx context.Context, addr string, payload []byte, time
 // HTTPGet fetches url from the host over a new connection and returns the
 // body; a status other than 200 is an error.
 func (h *Host) HTTPGet(ctx context.Context, url string) (string, error) {
+	return h.httpGet(ctx, h.HTTPClient(), url)
+}
+
+// HTTPGetFrom is HTTPGet from the host's TCP port localPort, as a client
+// that reuses its ports does: like the kernel's own choice of a port, it
+// takes one its earlier connection left in TIME_WAIT (SO_REUSEADDR).
+func (h *Host) HTTPGetFrom(ctx context.Context, localPort int, url string) (string, error) {
+	d := net.Dialer{
+		LocalAddr: &net.TCPAddr{IP: net.ParseIP(h.IP), Port: localPort},
+		Control: func(_, _ string, c syscall.RawConn) error {
+			var err error
+			if cerr := c.Control(func(fd uintptr) {
+				err = syscall.SetsockoptInt(int(fd), syscall.SOL_SOCKET, syscall.SO_REUSEADDR, 1)
+			}); cerr != nil {
+				return cerr
+			}
+			return err
+		},
+	}
+	c := h.HTTPClient()
+	c.Transport.(*http.Transport).DialContext = func(ctx context.Context, network, addr string) (net.Conn, error) {
+		return h.dial(ctx, d, network, addr)
+	}
+	return h.httpGet(ctx, c, url)
+}
+
+func (h *Host) httpGet(ctx context.Context, c *http.Client, url string) (string, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 	if err != nil {
 		return "", err
 	}
-	resp, err := h.HTTPClient().Do(req)
+	resp, err := c.Do(req)
 	if err != nil {
 		return "", err
 	}
