@@ -115,7 +115,7 @@ func (dp *dataplane) pollPart(snap *snapshot, stats []ofp.FlowStats, last bool) 
 			fc.bytesIn += int64(st.ByteCount)
 		case cat == catMemberRoute && st.Priority == prioMemberNew:
 			fc.conns += int64(st.PacketCount)
-		case cat == catConnReply, cat == catMemberReply && st.TableID == tableClassify && dp.tracksReplies(snap, memberNum):
+		case cat == catConnReply, cat == catMemberReply && st.Priority == prioMemberReply && dp.tracksReplies(snap, memberNum):
 			fc.packetsOut += int64(st.PacketCount)
 			fc.bytesOut += int64(st.ByteCount)
 		default:

@@ -18,13 +18,14 @@ const (
 	tableL2         uint8 = 9 // everything else
 
 	// tableClassify
-	prioConnection  uint16 = 1000 // a connection's NAT flow pair, on its full 5-tuple
-	prioMemberReply uint16 = 900  // per member address: its replies → CONTROLLER, or the tracker's member zone (SWITCH NAT)
-	prioARPClaim    uint16 = 511  // per VIP address: an ARP request for it from it (a host announcing it holds it) → drop
-	prioARPAnswer   uint16 = 510  // per VIP address: an ARP request for it → the reply, built in the switch, out IN_PORT
-	prioVIPPunt     uint16 = 500  // per VIP: other ARP for it and ARP to its MAC, its service → CONTROLLER, the group (SWITCH DSR) or the tracker's VIP zone (SWITCH NAT); +1 on one port
-	prioVIPDrop     uint16 = 499  // per VIP address: any other IPv4 to it → drop
-	prioToL2        uint16 = 0    // the rest → tableL2
+	prioConnection   uint16 = 1000 // a connection's NAT flow pair, on its full 5-tuple
+	prioMemberReply  uint16 = 900  // per member address: its replies → CONTROLLER, or the tracker's member zone (SWITCH NAT)
+	prioMemberDirect uint16 = 899  // per member address of a SWITCH NAT pool: clients' packets to it → the member zone (nothing committed), tableL2
+	prioARPClaim     uint16 = 511  // per VIP address: an ARP request for it from it (a host announcing it holds it) → drop
+	prioARPAnswer    uint16 = 510  // per VIP address: an ARP request for it → the reply, built in the switch, out IN_PORT
+	prioVIPPunt      uint16 = 500  // per VIP: other ARP for it and ARP to its MAC, its service → CONTROLLER, the group (SWITCH DSR) or the tracker's VIP zone (SWITCH NAT); +1 on one port
+	prioVIPDrop      uint16 = 499  // per VIP address: any other IPv4 to it → drop
+	prioToL2         uint16 = 0    // the rest → tableL2
 
 	// tableTracked, per SWITCH NAT VIP; +1 for a VIP on one port
 	prioTrackedNew     uint16 = 300 // a new connection → the group, or CONTROLLER while no member is ready
@@ -305,7 +306,28 @@ func memberReplyFlows(m replyMatch, o replyOwner, groups bool) []ofp.FlowMod {
 	}
 	reply.actions = []ofp.Action{trackMember}
 	// The tracker's row last, once tableFromMember can take what it passes on.
-	return []ofp.FlowMod{untracked.add(), reply.add()}
+	return []ofp.FlowMod{untracked.add(), directFlow(m, o).add(), reply.add()}
+}
+
+// directFlow commits a client's packets to a tracked member's own address
+// and service in the member zone with no VIP named: the member's answers
+// are not taken for those of an earlier connection through a VIP on the
+// same addresses and ports, whatever state the tracker left that one in
+// (a member that refused a reused port can leave it open).
+func directFlow(m replyMatch, o replyOwner) flow {
+	return flow{cookie: makeCookie(catMemberReply, o.vipNum, o.memberNum), priority: prioMemberDirect,
+		match: serviceMatch(m.proto, ofp.MatchIPv4Dst(m.ip), l4Dst, m.port, icmpEchoRequest),
+		actions: []ofp.Action{ofp.ActionCT{Flags: ofp.CTCommit, Zone: ctZoneMember, Table: ofp.CTRecircNone,
+			Actions: []ofp.Action{ofp.ActionSetField{Field: ofp.MatchCTLabel([16]byte{})}}}}, gotoTable: tableL2}
+}
+
+// deleteDirectFlow removes a member's directFlow, once its pool is no
+// longer dispatched by the switch.
+func deleteDirectFlow(m replyMatch) ofp.FlowMod {
+	f := directFlow(m, replyOwner{})
+	fm := strictDelete(&ofp.FlowStats{TableID: f.table, Priority: f.priority, Match: ofp.Match{OXMs: f.match}})
+	fm.Cookie, fm.CookieMask = makeCookie(catMemberReply, 0, 0), maskApp|maskCategory
+	return fm
 }
 
 // serviceMatch matches IPv4 packets of proto with address and port (by

@@ -197,10 +197,13 @@ func TestFlows_MemberReply(t *testing.T) {
 // A member of a SWITCH NAT pool has its replies looked up in the
 // tracker's member zone; what the tracker does not know goes on as it is
 // (a client that reached the member directly), or to the controller when
-// a CONTROLLER pool shares the member's address and port.
+// a CONTROLLER pool shares the member's address and port. Clients' packets
+// to the member pass the member zone too, which ends a closed connection
+// through a VIP that a new direct one reuses the ports of.
 func TestFlows_TrackedMemberReply(t *testing.T) {
 	m := replyMatch{ip: [4]byte{10, 0, 0, 2}, port: 8080, proto: protoTCP}
 	tracker := "cookie=0x5d04000001000007, priority=900, tcp,nw_src=10.0.0.2,tp_src=8080 actions=ct(table=3,zone=94)"
+	direct := "cookie=0x5d04000001000007, priority=899, tcp,nw_dst=10.0.0.2,tp_dst=8080 actions=ct(commit,zone=94,exec(set_field:0->ct_label)),goto_table:9"
 	tests := []struct {
 		name   string
 		owner  replyOwner
@@ -209,11 +212,11 @@ func TestFlows_TrackedMemberReply(t *testing.T) {
 	}{
 		{"Tracked", replyOwner{vipNum: 1, memberNum: 7, tracked: true}, true, []string{
 			"cookie=0x5d04000001000007, table=3, priority=50, ct_label=0,tcp,nw_src=10.0.0.2,tp_src=8080 actions=goto_table:9",
-			tracker,
+			direct, tracker,
 		}},
 		{"SharedWithController", replyOwner{vipNum: 1, memberNum: 7, tracked: true, shared: true}, true, []string{
 			"cookie=0x5d04000001000007, table=3, priority=50, tcp,nw_src=10.0.0.2,tp_src=8080 actions=CONTROLLER:65535",
-			tracker,
+			direct, tracker,
 		}},
 		{"SwitchWithoutGroups", replyOwner{vipNum: 1, memberNum: 7, tracked: true, shared: true}, false, []string{
 			"cookie=0x5d04000001000007, priority=900, tcp,nw_src=10.0.0.2,tp_src=8080 actions=CONTROLLER:65535",

@@ -364,6 +364,9 @@ func flowLine(tb testing.TB, fm *ofp.FlowMod) string {
 			fmt.Fprintf(&b, " table=%d", w.TableID)
 		}
 		return b.String()
+	case ofp.FlowDeleteStrict:
+		fmt.Fprintf(&b, "delete_strict table=%d, priority=%d, %s", w.TableID, w.Priority, w.Match.String())
+		return b.String()
 	case ofp.FlowAdd:
 	default:
 		fmt.Fprintf(&b, "command=%d ", w.Command)

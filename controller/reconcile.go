@@ -41,7 +41,7 @@ func reconcile(old, new *snapshot, groups bool, l2 L2Mode) (mods []ofp.FlowMod, 
 		case !ok:
 			mods = append(mods, deleteMemberReplyFlow(o.memberNum))
 		case o.tracked && !n.tracked:
-			mods = append(mods, deleteUntrackedReplyFlow(o.memberNum))
+			mods = append(mods, deleteUntrackedReplyFlow(o.memberNum), deleteDirectFlow(k))
 		}
 	}
 	slices.SortFunc(mods[from:], byCookie)

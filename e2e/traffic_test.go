@@ -198,9 +198,9 @@ func TestTraffic_PortReuseAfterPause(t *testing.T) {
 }
 
 // One client reaches the same member address and port by several paths,
-// from the same source ports within the member's TIME_WAIT: directly and
-// through a SWITCH NAT VIP, and through a CONTROLLER VIP and a SWITCH NAT
-// VIP over the same members. The member then sees one client address and
+// from the same source ports within the member's TIME_WAIT: directly,
+// through a SWITCH NAT VIP, through a CONTROLLER VIP over the same members,
+// through the SWITCH NAT VIP and directly again. The member then sees one client address and
 // port from two client sockets; a SYN it refuses for that (PAWS) is
 // answered, the client's reset ends the member's TIME_WAIT and its next
 // SYN gets through, so no connection stalls. The switch sends each reply to
@@ -226,6 +226,7 @@ func TestTraffic_OneClientSeveralPaths(t *testing.T) {
 		{"through the SWITCH NAT VIP", switched},
 		{"through the CONTROLLER VIP", b.url},
 		{"through the SWITCH NAT VIP again", switched},
+		{"directly to a member again", direct},
 	} {
 		start, before := time.Now(), tcpCounter(t, c, "TCPSynRetrans")
 		counts, errs := fromPorts(c, round.url)
