@@ -155,46 +155,6 @@ func addLive(m *memberCounters, now, before flowCounters) {
 	m.liveBytesOut.Add(now.bytesOut - before.bytesOut)
 }
 
-// groupPollPart adds one part of a group stats reply; at the last part
-// the live counters of SWITCH DSR members move by the difference to the
-// previous poll. A DSR bucket's counters are its member's client → member
-// traffic (NAT members are counted by their routes).
-func (dp *dataplane) groupPollPart(snap *snapshot, stats []ofp.GroupStats, last bool) {
-	for i := range stats {
-		sv := dp.switchedByGroup(stats[i].GroupID)
-		if sv == nil || !sv.spec.dsr {
-			continue
-		}
-		for b, bc := range stats[i].Buckets {
-			if b >= groupSlots || sv.slots[b] == 0 {
-				continue
-			}
-			fc := dp.groupPoll[sv.slots[b]]
-			fc.packetsIn += int64(bc.PacketCount)
-			fc.bytesIn += int64(bc.ByteCount)
-			dp.groupPoll[sv.slots[b]] = fc
-		}
-	}
-	if last {
-		moveLive(snap, dp.groupLive, dp.groupPoll)
-		dp.groupLive, dp.groupPoll = dp.groupPoll, dp.groupLive
-		clear(dp.groupPoll)
-	}
-}
-
-// bankGroupCounters makes the DSR members' live bucket counters final
-// before a group-mod, which starts the buckets' counters again.
-func (dp *dataplane) bankGroupCounters(snap *snapshot) {
-	for num, fc := range dp.groupLive {
-		if m := snap.memberCnt[num]; m != nil {
-			m.packetsIn.Add(uint64(max(0, fc.packetsIn)))
-			m.bytesIn.Add(uint64(max(0, fc.bytesIn)))
-			addLive(m, flowCounters{}, fc)
-		}
-	}
-	clear(dp.groupLive)
-}
-
 // tracksReplies reports whether the member's reply flow on this switch
 // forwards its replies (into the connection tracker) rather than punting
 // them, so that its counters are the member's traffic.
@@ -211,12 +171,10 @@ func (dp *dataplane) tracksReplies(snap *snapshot, memberNum uint32) bool {
 // contributed to the live and active counters, and gives up its held
 // setups.
 func (dp *dataplane) settle(snap *snapshot) {
-	for _, live := range []map[uint32]flowCounters{dp.live, dp.groupLive} {
-		for num, fc := range live {
-			addLive(snap.memberCnt[num], flowCounters{}, fc)
-		}
-		clear(live)
+	for num, fc := range dp.live {
+		addLive(snap.memberCnt[num], flowCounters{}, fc)
 	}
+	clear(dp.live)
 	for key, n := range dp.active {
 		if m := snap.memberCnt[uint32(key)]; m != nil {
 			m.active.Add(-n)

@@ -146,9 +146,9 @@ func (dp *dataplane) learnFromSwitch(snap *snapshot, have switchState) {
 		cat, _, _, _ := cookieParts(f.Cookie)
 		switch {
 		case cat == catMemberRoute && f.Priority == prioMemberRoute:
-			if dst, ok := f.Match.Get(ofp.OXMIPv4Dst); ok {
+			if ip, ok := routedAddress(&f.Match); ok {
 				if mac, ok := setField(acts, ofp.OXMEthDst); ok {
-					dp.seedHost(ipUint(dst.IPv4()), mac.MAC(), 0)
+					dp.seedHost(ip, mac.MAC(), 0)
 				}
 			}
 		case cat == catConn:
@@ -177,12 +177,9 @@ func (dp *dataplane) learnFromSwitch(snap *snapshot, have switchState) {
 		}
 		var slots slotTable
 		for i, b := range g.Buckets {
-			ip, port, mac, ofPort, ok := bucketTargetOf(b.Actions)
+			ip, port, ok := bucketTargetOf(b.Actions)
 			if !ok {
 				continue
-			}
-			if v.dsr() {
-				dp.seedHost(ip, mac, ofPort)
 			}
 			for _, m := range v.pool.members {
 				if ipUint(m.ip) == ip && (v.dsr() || effectivePort(m, v) == port) {
@@ -193,6 +190,21 @@ func (dp *dataplane) learnFromSwitch(snap *snapshot, have switchState) {
 		}
 		dp.adopted[v.num] = adoptedGroup{id: g.GroupID, slots: slots}
 	}
+}
+
+// routedAddress is the member address a tableToMember row routes: its
+// destination (NAT) or dsrMemberReg (DSR).
+func routedAddress(m *ofp.Match) (uint32, bool) {
+	if dst, ok := m.Get(ofp.OXMIPv4Dst); ok {
+		return ipUint(dst.IPv4()), true
+	}
+	reg := ofp.MatchReg(dsrMemberReg, 0, 0xffffffff)
+	for _, o := range m.OXMs {
+		if o.Class == reg.Class && o.Field == reg.Field && !o.HasMask {
+			return uint32(o.Uint()), true
+		}
+	}
+	return 0, false
 }
 
 // adoptedGroup is a group the switch held for a VIP: its id on the switch
@@ -343,48 +355,31 @@ func l4SrcField(proto uint8) ofp.OXMField {
 	return ofp.OXMTCPSrc
 }
 
-// bucketTargetOf reads where a bucket sends: NAT buckets name the member's
-// address and port in the label and mark they commit in the VIP zone, DSR
-// buckets its address (reg0), MAC and switch port.
-func bucketTargetOf(actions []ofp.Action) (ip uint32, port uint16, mac [6]byte, ofPort uint32, ok bool) {
+// bucketTargetOf reads the member a bucket commits its connection to in
+// the VIP zone: the address in the label, the port in the mark (none for
+// DSR, or when the member serves the port the client asked for).
+func bucketTargetOf(actions []ofp.Action) (ip uint32, port uint16, ok bool) {
 	for _, a := range actions {
-		switch a := a.(type) {
-		case ofp.ActionCT:
-			if a.Zone == ctZoneVIP && a.Flags&ofp.CTCommit != 0 {
-				return committedTarget(a.Actions)
-			}
-		case ofp.ActionSetField:
+		ct, isCT := a.(ofp.ActionCT)
+		if !isCT || ct.Zone != ctZoneVIP || ct.Flags&ofp.CTCommit == 0 {
+			continue
+		}
+		for _, a := range ct.Actions {
+			sf, isSet := a.(ofp.ActionSetField)
 			switch {
-			case a.Field.Class == ofp.MatchReg(dsrMemberReg, 0, 0xffffffff).Class && a.Field.Field == ofp.MatchReg(dsrMemberReg, 0, 0xffffffff).Field:
-				ip, ok = uint32(a.Field.Uint()), true
-			case a.Field.Class == ofp.OXMClassBasic && a.Field.Field == ofp.OXMEthDst:
-				mac = a.Field.MAC()
+			case !isSet || sf.Field.Class != ofp.NXMCTLabel.Class():
+			case sf.Field.Field == ofp.NXMCTLabel.Field():
+				v := sf.Field.Value()
+				if len(v) == 16 && binary.BigEndian.Uint64(v) == 0 && binary.BigEndian.Uint32(v[8:]) == 0 {
+					ip = binary.BigEndian.Uint32(v[12:])
+				}
+			case sf.Field.Field == ofp.NXMCTMark.Field():
+				port = uint16(sf.Field.Uint())
 			}
-		case ofp.ActionOutput:
-			ofPort = a.Port
 		}
+		return ip, port, ip != 0
 	}
-	return ip, 0, mac, ofPort, ok && ofPort != 0
-}
-
-// committedTarget reads the member a NAT bucket commits its connection
-// to: the address in the label, the port in the mark (none when the
-// member serves the port the client asked for).
-func committedTarget(exec []ofp.Action) (ip uint32, port uint16, mac [6]byte, ofPort uint32, ok bool) {
-	for _, a := range exec {
-		sf, isSet := a.(ofp.ActionSetField)
-		switch {
-		case !isSet || sf.Field.Class != ofp.NXMCTLabel.Class():
-		case sf.Field.Field == ofp.NXMCTLabel.Field():
-			v := sf.Field.Value()
-			if len(v) == 16 && binary.BigEndian.Uint64(v) == 0 && binary.BigEndian.Uint32(v[8:]) == 0 {
-				ip = binary.BigEndian.Uint32(v[12:])
-			}
-		case sf.Field.Field == ofp.NXMCTMark.Field():
-			port = uint16(sf.Field.Uint())
-		}
-	}
-	return ip, port, mac, 0, ip != 0
+	return 0, 0, false
 }
 
 // applied returns the actions of a flow's apply-actions instruction.

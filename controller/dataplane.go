@@ -28,10 +28,10 @@ type dataplane struct {
 	dataplaneConfig
 	debug bool
 
-	installed *snapshot               // the configuration the switch has the flows of
-	switched  map[uint32]*switchedVIP // the VIPs the switch dispatches, by number
-	routes    map[[4]byte]memberRoute // tableToMember rows, by member address
-	adopted   map[uint32]adoptedGroup // groups the switch held at the handshake, by the number of the VIP they serve
+	installed *snapshot                // the configuration the switch has the flows of
+	switched  map[uint32]*switchedVIP  // the VIPs the switch dispatches, by number
+	routes    map[routeKey]memberRoute // tableToMember rows
+	adopted   map[uint32]adoptedGroup  // groups the switch held at the handshake, by the number of the VIP they serve
 
 	pkt   *decoder // the frame of the packet-in being decided
 	flows *connFlows
@@ -49,8 +49,6 @@ type dataplane struct {
 	active         map[uint64]int64        // connections this switch counted, by vip<<32|member
 	live           map[uint32]flowCounters // the last complete stats poll, by member
 	poll           map[uint32]flowCounters // the poll being assembled
-	groupLive      map[uint32]flowCounters // the same for the DSR groups' buckets
-	groupPoll      map[uint32]flowCounters
 }
 
 // dataplaneConfig is what every switch's dataplane shares with the
@@ -80,7 +78,7 @@ func newDataplane(cfg dataplaneConfig) *dataplane {
 		debug:           cfg.log.Enabled(context.Background(), slog.LevelDebug),
 		installed:       emptySnapshot,
 		switched:        map[uint32]*switchedVIP{},
-		routes:          map[[4]byte]memberRoute{},
+		routes:          map[routeKey]memberRoute{},
 		adopted:         map[uint32]adoptedGroup{},
 		pkt:             newDecoder(),
 		flows:           newConnFlows(),
@@ -92,8 +90,6 @@ func newDataplane(cfg dataplaneConfig) *dataplane {
 		active:          map[uint64]int64{},
 		live:            map[uint32]flowCounters{},
 		poll:            map[uint32]flowCounters{},
-		groupLive:       map[uint32]flowCounters{},
-		groupPoll:       map[uint32]flowCounters{},
 	}
 	dp.outTo = []ofp.Action{&dp.out}
 	return dp

@@ -16,8 +16,19 @@ import (
 // are the slots of assignSlots; the controller changes the buckets when
 // the rotation or what the switch learned changes, never per connection.
 //
-// DSR: the VIP's service flow sends to the group, whose buckets rewrite
-// the destination MAC and output to the member's port.
+// Both forwardings keep each connection's member in the switch's
+// connection tracker, so that an established connection keeps its member
+// whatever the buckets become: drains, additions, deletions and weight
+// changes move new connections only.
+//
+// DSR: the service flow sends into the tracker's VIP zone and on to
+// tableTracked. There a new connection goes to the group, whose buckets
+// name the member in dsrMemberReg, commit the connection with the member's
+// address as its label and continue in tableToMember; a tracked one gets
+// dsrMemberReg from its label and goes to tableToMember, whose row for the
+// member sets its MAC. The members answer from the VIP's address; their
+// replies pass the VIP zone on their way to the client, so the tracker
+// sees both directions.
 //
 // NAT: the connection tracker remembers each connection's member, and the
 // flows translate. The tracker is asked to translate nothing itself: Open
@@ -45,8 +56,9 @@ import (
 // answers. While no member is ready, new connections go to the controller,
 // which holds or refuses them as for CONTROLLER dispatch.
 
-// dsrMemberReg is the register a DSR bucket writes its member's address
-// to.
+// dsrMemberReg is the register that names a DSR connection's member in
+// tableToMember: its address, from the bucket for a new connection, from
+// the connection's label for a tracked one.
 const dsrMemberReg = 0
 
 // trackVIP sends a client's packet through the tracker's VIP zone and on
@@ -127,12 +139,17 @@ type dispatchSpec struct {
 func specOf(v *vipState) dispatchSpec { return dispatchSpec{key: v.key, mac: v.mac, dsr: v.dsr()} }
 
 // bucketTarget is where one bucket sends a new connection: the member's
-// address and port, and for DSR its MAC and switch port.
+// address and port (NAT).
 type bucketTarget struct {
-	ip     [4]byte
-	port   uint16
-	mac    [6]byte
-	ofPort uint32
+	ip   [4]byte
+	port uint16
+}
+
+// routeKey names a tableToMember row: a member address, matched as the
+// destination (NAT) or in dsrMemberReg (DSR).
+type routeKey struct {
+	ip  [4]byte
+	dsr bool
 }
 
 // memberRoute is one tableToMember row as installed.
@@ -185,10 +202,8 @@ func (dp *dataplane) dispatchVIP(now time.Time, v *vipState, out *outbox) {
 			sv.group = dp.freeGroupID(v.num)
 		}
 		dp.switched[v.num] = sv
-		if !sv.spec.dsr {
-			for _, fm := range trackedFlows(v) {
-				out.send(&fm)
-			}
+		for _, fm := range trackedFlows(v) {
+			out.send(&fm)
 		}
 	}
 	ready, targets := dp.readyMembers(now, v, out)
@@ -210,9 +225,6 @@ func (dp *dataplane) dispatchVIP(now time.Time, v *vipState, out *outbox) {
 		if !sv.grouped {
 			cmd = ofp.GroupAdd
 		}
-		if sv.spec.dsr {
-			dp.bankGroupCounters(dp.installed)
-		}
 		gm := groupMod(cmd, sv.group, sv.spec, &buckets)
 		out.send(&gm)
 		sv.grouped, sv.buckets = true, buckets
@@ -224,35 +236,30 @@ func (dp *dataplane) dispatchVIP(now time.Time, v *vipState, out *outbox) {
 	}
 }
 
-// readyMembers returns the members of v's rotation whose MAC and port the
-// switch showed, with where their buckets send; it asks for the others by
-// ARP.
+// readyMembers returns the members of v's rotation whose MAC the switch
+// showed (their route needs it), with where their buckets send; it asks
+// for the others by ARP.
 func (dp *dataplane) readyMembers(now time.Time, v *vipState, out *outbox) ([]slotMember, map[uint32]bucketTarget) {
 	ready := make([]slotMember, 0, len(v.pool.rotation))
 	targets := make(map[uint32]bucketTarget, len(v.pool.rotation))
 	for _, m := range v.pool.rotation {
-		h, known := dp.hosts[ipUint(m.ip)]
-		if !known || v.dsr() && h.port == 0 {
+		if _, known := dp.hosts[ipUint(m.ip)]; !known {
 			dp.askARP(now, v, m.ip, out)
 			continue
 		}
 		ready = append(ready, slotMember{num: m.num, weight: m.weight})
-		t := bucketTarget{ip: m.ip, port: effectivePort(m, v)}
-		if v.dsr() { // NAT buckets name no MAC or port: the route has the MAC
-			t.mac, t.ofPort = h.mac, h.port
-		}
-		targets[m.num] = t
+		targets[m.num] = bucketTarget{ip: m.ip, port: effectivePort(m, v)}
 	}
 	return ready, targets
 }
 
 // routeMembers keeps one tableToMember row per member address of the SWITCH
-// NAT pools: the member's MAC, or for a DOWN member the controller, which
-// resets the connections still sent to it.
+// pools and forwarding: the member's MAC, or for a DOWN member the
+// controller, which resets the connections still sent to it.
 func (dp *dataplane) routeMembers(snap *snapshot, out *outbox) {
-	want := map[[4]byte]memberRoute{}
+	want := map[routeKey]memberRoute{}
 	for _, v := range snap.vipByID {
-		if !v.switched() || v.dsr() {
+		if !v.switched() {
 			continue
 		}
 		for _, m := range v.pool.members {
@@ -260,25 +267,26 @@ func (dp *dataplane) routeMembers(snap *snapshot, out *outbox) {
 			if !known {
 				continue
 			}
+			k := routeKey{ip: m.ip, dsr: v.dsr()}
 			r := memberRoute{cookie: makeCookie(catMemberRoute, 0, m.num), mac: h.mac, down: m.status == sdnlb.MemberDown}
-			if old, ok := want[m.ip]; !ok || r.cookie < old.cookie {
-				want[m.ip] = r
+			if old, ok := want[k]; !ok || r.cookie < old.cookie {
+				want[k] = r
 			}
 		}
 	}
-	for _, ip := range slices.SortedFunc(maps.Keys(dp.routes), compareIP) {
-		if _, ok := want[ip]; !ok {
-			fm := deleteByCookie(dp.routes[ip].cookie, ^uint64(0))
+	for _, k := range slices.SortedFunc(maps.Keys(dp.routes), compareRoutes) {
+		if _, ok := want[k]; !ok {
+			fm := deleteByCookie(dp.routes[k].cookie, ^uint64(0))
 			out.send(&fm)
-			delete(dp.routes, ip)
+			delete(dp.routes, k)
 		}
 	}
-	for _, ip := range slices.SortedFunc(maps.Keys(want), compareIP) {
-		if r := want[ip]; dp.routes[ip] != r {
-			for _, fm := range routeFlows(ip, r) {
+	for _, k := range slices.SortedFunc(maps.Keys(want), compareRoutes) {
+		if r := want[k]; dp.routes[k] != r {
+			for _, fm := range routeFlows(k, r) {
 				out.send(&fm)
 			}
-			dp.routes[ip] = r
+			dp.routes[k] = r
 		}
 	}
 }
@@ -323,15 +331,44 @@ func (dp *dataplane) resetToDownMember(p *packetIn, memberNum uint32, out *outbo
 	return true
 }
 
-// trackedFlows are a SWITCH NAT VIP's flows around the connection
-// tracker: its service into the VIP zone; in tableTracked new connections
-// to the controller (until the group is ready), tracked ones to their
-// member and the rest (invalid) dropped; in tableFromMember its
-// connections' replies back from the VIP.
+// trackedFlows are a SWITCH VIP's flows around the connection tracker:
+// its service into the VIP zone; in tableTracked new connections to the
+// controller (until the group is ready), tracked ones to their member and
+// the rest (invalid) dropped; for NAT, in tableFromMember its connections'
+// replies back from the VIP, for DSR its members' replies through the VIP
+// zone.
 func trackedFlows(v *vipState) []ofp.FlowMod {
 	cookie := makeCookie(catDispatch, v.num, 0)
 	unknown := append([]ofp.OXM{ofp.MatchCTLabel([16]byte{})}, v.service()...)
 	flows := []flow{{table: tableTracked, cookie: cookie, priority: prioTrackedUnknown + v.onePort(), match: unknown}}
+	if v.dsr() {
+		tracked := append([]ofp.OXM{ofp.MatchCTState(ofp.CTStateTrk, ofp.CTStateTrk)}, v.service()...)
+		flows = append(flows,
+			flow{table: tableTracked, cookie: cookie, priority: prioTrackedForward + v.onePort(), match: tracked,
+				actions:   []ofp.Action{ofp.ActionRegMove{NBits: 32, Src: ofp.NXMCTLabel, Dst: ofp.NXMReg(dsrMemberReg)}},
+				gotoTable: tableToMember},
+			flow{cookie: cookie, priority: prioVIPReply + v.onePort(),
+				match:   serviceMatch(v.proto, ofp.MatchIPv4Src(v.ip), l4Src, v.port, icmpEchoReply),
+				actions: []ofp.Action{ofp.ActionCT{Zone: ctZoneVIP, Table: ofp.CTRecircNone}}, gotoTable: tableL2})
+	} else {
+		flows = append(flows, natTranslations(v, cookie)...)
+	}
+	// Last, once the tables behind it are ready: the service into the tracker.
+	flows = append(flows, flow{cookie: cookie, priority: prioVIPPunt + v.onePort(), match: v.service(), actions: []ofp.Action{trackVIP}})
+	mods := make([]ofp.FlowMod, 0, len(flows)+1)
+	mods = append(mods, undispatchFlow(v))
+	for _, f := range flows {
+		mods = append(mods, f.add())
+	}
+	return mods
+}
+
+// natTranslations are a SWITCH NAT VIP's rows that address a tracked
+// connection's packets to its member (a new one's first packet, just
+// committed by a bucket, is committed in the member zone too) and its
+// member's replies back from the VIP, one set per translation.
+func natTranslations(v *vipState, cookie uint64) []flow {
+	var flows []flow
 
 	replyMark := ofp.MatchCTMark(serviceMark(v.key), 0xffffffff)
 	if v.port == 0 { // the port is the client's, whatever it is
@@ -349,11 +386,21 @@ func trackedFlows(v *vipState) []ofp.FlowMod {
 			service = serviceMatch(t.proto, ofp.MatchIPv4Dst(v.ip), l4Dst, 0, icmpEchoRequest)
 		}
 		tracked := append([]ofp.OXM{ofp.MatchCTState(ofp.CTStateTrk, ofp.CTStateTrk|ofp.CTStateNew)}, service...)
-		toMember := []ofp.Action{ofp.ActionRegMove{NBits: 32, Src: ofp.NXMCTLabel, Dst: ofp.NXMIPDst}}
+		committed := append([]ofp.OXM{ofp.MatchCTState(ofp.CTStateTrk|ofp.CTStateNew, ofp.CTStateTrk|ofp.CTStateNew)}, service...)
+		translate := []ofp.Action{ofp.ActionRegMove{NBits: 32, Src: ofp.NXMCTLabel, Dst: ofp.NXMIPDst}}
 		if t.dst != 0 {
-			toMember = append(toMember, ofp.ActionRegMove{NBits: 16, Src: ofp.NXMCTMark, Dst: t.dst})
+			translate = append(translate, ofp.ActionRegMove{NBits: 16, Src: ofp.NXMCTMark, Dst: t.dst})
 		}
-		toMember = append(toMember, ofp.ActionCT{Zone: ctZoneMember, Table: ofp.CTRecircNone})
+		toMember := append(slices.Clone(translate), ofp.ActionCT{Zone: ctZoneMember, Table: ofp.CTRecircNone})
+		var commit []ofp.Action
+		memberZone := []ofp.Action{ofp.ActionSetField{Field: ofp.MatchCTLabel(addressLabel(v.key.ip))},
+			ofp.ActionSetField{Field: ofp.MatchCTMark(serviceMark(v.key), 0xffffffff)}}
+		if v.key.everyPort() && t.dst != 0 { // the client's port, before it becomes the member's
+			commit = append(commit, ofp.ActionRegMove{NBits: 16, Src: t.dst, Dst: ofp.NXMReg(clientPortReg)})
+			memberZone = append(memberZone, ofp.ActionRegMove{NBits: 16, Src: ofp.NXMReg(clientPortReg), Dst: ofp.NXMCTMark})
+		}
+		commit = append(append(commit, translate...),
+			ofp.ActionCT{Flags: ofp.CTCommit, Zone: ctZoneMember, Table: tableToMember, Actions: memberZone})
 
 		replies := []ofp.OXM{ofp.MatchEthType(ethTypeIPv4)}
 		if t.proto != protoAny {
@@ -366,24 +413,26 @@ func trackedFlows(v *vipState) []ofp.FlowMod {
 		}
 		fromVIP = append(fromVIP, ofp.ActionCT{Zone: ctZoneVIP, Table: ofp.CTRecircNone})
 
+		if t.proto == protoTCP {
+			// A SYN on a connection the tracker holds reopens it (a client
+			// reusing its ports, which the tracker may still count as
+			// established): commit it in the member zone again, so the
+			// member zone names this VIP.
+			resyn := append([]ofp.OXM{ofp.MatchCTState(ofp.CTStateTrk, ofp.CTStateTrk|ofp.CTStateNew)}, service...)
+			resyn = append(resyn, ofp.MatchTCPFlags(ofp.TCPFlagSYN, ofp.TCPFlagSYN|ofp.TCPFlagACK))
+			flows = append(flows, flow{table: tableTracked, cookie: cookie, priority: prioTrackedSYN + prio, match: resyn, actions: commit})
+		}
 		flows = append(flows,
+			flow{table: tableTracked, cookie: cookie, priority: prioTrackedForward + prio, match: committed, actions: commit},
 			flow{table: tableTracked, cookie: cookie, priority: prioTrackedForward + prio, match: tracked,
 				actions: toMember, gotoTable: tableToMember},
 			flow{table: tableFromMember, cookie: cookie, priority: prioFromMemberTracked + prio, match: replies,
 				actions: fromVIP, gotoTable: tableL2})
 	}
-	// Last, once the tables behind it are ready: the service into the tracker.
-	flows = append(flows, flow{cookie: cookie, priority: prioVIPPunt + v.onePort(), match: v.service(), actions: []ofp.Action{trackVIP}})
-	mods := make([]ofp.FlowMod, 0, len(flows)+1)
-	mods = append(mods, undispatchFlow(v))
-	for _, f := range flows {
-		mods = append(mods, f.add())
-	}
-	return mods
+	return flows
 }
 
-// dispatchFlow sends v's new connections to its group: from tableTracked
-// for NAT, straight from the service flow for DSR.
+// dispatchFlow sends v's new connections to its group.
 func dispatchFlow(v *vipState, group uint32) ofp.FlowMod {
 	f := newConnectionFlow(v)
 	f.actions = []ofp.Action{ofp.ActionGroup{GroupID: group}}
@@ -428,9 +477,6 @@ func (dp *dataplane) switchedByGroup(id uint32) *switchedVIP {
 
 // undispatchFlow sends v's new connections to the controller.
 func undispatchFlow(v *vipState) ofp.FlowMod {
-	if v.dsr() {
-		return servicePunt(v)
-	}
 	f := newConnectionFlow(v)
 	f.actions = []ofp.Action{toController}
 	return f.add()
@@ -439,63 +485,35 @@ func undispatchFlow(v *vipState) ofp.FlowMod {
 // newConnectionFlow is the row that takes v's new connections, without
 // its actions.
 func newConnectionFlow(v *vipState) flow {
-	if v.dsr() {
-		return flow{cookie: makeCookie(catDispatch, v.num, 0), priority: prioVIPPunt + v.onePort(), match: v.service()}
-	}
 	isNew := ofp.MatchCTState(ofp.CTStateTrk|ofp.CTStateNew, ofp.CTStateTrk|ofp.CTStateNew|ofp.CTStateInv)
 	return flow{table: tableTracked, cookie: makeCookie(catDispatch, v.num, 0), priority: prioTrackedNew + v.onePort(),
-		match: append([]ofp.OXM{isNew}, v.service()...)}
+		match: append([]ofp.OXM{isNew, ofp.MatchCTLabel([16]byte{})}, v.service()...)}
 }
 
 // groupMod builds a VIP's select group: one equal bucket per slot.
 func groupMod(cmd ofp.GroupModCommand, groupID uint32, spec dispatchSpec, targets *[groupSlots]bucketTarget) ofp.GroupMod {
 	buckets := make([]ofp.Bucket, groupSlots)
 	for i, t := range targets {
-		var actions []ofp.Action
-		if spec.dsr {
-			// reg0 changes nothing in the datapath; it names the member's
-			// address, so a restarted controller can tell whose bucket
-			// this is (see adopt.go).
-			actions = []ofp.Action{ofp.ActionSetField{Field: ofp.MatchReg(dsrMemberReg, ipUint(t.ip), 0xffffffff)},
-				ofp.ActionSetField{Field: ofp.MatchEthDst(t.mac)}, ofp.ActionOutput{Port: t.ofPort}}
-		} else {
-			actions = natBucket(spec.key, t)
-		}
-		buckets[i] = ofp.Bucket{Weight: 1, WatchPort: ofp.PortAny, WatchGroup: ofp.GroupAny, Actions: actions}
+		buckets[i] = ofp.Bucket{Weight: 1, WatchPort: ofp.PortAny, WatchGroup: ofp.GroupAny, Actions: bucketActions(spec, t)}
 	}
 	return ofp.GroupMod{Command: cmd, GroupType: ofp.GroupTypeSelect, GroupID: groupID, Buckets: buckets}
 }
 
-// natBucket commits a new connection to the VIP k in the VIP zone with its
-// member t, addresses it to t, commits it in the member zone with the VIP
-// and goes on to tableToMember.
-func natBucket(k vipKey, t bucketTarget) []ofp.Action {
-	var actions []ofp.Action
-	member := []ofp.Action{ofp.ActionSetField{Field: ofp.MatchCTLabel(addressLabel(ipUint(t.ip)))},
-		ofp.ActionSetField{Field: ofp.MatchCTMark(uint32(t.port), 0xffffffff)}}
-	vip := []ofp.Action{ofp.ActionSetField{Field: ofp.MatchCTLabel(addressLabel(k.ip))},
-		ofp.ActionSetField{Field: ofp.MatchCTMark(serviceMark(k), 0xffffffff)}}
-	if k.everyPort() {
-		clientPort := ofp.ActionRegMove{NBits: 16, Src: ofp.NXMReg(clientPortReg), Dst: ofp.NXMCTMark}
-		actions = append(actions, ofp.ActionRegMove{NBits: 16, Src: ofp.NXMTCPDst, Dst: ofp.NXMReg(clientPortReg)})
-		vip = append(vip, clientPort)
-		if t.port == 0 { // the member serves the port the client asked for
-			member[1] = clientPort
-		}
+// bucketActions commit a new connection in the VIP zone with its member t
+// (address, and for NAT port: the client's for a member without one on a
+// VIP on every port) and send it back to tableTracked, which routes it as
+// a tracked one. A bucket is an action set, which holds one ct and no
+// action after it, so everything else happens in the tables.
+func bucketActions(spec dispatchSpec, t bucketTarget) []ofp.Action {
+	exec := []ofp.Action{ofp.ActionSetField{Field: ofp.MatchCTLabel(addressLabel(ipUint(t.ip)))}}
+	switch {
+	case spec.dsr:
+	case t.port == 0 && spec.key.everyPort():
+		exec = append(exec, ofp.ActionRegMove{NBits: 16, Src: ofp.NXMTCPDst, Dst: ofp.NXMCTMark})
+	default:
+		exec = append(exec, ofp.ActionSetField{Field: ofp.MatchCTMark(uint32(t.port), 0xffffffff)})
 	}
-	actions = append(actions,
-		ofp.ActionCT{Flags: ofp.CTCommit, Zone: ctZoneVIP, Table: ofp.CTRecircNone, Actions: member},
-		ofp.ActionSetField{Field: ofp.MatchIPv4Dst(t.ip)})
-	if t.port != 0 {
-		switch k.proto {
-		case protoTCP, protoUDP:
-			actions = append(actions, ofp.ActionSetField{Field: l4Dst(k.proto, t.port)})
-		case protoAny: // each applies to its protocol only
-			actions = append(actions, ofp.ActionSetField{Field: l4Dst(protoTCP, t.port)},
-				ofp.ActionSetField{Field: l4Dst(protoUDP, t.port)})
-		}
-	}
-	return append(actions, ofp.ActionCT{Flags: ofp.CTCommit, Zone: ctZoneMember, Table: tableToMember, Actions: vip})
+	return []ofp.Action{ofp.ActionCT{Flags: ofp.CTCommit, Zone: ctZoneVIP, Table: tableTracked, Actions: exec}}
 }
 
 // routeFlows are a member address's tableToMember rows: the route, and the
@@ -503,9 +521,12 @@ func natBucket(k vipKey, t bucketTarget) []ofp.Action {
 // connection count. A DOWN member's rows send to the controller instead;
 // they are modified rather than deleted, so the switch keeps their
 // counters (an add over an existing row copies them).
-func routeFlows(ip [4]byte, r memberRoute) []ofp.FlowMod {
-	f := flow{table: tableToMember, cookie: r.cookie, priority: prioMemberRoute,
-		match:   []ofp.OXM{ofp.MatchEthType(ethTypeIPv4), ofp.MatchIPv4Dst(ip)},
+func routeFlows(k routeKey, r memberRoute) []ofp.FlowMod {
+	match := []ofp.OXM{ofp.MatchEthType(ethTypeIPv4), ofp.MatchIPv4Dst(k.ip)}
+	if k.dsr {
+		match = []ofp.OXM{ofp.MatchEthType(ethTypeIPv4), ofp.MatchReg(dsrMemberReg, ipUint(k.ip), 0xffffffff)}
+	}
+	f := flow{table: tableToMember, cookie: r.cookie, priority: prioMemberRoute, match: match,
 		actions: []ofp.Action{ofp.ActionSetField{Field: ofp.MatchEthDst(r.mac)}}, gotoTable: tableL2}
 	if r.down {
 		f.actions, f.gotoTable = []ofp.Action{toController}, 0
@@ -516,4 +537,16 @@ func routeFlows(ip [4]byte, r memberRoute) []ofp.FlowMod {
 	return []ofp.FlowMod{isNew.add(), f.add()}
 }
 
-func compareIP(a, b [4]byte) int { return cmp.Compare(ipUint(a), ipUint(b)) }
+func compareRoutes(a, b routeKey) int {
+	if c := cmp.Compare(ipUint(a.ip), ipUint(b.ip)); c != 0 {
+		return c
+	}
+	return cmp.Compare(btoi(a.dsr), btoi(b.dsr))
+}
+
+func btoi(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}

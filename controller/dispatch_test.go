@@ -67,15 +67,21 @@ func (d *decision) bucketOwners(id uint32, needles ...string) []int {
 	return owners
 }
 
-// natTo is what names member i in a NAT bucket.
-func natTo(i int) string { return fmt.Sprintf("set_field:10.0.0.%d->ip_dst", i) }
+// natTo is what names member i (10.0.0.i, i < 16) in a bucket.
+func natTo(i int) string { return fmt.Sprintf("exec(set_field:0xa00000%x->ct_label", i) }
 
 func TestDispatch_NATFollowsMembers(t *testing.T) {
 	d := newSwitchDecision(t, testConfig(nil))
 	got := d.configure(switchConfig(sdnlb.ForwardingNAT, nil))
 	assertSends(t, got,
-		"flow_mod cookie=0x5d05000001000000, table=1, priority=301, ct_state=+new-inv+trk,tcp,nw_dst=10.0.0.100,tp_dst=80 actions=CONTROLLER:65535",
+		"flow_mod cookie=0x5d05000001000000, table=1, priority=301, ct_state=+new-inv+trk,ct_label=0,tcp,nw_dst=10.0.0.100,tp_dst=80 actions=CONTROLLER:65535",
 		"flow_mod cookie=0x5d05000001000000, table=1, priority=251, ct_label=0,tcp,nw_dst=10.0.0.100,tp_dst=80 actions=drop",
+		"flow_mod cookie=0x5d05000001000000, table=1, priority=201, ct_state=+new+trk,tcp,nw_dst=10.0.0.100,tp_dst=80 actions="+
+			"move:NXM_NX_CT_LABEL[0..31]->NXM_OF_IP_DST[],move:NXM_NX_CT_MARK[0..15]->NXM_OF_TCP_DST[],"+
+			"ct(commit,table=2,zone=94,exec(set_field:0xa000064->ct_label,set_field:0x60050->ct_mark))",
+		"flow_mod cookie=0x5d05000001000000, table=1, priority=211, ct_state=-new+trk,tcp,nw_dst=10.0.0.100,tp_dst=80,tcp_flags=+syn-ack actions="+
+			"move:NXM_NX_CT_LABEL[0..31]->NXM_OF_IP_DST[],move:NXM_NX_CT_MARK[0..15]->NXM_OF_TCP_DST[],"+
+			"ct(commit,table=2,zone=94,exec(set_field:0xa000064->ct_label,set_field:0x60050->ct_mark))",
 		"flow_mod cookie=0x5d05000001000000, table=1, priority=201, ct_state=-new+trk,tcp,nw_dst=10.0.0.100,tp_dst=80 actions="+
 			"move:NXM_NX_CT_LABEL[0..31]->NXM_OF_IP_DST[],move:NXM_NX_CT_MARK[0..15]->NXM_OF_TCP_DST[],ct(zone=94),goto_table:2",
 		"flow_mod cookie=0x5d05000001000000, table=3, priority=201, ct_mark=0x60050,ct_label=0xa000064,tcp actions="+
@@ -95,14 +101,12 @@ func TestDispatch_NATFollowsMembers(t *testing.T) {
 	// the new connections.
 	got = d.learnMember(1)
 	assertSends(t, got,
-		"flow_mod cookie=0x5d05000001000000, table=1, priority=301, ct_state=+new-inv+trk,tcp,nw_dst=10.0.0.100,tp_dst=80 actions=group:1",
+		"flow_mod cookie=0x5d05000001000000, table=1, priority=301, ct_state=+new-inv+trk,ct_label=0,tcp,nw_dst=10.0.0.100,tp_dst=80 actions=group:1",
 		"flow_mod cookie=0x5d06000000000001, table=2, priority=100, ip,nw_dst=10.0.0.1 actions=set_field:aa:00:00:00:00:01->eth_dst,goto_table:9",
 	)
 	if !slices.ContainsFunc(got, func(l string) bool {
 		return strings.HasPrefix(l, "group_mod group_id=1,type=select,") && strings.Contains(l, "bucket=actions="+
-			"ct(commit,zone=93,exec(set_field:0xa000001->ct_label,set_field:0x1f90->ct_mark)),"+
-			"set_field:10.0.0.1->ip_dst,set_field:8080->tcp_dst,"+
-			"ct(commit,table=2,zone=94,exec(set_field:0xa000064->ct_label,set_field:0x60050->ct_mark))")
+			"ct(commit,table=1,zone=93,exec(set_field:0xa000001->ct_label,set_field:0x1f90->ct_mark))")
 	}) {
 		t.Errorf("no group added with buckets to member 1:\n%s", strings.Join(got, "\n"))
 	}
@@ -158,7 +162,7 @@ func TestDispatch_NATFollowsMembers(t *testing.T) {
 		}
 	}))
 	assertSends(t, got,
-		"flow_mod cookie=0x5d05000001000000, table=1, priority=301, ct_state=+new-inv+trk,tcp,nw_dst=10.0.0.100,tp_dst=80 actions=CONTROLLER:65535",
+		"flow_mod cookie=0x5d05000001000000, table=1, priority=301, ct_state=+new-inv+trk,ct_label=0,tcp,nw_dst=10.0.0.100,tp_dst=80 actions=CONTROLLER:65535",
 	)
 
 	// Back to CONTROLLER dispatch: the dispatch flows and the group go.
@@ -173,24 +177,39 @@ func TestDispatch_NATFollowsMembers(t *testing.T) {
 	}
 }
 
+// A SWITCH DSR pool: the switch tracks each connection in the VIP zone
+// with its member's address as the label, so that a tracked connection
+// keeps its member when the buckets change; the members' replies, from the
+// VIP's address, pass the VIP zone too.
 func TestDispatch_DSR(t *testing.T) {
-	d := newSwitchDecision(t, switchConfig(sdnlb.ForwardingDSR, nil))
+	d := newSwitchDecision(t, testConfig(nil))
+	assertSends(t, d.configure(switchConfig(sdnlb.ForwardingDSR, nil)),
+		"flow_mod cookie=0x5d05000001000000, priority=501, tcp,nw_dst=10.0.0.100,tp_dst=80 actions=ct(table=1,zone=93)",
+		"flow_mod cookie=0x5d05000001000000, table=1, priority=301, ct_state=+new-inv+trk,ct_label=0,tcp,nw_dst=10.0.0.100,tp_dst=80 actions=CONTROLLER:65535",
+		"flow_mod cookie=0x5d05000001000000, table=1, priority=251, ct_label=0,tcp,nw_dst=10.0.0.100,tp_dst=80 actions=drop",
+		"flow_mod cookie=0x5d05000001000000, table=1, priority=201, ct_state=+trk,tcp,nw_dst=10.0.0.100,tp_dst=80 actions="+
+			"move:NXM_NX_CT_LABEL[0..31]->NXM_NX_REG0[],goto_table:2",
+		"flow_mod cookie=0x5d05000001000000, priority=501, tcp,nw_src=10.0.0.100,tp_src=80 actions=ct(zone=93),goto_table:9",
+	)
 	got := d.learnMember(2)
 	assertSends(t, got,
-		"flow_mod cookie=0x5d05000001000000, priority=501, tcp,nw_dst=10.0.0.100,tp_dst=80 actions=group:1",
+		"flow_mod cookie=0x5d05000001000000, table=1, priority=301, ct_state=+new-inv+trk,ct_label=0,tcp,nw_dst=10.0.0.100,tp_dst=80 actions=group:1",
+		"flow_mod cookie=0x5d06000000000002, table=2, priority=110, ct_state=+new+trk,ip,reg0=0xa000002 actions=set_field:aa:00:00:00:00:02->eth_dst,goto_table:9",
+		"flow_mod cookie=0x5d06000000000002, table=2, priority=100, ip,reg0=0xa000002 actions=set_field:aa:00:00:00:00:02->eth_dst,goto_table:9",
 	)
-	if s := d.bucketShares(1, "set_field:aa:00:00:00:00:02->eth_dst,output:2"); s[0] != groupSlots {
-		t.Errorf("member 2 has %d buckets, want all", s[0])
+	bucket := "ct(commit,table=1,zone=93,exec(set_field:0xa000002->ct_label))"
+	if s := d.bucketShares(1, bucket); s[0] != groupSlots {
+		t.Errorf("member 2 has %d buckets %s, want all", s[0], bucket)
 	}
-	for _, l := range got {
-		if strings.Contains(l, "ct(") || strings.Contains(l, "table=2") {
-			t.Errorf("DSR needs no connection tracking or route: %s", l)
-		}
-	}
-	// A member that moves to another port takes its buckets along.
-	d.punt(makeCookie(catVIP, 1, 0), 7, arpFrame(t, 2, memberMAC(2), vipMAC, "10.0.0.2", "10.0.0.100", vipMAC))
-	if s := d.bucketShares(1, "output:7"); s[0] != groupSlots {
-		t.Errorf("%d buckets follow member 2 to port 7, want all", s[0])
+	// A member that moves to another MAC takes its route along; the
+	// buckets name its address alone.
+	groups := len(d.groups)
+	got = d.punt(makeCookie(catVIP, 1, 0), 7, arpFrame(t, 2, memberMAC(0x22), vipMAC, "10.0.0.2", "10.0.0.100", vipMAC))
+	assertSends(t, got,
+		"flow_mod cookie=0x5d06000000000002, table=2, priority=100, ip,reg0=0xa000002 actions=set_field:aa:00:00:00:00:22->eth_dst,goto_table:9",
+	)
+	if n := countPrefix(got, "group_mod"); n != 0 || len(d.groups) != groups {
+		t.Errorf("a member's new MAC changed the group:\n%s", strings.Join(got, "\n"))
 	}
 }
 
@@ -210,12 +229,18 @@ func TestDispatch_AnyProtocolVIP(t *testing.T) {
 		)
 		assertSends(t, got,
 			"flow_mod cookie=0x5d05000001000000, priority=500, ip,nw_dst=10.0.0.100 actions=ct(table=1,zone=93)",
-			"flow_mod cookie=0x5d05000001000000, table=1, priority=300, ct_state=+new-inv+trk,ip,nw_dst=10.0.0.100 actions=CONTROLLER:65535",
+			"flow_mod cookie=0x5d05000001000000, table=1, priority=300, ct_state=+new-inv+trk,ct_label=0,ip,nw_dst=10.0.0.100 actions=CONTROLLER:65535",
 			"flow_mod cookie=0x5d05000001000000, table=1, priority=250, ct_label=0,ip,nw_dst=10.0.0.100 actions=drop",
 			"flow_mod cookie=0x5d05000001000000, table=1, priority=201, ct_state=-new+trk,tcp,nw_dst=10.0.0.100 actions="+
 				toMember+"move:NXM_NX_CT_MARK[0..15]->NXM_OF_TCP_DST[],ct(zone=94),goto_table:2",
 			"flow_mod cookie=0x5d05000001000000, table=1, priority=201, ct_state=-new+trk,udp,nw_dst=10.0.0.100 actions="+
 				toMember+"move:NXM_NX_CT_MARK[0..15]->NXM_OF_UDP_DST[],ct(zone=94),goto_table:2",
+			// The first packet keeps the port the client asked for, for the replies.
+			"flow_mod cookie=0x5d05000001000000, table=1, priority=201, ct_state=+new+trk,tcp,nw_dst=10.0.0.100 actions="+
+				"move:NXM_OF_TCP_DST[]->NXM_NX_REG1[0..15],"+toMember+"move:NXM_NX_CT_MARK[0..15]->NXM_OF_TCP_DST[],"+
+				"ct(commit,table=2,zone=94,exec(set_field:0xa000064->ct_label,set_field:0->ct_mark,move:NXM_NX_REG1[0..15]->NXM_NX_CT_MARK[0..15]))",
+			"flow_mod cookie=0x5d05000001000000, table=1, priority=200, ct_state=+new+trk,ip,nw_dst=10.0.0.100 actions="+
+				toMember+"ct(commit,table=2,zone=94,exec(set_field:0xa000064->ct_label,set_field:0->ct_mark))",
 			"flow_mod cookie=0x5d05000001000000, table=1, priority=200, ct_state=-new+trk,ip,nw_dst=10.0.0.100 actions="+
 				toMember+"ct(zone=94),goto_table:2",
 			"flow_mod cookie=0x5d05000001000000, table=3, priority=201, ct_mark=0/0xffff0000,ct_label=0xa000064,tcp actions="+
@@ -228,21 +253,21 @@ func TestDispatch_AnyProtocolVIP(t *testing.T) {
 		)
 		got = d.learnMember(1)
 		assertSends(t, got,
-			"flow_mod cookie=0x5d05000001000000, table=1, priority=300, ct_state=+new-inv+trk,ip,nw_dst=10.0.0.100 actions=group:1",
+			"flow_mod cookie=0x5d05000001000000, table=1, priority=300, ct_state=+new-inv+trk,ct_label=0,ip,nw_dst=10.0.0.100 actions=group:1",
 		)
-		// The bucket keeps the port the client asked for, for the replies.
-		bucket := "move:NXM_OF_TCP_DST[]->NXM_NX_REG1[0..15]," +
-			"ct(commit,zone=93,exec(set_field:0xa000001->ct_label,set_field:0x1f90->ct_mark))," +
-			"set_field:10.0.0.1->ip_dst,set_field:8080->tcp_dst,set_field:8080->udp_dst," +
-			"ct(commit,table=2,zone=94,exec(set_field:0xa000064->ct_label,set_field:0->ct_mark,move:NXM_NX_REG1[0..15]->NXM_NX_CT_MARK[0..15]))"
+		bucket := "ct(commit,table=1,zone=93,exec(set_field:0xa000001->ct_label,set_field:0x1f90->ct_mark))"
 		if s := d.bucketShares(1, bucket); s[0] != groupSlots {
 			t.Errorf("%d buckets %s, want all", s[0], bucket)
 		}
 	})
 	t.Run("DSR", func(t *testing.T) {
-		d := newSwitchDecision(t, switchConfig(sdnlb.ForwardingDSR, toAny))
+		d := newSwitchDecision(t, testConfig(nil))
+		assertSends(t, d.configure(switchConfig(sdnlb.ForwardingDSR, toAny)),
+			"flow_mod cookie=0x5d05000001000000, priority=500, ip,nw_dst=10.0.0.100 actions=ct(table=1,zone=93)",
+			"flow_mod cookie=0x5d05000001000000, priority=500, ip,nw_src=10.0.0.100 actions=ct(zone=93),goto_table:9",
+		)
 		assertSends(t, d.learnMember(2),
-			"flow_mod cookie=0x5d05000001000000, priority=500, ip,nw_dst=10.0.0.100 actions=group:1",
+			"flow_mod cookie=0x5d05000001000000, table=1, priority=300, ct_state=+new-inv+trk,ct_label=0,ip,nw_dst=10.0.0.100 actions=group:1",
 		)
 	})
 }
@@ -311,55 +336,36 @@ func TestDataplane_DSRConnection(t *testing.T) {
 	}
 }
 
-// A SWITCH NAT member's counters come from its route rows (new
-// connections, client → member) and its reply flow (member → client).
-func TestDispatch_NATStatsFromSwitchCounters(t *testing.T) {
-	d := newSwitchDecision(t, switchConfig(sdnlb.ForwardingNAT, nil))
-	d.learnMember(1)
-	route := makeCookie(catMemberRoute, 0, 1)
-	poll := func(conns, in, out uint64) {
-		d.dp.beginPoll()
-		d.dp.pollPart(d.snap, []ofp.FlowStats{
-			{Cookie: route, Priority: prioMemberNew, PacketCount: conns, ByteCount: 74 * conns},
-			{Cookie: route, Priority: prioMemberRoute, PacketCount: in, ByteCount: 100 * in},
-			{Cookie: makeCookie(catMemberReply, 1, 1), Priority: prioMemberReply, PacketCount: out, ByteCount: 1000 * out},
-			{Cookie: makeCookie(catVIP, 1, 0), Priority: prioVIPPunt, PacketCount: 99, ByteCount: 9900},
-		}, true)
-	}
-	poll(5, 40, 30)
-	poll(7, 60, 45)
-	m := d.snap.members["m1"].cnt
-	got := [5]int64{m.liveTotal.Load(), m.livePacketsIn.Load(), m.liveBytesIn.Load(), m.livePacketsOut.Load(), m.liveBytesOut.Load()}
-	if want := [5]int64{7, 60, 6000, 45, 45000}; got != want {
-		t.Errorf("member 1 counters %v, want %v", got, want)
-	}
-}
-
-// A SWITCH DSR member's client → member counters are its buckets'; a
-// group-mod, which starts the buckets' counters again, keeps them.
-func TestDispatch_DSRStatsFromBuckets(t *testing.T) {
-	d := newSwitchDecision(t, switchConfig(sdnlb.ForwardingDSR, nil))
-	d.learnMember(1)
-	poll := func(perBucket uint64) {
-		buckets := make([]ofp.BucketCounter, groupSlots)
-		for i := range buckets {
-			buckets[i] = ofp.BucketCounter{PacketCount: perBucket, ByteCount: 100 * perBucket}
-		}
-		d.dp.groupPollPart(d.snap, []ofp.GroupStats{{GroupID: 1, Buckets: buckets}}, true)
-	}
-	m1 := d.snap.members["m1"].cnt
-	in := func() (int64, int64) {
-		return int64(m1.packetsIn.Load()) + m1.livePacketsIn.Load(), int64(m1.bytesIn.Load()) + m1.liveBytesIn.Load()
-	}
-	poll(1)
-	poll(2)
-	if p, b := in(); p != 2*groupSlots || b != 200*groupSlots {
-		t.Fatalf("member 1 in: %d packets, %d bytes; want %d, %d", p, b, 2*groupSlots, 200*groupSlots)
-	}
-	d.learnMember(2) // the group changes: its counters start again
-	poll(0)
-	if p, _ := in(); p != 2*groupSlots {
-		t.Errorf("member 1 in after the group-mod: %d packets, want %d kept", p, 2*groupSlots)
+// A SWITCH member's counters come from its route rows (new connections,
+// client → member) and, for NAT, its reply flow (member → client; a DSR
+// member's replies pass no row of its own).
+func TestDispatch_StatsFromSwitchCounters(t *testing.T) {
+	for _, fwd := range []sdnlb.Forwarding{sdnlb.ForwardingNAT, sdnlb.ForwardingDSR} {
+		t.Run(string(fwd), func(t *testing.T) {
+			d := newSwitchDecision(t, switchConfig(fwd, nil))
+			d.learnMember(1)
+			route := makeCookie(catMemberRoute, 0, 1)
+			poll := func(conns, in, out uint64) {
+				d.dp.beginPoll()
+				d.dp.pollPart(d.snap, []ofp.FlowStats{
+					{Cookie: route, TableID: tableToMember, Priority: prioMemberNew, PacketCount: conns, ByteCount: 74 * conns},
+					{Cookie: route, TableID: tableToMember, Priority: prioMemberRoute, PacketCount: in, ByteCount: 100 * in},
+					{Cookie: makeCookie(catMemberReply, 1, 1), Priority: prioMemberReply, PacketCount: out, ByteCount: 1000 * out},
+					{Cookie: makeCookie(catVIP, 1, 0), Priority: prioVIPPunt, PacketCount: 99, ByteCount: 9900},
+				}, true)
+			}
+			poll(5, 40, 30)
+			poll(7, 60, 45)
+			m := d.snap.members["m1"].cnt
+			got := [5]int64{m.liveTotal.Load(), m.livePacketsIn.Load(), m.liveBytesIn.Load(), m.livePacketsOut.Load(), m.liveBytesOut.Load()}
+			want := [5]int64{7, 60, 6000, 45, 45000}
+			if fwd == sdnlb.ForwardingDSR {
+				want[3], want[4] = 0, 0
+			}
+			if got != want {
+				t.Errorf("member 1 counters %v, want %v", got, want)
+			}
+		})
 	}
 }
 
@@ -389,11 +395,7 @@ func TestDispatch_PortVIPBeforeEveryPortVIP(t *testing.T) {
 					top[k] = max(top[k], fm.Priority)
 				}
 			}
-			tables := []uint32{uint32(tableClassify)}
-			if fwd == sdnlb.ForwardingNAT {
-				tables = append(tables, uint32(tableTracked))
-			}
-			for _, table := range tables {
+			for _, table := range []uint32{uint32(tableClassify), uint32(tableTracked)} {
 				onPort, everyPort := top[[2]uint32{table, 1}], top[[2]uint32{table, 2}]
 				if onPort <= everyPort {
 					t.Errorf("table %d: the VIP on port 80 tops at priority %d, the VIP on every port at %d", table, onPort, everyPort)

@@ -12,8 +12,8 @@ import (
 // docs/ARCHITECTURE.md says why each row exists.
 const (
 	tableClassify   uint8 = 0 // traffic for VIPs and from members
-	tableTracked    uint8 = 1 // SWITCH NAT: clients' packets back from the tracker's VIP zone
-	tableToMember   uint8 = 2 // SWITCH NAT: packets addressed to a member
+	tableTracked    uint8 = 1 // SWITCH: clients' packets back from the tracker's VIP zone
+	tableToMember   uint8 = 2 // SWITCH: packets addressed to a member
 	tableFromMember uint8 = 3 // SWITCH NAT: members' replies back from the tracker's member zone
 	tableL2         uint8 = 9 // everything else
 
@@ -23,17 +23,19 @@ const (
 	prioMemberDirect uint16 = 899  // per member address of a SWITCH NAT pool: clients' packets to it → the member zone (nothing committed), tableL2
 	prioARPClaim     uint16 = 511  // per VIP address: an ARP request for it from it (a host announcing it holds it) → drop
 	prioARPAnswer    uint16 = 510  // per VIP address: an ARP request for it → the reply, built in the switch, out IN_PORT
-	prioVIPPunt      uint16 = 500  // per VIP: other ARP for it and ARP to its MAC, its service → CONTROLLER, the group (SWITCH DSR) or the tracker's VIP zone (SWITCH NAT); +1 on one port
+	prioVIPPunt      uint16 = 500  // per VIP: other ARP for it and ARP to its MAC, its service → CONTROLLER, or the tracker's VIP zone (SWITCH); +1 on one port
+	prioVIPReply     uint16 = 500  // per SWITCH DSR VIP: its members' replies, from its service → the tracker's VIP zone, tableL2; +1 on one port
 	prioVIPDrop      uint16 = 499  // per VIP address: any other IPv4 to it → drop
 	prioToL2         uint16 = 0    // the rest → tableL2
 
-	// tableTracked, per SWITCH NAT VIP; +1 for a VIP on one port
+	// tableTracked, per SWITCH VIP; +1 for a VIP on one port
 	prioTrackedNew     uint16 = 300 // a new connection → the group, or CONTROLLER while no member is ready
 	prioTrackedUnknown uint16 = 250 // a packet of no connection the tracker holds (invalid) → drop
-	prioTrackedForward uint16 = 200 // a tracked connection → its member (from the connection's label and mark), tableToMember
+	prioTrackedSYN     uint16 = 210 // SWITCH NAT: a SYN on a connection the tracker holds (a client reusing its ports) → as the next row's first packet
+	prioTrackedForward uint16 = 200 // a tracked connection → its member (from the connection's label and mark), tableToMember; its first packet also committed in the member zone
 	prioTrackedMiss    uint16 = 0   // the rest → tableL2
 
-	// tableToMember, per member address of a SWITCH NAT pool
+	// tableToMember, per member address of a SWITCH pool (DSR: in dsrMemberReg)
 	prioMemberNew   uint16 = 110 // its new connections, as the next row: counts them
 	prioMemberRoute uint16 = 100 // → its MAC, tableL2; DOWN → CONTROLLER, which resets the client
 	prioRouteMiss   uint16 = 0   // → tableL2

@@ -425,9 +425,6 @@ func (s *switchConn) pollStats() {
 	xid := s.xids.Add(1)
 	s.pollXID.Store(xid)
 	s.sendXID(xid, ofp.MultipartRequest{Body: statsRequest()})
-	if s.groups {
-		s.send(ofp.MultipartRequest{Body: ofp.GroupStatsRequest{GroupID: ofp.GroupAll}})
-	}
 }
 
 // readLoop handles messages until the connection fails. Replies are
@@ -548,8 +545,6 @@ func (s *switchConn) handleMultipart(dp *dataplane, xid uint32, m *ofp.Multipart
 			s.ports[p.PortNo] = p
 		}
 		s.portsMu.Unlock()
-	case ofp.GroupStatsReply:
-		dp.groupPollPart(dp.installed, body.Stats, last)
 	case ofp.GroupDescReply:
 		s.pendMu.Lock()
 		if r := s.pending[xid]; r != nil {

@@ -17,20 +17,20 @@ import (
 	"github.com/sdnlb/sdnlb"
 )
 
-// bucketTarget finds where one select-group bucket sends a connection:
-// the member address a NAT bucket addresses it to, or the output port of
-// a DSR bucket.
-var bucketTarget = regexp.MustCompile(`set_field:([0-9.]+)->ip_dst|output:([0-9]+)`)
+// bucketTarget finds the member one select-group bucket commits a
+// connection to: the label (the member's address) of its first commit.
+var bucketTarget = regexp.MustCompile(`exec\(set_field:(0x[0-9a-f]+)->ct_label`)
 
-// buckets returns, per target, how many buckets of the switch's groups
-// send to it.
+// buckets returns, per group and member ("group_id=1 0xa4d000b"), how
+// many buckets of the switch's groups send to it.
 func (b *lbBed) buckets(tb testing.TB) map[string]int {
 	tb.Helper()
 	counts := map[string]int{}
 	for _, line := range strings.Split(b.sw.Ofctl("dump-groups", b.sw.Name), "\n") {
-		for _, bucket := range strings.Split(line, "bucket=")[1:] {
+		group, buckets, _ := strings.Cut(strings.TrimSpace(line), ",")
+		for _, bucket := range strings.Split(buckets, "bucket=")[1:] {
 			if m := bucketTarget.FindStringSubmatch(bucket); m != nil {
-				counts[m[1]+m[2]]++
+				counts[group+" "+m[1]]++
 			}
 		}
 	}

@@ -3,9 +3,13 @@
 package e2e
 
 import (
+	"bufio"
 	"context"
 	"fmt"
+	"io"
+	"maps"
 	"net"
+	"net/http"
 	"regexp"
 	"strconv"
 	"strings"
@@ -235,4 +239,163 @@ func TestTraffic_OneClientSeveralPaths(t *testing.T) {
 		t.Logf("%s: %v, %d SYNs retransmitted, answers %v", round.name, time.Since(start).Round(time.Millisecond),
 			tcpCounter(t, c, "TCPSynRetrans")-before, counts)
 	}
+}
+
+// keptConn is a client's HTTP connection to a VIP, kept open across
+// requests, and the member that answered its first one.
+type keptConn struct {
+	conn   net.Conn
+	r      *bufio.Reader
+	member string
+}
+
+// keepOpen opens a connection from c to addr and asks once.
+func keepOpen(tb testing.TB, c *Host, addr string) *keptConn {
+	tb.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), reuseTimeout)
+	defer cancel()
+	conn, err := c.DialContext(ctx, "tcp", addr)
+	if err != nil {
+		tb.Fatalf("connect to %s from %s: %v", addr, c.Name, err)
+	}
+	k := &keptConn{conn: conn, r: bufio.NewReader(conn)}
+	tb.Cleanup(func() { conn.Close() })
+	if k.member, err = k.ask(); err != nil {
+		tb.Fatalf("first request on a kept connection to %s: %v", addr, err)
+	}
+	return k
+}
+
+// ask sends one request on the connection and returns the answer's body.
+func (k *keptConn) ask() (string, error) {
+	if err := k.conn.SetDeadline(time.Now().Add(reuseTimeout)); err != nil {
+		return "", err
+	}
+	if _, err := io.WriteString(k.conn, "GET / HTTP/1.1\r\nHost: vip\r\n\r\n"); err != nil {
+		return "", err
+	}
+	resp, err := http.ReadResponse(k.r, nil)
+	if err != nil {
+		return "", err
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	return string(body), err
+}
+
+// Connections established through a SWITCH VIP of either forwarding keep
+// their member while the pool changes under them: a member drained, one
+// added, one deleted (its own connections end with it), a weight changed.
+func TestTraffic_MembershipChangesKeepConnections(t *testing.T) {
+	const (
+		held    = 24 // connections per VIP
+		natPort = 8080
+		dsrPort = 8082
+	)
+	sw := NewSwitch(t)
+	natClient := sw.AddHost(t, "c1", sw.Addr(1))
+	dsrClient := sw.AddHost(t, "c2", sw.Addr(2))
+	natVIP, dsrVIP := sw.Addr(100), sw.Addr(101)
+	var hosts []*Host
+	for i := range 4 {
+		h := sw.AddHost(t, "m"+strconv.Itoa(i+1), sw.Addr(byte(11+i)))
+		holdVIP(t, h, dsrVIP)
+		h.ServeHTTP(t, natPort, "srv"+strconv.Itoa(i+1))
+		h.ServeHTTP(t, dsrPort, "srv"+strconv.Itoa(i+1))
+		hosts = append(hosts, h)
+	}
+	lb := startSDNLB(t)
+	lb.Connect(sw)
+	dumpOnFailure(t, sw, lb)
+	type path struct {
+		name    string
+		client  *Host
+		addr    string
+		pool    sdnlb.Pool
+		port    int
+		members map[string]*sdnlb.Member // by server name
+		conns   []*keptConn
+	}
+	paths := []*path{
+		{name: "SWITCH NAT", client: natClient, addr: net.JoinHostPort(natVIP, strconv.Itoa(vipPort)), port: natPort},
+		{name: "SWITCH DSR", client: dsrClient, addr: net.JoinHostPort(dsrVIP, strconv.Itoa(dsrPort))},
+	}
+	for _, p := range paths {
+		var vip *sdnlb.VIP
+		fwd := sdnlb.ForwardingNAT
+		if p.port == 0 {
+			vip, fwd = lb.MustCreateVIP("dsr", dsrVIP, sdnlb.ProtocolTCP, dsrPort, nil), sdnlb.ForwardingDSR
+		} else {
+			vip = lb.MustCreateVIP("nat", natVIP, sdnlb.ProtocolTCP, vipPort, nil)
+		}
+		lb.MustAPI("POST", "/v1/pools", map[string]any{"name": vip.Name, "vip_id": vip.ID, "lb_method": sdnlb.RoundRobin,
+			"protocol": sdnlb.ProtocolTCP, "dispatch": sdnlb.DispatchSwitch, "forwarding": fwd}, 201, &p.pool)
+		p.members = map[string]*sdnlb.Member{}
+		for i, h := range hosts[:3] {
+			p.members["srv"+strconv.Itoa(i+1)] = lb.MustCreateMember(&p.pool, h.IP, p.port)
+		}
+		lb.WaitPoolMembers(p.pool.ID, 3, 10*time.Second)
+	}
+	bed := &lbBed{sw: sw}
+	bed.waitBuckets(t, 6, 10*time.Second)
+	for _, p := range paths {
+		for range held {
+			p.conns = append(p.conns, keepOpen(t, p.client, p.addr))
+		}
+	}
+	gone := map[string]bool{} // members whose connections end with them
+
+	check := func(step string) {
+		t.Helper()
+		for _, p := range paths {
+			kept, lost := 0, 0
+			for _, k := range p.conns {
+				if gone[k.member] {
+					continue
+				}
+				if body, err := k.ask(); err != nil || body != k.member {
+					lost++
+					if lost == 1 {
+						t.Errorf("%s, after %s: a connection to %s answered %q, %v", p.name, step, k.member, body, err)
+					}
+					continue
+				}
+				kept++
+			}
+			if lost > 0 {
+				t.Errorf("%s, after %s: %d connections lost their member, %d kept it", p.name, step, lost, kept)
+			}
+		}
+	}
+	check("nothing")
+
+	for _, p := range paths {
+		lb.MustAPI(http.MethodPatch, "/v1/members/"+p.members["srv1"].ID, map[string]any{"admin_state_up": false}, http.StatusOK, nil)
+	}
+	bed.waitBuckets(t, 4, 10*time.Second)
+	check("srv1 was drained")
+
+	for _, p := range paths {
+		p.members["srv4"] = lb.MustCreateMember(&p.pool, hosts[3].IP, p.port)
+	}
+	bed.waitBuckets(t, 6, 10*time.Second)
+	check("srv4 was added")
+
+	for _, p := range paths {
+		lb.MustAPI(http.MethodDelete, "/v1/members/"+p.members["srv2"].ID, nil, http.StatusNoContent, nil)
+	}
+	gone["srv2"] = true
+	bed.waitBuckets(t, 4, 10*time.Second)
+	check("srv2 was deleted")
+
+	before := bed.buckets(t)
+	for _, p := range paths {
+		lb.MustAPI(http.MethodPatch, "/v1/members/"+p.members["srv3"].ID, map[string]any{"weight": 3}, http.StatusOK, nil)
+	}
+	for deadline := time.Now().Add(10 * time.Second); maps.Equal(bed.buckets(t), before); time.Sleep(50 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the buckets did not follow srv3's new weight in 10s: %v", before)
+		}
+	}
+	check("srv3's weight went from 1 to 3")
 }
