@@ -117,8 +117,8 @@ func TestDispatch_NATFollowsMembers(t *testing.T) {
 	// The second takes half, and member 1 keeps the slots it had.
 	before := d.bucketOwners(1, natTo(1), natTo(2))
 	d.learnMember(2)
-	if s := d.bucketShares(1, natTo(1), natTo(2)); s[0] != 32 || s[1] != 32 {
-		t.Errorf("buckets %v, want 32 each", s)
+	if s := d.bucketShares(1, natTo(1), natTo(2)); s[0] != groupSlots/2 || s[1] != groupSlots/2 {
+		t.Errorf("buckets %v, want %d each", s, groupSlots/2)
 	}
 	after := d.bucketOwners(1, natTo(1), natTo(2))
 	for i := range after {

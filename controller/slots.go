@@ -7,12 +7,13 @@ import (
 
 // groupSlots is how many buckets the select group of a SWITCH pool has.
 // Open vSwitch selects a bucket by the datapath's hash (dp_hash, no upcall
-// per connection) only when the bucket weights fit 64 hash values, so
-// every bucket has weight 1 and a member owns buckets in proportion to
-// its weight. A bucket is a slot of the hash space: a change of members
-// reassigns only the slots it must, so connections hashed to other slots
-// keep their member even where the switch keeps no state for them (DSR).
-const groupSlots = 64
+// per connection) when the bucket weights fit 256 hash values (3.1's
+// MAX_SELECT_GROUP_HASH_VALUES), so every bucket has weight 1 and a member
+// owns buckets in proportion to its weight: within 1/256 of its weight's
+// share, and up to 256 members. A bucket is a slot of the hash space: a
+// change of members reassigns only the slots it must, so the new
+// connections of clients hashed to other slots keep their member.
+const groupSlots = 256
 
 // slotMember is a member that can own slots: its number and weight.
 type slotMember struct {
@@ -26,7 +27,7 @@ type slotTable [groupSlots]uint32
 // assignSlots gives every member a share of the slots in proportion to
 // its weight (largest remainder, at least one slot each while there are
 // slots to give) and keeps every slot of prev whose owner is still
-// within its share. Members beyond the 64th by weight get no slot. Ties
+// within its share. Members beyond the 256th by weight get no slot. Ties
 // go to the member listed first: list them in an order that outlives the
 // process (by id), so a restarted controller assigns as its predecessor.
 func assignSlots(prev slotTable, members []slotMember) slotTable {
@@ -76,30 +77,37 @@ func slotQuotas(members []slotMember) map[uint32]int {
 	type share struct {
 		num       uint32
 		remainder int
+		raised    bool // given one slot above its share, to be reachable
 	}
 	shares := make([]share, 0, len(members))
 	given := 0
 	for _, m := range members {
 		exact := groupSlots * max(m.weight, 0)
 		q := exact / total
-		if q == 0 && m.weight > 0 {
+		raised := q == 0 && m.weight > 0
+		if raised {
 			q = 1 // every member in rotation is reachable
 		}
 		quota[m.num] = q
 		given += q
-		shares = append(shares, share{m.num, exact % total})
+		shares = append(shares, share{m.num, exact % total, raised})
 	}
-	// Hand out what is left to the largest remainders; take back from
-	// the smallest when the minimum of one overshot.
+	// Hand out what is left to the largest remainders of the members not
+	// raised already; take back from the smallest when the minimum of one
+	// overshot, from raised members last.
 	slices.SortStableFunc(shares, func(a, b share) int { return cmp.Compare(b.remainder, a.remainder) })
 	for i := 0; given < groupSlots && i < len(shares); i++ {
-		quota[shares[i].num]++
-		given++
+		if !shares[i].raised {
+			quota[shares[i].num]++
+			given++
+		}
 	}
-	for i := len(shares) - 1; given > groupSlots && i >= 0; i-- {
-		if quota[shares[i].num] > 0 {
-			quota[shares[i].num]--
-			given--
+	for _, takeRaised := range []bool{false, true} {
+		for i := len(shares) - 1; given > groupSlots && i >= 0; i-- {
+			if shares[i].raised == takeRaised && quota[shares[i].num] > 0 {
+				quota[shares[i].num]--
+				given--
+			}
 		}
 	}
 	return quota

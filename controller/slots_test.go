@@ -1,6 +1,8 @@
 package controller
 
 import (
+	"math"
+	"math/rand/v2"
 	"testing"
 )
 
@@ -29,11 +31,11 @@ func TestAssignSlots(t *testing.T) {
 		members []slotMember
 		want    map[uint32]int
 	}{
-		{"Equal", three, map[uint32]int{1: 22, 2: 21, 3: 21}},
-		{"Weighted", []slotMember{{1, 3}, {2, 1}}, map[uint32]int{1: 48, 2: 16}},
-		{"TinyWeightStillReachable", []slotMember{{1, 256}, {2, 1}}, map[uint32]int{1: 63, 2: 1}},
-		{"None", nil, map[uint32]int{0: 64}},
-		{"AllZeroWeight", []slotMember{{1, 0}}, map[uint32]int{0: 64}},
+		{"Equal", three, map[uint32]int{1: 86, 2: 85, 3: 85}},
+		{"Weighted", []slotMember{{1, 3}, {2, 1}}, map[uint32]int{1: 192, 2: 64}},
+		{"TinyWeightStillReachable", []slotMember{{1, 1024}, {2, 1}}, map[uint32]int{1: 255, 2: 1}},
+		{"None", nil, map[uint32]int{0: groupSlots}},
+		{"AllZeroWeight", []slotMember{{1, 0}}, map[uint32]int{0: groupSlots}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -50,12 +52,12 @@ func TestAssignSlots(t *testing.T) {
 	}
 	t.Run("MoreMembersThanSlots", func(t *testing.T) {
 		var many []slotMember
-		for i := range 70 {
+		for i := range groupSlots + 6 {
 			many = append(many, slotMember{uint32(i + 1), 1})
 		}
 		got := countSlots(assignSlots(slotTable{}, many))
 		if got[0] != 0 || len(got) != groupSlots {
-			t.Errorf("%d members own slots, %d slots are free; want 64 members, none free", len(got), got[0])
+			t.Errorf("%d members own slots, %d slots are free; want %d members, none free", len(got), got[0], groupSlots)
 		}
 	})
 }
@@ -72,14 +74,14 @@ func TestAssignSlots_MinimalMoves(t *testing.T) {
 				t.Fatalf("slot %d moved from member %d, which stayed", i, before[i])
 			}
 		}
-		if n := countSlots(after); n[1] != 32 || n[3] != 32 {
+		if n := countSlots(after); n[1] != groupSlots/2 || n[3] != groupSlots/2 {
 			t.Errorf("after member 2 left: %v", n)
 		}
 	})
 	t.Run("MemberJoins", func(t *testing.T) {
 		after := assignSlots(before, append(three, slotMember{4, 1}))
-		if m := moved(before, after); m != countSlots(after)[4] || m != 16 {
-			t.Errorf("%d slots moved for a new member that owns %d; want 16 and only those", m, countSlots(after)[4])
+		if m := moved(before, after); m != countSlots(after)[4] || m != groupSlots/4 {
+			t.Errorf("%d slots moved for a new member that owns %d; want %d and only those", m, countSlots(after)[4], groupSlots/4)
 		}
 	})
 	t.Run("Unchanged", func(t *testing.T) {
@@ -89,8 +91,34 @@ func TestAssignSlots_MinimalMoves(t *testing.T) {
 	})
 	t.Run("WeightDoubles", func(t *testing.T) {
 		after := assignSlots(before, []slotMember{{1, 2}, {2, 1}, {3, 1}})
-		if n := countSlots(after); n[1] != 32 || moved(before, after) != 10 {
-			t.Errorf("after member 1's weight doubled: %v, %d moved; want 32 slots for member 1, 10 moved", n, moved(before, after))
+		if n := countSlots(after); n[1] != groupSlots/2 || moved(before, after) != 42 {
+			t.Errorf("after member 1's weight doubled: %v, %d moved; want %d slots for member 1, 42 moved", n, moved(before, after), groupSlots/2)
 		}
 	})
+}
+
+// Every member's share of the slots is within 1/256 of its weight's share,
+// for pools of weights 1 to 100 (the share is what the switch's hash gives
+// the member's new connections).
+func TestAssignSlots_SharesFollowWeights(t *testing.T) {
+	r := rand.New(rand.NewPCG(1, 2))
+	worst := 0.0
+	for range 1000 {
+		members := make([]slotMember, 2+r.IntN(30))
+		total := 0
+		for i := range members {
+			members[i] = slotMember{uint32(i + 1), 1 + r.IntN(100)}
+			total += members[i].weight
+		}
+		got := countSlots(assignSlots(slotTable{}, members))
+		for _, m := range members {
+			diff := math.Abs(float64(got[m.num])/groupSlots - float64(m.weight)/float64(total))
+			worst = max(worst, diff)
+			if diff > 1.0/groupSlots {
+				t.Fatalf("weights %v: member %d (weight %d) owns %d slots, %.2f%% against its weight's %.2f%%",
+					members, m.num, m.weight, got[m.num], 100*float64(got[m.num])/groupSlots, 100*float64(m.weight)/float64(total))
+			}
+		}
+	}
+	t.Logf("the largest gap between a member's slots and its weight's share: %.2f percentage points", 100*worst)
 }
