@@ -13,6 +13,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -219,6 +220,21 @@ func (p *SDNLB) waitErr() error {
 	case <-time.After(stopTimeout):
 		return errors.New("still running")
 	}
+}
+
+// RSS is the process's resident set size in bytes (VmRSS).
+func (p *SDNLB) RSS() (int64, error) {
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", p.cmd.Process.Pid))
+	if err != nil {
+		return 0, err
+	}
+	for _, l := range strings.Split(string(data), "\n") {
+		if rest, ok := strings.CutPrefix(l, "VmRSS:"); ok {
+			kb, err := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(rest), " kB"), 10, 64)
+			return kb * 1024, err
+		}
+	}
+	return 0, fmt.Errorf("no VmRSS in /proc/%d/status", p.cmd.Process.Pid)
 }
 
 // Kill ends the process with SIGKILL, as a crash would, and waits for it.
