@@ -183,12 +183,14 @@ func (dp *dataplane) dispatch(now time.Time, snap *snapshot, out *outbox) {
 		}
 		delete(dp.switched, num)
 	}
+	routes := dp.memberRoutes(snap)
+	dp.installRoutes(routes, out)
 	for _, v := range sortedVIPs(snap) {
 		if v.switched() {
 			dp.dispatchVIP(now, v, out)
 		}
 	}
-	dp.routeMembers(snap, out)
+	dp.deleteRoutes(routes, out)
 }
 
 func (dp *dataplane) dispatchVIP(now time.Time, v *vipState, out *outbox) {
@@ -253,10 +255,11 @@ func (dp *dataplane) readyMembers(now time.Time, v *vipState, out *outbox) ([]sl
 	return ready, targets
 }
 
-// routeMembers keeps one tableToMember row per member address of the SWITCH
-// pools and forwarding: the member's MAC, or for a DOWN member the
-// controller, which resets the connections still sent to it.
-func (dp *dataplane) routeMembers(snap *snapshot, out *outbox) {
+// memberRoutes are the tableToMember rows snap wants: one per member
+// address of the SWITCH pools and forwarding, with the member's MAC, or
+// for a DOWN member the controller, which resets the connections still
+// sent to it.
+func (dp *dataplane) memberRoutes(snap *snapshot) map[routeKey]memberRoute {
 	want := map[routeKey]memberRoute{}
 	for _, v := range snap.vipByID {
 		if !v.switched() {
@@ -274,19 +277,31 @@ func (dp *dataplane) routeMembers(snap *snapshot, out *outbox) {
 			}
 		}
 	}
-	for _, k := range slices.SortedFunc(maps.Keys(dp.routes), compareRoutes) {
-		if _, ok := want[k]; !ok {
-			fm := deleteByCookie(dp.routes[k].cookie, ^uint64(0))
-			out.send(&fm)
-			delete(dp.routes, k)
-		}
-	}
+	return want
+}
+
+// installRoutes adds and changes the rows of want; dispatch calls it
+// before the buckets change, so no bucket sends to a member whose row
+// still resets its connections (a member back UP).
+func (dp *dataplane) installRoutes(want map[routeKey]memberRoute, out *outbox) {
 	for _, k := range slices.SortedFunc(maps.Keys(want), compareRoutes) {
 		if r := want[k]; dp.routes[k] != r {
 			for _, fm := range routeFlows(k, r) {
 				out.send(&fm)
 			}
 			dp.routes[k] = r
+		}
+	}
+}
+
+// deleteRoutes removes the rows want no longer has; dispatch calls it
+// once no bucket sends to them.
+func (dp *dataplane) deleteRoutes(want map[routeKey]memberRoute, out *outbox) {
+	for _, k := range slices.SortedFunc(maps.Keys(dp.routes), compareRoutes) {
+		if _, ok := want[k]; !ok {
+			fm := deleteByCookie(dp.routes[k].cookie, ^uint64(0))
+			out.send(&fm)
+			delete(dp.routes, k)
 		}
 	}
 }

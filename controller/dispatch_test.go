@@ -213,6 +213,23 @@ func TestDispatch_DSR(t *testing.T) {
 	}
 }
 
+// A member back UP gets its route before the buckets send to it: a new
+// connection in between would meet the row that resets it.
+func TestDispatch_RouteBeforeBuckets(t *testing.T) {
+	down := func(c *sdnlb.Config) { c.Members[0].Health.Status = sdnlb.MemberDown }
+	d := newSwitchDecision(t, switchConfig(sdnlb.ForwardingNAT, down))
+	d.learnMember(1)
+	d.learnMember(2)
+	got := d.configure(switchConfig(sdnlb.ForwardingNAT, nil))
+	route := slices.IndexFunc(got, func(l string) bool {
+		return strings.Contains(l, "table=2, priority=100, ip,nw_dst=10.0.0.1 actions=set_field:aa:00:00:00:00:01->eth_dst")
+	})
+	group := slices.IndexFunc(got, func(l string) bool { return strings.HasPrefix(l, "group_mod") })
+	if route < 0 || group < 0 || route > group {
+		t.Errorf("member 1's route at %d, the group-mod at %d; want the route first:\n%s", route, group, strings.Join(got, "\n"))
+	}
+}
+
 // A VIP of every protocol is dispatched by the switch on its address
 // alone: with NAT every IP protocol goes through the connection tracker,
 // TCP and UDP to the member's port and back from the port the client asked

@@ -138,6 +138,23 @@ func holdVIP(tb testing.TB, h *Host, vip string) {
 	}
 }
 
+// addSwitchedNATVIP adds a VIP whose pool, dispatched by the switch with
+// NAT, has the bed's member hosts on memberPort, waits until the switch's
+// group has them and returns the VIP's URL.
+func (b *lbBed) addSwitchedNATVIP(tb testing.TB) string {
+	tb.Helper()
+	vip := b.lb.MustCreateVIP("switched", b.sw.Addr(101), sdnlb.ProtocolTCP, vipPort, nil)
+	var pool sdnlb.Pool
+	b.lb.MustAPI("POST", "/v1/pools", map[string]any{"name": "switched", "vip_id": vip.ID, "lb_method": sdnlb.RoundRobin,
+		"protocol": sdnlb.ProtocolTCP, "dispatch": sdnlb.DispatchSwitch, "forwarding": sdnlb.ForwardingNAT}, 201, &pool)
+	for _, h := range b.members {
+		b.lb.MustCreateMember(&pool, h.IP, memberPort)
+	}
+	b.lb.WaitPoolMembers(pool.ID, len(b.members), 10*time.Second)
+	b.waitBuckets(tb, len(b.members), 10*time.Second)
+	return "http://" + net.JoinHostPort(vip.Address, strconv.Itoa(vipPort)) + "/"
+}
+
 // flowState is the switch's flows and groups with what differs between
 // two processes for the same configuration taken out: cookies, group ids,
 // counters and ages.
@@ -351,16 +368,7 @@ func TestDispatch_EveryPortVIP(t *testing.T) {
 // address and port from two client sockets within its TIME_WAIT.
 func TestDispatch_SharedMembers(t *testing.T) {
 	b := newLBBed(t, 2, 3, sdnlb.RoundRobin, nil) // the CONTROLLER pool first: its members get the lower numbers
-	sw := b.lb.MustCreateVIP("switched", b.sw.Addr(101), sdnlb.ProtocolTCP, vipPort, nil)
-	var pool sdnlb.Pool
-	b.lb.MustAPI("POST", "/v1/pools", map[string]any{"name": "switched", "vip_id": sw.ID, "lb_method": sdnlb.RoundRobin,
-		"protocol": sdnlb.ProtocolTCP, "dispatch": sdnlb.DispatchSwitch, "forwarding": sdnlb.ForwardingNAT}, 201, &pool)
-	for _, h := range b.members {
-		b.lb.MustCreateMember(&pool, h.IP, memberPort)
-	}
-	b.lb.WaitPoolMembers(pool.ID, len(b.members), 10*time.Second)
-	b.waitBuckets(t, len(b.members), 10*time.Second)
-	switchedURL := "http://" + net.JoinHostPort(sw.Address, strconv.Itoa(vipPort)) + "/"
+	switchedURL := b.addSwitchedNATVIP(t)
 
 	setups := b.lb.Metric("sdnlb_controller_setups_total")
 	var switched, controlled map[string]int

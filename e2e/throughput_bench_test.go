@@ -240,65 +240,16 @@ func TestThroughputAfterPause(t *testing.T) {
 		}
 		pause = d
 	}
-	const (
-		natPort = 8080
-		dsrPort = 8082
-	)
-	sw := NewSwitch(t)
-	natClient := sw.AddHost(t, "c1", sw.Addr(1))
-	dsrClient := sw.AddHost(t, "c2", sw.Addr(2))
-	natVIP, dsrVIP := sw.Addr(100), sw.Addr(101)
-	var members []*Host
-	for i := range 3 {
-		h := sw.AddHost(t, "m"+strconv.Itoa(i+1), sw.Addr(byte(11+i)))
-		holdVIP(t, h, dsrVIP)
-		h.ServeHTTP(t, natPort, "srv"+strconv.Itoa(i+1))
-		h.ServeHTTP(t, dsrPort, "srv"+strconv.Itoa(i+1))
-		members = append(members, h)
-	}
-	lb := startSDNLB(t)
-	lb.Connect(sw)
-	dumpOnFailure(t, sw, lb)
-	for _, p := range []struct {
-		vip  *sdnlb.VIP
-		fwd  sdnlb.Forwarding
-		port int
-	}{
-		{lb.MustCreateVIP("nat", natVIP, sdnlb.ProtocolTCP, 80, nil), sdnlb.ForwardingNAT, natPort},
-		{lb.MustCreateVIP("dsr", dsrVIP, sdnlb.ProtocolTCP, dsrPort, nil), sdnlb.ForwardingDSR, 0},
-	} {
-		var pool sdnlb.Pool
-		lb.MustAPI("POST", "/v1/pools", map[string]any{"name": p.vip.Name, "vip_id": p.vip.ID, "lb_method": sdnlb.RoundRobin,
-			"protocol": sdnlb.ProtocolTCP, "dispatch": sdnlb.DispatchSwitch, "forwarding": p.fwd}, 201, &pool)
-		for _, h := range members {
-			lb.MustCreateMember(&pool, h.IP, p.port)
-		}
-		lb.WaitPoolMembers(pool.ID, len(members), 10*time.Second)
-	}
-	(&lbBed{sw: sw}).waitBuckets(t, 2*len(members), 10*time.Second)
+	b := newForwardingBed(t, 3, 3)
 
-	seqFailures := func() int {
-		m := regexp.MustCompile(`conntrack_tcp_seq_chk_failed\s+\S+\s+\S+\s+\S+\s+total: (\d+)`).FindStringSubmatch(sw.Appctl("coverage/show"))
-		if m == nil {
-			return 0
-		}
-		n, _ := strconv.Atoi(m[1])
-		return n
-	}
-	for _, path := range []struct {
-		name   string
-		client *Host
-		url    string
-	}{
-		{"SWITCH NAT", natClient, "http://" + net.JoinHostPort(natVIP, "80") + "/"},
-		{"SWITCH DSR", dsrClient, "http://" + net.JoinHostPort(dsrVIP, strconv.Itoa(dsrPort)) + "/"},
-	} {
-		before := runWrk(t, path.client, path.url)
+	for _, path := range b.paths {
+		url := "http://" + path.addr + "/"
+		before := runWrk(t, path.client, url)
 		time.Sleep(pause)
-		failures := seqFailures()
-		after := runWrk(t, path.client, path.url)
+		failures := seqCheckFailures(b.sw)
+		after := runWrk(t, path.client, url)
 		t.Logf("%s, one client, %v pause: %.0f → %.0f req/s (%.2f×), %d → %d failed requests, %d sequence-check failures in the tracker",
 			path.name, pause, before.reqPerSec, after.reqPerSec, after.reqPerSec/before.reqPerSec, before.failures, after.failures,
-			seqFailures()-failures)
+			seqCheckFailures(b.sw)-failures)
 	}
 }

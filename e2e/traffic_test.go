@@ -126,64 +126,99 @@ func rewrittenPorts(sw *Switch) []string {
 	return out
 }
 
+// forwardingBed is a switch whose member hosts serve a SWITCH NAT VIP (on
+// natPort, the VIP on vipPort) and a SWITCH DSR VIP (on dsrPort, the VIP
+// held on their loopback), each VIP with a pool of its own, and a client
+// for each VIP.
+type forwardingBed struct {
+	sw    *Switch
+	lb    *sdnlbProc
+	hosts []*Host
+	paths []*forwardingPath // SWITCH NAT, SWITCH DSR
+}
+
+// forwardingPath is one VIP of a forwardingBed.
+type forwardingPath struct {
+	name    string
+	client  *Host
+	addr    string // the VIP's address and port
+	port    int    // the members' port in the pool (0 for DSR)
+	pool    sdnlb.Pool
+	members map[string]*sdnlb.Member // by server name
+}
+
+const (
+	forwardingNATPort = 8080
+	forwardingDSRPort = 8082
+)
+
+// newForwardingBed builds a forwardingBed of hosts member hosts, the first
+// inPool of them members of both pools, and waits until the switch's
+// groups have them.
+func newForwardingBed(tb testing.TB, hosts, inPool int) *forwardingBed {
+	tb.Helper()
+	b := &forwardingBed{sw: NewSwitch(tb)}
+	natVIP, dsrVIP := b.sw.Addr(100), b.sw.Addr(101)
+	b.paths = []*forwardingPath{
+		{name: "SWITCH NAT", client: b.sw.AddHost(tb, "c1", b.sw.Addr(1)),
+			addr: net.JoinHostPort(natVIP, strconv.Itoa(vipPort)), port: forwardingNATPort},
+		{name: "SWITCH DSR", client: b.sw.AddHost(tb, "c2", b.sw.Addr(2)),
+			addr: net.JoinHostPort(dsrVIP, strconv.Itoa(forwardingDSRPort))},
+	}
+	for i := range hosts {
+		h := b.sw.AddHost(tb, "m"+strconv.Itoa(i+1), b.sw.Addr(byte(11+i)))
+		holdVIP(tb, h, dsrVIP)
+		h.ServeHTTP(tb, forwardingNATPort, "srv"+strconv.Itoa(i+1))
+		h.ServeHTTP(tb, forwardingDSRPort, "srv"+strconv.Itoa(i+1))
+		b.hosts = append(b.hosts, h)
+	}
+	b.lb = startSDNLB(tb)
+	b.lb.Connect(b.sw)
+	dumpOnFailure(tb, b.sw, b.lb)
+	for _, p := range b.paths {
+		var vip *sdnlb.VIP
+		fwd := sdnlb.ForwardingNAT
+		if p.port == 0 {
+			vip, fwd = b.lb.MustCreateVIP("dsr", dsrVIP, sdnlb.ProtocolTCP, forwardingDSRPort, nil), sdnlb.ForwardingDSR
+		} else {
+			vip = b.lb.MustCreateVIP("nat", natVIP, sdnlb.ProtocolTCP, vipPort, nil)
+		}
+		b.lb.MustAPI(http.MethodPost, "/v1/pools", map[string]any{"name": vip.Name, "vip_id": vip.ID, "lb_method": sdnlb.RoundRobin,
+			"protocol": sdnlb.ProtocolTCP, "dispatch": sdnlb.DispatchSwitch, "forwarding": fwd}, http.StatusCreated, &p.pool)
+		p.members = map[string]*sdnlb.Member{}
+		for i, h := range b.hosts[:inPool] {
+			p.members["srv"+strconv.Itoa(i+1)] = b.lb.MustCreateMember(&p.pool, h.IP, p.port)
+		}
+		b.lb.WaitPoolMembers(p.pool.ID, inPool, 10*time.Second)
+	}
+	b.waitBuckets(tb, 2*inPool)
+	return b
+}
+
+// waitBuckets waits until the switch's groups send to n members in all.
+func (b *forwardingBed) waitBuckets(tb testing.TB, n int) {
+	tb.Helper()
+	(&lbBed{sw: b.sw}).waitBuckets(tb, n, 10*time.Second)
+}
+
 // A client comes back after a pause from the source ports it used before,
 // to a SWITCH VIP of each forwarding. Every request gets through at the
 // first SYN: the switch keeps each connection's member without having the
 // tracker rewrite a client's port, and the tracker finds no packet out of
 // its window.
 func TestTraffic_PortReuseAfterPause(t *testing.T) {
-	const (
-		pause   = 6 * time.Second // between the tracker's first sweeps and the hosts' TIME_WAIT
-		natPort = 8080
-		dsrPort = 8082
-	)
-	sw := NewSwitch(t)
-	natClient := sw.AddHost(t, "c1", sw.Addr(1))
-	dsrClient := sw.AddHost(t, "c2", sw.Addr(2))
-	natVIP, dsrVIP := sw.Addr(100), sw.Addr(101)
-	var members []*Host
-	for i := range 3 {
-		h := sw.AddHost(t, "m"+strconv.Itoa(i+1), sw.Addr(byte(11+i)))
-		holdVIP(t, h, dsrVIP)
-		h.ServeHTTP(t, natPort, "srv"+strconv.Itoa(i+1))
-		h.ServeHTTP(t, dsrPort, "srv"+strconv.Itoa(i+1))
-		members = append(members, h)
-	}
-	lb := startSDNLB(t)
-	lb.Connect(sw)
-	dumpOnFailure(t, sw, lb)
-	for _, p := range []struct {
-		vip  *sdnlb.VIP
-		fwd  sdnlb.Forwarding
-		port int
-	}{
-		{lb.MustCreateVIP("nat", natVIP, sdnlb.ProtocolTCP, vipPort, nil), sdnlb.ForwardingNAT, natPort},
-		{lb.MustCreateVIP("dsr", dsrVIP, sdnlb.ProtocolTCP, dsrPort, nil), sdnlb.ForwardingDSR, 0},
-	} {
-		var pool sdnlb.Pool
-		lb.MustAPI("POST", "/v1/pools", map[string]any{"name": p.vip.Name, "vip_id": p.vip.ID, "lb_method": sdnlb.RoundRobin,
-			"protocol": sdnlb.ProtocolTCP, "dispatch": sdnlb.DispatchSwitch, "forwarding": p.fwd}, 201, &pool)
-		for _, h := range members {
-			lb.MustCreateMember(&pool, h.IP, p.port)
-		}
-		lb.WaitPoolMembers(pool.ID, len(members), 10*time.Second)
-	}
-	(&lbBed{sw: sw}).waitBuckets(t, 2*len(members), 10*time.Second)
+	const pause = 6 * time.Second // between the tracker's first sweeps and the hosts' TIME_WAIT
+	b := newForwardingBed(t, 3, 3)
+	sw := b.sw
 
-	for _, path := range []struct {
-		name   string
-		client *Host
-		url    string
-	}{
-		{"SWITCH NAT", natClient, "http://" + net.JoinHostPort(natVIP, strconv.Itoa(vipPort)) + "/"},
-		{"SWITCH DSR", dsrClient, "http://" + net.JoinHostPort(dsrVIP, strconv.Itoa(dsrPort)) + "/"},
-	} {
+	for _, path := range b.paths {
+		url := "http://" + path.addr + "/"
 		t.Run(strings.ReplaceAll(path.name, " ", "_"), func(t *testing.T) {
-			counts, errs := fromPorts(path.client, path.url)
+			counts, errs := fromPorts(path.client, url)
 			requireRound(t, "before the pause", counts, errs)
 			time.Sleep(pause)
 			seq, syns := seqCheckFailures(sw), tcpCounter(t, path.client, "TCPSynRetrans")
-			counts, errs = fromPorts(path.client, path.url)
+			counts, errs = fromPorts(path.client, url)
 			requireRound(t, "after the pause, from the same ports", counts, errs)
 			if len(counts) < 2 {
 				t.Errorf("after the pause every answer came from %v, want the pool's members", counts)
@@ -213,16 +248,7 @@ func TestTraffic_PortReuseAfterPause(t *testing.T) {
 func TestTraffic_OneClientSeveralPaths(t *testing.T) {
 	b := newLBBed(t, 1, 2, sdnlb.RoundRobin, nil) // a CONTROLLER VIP on memberPort
 	c := b.clients[0]
-	sw := b.lb.MustCreateVIP("switched", b.sw.Addr(101), sdnlb.ProtocolTCP, vipPort, nil)
-	var pool sdnlb.Pool
-	b.lb.MustAPI("POST", "/v1/pools", map[string]any{"name": "switched", "vip_id": sw.ID, "lb_method": sdnlb.RoundRobin,
-		"protocol": sdnlb.ProtocolTCP, "dispatch": sdnlb.DispatchSwitch, "forwarding": sdnlb.ForwardingNAT}, 201, &pool)
-	for _, h := range b.members {
-		b.lb.MustCreateMember(&pool, h.IP, memberPort)
-	}
-	b.lb.WaitPoolMembers(pool.ID, len(b.members), 10*time.Second)
-	b.waitBuckets(t, len(b.members), 10*time.Second)
-	switched := "http://" + net.JoinHostPort(sw.Address, strconv.Itoa(vipPort)) + "/"
+	switched := b.addSwitchedNATVIP(t)
 	direct := "http://" + net.JoinHostPort(b.members[0].IP, strconv.Itoa(memberPort)) + "/"
 
 	for _, round := range []struct{ name, url string }{
@@ -287,69 +313,21 @@ func (k *keptConn) ask() (string, error) {
 // their member while the pool changes under them: a member drained, one
 // added, one deleted (its own connections end with it), a weight changed.
 func TestTraffic_MembershipChangesKeepConnections(t *testing.T) {
-	const (
-		held    = 24 // connections per VIP
-		natPort = 8080
-		dsrPort = 8082
-	)
-	sw := NewSwitch(t)
-	natClient := sw.AddHost(t, "c1", sw.Addr(1))
-	dsrClient := sw.AddHost(t, "c2", sw.Addr(2))
-	natVIP, dsrVIP := sw.Addr(100), sw.Addr(101)
-	var hosts []*Host
-	for i := range 4 {
-		h := sw.AddHost(t, "m"+strconv.Itoa(i+1), sw.Addr(byte(11+i)))
-		holdVIP(t, h, dsrVIP)
-		h.ServeHTTP(t, natPort, "srv"+strconv.Itoa(i+1))
-		h.ServeHTTP(t, dsrPort, "srv"+strconv.Itoa(i+1))
-		hosts = append(hosts, h)
-	}
-	lb := startSDNLB(t)
-	lb.Connect(sw)
-	dumpOnFailure(t, sw, lb)
-	type path struct {
-		name    string
-		client  *Host
-		addr    string
-		pool    sdnlb.Pool
-		port    int
-		members map[string]*sdnlb.Member // by server name
-		conns   []*keptConn
-	}
-	paths := []*path{
-		{name: "SWITCH NAT", client: natClient, addr: net.JoinHostPort(natVIP, strconv.Itoa(vipPort)), port: natPort},
-		{name: "SWITCH DSR", client: dsrClient, addr: net.JoinHostPort(dsrVIP, strconv.Itoa(dsrPort))},
-	}
-	for _, p := range paths {
-		var vip *sdnlb.VIP
-		fwd := sdnlb.ForwardingNAT
-		if p.port == 0 {
-			vip, fwd = lb.MustCreateVIP("dsr", dsrVIP, sdnlb.ProtocolTCP, dsrPort, nil), sdnlb.ForwardingDSR
-		} else {
-			vip = lb.MustCreateVIP("nat", natVIP, sdnlb.ProtocolTCP, vipPort, nil)
-		}
-		lb.MustAPI("POST", "/v1/pools", map[string]any{"name": vip.Name, "vip_id": vip.ID, "lb_method": sdnlb.RoundRobin,
-			"protocol": sdnlb.ProtocolTCP, "dispatch": sdnlb.DispatchSwitch, "forwarding": fwd}, 201, &p.pool)
-		p.members = map[string]*sdnlb.Member{}
-		for i, h := range hosts[:3] {
-			p.members["srv"+strconv.Itoa(i+1)] = lb.MustCreateMember(&p.pool, h.IP, p.port)
-		}
-		lb.WaitPoolMembers(p.pool.ID, 3, 10*time.Second)
-	}
-	bed := &lbBed{sw: sw}
-	bed.waitBuckets(t, 6, 10*time.Second)
-	for _, p := range paths {
+	const held = 24 // connections per VIP
+	b := newForwardingBed(t, 4, 3)
+	conns := map[*forwardingPath][]*keptConn{}
+	for _, p := range b.paths {
 		for range held {
-			p.conns = append(p.conns, keepOpen(t, p.client, p.addr))
+			conns[p] = append(conns[p], keepOpen(t, p.client, p.addr))
 		}
 	}
 	gone := map[string]bool{} // members whose connections end with them
 
 	check := func(step string) {
 		t.Helper()
-		for _, p := range paths {
+		for _, p := range b.paths {
 			kept, lost := 0, 0
-			for _, k := range p.conns {
+			for _, k := range conns[p] {
 				if gone[k.member] {
 					continue
 				}
@@ -369,28 +347,29 @@ func TestTraffic_MembershipChangesKeepConnections(t *testing.T) {
 	}
 	check("nothing")
 
-	for _, p := range paths {
-		lb.MustAPI(http.MethodPatch, "/v1/members/"+p.members["srv1"].ID, map[string]any{"admin_state_up": false}, http.StatusOK, nil)
+	for _, p := range b.paths {
+		b.lb.MustAPI(http.MethodPatch, "/v1/members/"+p.members["srv1"].ID, map[string]any{"admin_state_up": false}, http.StatusOK, nil)
 	}
-	bed.waitBuckets(t, 4, 10*time.Second)
+	b.waitBuckets(t, 4)
 	check("srv1 was drained")
 
-	for _, p := range paths {
-		p.members["srv4"] = lb.MustCreateMember(&p.pool, hosts[3].IP, p.port)
+	for _, p := range b.paths {
+		p.members["srv4"] = b.lb.MustCreateMember(&p.pool, b.hosts[3].IP, p.port)
 	}
-	bed.waitBuckets(t, 6, 10*time.Second)
+	b.waitBuckets(t, 6)
 	check("srv4 was added")
 
-	for _, p := range paths {
-		lb.MustAPI(http.MethodDelete, "/v1/members/"+p.members["srv2"].ID, nil, http.StatusNoContent, nil)
+	for _, p := range b.paths {
+		b.lb.MustAPI(http.MethodDelete, "/v1/members/"+p.members["srv2"].ID, nil, http.StatusNoContent, nil)
 	}
 	gone["srv2"] = true
-	bed.waitBuckets(t, 4, 10*time.Second)
+	b.waitBuckets(t, 4)
 	check("srv2 was deleted")
 
+	bed := &lbBed{sw: b.sw}
 	before := bed.buckets(t)
-	for _, p := range paths {
-		lb.MustAPI(http.MethodPatch, "/v1/members/"+p.members["srv3"].ID, map[string]any{"weight": 3}, http.StatusOK, nil)
+	for _, p := range b.paths {
+		b.lb.MustAPI(http.MethodPatch, "/v1/members/"+p.members["srv3"].ID, map[string]any{"weight": 3}, http.StatusOK, nil)
 	}
 	for deadline := time.Now().Add(10 * time.Second); maps.Equal(bed.buckets(t), before); time.Sleep(50 * time.Millisecond) {
 		if time.Now().After(deadline) {
