@@ -96,6 +96,9 @@ func (d *decision) applyAll(mods []ofp.FlowMod) {
 // as a switch would report them.
 func (d *decision) apply(fm *ofp.FlowMod) {
 	d.tb.Helper()
+	if err := checkFlow(fm); err != nil {
+		d.tb.Fatalf("%s: %v", flowLine(d.tb, fm), err)
+	}
 	if d.sw == nil {
 		d.hold(fm)
 		return
@@ -176,6 +179,9 @@ func (d *decision) forward(inPort uint32, frame []byte) string {
 // what Open vSwitch refuses.
 func (d *decision) applyGroup(gm *ofp.GroupMod) {
 	d.tb.Helper()
+	if err := checkGroup(gm); err != nil {
+		d.tb.Fatal(err)
+	}
 	_, exists := d.groups[gm.GroupID]
 	switch {
 	case gm.Command == ofp.GroupAdd && exists:
@@ -292,7 +298,7 @@ func assertSent(tb testing.TB, got []string, want ...string) {
 // Lines of what the dataplane sends.
 
 func l2Line(mac string, port int) string {
-	return fmt.Sprintf("flow_mod cookie=0x5d03000000000000, table=9, priority=100, idle_timeout=300, dl_dst=%s actions=output:%d", mac, port)
+	return fmt.Sprintf("flow_mod cookie=0x5d03000000000000, table=l2, priority=100, idle_timeout=300, dl_dst=%s actions=output:%d", mac, port)
 }
 
 // natActions are the client → member rewrite to member i on port i.

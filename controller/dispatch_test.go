@@ -74,20 +74,20 @@ func TestDispatch_NATFollowsMembers(t *testing.T) {
 	d := newSwitchDecision(t, testConfig(nil))
 	got := d.configure(switchConfig(sdnlb.ForwardingNAT, nil))
 	assertSends(t, got,
-		"flow_mod cookie=0x5d05000001000000, table=1, priority=301, ct_state=+new-inv+trk,ct_label=0,tcp,nw_dst=10.0.0.100,tp_dst=80 actions=CONTROLLER:65535",
-		"flow_mod cookie=0x5d05000001000000, table=1, priority=251, ct_label=0,tcp,nw_dst=10.0.0.100,tp_dst=80 actions=drop",
-		"flow_mod cookie=0x5d05000001000000, table=1, priority=201, ct_state=+new+trk,tcp,nw_dst=10.0.0.100,tp_dst=80 actions="+
+		"flow_mod cookie=0x5d05000001000000, table=tracked, priority=301, ct_state=+new-inv+trk,ct_label=0,tcp,nw_dst=10.0.0.100,tp_dst=80 actions=CONTROLLER:65535",
+		"flow_mod cookie=0x5d05000001000000, table=tracked, priority=251, ct_label=0,tcp,nw_dst=10.0.0.100,tp_dst=80 actions=drop",
+		"flow_mod cookie=0x5d05000001000000, table=tracked, priority=201, ct_state=+new+trk,tcp,nw_dst=10.0.0.100,tp_dst=80 actions="+
 			"move:NXM_NX_CT_LABEL[0..31]->NXM_OF_IP_DST[],move:NXM_NX_CT_MARK[0..15]->NXM_OF_TCP_DST[],"+
 			"ct(commit,table=2,zone=94,exec(set_field:0xa000064->ct_label,set_field:0x60050->ct_mark))",
-		"flow_mod cookie=0x5d05000001000000, table=1, priority=211, ct_state=-new+trk,tcp,nw_dst=10.0.0.100,tp_dst=80,tcp_flags=+syn-ack actions="+
+		"flow_mod cookie=0x5d05000001000000, table=tracked, priority=211, ct_state=-new+trk,tcp,nw_dst=10.0.0.100,tp_dst=80,tcp_flags=+syn-ack actions="+
 			"move:NXM_NX_CT_LABEL[0..31]->NXM_OF_IP_DST[],move:NXM_NX_CT_MARK[0..15]->NXM_OF_TCP_DST[],"+
 			"ct(commit,table=2,zone=94,exec(set_field:0xa000064->ct_label,set_field:0x60050->ct_mark))",
-		"flow_mod cookie=0x5d05000001000000, table=1, priority=201, ct_state=-new+trk,tcp,nw_dst=10.0.0.100,tp_dst=80 actions="+
+		"flow_mod cookie=0x5d05000001000000, table=tracked, priority=201, ct_state=-new+trk,tcp,nw_dst=10.0.0.100,tp_dst=80 actions="+
 			"move:NXM_NX_CT_LABEL[0..31]->NXM_OF_IP_DST[],move:NXM_NX_CT_MARK[0..15]->NXM_OF_TCP_DST[],ct(zone=94),goto_table:2",
-		"flow_mod cookie=0x5d05000001000000, table=3, priority=201, ct_mark=0x60050,ct_label=0xa000064,tcp actions="+
+		"flow_mod cookie=0x5d05000001000000, table=from-member, priority=201, ct_mark=0x60050,ct_label=0xa000064,tcp actions="+
 			"set_field:02:00:00:00:01:00->eth_src,set_field:10.0.0.100->ip_src,move:NXM_NX_CT_MARK[0..15]->NXM_OF_TCP_SRC[],ct(zone=93),goto_table:9",
 		"flow_mod cookie=0x5d05000001000000, priority=501, tcp,nw_dst=10.0.0.100,tp_dst=80 actions=ct(table=1,zone=93)",
-		"flow_mod cookie=0x5d04000001000001, table=3, priority=50, ct_label=0,tcp,nw_src=10.0.0.1,tp_src=8080 actions=goto_table:9",
+		"flow_mod cookie=0x5d04000001000001, table=from-member, priority=50, ct_label=0,tcp,nw_src=10.0.0.1,tp_src=8080 actions=goto_table:9",
 		"flow_mod cookie=0x5d04000001000001, priority=900, tcp,nw_src=10.0.0.1,tp_src=8080 actions=ct(table=3,zone=94)",
 	)
 	if n := countPrefix(got, "packet_out in_port=CONTROLLER actions=FLOOD data=arp"); n != 3 {
@@ -101,8 +101,8 @@ func TestDispatch_NATFollowsMembers(t *testing.T) {
 	// the new connections.
 	got = d.learnMember(1)
 	assertSends(t, got,
-		"flow_mod cookie=0x5d05000001000000, table=1, priority=301, ct_state=+new-inv+trk,ct_label=0,tcp,nw_dst=10.0.0.100,tp_dst=80 actions=group:1",
-		"flow_mod cookie=0x5d06000000000001, table=2, priority=100, ip,nw_dst=10.0.0.1 actions=set_field:aa:00:00:00:00:01->eth_dst,goto_table:9",
+		"flow_mod cookie=0x5d05000001000000, table=tracked, priority=301, ct_state=+new-inv+trk,ct_label=0,tcp,nw_dst=10.0.0.100,tp_dst=80 actions=group:1",
+		"flow_mod cookie=0x5d06000000000001, table=to-member, priority=100, ip,nw_dst=10.0.0.1 actions=set_field:aa:00:00:00:00:01->eth_dst,goto_table:9",
 	)
 	if !slices.ContainsFunc(got, func(l string) bool {
 		return strings.HasPrefix(l, "group_mod group_id=1,type=select,") && strings.Contains(l, "bucket=actions="+
@@ -131,8 +131,8 @@ func TestDispatch_NATFollowsMembers(t *testing.T) {
 	// are modified, not deleted, so the switch keeps the connection count.
 	got = d.configure(switchConfig(sdnlb.ForwardingNAT, func(c *sdnlb.Config) { c.Members[0].Health.Status = sdnlb.MemberDown }))
 	assertSends(t, got,
-		"flow_mod cookie=0x5d06000000000001, table=2, priority=110, ct_state=+new+trk,ip,nw_dst=10.0.0.1 actions=CONTROLLER:65535",
-		"flow_mod cookie=0x5d06000000000001, table=2, priority=100, ip,nw_dst=10.0.0.1 actions=CONTROLLER:65535",
+		"flow_mod cookie=0x5d06000000000001, table=to-member, priority=110, ct_state=+new+trk,ip,nw_dst=10.0.0.1 actions=CONTROLLER:65535",
+		"flow_mod cookie=0x5d06000000000001, table=to-member, priority=100, ip,nw_dst=10.0.0.1 actions=CONTROLLER:65535",
 	)
 	for _, l := range got {
 		if strings.Contains(l, "delete") && strings.Contains(l, "nw_dst=10.0.0.1") {
@@ -162,7 +162,7 @@ func TestDispatch_NATFollowsMembers(t *testing.T) {
 		}
 	}))
 	assertSends(t, got,
-		"flow_mod cookie=0x5d05000001000000, table=1, priority=301, ct_state=+new-inv+trk,ct_label=0,tcp,nw_dst=10.0.0.100,tp_dst=80 actions=CONTROLLER:65535",
+		"flow_mod cookie=0x5d05000001000000, table=tracked, priority=301, ct_state=+new-inv+trk,ct_label=0,tcp,nw_dst=10.0.0.100,tp_dst=80 actions=CONTROLLER:65535",
 	)
 
 	// Back to CONTROLLER dispatch: the dispatch flows and the group go.
@@ -185,17 +185,17 @@ func TestDispatch_DSR(t *testing.T) {
 	d := newSwitchDecision(t, testConfig(nil))
 	assertSends(t, d.configure(switchConfig(sdnlb.ForwardingDSR, nil)),
 		"flow_mod cookie=0x5d05000001000000, priority=501, tcp,nw_dst=10.0.0.100,tp_dst=80 actions=ct(table=1,zone=93)",
-		"flow_mod cookie=0x5d05000001000000, table=1, priority=301, ct_state=+new-inv+trk,ct_label=0,tcp,nw_dst=10.0.0.100,tp_dst=80 actions=CONTROLLER:65535",
-		"flow_mod cookie=0x5d05000001000000, table=1, priority=251, ct_label=0,tcp,nw_dst=10.0.0.100,tp_dst=80 actions=drop",
-		"flow_mod cookie=0x5d05000001000000, table=1, priority=201, ct_state=+trk,tcp,nw_dst=10.0.0.100,tp_dst=80 actions="+
+		"flow_mod cookie=0x5d05000001000000, table=tracked, priority=301, ct_state=+new-inv+trk,ct_label=0,tcp,nw_dst=10.0.0.100,tp_dst=80 actions=CONTROLLER:65535",
+		"flow_mod cookie=0x5d05000001000000, table=tracked, priority=251, ct_label=0,tcp,nw_dst=10.0.0.100,tp_dst=80 actions=drop",
+		"flow_mod cookie=0x5d05000001000000, table=tracked, priority=201, ct_state=+trk,tcp,nw_dst=10.0.0.100,tp_dst=80 actions="+
 			"move:NXM_NX_CT_LABEL[0..31]->NXM_NX_REG0[],goto_table:2",
 		"flow_mod cookie=0x5d05000001000000, priority=501, tcp,nw_src=10.0.0.100,tp_src=80 actions=ct(zone=93),goto_table:9",
 	)
 	got := d.learnMember(2)
 	assertSends(t, got,
-		"flow_mod cookie=0x5d05000001000000, table=1, priority=301, ct_state=+new-inv+trk,ct_label=0,tcp,nw_dst=10.0.0.100,tp_dst=80 actions=group:1",
-		"flow_mod cookie=0x5d06000000000002, table=2, priority=110, ct_state=+new+trk,ip,reg0=0xa000002 actions=set_field:aa:00:00:00:00:02->eth_dst,goto_table:9",
-		"flow_mod cookie=0x5d06000000000002, table=2, priority=100, ip,reg0=0xa000002 actions=set_field:aa:00:00:00:00:02->eth_dst,goto_table:9",
+		"flow_mod cookie=0x5d05000001000000, table=tracked, priority=301, ct_state=+new-inv+trk,ct_label=0,tcp,nw_dst=10.0.0.100,tp_dst=80 actions=group:1",
+		"flow_mod cookie=0x5d06000000000002, table=to-member, priority=110, ct_state=+new+trk,ip,reg0=0xa000002 actions=set_field:aa:00:00:00:00:02->eth_dst,goto_table:9",
+		"flow_mod cookie=0x5d06000000000002, table=to-member, priority=100, ip,reg0=0xa000002 actions=set_field:aa:00:00:00:00:02->eth_dst,goto_table:9",
 	)
 	bucket := "ct(commit,table=1,zone=93,exec(set_field:0xa000002->ct_label))"
 	if s := d.bucketShares(1, bucket); s[0] != groupSlots {
@@ -206,7 +206,7 @@ func TestDispatch_DSR(t *testing.T) {
 	groups := len(d.groups)
 	got = d.punt(makeCookie(catVIP, 1, 0), 7, arpFrame(t, 2, memberMAC(0x22), vipMAC, "10.0.0.2", "10.0.0.100", vipMAC))
 	assertSends(t, got,
-		"flow_mod cookie=0x5d06000000000002, table=2, priority=100, ip,reg0=0xa000002 actions=set_field:aa:00:00:00:00:22->eth_dst,goto_table:9",
+		"flow_mod cookie=0x5d06000000000002, table=to-member, priority=100, ip,reg0=0xa000002 actions=set_field:aa:00:00:00:00:22->eth_dst,goto_table:9",
 	)
 	if n := countPrefix(got, "group_mod"); n != 0 || len(d.groups) != groups {
 		t.Errorf("a member's new MAC changed the group:\n%s", strings.Join(got, "\n"))
@@ -222,7 +222,7 @@ func TestDispatch_RouteBeforeBuckets(t *testing.T) {
 	d.learnMember(2)
 	got := d.configure(switchConfig(sdnlb.ForwardingNAT, nil))
 	route := slices.IndexFunc(got, func(l string) bool {
-		return strings.Contains(l, "table=2, priority=100, ip,nw_dst=10.0.0.1 actions=set_field:aa:00:00:00:00:01->eth_dst")
+		return strings.Contains(l, "table=to-member, priority=100, ip,nw_dst=10.0.0.1 actions=set_field:aa:00:00:00:00:01->eth_dst")
 	})
 	group := slices.IndexFunc(got, func(l string) bool { return strings.HasPrefix(l, "group_mod") })
 	if route < 0 || group < 0 || route > group {
@@ -246,31 +246,31 @@ func TestDispatch_AnyProtocolVIP(t *testing.T) {
 		)
 		assertSends(t, got,
 			"flow_mod cookie=0x5d05000001000000, priority=500, ip,nw_dst=10.0.0.100 actions=ct(table=1,zone=93)",
-			"flow_mod cookie=0x5d05000001000000, table=1, priority=300, ct_state=+new-inv+trk,ct_label=0,ip,nw_dst=10.0.0.100 actions=CONTROLLER:65535",
-			"flow_mod cookie=0x5d05000001000000, table=1, priority=250, ct_label=0,ip,nw_dst=10.0.0.100 actions=drop",
-			"flow_mod cookie=0x5d05000001000000, table=1, priority=201, ct_state=-new+trk,tcp,nw_dst=10.0.0.100 actions="+
+			"flow_mod cookie=0x5d05000001000000, table=tracked, priority=300, ct_state=+new-inv+trk,ct_label=0,ip,nw_dst=10.0.0.100 actions=CONTROLLER:65535",
+			"flow_mod cookie=0x5d05000001000000, table=tracked, priority=250, ct_label=0,ip,nw_dst=10.0.0.100 actions=drop",
+			"flow_mod cookie=0x5d05000001000000, table=tracked, priority=201, ct_state=-new+trk,tcp,nw_dst=10.0.0.100 actions="+
 				toMember+"move:NXM_NX_CT_MARK[0..15]->NXM_OF_TCP_DST[],ct(zone=94),goto_table:2",
-			"flow_mod cookie=0x5d05000001000000, table=1, priority=201, ct_state=-new+trk,udp,nw_dst=10.0.0.100 actions="+
+			"flow_mod cookie=0x5d05000001000000, table=tracked, priority=201, ct_state=-new+trk,udp,nw_dst=10.0.0.100 actions="+
 				toMember+"move:NXM_NX_CT_MARK[0..15]->NXM_OF_UDP_DST[],ct(zone=94),goto_table:2",
 			// The first packet keeps the port the client asked for, for the replies.
-			"flow_mod cookie=0x5d05000001000000, table=1, priority=201, ct_state=+new+trk,tcp,nw_dst=10.0.0.100 actions="+
+			"flow_mod cookie=0x5d05000001000000, table=tracked, priority=201, ct_state=+new+trk,tcp,nw_dst=10.0.0.100 actions="+
 				"move:NXM_OF_TCP_DST[]->NXM_NX_REG1[0..15],"+toMember+"move:NXM_NX_CT_MARK[0..15]->NXM_OF_TCP_DST[],"+
 				"ct(commit,table=2,zone=94,exec(set_field:0xa000064->ct_label,set_field:0->ct_mark,move:NXM_NX_REG1[0..15]->NXM_NX_CT_MARK[0..15]))",
-			"flow_mod cookie=0x5d05000001000000, table=1, priority=200, ct_state=+new+trk,ip,nw_dst=10.0.0.100 actions="+
+			"flow_mod cookie=0x5d05000001000000, table=tracked, priority=200, ct_state=+new+trk,ip,nw_dst=10.0.0.100 actions="+
 				toMember+"ct(commit,table=2,zone=94,exec(set_field:0xa000064->ct_label,set_field:0->ct_mark))",
-			"flow_mod cookie=0x5d05000001000000, table=1, priority=200, ct_state=-new+trk,ip,nw_dst=10.0.0.100 actions="+
+			"flow_mod cookie=0x5d05000001000000, table=tracked, priority=200, ct_state=-new+trk,ip,nw_dst=10.0.0.100 actions="+
 				toMember+"ct(zone=94),goto_table:2",
-			"flow_mod cookie=0x5d05000001000000, table=3, priority=201, ct_mark=0/0xffff0000,ct_label=0xa000064,tcp actions="+
+			"flow_mod cookie=0x5d05000001000000, table=from-member, priority=201, ct_mark=0/0xffff0000,ct_label=0xa000064,tcp actions="+
 				fromVIP+"move:NXM_NX_CT_MARK[0..15]->NXM_OF_TCP_SRC[],ct(zone=93),goto_table:9",
-			"flow_mod cookie=0x5d05000001000000, table=3, priority=201, ct_mark=0/0xffff0000,ct_label=0xa000064,udp actions="+
+			"flow_mod cookie=0x5d05000001000000, table=from-member, priority=201, ct_mark=0/0xffff0000,ct_label=0xa000064,udp actions="+
 				fromVIP+"move:NXM_NX_CT_MARK[0..15]->NXM_OF_UDP_SRC[],ct(zone=93),goto_table:9",
-			"flow_mod cookie=0x5d05000001000000, table=3, priority=200, ct_mark=0/0xffff0000,ct_label=0xa000064,ip actions="+
+			"flow_mod cookie=0x5d05000001000000, table=from-member, priority=200, ct_mark=0/0xffff0000,ct_label=0xa000064,ip actions="+
 				fromVIP+"ct(zone=93),goto_table:9",
 			"flow_mod cookie=0x5d04000001000001, priority=900, ip,nw_src=10.0.0.1 actions=ct(table=3,zone=94)",
 		)
 		got = d.learnMember(1)
 		assertSends(t, got,
-			"flow_mod cookie=0x5d05000001000000, table=1, priority=300, ct_state=+new-inv+trk,ct_label=0,ip,nw_dst=10.0.0.100 actions=group:1",
+			"flow_mod cookie=0x5d05000001000000, table=tracked, priority=300, ct_state=+new-inv+trk,ct_label=0,ip,nw_dst=10.0.0.100 actions=group:1",
 		)
 		bucket := "ct(commit,table=1,zone=93,exec(set_field:0xa000001->ct_label,set_field:0x1f90->ct_mark))"
 		if s := d.bucketShares(1, bucket); s[0] != groupSlots {
@@ -284,7 +284,7 @@ func TestDispatch_AnyProtocolVIP(t *testing.T) {
 			"flow_mod cookie=0x5d05000001000000, priority=500, ip,nw_src=10.0.0.100 actions=ct(zone=93),goto_table:9",
 		)
 		assertSends(t, d.learnMember(2),
-			"flow_mod cookie=0x5d05000001000000, table=1, priority=300, ct_state=+new-inv+trk,ct_label=0,ip,nw_dst=10.0.0.100 actions=group:1",
+			"flow_mod cookie=0x5d05000001000000, table=tracked, priority=300, ct_state=+new-inv+trk,ct_label=0,ip,nw_dst=10.0.0.100 actions=group:1",
 		)
 	})
 }

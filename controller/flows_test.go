@@ -78,19 +78,19 @@ func TestFlows_Base(t *testing.T) {
 	t.Run("L2Normal", func(t *testing.T) {
 		assertLines(t, flowLines(t, baseFlows(L2Normal)), []string{
 			"cookie=0x5d01000000000000, priority=0 actions=goto_table:9",
-			"cookie=0x5d01000000000000, table=1, priority=0 actions=goto_table:9",
-			"cookie=0x5d01000000000000, table=2, priority=0 actions=goto_table:9",
-			"cookie=0x5d01000000000000, table=3, priority=0 actions=drop",
-			"cookie=0x5d01000000000000, table=9, priority=0 actions=NORMAL",
+			"cookie=0x5d01000000000000, table=tracked, priority=0 actions=goto_table:9",
+			"cookie=0x5d01000000000000, table=to-member, priority=0 actions=goto_table:9",
+			"cookie=0x5d01000000000000, table=from-member, priority=0 actions=drop",
+			"cookie=0x5d01000000000000, table=l2, priority=0 actions=NORMAL",
 		})
 	})
 	t.Run("L2Learn", func(t *testing.T) {
 		assertLines(t, flowLines(t, baseFlows(L2Learn)), []string{
 			"cookie=0x5d01000000000000, priority=0 actions=goto_table:9",
-			"cookie=0x5d01000000000000, table=1, priority=0 actions=goto_table:9",
-			"cookie=0x5d01000000000000, table=2, priority=0 actions=goto_table:9",
-			"cookie=0x5d01000000000000, table=3, priority=0 actions=drop",
-			"cookie=0x5d01000000000000, table=9, priority=0 actions=CONTROLLER:65535",
+			"cookie=0x5d01000000000000, table=tracked, priority=0 actions=goto_table:9",
+			"cookie=0x5d01000000000000, table=to-member, priority=0 actions=goto_table:9",
+			"cookie=0x5d01000000000000, table=from-member, priority=0 actions=drop",
+			"cookie=0x5d01000000000000, table=l2, priority=0 actions=CONTROLLER:65535",
 		})
 	})
 }
@@ -211,11 +211,11 @@ func TestFlows_TrackedMemberReply(t *testing.T) {
 		want   []string
 	}{
 		{"Tracked", replyOwner{vipNum: 1, memberNum: 7, tracked: true}, true, []string{
-			"cookie=0x5d04000001000007, table=3, priority=50, ct_label=0,tcp,nw_src=10.0.0.2,tp_src=8080 actions=goto_table:9",
+			"cookie=0x5d04000001000007, table=from-member, priority=50, ct_label=0,tcp,nw_src=10.0.0.2,tp_src=8080 actions=goto_table:9",
 			direct, tracker,
 		}},
 		{"SharedWithController", replyOwner{vipNum: 1, memberNum: 7, tracked: true, shared: true}, true, []string{
-			"cookie=0x5d04000001000007, table=3, priority=50, tcp,nw_src=10.0.0.2,tp_src=8080 actions=CONTROLLER:65535",
+			"cookie=0x5d04000001000007, table=from-member, priority=50, tcp,nw_src=10.0.0.2,tp_src=8080 actions=CONTROLLER:65535",
 			direct, tracker,
 		}},
 		{"SwitchWithoutGroups", replyOwner{vipNum: 1, memberNum: 7, tracked: true, shared: true}, false, []string{
@@ -243,7 +243,7 @@ func TestFlows_Deletes(t *testing.T) {
 func TestFlows_L2(t *testing.T) {
 	fm := l2Flow([6]byte{0xaa, 0, 0, 0, 0, 1}, ofp.PortLocal)
 	assertLines(t, flowLines(t, []ofp.FlowMod{fm}), []string{
-		"cookie=0x5d03000000000000, table=9, priority=100, idle_timeout=300, dl_dst=aa:00:00:00:00:01 actions=LOCAL",
+		"cookie=0x5d03000000000000, table=l2, priority=100, idle_timeout=300, dl_dst=aa:00:00:00:00:01 actions=LOCAL",
 	})
 }
 
@@ -281,11 +281,11 @@ func TestFlows_Connection(t *testing.T) {
 		// the tracker, only when the tracker names this VIP.
 		{"MemberSharedWithTracker", func(c *connection) { c.proto, c.memberZone = protoTCP, true }, []string{
 			"cookie=0x5d10000001000002, priority=1000, idle_timeout=30, send_flow_rem, tcp,nw_src=10.0.1.5,nw_dst=10.0.0.100,tp_src=40000,tp_dst=80 actions=set_field:aa:00:00:00:00:02->eth_dst,set_field:10.0.0.2->ip_dst,set_field:8080->tcp_dst,ct(commit,zone=94,exec(set_field:0xa000064->ct_label,set_field:0x60050->ct_mark)),output:2",
-			"cookie=0x5d11000001000002, table=3, priority=300, idle_timeout=30, send_flow_rem, ct_mark=0x60050,ct_label=0xa000064,tcp,nw_src=10.0.0.2,nw_dst=10.0.1.5,tp_src=8080,tp_dst=40000 actions=set_field:02:00:00:00:01:00->eth_src,set_field:10.0.0.100->ip_src,set_field:80->tcp_src,output:4",
+			"cookie=0x5d11000001000002, table=from-member, priority=300, idle_timeout=30, send_flow_rem, ct_mark=0x60050,ct_label=0xa000064,tcp,nw_src=10.0.0.2,nw_dst=10.0.1.5,tp_src=8080,tp_dst=40000 actions=set_field:02:00:00:00:01:00->eth_src,set_field:10.0.0.100->ip_src,set_field:80->tcp_src,output:4",
 		}},
 		{"MemberSharedWithTrackerBehindClientPort", func(c *connection) { c.proto, c.memberZone, c.memberOFPort = protoICMP, true, 4 }, []string{
 			"cookie=0x5d10000001000002, priority=1000, idle_timeout=30, send_flow_rem, icmp,in_port=4,nw_src=10.0.1.5,nw_dst=10.0.0.100,icmp_type=8 actions=set_field:aa:00:00:00:00:02->eth_dst,set_field:10.0.0.2->ip_dst,ct(commit,zone=94,exec(set_field:0xa000064->ct_label,set_field:0x10050->ct_mark)),IN_PORT",
-			"cookie=0x5d11000001000002, table=3, priority=300, idle_timeout=30, send_flow_rem, ct_mark=0x10050,ct_label=0xa000064,icmp,in_port=4,nw_src=10.0.0.2,nw_dst=10.0.1.5,icmp_type=0 actions=set_field:02:00:00:00:01:00->eth_src,set_field:10.0.0.100->ip_src,IN_PORT",
+			"cookie=0x5d11000001000002, table=from-member, priority=300, idle_timeout=30, send_flow_rem, ct_mark=0x10050,ct_label=0xa000064,icmp,in_port=4,nw_src=10.0.0.2,nw_dst=10.0.1.5,icmp_type=0 actions=set_field:02:00:00:00:01:00->eth_src,set_field:10.0.0.100->ip_src,IN_PORT",
 		}},
 	}
 	f := newConnFlows() // reused across cases, as a session does

@@ -361,11 +361,11 @@ func flowLine(tb testing.TB, fm *ofp.FlowMod) string {
 	case ofp.FlowDelete:
 		fmt.Fprintf(&b, "delete cookie=%#x/%#x", w.Cookie, w.CookieMask)
 		if w.TableID != ofp.TableAll {
-			fmt.Fprintf(&b, " table=%d", w.TableID)
+			fmt.Fprintf(&b, " table=%s", tableName(w.TableID))
 		}
 		return b.String()
 	case ofp.FlowDeleteStrict:
-		fmt.Fprintf(&b, "delete_strict table=%d, priority=%d, %s", w.TableID, w.Priority, w.Match.String())
+		fmt.Fprintf(&b, "delete_strict table=%s, priority=%d, %s", tableName(w.TableID), w.Priority, w.Match.String())
 		return b.String()
 	case ofp.FlowAdd:
 	default:
@@ -373,7 +373,7 @@ func flowLine(tb testing.TB, fm *ofp.FlowMod) string {
 	}
 	fmt.Fprintf(&b, "cookie=%#x", w.Cookie)
 	if w.TableID != 0 {
-		fmt.Fprintf(&b, ", table=%d", w.TableID)
+		fmt.Fprintf(&b, ", table=%s", tableName(w.TableID))
 	}
 	fmt.Fprintf(&b, ", priority=%d", w.Priority)
 	if w.IdleTimeout != 0 {

@@ -67,6 +67,7 @@ func (c *Controller) SwitchFlows(ctx context.Context, dpid string) ([]*sdnlb.Flo
 		flows = append(flows, &sdnlb.Flow{
 			Cookie:          "0x" + strconv.FormatUint(st.Cookie, 16),
 			TableID:         int(st.TableID),
+			Table:           tableName(st.TableID),
 			Priority:        int(st.Priority),
 			Match:           st.Match.String(),
 			Actions:         ofp.FormatInstructions(st.Instructions),
