@@ -19,42 +19,37 @@ import (
 // Both forwardings keep each connection's member in the switch's
 // connection tracker, so that an established connection keeps its member
 // whatever the buckets become: drains, additions, deletions and weight
-// changes move new connections only.
+// changes move new connections only. The tracker remembers and the flows
+// translate; its own NAT is not used (Open vSwitch 3.1.0 to 3.1.2 let a
+// closed NAT connection's reverse key outlive it and then rewrite a new
+// connection's source port: docs/ARCHITECTURE.md, "Port reuse through the
+// userspace connection tracker").
 //
-// DSR: the service flow sends into the tracker's VIP zone and on to
-// tableTracked. There a new connection goes to the group, whose buckets
-// name the member in dsrMemberReg, commit the connection with the member's
-// address as its label and continue in tableToMember; a tracked one gets
-// dsrMemberReg from its label and goes to tableToMember, whose row for the
-// member sets its MAC. The members answer from the VIP's address; their
+// The service flow sends into the tracker's VIP zone and on to
+// tableTracked, where a new connection goes to the group. A bucket is an
+// action set, which holds one ct and nothing after it: it commits the
+// connection in the VIP zone, with the member's address as its label (NAT:
+// and its port as its mark), and recirculates to tableTracked, where the
+// connection is now a tracked one, routed by its label:
+//
+// DSR: dsrMemberReg gets the member's address, and tableToMember's row for
+// it sets its MAC. The members answer from the VIP's address; their
 // replies pass the VIP zone on their way to the client, so the tracker
 // sees both directions.
 //
-// NAT: the connection tracker remembers each connection's member, and the
-// flows translate. The tracker is asked to translate nothing itself: Open
-// vSwitch 3.1.0 to 3.1.2 let a closed NAT connection's reverse key outlive
-// it and then rewrite a new connection's source port (see
-// docs/ARCHITECTURE.md, "Port reuse through the userspace connection
-// tracker"). A connection is tracked twice. In the VIP zone, as the client
-// addresses it, its label is the member's address and its mark the
-// member's port; in the member zone, as the member sees it, its label is
-// the VIP's address and its mark the VIP's protocol and port. The service
-// flow sends into the VIP zone and on to tableTracked. There a new
-// connection goes to the group, whose buckets commit it in the VIP zone,
-// address it to a member, commit it in the member zone and continue in
-// tableToMember; a tracked one is addressed to the member its label and
-// mark name, passes the member zone and goes to tableToMember, which sets
-// the member's MAC. A member's replies go through the member zone into
-// tableFromMember, where the VIP their connection names becomes their
-// source again; they pass the VIP zone on their way to the client. An
-// established connection keeps its member whatever the buckets become,
-// both zones see every packet of it, and a member's own traffic is never
-// rewritten.
+// NAT: the packet is addressed to the member from the label and mark and
+// passes the member zone, where the connection, as the member sees it, has
+// the VIP's address as its label and its protocol and port as its mark;
+// the first packet, and a SYN that reopens the connection, commit that.
+// tableToMember sets the member's MAC. A member's replies go through the
+// member zone into tableFromMember, where the VIP their connection names
+// becomes their source again, and pass the VIP zone on their way to the
+// client. A member's own traffic is never rewritten.
 //
-// Buckets need the member's MAC (and, for DSR, its port): a member the
-// switch has not been seen answering is asked by ARP and left out until it
-// answers. While no member is ready, new connections go to the controller,
-// which holds or refuses them as for CONTROLLER dispatch.
+// A member's route needs its MAC: a member the switch has not been seen
+// answering is asked by ARP and left out of the buckets until it answers.
+// While no member is ready, new connections go to the controller, which
+// holds or refuses them as for CONTROLLER dispatch.
 
 // dsrMemberReg is the register that names a DSR connection's member in
 // tableToMember: its address, from the bucket for a new connection, from
