@@ -146,14 +146,14 @@ func (s *switchConn) readState() (switchState, error) {
 	wait := func(m ofp.Message) (*flowsRequest, error) {
 		xid, r, err := s.request(m)
 		if err != nil {
-			s.forget(xid)
+			s.pending.forget(xid)
 			return nil, err
 		}
 		select {
 		case err := <-r.done:
 			return r, err
 		case <-timeout.C:
-			s.forget(xid)
+			s.pending.forget(xid)
 			return nil, fmt.Errorf("no reply within %v", roleStateTimeout)
 		}
 	}

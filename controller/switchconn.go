@@ -59,11 +59,8 @@ type switchConn struct {
 	roleMu sync.Mutex
 	asked  role
 
-	portsMu sync.Mutex
-	ports   map[uint32]ofp.Port
-
-	pendMu  sync.Mutex
-	pending map[uint32]*flowsRequest
+	ports   portTable
+	pending pendingRequests
 
 	done      chan struct{}
 	closeOnce sync.Once
@@ -79,12 +76,6 @@ type switchConn struct {
 }
 
 // flowsRequest is one SwitchFlows call waiting for its multipart reply.
-type flowsRequest struct {
-	stats  []ofp.FlowStats
-	groups []ofp.GroupDesc
-	done   chan error // buffered 1
-}
-
 func newSwitchConn(c *Controller, conn net.Conn) *switchConn {
 	s := &switchConn{
 		c:           c,
@@ -93,8 +84,6 @@ func newSwitchConn(c *Controller, conn net.Conn) *switchConn {
 		bw:          bufio.NewWriterSize(conn, 64<<10),
 		remote:      conn.RemoteAddr().String(),
 		connectedAt: c.now(),
-		ports:       map[uint32]ofp.Port{},
-		pending:     map[uint32]*flowsRequest{},
 		done:        make(chan struct{}),
 		rbuf:        make([]byte, 0, 4096),
 	}
@@ -178,7 +167,7 @@ func (c *Controller) serveConn(ctx context.Context, conn net.Conn) {
 	}
 	c.unregister(s)
 	s.decide(func(dp *dataplane, _ *outbox) { dp.settle(c.snap.Load()) })
-	s.failPending()
+	s.pending.failAll(errClosed)
 	switch {
 	case s.closed():
 		s.log.Info("switch disconnected")
@@ -276,11 +265,7 @@ func (s *switchConn) handshake() (have switchState, err error) {
 					groupsDone = last
 				}
 			case ofp.PortDescReply:
-				s.portsMu.Lock()
-				for _, p := range body.Ports {
-					s.ports[p.PortNo] = p
-				}
-				s.portsMu.Unlock()
+				s.ports.set(body.Ports...)
 			}
 		case *ofp.EchoRequest:
 			s.sendXID(h.XID, ofp.EchoReply{Data: m.Data})
@@ -503,7 +488,7 @@ func (s *switchConn) handle(dp *dataplane, out *outbox, b []byte) error {
 		out.reply(h.XID, ofp.EchoReply{Data: m.Data})
 	case *ofp.ErrorMsg:
 		s.logSwitchError(now, h.XID, m)
-		s.finishRequest(h.XID, m)
+		s.pending.finish(h.XID, m)
 		if (m.ErrType == ofp.ErrTypeRoleRequestFailed && m.Code == ofp.RoleRequestFailedStale) ||
 			(m.ErrType == ofp.ErrTypeBadRequest && m.Code == ofp.BadRequestIsSlave) {
 			s.c.staleRole()
@@ -522,13 +507,11 @@ func (s *switchConn) handle(dp *dataplane, out *outbox, b []byte) error {
 	case *ofp.MultipartReply:
 		s.handleMultipart(dp, h.XID, m)
 	case *ofp.PortStatus:
-		s.portsMu.Lock()
 		if m.Reason == ofp.PortReasonDelete {
-			delete(s.ports, m.Desc.PortNo)
+			s.ports.delete(m.Desc.PortNo)
 		} else {
-			s.ports[m.Desc.PortNo] = m.Desc
+			s.ports.set(m.Desc)
 		}
-		s.portsMu.Unlock()
 	case *ofp.EchoReply, *ofp.BarrierReply, *ofp.Hello:
 	default:
 		s.log.Debug("ignoring message", "type", h.Type.String())
@@ -540,19 +523,11 @@ func (s *switchConn) handleMultipart(dp *dataplane, xid uint32, m *ofp.Multipart
 	last := m.Flags&ofp.MultipartReplyMore == 0
 	switch body := m.Body.(type) {
 	case ofp.PortDescReply:
-		s.portsMu.Lock()
-		for _, p := range body.Ports {
-			s.ports[p.PortNo] = p
-		}
-		s.portsMu.Unlock()
+		s.ports.set(body.Ports...)
 	case ofp.GroupDescReply:
-		s.pendMu.Lock()
-		if r := s.pending[xid]; r != nil {
-			r.groups = append(r.groups, body.Groups...)
-		}
-		s.pendMu.Unlock()
+		s.pending.gather(xid, nil, body.Groups)
 		if last {
-			s.finishRequest(xid, nil)
+			s.pending.finish(xid, nil)
 		}
 	case ofp.FlowStatsReply:
 		if xid == s.pollXID.Load() {
@@ -566,53 +541,18 @@ func (s *switchConn) handleMultipart(dp *dataplane, xid uint32, m *ofp.Multipart
 			}
 			return
 		}
-		s.pendMu.Lock()
-		if r := s.pending[xid]; r != nil {
-			r.stats = append(r.stats, body.Stats...)
-		}
-		s.pendMu.Unlock()
+		s.pending.gather(xid, body.Stats, nil)
 		if last {
-			s.finishRequest(xid, nil)
+			s.pending.finish(xid, nil)
 		}
 	}
 }
 
 // request sends m and returns the request that its reply completes.
 func (s *switchConn) request(m ofp.Message) (xid uint32, r *flowsRequest, err error) {
-	r = &flowsRequest{done: make(chan error, 1)}
 	xid = s.xids.Add(1)
-	s.pendMu.Lock()
-	s.pending[xid] = r
-	s.pendMu.Unlock()
+	r = s.pending.add(xid)
 	return xid, r, s.sendXID(xid, m)
-}
-
-// forget drops a request that no one waits for anymore.
-func (s *switchConn) forget(xid uint32) {
-	s.pendMu.Lock()
-	delete(s.pending, xid)
-	s.pendMu.Unlock()
-}
-
-// finishRequest completes the pending request xid, if any, with err.
-func (s *switchConn) finishRequest(xid uint32, err error) {
-	s.pendMu.Lock()
-	r := s.pending[xid]
-	delete(s.pending, xid)
-	s.pendMu.Unlock()
-	if r != nil {
-		r.done <- err
-	}
-}
-
-// failPending ends every request of a connection that went away.
-func (s *switchConn) failPending() {
-	s.pendMu.Lock()
-	defer s.pendMu.Unlock()
-	for xid, r := range s.pending {
-		delete(s.pending, xid)
-		r.done <- errClosed
-	}
 }
 
 // logSwitchError logs OFPT_ERRORs, at most one a second: a switch whose

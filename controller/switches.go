@@ -18,14 +18,12 @@ func (c *Controller) Switches(ctx context.Context) ([]*sdnlb.Switch, error) {
 	for _, s := range conns {
 		sw := &sdnlb.Switch{DPID: formatDPID(s.dpid), Address: s.remote, ConnectedAt: s.connectedAt, Ports: []sdnlb.SwitchPort{},
 			SelectGroups: s.groups}
-		s.portsMu.Lock()
-		for _, p := range s.ports {
+		for _, p := range s.ports.all() {
 			sw.Ports = append(sw.Ports, sdnlb.SwitchPort{
 				No: p.PortNo, Name: p.Name, MAC: net.HardwareAddr(p.HWAddr[:]).String(),
 				Up: p.Config&ofp.PortConfigDown == 0 && p.State&ofp.PortStateLinkDown == 0,
 			})
 		}
-		s.portsMu.Unlock()
 		slices.SortFunc(sw.Ports, func(a, b sdnlb.SwitchPort) int { return cmp.Compare(a.No, b.No) })
 		out = append(out, sw)
 	}
@@ -47,7 +45,7 @@ func (c *Controller) SwitchFlows(ctx context.Context, dpid string) ([]*sdnlb.Flo
 		TableID: ofp.TableAll, OutPort: ofp.PortAny, OutGroup: ofp.GroupAny,
 		Cookie: appID << cookieAppShift, CookieMask: maskApp,
 	}})
-	defer s.forget(xid)
+	defer s.pending.forget(xid)
 	if err != nil {
 		return nil, sdnlb.Errorf(sdnlb.EUNAVAILABLE, "switch %s: %v", dpid, err)
 	}
