@@ -118,7 +118,7 @@ func (c *Controller) serveConn(ctx context.Context, conn net.Conn) {
 	stop := context.AfterFunc(ctx, s.close)
 	defer stop()
 
-	have, err := s.handshake()
+	err := s.handshake()
 	c.guard.handshakeDone()
 	if err != nil {
 		if !errors.Is(err, errClosed) && !s.closed() {
@@ -135,14 +135,27 @@ func (c *Controller) serveConn(ctx context.Context, conn net.Conn) {
 		return
 	}
 	s.dp = newDataplane(c.dataplaneConfig(s.log, s.groups))
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	defer s.close() // stops the reader and keepalive before wg.Wait
+	read := make(chan error, 1)
+	wg.Go(func() { read <- s.readLoop() })
 	// A follower asks for SLAVE and leaves the switch as it is; the
-	// leader asks for MASTER (before its first flow-mod) and adopts.
+	// leader asks for MASTER (before its first flow-mod) and adopts what
+	// the switch holds, as a promotion does.
 	r := c.role()
 	if c.opts.Roles {
 		s.asked = r
 		s.send(r.ofp())
 	}
 	if r.master {
+		have, err := s.readState()
+		if err != nil {
+			if !s.closed() {
+				c.handshakeLog.warn(c.now(), "cannot read the switch's state to adopt it; closing its connection", "remote", s.remote, "err", err)
+			}
+			return
+		}
 		s.decide(func(dp *dataplane, out *outbox) {
 			dp.adopt(c.now(), c.snap.Load(), have, out)
 			s.master.Store(true)
@@ -154,16 +167,13 @@ func (c *Controller) serveConn(ctx context.Context, conn net.Conn) {
 	c.register(s)
 	go s.applyRole()
 	s.log.Info("switch connected", "since", s.connectedAt)
-	var wg sync.WaitGroup
-	defer wg.Wait()
-	defer s.close() // stops keepalive before wg.Wait
 	err = s.sync(c.snap.Load())
 	if err == nil {
 		err = s.send(ofp.BarrierRequest{})
 	}
 	if err == nil {
 		wg.Go(s.keepalive)
-		err = s.readLoop()
+		err = <-read
 	}
 	c.unregister(s)
 	s.decide(func(dp *dataplane, _ *outbox) { dp.settle(c.snap.Load()) })
@@ -178,64 +188,44 @@ func (c *Controller) serveConn(ctx context.Context, conn net.Conn) {
 	}
 }
 
-// handshake says hello, learns the datapath id and whether the switch has
-// select groups, configures it and reads the flows and groups of sdnlb's
-// it holds, which the first sync adopts.
-func (s *switchConn) handshake() (have switchState, err error) {
+// handshake agrees on OpenFlow 1.3 and learns what the switch is: its
+// datapath id and whether it has select groups; it asks for the switch's
+// ports and the whole of each packet-in. What the switch holds of sdnlb's
+// is read later, by readState, as a promotion reads it.
+func (s *switchConn) handshake() error {
 	s.conn.SetDeadline(time.Now().Add(handshakeTimeout))
 	defer s.conn.SetDeadline(time.Time{})
 	if err := s.send(ofp.Hello{Versions: []uint8{ofp.Version}}); err != nil {
-		return have, err
+		return err
 	}
 	b, err := ofp.ReadMessage(s.br, s.rbuf)
 	if err != nil {
-		return have, fmt.Errorf("read hello: %w", err)
+		return fmt.Errorf("read hello: %w", err)
 	}
 	h, m, err := ofp.Decode(b)
 	hello, ok := m.(*ofp.Hello)
 	if err != nil || !ok {
-		return have, fmt.Errorf("expected HELLO, got %s: %w", h.Type, malformed(err))
+		return fmt.Errorf("expected HELLO, got %s: %w", h.Type, malformed(err))
 	}
 	if !hello.Supports(ofp.Version) {
 		s.log.Error("switch does not speak OpenFlow 1.3; refusing it", "versions", hello.Versions)
 		s.send(&ofp.ErrorMsg{ErrType: ofp.ErrTypeHelloFailed, Code: ofp.HelloFailedIncompatible,
 			Data: []byte("sdnlb speaks OpenFlow 1.3 only")})
-		return have, errClosed
+		return errClosed
 	}
 	if err := s.send(ofp.FeaturesRequest{}); err != nil {
-		return have, err
-	}
-	// The replies awaited, by xid: group features, then sdnlb's flows and
-	// (with groups) the group descriptions.
-	var featuresXID, flowsXID, groupsXID uint32
-	flowsDone, groupsDone := false, false
-	readState := func(groups bool) error {
-		s.groups = groups
-		if !groups {
-			s.log.Warn("switch has no select groups; its SWITCH pools are dispatched by the controller")
-		}
-		flowsXID, groupsDone = s.xids.Add(1), !groups
-		s.wmu.Lock()
-		s.writeLocked(s.xids.Add(1), ofp.SetConfig{Flags: ofp.ConfigFragNormal, MissSendLen: ofp.ControllerMaxLenNoBuffer})
-		s.writeLocked(s.xids.Add(1), ofp.MultipartRequest{Body: ofp.PortDescRequest{}})
-		s.writeLocked(flowsXID, ofp.MultipartRequest{Body: statsRequest()})
-		if groups {
-			groupsXID = s.xids.Add(1)
-			s.writeLocked(groupsXID, ofp.MultipartRequest{Body: ofp.GroupDescRequest{}})
-		}
-		err := s.flushLocked()
-		s.wmu.Unlock()
 		return err
 	}
-	for !flowsDone || !groupsDone {
+	var featuresXID uint32 // of the group features request
+	for {
 		b, err := ofp.ReadMessage(s.br, s.rbuf)
 		if err != nil {
-			return have, fmt.Errorf("read handshake reply: %w", err)
+			return fmt.Errorf("read handshake reply: %w", err)
 		}
 		s.rbuf = b
 		h, m, err := ofp.Decode(b)
 		if err != nil {
-			return have, fmt.Errorf("during handshake: %w", malformed(err))
+			return fmt.Errorf("during handshake: %w", malformed(err))
 		}
 		switch m := m.(type) {
 		case *ofp.FeaturesReply:
@@ -243,46 +233,33 @@ func (s *switchConn) handshake() (have switchState, err error) {
 			s.log = s.log.With("dpid", formatDPID(s.dpid))
 			featuresXID = s.xids.Add(1)
 			if err := s.sendXID(featuresXID, ofp.MultipartRequest{Body: ofp.GroupFeaturesRequest{}}); err != nil {
-				return have, err
+				return err
 			}
 		case *ofp.MultipartReply:
-			last := m.Flags&ofp.MultipartReplyMore == 0
-			switch body := m.Body.(type) {
-			case ofp.GroupFeaturesReply:
-				if h.XID == featuresXID {
-					if err := readState(body.Types&(1<<ofp.GroupTypeSelect) != 0); err != nil {
-						return have, err
-					}
-				}
-			case ofp.FlowStatsReply:
-				if h.XID == flowsXID {
-					have.flows = append(have.flows, body.Stats...)
-					flowsDone = last
-				}
-			case ofp.GroupDescReply:
-				if h.XID == groupsXID {
-					have.groups = append(have.groups, body.Groups...)
-					groupsDone = last
-				}
-			case ofp.PortDescReply:
-				s.ports.set(body.Ports...)
+			if body, ok := m.Body.(ofp.GroupFeaturesReply); ok && h.XID == featuresXID {
+				return s.configureSwitch(body.Types&(1<<ofp.GroupTypeSelect) != 0)
 			}
 		case *ofp.EchoRequest:
 			s.sendXID(h.XID, ofp.EchoReply{Data: m.Data})
 		case *ofp.ErrorMsg:
-			switch {
-			case featuresXID != 0 && h.XID == featuresXID:
-				if err := readState(false); err != nil { // no group support at all
-					return have, err
-				}
-			case h.XID == groupsXID && groupsXID != 0:
-				groupsDone = true
-			default:
-				s.log.Warn("switch error during handshake", "type", m.ErrType.String(), "code", m.Code)
+			if featuresXID != 0 && h.XID == featuresXID {
+				return s.configureSwitch(false) // no group support at all
 			}
+			s.log.Warn("switch error during handshake", "type", m.ErrType.String(), "code", m.Code)
 		}
 	}
-	return have, nil
+}
+
+// configureSwitch ends the handshake: it records whether the switch has
+// select groups, has it send whole packets to the controller and asks for
+// its ports, whose description the reader takes.
+func (s *switchConn) configureSwitch(groups bool) error {
+	s.groups = groups
+	if !groups {
+		s.log.Warn("switch has no select groups; its SWITCH pools are dispatched by the controller")
+	}
+	return s.send(ofp.SetConfig{Flags: ofp.ConfigFragNormal, MissSendLen: ofp.ControllerMaxLenNoBuffer},
+		ofp.MultipartRequest{Body: ofp.PortDescRequest{}})
 }
 
 // sync brings the switch from the configuration it has to snap. Calls from
