@@ -1,7 +1,6 @@
 package controller
 
 import (
-	"encoding/binary"
 	"slices"
 	"time"
 
@@ -12,14 +11,15 @@ import (
 // Adoption. A switch that connects already holding sdnlb's flows and
 // groups (sdnlb restarted, or the switch reconnected) keeps what the
 // configuration still wants: the controller reads the switch's flows and
-// groups at the handshake and sends only the difference, instead of
+// groups when it connects (or when this node takes it over) and sends
+// only the difference, instead of
 // wiping the switch and cutting every connection through it.
 //
 // Cookie and group numbers are the process's own, so the switch's state
 // is matched by content, not by number: a connection flow belongs to the
 // VIP its match names and the member its rewrite names, a group to the VIP
-// whose flow sends to it, a bucket to the member its NAT or its reg0
-// names. What the switch shows also seeds what the dataplane would have
+// whose flow sends to it, a bucket to the member whose address (and
+// port) it commits. What the switch shows also seeds what the dataplane would have
 // learned: member MACs and ports, MAC locations (--l2 learn), and the
 // slots of each group, so the buckets do not move.
 
@@ -192,21 +192,6 @@ func (dp *dataplane) learnFromSwitch(snap *snapshot, have switchState) {
 	}
 }
 
-// routedAddress is the member address a tableToMember row routes: its
-// destination (NAT) or dsrMemberReg (DSR).
-func routedAddress(m *ofp.Match) (uint32, bool) {
-	if dst, ok := m.Get(ofp.OXMIPv4Dst); ok {
-		return ipUint(dst.IPv4()), true
-	}
-	reg := ofp.MatchReg(dsrMemberReg, 0, 0xffffffff)
-	for _, o := range m.OXMs {
-		if o.Class == reg.Class && o.Field == reg.Field && !o.HasMask {
-			return uint32(o.Uint()), true
-		}
-	}
-	return 0, false
-}
-
 // adoptedGroup is a group the switch held for a VIP: its id on the switch
 // and the members its buckets send to.
 type adoptedGroup struct {
@@ -317,69 +302,6 @@ func effectivePort(m *memberState, v *vipState) uint16 {
 		return v.port
 	}
 	return m.port
-}
-
-// matchedVIP is the VIP service a flow's match is for: its destination
-// address, protocol and port.
-func matchedVIP(m *ofp.Match) vipKey {
-	k := vipKey{proto: matchedProto(m)}
-	if dst, ok := m.Get(ofp.OXMIPv4Dst); ok {
-		k.ip = ipUint(dst.IPv4())
-	}
-	if hasPorts(k.proto) {
-		if p, ok := m.Get(l4DstField(k.proto)); ok {
-			k.port = uint16(p.Uint())
-		}
-	}
-	return k
-}
-
-func matchedProto(m *ofp.Match) uint8 {
-	if p, ok := m.Get(ofp.OXMIPProto); ok {
-		return uint8(p.Uint())
-	}
-	return 0
-}
-
-func l4DstField(proto uint8) ofp.OXMField {
-	if proto == protoUDP {
-		return ofp.OXMUDPDst
-	}
-	return ofp.OXMTCPDst
-}
-
-func l4SrcField(proto uint8) ofp.OXMField {
-	if proto == protoUDP {
-		return ofp.OXMUDPSrc
-	}
-	return ofp.OXMTCPSrc
-}
-
-// bucketTargetOf reads the member a bucket commits its connection to in
-// the VIP zone: the address in the label, the port in the mark (none for
-// DSR, or when the member serves the port the client asked for).
-func bucketTargetOf(actions []ofp.Action) (ip uint32, port uint16, ok bool) {
-	for _, a := range actions {
-		ct, isCT := a.(ofp.ActionCT)
-		if !isCT || ct.Zone != ctZoneVIP || ct.Flags&ofp.CTCommit == 0 {
-			continue
-		}
-		for _, a := range ct.Actions {
-			sf, isSet := a.(ofp.ActionSetField)
-			switch {
-			case !isSet || sf.Field.Class != ofp.NXMCTLabel.Class():
-			case sf.Field.Field == ofp.NXMCTLabel.Field():
-				v := sf.Field.Value()
-				if len(v) == 16 && binary.BigEndian.Uint64(v) == 0 && binary.BigEndian.Uint32(v[8:]) == 0 {
-					ip = binary.BigEndian.Uint32(v[12:])
-				}
-			case sf.Field.Field == ofp.NXMCTMark.Field():
-				port = uint16(sf.Field.Uint())
-			}
-		}
-		return ip, port, ip != 0
-	}
-	return 0, 0, false
 }
 
 // applied returns the actions of a flow's apply-actions instruction.

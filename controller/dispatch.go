@@ -526,6 +526,33 @@ func bucketActions(spec dispatchSpec, t bucketTarget) []ofp.Action {
 	return []ofp.Action{ofp.ActionCT{Flags: ofp.CTCommit, Zone: ctZoneVIP, Table: tableTracked, Actions: exec}}
 }
 
+// bucketTargetOf reads the member a bucket commits its connection to in
+// the VIP zone: the address in the label, the port in the mark (none for
+// DSR, or when the member serves the port the client asked for).
+func bucketTargetOf(actions []ofp.Action) (ip uint32, port uint16, ok bool) {
+	for _, a := range actions {
+		ct, isCT := a.(ofp.ActionCT)
+		if !isCT || ct.Zone != ctZoneVIP || ct.Flags&ofp.CTCommit == 0 {
+			continue
+		}
+		for _, a := range ct.Actions {
+			sf, isSet := a.(ofp.ActionSetField)
+			switch {
+			case !isSet || sf.Field.Class != ofp.NXMCTLabel.Class():
+			case sf.Field.Field == ofp.NXMCTLabel.Field():
+				v := sf.Field.Value()
+				if len(v) == 16 && binary.BigEndian.Uint64(v) == 0 && binary.BigEndian.Uint32(v[8:]) == 0 {
+					ip = binary.BigEndian.Uint32(v[12:])
+				}
+			case sf.Field.Field == ofp.NXMCTMark.Field():
+				port = uint16(sf.Field.Uint())
+			}
+		}
+		return ip, port, ip != 0
+	}
+	return 0, 0, false
+}
+
 // routeFlows are a member address's tableToMember rows: the route, and the
 // same for new connections alone, whose counter is the member's
 // connection count. A DOWN member's rows send to the controller instead;
@@ -545,6 +572,21 @@ func routeFlows(k routeKey, r memberRoute) []ofp.FlowMod {
 	isNew.priority = prioMemberNew
 	isNew.match = append([]ofp.OXM{ofp.MatchCTState(ofp.CTStateTrk|ofp.CTStateNew, ofp.CTStateTrk|ofp.CTStateNew)}, f.match...)
 	return []ofp.FlowMod{isNew.add(), f.add()}
+}
+
+// routedAddress is the member address a tableToMember row routes: its
+// destination (NAT) or dsrMemberReg (DSR).
+func routedAddress(m *ofp.Match) (uint32, bool) {
+	if dst, ok := m.Get(ofp.OXMIPv4Dst); ok {
+		return ipUint(dst.IPv4()), true
+	}
+	reg := ofp.MatchReg(dsrMemberReg, 0, 0xffffffff)
+	for _, o := range m.OXMs {
+		if o.Class == reg.Class && o.Field == reg.Field && !o.HasMask {
+			return uint32(o.Uint()), true
+		}
+	}
+	return 0, false
 }
 
 func compareRoutes(a, b routeKey) int {

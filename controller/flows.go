@@ -567,4 +567,40 @@ func l4Src(proto uint8, port uint16) ofp.OXM {
 	return ofp.MatchTCPSrc(port)
 }
 
+// matchedVIP is the VIP service a flow's match is for: its destination
+// address, protocol and port.
+func matchedVIP(m *ofp.Match) vipKey {
+	k := vipKey{proto: matchedProto(m)}
+	if dst, ok := m.Get(ofp.OXMIPv4Dst); ok {
+		k.ip = ipUint(dst.IPv4())
+	}
+	if hasPorts(k.proto) {
+		if p, ok := m.Get(l4DstField(k.proto)); ok {
+			k.port = uint16(p.Uint())
+		}
+	}
+	return k
+}
+
+func matchedProto(m *ofp.Match) uint8 {
+	if p, ok := m.Get(ofp.OXMIPProto); ok {
+		return uint8(p.Uint())
+	}
+	return 0
+}
+
+func l4DstField(proto uint8) ofp.OXMField {
+	if proto == protoUDP {
+		return ofp.OXMUDPDst
+	}
+	return ofp.OXMTCPDst
+}
+
+func l4SrcField(proto uint8) ofp.OXMField {
+	if proto == protoUDP {
+		return ofp.OXMUDPSrc
+	}
+	return ofp.OXMTCPSrc
+}
+
 func ipUint(ip [4]byte) uint32 { return binary.BigEndian.Uint32(ip[:]) }
