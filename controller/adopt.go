@@ -12,15 +12,15 @@ import (
 // groups (sdnlb restarted, or the switch reconnected) keeps what the
 // configuration still wants: the controller reads the switch's flows and
 // groups when it connects (or when this node takes it over) and sends
-// only the difference, instead of
-// wiping the switch and cutting every connection through it.
+// only the difference, instead of wiping the switch and cutting every
+// connection through it.
 //
 // Cookie and group numbers are the process's own, so the switch's state
 // is matched by content, not by number: a connection flow belongs to the
 // VIP its match names and the member its rewrite names, a group to the VIP
-// whose flow sends to it, a bucket to the member whose address (and
-// port) it commits. What the switch shows also seeds what the dataplane would have
-// learned: member MACs and ports, MAC locations (--l2 learn), and the
+// whose flow sends to it, a bucket to the member whose address (and port)
+// it commits. What the switch shows also seeds what the dataplane would
+// have learned: member MACs and ports, MAC locations (--l2 learn), and the
 // slots of each group, so the buckets do not move.
 
 // switchState is what a switch holds of sdnlb's at the handshake.
