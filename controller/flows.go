@@ -20,7 +20,7 @@ const (
 	// tableClassify
 	prioConnection   uint16 = 1000 // a connection's NAT flow pair, on its full 5-tuple
 	prioMemberReply  uint16 = 900  // per member address: its replies → CONTROLLER, or the tracker's member zone (SWITCH NAT)
-	prioMemberDirect uint16 = 899  // per member address of a SWITCH NAT pool: clients' packets to it → the member zone (nothing committed), tableL2
+	prioMemberDirect uint16 = 899  // per member address of a SWITCH NAT pool: clients' packets to it → committed in the member zone with no VIP, tableL2
 	prioARPClaim     uint16 = 511  // per VIP address: an ARP request for it from it (a host announcing it holds it) → drop
 	prioARPAnswer    uint16 = 510  // per VIP address: an ARP request for it → the reply, built in the switch, out IN_PORT
 	prioVIPPunt      uint16 = 500  // per VIP: other ARP for it and ARP to its MAC, its service → CONTROLLER, or the tracker's VIP zone (SWITCH); +1 on one port
