@@ -272,8 +272,6 @@ func (sw *fakeSwitch) answerEmpty(r received) bool {
 		reply = ofp.FlowStatsReply{}
 	case ofp.GroupDescRequest:
 		reply = ofp.GroupDescReply{}
-	case ofp.GroupStatsRequest:
-		reply = ofp.GroupStatsReply{}
 	default:
 		return false
 	}
