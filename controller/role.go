@@ -58,7 +58,7 @@ func (c *Controller) SetRole(master bool, generation uint64) {
 	}
 	c.log.Info("OpenFlow role", "role", r.String())
 	for _, s := range c.switchConns() {
-		go s.applyRole()
+		s.wakeRole()
 	}
 }
 
@@ -84,16 +84,38 @@ func (c *Controller) staleRole() {
 // flows and groups.
 const roleStateTimeout = 5 * time.Second
 
-// applyRole brings the switch to the controller's role: a demotion stops
-// every decision at once, then asks for SLAVE; a promotion asks for
-// MASTER, reads the switch's state and adopts it. One at a time per
-// switch; a change that arrives meanwhile is applied next.
-func (s *switchConn) applyRole() {
+// wakeRole tells the switch's followRole that the controller's role
+// changed; a wake already pending covers this one.
+func (s *switchConn) wakeRole() {
+	select {
+	case s.roleWake <- struct{}{}:
+	default:
+	}
+}
+
+// followRole applies the controller's role to the switch, once at the
+// start (a change that came before the switch was registered) and at
+// every wake, until the connection ends. Being the only goroutine that
+// changes the switch's role, it needs no lock for it.
+func (s *switchConn) followRole() {
 	if !s.c.opts.Roles {
 		return
 	}
-	s.roleMu.Lock()
-	defer s.roleMu.Unlock()
+	for {
+		s.applyRole()
+		select {
+		case <-s.roleWake:
+		case <-s.done:
+			return
+		}
+	}
+}
+
+// applyRole brings the switch to the controller's role: a demotion stops
+// every decision at once, then asks for SLAVE; a promotion asks for
+// MASTER, reads the switch's state and adopts it. A change that arrives
+// meanwhile is applied next.
+func (s *switchConn) applyRole() {
 	for {
 		r := s.c.role()
 		if r == s.asked || s.closed() {

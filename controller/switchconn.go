@@ -55,9 +55,11 @@ type switchConn struct {
 	// atomic, so the stats poll can ask without waiting for a decision.
 	master atomic.Bool
 
-	// roleMu serializes role changes; asked is the role last asked for.
-	roleMu sync.Mutex
-	asked  role
+	// followRole owns role changes: roleWake tells it the controller's
+	// role changed; asked is the role last asked for, its own once the
+	// connection is registered.
+	roleWake chan struct{} // buffered 1
+	asked    role
 
 	ports   portTable
 	pending pendingRequests
@@ -85,6 +87,7 @@ func newSwitchConn(c *Controller, conn net.Conn) *switchConn {
 		remote:      conn.RemoteAddr().String(),
 		connectedAt: c.now(),
 		done:        make(chan struct{}),
+		roleWake:    make(chan struct{}, 1),
 		rbuf:        make([]byte, 0, 4096),
 	}
 	s.log = c.log.With("remote", s.remote)
@@ -163,9 +166,9 @@ func (c *Controller) serveConn(ctx context.Context, conn net.Conn) {
 	}
 	// Registered, the switch follows every configuration from now on; the
 	// sync catches one that came between the adoption and here, and
-	// applyRole a role change.
+	// followRole a role change.
 	c.register(s)
-	go s.applyRole()
+	wg.Go(s.followRole)
 	s.log.Info("switch connected", "since", s.connectedAt)
 	err = s.sync(c.snap.Load())
 	if err == nil {
