@@ -589,16 +589,13 @@ func routedAddress(m *ofp.Match) (uint32, bool) {
 	return 0, false
 }
 
+// compareRoutes orders routes by address, NAT before DSR.
 func compareRoutes(a, b routeKey) int {
-	if c := cmp.Compare(ipUint(a.ip), ipUint(b.ip)); c != 0 {
+	if c := cmp.Compare(ipUint(a.ip), ipUint(b.ip)); c != 0 || a.dsr == b.dsr {
 		return c
 	}
-	return cmp.Compare(btoi(a.dsr), btoi(b.dsr))
-}
-
-func btoi(b bool) int {
-	if b {
+	if a.dsr {
 		return 1
 	}
-	return 0
+	return -1
 }

@@ -398,8 +398,10 @@ type connection struct {
 }
 
 // memberZoneMark is the mark a connection set up by the controller has in
-// the member zone: its protocol and VIP port.
-func (c *connection) memberZoneMark() uint32 { return uint32(c.proto)<<16 | uint32(c.vipPort) }
+// the member zone: its protocol and VIP port, as serviceMark has them.
+func (c *connection) memberZoneMark() uint32 {
+	return serviceMark(vipKey{proto: c.proto, port: c.vipPort})
+}
 
 // natDirection is one direction of a connection's flow pair: what it
 // matches, how it rewrites the packet and where it sends it.

@@ -9,7 +9,6 @@ import (
 	"math/rand/v2"
 	"net"
 	"net/http"
-	"os"
 	"slices"
 	"strconv"
 	"strings"
@@ -31,14 +30,7 @@ import (
 // groups against where they started, and sdnlb's RSS one minute after
 // its last start and at the end.
 func TestSoak(t *testing.T) {
-	duration := 10 * time.Minute
-	if s := os.Getenv("SDNLB_SOAK"); s != "" {
-		d, err := time.ParseDuration(s)
-		if err != nil {
-			t.Fatalf("SDNLB_SOAK: %v", err)
-		}
-		duration = d
-	}
+	duration := envDuration(t, "SDNLB_SOAK", 10*time.Minute)
 	const (
 		natPort, ctlPort, dsrPort = 8080, 8081, 8082
 		flapEvery                 = 40 * time.Second

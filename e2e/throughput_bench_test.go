@@ -85,6 +85,20 @@ func runWrk(tb testing.TB, h *Host, url string) wrkResult {
 	return r
 }
 
+// envDuration is the duration the environment variable name sets, or def.
+func envDuration(tb testing.TB, name string, def time.Duration) time.Duration {
+	tb.Helper()
+	s := os.Getenv(name)
+	if s == "" {
+		return def
+	}
+	d, err := time.ParseDuration(s)
+	if err != nil {
+		tb.Fatalf("%s: %v", name, err)
+	}
+	return d
+}
+
 // singleLatency is the median time of one request on a new connection
 // from h to url on an otherwise idle bed.
 func singleLatency(tb testing.TB, h *Host, url string) time.Duration {
@@ -232,14 +246,7 @@ func medianRate(runs []wrkResult) float64 { return medianRun(runs).reqPerSec }
 // sequence-check failures (see "Port reuse through the userspace
 // connection tracker" in docs/ARCHITECTURE.md).
 func TestThroughputAfterPause(t *testing.T) {
-	pause := 15 * time.Second
-	if s := os.Getenv("SDNLB_BENCH_PAUSE"); s != "" {
-		d, err := time.ParseDuration(s)
-		if err != nil {
-			t.Fatalf("SDNLB_BENCH_PAUSE: %v", err)
-		}
-		pause = d
-	}
+	pause := envDuration(t, "SDNLB_BENCH_PAUSE", 15*time.Second)
 	b := newForwardingBed(t, 3, 3)
 
 	for _, path := range b.paths {
