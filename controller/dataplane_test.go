@@ -679,7 +679,8 @@ func TestDataplane_Refusals(t *testing.T) {
 			c.Members = c.Members[1:]
 		}))
 		d.dp.flowRemoved(d.now, d.snap, &ofp.FlowRemoved{Cookie: makeCookie(catConn, 1, 1), Reason: ofp.RemovedDelete})
-		assertSent(t, d.packetIn(clientOF, syn(t, 40001)), setupLines(2, 40001)...)
+		// The scheduler's second turn: the second of m2, m3.
+		assertSent(t, d.packetIn(clientOF, syn(t, 40001)), setupLines(3, 40001)...)
 	})
 	t.Run("UDPDroppedSilently", func(t *testing.T) {
 		d := newDecision(t, testConfig(func(c *sdnlb.Config) {
@@ -717,17 +718,20 @@ func TestDataplane_SourceIPPersistence(t *testing.T) {
 		d.advance(50 * time.Second)
 		assertSent(t, d.packetIn(clientOF, syn(t, 40001)), setupLines(1, 40001)...)
 	})
+	// The next connection takes the scheduler's second turn: 10.0.0.2, or
+	// with m1 down the second of m2, m3.
 	tests := []struct {
-		name  string
-		after func(d *decision)
+		name   string
+		after  func(d *decision)
+		member int
 	}{
-		{"TimedOut", func(d *decision) { d.advance(61 * time.Second) }},
+		{"TimedOut", func(d *decision) { d.advance(61 * time.Second) }, 2},
 		{"MemberDown", func(d *decision) {
 			d.configure(testConfig(func(c *sdnlb.Config) {
 				persistent(c)
 				c.Members[0].Health.Status = sdnlb.MemberDown
 			}))
-		}},
+		}, 3},
 	}
 	for _, tt := range tests {
 		t.Run("Ends/"+tt.name, func(t *testing.T) {
@@ -735,8 +739,7 @@ func TestDataplane_SourceIPPersistence(t *testing.T) {
 			d.teach(1, 2, 3)
 			d.packetIn(clientOF, syn(t, 40000))
 			tt.after(d)
-			// The scheduler's next, 10.0.0.2.
-			assertSent(t, d.packetIn(clientOF, syn(t, 40001)), setupLines(2, 40001)...)
+			assertSent(t, d.packetIn(clientOF, syn(t, 40001)), setupLines(tt.member, 40001)...)
 		})
 	}
 }

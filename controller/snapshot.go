@@ -39,6 +39,7 @@ type poolState struct {
 	id         string
 	dispatch   sdnlb.Dispatch
 	forwarding sdnlb.Forwarding
+	method     sdnlb.LBMethod
 	vip        *vipState      // nil when the pool serves no enabled VIP
 	members    []*memberState // every member, by id, for stats
 	rotation   []*memberState // in rotation; sched indexes into it
@@ -89,16 +90,18 @@ type snapshot struct {
 }
 
 // snapshotBuilder turns configurations into snapshots. Across them it
-// keeps the cookie number and the counters of every VIP and member id.
-// Only the goroutine that follows the configuration uses it.
+// keeps the cookie number and the counters of every VIP and member id, and
+// each pool's scheduler. Only the goroutine that follows the configuration
+// uses it.
 type snapshotBuilder struct {
 	gen     uint64
 	vips    *numbering[vipCounters]
 	members *numbering[memberCounters]
+	last    *snapshot // the last one built
 }
 
 func newSnapshotBuilder() *snapshotBuilder {
-	return &snapshotBuilder{vips: newNumbering[vipCounters]("vip"), members: newNumbering[memberCounters]("member")}
+	return &snapshotBuilder{vips: newNumbering[vipCounters]("vip"), members: newNumbering[memberCounters]("member"), last: emptySnapshot}
 }
 
 // numbering gives the ids of one kind of object the numbers their flows'
@@ -206,7 +209,7 @@ func (b *snapshotBuilder) build(cfg *sdnlb.Config) (snap *snapshot, skipped []er
 	}
 
 	for _, p := range cfg.Pools {
-		s.pools[p.ID] = &poolState{id: p.ID, dispatch: p.Dispatch, forwarding: p.Forwarding}
+		s.pools[p.ID] = &poolState{id: p.ID, dispatch: p.Dispatch, forwarding: p.Forwarding, method: p.LBMethod}
 	}
 	members := slices.Clone(cfg.Members)
 	slices.SortFunc(members, func(x, y *sdnlb.Member) int { return cmp.Compare(x.ID, y.ID) })
@@ -245,17 +248,9 @@ func (b *snapshotBuilder) build(cfg *sdnlb.Config) (snap *snapshot, skipped []er
 				s.addReplyPunt(ps.vip, m, ps.switched())
 			}
 		}
-		sm := make([]sched.Member, len(ps.rotation))
-		for i, m := range ps.rotation {
-			sm[i] = sched.Member{Index: i, ID: m.id, Weight: m.weight}
+		if err := ps.schedule(b.last.pools[p.ID]); err != nil {
+			skipped = append(skipped, err)
 		}
-		sc, err := sched.New(p.LBMethod, sm, rotationLoad(ps.rotation))
-		if err != nil {
-			// Only a method this build does not know gets here; keep serving.
-			skipped = append(skipped, fmt.Errorf("pool %s: %w; using %s", p.ID, err, sdnlb.RoundRobin))
-			sc, _ = sched.New(sdnlb.RoundRobin, sm, nil)
-		}
-		ps.sched = sc
 	}
 	for _, ps := range s.pools {
 		if ps.vip == nil || ps.switched() || ps.forwarding == sdnlb.ForwardingDSR {
@@ -265,7 +260,38 @@ func (b *snapshotBuilder) build(cfg *sdnlb.Config) (snap *snapshot, skipped []er
 			m.memberZone = s.replyPunts[replyKeyOf(ps.vip, m)].shared
 		}
 	}
+	b.last = s
 	return s, skipped
+}
+
+// schedule gives p its scheduler: last's when p's method and rotation are
+// those of last, the pool in the snapshot before (its turn and its tables
+// stay), else a new one that takes its turns on from last's.
+func (p *poolState) schedule(last *poolState) error {
+	if last != nil && last.method == p.method && sameRotation(last.rotation, p.rotation) {
+		p.sched = last.sched
+		return nil
+	}
+	sm := make([]sched.Member, len(p.rotation))
+	for i, m := range p.rotation {
+		sm[i] = sched.Member{Index: i, ID: m.id, Weight: m.weight}
+	}
+	var err error
+	if p.sched, err = sched.New(p.method, sm, rotationLoad(p.rotation)); err != nil {
+		// Only a method this build does not know gets here; keep serving.
+		p.sched, _ = sched.New(sdnlb.RoundRobin, sm, nil)
+		err = fmt.Errorf("pool %s: %w; using %s", p.id, err, sdnlb.RoundRobin)
+	}
+	if last != nil {
+		sched.Continue(p.sched, last.sched)
+	}
+	return err
+}
+
+// sameRotation reports whether a and b are the same members, in the same
+// order and with the same weights: what a scheduler is built from.
+func sameRotation(a, b []*memberState) bool {
+	return slices.EqualFunc(a, b, func(x, y *memberState) bool { return x.id == y.id && x.weight == y.weight })
 }
 
 // addReplyPunt records that m's replies to clients of v need the reverse

@@ -7,6 +7,7 @@ import (
 
 	"github.com/sdnlb/sdnlb"
 	"github.com/sdnlb/sdnlb/controller/ofp"
+	"github.com/sdnlb/sdnlb/controller/sched"
 )
 
 func TestSnapshotBuilder_Build(t *testing.T) {
@@ -35,6 +36,29 @@ func TestSnapshotBuilder_Build(t *testing.T) {
 		s3, _ := r.build(testConfig(nil))
 		if s1.members["m1"].num == s3.members["m1"].num {
 			t.Errorf("a re-created member reused number %d: late flow-removed would count against it", s1.members["m1"].num)
+		}
+	})
+	t.Run("SchedulerTurnSurvivesRebuilds", func(t *testing.T) {
+		// A configuration change elsewhere, or the same pool rebuilt with
+		// a member more, must not send the round robin back to m1.
+		r := newSnapshotBuilder()
+		var got []string
+		pick := func(s *snapshot) {
+			p := s.pools["p1"]
+			i, _ := p.sched.Pick(sched.Key{})
+			got = append(got, p.rotation[i].id)
+		}
+		s, _ := r.build(testConfig(nil))
+		pick(s)
+		s, _ = r.build(testConfig(func(c *sdnlb.Config) { c.VIPs[0].Name = "renamed" }))
+		pick(s)
+		s, _ = r.build(testConfig(func(c *sdnlb.Config) {
+			c.Members = append(c.Members, &sdnlb.Member{ID: "m4", PoolID: "p1", Address: "10.0.0.4", Weight: 1, AdminStateUp: true})
+		}))
+		pick(s)
+		pick(s)
+		if want := "m1 m2 m3 m4"; strings.Join(got, " ") != want {
+			t.Errorf("picks across rebuilds: %v, want %s", got, want)
 		}
 	})
 	tests := []struct {

@@ -12,6 +12,10 @@
 //	i, ok := s.Pick(sched.Key{ClientIP: ip, ClientPort: port, Proto: proto})
 //	// ok == false: no eligible member; otherwise members[i] (Member.Index == i)
 //
+// A pool whose members changed gets a new Scheduler; sched.Continue(next,
+// prev) makes it take its turns on from the one it replaces, so frequent
+// rebuilds do not favour the first members.
+//
 // New copies what it needs; the Scheduler is immutable apart from its
 // internal atomic counters, Pick is safe for concurrent use, allocates
 // nothing and never blocks. The method names are the domain's

@@ -83,6 +83,9 @@ func (s *weightedRoundRobin) Pick(Key) (int, bool) {
 	return s.index[s.cycle[step]], true
 }
 
+func (s *weightedRoundRobin) turn() uint64     { return s.next.Load() }
+func (s *weightedRoundRobin) setTurn(t uint64) { s.next.Store(t) }
+
 func gcd(a, b int) int {
 	for b != 0 {
 		a, b = b, a%b

@@ -132,6 +132,26 @@ func validateMembers(members []Member) error {
 	return nil
 }
 
+// Continue makes s take its turns on from where prev left off. A pool's
+// scheduler is rebuilt whenever its members change; starting each new one
+// at the first member would give the first members an extra connection
+// per change, which a flapping member turns into a steady bias. Methods
+// without turns (hashes, random) ignore it.
+func Continue(s, prev Scheduler) {
+	next, ok := s.(turnTaker)
+	last, ok2 := prev.(turnTaker)
+	if ok && ok2 {
+		next.setTurn(last.turn())
+	}
+}
+
+// turnTaker is a scheduler that counts its picks: the round robins and the
+// load-aware scans, whose ties go to the member whose turn it is.
+type turnTaker interface {
+	turn() uint64
+	setTurn(uint64)
+}
+
 // empty is the scheduler of a pool with no eligible member.
 type empty struct{}
 
@@ -161,6 +181,9 @@ func indexesOf(members []Member) []int {
 func (r *ring) start() int {
 	return int((r.next.Add(1) - 1) % uint64(len(r.index)))
 }
+
+func (r *ring) turn() uint64     { return r.next.Load() }
+func (r *ring) setTurn(t uint64) { r.next.Store(t) }
 
 // following returns the position after i, back to 0 after the last.
 func (r *ring) following(i int) int {

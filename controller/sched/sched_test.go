@@ -279,3 +279,47 @@ func FuzzNew(f *testing.F) {
 		}
 	})
 }
+
+// TestContinue checks that a rebuilt scheduler takes its turns on from the
+// one it replaces, for every method that has turns, and that a rebuild after
+// every pick still spreads evenly.
+func TestContinue(t *testing.T) {
+	t.Run("RoundRobinGrows", func(t *testing.T) {
+		prev := mustNew(t, sdnlb.RoundRobin, membersOf(1, 1), nil)
+		mustPickN(t, prev, Key{}, 3) // 0 1 0
+		next := mustNew(t, sdnlb.RoundRobin, membersOf(1, 1, 1), nil)
+		Continue(next, prev)
+		if got, want := mustPickN(t, next, Key{}, 4), []int{0, 1, 2, 0}; !slices.Equal(got, want) {
+			t.Errorf("picks after the rebuild = %v, want %v", got, want)
+		}
+	})
+	t.Run("RebuiltEveryPick", func(t *testing.T) {
+		for _, method := range []sdnlb.LBMethod{sdnlb.RoundRobin, sdnlb.WeightedRoundRobin,
+			sdnlb.LeastConnections, sdnlb.WeightedLeastConnections, sdnlb.LeastBytes, sdnlb.Adaptive} {
+			t.Run(string(method), func(t *testing.T) {
+				load := &fakeLoad{conns: make([]int64, 3), bytes: make([]uint64, 3)}
+				var s Scheduler
+				counts := make([]int, 3)
+				for range 30 {
+					next := mustNew(t, method, membersOf(1, 1, 1), load)
+					if s != nil {
+						Continue(next, s)
+					}
+					s = next
+					counts[mustPickN(t, s, Key{}, 1)[0]]++
+				}
+				if !slices.Equal(counts, []int{10, 10, 10}) {
+					t.Errorf("picks by member = %v, want 10 each", counts)
+				}
+			})
+		}
+	})
+	t.Run("WithoutTurns", func(t *testing.T) {
+		prev := mustNew(t, sdnlb.SourceIP, membersOf(1, 1), nil)
+		next := mustNew(t, sdnlb.RoundRobin, membersOf(1, 1), nil)
+		Continue(next, prev) // nothing to carry
+		if got := mustPickN(t, next, Key{}, 1)[0]; got != 0 {
+			t.Errorf("first pick = %d, want 0", got)
+		}
+	})
+}
