@@ -96,7 +96,10 @@ type Event struct {
 	Kind EventKind `json:"kind"` // "" on OpResync, which is about everything
 	Op   EventOp   `json:"op"`
 	ID   string    `json:"id"`
-	At   time.Time `json:"at"`
+	At   time.Time `json:"at"` // on OpHealth: when the member's status changed
+	// Status is the member's new health status on OpHealth, so that a
+	// follower can apply the change without reloading everything.
+	Status MemberStatus `json:"status,omitempty"`
 }
 
 // EventService is the change feed of the store.

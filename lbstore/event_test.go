@@ -37,9 +37,9 @@ func assertEvents(tb testing.TB, got, want []sdnlb.Event) {
 		tb.Fatalf("got %d events %v, want %d %v", len(got), got, len(want), want)
 	}
 	for i := range got {
-		if got[i].Kind != want[i].Kind || got[i].Op != want[i].Op || got[i].ID != want[i].ID {
-			tb.Fatalf("event %d is %s %s %s, want %s %s %s\n(all: %v)", i,
-				got[i].Kind, got[i].Op, got[i].ID, want[i].Kind, want[i].Op, want[i].ID, got)
+		if got[i].Kind != want[i].Kind || got[i].Op != want[i].Op || got[i].ID != want[i].ID || got[i].Status != want[i].Status {
+			tb.Fatalf("event %d is %s %s %s %s, want %s %s %s %s\n(all: %v)", i,
+				got[i].Kind, got[i].Op, got[i].ID, got[i].Status, want[i].Kind, want[i].Op, want[i].ID, want[i].Status, got)
 		}
 		if got[i].At.IsZero() {
 			tb.Fatalf("event %d has no time", i)

@@ -101,7 +101,7 @@ func setMemberHealth(ctx context.Context, tx *Tx, id string, h sdnlb.MemberHealt
 		return fmt.Errorf("set member health: %w", err)
 	}
 	if sdnlb.MemberStatus(old) != h.Status {
-		tx.emit(sdnlb.KindMember, sdnlb.OpHealth, id)
+		tx.events = append(tx.events, sdnlb.Event{Kind: sdnlb.KindMember, Op: sdnlb.OpHealth, ID: id, At: h.Since, Status: h.Status})
 	}
 	return nil
 }

@@ -267,10 +267,14 @@ func TestMemberHealthService_SetMemberHealth(t *testing.T) {
 			t.Fatalf("zero since must mean now: %+v", got.Health)
 		}
 		want := []sdnlb.Event{
-			{Kind: sdnlb.KindMember, Op: sdnlb.OpHealth, ID: m.ID},
-			{Kind: sdnlb.KindMember, Op: sdnlb.OpHealth, ID: m.ID},
+			{Kind: sdnlb.KindMember, Op: sdnlb.OpHealth, ID: m.ID, Status: sdnlb.MemberDown},
+			{Kind: sdnlb.KindMember, Op: sdnlb.OpHealth, ID: m.ID, Status: sdnlb.MemberUp},
 		}
-		assertEvents(t, receiveEvents(t, events, len(want)), want)
+		evs := receiveEvents(t, events, len(want))
+		assertEvents(t, evs, want)
+		if !evs[0].At.Equal(since) {
+			t.Errorf("health event at %v, want the status's since %v", evs[0].At, since)
+		}
 		assertNoEvent(t, events)
 	})
 

@@ -153,15 +153,15 @@ func (f *pgFeed) record(ctx context.Context, tx *Tx) error {
 		return nil
 	}
 	seqs := make([]int64, n)
-	kinds, ops, ids, ats := make([]string, n), make([]string, n), make([]string, n), make([]string, n)
+	kinds, ops, ids, ats, statuses := make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n)
 	for i := range tx.events {
 		e := &tx.events[i]
 		e.Seq = tx.seq + uint64(i) + 1
-		seqs[i], kinds[i], ops[i], ids[i], ats[i] = int64(e.Seq), string(e.Kind), string(e.Op), e.ID, formatTime(e.At)
+		seqs[i], kinds[i], ops[i], ids[i], ats[i], statuses[i] = int64(e.Seq), string(e.Kind), string(e.Op), e.ID, formatTime(e.At), string(e.Status)
 	}
 	last := tx.seq + uint64(n)
-	if _, err := tx.ExecContext(ctx, `INSERT INTO events (seq, kind, op, object_id, at)
-		SELECT * FROM unnest(?::bigint[], ?::text[], ?::text[], ?::text[], ?::text[])`, seqs, kinds, ops, ids, ats); err != nil {
+	if _, err := tx.ExecContext(ctx, `INSERT INTO events (seq, kind, op, object_id, at, status)
+		SELECT * FROM unnest(?::bigint[], ?::text[], ?::text[], ?::text[], ?::text[], ?::text[])`, seqs, kinds, ops, ids, ats, statuses); err != nil {
 		return fmt.Errorf("record events: %w", err)
 	}
 	if _, err := tx.ExecContext(ctx, `UPDATE feed SET last_seq = ? WHERE id = 1`, int64(last)); err != nil {
@@ -232,6 +232,7 @@ type eventRow struct {
 	Op       string `db:"op"`
 	ObjectID string `db:"object_id"`
 	At       string `db:"at"`
+	Status   string `db:"status"`
 }
 
 func (f *pgFeed) catchUpLocked(ctx context.Context) error {
@@ -249,7 +250,7 @@ func (f *pgFeed) catchUpLocked(ctx context.Context) error {
 	}
 	var rows []eventRow
 	if head > f.last && head-f.last <= feedRetention {
-		if err := tx.SelectContext(ctx, &rows, `SELECT seq, kind, op, object_id, at FROM events
+		if err := tx.SelectContext(ctx, &rows, `SELECT seq, kind, op, object_id, at, status FROM events
 			WHERE seq > ? AND seq <= ? ORDER BY seq`, int64(f.last), int64(head)); err != nil {
 			return fmt.Errorf("read events: %w", err)
 		}
@@ -271,7 +272,7 @@ func (f *pgFeed) catchUpLocked(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
-		events[i] = sdnlb.Event{Seq: r.Seq, Kind: sdnlb.EventKind(r.Kind), Op: sdnlb.EventOp(r.Op), ID: r.ObjectID, At: at}
+		events[i] = sdnlb.Event{Seq: r.Seq, Kind: sdnlb.EventKind(r.Kind), Op: sdnlb.EventOp(r.Op), ID: r.ObjectID, At: at, Status: sdnlb.MemberStatus(r.Status)}
 	}
 	f.db.events.deliver(events)
 	f.last = head

@@ -118,6 +118,26 @@ func TestEventService_AcrossProcesses(t *testing.T) {
 		}
 	})
 
+	t.Run("HealthCarriesStatus", func(t *testing.T) {
+		// The others read it from the events table.
+		pool := MustCreatePool(t, ctx, dbs[0], newPool(""))
+		m := MustCreateMember(t, ctx, dbs[0], newMember(pool.ID, "10.9.9.1", 80))
+		for i := range feeds {
+			receiveEvents(t, feeds[i], 2)
+		}
+		since := time.Date(2026, 2, 3, 4, 5, 6, 700000000, time.UTC)
+		if err := lbstore.NewMemberHealthService(dbs[0]).SetMemberHealth(ctx, m.ID, sdnlb.MemberHealth{Status: sdnlb.MemberUp, Since: since}); err != nil {
+			t.Fatal(err)
+		}
+		for i := range feeds {
+			evs := receiveEvents(t, feeds[i], 1)
+			assertEvents(t, evs, []sdnlb.Event{{Kind: sdnlb.KindMember, Op: sdnlb.OpHealth, ID: m.ID, Status: sdnlb.MemberUp}})
+			if !evs[0].At.Equal(since) {
+				t.Errorf("process %d: health event at %v, want %v", i, evs[0].At, since)
+			}
+		}
+	})
+
 	t.Run("Order", func(t *testing.T) {
 		const writers, perWriter = 4, 20 // per process
 		var wg sync.WaitGroup
