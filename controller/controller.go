@@ -214,24 +214,26 @@ func (c *Controller) Serve(ctx context.Context, ln net.Listener) error {
 	return err
 }
 
-// follow rebuilds the snapshot on every store event, coalescing bursts.
+// follow applies the store's events as they come, a burst at a time.
 func (c *Controller) follow(ctx context.Context, events <-chan sdnlb.Event) {
 	var retry <-chan time.Time
+	var burst []sdnlb.Event
 	for {
 		select {
 		case <-ctx.Done():
 			return
-		case _, ok := <-events:
+		case ev, ok := <-events:
 			if !ok {
 				c.log.Warn("configuration feed closed; the data path keeps its last configuration")
 				events = nil
 				continue
 			}
-			drain(events)
+			burst = drain(append(burst[:0], ev), events)
 		case <-retry:
+			burst = burst[:0] // a failed apply retries as a full reload
 		}
 		retry = nil
-		if err := c.reload(ctx); err != nil {
+		if err := c.apply(ctx, burst); err != nil {
 			if ctx.Err() != nil {
 				return
 			}
@@ -241,17 +243,24 @@ func (c *Controller) follow(ctx context.Context, events <-chan sdnlb.Event) {
 	}
 }
 
-func drain(events <-chan sdnlb.Event) {
+// drain appends the events already waiting to burst.
+func drain(burst []sdnlb.Event, events <-chan sdnlb.Event) []sdnlb.Event {
 	for {
 		select {
-		case _, ok := <-events:
+		case ev, ok := <-events:
 			if !ok {
-				return
+				return burst
 			}
+			burst = append(burst, ev)
 		default:
-			return
+			return burst
 		}
 	}
+}
+
+// apply brings the snapshot and every switch up to a burst of events.
+func (c *Controller) apply(ctx context.Context, burst []sdnlb.Event) error {
+	return c.reload(ctx)
 }
 
 // reload reads the configuration, swaps in a new snapshot and brings every

@@ -149,7 +149,16 @@ func (s *syncBuffer) String() string {
 
 func startController(tb testing.TB, cfg *sdnlb.Config, opts Options) *harness {
 	tb.Helper()
-	h := &harness{src: newFakeSource(cfg), ln: newPipeListener(), log: &syncBuffer{}, clock: &testClock{}}
+	src := newFakeSource(cfg)
+	h := startControllerOn(tb, src, opts)
+	h.src = src
+	return h
+}
+
+// startControllerOn runs a controller that follows src.
+func startControllerOn(tb testing.TB, src sdnlb.ConfigSource, opts Options) *harness {
+	tb.Helper()
+	h := &harness{ln: newPipeListener(), log: &syncBuffer{}, clock: &testClock{}}
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.NewTextHandler(h.log, &slog.HandlerOptions{Level: slog.LevelInfo}))
 	}
@@ -162,7 +171,7 @@ func startController(tb testing.TB, cfg *sdnlb.Config, opts Options) *harness {
 	if opts.L2 == "" {
 		opts.L2 = L2Learn // the tests teach members through learned flows
 	}
-	h.c = New(h.src, opts)
+	h.c = New(src, opts)
 	h.c.now = h.clock.now
 	ctx, cancel := context.WithCancel(context.Background())
 	errc := make(chan error, 1)
