@@ -159,7 +159,7 @@ func addLive(m *memberCounters, now, before flowCounters) {
 // forwards its replies (into the connection tracker) rather than punting
 // them, so that its counters are the member's traffic.
 func (dp *dataplane) tracksReplies(snap *snapshot, memberNum uint32) bool {
-	m := snap.memberByNum[memberNum]
+	m := snap.member(memberNum)
 	if m == nil || !dp.groups {
 		return false
 	}

@@ -258,9 +258,18 @@ func drain(burst []sdnlb.Event, events <-chan sdnlb.Event) []sdnlb.Event {
 	}
 }
 
-// apply brings the snapshot and every switch up to a burst of events.
+// apply brings the snapshot and every switch up to a burst of events. A
+// burst of health changes patches the snapshot, which costs what the
+// changed pools hold; anything else reloads the whole configuration.
 func (c *Controller) apply(ctx context.Context, burst []sdnlb.Event) error {
-	return c.reload(ctx)
+	changes, ok := healthChanges(burst)
+	if !ok {
+		return c.reload(ctx)
+	}
+	snap := c.builder.patch(changes)
+	c.log.Debug("configuration patched", "gen", snap.gen, "members", len(snap.patched.members))
+	c.install(snap)
+	return nil
 }
 
 // reload reads the configuration, swaps in a new snapshot and brings every
@@ -274,8 +283,14 @@ func (c *Controller) reload(ctx context.Context) error {
 	for _, err := range skipped {
 		c.log.Warn("configuration object ignored by the data path", "err", err)
 	}
+	c.log.Debug("configuration snapshot", "seq", cfg.Seq, "vips", len(snap.vipByID), "members", len(snap.memberPools))
+	c.install(snap)
+	return nil
+}
+
+// install swaps snap in and brings every switch to it.
+func (c *Controller) install(snap *snapshot) {
 	c.snap.Store(snap)
-	c.log.Debug("configuration snapshot", "seq", cfg.Seq, "vips", len(snap.vipByID), "members", len(snap.members))
 	for _, s := range c.switchConns() {
 		// A switch that cannot take the writes has its connection closed
 		// by the writer; its reader reports the disconnect.
@@ -283,7 +298,6 @@ func (c *Controller) reload(ctx context.Context) error {
 			s.log.Debug("configuration not synced to switch", "err", err)
 		}
 	}
-	return nil
 }
 
 func (c *Controller) switchConns() []*switchConn {

@@ -460,7 +460,7 @@ func TestDataplane_RoundRobin(t *testing.T) {
 		sport := uint16(40001 + i)
 		assertSent(t, d.packetIn(clientOF, syn(t, sport)), setupLines(member, sport)...)
 	}
-	if n := d.snap.members["m1"].cnt.active.Load(); n != 2 {
+	if n := d.snap.memberByID("m1").cnt.active.Load(); n != 2 {
 		t.Errorf("member m1 has %d active connections, want 2", n)
 	}
 }
@@ -607,7 +607,7 @@ func TestDataplane_UnknownMemberMACIsARPedFor(t *testing.T) {
 	setup[2] = strings.Replace(setup[2], "<in>", describeFrame(t, frame), 1)
 	got := d.packetIn(1, arpFrame(t, 2, memberMAC(1), vipMAC, "10.0.0.1", "10.0.0.100", vipMAC))
 	assertSent(t, got, append([]string{l2Line(memberMAC(1), 1)}, setup...)...)
-	if n := d.snap.members["m1"].cnt.active.Load(); n != 1 {
+	if n := d.snap.memberByID("m1").cnt.active.Load(); n != 1 {
 		t.Errorf("member m1 has %d active connections, want 1", n)
 	}
 }
@@ -618,7 +618,7 @@ func TestDataplane_HeldSetupExpires(t *testing.T) {
 		c.Members = c.Members[:1]
 	}))
 	d.packetIn(clientOF, syn(t, 40000)) // held, waiting for the member's ARP reply
-	if n := d.snap.members["m1"].cnt.active.Load(); n != 0 {
+	if n := d.snap.memberByID("m1").cnt.active.Load(); n != 0 {
 		t.Errorf("a held setup counts as active on its member")
 	}
 	d.advance(heldTimeout + time.Second)
@@ -766,7 +766,7 @@ func TestDataplane_Accounting(t *testing.T) {
 	d := newDecision(t, testConfig(nil))
 	d.teach(1, 2, 3)
 	d.packetIn(clientOF, syn(t, 40000))
-	m1 := d.snap.members["m1"].cnt
+	m1 := d.snap.memberByID("m1").cnt
 	fwd, rev := makeCookie(catConn, 1, 1), makeCookie(catConnReply, 1, 1)
 	type counts struct{ active, total, packetsIn, bytesIn, packetsOut, bytesOut int64 }
 	check := func(stage string, want counts) {
@@ -803,7 +803,7 @@ func TestDataplane_Accounting(t *testing.T) {
 		d.dp.beginPoll()
 		d.dp.pollPart(d.snap, []ofp.FlowStats{{Cookie: makeCookie(catConn, 1, 2), PacketCount: 1, ByteCount: 60}}, true)
 		d.dp.settle(d.snap)
-		m2 := d.snap.members["m2"].cnt
+		m2 := d.snap.memberByID("m2").cnt
 		if m2.active.Load() != 0 || m2.liveBytesIn.Load() != 0 || d.snap.vipByID["v1"].cnt.active.Load() != 0 {
 			t.Errorf("a gone switch still counts: member active %d live bytes %d, VIP active %d",
 				m2.active.Load(), m2.liveBytesIn.Load(), d.snap.vipByID["v1"].cnt.active.Load())
@@ -881,7 +881,7 @@ func TestDataplane_SwitchCarriesConnection(t *testing.T) {
 			t.Errorf("after the purge the client's packet went %s", got)
 		}
 		assertSent(t, d.packetIn(clientOF, ack), rstLine(40000, "RST seq=5001 ack=0"))
-		if n := d.snap.members["m1"].cnt.active.Load(); n != 0 {
+		if n := d.snap.memberByID("m1").cnt.active.Load(); n != 0 {
 			t.Errorf("the purged connection still counts as active (%d)", n)
 		}
 	})
@@ -946,7 +946,7 @@ func TestDataplane_EveryPortVIPHeldSetup(t *testing.T) {
 	if got := d.forward(clientOF, frame); !strings.HasPrefix(got, "output:1 tcp 10.0.1.5:40000 > 10.0.0.1:8080 ") {
 		t.Errorf("after the member answered, the connection goes %s, want member 1", got)
 	}
-	if n := d.snap.members["m1"].cnt.active.Load(); n != 1 {
+	if n := d.snap.memberByID("m1").cnt.active.Load(); n != 1 {
 		t.Errorf("member m1 has %d active connections, want 1", n)
 	}
 }

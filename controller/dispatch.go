@@ -321,7 +321,7 @@ func (dp *dataplane) askARP(now time.Time, v *vipState, ip [4]byte, out *outbox)
 // a TCP client still sending on a connection to the member gets a reset
 // from the VIP, so it fails now instead of retransmitting into a void.
 func (dp *dataplane) resetToDownMember(p *packetIn, memberNum uint32, out *outbox) bool {
-	m := p.snap.memberByNum[memberNum]
+	m := p.snap.member(memberNum)
 	if m == nil || !p.hasIPv4 || !p.hasTCP || p.tcp.RST {
 		return false
 	}

@@ -373,7 +373,7 @@ func TestDispatch_StatsFromSwitchCounters(t *testing.T) {
 			}
 			poll(5, 40, 30)
 			poll(7, 60, 45)
-			m := d.snap.members["m1"].cnt
+			m := d.snap.memberByID("m1").cnt
 			got := [5]int64{m.liveTotal.Load(), m.livePacketsIn.Load(), m.liveBytesIn.Load(), m.livePacketsOut.Load(), m.liveBytesOut.Load()}
 			want := [5]int64{7, 60, 6000, 45, 45000}
 			if fwd == sdnlb.ForwardingDSR {

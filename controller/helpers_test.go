@@ -530,3 +530,17 @@ func icmpEcho(tb testing.TB) []byte {
 	icmp := &layers.ICMPv4{TypeCode: layers.CreateICMPv4TypeCode(layers.ICMPv4TypeEchoRequest, 0), Id: 1, Seq: 1}
 	return serialize(tb, eth, ip, icmp, gopacket.Payload("ping"))
 }
+
+// membersByID returns every member of s, by id.
+func (s *snapshot) membersByID() map[string]*memberState {
+	out := map[string]*memberState{}
+	for _, p := range s.pools {
+		for _, m := range p.members {
+			out[m.id] = m
+		}
+	}
+	return out
+}
+
+// memberByID returns s's member id, nil when there is none.
+func (s *snapshot) memberByID(id string) *memberState { return s.membersByID()[id] }

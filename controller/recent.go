@@ -130,7 +130,7 @@ func (dp *dataplane) forwardRecent(p *packetIn, c *connection, out *outbox) bool
 	if r.key != key || p.now.UnixNano()-r.at >= recentWindow {
 		return false
 	}
-	m := p.snap.memberByNum[r.memberNum]
+	m := p.snap.member(r.memberNum)
 	if m == nil || m.status == sdnlb.MemberDown {
 		return false
 	}

@@ -22,36 +22,21 @@ func reconcile(old, new *snapshot, groups bool, l2 L2Mode) (mods []ofp.FlowMod, 
 			freedAddrs[ov.key.ip] = true
 		}
 	}
-	for id, om := range old.members {
-		nm, ok := new.members[id]
-		gone := !ok || nm.ip != om.ip || nm.port != om.port || nm.poolID != om.poolID
-		if gone || (nm.status == sdnlb.MemberDown && om.status != sdnlb.MemberDown) {
-			mods = append(mods, deleteMemberFlows(om.num))
+	for _, op := range old.pools {
+		for _, om := range op.members {
+			mods = appendMemberDiff(mods, om, new.member(om.num))
 		}
 	}
-	// A reply punt whose owner changed is replaced by its adds (same
-	// matches and priorities), so only punts no longer wanted are deleted,
-	// and the tableFromMember row of a member no longer tracked. Each
-	// member owns at most one punt, so cookies order them stably.
-	byCookie := func(a, b ofp.FlowMod) int { return cmp.Compare(a.Cookie, b.Cookie) }
-	from := len(mods)
-	for k, o := range old.replyPunts {
-		n, ok := new.replyPunts[k]
-		switch {
-		case !ok:
-			mods = append(mods, deleteMemberReplyFlow(o.memberNum))
-		case o.tracked && !n.tracked:
-			mods = append(mods, deleteUntrackedReplyFlow(o.memberNum), deleteDirectFlow(k))
+	replies := make([]replyMatch, 0, len(old.replyPunts)+len(new.replyPunts))
+	for k := range old.replyPunts {
+		replies = append(replies, k)
+	}
+	for k := range new.replyPunts {
+		if _, ok := old.replyPunts[k]; !ok {
+			replies = append(replies, k)
 		}
 	}
-	slices.SortFunc(mods[from:], byCookie)
-	from = len(mods)
-	for k, n := range new.replyPunts {
-		if o, ok := old.replyPunts[k]; !ok || o != n {
-			mods = append(mods, memberReplyFlows(k, n, groups)...)
-		}
-	}
-	slices.SortFunc(mods[from:], byCookie)
+	mods = appendReplyDiff(mods, old, new, replies, groups)
 	for _, nv := range sortedVIPs(new) {
 		ov, ok := old.vipByID[nv.id]
 		switch {
@@ -65,6 +50,56 @@ func reconcile(old, new *snapshot, groups bool, l2 L2Mode) (mods []ofp.FlowMod, 
 		}
 	}
 	return mods, announce
+}
+
+// reconcilePatch is reconcile from old to new, a patch of old: only what
+// the patch touched is compared.
+func reconcilePatch(old, new *snapshot, groups bool) (mods []ofp.FlowMod) {
+	for _, num := range new.patched.members {
+		if om := old.member(num); om != nil {
+			mods = appendMemberDiff(mods, om, new.member(num))
+		}
+	}
+	return appendReplyDiff(mods, old, new, new.patched.replies, groups)
+}
+
+// appendMemberDiff deletes the connection flows of om when its member nm
+// is gone (nil), moved, or went DOWN.
+func appendMemberDiff(mods []ofp.FlowMod, om, nm *memberState) []ofp.FlowMod {
+	gone := nm == nil || nm.ip != om.ip || nm.port != om.port || nm.poolID != om.poolID
+	if gone || (nm.status == sdnlb.MemberDown && om.status != sdnlb.MemberDown) {
+		mods = append(mods, deleteMemberFlows(om.num))
+	}
+	return mods
+}
+
+// appendReplyDiff brings the reply punts of replies from old's to new's.
+// A punt whose owner changed is replaced by its adds (same matches and
+// priorities), so only punts no longer wanted are deleted, and the
+// tableFromMember row of a member no longer tracked. Each member owns at
+// most one punt, so cookies order them stably.
+func appendReplyDiff(mods []ofp.FlowMod, old, new *snapshot, replies []replyMatch, groups bool) []ofp.FlowMod {
+	byCookie := func(a, b ofp.FlowMod) int { return cmp.Compare(a.Cookie, b.Cookie) }
+	from := len(mods)
+	for _, k := range replies {
+		o, had := old.replyPunts[k]
+		n, has := new.replyPunts[k]
+		switch {
+		case had && !has:
+			mods = append(mods, deleteMemberReplyFlow(o.memberNum))
+		case had && o.tracked && !n.tracked:
+			mods = append(mods, deleteUntrackedReplyFlow(o.memberNum), deleteDirectFlow(k))
+		}
+	}
+	slices.SortFunc(mods[from:], byCookie)
+	from = len(mods)
+	for _, k := range replies {
+		if n, has := new.replyPunts[k]; has && n != old.replyPunts[k] {
+			mods = append(mods, memberReplyFlows(k, n, groups)...)
+		}
+	}
+	slices.SortFunc(mods[from:], byCookie)
+	return mods
 }
 
 func sortedVIPs(s *snapshot) []*vipState {

@@ -224,7 +224,7 @@ func purgeFor(snap *snapshot, c *connection) (ofp.FlowMod, bool) {
 	if v == nil || v.ip != c.vipIP || v.mac != c.vipMAC || !v.serves(c.proto, c.vipPort) {
 		return deleteVIPConnections(c.vipNum), true
 	}
-	m := snap.memberByNum[c.memberNum]
+	m := snap.member(c.memberNum)
 	if m == nil || m.status == sdnlb.MemberDown || m.ip != c.memberIP {
 		return deleteMemberFlows(c.memberNum), true
 	}

@@ -42,6 +42,7 @@ type poolState struct {
 	method     sdnlb.LBMethod
 	vip        *vipState      // nil when the pool serves no enabled VIP
 	members    []*memberState // every member, by id, for stats
+	byNum      map[uint32]*memberState
 	rotation   []*memberState // in rotation; sched indexes into it
 	sched      sched.Scheduler
 }
@@ -55,8 +56,10 @@ type memberState struct {
 	ip      [4]byte
 	port    uint16 // 0: the VIP's port
 	weight  int
-	status  sdnlb.MemberStatus
-	since   time.Time // of the health status
+	// draining: admin down or weight 0, whatever its health says.
+	draining bool
+	status   sdnlb.MemberStatus
+	since    time.Time // of the health status
 	cnt     *memberCounters
 	// memberZone: a SWITCH NAT pool shares this CONTROLLER pool member's
 	// address and port (see connection.memberZone).
@@ -65,21 +68,35 @@ type memberState struct {
 
 // snapshot is one immutable view of the configuration. Packet-in handling
 // reads it through an atomic pointer and never locks.
+//
+// A member's health changes often and touches little, so a snapshot can be
+// patched (patch.go): the patch shares every map keyed by member with the
+// snapshot it came from, and replaces only the pools, VIPs and reply punts
+// the change touches. Members are therefore found through their pool,
+// never in a map of their own that a patch would have to copy.
 type snapshot struct {
-	gen         uint64
-	vips        map[vipKey]*vipState
-	vipByID     map[string]*vipState
-	vipByNum    map[uint32]*vipState
-	vipByAddr   map[uint32]*vipState // the VIP whose MAC answers ARP for an address
-	vipMACs     map[[6]byte]struct{}
-	pools       map[string]*poolState
-	members     map[string]*memberState
-	memberByNum map[uint32]*memberState
+	gen       uint64
+	vips      map[vipKey]*vipState
+	vipByID   map[string]*vipState
+	vipByNum  map[uint32]*vipState
+	vipByAddr map[uint32]*vipState // the VIP whose MAC answers ARP for an address
+	vipMACs   map[[6]byte]struct{}
+	pools     map[string]*poolState
+	// memberPools holds the pool of every member by number: what a
+	// cookie's member number finds its member by (member).
+	memberPools map[uint32]string
 	// The reply flows the switches get: one per address of a member that
 	// is not DOWN, in a NAT pool with an enabled VIP. A DOWN member has no
 	// flow at all, so nothing points at a failed host. Members sharing an
 	// address share the flow, installed for the lowest member number.
 	replyPunts map[replyMatch]replyOwner
+	// replyPools holds, for every reply match, the pools with a member
+	// there, whatever its health: who a health change may hand the
+	// match's reply punt to.
+	replyPools map[replyMatch][]string
+	// patched says what a patch changed from the snapshot of generation
+	// patched.parent; nil for a snapshot built from a configuration.
+	patched *patchScope
 	// The addresses of the members of pools the switches dispatch: their
 	// buckets change when a switch learns where they are.
 	switchedMembers map[uint32]struct{}
@@ -168,9 +185,9 @@ func (b *snapshotBuilder) build(cfg *sdnlb.Config) (snap *snapshot, skipped []er
 		vipByAddr:   map[uint32]*vipState{},
 		vipMACs:     map[[6]byte]struct{}{},
 		pools:       map[string]*poolState{},
-		members:     map[string]*memberState{},
-		memberByNum: map[uint32]*memberState{},
+		memberPools: map[uint32]string{},
 		replyPunts:  map[replyMatch]replyOwner{},
+		replyPools:  map[replyMatch][]string{},
 
 		switchedMembers: map[uint32]struct{}{},
 		vipCnt:          map[uint32]*vipCounters{},
@@ -209,7 +226,8 @@ func (b *snapshotBuilder) build(cfg *sdnlb.Config) (snap *snapshot, skipped []er
 	}
 
 	for _, p := range cfg.Pools {
-		s.pools[p.ID] = &poolState{id: p.ID, dispatch: p.Dispatch, forwarding: p.Forwarding, method: p.LBMethod}
+		s.pools[p.ID] = &poolState{id: p.ID, dispatch: p.Dispatch, forwarding: p.Forwarding, method: p.LBMethod,
+			byNum: map[uint32]*memberState{}}
 	}
 	members := slices.Clone(cfg.Members)
 	slices.SortFunc(members, func(x, y *sdnlb.Member) int { return cmp.Compare(x.ID, y.ID) })
@@ -223,8 +241,8 @@ func (b *snapshotBuilder) build(cfg *sdnlb.Config) (snap *snapshot, skipped []er
 			skipped = append(skipped, err)
 			continue
 		}
-		s.members[m.ID] = ms
-		s.memberByNum[ms.num] = ms
+		s.memberPools[ms.num] = ps.id
+		ps.byNum[ms.num] = ms
 		ps.members = append(ps.members, ms)
 	}
 
@@ -240,12 +258,14 @@ func (b *snapshotBuilder) build(cfg *sdnlb.Config) (snap *snapshot, skipped []er
 			if ps.switched() {
 				s.switchedMembers[ipUint(m.ip)] = struct{}{}
 			}
-			if m.status == sdnlb.MemberUp || m.status == sdnlb.MemberNoMonitor {
-				ps.rotation = append(ps.rotation, m)
-			}
-			// DSR members reply from the VIP's address, past every flow.
-			if ps.vip != nil && m.status != sdnlb.MemberDown && ps.forwarding != sdnlb.ForwardingDSR {
-				s.addReplyPunt(ps.vip, m, ps.switched())
+			if ps.punts() {
+				k := replyKeyOf(ps.vip, m)
+				if pools := s.replyPools[k]; len(pools) == 0 || pools[len(pools)-1] != ps.id {
+					s.replyPools[k] = append(pools, ps.id)
+				}
+				if m.status != sdnlb.MemberDown {
+					s.addReplyPunt(ps.vip, m, ps.switched())
+				}
 			}
 		}
 		if err := ps.schedule(b.last.pools[p.ID]); err != nil {
@@ -253,21 +273,39 @@ func (b *snapshotBuilder) build(cfg *sdnlb.Config) (snap *snapshot, skipped []er
 		}
 	}
 	for _, ps := range s.pools {
-		if ps.vip == nil || ps.switched() || ps.forwarding == sdnlb.ForwardingDSR {
-			continue
-		}
-		for _, m := range ps.members {
-			m.memberZone = s.replyPunts[replyKeyOf(ps.vip, m)].shared
-		}
+		ps.setMemberZones(s)
 	}
 	b.last = s
 	return s, skipped
 }
 
-// schedule gives p its scheduler: last's when p's method and rotation are
-// those of last, the pool in the snapshot before (its turn and its tables
-// stay), else a new one that takes its turns on from last's.
+// punts reports whether p's members' replies need reverse NAT flows: a
+// NAT pool with an enabled VIP. DSR members reply from the VIP's address,
+// past every flow.
+func (p *poolState) punts() bool { return p.vip != nil && p.forwarding != sdnlb.ForwardingDSR }
+
+// setMemberZones marks the members of a CONTROLLER NAT pool whose address
+// and port a SWITCH pool shares (see connection.memberZone).
+func (p *poolState) setMemberZones(s *snapshot) {
+	if !p.punts() || p.switched() {
+		return
+	}
+	for _, m := range p.members {
+		m.memberZone = s.replyPunts[replyKeyOf(p.vip, m)].shared
+	}
+}
+
+// schedule gives p its rotation and scheduler: last's scheduler when p's
+// method and rotation are those of last, the pool in the snapshot before
+// (its turn and its tables stay), else a new one that takes its turns on
+// from last's.
 func (p *poolState) schedule(last *poolState) error {
+	p.rotation = make([]*memberState, 0, len(p.members))
+	for _, m := range p.members {
+		if m.status == sdnlb.MemberUp || m.status == sdnlb.MemberNoMonitor {
+			p.rotation = append(p.rotation, m)
+		}
+	}
 	if last != nil && last.method == p.method && sameRotation(last.rotation, p.rotation) {
 		p.sched = last.sched
 		return nil
@@ -382,9 +420,18 @@ func (b *snapshotBuilder) memberState(m *sdnlb.Member) (*memberState, error) {
 	}
 	return &memberState{
 		id: m.ID, num: e.num, poolID: m.PoolID, address: m.Address,
-		ip: addr.As4(), port: uint16(m.Port), status: m.EffectiveStatus(), since: m.Health.Since, cnt: e.cnt,
+		ip: addr.As4(), port: uint16(m.Port), draining: !m.AdminStateUp || m.Weight == 0,
+		status: m.EffectiveStatus(), since: m.Health.Since, cnt: e.cnt,
 		weight: min(max(m.Weight, sched.MinWeight), sched.MaxWeight),
 	}, nil
+}
+
+// member returns the member numbered num, nil when there is none.
+func (s *snapshot) member(num uint32) *memberState {
+	if p := s.pools[s.memberPools[num]]; p != nil {
+		return p.byNum[num]
+	}
+	return nil
 }
 
 // vip returns the VIP that serves k: the one on k's port, else one on
