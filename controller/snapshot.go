@@ -60,7 +60,7 @@ type memberState struct {
 	draining bool
 	status   sdnlb.MemberStatus
 	since    time.Time // of the health status
-	cnt     *memberCounters
+	cnt      *memberCounters
 	// memberZone: a SWITCH NAT pool shares this CONTROLLER pool member's
 	// address and port (see connection.memberZone).
 	memberZone bool
