@@ -475,16 +475,6 @@ func (dp *dataplane) freeGroupID(vipNum uint32) uint32 {
 	return id
 }
 
-// switchedByGroup is the VIP dispatch that owns the switch's group id.
-func (dp *dataplane) switchedByGroup(id uint32) *switchedVIP {
-	for _, sv := range dp.switched {
-		if sv.group == id {
-			return sv
-		}
-	}
-	return nil
-}
-
 // undispatchFlow sends v's new connections to the controller.
 func undispatchFlow(v *vipState) ofp.FlowMod {
 	f := newConnectionFlow(v)
