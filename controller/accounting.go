@@ -184,12 +184,7 @@ func (dp *dataplane) settle(snap *snapshot) {
 		}
 	}
 	clear(dp.active)
-	for _, q := range dp.held {
-		for _, h := range q {
-			h.vip.active.Add(-1)
-		}
-	}
-	clear(dp.held)
+	dp.held.release()
 }
 
 // stats reads the member's counters: what ended plus what is live.

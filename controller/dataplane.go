@@ -40,15 +40,14 @@ type dataplane struct {
 	out   ofp.ActionOutput
 	outTo []ofp.Action // {&out}
 
-	macs           map[[6]byte]macEntry // learned L2: where each MAC lives
-	hosts          map[uint32]hostEntry // learned IPv4 addresses: MAC and port
-	arpAsked       map[uint32]time.Time // when the controller last ARPed for a member
-	held           map[uint32][]heldSetup
-	nextHeldExpiry time.Time
-	recent         *recentCache            // allocated at the first setup
-	active         map[uint64]int64        // connections this switch counted, by vip<<32|member
-	live           map[uint32]flowCounters // the last complete stats poll, by member
-	poll           map[uint32]flowCounters // the poll being assembled
+	macs     map[[6]byte]macEntry    // learned L2: where each MAC lives
+	hosts    map[uint32]hostEntry    // learned IPv4 addresses: MAC and port
+	arpAsked map[uint32]time.Time    // when the controller last ARPed for a member
+	held     heldSetups              // setups waiting for their member's MAC
+	recent   *recentCache            // allocated at the first setup
+	active   map[uint64]int64        // connections this switch counted, by vip<<32|member
+	live     map[uint32]flowCounters // the last complete stats poll, by member
+	poll     map[uint32]flowCounters // the poll being assembled
 }
 
 // dataplaneConfig is what every switch's dataplane shares with the
@@ -86,7 +85,7 @@ func newDataplane(cfg dataplaneConfig) *dataplane {
 		macs:            map[[6]byte]macEntry{},
 		hosts:           map[uint32]hostEntry{},
 		arpAsked:        map[uint32]time.Time{},
-		held:            map[uint32][]heldSetup{},
+		held:            newHeldSetups(),
 		active:          map[uint64]int64{},
 		live:            map[uint32]flowCounters{},
 		poll:            map[uint32]flowCounters{},
@@ -290,8 +289,7 @@ func (dp *dataplane) learnHost(p *packetIn, ip uint32, mac [6]byte, out *outbox)
 	if known && e.mac == mac && e.port == p.inPort {
 		return
 	}
-	held := dp.held[ip]
-	delete(dp.held, ip)
+	held := dp.held.take(ip)
 	if !known && len(dp.hosts) >= maxLearned && len(held) == 0 {
 		return // full; a member still gets in through its held setups
 	}
