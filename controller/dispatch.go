@@ -240,7 +240,7 @@ func (dp *dataplane) readyMembers(now time.Time, v *vipState, out *outbox) ([]sl
 	ready := make([]slotMember, 0, len(v.pool.rotation))
 	targets := make(map[uint32]bucketTarget, len(v.pool.rotation))
 	for _, m := range v.pool.rotation {
-		if _, known := dp.hosts[ipUint(m.ip)]; !known {
+		if _, known := dp.learner.host(ipUint(m.ip)); !known {
 			dp.askARP(now, v, m.ip, out)
 			continue
 		}
@@ -261,7 +261,7 @@ func (dp *dataplane) memberRoutes(snap *snapshot) map[routeKey]memberRoute {
 			continue
 		}
 		for _, m := range v.pool.members {
-			h, known := dp.hosts[ipUint(m.ip)]
+			h, known := dp.learner.host(ipUint(m.ip))
 			if !known {
 				continue
 			}
@@ -298,22 +298,6 @@ func (dp *dataplane) deleteRoutes(want map[routeKey]memberRoute, out *outbox) {
 			out.send(&fm)
 			delete(dp.routes, k)
 		}
-	}
-}
-
-// askARP asks who has ip, at most every arpRetry, by an ARP probe (RFC
-// 5227: sender address 0) from v's MAC: a DSR member holds the VIP's
-// address itself and ignores requests from it, and no member's ARP cache
-// is touched. The answer comes back to v's MAC.
-func (dp *dataplane) askARP(now time.Time, v *vipState, ip [4]byte, out *outbox) {
-	if now.Sub(dp.arpAsked[ipUint(ip)]) < arpRetry {
-		return
-	}
-	dp.arpAsked[ipUint(ip)] = now
-	dp.frame = appendARP(dp.frame[:0], arpRequest, broadcastMAC, v.mac, [4]byte{}, [6]byte{}, ip)
-	dp.packetOut(ofp.PortController, ofp.PortFlood, dp.frame, out)
-	if dp.debug {
-		dp.log.Debug("member MAC unknown; asking by ARP", "member", ipString(ip))
 	}
 }
 

@@ -45,6 +45,11 @@ func (h *heldSetups) add(now time.Time, c connection, data []byte, vip *vipCount
 	return true
 }
 
+// waiting reports whether setups wait for the member at ip.
+func (h *heldSetups) waiting(ip uint32) bool {
+	return len(h.byMember[ip]) > 0
+}
+
 // take removes the setups waiting for the member at ip and returns them.
 func (h *heldSetups) take(ip uint32) []heldSetup {
 	q := h.byMember[ip]

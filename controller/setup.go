@@ -8,9 +8,6 @@ import (
 	"github.com/sdnlb/sdnlb/controller/sched"
 )
 
-// arpRetry is the least time between ARP requests for one member.
-const arpRetry = 500 * time.Millisecond
-
 // Refusal reasons, for metrics.
 const (
 	refusedLimit = iota
@@ -79,7 +76,7 @@ func (dp *dataplane) handleVIPPacket(p *packetIn, out *outbox) {
 	}
 	m := dp.pick(p.now, pool, v, c.key())
 	c.setMember(m, dp.groups)
-	e, known := dp.hosts[ipUint(m.ip)]
+	e, known := dp.learner.host(ipUint(m.ip))
 	if !known || e.port == 0 {
 		dp.hold(p, c, v, out)
 		return
