@@ -170,7 +170,14 @@ func (dp *dataplane) learnFromSwitch(snap *snapshot, have switchState) {
 			}
 		}
 	}
-	for _, g := range have.groups {
+	dp.dispatcher.adoptGroups(have.groups, groupVIP)
+}
+
+// adoptGroups keeps the switch's groups of SWITCH VIPs, by the VIP whose
+// flow sends to each (groupVIP), for their dispatch to take over with the
+// members their buckets send to.
+func (d *dispatcher) adoptGroups(groups []ofp.GroupDesc, groupVIP map[uint32]*vipState) {
+	for _, g := range groups {
 		v := groupVIP[g.GroupID]
 		if v == nil || !v.switched() || len(g.Buckets) != groupSlots {
 			continue
@@ -188,7 +195,7 @@ func (dp *dataplane) learnFromSwitch(snap *snapshot, have switchState) {
 				}
 			}
 		}
-		dp.adopted[v.num] = adoptedGroup{id: g.GroupID, slots: slots}
+		d.adopted[v.num] = adoptedGroup{id: g.GroupID, slots: slots}
 	}
 }
 

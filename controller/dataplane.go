@@ -19,10 +19,7 @@ type dataplane struct {
 	dataplaneConfig
 	debug bool
 
-	installed *snapshot                // the configuration the switch has the flows of
-	switched  map[uint32]*switchedVIP  // the VIPs the switch dispatches, by number
-	routes    map[routeKey]memberRoute // tableToMember rows
-	adopted   map[uint32]adoptedGroup  // groups the switch held at the handshake, by the number of the VIP they serve
+	installed *snapshot // the configuration the switch has the flows of
 
 	pkt   *decoder // the frame of the packet-in being decided
 	flows *connFlows
@@ -31,12 +28,13 @@ type dataplane struct {
 	out   ofp.ActionOutput
 	outTo []ofp.Action // {&out}
 
-	learner l2Learner               // what the switch showed of its hosts
-	held    heldSetups              // setups waiting for their member's MAC
-	recent  *recentCache            // allocated at the first setup
-	active  map[uint64]int64        // connections this switch counted, by vip<<32|member
-	live    map[uint32]flowCounters // the last complete stats poll, by member
-	poll    map[uint32]flowCounters // the poll being assembled
+	learner    l2Learner               // what the switch showed of its hosts
+	dispatcher dispatcher              // the switch's own dispatch of SWITCH VIPs
+	held       heldSetups              // setups waiting for their member's MAC
+	recent     *recentCache            // allocated at the first setup
+	active     map[uint64]int64        // connections this switch counted, by vip<<32|member
+	live       map[uint32]flowCounters // the last complete stats poll, by member
+	poll       map[uint32]flowCounters // the poll being assembled
 }
 
 // dataplaneConfig is what every switch's dataplane shares with the
@@ -55,13 +53,11 @@ func newDataplane(cfg dataplaneConfig) *dataplane {
 		dataplaneConfig: cfg,
 		debug:           cfg.log.Enabled(context.Background(), slog.LevelDebug),
 		installed:       emptySnapshot,
-		switched:        map[uint32]*switchedVIP{},
-		routes:          map[routeKey]memberRoute{},
-		adopted:         map[uint32]adoptedGroup{},
 		pkt:             newDecoder(),
 		flows:           newConnFlows(),
 		frame:           make([]byte, 0, 128),
 		learner:         newL2Learner(),
+		dispatcher:      newDispatcher(),
 		held:            newHeldSetups(),
 		active:          map[uint64]int64{},
 		live:            map[uint32]flowCounters{},
