@@ -122,7 +122,7 @@ func (dp *dataplane) adopt(now time.Time, snap *snapshot, have switchState, out 
 		}
 	}
 	dp.log.Info("switch adopted", "flows_held", len(have.flows), "groups_held", len(have.groups),
-		"changes", len(adds), "connections_kept", dp.activeTotal())
+		"changes", len(adds), "connections_kept", dp.accounting.total())
 }
 
 // sameFlow reports whether the switch's flow f is what fm installs.
@@ -226,7 +226,7 @@ func (dp *dataplane) adoptConnection(snap *snapshot, f *ofp.FlowStats, out *outb
 	if cat != catConn {
 		return
 	}
-	dp.active[uint64(v.num)<<32|uint64(m.num)]++
+	dp.accounting.count(v.num, m.num)
 	m.cnt.active.Add(1)
 	v.cnt.active.Add(1)
 }
@@ -273,14 +273,6 @@ func (dp *dataplane) connectionOf(snap *snapshot, cat category, f *ofp.FlowStats
 		}
 	}
 	return nil, nil
-}
-
-func (dp *dataplane) activeTotal() int64 {
-	var n int64
-	for _, c := range dp.active {
-		n += c
-	}
-	return n
 }
 
 // effectivePort is the port m serves v on.

@@ -28,13 +28,11 @@ type dataplane struct {
 	out   ofp.ActionOutput
 	outTo []ofp.Action // {&out}
 
-	learner    l2Learner               // what the switch showed of its hosts
-	dispatcher dispatcher              // the switch's own dispatch of SWITCH VIPs
-	held       heldSetups              // setups waiting for their member's MAC
-	recent     *recentCache            // allocated at the first setup
-	active     map[uint64]int64        // connections this switch counted, by vip<<32|member
-	live       map[uint32]flowCounters // the last complete stats poll, by member
-	poll       map[uint32]flowCounters // the poll being assembled
+	learner    l2Learner    // what the switch showed of its hosts
+	dispatcher dispatcher   // the switch's own dispatch of SWITCH VIPs
+	held       heldSetups   // setups waiting for their member's MAC
+	recent     *recentCache // allocated at the first setup
+	accounting accounting   // the switch's share of the counters
 }
 
 // dataplaneConfig is what every switch's dataplane shares with the
@@ -59,9 +57,7 @@ func newDataplane(cfg dataplaneConfig) *dataplane {
 		learner:         newL2Learner(),
 		dispatcher:      newDispatcher(),
 		held:            newHeldSetups(),
-		active:          map[uint64]int64{},
-		live:            map[uint32]flowCounters{},
-		poll:            map[uint32]flowCounters{},
+		accounting:      newAccounting(),
 	}
 	dp.outTo = []ofp.Action{&dp.out}
 	return dp

@@ -132,7 +132,7 @@ func (dp *dataplane) install(now time.Time, snap *snapshot, c *connection, data 
 		m.active.Add(1)
 		m.total.Add(1)
 	}
-	dp.active[uint64(c.vipNum)<<32|uint64(c.memberNum)]++
+	dp.accounting.count(c.vipNum, c.memberNum)
 	dp.remember(now, c)
 	dp.metrics.setups.Inc()
 	if dp.debug {
