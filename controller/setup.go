@@ -133,7 +133,10 @@ func (dp *dataplane) install(now time.Time, snap *snapshot, c *connection, data 
 		m.total.Add(1)
 	}
 	dp.accounting.count(c.vipNum, c.memberNum)
-	dp.remember(now, c)
+	if dp.recent == nil {
+		dp.recent = new(recentCache)
+	}
+	dp.recent.remember(now, c)
 	dp.metrics.setups.Inc()
 	if dp.debug {
 		dp.log.Debug("connection set up", "client", ipString(c.clientIP), "client_port", c.clientPort,
