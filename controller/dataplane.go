@@ -8,31 +8,38 @@ import (
 	"github.com/sdnlb/sdnlb/controller/ofp"
 )
 
-// dataplane is one switch's data path as the controller decides it: the
-// configuration the switch has the flows of, its in-switch dispatch, what
-// it learned of the switch's hosts, the connection setups waiting for a
-// member's MAC or set up a moment ago, and the accounting of the switch's
-// connection flows. It does no I/O: each call is given the time (and the
-// configuration snapshot), and appends what the switch must be sent to an
-// outbox. One goroutine at a time uses it.
+// dataplane is one switch's data path as the controller decides it. It
+// keeps the configuration the switch has the flows of and is made of one
+// part per concern, each owning its state: what the controller learned of
+// the switch's hosts (l2Learner, l2.go), its in-switch dispatch
+// (dispatcher, dispatch.go), the connection setups waiting for a member's
+// MAC (heldSetups, held.go) or set up a moment ago (recentCache,
+// recent.go), and its share of the counters (accounting, accounting.go).
+// The parts do not know each other or the dataplane: a decision that needs
+// several is the dataplane's, which hands them the time, the snapshot and
+// the outbox. The dataplane does no I/O: each call is given the time (and
+// the configuration snapshot), and appends what the switch must be sent to
+// an outbox. One goroutine at a time uses it.
 type dataplane struct {
 	dataplaneConfig
 	debug bool
 
 	installed *snapshot // the configuration the switch has the flows of
 
+	learner    l2Learner
+	dispatcher dispatcher
+	held       heldSetups
+	recent     *recentCache // allocated at the first setup
+	accounting accounting
+
+	// Scratch of the decision under way, reused so that packet-ins
+	// allocate nothing.
 	pkt   *decoder // the frame of the packet-in being decided
 	flows *connFlows
 	frame []byte // frames the controller makes (ARP, RST)
 	po    ofp.PacketOut
 	out   ofp.ActionOutput
 	outTo []ofp.Action // {&out}
-
-	learner    l2Learner    // what the switch showed of its hosts
-	dispatcher dispatcher   // the switch's own dispatch of SWITCH VIPs
-	held       heldSetups   // setups waiting for their member's MAC
-	recent     *recentCache // allocated at the first setup
-	accounting accounting   // the switch's share of the counters
 }
 
 // dataplaneConfig is what every switch's dataplane shares with the
@@ -51,13 +58,13 @@ func newDataplane(cfg dataplaneConfig) *dataplane {
 		dataplaneConfig: cfg,
 		debug:           cfg.log.Enabled(context.Background(), slog.LevelDebug),
 		installed:       emptySnapshot,
-		pkt:             newDecoder(),
-		flows:           newConnFlows(),
-		frame:           make([]byte, 0, 128),
 		learner:         newL2Learner(),
 		dispatcher:      newDispatcher(),
 		held:            newHeldSetups(),
 		accounting:      newAccounting(),
+		pkt:             newDecoder(),
+		flows:           newConnFlows(),
+		frame:           make([]byte, 0, 128),
 	}
 	dp.outTo = []ofp.Action{&dp.out}
 	return dp
