@@ -43,6 +43,48 @@ type flowCounters struct {
 	packetsIn, bytesIn, packetsOut, bytesOut int64
 }
 
+// accounting is a switch's share of the counters: the connections its
+// dataplane counted as active, and its connection flows' counters as the
+// last complete stats poll read them and as the poll under way reads them.
+type accounting struct {
+	active map[uint64]int64        // connections counted, by activeKey
+	live   map[uint32]flowCounters // the last complete stats poll, by member
+	poll   map[uint32]flowCounters // the poll being assembled
+}
+
+func newAccounting() accounting {
+	return accounting{active: map[uint64]int64{}, live: map[uint32]flowCounters{}, poll: map[uint32]flowCounters{}}
+}
+
+// activeKey names the connections of one VIP to one member.
+func activeKey(vipNum, memberNum uint32) uint64 { return uint64(vipNum)<<32 | uint64(memberNum) }
+
+// count counts a connection of the VIP numbered vipNum to the member
+// numbered memberNum as active on the switch.
+func (a *accounting) count(vipNum, memberNum uint32) { a.active[activeKey(vipNum, memberNum)]++ }
+
+// release stops counting one such connection and reports whether there
+// was one to stop counting.
+func (a *accounting) release(vipNum, memberNum uint32) bool {
+	key := activeKey(vipNum, memberNum)
+	if a.active[key] <= 0 {
+		return false
+	}
+	if a.active[key]--; a.active[key] == 0 {
+		delete(a.active, key)
+	}
+	return true
+}
+
+// total is how many connections the switch counts as active.
+func (a *accounting) total() int64 {
+	var n int64
+	for _, c := range a.active {
+		n += c
+	}
+	return n
+}
+
 // flowRemoved accounts a connection flow that ended: its counters join the
 // member's totals and, for the client → member direction, the connection
 // stops being active.
@@ -66,12 +108,8 @@ func (dp *dataplane) flowRemoved(now time.Time, snap *snapshot, fr *ofp.FlowRemo
 	// Only connections this switch's dataplane counted are released here:
 	// after a reconnect the switch reports flows of the old connection,
 	// which settled its counts when it ended.
-	key := uint64(vipNum)<<32 | uint64(memberNum)
-	if dp.active[key] <= 0 {
+	if !dp.accounting.release(vipNum, memberNum) {
 		return
-	}
-	if dp.active[key]--; dp.active[key] == 0 {
-		delete(dp.active, key)
 	}
 	if m != nil {
 		m.active.Add(-1)
@@ -97,38 +135,46 @@ func statsRequest() ofp.FlowStatsRequest {
 }
 
 // beginPoll starts assembling the reply to a statsRequest.
-func (dp *dataplane) beginPoll() { clear(dp.poll) }
+func (dp *dataplane) beginPoll() { dp.accounting.beginPoll() }
+
+func (a *accounting) beginPoll() { clear(a.poll) }
+
+// pollPart adds one part of the reply to a statsRequest.
+func (dp *dataplane) pollPart(snap *snapshot, stats []ofp.FlowStats, last bool) {
+	dp.accounting.pollPart(snap, stats, last, dp.groups)
+}
 
 // pollPart adds one part of the reply; at the last part the members' live
-// counters move by the difference to the previous poll.
-func (dp *dataplane) pollPart(snap *snapshot, stats []ofp.FlowStats, last bool) {
+// counters move by the difference to the previous poll. groups says
+// whether the switch has select groups.
+func (a *accounting) pollPart(snap *snapshot, stats []ofp.FlowStats, last, groups bool) {
 	for i := range stats {
 		st := &stats[i]
 		cat, _, memberNum, ok := cookieParts(st.Cookie)
 		if !ok {
 			continue
 		}
-		fc := dp.poll[memberNum]
+		fc := a.poll[memberNum]
 		switch {
 		case cat == catConn, cat == catMemberRoute && st.Priority == prioMemberRoute:
 			fc.packetsIn += int64(st.PacketCount)
 			fc.bytesIn += int64(st.ByteCount)
 		case cat == catMemberRoute && st.Priority == prioMemberNew:
 			fc.conns += int64(st.PacketCount)
-		case cat == catConnReply, cat == catMemberReply && st.Priority == prioMemberReply && dp.tracksReplies(snap, memberNum):
+		case cat == catConnReply, cat == catMemberReply && st.Priority == prioMemberReply && tracksReplies(snap, memberNum, groups):
 			fc.packetsOut += int64(st.PacketCount)
 			fc.bytesOut += int64(st.ByteCount)
 		default:
 			continue
 		}
-		dp.poll[memberNum] = fc
+		a.poll[memberNum] = fc
 	}
 	if !last {
 		return
 	}
-	moveLive(snap, dp.live, dp.poll)
-	dp.live, dp.poll = dp.poll, dp.live
-	clear(dp.poll)
+	moveLive(snap, a.live, a.poll)
+	a.live, a.poll = a.poll, a.live
+	clear(a.poll)
 }
 
 // moveLive moves the members' live counters from what the previous poll
@@ -155,12 +201,13 @@ func addLive(m *memberCounters, now, before flowCounters) {
 	m.liveBytesOut.Add(now.bytesOut - before.bytesOut)
 }
 
-// tracksReplies reports whether the member's reply flow on this switch
-// forwards its replies (into the connection tracker) rather than punting
-// them, so that its counters are the member's traffic.
-func (dp *dataplane) tracksReplies(snap *snapshot, memberNum uint32) bool {
+// tracksReplies reports whether the member's reply flow forwards its
+// replies (into the connection tracker) rather than punting them, so that
+// its counters are the member's traffic; groups says whether the switch
+// has select groups.
+func tracksReplies(snap *snapshot, memberNum uint32, groups bool) bool {
 	m := snap.member(memberNum)
-	if m == nil || !dp.groups {
+	if m == nil || !groups {
 		return false
 	}
 	p := snap.pools[m.poolID]
@@ -171,11 +218,18 @@ func (dp *dataplane) tracksReplies(snap *snapshot, memberNum uint32) bool {
 // contributed to the live and active counters, and gives up its held
 // setups.
 func (dp *dataplane) settle(snap *snapshot) {
-	for num, fc := range dp.live {
+	dp.accounting.settle(snap)
+	dp.held.release()
+}
+
+// settle takes back what the switch contributed to the live and active
+// counters.
+func (a *accounting) settle(snap *snapshot) {
+	for num, fc := range a.live {
 		addLive(snap.memberCnt[num], flowCounters{}, fc)
 	}
-	clear(dp.live)
-	for key, n := range dp.active {
+	clear(a.live)
+	for key, n := range a.active {
 		if m := snap.memberCnt[uint32(key)]; m != nil {
 			m.active.Add(-n)
 		}
@@ -183,13 +237,7 @@ func (dp *dataplane) settle(snap *snapshot) {
 			v.active.Add(-n)
 		}
 	}
-	clear(dp.active)
-	for _, q := range dp.held {
-		for _, h := range q {
-			h.vip.active.Add(-1)
-		}
-	}
-	clear(dp.held)
+	clear(a.active)
 }
 
 // stats reads the member's counters: what ended plus what is live.

@@ -122,7 +122,7 @@ func (dp *dataplane) adopt(now time.Time, snap *snapshot, have switchState, out 
 		}
 	}
 	dp.log.Info("switch adopted", "flows_held", len(have.flows), "groups_held", len(have.groups),
-		"changes", len(adds), "connections_kept", dp.activeTotal())
+		"changes", len(adds), "connections_kept", dp.accounting.total())
 }
 
 // sameFlow reports whether the switch's flow f is what fm installs.
@@ -148,19 +148,19 @@ func (dp *dataplane) learnFromSwitch(snap *snapshot, have switchState) {
 		case cat == catMemberRoute && f.Priority == prioMemberRoute:
 			if ip, ok := routedAddress(&f.Match); ok {
 				if mac, ok := setField(acts, ofp.OXMEthDst); ok {
-					dp.seedHost(ip, mac.MAC(), 0)
+					dp.learner.seedHost(ip, mac.MAC(), 0)
 				}
 			}
 		case cat == catConn:
 			ip, okIP := setField(acts, ofp.OXMIPv4Dst)
 			mac, okMAC := setField(acts, ofp.OXMEthDst)
 			if port, ok := outputPort(acts); okIP && okMAC && ok && port <= ofp.PortMax {
-				dp.seedHost(ipUint(ip.IPv4()), mac.MAC(), port)
+				dp.learner.seedHost(ipUint(ip.IPv4()), mac.MAC(), port)
 			}
 		case cat == catL2 && dp.l2 == L2Learn:
 			if dst, ok := f.Match.Get(ofp.OXMEthDst); ok {
 				if port, ok := outputPort(acts); ok {
-					dp.macs[dst.MAC()] = macEntry{port: port}
+					dp.learner.seedMAC(dst.MAC(), port)
 				}
 			}
 		}
@@ -170,7 +170,14 @@ func (dp *dataplane) learnFromSwitch(snap *snapshot, have switchState) {
 			}
 		}
 	}
-	for _, g := range have.groups {
+	dp.dispatcher.adoptGroups(have.groups, groupVIP)
+}
+
+// adoptGroups keeps the switch's groups of SWITCH VIPs, by the VIP whose
+// flow sends to each (groupVIP), for their dispatch to take over with the
+// members their buckets send to.
+func (d *dispatcher) adoptGroups(groups []ofp.GroupDesc, groupVIP map[uint32]*vipState) {
+	for _, g := range groups {
 		v := groupVIP[g.GroupID]
 		if v == nil || !v.switched() || len(g.Buckets) != groupSlots {
 			continue
@@ -188,7 +195,7 @@ func (dp *dataplane) learnFromSwitch(snap *snapshot, have switchState) {
 				}
 			}
 		}
-		dp.adopted[v.num] = adoptedGroup{id: g.GroupID, slots: slots}
+		d.adopted[v.num] = adoptedGroup{id: g.GroupID, slots: slots}
 	}
 }
 
@@ -197,15 +204,6 @@ func (dp *dataplane) learnFromSwitch(snap *snapshot, have switchState) {
 type adoptedGroup struct {
 	id    uint32
 	slots slotTable
-}
-
-// seedHost records a host the switch's flows name, unless the dataplane
-// knows better; port 0 is unknown.
-func (dp *dataplane) seedHost(ip uint32, mac [6]byte, port uint32) {
-	if e, ok := dp.hosts[ip]; ok && (e.port != 0 || port == 0) {
-		return
-	}
-	dp.hosts[ip] = hostEntry{mac: mac, port: port}
 }
 
 // adoptConnection keeps one direction of a connection the configuration
@@ -228,7 +226,7 @@ func (dp *dataplane) adoptConnection(snap *snapshot, f *ofp.FlowStats, out *outb
 	if cat != catConn {
 		return
 	}
-	dp.active[uint64(v.num)<<32|uint64(m.num)]++
+	dp.accounting.count(v.num, m.num)
 	m.cnt.active.Add(1)
 	v.cnt.active.Add(1)
 }
@@ -248,7 +246,7 @@ func (dp *dataplane) connectionOf(snap *snapshot, cat category, f *ofp.FlowStats
 				memberPort = uint16(p.Uint())
 			}
 		} else if mac, ok := setField(acts, ofp.OXMEthDst); ok { // DSR
-			memberIP, memberPort = dp.ipOfMAC(mac.MAC()), key.port
+			memberIP, memberPort = dp.learner.ipOfMAC(mac.MAC()), key.port
 		}
 	} else {
 		src, _ := f.Match.Get(ofp.OXMIPv4Src)
@@ -275,25 +273,6 @@ func (dp *dataplane) connectionOf(snap *snapshot, cat category, f *ofp.FlowStats
 		}
 	}
 	return nil, nil
-}
-
-func (dp *dataplane) ipOfMAC(mac [6]byte) [4]byte {
-	for ip, e := range dp.hosts {
-		if e.mac == mac {
-			var b [4]byte
-			b[0], b[1], b[2], b[3] = byte(ip>>24), byte(ip>>16), byte(ip>>8), byte(ip)
-			return b
-		}
-	}
-	return [4]byte{}
-}
-
-func (dp *dataplane) activeTotal() int64 {
-	var n int64
-	for _, c := range dp.active {
-		n += c
-	}
-	return n
 }
 
 // effectivePort is the port m serves v on.

@@ -8,47 +8,38 @@ import (
 	"github.com/sdnlb/sdnlb/controller/ofp"
 )
 
-// maxLearned bounds each switch's MAC and host tables, so a switch that
-// sends packets from ever new addresses cannot grow them without end.
-const maxLearned = 1 << 16
-
-// l2Reinstall is how long after installing a MAC's flow a packet-in for
-// that destination means the flow idled out, rather than that the packet
-// overtook the flow-mod.
-const l2Reinstall = int64(time.Second)
-
-// dataplane is one switch's data path as the controller decides it: the
-// configuration the switch has the flows of, its in-switch dispatch, what
-// it learned of the switch's hosts, the connection setups waiting for a
-// member's MAC or set up a moment ago, and the accounting of the switch's
-// connection flows. It does no I/O: each call is given the time (and the
-// configuration snapshot), and appends what the switch must be sent to an
-// outbox. One goroutine at a time uses it.
+// dataplane is one switch's data path as the controller decides it. It
+// keeps the configuration the switch has the flows of and is made of one
+// part per concern, each owning its state: what the controller learned of
+// the switch's hosts (l2Learner, l2.go), its in-switch dispatch
+// (dispatcher, dispatch.go), the connection setups waiting for a member's
+// MAC (heldSetups, held.go) or set up a moment ago (recentCache,
+// recent.go), and its share of the counters (accounting, accounting.go).
+// The parts do not know each other or the dataplane: a decision that needs
+// several is the dataplane's, which hands them the time, the snapshot and
+// the outbox. The dataplane does no I/O: each call is given the time (and
+// the configuration snapshot), and appends what the switch must be sent to
+// an outbox. One goroutine at a time uses it.
 type dataplane struct {
 	dataplaneConfig
 	debug bool
 
-	installed *snapshot                // the configuration the switch has the flows of
-	switched  map[uint32]*switchedVIP  // the VIPs the switch dispatches, by number
-	routes    map[routeKey]memberRoute // tableToMember rows
-	adopted   map[uint32]adoptedGroup  // groups the switch held at the handshake, by the number of the VIP they serve
+	installed *snapshot // the configuration the switch has the flows of
 
+	learner    l2Learner
+	dispatcher dispatcher
+	held       heldSetups
+	recent     *recentCache // allocated at the first setup
+	accounting accounting
+
+	// Scratch of the decision under way, reused so that packet-ins
+	// allocate nothing.
 	pkt   *decoder // the frame of the packet-in being decided
 	flows *connFlows
 	frame []byte // frames the controller makes (ARP, RST)
 	po    ofp.PacketOut
 	out   ofp.ActionOutput
 	outTo []ofp.Action // {&out}
-
-	macs           map[[6]byte]macEntry // learned L2: where each MAC lives
-	hosts          map[uint32]hostEntry // learned IPv4 addresses: MAC and port
-	arpAsked       map[uint32]time.Time // when the controller last ARPed for a member
-	held           map[uint32][]heldSetup
-	nextHeldExpiry time.Time
-	recent         *recentCache            // allocated at the first setup
-	active         map[uint64]int64        // connections this switch counted, by vip<<32|member
-	live           map[uint32]flowCounters // the last complete stats poll, by member
-	poll           map[uint32]flowCounters // the poll being assembled
 }
 
 // dataplaneConfig is what every switch's dataplane shares with the
@@ -62,34 +53,18 @@ type dataplaneConfig struct {
 	log                      *slog.Logger
 }
 
-type macEntry struct {
-	port      uint32
-	installed int64 // unix nanoseconds of the last L2 flow-mod
-}
-
-type hostEntry struct {
-	mac  [6]byte
-	port uint32 // 0: not known yet (seen only in a route the switch held)
-}
-
 func newDataplane(cfg dataplaneConfig) *dataplane {
 	dp := &dataplane{
 		dataplaneConfig: cfg,
 		debug:           cfg.log.Enabled(context.Background(), slog.LevelDebug),
 		installed:       emptySnapshot,
-		switched:        map[uint32]*switchedVIP{},
-		routes:          map[routeKey]memberRoute{},
-		adopted:         map[uint32]adoptedGroup{},
+		learner:         newL2Learner(),
+		dispatcher:      newDispatcher(),
+		held:            newHeldSetups(),
+		accounting:      newAccounting(),
 		pkt:             newDecoder(),
 		flows:           newConnFlows(),
 		frame:           make([]byte, 0, 128),
-		macs:            map[[6]byte]macEntry{},
-		hosts:           map[uint32]hostEntry{},
-		arpAsked:        map[uint32]time.Time{},
-		held:            map[uint32][]heldSetup{},
-		active:          map[uint64]int64{},
-		live:            map[uint32]flowCounters{},
-		poll:            map[uint32]flowCounters{},
 	}
 	dp.outTo = []ofp.Action{&dp.out}
 	return dp
@@ -176,57 +151,6 @@ func (dp *dataplane) packetIn(now time.Time, snap *snapshot, msg *ofp.PacketIn, 
 	}
 }
 
-// learnMAC records where a source MAC lives and installs (or, after a
-// move, replaces) its L2 flow. Under L2Normal the switch learns MACs
-// itself.
-func (dp *dataplane) learnMAC(now time.Time, mac [6]byte, port uint32, out *outbox) {
-	if dp.l2 != L2Learn || isMulticast(mac) || port > ofp.PortMax && port != ofp.PortLocal {
-		return
-	}
-	old, known := dp.macs[mac]
-	if known && old.port == port || !known && len(dp.macs) >= maxLearned {
-		return // a full table still forwards, by flooding
-	}
-	dp.installL2(now, mac, port, out)
-	if dp.debug {
-		dp.log.Debug("learned MAC", "mac", macString(mac), "port", port)
-	}
-}
-
-func (dp *dataplane) installL2(now time.Time, mac [6]byte, port uint32, out *outbox) {
-	dp.macs[mac] = macEntry{port: port, installed: now.UnixNano()}
-	fm := l2Flow(mac, port)
-	out.send(&fm)
-}
-
-// forwardL2 sends the packet where its destination MAC lives, or floods;
-// under L2Normal the switch's own learning decides.
-func (dp *dataplane) forwardL2(p *packetIn, out *outbox) {
-	dst := p.ethDst()
-	if _, toVIP := p.snap.vipMACs[dst]; toVIP {
-		return // only the controller answers for a VIP MAC
-	}
-	if dp.l2 == L2Normal {
-		dp.packetOut(p.inPort, ofp.PortNormal, p.frame, out)
-		return
-	}
-	port := ofp.PortFlood
-	if e, ok := dp.macs[dst]; ok && !isMulticast(dst) {
-		if e.port == p.inPort {
-			return
-		}
-		port = e.port
-		// The destination's flow is gone (idle timeout) while its host
-		// stays quiet toward the controller: put the flow back, or every
-		// packet to it would come here. A member's reply punt says
-		// nothing about that flow: it takes the member's packets first.
-		if p.now.UnixNano()-e.installed > l2Reinstall && !p.fromReplyPunt() {
-			dp.installL2(p.now, dst, port, out)
-		}
-	}
-	dp.packetOut(p.inPort, port, p.frame, out)
-}
-
 // fromReplyPunt reports whether a member's reply punt sent the packet.
 func (p *packetIn) fromReplyPunt() bool {
 	cat, _, _, ok := cookieParts(p.cookie)
@@ -250,62 +174,4 @@ func (dp *dataplane) packetOut(inPort, port uint32, data []byte, out *outbox) {
 func (dp *dataplane) sendFrame(inPort uint32, actions []ofp.Action, data []byte, out *outbox) {
 	dp.po = ofp.PacketOut{BufferID: ofp.NoBuffer, InPort: inPort, Actions: actions, Data: data}
 	out.send(&dp.po)
-}
-
-// handleARP answers requests for VIP addresses, learns every sender (that
-// is how member MACs become known) and forwards the rest. The switch
-// answers requests for VIP addresses itself (arpAnswerFlows); one reaches
-// the controller when it came before the switch had the answer or from a
-// switch that refused it, and is answered here alike, or as the copy
-// L2Learn sends up of one the switch answered, which is only learned from.
-func (dp *dataplane) handleARP(p *packetIn, out *outbox) {
-	a := &p.arp
-	sha, spa, tpa := [6]byte(a.SourceHwAddress), ip4(a.SourceProtAddress), ip4(a.DstProtAddress)
-	if _, claimsVIP := p.snap.vipByAddr[ipUint(spa)]; claimsVIP {
-		return
-	}
-	if spa != ([4]byte{}) && !isMulticast(sha) {
-		dp.learnHost(p, ipUint(spa), sha, out)
-	}
-	v := p.snap.vipByAddr[ipUint(tpa)]
-	switch {
-	case v == nil:
-		dp.forwardL2(p, out)
-	case a.Operation == arpRequest && !p.fromARPAnswer():
-		// Addressed to the frame's sender, as the switch's answer is.
-		dp.frame = appendARP(dp.frame[:0], arpReply, p.ethSrc(), v.mac, v.ip, sha, spa)
-		dp.packetOut(p.inPort, ofp.PortInPort, dp.frame, out)
-		if dp.debug {
-			dp.log.Debug("answered ARP for VIP", "vip", v.id, "asker", ipString(spa), "port", p.inPort)
-		}
-	}
-	// A reply to a VIP address answers the controller's own request; it
-	// has been learned and goes no further.
-}
-
-// learnHost records an IPv4 address's MAC and port and completes the
-// setups that were waiting for it.
-func (dp *dataplane) learnHost(p *packetIn, ip uint32, mac [6]byte, out *outbox) {
-	e, known := dp.hosts[ip]
-	if known && e.mac == mac && e.port == p.inPort {
-		return
-	}
-	held := dp.held[ip]
-	delete(dp.held, ip)
-	if !known && len(dp.hosts) >= maxLearned && len(held) == 0 {
-		return // full; a member still gets in through its held setups
-	}
-	dp.hosts[ip] = hostEntry{mac: mac, port: p.inPort}
-	if _, member := p.snap.switchedMembers[ip]; member {
-		dp.dispatch(p.now, p.snap, out)
-	}
-	for i := range held {
-		h := &held[i]
-		if _, stale := purgeFor(p.snap, &h.conn); stale || p.now.After(h.deadline) {
-			h.vip.active.Add(-1)
-			continue
-		}
-		h.conn.memberMAC, h.conn.memberOFPort = mac, p.inPort
-		dp.install(p.now, p.snap, &h.conn, h.data, out)
-	}
 }

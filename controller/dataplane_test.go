@@ -819,13 +819,13 @@ func TestDataplane_LearnedTablesBounded(t *testing.T) {
 		d.dp.learnHost(&packetIn{now: d.now, snap: d.snap, inPort: 1}, 0x0a000000+uint32(i), mac, d.out)
 		d.out.reset()
 	}
-	if len(d.dp.macs) != maxLearned || len(d.dp.hosts) != maxLearned {
-		t.Errorf("tables hold %d MACs and %d addresses, want at most %d", len(d.dp.macs), len(d.dp.hosts), maxLearned)
+	if l := &d.dp.learner; len(l.macs) != maxLearned || len(l.hosts) != maxLearned {
+		t.Errorf("tables hold %d MACs and %d addresses, want at most %d", len(l.macs), len(l.hosts), maxLearned)
 	}
 	// A known MAC still moves when the table is full.
 	moved := [6]byte{0xaa, 0, 0, 0, 0, 7}
 	d.dp.learnMAC(d.now, moved, 2, d.out)
-	if d.dp.macs[moved].port != 2 {
+	if d.dp.learner.macs[moved].port != 2 {
 		t.Errorf("a full table stopped tracking a move")
 	}
 }

@@ -154,6 +154,24 @@ type memberRoute struct {
 	down   bool
 }
 
+// dispatcher is what a switch has installed to dispatch VIPs itself: a
+// group and the flows around the connection tracker per VIP, and the
+// member routes. It keeps the groups the switch held at the handshake
+// until their VIPs' dispatch takes them over.
+type dispatcher struct {
+	switched map[uint32]*switchedVIP  // the VIPs the switch dispatches, by number
+	routes   map[routeKey]memberRoute // tableToMember rows
+	adopted  map[uint32]adoptedGroup  // groups the switch held at the handshake, by the number of the VIP they serve
+}
+
+func newDispatcher() dispatcher {
+	return dispatcher{
+		switched: map[uint32]*switchedVIP{},
+		routes:   map[routeKey]memberRoute{},
+		adopted:  map[uint32]adoptedGroup{},
+	}
+}
+
 // dispatch brings the switch's groups and dispatch flows to snap and what
 // the dataplane learned. It is called after every configuration sync and
 // when a member's MAC or port is learned.
@@ -161,8 +179,25 @@ func (dp *dataplane) dispatch(now time.Time, snap *snapshot, out *outbox) {
 	if !dp.groups {
 		return
 	}
-	for _, num := range slices.Sorted(maps.Keys(dp.switched)) {
-		sv := dp.switched[num]
+	dp.dispatcher.dropStale(snap, out)
+	routes := dp.memberRoutes(snap)
+	dp.dispatcher.installRoutes(routes, out)
+	for _, v := range sortedVIPs(snap) {
+		if v.switched() {
+			sv := dp.dispatcher.dispatchOf(v, out)
+			ready, targets := dp.readyMembers(now, v, out)
+			sv.setMembers(v, ready, targets, out)
+		}
+	}
+	dp.dispatcher.deleteRoutes(routes, out)
+}
+
+// dropStale stops the dispatch of every VIP that snap no longer has the
+// switch dispatch as it does: its dispatch flows and group go, and a VIP
+// that stays gets its service flow back, to the controller.
+func (d *dispatcher) dropStale(snap *snapshot, out *outbox) {
+	for _, num := range slices.Sorted(maps.Keys(d.switched)) {
+		sv := d.switched[num]
 		v := snap.vipByNum[num]
 		if v != nil && v.switched() && specOf(v) == sv.spec {
 			continue
@@ -176,34 +211,35 @@ func (dp *dataplane) dispatch(now time.Time, snap *snapshot, out *outbox) {
 		if sv.grouped {
 			out.send(&ofp.GroupMod{Command: ofp.GroupDelete, GroupID: sv.group})
 		}
-		delete(dp.switched, num)
+		delete(d.switched, num)
 	}
-	routes := dp.memberRoutes(snap)
-	dp.installRoutes(routes, out)
-	for _, v := range sortedVIPs(snap) {
-		if v.switched() {
-			dp.dispatchVIP(now, v, out)
-		}
-	}
-	dp.deleteRoutes(routes, out)
 }
 
-func (dp *dataplane) dispatchVIP(now time.Time, v *vipState, out *outbox) {
-	sv := dp.switched[v.num]
-	if sv == nil {
-		sv = &switchedVIP{spec: specOf(v)}
-		if a, ok := dp.adopted[v.num]; ok {
-			sv.group, sv.slots, sv.grouped = a.id, a.slots, true
-			delete(dp.adopted, v.num)
-		} else {
-			sv.group = dp.freeGroupID(v.num)
-		}
-		dp.switched[v.num] = sv
-		for _, fm := range trackedFlows(v) {
-			out.send(&fm)
-		}
+// dispatchOf returns the switch's dispatch of v. A new one takes the group
+// the switch held for v, else a free group id, and installs the flows
+// around the tracker; setMembers installs the group.
+func (d *dispatcher) dispatchOf(v *vipState, out *outbox) *switchedVIP {
+	if sv := d.switched[v.num]; sv != nil {
+		return sv
 	}
-	ready, targets := dp.readyMembers(now, v, out)
+	sv := &switchedVIP{spec: specOf(v)}
+	if a, ok := d.adopted[v.num]; ok {
+		sv.group, sv.slots, sv.grouped = a.id, a.slots, true
+		delete(d.adopted, v.num)
+	} else {
+		sv.group = d.freeGroupID(v.num)
+	}
+	d.switched[v.num] = sv
+	for _, fm := range trackedFlows(v) {
+		out.send(&fm)
+	}
+	return sv
+}
+
+// setMembers points the group's buckets at the ready members, by their
+// slots, and sends v's new connections to the group, or to the controller
+// while no member is ready.
+func (sv *switchedVIP) setMembers(v *vipState, ready []slotMember, targets map[uint32]bucketTarget, out *outbox) {
 	if len(ready) == 0 {
 		if sv.dispatching {
 			fm := undispatchFlow(v)
@@ -240,7 +276,7 @@ func (dp *dataplane) readyMembers(now time.Time, v *vipState, out *outbox) ([]sl
 	ready := make([]slotMember, 0, len(v.pool.rotation))
 	targets := make(map[uint32]bucketTarget, len(v.pool.rotation))
 	for _, m := range v.pool.rotation {
-		if _, known := dp.hosts[ipUint(m.ip)]; !known {
+		if _, known := dp.learner.host(ipUint(m.ip)); !known {
 			dp.askARP(now, v, m.ip, out)
 			continue
 		}
@@ -261,7 +297,7 @@ func (dp *dataplane) memberRoutes(snap *snapshot) map[routeKey]memberRoute {
 			continue
 		}
 		for _, m := range v.pool.members {
-			h, known := dp.hosts[ipUint(m.ip)]
+			h, known := dp.learner.host(ipUint(m.ip))
 			if !known {
 				continue
 			}
@@ -278,42 +314,26 @@ func (dp *dataplane) memberRoutes(snap *snapshot) map[routeKey]memberRoute {
 // installRoutes adds and changes the rows of want; dispatch calls it
 // before the buckets change, so no bucket sends to a member whose row
 // still resets its connections (a member back UP).
-func (dp *dataplane) installRoutes(want map[routeKey]memberRoute, out *outbox) {
+func (d *dispatcher) installRoutes(want map[routeKey]memberRoute, out *outbox) {
 	for _, k := range slices.SortedFunc(maps.Keys(want), compareRoutes) {
-		if r := want[k]; dp.routes[k] != r {
+		if r := want[k]; d.routes[k] != r {
 			for _, fm := range routeFlows(k, r) {
 				out.send(&fm)
 			}
-			dp.routes[k] = r
+			d.routes[k] = r
 		}
 	}
 }
 
 // deleteRoutes removes the rows want no longer has; dispatch calls it
 // once no bucket sends to them.
-func (dp *dataplane) deleteRoutes(want map[routeKey]memberRoute, out *outbox) {
-	for _, k := range slices.SortedFunc(maps.Keys(dp.routes), compareRoutes) {
+func (d *dispatcher) deleteRoutes(want map[routeKey]memberRoute, out *outbox) {
+	for _, k := range slices.SortedFunc(maps.Keys(d.routes), compareRoutes) {
 		if _, ok := want[k]; !ok {
-			fm := deleteByCookie(dp.routes[k].cookie, ^uint64(0))
+			fm := deleteByCookie(d.routes[k].cookie, ^uint64(0))
 			out.send(&fm)
-			delete(dp.routes, k)
+			delete(d.routes, k)
 		}
-	}
-}
-
-// askARP asks who has ip, at most every arpRetry, by an ARP probe (RFC
-// 5227: sender address 0) from v's MAC: a DSR member holds the VIP's
-// address itself and ignores requests from it, and no member's ARP cache
-// is touched. The answer comes back to v's MAC.
-func (dp *dataplane) askARP(now time.Time, v *vipState, ip [4]byte, out *outbox) {
-	if now.Sub(dp.arpAsked[ipUint(ip)]) < arpRetry {
-		return
-	}
-	dp.arpAsked[ipUint(ip)] = now
-	dp.frame = appendARP(dp.frame[:0], arpRequest, broadcastMAC, v.mac, [4]byte{}, [6]byte{}, ip)
-	dp.packetOut(ofp.PortController, ofp.PortFlood, dp.frame, out)
-	if dp.debug {
-		dp.log.Debug("member MAC unknown; asking by ARP", "member", ipString(ip))
 	}
 }
 
@@ -451,14 +471,14 @@ func dispatchFlow(v *vipState, group uint32) ofp.FlowMod {
 
 // freeGroupID is the id for a new group of the VIP numbered vipNum: its
 // number, unless a group on the switch has it; then the lowest free id.
-func (dp *dataplane) freeGroupID(vipNum uint32) uint32 {
+func (d *dispatcher) freeGroupID(vipNum uint32) uint32 {
 	taken := func(id uint32) bool {
-		for _, sv := range dp.switched {
+		for _, sv := range d.switched {
 			if sv.group == id {
 				return true
 			}
 		}
-		for _, a := range dp.adopted {
+		for _, a := range d.adopted {
 			if a.id == id {
 				return true
 			}
@@ -473,16 +493,6 @@ func (dp *dataplane) freeGroupID(vipNum uint32) uint32 {
 		id++
 	}
 	return id
-}
-
-// switchedByGroup is the VIP dispatch that owns the switch's group id.
-func (dp *dataplane) switchedByGroup(id uint32) *switchedVIP {
-	for _, sv := range dp.switched {
-		if sv.group == id {
-			return sv
-		}
-	}
-	return nil
 }
 
 // undispatchFlow sends v's new connections to the controller.

@@ -21,9 +21,11 @@
 //     connection is registered, and read without a lock.
 //   - dataplane.go is one switch's decision, without I/O: given a snapshot,
 //     the time and a packet-in, it appends what to send to an outbox
-//     (outbox.go). It learns hosts (dataplane.go), sets up connections to
-//     VIPs (setup.go), remembers recent ones (recent.go) and accounts their
-//     flows (accounting.go).
+//     (outbox.go). It is made of parts, one per concern: the L2 learner
+//     (l2.go), the in-switch dispatcher (dispatch.go), the held setups
+//     (held.go), the recent setups (recent.go) and the accounting
+//     (accounting.go). It sets up connections to VIPs (setup.go) and adopts
+//     what a switch holds (adopt.go).
 //   - flows.go declares the flow table and builds every flow; cookie.go
 //     packs the cookies that let one masked delete purge a VIP or member.
 //   - switches.go answers the API's questions about switches; affinity.go

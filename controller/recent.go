@@ -107,16 +107,13 @@ func (c *connection) replyKey() replyKey {
 }
 
 // remember records a setup in both caches.
-func (dp *dataplane) remember(now time.Time, c *connection) {
-	if dp.recent == nil {
-		dp.recent = new(recentCache)
-	}
+func (r *recentCache) remember(now time.Time, c *connection) {
 	at := now.UnixNano()
 	key := c.key()
-	*dp.recent.setup(key) = recentSetup{key: key, memberNum: c.memberNum, memberOFPort: c.memberOFPort,
+	*r.setup(key) = recentSetup{key: key, memberNum: c.memberNum, memberOFPort: c.memberOFPort,
 		memberMAC: c.memberMAC, at: at}
 	rk := c.replyKey()
-	*dp.recent.reply(rk) = recentReply{key: rk, conn: *c, at: at}
+	*r.reply(rk) = recentReply{key: rk, conn: *c, at: at}
 }
 
 // forwardRecent sends the packet after its connection's first one when the

@@ -7,7 +7,7 @@ import (
 
 // A setup is lost only when recentWays newer setups take its set.
 func TestRecent_SetAssociative(t *testing.T) {
-	dp := newDataplane(dataplaneConfig{metrics: newMetrics(nil, nil), log: newTestLogger(&syncBuffer{})})
+	recent := new(recentCache)
 	base := connKey{clientIP: 0x0a000105, vipNum: 1}
 	var same []uint16 // client ports whose setups share a set
 	for port := uint16(1); len(same) < recentWays+1; port++ {
@@ -20,12 +20,12 @@ func TestRecent_SetAssociative(t *testing.T) {
 	now := time.Unix(1_700_000_000, 0)
 	for i, port := range same {
 		c := connection{clientIP: [4]byte{10, 0, 1, 5}, clientPort: port, vipNum: 1, memberNum: uint32(i + 1)}
-		dp.remember(now.Add(time.Duration(i)*time.Millisecond), &c)
+		recent.remember(now.Add(time.Duration(i)*time.Millisecond), &c)
 	}
 	for i, port := range same {
 		k := base
 		k.clientPort = port
-		kept := dp.recent.setup(k).key == k
+		kept := recent.setup(k).key == k
 		if want := i > 0; kept != want {
 			t.Errorf("setup %d of %d in one set: kept %v, want %v", i+1, len(same), kept, want)
 		}

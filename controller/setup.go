@@ -8,21 +8,6 @@ import (
 	"github.com/sdnlb/sdnlb/controller/sched"
 )
 
-// Held setups: a new connection to a member whose MAC is not known yet
-// waits for the member's ARP reply, within bounds.
-const (
-	maxHeldPerMember = 16
-	heldTimeout      = 2 * time.Second
-	arpRetry         = 500 * time.Millisecond // between ARP requests for one member
-)
-
-type heldSetup struct {
-	conn     connection
-	data     []byte
-	deadline time.Time
-	vip      *vipCounters
-}
-
 // Refusal reasons, for metrics.
 const (
 	refusedLimit = iota
@@ -91,7 +76,7 @@ func (dp *dataplane) handleVIPPacket(p *packetIn, out *outbox) {
 	}
 	m := dp.pick(p.now, pool, v, c.key())
 	c.setMember(m, dp.groups)
-	e, known := dp.hosts[ipUint(m.ip)]
+	e, known := dp.learner.host(ipUint(m.ip))
 	if !known || e.port == 0 {
 		dp.hold(p, c, v, out)
 		return
@@ -147,8 +132,11 @@ func (dp *dataplane) install(now time.Time, snap *snapshot, c *connection, data 
 		m.active.Add(1)
 		m.total.Add(1)
 	}
-	dp.active[uint64(c.vipNum)<<32|uint64(c.memberNum)]++
-	dp.remember(now, c)
+	dp.accounting.count(c.vipNum, c.memberNum)
+	if dp.recent == nil {
+		dp.recent = new(recentCache)
+	}
+	dp.recent.remember(now, c)
 	dp.metrics.setups.Inc()
 	if dp.debug {
 		dp.log.Debug("connection set up", "client", ipString(c.clientIP), "client_port", c.clientPort,
@@ -158,45 +146,14 @@ func (dp *dataplane) install(now time.Time, snap *snapshot, c *connection, data 
 
 // hold parks a setup until the member's MAC is known and asks for it.
 func (dp *dataplane) hold(p *packetIn, c connection, v *vipState, out *outbox) {
-	ip := ipUint(c.memberIP)
-	q := dp.held[ip]
-	if len(q) >= maxHeldPerMember {
-		v.cnt.active.Add(-1) // dropped: the client will retransmit
-		return
+	if dp.held.add(p.now, c, p.frame, v.cnt) {
+		dp.askARP(p.now, v, c.memberIP, out)
 	}
-	dp.held[ip] = append(q, heldSetup{conn: c, data: append([]byte(nil), p.frame...), deadline: p.now.Add(heldTimeout), vip: v.cnt})
-	if dp.nextHeldExpiry.IsZero() {
-		dp.nextHeldExpiry = p.now.Add(heldTimeout)
-	}
-	dp.askARP(p.now, v, c.memberIP, out)
 }
 
-// expireHeld drops setups whose member never answered, releasing their
-// VIP connection slots. It is cheap to call for every message.
-func (dp *dataplane) expireHeld(now time.Time) {
-	if dp.nextHeldExpiry.IsZero() || now.Before(dp.nextHeldExpiry) {
-		return
-	}
-	dp.nextHeldExpiry = time.Time{}
-	for ip, q := range dp.held {
-		kept := q[:0]
-		for _, h := range q {
-			if now.After(h.deadline) {
-				h.vip.active.Add(-1)
-				continue
-			}
-			kept = append(kept, h)
-			if dp.nextHeldExpiry.IsZero() || h.deadline.Before(dp.nextHeldExpiry) {
-				dp.nextHeldExpiry = h.deadline
-			}
-		}
-		if len(kept) == 0 {
-			delete(dp.held, ip)
-		} else {
-			dp.held[ip] = kept
-		}
-	}
-}
+// expireHeld drops setups whose member never answered. It is cheap to
+// call for every message.
+func (dp *dataplane) expireHeld(now time.Time) { dp.held.expire(now) }
 
 // refuse turns a new connection away: TCP gets a reset, UDP and ICMP are
 // dropped. It is counted against the VIP's pool.

@@ -1,0 +1,234 @@
+package controller
+
+import (
+	"time"
+
+	"github.com/sdnlb/sdnlb/controller/ofp"
+)
+
+// maxLearned bounds each switch's MAC and host tables, so a switch that
+// sends packets from ever new addresses cannot grow them without end.
+const maxLearned = 1 << 16
+
+// l2Reinstall is how long after installing a MAC's flow a packet-in for
+// that destination means the flow idled out, rather than that the packet
+// overtook the flow-mod.
+const l2Reinstall = int64(time.Second)
+
+// arpRetry is the least time between ARP requests for one member.
+const arpRetry = 500 * time.Millisecond
+
+// l2Learner is what the controller learned of one switch's hosts: where
+// each MAC lives, each IPv4 address's MAC and port, and when it last asked
+// for a member's MAC.
+type l2Learner struct {
+	macs     map[[6]byte]macEntry // where each MAC lives (L2Learn)
+	hosts    map[uint32]hostEntry // learned IPv4 addresses: MAC and port
+	arpAsked map[uint32]time.Time // when the controller last ARPed for a member
+}
+
+type macEntry struct {
+	port      uint32
+	installed int64 // unix nanoseconds of the last L2 flow-mod
+}
+
+type hostEntry struct {
+	mac  [6]byte
+	port uint32 // 0: not known yet (seen only in a route the switch held)
+}
+
+func newL2Learner() l2Learner {
+	return l2Learner{
+		macs:     map[[6]byte]macEntry{},
+		hosts:    map[uint32]hostEntry{},
+		arpAsked: map[uint32]time.Time{},
+	}
+}
+
+// learnMAC records where a source MAC lives and installs (or, after a
+// move, replaces) its L2 flow. It reports whether it did: a full table
+// learns no new MAC.
+func (l *l2Learner) learnMAC(now time.Time, mac [6]byte, port uint32, out *outbox) bool {
+	if isMulticast(mac) || port > ofp.PortMax && port != ofp.PortLocal {
+		return false
+	}
+	old, known := l.macs[mac]
+	if known && old.port == port || !known && len(l.macs) >= maxLearned {
+		return false // a full table still forwards, by flooding
+	}
+	l.installL2(now, mac, port, out)
+	return true
+}
+
+func (l *l2Learner) installL2(now time.Time, mac [6]byte, port uint32, out *outbox) {
+	l.macs[mac] = macEntry{port: port, installed: now.UnixNano()}
+	fm := l2Flow(mac, port)
+	out.send(&fm)
+}
+
+// where returns where a MAC lives.
+func (l *l2Learner) where(mac [6]byte) (macEntry, bool) {
+	e, ok := l.macs[mac]
+	return e, ok
+}
+
+// seedMAC records where the switch's L2 flow for a MAC sends, without
+// installing it again.
+func (l *l2Learner) seedMAC(mac [6]byte, port uint32) {
+	l.macs[mac] = macEntry{port: port}
+}
+
+// learnHost records an IPv4 address's MAC and port and reports whether
+// that changed the table. A full table takes a new address only when
+// setups wait for it.
+func (l *l2Learner) learnHost(ip uint32, mac [6]byte, port uint32, awaited bool) bool {
+	e, known := l.hosts[ip]
+	if known && e.mac == mac && e.port == port {
+		return false
+	}
+	if !known && len(l.hosts) >= maxLearned && !awaited {
+		return false // full; a member still gets in through its held setups
+	}
+	l.hosts[ip] = hostEntry{mac: mac, port: port}
+	return true
+}
+
+// host returns an IPv4 address's MAC and port.
+func (l *l2Learner) host(ip uint32) (hostEntry, bool) {
+	e, ok := l.hosts[ip]
+	return e, ok
+}
+
+// seedHost records a host the switch's flows name, unless the learner
+// knows better; port 0 is unknown.
+func (l *l2Learner) seedHost(ip uint32, mac [6]byte, port uint32) {
+	if e, ok := l.hosts[ip]; ok && (e.port != 0 || port == 0) {
+		return
+	}
+	l.hosts[ip] = hostEntry{mac: mac, port: port}
+}
+
+// ipOfMAC is an address learned with the MAC; zero when none is.
+func (l *l2Learner) ipOfMAC(mac [6]byte) [4]byte {
+	for ip, e := range l.hosts {
+		if e.mac == mac {
+			var b [4]byte
+			b[0], b[1], b[2], b[3] = byte(ip>>24), byte(ip>>16), byte(ip>>8), byte(ip)
+			return b
+		}
+	}
+	return [4]byte{}
+}
+
+// arpDue reports whether the member at ip may be asked for by ARP, at
+// most every arpRetry, and counts it asked now if so.
+func (l *l2Learner) arpDue(now time.Time, ip uint32) bool {
+	if now.Sub(l.arpAsked[ip]) < arpRetry {
+		return false
+	}
+	l.arpAsked[ip] = now
+	return true
+}
+
+// learnMAC learns where a source MAC lives. Under L2Normal the switch
+// learns MACs itself.
+func (dp *dataplane) learnMAC(now time.Time, mac [6]byte, port uint32, out *outbox) {
+	if dp.l2 == L2Learn && dp.learner.learnMAC(now, mac, port, out) && dp.debug {
+		dp.log.Debug("learned MAC", "mac", macString(mac), "port", port)
+	}
+}
+
+// forwardL2 sends the packet where its destination MAC lives, or floods;
+// under L2Normal the switch's own learning decides.
+func (dp *dataplane) forwardL2(p *packetIn, out *outbox) {
+	dst := p.ethDst()
+	if _, toVIP := p.snap.vipMACs[dst]; toVIP {
+		return // only the controller answers for a VIP MAC
+	}
+	if dp.l2 == L2Normal {
+		dp.packetOut(p.inPort, ofp.PortNormal, p.frame, out)
+		return
+	}
+	port := ofp.PortFlood
+	if e, ok := dp.learner.where(dst); ok && !isMulticast(dst) {
+		if e.port == p.inPort {
+			return
+		}
+		port = e.port
+		// The destination's flow is gone (idle timeout) while its host
+		// stays quiet toward the controller: put the flow back, or every
+		// packet to it would come here. A member's reply punt says
+		// nothing about that flow: it takes the member's packets first.
+		if p.now.UnixNano()-e.installed > l2Reinstall && !p.fromReplyPunt() {
+			dp.learner.installL2(p.now, dst, port, out)
+		}
+	}
+	dp.packetOut(p.inPort, port, p.frame, out)
+}
+
+// handleARP answers requests for VIP addresses, learns every sender (that
+// is how member MACs become known) and forwards the rest. The switch
+// answers requests for VIP addresses itself (arpAnswerFlows); one reaches
+// the controller when it came before the switch had the answer or from a
+// switch that refused it, and is answered here alike, or as the copy
+// L2Learn sends up of one the switch answered, which is only learned from.
+func (dp *dataplane) handleARP(p *packetIn, out *outbox) {
+	a := &p.arp
+	sha, spa, tpa := [6]byte(a.SourceHwAddress), ip4(a.SourceProtAddress), ip4(a.DstProtAddress)
+	if _, claimsVIP := p.snap.vipByAddr[ipUint(spa)]; claimsVIP {
+		return
+	}
+	if spa != ([4]byte{}) && !isMulticast(sha) {
+		dp.learnHost(p, ipUint(spa), sha, out)
+	}
+	v := p.snap.vipByAddr[ipUint(tpa)]
+	switch {
+	case v == nil:
+		dp.forwardL2(p, out)
+	case a.Operation == arpRequest && !p.fromARPAnswer():
+		// Addressed to the frame's sender, as the switch's answer is.
+		dp.frame = appendARP(dp.frame[:0], arpReply, p.ethSrc(), v.mac, v.ip, sha, spa)
+		dp.packetOut(p.inPort, ofp.PortInPort, dp.frame, out)
+		if dp.debug {
+			dp.log.Debug("answered ARP for VIP", "vip", v.id, "asker", ipString(spa), "port", p.inPort)
+		}
+	}
+	// A reply to a VIP address answers the controller's own request; it
+	// has been learned and goes no further.
+}
+
+// learnHost records an IPv4 address's MAC and port and completes the
+// setups that were waiting for it.
+func (dp *dataplane) learnHost(p *packetIn, ip uint32, mac [6]byte, out *outbox) {
+	if !dp.learner.learnHost(ip, mac, p.inPort, dp.held.waiting(ip)) {
+		return
+	}
+	held := dp.held.take(ip)
+	if _, member := p.snap.switchedMembers[ip]; member {
+		dp.dispatch(p.now, p.snap, out)
+	}
+	for i := range held {
+		h := &held[i]
+		if _, stale := purgeFor(p.snap, &h.conn); stale || p.now.After(h.deadline) {
+			h.vip.active.Add(-1)
+			continue
+		}
+		h.conn.memberMAC, h.conn.memberOFPort = mac, p.inPort
+		dp.install(p.now, p.snap, &h.conn, h.data, out)
+	}
+}
+
+// askARP asks who has ip, at most every arpRetry, by an ARP probe (RFC
+// 5227: sender address 0) from v's MAC: a DSR member holds the VIP's
+// address itself and ignores requests from it, and no member's ARP cache
+// is touched. The answer comes back to v's MAC.
+func (dp *dataplane) askARP(now time.Time, v *vipState, ip [4]byte, out *outbox) {
+	if !dp.learner.arpDue(now, ipUint(ip)) {
+		return
+	}
+	dp.frame = appendARP(dp.frame[:0], arpRequest, broadcastMAC, v.mac, [4]byte{}, [6]byte{}, ip)
+	dp.packetOut(ofp.PortController, ofp.PortFlood, dp.frame, out)
+	if dp.debug {
+		dp.log.Debug("member MAC unknown; asking by ARP", "member", ipString(ip))
+	}
+}
