@@ -77,6 +77,10 @@ func (dp *dataplane) configure(now time.Time, snap *snapshot, out *outbox) {
 	if snap.gen <= dp.installed.gen {
 		return
 	}
+	if p := snap.patched; p != nil && p.parent == dp.installed.gen {
+		dp.configurePatch(now, snap, out)
+		return
+	}
 	mods, announce := reconcile(dp.installed, snap, dp.groups, dp.l2)
 	dp.installed = snap
 	for i := range mods {
@@ -89,6 +93,18 @@ func (dp *dataplane) configure(now time.Time, snap *snapshot, out *outbox) {
 	}
 	dp.dispatch(now, snap, out)
 	dp.log.Debug("switch synced to configuration", "gen", snap.gen, "flow_mods", len(mods), "announced", len(announce))
+}
+
+// configurePatch is configure for a health patch of the snapshot the
+// switch has: only what the patch touched is compared and dispatched.
+func (dp *dataplane) configurePatch(now time.Time, snap *snapshot, out *outbox) {
+	mods := reconcilePatch(dp.installed, snap, dp.groups)
+	dp.installed = snap
+	for i := range mods {
+		out.send(&mods[i])
+	}
+	dp.dispatchAt(now, snap, snap.patched.addrs, out)
+	dp.log.Debug("switch synced to a health patch", "gen", snap.gen, "flow_mods", len(mods))
 }
 
 // packetIn is one packet-in being decided.

@@ -173,23 +173,52 @@ func newDispatcher() dispatcher {
 }
 
 // dispatch brings the switch's groups and dispatch flows to snap and what
-// the dataplane learned. It is called after every configuration sync and
-// when a member's MAC or port is learned.
+// the dataplane learned. It is called after every configuration sync.
 func (dp *dataplane) dispatch(now time.Time, snap *snapshot, out *outbox) {
 	if !dp.groups {
 		return
 	}
 	dp.dispatcher.dropStale(snap, out)
-	routes := dp.memberRoutes(snap)
+	vips := sortedVIPs(snap)
+	routes := dp.memberRoutes(snap, vips, nil)
 	dp.dispatcher.installRoutes(routes, out)
-	for _, v := range sortedVIPs(snap) {
+	dp.setBuckets(now, vips, out)
+	dp.dispatcher.deleteRoutes(routes, out)
+}
+
+// dispatchAt is dispatch for what changed at member addresses only: their
+// routes, and the buckets of the VIPs with members there. It is called
+// when a member's MAC or port is learned, and after a health patch of the
+// snapshot the switch had, so that neither costs what every pool holds.
+func (dp *dataplane) dispatchAt(now time.Time, snap *snapshot, addrs []uint32, out *outbox) {
+	if !dp.groups {
+		return
+	}
+	var nums []uint32
+	for _, a := range addrs {
+		nums = append(nums, snap.switchedMembers[a]...)
+	}
+	slices.Sort(nums)
+	vips := make([]*vipState, 0, len(nums))
+	for _, num := range slices.Compact(nums) {
+		vips = append(vips, snap.vipByNum[num])
+	}
+	routes := dp.memberRoutes(snap, vips, addrs)
+	dp.dispatcher.installRoutes(routes, out)
+	dp.setBuckets(now, vips, out)
+	dp.dispatcher.deleteRoutesAt(routes, addrs, out)
+}
+
+// setBuckets brings the groups of the switched VIPs of vips to their
+// pools' rotations.
+func (dp *dataplane) setBuckets(now time.Time, vips []*vipState, out *outbox) {
+	for _, v := range vips {
 		if v.switched() {
 			sv := dp.dispatcher.dispatchOf(v, out)
 			ready, targets := dp.readyMembers(now, v, out)
 			sv.setMembers(v, ready, targets, out)
 		}
 	}
-	dp.dispatcher.deleteRoutes(routes, out)
 }
 
 // dropStale stops the dispatch of every VIP that snap no longer has the
@@ -286,17 +315,20 @@ func (dp *dataplane) readyMembers(now time.Time, v *vipState, out *outbox) ([]sl
 	return ready, targets
 }
 
-// memberRoutes are the tableToMember rows snap wants: one per member
-// address of the SWITCH pools and forwarding, with the member's MAC, or
-// for a DOWN member the controller, which resets the connections still
-// sent to it.
-func (dp *dataplane) memberRoutes(snap *snapshot) map[routeKey]memberRoute {
+// memberRoutes are the tableToMember rows snap wants for the members of
+// the switched VIPs of vips, at addrs only unless addrs is nil: one per
+// member address and forwarding, with the member's MAC, or for a DOWN
+// member the controller, which resets the connections still sent to it.
+func (dp *dataplane) memberRoutes(snap *snapshot, vips []*vipState, addrs []uint32) map[routeKey]memberRoute {
 	want := map[routeKey]memberRoute{}
-	for _, v := range snap.vipByID {
+	for _, v := range vips {
 		if !v.switched() {
 			continue
 		}
 		for _, m := range v.pool.members {
+			if addrs != nil && !slices.Contains(addrs, ipUint(m.ip)) {
+				continue
+			}
 			h, known := dp.learner.host(ipUint(m.ip))
 			if !known {
 				continue
@@ -329,11 +361,29 @@ func (d *dispatcher) installRoutes(want map[routeKey]memberRoute, out *outbox) {
 // once no bucket sends to them.
 func (d *dispatcher) deleteRoutes(want map[routeKey]memberRoute, out *outbox) {
 	for _, k := range slices.SortedFunc(maps.Keys(d.routes), compareRoutes) {
-		if _, ok := want[k]; !ok {
-			fm := deleteByCookie(d.routes[k].cookie, ^uint64(0))
-			out.send(&fm)
-			delete(d.routes, k)
+		d.deleteRoute(want, k, out)
+	}
+}
+
+// deleteRoutesAt is deleteRoutes for the rows of addrs, whose want holds
+// every row there.
+func (d *dispatcher) deleteRoutesAt(want map[routeKey]memberRoute, addrs []uint32, out *outbox) {
+	for _, a := range addrs {
+		var ip [4]byte
+		binary.BigEndian.PutUint32(ip[:], a)
+		for _, dsr := range []bool{false, true} {
+			d.deleteRoute(want, routeKey{ip: ip, dsr: dsr}, out)
 		}
+	}
+}
+
+// deleteRoute removes the row of k when the switch has it and want not.
+func (d *dispatcher) deleteRoute(want map[routeKey]memberRoute, k routeKey, out *outbox) {
+	r, installed := d.routes[k]
+	if _, wanted := want[k]; installed && !wanted {
+		fm := deleteByCookie(r.cookie, ^uint64(0))
+		out.send(&fm)
+		delete(d.routes, k)
 	}
 }
 

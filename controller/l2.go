@@ -205,7 +205,7 @@ func (dp *dataplane) learnHost(p *packetIn, ip uint32, mac [6]byte, out *outbox)
 	}
 	held := dp.held.take(ip)
 	if _, member := p.snap.switchedMembers[ip]; member {
-		dp.dispatch(p.now, p.snap, out)
+		dp.dispatchAt(p.now, p.snap, []uint32{ip}, out)
 	}
 	for i := range held {
 		h := &held[i]

@@ -35,7 +35,7 @@ type patchScope struct {
 	parent  uint64       // the generation patched
 	members []uint32     // whose health changed
 	replies []replyMatch // whose reply punt may have changed
-	vips    []uint32     // whose pool changed: their in-switch dispatch follows
+	addrs   []uint32     // of the changed members the switches dispatch: their buckets and routes follow
 
 	// What the patch copied, so that it copies each once and never
 	// writes to what the snapshot before it holds.
@@ -77,12 +77,17 @@ func (b *snapshotBuilder) patch(changes []healthChange) *snapshot {
 		m := sc.ownMember(p, p.byNum[e.num])
 		m.status, m.since = status, c.since
 		sc.members = append(sc.members, m.num)
+		if _, switched := s.switchedMembers[ipUint(m.ip)]; switched {
+			sc.addrs = append(sc.addrs, ipUint(m.ip))
+		}
 		if p.punts() {
 			replies[replyKeyOf(p.vip, m)] = true
 		}
 	}
 	slices.Sort(sc.members)
 	sc.members = slices.Compact(sc.members) // one member may change twice in a burst
+	slices.Sort(sc.addrs)
+	sc.addrs = slices.Compact(sc.addrs)
 	if len(replies) > 0 {
 		s.replyPunts = maps.Clone(last.replyPunts)
 	}
@@ -161,7 +166,6 @@ func (s *snapshot) relinkVIPs(sc *patchScope) {
 			c := *v
 			c.pool = s.pools[id]
 			vips[v] = &c
-			sc.vips = append(sc.vips, v.num)
 		}
 	}
 	if len(vips) == 0 {
@@ -182,5 +186,4 @@ func (s *snapshot) relinkVIPs(sc *patchScope) {
 			p.vip = v
 		}
 	}
-	slices.Sort(sc.vips)
 }

@@ -3,6 +3,7 @@ package controller
 import (
 	"fmt"
 	"math/rand/v2"
+	"net"
 	"slices"
 	"strings"
 	"testing"
@@ -143,4 +144,56 @@ func TestHealthChanges(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestDataplane_HealthPatchSendsWhatAReloadSends runs two switches through
+// the same random health changes, one reloading the whole configuration,
+// one patched: each change must send both the same messages.
+func TestDataplane_HealthPatchSendsWhatAReloadSends(t *testing.T) {
+	for _, groups := range []bool{false, true} {
+		t.Run(fmt.Sprintf("Groups=%t", groups), func(t *testing.T) {
+			newD := newDecision
+			if groups {
+				newD = newSwitchDecision
+			}
+			cfg := patchConfig()
+			full, patched := newD(t, cfg), newD(t, cfg)
+			for _, d := range []*decision{full, patched} {
+				for i, m := range cfg.Members {
+					if i > 0 && cfg.Members[i-1].Address == m.Address {
+						continue
+					}
+					last := net.ParseIP(m.Address).To4()[3]
+					d.packetIn(uint32(last), arpFrame(t, 2, memberMAC(int(last)), vipMAC, m.Address, "10.0.0.100", vipMAC))
+				}
+			}
+			statuses := []sdnlb.MemberStatus{sdnlb.MemberUp, sdnlb.MemberDown, sdnlb.MemberNoMonitor}
+			rng := rand.New(rand.NewPCG(3, 4))
+			for step := range 100 {
+				var changes []healthChange
+				for range 1 + rng.IntN(2) {
+					m := cfg.Members[rng.IntN(len(cfg.Members))]
+					m.Health = sdnlb.MemberHealth{Status: statuses[rng.IntN(len(statuses))], Since: full.now}
+					changes = append(changes, healthChange{memberID: m.ID, status: m.Health.Status, since: full.now})
+				}
+				want := full.configure(cfg)
+				got := patched.patch(changes)
+				slices.Sort(want)
+				slices.Sort(got)
+				if !slices.Equal(got, want) {
+					t.Fatalf("step %d: %v sent\n%s\nwant, as a reload sends:\n%s", step, changes,
+						strings.Join(got, "\n"), strings.Join(want, "\n"))
+				}
+			}
+		})
+	}
+}
+
+// patch applies health changes to the configuration the switch has and
+// returns what the switch is sent for them.
+func (d *decision) patch(changes []healthChange) []string {
+	d.tb.Helper()
+	d.snap = d.builder.patch(changes)
+	d.dp.configure(d.now, d.snap, d.out)
+	return d.sent(nil)
 }

@@ -97,9 +97,11 @@ type snapshot struct {
 	// patched says what a patch changed from the snapshot of generation
 	// patched.parent; nil for a snapshot built from a configuration.
 	patched *patchScope
-	// The addresses of the members of pools the switches dispatch: their
-	// buckets change when a switch learns where they are.
-	switchedMembers map[uint32]struct{}
+	// The addresses of the members of pools the switches dispatch, with
+	// the numbers of those pools' VIPs: the buckets and member routes
+	// that change when a switch learns where an address is, or when a
+	// member there changes health.
+	switchedMembers map[uint32][]uint32
 	// Counters of every VIP and member the configuration has, enabled or
 	// not, so flow-removed accounting finds them whatever their state.
 	vipCnt    map[uint32]*vipCounters
@@ -189,7 +191,7 @@ func (b *snapshotBuilder) build(cfg *sdnlb.Config) (snap *snapshot, skipped []er
 		replyPunts:  map[replyMatch]replyOwner{},
 		replyPools:  map[replyMatch][]string{},
 
-		switchedMembers: map[uint32]struct{}{},
+		switchedMembers: map[uint32][]uint32{},
 		vipCnt:          map[uint32]*vipCounters{},
 		memberCnt:       map[uint32]*memberCounters{},
 	}
@@ -255,9 +257,6 @@ func (b *snapshotBuilder) build(cfg *sdnlb.Config) (snap *snapshot, skipped []er
 			}
 		}
 		for _, m := range ps.members {
-			if ps.switched() {
-				s.switchedMembers[ipUint(m.ip)] = struct{}{}
-			}
 			if ps.punts() {
 				k := replyKeyOf(ps.vip, m)
 				if pools := s.replyPools[k]; len(pools) == 0 || pools[len(pools)-1] != ps.id {
@@ -274,6 +273,17 @@ func (b *snapshotBuilder) build(cfg *sdnlb.Config) (snap *snapshot, skipped []er
 	}
 	for _, ps := range s.pools {
 		ps.setMemberZones(s)
+	}
+	for _, v := range sortedVIPs(s) {
+		if !v.switched() {
+			continue
+		}
+		for _, m := range v.pool.members {
+			ip := ipUint(m.ip)
+			if vips := s.switchedMembers[ip]; len(vips) == 0 || vips[len(vips)-1] != v.num {
+				s.switchedMembers[ip] = append(vips, v.num)
+			}
+		}
 	}
 	b.last = s
 	return s, skipped
