@@ -62,6 +62,30 @@ func (f *fakeSource) set(cfg *sdnlb.Config) {
 	}
 }
 
+// setHealth changes a member's health status and announces it as the
+// store does, with the status in the event.
+func (f *fakeSource) setHealth(memberID string, status sdnlb.MemberStatus) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	cfg := *f.cfg
+	cfg.Seq++
+	cfg.Members = slices.Clone(cfg.Members)
+	for i, m := range cfg.Members {
+		if m.ID == memberID {
+			changed := *m
+			changed.Health.Status = status
+			cfg.Members[i] = &changed
+		}
+	}
+	f.cfg = &cfg
+	for _, ch := range f.subs {
+		select {
+		case ch <- sdnlb.Event{Seq: cfg.Seq, Kind: sdnlb.KindMember, Op: sdnlb.OpHealth, ID: memberID, Status: status}:
+		default: // a full feed: the next reload catches up
+		}
+	}
+}
+
 // testConfig is one TCP VIP 10.0.0.100:80 with a round-robin pool of
 // three members 10.0.0.1-3:8080, plus whatever edit changes.
 func testConfig(edit func(*sdnlb.Config)) *sdnlb.Config {

@@ -148,8 +148,8 @@ func TestController_NoRoles(t *testing.T) {
 }
 
 // A promotion gives the switch a new dataplane while the API lists the
-// switches and reads their flows, the stats are polled and the
-// configuration changes. Under -race, this fails if any of them reaches
+// switches and reads their flows, the stats are polled, members change
+// health and the configuration changes. Under -race, this fails if any of them reaches
 // the dataplane other than through its connection's lock.
 func TestController_RoleChangesWhileServing(t *testing.T) {
 	const (
@@ -205,6 +205,10 @@ func TestController_RoleChangesWhileServing(t *testing.T) {
 	})
 	during("stats poll", func(int) error {
 		h.c.pollStats()
+		return nil
+	})
+	during("health events", func(i int) error {
+		h.src.setHealth("m3", []sdnlb.MemberStatus{sdnlb.MemberDown, sdnlb.MemberUp}[i%2])
 		return nil
 	})
 	during("configuration", func(i int) error {
