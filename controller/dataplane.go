@@ -148,7 +148,7 @@ func (dp *dataplane) packetIn(now time.Time, snap *snapshot, msg *ofp.PacketIn, 
 	}
 	dp.learnMAC(now, src, inPort, out)
 	switch cat, _, memberNum, _ := cookieParts(msg.Cookie); {
-	case cat == catMemberRoute && dp.resetToDownMember(p, memberNum, out):
+	case cat == catMemberRoute && dp.answerMemberRoute(p, memberNum, out):
 		dp.metrics.packetIns[kindLB].Inc()
 	case p.hasARP:
 		dp.metrics.packetIns[kindARP].Inc()

@@ -387,12 +387,29 @@ func (d *dispatcher) deleteRoute(want map[routeKey]memberRoute, k routeKey, out 
 	}
 }
 
-// resetToDownMember answers a packet that a DOWN member's route sent up:
-// a TCP client still sending on a connection to the member gets a reset
-// from the VIP, so it fails now instead of retransmitting into a void.
-func (dp *dataplane) resetToDownMember(p *packetIn, memberNum uint32, out *outbox) bool {
+// answerMemberRoute answers a packet that a member's route sent up. The
+// route of a DOWN member sends to the controller: a TCP client still
+// sending on a connection to the member gets a reset from the VIP, so it
+// fails now instead of retransmitting into a void. Once the member is back
+// the route sends to it again, but the switch's datapath may go on using
+// an entry it cached from the DOWN route until it revalidates it: what
+// that sends up goes on to the member, as the route now does, instead of
+// resetting a new connection to a healthy member.
+func (dp *dataplane) answerMemberRoute(p *packetIn, memberNum uint32, out *outbox) bool {
 	m := p.snap.member(memberNum)
-	if m == nil || !p.hasIPv4 || !p.hasTCP || p.tcp.RST {
+	if m == nil || !p.hasIPv4 {
+		return false
+	}
+	if m.status != sdnlb.MemberDown {
+		h, known := dp.learner.host(ipUint(m.ip))
+		if !known || h.port == 0 {
+			return false
+		}
+		dp.out.Port = h.port
+		dp.sendFrame(p.inPort, []ofp.Action{ofp.ActionSetField{Field: ofp.MatchEthDst(h.mac)}, &dp.out}, p.frame, out)
+		return true
+	}
+	if !p.hasTCP || p.tcp.RST {
 		return false
 	}
 	pool := p.snap.pools[m.poolID]

@@ -155,6 +155,16 @@ func TestDispatch_NATFollowsMembers(t *testing.T) {
 	assertSends(t, got, "packet_out in_port=10 actions=IN_PORT data=tcp 02:00:00:00:01:00>"+clientMAC+
 		" 10.0.0.100:80>"+clientIP+":40000 RST seq=5000 ack=0")
 
+	// Member 1 is back (a health patch): its route sends to it again, and
+	// what the datapath still sends up from the DOWN route, cached before
+	// it revalidates, goes on to the member instead of being reset.
+	got = d.patch([]healthChange{{memberID: "m1", status: sdnlb.MemberUp, since: d.now}})
+	assertSends(t, got,
+		"flow_mod cookie=0x5d06000000000001, table=to-member, priority=100, ip,nw_dst=10.0.0.1 actions=set_field:"+memberMAC(1)+"->eth_dst,goto_table:9",
+	)
+	got = d.punt(makeCookie(catMemberRoute, 0, 1), clientOF, ack)
+	assertSent(t, got, "packet_out in_port=10 actions=set_field:"+memberMAC(1)+"->eth_dst,output:1 data=<in>")
+
 	// No member ready: new connections go to the controller again.
 	got = d.configure(switchConfig(sdnlb.ForwardingNAT, func(c *sdnlb.Config) {
 		for _, m := range c.Members {
