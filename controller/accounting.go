@@ -4,6 +4,7 @@ import (
 	"context"
 	"maps"
 	"slices"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -17,43 +18,83 @@ type vipCounters struct {
 	refused atomic.Uint64
 }
 
-// memberCounters outlive snapshots: one per member id. The "done" counters
-// sum flows that were removed; the "live" ones are the sum over switches of
-// the latest flow-stats poll, which for SWITCH pools also counts their
-// connections.
+// memberCounters outlive snapshots: one per member id. Every counter but
+// active only grows: what the member's flows counted, added as the
+// switches' flow ledgers read it.
 type memberCounters struct {
-	active                        atomic.Int64
-	total                         atomic.Uint64
-	packetsIn, packetsOut         atomic.Uint64
-	bytesIn, bytesOut             atomic.Uint64
-	liveTotal                     atomic.Int64
-	livePacketsIn, livePacketsOut atomic.Int64
-	liveBytesIn, liveBytesOut     atomic.Int64
+	active                atomic.Int64
+	total                 atomic.Uint64
+	packetsIn, packetsOut atomic.Uint64
+	bytesIn, bytesOut     atomic.Uint64
 }
 
-func (m *memberCounters) bytes() uint64 {
-	return m.bytesIn.Load() + m.bytesOut.Load() + uint64(max(0, m.liveBytesIn.Load()+m.liveBytesOut.Load()))
+func (m *memberCounters) bytes() uint64 { return m.bytesIn.Load() + m.bytesOut.Load() }
+
+// flowLedger is what one switch's flows had counted when the controller
+// last read them, flow by flow. Each reading adds what a flow counted
+// since the one before to its member's counters, so the counters only
+// grow whatever happens to the flows: removed, modified, or adopted by
+// the switch's next connection, which takes the ledger over. What a flow
+// counts between its last reading and its end without a flow-removed (a
+// route the controller deletes) is not counted.
+type flowLedger struct {
+	mu       sync.Mutex
+	readings map[flowID]flowReading
+	round    uint64 // of the last poll begun
 }
 
-// flowCounters are one member's flow counters on one switch: of its
-// connection flows, or of its routes and reply flow in a SWITCH NAT pool,
-// where conns counts its new connections.
-type flowCounters struct {
-	conns                                    int64
-	packetsIn, bytesIn, packetsOut, bytesOut int64
+// flowID names a flow of one switch.
+type flowID struct {
+	cookie   uint64
+	match    uint64 // ofp.Match.Sum64
+	priority uint16
+	table    uint8
+}
+
+// flowReading is a flow's counters and age when last read, and the poll
+// that read it.
+type flowReading struct {
+	packets, bytes uint64
+	age            time.Duration
+	round          uint64
+}
+
+func newFlowLedger() *flowLedger { return &flowLedger{readings: map[flowID]flowReading{}} }
+
+// read records a flow's counters and age and returns what it counted
+// since the last reading. A flow younger than its last reading, or whose
+// counters went back, is another flow with the same match (the switch
+// restarted, or the flow was deleted and added again): all it counted is
+// new.
+func (l *flowLedger) read(id flowID, packets, bytes uint64, age time.Duration, round uint64) (newPackets, newBytes uint64) {
+	r, ok := l.readings[id]
+	if !ok || age < r.age || packets < r.packets || bytes < r.bytes {
+		r = flowReading{}
+	}
+	l.readings[id] = flowReading{packets: packets, bytes: bytes, age: age, round: round}
+	return packets - r.packets, bytes - r.bytes
+}
+
+// sweep forgets the flows that polls up to round no longer found: gone
+// from the switch, all they counted was added when they were last read.
+func (l *flowLedger) sweep(round uint64) {
+	for id, r := range l.readings {
+		if r.round < round {
+			delete(l.readings, id)
+		}
+	}
 }
 
 // accounting is a switch's share of the counters: the connections its
-// dataplane counted as active, and its connection flows' counters as the
-// last complete stats poll read them and as the poll under way reads them.
+// dataplane counted as active, and the ledger of its flows.
 type accounting struct {
-	active map[uint64]int64        // connections counted, by activeKey
-	live   map[uint32]flowCounters // the last complete stats poll, by member
-	poll   map[uint32]flowCounters // the poll being assembled
+	active map[uint64]int64 // connections counted, by activeKey
+	ledger *flowLedger
+	round  uint64 // the poll being assembled
 }
 
-func newAccounting() accounting {
-	return accounting{active: map[uint64]int64{}, live: map[uint32]flowCounters{}, poll: map[uint32]flowCounters{}}
+func newAccounting(ledger *flowLedger) accounting {
+	return accounting{active: map[uint64]int64{}, ledger: ledger}
 }
 
 // activeKey names the connections of one VIP to one member.
@@ -94,16 +135,13 @@ func (dp *dataplane) flowRemoved(now time.Time, snap *snapshot, fr *ofp.FlowRemo
 		return
 	}
 	m := snap.memberCnt[memberNum] // nil once the member is deleted
+	dir := countsIn
 	if cat == catConnReply {
-		if m != nil {
-			m.packetsOut.Add(fr.PacketCount)
-			m.bytesOut.Add(fr.ByteCount)
-		}
-		return
+		dir = countsOut
 	}
-	if m != nil {
-		m.packetsIn.Add(fr.PacketCount)
-		m.bytesIn.Add(fr.ByteCount)
+	dp.accounting.ended(m, dir, fr)
+	if cat == catConnReply {
+		return
 	}
 	// Only connections this switch's dataplane counted are released here:
 	// after a reconnect the switch reports flows of the old connection,
@@ -134,71 +172,100 @@ func statsRequest() ofp.FlowStatsRequest {
 	}
 }
 
-// beginPoll starts assembling the reply to a statsRequest.
+// What a flow's counters count for its member.
+type flowCount uint8
+
+const (
+	countsNothing flowCount = iota
+	countsIn                // packets and bytes to the member
+	countsOut               // packets and bytes from the member
+	countsNew               // packets that are new connections
+)
+
+// counted says what a flow counts for its member: connection flows (both
+// ways), member routes (to the member, and their new connections), and
+// the reply flows that forward replies into the tracker.
+func counted(snap *snapshot, cat category, priority uint16, memberNum uint32, groups bool) flowCount {
+	switch {
+	case cat == catConn, cat == catMemberRoute && priority == prioMemberRoute:
+		return countsIn
+	case cat == catMemberRoute && priority == prioMemberNew:
+		return countsNew
+	case cat == catConnReply, cat == catMemberReply && priority == prioMemberReply && tracksReplies(snap, memberNum, groups):
+		return countsOut
+	}
+	return countsNothing
+}
+
+// add adds what a flow counted to m, nil once the member is deleted.
+func (c flowCount) add(m *memberCounters, packets, bytes uint64) {
+	switch {
+	case m == nil:
+	case c == countsIn:
+		m.packetsIn.Add(packets)
+		m.bytesIn.Add(bytes)
+	case c == countsOut:
+		m.packetsOut.Add(packets)
+		m.bytesOut.Add(bytes)
+	case c == countsNew:
+		m.total.Add(packets)
+	}
+}
+
+func flowAge(sec, nsec uint32) time.Duration {
+	return time.Duration(sec)*time.Second + time.Duration(nsec)
+}
+
+// ended adds what a connection flow counted since it was last read, from
+// its flow-removed, and forgets it.
+func (a *accounting) ended(m *memberCounters, c flowCount, fr *ofp.FlowRemoved) {
+	id := flowID{cookie: fr.Cookie, match: fr.Match.Sum64(), priority: fr.Priority, table: fr.TableID}
+	a.ledger.mu.Lock()
+	defer a.ledger.mu.Unlock()
+	packets, bytes := a.ledger.read(id, fr.PacketCount, fr.ByteCount, flowAge(fr.DurationSec, fr.DurationNsec), 0)
+	delete(a.ledger.readings, id)
+	c.add(m, packets, bytes)
+}
+
+// beginPoll starts reading the reply to a statsRequest.
 func (dp *dataplane) beginPoll() { dp.accounting.beginPoll() }
 
-func (a *accounting) beginPoll() { clear(a.poll) }
+func (a *accounting) beginPoll() {
+	a.ledger.mu.Lock()
+	defer a.ledger.mu.Unlock()
+	a.ledger.round++
+	a.round = a.ledger.round
+}
 
-// pollPart adds one part of the reply to a statsRequest.
+// pollPart reads one part of the reply to a statsRequest.
 func (dp *dataplane) pollPart(snap *snapshot, stats []ofp.FlowStats, last bool) {
 	dp.accounting.pollPart(snap, stats, last, dp.groups)
 }
 
-// pollPart adds one part of the reply; at the last part the members' live
-// counters move by the difference to the previous poll. groups says
-// whether the switch has select groups.
+// pollPart adds what each flow of one part of the reply counted since it
+// was last read to its member; after the last part the ledger forgets the
+// flows the poll did not find. groups says whether the switch has select
+// groups.
 func (a *accounting) pollPart(snap *snapshot, stats []ofp.FlowStats, last, groups bool) {
+	a.ledger.mu.Lock()
+	defer a.ledger.mu.Unlock()
 	for i := range stats {
 		st := &stats[i]
 		cat, _, memberNum, ok := cookieParts(st.Cookie)
 		if !ok {
 			continue
 		}
-		fc := a.poll[memberNum]
-		switch {
-		case cat == catConn, cat == catMemberRoute && st.Priority == prioMemberRoute:
-			fc.packetsIn += int64(st.PacketCount)
-			fc.bytesIn += int64(st.ByteCount)
-		case cat == catMemberRoute && st.Priority == prioMemberNew:
-			fc.conns += int64(st.PacketCount)
-		case cat == catConnReply, cat == catMemberReply && st.Priority == prioMemberReply && tracksReplies(snap, memberNum, groups):
-			fc.packetsOut += int64(st.PacketCount)
-			fc.bytesOut += int64(st.ByteCount)
-		default:
+		c := counted(snap, cat, st.Priority, memberNum, groups)
+		if c == countsNothing {
 			continue
 		}
-		a.poll[memberNum] = fc
+		id := flowID{cookie: st.Cookie, match: st.Match.Sum64(), priority: st.Priority, table: st.TableID}
+		packets, bytes := a.ledger.read(id, st.PacketCount, st.ByteCount, flowAge(st.DurationSec, st.DurationNsec), a.round)
+		c.add(snap.memberCnt[memberNum], packets, bytes)
 	}
-	if !last {
-		return
+	if last {
+		a.ledger.sweep(a.round)
 	}
-	moveLive(snap, a.live, a.poll)
-	a.live, a.poll = a.poll, a.live
-	clear(a.poll)
-}
-
-// moveLive moves the members' live counters from what the previous poll
-// read (before) to what this one read (now).
-func moveLive(snap *snapshot, before, now map[uint32]flowCounters) {
-	for num, old := range before {
-		if _, ok := now[num]; !ok {
-			addLive(snap.memberCnt[num], flowCounters{}, old)
-		}
-	}
-	for num, fc := range now {
-		addLive(snap.memberCnt[num], fc, before[num])
-	}
-}
-
-func addLive(m *memberCounters, now, before flowCounters) {
-	if m == nil {
-		return
-	}
-	m.liveTotal.Add(now.conns - before.conns)
-	m.livePacketsIn.Add(now.packetsIn - before.packetsIn)
-	m.liveBytesIn.Add(now.bytesIn - before.bytesIn)
-	m.livePacketsOut.Add(now.packetsOut - before.packetsOut)
-	m.liveBytesOut.Add(now.bytesOut - before.bytesOut)
 }
 
 // tracksReplies reports whether the member's reply flow forwards its
@@ -215,20 +282,15 @@ func tracksReplies(snap *snapshot, memberNum uint32, groups bool) bool {
 }
 
 // settle takes back what the dataplane of a switch that went away
-// contributed to the live and active counters, and gives up its held
-// setups.
+// contributed to the active counters, and gives up its held setups. What
+// its flows counted stays counted.
 func (dp *dataplane) settle(snap *snapshot) {
 	dp.accounting.settle(snap)
 	dp.held.release()
 }
 
-// settle takes back what the switch contributed to the live and active
-// counters.
+// settle takes back what the switch contributed to the active counters.
 func (a *accounting) settle(snap *snapshot) {
-	for num, fc := range a.live {
-		addLive(snap.memberCnt[num], flowCounters{}, fc)
-	}
-	clear(a.live)
 	for key, n := range a.active {
 		if m := snap.memberCnt[uint32(key)]; m != nil {
 			m.active.Add(-n)
@@ -249,11 +311,11 @@ func (m *memberState) stats() sdnlb.MemberStats {
 		Status:            m.status,
 		StatusSince:       m.since,
 		ActiveConnections: uint64(max(0, m.cnt.active.Load())),
-		TotalConnections:  m.cnt.total.Load() + uint64(max(0, m.cnt.liveTotal.Load())),
-		PacketsIn:         m.cnt.packetsIn.Load() + uint64(max(0, m.cnt.livePacketsIn.Load())),
-		PacketsOut:        m.cnt.packetsOut.Load() + uint64(max(0, m.cnt.livePacketsOut.Load())),
-		BytesIn:           m.cnt.bytesIn.Load() + uint64(max(0, m.cnt.liveBytesIn.Load())),
-		BytesOut:          m.cnt.bytesOut.Load() + uint64(max(0, m.cnt.liveBytesOut.Load())),
+		TotalConnections:  m.cnt.total.Load(),
+		PacketsIn:         m.cnt.packetsIn.Load(),
+		PacketsOut:        m.cnt.packetsOut.Load(),
+		BytesIn:           m.cnt.bytesIn.Load(),
+		BytesOut:          m.cnt.bytesOut.Load(),
 	}
 }
 

@@ -75,6 +75,7 @@ type Controller struct {
 	duplicateLog *limitedLog // connections claiming a connected switch's datapath id
 	mu           sync.RWMutex
 	conns        map[uint64]*switchConn // by datapath id
+	ledgers      map[uint64]*flowLedger // by datapath id, for good: a switch's counters carry over its reconnects
 
 	roleMu   sync.Mutex
 	wantRole role // with Options.Roles: what SetRole asked last
@@ -121,6 +122,7 @@ func New(src sdnlb.ConfigSource, opts Options) *Controller {
 		builder:  newSnapshotBuilder(),
 		affinity: newAffinityTable(),
 		conns:    map[uint64]*switchConn{},
+		ledgers:  map[uint64]*flowLedger{},
 		guard: &guard{allow: opts.Allow, maxSwitches: int64(opts.MaxSwitches), maxHandshakes: int64(opts.MaxHandshakes),
 			refusals: &limitedLog{log: log, every: refusalLogEvery}},
 		handshakeLog: &limitedLog{log: log, every: refusalLogEvery},
@@ -341,11 +343,24 @@ func (c *Controller) switchConn(dpid uint64) *switchConn {
 	return c.conns[dpid]
 }
 
-// dataplaneConfig is what a new switch's dataplane shares with the
+// dataplaneConfig is what a new dataplane of switch dpid shares with the
 // controller.
-func (c *Controller) dataplaneConfig(log *slog.Logger, groups bool) dataplaneConfig {
+func (c *Controller) dataplaneConfig(dpid uint64, log *slog.Logger, groups bool) dataplaneConfig {
 	return dataplaneConfig{idleTimeout: c.idle, hardTimeout: c.hard, l2: c.opts.L2, groups: groups,
-		affinity: c.affinity, metrics: c.metrics, log: log}
+		affinity: c.affinity, ledger: c.ledger(dpid), metrics: c.metrics, log: log}
+}
+
+// ledger returns the flow ledger of switch dpid, which every connection
+// of the switch keeps, so that its counters carry over a reconnect.
+func (c *Controller) ledger(dpid uint64) *flowLedger {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	l := c.ledgers[dpid]
+	if l == nil {
+		l = newFlowLedger()
+		c.ledgers[dpid] = l
+	}
+	return l
 }
 
 // housekeep expires persistence entries and polls flow stats.

@@ -49,6 +49,7 @@ type dataplaneConfig struct {
 	l2                       L2Mode
 	groups                   bool // the switch has select groups
 	affinity                 *affinityTable
+	ledger                   *flowLedger // the switch's, which outlives its connections
 	metrics                  *metrics
 	log                      *slog.Logger
 }
@@ -61,7 +62,7 @@ func newDataplane(cfg dataplaneConfig) *dataplane {
 		learner:         newL2Learner(),
 		dispatcher:      newDispatcher(),
 		held:            newHeldSetups(),
-		accounting:      newAccounting(),
+		accounting:      newAccounting(cfg.ledger),
 		pkt:             newDecoder(),
 		flows:           newConnFlows(),
 		frame:           make([]byte, 0, 128),

@@ -65,7 +65,7 @@ func newDecisionWith(tb testing.TB, cfg *sdnlb.Config, dc dataplaneConfig) *deci
 	}
 	d.applyAll(baseFlows(dc.l2))
 	d.out = newOutbox(&d.xids, nil)
-	dc.idleTimeout, dc.affinity = flowSeconds(DefaultIdleTimeout), d.affinity
+	dc.idleTimeout, dc.affinity, dc.ledger = flowSeconds(DefaultIdleTimeout), d.affinity, newFlowLedger()
 	dc.metrics, dc.log = newMetrics(nil, nil), newTestLogger(&syncBuffer{})
 	d.dp = newDataplane(dc)
 	d.configure(cfg)
@@ -767,46 +767,81 @@ func TestDataplane_Accounting(t *testing.T) {
 	d.teach(1, 2, 3)
 	d.packetIn(clientOF, syn(t, 40000))
 	m1 := d.snap.memberByID("m1").cnt
-	fwd, rev := makeCookie(catConn, 1, 1), makeCookie(catConnReply, 1, 1)
+	match := ofp.Match{OXMs: []ofp.OXM{ofp.MatchEthType(ethTypeIPv4)}}
+	fwd := func(packets, bytes uint64) ofp.FlowStats {
+		return ofp.FlowStats{Cookie: makeCookie(catConn, 1, 1), Match: match, PacketCount: packets, ByteCount: bytes, DurationSec: 1}
+	}
+	rev := func(packets, bytes uint64) ofp.FlowStats {
+		return ofp.FlowStats{Cookie: makeCookie(catConnReply, 1, 1), Match: match, PacketCount: packets, ByteCount: bytes, DurationSec: 1}
+	}
+	removed := func(st ofp.FlowStats) *ofp.FlowRemoved {
+		return &ofp.FlowRemoved{Cookie: st.Cookie, Match: st.Match, PacketCount: st.PacketCount, ByteCount: st.ByteCount, DurationSec: 2}
+	}
+	poll := func(dp *dataplane, parts ...[]ofp.FlowStats) {
+		dp.beginPoll()
+		for i, part := range parts {
+			dp.pollPart(d.snap, part, i == len(parts)-1)
+		}
+	}
 	type counts struct{ active, total, packetsIn, bytesIn, packetsOut, bytesOut int64 }
+	var last counts
 	check := func(stage string, want counts) {
 		t.Helper()
-		got := counts{m1.active.Load(), int64(m1.total.Load()),
-			int64(m1.packetsIn.Load()) + m1.livePacketsIn.Load(), int64(m1.bytesIn.Load()) + m1.liveBytesIn.Load(),
-			int64(m1.packetsOut.Load()) + m1.livePacketsOut.Load(), int64(m1.bytesOut.Load()) + m1.liveBytesOut.Load()}
+		got := counts{m1.active.Load(), int64(m1.total.Load()), int64(m1.packetsIn.Load()), int64(m1.bytesIn.Load()),
+			int64(m1.packetsOut.Load()), int64(m1.bytesOut.Load())}
 		if got != want {
 			t.Errorf("%s: %+v, want %+v", stage, got, want)
 		}
+		if got.total < last.total || got.packetsIn < last.packetsIn || got.bytesIn < last.bytesIn ||
+			got.packetsOut < last.packetsOut || got.bytesOut < last.bytesOut {
+			t.Errorf("%s: counters went back from %+v to %+v", stage, last, got)
+		}
+		last = got
 	}
 	check("after a setup", counts{active: 1, total: 1})
 
-	// A poll in two parts reports the live flows.
-	d.dp.beginPoll()
-	d.dp.pollPart(d.snap, []ofp.FlowStats{{Cookie: fwd, PacketCount: 3, ByteCount: 300}}, false)
-	d.dp.pollPart(d.snap, []ofp.FlowStats{{Cookie: rev, PacketCount: 2, ByteCount: 200}}, true)
+	// A poll in two parts adds what the flows counted; the next adds only
+	// what they counted since.
+	poll(d.dp, []ofp.FlowStats{fwd(3, 300)}, []ofp.FlowStats{rev(2, 200)})
 	check("after a poll", counts{1, 1, 3, 300, 2, 200})
+	poll(d.dp, []ofp.FlowStats{fwd(3, 300), rev(3, 250)})
+	check("after a second poll", counts{1, 1, 3, 300, 3, 250})
 
-	// The flows end: their final counters replace the live ones at the next poll.
-	d.dp.flowRemoved(d.now, d.snap, &ofp.FlowRemoved{Cookie: fwd, PacketCount: 4, ByteCount: 400})
-	d.dp.flowRemoved(d.now, d.snap, &ofp.FlowRemoved{Cookie: rev, PacketCount: 3, ByteCount: 330})
-	d.dp.beginPoll()
-	d.dp.pollPart(d.snap, nil, true)
+	// The flows end: their flow-removed adds what they counted since, and
+	// a poll that no longer finds them takes nothing back.
+	d.dp.flowRemoved(d.now, d.snap, removed(fwd(4, 400)))
+	d.dp.flowRemoved(d.now, d.snap, removed(rev(3, 330)))
+	poll(d.dp, nil)
 	check("after flow-removed and an empty poll", counts{0, 1, 4, 400, 3, 330})
 
 	// A flow the switch reports for a connection this dataplane did not
 	// count (a previous connection's) releases nothing.
-	d.dp.flowRemoved(d.now, d.snap, &ofp.FlowRemoved{Cookie: fwd})
+	d.dp.flowRemoved(d.now, d.snap, &ofp.FlowRemoved{Cookie: makeCookie(catConn, 1, 1)})
 	check("after a stranger's flow-removed", counts{0, 1, 4, 400, 3, 330})
+
+	// A flow gone from a poll (a route deleted) keeps what it counted; one
+	// with the same match that counts less is another flow, counted anew.
+	poll(d.dp, []ofp.FlowStats{fwd(10, 1000)})
+	check("a new flow", counts{0, 1, 14, 1400, 3, 330})
+	poll(d.dp, nil)
+	check("the flow gone", counts{0, 1, 14, 1400, 3, 330})
+	poll(d.dp, []ofp.FlowStats{fwd(2, 200)})
+	check("a flow again, from 0", counts{0, 1, 16, 1600, 3, 330})
+
+	// The switch reconnects: its next dataplane keeps its ledger, so the
+	// flows it adopts count only what they counted since.
+	next := newDataplane(d.dp.dataplaneConfig)
+	poll(next, []ofp.FlowStats{fwd(5, 500)})
+	check("after a reconnect", counts{0, 1, 19, 1900, 3, 330})
 
 	t.Run("SettledWhenTheSwitchGoes", func(t *testing.T) {
 		d.packetIn(clientOF, syn(t, 40001)) // m2
-		d.dp.beginPoll()
-		d.dp.pollPart(d.snap, []ofp.FlowStats{{Cookie: makeCookie(catConn, 1, 2), PacketCount: 1, ByteCount: 60}}, true)
+		poll(d.dp, []ofp.FlowStats{{Cookie: makeCookie(catConn, 1, 2), PacketCount: 1, ByteCount: 60}})
 		d.dp.settle(d.snap)
 		m2 := d.snap.memberByID("m2").cnt
-		if m2.active.Load() != 0 || m2.liveBytesIn.Load() != 0 || d.snap.vipByID["v1"].cnt.active.Load() != 0 {
-			t.Errorf("a gone switch still counts: member active %d live bytes %d, VIP active %d",
-				m2.active.Load(), m2.liveBytesIn.Load(), d.snap.vipByID["v1"].cnt.active.Load())
+		if m2.active.Load() != 0 || m2.bytesIn.Load() != 60 || d.snap.vipByID["v1"].cnt.active.Load() != 0 {
+			t.Errorf("a gone switch: member active %d bytes %d (want 0, 60: what was counted stays), VIP active %d",
+				m2.active.Load(), m2.bytesIn.Load(), d.snap.vipByID["v1"].cnt.active.Load())
 		}
 	})
 }

@@ -384,8 +384,8 @@ func TestDispatch_StatsFromSwitchCounters(t *testing.T) {
 			poll(5, 40, 30)
 			poll(7, 60, 45)
 			m := d.snap.memberByID("m1").cnt
-			got := [5]int64{m.liveTotal.Load(), m.livePacketsIn.Load(), m.liveBytesIn.Load(), m.livePacketsOut.Load(), m.liveBytesOut.Load()}
-			want := [5]int64{7, 60, 6000, 45, 45000}
+			got := [5]uint64{m.total.Load(), m.packetsIn.Load(), m.bytesIn.Load(), m.packetsOut.Load(), m.bytesOut.Load()}
+			want := [5]uint64{7, 60, 6000, 45, 45000}
 			if fwd == sdnlb.ForwardingDSR {
 				want[3], want[4] = 0, 0
 			}

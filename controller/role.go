@@ -148,7 +148,7 @@ func (s *switchConn) applyRole() {
 			// its share of the counters.
 			snap := s.c.snap.Load()
 			old.settle(snap)
-			s.dp = newDataplane(s.c.dataplaneConfig(s.log, s.groups))
+			s.dp = newDataplane(s.c.dataplaneConfig(s.dpid, s.log, s.groups))
 			s.dp.adopt(s.c.now(), snap, have, out)
 			s.master.Store(true)
 		})

@@ -137,7 +137,7 @@ func (c *Controller) serveConn(ctx context.Context, conn net.Conn) {
 			"remote", s.remote, "dpid", formatDPID(s.dpid), "connected_from", old.remote)
 		return
 	}
-	s.dp = newDataplane(c.dataplaneConfig(s.log, s.groups))
+	s.dp = newDataplane(c.dataplaneConfig(s.dpid, s.log, s.groups))
 	var wg sync.WaitGroup
 	defer wg.Wait()
 	defer s.close() // stops the reader and keepalive before wg.Wait

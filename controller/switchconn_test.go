@@ -451,7 +451,7 @@ func TestSession_Accounting(t *testing.T) {
 		t.Errorf("after a setup: %+v", st)
 	}
 
-	// A poll in two parts reports the live flows.
+	// A poll in two parts adds what the flows counted.
 	h.c.switchConns()[0].pollStats()
 	req := sw.nextOf(ofp.TypeMultipartRequest)
 	fsr := req.m.(*ofp.MultipartRequest).Body.(ofp.FlowStatsRequest)
@@ -469,7 +469,8 @@ func TestSession_Accounting(t *testing.T) {
 		t.Errorf("after the poll: %+v", st)
 	}
 
-	// The flows end: their final counters replace the live ones at the next poll.
+	// The flows end: their flow-removed adds what they counted since the
+	// poll, and the next poll, which no longer finds them, takes nothing back.
 	sw.send(0, ofp.FlowRemoved{Cookie: s.fwd.Cookie, Reason: ofp.RemovedIdleTimeout, PacketCount: 4, ByteCount: 400, Match: s.fwd.Match})
 	sw.send(0, ofp.FlowRemoved{Cookie: s.rev.Cookie, Reason: ofp.RemovedIdleTimeout, PacketCount: 3, ByteCount: 330, Match: s.rev.Match})
 	h.c.switchConns()[0].pollStats()

@@ -285,6 +285,28 @@ type Match struct {
 	OXMs []OXM
 }
 
+// Sum64 hashes the match's fields (FNV-1a), in their order: one switch
+// sends the same match of a flow the same way each time, so the sum keys
+// its flows by match.
+func (m *Match) Sum64() uint64 {
+	const prime = 1099511628211
+	h := uint64(14695981039346656037)
+	add := func(b byte) { h = (h ^ uint64(b)) * prime }
+	for i := range m.OXMs {
+		o := &m.OXMs[i]
+		add(byte(o.Class >> 8))
+		add(byte(o.Class))
+		add(byte(o.Field))
+		if o.HasMask {
+			add(1)
+		}
+		for _, b := range o.payload[:o.n] {
+			add(b)
+		}
+	}
+	return h
+}
+
 // Get returns the first OpenFlow-basic OXM for field f.
 func (m *Match) Get(f OXMField) (OXM, bool) {
 	for i := range m.OXMs {

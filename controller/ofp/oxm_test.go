@@ -3,6 +3,7 @@ package ofp
 import (
 	"bytes"
 	"errors"
+	"slices"
 	"testing"
 )
 
@@ -143,5 +144,17 @@ func TestMatch_Get(t *testing.T) {
 	var empty Match
 	if _, ok := empty.InPort(); ok {
 		t.Error("InPort on an empty match reported ok")
+	}
+}
+
+func TestMatch_Sum64(t *testing.T) {
+	a := Match{OXMs: []OXM{MatchEthType(0x0800), MatchIPv4Dst([4]byte{10, 0, 0, 1})}}
+	b := Match{OXMs: []OXM{MatchEthType(0x0800), MatchIPv4Dst([4]byte{10, 0, 0, 2})}}
+	same := Match{OXMs: slices.Clone(a.OXMs)}
+	if a.Sum64() != same.Sum64() {
+		t.Errorf("equal matches hash apart")
+	}
+	if a.Sum64() == b.Sum64() || a.Sum64() == (&Match{}).Sum64() {
+		t.Errorf("different matches hash alike")
 	}
 }
