@@ -22,10 +22,47 @@ type vipCounters struct {
 // active only grows: what the member's flows counted, added as the
 // switches' flow ledgers read it.
 type memberCounters struct {
-	active                atomic.Int64
+	active                atomic.Int64 // connections the controller set up and that have not ended
 	total                 atomic.Uint64
 	packetsIn, packetsOut atomic.Uint64
 	bytesIn, bytesOut     atomic.Uint64
+	// Connections the switches dispatched (SWITCH): opened (also in
+	// total), and of TCP ones, closed (a FIN or reset from the client, a
+	// reset from the member).
+	opened, closed atomic.Uint64
+}
+
+// activeConns is the member's active connections: those the controller
+// set up, and an estimate of those the switches dispatched, opened less
+// closed. The estimate counts a connection ended at its client's FIN or
+// reset, or the member's reset (NAT); one that ends with more than one
+// counts more than once (the estimate stays at 0 at least), one whose
+// client and member vanish without either stays counted until the member
+// goes DOWN, and one of UDP never ends.
+func (m *memberCounters) activeConns() uint64 {
+	return uint64(max(0, m.active.Load())) + m.dispatchedActive()
+}
+
+// endDispatched counts every connection the switches dispatched to the
+// member as closed: its route resets those of a DOWN member, whose clients
+// may never send the FIN or reset that would count them.
+func (m *memberCounters) endDispatched() {
+	for {
+		closed, opened := m.closed.Load(), m.opened.Load()
+		if closed >= opened || m.closed.CompareAndSwap(closed, opened) {
+			return
+		}
+	}
+}
+
+// dispatchedActive is the estimate of the member's active connections
+// that the switches dispatched.
+func (m *memberCounters) dispatchedActive() uint64 {
+	closed := m.closed.Load()
+	if opened := m.opened.Load(); opened > closed {
+		return opened - closed
+	}
+	return 0
 }
 
 func (m *memberCounters) bytes() uint64 { return m.bytesIn.Load() + m.bytesOut.Load() }
@@ -51,27 +88,26 @@ type flowID struct {
 	table    uint8
 }
 
-// flowReading is a flow's counters and age when last read, and the poll
-// that read it.
+// flowReading is a flow's counters when last read, and the poll that read
+// it.
 type flowReading struct {
 	packets, bytes uint64
-	age            time.Duration
 	round          uint64
 }
 
 func newFlowLedger() *flowLedger { return &flowLedger{readings: map[flowID]flowReading{}} }
 
-// read records a flow's counters and age and returns what it counted
-// since the last reading. A flow younger than its last reading, or whose
-// counters went back, is another flow with the same match (the switch
-// restarted, or the flow was deleted and added again): all it counted is
-// new.
-func (l *flowLedger) read(id flowID, packets, bytes uint64, age time.Duration, round uint64) (newPackets, newBytes uint64) {
+// read records a flow's counters and returns what it counted since the
+// last reading. A flow whose counters went back is another flow with the
+// same match (the switch restarted, or the flow was deleted and added
+// again): all it counted is new. A flow's age does not tell: Open vSwitch
+// restarts it when an add replaces the flow, and keeps its counters.
+func (l *flowLedger) read(id flowID, packets, bytes uint64, round uint64) (newPackets, newBytes uint64) {
 	r, ok := l.readings[id]
-	if !ok || age < r.age || packets < r.packets || bytes < r.bytes {
+	if !ok || packets < r.packets || bytes < r.bytes {
 		r = flowReading{}
 	}
-	l.readings[id] = flowReading{packets: packets, bytes: bytes, age: age, round: round}
+	l.readings[id] = flowReading{packets: packets, bytes: bytes, round: round}
 	return packets - r.packets, bytes - r.bytes
 }
 
@@ -176,44 +212,56 @@ func statsRequest() ofp.FlowStatsRequest {
 type flowCount uint8
 
 const (
-	countsNothing flowCount = iota
-	countsIn                // packets and bytes to the member
-	countsOut               // packets and bytes from the member
-	countsNew               // packets that are new connections
+	countsIn     flowCount = 1 << iota // packets and bytes to the member
+	countsOut                          // packets and bytes from the member
+	countsOpened                       // packets that open a connection (SWITCH)
+	countsClosed                       // packets that close one (SWITCH)
 )
 
 // counted says what a flow counts for its member: connection flows (both
-// ways), member routes (to the member, and their new connections), and
-// the reply flows that forward replies into the tracker.
-func counted(snap *snapshot, cat category, priority uint16, memberNum uint32, groups bool) flowCount {
+// ways), and the rows SWITCH pools have per VIP and member (to the member,
+// some rows its connections opening and closing, and from it).
+func counted(cat category, table uint8, priority uint16) flowCount {
 	switch {
-	case cat == catConn, cat == catMemberRoute && priority == prioMemberRoute:
+	case cat == catConn:
 		return countsIn
-	case cat == catMemberRoute && priority == prioMemberNew:
-		return countsNew
-	case cat == catConnReply, cat == catMemberReply && priority == prioMemberReply && tracksReplies(snap, memberNum, groups):
+	case cat == catMemberRoute && table == tableFromMember && priority >= prioFromMemberReset:
+		return countsOut | countsClosed
+	case cat == catConnReply, cat == catMemberRoute && table == tableFromMember:
 		return countsOut
+	case cat == catMemberRoute && table == tableToMember:
+		switch priority {
+		case prioMemberNew:
+			return countsIn | countsOpened
+		case prioMemberFIN, prioMemberRST:
+			return countsIn | countsClosed
+		case prioMemberRoute:
+			return countsIn
+		}
 	}
-	return countsNothing
+	return 0
 }
 
 // add adds what a flow counted to m, nil once the member is deleted.
 func (c flowCount) add(m *memberCounters, packets, bytes uint64) {
-	switch {
-	case m == nil:
-	case c == countsIn:
+	if m == nil {
+		return
+	}
+	if c&countsIn != 0 {
 		m.packetsIn.Add(packets)
 		m.bytesIn.Add(bytes)
-	case c == countsOut:
+	}
+	if c&countsOut != 0 {
 		m.packetsOut.Add(packets)
 		m.bytesOut.Add(bytes)
-	case c == countsNew:
+	}
+	if c&countsOpened != 0 {
+		m.opened.Add(packets)
 		m.total.Add(packets)
 	}
-}
-
-func flowAge(sec, nsec uint32) time.Duration {
-	return time.Duration(sec)*time.Second + time.Duration(nsec)
+	if c&countsClosed != 0 {
+		m.closed.Add(packets)
+	}
 }
 
 // ended adds what a connection flow counted since it was last read, from
@@ -222,7 +270,7 @@ func (a *accounting) ended(m *memberCounters, c flowCount, fr *ofp.FlowRemoved) 
 	id := flowID{cookie: fr.Cookie, match: fr.Match.Sum64(), priority: fr.Priority, table: fr.TableID}
 	a.ledger.mu.Lock()
 	defer a.ledger.mu.Unlock()
-	packets, bytes := a.ledger.read(id, fr.PacketCount, fr.ByteCount, flowAge(fr.DurationSec, fr.DurationNsec), 0)
+	packets, bytes := a.ledger.read(id, fr.PacketCount, fr.ByteCount, 0)
 	delete(a.ledger.readings, id)
 	c.add(m, packets, bytes)
 }
@@ -239,14 +287,13 @@ func (a *accounting) beginPoll() {
 
 // pollPart reads one part of the reply to a statsRequest.
 func (dp *dataplane) pollPart(snap *snapshot, stats []ofp.FlowStats, last bool) {
-	dp.accounting.pollPart(snap, stats, last, dp.groups)
+	dp.accounting.pollPart(snap, stats, last)
 }
 
 // pollPart adds what each flow of one part of the reply counted since it
 // was last read to its member; after the last part the ledger forgets the
-// flows the poll did not find. groups says whether the switch has select
-// groups.
-func (a *accounting) pollPart(snap *snapshot, stats []ofp.FlowStats, last, groups bool) {
+// flows the poll did not find.
+func (a *accounting) pollPart(snap *snapshot, stats []ofp.FlowStats, last bool) {
 	a.ledger.mu.Lock()
 	defer a.ledger.mu.Unlock()
 	for i := range stats {
@@ -255,30 +302,17 @@ func (a *accounting) pollPart(snap *snapshot, stats []ofp.FlowStats, last, group
 		if !ok {
 			continue
 		}
-		c := counted(snap, cat, st.Priority, memberNum, groups)
-		if c == countsNothing {
+		c := counted(cat, st.TableID, st.Priority)
+		if c == 0 {
 			continue
 		}
 		id := flowID{cookie: st.Cookie, match: st.Match.Sum64(), priority: st.Priority, table: st.TableID}
-		packets, bytes := a.ledger.read(id, st.PacketCount, st.ByteCount, flowAge(st.DurationSec, st.DurationNsec), a.round)
+		packets, bytes := a.ledger.read(id, st.PacketCount, st.ByteCount, a.round)
 		c.add(snap.memberCnt[memberNum], packets, bytes)
 	}
 	if last {
 		a.ledger.sweep(a.round)
 	}
-}
-
-// tracksReplies reports whether the member's reply flow forwards its
-// replies (into the connection tracker) rather than punting them, so that
-// its counters are the member's traffic; groups says whether the switch
-// has select groups.
-func tracksReplies(snap *snapshot, memberNum uint32, groups bool) bool {
-	m := snap.member(memberNum)
-	if m == nil || !groups {
-		return false
-	}
-	p := snap.pools[m.poolID]
-	return p != nil && p.switched() && p.forwarding != sdnlb.ForwardingDSR
 }
 
 // settle takes back what the dataplane of a switch that went away
@@ -302,15 +336,19 @@ func (a *accounting) settle(snap *snapshot) {
 	clear(a.active)
 }
 
-// stats reads the member's counters: what ended plus what is live.
+// stats reads the member's counters.
 func (m *memberState) stats() sdnlb.MemberStats {
+	active := m.cnt.activeConns()
+	if m.status == sdnlb.MemberDown { // the switches reset what they dispatched to it
+		active = uint64(max(0, m.cnt.active.Load()))
+	}
 	return sdnlb.MemberStats{
 		MemberID:          m.id,
 		Address:           m.address,
 		Port:              int(m.port),
 		Status:            m.status,
 		StatusSince:       m.since,
-		ActiveConnections: uint64(max(0, m.cnt.active.Load())),
+		ActiveConnections: active,
 		TotalConnections:  m.cnt.total.Load(),
 		PacketsIn:         m.cnt.packetsIn.Load(),
 		PacketsOut:        m.cnt.packetsOut.Load(),

@@ -47,7 +47,15 @@ func (sc *snapshotCollector) Describe(ch chan<- *prometheus.Desc) {
 func (sc *snapshotCollector) Collect(ch chan<- prometheus.Metric) {
 	snap := sc.c.snap.Load()
 	for _, v := range snap.vipByID {
-		ch <- prometheus.MustNewConstMetric(sc.vipActive, prometheus.GaugeValue, float64(max(0, v.cnt.active.Load())), v.id)
+		active := uint64(max(0, v.cnt.active.Load()))
+		if v.pool != nil {
+			for _, m := range v.pool.members {
+				if m.status != sdnlb.MemberDown {
+					active += m.cnt.dispatchedActive()
+				}
+			}
+		}
+		ch <- prometheus.MustNewConstMetric(sc.vipActive, prometheus.GaugeValue, float64(active), v.id)
 		ch <- prometheus.MustNewConstMetric(sc.vipRefused, prometheus.CounterValue, float64(v.cnt.refused.Load()), v.id)
 	}
 	for _, p := range snap.pools {

@@ -827,6 +827,12 @@ func TestDataplane_Accounting(t *testing.T) {
 	check("the flow gone", counts{0, 1, 14, 1400, 3, 330})
 	poll(d.dp, []ofp.FlowStats{fwd(2, 200)})
 	check("a flow again, from 0", counts{0, 1, 16, 1600, 3, 330})
+	// An add that replaces a flow restarts its age and keeps its counters:
+	// the same flow.
+	replaced := fwd(4, 400)
+	replaced.DurationSec = 0
+	poll(d.dp, []ofp.FlowStats{replaced})
+	check("a flow replaced by an add", counts{0, 1, 18, 1800, 3, 330})
 
 	// The switch reconnects: its next dataplane keeps its ledger, so the
 	// flows it adopts count only what they counted since.

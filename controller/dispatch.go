@@ -56,6 +56,13 @@ import (
 // the connection's label for a tracked one.
 const dsrMemberReg = 0
 
+// groupReg is the register that names a tracked connection's VIP in
+// tableToMember, by the VIP's group on the switch: each VIP has its own
+// rows for a member there, so that pools sharing a member's address count
+// their traffic apart. The group's id, unlike the VIP's number, survives a
+// restart of the controller, so adopted rows keep matching.
+const groupReg = 2
+
 // trackVIP sends a client's packet through the tracker's VIP zone and on
 // to tableTracked; trackMember a member's reply through the member zone
 // and on to tableFromMember.
@@ -95,10 +102,13 @@ type translation struct {
 	dst, src ofp.NXMHeader // 0: no ports
 }
 
-func (v *vipState) translations() []translation {
+func (v *vipState) translations() []translation { return translationsOf(v.proto) }
+
+// translationsOf is translations for a VIP of proto.
+func translationsOf(proto uint8) []translation {
 	tcp := translation{protoTCP, ofp.NXMTCPDst, ofp.NXMTCPSrc}
 	udp := translation{protoUDP, ofp.NXMUDPDst, ofp.NXMUDPSrc}
-	switch v.proto {
+	switch proto {
 	case protoAny:
 		return []translation{tcp, udp, {proto: protoAny}}
 	case protoTCP:
@@ -106,7 +116,7 @@ func (v *vipState) translations() []translation {
 	case protoUDP:
 		return []translation{udp}
 	}
-	return []translation{{proto: v.proto}}
+	return []translation{{proto: proto}}
 }
 
 // switchedVIP is what a switch has installed to dispatch one VIP itself.
@@ -140,11 +150,13 @@ type bucketTarget struct {
 	port uint16
 }
 
-// routeKey names a tableToMember row: a member address, matched as the
-// destination (NAT) or in dsrMemberReg (DSR).
+// routeKey names a VIP's tableToMember rows for a member address, matched
+// as the destination (NAT) or in dsrMemberReg (DSR), and the VIP by its
+// group in groupReg.
 type routeKey struct {
-	ip  [4]byte
-	dsr bool
+	group uint32
+	ip    [4]byte
+	dsr   bool
 }
 
 // memberRoute is one tableToMember row as installed.
@@ -152,6 +164,7 @@ type memberRoute struct {
 	cookie uint64
 	mac    [6]byte
 	down   bool
+	vip    dispatchSpec // NAT: the member's replies have rows of their own; TCP: rows count the clients' FINs and resets
 }
 
 // dispatcher is what a switch has installed to dispatch VIPs itself: a
@@ -179,11 +192,7 @@ func (dp *dataplane) dispatch(now time.Time, snap *snapshot, out *outbox) {
 		return
 	}
 	dp.dispatcher.dropStale(snap, out)
-	vips := sortedVIPs(snap)
-	routes := dp.memberRoutes(snap, vips, nil)
-	dp.dispatcher.installRoutes(routes, out)
-	dp.setBuckets(now, vips, out)
-	dp.dispatcher.deleteRoutes(routes, out)
+	dp.redispatch(now, snap, sortedVIPs(snap), nil, out)
 }
 
 // dispatchAt is dispatch for what changed at member addresses only: their
@@ -191,7 +200,7 @@ func (dp *dataplane) dispatch(now time.Time, snap *snapshot, out *outbox) {
 // when a member's MAC or port is learned, and after a health patch of the
 // snapshot the switch had, so that neither costs what every pool holds.
 func (dp *dataplane) dispatchAt(now time.Time, snap *snapshot, addrs []uint32, out *outbox) {
-	if !dp.groups {
+	if !dp.groups || len(addrs) == 0 {
 		return
 	}
 	var nums []uint32
@@ -203,21 +212,31 @@ func (dp *dataplane) dispatchAt(now time.Time, snap *snapshot, addrs []uint32, o
 	for _, num := range slices.Compact(nums) {
 		vips = append(vips, snap.vipByNum[num])
 	}
-	routes := dp.memberRoutes(snap, vips, addrs)
-	dp.dispatcher.installRoutes(routes, out)
-	dp.setBuckets(now, vips, out)
-	dp.dispatcher.deleteRoutesAt(routes, addrs, out)
+	dp.redispatch(now, snap, vips, addrs, out)
 }
 
-// setBuckets brings the groups of the switched VIPs of vips to their
-// pools' rotations.
-func (dp *dataplane) setBuckets(now time.Time, vips []*vipState, out *outbox) {
+// redispatch brings the switched VIPs of vips to snap: a new one's flows
+// around the tracker and group id first, then the member routes (at addrs
+// only, unless addrs is nil), the buckets, and last the routes no bucket
+// sends to any more.
+func (dp *dataplane) redispatch(now time.Time, snap *snapshot, vips []*vipState, addrs []uint32, out *outbox) {
+	switched := make([]*vipState, 0, len(vips))
 	for _, v := range vips {
 		if v.switched() {
-			sv := dp.dispatcher.dispatchOf(v, out)
-			ready, targets := dp.readyMembers(now, v, out)
-			sv.setMembers(v, ready, targets, out)
+			dp.dispatcher.dispatchOf(v, out)
+			switched = append(switched, v)
 		}
+	}
+	routes := dp.memberRoutes(snap, switched, addrs)
+	dp.dispatcher.installRoutes(routes, out)
+	for _, v := range switched {
+		ready, targets := dp.readyMembers(now, v, out)
+		dp.dispatcher.switched[v.num].setMembers(v, ready, targets, out)
+	}
+	if addrs == nil {
+		dp.dispatcher.deleteRoutes(routes, out)
+	} else {
+		dp.dispatcher.deleteRoutesAt(routes, switched, addrs, out)
 	}
 }
 
@@ -259,7 +278,7 @@ func (d *dispatcher) dispatchOf(v *vipState, out *outbox) *switchedVIP {
 		sv.group = d.freeGroupID(v.num)
 	}
 	d.switched[v.num] = sv
-	for _, fm := range trackedFlows(v) {
+	for _, fm := range trackedFlows(v, sv.group) {
 		out.send(&fm)
 	}
 	return sv
@@ -316,15 +335,14 @@ func (dp *dataplane) readyMembers(now time.Time, v *vipState, out *outbox) ([]sl
 }
 
 // memberRoutes are the tableToMember rows snap wants for the members of
-// the switched VIPs of vips, at addrs only unless addrs is nil: one per
-// member address and forwarding, with the member's MAC, or for a DOWN
-// member the controller, which resets the connections still sent to it.
+// vips, switched VIPs the switch dispatches, at addrs only unless addrs is
+// nil: one per VIP and member address, with the member's MAC, or for a
+// DOWN member the controller, which resets the connections still sent to
+// it.
 func (dp *dataplane) memberRoutes(snap *snapshot, vips []*vipState, addrs []uint32) map[routeKey]memberRoute {
 	want := map[routeKey]memberRoute{}
 	for _, v := range vips {
-		if !v.switched() {
-			continue
-		}
+		group := dp.dispatcher.switched[v.num].group
 		for _, m := range v.pool.members {
 			if addrs != nil && !slices.Contains(addrs, ipUint(m.ip)) {
 				continue
@@ -333,8 +351,9 @@ func (dp *dataplane) memberRoutes(snap *snapshot, vips []*vipState, addrs []uint
 			if !known {
 				continue
 			}
-			k := routeKey{ip: m.ip, dsr: v.dsr()}
-			r := memberRoute{cookie: makeCookie(catMemberRoute, 0, m.num), mac: h.mac, down: m.status == sdnlb.MemberDown}
+			k := routeKey{group: group, ip: m.ip, dsr: v.dsr()}
+			r := memberRoute{cookie: makeCookie(catMemberRoute, v.num, m.num), mac: h.mac, down: m.status == sdnlb.MemberDown,
+				vip: specOf(v)}
 			if old, ok := want[k]; !ok || r.cookie < old.cookie {
 				want[k] = r
 			}
@@ -365,14 +384,14 @@ func (d *dispatcher) deleteRoutes(want map[routeKey]memberRoute, out *outbox) {
 	}
 }
 
-// deleteRoutesAt is deleteRoutes for the rows of addrs, whose want holds
-// every row there.
-func (d *dispatcher) deleteRoutesAt(want map[routeKey]memberRoute, addrs []uint32, out *outbox) {
-	for _, a := range addrs {
-		var ip [4]byte
-		binary.BigEndian.PutUint32(ip[:], a)
-		for _, dsr := range []bool{false, true} {
-			d.deleteRoute(want, routeKey{ip: ip, dsr: dsr}, out)
+// deleteRoutesAt is deleteRoutes for the rows of vips at addrs, whose
+// want holds every row there.
+func (d *dispatcher) deleteRoutesAt(want map[routeKey]memberRoute, vips []*vipState, addrs []uint32, out *outbox) {
+	for _, v := range vips {
+		for _, a := range addrs {
+			var ip [4]byte
+			binary.BigEndian.PutUint32(ip[:], a)
+			d.deleteRoute(want, routeKey{group: d.switched[v.num].group, ip: ip, dsr: v.dsr()}, out)
 		}
 	}
 }
@@ -434,7 +453,7 @@ func (dp *dataplane) answerMemberRoute(p *packetIn, memberNum uint32, out *outbo
 // the rest (invalid) dropped; for NAT, in tableFromMember its connections'
 // replies back from the VIP, for DSR its members' replies through the VIP
 // zone.
-func trackedFlows(v *vipState) []ofp.FlowMod {
+func trackedFlows(v *vipState, group uint32) []ofp.FlowMod {
 	cookie := makeCookie(catDispatch, v.num, 0)
 	unknown := append([]ofp.OXM{ofp.MatchCTLabel([16]byte{})}, v.service()...)
 	flows := []flow{{table: tableTracked, cookie: cookie, priority: prioTrackedUnknown + v.onePort(), match: unknown}}
@@ -442,13 +461,13 @@ func trackedFlows(v *vipState) []ofp.FlowMod {
 		tracked := append([]ofp.OXM{ofp.MatchCTState(ofp.CTStateTrk, ofp.CTStateTrk)}, v.service()...)
 		flows = append(flows,
 			flow{table: tableTracked, cookie: cookie, priority: prioTrackedForward + v.onePort(), match: tracked,
-				actions:   []ofp.Action{ofp.ActionRegMove{NBits: 32, Src: ofp.NXMCTLabel, Dst: ofp.NXMReg(dsrMemberReg)}},
+				actions:   []ofp.Action{ofp.ActionRegMove{NBits: 32, Src: ofp.NXMCTLabel, Dst: ofp.NXMReg(dsrMemberReg)}, nameGroup(group)},
 				gotoTable: tableToMember},
 			flow{cookie: cookie, priority: prioVIPReply + v.onePort(),
 				match:   serviceMatch(v.proto, ofp.MatchIPv4Src(v.ip), l4Src, v.port, icmpEchoReply),
 				actions: []ofp.Action{ofp.ActionCT{Zone: ctZoneVIP, Table: ofp.CTRecircNone}}, gotoTable: tableL2})
 	} else {
-		flows = append(flows, natTranslations(v, cookie)...)
+		flows = append(flows, natTranslations(v, cookie, group)...)
 	}
 	// Last, once the tables behind it are ready: the service into the tracker.
 	flows = append(flows, flow{cookie: cookie, priority: prioVIPPunt + v.onePort(), match: v.service(), actions: []ofp.Action{trackVIP}})
@@ -464,19 +483,10 @@ func trackedFlows(v *vipState) []ofp.FlowMod {
 // connection's packets to its member (a new one's first packet, just
 // committed by a bucket, is committed in the member zone too) and its
 // member's replies back from the VIP, one set per translation.
-func natTranslations(v *vipState, cookie uint64) []flow {
+func natTranslations(v *vipState, cookie uint64, group uint32) []flow {
 	var flows []flow
-
-	replyMark := ofp.MatchCTMark(serviceMark(v.key), 0xffffffff)
-	if v.port == 0 { // the port is the client's, whatever it is
-		replyMark = ofp.MatchCTMark(serviceMark(v.key), 0xffff0000)
-	}
 	for _, t := range v.translations() {
-		// A VIP of every protocol: TCP and UDP before the rest.
-		prio := v.onePort()
-		if t.proto != v.proto {
-			prio++
-		}
+		prio := translationPriority(v.key, t)
 
 		service := v.service()
 		if t.proto != v.proto {
@@ -484,7 +494,7 @@ func natTranslations(v *vipState, cookie uint64) []flow {
 		}
 		tracked := append([]ofp.OXM{ofp.MatchCTState(ofp.CTStateTrk, ofp.CTStateTrk|ofp.CTStateNew)}, service...)
 		committed := append([]ofp.OXM{ofp.MatchCTState(ofp.CTStateTrk|ofp.CTStateNew, ofp.CTStateTrk|ofp.CTStateNew)}, service...)
-		translate := []ofp.Action{ofp.ActionRegMove{NBits: 32, Src: ofp.NXMCTLabel, Dst: ofp.NXMIPDst}}
+		translate := []ofp.Action{nameGroup(group), ofp.ActionRegMove{NBits: 32, Src: ofp.NXMCTLabel, Dst: ofp.NXMIPDst}}
 		if t.dst != 0 {
 			translate = append(translate, ofp.ActionRegMove{NBits: 16, Src: ofp.NXMCTMark, Dst: t.dst})
 		}
@@ -499,16 +509,8 @@ func natTranslations(v *vipState, cookie uint64) []flow {
 		commit = append(append(commit, translate...),
 			ofp.ActionCT{Flags: ofp.CTCommit, Zone: ctZoneMember, Table: tableToMember, Actions: memberZone})
 
-		replies := []ofp.OXM{ofp.MatchEthType(ethTypeIPv4)}
-		if t.proto != protoAny {
-			replies = append(replies, ofp.MatchIPProto(t.proto))
-		}
-		replies = append(replies, ofp.MatchCTLabel(addressLabel(v.key.ip)), replyMark)
-		fromVIP := []ofp.Action{ofp.ActionSetField{Field: ofp.MatchEthSrc(v.mac)}, ofp.ActionSetField{Field: ofp.MatchIPv4Src(v.ip)}}
-		if t.src != 0 {
-			fromVIP = append(fromVIP, ofp.ActionRegMove{NBits: 16, Src: ofp.NXMCTMark, Dst: t.src})
-		}
-		fromVIP = append(fromVIP, ofp.ActionCT{Zone: ctZoneVIP, Table: ofp.CTRecircNone})
+		replies := replyRow(specOf(v), t)
+		replies.cookie, replies.priority = cookie, prioFromMemberTracked+prio
 
 		if t.proto == protoTCP {
 			// A SYN on a connection the tracker holds reopens it (a client
@@ -523,10 +525,51 @@ func natTranslations(v *vipState, cookie uint64) []flow {
 			flow{table: tableTracked, cookie: cookie, priority: prioTrackedForward + prio, match: committed, actions: commit},
 			flow{table: tableTracked, cookie: cookie, priority: prioTrackedForward + prio, match: tracked,
 				actions: toMember, gotoTable: tableToMember},
-			flow{table: tableFromMember, cookie: cookie, priority: prioFromMemberTracked + prio, match: replies,
-				actions: fromVIP, gotoTable: tableL2})
+			replies)
 	}
 	return flows
+}
+
+// translationPriority is what a VIP's rows for translation t add to their
+// priority: a VIP on one port wins over one on every port (onePort), and
+// a VIP of every protocol takes TCP and UDP before the rest.
+func translationPriority(k vipKey, t translation) uint16 {
+	var prio uint16
+	if hasPorts(k.proto) && k.port != 0 {
+		prio = 1
+	}
+	if t.proto != k.proto {
+		prio++
+	}
+	return prio
+}
+
+// replyRow is a SWITCH NAT VIP's tableFromMember row for translation t:
+// the replies of its connections, which the member zone names by the VIP's
+// address (label) and service (mark), go back from the VIP.
+func replyRow(s dispatchSpec, t translation) flow {
+	var vip [4]byte
+	binary.BigEndian.PutUint32(vip[:], s.key.ip)
+	mark := ofp.MatchCTMark(serviceMark(s.key), 0xffffffff)
+	if s.key.port == 0 { // the port is the client's, whatever it is
+		mark = ofp.MatchCTMark(serviceMark(s.key), 0xffff0000)
+	}
+	match := []ofp.OXM{ofp.MatchEthType(ethTypeIPv4)}
+	if t.proto != protoAny {
+		match = append(match, ofp.MatchIPProto(t.proto))
+	}
+	match = append(match, ofp.MatchCTLabel(addressLabel(s.key.ip)), mark)
+	fromVIP := []ofp.Action{ofp.ActionSetField{Field: ofp.MatchEthSrc(s.mac)}, ofp.ActionSetField{Field: ofp.MatchIPv4Src(vip)}}
+	if t.src != 0 {
+		fromVIP = append(fromVIP, ofp.ActionRegMove{NBits: 16, Src: ofp.NXMCTMark, Dst: t.src})
+	}
+	fromVIP = append(fromVIP, ofp.ActionCT{Zone: ctZoneVIP, Table: ofp.CTRecircNone})
+	return flow{table: tableFromMember, match: match, actions: fromVIP, gotoTable: tableL2}
+}
+
+// nameGroup names a VIP's group in groupReg for tableToMember.
+func nameGroup(group uint32) ofp.Action {
+	return ofp.ActionSetField{Field: ofp.MatchReg(groupReg, group, 0xffffffff)}
 }
 
 // dispatchFlow sends v's new connections to its group.
@@ -640,15 +683,51 @@ func routeFlows(k routeKey, r memberRoute) []ofp.FlowMod {
 	if k.dsr {
 		match = []ofp.OXM{ofp.MatchEthType(ethTypeIPv4), ofp.MatchReg(dsrMemberReg, ipUint(k.ip), 0xffffffff)}
 	}
+	match = append(match, ofp.MatchReg(groupReg, k.group, 0xffffffff))
 	f := flow{table: tableToMember, cookie: r.cookie, priority: prioMemberRoute, match: match,
 		actions: []ofp.Action{ofp.ActionSetField{Field: ofp.MatchEthDst(r.mac)}}, gotoTable: tableL2}
 	if r.down {
 		f.actions, f.gotoTable = []ofp.Action{toController}, 0
 	}
-	isNew := f
-	isNew.priority = prioMemberNew
-	isNew.match = append([]ofp.OXM{ofp.MatchCTState(ofp.CTStateTrk|ofp.CTStateNew, ofp.CTStateTrk|ofp.CTStateNew)}, f.match...)
-	return []ofp.FlowMod{isNew.add(), f.add()}
+	row := func(priority uint16, match []ofp.OXM) ofp.FlowMod {
+		g := f
+		g.priority, g.match = priority, match
+		return g.add()
+	}
+	mods := []ofp.FlowMod{row(prioMemberNew,
+		append([]ofp.OXM{ofp.MatchCTState(ofp.CTStateTrk|ofp.CTStateNew, ofp.CTStateTrk|ofp.CTStateNew)}, f.match...))}
+	if r.vip.key.proto == protoTCP || r.vip.key.proto == protoAny {
+		// The protocol right after the EtherType, before what needs it.
+		tcp := append([]ofp.OXM{f.match[0], ofp.MatchIPProto(protoTCP)}, f.match[1:]...)
+		mods = append(mods,
+			row(prioMemberFIN, append(slices.Clone(tcp), ofp.MatchTCPFlags(ofp.TCPFlagFIN, ofp.TCPFlagFIN))),
+			row(prioMemberRST, append(slices.Clone(tcp), ofp.MatchTCPFlags(ofp.TCPFlagRST, ofp.TCPFlagRST|ofp.TCPFlagFIN))))
+	}
+	if !k.dsr {
+		// The member's replies to this VIP's clients, as the VIP's row for
+		// them: counted for this VIP's member alone. A DOWN member has none,
+		// as it has no reply flow.
+		for _, t := range translationsOf(r.vip.key.proto) {
+			reply := replyRow(r.vip, t)
+			reply.cookie, reply.priority = r.cookie, prioFromMemberOwn+translationPriority(r.vip.key, t)
+			reply.match = append(reply.match, ofp.MatchIPv4Src(k.ip))
+			rows := []flow{reply}
+			if t.proto == protoTCP {
+				reset := reply
+				reset.priority += prioFromMemberReset - prioFromMemberOwn
+				reset.match = append(slices.Clone(reply.match), ofp.MatchTCPFlags(ofp.TCPFlagRST, ofp.TCPFlagRST))
+				rows = append(rows, reset)
+			}
+			for _, f := range rows {
+				if r.down {
+					mods = append(mods, f.remove())
+				} else {
+					mods = append(mods, f.add())
+				}
+			}
+		}
+	}
+	return append(mods, f.add())
 }
 
 // routedAddress is the member address a tableToMember row routes: its
@@ -666,13 +745,10 @@ func routedAddress(m *ofp.Match) (uint32, bool) {
 	return 0, false
 }
 
-// compareRoutes orders routes by address, NAT before DSR.
+// compareRoutes orders routes by address, then group.
 func compareRoutes(a, b routeKey) int {
-	if c := cmp.Compare(ipUint(a.ip), ipUint(b.ip)); c != 0 || a.dsr == b.dsr {
+	if c := cmp.Compare(ipUint(a.ip), ipUint(b.ip)); c != 0 {
 		return c
 	}
-	if a.dsr {
-		return 1
-	}
-	return -1
+	return cmp.Compare(a.group, b.group)
 }

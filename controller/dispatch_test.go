@@ -77,13 +77,13 @@ func TestDispatch_NATFollowsMembers(t *testing.T) {
 		"flow_mod cookie=0x5d05000001000000, table=tracked, priority=301, ct_state=+new-inv+trk,ct_label=0,tcp,nw_dst=10.0.0.100,tp_dst=80 actions=CONTROLLER:65535",
 		"flow_mod cookie=0x5d05000001000000, table=tracked, priority=251, ct_label=0,tcp,nw_dst=10.0.0.100,tp_dst=80 actions=drop",
 		"flow_mod cookie=0x5d05000001000000, table=tracked, priority=201, ct_state=+new+trk,tcp,nw_dst=10.0.0.100,tp_dst=80 actions="+
-			"move:NXM_NX_CT_LABEL[0..31]->NXM_OF_IP_DST[],move:NXM_NX_CT_MARK[0..15]->NXM_OF_TCP_DST[],"+
+			"set_field:0x1->reg2,move:NXM_NX_CT_LABEL[0..31]->NXM_OF_IP_DST[],move:NXM_NX_CT_MARK[0..15]->NXM_OF_TCP_DST[],"+
 			"ct(commit,table=2,zone=94,exec(set_field:0xa000064->ct_label,set_field:0x60050->ct_mark))",
 		"flow_mod cookie=0x5d05000001000000, table=tracked, priority=211, ct_state=-new+trk,tcp,nw_dst=10.0.0.100,tp_dst=80,tcp_flags=+syn-ack actions="+
-			"move:NXM_NX_CT_LABEL[0..31]->NXM_OF_IP_DST[],move:NXM_NX_CT_MARK[0..15]->NXM_OF_TCP_DST[],"+
+			"set_field:0x1->reg2,move:NXM_NX_CT_LABEL[0..31]->NXM_OF_IP_DST[],move:NXM_NX_CT_MARK[0..15]->NXM_OF_TCP_DST[],"+
 			"ct(commit,table=2,zone=94,exec(set_field:0xa000064->ct_label,set_field:0x60050->ct_mark))",
 		"flow_mod cookie=0x5d05000001000000, table=tracked, priority=201, ct_state=-new+trk,tcp,nw_dst=10.0.0.100,tp_dst=80 actions="+
-			"move:NXM_NX_CT_LABEL[0..31]->NXM_OF_IP_DST[],move:NXM_NX_CT_MARK[0..15]->NXM_OF_TCP_DST[],ct(zone=94),goto_table:2",
+			"set_field:0x1->reg2,move:NXM_NX_CT_LABEL[0..31]->NXM_OF_IP_DST[],move:NXM_NX_CT_MARK[0..15]->NXM_OF_TCP_DST[],ct(zone=94),goto_table:2",
 		"flow_mod cookie=0x5d05000001000000, table=from-member, priority=201, ct_mark=0x60050,ct_label=0xa000064,tcp actions="+
 			"set_field:02:00:00:00:01:00->eth_src,set_field:10.0.0.100->ip_src,move:NXM_NX_CT_MARK[0..15]->NXM_OF_TCP_SRC[],ct(zone=93),goto_table:9",
 		"flow_mod cookie=0x5d05000001000000, priority=501, tcp,nw_dst=10.0.0.100,tp_dst=80 actions=ct(table=1,zone=93)",
@@ -102,7 +102,7 @@ func TestDispatch_NATFollowsMembers(t *testing.T) {
 	got = d.learnMember(1)
 	assertSends(t, got,
 		"flow_mod cookie=0x5d05000001000000, table=tracked, priority=301, ct_state=+new-inv+trk,ct_label=0,tcp,nw_dst=10.0.0.100,tp_dst=80 actions=group:1",
-		"flow_mod cookie=0x5d06000000000001, table=to-member, priority=100, ip,nw_dst=10.0.0.1 actions=set_field:aa:00:00:00:00:01->eth_dst,goto_table:9",
+		"flow_mod cookie=0x5d06000001000001, table=to-member, priority=100, ip,reg2=0x1,nw_dst=10.0.0.1 actions=set_field:aa:00:00:00:00:01->eth_dst,goto_table:9",
 	)
 	if !slices.ContainsFunc(got, func(l string) bool {
 		return strings.HasPrefix(l, "group_mod group_id=1,type=select,") && strings.Contains(l, "bucket=actions="+
@@ -131,8 +131,8 @@ func TestDispatch_NATFollowsMembers(t *testing.T) {
 	// are modified, not deleted, so the switch keeps the connection count.
 	got = d.configure(switchConfig(sdnlb.ForwardingNAT, func(c *sdnlb.Config) { c.Members[0].Health.Status = sdnlb.MemberDown }))
 	assertSends(t, got,
-		"flow_mod cookie=0x5d06000000000001, table=to-member, priority=110, ct_state=+new+trk,ip,nw_dst=10.0.0.1 actions=CONTROLLER:65535",
-		"flow_mod cookie=0x5d06000000000001, table=to-member, priority=100, ip,nw_dst=10.0.0.1 actions=CONTROLLER:65535",
+		"flow_mod cookie=0x5d06000001000001, table=to-member, priority=110, ct_state=+new+trk,ip,reg2=0x1,nw_dst=10.0.0.1 actions=CONTROLLER:65535",
+		"flow_mod cookie=0x5d06000001000001, table=to-member, priority=100, ip,reg2=0x1,nw_dst=10.0.0.1 actions=CONTROLLER:65535",
 	)
 	for _, l := range got {
 		if strings.Contains(l, "delete") && strings.Contains(l, "nw_dst=10.0.0.1") {
@@ -151,7 +151,7 @@ func TestDispatch_NATFollowsMembers(t *testing.T) {
 	// A client still sending to member 1 gets a reset from the VIP.
 	ack := tcpFrame(t, tcpSeg{srcMAC: clientMAC, dstMAC: memberMAC(1), src: clientIP, dst: "10.0.0.1",
 		sport: 40000, dport: 8080, ack: true, seq: 1000, ackNum: 5000})
-	got = d.punt(makeCookie(catMemberRoute, 0, 1), clientOF, ack)
+	got = d.punt(makeCookie(catMemberRoute, 1, 1), clientOF, ack)
 	assertSends(t, got, "packet_out in_port=10 actions=IN_PORT data=tcp 02:00:00:00:01:00>"+clientMAC+
 		" 10.0.0.100:80>"+clientIP+":40000 RST seq=5000 ack=0")
 
@@ -160,9 +160,9 @@ func TestDispatch_NATFollowsMembers(t *testing.T) {
 	// it revalidates, goes on to the member instead of being reset.
 	got = d.patch([]healthChange{{memberID: "m1", status: sdnlb.MemberUp, since: d.now}})
 	assertSends(t, got,
-		"flow_mod cookie=0x5d06000000000001, table=to-member, priority=100, ip,nw_dst=10.0.0.1 actions=set_field:"+memberMAC(1)+"->eth_dst,goto_table:9",
+		"flow_mod cookie=0x5d06000001000001, table=to-member, priority=100, ip,reg2=0x1,nw_dst=10.0.0.1 actions=set_field:"+memberMAC(1)+"->eth_dst,goto_table:9",
 	)
-	got = d.punt(makeCookie(catMemberRoute, 0, 1), clientOF, ack)
+	got = d.punt(makeCookie(catMemberRoute, 1, 1), clientOF, ack)
 	assertSent(t, got, "packet_out in_port=10 actions=set_field:"+memberMAC(1)+"->eth_dst,output:1 data=<in>")
 
 	// No member ready: new connections go to the controller again.
@@ -198,14 +198,14 @@ func TestDispatch_DSR(t *testing.T) {
 		"flow_mod cookie=0x5d05000001000000, table=tracked, priority=301, ct_state=+new-inv+trk,ct_label=0,tcp,nw_dst=10.0.0.100,tp_dst=80 actions=CONTROLLER:65535",
 		"flow_mod cookie=0x5d05000001000000, table=tracked, priority=251, ct_label=0,tcp,nw_dst=10.0.0.100,tp_dst=80 actions=drop",
 		"flow_mod cookie=0x5d05000001000000, table=tracked, priority=201, ct_state=+trk,tcp,nw_dst=10.0.0.100,tp_dst=80 actions="+
-			"move:NXM_NX_CT_LABEL[0..31]->NXM_NX_REG0[],goto_table:2",
+			"move:NXM_NX_CT_LABEL[0..31]->NXM_NX_REG0[],set_field:0x1->reg2,goto_table:2",
 		"flow_mod cookie=0x5d05000001000000, priority=501, tcp,nw_src=10.0.0.100,tp_src=80 actions=ct(zone=93),goto_table:9",
 	)
 	got := d.learnMember(2)
 	assertSends(t, got,
 		"flow_mod cookie=0x5d05000001000000, table=tracked, priority=301, ct_state=+new-inv+trk,ct_label=0,tcp,nw_dst=10.0.0.100,tp_dst=80 actions=group:1",
-		"flow_mod cookie=0x5d06000000000002, table=to-member, priority=110, ct_state=+new+trk,ip,reg0=0xa000002 actions=set_field:aa:00:00:00:00:02->eth_dst,goto_table:9",
-		"flow_mod cookie=0x5d06000000000002, table=to-member, priority=100, ip,reg0=0xa000002 actions=set_field:aa:00:00:00:00:02->eth_dst,goto_table:9",
+		"flow_mod cookie=0x5d06000001000002, table=to-member, priority=110, ct_state=+new+trk,ip,reg0=0xa000002,reg2=0x1 actions=set_field:aa:00:00:00:00:02->eth_dst,goto_table:9",
+		"flow_mod cookie=0x5d06000001000002, table=to-member, priority=100, ip,reg0=0xa000002,reg2=0x1 actions=set_field:aa:00:00:00:00:02->eth_dst,goto_table:9",
 	)
 	bucket := "ct(commit,table=1,zone=93,exec(set_field:0xa000002->ct_label))"
 	if s := d.bucketShares(1, bucket); s[0] != groupSlots {
@@ -216,7 +216,7 @@ func TestDispatch_DSR(t *testing.T) {
 	groups := len(d.groups)
 	got = d.punt(makeCookie(catVIP, 1, 0), 7, arpFrame(t, 2, memberMAC(0x22), vipMAC, "10.0.0.2", "10.0.0.100", vipMAC))
 	assertSends(t, got,
-		"flow_mod cookie=0x5d06000000000002, table=to-member, priority=100, ip,reg0=0xa000002 actions=set_field:aa:00:00:00:00:22->eth_dst,goto_table:9",
+		"flow_mod cookie=0x5d06000001000002, table=to-member, priority=100, ip,reg0=0xa000002,reg2=0x1 actions=set_field:aa:00:00:00:00:22->eth_dst,goto_table:9",
 	)
 	if n := countPrefix(got, "group_mod"); n != 0 || len(d.groups) != groups {
 		t.Errorf("a member's new MAC changed the group:\n%s", strings.Join(got, "\n"))
@@ -232,7 +232,7 @@ func TestDispatch_RouteBeforeBuckets(t *testing.T) {
 	d.learnMember(2)
 	got := d.configure(switchConfig(sdnlb.ForwardingNAT, nil))
 	route := slices.IndexFunc(got, func(l string) bool {
-		return strings.Contains(l, "table=to-member, priority=100, ip,nw_dst=10.0.0.1 actions=set_field:aa:00:00:00:00:01->eth_dst")
+		return strings.Contains(l, "table=to-member, priority=100, ip,reg2=0x1,nw_dst=10.0.0.1 actions=set_field:aa:00:00:00:00:01->eth_dst")
 	})
 	group := slices.IndexFunc(got, func(l string) bool { return strings.HasPrefix(l, "group_mod") })
 	if route < 0 || group < 0 || route > group {
@@ -251,7 +251,7 @@ func TestDispatch_AnyProtocolVIP(t *testing.T) {
 		d := newSwitchDecision(t, testConfig(nil))
 		got := d.configure(switchConfig(sdnlb.ForwardingNAT, toAny))
 		const (
-			toMember = "move:NXM_NX_CT_LABEL[0..31]->NXM_OF_IP_DST[],"
+			toMember = "set_field:0x1->reg2,move:NXM_NX_CT_LABEL[0..31]->NXM_OF_IP_DST[],"
 			fromVIP  = "set_field:02:00:00:00:01:00->eth_src,set_field:10.0.0.100->ip_src,"
 		)
 		assertSends(t, got,
@@ -363,34 +363,45 @@ func TestDataplane_DSRConnection(t *testing.T) {
 	}
 }
 
-// A SWITCH member's counters come from its route rows (new connections,
-// client → member) and, for NAT, its reply flow (member → client; a DSR
-// member's replies pass no row of its own).
+// A SWITCH member's counters come from its route rows (client → member:
+// new connections, closing ones and the rest) and, for NAT, its reply row
+// for the VIP (member → client; a DSR member's replies pass no row of its
+// own). Its active connections are those opened less those closed.
 func TestDispatch_StatsFromSwitchCounters(t *testing.T) {
 	for _, fwd := range []sdnlb.Forwarding{sdnlb.ForwardingNAT, sdnlb.ForwardingDSR} {
 		t.Run(string(fwd), func(t *testing.T) {
 			d := newSwitchDecision(t, switchConfig(fwd, nil))
 			d.learnMember(1)
-			route := makeCookie(catMemberRoute, 0, 1)
-			poll := func(conns, in, out uint64) {
+			route := makeCookie(catMemberRoute, 1, 1)
+			poll := func(opened, fins, resets, in, out uint64) {
 				d.dp.beginPoll()
 				d.dp.pollPart(d.snap, []ofp.FlowStats{
-					{Cookie: route, TableID: tableToMember, Priority: prioMemberNew, PacketCount: conns, ByteCount: 74 * conns},
+					{Cookie: route, TableID: tableToMember, Priority: prioMemberNew, PacketCount: opened, ByteCount: 74 * opened},
+					{Cookie: route, TableID: tableToMember, Priority: prioMemberFIN, PacketCount: fins, ByteCount: 66 * fins},
+					{Cookie: route, TableID: tableToMember, Priority: prioMemberRST, PacketCount: resets, ByteCount: 54 * resets},
 					{Cookie: route, TableID: tableToMember, Priority: prioMemberRoute, PacketCount: in, ByteCount: 100 * in},
-					{Cookie: makeCookie(catMemberReply, 1, 1), Priority: prioMemberReply, PacketCount: out, ByteCount: 1000 * out},
+					// The member address's reply flow counts what other
+					// pools sharing the address send too: not counted.
+					{Cookie: makeCookie(catMemberReply, 1, 1), Priority: prioMemberReply, PacketCount: 2 * out, ByteCount: 2000 * out},
 					{Cookie: makeCookie(catVIP, 1, 0), Priority: prioVIPPunt, PacketCount: 99, ByteCount: 9900},
-				}, true)
+				}, false)
+				if fwd == sdnlb.ForwardingNAT {
+					d.dp.pollPart(d.snap, []ofp.FlowStats{
+						{Cookie: route, TableID: tableFromMember, Priority: prioFromMemberOwn, PacketCount: out, ByteCount: 1000 * out},
+					}, false)
+				}
+				d.dp.pollPart(d.snap, nil, true)
 			}
-			poll(5, 40, 30)
-			poll(7, 60, 45)
+			poll(5, 1, 0, 40, 30)
+			poll(7, 2, 1, 60, 45)
 			m := d.snap.memberByID("m1").cnt
-			got := [5]uint64{m.total.Load(), m.packetsIn.Load(), m.bytesIn.Load(), m.packetsOut.Load(), m.bytesOut.Load()}
-			want := [5]uint64{7, 60, 6000, 45, 45000}
+			got := [6]uint64{m.total.Load(), m.activeConns(), m.packetsIn.Load(), m.bytesIn.Load(), m.packetsOut.Load(), m.bytesOut.Load()}
+			want := [6]uint64{7, 4, 7 + 2 + 1 + 60, 7*74 + 2*66 + 54 + 6000, 45, 45000}
 			if fwd == sdnlb.ForwardingDSR {
-				want[3], want[4] = 0, 0
+				want[4], want[5] = 0, 0
 			}
 			if got != want {
-				t.Errorf("member 1 counters %v, want %v", got, want)
+				t.Errorf("member 1 counters (total, active, packets in, bytes in, packets out, bytes out) %v, want %v", got, want)
 			}
 		})
 	}

@@ -35,8 +35,11 @@ const (
 	prioTrackedForward uint16 = 200 // a tracked connection → its member (from the connection's label and mark), tableToMember; its first packet also committed in the member zone
 	prioTrackedMiss    uint16 = 0   // the rest → tableL2
 
-	// tableToMember, per member address of a SWITCH pool (DSR: in dsrMemberReg)
-	prioMemberNew   uint16 = 110 // its new connections, as the next row: counts them
+	// tableToMember, per SWITCH VIP (its group in groupReg) and member address (DSR: in
+	// dsrMemberReg); the rows above the route count what they take
+	prioMemberNew   uint16 = 110 // its new connections, as the route
+	prioMemberFIN   uint16 = 106 // TCP: its clients' FINs (connections closing), as the route
+	prioMemberRST   uint16 = 105 // TCP: its clients' resets without FIN (connections aborted), as the route
 	prioMemberRoute uint16 = 100 // → its MAC, tableL2; DOWN → CONTROLLER, which resets the client
 	prioRouteMiss   uint16 = 0   // → tableL2
 
@@ -44,6 +47,8 @@ const (
 	// one connection of a CONTROLLER pool whose member a SWITCH NAT pool
 	// shares, member → client, its VIP named by the tracker → as prioConnection
 	prioFromMemberConnection uint16 = 300
+	prioFromMemberReset      uint16 = 220 // per SWITCH NAT VIP and member address: the member's TCP resets (connections it refused or aborted), as the next row: counts them
+	prioFromMemberOwn        uint16 = 210 // per SWITCH NAT VIP and member address: as the next row, for the member's replies alone: counts them
 	prioFromMemberTracked    uint16 = 200 // per SWITCH NAT VIP: replies of its connections → from the VIP, tableL2
 	// per member address of a SWITCH NAT pool: its replies of no connection
 	// the tracker holds → tableL2 (clients that reach the member directly);
@@ -114,6 +119,12 @@ type flow struct {
 	match       []ofp.OXM
 	actions     []ofp.Action
 	gotoTable   uint8 // after the actions; 0: none (no table goes back to 0)
+}
+
+// remove is the flow-mod that deletes exactly f.
+func (f flow) remove() ofp.FlowMod {
+	return ofp.FlowMod{Command: ofp.FlowDeleteStrict, TableID: f.table, Priority: f.priority,
+		OutPort: ofp.PortAny, OutGroup: ofp.GroupAny, Match: ofp.Match{OXMs: f.match}}
 }
 
 func (f flow) add() ofp.FlowMod {

@@ -75,6 +75,9 @@ func (b *snapshotBuilder) patch(changes []healthChange) *snapshot {
 		}
 		p = s.ownPool(sc, p)
 		m := sc.ownMember(p, p.byNum[e.num])
+		if m.status == sdnlb.MemberDown || status == sdnlb.MemberDown {
+			m.cnt.endDispatched()
+		}
 		m.status, m.since = status, c.since
 		sc.members = append(sc.members, m.num)
 		if _, switched := s.switchedMembers[ipUint(m.ip)]; switched {

@@ -243,6 +243,9 @@ func (b *snapshotBuilder) build(cfg *sdnlb.Config) (snap *snapshot, skipped []er
 			skipped = append(skipped, err)
 			continue
 		}
+		if last := b.last.member(ms.num); ms.status == sdnlb.MemberDown || last != nil && last.status == sdnlb.MemberDown {
+			ms.cnt.endDispatched()
+		}
 		s.memberPools[ms.num] = ps.id
 		ps.byNum[ms.num] = ms
 		ps.members = append(ps.members, ms)

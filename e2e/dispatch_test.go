@@ -142,7 +142,14 @@ func holdVIP(tb testing.TB, h *Host, vip string) {
 // NAT, has the bed's member hosts on memberPort, waits until the switch's
 // group has them and returns the VIP's URL.
 func (b *lbBed) addSwitchedNATVIP(tb testing.TB) string {
+	url, _ := b.addSwitchedNATPool(tb)
+	return url
+}
+
+// addSwitchedNATPool is addSwitchedNATVIP, which also returns the pool.
+func (b *lbBed) addSwitchedNATPool(tb testing.TB) (string, *sdnlb.Pool) {
 	tb.Helper()
+	before := len(b.buckets(tb)) // of the bed's own pool, when the switch dispatches it
 	vip := b.lb.MustCreateVIP("switched", b.sw.Addr(101), sdnlb.ProtocolTCP, vipPort, nil)
 	var pool sdnlb.Pool
 	b.lb.MustAPI("POST", "/v1/pools", map[string]any{"name": "switched", "vip_id": vip.ID, "lb_method": sdnlb.RoundRobin,
@@ -151,8 +158,8 @@ func (b *lbBed) addSwitchedNATVIP(tb testing.TB) string {
 		b.lb.MustCreateMember(&pool, h.IP, memberPort)
 	}
 	b.lb.WaitPoolMembers(pool.ID, len(b.members), 10*time.Second)
-	b.waitBuckets(tb, len(b.members), 10*time.Second)
-	return "http://" + net.JoinHostPort(vip.Address, strconv.Itoa(vipPort)) + "/"
+	b.waitBuckets(tb, before+len(b.members), 10*time.Second)
+	return "http://" + net.JoinHostPort(vip.Address, strconv.Itoa(vipPort)) + "/", &pool
 }
 
 // flowState is the switch's flows and groups with what differs between
