@@ -103,7 +103,7 @@ func (c *Config) flagSet(out io.Writer) *flag.FlagSet {
 	fs.IntVar(&c.MaxProbes, "max-probes", c.MaxProbes, "health probes in flight at most")
 	fs.StringVar(&c.OpenFlowAllow, "openflow-allow", c.OpenFlowAllow, "comma-separated addresses and prefixes (10.0.0.0/24) switches may connect from (empty: any)")
 	fs.IntVar(&c.OpenFlowMaxSwitches, "openflow-max-switches", c.OpenFlowMaxSwitches, "switch sessions at once")
-	fs.IntVar(&c.OpenFlowMaxHandshakes, "openflow-max-handshakes", c.OpenFlowMaxHandshakes, "switch handshakes in flight at once")
+	fs.IntVar(&c.OpenFlowMaxHandshakes, "openflow-max-handshakes", c.OpenFlowMaxHandshakes, "switch handshakes in flight at once; at a full cap a new connection takes the place of the oldest handshake of the source with the most")
 	fs.StringVar(&c.TLSCert, "openflow-tls-cert", c.TLSCert, "certificate for OpenFlow over TLS (with --openflow-tls-key)")
 	fs.StringVar(&c.TLSKey, "openflow-tls-key", c.TLSKey, "private key for OpenFlow over TLS")
 	fs.StringVar(&c.NodeID, "node-id", c.NodeID, "this node's name in the cluster of nodes sharing the database, unique among them (empty: host name and API port, host:8080)")
