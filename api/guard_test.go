@@ -2,6 +2,7 @@ package api
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"fmt"
 	"io"
@@ -9,6 +10,7 @@ import (
 	"net/http"
 	"net/netip"
 	"reflect"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -546,5 +548,55 @@ func waitFor(tb testing.TB, cond func() bool) {
 			tb.Fatal("condition not met in 5s")
 		}
 		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// TestServer_TooLargeBodySent sends a body over the limit at once, as a
+// client that does not wait on Expect: 100-continue does, and only then
+// reads: the answer must be the 413 naming the limit, not a reset.
+func TestServer_TooLargeBodySent(t *testing.T) {
+	addr, _ := serveHTTP(t, guardStore(t).server())
+	for _, tt := range []struct {
+		name, path, contentType string
+		limit                   int
+		chunked                 bool
+	}{
+		{"Declared", "/v1/vips", "application/json", maxBodyBytes, false},
+		{"Chunked", "/v1/vips", "application/json", maxBodyBytes, true},
+		{"Floodlight", "/quantum/v1.0/vips/", "application/json", maxBodyBytes, false},
+		{"Configuration", "/v1/config", "application/yaml", MaxConfigBodyBytes, false},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			conn, err := net.Dial("tcp", addr)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer conn.Close()
+			_ = conn.SetDeadline(time.Now().Add(20 * time.Second))
+			body := bytes.Repeat([]byte(" "), tt.limit+4<<20)
+			method := "POST"
+			if tt.path == "/v1/config" {
+				method = "PUT"
+			}
+			head := fmt.Sprintf("%s %s HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: %s\r\n", method, tt.path, tt.contentType)
+			w := bufio.NewWriter(conn)
+			if tt.chunked {
+				fmt.Fprintf(w, "%sTransfer-Encoding: chunked\r\n\r\n%x\r\n%s\r\n0\r\n\r\n", head, len(body), body)
+			} else {
+				fmt.Fprintf(w, "%sContent-Length: %d\r\n\r\n%s", head, len(body), body)
+			}
+			if err := w.Flush(); err != nil {
+				t.Fatalf("sending the body: %v", err)
+			}
+			resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, _ := io.ReadAll(resp.Body)
+			assertError(t, response{Status: resp.StatusCode, Body: got}, 413, sdnlb.ETOOLARGE, "")
+			if !strings.Contains(string(got), strconv.Itoa(tt.limit)) {
+				t.Errorf("the error does not name the limit %d: %s", tt.limit, got)
+			}
+		})
 	}
 }
