@@ -205,7 +205,7 @@ func (c *Controller) Serve(ctx context.Context, ln net.Listener) error {
 			conn.Close()
 			continue
 		}
-		wg.Go(func() { c.serveConn(ctx, conn, a) })
+		wg.Go(func() { c.serveConn(ctx, a) })
 	}
 	cancel()
 	for _, s := range c.switchConns() {

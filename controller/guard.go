@@ -40,7 +40,7 @@ type guard struct {
 	bySource   map[netip.Addr]int
 }
 
-// admission is a connection the guard let in. Its fields are guarded by
+// admission is a connection the guard let in. Its flags are guarded by
 // guard.mu.
 type admission struct {
 	conn      net.Conn

@@ -114,9 +114,9 @@ func (s *switchConn) closed() bool {
 
 // serveConn runs one switch connection, which the guard admitted as a, to
 // its end.
-func (c *Controller) serveConn(ctx context.Context, conn net.Conn, a *admission) {
+func (c *Controller) serveConn(ctx context.Context, a *admission) {
 	defer c.guard.done(a)
-	s := newSwitchConn(c, conn)
+	s := newSwitchConn(c, a.conn)
 	defer s.close()
 	stop := context.AfterFunc(ctx, s.close)
 	defer stop()
