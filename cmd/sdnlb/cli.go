@@ -55,8 +55,9 @@ Flags: --server URL (SDNLB_SERVER, default http://127.0.0.1:8080), --token TOKEN
 -o table|json|yaml (apply and diff: table prints a list of changes, json and yaml the API's diff).
 
 Exit codes: 0 done, 1 the API refused (its message is printed), 2 bad command line,
-3 the API could not be reached (or, for watch, went away). diff exits 0 when FILE matches the configuration, 1 when
-applying it would change something, and 4 when the API refuses FILE (2 and 3 as above).
+3 the API could not be reached, or went away during watch. diff exits 0 when FILE matches
+the configuration, 1 when applying it would change something, and 4 when the API refuses
+FILE (2 and 3 as above).
 `
 
 // cliKinds are what get lists, with the columns of its table.
