@@ -320,7 +320,6 @@ func compatPool(p *sdnlb.Pool, memberIDs []string) orderedObject {
 		{"name", nullIfEmpty(p.Name)},
 		{"vipId", nullIfEmpty(p.VIPID)},
 		{"lbMethod", text(method)},
-		{"protocol", text(ipProtocolNumbers[p.Protocol])},
 	}
 	for _, id := range memberIDs {
 		o = append(o, pair{"poolMembers", text(id)})

@@ -127,17 +127,17 @@ func (s *Server) handleCompatMonitorUpdate(w http.ResponseWriter, r *http.Reques
 	return compatMonitorError(compatUpdate(w, r, s.compatMonitors()))
 }
 
-// handleCompatMonitorDelete deletes a monitor no pool uses.
+// handleCompatMonitorDelete deletes a monitor, dissociating it from the
+// pools that use it.
 //
 //	@Summary	Delete a monitor (Floodlight)
 //	@ID			compatMonitorDelete
-//	@Description	Deletes a monitor no pool uses.
+//	@Description	Deletes a monitor, dissociating it from the pools that use it, as Floodlight does; nothing else is deleted.
 //	@Tags		floodlight
 //	@Produce	json
 //	@Param		monitor	path		string	true	"monitor id"
 //	@Success	200		{object}	statusResponse
 //	@Failure	404		{object}	errorResponse
-//	@Failure	409		{object}	errorResponse	"pools use the monitor"
 //	@Failure	401	{object}	errorResponse	"the bearer token is missing or wrong (when sdnlb runs with --api-token)"
 //	@Failure	403	{object}	errorResponse	"a write from another site's page (see --cors-origin)"
 //	@Security	Bearer

@@ -71,7 +71,7 @@ func (s *Server) compatPoolObject(ctx context.Context, p *sdnlb.Pool) (orderedOb
 //	@Produce	json
 //	@Param		limit	query		int		false	"page size"	default(1000)	minimum(1)	maximum(1000)
 //	@Param		after	query		string	false	"the id after which the page starts"
-//	@Success	200	{array}	object	"{id, name, vipId, lbMethod, protocol, poolMembers...}; poolMembers repeats once per member"
+//	@Success	200	{array}	object	"{id, name, vipId, lbMethod, poolMembers...}; poolMembers repeats once per member"
 //	@Header		200		{string}	Link	"<...?limit=&after=>; rel=\"next\" when more follow"
 //	@Failure	401	{object}	errorResponse	"the bearer token is missing or wrong (with --auth-reads)"
 //	@Failure	400	{object}	errorResponse	"limit is not 1-1000"

@@ -2,6 +2,7 @@ package api
 
 import (
 	"context"
+	"slices"
 	"strings"
 	"testing"
 
@@ -43,9 +44,35 @@ const (
 	fixtureMember6  = `{"id":"6","address":"10.0.0.8","port":"100","pool_id":"1","weight":"5"}`
 )
 
+// Responses carry the keys Floodlight's serializers write, in their order,
+// and no other (floodlight/floodlight master 71fe8a7, LBVipSerializer,
+// LBPoolSerializer, LBMemberSerializer, LBMonitorSerializer and
+// LBStatsSerializer.java).
+func TestCompat_KeysAsFloodlight(t *testing.T) {
+	for _, tt := range []struct {
+		name string
+		obj  orderedObject
+		want []string
+	}{
+		{"VIP", compatVIP(sdnlb.NewVIP()), []string{"name", "id", "address", "protocol", "port"}},
+		{"Pool", compatPool(sdnlb.NewPool(), []string{"m1", "m2"}), []string{"id", "name", "vipId", "lbMethod", "poolMembers", "poolMembers"}},
+		{"Member", compatMember(sdnlb.NewMember(), "v"), []string{"id", "address", "port", "poolId", "vipId", "weight", "status"}},
+		{"Monitor", compatMonitor(sdnlb.NewMonitor()), []string{"id", "address", "name", "type", "poolId"}},
+		{"Stats", compatStats(&sdnlb.PoolStats{}), []string{"Bytes In", "Bytes Out", "Active Flows"}},
+	} {
+		var keys []string
+		for _, p := range tt.obj {
+			keys = append(keys, p.key)
+		}
+		if !slices.Equal(keys, tt.want) {
+			t.Errorf("%s keys %q, want Floodlight's %q", tt.name, keys, tt.want)
+		}
+	}
+}
+
 func TestCompat_FloodlightFixture(t *testing.T) {
 	store := newMemStore()
-	pool1 := `{"id":"1","name":"pool1","vipId":"1","lbMethod":"Statistics","protocol":"1","poolMembers":"1","poolMembers":"2","poolMembers":"5","poolMembers":"6"}`
+	pool1 := `{"id":"1","name":"pool1","vipId":"1","lbMethod":"Statistics","poolMembers":"1","poolMembers":"2","poolMembers":"5","poolMembers":"6"}`
 	runCompatSteps(t, store.server(), []routeCase{
 		// testCreateVip
 		{name: "CreateVIP1", method: "POST", path: "/vips/", body: fixtureVIP1, status: 200,
@@ -60,9 +87,9 @@ func TestCompat_FloodlightFixture(t *testing.T) {
 
 		// testCreatePool: pool 3 names VIP 3, which does not exist.
 		{name: "CreatePool1", method: "POST", path: "/pools/", body: fixturePool1, status: 200,
-			want: `{"id":"1","name":"pool1","vipId":"1","lbMethod":"Statistics","protocol":"1"}`},
+			want: `{"id":"1","name":"pool1","vipId":"1","lbMethod":"Statistics"}`},
 		{name: "CreatePool2", method: "POST", path: "/pools/", body: fixturePool2, status: 200,
-			want: `{"id":"2","name":"pool2","vipId":"2","lbMethod":"Weighted Round-Robin","protocol":"6"}`},
+			want: `{"id":"2","name":"pool2","vipId":"2","lbMethod":"Weighted Round-Robin"}`},
 		{name: "ErrPool3VIPMissing", method: "POST", path: "/pools/", body: fixturePool3, status: 404, code: sdnlb.ENOTFOUND, field: "vip_id"},
 		{name: "ErrPool3NotStored", method: "GET", path: "/pools/3/", status: 404, code: sdnlb.ENOTFOUND},
 
@@ -169,13 +196,13 @@ func TestCompat_Requests(t *testing.T) {
 		{name: "ErrUpdateMissingVIP", method: "PUT", path: "/vips/nope/", body: `{"name":"x"}`, status: 404, code: sdnlb.ENOTFOUND},
 		{name: "NoIDGetsOne", method: "POST", path: "/vips/", body: `{"protocol":"udp","address":"10.0.0.9","port":"53"}`, status: 200},
 		{name: "PoolTakesVIPProtocol", method: "POST", path: "/pools", body: `{"id":"p","vip_id":"w","lb_method":"1"}`, status: 200,
-			want: `{"id":"p","name":null,"vipId":"w","lbMethod":"Round-Robin","protocol":"6"}`},
+			want: `{"id":"p","name":null,"vipId":"w","lbMethod":"Round-Robin"}`},
 		{name: "NativeLBMethod", method: "PUT", path: "/pools/p/", body: `{"lb_method":"least_connections","name":"web"}`, status: 200,
-			want: `{"id":"p","name":"web","vipId":"w","lbMethod":"LEAST_CONNECTIONS","protocol":"6"}`},
+			want: `{"id":"p","name":"web","vipId":"w","lbMethod":"LEAST_CONNECTIONS"}`},
 		{name: "ErrBodyIDDiffers", method: "PUT", path: "/pools/p/", body: `{"id":"q"}`, status: 400, code: sdnlb.EINVALID, field: "id"},
 		{name: "ErrBadLBMethod", method: "POST", path: "/pools/", body: `{"id":"q","lb_method":"FASTEST"}`, status: 400, code: sdnlb.EINVALID, field: "lb_method"},
 		{name: "ErrBadJSONStoresNoPool", method: "POST", path: "/pools/", body: `{"id":"q",`, status: 400, code: sdnlb.EINVALID},
-		{name: "NoRandomEmptyPool", method: "GET", path: "/pools/", status: 200, want: `[{"id":"p","name":"web","vipId":"w","lbMethod":"LEAST_CONNECTIONS","protocol":"6"}]`},
+		{name: "NoRandomEmptyPool", method: "GET", path: "/pools/", status: 200, want: `[{"id":"p","name":"web","vipId":"w","lbMethod":"LEAST_CONNECTIONS"}]`},
 		{name: "ErrUnknownKey", method: "POST", path: "/vips/", body: `{"address":"10.0.0.1","port":"1","lb_method":"RR"}`, status: 400, code: sdnlb.EINVALID, field: "lb_method"},
 		{name: "ErrNested", method: "POST", path: "/vips/", body: `{"address":"10.0.0.1","port":{"n":1}}`, status: 400, code: sdnlb.EINVALID, field: "port"},
 		{name: "ErrNotObject", method: "POST", path: "/vips/", body: `["10.0.0.1"]`, status: 400, code: sdnlb.EINVALID},
@@ -270,7 +297,7 @@ func TestCompat_PoolDispatchForwarding(t *testing.T) {
 	runCompatSteps(t, srv, []routeCase{
 		{name: "CreateVIP", method: "POST", path: "/vips/", body: `{"id":"w","protocol":"tcp","address":"10.0.0.9","port":"80"}`, status: 200},
 		{name: "CreatePool", method: "POST", path: "/pools/", body: `{"id":"p","vip_id":"w"}`, status: 200,
-			want: `{"id":"p","name":null,"vipId":"w","lbMethod":"Invalid Method","protocol":"6"}`},
+			want: `{"id":"p","name":null,"vipId":"w","lbMethod":"Invalid Method"}`},
 		{name: "ErrDispatchKey", method: "POST", path: "/pools/", body: `{"id":"q","dispatch":"CONTROLLER"}`, status: 400, code: sdnlb.EINVALID, field: "dispatch"},
 		{name: "ErrForwardingKey", method: "PUT", path: "/pools/p/", body: `{"forwarding":"DSR"}`, status: 400, code: sdnlb.EINVALID, field: "forwarding"},
 	})
@@ -283,7 +310,7 @@ func TestCompat_PoolDispatchForwarding(t *testing.T) {
 	decodeBody(t, testRequest(t, ts, "PATCH", "/v1/pools/p", `{"dispatch":"CONTROLLER","forwarding":"DSR"}`), 200, &p)
 	runCompatSteps(t, srv, []routeCase{
 		{name: "UpdateKeepsThem", method: "PUT", path: "/pools/p/", body: `{"name":"web"}`, status: 200,
-			want: `{"id":"p","name":"web","vipId":"w","lbMethod":"Invalid Method","protocol":"6"}`},
+			want: `{"id":"p","name":"web","vipId":"w","lbMethod":"Invalid Method"}`},
 		{name: "ErrDSRMemberPort", method: "POST", path: "/members/", body: `{"address":"10.0.0.20","port":"8080","pool_id":"p"}`, status: 400, code: sdnlb.EINVALID, field: "port"},
 		{name: "DSRMemberOnVIPPort", method: "POST", path: "/members/", body: `{"id":"m","address":"10.0.0.20","port":"80","pool_id":"p"}`, status: 200},
 	})
@@ -302,9 +329,9 @@ func TestCompat_UnsetLBMethod(t *testing.T) {
 	runCompatSteps(t, srv, []routeCase{
 		{name: "CreateVIP", method: "POST", path: "/vips/", body: `{"id":"w","protocol":"tcp","address":"10.0.0.9","port":"80"}`, status: 200},
 		{name: "CreatePool", method: "POST", path: "/pools/", body: `{"id":"p","name":"web","vip_id":"w"}`, status: 200,
-			want: `{"id":"p","name":"web","vipId":"w","lbMethod":"Invalid Method","protocol":"6"}`},
+			want: `{"id":"p","name":"web","vipId":"w","lbMethod":"Invalid Method"}`},
 		{name: "ListShowsIt", method: "GET", path: "/pools/", status: 200,
-			want: `[{"id":"p","name":"web","vipId":"w","lbMethod":"Invalid Method","protocol":"6"}]`},
+			want: `[{"id":"p","name":"web","vipId":"w","lbMethod":"Invalid Method"}]`},
 	})
 	ts := MustServe(t, srv)
 	var p sdnlb.Pool
@@ -314,21 +341,21 @@ func TestCompat_UnsetLBMethod(t *testing.T) {
 	}
 	runCompatSteps(t, srv, []routeCase{
 		{name: "ChosenRR", method: "PUT", path: "/pools/p/", body: `{"lb_method":"RR"}`, status: 200,
-			want: `{"id":"p","name":"web","vipId":"w","lbMethod":"Round-Robin","protocol":"6"}`},
+			want: `{"id":"p","name":"web","vipId":"w","lbMethod":"Round-Robin"}`},
 		// Posting the pool again without lb_method replaces the choice.
 		{name: "PostedAgainWithout", method: "POST", path: "/pools/", body: `{"id":"p","name":"web","vip_id":"w"}`, status: 200,
-			want: `{"id":"p","name":"web","vipId":"w","lbMethod":"Invalid Method","protocol":"6"}`},
+			want: `{"id":"p","name":"web","vipId":"w","lbMethod":"Invalid Method"}`},
 	})
 	decodeBody(t, testRequest(t, ts, "PATCH", "/v1/pools/p", `{"lb_method":"ROUND_ROBIN"}`), 200, &p)
 	runCompatSteps(t, srv, []routeCase{
 		{name: "ChosenThroughV1", method: "GET", path: "/pools/p/", status: 200,
-			want: `[{"id":"p","name":"web","vipId":"w","lbMethod":"Round-Robin","protocol":"6"}]`},
+			want: `[{"id":"p","name":"web","vipId":"w","lbMethod":"Round-Robin"}]`},
 	})
 	// A pool created through /v1 without a method shows its method.
 	decodeBody(t, testRequest(t, ts, "POST", "/v1/pools", `{"id":"n"}`), 201, &p)
 	runCompatSteps(t, srv, []routeCase{
 		{name: "NativePool", method: "GET", path: "/pools/n/", status: 200,
-			want: `[{"id":"n","name":null,"vipId":null,"lbMethod":"Round-Robin","protocol":"6"}]`},
+			want: `[{"id":"n","name":null,"vipId":null,"lbMethod":"Round-Robin"}]`},
 	})
 }
 
@@ -342,7 +369,7 @@ func TestCompat_AnyProtocolVIP(t *testing.T) {
 		{name: "CreateVIP", method: "POST", path: "/vips/", body: `{"id":"all","address":"10.0.0.9","port":"80"}`, status: 200,
 			want: `{"name":null,"id":"all","address":"10.0.0.9","protocol":"0","port":"80"}`},
 		{name: "PoolTakesAny", method: "POST", path: "/pools/", body: `{"id":"p","vip_id":"all","lb_method":"RR"}`, status: 200,
-			want: `{"id":"p","name":null,"vipId":"all","lbMethod":"Round-Robin","protocol":"0"}`},
+			want: `{"id":"p","name":null,"vipId":"all","lbMethod":"Round-Robin"}`},
 		{name: "ErrTCPOnAnyAddress", method: "POST", path: "/vips/", body: `{"id":"web","protocol":"tcp","address":"10.0.0.9","port":"443"}`, status: 409, code: sdnlb.ECONFLICT, field: "address"},
 		{name: "ProtocolZeroIsAny", method: "POST", path: "/vips/", body: `{"id":"all2","protocol":"0","address":"10.0.0.10"}`, status: 200,
 			want: `{"name":null,"id":"all2","address":"10.0.0.10","protocol":"0","port":"0"}`},
@@ -358,6 +385,10 @@ func TestCompat_AnyProtocolVIP(t *testing.T) {
 	decodeBody(t, testRequest(t, ts, "GET", "/v1/vips/all", ""), 200, &v)
 	if v.Protocol != sdnlb.ProtocolAny || v.PoolID != "p" {
 		t.Fatalf("/v1 shows protocol %s pool %q, want ANY p", v.Protocol, v.PoolID)
+	}
+	var p sdnlb.Pool
+	if decodeBody(t, testRequest(t, ts, "GET", "/v1/pools/p", ""), 200, &p); p.Protocol != sdnlb.ProtocolAny {
+		t.Fatalf("/v1 shows the pool's protocol %s, want ANY", p.Protocol)
 	}
 	decodeBody(t, testRequest(t, ts, "POST", "/v1/vips", `{"id":"n","address":"10.0.0.20","protocol":"ANY"}`), 201, &v)
 	assertError(t, testRequest(t, ts, "POST", "/v1/vips", `{"address":"10.0.0.21","protocol":"GRE"}`), 400, sdnlb.EINVALID, "protocol")
@@ -413,7 +444,7 @@ func TestCompat_PostExistingIDReplaces(t *testing.T) {
 		{name: "ErrVIP1TakesPoolOfVIP2", method: "POST", path: "/vips/", body: `{"id":"1","protocol":"tcp","address":"10.0.0.100","port":"80","pool_id":"1"}`, status: 409, code: sdnlb.ECONFLICT, field: "pool_id"},
 		// A pool's body names its VIP: posted again it moves there.
 		{name: "PoolReplacedMovesToVIP1", method: "POST", path: "/pools/", body: `{"id":"1","name":"pool","vip_id":"1"}`, status: 200,
-			want: `{"id":"1","name":"pool","vipId":"1","lbMethod":"Invalid Method","protocol":"6","poolMembers":"1"}`},
+			want: `{"id":"1","name":"pool","vipId":"1","lbMethod":"Invalid Method","poolMembers":"1"}`},
 		{name: "VIP2WithoutPool", method: "GET", path: "/pools/?limit=1000", status: 200, check: func(t *testing.T, resp response) {
 			if strings.Contains(string(resp.Body), `"vipId":"2"`) {
 				t.Errorf("a pool still serves VIP 2: %s", resp.Body)

@@ -20,9 +20,9 @@ import (
 // store derives. PUT /v1/config converges to one, GET /v1/config exports
 // one.
 
-// maxConfigBodyBytes bounds the body of PUT /v1/config, which holds a
+// MaxConfigBodyBytes bounds the body of PUT /v1/config, which holds a
 // whole configuration: some 200,000 members written compactly.
-const maxConfigBodyBytes = 32 << 20
+const MaxConfigBodyBytes = 32 << 20
 
 const mediaYAML = "application/yaml"
 

@@ -156,7 +156,7 @@ func TestServer_ConfigApplyRefused(t *testing.T) {
 		{name: "ErrNoContentType", method: "PUT", path: "/v1/config", body: `{}`, headers: []string{"Content-Type:"}, status: 415, code: sdnlb.EUNSUPPORTED},
 		{name: "ErrYAMLLatin1", method: "PUT", path: "/v1/config", body: `{}`, headers: []string{"Content-Type: application/yaml; charset=latin1"}, status: 415, code: sdnlb.EUNSUPPORTED},
 		{name: "ErrCrossSite", method: "PUT", path: "/v1/config", body: `{}`, headers: []string{yaml, "Sec-Fetch-Site: cross-site"}, status: 403, code: sdnlb.EFORBIDDEN},
-		{name: "ErrTooLarge", method: "PUT", path: "/v1/config", body: `{"vips":[{"name":"` + strings.Repeat("x", maxConfigBodyBytes) + `"}]}`,
+		{name: "ErrTooLarge", method: "PUT", path: "/v1/config", body: `{"vips":[{"name":"` + strings.Repeat("x", MaxConfigBodyBytes) + `"}]}`,
 			status: 413, code: sdnlb.ETOOLARGE},
 		// YAML is for whole configurations only.
 		{name: "ErrYAMLVIP", method: "POST", path: "/v1/vips", body: "address: 10.0.0.5\n", headers: []string{yaml}, status: 415, code: sdnlb.EUNSUPPORTED},

@@ -1,6 +1,7 @@
 package api
 
 import (
+	"io"
 	"mime"
 	"net"
 	"net/http"
@@ -170,25 +171,49 @@ func (s *Server) cors(next http.Handler) http.Handler {
 // limitBody answers 413 at once for a body that declares more than
 // bodyLimit, before anything reads it, so that a client waiting on
 // Expect: 100-continue is told and never sends it; a body without a length
-// is cut at the limit as it is read.
+// is cut at the limit as it is read. What the handler left of a body is
+// drained after it.
 func (s *Server) limitBody(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		limit := bodyLimit(r)
+		body := r.Body
+		defer drainBody(w, r, body)
 		if r.ContentLength > limit {
 			w.Header().Set("Connection", "close")
 			s.writeError(w, r, errTooLarge(limit))
 			return
 		}
-		r.Body = http.MaxBytesReader(w, r.Body, limit)
+		r.Body = http.MaxBytesReader(w, body, limit)
 		next.ServeHTTP(w, r)
 	})
 }
 
+// maxDrainBytes bounds what drainBody reads: twice the largest body taken.
+const maxDrainBytes = 2 * MaxConfigBodyBytes
+
+// drainBody sends the answer and reads what is left of the request's
+// body, up to maxDrainBytes: a client that sends a body without waiting
+// on Expect: 100-continue (one too large, or one refused unread) must be
+// able to send it all and read the answer, while closing the connection
+// on bytes unread would reset it and lose the answer. A client waiting on
+// 100-continue sends no body once answered; it is left alone.
+func drainBody(w http.ResponseWriter, r *http.Request, body io.Reader) {
+	if r.ContentLength == 0 || r.ContentLength > maxDrainBytes || strings.EqualFold(r.Header.Get("Expect"), "100-continue") {
+		return
+	}
+	var b [1]byte
+	if n, _ := body.Read(b[:]); n == 0 {
+		return // read to its end: the answer goes as it is
+	}
+	_ = http.NewResponseController(w).Flush()
+	_, _ = io.CopyN(io.Discard, body, maxDrainBytes)
+}
+
 // bodyLimit is the most r's body may hold: maxBodyBytes, or for a whole
-// configuration maxConfigBodyBytes.
+// configuration MaxConfigBodyBytes.
 func bodyLimit(r *http.Request) int64 {
 	if isConfigPut(r) {
-		return maxConfigBodyBytes
+		return MaxConfigBodyBytes
 	}
 	return maxBodyBytes
 }

@@ -2,12 +2,15 @@ package api
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
+	"net/netip"
 	"reflect"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -308,17 +311,19 @@ func TestServer_TooLargeExpectContinue(t *testing.T) {
 	}
 }
 
-// serveHTTP serves srv as cmd/sdnlb does: HTTPServer on Listener.
-func serveHTTP(tb testing.TB, srv *Server) string {
+// serveHTTP serves srv as cmd/sdnlb does: HTTPServer on Listener. It
+// returns the address and the listener, whose places tests inspect.
+func serveHTTP(tb testing.TB, srv *Server) (string, *limitListener) {
 	tb.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		tb.Fatal(err)
 	}
 	hs := srv.HTTPServer(nil)
-	go func() { _ = hs.Serve(srv.Listener(ln)) }()
+	limited := srv.Listener(ln).(*limitListener)
+	go func() { _ = hs.Serve(limited) }()
 	tb.Cleanup(func() { _ = hs.Close() })
-	return ln.Addr().String()
+	return ln.Addr().String(), limited
 }
 
 // closedWithin reports whether the server closes conn within d.
@@ -331,7 +336,7 @@ func closedWithin(conn net.Conn, d time.Duration) bool {
 func TestServer_Timeouts(t *testing.T) {
 	srv := guardStore(t).server()
 	srv.timeouts = timeouts{readHeader: 200 * time.Millisecond, read: 300 * time.Millisecond, write: time.Second, idle: 300 * time.Millisecond}
-	addr := serveHTTP(t, srv)
+	addr, _ := serveHTTP(t, srv)
 
 	t.Run("SlowHeaders", func(t *testing.T) {
 		conn, _ := net.Dial("tcp", addr)
@@ -363,13 +368,14 @@ func TestServer_Timeouts(t *testing.T) {
 	})
 }
 
-func TestServer_ConnectionCap(t *testing.T) {
+// An event stream gives its connection's place back and has its own cap.
+func TestServer_StreamCap(t *testing.T) {
 	store := guardStore(t)
 	srv := store.server()
 	srv.EventService = &feed{}
-	srv.MaxConns, srv.MaxStreams = 2, 1
+	srv.MaxConns, srv.MaxConnsPerClient, srv.MaxStreams = 2, 2, 1
 	srv.heartbeat = 50 * time.Millisecond
-	addr := serveHTTP(t, srv)
+	addr, _ := serveHTTP(t, srv)
 	client := &http.Client{Transport: &http.Transport{DisableKeepAlives: true}}
 	get := func(path string) (int, error) {
 		resp, err := client.Get("http://" + addr + path)
@@ -380,25 +386,6 @@ func TestServer_ConnectionCap(t *testing.T) {
 		_, _ = io.ReadAll(resp.Body)
 		return resp.StatusCode, nil
 	}
-
-	// Two idle connections take both places: a third is closed at once.
-	held := make([]net.Conn, 2)
-	for i := range held {
-		c, err := net.Dial("tcp", addr)
-		if err != nil {
-			t.Fatal(err)
-		}
-		held[i] = c
-	}
-	time.Sleep(100 * time.Millisecond) // let the server accept them
-	if status, err := get("/healthz"); err == nil {
-		t.Fatalf("a third connection was served (%d)", status)
-	}
-	held[0].Close()
-	held[1].Close()
-	waitFor(t, func() bool { status, err := get("/healthz"); return err == nil && status == 200 })
-
-	// A stream gives its place back and has its own cap.
 	stream, err := http.Get("http://" + addr + "/v1/events")
 	if err != nil || stream.StatusCode != 200 {
 		t.Fatalf("stream: %v %v", stream, err)
@@ -412,6 +399,137 @@ func TestServer_ConnectionCap(t *testing.T) {
 			t.Errorf("request beside a stream: %d %v", status, err)
 		}
 	}
+}
+
+// TestServer_ConnectionCaps fills the caps from one client, 127.0.0.1,
+// with idle keep-alive connections or busy ones, and checks that the
+// flooder loses or is refused connections while another client,
+// 127.0.0.2, is served: /healthz and the API.
+func TestServer_ConnectionCaps(t *testing.T) {
+	t.Run("IdleOverTheClientsShare", func(t *testing.T) {
+		srv := guardStore(t).server()
+		srv.MaxConns = 8 // 2 a client
+		addr, l := serveHTTP(t, srv)
+		var flood []*keepAlive
+		for i := range 5 {
+			c := dialKeepAlive(t, "127.0.0.1", addr)
+			if status, err := c.get("/healthz"); err != nil || status != 200 {
+				t.Fatalf("flood connection %d: %d %v", i, status, err)
+			}
+			flood = append(flood, c)
+			waitPlaces(t, l, "127.0.0.1", min(i+1, 2), min(i+1, 2))
+		}
+		// Each connection over the share took the place of the client's
+		// longest idle.
+		for i, c := range flood {
+			status, err := c.get("/healthz")
+			if evicted := i < 3; evicted != (err != nil) {
+				t.Errorf("flood connection %d: %d %v, want evicted=%v", i, status, err, evicted)
+			}
+		}
+		other := dialKeepAlive(t, "127.0.0.2", addr)
+		other.mustGet(t, "/healthz", "/v1/vips")
+	})
+	t.Run("IdleEvictedForAnotherClient", func(t *testing.T) {
+		srv := guardStore(t).server()
+		srv.MaxConns, srv.MaxConnsPerClient = 4, 4
+		addr, l := serveHTTP(t, srv)
+		var flood []*keepAlive
+		for i := range 4 {
+			c := dialKeepAlive(t, "127.0.0.1", addr)
+			c.mustGet(t, "/healthz")
+			flood = append(flood, c)
+			waitPlaces(t, l, "127.0.0.1", i+1, i+1)
+		}
+		other := dialKeepAlive(t, "127.0.0.2", addr)
+		other.mustGet(t, "/healthz", "/v1/vips")
+		// The newcomer took the place of the flooder's longest idle.
+		if status, err := flood[0].get("/healthz"); err == nil {
+			t.Errorf("the flooder's longest idle connection was served (%d)", status)
+		}
+		for _, c := range flood[1:] {
+			c.mustGet(t, "/healthz")
+		}
+	})
+	t.Run("BusyClientRefused", func(t *testing.T) {
+		srv := guardStore(t).server()
+		srv.MaxConns = 8 // 2 a client
+		addr, l := serveHTTP(t, srv)
+		for range 2 { // requests whose bodies never come
+			c := dialKeepAlive(t, "127.0.0.1", addr)
+			fmt.Fprint(c, "POST /v1/vips HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{")
+		}
+		waitPlaces(t, l, "127.0.0.1", 2, 0)
+		if status, err := dialKeepAlive(t, "127.0.0.1", addr).get("/healthz"); err == nil {
+			t.Errorf("a third connection of a client with two busy ones was served (%d)", status)
+		}
+		other := dialKeepAlive(t, "127.0.0.2", addr)
+		other.mustGet(t, "/healthz", "/v1/vips")
+	})
+}
+
+// keepAlive is a client's HTTP/1.1 connection, kept open between requests.
+type keepAlive struct {
+	net.Conn
+	br *bufio.Reader
+}
+
+// dialKeepAlive connects to addr from the loopback address source.
+func dialKeepAlive(tb testing.TB, source, addr string) *keepAlive {
+	tb.Helper()
+	d := net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP(source)}}
+	c, err := d.Dial("tcp", addr)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { c.Close() })
+	return &keepAlive{Conn: c, br: bufio.NewReader(c)}
+}
+
+// get sends a GET and reads the answer; an error when the server closed
+// the connection.
+func (c *keepAlive) get(path string) (int, error) {
+	_ = c.SetDeadline(time.Now().Add(5 * time.Second))
+	if _, err := fmt.Fprintf(c, "GET %s HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n", path); err != nil {
+		return 0, err
+	}
+	resp, err := http.ReadResponse(c.br, nil)
+	if err != nil {
+		return 0, err
+	}
+	defer resp.Body.Close()
+	_, err = io.Copy(io.Discard, resp.Body)
+	return resp.StatusCode, err
+}
+
+func (c *keepAlive) mustGet(tb testing.TB, paths ...string) {
+	tb.Helper()
+	for _, path := range paths {
+		if status, err := c.get(path); err != nil || status != 200 {
+			tb.Fatalf("GET %s from %s: %d %v", path, c.LocalAddr(), status, err)
+		}
+	}
+}
+
+// waitPlaces waits until the client source holds held places under l's
+// caps, idle of them idle.
+func waitPlaces(tb testing.TB, l *limitListener, source string, held, idle int) {
+	tb.Helper()
+	client := netip.MustParseAddr(source)
+	waitFor(tb, func() bool {
+		l.mu.Lock()
+		defer l.mu.Unlock()
+		var h, i int
+		for c := range l.conns {
+			if c.client == client {
+				h++
+				if c.idle {
+					i++
+				}
+			}
+		}
+		return h == held && i == idle
+	})
 }
 
 // feed is an EventService that sends nothing.
@@ -430,5 +548,55 @@ func waitFor(tb testing.TB, cond func() bool) {
 			tb.Fatal("condition not met in 5s")
 		}
 		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// TestServer_TooLargeBodySent sends a body over the limit at once, as a
+// client that does not wait on Expect: 100-continue does, and only then
+// reads: the answer must be the 413 naming the limit, not a reset.
+func TestServer_TooLargeBodySent(t *testing.T) {
+	addr, _ := serveHTTP(t, guardStore(t).server())
+	for _, tt := range []struct {
+		name, path, contentType string
+		limit                   int
+		chunked                 bool
+	}{
+		{"Declared", "/v1/vips", "application/json", maxBodyBytes, false},
+		{"Chunked", "/v1/vips", "application/json", maxBodyBytes, true},
+		{"Floodlight", "/quantum/v1.0/vips/", "application/json", maxBodyBytes, false},
+		{"Configuration", "/v1/config", "application/yaml", MaxConfigBodyBytes, false},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			conn, err := net.Dial("tcp", addr)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer conn.Close()
+			_ = conn.SetDeadline(time.Now().Add(20 * time.Second))
+			body := bytes.Repeat([]byte(" "), tt.limit+4<<20)
+			method := "POST"
+			if tt.path == "/v1/config" {
+				method = "PUT"
+			}
+			head := fmt.Sprintf("%s %s HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: %s\r\n", method, tt.path, tt.contentType)
+			w := bufio.NewWriter(conn)
+			if tt.chunked {
+				fmt.Fprintf(w, "%sTransfer-Encoding: chunked\r\n\r\n%x\r\n%s\r\n0\r\n\r\n", head, len(body), body)
+			} else {
+				fmt.Fprintf(w, "%sContent-Length: %d\r\n\r\n%s", head, len(body), body)
+			}
+			if err := w.Flush(); err != nil {
+				t.Fatalf("sending the body: %v", err)
+			}
+			resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, _ := io.ReadAll(resp.Body)
+			assertError(t, response{Status: resp.StatusCode, Body: got}, 413, sdnlb.ETOOLARGE, "")
+			if !strings.Contains(string(got), strconv.Itoa(tt.limit)) {
+				t.Errorf("the error does not name the limit %d: %s", tt.limit, got)
+			}
+		})
 	}
 }

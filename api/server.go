@@ -68,11 +68,13 @@ type Server struct {
 	// Registry, when set, gets the request metrics and is served at /metrics.
 	Registry *prometheus.Registry
 
-	// MaxConns caps the API connections open at once (Listener), and
-	// MaxStreams the /v1/events streams; 0 takes DefaultMaxConns and
-	// DefaultMaxStreams.
-	MaxConns   int
-	MaxStreams int
+	// MaxConns caps the API connections open at once and
+	// MaxConnsPerClient those from one source address (Listener), and
+	// MaxStreams the /v1/events streams; 0 takes DefaultMaxConns, a
+	// quarter of MaxConns and DefaultMaxStreams.
+	MaxConns          int
+	MaxConnsPerClient int
+	MaxStreams        int
 
 	// heartbeat is the interval of SSE keep-alive comments; tests shorten it.
 	heartbeat time.Duration

@@ -123,8 +123,8 @@ func New(src sdnlb.ConfigSource, opts Options) *Controller {
 		affinity: newAffinityTable(),
 		conns:    map[uint64]*switchConn{},
 		ledgers:  map[uint64]*flowLedger{},
-		guard: &guard{allow: opts.Allow, maxSwitches: int64(opts.MaxSwitches), maxHandshakes: int64(opts.MaxHandshakes),
-			refusals: &limitedLog{log: log, every: refusalLogEvery}},
+		guard: &guard{allow: opts.Allow, maxSwitches: opts.MaxSwitches, maxHandshakes: opts.MaxHandshakes,
+			refusals: &limitedLog{log: log, every: refusalLogEvery}, bySource: map[netip.Addr]int{}},
 		handshakeLog: &limitedLog{log: log, every: refusalLogEvery},
 		duplicateLog: &limitedLog{log: log, every: refusalLogEvery},
 	}
@@ -201,12 +201,13 @@ func (c *Controller) Serve(ctx context.Context, ln net.Listener) error {
 			continue
 		}
 		backoff = 0
-		if ok, why := c.guard.admit(conn.RemoteAddr()); !ok {
+		a, why := c.guard.admit(c.now(), conn)
+		if a == nil {
 			c.guard.refusals.warn(c.now(), "switch connection refused", "remote", conn.RemoteAddr().String(), "why", why)
 			conn.Close()
 			continue
 		}
-		wg.Go(func() { c.serveConn(ctx, conn) })
+		wg.Go(func() { c.serveConn(ctx, a) })
 	}
 	cancel()
 	for _, s := range c.switchConns() {

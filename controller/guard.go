@@ -4,8 +4,8 @@ import (
 	"log/slog"
 	"net"
 	"net/netip"
+	"slices"
 	"sync"
-	"sync/atomic"
 	"time"
 )
 
@@ -23,35 +23,99 @@ const (
 )
 
 // guard admits switch connections: from allowed addresses only, within
-// the session and handshake caps.
+// the session and handshake caps. At a full cap a new connection takes
+// the place of the oldest handshake of the source address with the most
+// in flight, so that idle connections from one source cannot keep a
+// switch from another out. A connection is refused only when sessions
+// past their handshake fill the session cap.
 type guard struct {
 	allow         []netip.Prefix // empty: every address
-	maxSwitches   int64
-	maxHandshakes int64
-	sessions      atomic.Int64
-	handshakes    atomic.Int64
+	maxSwitches   int
+	maxHandshakes int
 	refusals      *limitedLog
+
+	mu         sync.Mutex
+	sessions   int          // handshakes included
+	handshakes []*admission // in flight, oldest first
+	bySource   map[netip.Addr]int
 }
 
-// admit reports whether a connection from remote may start a session,
-// counting it when it may; done ends the session.
-func (g *guard) admit(remote net.Addr) (ok bool, why string) {
-	if len(g.allow) > 0 {
-		ap, err := netip.ParseAddrPort(remote.String())
-		if err != nil || !g.allowed(ap.Addr().Unmap()) {
-			return false, "address not in --openflow-allow"
+// admission is a connection the guard let in. Its flags are guarded by
+// guard.mu.
+type admission struct {
+	conn      net.Conn
+	source    netip.Addr
+	handshake bool // holds a handshake place
+	session   bool // holds a session place
+	dropped   bool // its places went to a newer connection, which closed conn
+}
+
+// admit reports whether conn may start a session, counting it when it
+// may; handshakeDone and done end its handshake and its session.
+func (g *guard) admit(now time.Time, conn net.Conn) (a *admission, why string) {
+	var source netip.Addr // every connection without an IP address is one source
+	if ap, err := netip.ParseAddrPort(conn.RemoteAddr().String()); err == nil {
+		source = ap.Addr().Unmap()
+	}
+	if len(g.allow) > 0 && !g.allowed(source) {
+		return nil, "address not in --openflow-allow"
+	}
+	g.mu.Lock()
+	var dropped *admission
+	var fromSource int // handshakes in flight from dropped's source
+	if g.sessions >= g.maxSwitches || len(g.handshakes) >= g.maxHandshakes {
+		if dropped = g.busiestOldest(); dropped == nil {
+			g.mu.Unlock()
+			return nil, "too many switch sessions"
+		}
+		fromSource = g.bySource[dropped.source]
+		g.end(dropped)
+		dropped.dropped = true
+	}
+	a = &admission{conn: conn, source: source, handshake: true, session: true}
+	g.handshakes = append(g.handshakes, a)
+	g.bySource[source]++
+	g.sessions++
+	g.mu.Unlock()
+	if dropped != nil {
+		dropped.conn.Close()
+		g.refusals.warn(now, "switch handshake dropped for a newer connection: the caps are full and its source has the most handshakes in flight",
+			"remote", dropped.conn.RemoteAddr().String(), "handshakes_from_source", fromSource)
+	}
+	return a, ""
+}
+
+// busiestOldest is the oldest handshake of the source with the most in
+// flight, nil when there is none; g.mu must be held.
+func (g *guard) busiestOldest() *admission {
+	var found *admission
+	for _, a := range g.handshakes {
+		if found == nil || g.bySource[a.source] > g.bySource[found.source] {
+			found = a
 		}
 	}
-	if g.sessions.Add(1) > g.maxSwitches {
-		g.sessions.Add(-1)
-		return false, "too many switch sessions"
+	return found
+}
+
+// endHandshake gives a's handshake place back; g.mu must be held.
+func (g *guard) endHandshake(a *admission) {
+	if !a.handshake {
+		return
 	}
-	if g.handshakes.Add(1) > g.maxHandshakes {
-		g.handshakes.Add(-1)
-		g.sessions.Add(-1)
-		return false, "too many handshakes in flight"
+	a.handshake = false
+	g.handshakes = slices.DeleteFunc(g.handshakes, func(h *admission) bool { return h == a })
+	if g.bySource[a.source]--; g.bySource[a.source] == 0 {
+		delete(g.bySource, a.source)
 	}
-	return true, ""
+}
+
+// end gives both of a's places back; g.mu must be held.
+func (g *guard) end(a *admission) {
+	g.endHandshake(a)
+	if a.session {
+		a.session = false
+		g.sessions--
+	}
 }
 
 func (g *guard) allowed(a netip.Addr) bool {
@@ -63,9 +127,21 @@ func (g *guard) allowed(a netip.Addr) bool {
 	return false
 }
 
-// handshakeDone releases the connection's handshake slot; done its session.
-func (g *guard) handshakeDone() { g.handshakes.Add(-1) }
-func (g *guard) done()          { g.sessions.Add(-1) }
+// handshakeDone ends a's handshake, and reports whether its place went to
+// a newer connection meanwhile, which closed a's.
+func (g *guard) handshakeDone(a *admission) (dropped bool) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.endHandshake(a)
+	return a.dropped
+}
+
+// done ends a's session.
+func (g *guard) done(a *admission) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.end(a)
+}
 
 // limitedLog writes one line per interval and counts what it held back,
 // so that a peer failing on purpose cannot flood the log.

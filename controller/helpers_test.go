@@ -136,11 +136,13 @@ type pipeAddr string
 func (a pipeAddr) Network() string { return "pipe" }
 func (a pipeAddr) String() string  { return string(a) }
 
-// harness runs a controller on a pipeListener until the test ends.
+// harness runs a controller on a pipeListener, or on TCP at addr, until
+// the test ends.
 type harness struct {
 	c     *Controller
 	src   *fakeSource
 	ln    *pipeListener
+	addr  string
 	log   *syncBuffer
 	clock *testClock
 	// groups: the switches connect saying they have select groups.
@@ -182,7 +184,29 @@ func startController(tb testing.TB, cfg *sdnlb.Config, opts Options) *harness {
 // startControllerOn runs a controller that follows src.
 func startControllerOn(tb testing.TB, src sdnlb.ConfigSource, opts Options) *harness {
 	tb.Helper()
-	h := &harness{ln: newPipeListener(), log: &syncBuffer{}, clock: &testClock{}}
+	h := &harness{ln: newPipeListener()}
+	h.serve(tb, src, opts, h.ln)
+	return h
+}
+
+// startControllerTCP runs a controller on a TCP port of 127.0.0.1, at
+// h.addr, for tests of what tells connections apart by their source
+// address; h.dial does not reach it.
+func startControllerTCP(tb testing.TB, cfg *sdnlb.Config, opts Options) *harness {
+	tb.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	h := &harness{addr: ln.Addr().String(), src: newFakeSource(cfg)}
+	h.serve(tb, h.src, opts, ln)
+	return h
+}
+
+// serve runs a controller that follows src on ln until the test ends.
+func (h *harness) serve(tb testing.TB, src sdnlb.ConfigSource, opts Options, ln net.Listener) {
+	tb.Helper()
+	h.log, h.clock = &syncBuffer{}, &testClock{}
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.NewTextHandler(h.log, &slog.HandlerOptions{Level: slog.LevelInfo}))
 	}
@@ -199,7 +223,7 @@ func startControllerOn(tb testing.TB, src sdnlb.ConfigSource, opts Options) *har
 	h.c.now = h.clock.now
 	ctx, cancel := context.WithCancel(context.Background())
 	errc := make(chan error, 1)
-	go func() { errc <- h.c.Serve(ctx, h.ln) }()
+	go func() { errc <- h.c.Serve(ctx, ln) }()
 	tb.Cleanup(func() {
 		cancel()
 		select {
@@ -211,7 +235,6 @@ func startControllerOn(tb testing.TB, src sdnlb.ConfigSource, opts Options) *har
 			tb.Errorf("Serve did not return after cancel")
 		}
 	})
-	return h
 }
 
 // received is one message the controller sent to a fake switch.
@@ -234,6 +257,29 @@ type fakeSwitch struct {
 func (h *harness) dial(tb testing.TB) *fakeSwitch {
 	tb.Helper()
 	server, client := net.Pipe()
+	sw := newFakeSwitch(tb, client)
+	select {
+	case h.ln.conns <- server:
+	case <-time.After(waitFor):
+		tb.Fatalf("controller did not accept")
+	}
+	return sw
+}
+
+// dialFrom connects a fake switch that has said nothing yet to h.addr
+// from the loopback address source.
+func (h *harness) dialFrom(tb testing.TB, source string) *fakeSwitch {
+	tb.Helper()
+	d := net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP(source)}}
+	conn, err := d.Dial("tcp", h.addr)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return newFakeSwitch(tb, conn)
+}
+
+// newFakeSwitch is a fake switch on the switch's end of client.
+func newFakeSwitch(tb testing.TB, client net.Conn) *fakeSwitch {
 	sw := &fakeSwitch{tb: tb, conn: client, msgs: make(chan received, 4096), closed: make(chan struct{})}
 	go func() {
 		defer close(sw.closed)
@@ -252,11 +298,6 @@ func (h *harness) dial(tb testing.TB) *fakeSwitch {
 		}
 	}()
 	tb.Cleanup(func() { client.Close() })
-	select {
-	case h.ln.conns <- server:
-	case <-time.After(waitFor):
-		tb.Fatalf("controller did not accept")
-	}
 	return sw
 }
 
@@ -265,6 +306,13 @@ func (h *harness) dial(tb testing.TB) *fakeSwitch {
 func (h *harness) connect(tb testing.TB, dpid uint64) (*fakeSwitch, []received) {
 	tb.Helper()
 	sw := h.dial(tb)
+	return sw, h.handshake(tb, sw, dpid)
+}
+
+// handshake completes sw's handshake as datapath dpid, returning what the
+// controller sent up to and including the barrier request.
+func (h *harness) handshake(tb testing.TB, sw *fakeSwitch, dpid uint64) []received {
+	tb.Helper()
 	sw.send(0, ofp.Hello{Versions: []uint8{1, 4}})
 	var got []received
 	for {
@@ -286,7 +334,7 @@ func (h *harness) connect(tb testing.TB, dpid uint64) (*fakeSwitch, []received) 
 			}
 		case *ofp.BarrierRequest:
 			sw.send(r.h.XID, ofp.BarrierReply{})
-			return sw, got
+			return got
 		}
 	}
 }

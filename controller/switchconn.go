@@ -112,17 +112,19 @@ func (s *switchConn) closed() bool {
 	}
 }
 
-// serveConn runs one switch connection, which the guard admitted, to its
-// end.
-func (c *Controller) serveConn(ctx context.Context, conn net.Conn) {
-	defer c.guard.done()
-	s := newSwitchConn(c, conn)
+// serveConn runs one switch connection, which the guard admitted as a, to
+// its end.
+func (c *Controller) serveConn(ctx context.Context, a *admission) {
+	defer c.guard.done(a)
+	s := newSwitchConn(c, a.conn)
 	defer s.close()
 	stop := context.AfterFunc(ctx, s.close)
 	defer stop()
 
 	err := s.handshake()
-	c.guard.handshakeDone()
+	if c.guard.handshakeDone(a) {
+		return // the guard gave its place to a newer connection, and said so
+	}
 	if err != nil {
 		if !errors.Is(err, errClosed) && !s.closed() {
 			c.handshakeLog.warn(c.now(), "switch handshake failed", "remote", s.remote, "err", err)

@@ -645,6 +645,47 @@ func TestSession_SessionCap(t *testing.T) {
 	}
 }
 
+// Connections from one source that never say hello fill the handshake
+// cap, or with a switch connected the session cap: a switch from another
+// source still connects, in the place of the flooder's oldest handshake.
+func TestController_HandshakeFloodFromOneSource(t *testing.T) {
+	for _, tt := range []struct {
+		name      string
+		opts      Options
+		connected int // switches connected from 127.0.0.3 before the flood
+		flood     int // connections from 127.0.0.1
+	}{
+		{"HandshakeCap", Options{MaxHandshakes: 4}, 0, 4},
+		{"SessionCap", Options{MaxSwitches: 3}, 1, 2},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			h := startControllerTCP(t, testConfig(nil), tt.opts)
+			for i := range tt.connected {
+				h.handshake(t, h.dialFrom(t, "127.0.0.3"), uint64(10+i))
+			}
+			var flood []*fakeSwitch
+			for range tt.flood {
+				sw := h.dialFrom(t, "127.0.0.1")
+				sw.nextOf(ofp.TypeHello) // admitted, in its handshake
+				flood = append(flood, sw)
+			}
+			h.handshake(t, h.dialFrom(t, "127.0.0.2"), 1)
+			flood[0].waitClosed()
+			for i, sw := range flood[1:] {
+				select {
+				case <-sw.closed:
+					t.Errorf("flood connection %d closed; only the oldest makes room", i+1)
+				default:
+				}
+			}
+			waitSwitches(t, h.c, func(sws []*sdnlb.Switch) bool { return len(sws) == tt.connected+1 })
+			if !strings.Contains(h.log.String(), "switch handshake dropped for a newer connection") {
+				t.Errorf("no log line for the drop in\n%s", h.log.String())
+			}
+		})
+	}
+}
+
 // Only addresses in the allow-list may connect.
 func TestController_AllowList(t *testing.T) {
 	for _, tt := range []struct {

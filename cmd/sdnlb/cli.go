@@ -38,7 +38,7 @@ const (
 var cliCommands = []string{"get", "describe", "drain", "undrain", "watch", "apply", "diff", "completion"}
 
 // cliUsage is what a client command's -h prints.
-const cliUsage = `Usage: sdnlb COMMAND [ARGUMENTS] [FLAGS]: commands that talk to a running sdnlb's API
+const cliUsage = `Usage: sdnlb [FLAGS] COMMAND [ARGUMENTS] [FLAGS]: commands that talk to a running sdnlb's API
 
   get vips|pools|members|monitors     list them (-o table, json or yaml)
   get config                          the whole configuration as a document (YAML; -o json)
@@ -55,8 +55,9 @@ Flags: --server URL (SDNLB_SERVER, default http://127.0.0.1:8080), --token TOKEN
 -o table|json|yaml (apply and diff: table prints a list of changes, json and yaml the API's diff).
 
 Exit codes: 0 done, 1 the API refused (its message is printed), 2 bad command line,
-3 the API could not be reached. diff exits 0 when FILE matches the configuration, 1 when
-applying it would change something, and 4 when the API refuses FILE (2 and 3 as above).
+3 the API could not be reached, or went away during watch. diff exits 0 when FILE matches
+the configuration, 1 when applying it would change something, and 4 when the API refuses
+FILE (2 and 3 as above).
 `
 
 // cliKinds are what get lists, with the columns of its table.
@@ -95,16 +96,50 @@ func runCLI(args []string, getenv func(string) string, stdin io.Reader, stdout, 
 	return exitAPIError
 }
 
+// cliFlags are the flags of the client commands.
+type cliFlags struct {
+	server, token, output, file string
+	prune, dryRun               bool
+}
+
+func (f *cliFlags) flagSet(getenv func(string) string) *flag.FlagSet {
+	fs := flag.NewFlagSet("sdnlb", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	fs.StringVar(&f.server, "server", envOr(getenv, "SDNLB_SERVER", "http://127.0.0.1:8080"), "the sdnlb API (SDNLB_SERVER)")
+	fs.StringVar(&f.token, "token", getenv("SDNLB_TOKEN"), "the API token (SDNLB_TOKEN)")
+	fs.StringVar(&f.output, "o", "table", "output: table, json or yaml")
+	fs.StringVar(&f.file, "f", "", "apply, diff: the configuration file, JSON or YAML; - reads stdin")
+	fs.BoolVar(&f.prune, "prune", false, "apply, diff: also delete what the file does not list")
+	fs.BoolVar(&f.dryRun, "dry-run", false, "apply: report the changes but make none")
+	return fs
+}
+
+// cliArgs tells a client command's arguments from the service's: they
+// start with one of cliCommands, or with client flags (sdnlb --server URL
+// get vips), which it moves after the command. Client flags followed by
+// no command, or by something else, are a client command's too: cli
+// says what is wrong with them.
+func cliArgs(args []string) ([]string, bool) {
+	var f cliFlags
+	fs := f.flagSet(func(string) string { return "" })
+	if fs.Parse(args) != nil {
+		return nil, false
+	}
+	flags, rest := args[:len(args)-fs.NArg()], fs.Args()
+	if len(flags) == 0 && (len(rest) == 0 || !slices.Contains(cliCommands, rest[0])) {
+		return nil, false
+	}
+	cmd := ""
+	if len(rest) > 0 {
+		cmd, rest = rest[0], rest[1:]
+	}
+	return slices.Concat([]string{cmd}, flags, rest), true
+}
+
 func cli(args []string, getenv func(string) string, stdin io.Reader, stdout io.Writer) error {
 	cmd, args := args[0], args[1:]
-	fs := flag.NewFlagSet("sdnlb "+cmd, flag.ContinueOnError)
-	fs.SetOutput(io.Discard)
-	server := fs.String("server", envOr(getenv, "SDNLB_SERVER", "http://127.0.0.1:8080"), "the sdnlb API (SDNLB_SERVER)")
-	token := fs.String("token", getenv("SDNLB_TOKEN"), "the API token (SDNLB_TOKEN)")
-	output := fs.String("o", "table", "output: table, json or yaml")
-	file := fs.String("f", "", "apply, diff: the configuration file, JSON or YAML; - reads stdin")
-	prune := fs.Bool("prune", false, "apply, diff: also delete what the file does not list")
-	dryRun := fs.Bool("dry-run", false, "apply: report the changes but make none")
+	var f cliFlags
+	fs := f.flagSet(getenv)
 	// Flags may come after the arguments, as in kubectl.
 	var pos []string
 	for len(args) > 0 {
@@ -119,24 +154,24 @@ func cli(args []string, getenv func(string) string, stdin io.Reader, stdout io.W
 		}
 		pos, args = append(pos, fs.Arg(0)), fs.Args()[1:]
 	}
-	if !slices.Contains(outputs, *output) {
-		return usageErr("-o must be table, json or yaml, not %q", *output)
+	if !slices.Contains(outputs, f.output) {
+		return usageErr("-o must be table, json or yaml, not %q", f.output)
 	}
-	c := &apiClient{base: strings.TrimSuffix(*server, "/"), token: *token, http: newHTTPClient()}
+	c := &apiClient{base: strings.TrimSuffix(f.server, "/"), token: f.token, http: newHTTPClient()}
 	switch cmd {
 	case "get":
 		if len(pos) == 1 && pos[0] == "config" {
-			return c.getConfig(stdout, *output)
+			return c.getConfig(stdout, f.output)
 		}
 		if len(pos) != 1 || cliKinds[pos[0]] == nil {
 			return usageErr("usage: sdnlb get vips|pools|members|monitors|config [-o table|json|yaml]")
 		}
-		return c.get(stdout, pos[0], *output)
+		return c.get(stdout, pos[0], f.output)
 	case "describe":
 		if len(pos) != 2 || pos[0] != "pool" {
 			return usageErr("usage: sdnlb describe pool ID")
 		}
-		return c.describePool(stdout, pos[1], *output)
+		return c.describePool(stdout, pos[1], f.output)
 	case "drain", "undrain":
 		if len(pos) != 1 {
 			return usageErr("usage: sdnlb %s MEMBER", cmd)
@@ -148,12 +183,12 @@ func cli(args []string, getenv func(string) string, stdin io.Reader, stdout io.W
 		}
 		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 		defer stop()
-		return c.watchPool(ctx, stdout, pos[1], *output)
+		return c.watchPool(ctx, stdout, pos[1], f.output)
 	case "apply", "diff":
-		if len(pos) != 0 || *file == "" || (cmd == "diff" && *dryRun) {
+		if len(pos) != 0 || f.file == "" || (cmd == "diff" && f.dryRun) {
 			return usageErr("usage: sdnlb apply -f FILE [--prune] [--dry-run] | sdnlb diff -f FILE [--prune]")
 		}
-		return c.apply(stdin, stdout, *file, cmd, sdnlb.ApplyOptions{Prune: *prune, DryRun: *dryRun || cmd == "diff"}, *output)
+		return c.apply(stdin, stdout, f.file, cmd, sdnlb.ApplyOptions{Prune: f.prune, DryRun: f.dryRun || cmd == "diff"}, f.output)
 	case "completion":
 		if len(pos) != 1 || pos[0] != "bash" {
 			return usageErr("usage: sdnlb completion bash")
@@ -161,7 +196,11 @@ func cli(args []string, getenv func(string) string, stdin io.Reader, stdout io.W
 		_, err := io.WriteString(stdout, bashCompletion)
 		return err
 	}
-	return usageErr("unknown command %q", cmd)
+	what := fmt.Sprintf("unknown command %q", cmd)
+	if cmd == "" {
+		what = "no command"
+	}
+	return usageErr("%s: the commands are %s (sdnlb get -h tells more)", what, strings.Join(cliCommands, ", "))
 }
 
 func envOr(getenv func(string) string, name, def string) string {
@@ -233,7 +272,7 @@ func (c *apiClient) sendBody(ctx context.Context, method, path, mediaType string
 	}
 	resp, err := c.http.Do(req)
 	if err != nil {
-		return nil, &cliError{exitNoServer, fmt.Errorf("cannot reach %s: %w", c.base, err)}
+		return nil, &cliError{exitNoServer, fmt.Errorf("cannot reach %s (--server or SDNLB_SERVER names the API): %w", c.base, err)}
 	}
 	return resp, nil
 }
@@ -377,7 +416,8 @@ func (c *apiClient) setMemberAdmin(w io.Writer, id string, up bool) error {
 }
 
 // watchPool follows a pool's stats stream, printing the members' table at
-// every event (json: one line per event), until interrupted.
+// every event (json: one line per event), until interrupted or the
+// stream ends, which is an error: the server went away.
 func (c *apiClient) watchPool(ctx context.Context, w io.Writer, id, output string) error {
 	c.http.Timeout = 0 // a stream
 	resp, err := c.send(ctx, http.MethodGet, "/v1/pools/"+url.PathEscape(id)+"/stats?watch=true", nil)
@@ -425,9 +465,10 @@ func (c *apiClient) watchPool(ctx context.Context, w io.Writer, id, output strin
 		return nil // interrupted
 	}
 	if err := sc.Err(); err != nil {
-		return &cliError{exitNoServer, fmt.Errorf("the stream broke: %w", err)}
+		return &cliError{exitNoServer, fmt.Errorf("lost %s: the stream broke: %w", c.base, err)}
 	}
-	return nil
+	// Without an error event, the server ends a stream only when it stops.
+	return &cliError{exitNoServer, fmt.Errorf("lost %s: it closed the stream, stopping or restarting", c.base)}
 }
 
 const bashCompletion = `# bash completion for sdnlb: source <(sdnlb completion bash)

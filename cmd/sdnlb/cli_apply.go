@@ -16,6 +16,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/sdnlb/sdnlb"
+	"github.com/sdnlb/sdnlb/api"
 )
 
 // outputs are what -o takes.
@@ -81,19 +82,25 @@ func (c *apiClient) getConfig(w io.Writer, output string) error {
 	return writeYAML(w, doc)
 }
 
-// readDocument reads a configuration file ("-": stdin) and tells its
-// media type: by its extension, else JSON when it starts with "{", else
-// YAML.
+// readDocument reads a configuration file ("-": stdin), no larger than
+// the API takes, and tells its media type: by its extension, else JSON
+// when it starts with "{", else YAML.
 func readDocument(stdin io.Reader, file string) ([]byte, string, error) {
-	var doc []byte
-	var err error
-	if file == "-" {
-		doc, err = io.ReadAll(stdin)
-	} else {
-		doc, err = os.ReadFile(file)
+	in := stdin
+	if file != "-" {
+		f, err := os.Open(file)
+		if err != nil {
+			return nil, "", usageErr("-f: %v", err)
+		}
+		defer f.Close()
+		in = f
 	}
+	doc, err := io.ReadAll(io.LimitReader(in, api.MaxConfigBodyBytes+1))
 	if err != nil {
-		return nil, "", usageErr("-f: %v", err)
+		return nil, "", usageErr("-f %s: %v", file, err)
+	}
+	if len(doc) > api.MaxConfigBodyBytes {
+		return nil, "", usageErr("-f %s: larger than the %d MiB the API takes for a configuration", file, api.MaxConfigBodyBytes>>20)
 	}
 	switch strings.ToLower(filepath.Ext(file)) {
 	case ".json":

@@ -7,6 +7,8 @@ import (
 	"testing"
 
 	"sigs.k8s.io/yaml"
+
+	"github.com/sdnlb/sdnlb/api"
 )
 
 // webYAML is webDocument as YAML, with one VIP keyed by its name.
@@ -137,6 +139,15 @@ func TestCLI_ApplyDiff(t *testing.T) {
 		}
 		if code, _, _ := runClient(t, m, "diff", "-f", file, "--server", "http://127.0.0.1:1"); code != exitNoServer {
 			t.Errorf("no server: exit %d", code)
+		}
+	})
+	t.Run("ErrTooLarge", func(t *testing.T) {
+		// Read up to the API's limit and no further: /dev/zero never ends.
+		for _, file := range []string{"/dev/zero", "-"} {
+			code, out, errOut := runClientInput(t, m, strings.Repeat(" ", api.MaxConfigBodyBytes+1), "apply", "-f", file)
+			if code != exitUsage || out != "" || !strings.Contains(errOut, "larger than the 32 MiB the API takes") {
+				t.Errorf("-f %s: exit %d, out %q, err %q", file, code, out, errOut)
+			}
 		}
 	})
 	t.Run("Completion", func(t *testing.T) {

@@ -66,8 +66,39 @@ func TestCLI(t *testing.T) {
 		if code, _, _ := runClient(t, m, "get", "things"); code != exitUsage {
 			t.Errorf("unknown kind: exit %d", code)
 		}
-		if code, _, _ := runClient(t, m, "get", "vips", "--server", "http://127.0.0.1:1"); code != exitNoServer {
-			t.Errorf("no server: exit %d", code)
+		code, _, errOut := runClient(t, m, "get", "vips", "--server", "http://127.0.0.1:1")
+		if code != exitNoServer || !strings.Contains(errOut, "--server or SDNLB_SERVER") {
+			t.Errorf("no server: exit %d, %q", code, errOut)
+		}
+	})
+	t.Run("FlagsBeforeTheCommand", func(t *testing.T) {
+		// SDNLB_SERVER names no server: only --server reaches it.
+		env := func(k string) string { return map[string]string{"SDNLB_SERVER": "http://127.0.0.1:1"}[k] }
+		for _, tt := range []struct {
+			args    []string
+			code    int
+			message string
+		}{
+			{[]string{"--server", "http://" + m.APIAddr(), "get", "vips", "-o", "json"}, exitOK, ""},
+			{[]string{"-o=json", "--server=http://" + m.APIAddr(), "describe", "pool", "web"}, exitOK, ""},
+			{[]string{"--server", "http://" + m.APIAddr(), "vips"}, exitUsage, `unknown command "vips": the commands are get, describe`},
+			{[]string{"--server", "http://" + m.APIAddr()}, exitUsage, "no command: the commands are get"},
+		} {
+			args, ok := cliArgs(tt.args)
+			if !ok {
+				t.Errorf("%q: taken for the service's arguments", tt.args)
+				continue
+			}
+			var stdout, stderr bytes.Buffer
+			code := runCLI(args, env, strings.NewReader(""), &stdout, &stderr)
+			if code != tt.code || !strings.Contains(stderr.String(), tt.message) || strings.Count(stderr.String(), "\n") > 1 {
+				t.Errorf("%q: exit %d, out %q, err %q", tt.args, code, stdout.String(), stderr.String())
+			}
+		}
+		for _, args := range [][]string{nil, {"serve"}, {"--api-addr", ":0"}, {"-h"}, {"vips"}} {
+			if _, ok := cliArgs(args); ok {
+				t.Errorf("%q: taken for a client command", args)
+			}
 		}
 	})
 	t.Run("Watch", func(t *testing.T) {
@@ -82,6 +113,39 @@ func TestCLI(t *testing.T) {
 			t.Errorf("watch printed:\n%s", w.String())
 		}
 	})
+}
+
+// When the server goes, watch says so and exits as when it cannot be
+// reached.
+func TestCLI_WatchLosesTheServer(t *testing.T) {
+	m := MustRunMain(t, filepath.Join(t.TempDir(), "sdnlb.db"))
+	_, pool := mustCreatePool(t, m, 80)
+	waitStatsMembers(t, m, pool.ID)
+	shown := make(chan struct{})
+	var once sync.Once
+	out := &firstTable{cancel: func() { once.Do(func() { close(shown) }) }}
+	var stderr bytes.Buffer
+	code := make(chan int, 1)
+	go func() {
+		env := map[string]string{"SDNLB_SERVER": "http://" + m.APIAddr()}
+		code <- runCLI([]string{"watch", "pool", pool.ID}, func(k string) string { return env[k] }, strings.NewReader(""), out, &stderr)
+	}()
+	select {
+	case <-shown:
+	case <-time.After(10 * time.Second):
+		t.Fatalf("watch printed no table:\n%s", out.String())
+	}
+	if err := m.Close(); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case c := <-code:
+		if c != exitNoServer || !strings.Contains(stderr.String(), "lost http://"+m.APIAddr()) {
+			t.Errorf("exit %d, err %q", c, stderr.String())
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("watch goes on without the server")
+	}
 }
 
 // firstTable collects what watch prints and stops it after one table.

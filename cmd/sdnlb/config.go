@@ -28,13 +28,14 @@ type Config struct {
 	APIToken     string
 	AuthReads    bool
 	// APIInsecure lets the API listen beyond loopback without a token.
-	APIInsecure     bool
-	APIAllowedHosts string // comma-separated
-	CORSOrigins     string // comma-separated
-	APIMaxConns     int
-	APIMaxStreams   int
-	LogLevel        slog.Level
-	LogFormat       string
+	APIInsecure          bool
+	APIAllowedHosts      string // comma-separated
+	CORSOrigins          string // comma-separated
+	APIMaxConns          int
+	APIMaxConnsPerClient int // 0: a quarter of APIMaxConns
+	APIMaxStreams        int
+	LogLevel             slog.Level
+	LogFormat            string
 
 	FlowIdleTimeout time.Duration
 	FlowHardTimeout time.Duration
@@ -90,6 +91,7 @@ func (c *Config) flagSet(out io.Writer) *flag.FlagSet {
 	fs.StringVar(&c.APIAllowedHosts, "api-allowed-hosts", c.APIAllowedHosts, "comma-separated host names the API answers to besides IP addresses and localhost (\".example.com\": its subdomains; \"*\": any), against DNS rebinding")
 	fs.StringVar(&c.CORSOrigins, "cors-origin", c.CORSOrigins, "comma-separated origins (https://ops.example.com) whose pages may call the API; other sites' pages cannot write")
 	fs.IntVar(&c.APIMaxConns, "api-max-conns", c.APIMaxConns, "API connections open at once, event streams aside")
+	fs.IntVar(&c.APIMaxConnsPerClient, "api-max-conns-per-client", c.APIMaxConnsPerClient, "API connections open at once from one client address (0: a quarter of --api-max-conns); over a cap, a new connection takes an idle one's place")
 	fs.IntVar(&c.APIMaxStreams, "api-max-streams", c.APIMaxStreams, "event streams (/v1/events) open at once")
 	fs.TextVar(&c.LogLevel, "log-level", c.LogLevel, "log level: debug, info, warn or error")
 	fs.StringVar(&c.LogFormat, "log-format", c.LogFormat, "log format: text or json")
@@ -101,7 +103,7 @@ func (c *Config) flagSet(out io.Writer) *flag.FlagSet {
 	fs.IntVar(&c.MaxProbes, "max-probes", c.MaxProbes, "health probes in flight at most")
 	fs.StringVar(&c.OpenFlowAllow, "openflow-allow", c.OpenFlowAllow, "comma-separated addresses and prefixes (10.0.0.0/24) switches may connect from (empty: any)")
 	fs.IntVar(&c.OpenFlowMaxSwitches, "openflow-max-switches", c.OpenFlowMaxSwitches, "switch sessions at once")
-	fs.IntVar(&c.OpenFlowMaxHandshakes, "openflow-max-handshakes", c.OpenFlowMaxHandshakes, "switch handshakes in flight at once")
+	fs.IntVar(&c.OpenFlowMaxHandshakes, "openflow-max-handshakes", c.OpenFlowMaxHandshakes, "switch handshakes in flight at once; at a full cap a new connection takes the place of the oldest handshake of the source with the most")
 	fs.StringVar(&c.TLSCert, "openflow-tls-cert", c.TLSCert, "certificate for OpenFlow over TLS (with --openflow-tls-key)")
 	fs.StringVar(&c.TLSKey, "openflow-tls-key", c.TLSKey, "private key for OpenFlow over TLS")
 	fs.StringVar(&c.NodeID, "node-id", c.NodeID, "this node's name in the cluster of nodes sharing the database, unique among them (empty: host name and API port, host:8080)")
@@ -214,6 +216,8 @@ func (c *Config) validate() error {
 		return errors.New("--l2 must be normal or learn")
 	case c.APIMaxConns < 1 || c.APIMaxStreams < 1:
 		return errors.New("--api-max-conns and --api-max-streams must be at least 1")
+	case c.APIMaxConnsPerClient < 0:
+		return errors.New("--api-max-conns-per-client must be at least 0 (0: a quarter of --api-max-conns)")
 	case c.OpenFlowMaxSwitches < 1 || c.OpenFlowMaxHandshakes < 1:
 		return errors.New("--openflow-max-switches and --openflow-max-handshakes must be at least 1")
 	case c.APIToken == "" && !c.APIInsecure && !loopbackAddr(c.APIAddr):

@@ -89,6 +89,7 @@ func TestLoadConfig_Errors(t *testing.T) {
 		"OpenAPIOnAddress":  {"--api-addr", "10.0.0.1:8080"},
 		"OpenAPIByName":     {"--api-addr", "lb.example:8080"},
 		"NoConns":           {"--api-max-conns", "0"},
+		"NegativeConns":     {"--api-max-conns-per-client", "-1"},
 		"BadAllow":          {"--openflow-allow", "10.0.0.0/8,switch-1"},
 		"NoSwitches":        {"--openflow-max-switches", "0"},
 	} {

@@ -86,12 +86,12 @@ func TestFloodlight_WhatCurlLeavesOut(t *testing.T) {
 		t.Errorf("VIP without protocol: %s", out)
 	}
 	if out := mustCurl(t, m, "POST", "/pools/", `{"id":"1","name":"pool1","vip_id":"1"}`); out !=
-		`{"id":"1","name":"pool1","vipId":"1","lbMethod":"Invalid Method","protocol":"0"}` {
+		`{"id":"1","name":"pool1","vipId":"1","lbMethod":"Invalid Method"}` {
 		t.Errorf("pool without lb_method: %s", out)
 	}
 	mustCurl(t, m, "POST", "/members/", `{"id":"1","address":"10.0.0.1","port":"80","pool_id":"1"}`)
 	if out := mustCurl(t, m, "GET", "/pools/1/", ""); out !=
-		`[{"id":"1","name":"pool1","vipId":"1","lbMethod":"Invalid Method","protocol":"0","poolMembers":"1"}]` {
+		`[{"id":"1","name":"pool1","vipId":"1","lbMethod":"Invalid Method","poolMembers":"1"}]` {
 		t.Errorf("pool read back: %s", out)
 	}
 	var vip struct {
@@ -132,7 +132,7 @@ func TestFloodlight_SetupScriptRunAgain(t *testing.T) {
 		t.Errorf("VIP after the second run: %s", out)
 	}
 	if out := mustCurl(t, m, "GET", "/pools/1", ""); out !=
-		`[{"id":"1","name":"pool1","vipId":"1","lbMethod":"Weighted Round-Robin","protocol":"6","poolMembers":"1","poolMembers":"2"}]` {
+		`[{"id":"1","name":"pool1","vipId":"1","lbMethod":"Weighted Round-Robin","poolMembers":"1","poolMembers":"2"}]` {
 		t.Errorf("pool after the second run: %s", out)
 	}
 	var member struct{ Weight int }

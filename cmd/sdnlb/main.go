@@ -12,13 +12,12 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
-	"slices"
 	"syscall"
 )
 
 func main() {
-	if len(os.Args) > 1 && slices.Contains(cliCommands, os.Args[1]) {
-		os.Exit(runCLI(os.Args[1:], os.Getenv, os.Stdin, os.Stdout, os.Stderr))
+	if args, ok := cliArgs(os.Args[1:]); ok {
+		os.Exit(runCLI(args, os.Getenv, os.Stdin, os.Stdout, os.Stderr))
 	}
 	if err := run(os.Args[1:], os.Getenv, os.Stdout, os.Stderr); err != nil {
 		if !errors.Is(err, errHelp) {

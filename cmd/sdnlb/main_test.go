@@ -116,7 +116,9 @@ func TestMain_Persistence(t *testing.T) {
 }
 
 func TestMain_ConcurrentWrites(t *testing.T) {
-	m := MustRunMain(t, filepath.Join(t.TempDir(), "sdnlb.db"))
+	// Up to 200 requests at once from one address: more than a client's
+	// share of the connections.
+	m := MustRunMain(t, filepath.Join(t.TempDir(), "sdnlb.db"), func(c *Config) { c.APIMaxConnsPerClient = c.APIMaxConns })
 	_, pool := mustCreatePool(t, m, 80)
 	const n = 200
 	want := make(map[string]int, n) // address → weight its update set
