@@ -315,6 +315,17 @@ func TestConfigService_ApplyConfig(t *testing.T) {
 		}
 	})
 
+	// A VIP gives its address to a member: VIPs are written first.
+	t.Run("MemberTakesVIPAddress", func(t *testing.T) {
+		ctx, db := mustSetup(t)
+		mustApply(t, ctx, db, webConfig(), sdnlb.ApplyOptions{})
+		want := webConfig()
+		want.VIPs[0].Address, want.Members[1].Address = "10.0.0.101", "10.0.0.100"
+		diff := mustApply(t, ctx, db, want, sdnlb.ApplyOptions{})
+		assertDiff(t, diff.VIPs, 0, "~web address")
+		assertDiff(t, diff.Members, 1, "~m2 address")
+	})
+
 	t.Run("ReplaceOnTheSameAddress", func(t *testing.T) {
 		ctx, db := mustSetup(t)
 		mustApply(t, ctx, db, webConfig(), sdnlb.ApplyOptions{})
@@ -371,6 +382,28 @@ func TestConfigService_ApplyConfigRejected(t *testing.T) {
 				c.VIPs = append(c.VIPs, &v)
 			},
 			mentions: []string{"already listens on TCP 10.0.0.100:80"}},
+		// The same checks as the single writes, whatever the order of the
+		// document.
+		{name: "ErrVIPOnMemberAddress", code: sdnlb.ECONFLICT, field: "vips[1].address",
+			edit: func(c *sdnlb.Config) {
+				v := newVIP("10.0.0.2", 80)
+				v.ID = "hijack"
+				c.VIPs = append(c.VIPs, v)
+			},
+			mentions: []string{"vips[1] (id hijack)", "member m2 of pool web"}},
+		{name: "ErrMemberOnVIPAddress", code: sdnlb.ECONFLICT, field: "members[3].address",
+			edit: func(c *sdnlb.Config) {
+				m := newMember("web", "10.0.0.100", 8080)
+				m.ID = "m4"
+				c.Members = append(c.Members, m)
+			},
+			mentions: []string{"members[3] (id m4)", "vip web"}},
+		{name: "ErrVIPMovesOntoMember", code: sdnlb.ECONFLICT, field: "vips[0].address",
+			edit:     func(c *sdnlb.Config) { c.VIPs[0].Address = "10.0.0.1" },
+			mentions: []string{"vips[0] (id web)", "member m1 of pool web"}},
+		{name: "ErrMemberMovesOntoVIP", code: sdnlb.ECONFLICT, field: "members[1].address",
+			edit:     func(c *sdnlb.Config) { c.Members[1].Address = "10.0.0.100" },
+			mentions: []string{"members[1] (id m2)", "vip web"}},
 		{name: "ErrMemberChangesPool", code: sdnlb.EINVALID, field: "members[0].pool_id",
 			edit: func(c *sdnlb.Config) {
 				p := newPool("")
