@@ -539,12 +539,30 @@ func (a *applier) writeMonitors() error {
 func (a *applier) writeVIPs() error {
 	return writeKind(a.vips,
 		func(v *sdnlb.VIP) error {
+			if err := a.checkVIP(a.vips.stored[v.ID], v); err != nil {
+				return err
+			}
 			upd := v.Replacement()
 			upd.PoolID = nil // the pools hold the links
 			_, err := updateVIP(a.ctx, a.tx, v.ID, upd)
 			return err
 		},
-		func(v *sdnlb.VIP) error { _, err := createVIP(a.ctx, a.tx, *v); return err })
+		func(v *sdnlb.VIP) error {
+			if err := a.checkVIP(nil, v); err != nil {
+				return err
+			}
+			_, err := createVIP(a.ctx, a.tx, *v)
+			return err
+		})
+}
+
+// checkVIP asks the caller's check (ApplyOptions.CheckVIP) about a VIP
+// the apply writes over old, nil for a new one.
+func (a *applier) checkVIP(old, v *sdnlb.VIP) error {
+	if a.opts.CheckVIP == nil {
+		return nil
+	}
+	return a.opts.CheckVIP(a.ctx, old, v)
 }
 
 // writePools creates and updates pools, then associates the monitors they

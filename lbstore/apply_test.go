@@ -315,6 +315,41 @@ func TestConfigService_ApplyConfig(t *testing.T) {
 		}
 	})
 
+	// The caller's check is asked about each VIP the apply writes, with
+	// the stored one, and its refusal names the VIP in the document.
+	t.Run("CheckVIP", func(t *testing.T) {
+		ctx, db := mustSetup(t)
+		mustApply(t, ctx, db, webConfig(), sdnlb.ApplyOptions{})
+		before := MustLoadConfig(t, ctx, db)
+		want := webConfig()
+		want.VIPs[0].Port = 8080
+		other := newVIP("10.0.0.101", 80)
+		other.ID = "other"
+		want.VIPs = append(want.VIPs, other)
+		var asked []string
+		record := func(_ context.Context, old, v *sdnlb.VIP) error {
+			if old == nil {
+				asked = append(asked, v.ID+" new")
+			} else {
+				asked = append(asked, fmt.Sprintf("%s from port %d to %d", v.ID, old.Port, v.Port))
+			}
+			return nil
+		}
+		mustApply(t, ctx, db, want, sdnlb.ApplyOptions{DryRun: true, CheckVIP: record})
+		if wantAsked := []string{"web from port 80 to 8080", "other new"}; !reflect.DeepEqual(asked, wantAsked) {
+			t.Errorf("asked %q, want %q", asked, wantAsked)
+		}
+		refuse := func(_ context.Context, _, v *sdnlb.VIP) error {
+			if v.ID == "other" {
+				return sdnlb.FieldErrorf(sdnlb.ECONFLICT, "address", "a host holds %s", v.Address)
+			}
+			return nil
+		}
+		_, err := lbstore.NewConfigService(db).ApplyConfig(ctx, want, sdnlb.ApplyOptions{CheckVIP: refuse})
+		assertError(t, err, sdnlb.ECONFLICT, "vips[1].address", "vips[1] (id other): a host holds 10.0.0.101")
+		assertUnchanged(t, ctx, db, before)
+	})
+
 	// A VIP gives its address to a member: VIPs are written first.
 	t.Run("MemberTakesVIPAddress", func(t *testing.T) {
 		ctx, db := mustSetup(t)
