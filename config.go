@@ -16,8 +16,8 @@ type ApplyOptions struct {
 	// back.
 	DryRun bool
 	// CheckVIP, when set, is asked about every VIP the apply creates or
-	// updates, with the stored VIP (nil for a new one), before the store's
-	// own checks; its error refuses the configuration, naming the VIP.
+	// updates once the store's own checks passed, with the stored VIP (nil
+	// for a new one); its error refuses the configuration, naming the VIP.
 	CheckVIP func(ctx context.Context, old, v *VIP) error
 }
 

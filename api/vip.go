@@ -115,16 +115,16 @@ func (s *Server) vips() collection[sdnlb.VIP, sdnlb.VIPUpdate] {
 }
 
 // createVIP creates v unless a host the switches learned holds its
-// address (checkVIPHost); the store checks the rest.
+// address (checkVIPWrite); the store checks the rest.
 func (s *Server) createVIP(ctx context.Context, v *sdnlb.VIP) error {
-	if err := s.checkVIPHost(ctx, nil, v); err != nil {
+	if err := s.checkVIPWrite(ctx, nil, v); err != nil {
 		return err
 	}
 	return s.VIPService.CreateVIP(ctx, v)
 }
 
 // updateVIP applies upd unless the VIP would take the address of a host
-// the switches learned (checkVIPHost); the store checks the rest.
+// the switches learned (checkVIPWrite); the store checks the rest.
 func (s *Server) updateVIP(ctx context.Context, id string, upd sdnlb.VIPUpdate) (*sdnlb.VIP, error) {
 	if s.HostService != nil {
 		old, err := s.VIPService.FindVIPByID(ctx, id)
@@ -133,11 +133,26 @@ func (s *Server) updateVIP(ctx context.Context, id string, upd sdnlb.VIPUpdate) 
 		}
 		v := *old
 		upd.Apply(&v)
-		if err := s.checkVIPHost(ctx, old, &v); err != nil {
+		if err := s.checkVIPWrite(ctx, old, &v); err != nil {
 			return nil, err
 		}
 	}
 	return s.VIPService.UpdateVIP(ctx, id, upd)
+}
+
+// checkVIPWrite is checkVIPHost before a single write, which the store
+// checks after it: the address of a member, which the switches learn
+// too, is left for the store to refuse, naming the member.
+func (s *Server) checkVIPWrite(ctx context.Context, old, v *sdnlb.VIP) error {
+	err := s.checkVIPHost(ctx, old, v)
+	if err == nil {
+		return nil
+	}
+	members, ferr := s.MemberService.FindMembers(ctx, sdnlb.MemberFilter{Address: &v.Address, Page: sdnlb.Page{Limit: 1}})
+	if ferr == nil && len(members) > 0 {
+		return nil
+	}
+	return err
 }
 
 // checkVIPHost refuses a VIP that takes the address of a host the

@@ -356,6 +356,21 @@ func TestVIPRoutes_LearnedHostAddress(t *testing.T) {
 			}
 		}
 	})
+	// A member's address, which the switches learn too, is the store's to
+	// refuse: the refusal names the member.
+	t.Run("MemberNamedFirst", func(t *testing.T) {
+		p := sdnlb.NewPool()
+		p.ID = "web"
+		m := sdnlb.NewMember()
+		m.ID, m.PoolID, m.Address = "m1", "web", host.Address
+		srv := mustMemStore(t, p, m).server()
+		srv.HostService = hosts
+		resp := testRequest(t, MustServe(t, srv), "POST", "/v1/vips", `{"address":"10.0.0.5","port":443}`)
+		assertError(t, resp, 409, sdnlb.ECONFLICT, "address")
+		if !strings.Contains(string(resp.Body), "member m1 of pool web") {
+			t.Errorf("the refusal does not name the member: %s", resp.Body)
+		}
+	})
 	for _, tt := range []struct {
 		name, method, path, body string
 		status, asks             int

@@ -539,25 +539,24 @@ func (a *applier) writeMonitors() error {
 func (a *applier) writeVIPs() error {
 	return writeKind(a.vips,
 		func(v *sdnlb.VIP) error {
-			if err := a.checkVIP(a.vips.stored[v.ID], v); err != nil {
-				return err
-			}
 			upd := v.Replacement()
 			upd.PoolID = nil // the pools hold the links
-			_, err := updateVIP(a.ctx, a.tx, v.ID, upd)
-			return err
-		},
-		func(v *sdnlb.VIP) error {
-			if err := a.checkVIP(nil, v); err != nil {
+			if _, err := updateVIP(a.ctx, a.tx, v.ID, upd); err != nil {
 				return err
 			}
-			_, err := createVIP(a.ctx, a.tx, *v)
-			return err
+			return a.checkVIP(a.vips.stored[v.ID], v)
+		},
+		func(v *sdnlb.VIP) error {
+			if _, err := createVIP(a.ctx, a.tx, *v); err != nil {
+				return err
+			}
+			return a.checkVIP(nil, v)
 		})
 }
 
 // checkVIP asks the caller's check (ApplyOptions.CheckVIP) about a VIP
-// the apply writes over old, nil for a new one.
+// the apply wrote over old, nil for a new one; a refusal rolls the
+// write back with the rest.
 func (a *applier) checkVIP(old, v *sdnlb.VIP) error {
 	if a.opts.CheckVIP == nil {
 		return nil
