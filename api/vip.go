@@ -144,15 +144,18 @@ func (s *Server) updateVIP(ctx context.Context, id string, upd sdnlb.VIPUpdate) 
 // checks after it: the address of a member, which the switches learn
 // too, is left for the store to refuse, naming the member.
 func (s *Server) checkVIPWrite(ctx context.Context, old, v *sdnlb.VIP) error {
-	err := s.checkVIPHost(ctx, old, v)
-	if err == nil {
+	refused := s.checkVIPHost(ctx, old, v)
+	if refused == nil {
 		return nil
 	}
-	members, ferr := s.MemberService.FindMembers(ctx, sdnlb.MemberFilter{Address: &v.Address, Page: sdnlb.Page{Limit: 1}})
-	if ferr == nil && len(members) > 0 {
+	members, err := s.MemberService.FindMembers(ctx, sdnlb.MemberFilter{Address: &v.Address, Page: sdnlb.Page{Limit: 1}})
+	if err != nil {
+		return err
+	}
+	if len(members) > 0 {
 		return nil
 	}
-	return err
+	return refused
 }
 
 // checkVIPHost refuses a VIP that takes the address of a host the
