@@ -15,6 +15,10 @@ type ApplyOptions struct {
 	// DryRun makes and checks every change, reports them and rolls them
 	// back.
 	DryRun bool
+	// CheckVIP, when set, is asked about every VIP the apply creates or
+	// updates once the store's own checks passed, with the stored VIP (nil
+	// for a new one); its error refuses the configuration, naming the VIP.
+	CheckVIP func(ctx context.Context, old, v *VIP) error
 }
 
 // ConfigApplyService converges the stored configuration to a declared one.

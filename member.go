@@ -136,7 +136,8 @@ type MemberService interface {
 	// of a monitored pool starts DOWN until its monitors pass. In a DSR
 	// pool that serves a VIP, a port other than 0 and the VIP's is
 	// EINVALID, field port (see Forwarding.AllowsMemberPort); so is
-	// UpdateMember's.
+	// UpdateMember's. A VIP's address is ECONFLICT, field address, on
+	// both.
 	CreateMember(ctx context.Context, m *Member) error
 	UpdateMember(ctx context.Context, id string, upd MemberUpdate) (*Member, error)
 	DeleteMember(ctx context.Context, id string) error

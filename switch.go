@@ -48,6 +48,33 @@ type SwitchService interface {
 	SwitchFlows(ctx context.Context, dpid string) ([]*Flow, error)
 }
 
+// Host is an IPv4 address in use on a switch's network, as the controller
+// learned it from the packets a switch sent it: the host's ARP, or its
+// IPv4 traffic through the controller.
+type Host struct {
+	Address string
+	MAC     string
+	DPID    string // the switch it was learned on, as Switch.DPID
+	// Port is the switch port it was learned on as ovs-ofctl names it:
+	// "3", or "LOCAL" for the switch's own interface (a bridge's address
+	// on its host).
+	Port     string
+	PortName string    // the switch's name for the port, "" when unknown
+	LastSeen time.Time // the last packet from it the controller saw
+}
+
+// HostTTL is how long the controller remembers a host after the last
+// packet from it.
+const HostTTL = 15 * time.Minute
+
+// HostService tells which hosts the switches learned.
+type HostService interface {
+	// FindHost returns the host with the IPv4 address that a switch showed
+	// the controller within HostTTL, the one seen last when several
+	// switches did; ENOTFOUND when none did.
+	FindHost(ctx context.Context, address string) (*Host, error)
+}
+
 // MemberStats are the traffic counters of one member. "In" is client to
 // member, "out" member to client.
 type MemberStats struct {

@@ -137,7 +137,9 @@ type VIPService interface {
 	FindVIPByID(ctx context.Context, id string) (*VIP, error)
 	FindVIPs(ctx context.Context, filter VIPFilter) ([]*VIP, error)
 	// CreateVIP validates v, stores it and fills in the id (a new UUID when
-	// empty), MAC, status and timestamps.
+	// empty), MAC, status and timestamps. An address a member of any pool
+	// has is ECONFLICT, field address, as is one where another VIP listens
+	// on the same protocol and port; UpdateVIP's address likewise.
 	CreateVIP(ctx context.Context, v *VIP) error
 	// UpdateVIP refuses a port that a member of the VIP's DSR pool cannot
 	// serve (EINVALID, field port). Both refuse a pool_id that would link

@@ -109,7 +109,7 @@ func (s *Server) handleCompatMemberList(w http.ResponseWriter, r *http.Request) 
 //	@Success	200		{object}	object
 //	@Failure	400		{object}	errorResponse
 //	@Failure	404		{object}	errorResponse	"pool_id names no pool"
-//	@Failure	409		{object}	errorResponse
+//	@Failure	409		{object}	errorResponse	"the pool has a member on the address and port, or the address is a VIP's"
 //	@Failure	401	{object}	errorResponse	"the bearer token is missing or wrong (when sdnlb runs with --api-token)"
 //	@Failure	403	{object}	errorResponse	"a write from another site's page (see --cors-origin)"
 //	@Failure	415	{object}	errorResponse	"the body is not JSON"
@@ -150,6 +150,7 @@ func (s *Server) handleCompatMemberGet(w http.ResponseWriter, r *http.Request) e
 //	@Success	200		{object}	object
 //	@Failure	400		{object}	errorResponse
 //	@Failure	404		{object}	errorResponse
+//	@Failure	409		{object}	errorResponse	"the pool has a member on the address and port, or the address is a VIP's"
 //	@Failure	401	{object}	errorResponse	"the bearer token is missing or wrong (when sdnlb runs with --api-token)"
 //	@Failure	403	{object}	errorResponse	"a write from another site's page (see --cors-origin)"
 //	@Failure	415	{object}	errorResponse	"the body is not JSON"

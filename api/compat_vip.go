@@ -71,7 +71,7 @@ func (s *Server) handleCompatVIPList(w http.ResponseWriter, r *http.Request) err
 //	@Param		vip	body		object	true	"id, tenant_id, name, network_id, protocol, address, port, pool_id"
 //	@Success	200	{object}	object	"the VIP"
 //	@Failure	400	{object}	errorResponse
-//	@Failure	409	{object}	errorResponse
+//	@Failure	409	{object}	errorResponse	"the address is a member's, or a host's the switches learned, or another VIP listens there on the protocol and port"
 //	@Failure	401	{object}	errorResponse	"the bearer token is missing or wrong (when sdnlb runs with --api-token)"
 //	@Failure	403	{object}	errorResponse	"a write from another site's page (see --cors-origin)"
 //	@Failure	415	{object}	errorResponse	"the body is not JSON"
@@ -112,6 +112,7 @@ func (s *Server) handleCompatVIPGet(w http.ResponseWriter, r *http.Request) erro
 //	@Success	200		{object}	object
 //	@Failure	400		{object}	errorResponse
 //	@Failure	404		{object}	errorResponse
+//	@Failure	409		{object}	errorResponse	"the address is a member's, or a host's the switches learned, or another VIP listens there on the protocol and port"
 //	@Failure	401	{object}	errorResponse	"the bearer token is missing or wrong (when sdnlb runs with --api-token)"
 //	@Failure	403	{object}	errorResponse	"a write from another site's page (see --cors-origin)"
 //	@Failure	415	{object}	errorResponse	"the body is not JSON"

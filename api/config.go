@@ -241,7 +241,7 @@ func queryBool(r *http.Request, name string) (bool, error) {
 //	@Param			dry_run	query		bool			false	"check and report the changes, but make none"
 //	@Success		200		{object}	sdnlb.ConfigDiff
 //	@Failure		400		{object}	errorResponse	"invalid; field is a path into the document (vips[0].port)"
-//	@Failure		409		{object}	errorResponse	"an object conflicts with another, of the document or a stored one it does not list (address and port taken)"
+//	@Failure		409		{object}	errorResponse	"an object conflicts with another, of the document or a stored one it does not list: an address and port taken, a VIP on a member's address or a host's the switches learned, a member on a VIP's"
 //	@Failure		401		{object}	errorResponse	"the bearer token is missing or wrong (when sdnlb runs with --api-token)"
 //	@Failure		403		{object}	errorResponse	"a write from another site's page (see --cors-origin)"
 //	@Failure		413		{object}	errorResponse	"the body is over 32 MiB"
@@ -256,6 +256,7 @@ func (s *Server) handleConfigApply(w http.ResponseWriter, r *http.Request) error
 	if err != nil {
 		return err
 	}
+	opts.CheckVIP = s.checkVIPHost
 	var doc rawConfigDocument
 	if err := decodeConfigBody(w, r, &doc); err != nil {
 		return err

@@ -7,6 +7,7 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/sdnlb/sdnlb"
 	"github.com/sdnlb/sdnlb/mock"
@@ -100,8 +101,8 @@ func TestServer_ConfigApply(t *testing.T) {
 			if !diff.Changed || diff.DryRun != tc.opts.DryRun || len(diff.VIPs.Created) != 1 {
 				t.Errorf("diff %+v", diff)
 			}
-			if rec.opts != tc.opts {
-				t.Errorf("options %+v, want %+v", rec.opts, tc.opts)
+			if rec.opts.Prune != tc.opts.Prune || rec.opts.DryRun != tc.opts.DryRun || rec.opts.CheckVIP == nil {
+				t.Errorf("options %+v, want %+v with the VIP check", rec.opts, tc.opts)
 			}
 			if !reflect.DeepEqual(rec.want, want) {
 				got, _ := json.Marshal(rec.want)
@@ -253,4 +254,29 @@ func TestServer_ConfigExportRoundTrip(t *testing.T) {
 func TestServer_ConfigApplyUnavailable(t *testing.T) {
 	runRouteCases(t, newMemStore().server(), []routeCase{{name: "ErrNoService", method: "PUT", path: "/v1/config", body: `{}`,
 		status: 503, code: sdnlb.EUNAVAILABLE}})
+}
+
+// The apply asks about each VIP it writes as the single writes do: the
+// store calls the check the API hands it.
+func TestServer_ConfigApplyChecksLearnedHosts(t *testing.T) {
+	rec := &applyRecorder{}
+	srv := configServer(t, newMemStore(), rec)
+	srv.HostService = &mock.HostService{FindHostFn: func(ctx context.Context, address string) (*sdnlb.Host, error) {
+		if address == "10.0.0.5" {
+			return &sdnlb.Host{Address: address, MAC: "cc:00:00:00:00:05", DPID: "00:00:00:00:00:00:00:01", Port: "LOCAL", LastSeen: time.Now()}, nil
+		}
+		return nil, sdnlb.Errorf(sdnlb.ENOTFOUND, "no host at %s", address)
+	}}
+	ts := MustServe(t, srv)
+	decodeBody(t, testRequest(t, ts, "PUT", "/v1/config", configJSON), http.StatusOK, &sdnlb.ConfigDiff{})
+	v := sdnlb.NewVIP()
+	v.Address = "10.0.0.5"
+	err := rec.opts.CheckVIP(context.Background(), nil, v)
+	if sdnlb.ErrorCode(err) != sdnlb.ECONFLICT || sdnlb.ErrorField(err) != "address" || !strings.Contains(sdnlb.ErrorMessage(err), "port LOCAL") {
+		t.Errorf("a VIP on a learned host's address: %v", err)
+	}
+	v.Address = "10.0.0.6"
+	if err := rec.opts.CheckVIP(context.Background(), nil, v); err != nil {
+		t.Errorf("a VIP on a free address: %v", err)
+	}
 }

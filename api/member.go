@@ -144,7 +144,7 @@ func (s *Server) listMembers(w http.ResponseWriter, r *http.Request, filter sdnl
 //	@Header		201		{string}	Location	"/v1/members/{id}"
 //	@Failure	400		{object}	errorResponse	"invalid; in a DSR pool, a port other than 0 and the VIP's: field port"
 //	@Failure	404		{object}	errorResponse	"pool_id names no pool"
-//	@Failure	409		{object}	errorResponse	"the id, or pool+address+port, is taken"
+//	@Failure	409		{object}	errorResponse	"the id, or pool+address+port, is taken; or the address is a VIP's, which the message names"
 //	@Failure	413		{object}	errorResponse
 //	@Failure	415		{object}	errorResponse
 //	@Failure	401	{object}	errorResponse	"the bearer token is missing or wrong (when sdnlb runs with --api-token)"
@@ -189,7 +189,7 @@ func (s *Server) handleMemberGet(w http.ResponseWriter, r *http.Request) error {
 //	@Header		200	{string}	ETag	"the version of the object, for If-Match"
 //	@Failure	400		{object}	errorResponse	"invalid; in a DSR pool, a port other than 0 and the VIP's: field port"
 //	@Failure	404		{object}	errorResponse
-//	@Failure	409		{object}	errorResponse
+//	@Failure	409		{object}	errorResponse	"pool+address+port is taken, or the address is a VIP's, which the message names"
 //	@Failure	401	{object}	errorResponse	"the bearer token is missing or wrong (when sdnlb runs with --api-token)"
 //	@Failure	403	{object}	errorResponse	"a write from another site's page (see --cors-origin)"
 //	@Failure	415	{object}	errorResponse	"the body is not JSON"
@@ -216,7 +216,7 @@ func (s *Server) handleMemberReplace(w http.ResponseWriter, r *http.Request) err
 //	@Header		200	{string}	ETag	"the version of the object, for If-Match"
 //	@Failure	400		{object}	errorResponse	"invalid; in a DSR pool, a port other than 0 and the VIP's: field port"
 //	@Failure	404		{object}	errorResponse
-//	@Failure	409		{object}	errorResponse
+//	@Failure	409		{object}	errorResponse	"pool+address+port is taken, or the address is a VIP's, which the message names"
 //	@Failure	401	{object}	errorResponse	"the bearer token is missing or wrong (when sdnlb runs with --api-token)"
 //	@Failure	403	{object}	errorResponse	"a write from another site's page (see --cors-origin)"
 //	@Failure	415	{object}	errorResponse	"the body is not JSON"

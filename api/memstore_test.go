@@ -221,9 +221,14 @@ func (s *memStore) memberOffPort(p *sdnlb.Pool, v *sdnlb.VIP) *sdnlb.Member {
 	return nil
 }
 
-// checkVIP checks what lbstore's checkVIPListener and linkVIPPool check,
-// and then links the pool.
+// checkVIP checks what lbstore's checkVIPListener, checkVIPNotOnMember and
+// linkVIPPool check, and then links the pool.
 func (s *memStore) checkVIP(v *sdnlb.VIP) error {
+	for _, m := range s.members.rows {
+		if m.Address == v.Address {
+			return sdnlb.FieldErrorf(sdnlb.ECONFLICT, "address", "%s is the address of member %s of pool %s", v.Address, m.ID, m.PoolID)
+		}
+	}
 	for _, o := range s.vips.rows {
 		if o.ID != v.ID && o.Address == v.Address && o.Protocol == v.Protocol && (!v.Protocol.HasPorts() || o.Port == v.Port) {
 			return sdnlb.FieldErrorf(sdnlb.ECONFLICT, "address", "VIP %s has the same address, protocol and port", o.ID)
@@ -425,12 +430,17 @@ func (s *memStore) readMember(m *sdnlb.Member) *sdnlb.Member {
 	return &out
 }
 
-// checkMember checks what lbstore's initialHealth, checkMemberEndpoint
-// and checkMemberPort check.
+// checkMember checks what lbstore's initialHealth, checkMemberEndpoint,
+// checkMemberNotOnVIP and checkMemberPort check.
 func (s *memStore) checkMember(m *sdnlb.Member) error {
 	p, ok := s.pools.rows[m.PoolID]
 	if !ok {
 		return sdnlb.FieldErrorf(sdnlb.ENOTFOUND, "pool_id", "no pool %q", m.PoolID)
+	}
+	for _, v := range s.vips.rows {
+		if v.Address == m.Address {
+			return sdnlb.FieldErrorf(sdnlb.ECONFLICT, "address", "%s is the address of vip %s", m.Address, v.ID)
+		}
 	}
 	for _, o := range s.members.rows {
 		if o.ID != m.ID && o.PoolID == m.PoolID && o.Address == m.Address && o.Port == m.Port {

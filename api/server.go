@@ -38,6 +38,10 @@ type Server struct {
 	// From the controller; nil answers 503 on the routes that need them.
 	StatsService  sdnlb.StatsService
 	SwitchService sdnlb.SwitchService
+	// HostService, from the controller, tells which hosts the switches
+	// learned, whose addresses a VIP may not take; nil checks VIP
+	// addresses against the store only.
+	HostService sdnlb.HostService
 
 	// HealthReporter overlays the live health onto members; may be nil.
 	HealthReporter sdnlb.HealthReporter

@@ -111,7 +111,76 @@ func (s *Server) vips() collection[sdnlb.VIP, sdnlb.VIPUpdate] {
 	return collection[sdnlb.VIP, sdnlb.VIPUpdate]{updated: func(v *sdnlb.VIP) time.Time { return v.UpdatedAt },
 		path: "/v1/vips", fresh: sdnlb.NewVIP, apply: (*sdnlb.VIPUpdate).Apply,
 		id:   func(v *sdnlb.VIP) *string { return &v.ID },
-		find: s.VIPService.FindVIPByID, create: s.VIPService.CreateVIP, update: s.VIPService.UpdateVIP}
+		find: s.VIPService.FindVIPByID, create: s.createVIP, update: s.updateVIP}
+}
+
+// createVIP creates v unless a host the switches learned holds its
+// address (checkVIPWrite); the store checks the rest.
+func (s *Server) createVIP(ctx context.Context, v *sdnlb.VIP) error {
+	if err := s.checkVIPWrite(ctx, nil, v); err != nil {
+		return err
+	}
+	return s.VIPService.CreateVIP(ctx, v)
+}
+
+// updateVIP applies upd unless the VIP would take the address of a host
+// the switches learned (checkVIPWrite); the store checks the rest.
+func (s *Server) updateVIP(ctx context.Context, id string, upd sdnlb.VIPUpdate) (*sdnlb.VIP, error) {
+	if s.HostService != nil {
+		old, err := s.VIPService.FindVIPByID(ctx, id)
+		if err != nil {
+			return nil, err
+		}
+		v := *old
+		upd.Apply(&v)
+		if err := s.checkVIPWrite(ctx, old, &v); err != nil {
+			return nil, err
+		}
+	}
+	return s.VIPService.UpdateVIP(ctx, id, upd)
+}
+
+// checkVIPWrite is checkVIPHost before a single write, which the store
+// checks after it: the address of a member, which the switches learn
+// too, is left for the store to refuse, naming the member.
+func (s *Server) checkVIPWrite(ctx context.Context, old, v *sdnlb.VIP) error {
+	refused := s.checkVIPHost(ctx, old, v)
+	if refused == nil {
+		return nil
+	}
+	members, err := s.MemberService.FindMembers(ctx, sdnlb.MemberFilter{Address: &v.Address, Page: sdnlb.Page{Limit: 1}})
+	if err != nil {
+		return err
+	}
+	if len(members) > 0 {
+		return nil
+	}
+	return refused
+}
+
+// checkVIPHost refuses a VIP that takes the address of a host the
+// switches learned: created there (old is nil), moved there, or enabled
+// there. The switches would answer ARP for the address with the VIP's MAC
+// and take the host's traffic. It asks what the controller knows now,
+// outside the write's transaction: a host that shows up in between is
+// missed.
+func (s *Server) checkVIPHost(ctx context.Context, old, v *sdnlb.VIP) error {
+	if s.HostService == nil || old != nil && old.Address == v.Address && (old.AdminStateUp || !v.AdminStateUp) {
+		return nil
+	}
+	h, err := s.HostService.FindHost(ctx, v.Address)
+	if sdnlb.ErrorCode(err) == sdnlb.ENOTFOUND {
+		return nil
+	} else if err != nil {
+		return err
+	}
+	port := h.Port
+	if h.PortName != "" {
+		port += " (" + h.PortName + ")"
+	}
+	return sdnlb.FieldErrorf(sdnlb.ECONFLICT, "address",
+		"%s is in use: host %s (MAC %s) learned on switch %s port %s, last seen %v ago; a vip there would take its traffic (a host is forgotten %d minutes after its last packet)",
+		v.Address, h.Address, h.MAC, h.DPID, port, time.Since(h.LastSeen).Round(time.Second), int(sdnlb.HostTTL.Minutes()))
 }
 
 type vipList struct {
@@ -157,7 +226,7 @@ func (s *Server) handleVIPList(w http.ResponseWriter, r *http.Request) error {
 //	@Header		201	{string}	Location	"/v1/vips/{id}"
 //	@Failure	400	{object}	errorResponse	"invalid; a DSR pool with a member on a port other than 0 and the VIP's: field port, or pool_id when the write links it"
 //	@Failure	404	{object}	errorResponse	"pool_id names no pool"
-//	@Failure	409	{object}	errorResponse	"the id, or address+protocol+port, is taken"
+//	@Failure	409	{object}	errorResponse	"the id is taken; or the address is a member's, or a host's the switches learned, or another VIP listens there on the protocol and port; the message names it"
 //	@Failure	413	{object}	errorResponse
 //	@Failure	415	{object}	errorResponse
 //	@Failure	401	{object}	errorResponse	"the bearer token is missing or wrong (when sdnlb runs with --api-token)"
@@ -203,7 +272,7 @@ func (s *Server) handleVIPGet(w http.ResponseWriter, r *http.Request) error {
 //	@Header		200	{string}	ETag	"the version of the object, for If-Match"
 //	@Failure	400	{object}	errorResponse	"invalid; a DSR pool with a member on a port other than 0 and the VIP's: field port, or pool_id when the write links it"
 //	@Failure	404	{object}	errorResponse
-//	@Failure	409	{object}	errorResponse
+//	@Failure	409	{object}	errorResponse	"the address is a member's, or a host's the switches learned, or another VIP listens there on the protocol and port; the message names it"
 //	@Failure	401	{object}	errorResponse	"the bearer token is missing or wrong (when sdnlb runs with --api-token)"
 //	@Failure	403	{object}	errorResponse	"a write from another site's page (see --cors-origin)"
 //	@Failure	415	{object}	errorResponse	"the body is not JSON"
@@ -231,7 +300,7 @@ func (s *Server) handleVIPReplace(w http.ResponseWriter, r *http.Request) error 
 //	@Header		200	{string}	ETag	"the version of the object, for If-Match"
 //	@Failure	400	{object}	errorResponse	"invalid; a DSR pool with a member on a port other than 0 and the VIP's: field port, or pool_id when the write links it"
 //	@Failure	404	{object}	errorResponse
-//	@Failure	409	{object}	errorResponse
+//	@Failure	409	{object}	errorResponse	"the address is a member's, or a host's the switches learned, or another VIP listens there on the protocol and port; the message names it"
 //	@Failure	401	{object}	errorResponse	"the bearer token is missing or wrong (when sdnlb runs with --api-token)"
 //	@Failure	403	{object}	errorResponse	"a write from another site's page (see --cors-origin)"
 //	@Failure	415	{object}	errorResponse	"the body is not JSON"

@@ -3,8 +3,10 @@ package api
 import (
 	"context"
 	"net/http"
+	"reflect"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/sdnlb/sdnlb"
 	"github.com/sdnlb/sdnlb/mock"
@@ -299,4 +301,92 @@ func TestVIPRoutes_Delete(t *testing.T) {
 	assertRejections(t, mustMemStore(t, v), []routeCase{
 		{name: "ErrCascadeValue", method: "DELETE", path: "/v1/vips/1?cascade=yes", status: 400, code: sdnlb.EINVALID, field: "cascade"},
 	})
+}
+
+// A VIP may not take the address of a host the switches learned: created
+// there, moved there or enabled there, on any route. The refusal names
+// the host and where it was learned, and changes nothing; writes that
+// take no address do not ask.
+func TestVIPRoutes_LearnedHostAddress(t *testing.T) {
+	host := &sdnlb.Host{Address: "10.0.0.5", MAC: "cc:00:00:00:00:05", DPID: "00:00:00:00:00:00:00:01",
+		Port: "3", PortName: "c1-eth0", LastSeen: time.Now().Add(-12 * time.Second)}
+	asked := 0
+	hosts := &mock.HostService{FindHostFn: func(ctx context.Context, address string) (*sdnlb.Host, error) {
+		asked++
+		if address == host.Address {
+			return host, nil
+		}
+		return nil, sdnlb.Errorf(sdnlb.ENOTFOUND, "no host at %s", address)
+	}}
+	on, off := sdnlb.NewVIP(), sdnlb.NewVIP()
+	on.ID, on.Address, on.Port = "on", "10.0.0.100", 80
+	off.ID, off.Address, off.Port, off.AdminStateUp = "off", "10.0.0.5", 80, false
+	store := mustMemStore(t, on, off)
+	srv := store.server()
+	srv.HostService = hosts
+	ts := MustServe(t, srv)
+
+	refused := func(name, method, path, body string) routeCase {
+		return routeCase{name: name, method: method, path: path, body: body, status: 409, code: sdnlb.ECONFLICT, field: "address"}
+	}
+	for _, c := range []routeCase{
+		refused("Create", "POST", "/v1/vips", `{"address":"10.0.0.5","port":443}`),
+		refused("Move", "PATCH", "/v1/vips/on", `{"address":"10.0.0.5"}`),
+		refused("Replace", "PUT", "/v1/vips/on", `{"address":"10.0.0.5","port":80}`),
+		refused("Enable", "PATCH", "/v1/vips/off", `{"admin_state_up":true}`),
+		refused("Floodlight", "POST", "/quantum/v1.0/vips/", `{"id":"fl","protocol":"tcp","address":"10.0.0.5","port":"443"}`),
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			before, _ := store.LoadConfig(context.Background())
+			asked = 0
+			c.assert(t, ts)
+			if asked != 1 {
+				t.Errorf("asked the switches %d times, want once", asked)
+			}
+			if after, _ := store.LoadConfig(context.Background()); !reflect.DeepEqual(before, after) {
+				t.Errorf("the refused request changed the store:\n before %+v\n after  %+v", before, after)
+			}
+		})
+	}
+	t.Run("MessageNamesTheHost", func(t *testing.T) {
+		resp := testRequest(t, ts, "POST", "/v1/vips", `{"address":"10.0.0.5","port":443}`)
+		for _, s := range []string{"host 10.0.0.5 (MAC cc:00:00:00:00:05)", "switch 00:00:00:00:00:00:00:01 port 3 (c1-eth0)", "last seen 12s ago"} {
+			if !strings.Contains(string(resp.Body), s) {
+				t.Errorf("the refusal does not say %q: %s", s, resp.Body)
+			}
+		}
+	})
+	// A member's address, which the switches learn too, is the store's to
+	// refuse: the refusal names the member.
+	t.Run("MemberNamedFirst", func(t *testing.T) {
+		p := sdnlb.NewPool()
+		p.ID = "web"
+		m := sdnlb.NewMember()
+		m.ID, m.PoolID, m.Address = "m1", "web", host.Address
+		srv := mustMemStore(t, p, m).server()
+		srv.HostService = hosts
+		resp := testRequest(t, MustServe(t, srv), "POST", "/v1/vips", `{"address":"10.0.0.5","port":443}`)
+		assertError(t, resp, 409, sdnlb.ECONFLICT, "address")
+		if !strings.Contains(string(resp.Body), "member m1 of pool web") {
+			t.Errorf("the refusal does not name the member: %s", resp.Body)
+		}
+	})
+	for _, tt := range []struct {
+		name, method, path, body string
+		status, asks             int
+	}{
+		{"CreateElsewhere", "POST", "/v1/vips", `{"address":"10.0.0.6","port":80}`, 201, 1},
+		{"RenameDisabled", "PATCH", "/v1/vips/off", `{"name":"still off"}`, 200, 0},
+		{"RenameEnabled", "PATCH", "/v1/vips/on", `{"name":"same address"}`, 200, 0},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			asked = 0
+			if resp := testRequest(t, ts, tt.method, tt.path, tt.body); resp.Status != tt.status {
+				t.Fatalf("status %d, want %d: %s", resp.Status, tt.status, resp.Body)
+			}
+			if asked != tt.asks {
+				t.Errorf("asked the switches %d times, want %d", asked, tt.asks)
+			}
+		})
+	}
 }

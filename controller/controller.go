@@ -55,7 +55,7 @@ const (
 )
 
 // Controller is the embedded OpenFlow 1.3 controller. It implements
-// sdnlb.SwitchService and sdnlb.StatsService.
+// sdnlb.SwitchService, sdnlb.StatsService and sdnlb.HostService.
 type Controller struct {
 	src     sdnlb.ConfigSource
 	opts    Options
@@ -84,6 +84,7 @@ type Controller struct {
 var (
 	_ sdnlb.SwitchService = (*Controller)(nil)
 	_ sdnlb.StatsService  = (*Controller)(nil)
+	_ sdnlb.HostService   = (*Controller)(nil)
 )
 
 // New returns a controller that follows src. Start it with Serve.

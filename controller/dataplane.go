@@ -72,8 +72,9 @@ func newDataplane(cfg dataplaneConfig) *dataplane {
 }
 
 // configure brings the switch from the configuration it has to snap: the
-// flows reconcile computes, gratuitous ARP for new VIPs, then the
-// in-switch dispatch. An older snapshot than the switch's is ignored.
+// flows reconcile computes, gratuitous ARP for new VIPs and for the hosts
+// of the addresses VIPs gave up, then the in-switch dispatch. An older
+// snapshot than the switch's is ignored.
 func (dp *dataplane) configure(now time.Time, snap *snapshot, out *outbox) {
 	if snap.gen <= dp.installed.gen {
 		return
@@ -83,17 +84,33 @@ func (dp *dataplane) configure(now time.Time, snap *snapshot, out *outbox) {
 		return
 	}
 	mods, announce := reconcile(dp.installed, snap, dp.groups, dp.l2)
+	released := releasedAddrs(dp.installed, snap)
 	dp.installed = snap
 	for i := range mods {
 		out.send(&mods[i])
 	}
 	for _, v := range announce {
 		// Clients with a stale entry for the address learn the VIP's MAC.
-		dp.frame = appendARP(dp.frame[:0], arpRequest, broadcastMAC, v.mac, v.ip, [6]byte{}, v.ip)
-		dp.packetOut(ofp.PortController, ofp.PortFlood, dp.frame, out)
+		dp.announce(v.ip, v.mac, ofp.PortController, out)
+	}
+	for _, ip := range released {
+		// Clients that cached the VIP's MAC for the address of a host
+		// learn the host's at once, not when their entry goes stale. The
+		// flood leaves out the host's own port.
+		if h, ok := dp.learner.seenHost(now, ipUint(ip)); ok {
+			dp.announce(ip, h.mac, h.port, out)
+		}
 	}
 	dp.dispatch(now, snap, out)
-	dp.log.Debug("switch synced to configuration", "gen", snap.gen, "flow_mods", len(mods), "announced", len(announce))
+	dp.log.Debug("switch synced to configuration", "gen", snap.gen, "flow_mods", len(mods), "announced", len(announce),
+		"released", len(released))
+}
+
+// announce floods a gratuitous ARP request saying that ip is at mac, as
+// if it came in on inPort, which the flood leaves out.
+func (dp *dataplane) announce(ip [4]byte, mac [6]byte, inPort uint32, out *outbox) {
+	dp.frame = appendARP(dp.frame[:0], arpRequest, broadcastMAC, mac, ip, [6]byte{}, ip)
+	dp.packetOut(inPort, ofp.PortFlood, dp.frame, out)
 }
 
 // configurePatch is configure for a health patch of the snapshot the

@@ -869,6 +869,73 @@ func TestDataplane_LearnedTablesBounded(t *testing.T) {
 	if d.dp.learner.macs[moved].port != 2 {
 		t.Errorf("a full table stopped tracking a move")
 	}
+	// Hosts not seen within HostTTL make room for a new one; a host seen
+	// since stays.
+	d.advance(sdnlb.HostTTL)
+	d.dp.learnHost(&packetIn{now: d.now, snap: d.snap, inPort: 1}, 0x0a000000, [6]byte{0xaa}, d.out)
+	d.advance(hostSweep)
+	d.dp.learnHost(&packetIn{now: d.now, snap: d.snap, inPort: 1}, 0x0b000000, [6]byte{0xbb}, d.out)
+	d.out.reset()
+	_, stayed := d.dp.learner.host(0x0a000000)
+	_, added := d.dp.learner.host(0x0b000000)
+	if l := &d.dp.learner; len(l.hosts) != 2 || !stayed || !added {
+		t.Errorf("after %v the table holds %d addresses (the one seen since: %v, the new one: %v), want those 2",
+			sdnlb.HostTTL+hostSweep, len(l.hosts), stayed, added)
+	}
+}
+
+// A VIP that gives up an address (deleted, disabled, moved) announces the
+// host the controller last saw there, from the host's port, so that
+// clients that cached the VIP's MAC for the address reach the host at
+// once rather than when their entry goes stale.
+func TestDataplane_ReleasedAddressAnnouncesItsHost(t *testing.T) {
+	hostAt100 := arpFrame(t, 1, clientMAC, "ff:ff:ff:ff:ff:ff", "10.0.0.100", "10.0.0.1", "00:00:00:00:00:00")
+	announced := "packet_out in_port=10 actions=FLOOD data=arp cc:00:00:00:00:01>ff:ff:ff:ff:ff:ff op=1 " +
+		"sha=cc:00:00:00:00:01 spa=10.0.0.100 tha=00:00:00:00:00:00 tpa=10.0.0.100"
+	deleted := func(c *sdnlb.Config) { c.VIPs, c.Pools[0].VIPID = nil, "" }
+	announces := func(t *testing.T, got []string, want bool) {
+		t.Helper()
+		if slices.Contains(got, announced) != want {
+			t.Errorf("sent\n  %s\nwant the host announced: %v", strings.Join(got, "\n  "), want)
+		}
+	}
+	for _, tt := range []struct {
+		name string
+		edit func(*sdnlb.Config)
+	}{
+		{"Deleted", deleted},
+		{"Disabled", func(c *sdnlb.Config) { c.VIPs[0].AdminStateUp = false }},
+		{"Moved", func(c *sdnlb.Config) { c.VIPs[0].Address = "10.0.0.101" }},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			d := newDecision(t, testConfig(nil))
+			// The host's ARP claims the VIP's address: remembered, and
+			// sent nowhere.
+			assertSent(t, d.packetIn(clientOF, hostAt100), learnClient)
+			announces(t, d.configure(testConfig(tt.edit)), true)
+		})
+	}
+	t.Run("HostSeenBeforeTheVIP", func(t *testing.T) {
+		d := newDecision(t, testConfig(deleted))
+		assertSent(t, d.packetIn(clientOF, hostAt100), learnClient, "packet_out in_port=10 actions=FLOOD data=<in>")
+		d.configure(testConfig(nil))
+		announces(t, d.configure(testConfig(deleted)), true)
+	})
+	t.Run("HostNotSeenWithinTTL", func(t *testing.T) {
+		d := newDecision(t, testConfig(nil))
+		d.packetIn(clientOF, hostAt100)
+		d.advance(sdnlb.HostTTL + time.Second)
+		announces(t, d.configure(testConfig(deleted)), false)
+	})
+	t.Run("AddressStillAVIPs", func(t *testing.T) {
+		withV2 := func(c *sdnlb.Config) {
+			c.VIPs = append(c.VIPs, &sdnlb.VIP{ID: "v2", Address: "10.0.0.100", Protocol: sdnlb.ProtocolUDP, Port: 53,
+				ConnectionLimit: -1, AdminStateUp: true, MAC: "02:00:00:00:02:00"})
+		}
+		d := newDecision(t, testConfig(withV2))
+		d.packetIn(clientOF, hostAt100)
+		announces(t, d.configure(testConfig(func(c *sdnlb.Config) { deleted(c); withV2(c) })), false)
+	})
 }
 
 // Once a connection is set up the switch carries it by itself: its table,

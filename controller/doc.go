@@ -5,7 +5,8 @@
 //	c := controller.New(store, controller.Options{Logger: log})
 //	go c.Serve(ctx, ln)
 //
-// Controller implements sdnlb.SwitchService and sdnlb.StatsService.
+// Controller implements sdnlb.SwitchService, sdnlb.StatsService and
+// sdnlb.HostService.
 //
 // The code follows the data path:
 //
@@ -28,8 +29,9 @@
 //     what a switch holds (adopt.go).
 //   - flows.go declares the flow table and builds every flow; cookie.go
 //     packs the cookies that let one masked delete purge a VIP or member.
-//   - switches.go answers the API's questions about switches; affinity.go
-//     keeps SOURCE_IP persistence; frame.go parses and makes frames.
+//   - switches.go answers the API's questions about switches and hosts.go
+//     which switch learned an address; affinity.go keeps SOURCE_IP
+//     persistence; frame.go parses and makes frames.
 //
 // docs/ARCHITECTURE.md explains the flow table row by row and why member
 // replies are punted.

@@ -3,6 +3,7 @@ package controller
 import (
 	"time"
 
+	"github.com/sdnlb/sdnlb"
 	"github.com/sdnlb/sdnlb/controller/ofp"
 )
 
@@ -18,13 +19,19 @@ const l2Reinstall = int64(time.Second)
 // arpRetry is the least time between ARP requests for one member.
 const arpRetry = 500 * time.Millisecond
 
+// hostSweep is the least time between two passes of a full host table
+// over its hosts to forget the ones not seen within sdnlb.HostTTL: a
+// stream of new addresses costs one pass a minute, not one each.
+const hostSweep = time.Minute
+
 // l2Learner is what the controller learned of one switch's hosts: where
-// each MAC lives, each IPv4 address's MAC and port, and when it last asked
-// for a member's MAC.
+// each MAC lives, each IPv4 address's MAC and port and when a packet last
+// showed it, and when it last asked for a member's MAC.
 type l2Learner struct {
 	macs     map[[6]byte]macEntry // where each MAC lives (L2Learn)
 	hosts    map[uint32]hostEntry // learned IPv4 addresses: MAC and port
 	arpAsked map[uint32]time.Time // when the controller last ARPed for a member
+	swept    int64                // unix nanoseconds of the last pass of forgetStale
 }
 
 type macEntry struct {
@@ -35,6 +42,9 @@ type macEntry struct {
 type hostEntry struct {
 	mac  [6]byte
 	port uint32 // 0: not known yet (seen only in a route the switch held)
+	// seen is the unix nanoseconds of the last packet from the host; 0
+	// when only the switch's flows named it.
+	seen int64
 }
 
 func newL2Learner() l2Learner {
@@ -78,25 +88,50 @@ func (l *l2Learner) seedMAC(mac [6]byte, port uint32) {
 	l.macs[mac] = macEntry{port: port}
 }
 
-// learnHost records an IPv4 address's MAC and port and reports whether
-// that changed the table. A full table takes a new address only when
-// setups wait for it.
-func (l *l2Learner) learnHost(ip uint32, mac [6]byte, port uint32, awaited bool) bool {
+// learnHost records that a packet from an IPv4 address came now with a
+// MAC and port, and reports whether that changed the address's MAC or
+// port. A full table takes a new address only when setups wait for it or
+// it can forget hosts not seen within sdnlb.HostTTL.
+func (l *l2Learner) learnHost(now time.Time, ip uint32, mac [6]byte, port uint32, awaited bool) bool {
 	e, known := l.hosts[ip]
-	if known && e.mac == mac && e.port == port {
-		return false
-	}
-	if !known && len(l.hosts) >= maxLearned && !awaited {
+	if !known && len(l.hosts) >= maxLearned && !awaited && !l.forgetStale(now) {
 		return false // full; a member still gets in through its held setups
 	}
-	l.hosts[ip] = hostEntry{mac: mac, port: port}
-	return true
+	l.hosts[ip] = hostEntry{mac: mac, port: port, seen: now.UnixNano()}
+	return !known || e.mac != mac || e.port != port
+}
+
+// forgetStale forgets the hosts not seen within sdnlb.HostTTL, at most
+// once a hostSweep, and reports whether it forgot any. The data path
+// still uses a host's MAC however long ago it was seen, until the table
+// is full.
+func (l *l2Learner) forgetStale(now time.Time) bool {
+	t := now.UnixNano()
+	if t-l.swept < int64(hostSweep) {
+		return false
+	}
+	l.swept = t
+	n := len(l.hosts)
+	for ip, e := range l.hosts {
+		if t-e.seen > int64(sdnlb.HostTTL) {
+			delete(l.hosts, ip)
+		}
+	}
+	return len(l.hosts) < n
 }
 
 // host returns an IPv4 address's MAC and port.
 func (l *l2Learner) host(ip uint32) (hostEntry, bool) {
 	e, ok := l.hosts[ip]
 	return e, ok
+}
+
+// seenHost returns the host at an IPv4 address if a packet from it came
+// within sdnlb.HostTTL: the host that holds the address now, as far as
+// the controller knows.
+func (l *l2Learner) seenHost(now time.Time, ip uint32) (hostEntry, bool) {
+	e, ok := l.hosts[ip]
+	return e, ok && now.UnixNano()-e.seen <= int64(sdnlb.HostTTL)
 }
 
 // seedHost records a host the switch's flows name, unless the learner
@@ -176,6 +211,7 @@ func (dp *dataplane) handleARP(p *packetIn, out *outbox) {
 	a := &p.arp
 	sha, spa, tpa := [6]byte(a.SourceHwAddress), ip4(a.SourceProtAddress), ip4(a.DstProtAddress)
 	if _, claimsVIP := p.snap.vipByAddr[ipUint(spa)]; claimsVIP {
+		dp.noteClaim(p, spa, sha)
 		return
 	}
 	if spa != ([4]byte{}) && !isMulticast(sha) {
@@ -197,10 +233,21 @@ func (dp *dataplane) handleARP(p *packetIn, out *outbox) {
 	// has been learned and goes no further.
 }
 
+// noteClaim remembers a host whose ARP claims a VIP's address, so that the
+// host gets the address back at once when the VIP gives it up (configure
+// announces it), and warns: the VIP takes the host's traffic meanwhile.
+// Its ARP goes no further, so no other host learns the address at its MAC.
+func (dp *dataplane) noteClaim(p *packetIn, ip [4]byte, mac [6]byte) {
+	if !isMulticast(mac) && dp.learner.learnHost(p.now, ipUint(ip), mac, p.inPort, false) {
+		dp.log.Warn("a host claims a VIP's address; the VIP takes its traffic", "address", ipString(ip),
+			"mac", macString(mac), "port", p.inPort)
+	}
+}
+
 // learnHost records an IPv4 address's MAC and port and completes the
 // setups that were waiting for it.
 func (dp *dataplane) learnHost(p *packetIn, ip uint32, mac [6]byte, out *outbox) {
-	if !dp.learner.learnHost(ip, mac, p.inPort, dp.held.waiting(ip)) {
+	if !dp.learner.learnHost(p.now, ip, mac, p.inPort, dp.held.waiting(ip)) {
 		return
 	}
 	held := dp.held.take(ip)

@@ -102,6 +102,19 @@ func appendReplyDiff(mods []ofp.FlowMod, old, new *snapshot, replies []replyMatc
 	return mods
 }
 
+// releasedAddrs lists the addresses old's VIPs answer for and new's do
+// not (a VIP deleted, disabled or moved to another address), in order.
+func releasedAddrs(old, new *snapshot) [][4]byte {
+	var out [][4]byte
+	for ip, v := range old.vipByAddr {
+		if _, held := new.vipByAddr[ip]; !held {
+			out = append(out, v.ip)
+		}
+	}
+	slices.SortFunc(out, func(a, b [4]byte) int { return cmp.Compare(ipUint(a), ipUint(b)) })
+	return out
+}
+
 func sortedVIPs(s *snapshot) []*vipState {
 	out := make([]*vipState, 0, len(s.vipByID))
 	for _, v := range s.vipByID {

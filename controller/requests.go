@@ -31,6 +31,13 @@ func (t *portTable) delete(no uint32) {
 	delete(t.ports, no)
 }
 
+// name returns the switch's name for a port, "" when it did not say.
+func (t *portTable) name(no uint32) string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.ports[no].Name
+}
+
 // all returns the ports in no order.
 func (t *portTable) all() []ofp.Port {
 	t.mu.Lock()

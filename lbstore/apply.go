@@ -541,10 +541,27 @@ func (a *applier) writeVIPs() error {
 		func(v *sdnlb.VIP) error {
 			upd := v.Replacement()
 			upd.PoolID = nil // the pools hold the links
-			_, err := updateVIP(a.ctx, a.tx, v.ID, upd)
-			return err
+			if _, err := updateVIP(a.ctx, a.tx, v.ID, upd); err != nil {
+				return err
+			}
+			return a.checkVIP(a.vips.stored[v.ID], v)
 		},
-		func(v *sdnlb.VIP) error { _, err := createVIP(a.ctx, a.tx, *v); return err })
+		func(v *sdnlb.VIP) error {
+			if _, err := createVIP(a.ctx, a.tx, *v); err != nil {
+				return err
+			}
+			return a.checkVIP(nil, v)
+		})
+}
+
+// checkVIP asks the caller's check (ApplyOptions.CheckVIP) about a VIP
+// the apply wrote over old, nil for a new one; a refusal rolls the
+// write back with the rest.
+func (a *applier) checkVIP(old, v *sdnlb.VIP) error {
+	if a.opts.CheckVIP == nil {
+		return nil
+	}
+	return a.opts.CheckVIP(a.ctx, old, v)
 }
 
 // writePools creates and updates pools, then associates the monitors they

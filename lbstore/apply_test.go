@@ -315,6 +315,52 @@ func TestConfigService_ApplyConfig(t *testing.T) {
 		}
 	})
 
+	// The caller's check is asked about each VIP the apply writes, with
+	// the stored one, and its refusal names the VIP in the document.
+	t.Run("CheckVIP", func(t *testing.T) {
+		ctx, db := mustSetup(t)
+		mustApply(t, ctx, db, webConfig(), sdnlb.ApplyOptions{})
+		before := MustLoadConfig(t, ctx, db)
+		want := webConfig()
+		want.VIPs[0].Port = 8080
+		other := newVIP("10.0.0.101", 80)
+		other.ID = "other"
+		want.VIPs = append(want.VIPs, other)
+		var asked []string
+		record := func(_ context.Context, old, v *sdnlb.VIP) error {
+			if old == nil {
+				asked = append(asked, v.ID+" new")
+			} else {
+				asked = append(asked, fmt.Sprintf("%s from port %d to %d", v.ID, old.Port, v.Port))
+			}
+			return nil
+		}
+		mustApply(t, ctx, db, want, sdnlb.ApplyOptions{DryRun: true, CheckVIP: record})
+		if wantAsked := []string{"web from port 80 to 8080", "other new"}; !reflect.DeepEqual(asked, wantAsked) {
+			t.Errorf("asked %q, want %q", asked, wantAsked)
+		}
+		refuse := func(_ context.Context, _, v *sdnlb.VIP) error {
+			if v.ID == "other" {
+				return sdnlb.FieldErrorf(sdnlb.ECONFLICT, "address", "a host holds %s", v.Address)
+			}
+			return nil
+		}
+		_, err := lbstore.NewConfigService(db).ApplyConfig(ctx, want, sdnlb.ApplyOptions{CheckVIP: refuse})
+		assertError(t, err, sdnlb.ECONFLICT, "vips[1].address", "vips[1] (id other): a host holds 10.0.0.101")
+		assertUnchanged(t, ctx, db, before)
+	})
+
+	// A VIP gives its address to a member: VIPs are written first.
+	t.Run("MemberTakesVIPAddress", func(t *testing.T) {
+		ctx, db := mustSetup(t)
+		mustApply(t, ctx, db, webConfig(), sdnlb.ApplyOptions{})
+		want := webConfig()
+		want.VIPs[0].Address, want.Members[1].Address = "10.0.0.101", "10.0.0.100"
+		diff := mustApply(t, ctx, db, want, sdnlb.ApplyOptions{})
+		assertDiff(t, diff.VIPs, 0, "~web address")
+		assertDiff(t, diff.Members, 1, "~m2 address")
+	})
+
 	t.Run("ReplaceOnTheSameAddress", func(t *testing.T) {
 		ctx, db := mustSetup(t)
 		mustApply(t, ctx, db, webConfig(), sdnlb.ApplyOptions{})
@@ -371,6 +417,28 @@ func TestConfigService_ApplyConfigRejected(t *testing.T) {
 				c.VIPs = append(c.VIPs, &v)
 			},
 			mentions: []string{"already listens on TCP 10.0.0.100:80"}},
+		// The same checks as the single writes, whatever the order of the
+		// document.
+		{name: "ErrVIPOnMemberAddress", code: sdnlb.ECONFLICT, field: "vips[1].address",
+			edit: func(c *sdnlb.Config) {
+				v := newVIP("10.0.0.2", 80)
+				v.ID = "hijack"
+				c.VIPs = append(c.VIPs, v)
+			},
+			mentions: []string{"vips[1] (id hijack)", "member m2 of pool web"}},
+		{name: "ErrMemberOnVIPAddress", code: sdnlb.ECONFLICT, field: "members[3].address",
+			edit: func(c *sdnlb.Config) {
+				m := newMember("web", "10.0.0.100", 8080)
+				m.ID = "m4"
+				c.Members = append(c.Members, m)
+			},
+			mentions: []string{"members[3] (id m4)", "vip web"}},
+		{name: "ErrVIPMovesOntoMember", code: sdnlb.ECONFLICT, field: "vips[0].address",
+			edit:     func(c *sdnlb.Config) { c.VIPs[0].Address = "10.0.0.1" },
+			mentions: []string{"vips[0] (id web)", "member m1 of pool web"}},
+		{name: "ErrMemberMovesOntoVIP", code: sdnlb.ECONFLICT, field: "members[1].address",
+			edit:     func(c *sdnlb.Config) { c.Members[1].Address = "10.0.0.100" },
+			mentions: []string{"members[1] (id m2)", "vip web"}},
 		{name: "ErrMemberChangesPool", code: sdnlb.EINVALID, field: "members[0].pool_id",
 			edit: func(c *sdnlb.Config) {
 				p := newPool("")

@@ -196,6 +196,9 @@ func createMember(ctx context.Context, tx *Tx, m sdnlb.Member) (*sdnlb.Member, e
 	if err := checkMemberEndpoint(ctx, tx, &m); err != nil {
 		return nil, err
 	}
+	if err := checkMemberNotOnVIP(ctx, tx, &m); err != nil {
+		return nil, err
+	}
 	if err := checkMemberPort(ctx, tx, &m); err != nil {
 		return nil, err
 	}
@@ -236,12 +239,18 @@ func updateMember(ctx context.Context, tx *Tx, id string, upd sdnlb.MemberUpdate
 	if err := upd.Validate(m); err != nil {
 		return nil, err
 	}
+	oldAddress := m.Address
 	upd.Apply(m)
 	if err := m.Validate(); err != nil {
 		return nil, err
 	}
 	if err := checkMemberEndpoint(ctx, tx, m); err != nil {
 		return nil, err
+	}
+	if m.Address != oldAddress {
+		if err := checkMemberNotOnVIP(ctx, tx, m); err != nil {
+			return nil, err
+		}
 	}
 	if err := checkMemberPort(ctx, tx, m); err != nil {
 		return nil, err
@@ -281,6 +290,21 @@ func checkMemberEndpoint(ctx context.Context, tx *Tx, m *sdnlb.Member) error {
 		return fmt.Errorf("check member endpoint: %w", err)
 	}
 	return sdnlb.FieldErrorf(sdnlb.ECONFLICT, "address", "member %s of pool %s already has %s port %d", other, m.PoolID, m.Address, m.Port)
+}
+
+// checkMemberNotOnVIP refuses m's address when a VIP has it: the switch
+// answers ARP for it with the VIP's MAC, so the member could not be
+// reached.
+func checkMemberNotOnVIP(ctx context.Context, tx *Tx, m *sdnlb.Member) error {
+	var vipID string
+	err := tx.GetContext(ctx, &vipID, `SELECT id FROM vips WHERE address = ? ORDER BY id LIMIT 1`, m.Address)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil
+	} else if err != nil {
+		return fmt.Errorf("check member address: %w", err)
+	}
+	return sdnlb.FieldErrorf(sdnlb.ECONFLICT, "address",
+		"%s is the address of vip %s: the switch answers for it with the vip's MAC, so a member there cannot be reached", m.Address, vipID)
 }
 
 // checkMemberPort refuses m's port when its pool forwards with DSR to a

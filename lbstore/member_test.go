@@ -113,6 +113,12 @@ func TestMemberService_CreateMember(t *testing.T) {
 			other := MustCreateMember(tb, ctx, db, newMember(p.ID, "10.0.0.1", 80))
 			return newMember(p.ID, "10.0.0.1", 80), []string{other.ID}
 		}},
+		// Any VIP, whichever pool serves it.
+		{"ErrConflictVIPAddress", sdnlb.ECONFLICT, "address", func(tb testing.TB, ctx context.Context, db *lbstore.DB) (*sdnlb.Member, []string) {
+			v := MustCreateVIP(tb, ctx, db, newVIP("10.0.0.100", 80))
+			p := MustCreatePool(tb, ctx, db, newPool(""))
+			return newMember(p.ID, "10.0.0.100", 8080), []string{"vip " + v.ID, "10.0.0.100"}
+		}},
 	})
 }
 
@@ -146,6 +152,17 @@ func TestMemberService_UpdateMember(t *testing.T) {
 		if _, err := lbstore.NewMemberService(db).UpdateMember(ctx, m.ID, sdnlb.MemberUpdate{Port: ptr(80)}); err != nil {
 			t.Fatal(err)
 		}
+	})
+
+	t.Run("ErrConflictVIPAddress", func(t *testing.T) {
+		ctx, db := mustSetup(t)
+		v := MustCreateVIP(t, ctx, db, newVIP("10.0.0.100", 80))
+		p := MustCreatePool(t, ctx, db, newPool(v.ID))
+		m := MustCreateMember(t, ctx, db, newMember(p.ID, "10.0.0.1", 8080))
+		before := MustLoadConfig(t, ctx, db)
+		_, err := lbstore.NewMemberService(db).UpdateMember(ctx, m.ID, sdnlb.MemberUpdate{Weight: ptr(9), Address: ptr("10.0.0.100")})
+		assertError(t, err, sdnlb.ECONFLICT, "address", "vip "+v.ID)
+		assertUnchanged(t, ctx, db, before)
 	})
 
 	testRejectedUpdates(t, func(ctx context.Context, db *lbstore.DB, id string, upd sdnlb.MemberUpdate) (*sdnlb.Member, error) {

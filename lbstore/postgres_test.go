@@ -91,6 +91,38 @@ func TestDB_TwoProcesses(t *testing.T) {
 	}
 }
 
+// TestDB_TwoProcessesRaceForAnAddress has one process create a VIP and
+// the other a member on the same address at once, for many addresses:
+// the checks run inside the write transactions, so exactly one of each
+// pair gets the address and the other is refused.
+func TestDB_TwoProcessesRaceForAnAddress(t *testing.T) {
+	ctx := context.Background()
+	dbs := mustOpenProcesses(t, 2, lbstore.NewTestDSN(t))
+	pool := MustCreatePool(t, ctx, dbs[1], newPool(""))
+	vips, members := lbstore.NewVIPService(dbs[0]), lbstore.NewMemberService(dbs[1])
+
+	const n = 40
+	vipErrs, memberErrs := make([]error, n), make([]error, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		addr := fmt.Sprintf("10.3.0.%d", i+1)
+		wg.Go(func() { vipErrs[i] = vips.CreateVIP(ctx, newVIP(addr, 80)) })
+		wg.Go(func() { memberErrs[i] = members.CreateMember(ctx, newMember(pool.ID, addr, 8080)) })
+	}
+	wg.Wait()
+	for i := range n {
+		vipErr, memberErr := vipErrs[i], memberErrs[i]
+		switch {
+		case vipErr == nil && memberErr == nil:
+			t.Errorf("10.3.0.%d: both the VIP and the member took it", i+1)
+		case vipErr != nil && memberErr != nil:
+			t.Errorf("10.3.0.%d: neither took it: %v; %v", i+1, vipErr, memberErr)
+		case sdnlb.ErrorCode(vipErr) != sdnlb.ECONFLICT && sdnlb.ErrorCode(memberErr) != sdnlb.ECONFLICT:
+			t.Errorf("10.3.0.%d: refused with %v%v, want a conflict", i+1, vipErr, memberErr)
+		}
+	}
+}
+
 // TestEventService_AcrossProcesses checks the feed of several processes
 // on one PostgreSQL database: each sees every process's writes, all in the
 // same order with the same Seq, without gaps, each object's events in the

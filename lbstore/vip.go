@@ -158,6 +158,9 @@ func createVIP(ctx context.Context, tx *Tx, v sdnlb.VIP) (*sdnlb.VIP, error) {
 	if err := checkVIPListener(ctx, tx, &v); err != nil {
 		return nil, err
 	}
+	if err := checkVIPNotOnMember(ctx, tx, &v); err != nil {
+		return nil, err
+	}
 	persistenceType, persistenceTimeout := persistenceColumns(v.SessionPersistence)
 	now := formatTime(tx.now)
 	if _, err := tx.ExecContext(ctx, `INSERT INTO vips (id, name, description, address, protocol, port,
@@ -180,13 +183,18 @@ func updateVIP(ctx context.Context, tx *Tx, id string, upd sdnlb.VIPUpdate) (*sd
 	if err != nil {
 		return nil, err
 	}
-	oldPoolID := v.PoolID
+	oldPoolID, oldAddress := v.PoolID, v.Address
 	upd.Apply(v)
 	if err := v.Validate(); err != nil {
 		return nil, err
 	}
 	if err := checkVIPListener(ctx, tx, v); err != nil {
 		return nil, err
+	}
+	if v.Address != oldAddress {
+		if err := checkVIPNotOnMember(ctx, tx, v); err != nil {
+			return nil, err
+		}
 	}
 	persistenceType, persistenceTimeout := persistenceColumns(v.SessionPersistence)
 	if _, err := tx.ExecContext(ctx, `UPDATE vips SET name = ?, description = ?, address = ?, protocol = ?,
@@ -248,6 +256,24 @@ func checkVIPListener(ctx context.Context, tx *Tx, v *sdnlb.VIP) error {
 		return sdnlb.FieldErrorf(sdnlb.ECONFLICT, "address", "vip %s already listens on %s %s:%d", other.ID, v.Protocol, v.Address, v.Port)
 	}
 	return sdnlb.FieldErrorf(sdnlb.ECONFLICT, "address", "vip %s already answers %s on %s", other.ID, v.Protocol, v.Address)
+}
+
+// checkVIPNotOnMember refuses v's address when a member of any pool has
+// it: the switch would answer ARP for the address with the VIP's MAC and
+// take the member's traffic.
+func checkVIPNotOnMember(ctx context.Context, tx *Tx, v *sdnlb.VIP) error {
+	var m struct {
+		ID     string `db:"id"`
+		PoolID string `db:"pool_id"`
+	}
+	err := tx.GetContext(ctx, &m, `SELECT id, pool_id FROM members WHERE address = ? ORDER BY id LIMIT 1`, v.Address)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil
+	} else if err != nil {
+		return fmt.Errorf("check vip address: %w", err)
+	}
+	return sdnlb.FieldErrorf(sdnlb.ECONFLICT, "address",
+		"%s is the address of member %s of pool %s: a vip there would take the member's traffic", v.Address, m.ID, m.PoolID)
 }
 
 // linkVIPPool makes v.PoolID the pool that serves v, releasing oldPoolID.

@@ -155,6 +155,12 @@ func TestVIPService_CreateVIP(t *testing.T) {
 			v.Protocol = sdnlb.ProtocolAny
 			return v, []string{other.ID}
 		}},
+		// A member of any pool, linked to a VIP or not.
+		{"ErrConflictMemberAddress", sdnlb.ECONFLICT, "address", func(tb testing.TB, ctx context.Context, db *lbstore.DB) (*sdnlb.VIP, []string) {
+			p := MustCreatePool(tb, ctx, db, newPool(""))
+			m := MustCreateMember(tb, ctx, db, newMember(p.ID, "10.0.0.1", 8080))
+			return newVIP("10.0.0.1", 80), []string{m.ID, p.ID, "10.0.0.1"}
+		}},
 		{"ErrAnyDSRPoolMemberPort", sdnlb.EINVALID, "pool_id", func(tb testing.TB, ctx context.Context, db *lbstore.DB) (*sdnlb.VIP, []string) {
 			p := newDSRPool("")
 			p.Protocol = sdnlb.ProtocolAny
@@ -272,6 +278,17 @@ func TestVIPService_UpdateVIP(t *testing.T) {
 		if _, err := lbstore.NewVIPService(db).UpdateVIP(ctx, v.ID, sdnlb.VIPUpdate{Port: ptr(8080)}); err != nil {
 			t.Fatal(err)
 		}
+	})
+
+	t.Run("ErrConflictMemberAddress", func(t *testing.T) {
+		ctx, db := mustSetup(t)
+		v := MustCreateVIP(t, ctx, db, newVIP("10.0.0.100", 80))
+		p := MustCreatePool(t, ctx, db, newPool(v.ID))
+		m := MustCreateMember(t, ctx, db, newMember(p.ID, "10.0.0.1", 8080))
+		before := MustLoadConfig(t, ctx, db)
+		_, err := lbstore.NewVIPService(db).UpdateVIP(ctx, v.ID, sdnlb.VIPUpdate{Name: ptr("moved"), Address: ptr("10.0.0.1")})
+		assertError(t, err, sdnlb.ECONFLICT, "address", "member "+m.ID, "pool "+p.ID)
+		assertUnchanged(t, ctx, db, before)
 	})
 
 	testRejectedUpdates(t, func(ctx context.Context, db *lbstore.DB, id string, upd sdnlb.VIPUpdate) (*sdnlb.VIP, error) {

@@ -9,6 +9,7 @@ import (
 var (
 	_ sdnlb.SwitchService = (*SwitchService)(nil)
 	_ sdnlb.StatsService  = (*StatsService)(nil)
+	_ sdnlb.HostService   = (*HostService)(nil)
 )
 
 // SwitchService is a fake sdnlb.SwitchService.
@@ -37,4 +38,13 @@ func (s *StatsService) PoolStats(ctx context.Context, poolID string) (*sdnlb.Poo
 
 func (s *StatsService) AllPoolStats(ctx context.Context) ([]*sdnlb.PoolStats, error) {
 	return s.AllPoolStatsFn(ctx)
+}
+
+// HostService is a fake sdnlb.HostService.
+type HostService struct {
+	FindHostFn func(ctx context.Context, address string) (*sdnlb.Host, error)
+}
+
+func (s *HostService) FindHost(ctx context.Context, address string) (*sdnlb.Host, error) {
+	return s.FindHostFn(ctx, address)
 }

@@ -197,7 +197,7 @@ func protocolKeyword(m *Match) (string, []OXMField) {
 func formatMatchField(name string, o *OXM) string {
 	switch o.Field {
 	case OXMInPort, OXMInPhyPort:
-		return name + "=" + formatPort(uint32(o.Uint()))
+		return name + "=" + FormatPort(uint32(o.Uint()))
 	case OXMVLANVID:
 		v := o.Uint()
 		switch {
@@ -300,7 +300,9 @@ var portNames = map[uint32]string{
 	PortAll: "ALL", PortController: "CONTROLLER", PortLocal: "LOCAL", PortAny: "ANY",
 }
 
-func formatPort(p uint32) string {
+// FormatPort names a port as ovs-ofctl does: its number, or the name of a
+// reserved port ("LOCAL", "CONTROLLER").
+func FormatPort(p uint32) string {
 	if name, ok := portNames[p]; ok {
 		return name
 	}

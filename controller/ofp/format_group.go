@@ -52,7 +52,7 @@ func formatGroup(t GroupType, id uint32, buckets []Bucket) string {
 			b.WriteString("weight:" + strconv.Itoa(int(bk.Weight)) + ",")
 		}
 		if bk.WatchPort != PortAny {
-			b.WriteString("watch_port:" + formatPort(bk.WatchPort) + ",")
+			b.WriteString("watch_port:" + FormatPort(bk.WatchPort) + ",")
 		}
 		if bk.WatchGroup != GroupAny {
 			b.WriteString("watch_group:" + strconv.FormatUint(uint64(bk.WatchGroup), 10) + ",")

@@ -198,7 +198,7 @@ func resubmitPort(p uint16) string {
 	if p >= 0xff00 {
 		port |= 0xffff0000
 	}
-	return formatPort(port)
+	return FormatPort(port)
 }
 
 func formatResubmit(a ActionResubmit) string {

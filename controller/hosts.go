@@ -1,0 +1,37 @@
+package controller
+
+import (
+	"context"
+	"net/netip"
+	"time"
+
+	"github.com/sdnlb/sdnlb"
+	"github.com/sdnlb/sdnlb/controller/ofp"
+)
+
+// FindHost returns the host at address that a switch showed the
+// controller within sdnlb.HostTTL, as the switch that saw it last learned
+// it. Each switch's learner is asked through decide, so the answer waits
+// for at most the decision under way.
+func (c *Controller) FindHost(ctx context.Context, address string) (*sdnlb.Host, error) {
+	a, err := netip.ParseAddr(address)
+	if err != nil || !a.Is4() {
+		return nil, sdnlb.Errorf(sdnlb.ENOTFOUND, "no switch learned a host at %q", address)
+	}
+	ip, now := ipUint(a.As4()), c.now()
+	var found *sdnlb.Host
+	for _, s := range c.switchConns() {
+		var e hostEntry
+		var seen bool
+		s.decide(func(dp *dataplane, _ *outbox) { e, seen = dp.learner.seenHost(now, ip) })
+		if !seen || found != nil && !time.Unix(0, e.seen).After(found.LastSeen) {
+			continue
+		}
+		found = &sdnlb.Host{Address: a.String(), MAC: macString(e.mac), DPID: formatDPID(s.dpid),
+			Port: ofp.FormatPort(e.port), PortName: s.ports.name(e.port), LastSeen: time.Unix(0, e.seen)}
+	}
+	if found == nil {
+		return nil, sdnlb.Errorf(sdnlb.ENOTFOUND, "no switch learned a host at %s", a)
+	}
+	return found, nil
+}
