@@ -366,8 +366,8 @@ func TestEngine_TCPServerStopsAndRestarts(t *testing.T) {
 	h.step(t, time.Second)
 	h.wantStatuses(t, "a", sdnlb.MemberUp, sdnlb.MemberDown)
 	down, _ := h.store.last("a")
-	if !strings.Contains(down.LastError, "connection refused") || !down.Since.Equal(h.clock.Now()) {
-		t.Fatalf("DOWN written as %+v, want the refusal and since now", down)
+	if !strings.Contains(down.LastError, "connection refused (probed from 127.0.0.1 on ") || !down.Since.Equal(h.clock.Now()) {
+		t.Fatalf("DOWN written as %+v, want the refusal, where the probe left from, and since now", down)
 	}
 	h.step(t, time.Second)
 	h.step(t, time.Second)

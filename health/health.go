@@ -88,6 +88,7 @@ type Engine struct {
 	metrics *metrics
 	probers map[sdnlb.MonitorType]prober
 	pinger  *pinger
+	routes  *routes
 
 	mu   sync.RWMutex
 	live map[string]sdnlb.MemberHealth // by member id, for MemberHealth
@@ -158,6 +159,7 @@ func New(src sdnlb.ConfigSource, svc sdnlb.MemberHealthService, opts Options) *E
 		src: src, svc: svc, log: log, clock: c, max: limit,
 		metrics: newMetrics(opts.Registerer, log),
 		pinger:  newPinger(log),
+		routes:  newRoutes(),
 		live:    make(map[string]sdnlb.MemberHealth),
 		members: make(map[string]*memberEntry),
 		results: make(chan probeDone, limit), // every probe in flight has room: they never block
@@ -335,7 +337,7 @@ func (e *Engine) dispatch(ctx context.Context, wg *sync.WaitGroup, now time.Time
 			if p == nil {
 				err = fmt.Errorf("unknown monitor type %q", tg.Type)
 			} else {
-				err = p.probe(pctx, tg)
+				err = e.routes.explain(p.probe(pctx, tg), tg.Addr)
 			}
 			e.results <- probeDone{task: t, gen: gen, started: now, res: probeResult{Err: err, Latency: time.Since(began)}}
 		})
