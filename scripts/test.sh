@@ -10,7 +10,7 @@ set -euo pipefail
 export PATH="/usr/local/go/bin:$PATH"
 cd "$(dirname "$0")/.."
 
-e2e_commands=(ovsdb-server ovs-vswitchd ovs-vsctl ovs-ofctl ovsdb-tool ethtool ip ping curl promtool chromium)
+e2e_commands=(ovsdb-server ovs-vswitchd ovs-vsctl ovs-ofctl ovsdb-tool ethtool ip ping curl python3 promtool chromium)
 
 missing_commands() {
 	local cmd
@@ -46,7 +46,7 @@ install_e2e_deps() {
 	missing="$(missing_commands)"
 	[[ -z "$missing" ]] && return 0
 	echo "== installing e2e tools (missing: $(echo "$missing" | tr '\n' ' '))"
-	apt_install openvswitch-switch ethtool iproute2 iputils-ping curl prometheus chromium
+	apt_install openvswitch-switch ethtool iproute2 iputils-ping curl python3 prometheus chromium
 	# Should a system Open vSwitch have started anyway (systemd without
 	# policy-rc.d support), stop it: our tests use private daemons only.
 	if command -v systemctl >/dev/null 2>&1 && systemctl is-active --quiet openvswitch-switch 2>/dev/null; then
