@@ -128,7 +128,11 @@ go vet ./...
 go vet -tags e2e "${e2e_pkgs[@]}"
 
 echo "== OpenAPI lint (Redocly CLI, Spectral)"
+export SDNLB_LINT_TOOLS="${SDNLB_LINT_TOOLS:-${XDG_CACHE_HOME:-$HOME/.cache}/sdnlb/openapi-lint}"
 ./scripts/lint-openapi.sh
+# Installed with the linters: Prism, whose validating proxy checks a
+# session against the spec (cmd/sdnlb's TestOpenAPIPrism).
+export SDNLB_PRISM="$SDNLB_LINT_TOOLS/node_modules/.bin/prism"
 
 echo "== hermetic tests"
 go test -race -count=1 -timeout 10m ./...
