@@ -201,6 +201,7 @@ func (e *Engine) Run(ctx context.Context) error {
 		cancel()
 		wg.Wait()
 		e.pinger.close()
+		e.metrics.forget()
 		// The live health is this run's: the store's answers without it.
 		e.mu.Lock()
 		e.live = make(map[string]sdnlb.MemberHealth)
@@ -384,7 +385,7 @@ func (e *Engine) finish(d probeDone) {
 func (e *Engine) transition(m *memberEntry, tr transition) {
 	e.log.Info("member health changed", "member", m.id, "address", m.address,
 		"from", tr.From, "to", tr.To, "reason", tr.Reason)
-	e.metrics.changed(tr.From, tr.To)
+	e.metrics.changed(m.id, tr.From, tr.To)
 	e.writer.put(m.id, m.state.health)
 }
 
@@ -448,7 +449,7 @@ func (e *Engine) reconcileMember(m *sdnlb.Member, plan *poolPlan, now time.Time)
 	if entry == nil {
 		entry = &memberEntry{id: m.ID, state: newMemberState(m.Health), tasks: make(map[string]*task)}
 		e.members[m.ID] = entry
-		e.metrics.members.WithLabelValues(string(entry.state.health.Status)).Inc()
+		e.metrics.added(m.ID, entry.state.health.Status)
 	}
 	entry.address = m.Address
 
@@ -517,8 +518,7 @@ func (e *Engine) removeMember(m *memberEntry) {
 	}
 	delete(e.members, m.id)
 	e.writer.drop(m.id)
-	e.metrics.members.WithLabelValues(string(m.state.health.Status)).Dec()
-	e.metrics.check.DeleteLabelValues(m.id)
+	e.metrics.removed(m.id, m.state.health.Status)
 	e.mu.Lock()
 	delete(e.live, m.id)
 	e.mu.Unlock()
