@@ -12,6 +12,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/netip"
 	"os"
 	"os/exec"
@@ -169,10 +170,29 @@ func (s *Switch) WaitConnected(timeout time.Duration) {
 	s.tb.Fatalf("bridge %s not connected to its controller after %v (is_connected=%q)", s.Name, timeout, got)
 }
 
-// DelController removes the controller; the flows it pushed stay (secure mode).
+// DelController removes the controller. Open vSwitch then deletes every
+// flow of the bridge (it flushes a bridge whose last controller goes), and
+// in secure mode nothing replaces them: the bridge drops every packet
+// until a controller is set again and reinstalls them. Disconnect keeps
+// the flows.
 func (s *Switch) DelController() {
 	s.tb.Helper()
 	s.Vsctl("del-controller", s.Name)
+}
+
+// Disconnect ends the session with the controller and keeps the flows, as
+// when the controller dies or cannot be reached: the bridge keeps a
+// controller, at a port that this process opened and closed again, so
+// nothing answers there.
+func (s *Switch) Disconnect() {
+	s.tb.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		s.tb.Fatal(err)
+	}
+	dead := l.Addr().String()
+	l.Close()
+	s.SetController(dead)
 }
 
 // DumpFlows returns the bridge's OpenFlow 1.3 flow table as ovs-ofctl prints
