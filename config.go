@@ -92,7 +92,7 @@ type KindDiff struct {
 type ObjectDiff struct {
 	// ID is the object's id; "" for an object a dry run would create
 	// under a new UUID.
-	ID string `json:"id,omitempty" example:"web"`
+	ID string `json:"id,omitempty" example:"shop"`
 	// Key is how the configuration named an object it gave no id:
 	// "name web", or a member's "10.0.0.1:80 in pool web".
 	Key string `json:"key,omitempty"`

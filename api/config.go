@@ -45,7 +45,7 @@ type configVIP struct {
 // configPool is a pool of a document, with the monitors associated with it.
 type configPool struct {
 	poolCreate
-	MonitorIDs []string `json:"monitor_ids" example:"http-check" validate:"optional"`
+	MonitorIDs []string `json:"monitor_ids" example:"shop-check" validate:"optional"`
 }
 
 // configMonitor is a monitor of a document. Its pools are derived: a

@@ -26,9 +26,9 @@ type memberFields struct {
 
 // memberCreate is the body of POST /v1/members.
 type memberCreate struct {
-	ID      *string `json:"id" example:"web-1" validate:"optional"` // a UUID when absent
-	PoolID  *string `json:"pool_id" example:"web-pool" validate:"required"`
-	Address *string `json:"address" example:"10.0.0.3" validate:"required"`
+	ID      *string `json:"id" example:"shop-1" validate:"optional"` // a UUID when absent
+	PoolID  *string `json:"pool_id" example:"shop-pool" validate:"required"`
+	Address *string `json:"address" example:"10.0.0.21" validate:"required"`
 	memberFields
 }
 
@@ -36,16 +36,16 @@ type memberCreate struct {
 // the member's pool, as clients send back what they read, but not change.
 type memberReplace struct {
 	ID      readOnly `json:"id" swaggerignore:"true"`
-	PoolID  *string  `json:"pool_id" example:"web-pool" validate:"optional"` // the member's pool: members do not move between pools
-	Address *string  `json:"address" example:"10.0.0.3" validate:"required"`
+	PoolID  *string  `json:"pool_id" example:"shop-pool" validate:"optional"` // the member's pool: members do not move between pools
+	Address *string  `json:"address" example:"10.0.0.21" validate:"required"`
 	memberFields
 }
 
 // memberPatch is the body of PATCH /v1/members/{id}.
 type memberPatch struct {
 	ID      readOnly `json:"id" swaggerignore:"true"`
-	PoolID  *string  `json:"pool_id" example:"web-pool" validate:"optional"` // the member's pool: members do not move between pools
-	Address *string  `json:"address" example:"10.0.0.3" validate:"optional"`
+	PoolID  *string  `json:"pool_id" example:"shop-pool" validate:"optional"` // the member's pool: members do not move between pools
+	Address *string  `json:"address" example:"10.0.0.21" validate:"optional"`
 	memberFields
 }
 
@@ -162,7 +162,7 @@ func (s *Server) handleMemberCreate(w http.ResponseWriter, r *http.Request) erro
 //	@Description	Returns one member with its live health.
 //	@Tags		members
 //	@Produce	json
-//	@Param		id	path		string	true	"member id"	extensions(x-example=web-1)
+//	@Param		id	path		string	true	"member id"	extensions(x-example=shop-1)
 //	@Success	200	{object}	sdnlb.Member
 //	@Header		200	{string}	ETag	"the version of the object, for If-Match"
 //	@Failure	404	{object}	errorResponse
@@ -181,7 +181,7 @@ func (s *Server) handleMemberGet(w http.ResponseWriter, r *http.Request) error {
 //	@Tags		members
 //	@Accept		json
 //	@Produce	json
-//	@Param		id		path		string			true	"member id"	extensions(x-example=web-1)
+//	@Param		id		path		string			true	"member id"	extensions(x-example=shop-1)
 //	@Param		member	body		memberReplace	true	"the member: absent fields take their defaults; pool_id cannot change"
 //	@Success	200		{object}	sdnlb.Member
 //	@Param		If-Match	header	string	false	"the ETag the client read: the write applies only to that version (412 otherwise)"
@@ -208,7 +208,7 @@ func (s *Server) handleMemberReplace(w http.ResponseWriter, r *http.Request) err
 //	@Tags		members
 //	@Accept		json,application/merge-patch+json
 //	@Produce	json
-//	@Param		id		path		string			true	"member id"	extensions(x-example=web-1)
+//	@Param		id		path		string			true	"member id"	extensions(x-example=shop-1)
 //	@Param		member	body		memberPatch	true	"the fields to change; pool_id cannot change"
 //	@Success	200		{object}	sdnlb.Member
 //	@Param		If-Match	header	string	false	"the ETag the client read: the write applies only to that version (412 otherwise)"
@@ -233,7 +233,7 @@ func (s *Server) handleMemberPatch(w http.ResponseWriter, r *http.Request) error
 //	@ID			memberDelete
 //	@Description	Removes a member from its pool.
 //	@Tags		members
-//	@Param		id	path	string	true	"member id"	extensions(x-example=web-1)
+//	@Param		id	path	string	true	"member id"	extensions(x-example=shop-1)
 //	@Success	204
 //	@Param		If-Match	header	string	false	"the ETag the client read: the write applies only to that version (412 otherwise)"
 //	@Failure	412	{object}	errorResponse	"the object changed since the ETag in If-Match was read"

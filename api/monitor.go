@@ -13,7 +13,7 @@ import (
 // PUT and stay as they are on PATCH. Pools are associated through
 // /v1/pools/{id}/monitors.
 type monitorFields struct {
-	Name          *string        `json:"name" example:"http" validate:"optional"`
+	Name          *string        `json:"name" example:"shop-check" validate:"optional"`
 	Delay         *sdnlb.Seconds `json:"delay" swaggertype:"number" default:"5" example:"5" validate:"optional"`   // seconds between probes of one member, 0.05-3600
 	Timeout       *sdnlb.Seconds `json:"timeout" swaggertype:"number" default:"2" example:"2" validate:"optional"` // seconds one probe may take, below delay
 	MaxRetries    *int           `json:"max_retries" default:"3" example:"3" validate:"optional"`                  // consecutive failures that take a member DOWN, 1-10
@@ -31,7 +31,7 @@ type monitorFields struct {
 
 // monitorCreate is the body of POST /v1/monitors.
 type monitorCreate struct {
-	ID   *string            `json:"id" example:"http-check" validate:"optional"`                         // a UUID when absent
+	ID   *string            `json:"id" example:"shop-check" validate:"optional"`                         // a UUID when absent
 	Type *sdnlb.MonitorType `json:"type" enums:"PING,TCP,HTTP,HTTPS" example:"HTTP" validate:"required"` // required: no type is a safe guess, as url_path and expected_codes mean nothing to TCP or PING (the Floodlight route takes TCP)
 	monitorFields
 }
@@ -142,7 +142,7 @@ func (s *Server) handleMonitorCreate(w http.ResponseWriter, r *http.Request) err
 //	@Description	Returns one monitor.
 //	@Tags		monitors
 //	@Produce	json
-//	@Param		id	path		string	true	"monitor id"	extensions(x-example=http-check)
+//	@Param		id	path		string	true	"monitor id"	extensions(x-example=shop-check)
 //	@Success	200	{object}	sdnlb.Monitor
 //	@Header		200	{string}	ETag	"the version of the object, for If-Match"
 //	@Failure	404	{object}	errorResponse
@@ -161,7 +161,7 @@ func (s *Server) handleMonitorGet(w http.ResponseWriter, r *http.Request) error 
 //	@Tags		monitors
 //	@Accept		json
 //	@Produce	json
-//	@Param		id		path		string			true	"monitor id"	extensions(x-example=http-check)
+//	@Param		id		path		string			true	"monitor id"	extensions(x-example=shop-check)
 //	@Param		monitor	body		monitorReplace	true	"the monitor: absent fields take their defaults"
 //	@Success	200		{object}	sdnlb.Monitor
 //	@Param		If-Match	header	string	false	"the ETag the client read: the write applies only to that version (412 otherwise)"
@@ -187,7 +187,7 @@ func (s *Server) handleMonitorReplace(w http.ResponseWriter, r *http.Request) er
 //	@Tags		monitors
 //	@Accept		json,application/merge-patch+json
 //	@Produce	json
-//	@Param		id		path		string			true	"monitor id"	extensions(x-example=http-check)
+//	@Param		id		path		string			true	"monitor id"	extensions(x-example=shop-check)
 //	@Param		monitor	body		monitorPatch	true	"the fields to change"
 //	@Success	200		{object}	sdnlb.Monitor
 //	@Param		If-Match	header	string	false	"the ETag the client read: the write applies only to that version (412 otherwise)"
@@ -212,7 +212,7 @@ func (s *Server) handleMonitorPatch(w http.ResponseWriter, r *http.Request) erro
 //	@ID			monitorDelete
 //	@Description	Deletes a monitor. Without cascade it refuses while pools use it; with cascade it is dissociated from them first.
 //	@Tags		monitors
-//	@Param		id		path	string	true	"monitor id"	extensions(x-example=http-check)
+//	@Param		id		path	string	true	"monitor id"	extensions(x-example=shop-check)
 //	@Param		cascade	query	bool	false	"dissociate it from its pools"
 //	@Success	204
 //	@Param		If-Match	header	string	false	"the ETag the client read: the write applies only to that version (412 otherwise)"

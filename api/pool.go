@@ -14,9 +14,9 @@ import (
 // required: absent ones take their defaults on POST and PUT and stay as
 // they are on PATCH.
 type poolFields struct {
-	Name         *string           `json:"name" example:"web" validate:"optional"`
-	Description  *string           `json:"description" example:"the web servers" validate:"optional"`
-	VIPID        *string           `json:"vip_id" example:"web" validate:"optional"` // the VIP the pool serves; "" (the default): none
+	Name         *string           `json:"name" example:"shop" validate:"optional"`
+	Description  *string           `json:"description" example:"the shop's web servers" validate:"optional"`
+	VIPID        *string           `json:"vip_id" example:"shop" validate:"optional"` // the VIP the pool serves; "" (the default): none
 	LBMethod     *sdnlb.LBMethod   `json:"lb_method" default:"ROUND_ROBIN" example:"ROUND_ROBIN" enums:"ROUND_ROBIN,WEIGHTED_ROUND_ROBIN,LEAST_CONNECTIONS,WEIGHTED_LEAST_CONNECTIONS,RANDOM,LEAST_BYTES,SOURCE_IP,CONSISTENT_HASH,ADAPTIVE" validate:"optional"`
 	Dispatch     *sdnlb.Dispatch   `json:"dispatch" enums:"SWITCH,CONTROLLER" example:"SWITCH" validate:"optional"`           // SWITCH: the switch picks the member from a select group (ROUND_ROBIN, WEIGHTED_ROUND_ROBIN, RANDOM, CONSISTENT_HASH; the default for them); CONTROLLER: the controller picks per connection (the default for the other methods)
 	Forwarding   *sdnlb.Forwarding `json:"forwarding" enums:"NAT,DSR" default:"NAT" example:"NAT" validate:"optional"`        // NAT: addresses and ports rewritten both ways; DSR: only the destination MAC, members reply directly and must use port 0 or the VIP's
@@ -30,7 +30,7 @@ type poolFields struct {
 
 // poolCreate is the body of POST /v1/pools.
 type poolCreate struct {
-	ID *string `json:"id" example:"web-pool" validate:"optional"` // a UUID when absent
+	ID *string `json:"id" example:"shop-pool" validate:"optional"` // a UUID when absent
 	poolFields
 }
 
@@ -126,7 +126,7 @@ func (s *Server) handlePoolCreate(w http.ResponseWriter, r *http.Request) error 
 //	@Description	Returns one pool.
 //	@Tags		pools
 //	@Produce	json
-//	@Param		id	path		string	true	"pool id"	extensions(x-example=web-pool)
+//	@Param		id	path		string	true	"pool id"	extensions(x-example=shop-pool)
 //	@Success	200	{object}	sdnlb.Pool
 //	@Header		200	{string}	ETag	"the version of the object, for If-Match"
 //	@Failure	404	{object}	errorResponse
@@ -145,7 +145,7 @@ func (s *Server) handlePoolGet(w http.ResponseWriter, r *http.Request) error {
 //	@Tags		pools
 //	@Accept		json
 //	@Produce	json
-//	@Param		id		path		string		true	"pool id"	extensions(x-example=web-pool)
+//	@Param		id		path		string		true	"pool id"	extensions(x-example=shop-pool)
 //	@Param		pool	body		poolEdit	true	"the pool: absent fields take their defaults"
 //	@Success	200		{object}	sdnlb.Pool
 //	@Param		If-Match	header	string	false	"the ETag the client read: the write applies only to that version (412 otherwise)"
@@ -172,7 +172,7 @@ func (s *Server) handlePoolReplace(w http.ResponseWriter, r *http.Request) error
 //	@Tags		pools
 //	@Accept		json,application/merge-patch+json
 //	@Produce	json
-//	@Param		id		path		string		true	"pool id"	extensions(x-example=web-pool)
+//	@Param		id		path		string		true	"pool id"	extensions(x-example=shop-pool)
 //	@Param		pool	body		poolEdit	true	"the fields to change"
 //	@Success	200		{object}	sdnlb.Pool
 //	@Param		If-Match	header	string	false	"the ETag the client read: the write applies only to that version (412 otherwise)"
@@ -198,7 +198,7 @@ func (s *Server) handlePoolPatch(w http.ResponseWriter, r *http.Request) error {
 //	@ID			poolDelete
 //	@Description	Deletes a pool. Without cascade it refuses while the pool has members.
 //	@Tags		pools
-//	@Param		id		path	string	true	"pool id"	extensions(x-example=web-pool)
+//	@Param		id		path	string	true	"pool id"	extensions(x-example=shop-pool)
 //	@Param		cascade	query	bool	false	"also delete its members"
 //	@Success	204
 //	@Param		If-Match	header	string	false	"the ETag the client read: the write applies only to that version (412 otherwise)"
@@ -221,7 +221,7 @@ func (s *Server) handlePoolDelete(w http.ResponseWriter, r *http.Request) error 
 //	@Description	Lists the members of one pool.
 //	@Tags		pools
 //	@Produce	json
-//	@Param		id		path		string	true	"pool id"	extensions(x-example=web-pool)
+//	@Param		id		path		string	true	"pool id"	extensions(x-example=shop-pool)
 //	@Param		limit	query		int		false	"page size"	default(100)	minimum(1)	maximum(1000)
 //	@Param		after	query		string	false	"the next cursor of the previous page"
 //	@Success	200		{object}	memberList
@@ -240,7 +240,7 @@ func (s *Server) handlePoolMembers(w http.ResponseWriter, r *http.Request) error
 }
 
 type associateRequest struct {
-	MonitorID *string `json:"monitor_id" example:"http-check" validate:"required"`
+	MonitorID *string `json:"monitor_id" example:"shop-check" validate:"required"`
 }
 
 // handlePoolAssociateMonitor lets a monitor check the pool's members.
@@ -250,7 +250,7 @@ type associateRequest struct {
 //	@Description	Lets a monitor check the pool's members.
 //	@Tags		pools
 //	@Accept		json
-//	@Param		id		path	string				true	"pool id"	extensions(x-example=web-pool)
+//	@Param		id		path	string				true	"pool id"	extensions(x-example=shop-pool)
 //	@Param		monitor	body	associateRequest	true	"the monitor"
 //	@Success	204
 //	@Failure	400	{object}	errorResponse
@@ -275,8 +275,8 @@ func (s *Server) handlePoolAssociateMonitor(w http.ResponseWriter, r *http.Reque
 //	@ID			poolDissociateMonitor
 //	@Description	Stops a monitor checking the pool's members.
 //	@Tags		pools
-//	@Param		id			path	string	true	"pool id"	extensions(x-example=web-pool)
-//	@Param		monitor_id	path	string	true	"monitor id"	extensions(x-example=http-check)
+//	@Param		id			path	string	true	"pool id"	extensions(x-example=shop-pool)
+//	@Param		monitor_id	path	string	true	"monitor id"	extensions(x-example=shop-check)
 //	@Success	204
 //	@Failure	404	{object}	errorResponse	"not associated"
 //	@Failure	401	{object}	errorResponse	"the bearer token is missing or wrong (when sdnlb runs with --api-token)"

@@ -74,7 +74,7 @@ func (s *Server) handleSwitchFlows(w http.ResponseWriter, r *http.Request) error
 //	@Description	Returns the live traffic counters of a pool; with ?watch=true it streams them as Server-Sent Events (see watchStats).
 //	@Tags		pools
 //	@Produce	json,text/event-stream
-//	@Param		id		path		string	true	"pool id"	extensions(x-example=web-pool)
+//	@Param		id		path		string	true	"pool id"	extensions(x-example=shop-pool)
 //	@Param		watch	query		bool	false	"stream: the stats at once, then on every health change and at most once a second while counters move; event ids are unix milliseconds"
 //	@Success	200		{object}	sdnlb.PoolStats
 //	@Failure	404		{object}	errorResponse

@@ -14,8 +14,8 @@ import (
 // them required: absent ones take their defaults on POST and PUT and stay
 // as they are on PATCH.
 type vipFields struct {
-	Name               *string             `json:"name" example:"web" validate:"optional"`
-	Description        *string             `json:"description" example:"the web site" validate:"optional"`
+	Name               *string             `json:"name" example:"shop" validate:"optional"`
+	Description        *string             `json:"description" example:"the shop's web site" validate:"optional"`
 	Protocol           *sdnlb.Protocol     `json:"protocol" enums:"TCP,UDP,ICMP,ANY" default:"TCP" example:"TCP" validate:"optional"`
 	Port               *int                `json:"port" default:"0" example:"80" validate:"optional"`               // 0 (the default): every port of the address; a VIP on the connection's own port takes precedence
 	PoolID             *string             `json:"pool_id" example:"" validate:"optional"`                          // the pool that serves the VIP: sets that pool's vip_id; "" unlinks it
@@ -31,22 +31,22 @@ type vipFields struct {
 
 // vipCreate is the body of POST /v1/vips.
 type vipCreate struct {
-	ID      *string `json:"id" example:"web" validate:"optional"` // a UUID when absent
-	Address *string `json:"address" example:"10.0.0.100" validate:"required"`
+	ID      *string `json:"id" example:"shop" validate:"optional"` // a UUID when absent
+	Address *string `json:"address" example:"10.0.0.200" validate:"required"`
 	vipFields
 }
 
 // vipReplace is the body of PUT /v1/vips/{id}.
 type vipReplace struct {
 	ID      readOnly `json:"id" swaggerignore:"true"`
-	Address *string  `json:"address" example:"10.0.0.100" validate:"required"`
+	Address *string  `json:"address" example:"10.0.0.200" validate:"required"`
 	vipFields
 }
 
 // vipPatch is the body of PATCH /v1/vips/{id}.
 type vipPatch struct {
 	ID      readOnly `json:"id" swaggerignore:"true"`
-	Address *string  `json:"address" example:"10.0.0.100" validate:"optional"`
+	Address *string  `json:"address" example:"10.0.0.200" validate:"optional"`
 	vipFields
 }
 
@@ -244,7 +244,7 @@ func (s *Server) handleVIPCreate(w http.ResponseWriter, r *http.Request) error {
 //	@Description	Returns one VIP.
 //	@Tags		vips
 //	@Produce	json
-//	@Param		id	path		string	true	"VIP id"	extensions(x-example=web)
+//	@Param		id	path		string	true	"VIP id"	extensions(x-example=shop)
 //	@Success	200	{object}	sdnlb.VIP
 //	@Header		200	{string}	ETag	"the version of the object, for If-Match"
 //	@Failure	404	{object}	errorResponse
@@ -264,7 +264,7 @@ func (s *Server) handleVIPGet(w http.ResponseWriter, r *http.Request) error {
 //	@Tags		vips
 //	@Accept		json
 //	@Produce	json
-//	@Param		id	path		string		true	"VIP id"	extensions(x-example=web)
+//	@Param		id	path		string		true	"VIP id"	extensions(x-example=shop)
 //	@Param		vip	body		vipReplace	true	"the VIP: absent fields take their defaults"
 //	@Success	200	{object}	sdnlb.VIP
 //	@Param		If-Match	header	string	false	"the ETag the client read: the write applies only to that version (412 otherwise)"
@@ -292,7 +292,7 @@ func (s *Server) handleVIPReplace(w http.ResponseWriter, r *http.Request) error 
 //	@Tags		vips
 //	@Accept		json,application/merge-patch+json
 //	@Produce	json
-//	@Param		id	path		string		true	"VIP id"	extensions(x-example=web)
+//	@Param		id	path		string		true	"VIP id"	extensions(x-example=shop)
 //	@Param		vip	body		vipPatch	true	"the fields to change"
 //	@Success	200	{object}	sdnlb.VIP
 //	@Param		If-Match	header	string	false	"the ETag the client read: the write applies only to that version (412 otherwise)"
@@ -318,7 +318,7 @@ func (s *Server) handleVIPPatch(w http.ResponseWriter, r *http.Request) error {
 //	@ID			vipDelete
 //	@Description	Deletes a VIP. Without cascade it refuses while a pool serves the VIP; with cascade the pool and its members go too.
 //	@Tags		vips
-//	@Param		id		path	string	true	"VIP id"	extensions(x-example=web)
+//	@Param		id		path	string	true	"VIP id"	extensions(x-example=shop)
 //	@Param		cascade	query	bool	false	"also delete its pool and members"
 //	@Success	204
 //	@Param		If-Match	header	string	false	"the ETag the client read: the write applies only to that version (412 otherwise)"

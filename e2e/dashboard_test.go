@@ -517,3 +517,69 @@ func TestDashboard_NoLeader(t *testing.T) {
 		t.Errorf("with no leader the cluster panel shows %q, want it to say no leader", got)
 	}
 }
+
+// TestDashboard_LongErrorAndCascade checks the page at 1,280 px with a
+// member whose check error is longer than the screen is wide: the page does
+// not scroll sideways, and the error is cut with its whole text on hover.
+// Then the cascade deletes: each confirm says what goes with the object.
+func TestDashboard_LongErrorAndCascade(t *testing.T) {
+	lb := startSDNLB(t)
+	b := newBrowser(t)
+	// A monitor that never probes (admin down): the pools count as
+	// monitored, and no health event replaces the check errors set below.
+	lb.MustAPI(http.MethodPost, "/v1/monitors", map[string]any{"id": "http", "type": "HTTP", "admin_state_up": false}, http.StatusCreated, nil)
+	for i, id := range []string{"web", "api"} {
+		lb.MustAPI(http.MethodPost, "/v1/vips", map[string]any{"id": id, "address": fmt.Sprintf("10.0.0.%d", 100+i), "port": 80}, http.StatusCreated, nil)
+		lb.MustAPI(http.MethodPost, "/v1/pools", map[string]any{"id": id, "vip_id": id}, http.StatusCreated, nil)
+		lb.MustAPI(http.MethodPost, "/v1/pools/"+id+"/monitors", map[string]any{"monitor_id": "http"}, http.StatusNoContent, nil)
+	}
+	for i, id := range []string{"srv1", "srv2", "srv3"} {
+		lb.MustAPI(http.MethodPost, "/v1/members", map[string]any{"id": id, "pool_id": "web", "address": fmt.Sprintf("10.0.0.%d", 1+i), "port": 80}, http.StatusCreated, nil)
+	}
+	lb.MustAPI(http.MethodPost, "/v1/members", map[string]any{"id": "api1", "pool_id": "api", "address": "10.0.0.9", "port": 80}, http.StatusCreated, nil)
+
+	b.run("open the dashboard at 1,280 px", chromedp.EmulateViewport(1280, 900),
+		chromedp.Navigate("http://"+lb.APIAddr+"/dashboard/"))
+	b.waitText(`tr[data-id="srv3"]`, "10.0.0.3")
+	longError := "GET /health: status 404, expected 200 (probed from 192.0.2.2 on eth0, through a gateway: " +
+		strings.Repeat("10.0.0.1-is-on-none-of-eth0's-subnets/", 20) + ")"
+	// As a probe through the wrong route would leave it.
+	evalJS[bool](b, fmt.Sprintf(`(() => {
+		const m = state.members.get("web").find((m) => m.id === "srv2");
+		m.health = { ...m.health, last_check: new Date().toISOString(), last_latency_ms: 1.5, last_error: %q };
+		render();
+		return true;
+	})()`, longError))
+	b.waitText(`tr[data-id="srv2"]`, "status 404")
+	if w := evalJS[[]int](b, `[document.documentElement.scrollWidth, document.documentElement.clientWidth]`); w[0] > w[1] {
+		t.Errorf("the page is %d px wide in a %d px window: it scrolls sideways", w[0], w[1])
+	}
+	if hover := evalJS[string](b, `document.querySelector('tr[data-id="srv2"] .check').title`); !strings.Contains(hover, longError) {
+		t.Errorf("hovering the check shows %q, want the whole error", hover)
+	}
+
+	// Every confirm is answered yes and kept.
+	evalJS[bool](b, `window.confirms = []; window.confirm = (m) => { confirms.push(m); return true; }; true`)
+	confirmed := func(what, click, gone string) string {
+		t.Helper()
+		b.run(what, chromedp.Click(chromedp.CSS(click)), chromedp.WaitNotPresent(chromedp.CSS(gone)))
+		confirms := evalJS[[]string](b, `confirms.splice(0)`)
+		return confirms[len(confirms)-1]
+	}
+	if got := confirmed("delete the monitor", `#monitors tr[data-id="http"] button[title="delete the monitor"]`, `#monitors tr[data-id="http"]`); got != "Delete monitor http and take it off pools api and web?" {
+		t.Errorf("the monitor's cascade asks %q", got)
+	}
+	if got := confirmed("delete pool web", `.pool[data-id="web"] button[title="delete the pool"]`, `.pool[data-id="web"]`); got != "Delete pool web, its 3 members and their stats?" {
+		t.Errorf("the pool's cascade asks %q", got)
+	}
+	if got := confirmed("delete VIP api", `article.vip[data-id="api"] button[title="delete the VIP"]`, `article.vip[data-id="api"]`); got != "Delete VIP api, its pool api, its 1 member and their stats?" {
+		t.Errorf("the VIP's cascade asks %q", got)
+	}
+	var members struct {
+		Members []sdnlb.Member `json:"members"`
+	}
+	lb.MustAPI(http.MethodGet, "/v1/members", nil, http.StatusOK, &members)
+	if len(members.Members) != 0 {
+		t.Errorf("members left after the cascades: %+v", members.Members)
+	}
+}

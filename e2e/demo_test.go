@@ -38,10 +38,7 @@ type demoProc struct {
 func startDemo(t *testing.T, args ...string) *demoProc {
 	t.Helper()
 	requireRootE2E(t)
-	bin, err := testbed.Build(context.Background(), t.TempDir(), "./cmd/sdnlb-demo", true)
-	if err != nil {
-		t.Fatal(err)
-	}
+	bin := buildDemo(t)
 	ctx, cancel := context.WithTimeout(context.Background(), demoTimeout)
 	t.Cleanup(cancel)
 	cmd := exec.CommandContext(ctx, bin, append([]string{"--sdnlb", sdnlbBinary, "--api-addr", "127.0.0.1:0"}, args...)...)
@@ -84,6 +81,16 @@ func startDemo(t *testing.T, args ...string) *demoProc {
 		requireNoLeftovers(t, p.cmd.Process.Pid)
 	})
 	return p
+}
+
+// buildDemo builds cmd/sdnlb-demo with -race.
+func buildDemo(t *testing.T) string {
+	t.Helper()
+	bin, err := testbed.Build(context.Background(), t.TempDir(), "./cmd/sdnlb-demo", true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return bin
 }
 
 // wait waits for the demo to exit and returns how it ended. Call it from
@@ -189,5 +196,35 @@ func TestDemo_Interrupt(t *testing.T) {
 	}
 	if out := p.output(); !strings.Contains(out, "tearing down") || !strings.HasSuffix(out, "done.") {
 		t.Errorf("demo output does not end with the teardown:\n%s", out)
+	}
+}
+
+// TestDemo_OtherOpenvSwitch runs the demo next to another Open vSwitch
+// with a userspace datapath, as a system one by hand (README, "By hand"):
+// one network namespace has room for one userspace datapath only, and the
+// demo must say so and what to do, not end on a raw Open vSwitch log line.
+// The two run on a machine of their own, not to stop other tests' bridges.
+func TestDemo_OtherOpenvSwitch(t *testing.T) {
+	requireRootE2E(t)
+	m := testbed.NewMachine(t)
+	ctx, cancel := context.WithTimeout(context.Background(), demoTimeout)
+	defer cancel()
+	if out, err := m.Run(ctx, `/usr/share/openvswitch/scripts/ovs-ctl --no-ovs-vswitchd --system-id=random start
+ovs-vswitchd --pidfile --detach --log-file 2>/dev/null
+ovs-vsctl add-br br0 -- set bridge br0 datapath_type=netdev`); err != nil {
+		t.Fatalf("the other Open vSwitch: %v\n%s", err, out)
+	}
+	demo := buildDemo(t)
+	out, err := m.Run(ctx, demo+" --check --sdnlb "+sdnlbBinary)
+	if err == nil {
+		t.Fatalf("demo --check next to another userspace Open vSwitch passed:\n%s", out)
+	}
+	for _, want := range []string{"another Open vSwitch runs a userspace datapath", "ovs-vswitchd (pid ", "ovs-ctl stop"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("demo output does not say %q:\n%s", want, out)
+		}
+	}
+	if strings.Contains(out, "not ready") {
+		t.Errorf("demo output has the raw failure:\n%s", out)
 	}
 }

@@ -25,8 +25,13 @@ var bucketTarget = regexp.MustCompile(`exec\(set_field:(0x[0-9a-f]+)->ct_label`)
 // many buckets of the switch's groups send to it.
 func (b *lbBed) buckets(tb testing.TB) map[string]int {
 	tb.Helper()
+	return groupBuckets(b.sw.Ofctl("dump-groups", b.sw.Name))
+}
+
+// groupBuckets is buckets of the output of ovs-ofctl dump-groups.
+func groupBuckets(dump string) map[string]int {
 	counts := map[string]int{}
-	for _, line := range strings.Split(b.sw.Ofctl("dump-groups", b.sw.Name), "\n") {
+	for _, line := range strings.Split(dump, "\n") {
 		group, buckets, _ := strings.Cut(strings.TrimSpace(line), ",")
 		for _, bucket := range strings.Split(buckets, "bucket=")[1:] {
 			if m := bucketTarget.FindStringSubmatch(bucket); m != nil {

@@ -496,3 +496,68 @@ func TestHealth_AllMembersDown(t *testing.T) {
 	b.lb.WaitMemberStatus(b.mems[0].ID, sdnlb.MemberUp, 5*time.Second)
 	waitServes(t, b.clients[0], b.url, 5*time.Second)
 }
+
+// TestHealth_ControllerRemoved: the health probes leave this host on the
+// bridge's LOCAL port and cross the bridge to the members, so they need
+// its flows like any packet. A controller that is only away (sdnlb down
+// or unreachable) leaves the flows, and the members stay UP. `ovs-vsctl
+// del-controller` makes Open vSwitch flush them; in secure mode the bridge
+// then drops everything, the probes too, and every member goes DOWN, its
+// error naming where the probes left from, until a controller is set
+// again and sdnlb reinstalls the flows.
+func TestHealth_ControllerRemoved(t *testing.T) {
+	b := newMonitoredBed(t, sdnlb.DispatchSwitch)
+
+	t.Run("Unreachable", func(t *testing.T) {
+		b.sw.Disconnect()
+		b.lb.WaitSwitches(0, 20*time.Second)
+		if len(b.sw.DumpFlows()) == 0 {
+			t.Fatal("the bridge lost its flows with its controller only unreachable")
+		}
+		waitProbedSince(t, b, time.Now().Add(detectWindow))
+		for _, m := range b.mems {
+			if got := b.lb.Member(m.ID); got.Status != sdnlb.MemberUp {
+				t.Errorf("member %s is %s with the controller away, want UP: %s", m.ID, got.Status, got.Health.LastError)
+			}
+		}
+		b.lb.Connect(b.sw)
+	})
+
+	t.Run("Removed", func(t *testing.T) {
+		b.sw.DelController()
+		b.lb.WaitSwitches(0, 20*time.Second)
+		if flows := b.sw.DumpFlows(); len(flows) > 0 {
+			t.Fatalf("del-controller left %d flows, first: %s", len(flows), flows[0])
+		}
+		from := "probed from " + b.sw.LocalIP + " on " + b.sw.Name
+		for _, m := range b.mems {
+			b.lb.WaitMemberStatus(m.ID, sdnlb.MemberDown, 5*time.Second)
+			if got := b.lb.Member(m.ID).Health.LastError; !strings.Contains(got, from) {
+				t.Errorf("member %s: check error %q, want it to say %q", m.ID, got, from)
+			}
+		}
+		b.lb.Connect(b.sw)
+		for _, m := range b.mems {
+			b.lb.WaitMemberStatus(m.ID, sdnlb.MemberUp, 10*time.Second)
+		}
+	})
+}
+
+// waitProbedSince waits until every member of b was probed after at.
+func waitProbedSince(t *testing.T, b *lbBed, at time.Time) {
+	t.Helper()
+	deadline := at.Add(10 * time.Second)
+	for i := 0; i < 1000 && time.Now().Before(deadline); i++ {
+		probed := 0
+		for _, m := range b.mems {
+			if c := b.lb.Member(m.ID).Health.LastCheck; c != nil && c.After(at) {
+				probed++
+			}
+		}
+		if probed == len(b.mems) {
+			return
+		}
+		time.Sleep(statusPoll)
+	}
+	t.Fatalf("members not all probed since %v", at)
+}

@@ -527,8 +527,9 @@ func waitServes(tb testing.TB, h *Host, url string, timeout time.Duration) time.
 }
 
 // TestSwitch_Reconnect checks that the VIP serves again after the switch
-// lost its controller and came back, both when it kept its flows and when
-// it lost them (as after a switch restart).
+// lost its controller and came back, both when it kept its flows (the
+// controller unreachable) and when it lost them (as after a switch
+// restart, or del-controller, which flushes them).
 func TestSwitch_Reconnect(t *testing.T) {
 	b := newLBBed(t, 1, 3, sdnlb.RoundRobin, nil)
 	c := b.clients[0]
@@ -542,10 +543,14 @@ func TestSwitch_Reconnect(t *testing.T) {
 		{"FlowsLost", true},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			b.sw.DelController()
-			b.lb.WaitSwitches(0, 20*time.Second)
 			if tt.dropFlows {
-				b.sw.Ofctl("del-flows")
+				b.sw.DelController()
+			} else {
+				b.sw.Disconnect()
+			}
+			b.lb.WaitSwitches(0, 20*time.Second)
+			if kept := len(b.sw.DumpFlows()) > 0; kept != !tt.dropFlows {
+				t.Fatalf("flows kept: %v, want %v", kept, !tt.dropFlows)
 			}
 			b.sw.SetController(b.lb.OpenFlowAddr)
 			b.lb.WaitSwitches(1, 20*time.Second)

@@ -366,8 +366,8 @@ func TestEngine_TCPServerStopsAndRestarts(t *testing.T) {
 	h.step(t, time.Second)
 	h.wantStatuses(t, "a", sdnlb.MemberUp, sdnlb.MemberDown)
 	down, _ := h.store.last("a")
-	if !strings.Contains(down.LastError, "connection refused") || !down.Since.Equal(h.clock.Now()) {
-		t.Fatalf("DOWN written as %+v, want the refusal and since now", down)
+	if !strings.Contains(down.LastError, "connection refused (probed from 127.0.0.1 on ") || !down.Since.Equal(h.clock.Now()) {
+		t.Fatalf("DOWN written as %+v, want the refusal, where the probe left from, and since now", down)
 	}
 	h.step(t, time.Second)
 	h.step(t, time.Second)
@@ -723,6 +723,11 @@ func TestEngine_Metrics(t *testing.T) {
 	if checks != 3 {
 		t.Errorf("%d members with a check duration, want 3", checks)
 	}
+	for _, m := range cfg.Members {
+		if k := `sdnlb_member_health_up{member="` + m.ID + `"}`; got[k] != 1 {
+			t.Errorf("%s = %v, want 1", k, got[k])
+		}
+	}
 	t.Run("SecondEngineSharesCollectors", func(t *testing.T) {
 		again := newMetrics(reg, h.e.log)
 		if again.probes != h.e.metrics.probes || again.members != h.e.metrics.members {
@@ -811,7 +816,8 @@ func TestEngine_RunAgain(t *testing.T) {
 		Members:  []*sdnlb.Member{testMember("a", "p1", 0, sdnlb.MemberDown)},
 	}
 	h := &harness{clock: newFakeClock(t0), src: newFakeSource(cfg), store: &fakeHealthStore{}}
-	h.e = New(h.src, h.store, Options{Now: h.clock.Now, After: h.clock.After})
+	reg := prometheus.NewRegistry()
+	h.e = New(h.src, h.store, Options{Now: h.clock.Now, After: h.clock.After, Registerer: reg})
 	h.e.settle = make(chan settleRequest)
 	run := func() func() {
 		ctx, cancel := context.WithCancel(context.Background())
@@ -838,6 +844,11 @@ func TestEngine_RunAgain(t *testing.T) {
 	if live, ok := h.e.MemberHealth("a"); ok {
 		t.Fatalf("live health %+v after the run; want none, the store answers", live)
 	}
+	for k, v := range gatherValues(t, reg) {
+		if strings.HasPrefix(k, "sdnlb_members{") || strings.HasPrefix(k, "sdnlb_member_") {
+			t.Errorf("after the run %s = %v; want no member gauges", k, v)
+		}
+	}
 	h.clock.Advance(10 * time.Second)
 	h.wantStatuses(t, "a", sdnlb.MemberUp) // nothing while stopped
 
@@ -850,4 +861,8 @@ func TestEngine_RunAgain(t *testing.T) {
 	}
 	h.step(t, time.Second)
 	h.wantStatuses(t, "a", sdnlb.MemberUp, sdnlb.MemberUp)
+	got := gatherValues(t, reg)
+	if got[`sdnlb_members{status="UP"}`] != 1 || got[`sdnlb_member_health_up{member="a"}`] != 1 {
+		t.Errorf("second run's gauges %v; want the one member counted once, UP", got)
+	}
 }

@@ -88,6 +88,7 @@ type Engine struct {
 	metrics *metrics
 	probers map[sdnlb.MonitorType]prober
 	pinger  *pinger
+	routes  *routes
 
 	mu   sync.RWMutex
 	live map[string]sdnlb.MemberHealth // by member id, for MemberHealth
@@ -158,6 +159,7 @@ func New(src sdnlb.ConfigSource, svc sdnlb.MemberHealthService, opts Options) *E
 		src: src, svc: svc, log: log, clock: c, max: limit,
 		metrics: newMetrics(opts.Registerer, log),
 		pinger:  newPinger(log),
+		routes:  newRoutes(),
 		live:    make(map[string]sdnlb.MemberHealth),
 		members: make(map[string]*memberEntry),
 		results: make(chan probeDone, limit), // every probe in flight has room: they never block
@@ -199,6 +201,7 @@ func (e *Engine) Run(ctx context.Context) error {
 		cancel()
 		wg.Wait()
 		e.pinger.close()
+		e.metrics.forget()
 		// The live health is this run's: the store's answers without it.
 		e.mu.Lock()
 		e.live = make(map[string]sdnlb.MemberHealth)
@@ -335,7 +338,7 @@ func (e *Engine) dispatch(ctx context.Context, wg *sync.WaitGroup, now time.Time
 			if p == nil {
 				err = fmt.Errorf("unknown monitor type %q", tg.Type)
 			} else {
-				err = p.probe(pctx, tg)
+				err = e.routes.explain(p.probe(pctx, tg), tg.Addr)
 			}
 			e.results <- probeDone{task: t, gen: gen, started: now, res: probeResult{Err: err, Latency: time.Since(began)}}
 		})
@@ -382,7 +385,7 @@ func (e *Engine) finish(d probeDone) {
 func (e *Engine) transition(m *memberEntry, tr transition) {
 	e.log.Info("member health changed", "member", m.id, "address", m.address,
 		"from", tr.From, "to", tr.To, "reason", tr.Reason)
-	e.metrics.changed(tr.From, tr.To)
+	e.metrics.changed(m.id, tr.From, tr.To)
 	e.writer.put(m.id, m.state.health)
 }
 
@@ -446,7 +449,7 @@ func (e *Engine) reconcileMember(m *sdnlb.Member, plan *poolPlan, now time.Time)
 	if entry == nil {
 		entry = &memberEntry{id: m.ID, state: newMemberState(m.Health), tasks: make(map[string]*task)}
 		e.members[m.ID] = entry
-		e.metrics.members.WithLabelValues(string(entry.state.health.Status)).Inc()
+		e.metrics.added(m.ID, entry.state.health.Status)
 	}
 	entry.address = m.Address
 
@@ -515,8 +518,7 @@ func (e *Engine) removeMember(m *memberEntry) {
 	}
 	delete(e.members, m.id)
 	e.writer.drop(m.id)
-	e.metrics.members.WithLabelValues(string(m.state.health.Status)).Dec()
-	e.metrics.check.DeleteLabelValues(m.id)
+	e.metrics.removed(m.id, m.state.health.Status)
 	e.mu.Lock()
 	delete(e.live, m.id)
 	e.mu.Unlock()

@@ -8,6 +8,8 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/http/httptrace"
+	"net/netip"
 	"net/url"
 
 	"github.com/sdnlb/sdnlb"
@@ -79,14 +81,22 @@ func (p *httpProber) probe(ctx context.Context, t target) error {
 	}
 	req.Host = t.Addr.String()
 	req.Header.Set("User-Agent", "sdnlb-health")
+	var local netip.Addr // of the connection, for the error
+	req = req.WithContext(httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{
+		GotConn: func(info httptrace.GotConnInfo) {
+			if a, ok := info.Conn.LocalAddr().(*net.TCPAddr); ok {
+				local = a.AddrPort().Addr().Unmap()
+			}
+		},
+	}))
 	resp, err := client.Do(req)
 	if err != nil {
-		return fmt.Errorf("%s %s: %w", t.Method, t.Path, unwrapURL(err))
+		return &netError{local: local, err: fmt.Errorf("%s %s: %w", t.Method, t.Path, unwrapURL(err))}
 	}
 	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, maxBodyDrain))
 	_ = resp.Body.Close()
 	if !codes.Match(resp.StatusCode) {
-		return fmt.Errorf("%s %s: status %d, expected %s", t.Method, t.Path, resp.StatusCode, t.Codes)
+		return &netError{local: local, err: fmt.Errorf("%s %s: status %d, expected %s", t.Method, t.Path, resp.StatusCode, t.Codes)}
 	}
 	return nil
 }

@@ -18,6 +18,7 @@ type metrics struct {
 	seconds     *prometheus.HistogramVec
 	members     *prometheus.GaugeVec
 	check       *prometheus.GaugeVec // the latest probe's duration, by member id
+	healthUp    *prometheus.GaugeVec // by member id
 }
 
 func newMetrics(reg prometheus.Registerer, log *slog.Logger) *metrics {
@@ -43,6 +44,10 @@ func newMetrics(reg prometheus.Registerer, log *slog.Logger) *metrics {
 			Name: "sdnlb_member_check_duration_seconds",
 			Help: "Duration of the member's latest health probe.",
 		}, []string{"member"}),
+		healthUp: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "sdnlb_member_health_up",
+			Help: "1 while the member's health monitors say UP (or it has none), 0 while DOWN; a drain leaves it as it is.",
+		}, []string{"member"}),
 	}
 	if reg == nil {
 		return m
@@ -52,6 +57,7 @@ func newMetrics(reg prometheus.Registerer, log *slog.Logger) *metrics {
 	m.seconds = register(reg, m.seconds, log)
 	m.members = register(reg, m.members, log)
 	m.check = register(reg, m.check, log)
+	m.healthUp = register(reg, m.healthUp, log)
 	return m
 }
 
@@ -82,8 +88,39 @@ func (m *metrics) probed(member string, typ sdnlb.MonitorType, err error, d time
 	m.seconds.WithLabelValues(string(typ)).Observe(d.Seconds())
 }
 
-func (m *metrics) changed(from, to sdnlb.MemberStatus) {
+func (m *metrics) changed(member string, from, to sdnlb.MemberStatus) {
 	m.transitions.WithLabelValues(string(to)).Inc()
 	m.members.WithLabelValues(string(from)).Dec()
 	m.members.WithLabelValues(string(to)).Inc()
+	m.setHealth(member, to)
+}
+
+// added counts a member the engine starts watching, with the health it
+// starts from.
+func (m *metrics) added(member string, status sdnlb.MemberStatus) {
+	m.members.WithLabelValues(string(status)).Inc()
+	m.setHealth(member, status)
+}
+
+func (m *metrics) removed(member string, status sdnlb.MemberStatus) {
+	m.members.WithLabelValues(string(status)).Dec()
+	m.check.DeleteLabelValues(member)
+	m.healthUp.DeleteLabelValues(member)
+}
+
+func (m *metrics) setHealth(member string, status sdnlb.MemberStatus) {
+	up := 1.0
+	if status == sdnlb.MemberDown {
+		up = 0
+	}
+	m.healthUp.WithLabelValues(member).Set(up)
+}
+
+// forget drops what the gauges say of the members when a run ends: a
+// node that does not run the monitors (a follower) knows nothing of them,
+// and the next run counts them afresh.
+func (m *metrics) forget() {
+	m.members.Reset()
+	m.check.Reset()
+	m.healthUp.Reset()
 }

@@ -108,13 +108,13 @@ func (p *pinger) probe(ctx context.Context, t target) error {
 	defer p.unregister(key)
 	msg := echoRequest(key, p.token[:])
 	if _, err := conn.WriteTo(msg, &net.IPAddr{IP: t.Addr.AsSlice()}); err != nil {
-		return fmt.Errorf("icmp echo: %w", unwrapOp(err))
+		return &netError{err: fmt.Errorf("icmp echo: %w", unwrapOp(err))}
 	}
 	select {
 	case <-reply:
 		return nil
 	case <-ctx.Done():
-		return errors.New("icmp echo: no reply within the timeout")
+		return &netError{err: errors.New("icmp echo: no reply within the timeout")}
 	}
 }
 

@@ -51,7 +51,7 @@ func (p *tcpProber) probe(ctx context.Context, t target) error {
 	}
 	conn, err := p.dialer.DialContext(ctx, "tcp", ap.String())
 	if err != nil {
-		return fmt.Errorf("tcp connect: %w", unwrapOp(err))
+		return &netError{err: fmt.Errorf("tcp connect: %w", unwrapOp(err))}
 	}
 	// Reset instead of a FIN: at thousands of probes a second, TIME_WAIT
 	// sockets would pile up on the controller host (HAProxy does the same).

@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # Lints the generated OpenAPI spec with Redocly CLI and Spectral, with the
-# rulesets in openapi/ (each exception there says why). The linters and
-# everything they load are pinned by openapi/lint/package-lock.json and
-# installed with npm into a directory outside the repository, once: later
-# runs reuse it and need no network. scripts/test.sh runs this.
+# rulesets in openapi/ (each exception there says why). The linters, Prism
+# (whose validating proxy cmd/sdnlb's TestOpenAPIPrism runs) and everything
+# they load are pinned by openapi/lint/package-lock.json and installed with
+# npm into a directory outside the repository, once: later runs reuse it
+# and need no network. scripts/test.sh runs this.
 #
 #   SDNLB_LINT_TOOLS  where the linters are installed
 #                     (default ${XDG_CACHE_HOME:-~/.cache}/sdnlb/openapi-lint)

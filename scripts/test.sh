@@ -10,7 +10,7 @@ set -euo pipefail
 export PATH="/usr/local/go/bin:$PATH"
 cd "$(dirname "$0")/.."
 
-e2e_commands=(ovsdb-server ovs-vswitchd ovs-vsctl ovs-ofctl ovsdb-tool ethtool ip ping curl promtool chromium)
+e2e_commands=(ovsdb-server ovs-vswitchd ovs-vsctl ovs-ofctl ovsdb-tool ethtool ip ping curl python3 promtool chromium)
 
 missing_commands() {
 	local cmd
@@ -46,7 +46,7 @@ install_e2e_deps() {
 	missing="$(missing_commands)"
 	[[ -z "$missing" ]] && return 0
 	echo "== installing e2e tools (missing: $(echo "$missing" | tr '\n' ' '))"
-	apt_install openvswitch-switch ethtool iproute2 iputils-ping curl prometheus chromium
+	apt_install openvswitch-switch ethtool iproute2 iputils-ping curl python3 prometheus chromium
 	# Should a system Open vSwitch have started anyway (systemd without
 	# policy-rc.d support), stop it: our tests use private daemons only.
 	if command -v systemctl >/dev/null 2>&1 && systemctl is-active --quiet openvswitch-switch 2>/dev/null; then
@@ -128,7 +128,11 @@ go vet ./...
 go vet -tags e2e "${e2e_pkgs[@]}"
 
 echo "== OpenAPI lint (Redocly CLI, Spectral)"
+export SDNLB_LINT_TOOLS="${SDNLB_LINT_TOOLS:-${XDG_CACHE_HOME:-$HOME/.cache}/sdnlb/openapi-lint}"
 ./scripts/lint-openapi.sh
+# Installed with the linters: Prism, whose validating proxy checks a
+# session against the spec (cmd/sdnlb's TestOpenAPIPrism).
+export SDNLB_PRISM="$SDNLB_LINT_TOOLS/node_modules/.bin/prism"
 
 echo "== hermetic tests"
 go test -race -count=1 -timeout 10m ./...
@@ -140,6 +144,7 @@ fi
 
 echo "== alert rules (promtool)"
 promtool check rules deploy/prometheus/alerts.yml
+promtool test rules deploy/prometheus/alerts_test.yml
 
 echo "== e2e tests (private Open vSwitch, userspace datapath): ${e2e_pkgs[*]}"
 go test -race -count=1 -tags e2e -p 1 -timeout 10m "${e2e_pkgs[@]}"

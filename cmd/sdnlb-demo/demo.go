@@ -85,6 +85,9 @@ func (d *demo) build() {
 			r.Fatalf("%v", err)
 		}
 	}
+	if other := testbed.OtherUserspaceOVS(); other != "" {
+		r.Fatalf("%s", other)
+	}
 	d.sw = testbed.NewSwitch(r)
 	d.printf("bridge %s (private ovsdb-server and ovs-vswitchd, userspace datapath) on %s\n", d.sw.Name, d.sw.Subnet)
 	for i := 0; i < nMembers; i++ {

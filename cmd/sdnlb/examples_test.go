@@ -29,7 +29,9 @@ var tryItOutOrder = []string{
 // that have a default, and a body of its properties' examples (a property
 // without one would go as a made-up "string" or 0). Every native operation
 // must succeed with that, in tryItOutOrder, against a real server with a
-// switch connected; each exchange is checked against the spec.
+// switch connected and the configuration the demo and the README's "By
+// hand" create, which the examples must not collide with; each exchange is
+// checked against the spec.
 func TestOpenAPIExamples_TryItOut(t *testing.T) {
 	var spec swagger2
 	if err := json.Unmarshal(openapi.JSON, &spec); err != nil {
@@ -56,12 +58,28 @@ func TestOpenAPIExamples_TryItOut(t *testing.T) {
 	c := newSpecChecker(t).client(t, m, "")
 	waitOK(t, c.base+"/readyz")
 	connectSwitch(t, m)
+	createByHandConfig(t, m)
 	for _, id := range tryItOutOrder {
 		if id == "poolStats" {
 			waitOK(t, c.base+ops[id].path)
 		}
 		c.do(ops[id])
 	}
+}
+
+// createByHandConfig creates what the README's "By hand" does: the demo's
+// ids (web, srv1…srv3, http) at the README's addresses.
+func createByHandConfig(t *testing.T, m *Main) {
+	t.Helper()
+	call(t, m, "POST", "/v1/vips", map[string]any{"id": "web", "address": "10.0.0.100", "protocol": "TCP", "port": 80}, 201, nil)
+	call(t, m, "POST", "/v1/pools", map[string]any{"id": "web", "vip_id": "web", "lb_method": "ROUND_ROBIN"}, 201, nil)
+	for n := 1; n <= 3; n++ {
+		call(t, m, "POST", "/v1/members", map[string]any{
+			"id": fmt.Sprintf("srv%d", n), "pool_id": "web", "address": fmt.Sprintf("10.0.0.%d", n), "port": 80,
+		}, 201, nil)
+	}
+	call(t, m, "POST", "/v1/monitors", map[string]any{"id": "http", "type": "HTTP", "url_path": "/health"}, 201, nil)
+	call(t, m, "POST", "/v1/pools/web/monitors", map[string]any{"monitor_id": "http"}, 204, nil)
 }
 
 // swagger2 is as much of the Swagger 2.0 spec as Swagger UI reads to

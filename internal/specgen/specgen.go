@@ -1,17 +1,19 @@
 // Package specgen generates the OpenAPI spec in openapi/ from the swag
 // comments of the api package and the root package's types: swag parses
-// them, and one step swag cannot express is applied to its result (see
-// optionalBearer). `go generate ./api` writes the spec with it, and the
+// them, and the steps swag cannot express are applied to its result (see
+// optionalBearer and inlineNullable). `go generate ./api` writes the spec with it, and the
 // openapi package's test compares the committed files with its output.
 package specgen
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"io"
 	"log"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/go-openapi/spec"
 	"github.com/swaggo/swag"
@@ -42,6 +44,9 @@ func Generate(root string) (map[string][]byte, error) {
 	}
 	s := p.GetSwagger()
 	optionalBearer(s)
+	if err := inlineNullable(s); err != nil {
+		return nil, err
+	}
 
 	compact, err := json.Marshal(s)
 	if err != nil {
@@ -90,4 +95,44 @@ func optionalBearer(s *spec.Swagger) {
 func isBearerOnly(req map[string][]string) bool {
 	scopes, ok := req["Bearer"]
 	return ok && len(req) == 1 && len(scopes) == 0
+}
+
+// inlineNullable gives each nullable field that swag writes as a
+// reference, {allOf: [$ref], x-nullable: true}, the referenced schema
+// inline with x-nullable next to its type. The wrapper has no type, and
+// tools read x-nullable as OpenAPI 3's nullable, which adds null only to
+// a type beside it (3.0.3): Prism then checked null against the
+// referenced object schema and refused every VIP without persistence. A
+// definition that nothing references any more goes.
+func inlineNullable(s *spec.Swagger) error {
+	inlined := map[string]bool{}
+	for _, def := range s.Definitions {
+		for name, prop := range def.Properties {
+			if nullable, _ := prop.Extensions.GetBool("x-nullable"); !nullable || len(prop.AllOf) != 1 || len(prop.Type) > 0 {
+				continue
+			}
+			ref := prop.AllOf[0].Ref.String()
+			target, ok := s.Definitions[strings.TrimPrefix(ref, "#/definitions/")]
+			if !ok {
+				return fmt.Errorf("nullable field %s: no definition %s", name, ref)
+			}
+			target.Description = prop.Description
+			target.Extensions = spec.Extensions{}
+			for k, v := range prop.Extensions {
+				target.Extensions[k] = v
+			}
+			def.Properties[name] = target
+			inlined[ref] = true
+		}
+	}
+	all, err := json.Marshal(s)
+	if err != nil {
+		return err
+	}
+	for ref := range inlined {
+		if !bytes.Contains(all, []byte(`"`+ref+`"`)) {
+			delete(s.Definitions, strings.TrimPrefix(ref, "#/definitions/"))
+		}
+	}
+	return nil
 }

@@ -12,11 +12,13 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/netip"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -168,10 +170,29 @@ func (s *Switch) WaitConnected(timeout time.Duration) {
 	s.tb.Fatalf("bridge %s not connected to its controller after %v (is_connected=%q)", s.Name, timeout, got)
 }
 
-// DelController removes the controller; the flows it pushed stay (secure mode).
+// DelController removes the controller. Open vSwitch then deletes every
+// flow of the bridge (it flushes a bridge whose last controller goes), and
+// in secure mode nothing replaces them: the bridge drops every packet
+// until a controller is set again and reinstalls them. Disconnect keeps
+// the flows.
 func (s *Switch) DelController() {
 	s.tb.Helper()
 	s.Vsctl("del-controller", s.Name)
+}
+
+// Disconnect ends the session with the controller and keeps the flows, as
+// when the controller dies or cannot be reached: the bridge keeps a
+// controller, at a port that this process opened and closed again, so
+// nothing answers there.
+func (s *Switch) Disconnect() {
+	s.tb.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		s.tb.Fatal(err)
+	}
+	dead := l.Addr().String()
+	l.Close()
+	s.SetController(dead)
 }
 
 // DumpFlows returns the bridge's OpenFlow 1.3 flow table as ovs-ofctl prints
@@ -354,7 +375,29 @@ func (s *Switch) waitReady(daemonName, name string, args ...string) {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
+	// ovs-vswitchd retries a busy userspace datapath, so a bed next to
+	// another test's waits until that one ends, up to here.
+	if daemonName == "ovs-vswitchd" && s.logContains("ovs-vswitchd.log", netdevDatapathDev+": creating tap device failed") {
+		if other := OtherUserspaceOVS(s.daemonPIDs()...); other != "" {
+			s.tb.Fatal(other)
+		}
+	}
 	s.tb.Fatalf("%s not ready: %v", daemonName, err)
+}
+
+func (s *Switch) logContains(file, substr string) bool {
+	data, err := os.ReadFile(filepath.Join(s.dir, file))
+	return err == nil && bytes.Contains(data, []byte(substr))
+}
+
+func (s *Switch) daemonPIDs() []int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	pids := make([]int, len(s.daemons))
+	for i, d := range s.daemons {
+		pids[i] = d.cmd.Process.Pid
+	}
+	return pids
 }
 
 func (s *Switch) logTail(file string, lines int) {
@@ -508,4 +551,61 @@ func processAlive(pid int) bool {
 // readAll is io.ReadAll with a size cap, for test servers' peers.
 func readAll(r io.Reader) ([]byte, error) {
 	return io.ReadAll(io.LimitReader(r, 1<<20))
+}
+
+// netdevDatapathDev is the device of Open vSwitch's userspace datapath.
+// The first ovs-vswitchd with a netdev bridge in a network namespace
+// creates it, and while it runs another cannot: its bridges fail with
+// "ovs-netdev: creating tap device failed: Device or resource busy".
+const netdevDatapathDev = "ovs-netdev"
+
+// OtherUserspaceOVS says what to do when an ovs-vswitchd other than those
+// with PIDs ours holds this network namespace's userspace datapath, and
+// returns "" when none does. The demo checks it first: a system Open
+// vSwitch does not go away by itself.
+func OtherUserspaceOVS(ours ...int) string {
+	if !linkExists(netdevDatapathDev) {
+		return ""
+	}
+	var others []string
+	for _, pid := range vswitchdsInThisNetNS() {
+		if !slices.Contains(ours, pid) {
+			others = append(others, strconv.Itoa(pid))
+		}
+	}
+	holder := "another program"
+	if len(others) > 0 {
+		holder = "ovs-vswitchd (pid " + strings.Join(others, ", ") + ")"
+	}
+	return fmt.Sprintf("another Open vSwitch runs a userspace datapath in this network namespace (%s holds its device %s), "+
+		"and there is room for one only: stop it (the system's: /usr/share/openvswitch/scripts/ovs-ctl stop) and run this again",
+		holder, netdevDatapathDev)
+}
+
+// vswitchdsInThisNetNS lists the PIDs of the ovs-vswitchd processes in
+// this process's network namespace.
+func vswitchdsInThisNetNS() []int {
+	self, err := os.Readlink("/proc/self/ns/net")
+	if err != nil {
+		return nil
+	}
+	entries, err := os.ReadDir("/proc")
+	if err != nil {
+		return nil
+	}
+	var pids []int
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		comm, err := os.ReadFile("/proc/" + e.Name() + "/comm")
+		if err != nil || strings.TrimSpace(string(comm)) != "ovs-vswitchd" {
+			continue
+		}
+		if ns, err := os.Readlink("/proc/" + e.Name() + "/ns/net"); err == nil && ns == self && processAlive(pid) {
+			pids = append(pids, pid)
+		}
+	}
+	return pids
 }

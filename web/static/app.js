@@ -530,9 +530,11 @@ function memberRow(v, m) {
   const tr = el("tr");
   tr.dataset.id = m.id;
   const monitored = v.pool.monitor_ids.length > 0;
-  // Check results are only shown while a monitor still checks the member.
-  const check = monitored && m.health.last_check
+  // Check results are only shown while a monitor still checks the member;
+  // a long error is cut to the column, whole on hover.
+  const checkText = monitored && m.health.last_check
     ? `${m.health.last_latency_ms.toFixed(1)} ms${m.health.last_error ? " · " + m.health.last_error : ""}` : "";
+  const check = el("span", { class: "check", title: checkText }, checkText);
   const weight = el("input", { type: "number", min: 0, max: 256, value: m.weight, class: "weight",
     title: "weight (0 drains); Enter to apply",
     onchange: (e) => { const w = Number(e.target.value); e.target.blur(); act(() => api("PATCH",
@@ -908,21 +910,49 @@ async function act(f) {
 }
 
 const paths = { vip: "/v1/vips", pool: "/v1/pools", member: "/v1/members", monitor: "/v1/monitors" };
+const kindNames = { vip: "VIP", pool: "pool", member: "member", monitor: "monitor" };
 
 async function remove(kind, obj) {
-  const what = `${kind} ${obj.name || obj.id}`;
+  const what = `${kindNames[kind]} ${obj.name || obj.id}`;
   if (!confirm(`Delete ${what}?`)) return;
   const path = `${paths[kind]}/${encodeURIComponent(obj.id)}`;
   try {
     await api("DELETE", path);
   } catch (err) {
     if (err.code !== "conflict") return toast(err.message, true);
-    if (!confirm(`${err.message}\n\nDelete ${what} with what depends on it (cascade)?`)) return;
+    if (!confirm(cascadeQuestion(kind, obj, what))) return;
     try { await api("DELETE", path + "?cascade=true"); } catch (err2) { return toast(err2.message, true); }
   }
   toast(`deleted ${what}`);
   await loadConfig().catch(showError);
 }
+
+// cascadeQuestion asks whether to delete obj with what depends on it,
+// naming what goes: "Delete pool web, its 3 members and their stats?".
+function cascadeQuestion(kind, obj, what) {
+  const members = (poolID) => counted((state.members.get(poolID) || []).length, "member");
+  switch (kind) {
+    case "vip": {
+      const pool = state.pools.find((p) => p.vip_id === obj.id);
+      if (pool) return `Delete ${what}, its pool ${pool.name || pool.id}, its ${members(pool.id)} and their stats?`;
+      break;
+    }
+    case "pool":
+      return `Delete ${what}, its ${members(obj.id)} and their stats?`;
+    case "monitor": {
+      const pools = obj.pool_ids || [];
+      if (pools.length) return `Delete ${what} and take it off ${pools.length === 1 ? "pool" : "pools"} ${listed(pools)}?`;
+      break;
+    }
+  }
+  return `Delete ${what} with what depends on it?`;
+}
+
+// counted is "1 member", "3 members".
+const counted = (n, noun) => `${n} ${noun}${n === 1 ? "" : "s"}`;
+
+// listed is "a", "a and b", "a, b and c".
+const listed = (names) => names.length < 2 ? names.join("") : `${names.slice(0, -1).join(", ")} and ${names[names.length - 1]}`;
 
 // ---------------------------------------------------------------- forms
 
