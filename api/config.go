@@ -4,12 +4,14 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"io"
 	"mime"
 	"net/http"
 	"reflect"
 	"strconv"
 	"strings"
 
+	goyaml "go.yaml.in/yaml/v2"
 	"sigs.k8s.io/yaml"
 
 	"github.com/sdnlb/sdnlb"
@@ -178,10 +180,40 @@ func decodeConfigBody(w http.ResponseWriter, r *http.Request, doc *rawConfigDocu
 	if err != nil {
 		return sdnlb.Errorf(sdnlb.EINVALID, "the body is not valid YAML: %s", strings.TrimPrefix(err.Error(), "error converting YAML to JSON: "))
 	}
+	if err := checkOneYAMLDocument(body); err != nil {
+		return err
+	}
 	if isJSONNull(js) {
 		return sdnlb.Errorf(sdnlb.EINVALID, "the YAML document is empty or null; a mapping is required")
 	}
 	return decodeStrict(js, doc)
+}
+
+// checkOneYAMLDocument refuses a YAML stream of several documents: the
+// conversion reads the first only, and applying that alone (pruning what
+// the others declare) is not what the client asked for. Empty documents
+// after the first, as a trailing "---" leaves, are allowed.
+func checkOneYAMLDocument(body []byte) error {
+	dec := goyaml.NewDecoder(bytes.NewReader(body))
+	documents := 0
+	for i := 0; ; i++ {
+		var doc any
+		err := dec.Decode(&doc)
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return sdnlb.Errorf(sdnlb.EINVALID, "the body is not valid YAML: %s", strings.TrimPrefix(err.Error(), "yaml: "))
+		}
+		if i == 0 || doc != nil {
+			documents++
+		}
+	}
+	if documents > 1 {
+		return sdnlb.Errorf(sdnlb.EINVALID,
+			"the body holds %d YAML documents (split by ---); PUT /v1/config takes one document that declares the whole configuration", documents)
+	}
+	return nil
 }
 
 // isYAMLMedia reports whether the Content-Type ct names YAML, in UTF-8.

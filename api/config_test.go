@@ -90,6 +90,10 @@ func TestServer_ConfigApply(t *testing.T) {
 		{"YAML", "/v1/config?prune=true", configYAML, "application/yaml", sdnlb.ApplyOptions{Prune: true}},
 		{"YAMLCharset", "/v1/config?dry_run=1", configYAML, "application/x-yaml; charset=utf-8", sdnlb.ApplyOptions{DryRun: true}},
 		{"JSONAsYAML", "/v1/config?prune=true&dry_run=true", configJSON, "application/yaml", sdnlb.ApplyOptions{Prune: true, DryRun: true}},
+		// Document markers around the one document, as editors and
+		// generators write them, are not a second document.
+		{"YAMLMarkers", "/v1/config", "---\n" + configYAML + "---\n# the end\n", "application/yaml", sdnlb.ApplyOptions{}},
+		{"YAMLEndMarker", "/v1/config", configYAML + "...\n", "application/yaml", sdnlb.ApplyOptions{}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			rec := &applyRecorder{}
@@ -148,6 +152,15 @@ func TestServer_ConfigApplyRefused(t *testing.T) {
 		{name: "ErrYAMLDuplicateKey", method: "PUT", path: "/v1/config", body: "vips:\n- id: a\n  id: b\n", headers: []string{yaml}, status: 400, code: sdnlb.EINVALID},
 		{name: "ErrYAMLField", method: "PUT", path: "/v1/config", body: "members:\n- pool_id: p\n  address: 10.0.0.1\n  port: eighty\n", headers: []string{yaml},
 			status: 400, code: sdnlb.EINVALID, field: "members[0].port"},
+		// The conversion reads the first document only: applying it alone,
+		// and with prune deleting what the second declares, is refused.
+		{name: "ErrYAMLTwoDocuments", method: "PUT", path: "/v1/config?prune=true", body: configYAML + "---\nvips:\n- {id: api, address: 10.0.0.101}\n",
+			headers: []string{yaml}, status: 400, code: sdnlb.EINVALID,
+			check: mentions("holds 2 YAML documents")},
+		{name: "ErrYAMLDocumentAfterEmpty", method: "PUT", path: "/v1/config", body: "---\n---\n" + configYAML, headers: []string{yaml}, status: 400, code: sdnlb.EINVALID,
+			check: mentions("holds 2 YAML documents")},
+		{name: "ErrYAMLBadSecondDocument", method: "PUT", path: "/v1/config", body: configYAML + "...\nvips: [\n", headers: []string{yaml}, status: 400, code: sdnlb.EINVALID,
+			check: mentions("not valid YAML")},
 		{name: "ErrYAMLInfinity", method: "PUT", path: "/v1/config", body: "monitors:\n- id: h\n  delay: .inf\n", headers: []string{yaml}, status: 400, code: sdnlb.EINVALID},
 		{name: "ErrNotUTF8", method: "PUT", path: "/v1/config", body: "{\"vips\":[{\"id\":\"a\",\"name\":\"\xff\"}]}", status: 400, code: sdnlb.EINVALID},
 		{name: "ErrPruneNotBool", method: "PUT", path: "/v1/config?prune=maybe", body: `{}`, status: 400, code: sdnlb.EINVALID, field: "prune"},
@@ -172,6 +185,16 @@ func TestServer_ConfigApplyRefused(t *testing.T) {
 	runRouteCases(t, srv, []routeCase{{name: "ErrFromStore", method: "PUT", path: "/v1/config",
 		body:   `{"members":[{"id":"m1","pool_id":"p","address":"10.0.0.1","port":70000}]}`,
 		status: 400, code: sdnlb.EINVALID, field: "members[0].port"}})
+}
+
+// mentions checks that an answer's body says want.
+func mentions(want string) func(*testing.T, response) {
+	return func(t *testing.T, resp response) {
+		t.Helper()
+		if !strings.Contains(string(resp.Body), want) {
+			t.Errorf("the answer does not say %q: %s", want, resp.Body)
+		}
+	}
 }
 
 // A whole configuration may be larger than one object's 1 MiB.
