@@ -12,8 +12,10 @@ type ApplyOptions struct {
 	// Prune deletes every stored object the declared configuration does
 	// not list.
 	Prune bool
-	// DryRun makes and checks every change, reports them and rolls them
-	// back.
+	// DryRun reports the changes without making them. It reads in a read
+	// transaction, which makes no write wait, and checks each object
+	// alone and the references; the rules that span objects are checked
+	// by the writes, so an apply may still refuse what a dry run passed.
 	DryRun bool
 }
 

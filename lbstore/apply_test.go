@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"reflect"
 	"testing"
+	"time"
 
 	"github.com/sdnlb/sdnlb"
 	"github.com/sdnlb/sdnlb/lbstore"
@@ -233,10 +234,41 @@ func TestConfigService_ApplyConfig(t *testing.T) {
 		assertNoEvent(t, events)
 		assertUnchanged(t, ctx, db, before)
 
-		// A dry run refuses what the apply would.
+		// A dry run refuses an object the apply would refuse for itself.
 		want.Members[0].Weight = 1000
 		_, err := lbstore.NewConfigService(db).ApplyConfig(ctx, want, sdnlb.ApplyOptions{DryRun: true})
 		assertError(t, err, sdnlb.EINVALID, "members[0].weight", "members[0] (id m1)", "weight must be 0-256")
+	})
+
+	// A dry run reads in a read transaction: it answers while a write
+	// holds the write lock, and so never makes writes wait.
+	t.Run("DryRunTakesNoWriteLock", func(t *testing.T) {
+		ctx, db := mustSetup(t)
+		mustApply(t, ctx, db, webConfig(), sdnlb.ApplyOptions{})
+		want := webConfig()
+		want.Members[1].Weight = 3
+		release := lbstore.HoldWriteLock(t, db)
+		defer release()
+		// The deadline only ends a dry run that would wait for the lock.
+		ctx, cancel := context.WithTimeout(ctx, time.Minute)
+		defer cancel()
+		assertDiff(t, mustApply(t, ctx, db, want, sdnlb.ApplyOptions{DryRun: true}).Members, 1, "~m2 weight")
+	})
+
+	// The rules that span objects are checked by the writes, which a dry run
+	// does not make: the apply checks them again in its own transaction.
+	t.Run("ApplyChecksWhatTheDryRunCannot", func(t *testing.T) {
+		ctx, db := mustSetup(t)
+		mustApply(t, ctx, db, webConfig(), sdnlb.ApplyOptions{})
+		before := MustLoadConfig(t, ctx, db)
+		want := webConfig()
+		twin := *want.VIPs[0]
+		twin.ID = "twin" // on the address and port of web
+		want.VIPs = append(want.VIPs, &twin)
+		assertDiff(t, mustApply(t, ctx, db, want, sdnlb.ApplyOptions{DryRun: true}).VIPs, 1, "+twin")
+		_, err := lbstore.NewConfigService(db).ApplyConfig(ctx, want, sdnlb.ApplyOptions{})
+		assertError(t, err, sdnlb.ECONFLICT, "vips[1].address", "already listens on TCP 10.0.0.100:80")
+		assertUnchanged(t, ctx, db, before)
 	})
 
 	t.Run("NameKeys", func(t *testing.T) {
@@ -333,8 +365,11 @@ func TestConfigService_ApplyConfigRejected(t *testing.T) {
 	for _, tc := range []struct {
 		name, code, field string
 		prune             bool
-		edit              func(*sdnlb.Config)
-		mentions          []string
+		// spansObjects: a rule between objects, which the writes check
+		// and so a dry run does not.
+		spansObjects bool
+		edit         func(*sdnlb.Config)
+		mentions     []string
 	}{
 		{name: "ErrInvalidMember", code: sdnlb.EINVALID, field: "members[1].port",
 			edit:     func(c *sdnlb.Config) { c.Members[1].Port = 70000 },
@@ -345,6 +380,9 @@ func TestConfigService_ApplyConfigRejected(t *testing.T) {
 		{name: "ErrDanglingReference", code: sdnlb.EINVALID, field: "pools[0].vip_id",
 			edit:     func(c *sdnlb.Config) { c.Pools[0].VIPID = "nope" },
 			mentions: []string{`vip "nope" not found`}},
+		{name: "ErrMemberOfNoPool", code: sdnlb.EINVALID, field: "members[1].pool_id",
+			edit:     func(c *sdnlb.Config) { c.Members[1].PoolID = "nope" },
+			mentions: []string{"members[1] (id m2)", `pool "nope" not found`}},
 		{name: "ErrUnknownMonitor", code: sdnlb.EINVALID, field: "pools[0].monitor_ids",
 			edit:     func(c *sdnlb.Config) { c.Pools[0].MonitorIDs = []string{"nope"} },
 			mentions: []string{`monitor "nope" not found`}},
@@ -364,7 +402,7 @@ func TestConfigService_ApplyConfigRejected(t *testing.T) {
 				c.Monitors = append(c.Monitors, &m)
 			},
 			mentions: []string{`2 monitors are named "check"`}},
-		{name: "ErrSameAddress", code: sdnlb.ECONFLICT, field: "vips[1].address",
+		{name: "ErrSameAddress", code: sdnlb.ECONFLICT, field: "vips[1].address", spansObjects: true,
 			edit: func(c *sdnlb.Config) {
 				v := *c.VIPs[0]
 				v.ID = "web2"
@@ -379,7 +417,7 @@ func TestConfigService_ApplyConfigRejected(t *testing.T) {
 				c.Members[0].PoolID = "other"
 			},
 			mentions: []string{"pool_id cannot change"}},
-		{name: "ErrProtocolMismatch", code: sdnlb.EINVALID, field: "pools[0].protocol",
+		{name: "ErrProtocolMismatch", code: sdnlb.EINVALID, field: "pools[0].protocol", spansObjects: true,
 			edit:     func(c *sdnlb.Config) { c.VIPs[0].Protocol = sdnlb.ProtocolUDP },
 			mentions: []string{"must match the protocol of vip web"}},
 		{name: "ErrReferenceToPruned", code: sdnlb.EINVALID, field: "members[0].pool_id", prune: true,
@@ -398,6 +436,10 @@ func TestConfigService_ApplyConfigRejected(t *testing.T) {
 			tc.edit(want)
 			_, err := lbstore.NewConfigService(db).ApplyConfig(ctx, want, sdnlb.ApplyOptions{Prune: tc.prune})
 			assertError(t, err, tc.code, tc.field, tc.mentions...)
+			if !tc.spansObjects {
+				_, err = lbstore.NewConfigService(db).ApplyConfig(ctx, want, sdnlb.ApplyOptions{Prune: tc.prune, DryRun: true})
+				assertError(t, err, tc.code, tc.field, tc.mentions...)
+			}
 			assertUnchanged(t, ctx, db, before)
 			assertNoEvent(t, events)
 		})

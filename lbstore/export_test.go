@@ -20,6 +20,17 @@ func SkipUnlessBackend(tb testing.TB, backend, why string) {
 	skipUnlessBackend(tb, backend, why)
 }
 
+// HoldWriteLock begins a write transaction, which holds the write lock
+// until release rolls it back: what a long apply does to other writers.
+func HoldWriteLock(tb testing.TB, db *DB) (release func()) {
+	tb.Helper()
+	tx, err := db.beginWrite(context.Background())
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return func() { tx.Rollback() }
+}
+
 // SeedMembers inserts n members into the pool in one transaction with one
 // prepared statement, fast enough to set up 100k-member benchmarks. The
 // rows are what createMember would write for a pool without monitors.
