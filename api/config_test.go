@@ -3,7 +3,10 @@ package api
 import (
 	"context"
 	"encoding/json"
+	"fmt"
+	"io"
 	"net/http"
+	"net/http/httptest"
 	"reflect"
 	"strings"
 	"testing"
@@ -276,4 +279,88 @@ func TestServer_ConfigExportRoundTrip(t *testing.T) {
 func TestServer_ConfigApplyUnavailable(t *testing.T) {
 	runRouteCases(t, newMemStore().server(), []routeCase{{name: "ErrNoService", method: "PUT", path: "/v1/config", body: `{}`,
 		status: 503, code: sdnlb.EUNAVAILABLE}})
+}
+
+// streamOf is a ConfigService whose export streams n members of pool p,
+// then fails with err when it is not nil; after each member it calls
+// onMember with how many it streamed.
+func streamOf(n int, err error, onMember func(i int)) *mock.ConfigService {
+	return &mock.ConfigService{ExportConfigFn: func(ctx context.Context, export func(*sdnlb.ConfigStream) error) error {
+		members := func(yield func(*sdnlb.Member, error) bool) {
+			for i := range n {
+				m := sdnlb.NewMember()
+				m.ID, m.PoolID, m.Address = fmt.Sprintf("m%06d", i), "p", fmt.Sprintf("10.%d.%d.%d", i>>16&255, i>>8&255, i&255)
+				if !yield(m, nil) {
+					return
+				}
+				if onMember != nil {
+					onMember(i + 1)
+				}
+			}
+			if err != nil {
+				yield(nil, err)
+			}
+		}
+		return export(&sdnlb.ConfigStream{ETag: `"v1"`, VIPs: each[sdnlb.VIP](nil), Pools: each[sdnlb.Pool](nil),
+			Members: members, Monitors: each[sdnlb.Monitor](nil)})
+	}}
+}
+
+// The export is sent while the store still reads it: the client has the
+// first members before the last is read.
+func TestServer_ConfigExportStreams(t *testing.T) {
+	const n = 10_000 // some 800 KB, many times the stream's buffer
+	rec := httptest.NewRecorder()
+	sentEarly := false
+	srv := &Server{ConfigService: streamOf(n, nil, func(i int) {
+		if i == n/2 {
+			sentEarly = rec.Body.Len() > 0
+		}
+	})}
+	req := httptest.NewRequest("GET", "/v1/config", nil)
+	req.Host = "127.0.0.1" // the API answers its own names only
+	srv.Handler().ServeHTTP(rec, req)
+	if !sentEarly {
+		t.Error("nothing was sent before the store had read half the members")
+	}
+	var doc struct {
+		Members []map[string]any `json:"members"`
+	}
+	if err := json.Unmarshal(rec.Body.Bytes(), &doc); err != nil || len(doc.Members) != n {
+		t.Fatalf("%d members, %v", len(doc.Members), err)
+	}
+	if got := doc.Members[n-1]["id"]; got != fmt.Sprintf("m%06d", n-1) {
+		t.Errorf("the last member is %v", got)
+	}
+	if rec.Header().Get("ETag") != `"v1"` || rec.Header().Get("Content-Type") != "application/json; charset=utf-8" {
+		t.Errorf("headers %v", rec.Header())
+	}
+}
+
+// A store failure before the first bytes are sent is an error answer;
+// after, the connection ends before the document does, so no client takes
+// the part for the whole, and the failure is logged.
+func TestServer_ConfigExportFails(t *testing.T) {
+	var logs syncBuffer
+	failure := errorString("disk I/O error")
+	early := MustServe(t, &Server{ConfigService: streamOf(3, failure, nil), Logger: newTestLogger(&logs)})
+	resp := testRequest(t, early, "GET", "/v1/config", "")
+	assertError(t, resp, http.StatusInternalServerError, sdnlb.EINTERNAL, "")
+	if resp.Header.Get("ETag") != "" {
+		t.Error("the error answer has the export's ETag")
+	}
+
+	late := MustServe(t, &Server{ConfigService: streamOf(10_000, failure, nil), Logger: newTestLogger(&logs)})
+	got, err := late.Client().Get(late.URL + "/v1/config")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer got.Body.Close()
+	body, err := io.ReadAll(got.Body)
+	if err == nil {
+		t.Fatalf("the cut answer read as whole: status %d, %d bytes", got.StatusCode, len(body))
+	}
+	if !strings.Contains(logs.String(), "answer cut short") || !strings.Contains(logs.String(), "disk I/O error") {
+		t.Errorf("the failure is not logged:\n%s", logs.String())
+	}
 }

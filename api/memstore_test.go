@@ -3,6 +3,7 @@ package api
 import (
 	"context"
 	"fmt"
+	"iter"
 	"reflect"
 	"slices"
 	"sort"
@@ -552,6 +553,23 @@ func (s *memStore) LoadConfig(ctx context.Context) (*sdnlb.Config, error) {
 	members, _ := s.FindMembers(ctx, sdnlb.MemberFilter{})
 	monitors, _ := s.FindMonitors(ctx, sdnlb.MonitorFilter{})
 	return &sdnlb.Config{VIPs: vips, Pools: pools, Members: members, Monitors: monitors}, nil
+}
+
+func (s *memStore) ExportConfig(ctx context.Context, export func(*sdnlb.ConfigStream) error) error {
+	cfg, _ := s.LoadConfig(ctx)
+	return export(&sdnlb.ConfigStream{ETag: sdnlb.ConfigETag(cfg),
+		VIPs: each(cfg.VIPs), Pools: each(cfg.Pools), Members: each(cfg.Members), Monitors: each(cfg.Monitors)})
+}
+
+// each ranges over objs as a store's stream would.
+func each[T any](objs []*T) iter.Seq2[*T, error] {
+	return func(yield func(*T, error) bool) {
+		for _, obj := range objs {
+			if !yield(obj, nil) {
+				return
+			}
+		}
+	}
 }
 
 func (s *memStore) Clear(ctx context.Context) error {
