@@ -26,7 +26,9 @@ type ConfigApplyService interface {
 	// changes nothing. Objects are validated as the single-object writes
 	// validate them, and a refusal names the object as a path into want
 	// (ConfigPath) with the field at fault. Re-applying what is stored
-	// changes nothing and publishes no event.
+	// changes nothing and publishes no event. With an If-Match in ctx
+	// (WithIfMatch), the stored configuration must have that ConfigETag
+	// (EPRECONDITION otherwise), checked inside the transaction.
 	//
 	// Every object is keyed by its ID. One without an ID is keyed by its
 	// name (VIPs, pools, monitors), which must then be unique among the

@@ -84,15 +84,29 @@ func HasIfMatch(ctx context.Context) bool {
 // the object's current tag does not satisfy: someone else wrote it since
 // the client read it.
 func CheckIfMatch(ctx context.Context, updatedAt time.Time) error {
+	return checkIfMatch(ctx, "the object", ETag(updatedAt))
+}
+
+// CheckConfigIfMatch is CheckIfMatch for a whole configuration, whose tag
+// is ConfigETag's; it computes the tag only when ctx carries an If-Match.
+func CheckConfigIfMatch(ctx context.Context, cfg *Config) error {
+	if !HasIfMatch(ctx) {
+		return nil
+	}
+	return checkIfMatch(ctx, "the configuration", ConfigETag(cfg))
+}
+
+// checkIfMatch checks ctx's If-Match against have, the current tag of
+// what names.
+func checkIfMatch(ctx context.Context, what, have string) error {
 	want, ok := ctx.Value(ifMatchKey{}).(string)
 	if !ok {
 		return nil
 	}
-	have := ETag(updatedAt)
 	for _, tag := range strings.Split(want, ",") {
 		if tag = strings.TrimPrefix(strings.TrimSpace(tag), "W/"); tag == "*" || tag == have {
 			return nil
 		}
 	}
-	return Errorf(EPRECONDITION, "the object changed since it was read (its ETag is %s, not %s): read it again", have, want)
+	return Errorf(EPRECONDITION, "%s changed since it was read (its ETag is %s, not %s): read it again", what, have, want)
 }

@@ -1,6 +1,7 @@
 package sdnlb_test
 
 import (
+	"context"
 	"testing"
 	"time"
 
@@ -46,5 +47,23 @@ func TestConfigETag(t *testing.T) {
 		if sdnlb.ConfigETag(config(edit)) == base {
 			t.Errorf("%s: the tag did not change", name)
 		}
+	}
+}
+
+func TestCheckConfigIfMatch(t *testing.T) {
+	cfg := &sdnlb.Config{VIPs: []*sdnlb.VIP{{ID: "web"}}}
+	tag := sdnlb.ConfigETag(cfg)
+	ctx := context.Background()
+	for _, ifMatch := range []string{tag, "*", "W/" + tag, `"x", ` + tag} {
+		if err := sdnlb.CheckConfigIfMatch(sdnlb.WithIfMatch(ctx, ifMatch), cfg); err != nil {
+			t.Errorf("If-Match %s: %v", ifMatch, err)
+		}
+	}
+	if err := sdnlb.CheckConfigIfMatch(ctx, cfg); err != nil {
+		t.Errorf("without If-Match: %v", err)
+	}
+	err := sdnlb.CheckConfigIfMatch(sdnlb.WithIfMatch(ctx, `"stale"`), cfg)
+	if sdnlb.ErrorCode(err) != sdnlb.EPRECONDITION {
+		t.Errorf("a stale tag: %v", err)
 	}
 }

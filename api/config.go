@@ -272,9 +272,11 @@ func queryBool(r *http.Request, name string) (bool, error) {
 //	@Param			config	body		configDocument	true	"the whole configuration"
 //	@Param			prune	query		bool			false	"also delete every object the document does not list"
 //	@Param			dry_run	query		bool			false	"report the changes, but make none"
+//	@Param			If-Match	header	string			false	"the ETag of GET /v1/config: the apply (or dry run) goes ahead only on that version of the configuration (412 otherwise); * matches any"
 //	@Success		200		{object}	sdnlb.ConfigDiff
 //	@Failure		400		{object}	errorResponse	"invalid; field is a path into the document (vips[0].port)"
 //	@Failure		409		{object}	errorResponse	"an object conflicts with another, of the document or a stored one it does not list (address and port taken)"
+//	@Failure		412		{object}	errorResponse	"the configuration changed since the ETag in If-Match was read"
 //	@Failure		401		{object}	errorResponse	"the bearer token is missing or wrong (when sdnlb runs with --api-token)"
 //	@Failure		403		{object}	errorResponse	"a write from another site's page (see --cors-origin)"
 //	@Failure		413		{object}	errorResponse	"the body is over 32 MiB"
@@ -310,7 +312,7 @@ func (s *Server) handleConfigApply(w http.ResponseWriter, r *http.Request) error
 //	@Summary		Export the whole configuration
 //	@ID				configExport
 //	@Description	Answers every VIP, pool, member and monitor as a document PUT /v1/config takes, each list sorted by id, without what the store derives (status, health, MAC, timestamps, a VIP's pool_id, a monitor's pool_ids). Applying it to an empty server makes the same configuration.
-//	@Description	The document is read in one read transaction and sent as it is read, so a large configuration is never whole in the server's memory; a failure after the first bytes ends the connection before the document does. The ETag names this version of the configuration: any write changes it, health does not.
+//	@Description	The document is read in one read transaction and sent as it is read, so a large configuration is never whole in the server's memory; a failure after the first bytes ends the connection before the document does. The ETag names this version of the configuration (any write changes it, health does not): PUT /v1/config with it in If-Match applies only to this version.
 //	@Tags			config
 //	@Produce		json
 //	@Success		200	{object}	configDocument

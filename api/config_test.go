@@ -364,3 +364,45 @@ func TestServer_ConfigExportFails(t *testing.T) {
 		t.Errorf("the failure is not logged:\n%s", logs.String())
 	}
 }
+
+// PUT /v1/config with If-Match goes ahead only on the version of the
+// configuration GET /v1/config tagged; the store checks the tag in its
+// transaction, as this fake does.
+func TestServer_ConfigIfMatch(t *testing.T) {
+	web, api := sdnlb.NewVIP(), sdnlb.NewVIP()
+	web.ID, web.Address, api.ID, api.Address = "web", "10.0.0.100", "api", "10.0.0.101"
+	store := mustMemStore(t, web)
+	srv := store.server()
+	applied := 0
+	srv.ConfigApplyService = &mock.ConfigApplyService{ApplyConfigFn: func(ctx context.Context, want *sdnlb.Config, opts sdnlb.ApplyOptions) (*sdnlb.ConfigDiff, error) {
+		if err := sdnlb.CheckConfigIfMatch(ctx, mustConfig(t, store)); err != nil {
+			return nil, err
+		}
+		applied++
+		return &sdnlb.ConfigDiff{}, nil
+	}}
+	ts := MustServe(t, srv)
+	read := testRequest(t, ts, "GET", "/v1/config", "")
+	etag := read.Header.Get("ETag")
+	if etag == "" || strings.HasPrefix(etag, "W/") {
+		t.Fatalf("the export's ETag is %q, want a strong one", etag)
+	}
+	doc := string(read.Body)
+	if resp := testRequest(t, ts, "PUT", "/v1/config", doc, "If-Match: "+etag); resp.Status != http.StatusOK {
+		t.Fatalf("PUT with the current ETag: %d %s", resp.Status, resp.Body)
+	}
+	if err := store.CreateVIP(context.Background(), api); err != nil { // another client's write
+		t.Fatal(err)
+	}
+	runRouteCases(t, srv, []routeCase{
+		{name: "ErrStale", method: "PUT", path: "/v1/config?prune=true", body: doc, headers: []string{"If-Match: " + etag},
+			status: http.StatusPreconditionFailed, code: sdnlb.EPRECONDITION, check: mentions("the configuration changed since it was read")},
+		{name: "Any", method: "PUT", path: "/v1/config", body: doc, headers: []string{"If-Match: *"}, status: http.StatusOK},
+	})
+	if applied != 2 {
+		t.Errorf("%d applies went ahead, want 2", applied)
+	}
+	if now := testRequest(t, ts, "GET", "/v1/config", "").Header.Get("ETag"); now == etag {
+		t.Error("a write left the export's ETag as it was")
+	}
+}

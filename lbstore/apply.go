@@ -282,6 +282,9 @@ func planApply(ctx context.Context, tx *Tx, want *sdnlb.Config, opts sdnlb.Apply
 	if err != nil {
 		return nil, err
 	}
+	if err := sdnlb.CheckConfigIfMatch(ctx, have); err != nil {
+		return nil, err
+	}
 	a := &applier{ctx: ctx, tx: tx, opts: opts, linked: map[string]string{}}
 	if a.vips, err = newKindPlan("vips", sdnlb.KindVIP, func(v *sdnlb.VIP) *string { return &v.ID },
 		func(v *sdnlb.VIP) string { return v.Name }, have.VIPs, want.VIPs); err != nil {

@@ -271,6 +271,33 @@ func TestConfigService_ApplyConfig(t *testing.T) {
 		assertUnchanged(t, ctx, db, before)
 	})
 
+	// With If-Match, the apply converges only the configuration the client
+	// exported: its ETag, checked inside the transaction.
+	t.Run("IfMatch", func(t *testing.T) {
+		ctx, db := mustSetup(t)
+		mustApply(t, ctx, db, webConfig(), sdnlb.ApplyOptions{})
+		_, read := mustExport(t, ctx, db)
+		MustCreateVIP(t, ctx, db, newVIP("10.0.0.101", 80)) // someone else's write
+		before := MustLoadConfig(t, ctx, db)
+		want := webConfig()
+		want.Members[0].Weight = 5
+		for _, opts := range []sdnlb.ApplyOptions{{DryRun: true}, {Prune: true}} {
+			_, err := lbstore.NewConfigService(db).ApplyConfig(sdnlb.WithIfMatch(ctx, read), want, opts)
+			assertError(t, err, sdnlb.EPRECONDITION, "", "the configuration changed since it was read")
+		}
+		assertUnchanged(t, ctx, db, before)
+
+		_, current := mustExport(t, ctx, db)
+		for _, ifMatch := range []string{`"other", ` + current, "*"} {
+			diff := mustApply(t, sdnlb.WithIfMatch(ctx, ifMatch), db, want, sdnlb.ApplyOptions{})
+			if ifMatch == "*" {
+				assertDiff(t, diff.Members, 2) // already applied
+				continue
+			}
+			assertDiff(t, diff.Members, 1, "~m1 weight")
+		}
+	})
+
 	t.Run("NameKeys", func(t *testing.T) {
 		ctx, db := mustSetup(t)
 		// Without ids: objects keyed by name, members by their endpoint,
