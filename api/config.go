@@ -323,22 +323,22 @@ func (s *Server) handleConfigApply(w http.ResponseWriter, r *http.Request) error
 //	@Router			/v1/config [get]
 func (s *Server) handleConfigExport(w http.ResponseWriter, r *http.Request) error {
 	return s.ConfigService.ExportConfig(r.Context(), func(cs *sdnlb.ConfigStream) error {
-		return s.streamJSON(w, r, func(out *jsonStream) error {
+		return streamJSON(w, func(out *jsonStream) error {
 			out.header("ETag", cs.ETag)
 			out.raw(`{"vips":`)
-			if err := writeArray(out, cs.VIPs, func(v *sdnlb.VIP) any { return exportedVIP{VIP: v} }); err != nil {
+			if err := writeArray(out, cs.VIPs, func(v *sdnlb.VIP) error { return out.value(exportedVIP{VIP: v}) }); err != nil {
 				return err
 			}
 			out.raw(`,"pools":`)
-			if err := writeArray(out, cs.Pools, func(p *sdnlb.Pool) any { return exportedPool{Pool: p} }); err != nil {
+			if err := writeArray(out, cs.Pools, func(p *sdnlb.Pool) error { return out.value(exportedPool{Pool: p}) }); err != nil {
 				return err
 			}
 			out.raw(`,"members":`)
-			if err := writeArray(out, cs.Members, func(m *sdnlb.Member) any { return exportedMember{Member: m} }); err != nil {
+			if err := writeArray(out, cs.Members, func(m *sdnlb.Member) error { return out.value(exportedMember{Member: m}) }); err != nil {
 				return err
 			}
 			out.raw(`,"monitors":`)
-			if err := writeArray(out, cs.Monitors, func(m *sdnlb.Monitor) any { return exportedMonitor{Monitor: m} }); err != nil {
+			if err := writeArray(out, cs.Monitors, func(m *sdnlb.Monitor) error { return out.value(exportedMonitor{Monitor: m}) }); err != nil {
 				return err
 			}
 			out.raw("}")

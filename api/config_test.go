@@ -301,8 +301,8 @@ func streamOf(n int, err error, onMember func(i int)) *mock.ConfigService {
 				yield(nil, err)
 			}
 		}
-		return export(&sdnlb.ConfigStream{ETag: `"v1"`, VIPs: each[sdnlb.VIP](nil), Pools: each[sdnlb.Pool](nil),
-			Members: members, Monitors: each[sdnlb.Monitor](nil)})
+		return export(&sdnlb.ConfigStream{ETag: `"v1"`, VIPs: all[*sdnlb.VIP](nil), Pools: all[*sdnlb.Pool](nil),
+			Members: members, Monitors: all[*sdnlb.Monitor](nil)})
 	}}
 }
 

@@ -3,7 +3,6 @@ package api
 import (
 	"context"
 	"fmt"
-	"iter"
 	"reflect"
 	"slices"
 	"sort"
@@ -558,18 +557,7 @@ func (s *memStore) LoadConfig(ctx context.Context) (*sdnlb.Config, error) {
 func (s *memStore) ExportConfig(ctx context.Context, export func(*sdnlb.ConfigStream) error) error {
 	cfg, _ := s.LoadConfig(ctx)
 	return export(&sdnlb.ConfigStream{ETag: sdnlb.ConfigETag(cfg),
-		VIPs: each(cfg.VIPs), Pools: each(cfg.Pools), Members: each(cfg.Members), Monitors: each(cfg.Monitors)})
-}
-
-// each ranges over objs as a store's stream would.
-func each[T any](objs []*T) iter.Seq2[*T, error] {
-	return func(yield func(*T, error) bool) {
-		for _, obj := range objs {
-			if !yield(obj, nil) {
-				return
-			}
-		}
-	}
+		VIPs: all(cfg.VIPs), Pools: all(cfg.Pools), Members: all(cfg.Members), Monitors: all(cfg.Monitors)})
 }
 
 func (s *memStore) Clear(ctx context.Context) error {

@@ -2,11 +2,14 @@ package api
 
 import (
 	"bufio"
+	"context"
 	"encoding/json"
 	"iter"
 	"net/http"
 
 	"github.com/go-chi/chi/v5/middleware"
+
+	"github.com/sdnlb/sdnlb"
 )
 
 // The answers that grow with the configuration (the export, every pool's
@@ -49,22 +52,34 @@ func (a *answerWriter) Write(p []byte) (int, error) {
 }
 
 // streamJSON answers 200 with the JSON write writes into out. When write
-// fails before anything was sent, its error is the answer; after, the
-// answer is cut short (the connection is dropped), so that a client never
-// takes a part for the whole, and the error is logged.
-func (s *Server) streamJSON(w http.ResponseWriter, r *http.Request, write func(out *jsonStream) error) error {
+// fails before anything was sent, its error is the answer; after, it comes
+// back as an answerCutError, on which handle drops the connection, so that
+// a client never takes a part of the answer for the whole.
+func streamJSON(w http.ResponseWriter, write func(out *jsonStream) error) error {
 	answer := &answerWriter{w: w, header: http.Header{}}
 	out := &jsonStream{answer: answer, buf: bufio.NewWriterSize(answer, streamBuffer)}
 	err := write(out)
-	if err == nil {
+	switch {
+	case err == nil:
 		out.raw("\n")
 		_ = out.buf.Flush() // a failure: the client is gone, nobody to tell
 		return nil
+	case answer.started:
+		return &answerCutError{err}
 	}
-	if !answer.started {
-		return err
-	}
-	if r.Context().Err() == nil {
+	return err
+}
+
+// answerCutError is a failure after the answer started.
+type answerCutError struct{ err error }
+
+func (e *answerCutError) Error() string { return "the answer was cut short: " + e.err.Error() }
+func (e *answerCutError) Unwrap() error { return e.err }
+
+// cutAnswer drops the connection of an answer that failed after it
+// started, which the client sees as a broken answer, and logs why.
+func (s *Server) cutAnswer(r *http.Request, err error) {
+	if r.Context().Err() == nil { // else the client left first
 		s.logger().Error("answer cut short", "component", "api", "method", r.Method, "path", r.URL.Path,
 			"request_id", middleware.GetReqID(r.Context()), "err", err)
 	}
@@ -81,28 +96,33 @@ func (out *jsonStream) raw(text string) {
 	}
 }
 
+// write writes encoded JSON.
+func (out *jsonStream) write(data []byte) {
+	if out.err == nil {
+		_, out.err = out.buf.Write(data)
+	}
+}
+
 // value writes v as encoding/json does.
 func (out *jsonStream) value(v any) error {
 	data, err := json.Marshal(v)
 	if err != nil {
 		return err
 	}
-	if out.err == nil {
-		_, out.err = out.buf.Write(data)
-	}
+	out.write(data)
 	return nil
 }
 
 // gone reports whether the client went away.
 func (out *jsonStream) gone() bool { return out.err != nil }
 
-// writeArray writes the objects of seq as a JSON array, each as show
-// makes it. It returns seq's error, and stops early when the client is
+// writeArray writes the items of seq as a JSON array, each with
+// writeItem. It returns seq's error, and stops early when the client is
 // gone.
-func writeArray[T any](out *jsonStream, seq iter.Seq2[T, error], show func(T) any) error {
+func writeArray[T any](out *jsonStream, seq iter.Seq2[T, error], writeItem func(T) error) error {
 	out.raw("[")
 	first := true
-	for obj, err := range seq {
+	for item, err := range seq {
 		if err != nil {
 			return err
 		}
@@ -113,10 +133,46 @@ func writeArray[T any](out *jsonStream, seq iter.Seq2[T, error], show func(T) an
 			out.raw(",")
 		}
 		first = false
-		if err := out.value(show(obj)); err != nil {
+		if err := writeItem(item); err != nil {
 			return err
 		}
 	}
 	out.raw("]")
 	return nil
+}
+
+// all ranges over items as a sequence that does not fail.
+func all[T any](items []T) iter.Seq2[T, error] {
+	return func(yield func(T, error) bool) {
+		for _, item := range items {
+			if !yield(item, nil) {
+				return
+			}
+		}
+	}
+}
+
+// paged ranges over everything find selects, in id order, reading a page
+// of sdnlb.MaxPageLimit at a time: no more than a page is held. Pages are
+// separate reads, not one snapshot.
+func paged[T any](ctx context.Context, id func(*T) *string, find func(context.Context, sdnlb.Page) ([]*T, error)) iter.Seq2[*T, error] {
+	return func(yield func(*T, error) bool) {
+		page := sdnlb.Page{Limit: sdnlb.MaxPageLimit}
+		for {
+			items, err := find(ctx, page)
+			if err != nil {
+				yield(nil, err)
+				return
+			}
+			for _, item := range items {
+				if !yield(item, nil) {
+					return
+				}
+			}
+			if len(items) < page.Limit {
+				return
+			}
+			page.After = *id(items[len(items)-1])
+		}
+	}
 }
