@@ -2,6 +2,7 @@ package api
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"iter"
@@ -27,7 +28,8 @@ const streamBuffer = 64 << 10
 type jsonStream struct {
 	answer *answerWriter
 	buf    *bufio.Writer
-	err    error // the first failed write
+	enc    *json.Encoder // encodes straight into buf, without a copy per value
+	err    error         // the first failed write
 }
 
 // answerWriter sends the status and headers with the first bytes of the
@@ -58,6 +60,7 @@ func (a *answerWriter) Write(p []byte) (int, error) {
 func streamJSON(w http.ResponseWriter, write func(out *jsonStream) error) error {
 	answer := &answerWriter{w: w, header: http.Header{}}
 	out := &jsonStream{answer: answer, buf: bufio.NewWriterSize(answer, streamBuffer)}
+	out.enc = json.NewEncoder(valueWriter{out})
 	err := write(out)
 	switch {
 	case err == nil:
@@ -103,14 +106,18 @@ func (out *jsonStream) write(data []byte) {
 	}
 }
 
-// value writes v as encoding/json does.
+// value writes v as json.Marshal encodes it.
 func (out *jsonStream) value(v any) error {
-	data, err := json.Marshal(v)
-	if err != nil {
-		return err
-	}
-	out.write(data)
-	return nil
+	return out.enc.Encode(v)
+}
+
+// valueWriter takes what a json.Encoder writes, one whole value per Write
+// and a newline after it, into the stream without the newline.
+type valueWriter struct{ out *jsonStream }
+
+func (vw valueWriter) Write(p []byte) (int, error) {
+	vw.out.write(bytes.TrimSuffix(p, []byte("\n")))
+	return len(p), nil
 }
 
 // gone reports whether the client went away.
