@@ -12,8 +12,10 @@ type ApplyOptions struct {
 	// Prune deletes every stored object the declared configuration does
 	// not list.
 	Prune bool
-	// DryRun makes and checks every change, reports them and rolls them
-	// back.
+	// DryRun reports the changes without making them. It reads in a read
+	// transaction, which makes no write wait, and checks each object
+	// alone and the references; the rules that span objects are checked
+	// by the writes, so an apply may still refuse what a dry run passed.
 	DryRun bool
 	// CheckVIP, when set, is asked about every VIP the apply creates or
 	// updates once the store's own checks passed, with the stored VIP (nil
@@ -28,7 +30,9 @@ type ConfigApplyService interface {
 	// changes nothing. Objects are validated as the single-object writes
 	// validate them, and a refusal names the object as a path into want
 	// (ConfigPath) with the field at fault. Re-applying what is stored
-	// changes nothing and publishes no event.
+	// changes nothing and publishes no event. With an If-Match in ctx
+	// (WithIfMatch), the stored configuration must have that ConfigETag
+	// (EPRECONDITION otherwise), checked inside the transaction.
 	//
 	// Every object is keyed by its ID. One without an ID is keyed by its
 	// name (VIPs, pools, monitors), which must then be unique among the

@@ -17,6 +17,7 @@ require (
 	github.com/prometheus/client_golang v1.25.0
 	github.com/swaggo/http-swagger/v2 v2.0.2
 	github.com/swaggo/swag v1.16.6
+	go.yaml.in/yaml/v2 v2.4.4
 	sigs.k8s.io/yaml v1.6.0
 )
 
@@ -49,7 +50,6 @@ require (
 	github.com/sirupsen/logrus v1.10.1 // indirect
 	github.com/swaggo/files/v2 v2.0.0 // indirect
 	github.com/xhit/go-str2duration/v2 v2.1.0 // indirect
-	go.yaml.in/yaml/v2 v2.4.4 // indirect
 	go.yaml.in/yaml/v4 v4.0.0 // indirect
 	golang.org/x/mod v0.41.0 // indirect
 	golang.org/x/sync v0.23.0 // indirect

@@ -12,6 +12,7 @@ package sdnlb
 
 import (
 	"context"
+	"iter"
 	"slices"
 	"time"
 )
@@ -62,9 +63,25 @@ type Config struct {
 	Monitors []*Monitor
 }
 
+// ConfigStream is a configuration read one object at a time: its ETag
+// (ConfigETag), then each kind's objects sorted by id, read from the store
+// as they are ranged over, so that a large configuration is never whole
+// in memory. A sequence that fails ends with its error. It is good only
+// inside the ExportConfig call that hands it out.
+type ConfigStream struct {
+	ETag     string
+	VIPs     iter.Seq2[*VIP, error]
+	Pools    iter.Seq2[*Pool, error]
+	Members  iter.Seq2[*Member, error]
+	Monitors iter.Seq2[*Monitor, error]
+}
+
 // ConfigService reads and clears the configuration as a whole.
 type ConfigService interface {
 	LoadConfig(ctx context.Context) (*Config, error)
+	// ExportConfig reads the configuration in one read transaction, as
+	// LoadConfig does, and hands it to export as a stream.
+	ExportConfig(ctx context.Context, export func(*ConfigStream) error) error
 	// Clear deletes every VIP, pool, member and monitor in one transaction.
 	Clear(ctx context.Context) error
 }

@@ -128,6 +128,9 @@ func (c routeCase) assert(t *testing.T, ts *httptest.Server) {
 	switch {
 	case c.code != "":
 		assertError(t, resp, c.status, c.code, c.field)
+		if c.check != nil {
+			c.check(t, resp)
+		}
 	case resp.Status != c.status:
 		t.Fatalf("status %d, want %d: %s", resp.Status, c.status, resp.Body)
 	case c.check != nil:

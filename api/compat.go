@@ -2,6 +2,7 @@ package api
 
 import (
 	"context"
+	"iter"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -117,6 +118,10 @@ type compatKind[T, U any] struct {
 	// validate is the domain's Validate, which a replacement passes as a
 	// create does.
 	validate func(*T) error
+	// repeats, when set, lists after the object's other keys the values
+	// of a key it repeats (a pool's poolMembers), read as they are
+	// written: they may run to hundreds of thousands.
+	repeats func(context.Context, *T) (key string, values iter.Seq2[string, error])
 	// replace is the update that makes an existing object the new one a
 	// body describes (upd over the defaults, prepared): every key
 	// Floodlight knows takes the new object's value; what only sdnlb has
@@ -125,21 +130,16 @@ type compatKind[T, U any] struct {
 	replace func(obj *T, upd U) U
 }
 
-// compatList answers with a page of the objects, as Floodlight's array.
+// compatList answers with a page of the objects, as Floodlight's array,
+// each written as it is read.
 func compatList[T, U any](w http.ResponseWriter, r *http.Request, k compatKind[T, U]) error {
 	objs, err := compatPage(w, r, k.native.id, k.all)
 	if err != nil {
 		return err
 	}
-	out := make([]orderedObject, 0, len(objs))
-	for _, obj := range objs {
-		o, err := k.render(r.Context(), obj)
-		if err != nil {
-			return err
-		}
-		out = append(out, o)
-	}
-	return writeJSON(w, http.StatusOK, out)
+	return streamJSON(w, func(out *jsonStream) error {
+		return writeArray(out, all(objs), func(obj *T) error { return k.writeObject(r.Context(), out, obj) })
+	})
 }
 
 // compatPage returns the page of the objects find selects that ?limit=
@@ -175,11 +175,9 @@ func compatGet[T, U any](w http.ResponseWriter, r *http.Request, k compatKind[T,
 	if err != nil {
 		return err
 	}
-	o, err := k.render(r.Context(), obj)
-	if err != nil {
-		return err
-	}
-	return writeJSON(w, http.StatusOK, []orderedObject{o})
+	return streamJSON(w, func(out *jsonStream) error {
+		return writeArray(out, all([]*T{obj}), func(obj *T) error { return k.writeObject(r.Context(), out, obj) })
+	})
 }
 
 // compatCreate creates the object a body describes, with the body's id or,
@@ -302,9 +300,32 @@ func (k compatKind[T, U]) read(req flatRequest) (U, error) {
 }
 
 func (k compatKind[T, U]) write(w http.ResponseWriter, r *http.Request, obj *T) error {
-	o, err := k.render(r.Context(), obj)
+	return streamJSON(w, func(out *jsonStream) error { return k.writeObject(r.Context(), out, obj) })
+}
+
+// writeObject writes obj as Floodlight shows it, its repeated key last.
+func (k compatKind[T, U]) writeObject(ctx context.Context, out *jsonStream, obj *T) error {
+	o, err := k.render(ctx, obj)
 	if err != nil {
 		return err
 	}
-	return writeJSON(w, http.StatusOK, o)
+	if k.repeats == nil {
+		return out.value(o)
+	}
+	head, _ := o.MarshalJSON()
+	out.write(head[:len(head)-1]) // open: the repeated pairs follow
+	key, values := k.repeats(ctx, obj)
+	var b []byte
+	for v, err := range values {
+		if err != nil {
+			return err
+		}
+		if out.gone() {
+			return nil
+		}
+		b = pair{key, &v}.appendJSON(append(b[:0], ','))
+		out.write(b)
+	}
+	out.raw("}")
+	return nil
 }

@@ -250,24 +250,25 @@ type pair struct {
 }
 
 func (o orderedObject) MarshalJSON() ([]byte, error) {
-	var b bytes.Buffer
-	b.WriteByte('{')
+	b := []byte{'{'}
 	for i, p := range o {
 		if i > 0 {
-			b.WriteByte(',')
+			b = append(b, ',')
 		}
-		k, _ := json.Marshal(p.key)
-		b.Write(k)
-		b.WriteByte(':')
-		if p.value == nil {
-			b.WriteString("null")
-			continue
-		}
-		v, _ := json.Marshal(*p.value)
-		b.Write(v)
+		b = p.appendJSON(b)
 	}
-	b.WriteByte('}')
-	return b.Bytes(), nil
+	return append(b, '}'), nil
+}
+
+// appendJSON appends "key":value to b.
+func (p pair) appendJSON(b []byte) []byte {
+	k, _ := json.Marshal(p.key)
+	b = append(append(b, k...), ':')
+	if p.value == nil {
+		return append(b, "null"...)
+	}
+	v, _ := json.Marshal(*p.value)
+	return append(b, v...)
 }
 
 func text(s string) *string { return &s }
@@ -307,7 +308,9 @@ var compatLBMethodNames = map[sdnlb.LBMethod]string{
 // never set (lbMethod 0).
 const compatUnsetLBMethod = "Invalid Method"
 
-func compatPool(p *sdnlb.Pool, memberIDs []string) orderedObject {
+// compatPool is a pool as Floodlight shows it, but for its poolMembers,
+// which compatPools repeats after these.
+func compatPool(p *sdnlb.Pool) orderedObject {
 	method, ok := compatLBMethodNames[p.LBMethod]
 	switch {
 	case p.LBMethodUnset:
@@ -315,16 +318,12 @@ func compatPool(p *sdnlb.Pool, memberIDs []string) orderedObject {
 	case !ok:
 		method = string(p.LBMethod) // a method Floodlight does not have keeps its own name
 	}
-	o := orderedObject{
+	return orderedObject{
 		{"id", text(p.ID)},
 		{"name", nullIfEmpty(p.Name)},
 		{"vipId", nullIfEmpty(p.VIPID)},
 		{"lbMethod", text(method)},
 	}
-	for _, id := range memberIDs {
-		o = append(o, pair{"poolMembers", text(id)})
-	}
-	return o
 }
 
 var compatMemberStatus = map[sdnlb.MemberStatus]string{

@@ -2,6 +2,7 @@ package api
 
 import (
 	"context"
+	"iter"
 	"net/http"
 
 	"github.com/go-chi/chi/v5"
@@ -18,7 +19,28 @@ func (s *Server) compatPools() compatKind[sdnlb.Pool, sdnlb.PoolUpdate] {
 		all: func(ctx context.Context, page sdnlb.Page) ([]*sdnlb.Pool, error) {
 			return s.PoolService.FindPools(ctx, sdnlb.PoolFilter{Page: page})
 		},
-		render: s.compatPoolObject, prepare: s.prepareCompatPool, validate: (*sdnlb.Pool).Validate, replace: replacePool}
+		render:  func(_ context.Context, p *sdnlb.Pool) (orderedObject, error) { return compatPool(p), nil },
+		repeats: s.compatPoolMembers,
+		prepare: s.prepareCompatPool, validate: (*sdnlb.Pool).Validate, replace: replacePool}
+}
+
+// compatPoolMembers lists a pool's members' ids as its repeated
+// poolMembers key, a page of members at a time.
+func (s *Server) compatPoolMembers(ctx context.Context, p *sdnlb.Pool) (string, iter.Seq2[string, error]) {
+	members := paged(ctx, memberID, func(ctx context.Context, page sdnlb.Page) ([]*sdnlb.Member, error) {
+		return s.MemberService.FindMembers(ctx, sdnlb.MemberFilter{PoolID: &p.ID, Page: page})
+	})
+	return "poolMembers", func(yield func(string, error) bool) {
+		for m, err := range members {
+			if err != nil {
+				yield("", err)
+				return
+			}
+			if !yield(m.ID, nil) {
+				return
+			}
+		}
+	}
 }
 
 // prepareCompatPool records that a new pool without lb_method has the
@@ -47,19 +69,6 @@ func (s *Server) takeVIPProtocol(ctx context.Context, upd sdnlb.PoolUpdate, p *s
 	}
 	p.Protocol = v.Protocol
 	return nil
-}
-
-// compatPoolObject renders a pool with its members' ids.
-func (s *Server) compatPoolObject(ctx context.Context, p *sdnlb.Pool) (orderedObject, error) {
-	members, err := s.MemberService.FindMembers(ctx, sdnlb.MemberFilter{PoolID: &p.ID})
-	if err != nil {
-		return nil, err
-	}
-	ids := make([]string, len(members))
-	for i, m := range members {
-		ids[i] = m.ID
-	}
-	return compatPool(p, ids), nil
 }
 
 // handleCompatPoolList lists every pool.

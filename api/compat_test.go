@@ -1,7 +1,11 @@
 package api
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
 	"slices"
 	"strings"
 	"testing"
@@ -55,7 +59,7 @@ func TestCompat_KeysAsFloodlight(t *testing.T) {
 		want []string
 	}{
 		{"VIP", compatVIP(sdnlb.NewVIP()), []string{"name", "id", "address", "protocol", "port"}},
-		{"Pool", compatPool(sdnlb.NewPool(), []string{"m1", "m2"}), []string{"id", "name", "vipId", "lbMethod", "poolMembers", "poolMembers"}},
+		{"Pool", compatPool(sdnlb.NewPool()), []string{"id", "name", "vipId", "lbMethod"}}, // then poolMembers, once per member
 		{"Member", compatMember(sdnlb.NewMember(), "v"), []string{"id", "address", "port", "poolId", "vipId", "weight", "status"}},
 		{"Monitor", compatMonitor(sdnlb.NewMonitor()), []string{"id", "address", "name", "type", "poolId"}},
 		{"Stats", compatStats(&sdnlb.PoolStats{}), []string{"Bytes In", "Bytes Out", "Active Flows"}},
@@ -464,4 +468,36 @@ func TestCompat_PostExistingIDReplaces(t *testing.T) {
 		t.Errorf("replaced monitor %s delay %v, want PING with the default delay", m.Type, m.Delay)
 	}
 	assertError(t, testRequest(t, ts, "POST", "/v1/vips", `{"id":"1","address":"10.0.0.102","protocol":"TCP","port":80}`), 409, sdnlb.ECONFLICT, "id")
+}
+
+// A pool lists every member, however many: its poolMembers are read a page
+// at a time and written as they are read.
+func TestCompat_PoolManyMembers(t *testing.T) {
+	const n = 2*sdnlb.MaxPageLimit + 1
+	p := sdnlb.NewPool()
+	p.ID = "web"
+	objects := []any{p}
+	for i := range n {
+		m := sdnlb.NewMember()
+		m.ID, m.PoolID, m.Address = fmt.Sprintf("m%04d", i), "web", fmt.Sprintf("10.0.%d.%d", i/250, i%250+1)
+		objects = append(objects, m)
+	}
+	ts := MustServe(t, mustMemStore(t, objects...).server())
+	for _, path := range []string{"/quantum/v1.0/pools/", "/quantum/v1.0/pools/web/"} {
+		resp := testRequest(t, ts, "GET", path, "")
+		if resp.Status != http.StatusOK {
+			t.Fatalf("GET %s: %d %s", path, resp.Status, resp.Body)
+		}
+		dec := json.NewDecoder(bytes.NewReader(resp.Body))
+		var members []string
+		for tok, err := dec.Token(); err == nil; tok, err = dec.Token() {
+			if tok == "poolMembers" {
+				id, _ := dec.Token()
+				members = append(members, id.(string))
+			}
+		}
+		if len(members) != n || members[0] != "m0000" || members[n-1] != fmt.Sprintf("m%04d", n-1) || !slices.IsSorted(members) {
+			t.Errorf("GET %s: %d poolMembers, from %v to %v", path, len(members), members[:1], members[len(members)-1:])
+		}
+	}
 }

@@ -4,12 +4,14 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"io"
 	"mime"
 	"net/http"
 	"reflect"
 	"strconv"
 	"strings"
 
+	goyaml "go.yaml.in/yaml/v2"
 	"sigs.k8s.io/yaml"
 
 	"github.com/sdnlb/sdnlb"
@@ -178,10 +180,40 @@ func decodeConfigBody(w http.ResponseWriter, r *http.Request, doc *rawConfigDocu
 	if err != nil {
 		return sdnlb.Errorf(sdnlb.EINVALID, "the body is not valid YAML: %s", strings.TrimPrefix(err.Error(), "error converting YAML to JSON: "))
 	}
+	if err := checkOneYAMLDocument(body); err != nil {
+		return err
+	}
 	if isJSONNull(js) {
 		return sdnlb.Errorf(sdnlb.EINVALID, "the YAML document is empty or null; a mapping is required")
 	}
 	return decodeStrict(js, doc)
+}
+
+// checkOneYAMLDocument refuses a YAML stream of several documents: the
+// conversion reads the first only, and applying that alone (pruning what
+// the others declare) is not what the client asked for. Empty documents
+// after the first, as a trailing "---" leaves, are allowed.
+func checkOneYAMLDocument(body []byte) error {
+	dec := goyaml.NewDecoder(bytes.NewReader(body))
+	documents := 0
+	for i := 0; ; i++ {
+		var doc any
+		err := dec.Decode(&doc)
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return sdnlb.Errorf(sdnlb.EINVALID, "the body is not valid YAML: %s", strings.TrimPrefix(err.Error(), "yaml: "))
+		}
+		if i == 0 || doc != nil {
+			documents++
+		}
+	}
+	if documents > 1 {
+		return sdnlb.Errorf(sdnlb.EINVALID,
+			"the body holds %d YAML documents (split by ---); PUT /v1/config takes one document that declares the whole configuration", documents)
+	}
+	return nil
 }
 
 // isYAMLMedia reports whether the Content-Type ct names YAML, in UTF-8.
@@ -230,18 +262,21 @@ func queryBool(r *http.Request, name string) (bool, error) {
 //	@Summary		Apply a whole configuration
 //	@ID				configApply
 //	@Description	Converges to the VIPs, pools, members and monitors of the document in one transaction: creates what is new, updates what differs and, with prune=true, deletes every object the document does not list (members first, monitors last). Each object is what a POST of it would create: fields left out take their defaults. Objects are keyed by id; one without an id by its name, which must then be unique among its kind in the document (a member without an id by its pool, address and port), and matched to the stored object of that name.
+//	@Description	A YAML body holds one document: a stream of several (split by ---) is refused, as applying the first alone would be wrong; empty documents after it, as a trailing --- leaves, are allowed.
 //	@Description	References (a pool's vip_id and monitor_ids, a member's pool_id) name objects of the document or stored ones by id, or an object the document keys by name by its name. A pool's vip_id links it to its VIP and its monitor_ids associate its monitors; a VIP's pool_id and a monitor's pool_ids are derived and refused here.
-//	@Description	The answer is the diff: per kind, what is created, updated (each field, old and new) or deleted, and how many objects are unchanged. dry_run=true answers the same diff, checked as the apply would check it, and changes nothing. Applying a document again changes nothing and publishes no event. A document with an error changes nothing; the error's field is a path into the document, as members[2].port, and its message names the object's id.
+//	@Description	The answer is the diff: per kind, what is created, updated (each field, old and new) or deleted, and how many objects are unchanged. dry_run=true answers the same diff and changes nothing: it reads in a read transaction, which makes no write wait, and checks each object alone and every reference; the rules that span objects (an address or endpoint taken, a pool's protocol against its VIP's, a DSR pool's member ports) are checked by the apply's writes, so the apply may still refuse what a dry run passed. Applying a document again changes nothing and publishes no event. A document with an error changes nothing; the error's field is a path into the document, as members[2].port, and its message names the object's id.
 //	@Tags			config
 //	@Accept			json
 //	@Accept			application/yaml
 //	@Produce		json
 //	@Param			config	body		configDocument	true	"the whole configuration"
 //	@Param			prune	query		bool			false	"also delete every object the document does not list"
-//	@Param			dry_run	query		bool			false	"check and report the changes, but make none"
+//	@Param			dry_run	query		bool			false	"report the changes, but make none"
+//	@Param			If-Match	header	string			false	"the ETag of GET /v1/config: the apply (or dry run) goes ahead only on that version of the configuration (412 otherwise); * matches any"
 //	@Success		200		{object}	sdnlb.ConfigDiff
 //	@Failure		400		{object}	errorResponse	"invalid; field is a path into the document (vips[0].port)"
 //	@Failure		409		{object}	errorResponse	"an object conflicts with another, of the document or a stored one it does not list: an address and port taken, a VIP on a member's address or a host's the switches learned, a member on a VIP's"
+//	@Failure		412		{object}	errorResponse	"the configuration changed since the ETag in If-Match was read"
 //	@Failure		401		{object}	errorResponse	"the bearer token is missing or wrong (when sdnlb runs with --api-token)"
 //	@Failure		403		{object}	errorResponse	"a write from another site's page (see --cors-origin)"
 //	@Failure		413		{object}	errorResponse	"the body is over 32 MiB"
@@ -272,35 +307,50 @@ func (s *Server) handleConfigApply(w http.ResponseWriter, r *http.Request) error
 	return writeJSON(w, http.StatusOK, diff)
 }
 
-// handleConfigExport answers the whole configuration as a document.
+// handleConfigExport answers the whole configuration as a document,
+// encoded object by object as the store reads it.
 //
 //	@Summary		Export the whole configuration
 //	@ID				configExport
 //	@Description	Answers every VIP, pool, member and monitor as a document PUT /v1/config takes, each list sorted by id, without what the store derives (status, health, MAC, timestamps, a VIP's pool_id, a monitor's pool_ids). Applying it to an empty server makes the same configuration.
+//	@Description	The document is read in one read transaction and sent as it is read, so a large configuration is never whole in the server's memory; a failure after the first bytes ends the connection before the document does. The ETag names this version of the configuration (any write changes it, health does not): PUT /v1/config with it in If-Match applies only to this version.
 //	@Tags			config
 //	@Produce		json
 //	@Success		200	{object}	configDocument
+//	@Header			200	{string}	ETag	"the version of the configuration, for If-Match on PUT /v1/config"
 //	@Failure		401	{object}	errorResponse	"the bearer token is missing or wrong (with --auth-reads)"
 //	@Failure		503	{object}	errorResponse	"the database is unavailable"
 //	@Security		Bearer
 //	@Router			/v1/config [get]
 func (s *Server) handleConfigExport(w http.ResponseWriter, r *http.Request) error {
-	cfg, err := s.ConfigService.LoadConfig(r.Context())
-	if err != nil {
-		return err
-	}
-	return writeJSON(w, http.StatusOK, exportDocument(cfg))
+	return s.ConfigService.ExportConfig(r.Context(), func(cs *sdnlb.ConfigStream) error {
+		return streamJSON(w, func(out *jsonStream) error {
+			out.header("ETag", cs.ETag)
+			out.raw(`{"vips":`)
+			if err := writeArray(out, cs.VIPs, func(v *sdnlb.VIP) error { return out.value(exportedVIP{VIP: v}) }); err != nil {
+				return err
+			}
+			out.raw(`,"pools":`)
+			if err := writeArray(out, cs.Pools, func(p *sdnlb.Pool) error { return out.value(exportedPool{Pool: p}) }); err != nil {
+				return err
+			}
+			out.raw(`,"members":`)
+			if err := writeArray(out, cs.Members, func(m *sdnlb.Member) error { return out.value(exportedMember{Member: m}) }); err != nil {
+				return err
+			}
+			out.raw(`,"monitors":`)
+			if err := writeArray(out, cs.Monitors, func(m *sdnlb.Monitor) error { return out.value(exportedMonitor{Monitor: m}) }); err != nil {
+				return err
+			}
+			out.raw("}")
+			return nil
+		})
+	})
 }
 
-// exportedDocument is a configDocument as the server writes it: the native
-// objects without what the store derives. A field of the same JSON name as
-// one of the embedded object's hides it, and omitzero leaves it out.
-type exportedDocument struct {
-	VIPs     []exportedVIP     `json:"vips"`
-	Pools    []exportedPool    `json:"pools"`
-	Members  []exportedMember  `json:"members"`
-	Monitors []exportedMonitor `json:"monitors"`
-}
+// The exported objects are the native ones without what the store
+// derives: a field of the same JSON name as one of the embedded object's
+// hides it, and omitzero leaves it out.
 
 // hidden is a field an exported object leaves out.
 type hidden struct{}
@@ -333,23 +383,4 @@ type exportedMonitor struct {
 	PoolIDs   hidden `json:"pool_ids,omitzero"`
 	CreatedAt hidden `json:"created_at,omitzero"`
 	UpdatedAt hidden `json:"updated_at,omitzero"`
-}
-
-// exportDocument wraps the objects of cfg, which the store reads sorted by
-// id.
-func exportDocument(cfg *sdnlb.Config) exportedDocument {
-	doc := exportedDocument{VIPs: []exportedVIP{}, Pools: []exportedPool{}, Members: []exportedMember{}, Monitors: []exportedMonitor{}}
-	for _, v := range cfg.VIPs {
-		doc.VIPs = append(doc.VIPs, exportedVIP{VIP: v})
-	}
-	for _, p := range cfg.Pools {
-		doc.Pools = append(doc.Pools, exportedPool{Pool: p})
-	}
-	for _, m := range cfg.Members {
-		doc.Members = append(doc.Members, exportedMember{Member: m})
-	}
-	for _, m := range cfg.Monitors {
-		doc.Monitors = append(doc.Monitors, exportedMonitor{Monitor: m})
-	}
-	return doc
 }

@@ -3,7 +3,10 @@ package api
 import (
 	"context"
 	"encoding/json"
+	"fmt"
+	"io"
 	"net/http"
+	"net/http/httptest"
 	"reflect"
 	"strings"
 	"testing"
@@ -91,6 +94,10 @@ func TestServer_ConfigApply(t *testing.T) {
 		{"YAML", "/v1/config?prune=true", configYAML, "application/yaml", sdnlb.ApplyOptions{Prune: true}},
 		{"YAMLCharset", "/v1/config?dry_run=1", configYAML, "application/x-yaml; charset=utf-8", sdnlb.ApplyOptions{DryRun: true}},
 		{"JSONAsYAML", "/v1/config?prune=true&dry_run=true", configJSON, "application/yaml", sdnlb.ApplyOptions{Prune: true, DryRun: true}},
+		// Document markers around the one document, as editors and
+		// generators write them, are not a second document.
+		{"YAMLMarkers", "/v1/config", "---\n" + configYAML + "---\n# the end\n", "application/yaml", sdnlb.ApplyOptions{}},
+		{"YAMLEndMarker", "/v1/config", configYAML + "...\n", "application/yaml", sdnlb.ApplyOptions{}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			rec := &applyRecorder{}
@@ -149,6 +156,15 @@ func TestServer_ConfigApplyRefused(t *testing.T) {
 		{name: "ErrYAMLDuplicateKey", method: "PUT", path: "/v1/config", body: "vips:\n- id: a\n  id: b\n", headers: []string{yaml}, status: 400, code: sdnlb.EINVALID},
 		{name: "ErrYAMLField", method: "PUT", path: "/v1/config", body: "members:\n- pool_id: p\n  address: 10.0.0.1\n  port: eighty\n", headers: []string{yaml},
 			status: 400, code: sdnlb.EINVALID, field: "members[0].port"},
+		// The conversion reads the first document only: applying it alone,
+		// and with prune deleting what the second declares, is refused.
+		{name: "ErrYAMLTwoDocuments", method: "PUT", path: "/v1/config?prune=true", body: configYAML + "---\nvips:\n- {id: api, address: 10.0.0.101}\n",
+			headers: []string{yaml}, status: 400, code: sdnlb.EINVALID,
+			check: mentions("holds 2 YAML documents")},
+		{name: "ErrYAMLDocumentAfterEmpty", method: "PUT", path: "/v1/config", body: "---\n---\n" + configYAML, headers: []string{yaml}, status: 400, code: sdnlb.EINVALID,
+			check: mentions("holds 2 YAML documents")},
+		{name: "ErrYAMLBadSecondDocument", method: "PUT", path: "/v1/config", body: configYAML + "...\nvips: [\n", headers: []string{yaml}, status: 400, code: sdnlb.EINVALID,
+			check: mentions("not valid YAML")},
 		{name: "ErrYAMLInfinity", method: "PUT", path: "/v1/config", body: "monitors:\n- id: h\n  delay: .inf\n", headers: []string{yaml}, status: 400, code: sdnlb.EINVALID},
 		{name: "ErrNotUTF8", method: "PUT", path: "/v1/config", body: "{\"vips\":[{\"id\":\"a\",\"name\":\"\xff\"}]}", status: 400, code: sdnlb.EINVALID},
 		{name: "ErrPruneNotBool", method: "PUT", path: "/v1/config?prune=maybe", body: `{}`, status: 400, code: sdnlb.EINVALID, field: "prune"},
@@ -173,6 +189,16 @@ func TestServer_ConfigApplyRefused(t *testing.T) {
 	runRouteCases(t, srv, []routeCase{{name: "ErrFromStore", method: "PUT", path: "/v1/config",
 		body:   `{"members":[{"id":"m1","pool_id":"p","address":"10.0.0.1","port":70000}]}`,
 		status: 400, code: sdnlb.EINVALID, field: "members[0].port"}})
+}
+
+// mentions checks that an answer's body says want.
+func mentions(want string) func(*testing.T, response) {
+	return func(t *testing.T, resp response) {
+		t.Helper()
+		if !strings.Contains(string(resp.Body), want) {
+			t.Errorf("the answer does not say %q: %s", want, resp.Body)
+		}
+	}
 }
 
 // A whole configuration may be larger than one object's 1 MiB.
@@ -278,5 +304,131 @@ func TestServer_ConfigApplyChecksLearnedHosts(t *testing.T) {
 	v.Address = "10.0.0.6"
 	if err := rec.opts.CheckVIP(context.Background(), nil, v); err != nil {
 		t.Errorf("a VIP on a free address: %v", err)
+	}
+}
+
+// streamOf is a ConfigService whose export streams n members of pool p,
+// then fails with err when it is not nil; after each member it calls
+// onMember with how many it streamed.
+func streamOf(n int, err error, onMember func(i int)) *mock.ConfigService {
+	return &mock.ConfigService{ExportConfigFn: func(ctx context.Context, export func(*sdnlb.ConfigStream) error) error {
+		members := func(yield func(*sdnlb.Member, error) bool) {
+			for i := range n {
+				m := sdnlb.NewMember()
+				m.ID, m.PoolID, m.Address = fmt.Sprintf("m%06d", i), "p", fmt.Sprintf("10.%d.%d.%d", i>>16&255, i>>8&255, i&255)
+				if !yield(m, nil) {
+					return
+				}
+				if onMember != nil {
+					onMember(i + 1)
+				}
+			}
+			if err != nil {
+				yield(nil, err)
+			}
+		}
+		return export(&sdnlb.ConfigStream{ETag: `"v1"`, VIPs: all[*sdnlb.VIP](nil), Pools: all[*sdnlb.Pool](nil),
+			Members: members, Monitors: all[*sdnlb.Monitor](nil)})
+	}}
+}
+
+// The export is sent while the store still reads it: the client has the
+// first members before the last is read.
+func TestServer_ConfigExportStreams(t *testing.T) {
+	const n = 10_000 // some 800 KB, many times the stream's buffer
+	rec := httptest.NewRecorder()
+	sentEarly := false
+	srv := &Server{ConfigService: streamOf(n, nil, func(i int) {
+		if i == n/2 {
+			sentEarly = rec.Body.Len() > 0
+		}
+	})}
+	req := httptest.NewRequest("GET", "/v1/config", nil)
+	req.Host = "127.0.0.1" // the API answers its own names only
+	srv.Handler().ServeHTTP(rec, req)
+	if !sentEarly {
+		t.Error("nothing was sent before the store had read half the members")
+	}
+	var doc struct {
+		Members []map[string]any `json:"members"`
+	}
+	if err := json.Unmarshal(rec.Body.Bytes(), &doc); err != nil || len(doc.Members) != n {
+		t.Fatalf("%d members, %v", len(doc.Members), err)
+	}
+	if got := doc.Members[n-1]["id"]; got != fmt.Sprintf("m%06d", n-1) {
+		t.Errorf("the last member is %v", got)
+	}
+	if rec.Header().Get("ETag") != `"v1"` || rec.Header().Get("Content-Type") != "application/json; charset=utf-8" {
+		t.Errorf("headers %v", rec.Header())
+	}
+}
+
+// A store failure before the first bytes are sent is an error answer;
+// after, the connection ends before the document does, so no client takes
+// the part for the whole, and the failure is logged.
+func TestServer_ConfigExportFails(t *testing.T) {
+	var logs syncBuffer
+	failure := errorString("disk I/O error")
+	early := MustServe(t, &Server{ConfigService: streamOf(3, failure, nil), Logger: newTestLogger(&logs)})
+	resp := testRequest(t, early, "GET", "/v1/config", "")
+	assertError(t, resp, http.StatusInternalServerError, sdnlb.EINTERNAL, "")
+	if resp.Header.Get("ETag") != "" {
+		t.Error("the error answer has the export's ETag")
+	}
+
+	late := MustServe(t, &Server{ConfigService: streamOf(10_000, failure, nil), Logger: newTestLogger(&logs)})
+	got, err := late.Client().Get(late.URL + "/v1/config")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer got.Body.Close()
+	body, err := io.ReadAll(got.Body)
+	if err == nil {
+		t.Fatalf("the cut answer read as whole: status %d, %d bytes", got.StatusCode, len(body))
+	}
+	if !strings.Contains(logs.String(), "answer cut short") || !strings.Contains(logs.String(), "disk I/O error") {
+		t.Errorf("the failure is not logged:\n%s", logs.String())
+	}
+}
+
+// PUT /v1/config with If-Match goes ahead only on the version of the
+// configuration GET /v1/config tagged; the store checks the tag in its
+// transaction, as this fake does.
+func TestServer_ConfigIfMatch(t *testing.T) {
+	web, api := sdnlb.NewVIP(), sdnlb.NewVIP()
+	web.ID, web.Address, api.ID, api.Address = "web", "10.0.0.100", "api", "10.0.0.101"
+	store := mustMemStore(t, web)
+	srv := store.server()
+	applied := 0
+	srv.ConfigApplyService = &mock.ConfigApplyService{ApplyConfigFn: func(ctx context.Context, want *sdnlb.Config, opts sdnlb.ApplyOptions) (*sdnlb.ConfigDiff, error) {
+		if err := sdnlb.CheckConfigIfMatch(ctx, mustConfig(t, store)); err != nil {
+			return nil, err
+		}
+		applied++
+		return &sdnlb.ConfigDiff{}, nil
+	}}
+	ts := MustServe(t, srv)
+	read := testRequest(t, ts, "GET", "/v1/config", "")
+	etag := read.Header.Get("ETag")
+	if etag == "" || strings.HasPrefix(etag, "W/") {
+		t.Fatalf("the export's ETag is %q, want a strong one", etag)
+	}
+	doc := string(read.Body)
+	if resp := testRequest(t, ts, "PUT", "/v1/config", doc, "If-Match: "+etag); resp.Status != http.StatusOK {
+		t.Fatalf("PUT with the current ETag: %d %s", resp.Status, resp.Body)
+	}
+	if err := store.CreateVIP(context.Background(), api); err != nil { // another client's write
+		t.Fatal(err)
+	}
+	runRouteCases(t, srv, []routeCase{
+		{name: "ErrStale", method: "PUT", path: "/v1/config?prune=true", body: doc, headers: []string{"If-Match: " + etag},
+			status: http.StatusPreconditionFailed, code: sdnlb.EPRECONDITION, check: mentions("the configuration changed since it was read")},
+		{name: "Any", method: "PUT", path: "/v1/config", body: doc, headers: []string{"If-Match: *"}, status: http.StatusOK},
+	})
+	if applied != 2 {
+		t.Errorf("%d applies went ahead, want 2", applied)
+	}
+	if now := testRequest(t, ts, "GET", "/v1/config", "").Header.Get("ETag"); now == etag {
+		t.Error("a write left the export's ETag as it was")
 	}
 }

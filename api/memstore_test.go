@@ -564,6 +564,12 @@ func (s *memStore) LoadConfig(ctx context.Context) (*sdnlb.Config, error) {
 	return &sdnlb.Config{VIPs: vips, Pools: pools, Members: members, Monitors: monitors}, nil
 }
 
+func (s *memStore) ExportConfig(ctx context.Context, export func(*sdnlb.ConfigStream) error) error {
+	cfg, _ := s.LoadConfig(ctx)
+	return export(&sdnlb.ConfigStream{ETag: sdnlb.ConfigETag(cfg),
+		VIPs: all(cfg.VIPs), Pools: all(cfg.Pools), Members: all(cfg.Members), Monitors: all(cfg.Monitors)})
+}
+
 func (s *memStore) Clear(ctx context.Context) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()

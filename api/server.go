@@ -7,6 +7,7 @@ package api
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"net/http"
 	"slices"
@@ -109,7 +110,13 @@ type handlerFunc func(w http.ResponseWriter, r *http.Request) error
 
 func (s *Server) handle(h handlerFunc) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		if err := h(w, r); err != nil {
+		err := h(w, r)
+		var cut *answerCutError
+		switch {
+		case err == nil:
+		case errors.As(err, &cut):
+			s.cutAnswer(r, cut.err)
+		default:
 			s.writeError(w, r, err)
 		}
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"iter"
 	"net/http"
 	"strconv"
 	"time"
@@ -21,21 +22,27 @@ const (
 	statsEvery  = time.Second
 )
 
-// allStats is GET /v1/stats: every pool's counters.
+// allStats is GET /v1/stats: every pool's counters, or with ?limit= or
+// ?after= a page of pools.
 type allStats struct {
 	Pools []*sdnlb.PoolStats `json:"pools"`
+	Next  string             `json:"next,omitempty"` // paged: the after of the next page; "" on the last
 }
 
-// handleStats returns the live traffic counters of every pool; with
-// ?watch=true it streams them (see handlePoolStats).
+// handleStats returns the live traffic counters of every pool, or of a
+// page of pools, encoded pool by pool; with ?watch=true it streams them
+// (see handlePoolStats).
 //
 //	@Summary	Read every pool's traffic counters, or watch them (Server-Sent Events)
 //	@ID			stats
-//	@Description	Returns the live traffic counters of every pool; with ?watch=true it streams them (see handlePoolStats).
+//	@Description	Returns the live traffic counters of every pool the controller serves, in pool id order, sent as they are read so that no request holds every member's counters at once; with limit or after, one page of pools and the next cursor. With ?watch=true it streams them (see handlePoolStats).
 //	@Tags		stats
 //	@Produce	json,text/event-stream
 //	@Param		watch	query		bool	false	"stream: one stats event per pool at once, then on every health change and at most once a second while counters move"
+//	@Param		limit	query		int		false	"page size, in pools; without limit and after, every pool"	minimum(1)	maximum(1000)
+//	@Param		after	query		string	false	"the next cursor of the previous page"
 //	@Success	200		{object}	allStats
+//	@Failure	400		{object}	errorResponse	"limit is not 1-1000"
 //	@Failure	503		{object}	errorResponse	"no controller, or too many streams open"
 //	@Failure	401	{object}	errorResponse	"the bearer token is missing or wrong (with --auth-reads)"
 //	@Security	Bearer
@@ -44,15 +51,88 @@ func (s *Server) handleStats(w http.ResponseWriter, r *http.Request) error {
 	if s.StatsService == nil {
 		return errNoController
 	}
-	read := s.StatsService.AllPoolStats
 	if r.URL.Query().Get("watch") == "true" {
-		return s.watchStats(w, r, read)
+		return s.watchStats(w, r, s.StatsService.AllPoolStats)
 	}
-	stats, err := read(r.Context())
+	pools, next, paging, err := s.statsPools(r)
 	if err != nil {
 		return err
 	}
-	return writeJSON(w, http.StatusOK, allStats{Pools: orEmpty(stats)})
+	return streamJSON(w, func(out *jsonStream) error {
+		out.raw(`{"pools":`)
+		if err := writeArray(out, s.statsOfPools(r.Context(), pools), func(ps *sdnlb.PoolStats) error { return writePoolStats(out, ps) }); err != nil {
+			return err
+		}
+		if paging {
+			out.raw(`,"next":`)
+			if err := out.value(next); err != nil {
+				return err
+			}
+		}
+		out.raw("}")
+		return nil
+	})
+}
+
+// statsPools reads the pools GET /v1/stats answers: every pool, a page at
+// a time, or with ?limit= or ?after= (paging) one page and the cursor of
+// the next.
+func (s *Server) statsPools(r *http.Request) (pools iter.Seq2[*sdnlb.Pool, error], next string, paging bool, err error) {
+	find := func(ctx context.Context, page sdnlb.Page) ([]*sdnlb.Pool, error) {
+		return s.PoolService.FindPools(ctx, sdnlb.PoolFilter{Page: page})
+	}
+	q := r.URL.Query()
+	if !q.Has("limit") && !q.Has("after") {
+		return paged(r.Context(), poolID, find), "", false, nil
+	}
+	page, next, err := listPage(r, s.pools(), find)
+	return all(page), next, true, err
+}
+
+func poolID(p *sdnlb.Pool) *string { return &p.ID }
+
+// statsOfPools reads the stats of each pool. A pool the controller does not
+// serve (just created, or deleted since it was listed) is left out.
+func (s *Server) statsOfPools(ctx context.Context, pools iter.Seq2[*sdnlb.Pool, error]) iter.Seq2[*sdnlb.PoolStats, error] {
+	return func(yield func(*sdnlb.PoolStats, error) bool) {
+		for p, err := range pools {
+			if err != nil {
+				yield(nil, err)
+				return
+			}
+			ps, err := s.StatsService.PoolStats(ctx, p.ID)
+			if sdnlb.ErrorCode(err) == sdnlb.ENOTFOUND {
+				continue
+			}
+			if !yield(ps, err) || err != nil {
+				return
+			}
+		}
+	}
+}
+
+// poolStatsHead is a pool's stats without its members, which
+// writePoolStats writes after it one by one.
+type poolStatsHead struct {
+	*sdnlb.PoolStats
+	Members hidden `json:"members,omitzero"`
+}
+
+// writePoolStats writes a pool's stats as GET /v1/pools/{id}/stats
+// answers them, members last, each encoded alone: a pool may have
+// hundreds of thousands.
+func writePoolStats(out *jsonStream, ps *sdnlb.PoolStats) error {
+	head, err := json.Marshal(poolStatsHead{PoolStats: ps})
+	if err != nil {
+		return err
+	}
+	out.write(head[:len(head)-1]) // open: the members follow
+	out.raw(`,"members":`)
+	if err := writeArray(out, all(ps.Members), func(m sdnlb.MemberStats) error { return out.value(m) }); err != nil {
+		return err
+	}
+	out.raw("}")
+	return nil
 }
 
 // watchStats streams what read returns as Server-Sent Events, one `stats`

@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"reflect"
 	"strings"
 	"sync"
 	"testing"
@@ -116,17 +117,74 @@ func TestServer_WatchPoolStats(t *testing.T) {
 	}
 }
 
-// GET /v1/stats gives every pool; with watch one event per pool.
+// GET /v1/stats gives every pool the controller serves, or a page of
+// pools; with watch one event per pool.
 func TestServer_AllStats(t *testing.T) {
-	stats := &mock.StatsService{AllPoolStatsFn: func(ctx context.Context) ([]*sdnlb.PoolStats, error) {
-		return []*sdnlb.PoolStats{{PoolID: "p1", Members: []sdnlb.MemberStats{}}, {PoolID: "p2", Members: []sdnlb.MemberStats{}}}, nil
-	}}
-	ts := MustServe(t, &Server{StatsService: stats, heartbeat: time.Hour})
-	var all allStats
-	resp := testRequest(t, ts, "GET", "/v1/stats", "")
-	if err := json.Unmarshal(resp.Body, &all); err != nil || len(all.Pools) != 2 {
-		t.Fatalf("GET /v1/stats: %v %+v", err, all)
+	since := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+	served := map[string]*sdnlb.PoolStats{
+		"p1": {PoolID: "p1", BytesIn: 10, Members: []sdnlb.MemberStats{{MemberID: "m1", Status: sdnlb.MemberUp, StatusSince: since}, {MemberID: "m2"}}},
+		"p2": {PoolID: "p2", Members: []sdnlb.MemberStats{}},
 	}
+	stats := &mock.StatsService{
+		PoolStatsFn: func(ctx context.Context, id string) (*sdnlb.PoolStats, error) {
+			if ps, ok := served[id]; ok {
+				return ps, nil
+			}
+			return nil, sdnlb.Errorf(sdnlb.ENOTFOUND, "pool %s not found", id)
+		},
+		AllPoolStatsFn: func(ctx context.Context) ([]*sdnlb.PoolStats, error) {
+			return []*sdnlb.PoolStats{served["p1"], served["p2"]}, nil
+		},
+	}
+	// p3 is stored, but the controller does not serve it yet.
+	var stored []any
+	for _, id := range []string{"p1", "p2", "p3"} {
+		p := sdnlb.NewPool()
+		p.ID = id
+		stored = append(stored, p)
+	}
+	srv := mustMemStore(t, stored...).server()
+	srv.StatsService, srv.heartbeat = stats, time.Hour
+	ts := MustServe(t, srv)
+	page := func(path string) allStats {
+		t.Helper()
+		var all allStats
+		resp := testRequest(t, ts, "GET", path, "")
+		if err := json.Unmarshal(resp.Body, &all); err != nil || resp.Status != http.StatusOK {
+			t.Fatalf("GET %s: %d %v %s", path, resp.Status, err, resp.Body)
+		}
+		return all
+	}
+	pools := func(all allStats) []string {
+		var ids []string
+		for _, ps := range all.Pools {
+			ids = append(ids, ps.PoolID)
+		}
+		return ids
+	}
+
+	resp := testRequest(t, ts, "GET", "/v1/stats", "")
+	if strings.Contains(string(resp.Body), `"next"`) {
+		t.Errorf("unpaged, the answer has a cursor: %s", resp.Body)
+	}
+	all := page("/v1/stats")
+	if !reflect.DeepEqual(pools(all), []string{"p1", "p2"}) || !reflect.DeepEqual(all.Pools[0], served["p1"]) {
+		t.Errorf("GET /v1/stats: %+v", all)
+	}
+	for _, tc := range []struct {
+		path, next string
+		want       []string
+	}{
+		{"/v1/stats?limit=1", "p1", []string{"p1"}},
+		{"/v1/stats?limit=1&after=p1", "p2", []string{"p2"}},
+		{"/v1/stats?after=p2", "", nil},
+	} {
+		if all := page(tc.path); !reflect.DeepEqual(pools(all), tc.want) || all.Next != tc.next {
+			t.Errorf("GET %s: pools %v next %q, want %v next %q", tc.path, pools(all), all.Next, tc.want, tc.next)
+		}
+	}
+	assertError(t, testRequest(t, ts, "GET", "/v1/stats?limit=0", ""), http.StatusBadRequest, sdnlb.EINVALID, "limit")
+
 	sse := watch(t, ts, "/v1/stats?watch=true")
 	for _, want := range []string{"p1", "p2"} {
 		if f := sse.next(); !strings.Contains(f["data"], `"pool_id":"`+want+`"`) {

@@ -90,7 +90,7 @@ func (s *Server) handlePoolStats(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	return writeJSON(w, http.StatusOK, stats)
+	return streamJSON(w, func(out *jsonStream) error { return writePoolStats(out, stats) })
 }
 
 // poolStats reads the live counters of the pool the path parameter names.

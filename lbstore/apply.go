@@ -10,24 +10,37 @@ import (
 	"github.com/sdnlb/sdnlb"
 )
 
-// ApplyConfig converges the store to want in one write transaction; see
-// sdnlb.ConfigApplyService. Every object is written by the same functions
-// as the single-object writes, which validate it inside the transaction.
-// A dry run, and an apply that changes nothing, roll the transaction back,
-// so they publish no event; an apply that commits publishes one event per
-// object it changed.
+// ApplyConfig converges the store to want; see sdnlb.ConfigApplyService.
+// The apply plans and writes in one write transaction, every object by the
+// same functions as the single-object writes, which validate it inside the
+// transaction. One that changes nothing rolls back, so it publishes no
+// event; one that commits publishes one event per object it changed. A
+// dry run plans in a read transaction, which never waits for writers nor
+// makes them wait, and checks what it can without writing (see check).
 func (s *ConfigService) ApplyConfig(ctx context.Context, want *sdnlb.Config, opts sdnlb.ApplyOptions) (*sdnlb.ConfigDiff, error) {
+	if opts.DryRun {
+		return readTx(ctx, s.db, func(tx *Tx) (*sdnlb.ConfigDiff, error) {
+			a, err := planApply(ctx, tx, want, opts)
+			if err != nil {
+				return nil, err
+			}
+			if err := a.check(); err != nil {
+				return nil, err
+			}
+			return a.diff(), nil
+		})
+	}
 	var diff *sdnlb.ConfigDiff
 	err := execTx(ctx, s.db, func(tx *Tx) error {
 		a, err := planApply(ctx, tx, want, opts)
 		if err != nil {
 			return err
 		}
-		if diff, err = a.run(); err != nil {
-			return err
-		}
-		if opts.DryRun || !diff.Changed {
+		if diff = a.diff(); !diff.Changed {
 			return errRollback
+		}
+		if err := a.run(); err != nil {
+			return err
 		}
 		tx.events = mergeEvents(tx.events)
 		return nil
@@ -172,20 +185,22 @@ func (k *kindPlan[T]) keyAs(it *item[T], matches []string) {
 	k.byID[id] = it
 }
 
-// resolve turns a reference into an id: the id of an object of the
-// document or the store, or the name of an object the document keys by
-// name. Anything else is left for the write to refuse.
-func (k *kindPlan[T]) resolve(ref string) string {
-	if _, ok := k.byID[ref]; ok {
-		return ref
+// resolve turns a reference, from the field of the object at path, into
+// an id: the id of an object of the document or the store, or the name of
+// an object the document keys by name. A reference to nothing is refused
+// as the write would refuse it, but as a bad value of the document
+// (EINVALID); "" (none) is left as it is.
+func (k *kindPlan[T]) resolve(path, id, field, ref string) (string, error) {
+	if _, ok := k.byID[ref]; ok || ref == "" {
+		return ref, nil
 	}
 	if _, ok := k.stored[ref]; ok {
-		return ref
+		return ref, nil
 	}
 	if it, ok := k.byName[ref]; ok {
-		return *k.id(it.want)
+		return *k.id(it.want), nil
 	}
-	return ref
+	return "", sdnlb.ConfigObjectError(path, id, sdnlb.FieldErrorf(sdnlb.EINVALID, field, "%s %q not found", k.kind, ref))
 }
 
 // prune lists the stored objects the document does not key.
@@ -245,7 +260,8 @@ func (k *kindPlan[T]) diff(dryRun bool) sdnlb.KindDiff {
 	return d
 }
 
-// applier applies one configuration in one write transaction.
+// applier plans one configuration in one transaction and, unless it is a
+// dry run, applies it.
 type applier struct {
 	ctx      context.Context
 	tx       *Tx
@@ -264,6 +280,9 @@ type applier struct {
 func planApply(ctx context.Context, tx *Tx, want *sdnlb.Config, opts sdnlb.ApplyOptions) (*applier, error) {
 	have, err := readConfig(ctx, tx)
 	if err != nil {
+		return nil, err
+	}
+	if err := sdnlb.CheckConfigIfMatch(ctx, have); err != nil {
 		return nil, err
 	}
 	a := &applier{ctx: ctx, tx: tx, opts: opts, linked: map[string]string{}}
@@ -296,7 +315,9 @@ func planApply(ctx context.Context, tx *Tx, want *sdnlb.Config, opts sdnlb.Apply
 		it.want.PoolIDs = nil // derived: the pools hold the associations
 	}
 	for _, it := range a.pools.items {
-		a.resolvePool(it.want)
+		if err := a.resolvePool(it); err != nil {
+			return nil, err
+		}
 	}
 	if err := a.keyMembers(); err != nil {
 		return nil, err
@@ -324,14 +345,23 @@ func planApply(ctx context.Context, tx *Tx, want *sdnlb.Config, opts sdnlb.Apply
 
 // resolvePool resolves a pool's references; its monitors are a sorted set,
 // as the store reads them.
-func (a *applier) resolvePool(p *sdnlb.Pool) {
-	p.VIPID = a.vips.resolve(p.VIPID)
+func (a *applier) resolvePool(it *item[sdnlb.Pool]) error {
+	p := it.want
+	var err error
+	if p.VIPID, err = a.vips.resolve(it.path, p.ID, "vip_id", p.VIPID); err != nil {
+		return err
+	}
 	ids := make([]string, 0, len(p.MonitorIDs))
 	for _, ref := range p.MonitorIDs {
-		ids = append(ids, a.monitors.resolve(ref))
+		id, err := a.monitors.resolve(it.path, p.ID, "monitor_ids", ref)
+		if err != nil {
+			return err
+		}
+		ids = append(ids, id)
 	}
 	slices.Sort(ids)
 	p.MonitorIDs = slices.Compact(ids)
+	return nil
 }
 
 // keyMembers keys members by id, or by their pool, address and port, which
@@ -342,7 +372,11 @@ func (a *applier) keyMembers() error {
 	poolRefs := make([]string, len(k.items))
 	for i, it := range k.items {
 		poolRefs[i] = it.want.PoolID
-		it.want.PoolID = a.pools.resolve(it.want.PoolID)
+		poolID, err := a.pools.resolve(it.path, it.want.ID, "pool_id", it.want.PoolID)
+		if err != nil {
+			return err
+		}
+		it.want.PoolID = poolID
 	}
 	if err := k.keyByID(); err != nil {
 		return err
@@ -399,8 +433,8 @@ func (a *applier) checkNotPruned() error {
 	return nil
 }
 
-// run makes the changes in the order above and reports them.
-func (a *applier) run() (*sdnlb.ConfigDiff, error) {
+// run makes the changes in the order above.
+func (a *applier) run() error {
 	steps := []func() error{
 		a.deletePrunedMembers, a.unlinkPools, a.deletePrunedPools, a.deletePrunedVIPs,
 		a.dissociateMonitors, a.deletePrunedMonitors,
@@ -408,14 +442,67 @@ func (a *applier) run() (*sdnlb.ConfigDiff, error) {
 	}
 	for _, step := range steps {
 		if err := step(); err != nil {
-			return nil, err
+			return err
 		}
 	}
-	diff := &sdnlb.ConfigDiff{DryRun: a.opts.DryRun,
-		VIPs: a.vips.diff(a.opts.DryRun), Pools: a.pools.diff(a.opts.DryRun),
-		Members: a.members.diff(a.opts.DryRun), Monitors: a.monitors.diff(a.opts.DryRun)}
+	return nil
+}
+
+// diff reports what the plan changes.
+func (a *applier) diff() *sdnlb.ConfigDiff {
+	dryRun := a.opts.DryRun
+	diff := &sdnlb.ConfigDiff{DryRun: dryRun, VIPs: a.vips.diff(dryRun), Pools: a.pools.diff(dryRun),
+		Members: a.members.diff(dryRun), Monitors: a.monitors.diff(dryRun)}
 	diff.Changed = diff.HasChanges()
-	return diff, nil
+	return diff
+}
+
+// check is what a dry run checks instead of writing, in the order of the
+// writes: each object the apply would create or update passes the checks
+// of the object alone (its Validate; a member stays in its pool; the
+// caller's CheckVIP). The rules that span objects (an address or endpoint
+// taken, a VIP on a member's address or a member on a VIP's, a pool's
+// protocol against its VIP's, a DSR pool's member ports) are checked
+// against what the writes before have written, so only the apply checks
+// them.
+func (a *applier) check() error {
+	if err := checkKind(a.monitors, func(_, m *sdnlb.Monitor) error { return m.Validate() }); err != nil {
+		return err
+	}
+	if err := checkKind(a.vips, func(have, v *sdnlb.VIP) error {
+		if err := v.Validate(); err != nil {
+			return err
+		}
+		return a.checkVIP(have, v)
+	}); err != nil {
+		return err
+	}
+	if err := checkKind(a.pools, func(_, p *sdnlb.Pool) error { return p.Validate() }); err != nil {
+		return err
+	}
+	return checkKind(a.members, func(have, m *sdnlb.Member) error {
+		if have != nil {
+			upd := m.Replacement()
+			if err := upd.Validate(have); err != nil {
+				return err
+			}
+		}
+		return m.Validate()
+	})
+}
+
+// checkKind checks with validate each object of k the apply would create
+// (have is nil) or update.
+func checkKind[T any](k *kindPlan[T], validate func(have, want *T) error) error {
+	for _, it := range k.items {
+		if it.have != nil && len(it.changes) == 0 {
+			continue
+		}
+		if err := validate(it.have, it.want); err != nil {
+			return objectError(it.path, *k.id(it.want), err)
+		}
+	}
+	return nil
 }
 
 // objectError names the object in a write's error. In a document, a

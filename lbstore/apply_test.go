@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"reflect"
 	"testing"
+	"time"
 
 	"github.com/sdnlb/sdnlb"
 	"github.com/sdnlb/sdnlb/lbstore"
@@ -233,10 +234,68 @@ func TestConfigService_ApplyConfig(t *testing.T) {
 		assertNoEvent(t, events)
 		assertUnchanged(t, ctx, db, before)
 
-		// A dry run refuses what the apply would.
+		// A dry run refuses an object the apply would refuse for itself.
 		want.Members[0].Weight = 1000
 		_, err := lbstore.NewConfigService(db).ApplyConfig(ctx, want, sdnlb.ApplyOptions{DryRun: true})
 		assertError(t, err, sdnlb.EINVALID, "members[0].weight", "members[0] (id m1)", "weight must be 0-256")
+	})
+
+	// A dry run reads in a read transaction: it answers while a write
+	// holds the write lock, and so never makes writes wait.
+	t.Run("DryRunTakesNoWriteLock", func(t *testing.T) {
+		ctx, db := mustSetup(t)
+		mustApply(t, ctx, db, webConfig(), sdnlb.ApplyOptions{})
+		want := webConfig()
+		want.Members[1].Weight = 3
+		release := lbstore.HoldWriteLock(t, db)
+		defer release()
+		// The deadline only ends a dry run that would wait for the lock.
+		ctx, cancel := context.WithTimeout(ctx, time.Minute)
+		defer cancel()
+		assertDiff(t, mustApply(t, ctx, db, want, sdnlb.ApplyOptions{DryRun: true}).Members, 1, "~m2 weight")
+	})
+
+	// The rules that span objects are checked by the writes, which a dry run
+	// does not make: the apply checks them again in its own transaction.
+	t.Run("ApplyChecksWhatTheDryRunCannot", func(t *testing.T) {
+		ctx, db := mustSetup(t)
+		mustApply(t, ctx, db, webConfig(), sdnlb.ApplyOptions{})
+		before := MustLoadConfig(t, ctx, db)
+		want := webConfig()
+		twin := *want.VIPs[0]
+		twin.ID = "twin" // on the address and port of web
+		want.VIPs = append(want.VIPs, &twin)
+		assertDiff(t, mustApply(t, ctx, db, want, sdnlb.ApplyOptions{DryRun: true}).VIPs, 1, "+twin")
+		_, err := lbstore.NewConfigService(db).ApplyConfig(ctx, want, sdnlb.ApplyOptions{})
+		assertError(t, err, sdnlb.ECONFLICT, "vips[1].address", "already listens on TCP 10.0.0.100:80")
+		assertUnchanged(t, ctx, db, before)
+	})
+
+	// With If-Match, the apply converges only the configuration the client
+	// exported: its ETag, checked inside the transaction.
+	t.Run("IfMatch", func(t *testing.T) {
+		ctx, db := mustSetup(t)
+		mustApply(t, ctx, db, webConfig(), sdnlb.ApplyOptions{})
+		_, read := mustExport(t, ctx, db)
+		MustCreateVIP(t, ctx, db, newVIP("10.0.0.101", 80)) // someone else's write
+		before := MustLoadConfig(t, ctx, db)
+		want := webConfig()
+		want.Members[0].Weight = 5
+		for _, opts := range []sdnlb.ApplyOptions{{DryRun: true}, {Prune: true}} {
+			_, err := lbstore.NewConfigService(db).ApplyConfig(sdnlb.WithIfMatch(ctx, read), want, opts)
+			assertError(t, err, sdnlb.EPRECONDITION, "", "the configuration changed since it was read")
+		}
+		assertUnchanged(t, ctx, db, before)
+
+		_, current := mustExport(t, ctx, db)
+		for _, ifMatch := range []string{`"other", ` + current, "*"} {
+			diff := mustApply(t, sdnlb.WithIfMatch(ctx, ifMatch), db, want, sdnlb.ApplyOptions{})
+			if ifMatch == "*" {
+				assertDiff(t, diff.Members, 2) // already applied
+				continue
+			}
+			assertDiff(t, diff.Members, 1, "~m1 weight")
+		}
 	})
 
 	t.Run("NameKeys", func(t *testing.T) {
@@ -379,8 +438,11 @@ func TestConfigService_ApplyConfigRejected(t *testing.T) {
 	for _, tc := range []struct {
 		name, code, field string
 		prune             bool
-		edit              func(*sdnlb.Config)
-		mentions          []string
+		// spansObjects: a rule between objects, which the writes check
+		// and so a dry run does not.
+		spansObjects bool
+		edit         func(*sdnlb.Config)
+		mentions     []string
 	}{
 		{name: "ErrInvalidMember", code: sdnlb.EINVALID, field: "members[1].port",
 			edit:     func(c *sdnlb.Config) { c.Members[1].Port = 70000 },
@@ -391,6 +453,9 @@ func TestConfigService_ApplyConfigRejected(t *testing.T) {
 		{name: "ErrDanglingReference", code: sdnlb.EINVALID, field: "pools[0].vip_id",
 			edit:     func(c *sdnlb.Config) { c.Pools[0].VIPID = "nope" },
 			mentions: []string{`vip "nope" not found`}},
+		{name: "ErrMemberOfNoPool", code: sdnlb.EINVALID, field: "members[1].pool_id",
+			edit:     func(c *sdnlb.Config) { c.Members[1].PoolID = "nope" },
+			mentions: []string{"members[1] (id m2)", `pool "nope" not found`}},
 		{name: "ErrUnknownMonitor", code: sdnlb.EINVALID, field: "pools[0].monitor_ids",
 			edit:     func(c *sdnlb.Config) { c.Pools[0].MonitorIDs = []string{"nope"} },
 			mentions: []string{`monitor "nope" not found`}},
@@ -410,7 +475,7 @@ func TestConfigService_ApplyConfigRejected(t *testing.T) {
 				c.Monitors = append(c.Monitors, &m)
 			},
 			mentions: []string{`2 monitors are named "check"`}},
-		{name: "ErrSameAddress", code: sdnlb.ECONFLICT, field: "vips[1].address",
+		{name: "ErrSameAddress", code: sdnlb.ECONFLICT, field: "vips[1].address", spansObjects: true,
 			edit: func(c *sdnlb.Config) {
 				v := *c.VIPs[0]
 				v.ID = "web2"
@@ -419,24 +484,24 @@ func TestConfigService_ApplyConfigRejected(t *testing.T) {
 			mentions: []string{"already listens on TCP 10.0.0.100:80"}},
 		// The same checks as the single writes, whatever the order of the
 		// document.
-		{name: "ErrVIPOnMemberAddress", code: sdnlb.ECONFLICT, field: "vips[1].address",
+		{name: "ErrVIPOnMemberAddress", code: sdnlb.ECONFLICT, field: "vips[1].address", spansObjects: true,
 			edit: func(c *sdnlb.Config) {
 				v := newVIP("10.0.0.2", 80)
 				v.ID = "hijack"
 				c.VIPs = append(c.VIPs, v)
 			},
 			mentions: []string{"vips[1] (id hijack)", "member m2 of pool web"}},
-		{name: "ErrMemberOnVIPAddress", code: sdnlb.ECONFLICT, field: "members[3].address",
+		{name: "ErrMemberOnVIPAddress", code: sdnlb.ECONFLICT, field: "members[3].address", spansObjects: true,
 			edit: func(c *sdnlb.Config) {
 				m := newMember("web", "10.0.0.100", 8080)
 				m.ID = "m4"
 				c.Members = append(c.Members, m)
 			},
 			mentions: []string{"members[3] (id m4)", "vip web"}},
-		{name: "ErrVIPMovesOntoMember", code: sdnlb.ECONFLICT, field: "vips[0].address",
+		{name: "ErrVIPMovesOntoMember", code: sdnlb.ECONFLICT, field: "vips[0].address", spansObjects: true,
 			edit:     func(c *sdnlb.Config) { c.VIPs[0].Address = "10.0.0.1" },
 			mentions: []string{"vips[0] (id web)", "member m1 of pool web"}},
-		{name: "ErrMemberMovesOntoVIP", code: sdnlb.ECONFLICT, field: "members[1].address",
+		{name: "ErrMemberMovesOntoVIP", code: sdnlb.ECONFLICT, field: "members[1].address", spansObjects: true,
 			edit:     func(c *sdnlb.Config) { c.Members[1].Address = "10.0.0.100" },
 			mentions: []string{"members[1] (id m2)", "vip web"}},
 		{name: "ErrMemberChangesPool", code: sdnlb.EINVALID, field: "members[0].pool_id",
@@ -447,7 +512,7 @@ func TestConfigService_ApplyConfigRejected(t *testing.T) {
 				c.Members[0].PoolID = "other"
 			},
 			mentions: []string{"pool_id cannot change"}},
-		{name: "ErrProtocolMismatch", code: sdnlb.EINVALID, field: "pools[0].protocol",
+		{name: "ErrProtocolMismatch", code: sdnlb.EINVALID, field: "pools[0].protocol", spansObjects: true,
 			edit:     func(c *sdnlb.Config) { c.VIPs[0].Protocol = sdnlb.ProtocolUDP },
 			mentions: []string{"must match the protocol of vip web"}},
 		{name: "ErrReferenceToPruned", code: sdnlb.EINVALID, field: "members[0].pool_id", prune: true,
@@ -466,6 +531,10 @@ func TestConfigService_ApplyConfigRejected(t *testing.T) {
 			tc.edit(want)
 			_, err := lbstore.NewConfigService(db).ApplyConfig(ctx, want, sdnlb.ApplyOptions{Prune: tc.prune})
 			assertError(t, err, tc.code, tc.field, tc.mentions...)
+			if !tc.spansObjects {
+				_, err = lbstore.NewConfigService(db).ApplyConfig(ctx, want, sdnlb.ApplyOptions{Prune: tc.prune, DryRun: true})
+				assertError(t, err, tc.code, tc.field, tc.mentions...)
+			}
 			assertUnchanged(t, ctx, db, before)
 			assertNoEvent(t, events)
 		})
@@ -525,15 +594,20 @@ func BenchmarkConfigService_ApplyConfigNoOp(b *testing.B) {
 	}
 }
 
-// A dry run that creates 10,000 members (and rolls back): what creating
-// them costs.
+// An apply that creates 10,000 members into an empty store, which is
+// cleared again untimed.
 func BenchmarkConfigService_ApplyConfigCreate(b *testing.B) {
 	ctx, db := mustSetup(b)
 	want := largeConfig()
 	b.ReportAllocs()
 	for b.Loop() {
-		if diff := mustApply(b, ctx, db, want, sdnlb.ApplyOptions{DryRun: true}); len(diff.Members.Created) != 10_000 {
+		if diff := mustApply(b, ctx, db, want, sdnlb.ApplyOptions{}); len(diff.Members.Created) != 10_000 {
 			b.Fatalf("created %d", len(diff.Members.Created))
 		}
+		b.StopTimer()
+		if err := lbstore.NewConfigService(db).Clear(ctx); err != nil {
+			b.Fatal(err)
+		}
+		b.StartTimer()
 	}
 }

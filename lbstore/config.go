@@ -47,6 +47,60 @@ func loadConfig(ctx context.Context, db *DB) (*sdnlb.Config, error) {
 	return cfg, nil
 }
 
+// ExportConfig reads everything in one read transaction, which never
+// waits for writers nor makes them wait, and hands it to export as a
+// stream; see sdnlb.ConfigService. The ETag comes first, from a pass over
+// the objects' ids and timestamps alone.
+func (s *ConfigService) ExportConfig(ctx context.Context, export func(*sdnlb.ConfigStream) error) error {
+	tx, err := s.db.beginRead(ctx)
+	if err != nil {
+		return unavailable(ctx, err)
+	}
+	defer tx.Rollback()
+	tag, err := configETag(ctx, tx)
+	if err != nil {
+		return unavailable(ctx, err)
+	}
+	return unavailable(ctx, export(&sdnlb.ConfigStream{
+		ETag:     tag,
+		VIPs:     eachVIP(ctx, tx, sdnlb.VIPFilter{}),
+		Pools:    eachPool(ctx, tx, sdnlb.PoolFilter{}),
+		Members:  eachMember(ctx, tx, sdnlb.MemberFilter{}),
+		Monitors: eachMonitor(ctx, tx, sdnlb.MonitorFilter{}),
+	}))
+}
+
+// objectVersion is an object's id and updated_at, what its ETag and the
+// configuration's are made of.
+type objectVersion struct {
+	ID        string `db:"id"`
+	UpdatedAt string `db:"updated_at"`
+}
+
+// configETag is sdnlb.ConfigETag of what tx holds, read without the
+// objects: their versions, in the order readConfig reads them.
+func configETag(ctx context.Context, tx *Tx) (string, error) {
+	d := sdnlb.NewConfigDigest()
+	for _, k := range []struct {
+		kind  sdnlb.EventKind
+		table string
+	}{{sdnlb.KindVIP, "vips"}, {sdnlb.KindPool, "pools"}, {sdnlb.KindMember, "members"}, {sdnlb.KindMonitor, "monitors"}} {
+		versions := queryRows(ctx, tx, k.table, func(v *objectVersion) (*objectVersion, error) { return v, nil },
+			`SELECT id, updated_at FROM `+k.table+` ORDER BY id`)
+		for v, err := range versions {
+			if err != nil {
+				return "", err
+			}
+			updatedAt, err := parseTime(v.UpdatedAt)
+			if err != nil {
+				return "", err
+			}
+			d.Add(k.kind, v.ID, updatedAt)
+		}
+	}
+	return d.ETag(), nil
+}
+
 // readConfig reads every object, each kind sorted by id.
 func readConfig(ctx context.Context, tx *Tx) (*sdnlb.Config, error) {
 	cfg := &sdnlb.Config{}

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"iter"
 	"time"
 
 	"github.com/sdnlb/sdnlb"
@@ -167,6 +168,11 @@ func findMemberByID(ctx context.Context, tx *Tx, id string) (*sdnlb.Member, erro
 }
 
 func findMembers(ctx context.Context, tx *Tx, filter sdnlb.MemberFilter) ([]*sdnlb.Member, error) {
+	return collect(eachMember(ctx, tx, filter))
+}
+
+// eachMember reads the members the filter selects as they are ranged over.
+func eachMember(ctx context.Context, tx *Tx, filter sdnlb.MemberFilter) iter.Seq2[*sdnlb.Member, error] {
 	var w where
 	if filter.PoolID != nil {
 		w.add("pool_id = ?", *filter.PoolID)
@@ -174,7 +180,7 @@ func findMembers(ctx context.Context, tx *Tx, filter sdnlb.MemberFilter) ([]*sdn
 	if filter.Address != nil {
 		w.add("address = ?", *filter.Address)
 	}
-	return selectRows(ctx, tx, "members", (*memberRow).member, selectMembers+w.pageSQL("id", filter.Page), w.args...)
+	return queryRows(ctx, tx, "members", (*memberRow).member, selectMembers+w.pageSQL("id", filter.Page), w.args...)
 }
 
 func createMember(ctx context.Context, tx *Tx, m sdnlb.Member) (*sdnlb.Member, error) {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"iter"
 	"reflect"
 	"time"
 
@@ -155,11 +156,16 @@ func findMonitorByID(ctx context.Context, tx *Tx, id string) (*sdnlb.Monitor, er
 }
 
 func findMonitors(ctx context.Context, tx *Tx, filter sdnlb.MonitorFilter) ([]*sdnlb.Monitor, error) {
+	return collect(eachMonitor(ctx, tx, filter))
+}
+
+// eachMonitor reads the monitors the filter selects as they are ranged over.
+func eachMonitor(ctx context.Context, tx *Tx, filter sdnlb.MonitorFilter) iter.Seq2[*sdnlb.Monitor, error] {
 	var w where
 	if filter.PoolID != nil {
 		w.add("EXISTS (SELECT 1 FROM pool_monitors pm WHERE pm.monitor_id = mo.id AND pm.pool_id = ?)", *filter.PoolID)
 	}
-	return selectRows(ctx, tx, "monitors", (*monitorRow).monitor, selectMonitors+w.pageSQL("mo.id", filter.Page), w.args...)
+	return queryRows(ctx, tx, "monitors", (*monitorRow).monitor, selectMonitors+w.pageSQL("mo.id", filter.Page), w.args...)
 }
 
 func createMonitor(ctx context.Context, tx *Tx, m sdnlb.Monitor) (*sdnlb.Monitor, error) {

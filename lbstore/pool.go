@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"iter"
 	"sort"
 	"time"
 
@@ -145,6 +146,11 @@ func findPoolByID(ctx context.Context, tx *Tx, id string) (*sdnlb.Pool, error) {
 }
 
 func findPools(ctx context.Context, tx *Tx, filter sdnlb.PoolFilter) ([]*sdnlb.Pool, error) {
+	return collect(eachPool(ctx, tx, filter))
+}
+
+// eachPool reads the pools the filter selects as they are ranged over.
+func eachPool(ctx context.Context, tx *Tx, filter sdnlb.PoolFilter) iter.Seq2[*sdnlb.Pool, error] {
 	var w where
 	if filter.VIPID != nil {
 		w.add("p.vip_id = ?", *filter.VIPID)
@@ -152,7 +158,7 @@ func findPools(ctx context.Context, tx *Tx, filter sdnlb.PoolFilter) ([]*sdnlb.P
 	if filter.MonitorID != nil {
 		w.add("EXISTS (SELECT 1 FROM pool_monitors pm WHERE pm.pool_id = p.id AND pm.monitor_id = ?)", *filter.MonitorID)
 	}
-	return selectRows(ctx, tx, "pools", (*poolRow).pool, selectPools+w.pageSQL("p.id", filter.Page), w.args...)
+	return queryRows(ctx, tx, "pools", (*poolRow).pool, selectPools+w.pageSQL("p.id", filter.Page), w.args...)
 }
 
 func createPool(ctx context.Context, tx *Tx, p sdnlb.Pool) (*sdnlb.Pool, error) {

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"iter"
 	"strings"
 
 	"github.com/google/uuid"
@@ -24,30 +25,47 @@ func getRow[R, T any](ctx context.Context, tx *Tx, kind, id string, convert func
 	return convert(&row)
 }
 
-// selectRows reads the rows of query and converts each; what names them in
-// errors. It scans one row at a time into one R rather than selecting a
-// slice of rows: members run to 100k rows, and a full load should not hold
-// them all twice, as rows and as objects.
-func selectRows[R, T any](ctx context.Context, tx *Tx, what string, convert func(*R) (*T, error), query string, args ...any) ([]*T, error) {
-	rows, err := tx.QueryxContext(ctx, query, args...)
-	if err != nil {
-		return nil, fmt.Errorf("find %s: %w", what, err)
-	}
-	defer rows.Close()
-	objs := []*T{}
-	var row R
-	for rows.Next() {
-		if err := rows.StructScan(&row); err != nil {
-			return nil, fmt.Errorf("find %s: %w", what, err)
+// queryRows reads the rows of query as they are ranged over, scanning one
+// row at a time into one R: members run to hundreds of thousands of rows,
+// and neither a full load nor an export should hold them twice, as rows
+// and as objects. A failure ends the sequence with the error.
+func queryRows[R, T any](ctx context.Context, tx *Tx, what string, convert func(*R) (*T, error), query string, args ...any) iter.Seq2[*T, error] {
+	return func(yield func(*T, error) bool) {
+		rows, err := tx.QueryxContext(ctx, query, args...)
+		if err != nil {
+			yield(nil, fmt.Errorf("find %s: %w", what, err))
+			return
 		}
-		obj, err := convert(&row)
+		defer rows.Close()
+		var row R
+		for rows.Next() {
+			if err := rows.StructScan(&row); err != nil {
+				yield(nil, fmt.Errorf("find %s: %w", what, err))
+				return
+			}
+			obj, err := convert(&row)
+			if err != nil {
+				yield(nil, err)
+				return
+			}
+			if !yield(obj, nil) {
+				return
+			}
+		}
+		if err := rows.Err(); err != nil {
+			yield(nil, fmt.Errorf("find %s: %w", what, err))
+		}
+	}
+}
+
+// collect gathers a sequence of objects; never nil.
+func collect[T any](seq iter.Seq2[*T, error]) ([]*T, error) {
+	objs := []*T{}
+	for obj, err := range seq {
 		if err != nil {
 			return nil, err
 		}
 		objs = append(objs, obj)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("find %s: %w", what, err)
 	}
 	return objs, nil
 }

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"iter"
 	"time"
 
 	"github.com/sdnlb/sdnlb"
@@ -133,6 +134,11 @@ func findVIPByID(ctx context.Context, tx *Tx, id string) (*sdnlb.VIP, error) {
 }
 
 func findVIPs(ctx context.Context, tx *Tx, filter sdnlb.VIPFilter) ([]*sdnlb.VIP, error) {
+	return collect(eachVIP(ctx, tx, filter))
+}
+
+// eachVIP reads the VIPs the filter selects as they are ranged over.
+func eachVIP(ctx context.Context, tx *Tx, filter sdnlb.VIPFilter) iter.Seq2[*sdnlb.VIP, error] {
 	var w where
 	if filter.Address != nil {
 		w.add("v.address = ?", *filter.Address)
@@ -140,7 +146,7 @@ func findVIPs(ctx context.Context, tx *Tx, filter sdnlb.VIPFilter) ([]*sdnlb.VIP
 	if filter.PoolID != nil {
 		w.add("p.id = ?", *filter.PoolID)
 	}
-	return selectRows(ctx, tx, "vips", (*vipRow).vip, selectVIPs+w.pageSQL("v.id", filter.Page), w.args...)
+	return queryRows(ctx, tx, "vips", (*vipRow).vip, selectVIPs+w.pageSQL("v.id", filter.Page), w.args...)
 }
 
 func createVIP(ctx context.Context, tx *Tx, v sdnlb.VIP) (*sdnlb.VIP, error) {

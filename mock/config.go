@@ -13,12 +13,17 @@ var (
 
 // ConfigService is a fake sdnlb.ConfigService.
 type ConfigService struct {
-	LoadConfigFn func(ctx context.Context) (*sdnlb.Config, error)
-	ClearFn      func(ctx context.Context) error
+	LoadConfigFn   func(ctx context.Context) (*sdnlb.Config, error)
+	ExportConfigFn func(ctx context.Context, export func(*sdnlb.ConfigStream) error) error
+	ClearFn        func(ctx context.Context) error
 }
 
 func (s *ConfigService) LoadConfig(ctx context.Context) (*sdnlb.Config, error) {
 	return s.LoadConfigFn(ctx)
+}
+
+func (s *ConfigService) ExportConfig(ctx context.Context, export func(*sdnlb.ConfigStream) error) error {
+	return s.ExportConfigFn(ctx, export)
 }
 
 func (s *ConfigService) Clear(ctx context.Context) error {

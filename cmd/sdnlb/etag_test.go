@@ -53,3 +53,48 @@ func TestETag_IfMatch(t *testing.T) {
 		t.Errorf("DELETE with If-Match *: %d %s", status, body)
 	}
 }
+
+// The same for the whole configuration: GET /v1/config tags the version
+// it exports, and PUT /v1/config with If-Match applies only to that
+// version, so a script cannot undo a write it never saw.
+func TestETag_ConfigIfMatch(t *testing.T) {
+	m := MustRunMain(t, filepath.Join(t.TempDir(), "sdnlb.db"))
+	call(t, m, "POST", "/v1/vips", map[string]any{"id": "web", "address": "10.0.0.100", "protocol": "TCP", "port": 80}, 201, nil)
+	send := func(method, body, ifMatch string) (int, string, string) {
+		t.Helper()
+		req, _ := http.NewRequest(method, "http://"+m.APIAddr()+"/v1/config?prune=true", bytes.NewBufferString(body))
+		if body != "" {
+			req.Header.Set("Content-Type", "application/json")
+		}
+		if ifMatch != "" {
+			req.Header.Set("If-Match", ifMatch)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		data, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, resp.Header.Get("ETag"), string(data)
+	}
+	_, read, doc := send("GET", "", "")
+	if read == "" || strings.HasPrefix(read, "W/") {
+		t.Fatalf("GET /v1/config gives the ETag %q, want a strong one", read)
+	}
+	if status, _, body := send("PUT", doc, read); status != 200 {
+		t.Fatalf("PUT with the current ETag: %d %s", status, body)
+	}
+	if _, again, _ := send("GET", "", ""); again != read {
+		t.Errorf("an apply that changed nothing moved the ETag from %s to %s", read, again)
+	}
+	call(t, m, "POST", "/v1/vips", map[string]any{"id": "api", "address": "10.0.0.101", "protocol": "TCP", "port": 80}, 201, nil)
+	// The document read before would prune the new VIP.
+	if status, _, body := send("PUT", doc, read); status != http.StatusPreconditionFailed || !strings.Contains(body, "precondition_failed") {
+		t.Errorf("PUT with a stale ETag: %d %s", status, body)
+	}
+	call(t, m, "GET", "/v1/vips/api", nil, 200, nil)
+	if status, _, body := send("PUT", doc, "*"); status != 200 {
+		t.Errorf("PUT with If-Match *: %d %s", status, body)
+	}
+	call(t, m, "GET", "/v1/vips/api", nil, 404, nil)
+}
