@@ -17,20 +17,7 @@ func TestETag_IfMatch(t *testing.T) {
 	call(t, m, "POST", "/v1/vips", map[string]any{"id": "web", "address": "10.0.0.100", "protocol": "TCP", "port": 80}, 201, nil)
 	send := func(method, body, ifMatch string) (int, string, string) {
 		t.Helper()
-		req, _ := http.NewRequest(method, "http://"+m.APIAddr()+"/v1/vips/web", bytes.NewBufferString(body))
-		if body != "" {
-			req.Header.Set("Content-Type", "application/json")
-		}
-		if ifMatch != "" {
-			req.Header.Set("If-Match", ifMatch)
-		}
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer resp.Body.Close()
-		data, _ := io.ReadAll(resp.Body)
-		return resp.StatusCode, resp.Header.Get("ETag"), string(data)
+		return sendIfMatch(t, method, "http://"+m.APIAddr()+"/v1/vips/web", body, ifMatch)
 	}
 	_, read, _ := send("GET", "", "")
 	if read == "" {
@@ -62,20 +49,7 @@ func TestETag_ConfigIfMatch(t *testing.T) {
 	call(t, m, "POST", "/v1/vips", map[string]any{"id": "web", "address": "10.0.0.100", "protocol": "TCP", "port": 80}, 201, nil)
 	send := func(method, body, ifMatch string) (int, string, string) {
 		t.Helper()
-		req, _ := http.NewRequest(method, "http://"+m.APIAddr()+"/v1/config?prune=true", bytes.NewBufferString(body))
-		if body != "" {
-			req.Header.Set("Content-Type", "application/json")
-		}
-		if ifMatch != "" {
-			req.Header.Set("If-Match", ifMatch)
-		}
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer resp.Body.Close()
-		data, _ := io.ReadAll(resp.Body)
-		return resp.StatusCode, resp.Header.Get("ETag"), string(data)
+		return sendIfMatch(t, method, "http://"+m.APIAddr()+"/v1/config?prune=true", body, ifMatch)
 	}
 	_, read, doc := send("GET", "", "")
 	if read == "" || strings.HasPrefix(read, "W/") {
@@ -97,4 +71,24 @@ func TestETag_ConfigIfMatch(t *testing.T) {
 		t.Errorf("PUT with If-Match *: %d %s", status, body)
 	}
 	call(t, m, "GET", "/v1/vips/api", nil, 404, nil)
+}
+
+// sendIfMatch sends body (JSON, or none) to url with If-Match when ifMatch
+// is set, and returns the status, the ETag and the body of the answer.
+func sendIfMatch(t *testing.T, method, url, body, ifMatch string) (int, string, string) {
+	t.Helper()
+	req, _ := http.NewRequest(method, url, bytes.NewBufferString(body))
+	if body != "" {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	if ifMatch != "" {
+		req.Header.Set("If-Match", ifMatch)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	data, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, resp.Header.Get("ETag"), string(data)
 }

@@ -8,7 +8,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -78,20 +77,7 @@ func NewMachine(tb TB) *Machine {
 	}
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	m.holder = cmd
-	started := make(chan error, 1)
-	// Pdeathsig fires when the creating thread ends: see startDaemon.
-	go func() {
-		runtime.LockOSThread()
-		defer runtime.UnlockOSThread()
-		defer close(m.done)
-		if err := cmd.Start(); err != nil {
-			started <- err
-			return
-		}
-		started <- nil
-		_ = cmd.Wait()
-	}()
-	if err := <-started; err != nil {
+	if err := startLocked(cmd, m.done, func() { _ = cmd.Wait() }); err != nil {
 		tb.Fatalf("start the machine's namespaces: %v", err)
 	}
 	tb.Cleanup(m.Close)

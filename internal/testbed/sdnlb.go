@@ -12,7 +12,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -159,21 +158,12 @@ func (p *SDNLB) start(tb TB, args []string) (io.ReadCloser, chan [2]string) {
 	}
 	cmd.Stdout = io.Discard
 	p.cmd = cmd
-	started := make(chan error, 1)
-	go func() {
-		runtime.LockOSThread()
-		defer runtime.UnlockOSThread()
-		defer close(p.done)
-		if err := cmd.Start(); err != nil {
-			started <- err
-			return
-		}
-		started <- nil
+	err = startLocked(cmd, p.done, func() {
 		// The log reader must see EOF before Wait closes the pipe.
 		<-p.logEOF
 		p.err = cmd.Wait()
-	}()
-	if err := <-started; err != nil {
+	})
+	if err != nil {
 		tb.Fatalf("start sdnlb: %v", err)
 	}
 	return stderr, make(chan [2]string, 1)

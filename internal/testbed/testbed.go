@@ -298,6 +298,27 @@ type daemon struct {
 	done chan struct{}
 }
 
+// startLocked starts cmd (with Pdeathsig set) from a goroutine locked to
+// its OS thread, which then runs wait, which must wait for cmd, and closes
+// done. Pdeathsig fires when the creating thread exits, and Go ends a
+// thread when a locked goroutine returns, so the thread must live as long
+// as cmd.
+func startLocked(cmd *exec.Cmd, done chan struct{}, wait func()) error {
+	started := make(chan error, 1)
+	go func() {
+		runtime.LockOSThread()
+		defer runtime.UnlockOSThread()
+		defer close(done)
+		if err := cmd.Start(); err != nil {
+			started <- err
+			return
+		}
+		started <- nil
+		wait()
+	}()
+	return <-started
+}
+
 // startDaemon runs an OVS daemon in the foreground as our child, so we reap
 // it ourselves, and has the kernel kill it if the test process dies.
 // Pdeathsig fires when the creating thread exits, and Go ends a thread when a
@@ -314,20 +335,12 @@ func (s *Switch) startDaemon(name string, args ...string) {
 	cmd.Stdout, cmd.Stderr = out, out
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	d := &daemon{name: name, cmd: cmd, done: make(chan struct{})}
-	started := make(chan error, 1)
-	go func() {
-		runtime.LockOSThread()
-		defer runtime.UnlockOSThread()
-		defer close(d.done)
-		defer out.Close()
-		if err := cmd.Start(); err != nil {
-			started <- err
-			return
-		}
-		started <- nil
+	err = startLocked(cmd, d.done, func() {
 		_ = cmd.Wait()
-	}()
-	if err := <-started; err != nil {
+		out.Close()
+	})
+	if err != nil {
+		out.Close()
 		s.tb.Fatalf("start %s: %v", name, err)
 	}
 	s.mu.Lock()
