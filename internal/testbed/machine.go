@@ -177,26 +177,16 @@ func endMarked(tb TB, match func(string) bool) {
 // markedProcesses lists the live processes whose machine marker match
 // accepts.
 func markedProcesses(match func(string) bool) []int {
-	entries, err := os.ReadDir("/proc")
-	if err != nil {
-		return nil
-	}
-	var pids []int
-	for _, e := range entries {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil || !processAlive(pid) {
-			continue
-		}
-		env, err := os.ReadFile("/proc/" + e.Name() + "/environ")
+	return liveProcesses(func(proc string) bool {
+		env, err := os.ReadFile(proc + "/environ")
 		if err != nil {
-			continue // gone, or a kernel thread
+			return false // gone, or a kernel thread
 		}
 		for _, kv := range bytes.Split(env, []byte{0}) {
 			if v, ok := bytes.CutPrefix(kv, []byte(machineEnv+"=")); ok && match(string(v)) {
-				pids = append(pids, pid)
-				break
+				return true
 			}
 		}
-	}
-	return pids
+		return false
+	})
 }

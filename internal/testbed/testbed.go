@@ -602,6 +602,19 @@ func vswitchdsInThisNetNS() []int {
 	if err != nil {
 		return nil
 	}
+	return liveProcesses(func(proc string) bool {
+		comm, err := os.ReadFile(proc + "/comm")
+		if err != nil || strings.TrimSpace(string(comm)) != "ovs-vswitchd" {
+			return false
+		}
+		ns, err := os.Readlink(proc + "/ns/net")
+		return err == nil && ns == self
+	})
+}
+
+// liveProcesses lists the live processes that match accepts, given their
+// /proc directory.
+func liveProcesses(match func(proc string) bool) []int {
 	entries, err := os.ReadDir("/proc")
 	if err != nil {
 		return nil
@@ -609,14 +622,7 @@ func vswitchdsInThisNetNS() []int {
 	var pids []int
 	for _, e := range entries {
 		pid, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		comm, err := os.ReadFile("/proc/" + e.Name() + "/comm")
-		if err != nil || strings.TrimSpace(string(comm)) != "ovs-vswitchd" {
-			continue
-		}
-		if ns, err := os.Readlink("/proc/" + e.Name() + "/ns/net"); err == nil && ns == self && processAlive(pid) {
+		if err == nil && match("/proc/"+e.Name()) && processAlive(pid) {
 			pids = append(pids, pid)
 		}
 	}
