@@ -10,9 +10,10 @@
 //
 // The code follows the data path:
 //
-//   - controller.go follows the configuration: every store event rebuilds an
-//     immutable snapshot (snapshot.go) that each switch is synced to with
-//     the flow-mods reconcile.go computes.
+//   - controller.go follows the configuration: a burst of store events
+//     builds an immutable snapshot (snapshot.go), or, for health changes
+//     alone, patches the last one (patch.go); each switch is synced to it
+//     with the flow-mods reconcile.go computes.
 //   - switchconn.go is the OpenFlow connection to one switch: handshake,
 //     reader, writer, xids, keepalive, requests waiting for replies. Its
 //     decide method is the one way to the switch's dataplane: under the
@@ -25,9 +26,11 @@
 //     (outbox.go). It is made of parts, one per concern: the L2 learner
 //     (l2.go), the in-switch dispatcher (dispatch.go), the held setups
 //     (held.go), the recent setups (recent.go) and the accounting
-//     (accounting.go). It sets up connections to VIPs (setup.go) and adopts
+//     (accounting.go, which reads the switch's flows into a ledger the
+//     controller keeps across the switch's connections). It sets up connections to VIPs (setup.go) and adopts
 //     what a switch holds (adopt.go).
-//   - flows.go declares the flow table and builds every flow; cookie.go
+//   - flows.go declares the flow table and builds every flow, tables.go
+//     describes each table for the tests to check flows against; cookie.go
 //     packs the cookies that let one masked delete purge a VIP or member.
 //   - switches.go answers the API's questions about switches and hosts.go
 //     which switch learned an address; affinity.go keeps SOURCE_IP
