@@ -110,3 +110,18 @@ func TestSwitchConn_GarbageAfterHello(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// FuzzParseLLDP: whatever the frame, parseLLDP reads it or refuses it, and
+// never panics; what it reads, appendLLDP writes back the same.
+func FuzzParseLLDP(f *testing.F) {
+	f.Add(appendLLDP(nil, [6]byte{2}, 0x1234, 7))
+	f.Fuzz(func(t *testing.T, frame []byte) {
+		dpid, port, ok := parseLLDP(frame)
+		if !ok {
+			return
+		}
+		if d, p, ok := parseLLDP(appendLLDP(nil, [6]byte{2}, dpid, port)); !ok || d != dpid || p != port {
+			t.Fatalf("%x:%d read back as %x:%d", dpid, port, d, p)
+		}
+	})
+}
