@@ -623,3 +623,5 @@ func l4SrcField(proto uint8) ofp.OXMField {
 }
 
 func ipUint(ip [4]byte) uint32 { return binary.BigEndian.Uint32(ip[:]) }
+
+func uintIP(ip uint32) (b [4]byte) { binary.BigEndian.PutUint32(b[:], ip); return b }

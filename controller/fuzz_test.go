@@ -56,6 +56,8 @@ func fuzzSeeds(tb testing.TB) [][]byte {
 		pin(clientOF, udpFrame(tb, clientMAC, vipMAC, clientIP, "10.0.0.101", 5000, 53)),
 		pin(1, arpFrame(tb, 2, memberMAC(1), vipMAC, "10.0.0.1", "10.0.0.100", vipMAC)),
 		pin(clientOF, arpFrame(tb, 1, clientMAC, "ff:ff:ff:ff:ff:ff", clientIP, "10.0.0.100", "00:00:00:00:00:00")),
+		ofp.Append(nil, 0, &ofp.PacketIn{BufferID: ofp.NoBuffer, Reason: ofp.ReasonAction, Cookie: makeCookie(catLLDP, 0, 0),
+			Match: ofp.Match{OXMs: []ofp.OXM{ofp.MatchInPort(2)}}, Data: appendLLDP(nil, [6]byte{2}, 1, 3)}),
 		ofp.Append(nil, 0, ofp.FlowRemoved{Cookie: fwd, Match: ofp.Match{OXMs: []ofp.OXM{ofp.MatchIPv4Src([4]byte{10, 0, 1, 5})}}}),
 		ofp.Append(nil, 0, ofp.MultipartReply{Body: ofp.FlowStatsReply{Stats: []ofp.FlowStats{{Cookie: fwd, ByteCount: 9}}}}),
 		ofp.Append(nil, 0, ofp.MultipartReply{Body: ofp.PortDescReply{Ports: []ofp.Port{{PortNo: 1, Name: "p1"}}}}),

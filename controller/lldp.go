@@ -2,9 +2,12 @@ package controller
 
 import (
 	"bytes"
+	"context"
 	"encoding/binary"
 	"strconv"
 	"time"
+
+	"github.com/sdnlb/sdnlb/controller/ofp"
 )
 
 // Link discovery: the controller sends an LLDP frame out of every port of
@@ -109,4 +112,71 @@ func parseLLDP(frame []byte) (dpid uint64, port uint32, ok bool) {
 		return 0, 0, false
 	}
 	return d, uint32(p), true
+}
+
+// discoverLinks sends the LLDP frames each lldpInterval and forgets the
+// links whose frames stopped coming back.
+func (c *Controller) discoverLinks(ctx context.Context) {
+	t := time.NewTicker(lldpInterval)
+	defer t.Stop()
+	var frames []byte // reused: one round's frames, back to back
+	var outs []ofp.PacketOut
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			c.topo.expire(c.now())
+			for _, s := range c.switchConns() {
+				if s.master.Load() {
+					frames, outs = s.sendLLDP(frames[:0], outs[:0])
+				}
+			}
+		}
+	}
+}
+
+// sendLLDP sends an LLDP frame out of each of the switch's ports that is
+// up, built into frames, and returns the buffers for reuse.
+func (s *switchConn) sendLLDP(frames []byte, outs []ofp.PacketOut) ([]byte, []ofp.PacketOut) {
+	ports := s.ports.all()
+	var starts []int
+	for _, p := range ports {
+		if p.PortNo > ofp.PortMax || !portUp(p) {
+			continue
+		}
+		starts = append(starts, len(frames))
+		frames = appendLLDP(frames, p.HWAddr, s.dpid, p.PortNo)
+		outs = append(outs, ofp.PacketOut{BufferID: ofp.NoBuffer, InPort: ofp.PortController,
+			Actions: []ofp.Action{ofp.ActionOutput{Port: p.PortNo}}})
+	}
+	msgs := make([]ofp.Message, len(outs))
+	for i := range outs {
+		end := len(frames)
+		if i+1 < len(starts) {
+			end = starts[i+1]
+		}
+		outs[i].Data = frames[starts[i]:end]
+		msgs[i] = &outs[i]
+	}
+	if len(msgs) > 0 {
+		s.send(msgs...)
+	}
+	return frames, outs
+}
+
+// lldpIn records the link an sdnlb LLDP frame came in on: from the port
+// of a connected switch it names to the port it arrived at. Frames of
+// other speakers, and frames naming a switch not connected (a forgery
+// from a host), find no link.
+func (s *switchConn) lldpIn(now time.Time, pin *ofp.PacketIn) {
+	inPort, ok := pin.Match.InPort()
+	if !ok {
+		return
+	}
+	dpid, port, ok := parseLLDP(pin.Data)
+	if !ok || s.c.switchConn(dpid) == nil {
+		return
+	}
+	s.c.topo.discovered(now, portRef{dpid: dpid, port: port}, portRef{dpid: s.dpid, port: inPort})
 }

@@ -2,9 +2,13 @@ package controller
 
 import (
 	"cmp"
+	"context"
 	"slices"
 	"sync"
 	"time"
+
+	"github.com/sdnlb/sdnlb"
+	"github.com/sdnlb/sdnlb/controller/ofp"
 )
 
 // portRef is one port of one switch.
@@ -93,4 +97,39 @@ func (t *topology) links() []linkState {
 		return cmp.Or(comparePortRef(a.src, b.src), comparePortRef(a.dst, b.dst))
 	})
 	return out
+}
+
+// Topology returns the connected switches, the links between them and the
+// hosts on their other ports. Each switch's learner is asked through
+// decide, as FindHost asks it.
+func (c *Controller) Topology(ctx context.Context) (*sdnlb.Topology, error) {
+	now := c.now()
+	links := c.topo.links()
+	linked := make(map[portRef]bool, 2*len(links))
+	top := &sdnlb.Topology{Switches: []*sdnlb.TopologySwitch{}, Links: make([]*sdnlb.Link, 0, len(links)), Hosts: []*sdnlb.Host{}}
+	for _, l := range links {
+		linked[l.src], linked[l.dst] = true, true
+		top.Links = append(top.Links, &sdnlb.Link{
+			Src:           sdnlb.LinkEnd{DPID: formatDPID(l.src.dpid), Port: l.src.port},
+			Dst:           sdnlb.LinkEnd{DPID: formatDPID(l.dst.dpid), Port: l.dst.port},
+			Bidirectional: l.both,
+		})
+	}
+	for _, s := range c.switchConns() {
+		top.Switches = append(top.Switches, &sdnlb.TopologySwitch{DPID: formatDPID(s.dpid), Ports: switchPorts(s.ports.all())})
+		s.decide(func(dp *dataplane, _ *outbox) {
+			dp.learner.seenHosts(now, func(ip uint32, e hostEntry) {
+				if e.port == 0 || linked[portRef{dpid: s.dpid, port: e.port}] {
+					return
+				}
+				top.Hosts = append(top.Hosts, &sdnlb.Host{Address: ipString(uintIP(ip)), MAC: macString(e.mac), DPID: formatDPID(s.dpid),
+					Port: ofp.FormatPort(e.port), PortName: s.ports.name(e.port), LastSeen: time.Unix(0, e.seen)})
+			})
+		})
+	}
+	slices.SortFunc(top.Switches, func(a, b *sdnlb.TopologySwitch) int { return cmp.Compare(a.DPID, b.DPID) })
+	slices.SortFunc(top.Hosts, func(a, b *sdnlb.Host) int {
+		return cmp.Or(cmp.Compare(a.DPID, b.DPID), cmp.Compare(a.Port, b.Port), cmp.Compare(a.Address, b.Address))
+	})
+	return top, nil
 }
