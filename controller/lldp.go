@@ -119,8 +119,6 @@ func parseLLDP(frame []byte) (dpid uint64, port uint32, ok bool) {
 func (c *Controller) discoverLinks(ctx context.Context) {
 	t := time.NewTicker(lldpInterval)
 	defer t.Stop()
-	var frames []byte // reused: one round's frames, back to back
-	var outs []ofp.PacketOut
 	for {
 		select {
 		case <-ctx.Done():
@@ -129,40 +127,27 @@ func (c *Controller) discoverLinks(ctx context.Context) {
 			c.topo.expire(c.now())
 			for _, s := range c.switchConns() {
 				if s.master.Load() {
-					frames, outs = s.sendLLDP(frames[:0], outs[:0])
+					s.sendLLDP()
 				}
 			}
 		}
 	}
 }
 
-// sendLLDP sends an LLDP frame out of each of the switch's ports that is
-// up, built into frames, and returns the buffers for reuse.
-func (s *switchConn) sendLLDP(frames []byte, outs []ofp.PacketOut) ([]byte, []ofp.PacketOut) {
-	ports := s.ports.all()
-	var starts []int
-	for _, p := range ports {
+// sendLLDP sends an LLDP frame out of each of the switch's physical ports
+// that is up, in one write. Once a second, it need not reuse its buffers.
+func (s *switchConn) sendLLDP() {
+	var msgs []ofp.Message
+	for _, p := range s.ports.all() {
 		if p.PortNo > ofp.PortMax || !portUp(p) {
 			continue
 		}
-		starts = append(starts, len(frames))
-		frames = appendLLDP(frames, p.HWAddr, s.dpid, p.PortNo)
-		outs = append(outs, ofp.PacketOut{BufferID: ofp.NoBuffer, InPort: ofp.PortController,
-			Actions: []ofp.Action{ofp.ActionOutput{Port: p.PortNo}}})
-	}
-	msgs := make([]ofp.Message, len(outs))
-	for i := range outs {
-		end := len(frames)
-		if i+1 < len(starts) {
-			end = starts[i+1]
-		}
-		outs[i].Data = frames[starts[i]:end]
-		msgs[i] = &outs[i]
+		msgs = append(msgs, &ofp.PacketOut{BufferID: ofp.NoBuffer, InPort: ofp.PortController,
+			Actions: []ofp.Action{ofp.ActionOutput{Port: p.PortNo}}, Data: appendLLDP(nil, p.HWAddr, s.dpid, p.PortNo)})
 	}
 	if len(msgs) > 0 {
 		s.send(msgs...)
 	}
-	return frames, outs
 }
 
 // lldpIn records the link an sdnlb LLDP frame came in on: from the port

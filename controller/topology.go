@@ -83,15 +83,18 @@ func (t *topology) forget(match func(link) bool) {
 	}
 }
 
-// links returns every direction discovered, paired with its reverse,
-// ordered by source and then destination.
-func (t *topology) links() []linkState {
+// links returns every direction seen within linkTimeout of now, paired
+// with its reverse, ordered by source and then destination. expire only
+// frees the memory: a link is gone at its timeout, not at the next round.
+func (t *topology) links(now time.Time) []linkState {
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	live := func(l link) bool { at, ok := t.seen[l]; return ok && now.Sub(at) <= linkTimeout }
 	out := make([]linkState, 0, len(t.seen))
 	for l := range t.seen {
-		_, both := t.seen[link{l.dst, l.src}]
-		out = append(out, linkState{link: l, both: both})
+		if live(l) {
+			out = append(out, linkState{link: l, both: live(link{l.dst, l.src})})
+		}
 	}
 	slices.SortFunc(out, func(a, b linkState) int {
 		return cmp.Or(comparePortRef(a.src, b.src), comparePortRef(a.dst, b.dst))
@@ -104,7 +107,7 @@ func (t *topology) links() []linkState {
 // decide, as FindHost asks it.
 func (c *Controller) Topology(ctx context.Context) (*sdnlb.Topology, error) {
 	now := c.now()
-	links := c.topo.links()
+	links := c.topo.links(now)
 	linked := make(map[portRef]bool, 2*len(links))
 	top := &sdnlb.Topology{Switches: []*sdnlb.TopologySwitch{}, Links: make([]*sdnlb.Link, 0, len(links)), Hosts: []*sdnlb.Host{}}
 	for _, l := range links {

@@ -15,12 +15,13 @@ func TestTopology(t *testing.T) {
 	b1, b2 := portRef{dpid: 2, port: 1}, portRef{dpid: 2, port: 2}
 	now := time.Unix(1000, 0)
 	state := func(src, dst portRef, both bool) linkState { return linkState{link: link{src, dst}, both: both} }
-	assert := func(tb testing.TB, top *topology, want ...linkState) {
+	assertAt := func(tb testing.TB, top *topology, at time.Time, want ...linkState) {
 		tb.Helper()
-		if got := top.links(); !slices.Equal(got, want) {
+		if got := top.links(at); !slices.Equal(got, want) {
 			tb.Fatalf("links = %v, want %v", got, want)
 		}
 	}
+	assert := func(tb testing.TB, top *topology, want ...linkState) { tb.Helper(); assertAt(tb, top, now, want...) }
 
 	t.Run("DirectionsPaired", func(t *testing.T) {
 		top := newTopology()
@@ -33,13 +34,17 @@ func TestTopology(t *testing.T) {
 		top := newTopology()
 		top.discovered(now, a1, b1)
 		top.discovered(now.Add(2*lldpInterval), b1, a1)
-		top.expire(now.Add(linkTimeout))
-		assert(t, top, state(a1, b1, true), state(b1, a1, true))
-		// Three rounds without a1's frame: gone; b1's came later and stays.
-		top.expire(now.Add(linkTimeout + time.Millisecond))
-		assert(t, top, state(b1, a1, false))
-		top.discovered(now.Add(linkTimeout+lldpInterval), a1, b1)
-		assert(t, top, state(a1, b1, true), state(b1, a1, true))
+		assertAt(t, top, now.Add(linkTimeout), state(a1, b1, true), state(b1, a1, true))
+		// Three rounds without a1's frame: gone, at once and not only
+		// once expired; b1's came later and stays, unpaired.
+		late := now.Add(linkTimeout + time.Millisecond)
+		assertAt(t, top, late, state(b1, a1, false))
+		top.expire(late)
+		if len(top.seen) != 1 {
+			t.Fatalf("expire kept %v", top.seen)
+		}
+		top.discovered(late, a1, b1)
+		assertAt(t, top, late, state(a1, b1, true), state(b1, a1, true))
 	})
 	t.Run("PortDownRemovesAtOnce", func(t *testing.T) {
 		top := newTopology()
