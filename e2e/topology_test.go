@@ -3,8 +3,10 @@
 package e2e
 
 import (
+	"context"
 	"net/http"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -13,15 +15,19 @@ import (
 )
 
 // Two bridges joined by a pair of patch ports, both driven by one sdnlb:
-// the topology shows the link both ways, loses it when one end goes, and
-// finds it again when it comes back.
+// the topology shows the link both ways and a host on each bridge at its
+// own port (not at the far end of the link, where the other bridge also
+// showed it), loses the link when one end goes, and finds it again when
+// it comes back.
 func TestTopology_TwoBridges(t *testing.T) {
 	s1 := NewSwitch(t)
 	s2 := s1.AddBridge(t)
 	p1, p2 := s1.Name+"-p", s2.Name+"-p"
 	port1 := s1.AddPatch(t, p1, p2)
 	port2 := s2.AddPatch(t, p2, p1)
-	lb := startSDNLB(t)
+	h1, h2 := s1.AddHost(t, "h1", s1.Addr(1)), s2.AddHost(t, "h2", s1.Addr(2))
+	// Learning L2 through the controller, each bridge shows it both hosts.
+	lb := startSDNLB(t, "--l2", "learn")
 	s1.SetController(lb.OpenFlowAddr)
 	s2.SetController(lb.OpenFlowAddr)
 	lb.WaitSwitches(2, 20*time.Second)
@@ -39,6 +45,36 @@ func TestTopology_TwoBridges(t *testing.T) {
 	}
 
 	waitLinks(t, lb, both(uint32(port1), uint32(port2)))
+
+	ctx, cancel := context.WithTimeout(context.Background(), apiTimeout)
+	defer cancel()
+	// A bridge shows the controller a host's packets only while it has no
+	// flow to their destination: each host's ARP broadcast, sent with an
+	// empty cache, shows it to its own bridge.
+	for _, pair := range [][2]*Host{{h1, h2}, {h2, h1}} {
+		if out, err := pair[0].Exec(ctx, "sh", "-c", "ip neigh flush dev eth0 && ping -c 1 -W 5 "+pair[1].IP); err != nil {
+			t.Fatalf("%s cannot reach %s across the link: %v\n%s", pair[0].Name, pair[1].Name, err, out)
+		}
+	}
+	wantHosts := []string{
+		h1.IP + " " + d1 + " " + strconv.Itoa(h1.OFPort),
+		h2.IP + " " + d2 + " " + strconv.Itoa(h2.OFPort),
+	}
+	var gotHosts []string
+	for i := 0; i < 100 && !slices.Equal(gotHosts, wantHosts); i++ {
+		var top sdnlb.Topology
+		lb.MustAPI(http.MethodGet, "/v1/topology", nil, http.StatusOK, &top)
+		gotHosts = gotHosts[:0]
+		for _, h := range top.Hosts {
+			gotHosts = append(gotHosts, h.Address+" "+h.DPID+" "+h.Port)
+		}
+		slices.Sort(gotHosts)
+		time.Sleep(50 * time.Millisecond)
+	}
+	if !slices.Equal(gotHosts, wantHosts) {
+		t.Fatalf("hosts %q, want %q", gotHosts, wantHosts)
+	}
+
 	s2.Vsctl("del-port", s2.Name, p2)
 	waitLinks(t, lb, nil)
 	port2 = s2.AddPatch(t, p2, p1)
