@@ -52,15 +52,15 @@ type SwitchService interface {
 // learned it from the packets a switch sent it: the host's ARP, or its
 // IPv4 traffic through the controller.
 type Host struct {
-	Address string
-	MAC     string
-	DPID    string // the switch it was learned on, as Switch.DPID
+	Address string `json:"address"`
+	MAC     string `json:"mac"`
+	DPID    string `json:"dpid"` // the switch it was learned on, as Switch.DPID
 	// Port is the switch port it was learned on as ovs-ofctl names it:
 	// "3", or "LOCAL" for the switch's own interface (a bridge's address
 	// on its host).
-	Port     string
-	PortName string    // the switch's name for the port, "" when unknown
-	LastSeen time.Time // the last packet from it the controller saw
+	Port     string    `json:"port" example:"3"`
+	PortName string    `json:"port_name"` // the switch's name for the port, "" when unknown
+	LastSeen time.Time `json:"last_seen"` // the last packet from it the controller saw
 }
 
 // HostTTL is how long the controller remembers a host after the last

@@ -37,8 +37,9 @@ type Server struct {
 	ConfigApplyService sdnlb.ConfigApplyService
 
 	// From the controller; nil answers 503 on the routes that need them.
-	StatsService  sdnlb.StatsService
-	SwitchService sdnlb.SwitchService
+	StatsService    sdnlb.StatsService
+	SwitchService   sdnlb.SwitchService
+	TopologyService sdnlb.TopologyService
 	// HostService, from the controller, tells which hosts the switches
 	// learned, whose addresses a VIP may not take; nil checks VIP
 	// addresses against the store only.
@@ -220,6 +221,7 @@ func (s *Server) nativeRoutes(r chi.Router) {
 	r.Get("/cluster", s.handle(s.handleCluster))
 	r.Get("/switches", s.handle(s.handleSwitchList))
 	r.Get("/switches/{dpid}/flows", s.handle(s.handleSwitchFlows))
+	r.Get("/topology", s.handle(s.handleTopology))
 	r.Get("/events", s.handle(s.handleEvents))
 	r.Get("/stats", s.handle(s.handleStats))
 }

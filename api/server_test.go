@@ -431,3 +431,30 @@ func TestServer_Cluster(t *testing.T) {
 		assertError(t, testRequest(t, ts, "GET", "/v1/cluster", ""), 503, sdnlb.EUNAVAILABLE, "")
 	})
 }
+
+func TestServer_Topology(t *testing.T) {
+	topology := &mock.TopologyService{TopologyFn: func(ctx context.Context) (*sdnlb.Topology, error) {
+		return &sdnlb.Topology{
+			Switches: []*sdnlb.TopologySwitch{{DPID: "00:00:00:00:00:00:00:01", Ports: []sdnlb.SwitchPort{{No: 1, Up: true}}}},
+			Links: []*sdnlb.Link{{Src: sdnlb.LinkEnd{DPID: "00:00:00:00:00:00:00:01", Port: 1},
+				Dst: sdnlb.LinkEnd{DPID: "00:00:00:00:00:00:00:02", Port: 2}}},
+			Hosts: []*sdnlb.Host{{Address: "10.0.0.5", MAC: "02:00:00:00:00:05", DPID: "00:00:00:00:00:00:00:02", Port: "3"}},
+		}, nil
+	}}
+	t.Run("OK", func(t *testing.T) {
+		ts := MustServe(t, &Server{TopologyService: topology})
+		var top sdnlb.Topology
+		decodeBody(t, testRequest(t, ts, "GET", "/v1/topology", ""), 200, &top)
+		if len(top.Links) != 1 || top.Links[0].Dst.Port != 2 || len(top.Hosts) != 1 || top.Hosts[0].Port != "3" || len(top.Switches) != 1 {
+			t.Errorf("got %+v", top)
+		}
+	})
+	t.Run("ErrNoController", func(t *testing.T) {
+		ts := MustServe(t, &Server{})
+		assertError(t, testRequest(t, ts, "GET", "/v1/topology", ""), 503, sdnlb.EUNAVAILABLE, "")
+	})
+	t.Run("ErrAuthReads", func(t *testing.T) {
+		ts := MustServe(t, &Server{TopologyService: topology, Token: "s3cret", AuthReads: true})
+		assertError(t, testRequest(t, ts, "GET", "/v1/topology", ""), 401, sdnlb.EUNAUTHORIZED, "")
+	})
+}

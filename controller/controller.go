@@ -68,6 +68,7 @@ type Controller struct {
 	snap     atomic.Pointer[snapshot]
 	builder  *snapshotBuilder // only the goroutine that follows the configuration
 	affinity *affinityTable
+	topo     *topology
 	addr     atomic.Pointer[net.Addr]
 
 	guard        *guard
@@ -82,9 +83,10 @@ type Controller struct {
 }
 
 var (
-	_ sdnlb.SwitchService = (*Controller)(nil)
-	_ sdnlb.StatsService  = (*Controller)(nil)
-	_ sdnlb.HostService   = (*Controller)(nil)
+	_ sdnlb.SwitchService   = (*Controller)(nil)
+	_ sdnlb.StatsService    = (*Controller)(nil)
+	_ sdnlb.HostService     = (*Controller)(nil)
+	_ sdnlb.TopologyService = (*Controller)(nil)
 )
 
 // New returns a controller that follows src. Start it with Serve.
@@ -122,6 +124,7 @@ func New(src sdnlb.ConfigSource, opts Options) *Controller {
 		now:      time.Now,
 		builder:  newSnapshotBuilder(),
 		affinity: newAffinityTable(),
+		topo:     newTopology(),
 		conns:    map[uint64]*switchConn{},
 		ledgers:  map[uint64]*flowLedger{},
 		guard: &guard{allow: opts.Allow, maxSwitches: opts.MaxSwitches, maxHandshakes: opts.MaxHandshakes,
@@ -175,6 +178,7 @@ func (c *Controller) Serve(ctx context.Context, ln net.Listener) error {
 	var wg sync.WaitGroup
 	wg.Go(func() { c.follow(ctx, events) })
 	wg.Go(func() { c.housekeep(ctx) })
+	wg.Go(func() { c.discoverLinks(ctx) })
 	go func() {
 		<-ctx.Done()
 		ln.Close()
@@ -333,6 +337,7 @@ func (c *Controller) unregister(s *switchConn) {
 	c.mu.Lock()
 	if c.conns[s.dpid] == s {
 		delete(c.conns, s.dpid)
+		c.topo.switchGone(s.dpid)
 	}
 	n := len(c.conns)
 	c.mu.Unlock()

@@ -36,6 +36,8 @@ const (
 	// VIP number of the VIP whose MAC answers (VIPs sharing an address
 	// share it).
 	catARPAnswer category = 0x07
+	// The punt of LLDP frames, which discover the links between switches.
+	catLLDP category = 0x08
 	// The two directions of a connection differ in the lowest bit only, so
 	// connMask selects both.
 	catConn      category = 0x10 // client → member

@@ -5,8 +5,8 @@
 //	c := controller.New(store, controller.Options{Logger: log})
 //	go c.Serve(ctx, ln)
 //
-// Controller implements sdnlb.SwitchService, sdnlb.StatsService and
-// sdnlb.HostService.
+// Controller implements sdnlb.SwitchService, sdnlb.StatsService,
+// sdnlb.HostService and sdnlb.TopologyService.
 //
 // The code follows the data path:
 //
@@ -35,6 +35,9 @@
 //   - switches.go answers the API's questions about switches and hosts.go
 //     which switch learned an address; affinity.go keeps SOURCE_IP
 //     persistence; frame.go parses and makes frames.
+//   - lldp.go discovers the links between switches: it sends LLDP frames
+//     out of every port and reads the ones that come back; topology.go
+//     keeps the links, across switches, and answers the API's topology.
 //
 // docs/ARCHITECTURE.md explains the flow table row by row and why member
 // replies are punted.

@@ -18,6 +18,7 @@ const (
 	tableL2         uint8 = 9 // everything else
 
 	// tableClassify
+	prioLLDP         uint16 = 2000 // LLDP to the nearest bridge (link discovery, lldp.go) → CONTROLLER, before anything a VIP matches
 	prioConnection   uint16 = 1000 // a connection's NAT flow pair, on its full 5-tuple
 	prioMemberReply  uint16 = 900  // per member address: its replies → CONTROLLER, or the tracker's member zone (SWITCH NAT)
 	prioMemberDirect uint16 = 899  // per member address of a SWITCH NAT pool: clients' packets to it → committed in the member zone with no VIP, tableL2
@@ -163,10 +164,13 @@ func deleteByCookie(cookie, mask uint64) ofp.FlowMod {
 	}
 }
 
-// baseFlows is what every switch gets before any VIP: what is not for a
-// VIP goes on to the L2 table, whose miss the L2 mode decides.
+// baseFlows is what every switch gets before any VIP: LLDP goes to the
+// controller, which discovers the links with it; what is not for a VIP
+// goes on to the L2 table, whose miss the L2 mode decides.
 func baseFlows(mode L2Mode) []ofp.FlowMod {
 	flows := []flow{
+		{table: tableClassify, cookie: makeCookie(catLLDP, 0, 0), priority: prioLLDP, actions: []ofp.Action{toController},
+			match: []ofp.OXM{ofp.MatchEthDst(lldpMAC), ofp.MatchEthType(ethTypeLLDP)}},
 		{table: tableClassify, priority: prioToL2, gotoTable: tableL2},
 		{table: tableTracked, priority: prioTrackedMiss, gotoTable: tableL2},
 		{table: tableToMember, priority: prioRouteMiss, gotoTable: tableL2},
@@ -178,7 +182,9 @@ func baseFlows(mode L2Mode) []ofp.FlowMod {
 	}
 	mods := make([]ofp.FlowMod, len(flows))
 	for i, f := range flows {
-		f.cookie = makeCookie(catBase, 0, 0)
+		if f.cookie == 0 {
+			f.cookie = makeCookie(catBase, 0, 0)
+		}
 		mods[i] = f.add()
 	}
 	return mods
@@ -617,3 +623,5 @@ func l4SrcField(proto uint8) ofp.OXMField {
 }
 
 func ipUint(ip [4]byte) uint32 { return binary.BigEndian.Uint32(ip[:]) }
+
+func uintIP(ip uint32) (b [4]byte) { binary.BigEndian.PutUint32(b[:], ip); return b }

@@ -78,6 +78,7 @@ func TestFlows_Base(t *testing.T) {
 	t.Run("L2Normal", func(t *testing.T) {
 		assertLines(t, flowLines(t, baseFlows(L2Normal)), []string{
 			"cookie=0x5d01000000000000, priority=0 actions=goto_table:9",
+			"cookie=0x5d08000000000000, priority=2000, dl_dst=01:80:c2:00:00:0e,dl_type=0x88cc actions=CONTROLLER:65535",
 			"cookie=0x5d01000000000000, table=tracked, priority=0 actions=goto_table:9",
 			"cookie=0x5d01000000000000, table=to-member, priority=0 actions=goto_table:9",
 			"cookie=0x5d01000000000000, table=from-member, priority=0 actions=drop",
@@ -87,6 +88,7 @@ func TestFlows_Base(t *testing.T) {
 	t.Run("L2Learn", func(t *testing.T) {
 		assertLines(t, flowLines(t, baseFlows(L2Learn)), []string{
 			"cookie=0x5d01000000000000, priority=0 actions=goto_table:9",
+			"cookie=0x5d08000000000000, priority=2000, dl_dst=01:80:c2:00:00:0e,dl_type=0x88cc actions=CONTROLLER:65535",
 			"cookie=0x5d01000000000000, table=tracked, priority=0 actions=goto_table:9",
 			"cookie=0x5d01000000000000, table=to-member, priority=0 actions=goto_table:9",
 			"cookie=0x5d01000000000000, table=from-member, priority=0 actions=drop",

@@ -56,6 +56,8 @@ func fuzzSeeds(tb testing.TB) [][]byte {
 		pin(clientOF, udpFrame(tb, clientMAC, vipMAC, clientIP, "10.0.0.101", 5000, 53)),
 		pin(1, arpFrame(tb, 2, memberMAC(1), vipMAC, "10.0.0.1", "10.0.0.100", vipMAC)),
 		pin(clientOF, arpFrame(tb, 1, clientMAC, "ff:ff:ff:ff:ff:ff", clientIP, "10.0.0.100", "00:00:00:00:00:00")),
+		ofp.Append(nil, 0, &ofp.PacketIn{BufferID: ofp.NoBuffer, Reason: ofp.ReasonAction, Cookie: makeCookie(catLLDP, 0, 0),
+			Match: ofp.Match{OXMs: []ofp.OXM{ofp.MatchInPort(2)}}, Data: appendLLDP(nil, [6]byte{2}, 1, 3)}),
 		ofp.Append(nil, 0, ofp.FlowRemoved{Cookie: fwd, Match: ofp.Match{OXMs: []ofp.OXM{ofp.MatchIPv4Src([4]byte{10, 0, 1, 5})}}}),
 		ofp.Append(nil, 0, ofp.MultipartReply{Body: ofp.FlowStatsReply{Stats: []ofp.FlowStats{{Cookie: fwd, ByteCount: 9}}}}),
 		ofp.Append(nil, 0, ofp.MultipartReply{Body: ofp.PortDescReply{Ports: []ofp.Port{{PortNo: 1, Name: "p1"}}}}),
@@ -109,4 +111,19 @@ func TestSwitchConn_GarbageAfterHello(t *testing.T) {
 	if err := s.flush(); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// FuzzParseLLDP: whatever the frame, parseLLDP reads it or refuses it, and
+// never panics; what it reads, appendLLDP writes back the same.
+func FuzzParseLLDP(f *testing.F) {
+	f.Add(appendLLDP(nil, [6]byte{2}, 0x1234, 7))
+	f.Fuzz(func(t *testing.T, frame []byte) {
+		dpid, port, ok := parseLLDP(frame)
+		if !ok {
+			return
+		}
+		if d, p, ok := parseLLDP(appendLLDP(nil, [6]byte{2}, dpid, port)); !ok || d != dpid || p != port {
+			t.Fatalf("%x:%d read back as %x:%d", dpid, port, d, p)
+		}
+	})
 }

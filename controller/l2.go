@@ -134,6 +134,16 @@ func (l *l2Learner) seenHost(now time.Time, ip uint32) (hostEntry, bool) {
 	return e, ok && now.UnixNano()-e.seen <= int64(sdnlb.HostTTL)
 }
 
+// seenHosts calls f with each host a packet showed within
+// sdnlb.HostTTL.
+func (l *l2Learner) seenHosts(now time.Time, f func(ip uint32, e hostEntry)) {
+	for ip, e := range l.hosts {
+		if now.UnixNano()-e.seen <= int64(sdnlb.HostTTL) {
+			f(ip, e)
+		}
+	}
+}
+
 // seedHost records a host the switch's flows name, unless the learner
 // knows better; port 0 is unknown.
 func (l *l2Learner) seedHost(ip uint32, mac [6]byte, port uint32) {
@@ -147,9 +157,7 @@ func (l *l2Learner) seedHost(ip uint32, mac [6]byte, port uint32) {
 func (l *l2Learner) ipOfMAC(mac [6]byte) [4]byte {
 	for ip, e := range l.hosts {
 		if e.mac == mac {
-			var b [4]byte
-			b[0], b[1], b[2], b[3] = byte(ip>>24), byte(ip>>16), byte(ip>>8), byte(ip)
-			return b
+			return uintIP(ip)
 		}
 	}
 	return [4]byte{}

@@ -452,6 +452,10 @@ func (s *switchConn) handle(dp *dataplane, out *outbox, b []byte) error {
 		if _, err := ofp.DecodeInto(b, &s.pin); err != nil {
 			return s.decodeFailed(out, h, b, err)
 		}
+		if cat, _, _, _ := cookieParts(s.pin.Cookie); cat == catLLDP {
+			s.lldpIn(now, &s.pin)
+			return nil
+		}
 		dp.packetIn(now, dp.installed, &s.pin, out)
 		return nil
 	case ofp.TypeFlowRemoved:
@@ -493,6 +497,9 @@ func (s *switchConn) handle(dp *dataplane, out *outbox, b []byte) error {
 			s.ports.delete(m.Desc.PortNo)
 		} else {
 			s.ports.set(m.Desc)
+		}
+		if m.Reason == ofp.PortReasonDelete || !portUp(m.Desc) {
+			s.c.topo.portDown(portRef{dpid: s.dpid, port: m.Desc.PortNo})
 		}
 	case *ofp.EchoReply, *ofp.BarrierReply, *ofp.Hello:
 	default:

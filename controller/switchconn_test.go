@@ -133,13 +133,14 @@ func TestSession_Handshake(t *testing.T) {
 		}
 	}
 	wantTypes := "HELLO FEATURES_REQUEST MULTIPART_REQUEST SET_CONFIG MULTIPART_REQUEST MULTIPART_REQUEST" +
-		strings.Repeat(" FLOW_MOD", 14) + " PACKET_OUT BARRIER_REQUEST"
+		strings.Repeat(" FLOW_MOD", 15) + " PACKET_OUT BARRIER_REQUEST"
 	if s := strings.Join(types, " "); s != wantTypes {
 		t.Errorf("handshake sent\n  %s\nwant\n  %s", s, wantTypes)
 	}
 	// The switch holds nothing of sdnlb's: it is only added to.
 	assertLines(t, flowLines(t, mods), append(arpAnswerLines(1, "02:00:00:00:01:00", "10.0.0.100", L2Learn),
 		"cookie=0x5d01000000000000, priority=0 actions=goto_table:9",
+		"cookie=0x5d08000000000000, priority=2000, dl_dst=01:80:c2:00:00:0e,dl_type=0x88cc actions=CONTROLLER:65535",
 		"cookie=0x5d01000000000000, table=tracked, priority=0 actions=goto_table:9",
 		"cookie=0x5d01000000000000, table=to-member, priority=0 actions=goto_table:9",
 		"cookie=0x5d01000000000000, table=from-member, priority=0 actions=drop",
@@ -307,8 +308,8 @@ func TestSession_Reconnect(t *testing.T) {
 			mods = append(mods, *fm)
 		}
 	}
-	if len(mods) != 14 { // this fake switch forgets its flows
-		t.Errorf("reconnected switch got %d flow-mods, want 5 base flows + 6 VIP flows + 3 reply punts:\n%s", len(mods), strings.Join(flowLines(t, mods), "\n"))
+	if len(mods) != 15 { // this fake switch forgets its flows
+		t.Errorf("reconnected switch got %d flow-mods, want 6 base flows + 6 VIP flows + 3 reply punts:\n%s", len(mods), strings.Join(flowLines(t, mods), "\n"))
 	}
 	waitSwitches(t, h.c, func(sws []*sdnlb.Switch) bool { return len(sws) == 1 })
 }

@@ -16,16 +16,8 @@ func (c *Controller) Switches(ctx context.Context) ([]*sdnlb.Switch, error) {
 	conns := c.switchConns()
 	out := make([]*sdnlb.Switch, 0, len(conns))
 	for _, s := range conns {
-		sw := &sdnlb.Switch{DPID: formatDPID(s.dpid), Address: s.remote, ConnectedAt: s.connectedAt, Ports: []sdnlb.SwitchPort{},
-			SelectGroups: s.groups}
-		for _, p := range s.ports.all() {
-			sw.Ports = append(sw.Ports, sdnlb.SwitchPort{
-				No: p.PortNo, Name: p.Name, MAC: net.HardwareAddr(p.HWAddr[:]).String(),
-				Up: p.Config&ofp.PortConfigDown == 0 && p.State&ofp.PortStateLinkDown == 0,
-			})
-		}
-		slices.SortFunc(sw.Ports, func(a, b sdnlb.SwitchPort) int { return cmp.Compare(a.No, b.No) })
-		out = append(out, sw)
+		out = append(out, &sdnlb.Switch{DPID: formatDPID(s.dpid), Address: s.remote, ConnectedAt: s.connectedAt,
+			Ports: switchPorts(s.ports.all()), SelectGroups: s.groups})
 	}
 	slices.SortFunc(out, func(a, b *sdnlb.Switch) int { return cmp.Compare(a.DPID, b.DPID) })
 	return out, nil
@@ -126,3 +118,19 @@ func parseDPID(s string) (uint64, bool) {
 func ipString(ip [4]byte) string { return net.IP(ip[:]).String() }
 
 func macString(mac [6]byte) string { return net.HardwareAddr(mac[:]).String() }
+
+// switchPorts lists ports as the API shows them, by number.
+func switchPorts(ports []ofp.Port) []sdnlb.SwitchPort {
+	out := make([]sdnlb.SwitchPort, 0, len(ports))
+	for _, p := range ports {
+		out = append(out, sdnlb.SwitchPort{No: p.PortNo, Name: p.Name, MAC: net.HardwareAddr(p.HWAddr[:]).String(), Up: portUp(p)})
+	}
+	slices.SortFunc(out, func(a, b sdnlb.SwitchPort) int { return cmp.Compare(a.No, b.No) })
+	return out
+}
+
+// portUp reports whether a port can carry packets: neither the switch's
+// configuration nor its link holds it down.
+func portUp(p ofp.Port) bool {
+	return p.Config&ofp.PortConfigDown == 0 && p.State&ofp.PortStateLinkDown == 0
+}

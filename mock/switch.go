@@ -7,9 +7,10 @@ import (
 )
 
 var (
-	_ sdnlb.SwitchService = (*SwitchService)(nil)
-	_ sdnlb.StatsService  = (*StatsService)(nil)
-	_ sdnlb.HostService   = (*HostService)(nil)
+	_ sdnlb.SwitchService   = (*SwitchService)(nil)
+	_ sdnlb.StatsService    = (*StatsService)(nil)
+	_ sdnlb.HostService     = (*HostService)(nil)
+	_ sdnlb.TopologyService = (*TopologyService)(nil)
 )
 
 // SwitchService is a fake sdnlb.SwitchService.
@@ -47,4 +48,13 @@ type HostService struct {
 
 func (s *HostService) FindHost(ctx context.Context, address string) (*sdnlb.Host, error) {
 	return s.FindHostFn(ctx, address)
+}
+
+// TopologyService is a fake sdnlb.TopologyService.
+type TopologyService struct {
+	TopologyFn func(ctx context.Context) (*sdnlb.Topology, error)
+}
+
+func (s *TopologyService) Topology(ctx context.Context) (*sdnlb.Topology, error) {
+	return s.TopologyFn(ctx)
 }

@@ -130,6 +130,7 @@ func (m *Main) Run(ctx context.Context) (err error) {
 		EventService:      m.Store,
 		StatsService:      m.Controller,
 		SwitchService:     m.Controller,
+		TopologyService:   m.Controller,
 		HostService:       m.Controller,
 		HealthReporter:    m.Health,
 		ClusterService:    m.DB,

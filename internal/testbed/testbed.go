@@ -76,6 +76,7 @@ type Switch struct {
 	mu        sync.Mutex
 	hosts     []*Host
 	daemons   []*daemon
+	added     bool // by AddBridge: the daemons are the first bridge's
 	closeOnce sync.Once
 }
 
@@ -128,6 +129,34 @@ func NewSwitch(tb TB) *Switch {
 	s.mustRun("ip", "addr", "add", s.LocalIP+"/24", "dev", s.Name)
 	s.mustRun("ip", "link", "set", s.Name, "up")
 	return s
+}
+
+// AddBridge adds another netdev bridge to s's ovs-vswitchd and registers
+// its Close with tb.Cleanup. Only one userspace datapath runs per network
+// namespace, so switches that a test links together must be bridges of one
+// ovs-vswitchd. The bridge shares s's subnet (take distinct host numbers
+// from Addr) and has no LocalIP: its LOCAL port stays down.
+func (s *Switch) AddBridge(tb TB) *Switch {
+	tb.Helper()
+	prefix := namePrefix + strconv.FormatInt(int64(os.Getpid()), 36) + "-" +
+		strconv.FormatInt(switchSeq.Add(1), 36)
+	b := &Switch{Name: prefix + "br", Subnet: s.Subnet, tb: tb, dir: s.dir, prefix: prefix, env: s.env, added: true}
+	tb.Cleanup(b.Close)
+	b.Vsctl("add-br", b.Name, "--", "set", "bridge", b.Name, "datapath_type=netdev",
+		"other-config:disable-in-band=true")
+	b.waitReady("ovs-vswitchd", "ovs-ofctl", "-O", "OpenFlow13", "show", "unix:"+b.mgmtSocket())
+	disableIPv6(tb, "", b.Name)
+	return b
+}
+
+// AddPatch adds patch port name to the bridge, joined to patch port peer
+// of another bridge of the same ovs-vswitchd (AddBridge), and returns its
+// OpenFlow port number. A link between two bridges is a patch port on
+// each, each the other's peer; deleting either (Vsctl del-port) cuts it.
+func (s *Switch) AddPatch(tb TB, name, peer string) int {
+	tb.Helper()
+	s.Vsctl("add-port", s.Name, name, "--", "set", "interface", name, "type=patch", "options:peer="+peer)
+	return s.ofport(tb, name)
 }
 
 // Addr returns the address with last octet n in the switch's subnet. Tests
@@ -246,9 +275,10 @@ func (s *Switch) Close() {
 		if s.tb.Failed() {
 			s.logTail("ovs-vswitchd.log", 40)
 		}
-		if len(daemons) == 2 {
+		if len(daemons) == 2 || s.added {
 			// A netdev bridge's tap device outlives ovs-vswitchd unless the
-			// bridge is deleted first.
+			// bridge is deleted first; an added bridge's daemons, its first
+			// bridge's, are still up (its Close runs first).
 			if _, err := s.run("ovs-vsctl", "--db=unix:"+s.dbSocket(), "--timeout=10", "--if-exists", "del-br", s.Name); err != nil {
 				s.tb.Logf("delete bridge: %v", err)
 			}

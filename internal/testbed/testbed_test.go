@@ -308,6 +308,32 @@ func TestSwitch_Close(t *testing.T) {
 	}
 }
 
+// TestSwitch_AddBridge checks that a bridge added to a switch's daemons
+// reaches the first through patch ports, and that closing it removes it
+// and its hosts and leaves the first bridge running.
+func TestSwitch_AddBridge(t *testing.T) {
+	sw := NewSwitch(t)
+	b := sw.AddBridge(t)
+	h1, h2 := sw.AddHost(t, "one", sw.Addr(1)), b.AddHost(t, "two", sw.Addr(2))
+	sw.AddPatch(t, sw.Name+"-p", b.Name+"-p")
+	b.AddPatch(t, b.Name+"-p", sw.Name+"-p")
+	ctx, cancel := context.WithTimeout(context.Background(), cmdTimeout)
+	defer cancel()
+	// Without a controller both bridges switch on their own (NORMAL).
+	if out, err := h1.Exec(ctx, "ping", "-c", "1", "-W", "5", h2.IP); err != nil {
+		t.Fatalf("ping across the patch: %v\n%s", err, out)
+	}
+	b.Close()
+	for _, name := range []string{b.Name, h2.Link} {
+		if linkExists(name) {
+			t.Errorf("link %s still exists", name)
+		}
+	}
+	if got := strings.TrimSpace(sw.Vsctl("list-br")); got != sw.Name {
+		t.Errorf("bridges %q, want %s alone", got, sw.Name)
+	}
+}
+
 func TestStaleName(t *testing.T) {
 	dead := deadPID(t)
 	self := strconv.FormatInt(int64(os.Getpid()), 36)

@@ -1,0 +1,26 @@
+package api
+
+import "net/http"
+
+// handleTopology shows how the connected switches are linked.
+//
+//	@Summary	Show the topology: switches, the links between them, the hosts at the edge
+//	@ID			topology
+//	@Description	Lists the connected switches and their ports, the links between them that LLDP discovered (each direction apart, found within a second, gone within three once a link stops carrying the frames, at once when a port goes down) and the hosts the switches learned on ports with no link.
+//	@Tags		switches
+//	@Produce	json
+//	@Success	200	{object}	sdnlb.Topology
+//	@Failure	503	{object}	errorResponse	"no controller"
+//	@Failure	401	{object}	errorResponse	"the bearer token is missing or wrong (with --auth-reads)"
+//	@Security	Bearer
+//	@Router		/v1/topology [get]
+func (s *Server) handleTopology(w http.ResponseWriter, r *http.Request) error {
+	if s.TopologyService == nil {
+		return errNoController
+	}
+	top, err := s.TopologyService.Topology(r.Context())
+	if err != nil {
+		return err
+	}
+	return writeJSON(w, http.StatusOK, top)
+}

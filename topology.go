@@ -1,0 +1,41 @@
+package sdnlb
+
+import "context"
+
+// Topology is the network the connected switches make: the links between
+// them, which the controller discovers by LLDP, and the hosts on their
+// other ports.
+type Topology struct {
+	Switches []*TopologySwitch `json:"switches"`
+	// Links lists each direction apart: a link is the LLDP frame one
+	// switch sent arriving at another.
+	Links []*Link `json:"links"`
+	// Hosts are the hosts the switches learned within HostTTL on ports
+	// with no link: where the network ends.
+	Hosts []*Host `json:"hosts"`
+}
+
+// TopologySwitch is a switch of the topology and its ports.
+type TopologySwitch struct {
+	DPID  string       `json:"dpid"` // as Switch.DPID
+	Ports []SwitchPort `json:"ports"`
+}
+
+// Link is one direction of a link between two switch ports.
+type Link struct {
+	Src LinkEnd `json:"src"`
+	Dst LinkEnd `json:"dst"`
+	// Bidirectional says the reverse direction was discovered too.
+	Bidirectional bool `json:"bidirectional"`
+}
+
+// LinkEnd is one end of a link: a port of a switch.
+type LinkEnd struct {
+	DPID string `json:"dpid"` // as Switch.DPID
+	Port uint32 `json:"port"`
+}
+
+// TopologyService tells how the switches are linked.
+type TopologyService interface {
+	Topology(ctx context.Context) (*Topology, error)
+}
