@@ -177,8 +177,8 @@ func (c *Controller) Serve(ctx context.Context, ln net.Listener) error {
 
 	var wg sync.WaitGroup
 	wg.Go(func() { c.follow(ctx, events) })
-	wg.Go(func() { c.housekeep(ctx) })
-	wg.Go(func() { c.discoverLinks(ctx) })
+	wg.Go(func() { every(ctx, c.opts.StatsInterval, c.housekeep) })
+	wg.Go(func() { every(ctx, lldpInterval, c.discoverLinks) })
 	go func() {
 		<-ctx.Done()
 		ln.Close()
@@ -371,16 +371,21 @@ func (c *Controller) ledger(dpid uint64) *flowLedger {
 }
 
 // housekeep expires persistence entries and polls flow stats.
-func (c *Controller) housekeep(ctx context.Context) {
-	t := time.NewTicker(c.opts.StatsInterval)
+func (c *Controller) housekeep() {
+	c.affinity.expire(c.now())
+	c.pollStats()
+}
+
+// every runs f every interval until ctx ends.
+func every(ctx context.Context, interval time.Duration, f func()) {
+	t := time.NewTicker(interval)
 	defer t.Stop()
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case <-t.C:
-			c.affinity.expire(c.now())
-			c.pollStats()
+			f()
 		}
 	}
 }

@@ -2,7 +2,6 @@ package controller
 
 import (
 	"bytes"
-	"context"
 	"encoding/binary"
 	"strconv"
 	"time"
@@ -114,22 +113,13 @@ func parseLLDP(frame []byte) (dpid uint64, port uint32, ok bool) {
 	return d, uint32(p), true
 }
 
-// discoverLinks sends the LLDP frames each lldpInterval and forgets the
+// discoverLinks sends the LLDP frames, each lldpInterval, and forgets the
 // links whose frames stopped coming back.
-func (c *Controller) discoverLinks(ctx context.Context) {
-	t := time.NewTicker(lldpInterval)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-			c.topo.expire(c.now())
-			for _, s := range c.switchConns() {
-				if s.master.Load() {
-					s.sendLLDP()
-				}
-			}
+func (c *Controller) discoverLinks() {
+	c.topo.expire(c.now())
+	for _, s := range c.switchConns() {
+		if s.master.Load() {
+			s.sendLLDP()
 		}
 	}
 }
