@@ -27,6 +27,14 @@ type Link struct {
 	Dst LinkEnd `json:"dst"`
 	// Bidirectional says the reverse direction was discovered too.
 	Bidirectional bool `json:"bidirectional"`
+	// RateBPS is what Src's port sent over the last stats interval, in
+	// bits per second; CapacityBPS the port's current speed (0 when the
+	// switch does not say), and Utilisation their ratio, from 0 to 1 (0
+	// when the capacity is not known). Paths between switches avoid the
+	// links with the highest utilisation.
+	RateBPS     uint64  `json:"rate_bps"`
+	CapacityBPS uint64  `json:"capacity_bps"`
+	Utilisation float64 `json:"utilisation"`
 }
 
 // LinkEnd is one end of a link: a port of a switch.
