@@ -13,6 +13,18 @@ type Topology struct {
 	// Hosts are the hosts the switches learned within HostTTL on ports
 	// with no link: where the network ends.
 	Hosts []*Host `json:"hosts"`
+	// Paths are the ways traffic takes between the switches, one per
+	// switch and destination switch, when sdnlb forwards between them
+	// (--l2 fabric); empty otherwise.
+	Paths []*Path `json:"paths"`
+}
+
+// Path is the way a switch sends what goes to another: the port each
+// switch on the way sends it out of, from From's to the last before To.
+type Path struct {
+	From string    `json:"from"` // as Switch.DPID
+	To   string    `json:"to"`
+	Hops []LinkEnd `json:"hops"`
 }
 
 // TopologySwitch is a switch of the topology and its ports.

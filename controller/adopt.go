@@ -108,6 +108,8 @@ func (dp *dataplane) adopt(now time.Time, snap *snapshot, have switchState, out 
 			dp.adoptConnection(snap, f, out)
 		case cat == catL2 && dp.l2 == L2Learn:
 			// kept: learnFromSwitch knows where it sends
+		case (cat == catL2 || cat == catFabric) && dp.l2 == L2Fabric:
+			// kept: the fabric's next round brings them up to date
 		case !wanted[keyOf(f.TableID, f.Priority, &f.Match)]:
 			del := strictDelete(f)
 			out.send(&del)
@@ -157,6 +159,8 @@ func (dp *dataplane) learnFromSwitch(snap *snapshot, have switchState) {
 			if port, ok := outputPort(acts); okIP && okMAC && ok && port <= ofp.PortMax {
 				dp.learner.seedHost(ipUint(ip.IPv4()), mac.MAC(), port)
 			}
+		case (cat == catL2 || cat == catFabric) && dp.l2 == L2Fabric:
+			dp.adoptFabricRow(f)
 		case cat == catL2 && dp.l2 == L2Learn:
 			if dst, ok := f.Match.Get(ofp.OXMEthDst); ok {
 				if port, ok := outputPort(acts); ok {

@@ -23,6 +23,11 @@ type Options struct {
 	EchoInterval  time.Duration // keepalive, default 5 s; 3 unanswered close the connection
 	StatsInterval time.Duration // flow-stats polling, default 2 s
 	L2            L2Mode        // who switches traffic not for a VIP, default L2Normal
+	// LinkCapacity is the speed, in bits per second, of a link whose
+	// ports report none (Open vSwitch's patch ports, many virtual NICs),
+	// against which its utilisation is measured; default
+	// DefaultLinkCapacity.
+	LinkCapacity uint64
 	// Allow lists the addresses switches may connect from; empty: any.
 	Allow         []netip.Prefix
 	MaxSwitches   int          // sessions at once, default DefaultMaxSwitches
@@ -44,6 +49,7 @@ const (
 	DefaultIdleTimeout   = 30 * time.Second
 	DefaultEchoInterval  = 5 * time.Second
 	DefaultStatsInterval = 2 * time.Second
+	DefaultLinkCapacity  = 1_000_000_000
 )
 
 // How long the controller waits on a switch before giving up on it.
@@ -69,6 +75,7 @@ type Controller struct {
 	builder  *snapshotBuilder // only the goroutine that follows the configuration
 	affinity *affinityTable
 	topo     *topology
+	fabric   *fabric // under L2Fabric
 	addr     atomic.Pointer[net.Addr]
 
 	guard        *guard
@@ -103,6 +110,9 @@ func New(src sdnlb.ConfigSource, opts Options) *Controller {
 	if opts.L2 == "" {
 		opts.L2 = L2Normal
 	}
+	if opts.LinkCapacity == 0 {
+		opts.LinkCapacity = DefaultLinkCapacity
+	}
 	if opts.MaxSwitches <= 0 {
 		opts.MaxSwitches = DefaultMaxSwitches
 	}
@@ -124,7 +134,7 @@ func New(src sdnlb.ConfigSource, opts Options) *Controller {
 		now:      time.Now,
 		builder:  newSnapshotBuilder(),
 		affinity: newAffinityTable(),
-		topo:     newTopology(),
+		topo:     newTopology(opts.LinkCapacity),
 		conns:    map[uint64]*switchConn{},
 		ledgers:  map[uint64]*flowLedger{},
 		guard: &guard{allow: opts.Allow, maxSwitches: opts.MaxSwitches, maxHandshakes: opts.MaxHandshakes,
@@ -133,6 +143,10 @@ func New(src sdnlb.ConfigSource, opts Options) *Controller {
 		duplicateLog: &limitedLog{log: log, every: refusalLogEvery},
 	}
 	c.snap.Store(emptySnapshot)
+	if opts.L2 == L2Fabric {
+		c.fabric = newFabric()
+		c.topo.changed = c.fabric.poke
+	}
 	if opts.Registerer != nil {
 		if err := opts.Registerer.Register(newSnapshotCollector(c)); err != nil {
 			log.Warn("VIP and member metrics not registered", "err", err)
@@ -179,6 +193,9 @@ func (c *Controller) Serve(ctx context.Context, ln net.Listener) error {
 	wg.Go(func() { c.follow(ctx, events) })
 	wg.Go(func() { every(ctx, c.opts.StatsInterval, c.housekeep) })
 	wg.Go(func() { every(ctx, lldpInterval, c.discoverLinks) })
+	if c.fabric != nil {
+		wg.Go(func() { c.followFabric(ctx) })
+	}
 	go func() {
 		<-ctx.Done()
 		ln.Close()
@@ -327,6 +344,7 @@ func (c *Controller) register(s *switchConn) {
 	n := len(c.conns)
 	c.mu.Unlock()
 	c.metrics.switches.Set(float64(n))
+	c.portsChanged()
 	if old != nil {
 		old.log.Info("switch reconnected; closing its old connection")
 		old.close()
@@ -353,8 +371,16 @@ func (c *Controller) switchConn(dpid uint64) *switchConn {
 // dataplaneConfig is what a new dataplane of switch dpid shares with the
 // controller.
 func (c *Controller) dataplaneConfig(dpid uint64, log *slog.Logger, groups bool) dataplaneConfig {
-	return dataplaneConfig{idleTimeout: c.idle, hardTimeout: c.hard, l2: c.opts.L2, groups: groups,
-		affinity: c.affinity, ledger: c.ledger(dpid), metrics: c.metrics, log: log}
+	return dataplaneConfig{dpid: dpid, idleTimeout: c.idle, hardTimeout: c.hard, l2: c.opts.L2, groups: groups,
+		affinity: c.affinity, ledger: c.ledger(dpid), fabric: c.fabric, metrics: c.metrics, log: log}
+}
+
+// portsChanged asks the fabric, if any, to route again: a switch came or
+// a port changed.
+func (c *Controller) portsChanged() {
+	if c.fabric != nil {
+		c.fabric.poke()
+	}
 }
 
 // ledger returns the flow ledger of switch dpid, which every connection
@@ -391,7 +417,7 @@ func every(ctx context.Context, interval time.Duration, f func()) {
 }
 
 // pollStats asks every switch the controller is MASTER of for the counters
-// of sdnlb's flows.
+// of sdnlb's flows and of its ports.
 func (c *Controller) pollStats() {
 	for _, s := range c.switchConns() {
 		if s.master.Load() {

@@ -38,6 +38,9 @@ const (
 	catARPAnswer category = 0x07
 	// The punt of LLDP frames, which discover the links between switches.
 	catLLDP category = 0x08
+	// The fabric's rows but the hosts' (L2Fabric): links' ingress, floods
+	// and paths.
+	catFabric category = 0x09
 	// The two directions of a connection differ in the lowest bit only, so
 	// connMask selects both.
 	catConn      category = 0x10 // client → member

@@ -31,6 +31,7 @@ type dataplane struct {
 	held       heldSetups
 	recent     *recentCache // allocated at the first setup
 	accounting accounting
+	fabricRows fabricRows // L2Fabric: the fabric's rows the switch holds
 
 	// Scratch of the decision under way, reused so that packet-ins
 	// allocate nothing.
@@ -45,12 +46,14 @@ type dataplane struct {
 // dataplaneConfig is what every switch's dataplane shares with the
 // controller.
 type dataplaneConfig struct {
+	dpid                     uint64
 	idleTimeout, hardTimeout uint16 // of connection flows, in seconds
 	l2                       L2Mode
 	groups                   bool // the switch has select groups
 	affinity                 *affinityTable
 	ledger                   *flowLedger // the switch's, which outlives its connections
 	metrics                  *metrics
+	fabric                   *fabric // L2Fabric: the controller's
 	log                      *slog.Logger
 }
 
@@ -63,6 +66,7 @@ func newDataplane(cfg dataplaneConfig) *dataplane {
 		dispatcher:      newDispatcher(),
 		held:            newHeldSetups(),
 		accounting:      newAccounting(cfg.ledger),
+		fabricRows:      newFabricRows(),
 		pkt:             newDecoder(),
 		flows:           newConnFlows(),
 		frame:           make([]byte, 0, 128),
@@ -110,7 +114,7 @@ func (dp *dataplane) configure(now time.Time, snap *snapshot, out *outbox) {
 // if it came in on inPort, which the flood leaves out.
 func (dp *dataplane) announce(ip [4]byte, mac [6]byte, inPort uint32, out *outbox) {
 	dp.frame = appendARP(dp.frame[:0], arpRequest, broadcastMAC, mac, ip, [6]byte{}, ip)
-	dp.packetOut(inPort, ofp.PortFlood, dp.frame, out)
+	dp.flood(inPort, dp.frame, out)
 }
 
 // configurePatch is configure for a health patch of the snapshot the
@@ -191,11 +195,41 @@ func (p *packetIn) fromReplyPunt() bool {
 	return ok && cat == catMemberReply
 }
 
+// fromFlood reports whether a flood of the fabric sent the packet: the
+// switch has flooded it already.
+func (p *packetIn) fromFlood() bool {
+	cat, _, _, ok := cookieParts(p.cookie)
+	return ok && cat == catFabric
+}
+
 // fromARPAnswer reports whether the switch's ARP answer sent the packet,
 // which the switch has then answered.
 func (p *packetIn) fromARPAnswer() bool {
 	cat, _, _, ok := cookieParts(p.cookie)
 	return ok && cat == catARPAnswer
+}
+
+// flood sends data out of every port but inPort, the port it came in on;
+// under L2Fabric, out of the ports floods leave by (along the spanning
+// tree).
+func (dp *dataplane) flood(inPort uint32, data []byte, out *outbox) {
+	if dp.l2 != L2Fabric {
+		dp.packetOut(inPort, ofp.PortFlood, data, out)
+		return
+	}
+	v := dp.fabricRows.view
+	if v == nil {
+		return // no round yet: no port is known to be safe to flood
+	}
+	acts := make([]ofp.Action, 0, len(v.carry))
+	for _, p := range v.carry {
+		if p != inPort {
+			acts = append(acts, ofp.ActionOutput{Port: p})
+		}
+	}
+	if len(acts) > 0 {
+		dp.sendFrame(inPort, acts, data, out)
+	}
 }
 
 // packetOut sends data out of port; inPort is the port it came in on.

@@ -199,7 +199,7 @@ func TestDispatch_DSR(t *testing.T) {
 		"flow_mod cookie=0x5d05000001000000, table=tracked, priority=251, ct_label=0,tcp,nw_dst=10.0.0.100,tp_dst=80 actions=drop",
 		"flow_mod cookie=0x5d05000001000000, table=tracked, priority=201, ct_state=+trk,tcp,nw_dst=10.0.0.100,tp_dst=80 actions="+
 			"move:NXM_NX_CT_LABEL[0..31]->NXM_NX_REG0[],set_field:0x1->reg2,goto_table:2",
-		"flow_mod cookie=0x5d05000001000000, priority=501, tcp,nw_src=10.0.0.100,tp_src=80 actions=ct(zone=93),goto_table:9",
+		"flow_mod cookie=0x5d05000001000000, priority=902, tcp,nw_src=10.0.0.100,tp_src=80 actions=ct(zone=93),goto_table:9",
 	)
 	got := d.learnMember(2)
 	assertSends(t, got,
@@ -291,7 +291,7 @@ func TestDispatch_AnyProtocolVIP(t *testing.T) {
 		d := newSwitchDecision(t, testConfig(nil))
 		assertSends(t, d.configure(switchConfig(sdnlb.ForwardingDSR, toAny)),
 			"flow_mod cookie=0x5d05000001000000, priority=500, ip,nw_dst=10.0.0.100 actions=ct(table=1,zone=93)",
-			"flow_mod cookie=0x5d05000001000000, priority=500, ip,nw_src=10.0.0.100 actions=ct(zone=93),goto_table:9",
+			"flow_mod cookie=0x5d05000001000000, priority=901, ip,nw_src=10.0.0.100 actions=ct(zone=93),goto_table:9",
 		)
 		assertSends(t, d.learnMember(2),
 			"flow_mod cookie=0x5d05000001000000, table=tracked, priority=300, ct_state=+new-inv+trk,ct_label=0,ip,nw_dst=10.0.0.100 actions=group:1",

@@ -11,21 +11,23 @@ import (
 // highest priority first. This is the only place the priorities are set;
 // docs/ARCHITECTURE.md says why each row exists.
 const (
-	tableClassify   uint8 = 0 // traffic for VIPs and from members
-	tableTracked    uint8 = 1 // SWITCH: clients' packets back from the tracker's VIP zone
-	tableToMember   uint8 = 2 // SWITCH: packets addressed to a member
-	tableFromMember uint8 = 3 // SWITCH NAT: members' replies back from the tracker's member zone
-	tableL2         uint8 = 9 // everything else
+	tableClassify   uint8 = 0  // traffic for VIPs and from members
+	tableTracked    uint8 = 1  // SWITCH: clients' packets back from the tracker's VIP zone
+	tableToMember   uint8 = 2  // SWITCH: packets addressed to a member
+	tableFromMember uint8 = 3  // SWITCH NAT: members' replies back from the tracker's member zone
+	tableL2         uint8 = 9  // everything else
+	tableFabric     uint8 = 10 // L2Fabric: toward the switch in the metadata
 
 	// tableClassify
 	prioLLDP         uint16 = 2000 // LLDP to the nearest bridge (link discovery, lldp.go) → CONTROLLER, before anything a VIP matches
 	prioConnection   uint16 = 1000 // a connection's NAT flow pair, on its full 5-tuple
+	prioVIPReply     uint16 = 901  // per SWITCH DSR VIP: its members' replies, from its service → the tracker's VIP zone, tableL2; +1 on one port
 	prioMemberReply  uint16 = 900  // per member address: its replies → CONTROLLER, or the tracker's member zone (SWITCH NAT)
-	prioMemberDirect uint16 = 899  // per member address of a SWITCH NAT pool: clients' packets to it → committed in the member zone with no VIP, tableL2
+	prioLinkIngress  uint16 = 899  // L2Fabric: per port with a link: what another switch sends (its VIP work done where it entered) → tableL2
+	prioMemberDirect uint16 = 898  // per member address of a SWITCH NAT pool: clients' packets to it → committed in the member zone with no VIP, tableL2
 	prioARPClaim     uint16 = 511  // per VIP address: an ARP request for it from it (a host announcing it holds it) → drop
 	prioARPAnswer    uint16 = 510  // per VIP address: an ARP request for it → the reply, built in the switch, out IN_PORT
 	prioVIPPunt      uint16 = 500  // per VIP: other ARP for it and ARP to its MAC, its service → CONTROLLER, or the tracker's VIP zone (SWITCH); +1 on one port
-	prioVIPReply     uint16 = 500  // per SWITCH DSR VIP: its members' replies, from its service → the tracker's VIP zone, tableL2; +1 on one port
 	prioVIPDrop      uint16 = 499  // per VIP address: any other IPv4 to it → drop
 	prioToL2         uint16 = 0    // the rest → tableL2
 
@@ -60,8 +62,13 @@ const (
 	prioFromMemberStale     uint16 = 0 // replies of connections to a VIP no longer dispatched → drop
 
 	// tableL2
-	prioL2     uint16 = 100 // learned MAC → its port (L2Learn)
-	prioL2Miss uint16 = 0   // → CONTROLLER, which learns and floods (L2Learn); NORMAL (L2Normal)
+	prioL2     uint16 = 100 // learned MAC → its port (L2Learn); per host → its port, or tableFabric toward its switch (L2Fabric)
+	prioFlood  uint16 = 10  // L2Fabric: per port: the rest → along the spanning tree (and from hosts to CONTROLLER), or drop (a link off the tree)
+	prioL2Miss uint16 = 0   // → CONTROLLER, which learns and floods (L2Learn, L2Fabric); NORMAL (L2Normal)
+
+	// tableFabric
+	prioPath     uint16 = 100 // per other switch (metadata) → the first hop of the path to it
+	prioPathMiss uint16 = 0   // a switch no path reaches → drop
 
 	l2IdleTimeout uint16 = 300 // seconds
 
@@ -86,6 +93,12 @@ const (
 	// destinations whose flow idles out are unreachable without the
 	// controller.
 	L2Learn L2Mode = "learn"
+	// L2Fabric has the controller forward between hosts on every switch
+	// it decides for, along paths it chooses by load, flooding along a
+	// spanning tree (fabric.go): for switches linked to each other, also
+	// in loops. The switches hold every row it needs, so hosts keep
+	// reaching each other while the controller is down.
+	L2Fabric L2Mode = "fabric"
 )
 
 // Ethernet and IP numbers the flows match on.
@@ -119,7 +132,8 @@ type flow struct {
 	idleTimeout uint16 // seconds; 0: none
 	match       []ofp.OXM
 	actions     []ofp.Action
-	gotoTable   uint8 // after the actions; 0: none (no table goes back to 0)
+	metadata    *uint64 // written after the actions; nil: left alone
+	gotoTable   uint8   // after the actions; 0: none (no table goes back to 0)
 }
 
 // remove is the flow-mod that deletes exactly f.
@@ -143,6 +157,9 @@ func (f flow) add() ofp.FlowMod {
 	// No instruction at all means drop.
 	if len(f.actions) > 0 {
 		fm.Instructions = append(fm.Instructions, ofp.InstructionApplyActions{Actions: f.actions})
+	}
+	if f.metadata != nil {
+		fm.Instructions = append(fm.Instructions, ofp.InstructionWriteMetadata{Metadata: *f.metadata, Mask: ^uint64(0)})
 	}
 	if f.gotoTable != 0 {
 		fm.Instructions = append(fm.Instructions, ofp.InstructionGotoTable{TableID: f.gotoTable})
@@ -177,8 +194,11 @@ func baseFlows(mode L2Mode) []ofp.FlowMod {
 		{table: tableFromMember, priority: prioFromMemberStale},
 		{table: tableL2, priority: prioL2Miss, actions: []ofp.Action{toController}},
 	}
-	if mode == L2Normal {
+	switch mode {
+	case L2Normal:
 		flows[len(flows)-1].actions = []ofp.Action{ofp.ActionOutput{Port: ofp.PortNormal}}
+	case L2Fabric:
+		flows = append(flows, flow{table: tableFabric, priority: prioPathMiss})
 	}
 	mods := make([]ofp.FlowMod, len(flows))
 	for i, f := range flows {

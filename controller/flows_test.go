@@ -205,7 +205,7 @@ func TestFlows_MemberReply(t *testing.T) {
 func TestFlows_TrackedMemberReply(t *testing.T) {
 	m := replyMatch{ip: [4]byte{10, 0, 0, 2}, port: 8080, proto: protoTCP}
 	tracker := "cookie=0x5d04000001000007, priority=900, tcp,nw_src=10.0.0.2,tp_src=8080 actions=ct(table=3,zone=94)"
-	direct := "cookie=0x5d04000001000007, priority=899, tcp,nw_dst=10.0.0.2,tp_dst=8080 actions=ct(commit,zone=94,exec(set_field:0->ct_label)),goto_table:9"
+	direct := "cookie=0x5d04000001000007, priority=898, tcp,nw_dst=10.0.0.2,tp_dst=8080 actions=ct(commit,zone=94,exec(set_field:0->ct_label)),goto_table:9"
 	tests := []struct {
 		name   string
 		owner  replyOwner

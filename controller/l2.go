@@ -153,6 +153,19 @@ func (l *l2Learner) seedHost(ip uint32, mac [6]byte, port uint32) {
 	l.hosts[ip] = hostEntry{mac: mac, port: port}
 }
 
+// reach records a host on another switch (L2Fabric), which frames for
+// reach through port, unless a packet showed it on this switch within
+// sdnlb.HostTTL. It reports whether that changed the address's MAC or
+// port.
+func (l *l2Learner) reach(now time.Time, ip uint32, mac [6]byte, port uint32) bool {
+	e, known := l.hosts[ip]
+	if known && e.seen != 0 && now.UnixNano()-e.seen <= int64(sdnlb.HostTTL) || !known && len(l.hosts) >= maxLearned {
+		return false
+	}
+	l.hosts[ip] = hostEntry{mac: mac, port: port}
+	return !known || e.mac != mac || e.port != port
+}
+
 // ipOfMAC is an address learned with the MAC; zero when none is.
 func (l *l2Learner) ipOfMAC(mac [6]byte) [4]byte {
 	for ip, e := range l.hosts {
@@ -174,11 +187,25 @@ func (l *l2Learner) arpDue(now time.Time, ip uint32) bool {
 }
 
 // learnMAC learns where a source MAC lives. Under L2Normal the switch
-// learns MACs itself.
+// learns MACs itself; under L2Fabric the fabric learns the hosts on the
+// edge, and its next round installs them.
 func (dp *dataplane) learnMAC(now time.Time, mac [6]byte, port uint32, out *outbox) {
+	if dp.l2 == L2Fabric {
+		if dp.onEdge(port) && !isMulticast(mac) && dp.fabric.learn(mac, 0, portRef{dpid: dp.dpid, port: port}) && dp.debug {
+			dp.log.Debug("learned host", "mac", macString(mac), "port", port)
+		}
+		return
+	}
 	if dp.l2 == L2Learn && dp.learner.learnMAC(now, mac, port, out) && dp.debug {
 		dp.log.Debug("learned MAC", "mac", macString(mac), "port", port)
 	}
+}
+
+// onEdge reports whether port is a host's port under L2Fabric: up long
+// enough, with no link on it.
+func (dp *dataplane) onEdge(port uint32) bool {
+	v := dp.fabricRows.view
+	return v != nil && v.edge[port]
 }
 
 // forwardL2 sends the packet where its destination MAC lives, or floods;
@@ -188,8 +215,12 @@ func (dp *dataplane) forwardL2(p *packetIn, out *outbox) {
 	if _, toVIP := p.snap.vipMACs[dst]; toVIP {
 		return // only the controller answers for a VIP MAC
 	}
-	if dp.l2 == L2Normal {
+	switch dp.l2 {
+	case L2Normal:
 		dp.packetOut(p.inPort, ofp.PortNormal, p.frame, out)
+		return
+	case L2Fabric:
+		dp.forwardFabric(p, out)
 		return
 	}
 	port := ofp.PortFlood
@@ -207,6 +238,24 @@ func (dp *dataplane) forwardL2(p *packetIn, out *outbox) {
 		}
 	}
 	dp.packetOut(p.inPort, port, p.frame, out)
+}
+
+// forwardFabric sends the packet toward its destination's host, or
+// floods it along the spanning tree, unless the switch flooded it
+// already and sent it up only to be learned from.
+func (dp *dataplane) forwardFabric(p *packetIn, out *outbox) {
+	if p.fromFlood() {
+		return
+	}
+	if v := dp.fabricRows.view; v != nil && !isMulticast(p.ethDst()) {
+		if port, ok := v.portTo(p.ethDst()); ok {
+			if port != p.inPort {
+				dp.packetOut(p.inPort, port, p.frame, out)
+			}
+			return
+		}
+	}
+	dp.flood(p.inPort, p.frame, out)
 }
 
 // handleARP answers requests for VIP addresses, learns every sender (that
@@ -253,23 +302,39 @@ func (dp *dataplane) noteClaim(p *packetIn, ip [4]byte, mac [6]byte) {
 }
 
 // learnHost records an IPv4 address's MAC and port and completes the
-// setups that were waiting for it.
+// setups that were waiting for it. Under L2Fabric only a host's own port
+// teaches: the fabric tells the other switches where it is.
 func (dp *dataplane) learnHost(p *packetIn, ip uint32, mac [6]byte, out *outbox) {
-	if !dp.learner.learnHost(p.now, ip, mac, p.inPort, dp.held.waiting(ip)) {
+	if dp.l2 == L2Fabric {
+		if !dp.onEdge(p.inPort) {
+			return
+		}
+		dp.fabric.learn(mac, ip, portRef{dpid: dp.dpid, port: p.inPort})
+	}
+	if dp.learner.learnHost(p.now, ip, mac, p.inPort, dp.held.waiting(ip)) {
+		dp.reached(p.now, p.snap, ip, out)
+	}
+}
+
+// reached puts a member whose MAC and port became known in the buckets
+// and completes the setups that were waiting for it.
+func (dp *dataplane) reached(now time.Time, snap *snapshot, ip uint32, out *outbox) {
+	e, ok := dp.learner.host(ip)
+	if !ok {
 		return
 	}
 	held := dp.held.take(ip)
-	if _, member := p.snap.switchedMembers[ip]; member {
-		dp.dispatchAt(p.now, p.snap, []uint32{ip}, out)
+	if _, member := snap.switchedMembers[ip]; member {
+		dp.dispatchAt(now, snap, []uint32{ip}, out)
 	}
 	for i := range held {
 		h := &held[i]
-		if _, stale := purgeFor(p.snap, &h.conn); stale || p.now.After(h.deadline) {
+		if _, stale := purgeFor(snap, &h.conn); stale || now.After(h.deadline) {
 			h.vip.active.Add(-1)
 			continue
 		}
-		h.conn.memberMAC, h.conn.memberOFPort = mac, p.inPort
-		dp.install(p.now, p.snap, &h.conn, h.data, out)
+		h.conn.memberMAC, h.conn.memberOFPort = e.mac, e.port
+		dp.install(now, snap, &h.conn, h.data, out)
 	}
 }
 
@@ -282,7 +347,7 @@ func (dp *dataplane) askARP(now time.Time, v *vipState, ip [4]byte, out *outbox)
 		return
 	}
 	dp.frame = appendARP(dp.frame[:0], arpRequest, broadcastMAC, v.mac, [4]byte{}, [6]byte{}, ip)
-	dp.packetOut(ofp.PortController, ofp.PortFlood, dp.frame, out)
+	dp.flood(ofp.PortController, dp.frame, out)
 	if dp.debug {
 		dp.log.Debug("member MAC unknown; asking by ARP", "member", ipString(ip))
 	}

@@ -126,9 +126,14 @@ func (c *Controller) discoverLinks() {
 
 // sendLLDP sends an LLDP frame out of each of the switch's physical ports
 // that is up, in one write. Once a second, it need not reuse its buffers.
-func (s *switchConn) sendLLDP() {
+func (s *switchConn) sendLLDP() { s.sendLLDPOn(s.ports.all()) }
+
+// sendLLDPOn sends an LLDP frame out of each of ports that is up: a port
+// that comes up is asked at once whether it is a link, so that it counts
+// as a host's port, or not, within a round.
+func (s *switchConn) sendLLDPOn(ports []ofp.Port) {
 	var msgs []ofp.Message
-	for _, p := range s.ports.all() {
+	for _, p := range ports {
 		if p.PortNo > ofp.PortMax || !portUp(p) {
 			continue
 		}

@@ -38,6 +38,14 @@ func (t *portTable) name(no uint32) string {
 	return t.ports[no].Name
 }
 
+// speed returns a port's current speed in bits per second, 0 when the
+// switch does not say.
+func (t *portTable) speed(no uint32) uint64 {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return uint64(t.ports[no].CurrSpeed) * 1000 // kb/s
+}
+
 // all returns the ports in no order.
 func (t *portTable) all() []ofp.Port {
 	t.mu.Lock()

@@ -315,13 +315,13 @@ func TestReconcile_ReplyPunts(t *testing.T) {
 		{"SharedWithSwitchPool", []func(*sdnlb.Config){switchedBackend}, true, []string{
 			"cookie=0x5d04000001000003, priority=900, tcp,nw_src=10.0.0.2,tp_src=8080 actions=CONTROLLER:65535",
 			"cookie=0x5d04000001000004, priority=900, tcp,nw_src=10.0.0.3,tp_src=8080 actions=CONTROLLER:65535",
-			"cookie=0x5d04000002000002, priority=899, tcp,nw_dst=10.0.0.1,tp_dst=8080 actions=ct(commit,zone=94,exec(set_field:0->ct_label)),goto_table:9",
+			"cookie=0x5d04000002000002, priority=898, tcp,nw_dst=10.0.0.1,tp_dst=8080 actions=ct(commit,zone=94,exec(set_field:0->ct_label)),goto_table:9",
 			"cookie=0x5d04000002000002, priority=900, tcp,nw_src=10.0.0.1,tp_src=8080 actions=ct(table=3,zone=94)",
 			"cookie=0x5d04000002000002, table=from-member, priority=50, tcp,nw_src=10.0.0.1,tp_src=8080 actions=CONTROLLER:65535",
 		}},
 		{"SwitchPoolLeaves", []func(*sdnlb.Config){switchedBackend, nil}, true, []string{
 			"delete cookie=0x5d04000000000002/0xffff000000ffffff table=from-member",
-			"delete_strict table=classify, priority=899, tcp,nw_dst=10.0.0.1,tp_dst=8080",
+			"delete_strict table=classify, priority=898, tcp,nw_dst=10.0.0.1,tp_dst=8080",
 			"cookie=0x5d04000001000001, priority=900, tcp,nw_src=10.0.0.1,tp_src=8080 actions=CONTROLLER:65535",
 		}},
 		{"ControllerPoolLeaves", []func(*sdnlb.Config){switchedBackend, func(c *sdnlb.Config) {
@@ -331,7 +331,7 @@ func TestReconcile_ReplyPunts(t *testing.T) {
 			"delete cookie=0x5d04000000000003/0xffff000000ffffff",
 			"delete cookie=0x5d04000000000004/0xffff000000ffffff",
 			"cookie=0x5d04000002000002, table=from-member, priority=50, ct_label=0,tcp,nw_src=10.0.0.1,tp_src=8080 actions=goto_table:9",
-			"cookie=0x5d04000002000002, priority=899, tcp,nw_dst=10.0.0.1,tp_dst=8080 actions=ct(commit,zone=94,exec(set_field:0->ct_label)),goto_table:9",
+			"cookie=0x5d04000002000002, priority=898, tcp,nw_dst=10.0.0.1,tp_dst=8080 actions=ct(commit,zone=94,exec(set_field:0->ct_label)),goto_table:9",
 			"cookie=0x5d04000002000002, priority=900, tcp,nw_src=10.0.0.1,tp_src=8080 actions=ct(table=3,zone=94)",
 		}},
 	}

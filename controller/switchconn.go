@@ -170,6 +170,9 @@ func (c *Controller) serveConn(ctx context.Context, a *admission) {
 	// sync catches one that came between the adoption and here, and
 	// followRole a role change.
 	c.register(s)
+	if s.master.Load() {
+		s.sendLLDP()
+	}
 	wg.Go(s.followRole)
 	s.log.Info("switch connected", "since", s.connectedAt)
 	err = s.sync(c.snap.Load())
@@ -392,6 +395,7 @@ func (s *switchConn) pollStats() {
 	xid := s.xids.Add(1)
 	s.pollXID.Store(xid)
 	s.sendXID(xid, ofp.MultipartRequest{Body: statsRequest()})
+	s.send(ofp.MultipartRequest{Body: ofp.PortStatsRequest{PortNo: ofp.PortAny}})
 }
 
 // readLoop handles messages until the connection fails. Replies are
@@ -501,6 +505,10 @@ func (s *switchConn) handle(dp *dataplane, out *outbox, b []byte) error {
 		if m.Reason == ofp.PortReasonDelete || !portUp(m.Desc) {
 			s.c.topo.portDown(portRef{dpid: s.dpid, port: m.Desc.PortNo})
 		}
+		if s.master.Load() && m.Reason != ofp.PortReasonDelete {
+			s.sendLLDPOn([]ofp.Port{m.Desc})
+		}
+		s.c.portsChanged()
 	case *ofp.EchoReply, *ofp.BarrierReply, *ofp.Hello:
 	default:
 		s.log.Debug("ignoring message", "type", h.Type.String())
@@ -513,6 +521,8 @@ func (s *switchConn) handleMultipart(dp *dataplane, xid uint32, m *ofp.Multipart
 	switch body := m.Body.(type) {
 	case ofp.PortDescReply:
 		s.ports.set(body.Ports...)
+	case ofp.PortStatsReply:
+		s.c.topo.portCounters(s.c.now(), s.dpid, body.Stats, s.ports.speed)
 	case ofp.GroupDescReply:
 		s.pending.gather(xid, nil, body.Groups)
 		if last {
@@ -520,6 +530,7 @@ func (s *switchConn) handleMultipart(dp *dataplane, xid uint32, m *ofp.Multipart
 		}
 	case ofp.FlowStatsReply:
 		if xid == s.pollXID.Load() {
+			s.pathCounters(body.Stats)
 			if xid != s.assembling {
 				dp.beginPoll()
 				s.assembling = xid
@@ -533,6 +544,23 @@ func (s *switchConn) handleMultipart(dp *dataplane, xid uint32, m *ofp.Multipart
 		s.pending.gather(xid, body.Stats, nil)
 		if last {
 			s.pending.finish(xid, nil)
+		}
+	}
+}
+
+// pathCounters hands the topology what the fabric's path rows sent.
+func (s *switchConn) pathCounters(stats []ofp.FlowStats) {
+	if s.c.fabric == nil {
+		return
+	}
+	now := s.c.now()
+	for i := range stats {
+		st := &stats[i]
+		if st.TableID != tableFabric || st.Priority != prioPath {
+			continue
+		}
+		if dst, ok := st.Match.Get(ofp.OXMMetadata); ok {
+			s.c.topo.pathCounters(now, s.dpid, dst.Uint(), st.ByteCount)
 		}
 	}
 }

@@ -25,7 +25,8 @@ var pipeline = map[uint8]tableSpec{
 	tableTracked:    {name: "tracked", tracked: true, next: []uint8{tableToMember, tableL2}},
 	tableToMember:   {name: "to-member", tracked: true, next: []uint8{tableL2}},
 	tableFromMember: {name: "from-member", tracked: true, next: []uint8{tableL2}},
-	tableL2:         {name: "l2"},
+	tableL2:         {name: "l2", next: []uint8{tableFabric}},
+	tableFabric:     {name: "fabric"},
 }
 
 // bucketNext is where a select group's buckets may recirculate to: they

@@ -34,32 +34,114 @@ type linkState struct {
 	both bool
 }
 
-// topology is the links between the switches, as LLDP discovers them. It
-// spans switches, so it is the Controller's, fed by every connection's
-// reader; it has its own lock and does no I/O.
+// topology is the links between the switches, as LLDP discovers them,
+// and what their ports send. It spans switches, so it is the
+// Controller's, fed by every connection's reader; it has its own lock and
+// does no I/O. changed, when set, is called (without the lock) when a
+// link appears or goes.
 type topology struct {
-	mu   sync.Mutex
-	seen map[link]time.Time // each direction: when its frame last came back
+	mu       sync.Mutex
+	seen     map[link]time.Time // each direction: when its frame last came back
+	load     map[portRef]portLoad
+	toward   map[[2]uint64]portLoad // by switch and destination switch: what its path row sent (L2Fabric)
+	capacity uint64                 // bits per second of a port that reports no speed
+	changed  func()
 }
 
-func newTopology() *topology { return &topology{seen: map[link]time.Time{}} }
+// portLoad is what a port sent: its counter when last read, and the rate
+// since the read before.
+type portLoad struct {
+	txBytes  uint64
+	at       time.Time
+	rate     uint64 // bits per second
+	capacity uint64 // bits per second; 0: not reported
+}
+
+func newTopology(capacity uint64) *topology {
+	return &topology{seen: map[link]time.Time{}, load: map[portRef]portLoad{}, toward: map[[2]uint64]portLoad{},
+		capacity: capacity, changed: func() {}}
+}
 
 // discovered records that the frame src sent arrived at dst now.
 func (t *topology) discovered(now time.Time, src, dst portRef) {
 	t.mu.Lock()
-	defer t.mu.Unlock()
+	at, known := t.seen[link{src, dst}]
 	t.seen[link{src, dst}] = now
+	t.mu.Unlock()
+	if !known || now.Sub(at) > linkTimeout {
+		t.changed()
+	}
 }
 
 // expire forgets the links no frame came back on within linkTimeout.
 func (t *topology) expire(now time.Time) {
+	t.forget(func(l link) bool {
+		at, ok := t.seen[l]
+		return ok && now.Sub(at) > linkTimeout
+	})
+}
+
+// portCounters records what a switch's ports sent, read now; capacity
+// gives a port's speed in bits per second (0: not reported).
+func (t *topology) portCounters(now time.Time, dpid uint64, stats []ofp.PortStats, capacity func(port uint32) uint64) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	for l, at := range t.seen {
-		if now.Sub(at) > linkTimeout {
-			delete(t.seen, l)
-		}
+	for i := range stats {
+		st := &stats[i]
+		ref := portRef{dpid: dpid, port: st.PortNo}
+		l := t.load[ref].next(now, st.TxBytes)
+		l.capacity = capacity(st.PortNo)
+		t.load[ref] = l
 	}
+}
+
+// next is the load after a read of the counter, bytes, now.
+func (l portLoad) next(now time.Time, bytes uint64) portLoad {
+	n := portLoad{txBytes: bytes, at: now}
+	if dt := now.Sub(l.at); !l.at.IsZero() && dt > 0 && bytes >= l.txBytes {
+		n.rate = uint64(float64(bytes-l.txBytes) * 8 / dt.Seconds())
+	}
+	return n
+}
+
+// pathCounters records what switch dpid's path row toward switch dst had
+// sent, in bytes, read now.
+func (t *topology) pathCounters(now time.Time, dpid, dst, bytes uint64) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	k := [2]uint64{dpid, dst}
+	t.toward[k] = t.toward[k].next(now, bytes)
+}
+
+// loadWithout is the utilisation of link l by what does not go to switch
+// dst: when l is the first hop of its source's path to dst, less what
+// that path sends. A path weighed by it does not run from its own
+// traffic.
+func (t *topology) loadWithout(l link, dst uint64, carries bool) float64 {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	rate, capacity := t.rateLocked(l.src)
+	if carries {
+		rate -= min(rate, t.toward[[2]uint64{l.src.dpid, dst}].rate)
+	}
+	return utilisationOf(rate, capacity)
+}
+
+// rateLocked returns what port p sent per second, in bits, and its
+// capacity.
+func (t *topology) rateLocked(p portRef) (rate, capacity uint64) {
+	l := t.load[p]
+	if l.capacity == 0 {
+		return l.rate, t.capacity
+	}
+	return l.rate, l.capacity
+}
+
+func utilisationOf(rate, capacity uint64) float64 {
+	if capacity == 0 {
+		return 0
+	}
+	return min(float64(rate)/float64(capacity), 1)
 }
 
 // portDown forgets, at once, the links of a port that went down or away,
@@ -75,11 +157,16 @@ func (t *topology) switchGone(dpid uint64) {
 
 func (t *topology) forget(match func(link) bool) {
 	t.mu.Lock()
-	defer t.mu.Unlock()
+	n := len(t.seen)
 	for l := range t.seen {
 		if match(l) {
 			delete(t.seen, l)
 		}
+	}
+	gone := len(t.seen) < n
+	t.mu.Unlock()
+	if gone {
+		t.changed()
 	}
 }
 
@@ -109,15 +196,22 @@ func (c *Controller) Topology(ctx context.Context) (*sdnlb.Topology, error) {
 	now := c.now()
 	links := c.topo.links(now)
 	linked := make(map[portRef]bool, 2*len(links))
-	top := &sdnlb.Topology{Switches: []*sdnlb.TopologySwitch{}, Links: make([]*sdnlb.Link, 0, len(links)), Hosts: []*sdnlb.Host{}}
+	top := &sdnlb.Topology{Switches: []*sdnlb.TopologySwitch{}, Links: make([]*sdnlb.Link, 0, len(links)), Hosts: []*sdnlb.Host{},
+		Paths: []*sdnlb.Path{}}
+	c.topo.mu.Lock()
 	for _, l := range links {
 		linked[l.src], linked[l.dst] = true, true
+		rate, capacity := c.topo.rateLocked(l.src)
 		top.Links = append(top.Links, &sdnlb.Link{
 			Src:           sdnlb.LinkEnd{DPID: formatDPID(l.src.dpid), Port: l.src.port},
 			Dst:           sdnlb.LinkEnd{DPID: formatDPID(l.dst.dpid), Port: l.dst.port},
 			Bidirectional: l.both,
+			RateBPS:       rate,
+			CapacityBPS:   capacity,
+			Utilisation:   utilisationOf(rate, capacity),
 		})
 	}
+	c.topo.mu.Unlock()
 	for _, s := range c.switchConns() {
 		top.Switches = append(top.Switches, &sdnlb.TopologySwitch{DPID: formatDPID(s.dpid), Ports: switchPorts(s.ports.all())})
 		s.decide(func(dp *dataplane, _ *outbox) {
@@ -129,6 +223,9 @@ func (c *Controller) Topology(ctx context.Context) (*sdnlb.Topology, error) {
 					Port: ofp.FormatPort(e.port), PortName: s.ports.name(e.port), LastSeen: time.Unix(0, e.seen)})
 			})
 		})
+	}
+	if c.fabric != nil {
+		top.Paths = append(top.Paths, c.fabric.paths(links)...)
 	}
 	slices.SortFunc(top.Switches, func(a, b *sdnlb.TopologySwitch) int { return cmp.Compare(a.DPID, b.DPID) })
 	slices.SortFunc(top.Hosts, func(a, b *sdnlb.Host) int {

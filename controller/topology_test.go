@@ -24,14 +24,14 @@ func TestTopology(t *testing.T) {
 	assert := func(tb testing.TB, top *topology, want ...linkState) { tb.Helper(); assertAt(tb, top, now, want...) }
 
 	t.Run("DirectionsPaired", func(t *testing.T) {
-		top := newTopology()
+		top := newTopology(DefaultLinkCapacity)
 		top.discovered(now, a1, b1)
 		assert(t, top, state(a1, b1, false))
 		top.discovered(now, b1, a1)
 		assert(t, top, state(a1, b1, true), state(b1, a1, true))
 	})
 	t.Run("Expire", func(t *testing.T) {
-		top := newTopology()
+		top := newTopology(DefaultLinkCapacity)
 		top.discovered(now, a1, b1)
 		top.discovered(now.Add(2*lldpInterval), b1, a1)
 		assertAt(t, top, now.Add(linkTimeout), state(a1, b1, true), state(b1, a1, true))
@@ -47,7 +47,7 @@ func TestTopology(t *testing.T) {
 		assertAt(t, top, late, state(a1, b1, true), state(b1, a1, true))
 	})
 	t.Run("PortDownRemovesAtOnce", func(t *testing.T) {
-		top := newTopology()
+		top := newTopology(DefaultLinkCapacity)
 		top.discovered(now, a1, b1)
 		top.discovered(now, b1, a1)
 		top.discovered(now, a2, b2)
@@ -55,7 +55,7 @@ func TestTopology(t *testing.T) {
 		assert(t, top, state(a2, b2, false))
 	})
 	t.Run("SwitchGone", func(t *testing.T) {
-		top := newTopology()
+		top := newTopology(DefaultLinkCapacity)
 		top.discovered(now, a1, b1)
 		top.discovered(now, b2, a2)
 		top.discovered(now, portRef{dpid: 3, port: 1}, portRef{dpid: 4, port: 1})
@@ -79,7 +79,7 @@ func TestTopology_TwoSwitches(t *testing.T) {
 	end := func(dpid string, port uint32) sdnlb.LinkEnd { return sdnlb.LinkEnd{DPID: dpid, Port: port} }
 	s1, s2 := "00:00:00:00:00:00:00:01", "00:00:00:00:00:00:00:02"
 	waitTopology(t, h.c, func(top *sdnlb.Topology) bool {
-		return len(top.Links) == 1 && *top.Links[0] == sdnlb.Link{Src: end(s1, 3), Dst: end(s2, 4)}
+		return len(top.Links) == 1 && *top.Links[0] == sdnlb.Link{Src: end(s1, 3), Dst: end(s2, 4), CapacityBPS: DefaultLinkCapacity}
 	})
 	sw1.lldpIn(3, sw2.lldpOut(4))
 	// A host on s2's port 5 is at the edge; the one that shows on the
@@ -88,7 +88,7 @@ func TestTopology_TwoSwitches(t *testing.T) {
 	sw2.packetIn(4, arpFrame(t, 1, "02:00:00:00:00:44", "ff:ff:ff:ff:ff:ff", "10.0.9.4", "10.0.9.1", "00:00:00:00:00:00"))
 	sw2.packetIn(5, arpFrame(t, 1, "02:00:00:00:00:55", "ff:ff:ff:ff:ff:ff", "10.0.9.5", "10.0.9.1", "00:00:00:00:00:00"))
 	top := waitTopology(t, h.c, func(top *sdnlb.Topology) bool { return len(top.Links) == 2 && len(top.Hosts) > 0 })
-	if want := (sdnlb.Link{Src: end(s2, 4), Dst: end(s1, 3), Bidirectional: true}); *top.Links[1] != want || !top.Links[0].Bidirectional {
+	if want := (sdnlb.Link{Src: end(s2, 4), Dst: end(s1, 3), Bidirectional: true, CapacityBPS: DefaultLinkCapacity}); *top.Links[1] != want || !top.Links[0].Bidirectional {
 		t.Fatalf("links %+v %+v, want both directions paired", *top.Links[0], *top.Links[1])
 	}
 	if len(top.Hosts) != 1 || top.Hosts[0].Address != "10.0.9.5" || top.Hosts[0].DPID != s2 || top.Hosts[0].Port != "5" {

@@ -102,6 +102,7 @@ func (m *Main) Run(ctx context.Context) (err error) {
 		HardTimeout:   cfg.FlowHardTimeout,
 		EchoInterval:  cfg.EchoInterval,
 		StatsInterval: cfg.StatsInterval,
+		LinkCapacity:  cfg.LinkMbps * 1_000_000,
 		L2:            controller.L2Mode(cfg.L2),
 		Allow:         allow,
 		MaxSwitches:   cfg.OpenFlowMaxSwitches,

@@ -42,6 +42,7 @@ type Config struct {
 	EchoInterval    time.Duration
 	StatsInterval   time.Duration
 	L2              string
+	LinkMbps        uint64
 	MaxProbes       int
 
 	OpenFlowAllow         string // comma-separated addresses and prefixes
@@ -68,6 +69,7 @@ func DefaultConfig() Config {
 		FlowIdleTimeout: 30 * time.Second,
 		EchoInterval:    5 * time.Second,
 		StatsInterval:   2 * time.Second,
+		LinkMbps:        controller.DefaultLinkCapacity / 1_000_000,
 		L2:              "normal",
 		MaxProbes:       512,
 
@@ -99,7 +101,8 @@ func (c *Config) flagSet(out io.Writer) *flag.FlagSet {
 	fs.DurationVar(&c.FlowHardTimeout, "flow-hard-timeout", c.FlowHardTimeout, "hard timeout of connection flows (0: none)")
 	fs.DurationVar(&c.EchoInterval, "echo-interval", c.EchoInterval, "OpenFlow echo keepalive interval; 3 missed replies drop the switch")
 	fs.DurationVar(&c.StatsInterval, "stats-interval", c.StatsInterval, "how often flow counters are polled from switches")
-	fs.StringVar(&c.L2, "l2", c.L2, "who switches traffic not for a VIP: normal (the switch's own MAC learning, which keeps working without the controller) or learn (the controller learns MACs and installs a flow per destination)")
+	fs.StringVar(&c.L2, "l2", c.L2, "who switches traffic not for a VIP: normal (the switch's own MAC learning, which keeps working without the controller), learn (the controller learns MACs and installs a flow per destination) or fabric (several linked switches: the controller forwards along paths it chooses by load and floods along a spanning tree; keeps working without the controller)")
+	fs.Uint64Var(&c.LinkMbps, "link-capacity-mbps", c.LinkMbps, "the speed, in Mbit/s, of links whose ports report none (Open vSwitch patch ports, many virtual NICs): their utilisation is measured against it")
 	fs.IntVar(&c.MaxProbes, "max-probes", c.MaxProbes, "health probes in flight at most")
 	fs.StringVar(&c.OpenFlowAllow, "openflow-allow", c.OpenFlowAllow, "comma-separated addresses and prefixes (10.0.0.0/24) switches may connect from (empty: any)")
 	fs.IntVar(&c.OpenFlowMaxSwitches, "openflow-max-switches", c.OpenFlowMaxSwitches, "switch sessions at once")
@@ -212,8 +215,10 @@ func (c *Config) validate() error {
 		return errors.New("--echo-interval and --stats-interval must be positive")
 	case c.MaxProbes < 1:
 		return errors.New("--max-probes must be at least 1")
-	case c.L2 != string(controller.L2Normal) && c.L2 != string(controller.L2Learn):
-		return errors.New("--l2 must be normal or learn")
+	case c.L2 != string(controller.L2Normal) && c.L2 != string(controller.L2Learn) && c.L2 != string(controller.L2Fabric):
+		return errors.New("--l2 must be normal, learn or fabric")
+	case c.LinkMbps < 1 || c.LinkMbps > 1<<40:
+		return errors.New("--link-capacity-mbps must be at least 1")
 	case c.APIMaxConns < 1 || c.APIMaxStreams < 1:
 		return errors.New("--api-max-conns and --api-max-streams must be at least 1")
 	case c.APIMaxConnsPerClient < 0:

@@ -1,0 +1,500 @@
+package controller
+
+import (
+	"cmp"
+	"context"
+	"maps"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/sdnlb/sdnlb"
+	"github.com/sdnlb/sdnlb/controller/ofp"
+)
+
+// The fabric: under L2Fabric the controller forwards, across every switch
+// it decides for, the traffic that is not for a VIP, and carries the
+// VIPs' traffic between the switch a client enters at and the switch its
+// member is on. What the switches need for it they hold themselves, so it
+// keeps working while the controller is away:
+//
+//   - A VIP's work is done where its traffic enters the network: a packet
+//     that comes in over a link (tableClassify, prioLinkIngress) goes
+//     straight to tableL2, but for members' replies, which go through
+//     the trackers of every switch on their way and are translated by
+//     the one that holds their connection, the client's.
+//   - Per host, tableL2 sends frames for its MAC out of its port on its
+//     own switch, and on every other switch to tableFabric with that
+//     switch in the metadata; tableFabric sends them toward it.
+//   - Paths are per destination switch: each switch sends what goes to
+//     another out of the first hop of its cheapest path, where a link
+//     costs a hop, and more while busy (paths.go). All traffic of a
+//     switch toward another takes one path; the switches on the way hold
+//     nothing of the connections, so a path that moves moves them too.
+//   - Broadcasts and frames for unknown MACs are flooded along a spanning
+//     tree of the links, and only out of ports that have been up long
+//     enough for discovery to find a link on them (settleTime); what
+//     comes in on a link off the tree is dropped. Floods from hosts also
+//     go to the controller, which learns where hosts are from them.
+//
+// The fabric's state spans switches; its lock is a leaf, taken by the
+// connections' readers (learning) and by the goroutine that routes
+// (route), which brings every switch to what it computes through decide.
+
+// settleTime is how long a port must be up, with no link found on it,
+// before it counts as a host's port: a round of discovery, and the
+// controller asks a port that comes up at once.
+const settleTime = lldpInterval
+
+// fabric is what the controller knows of the hosts on the edge and of
+// the paths it chose.
+type fabric struct {
+	mu       sync.Mutex
+	hosts    map[[6]byte]fabricHost // where each host attaches
+	hostsGen uint64                 // counts changes of hosts
+	shared   *fabricHosts           // hosts as last handed out
+	upSince  map[portRef]time.Time  // when the controller first saw each port up
+	levels   map[levelKey]linkLevel
+	towards  map[uint64]map[uint64]uint32 // per destination switch: each switch's port toward it
+	settles  time.Time                    // when the next port that is not settled settles; zero: none
+	kick     chan struct{}
+}
+
+// fabricHost is a host at the edge: its port and, once an ARP or IPv4
+// packet showed it, its address.
+type fabricHost struct {
+	at portRef
+	ip uint32 // 0: not known
+}
+
+// fabricHosts is an immutable copy of the hosts, shared by the switches'
+// views of one round.
+type fabricHosts struct {
+	gen   uint64
+	hosts map[[6]byte]fabricHost
+}
+
+func newFabric() *fabric {
+	return &fabric{hosts: map[[6]byte]fabricHost{}, shared: &fabricHosts{hosts: map[[6]byte]fabricHost{}},
+		upSince: map[portRef]time.Time{}, levels: map[levelKey]linkLevel{}, towards: map[uint64]map[uint64]uint32{},
+		kick: make(chan struct{}, 1)}
+}
+
+// poke asks for a new round at once.
+func (f *fabric) poke() {
+	select {
+	case f.kick <- struct{}{}:
+	default:
+	}
+}
+
+// learn records that mac (with ip, 0 for unknown) attaches at port. It
+// reports whether that changed anything, and asks for a round if so.
+func (f *fabric) learn(mac [6]byte, ip uint32, at portRef) bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	h, known := f.hosts[mac]
+	if ip == 0 {
+		ip = h.ip
+	}
+	if known && h.at == at && h.ip == ip || !known && len(f.hosts) >= maxLearned {
+		return false
+	}
+	f.hosts[mac] = fabricHost{at: at, ip: ip}
+	f.hostsGen++
+	f.poke()
+	return true
+}
+
+// seed records a host a switch's flows name at port, unless the fabric
+// knows where it is.
+func (f *fabric) seed(mac [6]byte, at portRef) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if _, known := f.hosts[mac]; !known && len(f.hosts) < maxLearned {
+		f.hosts[mac] = fabricHost{at: at}
+		f.hostsGen++
+	}
+}
+
+// paths follows the ports the last round chose from every switch to every
+// other it reaches, over links, ordered by source and destination.
+func (f *fabric) paths(links []linkState) []*sdnlb.Path {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	far := make(map[portRef]uint64, len(links)) // the switch at the other end of each link port
+	for _, l := range links {
+		far[l.src] = l.dst.dpid
+	}
+	var out []*sdnlb.Path
+	for _, dst := range slices.Sorted(maps.Keys(f.towards)) {
+		ports := f.towards[dst]
+		for _, from := range slices.Sorted(maps.Keys(ports)) {
+			p := &sdnlb.Path{From: formatDPID(from), To: formatDPID(dst)}
+			for at := from; at != dst && len(p.Hops) <= len(ports); {
+				hop := portRef{dpid: at, port: ports[at]}
+				p.Hops = append(p.Hops, sdnlb.LinkEnd{DPID: formatDPID(at), Port: hop.port})
+				next, ok := far[hop]
+				if !ok {
+					break
+				}
+				at = next
+			}
+			out = append(out, p)
+		}
+	}
+	slices.SortFunc(out, func(a, b *sdnlb.Path) int { return cmp.Or(cmp.Compare(a.From, b.From), cmp.Compare(a.To, b.To)) })
+	return out
+}
+
+// fabricSwitch is what a round needs of one switch: its id and its ports.
+type fabricSwitch struct {
+	dpid  uint64
+	ports []ofp.Port
+}
+
+// levelKey is a link as the paths toward one switch weigh it.
+type levelKey struct {
+	link
+	dst uint64
+}
+
+// loadFunc gives a link's utilisation (0 to 1) by what does not go to
+// switch dst, given whether it is the first hop of its source's path to
+// dst (topology.loadWithout).
+type loadFunc func(l link, dst uint64, carries bool) float64
+
+// plan computes every switch's view: which of its ports are links, which
+// carry floods, and the port toward each other switch.
+func (f *fabric) plan(now time.Time, switches []fabricSwitch, links []linkState, load loadFunc) map[uint64]*fabricView {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	ids := make([]uint64, len(switches))
+	for i, s := range switches {
+		ids[i] = s.dpid
+	}
+	linked := map[portRef]bool{}
+	for _, l := range links {
+		linked[l.src], linked[l.dst] = true, true
+	}
+	onTree := newGraph(ids, links, func(link) bool { return false }).tree()
+	// The paths toward each switch weigh the links by what else they
+	// carry, each link with its own level per destination.
+	levels := make(map[levelKey]linkLevel, len(links)*len(ids))
+	towards := make(map[uint64]map[uint64]uint32, len(ids))
+	for _, dst := range ids {
+		prev := f.towards[dst]
+		for _, l := range links {
+			k := levelKey{l.link, dst}
+			levels[k] = f.levels[k].next(now, load(l.link, dst, prev[l.src.dpid] == l.src.port))
+		}
+		g := newGraph(ids, links, func(l link) bool { return levels[levelKey{l, dst}].busy })
+		towards[dst] = g.towards(dst, prev)
+	}
+	f.levels, f.towards = levels, towards
+
+	up := map[portRef]bool{}
+	for _, s := range switches {
+		for _, p := range s.ports {
+			if (p.PortNo <= ofp.PortMax || p.PortNo == ofp.PortLocal) && portUp(p) {
+				up[portRef{dpid: s.dpid, port: p.PortNo}] = true
+			}
+		}
+	}
+	for ref := range f.upSince {
+		if !up[ref] {
+			delete(f.upSince, ref) // down or gone: it settles again when it comes back
+		}
+	}
+	for mac, h := range f.hosts {
+		if slices.Contains(ids, h.at.dpid) && (linked[h.at] || !up[h.at]) {
+			delete(f.hosts, mac) // its port became a link or went down: it is learned again where it shows
+			f.hostsGen++
+		}
+	}
+	if f.shared.gen != f.hostsGen {
+		f.shared = &fabricHosts{gen: f.hostsGen, hosts: maps.Clone(f.hosts)}
+	}
+
+	f.settles = time.Time{}
+	views := make(map[uint64]*fabricView, len(switches))
+	for _, s := range switches {
+		v := &fabricView{dpid: s.dpid, edge: map[uint32]bool{}, floods: map[uint32][]uint32{}, next: map[uint64]uint32{}, hosts: f.shared}
+		for _, p := range s.ports {
+			ref := portRef{dpid: s.dpid, port: p.PortNo}
+			if !up[ref] {
+				continue
+			}
+			since, seen := f.upSince[ref]
+			if !seen {
+				f.upSince[ref], since = now, now
+			}
+			switch {
+			case linked[ref]:
+				v.ingress = append(v.ingress, p.PortNo)
+				if onTree[ref] {
+					v.carry = append(v.carry, p.PortNo)
+				} else {
+					v.blocked = append(v.blocked, p.PortNo)
+				}
+			case now.Sub(since) >= settleTime || p.PortNo == ofp.PortLocal:
+				v.edge[p.PortNo] = true
+				v.carry = append(v.carry, p.PortNo)
+			case f.settles.IsZero() || since.Add(settleTime).Before(f.settles):
+				f.settles = since.Add(settleTime)
+			}
+		}
+		slices.Sort(v.carry)
+		slices.Sort(v.ingress)
+		slices.Sort(v.blocked)
+		for _, in := range v.carry {
+			v.floods[in] = slices.DeleteFunc(slices.Clone(v.carry), func(p uint32) bool { return p == in })
+		}
+		for dst, ports := range towards {
+			if p, ok := ports[s.dpid]; ok && dst != s.dpid {
+				v.next[dst] = p
+			}
+		}
+		views[s.dpid] = v
+	}
+	return views
+}
+
+// fabricView is one switch's part of the fabric, as one round computed
+// it. It is not changed once made.
+type fabricView struct {
+	dpid    uint64
+	ingress []uint32            // ports with a link: what comes in was classified where it entered
+	blocked []uint32            // links off the tree: floods that come in are dropped
+	edge    map[uint32]bool     // hosts' ports: floods from them also go to the controller
+	carry   []uint32            // the ports floods leave by: the edge and the tree
+	floods  map[uint32][]uint32 // for each port of carry, the others
+	next    map[uint64]uint32   // the port toward each switch it reaches
+	hosts   *fabricHosts
+}
+
+// portTo returns the port frames for mac leave this switch by.
+func (v *fabricView) portTo(mac [6]byte) (uint32, bool) {
+	h, ok := v.hosts.hosts[mac]
+	if !ok {
+		return 0, false
+	}
+	if h.at.dpid == v.dpid {
+		return h.at.port, true
+	}
+	p, ok := v.next[h.at.dpid]
+	return p, ok
+}
+
+// structuralFlows are the view's rows but the hosts': the ingress of its
+// links, its floods and its paths.
+func (v *fabricView) structuralFlows() []flow {
+	cookie := makeCookie(catFabric, 0, 0)
+	var flows []flow
+	for _, p := range v.ingress {
+		flows = append(flows, flow{table: tableClassify, cookie: cookie, priority: prioLinkIngress,
+			match: []ofp.OXM{ofp.MatchInPort(p)}, gotoTable: tableL2})
+	}
+	for _, p := range v.blocked {
+		flows = append(flows, flow{table: tableL2, cookie: cookie, priority: prioFlood, match: []ofp.OXM{ofp.MatchInPort(p)}})
+	}
+	for _, in := range v.carry {
+		var acts []ofp.Action
+		for _, p := range v.floods[in] {
+			acts = append(acts, ofp.ActionOutput{Port: p})
+		}
+		if v.edge[in] {
+			acts = append(acts, toController)
+		}
+		if len(acts) == 0 {
+			continue // the miss sends it to the controller
+		}
+		flows = append(flows, flow{table: tableL2, cookie: cookie, priority: prioFlood, match: []ofp.OXM{ofp.MatchInPort(in)}, actions: acts})
+	}
+	for _, dst := range slices.Sorted(maps.Keys(v.next)) {
+		flows = append(flows, flow{table: tableFabric, cookie: cookie, priority: prioPath,
+			match: []ofp.OXM{ofp.MatchMetadata(dst)}, actions: []ofp.Action{ofp.ActionOutput{Port: v.next[dst]}}})
+	}
+	return flows
+}
+
+// hostFlow is a host's row on the switch of v: out of its port on its own
+// switch, else on to tableFabric toward its switch.
+func (v *fabricView) hostFlow(mac [6]byte, h fabricHost) flow {
+	f := flow{table: tableL2, cookie: makeCookie(catL2, 0, 0), priority: prioL2, match: []ofp.OXM{ofp.MatchEthDst(mac)}}
+	if h.at.dpid == v.dpid {
+		f.actions = []ofp.Action{ofp.ActionOutput{Port: h.at.port}}
+	} else {
+		f.metadata, f.gotoTable = &h.at.dpid, tableFabric
+	}
+	return f
+}
+
+// fabricRows is what a switch holds of the fabric, as sent to it.
+type fabricRows struct {
+	view  *fabricView
+	rows  map[flowKey]installedRow // the structural rows
+	hosts map[[6]byte]fabricHost
+	gen   uint64            // of the hosts
+	next  map[uint64]uint32 // the view's, when the hosts on other switches were last reached
+}
+
+func newFabricRows() fabricRows {
+	return fabricRows{rows: map[flowKey]installedRow{}, hosts: map[[6]byte]fabricHost{}}
+}
+
+// installedRow is a row as sent: its match, to delete it by, and its
+// instructions, to tell whether it changed.
+type installedRow struct {
+	match        ofp.Match
+	instructions string
+}
+
+// reconcileFabric brings the switch to v: the structural rows that
+// differ, then the hosts' rows that differ; stale rows are deleted last,
+// so no frame finds a gap. The hosts the switch reaches over the fabric
+// become reachable for the dataplane's setups and buckets too.
+func (dp *dataplane) reconcileFabric(now time.Time, v *fabricView, out *outbox) {
+	r := &dp.fabricRows
+	r.view = v
+	dp.askUnknownMembers(now, out)
+	want := map[flowKey]bool{}
+	for _, f := range v.structuralFlows() {
+		fm := f.add()
+		k, ins := keyOf(fm.TableID, fm.Priority, &fm.Match), ofp.FormatInstructions(fm.Instructions)
+		want[k] = true
+		if r.rows[k].instructions != ins {
+			r.rows[k] = installedRow{match: fm.Match, instructions: ins}
+			out.send(&fm)
+		}
+	}
+	for k, row := range r.rows {
+		if !want[k] {
+			delete(r.rows, k)
+			out.send(&ofp.FlowMod{Command: ofp.FlowDeleteStrict, TableID: k.table, Priority: k.priority,
+				BufferID: ofp.NoBuffer, OutPort: ofp.PortAny, OutGroup: ofp.GroupAny, Match: row.match})
+		}
+	}
+	if r.gen == v.hosts.gen && maps.Equal(r.next, v.next) {
+		return
+	}
+	r.next = v.next
+	// The hosts on other switches, for setups and buckets, through the
+	// port their path leaves by now.
+	var reached []uint32
+	for mac, h := range v.hosts.hosts {
+		if h.ip == 0 || h.at.dpid == dp.dpid {
+			continue
+		}
+		if port, ok := v.portTo(mac); ok && dp.learner.reach(now, h.ip, mac, port) {
+			reached = append(reached, h.ip)
+		}
+	}
+	for _, ip := range reached {
+		dp.reached(now, dp.installed, ip, out)
+	}
+	if r.gen == v.hosts.gen {
+		return
+	}
+	r.gen = v.hosts.gen
+	for mac, h := range v.hosts.hosts {
+		if old, ok := r.hosts[mac]; !ok || old != h {
+			r.hosts[mac] = h
+			fm := v.hostFlow(mac, h).add()
+			out.send(&fm)
+		}
+	}
+	for mac := range r.hosts {
+		if _, ok := v.hosts.hosts[mac]; !ok {
+			delete(r.hosts, mac)
+			fm := flow{table: tableL2, priority: prioL2, match: []ofp.OXM{ofp.MatchEthDst(mac)}}.remove()
+			out.send(&fm)
+		}
+	}
+}
+
+// askUnknownMembers asks again, by ARP, for the members of SWITCH pools
+// no switch has shown yet: a probe flooded before their port settled, or
+// lost, would otherwise leave them out of the buckets until something
+// else brought them up.
+func (dp *dataplane) askUnknownMembers(now time.Time, out *outbox) {
+	snap := dp.installed
+	for ip, nums := range snap.switchedMembers {
+		if _, known := dp.learner.host(ip); !known && len(nums) > 0 {
+			if v := snap.vipByNum[nums[0]]; v != nil {
+				dp.askARP(now, v, uintIP(ip), out)
+			}
+		}
+	}
+}
+
+// adoptFabricRow takes over one of the fabric's rows a switch holds: it is
+// kept, and the next round replaces it if it differs or deletes it if
+// the fabric no longer wants it. A host's row on its own switch tells the
+// fabric where the host is.
+func (dp *dataplane) adoptFabricRow(f *ofp.FlowStats) {
+	r := &dp.fabricRows
+	if cat, _, _, _ := cookieParts(f.Cookie); cat == catFabric {
+		r.rows[keyOf(f.TableID, f.Priority, &f.Match)] = installedRow{match: f.Match, instructions: ofp.FormatInstructions(f.Instructions)}
+		return
+	}
+	dst, ok := f.Match.Get(ofp.OXMEthDst)
+	if f.TableID != tableL2 || f.Priority != prioL2 || !ok {
+		return
+	}
+	at := portRef{dpid: dp.dpid}
+	if port, ok := outputPort(applied(f.Instructions)); ok {
+		at.port = port
+		dp.fabric.seed(dst.MAC(), at)
+	}
+	r.hosts[dst.MAC()] = fabricHost{at: at}
+}
+
+// route runs a round: it plans every switch's view and brings each switch
+// the controller is MASTER of to it.
+func (c *Controller) route() {
+	now := c.now()
+	var conns []*switchConn
+	var switches []fabricSwitch
+	for _, s := range c.switchConns() {
+		if s.master.Load() {
+			conns = append(conns, s)
+			switches = append(switches, fabricSwitch{dpid: s.dpid, ports: s.ports.all()})
+		}
+	}
+	views := c.fabric.plan(now, switches, c.topo.links(now), c.topo.loadWithout)
+	for _, s := range conns {
+		v := views[s.dpid]
+		s.decide(func(dp *dataplane, out *outbox) { dp.reconcileFabric(now, v, out) })
+		s.flush()
+	}
+}
+
+// followFabric routes at every change the fabric is poked for, when a
+// port settles, and at least once per discovery round, for the links that
+// age and the load that changes.
+func (c *Controller) followFabric(ctx context.Context) {
+	t := time.NewTimer(lldpInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-c.fabric.kick:
+		case <-t.C:
+		}
+		c.route()
+		t.Reset(c.fabric.nextRound(c.now()))
+	}
+}
+
+// nextRound is how long until the next round is due: a port settles, or
+// a discovery round passes.
+func (f *fabric) nextRound(now time.Time) time.Duration {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.settles.IsZero() {
+		return lldpInterval
+	}
+	return min(max(f.settles.Sub(now), time.Millisecond), lldpInterval)
+}

@@ -1,0 +1,182 @@
+package controller
+
+import (
+	"cmp"
+	"slices"
+	"time"
+)
+
+// How the fabric weighs links (see fabric.go). A link is busy once its
+// utilisation passed busyAbove and until it fell below calmBelow, and
+// changes between the two at most every levelHold: paths move when a
+// link's level does, so the gap and the hold keep them from flapping
+// with every stats interval.
+const (
+	busyAbove = 0.6
+	calmBelow = 0.3
+	levelHold = 10 * time.Second
+	// busyCost is what a busy link costs on top of its hop: a path takes
+	// up to this many more calm hops to avoid it.
+	busyCost = 4
+)
+
+// linkLevel is whether a link is busy, and since when.
+type linkLevel struct {
+	busy  bool
+	since time.Time
+}
+
+// next is the link's level given its utilisation now.
+func (l linkLevel) next(now time.Time, utilisation float64) linkLevel {
+	if now.Sub(l.since) < levelHold {
+		return l
+	}
+	switch {
+	case !l.busy && utilisation > busyAbove:
+		return linkLevel{busy: true, since: now}
+	case l.busy && utilisation < calmBelow:
+		return linkLevel{busy: false, since: now}
+	}
+	return l
+}
+
+// graph is the switches and the links that work both ways between them,
+// as path finding sees them.
+type graph struct {
+	nodes []uint64         // datapath ids, ascending
+	out   map[uint64][]arc // each switch's links to others, by neighbour then port
+	cost  map[link]int     // what each link costs
+	index map[uint64]int   // a node's position in nodes
+}
+
+// arc is a link from a switch, as its source sees it.
+type arc struct {
+	link
+	cost int
+}
+
+// newGraph builds the graph of the switches over the links discovered in
+// both directions (a link that carries frames only one way carries no
+// traffic back), each costing a hop and busyCost more while busy.
+func newGraph(switches []uint64, links []linkState, busy func(link) bool) *graph {
+	g := &graph{nodes: slices.Sorted(slices.Values(switches)), out: map[uint64][]arc{}, cost: map[link]int{}, index: map[uint64]int{}}
+	for i, n := range g.nodes {
+		g.index[n] = i
+	}
+	for _, l := range links {
+		_, okSrc := g.index[l.src.dpid]
+		_, okDst := g.index[l.dst.dpid]
+		if !l.both || !okSrc || !okDst || l.src.dpid == l.dst.dpid {
+			continue
+		}
+		c := 1
+		if busy(l.link) {
+			c += busyCost
+		}
+		g.cost[l.link] = c
+		g.out[l.src.dpid] = append(g.out[l.src.dpid], arc{link: l.link, cost: c})
+	}
+	for _, arcs := range g.out {
+		slices.SortFunc(arcs, func(a, b arc) int { return comparePortRef(a.dst, b.dst) })
+	}
+	return g
+}
+
+// towards returns, for each switch that can reach dst, the port its
+// traffic to dst leaves by: the first hop of its cheapest path (Dijkstra
+// from dst over the links reversed). Among paths of equal cost a switch
+// keeps the port it used before (prev), so a change elsewhere moves no
+// traffic that need not move, and otherwise takes the lowest neighbour.
+// Every choice lies on a cheapest path and costs are positive, so
+// following the ports from any switch reaches dst without a loop.
+func (g *graph) towards(dst uint64, prev map[uint64]uint32) map[uint64]uint32 {
+	const unreached = int(^uint(0) >> 1)
+	dist := make([]int, len(g.nodes))
+	done := make([]bool, len(g.nodes))
+	for i := range dist {
+		dist[i] = unreached
+	}
+	in := map[uint64][]arc{} // links into each switch
+	for _, arcs := range g.out {
+		for _, a := range arcs {
+			in[a.dst.dpid] = append(in[a.dst.dpid], a)
+		}
+	}
+	next := map[uint64]uint32{}
+	via := map[uint64]portRef{} // the neighbour each choice goes to
+	dist[g.index[dst]] = 0
+	for {
+		u := -1
+		for i, d := range dist {
+			if !done[i] && d != unreached && (u < 0 || d < dist[u]) {
+				u = i
+			}
+		}
+		if u < 0 {
+			return next
+		}
+		done[u] = true
+		for _, a := range in[g.nodes[u]] {
+			x := g.index[a.src.dpid]
+			if done[x] {
+				continue
+			}
+			d, from := dist[u]+a.cost, a.src.dpid
+			if d < dist[x] || d == dist[x] && preferred(a, next[from], via[from], prev[from]) {
+				dist[x], next[from], via[from] = d, a.src.port, a.dst
+			}
+		}
+	}
+}
+
+// preferred reports whether a, of the same cost as the port a switch
+// chose so far (leading to neighbour via), is the better choice: the port
+// the switch used before (prev, 0 for none) first, then the lowest
+// neighbour.
+func preferred(a arc, chosen uint32, via portRef, prev uint32) bool {
+	switch {
+	case chosen == prev:
+		return false
+	case a.src.port == prev:
+		return true
+	}
+	return comparePortRef(a.dst, via) < 0
+}
+
+// tree returns the links of a spanning tree of the graph, as the ports
+// at both their ends: floods go along it alone, so a topology with loops
+// does not flood a frame back to where it came from. The tree is
+// breadth first from the lowest datapath id, over the lowest port to
+// each neighbour, so it counts hops and not load: it moves only when the
+// topology does.
+func (g *graph) tree() map[portRef]bool {
+	onTree := map[portRef]bool{}
+	reached := map[uint64]bool{}
+	for _, root := range g.nodes {
+		if reached[root] {
+			continue // another island of the network
+		}
+		reached[root] = true
+		queue := []uint64{root}
+		for len(queue) > 0 {
+			n := queue[0]
+			queue = queue[1:]
+			arcs := slices.Clone(g.out[n])
+			slices.SortFunc(arcs, func(a, b arc) int {
+				return cmp.Or(cmp.Compare(a.dst.dpid, b.dst.dpid), cmp.Compare(a.src.port, b.src.port))
+			})
+			for _, a := range arcs {
+				if reached[a.dst.dpid] {
+					continue
+				}
+				if _, back := g.cost[link{a.dst, a.src}]; !back {
+					continue
+				}
+				reached[a.dst.dpid] = true
+				onTree[a.src], onTree[a.dst] = true, true
+				queue = append(queue, a.dst.dpid)
+			}
+		}
+	}
+	return onTree
+}
