@@ -583,3 +583,59 @@ func TestDashboard_LongErrorAndCascade(t *testing.T) {
 		t.Errorf("members left after the cascades: %+v", members.Members)
 	}
 }
+
+// TestDashboard_Topology shows two bridges joined by a pair of patch ports
+// in the dashboard's topology view at 1,280 px: both switches, the link
+// with both its directions, and each bridge's host hanging off it; then
+// one patch port goes, and the link goes from the view. Names that come
+// from the network are drawn as text, never as markup.
+func TestDashboard_Topology(t *testing.T) {
+	tb := newTwoBridges(t)
+	// Started last, the browser closes first (see TestDashboard).
+	b := newBrowser(t)
+	b.run("open the dashboard at 1,280 px", chromedp.EmulateViewport(1280, 900),
+		chromedp.Navigate("http://"+tb.lb.APIAddr+"/dashboard/"), chromedp.WaitVisible(chromedp.CSS(`#topology`)))
+
+	q := func(sel string) string { return fmt.Sprintf("document.querySelector(%q)", "#topology-map "+sel) }
+	b.waitJS("both switches in the view", q(fmt.Sprintf("g.switch[data-dpid=%q]", tb.d1))+" && "+q(fmt.Sprintf("g.switch[data-dpid=%q]", tb.d2)))
+	// A link's ends in the view's order: the smaller "dpid/port" first.
+	a, z := fmt.Sprintf("%s/%d", tb.d1, tb.port1), fmt.Sprintf("%s/%d", tb.d2, tb.port2)
+	if z < a {
+		a, z = z, a
+	}
+	b.waitJS("the link, both ways", q(fmt.Sprintf(`g.link[data-a=%q][data-b=%q][data-both="true"]`, a, z)))
+
+	tb.showHosts(t)
+	for _, h := range []struct{ ip, dpid string }{{tb.h1.IP, tb.d1}, {tb.h2.IP, tb.d2}} {
+		b.waitJS("host "+h.ip+" at its own bridge", q(fmt.Sprintf("g.host[data-address=%q][data-dpid=%q]", h.ip, h.dpid)))
+	}
+	b.waitText("#topology-summary", "2 switches · 1 link · 2 hosts")
+	if n := evalJS[int](b, `document.querySelectorAll("#topology-map g.link").length`); n != 1 {
+		t.Errorf("%d links drawn, want the one, its two directions paired", n)
+	}
+	if w := evalJS[[]int](b, `[document.documentElement.scrollWidth, document.documentElement.clientWidth]`); w[0] > w[1] {
+		t.Errorf("the page is %d px wide in a %d px window: it scrolls sideways", w[0], w[1])
+	}
+
+	tb.s2.Vsctl("del-port", tb.s2.Name, tb.p2)
+	b.waitJS("the link gone from the view", `!document.querySelector("#topology-map g.link")`)
+	b.waitText("#topology-summary", "2 switches · 0 links")
+
+	// A host's address and port name as a switch might report them.
+	type drawn struct {
+		Elements             int
+		Address, Text, Title string
+	}
+	const evil = `<img src=x onerror="window.pwned=1">`
+	got := evalJS[drawn](b, fmt.Sprintf(`(() => {
+		const svg = document.createElementNS("http://www.w3.org/2000/svg", "svg");
+		drawTopology(svg, { switches: [{ dpid: "00:01", ports: [] }], links: [],
+			hosts: [{ address: %[1]q, mac: "02:00:00:00:00:01", dpid: "00:01", port: "1", port_name: %[1]q, last_seen: "" }] });
+		const host = svg.querySelector("g.host");
+		return { elements: svg.querySelectorAll("img").length, address: host.dataset.address,
+			text: host.querySelector("text").textContent, title: host.querySelector("title").textContent };
+	})()`, evil))
+	if got.Elements != 0 || got.Address != evil || got.Text != evil || !strings.Contains(got.Title, evil+" (1)") {
+		t.Errorf("a host named %q is drawn as %+v, want its name as text everywhere", evil, got)
+	}
+}

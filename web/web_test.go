@@ -14,13 +14,14 @@ func TestHandler(t *testing.T) {
 	srv := httptest.NewServer(web.Handler())
 	defer srv.Close()
 	for path, wants := range map[string][]string{
-		"/": {"<title>sdnlb</title>", `<script src="series.js">`, `<script src="chart.js">`, `<script src="app.js">`,
-			`id="cluster"`, `id="filter"`},
+		"/": {"<title>sdnlb</title>", `<script src="series.js">`, `<script src="chart.js">`, `<script src="topology.js">`,
+			`<script src="app.js">`, `id="cluster"`, `id="topology-map"`, `id="filter"`},
 		"/app.js": {"/v1/events", "pool.lb_method", "pool.dispatch", "pool.forwarding", "/v1/switches", "askToken", "showFieldErrors",
-			"/v1/stats?watch=true", "/v1/cluster", "applyFilter", "IntersectionObserver"},
-		"/series.js": {"class Track", "WINDOW_S = 900"},
-		"/chart.js":  {"function drawChart"},
-		"/style.css": {".vip", "svg.chart"},
+			"/v1/stats?watch=true", "/v1/cluster", "/v1/topology", "applyFilter", "IntersectionObserver"},
+		"/series.js":   {"class Track", "WINDOW_S = 900"},
+		"/chart.js":    {"function drawChart"},
+		"/topology.js": {"function drawTopology", "esc(h.address)"},
+		"/style.css":   {".vip", "svg.chart"},
 	} {
 		t.Run(strings.TrimPrefix(path, "/"), func(t *testing.T) {
 			resp, err := http.Get(srv.URL + path)

@@ -84,6 +84,8 @@ type run struct {
 	count     int64        // 0: no count limit
 	countDone chan struct{}
 	countOnce sync.Once
+
+	fabric *fabric // the links of a topology run, nil otherwise
 }
 
 func (r *run) now() int64 { return int64(time.Since(r.start)) }
@@ -111,9 +113,11 @@ const maxRingTotal = 1 << 22
 const warmupTimeout = 10 * time.Second
 
 // execute plays cfg.switches switches against the controller at addr:
-// connects them, warms them up (checking the first setup of each), runs
-// the load and measures.
-func execute(ctx context.Context, cfg *config, addr string, memStats bool) (*Result, error) {
+// connects them, waits in a topology run until p shows every link, warms
+// them up (checking the first setup of each), runs the load and measures.
+// memStats adds the process' allocations per setup; p is nil unless the
+// run has a topology.
+func execute(ctx context.Context, cfg *config, addr string, memStats bool, p probe) (*Result, error) {
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	r := &run{
@@ -125,6 +129,9 @@ func execute(ctx context.Context, cfg *config, addr string, memStats bool) (*Res
 		countDone: make(chan struct{}),
 	}
 	r.budget.Store(math.MaxInt64)
+	if cfg.topology != "" {
+		r.fabric = newFabric(newWiring(cfg.topology, cfg.switches, cfg.spines))
+	}
 	perSwitchRate := cfg.rate / float64(cfg.switches)
 	ring := ringSize(cfg.window, perSwitchRate, cfg.timeout, cfg.switches)
 
@@ -135,6 +142,9 @@ func execute(ctx context.Context, cfg *config, addr string, memStats bool) (*Res
 			s.close()
 		}
 		readers.Wait()
+		if r.fabric != nil {
+			r.fabric.wg.Wait() // no reader is left to start a delivery
+		}
 	}()
 	for i := range cfg.switches {
 		conn, err := net.DialTimeout("tcp", addr, 5*time.Second)
@@ -143,6 +153,9 @@ func execute(ctx context.Context, cfg *config, addr string, memStats bool) (*Res
 		}
 		s := newFakeSwitch(r, i, conn, ring)
 		sws = append(sws, s)
+		if r.fabric != nil {
+			r.fabric.attach(s)
+		}
 		s.mu.Lock()
 		s.send(0, &ofp.Hello{Versions: []uint8{ofp.Version}})
 		err = s.flush()
@@ -155,6 +168,14 @@ func execute(ctx context.Context, cfg *config, addr string, memStats bool) (*Res
 				cancel(err)
 			}
 		})
+	}
+
+	var topo *TopologyResult
+	if r.fabric != nil {
+		var err error
+		if topo, err = r.fabric.discover(ctx, cfg, p, time.Now()); err != nil {
+			return nil, err
+		}
 	}
 
 	checks := make([]Check, len(sws))
@@ -193,6 +214,12 @@ func execute(ctx context.Context, cfg *config, addr string, memStats bool) (*Res
 		return nil, err
 	}
 	res.Checks = checks
+	if topo != nil {
+		if err := r.fabric.afterLoad(ctx, p, topo); err != nil {
+			return nil, err
+		}
+		res.Topology = topo
+	}
 	return res, nil
 }
 

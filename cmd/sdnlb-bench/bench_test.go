@@ -229,7 +229,7 @@ func TestExecute_FakeController(t *testing.T) {
 			addr := startFakeController(t, newTarget(cfg.vip.Addr().As4(), cfg.vip.Port(), cfg.firstMember.As4(), cfg.members), tt.f)
 			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 			defer cancel()
-			res, err := execute(ctx, cfg, addr, false)
+			res, err := execute(ctx, cfg, addr, false, nil)
 			if err != nil {
 				t.Fatalf("execute: %v", err)
 			}
@@ -314,7 +314,7 @@ func TestExecute_WarmupFails(t *testing.T) {
 			addr := startFakeController(t, newTarget(cfg.vip.Addr().As4(), cfg.vip.Port(), cfg.firstMember.As4(), cfg.members), tt.f)
 			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 			defer cancel()
-			res, err := execute(ctx, cfg, addr, false)
+			res, err := execute(ctx, cfg, addr, false, nil)
 			if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
 				t.Fatalf("execute = %+v, %v; want an error about %q", res, err, tt.wantErr)
 			}
@@ -327,7 +327,7 @@ func TestExecute_Duration(t *testing.T) {
 	addr := startFakeController(t, newTarget(cfg.vip.Addr().As4(), cfg.vip.Port(), cfg.firstMember.As4(), cfg.members), faults{})
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	res, err := execute(ctx, cfg, addr, false)
+	res, err := execute(ctx, cfg, addr, false, nil)
 	if err != nil {
 		t.Fatalf("execute: %v", err)
 	}
@@ -362,7 +362,7 @@ func TestExecute_LatencyMode(t *testing.T) {
 	addr := startFakeController(t, newTarget(cfg.vip.Addr().As4(), cfg.vip.Port(), cfg.firstMember.As4(), cfg.members), faults{})
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	res, err := execute(ctx, cfg, addr, false)
+	res, err := execute(ctx, cfg, addr, false, nil)
 	if err != nil {
 		t.Fatalf("execute: %v", err)
 	}
@@ -469,6 +469,12 @@ func TestParseFlags(t *testing.T) {
 		{"ErrVIPNoPort", []string{"-vip", "10.99.0.100"}, true},
 		{"ErrMembers", []string{"-members", "0"}, true},
 		{"ErrArgs", []string{"extra"}, true},
+		{"Ring", []string{"-topology", "ring", "-switches", "4"}, false},
+		{"LeafSpine", []string{"-topology", "leaf-spine", "-spines", "63"}, false},
+		{"ErrTopology", []string{"-topology", "mesh"}, true},
+		{"ErrRingOf3", []string{"-topology", "ring", "-switches", "3"}, true},
+		{"ErrAllSpines", []string{"-topology", "leaf-spine", "-switches", "4", "-spines", "4"}, true},
+		{"ErrNoSpine", []string{"-topology", "leaf-spine", "-spines", "0"}, true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -477,6 +483,54 @@ func TestParseFlags(t *testing.T) {
 				t.Errorf("parseFlags(%q) = %v, want error: %t", tt.args, err, tt.wantErr)
 			}
 		})
+	}
+}
+
+// A topology run has 64 switches unless told otherwise.
+func TestParseFlags_TopologySwitches(t *testing.T) {
+	for _, tt := range []struct {
+		args []string
+		want int
+	}{
+		{nil, 16},
+		{[]string{"-topology", "ring"}, 64},
+		{[]string{"-topology", "ring", "-switches", "8"}, 8},
+	} {
+		if cfg := mustConfig(t, tt.args...); cfg.switches != tt.want {
+			t.Errorf("parseFlags(%q): %d switches, want %d", tt.args, cfg.switches, tt.want)
+		}
+	}
+}
+
+// TestBenchmark_EmbeddedTopology runs a ring of 4 switches against the
+// real controller in this process: it discovers every link, keeps them
+// through the load, and the memory figures are filled in.
+func TestBenchmark_EmbeddedTopology(t *testing.T) {
+	cfg := mustConfig(t, "-topology", "ring", "-switches", "4", "-duration", "300ms", "-warmup", "0", "-window", "8", "-timeout", "3s")
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	res, err := benchmark(ctx, cfg, io.Discard)
+	if err != nil {
+		t.Fatalf("benchmark: %v", err)
+	}
+	if res.Setups == 0 || res.Errors.Total != 0 {
+		t.Errorf("%d setups, errors %+v; want some and none", res.Setups, res.Errors)
+	}
+	top := res.Topology
+	if top == nil {
+		t.Fatal("no topology figures")
+	}
+	if top.Kind != topoRing || top.Links != 12 || top.LinksAfterLoad != 12 || top.DiscoverySeconds <= 0 || top.LLDPCarried < 12 {
+		t.Errorf("topology %+v, want all 12 links of a ring of 4 discovered and kept, carried by LLDP", top)
+	}
+	for _, m := range []Memory{top.MemoryDiscovered, top.MemoryAfterLoad} {
+		if m.RSSBytes == 0 || m.HeapBytes == 0 || m.Of == "" {
+			t.Errorf("memory %+v, want the process' RSS and heap", m)
+		}
+	}
+	var out strings.Builder
+	if err := writeTable(&out, res); err != nil || !strings.Contains(out.String(), "all 12 links (both directions) shown") {
+		t.Errorf("the table (%v) does not report the discovery:\n%s", err, out.String())
 	}
 }
 

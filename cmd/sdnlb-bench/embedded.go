@@ -55,20 +55,20 @@ func (staticSource) Subscribe() (<-chan sdnlb.Event, func()) {
 	return ch, func() { once.Do(func() { close(ch) }) }
 }
 
-// startEmbedded runs the controller in this process on a loopback port;
+// startEmbedded runs the controller c in this process on a loopback port;
 // stop ends it and returns what Serve returned.
-func startEmbedded(ctx context.Context, cfg *config, log *slog.Logger) (addr string, stop func() error, err error) {
+func startEmbedded(ctx context.Context, cfg *config, log *slog.Logger) (addr string, c *controller.Controller, stop func() error, err error) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
-		return "", nil, fmt.Errorf("embedded controller: %w", err)
+		return "", nil, nil, fmt.Errorf("embedded controller: %w", err)
 	}
 	// The fake switches learn hosts through the controller, as the
 	// per-connection path measured here needs.
-	c := controller.New(staticSource{cfg}, controller.Options{Logger: log, L2: controller.L2Learn})
+	c = controller.New(staticSource{cfg}, controller.Options{Logger: log, L2: controller.L2Learn})
 	ctx, cancel := context.WithCancel(ctx)
 	served := make(chan error, 1)
 	go func() { served <- c.Serve(ctx, ln) }()
-	return ln.Addr().String(), func() error {
+	return ln.Addr().String(), c, func() error {
 		cancel()
 		return <-served
 	}, nil

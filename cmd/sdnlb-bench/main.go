@@ -7,6 +7,7 @@
 //	go run ./cmd/sdnlb-bench -switches 16 -window 64 -duration 5s
 //	go run ./cmd/sdnlb-bench -switches 2 -rate 150000 -json
 //	go run ./cmd/sdnlb-bench -controller 127.0.0.1:6653 -api http://127.0.0.1:8080
+//	go run ./cmd/sdnlb-bench -topology leaf-spine -spines 4 -duration 5s
 //
 // By default the controller runs in this process on 127.0.0.1:0 with a
 // static configuration: VIP 10.99.0.100:80/TCP, a ROUND_ROBIN pool and
@@ -34,6 +35,21 @@
 // tcp_dst unless the ports are equal) of a member, output to its port.
 // Setups still in flight when the interval ends complete while draining
 // and count in the latency figures but not in setups per second.
+//
+// Topology mode (-topology ring or leaf-spine, 64 switches unless
+// -switches says otherwise) wires the switches together with links on
+// ports 1000 and up, which each switch describes to the controller as it
+// does its other ports. An LLDP packet-out to a link port arrives at the
+// switch on the far end, which punts it as its flows say (the controller's
+// LLDP flow: OFPR_ACTION with its cookie); nothing else crosses a link.
+// The tool measures the discovery, from the last switch connected until
+// the controller shows every link in both directions (embedded: asked
+// directly, as GET /v1/topology asks it; with -controller: GET
+// /v1/topology, polled every 10 ms), then runs the load as above, and
+// reports the controller's memory once discovered and after the load:
+// RSS and Go heap in use, of this whole process when embedded (from
+// /proc/self/status and runtime.MemStats), of the controller's own
+// process from its /metrics otherwise.
 //
 // Reading the figures: in embedded mode the tool and the controller share
 // the machine's cores (the tool takes roughly a fifth of the CPU); the
@@ -80,6 +96,8 @@ type config struct {
 	json        bool
 	verbose     bool
 	cpuProfile  string
+	topology    string // "" for switches with no links between them
+	spines      int
 }
 
 // Bounds that keep every run finite.
@@ -101,7 +119,7 @@ func parseFlags(args []string, stderr io.Writer) (*config, error) {
 	fs.StringVar(&cfg.controller, "controller", "", "`host:port` of a running sdnlb's OpenFlow listener (configured via -api)")
 	fs.StringVar(&cfg.api, "api", "http://127.0.0.1:8080", "`URL` of that sdnlb's REST API")
 	fs.StringVar(&cfg.token, "token", "", "bearer `token` for API writes")
-	fs.IntVar(&cfg.switches, "switches", 16, "fake switches")
+	fs.IntVar(&cfg.switches, "switches", 16, "fake switches (64 with -topology)")
 	fs.IntVar(&cfg.window, "window", 64, "setups in flight per switch (throughput mode)")
 	fs.Float64Var(&cfg.rate, "rate", 0, "latency mode: total setups per second, paced open loop")
 	fs.DurationVar(&cfg.duration, "duration", 5*time.Second, "measured interval (at most 5m)")
@@ -114,14 +132,20 @@ func parseFlags(args []string, stderr io.Writer) (*config, error) {
 	fs.BoolVar(&cfg.json, "json", false, "print the result as JSON")
 	fs.BoolVar(&cfg.verbose, "v", false, "log the embedded controller at info level to stderr")
 	fs.StringVar(&cfg.cpuProfile, "cpuprofile", "", "write a CPU profile of the whole run (tool and embedded controller) to `file`")
+	fs.StringVar(&cfg.topology, "topology", "", "link the switches: `ring` (with chords) or leaf-spine, and measure the discovery")
+	fs.IntVar(&cfg.spines, "spines", 4, "leaf-spine: how many of the switches are spines")
 	if err := fs.Parse(args); err != nil {
 		return nil, err
 	}
 	if fs.NArg() > 0 {
 		return nil, fmt.Errorf("unexpected arguments %q", fs.Args())
 	}
-	setEmbedded := false
-	fs.Visit(func(f *flag.Flag) { setEmbedded = setEmbedded || f.Name == "embedded" })
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	setEmbedded := set["embedded"]
+	if cfg.topology != "" && !set["switches"] {
+		cfg.switches = 64
+	}
 	switch {
 	case cfg.controller != "" && setEmbedded && *embedded:
 		return nil, errors.New("-embedded and -controller exclude each other")
@@ -158,6 +182,12 @@ func (c *config) validate() error {
 		return fmt.Errorf("-count must be at most %d, not %d", maxCount, c.count)
 	case c.members < 1 || c.members > maxMembers:
 		return fmt.Errorf("-members must be 1-%d, not %d", maxMembers, c.members)
+	case c.topology != "" && c.topology != topoRing && c.topology != topoLeafSpine:
+		return fmt.Errorf("-topology must be %s or %s, not %q", topoRing, topoLeafSpine, c.topology)
+	case c.topology == topoRing && c.switches < 4:
+		return fmt.Errorf("-topology ring needs at least 4 switches, not %d", c.switches)
+	case c.topology == topoLeafSpine && (c.spines < 1 || c.spines >= c.switches):
+		return fmt.Errorf("-spines must be 1-%d (fewer than the switches), not %d", c.switches-1, c.spines)
 	}
 	last := c.firstMember
 	for range c.members - 1 {
@@ -176,7 +206,8 @@ func (c *config) validate() error {
 // and tears down.
 func benchmark(ctx context.Context, cfg *config, stderr io.Writer) (res *Result, err error) {
 	if cfg.controller != "" {
-		cleanup, err := configureRemote(ctx, cfg)
+		api := newAPIClient(cfg)
+		cleanup, err := configureRemote(ctx, api, cfg)
 		if cleanup != nil {
 			defer func() {
 				if cerr := cleanup(); cerr != nil {
@@ -187,13 +218,13 @@ func benchmark(ctx context.Context, cfg *config, stderr io.Writer) (res *Result,
 		if err != nil {
 			return nil, fmt.Errorf("configure %s: %w", cfg.api, err)
 		}
-		return execute(ctx, cfg, cfg.controller, false)
+		return execute(ctx, cfg, cfg.controller, false, remoteProbe{api})
 	}
 	var log *slog.Logger
 	if cfg.verbose {
 		log = slog.New(slog.NewTextHandler(stderr, nil))
 	}
-	addr, stop, err := startEmbedded(ctx, cfg, log)
+	addr, c, stop, err := startEmbedded(ctx, cfg, log)
 	if err != nil {
 		return nil, err
 	}
@@ -202,7 +233,7 @@ func benchmark(ctx context.Context, cfg *config, stderr io.Writer) (res *Result,
 			err = errors.Join(err, serr)
 		}
 	}()
-	return execute(ctx, cfg, addr, true)
+	return execute(ctx, cfg, addr, true, embeddedProbe{c})
 }
 
 func realMain(args []string, stdout, stderr io.Writer) int {

@@ -285,6 +285,11 @@ func parseTCP(f []byte) (t tcpInfo, ok bool) {
 	}, true
 }
 
+// isLLDP reports whether f is an untagged LLDP frame.
+func isLLDP(f []byte) bool {
+	return len(f) >= ipOff && binary.BigEndian.Uint16(f[ethTypeOff:]) == 0x88cc
+}
+
 // arpInfo is an Ethernet/IPv4 ARP packet.
 type arpInfo struct {
 	op       uint16

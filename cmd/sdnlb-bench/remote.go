@@ -21,19 +21,23 @@ type apiClient struct {
 	hc    *http.Client
 }
 
-// do sends body as JSON and decodes the answer into out (when not nil).
-func (c *apiClient) do(ctx context.Context, method, path string, body, out any) error {
+func newAPIClient(cfg *config) *apiClient {
+	return &apiClient{base: cfg.api, token: cfg.token, hc: &http.Client{Timeout: 10 * time.Second}}
+}
+
+// send sends body as JSON and returns the answer's body.
+func (c *apiClient) send(ctx context.Context, method, path string, body any) ([]byte, error) {
 	var rd io.Reader
 	if body != nil {
 		b, err := json.Marshal(body)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		rd = bytes.NewReader(b)
 	}
 	req, err := http.NewRequestWithContext(ctx, method, strings.TrimSuffix(c.base, "/")+path, rd)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	if body != nil {
 		req.Header.Set("Content-Type", "application/json")
@@ -43,20 +47,28 @@ func (c *apiClient) do(ctx context.Context, method, path string, body, out any) 
 	}
 	resp, err := c.hc.Do(req)
 	if err != nil {
-		return fmt.Errorf("%s %s: %w", method, path, err)
+		return nil, fmt.Errorf("%s %s: %w", method, path, err)
 	}
 	defer resp.Body.Close()
-	data, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+	data, err := io.ReadAll(io.LimitReader(resp.Body, 4<<20)) // the topology of many switches is the largest
+
 	if err != nil {
-		return fmt.Errorf("%s %s: %w", method, path, err)
+		return nil, fmt.Errorf("%s %s: %w", method, path, err)
 	}
 	if resp.StatusCode >= 300 {
-		return fmt.Errorf("%s %s: %s: %s", method, path, resp.Status, bytes.TrimSpace(data))
+		return nil, fmt.Errorf("%s %s: %s: %s", method, path, resp.Status, bytes.TrimSpace(data))
 	}
-	if out != nil {
-		if err := json.Unmarshal(data, out); err != nil {
-			return fmt.Errorf("%s %s: decode: %w", method, path, err)
-		}
+	return data, nil
+}
+
+// do sends body as JSON and decodes the answer into out (when not nil).
+func (c *apiClient) do(ctx context.Context, method, path string, body, out any) error {
+	data, err := c.send(ctx, method, path, body)
+	if err != nil || out == nil {
+		return err
+	}
+	if err := json.Unmarshal(data, out); err != nil {
+		return fmt.Errorf("%s %s: decode: %w", method, path, err)
 	}
 	return nil
 }
@@ -64,8 +76,7 @@ func (c *apiClient) do(ctx context.Context, method, path string, body, out any) 
 // configureRemote creates the bench VIP, its round-robin pool and members.
 // A VIP left by an earlier bench run on the same address is deleted
 // first; any other VIP there is an error. cleanup deletes what was made.
-func configureRemote(ctx context.Context, cfg *config) (cleanup func() error, err error) {
-	c := &apiClient{base: cfg.api, token: cfg.token, hc: &http.Client{Timeout: 10 * time.Second}}
+func configureRemote(ctx context.Context, c *apiClient, cfg *config) (cleanup func() error, err error) {
 	var list struct {
 		VIPs []sdnlb.VIP `json:"vips"`
 	}

@@ -113,7 +113,7 @@ func TestConfigureRemote(t *testing.T) {
 			defer srv.Close()
 			cfg := mustConfig(t, "-controller", "127.0.0.1:1", "-api", srv.URL, "-members", "2", "-token", tt.token)
 
-			clean, err := configureRemote(context.Background(), cfg)
+			clean, err := configureRemote(context.Background(), newAPIClient(cfg), cfg)
 			if clean != nil {
 				if cerr := clean(); cerr != nil {
 					t.Errorf("cleanup: %v", cerr)

@@ -31,6 +31,29 @@ type Result struct {
 	AllocsPerSetup   *float64 `json:"allocs_per_setup,omitempty"` // embedded only: whole process
 	BytesPerSetup    *float64 `json:"bytes_per_setup,omitempty"`
 	Checks           []Check  `json:"warmup_checks"`
+	// Topology is a topology run's discovery and the controller's memory.
+	Topology *TopologyResult `json:"topology,omitempty"`
+}
+
+// TopologyResult is what a run with -topology measured besides setups.
+type TopologyResult struct {
+	Kind   string `json:"kind"`             // "ring" or "leaf-spine"
+	Spines int    `json:"spines,omitempty"` // leaf-spine only
+	Links  int    `json:"links"`            // both directions of every link
+	// DiscoverySeconds is from the last switch connected until the
+	// controller showed every link.
+	DiscoverySeconds float64 `json:"discovery_seconds"`
+	LinksAfterLoad   int     `json:"links_after_load"` // shown once the measured setups drained
+	LLDPCarried      uint64  `json:"lldp_frames_carried"`
+	MemoryDiscovered Memory  `json:"memory_discovered"` // once every link was shown
+	MemoryAfterLoad  Memory  `json:"memory_after_load"`
+}
+
+// Memory is the controller's memory at one point of a run.
+type Memory struct {
+	Of        string `json:"of"` // whose figures these are
+	RSSBytes  uint64 `json:"rss_bytes"`
+	HeapBytes uint64 `json:"heap_inuse_bytes"` // Go heap spans in use
 }
 
 // Latency is packet-in → packet-out time of the measured setups, in µs.
@@ -63,8 +86,9 @@ type Errors struct {
 	// carry another reason or cookie than a real switch would give them.
 	TableRejects     uint64 `json:"table_rejects"`
 	FirstTableReject string `json:"first_table_reject,omitempty"`
-	// ARP replies to the controller not sent, whole run: the switch's
-	// flows take them elsewhere, so a real switch would not punt them.
+	// ARP replies to the controller and LLDP frames from a link not sent,
+	// whole run: the switch's flows take them elsewhere, so a real switch
+	// would not punt them.
 	NotPunted      uint64 `json:"not_punted"`
 	FirstNotPunted string `json:"first_not_punted,omitempty"`
 }
@@ -178,6 +202,17 @@ func writeTable(w io.Writer, res *Result) error {
 	}
 	if e.FirstNotPunted != "" {
 		fmt.Fprintf(tw, "first not punted\t%s\n", e.FirstNotPunted)
+	}
+	if t := res.Topology; t != nil {
+		kind := t.Kind
+		if t.Spines > 0 {
+			kind = fmt.Sprintf("%s, %d spines", kind, t.Spines)
+		}
+		fmt.Fprintf(tw, "topology\t%s: all %d links (both directions) shown %.3f s after the last switch connected; %d shown after the load; %d LLDP frames carried\n",
+			kind, t.Links, t.DiscoverySeconds, t.LinksAfterLoad, t.LLDPCarried)
+		mib := func(b uint64) float64 { return float64(b) / (1 << 20) }
+		fmt.Fprintf(tw, "memory\tonce discovered: RSS %.1f MiB, Go heap %.1f MiB; after the load: RSS %.1f MiB, Go heap %.1f MiB (%s)\n",
+			mib(t.MemoryDiscovered.RSSBytes), mib(t.MemoryDiscovered.HeapBytes), mib(t.MemoryAfterLoad.RSSBytes), mib(t.MemoryAfterLoad.HeapBytes), t.MemoryAfterLoad.Of)
 	}
 	if res.AllocsPerSetup != nil {
 		fmt.Fprintf(tw, "allocations\t%.3g allocs, %.3g bytes per setup (whole process)\n", *res.AllocsPerSetup, *res.BytesPerSetup)

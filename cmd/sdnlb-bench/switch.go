@@ -98,7 +98,7 @@ type fakeSwitch struct {
 	table          oftable.Table
 	tableRejects   uint64 // flow-mods the table model refused
 	firstReject    error
-	notPunted      uint64 // packet-ins not sent: a flow took the frame elsewhere
+	notPunted      uint64 // packet-ins not sent: a flow took the frame elsewhere, or the table model could not read it
 	firstNotPunted error
 
 	ring        []pending
@@ -112,10 +112,13 @@ type fakeSwitch struct {
 	hist        histogram
 }
 
+// dpidOf is the datapath id of the switch with index idx.
+func dpidOf(idx int) uint64 { return 0x5db0_0000_0000_0000 | uint64(idx+1) }
+
 func newFakeSwitch(r *run, idx int, conn net.Conn, ringSize int) *fakeSwitch {
 	return &fakeSwitch{
 		idx:         idx,
-		dpid:        0x5db0_0000_0000_0000 | uint64(idx+1),
+		dpid:        dpidOf(idx),
 		run:         r,
 		conn:        conn,
 		r:           bufio.NewReaderSize(conn, 256<<10),
@@ -286,7 +289,8 @@ func (s *fakeSwitch) handleMultipart(h ofp.Header, msg []byte) {
 	s.send(h.XID, &ofp.MultipartReply{Body: body})
 }
 
-// ports describes the client port, one port per member and LOCAL.
+// ports describes the client port, one port per member, the links of a
+// topology run and LOCAL.
 func (s *fakeSwitch) ports() []ofp.Port {
 	up := func(no uint32, name string, mac [6]byte) ofp.Port {
 		return ofp.Port{
@@ -297,6 +301,11 @@ func (s *fakeSwitch) ports() []ofp.Port {
 	ps := []ofp.Port{up(clientPort, "client", [6]byte{0x02, 0x5d, 0xb0, 0xfe, byte(s.idx), 1})}
 	for i, m := range s.run.t.members {
 		ps = append(ps, up(m.ofPort, fmt.Sprintf("member%d", i+1), [6]byte{0x02, 0x5d, 0xb0, 0xfe, byte(s.idx), byte(2 + i)}))
+	}
+	if f := s.run.fabric; f != nil {
+		for k := range f.wiring.linkPorts(s.idx) {
+			ps = append(ps, up(linkPort0+uint32(k), fmt.Sprintf("link%d", k+1), [6]byte{0x02, 0x5d, 0xb1, byte(s.idx >> 8), byte(s.idx), byte(k)}))
+		}
 	}
 	return append(ps, up(ofp.PortLocal, fmt.Sprintf("br%d", s.idx), [6]byte{0x02, 0x5d, 0xb0, 0xfe, byte(s.idx), 0}))
 }
@@ -338,7 +347,8 @@ func (s *fakeSwitch) handleFlowMod(msg []byte) error {
 }
 
 // handlePacketOut completes setups, answers ARP the controller sends to
-// the hosts behind this switch, and learns the VIP's MAC.
+// the hosts behind this switch, learns the VIP's MAC, and in a topology
+// run sends LLDP out of a link port to the switch at its far end.
 func (s *fakeSwitch) handlePacketOut(msg []byte) error {
 	var rw rewrite
 	frame, err := parsePacketOut(msg, &rw)
@@ -362,7 +372,27 @@ func (s *fakeSwitch) handlePacketOut(msg []byte) error {
 	if arp, ok := parseARP(frame); ok {
 		return s.handleARP(arp)
 	}
+	if f := s.run.fabric; f != nil && rw.outputs == 1 && isLLDP(frame) {
+		f.carry(s.idx, rw.outPort, frame)
+	}
 	return nil
+}
+
+// arrive handles frame coming in on link port as a switch does: its flows
+// punt the controller's LLDP (a CONTROLLER action in table 0: reason
+// OFPR_ACTION, the flow's cookie); a frame they would not punt is counted.
+func (s *fakeSwitch) arrive(port uint32, frame []byte) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	pin, err := s.packetIn(port, frame)
+	if err != nil { // errNotPunted, or a frame the table model cannot read: no packet-in either way
+		s.countNotPunted(err)
+		return
+	}
+	s.send(0, pin)
+	if s.flush() != nil {
+		s.conn.Close() // the reader reports it
+	}
 }
 
 func (s *fakeSwitch) handleARP(a arpInfo) error {
@@ -419,13 +449,19 @@ func (s *fakeSwitch) askVIP() error {
 func (s *fakeSwitch) replyARP(port uint32, mac net.HardwareAddr, ip uint32, req arpInfo) error {
 	err := s.sendARP(2, port, net.HardwareAddr(req.sha[:]), mac, ip, net.HardwareAddr(req.sha[:]), req.spa)
 	if errors.Is(err, errNotPunted) {
-		s.notPunted++
-		if s.firstNotPunted == nil {
-			s.firstNotPunted = err
-		}
+		s.countNotPunted(err)
 		return nil
 	}
 	return err
+}
+
+// countNotPunted counts a frame for the controller that the switch's flows
+// keep from it.
+func (s *fakeSwitch) countNotPunted(err error) {
+	s.notPunted++
+	if s.firstNotPunted == nil {
+		s.firstNotPunted = err
+	}
 }
 
 // sendARP sends an ARP packet as a packet-in from port, or returns an

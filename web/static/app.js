@@ -5,8 +5,8 @@
 //
 // Data flow: the configuration comes from the /v1 lists and is read again
 // when /v1/events says something changed; counters come from the stats
-// watch stream (/v1/stats?watch=true) into series.js's tracks; the cluster
-// and the switches are polled every 2 s. The page is built once per object
+// watch stream (/v1/stats?watch=true) into series.js's tracks; the cluster,
+// the switches and the topology (topology.js) are polled every 2 s. The page is built once per object
 // and patched: a stats event touches only its pool's figures, a member list
 // is built when it is opened, and charts are drawn only while on screen.
 "use strict";
@@ -17,6 +17,7 @@ const state = {
   stats: new Map(), // pool id → its latest stats from the stream
   switches: null, // null: unknown (not readable)
   cluster: null, clusterError: "",
+  topology: null, topologyError: "",
 };
 // One Track per pool and per member id (series.js).
 const tracks = { pools: new Map(), members: new Map() };
@@ -142,15 +143,18 @@ function forget(map, keep) {
   for (const k of map.keys()) if (!keep.has(k)) map.delete(k);
 }
 
-// pollStatus reads the switches and the cluster.
+// pollStatus reads the switches, the cluster and the topology.
 async function pollStatus() {
-  const [sw, cl] = await Promise.allSettled([api("GET", "/v1/switches"), api("GET", "/v1/cluster")]);
+  const [sw, cl, top] = await Promise.allSettled([api("GET", "/v1/switches"), api("GET", "/v1/cluster"), api("GET", "/v1/topology")]);
   const noSwitch = noSwitchConnected();
   state.switches = sw.status === "fulfilled" ? sw.value.switches : null;
   state.cluster = cl.status === "fulfilled" ? cl.value : null;
   state.clusterError = cl.status === "fulfilled" ? "" : cl.reason.message;
+  state.topology = top.status === "fulfilled" ? top.value : null;
+  state.topologyError = top.status === "fulfilled" ? "" : top.reason.message;
   renderSwitches();
   renderCluster();
+  renderTopology();
   if (noSwitch !== noSwitchConnected() && state.loaded) render();
 }
 
@@ -296,6 +300,21 @@ function renderCluster() {
     td.textContent = "no node seen in the last 10 s";
   }
   sec.replaceChildren(head, table);
+}
+
+// renderTopology shows the switches, their links and the hosts at the
+// edge; a link that is gone from GET /v1/topology is gone from the map.
+function renderTopology() {
+  const summary = document.getElementById("topology-summary");
+  const map = document.getElementById("topology-map");
+  const top = state.topology;
+  if (!top) {
+    summary.textContent = `GET /v1/topology: ${state.topologyError || "no answer yet"}`;
+    map.toggleAttribute("hidden", true); // an SVG element has no hidden property
+    return;
+  }
+  map.toggleAttribute("hidden", top.switches.length === 0);
+  setText(summary, top.switches.length ? drawTopology(map, top) : "no switch connected");
 }
 
 // Views: the elements of each object, kept across renders.
@@ -948,8 +967,8 @@ function cascadeQuestion(kind, obj, what) {
   return `Delete ${what} with what depends on it?`;
 }
 
-// counted is "1 member", "3 members".
-const counted = (n, noun) => `${n} ${noun}${n === 1 ? "" : "s"}`;
+// counted is "1 member", "3 members"; plural when "s" will not do.
+const counted = (n, noun, plural) => `${n} ${n === 1 ? noun : plural || noun + "s"}`;
 
 // listed is "a", "a and b", "a, b and c".
 const listed = (names) => names.length < 2 ? names.join("") : `${names.slice(0, -1).join(", ")} and ${names[names.length - 1]}`;
