@@ -306,9 +306,6 @@ func (v *fabricView) structuralFlows() []flow {
 		if v.edge[in] {
 			acts = append(acts, toController)
 		}
-		if len(acts) == 0 {
-			continue // the miss sends it to the controller
-		}
 		flows = append(flows, flow{table: tableL2, cookie: cookie, priority: prioFlood, match: []ofp.OXM{ofp.MatchInPort(in)}, actions: acts})
 	}
 	for _, dst := range slices.Sorted(maps.Keys(v.next)) {

@@ -138,3 +138,43 @@ func waitTopology(tb testing.TB, c *Controller, ok func(*sdnlb.Topology) bool) *
 		time.Sleep(5 * time.Millisecond)
 	}
 }
+
+// A link's load is what its source port sent over the last interval,
+// against the port's speed or the default capacity; the paths toward a
+// switch weigh it without what they send there themselves.
+func TestTopology_LinkLoad(t *testing.T) {
+	top := newTopology(1000)
+	t0 := time.Unix(1_700_000_000, 0)
+	speed := func(port uint32) uint64 {
+		if port == 2 {
+			return 4000
+		}
+		return 0
+	}
+	read := func(at time.Time, tx1, tx2 uint64) {
+		top.portCounters(at, 1, []ofp.PortStats{{PortNo: 1, TxBytes: tx1}, {PortNo: 2, TxBytes: tx2}}, speed)
+	}
+	read(t0, 100, 100)
+	read(t0.Add(2*time.Second), 100+200, 100+250) // 800 and 1000 bits/s
+	l1, l2 := link{src: portRef{1, 1}, dst: portRef{2, 1}}, link{src: portRef{1, 2}, dst: portRef{3, 1}}
+	if got := top.loadWithout(l1, 2, false); got != 0.8 {
+		t.Errorf("port 1 at 800 of 1000 (the default) bits/s: utilisation %v", got)
+	}
+	if got := top.loadWithout(l2, 3, false); got != 0.25 {
+		t.Errorf("port 2 at 1000 of its 4000 bits/s: utilisation %v", got)
+	}
+	// Switch 1's path row toward 2 sent 75 bytes a second of it.
+	top.pathCounters(t0, 1, 2, 0)
+	top.pathCounters(t0.Add(2*time.Second), 1, 2, 150)
+	if got := top.loadWithout(l1, 2, true); got != 0.2 {
+		t.Errorf("port 1 without the 600 bits/s toward 2: utilisation %v, want 0.2", got)
+	}
+	if got := top.loadWithout(l1, 3, true); got != 0.8 {
+		t.Errorf("port 1 weighed for 3: utilisation %v, want all of it", got)
+	}
+	// A counter that went back (the switch restarted) is a fresh start.
+	read(t0.Add(4*time.Second), 10, 10)
+	if got := top.loadWithout(l1, 2, false); got != 0 {
+		t.Errorf("after a reset: utilisation %v", got)
+	}
+}

@@ -118,10 +118,13 @@ func checkOutput(port uint32) error {
 }
 
 // checkInstructions accepts what Process executes: apply-actions whose
-// actions are modelled and consistent with the flow's match, and a
-// goto_table to a later table than the flow's own.
+// actions are modelled and consistent with the flow's match, a
+// write_metadata, and a goto_table to a later table than the flow's own.
 func checkInstructions(is []ofp.Instruction, m *ofp.Match, table uint8) error {
 	for _, in := range is {
+		if _, ok := writeMetadata(in); ok {
+			continue
+		}
 		if next, ok := gotoTable(in); ok {
 			if next <= table {
 				return reject(ofp.ErrTypeBadInstruction, badInstructionBadTableID, "goto_table:%d does not lead past table %d", next, table)
@@ -152,6 +155,17 @@ func applyActions(in ofp.Instruction) ([]ofp.Action, bool) {
 	return nil, false
 }
 
+// writeMetadata returns a write_metadata instruction.
+func writeMetadata(in ofp.Instruction) (ofp.InstructionWriteMetadata, bool) {
+	switch in := in.(type) {
+	case ofp.InstructionWriteMetadata:
+		return in, true
+	case *ofp.InstructionWriteMetadata:
+		return *in, true
+	}
+	return ofp.InstructionWriteMetadata{}, false
+}
+
 // gotoTable returns the table a goto_table instruction leads to.
 func gotoTable(in ofp.Instruction) (uint8, bool) {
 	switch in := in.(type) {
@@ -173,6 +187,10 @@ func copyInstructions(is []ofp.Instruction) []ofp.Instruction {
 	for i, in := range is {
 		if next, ok := gotoTable(in); ok {
 			out[i] = ofp.InstructionGotoTable{TableID: next}
+			continue
+		}
+		if w, ok := writeMetadata(in); ok {
+			out[i] = w
 			continue
 		}
 		actions, _ := applyActions(in)

@@ -22,6 +22,7 @@ type field struct {
 // ip_proto requires eth_type 0x0800 only.
 var fields = [...]field{
 	ofp.OXMInPort:     {known: true},
+	ofp.OXMMetadata:   {known: true},
 	ofp.OXMEthDst:     {known: true, settable: true},
 	ofp.OXMEthSrc:     {known: true, settable: true},
 	ofp.OXMEthType:    {known: true},
@@ -75,7 +76,7 @@ func headerField(h ofp.NXMHeader) (ofp.OXMField, bool) {
 // width is the length of a modelled field's value in bytes.
 func width(f ofp.OXMField) int {
 	var p Packet
-	var b [6]byte
+	var b [8]byte
 	return p.value(f, &b)
 }
 
@@ -86,17 +87,18 @@ func (f field) in(p *Packet) bool {
 
 // value writes p's value of a modelled field into b, big-endian as in an
 // OXM, and returns its length.
-func (p *Packet) value(f ofp.OXMField, b *[6]byte) int {
+func (p *Packet) value(f ofp.OXMField, b *[8]byte) int {
 	switch f {
 	case ofp.OXMInPort:
 		binary.BigEndian.PutUint32(b[:], p.InPort)
 		return 4
+	case ofp.OXMMetadata:
+		binary.BigEndian.PutUint64(b[:], p.Metadata)
+		return 8
 	case ofp.OXMEthDst:
-		*b = p.EthDst
-		return 6
+		return copy(b[:], p.EthDst[:])
 	case ofp.OXMEthSrc:
-		*b = p.EthSrc
-		return 6
+		return copy(b[:], p.EthSrc[:])
 	case ofp.OXMEthType:
 		binary.BigEndian.PutUint16(b[:], p.EthType)
 		return 2
@@ -130,11 +132,9 @@ func (p *Packet) value(f ofp.OXMField, b *[6]byte) int {
 	case ofp.OXMARPTPA:
 		return copy(b[:], p.ARPTPA[:])
 	case ofp.OXMARPSHA:
-		*b = p.ARPSHA
-		return 6
+		return copy(b[:], p.ARPSHA[:])
 	case ofp.OXMARPTHA:
-		*b = p.ARPTHA
-		return 6
+		return copy(b[:], p.ARPTHA[:])
 	}
 	return 0
 }
@@ -184,7 +184,7 @@ func (p *Packet) move(a ofp.ActionRegMove) {
 	if !ok || !fields[src].in(p) {
 		return
 	}
-	var b [6]byte
+	var b [8]byte
 	if o, err := ofp.NewOXM(ofp.OXMClassBasic, dst, b[:p.value(src, &b)], nil); err == nil {
 		p.set(&o)
 	}

@@ -80,7 +80,7 @@ func maskAt(o *ofp.OXM, j int) byte {
 // matches reports whether p matches every field of m, which checkMatch
 // accepted.
 func matches(m *ofp.Match, p *Packet) bool {
-	var b [6]byte
+	var b [8]byte
 	for i := range m.OXMs {
 		o := &m.OXMs[i]
 		v := o.Value()

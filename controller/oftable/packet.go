@@ -29,6 +29,7 @@ const (
 // enforces keep a flow from reading them.
 type Packet struct {
 	InPort             uint32
+	Metadata           uint64 // what the tables' write_metadata wrote
 	EthSrc, EthDst     [6]byte
 	EthType            uint16
 	ARPOp              uint16

@@ -258,6 +258,10 @@ func (t *Table) Process(p Packet) Result {
 				next, hasNext = n, true
 				continue
 			}
+			if w, ok := writeMetadata(in); ok {
+				r.Out.Metadata = r.Out.Metadata&^w.Mask | w.Metadata&w.Mask
+				continue
+			}
 			actions, _ := applyActions(in)
 			var ports []uint32
 			r.Out, ports = ApplyActions(actions, r.Out)
