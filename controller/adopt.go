@@ -110,6 +110,8 @@ func (dp *dataplane) adopt(now time.Time, snap *snapshot, have switchState, out 
 			// kept: learnFromSwitch knows where it sends
 		case (cat == catL2 || cat == catFabric) && dp.l2 == L2Fabric:
 			// kept: the fabric's next round brings them up to date
+		case cat == catTransit:
+			// kept: it idles out with its connection
 		case !wanted[keyOf(f.TableID, f.Priority, &f.Match)]:
 			del := strictDelete(f)
 			out.send(&del)

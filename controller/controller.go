@@ -14,6 +14,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/sdnlb/sdnlb"
+	"github.com/sdnlb/sdnlb/controller/ofp"
 )
 
 // Options tune the controller; zero values take the defaults.
@@ -146,6 +147,11 @@ func New(src sdnlb.ConfigSource, opts Options) *Controller {
 	if opts.L2 == L2Fabric {
 		c.fabric = newFabric()
 		c.topo.changed = c.fabric.poke
+		c.fabric.deliver = func(dpid uint64, fm *ofp.FlowMod) {
+			if s := c.switchConn(dpid); s != nil {
+				s.deliver(fm)
+			}
+		}
 	}
 	if opts.Registerer != nil {
 		if err := opts.Registerer.Register(newSnapshotCollector(c)); err != nil {

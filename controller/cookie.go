@@ -45,6 +45,9 @@ const (
 	// connMask selects both.
 	catConn      category = 0x10 // client → member
 	catConnReply category = 0x11 // member → client
+	// A CONTROLLER connection's replies on the switches between its
+	// member's and its client's (L2Fabric): on to tableL2, untranslated.
+	catTransit category = 0x12
 )
 
 const (

@@ -57,7 +57,11 @@ type fabric struct {
 	levels   map[levelKey]linkLevel
 	towards  map[uint64]map[uint64]uint32 // per destination switch: each switch's port toward it
 	settles  time.Time                    // when the next port that is not settled settles; zero: none
+	far      map[portRef]uint64           // the switch at the other end of each link port
 	kick     chan struct{}
+	// deliver hands a flow-mod to another switch's connection, without
+	// waiting: the Controller's, which knows the connections.
+	deliver func(dpid uint64, fm *ofp.FlowMod)
 }
 
 // fabricHost is a host at the edge: its port and, once an ARP or IPv4
@@ -77,7 +81,7 @@ type fabricHosts struct {
 func newFabric() *fabric {
 	return &fabric{hosts: map[[6]byte]fabricHost{}, shared: &fabricHosts{hosts: map[[6]byte]fabricHost{}},
 		upSince: map[portRef]time.Time{}, levels: map[levelKey]linkLevel{}, towards: map[uint64]map[uint64]uint32{},
-		kick: make(chan struct{}, 1)}
+		far: map[portRef]uint64{}, kick: make(chan struct{}, 1), deliver: func(uint64, *ofp.FlowMod) {}}
 }
 
 // poke asks for a new round at once.
@@ -114,6 +118,58 @@ func (f *fabric) seed(mac [6]byte, at portRef) {
 	if _, known := f.hosts[mac]; !known && len(f.hosts) < maxLearned {
 		f.hosts[mac] = fabricHost{at: at}
 		f.hostsGen++
+	}
+}
+
+// between returns the switches a frame from switch from to switch to
+// passes before to, from first, as the last round chose the paths; nil
+// when to is not reached.
+func (f *fabric) between(from, to uint64) []uint64 {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	ports := f.towards[to]
+	var path []uint64
+	for at := from; at != to; {
+		p, ok := ports[at]
+		next, linked := f.far[portRef{dpid: at, port: p}]
+		if !ok || !linked || len(path) > len(ports) {
+			return nil
+		}
+		path = append(path, at)
+		at = next
+	}
+	return path
+}
+
+// home returns where a host attaches.
+func (f *fabric) home(mac [6]byte) (portRef, bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	h, ok := f.hosts[mac]
+	return h.at, ok
+}
+
+// passReplies lets a CONTROLLER connection's replies through the switches
+// between its member's and this one, whose reverse flow translates them:
+// each of them would otherwise send them to the controller, or to its
+// tracker, as the member's replies. The rows match the reverse flow's
+// addresses and ports (not what the tracker says, which only this switch
+// knows), go to the other switches without waiting, and carry the
+// connection's timeouts; until one is in place, a reply goes the slow
+// way, through the controller, which forwards it.
+func (dp *dataplane) passReplies(reverse *ofp.FlowMod, memberMAC [6]byte) {
+	home, ok := dp.fabric.home(memberMAC)
+	if !ok || home.dpid == dp.dpid {
+		return
+	}
+	for _, dpid := range dp.fabric.between(home.dpid, dp.dpid) {
+		pass := ofp.FlowMod{Cookie: reverse.Cookie&^maskCategory | uint64(catTransit)<<cookieCatShift,
+			Command: ofp.FlowAdd, TableID: tableClassify, Priority: prioConnection,
+			IdleTimeout: reverse.IdleTimeout, HardTimeout: reverse.HardTimeout,
+			BufferID: ofp.NoBuffer, OutPort: ofp.PortAny, OutGroup: ofp.GroupAny,
+			Match:        ofp.Match{OXMs: slices.DeleteFunc(slices.Clone(reverse.Match.OXMs), func(o ofp.OXM) bool { return trackerField(&o) })},
+			Instructions: []ofp.Instruction{ofp.InstructionGotoTable{TableID: tableL2}}}
+		dp.fabric.deliver(dpid, &pass)
 	}
 }
 
@@ -174,8 +230,10 @@ func (f *fabric) plan(now time.Time, switches []fabricSwitch, links []linkState,
 		ids[i] = s.dpid
 	}
 	linked := map[portRef]bool{}
+	f.far = make(map[portRef]uint64, len(links))
 	for _, l := range links {
 		linked[l.src], linked[l.dst] = true, true
+		f.far[l.src] = l.dst.dpid
 	}
 	onTree := newGraph(ids, links, func(link) bool { return false }).tree()
 	// The paths toward each switch weigh the links by what else they

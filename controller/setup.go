@@ -128,6 +128,9 @@ func (dp *dataplane) install(now time.Time, snap *snapshot, c *connection, data 
 		out.send(&mods[i])
 	}
 	dp.sendFrame(c.clientOFPort, dp.flows.actions(dirForward), data, out)
+	if dp.l2 == L2Fabric && !c.dsr {
+		dp.passReplies(&dp.flows.mods[dirReverse], c.memberMAC)
+	}
 	if m := snap.memberCnt[c.memberNum]; m != nil {
 		m.active.Add(1)
 		m.total.Add(1)

@@ -67,6 +67,10 @@ type switchConn struct {
 	done      chan struct{}
 	closeOnce sync.Once
 
+	// Rows other switches' decisions ask this one for (L2Fabric:
+	// passReplies); sendDelivered sends them in turn with its own.
+	delivered chan ofp.FlowMod
+
 	// Reader-owned.
 	rbuf       []byte
 	pin        ofp.PacketIn
@@ -88,6 +92,7 @@ func newSwitchConn(c *Controller, conn net.Conn) *switchConn {
 		connectedAt: c.now(),
 		done:        make(chan struct{}),
 		roleWake:    make(chan struct{}, 1),
+		delivered:   make(chan ofp.FlowMod, deliveredQueue),
 		rbuf:        make([]byte, 0, 4096),
 	}
 	s.log = c.log.With("remote", s.remote)
@@ -174,6 +179,7 @@ func (c *Controller) serveConn(ctx context.Context, a *admission) {
 		s.sendLLDP()
 	}
 	wg.Go(s.followRole)
+	wg.Go(s.sendDelivered)
 	s.log.Info("switch connected", "since", s.connectedAt)
 	err = s.sync(c.snap.Load())
 	if err == nil {
@@ -544,6 +550,47 @@ func (s *switchConn) handleMultipart(dp *dataplane, xid uint32, m *ofp.Multipart
 		s.pending.gather(xid, body.Stats, nil)
 		if last {
 			s.pending.finish(xid, nil)
+		}
+	}
+}
+
+// deliveredQueue bounds the rows waiting for a switch on behalf of the
+// others: past it, rows are dropped, and what they would have let
+// through goes the slow way, through the controller.
+const deliveredQueue = 4096
+
+// deliver queues a row another switch's decision asks this switch for,
+// without waiting.
+func (s *switchConn) deliver(fm *ofp.FlowMod) {
+	select {
+	case s.delivered <- *fm:
+	default:
+	}
+}
+
+// sendDelivered sends the rows other switches' decisions asked for, a
+// burst at a time, through decide, so that they take their turn with
+// this switch's own decisions, until the connection closes.
+func (s *switchConn) sendDelivered() {
+	for {
+		select {
+		case <-s.done:
+			return
+		case fm := <-s.delivered:
+			s.decide(func(_ *dataplane, out *outbox) {
+				for {
+					if s.master.Load() {
+						out.send(&fm)
+					}
+					select {
+					case fm = <-s.delivered:
+						continue
+					default:
+					}
+					return
+				}
+			})
+			s.flush()
 		}
 	}
 }

@@ -214,8 +214,47 @@ func TestFabric_FourBridges(t *testing.T) {
 		t.Errorf("the pool counted %d connections, want the 60 the clients opened", counted)
 	}
 
+	// The same members under SWITCH DSR: they answer the clients from
+	// the VIP's address, across the fabric.
+	dsrVIP := b.lb.MustCreateVIP("dsr", b.e1.Addr(101), sdnlb.ProtocolTCP, memberPort, nil)
+	var dsrPool sdnlb.Pool
+	b.lb.MustAPI(http.MethodPost, "/v1/pools", map[string]any{"name": "dsr", "vip_id": dsrVIP.ID, "lb_method": sdnlb.RoundRobin,
+		"protocol": sdnlb.ProtocolTCP, "dispatch": sdnlb.DispatchSwitch, "forwarding": sdnlb.ForwardingDSR}, http.StatusCreated, &dsrPool)
+	for _, h := range []*Host{b.mh1, b.mh2} {
+		holdVIP(t, h, dsrVIP.Address)
+		b.lb.MustCreateMember(&dsrPool, h.IP, 0)
+	}
+	b.lb.WaitPoolMembers(dsrPool.ID, 2, 10*time.Second)
+	for _, sw := range []*Switch{b.e1, b.e2} {
+		waitGroupMembers(t, sw, 4)
+	}
+	dsrURL := "http://" + net.JoinHostPort(dsrVIP.Address, strconv.Itoa(memberPort)) + "/"
+	requireAll(t, spread(t, clients, dsrURL, 30), names)
+
+	// And under CONTROLLER dispatch: the switch a client enters at sends
+	// the connection's first packet up, and the rows the controller
+	// installs carry it, and its replies, across the fabric; the
+	// switches between pass the replies on without the controller.
+	ctlVIP := b.lb.MustCreateVIP("ctl", b.e1.Addr(102), sdnlb.ProtocolTCP, vipPort, nil)
+	ctlPool := b.lb.MustCreatePool("ctl", ctlVIP, sdnlb.LeastConnections, sdnlb.DispatchController)
+	for _, h := range []*Host{b.mh1, b.mh2} {
+		b.lb.MustCreateMember(ctlPool, h.IP, memberPort)
+	}
+	b.lb.WaitPoolMembers(ctlPool.ID, 2, 10*time.Second)
+	ctlURL := "http://" + net.JoinHostPort(ctlVIP.Address, strconv.Itoa(vipPort)) + "/"
+	setups, replies := b.lb.Metric("sdnlb_controller_setups_total"), b.lb.Metric(`sdnlb_controller_packet_ins_total{kind="reply"}`)
+	requireAll(t, spread(t, clients, ctlURL, 30), names)
+	if n := b.lb.Metric("sdnlb_controller_setups_total") - setups; n != 60 {
+		t.Errorf("the controller set up %v connections, want the 60 the clients opened", n)
+	}
+	// A reply may overtake its rows on the switches between, once per
+	// connection at most.
+	if n := b.lb.Metric(`sdnlb_controller_packet_ins_total{kind="reply"}`) - replies; n > 60 {
+		t.Errorf("%v replies went through the controller for 60 connections", n)
+	}
+
 	// The controller dies: hosts still find each other (ARP floods along
-	// the tree the switches hold), and the VIP still answers.
+	// the tree the switches hold), and the SWITCH VIPs still answer.
 	b.lb.Kill()
 	for _, pair := range [][2]*Host{{b.c2, b.mh1}, {b.mh2, b.c1}, {b.c1, b.c2}} {
 		ping(t, pair[0], pair[1])
@@ -224,6 +263,7 @@ func TestFabric_FourBridges(t *testing.T) {
 		c.Exec(ctx, "ip", "neigh", "flush", "dev", "eth0")
 	}
 	requireAll(t, spread(t, clients, url, 30), names)
+	requireAll(t, spread(t, clients, dsrURL, 30), names)
 }
 
 // waitGroupMembers waits until the switch's select group spreads over n
