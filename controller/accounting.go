@@ -361,30 +361,42 @@ func (m *memberState) stats() sdnlb.MemberStats {
 func (c *Controller) AllPoolStats(ctx context.Context) ([]*sdnlb.PoolStats, error) {
 	snap := c.snap.Load()
 	ids := slices.Sorted(maps.Keys(snap.pools))
+	var addrs []uint32
+	for _, id := range ids {
+		for _, m := range snap.pools[id].members {
+			addrs = append(addrs, ipUint(m.ip))
+		}
+	}
+	at := c.locate(addrs)
 	out := make([]*sdnlb.PoolStats, 0, len(ids))
 	for _, id := range ids {
-		ps, err := c.PoolStats(ctx, id)
-		if err != nil {
-			continue // gone since the snapshot was read
-		}
-		out = append(out, ps)
+		out = append(out, c.poolStats(snap.pools[id], at))
 	}
 	return out, nil
 }
 
 // PoolStats sums the live counters of a pool's members.
 func (c *Controller) PoolStats(ctx context.Context, poolID string) (*sdnlb.PoolStats, error) {
-	snap := c.snap.Load()
-	p, ok := snap.pools[poolID]
+	p, ok := c.snap.Load().pools[poolID]
 	if !ok {
 		return nil, sdnlb.Errorf(sdnlb.ENOTFOUND, "pool %s not found", poolID)
 	}
-	ps := &sdnlb.PoolStats{PoolID: poolID, Members: make([]sdnlb.MemberStats, 0, len(p.members)), UpdatedAt: c.now()}
+	addrs := make([]uint32, len(p.members))
+	for i, m := range p.members {
+		addrs[i] = ipUint(m.ip)
+	}
+	return c.poolStats(p, c.locate(addrs)), nil
+}
+
+// poolStats reads the counters of p's members, which at locates.
+func (c *Controller) poolStats(p *poolState, at map[uint32]*sdnlb.MemberLocation) *sdnlb.PoolStats {
+	ps := &sdnlb.PoolStats{PoolID: p.id, Members: make([]sdnlb.MemberStats, 0, len(p.members)), UpdatedAt: c.now()}
 	if p.vip != nil {
 		ps.RefusedConnections = p.vip.cnt.refused.Load()
 	}
 	for _, m := range p.members {
 		ms := m.stats()
+		ms.Location = at[ipUint(m.ip)]
 		ps.ActiveConnections += ms.ActiveConnections
 		ps.TotalConnections += ms.TotalConnections
 		ps.PacketsIn += ms.PacketsIn
@@ -393,5 +405,36 @@ func (c *Controller) PoolStats(ctx context.Context, poolID string) (*sdnlb.PoolS
 		ps.BytesOut += ms.BytesOut
 		ps.Members = append(ps.Members, ms)
 	}
-	return ps, nil
+	return ps
+}
+
+// locate finds where the switches showed each of addrs, asking each
+// switch's learner once: on a host's port rather than at a link's end
+// (where a frame from it came from another switch), else where the
+// switch's flows name it.
+func (c *Controller) locate(addrs []uint32) map[uint32]*sdnlb.MemberLocation {
+	at := map[uint32]*sdnlb.MemberLocation{}
+	if len(addrs) == 0 {
+		return at
+	}
+	linked := map[portRef]bool{}
+	for _, l := range c.topo.links(c.now()) {
+		linked[l.src], linked[l.dst] = true, true
+	}
+	for _, s := range c.switchConns() {
+		s.decide(func(dp *dataplane, _ *outbox) {
+			for _, ip := range addrs {
+				e, ok := dp.learner.host(ip)
+				if !ok || at[ip] != nil && at[ip].Port != "" || linked[portRef{dpid: s.dpid, port: e.port}] {
+					continue
+				}
+				loc := &sdnlb.MemberLocation{DPID: formatDPID(s.dpid)}
+				if e.port != 0 {
+					loc.Port = ofp.FormatPort(e.port)
+				}
+				at[ip] = loc
+			}
+		})
+	}
+	return at
 }

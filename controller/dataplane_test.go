@@ -612,6 +612,22 @@ func TestDataplane_UnknownMemberMACIsARPedFor(t *testing.T) {
 	}
 }
 
+// A member the switch has not shown is passed over while another can
+// take the connection, and asked for.
+func TestDataplane_UnknownMemberIsPassedOver(t *testing.T) {
+	d := newDecision(t, testConfig(nil))
+	d.teach(2)
+	d.packetIn(clientOF, arpFrame(t, 1, clientMAC, "ff:ff:ff:ff:ff:ff", clientIP, "10.0.0.100", "00:00:00:00:00:00"))
+	// Round robin's turn is m1's: m2 takes it.
+	got := d.packetIn(clientOF, syn(t, 40000))
+	assertSent(t, got, append([]string{
+		"packet_out in_port=CONTROLLER actions=FLOOD data=arp 02:00:00:00:01:00>ff:ff:ff:ff:ff:ff op=1 sha=02:00:00:00:01:00 spa=0.0.0.0 tha=00:00:00:00:00:00 tpa=10.0.0.1"},
+		setupLines(2, 40000)...)...)
+	if n := d.snap.memberByID("m2").cnt.active.Load(); n != 1 {
+		t.Errorf("member m2 has %d active connections, want 1", n)
+	}
+}
+
 func TestDataplane_HeldSetupExpires(t *testing.T) {
 	d := newDecision(t, testConfig(func(c *sdnlb.Config) {
 		c.VIPs[0].ConnectionLimit = 1

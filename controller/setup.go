@@ -1,6 +1,7 @@
 package controller
 
 import (
+	"slices"
 	"time"
 
 	"github.com/sdnlb/sdnlb"
@@ -75,14 +76,38 @@ func (dp *dataplane) handleVIPPacket(p *packetIn, out *outbox) {
 		return
 	}
 	m := dp.pick(p.now, pool, v, c.key())
-	c.setMember(m, dp.groups)
 	e, known := dp.learner.host(ipUint(m.ip))
+	if !known || e.port == 0 {
+		// A member the switch has not shown takes no connection while
+		// another can; it is asked for by ARP.
+		if alt, ae, ok := dp.reachableAfter(pool, m); ok {
+			dp.askARP(p.now, v, m.ip, out)
+			m, e, known = alt, ae, true
+			if v.persist > 0 {
+				dp.affinity.put(v.num, c.key().clientIP, m.num, p.now.Add(v.persist))
+			}
+		}
+	}
+	c.setMember(m, dp.groups)
 	if !known || e.port == 0 {
 		dp.hold(p, c, v, out)
 		return
 	}
 	c.memberMAC, c.memberOFPort = e.mac, e.port
 	dp.install(p.now, p.snap, &c, p.frame, out)
+}
+
+// reachableAfter returns the first member of pool's rotation after m
+// whose MAC and port the switch showed.
+func (dp *dataplane) reachableAfter(pool *poolState, m *memberState) (*memberState, hostEntry, bool) {
+	i := slices.Index(pool.rotation, m)
+	for n := 1; n < len(pool.rotation); n++ {
+		alt := pool.rotation[(i+n)%len(pool.rotation)]
+		if e, ok := dp.learner.host(ipUint(alt.ip)); ok && e.port != 0 {
+			return alt, e, true
+		}
+	}
+	return nil, hostEntry{}, false
 }
 
 // setMember binds c to m; a member port of 0 means the VIP's port, as

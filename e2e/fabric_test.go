@@ -197,7 +197,10 @@ func TestFabric_FourBridges(t *testing.T) {
 		h.ServeHTTP(t, memberPort, names[i])
 		b.lb.MustCreateMember(pool, h.IP, memberPort)
 	}
-	b.lb.WaitPoolMembers(pool.ID, 2, 10*time.Second)
+	// A member at an address no host holds: no switch shows it, so it
+	// stays out of the buckets, and its stats say so.
+	ghost := b.lb.MustCreateMember(pool, b.e1.Addr(13), memberPort)
+	b.lb.WaitPoolMembers(pool.ID, 3, 10*time.Second)
 	for _, sw := range []*Switch{b.e1, b.e2} {
 		waitGroupMembers(t, sw, 2)
 	}
@@ -212,6 +215,16 @@ func TestFabric_FourBridges(t *testing.T) {
 	}
 	if counted != 60 {
 		t.Errorf("the pool counted %d connections, want the 60 the clients opened", counted)
+	}
+	wantAt := map[string]*sdnlb.MemberLocation{
+		b.mh1.IP: {DPID: b.dpid[b.m1], Port: strconv.Itoa(b.mh1.OFPort)},
+		b.mh2.IP: {DPID: b.dpid[b.m2], Port: strconv.Itoa(b.mh2.OFPort)},
+		ghost.Address: nil,
+	}
+	for _, m := range b.lb.PoolStats(pool.ID).Members {
+		if want := wantAt[m.Address]; (m.Location == nil) != (want == nil) || want != nil && *m.Location != *want {
+			t.Errorf("member %s located at %+v, want %+v", m.Address, m.Location, want)
+		}
 	}
 
 	// The same members under SWITCH DSR: they answer the clients from
