@@ -78,23 +78,23 @@ type HostService interface {
 // MemberStats are the traffic counters of one member. "In" is client to
 // member, "out" member to client.
 type MemberStats struct {
-	MemberID          string       `json:"member_id"`
-	Address           string       `json:"address"`
-	Port              int          `json:"port"`
-	Status            MemberStatus `json:"status"`
-	StatusSince       time.Time    `json:"status_since"` // when the health status was last entered
+	MemberID    string       `json:"member_id"`
+	Address     string       `json:"address"`
+	Port        int          `json:"port"`
+	Status      MemberStatus `json:"status"`
+	StatusSince time.Time    `json:"status_since"` // when the health status was last entered
 	// Location is where the member attaches, as the switches showed it;
 	// null while no switch has shown it. Such a member takes no
 	// connection: SWITCH pools leave it out of their buckets, CONTROLLER
 	// pools pass it over while another member can take the connection,
 	// and the controller asks for it by ARP.
-	Location *MemberLocation `json:"location" extensions:"x-nullable"`
-	ActiveConnections uint64       `json:"active_connections"`
-	TotalConnections  uint64       `json:"total_connections"`
-	PacketsIn         uint64       `json:"packets_in"`
-	PacketsOut        uint64       `json:"packets_out"`
-	BytesIn           uint64       `json:"bytes_in"`
-	BytesOut          uint64       `json:"bytes_out"`
+	Location          *MemberLocation `json:"location" extensions:"x-nullable"`
+	ActiveConnections uint64          `json:"active_connections"`
+	TotalConnections  uint64          `json:"total_connections"`
+	PacketsIn         uint64          `json:"packets_in"`
+	PacketsOut        uint64          `json:"packets_out"`
+	BytesIn           uint64          `json:"bytes_in"`
+	BytesOut          uint64          `json:"bytes_out"`
 }
 
 // MemberLocation is the switch and port a member was learned on.

@@ -217,8 +217,8 @@ func TestFabric_FourBridges(t *testing.T) {
 		t.Errorf("the pool counted %d connections, want the 60 the clients opened", counted)
 	}
 	wantAt := map[string]*sdnlb.MemberLocation{
-		b.mh1.IP: {DPID: b.dpid[b.m1], Port: strconv.Itoa(b.mh1.OFPort)},
-		b.mh2.IP: {DPID: b.dpid[b.m2], Port: strconv.Itoa(b.mh2.OFPort)},
+		b.mh1.IP:      {DPID: b.dpid[b.m1], Port: strconv.Itoa(b.mh1.OFPort)},
+		b.mh2.IP:      {DPID: b.dpid[b.m2], Port: strconv.Itoa(b.mh2.OFPort)},
 		ghost.Address: nil,
 	}
 	for _, m := range b.lb.PoolStats(pool.ID).Members {
