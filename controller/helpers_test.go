@@ -391,10 +391,22 @@ func (sw *fakeSwitch) next() received {
 func (sw *fakeSwitch) nextOf(t ofp.Type) received {
 	sw.tb.Helper()
 	for {
-		if r := sw.next(); r.h.Type == t {
+		if r := sw.next(); r.h.Type == t && !isLLDPOut(r) {
 			return r
 		}
 	}
+}
+
+// isLLDPOut reports whether r is one of discovery's LLDP packet-outs,
+// which the controller sends on its own schedule: nextOf passes them
+// over, lldpOut waits for them.
+func isLLDPOut(r received) bool {
+	po, ok := r.m.(*ofp.PacketOut)
+	if !ok {
+		return false
+	}
+	_, _, lldp := parseLLDP(po.Data)
+	return lldp
 }
 
 // quiet reports whether the controller sends nothing for a while.

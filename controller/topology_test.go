@@ -107,8 +107,11 @@ func TestTopology_TwoSwitches(t *testing.T) {
 func (sw *fakeSwitch) lldpOut(port uint32) []byte {
 	sw.tb.Helper()
 	for {
-		po := sw.nextOf(ofp.TypePacketOut).m.(*ofp.PacketOut)
-		if _, _, ok := parseLLDP(po.Data); ok && len(po.Actions) == 1 && po.Actions[0].(ofp.ActionOutput).Port == port {
+		r := sw.next()
+		if !isLLDPOut(r) {
+			continue
+		}
+		if po := r.m.(*ofp.PacketOut); len(po.Actions) == 1 && po.Actions[0].(ofp.ActionOutput).Port == port {
 			return po.Data
 		}
 	}
