@@ -69,7 +69,6 @@ type Elector struct {
 	expiry   *time.Timer   // steps down at the deadline, even while a renewal hangs
 	changed  chan struct{} // closed at the next change of state
 	leader   prometheus.Gauge
-	refresh  chan struct{} // asks Run to read the lease at once
 }
 
 // New returns an Elector; call Run.
@@ -96,7 +95,6 @@ func New(store sdnlb.LeaseService, opts Options) *Elector {
 		log:     log.With("component", "cluster", "node_id", opts.Node.ID),
 		now:     time.Now,
 		changed: make(chan struct{}),
-		refresh: make(chan struct{}, 1),
 		leader: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "sdnlb_cluster_leader",
 			Help: "1 while this node is the leader of the cluster, else 0.",
@@ -178,15 +176,6 @@ func (e *Elector) set(s State, deadline time.Time, why string) {
 	}
 }
 
-// Refresh makes Run read the lease at once rather than at its next turn:
-// something (a switch refusing a stale role) says this node's view is old.
-func (e *Elector) Refresh() {
-	select {
-	case e.refresh <- struct{}{}:
-	default:
-	}
-}
-
 // lapse steps down once the local deadline has passed without a renewal.
 func (e *Elector) lapse() {
 	e.mu.Lock()
@@ -220,8 +209,6 @@ func (e *Elector) Run(ctx context.Context) error {
 			}
 			return nil
 		case <-next.C:
-		case <-e.refresh:
-			next.Stop()
 		}
 
 		start := e.now()
