@@ -69,6 +69,10 @@ type Elector struct {
 	expiry   *time.Timer   // steps down at the deadline, even while a renewal hangs
 	changed  chan struct{} // closed at the next change of state
 	leader   prometheus.Gauge
+	// attempted receives after each attempt at the lease: the node's
+	// Masters records its switches right after, so that they lapse with
+	// its lease.
+	attempted chan struct{}
 }
 
 // New returns an Elector; call Run.
@@ -90,11 +94,12 @@ func New(store sdnlb.LeaseService, opts Options) *Elector {
 		log = slog.New(slog.DiscardHandler)
 	}
 	e := &Elector{
-		store:   store,
-		opts:    opts,
-		log:     log.With("component", "cluster", "node_id", opts.Node.ID),
-		now:     time.Now,
-		changed: make(chan struct{}),
+		store:     store,
+		opts:      opts,
+		log:       log.With("component", "cluster", "node_id", opts.Node.ID),
+		now:       time.Now,
+		changed:   make(chan struct{}),
+		attempted: make(chan struct{}, 1),
 		leader: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "sdnlb_cluster_leader",
 			Help: "1 while this node is the leader of the cluster, else 0.",
@@ -255,6 +260,10 @@ func (e *Elector) Run(ctx context.Context) error {
 			if lease.Remaining > 0 && lease.Remaining < wait {
 				wait = lease.Remaining + time.Millisecond
 			}
+		}
+		select {
+		case e.attempted <- struct{}{}:
+		default:
 		}
 		next.Reset(wait)
 	}

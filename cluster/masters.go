@@ -53,10 +53,11 @@ type MastersOptions struct {
 }
 
 // Masters spreads the switches' OpenFlow MASTER role over the live nodes.
-// Every node runs it, with its elector's lease timing: every Renew it
-// records the switches its controller is connected to (its heartbeat) and
-// reads the assignment; the leader also changes the assignment (Assign)
-// and writes it, only while it holds the lease of the term it read.
+// Every node runs it, in step with its elector: right after each attempt
+// at the lease it records the switches its controller is connected to
+// (its heartbeat, which so lapses with its lease) and reads the
+// assignment; the leader also changes the assignment (Assign) and writes
+// it, only while it holds the lease of the term it read.
 //
 //	ms := cluster.NewMasters(store, elector, cluster.MastersOptions{Switches: ctrl.SwitchIDs})
 //	go ms.Run(ctx)
@@ -175,9 +176,10 @@ func (m *Masters) lapse() {
 	}
 }
 
-// Run holds rounds until ctx ends: every Renew, at once when the elector's
-// state changes, when another node changed the assignment or Refresh asks,
-// and on the leader also when the connection of a switch's master lapses.
+// Run holds rounds until ctx ends: after each of the elector's attempts
+// (and at least every two Renew), at once when the elector's state
+// changes, when another node changed the assignment or Refresh asks, and
+// on the leader also when the connection of a switch's master lapses.
 // Then it forgets this node's switches, so that the leader gives them to
 // others at its next round rather than a lease later.
 func (m *Masters) Run(ctx context.Context) error {
@@ -198,6 +200,8 @@ func (m *Masters) Run(ctx context.Context) error {
 			cancel()
 			return nil
 		case <-next.C:
+		case <-m.elector.attempted:
+			next.Stop()
 		case <-leaderChanged:
 			next.Stop()
 		case <-m.refresh:
@@ -232,10 +236,11 @@ func (m *Masters) round(ctx context.Context) time.Duration {
 		a := m.state
 		m.mu.Unlock()
 		m.set(a, deadline)
-		return opts.Renew
+		return 2 * opts.Renew
 	}
 	slices.SortFunc(view.Masters, func(a, b sdnlb.SwitchMaster) int { return cmp.Compare(a.DPID, b.DPID) })
-	wait := max(0, opts.Renew-m.now().Sub(start))
+	// The elector's next attempt normally comes first.
+	wait := 2 * opts.Renew
 	if s, _ := m.elector.State(); s.Generation == view.Term && m.elector.IsLeader() {
 		view.Masters = m.assign(ctx, view)
 		wait = min(wait, untilLapse(view, opts.Lease))
@@ -253,9 +258,10 @@ func (m *Masters) assign(ctx context.Context, view *sdnlb.Mastery) []sdnlb.Switc
 		connected[c.DPID] = append(connected[c.DPID], c.Node)
 	}
 	moves := movesPerRound
-	if m.now().Sub(m.wroteAt) < opts.Renew {
+	if m.now().Sub(m.wroteAt) < opts.Renew/2 {
 		// This round follows a write (its own notification): the moves
-		// wait for the next, so a joining node takes over a few at a time.
+		// wait for the next renewal's, so a joining node takes over a few
+		// at a time.
 		moves = 0
 	}
 	next := Assign(connected, view.Masters, max(termGeneration(view.Term), m.highWater), moves)
