@@ -317,8 +317,10 @@ func (f *pgFeed) listen(ctx context.Context) {
 }
 
 // follow connects, listens and catches up (then calls connected), and
-// catches up again on every notification and every feedPoll, until the
-// connection fails or ctx ends.
+// catches up again on every notification of the feed and every feedPoll,
+// until the connection fails or ctx ends. A notification that the
+// switches' masters changed, or a new connection (one may have been
+// missed), signals SwitchMastersChanged instead.
 func (f *pgFeed) follow(ctx context.Context, connected func()) error {
 	conn, err := pgx.ConnectConfig(ctx, f.config)
 	if err != nil {
