@@ -94,7 +94,10 @@ func (f *fakeMasters) service() *mock.SwitchMasterService {
 // switches; stop ends both.
 func startNode(t *testing.T, l *fakeLease, f *fakeMasters, id string, switches ...string) (*cluster.Masters, *cluster.Elector, func()) {
 	t.Helper()
-	e := cluster.New(l.service(), cluster.Options{Node: sdnlb.ClusterNode{ID: id}, Lease: lease, Renew: renew})
+	// A margin of a third of the lease rather than a sixth: the order of
+	// a node's lapse and the leader's move is checked by when the test
+	// sees them.
+	e := cluster.New(l.service(), cluster.Options{Node: sdnlb.ClusterNode{ID: id}, Lease: lease, Renew: renew, Margin: lease / 3})
 	ms := cluster.NewMasters(f.service(), e, cluster.MastersOptions{Switches: func() []string { return switches }})
 	ctx, cancel := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
