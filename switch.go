@@ -14,6 +14,10 @@ type Switch struct {
 	// SelectGroups says whether the switch dispatches SWITCH pools itself;
 	// without select groups the controller dispatches them per connection.
 	SelectGroups bool `json:"select_groups"`
+	// Master is the node that is the switch's OpenFlow MASTER, as this
+	// node last read the cluster's assignment; "" on SQLite, where the one
+	// node is the switch's only controller, or while no node masters it.
+	Master string `json:"master"`
 }
 
 // SwitchPort is one port of a switch.

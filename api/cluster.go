@@ -12,7 +12,7 @@ var errNoCluster = sdnlb.Errorf(sdnlb.EUNAVAILABLE, "the cluster is not known to
 //
 //	@Summary		Show the cluster
 //	@ID				cluster
-//	@Description	The nodes seen recently and the leader: the node holding the lease, which runs the health monitors and is the OpenFlow MASTER of every switch. leader is "" while no node holds the lease; self is the node that answered.
+//	@Description	The nodes seen recently, the switches each is the OpenFlow MASTER of, and the leader: the node holding the lease, which runs the health monitors and assigns each switch its master among the live nodes connected to it. leader is "" while no node holds the lease; self is the node that answered.
 //	@Tags			cluster
 //	@Produce		json
 //	@Success		200	{object}	sdnlb.Cluster
@@ -29,5 +29,8 @@ func (s *Server) handleCluster(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	c.Nodes, c.Self = orEmpty(c.Nodes), s.NodeID
+	for _, n := range c.Nodes {
+		n.Masters = orEmpty(n.Masters)
+	}
 	return writeJSON(w, http.StatusOK, c)
 }

@@ -69,7 +69,10 @@ type Elector struct {
 	expiry   *time.Timer   // steps down at the deadline, even while a renewal hangs
 	changed  chan struct{} // closed at the next change of state
 	leader   prometheus.Gauge
-	refresh  chan struct{} // asks Run to read the lease at once
+	// attempted receives after each attempt at the lease: the node's
+	// Masters records its switches right after, so that they lapse with
+	// its lease.
+	attempted chan struct{}
 }
 
 // New returns an Elector; call Run.
@@ -91,12 +94,12 @@ func New(store sdnlb.LeaseService, opts Options) *Elector {
 		log = slog.New(slog.DiscardHandler)
 	}
 	e := &Elector{
-		store:   store,
-		opts:    opts,
-		log:     log.With("component", "cluster", "node_id", opts.Node.ID),
-		now:     time.Now,
-		changed: make(chan struct{}),
-		refresh: make(chan struct{}, 1),
+		store:     store,
+		opts:      opts,
+		log:       log.With("component", "cluster", "node_id", opts.Node.ID),
+		now:       time.Now,
+		changed:   make(chan struct{}),
+		attempted: make(chan struct{}, 1),
 		leader: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "sdnlb_cluster_leader",
 			Help: "1 while this node is the leader of the cluster, else 0.",
@@ -178,15 +181,6 @@ func (e *Elector) set(s State, deadline time.Time, why string) {
 	}
 }
 
-// Refresh makes Run read the lease at once rather than at its next turn:
-// something (a switch refusing a stale role) says this node's view is old.
-func (e *Elector) Refresh() {
-	select {
-	case e.refresh <- struct{}{}:
-	default:
-	}
-}
-
 // lapse steps down once the local deadline has passed without a renewal.
 func (e *Elector) lapse() {
 	e.mu.Lock()
@@ -220,8 +214,6 @@ func (e *Elector) Run(ctx context.Context) error {
 			}
 			return nil
 		case <-next.C:
-		case <-e.refresh:
-			next.Stop()
 		}
 
 		start := e.now()
@@ -268,6 +260,10 @@ func (e *Elector) Run(ctx context.Context) error {
 			if lease.Remaining > 0 && lease.Remaining < wait {
 				wait = lease.Remaining + time.Millisecond
 			}
+		}
+		select {
+		case e.attempted <- struct{}{}:
+		default:
 		}
 		next.Reset(wait)
 	}

@@ -36,12 +36,14 @@ type Options struct {
 	Logger        *slog.Logger // nil: discard
 	Registerer    prometheus.Registerer
 	// Roles makes the controller ask each switch for an OpenFlow role,
-	// SLAVE until SetRole says MASTER (see role.go); without it the
-	// controller asks for none and acts as the switch's only controller.
+	// SLAVE until SetMasters makes it the switch's MASTER (see role.go);
+	// without it the controller asks for none and acts as the switch's
+	// only controller.
 	Roles bool
 	// OnStaleRole is called when a switch says another controller holds a
 	// newer generation (a stale role request, or a flow-mod refused as a
-	// slave's): the lease should be read again. It must not block.
+	// slave's) or took MASTER: the assignment should be read again. It
+	// must not block.
 	OnStaleRole func()
 }
 
@@ -86,8 +88,8 @@ type Controller struct {
 	conns        map[uint64]*switchConn // by datapath id
 	ledgers      map[uint64]*flowLedger // by datapath id, for good: a switch's counters carry over its reconnects
 
-	roleMu   sync.Mutex
-	wantRole role // with Options.Roles: what SetRole asked last
+	roleMu sync.Mutex
+	roles  roles // with Options.Roles: what SetMasters gave last
 }
 
 var (

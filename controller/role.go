@@ -4,23 +4,25 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/sdnlb/sdnlb"
 	"github.com/sdnlb/sdnlb/controller/ofp"
 )
 
 // OpenFlow roles. With Options.Roles, several sdnlb nodes connect to each
-// switch and exactly one of them, the leader of the cluster, is its
-// MASTER: it asks for the role with the lease generation as generation id
-// (larger than any leader's before it, so a switch refuses a deposed
-// leader's claim as stale). The others ask for SLAVE; a switch refuses a
-// slave's flow-mods and group-mods (OFPBRC_IS_SLAVE) and sends it no
-// packet-ins, so a follower sends neither and answers nothing. A follower
-// promoted to MASTER reads the switch's flows and groups and adopts them
-// (see adopt.go), as at a handshake, instead of wiping the switch.
+// switch and exactly one of them, the node the cluster assigned, is its
+// MASTER: it asks for the role with the switch's generation id from the
+// assignment (larger with every change of the switch's master, so a
+// switch refuses a former master's claim as stale). The others ask for
+// SLAVE with the same generation; a switch refuses a slave's flow-mods
+// and group-mods (OFPBRC_IS_SLAVE) and sends it no packet-ins, so a slave
+// sends neither and answers nothing. A slave promoted to MASTER reads the
+// switch's flows and groups and adopts them (see adopt.go), as at a
+// handshake, instead of wiping the switch.
 //
 // Without Options.Roles the controller never asks for a role: the switch
 // treats it as EQUAL, which is what a single controller needs.
 
-// role is what the controller asks each switch for.
+// role is what the controller asks a switch for.
 type role struct {
 	master     bool
 	generation uint64
@@ -40,40 +42,72 @@ func (r role) String() string {
 	return fmt.Sprintf("SLAVE (generation %d)", r.generation)
 }
 
-// SetRole makes the controller the MASTER of every switch (master) or a
-// SLAVE, with the lease generation as generation id; a no-op without
-// Options.Roles. It returns at once: promotions, which read each switch's
-// state, run in the background.
-func (c *Controller) SetRole(master bool, generation uint64) {
+// Masters is the cluster's assignment of the switches' MASTER role, as
+// SetMasters takes it.
+type Masters struct {
+	// Node is this node; "" while it may be the MASTER of no switch.
+	Node string
+	// Switches names each switch's MASTER node and the generation id of
+	// every role request to the switch.
+	Switches []sdnlb.SwitchMaster
+	// Unassigned is the generation id of the SLAVE requests to the
+	// switches that Switches does not name.
+	Unassigned uint64
+}
+
+// roles is Masters by datapath id.
+type roles struct {
+	switches   map[uint64]sdnlb.SwitchMaster
+	node       string
+	unassigned uint64
+}
+
+// SetMasters makes the controller the MASTER of the switches m assigns
+// to m.Node and a SLAVE of the others; a no-op without Options.Roles. It
+// returns at once: promotions, which read each switch's state, run in the
+// background.
+func (c *Controller) SetMasters(m Masters) {
 	if !c.opts.Roles {
 		return
 	}
-	r := role{master: master, generation: generation}
-	c.roleMu.Lock()
-	changed := c.wantRole != r
-	c.wantRole = r
-	c.roleMu.Unlock()
-	if !changed {
-		return
+	r := roles{switches: make(map[uint64]sdnlb.SwitchMaster, len(m.Switches)), node: m.Node, unassigned: m.Unassigned}
+	for _, sm := range m.Switches {
+		if dpid, ok := parseDPID(sm.DPID); ok {
+			r.switches[dpid] = sm
+		}
 	}
-	c.log.Info("OpenFlow role", "role", r.String())
+	c.roleMu.Lock()
+	c.roles = r
+	c.roleMu.Unlock()
 	for _, s := range c.switchConns() {
 		s.wakeRole()
 	}
 }
 
-// role is the role the controller asks for now.
-func (c *Controller) role() role {
+// role is the role the controller asks switch dpid for now.
+func (c *Controller) role(dpid uint64) role {
 	if !c.opts.Roles {
 		return role{master: true}
 	}
 	c.roleMu.Lock()
 	defer c.roleMu.Unlock()
-	return c.wantRole
+	sm, ok := c.roles.switches[dpid]
+	if !ok {
+		return role{generation: c.roles.unassigned}
+	}
+	return role{master: sm.Node == c.roles.node && c.roles.node != "", generation: sm.Generation}
+}
+
+// masterNode is the node assigned to be switch dpid's MASTER, "" for none
+// or without Options.Roles.
+func (c *Controller) masterNode(dpid uint64) string {
+	c.roleMu.Lock()
+	defer c.roleMu.Unlock()
+	return c.roles.switches[dpid].Node
 }
 
 // staleRole is called when a switch says another controller holds a newer
-// generation: this node's idea of the lease is old.
+// generation, or took MASTER: this node's idea of the assignment is old.
 func (c *Controller) staleRole() {
 	if c.opts.OnStaleRole != nil {
 		c.opts.OnStaleRole()
@@ -84,8 +118,8 @@ func (c *Controller) staleRole() {
 // flows and groups.
 const roleStateTimeout = 5 * time.Second
 
-// wakeRole tells the switch's followRole that the controller's role
-// changed; a wake already pending covers this one.
+// wakeRole tells the switch's followRole that the assignment changed; a
+// wake already pending covers this one.
 func (s *switchConn) wakeRole() {
 	select {
 	case s.roleWake <- struct{}{}:
@@ -93,7 +127,7 @@ func (s *switchConn) wakeRole() {
 	}
 }
 
-// followRole applies the controller's role to the switch, once at the
+// followRole applies the switch's role to it, once at the
 // start (a change that came before the switch was registered) and at
 // every wake, until the connection ends. Being the only goroutine that
 // changes the switch's role, it needs no lock for it.
@@ -111,13 +145,13 @@ func (s *switchConn) followRole() {
 	}
 }
 
-// applyRole brings the switch to the controller's role: a demotion stops
+// applyRole brings the switch to its role: a demotion stops
 // every decision at once, then asks for SLAVE; a promotion asks for
 // MASTER, reads the switch's state and adopts it. A change that arrives
 // meanwhile is applied next.
 func (s *switchConn) applyRole() {
 	for {
-		r := s.c.role()
+		r := s.c.role(s.dpid)
 		if r == s.asked || s.closed() {
 			return
 		}
@@ -140,7 +174,7 @@ func (s *switchConn) applyRole() {
 			return
 		}
 		s.decide(func(old *dataplane, out *outbox) {
-			if s.c.role() != r {
+			if s.c.role(s.dpid) != r {
 				return // changed meanwhile: the next turn applies it
 			}
 			// A new dataplane: the switch is what it holds now, not what

@@ -48,30 +48,40 @@ func countMods(got []received) (n int) {
 	return n
 }
 
+// setRole assigns switch dpid to this node ("self") as its MASTER, or to
+// another node, with generation.
+func setRole(c *Controller, dpid uint64, master bool, generation uint64) {
+	node := "other"
+	if master {
+		node = "self"
+	}
+	c.SetMasters(Masters{Node: "self", Switches: []sdnlb.SwitchMaster{{DPID: formatDPID(dpid), Node: node, Generation: generation}}})
+}
+
 func TestController_Roles(t *testing.T) {
 	var stale atomic.Int32
 	switchPool := testConfig(func(c *sdnlb.Config) { c.Pools[0].Dispatch = sdnlb.DispatchSwitch })
 	h := startController(t, switchPool, Options{Roles: true, OnStaleRole: func() { stale.Add(1) }})
 	h.groups = true
 
-	// A follower: SLAVE, and it leaves the switch alone.
+	// A slave: it leaves the switch alone.
 	sw, got := h.connect(t, 1)
 	if rr := roleRequests(got); len(rr) != 1 || rr[0] != (ofp.RoleRequest{Role: ofp.RoleSlave}) {
 		t.Fatalf("role requests at the handshake: %+v, want one SLAVE", rr)
 	}
 	if n := countMods(got); n != 0 {
-		t.Fatalf("a follower sent %d flow-mods, group-mods or packet-outs at the handshake", n)
+		t.Fatalf("a slave sent %d flow-mods, group-mods or packet-outs at the handshake", n)
 	}
 	sw.packetIn(1, syn(t, 40000))
 	h.src.set(testConfig(func(c *sdnlb.Config) { c.Pools[0].Dispatch = sdnlb.DispatchSwitch; c.Members[0].Weight = 2 })) // reaches no slave
 	if r, quiet := sw.quiet(200 * time.Millisecond); !quiet {
-		t.Fatalf("a follower sent %s", r.h.Type)
+		t.Fatalf("a slave sent %s", r.h.Type)
 	}
 
-	// Leader: MASTER with the generation first, then the switch's state
-	// is read and adopted.
+	// Assigned the switch: MASTER with the generation first, then the
+	// switch's state is read and adopted.
 	start := time.Now()
-	h.c.SetRole(true, 7)
+	setRole(h.c, 1, true, 7)
 	got = sw.answerState()
 	if rr := roleRequests(got); len(rr) != 1 || rr[0] != (ofp.RoleRequest{Role: ofp.RoleMaster, GenerationID: 7}) {
 		t.Fatalf("role requests on promotion: %+v, want MASTER generation 7", rr)
@@ -93,7 +103,7 @@ func TestController_Roles(t *testing.T) {
 	}
 
 	// The same role again changes nothing.
-	h.c.SetRole(true, 7)
+	setRole(h.c, 1, true, 7)
 	for {
 		r, quiet := sw.quiet(200 * time.Millisecond)
 		if quiet {
@@ -105,7 +115,7 @@ func TestController_Roles(t *testing.T) {
 	}
 
 	// Demoted: SLAVE with the new generation, and silence.
-	h.c.SetRole(false, 8)
+	setRole(h.c, 1, false, 8)
 	r := sw.nextOf(ofp.TypeRoleRequest)
 	if m := r.m.(*ofp.RoleRequest); *m != (ofp.RoleRequest{Role: ofp.RoleSlave, GenerationID: 8}) {
 		t.Fatalf("demotion asked %+v", m)
@@ -116,7 +126,7 @@ func TestController_Roles(t *testing.T) {
 		t.Fatalf("a demoted controller sent %s", r.h.Type)
 	}
 
-	// A stale generation makes the node read the lease again.
+	// A stale generation makes the node read the assignment again.
 	sw.send(r.h.XID, &ofp.ErrorMsg{ErrType: ofp.ErrTypeRoleRequestFailed, Code: ofp.RoleRequestFailedStale})
 	waitStale := func(n int32, after string) {
 		t.Helper()
@@ -137,13 +147,67 @@ func TestController_Roles(t *testing.T) {
 func TestController_NoRoles(t *testing.T) {
 	// The default: one controller, no role asked, the switch programmed.
 	h := startController(t, testConfig(nil), Options{})
-	h.c.SetRole(false, 3) // ignored without Roles
+	setRole(h.c, 1, false, 3) // ignored without Roles
 	_, got := h.connect(t, 1)
 	if rr := roleRequests(got); len(rr) != 0 {
 		t.Fatalf("role requests without roles: %+v", rr)
 	}
 	if countMods(got) == 0 {
 		t.Fatal("no flow-mods at the handshake")
+	}
+}
+
+// Each switch asks for the role the assignment gives it: MASTER of those
+// assigned to this node while it may act as one, SLAVE of the others and
+// of those no node masters, each with its own generation; the API shows
+// each switch's master.
+func TestController_RolesPerSwitch(t *testing.T) {
+	h := startController(t, testConfig(nil), Options{Roles: true})
+	assign := Masters{Node: "self", Unassigned: 5 << 32, Switches: []sdnlb.SwitchMaster{
+		{DPID: formatDPID(1), Node: "self", Generation: 5<<32 + 1},
+		{DPID: formatDPID(2), Node: "other", Generation: 5<<32 + 2},
+	}}
+	h.c.SetMasters(assign)
+	want := map[uint64]ofp.RoleRequest{
+		1: {Role: ofp.RoleMaster, GenerationID: 5<<32 + 1},
+		2: {Role: ofp.RoleSlave, GenerationID: 5<<32 + 2},
+		3: {Role: ofp.RoleSlave, GenerationID: 5 << 32},
+	}
+	switches := map[uint64]*fakeSwitch{}
+	for dpid := uint64(1); dpid <= 3; dpid++ {
+		sw, got := h.connect(t, dpid)
+		switches[dpid] = sw
+		if rr := roleRequests(got); len(rr) != 1 || rr[0] != want[dpid] {
+			t.Fatalf("switch %d asked %+v at the handshake, want %+v", dpid, rr, want[dpid])
+		}
+		if n := countMods(got); (n > 0) != (dpid == 1) {
+			t.Fatalf("switch %d: %d mods at the handshake", dpid, n)
+		}
+	}
+	sws, err := h.c.Switches(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, want := range []string{"self", "other", ""} {
+		if sws[i].Master != want {
+			t.Errorf("switch %s: master %q, want %q", sws[i].DPID, sws[i].Master, want)
+		}
+	}
+	if ids := h.c.SwitchIDs(); len(ids) != 3 {
+		t.Fatalf("SwitchIDs %q, want the three", ids)
+	}
+
+	// No longer sure of the assignment: SLAVE of every switch, the
+	// master's with its generation, the others asked nothing new.
+	assign.Node = ""
+	h.c.SetMasters(assign)
+	if m := switches[1].nextOf(ofp.TypeRoleRequest).m.(*ofp.RoleRequest); *m != (ofp.RoleRequest{Role: ofp.RoleSlave, GenerationID: 5<<32 + 1}) {
+		t.Fatalf("switch 1 asked %+v, want SLAVE", m)
+	}
+	for _, dpid := range []uint64{2, 3} {
+		if r, quiet := switches[dpid].quiet(200 * time.Millisecond); !quiet {
+			t.Fatalf("switch %d was sent %s", dpid, r.h.Type)
+		}
 	}
 }
 
@@ -236,7 +300,7 @@ func TestController_RoleChangesWhileServing(t *testing.T) {
 				next <- ended
 			}
 			master := gen%2 == 1
-			h.c.SetRole(master, gen)
+			setRole(h.c, 1, master, gen)
 			select {
 			case got := <-applied:
 				close(ended)

@@ -55,8 +55,8 @@ type switchConn struct {
 	// atomic, so the stats poll can ask without waiting for a decision.
 	master atomic.Bool
 
-	// followRole owns role changes: roleWake tells it the controller's
-	// role changed; asked is the role last asked for, its own once the
+	// followRole owns role changes: roleWake tells it the assignment
+	// changed; asked is the role last asked for, its own once the
 	// connection is registered.
 	roleWake chan struct{} // buffered 1
 	asked    role
@@ -150,10 +150,10 @@ func (c *Controller) serveConn(ctx context.Context, a *admission) {
 	defer s.close() // stops the reader and keepalive before wg.Wait
 	read := make(chan error, 1)
 	wg.Go(func() { read <- s.readLoop() })
-	// A follower asks for SLAVE and leaves the switch as it is; the
-	// leader asks for MASTER (before its first flow-mod) and adopts what
-	// the switch holds, as a promotion does.
-	r := c.role()
+	// A slave leaves the switch as it is; the switch's master asks for
+	// MASTER (before its first flow-mod) and adopts what the switch holds,
+	// as a promotion does.
+	r := c.role(s.dpid)
 	if c.opts.Roles {
 		s.asked = r
 		s.send(r.ofp())
@@ -492,8 +492,8 @@ func (s *switchConn) handle(dp *dataplane, out *outbox, b []byte) error {
 	case *ofp.RoleReply:
 		s.log.Debug("switch role", "role", m.Role, "generation", m.GenerationID)
 	case *ofp.Experimenter:
-		// Another controller took MASTER (ONF role status): this node may
-		// have lost the lease; read it again.
+		// Another controller took MASTER (ONF role status): the switch may
+		// have a new master; read the assignment again.
 		if st, ok, err := ofp.RoleStatusOf(m); ok && err == nil {
 			s.log.Info("switch changed this controller's role", "role", st.Role, "reason", st.Reason, "generation", st.GenerationID)
 			s.c.staleRole()

@@ -17,10 +17,21 @@ func (c *Controller) Switches(ctx context.Context) ([]*sdnlb.Switch, error) {
 	out := make([]*sdnlb.Switch, 0, len(conns))
 	for _, s := range conns {
 		out = append(out, &sdnlb.Switch{DPID: formatDPID(s.dpid), Address: s.remote, ConnectedAt: s.connectedAt,
-			Ports: switchPorts(s.ports.all()), SelectGroups: s.groups})
+			Ports: switchPorts(s.ports.all()), SelectGroups: s.groups, Master: c.masterNode(s.dpid)})
 	}
 	slices.SortFunc(out, func(a, b *sdnlb.Switch) int { return cmp.Compare(a.DPID, b.DPID) })
 	return out, nil
+}
+
+// SwitchIDs lists the datapath ids of the connected switches, as
+// Switches writes them, in no order.
+func (c *Controller) SwitchIDs() []string {
+	conns := c.switchConns()
+	out := make([]string, len(conns))
+	for i, s := range conns {
+		out[i] = formatDPID(s.dpid)
+	}
+	return out
 }
 
 // SwitchFlows asks a switch for the flows sdnlb installed on it.

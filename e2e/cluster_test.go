@@ -5,9 +5,12 @@ package e2e
 import (
 	"context"
 	"encoding/json"
+	"fmt"
+	"maps"
 	"net"
 	"net/http"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -38,14 +41,16 @@ func startPostgres(tb testing.TB) string {
 // clusterLeader is the leader GET /v1/cluster names on p, "" when the
 // request fails.
 func clusterLeader(p *sdnlbProc) string {
+	c, _ := clusterOf(p)
+	return c.Leader
+}
+
+// clusterOf is GET /v1/cluster on p; ok is false when the request fails.
+func clusterOf(p *sdnlbProc) (c sdnlb.Cluster, ok bool) {
 	ctx, cancel := context.WithTimeout(context.Background(), apiTimeout)
 	defer cancel()
 	status, data, err := p.Do(ctx, http.MethodGet, "/v1/cluster", nil)
-	var c sdnlb.Cluster
-	if err != nil || status != http.StatusOK || json.Unmarshal(data, &c) != nil {
-		return ""
-	}
-	return c.Leader
+	return c, err == nil && status == http.StatusOK && json.Unmarshal(data, &c) == nil
 }
 
 // waitLeader waits until p says leader leads and returns how long it took.
@@ -67,7 +72,12 @@ func waitLeader(tb testing.TB, p *sdnlbProc, leader string, timeout time.Duratio
 // target of the bridge.
 func roles(sw *Switch) map[string]string {
 	out := map[string]string{}
-	for _, rec := range strings.Split(sw.Vsctl("--format=csv", "--data=bare", "--no-headings", "--columns=target,role", "list", "controller"), "\n") {
+	ids := strings.Fields(strings.NewReplacer("[", "", "]", "", ",", " ").Replace(sw.Vsctl("get", "bridge", sw.Name, "controller")))
+	if len(ids) == 0 {
+		return out
+	}
+	args := append([]string{"--format=csv", "--data=bare", "--no-headings", "--columns=target,role", "list", "controller"}, ids...)
+	for _, rec := range strings.Split(sw.Vsctl(args...), "\n") {
 		target, role, ok := strings.Cut(strings.TrimSpace(rec), ",")
 		if ok {
 			out[strings.Trim(target, `"`)] = role
@@ -100,9 +110,23 @@ func waitMaster(tb testing.TB, sw *Switch, target string, timeout time.Duration)
 	return 0
 }
 
+// setControllers points the bridge at the controller target alone, in
+// secure fail mode.
+func setControllers(sw *Switch, target string) {
+	sw.Vsctl("--", "--id=@c", "create", "controller", `target="`+target+`"`, "max_backoff=1000", "connection_mode=out-of-band",
+		"--", "set", "bridge", sw.Name, "controller=@c", "fail_mode=secure", "protocols=OpenFlow13")
+}
+
+// addController points the bridge at target too.
+func addController(sw *Switch, target string) {
+	sw.Vsctl("--", "--id=@c", "create", "controller", `target="`+target+`"`, "max_backoff=1000", "connection_mode=out-of-band",
+		"--", "add", "bridge", sw.Name, "controller", "@c")
+}
+
 // newClusterBed starts a private PostgreSQL, nodes a (the leader) and b
-// on it, two clients and three member hosts, and points the bridge at both
-// nodes; it returns once OVS shows a MASTER and b SLAVE.
+// on it, two clients and three member hosts, and points the bridge at a,
+// which the leader then assigns the bridge to, and at b; it returns once
+// OVS shows a MASTER and b SLAVE.
 func newClusterBed(t *testing.T) (b *lbBed, nodeA, nodeB *sdnlbProc, targetA, targetB string) {
 	t.Helper()
 	dsn := startPostgres(t)
@@ -118,17 +142,21 @@ func newClusterBed(t *testing.T) (b *lbBed, nodeA, nodeB *sdnlbProc, targetA, ta
 		b.addMemberHost(t)
 	}
 	targetA, targetB = "tcp:"+nodeA.OpenFlowAddr, "tcp:"+nodeB.OpenFlowAddr
-	b.sw.Vsctl("--", "--id=@a", "create", "controller", `target="`+targetA+`"`, "max_backoff=1000", "connection_mode=out-of-band",
-		"--", "--id=@b", "create", "controller", `target="`+targetB+`"`, "max_backoff=1000", "connection_mode=out-of-band",
-		"--", "set", "bridge", b.sw.Name, "controller=@a,@b", "fail_mode=secure", "protocols=OpenFlow13")
+	setControllers(b.sw, targetA)
 	nodeA.WaitSwitches(1, 20*time.Second)
-	nodeB.WaitSwitches(1, 20*time.Second)
 	dumpOnFailure(t, b.sw, nodeB)
 	took := waitMaster(t, b.sw, targetA, 15*time.Second)
-	if r := roles(b.sw); r[targetB] != "slave" {
-		t.Fatalf("roles %v, want b SLAVE", r)
+	// A switch keeps its master while that node lives: b, added, is SLAVE.
+	addController(b.sw, targetB)
+	nodeB.WaitSwitches(1, 20*time.Second)
+	deadline := time.Now().Add(15 * time.Second)
+	for r := roles(b.sw); r[targetB] != "slave" || r[targetA] != "master"; r = roles(b.sw) {
+		if time.Now().After(deadline) {
+			t.Fatalf("roles %v, want a MASTER and b SLAVE", r)
+		}
+		time.Sleep(50 * time.Millisecond)
 	}
-	t.Logf("OVS shows a MASTER and b SLAVE after %v", took)
+	t.Logf("OVS shows a MASTER after %v, and b SLAVE", took)
 	return b, nodeA, nodeB, targetA, targetB
 }
 
@@ -382,5 +410,230 @@ func TestCluster_Takeover(t *testing.T) {
 	// still spreads over every member.
 	if got := b.buckets(t); len(got) != len(b.members) {
 		t.Fatalf("after the takeover the group spreads over %v", got)
+	}
+}
+
+// mastersOf is, by node, the switches GET /v1/cluster on p says it
+// masters.
+func mastersOf(p *sdnlbProc) map[string][]string {
+	c, _ := clusterOf(p)
+	out := map[string][]string{}
+	for _, n := range c.Nodes {
+		out[n.ID] = n.Masters
+	}
+	return out
+}
+
+// waitMastered waits until GET /v1/cluster on p says each node of want
+// masters that many switches, and returns what it says.
+func waitMastered(tb testing.TB, p *sdnlbProc, want map[string]int, timeout time.Duration) map[string][]string {
+	tb.Helper()
+	deadline := time.Now().Add(timeout)
+	var got map[string][]string
+	for i := 0; i < 1000 && time.Now().Before(deadline); i++ {
+		got = mastersOf(p)
+		same := true
+		for id, n := range want {
+			same = same && len(got[id]) == n
+		}
+		if same {
+			return got
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	tb.Fatalf("after %v the nodes master %v, want counts %v", timeout, got, want)
+	return nil
+}
+
+// waitOVSMasters waits until OVS shows every bridge with exactly one
+// master, want[target] of them mastered by each target; OVS refreshes the
+// role column every few seconds.
+func waitOVSMasters(tb testing.TB, bridges []*Switch, want map[string]int, timeout time.Duration) {
+	tb.Helper()
+	deadline := time.Now().Add(timeout)
+	var shown []map[string]string
+	for i := 0; i < 500 && time.Now().Before(deadline); i++ {
+		shown = shown[:0]
+		got := map[string]int{}
+		one := true
+		for _, sw := range bridges {
+			r := roles(sw)
+			shown = append(shown, r)
+			masters := 0
+			for target, role := range r {
+				if role == "master" {
+					masters++
+					got[target]++
+				}
+			}
+			one = one && masters == 1
+		}
+		if one && maps.Equal(got, want) {
+			return
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	tb.Fatalf("after %v OVS shows the roles %v, want one master a bridge, %v of them by target", timeout, shown, want)
+}
+
+// takenOver is, for each switch of dpids, when p logged taking it over
+// as MASTER after since; a switch it did not is missing.
+func takenOver(tb testing.TB, p *sdnlbProc, dpids []string, since time.Time) map[string]time.Time {
+	tb.Helper()
+	out := map[string]time.Time{}
+	for _, line := range p.LogLines("switch taken over as MASTER") {
+		var rec struct {
+			Time time.Time `json:"time"`
+			DPID string    `json:"dpid"`
+		}
+		if err := json.Unmarshal([]byte(line), &rec); err != nil {
+			tb.Fatalf("log line %q: %v", line, err)
+		}
+		if rec.Time.After(since) && slices.Contains(dpids, rec.DPID) {
+			if _, seen := out[rec.DPID]; !seen {
+				out[rec.DPID] = rec.Time
+			}
+		}
+	}
+	return out
+}
+
+// waitTakenOver waits until p logged taking over every switch of dpids
+// after since, and returns how long after since the last one was.
+func waitTakenOver(tb testing.TB, p *sdnlbProc, dpids []string, since time.Time, timeout time.Duration) time.Duration {
+	tb.Helper()
+	deadline := time.Now().Add(timeout)
+	for i := 0; i < 1000 && time.Now().Before(deadline); i++ {
+		if got := takenOver(tb, p, dpids, since); len(got) == len(dpids) {
+			var last time.Duration
+			for _, at := range got {
+				last = max(last, at.Sub(since))
+			}
+			return last
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	tb.Fatalf("after %v the node took over %v of the switches %v", timeout, takenOver(tb, p, dpids, since), dpids)
+	return 0
+}
+
+// TestCluster_SwitchMasters runs two nodes on one PostgreSQL as the
+// controllers of four bridges of one Open vSwitch, each bridge with a
+// client and a SWITCH VIP over two members: each node is the MASTER of two
+// bridges. Under load, the leader is killed (the other must take the lease
+// before it can give itself the switches), then restarted (the switches
+// spread again), then killed again as a follower (the leader gives itself
+// its switches at once): each time the other node masters every bridge,
+// and no request to any VIP fails. The takeover times are logged.
+func TestCluster_SwitchMasters(t *testing.T) {
+	const nBridges = 4
+	dsn := startPostgres(t)
+	nodeA := startSDNLB(t, "--db", dsn, "--node-id", "a")
+	waitLeader(t, nodeA, "a", 5*time.Second)
+	nodeB := startSDNLB(t, "--db", dsn, "--node-id", "b")
+	targetA, targetB := "tcp:"+nodeA.OpenFlowAddr, "tcp:"+nodeB.OpenFlowAddr
+
+	first := NewSwitch(t)
+	bridges := []*Switch{first}
+	for len(bridges) < nBridges {
+		bridges = append(bridges, first.AddBridge(t))
+	}
+	var (
+		dpids   []string
+		clients []*Host
+		urls    []string
+	)
+	for i, sw := range bridges {
+		// The bridges are apart, on one subnet: each takes its own host
+		// numbers.
+		n := byte(20 * i)
+		clients = append(clients, sw.AddHost(t, "c", sw.Addr(n+1)))
+		vip := nodeA.MustCreateVIP("web"+strconv.Itoa(i), sw.Addr(n+10), sdnlb.ProtocolTCP, vipPort, nil)
+		pool := nodeA.MustCreatePool("web"+strconv.Itoa(i), vip, sdnlb.RoundRobin, sdnlb.DispatchSwitch)
+		for j := byte(1); j <= 2; j++ {
+			h := sw.AddHost(t, "m"+strconv.Itoa(int(j)), sw.Addr(n+1+j))
+			h.ServeHTTP(t, memberPort, "srv"+strconv.Itoa(i)+strconv.Itoa(int(j)))
+			nodeA.MustCreateMember(pool, h.IP, memberPort)
+		}
+		urls = append(urls, "http://"+net.JoinHostPort(vip.Address, strconv.Itoa(vipPort))+"/")
+		setControllers(sw, targetA)
+		addController(sw, targetB)
+		dpids = append(dpids, dpidOf(t, sw))
+		dumpOnFailure(t, sw, nodeB)
+	}
+	nodeA.WaitSwitches(nBridges, 20*time.Second)
+	nodeB.WaitSwitches(nBridges, 20*time.Second)
+	waitMastered(t, nodeB, map[string]int{"a": 2, "b": 2}, 10*time.Second)
+	waitOVSMasters(t, bridges, map[string]int{targetA: 2, targetB: 2}, 15*time.Second)
+	for i, c := range clients {
+		t.Logf("the VIP of bridge %d answers after %v", i, waitServes(t, c, urls[i], 10*time.Second))
+	}
+
+	// Load: each client fetches its bridge's VIP over new connections, a
+	// bounded number of times, until the test ends.
+	var ok, failed atomic.Int64
+	var firstErr atomic.Value
+	ctx, stopLoad := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	for i, c := range clients {
+		wg.Go(func() {
+			for n := 0; n < 20000 && ctx.Err() == nil; n++ {
+				if _, err := get(c, urls[i], 2*time.Second); err != nil {
+					if ctx.Err() == nil {
+						failed.Add(1)
+						firstErr.CompareAndSwap(nil, fmt.Errorf("bridge %d: %w", i, err))
+					}
+				} else {
+					ok.Add(1)
+				}
+				time.Sleep(10 * time.Millisecond)
+			}
+		})
+	}
+	defer func() { stopLoad(); wg.Wait() }()
+	time.Sleep(time.Second)
+
+	// kill kills node a (process p) and checks that b masters every
+	// bridge, logging how long after the kill it had taken the last of a's.
+	kill := func(p *sdnlbProc, why string) {
+		t.Helper()
+		theirs := mastersOf(nodeB)["a"]
+		if len(theirs) != 2 {
+			t.Fatalf("before the kill a masters %v, want two bridges", theirs)
+		}
+		before := ok.Load()
+		killed := time.Now()
+		p.Kill()
+		took := waitTakenOver(t, nodeB, theirs, killed, 10*time.Second)
+		t.Logf("%s: b MASTER of a's %d bridges, their flows and groups adopted, %v after the kill", why, len(theirs), took)
+		waitMastered(t, nodeB, map[string]int{"b": nBridges}, 5*time.Second)
+		waitOVSMasters(t, bridges, map[string]int{targetB: nBridges}, 15*time.Second)
+		for i := 0; i < 100 && ok.Load() == before; i++ {
+			time.Sleep(50 * time.Millisecond)
+		}
+		if ok.Load() == before {
+			t.Fatalf("%s: no request answered after the kill", why)
+		}
+	}
+
+	kill(nodeA, "the leader killed")
+
+	// a, restarted under its id and OpenFlow address, takes two bridges
+	// back: the counts differ by more than one.
+	restarted := startSDNLB(t, "--db", dsn, "--node-id", "a", "--openflow-addr", nodeA.OpenFlowAddr)
+	restarted.WaitSwitches(nBridges, 20*time.Second)
+	waitMastered(t, nodeB, map[string]int{"a": 2, "b": 2}, 10*time.Second)
+	waitOVSMasters(t, bridges, map[string]int{targetA: 2, targetB: 2}, 15*time.Second)
+	if n := len(restarted.LogLines("took the lease")); n != 0 {
+		t.Errorf("the restarted a took the lease %d times", n)
+	}
+
+	kill(restarted, "a follower killed")
+
+	stopLoad()
+	wg.Wait()
+	t.Logf("load: %d requests answered, %d failed", ok.Load(), failed.Load())
+	if failed.Load() > 0 {
+		t.Fatalf("a SWITCH VIP stopped answering: %d requests failed, first: %v", failed.Load(), firstErr.Load())
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -113,7 +114,8 @@ func (db *DB) ReleaseLease(ctx context.Context, nodeID string, generation uint64
 }
 
 // Cluster lists the nodes seen in the last ClusterNodeTimeout, in id
-// order, and the one holding an unexpired lease.
+// order, with the switches each masters, and the one holding an unexpired
+// lease.
 func (db *DB) Cluster(ctx context.Context) (*sdnlb.Cluster, error) {
 	return readTx(ctx, db, func(tx *Tx) (*sdnlb.Cluster, error) {
 		var lease struct {
@@ -135,13 +137,25 @@ func (db *DB) Cluster(ctx context.Context) (*sdnlb.Cluster, error) {
 			ClusterNodeTimeout.Microseconds()); err != nil {
 			return nil, fmt.Errorf("list nodes: %w", err)
 		}
+		var masters []struct {
+			DPID string `db:"dpid"`
+			Node string `db:"node_id"`
+		}
+		if err := tx.SelectContext(ctx, &masters, `SELECT dpid, node_id FROM switch_masters`); err != nil {
+			return nil, fmt.Errorf("list switch masters: %w", err)
+		}
+		mastered := map[string][]string{}
+		for _, m := range masters {
+			mastered[m.Node] = append(mastered[m.Node], m.DPID)
+		}
 		c := &sdnlb.Cluster{Nodes: make([]*sdnlb.ClusterNode, 0, len(rows))}
 		if lease.Remaining > 0 {
 			c.Leader = lease.Holder
 		}
 		for _, r := range rows {
 			n := &sdnlb.ClusterNode{ID: r.ID, APIAddr: r.APIAddr, OpenFlowAddr: r.OpenFlowAddr,
-				Role: sdnlb.RoleFollower, LastSeen: time.UnixMicro(r.LastSeen).UTC()}
+				Role: sdnlb.RoleFollower, LastSeen: time.UnixMicro(r.LastSeen).UTC(), Masters: mastered[r.ID]}
+			slices.Sort(n.Masters)
 			if c.Leader != "" && r.ID == c.Leader {
 				n.Role = sdnlb.RoleLeader
 			}

@@ -39,6 +39,10 @@ type dialect struct {
 	// now is the database clock in microseconds since the Unix epoch, as
 	// an SQL expression that keeps one value for the whole statement.
 	now string
+	// notifyMasters tells the other processes that the switches' masters
+	// changed, inside the transaction that changes them; "" when no other
+	// process can be listening.
+	notifyMasters string
 }
 
 // dialectOf picks the dialect a DSN names: a postgres:// or postgresql://

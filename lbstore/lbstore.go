@@ -60,8 +60,12 @@ const DefaultConnectTimeout = 5 * time.Second
 type DB struct {
 	write *sqlx.DB
 	read  *sqlx.DB
-	// cluster takes and renews the leader lease.
+	// cluster takes and renews the leader lease; masters records the
+	// switches' connections and masters (masters.go).
 	cluster *sqlx.DB
+	masters *sqlx.DB
+	// mastersChanged receives when a node changed the switches' masters.
+	mastersChanged chan struct{}
 
 	dialect *dialect
 	feed    feed
@@ -109,6 +113,7 @@ func NewDB(dsn string) *DB {
 		ConnectTimeout: DefaultConnectTimeout,
 		writeLock:      make(chan struct{}, 1),
 		events:         newEventHub(),
+		mastersChanged: make(chan struct{}, 1),
 	}
 }
 
@@ -171,6 +176,9 @@ func (db *DB) Close() error {
 	}
 	if db.cluster != nil {
 		errs = append(errs, db.cluster.Close())
+	}
+	if db.masters != nil {
+		errs = append(errs, db.masters.Close())
 	}
 	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("close db: %w", err)

@@ -28,7 +28,8 @@ var postgresDialect = &dialect{
 	migrationLock: fmt.Sprintf("SELECT pg_advisory_xact_lock(%d)", migrationLockKey),
 	newFeed:       func(db *DB) feed { return &pgFeed{db: db} },
 	// now() is the start of the transaction: one value for the statement.
-	now: `CAST(EXTRACT(EPOCH FROM now()) * 1000000 AS BIGINT)`,
+	now:           `CAST(EXTRACT(EPOCH FROM now()) * 1000000 AS BIGINT)`,
+	notifyMasters: "SELECT pg_notify('" + mastersChannel + "', '')",
 }
 
 // Advisory lock keys are 64-bit; sdnlb's start with "sdnl".
@@ -71,6 +72,10 @@ func openPostgres(db *DB) error {
 	// behind the writes (which wait for other nodes' writes).
 	db.cluster = sqlx.NewDb(stdlib.OpenDB(*cfg), "pgx")
 	db.cluster.SetMaxOpenConns(1)
+	// So are the switches' connections and masters, on another: neither
+	// waits for the other.
+	db.masters = sqlx.NewDb(stdlib.OpenDB(*cfg), "pgx")
+	db.masters.SetMaxOpenConns(1)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*cfg.ConnectTimeout)
 	defer cancel()
 	return db.write.PingContext(ctx)
@@ -90,6 +95,9 @@ const (
 	feedTrimEvery = 1_000
 	// feedRetryMax caps the wait between reconnections.
 	feedRetryMax = 2 * time.Second
+	// mastersChannel is notified when the switches' masters change; the
+	// feed's connection listens to it too.
+	mastersChannel = "sdnlb_masters"
 )
 
 // pgFeed is the change feed across processes. Every write transaction
@@ -309,21 +317,26 @@ func (f *pgFeed) listen(ctx context.Context) {
 }
 
 // follow connects, listens and catches up (then calls connected), and
-// catches up again on every notification and every feedPoll, until the
-// connection fails or ctx ends.
+// catches up again on every notification of the feed and every feedPoll,
+// until the connection fails or ctx ends. A notification that the
+// switches' masters changed, or a new connection (one may have been
+// missed), signals SwitchMastersChanged instead.
 func (f *pgFeed) follow(ctx context.Context, connected func()) error {
 	conn, err := pgx.ConnectConfig(ctx, f.config)
 	if err != nil {
 		return err
 	}
 	defer conn.Close(context.Background())
-	if _, err := conn.Exec(ctx, "LISTEN "+feedChannel); err != nil {
-		return err
+	for _, channel := range []string{feedChannel, mastersChannel} {
+		if _, err := conn.Exec(ctx, "LISTEN "+channel); err != nil {
+			return err
+		}
 	}
 	if err := f.catchUp(ctx); err != nil {
 		return err
 	}
 	connected()
+	f.db.signalMasters() // one may have come while the connection was away
 	for {
 		waitCtx, cancel := context.WithTimeout(ctx, feedPoll)
 		n, err := conn.WaitForNotification(waitCtx)
@@ -333,6 +346,9 @@ func (f *pgFeed) follow(ctx context.Context, connected func()) error {
 			return ctx.Err()
 		case err != nil && !errors.Is(err, context.DeadlineExceeded) && !pgconn.Timeout(err):
 			return err
+		case err == nil && n.Channel == mastersChannel:
+			f.db.signalMasters()
+			continue
 		case err == nil && f.delivered(n.Payload):
 			continue // this process's own write, passed on at its commit
 		}

@@ -61,6 +61,10 @@ func openSQLite(db *DB) error {
 		return err
 	}
 	db.cluster.SetMaxOpenConns(1)
+	if db.masters, err = sqlx.Open("sqlite3", withParams(db.DSN, connParams)); err != nil {
+		return err
+	}
+	db.masters.SetMaxOpenConns(1)
 	return nil
 }
 

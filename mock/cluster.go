@@ -32,3 +32,29 @@ func (s *LeaseService) ReleaseLease(ctx context.Context, nodeID string, generati
 func (s *LeaseService) Cluster(ctx context.Context) (*sdnlb.Cluster, error) {
 	return s.ClusterFn(ctx)
 }
+
+var _ sdnlb.SwitchMasterService = (*SwitchMasterService)(nil)
+
+// SwitchMasterService is a fake sdnlb.SwitchMasterService.
+type SwitchMasterService struct {
+	RecordSwitchesFn       func(ctx context.Context, node sdnlb.ClusterNode, dpids []string) error
+	SwitchMastersFn        func(ctx context.Context, live time.Duration) (*sdnlb.Mastery, error)
+	SetSwitchMastersFn     func(ctx context.Context, nodeID string, term uint64, masters []sdnlb.SwitchMaster, drop []string) error
+	SwitchMastersChangedFn func() <-chan struct{}
+}
+
+func (s *SwitchMasterService) RecordSwitches(ctx context.Context, node sdnlb.ClusterNode, dpids []string) error {
+	return s.RecordSwitchesFn(ctx, node, dpids)
+}
+
+func (s *SwitchMasterService) SwitchMasters(ctx context.Context, live time.Duration) (*sdnlb.Mastery, error) {
+	return s.SwitchMastersFn(ctx, live)
+}
+
+func (s *SwitchMasterService) SetSwitchMasters(ctx context.Context, nodeID string, term uint64, masters []sdnlb.SwitchMaster, drop []string) error {
+	return s.SetSwitchMastersFn(ctx, nodeID, term, masters, drop)
+}
+
+func (s *SwitchMasterService) SwitchMastersChanged() <-chan struct{} {
+	return s.SwitchMastersChangedFn()
+}

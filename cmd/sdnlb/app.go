@@ -38,6 +38,9 @@ type Main struct {
 	Controller *controller.Controller
 	Health     *health.Engine
 	Elector    *cluster.Elector
+	// Masters spreads the switches' MASTER role over the nodes; nil on
+	// SQLite, where the one node is every switch's only controller.
+	Masters *cluster.Masters
 
 	apiLn      net.Listener
 	ofLn       net.Listener
@@ -97,6 +100,9 @@ func (m *Main) Run(ctx context.Context) (err error) {
 		Logger:     m.Logger,
 		Registerer: registry,
 	})
+	// Several nodes can connect to a switch only on PostgreSQL; on SQLite
+	// the one node acts as the switches' only controller.
+	roles := db.Dialect() == "postgres"
 	m.Controller = controller.New(m.Store, controller.Options{
 		IdleTimeout:   idle,
 		HardTimeout:   cfg.FlowHardTimeout,
@@ -109,11 +115,16 @@ func (m *Main) Run(ctx context.Context) (err error) {
 		MaxHandshakes: cfg.OpenFlowMaxHandshakes,
 		Logger:        m.Logger,
 		Registerer:    registry,
-		// Several nodes can connect to a switch only on PostgreSQL; on
-		// SQLite the one node acts as the switches' only controller.
-		Roles:       db.Dialect() == "postgres",
-		OnStaleRole: m.Elector.Refresh,
+		Roles:         roles,
+		OnStaleRole:   func() { m.Masters.Refresh() },
 	})
+	if roles {
+		m.Masters = cluster.NewMasters(m.DB, m.Elector, cluster.MastersOptions{
+			Switches:   m.Controller.SwitchIDs,
+			Logger:     m.Logger,
+			Registerer: registry,
+		})
+	}
 	// The monitors run on the leader only, so each transition is written
 	// once; a write is refused once the lease lapsed, even before the
 	// engine has stopped.
@@ -165,7 +176,10 @@ func (m *Main) Run(ctx context.Context) (err error) {
 	m.goRun("controller", func() error { return m.Controller.Serve(ctx, m.ofLn) })
 	m.goRun("cluster", func() error { return m.Elector.Run(ctx) })
 	m.goRun("health", func() error { return m.runHealth(ctx) })
-	m.goRun("roles", func() error { m.followRole(ctx); return nil })
+	if m.Masters != nil {
+		m.goRun("masters", func() error { return m.Masters.Run(ctx) })
+		m.goRun("roles", func() error { m.followMasters(ctx); return nil })
+	}
 	m.goRun("api", func() error {
 		if err := m.httpServer.Serve(m.apiLn); !errors.Is(err, http.ErrServerClosed) {
 			return err
@@ -225,12 +239,16 @@ func (m *Main) runHealth(ctx context.Context) error {
 	}
 }
 
-// followRole makes the controller the switches' MASTER while this node
-// leads, their SLAVE otherwise, with the lease generation.
-func (m *Main) followRole(ctx context.Context) {
+// followMasters makes the controller the MASTER of the switches assigned
+// to this node while it may act as one, and a SLAVE of the others.
+func (m *Main) followMasters(ctx context.Context) {
 	for {
-		state, changed := m.Elector.State()
-		m.Controller.SetRole(state.Leader, state.Generation)
+		a, changed := m.Masters.State()
+		node := ""
+		if a.Live {
+			node = m.Elector.Node().ID
+		}
+		m.Controller.SetMasters(controller.Masters{Node: node, Switches: a.Masters, Unassigned: a.Unassigned()})
 		select {
 		case <-ctx.Done():
 			return

@@ -266,11 +266,12 @@ function renderSwitches() {
   } else {
     const n = state.switches.length;
     sw.textContent = `${n} switch${n === 1 ? "" : "es"} connected`; sw.className = "pill UP";
-    sw.title = state.switches.map((s) => `${s.dpid} ${s.address}`).join("\n");
+    sw.title = state.switches.map((s) => `${s.dpid} ${s.address}${s.master ? `, MASTER ${s.master}` : ""}`).join("\n");
   }
 }
 
-// renderCluster shows the nodes sharing the database and which one leads.
+// renderCluster shows the nodes sharing the database, which one leads and
+// how many switches each is the OpenFlow MASTER of.
 function renderCluster() {
   const sec = document.getElementById("cluster");
   const c = state.cluster;
@@ -281,21 +282,23 @@ function renderCluster() {
     return;
   }
   head.append(c.leader
-    ? pill(`leader ${c.leader}`, "UP", "holds the lease: runs the health monitors, OpenFlow MASTER of every switch")
-    : pill("no leader", "DOWN", "no node holds the lease: no health monitor runs and no switch has a MASTER"));
+    ? pill(`leader ${c.leader}`, "UP", "holds the lease: runs the health monitors and assigns each switch its OpenFlow MASTER")
+    : pill("no leader", "DOWN", "no node holds the lease: no health monitor runs and no switch gets a new MASTER"));
   const table = el("table", { class: "nodes" }, el("thead", {}, el("tr", {},
-    ...["node", "role", "API", "OpenFlow", "last seen"].map((h) => el("th", {}, h)))));
+    ...["node", "role", "API", "OpenFlow", "MASTER of", "last seen"].map((h) => el("th", {}, h)))));
   const body = table.createTBody();
   for (const n of c.nodes) {
     const tr = body.insertRow();
     tr.dataset.id = n.id;
     const id = n.id === c.self ? el("span", { title: "the node this dashboard talks to" }, n.id, " (this node)") : n.id;
-    [id, pill(n.role, n.role === "leader" ? "UP" : "NO_MONITOR"), n.api_addr, n.openflow_addr, ago(n.last_seen)]
+    const masters = n.masters || [];
+    const mastered = el("span", { title: masters.join("\n") }, `${masters.length} switch${masters.length === 1 ? "" : "es"}`);
+    [id, pill(n.role, n.role === "leader" ? "UP" : "NO_MONITOR"), n.api_addr, n.openflow_addr, mastered, ago(n.last_seen)]
       .forEach((v) => tr.insertCell().append(v));
   }
   if (c.nodes.length === 0) {
     const td = body.insertRow().insertCell();
-    td.colSpan = 5;
+    td.colSpan = 6;
     td.className = "muted";
     td.textContent = "no node seen in the last 10 s";
   }
