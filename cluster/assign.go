@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"cmp"
+	"maps"
 	"slices"
 
 	"github.com/sdnlb/sdnlb"
@@ -88,6 +89,41 @@ func Assign(connected map[string][]string, current []sdnlb.SwitchMaster, floor u
 	}
 	slices.SortFunc(out, func(a, b sdnlb.SwitchMaster) int { return cmp.Compare(a.DPID, b.DPID) })
 	return out
+}
+
+// AssignTogether is Assign for switches one node must master together:
+// they form one fabric, whose paths and hosts span them (--l2 fabric).
+// Every switch goes to one node: the one connected to the most of them,
+// then the one that masters the most now (so a node that comes back
+// takes nothing back), then the smaller id. A switch that node is not
+// connected to goes as Assign gives it.
+func AssignTogether(connected map[string][]string, current []sdnlb.SwitchMaster, floor uint64) []sdnlb.SwitchMaster {
+	reach, holds := map[string]int{}, map[string]int{}
+	for _, nodes := range connected {
+		for _, n := range nodes {
+			reach[n]++
+		}
+	}
+	for _, m := range current {
+		if slices.Contains(connected[m.DPID], m.Node) {
+			holds[m.Node]++
+		}
+	}
+	best := ""
+	for _, n := range slices.Sorted(maps.Keys(reach)) {
+		if best == "" || cmp.Or(cmp.Compare(reach[n], reach[best]), cmp.Compare(holds[n], holds[best])) > 0 {
+			best = n
+		}
+	}
+	only := make(map[string][]string, len(connected))
+	for dpid, nodes := range connected {
+		if slices.Contains(nodes, best) {
+			only[dpid] = []string{best}
+		} else {
+			only[dpid] = nodes
+		}
+	}
+	return Assign(only, current, floor, 0)
 }
 
 // changes lists what turns from into to: the masters new or changed, and

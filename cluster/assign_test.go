@@ -149,3 +149,31 @@ func TestAssign(t *testing.T) {
 		}
 	})
 }
+
+// Switches one fabric spans go to one node, and stay with it when
+// another comes back.
+func TestAssignTogether(t *testing.T) {
+	all := everyone(4, "a", "b")
+	first := cluster.AssignTogether(all, nil, floor)
+	if got := counts(first); got["a"] != 4 {
+		t.Fatalf("masters %s, want all on a (the smaller id of two alike)", owners(first))
+	}
+	// a dies: b takes them all.
+	onlyB := everyone(4, "b")
+	second := cluster.AssignTogether(onlyB, first, floor)
+	if got := counts(second); got["b"] != 4 {
+		t.Fatalf("masters %s after a died, want all on b", owners(second))
+	}
+	// a is back: b keeps them.
+	if third := cluster.AssignTogether(all, second, floor); len(moved(second, third)) != 0 {
+		t.Errorf("a's return moved %v", moved(second, third))
+	}
+	// A switch only a reaches goes to a; the rest stay together on the
+	// node that reaches the most.
+	mixed := everyone(3, "a", "b")
+	mixed["s4"] = []string{"a"}
+	got := cluster.AssignTogether(mixed, second, floor)
+	if c := counts(got); c["a"] != 4 {
+		t.Errorf("masters %s: a reaches every switch, b three; want all on a", owners(got))
+	}
+}

@@ -47,7 +47,10 @@ func (a Assignment) equal(b Assignment) bool {
 type MastersOptions struct {
 	// Switches lists the datapath ids of the switches connected to this
 	// node's controller now.
-	Switches   func() []string
+	Switches func() []string
+	// Together has one node master every switch (AssignTogether): the
+	// controller forwards across them as one fabric.
+	Together   bool
 	Logger     *slog.Logger
 	Registerer prometheus.Registerer // nil: no metrics
 }
@@ -66,6 +69,7 @@ type Masters struct {
 	store    sdnlb.SwitchMasterService
 	elector  *Elector
 	switches func() []string
+	together bool
 	log      *slog.Logger
 	now      func() time.Time
 
@@ -94,6 +98,7 @@ func NewMasters(store sdnlb.SwitchMasterService, elector *Elector, opts MastersO
 		store:    store,
 		elector:  elector,
 		switches: opts.Switches,
+		together: opts.Together,
 		log:      log.With("component", "cluster", "node_id", elector.opts.Node.ID),
 		now:      time.Now,
 		changed:  make(chan struct{}),
@@ -264,7 +269,11 @@ func (m *Masters) assign(ctx context.Context, view *sdnlb.Mastery) []sdnlb.Switc
 		// at a time.
 		moves = 0
 	}
-	next := Assign(connected, view.Masters, max(termGeneration(view.Term), m.highWater), moves)
+	floor := max(termGeneration(view.Term), m.highWater)
+	next := Assign(connected, view.Masters, floor, moves)
+	if m.together {
+		next = AssignTogether(connected, view.Masters, floor)
+	}
 	set, drop := changes(view.Masters, next)
 	if len(set)+len(drop) == 0 {
 		return view.Masters

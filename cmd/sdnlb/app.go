@@ -121,6 +121,7 @@ func (m *Main) Run(ctx context.Context) (err error) {
 	if roles {
 		m.Masters = cluster.NewMasters(m.DB, m.Elector, cluster.MastersOptions{
 			Switches:   m.Controller.SwitchIDs,
+			Together:   cfg.L2 == string(controller.L2Fabric),
 			Logger:     m.Logger,
 			Registerer: registry,
 		})
