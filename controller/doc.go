@@ -37,7 +37,12 @@
 //     persistence; frame.go parses and makes frames.
 //   - lldp.go discovers the links between switches: it sends LLDP frames
 //     out of every port and reads the ones that come back; topology.go
-//     keeps the links, across switches, and answers the API's topology.
+//     keeps the links and what their ports send, across switches, and
+//     answers the API's topology.
+//   - fabric.go forwards across linked switches (L2Fabric): where hosts
+//     attach, each switch's view of the ports and paths, and the rows
+//     that bring a switch to it; paths.go finds the paths by load and the
+//     spanning tree floods follow.
 //
 // docs/ARCHITECTURE.md explains the flow table row by row and why member
 // replies are punted.
