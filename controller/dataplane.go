@@ -195,9 +195,9 @@ func (p *packetIn) fromReplyPunt() bool {
 	return ok && cat == catMemberReply
 }
 
-// fromFlood reports whether a flood of the fabric sent the packet: the
-// switch has flooded it already.
-func (p *packetIn) fromFlood() bool {
+// fromFabric reports whether one of the fabric's rows sent the packet up
+// to be learned from: the switch forwards it itself.
+func (p *packetIn) fromFabric() bool {
 	cat, _, _, ok := cookieParts(p.cookie)
 	return ok && cat == catFabric
 }

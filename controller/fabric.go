@@ -69,6 +69,11 @@ type fabric struct {
 type fabricHost struct {
 	at portRef
 	ip uint32 // 0: not known
+	// tentative: seen on a port that had not settled yet. The switches
+	// get no row for it until the port settles as a host's; if the port
+	// turns out to be a link, the host was seen through it and is
+	// forgotten.
+	tentative bool
 }
 
 // fabricHosts is an immutable copy of the hosts, shared by the switches'
@@ -92,20 +97,24 @@ func (f *fabric) poke() {
 	}
 }
 
-// learn records that mac (with ip, 0 for unknown) attaches at port. It
-// reports whether that changed anything, and asks for a round if so.
-func (f *fabric) learn(mac [6]byte, ip uint32, at portRef) bool {
+// learn records that mac (with ip, 0 for unknown) attaches at port, a
+// host's port if settled, else one that has not settled yet. It reports
+// whether that changed anything, and asks for a round if so.
+func (f *fabric) learn(mac [6]byte, ip uint32, at portRef, settled bool) bool {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	h, known := f.hosts[mac]
 	if ip == 0 {
 		ip = h.ip
 	}
-	if known && h.at == at && h.ip == ip || !known && len(f.hosts) >= maxLearned {
+	next := fabricHost{at: at, ip: ip, tentative: !settled}
+	if known && h == next || !known && len(f.hosts) >= maxLearned {
 		return false
 	}
-	f.hosts[mac] = fabricHost{at: at, ip: ip}
-	f.hostsGen++
+	f.hosts[mac] = next
+	if known && !h.tentative || settled {
+		f.hostsGen++ // the switches' rows change
+	}
 	f.poke()
 	return true
 }
@@ -235,19 +244,22 @@ func (f *fabric) plan(now time.Time, switches []fabricSwitch, links []linkState,
 		linked[l.src], linked[l.dst] = true, true
 		f.far[l.src] = l.dst.dpid
 	}
-	onTree := newGraph(ids, links, func(link) bool { return false }).tree()
+	g := newGraph(ids, links)
+	onTree := g.tree()
 	// The paths toward each switch weigh the links by what else they
-	// carry, each link with its own level per destination.
-	levels := make(map[levelKey]linkLevel, len(links)*len(ids))
+	// carry, each link with its own level per destination; a link that
+	// never changed level is calm and takes no entry.
+	levels := make(map[levelKey]linkLevel, len(f.levels))
 	towards := make(map[uint64]map[uint64]uint32, len(ids))
 	for _, dst := range ids {
 		prev := f.towards[dst]
 		for _, l := range links {
 			k := levelKey{l.link, dst}
-			levels[k] = f.levels[k].next(now, load(l.link, dst, prev[l.src.dpid] == l.src.port))
+			if lv := f.levels[k].next(now, load(l.link, dst, prev[l.src.dpid] == l.src.port)); lv != (linkLevel{}) {
+				levels[k] = lv
+			}
 		}
-		g := newGraph(ids, links, func(l link) bool { return levels[levelKey{l, dst}].busy })
-		towards[dst] = g.towards(dst, prev)
+		towards[dst] = g.towards(dst, prev, func(l link) bool { return levels[levelKey{l, dst}].busy })
 	}
 	f.levels, f.towards = levels, towards
 
@@ -264,14 +276,32 @@ func (f *fabric) plan(now time.Time, switches []fabricSwitch, links []linkState,
 			delete(f.upSince, ref) // down or gone: it settles again when it comes back
 		}
 	}
+	for ref := range up {
+		if _, seen := f.upSince[ref]; !seen {
+			f.upSince[ref] = now
+		}
+	}
 	for mac, h := range f.hosts {
-		if slices.Contains(ids, h.at.dpid) && (linked[h.at] || !up[h.at]) {
+		switch {
+		case !slices.Contains(ids, h.at.dpid):
+		case linked[h.at] || !up[h.at]:
 			delete(f.hosts, mac) // its port became a link or went down: it is learned again where it shows
+			if !h.tentative {
+				f.hostsGen++
+			}
+		case h.tentative && now.Sub(f.upSince[h.at]) >= settleTime:
+			h.tentative = false
+			f.hosts[mac] = h
 			f.hostsGen++
 		}
 	}
 	if f.shared.gen != f.hostsGen {
-		f.shared = &fabricHosts{gen: f.hostsGen, hosts: maps.Clone(f.hosts)}
+		f.shared = &fabricHosts{gen: f.hostsGen, hosts: make(map[[6]byte]fabricHost, len(f.hosts))}
+		for mac, h := range f.hosts {
+			if !h.tentative {
+				f.shared.hosts[mac] = h
+			}
+		}
 	}
 
 	f.settles = time.Time{}
@@ -283,10 +313,7 @@ func (f *fabric) plan(now time.Time, switches []fabricSwitch, links []linkState,
 			if !up[ref] {
 				continue
 			}
-			since, seen := f.upSince[ref]
-			if !seen {
-				f.upSince[ref], since = now, now
-			}
+			since := f.upSince[ref]
 			switch {
 			case linked[ref]:
 				v.ingress = append(v.ingress, p.PortNo)
@@ -361,9 +388,6 @@ func (v *fabricView) structuralFlows() []flow {
 		for _, p := range v.floods[in] {
 			acts = append(acts, ofp.ActionOutput{Port: p})
 		}
-		if v.edge[in] {
-			acts = append(acts, toController)
-		}
 		flows = append(flows, flow{table: tableL2, cookie: cookie, priority: prioFlood, match: []ofp.OXM{ofp.MatchInPort(in)}, actions: acts})
 	}
 	for _, dst := range slices.Sorted(maps.Keys(v.next)) {
@@ -385,17 +409,24 @@ func (v *fabricView) hostFlow(mac [6]byte, h fabricHost) flow {
 	return f
 }
 
+// sourceFlow is a host's row in tableSources on its own switch: what it
+// sends from its port is known, and goes on without the controller.
+func sourceFlow(mac [6]byte, port uint32) flow {
+	return flow{table: tableSources, cookie: makeCookie(catL2, 0, 0), priority: prioSource,
+		match: []ofp.OXM{ofp.MatchInPort(port), ofp.MatchEthSrc(mac)}, gotoTable: tableL2}
+}
+
 // fabricRows is what a switch holds of the fabric, as sent to it.
 type fabricRows struct {
 	view  *fabricView
 	rows  map[flowKey]installedRow // the structural rows
-	hosts map[[6]byte]fabricHost
-	gen   uint64            // of the hosts
-	next  map[uint64]uint32 // the view's, when the hosts on other switches were last reached
+	hosts   map[[6]byte]fabricHost
+	sources map[[6]byte]uint32 // the hosts of this switch: the port of their row in tableSources
+	gen     uint64             // of the hosts
 }
 
 func newFabricRows() fabricRows {
-	return fabricRows{rows: map[flowKey]installedRow{}, hosts: map[[6]byte]fabricHost{}}
+	return fabricRows{rows: map[flowKey]installedRow{}, hosts: map[[6]byte]fabricHost{}, sources: map[[6]byte]uint32{}}
 }
 
 // installedRow is a row as sent: its match, to delete it by, and its
@@ -406,13 +437,33 @@ type installedRow struct {
 }
 
 // reconcileFabric brings the switch to v: the structural rows that
-// differ, then the hosts' rows that differ; stale rows are deleted last,
-// so no frame finds a gap. The hosts the switch reaches over the fabric
-// become reachable for the dataplane's setups and buckets too.
+// differ, then the hosts' rows that differ, each kind's stale rows
+// deleted after its new ones, so no frame finds a gap. The hosts become
+// reachable for the dataplane's setups and buckets too.
 func (dp *dataplane) reconcileFabric(now time.Time, v *fabricView, out *outbox) {
 	r := &dp.fabricRows
+	last := r.view
 	r.view = v
 	dp.askUnknownMembers(now, out)
+	if last == nil || !last.sameStructure(v) {
+		r.reconcileStructure(v, out)
+	}
+	if pathsMoved := last == nil || !maps.Equal(last.next, v.next); r.gen != v.hosts.gen || pathsMoved {
+		dp.reconcileHosts(now, v, pathsMoved, out)
+	}
+}
+
+// sameStructure reports whether v and w want the same rows but the
+// hosts'.
+func (v *fabricView) sameStructure(w *fabricView) bool {
+	return slices.Equal(v.ingress, w.ingress) && slices.Equal(v.blocked, w.blocked) && slices.Equal(v.carry, w.carry) &&
+		maps.Equal(v.edge, w.edge) && maps.Equal(v.next, w.next)
+}
+
+// reconcileStructure sends the ingress, flood and path rows of v that the
+// switch does not hold as v wants them, then deletes those v does not
+// want.
+func (r *fabricRows) reconcileStructure(v *fabricView, out *outbox) {
 	want := map[flowKey]bool{}
 	for _, f := range v.structuralFlows() {
 		fm := f.add()
@@ -430,41 +481,67 @@ func (dp *dataplane) reconcileFabric(now time.Time, v *fabricView, out *outbox) 
 				BufferID: ofp.NoBuffer, OutPort: ofp.PortAny, OutGroup: ofp.GroupAny, Match: row.match})
 		}
 	}
-	if r.gen == v.hosts.gen && maps.Equal(r.next, v.next) {
-		return
-	}
-	r.next = v.next
-	// The hosts on other switches, for setups and buckets, through the
-	// port their path leaves by now.
+}
+
+// reconcileHosts sends the rows of the hosts that came or moved and
+// deletes those of the hosts gone; then it tells the dataplane where the
+// hosts with an address are, for setups and buckets: on this switch at
+// their port (one that settled since it showed them), on the others
+// through the port their path leaves by now (every one of them when the
+// paths moved).
+func (dp *dataplane) reconcileHosts(now time.Time, v *fabricView, pathsMoved bool, out *outbox) {
+	r := &dp.fabricRows
 	var reached []uint32
 	for mac, h := range v.hosts.hosts {
-		if h.ip == 0 || h.at.dpid == dp.dpid {
-			continue
+		old, had := r.hosts[mac]
+		changed := !had || old != h
+		if changed {
+			r.hosts[mac] = h
+			fm := v.hostFlow(mac, h).add()
+			out.send(&fm)
+			r.source(mac, h.at, dp.dpid, out)
 		}
-		if port, ok := v.portTo(mac); ok && dp.learner.reach(now, h.ip, mac, port) {
-			reached = append(reached, h.ip)
+		switch {
+		case h.ip == 0 || !changed && (h.at.dpid == dp.dpid || !pathsMoved):
+		case h.at.dpid == dp.dpid:
+			if dp.learner.learnHost(now, h.ip, mac, h.at.port, true) {
+				reached = append(reached, h.ip)
+			}
+		default:
+			if port, ok := v.portTo(mac); ok && dp.learner.reach(now, h.ip, mac, port) {
+				reached = append(reached, h.ip)
+			}
 		}
+	}
+	if r.gen != v.hosts.gen {
+		for mac := range r.hosts {
+			if _, ok := v.hosts.hosts[mac]; !ok {
+				delete(r.hosts, mac)
+				fm := flow{table: tableL2, priority: prioL2, match: []ofp.OXM{ofp.MatchEthDst(mac)}}.remove()
+				out.send(&fm)
+				r.source(mac, portRef{}, dp.dpid, out)
+			}
+		}
+		r.gen = v.hosts.gen
 	}
 	for _, ip := range reached {
 		dp.reached(now, dp.installed, ip, out)
 	}
-	if r.gen == v.hosts.gen {
-		return
+}
+
+// source brings the tableSources row of mac to a host at (a switch's
+// own host has one; a host elsewhere, or gone, none).
+func (r *fabricRows) source(mac [6]byte, at portRef, self uint64, out *outbox) {
+	old, had := r.sources[mac]
+	if had && (at.dpid != self || at.port != old) {
+		delete(r.sources, mac)
+		fm := sourceFlow(mac, old).remove()
+		out.send(&fm)
 	}
-	r.gen = v.hosts.gen
-	for mac, h := range v.hosts.hosts {
-		if old, ok := r.hosts[mac]; !ok || old != h {
-			r.hosts[mac] = h
-			fm := v.hostFlow(mac, h).add()
-			out.send(&fm)
-		}
-	}
-	for mac := range r.hosts {
-		if _, ok := v.hosts.hosts[mac]; !ok {
-			delete(r.hosts, mac)
-			fm := flow{table: tableL2, priority: prioL2, match: []ofp.OXM{ofp.MatchEthDst(mac)}}.remove()
-			out.send(&fm)
-		}
+	if at.dpid == self && (!had || at.port != old) {
+		r.sources[mac] = at.port
+		fm := sourceFlow(mac, at.port).add()
+		out.send(&fm)
 	}
 }
 
@@ -491,6 +568,12 @@ func (dp *dataplane) adoptFabricRow(f *ofp.FlowStats) {
 	r := &dp.fabricRows
 	if cat, _, _, _ := cookieParts(f.Cookie); cat == catFabric {
 		r.rows[keyOf(f.TableID, f.Priority, &f.Match)] = installedRow{match: f.Match, instructions: ofp.FormatInstructions(f.Instructions)}
+		return
+	}
+	if src, ok := f.Match.Get(ofp.OXMEthSrc); ok && f.TableID == tableSources {
+		if port, ok := f.Match.InPort(); ok {
+			r.sources[src.MAC()] = port
+		}
 		return
 	}
 	dst, ok := f.Match.Get(ofp.OXMEthDst)

@@ -68,11 +68,14 @@ func TestFabric_HostsAndTheirPorts(t *testing.T) {
 	t0 := time.Unix(1_700_000_000, 0)
 	f.plan(t0, switches, links, idle)
 	a, b := [6]byte{2, 0, 0, 0, 0, 0xa}, [6]byte{2, 0, 0, 0, 0, 0xb}
-	if !f.learn(a, 0x0a000001, portRef{1, 2}) || !f.learn(b, 0, portRef{2, 2}) {
+	if !f.learn(a, 0x0a000001, portRef{1, 2}, true) || !f.learn(b, 0, portRef{2, 2}, false) {
 		t.Fatal("new hosts not learned")
 	}
-	if f.learn(a, 0, portRef{1, 2}) {
+	if f.learn(a, 0, portRef{1, 2}, true) {
 		t.Error("a host learned again where it was")
+	}
+	if _, ok := f.plan(t0, switches, links, idle)[1].portTo(b); ok {
+		t.Error("a host on a port not settled yet has rows")
 	}
 	views := f.plan(t0.Add(settleTime), switches, links, idle)
 	for _, tc := range []struct {
@@ -102,8 +105,8 @@ func TestFabric_ReconcileSendsWhatChanged(t *testing.T) {
 	t0 := time.Unix(1_700_000_000, 0)
 	f.plan(t0, switches, links, idle)
 	a, b := [6]byte{2, 0, 0, 0, 0, 0xa}, [6]byte{2, 0, 0, 0, 0, 0xb}
-	f.learn(a, 0, portRef{1, 2})
-	f.learn(b, 0x0a000002, portRef{2, 2})
+	f.learn(a, 0, portRef{1, 2}, true)
+	f.learn(b, 0x0a000002, portRef{2, 2}, true)
 	round := func(at time.Time) []string {
 		v := f.plan(at, switches, links, idle)[1]
 		d.dp.reconcileFabric(d.now, v, d.out)
@@ -114,11 +117,12 @@ func TestFabric_ReconcileSendsWhatChanged(t *testing.T) {
 	assertLines(t, got, []string{
 		"flow_mod cookie=0x5d03000000000000, table=l2, priority=100, dl_dst=02:00:00:00:00:0a actions=output:2",
 		"flow_mod cookie=0x5d03000000000000, table=l2, priority=100, dl_dst=02:00:00:00:00:0b actions=write_metadata:0x2/0xffffffffffffffff,goto_table:10",
+		"flow_mod cookie=0x5d03000000000000, table=sources, priority=100, in_port=2,dl_src=02:00:00:00:00:0a actions=goto_table:9",
 		"flow_mod cookie=0x5d09000000000000, priority=899, in_port=1 actions=goto_table:9",
 		"flow_mod cookie=0x5d09000000000000, priority=899, in_port=3 actions=goto_table:9",
 		"flow_mod cookie=0x5d09000000000000, table=fabric, priority=100, metadata=0x2 actions=output:1",
 		"flow_mod cookie=0x5d09000000000000, table=l2, priority=10, in_port=1 actions=output:2",
-		"flow_mod cookie=0x5d09000000000000, table=l2, priority=10, in_port=2 actions=output:1,CONTROLLER:65535",
+		"flow_mod cookie=0x5d09000000000000, table=l2, priority=10, in_port=2 actions=output:1",
 		"flow_mod cookie=0x5d09000000000000, table=l2, priority=10, in_port=3 actions=drop",
 	})
 	if e, ok := d.dp.learner.host(0x0a000002); !ok || e.port != 1 || e.mac != b {
@@ -135,5 +139,93 @@ func TestFabric_ReconcileSendsWhatChanged(t *testing.T) {
 		"flow_mod cookie=0x5d09000000000000, table=l2, priority=10, in_port=1 actions=drop",
 		"flow_mod delete_strict table=l2, priority=10, in_port=2",
 		"flow_mod delete_strict table=l2, priority=100, dl_dst=02:00:00:00:00:0a",
+		"flow_mod delete_strict table=sources, priority=100, in_port=2,dl_src=02:00:00:00:00:0a",
 	})
+}
+
+// ringOf is n switches in a ring with a chord from each of the first
+// half to the one opposite, every link both ways, and hosts ports 1 to
+// 4 on each; port 100+k of switch s leads to switch k.
+func ringOf(n int) ([]fabricSwitch, []linkState) {
+	var switches []fabricSwitch
+	var links []linkState
+	join := func(a, b uint64) {
+		links = append(links,
+			linkState{link: link{src: portRef{a, uint32(100 + b)}, dst: portRef{b, uint32(100 + a)}}, both: true},
+			linkState{link: link{src: portRef{b, uint32(100 + a)}, dst: portRef{a, uint32(100 + b)}}, both: true})
+	}
+	for i := 1; i <= n; i++ {
+		a := uint64(i)
+		join(a, uint64(i%n+1))
+		if i <= n/2 {
+			join(a, uint64(i+n/2))
+		}
+	}
+	for i := 1; i <= n; i++ {
+		s := fabricSwitch{dpid: uint64(i)}
+		for p := uint32(1); p <= 4; p++ {
+			s.ports = append(s.ports, ofp.Port{PortNo: p})
+		}
+		for _, l := range links {
+			if l.src.dpid == s.dpid {
+				s.ports = append(s.ports, ofp.Port{PortNo: l.src.port})
+			}
+		}
+		switches = append(switches, s)
+	}
+	return switches, links
+}
+
+// BenchmarkFabric_Round measures one round of the fabric at 64 switches
+// (a ring with chords, 192 links each way) with 4 hosts on each: the
+// paths toward every switch, the tree and every switch's view, with
+// nothing changed since the last.
+func BenchmarkFabric_Round(b *testing.B) {
+	f := newFabric()
+	switches, links := ringOf(64)
+	t0 := time.Unix(1_700_000_000, 0)
+	f.plan(t0, switches, links, idle)
+	for _, s := range switches {
+		for p := uint32(1); p <= 4; p++ {
+			f.learn([6]byte{2, 0, 0, 0, byte(s.dpid), byte(p)}, uint32(s.dpid)<<8|p, portRef{s.dpid, p}, true)
+		}
+	}
+	f.plan(t0.Add(settleTime), switches, links, idle)
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		f.plan(t0.Add(settleTime+time.Duration(i)*time.Millisecond), switches, links, idle)
+	}
+}
+
+// BenchmarkFabric_HostLearned measures what a new host costs at 64
+// switches with 256 hosts: the round it starts and the row every switch
+// gets for it.
+func BenchmarkFabric_HostLearned(b *testing.B) {
+	f := newFabric()
+	switches, links := ringOf(64)
+	t0 := time.Unix(1_700_000_000, 0)
+	f.plan(t0, switches, links, idle)
+	dps := make([]*decision, len(switches))
+	for i, s := range switches {
+		dps[i] = newDecisionWith(b, testConfig(nil), dataplaneConfig{l2: L2Fabric, dpid: s.dpid, fabric: f, groups: true})
+	}
+	round := func(at time.Time) {
+		for i, v := range f.plan(at, switches, links, idle) {
+			d := dps[i-1]
+			d.dp.reconcileFabric(at, v, d.out)
+			d.out.reset()
+		}
+	}
+	for _, s := range switches {
+		for p := uint32(1); p <= 4; p++ {
+			f.learn([6]byte{2, 0, 0, 0, byte(s.dpid), byte(p)}, uint32(s.dpid)<<8|p, portRef{s.dpid, p}, true)
+		}
+	}
+	round(t0.Add(settleTime))
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		s := switches[i%len(switches)]
+		f.learn([6]byte{2, 1, byte(i >> 16), byte(i >> 8), byte(i), 0}, 0, portRef{s.dpid, 1 + uint32(i%4)}, true)
+		round(t0.Add(settleTime + time.Duration(i+1)*time.Millisecond))
+	}
 }

@@ -15,6 +15,7 @@ const (
 	tableTracked    uint8 = 1  // SWITCH: clients' packets back from the tracker's VIP zone
 	tableToMember   uint8 = 2  // SWITCH: packets addressed to a member
 	tableFromMember uint8 = 3  // SWITCH NAT: members' replies back from the tracker's member zone
+	tableSources    uint8 = 8  // L2Fabric: the rest, from hosts: is the sender known where it is?
 	tableL2         uint8 = 9  // everything else
 	tableFabric     uint8 = 10 // L2Fabric: toward the switch in the metadata
 
@@ -61,9 +62,13 @@ const (
 	prioFromMemberUntracked uint16 = 50
 	prioFromMemberStale     uint16 = 0 // replies of connections to a VIP no longer dispatched → drop
 
+	// tableSources
+	prioSource     uint16 = 100 // per host, on its switch: its MAC from its port → tableL2
+	prioSourceMiss uint16 = 0   // a sender not known there → CONTROLLER, which learns it, and tableL2
+
 	// tableL2
 	prioL2     uint16 = 100 // learned MAC → its port (L2Learn); per host → its port, or tableFabric toward its switch (L2Fabric)
-	prioFlood  uint16 = 10  // L2Fabric: per port: the rest → along the spanning tree (and from hosts to CONTROLLER), or drop (a link off the tree)
+	prioFlood  uint16 = 10  // L2Fabric: per port: the rest → along the spanning tree, or drop (a link off the tree)
 	prioL2Miss uint16 = 0   // → CONTROLLER, which learns and floods (L2Learn, L2Fabric); NORMAL (L2Normal)
 
 	// tableFabric
@@ -198,7 +203,11 @@ func baseFlows(mode L2Mode) []ofp.FlowMod {
 	case L2Normal:
 		flows[len(flows)-1].actions = []ofp.Action{ofp.ActionOutput{Port: ofp.PortNormal}}
 	case L2Fabric:
-		flows = append(flows, flow{table: tableFabric, priority: prioPathMiss})
+		flows[1].gotoTable = tableSources // the rest of what hosts send
+		flows = append(flows,
+			flow{table: tableSources, cookie: makeCookie(catFabric, 0, 0), priority: prioSourceMiss,
+				actions: []ofp.Action{toController}, gotoTable: tableL2},
+			flow{table: tableFabric, priority: prioPathMiss})
 	}
 	mods := make([]ofp.FlowMod, len(flows))
 	for i, f := range flows {
@@ -233,15 +242,15 @@ func vipFlows(v, answerer *vipState, l2 L2Mode) []ofp.FlowMod {
 // controller is down: the request, broadcast or sent to the VIP's MAC,
 // becomes the reply from v's MAC and goes back out the port it came in on.
 // A request from the address itself (a host announcing that it holds it)
-// is dropped, as the controller ignores it. Under L2Learn the controller
-// still gets each request: where the asker lives is what it learns from
-// it.
+// is dropped, as the controller ignores it. Under L2Learn and L2Fabric
+// the controller still gets each request: where the asker lives is what
+// it learns from it.
 func arpAnswerFlows(v *vipState, l2 L2Mode) []ofp.FlowMod {
 	cookie := makeCookie(catARPAnswer, v.num, 0)
 	request := []ofp.OXM{ofp.MatchEthType(ethTypeARP), ofp.MatchARPOp(arpRequest), ofp.MatchARPTPA(v.ip)}
 	claim := flow{cookie: cookie, priority: prioARPClaim, match: append(slices.Clone(request), ofp.MatchARPSPA(v.ip))}
 	var actions []ofp.Action
-	if l2 == L2Learn {
+	if l2 == L2Learn || l2 == L2Fabric {
 		actions = append(actions, toController) // before the rewrite: the request as it came
 	}
 	actions = append(actions,

@@ -1,6 +1,7 @@
 package controller
 
 import (
+	"slices"
 	"time"
 
 	"github.com/sdnlb/sdnlb"
@@ -191,8 +192,9 @@ func (l *l2Learner) arpDue(now time.Time, ip uint32) bool {
 // edge, and its next round installs them.
 func (dp *dataplane) learnMAC(now time.Time, mac [6]byte, port uint32, out *outbox) {
 	if dp.l2 == L2Fabric {
-		if dp.onEdge(port) && !isMulticast(mac) && dp.fabric.learn(mac, 0, portRef{dpid: dp.dpid, port: port}) && dp.debug {
-			dp.log.Debug("learned host", "mac", macString(mac), "port", port)
+		if edge, link := dp.portKind(port); !link && !isMulticast(mac) &&
+			dp.fabric.learn(mac, 0, portRef{dpid: dp.dpid, port: port}, edge) && dp.debug {
+			dp.log.Debug("learned host", "mac", macString(mac), "port", port, "settled", edge)
 		}
 		return
 	}
@@ -201,11 +203,15 @@ func (dp *dataplane) learnMAC(now time.Time, mac [6]byte, port uint32, out *outb
 	}
 }
 
-// onEdge reports whether port is a host's port under L2Fabric: up long
-// enough, with no link on it.
-func (dp *dataplane) onEdge(port uint32) bool {
+// portKind says whether port is, under L2Fabric, a host's port (up long
+// enough, with no link on it) or a link's; a port that is neither yet has
+// not settled.
+func (dp *dataplane) portKind(port uint32) (edge, link bool) {
 	v := dp.fabricRows.view
-	return v != nil && v.edge[port]
+	if v == nil {
+		return false, false
+	}
+	return v.edge[port], slices.Contains(v.ingress, port)
 }
 
 // forwardL2 sends the packet where its destination MAC lives, or floods;
@@ -241,10 +247,10 @@ func (dp *dataplane) forwardL2(p *packetIn, out *outbox) {
 }
 
 // forwardFabric sends the packet toward its destination's host, or
-// floods it along the spanning tree, unless the switch flooded it
-// already and sent it up only to be learned from.
+// floods it along the spanning tree, unless the switch forwards it itself
+// and sent it up only to be learned from.
 func (dp *dataplane) forwardFabric(p *packetIn, out *outbox) {
-	if p.fromFlood() {
+	if p.fromFabric() {
 		return
 	}
 	if v := dp.fabricRows.view; v != nil && !isMulticast(p.ethDst()) {
@@ -306,10 +312,14 @@ func (dp *dataplane) noteClaim(p *packetIn, ip [4]byte, mac [6]byte) {
 // teaches: the fabric tells the other switches where it is.
 func (dp *dataplane) learnHost(p *packetIn, ip uint32, mac [6]byte, out *outbox) {
 	if dp.l2 == L2Fabric {
-		if !dp.onEdge(p.inPort) {
-			return
+		edge, link := dp.portKind(p.inPort)
+		if link {
+			return // from another switch, which showed it where it attaches
 		}
-		dp.fabric.learn(mac, ip, portRef{dpid: dp.dpid, port: p.inPort})
+		dp.fabric.learn(mac, ip, portRef{dpid: dp.dpid, port: p.inPort}, edge)
+		if !edge {
+			return // the round that settles its port teaches this switch
+		}
 	}
 	if dp.learner.learnHost(p.now, ip, mac, p.inPort, dp.held.waiting(ip)) {
 		dp.reached(p.now, p.snap, ip, out)

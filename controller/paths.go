@@ -41,69 +41,56 @@ func (l linkLevel) next(now time.Time, utilisation float64) linkLevel {
 }
 
 // graph is the switches and the links that work both ways between them,
-// as path finding sees them.
+// as path finding sees them. It is built once a round; what a link costs
+// depends on the destination (towards).
 type graph struct {
-	nodes []uint64         // datapath ids, ascending
-	out   map[uint64][]arc // each switch's links to others, by neighbour then port
-	cost  map[link]int     // what each link costs
-	index map[uint64]int   // a node's position in nodes
-}
-
-// arc is a link from a switch, as its source sees it.
-type arc struct {
-	link
-	cost int
+	nodes []uint64       // datapath ids, ascending
+	index map[uint64]int // a node's position in nodes
+	in    [][]link       // by node: the links into it, by neighbour then port
+	has   map[link]bool
 }
 
 // newGraph builds the graph of the switches over the links discovered in
-// both directions (a link that carries frames only one way carries no
-// traffic back), each costing a hop and busyCost more while busy.
-func newGraph(switches []uint64, links []linkState, busy func(link) bool) *graph {
-	g := &graph{nodes: slices.Sorted(slices.Values(switches)), out: map[uint64][]arc{}, cost: map[link]int{}, index: map[uint64]int{}}
+// both directions: a link that carries frames only one way carries no
+// traffic back.
+func newGraph(switches []uint64, links []linkState) *graph {
+	g := &graph{nodes: slices.Sorted(slices.Values(switches)), index: map[uint64]int{}, has: map[link]bool{}}
+	g.in = make([][]link, len(g.nodes))
 	for i, n := range g.nodes {
 		g.index[n] = i
 	}
 	for _, l := range links {
 		_, okSrc := g.index[l.src.dpid]
-		_, okDst := g.index[l.dst.dpid]
+		dst, okDst := g.index[l.dst.dpid]
 		if !l.both || !okSrc || !okDst || l.src.dpid == l.dst.dpid {
 			continue
 		}
-		c := 1
-		if busy(l.link) {
-			c += busyCost
-		}
-		g.cost[l.link] = c
-		g.out[l.src.dpid] = append(g.out[l.src.dpid], arc{link: l.link, cost: c})
+		g.has[l.link] = true
+		g.in[dst] = append(g.in[dst], l.link)
 	}
-	for _, arcs := range g.out {
-		slices.SortFunc(arcs, func(a, b arc) int { return comparePortRef(a.dst, b.dst) })
+	for _, in := range g.in {
+		slices.SortFunc(in, func(a, b link) int { return comparePortRef(a.src, b.src) })
 	}
 	return g
 }
 
 // towards returns, for each switch that can reach dst, the port its
 // traffic to dst leaves by: the first hop of its cheapest path (Dijkstra
-// from dst over the links reversed). Among paths of equal cost a switch
-// keeps the port it used before (prev), so a change elsewhere moves no
-// traffic that need not move, and otherwise takes the lowest neighbour.
-// Every choice lies on a cheapest path and costs are positive, so
-// following the ports from any switch reaches dst without a loop.
-func (g *graph) towards(dst uint64, prev map[uint64]uint32) map[uint64]uint32 {
+// from dst over the links reversed), where a link costs a hop and
+// busyCost more while busy. Among paths of equal cost a switch keeps the
+// port it used before (prev), so a change elsewhere moves no traffic that
+// need not move, and otherwise takes the lowest neighbour. Every choice
+// lies on a cheapest path and costs are positive, so following the ports
+// from any switch reaches dst without a loop.
+func (g *graph) towards(dst uint64, prev map[uint64]uint32, busy func(link) bool) map[uint64]uint32 {
 	const unreached = int(^uint(0) >> 1)
 	dist := make([]int, len(g.nodes))
 	done := make([]bool, len(g.nodes))
 	for i := range dist {
 		dist[i] = unreached
 	}
-	in := map[uint64][]arc{} // links into each switch
-	for _, arcs := range g.out {
-		for _, a := range arcs {
-			in[a.dst.dpid] = append(in[a.dst.dpid], a)
-		}
-	}
-	next := map[uint64]uint32{}
-	via := map[uint64]portRef{} // the neighbour each choice goes to
+	next := make(map[uint64]uint32, len(g.nodes))
+	via := make([]portRef, len(g.nodes)) // the neighbour each choice goes to
 	dist[g.index[dst]] = 0
 	for {
 		u := -1
@@ -116,14 +103,17 @@ func (g *graph) towards(dst uint64, prev map[uint64]uint32) map[uint64]uint32 {
 			return next
 		}
 		done[u] = true
-		for _, a := range in[g.nodes[u]] {
-			x := g.index[a.src.dpid]
+		for _, l := range g.in[u] {
+			x := g.index[l.src.dpid]
 			if done[x] {
 				continue
 			}
-			d, from := dist[u]+a.cost, a.src.dpid
-			if d < dist[x] || d == dist[x] && preferred(a, next[from], via[from], prev[from]) {
-				dist[x], next[from], via[from] = d, a.src.port, a.dst
+			d, from := dist[u]+1, l.src.dpid
+			if busy(l) {
+				d += busyCost
+			}
+			if d < dist[x] || d == dist[x] && preferred(l, next[from], via[x], prev[from]) {
+				dist[x], next[from], via[x] = d, l.src.port, l.dst
 			}
 		}
 	}
@@ -133,7 +123,7 @@ func (g *graph) towards(dst uint64, prev map[uint64]uint32) map[uint64]uint32 {
 // chose so far (leading to neighbour via), is the better choice: the port
 // the switch used before (prev, 0 for none) first, then the lowest
 // neighbour.
-func preferred(a arc, chosen uint32, via portRef, prev uint32) bool {
+func preferred(a link, chosen uint32, via portRef, prev uint32) bool {
 	switch {
 	case chosen == prev:
 		return false
@@ -150,31 +140,35 @@ func preferred(a arc, chosen uint32, via portRef, prev uint32) bool {
 // each neighbour, so it counts hops and not load: it moves only when the
 // topology does.
 func (g *graph) tree() map[portRef]bool {
+	out := make([][]link, len(g.nodes)) // by node: the links from it
+	for _, in := range g.in {
+		for _, l := range in {
+			i := g.index[l.src.dpid]
+			out[i] = append(out[i], l)
+		}
+	}
 	onTree := map[portRef]bool{}
-	reached := map[uint64]bool{}
-	for _, root := range g.nodes {
+	reached := make([]bool, len(g.nodes))
+	for root := range g.nodes {
 		if reached[root] {
 			continue // another island of the network
 		}
 		reached[root] = true
-		queue := []uint64{root}
+		queue := []int{root}
 		for len(queue) > 0 {
 			n := queue[0]
 			queue = queue[1:]
-			arcs := slices.Clone(g.out[n])
-			slices.SortFunc(arcs, func(a, b arc) int {
+			slices.SortFunc(out[n], func(a, b link) int {
 				return cmp.Or(cmp.Compare(a.dst.dpid, b.dst.dpid), cmp.Compare(a.src.port, b.src.port))
 			})
-			for _, a := range arcs {
-				if reached[a.dst.dpid] {
+			for _, l := range out[n] {
+				to := g.index[l.dst.dpid]
+				if reached[to] || !g.has[link{l.dst, l.src}] {
 					continue
 				}
-				if _, back := g.cost[link{a.dst, a.src}]; !back {
-					continue
-				}
-				reached[a.dst.dpid] = true
-				onTree[a.src], onTree[a.dst] = true, true
-				queue = append(queue, a.dst.dpid)
+				reached[to] = true
+				onTree[l.src], onTree[l.dst] = true, true
+				queue = append(queue, to)
 			}
 		}
 	}

@@ -42,8 +42,8 @@ func follow(t *testing.T, ports map[uint64]uint32, from, dst uint64) []uint64 {
 }
 
 func TestGraph_TowardsTakesTheCheapestPath(t *testing.T) {
-	g := newGraph([]uint64{1, 2, 3, 4}, square(), calm)
-	ports := g.towards(3, nil)
+	g := newGraph([]uint64{1, 2, 3, 4}, square())
+	ports := g.towards(3, nil, calm)
 	if got := follow(t, ports, 1, 3); !slices.Equal(got, []uint64{1, 3}) {
 		t.Errorf("1→3 takes %v, want the chord", got)
 	}
@@ -60,13 +60,13 @@ func TestGraph_TowardsTakesTheCheapestPath(t *testing.T) {
 	// The chord busy: 1 goes around, through 2 (the lowest neighbour of
 	// the two equal ways).
 	busy := func(l link) bool { return l.src == portRef{1, 3} }
-	ports = newGraph([]uint64{1, 2, 3, 4}, square(), busy).towards(3, ports)
+	ports = g.towards(3, ports, busy)
 	if got := follow(t, ports, 1, 3); !slices.Equal(got, []uint64{1, 2, 3}) {
 		t.Errorf("1→3 with the chord busy takes %v, want 1-2-3", got)
 	}
 	// Of two equal ways, the one used before is kept.
 	prev := map[uint64]uint32{1: 4}
-	ports = newGraph([]uint64{1, 2, 3, 4}, square(), busy).towards(3, prev)
+	ports = g.towards(3, prev, busy)
 	if got := follow(t, ports, 1, 3); !slices.Equal(got, []uint64{1, 4, 3}) {
 		t.Errorf("1→3 having gone through 4 takes %v, want it kept", got)
 	}
@@ -79,7 +79,7 @@ func TestGraph_OnlyLinksBothWaysCarryTraffic(t *testing.T) {
 			links[i].both = false // the chord heard only one way
 		}
 	}
-	ports := newGraph([]uint64{1, 2, 3, 4}, links, calm).towards(3, nil)
+	ports := newGraph([]uint64{1, 2, 3, 4}, links).towards(3, nil, calm)
 	if got := follow(t, ports, 1, 3); len(got) != 3 {
 		t.Errorf("1→3 takes %v over a link heard one way", got)
 	}
@@ -90,14 +90,14 @@ func TestGraph_PartitionedSwitchesHaveNoPath(t *testing.T) {
 		{link: link{src: portRef{1, 2}, dst: portRef{2, 1}}, both: true},
 		{link: link{src: portRef{2, 1}, dst: portRef{1, 2}}, both: true},
 	}
-	ports := newGraph([]uint64{1, 2, 3}, links, calm).towards(3, nil)
+	ports := newGraph([]uint64{1, 2, 3}, links).towards(3, nil, calm)
 	if len(ports) != 0 {
 		t.Errorf("ports toward an unreachable switch: %v", ports)
 	}
 }
 
 func TestGraph_TreeSpansWithoutLoops(t *testing.T) {
-	tree := newGraph([]uint64{1, 2, 3, 4}, square(), calm).tree()
+	tree := newGraph([]uint64{1, 2, 3, 4}, square()).tree()
 	// Three links span four switches: six link ends.
 	if len(tree) != 6 {
 		t.Fatalf("tree ends %v, want 6", slices.Collect(maps.Keys(tree)))
@@ -115,7 +115,7 @@ func TestGraph_TreeSpansWithoutLoops(t *testing.T) {
 		{link: link{src: portRef{3, 4}, dst: portRef{4, 3}}, both: true},
 		{link: link{src: portRef{4, 3}, dst: portRef{3, 4}}, both: true},
 	}
-	if got := newGraph([]uint64{1, 2, 3, 4}, links, calm).tree(); len(got) != 4 {
+	if got := newGraph([]uint64{1, 2, 3, 4}, links).tree(); len(got) != 4 {
 		t.Errorf("two islands' trees %v, want both links", got)
 	}
 }
