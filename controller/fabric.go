@@ -418,8 +418,8 @@ func sourceFlow(mac [6]byte, port uint32) flow {
 
 // fabricRows is what a switch holds of the fabric, as sent to it.
 type fabricRows struct {
-	view  *fabricView
-	rows  map[flowKey]installedRow // the structural rows
+	view    *fabricView
+	rows    map[flowKey]installedRow // the structural rows
 	hosts   map[[6]byte]fabricHost
 	sources map[[6]byte]uint32 // the hosts of this switch: the port of their row in tableSources
 	gen     uint64             // of the hosts
