@@ -612,19 +612,30 @@ func TestDataplane_UnknownMemberMACIsARPedFor(t *testing.T) {
 	}
 }
 
-// A member the switch has not shown is passed over while another can
-// take the connection, and asked for.
-func TestDataplane_UnknownMemberIsPassedOver(t *testing.T) {
+// A member that did not answer ARP for longer than a setup waits is
+// passed over while another can take the connection, and asked for
+// again; one not asked yet is waited for, so a rotation stays exact.
+func TestDataplane_SilentMemberIsPassedOver(t *testing.T) {
 	d := newDecision(t, testConfig(nil))
 	d.teach(2)
 	d.packetIn(clientOF, arpFrame(t, 1, clientMAC, "ff:ff:ff:ff:ff:ff", clientIP, "10.0.0.100", "00:00:00:00:00:00"))
-	// Round robin's turn is m1's: m2 takes it.
+	// Round robin's turn is m1's, not known yet: held, and asked for.
+	assertSent(t, d.packetIn(clientOF, syn(t, 39999)),
+		"packet_out in_port=CONTROLLER actions=FLOOD data=arp 02:00:00:00:01:00>ff:ff:ff:ff:ff:ff op=1 sha=02:00:00:00:01:00 spa=0.0.0.0 tha=00:00:00:00:00:00 tpa=10.0.0.1")
+	// m1 never answers. m2 takes its own turn; m3, asked for the first
+	// time, is waited for.
+	d.advance(heldTimeout + time.Second)
+	d.packetIn(clientOF, syn(t, 40001))
+	assertSent(t, d.packetIn(clientOF, syn(t, 40002)),
+		"packet_out in_port=CONTROLLER actions=FLOOD data=arp 02:00:00:00:01:00>ff:ff:ff:ff:ff:ff op=1 sha=02:00:00:00:01:00 spa=0.0.0.0 tha=00:00:00:00:00:00 tpa=10.0.0.3")
+	// m1's turn again: it has been asked for longer than a setup waits,
+	// so m2, the next the switch has shown, takes it.
 	got := d.packetIn(clientOF, syn(t, 40000))
 	assertSent(t, got, append([]string{
 		"packet_out in_port=CONTROLLER actions=FLOOD data=arp 02:00:00:00:01:00>ff:ff:ff:ff:ff:ff op=1 sha=02:00:00:00:01:00 spa=0.0.0.0 tha=00:00:00:00:00:00 tpa=10.0.0.1"},
 		setupLines(2, 40000)...)...)
-	if n := d.snap.memberByID("m2").cnt.active.Load(); n != 1 {
-		t.Errorf("member m2 has %d active connections, want 1", n)
+	if n := d.snap.memberByID("m2").cnt.active.Load(); n != 2 {
+		t.Errorf("member m2 has %d active connections, want 2", n)
 	}
 }
 

@@ -31,8 +31,14 @@ const hostSweep = time.Minute
 type l2Learner struct {
 	macs     map[[6]byte]macEntry // where each MAC lives (L2Learn)
 	hosts    map[uint32]hostEntry // learned IPv4 addresses: MAC and port
-	arpAsked map[uint32]time.Time // when the controller last ARPed for a member
+	arpAsked map[uint32]arpAsk // when the controller ARPed for a member it has not seen
 	swept    int64                // unix nanoseconds of the last pass of forgetStale
+}
+
+// arpAsk is when the controller first and last asked for a member by ARP,
+// since the member last answered.
+type arpAsk struct {
+	first, last time.Time
 }
 
 type macEntry struct {
@@ -52,7 +58,7 @@ func newL2Learner() l2Learner {
 	return l2Learner{
 		macs:     map[[6]byte]macEntry{},
 		hosts:    map[uint32]hostEntry{},
-		arpAsked: map[uint32]time.Time{},
+		arpAsked: map[uint32]arpAsk{},
 	}
 }
 
@@ -99,6 +105,7 @@ func (l *l2Learner) learnHost(now time.Time, ip uint32, mac [6]byte, port uint32
 		return false // full; a member still gets in through its held setups
 	}
 	l.hosts[ip] = hostEntry{mac: mac, port: port, seen: now.UnixNano()}
+	delete(l.arpAsked, ip)
 	return !known || e.mac != mac || e.port != port
 }
 
@@ -164,6 +171,7 @@ func (l *l2Learner) reach(now time.Time, ip uint32, mac [6]byte, port uint32) bo
 		return false
 	}
 	l.hosts[ip] = hostEntry{mac: mac, port: port}
+	delete(l.arpAsked, ip)
 	return !known || e.mac != mac || e.port != port
 }
 
@@ -180,11 +188,24 @@ func (l *l2Learner) ipOfMAC(mac [6]byte) [4]byte {
 // arpDue reports whether the member at ip may be asked for by ARP, at
 // most every arpRetry, and counts it asked now if so.
 func (l *l2Learner) arpDue(now time.Time, ip uint32) bool {
-	if now.Sub(l.arpAsked[ip]) < arpRetry {
+	a, asked := l.arpAsked[ip]
+	if now.Sub(a.last) < arpRetry {
 		return false
 	}
-	l.arpAsked[ip] = now
+	if !asked {
+		a.first = now
+	}
+	a.last = now
+	l.arpAsked[ip] = a
 	return true
+}
+
+// silent reports whether the member at ip has been asked for, without an
+// answer, for longer than a setup waits for one: a member that is not
+// there, or does not answer ARP.
+func (l *l2Learner) silent(now time.Time, ip uint32) bool {
+	a, asked := l.arpAsked[ip]
+	return asked && now.Sub(a.first) > heldTimeout
 }
 
 // learnMAC learns where a source MAC lives. Under L2Normal the switch

@@ -77,9 +77,9 @@ func (dp *dataplane) handleVIPPacket(p *packetIn, out *outbox) {
 	}
 	m := dp.pick(p.now, pool, v, c.key())
 	e, known := dp.learner.host(ipUint(m.ip))
-	if !known || e.port == 0 {
-		// A member the switch has not shown takes no connection while
-		// another can; it is asked for by ARP.
+	if (!known || e.port == 0) && dp.learner.silent(p.now, ipUint(m.ip)) {
+		// A member that did not answer ARP for longer than a setup waits
+		// takes no connection while another can; it is still asked for.
 		if alt, ae, ok := dp.reachableAfter(pool, m); ok {
 			dp.askARP(p.now, v, m.ip, out)
 			m, e, known = alt, ae, true
