@@ -31,7 +31,7 @@ const hostSweep = time.Minute
 type l2Learner struct {
 	macs     map[[6]byte]macEntry // where each MAC lives (L2Learn)
 	hosts    map[uint32]hostEntry // learned IPv4 addresses: MAC and port
-	arpAsked map[uint32]arpAsk // when the controller ARPed for a member it has not seen
+	arpAsked map[uint32]arpAsk    // when the controller ARPed for a member it has not seen
 	swept    int64                // unix nanoseconds of the last pass of forgetStale
 }
 
