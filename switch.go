@@ -90,8 +90,9 @@ type MemberStats struct {
 	// Location is where the member attaches, as the switches showed it;
 	// null while no switch has shown it. Such a member takes no
 	// connection: SWITCH pools leave it out of their buckets, CONTROLLER
-	// pools pass it over while another member can take the connection,
-	// and the controller asks for it by ARP.
+	// pools hold its connections while the controller asks for it by ARP,
+	// and once it has not answered for 2 s give them to the members the
+	// switch has shown.
 	Location          *MemberLocation `json:"location" extensions:"x-nullable"`
 	ActiveConnections uint64          `json:"active_connections"`
 	TotalConnections  uint64          `json:"total_connections"`
