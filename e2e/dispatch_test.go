@@ -31,15 +31,26 @@ func (b *lbBed) buckets(tb testing.TB) map[string]int {
 // groupBuckets is buckets of the output of ovs-ofctl dump-groups.
 func groupBuckets(dump string) map[string]int {
 	counts := map[string]int{}
+	for _, b := range bucketOrder(dump) {
+		counts[b]++
+	}
+	return counts
+}
+
+// bucketOrder lists, group by group, the member each bucket commits
+// connections to ("group_id=1 0xa4d000b"), from the output of ovs-ofctl
+// dump-groups.
+func bucketOrder(dump string) []string {
+	var order []string
 	for _, line := range strings.Split(dump, "\n") {
 		group, buckets, _ := strings.Cut(strings.TrimSpace(line), ",")
 		for _, bucket := range strings.Split(buckets, "bucket=")[1:] {
 			if m := bucketTarget.FindStringSubmatch(bucket); m != nil {
-				counts[group+" "+m[1]]++
+				order = append(order, group+" "+m[1])
 			}
 		}
 	}
-	return counts
+	return order
 }
 
 // waitBuckets waits until the switch's group spreads over n members and

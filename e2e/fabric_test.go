@@ -207,6 +207,11 @@ func TestFabric_FourBridges(t *testing.T) {
 	for _, sw := range []*Switch{b.e1, b.e2} {
 		waitGroupMembers(t, sw, 2)
 	}
+	// The edges hold the same buckets, in the same order: a connection
+	// whose packets come in at another edge keeps its member.
+	if e1, e2 := bucketOrder(b.e1.Ofctl("dump-groups", b.e1.Name)), bucketOrder(b.e2.Ofctl("dump-groups", b.e2.Name)); !slices.Equal(e1, e2) {
+		t.Errorf("the edges' buckets differ:\nE1 %v\nE2 %v", e1, e2)
+	}
 	url := "http://" + net.JoinHostPort(vip.Address, strconv.Itoa(vipPort)) + "/"
 	clients := []*Host{b.c1, b.c2}
 	requireAll(t, spread(t, clients, url, 30), names)
