@@ -96,11 +96,11 @@ func (t *Topology) Run(ctx context.Context) error {
 // record records this node's part once. A record that takes longer than
 // the part counts is worthless.
 func (t *Topology) record(ctx context.Context) {
-	ctx, cancel := context.WithTimeout(ctx, topologyPartTimeout)
+	rctx, cancel := context.WithTimeout(ctx, topologyPartTimeout)
 	defer cancel()
-	part, err := t.local(ctx)
+	part, err := t.local(rctx)
 	if err == nil {
-		err = t.store.RecordTopology(ctx, t.node, part, topologyPartTimeout)
+		err = t.store.RecordTopology(rctx, t.node, part, topologyPartTimeout)
 	}
 	if err != nil && ctx.Err() == nil {
 		t.log.Debug("cannot record this node's part of the topology", "err", err)
