@@ -1,6 +1,9 @@
 package sdnlb
 
-import "context"
+import (
+	"context"
+	"time"
+)
 
 // Topology is the network the connected switches make: the links between
 // them, which the controller discovers by LLDP, and the hosts on their
@@ -58,4 +61,46 @@ type LinkEnd struct {
 // TopologyService tells how the switches are linked.
 type TopologyService interface {
 	Topology(ctx context.Context) (*Topology, error)
+}
+
+// TopologyPart is what one node of a cluster discovered. A switch sends
+// its packet-ins to its MASTER only, so a node discovers the links into
+// the switches it masters and learns the hosts on them, and only a
+// switch's master reads its port counters: each node records its part,
+// and every node shows the parts merged.
+type TopologyPart struct {
+	Node     string
+	Switches []*TopologySwitch
+	// Links are the links the node discovered, Src and Dst only: what a
+	// link carries is its source port's load, in the part of the source
+	// switch's master.
+	Links []*Link
+	Hosts []*Host
+	// Loads are the loads of the ports at either end of Links that are on
+	// the switches the node masters.
+	Loads []PortLoad
+	// Paths are the node's paths between the switches it masters.
+	Paths []*Path
+}
+
+// PortLoad is what a switch port sent, as Link reports it for a link
+// from the port.
+type PortLoad struct {
+	Port        LinkEnd `json:"port"`
+	RateBPS     uint64  `json:"rate_bps"`
+	CapacityBPS uint64  `json:"capacity_bps"`
+	Utilisation float64 `json:"utilisation"`
+}
+
+// TopologyPartService is the database side of sharing the topology among
+// the nodes: each records its part, every node reads them all.
+type TopologyPartService interface {
+	// RecordTopology records part as node's, replacing the last, by the
+	// database clock, and forgets the parts nobody recorded again within
+	// live (of nodes gone); a nil part forgets node's. It fails with
+	// ECONFLICT, changing nothing, when another process acts as node (see
+	// LeaseService.RecordNode).
+	RecordTopology(ctx context.Context, node ClusterNode, part *TopologyPart, live time.Duration) error
+	// TopologyParts reads the parts recorded within live, by node.
+	TopologyParts(ctx context.Context, live time.Duration) ([]*TopologyPart, error)
 }

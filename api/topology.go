@@ -2,11 +2,11 @@ package api
 
 import "net/http"
 
-// handleTopology shows how the connected switches are linked.
+// handleTopology shows how the switches are linked.
 //
 //	@Summary	Show the topology: switches, the links between them, the hosts at the edge
 //	@ID			topology
-//	@Description	Lists the connected switches and their ports, the links between them that LLDP discovered (each direction apart, found within a second, gone within three once a link stops carrying the frames, at once when a port goes down) and the hosts the switches learned on ports with no link.
+//	@Description	Lists the connected switches and their ports, the links between them that LLDP discovered (each direction apart, found within a second, gone within three once a link stops carrying the frames, at once when a port goes down) and the hosts the switches learned on ports with no link. Every node of a cluster answers for the whole network: each node discovers the links into the switches it is the MASTER of and the hosts on them, records that part every second, and shows its own merged with the parts the other nodes recorded in the last 3 s (a link once, bidirectional when any node discovered its reverse; a host once per switch, as seen last, another node's last_seen to the minute). While the database is away a node shows its own part only.
 //	@Tags		switches
 //	@Produce	json
 //	@Success	200	{object}	sdnlb.Topology

@@ -3,6 +3,7 @@
 package e2e
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -636,4 +637,133 @@ func TestCluster_SwitchMasters(t *testing.T) {
 	if failed.Load() > 0 {
 		t.Fatalf("a SWITCH VIP stopped answering: %d requests failed, first: %v", failed.Load(), firstErr.Load())
 	}
+}
+
+// topologyOf is GET /v1/topology's hosts on p, as "address dpid port",
+// sorted, and its links without what they carry.
+func topologyOf(tb testing.TB, p *sdnlbProc) (hosts []string, links []sdnlb.Link) {
+	tb.Helper()
+	var top sdnlb.Topology
+	p.MustAPI(http.MethodGet, "/v1/topology", nil, http.StatusOK, &top)
+	for _, h := range top.Hosts {
+		hosts = append(hosts, h.Address+" "+h.DPID+" "+h.Port)
+	}
+	slices.Sort(hosts)
+	for _, l := range top.Links {
+		links = append(links, sdnlb.Link{Src: l.Src, Dst: l.Dst, Bidirectional: l.Bidirectional})
+	}
+	return hosts, links
+}
+
+// waitTopology waits, a bounded number of times, until GET /v1/topology
+// on p shows exactly the hosts and links wanted.
+func waitTopology(tb testing.TB, p *sdnlbProc, hosts []string, links []sdnlb.Link, timeout time.Duration) {
+	tb.Helper()
+	deadline := time.Now().Add(timeout)
+	var gotHosts []string
+	var gotLinks []sdnlb.Link
+	for i := 0; i < 1000 && time.Now().Before(deadline); i++ {
+		if gotHosts, gotLinks = topologyOf(tb, p); slices.Equal(gotHosts, hosts) && slices.Equal(gotLinks, links) {
+			return
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	tb.Fatalf("after %v GET /v1/topology shows hosts %q and links %+v,\nwant hosts %q and links %+v", timeout, gotHosts, gotLinks, hosts, links)
+}
+
+// TestCluster_Topology runs two nodes on one PostgreSQL as the controllers
+// of four bridges linked in a chain by patch ports, a host on each,
+// learning L2 through the controller. Each node masters two bridges, so
+// it discovers only the links into them and learns only their hosts; yet
+// GET /v1/topology on either shows every link both ways and every host,
+// and keeps showing them for longer than a link counts without its LLDP
+// frame. Killed, a node's part lapses and the other, master of every
+// bridge, shows everything itself.
+func TestCluster_Topology(t *testing.T) {
+	const nBridges = 4
+	dsn := startPostgres(t)
+	nodeA := startSDNLB(t, "--db", dsn, "--node-id", "a", "--l2", "learn")
+	waitLeader(t, nodeA, "a", 5*time.Second)
+	nodeB := startSDNLB(t, "--db", dsn, "--node-id", "b", "--l2", "learn")
+	targetA, targetB := "tcp:"+nodeA.OpenFlowAddr, "tcp:"+nodeB.OpenFlowAddr
+
+	first := NewSwitch(t)
+	bridges := []*Switch{first}
+	for len(bridges) < nBridges {
+		bridges = append(bridges, first.AddBridge(t))
+	}
+	var (
+		hosts     []*Host
+		wantHosts []string
+		wantLinks []sdnlb.Link
+	)
+	for i, sw := range bridges {
+		h := sw.AddHost(t, "h", first.Addr(byte(1+i)))
+		hosts = append(hosts, h)
+		wantHosts = append(wantHosts, h.IP+" "+dpidOf(t, sw)+" "+strconv.Itoa(h.OFPort))
+	}
+	slices.Sort(wantHosts)
+	for i := 0; i+1 < nBridges; i++ {
+		x, y := bridges[i], bridges[i+1]
+		px, py := x.Name+"-"+strconv.Itoa(i), y.Name+"-"+strconv.Itoa(i)
+		ex := sdnlb.LinkEnd{DPID: dpidOf(t, x), Port: uint32(x.AddPatch(t, px, py))}
+		ey := sdnlb.LinkEnd{DPID: dpidOf(t, y), Port: uint32(y.AddPatch(t, py, px))}
+		wantLinks = append(wantLinks, sdnlb.Link{Src: ex, Dst: ey, Bidirectional: true}, sdnlb.Link{Src: ey, Dst: ex, Bidirectional: true})
+	}
+	// In the API's order: by source, then destination.
+	slices.SortFunc(wantLinks, func(a, b sdnlb.Link) int {
+		return cmp.Or(cmp.Compare(a.Src.DPID, b.Src.DPID), cmp.Compare(a.Src.Port, b.Src.Port),
+			cmp.Compare(a.Dst.DPID, b.Dst.DPID), cmp.Compare(a.Dst.Port, b.Dst.Port))
+	})
+	for _, sw := range bridges {
+		setControllers(sw, targetA)
+		addController(sw, targetB)
+		dumpOnFailure(t, sw, nodeB)
+	}
+	nodeA.WaitSwitches(nBridges, 20*time.Second)
+	nodeB.WaitSwitches(nBridges, 20*time.Second)
+	waitMastered(t, nodeB, map[string]int{"a": 2, "b": 2}, 10*time.Second)
+	waitOVSMasters(t, bridges, map[string]int{targetA: 2, targetB: 2}, 15*time.Second)
+
+	// showHosts has each host reach the next across the chain: its ARP
+	// broadcast, sent with an empty cache, shows it to its own bridge's
+	// master.
+	showHosts := func() {
+		t.Helper()
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		for i, h := range hosts {
+			to := hosts[(i+1)%len(hosts)]
+			if out, err := h.Exec(ctx, "sh", "-c", "ip neigh flush dev eth0 && ping -c 1 -W 5 "+to.IP); err != nil {
+				t.Fatalf("%s cannot reach %s: %v\n%s", h.Name, to.Name, err, out)
+			}
+		}
+	}
+	showHosts()
+	nodes := map[string]*sdnlbProc{"a": nodeA, "b": nodeB}
+	for _, p := range nodes {
+		waitTopology(t, p, wantHosts, wantLinks, 20*time.Second)
+	}
+	// Longer than a link counts without its frame, past anything a node
+	// found while it mastered every bridge: what each shows is the parts
+	// merged.
+	for i := 0; i < 25; i++ {
+		for id, p := range nodes {
+			if gotHosts, gotLinks := topologyOf(t, p); !slices.Equal(gotHosts, wantHosts) || !slices.Equal(gotLinks, wantLinks) {
+				t.Fatalf("GET /v1/topology on %s, poll %d: hosts %q, links %+v,\nwant hosts %q and links %+v",
+					id, i, gotHosts, gotLinks, wantHosts, wantLinks)
+			}
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+
+	// a killed: b masters every bridge; once a's part lapsed (3 s after
+	// its last record), and the hosts showed themselves to b, b shows
+	// everything by itself.
+	killed := time.Now()
+	nodeA.Kill()
+	waitMastered(t, nodeB, map[string]int{"b": nBridges}, 10*time.Second)
+	time.Sleep(time.Until(killed.Add(4 * time.Second)))
+	showHosts()
+	waitTopology(t, nodeB, wantHosts, wantLinks, 20*time.Second)
 }

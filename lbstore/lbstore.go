@@ -38,6 +38,7 @@ import (
 	"fmt"
 	"io/fs"
 	"log/slog"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -61,11 +62,18 @@ type DB struct {
 	write *sqlx.DB
 	read  *sqlx.DB
 	// cluster takes and renews the leader lease; masters records the
-	// switches' connections and masters (masters.go).
-	cluster *sqlx.DB
-	masters *sqlx.DB
+	// switches' connections and masters (masters.go); topology records
+	// this node's part of the topology (topology.go).
+	cluster  *sqlx.DB
+	masters  *sqlx.DB
+	topology *sqlx.DB
 	// mastersChanged receives when a node changed the switches' masters.
 	mastersChanged chan struct{}
+	// recorded is, by node id, the part of the topology this process
+	// last recorded, as the database holds it: the next record writes
+	// only the difference.
+	recordedMu sync.Mutex
+	recorded   map[string]topologyItems
 
 	dialect *dialect
 	feed    feed
@@ -114,6 +122,7 @@ func NewDB(dsn string) *DB {
 		writeLock:      make(chan struct{}, 1),
 		events:         newEventHub(),
 		mastersChanged: make(chan struct{}, 1),
+		recorded:       map[string]topologyItems{},
 	}
 }
 
@@ -179,6 +188,9 @@ func (db *DB) Close() error {
 	}
 	if db.masters != nil {
 		errs = append(errs, db.masters.Close())
+	}
+	if db.topology != nil {
+		errs = append(errs, db.topology.Close())
 	}
 	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("close db: %w", err)

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/jmoiron/sqlx"
+
 	"github.com/sdnlb/sdnlb"
 )
 
@@ -19,7 +21,7 @@ var _ sdnlb.SwitchMasterService = (*DB)(nil)
 // node's row while that is node.Instance's: a process whose node id
 // another took over changes nothing.
 func (db *DB) RecordSwitches(ctx context.Context, node sdnlb.ClusterNode, dpids []string) error {
-	err := db.mastersTx(ctx, func(tx *sql.Tx) error {
+	err := inTx(ctx, db.masters, func(tx *sql.Tx) error {
 		var now int64
 		err := tx.QueryRowContext(ctx, db.withNow(`UPDATE cluster_nodes SET last_seen = last_seen
 			WHERE id = ? AND instance = ? RETURNING {now}`), node.ID, node.Instance).Scan(&now)
@@ -103,7 +105,7 @@ func (db *DB) SwitchMasters(ctx context.Context, live time.Duration) (*sdnlb.Mas
 // takeover waits for the commit (and the new leader reads what it
 // wrote), and nothing is written once the lease has passed on.
 func (db *DB) SetSwitchMasters(ctx context.Context, nodeID string, term uint64, masters []sdnlb.SwitchMaster, drop []string) error {
-	err := db.mastersTx(ctx, func(tx *sql.Tx) error {
+	err := inTx(ctx, db.masters, func(tx *sql.Tx) error {
 		res, err := tx.ExecContext(ctx, db.withNow(`UPDATE cluster_lease SET holder = holder
 			WHERE id = 1 AND holder = ? AND generation = ? AND expires_at > {now}`), nodeID, int64(term))
 		if err != nil {
@@ -152,10 +154,10 @@ func placeholders(n int, one string) string {
 	return strings.TrimSuffix(strings.Repeat(one+", ", n), ", ")
 }
 
-// mastersTx runs f in a transaction on the masters connection, which it
-// commits only when f succeeds.
-func (db *DB) mastersTx(ctx context.Context, f func(*sql.Tx) error) error {
-	tx, err := db.masters.BeginTx(ctx, nil)
+// inTx runs f in a transaction on conn (the masters' or the topology's
+// connection), which it commits only when f succeeds.
+func inTx(ctx context.Context, conn *sqlx.DB, f func(*sql.Tx) error) error {
+	tx, err := conn.BeginTx(ctx, nil)
 	if err != nil {
 		return fmt.Errorf("begin: %w", err)
 	}

@@ -76,6 +76,9 @@ func openPostgres(db *DB) error {
 	// waits for the other.
 	db.masters = sqlx.NewDb(stdlib.OpenDB(*cfg), "pgx")
 	db.masters.SetMaxOpenConns(1)
+	// The topology's records, which may write many rows, delay neither.
+	db.topology = sqlx.NewDb(stdlib.OpenDB(*cfg), "pgx")
+	db.topology.SetMaxOpenConns(1)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*cfg.ConnectTimeout)
 	defer cancel()
 	return db.write.PingContext(ctx)

@@ -65,6 +65,10 @@ func openSQLite(db *DB) error {
 		return err
 	}
 	db.masters.SetMaxOpenConns(1)
+	if db.topology, err = sqlx.Open("sqlite3", withParams(db.DSN, connParams)); err != nil {
+		return err
+	}
+	db.topology.SetMaxOpenConns(1)
 	return nil
 }
 

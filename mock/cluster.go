@@ -58,3 +58,19 @@ func (s *SwitchMasterService) SetSwitchMasters(ctx context.Context, nodeID strin
 func (s *SwitchMasterService) SwitchMastersChanged() <-chan struct{} {
 	return s.SwitchMastersChangedFn()
 }
+
+var _ sdnlb.TopologyPartService = (*TopologyPartService)(nil)
+
+// TopologyPartService is a fake sdnlb.TopologyPartService.
+type TopologyPartService struct {
+	RecordTopologyFn func(ctx context.Context, node sdnlb.ClusterNode, part *sdnlb.TopologyPart, live time.Duration) error
+	TopologyPartsFn  func(ctx context.Context, live time.Duration) ([]*sdnlb.TopologyPart, error)
+}
+
+func (s *TopologyPartService) RecordTopology(ctx context.Context, node sdnlb.ClusterNode, part *sdnlb.TopologyPart, live time.Duration) error {
+	return s.RecordTopologyFn(ctx, node, part, live)
+}
+
+func (s *TopologyPartService) TopologyParts(ctx context.Context, live time.Duration) ([]*sdnlb.TopologyPart, error) {
+	return s.TopologyPartsFn(ctx, live)
+}

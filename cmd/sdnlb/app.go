@@ -41,6 +41,9 @@ type Main struct {
 	// Masters spreads the switches' MASTER role over the nodes; nil on
 	// SQLite, where the one node is every switch's only controller.
 	Masters *cluster.Masters
+	// Topology answers for the whole network: on PostgreSQL each node
+	// records its part, and merges the others' with its own.
+	Topology *cluster.Topology
 
 	apiLn      net.Listener
 	ofLn       net.Listener
@@ -118,6 +121,7 @@ func (m *Main) Run(ctx context.Context) (err error) {
 		Roles:         roles,
 		OnStaleRole:   func() { m.Masters.Refresh() },
 	})
+	var parts sdnlb.TopologyPartService
 	if roles {
 		m.Masters = cluster.NewMasters(m.DB, m.Elector, cluster.MastersOptions{
 			Switches:   m.Controller.SwitchIDs,
@@ -125,7 +129,9 @@ func (m *Main) Run(ctx context.Context) (err error) {
 			Logger:     m.Logger,
 			Registerer: registry,
 		})
+		parts = m.DB
 	}
+	m.Topology = cluster.NewTopology(parts, m.Elector.Node(), m.Controller.TopologyPart, m.Logger)
 	// The monitors run on the leader only, so each transition is written
 	// once; a write is refused once the lease lapsed, even before the
 	// engine has stopped.
@@ -143,7 +149,7 @@ func (m *Main) Run(ctx context.Context) (err error) {
 		EventService:      m.Store,
 		StatsService:      m.Controller,
 		SwitchService:     m.Controller,
-		TopologyService:   m.Controller,
+		TopologyService:   m.Topology,
 		HostService:       m.Controller,
 		HealthReporter:    m.Health,
 		ClusterService:    m.DB,
@@ -180,6 +186,7 @@ func (m *Main) Run(ctx context.Context) (err error) {
 	if m.Masters != nil {
 		m.goRun("masters", func() error { return m.Masters.Run(ctx) })
 		m.goRun("roles", func() error { m.followMasters(ctx); return nil })
+		m.goRun("topology", func() error { return m.Topology.Run(ctx) })
 	}
 	m.goRun("api", func() error {
 		if err := m.httpServer.Serve(m.apiLn); !errors.Is(err, http.ErrServerClosed) {
