@@ -3,6 +3,7 @@ package ofp10
 import (
 	"bytes"
 	"encoding/hex"
+	"fmt"
 	"reflect"
 	"strings"
 	"testing"
@@ -203,8 +204,8 @@ func TestGolden_Append(t *testing.T) {
 
 // TestGolden_OVSText checks the decoded model against what Open vSwitch's
 // own 1.0 decoder printed for each vector (NAME.txt, `ovs-ofctl ofp-print`;
-// TestOVS_PrintsGolden re-runs it): the message type and xid, and every
-// match rendered as ovs-ofctl renders it.
+// TestOVS_PrintsGolden re-runs it): the xid, every match rendered as
+// ovs-ofctl renders it, and each port's number, name and speeds.
 func TestGolden_OVSText(t *testing.T) {
 	for _, tc := range goldenCases() {
 		t.Run(tc.name, func(t *testing.T) {
@@ -221,6 +222,10 @@ func TestGolden_OVSText(t *testing.T) {
 			for _, match := range matches(m) {
 				want = append(want, match.String())
 			}
+			for _, p := range ports(m) {
+				want = append(want, fmt.Sprintf("%s(%s): addr:", ofp.FormatPort(p.PortNo), p.Name),
+					fmt.Sprintf("speed: %d Mbps now, %d Mbps max", p.CurrSpeed/1000, p.MaxSpeed/1000))
+			}
 			for _, w := range want {
 				if !strings.Contains(text, w) {
 					t.Errorf("ovs-ofctl printed\n%s\nwithout %q", text, w)
@@ -228,6 +233,17 @@ func TestGolden_OVSText(t *testing.T) {
 			}
 		})
 	}
+}
+
+// ports lists the port descriptions a message carries.
+func ports(m ofp.Message) []ofp.Port {
+	switch m := m.(type) {
+	case *FeaturesReply:
+		return m.Ports
+	case *ofp.PortStatus:
+		return []ofp.Port{m.Desc}
+	}
+	return nil
 }
 
 // matches lists the matches a message carries.
