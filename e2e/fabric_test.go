@@ -337,9 +337,9 @@ func startRequestLoop(c *Host, url string, stop <-chan struct{}) *loadLoop {
 	return l
 }
 
-// bulk sends bytes from one host to a sink on another for d at most, as
-// fast as TCP goes, and returns when it is done.
-func bulk(t *testing.T, from, to *Host, d time.Duration) {
+// bulk sends bytes from one host to a sink on another, as fast as TCP
+// goes, until stop is closed or for d at most.
+func bulk(t *testing.T, from, to *Host, stop <-chan struct{}, d time.Duration) {
 	t.Helper()
 	ln, err := to.Listen("tcp4", net.JoinHostPort(to.IP, "9100"))
 	if err != nil {
@@ -356,6 +356,13 @@ func bulk(t *testing.T, from, to *Host, d time.Duration) {
 	}()
 	ctx, cancel := context.WithTimeout(context.Background(), d)
 	defer cancel()
+	go func() {
+		select {
+		case <-stop:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
 	conn, err := from.DialContext(ctx, "tcp4", net.JoinHostPort(to.IP, "9100"))
 	if err != nil {
 		t.Fatal(err)
@@ -416,8 +423,8 @@ func TestFabric_PathsFollowLoadAndFailures(t *testing.T) {
 	x1, x2 := b.e1.AddHost(t, "x1", b.e1.Addr(21)), b.m2.AddHost(t, "x2", b.e1.Addr(22))
 	ping(t, x1, x2)
 	punted := b.lb.Metric(`sdnlb_controller_packet_ins_total{kind="l2"}`)
-	done := make(chan struct{})
-	go func() { defer close(done); bulk(t, x1, x2, 25*time.Second) }()
+	stopBulk, done := make(chan struct{}), make(chan struct{})
+	go func() { defer close(done); bulk(t, x1, x2, stopBulk, 25*time.Second) }()
 	moved = b.waitPaths(t, "E1→M1 around the busy link", onPath(around))
 	var busiest sdnlb.Link
 	var top sdnlb.Topology
@@ -433,6 +440,7 @@ func TestFabric_PathsFollowLoadAndFailures(t *testing.T) {
 		t.Errorf("path E1→M2 %v under its own load, want it kept: %v", got, want)
 	}
 	requireAll(t, spread(t, []*Host{b.c1}, url, 20), []string{"srv1"})
+	close(stopBulk)
 	<-done
 	// The switches carried the bulk traffic themselves: the controller
 	// saw a few of its first packets at most.
