@@ -200,26 +200,28 @@ func (DescReply) MultipartType() MultipartType { return MultipartDesc }
 func (DescReply) replyBody()                   {}
 
 func (r DescReply) appendMultipart(b []byte) []byte {
-	b = appendFixedString(b, r.MfrDesc, descStrLen)
-	b = appendFixedString(b, r.HWDesc, descStrLen)
-	b = appendFixedString(b, r.SWDesc, descStrLen)
-	b = appendFixedString(b, r.SerialNum, serialNumLen)
-	return appendFixedString(b, r.DPDesc, descStrLen)
+	b = AppendFixedString(b, r.MfrDesc, descStrLen)
+	b = AppendFixedString(b, r.HWDesc, descStrLen)
+	b = AppendFixedString(b, r.SWDesc, descStrLen)
+	b = AppendFixedString(b, r.SerialNum, serialNumLen)
+	return AppendFixedString(b, r.DPDesc, descStrLen)
 }
 
 func (r *DescReply) decode(b []byte) error {
 	if len(b) != descReplyLen {
 		return ErrBadLength
 	}
-	r.MfrDesc = fixedString(b[:256])
-	r.HWDesc = fixedString(b[256:512])
-	r.SWDesc = fixedString(b[512:768])
-	r.SerialNum = fixedString(b[768:800])
-	r.DPDesc = fixedString(b[800:])
+	r.MfrDesc = FixedString(b[:256])
+	r.HWDesc = FixedString(b[256:512])
+	r.SWDesc = FixedString(b[512:768])
+	r.SerialNum = FixedString(b[768:800])
+	r.DPDesc = FixedString(b[800:])
 	return nil
 }
 
-func appendFixedString(b []byte, s string, n int) []byte {
+// AppendFixedString appends s as a NUL-padded field of n bytes, cut to n:
+// the port names and descriptions of every OpenFlow version.
+func AppendFixedString(b []byte, s string, n int) []byte {
 	if len(s) > n {
 		s = s[:n]
 	}
@@ -230,7 +232,8 @@ func appendFixedString(b []byte, s string, n int) []byte {
 	return b
 }
 
-func fixedString(b []byte) string {
+// FixedString reads a NUL-padded field.
+func FixedString(b []byte) string {
 	for i, c := range b {
 		if c == 0 {
 			return string(b[:i])

@@ -95,7 +95,7 @@ func appendPhyPort(b []byte, p *ofp.Port) ([]byte, error) {
 	}
 	b = binary.BigEndian.AppendUint16(b, no)
 	b = append(b, p.HWAddr[:]...)
-	b = appendFixedString(b, p.Name, 16)
+	b = ofp.AppendFixedString(b, p.Name, 16)
 	state := p.State & ofp.PortStateLinkDown
 	if p.State&ofp.PortStateBlocked != 0 {
 		state |= stateSTPBlock
@@ -115,7 +115,7 @@ func decodePhyPort(b []byte) ofp.Port {
 	supported := binary.BigEndian.Uint32(b[40:])
 	p := ofp.Port{
 		PortNo:     portFrom10(binary.BigEndian.Uint16(b)),
-		Name:       fixedString(b[8:24]),
+		Name:       ofp.FixedString(b[8:24]),
 		Config:     binary.BigEndian.Uint32(b[24:]) & portConfig13,
 		Curr:       featuresFrom10(curr),
 		Advertised: featuresFrom10(binary.BigEndian.Uint32(b[36:])),
@@ -134,24 +134,4 @@ func decodePhyPort(b []byte) ofp.Port {
 		p.State |= ofp.PortStateLive
 	}
 	return p
-}
-
-func appendFixedString(b []byte, s string, n int) []byte {
-	if len(s) > n {
-		s = s[:n]
-	}
-	b = append(b, s...)
-	for range n - len(s) {
-		b = append(b, 0)
-	}
-	return b
-}
-
-func fixedString(b []byte) string {
-	for i, c := range b {
-		if c == 0 {
-			return string(b[:i])
-		}
-	}
-	return string(b)
 }

@@ -157,11 +157,11 @@ const (
 )
 
 func appendDescReply(b []byte, r *ofp.DescReply) []byte {
-	b = appendFixedString(b, r.MfrDesc, descStrLen)
-	b = appendFixedString(b, r.HWDesc, descStrLen)
-	b = appendFixedString(b, r.SWDesc, descStrLen)
-	b = appendFixedString(b, r.SerialNum, serialNumLen)
-	return appendFixedString(b, r.DPDesc, descStrLen)
+	b = ofp.AppendFixedString(b, r.MfrDesc, descStrLen)
+	b = ofp.AppendFixedString(b, r.HWDesc, descStrLen)
+	b = ofp.AppendFixedString(b, r.SWDesc, descStrLen)
+	b = ofp.AppendFixedString(b, r.SerialNum, serialNumLen)
+	return ofp.AppendFixedString(b, r.DPDesc, descStrLen)
 }
 
 func appendAggregateReply(b []byte, r *ofp.AggregateStatsReply) []byte {
@@ -301,11 +301,11 @@ func decodeStatsReply(body []byte) (ofp.Message, error) {
 			return nil, ofp.ErrBadLength
 		}
 		m.Body = ofp.DescReply{
-			MfrDesc:   fixedString(rest[:256]),
-			HWDesc:    fixedString(rest[256:512]),
-			SWDesc:    fixedString(rest[512:768]),
-			SerialNum: fixedString(rest[768:800]),
-			DPDesc:    fixedString(rest[800:]),
+			MfrDesc:   ofp.FixedString(rest[:256]),
+			HWDesc:    ofp.FixedString(rest[256:512]),
+			SWDesc:    ofp.FixedString(rest[512:768]),
+			SerialNum: ofp.FixedString(rest[768:800]),
+			DPDesc:    ofp.FixedString(rest[800:]),
 		}
 	case ofp.MultipartFlow:
 		var stats []ofp.FlowStats
