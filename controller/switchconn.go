@@ -68,8 +68,9 @@ type switchConn struct {
 	closeOnce sync.Once
 
 	// Rows other switches' decisions ask this one for (L2Fabric:
-	// passReplies); sendDelivered sends them in turn with its own.
-	delivered chan ofp.FlowMod
+	// passReplies); sendDelivered sends them in turn with its own. Nil
+	// under the other modes.
+	delivered chan *ofp.FlowMod
 
 	// Reader-owned.
 	rbuf       []byte
@@ -92,11 +93,13 @@ func newSwitchConn(c *Controller, conn net.Conn) *switchConn {
 		connectedAt: c.now(),
 		done:        make(chan struct{}),
 		roleWake:    make(chan struct{}, 1),
-		delivered:   make(chan ofp.FlowMod, deliveredQueue),
 		rbuf:        make([]byte, 0, 4096),
 	}
 	s.log = c.log.With("remote", s.remote)
 	s.out = newOutbox(&s.xids, c.metrics)
+	if c.fabric != nil {
+		s.delivered = make(chan *ofp.FlowMod, deliveredQueue)
+	}
 	return s
 }
 
@@ -179,7 +182,9 @@ func (c *Controller) serveConn(ctx context.Context, a *admission) {
 		s.sendLLDP()
 	}
 	wg.Go(s.followRole)
-	wg.Go(s.sendDelivered)
+	if s.delivered != nil {
+		wg.Go(s.sendDelivered)
+	}
 	s.log.Info("switch connected", "since", s.connectedAt)
 	err = s.sync(c.snap.Load())
 	if err == nil {
@@ -563,7 +568,7 @@ const deliveredQueue = 4096
 // without waiting.
 func (s *switchConn) deliver(fm *ofp.FlowMod) {
 	select {
-	case s.delivered <- *fm:
+	case s.delivered <- fm:
 	default:
 	}
 }
@@ -580,7 +585,7 @@ func (s *switchConn) sendDelivered() {
 			s.decide(func(_ *dataplane, out *outbox) {
 				for {
 					if s.master.Load() {
-						out.send(&fm)
+						out.send(fm)
 					}
 					select {
 					case fm = <-s.delivered:
