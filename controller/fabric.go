@@ -31,11 +31,13 @@ import (
 //     costs a hop, and more while busy (paths.go). All traffic of a
 //     switch toward another takes one path; the switches on the way hold
 //     nothing of the connections, so a path that moves moves them too.
+//   - Hosts are learned from what they send: tableSources has a row per
+//     host of the switch, its MAC from its port, and sends the controller
+//     what no row knows, once, on its way to tableL2.
 //   - Broadcasts and frames for unknown MACs are flooded along a spanning
 //     tree of the links, and only out of ports that have been up long
 //     enough for discovery to find a link on them (settleTime); what
-//     comes in on a link off the tree is dropped. Floods from hosts also
-//     go to the controller, which learns where hosts are from them.
+//     comes in on a link off the tree is dropped.
 //
 // The fabric's state spans switches; its lock is a leaf, taken by the
 // connections' readers (learning) and by the goroutine that routes
