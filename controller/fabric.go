@@ -283,20 +283,7 @@ func (f *fabric) plan(now time.Time, switches []fabricSwitch, links []linkState,
 			f.upSince[ref] = now
 		}
 	}
-	for mac, h := range f.hosts {
-		switch {
-		case !slices.Contains(ids, h.at.dpid):
-		case linked[h.at] || !up[h.at]:
-			delete(f.hosts, mac) // its port became a link or went down: it is learned again where it shows
-			if !h.tentative {
-				f.hostsGen++
-			}
-		case h.tentative && now.Sub(f.upSince[h.at]) >= settleTime:
-			h.tentative = false
-			f.hosts[mac] = h
-			f.hostsGen++
-		}
-	}
+	f.settleHosts(now, ids, linked, up)
 	if f.shared.gen != f.hostsGen {
 		f.shared = &fabricHosts{gen: f.hostsGen, hosts: make(map[[6]byte]fabricHost, len(f.hosts))}
 		for mac, h := range f.hosts {
@@ -345,6 +332,30 @@ func (f *fabric) plan(now time.Time, switches []fabricSwitch, links []linkState,
 		views[s.dpid] = v
 	}
 	return views
+}
+
+// settleHosts forgets the hosts whose port went down or turned out to be a
+// link, and confirms the tentative ones whose port settled. Hosts of
+// switches not in the round (ids) stay as they are.
+func (f *fabric) settleHosts(now time.Time, ids []uint64, linked, up map[portRef]bool) {
+	connected := make(map[uint64]bool, len(ids))
+	for _, id := range ids {
+		connected[id] = true
+	}
+	for mac, h := range f.hosts {
+		switch {
+		case !connected[h.at.dpid]:
+		case linked[h.at] || !up[h.at]:
+			delete(f.hosts, mac) // learned again where it shows
+			if !h.tentative {
+				f.hostsGen++
+			}
+		case h.tentative && now.Sub(f.upSince[h.at]) >= settleTime:
+			h.tentative = false
+			f.hosts[mac] = h
+			f.hostsGen++
+		}
+	}
 }
 
 // fabricView is one switch's part of the fabric, as one round computed
