@@ -324,6 +324,8 @@ func TestDashboard(t *testing.T) {
 		}, http.StatusCreated, nil)
 	}
 	b.waitText(`tr[data-id="m2"]`, m2.IP)
+	// No switch has shown the members yet.
+	b.waitText(`tr[data-id="m2"] .where`, "?")
 	// In the configuration the VIP is ACTIVE; with no switch it carries nothing.
 	b.waitText(`article.vip[data-id="dash"] h2`, "NO SWITCH")
 
@@ -352,6 +354,7 @@ func TestDashboard(t *testing.T) {
 		time.Sleep(100 * time.Millisecond)
 	}
 	spread(t, []*Host{c1}, url, 20)
+	b.waitJS("the members are seen", `['m1', 'm2'].every((id) => document.querySelector('tr[data-id="' + id + '"] .where').textContent === "")`)
 	total := b.waitCounter("pools", "dash", 20, func() uint64 { return lb.PoolStats("dash").TotalConnections })
 	b.waitSum("the pool's traffic", "pools", "dash", 0, float64(total))
 	const poolChart = `.pool[data-id="dash"] svg[data-kind="conns"]`

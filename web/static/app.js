@@ -563,8 +563,10 @@ function memberRow(v, m) {
       `/v1/members/${encodeURIComponent(m.id)}`, { weight: w })); } });
   const r = { tr, cells: {} };
   const live = (name, text) => (r.cells[name] = el("span", {}, text));
+  const where = el("span", { class: "where" });
+  r.cells.where = where;
   const cells = [
-    `${m.address}:${m.port || (v.vip ? v.vip.port : "VIP port")}`, idChip(m.id), weight,
+    el("span", {}, `${m.address}:${m.port || (v.vip ? v.vip.port : "VIP port")}`, where), idChip(m.id), weight,
     live("status", pill(m.status)), live("since", ago(m.health.since)), check,
     live("active", "0"), live("total", "0"), live("packetsIn", "0"), live("packetsOut", "0"),
     live("bytesIn", "0 B"), live("bytesOut", "0 B"),
@@ -595,6 +597,13 @@ function updateRow(r, s) {
     pillEl.className = "pill " + s.status;
   }
   setText(r.cells.since, ago(s.status_since));
+  // Where the switches showed the member; one no switch has shown takes
+  // no connection until it answers the controller's ARP.
+  setText(r.cells.where, s.location ? "" : "?");
+  const where = s.location
+    ? `seen at switch ${s.location.dpid}${s.location.port ? " port " + s.location.port : ""}`
+    : "no switch has seen this member: it takes no connection; sdnlb asks for it by ARP";
+  if (r.cells.where.parentNode.title !== where) r.cells.where.parentNode.title = where;
   setText(r.cells.active, fmt.format(s.active_connections));
   setText(r.cells.total, fmt.format(s.total_connections));
   setText(r.cells.packetsIn, fmt.format(s.packets_in));
