@@ -153,6 +153,19 @@ func (t *topology) portDown(p portRef) {
 // switchGone forgets the links of a switch that disconnected.
 func (t *topology) switchGone(dpid uint64) {
 	t.forget(func(l link) bool { return l.src.dpid == dpid || l.dst.dpid == dpid })
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	// Its counters go too: a switch that comes back starts its rates anew.
+	for p := range t.load {
+		if p.dpid == dpid {
+			delete(t.load, p)
+		}
+	}
+	for k := range t.toward {
+		if k[0] == dpid {
+			delete(t.toward, k)
+		}
+	}
 }
 
 func (t *topology) forget(match func(link) bool) {
