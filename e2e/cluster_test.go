@@ -115,7 +115,7 @@ func waitMaster(tb testing.TB, sw *Switch, target string, timeout time.Duration)
 // secure fail mode.
 func setControllers(sw *Switch, target string) {
 	sw.Vsctl("--", "--id=@c", "create", "controller", `target="`+target+`"`, "max_backoff=1000", "connection_mode=out-of-band",
-		"--", "set", "bridge", sw.Name, "controller=@c", "fail_mode=secure", "protocols=OpenFlow13")
+		"--", "set", "bridge", sw.Name, "controller=@c", "fail_mode=secure", "protocols="+sw.Protocol)
 }
 
 // addController points the bridge at target too.

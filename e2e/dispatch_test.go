@@ -188,6 +188,10 @@ func flowState(sw *Switch) []string {
 	for _, f := range sw.DumpFlows() {
 		state = append(state, groupID.ReplaceAllString(strip.ReplaceAllString(f, ""), "group:G"))
 	}
+	if sw.Protocol == openFlow10 {
+		slices.Sort(state)
+		return state // no groups in 1.0
+	}
 	for _, g := range strings.Split(sw.Ofctl("dump-groups", sw.Name), "\n") {
 		if g = strings.TrimSpace(g); strings.HasPrefix(g, "group_id=") {
 			state = append(state, groupID.ReplaceAllString(g, "group:G"))

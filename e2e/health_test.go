@@ -57,7 +57,13 @@ func httpMonitorFields() map[string]any {
 // has the HTTP monitor, with every member UP.
 func newMonitoredBed(tb testing.TB, dispatch sdnlb.Dispatch) *lbBed {
 	tb.Helper()
-	b := newDispatchBed(tb, 2, 3, sdnlb.RoundRobin, dispatch, nil)
+	return newMonitoredBedOn(tb, openFlow13, dispatch)
+}
+
+// newMonitoredBedOn is newMonitoredBed with a switch that speaks protocol.
+func newMonitoredBedOn(tb testing.TB, protocol string, dispatch sdnlb.Dispatch) *lbBed {
+	tb.Helper()
+	b := newBedOn(tb, protocol, 2, 3, sdnlb.RoundRobin, dispatch, nil)
 	b.lb.MustCreateMonitor(b.pool, httpMonitorFields())
 	for _, m := range b.mems {
 		b.lb.WaitMemberStatus(m.ID, sdnlb.MemberUp, 10*time.Second)
@@ -294,7 +300,7 @@ func runFailover(t *testing.T, b *lbBed, victim int, kill, revive func()) failov
 	t.Helper()
 	srv, mem, host := b.servers[victim], b.mems[victim], b.members[victim]
 	var totalAtDown uint64
-	if b.pool.Dispatch == sdnlb.DispatchSwitch {
+	if b.switchDispatches() {
 		// Connections the switch has counted for the member before it
 		// fails, so that a count lost at DOWN shows.
 		spread(t, b.clients, b.url, 100)
@@ -309,7 +315,7 @@ func runFailover(t *testing.T, b *lbBed, victim int, kill, revive func()) failov
 			engineAt := b.lb.Member(mem.ID).Health.Since
 			t.Logf("detection: DOWN in the API %v after the kill (engine stamped %v); bound %v + margin %v",
 				f.detection().Round(time.Millisecond), engineAt.Sub(f.killAt).Round(time.Millisecond), detectWindow, schedMargin)
-			if b.pool.Dispatch == sdnlb.DispatchSwitch {
+			if b.switchDispatches() {
 				totalAtDown = memberTotal(b.lb, b.pool.ID, mem.ID)
 				took := b.waitBuckets(t, len(b.mems)-1, 2*time.Second)
 				t.Logf("buckets of %s gone %v after DOWN was seen", host.IP, took.Round(time.Millisecond))
@@ -330,7 +336,7 @@ func runFailover(t *testing.T, b *lbBed, victim int, kill, revive func()) failov
 		},
 	})
 	logFailover(t, "sdnlb", f)
-	if b.pool.Dispatch == sdnlb.DispatchSwitch {
+	if b.switchDispatches() {
 		// The switch counts the member's connections: once a poll has
 		// read it after DOWN and UP, the count has not gone back.
 		time.Sleep(2500 * time.Millisecond)
@@ -363,27 +369,32 @@ func runFailover(t *testing.T, b *lbBed, victim int, kill, revive func()) failov
 }
 
 // TestHealth_ServerStopped: the member's server dies (its host stays) and
-// comes back.
+// comes back. On OpenFlow 1.0 a SWITCH pool is dispatched by the
+// controller: it fails over as a CONTROLLER pool does.
 func TestHealth_ServerStopped(t *testing.T) {
-	for _, d := range sdnlb.Dispatches {
-		t.Run(string(d), func(t *testing.T) {
-			b := newMonitoredBed(t, d)
-			srv := b.servers[1]
-			runFailover(t, b, 1, srv.Stop, func() { srv.Restart(t) })
-		})
-	}
+	forEachOpenFlow(t, func(t *testing.T, protocol string) {
+		for _, d := range sdnlb.Dispatches {
+			t.Run(string(d), func(t *testing.T) {
+				b := newMonitoredBedOn(t, protocol, d)
+				srv := b.servers[1]
+				runFailover(t, b, 1, srv.Stop, func() { srv.Restart(t) })
+			})
+		}
+	})
 }
 
 // TestHealth_HostGone: the member's host drops off the switch entirely and
 // comes back.
 func TestHealth_HostGone(t *testing.T) {
-	for _, d := range sdnlb.Dispatches {
-		t.Run(string(d), func(t *testing.T) {
-			b := newMonitoredBed(t, d)
-			h := b.members[1]
-			runFailover(t, b, 1, func() { h.SetDown(t) }, func() { h.SetUp(t) })
-		})
-	}
+	forEachOpenFlow(t, func(t *testing.T, protocol string) {
+		for _, d := range sdnlb.Dispatches {
+			t.Run(string(d), func(t *testing.T) {
+				b := newMonitoredBedOn(t, protocol, d)
+				h := b.members[1]
+				runFailover(t, b, 1, func() { h.SetDown(t) }, func() { h.SetUp(t) })
+			})
+		}
+	})
 }
 
 // TestHealth_AllMembersDown: with every member DOWN the VIP is DOWN,

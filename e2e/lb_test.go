@@ -54,7 +54,31 @@ func newLBBed(tb testing.TB, nClients, nMembers int, method sdnlb.LBMethod, vipE
 // until the switch's group has every member.
 func newDispatchBed(tb testing.TB, nClients, nMembers int, method sdnlb.LBMethod, dispatch sdnlb.Dispatch, vipExtra map[string]any, sdnlbArgs ...string) *lbBed {
 	tb.Helper()
+	return newBedOn(tb, openFlow13, nClients, nMembers, method, dispatch, vipExtra, sdnlbArgs...)
+}
+
+// The OpenFlow versions a switch of a bed can speak, as Switch.Protocol
+// names them.
+const (
+	openFlow13 = "OpenFlow13"
+	openFlow10 = "OpenFlow10"
+)
+
+// forEachOpenFlow runs scenario once per OpenFlow version sdnlb speaks,
+// each a subtest named by the version, on a bed whose switch speaks it.
+func forEachOpenFlow(t *testing.T, scenario func(t *testing.T, protocol string)) {
+	for _, p := range []string{openFlow13, openFlow10} {
+		t.Run(p, func(t *testing.T) { scenario(t, p) })
+	}
+}
+
+// newBedOn is newDispatchBed with a switch that speaks protocol. A 1.0
+// switch has no select groups: its SWITCH pools are dispatched by the
+// controller, and the bed waits for no buckets.
+func newBedOn(tb testing.TB, protocol string, nClients, nMembers int, method sdnlb.LBMethod, dispatch sdnlb.Dispatch, vipExtra map[string]any, sdnlbArgs ...string) *lbBed {
+	tb.Helper()
 	b := &lbBed{sw: NewSwitch(tb)}
+	b.sw.Protocol = protocol
 	b.lb = startSDNLB(tb, sdnlbArgs...)
 	for i := 0; i < nClients; i++ {
 		b.clients = append(b.clients, b.sw.AddHost(tb, "c"+strconv.Itoa(i+1), b.sw.Addr(byte(1+i))))
@@ -70,7 +94,7 @@ func newDispatchBed(tb testing.TB, nClients, nMembers int, method sdnlb.LBMethod
 		b.mems = append(b.mems, b.lb.MustCreateMember(b.pool, h.IP, memberPort))
 	}
 	b.lb.WaitPoolMembers(b.pool.ID, nMembers, 10*time.Second)
-	if dispatch == sdnlb.DispatchSwitch {
+	if dispatch == sdnlb.DispatchSwitch && protocol == openFlow13 {
 		b.waitBuckets(tb, nMembers, 10*time.Second)
 	}
 	b.url = "http://" + net.JoinHostPort(b.vip.Address, strconv.Itoa(vipPort)) + "/"
@@ -223,8 +247,10 @@ func sameMAC(a, b string) bool {
 
 // TestVIP_ARP checks that the controller answers ARP for a VIP with the
 // VIP's own MAC, the one the API shows.
-func TestVIP_ARP(t *testing.T) {
-	b := newLBBed(t, 1, 1, sdnlb.RoundRobin, nil)
+func TestVIP_ARP(t *testing.T) { forEachOpenFlow(t, testVIPARP) }
+
+func testVIPARP(t *testing.T, protocol string) {
+	b := newBedOn(t, protocol, 1, 1, sdnlb.RoundRobin, sdnlb.DispatchController, nil)
 	c := b.clients[0]
 	if b.vip.MAC == "" {
 		t.Fatalf("API shows no MAC for VIP %s", b.vip.ID)
@@ -248,8 +274,10 @@ func TestVIP_ARP(t *testing.T) {
 
 // TestLB_RoundRobin checks that 30 new connections from two clients are
 // spread evenly over three members.
-func TestLB_RoundRobin(t *testing.T) {
-	b := newLBBed(t, 2, 3, sdnlb.RoundRobin, nil)
+func TestLB_RoundRobin(t *testing.T) { forEachOpenFlow(t, testRoundRobin) }
+
+func testRoundRobin(t *testing.T, protocol string) {
+	b := newBedOn(t, protocol, 2, 3, sdnlb.RoundRobin, sdnlb.DispatchController, nil)
 	counts := spread(t, b.clients, b.url, 15)
 	for _, s := range b.servers {
 		if counts[s.Name] != 10 {
@@ -530,8 +558,10 @@ func waitServes(tb testing.TB, h *Host, url string, timeout time.Duration) time.
 // lost its controller and came back, both when it kept its flows (the
 // controller unreachable) and when it lost them (as after a switch
 // restart, or del-controller, which flushes them).
-func TestSwitch_Reconnect(t *testing.T) {
-	b := newLBBed(t, 1, 3, sdnlb.RoundRobin, nil)
+func TestSwitch_Reconnect(t *testing.T) { forEachOpenFlow(t, testSwitchReconnect) }
+
+func testSwitchReconnect(t *testing.T, protocol string) {
+	b := newBedOn(t, protocol, 1, 3, sdnlb.RoundRobin, sdnlb.DispatchController, nil)
 	c := b.clients[0]
 	spread(t, b.clients, b.url, 3)
 
@@ -678,4 +708,10 @@ func keepAliveGet(conn net.Conn, host string) error {
 		return err
 	}
 	return conn.SetDeadline(time.Time{})
+}
+
+// switchDispatches reports whether the bed's switch dispatches its pool
+// itself: a SWITCH pool on a switch with select groups (not 1.0).
+func (b *lbBed) switchDispatches() bool {
+	return b.pool.Dispatch == sdnlb.DispatchSwitch && b.sw.Protocol != openFlow10
 }

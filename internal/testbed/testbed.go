@@ -66,6 +66,10 @@ type Switch struct {
 	Subnet netip.Prefix
 	// LocalIP is the root namespace's address on the bridge LOCAL port.
 	LocalIP string
+	// Protocol is the one OpenFlow version the bridge speaks once
+	// SetController runs, as ovs-vsctl and ovs-ofctl name it: OpenFlow13
+	// unless the test sets OpenFlow10 before.
+	Protocol string
 
 	tb     TB
 	dir    string
@@ -93,10 +97,11 @@ func NewSwitch(tb TB) *Switch {
 	prefix := namePrefix + strconv.FormatInt(int64(os.Getpid()), 36) + "-" +
 		strconv.FormatInt(switchSeq.Add(1), 36)
 	s := &Switch{
-		Name:   prefix + "br",
-		tb:     tb,
-		dir:    dir,
-		prefix: prefix,
+		Name:     prefix + "br",
+		Protocol: "OpenFlow13",
+		tb:       tb,
+		dir:      dir,
+		prefix:   prefix,
 		env: append(os.Environ(),
 			"OVS_RUNDIR="+dir, "OVS_DBDIR="+dir, "OVS_LOGDIR="+dir,
 			"OVS_SYSCONFDIR="+dir),
@@ -140,7 +145,7 @@ func (s *Switch) AddBridge(tb TB) *Switch {
 	tb.Helper()
 	prefix := namePrefix + strconv.FormatInt(int64(os.Getpid()), 36) + "-" +
 		strconv.FormatInt(switchSeq.Add(1), 36)
-	b := &Switch{Name: prefix + "br", Subnet: s.Subnet, tb: tb, dir: s.dir, prefix: prefix, env: s.env, added: true}
+	b := &Switch{Name: prefix + "br", Subnet: s.Subnet, tb: tb, dir: s.dir, prefix: prefix, env: s.env, added: true, Protocol: "OpenFlow13"}
 	tb.Cleanup(b.Close)
 	b.Vsctl("add-br", b.Name, "--", "set", "bridge", b.Name, "datapath_type=netdev",
 		"other-config:disable-in-band=true")
@@ -168,13 +173,13 @@ func (s *Switch) Addr(n byte) string {
 	return netip.AddrFrom4(a).String()
 }
 
-// SetController points the bridge at an OpenFlow 1.3 controller at addr
+// SetController points the bridge at a controller speaking s.Protocol at addr
 // ("127.0.0.1:PORT"), in secure fail mode so the switch never forwards on its
 // own. Only point it at a port the test itself opened.
 func (s *Switch) SetController(addr string) {
 	s.tb.Helper()
 	s.Vsctl("set-controller", s.Name, "tcp:"+addr,
-		"--", "set", "bridge", s.Name, "fail_mode=secure", "protocols=OpenFlow13")
+		"--", "set", "bridge", s.Name, "fail_mode=secure", "protocols="+s.Protocol)
 	// Reconnect fast after the controller restarts, and keep OVS from adding
 	// hidden in-band flows that would steal the controller's traffic.
 	s.Vsctl("set", "controller", s.Name, "max_backoff=1000",
@@ -224,7 +229,7 @@ func (s *Switch) Disconnect() {
 	s.SetController(dead)
 }
 
-// DumpFlows returns the bridge's OpenFlow 1.3 flow table as ovs-ofctl prints
+// DumpFlows returns the bridge's flow table as ovs-ofctl prints
 // it, one flow a line, without the reply header. args go after the bridge:
 // a flow filter such as "tcp,nw_dst=10.77.0.100" and options such as
 // "--no-stats" (stable lines to compare) or "--names".
@@ -234,7 +239,9 @@ func (s *Switch) DumpFlows(args ...string) []string {
 	var flows []string
 	for _, line := range strings.Split(out, "\n") {
 		line = strings.TrimSpace(line)
-		if line == "" || strings.HasPrefix(line, "OFPST_FLOW reply") {
+		// ovs-ofctl heads the flows with OFPST_FLOW reply, or NXST_FLOW
+		// reply for 1.0, which it asks with Nicira's flow stats.
+		if line == "" || strings.HasPrefix(line, "OFPST_FLOW reply") || strings.HasPrefix(line, "NXST_FLOW reply") {
 			continue
 		}
 		flows = append(flows, line)
@@ -254,11 +261,11 @@ func (s *Switch) Appctl(args ...string) string {
 	return s.mustRun("ovs-appctl", append([]string{"-t", filepath.Join(s.dir, "ovs-vswitchd.ctl")}, args...)...)
 }
 
-// Ofctl runs "ovs-ofctl -O OpenFlow13 CMD BRIDGE ARGS...": the bridge target is
+// Ofctl runs "ovs-ofctl -O PROTOCOL CMD BRIDGE ARGS...": the bridge target is
 // inserted after the command, e.g. Ofctl("add-flow", "priority=5,actions=drop").
 func (s *Switch) Ofctl(cmd string, args ...string) string {
 	s.tb.Helper()
-	full := append([]string{"-O", "OpenFlow13", cmd, "unix:" + s.mgmtSocket()}, args...)
+	full := append([]string{"-O", s.Protocol, cmd, "unix:" + s.mgmtSocket()}, args...)
 	return s.mustRun("ovs-ofctl", full...)
 }
 

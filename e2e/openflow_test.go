@@ -1,0 +1,109 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/sdnlb/sdnlb"
+)
+
+// sdnlb killed and started again on the same database, in front of a
+// CONTROLLER pool: a connection held through the VIP survives, the new
+// process adopts the switch's flows as they are, and new connections
+// spread over every member again.
+func TestRestart_KeepsControllerConnections(t *testing.T) {
+	forEachOpenFlow(t, func(t *testing.T, protocol string) {
+		b := newBedOn(t, protocol, 1, 3, sdnlb.RoundRobin, sdnlb.DispatchController, nil)
+		held := openHeld(t, b, b.clients[0])
+		requireAll(t, spread(t, b.clients, b.url, 6), b.serverNames())
+		before := flowState(b.sw)
+
+		b.lb.Kill()
+		b.lb = startSDNLB(t, "--db", b.lb.DB)
+		b.lb.Connect(b.sw)
+		held.again(t)
+		if after := flowState(b.sw); !slices.Equal(before, after) {
+			t.Errorf("the switch after the restart differs from before:\nbefore:\n%s\nafter:\n%s",
+				strings.Join(before, "\n"), strings.Join(after, "\n"))
+		}
+		requireAll(t, spread(t, b.clients, b.url, 6), b.serverNames())
+	})
+}
+
+// One controller, two switches, one speaking OpenFlow 1.3 and one 1.0,
+// each with its own client and members, both serving the same VIP. The
+// switches are not linked: each client is served by the members of its
+// own switch, which the controller passes to once the others stay
+// silent there.
+func TestOpenFlow10_BesideOpenFlow13(t *testing.T) {
+	sw13 := NewSwitch(t)
+	sw10 := sw13.AddBridge(t)
+	sw10.Protocol = openFlow10
+	lb := startSDNLB(t)
+	dumpOnFailure(t, sw13, lb)
+	dumpOnFailure(t, sw10, lb)
+	c13 := sw13.AddHost(t, "c1", sw13.Addr(1))
+	c10 := sw10.AddHost(t, "c2", sw13.Addr(2))
+	var members []*Host
+	names := map[*Switch][]string{}
+	for i, sw := range []*Switch{sw13, sw13, sw10, sw10} {
+		name := "srv" + strconv.Itoa(i+1)
+		h := sw.AddHost(t, "m"+strconv.Itoa(i+1), sw13.Addr(byte(11+i)))
+		h.ServeHTTP(t, memberPort, name)
+		members = append(members, h)
+		names[sw] = append(names[sw], name)
+	}
+	lb.Connect(sw13)
+	sw10.SetController(lb.OpenFlowAddr)
+	lb.WaitSwitches(2, 20*time.Second)
+
+	var list struct{ Switches []sdnlb.Switch }
+	lb.MustAPI("GET", "/v1/switches", nil, 200, &list)
+	switches := list.Switches
+	versions := map[string]bool{}
+	for _, s := range switches {
+		versions[s.OpenFlow] = s.SelectGroups
+	}
+	if groups, ok := versions["1.3"]; !ok || !groups {
+		t.Errorf("switches %+v: want one speaking 1.3, with select groups", switches)
+	}
+	if groups, ok := versions["1.0"]; !ok || groups {
+		t.Errorf("switches %+v: want one speaking 1.0, without select groups", switches)
+	}
+
+	vip := lb.MustCreateVIP("web", sw13.Addr(100), sdnlb.ProtocolTCP, vipPort, nil)
+	pool := lb.MustCreatePool("web", vip, sdnlb.RoundRobin, sdnlb.DispatchController)
+	for _, h := range members {
+		lb.MustCreateMember(pool, h.IP, memberPort)
+	}
+	lb.WaitPoolMembers(pool.ID, len(members), 10*time.Second)
+	url := "http://" + vip.Address + ":" + strconv.Itoa(vipPort) + "/"
+
+	// The first connections may wait for members the client's switch
+	// has not shown (a SYN is held while the controller asks for them,
+	// then retransmitted) until the controller passes over them.
+	for _, c := range []*Host{c13, c10} {
+		for i := range 4 {
+			if _, err := get(c, url, 15*time.Second); err != nil {
+				t.Fatalf("request %d from %s while the switches learn the members: %v", i, c.Name, err)
+			}
+		}
+	}
+	for c, sw := range map[*Host]*Switch{c13: sw13, c10: sw10} {
+		counts := spread(t, []*Host{c}, url, 12)
+		requireAll(t, counts, names[sw])
+		for body := range counts {
+			if !slices.Contains(names[sw], body) {
+				t.Errorf("%s (switch speaking %s) answered by %s, a member of the other switch: %v", c.Name, sw.Protocol, body, counts)
+			}
+		}
+		if !sameMAC(neighMAC(t, c, vip.Address), vip.MAC) {
+			t.Errorf("%s resolved the VIP to %s, want %s", c.Name, neighMAC(t, c, vip.Address), vip.MAC)
+		}
+	}
+}
