@@ -124,7 +124,12 @@ type PoolStats struct {
 	BytesIn            uint64        `json:"bytes_in"`
 	BytesOut           uint64        `json:"bytes_out"`
 	Members            []MemberStats `json:"members"`
-	UpdatedAt          time.Time     `json:"updated_at"`
+	// ControllerDispatchedOn lists, for a pool the switches dispatch, the
+	// connected switches that cannot (no select groups: OpenFlow 1.0, or
+	// a switch built without them), where the controller picks the member
+	// of each new connection instead.
+	ControllerDispatchedOn []string  `json:"controller_dispatched_on"`
+	UpdatedAt              time.Time `json:"updated_at"`
 }
 
 // StatsService gives live traffic counters.

@@ -367,10 +367,10 @@ func (c *Controller) AllPoolStats(ctx context.Context) ([]*sdnlb.PoolStats, erro
 			addrs = append(addrs, ipUint(m.ip))
 		}
 	}
-	at := c.locate(addrs)
+	at, groupless := c.locate(addrs), c.grouplessSwitches()
 	out := make([]*sdnlb.PoolStats, 0, len(ids))
 	for _, id := range ids {
-		out = append(out, c.poolStats(snap.pools[id], at))
+		out = append(out, c.poolStats(snap.pools[id], at, groupless))
 	}
 	return out, nil
 }
@@ -385,12 +385,30 @@ func (c *Controller) PoolStats(ctx context.Context, poolID string) (*sdnlb.PoolS
 	for i, m := range p.members {
 		addrs[i] = ipUint(m.ip)
 	}
-	return c.poolStats(p, c.locate(addrs)), nil
+	return c.poolStats(p, c.locate(addrs), c.grouplessSwitches()), nil
 }
 
-// poolStats reads the counters of p's members, which at locates.
-func (c *Controller) poolStats(p *poolState, at map[uint32]*sdnlb.MemberLocation) *sdnlb.PoolStats {
-	ps := &sdnlb.PoolStats{PoolID: p.id, Members: make([]sdnlb.MemberStats, 0, len(p.members)), UpdatedAt: c.now()}
+// grouplessSwitches lists the connected switches without select groups,
+// which cannot dispatch SWITCH pools themselves, in order.
+func (c *Controller) grouplessSwitches() []string {
+	out := []string{}
+	for _, s := range c.switchConns() {
+		if !s.features.groups {
+			out = append(out, formatDPID(s.dpid))
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// poolStats reads the counters of p's members, which at locates;
+// groupless is grouplessSwitches.
+func (c *Controller) poolStats(p *poolState, at map[uint32]*sdnlb.MemberLocation, groupless []string) *sdnlb.PoolStats {
+	ps := &sdnlb.PoolStats{PoolID: p.id, Members: make([]sdnlb.MemberStats, 0, len(p.members)),
+		ControllerDispatchedOn: []string{}, UpdatedAt: c.now()}
+	if p.switched() {
+		ps.ControllerDispatchedOn = groupless
+	}
 	if p.vip != nil {
 		ps.RefusedConnections = p.vip.cnt.refused.Load()
 	}

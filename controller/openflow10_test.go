@@ -2,6 +2,7 @@ package controller
 
 import (
 	"context"
+	"slices"
 	"sort"
 	"strings"
 	"testing"
@@ -303,4 +304,26 @@ func TestOpenFlow10_MalformedClosesOnlyThatSwitch(t *testing.T) {
 	if log := h.log.String(); strings.Count(log, `msg="malformed OpenFlow`) != 1 {
 		t.Errorf("want one line for the malformed message in\n%s", log)
 	}
+}
+
+// A SWITCH pool falls back to the controller on a 1.0 switch, which has
+// no select groups, and its stats say on which switches.
+func TestOpenFlow10_SwitchPoolFallsBack(t *testing.T) {
+	cfg := testConfig(func(c *sdnlb.Config) { c.Pools[0].Dispatch = sdnlb.DispatchSwitch })
+	h := startController(t, cfg, Options{})
+	h.groups = true
+	h.connect(t, 1)
+	sw, _ := h.connect10(t, 2)
+	teachMember(t, sw, 1)
+	sw.packetIn(clientOF, syn(t, 40000))
+	if s := nextSetup(t, sw); memberOf(t, &s.fwd) != "10.0.0.1" {
+		t.Errorf("setup on the 1.0 switch went to %s", memberOf(t, &s.fwd))
+	}
+	st := waitStats(t, h.c, "p1", func(st *sdnlb.PoolStats) bool { return st.TotalConnections == 1 })
+	if want := []string{"00:00:00:00:00:00:00:02"}; !slices.Equal(st.ControllerDispatchedOn, want) {
+		t.Errorf("controller_dispatched_on = %v, want %v", st.ControllerDispatchedOn, want)
+	}
+
+	h.src.set(testConfig(nil)) // CONTROLLER: nothing falls back
+	waitStats(t, h.c, "p1", func(st *sdnlb.PoolStats) bool { return len(st.ControllerDispatchedOn) == 0 })
 }

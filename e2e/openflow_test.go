@@ -36,10 +36,12 @@ func TestRestart_KeepsControllerConnections(t *testing.T) {
 }
 
 // One controller, two switches, one speaking OpenFlow 1.3 and one 1.0,
-// each with its own client and members, both serving the same VIP. The
+// each with its own client and members, both serving the same VIP of a
+// SWITCH pool: the 1.3 switch dispatches it in its select group, the
+// controller on the 1.0 switch, and the pool's stats say so. The
 // switches are not linked: each client is served by the members of its
-// own switch, which the controller passes to once the others stay
-// silent there.
+// own switch (the 1.3 switch's group holds the members it has shown; the
+// controller passes over the others once they stay silent).
 func TestOpenFlow10_BesideOpenFlow13(t *testing.T) {
 	sw13 := NewSwitch(t)
 	sw10 := sw13.AddBridge(t)
@@ -77,7 +79,7 @@ func TestOpenFlow10_BesideOpenFlow13(t *testing.T) {
 	}
 
 	vip := lb.MustCreateVIP("web", sw13.Addr(100), sdnlb.ProtocolTCP, vipPort, nil)
-	pool := lb.MustCreatePool("web", vip, sdnlb.RoundRobin, sdnlb.DispatchController)
+	pool := lb.MustCreatePool("web", vip, sdnlb.RoundRobin, sdnlb.DispatchSwitch)
 	for _, h := range members {
 		lb.MustCreateMember(pool, h.IP, memberPort)
 	}
@@ -105,5 +107,16 @@ func TestOpenFlow10_BesideOpenFlow13(t *testing.T) {
 		if !sameMAC(neighMAC(t, c, vip.Address), vip.MAC) {
 			t.Errorf("%s resolved the VIP to %s, want %s", c.Name, neighMAC(t, c, vip.Address), vip.MAC)
 		}
+	}
+	var stats sdnlb.PoolStats
+	lb.MustAPI("GET", "/v1/pools/"+pool.ID+"/stats", nil, 200, &stats)
+	var dpid10 string
+	for _, s := range switches {
+		if s.OpenFlow == "1.0" {
+			dpid10 = s.DPID
+		}
+	}
+	if !slices.Equal(stats.ControllerDispatchedOn, []string{dpid10}) {
+		t.Errorf("pool dispatched by the controller on %v, want the 1.0 switch %s", stats.ControllerDispatchedOn, dpid10)
 	}
 }

@@ -266,7 +266,8 @@ function renderSwitches() {
   } else {
     const n = state.switches.length;
     sw.textContent = `${n} switch${n === 1 ? "" : "es"} connected`; sw.className = "pill UP";
-    sw.title = state.switches.map((s) => `${s.dpid} ${s.address}${s.master ? `, MASTER ${s.master}` : ""}`).join("\n");
+    sw.title = state.switches.map((s) => `${s.dpid} ${s.address}, OpenFlow ${s.openflow}` +
+      `${s.select_groups ? "" : ", no select groups"}${s.master ? `, MASTER ${s.master}` : ""}`).join("\n");
   }
 }
 
@@ -623,10 +624,14 @@ function updatePool(v) {
   }
   const byStatus = new Map();
   for (const m of ps.members) byStatus.set(m.status, (byStatus.get(m.status) || 0) + 1);
-  const countsKey = [...byStatus].map(([s, n]) => `${n} ${s}`).join(" ");
+  const fallback = ps.controller_dispatched_on || [];
+  const countsKey = [...byStatus].map(([s, n]) => `${n} ${s}`).join(" ") + ` ${fallback.join(" ")}`;
   if (v.counts.dataset.key !== countsKey) {
     v.counts.dataset.key = countsKey;
-    v.counts.replaceChildren(...[...byStatus].sort().map(([s, n]) => pill(`${n} ${s}`, s)));
+    v.counts.replaceChildren(...[...byStatus].sort().map(([s, n]) => pill(`${n} ${s}`, s)),
+      ...(fallback.length ? [pill(`controller dispatch on ${fallback.length} switch${fallback.length === 1 ? "" : "es"}`,
+        "DRAINING", "These switches have no select groups (OpenFlow 1.0, or built without them): " +
+        `the controller picks the member of each new connection there.\n${fallback.join("\n")}`)] : []));
   }
   const tr = tracks.pools.get(v.id);
   const s = tr ? tr.lastFull() : 0;
