@@ -80,7 +80,8 @@ import (
 
 // config is the parsed command line.
 type config struct {
-	controller  string // "" runs the controller embedded
+	controller  string  // "" runs the controller embedded
+	of          dialect // the OpenFlow version the switches speak
 	api         string
 	token       string
 	switches    int
@@ -129,6 +130,7 @@ func parseFlags(args []string, stderr io.Writer) (*config, error) {
 	fs.IntVar(&cfg.members, "members", 3, "pool members 10.99.0.1 and up")
 	vip := fs.String("vip", "10.99.0.100:80", "VIP `address:port` (TCP)")
 	first := fs.String("first-member", "10.99.0.1", "address of the first member")
+	openflow := fs.String("openflow", dialects[0].name(), "OpenFlow `version` the switches speak: 1.3 or 1.0")
 	fs.BoolVar(&cfg.json, "json", false, "print the result as JSON")
 	fs.BoolVar(&cfg.verbose, "v", false, "log the embedded controller at info level to stderr")
 	fs.StringVar(&cfg.cpuProfile, "cpuprofile", "", "write a CPU profile of the whole run (tool and embedded controller) to `file`")
@@ -151,6 +153,10 @@ func parseFlags(args []string, stderr io.Writer) (*config, error) {
 		return nil, errors.New("-embedded and -controller exclude each other")
 	case cfg.controller == "" && !*embedded:
 		return nil, errors.New("-embedded=false needs -controller host:port")
+	}
+	var ok bool
+	if cfg.of, ok = dialectNamed(*openflow); !ok {
+		return nil, fmt.Errorf("-openflow must be 1.3 or 1.0, not %q", *openflow)
 	}
 	var err error
 	if cfg.vip, err = netip.ParseAddrPort(*vip); err != nil || !cfg.vip.Addr().Is4() || cfg.vip.Port() == 0 {
