@@ -1,11 +1,13 @@
 // Command sdnlb-bench is a cbench-style load tool for the sdnlb
-// controller. It plays N OpenFlow 1.3 switches over loopback TCP and fires
-// packet-ins carrying TCP SYNs of new connections to a VIP, then reports
-// connection setups per second, packet-in → packet-out latency
-// percentiles and, with the controller embedded, its allocations per setup.
+// controller. It plays N OpenFlow 1.3 switches (1.0 with -openflow 1.0)
+// over loopback TCP and fires packet-ins carrying TCP SYNs of new
+// connections to a VIP, then reports connection setups per second,
+// packet-in → packet-out latency percentiles and, with the controller
+// embedded, its allocations per setup.
 //
 //	go run ./cmd/sdnlb-bench -switches 16 -window 64 -duration 5s
 //	go run ./cmd/sdnlb-bench -switches 2 -rate 150000 -json
+//	go run ./cmd/sdnlb-bench -openflow 1.0 -switches 4 -duration 2s
 //	go run ./cmd/sdnlb-bench -controller 127.0.0.1:6653 -api http://127.0.0.1:8080
 //	go run ./cmd/sdnlb-bench -topology leaf-spine -spines 4 -duration 5s
 //
@@ -27,6 +29,16 @@
 // is counted as an error instead.
 // Past the warm-up flow-mods are counted, not decoded, so the table stays
 // as the warm-up left it.
+//
+// With -openflow 1.0 the switches speak OpenFlow 1.0 (controller/ofp10),
+// as cbench's do: a bare 1.0 hello, which a controller offering 1.0 in its
+// version bitmap accepts, the port list in the features reply instead of a
+// port-desc reply, flow-mods to the one table, and flow stats that list
+// the table model's flows, as a 1.0 controller removes the flows of a
+// cookie by dumping them and deleting each strictly. Their packet-ins
+// carry no cookie, and OFPR_ACTION for any flow that punts (1.0 has no
+// table-miss flow). The NAT rewrite is then SET_DL_DST, SET_NW_DST and
+// SET_TP_DST, read as the eth_dst, ipv4_dst and tcp_dst below.
 //
 // Throughput mode (the default) keeps -window setups in flight per switch;
 // latency mode (-rate) sends at a fixed total rate, open loop, in steps of
