@@ -11,8 +11,11 @@ type Switch struct {
 	Address     string       `json:"address"`
 	Ports       []SwitchPort `json:"ports"`
 	ConnectedAt time.Time    `json:"connected_since"`
+	// OpenFlow is the version the switch and the controller agreed on.
+	OpenFlow string `json:"openflow" example:"1.3" enums:"1.0,1.3"`
 	// SelectGroups says whether the switch dispatches SWITCH pools itself;
-	// without select groups the controller dispatches them per connection.
+	// without select groups (OpenFlow 1.0 has none) the controller
+	// dispatches them per connection.
 	SelectGroups bool `json:"select_groups"`
 	// Master is the node that is the switch's OpenFlow MASTER, as this
 	// node last read the cluster's assignment; "" on SQLite, where the one

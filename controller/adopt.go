@@ -59,7 +59,7 @@ func (dp *dataplane) adopt(now time.Time, snap *snapshot, have switchState, out 
 
 	// What the switch would get from scratch, in the order it needs it.
 	want := newOutbox(out.xids, nil) // counted when sent
-	for _, fm := range baseFlows(dp.l2) {
+	for _, fm := range baseFlows(dp.l2, dp.oneTable) {
 		want.send(&fm)
 	}
 	dp.configure(now, snap, want)

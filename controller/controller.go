@@ -378,8 +378,8 @@ func (c *Controller) switchConn(dpid uint64) *switchConn {
 
 // dataplaneConfig is what a new dataplane of switch dpid shares with the
 // controller.
-func (c *Controller) dataplaneConfig(dpid uint64, log *slog.Logger, groups bool) dataplaneConfig {
-	return dataplaneConfig{dpid: dpid, idleTimeout: c.idle, hardTimeout: c.hard, l2: c.opts.L2, groups: groups,
+func (c *Controller) dataplaneConfig(dpid uint64, log *slog.Logger, f switchFeatures) dataplaneConfig {
+	return dataplaneConfig{dpid: dpid, idleTimeout: c.idle, hardTimeout: c.hard, l2: c.opts.L2, groups: f.groups, oneTable: f.oneTable,
 		affinity: c.affinity, ledger: c.ledger(dpid), fabric: c.fabric, metrics: c.metrics, log: log}
 }
 

@@ -50,6 +50,7 @@ type dataplaneConfig struct {
 	idleTimeout, hardTimeout uint16 // of connection flows, in seconds
 	l2                       L2Mode
 	groups                   bool // the switch has select groups
+	oneTable                 bool // the switch has one flow table and no Nicira actions (OpenFlow 1.0)
 	affinity                 *affinityTable
 	ledger                   *flowLedger // the switch's, which outlives its connections
 	metrics                  *metrics
@@ -57,12 +58,33 @@ type dataplaneConfig struct {
 	log                      *slog.Logger
 }
 
+// l2Table is the table of the L2 rows: tableL2, or table 0 on a switch
+// with one.
+func (c *dataplaneConfig) l2Table() uint8 {
+	if c.oneTable {
+		return tableClassify
+	}
+	return tableL2
+}
+
+// switchFeatures is what the handshake learned the switch's pipeline can
+// do, which shapes the rows it gets.
+type switchFeatures struct {
+	// groups: select groups, and the connection tracker with them, so the
+	// switch dispatches SWITCH pools itself.
+	groups bool
+	// oneTable: one flow table and no Nicira actions (OpenFlow 1.0). The
+	// L2 table's rows go to table 0 below every other row, and the
+	// controller answers ARP for VIPs.
+	oneTable bool
+}
+
 func newDataplane(cfg dataplaneConfig) *dataplane {
 	dp := &dataplane{
 		dataplaneConfig: cfg,
 		debug:           cfg.log.Enabled(context.Background(), slog.LevelDebug),
 		installed:       emptySnapshot,
-		learner:         newL2Learner(),
+		learner:         newL2Learner(cfg.l2Table()),
 		dispatcher:      newDispatcher(),
 		held:            newHeldSetups(),
 		accounting:      newAccounting(cfg.ledger),
@@ -87,7 +109,7 @@ func (dp *dataplane) configure(now time.Time, snap *snapshot, out *outbox) {
 		dp.configurePatch(now, snap, out)
 		return
 	}
-	mods, announce := reconcile(dp.installed, snap, dp.groups, dp.l2)
+	mods, announce := reconcile(dp.installed, snap, switchFeatures{groups: dp.groups, oneTable: dp.oneTable}, dp.l2)
 	released := releasedAddrs(dp.installed, snap)
 	dp.installed = snap
 	for i := range mods {

@@ -63,7 +63,7 @@ func newDecisionWith(tb testing.TB, cfg *sdnlb.Config, dc dataplaneConfig) *deci
 	if !dc.groups {
 		d.sw = oftable.New()
 	}
-	d.applyAll(baseFlows(dc.l2))
+	d.applyAll(baseFlows(dc.l2, dc.oneTable))
 	d.out = newOutbox(&d.xids, nil)
 	dc.idleTimeout, dc.affinity, dc.ledger = flowSeconds(DefaultIdleTimeout), d.affinity, newFlowLedger()
 	dc.metrics, dc.log = newMetrics(nil, nil), newTestLogger(&syncBuffer{})

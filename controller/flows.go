@@ -188,8 +188,9 @@ func deleteByCookie(cookie, mask uint64) ofp.FlowMod {
 
 // baseFlows is what every switch gets before any VIP: LLDP goes to the
 // controller, which discovers the links with it; what is not for a VIP
-// goes on to the L2 table, whose miss the L2 mode decides.
-func baseFlows(mode L2Mode) []ofp.FlowMod {
+// goes on to the L2 table, whose miss the L2 mode decides. A switch with
+// one table gets the LLDP row and the L2 miss alone, in table 0.
+func baseFlows(mode L2Mode, oneTable bool) []ofp.FlowMod {
 	flows := []flow{
 		{table: tableClassify, cookie: makeCookie(catLLDP, 0, 0), priority: prioLLDP, actions: []ofp.Action{toController},
 			match: []ofp.OXM{ofp.MatchEthDst(lldpMAC), ofp.MatchEthType(ethTypeLLDP)}},
@@ -209,6 +210,11 @@ func baseFlows(mode L2Mode) []ofp.FlowMod {
 				actions: []ofp.Action{toController}, gotoTable: tableL2},
 			flow{table: tableFabric, priority: prioPathMiss})
 	}
+	if oneTable {
+		miss := flows[len(flows)-1]
+		miss.table = tableClassify
+		flows = []flow{flows[0], miss}
+	}
 	mods := make([]ofp.FlowMod, len(flows))
 	for i, f := range flows {
 		if f.cookie == 0 {
@@ -220,13 +226,14 @@ func baseFlows(mode L2Mode) []ofp.FlowMod {
 }
 
 // vipFlows are a VIP's rows of tableClassify: the switch answers ARP
-// requests for the VIP's address itself, with the MAC of answerer (the
+// requests for the VIP's address itself (unless it has one table and no
+// Nicira actions), with the MAC of answerer (the
 // VIP that answers for the address, snapshot.vipByAddr); other ARP for the
 // address, ARP to the VIP's MAC (the answers to the controller's probes
 // for members) and new connections to the VIP service go to the
 // controller; other IPv4 to the address is dropped. ICMP VIPs punt echo
 // requests only.
-func vipFlows(v, answerer *vipState, l2 L2Mode) []ofp.FlowMod {
+func vipFlows(v, answerer *vipState, l2 L2Mode, oneTable bool) []ofp.FlowMod {
 	cookie := makeCookie(catVIP, v.num, 0)
 	arpPunt := flow{cookie: cookie, priority: prioVIPPunt, actions: []ofp.Action{toController},
 		match: []ofp.OXM{ofp.MatchEthType(ethTypeARP), ofp.MatchARPTPA(v.ip)}}
@@ -234,7 +241,11 @@ func vipFlows(v, answerer *vipState, l2 L2Mode) []ofp.FlowMod {
 		match: []ofp.OXM{ofp.MatchEthDst(v.mac), ofp.MatchEthType(ethTypeARP)}}
 	otherDrop := flow{cookie: cookie, priority: prioVIPDrop,
 		match: []ofp.OXM{ofp.MatchEthType(ethTypeIPv4), ofp.MatchIPv4Dst(v.ip)}}
-	return append(arpAnswerFlows(answerer, l2), arpPunt.add(), probeAnswers.add(), servicePunt(v), otherDrop.add())
+	answer := arpAnswerFlows(answerer, l2)
+	if oneTable {
+		answer = answer[:1] // the claim's drop: the answer needs Nicira moves, so the controller answers
+	}
+	return append(answer, arpPunt.add(), probeAnswers.add(), servicePunt(v), otherDrop.add())
 }
 
 // arpAnswerFlows answer ARP requests for v's address in the switch, as the
@@ -413,10 +424,10 @@ func deleteUntrackedReplyFlow(memberNum uint32) ofp.FlowMod {
 	return fm
 }
 
-// l2Flow forwards frames for a learned MAC. Adding it again with another
+// l2Flow forwards frames for a learned MAC, in the L2 table. Adding it again with another
 // port replaces it (same match and priority), which handles moves.
-func l2Flow(mac [6]byte, port uint32) ofp.FlowMod {
-	learned := flow{table: tableL2, cookie: makeCookie(catL2, 0, 0), priority: prioL2, idleTimeout: l2IdleTimeout,
+func l2Flow(table uint8, mac [6]byte, port uint32) ofp.FlowMod {
+	learned := flow{table: table, cookie: makeCookie(catL2, 0, 0), priority: prioL2, idleTimeout: l2IdleTimeout,
 		match: []ofp.OXM{ofp.MatchEthDst(mac)}, actions: []ofp.Action{ofp.ActionOutput{Port: port}}}
 	return learned.add()
 }

@@ -76,7 +76,7 @@ func TestCookie_Masks(t *testing.T) {
 
 func TestFlows_Base(t *testing.T) {
 	t.Run("L2Normal", func(t *testing.T) {
-		assertLines(t, flowLines(t, baseFlows(L2Normal)), []string{
+		assertLines(t, flowLines(t, baseFlows(L2Normal, false)), []string{
 			"cookie=0x5d01000000000000, priority=0 actions=goto_table:9",
 			"cookie=0x5d08000000000000, priority=2000, dl_dst=01:80:c2:00:00:0e,dl_type=0x88cc actions=CONTROLLER:65535",
 			"cookie=0x5d01000000000000, table=tracked, priority=0 actions=goto_table:9",
@@ -86,7 +86,7 @@ func TestFlows_Base(t *testing.T) {
 		})
 	})
 	t.Run("L2Learn", func(t *testing.T) {
-		assertLines(t, flowLines(t, baseFlows(L2Learn)), []string{
+		assertLines(t, flowLines(t, baseFlows(L2Learn, false)), []string{
 			"cookie=0x5d01000000000000, priority=0 actions=goto_table:9",
 			"cookie=0x5d08000000000000, priority=2000, dl_dst=01:80:c2:00:00:0e,dl_type=0x88cc actions=CONTROLLER:65535",
 			"cookie=0x5d01000000000000, table=tracked, priority=0 actions=goto_table:9",
@@ -124,7 +124,7 @@ func TestFlows_VIP(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			assertLines(t, flowLines(t, vipFlows(&tt.vip, &tt.vip, L2Normal)), tt.want)
+			assertLines(t, flowLines(t, vipFlows(&tt.vip, &tt.vip, L2Normal, false)), tt.want)
 		})
 	}
 	// VIPs sharing an address answer with the MAC of the one the snapshot
@@ -133,7 +133,7 @@ func TestFlows_VIP(t *testing.T) {
 		answerer := vipState{num: 1, ip: [4]byte{10, 0, 0, 100}, mac: [6]byte{2, 0, 0, 0, 1, 0}, proto: protoTCP, port: 80}
 		v := vipState{num: 2, ip: answerer.ip, mac: [6]byte{2, 0, 0, 0, 2, 0}, proto: protoUDP, port: 53}
 		var answers []string
-		for _, l := range flowLines(t, vipFlows(&v, &answerer, L2Normal)) {
+		for _, l := range flowLines(t, vipFlows(&v, &answerer, L2Normal, false)) {
 			if strings.Contains(l, "arp_op=1") {
 				answers = append(answers, l)
 			}
@@ -243,7 +243,7 @@ func TestFlows_Deletes(t *testing.T) {
 }
 
 func TestFlows_L2(t *testing.T) {
-	fm := l2Flow([6]byte{0xaa, 0, 0, 0, 0, 1}, ofp.PortLocal)
+	fm := l2Flow(tableL2, [6]byte{0xaa, 0, 0, 0, 0, 1}, ofp.PortLocal)
 	assertLines(t, flowLines(t, []ofp.FlowMod{fm}), []string{
 		"cookie=0x5d03000000000000, table=l2, priority=100, idle_timeout=300, dl_dst=aa:00:00:00:00:01 actions=LOCAL",
 	})

@@ -31,7 +31,7 @@ func fuzzConn(tb testing.TB) *switchConn {
 	tb.Cleanup(func() { server.Close(); client.Close() })
 	s := newSwitchConn(c, server)
 	s.dpid = 1
-	s.dp = newDataplane(c.dataplaneConfig(1, s.log, false))
+	s.dp = newDataplane(c.dataplaneConfig(1, s.log, switchFeatures{}))
 	return s
 }
 

@@ -20,6 +20,7 @@ import (
 
 	"github.com/sdnlb/sdnlb"
 	"github.com/sdnlb/sdnlb/controller/ofp"
+	"github.com/sdnlb/sdnlb/controller/ofp10"
 )
 
 // waitFor bounds every wait of a test on the controller.
@@ -147,6 +148,8 @@ type harness struct {
 	clock *testClock
 	// groups: the switches connect saying they have select groups.
 	groups bool
+	// ports10: the ports of the next 1.0 switch's features reply.
+	ports10 []ofp.Port
 }
 
 // testClock is real time plus an offset the test moves forward.
@@ -251,6 +254,10 @@ type fakeSwitch struct {
 	msgs   chan received
 	closed chan struct{}
 	wmu    sync.Mutex
+	// v10: the switch speaks OpenFlow 1.0 (set before it says anything).
+	// Either way it sends and receives the ofp package's model; received
+	// headers carry 1.3's type numbers.
+	v10 bool
 }
 
 // dial connects a fake switch that has said nothing yet.
@@ -289,7 +296,7 @@ func newFakeSwitch(tb testing.TB, client net.Conn) *fakeSwitch {
 			if err != nil {
 				return
 			}
-			hd, m, err := ofp.Decode(b)
+			hd, m, err := decodeAnyVersion(b)
 			if err != nil {
 				tb.Errorf("controller sent an undecodable %s: %v", hd.Type, err)
 				return
@@ -299,6 +306,28 @@ func newFakeSwitch(tb testing.TB, client net.Conn) *fakeSwitch {
 	}()
 	tb.Cleanup(func() { client.Close() })
 	return sw
+}
+
+// decodeAnyVersion decodes an OpenFlow 1.0 or 1.3 message, by its header,
+// and a HELLO_FAILED in any version (it reads the same in every one).
+func decodeAnyVersion(b []byte) (ofp.Header, ofp.Message, error) {
+	if b[0] != ofp10.Version && b[0] != ofp.Version && ofp.Type(b[1]) == ofp.TypeError {
+		b = append([]byte{ofp.Version}, b[1:]...)
+	}
+	if b[0] != ofp10.Version || b[1] == byte(ofp10.TypeHello) {
+		return ofp.Decode(b)
+	}
+	h, m, err := ofp10.Decode(b)
+	return ofp.Header{Version: h.Version, Type: h.Type.Model(), Length: h.Length, XID: h.XID}, m, err
+}
+
+// connect10 is connect for a switch that speaks only OpenFlow 1.0.
+func (h *harness) connect10(tb testing.TB, dpid uint64, ports ...ofp.Port) (*fakeSwitch, []received) {
+	tb.Helper()
+	sw := h.dial(tb)
+	sw.v10 = true
+	h.ports10 = ports
+	return sw, h.handshake(tb, sw, dpid)
 }
 
 // connect dials and completes the handshake as datapath dpid, returning
@@ -313,13 +342,21 @@ func (h *harness) connect(tb testing.TB, dpid uint64) (*fakeSwitch, []received) 
 // controller sent up to and including the barrier request.
 func (h *harness) handshake(tb testing.TB, sw *fakeSwitch, dpid uint64) []received {
 	tb.Helper()
-	sw.send(0, ofp.Hello{Versions: []uint8{1, 4}})
+	if sw.v10 {
+		sw.sendRaw([]byte{ofp10.Version, byte(ofp10.TypeHello), 0, 8, 0, 0, 0, 0})
+	} else {
+		sw.send(0, ofp.Hello{Versions: []uint8{1, 4}})
+	}
 	var got []received
 	for {
 		r := sw.next()
 		got = append(got, r)
 		switch r.m.(type) {
 		case *ofp.FeaturesRequest:
+			if sw.v10 {
+				sw.send(r.h.XID, ofp10.FeaturesReply{FeaturesReply: ofp.FeaturesReply{DatapathID: dpid, NTables: 1}, Ports: h.ports10})
+				continue
+			}
 			sw.send(r.h.XID, ofp.FeaturesReply{DatapathID: dpid, NBuffers: 0, NTables: 254})
 		case *ofp.MultipartRequest:
 			switch r.m.(*ofp.MultipartRequest).Body.(type) {
@@ -362,7 +399,15 @@ func (sw *fakeSwitch) answerEmpty(r received) bool {
 
 func (sw *fakeSwitch) send(xid uint32, m ofp.Message) {
 	sw.tb.Helper()
-	sw.sendRaw(ofp.Append(nil, xid, m))
+	if !sw.v10 {
+		sw.sendRaw(ofp.Append(nil, xid, m))
+		return
+	}
+	b, err := ofp10.Append(nil, xid, m)
+	if err != nil {
+		sw.tb.Fatalf("fake 1.0 switch cannot send %s: %v", m.Type(), err)
+	}
+	sw.sendRaw(b)
 }
 
 func (sw *fakeSwitch) sendRaw(b []byte) {

@@ -60,7 +60,7 @@ func TestController_FindHost(t *testing.T) {
 func TestL2Learner_Hosts(t *testing.T) {
 	now := time.Unix(1_700_000_000, 0)
 	mac := [6]byte{0xaa, 0, 0, 0, 0, 1}
-	l := newL2Learner()
+	l := newL2Learner(tableL2)
 	if !l.learnHost(now, 1, mac, 3, false) {
 		t.Error("a new host did not change the table")
 	}

@@ -29,6 +29,7 @@ const hostSweep = time.Minute
 // each MAC lives, each IPv4 address's MAC and port and when a packet last
 // showed it, and when it last asked for a member's MAC.
 type l2Learner struct {
+	table    uint8                // of the L2 rows
 	macs     map[[6]byte]macEntry // where each MAC lives (L2Learn)
 	hosts    map[uint32]hostEntry // learned IPv4 addresses: MAC and port
 	arpAsked map[uint32]arpAsk    // when the controller ARPed for a member it has not seen
@@ -54,8 +55,9 @@ type hostEntry struct {
 	seen int64
 }
 
-func newL2Learner() l2Learner {
+func newL2Learner(table uint8) l2Learner {
 	return l2Learner{
+		table:    table,
 		macs:     map[[6]byte]macEntry{},
 		hosts:    map[uint32]hostEntry{},
 		arpAsked: map[uint32]arpAsk{},
@@ -79,7 +81,7 @@ func (l *l2Learner) learnMAC(now time.Time, mac [6]byte, port uint32, out *outbo
 
 func (l *l2Learner) installL2(now time.Time, mac [6]byte, port uint32, out *outbox) {
 	l.macs[mac] = macEntry{port: port, installed: now.UnixNano()}
-	fm := l2Flow(mac, port)
+	fm := l2Flow(l.table, mac, port)
 	out.send(&fm)
 }
 

@@ -114,7 +114,7 @@ func TestSnapshotBuilder_Patch(t *testing.T) {
 			t.Fatalf("step %d: %v patched to\n%s\nwant, as built:\n%s", step, changes, got, want)
 		}
 		for _, groups := range []bool{false, true} {
-			full, _ := reconcile(last, patched, groups, L2Learn)
+			full, _ := reconcile(last, patched, switchFeatures{groups: groups}, L2Learn)
 			if got, want := flowLines(t, reconcilePatch(last, patched, groups)), flowLines(t, full); !slices.Equal(got, want) {
 				t.Fatalf("step %d (groups %t): %v reconciled to\n%s\nwant\n%s", step, groups, changes,
 					strings.Join(got, "\n"), strings.Join(want, "\n"))

@@ -10,10 +10,10 @@ import (
 
 // reconcile returns the flow-mods that take a switch from the state of old
 // to that of new, deletes first, and the VIPs to announce with gratuitous
-// ARP; groups says whether the switch has select groups, l2 who switches
-// what is not for a VIP. It is pure. The in-switch dispatch, which depends
+// ARP; f says what the switch's pipeline can do, l2 who switches what is
+// not for a VIP. It is pure. The in-switch dispatch, which depends
 // on what the switch learned, is the dataplane's (see dispatch.go).
-func reconcile(old, new *snapshot, groups bool, l2 L2Mode) (mods []ofp.FlowMod, announce []*vipState) {
+func reconcile(old, new *snapshot, f switchFeatures, l2 L2Mode) (mods []ofp.FlowMod, announce []*vipState) {
 	changed := func(a, b *vipState) bool { return a.key != b.key || a.mac != b.mac }
 	freedAddrs := map[uint32]bool{}
 	for id, ov := range old.vipByID {
@@ -36,17 +36,17 @@ func reconcile(old, new *snapshot, groups bool, l2 L2Mode) (mods []ofp.FlowMod, 
 			replies = append(replies, k)
 		}
 	}
-	mods = appendReplyDiff(mods, old, new, replies, groups)
+	mods = appendReplyDiff(mods, old, new, replies, f.groups)
 	for _, nv := range sortedVIPs(new) {
 		ov, ok := old.vipByID[nv.id]
 		switch {
 		case !ok || changed(ov, nv):
-			mods = append(mods, vipFlows(nv, new.vipByAddr[nv.key.ip], l2)...)
+			mods = append(mods, vipFlows(nv, new.vipByAddr[nv.key.ip], l2, f.oneTable)...)
 			announce = append(announce, nv)
 		case freedAddrs[nv.key.ip]:
 			// A deleted VIP on the same address took the shared ARP and
 			// drop flows with it, and may have been the one answering ARP.
-			mods = append(mods, vipFlows(nv, new.vipByAddr[nv.key.ip], l2)...)
+			mods = append(mods, vipFlows(nv, new.vipByAddr[nv.key.ip], l2, f.oneTable)...)
 		}
 	}
 	return mods, announce

@@ -160,8 +160,12 @@ func (s *switchConn) applyRole() {
 			s.decide(func(*dataplane, *outbox) { s.master.Store(false) })
 		}
 		s.asked = r
-		if err := s.send(r.ofp()); err != nil {
-			return
+		// OpenFlow 1.0 has no roles: a node that is not the switch's
+		// master only leaves it alone.
+		if s.wire.roles() {
+			if err := s.send(r.ofp()); err != nil {
+				return
+			}
 		}
 		if !r.master || wasMaster {
 			continue
@@ -182,7 +186,7 @@ func (s *switchConn) applyRole() {
 			// its share of the counters.
 			snap := s.c.snap.Load()
 			old.settle(snap)
-			s.dp = newDataplane(s.c.dataplaneConfig(s.dpid, s.log, s.groups))
+			s.dp = newDataplane(s.c.dataplaneConfig(s.dpid, s.log, s.features))
 			s.dp.adopt(s.c.now(), snap, have, out)
 			s.master.Store(true)
 		})
@@ -218,7 +222,7 @@ func (s *switchConn) readState() (switchState, error) {
 		return have, fmt.Errorf("flows: %w", err)
 	}
 	have.flows = r.stats
-	if s.groups {
+	if s.features.groups {
 		if r, err = wait(ofp.MultipartRequest{Body: ofp.GroupDescRequest{}}); err != nil {
 			return have, fmt.Errorf("groups: %w", err)
 		}

@@ -211,7 +211,7 @@ func TestReconcile_SharedVIPAddress(t *testing.T) {
 	r := newSnapshotBuilder()
 	both, _ := r.build(testConfig(withUDP))
 	tcpOnly, _ := r.build(testConfig(nil))
-	mods, announce := reconcile(both, tcpOnly, false, L2Normal)
+	mods, announce := reconcile(both, tcpOnly, switchFeatures{}, L2Normal)
 	// v2's delete takes the ARP and drop flows v1 shares, so v1's come back.
 	assertLines(t, flowLines(t, mods), []string{
 		"delete cookie=0x5d02000002000000/0xffffffffff000000",
@@ -353,7 +353,7 @@ func TestReconcile_ReplyPunts(t *testing.T) {
 				if len(skipped) > 0 {
 					t.Fatalf("skipped %v", skipped)
 				}
-				mods, _ = reconcile(prev, next, tt.groups, L2Normal)
+				mods, _ = reconcile(prev, next, switchFeatures{groups: tt.groups}, L2Normal)
 				prev = next
 			}
 			var punts []ofp.FlowMod

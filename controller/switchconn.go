@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/sdnlb/sdnlb/controller/ofp"
+	"github.com/sdnlb/sdnlb/controller/ofp10"
 )
 
 // echoMisses unanswered echo requests in a row mean the switch is dead.
@@ -32,8 +33,10 @@ type switchConn struct {
 	log         *slog.Logger // the handshake adds the datapath id
 	remote      string
 	connectedAt time.Time
-	dpid        uint64 // set by the handshake
-	groups      bool   // the switch has select groups; set by the handshake
+	// Set by the handshake.
+	dpid     uint64
+	wire     wire // the OpenFlow version the switch speaks
+	features switchFeatures
 
 	xids       atomic.Uint32
 	unanswered atomic.Int32  // echo requests since the switch last spoke
@@ -43,6 +46,9 @@ type switchConn struct {
 	wmu sync.Mutex // guards bw and enc
 	bw  *bufio.Writer
 	enc []byte
+	// unsendable logs messages the switch's version cannot express,
+	// which no decision should make
+	unsendable *limitedLog
 
 	// dpMu guards the decision state, dp and out, and is held only by
 	// decide. dp is made before the connection is registered and replaced
@@ -94,8 +100,10 @@ func newSwitchConn(c *Controller, conn net.Conn) *switchConn {
 		done:        make(chan struct{}),
 		roleWake:    make(chan struct{}, 1),
 		rbuf:        make([]byte, 0, 4096),
+		wire:        wire13{}, // until the handshake agrees on a version
 	}
 	s.log = c.log.With("remote", s.remote)
+	s.unsendable = &limitedLog{log: s.log, every: time.Minute}
 	s.out = newOutbox(&s.xids, c.metrics)
 	if c.fabric != nil {
 		s.delivered = make(chan *ofp.FlowMod, deliveredQueue)
@@ -147,7 +155,7 @@ func (c *Controller) serveConn(ctx context.Context, a *admission) {
 			"remote", s.remote, "dpid", formatDPID(s.dpid), "connected_from", old.remote)
 		return
 	}
-	s.dp = newDataplane(c.dataplaneConfig(s.dpid, s.log, s.groups))
+	s.dp = newDataplane(c.dataplaneConfig(s.dpid, s.log, s.features))
 	var wg sync.WaitGroup
 	defer wg.Wait()
 	defer s.close() // stops the reader and keepalive before wg.Wait
@@ -159,7 +167,9 @@ func (c *Controller) serveConn(ctx context.Context, a *admission) {
 	r := c.role(s.dpid)
 	if c.opts.Roles {
 		s.asked = r
-		s.send(r.ofp())
+		if s.wire.roles() {
+			s.send(r.ofp())
+		}
 	}
 	if r.master {
 		have, err := s.readState()
@@ -207,14 +217,14 @@ func (c *Controller) serveConn(ctx context.Context, a *admission) {
 	}
 }
 
-// handshake agrees on OpenFlow 1.3 and learns what the switch is: its
-// datapath id and whether it has select groups; it asks for the switch's
-// ports and the whole of each packet-in. What the switch holds of sdnlb's
-// is read later, by readState, as a promotion reads it.
+// handshake agrees on an OpenFlow version (negotiate) and learns what the
+// switch is: its datapath id, its ports, and what its pipeline can do;
+// it has the switch send the whole of each packet-in. What the switch
+// holds of sdnlb's is read later, by readState, as a promotion reads it.
 func (s *switchConn) handshake() error {
 	s.conn.SetDeadline(time.Now().Add(handshakeTimeout))
 	defer s.conn.SetDeadline(time.Time{})
-	if err := s.send(ofp.Hello{Versions: []uint8{ofp.Version}}); err != nil {
+	if err := s.send(ofp.Hello{Versions: offeredVersions}); err != nil {
 		return err
 	}
 	b, err := ofp.ReadMessage(s.br, s.rbuf)
@@ -226,12 +236,12 @@ func (s *switchConn) handshake() error {
 	if err != nil || !ok {
 		return fmt.Errorf("expected HELLO, got %s: %w", h.Type, malformed(err))
 	}
-	if !hello.Supports(ofp.Version) {
-		s.log.Error("switch does not speak OpenFlow 1.3; refusing it", "versions", hello.Versions)
-		s.send(&ofp.ErrorMsg{ErrType: ofp.ErrTypeHelloFailed, Code: ofp.HelloFailedIncompatible,
-			Data: []byte("sdnlb speaks OpenFlow 1.3 only")})
+	w, err := negotiate(h.Version, hello, len(b) == ofp.HeaderLen, &s.xids)
+	if err != nil {
+		s.refuseVersion(h.Version, err)
 		return errClosed
 	}
+	s.wire, s.out.wire = w, w
 	if err := s.send(ofp.FeaturesRequest{}); err != nil {
 		return err
 	}
@@ -242,43 +252,73 @@ func (s *switchConn) handshake() error {
 			return fmt.Errorf("read handshake reply: %w", err)
 		}
 		s.rbuf = b
-		h, m, err := ofp.Decode(b)
+		h, _ := ofp.ParseHeader(b)
+		m, err := s.wire.decode(b)
 		if err != nil {
 			return fmt.Errorf("during handshake: %w", malformed(err))
 		}
 		switch m := m.(type) {
+		case *ofp10.FeaturesReply:
+			s.identify(m.DatapathID)
+			if s.c.fabric != nil {
+				return errors.New("the switch speaks OpenFlow 1.0, and --l2 fabric needs 1.3 (several tables and metadata)")
+			}
+			s.ports.set(m.Ports...)
+			return s.configureSwitch(switchFeatures{oneTable: true})
 		case *ofp.FeaturesReply:
-			s.dpid = m.DatapathID
-			s.log = s.log.With("dpid", formatDPID(s.dpid))
+			s.identify(m.DatapathID)
 			featuresXID = s.xids.Add(1)
 			if err := s.sendXID(featuresXID, ofp.MultipartRequest{Body: ofp.GroupFeaturesRequest{}}); err != nil {
 				return err
 			}
 		case *ofp.MultipartReply:
 			if body, ok := m.Body.(ofp.GroupFeaturesReply); ok && h.XID == featuresXID {
-				return s.configureSwitch(body.Types&(1<<ofp.GroupTypeSelect) != 0)
+				return s.configureSwitch(switchFeatures{groups: body.Types&(1<<ofp.GroupTypeSelect) != 0})
 			}
 		case *ofp.EchoRequest:
 			s.sendXID(h.XID, ofp.EchoReply{Data: m.Data})
 		case *ofp.ErrorMsg:
 			if featuresXID != 0 && h.XID == featuresXID {
-				return s.configureSwitch(false) // no group support at all
+				return s.configureSwitch(switchFeatures{}) // no group support at all
 			}
 			s.log.Warn("switch error during handshake", "type", m.ErrType.String(), "code", m.Code)
 		}
 	}
 }
 
-// configureSwitch ends the handshake: it records whether the switch has
-// select groups, has it send whole packets to the controller and asks for
-// its ports, whose description the reader takes.
-func (s *switchConn) configureSwitch(groups bool) error {
-	s.groups = groups
-	if !groups {
+// refuseVersion answers a HELLO of version v that offered no version
+// sdnlb speaks with HELLO_FAILED, saying which it does, in the lower of
+// the two versions (HELLO_FAILED reads the same in every version).
+func (s *switchConn) refuseVersion(v uint8, err error) {
+	s.c.handshakeLog.warn(s.c.now(), "switch refused: it speaks no OpenFlow version sdnlb does", "remote", s.remote, "err", err)
+	msg := ofp.Append(nil, s.xids.Add(1), &ofp.ErrorMsg{ErrType: ofp.ErrTypeHelloFailed, Code: ofp.HelloFailedIncompatible,
+		Data: []byte(err.Error())})
+	msg[0] = min(v, ofp.Version)
+	s.wmu.Lock()
+	s.bw.Write(msg)
+	s.flushLocked()
+	s.wmu.Unlock()
+}
+
+func (s *switchConn) identify(dpid uint64) {
+	s.dpid = dpid
+	s.log = s.log.With("dpid", formatDPID(dpid), "openflow", versionName(s.wire.version()))
+}
+
+// configureSwitch ends the handshake: it records what the switch's
+// pipeline can do, has it send whole packets to the controller and, on
+// 1.3, asks for its ports, whose description the reader takes (a 1.0
+// features reply lists them).
+func (s *switchConn) configureSwitch(f switchFeatures) error {
+	s.features = f
+	if !f.groups {
 		s.log.Warn("switch has no select groups; its SWITCH pools are dispatched by the controller")
 	}
-	return s.send(ofp.SetConfig{Flags: ofp.ConfigFragNormal, MissSendLen: ofp.ControllerMaxLenNoBuffer},
-		ofp.MultipartRequest{Body: ofp.PortDescRequest{}})
+	msgs := []ofp.Message{ofp.SetConfig{Flags: ofp.ConfigFragNormal, MissSendLen: ofp.ControllerMaxLenNoBuffer}}
+	if s.wire.version() == ofp.Version {
+		msgs = append(msgs, ofp.MultipartRequest{Body: ofp.PortDescRequest{}})
+	}
+	return s.send(msgs...)
 }
 
 // sync brings the switch from the configuration it has to snap. Calls from
@@ -323,16 +363,25 @@ func (s *switchConn) sendXID(xid uint32, m ofp.Message) error {
 	return s.flushLocked()
 }
 
-// writeLocked buffers one message; errors surface at the flush, as
+// writeLocked buffers one message; write errors surface at the flush, as
 // bufio.Writer keeps them.
 func (s *switchConn) writeLocked(xid uint32, m ofp.Message) {
-	s.enc = ofp.Append(s.enc[:0], xid, m)
+	enc, err := s.wire.append(s.enc[:0], xid, m)
+	s.enc = enc
+	if err != nil {
+		s.unsendable.warn(s.c.now(), "message the switch's OpenFlow version cannot express not sent", "type", m.Type().String(), "err", err)
+		return
+	}
 	s.bw.Write(s.enc)
 }
 
 // write buffers what the dataplane decided, unflushed: the read loop
 // flushes once its input is drained.
 func (s *switchConn) write(out *outbox) {
+	if out.unsent != nil {
+		s.unsendable.warn(s.c.now(), "message the switch's OpenFlow version cannot express not sent", "err", out.unsent)
+		out.unsent = nil
+	}
 	if out.empty() {
 		return
 	}
@@ -423,7 +472,7 @@ func (s *switchConn) readLoop() error {
 		// to 64 KiB that never come.
 		if hd, err := s.br.Peek(1); err != nil {
 			return err
-		} else if hd[0] != ofp.Version {
+		} else if hd[0] != s.wire.version() {
 			return malformed(ofp.ErrBadVersion)
 		}
 		b, err := ofp.ReadMessage(s.br, s.rbuf)
@@ -453,18 +502,19 @@ func (s *switchConn) receive(b []byte) (err error) {
 // the connection; one of a type the codec does not know is answered with an
 // OpenFlow error.
 func (s *switchConn) handle(dp *dataplane, out *outbox, b []byte) error {
-	h, err := ofp.ParseHeader(b)
+	h, err := ofp.ParseHeader(b) // the same in every version but for the type
 	if err != nil {
 		return malformed(err)
 	}
+	kind := s.wire.kind(b)
 	now := s.c.now()
 	dp.expireHeld(now)
-	if !s.master.Load() && (h.Type == ofp.TypePacketIn || h.Type == ofp.TypeFlowRemoved) {
+	if !s.master.Load() && (kind == ofp.TypePacketIn || kind == ofp.TypeFlowRemoved) {
 		return nil // a slave's: switches send none by default, and it answers none
 	}
-	switch h.Type {
+	switch kind {
 	case ofp.TypePacketIn:
-		if _, err := ofp.DecodeInto(b, &s.pin); err != nil {
+		if err := s.wire.decodeInto(b, &s.pin); err != nil {
 			return s.decodeFailed(out, h, b, err)
 		}
 		if cat, _, _, _ := cookieParts(s.pin.Cookie); cat == catLLDP {
@@ -474,15 +524,18 @@ func (s *switchConn) handle(dp *dataplane, out *outbox, b []byte) error {
 		dp.packetIn(now, dp.installed, &s.pin, out)
 		return nil
 	case ofp.TypeFlowRemoved:
-		if _, err := ofp.DecodeInto(b, &s.removed); err != nil {
+		if err := s.wire.decodeInto(b, &s.removed); err != nil {
 			return s.decodeFailed(out, h, b, err)
 		}
 		dp.flowRemoved(now, dp.installed, &s.removed)
 		return nil
 	}
-	_, m, err := ofp.Decode(b)
+	m, err := s.wire.decode(b)
 	if err != nil {
 		return s.decodeFailed(out, h, b, err)
+	}
+	for _, fm := range s.wire.answered(h.XID, m) {
+		out.send(&fm)
 	}
 	switch m := m.(type) {
 	case *ofp.EchoRequest:
@@ -634,8 +687,8 @@ func (s *switchConn) logSwitchError(now time.Time, xid uint32, m *ofp.ErrorMsg) 
 		return
 	}
 	var failed string
-	if h, err := ofp.ParseHeader(m.Data); err == nil {
-		failed = h.Type.String()
+	if len(m.Data) >= ofp.HeaderLen {
+		failed = s.wire.kind(m.Data).String()
 	}
 	s.log.Warn("switch reported an error", "type", m.ErrType.String(), "code", m.Code, "xid", xid,
 		"request", failed, "suppressed_since_last", s.errSuppressed)

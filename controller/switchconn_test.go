@@ -233,24 +233,6 @@ func TestSession_Echo(t *testing.T) {
 	})
 }
 
-func TestSession_VersionMismatch(t *testing.T) {
-	h := startController(t, testConfig(nil), Options{})
-	sw := h.dial(t)
-	// An OpenFlow 1.0 hello: version 1 header, no bitmap.
-	sw.sendRaw([]byte{1, byte(ofp.TypeHello), 0, 8, 0, 0, 0, 9})
-	sw.nextOf(ofp.TypeHello)
-	r := sw.nextOf(ofp.TypeError)
-	e := r.m.(*ofp.ErrorMsg)
-	if e.ErrType != ofp.ErrTypeHelloFailed || e.Code != ofp.HelloFailedIncompatible {
-		t.Errorf("error %s/%d, want HELLO_FAILED/INCOMPATIBLE", e.ErrType, e.Code)
-	}
-	sw.waitClosed()
-	log := h.log.String()
-	if !strings.Contains(log, "level=ERROR") || !strings.Contains(log, "remote=pipe") {
-		t.Errorf("no Error line naming the switch address in\n%s", log)
-	}
-}
-
 func TestSession_Malformed(t *testing.T) {
 	header := func(version uint8, typ ofp.Type, length uint16) []byte {
 		b := []byte{version, byte(typ), 0, 0, 0, 0, 0, 1}
@@ -514,7 +496,7 @@ func TestSwitchFlows(t *testing.T) {
 			t.Errorf("flows request for cookie %#x/%#x, want every sdnlb flow", fsr.Cookie, fsr.CookieMask)
 		}
 		v := &vipState{num: 1, ip: [4]byte{10, 0, 0, 100}, proto: protoTCP, port: 80}
-		vf := vipFlows(v, v, L2Normal)
+		vf := vipFlows(v, v, L2Normal, false)
 		drop, service := vf[len(vf)-1], vf[len(vf)-2]
 		sw.send(req.h.XID, ofp.MultipartReply{Body: ofp.FlowStatsReply{Stats: []ofp.FlowStats{
 			{Cookie: drop.Cookie, Priority: drop.Priority, Match: drop.Match, Instructions: drop.Instructions, DurationSec: 3, DurationNsec: 5e8},

@@ -17,7 +17,7 @@ func (c *Controller) Switches(ctx context.Context) ([]*sdnlb.Switch, error) {
 	out := make([]*sdnlb.Switch, 0, len(conns))
 	for _, s := range conns {
 		out = append(out, &sdnlb.Switch{DPID: formatDPID(s.dpid), Address: s.remote, ConnectedAt: s.connectedAt,
-			Ports: switchPorts(s.ports.all()), SelectGroups: s.groups, Master: c.masterNode(s.dpid)})
+			OpenFlow: versionName(s.wire.version()), Ports: switchPorts(s.ports.all()), SelectGroups: s.features.groups, Master: c.masterNode(s.dpid)})
 	}
 	slices.SortFunc(out, func(a, b *sdnlb.Switch) int { return cmp.Compare(a.DPID, b.DPID) })
 	return out, nil

@@ -97,8 +97,8 @@ func appendActionHeader(b []byte, t uint16, n uint16) []byte {
 
 // decodeActions decodes a 1.0 action list into 1.3 actions, appending to
 // dst. SET_TP_SRC/DST become tcp_src/dst or udp_src/dst by proto, the
-// ip_proto of the flow's match; without TCP or UDP there, as in a
-// packet-out, they are ErrUnsupported (Open vSwitch rejects such flows).
+// ip_proto of the flow's match or of a packet-out's frame; without TCP or
+// UDP there they are ErrUnsupported (Open vSwitch rejects such flows).
 func decodeActions(b []byte, dst []ofp.Action, proto uint8) ([]ofp.Action, error) {
 	for len(b) > 0 {
 		if len(b) < 8 {
@@ -170,6 +170,21 @@ func tpField(t uint16, proto uint8) (ofp.OXMField, bool) {
 		return ofp.OXMUDPDst, true
 	}
 	return 0, false
+}
+
+// frameProto is the IPv4 protocol of an Ethernet frame, tagged or not,
+// which decides what a packet-out's SET_TP_* rewrites; 0 for a frame
+// that is not IPv4 or for none (a buffered packet).
+func frameProto(frame []byte) uint8 {
+	const ethTypeAt, vlanLen, protoInIPv4 = 12, 4, 9
+	at := ethTypeAt
+	if len(frame) >= at+2 && binary.BigEndian.Uint16(frame[at:]) == 0x8100 {
+		at += vlanLen
+	}
+	if len(frame) < at+2+protoInIPv4+1 || binary.BigEndian.Uint16(frame[at:]) != 0x0800 {
+		return 0
+	}
+	return frame[at+2+protoInIPv4]
 }
 
 // matchProto is the ip_proto of a 1.3 match, 0 when it has none.

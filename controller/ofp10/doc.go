@@ -41,9 +41,10 @@
 //     output and set_field of eth_src/dst (SET_DL_SRC/DST), ipv4_src/dst
 //     (SET_NW_SRC/DST) and tcp or udp src/dst (SET_TP_SRC/DST). SET_TP_*
 //     rewrites whichever transport the packet has, so Append takes a tcp
-//     or udp set_field only in a flow that matches that ip_proto, and
-//     Decode picks tcp or udp from the flow's match (a set-tp action in a
-//     packet-out or a flow matching neither is ErrUnsupported).
+//     or udp set_field only in a flow that matches that ip_proto, or in
+//     a packet-out whose frame is of that protocol, and Decode picks tcp
+//     or udp the same way (a set-tp action in a flow matching neither, or
+//     in a packet-out of another frame, is ErrUnsupported).
 //   - Cookies: a 1.0 flow mod has a cookie but no cookie mask, and a
 //     1.0 delete does not look at cookies at all. Append therefore
 //     refuses any CookieMask (on adds as on deletes) rather than delete

@@ -73,6 +73,23 @@ func Append(b []byte, xid uint32, m ofp.Message) ([]byte, error) {
 	return b, nil
 }
 
+// parseHeader reads the header of the complete message b.
+func parseHeader(b []byte) (Header, error) {
+	if len(b) < ofp.HeaderLen {
+		return Header{}, ofp.ErrShort
+	}
+	h := Header{
+		Version: b[0],
+		Type:    Type(b[1]),
+		Length:  binary.BigEndian.Uint16(b[2:]),
+		XID:     binary.BigEndian.Uint32(b[4:]),
+	}
+	if int(h.Length) != len(b) {
+		return h, ofp.ErrBadLength
+	}
+	return h, nil
+}
+
 // Decode decodes exactly one complete OpenFlow 1.0 message (len(b) must
 // equal the header length) into the ofp package's 1.3 model. The message
 // is a pointer, as ofp.Decode returns, except that a features reply is a
@@ -82,17 +99,9 @@ func Append(b []byte, xid uint32, m ofp.Message) ([]byte, error) {
 // except for HELLO. Types without a 1.3 model (VENDOR, PORT_MOD, queue
 // config) yield ofp.ErrUnsupported.
 func Decode(b []byte) (Header, ofp.Message, error) {
-	if len(b) < ofp.HeaderLen {
-		return Header{}, nil, ofp.ErrShort
-	}
-	h := Header{
-		Version: b[0],
-		Type:    Type(b[1]),
-		Length:  binary.BigEndian.Uint16(b[2:]),
-		XID:     binary.BigEndian.Uint32(b[4:]),
-	}
-	if int(h.Length) != len(b) {
-		return h, nil, ofp.ErrBadLength
+	h, err := parseHeader(b)
+	if err != nil {
+		return h, nil, err
 	}
 	if h.Version != Version && h.Type != TypeHello {
 		return h, nil, ofp.ErrBadVersion
@@ -107,4 +116,64 @@ func Decode(b []byte) (Header, ofp.Message, error) {
 		return h, nil, err
 	}
 	return h, m, nil
+}
+
+// DecodeInto decodes a packet-in or a flow-removed, the messages a busy
+// switch sends most, into m (an *ofp.PacketIn or *ofp.FlowRemoved),
+// reusing its slices, so that a caller keeping one struct per type
+// decodes them without allocating. Other messages yield
+// ofp.ErrUnsupported; a header type that is not m's, too.
+func DecodeInto(b []byte, m ofp.Message) (Header, error) {
+	h, err := parseHeader(b)
+	if err != nil {
+		return h, err
+	}
+	if h.Version != Version {
+		return h, ofp.ErrBadVersion
+	}
+	switch m := m.(type) {
+	case *ofp.PacketIn:
+		if h.Type == TypePacketIn {
+			return h, decodePacketInto(b[ofp.HeaderLen:], m)
+		}
+	case *ofp.FlowRemoved:
+		if h.Type == TypeFlowRemoved {
+			return h, decodeFlowRemovedInto(b[ofp.HeaderLen:], m)
+		}
+	}
+	return h, ofp.ErrUnsupported
+}
+
+// Model is t in the ofp package's 1.3 numbering: the Type() of the
+// message Decode returns for it (VENDOR is EXPERIMENTER).
+func (t Type) Model() ofp.Type {
+	switch {
+	case t <= TypeFlowMod:
+		return ofp.Type(t)
+	case t == TypePortMod:
+		return ofp.TypePortMod
+	}
+	return ofp.Type(t) + (ofp.TypeMultipartRequest - ofp.Type(TypeStatsRequest)) // 1.3 added two before them
+}
+
+// FlowKey is how a 1.0 switch tells its flows apart: the priority and the
+// ofp_match, as encoded. Flow-mods with equal keys address the same flow.
+type FlowKey [2 + matchLen]byte
+
+// Offsets in an encoded FLOW_MOD.
+const (
+	flowModMatchAt    = ofp.HeaderLen
+	flowModPriorityAt = ofp.HeaderLen + matchLen + 14 // after cookie, command, idle and hard timeouts
+)
+
+// KeyOf returns the key of msg, an encoded FLOW_MOD (Append's output), and
+// false for any other message.
+func KeyOf(msg []byte) (FlowKey, bool) {
+	var k FlowKey
+	if len(msg) < ofp.HeaderLen+flowModFixedLen || msg[0] != Version || Type(msg[1]) != TypeFlowMod {
+		return k, false
+	}
+	copy(k[:2], msg[flowModPriorityAt:])
+	copy(k[2:], msg[flowModMatchAt:flowModMatchAt+matchLen])
+	return k, true
 }

@@ -279,16 +279,22 @@ func appendPacketIn(b []byte, m *ofp.PacketIn) (Type, []byte, error) {
 const packetInFixedLen = 10
 
 func decodePacketIn(body []byte) (ofp.Message, error) {
+	m := new(ofp.PacketIn)
+	return m, decodePacketInto(body, m)
+}
+
+// decodePacketInto decodes into m, reusing its slices.
+func decodePacketInto(body []byte, m *ofp.PacketIn) error {
 	if len(body) < packetInFixedLen {
-		return nil, ofp.ErrShort
+		return ofp.ErrShort
 	}
-	return &ofp.PacketIn{
-		BufferID: binary.BigEndian.Uint32(body),
-		TotalLen: binary.BigEndian.Uint16(body[4:]),
-		Reason:   body[8],
-		Match:    ofp.Match{OXMs: []ofp.OXM{ofp.MatchInPort(portFrom10(binary.BigEndian.Uint16(body[6:])))}},
-		Data:     append([]byte(nil), body[packetInFixedLen:]...),
-	}, nil
+	m.BufferID = binary.BigEndian.Uint32(body)
+	m.TotalLen = binary.BigEndian.Uint16(body[4:])
+	m.Reason = body[8]
+	m.TableID, m.Cookie = 0, 0
+	m.Match.OXMs = append(m.Match.OXMs[:0], ofp.MatchInPort(portFrom10(binary.BigEndian.Uint16(body[6:]))))
+	m.Data = append(m.Data[:0], body[packetInFixedLen:]...)
+	return nil
 }
 
 func appendPacketOut(b []byte, m *ofp.PacketOut) (Type, []byte, error) {
@@ -300,7 +306,7 @@ func appendPacketOut(b []byte, m *ofp.PacketOut) (Type, []byte, error) {
 	b = binary.BigEndian.AppendUint16(b, p)
 	lenAt := len(b)
 	b = append(b, 0, 0)
-	if b, err = appendActions(b, m.Actions, 0); err != nil {
+	if b, err = appendActions(b, m.Actions, frameProto(m.Data)); err != nil {
 		return 0, b, err
 	}
 	binary.BigEndian.PutUint16(b[lenAt:], uint16(len(b)-lenAt-2))
@@ -318,7 +324,7 @@ func decodePacketOut(body []byte) (ofp.Message, error) {
 	if n > len(rest) {
 		return nil, ofp.ErrBadLength
 	}
-	actions, err := decodeActions(rest[:n], nil, 0)
+	actions, err := decodeActions(rest[:n], nil, frameProto(rest[n:]))
 	if err != nil {
 		return nil, err
 	}
@@ -469,12 +475,18 @@ func appendFlowRemoved(b []byte, m *ofp.FlowRemoved) (Type, []byte, error) {
 const flowRemovedLen = matchLen + 40
 
 func decodeFlowRemoved(body []byte) (ofp.Message, error) {
+	m := new(ofp.FlowRemoved)
+	return m, decodeFlowRemovedInto(body, m)
+}
+
+// decodeFlowRemovedInto decodes into m, reusing its slices.
+func decodeFlowRemovedInto(body []byte, m *ofp.FlowRemoved) error {
 	if len(body) != flowRemovedLen {
-		return nil, ofp.ErrBadLength
+		return ofp.ErrBadLength
 	}
 	match10 := parseMatch10(body)
 	f := body[matchLen:]
-	return &ofp.FlowRemoved{
+	*m = ofp.FlowRemoved{
 		Cookie:       binary.BigEndian.Uint64(f),
 		Priority:     binary.BigEndian.Uint16(f[8:]),
 		Reason:       f[10],
@@ -483,8 +495,9 @@ func decodeFlowRemoved(body []byte) (ofp.Message, error) {
 		IdleTimeout:  binary.BigEndian.Uint16(f[20:]),
 		PacketCount:  binary.BigEndian.Uint64(f[24:]),
 		ByteCount:    binary.BigEndian.Uint64(f[32:]),
-		Match:        ofp.Match{OXMs: match10.oxms(nil)},
-	}, nil
+		Match:        ofp.Match{OXMs: match10.oxms(m.Match.OXMs[:0])},
+	}
+	return nil
 }
 
 func appendPortStatus(b []byte, m *ofp.PortStatus) (Type, []byte, error) {

@@ -183,3 +183,107 @@ func TestDecode_HelloVersion(t *testing.T) {
 		t.Errorf("Decode = %+v, %#v, %v", h, m, err)
 	}
 }
+
+// tcpFrame is an untagged Ethernet frame with an IPv4 TCP header.
+func tcpFrame() []byte {
+	f := make([]byte, 14+20+20)
+	binary.BigEndian.PutUint16(f[12:], 0x0800)
+	f[14] = 0x45
+	f[14+9] = 6
+	return f
+}
+
+// A packet-out's SET_TP_* rewrites the transport of the frame it
+// carries, so its tcp or udp set_field goes by the frame's protocol.
+func TestPacketOutTransportRewrite(t *testing.T) {
+	po := &ofp.PacketOut{BufferID: ofp.NoBuffer, InPort: 3, Data: tcpFrame(), Actions: []ofp.Action{
+		ofp.ActionSetField{Field: ofp.MatchTCPDst(8080)}, ofp.ActionOutput{Port: 1}}}
+	b, err := Append(nil, 1, po)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, got, err := Decode(b)
+	if err != nil || !reflect.DeepEqual(got, po) {
+		t.Errorf("decoded %+v (%v), want %+v", got, err, po)
+	}
+	for _, frame := range [][]byte{nil, append(tcpFrame()[:23], 17)} {
+		po.Data = frame
+		if _, err := Append(nil, 1, po); !errors.Is(err, ofp.ErrUnsupported) {
+			t.Errorf("tcp_dst rewrite of a frame of protocol %v: %v, want ErrUnsupported", frame, err)
+		}
+	}
+}
+
+// DecodeInto agrees with Decode for the messages it takes, and reuses the
+// storage it is given.
+func TestDecodeInto(t *testing.T) {
+	msgs := []struct {
+		msg  ofp.Message
+		into ofp.Message
+	}{
+		{&ofp.PacketIn{BufferID: ofp.NoBuffer, TotalLen: 54, Reason: ofp.ReasonAction,
+			Match: ofp.Match{OXMs: []ofp.OXM{ofp.MatchInPort(7)}}, Data: tcpFrame()}, new(ofp.PacketIn)},
+		{&ofp.FlowRemoved{Cookie: 5, Priority: 1000, Reason: ofp.RemovedIdleTimeout, IdleTimeout: 30, PacketCount: 3, ByteCount: 300,
+			Match: ofp.Match{OXMs: []ofp.OXM{ofp.MatchEthType(0x0800), ofp.MatchIPProto(6), ofp.MatchTCPDst(80)}}}, new(ofp.FlowRemoved)},
+	}
+	for _, tc := range msgs {
+		b, err := Append(nil, 9, tc.msg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if h, err := DecodeInto(b, tc.into); err != nil || h.XID != 9 || !reflect.DeepEqual(tc.into, tc.msg) {
+			t.Errorf("DecodeInto %T: %+v (%v), want %+v", tc.msg, tc.into, err, tc.msg)
+		}
+		if n := testing.AllocsPerRun(100, func() { DecodeInto(b, tc.into) }); n != 0 {
+			t.Errorf("DecodeInto %T allocates %v times with storage to reuse", tc.msg, n)
+		}
+		if _, err := DecodeInto(b, new(ofp.EchoRequest)); !errors.Is(err, ofp.ErrUnsupported) {
+			t.Errorf("DecodeInto an echo request: %v, want ErrUnsupported", err)
+		}
+	}
+	if _, err := DecodeInto([]byte{1, byte(TypePacketIn), 0, 12, 0, 0, 0, 1, 0, 0, 0, 0}, new(ofp.PacketIn)); !errors.Is(err, ofp.ErrShort) {
+		t.Errorf("short packet-in: %v, want ErrShort", err)
+	}
+}
+
+func TestTypeModel(t *testing.T) {
+	for t10, want := range map[Type]ofp.Type{
+		TypeHello: ofp.TypeHello, TypeVendor: ofp.TypeExperimenter, TypePacketIn: ofp.TypePacketIn,
+		TypeFlowMod: ofp.TypeFlowMod, TypePortMod: ofp.TypePortMod, TypeStatsRequest: ofp.TypeMultipartRequest,
+		TypeStatsReply: ofp.TypeMultipartReply, TypeBarrierReply: ofp.TypeBarrierReply,
+		TypeQueueGetConfigReply: ofp.TypeQueueGetConfigReply,
+	} {
+		if got := t10.Model(); got != want {
+			t.Errorf("1.0 type %d is %s, want %s", t10, got, want)
+		}
+	}
+}
+
+// KeyOf tells flows apart as a 1.0 switch does: by priority and match,
+// whatever the cookie, actions or command.
+func TestKeyOf(t *testing.T) {
+	match := ofp.Match{OXMs: []ofp.OXM{ofp.MatchEthType(0x0800), ofp.MatchIPv4Dst(vip)}}
+	key := func(fm *ofp.FlowMod) FlowKey {
+		b, err := Append(nil, 1, fm)
+		if err != nil {
+			t.Fatal(err)
+		}
+		k, ok := KeyOf(b)
+		if !ok {
+			t.Fatal("no key for a flow-mod")
+		}
+		return k
+	}
+	add := &ofp.FlowMod{Cookie: 1, Priority: 10, BufferID: ofp.NoBuffer, OutPort: ofp.PortAny, OutGroup: ofp.GroupAny, Match: match,
+		Instructions: []ofp.Instruction{ofp.InstructionApplyActions{Actions: []ofp.Action{ofp.ActionOutput{Port: 1}}}}}
+	del := &ofp.FlowMod{Command: ofp.FlowDeleteStrict, Cookie: 2, Priority: 10, BufferID: ofp.NoBuffer, OutPort: ofp.PortAny,
+		OutGroup: ofp.GroupAny, Match: match}
+	other := *add
+	other.Priority = 11
+	if key(add) != key(del) || key(add) == key(&other) {
+		t.Error("keys do not follow priority and match alone")
+	}
+	if _, ok := KeyOf(ofp.Append(nil, 1, add)); ok {
+		t.Error("a 1.3 flow-mod has a 1.0 key")
+	}
+}

@@ -1,0 +1,306 @@
+package controller
+
+import (
+	"context"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/gopacket/gopacket/layers"
+
+	"github.com/sdnlb/sdnlb"
+	"github.com/sdnlb/sdnlb/controller/ofp"
+	"github.com/sdnlb/sdnlb/controller/ofp10"
+)
+
+// connected10 is connected for a switch that speaks only OpenFlow 1.0.
+func connected10(tb testing.TB, cfg *sdnlb.Config, opts Options, members ...int) (*harness, *fakeSwitch) {
+	tb.Helper()
+	h := startController(tb, cfg, opts)
+	sw, _ := h.connect10(tb, 1)
+	for _, i := range members {
+		teachMember(tb, sw, i)
+	}
+	return h, sw
+}
+
+func TestOpenFlow10_Handshake(t *testing.T) {
+	h := startController(t, testConfig(nil), Options{})
+	h.groups = true // a 1.0 switch is never asked
+	_, got := h.connect10(t, 1,
+		ofp.Port{PortNo: 1, Name: "veth1", HWAddr: [6]byte{0xaa, 0, 0, 0, 0, 1}, State: ofp.PortStateLive},
+		ofp.Port{PortNo: 2, Name: "veth2", HWAddr: [6]byte{0xaa, 0, 0, 0, 0, 2}, State: ofp.PortStateLinkDown})
+
+	var types []string
+	var mods []ofp.FlowMod
+	for _, r := range got {
+		if isLLDPOut(r) {
+			continue // discovery's, on port 1, which the features reply said is up
+		}
+		types = append(types, r.h.Type.String())
+		switch m := r.m.(type) {
+		case *ofp.Hello:
+			if !m.Supports(1) || !m.Supports(ofp.Version) {
+				t.Errorf("hello offers %v, want 1.0 and 1.3", m.Versions)
+			}
+		case *ofp.MultipartRequest:
+			fsr, ok := m.Body.(ofp.FlowStatsRequest)
+			if !ok || fsr.CookieMask != 0 || fsr.TableID != ofp.TableAll {
+				t.Errorf("request %+v, want a read of every flow (1.0 cannot select by cookie)", m.Body)
+			}
+			if r.h.Version != 1 {
+				t.Errorf("request in version %d", r.h.Version)
+			}
+		case *ofp.FlowMod:
+			mods = append(mods, *m)
+		}
+	}
+	// No port-desc, group features or role request: 1.0 has none.
+	wantTypes := "HELLO FEATURES_REQUEST SET_CONFIG MULTIPART_REQUEST" + strings.Repeat(" FLOW_MOD", 10) + " PACKET_OUT BARRIER_REQUEST"
+	if s := strings.Join(types, " "); s != wantTypes {
+		t.Errorf("handshake sent\n  %s\nwant\n  %s", s, wantTypes)
+	}
+	// One table: the L2 miss is table 0's lowest row, and the controller
+	// answers ARP for the VIP (no Nicira moves to build the answer with).
+	assertLines(t, flowLines(t, mods), []string{
+		"cookie=0x5d01000000000000, priority=0 actions=CONTROLLER:65535",
+		"cookie=0x5d08000000000000, priority=2000, dl_dst=01:80:c2:00:00:0e,dl_type=0x88cc actions=CONTROLLER:65535",
+		"cookie=0x5d07000001000000, priority=511, arp,arp_spa=10.0.0.100,arp_tpa=10.0.0.100,arp_op=1 actions=drop",
+		"cookie=0x5d02000001000000, priority=500, arp,arp_tpa=10.0.0.100 actions=CONTROLLER:65535",
+		"cookie=0x5d02000001000000, priority=500, arp,dl_dst=02:00:00:00:01:00 actions=CONTROLLER:65535",
+		"cookie=0x5d02000001000000, priority=501, tcp,nw_dst=10.0.0.100,tp_dst=80 actions=CONTROLLER:65535",
+		"cookie=0x5d02000001000000, priority=499, ip,nw_dst=10.0.0.100 actions=drop",
+		"cookie=0x5d04000001000001, priority=900, tcp,nw_src=10.0.0.1,tp_src=8080 actions=CONTROLLER:65535",
+		"cookie=0x5d04000001000002, priority=900, tcp,nw_src=10.0.0.2,tp_src=8080 actions=CONTROLLER:65535",
+		"cookie=0x5d04000001000003, priority=900, tcp,nw_src=10.0.0.3,tp_src=8080 actions=CONTROLLER:65535",
+	})
+
+	// The ports come from the features reply.
+	waitSwitches(t, h.c, func(sws []*sdnlb.Switch) bool { return len(sws) == 1 })
+	sws, _ := h.c.Switches(context.Background())
+	s := sws[0]
+	if s.OpenFlow != "1.0" || s.SelectGroups || len(s.Ports) != 2 || !s.Ports[0].Up || s.Ports[1].Up {
+		t.Errorf("switch = %+v, want OpenFlow 1.0 without select groups, port 1 up and 2 down", s)
+	}
+	if !strings.Contains(h.log.String(), "openflow=1.0") {
+		t.Errorf("no log line names the version in\n%s", h.log.String())
+	}
+}
+
+func TestOpenFlow10_VersionRefused(t *testing.T) {
+	tests := []struct {
+		name  string
+		hello []byte
+		named string
+	}{
+		// Versions 1.4 and 1.5 in a bitmap, header 1.5.
+		{"BitmapWithoutCommonVersion", []byte{6, 0, 0, 16, 0, 0, 0, 9, 0, 1, 0, 8, 0, 0, 0, 0x60}, "the switch offered 1.4 and 1.5"},
+		// A bare 1.1 hello: 1.1 is the highest version it speaks.
+		{"Bare11", []byte{2, 0, 0, 8, 0, 0, 0, 9}, "the switch offered 1.1"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			h := startController(t, testConfig(nil), Options{})
+			sw := h.dial(t)
+			sw.sendRaw(tt.hello)
+			sw.nextOf(ofp.TypeHello)
+			r := sw.nextOf(ofp.TypeError)
+			e := r.m.(*ofp.ErrorMsg)
+			if e.ErrType != ofp.ErrTypeHelloFailed || e.Code != ofp.HelloFailedIncompatible {
+				t.Errorf("error %s/%d, want HELLO_FAILED/INCOMPATIBLE", e.ErrType, e.Code)
+			}
+			if msg := string(e.Data); !strings.Contains(msg, "sdnlb speaks OpenFlow 1.0 and 1.3") || !strings.Contains(msg, tt.named) {
+				t.Errorf("error says %q, want the versions of both sides", msg)
+			}
+			sw.waitClosed()
+			if log := h.log.String(); !strings.Contains(log, "remote=pipe") || !strings.Contains(log, tt.named) {
+				t.Errorf("no line naming the switch and its versions in\n%s", log)
+			}
+		})
+	}
+}
+
+func TestOpenFlow10_SetsUpConnections(t *testing.T) {
+	_, sw := connected10(t, testConfig(nil), Options{}, 1, 2, 3)
+	var got []string
+	for i := range 6 {
+		frame := syn(t, uint16(40000+i))
+		sw.packetIn(clientOF, frame)
+		s := nextSetup(t, sw)
+		got = append(got, memberOf(t, &s.fwd))
+		if i == 0 {
+			assertLines(t, flowLines(t, []ofp.FlowMod{s.fwd, s.rev}), []string{
+				"cookie=0x5d10000001000001, priority=1000, idle_timeout=30, send_flow_rem, tcp,nw_src=10.0.1.5,nw_dst=10.0.0.100,tp_src=40000,tp_dst=80 actions=set_field:aa:00:00:00:00:01->eth_dst,set_field:10.0.0.1->ip_dst,set_field:8080->tcp_dst,output:1",
+				"cookie=0x5d11000001000001, priority=1000, idle_timeout=30, send_flow_rem, tcp,nw_src=10.0.0.1,nw_dst=10.0.1.5,tp_src=8080,tp_dst=40000 actions=set_field:02:00:00:00:01:00->eth_src,set_field:10.0.0.100->ip_src,set_field:80->tcp_src,output:10",
+			})
+		}
+		if po, fwd := actionsLine(s.out.Actions), ofp.FormatInstructions(s.fwd.Instructions); po != fwd {
+			t.Errorf("packet-out actions %s, flow actions %s", po, fwd)
+		}
+	}
+	if want := "10.0.0.1 10.0.0.2 10.0.0.3 10.0.0.1 10.0.0.2 10.0.0.3"; strings.Join(got, " ") != want {
+		t.Errorf("members %v, want %s", got, want)
+	}
+}
+
+func TestOpenFlow10_AnswersARP(t *testing.T) {
+	_, sw := connected10(t, testConfig(nil), Options{})
+	sw.packetIn(clientOF, arpFrame(t, 1, clientMAC, "ff:ff:ff:ff:ff:ff", clientIP, "10.0.0.100", "00:00:00:00:00:00"))
+	for {
+		po, ok := sw.nextOf(ofp.TypePacketOut).m.(*ofp.PacketOut)
+		if !ok {
+			continue
+		}
+		arp := layerOf[*layers.ARP](t, parseFrame(t, po.Data))
+		if arp.Operation != layers.ARPReply {
+			continue
+		}
+		if got := macString([6]byte(arp.SourceHwAddress)); got != vipMAC || packetOutLine(po) != "in_port=10 actions=IN_PORT" {
+			t.Errorf("ARP answer from %s, %s; want the VIP's MAC, back out of the asker's port", got, packetOutLine(po))
+		}
+		return
+	}
+}
+
+// A member going DOWN deletes its connections' flows by cookie, which 1.0
+// cannot: the controller reads the flows and deletes the member's one by
+// one, sparing a flow added again since it asked.
+func TestOpenFlow10_DeletesByCookie(t *testing.T) {
+	h, sw := connected10(t, testConfig(nil), Options{}, 1, 2, 3)
+	var setups []setup
+	for i := range 5 { // members 1, 2, 3, 1, 2
+		sw.packetIn(clientOF, syn(t, uint16(40000+i)))
+		setups = append(setups, nextSetup(t, sw))
+	}
+	h.src.set(testConfig(func(c *sdnlb.Config) { c.Members[1].Health.Status = sdnlb.MemberDown }))
+
+	barrier := sw.nextOf(ofp.TypeBarrierRequest)
+	req := sw.nextOf(ofp.TypeMultipartRequest)
+	fsr := req.m.(*ofp.MultipartRequest).Body.(ofp.FlowStatsRequest)
+	if fsr.CookieMask != 0 || fsr.TableID != ofp.TableAll || req.h.XID == barrier.h.XID {
+		t.Fatalf("delete by cookie became %+v, want a read of every flow after a barrier", fsr)
+	}
+	sw.send(barrier.h.XID, ofp.BarrierReply{})
+	// While the read is under way, setup 1's client port is set up
+	// again, to a member that is up: its client → VIP flow is added again.
+	sw.packetIn(clientOF, syn(t, 40001))
+	again := nextSetup(t, sw)
+	if m := memberOf(t, &again.fwd); m == "10.0.0.2" {
+		t.Fatalf("a setup went to the DOWN member")
+	}
+	stats := func(fms ...ofp.FlowMod) []ofp.FlowStats {
+		var out []ofp.FlowStats
+		for _, fm := range fms {
+			out = append(out, ofp.FlowStats{Cookie: fm.Cookie, Priority: fm.Priority, Match: fm.Match, Instructions: fm.Instructions})
+		}
+		return out
+	}
+	base := ofp.FlowStats{Cookie: makeCookie(catBase, 0, 0)}
+	sw.send(req.h.XID, ofp.MultipartReply{Flags: ofp.MultipartReplyMore, Body: ofp.FlowStatsReply{
+		Stats: append(stats(setups[0].fwd, setups[0].rev, setups[1].fwd, setups[1].rev), base)}})
+	sw.send(req.h.XID, ofp.MultipartReply{Body: ofp.FlowStatsReply{
+		Stats: stats(setups[2].fwd, setups[3].rev, setups[4].fwd, setups[4].rev)}})
+
+	var deleted []string
+	for {
+		r, quiet := sw.quiet(100 * time.Millisecond)
+		if quiet {
+			break
+		}
+		if fm, ok := r.m.(*ofp.FlowMod); ok {
+			if fm.Command != ofp.FlowDeleteStrict {
+				t.Errorf("unexpected %s", flowLine(t, fm))
+			}
+			deleted = append(deleted, flowLine(t, fm))
+		}
+	}
+	// Member 2's flows (setups 1 and 4) but setup 1's client → VIP flow,
+	// which was added again after the read was asked for.
+	var want []string
+	for _, fm := range []ofp.FlowMod{setups[1].rev, setups[4].fwd, setups[4].rev} {
+		del := strictDelete(&ofp.FlowStats{Priority: fm.Priority, Match: fm.Match})
+		want = append(want, flowLine(t, &del))
+	}
+	sort.Strings(deleted)
+	assertLines(t, deleted, want)
+}
+
+// A poll reads every flow of a 1.0 switch; what is not sdnlb's counts
+// for nothing.
+func TestOpenFlow10_PollReadsOnlySdnlbFlows(t *testing.T) {
+	h, sw := connected10(t, testConfig(nil), Options{}, 1)
+	sw.packetIn(clientOF, syn(t, 40000))
+	s := nextSetup(t, sw)
+	h.c.switchConns()[0].pollStats()
+	req := sw.nextOf(ofp.TypeMultipartRequest)
+	if fsr := req.m.(*ofp.MultipartRequest).Body.(ofp.FlowStatsRequest); fsr.CookieMask != 0 {
+		t.Fatalf("poll asks for cookie %#x/%#x on 1.0", fsr.Cookie, fsr.CookieMask)
+	}
+	foreign := ofp.FlowStats{Cookie: 0x5d10000001000001 &^ (0xffff << 48), PacketCount: 1000, ByteCount: 100000, Match: s.fwd.Match}
+	sw.send(req.h.XID, ofp.MultipartReply{Body: ofp.FlowStatsReply{Stats: []ofp.FlowStats{
+		{Cookie: s.fwd.Cookie, PacketCount: 3, ByteCount: 300, Match: s.fwd.Match},
+		{Cookie: s.rev.Cookie, PacketCount: 2, ByteCount: 200, Match: s.rev.Match},
+		foreign,
+	}}})
+	st := waitStats(t, h.c, "p1", func(st *sdnlb.PoolStats) bool { return st.BytesOut == 200 })
+	if st.BytesIn != 300 || st.PacketsIn != 3 {
+		t.Errorf("after the poll: in %d bytes %d packets, want 300 and 3 (another application's flow is not sdnlb's)", st.BytesIn, st.PacketsIn)
+	}
+
+	// The flow ends; its 1.0 flow-removed adds what it counted since.
+	sw.send(0, ofp.FlowRemoved{Cookie: s.fwd.Cookie, Reason: ofp.RemovedIdleTimeout, PacketCount: 4, ByteCount: 400, Match: s.fwd.Match})
+	waitStats(t, h.c, "p1", func(st *sdnlb.PoolStats) bool { return st.BytesIn == 400 && st.ActiveConnections == 0 })
+}
+
+// A 1.0 switch that reconnects holding sdnlb's flows keeps them: the
+// controller reads them from 1.0 flow stats and sends only what differs.
+func TestOpenFlow10_AdoptsFlows(t *testing.T) {
+	h := startController(t, testConfig(nil), Options{})
+	_, got := h.connect10(t, 1)
+	var held []ofp.FlowStats
+	for _, r := range got {
+		if fm, ok := r.m.(*ofp.FlowMod); ok {
+			held = append(held, ofp.FlowStats{Cookie: fm.Cookie, Priority: fm.Priority, IdleTimeout: fm.IdleTimeout,
+				Match: fm.Match, Instructions: fm.Instructions})
+		}
+	}
+	h2 := startController(t, testConfig(nil), Options{})
+	sw := h2.dial(t)
+	sw.v10 = true
+	sw.sendRaw([]byte{1, 0, 0, 8, 0, 0, 0, 0})
+	var mods []string
+	for {
+		r := sw.next()
+		switch m := r.m.(type) {
+		case *ofp.FeaturesRequest:
+			sw.send(r.h.XID, ofp10.FeaturesReply{FeaturesReply: ofp.FeaturesReply{DatapathID: 1, NTables: 1}})
+		case *ofp.MultipartRequest:
+			sw.send(r.h.XID, ofp.MultipartReply{Body: ofp.FlowStatsReply{Stats: held}})
+		case *ofp.FlowMod:
+			mods = append(mods, flowLine(t, m))
+		}
+		if r.h.Type == ofp.TypeBarrierRequest {
+			break
+		}
+	}
+	if len(mods) != 0 {
+		t.Errorf("reconnecting with every flow, the switch got\n  %s", strings.Join(mods, "\n  "))
+	}
+}
+
+func TestOpenFlow10_MalformedClosesOnlyThatSwitch(t *testing.T) {
+	h := startController(t, testConfig(nil), Options{})
+	good, _ := h.connect(t, 1)
+	bad, _ := h.connect10(t, 2)
+	// A 1.0 packet-in cut short: 6 bytes of its 10-byte head.
+	bad.sendRaw([]byte{1, 10, 0, 14, 0, 0, 0, 1, 0xff, 0xff, 0xff, 0xff, 0, 64})
+	bad.waitClosed()
+	good.send(5, ofp.EchoRequest{})
+	if r := good.nextOf(ofp.TypeEchoReply); r.h.XID != 5 {
+		t.Errorf("the other switch's echo got xid %d", r.h.XID)
+	}
+	if log := h.log.String(); strings.Count(log, `msg="malformed OpenFlow`) != 1 {
+		t.Errorf("want one line for the malformed message in\n%s", log)
+	}
+}
