@@ -189,14 +189,6 @@ func (c *fakeController) packetIn(send func(ofp.Message), hosts map[uint32]learn
 		send(rev)
 	}
 	actions := slices.Clone(fwd.Instructions[0].(ofp.InstructionApplyActions).Actions)
-	if c.of.version() == ofp10.Version {
-		// A 1.0 action cannot say which transport port it sets, so 1.0
-		// packet-outs carry none: the members listen on the VIP's port.
-		actions = slices.DeleteFunc(actions, func(a ofp.Action) bool {
-			sf, ok := a.(ofp.ActionSetField)
-			return ok && sf.Field.Field == ofp.OXMTCPDst
-		})
-	}
 	if hit(c.f.badPort, n) {
 		actions[len(actions)-1] = ofp.ActionOutput{Port: 99}
 	}
@@ -424,63 +416,68 @@ func TestExecute_LatencyMode(t *testing.T) {
 }
 
 // TestBenchmark_Embedded runs the tool against the real controller in
-// this process, as `go run ./cmd/sdnlb-bench` does by default.
+// this process, as `go run ./cmd/sdnlb-bench` does by default, with
+// switches of either version.
 func TestBenchmark_Embedded(t *testing.T) {
-	cfg := mustConfig(t, "-switches", "2", "-duration", "1s", "-warmup", "100ms", "-window", "32", "-timeout", "3s")
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	res, err := benchmark(ctx, cfg, io.Discard)
-	if err != nil {
-		t.Fatalf("benchmark: %v", err)
-	}
-	if res.Setups == 0 {
-		t.Error("no setup completed")
-	}
-	if res.Errors.Total != 0 {
-		t.Errorf("errors = %+v, want none", res.Errors)
-	}
-	var sum uint64
-	for _, s := range res.PerMember {
-		sum += s.Setups
-	}
-	if sum != res.Setups+res.Drained {
-		t.Errorf("per-member setups sum to %d, want %d", sum, res.Setups+res.Drained)
-	}
-	if res.FlowAddsPerSetup < 2 {
-		t.Errorf("%.2f flow adds per setup, want the pair of NAT flows for each", res.FlowAddsPerSetup)
-	}
-	if res.AllocsPerSetup == nil || res.BytesPerSetup == nil {
-		t.Error("no allocation figures for the embedded controller")
-	}
-	// Each switch's warm-up setup was checked flow by flow: the
-	// client→VIP flow rewrites to a member's IP and port and outputs to
-	// the port that member announced itself on.
-	want := map[string]uint32{"10.99.0.1:80": memberPort0, "10.99.0.2:80": memberPort0 + 1, "10.99.0.3:80": memberPort0 + 2}
-	if len(res.Checks) != 2 {
-		t.Fatalf("%d warm-up checks, want 2", len(res.Checks))
-	}
-	for _, c := range res.Checks {
-		port, ok := want[c.Member]
-		if !ok || c.OutPort != port {
-			t.Errorf("switch %d: NAT to %s out port %d, want one of the members on its port %v", c.Switch, c.Member, c.OutPort, want)
-			continue
-		}
-		// The flows as the controller sent them, read independently of
-		// the tool's own check.
-		ip, _, _ := strings.Cut(c.Member, ":")
-		client := ip4(clientBase(c.Switch)).String()
-		wantFwd := []string{"nw_src=" + client, "nw_dst=10.99.0.100", "tp_dst=80", "set_field:" + ip + "->ip_dst", "output:" + strconv.Itoa(int(port))}
-		wantRev := []string{"nw_src=" + ip, "nw_dst=" + client, "set_field:10.99.0.100->ip_src", "output:" + strconv.Itoa(int(clientPort))}
-		if len(c.Flows) != 2 {
-			t.Fatalf("switch %d: flows %q, want the forward and reverse NAT flow", c.Switch, c.Flows)
-		}
-		for i, parts := range [][]string{wantFwd, wantRev} {
-			for _, p := range parts {
-				if !strings.Contains(c.Flows[i], p) {
-					t.Errorf("switch %d: flow %q lacks %q", c.Switch, c.Flows[i], p)
+	for _, of := range dialects {
+		t.Run("OpenFlow"+of.name(), func(t *testing.T) {
+			cfg := mustConfig(t, "-openflow", of.name(), "-switches", "2", "-duration", "1s", "-warmup", "100ms", "-window", "32", "-timeout", "3s")
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			defer cancel()
+			res, err := benchmark(ctx, cfg, io.Discard)
+			if err != nil {
+				t.Fatalf("benchmark: %v", err)
+			}
+			if res.Setups == 0 {
+				t.Error("no setup completed")
+			}
+			if res.Errors.Total != 0 {
+				t.Errorf("errors = %+v, want none", res.Errors)
+			}
+			var sum uint64
+			for _, s := range res.PerMember {
+				sum += s.Setups
+			}
+			if sum != res.Setups+res.Drained {
+				t.Errorf("per-member setups sum to %d, want %d", sum, res.Setups+res.Drained)
+			}
+			if res.FlowAddsPerSetup < 2 {
+				t.Errorf("%.2f flow adds per setup, want the pair of NAT flows for each", res.FlowAddsPerSetup)
+			}
+			if res.AllocsPerSetup == nil || res.BytesPerSetup == nil {
+				t.Error("no allocation figures for the embedded controller")
+			}
+			// Each switch's warm-up setup was checked flow by flow: the
+			// client→VIP flow rewrites to a member's IP and port and outputs to
+			// the port that member announced itself on.
+			want := map[string]uint32{"10.99.0.1:80": memberPort0, "10.99.0.2:80": memberPort0 + 1, "10.99.0.3:80": memberPort0 + 2}
+			if len(res.Checks) != 2 {
+				t.Fatalf("%d warm-up checks, want 2", len(res.Checks))
+			}
+			for _, c := range res.Checks {
+				port, ok := want[c.Member]
+				if !ok || c.OutPort != port {
+					t.Errorf("switch %d: NAT to %s out port %d, want one of the members on its port %v", c.Switch, c.Member, c.OutPort, want)
+					continue
+				}
+				// The flows as the controller sent them, read independently of
+				// the tool's own check.
+				ip, _, _ := strings.Cut(c.Member, ":")
+				client := ip4(clientBase(c.Switch)).String()
+				wantFwd := []string{"nw_src=" + client, "nw_dst=10.99.0.100", "tp_dst=80", "set_field:" + ip + "->ip_dst", "output:" + strconv.Itoa(int(port))}
+				wantRev := []string{"nw_src=" + ip, "nw_dst=" + client, "set_field:10.99.0.100->ip_src", "output:" + strconv.Itoa(int(clientPort))}
+				if len(c.Flows) != 2 {
+					t.Fatalf("switch %d: flows %q, want the forward and reverse NAT flow", c.Switch, c.Flows)
+				}
+				for i, parts := range [][]string{wantFwd, wantRev} {
+					for _, p := range parts {
+						if !strings.Contains(c.Flows[i], p) {
+							t.Errorf("switch %d: flow %q lacks %q", c.Switch, c.Flows[i], p)
+						}
+					}
 				}
 			}
-		}
+		})
 	}
 }
 

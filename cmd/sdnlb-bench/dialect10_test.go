@@ -10,42 +10,14 @@ import (
 	"github.com/sdnlb/sdnlb/controller/ofp10"
 )
 
-// flowMod10Len is a 1.0 ofp_flow_mod before its actions.
-const flowMod10Len = ofp.HeaderLen + match10Len + 24
-
-// packetOut10 is the 1.0 packet-out of the TCP frame from port in with
-// actions, and the actions as ofp10 decodes them back. ofp10 writes and
-// reads SET_TP_SRC/DST only in a flow that matches TCP or UDP (a 1.0
-// action does not say which transport it rewrites), so the actions are
-// encoded in a flow-mod matching TCP and spliced into the packet-out.
-// Where ofp10 can encode the packet-out itself, the splice must give the
-// same bytes.
-func packetOut10(tb testing.TB, in uint32, frame []byte, actions []ofp.Action) (msg []byte, decoded []ofp.Action) {
-	tb.Helper()
-	fm := &ofp.FlowMod{Command: ofp.FlowAdd, BufferID: ofp.NoBuffer, OutPort: ofp.PortAny, OutGroup: ofp.GroupAny,
-		Match: ofp.Match{OXMs: []ofp.OXM{ofp.MatchEthType(0x0800), ofp.MatchIPProto(6)}}}
-	if len(actions) > 0 {
-		fm.Instructions = []ofp.Instruction{ofp.InstructionApplyActions{Actions: actions}}
-	}
-	fmMsg := mustAppend10(tb, 9, fm)
-	_, m, err := ofp10.Decode(fmMsg)
+// checkByModel10 is checkByHand through ofp10.Decode and oftable.
+func checkByModel10(t *target, msg []byte) (int, error) {
+	_, m, err := ofp10.Decode(msg)
 	if err != nil {
-		tb.Fatalf("decode the flow-mod: %v", err)
+		return -1, err
 	}
-	if is := m.(*ofp.FlowMod).Instructions; len(is) > 0 {
-		decoded = is[0].(ofp.InstructionApplyActions).Actions
-	}
-
-	const actionsOff = ofp.HeaderLen + 8
-	bare := mustAppend10(tb, 9, &ofp.PacketOut{BufferID: ofp.NoBuffer, InPort: in, Data: frame})
-	acts := fmMsg[flowMod10Len:]
-	msg = slices.Concat(bare[:actionsOff], acts, bare[actionsOff:])
-	binary.BigEndian.PutUint16(msg[2:], uint16(len(msg)))
-	binary.BigEndian.PutUint16(msg[actionsOff-2:], uint16(len(acts)))
-	if direct, err := ofp10.Append(nil, 9, &ofp.PacketOut{BufferID: ofp.NoBuffer, InPort: in, Actions: actions, Data: frame}); err == nil && !bytes.Equal(direct, msg) {
-		tb.Fatalf("spliced packet-out\n%x\nofp10 encodes\n%x", msg, direct)
-	}
-	return msg, decoded
+	po := m.(*ofp.PacketOut)
+	return memberByModel(t, po.InPort, po.Data, po.Actions), nil
 }
 
 // The 1.0 hand parser stays on the hot path; this keeps its verdict the
@@ -55,12 +27,16 @@ func TestPacketOutCheck10_AgreesWithOftable(t *testing.T) {
 	frame := natSYN(t, &tg)
 	for _, tt := range checkCases(&tg) {
 		t.Run(tt.name, func(t *testing.T) {
-			msg, decoded := packetOut10(t, clientPort, frame, tt.actions)
+			msg := mustAppend10(t, 9, &ofp.PacketOut{BufferID: ofp.NoBuffer, InPort: clientPort, Actions: tt.actions, Data: frame})
 			hand, err := checkByHand(&tg, dialect10{}, msg)
 			if err != nil {
 				t.Fatalf("by hand: %v", err)
 			}
-			if model := memberByModel(&tg, clientPort, frame, decoded); hand != tt.want || model != tt.want {
+			model, err := checkByModel10(&tg, msg)
+			if err != nil {
+				t.Fatalf("through ofp10 and oftable: %v", err)
+			}
+			if hand != tt.want || model != tt.want {
 				t.Errorf("%s: member %d by hand, %d through ofp10 and oftable; want %d", ofp.FormatActions(tt.actions), hand, model, tt.want)
 			}
 		})
@@ -68,20 +44,21 @@ func TestPacketOutCheck10_AgreesWithOftable(t *testing.T) {
 }
 
 func TestParsePacketOut10(t *testing.T) {
-	frame := []byte{0xde, 0xad, 0xbe, 0xef}
+	tg := newTarget([4]byte(ip4(testVIP)), 80, [4]byte{10, 99, 0, 1}, 3)
+	frame := natSYN(t, &tg)
 	memberMAC := [6]byte{2, 0x5d, 0xb0, 10, 99, 1}
-	nat, _ := packetOut10(t, clientPort, frame, []ofp.Action{
+	nat := mustAppend10(t, 9, &ofp.PacketOut{BufferID: ofp.NoBuffer, InPort: clientPort, Data: frame, Actions: []ofp.Action{
 		ofp.ActionSetField{Field: ofp.MatchEthDst(memberMAC)},
 		ofp.ActionSetField{Field: ofp.MatchIPv4Dst([4]byte{10, 99, 0, 1})},
 		ofp.ActionSetField{Field: ofp.MatchTCPDst(8080)},
 		ofp.ActionOutput{Port: 3},
-	})
-	reverse, _ := packetOut10(t, memberPort0, frame, []ofp.Action{
+	}})
+	reverse := mustAppend10(t, 9, &ofp.PacketOut{BufferID: ofp.NoBuffer, InPort: memberPort0, Data: frame, Actions: []ofp.Action{
 		ofp.ActionSetField{Field: ofp.MatchEthSrc(memberMAC)},
 		ofp.ActionSetField{Field: ofp.MatchIPv4Src([4]byte{10, 99, 0, 100})},
 		ofp.ActionSetField{Field: ofp.MatchTCPSrc(80)},
 		ofp.ActionOutput{Port: clientPort},
-	})
+	}})
 	flood := mustAppend10(t, 9, &ofp.PacketOut{BufferID: ofp.NoBuffer, InPort: ofp.PortController,
 		Actions: []ofp.Action{ofp.ActionOutput{Port: ofp.PortFlood}}, Data: frame})
 	const actionsOff = ofp.HeaderLen + 8
@@ -147,15 +124,8 @@ func TestFakeSwitch_HandlePacketOutAllocatesNothing(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			// The members listen on the VIP's port: no tcp_dst, which a 1.0
-			// packet-out could not carry through ofp10.
-			m := &tg.members[1]
-			actions := []ofp.Action{
-				ofp.ActionSetField{Field: ofp.MatchEthDst(m.mac)},
-				ofp.ActionSetField{Field: ofp.MatchIPv4Dst([4]byte(ip4(m.ip)))},
-				ofp.ActionOutput{Port: m.ofPort},
-			}
-			msg, err := of.appendMsg(nil, 1, &ofp.PacketOut{BufferID: ofp.NoBuffer, InPort: clientPort, Actions: actions, Data: frame})
+			msg, err := of.appendMsg(nil, 1, &ofp.PacketOut{BufferID: ofp.NoBuffer, InPort: clientPort,
+				Actions: natActions(&tg.members[1]), Data: frame})
 			if err != nil {
 				t.Fatal(err)
 			}
