@@ -72,6 +72,7 @@ func (t *target) checkRewrite(rw *rewrite) int {
 
 // run is the state every fake switch of one benchmark shares.
 type run struct {
+	of      dialect // the OpenFlow version the switches speak
 	t       target
 	window  int // setups each switch keeps in flight; 0 in latency mode
 	timeout time.Duration
@@ -121,6 +122,7 @@ func execute(ctx context.Context, cfg *config, addr string, memStats bool, p pro
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	r := &run{
+		of:        cfg.of,
 		t:         newTarget(cfg.vip.Addr().As4(), cfg.vip.Port(), cfg.firstMember.As4(), cfg.members),
 		window:    cfg.window,
 		timeout:   cfg.timeout,
@@ -157,7 +159,7 @@ func execute(ctx context.Context, cfg *config, addr string, memStats bool, p pro
 			r.fabric.attach(s)
 		}
 		s.mu.Lock()
-		s.send(0, &ofp.Hello{Versions: []uint8{ofp.Version}})
+		s.send(0, &ofp.Hello{Versions: []uint8{r.of.version()}})
 		err = s.flush()
 		s.mu.Unlock()
 		if err != nil {

@@ -2,7 +2,10 @@ package main
 
 import (
 	"bufio"
+	"cmp"
 	"context"
+	"encoding/json"
+	"fmt"
 	"io"
 	"net"
 	"slices"
@@ -14,6 +17,7 @@ import (
 
 	"github.com/gopacket/gopacket/layers"
 	"github.com/sdnlb/sdnlb/controller/ofp"
+	"github.com/sdnlb/sdnlb/controller/ofp10"
 )
 
 // faults makes the fake controller misbehave on every setup whose number
@@ -41,25 +45,28 @@ func (f faults) duplicates(n uint64) bool { return hit(f.duplicate, n) && n <= l
 
 // fakeController is a minimal, scriptable stand-in for the sdnlb
 // controller: handshake, ARP proxy for the VIP, members learned from ARP,
-// round-robin NAT setups, and the faults above. It lets the tests know
-// exactly what the tool must count.
+// round-robin NAT setups, and the faults above. Like sdnlb it offers
+// OpenFlow 1.0 and 1.3 in its hello; it then speaks the switches'
+// version, of. It lets the tests know exactly what the tool must count.
 type fakeController struct {
+	of     dialect
 	t      target
 	vipMAC [6]byte
 	f      faults
 
-	mu    sync.Mutex
-	conns []net.Conn
-	wg    sync.WaitGroup
+	mu     sync.Mutex
+	conns  []net.Conn
+	encErr error // the first message it could not encode
+	wg     sync.WaitGroup
 }
 
-func startFakeController(tb testing.TB, t target, f faults) string {
+func startFakeController(tb testing.TB, of dialect, t target, f faults) string {
 	tb.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		tb.Fatal(err)
 	}
-	c := &fakeController{t: t, vipMAC: [6]byte{0x02, 0xaa, 0, 0, 0, 1}, f: f}
+	c := &fakeController{of: of, t: t, vipMAC: [6]byte{0x02, 0xaa, 0, 0, 0, 1}, f: f}
 	c.wg.Go(func() {
 		for {
 			conn, err := ln.Accept()
@@ -80,6 +87,9 @@ func startFakeController(tb testing.TB, t target, f faults) string {
 		}
 		c.mu.Unlock()
 		c.wg.Wait()
+		if c.encErr != nil {
+			tb.Errorf("fake controller: %v", c.encErr)
+		}
 	})
 	return ln.Addr().String()
 }
@@ -93,10 +103,16 @@ func (c *fakeController) serve(conn net.Conn) {
 	r, w := bufio.NewReader(conn), bufio.NewWriter(conn)
 	var out []byte
 	send := func(m ofp.Message) {
-		out = ofp.Append(out[:0], 1, m)
+		var err error
+		if out, err = c.of.appendMsg(out[:0], 1, m); err != nil {
+			c.mu.Lock()
+			c.encErr = cmp.Or(c.encErr, fmt.Errorf("encode %v: %w", m.Type(), err))
+			c.mu.Unlock()
+			return
+		}
 		w.Write(out)
 	}
-	send(&ofp.Hello{Versions: []uint8{ofp.Version}})
+	w.Write(ofp.Append(nil, 0, &ofp.Hello{Versions: []uint8{ofp10.Version, ofp.Version}}))
 	send(&ofp.FeaturesRequest{})
 	if c.f.unmodelled {
 		send(&ofp.FlowMod{Command: ofp.FlowAdd, Cookie: 0xbad, Priority: 600, BufferID: ofp.NoBuffer,
@@ -125,7 +141,7 @@ func (c *fakeController) serve(conn net.Conn) {
 			return
 		}
 		buf = msg[:0]
-		if _, m, err := ofp.Decode(msg); err == nil {
+		if m, err := c.of.decode(msg); err == nil {
 			if pin, ok := m.(*ofp.PacketIn); ok {
 				port, _ := pin.Match.InPort()
 				c.packetIn(send, hosts, &setups, port, pin.Data)
@@ -204,7 +220,6 @@ func mustConfig(tb testing.TB, args ...string) *config {
 }
 
 func TestExecute_FakeController(t *testing.T) {
-	const count = 600
 	tests := []struct {
 		name string
 		f    faults
@@ -219,81 +234,96 @@ func TestExecute_FakeController(t *testing.T) {
 		{"Everything", faults{drop: 13, refuse: 11, badPort: 9, duplicate: 6}},
 	}
 	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			t.Parallel()
-			// The window holds every dropped setup at once, so the run
-			// waits for one timeout only; the timeout is long enough for a
-			// loaded machine under -race.
-			cfg := mustConfig(t, "-switches", "1", "-window", "64", "-count", strconv.Itoa(count),
-				"-warmup", "0", "-timeout", "2s", "-duration", "20s")
-			addr := startFakeController(t, newTarget(cfg.vip.Addr().As4(), cfg.vip.Port(), cfg.firstMember.As4(), cfg.members), tt.f)
-			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-			defer cancel()
-			res, err := execute(ctx, cfg, addr, false, nil)
-			if err != nil {
-				t.Fatalf("execute: %v", err)
-			}
+		for _, of := range dialects {
+			t.Run(tt.name+"/OpenFlow"+of.name(), func(t *testing.T) {
+				t.Parallel()
+				testExecuteFakeController(t, of, tt.f)
+			})
+		}
+	}
+}
 
-			// Setup 0 is the warm-up; the measured ones are 1..count. The
-			// fake picks members round robin over the setups it completes.
-			var want Errors
-			perMember := make([]uint64, cfg.members)
-			completed := 1 // the warm-up took the first member
-			for n := uint64(1); n <= count; n++ {
-				switch {
-				case hit(tt.f.drop, n):
-					want.Timeouts++
-				case hit(tt.f.refuse, n):
-					want.Refused++
-				case hit(tt.f.badPort, n):
-					want.BadRewrite++
-					completed++
-				default:
-					perMember[completed%cfg.members]++
-					completed++
-				}
-				if tt.f.duplicates(n) && !hit(tt.f.drop, n) && !hit(tt.f.refuse, n) {
-					want.Unmatched++
-				}
-			}
-			if tt.f.sendError {
-				want.OFPErrors = 1
-			}
-			if tt.f.unmodelled {
-				want.TableRejects = 1
-			}
-			want.Total = want.OFPErrors + want.Timeouts + want.Refused + want.BadRewrite + want.Unmatched + want.TableRejects + want.NotPunted
-			wantSetups := uint64(count) - want.Timeouts - want.Refused - want.BadRewrite
+func testExecuteFakeController(t *testing.T, of dialect, f faults) {
+	const count = 600
+	// The window holds every dropped setup at once, so the run
+	// waits for one timeout only; the timeout is long enough for a
+	// loaded machine under -race.
+	cfg := mustConfig(t, "-openflow", of.name(), "-switches", "1", "-window", "64", "-count", strconv.Itoa(count),
+		"-warmup", "0", "-timeout", "2s", "-duration", "20s")
+	addr := startFakeController(t, of, newTarget(cfg.vip.Addr().As4(), cfg.vip.Port(), cfg.firstMember.As4(), cfg.members), f)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	res, err := execute(ctx, cfg, addr, false, nil)
+	if err != nil {
+		t.Fatalf("execute: %v", err)
+	}
 
-			got := res.Errors
-			got.FirstOFP, got.FirstTableReject = "", ""
-			if got != want {
-				t.Errorf("errors = %+v, want %+v", got, want)
-			}
-			if tt.f.sendError && res.Errors.FirstOFP == "" {
-				t.Error("the OFPT_ERROR received is not described")
-			}
-			if tt.f.unmodelled && !strings.Contains(res.Errors.FirstTableReject, "vlan_pcp") {
-				t.Errorf("first table reject %q, want it to name vlan_pcp", res.Errors.FirstTableReject)
-			}
-			if res.Setups != wantSetups || res.Drained != 0 {
-				t.Errorf("setups = %d (+%d drained), want %d", res.Setups, res.Drained, wantSetups)
-			}
-			for i, s := range res.PerMember {
-				if s.Setups != perMember[i] {
-					t.Errorf("member %s got %d setups, want %d", s.Member, s.Setups, perMember[i])
-				}
-			}
-			if res.Latency.Samples != wantSetups {
-				t.Errorf("latency samples = %d, want %d", res.Latency.Samples, wantSetups)
-			}
-			if res.FlowAdds != 2*(wantSetups+want.BadRewrite) {
-				t.Errorf("flow adds = %d, want 2 per answered setup: %d", res.FlowAdds, 2*(wantSetups+want.BadRewrite))
-			}
-			if len(res.Checks) != 1 || res.Checks[0].Member != "10.99.0.1:80" || res.Checks[0].OutPort != memberPort0 {
-				t.Errorf("warm-up checks = %+v, want setup 0 on member 10.99.0.1:80 out port %d", res.Checks, memberPort0)
-			}
-		})
+	// Setup 0 is the warm-up; the measured ones are 1..count. The
+	// fake picks members round robin over the setups it completes.
+	var want Errors
+	perMember := make([]uint64, cfg.members)
+	completed := 1 // the warm-up took the first member
+	for n := uint64(1); n <= count; n++ {
+		switch {
+		case hit(f.drop, n):
+			want.Timeouts++
+		case hit(f.refuse, n):
+			want.Refused++
+		case hit(f.badPort, n):
+			want.BadRewrite++
+			completed++
+		default:
+			perMember[completed%cfg.members]++
+			completed++
+		}
+		if f.duplicates(n) && !hit(f.drop, n) && !hit(f.refuse, n) {
+			want.Unmatched++
+		}
+	}
+	if f.sendError {
+		want.OFPErrors = 1
+	}
+	if f.unmodelled {
+		want.TableRejects = 1
+	}
+	want.Total = want.OFPErrors + want.Timeouts + want.Refused + want.BadRewrite + want.Unmatched + want.TableRejects + want.NotPunted
+	wantSetups := uint64(count) - want.Timeouts - want.Refused - want.BadRewrite
+
+	got := res.Errors
+	got.FirstOFP, got.FirstTableReject = "", ""
+	if got != want {
+		t.Errorf("errors = %+v, want %+v", got, want)
+	}
+	if f.sendError && res.Errors.FirstOFP == "" {
+		t.Error("the OFPT_ERROR received is not described")
+	}
+	if f.unmodelled && !strings.Contains(res.Errors.FirstTableReject, "vlan_pcp") {
+		t.Errorf("first table reject %q, want it to name vlan_pcp", res.Errors.FirstTableReject)
+	}
+	if res.Setups != wantSetups || res.Drained != 0 {
+		t.Errorf("setups = %d (+%d drained), want %d", res.Setups, res.Drained, wantSetups)
+	}
+	for i, s := range res.PerMember {
+		if s.Setups != perMember[i] {
+			t.Errorf("member %s got %d setups, want %d", s.Member, s.Setups, perMember[i])
+		}
+	}
+	if res.Latency.Samples != wantSetups {
+		t.Errorf("latency samples = %d, want %d", res.Latency.Samples, wantSetups)
+	}
+	if res.FlowAdds != 2*(wantSetups+want.BadRewrite) {
+		t.Errorf("flow adds = %d, want 2 per answered setup: %d", res.FlowAdds, 2*(wantSetups+want.BadRewrite))
+	}
+	if len(res.Checks) != 1 || res.Checks[0].Member != "10.99.0.1:80" || res.Checks[0].OutPort != memberPort0 {
+		t.Errorf("warm-up checks = %+v, want setup 0 on member 10.99.0.1:80 out port %d", res.Checks, memberPort0)
+	}
+	var table strings.Builder
+	js, err := json.Marshal(res)
+	if err == nil {
+		err = writeTable(&table, res)
+	}
+	if err != nil || !strings.Contains(table.String(), "OpenFlow "+of.name()+",") || !strings.Contains(string(js), `"openflow":"`+of.name()+`"`) {
+		t.Errorf("the report (%v) does not name OpenFlow %s:\n%s\n%s", err, of.name(), table.String(), js)
 	}
 }
 
@@ -309,22 +339,24 @@ func TestExecute_WarmupFails(t *testing.T) {
 		{"SYNNotPunted", faults{dropSYNs: true}, "do not send it to the controller"},
 	}
 	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			cfg := mustConfig(t, "-switches", "3", "-timeout", "300ms")
-			addr := startFakeController(t, newTarget(cfg.vip.Addr().As4(), cfg.vip.Port(), cfg.firstMember.As4(), cfg.members), tt.f)
-			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-			defer cancel()
-			res, err := execute(ctx, cfg, addr, false, nil)
-			if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
-				t.Fatalf("execute = %+v, %v; want an error about %q", res, err, tt.wantErr)
-			}
-		})
+		for _, of := range dialects {
+			t.Run(tt.name+"/OpenFlow"+of.name(), func(t *testing.T) {
+				cfg := mustConfig(t, "-openflow", of.name(), "-switches", "3", "-timeout", "300ms")
+				addr := startFakeController(t, of, newTarget(cfg.vip.Addr().As4(), cfg.vip.Port(), cfg.firstMember.As4(), cfg.members), tt.f)
+				ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+				defer cancel()
+				res, err := execute(ctx, cfg, addr, false, nil)
+				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+					t.Fatalf("execute = %+v, %v; want an error about %q", res, err, tt.wantErr)
+				}
+			})
+		}
 	}
 }
 
 func TestExecute_Duration(t *testing.T) {
 	cfg := mustConfig(t, "-switches", "2", "-window", "8", "-duration", "300ms", "-warmup", "100ms", "-timeout", "3s")
-	addr := startFakeController(t, newTarget(cfg.vip.Addr().As4(), cfg.vip.Port(), cfg.firstMember.As4(), cfg.members), faults{})
+	addr := startFakeController(t, dialect13{}, newTarget(cfg.vip.Addr().As4(), cfg.vip.Port(), cfg.firstMember.As4(), cfg.members), faults{})
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	res, err := execute(ctx, cfg, addr, false, nil)
@@ -359,7 +391,7 @@ func TestExecute_Duration(t *testing.T) {
 
 func TestExecute_LatencyMode(t *testing.T) {
 	cfg := mustConfig(t, "-switches", "2", "-rate", "4000", "-duration", "250ms", "-warmup", "50ms", "-timeout", "3s")
-	addr := startFakeController(t, newTarget(cfg.vip.Addr().As4(), cfg.vip.Port(), cfg.firstMember.As4(), cfg.members), faults{})
+	addr := startFakeController(t, dialect13{}, newTarget(cfg.vip.Addr().As4(), cfg.vip.Port(), cfg.firstMember.As4(), cfg.members), faults{})
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	res, err := execute(ctx, cfg, addr, false, nil)
@@ -384,63 +416,68 @@ func TestExecute_LatencyMode(t *testing.T) {
 }
 
 // TestBenchmark_Embedded runs the tool against the real controller in
-// this process, as `go run ./cmd/sdnlb-bench` does by default.
+// this process, as `go run ./cmd/sdnlb-bench` does by default, with
+// switches of either version.
 func TestBenchmark_Embedded(t *testing.T) {
-	cfg := mustConfig(t, "-switches", "2", "-duration", "1s", "-warmup", "100ms", "-window", "32", "-timeout", "3s")
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	res, err := benchmark(ctx, cfg, io.Discard)
-	if err != nil {
-		t.Fatalf("benchmark: %v", err)
-	}
-	if res.Setups == 0 {
-		t.Error("no setup completed")
-	}
-	if res.Errors.Total != 0 {
-		t.Errorf("errors = %+v, want none", res.Errors)
-	}
-	var sum uint64
-	for _, s := range res.PerMember {
-		sum += s.Setups
-	}
-	if sum != res.Setups+res.Drained {
-		t.Errorf("per-member setups sum to %d, want %d", sum, res.Setups+res.Drained)
-	}
-	if res.FlowAddsPerSetup < 2 {
-		t.Errorf("%.2f flow adds per setup, want the pair of NAT flows for each", res.FlowAddsPerSetup)
-	}
-	if res.AllocsPerSetup == nil || res.BytesPerSetup == nil {
-		t.Error("no allocation figures for the embedded controller")
-	}
-	// Each switch's warm-up setup was checked flow by flow: the
-	// client→VIP flow rewrites to a member's IP and port and outputs to
-	// the port that member announced itself on.
-	want := map[string]uint32{"10.99.0.1:80": memberPort0, "10.99.0.2:80": memberPort0 + 1, "10.99.0.3:80": memberPort0 + 2}
-	if len(res.Checks) != 2 {
-		t.Fatalf("%d warm-up checks, want 2", len(res.Checks))
-	}
-	for _, c := range res.Checks {
-		port, ok := want[c.Member]
-		if !ok || c.OutPort != port {
-			t.Errorf("switch %d: NAT to %s out port %d, want one of the members on its port %v", c.Switch, c.Member, c.OutPort, want)
-			continue
-		}
-		// The flows as the controller sent them, read independently of
-		// the tool's own check.
-		ip, _, _ := strings.Cut(c.Member, ":")
-		client := ip4(clientBase(c.Switch)).String()
-		wantFwd := []string{"nw_src=" + client, "nw_dst=10.99.0.100", "tp_dst=80", "set_field:" + ip + "->ip_dst", "output:" + strconv.Itoa(int(port))}
-		wantRev := []string{"nw_src=" + ip, "nw_dst=" + client, "set_field:10.99.0.100->ip_src", "output:" + strconv.Itoa(int(clientPort))}
-		if len(c.Flows) != 2 {
-			t.Fatalf("switch %d: flows %q, want the forward and reverse NAT flow", c.Switch, c.Flows)
-		}
-		for i, parts := range [][]string{wantFwd, wantRev} {
-			for _, p := range parts {
-				if !strings.Contains(c.Flows[i], p) {
-					t.Errorf("switch %d: flow %q lacks %q", c.Switch, c.Flows[i], p)
+	for _, of := range dialects {
+		t.Run("OpenFlow"+of.name(), func(t *testing.T) {
+			cfg := mustConfig(t, "-openflow", of.name(), "-switches", "2", "-duration", "1s", "-warmup", "100ms", "-window", "32", "-timeout", "3s")
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			defer cancel()
+			res, err := benchmark(ctx, cfg, io.Discard)
+			if err != nil {
+				t.Fatalf("benchmark: %v", err)
+			}
+			if res.Setups == 0 {
+				t.Error("no setup completed")
+			}
+			if res.Errors.Total != 0 {
+				t.Errorf("errors = %+v, want none", res.Errors)
+			}
+			var sum uint64
+			for _, s := range res.PerMember {
+				sum += s.Setups
+			}
+			if sum != res.Setups+res.Drained {
+				t.Errorf("per-member setups sum to %d, want %d", sum, res.Setups+res.Drained)
+			}
+			if res.FlowAddsPerSetup < 2 {
+				t.Errorf("%.2f flow adds per setup, want the pair of NAT flows for each", res.FlowAddsPerSetup)
+			}
+			if res.AllocsPerSetup == nil || res.BytesPerSetup == nil {
+				t.Error("no allocation figures for the embedded controller")
+			}
+			// Each switch's warm-up setup was checked flow by flow: the
+			// client→VIP flow rewrites to a member's IP and port and outputs to
+			// the port that member announced itself on.
+			want := map[string]uint32{"10.99.0.1:80": memberPort0, "10.99.0.2:80": memberPort0 + 1, "10.99.0.3:80": memberPort0 + 2}
+			if len(res.Checks) != 2 {
+				t.Fatalf("%d warm-up checks, want 2", len(res.Checks))
+			}
+			for _, c := range res.Checks {
+				port, ok := want[c.Member]
+				if !ok || c.OutPort != port {
+					t.Errorf("switch %d: NAT to %s out port %d, want one of the members on its port %v", c.Switch, c.Member, c.OutPort, want)
+					continue
+				}
+				// The flows as the controller sent them, read independently of
+				// the tool's own check.
+				ip, _, _ := strings.Cut(c.Member, ":")
+				client := ip4(clientBase(c.Switch)).String()
+				wantFwd := []string{"nw_src=" + client, "nw_dst=10.99.0.100", "tp_dst=80", "set_field:" + ip + "->ip_dst", "output:" + strconv.Itoa(int(port))}
+				wantRev := []string{"nw_src=" + ip, "nw_dst=" + client, "set_field:10.99.0.100->ip_src", "output:" + strconv.Itoa(int(clientPort))}
+				if len(c.Flows) != 2 {
+					t.Fatalf("switch %d: flows %q, want the forward and reverse NAT flow", c.Switch, c.Flows)
+				}
+				for i, parts := range [][]string{wantFwd, wantRev} {
+					for _, p := range parts {
+						if !strings.Contains(c.Flows[i], p) {
+							t.Errorf("switch %d: flow %q lacks %q", c.Switch, c.Flows[i], p)
+						}
+					}
 				}
 			}
-		}
+		})
 	}
 }
 
@@ -475,6 +512,9 @@ func TestParseFlags(t *testing.T) {
 		{"ErrRingOf3", []string{"-topology", "ring", "-switches", "3"}, true},
 		{"ErrAllSpines", []string{"-topology", "leaf-spine", "-switches", "4", "-spines", "4"}, true},
 		{"ErrNoSpine", []string{"-topology", "leaf-spine", "-spines", "0"}, true},
+		{"OpenFlow10", []string{"-openflow", "1.0"}, false},
+		{"OpenFlow13", []string{"-openflow", "1.3"}, false},
+		{"ErrOpenFlow", []string{"-openflow", "1.1"}, true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -483,6 +523,9 @@ func TestParseFlags(t *testing.T) {
 				t.Errorf("parseFlags(%q) = %v, want error: %t", tt.args, err, tt.wantErr)
 			}
 		})
+	}
+	if of := mustConfig(t).of; of.name() != "1.3" {
+		t.Errorf("the switches speak OpenFlow %s by default, want 1.3", of.name())
 	}
 }
 

@@ -209,9 +209,8 @@ func BenchmarkSYNTemplate_Set(b *testing.B) {
 
 // checkByHand is the per-setup check of a packet-out as handlePacketOut
 // does it: the member it rewrites to, or -1.
-func checkByHand(t *target, msg []byte) (int, error) {
-	var rw rewrite
-	frame, err := parsePacketOut(msg, &rw)
+func checkByHand(t *target, of dialect, msg []byte) (int, error) {
+	rw, frame, err := of.parsePacketOut(msg)
 	if err != nil {
 		return -1, err
 	}
@@ -228,35 +227,47 @@ func checkByModel(t *target, msg []byte, po *ofp.PacketOut) (int, error) {
 	if _, err := ofp.DecodeInto(msg, po); err != nil {
 		return -1, err
 	}
-	tcp, ok := parseTCP(po.Data)
+	return memberByModel(t, po.InPort, po.Data, po.Actions), nil
+}
+
+// memberByModel runs actions on frame, from port in, through oftable and
+// returns the member the packet leaves to, rewritten to it, or -1.
+func memberByModel(t *target, in uint32, frame []byte, actions []ofp.Action) int {
+	tcp, ok := parseTCP(frame)
 	if !ok {
-		return -1, nil
+		return -1
 	}
 	p := oftable.Packet{
-		InPort: po.InPort, EthDst: [6]byte(po.Data[:6]), EthType: 0x0800, IPProto: 6,
+		InPort: in, EthDst: [6]byte(frame[:6]), EthType: 0x0800, IPProto: 6,
 		IPv4Src: [4]byte(ip4(tcp.src)), IPv4Dst: [4]byte(ip4(tcp.dst)), L4Src: tcp.sport, L4Dst: tcp.dport,
 	}
-	out, ports := oftable.ApplyActions(po.Actions, p)
+	out, ports := oftable.ApplyActions(actions, p)
 	i := t.memberIndex(ipU32(out.IPv4Dst))
 	if i < 0 {
-		return -1, nil
+		return -1
 	}
 	m := &t.members[i]
 	if out.EthDst != m.mac || out.L4Dst != m.port || len(ports) != 1 || ports[0] != m.ofPort {
-		return -1, nil
+		return -1
 	}
-	return i, nil
+	return i
+}
+
+// natSYN is the frame of a SYN to the VIP the controller sends back out.
+func natSYN(tb testing.TB, t *target) []byte {
+	tb.Helper()
+	frame, err := synFrame(testClientMAC, testVIPMAC, clientBase(0)+5, t.vipIP, clientPortBase+7, t.vipPort)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return frame
 }
 
 // natPacketOut is the packet-out of a SYN to the VIP with actions
 // (pointers into reused structs, as the controller builds them).
 func natPacketOut(tb testing.TB, t *target, actions ...ofp.Action) []byte {
 	tb.Helper()
-	frame, err := synFrame(testClientMAC, testVIPMAC, clientBase(0)+5, t.vipIP, clientPortBase+7, t.vipPort)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	return ofp.Append(nil, 9, &ofp.PacketOut{BufferID: ofp.NoBuffer, InPort: clientPort, Actions: actions, Data: frame})
+	return ofp.Append(nil, 9, &ofp.PacketOut{BufferID: ofp.NoBuffer, InPort: clientPort, Actions: actions, Data: natSYN(tb, t)})
 }
 
 // natActions are the actions of the NAT rewrite to member m.
@@ -269,20 +280,23 @@ func natActions(m *member) []ofp.Action {
 	}
 }
 
-// The hand parser stays on the hot path; this keeps its verdict the one
-// the shared flow-table model gives.
-func TestPacketOutCheck_AgreesWithOftable(t *testing.T) {
-	tg := newTarget([4]byte(ip4(testVIP)), 80, [4]byte{10, 99, 0, 1}, 3)
+// checkCase is a packet-out's actions and the member the per-setup check
+// should find in them (-1: none).
+type checkCase struct {
+	name    string
+	actions []ofp.Action
+	want    int
+}
+
+// checkCases are the NAT rewrites, right and wrong, the agreement tests
+// of both versions run.
+func checkCases(tg *target) []checkCase {
 	m0, m2 := &tg.members[0], &tg.members[2]
 	replace := func(actions []ofp.Action, i int, a ofp.Action) []ofp.Action {
 		actions[i] = a
 		return actions
 	}
-	tests := []struct {
-		name    string
-		actions []ofp.Action
-		want    int
-	}{
+	return []checkCase{
 		{"Member0", natActions(m0), 0},
 		{"Member2", natActions(m2), 2},
 		{"ErrNoEthDst", natActions(m2)[1:], -1},
@@ -297,10 +311,16 @@ func TestPacketOutCheck_AgreesWithOftable(t *testing.T) {
 		{"ErrFloodThenMember", append([]ofp.Action{ofp.ActionOutput{Port: ofp.PortFlood}}, natActions(m2)...), -1},
 		{"ErrNone", nil, -1},
 	}
-	for _, tt := range tests {
+}
+
+// The hand parser stays on the hot path; this keeps its verdict the one
+// the shared flow-table model gives.
+func TestPacketOutCheck_AgreesWithOftable(t *testing.T) {
+	tg := newTarget([4]byte(ip4(testVIP)), 80, [4]byte{10, 99, 0, 1}, 3)
+	for _, tt := range checkCases(&tg) {
 		t.Run(tt.name, func(t *testing.T) {
 			msg := natPacketOut(t, &tg, tt.actions...)
-			hand, err := checkByHand(&tg, msg)
+			hand, err := checkByHand(&tg, dialect13{}, msg)
 			if err != nil {
 				t.Fatalf("by hand: %v", err)
 			}
@@ -324,7 +344,7 @@ func BenchmarkPacketOutCheck(b *testing.B) {
 	b.Run("ByHand", func(b *testing.B) {
 		b.ReportAllocs()
 		for range b.N {
-			if i, err := checkByHand(&tg, msg); i != 1 || err != nil {
+			if i, err := checkByHand(&tg, dialect13{}, msg); i != 1 || err != nil {
 				b.Fatal(i, err)
 			}
 		}

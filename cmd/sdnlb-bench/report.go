@@ -13,6 +13,7 @@ import (
 type Result struct {
 	Mode             string   `json:"mode"`       // "throughput" or "latency"
 	Controller       string   `json:"controller"` // "embedded" or its address
+	OpenFlow         string   `json:"openflow"`   // the version the switches spoke: "1.3" or "1.0"
 	Switches         int      `json:"switches"`
 	Window           int      `json:"window,omitempty"`
 	Rate             float64  `json:"rate,omitempty"` // setups/s asked for, all switches
@@ -97,7 +98,7 @@ type Errors struct {
 // and the drivers have stopped.
 func collect(cfg *config, sws []*fakeSwitch, elapsed time.Duration) *Result {
 	res := &Result{
-		Mode: "throughput", Controller: "embedded", Switches: cfg.switches, Window: cfg.window,
+		Mode: "throughput", Controller: "embedded", OpenFlow: cfg.of.name(), Switches: cfg.switches, Window: cfg.window,
 		Members: cfg.members, GOMAXPROCS: runtime.GOMAXPROCS(0), DurationSeconds: elapsed.Seconds(),
 	}
 	if cfg.rate > 0 {
@@ -165,8 +166,8 @@ func writeTable(w io.Writer, res *Result) error {
 	if res.Mode == "latency" {
 		load = fmt.Sprintf("rate %.0f setups/s in total", res.Rate)
 	}
-	fmt.Fprintf(tw, "mode\t%s, controller %s, %d switches, %s, %d members, GOMAXPROCS %d\n",
-		res.Mode, res.Controller, res.Switches, load, res.Members, res.GOMAXPROCS)
+	fmt.Fprintf(tw, "mode\t%s, controller %s, OpenFlow %s, %d switches, %s, %d members, GOMAXPROCS %d\n",
+		res.Mode, res.Controller, res.OpenFlow, res.Switches, load, res.Members, res.GOMAXPROCS)
 	fmt.Fprintf(tw, "duration\t%.3f s\n", res.DurationSeconds)
 	fmt.Fprintf(tw, "setups\t%d (%.0f/s), %d more drained after the end\n", res.Setups, res.SetupsPerSecond, res.Drained)
 	l := res.Latency

@@ -62,9 +62,10 @@ type setupOutcome struct {
 	err error
 }
 
-// fakeSwitch plays one OpenFlow 1.3 switch. One reader goroutine handles
-// every message from the controller; the run's driver goroutines send
-// setups. Both hold mu while they touch the state or the writer.
+// fakeSwitch plays one OpenFlow switch of the run's version. One reader
+// goroutine handles every message from the controller; the run's driver
+// goroutines send setups. Both hold mu while they touch the state or the
+// writer.
 type fakeSwitch struct {
 	idx       int
 	dpid      uint64
@@ -77,9 +78,10 @@ type fakeSwitch struct {
 
 	closed atomic.Bool // set by the run before it closes conn
 
-	mu  sync.Mutex
-	w   *bufio.Writer
-	out []byte
+	mu        sync.Mutex
+	w         *bufio.Writer
+	out       []byte
+	encodeErr error // the first message the version could not carry
 
 	barrier     chan struct{} // closed when the first barrier is answered
 	vipKnown    chan struct{} // closed when the VIP's ARP reply arrived
@@ -166,13 +168,23 @@ func (s *fakeSwitch) close() {
 	s.conn.Close()
 }
 
-// send encodes m into the write buffer; flush sends it.
+// send encodes m into the write buffer; flush sends it. An error, in
+// encoding as in writing, sticks and surfaces at flush.
 func (s *fakeSwitch) send(xid uint32, m ofp.Message) {
-	s.out = ofp.Append(s.out[:0], xid, m)
-	s.w.Write(s.out) // a write error sticks in w and surfaces at flush
+	var err error
+	if s.out, err = s.run.of.appendMsg(s.out[:0], xid, m); err != nil {
+		if s.encodeErr == nil {
+			s.encodeErr = fmt.Errorf("encode %s: %w", m.Type(), err)
+		}
+		return
+	}
+	s.w.Write(s.out) // a write error sticks in w
 }
 
 func (s *fakeSwitch) flush() error {
+	if s.encodeErr != nil {
+		return s.encodeErr
+	}
 	if s.w.Buffered() == 0 {
 		return nil
 	}
@@ -192,10 +204,11 @@ func (s *fakeSwitch) handle(msg []byte) error {
 	if err != nil {
 		return err
 	}
-	if h.Version != ofp.Version && h.Type != ofp.TypeHello {
-		return fmt.Errorf("controller sent version %#x, want OpenFlow 1.3", h.Version)
+	of := s.run.of
+	if h.Version != of.version() && h.Type != ofp.TypeHello {
+		return fmt.Errorf("controller sent version %#x, want OpenFlow %s", h.Version, of.name())
 	}
-	switch h.Type {
+	switch of.msgType(uint8(h.Type)) {
 	case ofp.TypePacketOut:
 		return s.handlePacketOut(msg)
 	case ofp.TypeFlowMod:
@@ -203,36 +216,38 @@ func (s *fakeSwitch) handle(msg []byte) error {
 	case ofp.TypeEchoRequest:
 		s.send(h.XID, &ofp.EchoReply{Data: msg[ofp.HeaderLen:]})
 	case ofp.TypeHello:
+		// Read as 1.3 whatever the switch speaks: a controller offering
+		// several versions lists them in a 1.3 version bitmap.
 		_, m, err := ofp.Decode(msg)
 		hello, ok := m.(*ofp.Hello)
 		if err != nil || !ok {
 			return fmt.Errorf("hello: %v", err)
 		}
-		if !hello.Supports(ofp.Version) {
+		if !hello.Supports(of.version()) {
 			s.send(h.XID, &ofp.ErrorMsg{ErrType: ofp.ErrTypeHelloFailed, Code: ofp.HelloFailedIncompatible})
-			return fmt.Errorf("controller does not offer OpenFlow 1.3 (versions %v)", hello.Versions)
+			return fmt.Errorf("controller does not offer OpenFlow %s (versions %v)", of.name(), hello.Versions)
 		}
 	case ofp.TypeFeaturesRequest:
-		s.send(h.XID, &ofp.FeaturesReply{
+		s.send(h.XID, of.featuresReply(ofp.FeaturesReply{
 			DatapathID: s.dpid, NBuffers: 0, NTables: 254,
 			Capabilities: ofp.CapFlowStats | ofp.CapPortStats,
-		})
+		}, s.ports()))
 	case ofp.TypeGetConfigRequest:
 		s.send(h.XID, &ofp.GetConfigReply{MissSendLen: ofp.ControllerMaxLenNoBuffer})
 	case ofp.TypeBarrierRequest:
 		s.send(h.XID, &ofp.BarrierReply{})
 		closeOnce(s.barrier)
 	case ofp.TypeMultipartRequest:
-		s.handleMultipart(h, msg)
+		return s.handleMultipart(h, msg)
 	case ofp.TypeRoleRequest:
-		_, m, err := ofp.Decode(msg)
+		m, err := of.decode(msg)
 		req, ok := m.(*ofp.RoleRequest)
 		if err != nil || !ok {
 			return fmt.Errorf("role request: %v", err)
 		}
 		s.send(h.XID, &ofp.RoleReply{Role: req.Role, GenerationID: req.GenerationID})
 	case ofp.TypeError:
-		_, m, err := ofp.Decode(msg)
+		m, err := of.decode(msg)
 		e, ok := m.(*ofp.ErrorMsg)
 		if err != nil || !ok {
 			return fmt.Errorf("error message: %v", err)
@@ -260,19 +275,24 @@ func closeOnce(c chan struct{}) {
 	}
 }
 
-func (s *fakeSwitch) handleMultipart(h ofp.Header, msg []byte) {
-	_, m, err := ofp.Decode(msg)
+func (s *fakeSwitch) handleMultipart(h ofp.Header, msg []byte) error {
+	m, err := s.run.of.decode(msg)
 	req, ok := m.(*ofp.MultipartRequest)
 	if err != nil || !ok {
 		s.send(h.XID, &ofp.ErrorMsg{ErrType: ofp.ErrTypeBadRequest, Code: ofp.BadRequestBadMultipart, Data: head(msg)})
-		return
+		return nil
 	}
 	var body ofp.MultipartReplyBody
-	switch req.Body.(type) {
+	switch r := req.Body.(type) {
 	case ofp.PortDescRequest:
 		body = ofp.PortDescReply{Ports: s.ports()}
 	case ofp.FlowStatsRequest:
-		body = ofp.FlowStatsReply{} // connection flows carry no traffic here
+		stats, err := s.run.of.flowStats(r, &s.table)
+		if err != nil {
+			return err
+		}
+		s.sendFlowStats(h.XID, stats)
+		return nil
 	case ofp.AggregateStatsRequest:
 		body = ofp.AggregateStatsReply{}
 	case ofp.PortStatsRequest:
@@ -284,10 +304,29 @@ func (s *fakeSwitch) handleMultipart(h ofp.Header, msg []byte) {
 		}
 	default:
 		s.send(h.XID, &ofp.ErrorMsg{ErrType: ofp.ErrTypeBadRequest, Code: ofp.BadRequestBadMultipart, Data: head(msg)})
-		return
+		return nil
 	}
 	s.send(h.XID, &ofp.MultipartReply{Body: body})
+	return nil
 }
+
+// flowStatsPerReply keeps a flow stats reply within an OpenFlow message's
+// 64 KiB: an entry is about 100 bytes and its actions.
+const flowStatsPerReply = 64
+
+// sendFlowStats answers a flow stats request with stats, over several
+// replies flagged REPLY_MORE but the last when they are many.
+func (s *fakeSwitch) sendFlowStats(xid uint32, stats []ofp.FlowStats) {
+	for len(stats) > flowStatsPerReply {
+		s.send(xid, &ofp.MultipartReply{Flags: ofp.MultipartReplyMore, Body: ofp.FlowStatsReply{Stats: stats[:flowStatsPerReply]}})
+		stats = stats[flowStatsPerReply:]
+	}
+	s.send(xid, &ofp.MultipartReply{Body: ofp.FlowStatsReply{Stats: stats}})
+}
+
+// portFeature10GbFD is OFPPF_10GB_FD, the same bit in 1.0 and 1.3; 1.0
+// has no speed fields and gives a port's speed by such bits only.
+const portFeature10GbFD = 1 << 6
 
 // ports describes the client port, one port per member, the links of a
 // topology run and LOCAL.
@@ -295,6 +334,7 @@ func (s *fakeSwitch) ports() []ofp.Port {
 	up := func(no uint32, name string, mac [6]byte) ofp.Port {
 		return ofp.Port{
 			PortNo: no, HWAddr: mac, Name: name, State: ofp.PortStateLive,
+			Curr: portFeature10GbFD, Supported: portFeature10GbFD,
 			CurrSpeed: 10_000_000, MaxSpeed: 10_000_000,
 		}
 	}
@@ -310,15 +350,13 @@ func (s *fakeSwitch) ports() []ofp.Port {
 	return append(ps, up(ofp.PortLocal, fmt.Sprintf("br%d", s.idx), [6]byte{0x02, 0x5d, 0xb0, 0xfe, byte(s.idx), 0}))
 }
 
-// flowModCommandOff is where ofp_flow_mod's command byte sits.
-const flowModCommandOff = ofp.HeaderLen + 17
-
 func (s *fakeSwitch) handleFlowMod(msg []byte) error {
-	if len(msg) <= flowModCommandOff {
-		return errors.New("short flow-mod")
+	command, err := s.run.of.flowModCommand(msg)
+	if err != nil {
+		return err
 	}
 	if s.measuring {
-		if ofp.FlowModCommand(msg[flowModCommandOff]) == ofp.FlowAdd {
+		if command == ofp.FlowAdd {
 			s.stats.flowAdds++
 		} else {
 			s.stats.flowOthers++
@@ -327,7 +365,7 @@ func (s *fakeSwitch) handleFlowMod(msg []byte) error {
 	if !s.recordFlows {
 		return nil
 	}
-	_, m, err := ofp.Decode(msg)
+	m, err := s.run.of.decode(msg)
 	fm, ok := m.(*ofp.FlowMod)
 	if err != nil || !ok {
 		return fmt.Errorf("flow-mod: %v", err)
@@ -350,8 +388,7 @@ func (s *fakeSwitch) handleFlowMod(msg []byte) error {
 // the hosts behind this switch, learns the VIP's MAC, and in a topology
 // run sends LLDP out of a link port to the switch at its far end.
 func (s *fakeSwitch) handlePacketOut(msg []byte) error {
-	var rw rewrite
-	frame, err := parsePacketOut(msg, &rw)
+	rw, frame, err := s.run.of.parsePacketOut(msg)
 	if err != nil {
 		return fmt.Errorf("packet-out: %w", err)
 	}
@@ -483,10 +520,11 @@ func (s *fakeSwitch) sendARP(op uint16, port uint32, dst, sha net.HardwareAddr, 
 // packetIn wraps frame as the switch's table would punt it, or returns an
 // error wrapping errNotPunted if the table sends it elsewhere.
 func (s *fakeSwitch) packetIn(port uint32, frame []byte) (*ofp.PacketIn, error) {
-	reason, cookie, err := punt(&s.table, port, frame)
+	f, err := punt(&s.table, port, frame)
 	if err != nil {
 		return nil, err
 	}
+	reason, cookie := s.run.of.puntedBy(f)
 	return &ofp.PacketIn{
 		BufferID: ofp.NoBuffer, TotalLen: uint16(len(frame)), Reason: reason, Cookie: cookie,
 		Match: ofp.Match{OXMs: []ofp.OXM{ofp.MatchInPort(port)}}, Data: frame,

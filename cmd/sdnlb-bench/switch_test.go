@@ -2,26 +2,55 @@ package main
 
 import (
 	"bufio"
+	"encoding/binary"
 	"errors"
 	"net"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/sdnlb/sdnlb/controller/ofp"
+	"github.com/sdnlb/sdnlb/controller/ofp10"
+	"github.com/sdnlb/sdnlb/controller/oftable"
 )
 
-// pipeSwitch is switch 5 of a 3-member run, talking over net.Pipe.
-func pipeSwitch(tb testing.TB) (*fakeSwitch, net.Conn) {
+// pipeSwitch is switch 5 of a 3-member run speaking of, talking over
+// net.Pipe.
+func pipeSwitch(tb testing.TB, of dialect) (*fakeSwitch, net.Conn) {
 	tb.Helper()
 	mine, peer := net.Pipe()
 	tb.Cleanup(func() {
 		mine.Close()
 		peer.Close()
 	})
-	r := &run{t: newTarget([4]byte{10, 99, 0, 100}, 80, [4]byte{10, 99, 0, 1}, 3), timeout: time.Second}
+	r := &run{of: of, t: newTarget([4]byte{10, 99, 0, 100}, 80, [4]byte{10, 99, 0, 1}, 3), timeout: time.Second}
 	return newFakeSwitch(r, 5, mine, 1024), peer
+}
+
+// decodeAnswer decodes a message of the switch s with the codec of its
+// version; the header's Type is the message's 1.3 type.
+func decodeAnswer(tb testing.TB, s *fakeSwitch, msg []byte) (ofp.Header, ofp.Message) {
+	tb.Helper()
+	h, err := ofp.ParseHeader(msg)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	var m ofp.Message
+	if h.Version == ofp10.Version {
+		_, m, err = ofp10.Decode(msg)
+	} else {
+		_, m, err = ofp.Decode(msg)
+	}
+	if err != nil {
+		tb.Fatalf("the switch answered an undecodable message: %v", err)
+	}
+	if h.Version != s.run.of.version() {
+		tb.Fatalf("the switch answered in version %#x, want %#x", h.Version, s.run.of.version())
+	}
+	h.Type = m.Type()
+	return h, m
 }
 
 // exchange has s handle msg and returns what it answered, if anything.
@@ -46,23 +75,45 @@ func exchange(tb testing.TB, s *fakeSwitch, peer net.Conn, msg []byte) (ofp.Head
 	if rerr != nil {
 		tb.Fatalf("read the answer: %v", rerr)
 	}
-	h, m, derr := ofp.Decode(answer)
-	if derr != nil {
-		tb.Fatalf("the switch answered an undecodable message: %v", derr)
-	}
+	h, m := decodeAnswer(tb, s, answer)
 	return h, m, err
+}
+
+// handleCase is one message a switch handles, and what it should answer.
+type handleCase struct {
+	name     string
+	msg      []byte
+	wantType ofp.Type // 0xff: no answer
+	check    func(t *testing.T, s *fakeSwitch, h ofp.Header, m ofp.Message)
+	wantErr  bool
+}
+
+func checkHandle(t *testing.T, of dialect, tests []handleCase) {
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s, peer := pipeSwitch(t, of)
+			h, m, err := exchange(t, s, peer, tt.msg)
+			if (err != nil) != tt.wantErr {
+				t.Fatalf("handle: %v, want error: %t", err, tt.wantErr)
+			}
+			gotType := ofp.Type(0xff)
+			if m != nil {
+				gotType = h.Type
+			}
+			if gotType != tt.wantType {
+				t.Fatalf("answer %v, want %v", gotType, tt.wantType)
+			}
+			if tt.check != nil {
+				tt.check(t, s, h, m)
+			}
+		})
+	}
 }
 
 func TestFakeSwitch_Handle(t *testing.T) {
 	hello10 := ofp.Append(nil, 1, &ofp.Hello{Versions: []uint8{1}})
 	hello10[0] = 1
-	tests := []struct {
-		name     string
-		msg      []byte
-		wantType ofp.Type // 0xff: no answer
-		check    func(t *testing.T, s *fakeSwitch, h ofp.Header, m ofp.Message)
-		wantErr  bool
-	}{
+	checkHandle(t, dialect13{}, []handleCase{
 		{"HelloBitmap", ofp.Append(nil, 1, &ofp.Hello{Versions: []uint8{1, 4, 5}}), 0xff, nil, false},
 		{"ErrHelloWithout13", hello10, ofp.TypeError, func(t *testing.T, _ *fakeSwitch, _ ofp.Header, m ofp.Message) {
 			if e := m.(*ofp.ErrorMsg); e.ErrType != ofp.ErrTypeHelloFailed || e.Code != ofp.HelloFailedIncompatible {
@@ -136,25 +187,180 @@ func TestFakeSwitch_Handle(t *testing.T) {
 			}, false},
 		{"ErrOtherVersion", func() []byte { b := ofp.Append(nil, 1, &ofp.EchoRequest{}); b[0] = 6; return b }(), 0xff, nil, true},
 		{"ErrShortFlowMod", func() []byte { b := ofp.Append(nil, 1, &ofp.BarrierRequest{}); b[1] = byte(ofp.TypeFlowMod); return b }(), 0xff, nil, true},
+	})
+}
+
+// mustAppend10 encodes m as OpenFlow 1.0.
+func mustAppend10(tb testing.TB, xid uint32, m ofp.Message) []byte {
+	tb.Helper()
+	b, err := ofp10.Append(nil, xid, m)
+	if err != nil {
+		tb.Fatalf("encode %T as 1.0: %v", m, err)
 	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			s, peer := pipeSwitch(t)
-			h, m, err := exchange(t, s, peer, tt.msg)
-			if (err != nil) != tt.wantErr {
-				t.Fatalf("handle: %v, want error: %t", err, tt.wantErr)
+	return b
+}
+
+// TestFakeSwitch_Handle10 is the handshake of a 1.0 switch with sdnlb's
+// controller, which offers 1.0 and 1.3 in a 1.3 hello, then speaks 1.0.
+func TestFakeSwitch_Handle10(t *testing.T) {
+	portDesc := mustAppend10(t, 5, &ofp.MultipartRequest{Body: ofp.DescRequest{}})
+	binary.BigEndian.PutUint16(portDesc[ofp.HeaderLen:], uint16(ofp.MultipartPortDesc)) // no such stats in 1.0
+	role := ofp.Append(nil, 8, &ofp.RoleRequest{Role: ofp.RoleMaster})
+	role[0] = ofp10.Version
+	flowStats := func(r ofp.FlowStatsRequest) []byte {
+		return mustAppend10(t, 6, &ofp.MultipartRequest{Body: r})
+	}
+	checkHandle(t, dialect10{}, []handleCase{
+		{"HelloBitmap", ofp.Append(nil, 1, &ofp.Hello{Versions: []uint8{ofp10.Version, ofp.Version}}), 0xff, nil, false},
+		{"Hello10", mustAppend10(t, 1, &ofp.Hello{}), 0xff, nil, false},
+		{"ErrHelloWithout10", ofp.Append(nil, 1, &ofp.Hello{Versions: []uint8{ofp.Version}}), ofp.TypeError, func(t *testing.T, _ *fakeSwitch, _ ofp.Header, m ofp.Message) {
+			if e := m.(*ofp.ErrorMsg); e.ErrType != ofp.ErrTypeHelloFailed || e.Code != ofp.HelloFailedIncompatible {
+				t.Errorf("error %v code %d, want HELLO_FAILED/INCOMPATIBLE", e.ErrType, e.Code)
 			}
-			gotType := ofp.Type(0xff)
-			if m != nil {
-				gotType = h.Type
+		}, true},
+		{"Echo", mustAppend10(t, 77, &ofp.EchoRequest{Data: []byte("ping")}), ofp.TypeEchoReply, func(t *testing.T, _ *fakeSwitch, h ofp.Header, m ofp.Message) {
+			if h.XID != 77 || string(m.(*ofp.EchoReply).Data) != "ping" {
+				t.Errorf("echo reply xid %d data %q, want 77 and the request's data", h.XID, m.(*ofp.EchoReply).Data)
 			}
-			if gotType != tt.wantType {
-				t.Fatalf("answer %v, want %v", gotType, tt.wantType)
+		}, false},
+		// The port list is the one the 1.3 mode gives in its port-desc reply.
+		{"Features", mustAppend10(t, 3, &ofp.FeaturesRequest{}), ofp.TypeFeaturesReply, func(t *testing.T, s *fakeSwitch, h ofp.Header, m ofp.Message) {
+			f := m.(*ofp10.FeaturesReply)
+			if h.XID != 3 || f.DatapathID != s.dpid {
+				t.Errorf("features xid %d dpid %#x, want 3 and %#x", h.XID, f.DatapathID, s.dpid)
 			}
-			if tt.check != nil {
-				tt.check(t, s, h, m)
+			if want := s.ports(); !reflect.DeepEqual(f.Ports, want) {
+				t.Errorf("ports\n%+v\nwant\n%+v", f.Ports, want)
 			}
-		})
+			if f.Actions != actions10 {
+				t.Errorf("actions %#x, want %#x", f.Actions, actions10)
+			}
+		}, false},
+		{"SetConfig", mustAppend10(t, 4, &ofp.SetConfig{MissSendLen: 0xffff}), 0xff, nil, false},
+		{"Barrier", mustAppend10(t, 9, &ofp.BarrierRequest{}), ofp.TypeBarrierReply, func(t *testing.T, s *fakeSwitch, h ofp.Header, _ ofp.Message) {
+			select {
+			case <-s.barrier:
+			default:
+				t.Error("the barrier is not marked as seen")
+			}
+		}, false},
+		{"FlowStatsEmptyTable", flowStats(ofp.FlowStatsRequest{TableID: ofp.TableAll, OutPort: ofp.PortAny, OutGroup: ofp.GroupAny}),
+			ofp.TypeMultipartReply, func(t *testing.T, _ *fakeSwitch, _ ofp.Header, m ofp.Message) {
+				if r := m.(*ofp.MultipartReply); len(r.Body.(ofp.FlowStatsReply).Stats) != 0 || r.Flags != 0 {
+					t.Errorf("reply %+v, want one without flows", r)
+				}
+			}, false},
+		{"ErrFlowStatsByMatch", flowStats(ofp.FlowStatsRequest{TableID: ofp.TableAll, OutPort: ofp.PortAny, OutGroup: ofp.GroupAny,
+			Match: ofp.Match{OXMs: []ofp.OXM{ofp.MatchEthType(0x0806)}}}), 0xff, nil, true},
+		{"PortStats", mustAppend10(t, 7, &ofp.MultipartRequest{Body: ofp.PortStatsRequest{PortNo: ofp.PortAny}}), ofp.TypeMultipartReply, nil, false},
+		{"PortDescRejected", portDesc, ofp.TypeError, func(t *testing.T, _ *fakeSwitch, h ofp.Header, m ofp.Message) {
+			if e := m.(*ofp.ErrorMsg); h.XID != 5 || e.ErrType != ofp.ErrTypeBadRequest || e.Code != ofp.BadRequestBadMultipart {
+				t.Errorf("xid %d error %v code %d, want 5 BAD_REQUEST/BAD_STAT", h.XID, e.ErrType, e.Code)
+			}
+		}, false},
+		{"RoleRejected", role, ofp.TypeError, func(t *testing.T, _ *fakeSwitch, h ofp.Header, m ofp.Message) {
+			if e := m.(*ofp.ErrorMsg); h.XID != 8 || e.ErrType != ofp.ErrTypeBadRequest || e.Code != ofp.BadRequestBadType {
+				t.Errorf("xid %d error %v code %d, want 8 BAD_REQUEST/BAD_TYPE", h.XID, e.ErrType, e.Code)
+			}
+		}, false},
+		{"ErrorCounted", mustAppend10(t, 2, &ofp.ErrorMsg{ErrType: ofp.ErrTypeFlowModFailed, Code: ofp.FlowModFailedTableFull}), 0xff, func(t *testing.T, s *fakeSwitch, _ ofp.Header, _ ofp.Message) {
+			if s.ofpErrors != 1 || s.firstErr == nil || s.firstErr.ErrType != ofp.ErrTypeFlowModFailed {
+				t.Errorf("ofpErrors %d first %v, want 1 FLOW_MOD_FAILED", s.ofpErrors, s.firstErr)
+			}
+		}, false},
+		{"FlowModApplied", mustAppend10(t, 11, puntFlow(0x42, 0)), 0xff, func(t *testing.T, s *fakeSwitch, _ ofp.Header, _ ofp.Message) {
+			if flows := s.table.Flows(); len(flows) != 1 || flows[0].Cookie != 0x42 || s.tableRejects != 0 {
+				t.Errorf("table %q, %d rejects; want the flow 0x42 and none", s.table.Lines(), s.tableRejects)
+			}
+		}, false},
+		{"ErrOtherVersion", ofp.Append(nil, 1, &ofp.EchoRequest{}), 0xff, nil, true},
+		{"ErrShortFlowMod", func() []byte {
+			b := mustAppend10(t, 1, &ofp.BarrierRequest{})
+			b[1] = byte(ofp10.TypeFlowMod)
+			return b
+		}(), 0xff, nil, true},
+	})
+}
+
+// TestFakeSwitch_FlowMods10 has a 1.0 switch take the controller's
+// flow-mods into its table model, a strict delete (how a 1.0 controller
+// removes a flow of a cookie) included, and list them in flow stats.
+func TestFakeSwitch_FlowMods10(t *testing.T) {
+	s, peer := pipeSwitch(t, dialect10{})
+	tg := &s.run.t
+	fwd, rev := natFlows(s.base, clientPortBase, [6]byte{2, 0xaa, 0, 0, 0, 1}, tg, &tg.members[1])
+	fwd.Cookie, rev.Cookie = 0x51, 0x52
+	del := *fwd
+	del.Command, del.Instructions = ofp.FlowDeleteStrict, nil
+	for i, fm := range []*ofp.FlowMod{puntFlow(0x42, 0), fwd, rev, &del} {
+		fm.OutPort, fm.OutGroup, fm.BufferID = ofp.PortAny, ofp.GroupAny, ofp.NoBuffer
+		if _, m, err := exchange(t, s, peer, mustAppend10(t, uint32(i), fm)); err != nil || m != nil {
+			t.Fatalf("flow-mod %d: answered %v, %v; want nothing", i, m, err)
+		}
+	}
+	if s.tableRejects != 0 || len(s.warmFlows) != 4 {
+		t.Fatalf("%d rejects (first %v), %d flow-mods recorded; want none and 4", s.tableRejects, s.firstReject, len(s.warmFlows))
+	}
+	_, m, err := exchange(t, s, peer, mustAppend10(t, 6, &ofp.MultipartRequest{
+		Body: ofp.FlowStatsRequest{TableID: ofp.TableAll, OutPort: ofp.PortAny, OutGroup: ofp.GroupAny}}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, st := range m.(*ofp.MultipartReply).Body.(ofp.FlowStatsReply).Stats {
+		got = append(got, oftable.Flow{Cookie: st.Cookie, Priority: st.Priority, Match: st.Match, Instructions: st.Instructions}.String())
+	}
+	slices.Sort(got) // as Lines sorts
+	if want := s.table.Lines(); len(want) != 2 || !reflect.DeepEqual(got, want) {
+		t.Errorf("flow stats\n%q\nwant the table without the deleted flow\n%q", got, want)
+	}
+	if slices.ContainsFunc(got, func(l string) bool { return strings.Contains(l, "cookie=0x51") }) {
+		t.Errorf("the strictly deleted flow 0x51 is still listed: %q", got)
+	}
+}
+
+// A 1.0 flow stats reply holds 64 flows; more go in several replies
+// flagged REPLY_MORE but the last.
+func TestFakeSwitch_FlowStats10Split(t *testing.T) {
+	s, peer := pipeSwitch(t, dialect10{})
+	const n = 2*flowStatsPerReply + 5
+	for i := range n {
+		ip := [4]byte{10, 0, byte(i >> 8), byte(i)}
+		if _, err := s.table.Apply(puntFlow(uint64(i), 100, ofp.MatchEthType(0x0800), ofp.MatchIPv4Dst(ip))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	handled := make(chan error, 1)
+	go func() {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		err := s.handle(mustAppend10(t, 6, &ofp.MultipartRequest{
+			Body: ofp.FlowStatsRequest{TableID: ofp.TableAll, OutPort: ofp.PortAny, OutGroup: ofp.GroupAny}}))
+		handled <- errors.Join(err, s.flush())
+	}()
+	peer.SetReadDeadline(time.Now().Add(10 * time.Second))
+	r := bufio.NewReader(peer)
+	var sizes []int
+	cookies := map[uint64]bool{}
+	for more := true; more; {
+		msg, err := ofp.ReadMessage(r, nil)
+		if err != nil {
+			t.Fatalf("after %d replies: %v", len(sizes), err)
+		}
+		_, m := decodeAnswer(t, s, msg)
+		reply := m.(*ofp.MultipartReply)
+		stats := reply.Body.(ofp.FlowStatsReply).Stats
+		sizes = append(sizes, len(stats))
+		for _, st := range stats {
+			cookies[st.Cookie] = true
+		}
+		more = reply.Flags&ofp.MultipartReplyMore != 0
+	}
+	if err := <-handled; err != nil {
+		t.Fatal(err)
+	}
+	if want := []int{flowStatsPerReply, flowStatsPerReply, 5}; !slices.Equal(sizes, want) || len(cookies) != n {
+		t.Errorf("replies of %v flows, %d distinct; want %v and all %d", sizes, len(cookies), want, n)
 	}
 }
 
@@ -175,35 +381,40 @@ func TestFakeSwitch_AnswersARPForItsHosts(t *testing.T) {
 		{"Stranger", vip, ipU32([4]byte{192, 0, 2, 1}), 0, [6]byte{}},
 	}
 	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			s, peer := pipeSwitch(t)
-			req, err := arpFrame(1, broadcastMAC, controllerMAC, tt.spa, zeroMAC, tt.tpa)
-			if err != nil {
-				t.Fatal(err)
-			}
-			po := ofp.Append(nil, 1, &ofp.PacketOut{BufferID: ofp.NoBuffer, InPort: ofp.PortController,
-				Actions: []ofp.Action{ofp.ActionOutput{Port: ofp.PortFlood}}, Data: req})
-			_, m, err := exchange(t, s, peer, po)
-			if err != nil {
-				t.Fatalf("handle: %v", err)
-			}
-			if tt.wantPort == 0 {
-				if m != nil {
-					t.Fatalf("answered %T, want no answer", m)
+		for _, of := range dialects {
+			t.Run(tt.name+"/OpenFlow"+of.name(), func(t *testing.T) {
+				s, peer := pipeSwitch(t, of)
+				req, err := arpFrame(1, broadcastMAC, controllerMAC, tt.spa, zeroMAC, tt.tpa)
+				if err != nil {
+					t.Fatal(err)
 				}
-				return
-			}
-			pin, ok := m.(*ofp.PacketIn)
-			if !ok {
-				t.Fatalf("answered %T, want a packet-in", m)
-			}
-			port, _ := pin.Match.InPort()
-			a, ok := parseARP(pin.Data)
-			want := arpInfo{op: 2, sha: tt.wantMAC, spa: tt.tpa, tha: [6]byte(controllerMAC), tpa: tt.spa}
-			if port != tt.wantPort || !ok || a != want {
-				t.Errorf("packet-in from port %d with %+v, want port %d with %+v", port, a, tt.wantPort, want)
-			}
-		})
+				po, err := of.appendMsg(nil, 1, &ofp.PacketOut{BufferID: ofp.NoBuffer, InPort: ofp.PortController,
+					Actions: []ofp.Action{ofp.ActionOutput{Port: ofp.PortFlood}}, Data: req})
+				if err != nil {
+					t.Fatal(err)
+				}
+				_, m, err := exchange(t, s, peer, po)
+				if err != nil {
+					t.Fatalf("handle: %v", err)
+				}
+				if tt.wantPort == 0 {
+					if m != nil {
+						t.Fatalf("answered %T, want no answer", m)
+					}
+					return
+				}
+				pin, ok := m.(*ofp.PacketIn)
+				if !ok {
+					t.Fatalf("answered %T, want a packet-in", m)
+				}
+				port, _ := pin.Match.InPort()
+				a, ok := parseARP(pin.Data)
+				want := arpInfo{op: 2, sha: tt.wantMAC, spa: tt.tpa, tha: [6]byte(controllerMAC), tpa: tt.spa}
+				if port != tt.wantPort || !ok || a != want {
+					t.Errorf("packet-in from port %d with %+v, want port %d with %+v", port, a, tt.wantPort, want)
+				}
+			})
+		}
 	}
 }
 
@@ -228,7 +439,7 @@ func TestFakeSwitch_ARPReplyFollowsTable(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			s, peer := pipeSwitch(t)
+			s, peer := pipeSwitch(t, dialect13{})
 			for _, fm := range tt.flows {
 				if _, err := s.table.Apply(fm); err != nil {
 					t.Fatal(err)
@@ -296,7 +507,7 @@ func TestFakeSwitch_SetupAccounting(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			s, _ := pipeSwitch(t)
+			s, _ := pipeSwitch(t, dialect13{})
 			s.run.window = tt.window
 			s.run.sending.Store(true)
 			s.run.budget.Store(1 << 40)
@@ -338,7 +549,7 @@ func TestFakeSwitch_SetupAccounting(t *testing.T) {
 // BenchmarkFakeSwitch_HandlePacketOut is the fake switch's per-setup
 // work on the controller's answer: parse, check the rewrite, account.
 func BenchmarkFakeSwitch_HandlePacketOut(b *testing.B) {
-	s, _ := pipeSwitch(b)
+	s, _ := pipeSwitch(b, dialect13{})
 	s.measuring, s.measureFrom = true, 1
 	t := &s.run.t
 	frame, err := synFrame(testClientMAC, testVIPMAC, s.base, t.vipIP, clientPortBase+1, t.vipPort)

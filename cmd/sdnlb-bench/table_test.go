@@ -38,6 +38,16 @@ func mustTable(tb testing.TB, mods ...*ofp.FlowMod) *oftable.Table {
 	return t
 }
 
+// punt13 is the reason and cookie of the 1.3 packet-in for frame.
+func punt13(t *oftable.Table, port uint32, frame []byte) (reason uint8, cookie uint64, err error) {
+	f, err := punt(t, port, frame)
+	if err != nil {
+		return 0, 0, err
+	}
+	reason, cookie = dialect13{}.puntedBy(f)
+	return reason, cookie, nil
+}
+
 func TestPunt(t *testing.T) {
 	vip := [4]byte{10, 99, 0, 100}
 	learnedMAC := net.HardwareAddr{0x02, 0, 0, 0, 0, 9}
@@ -88,7 +98,7 @@ func TestPunt(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			reason, cookie, err := punt(flows, clientPort, tt.frame)
+			reason, cookie, err := punt13(flows, clientPort, tt.frame)
 			switch {
 			case tt.wantNotPunted:
 				if !errors.Is(err, errNotPunted) {
@@ -103,7 +113,7 @@ func TestPunt(t *testing.T) {
 	t.Run("DeleteByCookieMask", func(t *testing.T) {
 		left := mustTable(t, append(mods, &ofp.FlowMod{Command: ofp.FlowDelete, Cookie: 0xa0, CookieMask: 0xf0,
 			TableID: ofp.TableAll, BufferID: ofp.NoBuffer, OutPort: ofp.PortAny, OutGroup: ofp.GroupAny})...)
-		reason, cookie, err := punt(left, clientPort, synToVIP)
+		reason, cookie, err := punt13(left, clientPort, synToVIP)
 		if n := len(left.Flows()); n != 2 || err != nil || reason != ofp.ReasonNoMatch || cookie != noFlowCookie {
 			t.Errorf("after deleting cookie 0xa0/0xf0: %d flows left, reason %d cookie %#x, %v; want the two 0xb* flows and no match", n, reason, cookie, err)
 		}
@@ -113,7 +123,7 @@ func TestPunt(t *testing.T) {
 		del.Command = ofp.FlowDeleteStrict
 		del.CookieMask = ^uint64(0)
 		left := mustTable(t, append(mods, &del)...)
-		reason, cookie, err := punt(left, clientPort, synToVIP)
+		reason, cookie, err := punt13(left, clientPort, synToVIP)
 		if n := len(left.Flows()); n != len(mods)-1 || err != nil || reason != ofp.ReasonAction || cookie != 0xa3 {
 			t.Errorf("after a strict delete: %d flows, reason %d cookie %#x, %v; want %d flows and the masked flow 0xa3", n, reason, cookie, err, len(mods)-1)
 		}
@@ -122,7 +132,7 @@ func TestPunt(t *testing.T) {
 		again := *mods[1]
 		again.Cookie = 0xc1
 		left := mustTable(t, append(mods, &again)...)
-		_, cookie, err := punt(left, clientPort, arpForVIP)
+		_, cookie, err := punt13(left, clientPort, arpForVIP)
 		if n := len(left.Flows()); n != len(mods) || err != nil || cookie != 0xc1 {
 			t.Errorf("re-adding a flow: %d flows (want %d), cookie %#x, %v (want 0xc1)", n, len(mods), cookie, err)
 		}
@@ -131,19 +141,19 @@ func TestPunt(t *testing.T) {
 		drop := *mods[2]
 		drop.Command, drop.Instructions = ofp.FlowModifyStrict, nil
 		left := mustTable(t, append(mods, &drop)...)
-		if reason, cookie, err := punt(left, clientPort, synToVIP); !errors.Is(err, errNotPunted) {
+		if reason, cookie, err := punt13(left, clientPort, synToVIP); !errors.Is(err, errNotPunted) {
 			t.Errorf("0xa2 modified to drop: reason %d cookie %#x, %v; want errNotPunted, not the lower 0xa3", reason, cookie, err)
 		}
 	})
 	t.Run("OutputAndPunt", func(t *testing.T) {
 		both := mustTable(t, flowTo(0xd0, 600, []uint32{3, ofp.PortController}, ofp.MatchEthType(0x0806)))
-		if reason, cookie, err := punt(both, clientPort, arpForVIP); err != nil || reason != ofp.ReasonAction || cookie != 0xd0 {
+		if reason, cookie, err := punt13(both, clientPort, arpForVIP); err != nil || reason != ofp.ReasonAction || cookie != 0xd0 {
 			t.Errorf("punt = reason %d cookie %#x, %v; want %d 0xd0", reason, cookie, err, ofp.ReasonAction)
 		}
 	})
 	t.Run("TableMissThatDrops", func(t *testing.T) {
 		drop := mustTable(t, flowTo(0xe0, 0, nil))
-		if reason, cookie, err := punt(drop, clientPort, arpForVIP); !errors.Is(err, errNotPunted) {
+		if reason, cookie, err := punt13(drop, clientPort, arpForVIP); !errors.Is(err, errNotPunted) {
 			t.Errorf("punt = reason %d cookie %#x, %v; want errNotPunted", reason, cookie, err)
 		}
 	})
@@ -171,5 +181,33 @@ func TestAnswer(t *testing.T) {
 	}
 	if got, ok := answer(mustTable(t, puntFlow(0xa1, 500, ofp.MatchEthType(0x0806), ofp.MatchARPTPA(vip))), clientPort, request); ok {
 		t.Errorf("a punt answered %+v", got)
+	}
+}
+
+// A flow that punts gives OFPR_ACTION on 1.0 whatever its priority and
+// match (1.0 has no table-miss flow), and a 1.0 packet-in no cookie.
+func TestPuntedBy(t *testing.T) {
+	tableMiss := &oftable.Flow{Cookie: 0xa0}
+	arp := &oftable.Flow{Cookie: 0xa1, Priority: 500, Match: ofp.Match{OXMs: []ofp.OXM{ofp.MatchEthType(0x0806)}}}
+	tests := []struct {
+		name       string
+		of         dialect
+		f          *oftable.Flow
+		wantReason uint8
+		wantCookie uint64
+	}{
+		{"NoFlow13", dialect13{}, nil, ofp.ReasonNoMatch, noFlowCookie},
+		{"TableMiss13", dialect13{}, tableMiss, ofp.ReasonNoMatch, 0xa0},
+		{"Flow13", dialect13{}, arp, ofp.ReasonAction, 0xa1},
+		{"NoFlow10", dialect10{}, nil, ofp.ReasonNoMatch, 0},
+		{"TableMiss10", dialect10{}, tableMiss, ofp.ReasonAction, 0},
+		{"Flow10", dialect10{}, arp, ofp.ReasonAction, 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if reason, cookie := tt.of.puntedBy(tt.f); reason != tt.wantReason || cookie != tt.wantCookie {
+				t.Errorf("puntedBy = reason %d cookie %#x, want %d %#x", reason, cookie, tt.wantReason, tt.wantCookie)
+			}
+		})
 	}
 }

@@ -17,6 +17,7 @@ import (
 
 	"github.com/gopacket/gopacket/layers"
 	"github.com/sdnlb/sdnlb/controller/ofp"
+	"github.com/sdnlb/sdnlb/controller/ofp10"
 )
 
 func TestWiring(t *testing.T) {
@@ -100,8 +101,8 @@ func lldpFlow() *ofp.FlowMod {
 // TestFabric_CarriesLLDP sends the controller's LLDP out of ports of
 // switch 0 of a 4-switch ring and checks where it arrives: as a packet-in
 // from the port at the far end of the link, with the reason and cookie
-// the receiver's flows give it, and nowhere for a port that is no link or
-// leads to a switch not connected (switch 1).
+// the receiver's flows give it (1.0 has no cookie), and nowhere for a port
+// that is no link or leads to a switch not connected (switch 1).
 func TestFabric_CarriesLLDP(t *testing.T) {
 	tests := []struct {
 		name       string
@@ -119,67 +120,76 @@ func TestFabric_CarriesLLDP(t *testing.T) {
 		{"ToASwitchNotConnected", []*ofp.FlowMod{lldpFlow()}, 1000, -1, 0, 0, 0},
 	}
 	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			r := &run{t: newTarget([4]byte{10, 99, 0, 100}, 80, [4]byte{10, 99, 0, 1}, 3), timeout: time.Second,
-				fabric: newFabric(newWiring(topoRing, 4, 0))}
-			sws, peers := map[int]*fakeSwitch{}, map[int]net.Conn{}
-			for _, idx := range []int{0, 2, 3} {
-				mine, peer := net.Pipe()
-				t.Cleanup(func() {
-					mine.Close()
-					peer.Close()
-				})
-				sws[idx], peers[idx] = newFakeSwitch(r, idx, mine, 1024), peer
-				r.fabric.attach(sws[idx])
-				for _, fm := range tt.flows {
-					if _, err := sws[idx].table.Apply(fm); err != nil {
-						t.Fatal(err)
+		for _, of := range dialects {
+			t.Run(tt.name+"/OpenFlow"+of.name(), func(t *testing.T) {
+				wantCookie := tt.wantCookie
+				if of.version() == ofp10.Version {
+					wantCookie = 0 // a 1.0 packet-in has none
+				}
+				r := &run{of: of, t: newTarget([4]byte{10, 99, 0, 100}, 80, [4]byte{10, 99, 0, 1}, 3), timeout: time.Second,
+					fabric: newFabric(newWiring(topoRing, 4, 0))}
+				sws, peers := map[int]*fakeSwitch{}, map[int]net.Conn{}
+				for _, idx := range []int{0, 2, 3} {
+					mine, peer := net.Pipe()
+					t.Cleanup(func() {
+						mine.Close()
+						peer.Close()
+					})
+					sws[idx], peers[idx] = newFakeSwitch(r, idx, mine, 1024), peer
+					r.fabric.attach(sws[idx])
+					for _, fm := range tt.flows {
+						if _, err := sws[idx].table.Apply(fm); err != nil {
+							t.Fatal(err)
+						}
 					}
 				}
-			}
-			frame := lldpFrame(t)
-			po := ofp.Append(nil, 1, &ofp.PacketOut{BufferID: ofp.NoBuffer, InPort: ofp.PortController,
-				Actions: []ofp.Action{ofp.ActionOutput{Port: tt.out}}, Data: frame})
-			sws[0].mu.Lock()
-			err := sws[0].handle(po)
-			sws[0].mu.Unlock()
-			if err != nil {
-				t.Fatalf("handle: %v", err)
-			}
-			clear(po) // as the sender's next read would
-			if tt.wantAt < 0 {
-				if n := r.fabric.carried.Load(); n != 0 {
-					t.Errorf("%d frames carried, want none", n)
+				frame := lldpFrame(t)
+				po, err := of.appendMsg(nil, 1, &ofp.PacketOut{BufferID: ofp.NoBuffer, InPort: ofp.PortController,
+					Actions: []ofp.Action{ofp.ActionOutput{Port: tt.out}}, Data: frame})
+				if err != nil {
+					t.Fatal(err)
 				}
-				return
-			}
-			peers[tt.wantAt].SetReadDeadline(time.Now().Add(10 * time.Second))
-			msg, err := ofp.ReadMessage(bufio.NewReader(peers[tt.wantAt]), nil)
-			if err != nil {
-				t.Fatalf("switch %d sent nothing: %v", tt.wantAt, err)
-			}
-			r.fabric.wg.Wait()
-			_, m, err := ofp.Decode(msg)
-			pin, ok := m.(*ofp.PacketIn)
-			if err != nil || !ok {
-				t.Fatalf("switch %d sent %T (%v), want a packet-in", tt.wantAt, m, err)
-			}
-			port, _ := pin.Match.InPort()
-			if port != tt.wantPort || pin.Reason != tt.wantReason || pin.Cookie != tt.wantCookie || !bytes.Equal(pin.Data, frame) {
-				t.Errorf("packet-in from port %d reason %d cookie %#x with %d bytes, want port %d reason %d cookie %#x with the frame sent",
-					port, pin.Reason, pin.Cookie, len(pin.Data), tt.wantPort, tt.wantReason, tt.wantCookie)
-			}
-			if n := r.fabric.carried.Load(); n != 1 {
-				t.Errorf("%d frames carried, want 1", n)
-			}
-		})
+				sws[0].mu.Lock()
+				err = sws[0].handle(po)
+				sws[0].mu.Unlock()
+				if err != nil {
+					t.Fatalf("handle: %v", err)
+				}
+				clear(po) // as the sender's next read would
+				if tt.wantAt < 0 {
+					if n := r.fabric.carried.Load(); n != 0 {
+						t.Errorf("%d frames carried, want none", n)
+					}
+					return
+				}
+				peers[tt.wantAt].SetReadDeadline(time.Now().Add(10 * time.Second))
+				msg, err := ofp.ReadMessage(bufio.NewReader(peers[tt.wantAt]), nil)
+				if err != nil {
+					t.Fatalf("switch %d sent nothing: %v", tt.wantAt, err)
+				}
+				r.fabric.wg.Wait()
+				_, m := decodeAnswer(t, sws[tt.wantAt], msg)
+				pin, ok := m.(*ofp.PacketIn)
+				if !ok {
+					t.Fatalf("switch %d sent %T, want a packet-in", tt.wantAt, m)
+				}
+				port, _ := pin.Match.InPort()
+				if port != tt.wantPort || pin.Reason != tt.wantReason || pin.Cookie != wantCookie || !bytes.Equal(pin.Data, frame) {
+					t.Errorf("packet-in from port %d reason %d cookie %#x with %d bytes, want port %d reason %d cookie %#x with the frame sent",
+						port, pin.Reason, pin.Cookie, len(pin.Data), tt.wantPort, tt.wantReason, wantCookie)
+				}
+				if n := r.fabric.carried.Load(); n != 1 {
+					t.Errorf("%d frames carried, want 1", n)
+				}
+			})
+		}
 	}
 }
 
 // TestFabric_NotPunted: a frame from a link that the receiver's flows
 // take elsewhere is counted, as a real switch would not punt it.
 func TestFabric_NotPunted(t *testing.T) {
-	r := &run{t: newTarget([4]byte{10, 99, 0, 100}, 80, [4]byte{10, 99, 0, 1}, 3), fabric: newFabric(newWiring(topoRing, 4, 0))}
+	r := &run{of: dialect13{}, t: newTarget([4]byte{10, 99, 0, 100}, 80, [4]byte{10, 99, 0, 1}, 3), fabric: newFabric(newWiring(topoRing, 4, 0))}
 	mine, peer := net.Pipe()
 	defer peer.Close()
 	defer mine.Close()

@@ -120,8 +120,12 @@ func (s *fakeSwitch) firstSetupMember(ctx context.Context) (int, error) {
 	if err == nil {
 		pin, err = s.packetIn(clientPort, frame)
 	}
+	var msg []byte
 	if err == nil {
-		s.syn = newSYNTemplate(ofp.Append(nil, 0, pin), len(frame))
+		msg, err = s.run.of.appendMsg(nil, 0, pin)
+	}
+	if err == nil {
+		s.syn = newSYNTemplate(msg, len(frame))
 		s.sendSeq(s.run.now())
 		err = s.flush()
 	}
