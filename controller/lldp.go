@@ -75,10 +75,16 @@ func appendTLVHeader(b []byte, typ uint8, n int) []byte {
 	return binary.BigEndian.AppendUint16(b, uint16(typ)<<9|uint16(n))
 }
 
+// isLLDP reports whether frame is LLDP to the nearest bridge, which the
+// LLDP row takes.
+func isLLDP(frame []byte) bool {
+	return len(frame) >= 14 && bytes.Equal(frame[:6], lldpMAC[:]) && binary.BigEndian.Uint16(frame[12:]) == ethTypeLLDP
+}
+
 // parseLLDP reads the switch and port an sdnlb LLDP frame was sent from;
 // ok is false for any other frame, including a truncated one.
 func parseLLDP(frame []byte) (dpid uint64, port uint32, ok bool) {
-	if len(frame) < 14 || !bytes.Equal(frame[:6], lldpMAC[:]) || binary.BigEndian.Uint16(frame[12:]) != ethTypeLLDP {
+	if !isLLDP(frame) {
 		return 0, 0, false
 	}
 	rest := frame[14:]

@@ -327,3 +327,17 @@ func TestOpenFlow10_SwitchPoolFallsBack(t *testing.T) {
 	h.src.set(testConfig(nil)) // CONTROLLER: nothing falls back
 	waitStats(t, h.c, "p1", func(st *sdnlb.PoolStats) bool { return len(st.ControllerDispatchedOn) == 0 })
 }
+
+// Links to and from a 1.0 switch are found: its LLDP packet-ins carry no
+// cookie, the frame says what they are.
+func TestOpenFlow10_DiscoversLinks(t *testing.T) {
+	h := startController(t, testConfig(nil), Options{})
+	sw13, _ := h.connect(t, 1)
+	sw10, _ := h.connect10(t, 2, ofp.Port{PortNo: 4, Name: "s2-eth4", State: ofp.PortStateLive})
+	sw13.send(0, ofp.PortStatus{Reason: ofp.PortReasonAdd, Desc: ofp.Port{PortNo: 3, Name: "s1-eth3", State: ofp.PortStateLive}})
+	sw10.lldpIn(4, sw13.lldpOut(3))
+	sw13.lldpIn(3, sw10.lldpOut(4))
+	waitTopology(t, h.c, func(top *sdnlb.Topology) bool {
+		return len(top.Links) == 2 && top.Links[0].Bidirectional && top.Links[1].Bidirectional
+	})
+}

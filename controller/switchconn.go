@@ -517,7 +517,9 @@ func (s *switchConn) handle(dp *dataplane, out *outbox, b []byte) error {
 		if err := s.wire.decodeInto(b, &s.pin); err != nil {
 			return s.decodeFailed(out, h, b, err)
 		}
-		if cat, _, _, _ := cookieParts(s.pin.Cookie); cat == catLLDP {
+		// By the frame: a 1.0 packet-in carries no cookie, and the LLDP
+		// row is the only one that sends LLDP up.
+		if isLLDP(s.pin.Data) {
 			s.lldpIn(now, &s.pin)
 			return nil
 		}

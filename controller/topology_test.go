@@ -117,11 +117,16 @@ func (sw *fakeSwitch) lldpOut(port uint32) []byte {
 	}
 }
 
-// lldpIn sends an LLDP frame as the LLDP row punts it.
+// lldpIn sends an LLDP frame as the LLDP row punts it (with its cookie,
+// which 1.0 has none of).
 func (sw *fakeSwitch) lldpIn(inPort uint32, frame []byte) {
 	sw.tb.Helper()
-	sw.send(0, &ofp.PacketIn{BufferID: ofp.NoBuffer, TotalLen: uint16(len(frame)), Reason: ofp.ReasonAction, Cookie: makeCookie(catLLDP, 0, 0),
-		Match: ofp.Match{OXMs: []ofp.OXM{ofp.MatchInPort(inPort)}}, Data: frame})
+	pin := &ofp.PacketIn{BufferID: ofp.NoBuffer, TotalLen: uint16(len(frame)), Reason: ofp.ReasonAction, Cookie: makeCookie(catLLDP, 0, 0),
+		Match: ofp.Match{OXMs: []ofp.OXM{ofp.MatchInPort(inPort)}}, Data: frame}
+	if sw.v10 {
+		pin.Cookie = 0
+	}
+	sw.send(0, pin)
 }
 
 func waitTopology(tb testing.TB, c *Controller, ok func(*sdnlb.Topology) bool) *sdnlb.Topology {
