@@ -9,11 +9,13 @@ import (
 
 	"github.com/sdnlb/sdnlb"
 	"github.com/sdnlb/sdnlb/controller/ofp"
+	"github.com/sdnlb/sdnlb/controller/ofp10"
 )
 
-// fuzzConn is a switch connection past its handshake whose switch end
-// discards everything, with the test configuration loaded.
-func fuzzConn(tb testing.TB) *switchConn {
+// fuzzConn is a switch connection past its handshake, speaking 1.3 or, on
+// a 1.0 wire, 1.0, whose switch end discards everything, with the test
+// configuration loaded.
+func fuzzConn(tb testing.TB, v10 bool) *switchConn {
 	tb.Helper()
 	c := New(newFakeSource(nil), Options{})
 	snap, skipped := c.builder.build(testConfig(func(cfg *sdnlb.Config) {
@@ -31,14 +33,20 @@ func fuzzConn(tb testing.TB) *switchConn {
 	tb.Cleanup(func() { server.Close(); client.Close() })
 	s := newSwitchConn(c, server)
 	s.dpid = 1
-	s.dp = newDataplane(c.dataplaneConfig(1, s.log, switchFeatures{}))
+	if v10 {
+		w := &wire10{xids: &s.xids, selections: map[uint32]*cookieSelection{}}
+		s.wire, s.out.wire = w, w
+		s.features.oneTable = true
+	}
+	s.dp = newDataplane(c.dataplaneConfig(1, s.log, s.features))
 	return s
 }
 
-// frameMessage makes b a message of type t with a correct header.
-func frameMessage(t ofp.Type, body []byte) []byte {
+// frameMessage makes b a message of version v and type t with a correct
+// header.
+func frameMessage(v uint8, t byte, body []byte) []byte {
 	b := make([]byte, ofp.HeaderLen, ofp.HeaderLen+len(body))
-	b[0], b[1] = ofp.Version, byte(t)
+	b[0], b[1] = v, t
 	binary.BigEndian.PutUint16(b[2:], uint16(min(ofp.HeaderLen+len(body), ofp.MaxMessageLen)))
 	return append(b, body[:min(len(body), ofp.MaxMessageLen-ofp.HeaderLen)]...)
 }
@@ -67,6 +75,34 @@ func fuzzSeeds(tb testing.TB) [][]byte {
 	}
 }
 
+// fuzzSeeds10 are valid messages a 1.0 switch sends, to mutate from.
+func fuzzSeeds10(tb testing.TB) [][]byte {
+	enc := func(m ofp.Message) []byte {
+		b, err := ofp10.Append(nil, 0, m)
+		if err != nil {
+			tb.Fatal(err)
+		}
+		return b
+	}
+	pin := func(port uint32, frame []byte) []byte {
+		return enc(&ofp.PacketIn{BufferID: ofp.NoBuffer, Reason: ofp.ReasonAction,
+			Match: ofp.Match{OXMs: []ofp.OXM{ofp.MatchInPort(port)}}, Data: frame})
+	}
+	fwd := makeCookie(catConn, 1, 1)
+	return [][]byte{
+		pin(clientOF, syn(tb, 40000)),
+		pin(1, arpFrame(tb, 2, memberMAC(1), vipMAC, "10.0.0.1", "10.0.0.100", vipMAC)),
+		pin(clientOF, arpFrame(tb, 1, clientMAC, "ff:ff:ff:ff:ff:ff", clientIP, "10.0.0.100", "00:00:00:00:00:00")),
+		pin(2, appendLLDP(nil, [6]byte{2}, 1, 3)),
+		enc(ofp.FlowRemoved{Cookie: fwd, Match: ofp.Match{OXMs: []ofp.OXM{ofp.MatchEthType(0x0800), ofp.MatchIPv4Src([4]byte{10, 0, 1, 5})}}}),
+		enc(ofp.MultipartReply{Body: ofp.FlowStatsReply{Stats: []ofp.FlowStats{{Cookie: fwd, ByteCount: 9}}}}),
+		enc(ofp.MultipartReply{Body: ofp.PortStatsReply{Stats: []ofp.PortStats{{PortNo: 1, TxBytes: 9}}}}),
+		enc(ofp.PortStatus{Reason: ofp.PortReasonDelete, Desc: ofp.Port{PortNo: 1}}),
+		enc(ofp.EchoRequest{Data: []byte("x")}),
+		enc(&ofp.ErrorMsg{ErrType: ofp.ErrTypeFlowModFailed, Code: ofp.FlowModFailedTableFull}),
+	}
+}
+
 // FuzzSwitchConnHandle feeds one message from a switch to its connection:
 // whatever the bytes, the connection handles them or reports an error,
 // and never panics.
@@ -74,19 +110,50 @@ func FuzzSwitchConnHandle(f *testing.F) {
 	for _, seed := range fuzzSeeds(f) {
 		f.Add(seed[1], seed[ofp.HeaderLen:])
 	}
-	s := fuzzConn(f)
+	s := fuzzConn(f, false)
 	f.Fuzz(func(t *testing.T, typ byte, body []byte) {
-		s.receive(frameMessage(ofp.Type(typ), body))
+		s.receive(frameMessage(ofp.Version, typ, body))
 		s.flush()
 	})
 }
 
+// FuzzSwitchConnHandle10 is FuzzSwitchConnHandle for a 1.0 switch, with a
+// delete by cookie awaiting its flow read (xid 0, as every fuzzed message
+// has) whenever none is.
+func FuzzSwitchConnHandle10(f *testing.F) {
+	for _, seed := range fuzzSeeds10(f) {
+		f.Add(seed[1], seed[ofp.HeaderLen:])
+	}
+	s := fuzzConn(f, true)
+	f.Fuzz(func(t *testing.T, typ byte, body []byte) {
+		awaitDeleteRead(s)
+		s.receive(frameMessage(ofp10.Version, typ, body))
+		s.flush()
+	})
+}
+
+// awaitDeleteRead has s's 1.0 wire await the flow read of a delete by
+// cookie at xid 0 unless it does.
+func awaitDeleteRead(s *switchConn) {
+	w := s.wire.(*wire10)
+	w.mu.Lock()
+	_, waiting := w.selections[0]
+	w.mu.Unlock()
+	if !waiting {
+		w.register(0, &cookieSelection{cookie: makeCookie(catConn, 1, 0), mask: maskApp | maskConnCats | maskVIP,
+			delete: true, readded: map[ofp10.FlowKey]struct{}{}})
+	}
+}
+
 // TestSwitchConn_GarbageAfterHello is the fuzz target's quick sibling for
 // plain go test: seeded random mutations of real messages, every one
-// through the same connection.
+// through the same connection, in both versions.
 func TestSwitchConn_GarbageAfterHello(t *testing.T) {
-	s := fuzzConn(t)
-	seeds := fuzzSeeds(t)
+	t.Run("OpenFlow13", func(t *testing.T) { garbageAfterHello(t, fuzzConn(t, false), ofp.Version, fuzzSeeds(t)) })
+	t.Run("OpenFlow10", func(t *testing.T) { garbageAfterHello(t, fuzzConn(t, true), ofp10.Version, fuzzSeeds10(t)) })
+}
+
+func garbageAfterHello(t *testing.T, s *switchConn, version uint8, seeds [][]byte) {
 	rng := rand.New(rand.NewPCG(1, 2))
 	for range 20000 {
 		m := append([]byte(nil), seeds[rng.IntN(len(seeds))]...)
@@ -106,7 +173,10 @@ func TestSwitchConn_GarbageAfterHello(t *testing.T) {
 		if len(m) < ofp.HeaderLen {
 			continue
 		}
-		s.receive(frameMessage(ofp.Type(m[1]), m[ofp.HeaderLen:]))
+		if version == ofp10.Version {
+			awaitDeleteRead(s)
+		}
+		s.receive(frameMessage(version, m[1], m[ofp.HeaderLen:]))
 	}
 	if err := s.flush(); err != nil {
 		t.Fatal(err)
