@@ -32,9 +32,9 @@ func appendActions(b []byte, actions []ofp.Action, proto uint8) ([]byte, error) 
 		case *ofp.ActionOutput:
 			b, err = appendOutput(b, *a)
 		case ofp.ActionSetField:
-			b, err = appendSetField(b, a.Field, proto)
+			b, err = appendSetField(b, &a.Field, proto)
 		case *ofp.ActionSetField:
-			b, err = appendSetField(b, a.Field, proto)
+			b, err = appendSetField(b, &a.Field, proto)
 		default:
 			err = unsupported("action %s", ofp.FormatActions([]ofp.Action{a}))
 		}
@@ -56,9 +56,9 @@ func appendOutput(b []byte, a ofp.ActionOutput) ([]byte, error) {
 	return binary.BigEndian.AppendUint16(b, a.MaxLen), nil
 }
 
-func appendSetField(b []byte, o ofp.OXM, proto uint8) ([]byte, error) {
+func appendSetField(b []byte, o *ofp.OXM, proto uint8) ([]byte, error) {
 	if o.Class != ofp.OXMClassBasic || o.HasMask {
-		return b, unsupported("action set_field %s", oxmName(o))
+		return b, unsupported("action set_field %s", oxmName(*o))
 	}
 	switch o.Field {
 	case ofp.OXMEthSrc, ofp.OXMEthDst:
@@ -67,27 +67,24 @@ func appendSetField(b []byte, o ofp.OXM, proto uint8) ([]byte, error) {
 			t = actionSetDLDst
 		}
 		b = appendActionHeader(b, t, 16)
-		mac := o.MAC()
-		return append(append(b, mac[:]...), 0, 0, 0, 0, 0, 0), nil
+		return append(append(b, o.Value()...), 0, 0, 0, 0, 0, 0), nil
 	case ofp.OXMIPv4Src, ofp.OXMIPv4Dst:
 		t := actionSetNwSrc
 		if o.Field == ofp.OXMIPv4Dst {
 			t = actionSetNwDst
 		}
-		ip := o.IPv4()
-		return append(appendActionHeader(b, t, 8), ip[:]...), nil
+		return append(appendActionHeader(b, t, 8), o.Value()...), nil
 	case ofp.OXMTCPSrc, ofp.OXMUDPSrc, ofp.OXMTCPDst, ofp.OXMUDPDst:
 		t := actionSetTpSrc
 		if o.Field == ofp.OXMTCPDst || o.Field == ofp.OXMUDPDst {
 			t = actionSetTpDst
 		}
 		if f, ok := tpField(t, proto); !ok || f != o.Field {
-			return b, unsupported("action set_field %s in a flow that does not match its protocol", oxmName(o))
+			return b, unsupported("action set_field %s in a flow that does not match its protocol", oxmName(*o))
 		}
-		b = binary.BigEndian.AppendUint16(appendActionHeader(b, t, 8), uint16(o.Uint()))
-		return append(b, 0, 0), nil
+		return append(append(appendActionHeader(b, t, 8), o.Value()...), 0, 0), nil
 	}
-	return b, unsupported("action set_field %s", oxmName(o))
+	return b, unsupported("action set_field %s", oxmName(*o))
 }
 
 func appendActionHeader(b []byte, t uint16, n uint16) []byte {
@@ -185,10 +182,4 @@ func frameProto(frame []byte) uint8 {
 		return 0
 	}
 	return frame[at+2+protoInIPv4]
-}
-
-// matchProto is the ip_proto of a 1.3 match, 0 when it has none.
-func matchProto(m *ofp.Match) uint8 {
-	o, _ := m.Get(ofp.OXMIPProto)
-	return uint8(o.Uint())
 }

@@ -102,19 +102,19 @@ func matchTo10(m *ofp.Match) (match10, error) {
 	var out match10
 	var seen uint64 // OXM fields present, by number
 	for i := range m.OXMs {
-		o := m.OXMs[i]
-		if o.Class != ofp.OXMClassBasic {
-			return out, unsupported("match field %s", oxmName(o))
+		o := &m.OXMs[i]
+		if o.Class != ofp.OXMClassBasic || o.Field >= 64 {
+			return out, unsupported("match field %s", oxmName(*o))
 		}
 		if seen&(1<<o.Field) != 0 {
-			return out, unsupported("match field %s twice", oxmName(o))
+			return out, unsupported("match field %s twice", oxmName(*o))
 		}
 		seen |= 1 << o.Field
 		if o.HasMask && o.Field != ofp.OXMIPv4Src && o.Field != ofp.OXMIPv4Dst &&
 			o.Field != ofp.OXMARPSPA && o.Field != ofp.OXMARPTPA {
-			return out, unsupported("masked match field %s", oxmName(o))
+			return out, unsupported("masked match field %s", oxmName(*o))
 		}
-		v := o.Uint()
+		v := uintOf(o)
 		switch o.Field {
 		case ofp.OXMInPort:
 			p, err := portTo10(uint32(v))
@@ -123,9 +123,11 @@ func matchTo10(m *ofp.Match) (match10, error) {
 			}
 			out.inPort, w = p, w&^wcInPort
 		case ofp.OXMEthSrc:
-			out.dlSrc, w = o.MAC(), w&^wcDLSrc
+			copy(out.dlSrc[:], o.Value())
+			w &^= wcDLSrc
 		case ofp.OXMEthDst:
-			out.dlDst, w = o.MAC(), w&^wcDLDst
+			copy(out.dlDst[:], o.Value())
+			w &^= wcDLDst
 		case ofp.OXMEthType:
 			out.dlType, w = uint16(v), w&^wcDLType
 		case ofp.OXMVLANVID:
@@ -137,7 +139,7 @@ func matchTo10(m *ofp.Match) (match10, error) {
 			case v&uint64(ofp.VLANPresent) != 0:
 				out.dlVLAN, w = uint16(v&0x0fff), w&^wcDLVLAN
 			default:
-				return out, unsupported("match field %s", oxmName(o))
+				return out, unsupported("match field %s", oxmName(*o))
 			}
 		case ofp.OXMVLANPCP:
 			out.dlVLANPCP, w = uint8(v), w&^wcDLVLANPCP
@@ -147,7 +149,7 @@ func matchTo10(m *ofp.Match) (match10, error) {
 			out.nwProto, w = uint8(v), w&^wcNwProto
 		case ofp.OXMARPOp:
 			if v > 0xff {
-				return out, unsupported("match field %s (1.0 has 8 bits of ARP opcode)", oxmName(o))
+				return out, unsupported("match field %s (1.0 has 8 bits of ARP opcode)", oxmName(*o))
 			}
 			out.nwProto, w = uint8(v), w&^wcNwProto
 		case ofp.OXMIPv4Src, ofp.OXMARPSPA:
@@ -167,7 +169,7 @@ func matchTo10(m *ofp.Match) (match10, error) {
 		case ofp.OXMTCPDst, ofp.OXMUDPDst, ofp.OXMICMPv4Code:
 			out.tpDst, w = uint16(v), w&^wcTpDst
 		default:
-			return out, unsupported("match field %s", oxmName(o))
+			return out, unsupported("match field %s", oxmName(*o))
 		}
 	}
 	out.wildcards = w
@@ -175,8 +177,8 @@ func matchTo10(m *ofp.Match) (match10, error) {
 }
 
 // prerequisites: the eth_type and ip_proto each 1.0-expressible field
-// needs (ip_proto 0: any).
-var prerequisites = map[ofp.OXMField]struct {
+// needs (ip_proto 0: any), by OXM field; eth_type 0: none.
+var prerequisites = [64]struct {
 	ethType uint16
 	proto   uint8
 }{
@@ -188,20 +190,23 @@ var prerequisites = map[ofp.OXMField]struct {
 	ofp.OXMARPOp: {ethTypeARP, 0}, ofp.OXMARPSPA: {ethTypeARP, 0}, ofp.OXMARPTPA: {ethTypeARP, 0},
 }
 
+// checkPrerequisites checks the fields of m, which matchTo10 has seen
+// (all basic, below 64) and encoded in out.
 func checkPrerequisites(m *ofp.Match, seen uint64, out *match10) error {
-	for _, o := range m.OXMs {
+	for i := range m.OXMs {
+		o := &m.OXMs[i]
 		if o.Field == ofp.OXMVLANPCP && (out.wildcards&wcDLVLAN != 0 || out.dlVLAN == vlanNone) {
-			return unsupported("match field %s without a vlan_vid", oxmName(o))
+			return unsupported("match field %s without a vlan_vid", oxmName(*o))
 		}
-		pre, ok := prerequisites[o.Field]
-		if !ok {
+		pre := prerequisites[o.Field]
+		if pre.ethType == 0 {
 			continue
 		}
 		if seen&(1<<ofp.OXMEthType) == 0 || out.dlType != pre.ethType {
-			return unsupported("match field %s without eth_type 0x%04x", oxmName(o), pre.ethType)
+			return unsupported("match field %s without eth_type 0x%04x", oxmName(*o), pre.ethType)
 		}
 		if pre.proto != 0 && (seen&(1<<ofp.OXMIPProto) == 0 || out.nwProto != pre.proto) {
-			return unsupported("match field %s without ip_proto %d", oxmName(o), pre.proto)
+			return unsupported("match field %s without ip_proto %d", oxmName(*o), pre.proto)
 		}
 	}
 	return nil
@@ -209,26 +214,51 @@ func checkPrerequisites(m *ofp.Match, seen uint64, out *match10) error {
 
 // wildBits is the 1.0 wildcard count for an IPv4 OXM: 0 unmasked, else
 // the host bits of its prefix mask. Non-prefix masks have no 1.0 form.
-func wildBits(o ofp.OXM) (uint32, error) {
+func wildBits(o *ofp.OXM) (uint32, error) {
 	if !o.HasMask {
 		return 0, nil
 	}
 	mask := binary.BigEndian.Uint32(o.Mask())
 	host := uint32(bits.TrailingZeros32(mask))
 	if mask != ^uint32(0)<<host { // also true for mask 0: host is 32
-		return 0, unsupported("match field %s (1.0 masks are prefixes)", oxmName(o))
+		return 0, unsupported("match field %s (1.0 masks are prefixes)", oxmName(*o))
 	}
 	return host, nil
 }
 
-func maskIPv4(o ofp.OXM) [4]byte {
-	ip := o.IPv4()
+func maskIPv4(o *ofp.OXM) [4]byte {
+	var ip [4]byte
+	copy(ip[:], o.Value())
 	if o.HasMask {
 		for i, m := range o.Mask() {
 			ip[i] &= m
 		}
 	}
 	return ip
+}
+
+// uintOf is the value of a basic field of up to 4 bytes, read in place
+// (OXM.Uint copies the OXM), 0 for a longer one.
+func uintOf(o *ofp.OXM) uint64 {
+	v := o.Value()
+	switch len(v) {
+	case 1:
+		return uint64(v[0])
+	case 2:
+		return uint64(binary.BigEndian.Uint16(v))
+	case 4:
+		return uint64(binary.BigEndian.Uint32(v))
+	}
+	return 0
+}
+
+// proto is the IP protocol the match pins, 0 for none, which decides what
+// SET_TP_* rewrites in its flow.
+func (m *match10) proto() uint8 {
+	if m.wildcards&(wcDLType|wcNwProto) != 0 || m.dlType != ethTypeIPv4 {
+		return 0
+	}
+	return m.nwProto
 }
 
 // oxms converts a 1.0 match to OXMs, in OXM field order. Like a 1.0

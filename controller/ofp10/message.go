@@ -379,7 +379,7 @@ func appendFlowMod(b []byte, m *ofp.FlowMod) (Type, []byte, error) {
 	b = binary.BigEndian.AppendUint32(b, m.BufferID)
 	b = binary.BigEndian.AppendUint16(b, outPort)
 	b = binary.BigEndian.AppendUint16(b, uint16(m.Flags))
-	b, err = appendActions(b, actions, matchProto(&m.Match))
+	b, err = appendActions(b, actions, match.proto())
 	return TypeFlowMod, b, err
 }
 
@@ -442,7 +442,7 @@ func decodeFlowMod(body []byte) (ofp.Message, error) {
 		Flags:       flags,
 		Match:       ofp.Match{OXMs: match10.oxms(nil)},
 	}
-	actions, err := decodeActions(body[flowModFixedLen:], nil, matchProto(&m.Match))
+	actions, err := decodeActions(body[flowModFixedLen:], nil, match10.proto())
 	if err != nil {
 		return nil, err
 	}

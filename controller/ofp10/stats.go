@@ -201,7 +201,7 @@ func appendFlowStats(b []byte, stats []ofp.FlowStats) ([]byte, error) {
 		b = binary.BigEndian.AppendUint64(b, s.Cookie)
 		b = binary.BigEndian.AppendUint64(b, s.PacketCount)
 		b = binary.BigEndian.AppendUint64(b, s.ByteCount)
-		if b, err = appendActions(b, actions, matchProto(&s.Match)); err != nil {
+		if b, err = appendActions(b, actions, match.proto()); err != nil {
 			return b, err
 		}
 		binary.BigEndian.PutUint16(b[start:], uint16(len(b)-start))
@@ -234,7 +234,7 @@ func decodeFlowStats(b []byte) ([]ofp.FlowStats, error) {
 			ByteCount:    binary.BigEndian.Uint64(f[36:]),
 			Match:        ofp.Match{OXMs: match.oxms(nil)},
 		}
-		actions, err := decodeActions(e[flowStatsFixedLen:], nil, matchProto(&s.Match))
+		actions, err := decodeActions(e[flowStatsFixedLen:], nil, match.proto())
 		if err != nil {
 			return nil, err
 		}
