@@ -138,6 +138,53 @@ func TestDispatch_SwitchDSR(t *testing.T) {
 	requireAll(t, spread(t, clients, url, 30), names)
 }
 
+// A CONTROLLER DSR pool: the controller picks each connection's member
+// and its flow only rewrites the destination MAC (SET_DL_DST on 1.0); the
+// members answer clients straight from the VIP.
+func TestDispatch_ControllerDSR(t *testing.T) {
+	forEachOpenFlow(t, func(t *testing.T, protocol string) {
+		sw := NewSwitch(t)
+		sw.Protocol = protocol
+		lb := startSDNLB(t)
+		c := sw.AddHost(t, "c1", sw.Addr(1))
+		vipAddr := sw.Addr(100)
+		var names []string
+		var members []*Host
+		for i := range 3 {
+			h := sw.AddHost(t, "m"+strconv.Itoa(i+1), sw.Addr(byte(11+i)))
+			holdVIP(t, h, vipAddr)
+			h.ServeHTTP(t, memberPort, "srv"+strconv.Itoa(i+1))
+			members, names = append(members, h), append(names, "srv"+strconv.Itoa(i+1))
+		}
+		lb.Connect(sw)
+		dumpOnFailure(t, sw, lb)
+		vip := lb.MustCreateVIP("dsr", vipAddr, sdnlb.ProtocolTCP, memberPort, nil)
+		var pool sdnlb.Pool
+		lb.MustAPI("POST", "/v1/pools", map[string]any{"name": "dsr", "vip_id": vip.ID, "lb_method": sdnlb.RoundRobin,
+			"protocol": sdnlb.ProtocolTCP, "dispatch": sdnlb.DispatchController, "forwarding": sdnlb.ForwardingDSR}, 201, &pool)
+		for _, h := range members {
+			lb.MustCreateMember(&pool, h.IP, 0)
+		}
+		lb.WaitPoolMembers(pool.ID, len(members), 10*time.Second)
+		url := "http://" + net.JoinHostPort(vipAddr, strconv.Itoa(memberPort)) + "/"
+		counts := spread(t, []*Host{c}, url, 30)
+		for _, n := range names {
+			if counts[n] != 10 {
+				t.Errorf("answers %v, want 10 from each of %v (round robin)", counts, names)
+				break
+			}
+		}
+		if n := lb.Metric("sdnlb_controller_setups_total"); n != 30 {
+			t.Errorf("the controller set up %v connections, want 30", n)
+		}
+		for _, f := range sw.DumpFlows() {
+			if strings.Contains(f, "cookie=0x5d11") {
+				t.Errorf("a DSR connection has a member → client flow: %s", f)
+			}
+		}
+	})
+}
+
 // holdVIP sets a DSR member up as the README says: the VIP on its
 // loopback, and no ARP answers or announcements for it.
 func holdVIP(tb testing.TB, h *Host, vip string) {

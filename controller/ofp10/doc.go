@@ -14,6 +14,12 @@
 // Errors are the ofp package's (ErrShort, ErrBadLength, ErrBadVersion,
 // ErrUnsupported, ErrTooLong); match them with errors.Is.
 //
+// DecodeInto decodes the messages a busy switch sends most, packet-ins
+// and flow-removed, into the caller's structs without allocating;
+// Type.Model names a 1.0 type in 1.3's numbering; KeyOf gives the key a
+// 1.0 switch tells an encoded flow-mod's flow by (priority and match),
+// which a caller deleting flows one by one compares.
+//
 // How the 1.3 model maps onto 1.0:
 //
 //   - Header types are renumbered (STATS_REQUEST/REPLY stand for
