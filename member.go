@@ -26,15 +26,32 @@ type MemberHealth struct {
 	LastCheck *time.Time   `json:"last_check,omitempty"`
 	LatencyMS float64      `json:"last_latency_ms"`
 	LastError string       `json:"last_error,omitempty"`
+	// Agent is what the member's agent (an AGENT monitor) last said; nil
+	// while none has answered.
+	Agent *AgentReport `json:"agent,omitempty"`
+}
+
+// AgentReport is what a member's agent said of the member.
+type AgentReport struct {
+	// Available is the share of its capacity the member has free, in
+	// percent (0-100): ADAPTIVE's Ci. 100 until the agent names one.
+	Available int `json:"available"`
+	// Drain: the agent asked for no new connections; the member is
+	// DRAINING until it says ready or up.
+	Drain bool      `json:"drain"`
+	At    time.Time `json:"at"` // when the agent said so
 }
 
 // Member is one server of a pool. (PoolID, Address, Port) is unique.
 type Member struct {
-	ID           string       `json:"id"`
-	PoolID       string       `json:"pool_id"`
-	Address      string       `json:"address"`
-	Port         int          `json:"port"` // 0 means the VIP's port; in a DSR pool 0 or the VIP's port
-	Weight       int          `json:"weight"`
+	ID      string `json:"id"`
+	PoolID  string `json:"pool_id"`
+	Address string `json:"address"`
+	Port    int    `json:"port"` // 0 means the VIP's port; in a DSR pool 0 or the VIP's port
+	Weight  int    `json:"weight"`
+	// Capacity is how many connections the member can hold, 0 for no
+	// bound: ADAPTIVE's Si is 1 - active/capacity.
+	Capacity     int          `json:"capacity"`
 	AdminStateUp bool         `json:"admin_state_up"`
 	Status       MemberStatus `json:"status"` // derived: DRAINING, else Health.Status
 	Health       MemberHealth `json:"health"`
@@ -49,7 +66,7 @@ func NewMember() *Member {
 
 // EffectiveStatus derives Status from the admin state, weight and health.
 func (m *Member) EffectiveStatus() MemberStatus {
-	if !m.AdminStateUp || m.Weight == 0 {
+	if !m.AdminStateUp || m.Weight == 0 || m.Health.Agent != nil && m.Health.Agent.Drain {
 		return MemberDraining
 	}
 	if m.Health.Status == "" {

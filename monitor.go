@@ -17,6 +17,10 @@ const (
 	MonitorTCP   MonitorType = "TCP"   // a TCP connect
 	MonitorHTTP  MonitorType = "HTTP"  // a request whose status must be in ExpectedCodes
 	MonitorHTTPS MonitorType = "HTTPS" // the same over TLS
+	// MonitorAgent asks the member's agent, on Port, for one line saying
+	// how loaded the member is and whether it takes connections
+	// (HAProxy's agent check).
+	MonitorAgent MonitorType = "AGENT"
 )
 
 // Valid reports whether t is a monitor type.
@@ -40,6 +44,7 @@ type Monitor struct {
 	URLPath       string      `json:"url_path"`
 	ExpectedCodes string      `json:"expected_codes"` // "200", "200-299", "200,202"
 	TLSVerify     bool        `json:"tls_verify"`     // HTTPS: verify the member's certificate
+	Port          int         `json:"port"`           // AGENT: the agent's TCP port on the member; 0 for the other types, which probe the member's port
 	AdminStateUp  bool        `json:"admin_state_up"`
 	PoolIDs       []string    `json:"pool_ids"` // read-only: the pools it is associated with
 	CreatedAt     time.Time   `json:"created_at"`

@@ -110,9 +110,13 @@ type Pool struct {
 	Forwarding   Forwarding `json:"forwarding"` // how packets reach the member: NAT or DSR
 	Protocol     Protocol   `json:"protocol"`
 	AdminStateUp bool       `json:"admin_state_up"`
-	MonitorIDs   []string   `json:"monitor_ids"` // read-only: changed by associating monitors
-	CreatedAt    time.Time  `json:"created_at"`
-	UpdatedAt    time.Time  `json:"updated_at"`
+	// SlowStart is how long a member added or back UP takes to ramp from
+	// no share of the new connections to its full share, linearly; 0: at
+	// once. Only methods that weigh members ramp.
+	SlowStart  Seconds   `json:"slow_start"`
+	MonitorIDs []string  `json:"monitor_ids"` // read-only: changed by associating monitors
+	CreatedAt  time.Time `json:"created_at"`
+	UpdatedAt  time.Time `json:"updated_at"`
 
 	// LBMethodUnset is true while no client has chosen the method: the
 	// pool balances by LBMethod, the default, and the Floodlight routes

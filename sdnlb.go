@@ -117,6 +117,8 @@ type Event struct {
 	// Status is the member's new health status on OpHealth, so that a
 	// follower can apply the change without reloading everything.
 	Status MemberStatus `json:"status,omitempty"`
+	// Agent is the member's agent report on OpHealth, when it has one.
+	Agent *AgentReport `json:"agent,omitempty"`
 }
 
 // EventService is the change feed of the store.
