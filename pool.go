@@ -110,9 +110,9 @@ type Pool struct {
 	Forwarding   Forwarding `json:"forwarding"` // how packets reach the member: NAT or DSR
 	Protocol     Protocol   `json:"protocol"`
 	AdminStateUp bool       `json:"admin_state_up"`
-	// SlowStart is how long a member added or back UP takes to ramp from
-	// no share of the new connections to its full share, linearly; 0: at
-	// once. Only methods that weigh members ramp.
+	// SlowStart is how long a member added or back UP takes to ramp its
+	// weight linearly from nothing to all of it, as HAProxy's slowstart
+	// does; 0: at once. Only methods that weigh members ramp.
 	SlowStart  Seconds   `json:"slow_start"`
 	MonitorIDs []string  `json:"monitor_ids"` // read-only: changed by associating monitors
 	CreatedAt  time.Time `json:"created_at"`

@@ -103,6 +103,20 @@ type MemberStats struct {
 	PacketsOut        uint64          `json:"packets_out"`
 	BytesIn           uint64          `json:"bytes_in"`
 	BytesOut          uint64          `json:"bytes_out"`
+	// EffectiveWeight is the weight the member takes new connections by,
+	// in units of the configured weights: the configured weight, unless
+	// the pool is ADAPTIVE (the SRX formula moved it) or the member is in
+	// its slow start (scaled by SlowStart).
+	EffectiveWeight float64 `json:"effective_weight"`
+	// AvailableCPU is the part of its CPU the member's agent says is free
+	// (ADAPTIVE's C), 0-1; null without an agent.
+	AvailableCPU *float64 `json:"available_cpu" extensions:"x-nullable"`
+	// AvailableSessions is 1 − active connections / capacity (ADAPTIVE's
+	// S), 0-1; null without a capacity.
+	AvailableSessions *float64 `json:"available_sessions" extensions:"x-nullable"`
+	// SlowStart is the part of the member's slow start behind it, 0-1; 1
+	// once over, or in a pool without one.
+	SlowStart float64 `json:"slow_start"`
 }
 
 // MemberLocation is the switch and port a member was learned on.

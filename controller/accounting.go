@@ -3,6 +3,7 @@ package controller
 import (
 	"context"
 	"maps"
+	"math"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -342,7 +343,7 @@ func (m *memberState) stats() sdnlb.MemberStats {
 	if m.status == sdnlb.MemberDown { // the switches reset what they dispatched to it
 		active = uint64(max(0, m.cnt.active.Load()))
 	}
-	return sdnlb.MemberStats{
+	st := sdnlb.MemberStats{
 		MemberID:          m.id,
 		Address:           m.address,
 		Port:              int(m.port),
@@ -354,7 +355,21 @@ func (m *memberState) stats() sdnlb.MemberStats {
 		PacketsOut:        m.cnt.packetsOut.Load(),
 		BytesIn:           m.cnt.bytesIn.Load(),
 		BytesOut:          m.cnt.bytesOut.Load(),
+		EffectiveWeight:   math.Round(m.effective*100) / 100,
+		SlowStart:         math.Round(m.rampDone*1000) / 1000,
 	}
+	if m.status != sdnlb.MemberUp && m.status != sdnlb.MemberNoMonitor {
+		st.EffectiveWeight, st.SlowStart = 0, 0 // out of rotation
+	}
+	if m.agent != nil {
+		c := m.availableCPU()
+		st.AvailableCPU = &c
+	}
+	if m.capacity > 0 {
+		s := math.Round(m.availableSessions()*1000) / 1000
+		st.AvailableSessions = &s
+	}
+	return st
 }
 
 // AllPoolStats returns the counters of every pool, by pool id.

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/gopacket/gopacket/layers"
 
@@ -21,7 +22,7 @@ import (
 func (d *decision) restart(cfg *sdnlb.Config, shift int, firstVIPs ...string) []string {
 	d.tb.Helper()
 	have := d.holding()
-	d.builder = newSnapshotBuilder()
+	d.builder = newSnapshotBuilder(time.Now)
 	for i := range shift {
 		d.builder.vips.of(fmt.Sprintf("gone-vip-%d", i))
 		d.builder.members.of(fmt.Sprintf("gone-member-%d", i))

@@ -13,6 +13,7 @@ type snapshotCollector struct {
 	c *Controller
 
 	memberUp, memberActive, memberConns, memberBytes, memberPackets *prometheus.Desc
+	memberWeight, memberCPU, memberSessions, memberSlowStart        *prometheus.Desc
 	vipActive, vipRefused                                           *prometheus.Desc
 }
 
@@ -30,6 +31,14 @@ func newSnapshotCollector(c *Controller) *snapshotCollector {
 			"Bytes of the member's connections, by direction (in: client → member).", append(member, "direction"), nil),
 		memberPackets: prometheus.NewDesc("sdnlb_member_packets_total",
 			"Packets of the member's connections, by direction (in: client → member).", append(member, "direction"), nil),
+		memberWeight: prometheus.NewDesc("sdnlb_member_effective_weight",
+			"The weight the member takes new connections by, in units of the configured weights (ADAPTIVE and slow start move it); 0 out of rotation.", member, nil),
+		memberCPU: prometheus.NewDesc("sdnlb_member_available_cpu",
+			"The part of its CPU the member's agent says is free, 0-1; only members with an agent.", member, nil),
+		memberSessions: prometheus.NewDesc("sdnlb_member_available_sessions",
+			"1 - active connections / capacity, 0-1; only members with a capacity.", member, nil),
+		memberSlowStart: prometheus.NewDesc("sdnlb_member_slow_start",
+			"The part of the member's slow start behind it, 0-1; 1 once over or without one.", member, nil),
 		vipActive: prometheus.NewDesc("sdnlb_vip_active_connections",
 			"Connections open to the VIP that the controller set up.", []string{"vip"}, nil),
 		vipRefused: prometheus.NewDesc("sdnlb_vip_refused_connections_total",
@@ -39,7 +48,7 @@ func newSnapshotCollector(c *Controller) *snapshotCollector {
 
 func (sc *snapshotCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{sc.memberUp, sc.memberActive, sc.memberConns, sc.memberBytes,
-		sc.memberPackets, sc.vipActive, sc.vipRefused} {
+		sc.memberPackets, sc.memberWeight, sc.memberCPU, sc.memberSessions, sc.memberSlowStart, sc.vipActive, sc.vipRefused} {
 		ch <- d
 	}
 }
@@ -77,6 +86,14 @@ func (sc *snapshotCollector) Collect(ch chan<- prometheus.Metric) {
 			ch <- prometheus.MustNewConstMetric(sc.memberBytes, prometheus.CounterValue, float64(st.BytesOut), append(labels, "out")...)
 			ch <- prometheus.MustNewConstMetric(sc.memberPackets, prometheus.CounterValue, float64(st.PacketsIn), append(labels, "in")...)
 			ch <- prometheus.MustNewConstMetric(sc.memberPackets, prometheus.CounterValue, float64(st.PacketsOut), append(labels, "out")...)
+			ch <- prometheus.MustNewConstMetric(sc.memberWeight, prometheus.GaugeValue, st.EffectiveWeight, labels...)
+			ch <- prometheus.MustNewConstMetric(sc.memberSlowStart, prometheus.GaugeValue, st.SlowStart, labels...)
+			if st.AvailableCPU != nil {
+				ch <- prometheus.MustNewConstMetric(sc.memberCPU, prometheus.GaugeValue, *st.AvailableCPU, labels...)
+			}
+			if st.AvailableSessions != nil {
+				ch <- prometheus.MustNewConstMetric(sc.memberSessions, prometheus.GaugeValue, *st.AvailableSessions, labels...)
+			}
 		}
 	}
 }

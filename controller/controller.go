@@ -135,7 +135,6 @@ func New(src sdnlb.ConfigSource, opts Options) *Controller {
 		idle:     flowSeconds(opts.IdleTimeout),
 		hard:     flowSeconds(opts.HardTimeout),
 		now:      time.Now,
-		builder:  newSnapshotBuilder(),
 		affinity: newAffinityTable(),
 		topo:     newTopology(opts.LinkCapacity),
 		conns:    map[uint64]*switchConn{},
@@ -145,6 +144,7 @@ func New(src sdnlb.ConfigSource, opts Options) *Controller {
 		handshakeLog: &limitedLog{log: log, every: refusalLogEvery},
 		duplicateLog: &limitedLog{log: log, every: refusalLogEvery},
 	}
+	c.builder = newSnapshotBuilder(func() time.Time { return c.now() })
 	c.snap.Store(emptySnapshot)
 	if opts.L2 == L2Fabric {
 		c.fabric = newFabric()
@@ -247,14 +247,23 @@ func (c *Controller) Serve(ctx context.Context, ln net.Listener) error {
 	return err
 }
 
-// follow applies the store's events as they come, a burst at a time.
+// follow applies the store's events as they come, a burst at a time, and
+// every stats interval weighs the pools again (weights.go).
 func (c *Controller) follow(ctx context.Context, events <-chan sdnlb.Event) {
 	var retry <-chan time.Time
 	var burst []sdnlb.Event
+	weigh := time.NewTicker(c.opts.StatsInterval)
+	defer weigh.Stop()
 	for {
 		select {
 		case <-ctx.Done():
 			return
+		case <-weigh.C:
+			if snap := c.builder.reweigh(c.now()); snap != nil {
+				c.log.Debug("pools weighed again", "gen", snap.gen, "pools", len(snap.patched.pools))
+				c.install(snap)
+			}
+			continue
 		case ev, ok := <-events:
 			if !ok {
 				c.log.Warn("configuration feed closed; the data path keeps its last configuration")

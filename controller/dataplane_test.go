@@ -58,8 +58,9 @@ func newSwitchDecision(tb testing.TB, cfg *sdnlb.Config) *decision {
 
 func newDecisionWith(tb testing.TB, cfg *sdnlb.Config, dc dataplaneConfig) *decision {
 	tb.Helper()
-	d := &decision{tb: tb, builder: newSnapshotBuilder(), affinity: newAffinityTable(), now: time.Unix(1_700_000_000, 0),
+	d := &decision{tb: tb, affinity: newAffinityTable(), now: time.Unix(1_700_000_000, 0),
 		flows: map[flowKey]ofp.FlowMod{}, groups: map[uint32]ofp.GroupMod{}, snap: emptySnapshot}
+	d.builder = newSnapshotBuilder(func() time.Time { return d.now })
 	if !dc.groups {
 		d.sw = oftable.New()
 	}

@@ -328,7 +328,7 @@ func (dp *dataplane) readyMembers(now time.Time, v *vipState, out *outbox) ([]sl
 			dp.askARP(now, v, m.ip, out)
 			continue
 		}
-		ready = append(ready, slotMember{num: m.num, weight: m.weight})
+		ready = append(ready, slotMember{num: m.num, weight: m.share})
 		targets[m.num] = bucketTarget{ip: m.ip, port: effectivePort(m, v)}
 	}
 	return ready, targets

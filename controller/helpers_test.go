@@ -66,6 +66,11 @@ func (f *fakeSource) set(cfg *sdnlb.Config) {
 // setHealth changes a member's health status and announces it as the
 // store does, with the status in the event.
 func (f *fakeSource) setHealth(memberID string, status sdnlb.MemberStatus) {
+	f.setHealthReport(memberID, status, nil)
+}
+
+// setHealthReport is setHealth with the report of the member's agent.
+func (f *fakeSource) setHealthReport(memberID string, status sdnlb.MemberStatus, agent *sdnlb.AgentReport) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	cfg := *f.cfg
@@ -74,14 +79,14 @@ func (f *fakeSource) setHealth(memberID string, status sdnlb.MemberStatus) {
 	for i, m := range cfg.Members {
 		if m.ID == memberID {
 			changed := *m
-			changed.Health.Status = status
+			changed.Health.Status, changed.Health.Agent = status, agent
 			cfg.Members[i] = &changed
 		}
 	}
 	f.cfg = &cfg
 	for _, ch := range f.subs {
 		select {
-		case ch <- sdnlb.Event{Seq: cfg.Seq, Kind: sdnlb.KindMember, Op: sdnlb.OpHealth, ID: memberID, Status: status}:
+		case ch <- sdnlb.Event{Seq: cfg.Seq, Kind: sdnlb.KindMember, Op: sdnlb.OpHealth, ID: memberID, Status: status, Agent: agent}:
 		default: // a full feed: the next reload catches up
 		}
 	}

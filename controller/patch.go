@@ -15,6 +15,7 @@ type healthChange struct {
 	memberID string
 	status   sdnlb.MemberStatus
 	since    time.Time
+	agent    *sdnlb.AgentReport
 }
 
 // healthChanges returns the changes a burst of events makes when every
@@ -25,9 +26,14 @@ func healthChanges(burst []sdnlb.Event) (changes []healthChange, ok bool) {
 		if ev.Kind != sdnlb.KindMember || ev.Op != sdnlb.OpHealth || ev.Status == "" {
 			return nil, false
 		}
-		changes = append(changes, healthChange{memberID: ev.ID, status: ev.Status, since: ev.At})
+		changes = append(changes, healthChange{memberID: ev.ID, status: ev.Status, since: ev.At, agent: ev.Agent})
 	}
 	return changes, len(changes) > 0
+}
+
+// sameReport reports whether two agent reports say the same.
+func sameReport(a, b *sdnlb.AgentReport) bool {
+	return a == b || a != nil && b != nil && *a == *b
 }
 
 // patchScope is what a patch changed from the snapshot it was made from.
@@ -67,10 +73,10 @@ func (b *snapshotBuilder) patch(changes []healthChange) *snapshot {
 			continue
 		}
 		status := c.status
-		if p.byNum[e.num].draining {
+		if p.byNum[e.num].draining || c.agent != nil && c.agent.Drain && status != sdnlb.MemberDown {
 			status = sdnlb.MemberDraining
 		}
-		if m := p.byNum[e.num]; m.status == status && m.since.Equal(c.since) {
+		if m := p.byNum[e.num]; m.status == status && m.since.Equal(c.since) && sameReport(m.agent, c.agent) {
 			continue
 		}
 		p = s.ownPool(sc, p)
@@ -78,7 +84,10 @@ func (b *snapshotBuilder) patch(changes []healthChange) *snapshot {
 		if m.status == sdnlb.MemberDown || status == sdnlb.MemberDown {
 			m.cnt.endDispatched()
 		}
-		m.status, m.since = status, c.since
+		if status == sdnlb.MemberUp && m.status != sdnlb.MemberUp {
+			m.inRotationSince = c.since
+		}
+		m.status, m.since, m.agent = status, c.since, c.agent
 		sc.members = append(sc.members, m.num)
 		if _, switched := s.switchedMembers[ipUint(m.ip)]; switched {
 			sc.addrs = append(sc.addrs, ipUint(m.ip))
@@ -99,7 +108,7 @@ func (b *snapshotBuilder) patch(changes []healthChange) *snapshot {
 		sc.replies = append(sc.replies, k)
 	}
 	for id := range sc.pools {
-		s.pools[id].schedule(last.pools[id]) // its method was usable when it was built
+		b.schedule(s.pools[id], last.pools[id]) // its method was usable when it was built
 	}
 	s.relinkVIPs(sc)
 	b.last = &s

@@ -93,7 +93,7 @@ func TestSnapshotBuilder_Patch(t *testing.T) {
 	statuses := []sdnlb.MemberStatus{sdnlb.MemberUp, sdnlb.MemberDown, sdnlb.MemberNoMonitor}
 	rng := rand.New(rand.NewPCG(1, 2))
 	cfg := patchConfig()
-	b := newSnapshotBuilder()
+	b := newSnapshotBuilder(time.Now)
 	last, _ := b.build(cfg)
 	at := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	for step := range 200 {
@@ -109,7 +109,7 @@ func TestSnapshotBuilder_Patch(t *testing.T) {
 		if got := describe(last); got != before {
 			t.Fatalf("step %d: the patch changed the snapshot it came from:\n%s\nwas\n%s", step, got, before)
 		}
-		built, _ := newSnapshotBuilder().build(cfg)
+		built, _ := newSnapshotBuilder(time.Now).build(cfg)
 		if got, want := describe(patched), describe(built); got != want {
 			t.Fatalf("step %d: %v patched to\n%s\nwant, as built:\n%s", step, changes, got, want)
 		}

@@ -45,6 +45,7 @@ type poolState struct {
 	byNum      map[uint32]*memberState
 	rotation   []*memberState // in rotation; sched indexes into it
 	sched      sched.Scheduler
+	slowStart  time.Duration // 0: none (weights.go)
 }
 
 // memberState is one member in a snapshot.
@@ -55,7 +56,18 @@ type memberState struct {
 	address string
 	ip      [4]byte
 	port    uint16 // 0: the VIP's port
-	weight  int
+	weight  int    // configured
+	// The weighting in force (weights.go): the weight it is scheduled
+	// by, its weight in units of the configured ones, and the part of its
+	// slow start behind it.
+	share     int
+	effective float64
+	rampDone  float64
+	capacity  int64              // 0: none
+	agent     *sdnlb.AgentReport // nil: no agent answered
+	// inRotationSince is when it was added or last came UP: where its slow
+	// start starts.
+	inRotationSince time.Time
 	// draining: admin down or weight 0, whatever its health says.
 	draining bool
 	status   sdnlb.MemberStatus
@@ -117,10 +129,13 @@ type snapshotBuilder struct {
 	vips    *numbering[vipCounters]
 	members *numbering[memberCounters]
 	last    *snapshot // the last one built
+	weigher *weigher
+	now     func() time.Time // what slow starts are timed by
 }
 
-func newSnapshotBuilder() *snapshotBuilder {
-	return &snapshotBuilder{vips: newNumbering[vipCounters]("vip"), members: newNumbering[memberCounters]("member"), last: emptySnapshot}
+func newSnapshotBuilder(now func() time.Time) *snapshotBuilder {
+	return &snapshotBuilder{vips: newNumbering[vipCounters]("vip"), members: newNumbering[memberCounters]("member"),
+		last: emptySnapshot, weigher: newWeigher(), now: now}
 }
 
 // numbering gives the ids of one kind of object the numbers their flows'
@@ -229,7 +244,7 @@ func (b *snapshotBuilder) build(cfg *sdnlb.Config) (snap *snapshot, skipped []er
 
 	for _, p := range cfg.Pools {
 		s.pools[p.ID] = &poolState{id: p.ID, dispatch: p.Dispatch, forwarding: p.Forwarding, method: p.LBMethod,
-			byNum: map[uint32]*memberState{}}
+			byNum: map[uint32]*memberState{}, slowStart: time.Duration(float64(p.SlowStart) * float64(time.Second))}
 	}
 	members := slices.Clone(cfg.Members)
 	slices.SortFunc(members, func(x, y *sdnlb.Member) int { return cmp.Compare(x.ID, y.ID) })
@@ -270,10 +285,11 @@ func (b *snapshotBuilder) build(cfg *sdnlb.Config) (snap *snapshot, skipped []er
 				}
 			}
 		}
-		if err := ps.schedule(b.last.pools[p.ID]); err != nil {
+		if err := b.schedule(ps, b.last.pools[p.ID]); err != nil {
 			skipped = append(skipped, err)
 		}
 	}
+	b.weigher.forget(s.pools)
 	for _, ps := range s.pools {
 		ps.setMemberZones(s)
 	}
@@ -308,24 +324,38 @@ func (p *poolState) setMemberZones(s *snapshot) {
 	}
 }
 
-// schedule gives p its rotation and scheduler: last's scheduler when p's
-// method and rotation are those of last, the pool in the snapshot before
-// (its turn and its tables stay), else a new one that takes its turns on
-// from last's.
-func (p *poolState) schedule(last *poolState) error {
+// schedule gives p its rotation, weighted (weights.go), and its
+// scheduler. p's members are its own to weigh: a build's, or a patch's
+// copies.
+func (b *snapshotBuilder) schedule(p, last *poolState) error {
+	p.rotate()
+	if p.weighs() && len(p.rotation) > 0 {
+		p.setWeights(b.weigher.weigh(p, b.now(), false))
+	}
+	return p.pickScheduler(last)
+}
+
+// rotate gives p its rotation: the members that take new connections.
+func (p *poolState) rotate() {
 	p.rotation = make([]*memberState, 0, len(p.members))
 	for _, m := range p.members {
 		if m.status == sdnlb.MemberUp || m.status == sdnlb.MemberNoMonitor {
 			p.rotation = append(p.rotation, m)
 		}
 	}
+}
+
+// pickScheduler gives p its scheduler: last's when p's method and rotation
+// are those of last, the pool in the snapshot before (its turn and its
+// tables stay), else a new one that takes its turns on from last's.
+func (p *poolState) pickScheduler(last *poolState) error {
 	if last != nil && last.method == p.method && sameRotation(last.rotation, p.rotation) {
 		p.sched = last.sched
 		return nil
 	}
 	sm := make([]sched.Member, len(p.rotation))
 	for i, m := range p.rotation {
-		sm[i] = sched.Member{Index: i, ID: m.id, Weight: m.weight}
+		sm[i] = sched.Member{Index: i, ID: m.id, Weight: m.share}
 	}
 	var err error
 	if p.sched, err = sched.New(p.method, sm, rotationLoad(p.rotation)); err != nil {
@@ -340,9 +370,9 @@ func (p *poolState) schedule(last *poolState) error {
 }
 
 // sameRotation reports whether a and b are the same members, in the same
-// order and with the same weights: what a scheduler is built from.
+// order and with the same shares: what a scheduler is built from.
 func sameRotation(a, b []*memberState) bool {
-	return slices.EqualFunc(a, b, func(x, y *memberState) bool { return x.id == y.id && x.weight == y.weight })
+	return slices.EqualFunc(a, b, func(x, y *memberState) bool { return x.id == y.id && x.share == y.share })
 }
 
 // addReplyPunt records that m's replies to clients of v need the reverse
@@ -431,12 +461,18 @@ func (b *snapshotBuilder) memberState(m *sdnlb.Member) (*memberState, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &memberState{
+	weight := min(max(m.Weight, sched.MinWeight), sched.MaxWeight)
+	ms := &memberState{
 		id: m.ID, num: e.num, poolID: m.PoolID, address: m.Address,
 		ip: addr.As4(), port: uint16(m.Port), draining: !m.AdminStateUp || m.Weight == 0,
 		status: m.EffectiveStatus(), since: m.Health.Since, cnt: e.cnt,
-		weight: min(max(m.Weight, sched.MinWeight), sched.MaxWeight),
-	}, nil
+		weight: weight, share: weight, effective: float64(weight), rampDone: 1,
+		capacity: int64(m.Capacity), agent: m.Health.Agent, inRotationSince: m.CreatedAt,
+	}
+	if ms.status == sdnlb.MemberUp && m.Health.Since.After(ms.inRotationSince) {
+		ms.inRotationSince = m.Health.Since
+	}
+	return ms, nil
 }
 
 // member returns the member numbered num, nil when there is none.

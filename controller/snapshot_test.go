@@ -12,7 +12,7 @@ import (
 
 func TestSnapshotBuilder_Build(t *testing.T) {
 	t.Run("NumbersStableAcrossSnapshots", func(t *testing.T) {
-		r := newSnapshotBuilder()
+		r := newSnapshotBuilder(time.Now)
 		s1, _ := r.build(testConfig(nil))
 		s2, _ := r.build(testConfig(func(c *sdnlb.Config) {
 			c.Members = append([]*sdnlb.Member{{ID: "m0", PoolID: "p1", Address: "10.0.0.9", Weight: 1, AdminStateUp: true}}, c.Members...)
@@ -30,7 +30,7 @@ func TestSnapshotBuilder_Build(t *testing.T) {
 		}
 	})
 	t.Run("DeletedIDGetsFreshNumber", func(t *testing.T) {
-		r := newSnapshotBuilder()
+		r := newSnapshotBuilder(time.Now)
 		s1, _ := r.build(testConfig(nil))
 		r.build(testConfig(func(c *sdnlb.Config) { c.Members = c.Members[1:] }))
 		s3, _ := r.build(testConfig(nil))
@@ -41,7 +41,7 @@ func TestSnapshotBuilder_Build(t *testing.T) {
 	t.Run("SchedulerTurnSurvivesRebuilds", func(t *testing.T) {
 		// A configuration change elsewhere, or the same pool rebuilt with
 		// a member more, must not send the round robin back to m1.
-		r := newSnapshotBuilder()
+		r := newSnapshotBuilder(time.Now)
 		var got []string
 		pick := func(s *snapshot) {
 			p := s.pools["p1"]
@@ -83,7 +83,7 @@ func TestSnapshotBuilder_Build(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			snap, skipped := newSnapshotBuilder().build(testConfig(tt.edit))
+			snap, skipped := newSnapshotBuilder(time.Now).build(testConfig(tt.edit))
 			var ids []string
 			for _, m := range snap.pools["p1"].rotation {
 				ids = append(ids, m.id)
@@ -171,7 +171,7 @@ func TestFormatDPID(t *testing.T) {
 
 func TestPurgeFor(t *testing.T) {
 	// Fresh registries number the same configuration the same way.
-	first, _ := newSnapshotBuilder().build(testConfig(nil))
+	first, _ := newSnapshotBuilder(time.Now).build(testConfig(nil))
 	v, m := first.vipByID["v1"], first.memberByID("m2")
 	c := connection{proto: protoTCP, vipIP: v.ip, vipPort: v.port, vipMAC: v.mac, vipNum: v.num, memberIP: m.ip, memberNum: m.num}
 	tests := []struct {
@@ -190,7 +190,7 @@ func TestPurgeFor(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			snap, _ := newSnapshotBuilder().build(testConfig(tt.edit))
+			snap, _ := newSnapshotBuilder(time.Now).build(testConfig(tt.edit))
 			fm, stale := purgeFor(snap, &c)
 			got := ""
 			if stale {
@@ -208,7 +208,7 @@ func TestReconcile_SharedVIPAddress(t *testing.T) {
 		c.VIPs = append(c.VIPs, &sdnlb.VIP{ID: "v2", Address: "10.0.0.100", Protocol: sdnlb.ProtocolUDP, Port: 53,
 			AdminStateUp: true, MAC: "02:00:00:00:02:00"})
 	}
-	r := newSnapshotBuilder()
+	r := newSnapshotBuilder(time.Now)
 	both, _ := r.build(testConfig(withUDP))
 	tcpOnly, _ := r.build(testConfig(nil))
 	mods, announce := reconcile(both, tcpOnly, switchFeatures{}, L2Normal)
@@ -336,7 +336,7 @@ func TestReconcile_ReplyPunts(t *testing.T) {
 		}},
 	}
 	t.Run("SharedMemberTrackedInMemberZone", func(t *testing.T) {
-		s, _ := newSnapshotBuilder().build(testConfig(switchedBackend))
+		s, _ := newSnapshotBuilder(time.Now).build(testConfig(switchedBackend))
 		for id, want := range map[string]bool{"m1": true, "m2": false, "m10": false} {
 			if got := s.memberByID(id).memberZone; got != want {
 				t.Errorf("member %s: memberZone %v, want %v", id, got, want)
@@ -345,7 +345,7 @@ func TestReconcile_ReplyPunts(t *testing.T) {
 	})
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			r := newSnapshotBuilder()
+			r := newSnapshotBuilder(time.Now)
 			prev := emptySnapshot
 			var mods []ofp.FlowMod
 			for _, edit := range tt.edits {

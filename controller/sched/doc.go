@@ -26,8 +26,8 @@
 // one (ErrNoLoad). An empty member list is not an error: Pick then reports
 // ok=false.
 //
-// Load is read at pick time by LEAST_CONNECTIONS, WEIGHTED_LEAST_CONNECTIONS,
-// LEAST_BYTES and ADAPTIVE; the controller implements it with atomics it
+// Load is read at pick time by LEAST_CONNECTIONS, WEIGHTED_LEAST_CONNECTIONS
+// and LEAST_BYTES; the controller implements it with atomics it
 // updates on flow install, flow-removed and flow-stats replies. Negative
 // connection counts are read as 0.
 //
@@ -52,9 +52,9 @@
 //     hashes the whole Key, so pass only ClientIP for client affinity.
 //     The table has 65537 slots (a prime); removing one of N members
 //     remaps about 1/N of the keys. O(1); build O(M log M).
-//   - ADAPTIVE (after Juniper SRX session distribution): the member with the
-//     most spare capacity, spare = Weight·100 − ActiveConns: one unit of
-//     weight carries 100 connections. O(n).
+//   - ADAPTIVE: WEIGHTED_ROUND_ROBIN over the weights the controller
+//     adapts to the members' load (after Juniper SRX's session
+//     distribution) and rebuilds the scheduler with.
 //
 // The O(n) methods scan every member; that suits pools of tens. Each scan
 // starts one position further than the last one and the first strictly

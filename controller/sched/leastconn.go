@@ -69,39 +69,3 @@ func (s *leastBytes) Pick(Key) (int, bool) {
 	}
 	return s.index[best], true
 }
-
-// adaptive distributes sessions by spare capacity, after Juniper SRX's
-// session distribution: a member's capacity is its weight times scale
-// connections, its load is its active connections, and the member with the
-// most spare capacity
-//
-//	spare = weight·scale − activeConns
-//
-// wins. Under light load this fills the large members first; once every
-// member is past capacity spare goes negative and the least overloaded one
-// wins, so the excess spreads evenly rather than by weight.
-type adaptive struct {
-	*ring
-	capacity []int64
-	load     Load
-}
-
-func newAdaptive(members []Member, load Load, scale int64) *adaptive {
-	s := &adaptive{ring: newRing(members), capacity: make([]int64, len(members)), load: load}
-	for i, m := range members {
-		s.capacity[i] = int64(m.Weight) * scale
-	}
-	return s
-}
-
-func (s *adaptive) Pick(Key) (int, bool) {
-	i := s.start()
-	best, bestSpare := i, s.capacity[i]-conns(s.load, s.index[i])
-	for range len(s.index) - 1 {
-		i = s.following(i)
-		if spare := s.capacity[i] - conns(s.load, s.index[i]); spare > bestSpare {
-			best, bestSpare = i, spare
-		}
-	}
-	return s.index[best], true
-}

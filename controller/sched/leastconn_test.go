@@ -39,14 +39,6 @@ func TestLoadAware_Picks(t *testing.T) {
 		{"LB/WeightsIgnored", sdnlb.LeastBytes, []int{256, 1}, nil, []uint64{10, 11}, []int{0, 0}},
 		{"LB/TiedRotates", sdnlb.LeastBytes, []int{1, 1}, nil, []uint64{7, 7}, []int{0, 1, 0}},
 		{"LB/Huge", sdnlb.LeastBytes, []int{1, 1}, nil, []uint64{math.MaxUint64, math.MaxUint64 - 1}, []int{1, 1}},
-
-		// A unit of weight carries 100 connections: capacities 300 and 100.
-		{"ADAPTIVE/IdlePrefersCapacity", sdnlb.Adaptive, []int{3, 1}, []int64{0, 0}, nil, []int{0, 0}},
-		{"ADAPTIVE/MostSpare", sdnlb.Adaptive, []int{3, 1}, []int64{250, 0}, nil, []int{1, 1}},
-		{"ADAPTIVE/LeastOverloaded", sdnlb.Adaptive, []int{3, 1}, []int64{500, 200}, nil, []int{1, 1}},
-		{"ADAPTIVE/SpareTieRotates", sdnlb.Adaptive, []int{3, 1}, []int64{200, 0}, nil, []int{0, 1, 0}},
-		// 2 units = 200 capacity, 150 busy leaves 50 < 100.
-		{"ADAPTIVE/ScaleIs100", sdnlb.Adaptive, []int{2, 1}, []int64{150, 0}, nil, []int{1, 1}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -71,12 +63,6 @@ func TestLoadAware_UnderLoad(t *testing.T) {
 	}{
 		{"LC/Even", sdnlb.LeastConnections, []int{5, 1, 1}, 30, []int64{10, 10, 10}},
 		{"WLC/ByWeight", sdnlb.WeightedLeastConnections, []int{5, 1, 1}, 70, []int64{50, 10, 10}},
-		// Capacities 300 and 100: the first 200 fill the big member to the
-		// small one's spare, the next 200 alternate until both are full...
-		{"ADAPTIVE/Full", sdnlb.Adaptive, []int{3, 1}, 400, []int64{300, 100}},
-		{"ADAPTIVE/Filling", sdnlb.Adaptive, []int{3, 1}, 200, []int64{200, 0}},
-		// ...and past capacity the excess spreads evenly, not by weight.
-		{"ADAPTIVE/Overloaded", sdnlb.Adaptive, []int{3, 1}, 600, []int64{400, 200}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -11,7 +11,7 @@ import (
 // needsLoad reports whether the method reads Load at pick time.
 func needsLoad(method sdnlb.LBMethod) bool {
 	switch method {
-	case sdnlb.LeastConnections, sdnlb.WeightedLeastConnections, sdnlb.LeastBytes, sdnlb.Adaptive:
+	case sdnlb.LeastConnections, sdnlb.WeightedLeastConnections, sdnlb.LeastBytes:
 		return true
 	}
 	return false
@@ -65,9 +65,6 @@ const (
 	// gets a slot, and 100 times the members of pools up to 655, which
 	// Maglev suggests for an even spread.
 	maglevTableSize = 65537
-	// adaptiveScale is how many active connections one unit of weight can
-	// carry under ADAPTIVE.
-	adaptiveScale = 100
 )
 
 // New builds the scheduler of method for members, which must be the pool's
@@ -91,7 +88,7 @@ func New(method sdnlb.LBMethod, members []Member, load Load) (Scheduler, error) 
 	switch method {
 	case sdnlb.RoundRobin:
 		return newRoundRobin(members), nil
-	case sdnlb.WeightedRoundRobin:
+	case sdnlb.WeightedRoundRobin, sdnlb.Adaptive:
 		return newWeightedRoundRobin(members), nil
 	case sdnlb.LeastConnections:
 		return &leastConns{ring: newRing(members), load: load}, nil
@@ -103,10 +100,8 @@ func New(method sdnlb.LBMethod, members []Member, load Load) (Scheduler, error) 
 		return &leastBytes{ring: newRing(members), load: load}, nil
 	case sdnlb.SourceIP:
 		return newSourceIP(members), nil
-	case sdnlb.ConsistentHash:
+	default: // ConsistentHash: ValidLBMethod has ruled out anything else
 		return newMaglev(members, maglevTableSize), nil
-	default: // Adaptive: ValidLBMethod has ruled out anything else
-		return newAdaptive(members, load, adaptiveScale), nil
 	}
 }
 

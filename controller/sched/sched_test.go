@@ -117,7 +117,6 @@ func TestNew_Errors(t *testing.T) {
 		{"ErrNoLoad/LEAST_CONNECTIONS", sdnlb.LeastConnections, membersOf(1), nil, ErrNoLoad},
 		{"ErrNoLoad/WEIGHTED_LEAST_CONNECTIONS", sdnlb.WeightedLeastConnections, membersOf(1), nil, ErrNoLoad},
 		{"ErrNoLoad/LEAST_BYTES", sdnlb.LeastBytes, membersOf(1), nil, ErrNoLoad},
-		{"ErrNoLoad/ADAPTIVE", sdnlb.Adaptive, nil, nil, ErrNoLoad},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -322,4 +321,14 @@ func TestContinue(t *testing.T) {
 			t.Errorf("first pick = %d, want 0", got)
 		}
 	})
+}
+
+// ADAPTIVE picks by its weights as WEIGHTED_ROUND_ROBIN does: the
+// controller moves them.
+func TestAdaptive_IsWeightedRoundRobin(t *testing.T) {
+	a := mustPickN(t, mustNew(t, sdnlb.Adaptive, membersOf(4, 2, 1), nil), Key{}, 14)
+	w := mustPickN(t, mustNew(t, sdnlb.WeightedRoundRobin, membersOf(4, 2, 1), nil), Key{}, 14)
+	if !slices.Equal(a, w) {
+		t.Errorf("ADAPTIVE picks %v, WEIGHTED_ROUND_ROBIN %v", a, w)
+	}
 }

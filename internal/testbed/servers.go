@@ -15,6 +15,9 @@ import (
 
 // HTTPServer is a backend in a host: "/" answers its name, "/health" 200
 // (or the code set with SetHealth). Health-monitor tests Stop and Restart it.
+// With a cost (SetCost) it is a single-threaded server: it answers "/" one
+// request at a time, each taking that long, and counts the time it was
+// busy, which stands for its CPU use.
 type HTTPServer struct {
 	Name string
 	// Addr is "IP:port" of the server as clients outside the host reach it.
@@ -24,6 +27,9 @@ type HTTPServer struct {
 	port   int
 	hits   atomic.Int64
 	health atomic.Int64
+	cost   atomic.Int64 // nanoseconds a request to "/" takes; 0: none
+	worker sync.Mutex   // the one thread of a server with a cost
+	busy   atomic.Int64 // nanoseconds spent on requests with a cost
 
 	mu   sync.Mutex
 	srv  *http.Server
@@ -44,6 +50,13 @@ func (h *Host) ServeHTTP(tb TB, port int, name string) *HTTPServer {
 
 // Hits counts the requests to "/" since the server was created.
 func (s *HTTPServer) Hits() int64 { return s.hits.Load() }
+
+// SetCost makes every request to "/" take d, one request at a time; 0
+// serves them at once and in parallel again.
+func (s *HTTPServer) SetCost(d time.Duration) { s.cost.Store(int64(d)) }
+
+// Busy is how long the server has spent on requests with a cost.
+func (s *HTTPServer) Busy() time.Duration { return time.Duration(s.busy.Load()) }
 
 // SetHealth sets the status "/health" answers with, so HTTP monitors can see
 // a sick server that still accepts connections.
@@ -84,6 +97,13 @@ func (s *HTTPServer) start(tb TB) {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /{$}", func(w http.ResponseWriter, _ *http.Request) {
 		s.hits.Add(1)
+		if cost := time.Duration(s.cost.Load()); cost > 0 {
+			s.worker.Lock()
+			start := time.Now()
+			time.Sleep(cost)
+			s.busy.Add(int64(time.Since(start)))
+			s.worker.Unlock()
+		}
 		_, _ = w.Write([]byte(s.Name))
 	})
 	mux.HandleFunc("/health", func(w http.ResponseWriter, _ *http.Request) {

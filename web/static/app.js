@@ -562,12 +562,13 @@ function memberRow(v, m) {
     title: "weight (0 drains); Enter to apply",
     onchange: (e) => { const w = Number(e.target.value); e.target.blur(); act(() => api("PATCH",
       `/v1/members/${encodeURIComponent(m.id)}`, { weight: w })); } });
-  const r = { tr, cells: {} };
+  const r = { tr, cells: {}, weight: m.weight };
   const live = (name, text) => (r.cells[name] = el("span", {}, text));
   const where = el("span", { class: "where" });
   r.cells.where = where;
   const cells = [
-    el("span", {}, `${m.address}:${m.port || (v.vip ? v.vip.port : "VIP port")}`, where), idChip(m.id), weight,
+    el("span", {}, `${m.address}:${m.port || (v.vip ? v.vip.port : "VIP port")}`, where), idChip(m.id),
+    el("span", {}, weight, live("effective", "")),
     live("status", pill(m.status)), live("since", ago(m.health.since)), check,
     live("active", "0"), live("total", "0"), live("packetsIn", "0"), live("packetsOut", "0"),
     live("bytesIn", "0 B"), live("bytesOut", "0 B"),
@@ -605,6 +606,17 @@ function updateRow(r, s) {
     ? `seen at switch ${s.location.dpid}${s.location.port ? " port " + s.location.port : ""}`
     : "no switch has seen this member: it takes no connection; sdnlb asks for it by ARP";
   if (r.cells.where.parentNode.title !== where) r.cells.where.parentNode.title = where;
+  // The weight in force, when ADAPTIVE or a slow start moved it from the
+  // configured one, and what moved it.
+  const moved = s.status !== "DOWN" && s.status !== "DRAINING" &&
+    (Math.abs(s.effective_weight - r.weight) >= 0.01 || s.slow_start < 1);
+  setText(r.cells.effective, moved ? ` → ${s.effective_weight}` : "");
+  const why = [`weight in force ${s.effective_weight}`];
+  if (s.available_cpu !== null) why.push(`CPU free ${Math.round(s.available_cpu * 100)} % (agent)`);
+  if (s.available_sessions !== null) why.push(`sessions free ${Math.round(s.available_sessions * 100)} %`);
+  if (s.slow_start < 1) why.push(`slow start ${Math.round(s.slow_start * 100)} % done`);
+  const title = why.join(" · ");
+  if (r.cells.effective.title !== title) r.cells.effective.title = title;
   setText(r.cells.active, fmt.format(s.active_connections));
   setText(r.cells.total, fmt.format(s.total_connections));
   setText(r.cells.packetsIn, fmt.format(s.packets_in));

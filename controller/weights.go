@@ -1,0 +1,294 @@
+package controller
+
+import (
+	"maps"
+	"math"
+	"slices"
+	"time"
+
+	"github.com/sdnlb/sdnlb"
+	"github.com/sdnlb/sdnlb/controller/sched"
+)
+
+// Adaptive weights and slow start. A member is scheduled by its share
+// (memberState.share, 1..256 against the other members of its pool's
+// rotation), which both dispatches read: the controller's schedulers as
+// the member's weight, the switches' select groups as its slots. The share
+// is the configured weight, except in two cases, which combine:
+//
+//   - ADAPTIVE pools follow each member's load, after Juniper SRX's
+//     session distribution: every stats interval each member's weight
+//     becomes
+//
+//     W_i = ΣW · E_i·C_i·S_i / Σ_j E_j·C_j·S_j
+//
+//     where ΣW is the sum of the configured weights, E_i the member's
+//     weight in force, C_i its available CPU (what its agent reports, 1
+//     without one) and S_i its available sessions (1 − active/capacity, 1
+//     without a capacity). With equal weights in force that is SRX's
+//     formula. Applied once, it gives a busy member less than an idle one
+//     but leaves members of different costs at different loads (members
+//     costing 1, 2 and 4 units a request settle at about 48, 65 and 78 %
+//     CPU); applied every interval with the weights in force inside, it
+//     moves the shares until every member's C·S is the same, which for
+//     members reporting CPU means equal CPU use. Each step goes half the
+//     way (in ratio) to the formula's weight, so that the load, which
+//     answers a step one report later, does not make the weights
+//     oscillate, and keeps a member within a 16th and 16 times its
+//     configured weight, so that one reporting no capacity still gets
+//     the connections that tell when it has some again.
+//   - In a pool with a slow start, a member that entered rotation (was
+//     added, or came back UP) less than slow_start ago has its weight
+//     scaled by the part of the window that passed: from nearly nothing
+//     to all of it, linearly.
+//
+// A pool's shares change at most once a second. Those of an ADAPTIVE pool
+// change only once some member's part of the pool moves by shareStep: a
+// switch then re-points the group's buckets, with the fewest slots moved
+// (slots.go), and connections already set up keep their member whatever
+// their slot says (the tracker, or their own flows, hold it).
+
+const (
+	// reweighEvery bounds how often a pool's shares change.
+	reweighEvery = time.Second
+	// shareStep is the least change of a member's part of the pool that
+	// an ADAPTIVE pool applies: half a slot of the select group.
+	shareStep = 0.5 / groupSlots
+	// adaptDamping is the exponent of each ADAPTIVE step toward the
+	// formula's weight: 0.5 goes half the way, as a ratio.
+	adaptDamping = 0.5
+	// adaptRange bounds an ADAPTIVE weight, as a factor of the configured
+	// weight, both ways.
+	adaptRange = 16
+)
+
+// srxWeights is the SRX formula: the weights that share sumW among the
+// members in proportion to w_i·c_i·s_i. It returns nil when no member has
+// anything available.
+func srxWeights(sumW float64, w, c, s []float64) []float64 {
+	total := 0.0
+	for i := range w {
+		total += w[i] * c[i] * s[i]
+	}
+	if !(total > 0) {
+		return nil
+	}
+	out := make([]float64, len(w))
+	for i := range w {
+		out[i] = sumW * w[i] * c[i] * s[i] / total
+	}
+	return out
+}
+
+// weighting is how one member of a rotation is weighted.
+type weighting struct {
+	share     int     // the weight it is scheduled by, 1..sched.MaxWeight
+	effective float64 // its weight in force, in units of the configured weights
+	ramp      float64 // the part of its slow start that passed; 1 when none
+}
+
+// weigher keeps what the weights of ADAPTIVE pools and slow starts need
+// across snapshots. Only the goroutine that follows the configuration uses
+// it.
+type weigher struct {
+	pools map[string]*poolWeights
+}
+
+// poolWeights is one pool's weighting state.
+type poolWeights struct {
+	inForce map[uint32]float64 // ADAPTIVE: each member's weight in force (E_i)
+	changed time.Time          // when the pool's shares last changed
+}
+
+func newWeigher() *weigher { return &weigher{pools: map[string]*poolWeights{}} }
+
+// weighs reports whether p's shares may differ from its configured weights.
+func (p *poolState) weighs() bool {
+	return p.method == sdnlb.Adaptive || p.slowStart > 0
+}
+
+// weigh returns the weighting of each member of p's rotation at now, by
+// member number; step takes an ADAPTIVE pool's weights one step toward the
+// formula's. The pool's state keeps only members of the rotation: one that
+// leaves it and comes back starts again from its configured weight.
+func (w *weigher) weigh(p *poolState, now time.Time, step bool) map[uint32]weighting {
+	pw := w.pools[p.id]
+	if pw == nil {
+		pw = &poolWeights{inForce: map[uint32]float64{}}
+		w.pools[p.id] = pw
+	}
+	inForce := make([]float64, len(p.rotation))
+	for i, m := range p.rotation {
+		e, ok := pw.inForce[m.num]
+		if !ok || p.method != sdnlb.Adaptive {
+			e = float64(m.weight)
+		}
+		inForce[i] = e
+	}
+	if step && p.method == sdnlb.Adaptive {
+		adapt(p.rotation, inForce)
+	}
+	clear(pw.inForce)
+	if p.method == sdnlb.Adaptive {
+		for i, m := range p.rotation {
+			pw.inForce[m.num] = inForce[i]
+		}
+	}
+	out := make(map[uint32]weighting, len(p.rotation))
+	scaled := p.method == sdnlb.Adaptive
+	peak := 0.0
+	for i, m := range p.rotation {
+		r := m.ramp(now, p.slowStart)
+		if r < 1 {
+			scaled = true
+		}
+		peak = max(peak, inForce[i])
+		out[m.num] = weighting{share: m.weight, effective: inForce[i] * r, ramp: r}
+	}
+	if scaled {
+		for num, wt := range out {
+			wt.share = min(max(int(math.Round(sched.MaxWeight*wt.effective/peak)), sched.MinWeight), sched.MaxWeight)
+			out[num] = wt
+		}
+	}
+	return out
+}
+
+// adapt takes inForce, the weights in force of rotation's members, one
+// damped step toward the SRX formula's.
+func adapt(rotation []*memberState, inForce []float64) {
+	sumW := 0.0
+	c, s := make([]float64, len(rotation)), make([]float64, len(rotation))
+	for i, m := range rotation {
+		sumW += float64(m.weight)
+		c[i], s[i] = m.availableCPU(), m.availableSessions()
+	}
+	target := srxWeights(sumW, inForce, c, s)
+	if target == nil {
+		return // every member full: nothing tells them apart
+	}
+	for i, m := range rotation {
+		e := inForce[i] * math.Pow(target[i]/inForce[i], adaptDamping)
+		inForce[i] = min(max(e, float64(m.weight)/adaptRange), float64(m.weight)*adaptRange)
+	}
+}
+
+// availableCPU is the member's C_i: what its agent reports, 1 without one.
+func (m *memberState) availableCPU() float64 {
+	if m.agent == nil {
+		return 1
+	}
+	return float64(m.agent.Available) / 100
+}
+
+// availableSessions is the member's S_i: 1 − active/capacity, 1 without a
+// capacity.
+func (m *memberState) availableSessions() float64 {
+	if m.capacity <= 0 {
+		return 1
+	}
+	return min(max(1-float64(m.cnt.activeConns())/float64(m.capacity), 0), 1)
+}
+
+// ramp is the part of its slow start the member has behind it at now: 1
+// without one, or once it is over.
+func (m *memberState) ramp(now time.Time, slowStart time.Duration) float64 {
+	if slowStart <= 0 {
+		return 1
+	}
+	return min(max(float64(now.Sub(m.inRotationSince))/float64(slowStart), 0), 1)
+}
+
+// due reports whether shares, p's rotation's new weighting, are to be
+// applied at now: at most once every reweighEvery, and for an ADAPTIVE
+// pool only once a member's part of the pool moved by shareStep.
+func (w *weigher) due(p *poolState, shares map[uint32]weighting, now time.Time) bool {
+	pw := w.pools[p.id]
+	if now.Sub(pw.changed) < reweighEvery {
+		return false
+	}
+	oldTotal, newTotal := 0, 0
+	changed := false
+	for _, m := range p.rotation {
+		oldTotal += m.share
+		newTotal += shares[m.num].share
+		changed = changed || shares[m.num].share != m.share
+	}
+	if !changed {
+		return false
+	}
+	if p.method == sdnlb.Adaptive {
+		moved := false
+		for _, m := range p.rotation {
+			d := float64(shares[m.num].share)/float64(newTotal) - float64(m.share)/float64(oldTotal)
+			moved = moved || math.Abs(d) >= shareStep
+		}
+		if !moved {
+			return false
+		}
+	}
+	pw.changed = now
+	return true
+}
+
+// setWeights gives p's rotation the weighting of shares.
+func (p *poolState) setWeights(shares map[uint32]weighting) {
+	for _, m := range p.rotation {
+		wt := shares[m.num]
+		m.share, m.effective, m.rampDone = wt.share, wt.effective, wt.ramp
+	}
+}
+
+// forget drops the state of the pools cfg no longer has.
+func (w *weigher) forget(pools map[string]*poolState) {
+	maps.DeleteFunc(w.pools, func(id string, _ *poolWeights) bool { return pools[id] == nil })
+}
+
+// reweigh takes the ADAPTIVE pools one step and the slow starts on to now,
+// and returns the snapshot with the shares that changed, or nil when none
+// did. Like a health patch, it copies only the pools it changes.
+func (b *snapshotBuilder) reweigh(now time.Time) *snapshot {
+	last := b.last
+	type change struct {
+		pool   *poolState
+		shares map[uint32]weighting
+	}
+	var changes []change
+	for _, id := range slices.Sorted(maps.Keys(last.pools)) {
+		p := last.pools[id]
+		if !p.weighs() || len(p.rotation) == 0 {
+			continue
+		}
+		if shares := b.weigher.weigh(p, now, true); b.weigher.due(p, shares, now) {
+			changes = append(changes, change{p, shares})
+		}
+	}
+	if len(changes) == 0 {
+		return nil
+	}
+	b.gen++
+	s := *last
+	s.gen = b.gen
+	s.pools = maps.Clone(last.pools)
+	sc := &patchScope{parent: last.gen, pools: map[string]bool{}, copied: map[*memberState]bool{}}
+	s.patched = sc
+	for _, ch := range changes {
+		p := s.ownPool(sc, ch.pool)
+		for _, m := range ch.pool.rotation {
+			sc.ownMember(p, m)
+		}
+		p.rotate() // of the patch's copies
+		p.setWeights(ch.shares)
+		p.pickScheduler(ch.pool)
+		if p.switched() {
+			for _, m := range p.rotation {
+				sc.addrs = append(sc.addrs, ipUint(m.ip))
+			}
+		}
+	}
+	slices.Sort(sc.addrs)
+	sc.addrs = slices.Compact(sc.addrs)
+	s.relinkVIPs(sc)
+	b.last = &s
+	return &s
+}
