@@ -108,7 +108,13 @@ func (b *snapshotBuilder) patch(changes []healthChange) *snapshot {
 		sc.replies = append(sc.replies, k)
 	}
 	for id := range sc.pools {
-		b.schedule(s.pools[id], last.pools[id]) // its method was usable when it was built
+		p := s.pools[id]
+		if p.weighs() { // weighing writes to every member of the rotation
+			for _, m := range slices.Clone(p.members) {
+				sc.ownMember(p, m)
+			}
+		}
+		b.schedule(p, last.pools[id]) // its method was usable when it was built
 	}
 	s.relinkVIPs(sc)
 	b.last = &s

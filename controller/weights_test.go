@@ -328,3 +328,31 @@ func TestAdaptive_ControllerPicks(t *testing.T) {
 		t.Errorf("member 3's available CPU %v, want its agent's 0.1", c)
 	}
 }
+
+// Weighing a patch's pools writes to the patch's own members, never to
+// those of the snapshot the switches may still be reading.
+func TestWeights_PatchLeavesParent(t *testing.T) {
+	now := time.Unix(1_700_000_000, 0)
+	b := newSnapshotBuilder(func() time.Time { return now })
+	cfg := testConfig(func(c *sdnlb.Config) {
+		c.Pools[0].LBMethod, c.Pools[0].SlowStart = sdnlb.WeightedRoundRobin, 60
+		for _, m := range c.Members {
+			m.CreatedAt, m.Health = now.Add(-time.Hour), sdnlb.MemberHealth{Status: sdnlb.MemberUp, Since: now.Add(-time.Hour)}
+		}
+	})
+	parent, _ := b.build(cfg)
+	shares := func(s *snapshot) [3]int {
+		p := s.pools["p1"]
+		return [3]int{p.byNum[1].share, p.byNum[2].share, p.byNum[3].share}
+	}
+	before := shares(parent)
+	b.patch([]healthChange{{memberID: "m3", status: sdnlb.MemberDown, since: now}})
+	now = now.Add(time.Second)
+	up := b.patch([]healthChange{{memberID: "m3", status: sdnlb.MemberUp, since: now}})
+	if shares(parent) != before {
+		t.Errorf("the parent's shares moved from %v to %v", before, shares(parent))
+	}
+	if s := shares(up); s[2] > 1 || s[0] != 256 {
+		t.Errorf("shares %v with member 3 back UP a second into its slow start, want it at the least", s)
+	}
+}
