@@ -610,7 +610,8 @@ function updateRow(r, s) {
   // configured one, and what moved it.
   const moved = s.status !== "DOWN" && s.status !== "DRAINING" &&
     (Math.abs(s.effective_weight - r.weight) >= 0.01 || s.slow_start < 1);
-  setText(r.cells.effective, moved ? ` → ${s.effective_weight}` : "");
+  setText(r.cells.effective, !moved ? "" : ` → ${s.effective_weight}` +
+    (s.slow_start < 1 ? ` (slow start ${Math.round(s.slow_start * 100)} %)` : ""));
   const why = [`weight in force ${s.effective_weight}`];
   if (s.available_cpu !== null) why.push(`CPU free ${Math.round(s.available_cpu * 100)} % (agent)`);
   if (s.available_sessions !== null) why.push(`sessions free ${Math.round(s.available_sessions * 100)} %`);
