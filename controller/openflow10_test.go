@@ -15,17 +15,6 @@ import (
 	"github.com/sdnlb/sdnlb/controller/ofp10"
 )
 
-// connected10 is connected for a switch that speaks only OpenFlow 1.0.
-func connected10(tb testing.TB, cfg *sdnlb.Config, opts Options, members ...int) (*harness, *fakeSwitch) {
-	tb.Helper()
-	h := startController(tb, cfg, opts)
-	sw, _ := h.connect10(tb, 1)
-	for _, i := range members {
-		teachMember(tb, sw, i)
-	}
-	return h, sw
-}
-
 func TestOpenFlow10_Handshake(t *testing.T) {
 	h := startController(t, testConfig(nil), Options{})
 	h.groups = true // a 1.0 switch is never asked
@@ -119,29 +108,6 @@ func TestOpenFlow10_VersionRefused(t *testing.T) {
 				t.Errorf("no line naming the switch and its versions in\n%s", log)
 			}
 		})
-	}
-}
-
-func TestOpenFlow10_SetsUpConnections(t *testing.T) {
-	_, sw := connected10(t, testConfig(nil), Options{}, 1, 2, 3)
-	var got []string
-	for i := range 6 {
-		frame := syn(t, uint16(40000+i))
-		sw.packetIn(clientOF, frame)
-		s := nextSetup(t, sw)
-		got = append(got, memberOf(t, &s.fwd))
-		if i == 0 {
-			assertLines(t, flowLines(t, []ofp.FlowMod{s.fwd, s.rev}), []string{
-				"cookie=0x5d10000001000001, priority=1000, idle_timeout=30, send_flow_rem, tcp,nw_src=10.0.1.5,nw_dst=10.0.0.100,tp_src=40000,tp_dst=80 actions=set_field:aa:00:00:00:00:01->eth_dst,set_field:10.0.0.1->ip_dst,set_field:8080->tcp_dst,output:1",
-				"cookie=0x5d11000001000001, priority=1000, idle_timeout=30, send_flow_rem, tcp,nw_src=10.0.0.1,nw_dst=10.0.1.5,tp_src=8080,tp_dst=40000 actions=set_field:02:00:00:00:01:00->eth_src,set_field:10.0.0.100->ip_src,set_field:80->tcp_src,output:10",
-			})
-		}
-		if po, fwd := actionsLine(s.out.Actions), ofp.FormatInstructions(s.fwd.Instructions); po != fwd {
-			t.Errorf("packet-out actions %s, flow actions %s", po, fwd)
-		}
-	}
-	if want := "10.0.0.1 10.0.0.2 10.0.0.3 10.0.0.1 10.0.0.2 10.0.0.3"; strings.Join(got, " ") != want {
-		t.Errorf("members %v, want %s", got, want)
 	}
 }
 

@@ -56,12 +56,7 @@ type patchScope struct {
 // out, as a build would.
 func (b *snapshotBuilder) patch(changes []healthChange) *snapshot {
 	last := b.last
-	b.gen++
-	s := *last
-	s.gen = b.gen
-	s.pools = maps.Clone(last.pools)
-	sc := &patchScope{parent: last.gen, pools: map[string]bool{}, copied: map[*memberState]bool{}}
-	s.patched = sc
+	s, sc := b.beginPatch()
 	replies := map[replyMatch]bool{}
 	for _, c := range changes {
 		e, ok := b.members.entries[c.memberID]
@@ -117,8 +112,19 @@ func (b *snapshotBuilder) patch(changes []healthChange) *snapshot {
 		b.schedule(p, last.pools[id]) // its method was usable when it was built
 	}
 	s.relinkVIPs(sc)
-	b.last = &s
-	return &s
+	b.last = s
+	return s
+}
+
+// beginPatch starts a patch of the last snapshot: a new generation that
+// shares everything with it until the patch owns a pool or member.
+func (b *snapshotBuilder) beginPatch() (*snapshot, *patchScope) {
+	b.gen++
+	s := *b.last
+	s.gen = b.gen
+	s.pools = maps.Clone(b.last.pools)
+	s.patched = &patchScope{parent: b.last.gen, pools: map[string]bool{}, copied: map[*memberState]bool{}}
+	return &s, s.patched
 }
 
 // ownPool returns the patch's own copy of p, making it the first time.

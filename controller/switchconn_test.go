@@ -90,8 +90,23 @@ func actionsLine(actions []ofp.Action) string {
 
 func connected(tb testing.TB, cfg *sdnlb.Config, opts Options, members ...int) (*harness, *fakeSwitch) {
 	tb.Helper()
+	return connectedOn(tb, false, cfg, opts, members...)
+}
+
+// connected10 is connected for a switch that speaks only OpenFlow 1.0.
+func connected10(tb testing.TB, cfg *sdnlb.Config, opts Options, members ...int) (*harness, *fakeSwitch) {
+	tb.Helper()
+	return connectedOn(tb, true, cfg, opts, members...)
+}
+
+func connectedOn(tb testing.TB, v10 bool, cfg *sdnlb.Config, opts Options, members ...int) (*harness, *fakeSwitch) {
+	tb.Helper()
 	h := startController(tb, cfg, opts)
-	sw, _ := h.connect(tb, 1)
+	connect := h.connect
+	if v10 {
+		connect = func(tb testing.TB, dpid uint64) (*fakeSwitch, []received) { return h.connect10(tb, dpid) }
+	}
+	sw, _ := connect(tb, 1)
 	for _, i := range members {
 		teachMember(tb, sw, i)
 	}
@@ -328,8 +343,20 @@ func TestSession_SwitchErrorsRateLimited(t *testing.T) {
 	}
 }
 
+// Connection setups go out the same in both versions, 1.0's in its own
+// encoding.
 func TestSession_SetsUpConnections(t *testing.T) {
-	_, sw := connected(t, testConfig(nil), Options{}, 1, 2, 3)
+	t.Run("OpenFlow13", func(t *testing.T) {
+		_, sw := connected(t, testConfig(nil), Options{}, 1, 2, 3)
+		setsUpConnections(t, sw)
+	})
+	t.Run("OpenFlow10", func(t *testing.T) {
+		_, sw := connected10(t, testConfig(nil), Options{}, 1, 2, 3)
+		setsUpConnections(t, sw)
+	})
+}
+
+func setsUpConnections(t *testing.T, sw *fakeSwitch) {
 	var got []string
 	for i := range 6 {
 		frame := syn(t, uint16(40000+i))

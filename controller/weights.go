@@ -266,12 +266,7 @@ func (b *snapshotBuilder) reweigh(now time.Time) *snapshot {
 	if len(changes) == 0 {
 		return nil
 	}
-	b.gen++
-	s := *last
-	s.gen = b.gen
-	s.pools = maps.Clone(last.pools)
-	sc := &patchScope{parent: last.gen, pools: map[string]bool{}, copied: map[*memberState]bool{}}
-	s.patched = sc
+	s, sc := b.beginPatch()
 	for _, ch := range changes {
 		p := s.ownPool(sc, ch.pool)
 		for _, m := range ch.pool.rotation {
@@ -289,6 +284,6 @@ func (b *snapshotBuilder) reweigh(now time.Time) *snapshot {
 	slices.Sort(sc.addrs)
 	sc.addrs = slices.Compact(sc.addrs)
 	s.relinkVIPs(sc)
-	b.last = &s
-	return &s
+	b.last = s
+	return s
 }

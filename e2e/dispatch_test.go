@@ -101,41 +101,49 @@ func TestDispatch_SwitchNAT(t *testing.T) {
 	}
 }
 
-// A SWITCH DSR pool: members hold the VIP on their loopback and answer
-// clients straight from it; the switch only rewrites the destination MAC.
-func TestDispatch_SwitchDSR(t *testing.T) {
+// newDSRBed is a bed whose switch speaks protocol, with two clients and
+// three members holding the VIP on their loopback, and a DSR pool of
+// dispatch behind the VIP, on the members' port.
+func newDSRBed(t *testing.T, protocol string, dispatch sdnlb.Dispatch) (b *lbBed, url string, names []string) {
+	t.Helper()
 	sw := NewSwitch(t)
-	lb := startSDNLB(t)
-	var clients, members []*Host
-	var names []string
+	sw.Protocol = protocol
+	b = &lbBed{sw: sw, lb: startSDNLB(t)}
 	for i := range 2 {
-		clients = append(clients, sw.AddHost(t, "c"+strconv.Itoa(i+1), sw.Addr(byte(1+i))))
+		b.clients = append(b.clients, sw.AddHost(t, "c"+strconv.Itoa(i+1), sw.Addr(byte(1+i))))
 	}
 	vipAddr := sw.Addr(100)
 	for i := range 3 {
 		h := sw.AddHost(t, "m"+strconv.Itoa(i+1), sw.Addr(byte(11+i)))
 		holdVIP(t, h, vipAddr)
 		h.ServeHTTP(t, memberPort, "srv"+strconv.Itoa(i+1))
-		members, names = append(members, h), append(names, "srv"+strconv.Itoa(i+1))
+		b.members, names = append(b.members, h), append(names, "srv"+strconv.Itoa(i+1))
 	}
-	lb.Connect(sw)
-	dumpOnFailure(t, sw, lb)
-	vip := lb.MustCreateVIP("dsr", vipAddr, sdnlb.ProtocolTCP, memberPort, nil)
+	b.lb.Connect(sw)
+	dumpOnFailure(t, sw, b.lb)
+	b.vip = b.lb.MustCreateVIP("dsr", vipAddr, sdnlb.ProtocolTCP, memberPort, nil)
 	var pool sdnlb.Pool
-	lb.MustAPI("POST", "/v1/pools", map[string]any{"name": "dsr", "vip_id": vip.ID, "lb_method": sdnlb.RoundRobin,
-		"protocol": sdnlb.ProtocolTCP, "dispatch": sdnlb.DispatchSwitch, "forwarding": sdnlb.ForwardingDSR}, 201, &pool)
-	for _, h := range members {
-		lb.MustCreateMember(&pool, h.IP, 0)
+	b.lb.MustAPI("POST", "/v1/pools", map[string]any{"name": "dsr", "vip_id": b.vip.ID, "lb_method": sdnlb.RoundRobin,
+		"protocol": sdnlb.ProtocolTCP, "dispatch": dispatch, "forwarding": sdnlb.ForwardingDSR}, 201, &pool)
+	b.pool = &pool
+	for _, h := range b.members {
+		b.lb.MustCreateMember(&pool, h.IP, 0)
 	}
-	b := &lbBed{sw: sw, lb: lb, clients: clients, members: members, vip: vip, pool: &pool}
+	b.lb.WaitPoolMembers(pool.ID, len(b.members), 10*time.Second)
+	return b, "http://" + net.JoinHostPort(vipAddr, strconv.Itoa(memberPort)) + "/", names
+}
+
+// A SWITCH DSR pool: members hold the VIP on their loopback and answer
+// clients straight from it; the switch only rewrites the destination MAC.
+func TestDispatch_SwitchDSR(t *testing.T) {
+	b, url, names := newDSRBed(t, openFlow13, sdnlb.DispatchSwitch)
 	b.waitBuckets(t, 3, 10*time.Second)
-	url := "http://" + net.JoinHostPort(vipAddr, strconv.Itoa(memberPort)) + "/"
-	requireAll(t, spread(t, clients, url, 30), names)
-	if n := lb.Metric("sdnlb_controller_setups_total"); n != 0 {
+	requireAll(t, spread(t, b.clients, url, 30), names)
+	if n := b.lb.Metric("sdnlb_controller_setups_total"); n != 0 {
 		t.Errorf("the controller set up %v connections, want none: the switch dispatches", n)
 	}
-	lb.Kill()
-	requireAll(t, spread(t, clients, url, 30), names)
+	b.lb.Kill()
+	requireAll(t, spread(t, b.clients, url, 30), names)
 }
 
 // A CONTROLLER DSR pool: the controller picks each connection's member
@@ -143,41 +151,18 @@ func TestDispatch_SwitchDSR(t *testing.T) {
 // members answer clients straight from the VIP.
 func TestDispatch_ControllerDSR(t *testing.T) {
 	forEachOpenFlow(t, func(t *testing.T, protocol string) {
-		sw := NewSwitch(t)
-		sw.Protocol = protocol
-		lb := startSDNLB(t)
-		c := sw.AddHost(t, "c1", sw.Addr(1))
-		vipAddr := sw.Addr(100)
-		var names []string
-		var members []*Host
-		for i := range 3 {
-			h := sw.AddHost(t, "m"+strconv.Itoa(i+1), sw.Addr(byte(11+i)))
-			holdVIP(t, h, vipAddr)
-			h.ServeHTTP(t, memberPort, "srv"+strconv.Itoa(i+1))
-			members, names = append(members, h), append(names, "srv"+strconv.Itoa(i+1))
-		}
-		lb.Connect(sw)
-		dumpOnFailure(t, sw, lb)
-		vip := lb.MustCreateVIP("dsr", vipAddr, sdnlb.ProtocolTCP, memberPort, nil)
-		var pool sdnlb.Pool
-		lb.MustAPI("POST", "/v1/pools", map[string]any{"name": "dsr", "vip_id": vip.ID, "lb_method": sdnlb.RoundRobin,
-			"protocol": sdnlb.ProtocolTCP, "dispatch": sdnlb.DispatchController, "forwarding": sdnlb.ForwardingDSR}, 201, &pool)
-		for _, h := range members {
-			lb.MustCreateMember(&pool, h.IP, 0)
-		}
-		lb.WaitPoolMembers(pool.ID, len(members), 10*time.Second)
-		url := "http://" + net.JoinHostPort(vipAddr, strconv.Itoa(memberPort)) + "/"
-		counts := spread(t, []*Host{c}, url, 30)
+		b, url, names := newDSRBed(t, protocol, sdnlb.DispatchController)
+		counts := spread(t, b.clients[:1], url, 30)
 		for _, n := range names {
 			if counts[n] != 10 {
 				t.Errorf("answers %v, want 10 from each of %v (round robin)", counts, names)
 				break
 			}
 		}
-		if n := lb.Metric("sdnlb_controller_setups_total"); n != 30 {
+		if n := b.lb.Metric("sdnlb_controller_setups_total"); n != 30 {
 			t.Errorf("the controller set up %v connections, want 30", n)
 		}
-		for _, f := range sw.DumpFlows() {
+		for _, f := range b.sw.DumpFlows() {
 			if strings.Contains(f, "cookie=0x5d11") {
 				t.Errorf("a DSR connection has a member → client flow: %s", f)
 			}
