@@ -17,10 +17,7 @@ const (
 	MonitorTCP   MonitorType = "TCP"   // a TCP connect
 	MonitorHTTP  MonitorType = "HTTP"  // a request whose status must be in ExpectedCodes
 	MonitorHTTPS MonitorType = "HTTPS" // the same over TLS
-	// MonitorAgent asks the member's agent, on Port, for one line saying
-	// how loaded the member is and whether it takes connections
-	// (HAProxy's agent check).
-	MonitorAgent MonitorType = "AGENT"
+	MonitorAgent MonitorType = "AGENT" // one line from the member's agent, on Port: how loaded it is, whether it takes connections (HAProxy's agent check)
 )
 
 // Valid reports whether t is a monitor type.

@@ -59,8 +59,10 @@ func methodsWhere(ok func(LBMethod) bool) []LBMethod {
 	return out
 }
 
-// MaxSlowStart bounds a pool's slow start.
-const MaxSlowStart = Seconds(3600)
+// MaxSlowStart bounds a pool's slow start, in seconds. Untyped: a
+// constant of type Seconds would make the spec's generator take Seconds
+// for an enum.
+const MaxSlowStart = 3600
 
 // Dispatch says who picks the member of a new connection to a pool.
 type Dispatch string
