@@ -151,7 +151,7 @@ func (v *VIP) Replacement() VIPUpdate {
 func (p *Pool) spec() []specField {
 	return []specField{{"name", p.Name}, {"description", p.Description}, {"vip_id", p.VIPID},
 		{"lb_method", p.LBMethod}, {"dispatch", p.Dispatch}, {"forwarding", p.Forwarding},
-		{"protocol", p.Protocol}, {"admin_state_up", p.AdminStateUp}, {"monitor_ids", p.MonitorIDs}}
+		{"protocol", p.Protocol}, {"admin_state_up", p.AdminStateUp}, {"slow_start", p.SlowStart}, {"monitor_ids", p.MonitorIDs}}
 }
 
 // Changes lists the fields a client declares that differ in to, the
@@ -164,12 +164,13 @@ func (p *Pool) Replacement() PoolUpdate {
 	return PoolUpdate{
 		Name: &p.Name, Description: &p.Description, VIPID: &p.VIPID, LBMethod: &p.LBMethod,
 		Dispatch: &p.Dispatch, Forwarding: &p.Forwarding, Protocol: &p.Protocol, AdminStateUp: &p.AdminStateUp,
+		SlowStart: &p.SlowStart,
 	}
 }
 
 func (m *Member) spec() []specField {
 	return []specField{{"pool_id", m.PoolID}, {"address", m.Address}, {"port", m.Port},
-		{"weight", m.Weight}, {"admin_state_up", m.AdminStateUp}}
+		{"weight", m.Weight}, {"capacity", m.Capacity}, {"admin_state_up", m.AdminStateUp}}
 }
 
 // Changes lists the fields a client declares that differ in to.
@@ -178,13 +179,14 @@ func (m *Member) Changes(to *Member) []FieldChange { return fieldChanges(m.spec(
 // Replacement is the update that sets every field a client sets to m's;
 // the pool cannot change, so it is only there to be checked.
 func (m *Member) Replacement() MemberUpdate {
-	return MemberUpdate{PoolID: &m.PoolID, Address: &m.Address, Port: &m.Port, Weight: &m.Weight, AdminStateUp: &m.AdminStateUp}
+	return MemberUpdate{PoolID: &m.PoolID, Address: &m.Address, Port: &m.Port, Weight: &m.Weight, Capacity: &m.Capacity,
+		AdminStateUp: &m.AdminStateUp}
 }
 
 func (m *Monitor) spec() []specField {
 	return []specField{{"name", m.Name}, {"type", m.Type}, {"delay", m.Delay}, {"timeout", m.Timeout},
 		{"max_retries", m.MaxRetries}, {"rise", m.Rise}, {"http_method", m.HTTPMethod}, {"url_path", m.URLPath},
-		{"expected_codes", m.ExpectedCodes}, {"tls_verify", m.TLSVerify}, {"admin_state_up", m.AdminStateUp}}
+		{"expected_codes", m.ExpectedCodes}, {"tls_verify", m.TLSVerify}, {"port", m.Port}, {"admin_state_up", m.AdminStateUp}}
 }
 
 // Changes lists the fields a client declares that differ in to. The

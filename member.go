@@ -18,6 +18,9 @@ const (
 // MaxWeight is the largest member weight, as in LBaaS.
 const MaxWeight = 256
 
+// MaxCapacity is the largest member capacity, in connections.
+const MaxCapacity = 10_000_000
+
 // MemberHealth is what the health monitors last found. Status is UP, DOWN
 // or NO_MONITOR; only the health monitors write it.
 type MemberHealth struct {
@@ -103,6 +106,9 @@ func (m *Member) Validate() error {
 	if m.Weight < 0 || m.Weight > MaxWeight {
 		return FieldErrorf(EINVALID, "weight", "weight must be 0-%d, not %d", MaxWeight, m.Weight)
 	}
+	if m.Capacity < 0 || m.Capacity > MaxCapacity {
+		return FieldErrorf(EINVALID, "capacity", "capacity must be 0-%d connections (0: no bound), not %d", MaxCapacity, m.Capacity)
+	}
 	return nil
 }
 
@@ -115,6 +121,7 @@ type MemberUpdate struct {
 	Address      *string
 	Port         *int
 	Weight       *int
+	Capacity     *int
 	AdminStateUp *bool
 }
 
@@ -134,6 +141,7 @@ func (u *MemberUpdate) Apply(m *Member) {
 	setIf(&m.Address, u.Address)
 	setIf(&m.Port, u.Port)
 	setIf(&m.Weight, u.Weight)
+	setIf(&m.Capacity, u.Capacity)
 	setIf(&m.AdminStateUp, u.AdminStateUp)
 }
 

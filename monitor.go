@@ -17,15 +17,12 @@ const (
 	MonitorTCP   MonitorType = "TCP"   // a TCP connect
 	MonitorHTTP  MonitorType = "HTTP"  // a request whose status must be in ExpectedCodes
 	MonitorHTTPS MonitorType = "HTTPS" // the same over TLS
-	// MonitorAgent asks the member's agent, on Port, for one line saying
-	// how loaded the member is and whether it takes connections
-	// (HAProxy's agent check).
-	MonitorAgent MonitorType = "AGENT"
+	MonitorAgent MonitorType = "AGENT" // one line from the member's agent, on Port: how loaded it is, whether it takes connections (HAProxy's agent check)
 )
 
 // Valid reports whether t is a monitor type.
 func (t MonitorType) Valid() bool {
-	return t == MonitorPING || t == MonitorTCP || t == MonitorHTTP || t == MonitorHTTPS
+	return t == MonitorPING || t == MonitorTCP || t == MonitorHTTP || t == MonitorHTTPS || t == MonitorAgent
 }
 
 // IsHTTP reports whether monitors of type t send HTTP requests.
@@ -79,7 +76,15 @@ func (m *Monitor) Validate() error {
 		return FieldErrorf(EINVALID, "type", "type is required")
 	}
 	if !m.Type.Valid() {
-		return FieldErrorf(EINVALID, "type", "type must be PING, TCP, HTTP or HTTPS, not %q", m.Type)
+		return FieldErrorf(EINVALID, "type", "type must be PING, TCP, HTTP, HTTPS or AGENT, not %q", m.Type)
+	}
+	switch {
+	case m.Type == MonitorAgent && m.Port == 0:
+		return FieldErrorf(EINVALID, "port", "port is required: an AGENT monitor asks the agent on that TCP port of each member")
+	case m.Type == MonitorAgent && (m.Port < 1 || m.Port > 65535):
+		return FieldErrorf(EINVALID, "port", "port must be 1-65535, not %d", m.Port)
+	case m.Type != MonitorAgent && m.Port != 0:
+		return FieldErrorf(EINVALID, "port", "port is for AGENT monitors only and must be 0 for a %s monitor, which probes the member's own port, not %d", m.Type, m.Port)
 	}
 	// Negated, so that NaN fails too.
 	if !(m.Delay >= MinMonitorDelay && m.Delay <= 3600) {
@@ -145,6 +150,7 @@ type MonitorUpdate struct {
 	URLPath       *string
 	ExpectedCodes *string
 	TLSVerify     *bool
+	Port          *int
 	AdminStateUp  *bool
 }
 
@@ -160,6 +166,7 @@ func (u *MonitorUpdate) Apply(m *Monitor) {
 	setIf(&m.URLPath, u.URLPath)
 	setIf(&m.ExpectedCodes, u.ExpectedCodes)
 	setIf(&m.TLSVerify, u.TLSVerify)
+	setIf(&m.Port, u.Port)
 	setIf(&m.AdminStateUp, u.AdminStateUp)
 }
 

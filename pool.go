@@ -34,11 +34,35 @@ func ValidLBMethod(m LBMethod) bool { return slices.Contains(LBMethods, m) }
 // SwitchPicks reports whether a switch can pick members by m. A select
 // group spreads new connections over the members' weighted shares by a
 // hash of each connection: over many connections that is what
-// ROUND_ROBIN, WEIGHTED_ROUND_ROBIN, RANDOM and CONSISTENT_HASH ask for.
+// ROUND_ROBIN, WEIGHTED_ROUND_ROBIN, RANDOM and CONSISTENT_HASH ask for,
+// and ADAPTIVE, whose weights the controller turns into the buckets'.
 // The other methods need the controller's exact per-connection decision.
 func (m LBMethod) SwitchPicks() bool {
-	return m == RoundRobin || m == WeightedRoundRobin || m == Random || m == ConsistentHash
+	return m == RoundRobin || m == WeightedRoundRobin || m == Random || m == ConsistentHash || m == Adaptive
 }
+
+// SlowStarts reports whether a pool balancing by m can ramp a member's
+// share up slowly (Pool.SlowStart): only the methods that weigh members
+// by a share that can grow.
+func (m LBMethod) SlowStarts() bool {
+	return m == WeightedRoundRobin || m == WeightedLeastConnections || m == Adaptive
+}
+
+// methodsWhere lists the methods for which ok holds, for messages.
+func methodsWhere(ok func(LBMethod) bool) []LBMethod {
+	var out []LBMethod
+	for _, m := range LBMethods {
+		if ok(m) {
+			out = append(out, m)
+		}
+	}
+	return out
+}
+
+// MaxSlowStart bounds a pool's slow start, in seconds. Untyped: a
+// constant of type Seconds would make the spec's generator take Seconds
+// for an enum.
+const MaxSlowStart = 3600
 
 // Dispatch says who picks the member of a new connection to a pool.
 type Dispatch string
@@ -155,8 +179,17 @@ func (p *Pool) Validate() error {
 	}
 	if p.Dispatch == DispatchSwitch && !p.LBMethod.SwitchPicks() {
 		return FieldErrorf(EINVALID, "dispatch",
-			"a switch cannot pick members by %s, only by hash (%s, %s, %s, %s): use dispatch %s",
-			p.LBMethod, RoundRobin, WeightedRoundRobin, Random, ConsistentHash, DispatchController)
+			"dispatch %s cannot pick members by %s, only by the members' shares (%v): use dispatch %s",
+			DispatchSwitch, p.LBMethod, methodsWhere(LBMethod.SwitchPicks), DispatchController)
+	}
+	// Negated, so that NaN fails too.
+	if !(p.SlowStart >= 0 && p.SlowStart <= MaxSlowStart) {
+		return FieldErrorf(EINVALID, "slow_start", "slow_start must be 0-%v seconds, not %v", float64(MaxSlowStart), float64(p.SlowStart))
+	}
+	if p.SlowStart > 0 && !p.LBMethod.SlowStarts() {
+		return FieldErrorf(EINVALID, "slow_start",
+			"%s does not weigh members, so it cannot ramp one up: slow_start needs one of %v, or 0",
+			p.LBMethod, methodsWhere(LBMethod.SlowStarts))
 	}
 	if !p.Forwarding.Valid() {
 		return FieldErrorf(EINVALID, "forwarding", "forwarding %q is not one of %v", p.Forwarding, Forwardings)
@@ -177,6 +210,7 @@ type PoolUpdate struct {
 	Forwarding   *Forwarding
 	Protocol     *Protocol
 	AdminStateUp *bool
+	SlowStart    *Seconds
 	// UnsetLBMethod puts back the default method, as chosen by no client
 	// (a Floodlight client posting the pool again without lb_method).
 	UnsetLBMethod bool
@@ -198,6 +232,7 @@ func (u *PoolUpdate) Apply(p *Pool) {
 	setIf(&p.Forwarding, u.Forwarding)
 	setIf(&p.Protocol, u.Protocol)
 	setIf(&p.AdminStateUp, u.AdminStateUp)
+	setIf(&p.SlowStart, u.SlowStart)
 	if u.Dispatch == nil && !p.LBMethod.SwitchPicks() {
 		p.Dispatch = DispatchController // the method needs it, and no dispatch was asked for
 	}

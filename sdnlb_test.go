@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"net"
+	"slices"
 	"strings"
 	"testing"
 
@@ -118,6 +119,26 @@ func TestPool_Validate(t *testing.T) {
 		"ErrForwardingEmpty": {func(p *sdnlb.Pool) { p.Forwarding = "" }, "forwarding"},
 		"ErrForwardingCase":  {func(p *sdnlb.Pool) { p.Forwarding = "dsr" }, "forwarding"},
 		"ErrProtocol":        {func(p *sdnlb.Pool) { p.Protocol = "SCTP" }, "protocol"},
+		"OKAdaptiveSwitch":   {func(p *sdnlb.Pool) { p.LBMethod = sdnlb.Adaptive }, ""},
+		"OKSlowStart": {func(p *sdnlb.Pool) {
+			p.LBMethod, p.SlowStart = sdnlb.WeightedRoundRobin, 30.5
+		}, ""},
+		"OKSlowStartMax": {func(p *sdnlb.Pool) {
+			p.LBMethod, p.Dispatch, p.SlowStart = sdnlb.WeightedLeastConnections, sdnlb.DispatchController, sdnlb.MaxSlowStart
+		}, ""},
+		"OKSlowStartAdaptive":    {func(p *sdnlb.Pool) { p.LBMethod, p.SlowStart = sdnlb.Adaptive, 1 }, ""},
+		"OKSlowStartZero":        {func(p *sdnlb.Pool) { p.LBMethod, p.SlowStart = sdnlb.RoundRobin, 0 }, ""},
+		"ErrSlowStartNegative":   {func(p *sdnlb.Pool) { p.LBMethod, p.SlowStart = sdnlb.Adaptive, -1 }, "slow_start"},
+		"ErrSlowStartHigh":       {func(p *sdnlb.Pool) { p.LBMethod, p.SlowStart = sdnlb.Adaptive, 3600.5 }, "slow_start"},
+		"ErrSlowStartNaN":        {func(p *sdnlb.Pool) { p.LBMethod, p.SlowStart = sdnlb.Adaptive, sdnlb.Seconds(math.NaN()) }, "slow_start"},
+		"ErrSlowStartInf":        {func(p *sdnlb.Pool) { p.LBMethod, p.SlowStart = sdnlb.Adaptive, sdnlb.Seconds(math.Inf(1)) }, "slow_start"},
+		"ErrSlowStartRoundRobin": {func(p *sdnlb.Pool) { p.SlowStart = 10 }, "slow_start"},
+		"ErrSlowStartConsistent": {func(p *sdnlb.Pool) { p.LBMethod, p.SlowStart = sdnlb.ConsistentHash, 10 }, "slow_start"},
+		"ErrSlowStartLeastConns": {func(p *sdnlb.Pool) {
+			p.LBMethod, p.Dispatch, p.SlowStart = sdnlb.LeastConnections, sdnlb.DispatchController, 10
+		}, "slow_start"},
+		"ErrDispatchLeastConns":   {func(p *sdnlb.Pool) { p.LBMethod = sdnlb.LeastConnections }, "dispatch"},
+		"ErrDispatchWeightedConn": {func(p *sdnlb.Pool) { p.LBMethod = sdnlb.WeightedLeastConnections }, "dispatch"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			p := sdnlb.NewPool()
@@ -130,6 +151,14 @@ func TestPool_Validate(t *testing.T) {
 				assertMentions(t, err, "SWITCH", "CONTROLLER")
 			case "forwarding":
 				assertMentions(t, err, "NAT", "DSR")
+			case "slow_start":
+				assertMentions(t, err, "slow_start")
+				if p.SlowStart > 0 && p.SlowStart <= sdnlb.MaxSlowStart {
+					assertMentions(t, err, "WEIGHTED_ROUND_ROBIN", "WEIGHTED_LEAST_CONNECTIONS", "ADAPTIVE")
+				}
+			}
+			if tc.field == "dispatch" && p.Dispatch == sdnlb.DispatchSwitch {
+				assertMentions(t, err, "ROUND_ROBIN", "WEIGHTED_ROUND_ROBIN", "RANDOM", "CONSISTENT_HASH", "ADAPTIVE", "CONTROLLER")
 			}
 		})
 	}
@@ -183,10 +212,42 @@ func TestPoolUpdate_ApplyMethodNeedsController(t *testing.T) {
 	if err := p.Validate(); sdnlb.ErrorField(err) != "dispatch" {
 		t.Errorf("SWITCH with SOURCE_IP: %v, want an error on dispatch", err)
 	}
-	p = sdnlb.NewPool()
-	(&sdnlb.PoolUpdate{LBMethod: ptr(sdnlb.ConsistentHash)}).Apply(p)
-	if p.Dispatch != sdnlb.DispatchSwitch {
-		t.Errorf("CONSISTENT_HASH moved the pool to %s", p.Dispatch)
+	for _, m := range []sdnlb.LBMethod{sdnlb.ConsistentHash, sdnlb.Adaptive} {
+		p = sdnlb.NewPool()
+		(&sdnlb.PoolUpdate{LBMethod: ptr(m)}).Apply(p)
+		if p.Dispatch != sdnlb.DispatchSwitch {
+			t.Errorf("%s moved the pool to %s", m, p.Dispatch)
+		}
+	}
+}
+
+func TestLBMethod_SwitchPicksAndSlowStarts(t *testing.T) {
+	var picks, slow []sdnlb.LBMethod
+	for _, m := range sdnlb.LBMethods {
+		if m.SwitchPicks() {
+			picks = append(picks, m)
+		}
+		if m.SlowStarts() {
+			slow = append(slow, m)
+		}
+	}
+	if want := []sdnlb.LBMethod{sdnlb.RoundRobin, sdnlb.WeightedRoundRobin, sdnlb.Random, sdnlb.ConsistentHash, sdnlb.Adaptive}; !slices.Equal(picks, want) {
+		t.Errorf("the switch picks by %v, want %v", picks, want)
+	}
+	if want := []sdnlb.LBMethod{sdnlb.WeightedRoundRobin, sdnlb.WeightedLeastConnections, sdnlb.Adaptive}; !slices.Equal(slow, want) {
+		t.Errorf("slow start with %v, want %v", slow, want)
+	}
+}
+
+func TestPoolUpdate_ApplySlowStart(t *testing.T) {
+	p := sdnlb.NewPool()
+	(&sdnlb.PoolUpdate{LBMethod: ptr(sdnlb.Adaptive), SlowStart: ptr(sdnlb.Seconds(20))}).Apply(p)
+	if p.SlowStart != 20 {
+		t.Fatalf("slow start %v, want 20", p.SlowStart)
+	}
+	(&sdnlb.PoolUpdate{Name: ptr("x")}).Apply(p)
+	if p.SlowStart != 20 {
+		t.Fatalf("an update without it changed slow start to %v", p.SlowStart)
 	}
 }
 
@@ -266,6 +327,10 @@ func TestMember_Validate(t *testing.T) {
 		"ErrNoAddress":  {func(m *sdnlb.Member) { m.Address = "" }, "address"},
 		"ErrPort":       {func(m *sdnlb.Member) { m.Port = -1 }, "port"},
 		"ErrWeightHigh": {func(m *sdnlb.Member) { m.Weight = 257 }, "weight"},
+		"OKCapacity":    {func(m *sdnlb.Member) { m.Capacity = 1000 }, ""},
+		"OKCapacityMax": {func(m *sdnlb.Member) { m.Capacity = sdnlb.MaxCapacity }, ""},
+		"ErrCapacity":   {func(m *sdnlb.Member) { m.Capacity = -1 }, "capacity"},
+		"ErrCapacityHi": {func(m *sdnlb.Member) { m.Capacity = sdnlb.MaxCapacity + 1 }, "capacity"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			m := sdnlb.NewMember()
@@ -304,15 +369,20 @@ func TestMember_EffectiveStatus(t *testing.T) {
 		want   sdnlb.MemberStatus
 		rot    bool
 	}{
-		"Up":        {true, 1, sdnlb.MemberUp, sdnlb.MemberUp, true},
-		"Down":      {true, 1, sdnlb.MemberDown, sdnlb.MemberDown, false},
-		"NoMonitor": {true, 1, sdnlb.MemberNoMonitor, sdnlb.MemberNoMonitor, true},
-		"Unset":     {true, 1, "", sdnlb.MemberNoMonitor, true},
-		"AdminDown": {false, 1, sdnlb.MemberUp, sdnlb.MemberDraining, false},
-		"Weight0":   {true, 0, sdnlb.MemberUp, sdnlb.MemberDraining, false},
+		"Up":         {true, 1, sdnlb.MemberUp, sdnlb.MemberUp, true},
+		"Down":       {true, 1, sdnlb.MemberDown, sdnlb.MemberDown, false},
+		"NoMonitor":  {true, 1, sdnlb.MemberNoMonitor, sdnlb.MemberNoMonitor, true},
+		"Unset":      {true, 1, "", sdnlb.MemberNoMonitor, true},
+		"AdminDown":  {false, 1, sdnlb.MemberUp, sdnlb.MemberDraining, false},
+		"Weight0":    {true, 0, sdnlb.MemberUp, sdnlb.MemberDraining, false},
+		"Agent":      {true, 1, sdnlb.MemberUp, sdnlb.MemberUp, true},
+		"AgentDrain": {true, 1, sdnlb.MemberUp, sdnlb.MemberDraining, false},
 	} {
 		t.Run(name, func(t *testing.T) {
 			m := &sdnlb.Member{AdminStateUp: tc.admin, Weight: tc.weight, Health: sdnlb.MemberHealth{Status: tc.health}}
+			if strings.HasPrefix(name, "Agent") {
+				m.Health.Agent = &sdnlb.AgentReport{Available: 50, Drain: name == "AgentDrain"}
+			}
 			if got := m.EffectiveStatus(); got != tc.want {
 				t.Errorf("status = %s, want %s", got, tc.want)
 			}
@@ -350,6 +420,18 @@ func TestMonitor_Validate(t *testing.T) {
 		"OKCodesIgnoredForTCP": {func(m *sdnlb.Monitor) {
 			m.Type, m.ExpectedCodes = sdnlb.MonitorTCP, "x"
 		}, ""},
+		"OKAgent": {func(m *sdnlb.Monitor) {
+			m.Type, m.Port, m.URLPath, m.ExpectedCodes = sdnlb.MonitorAgent, 5555, "x", "x"
+		}, ""},
+		"OKAgentPortMax":   {func(m *sdnlb.Monitor) { m.Type, m.Port = sdnlb.MonitorAgent, 65535 }, ""},
+		"ErrAgentNoPort":   {func(m *sdnlb.Monitor) { m.Type = sdnlb.MonitorAgent }, "port"},
+		"ErrAgentPortHigh": {func(m *sdnlb.Monitor) { m.Type, m.Port = sdnlb.MonitorAgent, 65536 }, "port"},
+		"ErrAgentPortNeg":  {func(m *sdnlb.Monitor) { m.Type, m.Port = sdnlb.MonitorAgent, -1 }, "port"},
+		"ErrAgentDelay":    {func(m *sdnlb.Monitor) { m.Type, m.Port, m.Delay = sdnlb.MonitorAgent, 5555, 0 }, "delay"},
+		"ErrAgentRise":     {func(m *sdnlb.Monitor) { m.Type, m.Port, m.Rise = sdnlb.MonitorAgent, 5555, 0 }, "rise"},
+		"ErrPortOnHTTP":    {func(m *sdnlb.Monitor) { m.Port = 5555 }, "port"},
+		"ErrPortOnTCP":     {func(m *sdnlb.Monitor) { m.Type, m.Port = sdnlb.MonitorTCP, 80 }, "port"},
+		"ErrPortOnPING":    {func(m *sdnlb.Monitor) { m.Type, m.Port = sdnlb.MonitorPING, 1 }, "port"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			m := sdnlb.NewMonitor()

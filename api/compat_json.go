@@ -236,7 +236,7 @@ func (rd *flatReader) monitorType(key string) *sdnlb.MonitorType {
 		if t == "ICMP" {
 			t = sdnlb.MonitorPING
 		}
-		return t, t.Valid()
+		return t, t.Valid() && t != sdnlb.MonitorAgent // an agent needs a port, which Floodlight has no key for
 	})
 }
 

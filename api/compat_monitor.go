@@ -31,10 +31,11 @@ func (s *Server) compatMonitors() compatKind[sdnlb.Monitor, sdnlb.MonitorUpdate]
 }
 
 // replaceMonitor makes a monitor the one m describes; its pools, and its
-// settings Floodlight has no key for (rise, the HTTP check), stay.
+// settings Floodlight has no key for (rise, the HTTP check), stay. An
+// agent's port goes: Floodlight's types probe the member's own port.
 func replaceMonitor(m *sdnlb.Monitor, _ sdnlb.MonitorUpdate) sdnlb.MonitorUpdate {
 	return sdnlb.MonitorUpdate{Name: &m.Name, Type: &m.Type, Delay: &m.Delay, Timeout: &m.Timeout, MaxRetries: &m.MaxRetries,
-		AdminStateUp: &m.AdminStateUp}
+		Port: &m.Port, AdminStateUp: &m.AdminStateUp}
 }
 
 // compatMonitorError renames the native max_retries to Floodlight's key.

@@ -501,3 +501,23 @@ func TestCompat_PoolManyMembers(t *testing.T) {
 		}
 	}
 }
+
+// Floodlight's routes know no AGENT monitor: they take none, and a
+// monitor they replace is of one of their types, without an agent's port.
+func TestCompat_AgentMonitor(t *testing.T) {
+	agent := sdnlb.NewMonitor()
+	agent.ID, agent.Type, agent.Port = "ag", sdnlb.MonitorAgent, 5555
+	srv := mustMemStore(t, agent).server()
+	runCompatSteps(t, srv, []routeCase{
+		{name: "ListShowsAgent", method: "GET", path: "/health_monitors/ag/", status: 200,
+			want: `[{"id":"ag","address":null,"name":null,"type":"AGENT","poolId":null}]`},
+		{name: "ErrCreateAgent", method: "POST", path: "/health_monitors/", body: `{"id":"x","type":"agent"}`, status: 400, code: sdnlb.EINVALID, field: "type"},
+		{name: "ReplacedAsTCP", method: "POST", path: "/health_monitors/", body: `{"id":"ag","name":"check"}`, status: 200,
+			want: `{"id":"ag","address":null,"name":"check","type":"6","poolId":null}`},
+	})
+	var m sdnlb.Monitor
+	decodeBody(t, testRequest(t, MustServe(t, srv), "GET", "/v1/monitors/ag", ""), 200, &m)
+	if m.Type != sdnlb.MonitorTCP || m.Port != 0 {
+		t.Errorf("replaced monitor %s port %d, want TCP on the member's own port (0)", m.Type, m.Port)
+	}
+}

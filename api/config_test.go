@@ -232,11 +232,14 @@ func TestServer_ConfigExportRoundTrip(t *testing.T) {
 	other := sdnlb.NewVIP()
 	other.ID, other.Address = "a-first", "10.0.0.101"
 	pool := sdnlb.NewPool()
-	pool.ID, pool.Name, pool.Description, pool.VIPID, pool.LBMethod, pool.Dispatch = "p", "dns", "resolvers", "v", sdnlb.SourceIP, sdnlb.DispatchController
-	pool.Forwarding, pool.Protocol, pool.AdminStateUp = sdnlb.ForwardingDSR, sdnlb.ProtocolUDP, false
+	pool.ID, pool.Name, pool.Description, pool.VIPID, pool.LBMethod, pool.Dispatch = "p", "dns", "resolvers", "v", sdnlb.WeightedLeastConnections, sdnlb.DispatchController
+	pool.Forwarding, pool.Protocol, pool.AdminStateUp, pool.SlowStart = sdnlb.ForwardingDSR, sdnlb.ProtocolUDP, false, 12.5
 	member := sdnlb.NewMember()
 	member.ID, member.PoolID, member.Address, member.Port, member.Weight, member.AdminStateUp = "m", "p", "10.0.0.1", 53, 7, false
-	store := mustMemStore(t, mon, vip, other, pool, member)
+	member.Capacity = 250
+	agent := sdnlb.NewMonitor()
+	agent.ID, agent.Type, agent.Port = "a", sdnlb.MonitorAgent, 5555
+	store := mustMemStore(t, mon, agent, vip, other, pool, member)
 	if err := store.AssociateMonitor(context.Background(), "p", "h"); err != nil {
 		t.Fatal(err)
 	}

@@ -14,8 +14,9 @@ import (
 // pool and address, none of them required: absent ones take their
 // defaults on POST and PUT and stay as they are on PATCH.
 type memberFields struct {
-	Port         *int  `json:"port" default:"0" example:"8080" validate:"optional"` // 0 (the default): the port the client asked the VIP for; in a DSR pool 0 or the VIP's port
-	Weight       *int  `json:"weight" default:"1" example:"1" validate:"optional"`  // 0-256; 0 drains the member
+	Port         *int  `json:"port" default:"0" example:"8080" validate:"optional"`     // 0 (the default): the port the client asked the VIP for; in a DSR pool 0 or the VIP's port
+	Weight       *int  `json:"weight" default:"1" example:"1" validate:"optional"`      // 0-256; 0 drains the member
+	Capacity     *int  `json:"capacity" default:"0" example:"1000" validate:"optional"` // connections the member can hold, 0-10000000; 0 (the default): no bound. ADAPTIVE weighs the member by the share of it that is free
 	AdminStateUp *bool `json:"admin_state_up" default:"true" example:"true" validate:"optional"`
 
 	Status    readOnly `json:"status" swaggerignore:"true"`
@@ -50,7 +51,8 @@ type memberPatch struct {
 }
 
 func (f *memberFields) update(poolID, address *string) sdnlb.MemberUpdate {
-	return sdnlb.MemberUpdate{PoolID: poolID, Address: address, Port: f.Port, Weight: f.Weight, AdminStateUp: f.AdminStateUp}
+	return sdnlb.MemberUpdate{PoolID: poolID, Address: address, Port: f.Port, Weight: f.Weight, Capacity: f.Capacity,
+		AdminStateUp: f.AdminStateUp}
 }
 
 func (req *memberCreate) created() (sdnlb.MemberUpdate, *string) {
@@ -65,7 +67,8 @@ func (req *memberReplace) replacement() sdnlb.MemberUpdate {
 	m := sdnlb.NewMember()
 	u := req.update(req.PoolID, req.Address)
 	u.Apply(m)
-	return sdnlb.MemberUpdate{PoolID: req.PoolID, Address: &m.Address, Port: &m.Port, Weight: &m.Weight, AdminStateUp: &m.AdminStateUp}
+	return sdnlb.MemberUpdate{PoolID: req.PoolID, Address: &m.Address, Port: &m.Port, Weight: &m.Weight, Capacity: &m.Capacity,
+		AdminStateUp: &m.AdminStateUp}
 }
 
 // members lays the live health over every member it answers with.
@@ -83,7 +86,9 @@ type memberList struct {
 }
 
 // overlayHealth lays the health monitors' latest probe over what the store
-// keeps, as long as both agree on the status (else the store is newer).
+// keeps, as long as both agree on the status (else the store is newer),
+// and the agent's latest report while both agree on its drain, which the
+// member's status follows.
 func (s *Server) overlayHealth(m *sdnlb.Member) {
 	if s.HealthReporter == nil {
 		return
@@ -95,6 +100,9 @@ func (s *Server) overlayHealth(m *sdnlb.Member) {
 	m.Health.LastCheck = h.LastCheck
 	m.Health.LatencyMS = h.LatencyMS
 	m.Health.LastError = h.LastError
+	if h.Agent != nil && m.Health.Agent != nil && h.Agent.Drain == m.Health.Agent.Drain {
+		m.Health.Agent = h.Agent
+	}
 }
 
 // handleMemberList lists members in id order.

@@ -76,6 +76,11 @@ func TestMemberRoutes(t *testing.T) {
 				t.Errorf("got %+v", m)
 			}
 		})},
+		{name: "PatchCapacityOK", method: "PATCH", path: "/v1/members/m1", body: `{"capacity":2000}`, status: 200, check: decoded(func(t *testing.T, m *sdnlb.Member) {
+			if m.Capacity != 2000 || m.Weight != 5 {
+				t.Errorf("got %+v", m)
+			}
+		})},
 		{name: "PatchSamePoolOK", method: "PATCH", path: "/v1/members/m1", body: `{"pool_id":"p1","port":81}`, status: 200, check: decoded(func(t *testing.T, m *sdnlb.Member) {
 			if m.Port != 81 {
 				t.Errorf("got %+v", m)
@@ -103,6 +108,42 @@ func TestMemberRoutes(t *testing.T) {
 		}
 	})
 
+	t.Run("AgentOverlay", func(t *testing.T) {
+		// The live report is fresher than the stored one, as long as both
+		// agree on the drain, which the member's status follows.
+		storedAgent := &sdnlb.AgentReport{Available: 80, At: checked}
+		for _, tc := range []struct {
+			name      string
+			live      *sdnlb.AgentReport
+			available int
+		}{
+			{"Fresher", &sdnlb.AgentReport{Available: 30, At: checked.Add(time.Second)}, 30},
+			{"DrainNotStoredYet", &sdnlb.AgentReport{Available: 30, Drain: true, At: checked.Add(time.Second)}, 80},
+			{"None", nil, 80},
+		} {
+			t.Run(tc.name, func(t *testing.T) {
+				members := newMembers(t)
+				find := members.FindMemberByIDFn
+				members.FindMemberByIDFn = func(ctx context.Context, id string) (*sdnlb.Member, error) {
+					m, err := find(ctx, id)
+					if m != nil {
+						m.Health.Agent = storedAgent
+					}
+					return m, err
+				}
+				agent := &mock.HealthReporter{MemberHealthFn: func(id string) (sdnlb.MemberHealth, bool) {
+					return sdnlb.MemberHealth{Status: sdnlb.MemberUp, Agent: tc.live}, true
+				}}
+				ts := MustServe(t, &Server{MemberService: members, HealthReporter: agent})
+				var m sdnlb.Member
+				decodeBody(t, testRequest(t, ts, "GET", "/v1/members/m1", ""), 200, &m)
+				if m.Health.Agent == nil || m.Health.Agent.Available != tc.available || m.Health.Agent.Drain || m.Status != sdnlb.MemberUp {
+					t.Errorf("member %s with agent %+v, want UP with %d%% available", m.Status, m.Health.Agent, tc.available)
+				}
+			})
+		}
+	})
+
 	t.Run("ListFiltersAndOverlay", func(t *testing.T) {
 		ts := MustServe(t, &Server{MemberService: newMembers(t), HealthReporter: live})
 		var l memberList
@@ -121,6 +162,8 @@ func TestMemberRoutes_Rejected(t *testing.T) {
 	assertRejections(t, mustMemStore(t, p1, p2, m1), []routeCase{
 		{name: "CreateErrPoolRequired", method: "POST", path: "/v1/members", body: `{"address":"10.0.0.4"}`, status: 400, code: sdnlb.EINVALID, field: "pool_id"},
 		{name: "CreateErrWeight", method: "POST", path: "/v1/members", body: `{"pool_id":"p2","address":"10.0.0.4","weight":257}`, status: 400, code: sdnlb.EINVALID, field: "weight"},
+		{name: "CreateErrCapacity", method: "POST", path: "/v1/members", body: `{"pool_id":"p2","address":"10.0.0.4","capacity":-1}`, status: 400, code: sdnlb.EINVALID, field: "capacity"},
+		{name: "PatchErrCapacity", method: "PATCH", path: "/v1/members/m1", body: `{"capacity":10000001}`, status: 400, code: sdnlb.EINVALID, field: "capacity"},
 		{name: "CreateErrHealthReadOnly", method: "POST", path: "/v1/members", body: `{"pool_id":"p2","address":"10.0.0.4","health":{}}`, status: 400, code: sdnlb.EINVALID, field: "health"},
 		{name: "PatchErrPoolChange", method: "PATCH", path: "/v1/members/m1", body: `{"pool_id":"p2"}`, status: 400, code: sdnlb.EINVALID, field: "pool_id"},
 		{name: "PutErrPoolChange", method: "PUT", path: "/v1/members/m1", body: `{"pool_id":"p2","address":"10.0.0.3"}`, status: 400, code: sdnlb.EINVALID, field: "pool_id"},

@@ -22,6 +22,7 @@ type monitorFields struct {
 	URLPath       *string        `json:"url_path" default:"/" example:"/" validate:"optional"`                     // HTTP and HTTPS
 	ExpectedCodes *string        `json:"expected_codes" default:"200" example:"200-299" validate:"optional"`       // HTTP and HTTPS: "200", "200-299", "200,202"
 	TLSVerify     *bool          `json:"tls_verify" default:"false" example:"false" validate:"optional"`           // HTTPS: verify the member's certificate
+	Port          *int           `json:"port" default:"0" example:"0" validate:"optional"`                         // AGENT: the agent's TCP port on each member, 1-65535, required; 0 for the other types, which probe the member's own port
 	AdminStateUp  *bool          `json:"admin_state_up" default:"true" example:"true" validate:"optional"`
 
 	PoolIDs   readOnly `json:"pool_ids" swaggerignore:"true"`
@@ -31,22 +32,22 @@ type monitorFields struct {
 
 // monitorCreate is the body of POST /v1/monitors.
 type monitorCreate struct {
-	ID   *string            `json:"id" example:"shop-check" validate:"optional"`                         // a UUID when absent
-	Type *sdnlb.MonitorType `json:"type" enums:"PING,TCP,HTTP,HTTPS" example:"HTTP" validate:"required"` // required: no type is a safe guess, as url_path and expected_codes mean nothing to TCP or PING (the Floodlight route takes TCP)
+	ID   *string            `json:"id" example:"shop-check" validate:"optional"`                               // a UUID when absent
+	Type *sdnlb.MonitorType `json:"type" enums:"PING,TCP,HTTP,HTTPS,AGENT" example:"HTTP" validate:"required"` // required: no type is a safe guess, as url_path and expected_codes mean nothing to TCP or PING (the Floodlight route takes TCP). AGENT asks an agent on the member, on port, how loaded it is (HAProxy's agent check)
 	monitorFields
 }
 
 // monitorReplace is the body of PUT /v1/monitors/{id}.
 type monitorReplace struct {
 	ID   readOnly           `json:"id" swaggerignore:"true"`
-	Type *sdnlb.MonitorType `json:"type" enums:"PING,TCP,HTTP,HTTPS" example:"HTTP" validate:"required"` // required: no type is a safe guess, as url_path and expected_codes mean nothing to TCP or PING (the Floodlight route takes TCP)
+	Type *sdnlb.MonitorType `json:"type" enums:"PING,TCP,HTTP,HTTPS,AGENT" example:"HTTP" validate:"required"` // required: no type is a safe guess, as url_path and expected_codes mean nothing to TCP or PING (the Floodlight route takes TCP). AGENT asks an agent on the member, on port, how loaded it is (HAProxy's agent check)
 	monitorFields
 }
 
 // monitorPatch is the body of PATCH /v1/monitors/{id}.
 type monitorPatch struct {
 	ID   readOnly           `json:"id" swaggerignore:"true"`
-	Type *sdnlb.MonitorType `json:"type" enums:"PING,TCP,HTTP,HTTPS" example:"HTTP" validate:"optional"`
+	Type *sdnlb.MonitorType `json:"type" enums:"PING,TCP,HTTP,HTTPS,AGENT" example:"HTTP" validate:"optional"`
 	monitorFields
 }
 
@@ -54,7 +55,7 @@ func (f *monitorFields) update(typ *sdnlb.MonitorType) sdnlb.MonitorUpdate {
 	return sdnlb.MonitorUpdate{
 		Name: f.Name, Type: typ, Delay: f.Delay, Timeout: f.Timeout, MaxRetries: f.MaxRetries,
 		Rise: f.Rise, HTTPMethod: f.HTTPMethod, URLPath: f.URLPath, ExpectedCodes: f.ExpectedCodes,
-		TLSVerify: f.TLSVerify, AdminStateUp: f.AdminStateUp,
+		TLSVerify: f.TLSVerify, Port: f.Port, AdminStateUp: f.AdminStateUp,
 	}
 }
 
@@ -71,7 +72,7 @@ func (req *monitorReplace) replacement() sdnlb.MonitorUpdate {
 	return sdnlb.MonitorUpdate{
 		Name: &m.Name, Type: &m.Type, Delay: &m.Delay, Timeout: &m.Timeout, MaxRetries: &m.MaxRetries,
 		Rise: &m.Rise, HTTPMethod: &m.HTTPMethod, URLPath: &m.URLPath, ExpectedCodes: &m.ExpectedCodes,
-		TLSVerify: &m.TLSVerify, AdminStateUp: &m.AdminStateUp,
+		TLSVerify: &m.TLSVerify, Port: &m.Port, AdminStateUp: &m.AdminStateUp,
 	}
 }
 

@@ -95,5 +95,44 @@ func TestMonitorRoutes_Rejected(t *testing.T) {
 		{name: "CreateErrPoolIDsReadOnly", method: "POST", path: "/v1/monitors", body: `{"pool_ids":["p1"]}`, status: 400, code: sdnlb.EINVALID, field: "pool_ids"},
 		{name: "CreateErrDelayType", method: "POST", path: "/v1/monitors", body: `{"delay":"5s"}`, status: 400, code: sdnlb.EINVALID, field: "delay"},
 		{name: "PatchErrDelay", method: "PATCH", path: "/v1/monitors/m1", body: `{"delay":0.01}`, status: 400, code: sdnlb.EINVALID, field: "delay"},
+		{name: "CreateErrAgentWithoutPort", method: "POST", path: "/v1/monitors", body: `{"type":"AGENT"}`, status: 400, code: sdnlb.EINVALID, field: "port"},
+		{name: "CreateErrAgentPort", method: "POST", path: "/v1/monitors", body: `{"type":"AGENT","port":65536}`, status: 400, code: sdnlb.EINVALID, field: "port"},
+		{name: "CreateErrPortOnTCP", method: "POST", path: "/v1/monitors", body: `{"type":"TCP","port":5555}`, status: 400, code: sdnlb.EINVALID, field: "port"},
+		{name: "PatchErrPortOnTCP", method: "PATCH", path: "/v1/monitors/m1", body: `{"port":5555}`, status: 400, code: sdnlb.EINVALID, field: "port"},
+		{name: "PatchErrAgentKeepsNoPort", method: "PATCH", path: "/v1/monitors/m1", body: `{"type":"AGENT"}`, status: 400, code: sdnlb.EINVALID, field: "port"},
+	})
+}
+
+func TestMonitorRoutes_Agent(t *testing.T) {
+	m1 := sdnlb.NewMonitor()
+	m1.ID = "m1"
+	runRouteCases(t, mustMemStore(t, m1).server(), []routeCase{
+		{name: "Create", method: "POST", path: "/v1/monitors", body: `{"id":"a","type":"AGENT","port":5555,"delay":0.2,"timeout":0.15}`, status: 201,
+			check: decoded(func(t *testing.T, m *sdnlb.Monitor) {
+				if m.Type != sdnlb.MonitorAgent || m.Port != 5555 || m.Delay != 0.2 || m.MaxRetries != 3 {
+					t.Errorf("got %+v", m)
+				}
+			})},
+		{name: "Get", method: "GET", path: "/v1/monitors/a", status: 200, check: decoded(func(t *testing.T, m *sdnlb.Monitor) {
+			if m.Port != 5555 {
+				t.Errorf("got %+v", m)
+			}
+		})},
+		{name: "PatchPort", method: "PATCH", path: "/v1/monitors/a", body: `{"port":6000}`, status: 200, check: decoded(func(t *testing.T, m *sdnlb.Monitor) {
+			if m.Type != sdnlb.MonitorAgent || m.Port != 6000 {
+				t.Errorf("got %+v", m)
+			}
+		})},
+		// PUT sets every field: a TCP monitor's port is the default 0.
+		{name: "PutTCP", method: "PUT", path: "/v1/monitors/a", body: `{"type":"TCP"}`, status: 200, check: decoded(func(t *testing.T, m *sdnlb.Monitor) {
+			if m.Type != sdnlb.MonitorTCP || m.Port != 0 {
+				t.Errorf("got %+v", m)
+			}
+		})},
+		{name: "PatchToAgent", method: "PATCH", path: "/v1/monitors/m1", body: `{"type":"AGENT","port":5555}`, status: 200, check: decoded(func(t *testing.T, m *sdnlb.Monitor) {
+			if m.Type != sdnlb.MonitorAgent || m.Port != 5555 {
+				t.Errorf("got %+v", m)
+			}
+		})},
 	})
 }

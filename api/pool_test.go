@@ -100,6 +100,13 @@ func TestPoolRoutes(t *testing.T) {
 					t.Errorf("got %+v", p)
 				}
 			}},
+		// ADAPTIVE is switch-picked like the other weighted shares.
+		{name: "CreateAdaptiveSlowStartOK", method: "POST", path: "/v1/pools", body: `{"lb_method":"ADAPTIVE","slow_start":12.5}`, status: 201,
+			check: decoded(func(t *testing.T, p *sdnlb.Pool) {
+				if p.LBMethod != sdnlb.Adaptive || p.Dispatch != sdnlb.DispatchSwitch || p.SlowStart != 12.5 {
+					t.Errorf("got %+v", p)
+				}
+			})},
 		{name: "CreateErrVIPNotFound", method: "POST", path: "/v1/pools", body: `{"vip_id":"missing"}`, status: 404, code: sdnlb.ENOTFOUND, field: "vip_id"},
 		{name: "CreateErrVIPTaken", method: "POST", path: "/v1/pools", body: `{"vip_id":"v1"}`, status: 409, code: sdnlb.ECONFLICT, field: "vip_id"},
 		{name: "GetOK", method: "GET", path: "/v1/pools/p1", status: 200, check: decoded(func(t *testing.T, p *sdnlb.Pool) {
@@ -123,13 +130,20 @@ func TestPoolRoutes(t *testing.T) {
 				t.Errorf("got %+v", p)
 			}
 		})},
+		{name: "PatchSlowStartOK", method: "PATCH", path: "/v1/pools/p1", body: `{"lb_method":"WEIGHTED_LEAST_CONNECTIONS","slow_start":60}`, status: 200,
+			check: decoded(func(t *testing.T, p *sdnlb.Pool) {
+				if p.SlowStart != 60 || p.Dispatch != sdnlb.DispatchController {
+					t.Errorf("got %+v", p)
+				}
+			})},
 		{name: "PatchForwardingOK", method: "PATCH", path: "/v1/pools/p1", body: `{"forwarding":"NAT"}`, status: 200, check: decoded(func(t *testing.T, p *sdnlb.Pool) {
 			if p.Forwarding != sdnlb.ForwardingNAT || p.Dispatch != sdnlb.DispatchController {
 				t.Errorf("got %+v", p)
 			}
 		})},
 		{name: "PutOK", method: "PUT", path: "/v1/pools/p1", body: `{"name":"x"}`, status: 200, check: decoded(func(t *testing.T, p *sdnlb.Pool) {
-			if p.LBMethod != sdnlb.RoundRobin || p.Dispatch != sdnlb.DispatchSwitch || p.Forwarding != sdnlb.ForwardingNAT || p.Name != "x" || p.VIPID != "" {
+			if p.LBMethod != sdnlb.RoundRobin || p.Dispatch != sdnlb.DispatchSwitch || p.Forwarding != sdnlb.ForwardingNAT || p.Name != "x" || p.VIPID != "" ||
+				p.SlowStart != 0 {
 				t.Errorf("PUT must reset absent fields to the defaults: %+v", p)
 			}
 		})},
@@ -160,6 +174,11 @@ func TestPoolRoutes_Rejected(t *testing.T) {
 		{name: "PatchErrLBMethod", method: "PATCH", path: "/v1/pools/p1", body: `{"lb_method":"RR"}`, status: 400, code: sdnlb.EINVALID, field: "lb_method"},
 		{name: "CreateErrDispatch", method: "POST", path: "/v1/pools", body: `{"id":"x","dispatch":"HYBRID"}`, status: 400, code: sdnlb.EINVALID, field: "dispatch"},
 		{name: "CreateErrForwarding", method: "POST", path: "/v1/pools", body: `{"id":"x","forwarding":"TUNNEL"}`, status: 400, code: sdnlb.EINVALID, field: "forwarding"},
+		{name: "CreateErrSlowStartMethod", method: "POST", path: "/v1/pools", body: `{"id":"x","slow_start":30}`, status: 400, code: sdnlb.EINVALID, field: "slow_start"},
+		{name: "CreateErrSlowStartHigh", method: "POST", path: "/v1/pools", body: `{"id":"x","lb_method":"ADAPTIVE","slow_start":3601}`, status: 400, code: sdnlb.EINVALID, field: "slow_start"},
+		{name: "CreateErrSlowStartNegative", method: "POST", path: "/v1/pools", body: `{"id":"x","lb_method":"ADAPTIVE","slow_start":-1}`, status: 400, code: sdnlb.EINVALID, field: "slow_start"},
+		{name: "CreateErrSlowStartType", method: "POST", path: "/v1/pools", body: `{"id":"x","slow_start":"30s"}`, status: 400, code: sdnlb.EINVALID, field: "slow_start"},
+		{name: "PatchErrSlowStartMethod", method: "PATCH", path: "/v1/pools/p1", body: `{"slow_start":5}`, status: 400, code: sdnlb.EINVALID, field: "slow_start"},
 		{name: "CreateErrDispatchType", method: "POST", path: "/v1/pools", body: `{"id":"x","dispatch":1}`, status: 400, code: sdnlb.EINVALID, field: "dispatch"},
 		{name: "PatchErrDispatch", method: "PATCH", path: "/v1/pools/p1", body: `{"dispatch":"switch"}`, status: 400, code: sdnlb.EINVALID, field: "dispatch"},
 		{name: "PatchErrForwarding", method: "PATCH", path: "/v1/pools/p1", body: `{"forwarding":""}`, status: 400, code: sdnlb.EINVALID, field: "forwarding"},

@@ -1,8 +1,8 @@
-// Package health runs the active health monitors (PING, TCP, HTTP, HTTPS)
-// against every member of every monitored pool and writes each member's
-// status (UP, DOWN, NO_MONITOR) to the store when it changes, so that the
-// controller takes dead members out of rotation within the monitor's
-// window. cmd/sdnlb wires it:
+// Package health runs the active health monitors (PING, TCP, HTTP, HTTPS,
+// AGENT) against every member of every monitored pool and writes each
+// member's status (UP, DOWN, NO_MONITOR) to the store when it changes, so
+// that the controller takes dead members out of rotation within the
+// monitor's window. cmd/sdnlb wires it:
 //
 //	h := health.New(store, store, health.Options{Logger: log, Registerer: reg})
 //	go h.Run(ctx)
@@ -17,6 +17,13 @@
 // yet (no LastCheck) is decided by its first probe, like HAProxy's initial
 // check: UP on the first success. DRAINING is the store's business; drained
 // members are still probed so their status is fresh when they return.
+//
+// An AGENT monitor (agent.go) asks the member's own agent how loaded it is
+// and whether it takes connections. A reply that passes counts as up; one
+// that says the member is out takes it DOWN at once. What the agent said
+// goes to the store with the member's health (its drain at once, a moved
+// share at most once a second; see memberState.hear), and from there to
+// every node's controller.
 //
 // Scheduling: one goroutine (Run) owns all state. It keeps one task per
 // (member, monitor) in a timer heap, so 10,000 members cost one timer, not
@@ -87,6 +94,7 @@ type Engine struct {
 	max     int
 	metrics *metrics
 	probers map[sdnlb.MonitorType]prober
+	agent   *agentProber
 	pinger  *pinger
 	routes  *routes
 
@@ -101,6 +109,9 @@ type Engine struct {
 	results  chan probeDone
 	kick     chan struct{}
 	writer   *healthWriter
+	// badReplies logs agents' unreadable replies, at most once a minute
+	// per monitor.
+	badReplies *limitedLog
 
 	// settle, when not nil, answers a settleRequest once the engine has
 	// nothing left to do at the current time: tests step a fake clock with
@@ -157,13 +168,15 @@ func New(src sdnlb.ConfigSource, svc sdnlb.MemberHealthService, opts Options) *E
 	}
 	e := &Engine{
 		src: src, svc: svc, log: log, clock: c, max: limit,
-		metrics: newMetrics(opts.Registerer, log),
-		pinger:  newPinger(log),
-		routes:  newRoutes(),
-		live:    make(map[string]sdnlb.MemberHealth),
-		members: make(map[string]*memberEntry),
-		results: make(chan probeDone, limit), // every probe in flight has room: they never block
-		kick:    make(chan struct{}, 1),
+		metrics:    newMetrics(opts.Registerer, log),
+		agent:      &agentProber{},
+		pinger:     newPinger(log),
+		routes:     newRoutes(),
+		badReplies: newLimitedLog(log, time.Minute),
+		live:       make(map[string]sdnlb.MemberHealth),
+		members:    make(map[string]*memberEntry),
+		results:    make(chan probeDone, limit), // every probe in flight has room: they never block
+		kick:       make(chan struct{}, 1),
 	}
 	httpP := newHTTPProber(nil)
 	e.probers = map[sdnlb.MonitorType]prober{
@@ -334,13 +347,20 @@ func (e *Engine) dispatch(ctx context.Context, wg *sync.WaitGroup, now time.Time
 		wg.Go(func() {
 			defer cancel()
 			began := time.Now()
-			var err error
-			if p == nil {
-				err = fmt.Errorf("unknown monitor type %q", tg.Type)
-			} else {
-				err = e.routes.explain(p.probe(pctx, tg), tg.Addr)
+			var res probeResult
+			switch {
+			case tg.Type == sdnlb.MonitorAgent:
+				said, err := e.agent.ask(pctx, tg)
+				if res.Err = e.routes.explain(err, tg.Addr); err == nil {
+					res.Said = &said
+				}
+			case p == nil:
+				res.Err = fmt.Errorf("unknown monitor type %q", tg.Type)
+			default:
+				res.Err = e.routes.explain(p.probe(pctx, tg), tg.Addr)
 			}
-			e.results <- probeDone{task: t, gen: gen, started: now, res: probeResult{Err: err, Latency: time.Since(began)}}
+			res.Latency = time.Since(began)
+			e.results <- probeDone{task: t, gen: gen, started: now, res: res}
 		})
 	}
 }
@@ -369,24 +389,41 @@ func (e *Engine) finish(d probeDone) {
 		e.log.Debug("probe", "member", m.id, "monitor", t.monitorID, "type", t.target.Type,
 			"latency", d.res.Latency, "err", d.res.Err)
 	}
+	var bad *agentReplyError
+	if errors.As(d.res.Err, &bad) {
+		e.badReplies.warn(t.monitorID, now, "unreadable agent reply", "member", m.id, "address", m.address,
+			"monitor", t.monitorID, "err", d.res.Err)
+	}
+	report := d.res.Said != nil && m.state.hear(*d.res.Said, now)
+	if d.res.Said != nil {
+		e.metrics.agentSaid(m.id, m.state.health.Agent.Available)
+	}
 	tr, changed := m.state.observe(t.monitorID, d.res, t.rise, t.fall, now)
 	e.publish(m)
-	if !changed {
-		return
-	}
-	if tr.To == sdnlb.MemberDown && d.res.Err != nil {
+	if changed && tr.To == sdnlb.MemberDown && d.res.Err != nil {
 		e.log.Warn("health probe failed", "member", m.id, "address", m.address, "monitor", t.monitorID,
 			"type", t.target.Type, "err", d.res.Err)
 	}
-	e.transition(m, tr)
+	switch {
+	case changed:
+		e.transition(m, tr, now)
+	case report:
+		e.write(m, now)
+	}
 }
 
 // transition reports a status change: log, metrics, store.
-func (e *Engine) transition(m *memberEntry, tr transition) {
+func (e *Engine) transition(m *memberEntry, tr transition, now time.Time) {
 	e.log.Info("member health changed", "member", m.id, "address", m.address,
 		"from", tr.From, "to", tr.To, "reason", tr.Reason)
 	e.metrics.changed(m.id, tr.From, tr.To)
+	e.write(m, now)
+}
+
+// write queues the member's health, with its agent's report, for the store.
+func (e *Engine) write(m *memberEntry, now time.Time) {
 	e.writer.put(m.id, m.state.health)
+	m.state.wrote(now)
 }
 
 func (e *Engine) publish(m *memberEntry) {
@@ -416,6 +453,7 @@ func (e *Engine) reconcile(cfg *sdnlb.Config, now time.Time) {
 			monitors[m.ID] = m
 		}
 	}
+	e.badReplies.keep(func(id string) bool { return monitors[id] != nil })
 	plans := make(map[string]*poolPlan, len(cfg.Pools))
 	for _, p := range cfg.Pools {
 		plan := &poolPlan{vipPort: vipPorts[p.VIPID]}
@@ -449,16 +487,25 @@ func (e *Engine) reconcileMember(m *sdnlb.Member, plan *poolPlan, now time.Time)
 	if entry == nil {
 		entry = &memberEntry{id: m.ID, state: newMemberState(m.Health), tasks: make(map[string]*task)}
 		e.members[m.ID] = entry
-		e.metrics.added(m.ID, entry.state.health.Status)
+		e.metrics.added(m.ID, entry.state.health)
 	}
 	entry.address = m.Address
 
 	ids := make([]string, len(plan.monitors))
+	asked := false // by an AGENT monitor
 	for i, mon := range plan.monitors {
 		ids[i] = mon.ID
+		asked = asked || mon.Type == sdnlb.MonitorAgent
 	}
-	if tr, changed := entry.state.setMonitors(ids, now); changed {
-		e.transition(entry, tr)
+	forgot := !asked && entry.state.forgetAgent()
+	if forgot {
+		e.metrics.agentGone(m.ID)
+	}
+	switch tr, changed := entry.state.setMonitors(ids, now); {
+	case changed:
+		e.transition(entry, tr, now)
+	case forgot:
+		e.write(entry, now)
 	}
 	e.publish(entry)
 
@@ -475,8 +522,11 @@ func (e *Engine) reconcileMember(m *sdnlb.Member, plan *poolPlan, now time.Time)
 	}
 	for _, mon := range plan.monitors {
 		tg := target{Type: mon.Type, Addr: addr, Port: port}
-		if mon.Type.IsHTTP() {
+		switch {
+		case mon.Type.IsHTTP():
 			tg.Method, tg.Path, tg.Codes, tg.TLSVerify = mon.HTTPMethod, mon.URLPath, mon.ExpectedCodes, mon.TLSVerify
+		case mon.Type == sdnlb.MonitorAgent:
+			tg.Port = mon.Port // the agent's, not the service's
 		}
 		delay := max(mon.Delay.Duration(), sdnlb.MinMonitorDelay.Duration())
 		timeout := mon.Timeout.Duration()

@@ -19,6 +19,7 @@ type metrics struct {
 	members     *prometheus.GaugeVec
 	check       *prometheus.GaugeVec // the latest probe's duration, by member id
 	healthUp    *prometheus.GaugeVec // by member id
+	available   *prometheus.GaugeVec // what the member's agent last said, by member id
 }
 
 func newMetrics(reg prometheus.Registerer, log *slog.Logger) *metrics {
@@ -48,6 +49,10 @@ func newMetrics(reg prometheus.Registerer, log *slog.Logger) *metrics {
 			Name: "sdnlb_member_health_up",
 			Help: "1 while the member's health monitors say UP (or it has none), 0 while DOWN; a drain leaves it as it is.",
 		}, []string{"member"}),
+		available: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "sdnlb_member_agent_available_percent",
+			Help: "The share of its capacity the member's agent (an AGENT monitor) last said was free, in percent.",
+		}, []string{"member"}),
 	}
 	if reg == nil {
 		return m
@@ -58,6 +63,7 @@ func newMetrics(reg prometheus.Registerer, log *slog.Logger) *metrics {
 	m.members = register(reg, m.members, log)
 	m.check = register(reg, m.check, log)
 	m.healthUp = register(reg, m.healthUp, log)
+	m.available = register(reg, m.available, log)
 	return m
 }
 
@@ -97,16 +103,26 @@ func (m *metrics) changed(member string, from, to sdnlb.MemberStatus) {
 
 // added counts a member the engine starts watching, with the health it
 // starts from.
-func (m *metrics) added(member string, status sdnlb.MemberStatus) {
-	m.members.WithLabelValues(string(status)).Inc()
-	m.setHealth(member, status)
+func (m *metrics) added(member string, h sdnlb.MemberHealth) {
+	m.members.WithLabelValues(string(h.Status)).Inc()
+	m.setHealth(member, h.Status)
+	if h.Agent != nil {
+		m.agentSaid(member, h.Agent.Available)
+	}
 }
 
 func (m *metrics) removed(member string, status sdnlb.MemberStatus) {
 	m.members.WithLabelValues(string(status)).Dec()
 	m.check.DeleteLabelValues(member)
 	m.healthUp.DeleteLabelValues(member)
+	m.agentGone(member)
 }
+
+func (m *metrics) agentSaid(member string, available int) {
+	m.available.WithLabelValues(member).Set(float64(available))
+}
+
+func (m *metrics) agentGone(member string) { m.available.DeleteLabelValues(member) }
 
 func (m *metrics) setHealth(member string, status sdnlb.MemberStatus) {
 	up := 1.0
@@ -123,4 +139,5 @@ func (m *metrics) forget() {
 	m.members.Reset()
 	m.check.Reset()
 	m.healthUp.Reset()
+	m.available.Reset()
 }

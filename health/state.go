@@ -1,6 +1,7 @@
 package health
 
 import (
+	"errors"
 	"fmt"
 	"time"
 
@@ -45,13 +46,36 @@ func (c *check) record(ok bool, rise, fall int) bool {
 	return true
 }
 
+// drop takes the verdict down at once, whatever fall says: an agent said
+// its member is out. It reports whether the verdict flipped.
+func (c *check) drop() bool {
+	flipped := c.up || c.fresh
+	c.up, c.fresh, c.streak = false, false, 0
+	return flipped
+}
+
 // memberState is the health of one member: the verdicts of its pool's
-// monitors and the MemberHealth they add up to. It does no I/O; every
-// method takes the time, so it is tested without clocks.
+// monitors and the MemberHealth they add up to, with what its agent last
+// said. It does no I/O; every method takes the time, so it is tested
+// without clocks.
 type memberState struct {
 	health sdnlb.MemberHealth
 	checks []*check // one per admin-up monitor of the pool, by monitor id
+
+	// The agent report last handed to the store, and when: a report that
+	// only moves a little is not worth a write.
+	written   *sdnlb.AgentReport
+	writtenAt time.Time
 }
+
+// An agent report whose drain is unchanged is written once its share
+// moved by agentWriteStep points since the last write, at most once per
+// agentWriteEvery: agents answer several times a second, and every write
+// reaches every controller.
+const (
+	agentWriteStep  = 5
+	agentWriteEvery = time.Second
+)
 
 // transition is a change of the member's status.
 type transition struct {
@@ -65,7 +89,7 @@ func newMemberState(h sdnlb.MemberHealth) *memberState {
 	if h.Status != sdnlb.MemberUp && h.Status != sdnlb.MemberDown {
 		h.Status = sdnlb.MemberNoMonitor
 	}
-	return &memberState{health: h}
+	return &memberState{health: h, written: h.Agent}
 }
 
 // status adds the verdicts up: UP only when every monitor says up.
@@ -122,6 +146,7 @@ func (s *memberState) setMonitors(monitorIDs []string, now time.Time) (transitio
 type probeResult struct {
 	Err     error
 	Latency time.Duration
+	Said    *agentReply // what the member's agent said, on a passed AGENT probe
 }
 
 // observe records a probe of monitorID that ended at now. rise and fall
@@ -136,7 +161,14 @@ func (s *memberState) observe(monitorID string, r probeResult, rise, fall int, n
 	if r.Err != nil {
 		c.lastErr = r.Err.Error()
 	}
-	flipped := c.record(r.Err == nil, rise, fall)
+	var out *agentOutError
+	isOut := errors.As(r.Err, &out)
+	var flipped bool
+	if isOut {
+		flipped = c.drop()
+	} else {
+		flipped = c.record(r.Err == nil, rise, fall)
+	}
 	s.health.LastCheck = &now
 	s.health.LatencyMS = float64(r.Latency) / float64(time.Millisecond)
 	s.health.LastError = ""
@@ -151,6 +183,8 @@ func (s *memberState) observe(monitorID string, r probeResult, rise, fall int, n
 	}
 	var reason string
 	switch {
+	case isOut:
+		reason = fmt.Sprintf("monitor %s: %s", monitorID, c.lastErr)
 	case wasFresh && c.up:
 		reason = fmt.Sprintf("monitor %s: first check passed", monitorID)
 	case wasFresh:
@@ -173,4 +207,44 @@ func (s *memberState) settle(now time.Time, reason string) (transition, bool) {
 	s.health.Status = to
 	s.health.Since = now
 	return t, true
+}
+
+// hear records what the member's agent said at now, and reports whether
+// the store must hear of it too: at once the first time and when the
+// drain flips; when only the share moves, once it moved by agentWriteStep
+// points since the last write and agentWriteEvery passed since; never
+// when nothing changed.
+func (s *memberState) hear(r agentReply, now time.Time) bool {
+	a := sdnlb.AgentReport{Available: 100, At: now}
+	if last := s.health.Agent; last != nil {
+		a.Available, a.Drain = last.Available, last.Drain
+	}
+	if r.available >= 0 {
+		a.Available = r.available
+	}
+	a.Drain = r.drain || a.Drain && !r.undrain
+	s.health.Agent = &a // a new one: the last is published
+	w := s.written
+	switch {
+	case w == nil || w.Drain != a.Drain:
+		return true
+	case w.Available == a.Available:
+		return false
+	}
+	return max(a.Available-w.Available, w.Available-a.Available) >= agentWriteStep && now.Sub(s.writtenAt) >= agentWriteEvery
+}
+
+// forgetAgent drops the agent's report once no AGENT monitor checks the
+// member, so that an old drain does not hold it out of rotation; it
+// reports whether there was one.
+func (s *memberState) forgetAgent() bool {
+	had := s.health.Agent != nil
+	s.health.Agent = nil
+	return had
+}
+
+// wrote notes that the member's health, with its agent report, went to
+// the store at now.
+func (s *memberState) wrote(now time.Time) {
+	s.written, s.writtenAt = s.health.Agent, now
 }

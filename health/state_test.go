@@ -56,6 +56,7 @@ type step struct {
 	set     []string // monitors after a reconcile; used when probe is ""
 	probe   string   // the monitor whose probe ended
 	fail    bool
+	out     bool               // the probe's agent said its member is out
 	want    sdnlb.MemberStatus // the transition's target; "" for none
 	wantWhy string             // a substring of the transition's reason
 }
@@ -158,6 +159,35 @@ func TestMemberState(t *testing.T) {
 			{set: nil},
 			{set: []string{"a"}, want: sdnlb.MemberUp},
 		}},
+		// An agent that says its member is out takes it DOWN at once,
+		// whatever max_retries says; back, it needs rise successes.
+		{"AgentOutDownAtOnce", up, []step{
+			{set: []string{"agent", "tcp"}},
+			{probe: "tcp"},
+			{probe: "agent", out: true, want: sdnlb.MemberDown, wantWhy: "monitor agent: the agent says maint"},
+			{probe: "agent", out: true},
+			{probe: "agent"},
+			{probe: "agent", want: sdnlb.MemberUp, wantWhy: "2 consecutive successes"},
+		}},
+		{"AgentOutAfterFailures", up, []step{
+			{set: []string{"agent"}},
+			{probe: "agent", fail: true},
+			{probe: "agent", out: true, want: sdnlb.MemberDown},
+		}},
+		{"AgentOutFirstCheck", created, []step{
+			{set: []string{"agent"}},
+			{probe: "agent", out: true}, // DOWN already
+			{probe: "agent"},
+			{probe: "agent", want: sdnlb.MemberUp},
+		}},
+		{"AgentUpTCPDownIsDown", up, []step{
+			{set: []string{"agent", "tcp"}},
+			{probe: "agent"},
+			{probe: "tcp", fail: true},
+			{probe: "tcp", fail: true},
+			{probe: "agent"},
+			{probe: "tcp", fail: true, want: sdnlb.MemberDown},
+		}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -171,8 +201,11 @@ func TestMemberState(t *testing.T) {
 					tr, changed = s.setMonitors(st.set, now)
 				} else {
 					var err error
-					if st.fail {
+					switch {
+					case st.fail:
 						err = errors.New("boom")
+					case st.out:
+						err = &agentOutError{word: "maint"}
 					}
 					tr, changed = s.observe(st.probe, probeResult{Err: err, Latency: time.Millisecond}, rise, fall, now)
 				}
@@ -223,6 +256,96 @@ func TestMemberState_Observe(t *testing.T) {
 		s.setMonitors([]string{"a"}, t0)
 		if _, changed := s.observe("gone", probeResult{}, 1, 1, t0); changed || s.health.LastCheck != nil {
 			t.Fatalf("a result of an unknown monitor was recorded: %+v", s.health)
+		}
+	})
+}
+
+func TestMemberState_Hear(t *testing.T) {
+	// Each step is a reply heard a given time after the start, and
+	// whether the store must hear of it.
+	type hear struct {
+		after     time.Duration
+		reply     agentReply
+		write     bool
+		available int
+		drain     bool
+	}
+	said := func(available int) agentReply { return agentReply{available: available} }
+	drain := agentReply{available: -1, drain: true}
+	ready := agentReply{available: -1, undrain: true}
+	for _, tc := range []struct {
+		name  string
+		start *sdnlb.AgentReport // stored
+		steps []hear
+	}{
+		{"FirstReportAtOnce", nil, []hear{
+			{0, said(80), true, 80, false},
+			{100 * time.Millisecond, said(80), false, 80, false},
+		}},
+		{"FirstWordsWithoutShareAre100", nil, []hear{{0, ready, true, 100, false}}},
+		{"SmallMovesWait", nil, []hear{
+			{0, said(80), true, 80, false},
+			{200 * time.Millisecond, said(78), false, 78, false},
+			{time.Second, said(76), false, 76, false}, // 4 points from what was written
+			{1200 * time.Millisecond, said(74), true, 74, false},
+		}},
+		{"BigMoveWaitsASecond", nil, []hear{
+			{0, said(80), true, 80, false},
+			{200 * time.Millisecond, said(50), false, 50, false},
+			{800 * time.Millisecond, said(50), false, 50, false},
+			{time.Second, said(50), true, 50, false},
+			{1100 * time.Millisecond, said(50), false, 50, false},
+		}},
+		{"BackWhereWrittenIsNothing", nil, []hear{
+			{0, said(80), true, 80, false},
+			{200 * time.Millisecond, said(50), false, 50, false},
+			{2 * time.Second, said(80), false, 80, false},
+		}},
+		{"DrainAtOnceKeepsShare", nil, []hear{
+			{0, said(80), true, 80, false},
+			{100 * time.Millisecond, drain, true, 80, true},
+			{200 * time.Millisecond, said(60), false, 60, true}, // still drained
+			{300 * time.Millisecond, ready, true, 60, false},
+			{400 * time.Millisecond, agentReply{available: 40, drain: true}, true, 40, true},
+		}},
+		{"StoredReportCounts", &sdnlb.AgentReport{Available: 70, Drain: true, At: t0.Add(-time.Hour)}, []hear{
+			{0, said(72), false, 72, true},
+			{100 * time.Millisecond, said(60), true, 60, true}, // written an hour ago
+			{200 * time.Millisecond, ready, true, 60, false},
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := newMemberState(sdnlb.MemberHealth{Status: sdnlb.MemberUp, Agent: tc.start})
+			for i, h := range tc.steps {
+				now := t0.Add(h.after)
+				before := s.health.Agent
+				write := s.hear(h.reply, now)
+				a := s.health.Agent
+				if write != h.write || a.Available != h.available || a.Drain != h.drain || !a.At.Equal(now) {
+					t.Fatalf("step %d: write %v, report %+v; want write %v, %d%%, drain %v at %v", i+1, write, a, h.write, h.available, h.drain, now)
+				}
+				if a == before {
+					t.Fatalf("step %d: the published report was changed in place", i+1)
+				}
+				if write {
+					s.wrote(now)
+				}
+			}
+		})
+	}
+	t.Run("Forget", func(t *testing.T) {
+		s := newMemberState(sdnlb.MemberHealth{Status: sdnlb.MemberUp})
+		if s.forgetAgent() {
+			t.Fatal("forgot a report that never was")
+		}
+		s.hear(agentReply{available: 10, drain: true}, t0)
+		s.wrote(t0)
+		if !s.forgetAgent() || s.health.Agent != nil {
+			t.Fatalf("report %+v after forgetting it", s.health.Agent)
+		}
+		s.wrote(t0)
+		if !s.hear(agentReply{available: 10, drain: true}, t0.Add(time.Millisecond)) {
+			t.Fatal("a report after a forgotten one is not written at once")
 		}
 	})
 }

@@ -179,6 +179,36 @@ func TestConfigService_ApplyConfig(t *testing.T) {
 		}
 	})
 
+	t.Run("AgentSlowStartCapacity", func(t *testing.T) {
+		ctx, db := mustSetup(t)
+		want := webConfig()
+		agent := sdnlb.NewMonitor()
+		agent.ID, agent.Type, agent.Port = "agent", sdnlb.MonitorAgent, 5555
+		want.Monitors = append(want.Monitors, agent)
+		want.Pools[0].LBMethod, want.Pools[0].SlowStart = sdnlb.Adaptive, 30
+		want.Pools[0].MonitorIDs = []string{"agent", "http"}
+		want.Members[0].Capacity = 1000
+		mustApply(t, ctx, db, want, sdnlb.ApplyOptions{})
+		cfg := MustLoadConfig(t, ctx, db)
+		if p, m, mon := cfg.Pools[0], cfg.Members[0], cfg.Monitors[0]; p.SlowStart != 30 || p.Dispatch != sdnlb.DispatchSwitch ||
+			m.Capacity != 1000 || mon.ID != "agent" || mon.Port != 5555 {
+			t.Fatalf("stored pool %+v, member %+v, monitor %+v", p, m, mon)
+		}
+		if diff := mustApply(t, ctx, db, declared(cfg), sdnlb.ApplyOptions{Prune: true}); diff.Changed {
+			t.Fatalf("applying what the store holds changed: %+v", diff)
+		}
+
+		want.Pools[0].SlowStart, want.Members[0].Capacity, want.Monitors[1].Port = 0, 0, 6000
+		diff := mustApply(t, ctx, db, want, sdnlb.ApplyOptions{})
+		assertDiff(t, diff.Pools, 0, "~web slow_start")
+		assertDiff(t, diff.Members, 1, "~m1 capacity")
+		assertDiff(t, diff.Monitors, 1, "~agent port")
+		cfg = MustLoadConfig(t, ctx, db)
+		if p, m, mon := cfg.Pools[0], cfg.Members[0], cfg.Monitors[0]; p.SlowStart != 0 || m.Capacity != 0 || mon.Port != 6000 {
+			t.Fatalf("updated pool %+v, member %+v, monitor %+v", p, m, mon)
+		}
+	})
+
 	t.Run("Prune", func(t *testing.T) {
 		ctx, db := mustSetup(t)
 		mustApply(t, ctx, db, webConfig(), sdnlb.ApplyOptions{})
@@ -447,6 +477,15 @@ func TestConfigService_ApplyConfigRejected(t *testing.T) {
 		{name: "ErrInvalidMember", code: sdnlb.EINVALID, field: "members[1].port",
 			edit:     func(c *sdnlb.Config) { c.Members[1].Port = 70000 },
 			mentions: []string{"members[1] (id m2)", "port must be 0-65535"}},
+		{name: "ErrCapacity", code: sdnlb.EINVALID, field: "members[1].capacity",
+			edit:     func(c *sdnlb.Config) { c.Members[1].Capacity = -1 },
+			mentions: []string{"members[1] (id m2)", "capacity must be 0-"}},
+		{name: "ErrSlowStart", code: sdnlb.EINVALID, field: "pools[0].slow_start",
+			edit:     func(c *sdnlb.Config) { c.Pools[0].SlowStart = 10 },
+			mentions: []string{"ROUND_ROBIN does not weigh members"}},
+		{name: "ErrMonitorPort", code: sdnlb.EINVALID, field: "monitors[0].port",
+			edit:     func(c *sdnlb.Config) { c.Monitors[0].Port = 8080 },
+			mentions: []string{"port is for AGENT monitors only"}},
 		{name: "ErrDuplicateID", code: sdnlb.EINVALID, field: "members[1].id",
 			edit:     func(c *sdnlb.Config) { c.Members[1].ID = "m1" },
 			mentions: []string{"listed twice, also as members[0]"}},

@@ -44,6 +44,10 @@ func assertEvents(tb testing.TB, got, want []sdnlb.Event) {
 		if got[i].At.IsZero() {
 			tb.Fatalf("event %d has no time", i)
 		}
+		if g, w := got[i].Agent, want[i].Agent; (g == nil) != (w == nil) ||
+			g != nil && (g.Available != w.Available || g.Drain != w.Drain || !g.At.Equal(w.At)) {
+			tb.Fatalf("event %d carries agent report %+v, want %+v", i, g, w)
+		}
 		if i > 0 && got[i].Seq <= got[i-1].Seq {
 			tb.Fatalf("seq %d after %d", got[i].Seq, got[i-1].Seq)
 		}

@@ -69,21 +69,27 @@ var _ sdnlb.MemberHealthService = (*MemberHealthService)(nil)
 // NewMemberHealthService returns the member health service of db.
 func NewMemberHealthService(db *DB) *MemberHealthService { return &MemberHealthService{db: db} }
 
-// SetMemberHealth stores h for the member. It publishes an OpHealth event
-// only when the status changed, and leaves UpdatedAt alone: health is not
-// a change of configuration. A zero Since means now.
+// SetMemberHealth stores h, with its agent report, for the member. It
+// publishes an OpHealth event, which carries the status and the report,
+// only when the status or what the agent said (available, drain) changed,
+// and leaves UpdatedAt alone: health is not a change of configuration. A
+// zero Since means now.
 func (s *MemberHealthService) SetMemberHealth(ctx context.Context, id string, h sdnlb.MemberHealth) error {
 	switch h.Status {
 	case sdnlb.MemberUp, sdnlb.MemberDown, sdnlb.MemberNoMonitor:
 	default:
 		return sdnlb.FieldErrorf(sdnlb.EINVALID, "status", "health status must be UP, DOWN or NO_MONITOR, not %q", h.Status)
 	}
+	if a := h.Agent; a != nil && (a.Available < 0 || a.Available > 100) {
+		return sdnlb.FieldErrorf(sdnlb.EINVALID, "agent.available", "an agent's available capacity must be 0-100 percent, not %d", a.Available)
+	}
 	return execTx(ctx, s.db, func(tx *Tx) error { return setMemberHealth(ctx, tx, id, h) })
 }
 
 func setMemberHealth(ctx context.Context, tx *Tx, id string, h sdnlb.MemberHealth) error {
-	var old string
-	if err := tx.GetContext(ctx, &old, `SELECT health_status FROM members WHERE id = ?`, id); errors.Is(err, sql.ErrNoRows) {
+	var old memberRow
+	if err := tx.GetContext(ctx, &old, `SELECT health_status, health_agent_available, health_agent_drain, health_agent_at
+		FROM members WHERE id = ?`, id); errors.Is(err, sql.ErrNoRows) {
 		return sdnlb.Errorf(sdnlb.ENOTFOUND, "member %q not found", id)
 	} else if err != nil {
 		return fmt.Errorf("find member health: %w", err)
@@ -95,16 +101,38 @@ func setMemberHealth(ctx context.Context, tx *Tx, id string, h sdnlb.MemberHealt
 	if h.LastCheck != nil {
 		lastCheck = formatTime(*h.LastCheck)
 	}
+	var available, at any // NULL while no agent answered
+	drain := false
+	if h.Agent != nil {
+		a := *h.Agent // the event's own: subscribers share it
+		h.Agent = &a
+		available, drain, at = a.Available, a.Drain, formatTime(a.At)
+	}
 	if _, err := tx.ExecContext(ctx, `UPDATE members SET health_status = ?, health_since = ?, health_last_check = ?,
-		health_latency_ms = ?, health_error = ? WHERE id = ?`,
-		h.Status, formatTime(h.Since), lastCheck, h.LatencyMS, h.LastError, id,
+		health_latency_ms = ?, health_error = ?, health_agent_available = ?, health_agent_drain = ?, health_agent_at = ?
+		WHERE id = ?`,
+		h.Status, formatTime(h.Since), lastCheck, h.LatencyMS, h.LastError, available, drain, at, id,
 	); err != nil {
 		return fmt.Errorf("set member health: %w", err)
 	}
-	if sdnlb.MemberStatus(old) != h.Status {
-		tx.events = append(tx.events, sdnlb.Event{Kind: sdnlb.KindMember, Op: sdnlb.OpHealth, ID: id, At: h.Since, Status: h.Status})
+	oldAgent, err := old.agent()
+	if err != nil {
+		return err
+	}
+	if sdnlb.MemberStatus(old.HealthStatus) != h.Status || agentChanged(oldAgent, h.Agent) {
+		tx.events = append(tx.events, sdnlb.Event{Kind: sdnlb.KindMember, Op: sdnlb.OpHealth, ID: id, At: h.Since,
+			Status: h.Status, Agent: h.Agent})
 	}
 	return nil
+}
+
+// agentChanged reports whether an agent now says something else of its
+// member than it did: when it said it alone does not count.
+func agentChanged(old, now *sdnlb.AgentReport) bool {
+	if old == nil || now == nil {
+		return (old == nil) != (now == nil)
+	}
+	return old.Available != now.Available || old.Drain != now.Drain
 }
 
 // memberRow is a member as selectMembers reads it.
@@ -114,19 +142,36 @@ type memberRow struct {
 	Address         string         `db:"address"`
 	Port            int            `db:"port"`
 	Weight          int            `db:"weight"`
+	Capacity        int            `db:"capacity"`
 	AdminStateUp    bool           `db:"admin_state_up"`
 	HealthStatus    string         `db:"health_status"`
 	HealthSince     string         `db:"health_since"`
 	HealthLastCheck sql.NullString `db:"health_last_check"`
 	HealthLatencyMS float64        `db:"health_latency_ms"`
 	HealthError     string         `db:"health_error"`
+	AgentAvailable  sql.NullInt64  `db:"health_agent_available"`
+	AgentDrain      bool           `db:"health_agent_drain"`
+	AgentAt         sql.NullString `db:"health_agent_at"`
 	CreatedAt       string         `db:"created_at"`
 	UpdatedAt       string         `db:"updated_at"`
 }
 
-const selectMembers = `SELECT id, pool_id, address, port, weight, admin_state_up, health_status, health_since,
-	health_last_check, health_latency_ms, health_error, created_at, updated_at
+const selectMembers = `SELECT id, pool_id, address, port, weight, capacity, admin_state_up, health_status, health_since,
+	health_last_check, health_latency_ms, health_error, health_agent_available, health_agent_drain, health_agent_at,
+	created_at, updated_at
 FROM members`
+
+// agent is the stored agent report, nil while no agent answered.
+func (r *memberRow) agent() (*sdnlb.AgentReport, error) {
+	if !r.AgentAt.Valid {
+		return nil, nil
+	}
+	at, err := parseTime(r.AgentAt.String)
+	if err != nil {
+		return nil, err
+	}
+	return &sdnlb.AgentReport{Available: int(r.AgentAvailable.Int64), Drain: r.AgentDrain, At: at}, nil
+}
 
 func (r *memberRow) member() (*sdnlb.Member, error) {
 	m := &sdnlb.Member{
@@ -135,6 +180,7 @@ func (r *memberRow) member() (*sdnlb.Member, error) {
 		Address:      r.Address,
 		Port:         r.Port,
 		Weight:       r.Weight,
+		Capacity:     r.Capacity,
 		AdminStateUp: r.AdminStateUp,
 		Health: sdnlb.MemberHealth{
 			Status:    sdnlb.MemberStatus(r.HealthStatus),
@@ -143,6 +189,9 @@ func (r *memberRow) member() (*sdnlb.Member, error) {
 		},
 	}
 	var err error
+	if m.Health.Agent, err = r.agent(); err != nil {
+		return nil, err
+	}
 	if m.Health.Since, err = parseTime(r.HealthSince); err != nil {
 		return nil, err
 	}
@@ -209,9 +258,9 @@ func createMember(ctx context.Context, tx *Tx, m sdnlb.Member) (*sdnlb.Member, e
 		return nil, err
 	}
 	now := formatTime(tx.now)
-	if _, err := tx.ExecContext(ctx, `INSERT INTO members (id, pool_id, address, port, weight, admin_state_up,
-		health_status, health_since, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-		m.ID, m.PoolID, m.Address, m.Port, m.Weight, m.AdminStateUp, health, now, now, now,
+	if _, err := tx.ExecContext(ctx, `INSERT INTO members (id, pool_id, address, port, weight, capacity, admin_state_up,
+		health_status, health_since, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+		m.ID, m.PoolID, m.Address, m.Port, m.Weight, m.Capacity, m.AdminStateUp, health, now, now, now,
 	); err != nil {
 		return nil, mapError(fmt.Errorf("insert member: %w", err), sdnlb.ENOTFOUND)
 	}
@@ -261,8 +310,8 @@ func updateMember(ctx context.Context, tx *Tx, id string, upd sdnlb.MemberUpdate
 	if err := checkMemberPort(ctx, tx, m); err != nil {
 		return nil, err
 	}
-	if _, err := tx.ExecContext(ctx, `UPDATE members SET address = ?, port = ?, weight = ?, admin_state_up = ?,
-		updated_at = ? WHERE id = ?`, m.Address, m.Port, m.Weight, m.AdminStateUp, formatTime(tx.now), id,
+	if _, err := tx.ExecContext(ctx, `UPDATE members SET address = ?, port = ?, weight = ?, capacity = ?, admin_state_up = ?,
+		updated_at = ? WHERE id = ?`, m.Address, m.Port, m.Weight, m.Capacity, m.AdminStateUp, formatTime(tx.now), id,
 	); err != nil {
 		return nil, mapError(fmt.Errorf("update member: %w", err), sdnlb.ENOTFOUND)
 	}

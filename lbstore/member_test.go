@@ -130,12 +130,13 @@ func TestMemberService_UpdateMember(t *testing.T) {
 		m := MustCreateMember(t, ctx, db, newMember(p.ID, "10.0.0.1", 80))
 
 		// Repeating the member's own pool is not a move.
-		got, err := s.UpdateMember(ctx, m.ID, sdnlb.MemberUpdate{PoolID: &p.ID, Address: ptr("10.0.0.2"), Port: ptr(81), Weight: ptr(0)})
+		got, err := s.UpdateMember(ctx, m.ID, sdnlb.MemberUpdate{PoolID: &p.ID, Address: ptr("10.0.0.2"), Port: ptr(81), Weight: ptr(0),
+			Capacity: ptr(500)})
 		if err != nil {
 			t.Fatal(err)
 		}
 		want := *m
-		want.Address, want.Port, want.Weight, want.Status, want.UpdatedAt = "10.0.0.2", 81, 0, sdnlb.MemberDraining, got.UpdatedAt
+		want.Address, want.Port, want.Weight, want.Capacity, want.Status, want.UpdatedAt = "10.0.0.2", 81, 0, 500, sdnlb.MemberDraining, got.UpdatedAt
 		if !reflect.DeepEqual(got, &want) || !got.UpdatedAt.After(m.UpdatedAt) {
 			t.Fatalf("got %+v, want %+v", got, want)
 		}
@@ -176,6 +177,11 @@ func TestMemberService_UpdateMember(t *testing.T) {
 		}},
 		{"ErrNotFound", sdnlb.ENOTFOUND, "", func(tb testing.TB, ctx context.Context, db *lbstore.DB) (string, sdnlb.MemberUpdate) {
 			return "nope", sdnlb.MemberUpdate{Weight: ptr(2)}
+		}},
+		{"ErrCapacity", sdnlb.EINVALID, "capacity", func(tb testing.TB, ctx context.Context, db *lbstore.DB) (string, sdnlb.MemberUpdate) {
+			p := MustCreatePool(tb, ctx, db, newPool(""))
+			m := MustCreateMember(tb, ctx, db, newMember(p.ID, "10.0.0.1", 80))
+			return m.ID, sdnlb.MemberUpdate{Weight: ptr(9), Capacity: ptr(sdnlb.MaxCapacity + 1)}
 		}},
 		{"ErrInvalid", sdnlb.EINVALID, "address", func(tb testing.TB, ctx context.Context, db *lbstore.DB) (string, sdnlb.MemberUpdate) {
 			p := MustCreatePool(tb, ctx, db, newPool(""))
@@ -295,6 +301,59 @@ func TestMemberHealthService_SetMemberHealth(t *testing.T) {
 		assertNoEvent(t, events)
 	})
 
+	t.Run("Agent", func(t *testing.T) {
+		ctx, db := mustSetup(t)
+		s := lbstore.NewMemberHealthService(db)
+		v := MustCreateVIP(t, ctx, db, newVIP("10.0.0.100", 80))
+		p := MustCreatePool(t, ctx, db, newPool(v.ID))
+		m := MustCreateMember(t, ctx, db, newMember(p.ID, "10.0.0.1", 80))
+		events, cancel := lbstore.NewEventService(db).Subscribe()
+		defer cancel()
+
+		at := time.Date(2026, 2, 3, 4, 5, 6, 700000000, time.UTC)
+		set := func(agent *sdnlb.AgentReport) {
+			t.Helper()
+			if err := s.SetMemberHealth(ctx, m.ID, sdnlb.MemberHealth{Status: sdnlb.MemberUp, Since: at, Agent: agent}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		read := func() (*sdnlb.Member, sdnlb.VIPStatus) {
+			t.Helper()
+			cfg := MustLoadConfig(t, ctx, db)
+			return cfg.Members[0], cfg.VIPs[0].Status
+		}
+		set(&sdnlb.AgentReport{Available: 75, At: at})
+		got, vipStatus := read()
+		if a := got.Health.Agent; a == nil || a.Available != 75 || a.Drain || !a.At.Equal(at) || got.Status != sdnlb.MemberUp || vipStatus != sdnlb.VIPActive {
+			t.Fatalf("stored agent %+v, member %s, vip %s; want 75%% at %v, UP and ACTIVE", a, got.Status, vipStatus, at)
+		}
+		// Said again later: stored, but nothing for the controllers.
+		set(&sdnlb.AgentReport{Available: 75, At: at.Add(time.Second)})
+		if got, _ = read(); !got.Health.Agent.At.Equal(at.Add(time.Second)) {
+			t.Fatalf("agent said again at %v, want %v", got.Health.Agent.At, at.Add(time.Second))
+		}
+		set(&sdnlb.AgentReport{Available: 40, At: at.Add(2 * time.Second)})
+		// A drain takes the member out of rotation, and its VIP with it.
+		drain := &sdnlb.AgentReport{Available: 40, Drain: true, At: at.Add(3 * time.Second)}
+		set(drain)
+		drain.Available = 1 // the store keeps its own copy
+		if got, vipStatus = read(); got.Status != sdnlb.MemberDraining || vipStatus != sdnlb.VIPDown || got.Health.Agent.Available != 40 {
+			t.Fatalf("drained member %s (agent %+v), vip %s; want DRAINING and DOWN", got.Status, got.Health.Agent, vipStatus)
+		}
+		set(nil) // the agent monitor went
+		if got, vipStatus = read(); got.Health.Agent != nil || got.Status != sdnlb.MemberUp || vipStatus != sdnlb.VIPActive {
+			t.Fatalf("agent %+v, member %s, vip %s after the report went; want none, UP and ACTIVE", got.Health.Agent, got.Status, vipStatus)
+		}
+		want := []sdnlb.Event{
+			{Kind: sdnlb.KindMember, Op: sdnlb.OpHealth, ID: m.ID, Status: sdnlb.MemberUp, Agent: &sdnlb.AgentReport{Available: 75, At: at}},
+			{Kind: sdnlb.KindMember, Op: sdnlb.OpHealth, ID: m.ID, Status: sdnlb.MemberUp, Agent: &sdnlb.AgentReport{Available: 40, At: at.Add(2 * time.Second)}},
+			{Kind: sdnlb.KindMember, Op: sdnlb.OpHealth, ID: m.ID, Status: sdnlb.MemberUp, Agent: &sdnlb.AgentReport{Available: 40, Drain: true, At: at.Add(3 * time.Second)}},
+			{Kind: sdnlb.KindMember, Op: sdnlb.OpHealth, ID: m.ID, Status: sdnlb.MemberUp},
+		}
+		assertEvents(t, receiveEvents(t, events, len(want)), want)
+		assertNoEvent(t, events)
+	})
+
 	t.Run("ErrNotFound", func(t *testing.T) {
 		ctx, db := mustSetup(t)
 		err := lbstore.NewMemberHealthService(db).SetMemberHealth(ctx, "nope", sdnlb.MemberHealth{Status: sdnlb.MemberUp})
@@ -309,6 +368,11 @@ func TestMemberHealthService_SetMemberHealth(t *testing.T) {
 		for _, status := range []sdnlb.MemberStatus{sdnlb.MemberDraining, "", "SICK"} {
 			err := lbstore.NewMemberHealthService(db).SetMemberHealth(ctx, m.ID, sdnlb.MemberHealth{Status: status})
 			assertError(t, err, sdnlb.EINVALID, "status")
+		}
+		for _, available := range []int{-1, 101} {
+			err := lbstore.NewMemberHealthService(db).SetMemberHealth(ctx, m.ID,
+				sdnlb.MemberHealth{Status: sdnlb.MemberUp, Agent: &sdnlb.AgentReport{Available: available}})
+			assertError(t, err, sdnlb.EINVALID, "agent.available")
 		}
 		assertUnchanged(t, ctx, db, before)
 	})

@@ -112,6 +112,7 @@ type monitorRow struct {
 	URLPath       string  `db:"url_path"`
 	ExpectedCodes string  `db:"expected_codes"`
 	TLSVerify     bool    `db:"tls_verify"`
+	Port          int     `db:"port"`
 	AdminStateUp  bool    `db:"admin_state_up"`
 	PoolIDs       string  `db:"pool_ids"` // a JSON array
 	CreatedAt     string  `db:"created_at"`
@@ -119,7 +120,7 @@ type monitorRow struct {
 }
 
 const selectMonitors = `SELECT mo.id, mo.name, mo.type, mo.delay, mo.timeout, mo.max_retries, mo.rise,
-	mo.http_method, mo.url_path, mo.expected_codes, mo.tls_verify, mo.admin_state_up, mo.created_at, mo.updated_at,
+	mo.http_method, mo.url_path, mo.expected_codes, mo.tls_verify, mo.port, mo.admin_state_up, mo.created_at, mo.updated_at,
 	(SELECT json_group_array(pm.pool_id) FROM pool_monitors pm WHERE pm.monitor_id = mo.id) AS pool_ids
 FROM monitors mo`
 
@@ -136,6 +137,7 @@ func (r *monitorRow) monitor() (*sdnlb.Monitor, error) {
 		URLPath:       r.URLPath,
 		ExpectedCodes: r.ExpectedCodes,
 		TLSVerify:     r.TLSVerify,
+		Port:          r.Port,
 		AdminStateUp:  r.AdminStateUp,
 	}
 	var err error
@@ -182,10 +184,10 @@ func createMonitor(ctx context.Context, tx *Tx, m sdnlb.Monitor) (*sdnlb.Monitor
 	m.ID = newID(m.ID)
 	now := formatTime(tx.now)
 	if _, err := tx.ExecContext(ctx, `INSERT INTO monitors (id, name, type, delay, timeout, max_retries, rise,
-		http_method, url_path, expected_codes, tls_verify, admin_state_up, created_at, updated_at)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+		http_method, url_path, expected_codes, tls_verify, port, admin_state_up, created_at, updated_at)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 		m.ID, m.Name, m.Type, float64(m.Delay), float64(m.Timeout), m.MaxRetries, m.Rise,
-		m.HTTPMethod, m.URLPath, m.ExpectedCodes, m.TLSVerify, m.AdminStateUp, now, now,
+		m.HTTPMethod, m.URLPath, m.ExpectedCodes, m.TLSVerify, m.Port, m.AdminStateUp, now, now,
 	); err != nil {
 		return nil, mapError(fmt.Errorf("insert monitor: %w", err), sdnlb.ENOTFOUND)
 	}
@@ -199,10 +201,10 @@ func updateMonitor(ctx context.Context, tx *Tx, m *sdnlb.Monitor) error {
 		return err
 	}
 	if _, err := tx.ExecContext(ctx, `UPDATE monitors SET name = ?, type = ?, delay = ?, timeout = ?,
-		max_retries = ?, rise = ?, http_method = ?, url_path = ?, expected_codes = ?, tls_verify = ?,
+		max_retries = ?, rise = ?, http_method = ?, url_path = ?, expected_codes = ?, tls_verify = ?, port = ?,
 		admin_state_up = ?, updated_at = ? WHERE id = ?`,
 		m.Name, m.Type, float64(m.Delay), float64(m.Timeout), m.MaxRetries, m.Rise, m.HTTPMethod, m.URLPath,
-		m.ExpectedCodes, m.TLSVerify, m.AdminStateUp, formatTime(tx.now), m.ID,
+		m.ExpectedCodes, m.TLSVerify, m.Port, m.AdminStateUp, formatTime(tx.now), m.ID,
 	); err != nil {
 		return mapError(fmt.Errorf("update monitor: %w", err), sdnlb.ENOTFOUND)
 	}

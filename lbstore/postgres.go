@@ -3,6 +3,7 @@ package lbstore
 import (
 	"context"
 	"database/sql"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strconv"
@@ -164,15 +165,23 @@ func (f *pgFeed) record(ctx context.Context, tx *Tx) error {
 		return nil
 	}
 	seqs := make([]int64, n)
-	kinds, ops, ids, ats, statuses := make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n)
+	kinds, ops, ids, ats, statuses, agents := make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n)
 	for i := range tx.events {
 		e := &tx.events[i]
 		e.Seq = tx.seq + uint64(i) + 1
 		seqs[i], kinds[i], ops[i], ids[i], ats[i], statuses[i] = int64(e.Seq), string(e.Kind), string(e.Op), e.ID, formatTime(e.At), string(e.Status)
+		if e.Agent != nil {
+			b, err := json.Marshal(e.Agent)
+			if err != nil {
+				return fmt.Errorf("record events: %w", err)
+			}
+			agents[i] = string(b)
+		}
 	}
 	last := tx.seq + uint64(n)
-	if _, err := tx.ExecContext(ctx, `INSERT INTO events (seq, kind, op, object_id, at, status)
-		SELECT * FROM unnest(?::bigint[], ?::text[], ?::text[], ?::text[], ?::text[], ?::text[])`, seqs, kinds, ops, ids, ats, statuses); err != nil {
+	if _, err := tx.ExecContext(ctx, `INSERT INTO events (seq, kind, op, object_id, at, status, agent)
+		SELECT * FROM unnest(?::bigint[], ?::text[], ?::text[], ?::text[], ?::text[], ?::text[], ?::text[])`,
+		seqs, kinds, ops, ids, ats, statuses, agents); err != nil {
 		return fmt.Errorf("record events: %w", err)
 	}
 	if _, err := tx.ExecContext(ctx, `UPDATE feed SET last_seq = ? WHERE id = 1`, int64(last)); err != nil {
@@ -244,6 +253,7 @@ type eventRow struct {
 	ObjectID string `db:"object_id"`
 	At       string `db:"at"`
 	Status   string `db:"status"`
+	Agent    string `db:"agent"` // JSON; "" for none
 }
 
 func (f *pgFeed) catchUpLocked(ctx context.Context) error {
@@ -261,7 +271,7 @@ func (f *pgFeed) catchUpLocked(ctx context.Context) error {
 	}
 	var rows []eventRow
 	if head > f.last && head-f.last <= feedRetention {
-		if err := tx.SelectContext(ctx, &rows, `SELECT seq, kind, op, object_id, at, status FROM events
+		if err := tx.SelectContext(ctx, &rows, `SELECT seq, kind, op, object_id, at, status, agent FROM events
 			WHERE seq > ? AND seq <= ? ORDER BY seq`, int64(f.last), int64(head)); err != nil {
 			return fmt.Errorf("read events: %w", err)
 		}
@@ -284,6 +294,12 @@ func (f *pgFeed) catchUpLocked(ctx context.Context) error {
 			return err
 		}
 		events[i] = sdnlb.Event{Seq: r.Seq, Kind: sdnlb.EventKind(r.Kind), Op: sdnlb.EventOp(r.Op), ID: r.ObjectID, At: at, Status: sdnlb.MemberStatus(r.Status)}
+		if r.Agent != "" {
+			events[i].Agent = new(sdnlb.AgentReport)
+			if err := json.Unmarshal([]byte(r.Agent), events[i].Agent); err != nil {
+				return fmt.Errorf("read event %d's agent report: %w", r.Seq, err)
+			}
+		}
 	}
 	f.db.events.deliver(events)
 	f.last = head

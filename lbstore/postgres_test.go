@@ -168,6 +168,22 @@ func TestEventService_AcrossProcesses(t *testing.T) {
 				t.Errorf("process %d: health event at %v, want %v", i, evs[0].At, since)
 			}
 		}
+
+		// An agent's report alone, without a change of status, reaches
+		// every process with the report.
+		agent := &sdnlb.AgentReport{Available: 35, Drain: true, At: since.Add(time.Second + time.Nanosecond)}
+		h := sdnlb.MemberHealth{Status: sdnlb.MemberUp, Since: since, Agent: agent}
+		if err := lbstore.NewMemberHealthService(dbs[0]).SetMemberHealth(ctx, m.ID, h); err != nil {
+			t.Fatal(err)
+		}
+		for i := range feeds {
+			assertEvents(t, receiveEvents(t, feeds[i], 1),
+				[]sdnlb.Event{{Kind: sdnlb.KindMember, Op: sdnlb.OpHealth, ID: m.ID, Status: sdnlb.MemberUp, Agent: agent}})
+			got := MustLoadConfig(t, ctx, dbs[i]).Members[0]
+			if a := got.Health.Agent; got.Status != sdnlb.MemberDraining || a == nil || a.Available != 35 || !a.Drain || !a.At.Equal(agent.At) {
+				t.Errorf("process %d loads %s with agent %+v, want DRAINING with %+v", i, got.Status, got.Health.Agent, agent)
+			}
+		}
 	})
 
 	t.Run("Order", func(t *testing.T) {

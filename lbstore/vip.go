@@ -83,7 +83,8 @@ type vipRow struct {
 }
 
 // selectVIPs joins the pool that serves each VIP and asks whether one of
-// its members is in rotation (the same rule as Member.InRotation). The
+// its members is in rotation (the same rule as Member.InRotation, its
+// agent's drain included). The
 // condition matches the partial index members_in_rotation word for word,
 // so the answer is one index probe however many members are down.
 const selectVIPs = `SELECT v.id, v.name, v.description, v.address, v.protocol, v.port,
@@ -92,7 +93,7 @@ const selectVIPs = `SELECT v.id, v.name, v.description, v.address, v.protocol, v
 	COALESCE(p.id, '') AS pool_id,
 	p.admin_state_up AS pool_admin_state_up,
 	EXISTS (SELECT 1 FROM members m WHERE m.pool_id = p.id
-		AND m.admin_state_up AND m.weight > 0 AND m.health_status IN ('UP', 'NO_MONITOR')) AS pool_in_rotation
+		AND m.admin_state_up AND m.weight > 0 AND NOT m.health_agent_drain AND m.health_status IN ('UP', 'NO_MONITOR')) AS pool_in_rotation
 FROM vips v LEFT JOIN pools p ON p.vip_id = v.id`
 
 func (r *vipRow) vip() (*sdnlb.VIP, error) {

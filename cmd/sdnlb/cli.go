@@ -63,9 +63,9 @@ FILE (2 and 3 as above).
 // cliKinds are what get lists, with the columns of its table.
 var cliKinds = map[string][]string{
 	"vips":     {"id", "name", "address", "protocol", "port", "pool_id", "status"},
-	"pools":    {"id", "name", "vip_id", "lb_method", "dispatch", "forwarding", "protocol"},
-	"members":  {"id", "pool_id", "address", "port", "weight", "status"},
-	"monitors": {"id", "name", "type", "delay", "timeout", "max_retries", "admin_state_up"},
+	"pools":    {"id", "name", "vip_id", "lb_method", "dispatch", "forwarding", "protocol", "slow_start"},
+	"members":  {"id", "pool_id", "address", "port", "weight", "capacity", "status"},
+	"monitors": {"id", "name", "type", "port", "delay", "timeout", "max_retries", "admin_state_up"},
 }
 
 // cliError is an error with the exit code it means.
@@ -366,8 +366,12 @@ func (c *apiClient) describePool(w io.Writer, id, output string) error {
 	if output != "table" {
 		return writeStructured(w, output, map[string]any{"pool": pool, "stats": stats})
 	}
-	fmt.Fprintf(w, "Pool:        %s (%s)\nVIP:         %s\nMethod:      %s, dispatched by the %s, %s\nMonitors:    %s\n",
-		pool.ID, pool.Name, cell(pool.VIPID), pool.LBMethod, strings.ToLower(string(pool.Dispatch)), pool.Forwarding,
+	slowStart := ""
+	if pool.SlowStart > 0 {
+		slowStart = fmt.Sprintf(", slow start %s", pool.SlowStart.Duration())
+	}
+	fmt.Fprintf(w, "Pool:        %s (%s)\nVIP:         %s\nMethod:      %s, dispatched by the %s, %s%s\nMonitors:    %s\n",
+		pool.ID, pool.Name, cell(pool.VIPID), pool.LBMethod, strings.ToLower(string(pool.Dispatch)), pool.Forwarding, slowStart,
 		cell(strings.Join(pool.MonitorIDs, ", ")))
 	fmt.Fprintf(w, "Connections: %d active, %d total, %d refused\nTraffic:     %s in, %s out\n\n",
 		stats.ActiveConnections, stats.TotalConnections, stats.RefusedConnections, bytesText(stats.BytesIn), bytesText(stats.BytesOut))

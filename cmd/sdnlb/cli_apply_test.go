@@ -14,6 +14,7 @@ import (
 // webYAML is webDocument as YAML, with one VIP keyed by its name.
 const webYAML = `monitors:
 - {id: http, type: HTTP, delay: 1, timeout: 0.5, url_path: /health}
+- {id: agent, type: AGENT, port: 5555, delay: 0.2, timeout: 0.15}
 vips:
 - id: web
   address: 10.0.0.100
@@ -22,10 +23,10 @@ vips:
   address: 10.0.0.101
   port: 443
 pools:
-- {id: web, vip_id: web, lb_method: LEAST_CONNECTIONS, monitor_ids: [http]}
+- {id: web, vip_id: web, lb_method: WEIGHTED_LEAST_CONNECTIONS, slow_start: 30, monitor_ids: [http, agent]}
 members:
 - {id: m1, pool_id: web, address: 10.0.0.1, port: 8080}
-- {id: m2, pool_id: web, address: 10.0.0.2, port: 8080, weight: 3}
+- {id: m2, pool_id: web, address: 10.0.0.2, port: 8080, weight: 3, capacity: 500}
 `
 
 func TestCLI_ApplyDiff(t *testing.T) {
@@ -35,7 +36,7 @@ func TestCLI_ApplyDiff(t *testing.T) {
 	t.Run("DiffBeforeApply", func(t *testing.T) {
 		code, out, errOut := runClient(t, m, "diff", "-f", file)
 		if code != exitDiffers || !strings.Contains(out, "+ vip web\n") || !strings.Contains(out, "+ vip (name api)\n") ||
-			!strings.Contains(out, "would create 6, update 0, delete 0") || errOut != "" {
+			!strings.Contains(out, "would create 7, update 0, delete 0") || errOut != "" {
 			t.Fatalf("exit %d, out:\n%s\nerr: %s", code, out, errOut)
 		}
 		if code, out, _ := runClient(t, m, "get", "vips", "-o", "json"); code != exitOK || strings.TrimSpace(out) != "[]" {
@@ -44,10 +45,10 @@ func TestCLI_ApplyDiff(t *testing.T) {
 	})
 	t.Run("Apply", func(t *testing.T) {
 		code, out, errOut := runClient(t, m, "apply", "-f", file)
-		if code != exitOK || !strings.Contains(out, "+ member m2\n") || !strings.Contains(out, "created 6, updated 0, deleted 0") {
+		if code != exitOK || !strings.Contains(out, "+ member m2\n") || !strings.Contains(out, "created 7, updated 0, deleted 0") {
 			t.Fatalf("exit %d, out:\n%s\nerr: %s", code, out, errOut)
 		}
-		if code, out, _ := runClient(t, m, "diff", "-f", file); code != exitOK || !strings.Contains(out, "no changes (6 unchanged)") {
+		if code, out, _ := runClient(t, m, "diff", "-f", file); code != exitOK || !strings.Contains(out, "no changes (7 unchanged)") {
 			t.Fatalf("diff after apply: exit %d, out:\n%s", code, out)
 		}
 	})
@@ -105,6 +106,9 @@ func TestCLI_ApplyDiff(t *testing.T) {
 		var doc map[string][]map[string]any
 		if code != exitOK || yaml.Unmarshal([]byte(exported), &doc) != nil || len(doc["vips"]) != 2 || doc["vips"][0]["mac"] != nil {
 			t.Fatalf("get config: exit %d, out:\n%s", code, exported)
+		}
+		if doc["pools"][0]["slow_start"] != float64(30) || doc["members"][1]["capacity"] != float64(500) || doc["monitors"][0]["port"] != float64(5555) {
+			t.Fatalf("the export lost slow_start, capacity or port:\n%s", exported)
 		}
 		other := MustRunMain(t, filepath.Join(t.TempDir(), "sdnlb.db"))
 		if code, out, errOut := runClientInput(t, other, exported, "apply", "-f", "-"); code != exitOK {

@@ -28,13 +28,13 @@ func runClientInput(t *testing.T, m *Main, stdin string, args ...string) (code i
 func TestCLI(t *testing.T) {
 	m := MustRunMain(t, filepath.Join(t.TempDir(), "sdnlb.db"))
 	call(t, m, "POST", "/v1/vips", map[string]any{"id": "web", "address": "10.0.0.100", "protocol": "TCP", "port": 80}, 201, nil)
-	call(t, m, "POST", "/v1/pools", map[string]any{"id": "web", "vip_id": "web"}, 201, nil)
-	call(t, m, "POST", "/v1/members", map[string]any{"id": "m1", "pool_id": "web", "address": "10.0.0.1", "port": 8080}, 201, nil)
+	call(t, m, "POST", "/v1/pools", map[string]any{"id": "web", "vip_id": "web", "lb_method": "ADAPTIVE", "slow_start": 30}, 201, nil)
+	call(t, m, "POST", "/v1/members", map[string]any{"id": "m1", "pool_id": "web", "address": "10.0.0.1", "port": 8080, "capacity": 750}, 201, nil)
 	waitStatsMembers(t, m, "web", "m1")
 
 	t.Run("GetTable", func(t *testing.T) {
 		code, out, errOut := runClient(t, m, "get", "members")
-		if code != exitOK || !strings.Contains(out, "ADDRESS") || !strings.Contains(out, "10.0.0.1") {
+		if code != exitOK || !strings.Contains(out, "CAPACITY") || !strings.Contains(out, "10.0.0.1") || !strings.Contains(out, "750") {
 			t.Errorf("exit %d, out:\n%s\nerr: %s", code, out, errOut)
 		}
 	})
@@ -47,7 +47,7 @@ func TestCLI(t *testing.T) {
 	})
 	t.Run("Describe", func(t *testing.T) {
 		code, out, _ := runClient(t, m, "describe", "pool", "web")
-		if code != exitOK || !strings.Contains(out, "dispatched by the switch") || !strings.Contains(out, "m1") {
+		if code != exitOK || !strings.Contains(out, "ADAPTIVE, dispatched by the switch, NAT, slow start 30s") || !strings.Contains(out, "m1") {
 			t.Errorf("exit %d, out:\n%s", code, out)
 		}
 	})

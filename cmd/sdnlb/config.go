@@ -160,7 +160,8 @@ func LoadConfig(args []string, getenv func(string) string, out io.Writer) (Confi
 	fs.String("config", configFile, "file of \"name = value\" lines using these flag names (env SDNLB_CONFIG)")
 	fs.Usage = func() {
 		fmt.Fprintf(out, "Usage: sdnlb [serve] [flags]\n\nEvery flag can also be set with SDNLB_<NAME> (e.g. SDNLB_API_ADDR) or in the --config file.\n\n")
-		fmt.Fprintf(out, "Client commands talk to a running sdnlb: %s (sdnlb get -h tells more).\n\n", strings.Join(cliCommands, ", "))
+		fmt.Fprintf(out, "Client commands talk to a running sdnlb: %s (sdnlb get -h tells more).\n", strings.Join(cliCommands, ", "))
+		fmt.Fprintf(out, "On a member, sdnlb agent answers an AGENT monitor (sdnlb agent -h tells more).\n\n")
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(args); err != nil {

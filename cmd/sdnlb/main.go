@@ -1,7 +1,8 @@
 // Command sdnlb runs the load balancer: the REST API, the OpenFlow 1.3
 // controller switches connect to, and the health monitors, over one SQLite
 // file or a PostgreSQL database. Its client commands (get, describe, drain, undrain, watch,
-// apply, diff, completion) talk to a running sdnlb's API.
+// apply, diff, completion) talk to a running sdnlb's API; sdnlb agent runs
+// on a member and answers an AGENT monitor.
 package main
 
 import (
@@ -16,6 +17,16 @@ import (
 )
 
 func main() {
+	if len(os.Args) > 1 && os.Args[1] == "agent" {
+		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+		err := runAgent(ctx, os.Args[2:], os.Stdout, os.Stderr)
+		stop()
+		if err != nil && !errors.Is(err, errHelp) {
+			fmt.Fprintln(os.Stderr, "sdnlb:", err)
+			os.Exit(2)
+		}
+		return
+	}
 	if args, ok := cliArgs(os.Args[1:]); ok {
 		os.Exit(runCLI(args, os.Getenv, os.Stdin, os.Stdout, os.Stderr))
 	}

@@ -268,3 +268,47 @@ func (h *Host) httpGet(ctx context.Context, c *http.Client, url string) (string,
 	}
 	return string(body), nil
 }
+
+// Agent answers the agent protocol of sdnlb's AGENT monitor (HAProxy's
+// agent check) in a host: every connection gets the reply the test set,
+// then the end of the connection.
+type Agent struct {
+	Addr string // "IP:port" as the health monitors reach it
+
+	reply atomic.Pointer[string]
+	ln    net.Listener
+	done  chan struct{}
+}
+
+// ServeAgent starts an agent on port in the host, answering "100%\n"
+// until Set says otherwise. It stops at test cleanup.
+func (h *Host) ServeAgent(tb TB, port int) *Agent {
+	tb.Helper()
+	ln, err := h.Listen("tcp", ":"+strconv.Itoa(port))
+	if err != nil {
+		tb.Fatalf("agent on %s: %v", h.Name, err)
+	}
+	a := &Agent{Addr: net.JoinHostPort(h.IP, strconv.Itoa(port)), ln: ln, done: make(chan struct{})}
+	a.Set("100%\n")
+	go func() {
+		defer close(a.done)
+		for {
+			conn, err := ln.Accept()
+			if err != nil {
+				return // closed at cleanup
+			}
+			_ = conn.SetWriteDeadline(time.Now().Add(time.Second))
+			_, _ = conn.Write([]byte(*a.reply.Load()))
+			_ = conn.Close()
+		}
+	}()
+	tb.Cleanup(func() {
+		_ = ln.Close()
+		<-a.done
+	})
+	return a
+}
+
+// Set makes reply, its newline included, what the agent answers from the
+// next connection on.
+func (a *Agent) Set(reply string) { a.reply.Store(&reply) }

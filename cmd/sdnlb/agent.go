@@ -1,0 +1,243 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"os"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/sdnlb/sdnlb/health"
+)
+
+// sdnlb agent is what a member runs for an AGENT monitor (HAProxy's
+// agent check): to every connection it writes one line and closes, "NN%"
+// with NN the share of the host's CPU time idle over the last second,
+// then the words of the state file, if it holds any.
+
+const agentUsage = `Usage: sdnlb agent [--listen ADDR] [--state-file FILE]
+
+Answers sdnlb's AGENT monitor on this member: every connection gets one line,
+"NN%" (the host's CPU idle over the last second) and the words of the state file,
+such as "37% drain", then the connection closes.
+
+`
+
+// agentSample is how often the agent reads the host's CPU times and the
+// state file.
+const agentSample = time.Second
+
+// maxStateFile bounds what the agent reads of the state file.
+const maxStateFile = 512
+
+// runAgent serves the agent protocol until ctx ends.
+func runAgent(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("sdnlb agent", flag.ContinueOnError)
+	fs.SetOutput(stdout)
+	listen := fs.String("listen", ":5555", "the address to answer on: the AGENT monitor's port")
+	stateFile := fs.String("state-file", "", "a file whose words the agent adds to its answer: drain, ready, up, maint, down, fail or stopped, and a reason after #; garbage in it is ignored and logged")
+	fs.Usage = func() {
+		fmt.Fprint(stdout, agentUsage)
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("agent: unexpected argument %q", fs.Arg(0))
+	}
+	a := &hostAgent{stat: "/proc/stat", stateFile: *stateFile, log: slog.New(slog.NewTextHandler(stderr, nil))}
+	if err := a.sample(time.Now()); err != nil {
+		return fmt.Errorf("agent: %w", err)
+	}
+	ln, err := net.Listen("tcp", *listen)
+	if err != nil {
+		return fmt.Errorf("agent: %w", err)
+	}
+	a.log.Info("agent listening", "addr", ln.Addr().String(), "state_file", *stateFile)
+	go func() {
+		tick := time.NewTicker(agentSample)
+		defer tick.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case now := <-tick.C:
+				if err := a.sample(now); err != nil {
+					a.log.Warn("agent: reading the CPU times failed; the answer stays as it was", "err", err)
+				}
+			}
+		}
+	}()
+	return a.serve(ctx, ln)
+}
+
+// hostAgent answers for the host it runs on.
+type hostAgent struct {
+	stat      string // the kernel's CPU times: /proc/stat
+	stateFile string // "" for none
+	log       *slog.Logger
+
+	last     cpuTimes
+	idle     int       // percent, over the last second
+	warnedAt time.Time // when garbage in the state file was last logged
+	line     atomic.Pointer[[]byte]
+}
+
+// serve writes the current line to every connection and closes it, until
+// ctx ends. A line is a few bytes: it fits the socket's buffer at once.
+func (a *hostAgent) serve(ctx context.Context, ln net.Listener) error {
+	stop := context.AfterFunc(ctx, func() { ln.Close() })
+	defer stop()
+	for {
+		conn, err := ln.Accept()
+		if ctx.Err() != nil {
+			return nil
+		}
+		if err != nil { // out of file descriptors, say: try again
+			a.log.Warn("agent: accept failed", "err", err)
+			time.Sleep(100 * time.Millisecond)
+			continue
+		}
+		_ = conn.SetWriteDeadline(time.Now().Add(time.Second))
+		_, _ = conn.Write(*a.line.Load())
+		_ = conn.Close()
+	}
+}
+
+// sample reads the CPU times and the state file and makes the line the
+// agent answers with: over the time since the last sample, or since boot
+// at the first.
+func (a *hostAgent) sample(now time.Time) error {
+	b, err := readHead(a.stat, 1024)
+	if err != nil {
+		return err
+	}
+	t, err := parseCPUTimes(b)
+	if err != nil {
+		return err
+	}
+	if idle, ok := t.idleSince(a.last); ok { // else no time passed
+		a.last, a.idle = t, idle
+	}
+	line := strconv.AppendInt(make([]byte, 0, 64), int64(a.idle), 10)
+	line = append(line, '%')
+	if words := a.stateWords(now); words != "" {
+		line = append(append(line, ' '), words...)
+	}
+	line = append(line, '\n')
+	a.line.Store(&line)
+	return nil
+}
+
+// stateWords are the state file's words, checked, or "" when there is no
+// file, it is empty, or it holds garbage (logged at most once a minute).
+func (a *hostAgent) stateWords(now time.Time) string {
+	if a.stateFile == "" {
+		return ""
+	}
+	b, err := readHead(a.stateFile, maxStateFile+1)
+	if errors.Is(err, os.ErrNotExist) {
+		return ""
+	}
+	var words string
+	if err == nil {
+		words, err = checkStateWords(b)
+	}
+	if err != nil {
+		if now.Sub(a.warnedAt) >= time.Minute {
+			a.warnedAt = now
+			a.log.Warn("agent: the state file is ignored", "file", a.stateFile, "err", err)
+		}
+		return ""
+	}
+	return words
+}
+
+// checkStateWords checks what a state file holds: agent states and a
+// reason after #, on one line. It returns them as the agent says them.
+func checkStateWords(b []byte) (string, error) {
+	if len(b) > maxStateFile {
+		return "", fmt.Errorf("longer than %d bytes", maxStateFile)
+	}
+	text := strings.TrimSpace(string(b))
+	if strings.ContainsAny(text, "\r\n") {
+		return "", errors.New("more than one line")
+	}
+	words, reason, _ := strings.Cut(text, "#")
+	fields := strings.FieldsFunc(words, func(r rune) bool { return r == ' ' || r == '\t' || r == ',' })
+	for i, w := range fields {
+		if !health.IsAgentState(w) {
+			return "", fmt.Errorf("%q is not one of drain, ready, up, maint, down, fail, stopped", w)
+		}
+		fields[i] = strings.ToLower(w)
+	}
+	out := strings.Join(fields, " ")
+	if reason = strings.TrimSpace(reason); out != "" && reason != "" { // a reason goes with a state
+		out += " # " + reason
+	}
+	return out, nil
+}
+
+// readHead reads at most n bytes of a file.
+func readHead(path string, n int) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return io.ReadAll(io.LimitReader(f, int64(n)))
+}
+
+// cpuTimes are the host's CPU times since boot, in clock ticks: all of
+// them, and those idle or waiting for I/O.
+type cpuTimes struct{ total, idle uint64 }
+
+// parseCPUTimes reads the first line of /proc/stat, "cpu  user nice
+// system idle iowait irq softirq steal guest guest_nice". The guest times
+// are in user and nice already; older kernels stop after idle.
+func parseCPUTimes(stat []byte) (cpuTimes, error) {
+	line, _, _ := bytes.Cut(stat, []byte{'\n'})
+	rest, ok := bytes.CutPrefix(line, []byte("cpu "))
+	if !ok {
+		return cpuTimes{}, fmt.Errorf("/proc/stat starts with %.32q, not the CPU times", line)
+	}
+	var t cpuTimes
+	fields := 0
+	for _, f := range bytes.Fields(rest) {
+		if fields == 8 { // guest, guest_nice
+			break
+		}
+		v, err := strconv.ParseUint(string(f), 10, 64)
+		if err != nil {
+			return cpuTimes{}, fmt.Errorf("/proc/stat: CPU time %.32q: %w", f, err)
+		}
+		t.total += v
+		if fields == 3 || fields == 4 { // idle, iowait
+			t.idle += v
+		}
+		fields++
+	}
+	if fields < 4 {
+		return cpuTimes{}, fmt.Errorf("/proc/stat: %d CPU times, want at least 4", fields)
+	}
+	return t, nil
+}
+
+// idleSince is the share of the CPU time since last that was idle, in
+// percent, rounded; ok is false when no time passed.
+func (t cpuTimes) idleSince(last cpuTimes) (percent int, ok bool) {
+	if t.total <= last.total || t.idle < last.idle {
+		return 0, false
+	}
+	total, idle := t.total-last.total, min(t.idle-last.idle, t.total-last.total)
+	return int((200*idle + total) / (2 * total)), true
+}

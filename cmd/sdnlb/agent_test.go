@@ -1,0 +1,212 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"log/slog"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// statText is /proc/stat as a 2-CPU host writes it, cut short.
+const statText = `cpu  4705 150 1120 16250 520 0 40 10 300 20
+cpu0 2355 75 560 8125 260 0 20 5 150 10
+cpu1 2350 75 560 8125 260 0 20 5 150 10
+intr 114930548 113199788 3 0 5 263 0 4 [... lots more numbers ...]
+ctxt 1990473
+`
+
+func TestParseCPUTimes(t *testing.T) {
+	for _, tc := range []struct {
+		name        string
+		stat        string
+		total, idle uint64
+	}{
+		// Guest times are in user and nice already: not counted twice.
+		{"Linux", statText, 4705 + 150 + 1120 + 16250 + 520 + 0 + 40 + 10, 16250 + 520},
+		{"NoSteal", "cpu  10 0 10 70 10 0 0\n", 100, 80},
+		{"Old", "cpu  10 0 10 80\n", 100, 80},
+		{"NoNewline", "cpu 1 2 3 4 5", 15, 9},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := parseCPUTimes([]byte(tc.stat))
+			if err != nil || got.total != tc.total || got.idle != tc.idle {
+				t.Fatalf("got %+v, %v; want total %d, idle %d", got, err, tc.total, tc.idle)
+			}
+		})
+	}
+	for name, stat := range map[string]string{
+		"Empty":      "",
+		"NotCPU":     "intr 1 2 3\ncpu  1 2 3 4\n",
+		"PerCPU":     "cpu0 1 2 3 4\n",
+		"TooFew":     "cpu  1 2 3\n",
+		"NotNumbers": "cpu  1 2 x 4\n",
+		"Negative":   "cpu  1 2 -3 4\n",
+		"Overflow":   "cpu  1 2 3 99999999999999999999999\n",
+	} {
+		t.Run(name, func(t *testing.T) {
+			if got, err := parseCPUTimes([]byte(stat)); err == nil {
+				t.Fatalf("%q read as %+v", stat, got)
+			}
+		})
+	}
+}
+
+func TestCPUTimes_IdleSince(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		last, now cpuTimes
+		percent   int
+		ok        bool
+	}{
+		{"SinceBoot", cpuTimes{}, cpuTimes{total: 1000, idle: 250}, 25, true},
+		{"Idle", cpuTimes{100, 50}, cpuTimes{200, 150}, 100, true},
+		{"Busy", cpuTimes{100, 50}, cpuTimes{200, 50}, 0, true},
+		{"RoundsUp", cpuTimes{0, 0}, cpuTimes{200, 75}, 38, true}, // 37.5
+		{"RoundsDown", cpuTimes{0, 0}, cpuTimes{300, 112}, 37, true},
+		{"NoTimePassed", cpuTimes{100, 50}, cpuTimes{100, 50}, 0, false},
+		{"WentBack", cpuTimes{100, 50}, cpuTimes{90, 50}, 0, false},
+		{"IdleWentBack", cpuTimes{100, 50}, cpuTimes{200, 40}, 0, false}, // iowait may fall
+		{"IdleAboveTotal", cpuTimes{100, 50}, cpuTimes{110, 80}, 100, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if p, ok := tc.now.idleSince(tc.last); p != tc.percent || ok != tc.ok {
+				t.Fatalf("got %d%%, %v; want %d%%, %v", p, ok, tc.percent, tc.ok)
+			}
+		})
+	}
+}
+
+func TestCheckStateWords(t *testing.T) {
+	for in, want := range map[string]string{
+		"":                          "",
+		"\n":                        "",
+		"drain\n":                   "drain",
+		"DRAIN":                     "drain",
+		"  maint  ":                 "maint",
+		"drain,ready\tup":           "drain ready up",
+		"maint # kernel upgrade\n":  "maint # kernel upgrade",
+		"down#disk":                 "down # disk",
+		"# nothing to say but this": "",
+		"stopped fail":              "stopped fail",
+	} {
+		if got, err := checkStateWords([]byte(in)); err != nil || got != want {
+			t.Errorf("%q: got %q, %v; want %q", in, got, err, want)
+		}
+	}
+	for _, in := range []string{"garbage", "75%", "drain 75%", "drain\nready", "maxconn:10", strings.Repeat("up ", 200)} {
+		if got, err := checkStateWords([]byte(in)); err == nil {
+			t.Errorf("%q: taken as %q", in, got)
+		}
+	}
+}
+
+// TestHostAgent runs the agent on loopback over a made-up /proc/stat and
+// state file.
+func TestHostAgent(t *testing.T) {
+	dir := t.TempDir()
+	stat, state := filepath.Join(dir, "stat"), filepath.Join(dir, "state")
+	write := func(path, text string) {
+		t.Helper()
+		if err := os.WriteFile(path, []byte(text), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write(stat, "cpu  100 0 0 300 0 0 0 0\n") // 75% idle since boot
+	var logs bytes.Buffer
+	a := &hostAgent{stat: stat, stateFile: state, log: slog.New(slog.NewTextHandler(&logs, nil))}
+	now := time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)
+	if err := a.sample(now); err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	served := make(chan error, 1)
+	go func() { served <- a.serve(ctx, ln) }()
+	defer func() {
+		cancel()
+		if err := <-served; err != nil {
+			t.Errorf("serve: %v", err)
+		}
+	}()
+	ask := func() string {
+		t.Helper()
+		conn, err := net.Dial("tcp", ln.Addr().String())
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer conn.Close()
+		_ = conn.SetDeadline(time.Now().Add(5 * time.Second))
+		b, err := io.ReadAll(conn) // the agent closes after its line
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(b)
+	}
+	next := func(statText, stateText string) string {
+		t.Helper()
+		write(stat, statText)
+		if stateText == "" {
+			_ = os.Remove(state)
+		} else {
+			write(state, stateText)
+		}
+		now = now.Add(time.Second)
+		if err := a.sample(now); err != nil {
+			t.Fatal(err)
+		}
+		return ask()
+	}
+
+	if got := ask(); got != "75%\n" {
+		t.Fatalf("first answer %q, want the idle share since boot", got)
+	}
+	// The last second: 100 ticks, 20 of them idle or waiting.
+	if got := next("cpu  180 0 0 310 10 0 0 0\n", ""); got != "20%\n" {
+		t.Fatalf("answer %q, want 20%%", got)
+	}
+	if got := next("cpu  180 0 0 410 10 0 0 0\n", "drain\n"); got != "100% drain\n" {
+		t.Fatalf("answer %q", got)
+	}
+	if got := next("cpu  180 0 0 410 10 0 0 0\n", "Maint # upgrading"); got != "100% maint # upgrading\n" {
+		t.Fatalf("answer with no time passed %q, want the last share and the new state", got)
+	}
+	// Garbage is ignored, and logged once a minute.
+	for i := range 3 {
+		if got := next("cpu  230 0 0 460 10 0 0 0\n", "please drain"); got != "50%\n" {
+			t.Fatalf("answer %d with garbage in the state file: %q", i, got)
+		}
+	}
+	if n := strings.Count(logs.String(), "the state file is ignored"); n != 1 {
+		t.Fatalf("%d warnings in 3 s, want 1:\n%s", n, logs.String())
+	}
+	if got := next("cpu  230 0 0 460 10 0 0 0\n", "ready"); got != "50% ready\n" {
+		t.Fatalf("answer %q", got)
+	}
+	// A /proc/stat that cannot be read leaves the answer as it was.
+	write(stat, "nonsense")
+	if err := a.sample(now.Add(time.Second)); err == nil {
+		t.Fatal("a bad /proc/stat was read")
+	}
+	if got := ask(); got != "50% ready\n" {
+		t.Fatalf("answer %q after a failed sample", got)
+	}
+}
+
+func TestRunAgent_Usage(t *testing.T) {
+	var out bytes.Buffer
+	if err := runAgent(context.Background(), []string{"extra"}, &out, io.Discard); err == nil || !strings.Contains(err.Error(), `unexpected argument "extra"`) {
+		t.Errorf("an argument: %v", err)
+	}
+	if err := runAgent(context.Background(), []string{"-h"}, &out, io.Discard); err != errHelp || !strings.Contains(out.String(), "--state-file") {
+		t.Errorf("-h: %v, %s", err, out.String())
+	}
+}
