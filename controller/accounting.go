@@ -358,7 +358,7 @@ func (m *memberState) stats() sdnlb.MemberStats {
 		EffectiveWeight:   math.Round(m.effective*100) / 100,
 		SlowStart:         math.Round(m.rampDone*1000) / 1000,
 	}
-	if m.status != sdnlb.MemberUp && m.status != sdnlb.MemberNoMonitor {
+	if !inRotation(m.status) {
 		st.EffectiveWeight, st.SlowStart = 0, 0 // out of rotation
 	}
 	if m.agent != nil {

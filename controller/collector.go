@@ -76,7 +76,7 @@ func (sc *snapshotCollector) Collect(ch chan<- prometheus.Metric) {
 			st := m.stats()
 			labels := []string{vip, p.id, m.id}
 			up := 0.0
-			if m.status == sdnlb.MemberUp || m.status == sdnlb.MemberNoMonitor {
+			if inRotation(m.status) {
 				up = 1
 			}
 			ch <- prometheus.MustNewConstMetric(sc.memberUp, prometheus.GaugeValue, up, labels...)

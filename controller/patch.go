@@ -79,7 +79,7 @@ func (b *snapshotBuilder) patch(changes []healthChange) *snapshot {
 		if m.status == sdnlb.MemberDown || status == sdnlb.MemberDown {
 			m.cnt.endDispatched()
 		}
-		if status == sdnlb.MemberUp && m.status != sdnlb.MemberUp {
+		if inRotation(status) && !inRotation(m.status) {
 			m.inRotationSince = c.since
 		}
 		m.status, m.since, m.agent = status, c.since, c.agent

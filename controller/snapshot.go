@@ -258,8 +258,12 @@ func (b *snapshotBuilder) build(cfg *sdnlb.Config) (snap *snapshot, skipped []er
 			skipped = append(skipped, err)
 			continue
 		}
-		if last := b.last.member(ms.num); ms.status == sdnlb.MemberDown || last != nil && last.status == sdnlb.MemberDown {
+		last := b.last.member(ms.num)
+		if ms.status == sdnlb.MemberDown || last != nil && last.status == sdnlb.MemberDown {
 			ms.cnt.endDispatched()
+		}
+		if last != nil && inRotation(last.status) && inRotation(ms.status) {
+			ms.inRotationSince = last.inRotationSince // a monitor attached to a member in rotation brings no slow start
 		}
 		s.memberPools[ms.num] = ps.id
 		ps.byNum[ms.num] = ms
@@ -339,10 +343,15 @@ func (b *snapshotBuilder) schedule(p, last *poolState) error {
 func (p *poolState) rotate() {
 	p.rotation = make([]*memberState, 0, len(p.members))
 	for _, m := range p.members {
-		if m.status == sdnlb.MemberUp || m.status == sdnlb.MemberNoMonitor {
+		if inRotation(m.status) {
 			p.rotation = append(p.rotation, m)
 		}
 	}
+}
+
+// inRotation reports whether a member of status takes new connections.
+func inRotation(status sdnlb.MemberStatus) bool {
+	return status == sdnlb.MemberUp || status == sdnlb.MemberNoMonitor
 }
 
 // pickScheduler gives p its scheduler: last's when p's method and rotation
@@ -470,7 +479,7 @@ func (b *snapshotBuilder) memberState(m *sdnlb.Member) (*memberState, error) {
 		capacity: int64(m.Capacity), agent: m.Health.Agent, inRotationSince: m.CreatedAt,
 	}
 	if ms.status == sdnlb.MemberUp && m.Health.Since.After(ms.inRotationSince) {
-		ms.inRotationSince = m.Health.Since
+		ms.inRotationSince = m.Health.Since // at a start, the best guess of when it came back UP
 	}
 	return ms, nil
 }

@@ -356,3 +356,41 @@ func TestWeights_PatchLeavesParent(t *testing.T) {
 		t.Errorf("shares %v with member 3 back UP a second into its slow start, want it at the least", s)
 	}
 }
+
+// A monitor attached to members in rotation (NO_MONITOR, then UP) brings
+// no slow start, through a patch as through a full reload; coming back
+// from DOWN does.
+func TestSlowStart_OnlyBackIntoRotation(t *testing.T) {
+	now := time.Unix(1_700_000_000, 0)
+	b := newSnapshotBuilder(func() time.Time { return now })
+	cfg := testConfig(func(c *sdnlb.Config) {
+		c.Pools[0].LBMethod, c.Pools[0].SlowStart = sdnlb.WeightedRoundRobin, 60
+		for _, m := range c.Members {
+			m.CreatedAt = now.Add(-time.Hour)
+		}
+	})
+	b.build(cfg)
+	now = now.Add(time.Second)
+	s := b.patch([]healthChange{{memberID: "m1", status: sdnlb.MemberUp, since: now}})
+	monitored := testConfig(func(c *sdnlb.Config) {
+		c.Pools[0].LBMethod, c.Pools[0].SlowStart = sdnlb.WeightedRoundRobin, 60
+		for _, m := range c.Members {
+			m.CreatedAt, m.Health = now.Add(-time.Hour), sdnlb.MemberHealth{Status: sdnlb.MemberUp, Since: now}
+		}
+	})
+	if r := s.pools["p1"].byNum[1].rampDone; r != 1 {
+		t.Errorf("after a patch from NO_MONITOR to UP member 1 is %v into a slow start", r)
+	}
+	s, _ = b.build(monitored)
+	for num, m := range s.pools["p1"].byNum {
+		if m.rampDone != 1 {
+			t.Errorf("after a reload with every member just UP, member %d is %v into a slow start", num, m.rampDone)
+		}
+	}
+	b.patch([]healthChange{{memberID: "m2", status: sdnlb.MemberDown, since: now}})
+	now = now.Add(6 * time.Second)
+	s = b.patch([]healthChange{{memberID: "m2", status: sdnlb.MemberUp, since: now}})
+	if r := s.pools["p1"].byNum[2].rampDone; r != 0 {
+		t.Errorf("member 2 back from DOWN is %v into its slow start, want 0", r)
+	}
+}

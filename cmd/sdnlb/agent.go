@@ -21,13 +21,13 @@ import (
 // sdnlb agent is what a member runs for an AGENT monitor (HAProxy's
 // agent check): to every connection it writes one line and closes, "NN%"
 // with NN the share of the host's CPU time idle over the last second,
-// then the words of the state file, if it holds any.
+// then the words of the state file, or "ready" while it holds none.
 
 const agentUsage = `Usage: sdnlb agent [--listen ADDR] [--state-file FILE]
 
 Answers sdnlb's AGENT monitor on this member: every connection gets one line,
 "NN%" (the host's CPU idle over the last second) and the words of the state file,
-such as "37% drain", then the connection closes.
+such as "37% drain", or "ready" while it holds none; then the connection closes.
 
 `
 
@@ -138,19 +138,23 @@ func (a *hostAgent) sample(now time.Time) error {
 	return nil
 }
 
-// stateWords are the state file's words, checked, or "" when there is no
-// file, it is empty, or it holds garbage (logged at most once a minute).
+// stateWords are the state file's words, checked; "ready" when the file
+// is gone or holds none, so that removing a drain from it, or the file,
+// ends the drain; "" without a state file, or when it holds garbage
+// (logged at most once a minute), which leaves the member as it was.
 func (a *hostAgent) stateWords(now time.Time) string {
 	if a.stateFile == "" {
 		return ""
 	}
 	b, err := readHead(a.stateFile, maxStateFile+1)
 	if errors.Is(err, os.ErrNotExist) {
-		return ""
+		return "ready"
 	}
 	var words string
 	if err == nil {
-		words, err = checkStateWords(b)
+		if words, err = checkStateWords(b); err == nil && words == "" {
+			words = "ready"
+		}
 	}
 	if err != nil {
 		if now.Sub(a.warnedAt) >= time.Minute {

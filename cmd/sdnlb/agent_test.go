@@ -166,15 +166,19 @@ func TestHostAgent(t *testing.T) {
 		return ask()
 	}
 
-	if got := ask(); got != "75%\n" {
-		t.Fatalf("first answer %q, want the idle share since boot", got)
+	if got := ask(); got != "75% ready\n" {
+		t.Fatalf("first answer %q, want the idle share since boot, and ready without a state file", got)
 	}
 	// The last second: 100 ticks, 20 of them idle or waiting.
-	if got := next("cpu  180 0 0 310 10 0 0 0\n", ""); got != "20%\n" {
-		t.Fatalf("answer %q, want 20%%", got)
+	if got := next("cpu  180 0 0 310 10 0 0 0\n", ""); got != "20% ready\n" {
+		t.Fatalf("answer %q, want 20%% ready", got)
 	}
 	if got := next("cpu  180 0 0 410 10 0 0 0\n", "drain\n"); got != "100% drain\n" {
 		t.Fatalf("answer %q", got)
+	}
+	// Emptying the file ends the drain.
+	if got := next("cpu  180 0 0 410 10 0 0 0\n", "\n"); got != "100% ready\n" {
+		t.Fatalf("answer %q with an empty state file, want ready", got)
 	}
 	if got := next("cpu  180 0 0 410 10 0 0 0\n", "Maint # upgrading"); got != "100% maint # upgrading\n" {
 		t.Fatalf("answer with no time passed %q, want the last share and the new state", got)

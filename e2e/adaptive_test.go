@@ -1,0 +1,223 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"encoding/binary"
+	"fmt"
+	"math"
+	"net/netip"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/sdnlb/sdnlb"
+)
+
+// The members of the adaptive beds: single-threaded servers (one request
+// at a time, HTTPServer.SetCost) whose requests cost 4, 8 and 16 ms, and
+// an agent on each that reports the part of the last second its server
+// was idle, as `sdnlb agent` reports a host's idle CPU.
+var memberCosts = []time.Duration{4 * time.Millisecond, 8 * time.Millisecond, 16 * time.Millisecond}
+
+const (
+	// adaptiveLoadEvery, from each of three clients, is about 250
+	// requests a second: 57 % of what the three members can serve
+	// together (250 + 125 + 62.5 a second), more than the dearest can
+	// serve alone at a third of it.
+	adaptiveLoadEvery = 12 * time.Millisecond
+)
+
+// reportIdle has each member's agent say, every 250 ms until the test
+// ends, the part of the last second the member's server was idle.
+func reportIdle(t *testing.T, b *lbBed) {
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	t.Cleanup(func() { close(stop); wg.Wait() })
+	for i, h := range b.members {
+		agent := h.ServeAgent(t, agentPort)
+		agent.Set("100%")
+		srv := b.servers[i]
+		wg.Go(func() {
+			tick := time.NewTicker(250 * time.Millisecond)
+			defer tick.Stop()
+			var window [4]time.Duration // busy at the last four ticks
+			for n := 0; ; n++ {
+				select {
+				case <-stop:
+					return
+				case <-tick.C:
+				}
+				busy := srv.Busy()
+				used := busy - window[n%4]
+				window[n%4] = busy
+				if n < 4 {
+					continue
+				}
+				idle := 100 - int(math.Round(100*min(used.Seconds(), 1)))
+				agent.Set(strconv.Itoa(idle) + "%")
+			}
+		})
+	}
+}
+
+// busyShares runs the load for d and returns each member's busy part of
+// the last measure of it.
+func busyShares(b *lbBed, d, measure time.Duration) []float64 {
+	l := startLoad(b.clients, b.url, adaptiveLoadEvery, d, 2*time.Second)
+	time.Sleep(d - measure)
+	before := make([]time.Duration, len(b.servers))
+	for i, s := range b.servers {
+		before[i] = s.Busy()
+	}
+	start := time.Now()
+	time.Sleep(measure)
+	elapsed := time.Since(start)
+	shares := make([]float64, len(b.servers))
+	for i, s := range b.servers {
+		shares[i] = float64(s.Busy()-before[i]) / float64(elapsed)
+	}
+	l.Stop()
+	return shares
+}
+
+func spreadOf(shares []float64) float64 {
+	lo, hi := math.Inf(1), 0.0
+	for _, s := range shares {
+		lo, hi = min(lo, s), max(hi, s)
+	}
+	return hi / lo
+}
+
+// newCostBed is a bed of three clients and three members of memberCosts
+// behind an HTTP VIP whose pool has method and dispatch, with an AGENT
+// monitor beside nothing else.
+func newCostBed(t *testing.T, method sdnlb.LBMethod, dispatch sdnlb.Dispatch) *lbBed {
+	b := newDispatchBed(t, 3, 3, method, dispatch, nil)
+	for i, s := range b.servers {
+		s.SetCost(memberCosts[i])
+	}
+	reportIdle(t, b)
+	b.lb.MustCreateMonitor(b.pool, map[string]any{"name": "agent", "type": sdnlb.MonitorAgent, "port": agentPort,
+		"delay": 0.5, "timeout": 0.3, "max_retries": 3, "rise": 1})
+	for _, m := range b.mems {
+		b.lb.WaitMemberStatus(m.ID, sdnlb.MemberUp, 10*time.Second)
+	}
+	return b
+}
+
+// Members whose requests cost 4, 8 and 16 ms: round robin leaves the
+// dearest saturated and the cheapest mostly idle; ADAPTIVE, weighing them
+// by what their agents report, brings their loads within 1.2 times of each
+// other within a minute, in both dispatches.
+func TestAdaptive_EqualisesLoad(t *testing.T) {
+	t.Run("ROUND_ROBIN", func(t *testing.T) {
+		b := newCostBed(t, sdnlb.RoundRobin, sdnlb.DispatchController)
+		shares := busyShares(b, 20*time.Second, 10*time.Second)
+		t.Logf("round robin: busy %.2f, spread %.2f", shares, spreadOf(shares))
+	})
+	for _, d := range sdnlb.Dispatches {
+		t.Run("ADAPTIVE/"+string(d), func(t *testing.T) {
+			b := newCostBed(t, sdnlb.Adaptive, d)
+			shares := busyShares(b, 50*time.Second, 15*time.Second)
+			var weights []string
+			st := b.lb.PoolStats(b.pool.ID)
+			for _, m := range st.Members {
+				weights = append(weights, fmt.Sprintf("%.2f", m.EffectiveWeight))
+			}
+			t.Logf("ADAPTIVE %s: busy %.2f, spread %.2f, weights in force %s", d, shares, spreadOf(shares), strings.Join(weights, " "))
+			if spreadOf(shares) > 1.2 {
+				t.Errorf("busy %.2f: the busiest member at %.2f times the idlest, want at most 1.2", shares, spreadOf(shares))
+			}
+		})
+	}
+}
+
+// A member back UP in a pool with a 60 s slow start takes the new
+// connections of a CONTROLLER pool, and the buckets of a SWITCH pool, step
+// by step: in the first tenth of the window at most a fifth of its share,
+// at the end all of it (within 5 %). The two pools share the members, on
+// two ports, so that one window serves both.
+func TestSlowStart_MemberBackUp(t *testing.T) {
+	const (
+		window    = 60 * time.Second
+		vipPort2  = 81
+		member2nd = 8081
+	)
+	b := newDispatchBed(t, 3, 3, sdnlb.WeightedRoundRobin, sdnlb.DispatchController, nil)
+	var switched sdnlb.Pool
+	vip2 := b.lb.MustCreateVIP("switched", b.sw.Addr(101), sdnlb.ProtocolTCP, vipPort2, nil)
+	b.lb.MustAPI("POST", "/v1/pools", map[string]any{"name": "switched", "vip_id": vip2.ID, "lb_method": sdnlb.WeightedRoundRobin,
+		"protocol": sdnlb.ProtocolTCP, "dispatch": sdnlb.DispatchSwitch, "slow_start": window.Seconds()}, 201, &switched)
+	b.lb.MustAPI("PATCH", "/v1/pools/"+b.pool.ID, map[string]any{"slow_start": window.Seconds()}, 200, nil)
+	var second []*HTTPServer
+	for i, h := range b.members {
+		second = append(second, h.ServeHTTP(t, member2nd, b.servers[i].Name))
+		b.lb.MustCreateMember(&switched, h.IP, member2nd)
+	}
+	tcp := map[string]any{"name": "tcp", "type": sdnlb.MonitorTCP, "delay": 0.2, "timeout": 0.15, "max_retries": 2, "rise": 1}
+	b.lb.MustCreateMonitor(b.pool, tcp)
+	b.lb.MustCreateMonitor(&switched, tcp)
+	b.lb.WaitPoolMembers(switched.ID, 3, 10*time.Second)
+	b.waitBuckets(t, 3, 10*time.Second)
+
+	back := b.servers[2]
+	back.Stop()
+	second[2].Stop()
+	b.lb.WaitMemberStatus(b.mems[2].ID, sdnlb.MemberDown, 5*time.Second)
+	// The other members were added a moment ago: their own slow starts
+	// end first, so that only the member coming back ramps.
+	time.Sleep(time.Until(b.lb.Member(b.mems[1].ID).CreatedAt.Add(window)))
+	back.Restart(t)
+	second[2].Restart(t)
+	b.lb.WaitMemberStatus(b.mems[2].ID, sdnlb.MemberUp, 5*time.Second)
+	up := b.lb.Member(b.mems[2].ID).Health.Since
+
+	l := startLoad(b.clients, b.url, 15*time.Millisecond, window+15*time.Second, 2*time.Second)
+	defer l.Stop()
+	// part counts the member's share of the CONTROLLER pool's requests,
+	// against its steady third, over [from, to] after it came back.
+	part := func(from, to time.Duration) float64 {
+		time.Sleep(time.Until(up.Add(from)))
+		h0, all0 := back.Hits(), hitsOf(b.servers)
+		time.Sleep(time.Until(up.Add(to)))
+		return float64(back.Hits()-h0) / float64(hitsOf(b.servers)-all0) * 3
+	}
+	buckets := func() int {
+		var n int
+		for target, c := range b.buckets(t) {
+			if strings.HasSuffix(target, " "+bucketLabel(b.members[2].IP)) {
+				n += c
+			}
+		}
+		return n
+	}
+	first := part(0, window/10)
+	firstBuckets := buckets()
+	if first > 0.2 || firstBuckets > 17 {
+		t.Errorf("in the first tenth of the window the member took %.2f of its share of connections and has %d buckets, want at most 0.2 and 17",
+			first, firstBuckets)
+	}
+	end := part(window+2*time.Second, window+12*time.Second)
+	endBuckets := buckets()
+	if math.Abs(end-1) > 0.05 || endBuckets < 81 {
+		t.Errorf("after the window the member took %.2f of its share of connections and has %d buckets, want 1 within 5 %% and 85",
+			end, endBuckets)
+	}
+	t.Logf("share of connections: %.2f in the first tenth, %.2f after the window; buckets %d then %d", first, end, firstBuckets, endBuckets)
+}
+
+// bucketLabel is how a bucket of a select group names the member at ip.
+func bucketLabel(ip string) string {
+	return fmt.Sprintf("%#x", binary.BigEndian.Uint32(netip.MustParseAddr(ip).AsSlice()))
+}
+
+func hitsOf(servers []*HTTPServer) int64 {
+	var n int64
+	for _, s := range servers {
+		n += s.Hits()
+	}
+	return n
+}
