@@ -1028,16 +1028,19 @@ function schema(kind) {
       ["vip_id", "VIP", "select", vipChoices], ["lb_method", "method", "select", methods],
       ["dispatch", "dispatch", "select", [["", "(default for the method)"], "SWITCH", "CONTROLLER"]],
       ["forwarding", "forwarding", "select", ["NAT", "DSR"]], ["protocol", "protocol", "select", protocols],
+      ["slow_start", "slow start (s; weighted methods)", "number", null, null, "0"],
       ["admin_state_up", "enabled", "bool"],
     ];
     case "member": return [
       ["id", "id (optional)", "text", null, "create"], ["pool_id", "pool", "select", poolChoices, "create"],
       ["address", "address", "text", null, null, "10.0.0.1"], ["port", "port (0: the VIP's)", "number", null, null, "80"],
-      ["weight", "weight (0–256)", "number"], ["admin_state_up", "enabled (off: drained)", "bool"],
+      ["weight", "weight (0–256)", "number"], ["capacity", "capacity (connections; 0: none)", "number", null, null, "0"],
+      ["admin_state_up", "enabled (off: drained)", "bool"],
     ];
     case "monitor": return [
       ["id", "id (optional)", "text", null, "create"], ["name", "name", "text"],
-      ["type", "type", "select", ["HTTP", "HTTPS", "TCP", "PING"]],
+      ["type", "type", "select", ["HTTP", "HTTPS", "TCP", "PING", "AGENT"]],
+      ["port", "agent port (AGENT)", "number", null, null, "5555"],
       ["delay", "every (s)", "number", null, null, "5"], ["timeout", "timeout (s)", "number", null, null, "2"],
       ["max_retries", "DOWN after failures", "number"], ["rise", "UP after passes", "number"],
       ["http_method", "HTTP method", "text", null, null, "GET"], ["url_path", "path", "text", null, null, "/"],
