@@ -115,13 +115,13 @@ func newCostBed(t *testing.T, method sdnlb.LBMethod, dispatch sdnlb.Dispatch) *l
 func TestAdaptive_EqualisesLoad(t *testing.T) {
 	t.Run("ROUND_ROBIN", func(t *testing.T) {
 		b := newCostBed(t, sdnlb.RoundRobin, sdnlb.DispatchController)
-		shares := busyShares(b, 20*time.Second, 10*time.Second)
+		shares := busyShares(b, 16*time.Second, 8*time.Second)
 		t.Logf("round robin: busy %.2f, spread %.2f", shares, spreadOf(shares))
 	})
 	for _, d := range sdnlb.Dispatches {
 		t.Run("ADAPTIVE/"+string(d), func(t *testing.T) {
 			b := newCostBed(t, sdnlb.Adaptive, d)
-			shares := busyShares(b, 50*time.Second, 15*time.Second)
+			shares := busyShares(b, 40*time.Second, 12*time.Second)
 			var weights []string
 			st := b.lb.PoolStats(b.pool.ID)
 			for _, m := range st.Members {

@@ -147,4 +147,4 @@ promtool check rules deploy/prometheus/alerts.yml
 promtool test rules deploy/prometheus/alerts_test.yml
 
 echo "== e2e tests (private Open vSwitch, userspace datapath): ${e2e_pkgs[*]}"
-go test -race -count=1 -tags e2e -p 1 -timeout 10m "${e2e_pkgs[@]}"
+go test -race -count=1 -tags e2e -p 1 -timeout 15m "${e2e_pkgs[@]}"
