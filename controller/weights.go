@@ -98,6 +98,7 @@ type weigher struct {
 type poolWeights struct {
 	inForce map[uint32]float64 // ADAPTIVE: each member's weight in force (E_i)
 	changed time.Time          // when the pool's shares last changed
+	heard   time.Time          // ADAPTIVE: the newest agent report the last step read
 }
 
 func newWeigher() *weigher { return &weigher{pools: map[string]*poolWeights{}} }
@@ -125,7 +126,7 @@ func (w *weigher) weigh(p *poolState, now time.Time, step bool) map[uint32]weigh
 		}
 		inForce[i] = e
 	}
-	if step && p.method == sdnlb.Adaptive {
+	if step && p.method == sdnlb.Adaptive && pw.news(p.rotation) {
 		adapt(p.rotation, inForce)
 	}
 	clear(pw.inForce)
@@ -152,6 +153,33 @@ func (w *weigher) weigh(p *poolState, now time.Time, step bool) map[uint32]weigh
 		}
 	}
 	return out
+}
+
+// news reports whether rotation's members tell something the last step
+// did not read: an agent report newer than the newest it read, or, where
+// no member has an agent, sessions, which every stats poll renews. A step
+// on reports it already acted on would act on them again before their
+// effect shows: with agents answering less often than the pool is
+// weighed, the weights would overshoot and swing.
+func (pw *poolWeights) news(rotation []*memberState) bool {
+	var newest time.Time
+	agents := false
+	for _, m := range rotation {
+		if m.agent != nil {
+			agents = true
+			if m.agent.At.After(newest) {
+				newest = m.agent.At
+			}
+		}
+	}
+	if !agents {
+		return true
+	}
+	if !newest.After(pw.heard) {
+		return false
+	}
+	pw.heard = newest
+	return true
 }
 
 // adapt takes inForce, the weights in force of rotation's members, one

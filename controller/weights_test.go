@@ -37,8 +37,8 @@ func weighedPool(method sdnlb.LBMethod, slowStart time.Duration, at time.Time, w
 // loadOf gives each member the CPU use a total load (in units of the
 // first member's capacity) puts on it by the pool's shares, when a
 // request costs the member cost[i] units: its agent reports the rest as
-// available. It returns the CPU uses.
-func loadOf(p *poolState, load float64, cost []float64) []float64 {
+// available, at. It returns the CPU uses.
+func loadOf(p *poolState, load float64, cost []float64, at time.Time) []float64 {
 	total := 0
 	for _, m := range p.rotation {
 		total += m.share
@@ -46,7 +46,7 @@ func loadOf(p *poolState, load float64, cost []float64) []float64 {
 	use := make([]float64, len(p.rotation))
 	for i, m := range p.rotation {
 		use[i] = min(load*float64(m.share)/float64(total)*cost[i], 1)
-		m.agent = &sdnlb.AgentReport{Available: int(math.Round(100 * (1 - use[i])))}
+		m.agent = &sdnlb.AgentReport{Available: int(math.Round(100 * (1 - use[i]))), At: at}
 	}
 	return use
 }
@@ -66,7 +66,7 @@ func TestAdaptive_EqualisesCPU(t *testing.T) {
 	cost := []float64{1, 2, 4}
 	now := time.Unix(1_700_000_000, 0)
 	rr := weighedPool(sdnlb.RoundRobin, 0, now, 1, 1, 1)
-	if use := loadOf(rr, 1, cost); spread(use) < 2.9 {
+	if use := loadOf(rr, 1, cost, now); spread(use) < 2.9 {
 		t.Fatalf("round robin: CPU use %.2f, want the dearest at 3 times the cheapest", use)
 	}
 
@@ -75,7 +75,7 @@ func TestAdaptive_EqualisesCPU(t *testing.T) {
 	var use []float64
 	steps := 0
 	for ; steps < 30; steps++ { // a minute at the default stats interval
-		use = loadOf(p, 1, cost)
+		use = loadOf(p, 1, cost, now)
 		if spread(use) <= 1.1 {
 			break
 		}
@@ -99,7 +99,7 @@ func TestAdaptive_EqualisesCPU(t *testing.T) {
 		if shares := w.weigh(p, now, true); w.due(p, shares, now) {
 			p.setWeights(shares)
 		}
-		if use = loadOf(p, 1, cost); spread(use) > 1.1 {
+		if use = loadOf(p, 1, cost, now); spread(use) > 1.1 {
 			t.Fatalf("CPU use %.2f after settling", use)
 		}
 	}
@@ -112,10 +112,10 @@ func TestAdaptive_Bounds(t *testing.T) {
 	now := time.Unix(1_700_000_000, 0)
 	p := weighedPool(sdnlb.Adaptive, 0, now, 4, 4)
 	w := newWeigher()
-	p.rotation[0].agent = &sdnlb.AgentReport{Available: 0}
-	p.rotation[1].agent = &sdnlb.AgentReport{Available: 100}
 	for range 20 {
 		now = now.Add(2 * time.Second)
+		p.rotation[0].agent = &sdnlb.AgentReport{Available: 0, At: now}
+		p.rotation[1].agent = &sdnlb.AgentReport{Available: 100, At: now}
 		p.setWeights(w.weigh(p, now, true))
 	}
 	if e := p.rotation[0].effective; math.Abs(e-4.0/adaptRange) > 1e-9 {
@@ -124,9 +124,11 @@ func TestAdaptive_Bounds(t *testing.T) {
 	if p.rotation[0].share < 1 {
 		t.Errorf("share %d", p.rotation[0].share)
 	}
-	p.rotation[1].agent = &sdnlb.AgentReport{Available: 0}
+	now = now.Add(2 * time.Second)
+	p.rotation[0].agent = &sdnlb.AgentReport{Available: 0, At: now}
+	p.rotation[1].agent = &sdnlb.AgentReport{Available: 0, At: now}
 	before := p.rotation[1].effective
-	p.setWeights(w.weigh(p, now.Add(2*time.Second), true))
+	p.setWeights(w.weigh(p, now, true))
 	if p.rotation[1].effective != before {
 		t.Errorf("with every member full the weights moved: %v to %v", before, p.rotation[1].effective)
 	}
@@ -224,10 +226,10 @@ func TestAdaptive_SwitchBuckets(t *testing.T) {
 	if got := d.bucketShares(group, natTo(1), natTo(2), natTo(3)); got[0] < 85 || got[2] < 85 {
 		t.Fatalf("buckets %v before any report, want even", got)
 	}
-	d.patch([]healthChange{agentSays(1, 90, d.now), agentSays(2, 50, d.now), agentSays(3, 10, d.now)})
 	var shares []int
 	for range 10 {
 		d.now = d.now.Add(2 * time.Second)
+		d.patch([]healthChange{agentSays(1, 90, d.now), agentSays(2, 50, d.now), agentSays(3, 10, d.now)})
 		d.reweigh()
 		shares = d.bucketShares(group, natTo(1), natTo(2), natTo(3))
 	}
@@ -239,10 +241,11 @@ func TestAdaptive_SwitchBuckets(t *testing.T) {
 		t.Errorf("member 1's stats %+v, want its agent's 0.9 and a weight above its configured 1", st)
 	}
 
-	// The same reports again: the weights go on moving, but no group-mod
-	// goes out for less than half a slot.
+	// The same reports again and again: the weights go on moving toward
+	// their bounds, and once there no group-mod goes out.
 	for range 30 {
 		d.now = d.now.Add(2 * time.Second)
+		d.patch([]healthChange{agentSays(1, 90, d.now), agentSays(2, 50, d.now), agentSays(3, 10, d.now)})
 		d.reweigh()
 	}
 	d.now = d.now.Add(2 * time.Second)
@@ -297,13 +300,15 @@ func TestSlowStart_SwitchBuckets(t *testing.T) {
 func TestAdaptive_ControllerPicks(t *testing.T) {
 	cfg := testConfig(func(c *sdnlb.Config) { c.Pools[0].LBMethod = sdnlb.Adaptive })
 	h, sw := connected(t, cfg, Options{StatsInterval: 10 * time.Millisecond}, 1, 2, 3)
-	for i, free := range []int{90, 50, 10} {
-		h.src.setHealthReport(fmt.Sprint("m", i+1), sdnlb.MemberUp, &sdnlb.AgentReport{Available: free, At: h.clock.now()})
-	}
 	deadline := time.Now().Add(waitFor)
 	var st *sdnlb.PoolStats
 	for {
-		h.clock.advance(2 * time.Second) // a step is due once a second of the controller's time passed
+		// The agents say it again, and a step is due once a second of
+		// the controller's time passed.
+		h.clock.advance(2 * time.Second)
+		for i, free := range []int{90, 50, 10} {
+			h.src.setHealthReport(fmt.Sprint("m", i+1), sdnlb.MemberUp, &sdnlb.AgentReport{Available: free, At: h.clock.now()})
+		}
 		st, _ = h.c.PoolStats(context.Background(), "p1")
 		w := []float64{st.Members[0].EffectiveWeight, st.Members[1].EffectiveWeight, st.Members[2].EffectiveWeight}
 		if w[0] > 1.5*w[1] && w[1] > 1.5*w[2] {
@@ -392,5 +397,28 @@ func TestSlowStart_OnlyBackIntoRotation(t *testing.T) {
 	s = b.patch([]healthChange{{memberID: "m2", status: sdnlb.MemberUp, since: now}})
 	if r := s.pools["p1"].byNum[2].rampDone; r != 0 {
 		t.Errorf("member 2 back from DOWN is %v into its slow start, want 0", r)
+	}
+}
+
+// Agents that answer less often than the pool is weighed: a step acts
+// only on a report it has not acted on, so the weights settle instead of
+// overshooting and swinging.
+func TestAdaptive_SlowReports(t *testing.T) {
+	cost := []float64{1, 2, 4}
+	now := time.Unix(1_700_000_000, 0)
+	p := weighedPool(sdnlb.Adaptive, 0, now, 1, 1, 1)
+	w := newWeigher()
+	var use []float64
+	for step := range 45 { // 90 s at 2 s; a report every 6 s
+		now = now.Add(2 * time.Second)
+		if step%3 == 0 {
+			use = loadOf(p, 1, cost, now)
+		}
+		if shares := w.weigh(p, now, true); w.due(p, shares, now) {
+			p.setWeights(shares)
+		}
+	}
+	if spread(use) > 1.1 {
+		t.Errorf("CPU use %.2f with reports every third interval, want within 1.1 times of each other", use)
 	}
 }
