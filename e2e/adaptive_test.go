@@ -121,7 +121,7 @@ func TestAdaptive_EqualisesLoad(t *testing.T) {
 	for _, d := range sdnlb.Dispatches {
 		t.Run("ADAPTIVE/"+string(d), func(t *testing.T) {
 			b := newCostBed(t, sdnlb.Adaptive, d)
-			shares := busyShares(b, 40*time.Second, 12*time.Second)
+			shares := busyShares(b, 50*time.Second, 15*time.Second)
 			var weights []string
 			st := b.lb.PoolStats(b.pool.ID)
 			for _, m := range st.Members {
