@@ -180,6 +180,28 @@ func TestOVS_RendersLikeUs(t *testing.T) {
 						AddrMin: netip.MustParseAddr("10.0.0.1"), AddrMax: netip.MustParseAddr("10.0.0.9"),
 						PortMin: 1000, PortMax: 2000}, ActionSetField{Field: MatchCTMark(1, 0xffffffff)}}}}}}},
 		arpResponderFlowMod(),
+		ndResponderFlowMod(),
+		// Moves of the IPv6 and neighbour discovery fields, by NXM and by OXM header.
+		{Priority: 107, Match: Match{OXMs: []OXM{MatchEthType(0x86dd), MatchIPProto(58), MatchICMPv6Type(135)}},
+			Instructions: []Instruction{InstructionApplyActions{Actions: []Action{
+				ActionRegMove{NBits: 8, Src: NXMICMPv6Type, Dst: NXMICMPv6Code},
+				ActionRegMove{NBits: 128, Src: NXMNDTarget, Dst: NXMIPv6Src},
+				ActionRegMove{NBits: 128, Src: 0x80003610, Dst: NXMIPv6Src}, // OXM ipv6_dst
+				ActionRegMove{NBits: 48, Src: NXMNDSLL, Dst: NXMEthSrc},
+				ActionRegMove{NBits: 20, Src: NXMIPv6Label, Dst: NXMReg(0)},
+				ActionRegMove{NBits: 32, Src: NXMNDReserved, Dst: NXMReg(1)},
+				ActionRegMove{NBits: 8, Src: NXMNDOptionsType, Dst: NXMReg(2)},
+				ActionSetField{Field: MatchIPv6NDSLL([6]byte{2, 0, 0, 0, 1, 0})}}}}},
+		{Priority: 108, Match: Match{OXMs: []OXM{MatchEthType(0x86dd), MatchIPProto(58), MatchICMPv6Type(136),
+			MatchIPv6NDTarget(vip6), MatchIPv6NDTLL([6]byte{2, 0, 0, 0, 1, 0})}},
+			Instructions: []Instruction{InstructionApplyActions{Actions: []Action{
+				ActionRegMove{NBits: 48, Src: NXMNDTLL, Dst: NXMEthDst},
+				ActionSetField{Field: MatchIPv6NDTLL([6]byte{2, 0, 0, 0, 1, 1})},
+				ActionSetField{Field: MatchIPv6Dst(vip6)}, ActionOutput{Port: 1}}}}},
+		{Priority: 109, Match: Match{OXMs: []OXM{MatchEthType(0x86dd), MatchIPProto(17),
+			MatchIPv6SrcMasked(vip6, mask64), MatchIPv6Dst(vip6), MatchUDPDst(53)}},
+			Instructions: []Instruction{InstructionApplyActions{Actions: []Action{
+				ActionSetField{Field: MatchIPv6Src(vip6)}, ActionSetField{Field: MatchUDPSrc(53)}, ActionOutput{Port: 2}}}}},
 		{Priority: 105, Match: Match{OXMs: []OXM{MatchEthType(0x86dd), MatchCTState(CTStateNew|CTStateTrk, 0xffffffff)}},
 			Instructions: []Instruction{InstructionApplyActions{Actions: []Action{
 				ActionCT{Flags: CTCommit, Table: CTRecircNone, Actions: []Action{ActionNAT{Flags: NATDst | NATProtoRandom,
