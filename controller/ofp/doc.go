@@ -38,7 +38,7 @@
 //     OXMClassEricsson: MatchNDReserved, MatchNDOptionsType) let a flow
 //     turn a neighbour solicitation into the advertisement: OVS will not
 //     set nd_tll in a flow that matches a solicitation, so the answer
-//     retypes the source link-layer option and writes nd_sll.
+//     writes nd_sll and then retypes that option as the target's.
 //     ActionCT.Table is the recirculation table: CTRecircNone for none,
 //     as 0 is table 0. ActionResubmit.InPort keeps OVS's 16-bit port
 //     numbering (ResubmitInPort). Nicira arguments OVS would reject

@@ -254,8 +254,10 @@ var (
 // switch, as arpResponderFlowMod answers ARP: the solicitation turned into
 // the solicited advertisement from the VIP's MAC, sent back where it came
 // from. OVS will not set nd_tll in a flow that matches a solicitation, so
-// the solicitation's source link-layer option is retyped as a target one
-// and the MAC written into it as nd_sll.
+// the MAC goes into the solicitation's source link-layer option as nd_sll
+// and the option is then retyped as a target one. nd_sll is set before
+// icmpv6_type: a switch skips a set-field whose prerequisites the packet
+// no longer meets.
 func ndResponderFlowMod() *FlowMod {
 	vipMAC := [6]byte{2, 0, 0, 0, 1, 0}
 	return &FlowMod{Priority: 520, BufferID: NoBuffer, OutPort: PortAny, OutGroup: GroupAny,
@@ -265,10 +267,10 @@ func ndResponderFlowMod() *FlowMod {
 			ActionSetField{Field: MatchEthSrc(vipMAC)},
 			ActionRegMove{NBits: 128, Src: NXMIPv6Src, Dst: NXMIPv6Dst},
 			ActionSetField{Field: MatchIPv6Src(vip6)},
-			ActionSetField{Field: MatchICMPv6Type(136)},
-			ActionSetField{Field: MatchNDReserved(NDFlagSolicited | NDFlagOverride)},
-			ActionSetField{Field: MatchNDOptionsType(NDOptionTargetLL)},
 			ActionSetField{Field: MatchIPv6NDSLL(vipMAC)},
+			ActionSetField{Field: MatchNDOptionsType(NDOptionTargetLL)},
+			ActionSetField{Field: MatchNDReserved(NDFlagSolicited | NDFlagOverride)},
+			ActionSetField{Field: MatchICMPv6Type(136)},
 			ActionOutput{Port: PortInPort},
 		}}}}
 }
