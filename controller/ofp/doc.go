@@ -35,10 +35,11 @@
 //     nx_oxm.go). Fields in moves and ct zones are NXMHeader values,
 //     IPv6 and neighbour discovery ones included (NXMIPv6Src, NXMNDTarget,
 //     ...). OVS's nd_reserved and nd_options_type (class
-//     OXMClassEricsson: MatchNDReserved, MatchNDOptionsType) let a flow
-//     turn a neighbour solicitation into the advertisement: OVS will not
-//     set nd_tll in a flow that matches a solicitation, so the answer
-//     writes nd_sll and then retypes that option as the target's.
+//     OXMClassEricsson: MatchNDReserved, MatchNDOptionsType) let flows
+//     turn a neighbour solicitation into the advertisement. It takes two:
+//     OVS refuses to set nd_tll in a flow that matches a solicitation, so
+//     one retypes the option and sets icmpv6_type 136, and a flow in a
+//     later table that matches the advertisement sets nd_tll.
 //     ActionCT.Table is the recirculation table: CTRecircNone for none,
 //     as 0 is table 0. ActionResubmit.InPort keeps OVS's 16-bit port
 //     numbering (ResubmitInPort). Nicira arguments OVS would reject

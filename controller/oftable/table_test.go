@@ -419,23 +419,29 @@ func TestTable_Process_ARPResponder(t *testing.T) {
 }
 
 // ndResponder answers a neighbour solicitation for vip6 with the solicited
-// advertisement from vipMAC, as the ofp golden vector flow_mod_nd_responder
-// does: nd_sll is written while the packet is still a solicitation, then
-// its option retyped as the target's.
-func ndResponder() *ofp.FlowMod {
-	return add(0x3, 520, oxms(ofp.MatchEthType(0x86dd), ofp.MatchIPProto(58), ofp.MatchICMPv6Type(135), ofp.MatchIPv6NDTarget(vip6)),
+// advertisement from vipMAC in two flows, as the ofp golden vectors
+// flow_mod_nd_responder and flow_mod_nd_responder_tll do: the first turns
+// the solicitation into the advertisement and goes to table 1, where the
+// second, which matches the advertisement, may set nd_tll.
+func ndResponder() []*ofp.FlowMod {
+	match := func(icmpv6Type uint8) []ofp.OXM {
+		return oxms(ofp.MatchEthType(0x86dd), ofp.MatchIPProto(58), ofp.MatchICMPv6Type(icmpv6Type), ofp.MatchIPv6NDTarget(vip6))
+	}
+	turn := add(0x3, 520, match(135),
 		move(48, ofp.NXMEthSrc, ofp.NXMEthDst), ofp.ActionSetField{Field: ofp.MatchEthSrc(vipMAC)},
 		move(128, ofp.NXMIPv6Src, ofp.NXMIPv6Dst), ofp.ActionSetField{Field: ofp.MatchIPv6Src(vip6)},
-		ofp.ActionSetField{Field: ofp.MatchIPv6NDSLL(vipMAC)},
 		ofp.ActionSetField{Field: ofp.MatchNDOptionsType(ofp.NDOptionTargetLL)},
 		ofp.ActionSetField{Field: ofp.MatchNDReserved(ofp.NDFlagSolicited | ofp.NDFlagOverride)},
-		ofp.ActionSetField{Field: ofp.MatchICMPv6Type(136)},
-		out(ofp.PortInPort))
+		ofp.ActionSetField{Field: ofp.MatchICMPv6Type(136)})
+	turn.Instructions = append(turn.Instructions, ofp.InstructionGotoTable{TableID: 1})
+	answer := add(0x3, 520, match(136), ofp.ActionSetField{Field: ofp.MatchIPv6NDTLL(vipMAC)}, out(ofp.PortInPort))
+	answer.TableID = 1
+	return []*ofp.FlowMod{turn, answer}
 }
 
 func TestTable_Process_NDResponder(t *testing.T) {
 	tbl := oftable.New()
-	mustApply(t, tbl, ndResponder())
+	mustApply(t, tbl, ndResponder()...)
 	solicited := netip.MustParseAddr("ff02::1:ff00:64").As16()
 	for _, dst := range []struct {
 		mac [6]byte
@@ -443,10 +449,12 @@ func TestTable_Process_NDResponder(t *testing.T) {
 	}{{[6]byte{0x33, 0x33, 0xff, 0, 0, 0x64}, solicited}, {vipMAC, vip6}} {
 		ns := oftable.Packet{InPort: clientPort, EthSrc: clientMAC, EthDst: dst.mac, EthType: 0x86dd, IPProto: 58,
 			IPv6Src: client6, IPv6Dst: dst.ip, ICMPType: 135, NDTarget: vip6, NDSLL: clientMAC, NDOptionsType: 1}
-		// The option the solicitation carried, now the target's with the VIP's MAC.
+		// The option the solicitation carried, now the target's with the
+		// VIP's MAC; nd_sll keeps what the solicitation said, as in OVS's
+		// flow, but the packet has no source link-layer option any more.
 		na := oftable.Packet{InPort: clientPort, EthSrc: vipMAC, EthDst: clientMAC, EthType: 0x86dd, IPProto: 58,
-			IPv6Src: vip6, IPv6Dst: client6, ICMPType: 136, NDTarget: vip6, NDSLL: vipMAC, NDOptionsType: 2,
-			NDReserved: 0x60000000}
+			IPv6Src: vip6, IPv6Dst: client6, ICMPType: 136, NDTarget: vip6, NDSLL: clientMAC, NDTLL: vipMAC,
+			NDOptionsType: 2, NDReserved: 0x60000000}
 		r := tbl.Process(ns)
 		if r.Out != na || !slices.Equal(r.Ports, []uint32{clientPort}) {
 			t.Errorf("%v:\n got  %v to %v\n want %v to %v", ns, r.Out, r.Ports, na, []uint32{clientPort})
