@@ -14,7 +14,7 @@
 //   - OXM.Value and OXM.Mask are methods on *OXM, not []byte fields. The
 //     payload lives in a fixed inline array (MaxOXMPayload = 32 bytes), so
 //     OXM is a comparable value that Match* constructors return without
-//     allocating. Read values with o.Uint(), o.IPv4(), o.MAC(), or the
+//     allocating. Read values with o.Uint(), o.IPv4(), o.IPv6(), o.MAC(), or the
 //     Value()/Mask() slices (which alias o). NewOXM builds any other OXM
 //     and checks spec lengths. OXMs longer than 32 bytes (OVS
 //     tun_metadata) decode as ErrUnsupported.
@@ -32,7 +32,14 @@
 //     (nx_action.go, laid out as OVS encodes them), and the NXM_1 match
 //     fields ct_state, ct_zone, ct_mark, reg0-15, ct_nw_proto, ct_nw_dst
 //     and ct_tp_dst as ordinary OXMs (MatchCTState, MatchReg, ...;
-//     nx_oxm.go). Fields in moves and ct zones are NXMHeader values.
+//     nx_oxm.go). Fields in moves and ct zones are NXMHeader values,
+//     IPv6 and neighbour discovery ones included (NXMIPv6Src, NXMNDTarget,
+//     ...). OVS's nd_reserved and nd_options_type (class
+//     OXMClassEricsson: MatchNDReserved, MatchNDOptionsType) let flows
+//     turn a neighbour solicitation into the advertisement. It takes two:
+//     OVS refuses to set nd_tll in a flow that matches a solicitation, so
+//     one retypes the option and sets icmpv6_type 136, and a flow in a
+//     later table that matches the advertisement sets nd_tll.
 //     ActionCT.Table is the recirculation table: CTRecircNone for none,
 //     as 0 is table 0. ActionResubmit.InPort keeps OVS's 16-bit port
 //     numbering (ResubmitInPort). Nicira arguments OVS would reject

@@ -2,7 +2,6 @@ package ofp
 
 import (
 	"encoding/hex"
-	"net/netip"
 	"sort"
 	"strconv"
 	"strings"
@@ -229,14 +228,8 @@ func formatValue(o *OXM) string {
 			s += "/" + formatMAC(o.Mask())
 		}
 		return s
-	case OXMIPv4Src, OXMIPv4Dst, OXMARPSPA, OXMARPTPA:
-		return formatIPv4(o.Value(), o.Mask())
-	case OXMIPv6Src, OXMIPv6Dst, OXMIPv6NDTarget:
-		s := netip.AddrFrom16([16]byte(o.Value())).String()
-		if o.HasMask {
-			s += "/" + netip.AddrFrom16([16]byte(o.Mask())).String()
-		}
-		return s
+	case OXMIPv4Src, OXMIPv4Dst, OXMARPSPA, OXMARPTPA, OXMIPv6Src, OXMIPv6Dst, OXMIPv6NDTarget:
+		return formatIP(o.Value(), o.Mask())
 	case OXMEthType, OXMMetadata, OXMTunnelID, OXMIPv6FLabel, OXMIPv6ExtHdr:
 		return formatRaw(o)
 	}

@@ -1,7 +1,6 @@
 package ofp
 
 import (
-	"encoding/binary"
 	"encoding/hex"
 	"math/bits"
 	"net/netip"
@@ -44,9 +43,9 @@ func formatNXValue(o *OXM, f nxField) string {
 		if !o.HasMask {
 			return strconv.FormatUint(o.Uint(), 10)
 		}
-	case nxIPv4:
-		if len(v) == 4 {
-			return formatIPv4(v, o.Mask())
+	case nxIP:
+		if len(v) == 4 || len(v) == 16 {
+			return formatIP(v, o.Mask())
 		}
 	case nxCTState:
 		return formatCTState(o)
@@ -93,18 +92,26 @@ func bytesUint(b []byte) uint64 {
 	return v
 }
 
-// formatIPv4 renders an address with an optional mask: CIDR when the mask
-// is a prefix, dotted otherwise.
-func formatIPv4(v, mask []byte) string {
-	ip := netip.AddrFrom4([4]byte(v))
+// formatIP renders an IPv4 or IPv6 address (v and mask both 4 or both 16
+// bytes) with an optional mask: CIDR when the mask is a prefix, the mask
+// as an address otherwise.
+func formatIP(v, mask []byte) string {
+	ip, _ := netip.AddrFromSlice(v)
 	if mask == nil {
 		return ip.String()
 	}
-	m := binary.BigEndian.Uint32(mask)
-	if ones := bits.LeadingZeros32(^m); bits.OnesCount32(m) == ones {
-		return ip.String() + "/" + strconv.Itoa(ones)
+	leading, total := 0, 0
+	for i, c := range mask {
+		if leading == 8*i {
+			leading += bits.LeadingZeros8(^c)
+		}
+		total += bits.OnesCount8(c)
 	}
-	return ip.String() + "/" + netip.AddrFrom4([4]byte(mask)).String()
+	if leading == total {
+		return ip.String() + "/" + strconv.Itoa(leading)
+	}
+	m, _ := netip.AddrFromSlice(mask)
+	return ip.String() + "/" + m.String()
 }
 
 // formatCTState renders ct_state the way OVS does: the flags joined by |

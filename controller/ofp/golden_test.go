@@ -34,6 +34,7 @@ type goldenCase struct {
 func goldenCases(tb testing.TB) []goldenCase {
 	tb.Helper()
 	rawAction := func(t ActionType, data ...byte) Action { return ActionRaw{Type: t, Data: data} }
+	ndTurn, ndAnswer := ndResponderFlowMods()
 	return []goldenCase{
 		{name: "hello", msg: &Hello{Versions: []uint8{1, 2, 3, 9, 10, 30}}},
 		{name: "hello_no_elements", msg: &Hello{Versions: []uint8{4}}, decodeOnly: true},
@@ -178,6 +179,17 @@ func goldenCases(tb testing.TB) []goldenCase {
 		}()},
 		{name: "flow_mod_ct_lb", msg: lbEntryFlowMod()},
 		{name: "flow_mod_arp_responder", msg: arpResponderFlowMod()},
+		{name: "flow_mod_nat_v6", msg: natV6FlowMod()},
+		{name: "flow_mod_ipv6_prefix", msg: &FlowMod{Priority: 10, BufferID: NoBuffer, OutPort: PortAny, OutGroup: GroupAny,
+			Match: Match{OXMs: []OXM{MatchEthType(0x86dd), MatchIPv6SrcMasked(
+				netip.MustParseAddr("2001:db8:0:1::").As16(), mask64)}},
+			Instructions: []Instruction{InstructionApplyActions{Actions: []Action{ActionOutput{Port: 2}}}}}},
+		{name: "flow_mod_ct_nat_v6_port", msg: &FlowMod{Priority: 100, BufferID: NoBuffer, OutPort: PortAny, OutGroup: GroupAny,
+			Match: Match{OXMs: []OXM{MatchEthType(0x86dd), MatchIPv6Dst(vip6), MatchIPProto(6), MatchTCPDst(80)}},
+			Instructions: []Instruction{InstructionApplyActions{Actions: []Action{ActionCT{Flags: CTCommit, Zone: 1, Table: 2,
+				Actions: []Action{ActionNAT{Flags: NATDst, AddrMin: netip.MustParseAddr("2001:db8::2"), PortMin: 8080}}}}}}}},
+		{name: "flow_mod_nd_responder", msg: ndTurn},
+		{name: "flow_mod_nd_responder_tll", msg: ndAnswer},
 	}
 }
 
@@ -232,6 +244,62 @@ func arpResponderFlowMod() *FlowMod {
 			ActionSetField{Field: MatchARPSPA(vip)},
 			ActionOutput{Port: PortInPort},
 		}}}}
+}
+
+var (
+	// vip6 is the IPv6 VIP of the IPv6 vectors.
+	vip6   = netip.MustParseAddr("2001:db8::64").As16()
+	mask64 = [16]byte{0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff}
+)
+
+// ndResponderFlowMods answer a neighbour solicitation for vip6 in the
+// switch, as arpResponderFlowMod answers ARP: the first turns the
+// solicitation into the solicited advertisement from the VIP, its source
+// link-layer option retyped as a target one, and goes to table 1, where
+// the second writes the VIP's MAC into that option and sends the packet
+// back where it came from. One flow cannot do both: OVS refuses a set of
+// nd_tll in a flow that matches a solicitation, and writes nd_sll only
+// into an option still of type 1, after the retyping in its datapath.
+func ndResponderFlowMods() (turn, answer *FlowMod) {
+	vipMAC := [6]byte{2, 0, 0, 0, 1, 0}
+	match := func(icmpv6Type uint8) Match {
+		return Match{OXMs: []OXM{MatchEthType(0x86dd), MatchIPProto(58), MatchICMPv6Type(icmpv6Type), MatchIPv6NDTarget(vip6)}}
+	}
+	turn = &FlowMod{Priority: 520, BufferID: NoBuffer, OutPort: PortAny, OutGroup: GroupAny, Match: match(135),
+		Instructions: []Instruction{InstructionApplyActions{Actions: []Action{
+			ActionRegMove{NBits: 48, Src: NXMEthSrc, Dst: NXMEthDst},
+			ActionSetField{Field: MatchEthSrc(vipMAC)},
+			ActionRegMove{NBits: 128, Src: NXMIPv6Src, Dst: NXMIPv6Dst},
+			ActionSetField{Field: MatchIPv6Src(vip6)},
+			ActionSetField{Field: MatchNDOptionsType(NDOptionTargetLL)},
+			ActionSetField{Field: MatchNDReserved(NDFlagSolicited | NDFlagOverride)},
+			ActionSetField{Field: MatchICMPv6Type(136)},
+		}}, InstructionGotoTable{TableID: 1}}}
+	answer = &FlowMod{TableID: 1, Priority: 520, BufferID: NoBuffer, OutPort: PortAny, OutGroup: GroupAny, Match: match(136),
+		Instructions: []Instruction{InstructionApplyActions{Actions: []Action{
+			ActionSetField{Field: MatchIPv6NDTLL(vipMAC)},
+			ActionOutput{Port: PortInPort},
+		}}}}
+	return turn, answer
+}
+
+// natV6FlowMod is natFlowMod for an IPv6 connection.
+func natV6FlowMod() *FlowMod {
+	client, member := netip.MustParseAddr("2001:db8::1").As16(), netip.MustParseAddr("2001:db8::2").As16()
+	return &FlowMod{
+		Cookie: 0x0000000100000002, IdleTimeout: 60, HardTimeout: 300, Priority: 1000,
+		BufferID: NoBuffer, OutPort: PortAny, OutGroup: GroupAny, Flags: FlagSendFlowRem,
+		Match: Match{OXMs: []OXM{
+			MatchInPort(1), MatchEthType(0x86dd), MatchIPv6Src(client), MatchIPv6Dst(vip6),
+			MatchIPProto(6), MatchTCPSrc(40000), MatchTCPDst(80),
+		}},
+		Instructions: []Instruction{InstructionApplyActions{Actions: []Action{
+			ActionSetField{Field: MatchEthDst([6]byte{2, 0, 0, 0, 0, 2})},
+			ActionSetField{Field: MatchIPv6Dst(member)},
+			ActionSetField{Field: MatchTCPDst(8080)},
+			ActionOutput{Port: 3},
+		}}},
+	}
 }
 
 // natFlowMod is the client->member flow of one load-balanced connection:

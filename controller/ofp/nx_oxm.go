@@ -38,6 +38,36 @@ const (
 	NXMCTNwDst   NXMHeader = 0x0001f204 // NXM_NX_CT_NW_DST
 	NXMCTTpDst   NXMHeader = 0x0001fa02 // NXM_NX_CT_TP_DST
 	NXMTCPFlags  NXMHeader = 0x00014402 // NXM_NX_TCP_FLAGS
+
+	NXMIPv6Src    NXMHeader = 0x00012610 // NXM_NX_IPV6_SRC
+	NXMIPv6Dst    NXMHeader = 0x00012810 // NXM_NX_IPV6_DST
+	NXMICMPv6Type NXMHeader = 0x00012a01 // NXM_NX_ICMPV6_TYPE
+	NXMICMPv6Code NXMHeader = 0x00012c01 // NXM_NX_ICMPV6_CODE
+	NXMNDTarget   NXMHeader = 0x00012e10 // NXM_NX_ND_TARGET
+	NXMNDSLL      NXMHeader = 0x00013006 // NXM_NX_ND_SLL
+	NXMNDTLL      NXMHeader = 0x00013206 // NXM_NX_ND_TLL
+	NXMIPv6Label  NXMHeader = 0x00013604 // NXM_NX_IPV6_LABEL
+
+	// Open vSwitch's ICMPv6 neighbour discovery extensions (OVS 2.11+),
+	// which a neighbour advertisement built from a solicitation needs:
+	// the 32 bits after the checksum (an advertisement's R, S and O
+	// flags) and the type of the first option (1 source, 2 target
+	// link-layer address).
+	NXMNDReserved    NXMHeader = 0x10000204 // ERICOXM_OF_ICMPV6_ND_RESERVED
+	NXMNDOptionsType NXMHeader = 0x10000401 // ERICOXM_OF_ICMPV6_ND_OPTIONS_TYPE
+)
+
+// Neighbour advertisement flags, in nd_reserved (MatchNDReserved).
+const (
+	NDFlagRouter    uint32 = 1 << 31
+	NDFlagSolicited uint32 = 1 << 30
+	NDFlagOverride  uint32 = 1 << 29
+)
+
+// Neighbour discovery option types, in nd_options_type.
+const (
+	NDOptionSourceLL uint8 = 1
+	NDOptionTargetLL uint8 = 2
 )
 
 // TCP flags (MatchTCPFlags), as in the TCP header's low 12 bits.
@@ -147,13 +177,23 @@ func MatchTCPFlags(flags, mask uint16) OXM { return nxOXM(NXMTCPFlags, uint64(fl
 // (NXM_NX_CT_TP_DST); OVS also requires MatchCTNwProto.
 func MatchCTTpDst(port uint16) OXM { return nxOXM(NXMCTTpDst, uint64(port), 0xffff) }
 
+// MatchNDReserved matches (or, in a set-field, writes) the 32 bits of an
+// ND message after its checksum: NDFlag* in an advertisement. OVS wants
+// an ND match (icmp6 with icmpv6_type 135 or 136).
+func MatchNDReserved(v uint32) OXM { return nxOXM(NXMNDReserved, uint64(v), 0xffffffff) }
+
+// MatchNDOptionsType matches (or writes) the type of an ND message's first
+// option: NDOptionSourceLL in a solicitation, NDOptionTargetLL in an
+// advertisement.
+func MatchNDOptionsType(t uint8) OXM { return nxOXM(NXMNDOptionsType, uint64(t), 0xff) }
+
 // nxFieldFormat says how a field's value is rendered.
 type nxFieldFormat uint8
 
 const (
 	nxHex      nxFieldFormat = iota // 0x1f, masked 0x1/0xff (regs, ct_mark, tun_id)
 	nxDecimal                       // 5 (ct_zone, ct_nw_proto, ct_tp_*)
-	nxIPv4                          // 10.0.0.1, 10.0.0.0/8
+	nxIP                            // 10.0.0.1, 10.0.0.0/8, 2001:db8::/64
 	nxCTState                       // new|trk, +new-est
 	nxHexBytes                      // ct_label: 0x...
 	nxTCPFlags                      // +syn-ack
@@ -178,30 +218,41 @@ var nxFields = map[NXMHeader]nxField{
 	0x00000602:   {"NXM_OF_ETH_TYPE", "eth_type", 16, nxHex},
 	0x00000802:   {"NXM_OF_VLAN_TCI", "vlan_tci", 16, nxHex},
 	0x00000c01:   {"NXM_OF_IP_PROTO", "nw_proto", 8, nxDecimal},
-	NXMIPSrc:     {"NXM_OF_IP_SRC", "ip_src", 32, nxIPv4},
-	NXMIPDst:     {"NXM_OF_IP_DST", "ip_dst", 32, nxIPv4},
+	NXMIPSrc:     {"NXM_OF_IP_SRC", "ip_src", 32, nxIP},
+	NXMIPDst:     {"NXM_OF_IP_DST", "ip_dst", 32, nxIP},
 	NXMTCPSrc:    {"NXM_OF_TCP_SRC", "tcp_src", 16, nxDecimal},
 	NXMTCPDst:    {"NXM_OF_TCP_DST", "tcp_dst", 16, nxDecimal},
 	NXMUDPSrc:    {"NXM_OF_UDP_SRC", "udp_src", 16, nxDecimal},
 	NXMUDPDst:    {"NXM_OF_UDP_DST", "udp_dst", 16, nxDecimal},
 	NXMARPOp:     {"NXM_OF_ARP_OP", "arp_op", 16, nxDecimal},
-	NXMARPSPA:    {"NXM_OF_ARP_SPA", "arp_spa", 32, nxIPv4},
-	NXMARPTPA:    {"NXM_OF_ARP_TPA", "arp_tpa", 32, nxIPv4},
+	NXMARPSPA:    {"NXM_OF_ARP_SPA", "arp_spa", 32, nxIP},
+	NXMARPTPA:    {"NXM_OF_ARP_TPA", "arp_tpa", 32, nxIP},
 	0x00012008:   {"NXM_NX_TUN_ID", "tun_id", 64, nxHex},
 	NXMARPSHA:    {"NXM_NX_ARP_SHA", "arp_sha", 48, nxHex},
 	NXMARPTHA:    {"NXM_NX_ARP_THA", "arp_tha", 48, nxHex},
-	0x00013e04:   {"NXM_NX_TUN_IPV4_SRC", "tun_src", 32, nxIPv4},
-	0x00014004:   {"NXM_NX_TUN_IPV4_DST", "tun_dst", 32, nxIPv4},
+	0x00013e04:   {"NXM_NX_TUN_IPV4_SRC", "tun_src", 32, nxIP},
+	0x00014004:   {"NXM_NX_TUN_IPV4_DST", "tun_dst", 32, nxIP},
 	NXMCTState:   {"NXM_NX_CT_STATE", "ct_state", 32, nxCTState},
 	NXMCTZone:    {"NXM_NX_CT_ZONE", "ct_zone", 16, nxDecimal},
 	NXMCTMark:    {"NXM_NX_CT_MARK", "ct_mark", 32, nxHex},
 	NXMCTLabel:   {"NXM_NX_CT_LABEL", "ct_label", 128, nxHexBytes},
 	NXMCTNwProto: {"NXM_NX_CT_NW_PROTO", "ct_nw_proto", 8, nxDecimal},
-	0x0001f004:   {"NXM_NX_CT_NW_SRC", "ct_nw_src", 32, nxIPv4},
-	NXMCTNwDst:   {"NXM_NX_CT_NW_DST", "ct_nw_dst", 32, nxIPv4},
+	0x0001f004:   {"NXM_NX_CT_NW_SRC", "ct_nw_src", 32, nxIP},
+	NXMCTNwDst:   {"NXM_NX_CT_NW_DST", "ct_nw_dst", 32, nxIP},
 	0x0001f802:   {"NXM_NX_CT_TP_SRC", "ct_tp_src", 16, nxDecimal},
 	NXMCTTpDst:   {"NXM_NX_CT_TP_DST", "ct_tp_dst", 16, nxDecimal},
 	NXMTCPFlags:  {"NXM_NX_TCP_FLAGS", "tcp_flags", 16, nxTCPFlags},
+
+	NXMIPv6Src:       {"NXM_NX_IPV6_SRC", "ipv6_src", 128, nxIP},
+	NXMIPv6Dst:       {"NXM_NX_IPV6_DST", "ipv6_dst", 128, nxIP},
+	NXMICMPv6Type:    {"NXM_NX_ICMPV6_TYPE", "icmpv6_type", 8, nxDecimal},
+	NXMICMPv6Code:    {"NXM_NX_ICMPV6_CODE", "icmpv6_code", 8, nxDecimal},
+	NXMNDTarget:      {"NXM_NX_ND_TARGET", "nd_target", 128, nxIP},
+	NXMNDSLL:         {"NXM_NX_ND_SLL", "nd_sll", 48, nxHex},
+	NXMNDTLL:         {"NXM_NX_ND_TLL", "nd_tll", 48, nxHex},
+	NXMIPv6Label:     {"NXM_NX_IPV6_LABEL", "ipv6_label", 20, nxHex},
+	NXMNDReserved:    {"ERICOXM_OF_ICMPV6_ND_RESERVED", "nd_reserved", 32, nxDecimal},
+	NXMNDOptionsType: {"ERICOXM_OF_ICMPV6_ND_OPTIONS_TYPE", "nd_options_type", 8, nxDecimal},
 }
 
 // basicNXM names OpenFlow-basic fields the way OVS prints them in move:
@@ -226,6 +277,15 @@ var basicNXM = map[OXMField]nxField{
 	OXMARPSHA:   nxFields[NXMARPSHA],
 	OXMARPTHA:   nxFields[NXMARPTHA],
 	OXMTunnelID: nxFields[0x00012008],
+
+	OXMIPv6Src:      nxFields[NXMIPv6Src],
+	OXMIPv6Dst:      nxFields[NXMIPv6Dst],
+	OXMIPv6FLabel:   nxFields[NXMIPv6Label],
+	OXMICMPv6Type:   nxFields[NXMICMPv6Type],
+	OXMICMPv6Code:   nxFields[NXMICMPv6Code],
+	OXMIPv6NDTarget: nxFields[NXMNDTarget],
+	OXMIPv6NDSLL:    nxFields[NXMNDSLL],
+	OXMIPv6NDTLL:    nxFields[NXMNDTLL],
 }
 
 // lookupNXField finds the description of the (unmasked) header h.

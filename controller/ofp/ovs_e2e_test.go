@@ -3,6 +3,7 @@
 package ofp
 
 import (
+	"context"
 	"net/netip"
 	"os"
 	"os/exec"
@@ -10,6 +11,9 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/sdnlb/sdnlb/internal/testbed"
 )
 
 // ovsParse runs `ovs-ofctl ofp-parse`, Open vSwitch's own decoder, on wire.
@@ -180,6 +184,27 @@ func TestOVS_RendersLikeUs(t *testing.T) {
 						AddrMin: netip.MustParseAddr("10.0.0.1"), AddrMax: netip.MustParseAddr("10.0.0.9"),
 						PortMin: 1000, PortMax: 2000}, ActionSetField{Field: MatchCTMark(1, 0xffffffff)}}}}}}},
 		arpResponderFlowMod(),
+		// Moves of the IPv6 and neighbour discovery fields, by NXM and by OXM header.
+		{Priority: 107, Match: Match{OXMs: []OXM{MatchEthType(0x86dd), MatchIPProto(58), MatchICMPv6Type(135)}},
+			Instructions: []Instruction{InstructionApplyActions{Actions: []Action{
+				ActionRegMove{NBits: 8, Src: NXMICMPv6Type, Dst: NXMICMPv6Code},
+				ActionRegMove{NBits: 128, Src: NXMNDTarget, Dst: NXMIPv6Src},
+				ActionRegMove{NBits: 128, Src: 0x80003610, Dst: NXMIPv6Src}, // OXM ipv6_dst
+				ActionRegMove{NBits: 48, Src: NXMNDSLL, Dst: NXMEthSrc},
+				ActionRegMove{NBits: 20, Src: NXMIPv6Label, Dst: NXMReg(0)},
+				ActionRegMove{NBits: 32, Src: NXMNDReserved, Dst: NXMReg(1)},
+				ActionRegMove{NBits: 8, Src: NXMNDOptionsType, Dst: NXMReg(2)},
+				ActionSetField{Field: MatchIPv6NDSLL([6]byte{2, 0, 0, 0, 1, 0})}}}}},
+		{Priority: 108, Match: Match{OXMs: []OXM{MatchEthType(0x86dd), MatchIPProto(58), MatchICMPv6Type(136),
+			MatchIPv6NDTarget(vip6), MatchIPv6NDTLL([6]byte{2, 0, 0, 0, 1, 0})}},
+			Instructions: []Instruction{InstructionApplyActions{Actions: []Action{
+				ActionRegMove{NBits: 48, Src: NXMNDTLL, Dst: NXMEthDst},
+				ActionSetField{Field: MatchIPv6NDTLL([6]byte{2, 0, 0, 0, 1, 1})},
+				ActionSetField{Field: MatchIPv6Dst(vip6)}, ActionOutput{Port: 1}}}}},
+		{Priority: 109, Match: Match{OXMs: []OXM{MatchEthType(0x86dd), MatchIPProto(17),
+			MatchIPv6SrcMasked(vip6, mask64), MatchIPv6Dst(vip6), MatchUDPDst(53)}},
+			Instructions: []Instruction{InstructionApplyActions{Actions: []Action{
+				ActionSetField{Field: MatchIPv6Src(vip6)}, ActionSetField{Field: MatchUDPSrc(53)}, ActionOutput{Port: 2}}}}},
 		{Priority: 105, Match: Match{OXMs: []OXM{MatchEthType(0x86dd), MatchCTState(CTStateNew|CTStateTrk, 0xffffffff)}},
 			Instructions: []Instruction{InstructionApplyActions{Actions: []Action{
 				ActionCT{Flags: CTCommit, Table: CTRecircNone, Actions: []Action{ActionNAT{Flags: NATDst | NATProtoRandom,
@@ -272,5 +297,39 @@ func TestOVS_Groups(t *testing.T) {
 				t.Errorf("OVS output lacks %q:\n%s", w, out)
 			}
 		}
+	}
+}
+
+// TestOVS_NDResponderAnswers installs the two flows of the neighbour
+// advertisement responder, as FlowMod.String renders them, on a real
+// switch, and checks that a host asking for the VIP learns the VIP's MAC
+// from the answer.
+func TestOVS_NDResponderAnswers(t *testing.T) {
+	s := testbed.NewSwitch(t)
+	h := s.AddHost(t, "c1", s.Addr(10))
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	inNS := func(name string, args ...string) string {
+		t.Helper()
+		out, err := h.Exec(ctx, name, args...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(out)
+	}
+	// The bed turns IPv6 off on its hosts; this host needs it, without
+	// duplicate address detection holding its address back.
+	inNS("sysctl", "-q", "-w", "net.ipv6.conf.eth0.disable_ipv6=0")
+	inNS("ip", "-6", "addr", "add", "2001:db8::5/64", "dev", "eth0", "nodad")
+	turn, answer := ndResponderFlowMods()
+	for _, fm := range []*FlowMod{turn, answer} {
+		s.Ofctl("add-flow", fm.String())
+	}
+	// The VIP answers no echo; the ping only makes the host solicit it.
+	_, _ = h.Exec(ctx, "ping", "-6", "-c", "1", "-W", "1", netip.AddrFrom16(vip6).String())
+	neigh := inNS("ip", "-6", "neigh", "show", netip.AddrFrom16(vip6).String())
+	if !strings.Contains(neigh, "lladdr 02:00:00:00:01:00 REACHABLE") {
+		t.Errorf("host's neighbour entry for the VIP = %q, want the VIP's MAC, reachable\nflows:\n%s",
+			neigh, strings.Join(s.DumpFlows(), "\n"))
 	}
 }

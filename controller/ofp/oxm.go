@@ -6,6 +6,7 @@ import "encoding/binary"
 const (
 	OXMClassNXM0         uint16 = 0x0000 // OFPXMC_NXM_0
 	OXMClassNXM1         uint16 = 0x0001 // OFPXMC_NXM_1
+	OXMClassEricsson     uint16 = 0x1000 // ERICOXM_OF, OVS's nd_reserved and nd_options_type
 	OXMClassBasic        uint16 = 0x8000 // OFPXMC_OPENFLOW_BASIC
 	OXMClassExperimenter uint16 = 0xffff // OFPXMC_EXPERIMENTER
 )
@@ -176,6 +177,12 @@ func (o OXM) IPv4() (ip [4]byte) {
 	return ip
 }
 
+// IPv6 returns the first 16 value bytes (ipv6_*, nd_target).
+func (o OXM) IPv6() (ip [16]byte) {
+	copy(ip[:], o.payload[:int(o.n)-o.maskLen()])
+	return ip
+}
+
 // wireLen is the TLV length: 4-byte header plus payload.
 func (o *OXM) wireLen() int { return 4 + int(o.n) }
 
@@ -243,29 +250,40 @@ func basicMAC(f OXMField, mac [6]byte) OXM { return basicOXM(f, mac[:]...) }
 
 func basicIPv4(f OXMField, ip [4]byte) OXM { return basicOXM(f, ip[:]...) }
 
-func MatchInPort(port uint32) OXM             { return basic32(OXMInPort, port) }
-func MatchEthDst(mac [6]byte) OXM             { return basicMAC(OXMEthDst, mac) }
-func MatchEthSrc(mac [6]byte) OXM             { return basicMAC(OXMEthSrc, mac) }
-func MatchEthType(t uint16) OXM               { return basic16(OXMEthType, t) }
-func MatchVLANPCP(pcp uint8) OXM              { return basic8(OXMVLANPCP, pcp) }
-func MatchIPProto(p uint8) OXM                { return basic8(OXMIPProto, p) }
-func MatchIPv4Src(ip [4]byte) OXM             { return basicIPv4(OXMIPv4Src, ip) }
-func MatchIPv4Dst(ip [4]byte) OXM             { return basicIPv4(OXMIPv4Dst, ip) }
-func MatchTCPSrc(port uint16) OXM             { return basic16(OXMTCPSrc, port) }
-func MatchTCPDst(port uint16) OXM             { return basic16(OXMTCPDst, port) }
-func MatchUDPSrc(port uint16) OXM             { return basic16(OXMUDPSrc, port) }
-func MatchUDPDst(port uint16) OXM             { return basic16(OXMUDPDst, port) }
-func MatchICMPv4Type(t uint8) OXM             { return basic8(OXMICMPv4Type, t) }
-func MatchICMPv4Code(c uint8) OXM             { return basic8(OXMICMPv4Code, c) }
-func MatchARPOp(op uint16) OXM                { return basic16(OXMARPOp, op) }
-func MatchARPSPA(ip [4]byte) OXM              { return basicIPv4(OXMARPSPA, ip) }
-func MatchARPTPA(ip [4]byte) OXM              { return basicIPv4(OXMARPTPA, ip) }
-func MatchARPSHA(mac [6]byte) OXM             { return basicMAC(OXMARPSHA, mac) }
-func MatchARPTHA(mac [6]byte) OXM             { return basicMAC(OXMARPTHA, mac) }
-func MatchMetadata(md uint64) OXM             { return basic64(OXMMetadata, md) }
-func MatchTunnelID(id uint64) OXM             { return basic64(OXMTunnelID, id) }
-func MatchIPv4SrcMasked(ip, mask [4]byte) OXM { return maskedIPv4(OXMIPv4Src, ip, mask) }
-func MatchIPv4DstMasked(ip, mask [4]byte) OXM { return maskedIPv4(OXMIPv4Dst, ip, mask) }
+func basicIPv6(f OXMField, ip [16]byte) OXM { return basicOXM(f, ip[:]...) }
+
+func MatchInPort(port uint32) OXM              { return basic32(OXMInPort, port) }
+func MatchEthDst(mac [6]byte) OXM              { return basicMAC(OXMEthDst, mac) }
+func MatchEthSrc(mac [6]byte) OXM              { return basicMAC(OXMEthSrc, mac) }
+func MatchEthType(t uint16) OXM                { return basic16(OXMEthType, t) }
+func MatchVLANPCP(pcp uint8) OXM               { return basic8(OXMVLANPCP, pcp) }
+func MatchIPProto(p uint8) OXM                 { return basic8(OXMIPProto, p) }
+func MatchIPv4Src(ip [4]byte) OXM              { return basicIPv4(OXMIPv4Src, ip) }
+func MatchIPv4Dst(ip [4]byte) OXM              { return basicIPv4(OXMIPv4Dst, ip) }
+func MatchTCPSrc(port uint16) OXM              { return basic16(OXMTCPSrc, port) }
+func MatchTCPDst(port uint16) OXM              { return basic16(OXMTCPDst, port) }
+func MatchUDPSrc(port uint16) OXM              { return basic16(OXMUDPSrc, port) }
+func MatchUDPDst(port uint16) OXM              { return basic16(OXMUDPDst, port) }
+func MatchICMPv4Type(t uint8) OXM              { return basic8(OXMICMPv4Type, t) }
+func MatchICMPv4Code(c uint8) OXM              { return basic8(OXMICMPv4Code, c) }
+func MatchARPOp(op uint16) OXM                 { return basic16(OXMARPOp, op) }
+func MatchARPSPA(ip [4]byte) OXM               { return basicIPv4(OXMARPSPA, ip) }
+func MatchARPTPA(ip [4]byte) OXM               { return basicIPv4(OXMARPTPA, ip) }
+func MatchARPSHA(mac [6]byte) OXM              { return basicMAC(OXMARPSHA, mac) }
+func MatchARPTHA(mac [6]byte) OXM              { return basicMAC(OXMARPTHA, mac) }
+func MatchMetadata(md uint64) OXM              { return basic64(OXMMetadata, md) }
+func MatchTunnelID(id uint64) OXM              { return basic64(OXMTunnelID, id) }
+func MatchIPv4SrcMasked(ip, mask [4]byte) OXM  { return maskedIPv4(OXMIPv4Src, ip, mask) }
+func MatchIPv4DstMasked(ip, mask [4]byte) OXM  { return maskedIPv4(OXMIPv4Dst, ip, mask) }
+func MatchIPv6Src(ip [16]byte) OXM             { return basicIPv6(OXMIPv6Src, ip) }
+func MatchIPv6Dst(ip [16]byte) OXM             { return basicIPv6(OXMIPv6Dst, ip) }
+func MatchIPv6SrcMasked(ip, mask [16]byte) OXM { return maskedIPv6(OXMIPv6Src, ip, mask) }
+func MatchIPv6DstMasked(ip, mask [16]byte) OXM { return maskedIPv6(OXMIPv6Dst, ip, mask) }
+func MatchICMPv6Type(t uint8) OXM              { return basic8(OXMICMPv6Type, t) }
+func MatchICMPv6Code(c uint8) OXM              { return basic8(OXMICMPv6Code, c) }
+func MatchIPv6NDTarget(ip [16]byte) OXM        { return basicIPv6(OXMIPv6NDTarget, ip) }
+func MatchIPv6NDSLL(mac [6]byte) OXM           { return basicMAC(OXMIPv6NDSLL, mac) }
+func MatchIPv6NDTLL(mac [6]byte) OXM           { return basicMAC(OXMIPv6NDTLL, mac) }
 
 // MatchVLANVID matches frames tagged with vid: it sets VLANPresent, as
 // OpenFlow 1.3 requires for a tagged match. Use NewOXM for the
@@ -276,6 +294,15 @@ func maskedIPv4(f OXMField, ip, mask [4]byte) OXM {
 	o := basicOXM(f, ip[0]&mask[0], ip[1]&mask[1], ip[2]&mask[2], ip[3]&mask[3],
 		mask[0], mask[1], mask[2], mask[3])
 	o.HasMask = true
+	return o
+}
+
+func maskedIPv6(f OXMField, ip, mask [16]byte) OXM {
+	o := OXM{Class: OXMClassBasic, Field: f, HasMask: true, n: 32}
+	for i := range ip {
+		o.payload[i] = ip[i] & mask[i]
+	}
+	copy(o.payload[16:], mask[:])
 	return o
 }
 

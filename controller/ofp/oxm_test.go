@@ -3,9 +3,12 @@ package ofp
 import (
 	"bytes"
 	"errors"
+	"net/netip"
 	"slices"
 	"testing"
 )
+
+func v6(s string) [16]byte { return netip.MustParseAddr(s).As16() }
 
 func TestOXM_Constructors(t *testing.T) {
 	tests := []struct {
@@ -52,6 +55,19 @@ func TestOXM_Constructors(t *testing.T) {
 		{"CTNwProto", MatchCTNwProto(6), "00 01 ee 01 06"},
 		{"CTNwDst", MatchCTNwDst([4]byte{10, 0, 0, 1}), "00 01 f2 04 0a 00 00 01"},
 		{"CTTpDst", MatchCTTpDst(80), "00 01 fa 02 00 50"},
+		// IPv6 and neighbour discovery, as OVS 3.1 encodes them (the golden flow_mod_*v6* and nd vectors).
+		{"IPv6Src", MatchIPv6Src(v6("2001:db8::1")), "80 00 34 10 20 01 0d b8 00*11 01"},
+		{"IPv6Dst", MatchIPv6Dst(v6("2001:db8::64")), "80 00 36 10 20 01 0d b8 00*11 64"},
+		{"IPv6SrcMasked", MatchIPv6SrcMasked(v6("2001:db8:0:1::9"), [16]byte{0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff}),
+			"80 00 35 20 20 01 0d b8 00 00 00 01 00*8 ff ff ff ff ff ff ff ff 00*8"},
+		{"IPv6DstMasked", MatchIPv6DstMasked(v6("2001:db8::64"), [16]byte{0xff, 0xff}), "80 00 37 20 20 01 00*14 ff ff 00*14"},
+		{"ICMPv6Type", MatchICMPv6Type(135), "80 00 3a 01 87"},
+		{"ICMPv6Code", MatchICMPv6Code(1), "80 00 3c 01 01"},
+		{"NDTarget", MatchIPv6NDTarget(v6("2001:db8::64")), "80 00 3e 10 20 01 0d b8 00*11 64"},
+		{"NDSLL", MatchIPv6NDSLL([6]byte{2, 0, 0, 0, 1, 0}), "80 00 40 06 02 00 00 00 01 00"},
+		{"NDTLL", MatchIPv6NDTLL([6]byte{2, 0, 0, 0, 1, 0}), "80 00 42 06 02 00 00 00 01 00"},
+		{"NDReserved", MatchNDReserved(NDFlagSolicited | NDFlagOverride), "10 00 02 04 60 00 00 00"},
+		{"NDOptionsType", MatchNDOptionsType(NDOptionTargetLL), "10 00 04 01 02"},
 		// OVS's own encoding of tcp_flags=+syn-ack (ovs-ofctl parse-flow).
 		{"TCPFlagsSynNotAck", MatchTCPFlags(TCPFlagSYN, TCPFlagSYN|TCPFlagACK), "00 01 45 04 00 02 00 12"},
 	}
@@ -88,9 +104,12 @@ func TestOXM_Accessors(t *testing.T) {
 	if mac.MAC() != [6]byte{1, 2, 3, 4, 5, 6} || mac.Uint() != 0x010203040506 {
 		t.Errorf("MAC = %v, Uint = %x", mac.MAC(), mac.Uint())
 	}
-	ipv6 := mustOXM(t, OXMClassBasic, OXMIPv6Src, make([]byte, 16), nil)
+	ipv6 := MatchIPv6DstMasked(v6("2001:db8::64"), [16]byte{0xff, 0xff, 0xff, 0xff})
 	if ipv6.Uint() != 0 {
 		t.Errorf("Uint of a 16-byte value = %d, want 0", ipv6.Uint())
+	}
+	if got := ipv6.IPv6(); got != v6("2001:db8::") {
+		t.Errorf("IPv6 = %v, want the value without the mask", netip.AddrFrom16(got))
 	}
 
 	// An experimenter OXM keeps its experimenter ID at the head of Value,

@@ -1,6 +1,7 @@
 package oftable_test
 
 import (
+	"net/netip"
 	"testing"
 
 	"github.com/sdnlb/sdnlb/controller/ofp"
@@ -15,6 +16,10 @@ var (
 	vipMAC    = [6]byte{0x02, 0, 0, 0, 0, 0x64}
 	clientMAC = [6]byte{0x02, 0, 0, 0, 1, 5}
 	memberMAC = [6]byte{0x02, 0, 0, 0, 0, 2}
+
+	vip6    = netip.MustParseAddr("2001:db8::64").As16()
+	client6 = netip.MustParseAddr("2001:db8:1::5").As16()
+	member6 = netip.MustParseAddr("2001:db8::2").As16()
 )
 
 const (

@@ -2,6 +2,9 @@ package oftable
 
 import (
 	"fmt"
+	"slices"
+	"strconv"
+	"strings"
 
 	"github.com/sdnlb/sdnlb/controller/ofp"
 )
@@ -54,19 +57,39 @@ func checkMatch(m *ofp.Match) error {
 }
 
 // checkPrereq reports which prerequisite of f the match lacks: it must
-// pin eth_type (and ip_proto) to the value f needs, without a mask.
+// pin eth_type (and ip_proto, and icmpv6_type) to a value f accepts,
+// without a mask.
 func checkPrereq(f field, m *ofp.Match) error {
-	exact := func(fd ofp.OXMField, want uint64) bool {
+	exact := func(fd ofp.OXMField, want ...uint64) bool {
 		o, ok := m.Get(fd)
-		return ok && !o.HasMask && o.Uint() == want
+		return ok && !o.HasMask && slices.Contains(want, o.Uint())
 	}
-	if f.ethType != 0 && !exact(ofp.OXMEthType, uint64(f.ethType)) {
-		return fmt.Errorf("needs eth_type=0x%04x", f.ethType)
+	if f.ethTypes != nil && !exact(ofp.OXMEthType, widen(f.ethTypes)...) {
+		names := make([]string, len(f.ethTypes))
+		for i, t := range f.ethTypes {
+			names[i] = fmt.Sprintf("0x%04x", t)
+		}
+		return fmt.Errorf("needs eth_type=%s", strings.Join(names, " or "))
 	}
 	if f.ipProto != 0 && !exact(ofp.OXMIPProto, uint64(f.ipProto)) {
 		return fmt.Errorf("needs ip_proto=%d", f.ipProto)
 	}
+	if f.icmpv6Types != nil && !exact(ofp.OXMICMPv6Type, widen(f.icmpv6Types)...) {
+		names := make([]string, len(f.icmpv6Types))
+		for i, t := range f.icmpv6Types {
+			names[i] = strconv.Itoa(int(t))
+		}
+		return fmt.Errorf("needs icmpv6_type=%s", strings.Join(names, " or "))
+	}
 	return nil
+}
+
+func widen[T uint8 | uint16](vs []T) []uint64 {
+	w := make([]uint64, len(vs))
+	for i, v := range vs {
+		w[i] = uint64(v)
+	}
+	return w
 }
 
 // maskAt is byte j of o's mask; an OXM without a mask matches exactly.
@@ -80,11 +103,12 @@ func maskAt(o *ofp.OXM, j int) byte {
 // matches reports whether p matches every field of m, which checkMatch
 // accepted.
 func matches(m *ofp.Match, p *Packet) bool {
-	var b [8]byte
+	var b [16]byte
 	for i := range m.OXMs {
 		o := &m.OXMs[i]
 		v := o.Value()
-		if p.value(o.Field, &b) != len(v) {
+		f, _ := modelField(o)
+		if p.value(f, &b) != len(v) {
 			return false
 		}
 		for j := range v {

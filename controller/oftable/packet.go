@@ -1,6 +1,7 @@
 package oftable
 
 import (
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"net"
@@ -17,10 +18,15 @@ import (
 const (
 	ethTypeIPv4 uint16 = 0x0800
 	ethTypeARP  uint16 = 0x0806
+	ethTypeIPv6 uint16 = 0x86dd
 
-	protoICMP uint8 = 1
-	protoTCP  uint8 = 6
-	protoUDP  uint8 = 17
+	protoICMP   uint8 = 1
+	protoTCP    uint8 = 6
+	protoUDP    uint8 = 17
+	protoICMPv6 uint8 = 58
+
+	icmpv6NS uint8 = 135 // neighbour solicitation
+	icmpv6NA uint8 = 136 // neighbour advertisement
 )
 
 // Packet is the header fields a flow can match and an action can rewrite.
@@ -35,10 +41,19 @@ type Packet struct {
 	ARPOp              uint16
 	ARPSHA, ARPTHA     [6]byte
 	ARPSPA, ARPTPA     [4]byte
-	IPProto            uint8
+	IPProto            uint8 // IPv6: the next header
 	IPv4Src, IPv4Dst   [4]byte
+	IPv6Src, IPv6Dst   [16]byte
 	L4Src, L4Dst       uint16 // TCP or UDP ports
-	ICMPType, ICMPCode uint8
+	ICMPType, ICMPCode uint8  // ICMPv4 or ICMPv6
+	// Neighbour discovery (ICMPv6 types 135 and 136), as Open vSwitch
+	// reads it: the target, the addresses of the source and target
+	// link-layer address options (nd_sll, nd_tll), the 32 bits after the
+	// checksum (an advertisement's flags) and the first option's type.
+	NDTarget      [16]byte
+	NDSLL, NDTLL  [6]byte
+	NDReserved    uint32
+	NDOptionsType uint8
 }
 
 // ErrVLAN is ParseFrame's error for an 802.1Q or 802.1ad tagged frame,
@@ -46,18 +61,24 @@ type Packet struct {
 var ErrVLAN = errors.New("oftable: VLAN-tagged frames are not modelled")
 
 // ParseFrame reads the fields of an Ethernet frame that arrived on
-// inPort: ARP, and IPv4 with TCP, UDP or ICMPv4. Other EtherTypes and IP
-// protocols leave the fields past them zero.
+// inPort: ARP, IPv4 with TCP, UDP or ICMPv4, and IPv6 with TCP, UDP or
+// ICMPv6 (neighbour discovery included). Other EtherTypes, IP protocols
+// and IPv6 extension headers leave the fields past them zero.
 func ParseFrame(inPort uint32, frame []byte) (Packet, error) {
 	var (
-		eth  layers.Ethernet
-		arp  layers.ARP
-		ip   layers.IPv4
-		tcp  layers.TCP
-		udp  layers.UDP
-		icmp layers.ICMPv4
+		eth    layers.Ethernet
+		arp    layers.ARP
+		ip     layers.IPv4
+		ip6    layers.IPv6
+		tcp    layers.TCP
+		udp    layers.UDP
+		icmp   layers.ICMPv4
+		icmp6  layers.ICMPv6
+		ns     layers.ICMPv6NeighborSolicitation
+		advert layers.ICMPv6NeighborAdvertisement
 	)
-	parser := gopacket.NewDecodingLayerParser(layers.LayerTypeEthernet, &eth, &arp, &ip, &tcp, &udp, &icmp)
+	parser := gopacket.NewDecodingLayerParser(layers.LayerTypeEthernet,
+		&eth, &arp, &ip, &ip6, &tcp, &udp, &icmp, &icmp6, &ns, &advert)
 	parser.IgnoreUnsupported = true
 	var decoded []gopacket.LayerType
 	if err := parser.DecodeLayers(frame, &decoded); err != nil {
@@ -91,9 +112,38 @@ func ParseFrame(inPort uint32, frame []byte) (Packet, error) {
 			p.L4Src, p.L4Dst = uint16(udp.SrcPort), uint16(udp.DstPort)
 		case layers.LayerTypeICMPv4:
 			p.ICMPType, p.ICMPCode = icmp.TypeCode.Type(), icmp.TypeCode.Code()
+		case layers.LayerTypeIPv6:
+			p.IPProto = uint8(ip6.NextHeader)
+			p.IPv6Src, p.IPv6Dst = [16]byte(ip6.SrcIP.To16()), [16]byte(ip6.DstIP.To16())
+		case layers.LayerTypeICMPv6:
+			p.ICMPType, p.ICMPCode = icmp6.TypeCode.Type(), icmp6.TypeCode.Code()
+		case layers.LayerTypeICMPv6NeighborSolicitation:
+			p.NDTarget = [16]byte(ns.TargetAddress.To16())
+			p.readNDOptions(ns.Contents, ns.Options)
+		case layers.LayerTypeICMPv6NeighborAdvertisement:
+			p.NDTarget = [16]byte(advert.TargetAddress.To16())
+			p.readNDOptions(advert.Contents, advert.Options)
 		}
 	}
 	return p, nil
+}
+
+// readNDOptions reads the reserved word at the start of an ND message's
+// body and its link-layer address options.
+func (p *Packet) readNDOptions(body []byte, opts layers.ICMPv6Options) {
+	p.NDReserved = binary.BigEndian.Uint32(body)
+	for i, o := range opts {
+		if i == 0 {
+			p.NDOptionsType = uint8(o.Type)
+		}
+		switch {
+		case len(o.Data) != 6:
+		case o.Type == layers.ICMPv6OptSourceAddress:
+			p.NDSLL = [6]byte(o.Data)
+		case o.Type == layers.ICMPv6OptTargetAddress:
+			p.NDTLL = [6]byte(o.Data)
+		}
+	}
 }
 
 // String renders p briefly, for test failures: the protocol and its
@@ -102,6 +152,7 @@ func ParseFrame(inPort uint32, frame []byte) (Packet, error) {
 func (p Packet) String() string {
 	var b strings.Builder
 	ip := func(a [4]byte) string { return netip.AddrFrom4(a).String() }
+	ip6 := func(a [16]byte) string { return netip.AddrFrom16(a).String() }
 	switch {
 	case p.EthType == ethTypeARP:
 		fmt.Fprintf(&b, "arp op=%d %s (%v) > %s (%v)", p.ARPOp, ip(p.ARPSPA), net.HardwareAddr(p.ARPSHA[:]),
@@ -116,6 +167,20 @@ func (p Packet) String() string {
 		fmt.Fprintf(&b, "icmp %s > %s type=%d code=%d", ip(p.IPv4Src), ip(p.IPv4Dst), p.ICMPType, p.ICMPCode)
 	case p.EthType == ethTypeIPv4:
 		fmt.Fprintf(&b, "ip proto=%d %s > %s", p.IPProto, ip(p.IPv4Src), ip(p.IPv4Dst))
+	case p.EthType == ethTypeIPv6 && (p.IPProto == protoTCP || p.IPProto == protoUDP):
+		name := "tcp6"
+		if p.IPProto == protoUDP {
+			name = "udp6"
+		}
+		fmt.Fprintf(&b, "%s [%s]:%d > [%s]:%d", name, ip6(p.IPv6Src), p.L4Src, ip6(p.IPv6Dst), p.L4Dst)
+	case p.EthType == ethTypeIPv6 && p.IPProto == protoICMPv6 && (p.ICMPType == icmpv6NS || p.ICMPType == icmpv6NA):
+		fmt.Fprintf(&b, "icmp6 %s > %s type=%d code=%d nd_target=%s nd_sll=%v nd_tll=%v nd_reserved=0x%x nd_options_type=%d",
+			ip6(p.IPv6Src), ip6(p.IPv6Dst), p.ICMPType, p.ICMPCode, ip6(p.NDTarget),
+			net.HardwareAddr(p.NDSLL[:]), net.HardwareAddr(p.NDTLL[:]), p.NDReserved, p.NDOptionsType)
+	case p.EthType == ethTypeIPv6 && p.IPProto == protoICMPv6:
+		fmt.Fprintf(&b, "icmp6 %s > %s type=%d code=%d", ip6(p.IPv6Src), ip6(p.IPv6Dst), p.ICMPType, p.ICMPCode)
+	case p.EthType == ethTypeIPv6:
+		fmt.Fprintf(&b, "ipv6 proto=%d %s > %s", p.IPProto, ip6(p.IPv6Src), ip6(p.IPv6Dst))
 	default:
 		fmt.Fprintf(&b, "dl_type=0x%04x", p.EthType)
 	}

@@ -2,7 +2,6 @@ package oftable_test
 
 import (
 	"errors"
-	"net"
 	"testing"
 
 	"github.com/gopacket/gopacket"
@@ -39,6 +38,24 @@ func TestParseFrame(t *testing.T) {
 		return p
 	}
 	tcpFrame := mustSerialize(t, eth(layers.EthernetTypeIPv4), ipv4(layers.IPProtocolTCP), tcp)
+	ipv6 := func(proto layers.IPProtocol, src, dst [16]byte) *layers.IPv6 {
+		return &layers.IPv6{Version: 6, HopLimit: 255, NextHeader: proto, SrcIP: src[:], DstIP: dst[:]}
+	}
+	tcp6 := &layers.TCP{SrcPort: 40000, DstPort: 80, SYN: true, Window: 1024}
+	tcp6.SetNetworkLayerForChecksum(ipv6(layers.IPProtocolTCP, client6, vip6))
+	udp6 := &layers.UDP{SrcPort: 5000, DstPort: 53}
+	udp6.SetNetworkLayerForChecksum(ipv6(layers.IPProtocolUDP, client6, vip6))
+	icmp6 := func(typ uint8) *layers.ICMPv6 {
+		l := &layers.ICMPv6{TypeCode: layers.CreateICMPv6TypeCode(typ, 0)}
+		l.SetNetworkLayerForChecksum(ipv6(layers.IPProtocolICMPv6, client6, vip6))
+		return l
+	}
+	ip6Base := oftable.Packet{InPort: 7, EthSrc: clientMAC, EthDst: vipMAC, EthType: 0x86dd, IPv6Src: client6, IPv6Dst: vip6}
+	with6 := func(f func(*oftable.Packet)) oftable.Packet {
+		p := ip6Base
+		f(&p)
+		return p
+	}
 	tests := []struct {
 		name    string
 		frame   []byte
@@ -58,9 +75,29 @@ func TestParseFrame(t *testing.T) {
 			Operation: 1, SourceHwAddress: clientMAC[:], SourceProtAddress: client[:],
 			DstHwAddress: make([]byte, 6), DstProtAddress: vip[:],
 		}), oftable.Packet{InPort: 7, EthSrc: clientMAC, EthDst: vipMAC, EthType: 0x0806, ARPOp: 1, ARPSHA: clientMAC, ARPSPA: client, ARPTPA: vip}, false},
-		{"IPv6OnlyEthernet", mustSerialize(t, eth(layers.EthernetTypeIPv6), &layers.IPv6{Version: 6, HopLimit: 1,
-			NextHeader: layers.IPProtocolNoNextHeader, SrcIP: net.ParseIP("fe80::1"), DstIP: net.ParseIP("fe80::2")}),
-			oftable.Packet{InPort: 7, EthSrc: clientMAC, EthDst: vipMAC, EthType: 0x86dd}, false},
+		{"OtherEtherTypeOnlyEthernet", mustSerialize(t, eth(0x88cc), gopacket.Payload("lldp")),
+			oftable.Packet{InPort: 7, EthSrc: clientMAC, EthDst: vipMAC, EthType: 0x88cc}, false},
+		{"TCP6", mustSerialize(t, eth(layers.EthernetTypeIPv6), ipv6(layers.IPProtocolTCP, client6, vip6), tcp6),
+			with6(func(p *oftable.Packet) { p.IPProto, p.L4Src, p.L4Dst = 6, 40000, 80 }), false},
+		{"UDP6", mustSerialize(t, eth(layers.EthernetTypeIPv6), ipv6(layers.IPProtocolUDP, client6, vip6), udp6, gopacket.Payload("q")),
+			with6(func(p *oftable.Packet) { p.IPProto, p.L4Src, p.L4Dst = 17, 5000, 53 }), false},
+		{"ICMPv6Echo", mustSerialize(t, eth(layers.EthernetTypeIPv6), ipv6(layers.IPProtocolICMPv6, client6, vip6), icmp6(128),
+			&layers.ICMPv6Echo{Identifier: 1, SeqNumber: 1}),
+			with6(func(p *oftable.Packet) { p.IPProto, p.ICMPType = 58, 128 }), false},
+		{"OtherNextHeader", mustSerialize(t, eth(layers.EthernetTypeIPv6), ipv6(47, client6, vip6), gopacket.Payload("gre")),
+			with6(func(p *oftable.Packet) { p.IPProto = 47 }), false},
+		{"NeighbourSolicitation", mustSerialize(t, eth(layers.EthernetTypeIPv6), ipv6(layers.IPProtocolICMPv6, client6, vip6),
+			icmp6(135), &layers.ICMPv6NeighborSolicitation{TargetAddress: vip6[:], Options: layers.ICMPv6Options{
+				{Type: layers.ICMPv6OptSourceAddress, Data: clientMAC[:]}}}),
+			with6(func(p *oftable.Packet) {
+				p.IPProto, p.ICMPType, p.NDTarget, p.NDSLL, p.NDOptionsType = 58, 135, vip6, clientMAC, 1
+			}), false},
+		{"NeighbourAdvertisement", mustSerialize(t, eth(layers.EthernetTypeIPv6), ipv6(layers.IPProtocolICMPv6, client6, vip6),
+			icmp6(136), &layers.ICMPv6NeighborAdvertisement{Flags: 0x60, TargetAddress: client6[:], Options: layers.ICMPv6Options{
+				{Type: layers.ICMPv6OptTargetAddress, Data: clientMAC[:]}}}),
+			with6(func(p *oftable.Packet) {
+				p.IPProto, p.ICMPType, p.NDTarget, p.NDTLL, p.NDReserved, p.NDOptionsType = 58, 136, client6, clientMAC, 0x60000000, 2
+			}), false},
 		{"ErrVLAN", mustSerialize(t, eth(layers.EthernetTypeDot1Q), &layers.Dot1Q{VLANIdentifier: 5, Type: layers.EthernetTypeIPv4},
 			ipv4(layers.IPProtocolTCP), tcp), oftable.Packet{}, true},
 		{"ErrTruncatedTCP", tcpFrame[:14+20+10], oftable.Packet{}, true},
@@ -104,8 +141,18 @@ func TestPacket_String(t *testing.T) {
 		{"OtherIP", gre, "ip proto=47 10.0.1.5 > 10.0.0.100 in_port=10 dl_src=02:00:00:00:01:05 dl_dst=02:00:00:00:00:64"},
 		{"ARP", oftable.Packet{InPort: 0xfffffffd, EthType: 0x0806, ARPOp: 2, ARPSHA: vipMAC, ARPSPA: vip, ARPTHA: clientMAC, ARPTPA: client},
 			"arp op=2 10.0.0.100 (02:00:00:00:00:64) > 10.0.1.5 (02:00:00:00:01:05) in_port=CONTROLLER dl_src=00:00:00:00:00:00 dl_dst=00:00:00:00:00:00"},
-		{"OtherEtherType", oftable.Packet{InPort: 1, EthType: 0x86dd},
-			"dl_type=0x86dd in_port=1 dl_src=00:00:00:00:00:00 dl_dst=00:00:00:00:00:00"},
+		{"OtherEtherType", oftable.Packet{InPort: 1, EthType: 0x88cc},
+			"dl_type=0x88cc in_port=1 dl_src=00:00:00:00:00:00 dl_dst=00:00:00:00:00:00"},
+		{"TCP6", oftable.Packet{InPort: 1, EthType: 0x86dd, IPProto: 6, IPv6Src: client6, IPv6Dst: vip6, L4Src: 40000, L4Dst: 80},
+			"tcp6 [2001:db8:1::5]:40000 > [2001:db8::64]:80 in_port=1 dl_src=00:00:00:00:00:00 dl_dst=00:00:00:00:00:00"},
+		{"ICMPv6", oftable.Packet{InPort: 1, EthType: 0x86dd, IPProto: 58, IPv6Src: client6, IPv6Dst: vip6, ICMPType: 128},
+			"icmp6 2001:db8:1::5 > 2001:db8::64 type=128 code=0 in_port=1 dl_src=00:00:00:00:00:00 dl_dst=00:00:00:00:00:00"},
+		{"NeighbourAdvertisement", oftable.Packet{InPort: 1, EthType: 0x86dd, IPProto: 58, IPv6Src: vip6, IPv6Dst: client6,
+			ICMPType: 136, NDTarget: vip6, NDTLL: vipMAC, NDReserved: 0x60000000, NDOptionsType: 2},
+			"icmp6 2001:db8::64 > 2001:db8:1::5 type=136 code=0 nd_target=2001:db8::64 nd_sll=00:00:00:00:00:00 nd_tll=02:00:00:00:00:64" +
+				" nd_reserved=0x60000000 nd_options_type=2 in_port=1 dl_src=00:00:00:00:00:00 dl_dst=00:00:00:00:00:00"},
+		{"OtherIPv6", oftable.Packet{InPort: 1, EthType: 0x86dd, IPProto: 47, IPv6Src: client6, IPv6Dst: vip6},
+			"ipv6 proto=47 2001:db8:1::5 > 2001:db8::64 in_port=1 dl_src=00:00:00:00:00:00 dl_dst=00:00:00:00:00:00"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

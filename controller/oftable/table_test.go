@@ -2,6 +2,7 @@ package oftable_test
 
 import (
 	"errors"
+	"net/netip"
 	"slices"
 	"strings"
 	"testing"
@@ -166,6 +167,17 @@ func TestTable_Apply_Errors(t *testing.T) {
 			ofp.ErrTypeBadMatch, 9, "tcp_dst=80 needs ip_proto=6"},
 		{"ErrARPOnIPv4", add(1, 1, oxms(ofp.MatchEthType(0x0800), ofp.MatchARPTPA(vip))),
 			ofp.ErrTypeBadMatch, 9, "arp_tpa=10.0.0.100 needs eth_type=0x0806"},
+		{"ErrIPv6OnIPv4", add(1, 1, oxms(ofp.MatchEthType(0x0800), ofp.MatchIPv6Dst(vip6))),
+			ofp.ErrTypeBadMatch, 9, "ipv6_dst=2001:db8::64 needs eth_type=0x86dd"},
+		{"ErrPortsWithoutIP", add(1, 1, oxms(ofp.MatchIPProto(6), ofp.MatchTCPDst(80))),
+			ofp.ErrTypeBadMatch, 9, "ip_proto=6 needs eth_type=0x0800 or 0x86dd"},
+		{"ErrNDTargetWithoutType", add(1, 1, oxms(ofp.MatchEthType(0x86dd), ofp.MatchIPProto(58), ofp.MatchIPv6NDTarget(vip6))),
+			ofp.ErrTypeBadMatch, 9, "nd_target=2001:db8::64 needs icmpv6_type=135 or 136"},
+		{"ErrNDTLLOfSolicitation", add(1, 1, oxms(ofp.MatchEthType(0x86dd), ofp.MatchIPProto(58), ofp.MatchICMPv6Type(135),
+			ofp.MatchIPv6NDTLL(vipMAC))), ofp.ErrTypeBadMatch, 9, "nd_tll=02:00:00:00:00:64 needs icmpv6_type=136"},
+		// OVS 3.1 refuses this flow too (ovs-ofctl: OFPBAC_MATCH_INCONSISTENT).
+		{"ErrSetNDTLLOfSolicitation", add(1, 1, oxms(ofp.MatchEthType(0x86dd), ofp.MatchIPProto(58), ofp.MatchICMPv6Type(135)),
+			ofp.ActionSetField{Field: ofp.MatchIPv6NDTLL(vipMAC)}), ofp.ErrTypeBadAction, 10, "nd_tll=02:00:00:00:00:64 needs icmpv6_type=136"},
 		{"ErrDuplicateField", add(1, 1, oxms(ofp.MatchEthDst(clientMAC), ofp.MatchEthDst(memberMAC))),
 			ofp.ErrTypeBadMatch, 10, "eth_dst=02:00:00:00:00:02 appears twice"},
 		{"ErrValueOutsideMask", add(1, 1, oxms(ofp.MatchEthType(0x0800), func() ofp.OXM {
@@ -403,6 +415,106 @@ func TestTable_Process_ARPResponder(t *testing.T) {
 		if r.Out != reply || !slices.Equal(r.Ports, []uint32{clientPort}) {
 			t.Errorf("%v:\n got  %v to %v\n want %v to %v", request, r.Out, r.Ports, reply, []uint32{clientPort})
 		}
+	}
+}
+
+// ndResponder answers a neighbour solicitation for vip6 with the solicited
+// advertisement from vipMAC in two flows, as the ofp golden vectors
+// flow_mod_nd_responder and flow_mod_nd_responder_tll do: the first turns
+// the solicitation into the advertisement and goes to table 1, where the
+// second, which matches the advertisement, may set nd_tll.
+func ndResponder() []*ofp.FlowMod {
+	match := func(icmpv6Type uint8) []ofp.OXM {
+		return oxms(ofp.MatchEthType(0x86dd), ofp.MatchIPProto(58), ofp.MatchICMPv6Type(icmpv6Type), ofp.MatchIPv6NDTarget(vip6))
+	}
+	turn := add(0x3, 520, match(135),
+		move(48, ofp.NXMEthSrc, ofp.NXMEthDst), ofp.ActionSetField{Field: ofp.MatchEthSrc(vipMAC)},
+		move(128, ofp.NXMIPv6Src, ofp.NXMIPv6Dst), ofp.ActionSetField{Field: ofp.MatchIPv6Src(vip6)},
+		ofp.ActionSetField{Field: ofp.MatchNDOptionsType(ofp.NDOptionTargetLL)},
+		ofp.ActionSetField{Field: ofp.MatchNDReserved(ofp.NDFlagSolicited | ofp.NDFlagOverride)},
+		ofp.ActionSetField{Field: ofp.MatchICMPv6Type(136)})
+	turn.Instructions = append(turn.Instructions, ofp.InstructionGotoTable{TableID: 1})
+	answer := add(0x3, 520, match(136), ofp.ActionSetField{Field: ofp.MatchIPv6NDTLL(vipMAC)}, out(ofp.PortInPort))
+	answer.TableID = 1
+	return []*ofp.FlowMod{turn, answer}
+}
+
+func TestTable_Process_NDResponder(t *testing.T) {
+	tbl := oftable.New()
+	mustApply(t, tbl, ndResponder()...)
+	solicited := netip.MustParseAddr("ff02::1:ff00:64").As16()
+	for _, dst := range []struct {
+		mac [6]byte
+		ip  [16]byte
+	}{{[6]byte{0x33, 0x33, 0xff, 0, 0, 0x64}, solicited}, {vipMAC, vip6}} {
+		ns := oftable.Packet{InPort: clientPort, EthSrc: clientMAC, EthDst: dst.mac, EthType: 0x86dd, IPProto: 58,
+			IPv6Src: client6, IPv6Dst: dst.ip, ICMPType: 135, NDTarget: vip6, NDSLL: clientMAC, NDOptionsType: 1}
+		// The option the solicitation carried, now the target's with the
+		// VIP's MAC; nd_sll keeps what the solicitation said, as in OVS's
+		// flow, but the packet has no source link-layer option any more.
+		na := oftable.Packet{InPort: clientPort, EthSrc: vipMAC, EthDst: clientMAC, EthType: 0x86dd, IPProto: 58,
+			IPv6Src: vip6, IPv6Dst: client6, ICMPType: 136, NDTarget: vip6, NDSLL: clientMAC, NDTLL: vipMAC,
+			NDOptionsType: 2, NDReserved: 0x60000000}
+		r := tbl.Process(ns)
+		if r.Out != na || !slices.Equal(r.Ports, []uint32{clientPort}) {
+			t.Errorf("%v:\n got  %v to %v\n want %v to %v", ns, r.Out, r.Ports, na, []uint32{clientPort})
+		}
+	}
+	other := oftable.Packet{InPort: clientPort, EthType: 0x86dd, IPProto: 58, ICMPType: 135, NDTarget: member6}
+	if r := tbl.Process(other); r.Flow != nil {
+		t.Errorf("a solicitation for another address matched %v", r.Flow)
+	}
+}
+
+// A switch skips a set-field whose prerequisites the packet no longer
+// meets: nd_sll after the solicitation became an advertisement.
+func TestApplyActions_SkipsSetFieldWhosePrereqsAreGone(t *testing.T) {
+	ns := oftable.Packet{EthType: 0x86dd, IPProto: 58, ICMPType: 135, NDTarget: vip6, NDSLL: clientMAC}
+	got, _ := oftable.ApplyActions([]ofp.Action{ofp.ActionSetField{Field: ofp.MatchICMPv6Type(136)},
+		ofp.ActionSetField{Field: ofp.MatchIPv6NDSLL(vipMAC)}}, ns)
+	if want := (oftable.Packet{EthType: 0x86dd, IPProto: 58, ICMPType: 136, NDTarget: vip6, NDSLL: clientMAC}); got != want {
+		t.Errorf("got %v, want %v", got, want)
+	}
+}
+
+// An IPv6 VIP's connection NATed to a member, both ways, the client
+// matched by its /64.
+func TestTable_Process_IPv6NAT(t *testing.T) {
+	tbl := oftable.New()
+	mask64 := [16]byte{0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff}
+	mustApply(t, tbl,
+		add(0x4, 1000, oxms(ofp.MatchEthType(0x86dd), ofp.MatchIPv6SrcMasked(client6, mask64), ofp.MatchIPv6Dst(vip6),
+			ofp.MatchIPProto(6), ofp.MatchTCPDst(80)),
+			ofp.ActionSetField{Field: ofp.MatchEthDst(memberMAC)}, ofp.ActionSetField{Field: ofp.MatchIPv6Dst(member6)},
+			ofp.ActionSetField{Field: ofp.MatchTCPDst(8080)}, out(memberPort)),
+		add(0x4, 1000, oxms(ofp.MatchEthType(0x86dd), ofp.MatchIPv6Src(member6), ofp.MatchIPProto(6), ofp.MatchTCPSrc(8080)),
+			move(128, ofp.NXMIPv6Dst, ofp.NXMIPv6Src), ofp.ActionSetField{Field: ofp.MatchIPv6Src(vip6)},
+			ofp.ActionSetField{Field: ofp.MatchTCPSrc(80)}, out(clientPort)))
+	syn := oftable.Packet{InPort: clientPort, EthSrc: clientMAC, EthDst: vipMAC, EthType: 0x86dd, IPProto: 6,
+		IPv6Src: client6, IPv6Dst: vip6, L4Src: 40000, L4Dst: 80}
+	want := syn
+	want.EthDst, want.IPv6Dst, want.L4Dst = memberMAC, member6, 8080
+	if r := tbl.Process(syn); r.Out != want || !slices.Equal(r.Ports, []uint32{memberPort}) {
+		t.Errorf("forward:\n got  %v to %v\n want %v", r.Out, r.Ports, want)
+	}
+	outsider := syn
+	outsider.IPv6Src = netip.MustParseAddr("2001:db8:2::5").As16()
+	if r := tbl.Process(outsider); r.Flow != nil {
+		t.Errorf("a client outside the /64 matched %v", r.Flow)
+	}
+	// The reply's source becomes the VIP; moving ipv6_dst into ipv6_src
+	// first shows moves of 128 bits run.
+	reply := oftable.Packet{InPort: memberPort, EthSrc: memberMAC, EthDst: vipMAC, EthType: 0x86dd, IPProto: 6,
+		IPv6Src: member6, IPv6Dst: client6, L4Src: 8080, L4Dst: 40000}
+	want = reply
+	want.IPv6Src, want.L4Src = vip6, 80
+	if r := tbl.Process(reply); r.Out != want || !slices.Equal(r.Ports, []uint32{clientPort}) {
+		t.Errorf("reply:\n got  %v to %v\n want %v", r.Out, r.Ports, want)
+	}
+	udp := syn
+	udp.IPProto = 17
+	if r := tbl.Process(udp); r.Flow != nil {
+		t.Errorf("UDP matched the TCP flow %v", r.Flow)
 	}
 }
 
