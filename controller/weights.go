@@ -60,6 +60,11 @@ const (
 	// adaptRange bounds an ADAPTIVE weight, as a factor of the configured
 	// weight, both ways.
 	adaptRange = 16
+	// restepEvery is how long the reports a step read stand before a step
+	// reads them again: agents write a report only once it moved by 5
+	// points, so reports that stand still are what the members still
+	// say, and a step on them closes what is left of the gap.
+	restepEvery = 10 * time.Second
 )
 
 // srxWeights is the SRX formula: the weights that share sumW among the
@@ -99,6 +104,7 @@ type poolWeights struct {
 	inForce map[uint32]float64 // ADAPTIVE: each member's weight in force (E_i)
 	changed time.Time          // when the pool's shares last changed
 	heard   time.Time          // ADAPTIVE: the newest agent report the last step read
+	stepped time.Time          // ADAPTIVE: when the last step was taken
 }
 
 func newWeigher() *weigher { return &weigher{pools: map[string]*poolWeights{}} }
@@ -126,7 +132,7 @@ func (w *weigher) weigh(p *poolState, now time.Time, step bool) map[uint32]weigh
 		}
 		inForce[i] = e
 	}
-	if step && p.method == sdnlb.Adaptive && pw.news(p.rotation) {
+	if step && p.method == sdnlb.Adaptive && pw.news(p.rotation, now) {
 		adapt(p.rotation, inForce)
 	}
 	clear(pw.inForce)
@@ -155,13 +161,14 @@ func (w *weigher) weigh(p *poolState, now time.Time, step bool) map[uint32]weigh
 	return out
 }
 
-// news reports whether rotation's members tell something the last step
-// did not read: an agent report newer than the newest it read, or, where
-// no member has an agent, sessions, which every stats poll renews. A step
-// on reports it already acted on would act on them again before their
-// effect shows: with agents answering less often than the pool is
-// weighed, the weights would overshoot and swing.
-func (pw *poolWeights) news(rotation []*memberState) bool {
+// news reports whether a step is due at now on what rotation's members
+// tell: an agent report newer than the newest the last step read, reports
+// that stood for restepEvery since, or, where no member has an agent,
+// sessions, which every stats poll renews. A step on reports it just
+// acted on would act on them again before their effect shows: with
+// agents answering less often than the pool is weighed, the weights would
+// overshoot and swing.
+func (pw *poolWeights) news(rotation []*memberState, now time.Time) bool {
 	var newest time.Time
 	agents := false
 	for _, m := range rotation {
@@ -175,10 +182,10 @@ func (pw *poolWeights) news(rotation []*memberState) bool {
 	if !agents {
 		return true
 	}
-	if !newest.After(pw.heard) {
+	if !newest.After(pw.heard) && now.Sub(pw.stepped) < restepEvery {
 		return false
 	}
-	pw.heard = newest
+	pw.heard, pw.stepped = newest, now
 	return true
 }
 

@@ -422,3 +422,25 @@ func TestAdaptive_SlowReports(t *testing.T) {
 		t.Errorf("CPU use %.2f with reports every third interval, want within 1.1 times of each other", use)
 	}
 }
+
+// Reports that stand still are what the members still say: a step reads
+// them again after restepEvery, and closes the gap they show.
+func TestAdaptive_StandingReports(t *testing.T) {
+	now := time.Unix(1_700_000_000, 0)
+	p := weighedPool(sdnlb.Adaptive, 0, now, 1, 1)
+	p.rotation[0].agent = &sdnlb.AgentReport{Available: 40, At: now}
+	p.rotation[1].agent = &sdnlb.AgentReport{Available: 60, At: now}
+	w := newWeigher()
+	steps := 0
+	last := p.rotation[1].effective
+	for range 10 { // 20 s at 2 s, the reports unchanged
+		now = now.Add(2 * time.Second)
+		p.setWeights(w.weigh(p, now, true))
+		if e := p.rotation[1].effective; e != last {
+			steps, last = steps+1, e
+		}
+	}
+	if steps != 2 { // the first, then one per restepEvery
+		t.Errorf("%d steps in 20 s on reports that stood still, want 2", steps)
+	}
+}
