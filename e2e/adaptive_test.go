@@ -135,14 +135,14 @@ func TestAdaptive_EqualisesLoad(t *testing.T) {
 	}
 }
 
-// A member back UP in a pool with a 60 s slow start takes the new
+// A member back UP in a pool with a 20 s slow start takes the new
 // connections of a CONTROLLER pool, and the buckets of a SWITCH pool, step
 // by step: in the first tenth of the window at most a fifth of its share,
 // at the end all of it (within 5 %). The two pools share the members, on
 // two ports, so that one window serves both.
 func TestSlowStart_MemberBackUp(t *testing.T) {
 	const (
-		window    = 60 * time.Second
+		window    = 20 * time.Second
 		vipPort2  = 81
 		member2nd = 8081
 	)

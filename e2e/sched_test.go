@@ -6,6 +6,7 @@ import (
 	"bufio"
 	"context"
 	"fmt"
+	"math"
 	"net"
 	"net/http"
 	"strconv"
@@ -15,11 +16,11 @@ import (
 	"github.com/sdnlb/sdnlb"
 )
 
-// newWeightedBed is newLBBed with one member per weight, created with that
-// weight; it returns once the controller has them all.
-func newWeightedBed(tb testing.TB, nClients int, method sdnlb.LBMethod, weights []int, sdnlbArgs ...string) *lbBed {
+// newWeightedBed is newDispatchBed with one member per weight, created with
+// that weight; it returns once the controller has them all.
+func newWeightedBed(tb testing.TB, nClients int, method sdnlb.LBMethod, dispatch sdnlb.Dispatch, weights []int, sdnlbArgs ...string) *lbBed {
 	tb.Helper()
-	b := newLBBed(tb, nClients, 0, method, nil, sdnlbArgs...)
+	b := newDispatchBed(tb, nClients, 0, method, dispatch, nil, sdnlbArgs...)
 	for _, w := range weights {
 		h := b.addMemberHost(tb)
 		var m sdnlb.Member
@@ -35,7 +36,7 @@ func newWeightedBed(tb testing.TB, nClients int, method sdnlb.LBMethod, weights 
 // TestSched_WeightedRoundRobin checks that smooth WRR with weights 3,1,1
 // gives exactly 15/5/5 over five full cycles of new connections.
 func TestSched_WeightedRoundRobin(t *testing.T) {
-	b := newWeightedBed(t, 1, sdnlb.WeightedRoundRobin, []int{3, 1, 1})
+	b := newWeightedBed(t, 1, sdnlb.WeightedRoundRobin, sdnlb.DispatchController, []int{3, 1, 1})
 	counts := spread(t, b.clients, b.url, 25)
 	for i, want := range []int{15, 5, 5} {
 		name := b.servers[i].Name
@@ -48,6 +49,31 @@ func TestSched_WeightedRoundRobin(t *testing.T) {
 	}
 	if len(counts) != len(b.servers) {
 		t.Errorf("answers from unexpected servers: %v", counts)
+	}
+}
+
+// A SWITCH pool whose weights span 1 to 100 gives each member its weight's
+// share of new connections within 2 points: the switch's hash over 256
+// slots, each member owning slots in proportion to its weight. The client's
+// ports are fixed, so the switch hashes the same connections every run.
+func TestSched_SwitchWeightShares(t *testing.T) {
+	const connections = 2000
+	weights := []int{1, 7, 30, 100}
+	b := newWeightedBed(t, 1, sdnlb.WeightedRoundRobin, sdnlb.DispatchSwitch, weights)
+	b.waitBuckets(t, len(weights), 10*time.Second)
+	counts, errs := fromPorts(b.clients[0], b.url, connections)
+	requireRound(t, "new connections", counts, errs)
+	var sum int
+	for _, w := range weights {
+		sum += w
+	}
+	for i, w := range weights {
+		name := b.servers[i].Name
+		got, want := float64(counts[name])/connections, float64(w)/float64(sum)
+		t.Logf("%s, weight %d: %.2f %% of the connections, its weight's share %.2f %%", name, w, 100*got, 100*want)
+		if math.Abs(got-want) > 0.02 {
+			t.Errorf("%s, weight %d, took %.2f %% of the connections, want %.2f %% within 2 points (answers %v)", name, w, 100*got, 100*want, counts)
+		}
 	}
 }
 

@@ -34,9 +34,9 @@ const (
 )
 
 // fromPorts sends one request from each of the client's ports reuseBase ..
-// reuseBase+reusePorts-1 to url, reuseWorkers at a time, and returns the
-// answers by body and the failures.
-func fromPorts(c *Host, url string) (map[string]int, []error) {
+// reuseBase+n-1 to url, reuseWorkers at a time, and returns the answers by
+// body and the failures.
+func fromPorts(c *Host, url string, n int) (map[string]int, []error) {
 	var mu sync.Mutex
 	counts := map[string]int{}
 	var errs []error
@@ -58,7 +58,7 @@ func fromPorts(c *Host, url string) (map[string]int, []error) {
 			}
 		})
 	}
-	for p := reuseBase; p < reuseBase+reusePorts; p++ {
+	for p := reuseBase; p < reuseBase+n; p++ {
 		ports <- p
 	}
 	close(ports)
@@ -70,8 +70,17 @@ func fromPorts(c *Host, url string) (map[string]int, []error) {
 func requireRound(tb testing.TB, round string, counts map[string]int, errs []error) {
 	tb.Helper()
 	if len(errs) > 0 {
-		tb.Errorf("%s: %d of %d requests failed, first: %v (answers: %v)", round, len(errs), reusePorts, errs[0], counts)
+		tb.Errorf("%s: %d of %d requests failed, first: %v (answers: %v)", round, len(errs), len(errs)+total(counts), errs[0], counts)
 	}
+}
+
+// total is the number of answers counted.
+func total(counts map[string]int) int {
+	var n int
+	for _, c := range counts {
+		n += c
+	}
+	return n
 }
 
 // tcpCounter reads one TcpExt counter of h's namespace (TCPSynRetrans,
@@ -214,11 +223,11 @@ func TestTraffic_PortReuseAfterPause(t *testing.T) {
 	for _, path := range b.paths {
 		url := "http://" + path.addr + "/"
 		t.Run(strings.ReplaceAll(path.name, " ", "_"), func(t *testing.T) {
-			counts, errs := fromPorts(path.client, url)
+			counts, errs := fromPorts(path.client, url, reusePorts)
 			requireRound(t, "before the pause", counts, errs)
 			time.Sleep(pause)
 			seq, syns := seqCheckFailures(sw), tcpCounter(t, path.client, "TCPSynRetrans")
-			counts, errs = fromPorts(path.client, url)
+			counts, errs = fromPorts(path.client, url, reusePorts)
 			requireRound(t, "after the pause, from the same ports", counts, errs)
 			if len(counts) < 2 {
 				t.Errorf("after the pause every answer came from %v, want the pool's members", counts)
@@ -259,7 +268,7 @@ func TestTraffic_OneClientSeveralPaths(t *testing.T) {
 		{"directly to a member again", direct},
 	} {
 		start, before := time.Now(), tcpCounter(t, c, "TCPSynRetrans")
-		counts, errs := fromPorts(c, round.url)
+		counts, errs := fromPorts(c, round.url, reusePorts)
 		requireRound(t, round.name, counts, errs)
 		// Retransmitted SYNs are the members' refusals, answered at once.
 		t.Logf("%s: %v, %d SYNs retransmitted, answers %v", round.name, time.Since(start).Round(time.Millisecond),
