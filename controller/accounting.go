@@ -4,6 +4,7 @@ import (
 	"context"
 	"maps"
 	"math"
+	"net/netip"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -193,8 +194,8 @@ func (dp *dataplane) flowRemoved(now time.Time, snap *snapshot, fr *ofp.FlowRemo
 		v.active.Add(-1)
 	}
 	if v := snap.vipByNum[vipNum]; v != nil && v.persist > 0 {
-		if src, ok := fr.Match.Get(ofp.OXMIPv4Src); ok {
-			dp.affinity.touch(vipNum, ipUint(src.IPv4()), memberNum, now.Add(v.persist))
+		if src, ok := matchedSrc(&fr.Match); ok {
+			dp.affinity.touch(vipNum, src, memberNum, now.Add(v.persist))
 		}
 	}
 }
@@ -376,10 +377,10 @@ func (m *memberState) stats() sdnlb.MemberStats {
 func (c *Controller) AllPoolStats(ctx context.Context) ([]*sdnlb.PoolStats, error) {
 	snap := c.snap.Load()
 	ids := slices.Sorted(maps.Keys(snap.pools))
-	var addrs []uint32
+	var addrs []netip.Addr
 	for _, id := range ids {
 		for _, m := range snap.pools[id].members {
-			addrs = append(addrs, ipUint(m.ip))
+			addrs = append(addrs, m.ip)
 		}
 	}
 	at, groupless := c.locate(addrs), c.grouplessSwitches()
@@ -396,9 +397,9 @@ func (c *Controller) PoolStats(ctx context.Context, poolID string) (*sdnlb.PoolS
 	if !ok {
 		return nil, sdnlb.Errorf(sdnlb.ENOTFOUND, "pool %s not found", poolID)
 	}
-	addrs := make([]uint32, len(p.members))
+	addrs := make([]netip.Addr, len(p.members))
 	for i, m := range p.members {
-		addrs[i] = ipUint(m.ip)
+		addrs[i] = m.ip
 	}
 	return c.poolStats(p, c.locate(addrs), c.grouplessSwitches()), nil
 }
@@ -418,7 +419,7 @@ func (c *Controller) grouplessSwitches() []string {
 
 // poolStats reads the counters of p's members, which at locates;
 // groupless is grouplessSwitches.
-func (c *Controller) poolStats(p *poolState, at map[uint32]*sdnlb.MemberLocation, groupless []string) *sdnlb.PoolStats {
+func (c *Controller) poolStats(p *poolState, at map[netip.Addr]*sdnlb.MemberLocation, groupless []string) *sdnlb.PoolStats {
 	ps := &sdnlb.PoolStats{PoolID: p.id, Members: make([]sdnlb.MemberStats, 0, len(p.members)),
 		ControllerDispatchedOn: []string{}, UpdatedAt: c.now()}
 	if p.switched() {
@@ -429,7 +430,7 @@ func (c *Controller) poolStats(p *poolState, at map[uint32]*sdnlb.MemberLocation
 	}
 	for _, m := range p.members {
 		ms := m.stats()
-		ms.Location = at[ipUint(m.ip)]
+		ms.Location = at[m.ip]
 		ps.ActiveConnections += ms.ActiveConnections
 		ps.TotalConnections += ms.TotalConnections
 		ps.PacketsIn += ms.PacketsIn
@@ -445,8 +446,8 @@ func (c *Controller) poolStats(p *poolState, at map[uint32]*sdnlb.MemberLocation
 // switch's learner once: on a host's port rather than at a link's end
 // (where a frame from it came from another switch), else where the
 // switch's flows name it.
-func (c *Controller) locate(addrs []uint32) map[uint32]*sdnlb.MemberLocation {
-	at := map[uint32]*sdnlb.MemberLocation{}
+func (c *Controller) locate(addrs []netip.Addr) map[netip.Addr]*sdnlb.MemberLocation {
+	at := map[netip.Addr]*sdnlb.MemberLocation{}
 	if len(addrs) == 0 {
 		return at
 	}

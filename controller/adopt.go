@@ -1,6 +1,7 @@
 package controller
 
 import (
+	"net/netip"
 	"slices"
 	"time"
 
@@ -156,10 +157,10 @@ func (dp *dataplane) learnFromSwitch(snap *snapshot, have switchState) {
 				}
 			}
 		case cat == catConn:
-			ip, okIP := setField(acts, ofp.OXMIPv4Dst)
+			ip, okIP := setIPDst(acts)
 			mac, okMAC := setField(acts, ofp.OXMEthDst)
 			if port, ok := outputPort(acts); okIP && okMAC && ok && port <= ofp.PortMax {
-				dp.learner.seedHost(ipUint(ip.IPv4()), mac.MAC(), port)
+				dp.learner.seedHost(ip, mac.MAC(), port)
 			}
 		case (cat == catL2 || cat == catFabric) && dp.l2 == L2Fabric:
 			dp.adoptFabricRow(f)
@@ -195,7 +196,7 @@ func (d *dispatcher) adoptGroups(groups []ofp.GroupDesc, groupVIP map[uint32]*vi
 				continue
 			}
 			for _, m := range v.pool.members {
-				if ipUint(m.ip) == ip && (v.dsr() || effectivePort(m, v) == port) {
+				if m.ip == ip && (v.dsr() || effectivePort(m, v) == port) {
 					slots[i] = m.num
 					break
 				}
@@ -242,12 +243,12 @@ func (dp *dataplane) adoptConnection(snap *snapshot, f *ofp.FlowStats, out *outb
 func (dp *dataplane) connectionOf(snap *snapshot, cat category, f *ofp.FlowStats) (*vipState, *memberState) {
 	acts := applied(f.Instructions)
 	var key vipKey
-	var memberIP [4]byte
+	var memberIP netip.Addr
 	var memberPort uint16
 	if cat == catConn {
 		key = matchedVIP(&f.Match)
-		if ip, ok := setField(acts, ofp.OXMIPv4Dst); ok { // NAT
-			memberIP = ip.IPv4()
+		if ip, ok := setIPDst(acts); ok { // NAT
+			memberIP = ip
 			if p, ok := setField(acts, l4DstField(key.proto)); ok {
 				memberPort = uint16(p.Uint())
 			}
@@ -255,14 +256,15 @@ func (dp *dataplane) connectionOf(snap *snapshot, cat category, f *ofp.FlowStats
 			memberIP, memberPort = dp.learner.ipOfMAC(mac.MAC()), key.port
 		}
 	} else {
-		src, _ := f.Match.Get(ofp.OXMIPv4Src)
-		memberIP = src.IPv4()
+		memberIP, _ = matchedSrc(&f.Match)
 		key.proto = matchedProto(&f.Match)
 		if p, ok := f.Match.Get(l4SrcField(key.proto)); ok {
 			memberPort = uint16(p.Uint())
 		}
 		if ip, ok := setField(acts, ofp.OXMIPv4Src); ok {
-			key.ip = ipUint(ip.IPv4())
+			key.ip = setAddr(ip)
+		} else if ip, ok := setField(acts, ofp.OXMIPv6Src); ok {
+			key.ip = setAddr(ip)
 		}
 		if p, ok := setField(acts, l4SrcField(key.proto)); ok {
 			key.port = uint16(p.Uint())

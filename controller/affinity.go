@@ -1,6 +1,7 @@
 package controller
 
 import (
+	"net/netip"
 	"sync"
 	"time"
 )
@@ -15,7 +16,7 @@ type affinityTable struct {
 
 type affinityShard struct {
 	mu sync.Mutex
-	m  map[uint64]affinityEntry
+	m  map[affinityKey]affinityEntry
 }
 
 type affinityEntry struct {
@@ -26,20 +27,25 @@ type affinityEntry struct {
 func newAffinityTable() *affinityTable {
 	t := new(affinityTable)
 	for i := range t.shards {
-		t.shards[i].m = map[uint64]affinityEntry{}
+		t.shards[i].m = map[affinityKey]affinityEntry{}
 	}
 	return t
 }
 
-func affinityKey(vipNum, clientIP uint32) uint64 { return uint64(vipNum)<<32 | uint64(clientIP) }
+// affinityKey is a client of a VIP.
+type affinityKey struct {
+	vipNum uint32
+	client netip.Addr
+}
 
-func (t *affinityTable) shard(k uint64) *affinityShard {
-	return &t.shards[(k*0x9e3779b97f4a7c15)>>58]
+func (t *affinityTable) shard(k affinityKey) *affinityShard {
+	h := uint64(k.vipNum)<<32 | uint64(fold32(k.client))
+	return &t.shards[(h*0x9e3779b97f4a7c15)>>58]
 }
 
 // get returns the client's member while the entry has not expired.
-func (t *affinityTable) get(vipNum, clientIP uint32, now time.Time) (uint32, bool) {
-	k := affinityKey(vipNum, clientIP)
+func (t *affinityTable) get(vipNum uint32, clientIP netip.Addr, now time.Time) (uint32, bool) {
+	k := affinityKey{vipNum: vipNum, client: clientIP}
 	sh := t.shard(k)
 	sh.mu.Lock()
 	e, ok := sh.m[k]
@@ -51,8 +57,8 @@ func (t *affinityTable) get(vipNum, clientIP uint32, now time.Time) (uint32, boo
 }
 
 // put binds the client to member until expires.
-func (t *affinityTable) put(vipNum, clientIP, member uint32, expires time.Time) {
-	k := affinityKey(vipNum, clientIP)
+func (t *affinityTable) put(vipNum uint32, clientIP netip.Addr, member uint32, expires time.Time) {
+	k := affinityKey{vipNum: vipNum, client: clientIP}
 	sh := t.shard(k)
 	sh.mu.Lock()
 	sh.m[k] = affinityEntry{member: member, expires: expires.UnixNano()}
@@ -61,8 +67,8 @@ func (t *affinityTable) put(vipNum, clientIP, member uint32, expires time.Time) 
 
 // touch extends a binding that still names member, when one of the
 // client's connections ends: the timeout runs from the last connection.
-func (t *affinityTable) touch(vipNum, clientIP, member uint32, expires time.Time) {
-	k := affinityKey(vipNum, clientIP)
+func (t *affinityTable) touch(vipNum uint32, clientIP netip.Addr, member uint32, expires time.Time) {
+	k := affinityKey{vipNum: vipNum, client: clientIP}
 	sh := t.shard(k)
 	sh.mu.Lock()
 	if e, ok := sh.m[k]; ok && e.member == member {

@@ -3,6 +3,7 @@ package controller
 import (
 	"context"
 	"log/slog"
+	"net/netip"
 	"time"
 
 	"github.com/sdnlb/sdnlb/controller/ofp"
@@ -123,7 +124,7 @@ func (dp *dataplane) configure(now time.Time, snap *snapshot, out *outbox) {
 		// Clients that cached the VIP's MAC for the address of a host
 		// learn the host's at once, not when their entry goes stale. The
 		// flood leaves out the host's own port.
-		if h, ok := dp.learner.seenHost(now, ipUint(ip)); ok {
+		if h, ok := dp.learner.seenHost(now, ip); ok {
 			dp.announce(ip, h.mac, h.port, out)
 		}
 	}
@@ -132,10 +133,15 @@ func (dp *dataplane) configure(now time.Time, snap *snapshot, out *outbox) {
 		"released", len(released))
 }
 
-// announce floods a gratuitous ARP request saying that ip is at mac, as
-// if it came in on inPort, which the flood leaves out.
-func (dp *dataplane) announce(ip [4]byte, mac [6]byte, inPort uint32, out *outbox) {
-	dp.frame = appendARP(dp.frame[:0], arpRequest, broadcastMAC, mac, ip, [6]byte{}, ip)
+// announce floods a gratuitous ARP request (IPv6: an unsolicited neighbour
+// advertisement to all nodes) saying that ip is at mac, as if it came in
+// on inPort, which the flood leaves out.
+func (dp *dataplane) announce(ip netip.Addr, mac [6]byte, inPort uint32, out *outbox) {
+	if ip.Is6() {
+		dp.frame = appendNA(dp.frame[:0], multicastMAC(allNodes), mac, ip, allNodes, ndFlagOverride)
+	} else {
+		dp.frame = appendARP(dp.frame[:0], arpRequest, broadcastMAC, mac, ip.As4(), [6]byte{}, ip.As4())
+	}
 	dp.flood(inPort, dp.frame, out)
 }
 
@@ -197,14 +203,17 @@ func (dp *dataplane) packetIn(now time.Time, snap *snapshot, msg *ofp.PacketIn, 
 	case p.hasARP:
 		dp.metrics.packetIns[kindARP].Inc()
 		dp.handleARP(p, out)
-	case p.hasIPv4 && snap.vipByAddr[ipUint(ip4(p.ip4.DstIP))] != nil:
+	case p.hasNS || p.hasNA:
+		dp.metrics.packetIns[kindARP].Inc()
+		dp.handleND(p, out)
+	case p.hasIP() && snap.vipByAddr[p.dstIP()] != nil:
 		dp.metrics.packetIns[kindLB].Inc()
 		dp.handleVIPPacket(p, out)
-	case p.hasIPv4 && dp.forwardReply(p, out):
+	case p.hasIP() && dp.forwardReply(p, out):
 		dp.metrics.packetIns[kindReply].Inc()
 	default:
 		dp.metrics.packetIns[kindL2].Inc()
-		if srcIP := ipUint(ip4(p.ip4.SrcIP)); p.hasIPv4 && !isMulticast(src) && snap.vipByAddr[srcIP] == nil {
+		if srcIP := p.srcIP(); p.hasIP() && hostAddress(srcIP) && !isMulticast(src) && snap.vipByAddr[srcIP] == nil {
 			dp.learnHost(p, srcIP, src, out)
 		}
 		dp.forwardL2(p, out)

@@ -885,7 +885,7 @@ func TestDataplane_LearnedTablesBounded(t *testing.T) {
 	for i := range maxLearned + 100 {
 		mac := [6]byte{0xaa, 0, 0, byte(i >> 16), byte(i >> 8), byte(i)}
 		d.dp.learnMAC(d.now, mac, 1, d.out)
-		d.dp.learnHost(&packetIn{now: d.now, snap: d.snap, inPort: 1}, 0x0a000000+uint32(i), mac, d.out)
+		d.dp.learnHost(&packetIn{now: d.now, snap: d.snap, inPort: 1}, addr4(0x0a000000+uint32(i)), mac, d.out)
 		d.out.reset()
 	}
 	if l := &d.dp.learner; len(l.macs) != maxLearned || len(l.hosts) != maxLearned {
@@ -900,12 +900,12 @@ func TestDataplane_LearnedTablesBounded(t *testing.T) {
 	// Hosts not seen within HostTTL make room for a new one; a host seen
 	// since stays.
 	d.advance(sdnlb.HostTTL)
-	d.dp.learnHost(&packetIn{now: d.now, snap: d.snap, inPort: 1}, 0x0a000000, [6]byte{0xaa}, d.out)
+	d.dp.learnHost(&packetIn{now: d.now, snap: d.snap, inPort: 1}, addr4(0x0a000000), [6]byte{0xaa}, d.out)
 	d.advance(hostSweep)
-	d.dp.learnHost(&packetIn{now: d.now, snap: d.snap, inPort: 1}, 0x0b000000, [6]byte{0xbb}, d.out)
+	d.dp.learnHost(&packetIn{now: d.now, snap: d.snap, inPort: 1}, addr4(0x0b000000), [6]byte{0xbb}, d.out)
 	d.out.reset()
-	_, stayed := d.dp.learner.host(0x0a000000)
-	_, added := d.dp.learner.host(0x0b000000)
+	_, stayed := d.dp.learner.host(addr4(0x0a000000))
+	_, added := d.dp.learner.host(addr4(0x0b000000))
 	if l := &d.dp.learner; len(l.hosts) != 2 || !stayed || !added {
 		t.Errorf("after %v the table holds %d addresses (the one seen since: %v, the new one: %v), want those 2",
 			sdnlb.HostTTL+hostSweep, len(l.hosts), stayed, added)

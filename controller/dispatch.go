@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"encoding/binary"
 	"maps"
+	"net/netip"
 	"slices"
 	"time"
 
@@ -70,14 +71,6 @@ var (
 	trackVIP    = ofp.ActionCT{Zone: ctZoneVIP, Table: tableTracked}
 	trackMember = ofp.ActionCT{Zone: ctZoneMember, Table: tableFromMember}
 )
-
-// addressLabel is the connection label that names an address: its low 32
-// bits.
-func addressLabel(ip uint32) [16]byte {
-	var label [16]byte
-	binary.BigEndian.PutUint32(label[12:], ip)
-	return label
-}
 
 // serviceMark is the connection mark that names a VIP's service in the
 // member zone: its protocol and port. For a VIP on every port, the port is
@@ -146,7 +139,7 @@ func specOf(v *vipState) dispatchSpec { return dispatchSpec{key: v.key, mac: v.m
 // bucketTarget is where one bucket sends a new connection: the member's
 // address and port (NAT).
 type bucketTarget struct {
-	ip   [4]byte
+	ip   netip.Addr
 	port uint16
 }
 
@@ -155,7 +148,7 @@ type bucketTarget struct {
 // group in groupReg.
 type routeKey struct {
 	group uint32
-	ip    [4]byte
+	ip    netip.Addr
 	dsr   bool
 }
 
@@ -199,7 +192,7 @@ func (dp *dataplane) dispatch(now time.Time, snap *snapshot, out *outbox) {
 // routes, and the buckets of the VIPs with members there. It is called
 // when a member's MAC or port is learned, and after a health patch of the
 // snapshot the switch had, so that neither costs what every pool holds.
-func (dp *dataplane) dispatchAt(now time.Time, snap *snapshot, addrs []uint32, out *outbox) {
+func (dp *dataplane) dispatchAt(now time.Time, snap *snapshot, addrs []netip.Addr, out *outbox) {
 	if !dp.groups || len(addrs) == 0 {
 		return
 	}
@@ -219,7 +212,7 @@ func (dp *dataplane) dispatchAt(now time.Time, snap *snapshot, addrs []uint32, o
 // around the tracker and group id first, then the member routes (at addrs
 // only, unless addrs is nil), the buckets, and last the routes no bucket
 // sends to any more.
-func (dp *dataplane) redispatch(now time.Time, snap *snapshot, vips []*vipState, addrs []uint32, out *outbox) {
+func (dp *dataplane) redispatch(now time.Time, snap *snapshot, vips []*vipState, addrs []netip.Addr, out *outbox) {
 	switched := make([]*vipState, 0, len(vips))
 	for _, v := range vips {
 		if v.switched() {
@@ -324,7 +317,7 @@ func (dp *dataplane) readyMembers(now time.Time, v *vipState, out *outbox) ([]sl
 	ready := make([]slotMember, 0, len(v.pool.rotation))
 	targets := make(map[uint32]bucketTarget, len(v.pool.rotation))
 	for _, m := range v.pool.rotation {
-		if _, known := dp.learner.host(ipUint(m.ip)); !known {
+		if _, known := dp.learner.host(m.ip); !known {
 			dp.askARP(now, v, m.ip, out)
 			continue
 		}
@@ -339,15 +332,15 @@ func (dp *dataplane) readyMembers(now time.Time, v *vipState, out *outbox) ([]sl
 // nil: one per VIP and member address, with the member's MAC, or for a
 // DOWN member the controller, which resets the connections still sent to
 // it.
-func (dp *dataplane) memberRoutes(snap *snapshot, vips []*vipState, addrs []uint32) map[routeKey]memberRoute {
+func (dp *dataplane) memberRoutes(snap *snapshot, vips []*vipState, addrs []netip.Addr) map[routeKey]memberRoute {
 	want := map[routeKey]memberRoute{}
 	for _, v := range vips {
 		group := dp.dispatcher.switched[v.num].group
 		for _, m := range v.pool.members {
-			if addrs != nil && !slices.Contains(addrs, ipUint(m.ip)) {
+			if addrs != nil && !slices.Contains(addrs, m.ip) {
 				continue
 			}
-			h, known := dp.learner.host(ipUint(m.ip))
+			h, known := dp.learner.host(m.ip)
 			if !known {
 				continue
 			}
@@ -386,12 +379,10 @@ func (d *dispatcher) deleteRoutes(want map[routeKey]memberRoute, out *outbox) {
 
 // deleteRoutesAt is deleteRoutes for the rows of vips at addrs, whose
 // want holds every row there.
-func (d *dispatcher) deleteRoutesAt(want map[routeKey]memberRoute, vips []*vipState, addrs []uint32, out *outbox) {
+func (d *dispatcher) deleteRoutesAt(want map[routeKey]memberRoute, vips []*vipState, addrs []netip.Addr, out *outbox) {
 	for _, v := range vips {
 		for _, a := range addrs {
-			var ip [4]byte
-			binary.BigEndian.PutUint32(ip[:], a)
-			d.deleteRoute(want, routeKey{group: d.switched[v.num].group, ip: ip, dsr: v.dsr()}, out)
+			d.deleteRoute(want, routeKey{group: d.switched[v.num].group, ip: a, dsr: v.dsr()}, out)
 		}
 	}
 }
@@ -420,7 +411,7 @@ func (dp *dataplane) answerMemberRoute(p *packetIn, memberNum uint32, out *outbo
 		return false
 	}
 	if m.status != sdnlb.MemberDown {
-		h, known := dp.learner.host(ipUint(m.ip))
+		h, known := dp.learner.host(m.ip)
 		if !known || h.port == 0 {
 			return false
 		}
@@ -464,7 +455,7 @@ func trackedFlows(v *vipState, group uint32) []ofp.FlowMod {
 				actions:   []ofp.Action{ofp.ActionRegMove{NBits: 32, Src: ofp.NXMCTLabel, Dst: ofp.NXMReg(dsrMemberReg)}, nameGroup(group)},
 				gotoTable: tableToMember},
 			flow{cookie: cookie, priority: prioVIPReply + v.onePort(),
-				match:   serviceMatch(v.proto, ofp.MatchIPv4Src(v.ip), l4Src, v.port, icmpEchoReply),
+				match:   serviceMatch(v.proto, v.ip, fromService, v.port),
 				actions: []ofp.Action{ofp.ActionCT{Zone: ctZoneVIP, Table: ofp.CTRecircNone}}, gotoTable: tableL2})
 	} else {
 		flows = append(flows, natTranslations(v, cookie, group)...)
@@ -490,7 +481,7 @@ func natTranslations(v *vipState, cookie uint64, group uint32) []flow {
 
 		service := v.service()
 		if t.proto != v.proto {
-			service = serviceMatch(t.proto, ofp.MatchIPv4Dst(v.ip), l4Dst, 0, icmpEchoRequest)
+			service = serviceMatch(t.proto, v.ip, toService, 0)
 		}
 		tracked := append([]ofp.OXM{ofp.MatchCTState(ofp.CTStateTrk, ofp.CTStateTrk|ofp.CTStateNew)}, service...)
 		committed := append([]ofp.OXM{ofp.MatchCTState(ofp.CTStateTrk|ofp.CTStateNew, ofp.CTStateTrk|ofp.CTStateNew)}, service...)
@@ -548,8 +539,6 @@ func translationPriority(k vipKey, t translation) uint16 {
 // the replies of its connections, which the member zone names by the VIP's
 // address (label) and service (mark), go back from the VIP.
 func replyRow(s dispatchSpec, t translation) flow {
-	var vip [4]byte
-	binary.BigEndian.PutUint32(vip[:], s.key.ip)
 	mark := ofp.MatchCTMark(serviceMark(s.key), 0xffffffff)
 	if s.key.port == 0 { // the port is the client's, whatever it is
 		mark = ofp.MatchCTMark(serviceMark(s.key), 0xffff0000)
@@ -559,7 +548,7 @@ func replyRow(s dispatchSpec, t translation) flow {
 		match = append(match, ofp.MatchIPProto(t.proto))
 	}
 	match = append(match, ofp.MatchCTLabel(addressLabel(s.key.ip)), mark)
-	fromVIP := []ofp.Action{ofp.ActionSetField{Field: ofp.MatchEthSrc(s.mac)}, ofp.ActionSetField{Field: ofp.MatchIPv4Src(vip)}}
+	fromVIP := []ofp.Action{ofp.ActionSetField{Field: ofp.MatchEthSrc(s.mac)}, ofp.ActionSetField{Field: matchIPSrc(s.key.ip)}}
 	if t.src != 0 {
 		fromVIP = append(fromVIP, ofp.ActionRegMove{NBits: 16, Src: ofp.NXMCTMark, Dst: t.src})
 	}
@@ -635,7 +624,7 @@ func groupMod(cmd ofp.GroupModCommand, groupID uint32, spec dispatchSpec, target
 // a tracked one. A bucket is an action set, which holds one ct and no
 // action after it, so everything else happens in the tables.
 func bucketActions(spec dispatchSpec, t bucketTarget) []ofp.Action {
-	exec := []ofp.Action{ofp.ActionSetField{Field: ofp.MatchCTLabel(addressLabel(ipUint(t.ip)))}}
+	exec := []ofp.Action{ofp.ActionSetField{Field: ofp.MatchCTLabel(addressLabel(t.ip))}}
 	switch {
 	case spec.dsr:
 	case t.port == 0 && spec.key.everyPort():
@@ -649,7 +638,7 @@ func bucketActions(spec dispatchSpec, t bucketTarget) []ofp.Action {
 // bucketTargetOf reads the member a bucket commits its connection to in
 // the VIP zone: the address in the label, the port in the mark (none for
 // DSR, or when the member serves the port the client asked for).
-func bucketTargetOf(actions []ofp.Action) (ip uint32, port uint16, ok bool) {
+func bucketTargetOf(actions []ofp.Action) (ip netip.Addr, port uint16, ok bool) {
 	for _, a := range actions {
 		ct, isCT := a.(ofp.ActionCT)
 		if !isCT || ct.Zone != ctZoneVIP || ct.Flags&ofp.CTCommit == 0 {
@@ -662,15 +651,15 @@ func bucketTargetOf(actions []ofp.Action) (ip uint32, port uint16, ok bool) {
 			case sf.Field.Field == ofp.NXMCTLabel.Field():
 				v := sf.Field.Value()
 				if len(v) == 16 && binary.BigEndian.Uint64(v) == 0 && binary.BigEndian.Uint32(v[8:]) == 0 {
-					ip = binary.BigEndian.Uint32(v[12:])
+					ip = netip.AddrFrom4([4]byte(v[12:]))
 				}
 			case sf.Field.Field == ofp.NXMCTMark.Field():
 				port = uint16(sf.Field.Uint())
 			}
 		}
-		return ip, port, ip != 0
+		return ip, port, ip.IsValid()
 	}
-	return 0, 0, false
+	return netip.Addr{}, 0, false
 }
 
 // routeFlows are a member address's tableToMember rows: the route, and the
@@ -679,9 +668,9 @@ func bucketTargetOf(actions []ofp.Action) (ip uint32, port uint16, ok bool) {
 // they are modified rather than deleted, so the switch keeps their
 // counters (an add over an existing row copies them).
 func routeFlows(k routeKey, r memberRoute) []ofp.FlowMod {
-	match := []ofp.OXM{ofp.MatchEthType(ethTypeIPv4), ofp.MatchIPv4Dst(k.ip)}
+	match := []ofp.OXM{ofp.MatchEthType(ethTypeIPv4), matchIPDst(k.ip)}
 	if k.dsr {
-		match = []ofp.OXM{ofp.MatchEthType(ethTypeIPv4), ofp.MatchReg(dsrMemberReg, ipUint(k.ip), 0xffffffff)}
+		match = []ofp.OXM{ofp.MatchEthType(ethTypeIPv4), ofp.MatchReg(dsrMemberReg, ipUint(k.ip.As4()), 0xffffffff)}
 	}
 	match = append(match, ofp.MatchReg(groupReg, k.group, 0xffffffff))
 	f := flow{table: tableToMember, cookie: r.cookie, priority: prioMemberRoute, match: match,
@@ -710,7 +699,7 @@ func routeFlows(k routeKey, r memberRoute) []ofp.FlowMod {
 		for _, t := range translationsOf(r.vip.key.proto) {
 			reply := replyRow(r.vip, t)
 			reply.cookie, reply.priority = r.cookie, prioFromMemberOwn+translationPriority(r.vip.key, t)
-			reply.match = append(reply.match, ofp.MatchIPv4Src(k.ip))
+			reply.match = append(reply.match, matchIPSrc(k.ip))
 			rows := []flow{reply}
 			if t.proto == protoTCP {
 				reset := reply
@@ -732,22 +721,22 @@ func routeFlows(k routeKey, r memberRoute) []ofp.FlowMod {
 
 // routedAddress is the member address a tableToMember row routes: its
 // destination (NAT) or dsrMemberReg (DSR).
-func routedAddress(m *ofp.Match) (uint32, bool) {
+func routedAddress(m *ofp.Match) (netip.Addr, bool) {
 	if dst, ok := m.Get(ofp.OXMIPv4Dst); ok {
-		return ipUint(dst.IPv4()), true
+		return netip.AddrFrom4(dst.IPv4()), true
 	}
 	reg := ofp.MatchReg(dsrMemberReg, 0, 0xffffffff)
 	for _, o := range m.OXMs {
 		if o.Class == reg.Class && o.Field == reg.Field && !o.HasMask {
-			return uint32(o.Uint()), true
+			return netip.AddrFrom4(uintIP(uint32(o.Uint()))), true
 		}
 	}
-	return 0, false
+	return netip.Addr{}, false
 }
 
 // compareRoutes orders routes by address, then group.
 func compareRoutes(a, b routeKey) int {
-	if c := cmp.Compare(ipUint(a.ip), ipUint(b.ip)); c != 0 {
+	if c := a.ip.Compare(b.ip); c != 0 {
 		return c
 	}
 	return cmp.Compare(a.group, b.group)

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"maps"
+	"net/netip"
 	"slices"
 	"sync"
 	"time"
@@ -70,7 +71,7 @@ type fabric struct {
 // packet showed it, its address.
 type fabricHost struct {
 	at portRef
-	ip uint32 // 0: not known
+	ip netip.Addr // the zero Addr: not known
 	// tentative: seen on a port that had not settled yet. The switches
 	// get no row for it until the port settles as a host's; if the port
 	// turns out to be a link, the host was seen through it and is
@@ -99,14 +100,14 @@ func (f *fabric) poke() {
 	}
 }
 
-// learn records that mac (with ip, 0 for unknown) attaches at port, a
+// learn records that mac (with ip, the zero Addr for unknown) attaches at port, a
 // host's port if settled, else one that has not settled yet. It reports
 // whether that changed anything, and asks for a round if so.
-func (f *fabric) learn(mac [6]byte, ip uint32, at portRef, settled bool) bool {
+func (f *fabric) learn(mac [6]byte, ip netip.Addr, at portRef, settled bool) bool {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	h, known := f.hosts[mac]
-	if ip == 0 {
+	if !ip.IsValid() {
 		ip = h.ip
 	}
 	next := fabricHost{at: at, ip: ip, tentative: !settled}
@@ -504,7 +505,7 @@ func (r *fabricRows) reconcileStructure(v *fabricView, out *outbox) {
 // paths moved).
 func (dp *dataplane) reconcileHosts(now time.Time, v *fabricView, pathsMoved bool, out *outbox) {
 	r := &dp.fabricRows
-	var reached []uint32
+	var reached []netip.Addr
 	for mac, h := range v.hosts.hosts {
 		old, had := r.hosts[mac]
 		changed := !had || old != h
@@ -515,7 +516,7 @@ func (dp *dataplane) reconcileHosts(now time.Time, v *fabricView, pathsMoved boo
 			r.source(mac, h.at, dp.dpid, out)
 		}
 		switch {
-		case h.ip == 0 || !changed && (h.at.dpid == dp.dpid || !pathsMoved):
+		case !h.ip.IsValid() || !changed && (h.at.dpid == dp.dpid || !pathsMoved):
 		case h.at.dpid == dp.dpid:
 			if dp.learner.learnHost(now, h.ip, mac, h.at.port, true) {
 				reached = append(reached, h.ip)
@@ -567,7 +568,7 @@ func (dp *dataplane) askUnknownMembers(now time.Time, out *outbox) {
 	for ip, nums := range snap.switchedMembers {
 		if _, known := dp.learner.host(ip); !known && len(nums) > 0 {
 			if v := snap.vipByNum[nums[0]]; v != nil {
-				dp.askARP(now, v, uintIP(ip), out)
+				dp.askARP(now, v, ip, out)
 			}
 		}
 	}

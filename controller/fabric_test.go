@@ -1,6 +1,7 @@
 package controller
 
 import (
+	"net/netip"
 	"slices"
 	"testing"
 	"time"
@@ -68,10 +69,10 @@ func TestFabric_HostsAndTheirPorts(t *testing.T) {
 	t0 := time.Unix(1_700_000_000, 0)
 	f.plan(t0, switches, links, idle)
 	a, b := [6]byte{2, 0, 0, 0, 0, 0xa}, [6]byte{2, 0, 0, 0, 0, 0xb}
-	if !f.learn(a, 0x0a000001, portRef{1, 2}, true) || !f.learn(b, 0, portRef{2, 2}, false) {
+	if !f.learn(a, addr4(0x0a000001), portRef{1, 2}, true) || !f.learn(b, netip.Addr{}, portRef{2, 2}, false) {
 		t.Fatal("new hosts not learned")
 	}
-	if f.learn(a, 0, portRef{1, 2}, true) {
+	if f.learn(a, netip.Addr{}, portRef{1, 2}, true) {
 		t.Error("a host learned again where it was")
 	}
 	if _, ok := f.plan(t0, switches, links, idle)[1].portTo(b); ok {
@@ -105,8 +106,8 @@ func TestFabric_ReconcileSendsWhatChanged(t *testing.T) {
 	t0 := time.Unix(1_700_000_000, 0)
 	f.plan(t0, switches, links, idle)
 	a, b := [6]byte{2, 0, 0, 0, 0, 0xa}, [6]byte{2, 0, 0, 0, 0, 0xb}
-	f.learn(a, 0, portRef{1, 2}, true)
-	f.learn(b, 0x0a000002, portRef{2, 2}, true)
+	f.learn(a, netip.Addr{}, portRef{1, 2}, true)
+	f.learn(b, addr4(0x0a000002), portRef{2, 2}, true)
 	round := func(at time.Time) []string {
 		v := f.plan(at, switches, links, idle)[1]
 		d.dp.reconcileFabric(d.now, v, d.out)
@@ -125,7 +126,7 @@ func TestFabric_ReconcileSendsWhatChanged(t *testing.T) {
 		"flow_mod cookie=0x5d09000000000000, table=l2, priority=10, in_port=2 actions=output:1",
 		"flow_mod cookie=0x5d09000000000000, table=l2, priority=10, in_port=3 actions=drop",
 	})
-	if e, ok := d.dp.learner.host(0x0a000002); !ok || e.port != 1 || e.mac != b {
+	if e, ok := d.dp.learner.host(addr4(0x0a000002)); !ok || e.port != 1 || e.mac != b {
 		t.Errorf("the host on switch 2 is known here as %+v (%v), want its MAC through port 1", e, ok)
 	}
 	if got := round(t0.Add(settleTime + time.Second)); len(got) != 0 {
@@ -187,7 +188,7 @@ func BenchmarkFabric_Round(b *testing.B) {
 	f.plan(t0, switches, links, idle)
 	for _, s := range switches {
 		for p := uint32(1); p <= 4; p++ {
-			f.learn([6]byte{2, 0, 0, 0, byte(s.dpid), byte(p)}, uint32(s.dpid)<<8|p, portRef{s.dpid, p}, true)
+			f.learn([6]byte{2, 0, 0, 0, byte(s.dpid), byte(p)}, addr4(uint32(s.dpid)<<8|p), portRef{s.dpid, p}, true)
 		}
 	}
 	f.plan(t0.Add(settleTime), switches, links, idle)
@@ -218,14 +219,14 @@ func BenchmarkFabric_HostLearned(b *testing.B) {
 	}
 	for _, s := range switches {
 		for p := uint32(1); p <= 4; p++ {
-			f.learn([6]byte{2, 0, 0, 0, byte(s.dpid), byte(p)}, uint32(s.dpid)<<8|p, portRef{s.dpid, p}, true)
+			f.learn([6]byte{2, 0, 0, 0, byte(s.dpid), byte(p)}, addr4(uint32(s.dpid)<<8|p), portRef{s.dpid, p}, true)
 		}
 	}
 	round(t0.Add(settleTime))
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
 		s := switches[i%len(switches)]
-		f.learn([6]byte{2, 1, byte(i >> 16), byte(i >> 8), byte(i), 0}, 0, portRef{s.dpid, 1 + uint32(i%4)}, true)
+		f.learn([6]byte{2, 1, byte(i >> 16), byte(i >> 8), byte(i), 0}, netip.Addr{}, portRef{s.dpid, 1 + uint32(i%4)}, true)
 		round(t0.Add(settleTime + time.Duration(i+1)*time.Millisecond))
 	}
 }

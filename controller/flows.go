@@ -2,6 +2,7 @@ package controller
 
 import (
 	"encoding/binary"
+	"net/netip"
 	"slices"
 
 	"github.com/sdnlb/sdnlb/controller/ofp"
@@ -15,6 +16,7 @@ const (
 	tableTracked    uint8 = 1  // SWITCH: clients' packets back from the tracker's VIP zone
 	tableToMember   uint8 = 2  // SWITCH: packets addressed to a member
 	tableFromMember uint8 = 3  // SWITCH NAT: members' replies back from the tracker's member zone
+	tableNDAnswer   uint8 = 4  // IPv6 VIPs: neighbour solicitations for them, turned into advertisements
 	tableSources    uint8 = 8  // L2Fabric: the rest, from hosts: is the sender known where it is?
 	tableL2         uint8 = 9  // everything else
 	tableFabric     uint8 = 10 // L2Fabric: toward the switch in the metadata
@@ -26,10 +28,11 @@ const (
 	prioMemberReply  uint16 = 900  // per member address: its replies → CONTROLLER, or the tracker's member zone (SWITCH NAT)
 	prioLinkIngress  uint16 = 899  // L2Fabric: per port with a link: what another switch sends (its VIP work done where it entered) → tableL2
 	prioMemberDirect uint16 = 898  // per member address of a SWITCH NAT pool: clients' packets to it → committed in the member zone with no VIP, tableL2
-	prioARPClaim     uint16 = 511  // per VIP address: an ARP request for it from it (a host announcing it holds it) → drop
-	prioARPAnswer    uint16 = 510  // per VIP address: an ARP request for it → the reply, built in the switch, out IN_PORT
+	prioARPClaim     uint16 = 511  // per VIP address: an ARP request for it from it (a host announcing it holds it; IPv6: a solicitation from ::, duplicate address detection) → drop
+	prioARPAnswer    uint16 = 510  // per VIP address: an ARP request for it → the reply, built in the switch, out IN_PORT; IPv6: a neighbour solicitation → the advertisement, tableNDAnswer
 	prioVIPPunt      uint16 = 500  // per VIP: other ARP for it and ARP to its MAC, its service → CONTROLLER, or the tracker's VIP zone (SWITCH); +1 on one port
-	prioVIPDrop      uint16 = 499  // per VIP address: any other IPv4 to it → drop
+	prioVIPDrop      uint16 = 499  // per VIP address: any other IP to it → drop
+	prioNDCopy       uint16 = 400  // IPv6: neighbour advertisements to all nodes (the answers to the controller's solicitations) → CONTROLLER, tableL2
 	prioToL2         uint16 = 0    // the rest → tableL2
 
 	// tableTracked, per SWITCH VIP; +1 for a VIP on one port
@@ -61,6 +64,9 @@ const (
 	// their flows)
 	prioFromMemberUntracked uint16 = 50
 	prioFromMemberStale     uint16 = 0 // replies of connections to a VIP no longer dispatched → drop
+
+	// tableNDAnswer
+	prioNDAnswer uint16 = 100 // per IPv6 VIP address: its advertisement, turned in tableClassify → its MAC as the target's, IN_PORT
 
 	// tableSources
 	prioSource     uint16 = 100 // per host, on its switch: its MAC from its port → tableL2
@@ -210,6 +216,12 @@ func baseFlows(mode L2Mode, oneTable bool) []ofp.FlowMod {
 				actions: []ofp.Action{toController}, gotoTable: tableL2},
 			flow{table: tableFabric, priority: prioPathMiss})
 	}
+	if !oneTable { // a switch with one table speaks OpenFlow 1.0, which matches no IPv6
+		flows = append(flows, flow{table: tableClassify, cookie: makeCookie(catARPAnswer, 0, 0), priority: prioNDCopy,
+			match: []ofp.OXM{ofp.MatchEthDst(multicastMAC(allNodes)), ofp.MatchEthType(ethTypeIPv6),
+				ofp.MatchIPProto(protoICMPv6), ofp.MatchICMPv6Type(ndAdvertisement)},
+			actions: []ofp.Action{toController}, gotoTable: flows[1].gotoTable})
+	}
 	if oneTable {
 		miss := flows[len(flows)-1]
 		miss.table = tableClassify
@@ -226,21 +238,28 @@ func baseFlows(mode L2Mode, oneTable bool) []ofp.FlowMod {
 }
 
 // vipFlows are a VIP's rows of tableClassify: the switch answers ARP
-// requests for the VIP's address itself (unless it has one table and no
-// Nicira actions), with the MAC of answerer (the
-// VIP that answers for the address, snapshot.vipByAddr); other ARP for the
-// address, ARP to the VIP's MAC (the answers to the controller's probes
-// for members) and new connections to the VIP service go to the
-// controller; other IPv4 to the address is dropped. ICMP VIPs punt echo
-// requests only.
+// requests (IPv6: neighbour solicitations) for the VIP's address itself
+// (unless it has one table and no Nicira actions), with the MAC of
+// answerer (the VIP that answers for the address, snapshot.vipByAddr);
+// other ARP for the address, ARP to the VIP's MAC (the answers to the
+// controller's probes for members) and new connections to the VIP service
+// go to the controller; other IP to the address is dropped. ICMP VIPs
+// punt echo requests only. A switch of one table speaks OpenFlow 1.0 and
+// matches no IPv6: an IPv6 VIP gets no rows there.
 func vipFlows(v, answerer *vipState, l2 L2Mode, oneTable bool) []ofp.FlowMod {
 	cookie := makeCookie(catVIP, v.num, 0)
+	otherDrop := flow{cookie: cookie, priority: prioVIPDrop,
+		match: []ofp.OXM{ofp.MatchEthType(ethTypeOf(v.ip)), matchIPDst(v.ip)}}
+	if v.ip.Is6() {
+		if oneTable {
+			return nil
+		}
+		return append(ndAnswerFlows(answerer, l2), servicePunt(v), otherDrop.add())
+	}
 	arpPunt := flow{cookie: cookie, priority: prioVIPPunt, actions: []ofp.Action{toController},
-		match: []ofp.OXM{ofp.MatchEthType(ethTypeARP), ofp.MatchARPTPA(v.ip)}}
+		match: []ofp.OXM{ofp.MatchEthType(ethTypeARP), ofp.MatchARPTPA(v.ip.As4())}}
 	probeAnswers := flow{cookie: cookie, priority: prioVIPPunt, actions: []ofp.Action{toController},
 		match: []ofp.OXM{ofp.MatchEthDst(v.mac), ofp.MatchEthType(ethTypeARP)}}
-	otherDrop := flow{cookie: cookie, priority: prioVIPDrop,
-		match: []ofp.OXM{ofp.MatchEthType(ethTypeIPv4), ofp.MatchIPv4Dst(v.ip)}}
 	answer := arpAnswerFlows(answerer, l2)
 	if oneTable {
 		answer = answer[:1] // the claim's drop: the answer needs Nicira moves, so the controller answers
@@ -258,12 +277,10 @@ func vipFlows(v, answerer *vipState, l2 L2Mode, oneTable bool) []ofp.FlowMod {
 // it learns from it.
 func arpAnswerFlows(v *vipState, l2 L2Mode) []ofp.FlowMod {
 	cookie := makeCookie(catARPAnswer, v.num, 0)
-	request := []ofp.OXM{ofp.MatchEthType(ethTypeARP), ofp.MatchARPOp(arpRequest), ofp.MatchARPTPA(v.ip)}
-	claim := flow{cookie: cookie, priority: prioARPClaim, match: append(slices.Clone(request), ofp.MatchARPSPA(v.ip))}
-	var actions []ofp.Action
-	if l2 == L2Learn || l2 == L2Fabric {
-		actions = append(actions, toController) // before the rewrite: the request as it came
-	}
+	ip := v.ip.As4()
+	request := []ofp.OXM{ofp.MatchEthType(ethTypeARP), ofp.MatchARPOp(arpRequest), ofp.MatchARPTPA(ip)}
+	claim := flow{cookie: cookie, priority: prioARPClaim, match: append(slices.Clone(request), ofp.MatchARPSPA(ip))}
+	actions := copyToLearn(l2)
 	actions = append(actions,
 		ofp.ActionRegMove{NBits: 48, Src: ofp.NXMEthSrc, Dst: ofp.NXMEthDst},
 		ofp.ActionSetField{Field: ofp.MatchEthSrc(v.mac)},
@@ -271,10 +288,56 @@ func arpAnswerFlows(v *vipState, l2 L2Mode) []ofp.FlowMod {
 		ofp.ActionRegMove{NBits: 48, Src: ofp.NXMARPSHA, Dst: ofp.NXMARPTHA},
 		ofp.ActionSetField{Field: ofp.MatchARPSHA(v.mac)},
 		ofp.ActionRegMove{NBits: 32, Src: ofp.NXMARPSPA, Dst: ofp.NXMARPTPA},
-		ofp.ActionSetField{Field: ofp.MatchARPSPA(v.ip)},
+		ofp.ActionSetField{Field: ofp.MatchARPSPA(ip)},
 		ofp.ActionOutput{Port: ofp.PortInPort})
 	answer := flow{cookie: cookie, priority: prioARPAnswer, match: request, actions: actions}
 	return []ofp.FlowMod{claim.add(), answer.add()}
+}
+
+// copyToLearn is what an answer row sends the controller first: under
+// L2Learn and L2Fabric the request as it came, since where the asker
+// lives is what the controller learns from it.
+func copyToLearn(l2 L2Mode) []ofp.Action {
+	if l2 == L2Learn || l2 == L2Fabric {
+		return []ofp.Action{toController}
+	}
+	return nil
+}
+
+// ndAnswerFlows are arpAnswerFlows for an IPv6 VIP: neighbour
+// solicitations for its address, multicast or unicast, are answered in
+// the switch. Open vSwitch writes a neighbour advertisement's target
+// link-layer address only in a row that matches an advertisement, so two
+// rows build the answer: the first turns the solicitation into an
+// advertisement from the VIP's MAC and address back to the asker (the
+// option's type, the solicited and override flags, the ICMPv6 type), the
+// second, in tableNDAnswer, writes the VIP's MAC into the option and sends
+// it back out the port it came in on. A solicitation from the unspecified
+// address (duplicate address detection, a host about to take the address)
+// is dropped, as a claim is.
+func ndAnswerFlows(v *vipState, l2 L2Mode) []ofp.FlowMod {
+	cookie := makeCookie(catARPAnswer, v.num, 0)
+	ip := v.ip.As16()
+	nd := func(typ uint8) []ofp.OXM {
+		return []ofp.OXM{ofp.MatchEthType(ethTypeIPv6), ofp.MatchIPProto(protoICMPv6), ofp.MatchICMPv6Type(typ),
+			ofp.MatchIPv6NDTarget(ip)}
+	}
+	claim := flow{cookie: cookie, priority: prioARPClaim,
+		match: append(nd(ndSolicitation), ofp.MatchIPv6Src(netip.IPv6Unspecified().As16()))}
+	actions := copyToLearn(l2)
+	actions = append(actions,
+		ofp.ActionRegMove{NBits: 48, Src: ofp.NXMEthSrc, Dst: ofp.NXMEthDst},
+		ofp.ActionSetField{Field: ofp.MatchEthSrc(v.mac)},
+		ofp.ActionRegMove{NBits: 128, Src: ofp.NXMIPv6Src, Dst: ofp.NXMIPv6Dst},
+		ofp.ActionSetField{Field: ofp.MatchIPv6Src(ip)},
+		ofp.ActionSetField{Field: ofp.MatchNDOptionsType(ofp.NDOptionTargetLL)},
+		ofp.ActionSetField{Field: ofp.MatchNDReserved(ofp.NDFlagSolicited | ofp.NDFlagOverride)},
+		ofp.ActionSetField{Field: ofp.MatchICMPv6Type(ndAdvertisement)})
+	turn := flow{cookie: cookie, priority: prioARPAnswer, match: nd(ndSolicitation), actions: actions, gotoTable: tableNDAnswer}
+	answer := flow{table: tableNDAnswer, cookie: cookie, priority: prioNDAnswer, match: nd(ndAdvertisement),
+		actions: []ofp.Action{ofp.ActionSetField{Field: ofp.MatchIPv6NDTLL(v.mac)}, ofp.ActionOutput{Port: ofp.PortInPort}}}
+	// The answer first, so that no turned solicitation finds tableNDAnswer empty.
+	return []ofp.FlowMod{claim.add(), answer.add(), turn.add()}
 }
 
 // servicePunt sends new connections to v's service to the controller.
@@ -288,7 +351,7 @@ func servicePunt(v *vipState) ofp.FlowMod {
 
 // service matches packets from clients to v's service.
 func (v *vipState) service() []ofp.OXM {
-	return serviceMatch(v.proto, ofp.MatchIPv4Dst(v.ip), l4Dst, v.port, icmpEchoRequest)
+	return serviceMatch(v.proto, v.ip, toService, v.port)
 }
 
 // onePort is what a VIP on one port adds to the priority of its service
@@ -326,7 +389,7 @@ func deleteMemberFlows(memberNum uint32) ofp.FlowMod {
 // its service answers from (the VIP's port when the member has none; 0
 // for ICMP), in the VIP's protocol.
 type replyMatch struct {
-	ip    [4]byte
+	ip    netip.Addr
 	port  uint16
 	proto uint8
 }
@@ -351,7 +414,7 @@ type replyOwner struct {
 // controller dispatches, every reply no connection's row took goes to the
 // controller, which knows that pool's connections.
 func memberReplyFlows(m replyMatch, o replyOwner, groups bool) []ofp.FlowMod {
-	match := serviceMatch(m.proto, ofp.MatchIPv4Src(m.ip), l4Src, m.port, icmpEchoReply)
+	match := serviceMatch(m.proto, m.ip, fromService, m.port)
 	reply := flow{cookie: makeCookie(catMemberReply, o.vipNum, o.memberNum), priority: prioMemberReply,
 		match: match, actions: []ofp.Action{toController}}
 	if !o.tracked || !groups {
@@ -375,7 +438,7 @@ func memberReplyFlows(m replyMatch, o replyOwner, groups bool) []ofp.FlowMod {
 // (a member that refused a reused port can leave it open).
 func directFlow(m replyMatch, o replyOwner) flow {
 	return flow{cookie: makeCookie(catMemberReply, o.vipNum, o.memberNum), priority: prioMemberDirect,
-		match: serviceMatch(m.proto, ofp.MatchIPv4Dst(m.ip), l4Dst, m.port, icmpEchoRequest),
+		match: serviceMatch(m.proto, m.ip, toService, m.port),
 		actions: []ofp.Action{ofp.ActionCT{Flags: ofp.CTCommit, Zone: ctZoneMember, Table: ofp.CTRecircNone,
 			Actions: []ofp.Action{ofp.ActionSetField{Field: ofp.MatchCTLabel([16]byte{})}}}}, gotoTable: tableL2}
 }
@@ -389,18 +452,31 @@ func deleteDirectFlow(m replyMatch) ofp.FlowMod {
 	return fm
 }
 
-// serviceMatch matches IPv4 packets of proto with address and port (by
-// l4: l4Dst or l4Src), which say which side of the packet the service is
-// on; port 0 is every port, ICMP services match icmpType instead, and
-// protoAny matches the address alone.
-func serviceMatch(proto uint8, address ofp.OXM, l4 func(uint8, uint16) ofp.OXM, port uint16, icmpType uint8) []ofp.OXM {
-	if proto == protoAny {
-		return []ofp.OXM{ofp.MatchEthType(ethTypeIPv4), address}
+// serviceSide says which side of a packet a service is on: packets to it
+// (clients' requests, ICMP echo requests) or from it (its replies).
+type serviceSide bool
+
+const (
+	toService   serviceSide = true
+	fromService serviceSide = false
+)
+
+// serviceMatch matches IP packets of proto, in address's family, to or
+// from the service at address and port; port 0 is every port, ICMP
+// services match echo requests or replies instead, and protoAny matches
+// the address alone.
+func serviceMatch(proto uint8, address netip.Addr, side serviceSide, port uint16) []ofp.OXM {
+	ip, l4 := matchIPSrc(address), l4Src
+	if side == toService {
+		ip, l4 = matchIPDst(address), l4Dst
 	}
-	match := []ofp.OXM{ofp.MatchEthType(ethTypeIPv4), ofp.MatchIPProto(proto), address}
+	if proto == protoAny {
+		return []ofp.OXM{ofp.MatchEthType(ethTypeOf(address)), ip}
+	}
+	match := []ofp.OXM{ofp.MatchEthType(ethTypeOf(address)), ofp.MatchIPProto(wireProto(proto, address)), ip}
 	switch {
 	case proto == protoICMP:
-		return append(match, ofp.MatchICMPv4Type(icmpType))
+		return append(match, matchEcho(address, bool(side)))
 	case port == 0: // every port
 		return match
 	}
@@ -438,7 +514,7 @@ func l2Flow(table uint8, mac [6]byte, port uint32) ofp.FlowMod {
 // the client's packets of that protocol.
 type connection struct {
 	proto                           uint8 // the packets', never protoAny
-	clientIP, vipIP, memberIP       [4]byte
+	clientIP, vipIP, memberIP       netip.Addr
 	clientPort, vipPort, memberPort uint16 // TCP and UDP
 	clientOFPort, memberOFPort      uint32
 	vipMAC, memberMAC               [6]byte
@@ -464,9 +540,9 @@ func (c *connection) memberZoneMark() uint32 {
 // matches, how it rewrites the packet and where it sends it.
 type natDirection struct {
 	cookie           uint64
-	src, dst         [4]byte
+	src, dst         netip.Addr
 	srcPort, dstPort uint16 // TCP and UDP
-	icmpType         uint8  // ICMP
+	echoRequest      bool   // ICMP: echo requests, else replies
 	setEth, setIP    ofp.OXM
 	setPort          ofp.OXM // TCP and UDP
 	outPort          uint32
@@ -477,8 +553,8 @@ type natDirection struct {
 func (c *connection) forward() natDirection {
 	return natDirection{
 		cookie: makeCookie(catConn, c.vipNum, c.memberNum),
-		src:    c.clientIP, dst: c.vipIP, srcPort: c.clientPort, dstPort: c.vipPort, icmpType: icmpEchoRequest,
-		setEth: ofp.MatchEthDst(c.memberMAC), setIP: ofp.MatchIPv4Dst(c.memberIP), setPort: l4Dst(c.proto, c.memberPort),
+		src:    c.clientIP, dst: c.vipIP, srcPort: c.clientPort, dstPort: c.vipPort, echoRequest: true,
+		setEth: ofp.MatchEthDst(c.memberMAC), setIP: matchIPDst(c.memberIP), setPort: l4Dst(c.proto, c.memberPort),
 		outPort: c.memberOFPort,
 	}
 }
@@ -488,8 +564,8 @@ func (c *connection) forward() natDirection {
 func (c *connection) reverse() natDirection {
 	return natDirection{
 		cookie: makeCookie(catConnReply, c.vipNum, c.memberNum),
-		src:    c.memberIP, dst: c.clientIP, srcPort: c.memberPort, dstPort: c.clientPort, icmpType: icmpEchoReply,
-		setEth: ofp.MatchEthSrc(c.vipMAC), setIP: ofp.MatchIPv4Src(c.vipIP), setPort: l4Src(c.proto, c.vipPort),
+		src:    c.memberIP, dst: c.clientIP, srcPort: c.memberPort, dstPort: c.clientPort,
+		setEth: ofp.MatchEthSrc(c.vipMAC), setIP: matchIPSrc(c.vipIP), setPort: l4Src(c.proto, c.vipPort),
 		outPort: c.clientOFPort,
 	}
 }
@@ -548,20 +624,20 @@ func (f *connFlows) fillDirection(d int, c *connection, nd natDirection) {
 	// Slot 0 is kept for in_port, needed only when the packet leaves by the
 	// port it came in on: a switch never does that unless told IN_PORT.
 	match := f.oxms[d][1:1]
-	match = append(match, ofp.MatchEthType(ethTypeIPv4), ofp.MatchIPProto(c.proto),
-		ofp.MatchIPv4Src(nd.src), ofp.MatchIPv4Dst(nd.dst))
+	match = append(match, ofp.MatchEthType(ethTypeOf(nd.src)), ofp.MatchIPProto(wireProto(c.proto, nd.src)),
+		matchIPSrc(nd.src), matchIPDst(nd.dst))
 	switch c.proto {
 	case protoTCP:
 		match = append(match, ofp.MatchTCPSrc(nd.srcPort), ofp.MatchTCPDst(nd.dstPort))
 	case protoUDP:
 		match = append(match, ofp.MatchUDPSrc(nd.srcPort), ofp.MatchUDPDst(nd.dstPort))
 	case protoICMP:
-		match = append(match, ofp.MatchICMPv4Type(nd.icmpType))
+		match = append(match, matchEcho(nd.src, nd.echoRequest))
 	} // other protocols: the addresses alone
 	table, priority := tableClassify, prioConnection
 	if c.memberZone && d == dirReverse {
 		table, priority = tableFromMember, prioFromMemberConnection
-		match = append(match, ofp.MatchCTLabel(addressLabel(ipUint(c.vipIP))), ofp.MatchCTMark(c.memberZoneMark(), 0xffffffff))
+		match = append(match, ofp.MatchCTLabel(addressLabel(c.vipIP)), ofp.MatchCTMark(c.memberZoneMark(), 0xffffffff))
 	}
 	f.outs[d] = ofp.ActionOutput{Port: nd.outPort}
 	if c.memberOFPort == c.clientOFPort {
@@ -581,7 +657,7 @@ func (f *connFlows) fillDirection(d int, c *connection, nd natDirection) {
 		f.acts[d][i] = &f.sets[d][i]
 	}
 	if c.memberZone && d == dirForward {
-		f.commitSets[0].Field = ofp.MatchCTLabel(addressLabel(ipUint(c.vipIP)))
+		f.commitSets[0].Field = ofp.MatchCTLabel(addressLabel(c.vipIP))
 		f.commitSets[1].Field = ofp.MatchCTMark(c.memberZoneMark(), 0xffffffff)
 		f.acts[d][n] = &f.commit
 		n++
@@ -630,9 +706,7 @@ func l4Src(proto uint8, port uint16) ofp.OXM {
 // address, protocol and port.
 func matchedVIP(m *ofp.Match) vipKey {
 	k := vipKey{proto: matchedProto(m)}
-	if dst, ok := m.Get(ofp.OXMIPv4Dst); ok {
-		k.ip = ipUint(dst.IPv4())
-	}
+	k.ip, _ = matchedDst(m)
 	if hasPorts(k.proto) {
 		if p, ok := m.Get(l4DstField(k.proto)); ok {
 			k.port = uint16(p.Uint())
@@ -641,8 +715,13 @@ func matchedVIP(m *ofp.Match) vipKey {
 	return k
 }
 
+// matchedProto is the protocol a match is for, as a VIP names it (ICMPv6
+// is ICMP).
 func matchedProto(m *ofp.Match) uint8 {
 	if p, ok := m.Get(ofp.OXMIPProto); ok {
+		if uint8(p.Uint()) == protoICMPv6 {
+			return protoICMP
+		}
 		return uint8(p.Uint())
 	}
 	return 0

@@ -2,6 +2,7 @@ package controller
 
 import (
 	"fmt"
+	"net/netip"
 	"strings"
 	"testing"
 
@@ -83,6 +84,7 @@ func TestFlows_Base(t *testing.T) {
 			"cookie=0x5d01000000000000, table=to-member, priority=0 actions=goto_table:9",
 			"cookie=0x5d01000000000000, table=from-member, priority=0 actions=drop",
 			"cookie=0x5d01000000000000, table=l2, priority=0 actions=NORMAL",
+			ndCopyLine,
 		})
 	})
 	t.Run("L2Learn", func(t *testing.T) {
@@ -93,9 +95,14 @@ func TestFlows_Base(t *testing.T) {
 			"cookie=0x5d01000000000000, table=to-member, priority=0 actions=goto_table:9",
 			"cookie=0x5d01000000000000, table=from-member, priority=0 actions=drop",
 			"cookie=0x5d01000000000000, table=l2, priority=0 actions=CONTROLLER:65535",
+			ndCopyLine,
 		})
 	})
 }
+
+// ndCopyLine is the base row that copies neighbour advertisements to all
+// nodes to the controller.
+const ndCopyLine = "cookie=0x5d07000000000000, priority=400, icmp6,dl_dst=33:33:00:00:00:01,icmp_type=136 actions=CONTROLLER:65535,goto_table:9"
 
 func TestFlows_VIP(t *testing.T) {
 	tests := []struct {
@@ -103,19 +110,19 @@ func TestFlows_VIP(t *testing.T) {
 		vip  vipState
 		want []string
 	}{
-		{"TCP", vipState{num: 1, ip: [4]byte{10, 0, 0, 100}, mac: [6]byte{2, 0, 0, 0, 1, 0}, proto: protoTCP, port: 80}, append(arpAnswerLines(1, "02:00:00:00:01:00", "10.0.0.100", L2Normal),
+		{"TCP", vipState{num: 1, ip: netip.AddrFrom4([4]byte{10, 0, 0, 100}), mac: [6]byte{2, 0, 0, 0, 1, 0}, proto: protoTCP, port: 80}, append(arpAnswerLines(1, "02:00:00:00:01:00", "10.0.0.100", L2Normal),
 			"cookie=0x5d02000001000000, priority=500, arp,arp_tpa=10.0.0.100 actions=CONTROLLER:65535",
 			"cookie=0x5d02000001000000, priority=500, arp,dl_dst=02:00:00:00:01:00 actions=CONTROLLER:65535",
 			"cookie=0x5d02000001000000, priority=501, tcp,nw_dst=10.0.0.100,tp_dst=80 actions=CONTROLLER:65535",
 			"cookie=0x5d02000001000000, priority=499, ip,nw_dst=10.0.0.100 actions=drop",
 		)},
-		{"UDP", vipState{num: 2, ip: [4]byte{10, 0, 0, 53}, mac: [6]byte{2, 0, 0, 0, 2, 0}, proto: protoUDP, port: 53}, append(arpAnswerLines(2, "02:00:00:00:02:00", "10.0.0.53", L2Normal),
+		{"UDP", vipState{num: 2, ip: netip.AddrFrom4([4]byte{10, 0, 0, 53}), mac: [6]byte{2, 0, 0, 0, 2, 0}, proto: protoUDP, port: 53}, append(arpAnswerLines(2, "02:00:00:00:02:00", "10.0.0.53", L2Normal),
 			"cookie=0x5d02000002000000, priority=500, arp,arp_tpa=10.0.0.53 actions=CONTROLLER:65535",
 			"cookie=0x5d02000002000000, priority=500, arp,dl_dst=02:00:00:00:02:00 actions=CONTROLLER:65535",
 			"cookie=0x5d02000002000000, priority=501, udp,nw_dst=10.0.0.53,tp_dst=53 actions=CONTROLLER:65535",
 			"cookie=0x5d02000002000000, priority=499, ip,nw_dst=10.0.0.53 actions=drop",
 		)},
-		{"ICMPEchoOnly", vipState{num: 3, ip: [4]byte{10, 0, 0, 1}, mac: [6]byte{2, 0, 0, 0, 3, 0}, proto: protoICMP}, append(arpAnswerLines(3, "02:00:00:00:03:00", "10.0.0.1", L2Normal),
+		{"ICMPEchoOnly", vipState{num: 3, ip: netip.AddrFrom4([4]byte{10, 0, 0, 1}), mac: [6]byte{2, 0, 0, 0, 3, 0}, proto: protoICMP}, append(arpAnswerLines(3, "02:00:00:00:03:00", "10.0.0.1", L2Normal),
 			"cookie=0x5d02000003000000, priority=500, arp,arp_tpa=10.0.0.1 actions=CONTROLLER:65535",
 			"cookie=0x5d02000003000000, priority=500, arp,dl_dst=02:00:00:00:03:00 actions=CONTROLLER:65535",
 			"cookie=0x5d02000003000000, priority=500, icmp,nw_dst=10.0.0.1,icmp_type=8 actions=CONTROLLER:65535",
@@ -130,7 +137,7 @@ func TestFlows_VIP(t *testing.T) {
 	// VIPs sharing an address answer with the MAC of the one the snapshot
 	// picked, under its cookie.
 	t.Run("AnsweredByAnother", func(t *testing.T) {
-		answerer := vipState{num: 1, ip: [4]byte{10, 0, 0, 100}, mac: [6]byte{2, 0, 0, 0, 1, 0}, proto: protoTCP, port: 80}
+		answerer := vipState{num: 1, ip: netip.AddrFrom4([4]byte{10, 0, 0, 100}), mac: [6]byte{2, 0, 0, 0, 1, 0}, proto: protoTCP, port: 80}
 		v := vipState{num: 2, ip: answerer.ip, mac: [6]byte{2, 0, 0, 0, 2, 0}, proto: protoUDP, port: 53}
 		var answers []string
 		for _, l := range flowLines(t, vipFlows(&v, &answerer, L2Normal, false)) {
@@ -143,7 +150,7 @@ func TestFlows_VIP(t *testing.T) {
 	// Under L2Learn the controller learns where the asker lives from its
 	// request, which the switch sends up before answering it.
 	t.Run("L2LearnSendsTheRequestUp", func(t *testing.T) {
-		v := vipState{num: 1, ip: [4]byte{10, 0, 0, 100}, mac: [6]byte{2, 0, 0, 0, 1, 0}, proto: protoTCP, port: 80}
+		v := vipState{num: 1, ip: netip.AddrFrom4([4]byte{10, 0, 0, 100}), mac: [6]byte{2, 0, 0, 0, 1, 0}, proto: protoTCP, port: 80}
 		assertLines(t, flowLines(t, arpAnswerFlows(&v, L2Learn)), arpAnswerLines(1, "02:00:00:00:01:00", "10.0.0.100", L2Learn))
 	})
 }
@@ -178,11 +185,11 @@ func TestFlows_MemberReply(t *testing.T) {
 		m    replyMatch
 		want string
 	}{
-		{"TCP", replyMatch{ip: [4]byte{10, 0, 0, 2}, port: 8080, proto: protoTCP},
+		{"TCP", replyMatch{ip: netip.AddrFrom4([4]byte{10, 0, 0, 2}), port: 8080, proto: protoTCP},
 			"cookie=0x5d04000001000007, priority=900, tcp,nw_src=10.0.0.2,tp_src=8080 actions=CONTROLLER:65535"},
-		{"UDP", replyMatch{ip: [4]byte{10, 0, 0, 3}, port: 53, proto: protoUDP},
+		{"UDP", replyMatch{ip: netip.AddrFrom4([4]byte{10, 0, 0, 3}), port: 53, proto: protoUDP},
 			"cookie=0x5d04000001000007, priority=900, udp,nw_src=10.0.0.3,tp_src=53 actions=CONTROLLER:65535"},
-		{"ICMPEchoRepliesOnly", replyMatch{ip: [4]byte{10, 0, 0, 4}, proto: protoICMP},
+		{"ICMPEchoRepliesOnly", replyMatch{ip: netip.AddrFrom4([4]byte{10, 0, 0, 4}), proto: protoICMP},
 			"cookie=0x5d04000001000007, priority=900, icmp,nw_src=10.0.0.4,icmp_type=0 actions=CONTROLLER:65535"},
 	}
 	for _, tt := range tests {
@@ -203,7 +210,7 @@ func TestFlows_MemberReply(t *testing.T) {
 // to the member pass the member zone too, which ends a closed connection
 // through a VIP that a new direct one reuses the ports of.
 func TestFlows_TrackedMemberReply(t *testing.T) {
-	m := replyMatch{ip: [4]byte{10, 0, 0, 2}, port: 8080, proto: protoTCP}
+	m := replyMatch{ip: netip.AddrFrom4([4]byte{10, 0, 0, 2}), port: 8080, proto: protoTCP}
 	tracker := "cookie=0x5d04000001000007, priority=900, tcp,nw_src=10.0.0.2,tp_src=8080 actions=ct(table=3,zone=94)"
 	direct := "cookie=0x5d04000001000007, priority=898, tcp,nw_dst=10.0.0.2,tp_dst=8080 actions=ct(commit,zone=94,exec(set_field:0->ct_label)),goto_table:9"
 	tests := []struct {
@@ -251,7 +258,7 @@ func TestFlows_L2(t *testing.T) {
 
 func TestFlows_Connection(t *testing.T) {
 	base := connection{
-		clientIP: [4]byte{10, 0, 1, 5}, vipIP: [4]byte{10, 0, 0, 100}, memberIP: [4]byte{10, 0, 0, 2},
+		clientIP: netip.AddrFrom4([4]byte{10, 0, 1, 5}), vipIP: netip.AddrFrom4([4]byte{10, 0, 0, 100}), memberIP: netip.AddrFrom4([4]byte{10, 0, 0, 2}),
 		clientPort: 40000, vipPort: 80, memberPort: 8080,
 		clientOFPort: 4, memberOFPort: 2,
 		vipMAC: [6]byte{2, 0, 0, 0, 1, 0}, memberMAC: [6]byte{0xaa, 0, 0, 0, 0, 2},

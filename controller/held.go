@@ -1,6 +1,9 @@
 package controller
 
-import "time"
+import (
+	"net/netip"
+	"time"
+)
 
 // Held setups: a new connection to a member whose MAC is not known yet
 // waits for the member's ARP reply, within bounds.
@@ -20,19 +23,19 @@ type heldSetup struct {
 // member's address. Each holds one of its VIP's connection slots, which
 // it gives back when it is dropped.
 type heldSetups struct {
-	byMember   map[uint32][]heldSetup
+	byMember   map[netip.Addr][]heldSetup
 	nextExpiry time.Time // zero: no deadline to watch
 }
 
 func newHeldSetups() heldSetups {
-	return heldSetups{byMember: map[uint32][]heldSetup{}}
+	return heldSetups{byMember: map[netip.Addr][]heldSetup{}}
 }
 
 // add parks c with its first packet until its member's MAC is known and
 // reports whether it did: a member with maxHeldPerMember setups waiting
 // takes no more.
 func (h *heldSetups) add(now time.Time, c connection, data []byte, vip *vipCounters) bool {
-	ip := ipUint(c.memberIP)
+	ip := c.memberIP
 	q := h.byMember[ip]
 	if len(q) >= maxHeldPerMember {
 		vip.active.Add(-1) // dropped: the client will retransmit
@@ -46,12 +49,12 @@ func (h *heldSetups) add(now time.Time, c connection, data []byte, vip *vipCount
 }
 
 // waiting reports whether setups wait for the member at ip.
-func (h *heldSetups) waiting(ip uint32) bool {
+func (h *heldSetups) waiting(ip netip.Addr) bool {
 	return len(h.byMember[ip]) > 0
 }
 
 // take removes the setups waiting for the member at ip and returns them.
-func (h *heldSetups) take(ip uint32) []heldSetup {
+func (h *heldSetups) take(ip netip.Addr) []heldSetup {
 	q := h.byMember[ip]
 	delete(h.byMember, ip)
 	return q

@@ -4,9 +4,11 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"encoding/binary"
 	"fmt"
 	"log/slog"
 	"net"
+	"net/netip"
 	"slices"
 	"sort"
 	"strings"
@@ -678,3 +680,10 @@ func (s *snapshot) membersByID() map[string]*memberState {
 
 // memberByID returns s's member id, nil when there is none.
 func (s *snapshot) memberByID(id string) *memberState { return s.membersByID()[id] }
+
+// addr4 is the IPv4 address u, as tests number them.
+func addr4(u uint32) netip.Addr {
+	var b [4]byte
+	binary.BigEndian.PutUint32(b[:], u)
+	return netip.AddrFrom4(b)
+}

@@ -15,10 +15,10 @@ import (
 // for at most the decision under way.
 func (c *Controller) FindHost(ctx context.Context, address string) (*sdnlb.Host, error) {
 	a, err := netip.ParseAddr(address)
-	if err != nil || !a.Is4() {
+	if err != nil || a.Zone() != "" {
 		return nil, sdnlb.Errorf(sdnlb.ENOTFOUND, "no switch learned a host at %q", address)
 	}
-	ip, now := ipUint(a.As4()), c.now()
+	ip, now := a, c.now()
 	var found *sdnlb.Host
 	for _, s := range c.switchConns() {
 		var e hostEntry

@@ -61,29 +61,29 @@ func TestL2Learner_Hosts(t *testing.T) {
 	now := time.Unix(1_700_000_000, 0)
 	mac := [6]byte{0xaa, 0, 0, 0, 0, 1}
 	l := newL2Learner(tableL2)
-	if !l.learnHost(now, 1, mac, 3, false) {
+	if !l.learnHost(now, addr4(1), mac, 3, false) {
 		t.Error("a new host did not change the table")
 	}
-	if _, ok := l.seenHost(now.Add(sdnlb.HostTTL), 1); !ok {
+	if _, ok := l.seenHost(now.Add(sdnlb.HostTTL), addr4(1)); !ok {
 		t.Errorf("a host seen %v ago is not known", sdnlb.HostTTL)
 	}
-	if _, ok := l.seenHost(now.Add(sdnlb.HostTTL+time.Nanosecond), 1); ok {
+	if _, ok := l.seenHost(now.Add(sdnlb.HostTTL+time.Nanosecond), addr4(1)); ok {
 		t.Errorf("a host seen over %v ago is known", sdnlb.HostTTL)
 	}
-	if _, ok := l.host(1); !ok {
+	if _, ok := l.host(addr4(1)); !ok {
 		t.Error("the data path lost a host that was not seen for a while")
 	}
 	// A packet from it again: no change, but seen now.
 	later := now.Add(time.Hour)
-	if l.learnHost(later, 1, mac, 3, false) {
+	if l.learnHost(later, addr4(1), mac, 3, false) {
 		t.Error("seeing a host again changed the table")
 	}
-	if _, ok := l.seenHost(later, 1); !ok {
+	if _, ok := l.seenHost(later, addr4(1)); !ok {
 		t.Error("a host seen again is not known")
 	}
 	// A host only the switch's flows named was never seen.
-	l.seedHost(2, mac, 0)
-	if _, ok := l.seenHost(later, 2); ok {
+	l.seedHost(addr4(2), mac, 0)
+	if _, ok := l.seenHost(later, addr4(2)); ok {
 		t.Error("a host the switch's flows named counts as seen")
 	}
 }

@@ -1,9 +1,11 @@
 package controller
 
 import (
+	"net/netip"
 	"slices"
 	"time"
 
+	"github.com/gopacket/gopacket/layers"
 	"github.com/sdnlb/sdnlb"
 	"github.com/sdnlb/sdnlb/controller/ofp"
 )
@@ -29,11 +31,11 @@ const hostSweep = time.Minute
 // each MAC lives, each IPv4 address's MAC and port and when a packet last
 // showed it, and when it last asked for a member's MAC.
 type l2Learner struct {
-	table    uint8                // of the L2 rows
-	macs     map[[6]byte]macEntry // where each MAC lives (L2Learn)
-	hosts    map[uint32]hostEntry // learned IPv4 addresses: MAC and port
-	arpAsked map[uint32]arpAsk    // when the controller ARPed for a member it has not seen
-	swept    int64                // unix nanoseconds of the last pass of forgetStale
+	table    uint8                    // of the L2 rows
+	macs     map[[6]byte]macEntry     // where each MAC lives (L2Learn)
+	hosts    map[netip.Addr]hostEntry // learned IPv4 addresses: MAC and port
+	arpAsked map[netip.Addr]arpAsk    // when the controller ARPed for a member it has not seen
+	swept    int64                    // unix nanoseconds of the last pass of forgetStale
 }
 
 // arpAsk is when the controller first and last asked for a member by ARP,
@@ -59,8 +61,8 @@ func newL2Learner(table uint8) l2Learner {
 	return l2Learner{
 		table:    table,
 		macs:     map[[6]byte]macEntry{},
-		hosts:    map[uint32]hostEntry{},
-		arpAsked: map[uint32]arpAsk{},
+		hosts:    map[netip.Addr]hostEntry{},
+		arpAsked: map[netip.Addr]arpAsk{},
 	}
 }
 
@@ -101,7 +103,7 @@ func (l *l2Learner) seedMAC(mac [6]byte, port uint32) {
 // MAC and port, and reports whether that changed the address's MAC or
 // port. A full table takes a new address only when setups wait for it or
 // it can forget hosts not seen within sdnlb.HostTTL.
-func (l *l2Learner) learnHost(now time.Time, ip uint32, mac [6]byte, port uint32, awaited bool) bool {
+func (l *l2Learner) learnHost(now time.Time, ip netip.Addr, mac [6]byte, port uint32, awaited bool) bool {
 	e, known := l.hosts[ip]
 	if !known && len(l.hosts) >= maxLearned && !awaited && !l.forgetStale(now) {
 		return false // full; a member still gets in through its held setups
@@ -131,7 +133,7 @@ func (l *l2Learner) forgetStale(now time.Time) bool {
 }
 
 // host returns an IPv4 address's MAC and port.
-func (l *l2Learner) host(ip uint32) (hostEntry, bool) {
+func (l *l2Learner) host(ip netip.Addr) (hostEntry, bool) {
 	e, ok := l.hosts[ip]
 	return e, ok
 }
@@ -139,14 +141,14 @@ func (l *l2Learner) host(ip uint32) (hostEntry, bool) {
 // seenHost returns the host at an IPv4 address if a packet from it came
 // within sdnlb.HostTTL: the host that holds the address now, as far as
 // the controller knows.
-func (l *l2Learner) seenHost(now time.Time, ip uint32) (hostEntry, bool) {
+func (l *l2Learner) seenHost(now time.Time, ip netip.Addr) (hostEntry, bool) {
 	e, ok := l.hosts[ip]
 	return e, ok && now.UnixNano()-e.seen <= int64(sdnlb.HostTTL)
 }
 
 // seenHosts calls f with each host a packet showed within
 // sdnlb.HostTTL.
-func (l *l2Learner) seenHosts(now time.Time, f func(ip uint32, e hostEntry)) {
+func (l *l2Learner) seenHosts(now time.Time, f func(ip netip.Addr, e hostEntry)) {
 	for ip, e := range l.hosts {
 		if now.UnixNano()-e.seen <= int64(sdnlb.HostTTL) {
 			f(ip, e)
@@ -156,7 +158,7 @@ func (l *l2Learner) seenHosts(now time.Time, f func(ip uint32, e hostEntry)) {
 
 // seedHost records a host the switch's flows name, unless the learner
 // knows better; port 0 is unknown.
-func (l *l2Learner) seedHost(ip uint32, mac [6]byte, port uint32) {
+func (l *l2Learner) seedHost(ip netip.Addr, mac [6]byte, port uint32) {
 	if e, ok := l.hosts[ip]; ok && (e.port != 0 || port == 0) {
 		return
 	}
@@ -167,7 +169,7 @@ func (l *l2Learner) seedHost(ip uint32, mac [6]byte, port uint32) {
 // reach through port, unless a packet showed it on this switch within
 // sdnlb.HostTTL. It reports whether that changed the address's MAC or
 // port.
-func (l *l2Learner) reach(now time.Time, ip uint32, mac [6]byte, port uint32) bool {
+func (l *l2Learner) reach(now time.Time, ip netip.Addr, mac [6]byte, port uint32) bool {
 	e, known := l.hosts[ip]
 	if known && e.seen != 0 && now.UnixNano()-e.seen <= int64(sdnlb.HostTTL) || !known && len(l.hosts) >= maxLearned {
 		return false
@@ -178,18 +180,18 @@ func (l *l2Learner) reach(now time.Time, ip uint32, mac [6]byte, port uint32) bo
 }
 
 // ipOfMAC is an address learned with the MAC; zero when none is.
-func (l *l2Learner) ipOfMAC(mac [6]byte) [4]byte {
+func (l *l2Learner) ipOfMAC(mac [6]byte) netip.Addr {
 	for ip, e := range l.hosts {
-		if e.mac == mac {
-			return uintIP(ip)
+		if e.mac == mac && ip.Is4() {
+			return ip
 		}
 	}
-	return [4]byte{}
+	return netip.Addr{}
 }
 
 // arpDue reports whether the member at ip may be asked for by ARP, at
 // most every arpRetry, and counts it asked now if so.
-func (l *l2Learner) arpDue(now time.Time, ip uint32) bool {
+func (l *l2Learner) arpDue(now time.Time, ip netip.Addr) bool {
 	a, asked := l.arpAsked[ip]
 	if now.Sub(a.last) < arpRetry {
 		return false
@@ -205,7 +207,7 @@ func (l *l2Learner) arpDue(now time.Time, ip uint32) bool {
 // silent reports whether the member at ip has been asked for, without an
 // answer, for longer than a setup waits for one: a member that is not
 // there, or does not answer ARP.
-func (l *l2Learner) silent(now time.Time, ip uint32) bool {
+func (l *l2Learner) silent(now time.Time, ip netip.Addr) bool {
 	a, asked := l.arpAsked[ip]
 	return asked && now.Sub(a.first) > heldTimeout
 }
@@ -216,7 +218,7 @@ func (l *l2Learner) silent(now time.Time, ip uint32) bool {
 func (dp *dataplane) learnMAC(now time.Time, mac [6]byte, port uint32, out *outbox) {
 	if dp.l2 == L2Fabric {
 		if edge, link := dp.portKind(port); !link && !isMulticast(mac) &&
-			dp.fabric.learn(mac, 0, portRef{dpid: dp.dpid, port: port}, edge) && dp.debug {
+			dp.fabric.learn(mac, netip.Addr{}, portRef{dpid: dp.dpid, port: port}, edge) && dp.debug {
 			dp.log.Debug("learned host", "mac", macString(mac), "port", port, "settled", edge)
 		}
 		return
@@ -295,37 +297,103 @@ func (dp *dataplane) forwardFabric(p *packetIn, out *outbox) {
 // L2Learn sends up of one the switch answered, which is only learned from.
 func (dp *dataplane) handleARP(p *packetIn, out *outbox) {
 	a := &p.arp
-	sha, spa, tpa := [6]byte(a.SourceHwAddress), ip4(a.SourceProtAddress), ip4(a.DstProtAddress)
-	if _, claimsVIP := p.snap.vipByAddr[ipUint(spa)]; claimsVIP {
+	sha, spa, tpa := [6]byte(a.SourceHwAddress), addrFrom(a.SourceProtAddress), addrFrom(a.DstProtAddress)
+	if _, claimsVIP := p.snap.vipByAddr[spa]; claimsVIP {
 		dp.noteClaim(p, spa, sha)
 		return
 	}
-	if spa != ([4]byte{}) && !isMulticast(sha) {
-		dp.learnHost(p, ipUint(spa), sha, out)
+	if !spa.IsUnspecified() && !isMulticast(sha) {
+		dp.learnHost(p, spa, sha, out)
 	}
-	v := p.snap.vipByAddr[ipUint(tpa)]
+	v := p.snap.vipByAddr[tpa]
 	switch {
 	case v == nil:
 		dp.forwardL2(p, out)
 	case a.Operation == arpRequest && !p.fromARPAnswer():
 		// Addressed to the frame's sender, as the switch's answer is.
-		dp.frame = appendARP(dp.frame[:0], arpReply, p.ethSrc(), v.mac, v.ip, sha, spa)
+		dp.frame = appendARP(dp.frame[:0], arpReply, p.ethSrc(), v.mac, v.ip.As4(), sha, spa.As4())
 		dp.packetOut(p.inPort, ofp.PortInPort, dp.frame, out)
 		if dp.debug {
-			dp.log.Debug("answered ARP for VIP", "vip", v.id, "asker", ipString(spa), "port", p.inPort)
+			dp.log.Debug("answered ARP for VIP", "vip", v.id, "asker", spa.String(), "port", p.inPort)
 		}
 	}
 	// A reply to a VIP address answers the controller's own request; it
 	// has been learned and goes no further.
 }
 
+// handleND is handleARP for IPv6's neighbour discovery: it answers
+// solicitations for VIP addresses (the switch answers them itself, see
+// ndAnswerFlows), learns hosts from solicitations' source and
+// advertisements' target, and forwards the rest. Advertisements to all
+// nodes reach the controller as a copy the switch forwards itself: they
+// carry the answers to the controller's own solicitations for members.
+func (dp *dataplane) handleND(p *packetIn, out *outbox) {
+	src, mac := p.srcIP(), p.ethSrc()
+	if p.hasNA {
+		target := addrFrom(p.na.TargetAddress)
+		if ll, ok := ndLinkLayer(p.na.Options, layers.ICMPv6OptTargetAddress); ok {
+			mac = ll
+		}
+		if _, claimsVIP := p.snap.vipByAddr[target]; claimsVIP {
+			dp.noteClaim(p, target, mac)
+			return
+		}
+		if hostAddress(target) && !isMulticast(mac) {
+			dp.learnHost(p, target, mac, out)
+		}
+		if !p.fromARPAnswer() {
+			dp.forwardL2(p, out)
+		}
+		return
+	}
+	target := addrFrom(p.ns.TargetAddress)
+	v := p.snap.vipByAddr[target]
+	if src.IsUnspecified() {
+		if v != nil { // duplicate address detection of a VIP's address: a host about to claim it
+			dp.noteClaim(p, target, mac)
+			return
+		}
+	} else if ll, ok := ndLinkLayer(p.ns.Options, layers.ICMPv6OptSourceAddress); ok && hostAddress(src) && !isMulticast(ll) {
+		dp.learnHost(p, src, ll, out)
+	}
+	switch {
+	case v == nil:
+		dp.forwardL2(p, out)
+	case !p.fromARPAnswer():
+		// Addressed to the frame's sender, as the switch's answer is.
+		dp.frame = appendNA(dp.frame[:0], p.ethSrc(), v.mac, target, src, ndFlagSolicited|ndFlagOverride)
+		dp.packetOut(p.inPort, ofp.PortInPort, dp.frame, out)
+		if dp.debug {
+			dp.log.Debug("answered a neighbour solicitation for VIP", "vip", v.id, "asker", src.String(), "port", p.inPort)
+		}
+	}
+}
+
+// ndLinkLayer is the link-layer address in a neighbour discovery option of
+// type typ.
+func ndLinkLayer(opts layers.ICMPv6Options, typ layers.ICMPv6Opt) ([6]byte, bool) {
+	for _, o := range opts {
+		if o.Type == typ && len(o.Data) >= 6 {
+			return [6]byte(o.Data[:6]), true
+		}
+	}
+	return [6]byte{}, false
+}
+
+// hostAddress reports whether a packet's source a names a host the
+// controller may learn: any IPv4 address, an IPv6 one that is neither
+// link-local, multicast nor unspecified (VIPs and members never are).
+func hostAddress(a netip.Addr) bool {
+	return a.Is4() || a.Is6() && !a.IsUnspecified() && !a.IsLinkLocalUnicast() && !a.IsMulticast()
+}
+
 // noteClaim remembers a host whose ARP claims a VIP's address, so that the
 // host gets the address back at once when the VIP gives it up (configure
 // announces it), and warns: the VIP takes the host's traffic meanwhile.
 // Its ARP goes no further, so no other host learns the address at its MAC.
-func (dp *dataplane) noteClaim(p *packetIn, ip [4]byte, mac [6]byte) {
-	if !isMulticast(mac) && dp.learner.learnHost(p.now, ipUint(ip), mac, p.inPort, false) {
-		dp.log.Warn("a host claims a VIP's address; the VIP takes its traffic", "address", ipString(ip),
+func (dp *dataplane) noteClaim(p *packetIn, ip netip.Addr, mac [6]byte) {
+	if !isMulticast(mac) && dp.learner.learnHost(p.now, ip, mac, p.inPort, false) {
+		dp.log.Warn("a host claims a VIP's address; the VIP takes its traffic", "address", ip.String(),
 			"mac", macString(mac), "port", p.inPort)
 	}
 }
@@ -333,7 +401,7 @@ func (dp *dataplane) noteClaim(p *packetIn, ip [4]byte, mac [6]byte) {
 // learnHost records an IPv4 address's MAC and port and completes the
 // setups that were waiting for it. Under L2Fabric only a host's own port
 // teaches: the fabric tells the other switches where it is.
-func (dp *dataplane) learnHost(p *packetIn, ip uint32, mac [6]byte, out *outbox) {
+func (dp *dataplane) learnHost(p *packetIn, ip netip.Addr, mac [6]byte, out *outbox) {
 	if dp.l2 == L2Fabric {
 		edge, link := dp.portKind(p.inPort)
 		if link {
@@ -351,14 +419,14 @@ func (dp *dataplane) learnHost(p *packetIn, ip uint32, mac [6]byte, out *outbox)
 
 // reached puts a member whose MAC and port became known in the buckets
 // and completes the setups that were waiting for it.
-func (dp *dataplane) reached(now time.Time, snap *snapshot, ip uint32, out *outbox) {
+func (dp *dataplane) reached(now time.Time, snap *snapshot, ip netip.Addr, out *outbox) {
 	e, ok := dp.learner.host(ip)
 	if !ok {
 		return
 	}
 	held := dp.held.take(ip)
 	if _, member := snap.switchedMembers[ip]; member {
-		dp.dispatchAt(now, snap, []uint32{ip}, out)
+		dp.dispatchAt(now, snap, []netip.Addr{ip}, out)
 	}
 	for i := range held {
 		h := &held[i]
@@ -374,14 +442,20 @@ func (dp *dataplane) reached(now time.Time, snap *snapshot, ip uint32, out *outb
 // askARP asks who has ip, at most every arpRetry, by an ARP probe (RFC
 // 5227: sender address 0) from v's MAC: a DSR member holds the VIP's
 // address itself and ignores requests from it, and no member's ARP cache
-// is touched. The answer comes back to v's MAC.
-func (dp *dataplane) askARP(now time.Time, v *vipState, ip [4]byte, out *outbox) {
-	if !dp.learner.arpDue(now, ipUint(ip)) {
+// is touched. The answer comes back to v's MAC. An IPv6 member is asked
+// by a neighbour solicitation from the unspecified address, for the same
+// reasons; its answer goes to all nodes.
+func (dp *dataplane) askARP(now time.Time, v *vipState, ip netip.Addr, out *outbox) {
+	if !dp.learner.arpDue(now, ip) {
 		return
 	}
-	dp.frame = appendARP(dp.frame[:0], arpRequest, broadcastMAC, v.mac, [4]byte{}, [6]byte{}, ip)
+	if ip.Is6() {
+		dp.frame = appendNS(dp.frame[:0], v.mac, ip)
+	} else {
+		dp.frame = appendARP(dp.frame[:0], arpRequest, broadcastMAC, v.mac, [4]byte{}, [6]byte{}, ip.As4())
+	}
 	dp.flood(ofp.PortController, dp.frame, out)
 	if dp.debug {
-		dp.log.Debug("member MAC unknown; asking by ARP", "member", ipString(ip))
+		dp.log.Debug("member MAC unknown; asking by ARP", "member", ip.String())
 	}
 }

@@ -2,6 +2,7 @@ package controller
 
 import (
 	"maps"
+	"net/netip"
 	"slices"
 	"strings"
 	"time"
@@ -41,7 +42,7 @@ type patchScope struct {
 	parent  uint64       // the generation patched
 	members []uint32     // whose health changed
 	replies []replyMatch // whose reply punt may have changed
-	addrs   []uint32     // of the changed members the switches dispatch: their buckets and routes follow
+	addrs   []netip.Addr // of the changed members the switches dispatch: their buckets and routes follow
 
 	// What the patch copied, so that it copies each once and never
 	// writes to what the snapshot before it holds.
@@ -84,8 +85,8 @@ func (b *snapshotBuilder) patch(changes []healthChange) *snapshot {
 		}
 		m.status, m.since, m.agent = status, c.since, c.agent
 		sc.members = append(sc.members, m.num)
-		if _, switched := s.switchedMembers[ipUint(m.ip)]; switched {
-			sc.addrs = append(sc.addrs, ipUint(m.ip))
+		if _, switched := s.switchedMembers[m.ip]; switched {
+			sc.addrs = append(sc.addrs, m.ip)
 		}
 		if p.punts() {
 			replies[replyKeyOf(p.vip, m)] = true
@@ -93,7 +94,7 @@ func (b *snapshotBuilder) patch(changes []healthChange) *snapshot {
 	}
 	slices.Sort(sc.members)
 	sc.members = slices.Compact(sc.members) // one member may change twice in a burst
-	slices.Sort(sc.addrs)
+	slices.SortFunc(sc.addrs, netip.Addr.Compare)
 	sc.addrs = slices.Compact(sc.addrs)
 	if len(replies) > 0 {
 		s.replyPunts = maps.Clone(last.replyPunts)

@@ -1,6 +1,7 @@
 package controller
 
 import (
+	"net/netip"
 	"time"
 
 	"github.com/sdnlb/sdnlb"
@@ -37,7 +38,7 @@ type recentSetup struct {
 }
 
 type connKey struct {
-	clientIP   uint32
+	clientIP   netip.Addr
 	clientPort uint16
 	proto      uint8 // an ANY VIP's connections differ by protocol too
 	vipNum     uint32
@@ -45,12 +46,12 @@ type connKey struct {
 
 // set is the first entry of k's set.
 func (k connKey) set() int {
-	h := k.clientIP*0x9e3779b1 ^ uint32(k.clientPort)*0x85ebca6b ^ k.vipNum*0xc2b2ae35
+	h := fold32(k.clientIP)*0x9e3779b1 ^ uint32(k.clientPort)*0x85ebca6b ^ k.vipNum*0xc2b2ae35
 	return int(h>>16^h) & (recentSets - 1) * recentWays
 }
 
 func (c *connection) key() connKey {
-	return connKey{clientIP: ipUint(c.clientIP), clientPort: c.clientPort, proto: c.proto, vipNum: c.vipNum}
+	return connKey{clientIP: c.clientIP, clientPort: c.clientPort, proto: c.proto, vipNum: c.vipNum}
 }
 
 // recentReply is a recent setup found by its member → client direction.
@@ -64,13 +65,13 @@ type recentReply struct {
 // shared by two VIPs could answer the same client port for both; the
 // later setup wins the slot, as a client port is rarely reused that fast.
 type replyKey struct {
-	memberIP, clientIP     uint32
+	memberIP, clientIP     netip.Addr
 	memberPort, clientPort uint16 // TCP and UDP
 	proto                  uint8
 }
 
 func (k replyKey) set() int {
-	h := k.memberIP*0x9e3779b1 ^ k.clientIP*0x85ebca6b ^ (uint32(k.memberPort)<<16|uint32(k.clientPort))*0xc2b2ae35
+	h := fold32(k.memberIP)*0x9e3779b1 ^ fold32(k.clientIP)*0x85ebca6b ^ (uint32(k.memberPort)<<16|uint32(k.clientPort))*0xc2b2ae35
 	return int(h>>16^h) & (recentSets - 1) * recentWays
 }
 
@@ -99,7 +100,7 @@ func (r *recentCache) reply(k replyKey) *recentReply {
 }
 
 func (c *connection) replyKey() replyKey {
-	k := replyKey{memberIP: ipUint(c.memberIP), clientIP: ipUint(c.clientIP), proto: c.proto}
+	k := replyKey{memberIP: c.memberIP, clientIP: c.clientIP, proto: c.proto}
 	if hasPorts(c.proto) {
 		k.memberPort, k.clientPort = c.memberPort, c.clientPort
 	}
@@ -147,13 +148,13 @@ func (dp *dataplane) forwardReply(p *packetIn, out *outbox) bool {
 	if dp.recent == nil {
 		return false
 	}
-	k := replyKey{memberIP: ipUint(ip4(p.ip4.SrcIP)), clientIP: ipUint(ip4(p.ip4.DstIP)), proto: uint8(p.ip4.Protocol)}
+	k := replyKey{memberIP: p.srcIP(), clientIP: p.dstIP(), proto: p.proto()}
 	switch {
 	case k.proto == protoTCP && p.hasTCP:
 		k.memberPort, k.clientPort = uint16(p.tcp.SrcPort), uint16(p.tcp.DstPort)
 	case k.proto == protoUDP && p.hasUDP:
 		k.memberPort, k.clientPort = uint16(p.udp.SrcPort), uint16(p.udp.DstPort)
-	case k.proto == protoICMP && p.hasICMP && p.icmp.TypeCode.Type() == icmpEchoReply:
+	case k.proto == protoICMP && p.isEcho(false):
 	case hasPorts(k.proto) || k.proto == protoICMP:
 		return false
 	} // other protocols, of an ANY VIP: the addresses alone
@@ -169,8 +170,8 @@ func (dp *dataplane) forwardReply(p *packetIn, out *outbox) bool {
 	dp.flows.fill(&c)
 	dp.sendFrame(p.inPort, dp.flows.actions(dirReverse), p.frame, out)
 	if dp.debug {
-		dp.log.Debug("reply of a recent setup sent with the reverse NAT", "client", ipString(c.clientIP),
-			"client_port", c.clientPort, "member", ipString(c.memberIP), "member_port", c.memberPort)
+		dp.log.Debug("reply of a recent setup sent with the reverse NAT", "client", c.clientIP.String(),
+			"client_port", c.clientPort, "member", c.memberIP.String(), "member_port", c.memberPort)
 	}
 	return true
 }

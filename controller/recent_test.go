@@ -1,6 +1,7 @@
 package controller
 
 import (
+	"net/netip"
 	"testing"
 	"time"
 )
@@ -8,7 +9,7 @@ import (
 // A setup is lost only when recentWays newer setups take its set.
 func TestRecent_SetAssociative(t *testing.T) {
 	recent := new(recentCache)
-	base := connKey{clientIP: 0x0a000105, vipNum: 1}
+	base := connKey{clientIP: addr4(0x0a000105), vipNum: 1}
 	var same []uint16 // client ports whose setups share a set
 	for port := uint16(1); len(same) < recentWays+1; port++ {
 		k := base
@@ -19,7 +20,7 @@ func TestRecent_SetAssociative(t *testing.T) {
 	}
 	now := time.Unix(1_700_000_000, 0)
 	for i, port := range same {
-		c := connection{clientIP: [4]byte{10, 0, 1, 5}, clientPort: port, vipNum: 1, memberNum: uint32(i + 1)}
+		c := connection{clientIP: netip.AddrFrom4([4]byte{10, 0, 1, 5}), clientPort: port, vipNum: 1, memberNum: uint32(i + 1)}
 		recent.remember(now.Add(time.Duration(i)*time.Millisecond), &c)
 	}
 	for i, port := range same {

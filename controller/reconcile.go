@@ -2,6 +2,7 @@ package controller
 
 import (
 	"cmp"
+	"net/netip"
 	"slices"
 
 	"github.com/sdnlb/sdnlb"
@@ -15,7 +16,7 @@ import (
 // on what the switch learned, is the dataplane's (see dispatch.go).
 func reconcile(old, new *snapshot, f switchFeatures, l2 L2Mode) (mods []ofp.FlowMod, announce []*vipState) {
 	changed := func(a, b *vipState) bool { return a.key != b.key || a.mac != b.mac }
-	freedAddrs := map[uint32]bool{}
+	freedAddrs := map[netip.Addr]bool{}
 	for id, ov := range old.vipByID {
 		if nv, ok := new.vipByID[id]; !ok || changed(ov, nv) {
 			mods = append(mods, deleteVIPFlows(ov.num)...)
@@ -35,6 +36,9 @@ func reconcile(old, new *snapshot, f switchFeatures, l2 L2Mode) (mods []ofp.Flow
 		if _, ok := old.replyPunts[k]; !ok {
 			replies = append(replies, k)
 		}
+	}
+	if f.oneTable { // OpenFlow 1.0 matches no IPv6
+		replies = slices.DeleteFunc(replies, func(k replyMatch) bool { return k.ip.Is6() })
 	}
 	mods = appendReplyDiff(mods, old, new, replies, f.groups)
 	for _, nv := range sortedVIPs(new) {
@@ -104,14 +108,14 @@ func appendReplyDiff(mods []ofp.FlowMod, old, new *snapshot, replies []replyMatc
 
 // releasedAddrs lists the addresses old's VIPs answer for and new's do
 // not (a VIP deleted, disabled or moved to another address), in order.
-func releasedAddrs(old, new *snapshot) [][4]byte {
-	var out [][4]byte
+func releasedAddrs(old, new *snapshot) []netip.Addr {
+	var out []netip.Addr
 	for ip, v := range old.vipByAddr {
 		if _, held := new.vipByAddr[ip]; !held {
 			out = append(out, v.ip)
 		}
 	}
-	slices.SortFunc(out, func(a, b [4]byte) int { return cmp.Compare(ipUint(a), ipUint(b)) })
+	slices.SortFunc(out, netip.Addr.Compare)
 	return out
 }
 

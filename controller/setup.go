@@ -19,30 +19,30 @@ const (
 
 var refusalNames = [numRefusals]string{"limit", "no_member", "no_flow"}
 
-// handleVIPPacket handles IPv4 to a VIP address: the first packet of a new
+// handleVIPPacket handles IP to a VIP address: the first packet of a new
 // connection, or a packet that has no flow (anymore). Of ICMP only echo
 // requests start connections; an ANY VIP takes other IP protocols too, by
 // their addresses.
 func (dp *dataplane) handleVIPPacket(p *packetIn, out *outbox) {
-	proto := uint8(p.ip4.Protocol)
+	proto := p.proto()
 	var sport, dport uint16
 	switch {
 	case proto == protoTCP && p.hasTCP:
 		sport, dport = uint16(p.tcp.SrcPort), uint16(p.tcp.DstPort)
 	case proto == protoUDP && p.hasUDP:
 		sport, dport = uint16(p.udp.SrcPort), uint16(p.udp.DstPort)
-	case proto == protoICMP && p.hasICMP && p.icmp.TypeCode.Type() == icmpEchoRequest:
+	case proto == protoICMP && p.isEcho(true):
 	case hasPorts(proto) || proto == protoICMP:
 		return // truncated, or not an echo request
 	}
-	vipIP := ip4(p.ip4.DstIP)
-	v := p.snap.vip(vipKey{ip: ipUint(vipIP), port: dport, proto: proto})
+	vipIP := p.dstIP()
+	v := p.snap.vip(vipKey{ip: vipIP, port: dport, proto: proto})
 	if v == nil {
 		return // a port or protocol no VIP serves
 	}
 	c := connection{
 		proto:    proto,
-		clientIP: ip4(p.ip4.SrcIP), vipIP: vipIP,
+		clientIP: p.srcIP(), vipIP: vipIP,
 		clientPort: sport, vipPort: dport,
 		clientOFPort: p.inPort,
 		vipMAC:       v.mac, vipNum: v.num,
@@ -76,8 +76,8 @@ func (dp *dataplane) handleVIPPacket(p *packetIn, out *outbox) {
 		return
 	}
 	m := dp.pick(p.now, pool, v, c.key())
-	e, known := dp.learner.host(ipUint(m.ip))
-	if (!known || e.port == 0) && dp.learner.silent(p.now, ipUint(m.ip)) {
+	e, known := dp.learner.host(m.ip)
+	if (!known || e.port == 0) && dp.learner.silent(p.now, m.ip) {
 		// A member that did not answer ARP for longer than a setup waits
 		// takes no connection while another can; it is still asked for.
 		if alt, ae, ok := dp.reachableAfter(pool, m); ok {
@@ -103,7 +103,7 @@ func (dp *dataplane) reachableAfter(pool *poolState, m *memberState) (*memberSta
 	i := slices.Index(pool.rotation, m)
 	for n := 1; n < len(pool.rotation); n++ {
 		alt := pool.rotation[(i+n)%len(pool.rotation)]
-		if e, ok := dp.learner.host(ipUint(alt.ip)); ok && e.port != 0 {
+		if e, ok := dp.learner.host(alt.ip); ok && e.port != 0 {
 			return alt, e, true
 		}
 	}
@@ -134,7 +134,7 @@ func (dp *dataplane) pick(now time.Time, pool *poolState, v *vipState, key connK
 			}
 		}
 	}
-	i, ok := pool.sched.Pick(sched.Key{ClientIP: key.clientIP, ClientPort: key.clientPort, Proto: key.proto})
+	i, ok := pool.sched.Pick(sched.Key{ClientIP: fold32(key.clientIP), ClientPort: key.clientPort, Proto: key.proto})
 	if !ok || i < 0 || i >= len(pool.rotation) {
 		i = 0 // the scheduler was built from this rotation; stay safe anyway
 	}
@@ -167,8 +167,8 @@ func (dp *dataplane) install(now time.Time, snap *snapshot, c *connection, data 
 	dp.recent.remember(now, c)
 	dp.metrics.setups.Inc()
 	if dp.debug {
-		dp.log.Debug("connection set up", "client", ipString(c.clientIP), "client_port", c.clientPort,
-			"vip", ipString(c.vipIP), "member", ipString(c.memberIP), "member_port", c.memberPort)
+		dp.log.Debug("connection set up", "client", c.clientIP.String(), "client_port", c.clientPort,
+			"vip", c.vipIP.String(), "member", c.memberIP.String(), "member_port", c.memberPort)
 	}
 }
 
@@ -188,7 +188,7 @@ func (dp *dataplane) expireHeld(now time.Time) { dp.held.expire(now) }
 func (dp *dataplane) refuse(p *packetIn, v *vipState, reason int, out *outbox) {
 	v.cnt.refused.Add(1)
 	dp.metrics.refusals[reason].Inc()
-	if uint8(p.ip4.Protocol) == protoTCP {
+	if p.proto() == protoTCP {
 		dp.sendRST(p, v, out)
 	}
 	if dp.debug {

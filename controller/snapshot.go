@@ -14,7 +14,7 @@ import (
 
 // vipKey is what a new connection is classified by.
 type vipKey struct {
-	ip    uint32
+	ip    netip.Addr
 	port  uint16 // 0 for ICMP and ANY
 	proto uint8  // protoAny for ANY
 }
@@ -24,7 +24,7 @@ type vipState struct {
 	id      string
 	num     uint32
 	key     vipKey
-	ip      [4]byte
+	ip      netip.Addr
 	mac     [6]byte
 	proto   uint8
 	port    uint16
@@ -54,7 +54,7 @@ type memberState struct {
 	num     uint32
 	poolID  string
 	address string
-	ip      [4]byte
+	ip      netip.Addr
 	port    uint16 // 0: the VIP's port
 	weight  int    // configured
 	// The weighting in force (weights.go): the weight it is scheduled
@@ -91,7 +91,7 @@ type snapshot struct {
 	vips      map[vipKey]*vipState
 	vipByID   map[string]*vipState
 	vipByNum  map[uint32]*vipState
-	vipByAddr map[uint32]*vipState // the VIP whose MAC answers ARP for an address
+	vipByAddr map[netip.Addr]*vipState // the VIP whose MAC answers ARP for an address
 	vipMACs   map[[6]byte]struct{}
 	pools     map[string]*poolState
 	// memberPools holds the pool of every member by number: what a
@@ -113,7 +113,7 @@ type snapshot struct {
 	// the numbers of those pools' VIPs: the buckets and member routes
 	// that change when a switch learns where an address is, or when a
 	// member there changes health.
-	switchedMembers map[uint32][]uint32
+	switchedMembers map[netip.Addr][]uint32
 	// Counters of every VIP and member the configuration has, enabled or
 	// not, so flow-removed accounting finds them whatever their state.
 	vipCnt    map[uint32]*vipCounters
@@ -199,14 +199,14 @@ func (b *snapshotBuilder) build(cfg *sdnlb.Config) (snap *snapshot, skipped []er
 		vips:        map[vipKey]*vipState{},
 		vipByID:     map[string]*vipState{},
 		vipByNum:    map[uint32]*vipState{},
-		vipByAddr:   map[uint32]*vipState{},
+		vipByAddr:   map[netip.Addr]*vipState{},
 		vipMACs:     map[[6]byte]struct{}{},
 		pools:       map[string]*poolState{},
 		memberPools: map[uint32]string{},
 		replyPunts:  map[replyMatch]replyOwner{},
 		replyPools:  map[replyMatch][]string{},
 
-		switchedMembers: map[uint32][]uint32{},
+		switchedMembers: map[netip.Addr][]uint32{},
 		vipCnt:          map[uint32]*vipCounters{},
 		memberCnt:       map[uint32]*memberCounters{},
 	}
@@ -302,9 +302,8 @@ func (b *snapshotBuilder) build(cfg *sdnlb.Config) (snap *snapshot, skipped []er
 			continue
 		}
 		for _, m := range v.pool.members {
-			ip := ipUint(m.ip)
-			if vips := s.switchedMembers[ip]; len(vips) == 0 || vips[len(vips)-1] != v.num {
-				s.switchedMembers[ip] = append(vips, v.num)
+			if vips := s.switchedMembers[m.ip]; len(vips) == 0 || vips[len(vips)-1] != v.num {
+				s.switchedMembers[m.ip] = append(vips, v.num)
 			}
 		}
 	}
@@ -419,9 +418,9 @@ func replyKeyOf(v *vipState, m *memberState) replyMatch {
 }
 
 func (b *snapshotBuilder) vipState(v *sdnlb.VIP) (*vipState, error) {
-	addr, err := sdnlb.ParseUnicastIPv4(v.Address)
-	if err != nil {
-		return nil, fmt.Errorf("vip %s: %w", v.ID, err)
+	addr, err := netip.ParseAddr(v.Address)
+	if err != nil || addr.Zone() != "" || addr.Is4In6() {
+		return nil, fmt.Errorf("vip %s: bad address %q", v.ID, v.Address)
 	}
 	mac := v.MAC
 	if mac == "" {
@@ -449,9 +448,9 @@ func (b *snapshotBuilder) vipState(v *sdnlb.VIP) (*vipState, error) {
 	if err != nil {
 		return nil, err
 	}
-	vs := &vipState{id: v.ID, num: e.num, ip: addr.As4(), proto: proto, port: port, cnt: e.cnt}
+	vs := &vipState{id: v.ID, num: e.num, ip: addr, proto: proto, port: port, cnt: e.cnt}
 	copy(vs.mac[:], hw)
-	vs.key = vipKey{ip: ipUint(vs.ip), port: port, proto: proto}
+	vs.key = vipKey{ip: addr, port: port, proto: proto}
 	if v.ConnectionLimit > 0 {
 		vs.limit = int64(v.ConnectionLimit)
 	}
@@ -463,7 +462,7 @@ func (b *snapshotBuilder) vipState(v *sdnlb.VIP) (*vipState, error) {
 
 func (b *snapshotBuilder) memberState(m *sdnlb.Member) (*memberState, error) {
 	addr, err := netip.ParseAddr(m.Address)
-	if err != nil || !addr.Is4() || m.Port < 0 || m.Port > 65535 {
+	if err != nil || addr.Zone() != "" || m.Port < 0 || m.Port > 65535 {
 		return nil, fmt.Errorf("member %s: bad address %s:%d", m.ID, m.Address, m.Port)
 	}
 	e, err := b.members.of(m.ID)
@@ -473,7 +472,7 @@ func (b *snapshotBuilder) memberState(m *sdnlb.Member) (*memberState, error) {
 	weight := min(max(m.Weight, sched.MinWeight), sched.MaxWeight)
 	ms := &memberState{
 		id: m.ID, num: e.num, poolID: m.PoolID, address: m.Address,
-		ip: addr.As4(), port: uint16(m.Port), draining: !m.AdminStateUp || m.Weight == 0,
+		ip: addr, port: uint16(m.Port), draining: !m.AdminStateUp || m.Weight == 0,
 		status: m.EffectiveStatus(), since: m.Health.Since, cnt: e.cnt,
 		weight: weight, share: weight, effective: float64(weight), rampDone: 1,
 		capacity: int64(m.Capacity), agent: m.Health.Agent, inRotationSince: m.CreatedAt,
@@ -520,10 +519,11 @@ func (v *vipState) serves(proto uint8, port uint16) bool {
 func (v *vipState) switched() bool { return v.pool != nil && v.pool.switched() }
 
 // switched reports whether the switch picks the members of p's new
-// connections: SWITCH dispatch, for a VIP without session persistence,
-// which only the controller keeps.
+// connections: SWITCH dispatch, for an IPv4 VIP without session
+// persistence, which only the controller keeps. The switch's rows carry
+// IPv4 only: the controller dispatches an IPv6 VIP's pool.
 func (p *poolState) switched() bool {
-	return p.dispatch == sdnlb.DispatchSwitch && p.vip != nil && p.vip.persist == 0
+	return p.dispatch == sdnlb.DispatchSwitch && p.vip != nil && p.vip.persist == 0 && p.vip.ip.Is4()
 }
 
 // dsr reports whether v's pool forwards by direct server return.

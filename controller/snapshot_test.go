@@ -112,28 +112,28 @@ func TestAffinityTable(t *testing.T) {
 		ok     bool
 	}{
 		{"Empty", func(p *affinityTable) {}, now, 0, false},
-		{"Fresh", func(p *affinityTable) { p.put(1, 7, 3, now.Add(time.Minute)) }, now, 3, true},
-		{"Expired", func(p *affinityTable) { p.put(1, 7, 3, now.Add(time.Minute)) }, now.Add(2 * time.Minute), 0, false},
-		{"OtherVIP", func(p *affinityTable) { p.put(2, 7, 3, now.Add(time.Minute)) }, now, 0, false},
+		{"Fresh", func(p *affinityTable) { p.put(1, addr4(7), 3, now.Add(time.Minute)) }, now, 3, true},
+		{"Expired", func(p *affinityTable) { p.put(1, addr4(7), 3, now.Add(time.Minute)) }, now.Add(2 * time.Minute), 0, false},
+		{"OtherVIP", func(p *affinityTable) { p.put(2, addr4(7), 3, now.Add(time.Minute)) }, now, 0, false},
 		{"TouchExtends", func(p *affinityTable) {
-			p.put(1, 7, 3, now.Add(time.Minute))
-			p.touch(1, 7, 3, now.Add(5*time.Minute))
+			p.put(1, addr4(7), 3, now.Add(time.Minute))
+			p.touch(1, addr4(7), 3, now.Add(5*time.Minute))
 		}, now.Add(3 * time.Minute), 3, true},
 		{"TouchOfOtherMemberIgnored", func(p *affinityTable) {
-			p.put(1, 7, 3, now.Add(time.Minute))
-			p.touch(1, 7, 4, now.Add(5*time.Minute))
+			p.put(1, addr4(7), 3, now.Add(time.Minute))
+			p.touch(1, addr4(7), 4, now.Add(5*time.Minute))
 		}, now.Add(3 * time.Minute), 0, false},
 		{"ExpireDrops", func(p *affinityTable) {
-			p.put(1, 7, 3, now.Add(time.Minute))
+			p.put(1, addr4(7), 3, now.Add(time.Minute))
 			p.expire(now.Add(2 * time.Minute))
-			p.touch(1, 7, 3, now.Add(5*time.Minute)) // nothing left to extend
+			p.touch(1, addr4(7), 3, now.Add(5*time.Minute)) // nothing left to extend
 		}, now.Add(3 * time.Minute), 0, false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			p := newAffinityTable()
 			tt.ops(p)
-			m, ok := p.get(1, 7, tt.at)
+			m, ok := p.get(1, addr4(7), tt.at)
 			if m != tt.member || ok != tt.ok {
 				t.Errorf("get = %d %v, want %d %v", m, ok, tt.member, tt.ok)
 			}

@@ -142,13 +142,13 @@ func TestSession_Handshake(t *testing.T) {
 		case *ofp.PacketOut:
 			outs = append(outs, packetOutLine(m))
 			arp := layerOf[*layers.ARP](t, parseFrame(t, m.Data))
-			if ipString([4]byte(arp.SourceProtAddress)) != "10.0.0.100" || ipString([4]byte(arp.DstProtAddress)) != "10.0.0.100" {
+			if addrFrom(arp.SourceProtAddress).String() != "10.0.0.100" || addrFrom(arp.DstProtAddress).String() != "10.0.0.100" {
 				t.Errorf("gratuitous ARP for %v→%v, want the VIP", arp.SourceProtAddress, arp.DstProtAddress)
 			}
 		}
 	}
 	wantTypes := "HELLO FEATURES_REQUEST MULTIPART_REQUEST SET_CONFIG MULTIPART_REQUEST MULTIPART_REQUEST" +
-		strings.Repeat(" FLOW_MOD", 15) + " PACKET_OUT BARRIER_REQUEST"
+		strings.Repeat(" FLOW_MOD", 16) + " PACKET_OUT BARRIER_REQUEST"
 	if s := strings.Join(types, " "); s != wantTypes {
 		t.Errorf("handshake sent\n  %s\nwant\n  %s", s, wantTypes)
 	}
@@ -160,6 +160,7 @@ func TestSession_Handshake(t *testing.T) {
 		"cookie=0x5d01000000000000, table=to-member, priority=0 actions=goto_table:9",
 		"cookie=0x5d01000000000000, table=from-member, priority=0 actions=drop",
 		"cookie=0x5d01000000000000, table=l2, priority=0 actions=CONTROLLER:65535",
+		ndCopyLine,
 		"cookie=0x5d02000001000000, priority=500, arp,arp_tpa=10.0.0.100 actions=CONTROLLER:65535",
 		"cookie=0x5d02000001000000, priority=500, arp,dl_dst=02:00:00:00:01:00 actions=CONTROLLER:65535",
 		"cookie=0x5d02000001000000, priority=501, tcp,nw_dst=10.0.0.100,tp_dst=80 actions=CONTROLLER:65535",
@@ -305,8 +306,8 @@ func TestSession_Reconnect(t *testing.T) {
 			mods = append(mods, *fm)
 		}
 	}
-	if len(mods) != 15 { // this fake switch forgets its flows
-		t.Errorf("reconnected switch got %d flow-mods, want 6 base flows + 6 VIP flows + 3 reply punts:\n%s", len(mods), strings.Join(flowLines(t, mods), "\n"))
+	if len(mods) != 16 { // this fake switch forgets its flows
+		t.Errorf("reconnected switch got %d flow-mods, want 7 base flows + 6 VIP flows + 3 reply punts:\n%s", len(mods), strings.Join(flowLines(t, mods), "\n"))
 	}
 	waitSwitches(t, h.c, func(sws []*sdnlb.Switch) bool { return len(sws) == 1 })
 }
@@ -522,7 +523,7 @@ func TestSwitchFlows(t *testing.T) {
 		if fsr.Cookie != appID<<cookieAppShift || fsr.CookieMask != maskApp {
 			t.Errorf("flows request for cookie %#x/%#x, want every sdnlb flow", fsr.Cookie, fsr.CookieMask)
 		}
-		v := &vipState{num: 1, ip: [4]byte{10, 0, 0, 100}, proto: protoTCP, port: 80}
+		v := &vipState{num: 1, ip: netip.AddrFrom4([4]byte{10, 0, 0, 100}), proto: protoTCP, port: 80}
 		vf := vipFlows(v, v, L2Normal, false)
 		drop, service := vf[len(vf)-1], vf[len(vf)-2]
 		sw.send(req.h.XID, ofp.MultipartReply{Body: ofp.FlowStatsReply{Stats: []ofp.FlowStats{

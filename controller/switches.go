@@ -126,8 +126,6 @@ func parseDPID(s string) (uint64, bool) {
 	return v, digits > 0
 }
 
-func ipString(ip [4]byte) string { return net.IP(ip[:]).String() }
-
 func macString(mac [6]byte) string { return net.HardwareAddr(mac[:]).String() }
 
 // switchPorts lists ports as the API shows them, by number.

@@ -21,10 +21,11 @@ type tableSpec struct {
 
 // pipeline is every table sdnlb installs rows in.
 var pipeline = map[uint8]tableSpec{
-	tableClassify:   {name: "classify", next: []uint8{tableTracked, tableFromMember, tableSources, tableL2}},
+	tableClassify:   {name: "classify", next: []uint8{tableTracked, tableFromMember, tableNDAnswer, tableSources, tableL2}},
 	tableTracked:    {name: "tracked", tracked: true, next: []uint8{tableToMember, tableL2}},
 	tableToMember:   {name: "to-member", tracked: true, next: []uint8{tableL2}},
 	tableFromMember: {name: "from-member", tracked: true, next: []uint8{tableL2}},
+	tableNDAnswer:   {name: "nd-answer"},
 	tableSources:    {name: "sources", next: []uint8{tableL2}},
 	tableL2:         {name: "l2", next: []uint8{tableFabric}},
 	tableFabric:     {name: "fabric"},

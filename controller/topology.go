@@ -3,6 +3,7 @@ package controller
 import (
 	"cmp"
 	"context"
+	"net/netip"
 	"slices"
 	"sync"
 	"time"
@@ -228,11 +229,11 @@ func (c *Controller) Topology(ctx context.Context) (*sdnlb.Topology, error) {
 	for _, s := range c.switchConns() {
 		top.Switches = append(top.Switches, &sdnlb.TopologySwitch{DPID: formatDPID(s.dpid), Ports: switchPorts(s.ports.all())})
 		s.decide(func(dp *dataplane, _ *outbox) {
-			dp.learner.seenHosts(now, func(ip uint32, e hostEntry) {
+			dp.learner.seenHosts(now, func(ip netip.Addr, e hostEntry) {
 				if e.port == 0 || linked[portRef{dpid: s.dpid, port: e.port}] {
 					return
 				}
-				top.Hosts = append(top.Hosts, &sdnlb.Host{Address: ipString(uintIP(ip)), MAC: macString(e.mac), DPID: formatDPID(s.dpid),
+				top.Hosts = append(top.Hosts, &sdnlb.Host{Address: ip.String(), MAC: macString(e.mac), DPID: formatDPID(s.dpid),
 					Port: ofp.FormatPort(e.port), PortName: s.ports.name(e.port), LastSeen: time.Unix(0, e.seen)})
 			})
 		})

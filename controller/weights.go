@@ -3,6 +3,7 @@ package controller
 import (
 	"maps"
 	"math"
+	"net/netip"
 	"slices"
 	"time"
 
@@ -312,11 +313,11 @@ func (b *snapshotBuilder) reweigh(now time.Time) *snapshot {
 		p.pickScheduler(ch.pool)
 		if p.switched() {
 			for _, m := range p.rotation {
-				sc.addrs = append(sc.addrs, ipUint(m.ip))
+				sc.addrs = append(sc.addrs, m.ip)
 			}
 		}
 	}
-	slices.Sort(sc.addrs)
+	slices.SortFunc(sc.addrs, netip.Addr.Compare)
 	sc.addrs = slices.Compact(sc.addrs)
 	s.relinkVIPs(sc)
 	b.last = s

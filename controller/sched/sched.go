@@ -48,7 +48,7 @@ type Load interface {
 
 // Key describes the new connection being scheduled.
 type Key struct {
-	ClientIP   uint32 // IPv4, host byte order
+	ClientIP   uint32 // an IPv4 address in host byte order, or a digest of an IPv6 one
 	ClientPort uint16
 	Proto      uint8 // IP protocol number
 }
