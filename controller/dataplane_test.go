@@ -273,6 +273,22 @@ func describeFrame(tb testing.TB, data []byte) string {
 		a := layerOf[*layers.ARP](tb, p)
 		return fmt.Sprintf("arp %s>%s op=%d sha=%s spa=%s tha=%s tpa=%s", eth.SrcMAC, eth.DstMAC, a.Operation,
 			net.HardwareAddr(a.SourceHwAddress), net.IP(a.SourceProtAddress), net.HardwareAddr(a.DstHwAddress), net.IP(a.DstProtAddress))
+	case layers.EthernetTypeIPv6:
+		ip := layerOf[*layers.IPv6](tb, p)
+		if ip.NextHeader == layers.IPProtocolICMPv6 {
+			icmp := layerOf[*layers.ICMPv6](tb, p)
+			var target net.IP
+			switch icmp.TypeCode.Type() {
+			case ndSolicitation:
+				target = layerOf[*layers.ICMPv6NeighborSolicitation](tb, p).TargetAddress
+			case ndAdvertisement:
+				target = layerOf[*layers.ICMPv6NeighborAdvertisement](tb, p).TargetAddress
+			}
+			return fmt.Sprintf("icmp6 %s>%s %s>%s type=%d target=%s", eth.SrcMAC, eth.DstMAC, ip.SrcIP, ip.DstIP, icmp.TypeCode.Type(), target)
+		}
+		tcp := layerOf[*layers.TCP](tb, p)
+		return fmt.Sprintf("tcp %s>%s [%s]:%d>[%s]:%d RST=%t seq=%d ack=%d", eth.SrcMAC, eth.DstMAC,
+			ip.SrcIP, uint16(tcp.SrcPort), ip.DstIP, uint16(tcp.DstPort), tcp.RST, tcp.Seq, tcp.Ack)
 	case layers.EthernetTypeIPv4:
 		ip := layerOf[*layers.IPv4](tb, p)
 		tcp := layerOf[*layers.TCP](tb, p)

@@ -614,14 +614,43 @@ type tcpSeg struct {
 	seq, ackNum    uint32
 }
 
+// tcpFrame is the segment s, over IPv4 or IPv6 as its addresses are.
 func tcpFrame(tb testing.TB, s tcpSeg) []byte {
 	tb.Helper()
 	eth := &layers.Ethernet{SrcMAC: mustMAC(tb, s.srcMAC), DstMAC: mustMAC(tb, s.dstMAC), EthernetType: layers.EthernetTypeIPv4}
-	ip := &layers.IPv4{Version: 4, TTL: 64, Protocol: layers.IPProtocolTCP, SrcIP: net.ParseIP(s.src).To4(), DstIP: net.ParseIP(s.dst).To4()}
 	tcp := &layers.TCP{SrcPort: layers.TCPPort(s.sport), DstPort: layers.TCPPort(s.dport), SYN: s.syn, ACK: s.ack, RST: s.rst,
 		Seq: s.seq, Ack: s.ackNum, Window: 1024}
-	tcp.SetNetworkLayerForChecksum(ip)
+	if src := netip.MustParseAddr(s.src); src.Is6() {
+		eth.EthernetType = layers.EthernetTypeIPv6
+		ip := &layers.IPv6{Version: 6, HopLimit: 64, NextHeader: layers.IPProtocolTCP, SrcIP: src.AsSlice(), DstIP: net.ParseIP(s.dst)}
+		_ = tcp.SetNetworkLayerForChecksum(ip)
+		return serialize(tb, eth, ip, tcp)
+	}
+	ip := &layers.IPv4{Version: 4, TTL: 64, Protocol: layers.IPProtocolTCP, SrcIP: net.ParseIP(s.src).To4(), DstIP: net.ParseIP(s.dst).To4()}
+	_ = tcp.SetNetworkLayerForChecksum(ip)
 	return serialize(tb, eth, ip, tcp)
+}
+
+// ndFrame is a neighbour solicitation (typ 135) or advertisement (136)
+// about target, with a link-layer address option for ll unless ll is "".
+func ndFrame(tb testing.TB, srcMAC, dstMAC, src, dst string, typ uint8, target, ll string) []byte {
+	tb.Helper()
+	eth := &layers.Ethernet{SrcMAC: mustMAC(tb, srcMAC), DstMAC: mustMAC(tb, dstMAC), EthernetType: layers.EthernetTypeIPv6}
+	ip := &layers.IPv6{Version: 6, HopLimit: 255, NextHeader: layers.IPProtocolICMPv6, SrcIP: net.ParseIP(src), DstIP: net.ParseIP(dst)}
+	icmp := &layers.ICMPv6{TypeCode: layers.CreateICMPv6TypeCode(typ, 0)}
+	_ = icmp.SetNetworkLayerForChecksum(ip)
+	var opts layers.ICMPv6Options
+	if ll != "" {
+		opt := layers.ICMPv6OptSourceAddress
+		if typ == ndAdvertisement {
+			opt = layers.ICMPv6OptTargetAddress
+		}
+		opts = append(opts, layers.ICMPv6Option{Type: opt, Data: mustMAC(tb, ll)})
+	}
+	if typ == ndSolicitation {
+		return serialize(tb, eth, ip, icmp, &layers.ICMPv6NeighborSolicitation{TargetAddress: net.ParseIP(target), Options: opts})
+	}
+	return serialize(tb, eth, ip, icmp, &layers.ICMPv6NeighborAdvertisement{Flags: ndFlagOverride, TargetAddress: net.ParseIP(target), Options: opts})
 }
 
 func udpFrame(tb testing.TB, srcMAC, dstMAC, src, dst string, sport, dport uint16) []byte {

@@ -1,0 +1,151 @@
+package controller
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/sdnlb/sdnlb"
+	"github.com/sdnlb/sdnlb/controller/ofp"
+	"github.com/sdnlb/sdnlb/controller/oftable"
+)
+
+// The IPv6 twins of the test configuration's addresses.
+const (
+	vip6    = "2001:db8::100"
+	client6 = "2001:db8:1::5"
+)
+
+func member6(i int) string { return fmt.Sprintf("2001:db8::%d", i) }
+
+// v6Config is testConfig with an IPv6 VIP and members.
+func v6Config(edit func(*sdnlb.Config)) *sdnlb.Config {
+	return testConfig(func(c *sdnlb.Config) {
+		c.VIPs[0].Address = vip6
+		for i, m := range c.Members {
+			m.Address = member6(i + 1)
+		}
+		if edit != nil {
+			edit(c)
+		}
+	})
+}
+
+func syn6(tb testing.TB, sport uint16) []byte {
+	tb.Helper()
+	return tcpFrame(tb, tcpSeg{srcMAC: clientMAC, dstMAC: vipMAC, src: client6, dst: vip6, sport: sport, dport: 80, syn: true, seq: 1000})
+}
+
+// solicitation is the client's neighbour solicitation for the VIP, to its
+// solicited-node group.
+func solicitation(tb testing.TB) []byte {
+	tb.Helper()
+	return ndFrame(tb, clientMAC, "33:33:ff:00:01:00", client6, "ff02::1:ff00:100", ndSolicitation, vip6, clientMAC)
+}
+
+// teach6 makes member i known as the controller learns IPv6 members: its
+// advertisement to all nodes, which the switch copies up.
+func (d *decision) teach6(members ...int) {
+	d.tb.Helper()
+	for _, i := range members {
+		na := ndFrame(d.tb, memberMAC(i), "33:33:00:00:00:01", member6(i), "ff02::1", ndAdvertisement, member6(i), memberMAC(i))
+		assertSent(d.tb, d.punt(makeCookie(catARPAnswer, 0, 0), uint32(i), na), l2Line(memberMAC(i), i))
+	}
+}
+
+// The switch answers a client's neighbour solicitation for an IPv6 VIP
+// itself, multicast or unicast, as the controller answers one that reaches
+// it; duplicate address detection of the VIP's address is dropped.
+func TestDataplane_IPv6NeighbourDiscovery(t *testing.T) {
+	const answer = "output:10 icmp6 2001:db8::100 > 2001:db8:1::5 type=136 code=0 nd_target=2001:db8::100 nd_sll=cc:00:00:00:00:01 nd_tll=02:00:00:00:01:00 nd_reserved=0x60000000 nd_options_type=2 in_port=10 dl_src=02:00:00:00:01:00 dl_dst=cc:00:00:00:00:01"
+	d := newDecisionL2(t, v6Config(nil), L2Normal)
+	unicast := ndFrame(t, clientMAC, vipMAC, client6, vip6, ndSolicitation, vip6, clientMAC)
+	for name, frame := range map[string][]byte{"multicast": solicitation(t), "unicast": unicast} {
+		if got := d.forward(clientOF, frame); got != answer {
+			t.Errorf("%s solicitation went\n  %s\nwant\n  %s", name, got, answer)
+		}
+	}
+
+	d.dp.packetIn(d.now, d.snap, &ofp.PacketIn{BufferID: ofp.NoBuffer, Reason: ofp.ReasonAction, Cookie: makeCookie(catBase, 0, 0),
+		Match: ofp.Match{OXMs: []ofp.OXM{ofp.MatchInPort(clientOF)}}, Data: solicitation(t)}, d.out)
+	sent := d.sent(nil)
+	want := "packet_out in_port=10 actions=IN_PORT data=icmp6 02:00:00:00:01:00>cc:00:00:00:00:01 2001:db8::100>2001:db8:1::5 type=136 target=2001:db8::100"
+	if len(sent) != 1 || sent[0] != want {
+		t.Fatalf("the controller sent\n  %s\nwant\n  %s", strings.Join(sent, "\n  "), want)
+	}
+
+	dad := ndFrame(t, clientMAC, "33:33:ff:00:01:00", "::", "ff02::1:ff00:100", ndSolicitation, vip6, "")
+	if got := d.forward(clientOF, dad); got != "drop" {
+		t.Errorf("duplicate address detection of the VIP's address went %s, want drop", got)
+	}
+}
+
+// The switch's answer and the controller's are the same packet.
+func TestDataplane_IPv6SwitchAnswersAsTheControllerDoes(t *testing.T) {
+	d := newDecisionL2(t, v6Config(nil), L2Normal)
+	p, err := oftable.ParseFrame(clientOF, solicitation(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	fromSwitch := d.sw.Process(p).Out
+	// The switch's flow keeps the solicitation's nd_sll; the packet has no
+	// such option any more, as the controller's has none.
+	fromSwitch.NDSLL = [6]byte{}
+	d.dp.packetIn(d.now, d.snap, &ofp.PacketIn{BufferID: ofp.NoBuffer, Reason: ofp.ReasonAction, Cookie: makeCookie(catBase, 0, 0),
+		Match: ofp.Match{OXMs: []ofp.OXM{ofp.MatchInPort(clientOF)}}, Data: solicitation(t)}, d.out)
+	_, m, err := ofp.Decode(d.out.buf)
+	d.out.reset()
+	po, ok := m.(*ofp.PacketOut)
+	if err != nil || !ok {
+		t.Fatalf("the controller sent %T, %v; want its answer", m, err)
+	}
+	fromController, err := oftable.ParseFrame(clientOF, po.Data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fromSwitch != fromController {
+		t.Errorf("answers differ\nswitch:     %v\ncontroller: %v", fromSwitch, fromController)
+	}
+}
+
+// An IPv6 connection is set up as an IPv4 one: its flows match and
+// rewrite the IPv6 addresses, and the switch sends its packets to the
+// member and the member's replies back from the VIP.
+func TestDataplane_IPv6Setup(t *testing.T) {
+	d := newDecision(t, v6Config(nil))
+	d.teach6(1, 2, 3)
+	for i, member := range []int{1, 2, 3, 1} {
+		sport := uint16(40000 + i)
+		sent := d.packetIn(clientOF, syn6(t, sport))
+		last := sent[len(sent)-1]
+		if !strings.HasPrefix(last, "packet_out in_port=10 actions=set_field:"+memberMAC(member)+"->eth_dst,set_field:"+member6(member)+"->ipv6_dst,set_field:8080->tcp_dst") {
+			t.Errorf("connection %d: sent\n  %s\nwant its first packet to member %d", i, strings.Join(sent, "\n  "), member)
+		}
+		got := d.forward(clientOF, syn6(t, sport))
+		want := fmt.Sprintf("output:%d tcp6 [%s]:%d > [%s]:8080", member, client6, sport, member6(member))
+		if !strings.HasPrefix(got, want) {
+			t.Errorf("connection %d: the switch sends the client's packets\n  %s\nwant\n  %s...", i, got, want)
+		}
+		reply := tcpFrame(t, tcpSeg{srcMAC: memberMAC(member), dstMAC: clientMAC, src: member6(member), dst: client6,
+			sport: 8080, dport: sport, syn: true, ack: true})
+		got = d.forward(uint32(member), reply)
+		want = fmt.Sprintf("output:10 tcp6 [%s]:80 > [%s]:%d", vip6, client6, sport)
+		if !strings.HasPrefix(got, want) || !strings.Contains(got, "dl_src="+vipMAC) {
+			t.Errorf("connection %d: the switch sends the member's replies\n  %s\nwant\n  %s... from the VIP's MAC", i, got, want)
+		}
+	}
+}
+
+// A member whose MAC is not known is asked for by a solicitation from the
+// unspecified address, and its advertisement releases the held setup.
+func TestDataplane_IPv6UnknownMemberSolicited(t *testing.T) {
+	d := newDecision(t, v6Config(nil))
+	frame := syn6(t, 40000)
+	assertSent(t, d.packetIn(clientOF, frame), learnClient,
+		"packet_out in_port=CONTROLLER actions=FLOOD data=icmp6 02:00:00:00:01:00>33:33:ff:00:00:01 ::>ff02::1:ff00:1 type=135 target=2001:db8::1")
+	na := ndFrame(t, memberMAC(1), "33:33:00:00:00:01", member6(1), "ff02::1", ndAdvertisement, member6(1), memberMAC(1))
+	sent := d.punt(makeCookie(catARPAnswer, 0, 0), 1, na)
+	if len(sent) != 4 || sent[0] != l2Line(memberMAC(1), 1) || !strings.Contains(sent[3], "->ipv6_dst") {
+		t.Errorf("the member's advertisement sent\n  %s\nwant its L2 row, the connection's two flows and its first packet", strings.Join(sent, "\n  "))
+	}
+}
