@@ -158,3 +158,22 @@ func addressLabel(a netip.Addr) [16]byte {
 	copy(l[12:], b[:])
 	return l
 }
+
+// labelAddress is the address a label holds (addressLabel): IPv4 when its
+// first 96 bits are zero. No member has an IPv6 address there (the store
+// refuses ::/96).
+func labelAddress(l [16]byte) netip.Addr {
+	if binary.BigEndian.Uint64(l[:8]) == 0 && binary.BigEndian.Uint32(l[8:12]) == 0 {
+		return netip.AddrFrom4([4]byte(l[12:]))
+	}
+	return netip.AddrFrom16(l)
+}
+
+// labelToDst moves a connection's label, its member's address, into the
+// destination address of a packet in a's family.
+func labelToDst(a netip.Addr) ofp.ActionRegMove {
+	if a.Is6() {
+		return ofp.ActionRegMove{NBits: 128, Src: ofp.NXMCTLabel, Dst: ofp.NXMIPv6Dst}
+	}
+	return ofp.ActionRegMove{NBits: 32, Src: ofp.NXMCTLabel, Dst: ofp.NXMIPDst}
+}

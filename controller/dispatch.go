@@ -2,7 +2,6 @@ package controller
 
 import (
 	"cmp"
-	"encoding/binary"
 	"maps"
 	"net/netip"
 	"slices"
@@ -407,7 +406,7 @@ func (d *dispatcher) deleteRoute(want map[routeKey]memberRoute, k routeKey, out 
 // resetting a new connection to a healthy member.
 func (dp *dataplane) answerMemberRoute(p *packetIn, memberNum uint32, out *outbox) bool {
 	m := p.snap.member(memberNum)
-	if m == nil || !p.hasIPv4 {
+	if m == nil || !p.hasIP() {
 		return false
 	}
 	if m.status != sdnlb.MemberDown {
@@ -450,10 +449,13 @@ func trackedFlows(v *vipState, group uint32) []ofp.FlowMod {
 	flows := []flow{{table: tableTracked, cookie: cookie, priority: prioTrackedUnknown + v.onePort(), match: unknown}}
 	if v.dsr() {
 		tracked := append([]ofp.OXM{ofp.MatchCTState(ofp.CTStateTrk, ofp.CTStateTrk)}, v.service()...)
+		name := []ofp.Action{nameGroup(group)}
+		if v.ip.Is4() { // an IPv6 member is routed by the label itself, which a register cannot hold
+			name = append([]ofp.Action{ofp.ActionRegMove{NBits: 32, Src: ofp.NXMCTLabel, Dst: ofp.NXMReg(dsrMemberReg)}}, name...)
+		}
 		flows = append(flows,
 			flow{table: tableTracked, cookie: cookie, priority: prioTrackedForward + v.onePort(), match: tracked,
-				actions:   []ofp.Action{ofp.ActionRegMove{NBits: 32, Src: ofp.NXMCTLabel, Dst: ofp.NXMReg(dsrMemberReg)}, nameGroup(group)},
-				gotoTable: tableToMember},
+				actions: name, gotoTable: tableToMember},
 			flow{cookie: cookie, priority: prioVIPReply + v.onePort(),
 				match:   serviceMatch(v.proto, v.ip, fromService, v.port),
 				actions: []ofp.Action{ofp.ActionCT{Zone: ctZoneVIP, Table: ofp.CTRecircNone}}, gotoTable: tableL2})
@@ -485,7 +487,7 @@ func natTranslations(v *vipState, cookie uint64, group uint32) []flow {
 		}
 		tracked := append([]ofp.OXM{ofp.MatchCTState(ofp.CTStateTrk, ofp.CTStateTrk|ofp.CTStateNew)}, service...)
 		committed := append([]ofp.OXM{ofp.MatchCTState(ofp.CTStateTrk|ofp.CTStateNew, ofp.CTStateTrk|ofp.CTStateNew)}, service...)
-		translate := []ofp.Action{nameGroup(group), ofp.ActionRegMove{NBits: 32, Src: ofp.NXMCTLabel, Dst: ofp.NXMIPDst}}
+		translate := []ofp.Action{nameGroup(group), labelToDst(v.ip)}
 		if t.dst != 0 {
 			translate = append(translate, ofp.ActionRegMove{NBits: 16, Src: ofp.NXMCTMark, Dst: t.dst})
 		}
@@ -543,9 +545,9 @@ func replyRow(s dispatchSpec, t translation) flow {
 	if s.key.port == 0 { // the port is the client's, whatever it is
 		mark = ofp.MatchCTMark(serviceMark(s.key), 0xffff0000)
 	}
-	match := []ofp.OXM{ofp.MatchEthType(ethTypeIPv4)}
+	match := []ofp.OXM{ofp.MatchEthType(ethTypeOf(s.key.ip))}
 	if t.proto != protoAny {
-		match = append(match, ofp.MatchIPProto(t.proto))
+		match = append(match, ofp.MatchIPProto(wireProto(t.proto, s.key.ip)))
 	}
 	match = append(match, ofp.MatchCTLabel(addressLabel(s.key.ip)), mark)
 	fromVIP := []ofp.Action{ofp.ActionSetField{Field: ofp.MatchEthSrc(s.mac)}, ofp.ActionSetField{Field: matchIPSrc(s.key.ip)}}
@@ -649,9 +651,8 @@ func bucketTargetOf(actions []ofp.Action) (ip netip.Addr, port uint16, ok bool) 
 			switch {
 			case !isSet || sf.Field.Class != ofp.NXMCTLabel.Class():
 			case sf.Field.Field == ofp.NXMCTLabel.Field():
-				v := sf.Field.Value()
-				if len(v) == 16 && binary.BigEndian.Uint64(v) == 0 && binary.BigEndian.Uint32(v[8:]) == 0 {
-					ip = netip.AddrFrom4([4]byte(v[12:]))
+				if v := sf.Field.Value(); len(v) == 16 {
+					ip = labelAddress([16]byte(v))
 				}
 			case sf.Field.Field == ofp.NXMCTMark.Field():
 				port = uint16(sf.Field.Uint())
@@ -668,9 +669,12 @@ func bucketTargetOf(actions []ofp.Action) (ip netip.Addr, port uint16, ok bool) 
 // they are modified rather than deleted, so the switch keeps their
 // counters (an add over an existing row copies them).
 func routeFlows(k routeKey, r memberRoute) []ofp.FlowMod {
-	match := []ofp.OXM{ofp.MatchEthType(ethTypeIPv4), matchIPDst(k.ip)}
-	if k.dsr {
-		match = []ofp.OXM{ofp.MatchEthType(ethTypeIPv4), ofp.MatchReg(dsrMemberReg, ipUint(k.ip.As4()), 0xffffffff)}
+	match := []ofp.OXM{ofp.MatchEthType(ethTypeOf(k.ip)), matchIPDst(k.ip)}
+	switch {
+	case k.dsr && k.ip.Is6():
+		match[1] = ofp.MatchCTLabel(addressLabel(k.ip))
+	case k.dsr:
+		match[1] = ofp.MatchReg(dsrMemberReg, ipUint(k.ip.As4()), 0xffffffff)
 	}
 	match = append(match, ofp.MatchReg(groupReg, k.group, 0xffffffff))
 	f := flow{table: tableToMember, cookie: r.cookie, priority: prioMemberRoute, match: match,
@@ -720,10 +724,13 @@ func routeFlows(k routeKey, r memberRoute) []ofp.FlowMod {
 }
 
 // routedAddress is the member address a tableToMember row routes: its
-// destination (NAT) or dsrMemberReg (DSR).
+// destination (NAT) or dsrMemberReg (DSR; IPv6: the connection's label).
 func routedAddress(m *ofp.Match) (netip.Addr, bool) {
-	if dst, ok := m.Get(ofp.OXMIPv4Dst); ok {
-		return netip.AddrFrom4(dst.IPv4()), true
+	if dst, ok := matchedDst(m); ok {
+		return dst, true
+	}
+	if l, ok := m.Get(ofp.OXMField(ofp.NXMCTLabel.Field())); ok && l.Class == ofp.NXMCTLabel.Class() {
+		return netip.AddrFrom16([16]byte(l.Value())), true
 	}
 	reg := ofp.MatchReg(dsrMemberReg, 0, 0xffffffff)
 	for _, o := range m.OXMs {

@@ -519,11 +519,10 @@ func (v *vipState) serves(proto uint8, port uint16) bool {
 func (v *vipState) switched() bool { return v.pool != nil && v.pool.switched() }
 
 // switched reports whether the switch picks the members of p's new
-// connections: SWITCH dispatch, for an IPv4 VIP without session
-// persistence, which only the controller keeps. The switch's rows carry
-// IPv4 only: the controller dispatches an IPv6 VIP's pool.
+// connections: SWITCH dispatch, for a VIP without session persistence,
+// which only the controller keeps.
 func (p *poolState) switched() bool {
-	return p.dispatch == sdnlb.DispatchSwitch && p.vip != nil && p.vip.persist == 0 && p.vip.ip.Is4()
+	return p.dispatch == sdnlb.DispatchSwitch && p.vip != nil && p.vip.persist == 0
 }
 
 // dsr reports whether v's pool forwards by direct server return.
