@@ -50,11 +50,10 @@ func (ps *pingers) close() { ps.v4.close(); ps.v6.close() }
 
 // pinger runs the PING probes of one address family over one raw socket
 // shared by all of them, opened at the first such probe (it needs root or
-// CAP_NET_RAW). Replies
-// are matched to the waiting probe by identifier and sequence (one 32-bit
-// key, so keys do not wrap within any timeout), source address, and a
-// per-process token in the payload, which tells our echoes from other
-// programs' pings that the raw socket also sees.
+// CAP_NET_RAW). Replies are matched to the waiting probe by identifier and
+// sequence (one 32-bit key, so keys do not wrap within any timeout), source
+// address, and a per-process token in the payload, which tells our echoes
+// from other programs' pings that the raw socket also sees.
 type pinger struct {
 	family icmpFamily
 	token  [8]byte

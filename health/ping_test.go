@@ -228,6 +228,9 @@ func TestPingers_ByFamily(t *testing.T) {
 			t.Fatal(err)
 		}
 	})
+	t.Run("ErrNoAddress", func(t *testing.T) {
+		checkProbeErr(t, runProbe(t, ps, target{Type: sdnlb.MonitorPING}, probeTimeout), "not an IP address")
+	})
 }
 
 func TestPinger_OpenOnceAndFail(t *testing.T) {
