@@ -34,7 +34,7 @@ func TestARP_AnsweredBySwitch(t *testing.T) {
 		h.ServeHTTP(t, memberPort, "nat"+strconv.Itoa(i+1))
 		natMembers = append(natMembers, h)
 		h = sw.AddHost(t, "d"+strconv.Itoa(i+1), sw.Addr(byte(21+i)))
-		holdVIP(t, h, dsrVIPAddr)
+		h.HoldVIP(t, dsrVIPAddr)
 		h.ServeHTTP(t, memberPort, "dsr"+strconv.Itoa(i+1))
 		dsrMembers = append(dsrMembers, h)
 	}

@@ -115,7 +115,7 @@ func newDSRBed(t *testing.T, protocol string, dispatch sdnlb.Dispatch) (b *lbBed
 	vipAddr := sw.Addr(100)
 	for i := range 3 {
 		h := sw.AddHost(t, "m"+strconv.Itoa(i+1), sw.Addr(byte(11+i)))
-		holdVIP(t, h, vipAddr)
+		h.HoldVIP(t, vipAddr)
 		h.ServeHTTP(t, memberPort, "srv"+strconv.Itoa(i+1))
 		b.members, names = append(b.members, h), append(names, "srv"+strconv.Itoa(i+1))
 	}
@@ -168,22 +168,6 @@ func TestDispatch_ControllerDSR(t *testing.T) {
 			}
 		}
 	})
-}
-
-// holdVIP sets a DSR member up as the README says: the VIP on its
-// loopback, and no ARP answers or announcements for it.
-func holdVIP(tb testing.TB, h *Host, vip string) {
-	tb.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	for _, cmd := range [][]string{
-		{"sysctl", "-qw", "net.ipv4.conf.all.arp_ignore=1", "net.ipv4.conf.all.arp_announce=2"},
-		{"ip", "addr", "add", vip + "/32", "dev", "lo"},
-	} {
-		if out, err := h.Exec(ctx, cmd[0], cmd[1:]...); err != nil {
-			tb.Fatalf("%s on %s: %v: %s", strings.Join(cmd, " "), h.Name, err, out)
-		}
-	}
 }
 
 // addSwitchedNATVIP adds a VIP whose pool, dispatched by the switch with
@@ -291,7 +275,7 @@ func TestRestart_Cycles(t *testing.T) {
 	b.lb.MustAPI("POST", "/v1/pools", map[string]any{"name": "dsr", "vip_id": dsrVIP.ID, "lb_method": sdnlb.RoundRobin,
 		"protocol": sdnlb.ProtocolTCP, "dispatch": sdnlb.DispatchSwitch, "forwarding": sdnlb.ForwardingDSR}, 201, &dsrPool)
 	for i, h := range b.members {
-		holdVIP(t, h, dsrVIP.Address)
+		h.HoldVIP(t, dsrVIP.Address)
 		h.ServeHTTP(t, dsrPort, b.servers[i].Name)
 		b.lb.MustCreateMember(&dsrPool, h.IP, 0)
 	}

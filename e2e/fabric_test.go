@@ -242,7 +242,7 @@ func TestFabric_FourBridges(t *testing.T) {
 	b.lb.MustAPI(http.MethodPost, "/v1/pools", map[string]any{"name": "dsr", "vip_id": dsrVIP.ID, "lb_method": sdnlb.RoundRobin,
 		"protocol": sdnlb.ProtocolTCP, "dispatch": sdnlb.DispatchSwitch, "forwarding": sdnlb.ForwardingDSR}, http.StatusCreated, &dsrPool)
 	for _, h := range []*Host{b.mh1, b.mh2} {
-		holdVIP(t, h, dsrVIP.Address)
+		h.HoldVIP(t, dsrVIP.Address)
 		b.lb.MustCreateMember(&dsrPool, h.IP, 0)
 	}
 	b.lb.WaitPoolMembers(dsrPool.ID, 2, 10*time.Second)

@@ -47,7 +47,7 @@ func TestSoak(t *testing.T) {
 	var flapping []*HTTPServer
 	for i := range 4 {
 		h := sw.AddHost(t, "m"+strconv.Itoa(i+1), sw.Addr(byte(11+i)))
-		holdVIP(t, h, dsrVIP)
+		h.HoldVIP(t, dsrVIP)
 		name := "srv" + strconv.Itoa(i+1)
 		for _, port := range []int{natPort, ctlPort, dsrPort} {
 			s := h.ServeHTTP(t, port, name)

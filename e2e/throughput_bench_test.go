@@ -137,7 +137,7 @@ func TestThroughputComparison(t *testing.T) {
 	for i := range nMembers {
 		name := "srv" + strconv.Itoa(i+1)
 		h := sw.AddHost(t, "m"+strconv.Itoa(i+1), sw.Addr(byte(11+i)))
-		holdVIP(t, h, dsrVIP)
+		h.HoldVIP(t, dsrVIP)
 		for _, port := range []int{natPort, ctlPort, dsrPort, directPort} {
 			h.ServeHTTP(t, port, name)
 		}

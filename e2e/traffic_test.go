@@ -176,7 +176,7 @@ func newForwardingBed(tb testing.TB, hosts, inPool int) *forwardingBed {
 	}
 	for i := range hosts {
 		h := b.sw.AddHost(tb, "m"+strconv.Itoa(i+1), b.sw.Addr(byte(11+i)))
-		holdVIP(tb, h, dsrVIP)
+		h.HoldVIP(tb, dsrVIP)
 		h.ServeHTTP(tb, forwardingNATPort, "srv"+strconv.Itoa(i+1))
 		h.ServeHTTP(tb, forwardingDSRPort, "srv"+strconv.Itoa(i+1))
 		b.hosts = append(b.hosts, h)

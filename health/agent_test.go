@@ -5,6 +5,7 @@ import (
 	"errors"
 	"log/slog"
 	"net"
+	"net/netip"
 	"strings"
 	"sync"
 	"testing"
@@ -141,7 +142,7 @@ func TestIsAgentState(t *testing.T) {
 	}
 }
 
-// agentServer is an agent on loopback that answers every connection with
+// agentServer is an agent on a loopback address that answers every connection with
 // what the test set: writes of the reply (each on its own, a pause
 // between them), then the end of the connection unless hold.
 type agentServer struct {
@@ -152,12 +153,9 @@ type agentServer struct {
 	hold   bool // never close: a reply that never ends
 }
 
-func newAgentServer(tb testing.TB, writes ...string) *agentServer {
+func newAgentServer(tb testing.TB, lo netip.Addr, writes ...string) *agentServer {
 	tb.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		tb.Fatal(err)
-	}
+	ln := listenLoopback(tb, lo)
 	s := &agentServer{port: ln.Addr().(*net.TCPAddr).Port, writes: writes}
 	done := make(chan struct{})
 	var conns sync.WaitGroup
@@ -204,98 +202,100 @@ func (s *agentServer) reply() ([]string, bool) {
 	return s.writes, s.hold
 }
 
-func askAgent(tb testing.TB, port int, timeout time.Duration) (agentReply, error) {
+func askAgent(tb testing.TB, lo netip.Addr, port int, timeout time.Duration) (agentReply, error) {
 	tb.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
-	return (&agentProber{}).ask(ctx, target{Type: "AGENT", Addr: loopback, Port: port})
+	return (&agentProber{}).ask(ctx, target{Type: "AGENT", Addr: lo, Port: port})
 }
 
 func TestAgentProber(t *testing.T) {
-	s := newAgentServer(t)
-	for _, tc := range []struct {
-		name      string
-		writes    []string
-		available int
-		drain     bool
-	}{
-		{"LF", []string{"75%\n"}, 75, false},
-		{"CRLF", []string{"75% drain\r\n"}, 75, true},
-		{"EndedByClose", []string{"42%"}, 42, false},
-		{"EndedByCloseCR", []string{"42%\r"}, 42, false},
-		{"SplitAcrossWrites", []string{"7", "5% dr", "ain\n"}, 75, true},
-		{"OnlyTheFirstLine", []string{"10%\ndrain\n"}, 10, false},
-		{"LongestLine", []string{strings.Repeat(" ", maxAgentLine-3) + "60%\n"}, 60, false},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			s.set(false, tc.writes...)
-			r, err := askAgent(t, s.port, probeTimeout)
-			if err != nil || r.available != tc.available || r.drain != tc.drain {
-				t.Fatalf("got %+v, %v; want %d%%, drain %v", r, err, tc.available, tc.drain)
+	forEachFamily(t, func(t *testing.T, lo netip.Addr) {
+		s := newAgentServer(t, lo)
+		for _, tc := range []struct {
+			name      string
+			writes    []string
+			available int
+			drain     bool
+		}{
+			{"LF", []string{"75%\n"}, 75, false},
+			{"CRLF", []string{"75% drain\r\n"}, 75, true},
+			{"EndedByClose", []string{"42%"}, 42, false},
+			{"EndedByCloseCR", []string{"42%\r"}, 42, false},
+			{"SplitAcrossWrites", []string{"7", "5% dr", "ain\n"}, 75, true},
+			{"OnlyTheFirstLine", []string{"10%\ndrain\n"}, 10, false},
+			{"LongestLine", []string{strings.Repeat(" ", maxAgentLine-3) + "60%\n"}, 60, false},
+		} {
+			t.Run(tc.name, func(t *testing.T) {
+				s.set(false, tc.writes...)
+				r, err := askAgent(t, lo, s.port, probeTimeout)
+				if err != nil || r.available != tc.available || r.drain != tc.drain {
+					t.Fatalf("got %+v, %v; want %d%%, drain %v", r, err, tc.available, tc.drain)
+				}
+			})
+		}
+		t.Run("Out", func(t *testing.T) {
+			s.set(false, "maint # upgrading\n")
+			_, err := askAgent(t, lo, s.port, probeTimeout)
+			if err == nil || err.Error() != "the agent says maint: upgrading" {
+				t.Fatalf("error %v", err)
 			}
 		})
-	}
-	t.Run("Out", func(t *testing.T) {
-		s.set(false, "maint # upgrading\n")
-		_, err := askAgent(t, s.port, probeTimeout)
-		if err == nil || err.Error() != "the agent says maint: upgrading" {
-			t.Fatalf("error %v", err)
+		for _, tc := range []struct {
+			name   string
+			hold   bool
+			writes []string
+			// bad: an unreadable reply (logged), else a failure of the network
+			bad  bool
+			want string
+		}{
+			{"Garbage", false, []string{"OK\n"}, true, `"OK" has no word sdnlb reads`},
+			{"Empty", false, nil, true, "agent reply: empty"},
+			{"TooLong", true, []string{strings.Repeat("9", maxAgentLine+1)}, true, "more than 512 bytes without a newline"},
+			{"TooLongThenNewline", false, []string{strings.Repeat(" ", maxAgentLine+1) + "5%\n"}, true, "more than 512 bytes"},
+			{"NeverEnds", true, []string{"75% dr"}, true, `no full line within the timeout, only "75% dr"`},
+			{"Silent", true, nil, false, "agent: no reply within the timeout"},
+		} {
+			t.Run(tc.name, func(t *testing.T) {
+				s.set(tc.hold, tc.writes...)
+				start := time.Now()
+				_, err := askAgent(t, lo, s.port, 300*time.Millisecond)
+				var bad *agentReplyError
+				var ne *netError
+				if err == nil || !strings.Contains(err.Error(), tc.want) || errors.As(err, &bad) != tc.bad || errors.As(err, &ne) == tc.bad {
+					t.Fatalf("error %v, want one saying %q (unreadable reply: %v)", err, tc.want, tc.bad)
+				}
+				if took := time.Since(start); took > probeTimeout {
+					t.Fatalf("the probe took %v", took)
+				}
+			})
 		}
-	})
-	for _, tc := range []struct {
-		name   string
-		hold   bool
-		writes []string
-		// bad: an unreadable reply (logged), else a failure of the network
-		bad  bool
-		want string
-	}{
-		{"Garbage", false, []string{"OK\n"}, true, `"OK" has no word sdnlb reads`},
-		{"Empty", false, nil, true, "agent reply: empty"},
-		{"TooLong", true, []string{strings.Repeat("9", maxAgentLine+1)}, true, "more than 512 bytes without a newline"},
-		{"TooLongThenNewline", false, []string{strings.Repeat(" ", maxAgentLine+1) + "5%\n"}, true, "more than 512 bytes"},
-		{"NeverEnds", true, []string{"75% dr"}, true, `no full line within the timeout, only "75% dr"`},
-		{"Silent", true, nil, false, "agent: no reply within the timeout"},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			s.set(tc.hold, tc.writes...)
-			start := time.Now()
-			_, err := askAgent(t, s.port, 300*time.Millisecond)
-			var bad *agentReplyError
+		t.Run("ClosedPort", func(t *testing.T) {
+			_, err := askAgent(t, lo, closedPort(t, lo), probeTimeout)
 			var ne *netError
-			if err == nil || !strings.Contains(err.Error(), tc.want) || errors.As(err, &bad) != tc.bad || errors.As(err, &ne) == tc.bad {
-				t.Fatalf("error %v, want one saying %q (unreadable reply: %v)", err, tc.want, tc.bad)
-			}
-			if took := time.Since(start); took > probeTimeout {
-				t.Fatalf("the probe took %v", took)
+			if !errors.As(err, &ne) || !strings.Contains(err.Error(), "agent connect: connection refused") {
+				t.Fatalf("error %v", err)
 			}
 		})
-	}
-	t.Run("ClosedPort", func(t *testing.T) {
-		_, err := askAgent(t, closedPort(t), probeTimeout)
-		var ne *netError
-		if !errors.As(err, &ne) || !strings.Contains(err.Error(), "agent connect: connection refused") {
-			t.Fatalf("error %v", err)
-		}
-	})
-	t.Run("Cancelled", func(t *testing.T) {
-		s.set(true, "75")
-		ctx, cancel := context.WithCancel(context.Background())
-		done := make(chan error, 1)
-		go func() {
-			_, err := (&agentProber{}).ask(ctx, target{Type: "AGENT", Addr: loopback, Port: s.port})
-			done <- err
-		}()
-		time.Sleep(50 * time.Millisecond)
-		cancel()
-		select {
-		case err := <-done:
-			if err == nil {
-				t.Fatal("a cancelled probe passed")
+		t.Run("Cancelled", func(t *testing.T) {
+			s.set(true, "75")
+			ctx, cancel := context.WithCancel(context.Background())
+			done := make(chan error, 1)
+			go func() {
+				_, err := (&agentProber{}).ask(ctx, target{Type: "AGENT", Addr: lo, Port: s.port})
+				done <- err
+			}()
+			time.Sleep(50 * time.Millisecond)
+			cancel()
+			select {
+			case err := <-done:
+				if err == nil {
+					t.Fatal("a cancelled probe passed")
+				}
+			case <-time.After(probeTimeout):
+				t.Fatal("a cancelled probe kept reading")
 			}
-		case <-time.After(probeTimeout):
-			t.Fatal("a cancelled probe kept reading")
-		}
+		})
 	})
 }
 
@@ -320,7 +320,7 @@ func TestEngine_AgentBesideTCP(t *testing.T) {
 		}
 	}()
 	port := ln.Addr().(*net.TCPAddr).Port
-	agent := newAgentServer(t, "80%\n")
+	agent := newAgentServer(t, loopback, "80%\n")
 	agentMon := tcpMonitor("agent")
 	agentMon.Type, agentMon.Port = sdnlb.MonitorAgent, agent.port
 	withAgent := &sdnlb.Config{

@@ -95,7 +95,7 @@ type Engine struct {
 	metrics *metrics
 	probers map[sdnlb.MonitorType]prober
 	agent   *agentProber
-	pinger  *pinger
+	pingers *pingers
 	routes  *routes
 
 	mu   sync.RWMutex
@@ -170,7 +170,7 @@ func New(src sdnlb.ConfigSource, svc sdnlb.MemberHealthService, opts Options) *E
 		src: src, svc: svc, log: log, clock: c, max: limit,
 		metrics:    newMetrics(opts.Registerer, log),
 		agent:      &agentProber{},
-		pinger:     newPinger(log),
+		pingers:    newPingers(log),
 		routes:     newRoutes(),
 		badReplies: newLimitedLog(log, time.Minute),
 		live:       make(map[string]sdnlb.MemberHealth),
@@ -180,7 +180,7 @@ func New(src sdnlb.ConfigSource, svc sdnlb.MemberHealthService, opts Options) *E
 	}
 	httpP := newHTTPProber(nil)
 	e.probers = map[sdnlb.MonitorType]prober{
-		sdnlb.MonitorPING:  e.pinger,
+		sdnlb.MonitorPING:  e.pingers,
 		sdnlb.MonitorTCP:   &tcpProber{},
 		sdnlb.MonitorHTTP:  httpP,
 		sdnlb.MonitorHTTPS: httpP,
@@ -213,7 +213,7 @@ func (e *Engine) Run(ctx context.Context) error {
 	defer func() {
 		cancel()
 		wg.Wait()
-		e.pinger.close()
+		e.pingers.close()
 		e.metrics.forget()
 		// The live health is this run's: the store's answers without it.
 		e.mu.Lock()
@@ -299,7 +299,7 @@ func (e *Engine) Run(ctx context.Context) error {
 }
 
 // reset forgets what an earlier run left: members, tasks, results,
-// unwritten transitions, the live health and the closed ICMP socket.
+// unwritten transitions, the live health and the closed ICMP sockets.
 func (e *Engine) reset() {
 	e.members = make(map[string]*memberEntry)
 	e.heap = nil
@@ -319,7 +319,7 @@ func (e *Engine) reset() {
 	e.live = make(map[string]sdnlb.MemberHealth)
 	e.mu.Unlock()
 	e.writer.reset()
-	e.pinger.reset()
+	e.pingers.reset()
 }
 
 // quiet reports whether nothing is left to do at now besides waiting.
@@ -516,6 +516,7 @@ func (e *Engine) reconcileMember(m *sdnlb.Member, plan *poolPlan, now time.Time)
 		}
 	}
 	addr, _ := netip.ParseAddr(m.Address) // invalid: the probe says so
+	addr = addr.Unmap()                   // an IPv4-mapped member is an IPv4 one
 	port := m.Port
 	if port == 0 {
 		port = plan.vipPort

@@ -74,12 +74,14 @@ func (p *httpProber) probe(ctx context.Context, t target) error {
 			client = p.verify
 		}
 	}
-	// Joined as text so that a path like "//other/" stays a path on the member.
-	req, err := http.NewRequestWithContext(ctx, t.Method, scheme+"://"+ap.String()+t.Path, nil)
+	// Joined as text so that a path like "//other/" stays a path on the
+	// member; url.URL brackets an IPv6 host and escapes its zone.
+	base := &url.URL{Scheme: scheme, Host: ap.String()}
+	req, err := http.NewRequestWithContext(ctx, t.Method, base.String()+t.Path, nil)
 	if err != nil {
 		return fmt.Errorf("build request: %w", err)
 	}
-	req.Host = t.Addr.String()
+	req.Host = hostHeader(t.Addr)
 	req.Header.Set("User-Agent", "sdnlb-health")
 	var local netip.Addr // of the connection, for the error
 	req = req.WithContext(httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{
@@ -99,6 +101,15 @@ func (p *httpProber) probe(ctx context.Context, t target) error {
 		return &netError{local: local, err: fmt.Errorf("%s %s: status %d, expected %s", t.Method, t.Path, resp.StatusCode, t.Codes)}
 	}
 	return nil
+}
+
+// hostHeader is the Host of a probe of addr: the address alone, an IPv6
+// one in brackets and without its zone, which means nothing to the member.
+func hostHeader(addr netip.Addr) string {
+	if addr.Is4() {
+		return addr.String()
+	}
+	return "[" + addr.WithZone("").String() + "]"
 }
 
 // unwrapURL drops url.Error's repetition of the method and URL.

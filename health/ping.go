@@ -9,24 +9,53 @@ import (
 	"log/slog"
 	"net"
 	"net/netip"
+	"strings"
 	"sync"
-)
-
-// ICMP message types (RFC 792).
-const (
-	icmpEchoReply   = 0
-	icmpEchoRequest = 8
 )
 
 const icmpHeaderLen = 8
 
-// pinger runs PING probes over one raw ICMP socket shared by all of them,
-// opened at the first PING probe (it needs root or CAP_NET_RAW). Replies
-// are matched to the waiting probe by identifier and sequence (one 32-bit
-// key, so keys do not wrap within any timeout), source address, and a
-// per-process token in the payload, which tells our echoes from other
-// programs' pings that the raw socket also sees.
+// icmpFamily is what ICMP echo over IPv4 (RFC 792) and ICMPv6 echo
+// (RFC 4443) do differently.
+type icmpFamily struct {
+	name             string // "ICMP" or "ICMPv6", in errors
+	network, address string // of the raw socket
+	request, reply   byte   // the echo messages' types
+	// checksum: the sender fills in the checksum. The kernel does for
+	// ICMPv6, whose sum covers the IPv6 header's addresses.
+	checksum bool
+}
+
+var (
+	icmp4 = icmpFamily{name: "ICMP", network: "ip4:icmp", address: "0.0.0.0", request: 8, reply: 0, checksum: true}
+	icmp6 = icmpFamily{name: "ICMPv6", network: "ip6:ipv6-icmp", address: "::", request: 128, reply: 129}
+)
+
+// pingers runs PING probes with the pinger of the member's address family.
+type pingers struct{ v4, v6 *pinger }
+
+func newPingers(log *slog.Logger) *pingers {
+	return &pingers{v4: newPinger(icmp4, log), v6: newPinger(icmp6, log)}
+}
+
+func (ps *pingers) probe(ctx context.Context, t target) error {
+	if t.Addr.Is4() {
+		return ps.v4.probe(ctx, t)
+	}
+	return ps.v6.probe(ctx, t)
+}
+
+func (ps *pingers) reset() { ps.v4.reset(); ps.v6.reset() }
+func (ps *pingers) close() { ps.v4.close(); ps.v6.close() }
+
+// pinger runs the PING probes of one address family over one raw socket
+// shared by all of them, opened at the first such probe (it needs root or
+// CAP_NET_RAW). Replies are matched to the waiting probe by identifier and
+// sequence (one 32-bit key, so keys do not wrap within any timeout), source
+// address, and a per-process token in the payload, which tells our echoes
+// from other programs' pings that the raw socket also sees.
 type pinger struct {
+	family icmpFamily
 	token  [8]byte
 	listen func() (net.PacketConn, error)
 	log    *slog.Logger
@@ -45,8 +74,9 @@ type echoWaiter struct {
 	reply chan struct{}
 }
 
-func newPinger(log *slog.Logger) *pinger {
-	p := &pinger{waiting: make(map[uint32]echoWaiter), listen: listenICMP, log: log}
+func newPinger(f icmpFamily, log *slog.Logger) *pinger {
+	p := &pinger{family: f, waiting: make(map[uint32]echoWaiter), log: log}
+	p.listen = func() (net.PacketConn, error) { return net.ListenPacket(f.network, f.address) }
 	_, _ = rand.Read(p.token[:])
 	p.next = binary.BigEndian.Uint32(p.token[:4])
 	return p
@@ -64,17 +94,13 @@ func (p *pinger) open() (net.PacketConn, error) {
 	}
 	conn, err := p.listen()
 	if err != nil {
-		p.openErr = fmt.Errorf("open ICMP socket (PING monitors need root or CAP_NET_RAW): %w", err)
-		p.log.Error("PING monitors cannot run: their members will be DOWN", "err", p.openErr)
+		p.openErr = fmt.Errorf("open %s socket (PING monitors need root or CAP_NET_RAW): %w", p.family.name, err)
+		p.log.Error("PING monitors cannot run: their members will be DOWN", "family", p.family.name, "err", p.openErr)
 		return nil, p.openErr
 	}
 	p.conn, p.done = conn, make(chan struct{})
 	go p.read(conn)
 	return conn, nil
-}
-
-func listenICMP() (net.PacketConn, error) {
-	return net.ListenPacket("ip4:icmp", "0.0.0.0")
 }
 
 // reset makes a closed pinger usable again, for a new run of the engine.
@@ -97,24 +123,26 @@ func (p *pinger) close() {
 }
 
 func (p *pinger) probe(ctx context.Context, t target) error {
-	if !t.Addr.Is4() {
-		return fmt.Errorf("icmp echo: %q is not an IPv4 address", t.Addr)
+	if !t.Addr.IsValid() {
+		return errors.New("the member's address is not an IP address")
 	}
 	conn, err := p.open()
 	if err != nil {
 		return err
 	}
-	key, reply := p.register(t.Addr)
+	// Replies come from the address without its zone.
+	key, reply := p.register(t.Addr.WithZone(""))
 	defer p.unregister(key)
-	msg := echoRequest(key, p.token[:])
-	if _, err := conn.WriteTo(msg, &net.IPAddr{IP: t.Addr.AsSlice()}); err != nil {
-		return &netError{err: fmt.Errorf("icmp echo: %w", unwrapOp(err))}
+	msg := p.family.echoRequest(key, p.token[:])
+	what := strings.ToLower(p.family.name) + " echo"
+	if _, err := conn.WriteTo(msg, &net.IPAddr{IP: t.Addr.AsSlice(), Zone: t.Addr.Zone()}); err != nil {
+		return &netError{err: fmt.Errorf("%s: %w", what, unwrapOp(err))}
 	}
 	select {
 	case <-reply:
 		return nil
 	case <-ctx.Done():
-		return &netError{err: errors.New("icmp echo: no reply within the timeout")}
+		return &netError{err: fmt.Errorf("%s: no reply within the timeout", what)}
 	}
 }
 
@@ -151,7 +179,7 @@ func (p *pinger) read(conn net.PacketConn) {
 		if err != nil {
 			continue
 		}
-		key, ok := parseEchoReply(buf[:n], p.token[:])
+		key, ok := p.family.parseEchoReply(buf[:n], p.token[:])
 		ipAddr, isIP := from.(*net.IPAddr)
 		if !ok || !isIP {
 			continue
@@ -166,20 +194,22 @@ func (p *pinger) read(conn net.PacketConn) {
 	}
 }
 
-// echoRequest builds an ICMP echo request carrying key and payload.
-func echoRequest(key uint32, payload []byte) []byte {
+// echoRequest builds an echo request carrying key and payload.
+func (f icmpFamily) echoRequest(key uint32, payload []byte) []byte {
 	b := make([]byte, icmpHeaderLen+len(payload))
-	b[0] = icmpEchoRequest
+	b[0] = f.request
 	binary.BigEndian.PutUint32(b[4:8], key) // identifier, sequence
 	copy(b[icmpHeaderLen:], payload)
-	binary.BigEndian.PutUint16(b[2:4], checksum(b))
+	if f.checksum {
+		binary.BigEndian.PutUint16(b[2:4], checksum(b))
+	}
 	return b
 }
 
 // parseEchoReply returns the key of an echo reply whose payload starts
-// with token; ok is false for any other ICMP message.
-func parseEchoReply(b, token []byte) (key uint32, ok bool) {
-	if len(b) < icmpHeaderLen+len(token) || b[0] != icmpEchoReply || b[1] != 0 {
+// with token; ok is false for any other message.
+func (f icmpFamily) parseEchoReply(b, token []byte) (key uint32, ok bool) {
+	if len(b) < icmpHeaderLen+len(token) || b[0] != f.reply || b[1] != 0 {
 		return 0, false
 	}
 	if string(b[icmpHeaderLen:icmpHeaderLen+len(token)]) != string(token) {

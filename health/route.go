@@ -79,10 +79,18 @@ func (r *routes) explain(err error, member netip.Addr) error {
 		return fmt.Errorf("%w (probed from %s on %s, through a gateway: %s is on none of %s's subnets)",
 			err, local, iface, member, iface)
 	case errors.Is(err, syscall.EHOSTUNREACH):
-		return fmt.Errorf("%w (probed from %s on %s: nothing there answers ARP for %s)", err, local, iface, member)
+		return fmt.Errorf("%w (probed from %s on %s: nothing there answers %s for %s)", err, local, iface, resolution(member), member)
 	default:
 		return fmt.Errorf("%w (probed from %s on %s)", err, local, iface)
 	}
+}
+
+// resolution names how a host finds the link address of an on-link member.
+func resolution(member netip.Addr) string {
+	if member.Is4() {
+		return "ARP"
+	}
+	return "neighbour solicitations"
 }
 
 // lookup returns the interface that holds local, and whether member is on
@@ -95,6 +103,7 @@ func (r *routes) lookup(local, member netip.Addr) (iface string, onLink bool) {
 			break
 		}
 	}
+	member = member.WithZone("") // a prefix contains no zoned address
 	for _, a := range addrs {
 		if a.name == iface && a.prefix.Contains(member) {
 			return iface, true

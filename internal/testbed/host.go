@@ -26,6 +26,7 @@ const nsWorkers = 16
 type Host struct {
 	Name string // as given to AddHost
 	IP   string
+	IP6  string // the IPv6 twin of IP: Switch.Addr6 of IP's last byte
 	MAC  net.HardwareAddr
 	// OFPort is the OpenFlow port number of the host's veth on the bridge.
 	OFPort int
@@ -40,10 +41,11 @@ type Host struct {
 	closeOnce sync.Once
 }
 
-// AddHost creates a namespace with eth0 at ip/24 plugged into the bridge, with
-// checksum offload off on both veth ends (the userspace datapath does not
-// fill in checksums) and the client sysctls that let a namespace open many
-// short connections. ip must lie in s.Subnet: use s.Addr.
+// AddHost creates a namespace with eth0 at ip/24 and its IPv6 twin /64
+// plugged into the bridge, with checksum offload off on both veth ends (the
+// userspace datapath does not fill in checksums) and the client sysctls
+// that let a namespace open many short connections. ip must lie in
+// s.Subnet: use s.Addr.
 func (s *Switch) AddHost(tb TB, name, ip string) *Host {
 	tb.Helper()
 	if !validHostName(name) {
@@ -60,6 +62,7 @@ func (s *Switch) AddHost(tb TB, name, ip string) *Host {
 	h := &Host{
 		Name:  name,
 		IP:    ip,
+		IP6:   s.Addr6(addr.As4()[3]),
 		NetNS: s.prefix + "-" + name,
 		Link:  s.prefix + "v" + suffix,
 		sw:    s,
@@ -78,12 +81,13 @@ func (s *Switch) AddHost(tb TB, name, ip string) *Host {
 	// veth's MAC, and hosts would send the controller's probes' replies
 	// to the wrong port.
 	mustRunCmd(tb, "sysctl", "-q", "-w", "net.ipv4.conf."+h.Link+".arp_ignore=1")
-	disableIPv6(tb, h.NetNS, "eth0")
+	quietIPv6(tb, h.NetNS, "eth0")
 	mustRunCmd(tb, "ethtool", "-K", h.Link, "tx", "off")
 	mustRunCmd(tb, "ip", "netns", "exec", h.NetNS, "ethtool", "-K", "eth0", "tx", "off")
 	mustRunCmd(tb, "ip", "netns", "exec", h.NetNS, "sh", "-c",
 		"echo 1 > /proc/sys/net/ipv4/tcp_tw_reuse && echo '1024 65535' > /proc/sys/net/ipv4/ip_local_port_range")
 	mustRunCmd(tb, "ip", "-n", h.NetNS, "addr", "add", ip+"/24", "dev", "eth0")
+	mustRunCmd(tb, "ip", "-n", h.NetNS, "addr", "add", h.IP6+"/64", "dev", "eth0", "nodad")
 	mustRunCmd(tb, "ip", "-n", h.NetNS, "link", "set", "eth0", "up")
 	mustRunCmd(tb, "ip", "-n", h.NetNS, "link", "set", "lo", "up")
 	mustRunCmd(tb, "ip", "link", "set", h.Link, "up")
@@ -281,6 +285,25 @@ func (h *Host) Exec(ctx context.Context, name string, args ...string) ([]byte, e
 		return out, fmt.Errorf("%s in %s: %w: %s", name, h.Name, err, strings.TrimSpace(string(out)))
 	}
 	return out, nil
+}
+
+// HoldVIP sets the host up as a DSR member of vip, of either family, as
+// the README says: the VIP on its loopback, so that it takes the packets
+// the switch forwards to it unchanged, and never claims the VIP on eth0.
+// IPv4 needs arp_ignore and arp_announce for that. IPv6 needs nothing
+// more: Linux answers a neighbour solicitation only for the addresses of
+// the interface it came in on, and solicits from that interface's own.
+func (h *Host) HoldVIP(tb TB, vip string) {
+	tb.Helper()
+	addr, err := netip.ParseAddr(vip)
+	if err != nil {
+		tb.Fatalf("host %s: VIP %q: %v", h.Name, vip, err)
+	}
+	if addr.Is4() {
+		mustRunCmd(tb, "ip", "netns", "exec", h.NetNS, "sysctl", "-q", "-w",
+			"net.ipv4.conf.all.arp_ignore=1", "net.ipv4.conf.all.arp_announce=2")
+	}
+	mustRunCmd(tb, "ip", "-n", h.NetNS, "addr", "add", netip.PrefixFrom(addr, addr.BitLen()).String(), "dev", "lo")
 }
 
 // SetDown takes the host's bridge-side veth down: for the switch and the

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"net/netip"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -20,8 +21,9 @@ import (
 // busy, which stands for its CPU use.
 type HTTPServer struct {
 	Name string
-	// Addr is "IP:port" of the server as clients outside the host reach it.
-	Addr string
+	// Addr and Addr6 are "IP:port" and "[IP6]:port" of the server as
+	// clients outside the host reach it: it listens on both families.
+	Addr, Addr6 string
 
 	host   *Host
 	port   int
@@ -43,9 +45,15 @@ func (h *Host) ServeHTTP(tb TB, port int, name string) *HTTPServer {
 	s := &HTTPServer{Name: name, host: h, port: port}
 	s.health.Store(http.StatusOK)
 	s.start(tb)
-	s.Addr = net.JoinHostPort(h.IP, strconv.Itoa(s.port))
+	s.Addr, s.Addr6 = h.addrs(s.port)
 	tb.Cleanup(s.Stop)
 	return s
+}
+
+// addrs returns the host's "IP:port" and "[IP6]:port".
+func (h *Host) addrs(port int) (string, string) {
+	p := strconv.Itoa(port)
+	return net.JoinHostPort(h.IP, p), net.JoinHostPort(h.IP6, p)
 }
 
 // Hits counts the requests to "/" since the server was created.
@@ -89,6 +97,7 @@ func (s *HTTPServer) start(tb TB) {
 	if s.srv != nil {
 		tb.Fatalf("http server %s already running", s.Name)
 	}
+	// No host part: one socket for both families (IPV6_V6ONLY off).
 	l, err := s.host.Listen("tcp", ":"+strconv.Itoa(s.port))
 	if err != nil {
 		tb.Fatalf("http server %s: %v", s.Name, err)
@@ -122,10 +131,10 @@ func (s *HTTPServer) start(tb TB) {
 	s.srv, s.done = srv, done
 }
 
-// UDPServer answers every datagram with its name.
+// UDPServer answers every datagram with its name, on both families.
 type UDPServer struct {
-	Name string
-	Addr string
+	Name        string
+	Addr, Addr6 string
 
 	host *Host
 	port int
@@ -141,7 +150,7 @@ func (h *Host) ServeUDP(tb TB, port int, name string) *UDPServer {
 	tb.Helper()
 	s := &UDPServer{Name: name, host: h, port: port}
 	s.start(tb)
-	s.Addr = net.JoinHostPort(h.IP, strconv.Itoa(s.port))
+	s.Addr, s.Addr6 = h.addrs(s.port)
 	tb.Cleanup(s.Stop)
 	return s
 }
@@ -175,7 +184,7 @@ func (s *UDPServer) start(tb TB) {
 	if s.conn != nil {
 		tb.Fatalf("udp server %s already running", s.Name)
 	}
-	conn, err := s.host.ListenPacket("udp4", ":"+strconv.Itoa(s.port))
+	conn, err := s.host.ListenPacket("udp", ":"+strconv.Itoa(s.port))
 	if err != nil {
 		tb.Fatalf("udp server %s: %v", s.Name, err)
 	}
@@ -198,10 +207,10 @@ func (s *UDPServer) start(tb TB) {
 	s.conn, s.done = conn, done
 }
 
-// UDPRequest sends payload from the host to addr and returns the first
-// reply, waiting at most timeout.
+// UDPRequest sends payload from the host to addr, "IP:port" or
+// "[IP6]:port", and returns the first reply, waiting at most timeout.
 func (h *Host) UDPRequest(ctx context.Context, addr string, payload []byte, timeout time.Duration) ([]byte, error) {
-	conn, err := h.DialContext(ctx, "udp4", addr)
+	conn, err := h.DialContext(ctx, "udp", addr)
 	if err != nil {
 		return nil, err
 	}
@@ -220,18 +229,19 @@ func (h *Host) UDPRequest(ctx context.Context, addr string, payload []byte, time
 	return buf[:n], nil
 }
 
-// HTTPGet fetches url from the host over a new connection and returns the
-// body; a status other than 200 is an error.
+// HTTPGet fetches url (its host an IP literal, an IPv6 one in brackets)
+// from the host over a new connection and returns the body; a status other
+// than 200 is an error.
 func (h *Host) HTTPGet(ctx context.Context, url string) (string, error) {
 	return h.httpGet(ctx, h.HTTPClient(), url)
 }
 
-// HTTPGetFrom is HTTPGet from the host's TCP port localPort, as a client
-// that reuses its ports does: like the kernel's own choice of a port, it
-// takes one its earlier connection left in TIME_WAIT (SO_REUSEADDR).
+// HTTPGetFrom is HTTPGet from the host's TCP port localPort, of its
+// address of url's family, as a client that reuses its ports does: like
+// the kernel's own choice of a port, it takes one its earlier connection
+// left in TIME_WAIT (SO_REUSEADDR).
 func (h *Host) HTTPGetFrom(ctx context.Context, localPort int, url string) (string, error) {
 	d := net.Dialer{
-		LocalAddr: &net.TCPAddr{IP: net.ParseIP(h.IP), Port: localPort},
 		Control: func(_, _ string, c syscall.RawConn) error {
 			var err error
 			if cerr := c.Control(func(fd uintptr) {
@@ -244,6 +254,12 @@ func (h *Host) HTTPGetFrom(ctx context.Context, localPort int, url string) (stri
 	}
 	c := h.HTTPClient()
 	c.Transport.(*http.Transport).DialContext = func(ctx context.Context, network, addr string) (net.Conn, error) {
+		local := h.IP
+		if to, err := netip.ParseAddrPort(addr); err == nil && to.Addr().Is6() {
+			local = h.IP6
+		}
+		d := d
+		d.LocalAddr = &net.TCPAddr{IP: net.ParseIP(local), Port: localPort}
 		return h.dial(ctx, d, network, addr)
 	}
 	return h.httpGet(ctx, c, url)
@@ -273,7 +289,9 @@ func (h *Host) httpGet(ctx context.Context, c *http.Client, url string) (string,
 // agent check) in a host: every connection gets the reply the test set,
 // then the end of the connection.
 type Agent struct {
-	Addr string // "IP:port" as the health monitors reach it
+	// Addr and Addr6 are "IP:port" and "[IP6]:port" as the health
+	// monitors reach it: it listens on both families.
+	Addr, Addr6 string
 
 	reply atomic.Pointer[string]
 	ln    net.Listener
@@ -288,7 +306,8 @@ func (h *Host) ServeAgent(tb TB, port int) *Agent {
 	if err != nil {
 		tb.Fatalf("agent on %s: %v", h.Name, err)
 	}
-	a := &Agent{Addr: net.JoinHostPort(h.IP, strconv.Itoa(port)), ln: ln, done: make(chan struct{})}
+	a := &Agent{ln: ln, done: make(chan struct{})}
+	a.Addr, a.Addr6 = h.addrs(port)
 	a.Set("100%\n")
 	go func() {
 		defer close(a.done)

@@ -64,8 +64,12 @@ type Switch struct {
 	// Subnet is the test subnet the bridge's hosts live in (a /24 in
 	// 10.77.0.0/16 that no other live test bed holds).
 	Subnet netip.Prefix
-	// LocalIP is the root namespace's address on the bridge LOCAL port.
-	LocalIP string
+	// Subnet6 is the IPv6 subnet beside it: fd5d:77:N::/64 (N in hex)
+	// for 10.77.N.0/24, so it is as much the bed's own.
+	Subnet6 netip.Prefix
+	// LocalIP and LocalIP6 are the root namespace's addresses on the
+	// bridge LOCAL port.
+	LocalIP, LocalIP6 string
 	// Protocol is the one OpenFlow version the bridge speaks once
 	// SetController runs, as ovs-vsctl and ovs-ofctl name it: OpenFlow13
 	// unless the test sets OpenFlow10 before.
@@ -128,10 +132,11 @@ func NewSwitch(tb TB) *Switch {
 		"other-config:disable-in-band=true")
 	s.waitReady("ovs-vswitchd", "ovs-ofctl", "-O", "OpenFlow13", "show", "unix:"+s.mgmtSocket())
 
-	s.LocalIP = s.Addr(254)
-	disableIPv6(tb, "", s.Name)
+	s.LocalIP, s.LocalIP6 = s.Addr(254), s.Addr6(254)
+	quietIPv6(tb, "", s.Name)
 	s.mustRun("ethtool", "-K", s.Name, "tx", "off")
 	s.mustRun("ip", "addr", "add", s.LocalIP+"/24", "dev", s.Name)
+	s.mustRun("ip", "addr", "add", s.LocalIP6+"/64", "dev", s.Name, "nodad")
 	s.mustRun("ip", "link", "set", s.Name, "up")
 	return s
 }
@@ -145,7 +150,7 @@ func (s *Switch) AddBridge(tb TB) *Switch {
 	tb.Helper()
 	prefix := namePrefix + strconv.FormatInt(int64(os.Getpid()), 36) + "-" +
 		strconv.FormatInt(switchSeq.Add(1), 36)
-	b := &Switch{Name: prefix + "br", Subnet: s.Subnet, tb: tb, dir: s.dir, prefix: prefix, env: s.env, added: true, Protocol: "OpenFlow13"}
+	b := &Switch{Name: prefix + "br", Subnet: s.Subnet, Subnet6: s.Subnet6, tb: tb, dir: s.dir, prefix: prefix, env: s.env, added: true, Protocol: "OpenFlow13"}
 	tb.Cleanup(b.Close)
 	b.Vsctl("add-br", b.Name, "--", "set", "bridge", b.Name, "datapath_type=netdev",
 		"other-config:disable-in-band=true")
@@ -171,6 +176,14 @@ func (s *Switch) Addr(n byte) string {
 	a := s.Subnet.Addr().As4()
 	a[3] = n
 	return netip.AddrFrom4(a).String()
+}
+
+// Addr6 returns the address with last byte n in the switch's IPv6 subnet,
+// the IPv6 twin of Addr(n).
+func (s *Switch) Addr6(n byte) string {
+	a := s.Subnet6.Addr().As16()
+	a[15] = n
+	return netip.AddrFrom16(a).String()
 }
 
 // SetController points the bridge at a controller speaking s.Protocol at addr
@@ -324,6 +337,7 @@ func (s *Switch) lockSubnet() {
 		}
 		s.lock = f
 		s.Subnet = netip.PrefixFrom(netip.AddrFrom4([4]byte{10, 77, byte(n), 0}), 24)
+		s.Subnet6 = netip.PrefixFrom(netip.AddrFrom16([16]byte{0xfd, 0x5d, 0, 0x77, 0, byte(n)}), 64)
 		return
 	}
 	s.tb.Fatalf("no free test subnet in 10.77.0.0/16")
@@ -512,8 +526,8 @@ func requireRoot(tb TB) {
 	}
 }
 
-// disableIPv6 turns IPv6 off on dev (in namespace ns, "" for the root one) so
-// router solicitations and DAD do not reach the switch and its controller.
+// disableIPv6 turns IPv6 off on dev (in namespace ns, "" for the root one),
+// a port that needs no address, so it sends nothing of its own.
 func disableIPv6(tb TB, ns, dev string) {
 	tb.Helper()
 	path := "/proc/sys/net/ipv6/conf/" + dev + "/disable_ipv6"
@@ -527,6 +541,23 @@ func disableIPv6(tb TB, ns, dev string) {
 		return
 	}
 	mustRunCmd(tb, "ip", "netns", "exec", ns, "sh", "-c", "echo 1 > "+path)
+}
+
+// quietIPv6 keeps IPv6 on dev (in namespace ns, "" for the root one) and
+// drops what it would send unasked, or wait for: no duplicate address
+// detection (addresses work at once), no router solicitations, no router
+// advertisements heeded. What remains are the few MLD reports of the
+// link coming up, which the switch floods or its controller ignores, and
+// which nothing waits on.
+func quietIPv6(tb TB, ns, dev string) {
+	tb.Helper()
+	conf := "net.ipv6.conf." + dev + "."
+	args := []string{"sysctl", "-q", "-w", conf + "disable_ipv6=0", conf + "accept_dad=0",
+		conf + "router_solicitations=0", conf + "accept_ra=0"}
+	if ns != "" {
+		args = append([]string{"ip", "netns", "exec", ns}, args...)
+	}
+	mustRunCmd(tb, args[0], args[1:]...)
 }
 
 func linkExists(name string) bool {

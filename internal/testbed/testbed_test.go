@@ -9,6 +9,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/netip"
 	"os"
 	"os/exec"
 	"slices"
@@ -33,6 +34,12 @@ func TestTestbed(t *testing.T) {
 			if h.OFPort <= 0 || len(h.MAC) != 6 || h.IP == "" {
 				t.Errorf("host %s: OFPort %d MAC %v IP %q", h.Name, h.OFPort, h.MAC, h.IP)
 			}
+			if ip6, err := netip.ParseAddr(h.IP6); err != nil || !sw.Subnet6.Contains(ip6) {
+				t.Errorf("host %s: IP6 %q not in %s", h.Name, h.IP6, sw.Subnet6)
+			}
+		}
+		if want := sw.Addr6(2); b.IP6 != want {
+			t.Errorf("host b: IP6 %s, want %s, the twin of %s", b.IP6, want, b.IP)
 		}
 		if a.OFPort == b.OFPort || a.MAC.String() == b.MAC.String() {
 			t.Errorf("hosts share port or MAC: %d/%d %v/%v", a.OFPort, b.OFPort, a.MAC, b.MAC)
@@ -49,6 +56,33 @@ func TestTestbed(t *testing.T) {
 		defer cancel()
 		if out, err := a.Exec(ctx, "ping", "-c", "2", "-i", "0.2", "-W", "2", b.IP); err != nil {
 			t.Fatalf("ping %s from a: %v\n%s", b.IP, err, out)
+		}
+	})
+
+	// Both families switch alike (NORMAL), and the servers listen on both.
+	t.Run("IPv6Across", func(t *testing.T) {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		if out, err := a.Exec(ctx, "ping", "-6", "-c", "2", "-i", "0.2", "-W", "2", b.IP6); err != nil {
+			t.Fatalf("ping %s from a: %v\n%s", b.IP6, err, out)
+		}
+		mustGet(t, a, "http://"+web.Addr6+"/", "srv-b")
+		reply, err := a.UDPRequest(ctx, echo.Addr6, []byte("hi"), 2*time.Second)
+		if err != nil || string(reply) != "udp-b" {
+			t.Errorf("UDP to %s: %q, %v; want %q", echo.Addr6, reply, err, "udp-b")
+		}
+		got, err := a.HTTPGetFrom(ctx, 40123, "http://"+web.Addr6+"/")
+		if err != nil || got != "srv-b" {
+			t.Errorf("GET from port 40123 to %s: %q, %v", web.Addr6, got, err)
+		}
+		// The root namespace, where sdnlb runs, reaches the host from LocalIP6.
+		c, err := net.DialTimeout("tcp", web.Addr6, 5*time.Second)
+		if err != nil {
+			t.Fatalf("root namespace to %s: %v", web.Addr6, err)
+		}
+		defer c.Close()
+		if local := c.LocalAddr().(*net.TCPAddr).IP.String(); local != sw.LocalIP6 {
+			t.Errorf("root namespace reached %s from %s, want %s", web.Addr6, local, sw.LocalIP6)
 		}
 	})
 
@@ -281,6 +315,36 @@ func TestTestbed(t *testing.T) {
 			t.Errorf("controller still set: %q", got)
 		}
 	})
+}
+
+// TestHost_HoldVIP checks a DSR member of each family: it takes packets
+// for the VIP routed to it, and does not answer ARP or neighbour
+// solicitations for it, so a host on the subnet cannot reach the VIP by
+// itself.
+func TestHost_HoldVIP(t *testing.T) {
+	sw := NewSwitch(t)
+	a, b := sw.AddHost(t, "a", sw.Addr(1)), sw.AddHost(t, "b", sw.Addr(2))
+	for _, tc := range []struct {
+		name, vip, member, prefix string
+	}{
+		{"IPv4", sw.Addr(100), b.IP, "/32"},
+		{"IPv6", sw.Addr6(100), b.IP6, "/128"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			b.HoldVIP(t, tc.vip)
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			if out, err := a.Exec(ctx, "ping", "-c", "1", "-W", "1", tc.vip); err == nil {
+				t.Fatalf("ping %s on the subnet got a reply: the member claims the VIP\n%s", tc.vip, out)
+			}
+			if out, err := a.Exec(ctx, "ip", "route", "add", tc.vip+tc.prefix, "via", tc.member); err != nil {
+				t.Fatalf("%v\n%s", err, out)
+			}
+			if out, err := a.Exec(ctx, "ping", "-c", "1", "-W", "2", tc.vip); err != nil {
+				t.Fatalf("ping %s through the member: %v\n%s", tc.vip, err, out)
+			}
+		})
+	}
 }
 
 // TestSwitch_Close checks that a closed switch leaves no link, namespace or
