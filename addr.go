@@ -66,6 +66,15 @@ func ParseUnicastIP(s string) (netip.Addr, error) {
 	return a, nil
 }
 
+// CanonicalAddress is the canonical form of s when ParseUnicastIP takes
+// it, else s as it is, for Validate to refuse.
+func CanonicalAddress(s string) string {
+	if a, err := ParseUnicastIP(s); err == nil {
+		return a.String()
+	}
+	return s
+}
+
 // ipv4Compatible is ::/96, deprecated by RFC 4291.
 var ipv4Compatible = netip.MustParsePrefix("::/96")
 
