@@ -50,8 +50,8 @@ type AgentReport struct {
 type Member struct {
 	ID      string `json:"id"`
 	PoolID  string `json:"pool_id"`
-	Address string `json:"address"`
-	Port    int    `json:"port"` // 0 means the VIP's port; in a DSR pool 0 or the VIP's port
+	Address string `json:"address"` // IPv4 or IPv6 as the pool's VIP, in canonical form
+	Port    int    `json:"port"`    // 0 means the VIP's port; in a DSR pool 0 or the VIP's port
 	Weight  int    `json:"weight"`
 	// Capacity is how many connections the member can hold, 0 for no
 	// bound: ADAPTIVE's Si is 1 - active/capacity.

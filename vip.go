@@ -36,7 +36,7 @@ type VIP struct {
 	ID                 string              `json:"id"`
 	Name               string              `json:"name"`
 	Description        string              `json:"description"`
-	Address            string              `json:"address"`
+	Address            string              `json:"address"` // IPv4 or IPv6, in canonical form
 	Protocol           Protocol            `json:"protocol"`
 	Port               int                 `json:"port"`
 	PoolID             string              `json:"pool_id"` // the pool whose vip_id is this VIP, "" when none
