@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"net"
 	"net/netip"
+	"strconv"
+	"strings"
 )
 
 // ParseUnicastIPv4 parses s as a dotted-quad IPv4 address that can sit on
@@ -27,6 +29,71 @@ func ParseUnicastIPv4(s string) (netip.Addr, error) {
 		return netip.Addr{}, fmt.Errorf("%s is a loopback address", s)
 	}
 	return a, nil
+}
+
+// ParseUnicastIP parses s as an address a VIP or member can have: an IPv4
+// address ParseUnicastIPv4 accepts, or a routable unicast IPv6 address. It
+// refuses ::, ::1, multicast (ff00::/8), link-local (fe80::/10, which
+// needs a zone to be reached, so zones are refused too), IPv4-mapped
+// addresses (::ffff:a.b.c.d, which are IPv4 written as IPv6) and the
+// deprecated IPv4-compatible ::/96. The address is returned in its
+// canonical form, which is what the store keeps and compares: String()
+// gives it lower-case and compressed.
+func ParseUnicastIP(s string) (netip.Addr, error) {
+	a, err := netip.ParseAddr(s)
+	if err != nil {
+		return netip.Addr{}, fmt.Errorf("%q is not an IPv4 or IPv6 address", s)
+	}
+	if a.Is4() {
+		return ParseUnicastIPv4(s)
+	}
+	switch {
+	case a.Zone() != "":
+		return netip.Addr{}, fmt.Errorf("%s has a zone: a VIP or member address must be routable, without one", s)
+	case a.Is4In6():
+		return netip.Addr{}, fmt.Errorf("%s is an IPv4-mapped IPv6 address: write the IPv4 address %s", s, a.Unmap())
+	case a.IsUnspecified():
+		return netip.Addr{}, fmt.Errorf("%s is the unspecified address, not a host address", s)
+	case a.IsLoopback():
+		return netip.Addr{}, fmt.Errorf("%s is the loopback address", s)
+	case a.IsMulticast():
+		return netip.Addr{}, fmt.Errorf("%s is a multicast address", s)
+	case a.IsLinkLocalUnicast():
+		return netip.Addr{}, fmt.Errorf("%s is a link-local address (fe80::/10): a VIP or member address must be routable", s)
+	case ipv4Compatible.Contains(a):
+		return netip.Addr{}, fmt.Errorf("%s is in ::/96, the deprecated IPv4-compatible addresses: write the IPv4 address or a routable IPv6 one", s)
+	}
+	return a, nil
+}
+
+// CanonicalAddress is the canonical form of s when ParseUnicastIP takes
+// it, else s as it is, for Validate to refuse.
+func CanonicalAddress(s string) string {
+	if a, err := ParseUnicastIP(s); err == nil {
+		return a.String()
+	}
+	return s
+}
+
+// ipv4Compatible is ::/96, deprecated by RFC 4291.
+var ipv4Compatible = netip.MustParsePrefix("::/96")
+
+// HostPort joins an address and a port as "10.0.0.1:80" or
+// "[2001:db8::1]:80", the form a reader can paste into a URL or dial.
+func HostPort(address string, port int) string {
+	return net.JoinHostPort(address, strconv.Itoa(port))
+}
+
+// IsIPv6 reports whether address, as the store keeps it, is an IPv6
+// address. Addresses are canonical, so IPv4 is always dotted-quad.
+func IsIPv6(address string) bool { return strings.Contains(address, ":") }
+
+// Family names the address family of address, for messages.
+func Family(address string) string {
+	if IsIPv6(address) {
+		return "IPv6"
+	}
+	return "IPv4"
 }
 
 // VIPMAC derives the virtual MAC a VIP answers ARP with from its id: stable

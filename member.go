@@ -45,12 +45,13 @@ type AgentReport struct {
 	At    time.Time `json:"at"` // when the agent said so
 }
 
-// Member is one server of a pool. (PoolID, Address, Port) is unique.
+// Member is one server of a pool. (PoolID, Address, Port) is unique, and
+// the address is of the family of the pool's VIP's.
 type Member struct {
 	ID      string `json:"id"`
 	PoolID  string `json:"pool_id"`
-	Address string `json:"address"`
-	Port    int    `json:"port"` // 0 means the VIP's port; in a DSR pool 0 or the VIP's port
+	Address string `json:"address"` // IPv4 or IPv6 as the pool's VIP, in canonical form
+	Port    int    `json:"port"`    // 0 means the VIP's port; in a DSR pool 0 or the VIP's port
 	Weight  int    `json:"weight"`
 	// Capacity is how many connections the member can hold, 0 for no
 	// bound: ADAPTIVE's Si is 1 - active/capacity.
@@ -84,7 +85,8 @@ func (m *Member) InRotation() bool {
 	return s == MemberUp || s == MemberNoMonitor
 }
 
-// Validate checks the fields a client sets.
+// Validate checks the fields a client sets and writes the address in its
+// canonical form (see ParseUnicastIP), which the store compares.
 func (m *Member) Validate() error {
 	if m.ID != "" {
 		if err := validateID(m.ID); err != nil {
@@ -97,9 +99,11 @@ func (m *Member) Validate() error {
 	if m.Address == "" {
 		return FieldErrorf(EINVALID, "address", "address is required")
 	}
-	if _, err := ParseUnicastIPv4(m.Address); err != nil {
+	a, err := ParseUnicastIP(m.Address)
+	if err != nil {
 		return FieldErrorf(EINVALID, "address", "address: %v", err)
 	}
+	m.Address = a.String()
 	if m.Port < 0 || m.Port > 65535 {
 		return FieldErrorf(EINVALID, "port", "port must be 0-65535 (0: the VIP's port), not %d", m.Port)
 	}

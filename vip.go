@@ -27,7 +27,7 @@ type SessionPersistence struct {
 	Timeout int    `json:"timeout" example:"60"` // seconds after the client's last connection ends, 1-86400
 }
 
-// VIP is a virtual address clients connect to. (Address, Protocol, Port) is
+// VIP is a virtual address clients connect to, IPv4 or IPv6. (Address, Protocol, Port) is
 // unique; Port is ignored for ICMP and ANY, and an ANY VIP is alone on its
 // address. Port 0 serves every port of the address (as Floodlight does for
 // a VIP without a port); a VIP on the connection's own port takes
@@ -36,7 +36,7 @@ type VIP struct {
 	ID                 string              `json:"id"`
 	Name               string              `json:"name"`
 	Description        string              `json:"description"`
-	Address            string              `json:"address"`
+	Address            string              `json:"address"` // IPv4 or IPv6, in canonical form
 	Protocol           Protocol            `json:"protocol"`
 	Port               int                 `json:"port"`
 	PoolID             string              `json:"pool_id"` // the pool whose vip_id is this VIP, "" when none
@@ -54,7 +54,9 @@ func NewVIP() *VIP {
 	return &VIP{Protocol: ProtocolTCP, ConnectionLimit: -1, AdminStateUp: true}
 }
 
-// Validate checks the fields a client sets. It does not look at other objects.
+// Validate checks the fields a client sets and writes the address in its
+// canonical form (see ParseUnicastIP), which the store compares. It does
+// not look at other objects.
 func (v *VIP) Validate() error {
 	if v.ID != "" {
 		if err := validateID(v.ID); err != nil {
@@ -70,9 +72,11 @@ func (v *VIP) Validate() error {
 	if v.Address == "" {
 		return FieldErrorf(EINVALID, "address", "address is required")
 	}
-	if _, err := ParseUnicastIPv4(v.Address); err != nil {
+	a, err := ParseUnicastIP(v.Address)
+	if err != nil {
 		return FieldErrorf(EINVALID, "address", "address: %v", err)
 	}
+	v.Address = a.String()
 	if !v.Protocol.Valid() {
 		return FieldErrorf(EINVALID, "protocol", "protocol must be one of %v, not %q", Protocols, v.Protocol)
 	}

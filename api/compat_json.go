@@ -99,6 +99,19 @@ func (f flatRequest) str(key string) *string {
 
 func (rd *flatReader) str(key string) *string { return rd.req.str(key) }
 
+// ipv4 reads an address. The Floodlight routes take IPv4 only, as
+// Floodlight's did; IPv6 VIPs and members are written on /v1. What else
+// is wrong with the address the domain's Validate says.
+func (rd *flatReader) ipv4(key string) *string {
+	v := rd.str(key)
+	if v != nil && rd.err == nil && sdnlb.IsIPv6(*v) {
+		rd.err = sdnlb.FieldErrorf(sdnlb.EINVALID, key,
+			"%s must be an IPv4 address, not %q: the Floodlight routes are IPv4, as Floodlight's were; write IPv6 VIPs and members on /v1", key, *v)
+		return nil
+	}
+	return v
+}
+
 // read parses the value of key, nil when the key is absent. want says what
 // the value must be, for the error.
 func read[T any](rd *flatReader, key, want string, parse func(v string) (T, bool)) *T {

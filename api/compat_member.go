@@ -13,7 +13,7 @@ import (
 // and status are accepted and ignored: sdnlb limits connections per VIP and
 // only the health monitors set a member's status.
 func compatMemberUpdate(rd *flatReader) sdnlb.MemberUpdate {
-	return sdnlb.MemberUpdate{PoolID: rd.str("pool_id"), Address: rd.str("address"), Port: rd.int("port"), Weight: rd.int("weight"),
+	return sdnlb.MemberUpdate{PoolID: rd.str("pool_id"), Address: rd.ipv4("address"), Port: rd.int("port"), Weight: rd.int("weight"),
 		AdminStateUp: rd.adminState("admin_state")}
 }
 
@@ -101,7 +101,7 @@ func (s *Server) handleCompatMemberList(w http.ResponseWriter, r *http.Request) 
 //
 //	@Summary	Create or replace a member (Floodlight)
 //	@ID			compatMemberCreate
-//	@Description	Adds a member to the pool its pool_id names, or replaces the member its id names (in the same pool).
+//	@Description	Adds a member to the pool its pool_id names, or replaces the member its id names (in the same pool). The address is IPv4, as Floodlight's were: IPv6 members are written on /v1, and listed here as they are.
 //	@Tags		floodlight
 //	@Accept		json
 //	@Produce	json
@@ -141,7 +141,7 @@ func (s *Server) handleCompatMemberGet(w http.ResponseWriter, r *http.Request) e
 //
 //	@Summary	Update a member (Floodlight)
 //	@ID			compatMemberUpdate
-//	@Description	Changes the given keys of a member.
+//	@Description	Changes the given keys of a member. An address must be IPv4.
 //	@Tags		floodlight
 //	@Accept		json
 //	@Produce	json

@@ -12,7 +12,7 @@ import (
 // compatVIPUpdate reads the VIP keys Floodlight knows; tenant_id and
 // network_id are accepted and ignored (sdnlb has neither).
 func compatVIPUpdate(rd *flatReader) sdnlb.VIPUpdate {
-	return sdnlb.VIPUpdate{Name: rd.str("name"), Address: rd.str("address"), Protocol: rd.protocol("protocol"), Port: rd.int("port"), PoolID: rd.str("pool_id")}
+	return sdnlb.VIPUpdate{Name: rd.str("name"), Address: rd.ipv4("address"), Protocol: rd.protocol("protocol"), Port: rd.int("port"), PoolID: rd.str("pool_id")}
 }
 
 func (s *Server) compatVIPs() compatKind[sdnlb.VIP, sdnlb.VIPUpdate] {
@@ -64,7 +64,7 @@ func (s *Server) handleCompatVIPList(w http.ResponseWriter, r *http.Request) err
 //
 //	@Summary	Create or replace a VIP (Floodlight)
 //	@ID			compatVIPCreate
-//	@Description	Creates a VIP from a flat Floodlight object, or replaces the VIP its id names. Without a protocol it serves every protocol (ANY, shown as "0").
+//	@Description	Creates a VIP from a flat Floodlight object, or replaces the VIP its id names. Without a protocol it serves every protocol (ANY, shown as "0"). The address is IPv4, as Floodlight's were: IPv6 VIPs are written on /v1, and listed here as they are.
 //	@Tags		floodlight
 //	@Accept		json
 //	@Produce	json
@@ -103,7 +103,7 @@ func (s *Server) handleCompatVIPGet(w http.ResponseWriter, r *http.Request) erro
 //
 //	@Summary	Update a VIP (Floodlight)
 //	@ID			compatVIPUpdate
-//	@Description	Changes the given keys of a VIP.
+//	@Description	Changes the given keys of a VIP. An address must be IPv4.
 //	@Tags		floodlight
 //	@Accept		json
 //	@Produce	json

@@ -281,3 +281,13 @@ func queryFilter(r *http.Request, name string) *string {
 	}
 	return nil
 }
+
+// addressFilter reads ?address= in the canonical form the store keeps,
+// so that any spelling of an IPv6 address finds it.
+func addressFilter(r *http.Request) *string {
+	a := queryFilter(r, "address")
+	if a != nil {
+		*a = sdnlb.CanonicalAddress(*a)
+	}
+	return a
+}

@@ -29,7 +29,7 @@ type memberFields struct {
 type memberCreate struct {
 	ID      *string `json:"id" example:"shop-1" validate:"optional"` // a UUID when absent
 	PoolID  *string `json:"pool_id" example:"shop-pool" validate:"required"`
-	Address *string `json:"address" example:"10.0.0.21" validate:"required"`
+	Address *string `json:"address" example:"10.0.0.21" validate:"required"` // IPv4 or IPv6, of the family of the pool's VIP; kept in canonical form (2001:db8::1)
 	memberFields
 }
 
@@ -38,7 +38,7 @@ type memberCreate struct {
 type memberReplace struct {
 	ID      readOnly `json:"id" swaggerignore:"true"`
 	PoolID  *string  `json:"pool_id" example:"shop-pool" validate:"optional"` // the member's pool: members do not move between pools
-	Address *string  `json:"address" example:"10.0.0.21" validate:"required"`
+	Address *string  `json:"address" example:"10.0.0.21" validate:"required"` // IPv4 or IPv6, of the family of the pool's VIP; kept in canonical form (2001:db8::1)
 	memberFields
 }
 
@@ -46,7 +46,7 @@ type memberReplace struct {
 type memberPatch struct {
 	ID      readOnly `json:"id" swaggerignore:"true"`
 	PoolID  *string  `json:"pool_id" example:"shop-pool" validate:"optional"` // the member's pool: members do not move between pools
-	Address *string  `json:"address" example:"10.0.0.21" validate:"optional"`
+	Address *string  `json:"address" example:"10.0.0.21" validate:"optional"` // IPv4 or IPv6, of the family of the pool's VIP; kept in canonical form (2001:db8::1)
 	memberFields
 }
 
@@ -113,7 +113,7 @@ func (s *Server) overlayHealth(m *sdnlb.Member) {
 //	@Tags		members
 //	@Produce	json
 //	@Param		pool_id	query		string	false	"only members of this pool"
-//	@Param		address	query		string	false	"only members with this address"
+//	@Param		address	query		string	false	"only members with this address, IPv4 or IPv6 in any spelling"
 //	@Param		limit	query		int		false	"page size"	default(100)	minimum(1)	maximum(1000)
 //	@Param		after	query		string	false	"the next cursor of the previous page"
 //	@Success	200		{object}	memberList
@@ -122,7 +122,7 @@ func (s *Server) overlayHealth(m *sdnlb.Member) {
 //	@Security	Bearer
 //	@Router		/v1/members [get]
 func (s *Server) handleMemberList(w http.ResponseWriter, r *http.Request) error {
-	return s.listMembers(w, r, sdnlb.MemberFilter{PoolID: queryFilter(r, "pool_id"), Address: queryFilter(r, "address")})
+	return s.listMembers(w, r, sdnlb.MemberFilter{PoolID: queryFilter(r, "pool_id"), Address: addressFilter(r)})
 }
 
 func (s *Server) listMembers(w http.ResponseWriter, r *http.Request, filter sdnlb.MemberFilter) error {

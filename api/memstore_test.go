@@ -221,6 +221,17 @@ func (s *memStore) memberOffPort(p *sdnlb.Pool, v *sdnlb.VIP) *sdnlb.Member {
 	return nil
 }
 
+// memberOfOtherFamily returns a member of p whose address is not of v's
+// family, as lbstore's checkMembersFamily does; nil when none.
+func (s *memStore) memberOfOtherFamily(p *sdnlb.Pool, v *sdnlb.VIP) *sdnlb.Member {
+	for _, m := range s.members.rows {
+		if m.PoolID == p.ID && sdnlb.IsIPv6(m.Address) != sdnlb.IsIPv6(v.Address) {
+			return m
+		}
+	}
+	return nil
+}
+
 // checkVIP checks what lbstore's checkVIPListener, checkVIPNotOnMember and
 // linkVIPPool check, and then links the pool.
 func (s *memStore) checkVIP(v *sdnlb.VIP) error {
@@ -253,6 +264,17 @@ func (s *memStore) checkVIP(v *sdnlb.VIP) error {
 				field = "pool_id" // the write links the pool
 			}
 			return sdnlb.FieldErrorf(sdnlb.EINVALID, field, "DSR pool %s has member %s on port %d, not the VIP's %d", p.ID, m.ID, m.Port, v.Port)
+		}
+		if m := s.memberOfOtherFamily(p, v); m != nil {
+			field := "address"
+			if p.VIPID != v.ID {
+				field = "pool_id"
+			}
+			return sdnlb.FieldErrorf(sdnlb.EINVALID, field, "member %s of pool %s is %s; the VIP is %s", m.ID, p.ID, m.Address, v.Address)
+		}
+		p.DispatchUnset = true
+		if err := p.DispatchForVIP(v); err != nil {
+			return err
 		}
 	}
 	for _, p := range s.pools.rows {
@@ -340,7 +362,10 @@ func (s *memStore) checkPool(p *sdnlb.Pool) error {
 	if m := s.memberOffPort(p, v); m != nil {
 		return sdnlb.FieldErrorf(sdnlb.EINVALID, "forwarding", "DSR pool %s has member %s on port %d, not the VIP's %d", p.ID, m.ID, m.Port, v.Port)
 	}
-	return nil
+	if m := s.memberOfOtherFamily(p, v); m != nil {
+		return sdnlb.FieldErrorf(sdnlb.EINVALID, "vip_id", "member %s of pool %s is %s; VIP %s is %s", m.ID, p.ID, m.Address, v.ID, v.Address)
+	}
+	return p.DispatchForVIP(v)
 }
 
 func (s *memStore) FindPoolByID(ctx context.Context, id string) (*sdnlb.Pool, error) {
@@ -446,6 +471,10 @@ func (s *memStore) checkMember(m *sdnlb.Member) error {
 		if o.ID != m.ID && o.PoolID == m.PoolID && o.Address == m.Address && o.Port == m.Port {
 			return sdnlb.FieldErrorf(sdnlb.ECONFLICT, "address", "member %s has the same address and port in pool %s", o.ID, m.PoolID)
 		}
+	}
+	if v, ok := s.vips.rows[p.VIPID]; ok && sdnlb.IsIPv6(v.Address) != sdnlb.IsIPv6(m.Address) {
+		return sdnlb.FieldErrorf(sdnlb.EINVALID, "address", "%s is %s; the pool's VIP %s (%s) is %s",
+			m.Address, sdnlb.Family(m.Address), v.ID, v.Address, sdnlb.Family(v.Address))
 	}
 	if v, ok := s.vips.rows[p.VIPID]; ok && !p.Forwarding.AllowsMemberPort(v.Protocol, v.Port, m.Port) {
 		return sdnlb.FieldErrorf(sdnlb.EINVALID, "port", "DSR pool %s serves VIP %s on port %d: the port must be 0 or %d, not %d", p.ID, v.ID, v.Port, v.Port, m.Port)

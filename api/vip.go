@@ -31,22 +31,22 @@ type vipFields struct {
 
 // vipCreate is the body of POST /v1/vips.
 type vipCreate struct {
-	ID      *string `json:"id" example:"shop" validate:"optional"` // a UUID when absent
-	Address *string `json:"address" example:"10.0.0.200" validate:"required"`
+	ID      *string `json:"id" example:"shop" validate:"optional"`            // a UUID when absent
+	Address *string `json:"address" example:"10.0.0.200" validate:"required"` // IPv4 or IPv6, unicast and routable; kept in canonical form (2001:db8::1)
 	vipFields
 }
 
 // vipReplace is the body of PUT /v1/vips/{id}.
 type vipReplace struct {
 	ID      readOnly `json:"id" swaggerignore:"true"`
-	Address *string  `json:"address" example:"10.0.0.200" validate:"required"`
+	Address *string  `json:"address" example:"10.0.0.200" validate:"required"` // IPv4 or IPv6, unicast and routable; kept in canonical form (2001:db8::1)
 	vipFields
 }
 
 // vipPatch is the body of PATCH /v1/vips/{id}.
 type vipPatch struct {
 	ID      readOnly `json:"id" swaggerignore:"true"`
-	Address *string  `json:"address" example:"10.0.0.200" validate:"optional"`
+	Address *string  `json:"address" example:"10.0.0.200" validate:"optional"` // IPv4 or IPv6, unicast and routable; kept in canonical form (2001:db8::1)
 	vipFields
 }
 
@@ -195,7 +195,7 @@ type vipList struct {
 //	@Description	Lists VIPs in id order.
 //	@Tags		vips
 //	@Produce	json
-//	@Param		address	query		string	false	"only VIPs with this address"
+//	@Param		address	query		string	false	"only VIPs with this address, IPv4 or IPv6 in any spelling"
 //	@Param		limit	query		int		false	"page size"	default(100)	minimum(1)	maximum(1000)
 //	@Param		after	query		string	false	"the next cursor of the previous page"
 //	@Success	200		{object}	vipList
@@ -205,7 +205,7 @@ type vipList struct {
 //	@Router		/v1/vips [get]
 func (s *Server) handleVIPList(w http.ResponseWriter, r *http.Request) error {
 	vips, next, err := listPage(r, s.vips(), func(ctx context.Context, page sdnlb.Page) ([]*sdnlb.VIP, error) {
-		return s.VIPService.FindVIPs(ctx, sdnlb.VIPFilter{Address: queryFilter(r, "address"), Page: page})
+		return s.VIPService.FindVIPs(ctx, sdnlb.VIPFilter{Address: addressFilter(r), Page: page})
 	})
 	if err != nil {
 		return err

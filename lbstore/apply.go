@@ -60,7 +60,7 @@ var errRollback = errors.New("roll back")
 //
 //  1. delete the members prune deletes;
 //  2. unlink the pools whose link to a VIP changes, or whose link's rules
-//     (the pool's protocol or forwarding, the VIP's protocol or port)
+//     (the pool's protocol or forwarding, the VIP's address, protocol or port)
 //     change: they are linked again at the end, against the final VIP and
 //     members;
 //  3. delete the pools, then the VIPs, that prune deletes;
@@ -310,6 +310,10 @@ func planApply(ctx context.Context, tx *Tx, want *sdnlb.Config, opts sdnlb.Apply
 	}
 	for _, it := range a.vips.items {
 		it.want.PoolID = "" // derived: the pools hold the links
+		it.want.Address = sdnlb.CanonicalAddress(it.want.Address)
+	}
+	for _, it := range a.members.items {
+		it.want.Address = sdnlb.CanonicalAddress(it.want.Address) // keys and compares as stored
 	}
 	for _, it := range a.monitors.items {
 		it.want.PoolIDs = nil // derived: the pools hold the associations
@@ -351,6 +355,11 @@ func (a *applier) resolvePool(it *item[sdnlb.Pool]) error {
 	if p.VIPID, err = a.vips.resolve(it.path, p.ID, "vip_id", p.VIPID); err != nil {
 		return err
 	}
+	if v := a.vipAfter(p.VIPID); v != nil {
+		if err := p.DispatchForVIP(v); err != nil { // before comparing, so that re-applying changes nothing
+			return objectError(it.path, p.ID, err)
+		}
+	}
 	ids := make([]string, 0, len(p.MonitorIDs))
 	for _, ref := range p.MonitorIDs {
 		id, err := a.monitors.resolve(it.path, p.ID, "monitor_ids", ref)
@@ -362,6 +371,15 @@ func (a *applier) resolvePool(it *item[sdnlb.Pool]) error {
 	slices.Sort(ids)
 	p.MonitorIDs = slices.Compact(ids)
 	return nil
+}
+
+// vipAfter is the VIP with id as the apply leaves it: the document's, or
+// the stored one; nil for none.
+func (a *applier) vipAfter(id string) *sdnlb.VIP {
+	if it := a.vips.byID[id]; it != nil {
+		return it.want
+	}
+	return a.vips.stored[id]
 }
 
 // keyMembers keys members by id, or by their pool, address and port, which
@@ -393,7 +411,7 @@ func (a *applier) keyMembers() error {
 			continue
 		}
 		endpoint := memberEndpoint(it.want)
-		it.key = fmt.Sprintf("%s:%d in pool %s", it.want.Address, it.want.Port, poolRefs[i])
+		it.key = fmt.Sprintf("%s in pool %s", sdnlb.HostPort(it.want.Address, it.want.Port), poolRefs[i])
 		if other, dup := keyed[endpoint]; dup {
 			return sdnlb.ConfigObjectError(it.path, "", sdnlb.FieldErrorf(sdnlb.EINVALID, "address",
 				"member %s is listed twice, also as %s: a member without an id is keyed by its pool, address and port", it.key, other))
@@ -410,7 +428,7 @@ func (a *applier) keyMembers() error {
 
 // memberEndpoint is what keys a member without an id.
 func memberEndpoint(m *sdnlb.Member) string {
-	return fmt.Sprintf("%s:%d in pool %s", m.Address, m.Port, m.PoolID)
+	return fmt.Sprintf("%s in pool %s", sdnlb.HostPort(m.Address, m.Port), m.PoolID)
 }
 
 // checkNotPruned refuses references to objects prune deletes.
@@ -549,7 +567,7 @@ func (a *applier) unlinkPools() error {
 		}
 		vip := a.vips.byID[p.VIPID]
 		if it.want.VIPID == p.VIPID && !touches(it.changes, "protocol", "forwarding") &&
-			(vip == nil || !touches(vip.changes, "protocol", "port")) {
+			(vip == nil || !touches(vip.changes, "address", "protocol", "port")) {
 			continue
 		}
 		if err := setPoolVIP(a.ctx, a.tx, p.ID, ""); err != nil {

@@ -254,7 +254,7 @@ func createMember(ctx context.Context, tx *Tx, m sdnlb.Member) (*sdnlb.Member, e
 	if err := checkMemberNotOnVIP(ctx, tx, &m); err != nil {
 		return nil, err
 	}
-	if err := checkMemberPort(ctx, tx, &m); err != nil {
+	if err := checkMemberVIP(ctx, tx, &m); err != nil {
 		return nil, err
 	}
 	now := formatTime(tx.now)
@@ -307,7 +307,7 @@ func updateMember(ctx context.Context, tx *Tx, id string, upd sdnlb.MemberUpdate
 			return nil, err
 		}
 	}
-	if err := checkMemberPort(ctx, tx, m); err != nil {
+	if err := checkMemberVIP(ctx, tx, m); err != nil {
 		return nil, err
 	}
 	if _, err := tx.ExecContext(ctx, `UPDATE members SET address = ?, port = ?, weight = ?, capacity = ?, admin_state_up = ?,
@@ -344,7 +344,7 @@ func checkMemberEndpoint(ctx context.Context, tx *Tx, m *sdnlb.Member) error {
 	} else if err != nil {
 		return fmt.Errorf("check member endpoint: %w", err)
 	}
-	return sdnlb.FieldErrorf(sdnlb.ECONFLICT, "address", "member %s of pool %s already has %s port %d", other, m.PoolID, m.Address, m.Port)
+	return sdnlb.FieldErrorf(sdnlb.ECONFLICT, "address", "member %s of pool %s already has %s", other, m.PoolID, sdnlb.HostPort(m.Address, m.Port))
 }
 
 // checkMemberNotOnVIP refuses m's address when a VIP has it: the switch
@@ -362,18 +362,20 @@ func checkMemberNotOnVIP(ctx context.Context, tx *Tx, m *sdnlb.Member) error {
 		"%s is the address of vip %s: the switch answers for it with the vip's MAC, so a member there cannot be reached", m.Address, vipID)
 }
 
-// checkMemberPort refuses m's port when its pool forwards with DSR to a
-// VIP the port cannot serve (see sdnlb.Forwarding.AllowsMemberPort). A
-// pool without a VIP takes any port until it is linked, which checks its
-// members then.
-func checkMemberPort(ctx context.Context, tx *Tx, m *sdnlb.Member) error {
+// checkMemberVIP checks m against the VIP its pool serves: m's address
+// must be of the VIP's family, and its port one the VIP can be served on
+// when the pool forwards with DSR (see sdnlb.Forwarding.AllowsMemberPort).
+// A pool without a VIP takes any member until it is linked, which checks
+// its members then.
+func checkMemberVIP(ctx context.Context, tx *Tx, m *sdnlb.Member) error {
 	var row struct {
 		Forwarding string         `db:"forwarding"`
 		VIPID      sql.NullString `db:"vip_id"`
+		Address    sql.NullString `db:"address"`
 		Protocol   sql.NullString `db:"protocol"`
 		Port       sql.NullInt64  `db:"port"`
 	}
-	err := tx.GetContext(ctx, &row, `SELECT p.forwarding, v.id AS vip_id, v.protocol, v.port
+	err := tx.GetContext(ctx, &row, `SELECT p.forwarding, v.id AS vip_id, v.address, v.protocol, v.port
 		FROM pools p LEFT JOIN vips v ON v.id = p.vip_id WHERE p.id = ?`, m.PoolID)
 	if errors.Is(err, sql.ErrNoRows) {
 		return sdnlb.FieldErrorf(sdnlb.ENOTFOUND, "pool_id", "pool %q not found", m.PoolID)
@@ -382,6 +384,10 @@ func checkMemberPort(ctx context.Context, tx *Tx, m *sdnlb.Member) error {
 	}
 	if !row.VIPID.Valid {
 		return nil
+	}
+	if vipAddress := row.Address.String; sdnlb.IsIPv6(m.Address) != sdnlb.IsIPv6(vipAddress) {
+		return sdnlb.FieldErrorf(sdnlb.EINVALID, "address", "%s is %s; the pool's VIP %s (%s) is %s: a pool's members share its VIP's address family",
+			m.Address, sdnlb.Family(m.Address), row.VIPID.String, vipAddress, sdnlb.Family(vipAddress))
 	}
 	f, proto, vipPort := sdnlb.Forwarding(row.Forwarding), sdnlb.Protocol(row.Protocol.String), int(row.Port.Int64)
 	if f.AllowsMemberPort(proto, vipPort, m.Port) {

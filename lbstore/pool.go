@@ -175,7 +175,7 @@ func createPool(ctx context.Context, tx *Tx, p sdnlb.Pool) (*sdnlb.Pool, error) 
 		}
 	}
 	p.ID = newID(p.ID)
-	if err := checkPoolVIP(ctx, tx, &p); err != nil {
+	if err := checkPoolVIP(ctx, tx, &p, ""); err != nil {
 		return nil, err
 	}
 	now := formatTime(tx.now)
@@ -195,11 +195,12 @@ func updatePool(ctx context.Context, tx *Tx, id string, upd sdnlb.PoolUpdate) (*
 	if err != nil {
 		return nil, err
 	}
+	oldVIPID := p.VIPID
 	upd.Apply(p)
 	if err := p.Validate(); err != nil {
 		return nil, err
 	}
-	if err := checkPoolVIP(ctx, tx, p); err != nil {
+	if err := checkPoolVIP(ctx, tx, p, oldVIPID); err != nil {
 		return nil, err
 	}
 	if _, err := tx.ExecContext(ctx, `UPDATE pools SET name = ?, description = ?, vip_id = ?, lb_method = ?,
@@ -248,8 +249,9 @@ func deletePool(ctx context.Context, tx *Tx, id string, cascade bool) error {
 
 // checkPoolVIP checks the VIP p serves: it must exist, have no other pool
 // and share p's protocol, and when p is DSR its members must use the VIP's
-// port.
-func checkPoolVIP(ctx context.Context, tx *Tx, p *sdnlb.Pool) error {
+// port. Linking it anew (from oldVIPID), the members must share its
+// address family. It also sets p's dispatch for the VIP.
+func checkPoolVIP(ctx context.Context, tx *Tx, p *sdnlb.Pool, oldVIPID string) error {
 	if p.VIPID == "" {
 		return nil
 	}
@@ -272,6 +274,42 @@ func checkPoolVIP(ctx context.Context, tx *Tx, p *sdnlb.Pool) error {
 			"DSR cannot rewrite ports, and member %s of pool %s uses port %d while vip %s serves %s port %d: set the member's port to %s first, or keep NAT",
 			m.id, p.ID, m.port, v.ID, v.Protocol, v.Port, dsrMemberPorts(v.Protocol, v.Port))
 	}
+	if p.VIPID != oldVIPID {
+		if err := checkMembersFamily(ctx, tx, p.ID, v, "vip_id"); err != nil {
+			return err
+		}
+	}
+	return p.DispatchForVIP(v)
+}
+
+// checkMembersFamily refuses to have the pool serve v while one of its
+// members has an address of the other family; field is what the write
+// changes.
+func checkMembersFamily(ctx context.Context, tx *Tx, poolID string, v *sdnlb.VIP, field string) error {
+	otherFamily := `address LIKE '%:%'` // addresses are canonical: only IPv6 has a colon
+	if sdnlb.IsIPv6(v.Address) {
+		otherFamily = `address NOT LIKE '%:%'`
+	}
+	var m struct {
+		ID      string `db:"id"`
+		Address string `db:"address"`
+	}
+	err := tx.GetContext(ctx, &m, `SELECT id, address FROM members WHERE pool_id = ? AND `+otherFamily+` ORDER BY id LIMIT 1`, poolID)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil
+	} else if err != nil {
+		return fmt.Errorf("check member address family: %w", err)
+	}
+	return sdnlb.FieldErrorf(sdnlb.EINVALID, field, "member %s of pool %s is %s (%s); vip %s (%s) is %s: a pool's members share its VIP's address family",
+		m.ID, poolID, sdnlb.Family(m.Address), m.Address, v.ID, v.Address, sdnlb.Family(v.Address))
+}
+
+// setPoolDispatch records the dispatch a VIP's write chose for its pool.
+func setPoolDispatch(ctx context.Context, tx *Tx, poolID string, d sdnlb.Dispatch) error {
+	if _, err := tx.ExecContext(ctx, `UPDATE pools SET dispatch = ?, updated_at = ? WHERE id = ?`, d, formatTime(tx.now), poolID); err != nil {
+		return fmt.Errorf("set pool dispatch: %w", err)
+	}
+	tx.emit(sdnlb.KindPool, sdnlb.OpUpdate, poolID)
 	return nil
 }
 

@@ -179,7 +179,7 @@ func createVIP(ctx context.Context, tx *Tx, v sdnlb.VIP) (*sdnlb.VIP, error) {
 		return nil, mapError(fmt.Errorf("insert vip: %w", err), sdnlb.ENOTFOUND)
 	}
 	tx.emit(sdnlb.KindVIP, sdnlb.OpCreate, v.ID)
-	if err := linkVIPPool(ctx, tx, &v, ""); err != nil {
+	if err := linkVIPPool(ctx, tx, &v, "", ""); err != nil {
 		return nil, err
 	}
 	return findVIPByID(ctx, tx, v.ID)
@@ -213,7 +213,7 @@ func updateVIP(ctx context.Context, tx *Tx, id string, upd sdnlb.VIPUpdate) (*sd
 		return nil, mapError(fmt.Errorf("update vip: %w", err), sdnlb.ENOTFOUND)
 	}
 	tx.emit(sdnlb.KindVIP, sdnlb.OpUpdate, id)
-	if err := linkVIPPool(ctx, tx, v, oldPoolID); err != nil {
+	if err := linkVIPPool(ctx, tx, v, oldPoolID, oldAddress); err != nil {
 		return nil, err
 	}
 	return findVIPByID(ctx, tx, id)
@@ -260,7 +260,7 @@ func checkVIPListener(ctx context.Context, tx *Tx, v *sdnlb.VIP) error {
 		return sdnlb.FieldErrorf(sdnlb.ECONFLICT, "address",
 			"vip %s (%s) already uses %s, and a vip of protocol %s is alone on its address", other.ID, other.Protocol, v.Address, sdnlb.ProtocolAny)
 	case v.Protocol.HasPorts():
-		return sdnlb.FieldErrorf(sdnlb.ECONFLICT, "address", "vip %s already listens on %s %s:%d", other.ID, v.Protocol, v.Address, v.Port)
+		return sdnlb.FieldErrorf(sdnlb.ECONFLICT, "address", "vip %s already listens on %s %s", other.ID, v.Protocol, sdnlb.HostPort(v.Address, v.Port))
 	}
 	return sdnlb.FieldErrorf(sdnlb.ECONFLICT, "address", "vip %s already answers %s on %s", other.ID, v.Protocol, v.Address)
 }
@@ -286,8 +286,11 @@ func checkVIPNotOnMember(ctx context.Context, tx *Tx, v *sdnlb.VIP) error {
 // linkVIPPool makes v.PoolID the pool that serves v, releasing oldPoolID.
 // The pool must exist, serve no other VIP and share v's protocol, and when
 // it is DSR its members must use v's port; the last two are checked even
-// when the link stays, since v's protocol or port may have changed.
-func linkVIPPool(ctx context.Context, tx *Tx, v *sdnlb.VIP, oldPoolID string) error {
+// when the link stays, since v's protocol or port may have changed. Its
+// members must share v's address family, checked when the link is new or
+// v's address (oldAddress before) changes family. The pool's dispatch
+// is set for v, as for a write that names none.
+func linkVIPPool(ctx context.Context, tx *Tx, v *sdnlb.VIP, oldPoolID, oldAddress string) error {
 	if v.PoolID != "" {
 		p, err := findPoolByID(ctx, tx, v.PoolID)
 		if sdnlb.ErrorCode(err) == sdnlb.ENOTFOUND {
@@ -303,6 +306,25 @@ func linkVIPPool(ctx context.Context, tx *Tx, v *sdnlb.VIP, oldPoolID string) er
 		}
 		if err := checkVIPMemberPorts(ctx, tx, v, p, oldPoolID); err != nil {
 			return err
+		}
+		switch {
+		case v.PoolID != oldPoolID:
+			err = checkMembersFamily(ctx, tx, p.ID, v, "pool_id")
+		case sdnlb.IsIPv6(v.Address) != sdnlb.IsIPv6(oldAddress):
+			err = checkMembersFamily(ctx, tx, p.ID, v, "address")
+		}
+		if err != nil {
+			return err
+		}
+		dispatch := p.Dispatch
+		p.DispatchUnset = true
+		if err := p.DispatchForVIP(v); err != nil {
+			return err
+		}
+		if p.Dispatch != dispatch {
+			if err := setPoolDispatch(ctx, tx, p.ID, p.Dispatch); err != nil {
+				return err
+			}
 		}
 	}
 	if v.PoolID == oldPoolID {

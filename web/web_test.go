@@ -17,7 +17,7 @@ func TestHandler(t *testing.T) {
 		"/": {"<title>sdnlb</title>", `<script src="series.js">`, `<script src="chart.js">`, `<script src="topology.js">`,
 			`<script src="app.js">`, `id="cluster"`, `id="topology-map"`, `id="filter"`},
 		"/app.js": {"/v1/events", "pool.lb_method", "pool.dispatch", "pool.forwarding", "/v1/switches", "askToken", "showFieldErrors",
-			"/v1/stats?watch=true", "/v1/cluster", "/v1/topology", "applyFilter", "IntersectionObserver"},
+			"/v1/stats?watch=true", "/v1/cluster", "/v1/topology", "applyFilter", "IntersectionObserver", "const hostPort"},
 		"/series.js":   {"class Track", "WINDOW_S = 900"},
 		"/chart.js":    {"function drawChart"},
 		"/topology.js": {"function drawTopology", "esc(h.address)"},

@@ -388,7 +388,7 @@ func memberTable(w io.Writer, stats *sdnlb.PoolStats) error {
 		if !m.StatusSince.IsZero() {
 			since = time.Since(m.StatusSince).Round(time.Second).String()
 		}
-		fmt.Fprintf(tw, "%s\t%s:%d\t%s\t%s\t%d\t%d\t%s\t%s\n", m.MemberID, m.Address, m.Port, m.Status, since,
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%d\t%s\t%s\n", m.MemberID, sdnlb.HostPort(m.Address, m.Port), m.Status, since,
 			m.ActiveConnections, m.TotalConnections, bytesText(m.BytesIn), bytesText(m.BytesOut))
 	}
 	return tw.Flush()

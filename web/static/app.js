@@ -104,8 +104,16 @@ async function listAll(path, key) {
 }
 
 const byName = (a, b) => (a.name || a.id).localeCompare(b.name || b.id) || a.id.localeCompare(b.id);
-// Members sort by address as numbers, then port, then id.
-function addrKey(a) { return a.split(".").map((x) => x.padStart(3, "0")).join("."); }
+// Members sort by address as numbers, IPv4 before IPv6, then port, then
+// id. Addresses come canonical from the API: IPv6 compressed, lower case.
+function addrKey(a) {
+  if (!a.includes(":")) return "4 " + a.split(".").map((x) => x.padStart(3, "0")).join(".");
+  const [head, tail] = a.split("::").map((s) => (s ? s.split(":") : []));
+  const groups = tail ? [...head, ...Array(8 - head.length - tail.length).fill("0"), ...tail] : head;
+  return "6 " + groups.map((g) => g.padStart(4, "0")).join(":");
+}
+// hostPort writes an address with a port, an IPv6 one in brackets.
+const hostPort = (address, port) => (address.includes(":") ? `[${address}]:${port}` : `${address}:${port}`);
 const byAddr = (a, b) => addrKey(a.address).localeCompare(addrKey(b.address)) || a.port - b.port || a.id.localeCompare(b.id);
 
 async function loadConfig() {
@@ -380,7 +388,7 @@ function renderVIPs() {
 function fillVIPHeader(card, vip) {
   card.querySelector(".name").textContent = vip.name || vip.id;
   card.querySelector(".addr").textContent =
-    `${vip.protocol} ${vip.address}${vip.protocol === "ICMP" || vip.protocol === "ANY" ? "" : ":" + vip.port}`;
+    `${vip.protocol} ${vip.protocol === "ICMP" || vip.protocol === "ANY" ? vip.address : hostPort(vip.address, vip.port)}`;
   card.querySelector(".status").replaceChildren(vipStatus(vip));
   card.querySelector(".ids").replaceChildren(idChip(vip.id), el("span", { class: "muted" }, ` MAC ${vip.mac}`));
   card.querySelector(".tools").replaceChildren(
@@ -567,7 +575,7 @@ function memberRow(v, m) {
   const where = el("span", { class: "where" });
   r.cells.where = where;
   const cells = [
-    el("span", {}, `${m.address}:${m.port || (v.vip ? v.vip.port : "VIP port")}`, where), idChip(m.id),
+    el("span", {}, hostPort(m.address, m.port || (v.vip ? v.vip.port : "VIP port")), where), idChip(m.id),
     el("span", {}, weight, live("effective", "")),
     live("status", pill(m.status)), live("since", ago(m.health.since)), check,
     live("active", "0"), live("total", "0"), live("packetsIn", "0"), live("packetsOut", "0"),
@@ -711,7 +719,7 @@ function applyFilter() {
     if (!q || vipHit || (pool && hit(pool.id, pool.name))) return true;
     if (!pool) return false;
     const ids = new Set((state.members.get(pool.id) || [])
-      .filter((m) => hit(m.id, m.address, `${m.address}:${m.port}`)).map((m) => m.id));
+      .filter((m) => hit(m.id, m.address, hostPort(m.address, m.port))).map((m) => m.id));
     return ids.size ? ids : false;
   };
   const filterPool = (pool, match) => {
@@ -727,7 +735,7 @@ function applyFilter() {
   let shown = 0;
   for (const vip of state.vips) {
     const pool = poolByVIP.get(vip.id);
-    const match = matchPool(pool, !q || hit(vip.id, vip.name, vip.address, `${vip.address}:${vip.port}`));
+    const match = matchPool(pool, !q || hit(vip.id, vip.name, vip.address, hostPort(vip.address, vip.port)));
     const card = vipViews.get(vip.id).card;
     card.hidden = !match;
     if (match) shown++;
@@ -813,7 +821,7 @@ function poolCharts(v) {
 }
 
 function memberLabel(m, members) {
-  return members.some((o) => o !== m && o.address === m.address) ? `${m.address}:${m.port}` : m.address;
+  return members.some((o) => o !== m && o.address === m.address) ? hostPort(m.address, m.port) : m.address;
 }
 
 function bytesLines(track) {
@@ -832,7 +840,7 @@ function memberCharts(v, m) {
   td.append(box);
   const g = { el: box, row, boxes, draw: () => {
     const t = tracks.members.get(m.id);
-    const label = `${m.address}:${m.port || (v.vip ? v.vip.port : "")}`;
+    const label = hostPort(m.address, m.port || (v.vip ? v.vip.port : ""));
     const marks = t ? t.marks.map((mk) => ({ t: mk.t, status: mk.status, member: m.id })) : [];
     return [
       [boxes.conns, [{ label, color: PALETTE[0], value: seriesOf(t, CONNS) }], marks, rate],
@@ -1014,26 +1022,26 @@ const methods = ["ROUND_ROBIN", "WEIGHTED_ROUND_ROBIN", "LEAST_CONNECTIONS", "WE
 // state returning [value, label] pairs). Fields marked "create" are only
 // asked at creation (the id, a member's pool).
 function schema(kind) {
-  const vipChoices = () => [["", "(none)"], ...state.vips.map((v) => [v.id, `${v.name || v.id} ${v.address}:${v.port}`])];
+  const vipChoices = () => [["", "(none)"], ...state.vips.map((v) => [v.id, `${v.name || v.id} ${hostPort(v.address, v.port)}`])];
   const poolChoices = () => state.pools.map((p) => [p.id, p.name || p.id]);
   switch (kind) {
     case "vip": return [
       ["id", "id (optional)", "text", null, "create"], ["name", "name", "text"],
-      ["address", "address", "text", null, null, "10.0.0.100"], ["protocol", "protocol", "select", protocols],
+      ["address", "address (IPv4 or IPv6)", "text", null, null, "10.0.0.100"], ["protocol", "protocol", "select", protocols],
       ["port", "port", "number", null, null, "80"], ["connection_limit", "connection limit (-1: none)", "number"],
       ["admin_state_up", "enabled", "bool"],
     ];
     case "pool": return [
       ["id", "id (optional)", "text", null, "create"], ["name", "name", "text"],
       ["vip_id", "VIP", "select", vipChoices], ["lb_method", "method", "select", methods],
-      ["dispatch", "dispatch", "select", [["", "(default for the method)"], "SWITCH", "CONTROLLER"]],
+      ["dispatch", "dispatch", "select", [["", "(default for the method and VIP)"], "SWITCH", "CONTROLLER"]],
       ["forwarding", "forwarding", "select", ["NAT", "DSR"]], ["protocol", "protocol", "select", protocols],
       ["slow_start", "slow start (s; weighted methods)", "number", null, null, "0"],
       ["admin_state_up", "enabled", "bool"],
     ];
     case "member": return [
       ["id", "id (optional)", "text", null, "create"], ["pool_id", "pool", "select", poolChoices, "create"],
-      ["address", "address", "text", null, null, "10.0.0.1"], ["port", "port (0: the VIP's)", "number", null, null, "80"],
+      ["address", "address (the VIP's family)", "text", null, null, "10.0.0.1"], ["port", "port (0: the VIP's)", "number", null, null, "80"],
       ["weight", "weight (0–256)", "number"], ["capacity", "capacity (connections; 0: none)", "number", null, null, "0"],
       ["admin_state_up", "enabled (off: drained)", "bool"],
     ];
