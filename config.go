@@ -159,18 +159,13 @@ func (p *Pool) spec() []specField {
 // both) among them.
 func (p *Pool) Changes(to *Pool) []FieldChange { return fieldChanges(p.spec(), to.spec()) }
 
-// Replacement is the update that sets every field a client sets to p's;
-// a dispatch no client chose is put back to the default.
+// Replacement is the update that sets every field a client sets to p's.
 func (p *Pool) Replacement() PoolUpdate {
-	u := PoolUpdate{
+	return PoolUpdate{
 		Name: &p.Name, Description: &p.Description, VIPID: &p.VIPID, LBMethod: &p.LBMethod,
 		Dispatch: &p.Dispatch, Forwarding: &p.Forwarding, Protocol: &p.Protocol, AdminStateUp: &p.AdminStateUp,
 		SlowStart: &p.SlowStart,
 	}
-	if p.DispatchUnset {
-		u.Dispatch, u.UnsetDispatch = nil, true
-	}
-	return u
 }
 
 func (m *Member) spec() []specField {

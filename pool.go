@@ -146,17 +146,13 @@ type Pool struct {
 	// pool balances by LBMethod, the default, and the Floodlight routes
 	// show it as Floodlight shows a pool whose method was never set.
 	LBMethodUnset bool `json:"-"`
-	// DispatchUnset is true when the write that makes the pool named no
-	// dispatch: Dispatch is the default, which the store may change for
-	// the pool's VIP (see DispatchForVIP). It is not stored.
-	DispatchUnset bool `json:"-"`
 }
 
 // NewPool returns a pool with the defaults: round robin, dispatched by
 // the switch, NAT, TCP, admin up. Pools stored before dispatch existed
 // were migrated to DispatchController, the path they had always taken.
 func NewPool() *Pool {
-	return &Pool{LBMethod: RoundRobin, Dispatch: DispatchSwitch, DispatchUnset: true, Forwarding: ForwardingNAT, Protocol: ProtocolTCP,
+	return &Pool{LBMethod: RoundRobin, Dispatch: DispatchSwitch, Forwarding: ForwardingNAT, Protocol: ProtocolTCP,
 		AdminStateUp: true, MonitorIDs: []string{}}
 }
 
@@ -218,14 +214,10 @@ type PoolUpdate struct {
 	// UnsetLBMethod puts back the default method, as chosen by no client
 	// (a Floodlight client posting the pool again without lb_method).
 	UnsetLBMethod bool
-	// UnsetDispatch puts back the default dispatch, as chosen by no client
-	// (a PUT without dispatch).
-	UnsetDispatch bool
 }
 
 // Apply writes the update onto p. A method the switch cannot pick by
-// moves the pool to CONTROLLER dispatch unless the update names one; an
-// update that names none leaves p.DispatchUnset.
+// moves the pool to CONTROLLER dispatch unless the update names one.
 func (u *PoolUpdate) Apply(p *Pool) {
 	setIf(&p.Name, u.Name)
 	setIf(&p.Description, u.Description)
@@ -236,11 +228,7 @@ func (u *PoolUpdate) Apply(p *Pool) {
 	if u.LBMethod != nil {
 		p.LBMethod, p.LBMethodUnset = *u.LBMethod, false
 	}
-	if u.UnsetDispatch {
-		p.Dispatch = NewPool().Dispatch
-	}
 	setIf(&p.Dispatch, u.Dispatch)
-	p.DispatchUnset = u.Dispatch == nil
 	setIf(&p.Forwarding, u.Forwarding)
 	setIf(&p.Protocol, u.Protocol)
 	setIf(&p.AdminStateUp, u.AdminStateUp)
@@ -248,23 +236,6 @@ func (u *PoolUpdate) Apply(p *Pool) {
 	if u.Dispatch == nil && !p.LBMethod.SwitchPicks() {
 		p.Dispatch = DispatchController // the method needs it, and no dispatch was asked for
 	}
-}
-
-// DispatchForVIP has the controller dispatch a pool whose VIP v is IPv6,
-// since the switch paths do not carry IPv6: a dispatch the write left to
-// its default becomes CONTROLLER, and SWITCH asked for is EINVALID, field
-// dispatch. The store calls it wherever a pool's VIP or its address is
-// written.
-func (p *Pool) DispatchForVIP(v *VIP) error {
-	if p.Dispatch != DispatchSwitch || !IsIPv6(v.Address) {
-		return nil
-	}
-	if !p.DispatchUnset {
-		return FieldErrorf(EINVALID, "dispatch",
-			"the switch does not dispatch IPv6 VIPs yet, and vip %s is %s: use dispatch %s", v.ID, v.Address, DispatchController)
-	}
-	p.Dispatch = DispatchController
-	return nil
 }
 
 // PoolFilter selects pools; nil fields match everything.

@@ -55,10 +55,6 @@ func TestIPv6_Rejected(t *testing.T) {
 			status: 400, code: sdnlb.EINVALID, field: "address"},
 		routeCase{name: "ErrPoolOfIPv4MembersTakesIPv6VIP", method: "POST", path: "/v1/vips", body: `{"address":"2001:db8::200","port":80,"pool_id":"free"}`,
 			status: 400, code: sdnlb.EINVALID, field: "pool_id"},
-		routeCase{name: "ErrSwitchDispatchIPv6", method: "PATCH", path: "/v1/pools/p6", body: `{"dispatch":"SWITCH"}`,
-			status: 400, code: sdnlb.EINVALID, field: "dispatch", check: mentions("does not dispatch IPv6 VIPs yet")},
-		routeCase{name: "ErrSwitchDispatchIPv6Put", method: "PUT", path: "/v1/pools/p6", body: `{"vip_id":"v6","dispatch":"SWITCH"}`,
-			status: 400, code: sdnlb.EINVALID, field: "dispatch"},
 		routeCase{name: "ErrCompatVIP", method: "POST", path: "/quantum/v1.0/vips/", body: `{"id":"c6","address":"2001:db8::300","port":"80"}`,
 			status: 400, code: sdnlb.EINVALID, field: "address", check: mentions("must be an IPv4 address")},
 		routeCase{name: "ErrCompatMember", method: "POST", path: "/quantum/v1.0/members/", body: `{"id":"c6","address":"2001:db8::9","port":"80","pool_id":"p6"}`,
@@ -84,16 +80,10 @@ func TestIPv6_RoundTrip(t *testing.T) {
 		})},
 		{name: "ErrVIPSameAddressOtherSpelling", method: "POST", path: "/v1/vips", body: `{"address":"2001:db8::0:200","port":443}`,
 			status: 409, code: sdnlb.ECONFLICT, field: "address"},
-		{name: "PoolDispatchedByController", method: "POST", path: "/v1/pools", body: `{"id":"wp","vip_id":"w"}`, status: 201,
+		{name: "PoolDispatchedBySwitch", method: "POST", path: "/v1/pools", body: `{"id":"wp","vip_id":"w"}`, status: 201,
 			check: decoded(func(t *testing.T, p *sdnlb.Pool) {
-				if p.Dispatch != sdnlb.DispatchController {
-					t.Errorf("dispatch %s, want CONTROLLER", p.Dispatch)
-				}
-			})},
-		{name: "PoolPutKeepsController", method: "PUT", path: "/v1/pools/wp", body: `{"vip_id":"w","name":"web"}`, status: 200,
-			check: decoded(func(t *testing.T, p *sdnlb.Pool) {
-				if p.Dispatch != sdnlb.DispatchController || p.Name != "web" {
-					t.Errorf("pool %+v", p)
+				if p.Dispatch != sdnlb.DispatchSwitch {
+					t.Errorf("dispatch %s, want SWITCH", p.Dispatch)
 				}
 			})},
 		{name: "MemberCanonical", method: "POST", path: "/v1/members", body: `{"id":"wm","pool_id":"wp","address":"2001:0DB8::0:0:7","port":443}`, status: 201,
@@ -111,9 +101,9 @@ func TestIPv6_RoundTrip(t *testing.T) {
 			}
 		})},
 		{name: "VIPMovesToIPv6", method: "PATCH", path: "/v1/vips/x", body: `{"address":"2001:db8::50"}`, status: 200},
-		{name: "PoolNowController", method: "GET", path: "/v1/pools/xp", status: 200, check: decoded(func(t *testing.T, p *sdnlb.Pool) {
-			if p.Dispatch != sdnlb.DispatchController {
-				t.Errorf("dispatch %s, want CONTROLLER", p.Dispatch)
+		{name: "PoolKeepsItsDispatch", method: "GET", path: "/v1/pools/xp", status: 200, check: decoded(func(t *testing.T, p *sdnlb.Pool) {
+			if p.Dispatch != sdnlb.DispatchSwitch {
+				t.Errorf("dispatch %s, want SWITCH", p.Dispatch)
 			}
 		})},
 		// The Floodlight routes show what /v1 wrote, IPv6 included.

@@ -272,10 +272,6 @@ func (s *memStore) checkVIP(v *sdnlb.VIP) error {
 			}
 			return sdnlb.FieldErrorf(sdnlb.EINVALID, field, "member %s of pool %s is %s; the VIP is %s", m.ID, p.ID, m.Address, v.Address)
 		}
-		p.DispatchUnset = true
-		if err := p.DispatchForVIP(v); err != nil {
-			return err
-		}
 	}
 	for _, p := range s.pools.rows {
 		if p.VIPID == v.ID {
@@ -365,7 +361,7 @@ func (s *memStore) checkPool(p *sdnlb.Pool) error {
 	if m := s.memberOfOtherFamily(p, v); m != nil {
 		return sdnlb.FieldErrorf(sdnlb.EINVALID, "vip_id", "member %s of pool %s is %s; VIP %s is %s", m.ID, p.ID, m.Address, v.ID, v.Address)
 	}
-	return p.DispatchForVIP(v)
+	return nil
 }
 
 func (s *memStore) FindPoolByID(ctx context.Context, id string) (*sdnlb.Pool, error) {

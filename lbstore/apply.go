@@ -355,11 +355,6 @@ func (a *applier) resolvePool(it *item[sdnlb.Pool]) error {
 	if p.VIPID, err = a.vips.resolve(it.path, p.ID, "vip_id", p.VIPID); err != nil {
 		return err
 	}
-	if v := a.vipAfter(p.VIPID); v != nil {
-		if err := p.DispatchForVIP(v); err != nil { // before comparing, so that re-applying changes nothing
-			return objectError(it.path, p.ID, err)
-		}
-	}
 	ids := make([]string, 0, len(p.MonitorIDs))
 	for _, ref := range p.MonitorIDs {
 		id, err := a.monitors.resolve(it.path, p.ID, "monitor_ids", ref)
@@ -371,15 +366,6 @@ func (a *applier) resolvePool(it *item[sdnlb.Pool]) error {
 	slices.Sort(ids)
 	p.MonitorIDs = slices.Compact(ids)
 	return nil
-}
-
-// vipAfter is the VIP with id as the apply leaves it: the document's, or
-// the stored one; nil for none.
-func (a *applier) vipAfter(id string) *sdnlb.VIP {
-	if it := a.vips.byID[id]; it != nil {
-		return it.want
-	}
-	return a.vips.stored[id]
 }
 
 // keyMembers keys members by id, or by their pool, address and port, which

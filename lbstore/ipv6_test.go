@@ -63,17 +63,6 @@ func TestIPv6_FamilyRejected(t *testing.T) {
 				return newMember(p.ID, "10.0.0.1", 80), []string{"10.0.0.1 is IPv4; the pool's VIP " + v.ID + " (2001:db8::100) is IPv6"}
 			}},
 	})
-	testRejectedCreates(t, func(ctx context.Context, db *lbstore.DB, p *sdnlb.Pool) error {
-		return lbstore.NewPoolService(db).CreatePool(ctx, p)
-	}, []rejectedCreate[sdnlb.Pool]{
-		{name: "ErrSwitchDispatchOfIPv6VIP", code: sdnlb.EINVALID, field: "dispatch",
-			setup: func(tb testing.TB, ctx context.Context, db *lbstore.DB) (*sdnlb.Pool, []string) {
-				v := MustCreateVIP(tb, ctx, db, newVIP("2001:db8::100", 80))
-				p := newPool(v.ID)
-				p.DispatchUnset = false // asked for
-				return p, []string{"does not dispatch IPv6 VIPs yet", "use dispatch CONTROLLER"}
-			}},
-	})
 	testRejectedCreates(t, func(ctx context.Context, db *lbstore.DB, v *sdnlb.VIP) error {
 		return lbstore.NewVIPService(db).CreateVIP(ctx, v)
 	}, []rejectedCreate[sdnlb.VIP]{
@@ -114,66 +103,7 @@ func TestIPv6_FamilyRejected(t *testing.T) {
 				v := MustCreateVIP(tb, ctx, db, newVIP("2001:db8::100", 80))
 				return p.ID, sdnlb.PoolUpdate{VIPID: &v.ID}
 			}},
-		{name: "ErrSwitchDispatchOfIPv6VIP", code: sdnlb.EINVALID, field: "dispatch",
-			setup: func(tb testing.TB, ctx context.Context, db *lbstore.DB) (string, sdnlb.PoolUpdate) {
-				v := MustCreateVIP(tb, ctx, db, newVIP("2001:db8::100", 80))
-				p := MustCreatePool(tb, ctx, db, newPool(v.ID))
-				return p.ID, sdnlb.PoolUpdate{Dispatch: ptr(sdnlb.DispatchSwitch)}
-			}},
 	})
-}
-
-// TestIPv6_DispatchDefault: a pool serving an IPv6 VIP is dispatched by
-// the controller however it came to serve it, unless a write names a
-// dispatch.
-func TestIPv6_DispatchDefault(t *testing.T) {
-	dispatch := func(tb testing.TB, ctx context.Context, db *lbstore.DB, id string) sdnlb.Dispatch {
-		tb.Helper()
-		p, err := lbstore.NewPoolService(db).FindPoolByID(ctx, id)
-		if err != nil {
-			tb.Fatal(err)
-		}
-		return p.Dispatch
-	}
-	for name, tc := range map[string]func(tb testing.TB, ctx context.Context, db *lbstore.DB) string{
-		"PoolCreated": func(tb testing.TB, ctx context.Context, db *lbstore.DB) string {
-			v := MustCreateVIP(tb, ctx, db, newVIP("2001:db8::100", 80))
-			return MustCreatePool(tb, ctx, db, newPool(v.ID)).ID
-		},
-		"PoolLinked": func(tb testing.TB, ctx context.Context, db *lbstore.DB) string {
-			p := MustCreatePool(tb, ctx, db, newPool(""))
-			v := MustCreateVIP(tb, ctx, db, newVIP("2001:db8::100", 80))
-			if _, err := lbstore.NewPoolService(db).UpdatePool(ctx, p.ID, sdnlb.PoolUpdate{VIPID: &v.ID}); err != nil {
-				tb.Fatal(err)
-			}
-			return p.ID
-		},
-		"VIPCreatedWithPool": func(tb testing.TB, ctx context.Context, db *lbstore.DB) string {
-			p := MustCreatePool(tb, ctx, db, newPool(""))
-			v := newVIP("2001:db8::100", 80)
-			v.PoolID = p.ID
-			MustCreateVIP(tb, ctx, db, v)
-			return p.ID
-		},
-		"VIPMovesToIPv6": func(tb testing.TB, ctx context.Context, db *lbstore.DB) string {
-			v := MustCreateVIP(tb, ctx, db, newVIP("10.0.0.100", 80))
-			p := MustCreatePool(tb, ctx, db, newPool(v.ID))
-			if got := dispatch(tb, ctx, db, p.ID); got != sdnlb.DispatchSwitch {
-				tb.Fatalf("an IPv4 VIP's pool is dispatched by %s, want SWITCH", got)
-			}
-			if _, err := lbstore.NewVIPService(db).UpdateVIP(ctx, v.ID, sdnlb.VIPUpdate{Address: ptr("2001:db8::100")}); err != nil {
-				tb.Fatal(err)
-			}
-			return p.ID
-		},
-	} {
-		t.Run(name, func(t *testing.T) {
-			ctx, db := mustSetup(t)
-			if got := dispatch(t, ctx, db, tc(t, ctx, db)); got != sdnlb.DispatchController {
-				t.Fatalf("dispatch %s, want CONTROLLER", got)
-			}
-		})
-	}
 }
 
 func TestIPv6_ApplyConfig(t *testing.T) {
@@ -193,9 +123,6 @@ func TestIPv6_ApplyConfig(t *testing.T) {
 	if got := []string{cfg.VIPs[0].Address, cfg.Members[0].Address, cfg.Members[1].Address}; got[0] != "2001:db8::100" ||
 		got[1] != "2001:db8::1" || got[2] != "2001:db8::2" {
 		t.Fatalf("stored addresses %v, want them canonical", got)
-	}
-	if cfg.Pools[0].Dispatch != sdnlb.DispatchController {
-		t.Fatalf("the IPv6 VIP's pool is dispatched by %s, want CONTROLLER", cfg.Pools[0].Dispatch)
 	}
 	if diff := mustApply(t, ctx, db, v6(), sdnlb.ApplyOptions{}); diff.Changed {
 		t.Fatalf("re-applying changed %+v", diff)
@@ -221,13 +148,6 @@ func TestIPv6_ApplyConfigRejected(t *testing.T) {
 		{name: "ErrVIPOtherFamily", field: "pools[0].vip_id", spansObjects: true,
 			edit:     func(c *sdnlb.Config) { c.VIPs[0].Address = "2001:db8::100" },
 			mentions: []string{"is IPv4 (10.0.0.", "vip web (2001:db8::100) is IPv6"}},
-		{name: "ErrSwitchDispatch", field: "pools[0].dispatch",
-			edit: func(c *sdnlb.Config) {
-				c.VIPs[0].Address = "2001:db8::100"
-				c.Members[0].Address, c.Members[1].Address, c.Members[2].Address = "2001:db8::1", "2001:db8::2", "2001:db8::3"
-				c.Pools[0].DispatchUnset = false // asked for
-			},
-			mentions: []string{"does not dispatch IPv6 VIPs yet"}},
 		{name: "ErrLinkLocalMember", field: "members[1].address",
 			edit:     func(c *sdnlb.Config) { c.Members[1].Address = "fe80::1" },
 			mentions: []string{"link-local"}},

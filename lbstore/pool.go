@@ -250,7 +250,7 @@ func deletePool(ctx context.Context, tx *Tx, id string, cascade bool) error {
 // checkPoolVIP checks the VIP p serves: it must exist, have no other pool
 // and share p's protocol, and when p is DSR its members must use the VIP's
 // port. Linking it anew (from oldVIPID), the members must share its
-// address family. It also sets p's dispatch for the VIP.
+// address family.
 func checkPoolVIP(ctx context.Context, tx *Tx, p *sdnlb.Pool, oldVIPID string) error {
 	if p.VIPID == "" {
 		return nil
@@ -275,11 +275,9 @@ func checkPoolVIP(ctx context.Context, tx *Tx, p *sdnlb.Pool, oldVIPID string) e
 			m.id, p.ID, m.port, v.ID, v.Protocol, v.Port, dsrMemberPorts(v.Protocol, v.Port))
 	}
 	if p.VIPID != oldVIPID {
-		if err := checkMembersFamily(ctx, tx, p.ID, v, "vip_id"); err != nil {
-			return err
-		}
+		return checkMembersFamily(ctx, tx, p.ID, v, "vip_id")
 	}
-	return p.DispatchForVIP(v)
+	return nil
 }
 
 // checkMembersFamily refuses to have the pool serve v while one of its
@@ -304,14 +302,6 @@ func checkMembersFamily(ctx context.Context, tx *Tx, poolID string, v *sdnlb.VIP
 		m.ID, poolID, sdnlb.Family(m.Address), m.Address, v.ID, v.Address, sdnlb.Family(v.Address))
 }
 
-// setPoolDispatch records the dispatch a VIP's write chose for its pool.
-func setPoolDispatch(ctx context.Context, tx *Tx, poolID string, d sdnlb.Dispatch) error {
-	if _, err := tx.ExecContext(ctx, `UPDATE pools SET dispatch = ?, updated_at = ? WHERE id = ?`, d, formatTime(tx.now), poolID); err != nil {
-		return fmt.Errorf("set pool dispatch: %w", err)
-	}
-	tx.emit(sdnlb.KindPool, sdnlb.OpUpdate, poolID)
-	return nil
-}
 
 // selectMemberOffPort finds a member of a pool on an explicit port other
 // than the VIP's; its arguments are pool, port, pool, port.

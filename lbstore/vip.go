@@ -288,8 +288,7 @@ func checkVIPNotOnMember(ctx context.Context, tx *Tx, v *sdnlb.VIP) error {
 // it is DSR its members must use v's port; the last two are checked even
 // when the link stays, since v's protocol or port may have changed. Its
 // members must share v's address family, checked when the link is new or
-// v's address (oldAddress before) changes family. The pool's dispatch
-// is set for v, as for a write that names none.
+// v's address (oldAddress before) changes family.
 func linkVIPPool(ctx context.Context, tx *Tx, v *sdnlb.VIP, oldPoolID, oldAddress string) error {
 	if v.PoolID != "" {
 		p, err := findPoolByID(ctx, tx, v.PoolID)
@@ -315,16 +314,6 @@ func linkVIPPool(ctx context.Context, tx *Tx, v *sdnlb.VIP, oldPoolID, oldAddres
 		}
 		if err != nil {
 			return err
-		}
-		dispatch := p.Dispatch
-		p.DispatchUnset = true
-		if err := p.DispatchForVIP(v); err != nil {
-			return err
-		}
-		if p.Dispatch != dispatch {
-			if err := setPoolDispatch(ctx, tx, p.ID, p.Dispatch); err != nil {
-				return err
-			}
 		}
 	}
 	if v.PoolID == oldPoolID {

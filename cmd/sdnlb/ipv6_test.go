@@ -27,8 +27,8 @@ func TestMain_IPv6(t *testing.T) {
 	call(t, m, "PUT", "/v1/config", rawJSON(ipv6Document), 200, &diff)
 	var pool sdnlb.Pool
 	call(t, m, "GET", "/v1/pools/web6", nil, 200, &pool)
-	if pool.Dispatch != sdnlb.DispatchController {
-		t.Fatalf("the IPv6 VIP's pool is dispatched by %s, want CONTROLLER", pool.Dispatch)
+	if pool.Dispatch != sdnlb.DispatchSwitch {
+		t.Fatalf("the IPv6 VIP's pool is dispatched by %s, want SWITCH", pool.Dispatch)
 	}
 	var member sdnlb.Member
 	call(t, m, "GET", "/v1/members/a", nil, 200, &member)
