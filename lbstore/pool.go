@@ -302,7 +302,6 @@ func checkMembersFamily(ctx context.Context, tx *Tx, poolID string, v *sdnlb.VIP
 		m.ID, poolID, sdnlb.Family(m.Address), m.Address, v.ID, v.Address, sdnlb.Family(v.Address))
 }
 
-
 // selectMemberOffPort finds a member of a pool on an explicit port other
 // than the VIP's; its arguments are pool, port, pool, port.
 const selectMemberOffPort = `SELECT id, port FROM members WHERE pool_id = ? AND port <> 0 AND port < ?
