@@ -293,20 +293,31 @@ func testRoundRobin(t *testing.T, protocol string) {
 	}
 }
 
-// icmpOutEchoReps reads how many echo replies h has sent.
+// icmpOutEchoReps reads how many echo replies h has sent, ICMPv4 and
+// ICMPv6 together.
 func icmpOutEchoReps(tb testing.TB, h *Host) int {
 	tb.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	out, err := h.Exec(ctx, "cat", "/proc/net/snmp")
+	out, err := h.Exec(ctx, "cat", "/proc/net/snmp", "/proc/net/snmp6")
 	if err != nil {
 		tb.Fatal(err)
 	}
-	// Two "Icmp:" lines: the field names, then the values.
+	// /proc/net/snmp has two "Icmp:" lines, the field names then the
+	// values; /proc/net/snmp6 a line per field.
 	var rows [][]string
+	n := 0
 	for _, line := range strings.Split(string(out), "\n") {
-		if strings.HasPrefix(line, "Icmp:") {
-			rows = append(rows, strings.Fields(line))
+		f := strings.Fields(line)
+		switch {
+		case strings.HasPrefix(line, "Icmp:"):
+			rows = append(rows, f)
+		case len(f) == 2 && f[0] == "Icmp6OutEchoReplies":
+			v, err := strconv.Atoi(f[1])
+			if err != nil {
+				tb.Fatal(err)
+			}
+			n += v
 		}
 	}
 	if len(rows) != 2 {
@@ -316,15 +327,15 @@ func icmpOutEchoReps(tb testing.TB, h *Host) int {
 	if i < 0 || i >= len(rows[1]) {
 		tb.Fatalf("no OutEchoReps in /proc/net/snmp of %s", h.Name)
 	}
-	n, err := strconv.Atoi(rows[1][i])
+	v, err := strconv.Atoi(rows[1][i])
 	if err != nil {
 		tb.Fatal(err)
 	}
-	return n
+	return n + v
 }
 
 // TestVIP_ICMPAndUDP checks an ICMP VIP (ping is answered by a member) and
-// a UDP VIP (the reply names a member).
+// a UDP VIP (the reply names a member), in both families.
 func TestVIP_ICMPAndUDP(t *testing.T) {
 	sw := NewSwitch(t)
 	lb := startSDNLB(t)
@@ -335,62 +346,64 @@ func TestVIP_ICMPAndUDP(t *testing.T) {
 	}
 	lb.Connect(sw)
 
-	t.Run("ICMP", func(t *testing.T) {
-		vip := lb.MustCreateVIP("ping", sw.Addr(101), sdnlb.ProtocolICMP, 0, nil)
-		pool := lb.MustCreatePool("ping", vip, sdnlb.RoundRobin, sdnlb.DispatchController)
-		before := 0
-		for _, h := range members {
-			lb.MustCreateMember(pool, h.IP, 0)
-			before += icmpOutEchoReps(t, h)
-		}
-		ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
-		defer cancel()
-		out, err := c.Exec(ctx, "ping", "-c", "3", "-i", "0.2", "-W", "2", vip.Address)
-		if err != nil {
-			t.Fatalf("ping %s: %v\n%s", vip.Address, err, out)
-		}
-		after := 0
-		for _, h := range members {
-			after += icmpOutEchoReps(t, h)
-		}
-		if after-before < 3 {
-			t.Errorf("members sent %d echo replies, want at least 3 (ping output:\n%s)", after-before, out)
-		}
-		if !strings.Contains(string(out), "from "+vip.Address) {
-			t.Errorf("replies do not come from the VIP address:\n%s", out)
-		}
-	})
-
-	t.Run("UDP", func(t *testing.T) {
-		const port = 5353
-		vip := lb.MustCreateVIP("dns", sw.Addr(102), sdnlb.ProtocolUDP, port, nil)
-		pool := lb.MustCreatePool("dns", vip, sdnlb.RoundRobin, sdnlb.DispatchController)
-		var names []string
-		for i, h := range members {
-			name := "udp" + strconv.Itoa(i+1)
-			h.ServeUDP(t, port, name)
-			names = append(names, name)
-			lb.MustCreateMember(pool, h.IP, port)
-		}
-		addr := net.JoinHostPort(vip.Address, strconv.Itoa(port))
-		seen := map[string]int{}
-		for i := 0; i < 4; i++ {
-			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-			reply, err := c.UDPRequest(ctx, addr, []byte("hello"), 2*time.Second)
-			cancel()
+	for fi, f := range families {
+		t.Run(f.name+"/ICMP", func(t *testing.T) {
+			vip := lb.MustCreateVIP("ping"+f.name, f.addr(sw, byte(101+10*fi)), sdnlb.ProtocolICMP, 0, nil)
+			pool := lb.MustCreatePool("ping"+f.name, vip, sdnlb.RoundRobin, sdnlb.DispatchController)
+			before := 0
+			for _, h := range members {
+				lb.MustCreateMember(pool, f.hostIP(h), 0)
+				before += icmpOutEchoReps(t, h)
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+			defer cancel()
+			out, err := c.Exec(ctx, "ping", "-c", "3", "-i", "0.2", "-W", "2", vip.Address)
 			if err != nil {
-				t.Fatalf("UDP request %d to %s: %v", i, addr, err)
+				t.Fatalf("ping %s: %v\n%s", vip.Address, err, out)
 			}
-			if !slices.Contains(names, string(reply)) {
-				t.Fatalf("UDP reply %q names no member of %v", reply, names)
+			after := 0
+			for _, h := range members {
+				after += icmpOutEchoReps(t, h)
 			}
-			seen[string(reply)]++
-		}
-		// Each request comes from a new source port: a new flow, spread.
-		if len(seen) != len(names) {
-			t.Errorf("UDP replies by member %v, want both of %v", seen, names)
-		}
-	})
+			if after-before < 3 {
+				t.Errorf("members sent %d echo replies, want at least 3 (ping output:\n%s)", after-before, out)
+			}
+			if !strings.Contains(string(out), "from "+vip.Address) {
+				t.Errorf("replies do not come from the VIP address:\n%s", out)
+			}
+		})
+
+		t.Run(f.name+"/UDP", func(t *testing.T) {
+			const port = 5353
+			vip := lb.MustCreateVIP("dns"+f.name, f.addr(sw, byte(102+10*fi)), sdnlb.ProtocolUDP, port, nil)
+			pool := lb.MustCreatePool("dns"+f.name, vip, sdnlb.RoundRobin, sdnlb.DispatchController)
+			var names []string
+			for i, h := range members {
+				name := f.name + "-udp" + strconv.Itoa(i+1)
+				h.ServeUDP(t, port+fi, name)
+				names = append(names, name)
+				lb.MustCreateMember(pool, f.hostIP(h), port+fi)
+			}
+			addr := net.JoinHostPort(vip.Address, strconv.Itoa(port))
+			seen := map[string]int{}
+			for i := 0; i < 4; i++ {
+				ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+				reply, err := c.UDPRequest(ctx, addr, []byte("hello"), 2*time.Second)
+				cancel()
+				if err != nil {
+					t.Fatalf("UDP request %d to %s: %v", i, addr, err)
+				}
+				if !slices.Contains(names, string(reply)) {
+					t.Fatalf("UDP reply %q names no member of %v", reply, names)
+				}
+				seen[string(reply)]++
+			}
+			// Each request comes from a new source port: a new flow, spread.
+			if len(seen) != len(names) {
+				t.Errorf("UDP replies by member %v, want both of %v", seen, names)
+			}
+		})
+	}
 }
 
 // TestL2_Learning checks that with sdnlb in control, hosts (and the root
