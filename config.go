@@ -151,7 +151,8 @@ func (v *VIP) Replacement() VIPUpdate {
 func (p *Pool) spec() []specField {
 	return []specField{{"name", p.Name}, {"description", p.Description}, {"vip_id", p.VIPID},
 		{"lb_method", p.LBMethod}, {"dispatch", p.Dispatch}, {"forwarding", p.Forwarding},
-		{"protocol", p.Protocol}, {"admin_state_up", p.AdminStateUp}, {"slow_start", p.SlowStart}, {"monitor_ids", p.MonitorIDs}}
+		{"protocol", p.Protocol}, {"admin_state_up", p.AdminStateUp}, {"slow_start", p.SlowStart},
+		{"client_ipv6_prefix", p.ClientIPv6Prefix}, {"monitor_ids", p.MonitorIDs}}
 }
 
 // Changes lists the fields a client declares that differ in to, the
@@ -164,7 +165,7 @@ func (p *Pool) Replacement() PoolUpdate {
 	return PoolUpdate{
 		Name: &p.Name, Description: &p.Description, VIPID: &p.VIPID, LBMethod: &p.LBMethod,
 		Dispatch: &p.Dispatch, Forwarding: &p.Forwarding, Protocol: &p.Protocol, AdminStateUp: &p.AdminStateUp,
-		SlowStart: &p.SlowStart,
+		SlowStart: &p.SlowStart, ClientIPv6Prefix: &p.ClientIPv6Prefix,
 	}
 }
 

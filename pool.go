@@ -137,10 +137,15 @@ type Pool struct {
 	// SlowStart is how long a member added or back UP takes to ramp its
 	// weight linearly from nothing to all of it, as HAProxy's slowstart
 	// does; 0: at once. Only methods that weigh members ramp.
-	SlowStart  Seconds   `json:"slow_start"`
-	MonitorIDs []string  `json:"monitor_ids"` // read-only: changed by associating monitors
-	CreatedAt  time.Time `json:"created_at"`
-	UpdatedAt  time.Time `json:"updated_at"`
+	SlowStart Seconds `json:"slow_start"`
+	// ClientIPv6Prefix is the length of the prefix an IPv6 client is
+	// known by for SOURCE_IP balancing and its VIP's SOURCE_IP
+	// persistence: 128, the default, is the address; 64 keeps a host
+	// whose privacy addresses change within its /64 on one member.
+	ClientIPv6Prefix int       `json:"client_ipv6_prefix"`
+	MonitorIDs       []string  `json:"monitor_ids"` // read-only: changed by associating monitors
+	CreatedAt        time.Time `json:"created_at"`
+	UpdatedAt        time.Time `json:"updated_at"`
 
 	// LBMethodUnset is true while no client has chosen the method: the
 	// pool balances by LBMethod, the default, and the Floodlight routes
@@ -153,7 +158,7 @@ type Pool struct {
 // were migrated to DispatchController, the path they had always taken.
 func NewPool() *Pool {
 	return &Pool{LBMethod: RoundRobin, Dispatch: DispatchSwitch, Forwarding: ForwardingNAT, Protocol: ProtocolTCP,
-		AdminStateUp: true, MonitorIDs: []string{}}
+		AdminStateUp: true, ClientIPv6Prefix: 128, MonitorIDs: []string{}}
 }
 
 // Validate checks the fields a client sets. That the protocol matches the VIP's, and that
@@ -191,6 +196,9 @@ func (p *Pool) Validate() error {
 			"%s does not weigh members, so it cannot ramp one up: slow_start needs one of %v, or 0",
 			p.LBMethod, methodsWhere(LBMethod.SlowStarts))
 	}
+	if p.ClientIPv6Prefix < 1 || p.ClientIPv6Prefix > 128 {
+		return FieldErrorf(EINVALID, "client_ipv6_prefix", "client_ipv6_prefix must be 1-128, not %d", p.ClientIPv6Prefix)
+	}
 	if !p.Forwarding.Valid() {
 		return FieldErrorf(EINVALID, "forwarding", "forwarding %q is not one of %v", p.Forwarding, Forwardings)
 	}
@@ -211,6 +219,8 @@ type PoolUpdate struct {
 	Protocol     *Protocol
 	AdminStateUp *bool
 	SlowStart    *Seconds
+	// ClientIPv6Prefix: see Pool.
+	ClientIPv6Prefix *int
 	// UnsetLBMethod puts back the default method, as chosen by no client
 	// (a Floodlight client posting the pool again without lb_method).
 	UnsetLBMethod bool
@@ -233,6 +243,7 @@ func (u *PoolUpdate) Apply(p *Pool) {
 	setIf(&p.Protocol, u.Protocol)
 	setIf(&p.AdminStateUp, u.AdminStateUp)
 	setIf(&p.SlowStart, u.SlowStart)
+	setIf(&p.ClientIPv6Prefix, u.ClientIPv6Prefix)
 	if u.Dispatch == nil && !p.LBMethod.SwitchPicks() {
 		p.Dispatch = DispatchController // the method needs it, and no dispatch was asked for
 	}

@@ -14,15 +14,16 @@ import (
 // required: absent ones take their defaults on POST and PUT and stay as
 // they are on PATCH.
 type poolFields struct {
-	Name         *string           `json:"name" example:"shop" validate:"optional"`
-	Description  *string           `json:"description" example:"the shop's web servers" validate:"optional"`
-	VIPID        *string           `json:"vip_id" example:"shop" validate:"optional"` // the VIP the pool serves; "" (the default): none
-	LBMethod     *sdnlb.LBMethod   `json:"lb_method" default:"ROUND_ROBIN" example:"ROUND_ROBIN" enums:"ROUND_ROBIN,WEIGHTED_ROUND_ROBIN,LEAST_CONNECTIONS,WEIGHTED_LEAST_CONNECTIONS,RANDOM,LEAST_BYTES,SOURCE_IP,CONSISTENT_HASH,ADAPTIVE" validate:"optional"`
-	Dispatch     *sdnlb.Dispatch   `json:"dispatch" enums:"SWITCH,CONTROLLER" example:"SWITCH" validate:"optional"`           // SWITCH: the switch picks the member from a select group (ROUND_ROBIN, WEIGHTED_ROUND_ROBIN, RANDOM, CONSISTENT_HASH, ADAPTIVE; the default for them); CONTROLLER: the controller picks per connection (the default for the other methods, and for a pool of an IPv6 VIP, which the switch does not dispatch yet)
-	Forwarding   *sdnlb.Forwarding `json:"forwarding" enums:"NAT,DSR" default:"NAT" example:"NAT" validate:"optional"`        // NAT: addresses and ports rewritten both ways; DSR: only the destination MAC, members reply directly and must use port 0 or the VIP's
-	Protocol     *sdnlb.Protocol   `json:"protocol" enums:"TCP,UDP,ICMP,ANY" default:"TCP" example:"TCP" validate:"optional"` // the VIP's
-	AdminStateUp *bool             `json:"admin_state_up" default:"true" example:"true" validate:"optional"`
-	SlowStart    *sdnlb.Seconds    `json:"slow_start" swaggertype:"number" default:"0" example:"0" validate:"optional"` // seconds a member added or back UP takes to ramp linearly to its full share of new connections, 0-3600; 0: at once. Above 0 only with WEIGHTED_ROUND_ROBIN, WEIGHTED_LEAST_CONNECTIONS or ADAPTIVE
+	Name             *string           `json:"name" example:"shop" validate:"optional"`
+	Description      *string           `json:"description" example:"the shop's web servers" validate:"optional"`
+	VIPID            *string           `json:"vip_id" example:"shop" validate:"optional"` // the VIP the pool serves; "" (the default): none
+	LBMethod         *sdnlb.LBMethod   `json:"lb_method" default:"ROUND_ROBIN" example:"ROUND_ROBIN" enums:"ROUND_ROBIN,WEIGHTED_ROUND_ROBIN,LEAST_CONNECTIONS,WEIGHTED_LEAST_CONNECTIONS,RANDOM,LEAST_BYTES,SOURCE_IP,CONSISTENT_HASH,ADAPTIVE" validate:"optional"`
+	Dispatch         *sdnlb.Dispatch   `json:"dispatch" enums:"SWITCH,CONTROLLER" example:"SWITCH" validate:"optional"`           // SWITCH: the switch picks the member from a select group (ROUND_ROBIN, WEIGHTED_ROUND_ROBIN, RANDOM, CONSISTENT_HASH, ADAPTIVE; the default for them); CONTROLLER: the controller picks per connection (the default for the other methods)
+	Forwarding       *sdnlb.Forwarding `json:"forwarding" enums:"NAT,DSR" default:"NAT" example:"NAT" validate:"optional"`        // NAT: addresses and ports rewritten both ways; DSR: only the destination MAC, members reply directly and must use port 0 or the VIP's
+	Protocol         *sdnlb.Protocol   `json:"protocol" enums:"TCP,UDP,ICMP,ANY" default:"TCP" example:"TCP" validate:"optional"` // the VIP's
+	AdminStateUp     *bool             `json:"admin_state_up" default:"true" example:"true" validate:"optional"`
+	SlowStart        *sdnlb.Seconds    `json:"slow_start" swaggertype:"number" default:"0" example:"0" validate:"optional"` // seconds a member added or back UP takes to ramp linearly to its full share of new connections, 0-3600; 0: at once. Above 0 only with WEIGHTED_ROUND_ROBIN, WEIGHTED_LEAST_CONNECTIONS or ADAPTIVE
+	ClientIPv6Prefix *int              `json:"client_ipv6_prefix" default:"128" example:"64" validate:"optional"`           // the length of the prefix an IPv6 client is known by, 1-128, for SOURCE_IP balancing and its VIP's SOURCE_IP persistence: 64 keeps a client whose privacy addresses change within its /64 on its member
 
 	MonitorIDs readOnly `json:"monitor_ids" swaggerignore:"true"`
 	CreatedAt  readOnly `json:"created_at" swaggerignore:"true"`
@@ -45,7 +46,7 @@ func (f *poolFields) update() sdnlb.PoolUpdate {
 	return sdnlb.PoolUpdate{
 		Name: f.Name, Description: f.Description, VIPID: f.VIPID, LBMethod: f.LBMethod,
 		Dispatch: f.Dispatch, Forwarding: f.Forwarding, Protocol: f.Protocol, AdminStateUp: f.AdminStateUp,
-		SlowStart: f.SlowStart,
+		SlowStart: f.SlowStart, ClientIPv6Prefix: f.ClientIPv6Prefix,
 	}
 }
 

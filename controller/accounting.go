@@ -193,9 +193,9 @@ func (dp *dataplane) flowRemoved(now time.Time, snap *snapshot, fr *ofp.FlowRemo
 	if v := snap.vipCnt[vipNum]; v != nil {
 		v.active.Add(-1)
 	}
-	if v := snap.vipByNum[vipNum]; v != nil && v.persist > 0 {
+	if v := snap.vipByNum[vipNum]; v != nil && v.persist > 0 && v.pool != nil {
 		if src, ok := matchedSrc(&fr.Match); ok {
-			dp.affinity.touch(vipNum, src, memberNum, now.Add(v.persist))
+			dp.affinity.touch(vipNum, v.pool.client(src), memberNum, now.Add(v.persist))
 		}
 	}
 }

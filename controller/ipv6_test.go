@@ -149,3 +149,32 @@ func TestDataplane_IPv6UnknownMemberSolicited(t *testing.T) {
 		t.Errorf("the member's advertisement sent\n  %s\nwant its L2 row, the connection's two flows and its first packet", strings.Join(sent, "\n  "))
 	}
 }
+
+// A pool that knows IPv6 clients by their /64 keeps a client whose
+// address changes within it (privacy addresses) on its persistent member;
+// by the whole address, the next address is another client.
+func TestDataplane_IPv6ClientPrefix(t *testing.T) {
+	for _, tc := range []struct {
+		prefix int
+		member int // of the second address's connection
+	}{{64, 1}, {128, 2}} {
+		t.Run(fmt.Sprint(tc.prefix), func(t *testing.T) {
+			d := newDecision(t, v6Config(func(c *sdnlb.Config) {
+				c.VIPs[0].SessionPersistence = &sdnlb.SessionPersistence{Type: sdnlb.PersistenceSourceIP, Timeout: 60}
+				c.Pools[0].ClientIPv6Prefix = tc.prefix
+			}))
+			d.teach6(1, 2, 3)
+			for i, src := range []string{client6, "2001:db8:1::7:8"} {
+				syn := tcpFrame(t, tcpSeg{srcMAC: clientMAC, dstMAC: vipMAC, src: src, dst: vip6, sport: 40000, dport: 80, syn: true})
+				want := 1
+				if i == 1 {
+					want = tc.member
+				}
+				sent := d.packetIn(clientOF, syn)
+				if last := sent[len(sent)-1]; !strings.Contains(last, "set_field:"+member6(want)+"->ipv6_dst") {
+					t.Errorf("%s went\n  %s\nwant member %d", src, last, want)
+				}
+			}
+		})
+	}
+}

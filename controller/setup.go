@@ -84,7 +84,7 @@ func (dp *dataplane) handleVIPPacket(p *packetIn, out *outbox) {
 			dp.askARP(p.now, v, m.ip, out)
 			m, e, known = alt, ae, true
 			if v.persist > 0 {
-				dp.affinity.put(v.num, c.key().clientIP, m.num, p.now.Add(v.persist))
+				dp.affinity.put(v.num, pool.client(c.clientIP), m.num, p.now.Add(v.persist))
 			}
 		}
 	}
@@ -122,25 +122,27 @@ func (c *connection) setMember(m *memberState, tracker bool) {
 }
 
 // pick chooses the member: the client's persistent one while it is in
-// rotation, else the pool's scheduler's choice.
+// rotation, else the pool's scheduler's choice. The client is known by
+// the pool's IPv6 prefix.
 func (dp *dataplane) pick(now time.Time, pool *poolState, v *vipState, key connKey) *memberState {
+	client := pool.client(key.clientIP)
 	if v.persist > 0 {
-		if num, ok := dp.affinity.get(v.num, key.clientIP, now); ok {
+		if num, ok := dp.affinity.get(v.num, client, now); ok {
 			for _, m := range pool.rotation {
 				if m.num == num {
-					dp.affinity.put(v.num, key.clientIP, num, now.Add(v.persist))
+					dp.affinity.put(v.num, client, num, now.Add(v.persist))
 					return m
 				}
 			}
 		}
 	}
-	i, ok := pool.sched.Pick(sched.Key{ClientIP: fold32(key.clientIP), ClientPort: key.clientPort, Proto: key.proto})
+	i, ok := pool.sched.Pick(sched.Key{ClientIP: fold32(client), ClientPort: key.clientPort, Proto: key.proto})
 	if !ok || i < 0 || i >= len(pool.rotation) {
 		i = 0 // the scheduler was built from this rotation; stay safe anyway
 	}
 	m := pool.rotation[i]
 	if v.persist > 0 {
-		dp.affinity.put(v.num, key.clientIP, m.num, now.Add(v.persist))
+		dp.affinity.put(v.num, client, m.num, now.Add(v.persist))
 	}
 	return m
 }

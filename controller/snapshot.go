@@ -46,6 +46,9 @@ type poolState struct {
 	rotation   []*memberState // in rotation; sched indexes into it
 	sched      sched.Scheduler
 	slowStart  time.Duration // 0: none (weights.go)
+	// clientPrefix is the length of the prefix an IPv6 client is known
+	// by, for SOURCE_IP balancing and persistence.
+	clientPrefix int
 }
 
 // memberState is one member in a snapshot.
@@ -244,7 +247,8 @@ func (b *snapshotBuilder) build(cfg *sdnlb.Config) (snap *snapshot, skipped []er
 
 	for _, p := range cfg.Pools {
 		s.pools[p.ID] = &poolState{id: p.ID, dispatch: p.Dispatch, forwarding: p.Forwarding, method: p.LBMethod,
-			byNum: map[uint32]*memberState{}, slowStart: time.Duration(float64(p.SlowStart) * float64(time.Second))}
+			byNum: map[uint32]*memberState{}, slowStart: time.Duration(float64(p.SlowStart) * float64(time.Second)),
+			clientPrefix: p.ClientIPv6Prefix}
 	}
 	members := slices.Clone(cfg.Members)
 	slices.SortFunc(members, func(x, y *sdnlb.Member) int { return cmp.Compare(x.ID, y.ID) })
@@ -523,6 +527,16 @@ func (v *vipState) switched() bool { return v.pool != nil && v.pool.switched() }
 // which only the controller keeps.
 func (p *poolState) switched() bool {
 	return p.dispatch == sdnlb.DispatchSwitch && p.vip != nil && p.vip.persist == 0
+}
+
+// client is who a connection from addr is for p's SOURCE_IP balancing and
+// persistence: an IPv6 address's prefix of the pool's length.
+func (p *poolState) client(addr netip.Addr) netip.Addr {
+	if addr.Is4() || p.clientPrefix <= 0 || p.clientPrefix >= 128 {
+		return addr
+	}
+	pfx, _ := addr.Prefix(p.clientPrefix)
+	return pfx.Addr()
 }
 
 // dsr reports whether v's pool forwards by direct server return.

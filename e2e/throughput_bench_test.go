@@ -117,7 +117,8 @@ func singleLatency(tb testing.TB, h *Host, url string) time.Duration {
 
 // TestThroughputComparison loads, side by side on one bed and in rounds,
 // a member directly, the three sdnlb paths (SWITCH NAT, SWITCH DSR,
-// CONTROLLER) and HAProxy in TCP mode in front of the same members.
+// CONTROLLER) in both families and HAProxy in TCP mode in front of the
+// same members.
 func TestThroughputComparison(t *testing.T) {
 	const (
 		natPort = 8080 // SWITCH NAT members, and HAProxy's
@@ -131,13 +132,11 @@ func TestThroughputComparison(t *testing.T) {
 	sw := NewSwitch(t)
 	client := sw.AddHost(t, "c1", sw.Addr(1))
 	lbHost := sw.AddHost(t, "lb", sw.Addr(200))
-	natVIP, dsrVIP, ctlVIP := sw.Addr(100), sw.Addr(101), sw.Addr(102)
 	var members []*Host
 	backends := map[string]string{}
 	for i := range nMembers {
 		name := "srv" + strconv.Itoa(i+1)
 		h := sw.AddHost(t, "m"+strconv.Itoa(i+1), sw.Addr(byte(11+i)))
-		h.HoldVIP(t, dsrVIP)
 		for _, port := range []int{natPort, ctlPort, dsrPort, directPort} {
 			h.ServeHTTP(t, port, name)
 		}
@@ -152,32 +151,38 @@ func TestThroughputComparison(t *testing.T) {
 	lb := startSDNLB(t, "--flow-idle-timeout", ctlFlowIdle.String())
 	lb.Connect(sw)
 	dumpOnFailure(t, sw, lb)
-	pool := func(vip *sdnlb.VIP, dispatch sdnlb.Dispatch, fwd sdnlb.Forwarding, port int) *lbBed {
-		var p sdnlb.Pool
-		lb.MustAPI("POST", "/v1/pools", map[string]any{"name": vip.Name, "vip_id": vip.ID, "lb_method": sdnlb.RoundRobin,
-			"protocol": sdnlb.ProtocolTCP, "dispatch": dispatch, "forwarding": fwd}, 201, &p)
-		for _, h := range members {
-			lb.MustCreateMember(&p, h.IP, port)
-		}
-		lb.WaitPoolMembers(p.ID, nMembers, 10*time.Second)
-		return &lbBed{sw: sw, lb: lb, vip: vip, pool: &p}
-	}
-	pool(lb.MustCreateVIP("nat", natVIP, sdnlb.ProtocolTCP, 80, nil), sdnlb.DispatchSwitch, sdnlb.ForwardingNAT, natPort)
-	dsr := pool(lb.MustCreateVIP("dsr", dsrVIP, sdnlb.ProtocolTCP, dsrPort, nil), sdnlb.DispatchSwitch, sdnlb.ForwardingDSR, 0)
-	pool(lb.MustCreateVIP("ctl", ctlVIP, sdnlb.ProtocolTCP, 80, nil), sdnlb.DispatchController, sdnlb.ForwardingNAT, ctlPort)
-	// Both SWITCH groups hold every member once the members answered.
-	dsr.waitBuckets(t, 2*nMembers, 10*time.Second)
-
 	url := func(host string, port int) string {
 		return "http://" + net.JoinHostPort(host, strconv.Itoa(port)) + "/"
 	}
-	modes := []struct{ name, url string }{
-		{"direct (client → one member)", url(members[0].IP, directPort)},
-		{"sdnlb SWITCH, NAT", url(natVIP, 80)},
-		{"sdnlb SWITCH, DSR", url(dsrVIP, dsrPort)},
-		{"HAProxy, TCP mode", url(lbHost.IP, 80)},
-		{"sdnlb CONTROLLER, NAT", url(ctlVIP, 80)},
+	type mode struct{ family, name, url string }
+	var modes []mode
+	for fi, f := range families {
+		pool := func(name string, n byte, dispatch sdnlb.Dispatch, fwd sdnlb.Forwarding, vipPort, port int) string {
+			vip := lb.MustCreateVIP(name+f.name, f.addr(sw, 100+n+byte(10*fi)), sdnlb.ProtocolTCP, vipPort, nil)
+			var p sdnlb.Pool
+			lb.MustAPI("POST", "/v1/pools", map[string]any{"name": vip.Name, "vip_id": vip.ID, "lb_method": sdnlb.RoundRobin,
+				"protocol": sdnlb.ProtocolTCP, "dispatch": dispatch, "forwarding": fwd}, 201, &p)
+			for _, h := range members {
+				if fwd == sdnlb.ForwardingDSR {
+					h.HoldVIP(t, vip.Address)
+				}
+				lb.MustCreateMember(&p, f.hostIP(h), port)
+			}
+			lb.WaitPoolMembers(p.ID, nMembers, 10*time.Second)
+			return url(vip.Address, vipPort)
+		}
+		modes = append(modes,
+			mode{f.name, "direct (client → one member)", url(f.hostIP(members[0]), directPort)},
+			mode{f.name, "sdnlb SWITCH, NAT", pool("nat", 0, sdnlb.DispatchSwitch, sdnlb.ForwardingNAT, 80, natPort)},
+			mode{f.name, "sdnlb SWITCH, DSR", pool("dsr", 1, sdnlb.DispatchSwitch, sdnlb.ForwardingDSR, dsrPort, 0)},
+			mode{f.name, "sdnlb CONTROLLER, NAT", pool("ctl", 2, sdnlb.DispatchController, sdnlb.ForwardingNAT, 80, ctlPort)})
+		if f.name == "IPv4" {
+			modes = append(modes, mode{f.name, "HAProxy, TCP mode", url(lbHost.IP, 80)})
+		}
 	}
+	// The SWITCH groups hold every member once the members answered.
+	(&lbBed{sw: sw}).waitBuckets(t, 2*len(families)*nMembers, 10*time.Second)
+
 	runs := make([][]wrkResult, len(modes))
 	singles := make([][]time.Duration, len(modes))
 	for round := range benchRounds {
@@ -185,7 +190,7 @@ func TestThroughputComparison(t *testing.T) {
 			singles[i] = append(singles[i], singleLatency(t, client, m.url))
 			r := runWrk(t, client, m.url)
 			runs[i] = append(runs[i], r)
-			t.Logf("round %d, %s: %.0f req/s, p50 %v, p99 %v, %d failures", round+1, m.name, r.reqPerSec, r.p50, r.p99, r.failures)
+			t.Logf("round %d, %s %s: %.0f req/s, p50 %v, p99 %v, %d failures", round+1, m.family, m.name, r.reqPerSec, r.p50, r.p99, r.failures)
 			// Every run starts with an empty connection tracker and no
 			// connection flows left by the one before.
 			time.Sleep(time.Second)
@@ -201,9 +206,19 @@ func TestThroughputComparison(t *testing.T) {
 		`sdnlb_controller_packet_ins_total{kind="reply"}`, `sdnlb_controller_packet_ins_total{kind="l2"}`} {
 		t.Logf("%s %v", series, lb.Metric(series))
 	}
-	direct := medianRate(runs[0])
+	// Each path against direct traffic of its family, and an IPv6 path
+	// against the same path over IPv4.
+	direct, ipv4 := map[string]float64{}, map[string]float64{}
+	for i, m := range modes {
+		if strings.HasPrefix(m.name, "direct") {
+			direct[m.family] = medianRate(runs[i])
+		}
+		if m.family == "IPv4" {
+			ipv4[m.name] = medianRate(runs[i])
+		}
+	}
 	var table strings.Builder
-	fmt.Fprintf(&table, "| path | req/s (median; runs) | vs direct | p50 | p99 | one request, idle | failed |\n|---|---|---:|---:|---:|---:|---:|\n")
+	fmt.Fprintf(&table, "| family | path | req/s (median; runs) | vs direct | vs IPv4 | p50 | p99 | one request, idle | failed |\n|---|---|---|---:|---:|---:|---:|---:|---:|\n")
 	for i, m := range modes {
 		rates := make([]string, len(runs[i]))
 		failed := 0
@@ -213,8 +228,8 @@ func TestThroughputComparison(t *testing.T) {
 		}
 		med := medianRun(runs[i])
 		slices.Sort(singles[i])
-		fmt.Fprintf(&table, "| %s | **%.0f** (%s) | %.2f | %v | %v | %v | %d |\n", m.name, med.reqPerSec,
-			strings.Join(rates, ", "), med.reqPerSec/direct, med.p50, med.p99,
+		fmt.Fprintf(&table, "| %s | %s | **%.0f** (%s) | %.2f | %.2f | %v | %v | %v | %d |\n", m.family, m.name, med.reqPerSec,
+			strings.Join(rates, ", "), med.reqPerSec/direct[m.family], med.reqPerSec/ipv4[m.name], med.p50, med.p99,
 			singles[i][len(singles[i])/2].Round(10*time.Microsecond), failed)
 	}
 	t.Logf("side by side, %d rounds of %v, wrk -c%d with a new connection per request:\n%s",

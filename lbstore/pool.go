@@ -88,6 +88,7 @@ type poolRow struct {
 	Protocol     string         `db:"protocol"`
 	AdminStateUp bool           `db:"admin_state_up"`
 	SlowStart    float64        `db:"slow_start"`
+	ClientPrefix int            `db:"client_ipv6_prefix"`
 	MonitorIDs   string         `db:"monitor_ids"` // a JSON array
 	CreatedAt    string         `db:"created_at"`
 	UpdatedAt    string         `db:"updated_at"`
@@ -98,22 +99,23 @@ type poolRow struct {
 // selectPools reads the monitor ids as a JSON array, which survives any
 // character a client-chosen id may hold.
 const selectPools = `SELECT p.id, p.name, p.description, p.vip_id, p.lb_method, p.lb_method_unset, p.dispatch, p.forwarding, p.protocol,
-	p.admin_state_up, p.slow_start, p.created_at, p.updated_at,
+	p.admin_state_up, p.slow_start, p.client_ipv6_prefix, p.created_at, p.updated_at,
 	(SELECT json_group_array(pm.monitor_id) FROM pool_monitors pm WHERE pm.pool_id = p.id) AS monitor_ids
 FROM pools p`
 
 func (r *poolRow) pool() (*sdnlb.Pool, error) {
 	p := &sdnlb.Pool{
-		ID:           r.ID,
-		Name:         r.Name,
-		Description:  r.Description,
-		VIPID:        r.VIPID.String,
-		LBMethod:     sdnlb.LBMethod(r.LBMethod),
-		Dispatch:     sdnlb.Dispatch(r.Dispatch),
-		Forwarding:   sdnlb.Forwarding(r.Forwarding),
-		Protocol:     sdnlb.Protocol(r.Protocol),
-		AdminStateUp: r.AdminStateUp,
-		SlowStart:    sdnlb.Seconds(r.SlowStart),
+		ID:               r.ID,
+		Name:             r.Name,
+		Description:      r.Description,
+		VIPID:            r.VIPID.String,
+		LBMethod:         sdnlb.LBMethod(r.LBMethod),
+		Dispatch:         sdnlb.Dispatch(r.Dispatch),
+		Forwarding:       sdnlb.Forwarding(r.Forwarding),
+		Protocol:         sdnlb.Protocol(r.Protocol),
+		AdminStateUp:     r.AdminStateUp,
+		SlowStart:        sdnlb.Seconds(r.SlowStart),
+		ClientIPv6Prefix: r.ClientPrefix,
 
 		LBMethodUnset: r.LBMethodUnset,
 	}
@@ -180,9 +182,10 @@ func createPool(ctx context.Context, tx *Tx, p sdnlb.Pool) (*sdnlb.Pool, error) 
 	}
 	now := formatTime(tx.now)
 	if _, err := tx.ExecContext(ctx, `INSERT INTO pools (id, name, description, vip_id, lb_method, lb_method_unset, dispatch,
-		forwarding, protocol, admin_state_up, slow_start, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+		forwarding, protocol, admin_state_up, slow_start, client_ipv6_prefix, created_at, updated_at)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 		p.ID, p.Name, p.Description, nullIfEmpty(p.VIPID), p.LBMethod, p.LBMethodUnset, p.Dispatch, p.Forwarding, p.Protocol,
-		p.AdminStateUp, float64(p.SlowStart), now, now,
+		p.AdminStateUp, float64(p.SlowStart), p.ClientIPv6Prefix, now, now,
 	); err != nil {
 		return nil, mapError(fmt.Errorf("insert pool: %w", err), sdnlb.ENOTFOUND)
 	}
@@ -204,10 +207,10 @@ func updatePool(ctx context.Context, tx *Tx, id string, upd sdnlb.PoolUpdate) (*
 		return nil, err
 	}
 	if _, err := tx.ExecContext(ctx, `UPDATE pools SET name = ?, description = ?, vip_id = ?, lb_method = ?,
-		lb_method_unset = ?, dispatch = ?, forwarding = ?, protocol = ?, admin_state_up = ?, slow_start = ?, updated_at = ?
-		WHERE id = ?`,
+		lb_method_unset = ?, dispatch = ?, forwarding = ?, protocol = ?, admin_state_up = ?, slow_start = ?,
+		client_ipv6_prefix = ?, updated_at = ? WHERE id = ?`,
 		p.Name, p.Description, nullIfEmpty(p.VIPID), p.LBMethod, p.LBMethodUnset, p.Dispatch, p.Forwarding, p.Protocol,
-		p.AdminStateUp, float64(p.SlowStart), formatTime(tx.now), id,
+		p.AdminStateUp, float64(p.SlowStart), p.ClientIPv6Prefix, formatTime(tx.now), id,
 	); err != nil {
 		return nil, mapError(fmt.Errorf("update pool: %w", err), sdnlb.ENOTFOUND)
 	}

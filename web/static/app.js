@@ -1034,9 +1034,10 @@ function schema(kind) {
     case "pool": return [
       ["id", "id (optional)", "text", null, "create"], ["name", "name", "text"],
       ["vip_id", "VIP", "select", vipChoices], ["lb_method", "method", "select", methods],
-      ["dispatch", "dispatch", "select", [["", "(default for the method and VIP)"], "SWITCH", "CONTROLLER"]],
+      ["dispatch", "dispatch", "select", [["", "(default for the method)"], "SWITCH", "CONTROLLER"]],
       ["forwarding", "forwarding", "select", ["NAT", "DSR"]], ["protocol", "protocol", "select", protocols],
       ["slow_start", "slow start (s; weighted methods)", "number", null, null, "0"],
+      ["client_ipv6_prefix", "IPv6 client prefix (SOURCE_IP; 64: a host's /64)", "number", null, null, "128"],
       ["admin_state_up", "enabled", "bool"],
     ];
     case "member": return [
