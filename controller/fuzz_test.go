@@ -23,6 +23,11 @@ func fuzzConn(tb testing.TB, v10 bool) *switchConn {
 			AdminStateUp: true, PoolID: "p1", ConnectionLimit: 3,
 			SessionPersistence: &sdnlb.SessionPersistence{Type: sdnlb.PersistenceSourceIP, Timeout: 10}})
 		cfg.VIPs = append(cfg.VIPs, &sdnlb.VIP{ID: "v3", Address: "10.0.0.102", Protocol: sdnlb.ProtocolICMP, AdminStateUp: true, PoolID: "p1"})
+		cfg.VIPs = append(cfg.VIPs, &sdnlb.VIP{ID: "v6", Address: vip6, Protocol: sdnlb.ProtocolTCP, Port: 80, AdminStateUp: true,
+			PoolID: "p6", ConnectionLimit: -1})
+		cfg.Pools = append(cfg.Pools, &sdnlb.Pool{ID: "p6", VIPID: "v6", LBMethod: sdnlb.SourceIP, Dispatch: sdnlb.DispatchController,
+			Protocol: sdnlb.ProtocolTCP, AdminStateUp: true, ClientIPv6Prefix: 64})
+		cfg.Members = append(cfg.Members, &sdnlb.Member{ID: "m61", PoolID: "p6", Address: member6(1), Port: 8080, Weight: 1, AdminStateUp: true})
 	}))
 	if len(skipped) > 0 {
 		tb.Fatal(skipped)
@@ -64,6 +69,9 @@ func fuzzSeeds(tb testing.TB) [][]byte {
 		pin(clientOF, udpFrame(tb, clientMAC, vipMAC, clientIP, "10.0.0.101", 5000, 53)),
 		pin(1, arpFrame(tb, 2, memberMAC(1), vipMAC, "10.0.0.1", "10.0.0.100", vipMAC)),
 		pin(clientOF, arpFrame(tb, 1, clientMAC, "ff:ff:ff:ff:ff:ff", clientIP, "10.0.0.100", "00:00:00:00:00:00")),
+		pin(clientOF, syn6(tb, 40000)),
+		pin(clientOF, solicitation(tb)),
+		pin(1, ndFrame(tb, memberMAC(1), "33:33:00:00:00:01", member6(1), "ff02::1", ndAdvertisement, member6(1), memberMAC(1))),
 		ofp.Append(nil, 0, &ofp.PacketIn{BufferID: ofp.NoBuffer, Reason: ofp.ReasonAction, Cookie: makeCookie(catLLDP, 0, 0),
 			Match: ofp.Match{OXMs: []ofp.OXM{ofp.MatchInPort(2)}}, Data: appendLLDP(nil, [6]byte{2}, 1, 3)}),
 		ofp.Append(nil, 0, ofp.FlowRemoved{Cookie: fwd, Match: ofp.Match{OXMs: []ofp.OXM{ofp.MatchIPv4Src([4]byte{10, 0, 1, 5})}}}),
