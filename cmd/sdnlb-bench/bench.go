@@ -6,6 +6,7 @@ import (
 	"math"
 	"math/bits"
 	"net"
+	"net/netip"
 	"runtime"
 	"sync"
 	"sync/atomic"
@@ -16,32 +17,37 @@ import (
 
 // member is one pool member as the fake switches present it.
 type member struct {
-	ip     uint32
+	ip     netip.Addr
 	port   uint16
 	mac    [6]byte
 	ofPort uint32 // the switch port it sits behind, on every switch
 }
 
-// target is the VIP under test and its members.
+// target is the VIP under test and its members, all of the VIP's family.
 type target struct {
-	vipIP   uint32
+	vip     netip.Addr
 	vipPort uint16
 	members []member
 }
 
-func newTarget(vip [4]byte, vipPort uint16, firstMember [4]byte, n int) target {
-	t := target{vipIP: ipU32(vip), vipPort: vipPort}
+func newTarget(vip netip.AddrPort, firstMember netip.Addr, n int) target {
+	t := target{vip: vip.Addr(), vipPort: vip.Port()}
+	ip := firstMember
 	for i := range n {
-		ip := ipU32(firstMember) + uint32(i)
+		b := ip.AsSlice()[ip.BitLen()/8-3:]
 		t.members = append(t.members, member{
-			ip: ip, port: vipPort, ofPort: memberPort0 + uint32(i),
-			mac: [6]byte{0x02, 0x5d, 0xb0, byte(ip >> 16), byte(ip >> 8), byte(ip)},
+			ip: ip, port: vip.Port(), ofPort: memberPort0 + uint32(i),
+			mac: [6]byte{0x02, 0x5d, 0xb0, b[0], b[1], b[2]},
 		})
+		ip = ip.Next()
 	}
 	return t
 }
 
-func (t *target) memberIndex(ip uint32) int {
+// client is the address of client number v, in the VIP's family.
+func (t *target) client(v uint32) netip.Addr { return clientIP(t.vip, v) }
+
+func (t *target) memberIndex(ip netip.Addr) int {
 	for i := range t.members {
 		if t.members[i].ip == ip {
 			return i
@@ -52,13 +58,13 @@ func (t *target) memberIndex(ip uint32) int {
 
 // checkRewrite returns the member a client→VIP rewrite sends to, or -1
 // when it is not the NAT rewrite DESIGN.md asks for: eth_dst and ipv4_dst
-// of a member, its port (a set-field may be left out when it equals the
-// VIP's), one output, to the member's switch port.
+// (ipv6_dst) of a member, its port (a set-field may be left out when it
+// equals the VIP's), one output, to the member's switch port.
 func (t *target) checkRewrite(rw *rewrite) int {
-	if !rw.set(oxmIPv4Dst) || !rw.set(oxmEthDst) || rw.outputs != 1 {
+	if !rw.set(oxmIPDst(t.vip)) || !rw.set(oxmEthDst) || rw.outputs != 1 {
 		return -1
 	}
-	i := t.memberIndex(rw.ipv4Dst)
+	i := t.memberIndex(rw.ipDst)
 	if i < 0 {
 		return -1
 	}
@@ -123,7 +129,7 @@ func execute(ctx context.Context, cfg *config, addr string, memStats bool, p pro
 	defer cancel(nil)
 	r := &run{
 		of:        cfg.of,
-		t:         newTarget(cfg.vip.Addr().As4(), cfg.vip.Port(), cfg.firstMember.As4(), cfg.members),
+		t:         newTarget(cfg.vip, cfg.firstMember, cfg.members),
 		window:    cfg.window,
 		timeout:   cfg.timeout,
 		start:     time.Now(),

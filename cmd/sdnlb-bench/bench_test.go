@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"net/netip"
 	"slices"
 	"strconv"
 	"strings"
@@ -15,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gopacket/gopacket"
 	"github.com/gopacket/gopacket/layers"
 	"github.com/sdnlb/sdnlb/controller/ofp"
 	"github.com/sdnlb/sdnlb/controller/ofp10"
@@ -120,10 +122,9 @@ func (c *fakeController) serve(conn net.Conn) {
 			Match: ofp.Match{OXMs: []ofp.OXM{ofp.MatchVLANVID(5), ofp.MatchVLANPCP(3)}}})
 	}
 	if c.f.dropSYNs {
-		vip := [4]byte(ip4(c.t.vipIP).To4())
 		send(&ofp.FlowMod{Command: ofp.FlowAdd, Cookie: 0xd0, Priority: 900, BufferID: ofp.NoBuffer,
 			OutPort: ofp.PortAny, OutGroup: ofp.GroupAny,
-			Match: ofp.Match{OXMs: []ofp.OXM{ofp.MatchEthType(0x0800), ofp.MatchIPProto(6), ofp.MatchIPv4Dst(vip)}}})
+			Match: ofp.Match{OXMs: []ofp.OXM{matchEthType(c.t.vip), ofp.MatchIPProto(6), matchIPDst(c.t.vip)}}})
 	}
 	send(&ofp.BarrierRequest{})
 	if c.f.sendError {
@@ -132,7 +133,7 @@ func (c *fakeController) serve(conn net.Conn) {
 	if w.Flush() != nil {
 		return
 	}
-	hosts := map[uint32]learnedHost{}
+	hosts := map[netip.Addr]learnedHost{}
 	setups := 0
 	var buf []byte
 	for {
@@ -153,18 +154,23 @@ func (c *fakeController) serve(conn net.Conn) {
 	}
 }
 
-func (c *fakeController) packetIn(send func(ofp.Message), hosts map[uint32]learnedHost, setups *int, port uint32, frame []byte) {
-	if a, ok := parseARP(frame); ok {
-		hosts[a.spa] = learnedHost{a.sha, port}
-		if a.op == 1 && a.tpa == c.t.vipIP {
-			reply, _ := arpFrame(2, a.sha[:], c.vipMAC[:], c.t.vipIP, a.sha[:], a.spa)
+func (c *fakeController) packetIn(send func(ofp.Message), hosts map[netip.Addr]learnedHost, setups *int, port uint32, frame []byte) {
+	if nb, ok := parseNeighbour(frame); ok {
+		switch {
+		case !nb.request:
+			hosts[nb.about] = learnedHost{nb.mac, port}
+		case nb.about == c.t.vip:
+			hosts[nb.peer] = learnedHost{nb.mac, port}
+			reply, _ := replyFrame(c.vipMAC, c.t.vip, nb)
 			send(&ofp.PacketOut{BufferID: ofp.NoBuffer, InPort: port,
 				Actions: []ofp.Action{ofp.ActionOutput{Port: ofp.PortInPort}}, Data: reply})
+		default:
+			hosts[nb.peer] = learnedHost{nb.mac, port}
 		}
 		return
 	}
 	tcp, ok := parseTCP(frame)
-	if !ok || tcp.dst != c.t.vipIP {
+	if !ok || tcp.dst != c.t.vip {
 		return
 	}
 	n := uint64(tcp.sport - clientPortBase) // one client address per test switch
@@ -173,7 +179,7 @@ func (c *fakeController) packetIn(send func(ofp.Message), hosts map[uint32]learn
 		return
 	case hit(c.f.refuse, n):
 		send(&ofp.PacketOut{BufferID: ofp.NoBuffer, InPort: ofp.PortController,
-			Actions: []ofp.Action{ofp.ActionOutput{Port: port}}, Data: rstFrame(c.vipMAC, tcp, c.t.vipIP)})
+			Actions: []ofp.Action{ofp.ActionOutput{Port: port}}, Data: rstFrame(c.vipMAC, tcp)})
 		return
 	}
 	m := c.t.members[*setups%len(c.t.members)]
@@ -200,12 +206,12 @@ func (c *fakeController) packetIn(send func(ofp.Message), hosts map[uint32]learn
 }
 
 // rstFrame is the VIP's TCP RST answering the SYN t.
-func rstFrame(vipMAC [6]byte, t tcpInfo, vip uint32) []byte {
-	eth := &layers.Ethernet{SrcMAC: vipMAC[:], DstMAC: testClientMAC, EthernetType: layers.EthernetTypeIPv4}
-	ip := &layers.IPv4{Version: 4, TTL: 64, Protocol: layers.IPProtocolTCP, SrcIP: ip4(vip), DstIP: ip4(t.src)}
+func rstFrame(vipMAC [6]byte, t tcpInfo) []byte {
+	eth := &layers.Ethernet{SrcMAC: vipMAC[:], DstMAC: testClientMAC, EthernetType: ethType(t.dst)}
+	ip := ipLayer(t.dst, t.src, layers.IPProtocolTCP, 64)
 	tcp := &layers.TCP{SrcPort: layers.TCPPort(t.dport), DstPort: layers.TCPPort(t.sport), RST: true, ACK: true, Ack: 1}
 	tcp.SetNetworkLayerForChecksum(ip)
-	b, _ := serialize(eth, ip, tcp)
+	b, _ := serialize(eth, ip.(gopacket.SerializableLayer), tcp)
 	return b
 }
 
@@ -234,23 +240,24 @@ func TestExecute_FakeController(t *testing.T) {
 		{"Everything", faults{drop: 13, refuse: 11, badPort: 9, duplicate: 6}},
 	}
 	for _, tt := range tests {
-		for _, of := range dialects {
-			t.Run(tt.name+"/OpenFlow"+of.name(), func(t *testing.T) {
+		for _, mode := range modes {
+			t.Run(tt.name+"/"+mode.name(), func(t *testing.T) {
 				t.Parallel()
-				testExecuteFakeController(t, of, tt.f)
+				testExecuteFakeController(t, mode, tt.f)
 			})
 		}
 	}
 }
 
-func testExecuteFakeController(t *testing.T, of dialect, f faults) {
+func testExecuteFakeController(t *testing.T, mode mode, f faults) {
 	const count = 600
+	of := mode.of
 	// The window holds every dropped setup at once, so the run
 	// waits for one timeout only; the timeout is long enough for a
 	// loaded machine under -race.
-	cfg := mustConfig(t, "-openflow", of.name(), "-switches", "1", "-window", "64", "-count", strconv.Itoa(count),
-		"-warmup", "0", "-timeout", "2s", "-duration", "20s")
-	addr := startFakeController(t, of, newTarget(cfg.vip.Addr().As4(), cfg.vip.Port(), cfg.firstMember.As4(), cfg.members), f)
+	cfg := mustConfig(t, append(mode.args(), "-switches", "1", "-window", "64", "-count", strconv.Itoa(count),
+		"-warmup", "0", "-timeout", "2s", "-duration", "20s")...)
+	addr := startFakeController(t, of, newTarget(cfg.vip, cfg.firstMember, cfg.members), f)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	res, err := execute(ctx, cfg, addr, false, nil)
@@ -314,16 +321,19 @@ func testExecuteFakeController(t *testing.T, of dialect, f faults) {
 	if res.FlowAdds != 2*(wantSetups+want.BadRewrite) {
 		t.Errorf("flow adds = %d, want 2 per answered setup: %d", res.FlowAdds, 2*(wantSetups+want.BadRewrite))
 	}
-	if len(res.Checks) != 1 || res.Checks[0].Member != "10.99.0.1:80" || res.Checks[0].OutPort != memberPort0 {
-		t.Errorf("warm-up checks = %+v, want setup 0 on member 10.99.0.1:80 out port %d", res.Checks, memberPort0)
+	first := netip.AddrPortFrom(mode.family.firstMember, 80).String()
+	if len(res.Checks) != 1 || res.Checks[0].Member != first || res.Checks[0].OutPort != memberPort0 {
+		t.Errorf("warm-up checks = %+v, want setup 0 on member %s out port %d", res.Checks, first, memberPort0)
 	}
 	var table strings.Builder
 	js, err := json.Marshal(res)
 	if err == nil {
 		err = writeTable(&table, res)
 	}
-	if err != nil || !strings.Contains(table.String(), "OpenFlow "+of.name()+",") || !strings.Contains(string(js), `"openflow":"`+of.name()+`"`) {
-		t.Errorf("the report (%v) does not name OpenFlow %s:\n%s\n%s", err, of.name(), table.String(), js)
+	fam := mode.family.name
+	if err != nil || !strings.Contains(table.String(), "OpenFlow "+of.name()+", "+fam+",") ||
+		!strings.Contains(string(js), `"openflow":"`+of.name()+`"`) || !strings.Contains(string(js), `"family":"`+fam+`"`) {
+		t.Errorf("the report (%v) does not name OpenFlow %s and %s:\n%s\n%s", err, of.name(), fam, table.String(), js)
 	}
 }
 
@@ -339,10 +349,11 @@ func TestExecute_WarmupFails(t *testing.T) {
 		{"SYNNotPunted", faults{dropSYNs: true}, "do not send it to the controller"},
 	}
 	for _, tt := range tests {
-		for _, of := range dialects {
-			t.Run(tt.name+"/OpenFlow"+of.name(), func(t *testing.T) {
-				cfg := mustConfig(t, "-openflow", of.name(), "-switches", "3", "-timeout", "300ms")
-				addr := startFakeController(t, of, newTarget(cfg.vip.Addr().As4(), cfg.vip.Port(), cfg.firstMember.As4(), cfg.members), tt.f)
+		for _, mode := range modes {
+			t.Run(tt.name+"/"+mode.name(), func(t *testing.T) {
+				of := mode.of
+				cfg := mustConfig(t, append(mode.args(), "-switches", "3", "-timeout", "300ms")...)
+				addr := startFakeController(t, of, newTarget(cfg.vip, cfg.firstMember, cfg.members), tt.f)
 				ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 				defer cancel()
 				res, err := execute(ctx, cfg, addr, false, nil)
@@ -356,7 +367,7 @@ func TestExecute_WarmupFails(t *testing.T) {
 
 func TestExecute_Duration(t *testing.T) {
 	cfg := mustConfig(t, "-switches", "2", "-window", "8", "-duration", "300ms", "-warmup", "100ms", "-timeout", "3s")
-	addr := startFakeController(t, dialect13{}, newTarget(cfg.vip.Addr().As4(), cfg.vip.Port(), cfg.firstMember.As4(), cfg.members), faults{})
+	addr := startFakeController(t, dialect13{}, newTarget(cfg.vip, cfg.firstMember, cfg.members), faults{})
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	res, err := execute(ctx, cfg, addr, false, nil)
@@ -391,7 +402,7 @@ func TestExecute_Duration(t *testing.T) {
 
 func TestExecute_LatencyMode(t *testing.T) {
 	cfg := mustConfig(t, "-switches", "2", "-rate", "4000", "-duration", "250ms", "-warmup", "50ms", "-timeout", "3s")
-	addr := startFakeController(t, dialect13{}, newTarget(cfg.vip.Addr().As4(), cfg.vip.Port(), cfg.firstMember.As4(), cfg.members), faults{})
+	addr := startFakeController(t, dialect13{}, newTarget(cfg.vip, cfg.firstMember, cfg.members), faults{})
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	res, err := execute(ctx, cfg, addr, false, nil)
@@ -416,12 +427,13 @@ func TestExecute_LatencyMode(t *testing.T) {
 }
 
 // TestBenchmark_Embedded runs the tool against the real controller in
-// this process, as `go run ./cmd/sdnlb-bench` does by default, with
-// switches of either version.
+// this process, as `go run ./cmd/sdnlb-bench` does by default, in every
+// version and family.
 func TestBenchmark_Embedded(t *testing.T) {
-	for _, of := range dialects {
-		t.Run("OpenFlow"+of.name(), func(t *testing.T) {
-			cfg := mustConfig(t, "-openflow", of.name(), "-switches", "2", "-duration", "1s", "-warmup", "100ms", "-window", "32", "-timeout", "3s")
+	for _, mode := range modes {
+		t.Run(mode.name(), func(t *testing.T) {
+			// IPv6: a few hundred setups.
+			cfg := mustConfig(t, append(mode.args(), "-switches", "2", "-duration", "1s", "-warmup", "100ms", "-window", "32", "-timeout", "3s", "-count", "400")...)
 			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 			defer cancel()
 			res, err := benchmark(ctx, cfg, io.Discard)
@@ -433,6 +445,9 @@ func TestBenchmark_Embedded(t *testing.T) {
 			}
 			if res.Errors.Total != 0 {
 				t.Errorf("errors = %+v, want none", res.Errors)
+			}
+			if res.Family != mode.family.name {
+				t.Errorf("family %q, want %q", res.Family, mode.family.name)
 			}
 			var sum uint64
 			for _, s := range res.PerMember {
@@ -450,10 +465,19 @@ func TestBenchmark_Embedded(t *testing.T) {
 			// Each switch's warm-up setup was checked flow by flow: the
 			// client→VIP flow rewrites to a member's IP and port and outputs to
 			// the port that member announced itself on.
-			want := map[string]uint32{"10.99.0.1:80": memberPort0, "10.99.0.2:80": memberPort0 + 1, "10.99.0.3:80": memberPort0 + 2}
+			want := map[string]uint32{}
+			ip, field, vipField := mode.family.firstMember, "ip", "ip"
+			if ip.Is6() {
+				field, vipField = "ipv6", "ipv6"
+			}
+			for i := range 3 {
+				want[netip.AddrPortFrom(ip, 80).String()] = memberPort0 + uint32(i)
+				ip = ip.Next()
+			}
 			if len(res.Checks) != 2 {
 				t.Fatalf("%d warm-up checks, want 2", len(res.Checks))
 			}
+			vip := mode.family.vip.Addr().String()
 			for _, c := range res.Checks {
 				port, ok := want[c.Member]
 				if !ok || c.OutPort != port {
@@ -462,10 +486,14 @@ func TestBenchmark_Embedded(t *testing.T) {
 				}
 				// The flows as the controller sent them, read independently of
 				// the tool's own check.
-				ip, _, _ := strings.Cut(c.Member, ":")
-				client := ip4(clientBase(c.Switch)).String()
-				wantFwd := []string{"nw_src=" + client, "nw_dst=10.99.0.100", "tp_dst=80", "set_field:" + ip + "->ip_dst", "output:" + strconv.Itoa(int(port))}
-				wantRev := []string{"nw_src=" + ip, "nw_dst=" + client, "set_field:10.99.0.100->ip_src", "output:" + strconv.Itoa(int(clientPort))}
+				member := netip.MustParseAddrPort(c.Member).Addr().String()
+				client := clientIP(mode.family.vip.Addr(), clientBase(c.Switch)).String()
+				src, dst := "nw_src=", "nw_dst="
+				if mode.family.vip.Addr().Is6() {
+					src, dst = "ipv6_src=", "ipv6_dst="
+				}
+				wantFwd := []string{src + client, dst + vip, "tp_dst=80", "set_field:" + member + "->" + field + "_dst", "output:" + strconv.Itoa(int(port))}
+				wantRev := []string{src + member, dst + client, "set_field:" + vip + "->" + vipField + "_src", "output:" + strconv.Itoa(int(clientPort))}
 				if len(c.Flows) != 2 {
 					t.Fatalf("switch %d: flows %q, want the forward and reverse NAT flow", c.Switch, c.Flows)
 				}
@@ -515,6 +543,13 @@ func TestParseFlags(t *testing.T) {
 		{"OpenFlow10", []string{"-openflow", "1.0"}, false},
 		{"OpenFlow13", []string{"-openflow", "1.3"}, false},
 		{"ErrOpenFlow", []string{"-openflow", "1.1"}, true},
+		{"IPv6", ipv6.args, false},
+		{"ErrIPv6VIPIPv4Member", []string{"-vip", "[2001:db8:99::100]:80"}, true},
+		{"ErrIPv4VIPIPv6Member", []string{"-first-member", "2001:db8:99::1"}, true},
+		{"ErrIPv6OpenFlow10", append([]string{"-openflow", "1.0"}, ipv6.args...), true},
+		{"ErrIPv6VIPIsMember", []string{"-vip", "[2001:db8:99::2]:80", "-first-member", "2001:db8:99::1"}, true},
+		{"ErrMappedVIP", []string{"-vip", "[::ffff:10.99.0.100]:80"}, true},
+		{"ErrZonedVIP", []string{"-vip", "[fe80::1%eth0]:80", "-first-member", "fe80::2"}, true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/binary"
 	"fmt"
+	"net/netip"
 
 	"github.com/sdnlb/sdnlb/controller/ofp"
 	"github.com/sdnlb/sdnlb/controller/ofp10"
@@ -177,9 +178,9 @@ func parseActions10(a []byte, r *rewrite) error {
 		case action10SetDLDst:
 			r.ethDst, r.has = [6]byte(v[:6]), r.has|1<<oxmEthDst
 		case action10SetNwSrc:
-			r.ipv4Src, r.has = binary.BigEndian.Uint32(v), r.has|1<<oxmIPv4Src
+			r.ipSrc, r.has = netip.AddrFrom4([4]byte(v)), r.has|1<<oxmIPv4Src
 		case action10SetNwDst:
-			r.ipv4Dst, r.has = binary.BigEndian.Uint32(v), r.has|1<<oxmIPv4Dst
+			r.ipDst, r.has = netip.AddrFrom4([4]byte(v)), r.has|1<<oxmIPv4Dst
 		case action10SetTpSrc:
 			r.tcpSrc, r.has = binary.BigEndian.Uint16(v), r.has|1<<oxmTCPSrc
 		case action10SetTpDst:

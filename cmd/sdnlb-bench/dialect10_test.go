@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"encoding/binary"
+	"net/netip"
 	"slices"
 	"testing"
 
@@ -17,13 +18,13 @@ func checkByModel10(t *target, msg []byte) (int, error) {
 		return -1, err
 	}
 	po := m.(*ofp.PacketOut)
-	return memberByModel(t, po.InPort, po.Data, po.Actions), nil
+	return memberByModel(t, po.InPort, po.Data, po.Actions)
 }
 
 // The 1.0 hand parser stays on the hot path; this keeps its verdict the
 // one ofp10 and the shared flow-table model give.
 func TestPacketOutCheck10_AgreesWithOftable(t *testing.T) {
-	tg := newTarget([4]byte(ip4(testVIP)), 80, [4]byte{10, 99, 0, 1}, 3)
+	tg := ipv4.target(3)
 	frame := natSYN(t, &tg)
 	for _, tt := range checkCases(&tg) {
 		t.Run(tt.name, func(t *testing.T) {
@@ -44,7 +45,7 @@ func TestPacketOutCheck10_AgreesWithOftable(t *testing.T) {
 }
 
 func TestParsePacketOut10(t *testing.T) {
-	tg := newTarget([4]byte(ip4(testVIP)), 80, [4]byte{10, 99, 0, 1}, 3)
+	tg := ipv4.target(3)
 	frame := natSYN(t, &tg)
 	memberMAC := [6]byte{2, 0x5d, 0xb0, 10, 99, 1}
 	nat := mustAppend10(t, 9, &ofp.PacketOut{BufferID: ofp.NoBuffer, InPort: clientPort, Data: frame, Actions: []ofp.Action{
@@ -77,11 +78,11 @@ func TestParsePacketOut10(t *testing.T) {
 		wantErr bool
 	}{
 		{"NAT", nat, rewrite{
-			ethDst: memberMAC, ipv4Dst: ipU32([4]byte{10, 99, 0, 1}), tcpDst: 8080, outPort: 3,
+			ethDst: memberMAC, ipDst: netip.AddrFrom4([4]byte{10, 99, 0, 1}), tcpDst: 8080, outPort: 3,
 			outputs: 1, has: 1<<oxmEthDst | 1<<oxmIPv4Dst | 1<<oxmTCPDst,
 		}, false},
 		{"Reverse", reverse, rewrite{
-			ethSrc: memberMAC, ipv4Src: ipU32([4]byte{10, 99, 0, 100}), tcpSrc: 80, outPort: clientPort,
+			ethSrc: memberMAC, ipSrc: netip.AddrFrom4([4]byte{10, 99, 0, 100}), tcpSrc: 80, outPort: clientPort,
 			outputs: 1, has: 1<<oxmEthSrc | 1<<oxmIPv4Src | 1<<oxmTCPSrc,
 		}, false},
 		{"Flood", flood, rewrite{outPort: ofp.PortFlood, outputs: 1}, false},
@@ -112,15 +113,17 @@ func TestParsePacketOut10(t *testing.T) {
 	}
 }
 
-// The setup path allocates nothing in either version: an embedded run
-// counts the tool's allocations in the controller's per setup.
+// The setup path allocates nothing in any version and family: an
+// embedded run counts the tool's allocations in the controller's per
+// setup.
 func TestFakeSwitch_HandlePacketOutAllocatesNothing(t *testing.T) {
-	for _, of := range dialects {
-		t.Run("OpenFlow"+of.name(), func(t *testing.T) {
-			s, _ := pipeSwitch(t, of)
+	for _, mode := range modes {
+		t.Run(mode.name(), func(t *testing.T) {
+			of := mode.of
+			s, _ := pipeSwitchIn(t, of, mode.family)
 			s.measuring, s.measureFrom = true, 1
 			tg := &s.run.t
-			frame, err := synFrame(testClientMAC, testVIPMAC, s.base, tg.vipIP, clientPortBase+1, tg.vipPort)
+			frame, err := synFrame(testClientMAC, testVIPMAC, s.clientIP(), tg.vip, clientPortBase+1, tg.vipPort)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -8,12 +8,13 @@
 //	go run ./cmd/sdnlb-bench -switches 16 -window 64 -duration 5s
 //	go run ./cmd/sdnlb-bench -switches 2 -rate 150000 -json
 //	go run ./cmd/sdnlb-bench -openflow 1.0 -switches 4 -duration 2s
+//	go run ./cmd/sdnlb-bench -vip '[2001:db8:99::100]:80' -first-member 2001:db8:99::1
 //	go run ./cmd/sdnlb-bench -controller 127.0.0.1:6653 -api http://127.0.0.1:8080
 //	go run ./cmd/sdnlb-bench -topology leaf-spine -spines 4 -duration 5s
 //
 // By default the controller runs in this process on 127.0.0.1:0 with a
-// static configuration: VIP 10.99.0.100:80/TCP, a ROUND_ROBIN pool and
-// -members unmonitored members 10.99.0.1 and up. With -controller the tool
+// static configuration: VIP -vip (10.99.0.100:80/TCP), a ROUND_ROBIN pool and
+// -members unmonitored members -first-member (10.99.0.1) and up. With -controller the tool
 // creates the same objects through the REST API of a running sdnlb (named
 // sdnlb-bench, deleted at the end) and connects to it.
 //
@@ -38,7 +39,18 @@
 // cookie by dumping them and deleting each strictly. Their packet-ins
 // carry no cookie, and OFPR_ACTION for any flow that punts (1.0 has no
 // table-miss flow). The NAT rewrite is then SET_DL_DST, SET_NW_DST and
-// SET_TP_DST, read as the eth_dst, ipv4_dst and tcp_dst below.
+// SET_TP_DST, read as the eth_dst, ipv4_dst and tcp_dst below. 1.0
+// matches no IPv6: an IPv6 VIP needs 1.3.
+//
+// An IPv6 -vip (with an IPv6 -first-member) makes the setups IPv6: SYNs
+// from 2001:db8:5db0:c100::/96, whose last 32 bits are the clients of an
+// IPv4 run, and the NAT rewrite with ipv6_dst (ipv6_src back). Neighbour
+// discovery replaces ARP: the members announce themselves with unsolicited
+// advertisements to all nodes, the client solicits the VIP's MAC, and the
+// switch answers the controller's solicitations from :: for its hosts
+// with advertisements to all nodes, as a packet-in where its flows punt
+// them (the controller's copy of such advertisements: OFPR_ACTION, its
+// cookie).
 //
 // Throughput mode (the default) keeps -window setups in flight per switch;
 // latency mode (-rate) sends at a fixed total rate, open loop, in steps of
@@ -139,9 +151,9 @@ func parseFlags(args []string, stderr io.Writer) (*config, error) {
 	fs.DurationVar(&cfg.warmup, "warmup", time.Second, "load before measuring, not counted")
 	fs.DurationVar(&cfg.timeout, "timeout", time.Second, "a setup without packet-out after this is an error")
 	fs.Uint64Var(&cfg.count, "count", 0, "stop after this many measured setups (0: none); -duration still caps the run")
-	fs.IntVar(&cfg.members, "members", 3, "pool members 10.99.0.1 and up")
-	vip := fs.String("vip", "10.99.0.100:80", "VIP `address:port` (TCP)")
-	first := fs.String("first-member", "10.99.0.1", "address of the first member")
+	fs.IntVar(&cfg.members, "members", 3, "pool members, from -first-member up")
+	vip := fs.String("vip", "10.99.0.100:80", "VIP `address:port` (TCP); an IPv6 one, [address]:port, makes an IPv6 run")
+	first := fs.String("first-member", "10.99.0.1", "address of the first member, of the VIP's family")
 	openflow := fs.String("openflow", dialects[0].name(), "OpenFlow `version` the switches speak: 1.3 or 1.0")
 	fs.BoolVar(&cfg.json, "json", false, "print the result as JSON")
 	fs.BoolVar(&cfg.verbose, "v", false, "log the embedded controller at info level to stderr")
@@ -171,14 +183,22 @@ func parseFlags(args []string, stderr io.Writer) (*config, error) {
 		return nil, fmt.Errorf("-openflow must be 1.3 or 1.0, not %q", *openflow)
 	}
 	var err error
-	if cfg.vip, err = netip.ParseAddrPort(*vip); err != nil || !cfg.vip.Addr().Is4() || cfg.vip.Port() == 0 {
-		return nil, fmt.Errorf("-vip %q: want an IPv4 address:port", *vip)
+	if cfg.vip, err = netip.ParseAddrPort(*vip); err != nil || !plainAddr(cfg.vip.Addr()) || cfg.vip.Port() == 0 {
+		return nil, fmt.Errorf("-vip %q: want an IPv4 address:port or an [IPv6 address]:port", *vip)
 	}
-	if cfg.firstMember, err = netip.ParseAddr(*first); err != nil || !cfg.firstMember.Is4() {
-		return nil, fmt.Errorf("-first-member %q: want an IPv4 address", *first)
+	family := familyName(cfg.vip.Addr())
+	if cfg.firstMember, err = netip.ParseAddr(*first); err != nil || !plainAddr(cfg.firstMember) || cfg.firstMember.Is4() != cfg.vip.Addr().Is4() {
+		return nil, fmt.Errorf("-first-member %q: want an %s address, as the VIP's", *first, family)
+	}
+	if cfg.vip.Addr().Is6() && cfg.of.version() != dialects[0].version() {
+		return nil, fmt.Errorf("-openflow %s matches no IPv6: an IPv6 -vip needs OpenFlow %s", cfg.of.name(), dialects[0].name())
 	}
 	return cfg, cfg.validate()
 }
+
+// plainAddr reports whether a is an IPv4 address, or an IPv6 one that is
+// neither IPv4-mapped nor zoned: the addresses a VIP and members have.
+func plainAddr(a netip.Addr) bool { return a.Is4() || a.Is6() && !a.Is4In6() && a.Zone() == "" }
 
 func (c *config) validate() error {
 	switch {

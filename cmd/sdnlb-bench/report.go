@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"io"
+	"net/netip"
 	"runtime"
 	"strings"
 	"text/tabwriter"
@@ -14,6 +15,7 @@ type Result struct {
 	Mode             string   `json:"mode"`       // "throughput" or "latency"
 	Controller       string   `json:"controller"` // "embedded" or its address
 	OpenFlow         string   `json:"openflow"`   // the version the switches spoke: "1.3" or "1.0"
+	Family           string   `json:"family"`     // the VIP's and the setups': "IPv4" or "IPv6"
 	Switches         int      `json:"switches"`
 	Window           int      `json:"window,omitempty"`
 	Rate             float64  `json:"rate,omitempty"` // setups/s asked for, all switches
@@ -98,7 +100,7 @@ type Errors struct {
 // and the drivers have stopped.
 func collect(cfg *config, sws []*fakeSwitch, elapsed time.Duration) *Result {
 	res := &Result{
-		Mode: "throughput", Controller: "embedded", OpenFlow: cfg.of.name(), Switches: cfg.switches, Window: cfg.window,
+		Mode: "throughput", Controller: "embedded", OpenFlow: cfg.of.name(), Family: familyName(cfg.vip.Addr()), Switches: cfg.switches, Window: cfg.window,
 		Members: cfg.members, GOMAXPROCS: runtime.GOMAXPROCS(0), DurationSeconds: elapsed.Seconds(),
 	}
 	if cfg.rate > 0 {
@@ -152,9 +154,9 @@ func collect(cfg *config, sws []*fakeSwitch, elapsed time.Duration) *Result {
 		Samples: h.n, P50: us(h.percentile(0.50)), P90: us(h.percentile(0.90)),
 		P99: us(h.percentile(0.99)), Max: us(h.max),
 	}
-	t := newTarget(cfg.vip.Addr().As4(), cfg.vip.Port(), cfg.firstMember.As4(), cfg.members)
+	t := newTarget(cfg.vip, cfg.firstMember, cfg.members)
 	for i, m := range t.members {
-		res.PerMember = append(res.PerMember, Share{Member: fmt.Sprintf("%v:%d", ip4(m.ip), m.port), Setups: perMember[i]})
+		res.PerMember = append(res.PerMember, Share{Member: netip.AddrPortFrom(m.ip, m.port).String(), Setups: perMember[i]})
 	}
 	return res
 }
@@ -166,8 +168,8 @@ func writeTable(w io.Writer, res *Result) error {
 	if res.Mode == "latency" {
 		load = fmt.Sprintf("rate %.0f setups/s in total", res.Rate)
 	}
-	fmt.Fprintf(tw, "mode\t%s, controller %s, OpenFlow %s, %d switches, %s, %d members, GOMAXPROCS %d\n",
-		res.Mode, res.Controller, res.OpenFlow, res.Switches, load, res.Members, res.GOMAXPROCS)
+	fmt.Fprintf(tw, "mode\t%s, controller %s, OpenFlow %s, %s, %d switches, %s, %d members, GOMAXPROCS %d\n",
+		res.Mode, res.Controller, res.OpenFlow, res.Family, res.Switches, load, res.Members, res.GOMAXPROCS)
 	fmt.Fprintf(tw, "duration\t%.3f s\n", res.DurationSeconds)
 	fmt.Fprintf(tw, "setups\t%d (%.0f/s), %d more drained after the end\n", res.Setups, res.SetupsPerSecond, res.Drained)
 	l := res.Latency

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"net/netip"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -73,7 +74,7 @@ type fakeSwitch struct {
 	conn      net.Conn
 	r         *bufio.Reader
 	rbuf      []byte
-	base      uint32 // first client address
+	base      uint32 // first client number (see clientBase)
 	clientMAC net.HardwareAddr
 
 	closed atomic.Bool // set by the run before it closes conn
@@ -384,9 +385,10 @@ func (s *fakeSwitch) handleFlowMod(msg []byte) error {
 	return nil
 }
 
-// handlePacketOut completes setups, answers ARP the controller sends to
-// the hosts behind this switch, learns the VIP's MAC, and in a topology
-// run sends LLDP out of a link port to the switch at its far end.
+// handlePacketOut completes setups, answers ARP and neighbour
+// solicitations the controller sends to the hosts behind this switch,
+// learns the VIP's MAC, and in a topology run sends LLDP out of a link
+// port to the switch at its far end.
 func (s *fakeSwitch) handlePacketOut(msg []byte) error {
 	rw, frame, err := s.run.of.parsePacketOut(msg)
 	if err != nil {
@@ -395,24 +397,34 @@ func (s *fakeSwitch) handlePacketOut(msg []byte) error {
 	t := &s.run.t
 	if tcp, ok := parseTCP(frame); ok {
 		switch {
-		case tcp.dst == t.vipIP && tcp.dport == t.vipPort:
-			if n, ok := clientSeq(s.base, tcp.src, tcp.sport); ok {
+		case tcp.dst == t.vip && tcp.dport == t.vipPort:
+			if n, ok := s.seq(tcp.src, tcp.sport); ok {
 				s.complete(n, &rw, false)
 			}
-		case tcp.src == t.vipIP && tcp.sport == t.vipPort && tcp.flags&tcpFlagRST != 0:
-			if n, ok := clientSeq(s.base, tcp.dst, tcp.dport); ok {
+		case tcp.src == t.vip && tcp.sport == t.vipPort && tcp.flags&tcpFlagRST != 0:
+			if n, ok := s.seq(tcp.dst, tcp.dport); ok {
 				s.complete(n, &rw, true)
 			}
 		}
 		return nil
 	}
-	if arp, ok := parseARP(frame); ok {
-		return s.handleARP(arp)
+	if nb, ok := parseNeighbour(frame); ok {
+		return s.handleNeighbour(nb)
 	}
 	if f := s.run.fabric; f != nil && rw.outputs == 1 && isLLDP(frame) {
 		f.carry(s.idx, rw.outPort, frame)
 	}
 	return nil
+}
+
+// seq is the number of the setup from client ip and port, if they are one
+// of this switch's.
+func (s *fakeSwitch) seq(ip netip.Addr, port uint16) (uint64, bool) {
+	v, ok := clientNum(ip)
+	if !ok {
+		return 0, false
+	}
+	return clientSeq(s.base, v, port)
 }
 
 // arrive handles frame coming in on link port as a switch does: its flows
@@ -432,40 +444,48 @@ func (s *fakeSwitch) arrive(port uint32, frame []byte) {
 	}
 }
 
-func (s *fakeSwitch) handleARP(a arpInfo) error {
+// handleNeighbour learns the VIP's MAC from the answer to the client's
+// question, and answers ARP and neighbour solicitations for the hosts
+// behind this switch.
+func (s *fakeSwitch) handleNeighbour(nb neighbour) error {
 	t := &s.run.t
-	switch a.op {
-	case 2: // reply
-		if a.spa == t.vipIP && a.tpa == s.base {
-			s.vipMAC = a.sha
+	if !nb.request {
+		if nb.about == t.vip && nb.peer == s.clientIP() {
+			s.vipMAC = nb.mac
 			closeOnce(s.vipKnown)
 		}
-	case 1: // request: answer for the hosts behind this switch
-		if a.spa == a.tpa {
-			return nil // gratuitous, e.g. a member's own announcement flooded back
-		}
-		if i := t.memberIndex(a.tpa); i >= 0 {
-			m := &t.members[i]
-			return s.replyARP(m.ofPort, m.mac[:], m.ip, a)
-		}
-		if _, ok := clientSeq(s.base, a.tpa, clientPortBase); ok {
-			return s.replyARP(clientPort, s.clientMAC, a.tpa, a)
+		return nil
+	}
+	if nb.peer == nb.about {
+		return nil // gratuitous, e.g. a member's own announcement flooded back
+	}
+	if i := t.memberIndex(nb.about); i >= 0 {
+		m := &t.members[i]
+		return s.reply(m.ofPort, m.mac, m.ip, nb)
+	}
+	if v, ok := clientNum(nb.about); ok && nb.about.Is4() == t.vip.Is4() {
+		if _, ok := clientSeq(s.base, v, clientPortBase); ok {
+			return s.reply(clientPort, [6]byte(s.clientMAC), nb.about, nb)
 		}
 	}
 	return nil
 }
 
+// clientIP is the address of the switch's first client, the one that
+// asks for the VIP's MAC.
+func (s *fakeSwitch) clientIP() netip.Addr { return s.run.t.client(s.base) }
+
 // askVIP asks for the VIP's MAC as the client does. A switch whose flows
-// answer ARP for the VIP sends the reply straight back, and the request
+// answer for the VIP sends the answer straight back, and the question
 // also goes to the controller if the flows send it there.
 func (s *fakeSwitch) askVIP() error {
-	frame, err := arpFrame(1, broadcastMAC, s.clientMAC, s.base, zeroMAC, s.run.t.vipIP)
+	frame, err := askFrame([6]byte(s.clientMAC), s.clientIP(), s.run.t.vip)
 	if err != nil {
 		return err
 	}
 	reply, answered := answer(&s.table, clientPort, frame)
 	if answered {
-		if err := s.handleARP(reply); err != nil {
+		if err := s.handleNeighbour(reply); err != nil {
 			return err
 		}
 	}
@@ -480,11 +500,14 @@ func (s *fakeSwitch) askVIP() error {
 	return nil
 }
 
-// replyARP answers the controller's ARP request req for ip, a host behind
-// port with MAC mac. A reply the switch's flows would not send to the
+// reply answers the controller's question req for ip, a host behind port
+// with MAC mac. An answer the switch's flows would not send to the
 // controller is not sent and is counted: a real switch would not send it.
-func (s *fakeSwitch) replyARP(port uint32, mac net.HardwareAddr, ip uint32, req arpInfo) error {
-	err := s.sendARP(2, port, net.HardwareAddr(req.sha[:]), mac, ip, net.HardwareAddr(req.sha[:]), req.spa)
+func (s *fakeSwitch) reply(port uint32, mac [6]byte, ip netip.Addr, req neighbour) error {
+	frame, err := replyFrame(mac, ip, req)
+	if err == nil {
+		err = s.sendFrame(port, frame)
+	}
 	if errors.Is(err, errNotPunted) {
 		s.countNotPunted(err)
 		return nil
@@ -501,14 +524,10 @@ func (s *fakeSwitch) countNotPunted(err error) {
 	}
 }
 
-// sendARP sends an ARP packet as a packet-in from port, or returns an
+// sendFrame sends frame, arriving on port, as a packet-in, or returns an
 // error wrapping errNotPunted if the switch's flows keep it from the
 // controller.
-func (s *fakeSwitch) sendARP(op uint16, port uint32, dst, sha net.HardwareAddr, spa uint32, tha net.HardwareAddr, tpa uint32) error {
-	frame, err := arpFrame(op, dst, sha, spa, tha, tpa)
-	if err != nil {
-		return err
-	}
+func (s *fakeSwitch) sendFrame(port uint32, frame []byte) error {
 	pin, err := s.packetIn(port, frame)
 	if err != nil {
 		return err

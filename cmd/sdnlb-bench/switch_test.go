@@ -5,27 +5,35 @@ import (
 	"encoding/binary"
 	"errors"
 	"net"
+	"net/netip"
 	"reflect"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/gopacket/gopacket/layers"
 	"github.com/sdnlb/sdnlb/controller/ofp"
 	"github.com/sdnlb/sdnlb/controller/ofp10"
 	"github.com/sdnlb/sdnlb/controller/oftable"
 )
 
-// pipeSwitch is switch 5 of a 3-member run speaking of, talking over
+// pipeSwitch is switch 5 of a 3-member IPv4 run speaking of, talking over
 // net.Pipe.
 func pipeSwitch(tb testing.TB, of dialect) (*fakeSwitch, net.Conn) {
+	tb.Helper()
+	return pipeSwitchIn(tb, of, ipv4)
+}
+
+// pipeSwitchIn is pipeSwitch in family f.
+func pipeSwitchIn(tb testing.TB, of dialect, f testFamily) (*fakeSwitch, net.Conn) {
 	tb.Helper()
 	mine, peer := net.Pipe()
 	tb.Cleanup(func() {
 		mine.Close()
 		peer.Close()
 	})
-	r := &run{of: of, t: newTarget([4]byte{10, 99, 0, 100}, 80, [4]byte{10, 99, 0, 1}, 3), timeout: time.Second}
+	r := &run{of: of, t: f.target(3), timeout: time.Second}
 	return newFakeSwitch(r, 5, mine, 1024), peer
 }
 
@@ -288,7 +296,7 @@ func TestFakeSwitch_Handle10(t *testing.T) {
 func TestFakeSwitch_FlowMods10(t *testing.T) {
 	s, peer := pipeSwitch(t, dialect10{})
 	tg := &s.run.t
-	fwd, rev := natFlows(s.base, clientPortBase, [6]byte{2, 0xaa, 0, 0, 0, 1}, tg, &tg.members[1])
+	fwd, rev := natFlows(s.clientIP(), clientPortBase, [6]byte{2, 0xaa, 0, 0, 0, 1}, tg, &tg.members[1])
 	fwd.Cookie, rev.Cookie = 0x51, 0x52
 	del := *fwd
 	del.Command, del.Instructions = ofp.FlowDeleteStrict, nil
@@ -364,32 +372,53 @@ func TestFakeSwitch_FlowStats10Split(t *testing.T) {
 	}
 }
 
-func TestFakeSwitch_AnswersARPForItsHosts(t *testing.T) {
-	controllerMAC := net.HardwareAddr{0x02, 0xcc, 0, 0, 0, 1}
-	vip := ipU32([4]byte{10, 99, 0, 100})
-	member2 := ipU32([4]byte{10, 99, 0, 2})
-	tests := []struct {
-		name     string
-		spa, tpa uint32
-		wantPort uint32 // 0: no answer
-		wantMAC  [6]byte
-	}{
-		{"Member", vip, member2, memberPort0 + 1, [6]byte{0x02, 0x5d, 0xb0, 99, 0, 2}},
-		{"Client", vip, clientBase(5) + 3, clientPort, [6]byte{0x02, 0x5d, 0xb0, 0xc1, 0, 5}},
-		{"GratuitousFromMember", member2, member2, 0, [6]byte{}},
-		{"OtherSwitchsClient", vip, clientBase(6), 0, [6]byte{}},
-		{"Stranger", vip, ipU32([4]byte{192, 0, 2, 1}), 0, [6]byte{}},
+// question is the controller's question for target's MAC in target's
+// family: an ARP request from the VIP's address, a neighbour solicitation
+// from :: to target's solicited-node group.
+func question(tb testing.TB, mac [6]byte, asker, target netip.Addr) []byte {
+	tb.Helper()
+	var frame []byte
+	var err error
+	if target.Is4() {
+		frame, err = arpFrame(1, broadcastMAC, mac[:], asker, zeroMAC, target)
+	} else {
+		group := solicitedNode(target)
+		frame, err = ndFrame(layers.CreateICMPv6TypeCode(ndSolicitation, 0), multicastMAC(group), mac, asker, group, target, 0)
 	}
-	for _, tt := range tests {
-		for _, of := range dialects {
-			t.Run(tt.name+"/OpenFlow"+of.name(), func(t *testing.T) {
-				s, peer := pipeSwitch(t, of)
-				req, err := arpFrame(1, broadcastMAC, controllerMAC, tt.spa, zeroMAC, tt.tpa)
-				if err != nil {
-					t.Fatal(err)
-				}
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return frame
+}
+
+func TestFakeSwitch_AnswersForItsHosts(t *testing.T) {
+	controllerMAC := [6]byte{0x02, 0xcc, 0, 0, 0, 1}
+	for _, mode := range modes {
+		f := mode.family
+		vip, member2 := f.vip.Addr(), f.firstMember.Next()
+		asker, answered := vip, vip // ARP: the asker; ND: all nodes, for a question from ::
+		if vip.Is6() {
+			asker, answered = netip.IPv6Unspecified(), allNodes
+		}
+		tests := []struct {
+			name     string
+			asker    netip.Addr
+			target   netip.Addr
+			wantPort uint32 // 0: no answer
+			wantMAC  [6]byte
+		}{
+			{"Member", asker, member2, memberPort0 + 1, [6]byte{0x02, 0x5d, 0xb0, member2.As16()[13], 0, 2}},
+			{"Client", asker, clientIP(vip, clientBase(5)+3), clientPort, [6]byte{0x02, 0x5d, 0xb0, 0xc1, 0, 5}},
+			{"FromMemberItself", member2, member2, 0, [6]byte{}},
+			{"OtherSwitchsClient", asker, clientIP(vip, clientBase(6)), 0, [6]byte{}},
+			{"Stranger", asker, f.addr([4]byte{192, 0, 2, 1}), 0, [6]byte{}},
+		}
+		for _, tt := range tests {
+			t.Run(tt.name+"/"+mode.name(), func(t *testing.T) {
+				of := mode.of
+				s, peer := pipeSwitchIn(t, of, f)
 				po, err := of.appendMsg(nil, 1, &ofp.PacketOut{BufferID: ofp.NoBuffer, InPort: ofp.PortController,
-					Actions: []ofp.Action{ofp.ActionOutput{Port: ofp.PortFlood}}, Data: req})
+					Actions: []ofp.Action{ofp.ActionOutput{Port: ofp.PortFlood}}, Data: question(t, controllerMAC, tt.asker, tt.target)})
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -408,10 +437,10 @@ func TestFakeSwitch_AnswersARPForItsHosts(t *testing.T) {
 					t.Fatalf("answered %T, want a packet-in", m)
 				}
 				port, _ := pin.Match.InPort()
-				a, ok := parseARP(pin.Data)
-				want := arpInfo{op: 2, sha: tt.wantMAC, spa: tt.tpa, tha: [6]byte(controllerMAC), tpa: tt.spa}
-				if port != tt.wantPort || !ok || a != want {
-					t.Errorf("packet-in from port %d with %+v, want port %d with %+v", port, a, tt.wantPort, want)
+				got, ok := parseNeighbour(pin.Data)
+				want := neighbour{about: tt.target, mac: tt.wantMAC, peer: answered}
+				if port != tt.wantPort || !ok || got != want {
+					t.Errorf("packet-in from port %d with %+v, want port %d with %+v", port, got, tt.wantPort, want)
 				}
 			})
 		}
@@ -445,10 +474,7 @@ func TestFakeSwitch_ARPReplyFollowsTable(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			req, err := arpFrame(1, broadcastMAC, controllerMAC[:], ipU32([4]byte{10, 99, 0, 100}), zeroMAC, ipU32([4]byte{10, 99, 0, 2}))
-			if err != nil {
-				t.Fatal(err)
-			}
+			req := question(t, controllerMAC, ipv4.vip.Addr(), ipv4.firstMember.Next())
 			po := ofp.Append(nil, 1, &ofp.PacketOut{BufferID: ofp.NoBuffer, InPort: ofp.PortController,
 				Actions: []ofp.Action{ofp.ActionOutput{Port: ofp.PortFlood}}, Data: req})
 			_, m, err := exchange(t, s, peer, po)
@@ -511,11 +537,11 @@ func TestFakeSwitch_SetupAccounting(t *testing.T) {
 			s.run.window = tt.window
 			s.run.sending.Store(true)
 			s.run.budget.Store(1 << 40)
-			s.syn = mustSYNTemplate(t, s.idx)
+			s.syn = mustSYNTemplate(t, ipv4, s.idx)
 			s.next, s.oldest = 1, 1 // setup 0 is the warm-up's
 			s.measuring, s.measureFrom = true, 1
 			m := &s.run.t.members[0]
-			good := rewrite{ipv4Dst: m.ip, ethDst: m.mac, outPort: m.ofPort, outputs: 1, has: 1<<oxmIPv4Dst | 1<<oxmEthDst}
+			good := rewrite{ipDst: m.ip, ethDst: m.mac, outPort: m.ofPort, outputs: 1, has: 1<<oxmIPv4Dst | 1<<oxmEthDst}
 			bad := good
 			bad.outPort = clientPort
 			for _, st := range tt.steps {
@@ -552,7 +578,7 @@ func BenchmarkFakeSwitch_HandlePacketOut(b *testing.B) {
 	s, _ := pipeSwitch(b, dialect13{})
 	s.measuring, s.measureFrom = true, 1
 	t := &s.run.t
-	frame, err := synFrame(testClientMAC, testVIPMAC, s.base, t.vipIP, clientPortBase+1, t.vipPort)
+	frame, err := synFrame(testClientMAC, testVIPMAC, s.clientIP(), t.vip, clientPortBase+1, t.vipPort)
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -3,6 +3,7 @@ package main
 import (
 	"errors"
 	"net"
+	"net/netip"
 	"testing"
 
 	"github.com/sdnlb/sdnlb/controller/ofp"
@@ -63,7 +64,8 @@ func TestPunt(t *testing.T) {
 		flowTo(0xb1, 100, []uint32{3}, ofp.MatchEthDst([6]byte(learnedMAC))),
 	}
 	flows := mustTable(t, mods...)
-	client := clientBase(0)
+	testVIP := netip.AddrFrom4(vip)
+	client := clientIP(testVIP, clientBase(0))
 	mustFrame := func(b []byte, err error) []byte {
 		t.Helper()
 		if err != nil {
@@ -71,10 +73,10 @@ func TestPunt(t *testing.T) {
 		}
 		return b
 	}
-	syn := func(dst uint32, dport uint16) []byte {
+	syn := func(dst netip.Addr, dport uint16) []byte {
 		return mustFrame(synFrame(testClientMAC, testVIPMAC, client, dst, 1024, dport))
 	}
-	arp := func(op uint16, dstMAC, sha net.HardwareAddr, spa uint32, tha net.HardwareAddr, tpa uint32) []byte {
+	arp := func(op uint16, dstMAC, sha net.HardwareAddr, spa netip.Addr, tha net.HardwareAddr, tpa netip.Addr) []byte {
 		return mustFrame(arpFrame(op, dstMAC, sha, spa, tha, tpa))
 	}
 	synToVIP := syn(testVIP, 80)
@@ -88,9 +90,9 @@ func TestPunt(t *testing.T) {
 	}{
 		{"SYNToVIP", synToVIP, ofp.ReasonAction, 0xa2, false},
 		{"SYNToOtherPortMasked", syn(testVIP, 443), ofp.ReasonAction, 0xa3, false},
-		{"SYNElsewhere", syn(ipU32([4]byte{10, 1, 1, 1}), 80), ofp.ReasonNoMatch, 0xa0, false},
+		{"SYNElsewhere", syn(netip.AddrFrom4([4]byte{10, 1, 1, 1}), 80), ofp.ReasonNoMatch, 0xa0, false},
 		{"ARPForVIP", arpForVIP, ofp.ReasonAction, 0xa1, false},
-		{"ARPForOther", arp(1, broadcastMAC, testClientMAC, client, zeroMAC, client+1), ofp.ReasonNoMatch, 0xa0, false},
+		{"ARPForOther", arp(1, broadcastMAC, testClientMAC, client, zeroMAC, client.Next()), ofp.ReasonNoMatch, 0xa0, false},
 		{"ARPReplyFromVIP", arp(2, testClientMAC, testVIPMAC, testVIP, testClientMAC, client), ofp.ReasonNoMatch, 0xa0, false},
 		// The hand model gave these 0xa3 and the table miss 0xa0.
 		{"SYNShadowedByDrop", syn(testVIP, 22), 0, 0, true},
@@ -159,11 +161,52 @@ func TestPunt(t *testing.T) {
 	})
 }
 
+// Of two flows on a frame's way that punt it, the first gives the
+// packet-in: the controller acts on the first of a real switch's two. The
+// controller copies neighbour advertisements to all nodes (the answers to
+// its solicitations) to itself and sends them on to its L2 table.
+func TestPunt_FirstFlowThatPunts(t *testing.T) {
+	l2Miss := puntFlow(0xc0, 0)
+	l2Miss.TableID = 1
+	flows := mustTable(t, puntFlow(0xa0, 0), ndCopyFlow(0x5d07000000000000, 1), l2Miss)
+	member, mac := ipv6.firstMember, [6]byte{0x02, 0x5d, 0xb0, 0, 0, 1}
+	for _, tt := range []struct {
+		name       string
+		frame      func() ([]byte, error)
+		wantReason uint8
+		wantCookie uint64
+	}{
+		{"AdvertisementToAllNodes", func() ([]byte, error) { return announceFrame(mac, member) }, ofp.ReasonAction, 0x5d07000000000000},
+		{"Solicitation", func() ([]byte, error) { return askFrame(mac, member, member.Next()) }, ofp.ReasonNoMatch, 0xa0},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			frame, err := tt.frame()
+			if err != nil {
+				t.Fatal(err)
+			}
+			reason, cookie, err := punt13(flows, memberPort0, frame)
+			if err != nil || reason != tt.wantReason || cookie != tt.wantCookie {
+				t.Errorf("punt = reason %d cookie %#x, %v; want %d %#x", reason, cookie, err, tt.wantReason, tt.wantCookie)
+			}
+		})
+	}
+}
+
+// ndCopyFlow is the controller's row that copies neighbour advertisements
+// to all nodes to it and goes on to table next.
+func ndCopyFlow(cookie uint64, next uint8) *ofp.FlowMod {
+	fm := puntFlow(cookie, 400, ofp.MatchEthDst([6]byte{0x33, 0x33, 0, 0, 0, 1}), ofp.MatchEthType(ethTypeIPv6),
+		ofp.MatchIPProto(protoICMPv6), ofp.MatchICMPv6Type(ndAdvertisement))
+	fm.Instructions = append(fm.Instructions, ofp.InstructionGotoTable{TableID: next})
+	return fm
+}
+
 // A switch answers ARP for the VIP with its flows: answer reads the reply
 // the client gets; a flow that only punts answers nothing.
 func TestAnswer(t *testing.T) {
-	vip, vipMAC := [4]byte(ip4(testVIP).To4()), [6]byte(testVIPMAC)
-	request, err := arpFrame(1, broadcastMAC, testClientMAC, clientBase(0), zeroMAC, testVIP)
+	vip, vipMAC := [4]byte{10, 99, 0, 100}, [6]byte(testVIPMAC)
+	testVIP, client := netip.AddrFrom4(vip), clientIP(netip.AddrFrom4(vip), clientBase(0))
+	request, err := arpFrame(1, broadcastMAC, testClientMAC, client, zeroMAC, testVIP)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -175,7 +218,7 @@ func TestAnswer(t *testing.T) {
 		ofp.ActionRegMove{NBits: 32, Src: ofp.NXMARPSPA, Dst: ofp.NXMARPTPA}, ofp.ActionSetField{Field: ofp.MatchARPSPA(vip)},
 		ofp.ActionOutput{Port: ofp.PortInPort}}}}
 	got, ok := answer(mustTable(t, answerFlow), clientPort, request)
-	want := arpInfo{op: 2, sha: vipMAC, spa: testVIP, tha: [6]byte(testClientMAC), tpa: clientBase(0)}
+	want := neighbour{about: testVIP, mac: vipMAC, peer: client}
 	if !ok || got != want {
 		t.Errorf("answer = %+v, %t; want %+v", got, ok, want)
 	}

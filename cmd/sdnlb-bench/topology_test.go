@@ -126,7 +126,7 @@ func TestFabric_CarriesLLDP(t *testing.T) {
 				if of.version() == ofp10.Version {
 					wantCookie = 0 // a 1.0 packet-in has none
 				}
-				r := &run{of: of, t: newTarget([4]byte{10, 99, 0, 100}, 80, [4]byte{10, 99, 0, 1}, 3), timeout: time.Second,
+				r := &run{of: of, t: ipv4.target(3), timeout: time.Second,
 					fabric: newFabric(newWiring(topoRing, 4, 0))}
 				sws, peers := map[int]*fakeSwitch{}, map[int]net.Conn{}
 				for _, idx := range []int{0, 2, 3} {
@@ -189,7 +189,7 @@ func TestFabric_CarriesLLDP(t *testing.T) {
 // TestFabric_NotPunted: a frame from a link that the receiver's flows
 // take elsewhere is counted, as a real switch would not punt it.
 func TestFabric_NotPunted(t *testing.T) {
-	r := &run{of: dialect13{}, t: newTarget([4]byte{10, 99, 0, 100}, 80, [4]byte{10, 99, 0, 1}, 3), fabric: newFabric(newWiring(topoRing, 4, 0))}
+	r := &run{of: dialect13{}, t: ipv4.target(3), fabric: newFabric(newWiring(topoRing, 4, 0))}
 	mine, peer := net.Pipe()
 	defer peer.Close()
 	defer mine.Close()
@@ -204,7 +204,7 @@ func TestFabric_NotPunted(t *testing.T) {
 }
 
 func TestFakeSwitch_LinkPorts(t *testing.T) {
-	r := &run{t: newTarget([4]byte{10, 99, 0, 100}, 80, [4]byte{10, 99, 0, 1}, 2), fabric: newFabric(newWiring(topoLeafSpine, 5, 2))}
+	r := &run{t: ipv4.target(2), fabric: newFabric(newWiring(topoLeafSpine, 5, 2))}
 	var got []uint32
 	for _, p := range newFakeSwitch(r, 0, nil, 1024).ports() {
 		got = append(got, p.PortNo)

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"net/netip"
 	"time"
 
 	"github.com/sdnlb/sdnlb/controller/ofp"
@@ -20,11 +21,9 @@ type Check struct {
 	Flows   []string `json:"flows"`    // client→VIP and member→client, as ovs-ofctl shows them
 }
 
-var zeroMAC = net.HardwareAddr{0, 0, 0, 0, 0, 0}
-
 // warmUp waits for the controller to set the switch up, lets it learn
-// the members and the client, resolves the VIP's MAC with ARP as a client
-// would, then makes one setup and checks the flows it installed.
+// the members and the client, resolves the VIP's MAC with ARP (IPv6:
+// neighbour discovery) as a client would, then makes one setup and checks the flows it installed.
 func (s *fakeSwitch) warmUp(ctx context.Context) (Check, error) {
 	deadline := time.NewTimer(warmupTimeout)
 	defer deadline.Stop()
@@ -59,7 +58,7 @@ func (s *fakeSwitch) warmUp(ctx context.Context) (Check, error) {
 	m := &s.run.t.members[i]
 	return Check{
 		Switch: s.idx, DPID: fmt.Sprintf("%016x", s.dpid),
-		Member: fmt.Sprintf("%v:%d", ip4(m.ip), m.port), OutPort: m.ofPort, Flows: flows,
+		Member: netip.AddrPortFrom(m.ip, m.port).String(), OutPort: m.ofPort, Flows: flows,
 	}, nil
 }
 
@@ -76,9 +75,10 @@ func (s *fakeSwitch) handshaken(ctx context.Context, deadline <-chan time.Time) 
 	}
 }
 
-// announce sends a gratuitous ARP from every member, then asks for the
-// VIP's MAC from the client until the switch's flows or the controller
-// answer (a remote controller may still be loading the VIP).
+// announce sends a gratuitous ARP (IPv6: an unsolicited neighbour
+// advertisement) from every member, then asks for the VIP's MAC from the
+// client until the switch's flows or the controller answer (a remote
+// controller may still be loading the VIP).
 func (s *fakeSwitch) announce(ctx context.Context, deadline <-chan time.Time) error {
 	t := &s.run.t
 	retry := time.NewTicker(200 * time.Millisecond)
@@ -89,7 +89,11 @@ func (s *fakeSwitch) announce(ctx context.Context, deadline <-chan time.Time) er
 		if first {
 			for i := range t.members {
 				m := &t.members[i]
-				err = errors.Join(err, s.sendARP(1, m.ofPort, broadcastMAC, m.mac[:], m.ip, zeroMAC, m.ip))
+				frame, ferr := announceFrame(m.mac, m.ip)
+				if ferr == nil {
+					ferr = s.sendFrame(m.ofPort, frame)
+				}
+				err = errors.Join(err, ferr)
 			}
 		}
 		err = errors.Join(err, s.askVIP())
@@ -105,7 +109,7 @@ func (s *fakeSwitch) announce(ctx context.Context, deadline <-chan time.Time) er
 		case <-ctx.Done():
 			return ctx.Err()
 		case <-deadline:
-			return fmt.Errorf("no ARP reply for the VIP %v within %v", ip4(t.vipIP), warmupTimeout)
+			return fmt.Errorf("no answer to the client's question for the VIP %v's MAC within %v", t.vip, warmupTimeout)
 		}
 	}
 }
@@ -115,7 +119,7 @@ func (s *fakeSwitch) announce(ctx context.Context, deadline <-chan time.Time) er
 func (s *fakeSwitch) firstSetupMember(ctx context.Context) (int, error) {
 	t := &s.run.t
 	s.mu.Lock()
-	frame, err := synFrame(s.clientMAC, net.HardwareAddr(s.vipMAC[:]), s.base, t.vipIP, clientPortBase, t.vipPort)
+	frame, err := synFrame(s.clientMAC, net.HardwareAddr(s.vipMAC[:]), s.clientIP(), t.vip, clientPortBase, t.vipPort)
 	var pin *ofp.PacketIn
 	if err == nil {
 		pin, err = s.packetIn(clientPort, frame)
@@ -156,52 +160,66 @@ func (s *fakeSwitch) firstSetupMember(ctx context.Context) (int, error) {
 func (s *fakeSwitch) checkFlows(i int) ([]string, error) {
 	t := &s.run.t
 	m := &t.members[i]
-	fwd := s.findFlow(s.base, t.vipIP, clientPortBase, t.vipPort)
+	client, vip, to := netip.AddrPortFrom(s.clientIP(), clientPortBase), netip.AddrPortFrom(t.vip, t.vipPort), netip.AddrPortFrom(m.ip, m.port)
+	fwd := s.findFlow(client, vip)
 	if fwd == nil {
-		return nil, fmt.Errorf("no client→VIP flow-mod for the first setup (%v:%d→%v:%d)", ip4(s.base), clientPortBase, ip4(t.vipIP), t.vipPort)
+		return nil, fmt.Errorf("no client→VIP flow-mod for the first setup (%v→%v)", client, vip)
 	}
 	rw := rewriteOf(fwd.Instructions)
 	if got := t.checkRewrite(&rw); got != i {
-		return nil, fmt.Errorf("client→VIP flow: want the rewrite to %v:%d out port %d as in the packet-out, got %s", ip4(m.ip), m.port, m.ofPort, describe(&rw))
+		return nil, fmt.Errorf("client→VIP flow: want the rewrite to %v out port %d as in the packet-out, got %s", to, m.ofPort, describe(&rw))
 	}
-	rev := s.findFlow(m.ip, s.base, m.port, clientPortBase)
+	rev := s.findFlow(to, client)
 	if rev == nil {
-		return nil, fmt.Errorf("no member→client flow-mod for the first setup (%v:%d→%v:%d)", ip4(m.ip), m.port, ip4(s.base), clientPortBase)
+		return nil, fmt.Errorf("no member→client flow-mod for the first setup (%v→%v)", to, client)
 	}
 	rw = rewriteOf(rev.Instructions)
 	portOK := rw.set(oxmTCPSrc) && rw.tcpSrc == t.vipPort || !rw.set(oxmTCPSrc) && m.port == t.vipPort
-	if !rw.set(oxmIPv4Src) || rw.ipv4Src != t.vipIP || !rw.set(oxmEthSrc) || rw.ethSrc != s.vipMAC ||
+	if !rw.set(oxmIPSrc(t.vip)) || rw.ipSrc != t.vip || !rw.set(oxmEthSrc) || rw.ethSrc != s.vipMAC ||
 		!portOK || rw.outputs != 1 || rw.outPort != clientPort {
-		return nil, fmt.Errorf("member→client flow: want the rewrite back to the VIP %v:%d (MAC %v) out port %d, got %s",
-			ip4(t.vipIP), t.vipPort, net.HardwareAddr(s.vipMAC[:]), clientPort, describe(&rw))
+		return nil, fmt.Errorf("member→client flow: want the rewrite back to the VIP %v (MAC %v) out port %d, got %s",
+			vip, net.HardwareAddr(s.vipMAC[:]), clientPort, describe(&rw))
 	}
 	return []string{fwd.String(), rev.String()}, nil
 }
 
 // findFlow returns the last flow added for the TCP connection src→dst.
-func (s *fakeSwitch) findFlow(src, dst uint32, sport, dport uint16) *ofp.FlowMod {
+func (s *fakeSwitch) findFlow(src, dst netip.AddrPort) *ofp.FlowMod {
 	var found *ofp.FlowMod
 	for _, fm := range s.warmFlows {
-		if fm.Command == ofp.FlowAdd && matchIs(&fm.Match, src, dst, sport, dport) {
+		if fm.Command == ofp.FlowAdd && matchIs(&fm.Match, src, dst) {
 			found = fm
 		}
 	}
 	return found
 }
 
-// matchIs reports whether m matches exactly the TCP connection src→dst.
-func matchIs(m *ofp.Match, src, dst uint32, sport, dport uint16) bool {
+// matchIs reports whether m matches exactly the TCP connection src→dst,
+// in their family: eth_type, ip_proto, the addresses and the ports.
+func matchIs(m *ofp.Match, src, dst netip.AddrPort) bool {
 	get := func(f ofp.OXMField) (ofp.OXM, bool) {
 		o, ok := m.Get(f)
 		return o, ok && !o.HasMask
 	}
-	ps, ok1 := get(ofp.OXMIPv4Src)
-	pd, ok2 := get(ofp.OXMIPv4Dst)
+	addr := func(f uint16) netip.Addr {
+		o, ok := get(ofp.OXMField(f))
+		if !ok {
+			return netip.Addr{}
+		}
+		a, _ := netip.AddrFromSlice(o.Value())
+		return a
+	}
+	et, ok1 := get(ofp.OXMEthType)
+	pr, ok2 := get(ofp.OXMIPProto)
 	ts, ok3 := get(ofp.OXMTCPSrc)
 	td, ok4 := get(ofp.OXMTCPDst)
-	return ok1 && ok2 && ok3 && ok4 &&
-		ipU32(ps.IPv4()) == src && ipU32(pd.IPv4()) == dst &&
-		uint16(ts.Uint()) == sport && uint16(td.Uint()) == dport
+	wantType := uint64(ethTypeIPv4)
+	if src.Addr().Is6() {
+		wantType = ethTypeIPv6
+	}
+	return ok1 && ok2 && ok3 && ok4 && et.Uint() == wantType && pr.Uint() == protoTCP &&
+		addr(oxmIPSrc(src.Addr())) == src.Addr() && addr(oxmIPDst(dst.Addr())) == dst.Addr() &&
+		uint16(ts.Uint()) == src.Port() && uint16(td.Uint()) == dst.Port()
 }
 
 // rewriteOf reads the apply-actions of a flow as rewrite.
@@ -239,11 +257,11 @@ func describe(rw *rewrite) string {
 	if rw.set(oxmEthDst) {
 		s += fmt.Sprintf("eth_dst=%v,", net.HardwareAddr(rw.ethDst[:]))
 	}
-	if rw.set(oxmIPv4Src) {
-		s += fmt.Sprintf("ip_src=%v,", ip4(rw.ipv4Src))
+	if rw.set(oxmIPv4Src) || rw.set(oxmIPv6Src) {
+		s += fmt.Sprintf("%s_src=%v,", ipField(rw.ipSrc), rw.ipSrc)
 	}
-	if rw.set(oxmIPv4Dst) {
-		s += fmt.Sprintf("ip_dst=%v,", ip4(rw.ipv4Dst))
+	if rw.set(oxmIPv4Dst) || rw.set(oxmIPv6Dst) {
+		s += fmt.Sprintf("%s_dst=%v,", ipField(rw.ipDst), rw.ipDst)
 	}
 	if rw.set(oxmTCPSrc) {
 		s += fmt.Sprintf("tcp_src=%d,", rw.tcpSrc)
@@ -261,4 +279,13 @@ func describe(rw *rewrite) string {
 		return "no rewrite"
 	}
 	return s
+}
+
+// ipField is how set-fields name a's family: ip (as ovs-ofctl writes
+// ipv4) or ipv6.
+func ipField(a netip.Addr) string {
+	if a.Is4() {
+		return "ip"
+	}
+	return "ipv6"
 }

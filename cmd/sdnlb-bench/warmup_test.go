@@ -1,6 +1,7 @@
 package main
 
 import (
+	"net/netip"
 	"strings"
 	"testing"
 
@@ -9,23 +10,22 @@ import (
 
 // natFlows is the flow pair DESIGN.md asks for, for the connection from
 // client:cport to the VIP, sent to member m.
-func natFlows(client uint32, cport uint16, vipMAC [6]byte, t *target, m *member) (fwd, rev *ofp.FlowMod) {
-	ip := func(v uint32) [4]byte { return [4]byte(ip4(v).To4()) }
+func natFlows(client netip.Addr, cport uint16, vipMAC [6]byte, t *target, m *member) (fwd, rev *ofp.FlowMod) {
 	fwd = &ofp.FlowMod{Command: ofp.FlowAdd, Priority: 1000,
-		Match: ofp.Match{OXMs: []ofp.OXM{ofp.MatchEthType(0x0800), ofp.MatchIPProto(6),
-			ofp.MatchIPv4Src(ip(client)), ofp.MatchIPv4Dst(ip(t.vipIP)), ofp.MatchTCPSrc(cport), ofp.MatchTCPDst(t.vipPort)}},
+		Match: ofp.Match{OXMs: []ofp.OXM{matchEthType(t.vip), ofp.MatchIPProto(6),
+			matchIPSrc(client), matchIPDst(t.vip), ofp.MatchTCPSrc(cport), ofp.MatchTCPDst(t.vipPort)}},
 		Instructions: []ofp.Instruction{ofp.InstructionApplyActions{Actions: []ofp.Action{
 			ofp.ActionSetField{Field: ofp.MatchEthDst(m.mac)},
-			ofp.ActionSetField{Field: ofp.MatchIPv4Dst(ip(m.ip))},
+			ofp.ActionSetField{Field: matchIPDst(m.ip)},
 			ofp.ActionSetField{Field: ofp.MatchTCPDst(m.port)},
 			ofp.ActionOutput{Port: m.ofPort},
 		}}}}
 	rev = &ofp.FlowMod{Command: ofp.FlowAdd, Priority: 1000,
-		Match: ofp.Match{OXMs: []ofp.OXM{ofp.MatchEthType(0x0800), ofp.MatchIPProto(6),
-			ofp.MatchIPv4Src(ip(m.ip)), ofp.MatchIPv4Dst(ip(client)), ofp.MatchTCPSrc(m.port), ofp.MatchTCPDst(cport)}},
+		Match: ofp.Match{OXMs: []ofp.OXM{matchEthType(t.vip), ofp.MatchIPProto(6),
+			matchIPSrc(m.ip), matchIPDst(client), ofp.MatchTCPSrc(m.port), ofp.MatchTCPDst(cport)}},
 		Instructions: []ofp.Instruction{ofp.InstructionApplyActions{Actions: []ofp.Action{
 			ofp.ActionSetField{Field: ofp.MatchEthSrc(vipMAC)},
-			ofp.ActionSetField{Field: ofp.MatchIPv4Src(ip(t.vipIP))},
+			ofp.ActionSetField{Field: matchIPSrc(t.vip)},
 			ofp.ActionSetField{Field: ofp.MatchTCPSrc(t.vipPort)},
 			ofp.ActionOutput{Port: clientPort},
 		}}}}
@@ -76,23 +76,35 @@ func TestCheckFlows(t *testing.T) {
 		{"ErrForwardMatchesOtherClient", 1, func(_ *target, fwd, _ *ofp.FlowMod) {
 			fwd.Match.OXMs[4] = ofp.MatchTCPSrc(clientPortBase + 1)
 		}, "no client→VIP flow-mod"},
+		{"ErrForwardMatchesOtherFamily", 1, func(_ *target, fwd, _ *ofp.FlowMod) {
+			fwd.Match.OXMs[0] = ofp.MatchEthType(0x0806)
+		}, "no client→VIP flow-mod"},
+		{"ErrReverseMatchesOtherMember", 1, func(t *target, _, rev *ofp.FlowMod) {
+			rev.Match.OXMs[2] = matchIPSrc(t.members[2].ip)
+		}, "no member→client flow-mod"},
 	}
 	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			r := &run{t: newTarget([4]byte{10, 99, 0, 100}, 80, [4]byte{10, 99, 0, 1}, 3)}
-			s := &fakeSwitch{run: r, base: clientBase(3), vipMAC: vipMAC}
-			fwd, rev := natFlows(s.base, clientPortBase, vipMAC, &r.t, &r.t.members[1])
-			tt.edit(&r.t, fwd, rev)
-			s.warmFlows = []*ofp.FlowMod{{Command: ofp.FlowDelete}, fwd, rev}
-			flows, err := s.checkFlows(tt.member)
-			switch {
-			case tt.wantErr == "" && err != nil:
-				t.Fatalf("checkFlows: %v", err)
-			case tt.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tt.wantErr)):
-				t.Fatalf("checkFlows = %v, want an error about %q", err, tt.wantErr)
-			case err == nil && (len(flows) != 2 || flows[0] != fwd.String() || flows[1] != rev.String()):
-				t.Errorf("checkFlows rendered %q, want the forward and the reverse flow", flows)
-			}
-		})
+		for _, f := range testFamilies {
+			t.Run(tt.name+"/"+f.name, func(t *testing.T) {
+				testCheckFlows(t, f, vipMAC, tt.member, tt.edit, tt.wantErr)
+			})
+		}
+	}
+}
+
+func testCheckFlows(t *testing.T, f testFamily, vipMAC [6]byte, member int, edit func(t *target, fwd, rev *ofp.FlowMod), wantErr string) {
+	r := &run{t: f.target(3)}
+	s := &fakeSwitch{run: r, base: clientBase(3), vipMAC: vipMAC}
+	fwd, rev := natFlows(s.clientIP(), clientPortBase, vipMAC, &r.t, &r.t.members[1])
+	edit(&r.t, fwd, rev)
+	s.warmFlows = []*ofp.FlowMod{{Command: ofp.FlowDelete}, fwd, rev}
+	flows, err := s.checkFlows(member)
+	switch {
+	case wantErr == "" && err != nil:
+		t.Fatalf("checkFlows: %v", err)
+	case wantErr != "" && (err == nil || !strings.Contains(err.Error(), wantErr)):
+		t.Fatalf("checkFlows = %v, want an error about %q", err, wantErr)
+	case err == nil && (len(flows) != 2 || flows[0] != fwd.String() || flows[1] != rev.String()):
+		t.Errorf("checkFlows rendered %q, want the forward and the reverse flow", flows)
 	}
 }
