@@ -1,6 +1,8 @@
 // Package controller is sdnlb's embedded OpenFlow 1.3 controller: switch
-// connections, the switch's answers to ARP for VIPs, L2 learning and the
-// load-balancing data path.
+// connections, the switch's answers to ARP and neighbour solicitations for
+// VIPs, L2 learning and the load-balancing data path, for IPv4 and IPv6.
+// Addresses are netip.Addr of either family; addr.go chooses what differs
+// on the wire by family.
 //
 //	c := controller.New(store, controller.Options{Logger: log})
 //	go c.Serve(ctx, ln)
@@ -34,7 +36,8 @@
 //     packs the cookies that let one masked delete purge a VIP or member.
 //   - switches.go answers the API's questions about switches and hosts.go
 //     which switch learned an address; affinity.go keeps SOURCE_IP
-//     persistence; frame.go parses and makes frames.
+//     persistence; frame.go parses and makes frames (ARP, neighbour
+//     discovery, resets).
 //   - lldp.go discovers the links between switches: it sends LLDP frames
 //     out of every port and reads the ones that come back; topology.go
 //     keeps the links and what their ports send, across switches, and
