@@ -729,7 +729,7 @@ func routedAddress(m *ofp.Match) (netip.Addr, bool) {
 	if dst, ok := matchedDst(m); ok {
 		return dst, true
 	}
-	if l, ok := m.Get(ofp.OXMField(ofp.NXMCTLabel.Field())); ok && l.Class == ofp.NXMCTLabel.Class() {
+	if l, ok := m.GetNX(ofp.NXMCTLabel); ok && len(l.Value()) == 16 {
 		return netip.AddrFrom16([16]byte(l.Value())), true
 	}
 	reg := ofp.MatchReg(dsrMemberReg, 0, 0xffffffff)

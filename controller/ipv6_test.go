@@ -2,6 +2,7 @@ package controller
 
 import (
 	"fmt"
+	"net/netip"
 	"strings"
 	"testing"
 
@@ -176,5 +177,23 @@ func TestDataplane_IPv6ClientPrefix(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// A member route names its address however the route matches it: the
+// destination (NAT), a register (IPv4 DSR) or the connection's label
+// (IPv6 DSR); adoption learns members from it.
+func TestRoutedAddress(t *testing.T) {
+	for _, k := range []routeKey{
+		{group: 1, ip: addr4(0x0a000001)},
+		{group: 1, ip: addr4(0x0a000001), dsr: true},
+		{group: 1, ip: netip.MustParseAddr(member6(1))},
+		{group: 1, ip: netip.MustParseAddr(member6(1)), dsr: true},
+	} {
+		mods := routeFlows(k, memberRoute{cookie: makeCookie(catMemberRoute, 1, 1), vip: dispatchSpec{key: vipKey{ip: k.ip, proto: protoTCP, port: 80}}})
+		route := mods[len(mods)-1]
+		if got, ok := routedAddress(&route.Match); !ok || got != k.ip {
+			t.Errorf("%+v: the route names %v, %v; want %v", k, got, ok, k.ip)
+		}
 	}
 }

@@ -344,6 +344,17 @@ func (m *Match) Get(f OXMField) (OXM, bool) {
 	return OXM{}, false
 }
 
+// GetNX returns the field of Nicira extension h: a tracker field (ct_label,
+// ct_mark), a register.
+func (m *Match) GetNX(h NXMHeader) (OXM, bool) {
+	for i := range m.OXMs {
+		if m.OXMs[i].Class == h.Class() && m.OXMs[i].Field == h.Field() {
+			return m.OXMs[i], true
+		}
+	}
+	return OXM{}, false
+}
+
 // InPort returns the in_port field, which OVS puts in every packet-in.
 func (m *Match) InPort() (uint32, bool) {
 	o, ok := m.Get(OXMInPort)

@@ -164,6 +164,12 @@ func TestMatch_Get(t *testing.T) {
 	if _, ok := empty.InPort(); ok {
 		t.Error("InPort on an empty match reported ok")
 	}
+	if o, ok := m.GetNX(NXMReg(0)); !ok || o.Uint() != 9 {
+		t.Errorf("GetNX(reg0) = %v, %v; want 9", o, ok)
+	}
+	if _, ok := m.GetNX(NXMCTMark); ok {
+		t.Error("GetNX(ct_mark) found a field that is not there")
+	}
 }
 
 func TestMatch_Sum64(t *testing.T) {
