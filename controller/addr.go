@@ -133,6 +133,24 @@ func matchEcho(a netip.Addr, request bool) ofp.OXM {
 	return ofp.MatchICMPv4Type(icmpEchoReply)
 }
 
+// ICMP errors that say a packet was too big for the path, which a member
+// must get for path MTU discovery to work.
+const (
+	icmpv6PacketTooBig      uint8 = 2
+	icmpUnreachable         uint8 = 3
+	icmpFragmentationNeeded uint8 = 4 // the code of icmpUnreachable
+)
+
+// matchTooBig matches the ICMP error of a's family that says a packet was
+// too big for the path.
+func matchTooBig(a netip.Addr) []ofp.OXM {
+	if a.Is6() {
+		return []ofp.OXM{ofp.MatchEthType(ethTypeIPv6), ofp.MatchIPProto(protoICMPv6), ofp.MatchICMPv6Type(icmpv6PacketTooBig)}
+	}
+	return []ofp.OXM{ofp.MatchEthType(ethTypeIPv4), ofp.MatchIPProto(protoICMP), ofp.MatchICMPv4Type(icmpUnreachable),
+		ofp.MatchICMPv4Code(icmpFragmentationNeeded)}
+}
+
 // fold32 is a 32-bit digest of a for hashes: an IPv4 address as a number,
 // an IPv6 address's words mixed.
 func fold32(a netip.Addr) uint32 {

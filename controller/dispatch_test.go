@@ -424,11 +424,13 @@ func TestDispatch_PortVIPBeforeEveryPortVIP(t *testing.T) {
 			d := newSwitchDecision(t, cfg)
 			d.learnMember(1)
 			d.learnMember(2)
-			// The highest priority of each VIP's IPv4 rows, by table.
+			// The highest priority of each VIP's rows for its service, by
+			// table (ICMP errors to the address are the same for both).
 			top := map[[2]uint32]uint16{}
 			for _, fm := range d.flows {
 				cat, vip, _, _ := cookieParts(fm.Cookie)
-				if ethType, ok := fm.Match.Get(ofp.OXMEthType); ok && ethType.Uint() == uint64(ethTypeIPv4) && (cat == catVIP || cat == catDispatch) {
+				if ethType, ok := fm.Match.Get(ofp.OXMEthType); ok && ethType.Uint() == uint64(ethTypeIPv4) && (cat == catVIP || cat == catDispatch) &&
+					matchedProto(&fm.Match) != protoICMP {
 					k := [2]uint32{uint32(fm.TableID), vip}
 					top[k] = max(top[k], fm.Priority)
 				}

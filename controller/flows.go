@@ -30,6 +30,7 @@ const (
 	prioMemberDirect uint16 = 898  // per member address of a SWITCH NAT pool: clients' packets to it → committed in the member zone with no VIP, tableL2
 	prioARPClaim     uint16 = 511  // per VIP address: an ARP request for it from it (a host announcing it holds it; IPv6: a solicitation from ::, duplicate address detection) → drop
 	prioARPAnswer    uint16 = 510  // per VIP address: an ARP request for it → the reply, built in the switch, out IN_PORT; IPv6: a neighbour solicitation → the advertisement, tableNDAnswer
+	prioICMPError    uint16 = 505  // per VIP address, with the tracker: ICMP errors to it (IPv6 packet too big, IPv4 fragmentation needed) → the tracker's VIP zone, tableTracked
 	prioVIPPunt      uint16 = 500  // per VIP: other ARP for it and ARP to its MAC, its service → CONTROLLER, or the tracker's VIP zone (SWITCH); +1 on one port
 	prioVIPDrop      uint16 = 499  // per VIP address: any other IP to it → drop
 	prioNDCopy       uint16 = 400  // IPv6: neighbour advertisements to all nodes (the answers to the controller's solicitations) → CONTROLLER, tableL2
@@ -37,6 +38,7 @@ const (
 
 	// tableTracked, per SWITCH VIP; +1 for a VIP on one port
 	prioTrackedNew     uint16 = 300 // a new connection → the group, or CONTROLLER while no member is ready
+	prioTrackedError   uint16 = 260 // per VIP address: an ICMP error related to one of its connections → CONTROLLER, which sends it on to the connection's member
 	prioTrackedUnknown uint16 = 250 // a packet of no connection the tracker holds (invalid) → drop
 	prioTrackedSYN     uint16 = 210 // SWITCH NAT: a SYN on a connection the tracker holds (a client reusing its ports) → as the next row's first packet
 	prioTrackedForward uint16 = 200 // a tracked connection → its member (from the connection's label and mark), tableToMember; its first packet also committed in the member zone
@@ -69,8 +71,9 @@ const (
 	prioNDAnswer uint16 = 100 // per IPv6 VIP address: its advertisement, turned in tableClassify → its MAC as the target's, IN_PORT
 
 	// tableSources
-	prioSource     uint16 = 100 // per host, on its switch: its MAC from its port → tableL2
-	prioSourceMiss uint16 = 0   // a sender not known there → CONTROLLER, which learns it, and tableL2
+	prioSourceAddress uint16 = 200 // ARP, neighbour solicitations and advertisements → CONTROLLER, which learns the sender's address, and tableL2
+	prioSource        uint16 = 100 // per host, on its switch: its MAC from its port → tableL2
+	prioSourceMiss    uint16 = 0   // a sender not known there → CONTROLLER, which learns it, and tableL2
 
 	// tableL2
 	prioL2     uint16 = 100 // learned MAC → its port (L2Learn); per host → its port, or tableFabric toward its switch (L2Fabric)
@@ -211,9 +214,20 @@ func baseFlows(mode L2Mode, oneTable bool) []ofp.FlowMod {
 		flows[len(flows)-1].actions = []ofp.Action{ofp.ActionOutput{Port: ofp.PortNormal}}
 	case L2Fabric:
 		flows[1].gotoTable = tableSources // the rest of what hosts send
+		// A host's first frame may carry no address (an IPv6 multicast
+		// listener report): its row here then takes its ARP too, which is
+		// how the controller learns its address. So ARP and neighbour
+		// discovery always come up as well.
+		learn := func(match ...ofp.OXM) flow {
+			return flow{table: tableSources, cookie: makeCookie(catFabric, 0, 0), priority: prioSourceAddress, match: match,
+				actions: []ofp.Action{toController}, gotoTable: tableL2}
+		}
 		flows = append(flows,
 			flow{table: tableSources, cookie: makeCookie(catFabric, 0, 0), priority: prioSourceMiss,
 				actions: []ofp.Action{toController}, gotoTable: tableL2},
+			learn(ofp.MatchEthType(ethTypeARP)),
+			learn(ofp.MatchEthType(ethTypeIPv6), ofp.MatchIPProto(protoICMPv6), ofp.MatchICMPv6Type(ndSolicitation)),
+			learn(ofp.MatchEthType(ethTypeIPv6), ofp.MatchIPProto(protoICMPv6), ofp.MatchICMPv6Type(ndAdvertisement)),
 			flow{table: tableFabric, priority: prioPathMiss})
 	}
 	if !oneTable { // a switch with one table speaks OpenFlow 1.0, which matches no IPv6
@@ -244,17 +258,24 @@ func baseFlows(mode L2Mode, oneTable bool) []ofp.FlowMod {
 // other ARP for the address, ARP to the VIP's MAC (the answers to the
 // controller's probes for members) and new connections to the VIP service
 // go to the controller; other IP to the address is dropped. ICMP VIPs
-// punt echo requests only. A switch of one table speaks OpenFlow 1.0 and
-// matches no IPv6: an IPv6 VIP gets no rows there.
-func vipFlows(v, answerer *vipState, l2 L2Mode, oneTable bool) []ofp.FlowMod {
+// punt echo requests only. On a switch with the connection tracker (and
+// select groups), ICMP errors to the address go through it (icmpErrorFlows).
+// A switch of one table speaks OpenFlow 1.0 and matches no IPv6: an IPv6
+// VIP gets no rows there.
+func vipFlows(v, answerer *vipState, l2 L2Mode, f switchFeatures) []ofp.FlowMod {
+	oneTable := f.oneTable
 	cookie := makeCookie(catVIP, v.num, 0)
 	otherDrop := flow{cookie: cookie, priority: prioVIPDrop,
 		match: []ofp.OXM{ofp.MatchEthType(ethTypeOf(v.ip)), matchIPDst(v.ip)}}
+	var errors []ofp.FlowMod
+	if f.groups && !oneTable {
+		errors = icmpErrorFlows(v)
+	}
 	if v.ip.Is6() {
 		if oneTable {
 			return nil
 		}
-		return append(ndAnswerFlows(answerer, l2), servicePunt(v), otherDrop.add())
+		return append(append(ndAnswerFlows(answerer, l2), errors...), servicePunt(v), otherDrop.add())
 	}
 	arpPunt := flow{cookie: cookie, priority: prioVIPPunt, actions: []ofp.Action{toController},
 		match: []ofp.OXM{ofp.MatchEthType(ethTypeARP), ofp.MatchARPTPA(v.ip.As4())}}
@@ -264,7 +285,22 @@ func vipFlows(v, answerer *vipState, l2 L2Mode, oneTable bool) []ofp.FlowMod {
 	if oneTable {
 		answer = answer[:1] // the claim's drop: the answer needs Nicira moves, so the controller answers
 	}
-	return append(answer, arpPunt.add(), probeAnswers.add(), servicePunt(v), otherDrop.add())
+	return append(append(answer, errors...), arpPunt.add(), probeAnswers.add(), servicePunt(v), otherDrop.add())
+}
+
+// icmpErrorFlows take ICMP errors to v's address that say a packet was too
+// big (icmperr.go): one about a packet the address sent (a member's reply
+// through a SWITCH VIP) is related to its connection in the tracker's VIP
+// zone, whose label and mark name the member that must get it, and goes
+// to the controller with them.
+func icmpErrorFlows(v *vipState) []ofp.FlowMod {
+	cookie := makeCookie(catVIP, v.num, 0)
+	tooBig := append(matchTooBig(v.ip), matchIPDst(v.ip))
+	related := flow{table: tableTracked, cookie: cookie, priority: prioTrackedError, actions: []ofp.Action{toController},
+		match: append([]ofp.OXM{ofp.MatchCTState(ofp.CTStateTrk|ofp.CTStateRel, ofp.CTStateTrk|ofp.CTStateRel)}, tooBig...)}
+	track := flow{cookie: cookie, priority: prioICMPError, match: tooBig, actions: []ofp.Action{trackVIP}}
+	// The row behind the tracker first, so that no error finds it missing.
+	return []ofp.FlowMod{related.add(), track.add()}
 }
 
 // arpAnswerFlows answer ARP requests for v's address in the switch, as the

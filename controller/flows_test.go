@@ -131,7 +131,7 @@ func TestFlows_VIP(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			assertLines(t, flowLines(t, vipFlows(&tt.vip, &tt.vip, L2Normal, false)), tt.want)
+			assertLines(t, flowLines(t, vipFlows(&tt.vip, &tt.vip, L2Normal, switchFeatures{})), tt.want)
 		})
 	}
 	// VIPs sharing an address answer with the MAC of the one the snapshot
@@ -140,7 +140,7 @@ func TestFlows_VIP(t *testing.T) {
 		answerer := vipState{num: 1, ip: netip.AddrFrom4([4]byte{10, 0, 0, 100}), mac: [6]byte{2, 0, 0, 0, 1, 0}, proto: protoTCP, port: 80}
 		v := vipState{num: 2, ip: answerer.ip, mac: [6]byte{2, 0, 0, 0, 2, 0}, proto: protoUDP, port: 53}
 		var answers []string
-		for _, l := range flowLines(t, vipFlows(&v, &answerer, L2Normal, false)) {
+		for _, l := range flowLines(t, vipFlows(&v, &answerer, L2Normal, switchFeatures{})) {
 			if strings.Contains(l, "arp_op=1") {
 				answers = append(answers, l)
 			}

@@ -1,11 +1,15 @@
 package controller
 
 import (
+	"encoding/binary"
 	"fmt"
+	"net"
 	"net/netip"
 	"strings"
 	"testing"
 
+	"github.com/gopacket/gopacket"
+	"github.com/gopacket/gopacket/layers"
 	"github.com/sdnlb/sdnlb"
 	"github.com/sdnlb/sdnlb/controller/ofp"
 	"github.com/sdnlb/sdnlb/controller/oftable"
@@ -195,5 +199,119 @@ func TestRoutedAddress(t *testing.T) {
 		if got, ok := routedAddress(&route.Match); !ok || got != k.ip {
 			t.Errorf("%+v: the route names %v, %v; want %v", k, got, ok, k.ip)
 		}
+	}
+}
+
+// tooBigFrame is an ICMP error from a router to vip saying that the reply
+// vip:80 → client:40000 was too big: IPv6 packet too big or IPv4
+// fragmentation needed, by the family of vip.
+func tooBigFrame(tb testing.TB, router, vip, client string) []byte {
+	tb.Helper()
+	eth := &layers.Ethernet{SrcMAC: mustMAC(tb, clientMAC), DstMAC: mustMAC(tb, vipMAC)}
+	quoted := &layers.TCP{SrcPort: 80, DstPort: 40000, ACK: true, Seq: 7, Window: 1024}
+	payload := gopacket.Payload(make([]byte, 64))
+	if netip.MustParseAddr(vip).Is6() {
+		eth.EthernetType = layers.EthernetTypeIPv6
+		ip := &layers.IPv6{Version: 6, HopLimit: 64, NextHeader: layers.IPProtocolICMPv6, SrcIP: net.ParseIP(router), DstIP: net.ParseIP(vip)}
+		icmp := &layers.ICMPv6{TypeCode: layers.CreateICMPv6TypeCode(icmpv6PacketTooBig, 0)}
+		_ = icmp.SetNetworkLayerForChecksum(ip)
+		inner := &layers.IPv6{Version: 6, HopLimit: 63, NextHeader: layers.IPProtocolTCP, SrcIP: net.ParseIP(vip), DstIP: net.ParseIP(client)}
+		_ = quoted.SetNetworkLayerForChecksum(inner)
+		return serialize(tb, eth, ip, icmp, gopacket.Payload([]byte{0, 0, 5, 0}), inner, quoted, payload)
+	}
+	eth.EthernetType = layers.EthernetTypeIPv4
+	ip := &layers.IPv4{Version: 4, TTL: 64, Protocol: layers.IPProtocolICMPv4, SrcIP: net.ParseIP(router).To4(), DstIP: net.ParseIP(vip).To4()}
+	icmp := &layers.ICMPv4{TypeCode: layers.CreateICMPv4TypeCode(icmpUnreachable, icmpFragmentationNeeded), Seq: 1000}
+	inner := &layers.IPv4{Version: 4, IHL: 5, TTL: 63, Protocol: layers.IPProtocolTCP, SrcIP: net.ParseIP(vip).To4(), DstIP: net.ParseIP(client).To4()}
+	_ = quoted.SetNetworkLayerForChecksum(inner)
+	return serialize(tb, eth, ip, icmp, inner, quoted, payload)
+}
+
+// An ICMP error about a reply a SWITCH VIP sent, which the tracker relates
+// to its connection, goes on to the connection's member: for NAT with the
+// quoted reply from the member's address and port, and valid checksums;
+// for DSR as it came.
+func TestDataplane_ICMPErrorToMember(t *testing.T) {
+	for _, tc := range []struct {
+		name, vip, client, router, member string
+		dsr                               bool
+	}{
+		{"IPv6/NAT", vip6, client6, "2001:db8:1::1", member6(1), false},
+		{"IPv6/DSR", vip6, client6, "2001:db8:1::1", member6(1), true},
+		{"IPv4/NAT", "10.0.0.100", clientIP, "10.0.1.1", "10.0.0.1", false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			d := newSwitchDecision(t, testConfig(func(c *sdnlb.Config) {
+				c.VIPs[0].Address = tc.vip
+				c.Pools[0].Dispatch = sdnlb.DispatchSwitch
+				if tc.dsr {
+					c.Pools[0].Forwarding = sdnlb.ForwardingDSR
+				}
+				for i, m := range c.Members {
+					if netip.MustParseAddr(tc.member).Is6() {
+						m.Address = member6(i + 1) // testConfig's are IPv4
+					}
+				}
+			}))
+			// Member 1 answers the controller's question for its MAC.
+			var answer []byte
+			if netip.MustParseAddr(tc.vip).Is6() {
+				answer = ndFrame(t, memberMAC(1), "33:33:00:00:00:01", member6(1), "ff02::1", ndAdvertisement, member6(1), memberMAC(1))
+			} else {
+				answer = arpFrame(t, 2, memberMAC(1), vipMAC, "10.0.0.1", tc.vip, vipMAC)
+			}
+			d.punt(makeCookie(catARPAnswer, 0, 0), 1, answer)
+			rows := map[uint16]bool{}
+			for _, fm := range d.flows {
+				if _, ok := fm.Match.Get(ofp.OXMICMPv6Type); ok || matchedProto(&fm.Match) == protoICMP {
+					rows[fm.Priority] = true
+				}
+			}
+			if !rows[prioICMPError] || !rows[prioTrackedError] {
+				t.Fatalf("the switch has ICMP rows at %v, want the errors into the tracker and back", rows)
+			}
+			member := netip.MustParseAddr(tc.member)
+			frame := tooBigFrame(t, tc.router, tc.vip, tc.client)
+			d.dp.packetIn(d.now, d.snap, &ofp.PacketIn{BufferID: ofp.NoBuffer, Reason: ofp.ReasonAction, TableID: tableTracked,
+				Cookie: makeCookie(catVIP, 1, 0), Match: ofp.Match{OXMs: []ofp.OXM{ofp.MatchInPort(clientOF),
+					ofp.MatchCTLabel(addressLabel(member)), ofp.MatchCTMark(8080, 0xffffffff)}}, Data: frame}, d.out)
+			_, m, err := ofp.Decode(d.out.buf)
+			d.out.reset()
+			po, ok := m.(*ofp.PacketOut)
+			if err != nil || !ok {
+				t.Fatalf("the controller sent %T, %v; want the error on to the member", m, err)
+			}
+			if out := packetOutLine(po); out != "in_port=10 actions=output:1" {
+				t.Errorf("the error went %s, want to member 1's port", out)
+			}
+			p := parseFrame(t, po.Data)
+			if eth := layerOf[*layers.Ethernet](t, p); eth.DstMAC.String() != memberMAC(1) {
+				t.Errorf("the error goes to MAC %s, want member 1's", eth.DstMAC)
+			}
+			wantDst, wantQuoted, wantPort := member, member, uint16(8080)
+			if tc.dsr {
+				wantDst, wantQuoted, wantPort = netip.MustParseAddr(tc.vip), netip.MustParseAddr(tc.vip), 80
+			}
+			var dst, quotedSrc netip.Addr
+			var quotedPort uint16
+			var valid bool
+			if member.Is6() {
+				ip := layerOf[*layers.IPv6](t, p)
+				dst = addrFrom(ip.DstIP)
+				msg := po.Data[14+40 : 14+40+int(ip.Length)]
+				valid = checksum(msg, pseudoHeaderSum(addrFrom(ip.SrcIP), dst, protoICMPv6, len(msg))) == 0
+				quotedSrc, quotedPort = addrFrom(msg[8+8:8+24]), binary.BigEndian.Uint16(msg[8+40:])
+			} else {
+				ip := layerOf[*layers.IPv4](t, p)
+				dst = addrFrom(ip.DstIP)
+				msg := po.Data[14+20 : 14+int(ip.Length)]
+				valid = checksum(msg, 0) == 0 && checksum(po.Data[14:34], 0) == 0 && checksum(msg[8:28], 0) == 0
+				quotedSrc, quotedPort = addrFrom(msg[8+12:8+16]), binary.BigEndian.Uint16(msg[8+20:])
+			}
+			if dst != wantDst || quotedSrc != wantQuoted || quotedPort != wantPort || !valid {
+				t.Errorf("the error goes to %v quoting a reply from [%v]:%d, checksums valid %t; want %v, [%v]:%d, true",
+					dst, quotedSrc, quotedPort, valid, wantDst, wantQuoted, wantPort)
+			}
+		})
 	}
 }

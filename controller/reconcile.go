@@ -45,12 +45,12 @@ func reconcile(old, new *snapshot, f switchFeatures, l2 L2Mode) (mods []ofp.Flow
 		ov, ok := old.vipByID[nv.id]
 		switch {
 		case !ok || changed(ov, nv):
-			mods = append(mods, vipFlows(nv, new.vipByAddr[nv.key.ip], l2, f.oneTable)...)
+			mods = append(mods, vipFlows(nv, new.vipByAddr[nv.key.ip], l2, f)...)
 			announce = append(announce, nv)
 		case freedAddrs[nv.key.ip]:
 			// A deleted VIP on the same address took the shared ARP and
 			// drop flows with it, and may have been the one answering ARP.
-			mods = append(mods, vipFlows(nv, new.vipByAddr[nv.key.ip], l2, f.oneTable)...)
+			mods = append(mods, vipFlows(nv, new.vipByAddr[nv.key.ip], l2, f)...)
 		}
 	}
 	return mods, announce

@@ -524,7 +524,7 @@ func TestSwitchFlows(t *testing.T) {
 			t.Errorf("flows request for cookie %#x/%#x, want every sdnlb flow", fsr.Cookie, fsr.CookieMask)
 		}
 		v := &vipState{num: 1, ip: netip.AddrFrom4([4]byte{10, 0, 0, 100}), proto: protoTCP, port: 80}
-		vf := vipFlows(v, v, L2Normal, false)
+		vf := vipFlows(v, v, L2Normal, switchFeatures{})
 		drop, service := vf[len(vf)-1], vf[len(vf)-2]
 		sw.send(req.h.XID, ofp.MultipartReply{Body: ofp.FlowStatsReply{Stats: []ofp.FlowStats{
 			{Cookie: drop.Cookie, Priority: drop.Priority, Match: drop.Match, Instructions: drop.Instructions, DurationSec: 3, DurationNsec: 5e8},
