@@ -118,8 +118,13 @@ func singleLatency(tb testing.TB, h *Host, url string) time.Duration {
 // TestThroughputComparison loads, side by side on one bed and in rounds,
 // a member directly, the three sdnlb paths (SWITCH NAT, SWITCH DSR,
 // CONTROLLER) in both families and HAProxy in TCP mode in front of the
-// same members.
+// same members. SDNLB_BENCH_PATHS, a regular expression, keeps the paths
+// whose family and name it matches ("CONTROLLER": both families' alone).
 func TestThroughputComparison(t *testing.T) {
+	only, err := regexp.Compile(os.Getenv("SDNLB_BENCH_PATHS"))
+	if err != nil {
+		t.Fatalf("SDNLB_BENCH_PATHS: %v", err)
+	}
 	const (
 		natPort = 8080 // SWITCH NAT members, and HAProxy's
 		ctlPort = 8081 // CONTROLLER members
@@ -183,14 +188,18 @@ func TestThroughputComparison(t *testing.T) {
 	// The SWITCH groups hold every member once the members answered.
 	(&lbBed{sw: sw}).waitBuckets(t, 2*len(families)*nMembers, 10*time.Second)
 
+	modes = slices.DeleteFunc(modes, func(m mode) bool { return !only.MatchString(m.family + " " + m.name) })
 	runs := make([][]wrkResult, len(modes))
 	singles := make([][]time.Duration, len(modes))
 	for round := range benchRounds {
 		for i, m := range modes {
 			singles[i] = append(singles[i], singleLatency(t, client, m.url))
+			setups, lbIns := lb.Metric("sdnlb_controller_setups_total"), lb.Metric(`sdnlb_controller_packet_ins_total{kind="lb"}`)
 			r := runWrk(t, client, m.url)
 			runs[i] = append(runs[i], r)
-			t.Logf("round %d, %s %s: %.0f req/s, p50 %v, p99 %v, %d failures", round+1, m.family, m.name, r.reqPerSec, r.p50, r.p99, r.failures)
+			t.Logf("round %d, %s %s: %.0f req/s, p50 %v, p99 %v, %d failures, %v setups by the controller, %v VIP packet-ins",
+				round+1, m.family, m.name, r.reqPerSec, r.p50, r.p99, r.failures,
+				lb.Metric("sdnlb_controller_setups_total")-setups, lb.Metric(`sdnlb_controller_packet_ins_total{kind="lb"}`)-lbIns)
 			// Every run starts with an empty connection tracker and no
 			// connection flows left by the one before.
 			time.Sleep(time.Second)
@@ -228,12 +237,20 @@ func TestThroughputComparison(t *testing.T) {
 		}
 		med := medianRun(runs[i])
 		slices.Sort(singles[i])
-		fmt.Fprintf(&table, "| %s | %s | **%.0f** (%s) | %.2f | %.2f | %v | %v | %v | %d |\n", m.family, m.name, med.reqPerSec,
-			strings.Join(rates, ", "), med.reqPerSec/direct[m.family], med.reqPerSec/ipv4[m.name], med.p50, med.p99,
+		fmt.Fprintf(&table, "| %s | %s | **%.0f** (%s) | %s | %s | %v | %v | %v | %d |\n", m.family, m.name, med.reqPerSec,
+			strings.Join(rates, ", "), ratio(med.reqPerSec, direct[m.family]), ratio(med.reqPerSec, ipv4[m.name]), med.p50, med.p99,
 			singles[i][len(singles[i])/2].Round(10*time.Microsecond), failed)
 	}
 	t.Logf("side by side, %d rounds of %v, wrk -c%d with a new connection per request:\n%s",
 		benchRounds, benchDuration, benchConnections, table.String())
+}
+
+// ratio is a/b to two places, or "-" without a b (a path left out).
+func ratio(a, b float64) string {
+	if b == 0 {
+		return "-"
+	}
+	return fmt.Sprintf("%.2f", a/b)
 }
 
 // medianRun is the run with the median rate.
