@@ -198,6 +198,29 @@ func (d *decision) applyGroup(gm *ofp.GroupMod) {
 
 func (d *decision) advance(dur time.Duration) { d.now = d.now.Add(dur) }
 
+// answers returns the packet the switch's table makes of a request from
+// inPort, and the one the controller answers it with when it reaches it.
+func (d *decision) answers(inPort uint32, request []byte) (fromSwitch, fromController oftable.Packet) {
+	d.tb.Helper()
+	p, err := oftable.ParseFrame(inPort, request)
+	if err != nil {
+		d.tb.Fatal(err)
+	}
+	fromSwitch = d.sw.Process(p).Out
+	d.dp.packetIn(d.now, d.snap, &ofp.PacketIn{BufferID: ofp.NoBuffer, TotalLen: uint16(len(request)), Reason: ofp.ReasonNoMatch,
+		Cookie: makeCookie(catBase, 0, 0), Match: ofp.Match{OXMs: []ofp.OXM{ofp.MatchInPort(inPort)}}, Data: request}, d.out)
+	_, m, err := ofp.Decode(d.out.buf)
+	d.out.reset()
+	po, ok := m.(*ofp.PacketOut)
+	if err != nil || !ok {
+		d.tb.Fatalf("the controller sent %T, %v; want its answer", m, err)
+	}
+	if fromController, err = oftable.ParseFrame(inPort, po.Data); err != nil {
+		d.tb.Fatal(err)
+	}
+	return fromSwitch, fromController
+}
+
 // packetIn hands the dataplane a table-miss packet-in from inPort and
 // returns what it sends.
 func (d *decision) packetIn(inPort uint32, frame []byte) []string {
@@ -387,23 +410,7 @@ func TestDataplane_ARP(t *testing.T) {
 			&layers.ARP{AddrType: layers.LinkTypeEthernet, Protocol: layers.EthernetTypeIPv4, HwAddressSize: 6, ProtAddressSize: 4,
 				Operation: arpRequest, SourceHwAddress: mustMAC(t, clientMAC), SourceProtAddress: net.ParseIP(clientIP).To4(),
 				DstHwAddress: make([]byte, 6), DstProtAddress: net.ParseIP("10.0.0.100").To4()})
-		p, err := oftable.ParseFrame(clientOF, proxied)
-		if err != nil {
-			t.Fatal(err)
-		}
-		fromSwitch := d.sw.Process(p).Out
-		d.dp.packetIn(d.now, d.snap, &ofp.PacketIn{BufferID: ofp.NoBuffer, TotalLen: uint16(len(proxied)), Reason: ofp.ReasonNoMatch,
-			Cookie: makeCookie(catBase, 0, 0), Match: ofp.Match{OXMs: []ofp.OXM{ofp.MatchInPort(clientOF)}}, Data: proxied}, d.out)
-		_, m, err := ofp.Decode(d.out.buf)
-		d.out.reset()
-		po, ok := m.(*ofp.PacketOut)
-		if err != nil || !ok {
-			t.Fatalf("the controller sent %T, %v; want its answer", m, err)
-		}
-		fromController, err := oftable.ParseFrame(clientOF, po.Data)
-		if err != nil {
-			t.Fatal(err)
-		}
+		fromSwitch, fromController := d.answers(clientOF, proxied)
 		if fromSwitch != fromController {
 			t.Errorf("answers differ\nswitch:     %v\ncontroller: %v", fromSwitch, fromController)
 		}

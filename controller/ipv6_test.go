@@ -12,7 +12,6 @@ import (
 	"github.com/gopacket/gopacket/layers"
 	"github.com/sdnlb/sdnlb"
 	"github.com/sdnlb/sdnlb/controller/ofp"
-	"github.com/sdnlb/sdnlb/controller/oftable"
 )
 
 // The IPv6 twins of the test configuration's addresses.
@@ -88,26 +87,10 @@ func TestDataplane_IPv6NeighbourDiscovery(t *testing.T) {
 // The switch's answer and the controller's are the same packet.
 func TestDataplane_IPv6SwitchAnswersAsTheControllerDoes(t *testing.T) {
 	d := newDecisionL2(t, v6Config(nil), L2Normal)
-	p, err := oftable.ParseFrame(clientOF, solicitation(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	fromSwitch := d.sw.Process(p).Out
+	fromSwitch, fromController := d.answers(clientOF, solicitation(t))
 	// The switch's flow keeps the solicitation's nd_sll; the packet has no
 	// such option any more, as the controller's has none.
 	fromSwitch.NDSLL = [6]byte{}
-	d.dp.packetIn(d.now, d.snap, &ofp.PacketIn{BufferID: ofp.NoBuffer, Reason: ofp.ReasonAction, Cookie: makeCookie(catBase, 0, 0),
-		Match: ofp.Match{OXMs: []ofp.OXM{ofp.MatchInPort(clientOF)}}, Data: solicitation(t)}, d.out)
-	_, m, err := ofp.Decode(d.out.buf)
-	d.out.reset()
-	po, ok := m.(*ofp.PacketOut)
-	if err != nil || !ok {
-		t.Fatalf("the controller sent %T, %v; want its answer", m, err)
-	}
-	fromController, err := oftable.ParseFrame(clientOF, po.Data)
-	if err != nil {
-		t.Fatal(err)
-	}
 	if fromSwitch != fromController {
 		t.Errorf("answers differ\nswitch:     %v\ncontroller: %v", fromSwitch, fromController)
 	}

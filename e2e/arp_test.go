@@ -18,62 +18,108 @@ import (
 // arpPacketIns is the controller's count of the ARP packets it was sent.
 const arpPacketIns = `sdnlb_controller_packet_ins_total{kind="arp"}`
 
+// answerBed is a client and a SWITCH NAT and a SWITCH DSR VIP of one
+// family, two members each, for the tests of the switch's answers to
+// ARP and neighbour solicitations.
+type answerBed struct {
+	sw   *Switch
+	lb   *sdnlbProc
+	c    *Host
+	vips map[sdnlb.Forwarding]*sdnlb.VIP
+	urls map[sdnlb.Forwarding]string
+}
+
+func newAnswerBed(t *testing.T, f family) *answerBed {
+	t.Helper()
+	b := &answerBed{sw: NewSwitch(t), vips: map[sdnlb.Forwarding]*sdnlb.VIP{}, urls: map[sdnlb.Forwarding]string{}}
+	b.lb = startSDNLB(t)
+	b.c = b.sw.AddHost(t, "c1", b.sw.Addr(1))
+	members := map[sdnlb.Forwarding][]*Host{}
+	natVIPAddr, dsrVIPAddr := f.addr(b.sw, 100), f.addr(b.sw, 101)
+	for i := range 2 {
+		h := b.sw.AddHost(t, "n"+strconv.Itoa(i+1), b.sw.Addr(byte(11+i)))
+		h.ServeHTTP(t, memberPort, "nat"+strconv.Itoa(i+1))
+		members[sdnlb.ForwardingNAT] = append(members[sdnlb.ForwardingNAT], h)
+		h = b.sw.AddHost(t, "d"+strconv.Itoa(i+1), b.sw.Addr(byte(21+i)))
+		h.HoldVIP(t, dsrVIPAddr)
+		h.ServeHTTP(t, memberPort, "dsr"+strconv.Itoa(i+1))
+		members[sdnlb.ForwardingDSR] = append(members[sdnlb.ForwardingDSR], h)
+	}
+	b.lb.Connect(b.sw)
+	dumpOnFailure(t, b.sw, b.lb)
+	b.vips[sdnlb.ForwardingNAT] = b.lb.MustCreateVIP("nat", natVIPAddr, sdnlb.ProtocolTCP, vipPort, nil)
+	b.vips[sdnlb.ForwardingDSR] = b.lb.MustCreateVIP("dsr", dsrVIPAddr, sdnlb.ProtocolTCP, memberPort, nil)
+	for fwd, hosts := range members {
+		v := b.vips[fwd]
+		var pool sdnlb.Pool
+		b.lb.MustAPI(http.MethodPost, "/v1/pools", map[string]any{"name": v.Name, "vip_id": v.ID, "lb_method": sdnlb.RoundRobin,
+			"protocol": sdnlb.ProtocolTCP, "forwarding": fwd}, http.StatusCreated, &pool)
+		if pool.Dispatch != sdnlb.DispatchSwitch {
+			t.Fatalf("a round-robin pool of %s is dispatched by %s, want %s", f.name, pool.Dispatch, sdnlb.DispatchSwitch)
+		}
+		for _, h := range hosts {
+			b.lb.MustCreateMember(&pool, f.hostIP(h), memberPort)
+		}
+		b.lb.WaitPoolMembers(pool.ID, len(hosts), 10*time.Second)
+		b.urls[fwd] = "http://" + net.JoinHostPort(v.Address, strconv.Itoa(v.Port)) + "/"
+	}
+	(&lbBed{sw: b.sw}).waitBuckets(t, len(members[sdnlb.ForwardingNAT])+len(members[sdnlb.ForwardingDSR]), 10*time.Second)
+	return b
+}
+
+// getAll requires an answer through each VIP from one of its members.
+func (b *answerBed) getAll(t *testing.T, stage string) {
+	t.Helper()
+	for fwd, url := range b.urls {
+		if body, err := get(b.c, url, 5*time.Second); err != nil || !strings.HasPrefix(body, strings.ToLower(string(fwd))) {
+			t.Fatalf("%s: GET %s = %q, %v; want an answer from a %s member", stage, url, body, err, fwd)
+		}
+	}
+}
+
+// resolved requires that the client resolved each VIP to its MAC.
+func (b *answerBed) resolved(t *testing.T, stage string) {
+	t.Helper()
+	for _, v := range b.vips {
+		if got := neighMAC(t, b.c, v.Address); !sameMAC(got, v.MAC) {
+			t.Errorf("%s: the client resolved VIP %s to %q, want its MAC %s", stage, v.Address, got, v.MAC)
+		}
+	}
+}
+
+// probeCached sets the client's entry for each VIP to PROBE, which is
+// confirmed by unicast requests (solicitations) to the cached MAC only:
+// it turns REACHABLE when one is answered, FAILED after three unanswered
+// ones. It requires REACHABLE, and the switch's answer row (answers counts
+// what it took) to have answered.
+func (b *answerBed) probeCached(t *testing.T, answers func(testing.TB, *Switch, string) int) {
+	t.Helper()
+	for _, v := range b.vips {
+		answered := answers(t, b.sw, v.Address)
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		out, err := b.c.Exec(ctx, "ip", "neigh", "replace", v.Address, "lladdr", v.MAC, "dev", "eth0", "nud", "probe")
+		cancel()
+		if err != nil {
+			t.Fatalf("set the client's entry for %s to PROBE: %v\n%s", v.Address, err, out)
+		}
+		if state := waitNeighState(t, b.c, v.Address, "REACHABLE", 5*time.Second); state != "REACHABLE" {
+			t.Errorf("the unicast request for %s went unanswered: entry %s", v.Address, state)
+		}
+		if n := answers(t, b.sw, v.Address); n <= answered {
+			t.Errorf("the switch's answer for %s counts %d packets, %d before the unicast request", v.Address, n, answered)
+		}
+	}
+}
+
 // The switch answers ARP for its VIPs itself. While the controller runs,
 // a client's requests for a SWITCH NAT and a SWITCH DSR VIP never reach
 // it; once it is killed, a client with an empty cache still resolves both
 // to their MACs and gets answers through them, and a cached entry is
 // confirmed by a unicast request to the VIP's MAC.
 func TestARP_AnsweredBySwitch(t *testing.T) {
-	sw := NewSwitch(t)
-	lb := startSDNLB(t)
-	c := sw.AddHost(t, "c1", sw.Addr(1))
-	var natMembers, dsrMembers []*Host
-	natVIPAddr, dsrVIPAddr := sw.Addr(100), sw.Addr(101)
-	for i := range 2 {
-		h := sw.AddHost(t, "n"+strconv.Itoa(i+1), sw.Addr(byte(11+i)))
-		h.ServeHTTP(t, memberPort, "nat"+strconv.Itoa(i+1))
-		natMembers = append(natMembers, h)
-		h = sw.AddHost(t, "d"+strconv.Itoa(i+1), sw.Addr(byte(21+i)))
-		h.HoldVIP(t, dsrVIPAddr)
-		h.ServeHTTP(t, memberPort, "dsr"+strconv.Itoa(i+1))
-		dsrMembers = append(dsrMembers, h)
-	}
-	lb.Connect(sw)
-	dumpOnFailure(t, sw, lb)
-	vips := map[sdnlb.Forwarding]*sdnlb.VIP{
-		sdnlb.ForwardingNAT: lb.MustCreateVIP("nat", natVIPAddr, sdnlb.ProtocolTCP, vipPort, nil),
-		sdnlb.ForwardingDSR: lb.MustCreateVIP("dsr", dsrVIPAddr, sdnlb.ProtocolTCP, memberPort, nil),
-	}
-	urls := map[sdnlb.Forwarding]string{}
-	for fwd, members := range map[sdnlb.Forwarding][]*Host{sdnlb.ForwardingNAT: natMembers, sdnlb.ForwardingDSR: dsrMembers} {
-		v := vips[fwd]
-		var pool sdnlb.Pool
-		lb.MustAPI(http.MethodPost, "/v1/pools", map[string]any{"name": v.Name, "vip_id": v.ID, "lb_method": sdnlb.RoundRobin,
-			"protocol": sdnlb.ProtocolTCP, "dispatch": sdnlb.DispatchSwitch, "forwarding": fwd}, http.StatusCreated, &pool)
-		for _, h := range members {
-			lb.MustCreateMember(&pool, h.IP, memberPort)
-		}
-		lb.WaitPoolMembers(pool.ID, len(members), 10*time.Second)
-		urls[fwd] = "http://" + net.JoinHostPort(v.Address, strconv.Itoa(v.Port)) + "/"
-	}
-	(&lbBed{sw: sw}).waitBuckets(t, len(natMembers)+len(dsrMembers), 10*time.Second)
-	getAll := func(stage string) {
-		t.Helper()
-		for fwd, url := range urls {
-			if body, err := get(c, url, 5*time.Second); err != nil || !strings.HasPrefix(body, strings.ToLower(string(fwd))) {
-				t.Fatalf("%s: GET %s = %q, %v; want an answer from a %s member", stage, url, body, err, fwd)
-			}
-		}
-	}
-	checkResolved := func(stage string) {
-		t.Helper()
-		for _, v := range vips {
-			if got := neighMAC(t, c, v.Address); !sameMAC(got, v.MAC) {
-				t.Errorf("%s: the client resolved VIP %s to %q, want its MAC %s", stage, v.Address, got, v.MAC)
-			}
-		}
-	}
-	getAll("before")
+	b := newAnswerBed(t, families[0])
+	lb := b.lb
+	b.getAll(t, "before")
 
 	// The switch reports the answer as the controller built it, which is
 	// what adoption compares after a restart.
@@ -82,7 +128,7 @@ func TestARP_AnsweredBySwitch(t *testing.T) {
 		Flows []sdnlb.Flow `json:"flows"`
 	}
 	lb.MustAPI(http.MethodGet, "/v1/switches/"+dpid+"/flows", nil, http.StatusOK, &dump)
-	for _, v := range vips {
+	for _, v := range b.vips {
 		want := "move:NXM_OF_ETH_SRC[]->NXM_OF_ETH_DST[],set_field:" + v.MAC + "->eth_src,set_field:2->arp_op," +
 			"move:NXM_NX_ARP_SHA[]->NXM_NX_ARP_THA[],set_field:" + v.MAC + "->arp_sha," +
 			"move:NXM_OF_ARP_SPA[]->NXM_OF_ARP_TPA[],set_field:" + v.Address + "->arp_spa,IN_PORT"
@@ -103,36 +149,19 @@ func TestARP_AnsweredBySwitch(t *testing.T) {
 	// The controller runs, yet the requests of a client with an empty
 	// cache never reach it.
 	before := lb.Metric(arpPacketIns)
-	flushNeighbours(t, c)
-	getAll("with the controller")
-	checkResolved("with the controller")
+	flushNeighbours(t, b.c)
+	b.getAll(t, "with the controller")
+	b.resolved(t, "with the controller")
 	if n := lb.Metric(arpPacketIns) - before; n != 0 {
 		t.Errorf("the controller was sent %v ARP packets, want none: the switch answers", n)
 	}
 
 	lb.Kill()
-	flushNeighbours(t, c)
-	getAll("without the controller")
-	checkResolved("without the controller")
-	// A cached entry set to PROBE is confirmed by unicast requests to the
-	// cached MAC only; it turns REACHABLE when one is answered, and
-	// FAILED after three unanswered ones.
-	for _, v := range vips {
-		answered := arpAnswers(t, sw, v.Address)
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		out, err := c.Exec(ctx, "ip", "neigh", "replace", v.Address, "lladdr", v.MAC, "dev", "eth0", "nud", "probe")
-		cancel()
-		if err != nil {
-			t.Fatalf("set the client's entry for %s to PROBE: %v\n%s", v.Address, err, out)
-		}
-		if state := waitNeighState(t, c, v.Address, "REACHABLE", 5*time.Second); state != "REACHABLE" {
-			t.Errorf("the unicast ARP request for %s went unanswered: entry %s", v.Address, state)
-		}
-		if n := arpAnswers(t, sw, v.Address); n <= answered {
-			t.Errorf("the switch's ARP answer for %s counts %d packets, %d before the unicast request", v.Address, n, answered)
-		}
-	}
-	getAll("after the unicast requests")
+	flushNeighbours(t, b.c)
+	b.getAll(t, "without the controller")
+	b.resolved(t, "without the controller")
+	b.probeCached(t, arpAnswers)
+	b.getAll(t, "after the unicast requests")
 }
 
 // flushNeighbours empties h's ARP cache.
