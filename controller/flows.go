@@ -263,16 +263,15 @@ func baseFlows(mode L2Mode, oneTable bool) []ofp.FlowMod {
 // A switch of one table speaks OpenFlow 1.0 and matches no IPv6: an IPv6
 // VIP gets no rows there.
 func vipFlows(v, answerer *vipState, l2 L2Mode, f switchFeatures) []ofp.FlowMod {
-	oneTable := f.oneTable
 	cookie := makeCookie(catVIP, v.num, 0)
 	otherDrop := flow{cookie: cookie, priority: prioVIPDrop,
 		match: []ofp.OXM{ofp.MatchEthType(ethTypeOf(v.ip)), matchIPDst(v.ip)}}
 	var errors []ofp.FlowMod
-	if f.groups && !oneTable {
+	if f.groups && !f.oneTable {
 		errors = icmpErrorFlows(v)
 	}
 	if v.ip.Is6() {
-		if oneTable {
+		if f.oneTable {
 			return nil
 		}
 		return append(append(ndAnswerFlows(answerer, l2), errors...), servicePunt(v), otherDrop.add())
@@ -282,7 +281,7 @@ func vipFlows(v, answerer *vipState, l2 L2Mode, f switchFeatures) []ofp.FlowMod 
 	probeAnswers := flow{cookie: cookie, priority: prioVIPPunt, actions: []ofp.Action{toController},
 		match: []ofp.OXM{ofp.MatchEthDst(v.mac), ofp.MatchEthType(ethTypeARP)}}
 	answer := arpAnswerFlows(answerer, l2)
-	if oneTable {
+	if f.oneTable {
 		answer = answer[:1] // the claim's drop: the answer needs Nicira moves, so the controller answers
 	}
 	return append(append(answer, errors...), arpPunt.add(), probeAnswers.add(), servicePunt(v), otherDrop.add())
