@@ -31,8 +31,11 @@ type dataplane struct {
 	dispatcher dispatcher
 	held       heldSetups
 	recent     *recentCache // allocated at the first setup
-	accounting accounting
-	fabricRows fabricRows // L2Fabric: the fabric's rows the switch holds
+	// icmpLookups are the ICMP errors waiting for their CONTROLLER
+	// connection's flow, by the xid of the request for it (icmperr.go).
+	icmpLookups map[uint32]icmpLookup
+	accounting  accounting
+	fabricRows  fabricRows // L2Fabric: the fabric's rows the switch holds
 
 	// Scratch of the decision under way, reused so that packet-ins
 	// allocate nothing.

@@ -39,6 +39,7 @@ const (
 	// tableTracked, per SWITCH VIP; +1 for a VIP on one port
 	prioTrackedNew     uint16 = 300 // a new connection → the group, or CONTROLLER while no member is ready
 	prioTrackedError   uint16 = 260 // per VIP address: an ICMP error related to one of its connections → CONTROLLER, which sends it on to the connection's member
+	prioTrackedStray   uint16 = 255 // per VIP address: such an error the tracker relates to none (about a CONTROLLER connection) → CONTROLLER, which asks the switch for the connection
 	prioTrackedUnknown uint16 = 250 // a packet of no connection the tracker holds (invalid) → drop
 	prioTrackedSYN     uint16 = 210 // SWITCH NAT: a SYN on a connection the tracker holds (a client reusing its ports) → as the next row's first packet
 	prioTrackedForward uint16 = 200 // a tracked connection → its member (from the connection's label and mark), tableToMember; its first packet also committed in the member zone
@@ -288,18 +289,21 @@ func vipFlows(v, answerer *vipState, l2 L2Mode, f switchFeatures) []ofp.FlowMod 
 }
 
 // icmpErrorFlows take ICMP errors to v's address that say a packet was too
-// big (icmperr.go): one about a packet the address sent (a member's reply
-// through a SWITCH VIP) is related to its connection in the tracker's VIP
-// zone, whose label and mark name the member that must get it, and goes
-// to the controller with them.
+// big (icmperr.go) through the tracker's VIP zone to the controller. One
+// about a packet the address sent through a SWITCH VIP (a member's reply)
+// is related to its connection there, whose label and mark name the
+// member that must get it, and goes up with them; the rest (about
+// CONTROLLER connections) go up without.
 func icmpErrorFlows(v *vipState) []ofp.FlowMod {
 	cookie := makeCookie(catVIP, v.num, 0)
 	tooBig := append(matchTooBig(v.ip), matchIPDst(v.ip))
 	related := flow{table: tableTracked, cookie: cookie, priority: prioTrackedError, actions: []ofp.Action{toController},
 		match: append([]ofp.OXM{ofp.MatchCTState(ofp.CTStateTrk|ofp.CTStateRel, ofp.CTStateTrk|ofp.CTStateRel)}, tooBig...)}
+	stray := related
+	stray.priority, stray.match = prioTrackedStray, tooBig
 	track := flow{cookie: cookie, priority: prioICMPError, match: tooBig, actions: []ofp.Action{trackVIP}}
-	// The row behind the tracker first, so that no error finds it missing.
-	return []ofp.FlowMod{related.add(), track.add()}
+	// The rows behind the tracker first, so that no error finds them missing.
+	return []ofp.FlowMod{related.add(), stray.add(), track.add()}
 }
 
 // arpAnswerFlows answer ARP requests for v's address in the switch, as the

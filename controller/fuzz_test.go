@@ -5,6 +5,7 @@ import (
 	"io"
 	"math/rand/v2"
 	"net"
+	"net/netip"
 	"testing"
 
 	"github.com/sdnlb/sdnlb"
@@ -70,6 +71,11 @@ func fuzzSeeds(tb testing.TB) [][]byte {
 		pin(1, arpFrame(tb, 2, memberMAC(1), vipMAC, "10.0.0.1", "10.0.0.100", vipMAC)),
 		pin(clientOF, arpFrame(tb, 1, clientMAC, "ff:ff:ff:ff:ff:ff", clientIP, "10.0.0.100", "00:00:00:00:00:00")),
 		pin(clientOF, syn6(tb, 40000)),
+		ofp.Append(nil, 0, &ofp.PacketIn{BufferID: ofp.NoBuffer, Reason: ofp.ReasonAction, Cookie: makeCookie(catVIP, 4, 0),
+			Match: ofp.Match{OXMs: []ofp.OXM{ofp.MatchInPort(clientOF), ofp.MatchCTLabel(addressLabel(netip.MustParseAddr(member6(1)))),
+				ofp.MatchCTMark(8080, 0xffffffff)}}, Data: tooBigFrame(tb, "2001:db8:1::1", vip6, client6)}),
+		ofp.Append(nil, 0, &ofp.PacketIn{BufferID: ofp.NoBuffer, Reason: ofp.ReasonAction, Cookie: makeCookie(catVIP, 1, 0),
+			Match: ofp.Match{OXMs: []ofp.OXM{ofp.MatchInPort(clientOF)}}, Data: tooBigFrame(tb, "10.0.1.1", "10.0.0.100", clientIP)}),
 		pin(clientOF, solicitation(tb)),
 		pin(1, ndFrame(tb, memberMAC(1), "33:33:00:00:00:01", member6(1), "ff02::1", ndAdvertisement, member6(1), memberMAC(1))),
 		ofp.Append(nil, 0, &ofp.PacketIn{BufferID: ofp.NoBuffer, Reason: ofp.ReasonAction, Cookie: makeCookie(catLLDP, 0, 0),

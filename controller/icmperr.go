@@ -3,6 +3,8 @@ package controller
 import (
 	"encoding/binary"
 	"net/netip"
+	"slices"
+	"time"
 
 	"github.com/sdnlb/sdnlb/controller/ofp"
 )
@@ -10,34 +12,54 @@ import (
 // ICMP errors to a VIP. A router between a VIP and its client that cannot
 // carry a member's reply tells the reply's source, the VIP, that it was too
 // big (IPv6 packet too big, IPv4 fragmentation needed). The member must get
-// it, or path MTU discovery fails and the connection stalls. The switch's
-// tracker finds the error related to the connection in the VIP zone and
-// sends it up with the connection's label and mark (the member's address
-// and, for NAT, port); the controller sends it on to that member as the
-// member would have got it without the VIP between: for NAT the inner
-// packet's source becomes the member's address and port again.
+// it, or path MTU discovery fails and the connection stalls. The controller
+// sends it on to the connection's member as the member would have got it
+// without the VIP between: for NAT the quoted reply's source becomes the
+// member's address and port again. It finds the member two ways:
+//
+//   - a SWITCH connection's in the switch's tracker, which relates the
+//     error to it and sends it up with its label and mark (the member's
+//     address and, for NAT, port);
+//   - a CONTROLLER connection's in its forward flow, which it asks the
+//     switch for (icmpLookups) and reads the member's rewrite from.
 
 // icmpErrorHeader is the ICMP header before the packet an error quotes:
 // type, code, checksum, and the MTU (IPv6) or unused and next-hop MTU
 // (IPv4).
 const icmpErrorHeader = 8
 
-// forwardICMPError sends an ICMP error the tracker related to a SWITCH
-// connection (match holds its label and mark) on to the connection's
-// member, and reports whether it did. The VIP is the quoted packet's
-// source.
+// maxICMPLookups bounds the errors waiting for their connection's flow, so
+// that a flood of forged errors asks the switch for little.
+const maxICMPLookups = 64
+
+// icmpLookupTimeout is how long an error waits for the switch's answer.
+const icmpLookupTimeout = 2 * time.Second
+
+// icmpLookup is an ICMP error waiting for the flow of its connection.
+type icmpLookup struct {
+	frame    []byte
+	inPort   uint32
+	l3       int
+	proto    uint8 // the quoted packet's, as a VIP names it
+	deadline time.Time
+}
+
+// forwardICMPError sends an ICMP error about a VIP's reply on to the
+// connection's member, or asks the switch for the connection, and reports
+// whether it took the error. match is the packet-in's.
 func (dp *dataplane) forwardICMPError(p *packetIn, match *ofp.Match, out *outbox) bool {
-	label, okLabel := match.GetNX(ofp.NXMCTLabel)
-	if !okLabel || len(label.Value()) != 16 {
-		return false
-	}
-	k, ok := quotedSource(p.frame, len(p.eth.Contents))
+	src, dst, proto, ok := quotedTuple(p.frame, len(p.eth.Contents))
 	if !ok {
 		return false
 	}
-	v := p.snap.vip(k)
+	v := p.snap.vip(vipKey{ip: src.Addr(), port: src.Port(), proto: proto})
 	if v == nil {
 		return false
+	}
+	l3 := len(p.eth.Contents)
+	label, related := match.GetNX(ofp.NXMCTLabel)
+	if !related || len(label.Value()) != 16 {
+		return dp.lookUpConnection(p, l3, src, dst, proto, out)
 	}
 	member := labelAddress([16]byte(label.Value()))
 	h, known := dp.learner.host(member)
@@ -46,11 +68,11 @@ func (dp *dataplane) forwardICMPError(p *packetIn, match *ofp.Match, out *outbox
 	}
 	dp.frame = append(dp.frame[:0], p.frame...)
 	if !v.dsr() {
-		port := uint16(0)
+		var port uint16
 		if mark, ok := match.GetNX(ofp.NXMCTMark); ok {
 			port = uint16(mark.Uint())
 		}
-		if !unNATError(dp.frame, len(p.eth.Contents), member, port) {
+		if !unNATError(dp.frame, l3, member, port) {
 			return false
 		}
 	}
@@ -59,37 +81,108 @@ func (dp *dataplane) forwardICMPError(p *packetIn, match *ofp.Match, out *outbox
 	return true
 }
 
-// quotedSource is the source of the packet the ICMP error in frame (its
-// IP header at l3) quotes, as a VIP is keyed: address, protocol and port.
-func quotedSource(frame []byte, l3 int) (vipKey, bool) {
-	var k vipKey
+// lookUpConnection asks the switch for the forward flow of the CONTROLLER
+// connection client → vip whose reply an error quotes (the reply vip →
+// client), and keeps the error until the answer (icmpFlowsAnswer).
+func (dp *dataplane) lookUpConnection(p *packetIn, l3 int, vip, client netip.AddrPort, proto uint8, out *outbox) bool {
+	for xid, l := range dp.icmpLookups {
+		if p.now.After(l.deadline) {
+			delete(dp.icmpLookups, xid)
+		}
+	}
+	if len(dp.icmpLookups) >= maxICMPLookups {
+		return true // dropped: the errors of a flood wait for nothing
+	}
+	match := []ofp.OXM{ofp.MatchEthType(ethTypeOf(vip.Addr())), ofp.MatchIPProto(wireProto(proto, vip.Addr())),
+		matchIPSrc(client.Addr()), matchIPDst(vip.Addr())}
+	if hasPorts(proto) {
+		match = append(match, l4Src(proto, client.Port()), l4Dst(proto, vip.Port()))
+	}
+	xid := out.request(ofp.MultipartRequest{Body: ofp.FlowStatsRequest{TableID: tableClassify, OutPort: ofp.PortAny,
+		OutGroup: ofp.GroupAny, Cookie: makeCookie(catConn, 0, 0), CookieMask: maskApp | maskCategory, Match: ofp.Match{OXMs: match}}})
+	if dp.icmpLookups == nil {
+		dp.icmpLookups = map[uint32]icmpLookup{}
+	}
+	dp.icmpLookups[xid] = icmpLookup{frame: slices.Clone(p.frame), inPort: p.inPort, l3: l3, proto: proto,
+		deadline: p.now.Add(icmpLookupTimeout)}
+	return true
+}
+
+// icmpFlowsAnswer takes the switch's answer to a lookUpConnection, and
+// reports whether xid was one: the error goes to the member the
+// connection's forward flow sends to, rewritten as that flow rewrites.
+func (dp *dataplane) icmpFlowsAnswer(xid uint32, stats []ofp.FlowStats, out *outbox) bool {
+	l, ok := dp.icmpLookups[xid]
+	if !ok {
+		return false
+	}
+	delete(dp.icmpLookups, xid)
+	for i := range stats {
+		st := &stats[i]
+		acts := applied(st.Instructions)
+		mac, okMAC := setField(acts, ofp.OXMEthDst)
+		port, okPort := outputPort(acts)
+		if !okMAC || !okPort {
+			continue
+		}
+		if port == ofp.PortInPort { // the member behind the client's port
+			port, _ = st.Match.InPort()
+		}
+		if member, nat := setIPDst(acts); nat {
+			var memberPort uint16
+			if p, ok := setField(acts, l4DstField(l.proto)); ok && hasPorts(l.proto) {
+				memberPort = uint16(p.Uint())
+			}
+			if !unNATError(l.frame, l.l3, member, memberPort) {
+				return true
+			}
+		}
+		m := mac.MAC()
+		copy(l.frame[0:6], m[:])
+		if port == l.inPort {
+			port = ofp.PortInPort
+		}
+		dp.packetOut(l.inPort, port, l.frame, out)
+		return true
+	}
+	return true
+}
+
+// quotedTuple is the source and destination of the packet the ICMP error
+// in frame (its IP header at l3) quotes, and its protocol as a VIP names
+// it.
+func quotedTuple(frame []byte, l3 int) (src, dst netip.AddrPort, proto uint8, ok bool) {
+	var srcIP, dstIP netip.Addr
 	var l4 int
 	if len(frame) > l3 && frame[l3]>>4 == 6 {
 		inner := l3 + 40 + icmpErrorHeader
 		if len(frame) < inner+40 {
-			return k, false
+			return src, dst, 0, false
 		}
-		k.ip, k.proto, l4 = netip.AddrFrom16([16]byte(frame[inner+8:inner+24])), frame[inner+6], inner+40
+		srcIP, dstIP = netip.AddrFrom16([16]byte(frame[inner+8:inner+24])), netip.AddrFrom16([16]byte(frame[inner+24:inner+40]))
+		proto, l4 = frame[inner+6], inner+40
 	} else {
 		if len(frame) < l3+20 {
-			return k, false
+			return src, dst, 0, false
 		}
 		inner := l3 + int(frame[l3]&0x0f)*4 + icmpErrorHeader
 		if len(frame) < inner+20 {
-			return k, false
+			return src, dst, 0, false
 		}
-		k.ip, k.proto, l4 = netip.AddrFrom4([4]byte(frame[inner+12:inner+16])), frame[inner+9], inner+int(frame[inner]&0x0f)*4
+		srcIP, dstIP = netip.AddrFrom4([4]byte(frame[inner+12:inner+16])), netip.AddrFrom4([4]byte(frame[inner+16:inner+20]))
+		proto, l4 = frame[inner+9], inner+int(frame[inner]&0x0f)*4
 	}
-	if hasPorts(k.proto) {
-		if len(frame) < l4+2 {
-			return k, false
+	var sport, dport uint16
+	if hasPorts(proto) {
+		if len(frame) < l4+4 {
+			return src, dst, 0, false
 		}
-		k.port = binary.BigEndian.Uint16(frame[l4:])
+		sport, dport = binary.BigEndian.Uint16(frame[l4:]), binary.BigEndian.Uint16(frame[l4+2:])
 	}
-	if k.proto == protoICMPv6 {
-		k.proto = protoICMP
+	if proto == protoICMPv6 {
+		proto = protoICMP
 	}
-	return k, true
+	return netip.AddrPortFrom(srcIP, sport), netip.AddrPortFrom(dstIP, dport), proto, true
 }
 
 // unNATError rewrites, in place, the ICMP error in frame (its IP header at

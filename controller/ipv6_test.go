@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net"
 	"net/netip"
+	"slices"
 	"strings"
 	"testing"
 
@@ -218,15 +219,18 @@ func TestDataplane_ICMPErrorToMember(t *testing.T) {
 	for _, tc := range []struct {
 		name, vip, client, router, member string
 		dsr                               bool
+		dispatch                          sdnlb.Dispatch
 	}{
-		{"IPv6/NAT", vip6, client6, "2001:db8:1::1", member6(1), false},
-		{"IPv6/DSR", vip6, client6, "2001:db8:1::1", member6(1), true},
-		{"IPv4/NAT", "10.0.0.100", clientIP, "10.0.1.1", "10.0.0.1", false},
+		{"IPv6/NAT", vip6, client6, "2001:db8:1::1", member6(1), false, sdnlb.DispatchSwitch},
+		{"IPv6/DSR", vip6, client6, "2001:db8:1::1", member6(1), true, sdnlb.DispatchSwitch},
+		{"IPv4/NAT", "10.0.0.100", clientIP, "10.0.1.1", "10.0.0.1", false, sdnlb.DispatchSwitch},
+		{"IPv6/NAT/CONTROLLER", vip6, client6, "2001:db8:1::1", member6(1), false, sdnlb.DispatchController},
+		{"IPv4/DSR/CONTROLLER", "10.0.0.100", clientIP, "10.0.1.1", "10.0.0.1", true, sdnlb.DispatchController},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			d := newSwitchDecision(t, testConfig(func(c *sdnlb.Config) {
 				c.VIPs[0].Address = tc.vip
-				c.Pools[0].Dispatch = sdnlb.DispatchSwitch
+				c.Pools[0].Dispatch = tc.dispatch
 				if tc.dsr {
 					c.Pools[0].Forwarding = sdnlb.ForwardingDSR
 				}
@@ -255,9 +259,17 @@ func TestDataplane_ICMPErrorToMember(t *testing.T) {
 			}
 			member := netip.MustParseAddr(tc.member)
 			frame := tooBigFrame(t, tc.router, tc.vip, tc.client)
+			metadata := []ofp.OXM{ofp.MatchInPort(clientOF), ofp.MatchCTLabel(addressLabel(member)), ofp.MatchCTMark(8080, 0xffffffff)}
+			if tc.dispatch == sdnlb.DispatchController {
+				// The connection the error is about; the tracker knows nothing of it.
+				d.packetIn(clientOF, tcpFrame(t, tcpSeg{srcMAC: clientMAC, dstMAC: vipMAC, src: tc.client, dst: tc.vip, sport: 40000, dport: 80, syn: true}))
+				metadata = metadata[:1]
+			}
 			d.dp.packetIn(d.now, d.snap, &ofp.PacketIn{BufferID: ofp.NoBuffer, Reason: ofp.ReasonAction, TableID: tableTracked,
-				Cookie: makeCookie(catVIP, 1, 0), Match: ofp.Match{OXMs: []ofp.OXM{ofp.MatchInPort(clientOF),
-					ofp.MatchCTLabel(addressLabel(member)), ofp.MatchCTMark(8080, 0xffffffff)}}, Data: frame}, d.out)
+				Cookie: makeCookie(catVIP, 1, 0), Match: ofp.Match{OXMs: metadata}, Data: frame}, d.out)
+			if tc.dispatch == sdnlb.DispatchController {
+				d.answerFlowsRequest()
+			}
 			_, m, err := ofp.Decode(d.out.buf)
 			d.out.reset()
 			po, ok := m.(*ofp.PacketOut)
@@ -296,5 +308,38 @@ func TestDataplane_ICMPErrorToMember(t *testing.T) {
 					dst, quotedSrc, quotedPort, valid, wantDst, wantQuoted, wantPort)
 			}
 		})
+	}
+}
+
+// answerFlowsRequest answers the one flow-stats request in the outbox as
+// the switch would, with the flows it holds whose match has every field
+// the request's has, and hands the answer to the dataplane.
+func (d *decision) answerFlowsRequest() {
+	d.tb.Helper()
+	h, m, err := ofp.Decode(d.out.buf)
+	d.out.reset()
+	req, ok := m.(*ofp.MultipartRequest)
+	if err != nil || !ok {
+		d.tb.Fatalf("the controller sent %T, %v; want a request for the connection's flow", m, err)
+	}
+	fs, ok := req.Body.(ofp.FlowStatsRequest)
+	if !ok {
+		d.tb.Fatalf("the controller asked for %T, want flows", req.Body)
+	}
+	var stats []ofp.FlowStats
+	for _, f := range d.flows {
+		if f.TableID != fs.TableID || f.Cookie&fs.CookieMask != fs.Cookie&fs.CookieMask {
+			continue
+		}
+		if !slices.ContainsFunc(fs.Match.OXMs, func(o ofp.OXM) bool { return !slices.Contains(f.Match.OXMs, o) }) {
+			stats = append(stats, ofp.FlowStats{TableID: f.TableID, Priority: f.Priority, Cookie: f.Cookie, Match: f.Match,
+				Instructions: f.Instructions})
+		}
+	}
+	if len(stats) == 0 {
+		d.tb.Fatalf("no flow answers the request for %v", fs.Match)
+	}
+	if !d.dp.icmpFlowsAnswer(h.XID, stats, d.out) {
+		d.tb.Fatalf("the dataplane took no answer to request %d", h.XID)
 	}
 }

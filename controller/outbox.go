@@ -38,6 +38,13 @@ func (o *outbox) send(m ofp.Message) {
 	}
 }
 
+// request appends m and returns its xid, which its reply carries.
+func (o *outbox) request(m ofp.Message) uint32 {
+	xid := o.xids.Add(1)
+	o.append(xid, m)
+	return xid
+}
+
 // reply appends m with the xid of the request it answers.
 func (o *outbox) reply(xid uint32, m ofp.Message) { o.append(xid, m) }
 

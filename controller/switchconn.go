@@ -561,7 +561,7 @@ func (s *switchConn) handle(dp *dataplane, out *outbox, b []byte) error {
 			s.log.Debug("ignoring experimenter message", "experimenter", m.Experimenter, "exp_type", m.ExpType)
 		}
 	case *ofp.MultipartReply:
-		s.handleMultipart(dp, h.XID, m)
+		s.handleMultipart(dp, out, h.XID, m)
 	case *ofp.PortStatus:
 		if m.Reason == ofp.PortReasonDelete {
 			s.ports.delete(m.Desc.PortNo)
@@ -582,7 +582,7 @@ func (s *switchConn) handle(dp *dataplane, out *outbox, b []byte) error {
 	return nil
 }
 
-func (s *switchConn) handleMultipart(dp *dataplane, xid uint32, m *ofp.MultipartReply) {
+func (s *switchConn) handleMultipart(dp *dataplane, out *outbox, xid uint32, m *ofp.MultipartReply) {
 	last := m.Flags&ofp.MultipartReplyMore == 0
 	switch body := m.Body.(type) {
 	case ofp.PortDescReply:
@@ -605,6 +605,9 @@ func (s *switchConn) handleMultipart(dp *dataplane, xid uint32, m *ofp.Multipart
 			if last {
 				s.assembling = 0
 			}
+			return
+		}
+		if dp.icmpFlowsAnswer(xid, body.Stats, out) {
 			return
 		}
 		s.pending.gather(xid, body.Stats, nil)

@@ -97,10 +97,11 @@ func inetChecksum(b []byte) uint16 {
 	return ^uint16(sum)
 }
 
-// An ICMP error that a reply through a SWITCH VIP was too big for the
-// path reaches the member that sent the reply, and no other, in both
-// families and both forwardings: the switch's tracker relates it to the
-// connection, the controller sends it on.
+// An ICMP error that a reply through a VIP was too big for the path
+// reaches the member that sent the reply, and no other, in both families,
+// both dispatches and both forwardings: the switch's tracker relates it to
+// a SWITCH connection, the controller finds a CONTROLLER connection's flow
+// in the switch, and sends it on.
 func TestICMPError_TooBigReachesMember(t *testing.T) {
 	sw := NewSwitch(t)
 	c := sw.AddHost(t, "c1", sw.Addr(1))
@@ -116,46 +117,54 @@ func TestICMPError_TooBigReachesMember(t *testing.T) {
 	lb := startSDNLB(t)
 	lb.Connect(sw)
 	dumpOnFailure(t, sw, lb)
-	for fi, f := range families {
-		for ki, fwd := range []sdnlb.Forwarding{sdnlb.ForwardingNAT, sdnlb.ForwardingDSR} {
-			t.Run(f.name+"/"+string(fwd), func(t *testing.T) {
-				addr, port, memberPort := f.addr(sw, byte(100+2*fi+ki)), vipPort, memberPort
-				if fwd == sdnlb.ForwardingDSR {
-					port, memberPort = dualDSRPort, 0
+	n, buckets := 0, 0
+	for _, f := range families {
+		for _, d := range sdnlb.Dispatches {
+			for _, fwd := range []sdnlb.Forwarding{sdnlb.ForwardingNAT, sdnlb.ForwardingDSR} {
+				t.Run(f.name+"/"+string(d)+"/"+string(fwd), func(t *testing.T) {
+					n++
+					addr, port, memberPort := f.addr(sw, byte(100+n)), vipPort, memberPort
+					if fwd == sdnlb.ForwardingDSR {
+						port, memberPort = dualDSRPort, 0
+						for _, h := range hosts {
+							h.HoldVIP(t, addr)
+						}
+					}
+					vip := lb.MustCreateVIP(strconv.Itoa(n), addr, sdnlb.ProtocolTCP, port, nil)
+					var pool sdnlb.Pool
+					lb.MustAPI("POST", "/v1/pools", map[string]any{"name": vip.Name, "vip_id": vip.ID, "lb_method": sdnlb.RoundRobin,
+						"protocol": sdnlb.ProtocolTCP, "dispatch": d, "forwarding": fwd}, 201, &pool)
 					for _, h := range hosts {
-						h.HoldVIP(t, addr)
+						lb.MustCreateMember(&pool, f.hostIP(h), memberPort)
 					}
-				}
-				vip := lb.MustCreateVIP(f.name+string(fwd), addr, sdnlb.ProtocolTCP, port, nil)
-				var pool sdnlb.Pool
-				lb.MustAPI("POST", "/v1/pools", map[string]any{"name": vip.Name, "vip_id": vip.ID, "lb_method": sdnlb.RoundRobin,
-					"protocol": sdnlb.ProtocolTCP, "dispatch": sdnlb.DispatchSwitch, "forwarding": fwd}, 201, &pool)
-				for _, h := range hosts {
-					lb.MustCreateMember(&pool, f.hostIP(h), memberPort)
-				}
-				lb.WaitPoolMembers(pool.ID, len(hosts), 10*time.Second)
-				(&lbBed{sw: sw}).waitBuckets(t, 2*(2*fi+ki+1), 10*time.Second)
+					lb.WaitPoolMembers(pool.ID, len(hosts), 10*time.Second)
+					if d == sdnlb.DispatchSwitch {
+						buckets += len(hosts)
+						(&lbBed{sw: sw}).waitBuckets(t, buckets, 10*time.Second)
+					}
 
-				k := keepOpen(t, c, net.JoinHostPort(addr, strconv.Itoa(port)))
-				client := netip.MustParseAddrPort(k.conn.LocalAddr().String())
-				before := map[*Host]int{}
-				for _, h := range hosts {
-					before[h] = tooBigCounter(t, h, client.Addr().Is6())
-				}
-				sendTooBig(t, c, netip.AddrPortFrom(netip.MustParseAddr(addr), uint16(port)), client)
-				member := byName[k.member]
-				for deadline := time.Now().Add(5 * time.Second); tooBigCounter(t, member, client.Addr().Is6()) == before[member]; {
-					if time.Now().After(deadline) {
-						t.Fatalf("%s, which holds the connection, took no error in 5 s", k.member)
+					k := keepOpen(t, c, net.JoinHostPort(addr, strconv.Itoa(port)))
+					client := netip.MustParseAddrPort(k.conn.LocalAddr().String())
+					v6 := client.Addr().Is6()
+					before := map[*Host]int{}
+					for _, h := range hosts {
+						before[h] = tooBigCounter(t, h, v6)
 					}
-					time.Sleep(50 * time.Millisecond)
-				}
-				for _, h := range hosts {
-					if h != member && tooBigCounter(t, h, client.Addr().Is6()) != before[h] {
-						t.Errorf("%s, which does not hold the connection, took the error too", h.Name)
+					sendTooBig(t, c, netip.AddrPortFrom(netip.MustParseAddr(addr), uint16(port)), client)
+					member := byName[k.member]
+					for deadline := time.Now().Add(5 * time.Second); tooBigCounter(t, member, v6) == before[member]; {
+						if time.Now().After(deadline) {
+							t.Fatalf("%s, which holds the connection, took no error in 5 s", k.member)
+						}
+						time.Sleep(50 * time.Millisecond)
 					}
-				}
-			})
+					for _, h := range hosts {
+						if h != member && tooBigCounter(t, h, v6) != before[h] {
+							t.Errorf("%s, which does not hold the connection, took the error too", h.Name)
+						}
+					}
+				})
+			}
 		}
 	}
 }
