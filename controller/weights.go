@@ -57,7 +57,7 @@ const (
 	shareStep = 0.5 / groupSlots
 	// adaptDamping is the exponent of each ADAPTIVE step toward the
 	// formula's weight: 0.5 goes half the way, as a ratio.
-	adaptDamping = 0.5
+	adaptDamping = 0.3
 	// adaptRange bounds an ADAPTIVE weight, as a factor of the configured
 	// weight, both ways.
 	adaptRange = 16
