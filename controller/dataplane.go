@@ -203,7 +203,7 @@ func (dp *dataplane) packetIn(now time.Time, snap *snapshot, msg *ofp.PacketIn, 
 	switch cat, _, memberNum, _ := cookieParts(msg.Cookie); {
 	case cat == catMemberRoute && dp.answerMemberRoute(p, memberNum, out):
 		dp.metrics.packetIns[kindLB].Inc()
-	case cat == catVIP && (p.hasICMP || p.hasICMPv6) && dp.forwardICMPError(p, &msg.Match, out):
+	case cat == catVIP && p.isTooBig() && dp.forwardICMPError(p, &msg.Match, out):
 		dp.metrics.packetIns[kindReply].Inc()
 	case p.hasARP:
 		dp.metrics.packetIns[kindARP].Inc()

@@ -102,6 +102,16 @@ func (d *decoder) proto() uint8 {
 	return uint8(d.ip4.Protocol)
 }
 
+// isTooBig reports whether the packet is an ICMP error saying that a
+// packet was too big for the path: IPv6 packet too big, IPv4
+// fragmentation needed.
+func (d *decoder) isTooBig() bool {
+	if d.hasICMPv6 {
+		return d.icmp6.TypeCode.Type() == icmpv6PacketTooBig
+	}
+	return d.hasICMP && d.icmp.TypeCode == layers.CreateICMPv4TypeCode(icmpUnreachable, icmpFragmentationNeeded)
+}
+
 // isEcho reports whether the packet is an ICMP echo request (request
 // true) or reply, in its family.
 func (d *decoder) isEcho(request bool) bool {
