@@ -55,23 +55,8 @@ func matchIPDst(a netip.Addr) ofp.OXM {
 	return ofp.MatchIPv4Dst(a.As4())
 }
 
-// ipDstField and ipSrcField are the match fields a's family is matched by.
-func ipDstField(a netip.Addr) ofp.OXMField {
-	if a.Is6() {
-		return ofp.OXMIPv6Dst
-	}
-	return ofp.OXMIPv4Dst
-}
-
-func ipSrcField(a netip.Addr) ofp.OXMField {
-	if a.Is6() {
-		return ofp.OXMIPv6Src
-	}
-	return ofp.OXMIPv4Src
-}
-
-// matchedAddr is the address of field f (either family's source or
-// destination, as ipSrcField and ipDstField name them) in m.
+// matchedAddr is the address m matches in field v4 or v6, one family's
+// and the other's field for the same side of the packet.
 func matchedAddr(m *ofp.Match, v4, v6 ofp.OXMField) (netip.Addr, bool) {
 	if o, ok := m.Get(v4); ok {
 		return netip.AddrFrom4(o.IPv4()), true

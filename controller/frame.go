@@ -275,7 +275,6 @@ const (
 	ndFlagSolicited uint8 = 0x40
 	ndFlagOverride  uint8 = 0x20
 
-	ndOptionSourceLL uint8 = 1
 	ndOptionTargetLL uint8 = 2
 )
 
