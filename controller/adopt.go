@@ -47,7 +47,7 @@ func keyOf(table uint8, priority uint16, m *ofp.Match) flowKey {
 // lacks, then stale groups. Connections the configuration still allows
 // keep their flows and count as active again.
 func (dp *dataplane) adopt(now time.Time, snap *snapshot, have switchState, out *outbox) {
-	dp.learnFromSwitch(snap, have)
+	dp.learnFromSwitch(snap, have, out)
 	existing := make(map[flowKey]*ofp.FlowStats, len(have.flows))
 	for i := range have.flows {
 		f := &have.flows[i]
@@ -143,7 +143,7 @@ func strictDelete(f *ofp.FlowStats) ofp.FlowMod {
 
 // learnFromSwitch seeds the host and MAC tables and the groups' slots from
 // what the switch holds.
-func (dp *dataplane) learnFromSwitch(snap *snapshot, have switchState) {
+func (dp *dataplane) learnFromSwitch(snap *snapshot, have switchState, out *outbox) {
 	groupVIP := map[uint32]*vipState{} // group id → the VIP whose flow sends to it
 	for i := range have.flows {
 		f := &have.flows[i]
@@ -163,7 +163,7 @@ func (dp *dataplane) learnFromSwitch(snap *snapshot, have switchState) {
 				dp.learner.seedHost(ip, mac.MAC(), port)
 			}
 		case (cat == catL2 || cat == catFabric) && dp.l2 == L2Fabric:
-			dp.adoptFabricRow(f)
+			dp.adoptFabricRow(f, out)
 		case cat == catL2 && dp.l2 == L2Learn:
 			if dst, ok := f.Match.Get(ofp.OXMEthDst); ok {
 				if port, ok := outputPort(acts); ok {

@@ -70,7 +70,7 @@ func TestAdopt_KeepsWhatIsWanted(t *testing.T) {
 		t.Errorf("the connection went %s, before the restart %s", after, before)
 	}
 	var active int64
-	for _, m := range d.snap.membersByID() {
+	for _, m := range membersByID(d.snap) {
 		active += m.cnt.active.Load()
 	}
 	if active != 1 || d.snap.vipByID["v1"].cnt.active.Load() != 1 {
@@ -136,7 +136,7 @@ func TestAdopt_RemovesWhatIsStale(t *testing.T) {
 	d.teach(1, 2, 3)
 	d.packetIn(clientOF, syn(t, 40000))
 	var victim string
-	for id, m := range d.snap.membersByID() {
+	for id, m := range membersByID(d.snap) {
 		if m.cnt.active.Load() == 1 {
 			victim = id
 		}

@@ -217,7 +217,7 @@ func waitSetups(tb testing.TB, c *Controller, n int) {
 	deadline := time.Now().Add(time.Minute)
 	for {
 		var total uint64
-		for _, m := range c.snap.Load().membersByID() {
+		for _, m := range membersByID(c.snap.Load()) {
 			total += m.cnt.total.Load()
 		}
 		if total >= uint64(n) {

@@ -58,7 +58,7 @@ type dataplaneConfig struct {
 	affinity                 *affinityTable
 	ledger                   *flowLedger // the switch's, which outlives its connections
 	metrics                  *metrics
-	fabric                   *fabric // L2Fabric: the controller's
+	fabric                   fabricPaths // L2Fabric: the controller's
 	log                      *slog.Logger
 }
 

@@ -484,7 +484,7 @@ func TestDataplane_RoundRobin(t *testing.T) {
 		sport := uint16(40001 + i)
 		assertSent(t, d.packetIn(clientOF, syn(t, sport)), setupLines(member, sport)...)
 	}
-	if n := d.snap.memberByID("m1").cnt.active.Load(); n != 2 {
+	if n := memberByID(d.snap, "m1").cnt.active.Load(); n != 2 {
 		t.Errorf("member m1 has %d active connections, want 2", n)
 	}
 }
@@ -631,7 +631,7 @@ func TestDataplane_UnknownMemberMACIsARPedFor(t *testing.T) {
 	setup[2] = strings.Replace(setup[2], "<in>", describeFrame(t, frame), 1)
 	got := d.packetIn(1, arpFrame(t, 2, memberMAC(1), vipMAC, "10.0.0.1", "10.0.0.100", vipMAC))
 	assertSent(t, got, append([]string{l2Line(memberMAC(1), 1)}, setup...)...)
-	if n := d.snap.memberByID("m1").cnt.active.Load(); n != 1 {
+	if n := memberByID(d.snap, "m1").cnt.active.Load(); n != 1 {
 		t.Errorf("member m1 has %d active connections, want 1", n)
 	}
 }
@@ -658,7 +658,7 @@ func TestDataplane_SilentMemberIsPassedOver(t *testing.T) {
 	assertSent(t, got, append([]string{
 		"packet_out in_port=CONTROLLER actions=FLOOD data=arp 02:00:00:00:01:00>ff:ff:ff:ff:ff:ff op=1 sha=02:00:00:00:01:00 spa=0.0.0.0 tha=00:00:00:00:00:00 tpa=10.0.0.1"},
 		setupLines(2, 40000)...)...)
-	if n := d.snap.memberByID("m2").cnt.active.Load(); n != 2 {
+	if n := memberByID(d.snap, "m2").cnt.active.Load(); n != 2 {
 		t.Errorf("member m2 has %d active connections, want 2", n)
 	}
 }
@@ -669,7 +669,7 @@ func TestDataplane_HeldSetupExpires(t *testing.T) {
 		c.Members = c.Members[:1]
 	}))
 	d.packetIn(clientOF, syn(t, 40000)) // held, waiting for the member's ARP reply
-	if n := d.snap.memberByID("m1").cnt.active.Load(); n != 0 {
+	if n := memberByID(d.snap, "m1").cnt.active.Load(); n != 0 {
 		t.Errorf("a held setup counts as active on its member")
 	}
 	d.advance(heldTimeout + time.Second)
@@ -817,7 +817,7 @@ func TestDataplane_Accounting(t *testing.T) {
 	d := newDecision(t, testConfig(nil))
 	d.teach(1, 2, 3)
 	d.packetIn(clientOF, syn(t, 40000))
-	m1 := d.snap.memberByID("m1").cnt
+	m1 := memberByID(d.snap, "m1").cnt
 	match := ofp.Match{OXMs: []ofp.OXM{ofp.MatchEthType(ethTypeIPv4)}}
 	fwd := func(packets, bytes uint64) ofp.FlowStats {
 		return ofp.FlowStats{Cookie: makeCookie(catConn, 1, 1), Match: match, PacketCount: packets, ByteCount: bytes, DurationSec: 1}
@@ -895,7 +895,7 @@ func TestDataplane_Accounting(t *testing.T) {
 		d.packetIn(clientOF, syn(t, 40001)) // m2
 		poll(d.dp, []ofp.FlowStats{{Cookie: makeCookie(catConn, 1, 2), PacketCount: 1, ByteCount: 60}})
 		d.dp.settle(d.snap)
-		m2 := d.snap.memberByID("m2").cnt
+		m2 := memberByID(d.snap, "m2").cnt
 		if m2.active.Load() != 0 || m2.bytesIn.Load() != 60 || d.snap.vipByID["v1"].cnt.active.Load() != 0 {
 			t.Errorf("a gone switch: member active %d bytes %d (want 0, 60: what was counted stays), VIP active %d",
 				m2.active.Load(), m2.bytesIn.Load(), d.snap.vipByID["v1"].cnt.active.Load())
@@ -1040,7 +1040,7 @@ func TestDataplane_SwitchCarriesConnection(t *testing.T) {
 			t.Errorf("after the purge the client's packet went %s", got)
 		}
 		assertSent(t, d.packetIn(clientOF, ack), rstLine(40000, "RST seq=5001 ack=0"))
-		if n := d.snap.memberByID("m1").cnt.active.Load(); n != 0 {
+		if n := memberByID(d.snap, "m1").cnt.active.Load(); n != 0 {
 			t.Errorf("the purged connection still counts as active (%d)", n)
 		}
 	})
@@ -1105,7 +1105,7 @@ func TestDataplane_EveryPortVIPHeldSetup(t *testing.T) {
 	if got := d.forward(clientOF, frame); !strings.HasPrefix(got, "output:1 tcp 10.0.1.5:40000 > 10.0.0.1:8080 ") {
 		t.Errorf("after the member answered, the connection goes %s, want member 1", got)
 	}
-	if n := d.snap.memberByID("m1").cnt.active.Load(); n != 1 {
+	if n := memberByID(d.snap, "m1").cnt.active.Load(); n != 1 {
 		t.Errorf("member m1 has %d active connections, want 1", n)
 	}
 }

@@ -394,7 +394,7 @@ func TestDispatch_StatsFromSwitchCounters(t *testing.T) {
 			}
 			poll(5, 1, 0, 40, 30)
 			poll(7, 2, 1, 60, 45)
-			m := d.snap.memberByID("m1").cnt
+			m := memberByID(d.snap, "m1").cnt
 			got := [6]uint64{m.total.Load(), m.activeConns(), m.packetsIn.Load(), m.bytesIn.Load(), m.packetsOut.Load(), m.bytesOut.Load()}
 			want := [6]uint64{7, 4, 7 + 2 + 1 + 60, 7*74 + 2*66 + 54 + 6000, 45, 45000}
 			if fwd == sdnlb.ForwardingDSR {

@@ -133,10 +133,10 @@ func (f *fabric) seed(mac [6]byte, at portRef) {
 	}
 }
 
-// between returns the switches a frame from switch from to switch to
+// Between returns the switches a frame from switch from to switch to
 // passes before to, from first, as the last round chose the paths; nil
 // when to is not reached.
-func (f *fabric) between(from, to uint64) []uint64 {
+func (f *fabric) Between(from, to uint64) []uint64 {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	ports := f.towards[to]
@@ -153,8 +153,8 @@ func (f *fabric) between(from, to uint64) []uint64 {
 	return path
 }
 
-// home returns where a host attaches.
-func (f *fabric) home(mac [6]byte) (portRef, bool) {
+// Home returns where a host attaches.
+func (f *fabric) Home(mac [6]byte) (portRef, bool) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	h, ok := f.hosts[mac]
@@ -169,19 +169,19 @@ func (f *fabric) home(mac [6]byte) (portRef, bool) {
 // knows), go to the other switches without waiting, and carry the
 // connection's timeouts; until one is in place, a reply goes the slow
 // way, through the controller, which forwards it.
-func (dp *dataplane) passReplies(reverse *ofp.FlowMod, memberMAC [6]byte) {
-	home, ok := dp.fabric.home(memberMAC)
+func (dp *dataplane) passReplies(reverse *ofp.FlowMod, memberMAC [6]byte, out *outbox) {
+	home, ok := dp.fabric.Home(memberMAC)
 	if !ok || home.dpid == dp.dpid {
 		return
 	}
-	for _, dpid := range dp.fabric.between(home.dpid, dp.dpid) {
+	for _, dpid := range dp.fabric.Between(home.dpid, dp.dpid) {
 		pass := ofp.FlowMod{Cookie: reverse.Cookie&^maskCategory | uint64(catTransit)<<cookieCatShift,
 			Command: ofp.FlowAdd, TableID: tableClassify, Priority: prioConnection,
 			IdleTimeout: reverse.IdleTimeout, HardTimeout: reverse.HardTimeout,
 			BufferID: ofp.NoBuffer, OutPort: ofp.PortAny, OutGroup: ofp.GroupAny,
 			Match:        ofp.Match{OXMs: slices.DeleteFunc(slices.Clone(reverse.Match.OXMs), func(o ofp.OXM) bool { return trackerField(&o) })},
 			Instructions: []ofp.Instruction{ofp.InstructionGotoTable{TableID: tableL2}}}
-		dp.fabric.deliver(dpid, &pass)
+		out.transit = append(out.transit, transitRow{dpid: dpid, fm: pass})
 	}
 }
 
@@ -578,7 +578,7 @@ func (dp *dataplane) askUnknownMembers(now time.Time, out *outbox) {
 // kept, and the next round replaces it if it differs or deletes it if
 // the fabric no longer wants it. A host's row on its own switch tells the
 // fabric where the host is.
-func (dp *dataplane) adoptFabricRow(f *ofp.FlowStats) {
+func (dp *dataplane) adoptFabricRow(f *ofp.FlowStats, out *outbox) {
 	r := &dp.fabricRows
 	if cat, _, _, _ := cookieParts(f.Cookie); cat == catFabric {
 		r.rows[keyOf(f.TableID, f.Priority, &f.Match)] = installedRow{match: f.Match, instructions: ofp.FormatInstructions(f.Instructions)}
@@ -597,7 +597,7 @@ func (dp *dataplane) adoptFabricRow(f *ofp.FlowStats) {
 	at := portRef{dpid: dp.dpid}
 	if port, ok := outputPort(applied(f.Instructions)); ok {
 		at.port = port
-		dp.fabric.seed(dst.MAC(), at)
+		out.hosts = append(out.hosts, hostSighting{mac: dst.MAC(), at: at, seed: true})
 	}
 	r.hosts[dst.MAC()] = fabricHost{at: at}
 }

@@ -41,7 +41,7 @@ func fuzzConn(tb testing.TB, v10 bool) *switchConn {
 	s.dpid = 1
 	if v10 {
 		w := &wire10{xids: &s.xids, selections: map[uint32]*cookieSelection{}}
-		s.wire, s.out.wire = w, w
+		s.wire, s.out.enc = w, w
 		s.features.oneTable = true
 	}
 	s.dp = newDataplane(c.dataplaneConfig(1, s.log, s.features))

@@ -697,7 +697,7 @@ func icmpEcho(tb testing.TB) []byte {
 }
 
 // membersByID returns every member of s, by id.
-func (s *snapshot) membersByID() map[string]*memberState {
+func membersByID(s *snapshot) map[string]*memberState {
 	out := map[string]*memberState{}
 	for _, p := range s.pools {
 		for _, m := range p.members {
@@ -708,7 +708,7 @@ func (s *snapshot) membersByID() map[string]*memberState {
 }
 
 // memberByID returns s's member id, nil when there is none.
-func (s *snapshot) memberByID(id string) *memberState { return s.membersByID()[id] }
+func memberByID(s *snapshot, id string) *memberState { return membersByID(s)[id] }
 
 // addr4 is the IPv4 address u, as tests number them.
 func addr4(u uint32) netip.Addr {

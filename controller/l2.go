@@ -217,9 +217,8 @@ func (l *l2Learner) silent(now time.Time, ip netip.Addr) bool {
 // edge, and its next round installs them.
 func (dp *dataplane) learnMAC(now time.Time, mac [6]byte, port uint32, out *outbox) {
 	if dp.l2 == L2Fabric {
-		if edge, link := dp.portKind(port); !link && !isMulticast(mac) &&
-			dp.fabric.learn(mac, netip.Addr{}, portRef{dpid: dp.dpid, port: port}, edge) && dp.debug {
-			dp.log.Debug("learned host", "mac", macString(mac), "port", port, "settled", edge)
+		if edge, link := dp.portKind(port); !link && !isMulticast(mac) {
+			out.hosts = append(out.hosts, hostSighting{mac: mac, at: portRef{dpid: dp.dpid, port: port}, settled: edge})
 		}
 		return
 	}
@@ -407,7 +406,7 @@ func (dp *dataplane) learnHost(p *packetIn, ip netip.Addr, mac [6]byte, out *out
 		if link {
 			return // from another switch, which showed it where it attaches
 		}
-		dp.fabric.learn(mac, ip, portRef{dpid: dp.dpid, port: p.inPort}, edge)
+		out.hosts = append(out.hosts, hostSighting{mac: mac, ip: ip, at: portRef{dpid: dp.dpid, port: p.inPort}, settled: edge})
 		if !edge {
 			return // the round that settles its port teaches this switch
 		}

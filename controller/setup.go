@@ -156,7 +156,7 @@ func (dp *dataplane) install(now time.Time, snap *snapshot, c *connection, data 
 	}
 	dp.sendFrame(c.clientOFPort, dp.flows.actions(dirForward), data, out)
 	if dp.l2 == L2Fabric && !c.dsr {
-		dp.passReplies(&dp.flows.mods[dirReverse], c.memberMAC)
+		dp.passReplies(&dp.flows.mods[dirReverse], c.memberMAC, out)
 	}
 	if m := snap.memberCnt[c.memberNum]; m != nil {
 		m.active.Add(1)

@@ -18,11 +18,11 @@ func TestSnapshotBuilder_Build(t *testing.T) {
 			c.Members = append([]*sdnlb.Member{{ID: "m0", PoolID: "p1", Address: "10.0.0.9", Weight: 1, AdminStateUp: true}}, c.Members...)
 		}))
 		for _, id := range []string{"m1", "m2", "m3"} {
-			if s1.memberByID(id).num != s2.memberByID(id).num || s1.memberByID(id).cnt != s2.memberByID(id).cnt {
+			if memberByID(s1, id).num != memberByID(s2, id).num || memberByID(s1, id).cnt != memberByID(s2, id).cnt {
 				t.Errorf("member %s changed number or counters between snapshots", id)
 			}
 		}
-		if n := s2.memberByID("m0").num; n != 4 {
+		if n := memberByID(s2, "m0").num; n != 4 {
 			t.Errorf("new member got number %d, want 4 (numbers are never reused)", n)
 		}
 		if s2.gen <= s1.gen {
@@ -34,8 +34,8 @@ func TestSnapshotBuilder_Build(t *testing.T) {
 		s1, _ := r.build(testConfig(nil))
 		r.build(testConfig(func(c *sdnlb.Config) { c.Members = c.Members[1:] }))
 		s3, _ := r.build(testConfig(nil))
-		if s1.memberByID("m1").num == s3.memberByID("m1").num {
-			t.Errorf("a re-created member reused number %d: late flow-removed would count against it", s1.memberByID("m1").num)
+		if memberByID(s1, "m1").num == memberByID(s3, "m1").num {
+			t.Errorf("a re-created member reused number %d: late flow-removed would count against it", memberByID(s1, "m1").num)
 		}
 	})
 	t.Run("SchedulerTurnSurvivesRebuilds", func(t *testing.T) {
@@ -172,7 +172,7 @@ func TestFormatDPID(t *testing.T) {
 func TestPurgeFor(t *testing.T) {
 	// Fresh registries number the same configuration the same way.
 	first, _ := newSnapshotBuilder(time.Now).build(testConfig(nil))
-	v, m := first.vipByID["v1"], first.memberByID("m2")
+	v, m := first.vipByID["v1"], memberByID(first, "m2")
 	c := connection{proto: protoTCP, vipIP: v.ip, vipPort: v.port, vipMAC: v.mac, vipNum: v.num, memberIP: m.ip, memberNum: m.num}
 	tests := []struct {
 		name string
@@ -338,7 +338,7 @@ func TestReconcile_ReplyPunts(t *testing.T) {
 	t.Run("SharedMemberTrackedInMemberZone", func(t *testing.T) {
 		s, _ := newSnapshotBuilder(time.Now).build(testConfig(switchedBackend))
 		for id, want := range map[string]bool{"m1": true, "m2": false, "m10": false} {
-			if got := s.memberByID(id).memberZone; got != want {
+			if got := memberByID(s, id).memberZone; got != want {
 				t.Errorf("member %s: memberZone %v, want %v", id, got, want)
 			}
 		}

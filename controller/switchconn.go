@@ -241,7 +241,7 @@ func (s *switchConn) handshake() error {
 		s.refuseVersion(h.Version, err)
 		return errClosed
 	}
-	s.wire, s.out.wire = w, w
+	s.wire, s.out.enc = w, w
 	if err := s.send(ofp.FeaturesRequest{}); err != nil {
 		return err
 	}
@@ -342,8 +342,28 @@ func (s *switchConn) sync(snap *snapshot) error {
 func (s *switchConn) decide(f func(dp *dataplane, out *outbox)) {
 	s.dpMu.Lock()
 	f(s.dp, s.out)
+	s.tellFabric(s.out)
 	s.write(s.out)
 	s.dpMu.Unlock()
+}
+
+// tellFabric hands the fabric, which spans switches, the hosts a decision
+// saw and the rows it asks other switches for.
+func (s *switchConn) tellFabric(out *outbox) {
+	if f := s.c.fabric; f != nil {
+		for _, h := range out.hosts {
+			if h.seed {
+				f.seed(h.mac, h.at)
+			} else if f.learn(h.mac, h.ip, h.at, h.settled) {
+				s.log.Debug("learned host", "mac", macString(h.mac), "port", h.at.port, "settled", h.settled)
+			}
+		}
+		for _, t := range out.transit {
+			fm := t.fm
+			f.deliver(t.dpid, &fm)
+		}
+	}
+	out.hosts, out.transit = out.hosts[:0], out.transit[:0]
 }
 
 // send writes messages with fresh xids and flushes.
@@ -366,7 +386,7 @@ func (s *switchConn) sendXID(xid uint32, m ofp.Message) error {
 // writeLocked buffers one message; write errors surface at the flush, as
 // bufio.Writer keeps them.
 func (s *switchConn) writeLocked(xid uint32, m ofp.Message) {
-	enc, err := s.wire.append(s.enc[:0], xid, m)
+	enc, err := s.wire.Append(s.enc[:0], xid, m)
 	s.enc = enc
 	if err != nil {
 		s.unsendable.warn(s.c.now(), "message the switch's OpenFlow version cannot express not sent", "type", m.Type().String(), "err", err)

@@ -17,9 +17,7 @@ import (
 // it (negotiate).
 type wire interface {
 	version() uint8
-	// append encodes m with xid. A message the version cannot express is
-	// the caller's mistake: b comes back as it was, with the error.
-	append(b []byte, xid uint32, m ofp.Message) ([]byte, error)
+	encoder
 	// kind is the type of the message in b in 1.3's numbering.
 	kind(b []byte) ofp.Type
 	decode(b []byte) (ofp.Message, error)
@@ -92,7 +90,7 @@ func versionNames(vs []uint8) string {
 type wire13 struct{}
 
 func (wire13) version() uint8 { return ofp.Version }
-func (wire13) append(b []byte, xid uint32, m ofp.Message) ([]byte, error) {
+func (wire13) Append(b []byte, xid uint32, m ofp.Message) ([]byte, error) {
 	return ofp.AppendChecked(b, xid, m)
 }
 func (wire13) kind(b []byte) ofp.Type { return ofp.Type(b[1]) }
@@ -151,7 +149,7 @@ func (w *wire10) decodeInto(b []byte, m ofp.BodyDecoder) error {
 	return err
 }
 
-func (w *wire10) append(b []byte, xid uint32, m ofp.Message) ([]byte, error) {
+func (w *wire10) Append(b []byte, xid uint32, m ofp.Message) ([]byte, error) {
 	switch m := m.(type) {
 	case *ofp.FlowMod:
 		return w.appendFlowMod(b, xid, m)
