@@ -13,8 +13,8 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-
 	"github.com/sdnlb/sdnlb"
+	"github.com/sdnlb/sdnlb/controller/internal/testnet"
 	"github.com/sdnlb/sdnlb/controller/ofp"
 	"github.com/sdnlb/sdnlb/lbstore"
 )
@@ -24,14 +24,14 @@ import (
 // the flow-mods and packet-outs; each op is one setup. Its allocations
 // count too, so it encodes nothing per op.
 func BenchmarkPacketIn(b *testing.B) {
-	h := startController(b, testConfig(nil), Options{})
+	h := startController(b, testnet.Config(nil), Options{})
 	client, br := benchSwitch(b, h, 1, 2, 3)
 	go io.Copy(io.Discard, br)
 
 	// A batch of packet-ins that differ in the client address and port,
 	// patched in place per batch: no two setups share a 5-tuple.
 	const batch = 64
-	syns := newPacketInBatch(b, clientOF, syn(b, 1), batch)
+	syns := newPacketInBatch(b, testnet.ClientOF, testnet.SYN(b, 1), batch)
 	sent := 0
 	write := func(n int) {
 		syns.write(b, client, n, sent, 12, 20) // client address and port as sources
@@ -54,7 +54,7 @@ func BenchmarkPacketIn(b *testing.B) {
 // each batch are not timed. Its allocations count too.
 func BenchmarkPacketInReply(b *testing.B) {
 	reg := prometheus.NewRegistry()
-	h := startController(b, testConfig(func(c *sdnlb.Config) { c.Members = c.Members[:1] }), Options{Registerer: reg})
+	h := startController(b, testnet.Config(func(c *sdnlb.Config) { c.Members = c.Members[:1] }), Options{Registerer: reg})
 	client, br := benchSwitch(b, h, 1)
 	// The reader counts packet-outs and wakes the benchmark when the
 	// count it waits for is reached: polling would time the sleeps.
@@ -75,8 +75,8 @@ func BenchmarkPacketInReply(b *testing.B) {
 	}()
 
 	const batch = 64
-	syns := newPacketInBatch(b, clientOF, syn(b, 1), batch)
-	replies := newPacketInBatch(b, 1, synACK(b, 1, 1), batch)
+	syns := newPacketInBatch(b, testnet.ClientOF, testnet.SYN(b, 1), batch)
+	replies := newPacketInBatch(b, 1, testnet.SYNACK(b, 1, 1), batch)
 	sent := 0
 	round := func(n int) {
 		b.StopTimer()
@@ -198,7 +198,7 @@ func benchHandshake(tb testing.TB, sw *fakeSwitch, br *bufio.Reader) {
 // teachMemberRaw is teachMember on a raw conn.
 func teachMemberRaw(tb testing.TB, sw *fakeSwitch, br *bufio.Reader, i int) {
 	tb.Helper()
-	teach := arpFrame(tb, 2, memberMAC(i), vipMAC, fmt.Sprintf("10.0.0.%d", i), "10.0.0.100", vipMAC)
+	teach := testnet.ARPFrame(tb, 2, testnet.MemberMAC(i), testnet.VIPMAC, fmt.Sprintf("10.0.0.%d", i), "10.0.0.100", testnet.VIPMAC)
 	sw.packetIn(uint32(i), teach)
 	for {
 		b, err := ofp.ReadMessage(br, nil)
@@ -217,8 +217,8 @@ func waitSetups(tb testing.TB, c *Controller, n int) {
 	deadline := time.Now().Add(time.Minute)
 	for {
 		var total uint64
-		for _, m := range membersByID(c.snap.Load()) {
-			total += m.cnt.total.Load()
+		for _, m := range testnet.MembersByID(c.snap.Load()) {
+			total += m.Cnt.Total.Load()
 		}
 		if total >= uint64(n) {
 			return
@@ -227,24 +227,6 @@ func waitSetups(tb testing.TB, c *Controller, n int) {
 			tb.Fatalf("%d of %d setups done", total, n)
 		}
 		time.Sleep(100 * time.Microsecond)
-	}
-}
-
-// BenchmarkDataplane_Setup measures the decision alone: one SYN packet-in
-// from a new client port in, the flow pair and the packet-out encoded into
-// the outbox. No socket, no other goroutine.
-func BenchmarkDataplane_Setup(b *testing.B) {
-	d := newDecision(b, testConfig(nil))
-	d.teach(1, 2, 3)
-	frame := syn(b, 1)
-	pin := &ofp.PacketIn{BufferID: ofp.NoBuffer, Reason: ofp.ReasonAction,
-		Match: ofp.Match{OXMs: []ofp.OXM{ofp.MatchInPort(clientOF)}}, Data: frame}
-	b.ReportAllocs()
-	for i := 0; b.Loop(); i++ {
-		binary.BigEndian.PutUint32(frame[26:], 0x0a010000+uint32(i/50000)) // client address
-		binary.BigEndian.PutUint16(frame[34:], uint16(1024+i%50000))       // and port
-		d.dp.packetIn(d.now, d.snap, pin, d.out)
-		d.out.reset()
 	}
 }
 

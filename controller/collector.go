@@ -2,8 +2,8 @@ package controller
 
 import (
 	"github.com/prometheus/client_golang/prometheus"
-
 	"github.com/sdnlb/sdnlb"
+	"github.com/sdnlb/sdnlb/controller/model"
 )
 
 // snapshotCollector exports the counters of every VIP and member of the
@@ -55,28 +55,28 @@ func (sc *snapshotCollector) Describe(ch chan<- *prometheus.Desc) {
 
 func (sc *snapshotCollector) Collect(ch chan<- prometheus.Metric) {
 	snap := sc.c.snap.Load()
-	for _, v := range snap.vipByID {
-		active := uint64(max(0, v.cnt.active.Load()))
-		if v.pool != nil {
-			for _, m := range v.pool.members {
-				if m.status != sdnlb.MemberDown {
-					active += m.cnt.dispatchedActive()
+	for _, v := range snap.VIPByID {
+		active := uint64(max(0, v.Cnt.Active.Load()))
+		if v.Pool != nil {
+			for _, m := range v.Pool.Members {
+				if m.Status != sdnlb.MemberDown {
+					active += m.Cnt.DispatchedActive()
 				}
 			}
 		}
-		ch <- prometheus.MustNewConstMetric(sc.vipActive, prometheus.GaugeValue, float64(active), v.id)
-		ch <- prometheus.MustNewConstMetric(sc.vipRefused, prometheus.CounterValue, float64(v.cnt.refused.Load()), v.id)
+		ch <- prometheus.MustNewConstMetric(sc.vipActive, prometheus.GaugeValue, float64(active), v.ID)
+		ch <- prometheus.MustNewConstMetric(sc.vipRefused, prometheus.CounterValue, float64(v.Cnt.Refused.Load()), v.ID)
 	}
-	for _, p := range snap.pools {
+	for _, p := range snap.Pools {
 		vip := ""
-		if p.vip != nil {
-			vip = p.vip.id
+		if p.VIP != nil {
+			vip = p.VIP.ID
 		}
-		for _, m := range p.members {
-			st := m.stats()
-			labels := []string{vip, p.id, m.id}
+		for _, m := range p.Members {
+			st := m.Stats()
+			labels := []string{vip, p.ID, m.ID}
 			up := 0.0
-			if inRotation(m.status) {
+			if model.InRotation(m.Status) {
 				up = 1
 			}
 			ch <- prometheus.MustNewConstMetric(sc.memberUp, prometheus.GaugeValue, up, labels...)

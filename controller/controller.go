@@ -12,8 +12,9 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-
 	"github.com/sdnlb/sdnlb"
+	"github.com/sdnlb/sdnlb/controller/dataplane"
+	"github.com/sdnlb/sdnlb/controller/model"
 	"github.com/sdnlb/sdnlb/controller/ofp"
 )
 
@@ -23,7 +24,7 @@ type Options struct {
 	HardTimeout   time.Duration // of connection flows, default none
 	EchoInterval  time.Duration // keepalive, default 5 s; 3 unanswered close the connection
 	StatsInterval time.Duration // flow-stats polling, default 2 s
-	L2            L2Mode        // who switches traffic not for a VIP, default L2Normal
+	L2            model.L2Mode  // who switches traffic not for a VIP, default L2Normal
 	// LinkCapacity is the speed, in bits per second, of a link whose
 	// ports report none (Open vSwitch's patch ports, many virtual NICs),
 	// against which its utilisation is measured; default
@@ -69,14 +70,14 @@ type Controller struct {
 	src     sdnlb.ConfigSource
 	opts    Options
 	log     *slog.Logger
-	metrics *metrics
+	metrics *dataplane.Metrics
 
 	idle, hard uint16 // connection flow timeouts in seconds
 	now        func() time.Time
 
-	snap     atomic.Pointer[snapshot]
-	builder  *snapshotBuilder // only the goroutine that follows the configuration
-	affinity *affinityTable
+	snap     atomic.Pointer[model.Snapshot]
+	builder  *model.Builder // only the goroutine that follows the configuration
+	affinity *dataplane.AffinityTable
 	topo     *topology
 	fabric   *fabric // under L2Fabric
 	addr     atomic.Pointer[net.Addr]
@@ -85,8 +86,8 @@ type Controller struct {
 	handshakeLog *limitedLog // failed handshakes
 	duplicateLog *limitedLog // connections claiming a connected switch's datapath id
 	mu           sync.RWMutex
-	conns        map[uint64]*switchConn // by datapath id
-	ledgers      map[uint64]*flowLedger // by datapath id, for good: a switch's counters carry over its reconnects
+	conns        map[uint64]*switchConn           // by datapath id
+	ledgers      map[uint64]*dataplane.FlowLedger // by datapath id, for good: a switch's counters carry over its reconnects
 
 	roleMu sync.Mutex
 	roles  roles // with Options.Roles: what SetMasters gave last
@@ -111,7 +112,7 @@ func New(src sdnlb.ConfigSource, opts Options) *Controller {
 		opts.StatsInterval = DefaultStatsInterval
 	}
 	if opts.L2 == "" {
-		opts.L2 = L2Normal
+		opts.L2 = model.L2Normal
 	}
 	if opts.LinkCapacity == 0 {
 		opts.LinkCapacity = DefaultLinkCapacity
@@ -131,22 +132,22 @@ func New(src sdnlb.ConfigSource, opts Options) *Controller {
 		src:      src,
 		opts:     opts,
 		log:      log,
-		metrics:  newMetrics(opts.Registerer, log),
-		idle:     flowSeconds(opts.IdleTimeout),
-		hard:     flowSeconds(opts.HardTimeout),
+		metrics:  dataplane.NewMetrics(opts.Registerer, log),
+		idle:     model.FlowSeconds(opts.IdleTimeout),
+		hard:     model.FlowSeconds(opts.HardTimeout),
 		now:      time.Now,
-		affinity: newAffinityTable(),
+		affinity: dataplane.NewAffinityTable(),
 		topo:     newTopology(opts.LinkCapacity),
 		conns:    map[uint64]*switchConn{},
-		ledgers:  map[uint64]*flowLedger{},
+		ledgers:  map[uint64]*dataplane.FlowLedger{},
 		guard: &guard{allow: opts.Allow, maxSwitches: opts.MaxSwitches, maxHandshakes: opts.MaxHandshakes,
 			refusals: &limitedLog{log: log, every: refusalLogEvery}, bySource: map[netip.Addr]int{}},
 		handshakeLog: &limitedLog{log: log, every: refusalLogEvery},
 		duplicateLog: &limitedLog{log: log, every: refusalLogEvery},
 	}
-	c.builder = newSnapshotBuilder(func() time.Time { return c.now() })
-	c.snap.Store(emptySnapshot)
-	if opts.L2 == L2Fabric {
+	c.builder = model.NewBuilder(func() time.Time { return c.now() })
+	c.snap.Store(model.EmptySnapshot)
+	if opts.L2 == model.L2Fabric {
 		c.fabric = newFabric()
 		c.topo.changed = c.fabric.poke
 		c.fabric.deliver = func(dpid uint64, fm *ofp.FlowMod) {
@@ -161,14 +162,6 @@ func New(src sdnlb.ConfigSource, opts Options) *Controller {
 		}
 	}
 	return c
-}
-
-// flowSeconds converts a timeout to OpenFlow's 16-bit seconds; 0 is none.
-func flowSeconds(d time.Duration) uint16 {
-	if d <= 0 {
-		return 0
-	}
-	return uint16(min(max(int64((d+time.Second-1)/time.Second), 1), 0xffff))
 }
 
 // Addr is the address the controller listens on, nil before it serves.
@@ -259,8 +252,8 @@ func (c *Controller) follow(ctx context.Context, events <-chan sdnlb.Event) {
 		case <-ctx.Done():
 			return
 		case <-weigh.C:
-			if snap := c.builder.reweigh(c.now()); snap != nil {
-				c.log.Debug("pools weighed again", "gen", snap.gen, "pools", len(snap.patched.pools))
+			if snap := c.builder.Reweigh(c.now()); snap != nil {
+				c.log.Debug("pools weighed again", "gen", snap.Gen, "pools", len(snap.Patched.Pools))
 				c.install(snap)
 			}
 			continue
@@ -304,12 +297,12 @@ func drain(burst []sdnlb.Event, events <-chan sdnlb.Event) []sdnlb.Event {
 // burst of health changes patches the snapshot, which costs what the
 // changed pools hold; anything else reloads the whole configuration.
 func (c *Controller) apply(ctx context.Context, burst []sdnlb.Event) error {
-	changes, ok := healthChanges(burst)
+	changes, ok := model.HealthChanges(burst)
 	if !ok {
 		return c.reload(ctx)
 	}
-	snap := c.builder.patch(changes)
-	c.log.Debug("configuration patched", "gen", snap.gen, "members", len(snap.patched.members))
+	snap := c.builder.Patch(changes)
+	c.log.Debug("configuration patched", "gen", snap.Gen, "members", len(snap.Patched.Members))
 	c.install(snap)
 	return nil
 }
@@ -321,17 +314,17 @@ func (c *Controller) reload(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	snap, skipped := c.builder.build(cfg)
+	snap, skipped := c.builder.Build(cfg)
 	for _, err := range skipped {
 		c.log.Warn("configuration object ignored by the data path", "err", err)
 	}
-	c.log.Debug("configuration snapshot", "seq", cfg.Seq, "vips", len(snap.vipByID), "members", len(snap.memberPools))
+	c.log.Debug("configuration snapshot", "seq", cfg.Seq, "vips", len(snap.VIPByID), "members", len(snap.MemberPools))
 	c.install(snap)
 	return nil
 }
 
 // install swaps snap in and brings every switch to it.
-func (c *Controller) install(snap *snapshot) {
+func (c *Controller) install(snap *model.Snapshot) {
 	c.snap.Store(snap)
 	for _, s := range c.switchConns() {
 		// A switch that cannot take the writes has its connection closed
@@ -360,7 +353,7 @@ func (c *Controller) register(s *switchConn) {
 	c.conns[s.dpid] = s
 	n := len(c.conns)
 	c.mu.Unlock()
-	c.metrics.switches.Set(float64(n))
+	c.metrics.Switches.Set(float64(n))
 	c.portsChanged()
 	if old != nil {
 		old.log.Info("switch reconnected; closing its old connection")
@@ -376,7 +369,7 @@ func (c *Controller) unregister(s *switchConn) {
 	}
 	n := len(c.conns)
 	c.mu.Unlock()
-	c.metrics.switches.Set(float64(n))
+	c.metrics.Switches.Set(float64(n))
 }
 
 func (c *Controller) switchConn(dpid uint64) *switchConn {
@@ -387,9 +380,9 @@ func (c *Controller) switchConn(dpid uint64) *switchConn {
 
 // dataplaneConfig is what a new dataplane of switch dpid shares with the
 // controller.
-func (c *Controller) dataplaneConfig(dpid uint64, log *slog.Logger, f switchFeatures) dataplaneConfig {
-	return dataplaneConfig{dpid: dpid, idleTimeout: c.idle, hardTimeout: c.hard, l2: c.opts.L2, groups: f.groups, oneTable: f.oneTable,
-		affinity: c.affinity, ledger: c.ledger(dpid), fabric: c.fabric, metrics: c.metrics, log: log}
+func (c *Controller) dataplaneConfig(dpid uint64, log *slog.Logger, f model.SwitchFeatures) dataplane.Config {
+	return dataplane.Config{DPID: dpid, IdleTimeout: c.idle, HardTimeout: c.hard, L2: c.opts.L2, Groups: f.Groups, OneTable: f.OneTable,
+		Affinity: c.affinity, Ledger: c.ledger(dpid), Fabric: c.fabric, Metrics: c.metrics, Log: log}
 }
 
 // portsChanged asks the fabric, if any, to route again: a switch came or
@@ -402,12 +395,12 @@ func (c *Controller) portsChanged() {
 
 // ledger returns the flow ledger of switch dpid, which every connection
 // of the switch keeps, so that its counters carry over a reconnect.
-func (c *Controller) ledger(dpid uint64) *flowLedger {
+func (c *Controller) ledger(dpid uint64) *dataplane.FlowLedger {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	l := c.ledgers[dpid]
 	if l == nil {
-		l = newFlowLedger()
+		l = dataplane.NewFlowLedger()
 		c.ledgers[dpid] = l
 	}
 	return l
@@ -415,7 +408,7 @@ func (c *Controller) ledger(dpid uint64) *flowLedger {
 
 // housekeep expires persistence entries and polls flow stats.
 func (c *Controller) housekeep() {
-	c.affinity.expire(c.now())
+	c.affinity.Expire(c.now())
 	c.pollStats()
 }
 

@@ -11,14 +11,14 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-
 	"github.com/sdnlb/sdnlb"
+	"github.com/sdnlb/sdnlb/controller/internal/testnet"
 	"github.com/sdnlb/sdnlb/controller/ofp"
 )
 
 func TestController_ServeOnTCP(t *testing.T) {
 	reg := prometheus.NewRegistry()
-	c := New(newFakeSource(testConfig(nil)), Options{Registerer: reg, StatsInterval: time.Hour, EchoInterval: time.Hour})
+	c := New(newFakeSource(testnet.Config(nil)), Options{Registerer: reg, StatsInterval: time.Hour, EchoInterval: time.Hour})
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -26,7 +26,7 @@ func TestController_ServeOnTCP(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	errc := make(chan error, 1)
 	go func() { errc <- c.Serve(ctx, ln) }()
-	deadline := time.Now().Add(waitFor)
+	deadline := time.Now().Add(testnet.WaitFor)
 	for c.Addr() == nil {
 		if time.Now().After(deadline) {
 			t.Fatal("controller never listened")
@@ -54,11 +54,11 @@ func TestController_ServeOnTCP(t *testing.T) {
 		if err != nil {
 			t.Errorf("Serve after cancel: %v", err)
 		}
-	case <-time.After(waitFor):
+	case <-time.After(testnet.WaitFor):
 		t.Fatal("Serve did not return after cancel")
 	}
 	// Shutting down closes the switch sessions.
-	conn.SetReadDeadline(time.Now().Add(waitFor))
+	conn.SetReadDeadline(time.Now().Add(testnet.WaitFor))
 	for {
 		if _, err := ofp.ReadMessage(br, nil); err != nil {
 			break
@@ -68,12 +68,12 @@ func TestController_ServeOnTCP(t *testing.T) {
 
 func TestController_Metrics(t *testing.T) {
 	reg := prometheus.NewRegistry()
-	h := startController(t, testConfig(func(c *sdnlb.Config) { c.VIPs[0].ConnectionLimit = 1 }), Options{Registerer: reg})
+	h := startController(t, testnet.Config(func(c *sdnlb.Config) { c.VIPs[0].ConnectionLimit = 1 }), Options{Registerer: reg})
 	sw, _ := h.connect(t, 1)
 	teachMember(t, sw, 1)
-	sw.packetIn(clientOF, syn(t, 40000))
+	sw.packetIn(testnet.ClientOF, testnet.SYN(t, 40000))
 	nextSetup(t, sw)
-	sw.packetIn(clientOF, syn(t, 40001))
+	sw.packetIn(testnet.ClientOF, testnet.SYN(t, 40001))
 	sw.nextOf(ofp.TypePacketOut)
 	tests := []struct {
 		name, metric, label string
@@ -93,8 +93,8 @@ func TestController_Metrics(t *testing.T) {
 		})
 	}
 	t.Run("SecondRegistrationIsLoggedNotFatal", func(t *testing.T) {
-		log := &syncBuffer{}
-		New(newFakeSource(nil), Options{Registerer: reg, Logger: newTestLogger(log)})
+		log := &testnet.SyncBuffer{}
+		New(newFakeSource(nil), Options{Registerer: reg, Logger: testnet.NewTestLogger(log)})
 		if !strings.Contains(log.String(), "metrics not registered") {
 			t.Errorf("no warning in %q", log.String())
 		}
@@ -138,23 +138,23 @@ func gauge(tb testing.TB, reg *prometheus.Registry, name string) float64 {
 }
 
 func TestController_ReloadFollowsFeed(t *testing.T) {
-	h := startController(t, testConfig(nil), Options{})
+	h := startController(t, testnet.Config(nil), Options{})
 	sw, _ := h.connect(t, 1)
-	h.src.set(testConfig(func(c *sdnlb.Config) {
+	h.src.set(testnet.Config(func(c *sdnlb.Config) {
 		c.VIPs = append(c.VIPs, &sdnlb.VIP{ID: "v2", Address: "10.0.0.102", Protocol: sdnlb.ProtocolICMP, PoolID: "p2", AdminStateUp: true})
 		c.Pools = append(c.Pools, &sdnlb.Pool{ID: "p2", VIPID: "v2", LBMethod: sdnlb.LeastConnections, AdminStateUp: true})
 		c.Members = append(c.Members, &sdnlb.Member{ID: "m9", PoolID: "p2", Address: "10.0.0.9", Weight: 1, AdminStateUp: true})
 	}))
 	// The new VIP is announced...
 	po := sw.nextOf(ofp.TypePacketOut).m.(*ofp.PacketOut)
-	if got := packetOutLine(po); got != "in_port=CONTROLLER actions=FLOOD" {
+	if got := testnet.PacketOutLine(po); got != "in_port=CONTROLLER actions=FLOOD" {
 		t.Errorf("announcement sent %s", got)
 	}
 	// ...and serves ICMP echo per client.
 	teachMember(t, sw, 9)
-	sw.packetIn(clientOF, icmpEcho(t))
+	sw.packetIn(testnet.ClientOF, testnet.ICMPEcho(t))
 	s := nextSetup(t, sw)
-	assertLines(t, flowLines(t, []ofp.FlowMod{s.fwd, s.rev}), []string{
+	testnet.AssertLines(t, testnet.FlowLines(t, []ofp.FlowMod{s.fwd, s.rev}), []string{
 		"cookie=0x5d10000002000004, priority=1000, idle_timeout=30, send_flow_rem, icmp,nw_src=10.0.1.5,nw_dst=10.0.0.102,icmp_type=8 actions=set_field:aa:00:00:00:00:09->eth_dst,set_field:10.0.0.9->ip_dst,output:9",
 		// v2 has no MAC from the store: the controller derives the same one.
 		"cookie=0x5d11000002000004, priority=1000, idle_timeout=30, send_flow_rem, icmp,nw_src=10.0.0.9,nw_dst=10.0.1.5,icmp_type=0 actions=set_field:" + sdnlb.VIPMAC("v2") + "->eth_src,set_field:10.0.0.102->ip_src,output:10",
@@ -176,8 +176,8 @@ func (l *flakyListener) Accept() (net.Conn, error) {
 }
 
 func TestController_AcceptErrorsRetried(t *testing.T) {
-	h := &harness{src: newFakeSource(testConfig(nil)), ln: newPipeListener(), log: &syncBuffer{}, clock: &testClock{}}
-	h.c = New(h.src, Options{Logger: newTestLogger(h.log), EchoInterval: time.Hour, StatsInterval: time.Hour})
+	h := &harness{src: newFakeSource(testnet.Config(nil)), ln: newPipeListener(), log: &testnet.SyncBuffer{}, clock: &testClock{}}
+	h.c = New(h.src, Options{Logger: testnet.NewTestLogger(h.log), EchoInterval: time.Hour, StatsInterval: time.Hour})
 	fl := &flakyListener{pipeListener: h.ln}
 	fl.fails.Store(3)
 	ctx, cancel := context.WithCancel(context.Background())
@@ -198,8 +198,8 @@ func TestController_AcceptErrorsRetried(t *testing.T) {
 // go with it. Flow-mods are counted as sent.
 func TestMetrics_VIPsAndMembers(t *testing.T) {
 	reg := prometheus.NewRegistry()
-	h, sw := connected(t, testConfig(nil), Options{Registerer: reg}, 1, 2, 3)
-	sw.packetIn(clientOF, syn(t, 40000))
+	h, sw := connected(t, testnet.Config(nil), Options{Registerer: reg}, 1, 2, 3)
+	sw.packetIn(testnet.ClientOF, testnet.SYN(t, 40000))
 	sw.nextOf(ofp.TypePacketOut)
 	series := func(name string) map[string]float64 {
 		mfs, err := reg.Gather()
@@ -236,8 +236,8 @@ func TestMetrics_VIPsAndMembers(t *testing.T) {
 		t.Errorf("flow_mods_total %v, want the connection's two at least", n)
 	}
 
-	h.src.set(testConfig(func(c *sdnlb.Config) { c.Members = c.Members[:2] }))
-	waitFor := time.Now().Add(waitFor)
+	h.src.set(testnet.Config(func(c *sdnlb.Config) { c.Members = c.Members[:2] }))
+	waitFor := time.Now().Add(testnet.WaitFor)
 	for len(series("sdnlb_member_up")) != 2 {
 		if time.Now().After(waitFor) {
 			t.Fatalf("series after member m3 was deleted: %v", series("sdnlb_member_up"))

@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/sdnlb/sdnlb"
+	"github.com/sdnlb/sdnlb/controller/dataplane"
+	"github.com/sdnlb/sdnlb/controller/model"
 	"github.com/sdnlb/sdnlb/controller/ofp"
 )
 
@@ -53,43 +55,24 @@ const settleTime = lldpInterval
 // the paths it chose.
 type fabric struct {
 	mu       sync.Mutex
-	hosts    map[[6]byte]fabricHost // where each host attaches
-	hostsGen uint64                 // counts changes of hosts
-	shared   *fabricHosts           // hosts as last handed out
-	upSince  map[portRef]time.Time  // when the controller first saw each port up
+	hosts    map[[6]byte]dataplane.FabricHost // where each host attaches
+	hostsGen uint64                           // counts changes of hosts
+	shared   *dataplane.FabricHosts           // hosts as last handed out
+	upSince  map[model.PortRef]time.Time      // when the controller first saw each port up
 	levels   map[levelKey]linkLevel
 	towards  map[uint64]map[uint64]uint32 // per destination switch: each switch's port toward it
 	settles  time.Time                    // when the next port that is not settled settles; zero: none
-	far      map[portRef]uint64           // the switch at the other end of each link port
+	far      map[model.PortRef]uint64     // the switch at the other end of each link port
 	kick     chan struct{}
 	// deliver hands a flow-mod to another switch's connection, without
 	// waiting: the Controller's, which knows the connections.
 	deliver func(dpid uint64, fm *ofp.FlowMod)
 }
 
-// fabricHost is a host at the edge: its port and, once an ARP or IPv4
-// packet showed it, its address.
-type fabricHost struct {
-	at portRef
-	ip netip.Addr // the zero Addr: not known
-	// tentative: seen on a port that had not settled yet. The switches
-	// get no row for it until the port settles as a host's; if the port
-	// turns out to be a link, the host was seen through it and is
-	// forgotten.
-	tentative bool
-}
-
-// fabricHosts is an immutable copy of the hosts, shared by the switches'
-// views of one round.
-type fabricHosts struct {
-	gen   uint64
-	hosts map[[6]byte]fabricHost
-}
-
 func newFabric() *fabric {
-	return &fabric{hosts: map[[6]byte]fabricHost{}, shared: &fabricHosts{hosts: map[[6]byte]fabricHost{}},
-		upSince: map[portRef]time.Time{}, levels: map[levelKey]linkLevel{}, towards: map[uint64]map[uint64]uint32{},
-		far: map[portRef]uint64{}, kick: make(chan struct{}, 1), deliver: func(uint64, *ofp.FlowMod) {}}
+	return &fabric{hosts: map[[6]byte]dataplane.FabricHost{}, shared: &dataplane.FabricHosts{Hosts: map[[6]byte]dataplane.FabricHost{}},
+		upSince: map[model.PortRef]time.Time{}, levels: map[levelKey]linkLevel{}, towards: map[uint64]map[uint64]uint32{},
+		far: map[model.PortRef]uint64{}, kick: make(chan struct{}, 1), deliver: func(uint64, *ofp.FlowMod) {}}
 }
 
 // poke asks for a new round at once.
@@ -103,19 +86,19 @@ func (f *fabric) poke() {
 // learn records that mac (with ip, the zero Addr for unknown) attaches at port, a
 // host's port if settled, else one that has not settled yet. It reports
 // whether that changed anything, and asks for a round if so.
-func (f *fabric) learn(mac [6]byte, ip netip.Addr, at portRef, settled bool) bool {
+func (f *fabric) learn(mac [6]byte, ip netip.Addr, at model.PortRef, settled bool) bool {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	h, known := f.hosts[mac]
 	if !ip.IsValid() {
-		ip = h.ip
+		ip = h.IP
 	}
-	next := fabricHost{at: at, ip: ip, tentative: !settled}
-	if known && h == next || !known && len(f.hosts) >= maxLearned {
+	next := dataplane.FabricHost{At: at, IP: ip, Tentative: !settled}
+	if known && h == next || !known && len(f.hosts) >= dataplane.MaxLearned {
 		return false
 	}
 	f.hosts[mac] = next
-	if known && !h.tentative || settled {
+	if known && !h.Tentative || settled {
 		f.hostsGen++ // the switches' rows change
 	}
 	f.poke()
@@ -124,11 +107,11 @@ func (f *fabric) learn(mac [6]byte, ip netip.Addr, at portRef, settled bool) boo
 
 // seed records a host a switch's flows name at port, unless the fabric
 // knows where it is.
-func (f *fabric) seed(mac [6]byte, at portRef) {
+func (f *fabric) seed(mac [6]byte, at model.PortRef) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if _, known := f.hosts[mac]; !known && len(f.hosts) < maxLearned {
-		f.hosts[mac] = fabricHost{at: at}
+	if _, known := f.hosts[mac]; !known && len(f.hosts) < dataplane.MaxLearned {
+		f.hosts[mac] = dataplane.FabricHost{At: at}
 		f.hostsGen++
 	}
 }
@@ -143,7 +126,7 @@ func (f *fabric) Between(from, to uint64) []uint64 {
 	var path []uint64
 	for at := from; at != to; {
 		p, ok := ports[at]
-		next, linked := f.far[portRef{dpid: at, port: p}]
+		next, linked := f.far[model.PortRef{DPID: at, Port: p}]
 		if !ok || !linked || len(path) > len(ports) {
 			return nil
 		}
@@ -154,35 +137,11 @@ func (f *fabric) Between(from, to uint64) []uint64 {
 }
 
 // Home returns where a host attaches.
-func (f *fabric) Home(mac [6]byte) (portRef, bool) {
+func (f *fabric) Home(mac [6]byte) (model.PortRef, bool) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	h, ok := f.hosts[mac]
-	return h.at, ok
-}
-
-// passReplies lets a CONTROLLER connection's replies through the switches
-// between its member's and this one, whose reverse flow translates them:
-// each of them would otherwise send them to the controller, or to its
-// tracker, as the member's replies. The rows match the reverse flow's
-// addresses and ports (not what the tracker says, which only this switch
-// knows), go to the other switches without waiting, and carry the
-// connection's timeouts; until one is in place, a reply goes the slow
-// way, through the controller, which forwards it.
-func (dp *dataplane) passReplies(reverse *ofp.FlowMod, memberMAC [6]byte, out *outbox) {
-	home, ok := dp.fabric.Home(memberMAC)
-	if !ok || home.dpid == dp.dpid {
-		return
-	}
-	for _, dpid := range dp.fabric.Between(home.dpid, dp.dpid) {
-		pass := ofp.FlowMod{Cookie: reverse.Cookie&^maskCategory | uint64(catTransit)<<cookieCatShift,
-			Command: ofp.FlowAdd, TableID: tableClassify, Priority: prioConnection,
-			IdleTimeout: reverse.IdleTimeout, HardTimeout: reverse.HardTimeout,
-			BufferID: ofp.NoBuffer, OutPort: ofp.PortAny, OutGroup: ofp.GroupAny,
-			Match:        ofp.Match{OXMs: slices.DeleteFunc(slices.Clone(reverse.Match.OXMs), func(o ofp.OXM) bool { return trackerField(&o) })},
-			Instructions: []ofp.Instruction{ofp.InstructionGotoTable{TableID: tableL2}}}
-		out.transit = append(out.transit, transitRow{dpid: dpid, fm: pass})
-	}
+	return h.At, ok
 }
 
 // paths follows the ports the last round chose from every switch to every
@@ -190,9 +149,9 @@ func (dp *dataplane) passReplies(reverse *ofp.FlowMod, memberMAC [6]byte, out *o
 func (f *fabric) paths(links []linkState) []*sdnlb.Path {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	far := make(map[portRef]uint64, len(links)) // the switch at the other end of each link port
+	far := make(map[model.PortRef]uint64, len(links)) // the switch at the other end of each link port
 	for _, l := range links {
-		far[l.src] = l.dst.dpid
+		far[l.src] = l.dst.DPID
 	}
 	var out []*sdnlb.Path
 	for _, dst := range slices.Sorted(maps.Keys(f.towards)) {
@@ -200,8 +159,8 @@ func (f *fabric) paths(links []linkState) []*sdnlb.Path {
 		for _, from := range slices.Sorted(maps.Keys(ports)) {
 			p := &sdnlb.Path{From: formatDPID(from), To: formatDPID(dst)}
 			for at := from; at != dst && len(p.Hops) <= len(ports); {
-				hop := portRef{dpid: at, port: ports[at]}
-				p.Hops = append(p.Hops, sdnlb.LinkEnd{DPID: formatDPID(at), Port: hop.port})
+				hop := model.PortRef{DPID: at, Port: ports[at]}
+				p.Hops = append(p.Hops, sdnlb.LinkEnd{DPID: formatDPID(at), Port: hop.Port})
 				next, ok := far[hop]
 				if !ok {
 					break
@@ -234,18 +193,18 @@ type loadFunc func(l link, dst uint64, carries bool) float64
 
 // plan computes every switch's view: which of its ports are links, which
 // carry floods, and the port toward each other switch.
-func (f *fabric) plan(now time.Time, switches []fabricSwitch, links []linkState, load loadFunc) map[uint64]*fabricView {
+func (f *fabric) plan(now time.Time, switches []fabricSwitch, links []linkState, load loadFunc) map[uint64]*dataplane.FabricView {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	ids := make([]uint64, len(switches))
 	for i, s := range switches {
 		ids[i] = s.dpid
 	}
-	linked := map[portRef]bool{}
-	f.far = make(map[portRef]uint64, len(links))
+	linked := map[model.PortRef]bool{}
+	f.far = make(map[model.PortRef]uint64, len(links))
 	for _, l := range links {
 		linked[l.src], linked[l.dst] = true, true
-		f.far[l.src] = l.dst.dpid
+		f.far[l.src] = l.dst.DPID
 	}
 	g := newGraph(ids, links)
 	onTree := g.tree()
@@ -258,7 +217,7 @@ func (f *fabric) plan(now time.Time, switches []fabricSwitch, links []linkState,
 		prev := f.towards[dst]
 		for _, l := range links {
 			k := levelKey{l.link, dst}
-			if lv := f.levels[k].next(now, load(l.link, dst, prev[l.src.dpid] == l.src.port)); lv != (linkLevel{}) {
+			if lv := f.levels[k].next(now, load(l.link, dst, prev[l.src.DPID] == l.src.Port)); lv != (linkLevel{}) {
 				levels[k] = lv
 			}
 		}
@@ -266,11 +225,11 @@ func (f *fabric) plan(now time.Time, switches []fabricSwitch, links []linkState,
 	}
 	f.levels, f.towards = levels, towards
 
-	up := map[portRef]bool{}
+	up := map[model.PortRef]bool{}
 	for _, s := range switches {
 		for _, p := range s.ports {
 			if (p.PortNo <= ofp.PortMax || p.PortNo == ofp.PortLocal) && portUp(p) {
-				up[portRef{dpid: s.dpid, port: p.PortNo}] = true
+				up[model.PortRef{DPID: s.dpid, Port: p.PortNo}] = true
 			}
 		}
 	}
@@ -285,49 +244,49 @@ func (f *fabric) plan(now time.Time, switches []fabricSwitch, links []linkState,
 		}
 	}
 	f.settleHosts(now, ids, linked, up)
-	if f.shared.gen != f.hostsGen {
-		f.shared = &fabricHosts{gen: f.hostsGen, hosts: make(map[[6]byte]fabricHost, len(f.hosts))}
+	if f.shared.Gen != f.hostsGen {
+		f.shared = &dataplane.FabricHosts{Gen: f.hostsGen, Hosts: make(map[[6]byte]dataplane.FabricHost, len(f.hosts))}
 		for mac, h := range f.hosts {
-			if !h.tentative {
-				f.shared.hosts[mac] = h
+			if !h.Tentative {
+				f.shared.Hosts[mac] = h
 			}
 		}
 	}
 
 	f.settles = time.Time{}
-	views := make(map[uint64]*fabricView, len(switches))
+	views := make(map[uint64]*dataplane.FabricView, len(switches))
 	for _, s := range switches {
-		v := &fabricView{dpid: s.dpid, edge: map[uint32]bool{}, floods: map[uint32][]uint32{}, next: map[uint64]uint32{}, hosts: f.shared}
+		v := &dataplane.FabricView{DPID: s.dpid, Edge: map[uint32]bool{}, Floods: map[uint32][]uint32{}, Next: map[uint64]uint32{}, Hosts: f.shared}
 		for _, p := range s.ports {
-			ref := portRef{dpid: s.dpid, port: p.PortNo}
+			ref := model.PortRef{DPID: s.dpid, Port: p.PortNo}
 			if !up[ref] {
 				continue
 			}
 			since := f.upSince[ref]
 			switch {
 			case linked[ref]:
-				v.ingress = append(v.ingress, p.PortNo)
+				v.Ingress = append(v.Ingress, p.PortNo)
 				if onTree[ref] {
-					v.carry = append(v.carry, p.PortNo)
+					v.Carry = append(v.Carry, p.PortNo)
 				} else {
-					v.blocked = append(v.blocked, p.PortNo)
+					v.Blocked = append(v.Blocked, p.PortNo)
 				}
 			case now.Sub(since) >= settleTime || p.PortNo == ofp.PortLocal:
-				v.edge[p.PortNo] = true
-				v.carry = append(v.carry, p.PortNo)
+				v.Edge[p.PortNo] = true
+				v.Carry = append(v.Carry, p.PortNo)
 			case f.settles.IsZero() || since.Add(settleTime).Before(f.settles):
 				f.settles = since.Add(settleTime)
 			}
 		}
-		slices.Sort(v.carry)
-		slices.Sort(v.ingress)
-		slices.Sort(v.blocked)
-		for _, in := range v.carry {
-			v.floods[in] = slices.DeleteFunc(slices.Clone(v.carry), func(p uint32) bool { return p == in })
+		slices.Sort(v.Carry)
+		slices.Sort(v.Ingress)
+		slices.Sort(v.Blocked)
+		for _, in := range v.Carry {
+			v.Floods[in] = slices.DeleteFunc(slices.Clone(v.Carry), func(p uint32) bool { return p == in })
 		}
 		for dst, ports := range towards {
 			if p, ok := ports[s.dpid]; ok && dst != s.dpid {
-				v.next[dst] = p
+				v.Next[dst] = p
 			}
 		}
 		views[s.dpid] = v
@@ -338,268 +297,25 @@ func (f *fabric) plan(now time.Time, switches []fabricSwitch, links []linkState,
 // settleHosts forgets the hosts whose port went down or turned out to be a
 // link, and confirms the tentative ones whose port settled. Hosts of
 // switches not in the round (ids) stay as they are.
-func (f *fabric) settleHosts(now time.Time, ids []uint64, linked, up map[portRef]bool) {
+func (f *fabric) settleHosts(now time.Time, ids []uint64, linked, up map[model.PortRef]bool) {
 	connected := make(map[uint64]bool, len(ids))
 	for _, id := range ids {
 		connected[id] = true
 	}
 	for mac, h := range f.hosts {
 		switch {
-		case !connected[h.at.dpid]:
-		case linked[h.at] || !up[h.at]:
+		case !connected[h.At.DPID]:
+		case linked[h.At] || !up[h.At]:
 			delete(f.hosts, mac) // learned again where it shows
-			if !h.tentative {
+			if !h.Tentative {
 				f.hostsGen++
 			}
-		case h.tentative && now.Sub(f.upSince[h.at]) >= settleTime:
-			h.tentative = false
+		case h.Tentative && now.Sub(f.upSince[h.At]) >= settleTime:
+			h.Tentative = false
 			f.hosts[mac] = h
 			f.hostsGen++
 		}
 	}
-}
-
-// fabricView is one switch's part of the fabric, as one round computed
-// it. It is not changed once made.
-type fabricView struct {
-	dpid    uint64
-	ingress []uint32            // ports with a link: what comes in was classified where it entered
-	blocked []uint32            // links off the tree: floods that come in are dropped
-	edge    map[uint32]bool     // hosts' ports: floods from them also go to the controller
-	carry   []uint32            // the ports floods leave by: the edge and the tree
-	floods  map[uint32][]uint32 // for each port of carry, the others
-	next    map[uint64]uint32   // the port toward each switch it reaches
-	hosts   *fabricHosts
-}
-
-// portTo returns the port frames for mac leave this switch by.
-func (v *fabricView) portTo(mac [6]byte) (uint32, bool) {
-	h, ok := v.hosts.hosts[mac]
-	if !ok {
-		return 0, false
-	}
-	if h.at.dpid == v.dpid {
-		return h.at.port, true
-	}
-	p, ok := v.next[h.at.dpid]
-	return p, ok
-}
-
-// structuralFlows are the view's rows but the hosts': the ingress of its
-// links, its floods and its paths.
-func (v *fabricView) structuralFlows() []flow {
-	cookie := makeCookie(catFabric, 0, 0)
-	var flows []flow
-	for _, p := range v.ingress {
-		flows = append(flows, flow{table: tableClassify, cookie: cookie, priority: prioLinkIngress,
-			match: []ofp.OXM{ofp.MatchInPort(p)}, gotoTable: tableL2})
-	}
-	for _, p := range v.blocked {
-		flows = append(flows, flow{table: tableL2, cookie: cookie, priority: prioFlood, match: []ofp.OXM{ofp.MatchInPort(p)}})
-	}
-	for _, in := range v.carry {
-		var acts []ofp.Action
-		for _, p := range v.floods[in] {
-			acts = append(acts, ofp.ActionOutput{Port: p})
-		}
-		flows = append(flows, flow{table: tableL2, cookie: cookie, priority: prioFlood, match: []ofp.OXM{ofp.MatchInPort(in)}, actions: acts})
-	}
-	for _, dst := range slices.Sorted(maps.Keys(v.next)) {
-		flows = append(flows, flow{table: tableFabric, cookie: cookie, priority: prioPath,
-			match: []ofp.OXM{ofp.MatchMetadata(dst)}, actions: []ofp.Action{ofp.ActionOutput{Port: v.next[dst]}}})
-	}
-	return flows
-}
-
-// hostFlow is a host's row on the switch of v: out of its port on its own
-// switch, else on to tableFabric toward its switch.
-func (v *fabricView) hostFlow(mac [6]byte, h fabricHost) flow {
-	f := flow{table: tableL2, cookie: makeCookie(catL2, 0, 0), priority: prioL2, match: []ofp.OXM{ofp.MatchEthDst(mac)}}
-	if h.at.dpid == v.dpid {
-		f.actions = []ofp.Action{ofp.ActionOutput{Port: h.at.port}}
-	} else {
-		f.metadata, f.gotoTable = &h.at.dpid, tableFabric
-	}
-	return f
-}
-
-// sourceFlow is a host's row in tableSources on its own switch: what it
-// sends from its port is known, and goes on without the controller.
-func sourceFlow(mac [6]byte, port uint32) flow {
-	return flow{table: tableSources, cookie: makeCookie(catL2, 0, 0), priority: prioSource,
-		match: []ofp.OXM{ofp.MatchInPort(port), ofp.MatchEthSrc(mac)}, gotoTable: tableL2}
-}
-
-// fabricRows is what a switch holds of the fabric, as sent to it.
-type fabricRows struct {
-	view    *fabricView
-	rows    map[flowKey]installedRow // the structural rows
-	hosts   map[[6]byte]fabricHost
-	sources map[[6]byte]uint32 // the hosts of this switch: the port of their row in tableSources
-	gen     uint64             // of the hosts
-}
-
-func newFabricRows() fabricRows {
-	return fabricRows{rows: map[flowKey]installedRow{}, hosts: map[[6]byte]fabricHost{}, sources: map[[6]byte]uint32{}}
-}
-
-// installedRow is a row as sent: its match, to delete it by, and its
-// instructions, to tell whether it changed.
-type installedRow struct {
-	match        ofp.Match
-	instructions string
-}
-
-// reconcileFabric brings the switch to v: the structural rows that
-// differ, then the hosts' rows that differ, each kind's stale rows
-// deleted after its new ones, so no frame finds a gap. The hosts become
-// reachable for the dataplane's setups and buckets too.
-func (dp *dataplane) reconcileFabric(now time.Time, v *fabricView, out *outbox) {
-	r := &dp.fabricRows
-	last := r.view
-	r.view = v
-	dp.askUnknownMembers(now, out)
-	if last == nil || !last.sameStructure(v) {
-		r.reconcileStructure(v, out)
-	}
-	if pathsMoved := last == nil || !maps.Equal(last.next, v.next); r.gen != v.hosts.gen || pathsMoved {
-		dp.reconcileHosts(now, v, pathsMoved, out)
-	}
-}
-
-// sameStructure reports whether v and w want the same rows but the
-// hosts'.
-func (v *fabricView) sameStructure(w *fabricView) bool {
-	return slices.Equal(v.ingress, w.ingress) && slices.Equal(v.blocked, w.blocked) && slices.Equal(v.carry, w.carry) &&
-		maps.Equal(v.edge, w.edge) && maps.Equal(v.next, w.next)
-}
-
-// reconcileStructure sends the ingress, flood and path rows of v that the
-// switch does not hold as v wants them, then deletes those v does not
-// want.
-func (r *fabricRows) reconcileStructure(v *fabricView, out *outbox) {
-	want := map[flowKey]bool{}
-	for _, f := range v.structuralFlows() {
-		fm := f.add()
-		k, ins := keyOf(fm.TableID, fm.Priority, &fm.Match), ofp.FormatInstructions(fm.Instructions)
-		want[k] = true
-		if r.rows[k].instructions != ins {
-			r.rows[k] = installedRow{match: fm.Match, instructions: ins}
-			out.send(&fm)
-		}
-	}
-	for k, row := range r.rows {
-		if !want[k] {
-			delete(r.rows, k)
-			out.send(&ofp.FlowMod{Command: ofp.FlowDeleteStrict, TableID: k.table, Priority: k.priority,
-				BufferID: ofp.NoBuffer, OutPort: ofp.PortAny, OutGroup: ofp.GroupAny, Match: row.match})
-		}
-	}
-}
-
-// reconcileHosts sends the rows of the hosts that came or moved and
-// deletes those of the hosts gone; then it tells the dataplane where the
-// hosts with an address are, for setups and buckets: on this switch at
-// their port (one that settled since it showed them), on the others
-// through the port their path leaves by now (every one of them when the
-// paths moved).
-func (dp *dataplane) reconcileHosts(now time.Time, v *fabricView, pathsMoved bool, out *outbox) {
-	r := &dp.fabricRows
-	var reached []netip.Addr
-	for mac, h := range v.hosts.hosts {
-		old, had := r.hosts[mac]
-		changed := !had || old != h
-		if changed {
-			r.hosts[mac] = h
-			fm := v.hostFlow(mac, h).add()
-			out.send(&fm)
-			r.source(mac, h.at, dp.dpid, out)
-		}
-		switch {
-		case !h.ip.IsValid() || !changed && (h.at.dpid == dp.dpid || !pathsMoved):
-		case h.at.dpid == dp.dpid:
-			if dp.learner.learnHost(now, h.ip, mac, h.at.port, true) {
-				reached = append(reached, h.ip)
-			}
-		default:
-			if port, ok := v.portTo(mac); ok && dp.learner.reach(now, h.ip, mac, port) {
-				reached = append(reached, h.ip)
-			}
-		}
-	}
-	if r.gen != v.hosts.gen {
-		for mac := range r.hosts {
-			if _, ok := v.hosts.hosts[mac]; !ok {
-				delete(r.hosts, mac)
-				fm := flow{table: tableL2, priority: prioL2, match: []ofp.OXM{ofp.MatchEthDst(mac)}}.remove()
-				out.send(&fm)
-				r.source(mac, portRef{}, dp.dpid, out)
-			}
-		}
-		r.gen = v.hosts.gen
-	}
-	for _, ip := range reached {
-		dp.reached(now, dp.installed, ip, out)
-	}
-}
-
-// source brings the tableSources row of mac to a host at (a switch's
-// own host has one; a host elsewhere, or gone, none).
-func (r *fabricRows) source(mac [6]byte, at portRef, self uint64, out *outbox) {
-	old, had := r.sources[mac]
-	if had && (at.dpid != self || at.port != old) {
-		delete(r.sources, mac)
-		fm := sourceFlow(mac, old).remove()
-		out.send(&fm)
-	}
-	if at.dpid == self && (!had || at.port != old) {
-		r.sources[mac] = at.port
-		fm := sourceFlow(mac, at.port).add()
-		out.send(&fm)
-	}
-}
-
-// askUnknownMembers asks again, by ARP, for the members of SWITCH pools
-// no switch has shown yet: a probe flooded before their port settled, or
-// lost, would otherwise leave them out of the buckets until something
-// else brought them up.
-func (dp *dataplane) askUnknownMembers(now time.Time, out *outbox) {
-	snap := dp.installed
-	for ip, nums := range snap.switchedMembers {
-		if _, known := dp.learner.host(ip); !known && len(nums) > 0 {
-			if v := snap.vipByNum[nums[0]]; v != nil {
-				dp.askARP(now, v, ip, out)
-			}
-		}
-	}
-}
-
-// adoptFabricRow takes over one of the fabric's rows a switch holds: it is
-// kept, and the next round replaces it if it differs or deletes it if
-// the fabric no longer wants it. A host's row on its own switch tells the
-// fabric where the host is.
-func (dp *dataplane) adoptFabricRow(f *ofp.FlowStats, out *outbox) {
-	r := &dp.fabricRows
-	if cat, _, _, _ := cookieParts(f.Cookie); cat == catFabric {
-		r.rows[keyOf(f.TableID, f.Priority, &f.Match)] = installedRow{match: f.Match, instructions: ofp.FormatInstructions(f.Instructions)}
-		return
-	}
-	if src, ok := f.Match.Get(ofp.OXMEthSrc); ok && f.TableID == tableSources {
-		if port, ok := f.Match.InPort(); ok {
-			r.sources[src.MAC()] = port
-		}
-		return
-	}
-	dst, ok := f.Match.Get(ofp.OXMEthDst)
-	if f.TableID != tableL2 || f.Priority != prioL2 || !ok {
-		return
-	}
-	at := portRef{dpid: dp.dpid}
-	if port, ok := outputPort(applied(f.Instructions)); ok {
-		at.port = port
-		out.hosts = append(out.hosts, hostSighting{mac: dst.MAC(), at: at, seed: true})
-	}
-	r.hosts[dst.MAC()] = fabricHost{at: at}
 }
 
 // route runs a round: it plans every switch's view and brings each switch
@@ -617,7 +333,7 @@ func (c *Controller) route() {
 	views := c.fabric.plan(now, switches, c.topo.links(now), c.topo.loadWithout)
 	for _, s := range conns {
 		v := views[s.dpid]
-		s.decide(func(dp *dataplane, out *outbox) { dp.reconcileFabric(now, v, out) })
+		s.decide(func(dp *dataplane.Switch, out *dataplane.Outbox) { dp.ReconcileFabric(now, v, out) })
 		s.flush()
 	}
 }

@@ -1,7 +1,6 @@
 package controller
 
 import (
-	"encoding/binary"
 	"io"
 	"math/rand/v2"
 	"net"
@@ -9,6 +8,9 @@ import (
 	"testing"
 
 	"github.com/sdnlb/sdnlb"
+	"github.com/sdnlb/sdnlb/controller/dataplane"
+	"github.com/sdnlb/sdnlb/controller/internal/testnet"
+	"github.com/sdnlb/sdnlb/controller/model"
 	"github.com/sdnlb/sdnlb/controller/ofp"
 	"github.com/sdnlb/sdnlb/controller/ofp10"
 )
@@ -19,16 +21,16 @@ import (
 func fuzzConn(tb testing.TB, v10 bool) *switchConn {
 	tb.Helper()
 	c := New(newFakeSource(nil), Options{})
-	snap, skipped := c.builder.build(testConfig(func(cfg *sdnlb.Config) {
+	snap, skipped := c.builder.Build(testnet.Config(func(cfg *sdnlb.Config) {
 		cfg.VIPs = append(cfg.VIPs, &sdnlb.VIP{ID: "v2", Address: "10.0.0.101", Protocol: sdnlb.ProtocolUDP, Port: 53,
 			AdminStateUp: true, PoolID: "p1", ConnectionLimit: 3,
 			SessionPersistence: &sdnlb.SessionPersistence{Type: sdnlb.PersistenceSourceIP, Timeout: 10}})
 		cfg.VIPs = append(cfg.VIPs, &sdnlb.VIP{ID: "v3", Address: "10.0.0.102", Protocol: sdnlb.ProtocolICMP, AdminStateUp: true, PoolID: "p1"})
-		cfg.VIPs = append(cfg.VIPs, &sdnlb.VIP{ID: "v6", Address: vip6, Protocol: sdnlb.ProtocolTCP, Port: 80, AdminStateUp: true,
+		cfg.VIPs = append(cfg.VIPs, &sdnlb.VIP{ID: "v6", Address: testnet.VIP6, Protocol: sdnlb.ProtocolTCP, Port: 80, AdminStateUp: true,
 			PoolID: "p6", ConnectionLimit: -1})
 		cfg.Pools = append(cfg.Pools, &sdnlb.Pool{ID: "p6", VIPID: "v6", LBMethod: sdnlb.SourceIP, Dispatch: sdnlb.DispatchController,
 			Protocol: sdnlb.ProtocolTCP, AdminStateUp: true, ClientIPv6Prefix: 64})
-		cfg.Members = append(cfg.Members, &sdnlb.Member{ID: "m61", PoolID: "p6", Address: member6(1), Port: 8080, Weight: 1, AdminStateUp: true})
+		cfg.Members = append(cfg.Members, &sdnlb.Member{ID: "m61", PoolID: "p6", Address: testnet.Member6(1), Port: 8080, Weight: 1, AdminStateUp: true})
 	}))
 	if len(skipped) > 0 {
 		tb.Fatal(skipped)
@@ -41,20 +43,11 @@ func fuzzConn(tb testing.TB, v10 bool) *switchConn {
 	s.dpid = 1
 	if v10 {
 		w := &wire10{xids: &s.xids, selections: map[uint32]*cookieSelection{}}
-		s.wire, s.out.enc = w, w
-		s.features.oneTable = true
+		s.wire, s.out.Enc = w, w
+		s.features.OneTable = true
 	}
-	s.dp = newDataplane(c.dataplaneConfig(1, s.log, s.features))
+	s.dp = dataplane.New(c.dataplaneConfig(1, s.log, s.features))
 	return s
-}
-
-// frameMessage makes b a message of version v and type t with a correct
-// header.
-func frameMessage(v uint8, t byte, body []byte) []byte {
-	b := make([]byte, ofp.HeaderLen, ofp.HeaderLen+len(body))
-	b[0], b[1] = v, t
-	binary.BigEndian.PutUint16(b[2:], uint16(min(ofp.HeaderLen+len(body), ofp.MaxMessageLen)))
-	return append(b, body[:min(len(body), ofp.MaxMessageLen-ofp.HeaderLen)]...)
 }
 
 // fuzzSeeds are valid messages a switch sends, to mutate from.
@@ -63,22 +56,22 @@ func fuzzSeeds(tb testing.TB) [][]byte {
 		return ofp.Append(nil, 0, &ofp.PacketIn{BufferID: ofp.NoBuffer, Reason: ofp.ReasonAction,
 			Match: ofp.Match{OXMs: []ofp.OXM{ofp.MatchInPort(port)}}, Data: frame})
 	}
-	fwd := makeCookie(catConn, 1, 1)
+	fwd := model.MakeCookie(model.CatConn, 1, 1)
 	return [][]byte{
-		pin(clientOF, syn(tb, 40000)),
-		pin(clientOF, tcpFrame(tb, tcpSeg{srcMAC: clientMAC, dstMAC: vipMAC, src: clientIP, dst: "10.0.0.100", sport: 1, dport: 80, ack: true})),
-		pin(clientOF, udpFrame(tb, clientMAC, vipMAC, clientIP, "10.0.0.101", 5000, 53)),
-		pin(1, arpFrame(tb, 2, memberMAC(1), vipMAC, "10.0.0.1", "10.0.0.100", vipMAC)),
-		pin(clientOF, arpFrame(tb, 1, clientMAC, "ff:ff:ff:ff:ff:ff", clientIP, "10.0.0.100", "00:00:00:00:00:00")),
-		pin(clientOF, syn6(tb, 40000)),
-		ofp.Append(nil, 0, &ofp.PacketIn{BufferID: ofp.NoBuffer, Reason: ofp.ReasonAction, Cookie: makeCookie(catVIP, 4, 0),
-			Match: ofp.Match{OXMs: []ofp.OXM{ofp.MatchInPort(clientOF), ofp.MatchCTLabel(addressLabel(netip.MustParseAddr(member6(1)))),
-				ofp.MatchCTMark(8080, 0xffffffff)}}, Data: tooBigFrame(tb, "2001:db8:1::1", vip6, client6)}),
-		ofp.Append(nil, 0, &ofp.PacketIn{BufferID: ofp.NoBuffer, Reason: ofp.ReasonAction, Cookie: makeCookie(catVIP, 1, 0),
-			Match: ofp.Match{OXMs: []ofp.OXM{ofp.MatchInPort(clientOF)}}, Data: tooBigFrame(tb, "10.0.1.1", "10.0.0.100", clientIP)}),
-		pin(clientOF, solicitation(tb)),
-		pin(1, ndFrame(tb, memberMAC(1), "33:33:00:00:00:01", member6(1), "ff02::1", ndAdvertisement, member6(1), memberMAC(1))),
-		ofp.Append(nil, 0, &ofp.PacketIn{BufferID: ofp.NoBuffer, Reason: ofp.ReasonAction, Cookie: makeCookie(catLLDP, 0, 0),
+		pin(testnet.ClientOF, testnet.SYN(tb, 40000)),
+		pin(testnet.ClientOF, testnet.TCPFrame(tb, testnet.TCPSeg{SrcMAC: testnet.ClientMAC, DstMAC: testnet.VIPMAC, Src: testnet.ClientIP, Dst: "10.0.0.100", Sport: 1, Dport: 80, ACK: true})),
+		pin(testnet.ClientOF, testnet.UDPFrame(tb, testnet.ClientMAC, testnet.VIPMAC, testnet.ClientIP, "10.0.0.101", 5000, 53)),
+		pin(1, testnet.ARPFrame(tb, 2, testnet.MemberMAC(1), testnet.VIPMAC, "10.0.0.1", "10.0.0.100", testnet.VIPMAC)),
+		pin(testnet.ClientOF, testnet.ARPFrame(tb, 1, testnet.ClientMAC, "ff:ff:ff:ff:ff:ff", testnet.ClientIP, "10.0.0.100", "00:00:00:00:00:00")),
+		pin(testnet.ClientOF, testnet.SYN6(tb, 40000)),
+		ofp.Append(nil, 0, &ofp.PacketIn{BufferID: ofp.NoBuffer, Reason: ofp.ReasonAction, Cookie: model.MakeCookie(model.CatVIP, 4, 0),
+			Match: ofp.Match{OXMs: []ofp.OXM{ofp.MatchInPort(testnet.ClientOF), ofp.MatchCTLabel(model.AddressLabel(netip.MustParseAddr(testnet.Member6(1)))),
+				ofp.MatchCTMark(8080, 0xffffffff)}}, Data: testnet.TooBigFrame(tb, "2001:db8:1::1", testnet.VIP6, testnet.Client6)}),
+		ofp.Append(nil, 0, &ofp.PacketIn{BufferID: ofp.NoBuffer, Reason: ofp.ReasonAction, Cookie: model.MakeCookie(model.CatVIP, 1, 0),
+			Match: ofp.Match{OXMs: []ofp.OXM{ofp.MatchInPort(testnet.ClientOF)}}, Data: testnet.TooBigFrame(tb, "10.0.1.1", "10.0.0.100", testnet.ClientIP)}),
+		pin(testnet.ClientOF, testnet.Solicitation(tb)),
+		pin(1, testnet.NDFrame(tb, testnet.MemberMAC(1), "33:33:00:00:00:01", testnet.Member6(1), "ff02::1", model.NDAdvertisement, testnet.Member6(1), testnet.MemberMAC(1))),
+		ofp.Append(nil, 0, &ofp.PacketIn{BufferID: ofp.NoBuffer, Reason: ofp.ReasonAction, Cookie: model.MakeCookie(model.CatLLDP, 0, 0),
 			Match: ofp.Match{OXMs: []ofp.OXM{ofp.MatchInPort(2)}}, Data: appendLLDP(nil, [6]byte{2}, 1, 3)}),
 		ofp.Append(nil, 0, ofp.FlowRemoved{Cookie: fwd, Match: ofp.Match{OXMs: []ofp.OXM{ofp.MatchIPv4Src([4]byte{10, 0, 1, 5})}}}),
 		ofp.Append(nil, 0, ofp.MultipartReply{Body: ofp.FlowStatsReply{Stats: []ofp.FlowStats{{Cookie: fwd, ByteCount: 9}}}}),
@@ -102,11 +95,11 @@ func fuzzSeeds10(tb testing.TB) [][]byte {
 		return enc(&ofp.PacketIn{BufferID: ofp.NoBuffer, Reason: ofp.ReasonAction,
 			Match: ofp.Match{OXMs: []ofp.OXM{ofp.MatchInPort(port)}}, Data: frame})
 	}
-	fwd := makeCookie(catConn, 1, 1)
+	fwd := model.MakeCookie(model.CatConn, 1, 1)
 	return [][]byte{
-		pin(clientOF, syn(tb, 40000)),
-		pin(1, arpFrame(tb, 2, memberMAC(1), vipMAC, "10.0.0.1", "10.0.0.100", vipMAC)),
-		pin(clientOF, arpFrame(tb, 1, clientMAC, "ff:ff:ff:ff:ff:ff", clientIP, "10.0.0.100", "00:00:00:00:00:00")),
+		pin(testnet.ClientOF, testnet.SYN(tb, 40000)),
+		pin(1, testnet.ARPFrame(tb, 2, testnet.MemberMAC(1), testnet.VIPMAC, "10.0.0.1", "10.0.0.100", testnet.VIPMAC)),
+		pin(testnet.ClientOF, testnet.ARPFrame(tb, 1, testnet.ClientMAC, "ff:ff:ff:ff:ff:ff", testnet.ClientIP, "10.0.0.100", "00:00:00:00:00:00")),
 		pin(2, appendLLDP(nil, [6]byte{2}, 1, 3)),
 		enc(ofp.FlowRemoved{Cookie: fwd, Match: ofp.Match{OXMs: []ofp.OXM{ofp.MatchEthType(0x0800), ofp.MatchIPv4Src([4]byte{10, 0, 1, 5})}}}),
 		enc(ofp.MultipartReply{Body: ofp.FlowStatsReply{Stats: []ofp.FlowStats{{Cookie: fwd, ByteCount: 9}}}}),
@@ -126,7 +119,7 @@ func FuzzSwitchConnHandle(f *testing.F) {
 	}
 	s := fuzzConn(f, false)
 	f.Fuzz(func(t *testing.T, typ byte, body []byte) {
-		s.receive(frameMessage(ofp.Version, typ, body))
+		s.receive(testnet.FrameMessage(ofp.Version, typ, body))
 		s.flush()
 	})
 }
@@ -141,7 +134,7 @@ func FuzzSwitchConnHandle10(f *testing.F) {
 	s := fuzzConn(f, true)
 	f.Fuzz(func(t *testing.T, typ byte, body []byte) {
 		awaitDeleteRead(s)
-		s.receive(frameMessage(ofp10.Version, typ, body))
+		s.receive(testnet.FrameMessage(ofp10.Version, typ, body))
 		s.flush()
 	})
 }
@@ -154,7 +147,7 @@ func awaitDeleteRead(s *switchConn) {
 	_, waiting := w.selections[0]
 	w.mu.Unlock()
 	if !waiting {
-		w.register(0, &cookieSelection{cookie: makeCookie(catConn, 1, 0), mask: maskApp | maskConnCats | maskVIP,
+		w.register(0, &cookieSelection{cookie: model.MakeCookie(model.CatConn, 1, 0), mask: model.MaskApp | model.MaskConnCats | model.MaskVIP,
 			delete: true, readded: map[ofp10.FlowKey]struct{}{}})
 	}
 }
@@ -190,7 +183,7 @@ func garbageAfterHello(t *testing.T, s *switchConn, version uint8, seeds [][]byt
 		if version == ofp10.Version {
 			awaitDeleteRead(s)
 		}
-		s.receive(frameMessage(version, m[1], m[ofp.HeaderLen:]))
+		s.receive(testnet.FrameMessage(version, m[1], m[ofp.HeaderLen:]))
 	}
 	if err := s.flush(); err != nil {
 		t.Fatal(err)

@@ -2,31 +2,21 @@ package controller
 
 import (
 	"bufio"
-	"bytes"
 	"context"
-	"encoding/binary"
-	"fmt"
 	"log/slog"
 	"net"
-	"net/netip"
 	"slices"
-	"sort"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
-	"github.com/gopacket/gopacket"
-	"github.com/gopacket/gopacket/layers"
-
 	"github.com/sdnlb/sdnlb"
+	"github.com/sdnlb/sdnlb/controller/internal/testnet"
+	"github.com/sdnlb/sdnlb/controller/model"
 	"github.com/sdnlb/sdnlb/controller/ofp"
 	"github.com/sdnlb/sdnlb/controller/ofp10"
 )
-
-// waitFor bounds every wait of a test on the controller.
-const waitFor = 5 * time.Second
 
 // fakeSource is a ConfigSource whose configuration the test replaces.
 type fakeSource struct {
@@ -94,28 +84,6 @@ func (f *fakeSource) setHealthReport(memberID string, status sdnlb.MemberStatus,
 	}
 }
 
-// testConfig is one TCP VIP 10.0.0.100:80 with a round-robin pool of
-// three members 10.0.0.1-3:8080, plus whatever edit changes.
-func testConfig(edit func(*sdnlb.Config)) *sdnlb.Config {
-	cfg := &sdnlb.Config{
-		VIPs: []*sdnlb.VIP{{
-			ID: "v1", Address: "10.0.0.100", Protocol: sdnlb.ProtocolTCP, Port: 80, PoolID: "p1",
-			ConnectionLimit: -1, AdminStateUp: true, MAC: "02:00:00:00:01:00",
-		}},
-		Pools: []*sdnlb.Pool{{ID: "p1", VIPID: "v1", LBMethod: sdnlb.RoundRobin, Protocol: sdnlb.ProtocolTCP, AdminStateUp: true}},
-	}
-	for i := 1; i <= 3; i++ {
-		cfg.Members = append(cfg.Members, &sdnlb.Member{
-			ID: fmt.Sprintf("m%d", i), PoolID: "p1", Address: fmt.Sprintf("10.0.0.%d", i), Port: 8080,
-			Weight: 1, AdminStateUp: true,
-		})
-	}
-	if edit != nil {
-		edit(cfg)
-	}
-	return cfg
-}
-
 // pipeListener hands the controller the server ends of net.Pipe pairs.
 type pipeListener struct {
 	conns chan net.Conn
@@ -136,13 +104,15 @@ func (l *pipeListener) Accept() (net.Conn, error) {
 	}
 }
 
-func (l *pipeListener) Close() error   { l.once.Do(func() { close(l.done) }); return nil }
+func (l *pipeListener) Close() error { l.once.Do(func() { close(l.done) }); return nil }
+
 func (l *pipeListener) Addr() net.Addr { return pipeAddr("pipe") }
 
 type pipeAddr string
 
 func (a pipeAddr) Network() string { return "pipe" }
-func (a pipeAddr) String() string  { return string(a) }
+
+func (a pipeAddr) String() string { return string(a) }
 
 // harness runs a controller on a pipeListener, or on TCP at addr, until
 // the test ends.
@@ -151,7 +121,7 @@ type harness struct {
 	src   *fakeSource
 	ln    *pipeListener
 	addr  string
-	log   *syncBuffer
+	log   *testnet.SyncBuffer
 	clock *testClock
 	// groups: the switches connect saying they have select groups.
 	groups bool
@@ -162,26 +132,9 @@ type harness struct {
 // testClock is real time plus an offset the test moves forward.
 type testClock struct{ offset atomic.Int64 }
 
-func (c *testClock) now() time.Time          { return time.Now().Add(time.Duration(c.offset.Load())) }
+func (c *testClock) now() time.Time { return time.Now().Add(time.Duration(c.offset.Load())) }
+
 func (c *testClock) advance(d time.Duration) { c.offset.Add(int64(d)) }
-
-// syncBuffer collects log output from many goroutines.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
 
 func startController(tb testing.TB, cfg *sdnlb.Config, opts Options) *harness {
 	tb.Helper()
@@ -216,7 +169,7 @@ func startControllerTCP(tb testing.TB, cfg *sdnlb.Config, opts Options) *harness
 // serve runs a controller that follows src on ln until the test ends.
 func (h *harness) serve(tb testing.TB, src sdnlb.ConfigSource, opts Options, ln net.Listener) {
 	tb.Helper()
-	h.log, h.clock = &syncBuffer{}, &testClock{}
+	h.log, h.clock = &testnet.SyncBuffer{}, &testClock{}
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.NewTextHandler(h.log, &slog.HandlerOptions{Level: slog.LevelInfo}))
 	}
@@ -227,7 +180,7 @@ func (h *harness) serve(tb testing.TB, src sdnlb.ConfigSource, opts Options, ln 
 		opts.EchoInterval = time.Hour
 	}
 	if opts.L2 == "" {
-		opts.L2 = L2Learn // the tests teach members through learned flows
+		opts.L2 = model.L2Learn // the tests teach members through learned flows
 	}
 	h.c = New(src, opts)
 	h.c.now = h.clock.now
@@ -241,7 +194,7 @@ func (h *harness) serve(tb testing.TB, src sdnlb.ConfigSource, opts Options, ln 
 			if err != nil {
 				tb.Errorf("Serve: %v", err)
 			}
-		case <-time.After(waitFor):
+		case <-time.After(testnet.WaitFor):
 			tb.Errorf("Serve did not return after cancel")
 		}
 	})
@@ -274,7 +227,7 @@ func (h *harness) dial(tb testing.TB) *fakeSwitch {
 	sw := newFakeSwitch(tb, client)
 	select {
 	case h.ln.conns <- server:
-	case <-time.After(waitFor):
+	case <-time.After(testnet.WaitFor):
 		tb.Fatalf("controller did not accept")
 	}
 	return sw
@@ -421,7 +374,7 @@ func (sw *fakeSwitch) sendRaw(b []byte) {
 	sw.tb.Helper()
 	sw.wmu.Lock()
 	defer sw.wmu.Unlock()
-	sw.conn.SetWriteDeadline(time.Now().Add(waitFor))
+	sw.conn.SetWriteDeadline(time.Now().Add(testnet.WaitFor))
 	if _, err := sw.conn.Write(b); err != nil {
 		sw.tb.Fatalf("fake switch write: %v", err)
 	}
@@ -433,8 +386,8 @@ func (sw *fakeSwitch) next() received {
 	select {
 	case r := <-sw.msgs:
 		return r
-	case <-time.After(waitFor):
-		sw.tb.Fatalf("no message from the controller within %v", waitFor)
+	case <-time.After(testnet.WaitFor):
+		sw.tb.Fatalf("no message from the controller within %v", testnet.WaitFor)
 		return received{}
 	}
 }
@@ -476,7 +429,7 @@ func (sw *fakeSwitch) waitClosed() {
 	sw.tb.Helper()
 	select {
 	case <-sw.closed:
-	case <-time.After(waitFor):
+	case <-time.After(testnet.WaitFor):
 		sw.tb.Fatalf("controller did not close the session")
 	}
 }
@@ -488,231 +441,4 @@ func (sw *fakeSwitch) packetIn(inPort uint32, frame []byte) {
 		BufferID: ofp.NoBuffer, TotalLen: uint16(len(frame)), Reason: ofp.ReasonAction,
 		Match: ofp.Match{OXMs: []ofp.OXM{ofp.MatchInPort(inPort)}}, Data: frame,
 	})
-}
-
-// flowLine renders a flow-mod as ovs-ofctl prints a flow, after a trip
-// over the wire so the line shows what a switch would decode.
-func flowLine(tb testing.TB, fm *ofp.FlowMod) string {
-	tb.Helper()
-	_, m, err := ofp.Decode(ofp.Append(nil, 1, fm))
-	if err != nil {
-		tb.Fatalf("flow-mod does not decode: %v", err)
-	}
-	w := m.(*ofp.FlowMod)
-	var b strings.Builder
-	switch w.Command {
-	case ofp.FlowDelete:
-		fmt.Fprintf(&b, "delete cookie=%#x/%#x", w.Cookie, w.CookieMask)
-		if w.TableID != ofp.TableAll {
-			fmt.Fprintf(&b, " table=%s", tableName(w.TableID))
-		}
-		return b.String()
-	case ofp.FlowDeleteStrict:
-		fmt.Fprintf(&b, "delete_strict table=%s, priority=%d, %s", tableName(w.TableID), w.Priority, w.Match.String())
-		return b.String()
-	case ofp.FlowAdd:
-	default:
-		fmt.Fprintf(&b, "command=%d ", w.Command)
-	}
-	fmt.Fprintf(&b, "cookie=%#x", w.Cookie)
-	if w.TableID != 0 {
-		fmt.Fprintf(&b, ", table=%s", tableName(w.TableID))
-	}
-	fmt.Fprintf(&b, ", priority=%d", w.Priority)
-	if w.IdleTimeout != 0 {
-		fmt.Fprintf(&b, ", idle_timeout=%d", w.IdleTimeout)
-	}
-	if w.HardTimeout != 0 {
-		fmt.Fprintf(&b, ", hard_timeout=%d", w.HardTimeout)
-	}
-	if w.Flags&ofp.FlagSendFlowRem != 0 {
-		b.WriteString(", send_flow_rem")
-	}
-	if w.BufferID != ofp.NoBuffer {
-		fmt.Fprintf(&b, ", buffer_id=%#x", w.BufferID)
-	}
-	if s := w.Match.String(); s != "" {
-		b.WriteString(", " + s)
-	}
-	b.WriteString(" actions=" + ofp.FormatInstructions(w.Instructions))
-	return b.String()
-}
-
-func flowLines(tb testing.TB, mods []ofp.FlowMod) []string {
-	tb.Helper()
-	lines := make([]string, len(mods))
-	for i := range mods {
-		lines[i] = flowLine(tb, &mods[i])
-	}
-	sort.Strings(lines)
-	return lines
-}
-
-func assertLines(tb testing.TB, got, want []string) {
-	tb.Helper()
-	sort.Strings(want)
-	if !slices.Equal(got, want) {
-		tb.Errorf("flows differ\ngot:\n  %s\nwant:\n  %s", strings.Join(got, "\n  "), strings.Join(want, "\n  "))
-	}
-}
-
-// packetOutLine renders a packet-out's ports and actions.
-func packetOutLine(po *ofp.PacketOut) string {
-	return fmt.Sprintf("in_port=%s actions=%s", portName(po.InPort), ofp.FormatInstructions(
-		[]ofp.Instruction{ofp.InstructionApplyActions{Actions: po.Actions}}))
-}
-
-func portName(p uint32) string {
-	switch p {
-	case ofp.PortController:
-		return "CONTROLLER"
-	case ofp.PortLocal:
-		return "LOCAL"
-	case ofp.PortNormal:
-		return "NORMAL"
-	}
-	return fmt.Sprint(p)
-}
-
-// Frames.
-
-func mustMAC(tb testing.TB, s string) net.HardwareAddr {
-	tb.Helper()
-	m, err := net.ParseMAC(s)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	return m
-}
-
-func serialize(tb testing.TB, ls ...gopacket.SerializableLayer) []byte {
-	tb.Helper()
-	buf := gopacket.NewSerializeBuffer()
-	if err := gopacket.SerializeLayers(buf, gopacket.SerializeOptions{FixLengths: true, ComputeChecksums: true}, ls...); err != nil {
-		tb.Fatal(err)
-	}
-	return slices.Clone(buf.Bytes())
-}
-
-func arpFrame(tb testing.TB, op uint16, srcMAC, dstMAC string, spa, tpa string, tha string) []byte {
-	tb.Helper()
-	eth := &layers.Ethernet{SrcMAC: mustMAC(tb, srcMAC), DstMAC: mustMAC(tb, dstMAC), EthernetType: layers.EthernetTypeARP}
-	arp := &layers.ARP{
-		AddrType: layers.LinkTypeEthernet, Protocol: layers.EthernetTypeIPv4, HwAddressSize: 6, ProtAddressSize: 4,
-		Operation: op, SourceHwAddress: mustMAC(tb, srcMAC), SourceProtAddress: net.ParseIP(spa).To4(),
-		DstHwAddress: mustMAC(tb, tha), DstProtAddress: net.ParseIP(tpa).To4(),
-	}
-	return serialize(tb, eth, arp)
-}
-
-// tcpSeg describes a TCP segment from a client.
-type tcpSeg struct {
-	srcMAC, dstMAC string
-	src, dst       string
-	sport, dport   uint16
-	syn, ack, rst  bool
-	seq, ackNum    uint32
-}
-
-// tcpFrame is the segment s, over IPv4 or IPv6 as its addresses are.
-func tcpFrame(tb testing.TB, s tcpSeg) []byte {
-	tb.Helper()
-	eth := &layers.Ethernet{SrcMAC: mustMAC(tb, s.srcMAC), DstMAC: mustMAC(tb, s.dstMAC), EthernetType: layers.EthernetTypeIPv4}
-	tcp := &layers.TCP{SrcPort: layers.TCPPort(s.sport), DstPort: layers.TCPPort(s.dport), SYN: s.syn, ACK: s.ack, RST: s.rst,
-		Seq: s.seq, Ack: s.ackNum, Window: 1024}
-	if src := netip.MustParseAddr(s.src); src.Is6() {
-		eth.EthernetType = layers.EthernetTypeIPv6
-		ip := &layers.IPv6{Version: 6, HopLimit: 64, NextHeader: layers.IPProtocolTCP, SrcIP: src.AsSlice(), DstIP: net.ParseIP(s.dst)}
-		_ = tcp.SetNetworkLayerForChecksum(ip)
-		return serialize(tb, eth, ip, tcp)
-	}
-	ip := &layers.IPv4{Version: 4, TTL: 64, Protocol: layers.IPProtocolTCP, SrcIP: net.ParseIP(s.src).To4(), DstIP: net.ParseIP(s.dst).To4()}
-	_ = tcp.SetNetworkLayerForChecksum(ip)
-	return serialize(tb, eth, ip, tcp)
-}
-
-// ndFrame is a neighbour solicitation (typ 135) or advertisement (136)
-// about target, with a link-layer address option for ll unless ll is "".
-func ndFrame(tb testing.TB, srcMAC, dstMAC, src, dst string, typ uint8, target, ll string) []byte {
-	tb.Helper()
-	eth := &layers.Ethernet{SrcMAC: mustMAC(tb, srcMAC), DstMAC: mustMAC(tb, dstMAC), EthernetType: layers.EthernetTypeIPv6}
-	ip := &layers.IPv6{Version: 6, HopLimit: 255, NextHeader: layers.IPProtocolICMPv6, SrcIP: net.ParseIP(src), DstIP: net.ParseIP(dst)}
-	icmp := &layers.ICMPv6{TypeCode: layers.CreateICMPv6TypeCode(typ, 0)}
-	_ = icmp.SetNetworkLayerForChecksum(ip)
-	var opts layers.ICMPv6Options
-	if ll != "" {
-		opt := layers.ICMPv6OptSourceAddress
-		if typ == ndAdvertisement {
-			opt = layers.ICMPv6OptTargetAddress
-		}
-		opts = append(opts, layers.ICMPv6Option{Type: opt, Data: mustMAC(tb, ll)})
-	}
-	if typ == ndSolicitation {
-		return serialize(tb, eth, ip, icmp, &layers.ICMPv6NeighborSolicitation{TargetAddress: net.ParseIP(target), Options: opts})
-	}
-	return serialize(tb, eth, ip, icmp, &layers.ICMPv6NeighborAdvertisement{Flags: ndFlagOverride, TargetAddress: net.ParseIP(target), Options: opts})
-}
-
-func udpFrame(tb testing.TB, srcMAC, dstMAC, src, dst string, sport, dport uint16) []byte {
-	tb.Helper()
-	eth := &layers.Ethernet{SrcMAC: mustMAC(tb, srcMAC), DstMAC: mustMAC(tb, dstMAC), EthernetType: layers.EthernetTypeIPv4}
-	ip := &layers.IPv4{Version: 4, TTL: 64, Protocol: layers.IPProtocolUDP, SrcIP: net.ParseIP(src).To4(), DstIP: net.ParseIP(dst).To4()}
-	udp := &layers.UDP{SrcPort: layers.UDPPort(sport), DstPort: layers.UDPPort(dport)}
-	udp.SetNetworkLayerForChecksum(ip)
-	return serialize(tb, eth, ip, udp, gopacket.Payload("hello"))
-}
-
-// parseFrame decodes a frame the controller sent, for assertions.
-func parseFrame(tb testing.TB, data []byte) gopacket.Packet {
-	tb.Helper()
-	p := gopacket.NewPacket(data, layers.LayerTypeEthernet, gopacket.Default)
-	if el := p.ErrorLayer(); el != nil {
-		tb.Fatalf("controller sent a bad frame: %v", el.Error())
-	}
-	return p
-}
-
-func layerOf[T gopacket.Layer](tb testing.TB, p gopacket.Packet) T {
-	tb.Helper()
-	for _, l := range p.Layers() {
-		if t, ok := l.(T); ok {
-			return t
-		}
-	}
-	var zero T
-	tb.Fatalf("no %T in %v", zero, p)
-	return zero
-}
-
-func newTestLogger(w *syncBuffer) *slog.Logger {
-	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: slog.LevelInfo}))
-}
-
-func icmpEcho(tb testing.TB) []byte {
-	tb.Helper()
-	eth := &layers.Ethernet{SrcMAC: mustMAC(tb, clientMAC), DstMAC: mustMAC(tb, vipMAC), EthernetType: layers.EthernetTypeIPv4}
-	ip := &layers.IPv4{Version: 4, TTL: 64, Protocol: layers.IPProtocolICMPv4, SrcIP: net.ParseIP(clientIP).To4(), DstIP: net.ParseIP("10.0.0.102").To4()}
-	icmp := &layers.ICMPv4{TypeCode: layers.CreateICMPv4TypeCode(layers.ICMPv4TypeEchoRequest, 0), Id: 1, Seq: 1}
-	return serialize(tb, eth, ip, icmp, gopacket.Payload("ping"))
-}
-
-// membersByID returns every member of s, by id.
-func membersByID(s *snapshot) map[string]*memberState {
-	out := map[string]*memberState{}
-	for _, p := range s.pools {
-		for _, m := range p.members {
-			out[m.id] = m
-		}
-	}
-	return out
-}
-
-// memberByID returns s's member id, nil when there is none.
-func memberByID(s *snapshot, id string) *memberState { return membersByID(s)[id] }
-
-// addr4 is the IPv4 address u, as tests number them.
-func addr4(u uint32) netip.Addr {
-	var b [4]byte
-	binary.BigEndian.PutUint32(b[:], u)
-	return netip.AddrFrom4(b)
 }

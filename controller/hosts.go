@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"github.com/sdnlb/sdnlb"
+	"github.com/sdnlb/sdnlb/controller/dataplane"
+	"github.com/sdnlb/sdnlb/controller/model"
 	"github.com/sdnlb/sdnlb/controller/ofp"
 )
 
@@ -21,14 +23,14 @@ func (c *Controller) FindHost(ctx context.Context, address string) (*sdnlb.Host,
 	ip, now := a, c.now()
 	var found *sdnlb.Host
 	for _, s := range c.switchConns() {
-		var e hostEntry
+		var e dataplane.HostEntry
 		var seen bool
-		s.decide(func(dp *dataplane, _ *outbox) { e, seen = dp.learner.seenHost(now, ip) })
-		if !seen || found != nil && !time.Unix(0, e.seen).After(found.LastSeen) {
+		s.decide(func(dp *dataplane.Switch, _ *dataplane.Outbox) { e, seen = dp.Learner.SeenHost(now, ip) })
+		if !seen || found != nil && !time.Unix(0, e.Seen).After(found.LastSeen) {
 			continue
 		}
-		found = &sdnlb.Host{Address: a.String(), MAC: macString(e.mac), DPID: formatDPID(s.dpid),
-			Port: ofp.FormatPort(e.port), PortName: s.ports.name(e.port), LastSeen: time.Unix(0, e.seen)}
+		found = &sdnlb.Host{Address: a.String(), MAC: model.MACString(e.MAC), DPID: formatDPID(s.dpid),
+			Port: ofp.FormatPort(e.Port), PortName: s.ports.name(e.Port), LastSeen: time.Unix(0, e.Seen)}
 	}
 	if found == nil {
 		return nil, sdnlb.Errorf(sdnlb.ENOTFOUND, "no switch learned a host at %s", a)

@@ -6,6 +6,8 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/sdnlb/sdnlb/controller/dataplane"
+	"github.com/sdnlb/sdnlb/controller/model"
 	"github.com/sdnlb/sdnlb/controller/ofp"
 )
 
@@ -21,12 +23,6 @@ const (
 	// back is gone.
 	linkTimeout = 3 * lldpInterval
 )
-
-const ethTypeLLDP uint16 = 0x88cc
-
-// lldpMAC is the nearest-bridge group address: no bridge forwards it, so a
-// frame sent on a link reaches the next switch and no further.
-var lldpMAC = [6]byte{0x01, 0x80, 0xc2, 0x00, 0x00, 0x0e}
 
 // LLDP TLV types and the subtype sdnlb's chassis and port ids use.
 const (
@@ -48,9 +44,9 @@ const lldpChassisLen = len(lldpChassisPrefix) + 16
 // switch dpid, sent from src (the port's MAC).
 func appendLLDP(b []byte, src [6]byte, dpid uint64, port uint32) []byte {
 	start := len(b)
-	b = append(b, lldpMAC[:]...)
+	b = append(b, model.LLDPMAC[:]...)
 	b = append(b, src[:]...)
-	b = binary.BigEndian.AppendUint16(b, ethTypeLLDP)
+	b = binary.BigEndian.AppendUint16(b, model.EthTypeLLDP)
 
 	b = appendTLVHeader(b, lldpTLVChassisID, 1+lldpChassisLen)
 	b = append(b, lldpLocal)
@@ -68,7 +64,7 @@ func appendLLDP(b []byte, src [6]byte, dpid uint64, port uint32) []byte {
 	b = appendTLVHeader(b, lldpTLVTTL, 2)
 	b = binary.BigEndian.AppendUint16(b, uint16(linkTimeout/time.Second))
 	b = appendTLVHeader(b, lldpTLVEnd, 0)
-	return padFrame(b, start)
+	return dataplane.PadFrame(b, start)
 }
 
 func appendTLVHeader(b []byte, typ uint8, n int) []byte {
@@ -78,7 +74,7 @@ func appendTLVHeader(b []byte, typ uint8, n int) []byte {
 // isLLDP reports whether frame is LLDP to the nearest bridge, which the
 // LLDP row takes.
 func isLLDP(frame []byte) bool {
-	return len(frame) >= 14 && bytes.Equal(frame[:6], lldpMAC[:]) && binary.BigEndian.Uint16(frame[12:]) == ethTypeLLDP
+	return len(frame) >= 14 && bytes.Equal(frame[:6], model.LLDPMAC[:]) && binary.BigEndian.Uint16(frame[12:]) == model.EthTypeLLDP
 }
 
 // parseLLDP reads the switch and port an sdnlb LLDP frame was sent from;
@@ -164,5 +160,5 @@ func (s *switchConn) lldpIn(now time.Time, pin *ofp.PacketIn) {
 	if !ok || s.c.switchConn(dpid) == nil {
 		return
 	}
-	s.c.topo.discovered(now, portRef{dpid: dpid, port: port}, portRef{dpid: s.dpid, port: inPort})
+	s.c.topo.discovered(now, model.PortRef{DPID: dpid, Port: port}, model.PortRef{DPID: s.dpid, Port: inPort})
 }

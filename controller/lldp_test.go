@@ -6,6 +6,7 @@ import (
 
 	"github.com/gopacket/gopacket"
 	"github.com/gopacket/gopacket/layers"
+	"github.com/sdnlb/sdnlb/controller/internal/testnet"
 )
 
 func TestLLDP_RoundTrip(t *testing.T) {
@@ -21,11 +22,11 @@ func TestLLDP_RoundTrip(t *testing.T) {
 		}
 		// A standard decoder reads it as LLDP too.
 		p := gopacket.NewPacket(frame, layers.LayerTypeEthernet, gopacket.Default)
-		eth := layerOf[*layers.Ethernet](t, p)
+		eth := testnet.LayerOf[*layers.Ethernet](t, p)
 		if eth.DstMAC.String() != "01:80:c2:00:00:0e" || eth.SrcMAC.String() != net.HardwareAddr(src[:]).String() {
 			t.Fatalf("ethernet %s → %s", eth.SrcMAC, eth.DstMAC)
 		}
-		l := layerOf[*layers.LinkLayerDiscovery](t, p)
+		l := testnet.LayerOf[*layers.LinkLayerDiscovery](t, p)
 		if l.ChassisID.Subtype != layers.LLDPChassisIDSubTypeLocal || l.PortID.Subtype != layers.LLDPPortIDSubtypeLocal || l.TTL != 3 {
 			t.Fatalf("lldp %+v", l)
 		}
@@ -35,7 +36,7 @@ func TestLLDP_RoundTrip(t *testing.T) {
 func TestLLDP_Ignored(t *testing.T) {
 	ours := appendLLDP(nil, [6]byte{2}, 1, 2)
 	// Another LLDP speaker: a host's lldpd names its chassis by MAC.
-	other := serialize(t, &layers.Ethernet{SrcMAC: mustMAC(t, "02:00:00:00:00:09"), DstMAC: mustMAC(t, "01:80:c2:00:00:0e"), EthernetType: layers.EthernetTypeLinkLayerDiscovery},
+	other := testnet.Serialize(t, &layers.Ethernet{SrcMAC: testnet.MustMAC(t, "02:00:00:00:00:09"), DstMAC: testnet.MustMAC(t, "01:80:c2:00:00:0e"), EthernetType: layers.EthernetTypeLinkLayerDiscovery},
 		&layers.LinkLayerDiscovery{
 			ChassisID: layers.LLDPChassisID{Subtype: layers.LLDPChassisIDSubTypeMACAddr, ID: []byte{2, 0, 0, 0, 0, 9}},
 			PortID:    layers.LLDPPortID{Subtype: layers.LLDPPortIDSubtypeIfaceName, ID: []byte("eth0")},

@@ -9,14 +9,15 @@ import (
 	"time"
 
 	"github.com/gopacket/gopacket/layers"
-
 	"github.com/sdnlb/sdnlb"
+	"github.com/sdnlb/sdnlb/controller/internal/testnet"
+	"github.com/sdnlb/sdnlb/controller/model"
 	"github.com/sdnlb/sdnlb/controller/ofp"
 	"github.com/sdnlb/sdnlb/controller/ofp10"
 )
 
 func TestOpenFlow10_Handshake(t *testing.T) {
-	h := startController(t, testConfig(nil), Options{})
+	h := startController(t, testnet.Config(nil), Options{})
 	h.groups = true // a 1.0 switch is never asked
 	_, got := h.connect10(t, 1,
 		ofp.Port{PortNo: 1, Name: "veth1", HWAddr: [6]byte{0xaa, 0, 0, 0, 0, 1}, State: ofp.PortStateLive},
@@ -53,7 +54,7 @@ func TestOpenFlow10_Handshake(t *testing.T) {
 	}
 	// One table: the L2 miss is table 0's lowest row, and the controller
 	// answers ARP for the VIP (no Nicira moves to build the answer with).
-	assertLines(t, flowLines(t, mods), []string{
+	testnet.AssertLines(t, testnet.FlowLines(t, mods), []string{
 		"cookie=0x5d01000000000000, priority=0 actions=CONTROLLER:65535",
 		"cookie=0x5d08000000000000, priority=2000, dl_dst=01:80:c2:00:00:0e,dl_type=0x88cc actions=CONTROLLER:65535",
 		"cookie=0x5d07000001000000, priority=511, arp,arp_spa=10.0.0.100,arp_tpa=10.0.0.100,arp_op=1 actions=drop",
@@ -91,7 +92,7 @@ func TestOpenFlow10_VersionRefused(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			h := startController(t, testConfig(nil), Options{})
+			h := startController(t, testnet.Config(nil), Options{})
 			sw := h.dial(t)
 			sw.sendRaw(tt.hello)
 			sw.nextOf(ofp.TypeHello)
@@ -112,19 +113,19 @@ func TestOpenFlow10_VersionRefused(t *testing.T) {
 }
 
 func TestOpenFlow10_AnswersARP(t *testing.T) {
-	_, sw := connected10(t, testConfig(nil), Options{})
-	sw.packetIn(clientOF, arpFrame(t, 1, clientMAC, "ff:ff:ff:ff:ff:ff", clientIP, "10.0.0.100", "00:00:00:00:00:00"))
+	_, sw := connected10(t, testnet.Config(nil), Options{})
+	sw.packetIn(testnet.ClientOF, testnet.ARPFrame(t, 1, testnet.ClientMAC, "ff:ff:ff:ff:ff:ff", testnet.ClientIP, "10.0.0.100", "00:00:00:00:00:00"))
 	for {
 		po, ok := sw.nextOf(ofp.TypePacketOut).m.(*ofp.PacketOut)
 		if !ok {
 			continue
 		}
-		arp := layerOf[*layers.ARP](t, parseFrame(t, po.Data))
+		arp := testnet.LayerOf[*layers.ARP](t, testnet.ParseFrame(t, po.Data))
 		if arp.Operation != layers.ARPReply {
 			continue
 		}
-		if got := macString([6]byte(arp.SourceHwAddress)); got != vipMAC || packetOutLine(po) != "in_port=10 actions=IN_PORT" {
-			t.Errorf("ARP answer from %s, %s; want the VIP's MAC, back out of the asker's port", got, packetOutLine(po))
+		if got := model.MACString([6]byte(arp.SourceHwAddress)); got != testnet.VIPMAC || testnet.PacketOutLine(po) != "in_port=10 actions=IN_PORT" {
+			t.Errorf("ARP answer from %s, %s; want the VIP's MAC, back out of the asker's port", got, testnet.PacketOutLine(po))
 		}
 		return
 	}
@@ -134,13 +135,13 @@ func TestOpenFlow10_AnswersARP(t *testing.T) {
 // cannot: the controller reads the flows and deletes the member's one by
 // one, sparing a flow added again since it asked.
 func TestOpenFlow10_DeletesByCookie(t *testing.T) {
-	h, sw := connected10(t, testConfig(nil), Options{}, 1, 2, 3)
+	h, sw := connected10(t, testnet.Config(nil), Options{}, 1, 2, 3)
 	var setups []setup
 	for i := range 5 { // members 1, 2, 3, 1, 2
-		sw.packetIn(clientOF, syn(t, uint16(40000+i)))
+		sw.packetIn(testnet.ClientOF, testnet.SYN(t, uint16(40000+i)))
 		setups = append(setups, nextSetup(t, sw))
 	}
-	h.src.set(testConfig(func(c *sdnlb.Config) { c.Members[1].Health.Status = sdnlb.MemberDown }))
+	h.src.set(testnet.Config(func(c *sdnlb.Config) { c.Members[1].Health.Status = sdnlb.MemberDown }))
 
 	barrier := sw.nextOf(ofp.TypeBarrierRequest)
 	req := sw.nextOf(ofp.TypeMultipartRequest)
@@ -151,7 +152,7 @@ func TestOpenFlow10_DeletesByCookie(t *testing.T) {
 	sw.send(barrier.h.XID, ofp.BarrierReply{})
 	// While the read is under way, setup 1's client port is set up
 	// again, to a member that is up: its client → VIP flow is added again.
-	sw.packetIn(clientOF, syn(t, 40001))
+	sw.packetIn(testnet.ClientOF, testnet.SYN(t, 40001))
 	again := nextSetup(t, sw)
 	if m := memberOf(t, &again.fwd); m == "10.0.0.2" {
 		t.Fatalf("a setup went to the DOWN member")
@@ -163,7 +164,7 @@ func TestOpenFlow10_DeletesByCookie(t *testing.T) {
 		}
 		return out
 	}
-	base := ofp.FlowStats{Cookie: makeCookie(catBase, 0, 0)}
+	base := ofp.FlowStats{Cookie: model.MakeCookie(model.CatBase, 0, 0)}
 	sw.send(req.h.XID, ofp.MultipartReply{Flags: ofp.MultipartReplyMore, Body: ofp.FlowStatsReply{
 		Stats: append(stats(setups[0].fwd, setups[0].rev, setups[1].fwd, setups[1].rev), base)}})
 	sw.send(req.h.XID, ofp.MultipartReply{Body: ofp.FlowStatsReply{
@@ -177,27 +178,27 @@ func TestOpenFlow10_DeletesByCookie(t *testing.T) {
 		}
 		if fm, ok := r.m.(*ofp.FlowMod); ok {
 			if fm.Command != ofp.FlowDeleteStrict {
-				t.Errorf("unexpected %s", flowLine(t, fm))
+				t.Errorf("unexpected %s", testnet.FlowLine(t, fm))
 			}
-			deleted = append(deleted, flowLine(t, fm))
+			deleted = append(deleted, testnet.FlowLine(t, fm))
 		}
 	}
 	// Member 2's flows (setups 1 and 4) but setup 1's client → VIP flow,
 	// which was added again after the read was asked for.
 	var want []string
 	for _, fm := range []ofp.FlowMod{setups[1].rev, setups[4].fwd, setups[4].rev} {
-		del := strictDelete(&ofp.FlowStats{Priority: fm.Priority, Match: fm.Match})
-		want = append(want, flowLine(t, &del))
+		del := model.StrictDelete(&ofp.FlowStats{Priority: fm.Priority, Match: fm.Match})
+		want = append(want, testnet.FlowLine(t, &del))
 	}
 	sort.Strings(deleted)
-	assertLines(t, deleted, want)
+	testnet.AssertLines(t, deleted, want)
 }
 
 // A poll reads every flow of a 1.0 switch; what is not sdnlb's counts
 // for nothing.
 func TestOpenFlow10_PollReadsOnlySdnlbFlows(t *testing.T) {
-	h, sw := connected10(t, testConfig(nil), Options{}, 1)
-	sw.packetIn(clientOF, syn(t, 40000))
+	h, sw := connected10(t, testnet.Config(nil), Options{}, 1)
+	sw.packetIn(testnet.ClientOF, testnet.SYN(t, 40000))
 	s := nextSetup(t, sw)
 	h.c.switchConns()[0].pollStats()
 	req := sw.nextOf(ofp.TypeMultipartRequest)
@@ -223,7 +224,7 @@ func TestOpenFlow10_PollReadsOnlySdnlbFlows(t *testing.T) {
 // A 1.0 switch that reconnects holding sdnlb's flows keeps them: the
 // controller reads them from 1.0 flow stats and sends only what differs.
 func TestOpenFlow10_AdoptsFlows(t *testing.T) {
-	h := startController(t, testConfig(nil), Options{})
+	h := startController(t, testnet.Config(nil), Options{})
 	_, got := h.connect10(t, 1)
 	var held []ofp.FlowStats
 	for _, r := range got {
@@ -232,7 +233,7 @@ func TestOpenFlow10_AdoptsFlows(t *testing.T) {
 				Match: fm.Match, Instructions: fm.Instructions})
 		}
 	}
-	h2 := startController(t, testConfig(nil), Options{})
+	h2 := startController(t, testnet.Config(nil), Options{})
 	sw := h2.dial(t)
 	sw.v10 = true
 	sw.sendRaw([]byte{1, 0, 0, 8, 0, 0, 0, 0})
@@ -245,7 +246,7 @@ func TestOpenFlow10_AdoptsFlows(t *testing.T) {
 		case *ofp.MultipartRequest:
 			sw.send(r.h.XID, ofp.MultipartReply{Body: ofp.FlowStatsReply{Stats: held}})
 		case *ofp.FlowMod:
-			mods = append(mods, flowLine(t, m))
+			mods = append(mods, testnet.FlowLine(t, m))
 		}
 		if r.h.Type == ofp.TypeBarrierRequest {
 			break
@@ -257,7 +258,7 @@ func TestOpenFlow10_AdoptsFlows(t *testing.T) {
 }
 
 func TestOpenFlow10_MalformedClosesOnlyThatSwitch(t *testing.T) {
-	h := startController(t, testConfig(nil), Options{})
+	h := startController(t, testnet.Config(nil), Options{})
 	good, _ := h.connect(t, 1)
 	bad, _ := h.connect10(t, 2)
 	// A 1.0 packet-in cut short: 6 bytes of its 10-byte head.
@@ -275,13 +276,13 @@ func TestOpenFlow10_MalformedClosesOnlyThatSwitch(t *testing.T) {
 // A SWITCH pool falls back to the controller on a 1.0 switch, which has
 // no select groups, and its stats say on which switches.
 func TestOpenFlow10_SwitchPoolFallsBack(t *testing.T) {
-	cfg := testConfig(func(c *sdnlb.Config) { c.Pools[0].Dispatch = sdnlb.DispatchSwitch })
+	cfg := testnet.Config(func(c *sdnlb.Config) { c.Pools[0].Dispatch = sdnlb.DispatchSwitch })
 	h := startController(t, cfg, Options{})
 	h.groups = true
 	h.connect(t, 1)
 	sw, _ := h.connect10(t, 2)
 	teachMember(t, sw, 1)
-	sw.packetIn(clientOF, syn(t, 40000))
+	sw.packetIn(testnet.ClientOF, testnet.SYN(t, 40000))
 	if s := nextSetup(t, sw); memberOf(t, &s.fwd) != "10.0.0.1" {
 		t.Errorf("setup on the 1.0 switch went to %s", memberOf(t, &s.fwd))
 	}
@@ -290,14 +291,14 @@ func TestOpenFlow10_SwitchPoolFallsBack(t *testing.T) {
 		t.Errorf("controller_dispatched_on = %v, want %v", st.ControllerDispatchedOn, want)
 	}
 
-	h.src.set(testConfig(nil)) // CONTROLLER: nothing falls back
+	h.src.set(testnet.Config(nil)) // CONTROLLER: nothing falls back
 	waitStats(t, h.c, "p1", func(st *sdnlb.PoolStats) bool { return len(st.ControllerDispatchedOn) == 0 })
 }
 
 // Links to and from a 1.0 switch are found: its LLDP packet-ins carry no
 // cookie, the frame says what they are.
 func TestOpenFlow10_DiscoversLinks(t *testing.T) {
-	h := startController(t, testConfig(nil), Options{})
+	h := startController(t, testnet.Config(nil), Options{})
 	sw13, _ := h.connect(t, 1)
 	sw10, _ := h.connect10(t, 2, ofp.Port{PortNo: 4, Name: "s2-eth4", State: ofp.PortStateLive})
 	sw13.send(0, ofp.PortStatus{Reason: ofp.PortReasonAdd, Desc: ofp.Port{PortNo: 3, Name: "s1-eth3", State: ofp.PortStateLive}})

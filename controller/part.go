@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"github.com/sdnlb/sdnlb"
+	"github.com/sdnlb/sdnlb/controller/model"
 )
 
 // TopologyPart is this node's part of a cluster's topology: what Topology
@@ -26,17 +27,17 @@ func (c *Controller) TopologyPart(ctx context.Context) (*sdnlb.TopologyPart, err
 		decided[s.dpid] = s.master.Load()
 	}
 	links := c.topo.links(c.now())
-	loaded := make(map[portRef]bool, 2*len(links))
+	loaded := make(map[model.PortRef]bool, 2*len(links))
 	c.topo.mu.Lock()
 	defer c.topo.mu.Unlock()
 	for _, l := range links {
-		for _, p := range []portRef{l.src, l.dst} {
-			if !decided[p.dpid] || loaded[p] {
+		for _, p := range []model.PortRef{l.src, l.dst} {
+			if !decided[p.DPID] || loaded[p] {
 				continue
 			}
 			loaded[p] = true
 			rate, capacity := c.topo.rateLocked(p)
-			part.Loads = append(part.Loads, sdnlb.PortLoad{Port: sdnlb.LinkEnd{DPID: formatDPID(p.dpid), Port: p.port},
+			part.Loads = append(part.Loads, sdnlb.PortLoad{Port: sdnlb.LinkEnd{DPID: formatDPID(p.DPID), Port: p.Port},
 				RateBPS: rate, CapacityBPS: capacity, Utilisation: utilisationOf(rate, capacity)})
 		}
 	}

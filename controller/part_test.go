@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/sdnlb/sdnlb"
+	"github.com/sdnlb/sdnlb/controller/internal/testnet"
 )
 
 // TestController_TopologyPart: a node's part has the links it discovered
@@ -14,7 +15,7 @@ import (
 // masters: the other node masters s2, reads s2's counters and has the
 // load of s2's port.
 func TestController_TopologyPart(t *testing.T) {
-	h := startController(t, testConfig(nil), Options{Roles: true})
+	h := startController(t, testnet.Config(nil), Options{Roles: true})
 	sw1, _ := h.connect(t, 1)
 	h.connect(t, 2)
 	h.c.SetMasters(Masters{Node: "self", Switches: []sdnlb.SwitchMaster{
@@ -28,7 +29,7 @@ func TestController_TopologyPart(t *testing.T) {
 	// packet-ins are not read).
 	frame := appendLLDP(nil, [6]byte{2, 0, 0, 0, 2, 4}, 2, 4)
 	var part *sdnlb.TopologyPart
-	for deadline := time.Now().Add(waitFor); ; time.Sleep(5 * time.Millisecond) {
+	for deadline := time.Now().Add(testnet.WaitFor); ; time.Sleep(5 * time.Millisecond) {
 		sw1.lldpIn(3, frame)
 		var err error
 		if part, err = h.c.TopologyPart(context.Background()); err != nil {

@@ -4,6 +4,8 @@ import (
 	"cmp"
 	"slices"
 	"time"
+
+	"github.com/sdnlb/sdnlb/controller/model"
 )
 
 // How the fabric weighs links (see fabric.go). A link is busy once its
@@ -60,16 +62,16 @@ func newGraph(switches []uint64, links []linkState) *graph {
 		g.index[n] = i
 	}
 	for _, l := range links {
-		_, okSrc := g.index[l.src.dpid]
-		dst, okDst := g.index[l.dst.dpid]
-		if !l.both || !okSrc || !okDst || l.src.dpid == l.dst.dpid {
+		_, okSrc := g.index[l.src.DPID]
+		dst, okDst := g.index[l.dst.DPID]
+		if !l.both || !okSrc || !okDst || l.src.DPID == l.dst.DPID {
 			continue
 		}
 		g.has[l.link] = true
 		g.in[dst] = append(g.in[dst], l.link)
 	}
 	for _, in := range g.in {
-		slices.SortFunc(in, func(a, b link) int { return comparePortRef(a.src, b.src) })
+		slices.SortFunc(in, func(a, b link) int { return model.ComparePortRef(a.src, b.src) })
 	}
 	return g
 }
@@ -90,7 +92,7 @@ func (g *graph) towards(dst uint64, prev map[uint64]uint32, busy func(link) bool
 		dist[i] = unreached
 	}
 	next := make(map[uint64]uint32, len(g.nodes))
-	via := make([]portRef, len(g.nodes)) // the neighbour each choice goes to
+	via := make([]model.PortRef, len(g.nodes)) // the neighbour each choice goes to
 	dist[g.index[dst]] = 0
 	for {
 		u := -1
@@ -104,16 +106,16 @@ func (g *graph) towards(dst uint64, prev map[uint64]uint32, busy func(link) bool
 		}
 		done[u] = true
 		for _, l := range g.in[u] {
-			x := g.index[l.src.dpid]
+			x := g.index[l.src.DPID]
 			if done[x] {
 				continue
 			}
-			d, from := dist[u]+1, l.src.dpid
+			d, from := dist[u]+1, l.src.DPID
 			if busy(l) {
 				d += busyCost
 			}
 			if d < dist[x] || d == dist[x] && preferred(l, next[from], via[x], prev[from]) {
-				dist[x], next[from], via[x] = d, l.src.port, l.dst
+				dist[x], next[from], via[x] = d, l.src.Port, l.dst
 			}
 		}
 	}
@@ -123,14 +125,14 @@ func (g *graph) towards(dst uint64, prev map[uint64]uint32, busy func(link) bool
 // chose so far (leading to neighbour via), is the better choice: the port
 // the switch used before (prev, 0 for none) first, then the lowest
 // neighbour.
-func preferred(a link, chosen uint32, via portRef, prev uint32) bool {
+func preferred(a link, chosen uint32, via model.PortRef, prev uint32) bool {
 	switch {
 	case chosen == prev:
 		return false
-	case a.src.port == prev:
+	case a.src.Port == prev:
 		return true
 	}
-	return comparePortRef(a.dst, via) < 0
+	return model.ComparePortRef(a.dst, via) < 0
 }
 
 // tree returns the links of a spanning tree of the graph, as the ports
@@ -139,15 +141,15 @@ func preferred(a link, chosen uint32, via portRef, prev uint32) bool {
 // breadth first from the lowest datapath id, over the lowest port to
 // each neighbour, so it counts hops and not load: it moves only when the
 // topology does.
-func (g *graph) tree() map[portRef]bool {
+func (g *graph) tree() map[model.PortRef]bool {
 	out := make([][]link, len(g.nodes)) // by node: the links from it
 	for _, in := range g.in {
 		for _, l := range in {
-			i := g.index[l.src.dpid]
+			i := g.index[l.src.DPID]
 			out[i] = append(out[i], l)
 		}
 	}
-	onTree := map[portRef]bool{}
+	onTree := map[model.PortRef]bool{}
 	reached := make([]bool, len(g.nodes))
 	for root := range g.nodes {
 		if reached[root] {
@@ -159,10 +161,10 @@ func (g *graph) tree() map[portRef]bool {
 			n := queue[0]
 			queue = queue[1:]
 			slices.SortFunc(out[n], func(a, b link) int {
-				return cmp.Or(cmp.Compare(a.dst.dpid, b.dst.dpid), cmp.Compare(a.src.port, b.src.port))
+				return cmp.Or(cmp.Compare(a.dst.DPID, b.dst.DPID), cmp.Compare(a.src.Port, b.src.Port))
 			})
 			for _, l := range out[n] {
-				to := g.index[l.dst.dpid]
+				to := g.index[l.dst.DPID]
 				if reached[to] || !g.has[link{l.dst, l.src}] {
 					continue
 				}

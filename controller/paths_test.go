@@ -5,6 +5,8 @@ import (
 	"slices"
 	"testing"
 	"time"
+
+	"github.com/sdnlb/sdnlb/controller/model"
 )
 
 // square is four switches linked in a loop, 1-2-3-4-1, with a chord 1-3:
@@ -14,8 +16,8 @@ func square() []linkState {
 	for _, pair := range [][2]uint64{{1, 2}, {2, 3}, {3, 4}, {4, 1}, {1, 3}} {
 		a, b := pair[0], pair[1]
 		links = append(links,
-			linkState{link: link{src: portRef{a, uint32(b)}, dst: portRef{b, uint32(a)}}, both: true},
-			linkState{link: link{src: portRef{b, uint32(a)}, dst: portRef{a, uint32(b)}}, both: true})
+			linkState{link: link{src: model.PortRef{DPID: a, Port: uint32(b)}, dst: model.PortRef{DPID: b, Port: uint32(a)}}, both: true},
+			linkState{link: link{src: model.PortRef{DPID: b, Port: uint32(a)}, dst: model.PortRef{DPID: a, Port: uint32(b)}}, both: true})
 	}
 	return links
 }
@@ -59,7 +61,7 @@ func TestGraph_TowardsTakesTheCheapestPath(t *testing.T) {
 
 	// The chord busy: 1 goes around, through 2 (the lowest neighbour of
 	// the two equal ways).
-	busy := func(l link) bool { return l.src == portRef{1, 3} }
+	busy := func(l link) bool { return l.src == model.PortRef{DPID: 1, Port: 3} }
 	ports = g.towards(3, ports, busy)
 	if got := follow(t, ports, 1, 3); !slices.Equal(got, []uint64{1, 2, 3}) {
 		t.Errorf("1→3 with the chord busy takes %v, want 1-2-3", got)
@@ -75,7 +77,7 @@ func TestGraph_TowardsTakesTheCheapestPath(t *testing.T) {
 func TestGraph_OnlyLinksBothWaysCarryTraffic(t *testing.T) {
 	links := square()
 	for i := range links {
-		if links[i].src == (portRef{1, 3}) || links[i].dst == (portRef{1, 3}) {
+		if links[i].src == (model.PortRef{DPID: 1, Port: 3}) || links[i].dst == (model.PortRef{DPID: 1, Port: 3}) {
 			links[i].both = false // the chord heard only one way
 		}
 	}
@@ -87,8 +89,8 @@ func TestGraph_OnlyLinksBothWaysCarryTraffic(t *testing.T) {
 
 func TestGraph_PartitionedSwitchesHaveNoPath(t *testing.T) {
 	links := []linkState{
-		{link: link{src: portRef{1, 2}, dst: portRef{2, 1}}, both: true},
-		{link: link{src: portRef{2, 1}, dst: portRef{1, 2}}, both: true},
+		{link: link{src: model.PortRef{DPID: 1, Port: 2}, dst: model.PortRef{DPID: 2, Port: 1}}, both: true},
+		{link: link{src: model.PortRef{DPID: 2, Port: 1}, dst: model.PortRef{DPID: 1, Port: 2}}, both: true},
 	}
 	ports := newGraph([]uint64{1, 2, 3}, links).towards(3, nil, calm)
 	if len(ports) != 0 {
@@ -103,17 +105,17 @@ func TestGraph_TreeSpansWithoutLoops(t *testing.T) {
 		t.Fatalf("tree ends %v, want 6", slices.Collect(maps.Keys(tree)))
 	}
 	// Breadth first from 1: its three neighbours hang off it directly.
-	for _, end := range []portRef{{1, 2}, {1, 3}, {1, 4}, {2, 1}, {3, 1}, {4, 1}} {
+	for _, end := range []model.PortRef{{DPID: 1, Port: 2}, {DPID: 1, Port: 3}, {DPID: 1, Port: 4}, {DPID: 2, Port: 1}, {DPID: 3, Port: 1}, {DPID: 4, Port: 1}} {
 		if !tree[end] {
 			t.Errorf("port %v is not on the tree %v", end, tree)
 		}
 	}
 	// Two islands: each gets its own tree.
 	links := []linkState{
-		{link: link{src: portRef{1, 2}, dst: portRef{2, 1}}, both: true},
-		{link: link{src: portRef{2, 1}, dst: portRef{1, 2}}, both: true},
-		{link: link{src: portRef{3, 4}, dst: portRef{4, 3}}, both: true},
-		{link: link{src: portRef{4, 3}, dst: portRef{3, 4}}, both: true},
+		{link: link{src: model.PortRef{DPID: 1, Port: 2}, dst: model.PortRef{DPID: 2, Port: 1}}, both: true},
+		{link: link{src: model.PortRef{DPID: 2, Port: 1}, dst: model.PortRef{DPID: 1, Port: 2}}, both: true},
+		{link: link{src: model.PortRef{DPID: 3, Port: 4}, dst: model.PortRef{DPID: 4, Port: 3}}, both: true},
+		{link: link{src: model.PortRef{DPID: 4, Port: 3}, dst: model.PortRef{DPID: 3, Port: 4}}, both: true},
 	}
 	if got := newGraph([]uint64{1, 2, 3, 4}, links).tree(); len(got) != 4 {
 		t.Errorf("two islands' trees %v, want both links", got)

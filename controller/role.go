@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/sdnlb/sdnlb"
+	"github.com/sdnlb/sdnlb/controller/dataplane"
 	"github.com/sdnlb/sdnlb/controller/ofp"
 )
 
@@ -157,7 +158,7 @@ func (s *switchConn) applyRole() {
 		}
 		wasMaster := s.master.Load()
 		if !r.master {
-			s.decide(func(*dataplane, *outbox) { s.master.Store(false) })
+			s.decide(func(*dataplane.Switch, *dataplane.Outbox) { s.master.Store(false) })
 		}
 		s.asked = r
 		// OpenFlow 1.0 has no roles: a node that is not the switch's
@@ -177,7 +178,7 @@ func (s *switchConn) applyRole() {
 			s.close()
 			return
 		}
-		s.decide(func(old *dataplane, out *outbox) {
+		s.decide(func(old *dataplane.Switch, out *dataplane.Outbox) {
 			if s.c.role(s.dpid) != r {
 				return // changed meanwhile: the next turn applies it
 			}
@@ -185,22 +186,22 @@ func (s *switchConn) applyRole() {
 			// this node decided while it last led. The old one gives back
 			// its share of the counters.
 			snap := s.c.snap.Load()
-			old.settle(snap)
-			s.dp = newDataplane(s.c.dataplaneConfig(s.dpid, s.log, s.features))
-			s.dp.adopt(s.c.now(), snap, have, out)
+			old.Settle(snap)
+			s.dp = dataplane.New(s.c.dataplaneConfig(s.dpid, s.log, s.features))
+			s.dp.Adopt(s.c.now(), snap, have, out)
 			s.master.Store(true)
 		})
 		if s.flush() != nil {
 			return
 		}
 		s.log.Info("switch taken over as MASTER", "generation", r.generation,
-			"flows", len(have.flows), "groups", len(have.groups))
+			"flows", len(have.Flows), "groups", len(have.Groups))
 	}
 }
 
 // readState asks the switch for sdnlb's flows and its groups.
-func (s *switchConn) readState() (switchState, error) {
-	var have switchState
+func (s *switchConn) readState() (dataplane.SwitchState, error) {
+	var have dataplane.SwitchState
 	timeout := time.NewTimer(roleStateTimeout)
 	defer timeout.Stop()
 	wait := func(m ofp.Message) (*flowsRequest, error) {
@@ -217,16 +218,16 @@ func (s *switchConn) readState() (switchState, error) {
 			return nil, fmt.Errorf("no reply within %v", roleStateTimeout)
 		}
 	}
-	r, err := wait(ofp.MultipartRequest{Body: statsRequest()})
+	r, err := wait(ofp.MultipartRequest{Body: dataplane.StatsRequest()})
 	if err != nil {
 		return have, fmt.Errorf("flows: %w", err)
 	}
-	have.flows = r.stats
-	if s.features.groups {
+	have.Flows = r.stats
+	if s.features.Groups {
 		if r, err = wait(ofp.MultipartRequest{Body: ofp.GroupDescRequest{}}); err != nil {
 			return have, fmt.Errorf("groups: %w", err)
 		}
-		have.groups = r.groups
+		have.Groups = r.groups
 	}
 	return have, nil
 }

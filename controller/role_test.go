@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/sdnlb/sdnlb"
+	"github.com/sdnlb/sdnlb/controller/internal/testnet"
 	"github.com/sdnlb/sdnlb/controller/ofp"
 )
 
@@ -60,7 +61,7 @@ func setRole(c *Controller, dpid uint64, master bool, generation uint64) {
 
 func TestController_Roles(t *testing.T) {
 	var stale atomic.Int32
-	switchPool := testConfig(func(c *sdnlb.Config) { c.Pools[0].Dispatch = sdnlb.DispatchSwitch })
+	switchPool := testnet.Config(func(c *sdnlb.Config) { c.Pools[0].Dispatch = sdnlb.DispatchSwitch })
 	h := startController(t, switchPool, Options{Roles: true, OnStaleRole: func() { stale.Add(1) }})
 	h.groups = true
 
@@ -72,8 +73,8 @@ func TestController_Roles(t *testing.T) {
 	if n := countMods(got); n != 0 {
 		t.Fatalf("a slave sent %d flow-mods, group-mods or packet-outs at the handshake", n)
 	}
-	sw.packetIn(1, syn(t, 40000))
-	h.src.set(testConfig(func(c *sdnlb.Config) { c.Pools[0].Dispatch = sdnlb.DispatchSwitch; c.Members[0].Weight = 2 })) // reaches no slave
+	sw.packetIn(1, testnet.SYN(t, 40000))
+	h.src.set(testnet.Config(func(c *sdnlb.Config) { c.Pools[0].Dispatch = sdnlb.DispatchSwitch; c.Members[0].Weight = 2 })) // reaches no slave
 	if r, quiet := sw.quiet(200 * time.Millisecond); !quiet {
 		t.Fatalf("a slave sent %s", r.h.Type)
 	}
@@ -120,7 +121,7 @@ func TestController_Roles(t *testing.T) {
 	if m := r.m.(*ofp.RoleRequest); *m != (ofp.RoleRequest{Role: ofp.RoleSlave, GenerationID: 8}) {
 		t.Fatalf("demotion asked %+v", m)
 	}
-	sw.packetIn(1, syn(t, 40001))
+	sw.packetIn(1, testnet.SYN(t, 40001))
 	h.src.set(switchPool)
 	if r, quiet := sw.quiet(200 * time.Millisecond); !quiet {
 		t.Fatalf("a demoted controller sent %s", r.h.Type)
@@ -130,7 +131,7 @@ func TestController_Roles(t *testing.T) {
 	sw.send(r.h.XID, &ofp.ErrorMsg{ErrType: ofp.ErrTypeRoleRequestFailed, Code: ofp.RoleRequestFailedStale})
 	waitStale := func(n int32, after string) {
 		t.Helper()
-		for deadline := time.Now().Add(waitFor); stale.Load() < n; {
+		for deadline := time.Now().Add(testnet.WaitFor); stale.Load() < n; {
 			if time.Now().After(deadline) {
 				t.Fatalf("OnStaleRole not called after %s", after)
 			}
@@ -146,7 +147,7 @@ func TestController_Roles(t *testing.T) {
 
 func TestController_NoRoles(t *testing.T) {
 	// The default: one controller, no role asked, the switch programmed.
-	h := startController(t, testConfig(nil), Options{})
+	h := startController(t, testnet.Config(nil), Options{})
 	setRole(h.c, 1, false, 3) // ignored without Roles
 	_, got := h.connect(t, 1)
 	if rr := roleRequests(got); len(rr) != 0 {
@@ -162,7 +163,7 @@ func TestController_NoRoles(t *testing.T) {
 // of those no node masters, each with its own generation; the API shows
 // each switch's master.
 func TestController_RolesPerSwitch(t *testing.T) {
-	h := startController(t, testConfig(nil), Options{Roles: true})
+	h := startController(t, testnet.Config(nil), Options{Roles: true})
 	assign := Masters{Node: "self", Unassigned: 5 << 32, Switches: []sdnlb.SwitchMaster{
 		{DPID: formatDPID(1), Node: "self", Generation: 5<<32 + 1},
 		{DPID: formatDPID(2), Node: "other", Generation: 5<<32 + 2},
@@ -221,7 +222,7 @@ func TestController_RoleChangesWhileServing(t *testing.T) {
 		maxPerRound = 200 // calls of each loop during one role change
 	)
 	deadline := time.Now().Add(10 * time.Second)
-	h := startController(t, testConfig(nil), Options{Roles: true})
+	h := startController(t, testnet.Config(nil), Options{Roles: true})
 	h.groups = true // so the polls and the promotions ask for groups too
 	sw, _ := h.connect(t, 1)
 
@@ -276,7 +277,7 @@ func TestController_RoleChangesWhileServing(t *testing.T) {
 		return nil
 	})
 	during("configuration", func(i int) error {
-		h.src.set(testConfig(func(c *sdnlb.Config) {
+		h.src.set(testnet.Config(func(c *sdnlb.Config) {
 			if i%2 == 0 {
 				c.Members[1].Health.Status = sdnlb.MemberDown
 			}
@@ -308,7 +309,7 @@ func TestController_RoleChangesWhileServing(t *testing.T) {
 					t.Errorf("generation %d: the switch saw master=%v, want %v", gen, got, master)
 					return
 				}
-			case <-time.After(waitFor):
+			case <-time.After(testnet.WaitFor):
 				t.Errorf("generation %d: master=%v never took effect", gen, master)
 				return
 			}

@@ -11,6 +11,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/sdnlb/sdnlb/controller/dataplane"
+	"github.com/sdnlb/sdnlb/controller/model"
 	"github.com/sdnlb/sdnlb/controller/ofp"
 	"github.com/sdnlb/sdnlb/controller/ofp10"
 )
@@ -36,7 +38,7 @@ type switchConn struct {
 	// Set by the handshake.
 	dpid     uint64
 	wire     wire // the OpenFlow version the switch speaks
-	features switchFeatures
+	features model.SwitchFeatures
 
 	xids       atomic.Uint32
 	unanswered atomic.Int32  // echo requests since the switch last spoke
@@ -54,8 +56,8 @@ type switchConn struct {
 	// decide. dp is made before the connection is registered and replaced
 	// by a promotion, inside decide.
 	dpMu sync.Mutex
-	dp   *dataplane
-	out  *outbox
+	dp   *dataplane.Switch
+	out  *dataplane.Outbox
 	// master: the dataplane decides for this switch (MASTER, or no roles).
 	// Set only inside decide, so no decision is half made when it changes;
 	// atomic, so the stats poll can ask without waiting for a decision.
@@ -104,7 +106,7 @@ func newSwitchConn(c *Controller, conn net.Conn) *switchConn {
 	}
 	s.log = c.log.With("remote", s.remote)
 	s.unsendable = &limitedLog{log: s.log, every: time.Minute}
-	s.out = newOutbox(&s.xids, c.metrics)
+	s.out = dataplane.NewOutbox(&s.xids, c.metrics)
 	if c.fabric != nil {
 		s.delivered = make(chan *ofp.FlowMod, deliveredQueue)
 	}
@@ -155,7 +157,7 @@ func (c *Controller) serveConn(ctx context.Context, a *admission) {
 			"remote", s.remote, "dpid", formatDPID(s.dpid), "connected_from", old.remote)
 		return
 	}
-	s.dp = newDataplane(c.dataplaneConfig(s.dpid, s.log, s.features))
+	s.dp = dataplane.New(c.dataplaneConfig(s.dpid, s.log, s.features))
 	var wg sync.WaitGroup
 	defer wg.Wait()
 	defer s.close() // stops the reader and keepalive before wg.Wait
@@ -179,8 +181,8 @@ func (c *Controller) serveConn(ctx context.Context, a *admission) {
 			}
 			return
 		}
-		s.decide(func(dp *dataplane, out *outbox) {
-			dp.adopt(c.now(), c.snap.Load(), have, out)
+		s.decide(func(dp *dataplane.Switch, out *dataplane.Outbox) {
+			dp.Adopt(c.now(), c.snap.Load(), have, out)
 			s.master.Store(true)
 		})
 	}
@@ -205,7 +207,7 @@ func (c *Controller) serveConn(ctx context.Context, a *admission) {
 		err = <-read
 	}
 	c.unregister(s)
-	s.decide(func(dp *dataplane, _ *outbox) { dp.settle(c.snap.Load()) })
+	s.decide(func(dp *dataplane.Switch, _ *dataplane.Outbox) { dp.Settle(c.snap.Load()) })
 	s.pending.failAll(errClosed)
 	switch {
 	case s.closed():
@@ -241,7 +243,7 @@ func (s *switchConn) handshake() error {
 		s.refuseVersion(h.Version, err)
 		return errClosed
 	}
-	s.wire, s.out.enc = w, w
+	s.wire, s.out.Enc = w, w
 	if err := s.send(ofp.FeaturesRequest{}); err != nil {
 		return err
 	}
@@ -264,7 +266,7 @@ func (s *switchConn) handshake() error {
 				return errors.New("the switch speaks OpenFlow 1.0, and --l2 fabric needs 1.3 (several tables and metadata)")
 			}
 			s.ports.set(m.Ports...)
-			return s.configureSwitch(switchFeatures{oneTable: true})
+			return s.configureSwitch(model.SwitchFeatures{OneTable: true})
 		case *ofp.FeaturesReply:
 			s.identify(m.DatapathID)
 			featuresXID = s.xids.Add(1)
@@ -273,13 +275,13 @@ func (s *switchConn) handshake() error {
 			}
 		case *ofp.MultipartReply:
 			if body, ok := m.Body.(ofp.GroupFeaturesReply); ok && h.XID == featuresXID {
-				return s.configureSwitch(switchFeatures{groups: body.Types&(1<<ofp.GroupTypeSelect) != 0})
+				return s.configureSwitch(model.SwitchFeatures{Groups: body.Types&(1<<ofp.GroupTypeSelect) != 0})
 			}
 		case *ofp.EchoRequest:
 			s.sendXID(h.XID, ofp.EchoReply{Data: m.Data})
 		case *ofp.ErrorMsg:
 			if featuresXID != 0 && h.XID == featuresXID {
-				return s.configureSwitch(switchFeatures{}) // no group support at all
+				return s.configureSwitch(model.SwitchFeatures{}) // no group support at all
 			}
 			s.log.Warn("switch error during handshake", "type", m.ErrType.String(), "code", m.Code)
 		}
@@ -309,9 +311,9 @@ func (s *switchConn) identify(dpid uint64) {
 // pipeline can do, has it send whole packets to the controller and, on
 // 1.3, asks for its ports, whose description the reader takes (a 1.0
 // features reply lists them).
-func (s *switchConn) configureSwitch(f switchFeatures) error {
+func (s *switchConn) configureSwitch(f model.SwitchFeatures) error {
 	s.features = f
-	if !f.groups {
+	if !f.Groups {
 		s.log.Warn("switch has no select groups; its SWITCH pools are dispatched by the controller")
 	}
 	msgs := []ofp.Message{ofp.SetConfig{Flags: ofp.ConfigFragNormal, MissSendLen: ofp.ControllerMaxLenNoBuffer}}
@@ -324,10 +326,10 @@ func (s *switchConn) configureSwitch(f switchFeatures) error {
 // sync brings the switch from the configuration it has to snap. Calls from
 // the reload loop and from the handshake may race; the older snapshot
 // loses.
-func (s *switchConn) sync(snap *snapshot) error {
-	s.decide(func(dp *dataplane, out *outbox) {
+func (s *switchConn) sync(snap *model.Snapshot) error {
+	s.decide(func(dp *dataplane.Switch, out *dataplane.Outbox) {
 		if s.master.Load() {
-			dp.configure(s.c.now(), snap, out)
+			dp.Configure(s.c.now(), snap, out)
 		}
 	})
 	return s.flush()
@@ -339,7 +341,7 @@ func (s *switchConn) sync(snap *snapshot) error {
 // decisions reach the switch in the order they were made (a sync's purge
 // always follows the setups decided before it) and a promotion never
 // replaces the dataplane under a decision.
-func (s *switchConn) decide(f func(dp *dataplane, out *outbox)) {
+func (s *switchConn) decide(f func(dp *dataplane.Switch, out *dataplane.Outbox)) {
 	s.dpMu.Lock()
 	f(s.dp, s.out)
 	s.tellFabric(s.out)
@@ -349,21 +351,21 @@ func (s *switchConn) decide(f func(dp *dataplane, out *outbox)) {
 
 // tellFabric hands the fabric, which spans switches, the hosts a decision
 // saw and the rows it asks other switches for.
-func (s *switchConn) tellFabric(out *outbox) {
+func (s *switchConn) tellFabric(out *dataplane.Outbox) {
 	if f := s.c.fabric; f != nil {
-		for _, h := range out.hosts {
-			if h.seed {
-				f.seed(h.mac, h.at)
-			} else if f.learn(h.mac, h.ip, h.at, h.settled) {
-				s.log.Debug("learned host", "mac", macString(h.mac), "port", h.at.port, "settled", h.settled)
+		for _, h := range out.Hosts {
+			if h.Seed {
+				f.seed(h.MAC, h.At)
+			} else if f.learn(h.MAC, h.IP, h.At, h.Settled) {
+				s.log.Debug("learned host", "mac", model.MACString(h.MAC), "port", h.At.Port, "settled", h.Settled)
 			}
 		}
-		for _, t := range out.transit {
-			fm := t.fm
-			f.deliver(t.dpid, &fm)
+		for _, t := range out.Transit {
+			fm := t.FM
+			f.deliver(t.DPID, &fm)
 		}
 	}
-	out.hosts, out.transit = out.hosts[:0], out.transit[:0]
+	out.Hosts, out.Transit = out.Hosts[:0], out.Transit[:0]
 }
 
 // send writes messages with fresh xids and flushes.
@@ -397,18 +399,18 @@ func (s *switchConn) writeLocked(xid uint32, m ofp.Message) {
 
 // write buffers what the dataplane decided, unflushed: the read loop
 // flushes once its input is drained.
-func (s *switchConn) write(out *outbox) {
-	if out.unsent != nil {
-		s.unsendable.warn(s.c.now(), "message the switch's OpenFlow version cannot express not sent", "err", out.unsent)
-		out.unsent = nil
+func (s *switchConn) write(out *dataplane.Outbox) {
+	if out.Unsent != nil {
+		s.unsendable.warn(s.c.now(), "message the switch's OpenFlow version cannot express not sent", "err", out.Unsent)
+		out.Unsent = nil
 	}
-	if out.empty() {
+	if out.Empty() {
 		return
 	}
 	s.wmu.Lock()
-	s.bw.Write(out.buf)
+	s.bw.Write(out.Buf)
 	s.wmu.Unlock()
-	out.reset()
+	out.Reset()
 }
 
 func (s *switchConn) flushLocked() error {
@@ -474,7 +476,7 @@ func (s *switchConn) keepalive() {
 func (s *switchConn) pollStats() {
 	xid := s.xids.Add(1)
 	s.pollXID.Store(xid)
-	s.sendXID(xid, ofp.MultipartRequest{Body: statsRequest()})
+	s.sendXID(xid, ofp.MultipartRequest{Body: dataplane.StatsRequest()})
 	s.send(ofp.MultipartRequest{Body: ofp.PortStatsRequest{PortNo: ofp.PortAny}})
 }
 
@@ -514,21 +516,21 @@ func (s *switchConn) readLoop() error {
 
 // receive handles one message from the switch as one decision.
 func (s *switchConn) receive(b []byte) (err error) {
-	s.decide(func(dp *dataplane, out *outbox) { err = s.handle(dp, out, b) })
+	s.decide(func(dp *dataplane.Switch, out *dataplane.Outbox) { err = s.handle(dp, out, b) })
 	return err
 }
 
 // handle dispatches one message. Only a message that cannot be parsed ends
 // the connection; one of a type the codec does not know is answered with an
 // OpenFlow error.
-func (s *switchConn) handle(dp *dataplane, out *outbox, b []byte) error {
+func (s *switchConn) handle(dp *dataplane.Switch, out *dataplane.Outbox, b []byte) error {
 	h, err := ofp.ParseHeader(b) // the same in every version but for the type
 	if err != nil {
 		return malformed(err)
 	}
 	kind := s.wire.kind(b)
 	now := s.c.now()
-	dp.expireHeld(now)
+	dp.ExpireHeld(now)
 	if !s.master.Load() && (kind == ofp.TypePacketIn || kind == ofp.TypeFlowRemoved) {
 		return nil // a slave's: switches send none by default, and it answers none
 	}
@@ -543,13 +545,13 @@ func (s *switchConn) handle(dp *dataplane, out *outbox, b []byte) error {
 			s.lldpIn(now, &s.pin)
 			return nil
 		}
-		dp.packetIn(now, dp.installed, &s.pin, out)
+		dp.PacketIn(now, dp.Installed, &s.pin, out)
 		return nil
 	case ofp.TypeFlowRemoved:
 		if err := s.wire.decodeInto(b, &s.removed); err != nil {
 			return s.decodeFailed(out, h, b, err)
 		}
-		dp.flowRemoved(now, dp.installed, &s.removed)
+		dp.FlowRemoved(now, dp.Installed, &s.removed)
 		return nil
 	}
 	m, err := s.wire.decode(b)
@@ -557,11 +559,11 @@ func (s *switchConn) handle(dp *dataplane, out *outbox, b []byte) error {
 		return s.decodeFailed(out, h, b, err)
 	}
 	for _, fm := range s.wire.answered(h.XID, m) {
-		out.send(&fm)
+		out.Send(&fm)
 	}
 	switch m := m.(type) {
 	case *ofp.EchoRequest:
-		out.reply(h.XID, ofp.EchoReply{Data: m.Data})
+		out.Reply(h.XID, ofp.EchoReply{Data: m.Data})
 	case *ofp.ErrorMsg:
 		s.logSwitchError(now, h.XID, m)
 		s.pending.finish(h.XID, m)
@@ -589,7 +591,7 @@ func (s *switchConn) handle(dp *dataplane, out *outbox, b []byte) error {
 			s.ports.set(m.Desc)
 		}
 		if m.Reason == ofp.PortReasonDelete || !portUp(m.Desc) {
-			s.c.topo.portDown(portRef{dpid: s.dpid, port: m.Desc.PortNo})
+			s.c.topo.portDown(model.PortRef{DPID: s.dpid, Port: m.Desc.PortNo})
 		}
 		if s.master.Load() && m.Reason != ofp.PortReasonDelete {
 			s.sendLLDPOn([]ofp.Port{m.Desc})
@@ -602,7 +604,7 @@ func (s *switchConn) handle(dp *dataplane, out *outbox, b []byte) error {
 	return nil
 }
 
-func (s *switchConn) handleMultipart(dp *dataplane, out *outbox, xid uint32, m *ofp.MultipartReply) {
+func (s *switchConn) handleMultipart(dp *dataplane.Switch, out *dataplane.Outbox, xid uint32, m *ofp.MultipartReply) {
 	last := m.Flags&ofp.MultipartReplyMore == 0
 	switch body := m.Body.(type) {
 	case ofp.PortDescReply:
@@ -618,16 +620,16 @@ func (s *switchConn) handleMultipart(dp *dataplane, out *outbox, xid uint32, m *
 		if xid == s.pollXID.Load() {
 			s.pathCounters(body.Stats)
 			if xid != s.assembling {
-				dp.beginPoll()
+				dp.BeginPoll()
 				s.assembling = xid
 			}
-			dp.pollPart(dp.installed, body.Stats, last)
+			dp.PollPart(dp.Installed, body.Stats, last)
 			if last {
 				s.assembling = 0
 			}
 			return
 		}
-		if dp.icmpFlowsAnswer(xid, body.Stats, out) {
+		if dp.ICMPFlowsAnswer(xid, body.Stats, out) {
 			return
 		}
 		s.pending.gather(xid, body.Stats, nil)
@@ -660,10 +662,10 @@ func (s *switchConn) sendDelivered() {
 		case <-s.done:
 			return
 		case fm := <-s.delivered:
-			s.decide(func(_ *dataplane, out *outbox) {
+			s.decide(func(_ *dataplane.Switch, out *dataplane.Outbox) {
 				for {
 					if s.master.Load() {
-						out.send(fm)
+						out.Send(fm)
 					}
 					select {
 					case fm = <-s.delivered:
@@ -686,7 +688,7 @@ func (s *switchConn) pathCounters(stats []ofp.FlowStats) {
 	now := s.c.now()
 	for i := range stats {
 		st := &stats[i]
-		if st.TableID != tableFabric || st.Priority != prioPath {
+		if st.TableID != model.TableFabric || st.Priority != model.PrioPath {
 			continue
 		}
 		if dst, ok := st.Match.Get(ofp.OXMMetadata); ok {
@@ -706,7 +708,7 @@ func (s *switchConn) request(m ofp.Message) (xid uint32, r *flowsRequest, err er
 // table is full rejects every setup, and one line per rejection would
 // bury the log.
 func (s *switchConn) logSwitchError(now time.Time, xid uint32, m *ofp.ErrorMsg) {
-	s.c.metrics.switchError(m.ErrType)
+	s.c.metrics.SwitchError(m.ErrType)
 	if now.UnixNano()-s.errLoggedAt < int64(time.Second) {
 		s.errSuppressed++
 		return
@@ -722,9 +724,9 @@ func (s *switchConn) logSwitchError(now time.Time, xid uint32, m *ofp.ErrorMsg) 
 
 // decodeFailed answers an unsupported message with an OpenFlow error and
 // carries on; anything else malformed ends the connection.
-func (s *switchConn) decodeFailed(out *outbox, h ofp.Header, b []byte, err error) error {
+func (s *switchConn) decodeFailed(out *dataplane.Outbox, h ofp.Header, b []byte, err error) error {
 	if e := ofp.ErrorFor(err, b); e != nil {
-		out.reply(h.XID, e)
+		out.Reply(h.XID, e)
 	}
 	if errors.Is(err, ofp.ErrUnsupported) {
 		s.log.Warn("unsupported OpenFlow message from switch", "err", err)
@@ -737,6 +739,7 @@ func (s *switchConn) decodeFailed(out *outbox, h ofp.Header, b []byte, err error
 type malformedError struct{ err error }
 
 func (e malformedError) Error() string { return "malformed OpenFlow: " + e.err.Error() }
+
 func (e malformedError) Unwrap() error { return e.err }
 
 func malformed(err error) error {

@@ -13,34 +13,21 @@ import (
 	"time"
 
 	"github.com/gopacket/gopacket/layers"
-
 	"github.com/sdnlb/sdnlb"
+	"github.com/sdnlb/sdnlb/controller/internal/testnet"
+	"github.com/sdnlb/sdnlb/controller/model"
 	"github.com/sdnlb/sdnlb/controller/ofp"
 )
-
-const (
-	vipMAC    = "02:00:00:00:01:00"
-	clientMAC = "cc:00:00:00:00:01"
-	clientIP  = "10.0.1.5"
-	clientOF  = 10
-)
-
-func memberMAC(i int) string { return fmt.Sprintf("aa:00:00:00:00:%02x", i) }
 
 // teachMember makes member i (10.0.0.i, port i) known to the session the
 // way the controller learns members: its ARP reply to the VIP.
 func teachMember(tb testing.TB, sw *fakeSwitch, i int) {
 	tb.Helper()
-	sw.packetIn(uint32(i), arpFrame(tb, 2, memberMAC(i), vipMAC, fmt.Sprintf("10.0.0.%d", i), "10.0.0.100", vipMAC))
+	sw.packetIn(uint32(i), testnet.ARPFrame(tb, 2, testnet.MemberMAC(i), testnet.VIPMAC, fmt.Sprintf("10.0.0.%d", i), "10.0.0.100", testnet.VIPMAC))
 	r := sw.nextOf(ofp.TypeFlowMod)
-	if line := flowLine(tb, r.m.(*ofp.FlowMod)); !strings.Contains(line, "dl_dst="+memberMAC(i)) {
+	if line := testnet.FlowLine(tb, r.m.(*ofp.FlowMod)); !strings.Contains(line, "dl_dst="+testnet.MemberMAC(i)) {
 		tb.Fatalf("learning member %d installed %s", i, line)
 	}
-}
-
-func syn(tb testing.TB, sport uint16) []byte {
-	tb.Helper()
-	return tcpFrame(tb, tcpSeg{srcMAC: clientMAC, dstMAC: vipMAC, src: clientIP, dst: "10.0.0.100", sport: sport, dport: 80, syn: true, seq: 1000})
 }
 
 // setup is what the controller sends for one new connection.
@@ -58,7 +45,7 @@ func nextSetup(tb testing.TB, sw *fakeSwitch) setup {
 		r := sw.next()
 		switch m := r.m.(type) {
 		case *ofp.FlowMod:
-			if cat, _, _, _ := cookieParts(m.Cookie); cat != catL2 {
+			if cat, _, _, _ := model.CookieParts(m.Cookie); cat != model.CatL2 {
 				mods = append(mods, *m)
 			}
 		case *ofp.PacketOut:
@@ -66,7 +53,7 @@ func nextSetup(tb testing.TB, sw *fakeSwitch) setup {
 		}
 	}
 	if len(mods) != 2 {
-		tb.Fatalf("setup sent %d flow-mods before its packet-out, want 2: %q", len(mods), flowLines(tb, mods))
+		tb.Fatalf("setup sent %d flow-mods before its packet-out, want 2: %q", len(mods), testnet.FlowLines(tb, mods))
 	}
 	s.fwd, s.rev = mods[0], mods[1]
 	return s
@@ -75,17 +62,13 @@ func nextSetup(tb testing.TB, sw *fakeSwitch) setup {
 // memberOf reads the member address a client → member flow rewrites to.
 func memberOf(tb testing.TB, fm *ofp.FlowMod) string {
 	tb.Helper()
-	line := flowLine(tb, fm)
+	line := testnet.FlowLine(tb, fm)
 	i := strings.Index(line, "->ip_dst")
 	j := strings.LastIndex(line[:max(i, 0)], ":")
 	if i < 0 || j < 0 {
 		tb.Fatalf("no ip_dst rewrite in %s", line)
 	}
 	return line[j+1 : i]
-}
-
-func actionsLine(actions []ofp.Action) string {
-	return ofp.FormatInstructions([]ofp.Instruction{ofp.InstructionApplyActions{Actions: actions}})
 }
 
 func connected(tb testing.TB, cfg *sdnlb.Config, opts Options, members ...int) (*harness, *fakeSwitch) {
@@ -114,7 +97,7 @@ func connectedOn(tb testing.TB, v10 bool, cfg *sdnlb.Config, opts Options, membe
 }
 
 func TestSession_Handshake(t *testing.T) {
-	h := startController(t, testConfig(nil), Options{})
+	h := startController(t, testnet.Config(nil), Options{})
 	sw, got := h.connect(t, 1)
 
 	var types []string
@@ -140,9 +123,9 @@ func TestSession_Handshake(t *testing.T) {
 		case *ofp.FlowMod:
 			mods = append(mods, *m)
 		case *ofp.PacketOut:
-			outs = append(outs, packetOutLine(m))
-			arp := layerOf[*layers.ARP](t, parseFrame(t, m.Data))
-			if addrFrom(arp.SourceProtAddress).String() != "10.0.0.100" || addrFrom(arp.DstProtAddress).String() != "10.0.0.100" {
+			outs = append(outs, testnet.PacketOutLine(m))
+			arp := testnet.LayerOf[*layers.ARP](t, testnet.ParseFrame(t, m.Data))
+			if model.AddrFrom(arp.SourceProtAddress).String() != "10.0.0.100" || model.AddrFrom(arp.DstProtAddress).String() != "10.0.0.100" {
 				t.Errorf("gratuitous ARP for %v→%v, want the VIP", arp.SourceProtAddress, arp.DstProtAddress)
 			}
 		}
@@ -153,14 +136,14 @@ func TestSession_Handshake(t *testing.T) {
 		t.Errorf("handshake sent\n  %s\nwant\n  %s", s, wantTypes)
 	}
 	// The switch holds nothing of sdnlb's: it is only added to.
-	assertLines(t, flowLines(t, mods), append(arpAnswerLines(1, "02:00:00:00:01:00", "10.0.0.100", L2Learn),
+	testnet.AssertLines(t, testnet.FlowLines(t, mods), append(testnet.ARPAnswerLines(1, "02:00:00:00:01:00", "10.0.0.100", model.L2Learn),
 		"cookie=0x5d01000000000000, priority=0 actions=goto_table:9",
 		"cookie=0x5d08000000000000, priority=2000, dl_dst=01:80:c2:00:00:0e,dl_type=0x88cc actions=CONTROLLER:65535",
 		"cookie=0x5d01000000000000, table=tracked, priority=0 actions=goto_table:9",
 		"cookie=0x5d01000000000000, table=to-member, priority=0 actions=goto_table:9",
 		"cookie=0x5d01000000000000, table=from-member, priority=0 actions=drop",
 		"cookie=0x5d01000000000000, table=l2, priority=0 actions=CONTROLLER:65535",
-		ndCopyLine,
+		testnet.NDCopyLine,
 		"cookie=0x5d02000001000000, priority=500, arp,arp_tpa=10.0.0.100 actions=CONTROLLER:65535",
 		"cookie=0x5d02000001000000, priority=500, arp,dl_dst=02:00:00:00:01:00 actions=CONTROLLER:65535",
 		"cookie=0x5d02000001000000, priority=501, tcp,nw_dst=10.0.0.100,tp_dst=80 actions=CONTROLLER:65535",
@@ -201,7 +184,7 @@ func TestSession_Handshake(t *testing.T) {
 // waitSwitches polls Switches until ok accepts the list.
 func waitSwitches(tb testing.TB, c *Controller, ok func([]*sdnlb.Switch) bool) {
 	tb.Helper()
-	deadline := time.Now().Add(waitFor)
+	deadline := time.Now().Add(testnet.WaitFor)
 	for {
 		sws, err := c.Switches(context.Background())
 		if err != nil {
@@ -219,7 +202,7 @@ func waitSwitches(tb testing.TB, c *Controller, ok func([]*sdnlb.Switch) bool) {
 
 func TestSession_Echo(t *testing.T) {
 	t.Run("AnswersSwitch", func(t *testing.T) {
-		h := startController(t, testConfig(nil), Options{})
+		h := startController(t, testnet.Config(nil), Options{})
 		sw, _ := h.connect(t, 1)
 		sw.send(77, ofp.EchoRequest{Data: []byte("ping")})
 		r := sw.nextOf(ofp.TypeEchoReply)
@@ -228,7 +211,7 @@ func TestSession_Echo(t *testing.T) {
 		}
 	})
 	t.Run("KeepsAnsweringSwitchAlive", func(t *testing.T) {
-		h := startController(t, testConfig(nil), Options{EchoInterval: 10 * time.Millisecond})
+		h := startController(t, testnet.Config(nil), Options{EchoInterval: 10 * time.Millisecond})
 		sw, _ := h.connect(t, 1)
 		for range 8 { // well past three intervals
 			r := sw.nextOf(ofp.TypeEchoRequest)
@@ -239,7 +222,7 @@ func TestSession_Echo(t *testing.T) {
 		}
 	})
 	t.Run("DeadPeerClosed", func(t *testing.T) {
-		h := startController(t, testConfig(nil), Options{EchoInterval: 10 * time.Millisecond})
+		h := startController(t, testnet.Config(nil), Options{EchoInterval: 10 * time.Millisecond})
 		sw, _ := h.connect(t, 1)
 		sw.waitClosed()
 		waitSwitches(t, h.c, func(sws []*sdnlb.Switch) bool { return len(sws) == 0 })
@@ -269,7 +252,7 @@ func TestSession_Malformed(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			h := startController(t, testConfig(nil), Options{})
+			h := startController(t, testnet.Config(nil), Options{})
 			sw, _ := h.connect(t, 1)
 			sw.sendRaw(tt.raw)
 			sw.waitClosed()
@@ -283,7 +266,7 @@ func TestSession_Malformed(t *testing.T) {
 		})
 	}
 	t.Run("UnknownTypeAnsweredNotClosed", func(t *testing.T) {
-		h := startController(t, testConfig(nil), Options{})
+		h := startController(t, testnet.Config(nil), Options{})
 		sw, _ := h.connect(t, 1)
 		sw.sendRaw(header(ofp.Version, 99, 8))
 		r := sw.nextOf(ofp.TypeError)
@@ -296,7 +279,7 @@ func TestSession_Malformed(t *testing.T) {
 }
 
 func TestSession_Reconnect(t *testing.T) {
-	h := startController(t, testConfig(nil), Options{})
+	h := startController(t, testnet.Config(nil), Options{})
 	old, _ := h.connect(t, 1)
 	_, got := h.connect(t, 1)
 	old.waitClosed()
@@ -307,13 +290,13 @@ func TestSession_Reconnect(t *testing.T) {
 		}
 	}
 	if len(mods) != 16 { // this fake switch forgets its flows
-		t.Errorf("reconnected switch got %d flow-mods, want 7 base flows + 6 VIP flows + 3 reply punts:\n%s", len(mods), strings.Join(flowLines(t, mods), "\n"))
+		t.Errorf("reconnected switch got %d flow-mods, want 7 base flows + 6 VIP flows + 3 reply punts:\n%s", len(mods), strings.Join(testnet.FlowLines(t, mods), "\n"))
 	}
 	waitSwitches(t, h.c, func(sws []*sdnlb.Switch) bool { return len(sws) == 1 })
 }
 
 func TestSession_ManySwitches(t *testing.T) {
-	h := startController(t, testConfig(nil), Options{})
+	h := startController(t, testnet.Config(nil), Options{})
 	for i := range 20 {
 		h.connect(t, uint64(i+1))
 	}
@@ -321,7 +304,7 @@ func TestSession_ManySwitches(t *testing.T) {
 }
 
 func TestSession_SwitchErrorsRateLimited(t *testing.T) {
-	h := startController(t, testConfig(nil), Options{})
+	h := startController(t, testnet.Config(nil), Options{})
 	sw, _ := h.connect(t, 1)
 	failed := ofp.Append(nil, 42, ofp.BarrierRequest{})
 	for range 5 {
@@ -348,11 +331,11 @@ func TestSession_SwitchErrorsRateLimited(t *testing.T) {
 // encoding.
 func TestSession_SetsUpConnections(t *testing.T) {
 	t.Run("OpenFlow13", func(t *testing.T) {
-		_, sw := connected(t, testConfig(nil), Options{}, 1, 2, 3)
+		_, sw := connected(t, testnet.Config(nil), Options{}, 1, 2, 3)
 		setsUpConnections(t, sw)
 	})
 	t.Run("OpenFlow10", func(t *testing.T) {
-		_, sw := connected10(t, testConfig(nil), Options{}, 1, 2, 3)
+		_, sw := connected10(t, testnet.Config(nil), Options{}, 1, 2, 3)
 		setsUpConnections(t, sw)
 	})
 }
@@ -360,21 +343,21 @@ func TestSession_SetsUpConnections(t *testing.T) {
 func setsUpConnections(t *testing.T, sw *fakeSwitch) {
 	var got []string
 	for i := range 6 {
-		frame := syn(t, uint16(40000+i))
-		sw.packetIn(clientOF, frame)
+		frame := testnet.SYN(t, uint16(40000+i))
+		sw.packetIn(testnet.ClientOF, frame)
 		s := nextSetup(t, sw)
 		got = append(got, memberOf(t, &s.fwd))
 		if i == 0 {
-			assertLines(t, flowLines(t, []ofp.FlowMod{s.fwd, s.rev}), []string{
+			testnet.AssertLines(t, testnet.FlowLines(t, []ofp.FlowMod{s.fwd, s.rev}), []string{
 				"cookie=0x5d10000001000001, priority=1000, idle_timeout=30, send_flow_rem, tcp,nw_src=10.0.1.5,nw_dst=10.0.0.100,tp_src=40000,tp_dst=80 actions=set_field:aa:00:00:00:00:01->eth_dst,set_field:10.0.0.1->ip_dst,set_field:8080->tcp_dst,output:1",
 				"cookie=0x5d11000001000001, priority=1000, idle_timeout=30, send_flow_rem, tcp,nw_src=10.0.0.1,nw_dst=10.0.1.5,tp_src=8080,tp_dst=40000 actions=set_field:02:00:00:00:01:00->eth_src,set_field:10.0.0.100->ip_src,set_field:80->tcp_src,output:10",
 			})
 		}
 		// The first packet leaves with the very rewrite of its flow.
-		if po, fwd := actionsLine(s.out.Actions), ofp.FormatInstructions(s.fwd.Instructions); po != fwd {
+		if po, fwd := testnet.ActionsLine(s.out.Actions), ofp.FormatInstructions(s.fwd.Instructions); po != fwd {
 			t.Errorf("packet-out actions %s, flow actions %s", po, fwd)
 		}
-		if s.out.InPort != clientOF || s.out.BufferID != ofp.NoBuffer || string(s.out.Data) != string(frame) {
+		if s.out.InPort != testnet.ClientOF || s.out.BufferID != ofp.NoBuffer || string(s.out.Data) != string(frame) {
 			t.Errorf("packet-out in_port %d buffer %#x, data equal %v", s.out.InPort, s.out.BufferID, string(s.out.Data) == string(frame))
 		}
 	}
@@ -418,13 +401,13 @@ func TestSession_FollowsConfiguration(t *testing.T) {
 		}},
 		{"VIPAdded", func(c *sdnlb.Config) {
 			c.VIPs = append(c.VIPs, &sdnlb.VIP{ID: "v2", Address: "10.0.0.101", Protocol: sdnlb.ProtocolUDP, Port: 53, AdminStateUp: true, MAC: "02:00:00:00:02:00"})
-		}, append(arpAnswerLines(2, "02:00:00:00:02:00", "10.0.0.101", L2Learn),
+		}, append(testnet.ARPAnswerLines(2, "02:00:00:00:02:00", "10.0.0.101", model.L2Learn),
 			"cookie=0x5d02000002000000, priority=500, arp,arp_tpa=10.0.0.101 actions=CONTROLLER:65535",
 			"cookie=0x5d02000002000000, priority=500, arp,dl_dst=02:00:00:00:02:00 actions=CONTROLLER:65535",
 			"cookie=0x5d02000002000000, priority=501, udp,nw_dst=10.0.0.101,tp_dst=53 actions=CONTROLLER:65535",
 			"cookie=0x5d02000002000000, priority=499, ip,nw_dst=10.0.0.101 actions=drop",
 		)},
-		{"VIPPortChanged", func(c *sdnlb.Config) { c.VIPs[0].Port = 8000 }, append(arpAnswerLines(1, "02:00:00:00:01:00", "10.0.0.100", L2Learn),
+		{"VIPPortChanged", func(c *sdnlb.Config) { c.VIPs[0].Port = 8000 }, append(testnet.ARPAnswerLines(1, "02:00:00:00:01:00", "10.0.0.100", model.L2Learn),
 			"delete cookie=0x5d02000001000000/0xffffffffff000000",
 			"delete cookie=0x5d07000001000000/0xffffffffff000000",
 			"delete cookie=0x5d10000001000000/0xfffeffffff000000",
@@ -436,8 +419,8 @@ func TestSession_FollowsConfiguration(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			h, sw := connected(t, testConfig(nil), Options{})
-			h.src.set(testConfig(tt.edit))
+			h, sw := connected(t, testnet.Config(nil), Options{})
+			h.src.set(testnet.Config(tt.edit))
 			var mods []ofp.FlowMod
 			for {
 				r, quiet := sw.quiet(100 * time.Millisecond)
@@ -448,14 +431,14 @@ func TestSession_FollowsConfiguration(t *testing.T) {
 					mods = append(mods, *fm)
 				}
 			}
-			assertLines(t, flowLines(t, mods), tt.want)
+			testnet.AssertLines(t, testnet.FlowLines(t, mods), tt.want)
 		})
 	}
 }
 
 func TestSession_Accounting(t *testing.T) {
-	h, sw := connected(t, testConfig(nil), Options{}, 1, 2, 3)
-	sw.packetIn(clientOF, syn(t, 40000))
+	h, sw := connected(t, testnet.Config(nil), Options{}, 1, 2, 3)
+	sw.packetIn(testnet.ClientOF, testnet.SYN(t, 40000))
 	s := nextSetup(t, sw)
 	st := waitStats(t, h.c, "p1", func(st *sdnlb.PoolStats) bool { return st.TotalConnections == 1 })
 	if st.ActiveConnections != 1 || st.Members[0].ActiveConnections != 1 || st.Members[0].Status != sdnlb.MemberNoMonitor {
@@ -466,7 +449,7 @@ func TestSession_Accounting(t *testing.T) {
 	h.c.switchConns()[0].pollStats()
 	req := sw.nextOf(ofp.TypeMultipartRequest)
 	fsr := req.m.(*ofp.MultipartRequest).Body.(ofp.FlowStatsRequest)
-	if fsr.Cookie != appID<<cookieAppShift || fsr.CookieMask != maskApp {
+	if fsr.Cookie != model.AppID<<model.CookieAppShift || fsr.CookieMask != model.MaskApp {
 		t.Errorf("poll asks for cookie %#x/%#x, want every sdnlb flow", fsr.Cookie, fsr.CookieMask)
 	}
 	sw.send(req.h.XID, ofp.MultipartReply{Flags: ofp.MultipartReplyMore, Body: ofp.FlowStatsReply{Stats: []ofp.FlowStats{
@@ -507,7 +490,7 @@ func TestSession_Accounting(t *testing.T) {
 }
 
 func TestSwitchFlows(t *testing.T) {
-	h, sw := connected(t, testConfig(nil), Options{})
+	h, sw := connected(t, testnet.Config(nil), Options{})
 	t.Run("OK", func(t *testing.T) {
 		type result struct {
 			flows []*sdnlb.Flow
@@ -520,11 +503,11 @@ func TestSwitchFlows(t *testing.T) {
 		}()
 		req := sw.nextOf(ofp.TypeMultipartRequest)
 		fsr := req.m.(*ofp.MultipartRequest).Body.(ofp.FlowStatsRequest)
-		if fsr.Cookie != appID<<cookieAppShift || fsr.CookieMask != maskApp {
+		if fsr.Cookie != model.AppID<<model.CookieAppShift || fsr.CookieMask != model.MaskApp {
 			t.Errorf("flows request for cookie %#x/%#x, want every sdnlb flow", fsr.Cookie, fsr.CookieMask)
 		}
-		v := &vipState{num: 1, ip: netip.AddrFrom4([4]byte{10, 0, 0, 100}), proto: protoTCP, port: 80}
-		vf := vipFlows(v, v, L2Normal, switchFeatures{})
+		v := &model.VIP{Num: 1, IP: netip.AddrFrom4([4]byte{10, 0, 0, 100}), Proto: model.ProtoTCP, Port: 80}
+		vf := model.VIPFlows(v, v, model.L2Normal, model.SwitchFeatures{})
 		drop, service := vf[len(vf)-1], vf[len(vf)-2]
 		sw.send(req.h.XID, ofp.MultipartReply{Body: ofp.FlowStatsReply{Stats: []ofp.FlowStats{
 			{Cookie: drop.Cookie, Priority: drop.Priority, Match: drop.Match, Instructions: drop.Instructions, DurationSec: 3, DurationNsec: 5e8},
@@ -564,7 +547,7 @@ func TestSwitchFlows(t *testing.T) {
 
 func waitStats(tb testing.TB, c *Controller, pool string, ok func(*sdnlb.PoolStats) bool) *sdnlb.PoolStats {
 	tb.Helper()
-	deadline := time.Now().Add(waitFor)
+	deadline := time.Now().Add(testnet.WaitFor)
 	for {
 		st, err := c.PoolStats(context.Background(), pool)
 		if err != nil {
@@ -585,7 +568,7 @@ func waitStats(tb testing.TB, c *Controller, pool string, ok func(*sdnlb.PoolSta
 func TestSession_SelectGroups(t *testing.T) {
 	for _, groups := range []bool{false, true} {
 		t.Run(fmt.Sprint(groups), func(t *testing.T) {
-			h := startController(t, testConfig(nil), Options{})
+			h := startController(t, testnet.Config(nil), Options{})
 			h.groups = groups
 			h.connect(t, 1)
 			waitSwitches(t, h.c, func(sws []*sdnlb.Switch) bool { return len(sws) == 1 && sws[0].SelectGroups == groups })
@@ -597,7 +580,7 @@ func TestSession_SelectGroups(t *testing.T) {
 // still answers is refused, and the switch keeps its session; one that
 // claims the id of a switch gone silent replaces it (TestSession_Reconnect).
 func TestSession_DuplicateDPIDKeepsLiveSwitch(t *testing.T) {
-	h := startController(t, testConfig(nil), Options{})
+	h := startController(t, testnet.Config(nil), Options{})
 	real, _ := h.connect(t, 1)
 	stop := make(chan struct{})
 	defer close(stop)
@@ -627,11 +610,11 @@ func TestSession_DuplicateDPIDKeepsLiveSwitch(t *testing.T) {
 				}
 				impostor.answerEmpty(r)
 			case *ofp.FlowMod:
-				t.Fatalf("the impostor got a flow-mod: %s", flowLine(t, m))
+				t.Fatalf("the impostor got a flow-mod: %s", testnet.FlowLine(t, m))
 			}
 		case <-impostor.closed:
 			done = true
-		case <-time.After(waitFor):
+		case <-time.After(testnet.WaitFor):
 			t.Fatal("the impostor's connection stays open")
 		}
 	}
@@ -650,7 +633,7 @@ func TestSession_DuplicateDPIDKeepsLiveSwitch(t *testing.T) {
 
 // Sessions beyond the cap are closed at once; the ones admitted go on.
 func TestSession_SessionCap(t *testing.T) {
-	h := startController(t, testConfig(nil), Options{MaxSwitches: 2})
+	h := startController(t, testnet.Config(nil), Options{MaxSwitches: 2})
 	h.connect(t, 1)
 	h.connect(t, 2)
 	third := h.dial(t)
@@ -675,7 +658,7 @@ func TestController_HandshakeFloodFromOneSource(t *testing.T) {
 		{"SessionCap", Options{MaxSwitches: 3}, 1, 2},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			h := startControllerTCP(t, testConfig(nil), tt.opts)
+			h := startControllerTCP(t, testnet.Config(nil), tt.opts)
 			for i := range tt.connected {
 				h.handshake(t, h.dialFrom(t, "127.0.0.3"), uint64(10+i))
 			}
@@ -709,7 +692,7 @@ func TestController_AllowList(t *testing.T) {
 		ok    bool
 	}{{"127.0.0.0/8", true}, {"10.0.0.0/8", false}} {
 		t.Run(tt.allow, func(t *testing.T) {
-			c := New(newFakeSource(testConfig(nil)), Options{Allow: []netip.Prefix{netip.MustParsePrefix(tt.allow)}})
+			c := New(newFakeSource(testnet.Config(nil)), Options{Allow: []netip.Prefix{netip.MustParsePrefix(tt.allow)}})
 			ln, err := net.Listen("tcp", "127.0.0.1:0")
 			if err != nil {
 				t.Fatal(err)
@@ -723,7 +706,7 @@ func TestController_AllowList(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer conn.Close()
-			conn.SetReadDeadline(time.Now().Add(waitFor))
+			conn.SetReadDeadline(time.Now().Add(testnet.WaitFor))
 			_, err = ofp.ReadMessage(bufio.NewReader(conn), nil) // the controller's HELLO, or EOF
 			if got := err == nil; got != tt.ok {
 				t.Errorf("allow %s: hello read err %v, want admitted=%v", tt.allow, err, tt.ok)
@@ -734,7 +717,7 @@ func TestController_AllowList(t *testing.T) {
 
 // A peer failing handshakes on purpose gets one log line a minute.
 func TestLimitedLog(t *testing.T) {
-	var buf syncBuffer
+	var buf testnet.SyncBuffer
 	l := &limitedLog{log: slog.New(slog.NewTextHandler(&buf, nil)), every: time.Minute}
 	now := time.Unix(1_700_000_000, 0)
 	for range 100 {

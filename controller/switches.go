@@ -8,6 +8,7 @@ import (
 	"strconv"
 
 	"github.com/sdnlb/sdnlb"
+	"github.com/sdnlb/sdnlb/controller/model"
 	"github.com/sdnlb/sdnlb/controller/ofp"
 )
 
@@ -17,7 +18,7 @@ func (c *Controller) Switches(ctx context.Context) ([]*sdnlb.Switch, error) {
 	out := make([]*sdnlb.Switch, 0, len(conns))
 	for _, s := range conns {
 		out = append(out, &sdnlb.Switch{DPID: formatDPID(s.dpid), Address: s.remote, ConnectedAt: s.connectedAt,
-			OpenFlow: versionName(s.wire.version()), Ports: switchPorts(s.ports.all()), SelectGroups: s.features.groups, Master: c.masterNode(s.dpid)})
+			OpenFlow: versionName(s.wire.version()), Ports: switchPorts(s.ports.all()), SelectGroups: s.features.Groups, Master: c.masterNode(s.dpid)})
 	}
 	slices.SortFunc(out, func(a, b *sdnlb.Switch) int { return cmp.Compare(a.DPID, b.DPID) })
 	return out, nil
@@ -46,7 +47,7 @@ func (c *Controller) SwitchFlows(ctx context.Context, dpid string) ([]*sdnlb.Flo
 	}
 	xid, r, err := s.request(ofp.MultipartRequest{Body: ofp.FlowStatsRequest{
 		TableID: ofp.TableAll, OutPort: ofp.PortAny, OutGroup: ofp.GroupAny,
-		Cookie: appID << cookieAppShift, CookieMask: maskApp,
+		Cookie: model.AppID << model.CookieAppShift, CookieMask: model.MaskApp,
 	}})
 	defer s.pending.forget(xid)
 	if err != nil {
@@ -68,7 +69,7 @@ func (c *Controller) SwitchFlows(ctx context.Context, dpid string) ([]*sdnlb.Flo
 		flows = append(flows, &sdnlb.Flow{
 			Cookie:          "0x" + strconv.FormatUint(st.Cookie, 16),
 			TableID:         int(st.TableID),
-			Table:           tableName(st.TableID),
+			Table:           model.TableName(st.TableID),
 			Priority:        int(st.Priority),
 			Match:           st.Match.String(),
 			Actions:         ofp.FormatInstructions(st.Instructions),
@@ -125,8 +126,6 @@ func parseDPID(s string) (uint64, bool) {
 	}
 	return v, digits > 0
 }
-
-func macString(mac [6]byte) string { return net.HardwareAddr(mac[:]).String() }
 
 // switchPorts lists ports as the API shows them, by number.
 func switchPorts(ports []ofp.Port) []sdnlb.SwitchPort {

@@ -9,23 +9,15 @@ import (
 	"time"
 
 	"github.com/sdnlb/sdnlb"
+	"github.com/sdnlb/sdnlb/controller/dataplane"
+	"github.com/sdnlb/sdnlb/controller/model"
 	"github.com/sdnlb/sdnlb/controller/ofp"
 )
-
-// portRef is one port of one switch.
-type portRef struct {
-	dpid uint64
-	port uint32
-}
-
-func comparePortRef(a, b portRef) int {
-	return cmp.Or(cmp.Compare(a.dpid, b.dpid), cmp.Compare(a.port, b.port))
-}
 
 // link is one direction of a link between two switches: the LLDP frame
 // that src sent arrived at dst.
 type link struct {
-	src, dst portRef
+	src, dst model.PortRef
 }
 
 // linkState is a discovered link as the topology reports it; both says
@@ -43,7 +35,7 @@ type linkState struct {
 type topology struct {
 	mu       sync.Mutex
 	seen     map[link]time.Time // each direction: when its frame last came back
-	load     map[portRef]portLoad
+	load     map[model.PortRef]portLoad
 	toward   map[[2]uint64]portLoad // by switch and destination switch: what its path row sent (L2Fabric)
 	capacity uint64                 // bits per second of a port that reports no speed
 	changed  func()
@@ -59,12 +51,12 @@ type portLoad struct {
 }
 
 func newTopology(capacity uint64) *topology {
-	return &topology{seen: map[link]time.Time{}, load: map[portRef]portLoad{}, toward: map[[2]uint64]portLoad{},
+	return &topology{seen: map[link]time.Time{}, load: map[model.PortRef]portLoad{}, toward: map[[2]uint64]portLoad{},
 		capacity: capacity, changed: func() {}}
 }
 
 // discovered records that the frame src sent arrived at dst now.
-func (t *topology) discovered(now time.Time, src, dst portRef) {
+func (t *topology) discovered(now time.Time, src, dst model.PortRef) {
 	t.mu.Lock()
 	at, known := t.seen[link{src, dst}]
 	t.seen[link{src, dst}] = now
@@ -89,7 +81,7 @@ func (t *topology) portCounters(now time.Time, dpid uint64, stats []ofp.PortStat
 	defer t.mu.Unlock()
 	for i := range stats {
 		st := &stats[i]
-		ref := portRef{dpid: dpid, port: st.PortNo}
+		ref := model.PortRef{DPID: dpid, Port: st.PortNo}
 		l := t.load[ref].next(now, st.TxBytes)
 		l.capacity = capacity(st.PortNo)
 		t.load[ref] = l
@@ -123,14 +115,14 @@ func (t *topology) loadWithout(l link, dst uint64, carries bool) float64 {
 	defer t.mu.Unlock()
 	rate, capacity := t.rateLocked(l.src)
 	if carries {
-		rate -= min(rate, t.toward[[2]uint64{l.src.dpid, dst}].rate)
+		rate -= min(rate, t.toward[[2]uint64{l.src.DPID, dst}].rate)
 	}
 	return utilisationOf(rate, capacity)
 }
 
 // rateLocked returns what port p sent per second, in bits, and its
 // capacity.
-func (t *topology) rateLocked(p portRef) (rate, capacity uint64) {
+func (t *topology) rateLocked(p model.PortRef) (rate, capacity uint64) {
 	l := t.load[p]
 	if l.capacity == 0 {
 		return l.rate, t.capacity
@@ -147,18 +139,18 @@ func utilisationOf(rate, capacity uint64) float64 {
 
 // portDown forgets, at once, the links of a port that went down or away,
 // in both directions.
-func (t *topology) portDown(p portRef) {
+func (t *topology) portDown(p model.PortRef) {
 	t.forget(func(l link) bool { return l.src == p || l.dst == p })
 }
 
 // switchGone forgets the links of a switch that disconnected.
 func (t *topology) switchGone(dpid uint64) {
-	t.forget(func(l link) bool { return l.src.dpid == dpid || l.dst.dpid == dpid })
+	t.forget(func(l link) bool { return l.src.DPID == dpid || l.dst.DPID == dpid })
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	// Its counters go too: a switch that comes back starts its rates anew.
 	for p := range t.load {
-		if p.dpid == dpid {
+		if p.DPID == dpid {
 			delete(t.load, p)
 		}
 	}
@@ -198,7 +190,7 @@ func (t *topology) links(now time.Time) []linkState {
 		}
 	}
 	slices.SortFunc(out, func(a, b linkState) int {
-		return cmp.Or(comparePortRef(a.src, b.src), comparePortRef(a.dst, b.dst))
+		return cmp.Or(model.ComparePortRef(a.src, b.src), model.ComparePortRef(a.dst, b.dst))
 	})
 	return out
 }
@@ -209,7 +201,7 @@ func (t *topology) links(now time.Time) []linkState {
 func (c *Controller) Topology(ctx context.Context) (*sdnlb.Topology, error) {
 	now := c.now()
 	links := c.topo.links(now)
-	linked := make(map[portRef]bool, 2*len(links))
+	linked := make(map[model.PortRef]bool, 2*len(links))
 	top := &sdnlb.Topology{Switches: []*sdnlb.TopologySwitch{}, Links: make([]*sdnlb.Link, 0, len(links)), Hosts: []*sdnlb.Host{},
 		Paths: []*sdnlb.Path{}}
 	c.topo.mu.Lock()
@@ -217,8 +209,8 @@ func (c *Controller) Topology(ctx context.Context) (*sdnlb.Topology, error) {
 		linked[l.src], linked[l.dst] = true, true
 		rate, capacity := c.topo.rateLocked(l.src)
 		top.Links = append(top.Links, &sdnlb.Link{
-			Src:           sdnlb.LinkEnd{DPID: formatDPID(l.src.dpid), Port: l.src.port},
-			Dst:           sdnlb.LinkEnd{DPID: formatDPID(l.dst.dpid), Port: l.dst.port},
+			Src:           sdnlb.LinkEnd{DPID: formatDPID(l.src.DPID), Port: l.src.Port},
+			Dst:           sdnlb.LinkEnd{DPID: formatDPID(l.dst.DPID), Port: l.dst.Port},
 			Bidirectional: l.both,
 			RateBPS:       rate,
 			CapacityBPS:   capacity,
@@ -228,13 +220,13 @@ func (c *Controller) Topology(ctx context.Context) (*sdnlb.Topology, error) {
 	c.topo.mu.Unlock()
 	for _, s := range c.switchConns() {
 		top.Switches = append(top.Switches, &sdnlb.TopologySwitch{DPID: formatDPID(s.dpid), Ports: switchPorts(s.ports.all())})
-		s.decide(func(dp *dataplane, _ *outbox) {
-			dp.learner.seenHosts(now, func(ip netip.Addr, e hostEntry) {
-				if e.port == 0 || linked[portRef{dpid: s.dpid, port: e.port}] {
+		s.decide(func(dp *dataplane.Switch, _ *dataplane.Outbox) {
+			dp.Learner.SeenHosts(now, func(ip netip.Addr, e dataplane.HostEntry) {
+				if e.Port == 0 || linked[model.PortRef{DPID: s.dpid, Port: e.Port}] {
 					return
 				}
-				top.Hosts = append(top.Hosts, &sdnlb.Host{Address: ip.String(), MAC: macString(e.mac), DPID: formatDPID(s.dpid),
-					Port: ofp.FormatPort(e.port), PortName: s.ports.name(e.port), LastSeen: time.Unix(0, e.seen)})
+				top.Hosts = append(top.Hosts, &sdnlb.Host{Address: ip.String(), MAC: model.MACString(e.MAC), DPID: formatDPID(s.dpid),
+					Port: ofp.FormatPort(e.Port), PortName: s.ports.name(e.Port), LastSeen: time.Unix(0, e.Seen)})
 			})
 		})
 	}

@@ -7,14 +7,16 @@ import (
 	"time"
 
 	"github.com/sdnlb/sdnlb"
+	"github.com/sdnlb/sdnlb/controller/internal/testnet"
+	"github.com/sdnlb/sdnlb/controller/model"
 	"github.com/sdnlb/sdnlb/controller/ofp"
 )
 
 func TestTopology(t *testing.T) {
-	a1, a2 := portRef{dpid: 1, port: 1}, portRef{dpid: 1, port: 2}
-	b1, b2 := portRef{dpid: 2, port: 1}, portRef{dpid: 2, port: 2}
+	a1, a2 := model.PortRef{DPID: 1, Port: 1}, model.PortRef{DPID: 1, Port: 2}
+	b1, b2 := model.PortRef{DPID: 2, Port: 1}, model.PortRef{DPID: 2, Port: 2}
 	now := time.Unix(1000, 0)
-	state := func(src, dst portRef, both bool) linkState { return linkState{link: link{src, dst}, both: both} }
+	state := func(src, dst model.PortRef, both bool) linkState { return linkState{link: link{src, dst}, both: both} }
 	assertAt := func(tb testing.TB, top *topology, at time.Time, want ...linkState) {
 		tb.Helper()
 		if got := top.links(at); !slices.Equal(got, want) {
@@ -58,9 +60,9 @@ func TestTopology(t *testing.T) {
 		top := newTopology(DefaultLinkCapacity)
 		top.discovered(now, a1, b1)
 		top.discovered(now, b2, a2)
-		top.discovered(now, portRef{dpid: 3, port: 1}, portRef{dpid: 4, port: 1})
+		top.discovered(now, model.PortRef{DPID: 3, Port: 1}, model.PortRef{DPID: 4, Port: 1})
 		top.switchGone(2)
-		assert(t, top, state(portRef{dpid: 3, port: 1}, portRef{dpid: 4, port: 1}, false))
+		assert(t, top, state(model.PortRef{DPID: 3, Port: 1}, model.PortRef{DPID: 4, Port: 1}, false))
 	})
 }
 
@@ -68,7 +70,7 @@ func TestTopology(t *testing.T) {
 // one switch, coming in at another, are the link between them, and the
 // hosts of the other ports are the topology's edge.
 func TestTopology_TwoSwitches(t *testing.T) {
-	h := startController(t, testConfig(nil), Options{})
+	h := startController(t, testnet.Config(nil), Options{})
 	sw1, _ := h.connect(t, 1)
 	sw2, _ := h.connect(t, 2)
 	sw1.send(0, ofp.PortStatus{Reason: ofp.PortReasonAdd, Desc: ofp.Port{PortNo: 3, Name: "s1-eth3", HWAddr: [6]byte{2, 0, 0, 0, 1, 3}}})
@@ -85,8 +87,8 @@ func TestTopology_TwoSwitches(t *testing.T) {
 	// A host on s2's port 5 is at the edge; the one that shows on the
 	// link's port is not (it is across the link). The switch's reader
 	// takes them in order, so the second seen means the first was.
-	sw2.packetIn(4, arpFrame(t, 1, "02:00:00:00:00:44", "ff:ff:ff:ff:ff:ff", "10.0.9.4", "10.0.9.1", "00:00:00:00:00:00"))
-	sw2.packetIn(5, arpFrame(t, 1, "02:00:00:00:00:55", "ff:ff:ff:ff:ff:ff", "10.0.9.5", "10.0.9.1", "00:00:00:00:00:00"))
+	sw2.packetIn(4, testnet.ARPFrame(t, 1, "02:00:00:00:00:44", "ff:ff:ff:ff:ff:ff", "10.0.9.4", "10.0.9.1", "00:00:00:00:00:00"))
+	sw2.packetIn(5, testnet.ARPFrame(t, 1, "02:00:00:00:00:55", "ff:ff:ff:ff:ff:ff", "10.0.9.5", "10.0.9.1", "00:00:00:00:00:00"))
 	top := waitTopology(t, h.c, func(top *sdnlb.Topology) bool { return len(top.Links) == 2 && len(top.Hosts) > 0 })
 	if want := (sdnlb.Link{Src: end(s2, 4), Dst: end(s1, 3), Bidirectional: true, CapacityBPS: DefaultLinkCapacity}); *top.Links[1] != want || !top.Links[0].Bidirectional {
 		t.Fatalf("links %+v %+v, want both directions paired", *top.Links[0], *top.Links[1])
@@ -121,7 +123,7 @@ func (sw *fakeSwitch) lldpOut(port uint32) []byte {
 // which 1.0 has none of).
 func (sw *fakeSwitch) lldpIn(inPort uint32, frame []byte) {
 	sw.tb.Helper()
-	pin := &ofp.PacketIn{BufferID: ofp.NoBuffer, TotalLen: uint16(len(frame)), Reason: ofp.ReasonAction, Cookie: makeCookie(catLLDP, 0, 0),
+	pin := &ofp.PacketIn{BufferID: ofp.NoBuffer, TotalLen: uint16(len(frame)), Reason: ofp.ReasonAction, Cookie: model.MakeCookie(model.CatLLDP, 0, 0),
 		Match: ofp.Match{OXMs: []ofp.OXM{ofp.MatchInPort(inPort)}}, Data: frame}
 	if sw.v10 {
 		pin.Cookie = 0
@@ -131,7 +133,7 @@ func (sw *fakeSwitch) lldpIn(inPort uint32, frame []byte) {
 
 func waitTopology(tb testing.TB, c *Controller, ok func(*sdnlb.Topology) bool) *sdnlb.Topology {
 	tb.Helper()
-	deadline := time.Now().Add(waitFor)
+	deadline := time.Now().Add(testnet.WaitFor)
 	for {
 		top, err := c.Topology(context.Background())
 		if err != nil {
@@ -164,7 +166,7 @@ func TestTopology_LinkLoad(t *testing.T) {
 	}
 	read(t0, 100, 100)
 	read(t0.Add(2*time.Second), 100+200, 100+250) // 800 and 1000 bits/s
-	l1, l2 := link{src: portRef{1, 1}, dst: portRef{2, 1}}, link{src: portRef{1, 2}, dst: portRef{3, 1}}
+	l1, l2 := link{src: model.PortRef{DPID: 1, Port: 1}, dst: model.PortRef{DPID: 2, Port: 1}}, link{src: model.PortRef{DPID: 1, Port: 2}, dst: model.PortRef{DPID: 3, Port: 1}}
 	if got := top.loadWithout(l1, 2, false); got != 0.8 {
 		t.Errorf("port 1 at 800 of 1000 (the default) bits/s: utilisation %v", got)
 	}

@@ -6,6 +6,8 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/sdnlb/sdnlb/controller/dataplane"
+	"github.com/sdnlb/sdnlb/controller/model"
 	"github.com/sdnlb/sdnlb/controller/ofp"
 	"github.com/sdnlb/sdnlb/controller/ofp10"
 )
@@ -17,7 +19,7 @@ import (
 // it (negotiate).
 type wire interface {
 	version() uint8
-	encoder
+	dataplane.Encoder
 	// kind is the type of the message in b in 1.3's numbering.
 	kind(b []byte) ofp.Type
 	decode(b []byte) (ofp.Message, error)
@@ -90,20 +92,26 @@ func versionNames(vs []uint8) string {
 type wire13 struct{}
 
 func (wire13) version() uint8 { return ofp.Version }
+
 func (wire13) Append(b []byte, xid uint32, m ofp.Message) ([]byte, error) {
 	return ofp.AppendChecked(b, xid, m)
 }
+
 func (wire13) kind(b []byte) ofp.Type { return ofp.Type(b[1]) }
+
 func (wire13) decode(b []byte) (ofp.Message, error) {
 	_, m, err := ofp.Decode(b)
 	return m, err
 }
+
 func (wire13) decodeInto(b []byte, m ofp.BodyDecoder) error {
 	_, err := ofp.DecodeInto(b, m)
 	return err
 }
+
 func (wire13) answered(uint32, ofp.Message) []ofp.FlowMod { return nil }
-func (wire13) roles() bool                                { return true }
+
+func (wire13) roles() bool { return true }
 
 // wire10 is OpenFlow 1.0 (package ofp10). 1.0 cannot select flows by
 // cookie, which sdnlb's deletes and flow stats do: a flow stats request
@@ -135,7 +143,8 @@ type cookieSelection struct {
 }
 
 func (w *wire10) version() uint8 { return ofp10.Version }
-func (w *wire10) roles() bool    { return false }
+
+func (w *wire10) roles() bool { return false }
 
 func (w *wire10) kind(b []byte) ofp.Type { return ofp10.Type(b[1]).Model() }
 
@@ -299,7 +308,7 @@ func (w *wire10) answered(xid uint32, m ofp.Message) []ofp.FlowMod {
 	reply.Body = ofp.FlowStatsReply{}
 	var deletes []ofp.FlowMod
 	for i := range selected {
-		fm := strictDelete(&selected[i])
+		fm := model.StrictDelete(&selected[i])
 		k, err := w.key(&fm)
 		if _, again := sel.readded[k]; err != nil || again || sel.strict && k != sel.key {
 			continue

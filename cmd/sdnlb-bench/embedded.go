@@ -9,6 +9,7 @@ import (
 
 	"github.com/sdnlb/sdnlb"
 	"github.com/sdnlb/sdnlb/controller"
+	"github.com/sdnlb/sdnlb/controller/model"
 )
 
 // IDs of the objects the bench configures.
@@ -64,7 +65,7 @@ func startEmbedded(ctx context.Context, cfg *config, log *slog.Logger) (addr str
 	}
 	// The fake switches learn hosts through the controller, as the
 	// per-connection path measured here needs.
-	c = controller.New(staticSource{cfg}, controller.Options{Logger: log, L2: controller.L2Learn})
+	c = controller.New(staticSource{cfg}, controller.Options{Logger: log, L2: model.L2Learn})
 	ctx, cancel := context.WithCancel(ctx)
 	served := make(chan error, 1)
 	go func() { served <- c.Serve(ctx, ln) }()

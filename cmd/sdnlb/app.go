@@ -20,6 +20,7 @@ import (
 	"github.com/sdnlb/sdnlb/api"
 	"github.com/sdnlb/sdnlb/cluster"
 	"github.com/sdnlb/sdnlb/controller"
+	"github.com/sdnlb/sdnlb/controller/model"
 	"github.com/sdnlb/sdnlb/health"
 	"github.com/sdnlb/sdnlb/lbstore"
 )
@@ -112,7 +113,7 @@ func (m *Main) Run(ctx context.Context) (err error) {
 		EchoInterval:  cfg.EchoInterval,
 		StatsInterval: cfg.StatsInterval,
 		LinkCapacity:  cfg.LinkMbps * 1_000_000,
-		L2:            controller.L2Mode(cfg.L2),
+		L2:            model.L2Mode(cfg.L2),
 		Allow:         allow,
 		MaxSwitches:   cfg.OpenFlowMaxSwitches,
 		MaxHandshakes: cfg.OpenFlowMaxHandshakes,
@@ -125,7 +126,7 @@ func (m *Main) Run(ctx context.Context) (err error) {
 	if roles {
 		m.Masters = cluster.NewMasters(m.DB, m.Elector, cluster.MastersOptions{
 			Switches:   m.Controller.SwitchIDs,
-			Together:   cfg.L2 == string(controller.L2Fabric),
+			Together:   cfg.L2 == string(model.L2Fabric),
 			Logger:     m.Logger,
 			Registerer: registry,
 		})

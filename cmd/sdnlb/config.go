@@ -16,6 +16,7 @@ import (
 
 	"github.com/sdnlb/sdnlb/api"
 	"github.com/sdnlb/sdnlb/controller"
+	"github.com/sdnlb/sdnlb/controller/model"
 )
 
 // Config is every setting of the service. Each comes, by rising precedence,
@@ -216,7 +217,7 @@ func (c *Config) validate() error {
 		return errors.New("--echo-interval and --stats-interval must be positive")
 	case c.MaxProbes < 1:
 		return errors.New("--max-probes must be at least 1")
-	case c.L2 != string(controller.L2Normal) && c.L2 != string(controller.L2Learn) && c.L2 != string(controller.L2Fabric):
+	case c.L2 != string(model.L2Normal) && c.L2 != string(model.L2Learn) && c.L2 != string(model.L2Fabric):
 		return errors.New("--l2 must be normal, learn or fabric")
 	case c.LinkMbps < 1 || c.LinkMbps > 1<<40:
 		return errors.New("--link-capacity-mbps must be at least 1")

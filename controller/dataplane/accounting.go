@@ -1,0 +1,278 @@
+package dataplane
+
+import (
+	"sync"
+	"time"
+
+	"github.com/sdnlb/sdnlb/controller/model"
+	"github.com/sdnlb/sdnlb/controller/ofp"
+)
+
+// FlowLedger is what one switch's flows had counted when the controller
+// last read them, flow by flow. Each reading adds what a flow counted
+// since the one before to its member's counters, so the counters only
+// grow whatever happens to the flows: removed, modified, or adopted by
+// the switch's next connection, which takes the ledger over. What a flow
+// counts between its last reading and its end without a flow-removed (a
+// route the controller deletes) is not counted.
+type FlowLedger struct {
+	mu       sync.Mutex
+	readings map[flowID]flowReading
+	round    uint64 // of the last poll begun
+}
+
+// flowID names a flow of one switch.
+type flowID struct {
+	cookie   uint64
+	match    uint64 // ofp.Match.Sum64
+	priority uint16
+	table    uint8
+}
+
+// flowReading is a flow's counters when last read, and the poll that read
+// it.
+type flowReading struct {
+	packets, bytes uint64
+	round          uint64
+}
+
+func NewFlowLedger() *FlowLedger { return &FlowLedger{readings: map[flowID]flowReading{}} }
+
+// read records a flow's counters and returns what it counted since the
+// last reading. A flow whose counters went back is another flow with the
+// same match (the switch restarted, or the flow was deleted and added
+// again): all it counted is new. A flow's age does not tell: Open vSwitch
+// restarts it when an add replaces the flow, and keeps its counters.
+func (l *FlowLedger) read(id flowID, packets, bytes uint64, round uint64) (newPackets, newBytes uint64) {
+	r, ok := l.readings[id]
+	if !ok || packets < r.packets || bytes < r.bytes {
+		r = flowReading{}
+	}
+	l.readings[id] = flowReading{packets: packets, bytes: bytes, round: round}
+	return packets - r.packets, bytes - r.bytes
+}
+
+// sweep forgets the flows that polls up to round no longer found: gone
+// from the switch, all they counted was added when they were last read.
+func (l *FlowLedger) sweep(round uint64) {
+	for id, r := range l.readings {
+		if r.round < round {
+			delete(l.readings, id)
+		}
+	}
+}
+
+// accounting is a switch's share of the counters: the connections its
+// dataplane counted as active, and the ledger of its flows.
+type accounting struct {
+	active map[uint64]int64 // connections counted, by activeKey
+	ledger *FlowLedger
+	round  uint64 // the poll being assembled
+}
+
+func newAccounting(ledger *FlowLedger) accounting {
+	return accounting{active: map[uint64]int64{}, ledger: ledger}
+}
+
+// activeKey names the connections of one VIP to one member.
+func activeKey(vipNum, memberNum uint32) uint64 { return uint64(vipNum)<<32 | uint64(memberNum) }
+
+// count counts a connection of the VIP numbered vipNum to the member
+// numbered memberNum as active on the switch.
+func (a *accounting) count(vipNum, memberNum uint32) { a.active[activeKey(vipNum, memberNum)]++ }
+
+// release stops counting one such connection and reports whether there
+// was one to stop counting.
+func (a *accounting) release(vipNum, memberNum uint32) bool {
+	key := activeKey(vipNum, memberNum)
+	if a.active[key] <= 0 {
+		return false
+	}
+	if a.active[key]--; a.active[key] == 0 {
+		delete(a.active, key)
+	}
+	return true
+}
+
+// total is how many connections the switch counts as active.
+func (a *accounting) total() int64 {
+	var n int64
+	for _, c := range a.active {
+		n += c
+	}
+	return n
+}
+
+// FlowRemoved accounts a connection flow that ended: its counters join the
+// member's totals and, for the client → member direction, the connection
+// stops being active.
+func (dp *Switch) FlowRemoved(now time.Time, snap *model.Snapshot, fr *ofp.FlowRemoved) {
+	cat, vipNum, memberNum, ok := model.CookieParts(fr.Cookie)
+	if !ok || (cat != model.CatConn && cat != model.CatConnReply) {
+		return
+	}
+	m := snap.MemberCnt[memberNum] // nil once the member is deleted
+	dir := countsIn
+	if cat == model.CatConnReply {
+		dir = countsOut
+	}
+	dp.accounting.ended(m, dir, fr)
+	if cat == model.CatConnReply {
+		return
+	}
+	// Only connections this switch's dataplane counted are released here:
+	// after a reconnect the switch reports flows of the old connection,
+	// which settled its counts when it ended.
+	if !dp.accounting.release(vipNum, memberNum) {
+		return
+	}
+	if m != nil {
+		m.Active.Add(-1)
+	}
+	if v := snap.VIPCnt[vipNum]; v != nil {
+		v.Active.Add(-1)
+	}
+	if v := snap.VIPByNum[vipNum]; v != nil && v.Persist > 0 && v.Pool != nil {
+		if src, ok := model.MatchedSrc(&fr.Match); ok {
+			dp.Affinity.touch(vipNum, v.Pool.Client(src), memberNum, now.Add(v.Persist))
+		}
+	}
+}
+
+// StatsRequest asks for the counters of every flow sdnlb installed; the
+// poll reads those of the connection flows, the member routes and the
+// reply flows.
+func StatsRequest() ofp.FlowStatsRequest {
+	return ofp.FlowStatsRequest{
+		TableID: ofp.TableAll, OutPort: ofp.PortAny, OutGroup: ofp.GroupAny,
+		Cookie: model.AppID << model.CookieAppShift, CookieMask: model.MaskApp,
+	}
+}
+
+// What a flow's counters count for its member.
+type flowCount uint8
+
+const (
+	countsIn     flowCount = 1 << iota // packets and bytes to the member
+	countsOut                          // packets and bytes from the member
+	countsOpened                       // packets that open a connection (SWITCH)
+	countsClosed                       // packets that close one (SWITCH)
+)
+
+// counted says what a flow counts for its member: connection flows (both
+// ways), and the rows SWITCH pools have per VIP and member (to the member,
+// some rows its connections opening and closing, and from it).
+func counted(cat model.Category, table uint8, priority uint16) flowCount {
+	switch {
+	case cat == model.CatConn:
+		return countsIn
+	case cat == model.CatMemberRoute && table == model.TableFromMember && priority >= model.PrioFromMemberReset:
+		return countsOut | countsClosed
+	case cat == model.CatConnReply, cat == model.CatMemberRoute && table == model.TableFromMember:
+		return countsOut
+	case cat == model.CatMemberRoute && table == model.TableToMember:
+		switch priority {
+		case model.PrioMemberNew:
+			return countsIn | countsOpened
+		case model.PrioMemberFIN, model.PrioMemberRST:
+			return countsIn | countsClosed
+		case model.PrioMemberRoute:
+			return countsIn
+		}
+	}
+	return 0
+}
+
+// add adds what a flow counted to m, nil once the member is deleted.
+func (c flowCount) add(m *model.MemberCounters, packets, bytes uint64) {
+	if m == nil {
+		return
+	}
+	if c&countsIn != 0 {
+		m.PacketsIn.Add(packets)
+		m.BytesIn.Add(bytes)
+	}
+	if c&countsOut != 0 {
+		m.PacketsOut.Add(packets)
+		m.BytesOut.Add(bytes)
+	}
+	if c&countsOpened != 0 {
+		m.Opened.Add(packets)
+		m.Total.Add(packets)
+	}
+	if c&countsClosed != 0 {
+		m.Closed.Add(packets)
+	}
+}
+
+// ended adds what a connection flow counted since it was last read, from
+// its flow-removed, and forgets it.
+func (a *accounting) ended(m *model.MemberCounters, c flowCount, fr *ofp.FlowRemoved) {
+	id := flowID{cookie: fr.Cookie, match: fr.Match.Sum64(), priority: fr.Priority, table: fr.TableID}
+	a.ledger.mu.Lock()
+	defer a.ledger.mu.Unlock()
+	packets, bytes := a.ledger.read(id, fr.PacketCount, fr.ByteCount, 0)
+	delete(a.ledger.readings, id)
+	c.add(m, packets, bytes)
+}
+
+// BeginPoll starts reading the reply to a statsRequest.
+func (dp *Switch) BeginPoll() { dp.accounting.beginPoll() }
+
+func (a *accounting) beginPoll() {
+	a.ledger.mu.Lock()
+	defer a.ledger.mu.Unlock()
+	a.ledger.round++
+	a.round = a.ledger.round
+}
+
+// PollPart reads one part of the reply to a statsRequest.
+func (dp *Switch) PollPart(snap *model.Snapshot, stats []ofp.FlowStats, last bool) {
+	dp.accounting.pollPart(snap, stats, last)
+}
+
+// pollPart adds what each flow of one part of the reply counted since it
+// was last read to its member; after the last part the ledger forgets the
+// flows the poll did not find.
+func (a *accounting) pollPart(snap *model.Snapshot, stats []ofp.FlowStats, last bool) {
+	a.ledger.mu.Lock()
+	defer a.ledger.mu.Unlock()
+	for i := range stats {
+		st := &stats[i]
+		cat, _, memberNum, ok := model.CookieParts(st.Cookie)
+		if !ok {
+			continue
+		}
+		c := counted(cat, st.TableID, st.Priority)
+		if c == 0 {
+			continue
+		}
+		id := flowID{cookie: st.Cookie, match: st.Match.Sum64(), priority: st.Priority, table: st.TableID}
+		packets, bytes := a.ledger.read(id, st.PacketCount, st.ByteCount, a.round)
+		c.add(snap.MemberCnt[memberNum], packets, bytes)
+	}
+	if last {
+		a.ledger.sweep(a.round)
+	}
+}
+
+// Settle takes back what the dataplane of a switch that went away
+// contributed to the active counters, and gives up its held setups. What
+// its flows counted stays counted.
+func (dp *Switch) Settle(snap *model.Snapshot) {
+	dp.accounting.settle(snap)
+	dp.held.release()
+}
+
+// settle takes back what the switch contributed to the active counters.
+func (a *accounting) settle(snap *model.Snapshot) {
+	for key, n := range a.active {
+		if m := snap.MemberCnt[uint32(key)]; m != nil {
+			m.Active.Add(-n)
+		}
+		if v := snap.VIPCnt[uint32(key>>32)]; v != nil {
+			v.Active.Add(-n)
+		}
+	}
+	clear(a.active)
+}

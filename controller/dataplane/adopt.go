@@ -1,0 +1,287 @@
+package dataplane
+
+import (
+	"net/netip"
+	"time"
+
+	"github.com/sdnlb/sdnlb"
+	"github.com/sdnlb/sdnlb/controller/model"
+	"github.com/sdnlb/sdnlb/controller/ofp"
+)
+
+// Adoption. A switch that connects already holding sdnlb's flows and
+// groups (sdnlb restarted, or the switch reconnected) keeps what the
+// configuration still wants: the controller reads the switch's flows and
+// groups when it connects (or when this node takes it over) and sends
+// only the difference, instead of wiping the switch and cutting every
+// connection through it.
+//
+// Cookie and group numbers are the process's own, so the switch's state
+// is matched by content, not by number: a connection flow belongs to the
+// VIP its match names and the member its rewrite names, a group to the VIP
+// whose flow sends to it, a bucket to the member whose address (and port)
+// it commits. What the switch shows also seeds what the dataplane would
+// have learned: member MACs and ports, MAC locations (--l2 learn), and the
+// slots of each group, so the buckets do not move.
+
+// SwitchState is what a switch holds of sdnlb's at the handshake.
+type SwitchState struct {
+	Flows  []ofp.FlowStats
+	Groups []ofp.GroupDesc
+}
+
+// flowKey identifies a flow as a switch does: table, priority and match.
+type flowKey struct {
+	table    uint8
+	priority uint16
+	match    string
+}
+
+func keyOf(table uint8, priority uint16, m *ofp.Match) flowKey {
+	return flowKey{table: table, priority: priority, match: m.String()}
+}
+
+// Adopt brings a switch that holds have to snap with the fewest changes:
+// stale flows go first (a flow whose match the switch spells differently
+// is then put back by the adds), then what snap wants and the switch
+// lacks, then stale groups. Connections the configuration still allows
+// keep their flows and count as active again.
+func (dp *Switch) Adopt(now time.Time, snap *model.Snapshot, have SwitchState, out *Outbox) {
+	dp.learnFromSwitch(snap, have, out)
+	existing := make(map[flowKey]*ofp.FlowStats, len(have.Flows))
+	for i := range have.Flows {
+		f := &have.Flows[i]
+		existing[keyOf(f.TableID, f.Priority, &f.Match)] = f
+	}
+	haveGroups := make(map[uint32]*ofp.GroupDesc, len(have.Groups))
+	for i := range have.Groups {
+		haveGroups[have.Groups[i].GroupID] = &have.Groups[i]
+	}
+
+	// What the switch would get from scratch, in the order it needs it.
+	want := NewOutbox(out.xids, nil) // counted when sent
+	for _, fm := range model.BaseFlows(dp.L2, dp.OneTable) {
+		want.Send(&fm)
+	}
+	dp.Configure(now, snap, want)
+	var msgs []ofp.Message
+	last := map[flowKey]int{} // a later add of the same flow replaces an earlier one
+	for b := want.Buf; len(b) > 0; {
+		h, _ := ofp.ParseHeader(b)
+		_, m, err := ofp.Decode(b[:h.Length])
+		b = b[h.Length:]
+		if err != nil {
+			dp.Log.Error("adopting a switch: undecodable message of our own", "type", h.Type.String(), "err", err)
+			continue
+		}
+		if fm, ok := m.(*ofp.FlowMod); ok {
+			last[keyOf(fm.TableID, fm.Priority, &fm.Match)] = len(msgs)
+		}
+		msgs = append(msgs, m)
+	}
+	var adds []ofp.Message
+	wanted := map[flowKey]bool{}
+	wantedGroups := map[uint32]bool{}
+	for i, m := range msgs {
+		switch m := m.(type) {
+		case *ofp.FlowMod:
+			k := keyOf(m.TableID, m.Priority, &m.Match)
+			wanted[k] = true
+			if f := existing[k]; last[k] != i || f != nil && sameFlow(f, m) {
+				continue
+			}
+		case *ofp.GroupMod:
+			wantedGroups[m.GroupID] = true
+			if g := haveGroups[m.GroupID]; g != nil {
+				if g.GroupType == m.GroupType && (ofp.GroupDesc{GroupType: g.GroupType, GroupID: g.GroupID, Buckets: m.Buckets}).String() == g.String() {
+					continue
+				}
+				m.Command = ofp.GroupModify
+			}
+		}
+		adds = append(adds, m)
+	}
+
+	for i := range have.Flows {
+		f := &have.Flows[i]
+		switch cat, _, _, _ := model.CookieParts(f.Cookie); {
+		case cat == model.CatConn || cat == model.CatConnReply:
+			dp.adoptConnection(snap, f, out)
+		case cat == model.CatL2 && dp.L2 == model.L2Learn:
+			// kept: learnFromSwitch knows where it sends
+		case (cat == model.CatL2 || cat == model.CatFabric) && dp.L2 == model.L2Fabric:
+			// kept: the fabric's next round brings them up to date
+		case cat == model.CatTransit:
+			// kept: it idles out with its connection
+		case !wanted[keyOf(f.TableID, f.Priority, &f.Match)]:
+			del := model.StrictDelete(f)
+			out.Send(&del)
+		}
+	}
+	for _, m := range adds {
+		out.Send(m)
+	}
+	for _, g := range have.Groups {
+		if !wantedGroups[g.GroupID] {
+			out.Send(&ofp.GroupMod{Command: ofp.GroupDelete, GroupID: g.GroupID})
+		}
+	}
+	dp.Log.Info("switch adopted", "flows_held", len(have.Flows), "groups_held", len(have.Groups),
+		"changes", len(adds), "connections_kept", dp.accounting.total())
+}
+
+// sameFlow reports whether the switch's flow f is what fm installs.
+func sameFlow(f *ofp.FlowStats, fm *ofp.FlowMod) bool {
+	return f.Cookie == fm.Cookie && f.IdleTimeout == fm.IdleTimeout && f.HardTimeout == fm.HardTimeout &&
+		ofp.FormatInstructions(f.Instructions) == ofp.FormatInstructions(fm.Instructions)
+}
+
+// learnFromSwitch seeds the host and MAC tables and the groups' slots from
+// what the switch holds.
+func (dp *Switch) learnFromSwitch(snap *model.Snapshot, have SwitchState, out *Outbox) {
+	groupVIP := map[uint32]*model.VIP{} // group id → the VIP whose flow sends to it
+	for i := range have.Flows {
+		f := &have.Flows[i]
+		acts := model.Applied(f.Instructions)
+		cat, _, _, _ := model.CookieParts(f.Cookie)
+		switch {
+		case cat == model.CatMemberRoute && f.Priority == model.PrioMemberRoute:
+			if ip, ok := model.RoutedAddress(&f.Match); ok {
+				if mac, ok := model.SetField(acts, ofp.OXMEthDst); ok {
+					dp.Learner.SeedHost(ip, mac.MAC(), 0)
+				}
+			}
+		case cat == model.CatConn:
+			ip, okIP := model.SetIPDst(acts)
+			mac, okMAC := model.SetField(acts, ofp.OXMEthDst)
+			if port, ok := model.OutputPort(acts); okIP && okMAC && ok && port <= ofp.PortMax {
+				dp.Learner.SeedHost(ip, mac.MAC(), port)
+			}
+		case (cat == model.CatL2 || cat == model.CatFabric) && dp.L2 == model.L2Fabric:
+			dp.adoptFabricRow(f, out)
+		case cat == model.CatL2 && dp.L2 == model.L2Learn:
+			if dst, ok := f.Match.Get(ofp.OXMEthDst); ok {
+				if port, ok := model.OutputPort(acts); ok {
+					dp.Learner.seedMAC(dst.MAC(), port)
+				}
+			}
+		}
+		if g, ok := model.GroupOf(acts); ok {
+			if v := snap.VIP(model.MatchedVIP(&f.Match)); v != nil {
+				groupVIP[g] = v
+			}
+		}
+	}
+	dp.dispatcher.adoptGroups(have.Groups, groupVIP)
+}
+
+// adoptGroups keeps the switch's groups of SWITCH VIPs, by the VIP whose
+// flow sends to each (groupVIP), for their dispatch to take over with the
+// members their buckets send to.
+func (d *dispatcher) adoptGroups(groups []ofp.GroupDesc, groupVIP map[uint32]*model.VIP) {
+	for _, g := range groups {
+		v := groupVIP[g.GroupID]
+		if v == nil || !v.Switched() || len(g.Buckets) != model.GroupSlots {
+			continue
+		}
+		var slots model.SlotTable
+		for i, b := range g.Buckets {
+			ip, port, ok := model.BucketTargetOf(b.Actions)
+			if !ok {
+				continue
+			}
+			for _, m := range v.Pool.Members {
+				if m.IP == ip && (v.DSR() || effectivePort(m, v) == port) {
+					slots[i] = m.Num
+					break
+				}
+			}
+		}
+		d.adopted[v.Num] = adoptedGroup{id: g.GroupID, slots: slots}
+	}
+}
+
+// adoptedGroup is a group the switch held for a VIP: its id on the switch
+// and the members its buckets send to.
+type adoptedGroup struct {
+	id    uint32
+	slots model.SlotTable
+}
+
+// adoptConnection keeps one direction of a connection the configuration
+// still allows, under its cookie of this process, and deletes the others.
+// The client → member direction counts the connection as active.
+func (dp *Switch) adoptConnection(snap *model.Snapshot, f *ofp.FlowStats, out *Outbox) {
+	cat, _, _, _ := model.CookieParts(f.Cookie)
+	v, m := dp.connectionOf(snap, cat, f)
+	if v == nil || m == nil {
+		del := model.StrictDelete(f)
+		out.Send(&del)
+		return
+	}
+	if cookie := model.MakeCookie(cat, v.Num, m.Num); cookie != f.Cookie {
+		fm := ofp.FlowMod{Cookie: cookie, TableID: f.TableID, Command: ofp.FlowAdd, IdleTimeout: f.IdleTimeout,
+			HardTimeout: f.HardTimeout, Priority: f.Priority, BufferID: ofp.NoBuffer, OutPort: ofp.PortAny,
+			OutGroup: ofp.GroupAny, Flags: f.Flags, Match: f.Match, Instructions: f.Instructions}
+		out.Send(&fm)
+	}
+	if cat != model.CatConn {
+		return
+	}
+	dp.accounting.count(v.Num, m.Num)
+	m.Cnt.Active.Add(1)
+	v.Cnt.Active.Add(1)
+}
+
+// connectionOf finds the VIP and member of one direction of a connection
+// in snap; nil when either is gone, changed or DOWN.
+func (dp *Switch) connectionOf(snap *model.Snapshot, cat model.Category, f *ofp.FlowStats) (*model.VIP, *model.Member) {
+	acts := model.Applied(f.Instructions)
+	var key model.VIPKey
+	var memberIP netip.Addr
+	var memberPort uint16
+	if cat == model.CatConn {
+		key = model.MatchedVIP(&f.Match)
+		if ip, ok := model.SetIPDst(acts); ok { // NAT
+			memberIP = ip
+			if p, ok := model.SetField(acts, model.L4DstField(key.Proto)); ok {
+				memberPort = uint16(p.Uint())
+			}
+		} else if mac, ok := model.SetField(acts, ofp.OXMEthDst); ok { // DSR
+			memberIP, memberPort = dp.Learner.ipOfMAC(mac.MAC()), key.Port
+		}
+	} else {
+		memberIP, _ = model.MatchedSrc(&f.Match)
+		key.Proto = model.MatchedProto(&f.Match)
+		if p, ok := f.Match.Get(model.L4SrcField(key.Proto)); ok {
+			memberPort = uint16(p.Uint())
+		}
+		if ip, ok := model.SetField(acts, ofp.OXMIPv4Src); ok {
+			key.IP = model.SetAddr(ip)
+		} else if ip, ok := model.SetField(acts, ofp.OXMIPv6Src); ok {
+			key.IP = model.SetAddr(ip)
+		}
+		if p, ok := model.SetField(acts, model.L4SrcField(key.Proto)); ok {
+			key.Port = uint16(p.Uint())
+		}
+	}
+	v := snap.VIP(key)
+	if v == nil || v.Pool == nil {
+		return nil, nil
+	}
+	for _, m := range v.Pool.Members {
+		if port := effectivePort(m, v); m.IP == memberIP && m.Status != sdnlb.MemberDown &&
+			(!model.HasPorts(key.Proto) || port == 0 || port == memberPort) { // 0: every port
+			return v, m
+		}
+	}
+	return nil, nil
+}
+
+// effectivePort is the port m serves v on.
+func effectivePort(m *model.Member, v *model.VIP) uint16 {
+	if m.Port == 0 || v.DSR() {
+		return v.Port
+	}
+	return m.Port
+}

@@ -1,0 +1,273 @@
+package dataplane
+
+import (
+	"fmt"
+	"maps"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/gopacket/gopacket/layers"
+	"github.com/sdnlb/sdnlb"
+	"github.com/sdnlb/sdnlb/controller/internal/testnet"
+	"github.com/sdnlb/sdnlb/controller/model"
+)
+
+// restart is sdnlb starting again on the configuration cfg and the switch
+// connecting with what it holds: a new dataplane adopts it. shift numbers
+// the objects differently from the last process, as a process whose
+// configuration changed over its life would have, and firstVIPs are
+// numbered first, in that order. It returns what the switch is sent.
+func (d *decision) restart(cfg *sdnlb.Config, shift int, firstVIPs ...string) []string {
+	d.tb.Helper()
+	have := d.holding()
+	d.builder = model.NewBuilder(time.Now)
+	for i := range shift {
+		d.builder.VIPs.Of(fmt.Sprintf("gone-vip-%d", i))
+		d.builder.Members.Of(fmt.Sprintf("gone-member-%d", i))
+	}
+	for _, id := range firstVIPs {
+		d.builder.VIPs.Of(id)
+	}
+	snap, skipped := d.builder.Build(cfg)
+	if len(skipped) > 0 {
+		d.tb.Fatalf("configuration objects skipped: %v", skipped)
+	}
+	d.snap = snap
+	dc := d.dp.Config
+	dc.Affinity = NewAffinityTable()
+	d.dp = New(dc)
+	d.dp.Adopt(d.now, snap, have, d.out)
+	return d.sent(nil)
+}
+
+func flowModLines(lines []string) []string {
+	var mods []string
+	for _, l := range lines {
+		if strings.HasPrefix(l, "flow_mod") || strings.HasPrefix(l, "group_mod") {
+			mods = append(mods, l)
+		}
+	}
+	return mods
+}
+
+// A switch that holds what the configuration wants, connections included,
+// is left as it is; the connection counts as active again and still goes
+// where it went.
+func TestAdopt_KeepsWhatIsWanted(t *testing.T) {
+	d := newDecision(t, testnet.Config(nil))
+	d.teach(1, 2, 3)
+	d.packetIn(testnet.ClientOF, testnet.SYN(t, 40000))
+	ack := testnet.TCPFrame(t, testnet.TCPSeg{SrcMAC: testnet.ClientMAC, DstMAC: testnet.VIPMAC, Src: testnet.ClientIP, Dst: "10.0.0.100", Sport: 40000, Dport: 80, ACK: true, Seq: 1001, AckNum: 5001})
+	before := d.forward(testnet.ClientOF, ack)
+
+	got := d.restart(testnet.Config(nil), 0)
+	if mods := flowModLines(got); len(mods) != 0 {
+		t.Errorf("changes to a switch that holds what is wanted:\n%s", strings.Join(mods, "\n"))
+	}
+	if after := d.forward(testnet.ClientOF, ack); after != before {
+		t.Errorf("the connection went %s, before the restart %s", after, before)
+	}
+	var active int64
+	for _, m := range testnet.MembersByID(d.snap) {
+		active += m.Cnt.Active.Load()
+	}
+	if active != 1 || d.snap.VIPByID["v1"].Cnt.Active.Load() != 1 {
+		t.Errorf("%d active connections on the members after the restart, want 1", active)
+	}
+}
+
+// The connections of a VIP of every protocol, TCP to another port than
+// its members' and GRE by address, survive a restart as they are.
+func TestAdopt_KeepsAnyProtocolConnections(t *testing.T) {
+	d := newDecision(t, anyConfig(nil))
+	d.teach(1, 2, 3)
+	syn443 := testnet.TCPFrame(t, testnet.TCPSeg{SrcMAC: testnet.ClientMAC, DstMAC: testnet.VIPMAC, Src: testnet.ClientIP, Dst: "10.0.0.100", Sport: 40000, Dport: 443, SYN: true})
+	gre := ipFrame(t, layers.IPProtocolGRE, testnet.ClientMAC, testnet.VIPMAC, testnet.ClientIP, "10.0.0.100", 0)
+	d.packetIn(testnet.ClientOF, syn443)
+	d.packetIn(testnet.ClientOF, gre)
+	tcpBefore, greBefore := d.forward(testnet.ClientOF, syn443), d.forward(testnet.ClientOF, gre)
+
+	got := d.restart(anyConfig(nil), 2)
+	for _, l := range flowModLines(got) {
+		if !strings.HasPrefix(l, "flow_mod cookie=") {
+			t.Errorf("a restart deleted %s", l)
+		}
+	}
+	if after := d.forward(testnet.ClientOF, syn443); after != tcpBefore {
+		t.Errorf("the TCP connection went %s, before the restart %s", after, tcpBefore)
+	}
+	if after := d.forward(testnet.ClientOF, gre); after != greBefore {
+		t.Errorf("the GRE connection went %s, before the restart %s", after, greBefore)
+	}
+	if n := d.snap.VIPByID["v1"].Cnt.Active.Load(); n != 2 {
+		t.Errorf("%d active connections on the VIP after the restart, want 2", n)
+	}
+}
+
+// Numbers are the process's own: a restarted process that numbers the
+// objects differently rewrites the cookies in place and deletes nothing.
+func TestAdopt_RenumbersInPlace(t *testing.T) {
+	d := newDecision(t, testnet.Config(nil))
+	d.teach(1, 2, 3)
+	d.packetIn(testnet.ClientOF, testnet.SYN(t, 40000))
+	got := d.restart(testnet.Config(nil), 3)
+	for _, l := range flowModLines(got) {
+		if strings.Contains(l, "delete") {
+			t.Errorf("renumbering deleted a flow: %s", l)
+		}
+	}
+	for _, f := range d.sw.Flows() {
+		cat, vipNum, memberNum, _ := model.CookieParts(f.Cookie)
+		if cat == model.CatConn && (vipNum != 4 || memberNum < 4) {
+			t.Errorf("connection flow kept its old cookie: %s", f)
+		}
+	}
+}
+
+// What the configuration no longer wants goes: a DOWN member's
+// connection and a deleted VIP's flows.
+func TestAdopt_RemovesWhatIsStale(t *testing.T) {
+	d := newDecision(t, testnet.Config(func(c *sdnlb.Config) {
+		c.VIPs = append(c.VIPs, &sdnlb.VIP{ID: "v2", Address: "10.0.0.101", Protocol: sdnlb.ProtocolUDP, Port: 53,
+			ConnectionLimit: -1, AdminStateUp: true, MAC: "02:00:00:00:02:00"})
+	}))
+	d.teach(1, 2, 3)
+	d.packetIn(testnet.ClientOF, testnet.SYN(t, 40000))
+	var victim string
+	for id, m := range testnet.MembersByID(d.snap) {
+		if m.Cnt.Active.Load() == 1 {
+			victim = id
+		}
+	}
+	d.restart(testnet.Config(func(c *sdnlb.Config) {
+		for _, m := range c.Members {
+			if m.ID == victim {
+				m.Health.Status = sdnlb.MemberDown
+			}
+		}
+	}), 0)
+	for _, l := range d.sw.Lines() {
+		if strings.Contains(l, "10.0.0.101") || strings.Contains(l, "priority=1000") {
+			t.Errorf("stale flow left: %s", l)
+		}
+	}
+}
+
+// A SWITCH pool's group keeps its id and its slots, and the switch keeps
+// its flows, whatever number the new process gives the VIP: the members
+// are known from the switch's own routes and buckets.
+func TestAdopt_SwitchDispatch(t *testing.T) {
+	for _, fwd := range sdnlb.Forwardings {
+		t.Run(string(fwd), func(t *testing.T) {
+			d := newSwitchDecision(t, switchConfig(fwd, nil))
+			d.learnMember(3)
+			d.learnMember(1)
+			d.learnMember(2)
+			bucketsBefore := d.groups[1].Buckets
+			flowsBefore := len(d.flows)
+			got := d.restart(switchConfig(fwd, nil), 2)
+			if g, ok := d.groups[1]; len(d.groups) != 1 || !ok || fmt.Sprint(g.Buckets) != fmt.Sprint(bucketsBefore) {
+				t.Errorf("groups after the restart:\n%v\nwant group 1 with its buckets", d.groups)
+			}
+			for _, l := range flowModLines(got) {
+				if strings.HasPrefix(l, "group_mod") || strings.Contains(l, "delete") {
+					t.Errorf("adoption sent %s", l)
+				}
+			}
+			if len(d.flows) != flowsBefore {
+				t.Errorf("%d flows after the restart, %d before", len(d.flows), flowsBefore)
+			}
+			for _, l := range got {
+				if strings.Contains(l, "op=1") && !strings.Contains(l, "tpa=10.0.0.100") {
+					t.Errorf("asked for a member the switch's state names: %s", l)
+				}
+			}
+		})
+	}
+}
+
+// Two SWITCH VIPs that the new process numbers the other way round (the
+// last process numbered them as they were created, the new one in id
+// order) keep their groups: no group is rewritten for the other VIP while
+// its flows still send to it, and no flow changes what it does.
+func TestAdopt_SwappedVIPNumbers(t *testing.T) {
+	cfg := func() *sdnlb.Config {
+		return switchConfig(sdnlb.ForwardingNAT, func(c *sdnlb.Config) {
+			c.VIPs = append(c.VIPs, &sdnlb.VIP{ID: "v2", Address: "10.0.0.101", Protocol: sdnlb.ProtocolTCP, Port: 81,
+				PoolID: "p2", ConnectionLimit: -1, AdminStateUp: true, MAC: "02:00:00:00:02:00"})
+			c.Pools = append(c.Pools, &sdnlb.Pool{ID: "p2", VIPID: "v2", LBMethod: sdnlb.RoundRobin, Protocol: sdnlb.ProtocolTCP,
+				Dispatch: sdnlb.DispatchSwitch, Forwarding: sdnlb.ForwardingDSR, AdminStateUp: true})
+			for i := 1; i <= 3; i++ {
+				c.Members = append(c.Members, &sdnlb.Member{ID: fmt.Sprintf("d%d", i), PoolID: "p2",
+					Address: fmt.Sprintf("10.0.0.%d", i), Weight: 1, AdminStateUp: true})
+			}
+		})
+	}
+	d := newSwitchDecision(t, cfg())
+	for i := 1; i <= 3; i++ {
+		d.learnMember(i)
+	}
+	if n := len(d.groups); n != 2 {
+		t.Fatalf("%d groups before the restart, want 2", n)
+	}
+	withoutCookies := func() []string {
+		var lines []string
+		for _, l := range testnet.FlowLines(t, slices.Collect(maps.Values(d.flows))) {
+			lines = append(lines, regexp.MustCompile(`cookie=0x[0-9a-f]+, `).ReplaceAllString(l, ""))
+		}
+		slices.Sort(lines)
+		return lines
+	}
+	flowsBefore, groupsBefore := withoutCookies(), fmt.Sprint(d.groups)
+	if d.snap.VIPByID["v1"].Num != 1 {
+		t.Fatalf("v1 is numbered %d before the restart, want 1", d.snap.VIPByID["v1"].Num)
+	}
+
+	got := d.restart(cfg(), 0, "v2", "v1")
+	if d.snap.VIPByID["v1"].Num != 2 {
+		t.Fatalf("v1 is numbered %d after the restart, want 2", d.snap.VIPByID["v1"].Num)
+	}
+	for _, l := range flowModLines(got) {
+		if strings.HasPrefix(l, "group_mod") || strings.Contains(l, "delete") {
+			t.Errorf("adoption sent %s", l)
+		}
+	}
+	if g := fmt.Sprint(d.groups); g != groupsBefore {
+		t.Errorf("groups after the restart:\n%s\nbefore:\n%s", g, groupsBefore)
+	}
+	testnet.AssertLines(t, withoutCookies(), flowsBefore)
+}
+
+// The switch's answer to ARP for a VIP is adopted like any flow: a
+// restart leaves it as it is, and one given by a VIP deleted meanwhile is
+// replaced in place by the answer of the VIP that answers for the address
+// now.
+func TestAdopt_ARPAnswer(t *testing.T) {
+	request := testnet.ARPFrame(t, 1, testnet.ClientMAC, "ff:ff:ff:ff:ff:ff", testnet.ClientIP, "10.0.0.100", "00:00:00:00:00:00")
+	t.Run("Kept", func(t *testing.T) {
+		d := newDecisionL2(t, testnet.Config(nil), model.L2Normal)
+		if mods := flowModLines(d.restart(testnet.Config(nil), 0)); len(mods) != 0 {
+			t.Errorf("changes to a switch that holds what is wanted:\n%s", strings.Join(mods, "\n"))
+		}
+		if got := d.forward(testnet.ClientOF, request); got != "output:10 "+arpReplyFrame {
+			t.Errorf("after the restart ARP for the VIP went\n  %s\nwant\n  output:10 %s", got, arpReplyFrame)
+		}
+	})
+	t.Run("AnsweringVIPGone", func(t *testing.T) {
+		d := newDecisionL2(t, testnet.Config(func(c *sdnlb.Config) {
+			c.VIPs = append(c.VIPs, &sdnlb.VIP{ID: "v0", Address: "10.0.0.100", Protocol: sdnlb.ProtocolUDP, Port: 53,
+				ConnectionLimit: -1, AdminStateUp: true, MAC: "02:00:00:00:00:99"})
+		}), model.L2Normal)
+		for _, l := range flowModLines(d.restart(testnet.Config(nil), 0)) {
+			if strings.Contains(l, "priority=51") && !strings.HasPrefix(l, "flow_mod cookie=") {
+				t.Errorf("adoption deleted the ARP answer instead of replacing it: %s", l)
+			}
+		}
+		if got := d.forward(testnet.ClientOF, request); got != "output:10 "+arpReplyFrame {
+			t.Errorf("after the restart ARP for the VIP went\n  %s\nwant\n  output:10 %s", got, arpReplyFrame)
+		}
+	})
+}

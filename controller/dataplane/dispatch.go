@@ -1,0 +1,330 @@
+package dataplane
+
+import (
+	"maps"
+	"net/netip"
+	"slices"
+	"time"
+
+	"github.com/sdnlb/sdnlb"
+	"github.com/sdnlb/sdnlb/controller/model"
+	"github.com/sdnlb/sdnlb/controller/ofp"
+)
+
+// switchedVIP is what a switch has installed to dispatch one VIP itself.
+// Its group id is the switch's, not the process's: a group adopted from
+// the switch keeps its id, so a process that numbers the VIPs otherwise
+// than its predecessor never rewrites a group another VIP's flows still
+// send to.
+type switchedVIP struct {
+	group       uint32
+	spec        model.DispatchSpec
+	slots       model.SlotTable
+	buckets     [model.GroupSlots]model.BucketTarget // what the installed group's buckets send to
+	grouped     bool                                 // the group is installed
+	dispatching bool                                 // new connections go to the group, not the controller
+}
+
+// dispatcher is what a switch has installed to dispatch VIPs itself: a
+// group and the flows around the connection tracker per VIP, and the
+// member routes. It keeps the groups the switch held at the handshake
+// until their VIPs' dispatch takes them over.
+type dispatcher struct {
+	switched map[uint32]*switchedVIP              // the VIPs the switch dispatches, by number
+	routes   map[model.RouteKey]model.MemberRoute // tableToMember rows
+	adopted  map[uint32]adoptedGroup              // groups the switch held at the handshake, by the number of the VIP they serve
+}
+
+func newDispatcher() dispatcher {
+	return dispatcher{
+		switched: map[uint32]*switchedVIP{},
+		routes:   map[model.RouteKey]model.MemberRoute{},
+		adopted:  map[uint32]adoptedGroup{},
+	}
+}
+
+// dispatch brings the switch's groups and dispatch flows to snap and what
+// the dataplane learned. It is called after every configuration sync.
+func (dp *Switch) dispatch(now time.Time, snap *model.Snapshot, out *Outbox) {
+	if !dp.Groups {
+		return
+	}
+	dp.dispatcher.dropStale(snap, out)
+	dp.redispatch(now, snap, model.SortedVIPs(snap), nil, out)
+}
+
+// dispatchAt is dispatch for what changed at member addresses only: their
+// routes, and the buckets of the VIPs with members there. It is called
+// when a member's MAC or port is learned, and after a health patch of the
+// snapshot the switch had, so that neither costs what every pool holds.
+func (dp *Switch) dispatchAt(now time.Time, snap *model.Snapshot, addrs []netip.Addr, out *Outbox) {
+	if !dp.Groups || len(addrs) == 0 {
+		return
+	}
+	var nums []uint32
+	for _, a := range addrs {
+		nums = append(nums, snap.SwitchedMembers[a]...)
+	}
+	slices.Sort(nums)
+	vips := make([]*model.VIP, 0, len(nums))
+	for _, num := range slices.Compact(nums) {
+		vips = append(vips, snap.VIPByNum[num])
+	}
+	dp.redispatch(now, snap, vips, addrs, out)
+}
+
+// redispatch brings the switched VIPs of vips to snap: a new one's flows
+// around the tracker and group id first, then the member routes (at addrs
+// only, unless addrs is nil), the buckets, and last the routes no bucket
+// sends to any more.
+func (dp *Switch) redispatch(now time.Time, snap *model.Snapshot, vips []*model.VIP, addrs []netip.Addr, out *Outbox) {
+	switched := make([]*model.VIP, 0, len(vips))
+	for _, v := range vips {
+		if v.Switched() {
+			dp.dispatcher.dispatchOf(v, out)
+			switched = append(switched, v)
+		}
+	}
+	routes := dp.memberRoutes(snap, switched, addrs)
+	dp.dispatcher.installRoutes(routes, out)
+	for _, v := range switched {
+		ready, targets := dp.readyMembers(now, v, out)
+		dp.dispatcher.switched[v.Num].setMembers(v, ready, targets, out)
+	}
+	if addrs == nil {
+		dp.dispatcher.deleteRoutes(routes, out)
+	} else {
+		dp.dispatcher.deleteRoutesAt(routes, switched, addrs, out)
+	}
+}
+
+// dropStale stops the dispatch of every VIP that snap no longer has the
+// switch dispatch as it does: its dispatch flows and group go, and a VIP
+// that stays gets its service flow back, to the controller.
+func (d *dispatcher) dropStale(snap *model.Snapshot, out *Outbox) {
+	for _, num := range slices.Sorted(maps.Keys(d.switched)) {
+		sv := d.switched[num]
+		v := snap.VIPByNum[num]
+		if v != nil && v.Switched() && model.SpecOf(v) == sv.spec {
+			continue
+		}
+		purge := model.DeleteByCookie(model.MakeCookie(model.CatDispatch, num, 0), model.MaskApp|model.MaskCategory|model.MaskVIP)
+		out.Send(&purge)
+		if v != nil { // the purge took the service flow with it
+			punt := model.ServicePunt(v)
+			out.Send(&punt)
+		}
+		if sv.grouped {
+			out.Send(&ofp.GroupMod{Command: ofp.GroupDelete, GroupID: sv.group})
+		}
+		delete(d.switched, num)
+	}
+}
+
+// dispatchOf returns the switch's dispatch of v. A new one takes the group
+// the switch held for v, else a free group id, and installs the flows
+// around the tracker; setMembers installs the group.
+func (d *dispatcher) dispatchOf(v *model.VIP, out *Outbox) *switchedVIP {
+	if sv := d.switched[v.Num]; sv != nil {
+		return sv
+	}
+	sv := &switchedVIP{spec: model.SpecOf(v)}
+	if a, ok := d.adopted[v.Num]; ok {
+		sv.group, sv.slots, sv.grouped = a.id, a.slots, true
+		delete(d.adopted, v.Num)
+	} else {
+		sv.group = d.freeGroupID(v.Num)
+	}
+	d.switched[v.Num] = sv
+	for _, fm := range model.TrackedFlows(v, sv.group) {
+		out.Send(&fm)
+	}
+	return sv
+}
+
+// setMembers points the group's buckets at the ready members, by their
+// slots, and sends v's new connections to the group, or to the controller
+// while no member is ready.
+func (sv *switchedVIP) setMembers(v *model.VIP, ready []model.SlotMember, targets map[uint32]model.BucketTarget, out *Outbox) {
+	if len(ready) == 0 {
+		if sv.dispatching {
+			fm := model.UndispatchFlow(v)
+			out.Send(&fm)
+			sv.dispatching = false
+		}
+		return
+	}
+	sv.slots = model.AssignSlots(sv.slots, ready)
+	var buckets [model.GroupSlots]model.BucketTarget
+	for i, num := range sv.slots {
+		buckets[i] = targets[num]
+	}
+	if !sv.grouped || buckets != sv.buckets {
+		cmd := ofp.GroupModify
+		if !sv.grouped {
+			cmd = ofp.GroupAdd
+		}
+		gm := model.GroupMod(cmd, sv.group, sv.spec, &buckets)
+		out.Send(&gm)
+		sv.grouped, sv.buckets = true, buckets
+	}
+	if !sv.dispatching {
+		fm := model.DispatchFlow(v, sv.group)
+		out.Send(&fm)
+		sv.dispatching = true
+	}
+}
+
+// readyMembers returns the members of v's rotation whose MAC the switch
+// showed (their route needs it), with where their buckets send; it asks
+// for the others by ARP.
+func (dp *Switch) readyMembers(now time.Time, v *model.VIP, out *Outbox) ([]model.SlotMember, map[uint32]model.BucketTarget) {
+	ready := make([]model.SlotMember, 0, len(v.Pool.Rotation))
+	targets := make(map[uint32]model.BucketTarget, len(v.Pool.Rotation))
+	for _, m := range v.Pool.Rotation {
+		if _, known := dp.Learner.Host(m.IP); !known {
+			dp.askARP(now, v, m.IP, out)
+			continue
+		}
+		ready = append(ready, model.SlotMember{Num: m.Num, Weight: m.Share})
+		targets[m.Num] = model.BucketTarget{IP: m.IP, Port: effectivePort(m, v)}
+	}
+	return ready, targets
+}
+
+// memberRoutes are the tableToMember rows snap wants for the members of
+// vips, switched VIPs the switch dispatches, at addrs only unless addrs is
+// nil: one per VIP and member address, with the member's MAC, or for a
+// DOWN member the controller, which resets the connections still sent to
+// it.
+func (dp *Switch) memberRoutes(snap *model.Snapshot, vips []*model.VIP, addrs []netip.Addr) map[model.RouteKey]model.MemberRoute {
+	want := map[model.RouteKey]model.MemberRoute{}
+	for _, v := range vips {
+		group := dp.dispatcher.switched[v.Num].group
+		for _, m := range v.Pool.Members {
+			if addrs != nil && !slices.Contains(addrs, m.IP) {
+				continue
+			}
+			h, known := dp.Learner.Host(m.IP)
+			if !known {
+				continue
+			}
+			k := model.RouteKey{Group: group, IP: m.IP, DSR: v.DSR()}
+			r := model.MemberRoute{Cookie: model.MakeCookie(model.CatMemberRoute, v.Num, m.Num), MAC: h.MAC, Down: m.Status == sdnlb.MemberDown,
+				VIP: model.SpecOf(v)}
+			if old, ok := want[k]; !ok || r.Cookie < old.Cookie {
+				want[k] = r
+			}
+		}
+	}
+	return want
+}
+
+// installRoutes adds and changes the rows of want; dispatch calls it
+// before the buckets change, so no bucket sends to a member whose row
+// still resets its connections (a member back UP).
+func (d *dispatcher) installRoutes(want map[model.RouteKey]model.MemberRoute, out *Outbox) {
+	for _, k := range slices.SortedFunc(maps.Keys(want), model.CompareRoutes) {
+		if r := want[k]; d.routes[k] != r {
+			for _, fm := range model.RouteFlows(k, r) {
+				out.Send(&fm)
+			}
+			d.routes[k] = r
+		}
+	}
+}
+
+// deleteRoutes removes the rows want no longer has; dispatch calls it
+// once no bucket sends to them.
+func (d *dispatcher) deleteRoutes(want map[model.RouteKey]model.MemberRoute, out *Outbox) {
+	for _, k := range slices.SortedFunc(maps.Keys(d.routes), model.CompareRoutes) {
+		d.deleteRoute(want, k, out)
+	}
+}
+
+// deleteRoutesAt is deleteRoutes for the rows of vips at addrs, whose
+// want holds every row there.
+func (d *dispatcher) deleteRoutesAt(want map[model.RouteKey]model.MemberRoute, vips []*model.VIP, addrs []netip.Addr, out *Outbox) {
+	for _, v := range vips {
+		for _, a := range addrs {
+			d.deleteRoute(want, model.RouteKey{Group: d.switched[v.Num].group, IP: a, DSR: v.DSR()}, out)
+		}
+	}
+}
+
+// deleteRoute removes the row of k when the switch has it and want not.
+func (d *dispatcher) deleteRoute(want map[model.RouteKey]model.MemberRoute, k model.RouteKey, out *Outbox) {
+	r, installed := d.routes[k]
+	if _, wanted := want[k]; installed && !wanted {
+		fm := model.DeleteByCookie(r.Cookie, ^uint64(0))
+		out.Send(&fm)
+		delete(d.routes, k)
+	}
+}
+
+// answerMemberRoute answers a packet that a member's route sent up. The
+// route of a DOWN member sends to the controller: a TCP client still
+// sending on a connection to the member gets a reset from the VIP, so it
+// fails now instead of retransmitting into a void. Once the member is back
+// the route sends to it again, but the switch's datapath may go on using
+// an entry it cached from the DOWN route until it revalidates it: what
+// that sends up goes on to the member, as the route now does, instead of
+// resetting a new connection to a healthy member.
+func (dp *Switch) answerMemberRoute(p *packetIn, memberNum uint32, out *Outbox) bool {
+	m := p.snap.Member(memberNum)
+	if m == nil || !p.hasIP() {
+		return false
+	}
+	if m.Status != sdnlb.MemberDown {
+		h, known := dp.Learner.Host(m.IP)
+		if !known || h.Port == 0 {
+			return false
+		}
+		dp.out.Port = h.Port
+		dp.sendFrame(p.inPort, []ofp.Action{ofp.ActionSetField{Field: ofp.MatchEthDst(h.MAC)}, &dp.out}, p.frame, out)
+		return true
+	}
+	if !p.hasTCP || p.tcp.RST {
+		return false
+	}
+	pool := p.snap.Pools[m.PoolID]
+	if pool == nil || pool.VIP == nil || !pool.VIP.Carries(model.ProtoTCP) {
+		return false
+	}
+	v := pool.VIP
+	r := rstFor(p.decoder, v.MAC)
+	r.src = v.IP
+	if v.Port != 0 { // else the client asked for the member's port
+		r.sport = v.Port
+	}
+	dp.frame = appendTCPRST(dp.frame[:0], r)
+	dp.packetOut(p.inPort, ofp.PortInPort, dp.frame, out)
+	dp.Metrics.refusals[refusedNoFlow].Inc()
+	return true
+}
+
+// freeGroupID is the id for a new group of the VIP numbered vipNum: its
+// number, unless a group on the switch has it; then the lowest free id.
+func (d *dispatcher) freeGroupID(vipNum uint32) uint32 {
+	taken := func(id uint32) bool {
+		for _, sv := range d.switched {
+			if sv.group == id {
+				return true
+			}
+		}
+		for _, a := range d.adopted {
+			if a.id == id {
+				return true
+			}
+		}
+		return false
+	}
+	if !taken(vipNum) {
+		return vipNum
+	}
+	id := uint32(1)
+	for taken(id) {
+		id++
+	}
+	return id
+}

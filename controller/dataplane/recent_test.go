@@ -1,0 +1,37 @@
+package dataplane
+
+import (
+	"net/netip"
+	"testing"
+	"time"
+
+	"github.com/sdnlb/sdnlb/controller/internal/testnet"
+	"github.com/sdnlb/sdnlb/controller/model"
+)
+
+// A setup is lost only when recentWays newer setups take its set.
+func TestRecent_SetAssociative(t *testing.T) {
+	recent := new(recentCache)
+	base := model.ConnKey{ClientIP: testnet.Addr4(0x0a000105), VIPNum: 1}
+	var same []uint16 // client ports whose setups share a set
+	for port := uint16(1); len(same) < model.RecentWays+1; port++ {
+		k := base
+		k.ClientPort = port
+		if k.Set() == base.Set() {
+			same = append(same, port)
+		}
+	}
+	now := time.Unix(1_700_000_000, 0)
+	for i, port := range same {
+		c := model.Connection{ClientIP: netip.AddrFrom4([4]byte{10, 0, 1, 5}), ClientPort: port, VIPNum: 1, MemberNum: uint32(i + 1)}
+		recent.remember(now.Add(time.Duration(i)*time.Millisecond), &c)
+	}
+	for i, port := range same {
+		k := base
+		k.ClientPort = port
+		kept := recent.setup(k).key == k
+		if want := i > 0; kept != want {
+			t.Errorf("setup %d of %d in one set: kept %v, want %v", i+1, len(same), kept, want)
+		}
+	}
+}

@@ -1,0 +1,209 @@
+package dataplane
+
+import (
+	"slices"
+	"time"
+
+	"github.com/sdnlb/sdnlb"
+	"github.com/sdnlb/sdnlb/controller/model"
+	"github.com/sdnlb/sdnlb/controller/ofp"
+	"github.com/sdnlb/sdnlb/controller/sched"
+)
+
+// Refusal reasons, for metrics.
+const (
+	refusedLimit = iota
+	refusedNoMember
+	refusedNoFlow
+	numRefusals
+)
+
+var refusalNames = [numRefusals]string{"limit", "no_member", "no_flow"}
+
+// handleVIPPacket handles IP to a VIP address: the first packet of a new
+// connection, or a packet that has no flow (anymore). Of ICMP only echo
+// requests start connections; an ANY VIP takes other IP protocols too, by
+// their addresses.
+func (dp *Switch) handleVIPPacket(p *packetIn, out *Outbox) {
+	proto := p.proto()
+	var sport, dport uint16
+	switch {
+	case proto == model.ProtoTCP && p.hasTCP:
+		sport, dport = uint16(p.tcp.SrcPort), uint16(p.tcp.DstPort)
+	case proto == model.ProtoUDP && p.hasUDP:
+		sport, dport = uint16(p.udp.SrcPort), uint16(p.udp.DstPort)
+	case proto == model.ProtoICMP && p.isEcho(true):
+	case model.HasPorts(proto) || proto == model.ProtoICMP:
+		return // truncated, or not an echo request
+	}
+	vipIP := p.dstIP()
+	v := p.snap.VIP(model.VIPKey{IP: vipIP, Port: dport, Proto: proto})
+	if v == nil {
+		return // a port or protocol no VIP serves
+	}
+	c := model.Connection{
+		Proto:    proto,
+		ClientIP: p.srcIP(), VIPIP: vipIP,
+		ClientPort: sport, VIPPort: dport,
+		ClientOFPort: p.inPort,
+		VIPMAC:       v.MAC, VIPNum: v.Num,
+		IdleTimeout: dp.IdleTimeout, HardTimeout: dp.HardTimeout,
+		DSR: v.DSR(),
+	}
+	if dp.forwardRecent(p, &c, out) {
+		return
+	}
+	if proto == model.ProtoTCP {
+		if p.tcp.RST {
+			return
+		}
+		if !p.tcp.SYN || p.tcp.ACK {
+			// The connection's flows are gone (its member failed): make
+			// the client fail fast instead of retransmitting into a void.
+			dp.sendRST(p, v, out)
+			dp.Metrics.refusals[refusedNoFlow].Inc()
+			return
+		}
+	}
+
+	pool := v.Pool
+	if pool == nil || len(pool.Rotation) == 0 {
+		dp.refuse(p, v, refusedNoMember, out)
+		return
+	}
+	if n := v.Cnt.Active.Add(1); v.Limit > 0 && n > v.Limit {
+		v.Cnt.Active.Add(-1)
+		dp.refuse(p, v, refusedLimit, out)
+		return
+	}
+	m := dp.pick(p.now, pool, v, c.Key())
+	e, known := dp.Learner.Host(m.IP)
+	if (!known || e.Port == 0) && dp.Learner.silent(p.now, m.IP) {
+		// A member that did not answer ARP for longer than a setup waits
+		// takes no connection while another can; it is still asked for.
+		if alt, ae, ok := dp.reachableAfter(pool, m); ok {
+			dp.askARP(p.now, v, m.IP, out)
+			m, e, known = alt, ae, true
+			if v.Persist > 0 {
+				dp.Affinity.put(v.Num, pool.Client(c.ClientIP), m.Num, p.now.Add(v.Persist))
+			}
+		}
+	}
+	c.SetMember(m, dp.Groups)
+	if !known || e.Port == 0 {
+		dp.hold(p, c, v, out)
+		return
+	}
+	c.MemberMAC, c.MemberOFPort = e.MAC, e.Port
+	dp.install(p.now, p.snap, &c, p.frame, out)
+}
+
+// reachableAfter returns the first member of pool's rotation after m
+// whose MAC and port the switch showed.
+func (dp *Switch) reachableAfter(pool *model.Pool, m *model.Member) (*model.Member, HostEntry, bool) {
+	i := slices.Index(pool.Rotation, m)
+	for n := 1; n < len(pool.Rotation); n++ {
+		alt := pool.Rotation[(i+n)%len(pool.Rotation)]
+		if e, ok := dp.Learner.Host(alt.IP); ok && e.Port != 0 {
+			return alt, e, true
+		}
+	}
+	return nil, HostEntry{}, false
+}
+
+// pick chooses the member: the client's persistent one while it is in
+// rotation, else the pool's scheduler's choice. The client is known by
+// the pool's IPv6 prefix.
+func (dp *Switch) pick(now time.Time, pool *model.Pool, v *model.VIP, key model.ConnKey) *model.Member {
+	client := pool.Client(key.ClientIP)
+	if v.Persist > 0 {
+		if num, ok := dp.Affinity.get(v.Num, client, now); ok {
+			for _, m := range pool.Rotation {
+				if m.Num == num {
+					dp.Affinity.put(v.Num, client, num, now.Add(v.Persist))
+					return m
+				}
+			}
+		}
+	}
+	i, ok := pool.Sched.Pick(sched.Key{ClientIP: model.Fold32(client), ClientPort: key.ClientPort, Proto: key.Proto})
+	if !ok || i < 0 || i >= len(pool.Rotation) {
+		i = 0 // the scheduler was built from this rotation; stay safe anyway
+	}
+	m := pool.Rotation[i]
+	if v.Persist > 0 {
+		dp.Affinity.put(v.Num, client, m.Num, now.Add(v.Persist))
+	}
+	return m
+}
+
+// install pushes a connection's flow pair and releases its first packet
+// with the same rewrite. The switch handles messages in order, so no
+// barrier is needed. The VIP's active count was taken at admission.
+func (dp *Switch) install(now time.Time, snap *model.Snapshot, c *model.Connection, data []byte, out *Outbox) {
+	for i, mods := 0, dp.flows.Fill(c); i < len(mods); i++ {
+		out.Send(&mods[i])
+	}
+	dp.sendFrame(c.ClientOFPort, dp.flows.Actions(model.DirForward), data, out)
+	if dp.L2 == model.L2Fabric && !c.DSR {
+		dp.passReplies(&dp.flows.Mods[model.DirReverse], c.MemberMAC, out)
+	}
+	if m := snap.MemberCnt[c.MemberNum]; m != nil {
+		m.Active.Add(1)
+		m.Total.Add(1)
+	}
+	dp.accounting.count(c.VIPNum, c.MemberNum)
+	if dp.recent == nil {
+		dp.recent = new(recentCache)
+	}
+	dp.recent.remember(now, c)
+	dp.Metrics.setups.Inc()
+	if dp.debug {
+		dp.Log.Debug("connection set up", "client", c.ClientIP.String(), "client_port", c.ClientPort,
+			"vip", c.VIPIP.String(), "member", c.MemberIP.String(), "member_port", c.MemberPort)
+	}
+}
+
+// hold parks a setup until the member's MAC is known and asks for it.
+func (dp *Switch) hold(p *packetIn, c model.Connection, v *model.VIP, out *Outbox) {
+	if dp.held.add(p.now, c, p.frame, v.Cnt) {
+		dp.askARP(p.now, v, c.MemberIP, out)
+	}
+}
+
+// ExpireHeld drops setups whose member never answered. It is cheap to
+// call for every message.
+func (dp *Switch) ExpireHeld(now time.Time) { dp.held.expire(now) }
+
+// refuse turns a new connection away: TCP gets a reset, UDP and ICMP are
+// dropped. It is counted against the VIP's pool.
+func (dp *Switch) refuse(p *packetIn, v *model.VIP, reason int, out *Outbox) {
+	v.Cnt.Refused.Add(1)
+	dp.Metrics.refusals[reason].Inc()
+	if p.proto() == model.ProtoTCP {
+		dp.sendRST(p, v, out)
+	}
+	if dp.debug {
+		dp.Log.Debug("connection refused", "vip", v.ID, "reason", refusalNames[reason])
+	}
+}
+
+func (dp *Switch) sendRST(p *packetIn, v *model.VIP, out *Outbox) {
+	dp.frame = appendTCPRST(dp.frame[:0], rstFor(p.decoder, v.MAC))
+	dp.packetOut(p.inPort, ofp.PortInPort, dp.frame, out)
+}
+
+// purgeFor returns the flow delete a connection needs when snap no longer
+// lets it run: its VIP is gone or no longer serves it, or its member is
+// gone, moved or DOWN. A DRAINING member keeps its connections.
+func purgeFor(snap *model.Snapshot, c *model.Connection) (ofp.FlowMod, bool) {
+	v := snap.VIPByNum[c.VIPNum]
+	if v == nil || v.IP != c.VIPIP || v.MAC != c.VIPMAC || !v.Serves(c.Proto, c.VIPPort) {
+		return model.DeleteVIPConnections(c.VIPNum), true
+	}
+	m := snap.Member(c.MemberNum)
+	if m == nil || m.Status == sdnlb.MemberDown || m.IP != c.MemberIP {
+		return model.DeleteMemberFlows(c.MemberNum), true
+	}
+	return ofp.FlowMod{}, false
+}

@@ -1,0 +1,429 @@
+package model
+
+import (
+	"cmp"
+	"net/netip"
+	"slices"
+
+	"github.com/sdnlb/sdnlb/controller/ofp"
+)
+
+// In-switch dispatch. For a pool with SWITCH dispatch the switch picks the
+// member of each new connection itself, from a select group whose buckets
+// are the slots of assignSlots; the controller changes the buckets when
+// the rotation or what the switch learned changes, never per connection.
+//
+// Both forwardings keep each connection's member in the switch's
+// connection tracker, so that an established connection keeps its member
+// whatever the buckets become: drains, additions, deletions and weight
+// changes move new connections only. The tracker remembers and the flows
+// translate; its own NAT is not used (Open vSwitch 3.1.0 to 3.1.2 let a
+// closed NAT connection's reverse key outlive it and then rewrite a new
+// connection's source port: docs/ARCHITECTURE.md, "Port reuse through the
+// userspace connection tracker").
+//
+// The service flow sends into the tracker's VIP zone and on to
+// tableTracked, where a new connection goes to the group. A bucket is an
+// action set, which holds one ct and nothing after it: it commits the
+// connection in the VIP zone, with the member's address as its label (NAT:
+// and its port as its mark), and recirculates to tableTracked, where the
+// connection is now a tracked one, routed by its label:
+//
+// DSR: dsrMemberReg gets the member's address, and tableToMember's row for
+// it sets its MAC. The members answer from the VIP's address; their
+// replies pass the VIP zone on their way to the client, so the tracker
+// sees both directions.
+//
+// NAT: the packet is addressed to the member from the label and mark and
+// passes the member zone, where the connection, as the member sees it, has
+// the VIP's address as its label and its protocol and port as its mark;
+// the first packet, and a SYN that reopens the connection, commit that.
+// tableToMember sets the member's MAC. A member's replies go through the
+// member zone into tableFromMember, where the VIP their connection names
+// becomes their source again, and pass the VIP zone on their way to the
+// client. A member's own traffic is never rewritten.
+//
+// A member's route needs its MAC: a member the switch has not been seen
+// answering is asked by ARP and left out of the buckets until it answers.
+// While no member is ready, new connections go to the controller, which
+// holds or refuses them as for CONTROLLER dispatch.
+
+// dsrMemberReg is the register that names a DSR connection's member in
+// tableToMember: its address, from the bucket for a new connection, from
+// the connection's label for a tracked one.
+const dsrMemberReg = 0
+
+// groupReg is the register that names a tracked connection's VIP in
+// tableToMember, by the VIP's group on the switch: each VIP has its own
+// rows for a member there, so that pools sharing a member's address count
+// their traffic apart. The group's id, unlike the VIP's number, survives a
+// restart of the controller, so adopted rows keep matching.
+const groupReg = 2
+
+// trackVIP sends a client's packet through the tracker's VIP zone and on
+// to tableTracked; trackMember a member's reply through the member zone
+// and on to tableFromMember.
+var (
+	trackVIP    = ofp.ActionCT{Zone: ctZoneVIP, Table: TableTracked}
+	trackMember = ofp.ActionCT{Zone: ctZoneMember, Table: TableFromMember}
+)
+
+// serviceMark is the connection mark that names a VIP's service in the
+// member zone: its protocol and port. For a VIP on every port, the port is
+// the one the client asked for, which the bucket keeps in clientPortReg
+// before it addresses the member.
+func serviceMark(k VIPKey) uint32 { return uint32(k.Proto)<<16 | uint32(k.Port) }
+
+// clientPortReg is the register a NAT bucket of a VIP on every port keeps
+// the client's destination port in.
+const clientPortReg = 1
+
+// everyPort says whether connections to the VIP keep the port the client
+// asked for, unless the member names its own: a VIP on every port of TCP
+// or UDP, or of every protocol.
+func (k VIPKey) everyPort() bool { return k.Port == 0 && (HasPorts(k.Proto) || k.Proto == protoAny) }
+
+// translation is how one protocol of a VIP's connections is translated:
+// its port fields, or none. A VIP of every protocol has one for TCP, one
+// for UDP and one for the rest.
+type translation struct {
+	proto    uint8
+	dst, src ofp.NXMHeader // 0: no ports
+}
+
+func (v *VIP) translations() []translation { return translationsOf(v.Proto) }
+
+// translationsOf is translations for a VIP of proto.
+func translationsOf(proto uint8) []translation {
+	tcp := translation{ProtoTCP, ofp.NXMTCPDst, ofp.NXMTCPSrc}
+	udp := translation{ProtoUDP, ofp.NXMUDPDst, ofp.NXMUDPSrc}
+	switch proto {
+	case protoAny:
+		return []translation{tcp, udp, {proto: protoAny}}
+	case ProtoTCP:
+		return []translation{tcp}
+	case ProtoUDP:
+		return []translation{udp}
+	}
+	return []translation{{proto: proto}}
+}
+
+// DispatchSpec is what a VIP's dispatch flows are built from; when it
+// changes they are replaced.
+type DispatchSpec struct {
+	Key VIPKey
+	mac [6]byte
+	dsr bool
+}
+
+func SpecOf(v *VIP) DispatchSpec { return DispatchSpec{Key: v.Key, mac: v.MAC, dsr: v.DSR()} }
+
+// BucketTarget is where one bucket sends a new connection: the member's
+// address and port (NAT).
+type BucketTarget struct {
+	IP   netip.Addr
+	Port uint16
+}
+
+// RouteKey names a VIP's tableToMember rows for a member address, matched
+// as the destination (NAT) or in dsrMemberReg (DSR), and the VIP by its
+// group in groupReg.
+type RouteKey struct {
+	Group uint32
+	IP    netip.Addr
+	DSR   bool
+}
+
+// MemberRoute is one tableToMember row as installed.
+type MemberRoute struct {
+	Cookie uint64
+	MAC    [6]byte
+	Down   bool
+	VIP    DispatchSpec // NAT: the member's replies have rows of their own; TCP: rows count the clients' FINs and resets
+}
+
+// TrackedFlows are a SWITCH VIP's flows around the connection tracker:
+// its service into the VIP zone; in tableTracked new connections to the
+// controller (until the group is ready), tracked ones to their member and
+// the rest (invalid) dropped; for NAT, in tableFromMember its connections'
+// replies back from the VIP, for DSR its members' replies through the VIP
+// zone.
+func TrackedFlows(v *VIP, group uint32) []ofp.FlowMod {
+	cookie := MakeCookie(CatDispatch, v.Num, 0)
+	unknown := append([]ofp.OXM{ofp.MatchCTLabel([16]byte{})}, v.service()...)
+	flows := []Flow{{Table: TableTracked, Cookie: cookie, Priority: prioTrackedUnknown + v.onePort(), Match: unknown}}
+	if v.DSR() {
+		tracked := append([]ofp.OXM{ofp.MatchCTState(ofp.CTStateTrk, ofp.CTStateTrk)}, v.service()...)
+		name := []ofp.Action{nameGroup(group)}
+		if v.IP.Is4() { // an IPv6 member is routed by the label itself, which a register cannot hold
+			name = append([]ofp.Action{ofp.ActionRegMove{NBits: 32, Src: ofp.NXMCTLabel, Dst: ofp.NXMReg(dsrMemberReg)}}, name...)
+		}
+		flows = append(flows,
+			Flow{Table: TableTracked, Cookie: cookie, Priority: prioTrackedForward + v.onePort(), Match: tracked,
+				Actions: name, GotoTable: TableToMember},
+			Flow{Cookie: cookie, Priority: prioVIPReply + v.onePort(),
+				Match:   serviceMatch(v.Proto, v.IP, fromService, v.Port),
+				Actions: []ofp.Action{ofp.ActionCT{Zone: ctZoneVIP, Table: ofp.CTRecircNone}}, GotoTable: TableL2})
+	} else {
+		flows = append(flows, natTranslations(v, cookie, group)...)
+	}
+	// Last, once the tables behind it are ready: the service into the tracker.
+	flows = append(flows, Flow{Cookie: cookie, Priority: PrioVIPPunt + v.onePort(), Match: v.service(), Actions: []ofp.Action{trackVIP}})
+	mods := make([]ofp.FlowMod, 0, len(flows)+1)
+	mods = append(mods, UndispatchFlow(v))
+	for _, f := range flows {
+		mods = append(mods, f.Add())
+	}
+	return mods
+}
+
+// natTranslations are a SWITCH NAT VIP's rows that address a tracked
+// connection's packets to its member (a new one's first packet, just
+// committed by a bucket, is committed in the member zone too) and its
+// member's replies back from the VIP, one set per translation.
+func natTranslations(v *VIP, cookie uint64, group uint32) []Flow {
+	var flows []Flow
+	for _, t := range v.translations() {
+		prio := translationPriority(v.Key, t)
+
+		service := v.service()
+		if t.proto != v.Proto {
+			service = serviceMatch(t.proto, v.IP, toService, 0)
+		}
+		tracked := append([]ofp.OXM{ofp.MatchCTState(ofp.CTStateTrk, ofp.CTStateTrk|ofp.CTStateNew)}, service...)
+		committed := append([]ofp.OXM{ofp.MatchCTState(ofp.CTStateTrk|ofp.CTStateNew, ofp.CTStateTrk|ofp.CTStateNew)}, service...)
+		translate := []ofp.Action{nameGroup(group), labelToDst(v.IP)}
+		if t.dst != 0 {
+			translate = append(translate, ofp.ActionRegMove{NBits: 16, Src: ofp.NXMCTMark, Dst: t.dst})
+		}
+		toMember := append(slices.Clone(translate), ofp.ActionCT{Zone: ctZoneMember, Table: ofp.CTRecircNone})
+		var commit []ofp.Action
+		memberZone := []ofp.Action{ofp.ActionSetField{Field: ofp.MatchCTLabel(AddressLabel(v.Key.IP))},
+			ofp.ActionSetField{Field: ofp.MatchCTMark(serviceMark(v.Key), 0xffffffff)}}
+		if v.Key.everyPort() && t.dst != 0 { // the client's port, before it becomes the member's
+			commit = append(commit, ofp.ActionRegMove{NBits: 16, Src: t.dst, Dst: ofp.NXMReg(clientPortReg)})
+			memberZone = append(memberZone, ofp.ActionRegMove{NBits: 16, Src: ofp.NXMReg(clientPortReg), Dst: ofp.NXMCTMark})
+		}
+		commit = append(append(commit, translate...),
+			ofp.ActionCT{Flags: ofp.CTCommit, Zone: ctZoneMember, Table: TableToMember, Actions: memberZone})
+
+		replies := replyRow(SpecOf(v), t)
+		replies.Cookie, replies.Priority = cookie, prioFromMemberTracked+prio
+
+		if t.proto == ProtoTCP {
+			// A SYN on a connection the tracker holds reopens it (a client
+			// reusing its ports, which the tracker may still count as
+			// established): commit it in the member zone again, so the
+			// member zone names this VIP.
+			resyn := append([]ofp.OXM{ofp.MatchCTState(ofp.CTStateTrk, ofp.CTStateTrk|ofp.CTStateNew)}, service...)
+			resyn = append(resyn, ofp.MatchTCPFlags(ofp.TCPFlagSYN, ofp.TCPFlagSYN|ofp.TCPFlagACK))
+			flows = append(flows, Flow{Table: TableTracked, Cookie: cookie, Priority: prioTrackedSYN + prio, Match: resyn, Actions: commit})
+		}
+		flows = append(flows,
+			Flow{Table: TableTracked, Cookie: cookie, Priority: prioTrackedForward + prio, Match: committed, Actions: commit},
+			Flow{Table: TableTracked, Cookie: cookie, Priority: prioTrackedForward + prio, Match: tracked,
+				Actions: toMember, GotoTable: TableToMember},
+			replies)
+	}
+	return flows
+}
+
+// translationPriority is what a VIP's rows for translation t add to their
+// priority: a VIP on one port wins over one on every port (onePort), and
+// a VIP of every protocol takes TCP and UDP before the rest.
+func translationPriority(k VIPKey, t translation) uint16 {
+	var prio uint16
+	if HasPorts(k.Proto) && k.Port != 0 {
+		prio = 1
+	}
+	if t.proto != k.Proto {
+		prio++
+	}
+	return prio
+}
+
+// replyRow is a SWITCH NAT VIP's tableFromMember row for translation t:
+// the replies of its connections, which the member zone names by the VIP's
+// address (label) and service (mark), go back from the VIP.
+func replyRow(s DispatchSpec, t translation) Flow {
+	mark := ofp.MatchCTMark(serviceMark(s.Key), 0xffffffff)
+	if s.Key.Port == 0 { // the port is the client's, whatever it is
+		mark = ofp.MatchCTMark(serviceMark(s.Key), 0xffff0000)
+	}
+	match := []ofp.OXM{ofp.MatchEthType(EthTypeOf(s.Key.IP))}
+	if t.proto != protoAny {
+		match = append(match, ofp.MatchIPProto(WireProto(t.proto, s.Key.IP)))
+	}
+	match = append(match, ofp.MatchCTLabel(AddressLabel(s.Key.IP)), mark)
+	fromVIP := []ofp.Action{ofp.ActionSetField{Field: ofp.MatchEthSrc(s.mac)}, ofp.ActionSetField{Field: MatchIPSrc(s.Key.IP)}}
+	if t.src != 0 {
+		fromVIP = append(fromVIP, ofp.ActionRegMove{NBits: 16, Src: ofp.NXMCTMark, Dst: t.src})
+	}
+	fromVIP = append(fromVIP, ofp.ActionCT{Zone: ctZoneVIP, Table: ofp.CTRecircNone})
+	return Flow{Table: TableFromMember, Match: match, Actions: fromVIP, GotoTable: TableL2}
+}
+
+// nameGroup names a VIP's group in groupReg for tableToMember.
+func nameGroup(group uint32) ofp.Action {
+	return ofp.ActionSetField{Field: ofp.MatchReg(groupReg, group, 0xffffffff)}
+}
+
+// DispatchFlow sends v's new connections to its group.
+func DispatchFlow(v *VIP, group uint32) ofp.FlowMod {
+	f := newConnectionFlow(v)
+	f.Actions = []ofp.Action{ofp.ActionGroup{GroupID: group}}
+	return f.Add()
+}
+
+// UndispatchFlow sends v's new connections to the controller.
+func UndispatchFlow(v *VIP) ofp.FlowMod {
+	f := newConnectionFlow(v)
+	f.Actions = []ofp.Action{toController}
+	return f.Add()
+}
+
+// newConnectionFlow is the row that takes v's new connections, without
+// its actions.
+func newConnectionFlow(v *VIP) Flow {
+	isNew := ofp.MatchCTState(ofp.CTStateTrk|ofp.CTStateNew, ofp.CTStateTrk|ofp.CTStateNew|ofp.CTStateInv)
+	return Flow{Table: TableTracked, Cookie: MakeCookie(CatDispatch, v.Num, 0), Priority: prioTrackedNew + v.onePort(),
+		Match: append([]ofp.OXM{isNew, ofp.MatchCTLabel([16]byte{})}, v.service()...)}
+}
+
+// GroupMod builds a VIP's select group: one equal bucket per slot.
+func GroupMod(cmd ofp.GroupModCommand, groupID uint32, spec DispatchSpec, targets *[GroupSlots]BucketTarget) ofp.GroupMod {
+	buckets := make([]ofp.Bucket, GroupSlots)
+	for i, t := range targets {
+		buckets[i] = ofp.Bucket{Weight: 1, WatchPort: ofp.PortAny, WatchGroup: ofp.GroupAny, Actions: bucketActions(spec, t)}
+	}
+	return ofp.GroupMod{Command: cmd, GroupType: ofp.GroupTypeSelect, GroupID: groupID, Buckets: buckets}
+}
+
+// bucketActions commit a new connection in the VIP zone with its member t
+// (address, and for NAT port: the client's for a member without one on a
+// VIP on every port) and send it back to tableTracked, which routes it as
+// a tracked one. A bucket is an action set, which holds one ct and no
+// action after it, so everything else happens in the tables.
+func bucketActions(spec DispatchSpec, t BucketTarget) []ofp.Action {
+	exec := []ofp.Action{ofp.ActionSetField{Field: ofp.MatchCTLabel(AddressLabel(t.IP))}}
+	switch {
+	case spec.dsr:
+	case t.Port == 0 && spec.Key.everyPort():
+		exec = append(exec, ofp.ActionRegMove{NBits: 16, Src: ofp.NXMTCPDst, Dst: ofp.NXMCTMark})
+	default:
+		exec = append(exec, ofp.ActionSetField{Field: ofp.MatchCTMark(uint32(t.Port), 0xffffffff)})
+	}
+	return []ofp.Action{ofp.ActionCT{Flags: ofp.CTCommit, Zone: ctZoneVIP, Table: TableTracked, Actions: exec}}
+}
+
+// BucketTargetOf reads the member a bucket commits its connection to in
+// the VIP zone: the address in the label, the port in the mark (none for
+// DSR, or when the member serves the port the client asked for).
+func BucketTargetOf(actions []ofp.Action) (ip netip.Addr, port uint16, ok bool) {
+	for _, a := range actions {
+		ct, isCT := a.(ofp.ActionCT)
+		if !isCT || ct.Zone != ctZoneVIP || ct.Flags&ofp.CTCommit == 0 {
+			continue
+		}
+		for _, a := range ct.Actions {
+			sf, isSet := a.(ofp.ActionSetField)
+			switch {
+			case !isSet || sf.Field.Class != ofp.NXMCTLabel.Class():
+			case sf.Field.Field == ofp.NXMCTLabel.Field():
+				if v := sf.Field.Value(); len(v) == 16 {
+					ip = LabelAddress([16]byte(v))
+				}
+			case sf.Field.Field == ofp.NXMCTMark.Field():
+				port = uint16(sf.Field.Uint())
+			}
+		}
+		return ip, port, ip.IsValid()
+	}
+	return netip.Addr{}, 0, false
+}
+
+// RouteFlows are a member address's tableToMember rows: the route, and the
+// same for new connections alone, whose counter is the member's
+// connection count. A DOWN member's rows send to the controller instead;
+// they are modified rather than deleted, so the switch keeps their
+// counters (an add over an existing row copies them).
+func RouteFlows(k RouteKey, r MemberRoute) []ofp.FlowMod {
+	match := []ofp.OXM{ofp.MatchEthType(EthTypeOf(k.IP)), MatchIPDst(k.IP)}
+	switch {
+	case k.DSR && k.IP.Is6():
+		match[1] = ofp.MatchCTLabel(AddressLabel(k.IP))
+	case k.DSR:
+		match[1] = ofp.MatchReg(dsrMemberReg, ipUint(k.IP.As4()), 0xffffffff)
+	}
+	match = append(match, ofp.MatchReg(groupReg, k.Group, 0xffffffff))
+	f := Flow{Table: TableToMember, Cookie: r.Cookie, Priority: PrioMemberRoute, Match: match,
+		Actions: []ofp.Action{ofp.ActionSetField{Field: ofp.MatchEthDst(r.MAC)}}, GotoTable: TableL2}
+	if r.Down {
+		f.Actions, f.GotoTable = []ofp.Action{toController}, 0
+	}
+	row := func(priority uint16, match []ofp.OXM) ofp.FlowMod {
+		g := f
+		g.Priority, g.Match = priority, match
+		return g.Add()
+	}
+	mods := []ofp.FlowMod{row(PrioMemberNew,
+		append([]ofp.OXM{ofp.MatchCTState(ofp.CTStateTrk|ofp.CTStateNew, ofp.CTStateTrk|ofp.CTStateNew)}, f.Match...))}
+	if r.VIP.Key.Proto == ProtoTCP || r.VIP.Key.Proto == protoAny {
+		// The protocol right after the EtherType, before what needs it.
+		tcp := append([]ofp.OXM{f.Match[0], ofp.MatchIPProto(ProtoTCP)}, f.Match[1:]...)
+		mods = append(mods,
+			row(PrioMemberFIN, append(slices.Clone(tcp), ofp.MatchTCPFlags(ofp.TCPFlagFIN, ofp.TCPFlagFIN))),
+			row(PrioMemberRST, append(slices.Clone(tcp), ofp.MatchTCPFlags(ofp.TCPFlagRST, ofp.TCPFlagRST|ofp.TCPFlagFIN))))
+	}
+	if !k.DSR {
+		// The member's replies to this VIP's clients, as the VIP's row for
+		// them: counted for this VIP's member alone. A DOWN member has none,
+		// as it has no reply flow.
+		for _, t := range translationsOf(r.VIP.Key.Proto) {
+			reply := replyRow(r.VIP, t)
+			reply.Cookie, reply.Priority = r.Cookie, PrioFromMemberOwn+translationPriority(r.VIP.Key, t)
+			reply.Match = append(reply.Match, MatchIPSrc(k.IP))
+			rows := []Flow{reply}
+			if t.proto == ProtoTCP {
+				reset := reply
+				reset.Priority += PrioFromMemberReset - PrioFromMemberOwn
+				reset.Match = append(slices.Clone(reply.Match), ofp.MatchTCPFlags(ofp.TCPFlagRST, ofp.TCPFlagRST))
+				rows = append(rows, reset)
+			}
+			for _, f := range rows {
+				if r.Down {
+					mods = append(mods, f.Remove())
+				} else {
+					mods = append(mods, f.Add())
+				}
+			}
+		}
+	}
+	return append(mods, f.Add())
+}
+
+// RoutedAddress is the member address a tableToMember row routes: its
+// destination (NAT) or dsrMemberReg (DSR; IPv6: the connection's label).
+func RoutedAddress(m *ofp.Match) (netip.Addr, bool) {
+	if dst, ok := matchedDst(m); ok {
+		return dst, true
+	}
+	if l, ok := m.GetNX(ofp.NXMCTLabel); ok && len(l.Value()) == 16 {
+		return netip.AddrFrom16([16]byte(l.Value())), true
+	}
+	reg := ofp.MatchReg(dsrMemberReg, 0, 0xffffffff)
+	for _, o := range m.OXMs {
+		if o.Class == reg.Class && o.Field == reg.Field && !o.HasMask {
+			return netip.AddrFrom4(uintIP(uint32(o.Uint()))), true
+		}
+	}
+	return netip.Addr{}, false
+}
+
+// CompareRoutes orders routes by address, then group.
+func CompareRoutes(a, b RouteKey) int {
+	if c := a.IP.Compare(b.IP); c != 0 {
+		return c
+	}
+	return cmp.Compare(a.Group, b.Group)
+}

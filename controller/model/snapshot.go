@@ -1,0 +1,562 @@
+package model
+
+import (
+	"cmp"
+	"fmt"
+	"net"
+	"net/netip"
+	"slices"
+	"time"
+
+	"github.com/sdnlb/sdnlb"
+	"github.com/sdnlb/sdnlb/controller/sched"
+)
+
+// VIPKey is what a new connection is classified by.
+type VIPKey struct {
+	IP    netip.Addr
+	Port  uint16 // 0 for ICMP and ANY
+	Proto uint8  // protoAny for ANY
+}
+
+// VIP is one enabled VIP in a snapshot.
+type VIP struct {
+	ID      string
+	Num     uint32
+	Key     VIPKey
+	IP      netip.Addr
+	MAC     [6]byte
+	Proto   uint8
+	Port    uint16
+	Limit   int64         // 0: none
+	Persist time.Duration // SOURCE_IP persistence; 0: none
+	Pool    *Pool         // nil: no pool, or the pool is admin down
+	Cnt     *VIPCounters
+}
+
+// Pool is one pool in a snapshot.
+type Pool struct {
+	ID         string
+	dispatch   sdnlb.Dispatch
+	forwarding sdnlb.Forwarding
+	Method     sdnlb.LBMethod
+	VIP        *VIP      // nil when the pool serves no enabled VIP
+	Members    []*Member // every member, by id, for stats
+	ByNum      map[uint32]*Member
+	Rotation   []*Member // in rotation; sched indexes into it
+	Sched      sched.Scheduler
+	SlowStart  time.Duration // 0: none (weights.go)
+	// clientPrefix is the length of the prefix an IPv6 client is known
+	// by, for SOURCE_IP balancing and persistence.
+	clientPrefix int
+}
+
+// Member is one member in a snapshot.
+type Member struct {
+	ID      string
+	Num     uint32
+	PoolID  string
+	address string
+	IP      netip.Addr
+	Port    uint16 // 0: the VIP's port
+	Weight  int    // configured
+	// The weighting in force (weights.go): the weight it is scheduled
+	// by, its weight in units of the configured ones, and the part of its
+	// slow start behind it.
+	Share     int
+	Effective float64
+	RampDone  float64
+	Capacity  int64              // 0: none
+	Agent     *sdnlb.AgentReport // nil: no agent answered
+	// InRotationSince is when it was added or last came UP: where its slow
+	// start starts.
+	InRotationSince time.Time
+	// draining: admin down or weight 0, whatever its health says.
+	draining bool
+	Status   sdnlb.MemberStatus
+	Since    time.Time // of the health status
+	Cnt      *MemberCounters
+	// MemberZone: a SWITCH NAT pool shares this CONTROLLER pool member's
+	// address and port (see connection.memberZone).
+	MemberZone bool
+}
+
+// Snapshot is one immutable view of the configuration. Packet-in handling
+// reads it through an atomic pointer and never locks.
+//
+// A member's health changes often and touches little, so a snapshot can be
+// patched (patch.go): the patch shares every map keyed by member with the
+// snapshot it came from, and replaces only the pools, VIPs and reply punts
+// the change touches. Members are therefore found through their pool,
+// never in a map of their own that a patch would have to copy.
+type Snapshot struct {
+	Gen       uint64
+	VIPs      map[VIPKey]*VIP
+	VIPByID   map[string]*VIP
+	VIPByNum  map[uint32]*VIP
+	VIPByAddr map[netip.Addr]*VIP // the VIP whose MAC answers ARP for an address
+	VIPMACs   map[[6]byte]struct{}
+	Pools     map[string]*Pool
+	// MemberPools holds the pool of every member by number: what a
+	// cookie's member number finds its member by (member).
+	MemberPools map[uint32]string
+	// The reply flows the switches get: one per address of a member that
+	// is not DOWN, in a NAT pool with an enabled VIP. A DOWN member has no
+	// flow at all, so nothing points at a failed host. Members sharing an
+	// address share the flow, installed for the lowest member number.
+	ReplyPunts map[ReplyMatch]ReplyOwner
+	// replyPools holds, for every reply match, the pools with a member
+	// there, whatever its health: who a health change may hand the
+	// match's reply punt to.
+	replyPools map[ReplyMatch][]string
+	// Patched says what a patch changed from the snapshot of generation
+	// patched.parent; nil for a snapshot built from a configuration.
+	Patched *patchScope
+	// The addresses of the members of pools the switches dispatch, with
+	// the numbers of those pools' VIPs: the buckets and member routes
+	// that change when a switch learns where an address is, or when a
+	// member there changes health.
+	SwitchedMembers map[netip.Addr][]uint32
+	// Counters of every VIP and member the configuration has, enabled or
+	// not, so flow-removed accounting finds them whatever their state.
+	VIPCnt    map[uint32]*VIPCounters
+	MemberCnt map[uint32]*MemberCounters
+}
+
+// Builder turns configurations into snapshots. Across them it
+// keeps the cookie number and the counters of every VIP and member id, and
+// each pool's scheduler. Only the goroutine that follows the configuration
+// uses it.
+type Builder struct {
+	gen     uint64
+	VIPs    *numbering[VIPCounters]
+	Members *numbering[MemberCounters]
+	last    *Snapshot // the last one built
+	weigher *weigher
+	now     func() time.Time // what slow starts are timed by
+}
+
+func NewBuilder(now func() time.Time) *Builder {
+	return &Builder{VIPs: newNumbering[VIPCounters]("vip"), Members: newNumbering[MemberCounters]("member"),
+		last: EmptySnapshot, weigher: NewWeigher(), now: now}
+}
+
+// numbering gives the ids of one kind of object the numbers their flows'
+// cookies carry, and the counters that outlive snapshots. Numbers are
+// never reused, so a late flow-removed of a deleted object finds nothing.
+type numbering[C any] struct {
+	kind    string
+	last    uint32
+	entries map[string]*numbered[C]
+}
+
+type numbered[C any] struct {
+	num uint32
+	cnt *C
+}
+
+func newNumbering[C any](kind string) *numbering[C] {
+	return &numbering[C]{kind: kind, entries: map[string]*numbered[C]{}}
+}
+
+// Of returns id's number and counters, giving it new ones the first time.
+func (n *numbering[C]) Of(id string) (*numbered[C], error) {
+	if e, ok := n.entries[id]; ok {
+		return e, nil
+	}
+	if n.last+1 >= CookieNumberLimit {
+		return nil, fmt.Errorf("%s %s: cookie numbers exhausted", n.kind, id)
+	}
+	n.last++
+	e := &numbered[C]{num: n.last, cnt: new(C)}
+	n.entries[id] = e
+	return e, nil
+}
+
+// retain forgets every id that is not in keep.
+func (n *numbering[C]) retain(keep map[string]bool) {
+	for id := range n.entries {
+		if !keep[id] {
+			delete(n.entries, id)
+		}
+	}
+}
+
+// Build turns a configuration into a snapshot. Objects it cannot use (a
+// bad address, exhausted numbers) are skipped and reported in skipped, so
+// one bad row never takes the data path down.
+func (b *Builder) Build(cfg *sdnlb.Config) (snap *Snapshot, skipped []error) {
+	vipIDs := make(map[string]bool, len(cfg.VIPs))
+	for _, v := range cfg.VIPs {
+		vipIDs[v.ID] = true
+	}
+	memberIDs := make(map[string]bool, len(cfg.Members))
+	for _, m := range cfg.Members {
+		memberIDs[m.ID] = true
+	}
+	b.VIPs.retain(vipIDs)
+	b.Members.retain(memberIDs)
+	b.gen++
+	s := &Snapshot{
+		Gen:         b.gen,
+		VIPs:        map[VIPKey]*VIP{},
+		VIPByID:     map[string]*VIP{},
+		VIPByNum:    map[uint32]*VIP{},
+		VIPByAddr:   map[netip.Addr]*VIP{},
+		VIPMACs:     map[[6]byte]struct{}{},
+		Pools:       map[string]*Pool{},
+		MemberPools: map[uint32]string{},
+		ReplyPunts:  map[ReplyMatch]ReplyOwner{},
+		replyPools:  map[ReplyMatch][]string{},
+
+		SwitchedMembers: map[netip.Addr][]uint32{},
+		VIPCnt:          map[uint32]*VIPCounters{},
+		MemberCnt:       map[uint32]*MemberCounters{},
+	}
+	defer func() {
+		for _, e := range b.VIPs.entries {
+			s.VIPCnt[e.num] = e.cnt
+		}
+		for _, e := range b.Members.entries {
+			s.MemberCnt[e.num] = e.cnt
+		}
+	}()
+	vips := slices.Clone(cfg.VIPs)
+	slices.SortFunc(vips, func(x, y *sdnlb.VIP) int { return cmp.Compare(x.ID, y.ID) })
+	for _, v := range vips {
+		if !v.AdminStateUp {
+			continue
+		}
+		vs, err := b.vipState(v)
+		if err != nil {
+			skipped = append(skipped, err)
+			continue
+		}
+		if _, dup := s.VIPs[vs.Key]; dup {
+			skipped = append(skipped, fmt.Errorf("vip %s: another VIP serves %s %s:%d", v.ID, v.Protocol, v.Address, v.Port))
+			continue
+		}
+		s.VIPs[vs.Key] = vs
+		s.VIPByID[v.ID] = vs
+		s.VIPByNum[vs.Num] = vs
+		if _, ok := s.VIPByAddr[vs.Key.IP]; !ok { // lowest id answers ARP
+			s.VIPByAddr[vs.Key.IP] = vs
+		}
+		s.VIPMACs[vs.MAC] = struct{}{}
+	}
+
+	for _, p := range cfg.Pools {
+		s.Pools[p.ID] = &Pool{ID: p.ID, dispatch: p.Dispatch, forwarding: p.Forwarding, Method: p.LBMethod,
+			ByNum: map[uint32]*Member{}, SlowStart: time.Duration(float64(p.SlowStart) * float64(time.Second)),
+			clientPrefix: p.ClientIPv6Prefix}
+	}
+	members := slices.Clone(cfg.Members)
+	slices.SortFunc(members, func(x, y *sdnlb.Member) int { return cmp.Compare(x.ID, y.ID) })
+	for _, m := range members {
+		ps, ok := s.Pools[m.PoolID]
+		if !ok {
+			continue
+		}
+		ms, err := b.memberState(m)
+		if err != nil {
+			skipped = append(skipped, err)
+			continue
+		}
+		last := b.last.Member(ms.Num)
+		if ms.Status == sdnlb.MemberDown || last != nil && last.Status == sdnlb.MemberDown {
+			ms.Cnt.endDispatched()
+		}
+		if last != nil && InRotation(last.Status) && InRotation(ms.Status) {
+			ms.InRotationSince = last.InRotationSince // a monitor attached to a member in rotation brings no slow start
+		}
+		s.MemberPools[ms.Num] = ps.ID
+		ps.ByNum[ms.Num] = ms
+		ps.Members = append(ps.Members, ms)
+	}
+
+	for _, p := range cfg.Pools {
+		ps := s.Pools[p.ID]
+		if v := s.VIPByID[p.VIPID]; v != nil {
+			ps.VIP = v
+			if p.AdminStateUp {
+				v.Pool = ps
+			}
+		}
+		for _, m := range ps.Members {
+			if ps.punts() {
+				k := replyKeyOf(ps.VIP, m)
+				if pools := s.replyPools[k]; len(pools) == 0 || pools[len(pools)-1] != ps.ID {
+					s.replyPools[k] = append(pools, ps.ID)
+				}
+				if m.Status != sdnlb.MemberDown {
+					s.addReplyPunt(ps.VIP, m, ps.Switched())
+				}
+			}
+		}
+		if err := b.schedule(ps, b.last.Pools[p.ID]); err != nil {
+			skipped = append(skipped, err)
+		}
+	}
+	b.weigher.forget(s.Pools)
+	for _, ps := range s.Pools {
+		ps.setMemberZones(s)
+	}
+	for _, v := range SortedVIPs(s) {
+		if !v.Switched() {
+			continue
+		}
+		for _, m := range v.Pool.Members {
+			if vips := s.SwitchedMembers[m.IP]; len(vips) == 0 || vips[len(vips)-1] != v.Num {
+				s.SwitchedMembers[m.IP] = append(vips, v.Num)
+			}
+		}
+	}
+	b.last = s
+	return s, skipped
+}
+
+// punts reports whether p's members' replies need reverse NAT flows: a
+// NAT pool with an enabled VIP. DSR members reply from the VIP's address,
+// past every flow.
+func (p *Pool) punts() bool { return p.VIP != nil && p.forwarding != sdnlb.ForwardingDSR }
+
+// setMemberZones marks the members of a CONTROLLER NAT pool whose address
+// and port a SWITCH pool shares (see connection.memberZone).
+func (p *Pool) setMemberZones(s *Snapshot) {
+	if !p.punts() || p.Switched() {
+		return
+	}
+	for _, m := range p.Members {
+		m.MemberZone = s.ReplyPunts[replyKeyOf(p.VIP, m)].Shared
+	}
+}
+
+// schedule gives p its rotation, weighted (weights.go), and its
+// scheduler. p's members are its own to weigh: a build's, or a patch's
+// copies.
+func (b *Builder) schedule(p, last *Pool) error {
+	p.Rotate()
+	if p.weighs() && len(p.Rotation) > 0 {
+		p.SetWeights(b.weigher.Weigh(p, b.now(), false))
+	}
+	return p.pickScheduler(last)
+}
+
+// Rotate gives p its rotation: the members that take new connections.
+func (p *Pool) Rotate() {
+	p.Rotation = make([]*Member, 0, len(p.Members))
+	for _, m := range p.Members {
+		if InRotation(m.Status) {
+			p.Rotation = append(p.Rotation, m)
+		}
+	}
+}
+
+// InRotation reports whether a member of status takes new connections.
+func InRotation(status sdnlb.MemberStatus) bool {
+	return status == sdnlb.MemberUp || status == sdnlb.MemberNoMonitor
+}
+
+// pickScheduler gives p its scheduler: last's when p's method and rotation
+// are those of last, the pool in the snapshot before (its turn and its
+// tables stay), else a new one that takes its turns on from last's.
+func (p *Pool) pickScheduler(last *Pool) error {
+	if last != nil && last.Method == p.Method && sameRotation(last.Rotation, p.Rotation) {
+		p.Sched = last.Sched
+		return nil
+	}
+	sm := make([]sched.Member, len(p.Rotation))
+	for i, m := range p.Rotation {
+		sm[i] = sched.Member{Index: i, ID: m.ID, Weight: m.Share}
+	}
+	var err error
+	if p.Sched, err = sched.New(p.Method, sm, rotationLoad(p.Rotation)); err != nil {
+		// Only a method this build does not know gets here; keep serving.
+		p.Sched, _ = sched.New(sdnlb.RoundRobin, sm, nil)
+		err = fmt.Errorf("pool %s: %w; using %s", p.ID, err, sdnlb.RoundRobin)
+	}
+	if last != nil {
+		sched.Continue(p.Sched, last.Sched)
+	}
+	return err
+}
+
+// sameRotation reports whether a and b are the same members, in the same
+// order and with the same shares: what a scheduler is built from.
+func sameRotation(a, b []*Member) bool {
+	return slices.EqualFunc(a, b, func(x, y *Member) bool { return x.ID == y.ID && x.Share == y.Share })
+}
+
+// addReplyPunt records that m's replies to clients of v need the reverse
+// NAT: from the switch's connection tracker when the switch dispatches
+// the pool, else from the controller. When pools of both kinds share the
+// member's address and port, its replies meet the tracker first (the
+// tracked owner wins) and what the tracker does not know goes on to the
+// controller.
+func (s *Snapshot) addReplyPunt(v *VIP, m *Member, tracked bool) {
+	k := replyKeyOf(v, m)
+	n := ReplyOwner{VIPNum: v.Num, MemberNum: m.Num, Tracked: tracked}
+	o, ok := s.ReplyPunts[k]
+	if !ok {
+		s.ReplyPunts[k] = n
+		return
+	}
+	shared := o.Shared || o.Tracked != tracked
+	if o.Tracked == tracked && m.Num < o.MemberNum || tracked && !o.Tracked {
+		o = n
+	}
+	o.Shared = shared
+	s.ReplyPunts[k] = o
+}
+
+// replyKeyOf is what m's replies to clients of v carry.
+func replyKeyOf(v *VIP, m *Member) ReplyMatch {
+	k := ReplyMatch{IP: m.IP, Port: m.Port, Proto: v.Proto}
+	switch {
+	case !HasPorts(v.Proto): // ICMP, or every protocol of the member
+		k.Port = 0
+	case k.Port == 0:
+		k.Port = v.Port
+	}
+	return k
+}
+
+func (b *Builder) vipState(v *sdnlb.VIP) (*VIP, error) {
+	addr, err := netip.ParseAddr(v.Address)
+	if err != nil || addr.Zone() != "" || addr.Is4In6() {
+		return nil, fmt.Errorf("vip %s: bad address %q", v.ID, v.Address)
+	}
+	mac := v.MAC
+	if mac == "" {
+		mac = sdnlb.VIPMAC(v.ID)
+	}
+	hw, err := net.ParseMAC(mac)
+	if err != nil || len(hw) != 6 {
+		return nil, fmt.Errorf("vip %s: bad mac %q", v.ID, mac)
+	}
+	var proto uint8
+	port := uint16(v.Port)
+	switch v.Protocol {
+	case sdnlb.ProtocolTCP:
+		proto = ProtoTCP
+	case sdnlb.ProtocolUDP:
+		proto = ProtoUDP
+	case sdnlb.ProtocolICMP:
+		proto, port = ProtoICMP, 0
+	case sdnlb.ProtocolAny:
+		proto, port = protoAny, 0
+	default:
+		return nil, fmt.Errorf("vip %s: protocol %q", v.ID, v.Protocol)
+	}
+	e, err := b.VIPs.Of(v.ID)
+	if err != nil {
+		return nil, err
+	}
+	vs := &VIP{ID: v.ID, Num: e.num, IP: addr, Proto: proto, Port: port, Cnt: e.cnt}
+	copy(vs.MAC[:], hw)
+	vs.Key = VIPKey{IP: addr, Port: port, Proto: proto}
+	if v.ConnectionLimit > 0 {
+		vs.Limit = int64(v.ConnectionLimit)
+	}
+	if sp := v.SessionPersistence; sp != nil && sp.Type == sdnlb.PersistenceSourceIP && sp.Timeout > 0 {
+		vs.Persist = time.Duration(sp.Timeout) * time.Second
+	}
+	return vs, nil
+}
+
+func (b *Builder) memberState(m *sdnlb.Member) (*Member, error) {
+	addr, err := netip.ParseAddr(m.Address)
+	if err != nil || addr.Zone() != "" || m.Port < 0 || m.Port > 65535 {
+		return nil, fmt.Errorf("member %s: bad address %s:%d", m.ID, m.Address, m.Port)
+	}
+	e, err := b.Members.Of(m.ID)
+	if err != nil {
+		return nil, err
+	}
+	weight := min(max(m.Weight, sched.MinWeight), sched.MaxWeight)
+	ms := &Member{
+		ID: m.ID, Num: e.num, PoolID: m.PoolID, address: m.Address,
+		IP: addr, Port: uint16(m.Port), draining: !m.AdminStateUp || m.Weight == 0,
+		Status: m.EffectiveStatus(), Since: m.Health.Since, Cnt: e.cnt,
+		Weight: weight, Share: weight, Effective: float64(weight), RampDone: 1,
+		Capacity: int64(m.Capacity), Agent: m.Health.Agent, InRotationSince: m.CreatedAt,
+	}
+	if ms.Status == sdnlb.MemberUp && m.Health.Since.After(ms.InRotationSince) {
+		ms.InRotationSince = m.Health.Since // at a start, the best guess of when it came back UP
+	}
+	return ms, nil
+}
+
+// Member returns the member numbered num, nil when there is none.
+func (s *Snapshot) Member(num uint32) *Member {
+	if p := s.Pools[s.MemberPools[num]]; p != nil {
+		return p.ByNum[num]
+	}
+	return nil
+}
+
+// VIP returns the VIP that serves k: the one on k's port, else one on
+// every port of k's address (port 0), else one of every protocol.
+func (s *Snapshot) VIP(k VIPKey) *VIP {
+	if v := s.VIPs[k]; v != nil {
+		return v
+	}
+	k.Port = 0
+	if v := s.VIPs[k]; v != nil {
+		return v
+	}
+	k.Proto = protoAny
+	return s.VIPs[k]
+}
+
+// Carries reports whether v takes packets of proto.
+func (v *VIP) Carries(proto uint8) bool { return v.Proto == proto || v.Proto == protoAny }
+
+// Serves reports whether v takes connections of proto to port: its
+// protocol (or any), and for TCP and UDP its port (or every port).
+func (v *VIP) Serves(proto uint8, port uint16) bool {
+	return v.Carries(proto) && (v.Port == 0 || !HasPorts(proto) || v.Port == port)
+}
+
+// Switched reports whether the switch picks the members of v's new
+// connections: v has a pool, and the pool SWITCH dispatch.
+func (v *VIP) Switched() bool { return v.Pool != nil && v.Pool.Switched() }
+
+// Switched reports whether the switch picks the members of p's new
+// connections: SWITCH dispatch, for a VIP without session persistence,
+// which only the controller keeps.
+func (p *Pool) Switched() bool {
+	return p.dispatch == sdnlb.DispatchSwitch && p.VIP != nil && p.VIP.Persist == 0
+}
+
+// Client is who a connection from addr is for p's SOURCE_IP balancing and
+// persistence: an IPv6 address's prefix of the pool's length.
+func (p *Pool) Client(addr netip.Addr) netip.Addr {
+	if addr.Is4() || p.clientPrefix <= 0 || p.clientPrefix >= 128 {
+		return addr
+	}
+	pfx, _ := addr.Prefix(p.clientPrefix)
+	return pfx.Addr()
+}
+
+// DSR reports whether v's pool forwards by direct server return.
+func (v *VIP) DSR() bool { return v.Pool != nil && v.Pool.forwarding == sdnlb.ForwardingDSR }
+
+// rotationLoad is the sched.Load of one pool's rotation in one snapshot.
+type rotationLoad []*Member
+
+func (l rotationLoad) ActiveConns(i int) int64 { return l[i].Cnt.Active.Load() }
+
+func (l rotationLoad) Bytes(i int) uint64 { return l[i].Cnt.bytes() }
+
+// EmptySnapshot is what a switch has right after the handshake purge.
+var EmptySnapshot = &Snapshot{}
+
+func SortedVIPs(s *Snapshot) []*VIP {
+	out := make([]*VIP, 0, len(s.VIPByID))
+	for _, v := range s.VIPByID {
+		out = append(out, v)
+	}
+	slices.SortFunc(out, func(a, b *VIP) int { return cmp.Compare(a.Num, b.Num) })
+	return out
+}

@@ -1,0 +1,30 @@
+package model
+
+import (
+	"cmp"
+	"net"
+)
+
+// SwitchFeatures is what the handshake learned the switch's pipeline can
+// do, which shapes the rows it gets.
+type SwitchFeatures struct {
+	// Groups: select groups, and the connection tracker with them, so the
+	// switch dispatches SWITCH pools itself.
+	Groups bool
+	// OneTable: one flow table and no Nicira actions (OpenFlow 1.0). The
+	// L2 table's rows go to table 0 below every other row, and the
+	// controller answers ARP for VIPs.
+	OneTable bool
+}
+
+// PortRef is one port of one switch.
+type PortRef struct {
+	DPID uint64
+	Port uint32
+}
+
+func ComparePortRef(a, b PortRef) int {
+	return cmp.Or(cmp.Compare(a.DPID, b.DPID), cmp.Compare(a.Port, b.Port))
+}
+
+func MACString(mac [6]byte) string { return net.HardwareAddr(mac[:]).String() }

@@ -1,0 +1,325 @@
+package model
+
+import (
+	"maps"
+	"math"
+	"net/netip"
+	"slices"
+	"time"
+
+	"github.com/sdnlb/sdnlb"
+	"github.com/sdnlb/sdnlb/controller/sched"
+)
+
+// Adaptive weights and slow start. A member is scheduled by its share
+// (memberState.share, 1..256 against the other members of its pool's
+// rotation), which both dispatches read: the controller's schedulers as
+// the member's weight, the switches' select groups as its slots. The share
+// is the configured weight, except in two cases, which combine:
+//
+//   - ADAPTIVE pools follow each member's load, after Juniper SRX's
+//     session distribution: every stats interval each member's weight
+//     becomes
+//
+//     W_i = ΣW · E_i·C_i·S_i / Σ_j E_j·C_j·S_j
+//
+//     where ΣW is the sum of the configured weights, E_i the member's
+//     weight in force, C_i its available CPU (what its agent reports, 1
+//     without one) and S_i its available sessions (1 − active/capacity, 1
+//     without a capacity). With equal weights in force that is SRX's
+//     formula. Applied once, it gives a busy member less than an idle one
+//     but leaves members of different costs at different loads (members
+//     costing 1, 2 and 4 units a request settle at about 48, 65 and 78 %
+//     CPU); applied every interval with the weights in force inside, it
+//     moves the shares until every member's C·S is the same, which for
+//     members reporting CPU means equal CPU use. Each step goes half the
+//     way (in ratio) to the formula's weight, so that the load, which
+//     answers a step one report later, does not make the weights
+//     oscillate, and keeps a member within a 16th and 16 times its
+//     configured weight, so that one reporting no capacity still gets
+//     the connections that tell when it has some again.
+//   - In a pool with a slow start, a member that entered rotation (was
+//     added, or came back UP) less than slow_start ago has its weight
+//     scaled by the part of the window that passed: from nearly nothing
+//     to all of it, linearly.
+//
+// A pool's shares change at most once a second. Those of an ADAPTIVE pool
+// change only once some member's part of the pool moves by shareStep: a
+// switch then re-points the group's buckets, with the fewest slots moved
+// (slots.go), and connections already set up keep their member whatever
+// their slot says (the tracker, or their own flows, hold it).
+
+const (
+	// reweighEvery bounds how often a pool's shares change.
+	reweighEvery = time.Second
+	// shareStep is the least change of a member's part of the pool that
+	// an ADAPTIVE pool applies: half a slot of the select group.
+	shareStep = 0.5 / GroupSlots
+	// adaptDamping is the exponent of each ADAPTIVE step toward the
+	// formula's weight: 0.5 goes half the way, as a ratio.
+	adaptDamping = 0.3
+	// AdaptRange bounds an ADAPTIVE weight, as a factor of the configured
+	// weight, both ways.
+	AdaptRange = 16
+	// restepEvery is how long the reports a step read stand before a step
+	// reads them again: agents write a report only once it moved by 5
+	// points, so reports that stand still are what the members still
+	// say, and a step on them closes what is left of the gap.
+	restepEvery = 10 * time.Second
+)
+
+// SRXWeights is the SRX formula: the weights that share sumW among the
+// members in proportion to w_i·c_i·s_i. It returns nil when no member has
+// anything available.
+func SRXWeights(sumW float64, w, c, s []float64) []float64 {
+	total := 0.0
+	for i := range w {
+		total += w[i] * c[i] * s[i]
+	}
+	if !(total > 0) {
+		return nil
+	}
+	out := make([]float64, len(w))
+	for i := range w {
+		out[i] = sumW * w[i] * c[i] * s[i] / total
+	}
+	return out
+}
+
+// weighting is how one member of a rotation is weighted.
+type weighting struct {
+	share     int     // the weight it is scheduled by, 1..sched.MaxWeight
+	effective float64 // its weight in force, in units of the configured weights
+	ramp      float64 // the part of its slow start that passed; 1 when none
+}
+
+// weigher keeps what the weights of ADAPTIVE pools and slow starts need
+// across snapshots. Only the goroutine that follows the configuration uses
+// it.
+type weigher struct {
+	pools map[string]*poolWeights
+}
+
+// poolWeights is one pool's weighting state.
+type poolWeights struct {
+	inForce map[uint32]float64 // ADAPTIVE: each member's weight in force (E_i)
+	changed time.Time          // when the pool's shares last changed
+	heard   time.Time          // ADAPTIVE: the newest agent report the last step read
+	stepped time.Time          // ADAPTIVE: when the last step was taken
+}
+
+func NewWeigher() *weigher { return &weigher{pools: map[string]*poolWeights{}} }
+
+// weighs reports whether p's shares may differ from its configured weights.
+func (p *Pool) weighs() bool {
+	return p.Method == sdnlb.Adaptive || p.SlowStart > 0
+}
+
+// Weigh returns the weighting of each member of p's rotation at now, by
+// member number; step takes an ADAPTIVE pool's weights one step toward the
+// formula's. The pool's state keeps only members of the rotation: one that
+// leaves it and comes back starts again from its configured weight.
+func (w *weigher) Weigh(p *Pool, now time.Time, step bool) map[uint32]weighting {
+	pw := w.pools[p.ID]
+	if pw == nil {
+		pw = &poolWeights{inForce: map[uint32]float64{}}
+		w.pools[p.ID] = pw
+	}
+	inForce := make([]float64, len(p.Rotation))
+	for i, m := range p.Rotation {
+		e, ok := pw.inForce[m.Num]
+		if !ok || p.Method != sdnlb.Adaptive {
+			e = float64(m.Weight)
+		}
+		inForce[i] = e
+	}
+	if step && p.Method == sdnlb.Adaptive && pw.news(p.Rotation, now) {
+		adapt(p.Rotation, inForce)
+	}
+	clear(pw.inForce)
+	if p.Method == sdnlb.Adaptive {
+		for i, m := range p.Rotation {
+			pw.inForce[m.Num] = inForce[i]
+		}
+	}
+	out := make(map[uint32]weighting, len(p.Rotation))
+	scaled := p.Method == sdnlb.Adaptive
+	peak := 0.0
+	for i, m := range p.Rotation {
+		r := m.ramp(now, p.SlowStart)
+		if r < 1 {
+			scaled = true
+		}
+		peak = max(peak, inForce[i])
+		out[m.Num] = weighting{share: m.Weight, effective: inForce[i] * r, ramp: r}
+	}
+	if scaled {
+		for num, wt := range out {
+			wt.share = min(max(int(math.Round(sched.MaxWeight*wt.effective/peak)), sched.MinWeight), sched.MaxWeight)
+			out[num] = wt
+		}
+	}
+	return out
+}
+
+// news reports whether a step is due at now on what rotation's members
+// tell: an agent report newer than the newest the last step read, reports
+// that stood for restepEvery since, or, where no member has an agent,
+// sessions, which every stats poll renews. A step on reports it just
+// acted on would act on them again before their effect shows: with
+// agents answering less often than the pool is weighed, the weights would
+// overshoot and swing.
+func (pw *poolWeights) news(rotation []*Member, now time.Time) bool {
+	var newest time.Time
+	agents := false
+	for _, m := range rotation {
+		if m.Agent != nil {
+			agents = true
+			if m.Agent.At.After(newest) {
+				newest = m.Agent.At
+			}
+		}
+	}
+	if !agents {
+		return true
+	}
+	if !newest.After(pw.heard) && now.Sub(pw.stepped) < restepEvery {
+		return false
+	}
+	pw.heard, pw.stepped = newest, now
+	return true
+}
+
+// adapt takes inForce, the weights in force of rotation's members, one
+// damped step toward the SRX formula's.
+func adapt(rotation []*Member, inForce []float64) {
+	sumW := 0.0
+	c, s := make([]float64, len(rotation)), make([]float64, len(rotation))
+	for i, m := range rotation {
+		sumW += float64(m.Weight)
+		c[i], s[i] = m.availableCPU(), m.AvailableSessions()
+	}
+	target := SRXWeights(sumW, inForce, c, s)
+	if target == nil {
+		return // every member full: nothing tells them apart
+	}
+	for i, m := range rotation {
+		e := inForce[i] * math.Pow(target[i]/inForce[i], adaptDamping)
+		inForce[i] = min(max(e, float64(m.Weight)/AdaptRange), float64(m.Weight)*AdaptRange)
+	}
+}
+
+// availableCPU is the member's C_i: what its agent reports, 1 without one.
+func (m *Member) availableCPU() float64 {
+	if m.Agent == nil {
+		return 1
+	}
+	return float64(m.Agent.Available) / 100
+}
+
+// AvailableSessions is the member's S_i: 1 − active/capacity, 1 without a
+// capacity.
+func (m *Member) AvailableSessions() float64 {
+	if m.Capacity <= 0 {
+		return 1
+	}
+	return min(max(1-float64(m.Cnt.ActiveConns())/float64(m.Capacity), 0), 1)
+}
+
+// ramp is the part of its slow start the member has behind it at now: 1
+// without one, or once it is over.
+func (m *Member) ramp(now time.Time, slowStart time.Duration) float64 {
+	if slowStart <= 0 {
+		return 1
+	}
+	return min(max(float64(now.Sub(m.InRotationSince))/float64(slowStart), 0), 1)
+}
+
+// Due reports whether shares, p's rotation's new weighting, are to be
+// applied at now: at most once every reweighEvery, and for an ADAPTIVE
+// pool only once a member's part of the pool moved by shareStep.
+func (w *weigher) Due(p *Pool, shares map[uint32]weighting, now time.Time) bool {
+	pw := w.pools[p.ID]
+	if now.Sub(pw.changed) < reweighEvery {
+		return false
+	}
+	oldTotal, newTotal := 0, 0
+	changed := false
+	for _, m := range p.Rotation {
+		oldTotal += m.Share
+		newTotal += shares[m.Num].share
+		changed = changed || shares[m.Num].share != m.Share
+	}
+	if !changed {
+		return false
+	}
+	if p.Method == sdnlb.Adaptive {
+		moved := false
+		for _, m := range p.Rotation {
+			d := float64(shares[m.Num].share)/float64(newTotal) - float64(m.Share)/float64(oldTotal)
+			moved = moved || math.Abs(d) >= shareStep
+		}
+		if !moved {
+			return false
+		}
+	}
+	pw.changed = now
+	return true
+}
+
+// SetWeights gives p's rotation the weighting of shares.
+func (p *Pool) SetWeights(shares map[uint32]weighting) {
+	for _, m := range p.Rotation {
+		wt := shares[m.Num]
+		m.Share, m.Effective, m.RampDone = wt.share, wt.effective, wt.ramp
+	}
+}
+
+// forget drops the state of the pools cfg no longer has.
+func (w *weigher) forget(pools map[string]*Pool) {
+	maps.DeleteFunc(w.pools, func(id string, _ *poolWeights) bool { return pools[id] == nil })
+}
+
+// Reweigh takes the ADAPTIVE pools one step and the slow starts on to now,
+// and returns the snapshot with the shares that changed, or nil when none
+// did. Like a health patch, it copies only the pools it changes.
+func (b *Builder) Reweigh(now time.Time) *Snapshot {
+	last := b.last
+	type change struct {
+		pool   *Pool
+		shares map[uint32]weighting
+	}
+	var changes []change
+	for _, id := range slices.Sorted(maps.Keys(last.Pools)) {
+		p := last.Pools[id]
+		if !p.weighs() || len(p.Rotation) == 0 {
+			continue
+		}
+		if shares := b.weigher.Weigh(p, now, true); b.weigher.Due(p, shares, now) {
+			changes = append(changes, change{p, shares})
+		}
+	}
+	if len(changes) == 0 {
+		return nil
+	}
+	s, sc := b.beginPatch()
+	for _, ch := range changes {
+		p := s.ownPool(sc, ch.pool)
+		for _, m := range ch.pool.Rotation {
+			sc.ownMember(p, m)
+		}
+		p.Rotate() // of the patch's copies
+		p.SetWeights(ch.shares)
+		p.pickScheduler(ch.pool)
+		if p.Switched() {
+			for _, m := range p.Rotation {
+				sc.Addrs = append(sc.Addrs, m.IP)
+			}
+		}
+	}
+	slices.SortFunc(sc.Addrs, netip.Addr.Compare)
+	sc.Addrs = slices.Compact(sc.Addrs)
+	s.relinkVIPs(sc)
+	b.last = s
+	return s
+}
