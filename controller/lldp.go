@@ -46,7 +46,7 @@ func appendLLDP(b []byte, src [6]byte, dpid uint64, port uint32) []byte {
 	start := len(b)
 	b = append(b, model.LLDPMAC[:]...)
 	b = append(b, src[:]...)
-	b = binary.BigEndian.AppendUint16(b, model.EthTypeLLDP)
+	b = binary.BigEndian.AppendUint16(b, ofp.EthTypeLLDP)
 
 	b = appendTLVHeader(b, lldpTLVChassisID, 1+lldpChassisLen)
 	b = append(b, lldpLocal)
@@ -74,7 +74,7 @@ func appendTLVHeader(b []byte, typ uint8, n int) []byte {
 // isLLDP reports whether frame is LLDP to the nearest bridge, which the
 // LLDP row takes.
 func isLLDP(frame []byte) bool {
-	return len(frame) >= 14 && bytes.Equal(frame[:6], model.LLDPMAC[:]) && binary.BigEndian.Uint16(frame[12:]) == model.EthTypeLLDP
+	return len(frame) >= 14 && bytes.Equal(frame[:6], model.LLDPMAC[:]) && binary.BigEndian.Uint16(frame[12:]) == ofp.EthTypeLLDP
 }
 
 // parseLLDP reads the switch and port an sdnlb LLDP frame was sent from;

@@ -506,7 +506,7 @@ func TestSwitchFlows(t *testing.T) {
 		if fsr.Cookie != model.AppID<<model.CookieAppShift || fsr.CookieMask != model.MaskApp {
 			t.Errorf("flows request for cookie %#x/%#x, want every sdnlb flow", fsr.Cookie, fsr.CookieMask)
 		}
-		v := &model.VIP{Num: 1, IP: netip.AddrFrom4([4]byte{10, 0, 0, 100}), Proto: model.ProtoTCP, Port: 80}
+		v := &model.VIP{Num: 1, IP: netip.AddrFrom4([4]byte{10, 0, 0, 100}), Proto: ofp.IPProtoTCP, Port: 80}
 		vf := model.VIPFlows(v, v, model.L2Normal, model.SwitchFeatures{})
 		drop, service := vf[len(vf)-1], vf[len(vf)-2]
 		sw.send(req.h.XID, ofp.MultipartReply{Body: ofp.FlowStatsReply{Stats: []ofp.FlowStats{

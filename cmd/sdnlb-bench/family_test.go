@@ -54,9 +54,9 @@ func matchIPDst(a netip.Addr) ofp.OXM {
 // matchEthType is the eth_type of a's family.
 func matchEthType(a netip.Addr) ofp.OXM {
 	if a.Is4() {
-		return ofp.MatchEthType(ethTypeIPv4)
+		return ofp.MatchEthType(ofp.EthTypeIPv4)
 	}
-	return ofp.MatchEthType(ethTypeIPv6)
+	return ofp.MatchEthType(ofp.EthTypeIPv6)
 }
 
 // mode is a version and a family the switches can run in.

@@ -8,6 +8,7 @@ import (
 
 	"github.com/gopacket/gopacket"
 	"github.com/gopacket/gopacket/layers"
+	"github.com/sdnlb/sdnlb/controller/ofp"
 )
 
 // Offsets into an untagged Ethernet frame carrying IPv4 without options
@@ -23,15 +24,6 @@ const (
 	ip6SrcOff  = ipOff + 8
 	ip6DstOff  = ipOff + 24
 	ip6DataOff = ipOff + 40
-)
-
-// EtherTypes and IP protocols the tool reads and builds.
-const (
-	ethTypeIPv4 = 0x0800
-	ethTypeARP  = 0x0806
-	ethTypeIPv6 = 0x86dd
-	protoTCP    = 6
-	protoICMPv6 = 58
 )
 
 // tcpFlagRST is the RST bit of the TCP flags byte.
@@ -280,7 +272,7 @@ func newSYNTemplate(msg []byte, frameLen int) *synTemplate {
 	frame := msg[len(msg)-frameLen:]
 	t := &synTemplate{msg: msg, frame: frame, clientOff: ip4SrcOff, portOff: ipOff + 20}
 	t.csumOffs = []int{ip4CsumOff, t.portOff + 16} // the TCP pseudo-header holds the address too
-	if binary.BigEndian.Uint16(frame[ethTypeOff:]) == ethTypeIPv6 {
+	if binary.BigEndian.Uint16(frame[ethTypeOff:]) == ofp.EthTypeIPv6 {
 		t.clientOff, t.portOff = ip6SrcOff+12, ip6DataOff
 		t.csumOffs = []int{t.portOff + 16}
 	}
@@ -455,14 +447,14 @@ func parseTCP(f []byte) (t tcpInfo, ok bool) {
 	}
 	var l4 int
 	switch binary.BigEndian.Uint16(f[ethTypeOff:]) {
-	case ethTypeIPv4:
-		if f[ipOff+9] != protoTCP {
+	case ofp.EthTypeIPv4:
+		if f[ipOff+9] != ofp.IPProtoTCP {
 			return t, false
 		}
 		l4 = ipOff + int(f[ipOff]&0x0f)*4
 		t.src, t.dst = netip.AddrFrom4([4]byte(f[ip4SrcOff:])), netip.AddrFrom4([4]byte(f[ip4DstOff:]))
-	case ethTypeIPv6:
-		if f[ip6NextOff] != protoTCP {
+	case ofp.EthTypeIPv6:
+		if f[ip6NextOff] != ofp.IPProtoTCP {
 			return t, false
 		}
 		l4 = ip6DataOff
@@ -506,11 +498,11 @@ func parseNeighbour(f []byte) (neighbour, bool) {
 
 func parseARP(f []byte) (n neighbour, ok bool) {
 	const arpOff = 14
-	if len(f) < arpOff+28 || binary.BigEndian.Uint16(f[ethTypeOff:]) != ethTypeARP {
+	if len(f) < arpOff+28 || binary.BigEndian.Uint16(f[ethTypeOff:]) != ofp.EthTypeARP {
 		return n, false
 	}
 	p := f[arpOff:]
-	if binary.BigEndian.Uint16(p) != 1 || binary.BigEndian.Uint16(p[2:]) != ethTypeIPv4 || p[4] != 6 || p[5] != 4 {
+	if binary.BigEndian.Uint16(p) != 1 || binary.BigEndian.Uint16(p[2:]) != ofp.EthTypeIPv4 || p[4] != 6 || p[5] != 4 {
 		return n, false
 	}
 	op := binary.BigEndian.Uint16(p[6:])
@@ -533,7 +525,7 @@ func parseARP(f []byte) (n neighbour, ok bool) {
 func parseND(f []byte) (n neighbour, ok bool) {
 	const icmpOff = ip6DataOff
 	const optsOff = icmpOff + 24
-	if len(f) < optsOff || binary.BigEndian.Uint16(f[ethTypeOff:]) != ethTypeIPv6 || f[ip6NextOff] != protoICMPv6 {
+	if len(f) < optsOff || binary.BigEndian.Uint16(f[ethTypeOff:]) != ofp.EthTypeIPv6 || f[ip6NextOff] != ofp.IPProtoICMPv6 {
 		return n, false
 	}
 	end := ip6DataOff + int(binary.BigEndian.Uint16(f[ip6LenOff:]))

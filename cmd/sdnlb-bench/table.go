@@ -75,9 +75,9 @@ func answer(t *oftable.Table, port uint32, frame []byte) (neighbour, bool) {
 		return neighbour{}, false
 	}
 	switch o := r.Out; {
-	case o.EthType == ethTypeARP && o.ARPOp == 2:
+	case o.EthType == ofp.EthTypeARP && o.ARPOp == 2:
 		return neighbour{about: netip.AddrFrom4(o.ARPSPA), mac: o.ARPSHA, peer: netip.AddrFrom4(o.ARPTPA)}, true
-	case o.EthType == ethTypeIPv6 && o.IPProto == protoICMPv6 && o.ICMPType == ndAdvertisement:
+	case o.EthType == ofp.EthTypeIPv6 && o.IPProto == ofp.IPProtoICMPv6 && o.ICMPType == ndAdvertisement:
 		return neighbour{about: netip.AddrFrom16(o.NDTarget), mac: o.NDTLL, peer: netip.AddrFrom16(o.IPv6Dst)}, true
 	}
 	return neighbour{}, false

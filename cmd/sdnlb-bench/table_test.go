@@ -195,8 +195,8 @@ func TestPunt_FirstFlowThatPunts(t *testing.T) {
 // ndCopyFlow is the controller's row that copies neighbour advertisements
 // to all nodes to it and goes on to table next.
 func ndCopyFlow(cookie uint64, next uint8) *ofp.FlowMod {
-	fm := puntFlow(cookie, 400, ofp.MatchEthDst([6]byte{0x33, 0x33, 0, 0, 0, 1}), ofp.MatchEthType(ethTypeIPv6),
-		ofp.MatchIPProto(protoICMPv6), ofp.MatchICMPv6Type(ndAdvertisement))
+	fm := puntFlow(cookie, 400, ofp.MatchEthDst([6]byte{0x33, 0x33, 0, 0, 0, 1}), ofp.MatchEthType(ofp.EthTypeIPv6),
+		ofp.MatchIPProto(ofp.IPProtoICMPv6), ofp.MatchICMPv6Type(ndAdvertisement))
 	fm.Instructions = append(fm.Instructions, ofp.InstructionGotoTable{TableID: next})
 	return fm
 }

@@ -213,11 +213,11 @@ func matchIs(m *ofp.Match, src, dst netip.AddrPort) bool {
 	pr, ok2 := get(ofp.OXMIPProto)
 	ts, ok3 := get(ofp.OXMTCPSrc)
 	td, ok4 := get(ofp.OXMTCPDst)
-	wantType := uint64(ethTypeIPv4)
+	wantType := uint64(ofp.EthTypeIPv4)
 	if src.Addr().Is6() {
-		wantType = ethTypeIPv6
+		wantType = uint64(ofp.EthTypeIPv6)
 	}
-	return ok1 && ok2 && ok3 && ok4 && et.Uint() == wantType && pr.Uint() == protoTCP &&
+	return ok1 && ok2 && ok3 && ok4 && et.Uint() == wantType && pr.Uint() == uint64(ofp.IPProtoTCP) &&
 		addr(oxmIPSrc(src.Addr())) == src.Addr() && addr(oxmIPDst(dst.Addr())) == dst.Addr() &&
 		uint16(ts.Uint()) == src.Port() && uint16(td.Uint()) == dst.Port()
 }

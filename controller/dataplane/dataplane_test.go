@@ -812,7 +812,7 @@ func TestDataplane_Accounting(t *testing.T) {
 	d.teach(1, 2, 3)
 	d.packetIn(testnet.ClientOF, testnet.SYN(t, 40000))
 	m1 := testnet.MemberByID(d.snap, "m1").Cnt
-	match := ofp.Match{OXMs: []ofp.OXM{ofp.MatchEthType(model.EthTypeIPv4)}}
+	match := ofp.Match{OXMs: []ofp.OXM{ofp.MatchEthType(ofp.EthTypeIPv4)}}
 	fwd := func(packets, bytes uint64) ofp.FlowStats {
 		return ofp.FlowStats{Cookie: model.MakeCookie(model.CatConn, 1, 1), Match: match, PacketCount: packets, ByteCount: bytes, DurationSec: 1}
 	}

@@ -288,7 +288,7 @@ func (dp *Switch) answerMemberRoute(p *packetIn, memberNum uint32, out *Outbox) 
 		return false
 	}
 	pool := p.snap.Pools[m.PoolID]
-	if pool == nil || pool.VIP == nil || !pool.VIP.Carries(model.ProtoTCP) {
+	if pool == nil || pool.VIP == nil || !pool.VIP.Carries(ofp.IPProtoTCP) {
 		return false
 	}
 	v := pool.VIP

@@ -431,8 +431,8 @@ func TestDispatch_PortVIPBeforeEveryPortVIP(t *testing.T) {
 			top := map[[2]uint32]uint16{}
 			for _, fm := range d.flows {
 				cat, vip, _, _ := model.CookieParts(fm.Cookie)
-				if ethType, ok := fm.Match.Get(ofp.OXMEthType); ok && ethType.Uint() == uint64(model.EthTypeIPv4) && (cat == model.CatVIP || cat == model.CatDispatch) &&
-					model.MatchedProto(&fm.Match) != model.ProtoICMP {
+				if ethType, ok := fm.Match.Get(ofp.OXMEthType); ok && ethType.Uint() == uint64(ofp.EthTypeIPv4) && (cat == model.CatVIP || cat == model.CatDispatch) &&
+					model.MatchedProto(&fm.Match) != ofp.IPProtoICMP {
 					k := [2]uint32{uint32(fm.TableID), vip}
 					top[k] = max(top[k], fm.Priority)
 				}

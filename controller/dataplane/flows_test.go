@@ -107,19 +107,19 @@ func TestFlows_VIP(t *testing.T) {
 		vip  model.VIP
 		want []string
 	}{
-		{"TCP", model.VIP{Num: 1, IP: netip.AddrFrom4([4]byte{10, 0, 0, 100}), MAC: [6]byte{2, 0, 0, 0, 1, 0}, Proto: model.ProtoTCP, Port: 80}, append(testnet.ARPAnswerLines(1, "02:00:00:00:01:00", "10.0.0.100", model.L2Normal),
+		{"TCP", model.VIP{Num: 1, IP: netip.AddrFrom4([4]byte{10, 0, 0, 100}), MAC: [6]byte{2, 0, 0, 0, 1, 0}, Proto: ofp.IPProtoTCP, Port: 80}, append(testnet.ARPAnswerLines(1, "02:00:00:00:01:00", "10.0.0.100", model.L2Normal),
 			"cookie=0x5d02000001000000, priority=500, arp,arp_tpa=10.0.0.100 actions=CONTROLLER:65535",
 			"cookie=0x5d02000001000000, priority=500, arp,dl_dst=02:00:00:00:01:00 actions=CONTROLLER:65535",
 			"cookie=0x5d02000001000000, priority=501, tcp,nw_dst=10.0.0.100,tp_dst=80 actions=CONTROLLER:65535",
 			"cookie=0x5d02000001000000, priority=499, ip,nw_dst=10.0.0.100 actions=drop",
 		)},
-		{"UDP", model.VIP{Num: 2, IP: netip.AddrFrom4([4]byte{10, 0, 0, 53}), MAC: [6]byte{2, 0, 0, 0, 2, 0}, Proto: model.ProtoUDP, Port: 53}, append(testnet.ARPAnswerLines(2, "02:00:00:00:02:00", "10.0.0.53", model.L2Normal),
+		{"UDP", model.VIP{Num: 2, IP: netip.AddrFrom4([4]byte{10, 0, 0, 53}), MAC: [6]byte{2, 0, 0, 0, 2, 0}, Proto: ofp.IPProtoUDP, Port: 53}, append(testnet.ARPAnswerLines(2, "02:00:00:00:02:00", "10.0.0.53", model.L2Normal),
 			"cookie=0x5d02000002000000, priority=500, arp,arp_tpa=10.0.0.53 actions=CONTROLLER:65535",
 			"cookie=0x5d02000002000000, priority=500, arp,dl_dst=02:00:00:00:02:00 actions=CONTROLLER:65535",
 			"cookie=0x5d02000002000000, priority=501, udp,nw_dst=10.0.0.53,tp_dst=53 actions=CONTROLLER:65535",
 			"cookie=0x5d02000002000000, priority=499, ip,nw_dst=10.0.0.53 actions=drop",
 		)},
-		{"ICMPEchoOnly", model.VIP{Num: 3, IP: netip.AddrFrom4([4]byte{10, 0, 0, 1}), MAC: [6]byte{2, 0, 0, 0, 3, 0}, Proto: model.ProtoICMP}, append(testnet.ARPAnswerLines(3, "02:00:00:00:03:00", "10.0.0.1", model.L2Normal),
+		{"ICMPEchoOnly", model.VIP{Num: 3, IP: netip.AddrFrom4([4]byte{10, 0, 0, 1}), MAC: [6]byte{2, 0, 0, 0, 3, 0}, Proto: ofp.IPProtoICMP}, append(testnet.ARPAnswerLines(3, "02:00:00:00:03:00", "10.0.0.1", model.L2Normal),
 			"cookie=0x5d02000003000000, priority=500, arp,arp_tpa=10.0.0.1 actions=CONTROLLER:65535",
 			"cookie=0x5d02000003000000, priority=500, arp,dl_dst=02:00:00:00:03:00 actions=CONTROLLER:65535",
 			"cookie=0x5d02000003000000, priority=500, icmp,nw_dst=10.0.0.1,icmp_type=8 actions=CONTROLLER:65535",
@@ -134,8 +134,8 @@ func TestFlows_VIP(t *testing.T) {
 	// VIPs sharing an address answer with the MAC of the one the snapshot
 	// picked, under its cookie.
 	t.Run("AnsweredByAnother", func(t *testing.T) {
-		answerer := model.VIP{Num: 1, IP: netip.AddrFrom4([4]byte{10, 0, 0, 100}), MAC: [6]byte{2, 0, 0, 0, 1, 0}, Proto: model.ProtoTCP, Port: 80}
-		v := model.VIP{Num: 2, IP: answerer.IP, MAC: [6]byte{2, 0, 0, 0, 2, 0}, Proto: model.ProtoUDP, Port: 53}
+		answerer := model.VIP{Num: 1, IP: netip.AddrFrom4([4]byte{10, 0, 0, 100}), MAC: [6]byte{2, 0, 0, 0, 1, 0}, Proto: ofp.IPProtoTCP, Port: 80}
+		v := model.VIP{Num: 2, IP: answerer.IP, MAC: [6]byte{2, 0, 0, 0, 2, 0}, Proto: ofp.IPProtoUDP, Port: 53}
 		var answers []string
 		for _, l := range testnet.FlowLines(t, model.VIPFlows(&v, &answerer, model.L2Normal, model.SwitchFeatures{})) {
 			if strings.Contains(l, "arp_op=1") {
@@ -147,7 +147,7 @@ func TestFlows_VIP(t *testing.T) {
 	// Under L2Learn the controller learns where the asker lives from its
 	// request, which the switch sends up before answering it.
 	t.Run("L2LearnSendsTheRequestUp", func(t *testing.T) {
-		v := model.VIP{Num: 1, IP: netip.AddrFrom4([4]byte{10, 0, 0, 100}), MAC: [6]byte{2, 0, 0, 0, 1, 0}, Proto: model.ProtoTCP, Port: 80}
+		v := model.VIP{Num: 1, IP: netip.AddrFrom4([4]byte{10, 0, 0, 100}), MAC: [6]byte{2, 0, 0, 0, 1, 0}, Proto: ofp.IPProtoTCP, Port: 80}
 		testnet.AssertLines(t, testnet.FlowLines(t, model.ARPAnswerFlows(&v, model.L2Learn)), testnet.ARPAnswerLines(1, "02:00:00:00:01:00", "10.0.0.100", model.L2Learn))
 	})
 }
@@ -159,11 +159,11 @@ func TestFlows_MemberReply(t *testing.T) {
 		m    model.ReplyMatch
 		want string
 	}{
-		{"TCP", model.ReplyMatch{IP: netip.AddrFrom4([4]byte{10, 0, 0, 2}), Port: 8080, Proto: model.ProtoTCP},
+		{"TCP", model.ReplyMatch{IP: netip.AddrFrom4([4]byte{10, 0, 0, 2}), Port: 8080, Proto: ofp.IPProtoTCP},
 			"cookie=0x5d04000001000007, priority=900, tcp,nw_src=10.0.0.2,tp_src=8080 actions=CONTROLLER:65535"},
-		{"UDP", model.ReplyMatch{IP: netip.AddrFrom4([4]byte{10, 0, 0, 3}), Port: 53, Proto: model.ProtoUDP},
+		{"UDP", model.ReplyMatch{IP: netip.AddrFrom4([4]byte{10, 0, 0, 3}), Port: 53, Proto: ofp.IPProtoUDP},
 			"cookie=0x5d04000001000007, priority=900, udp,nw_src=10.0.0.3,tp_src=53 actions=CONTROLLER:65535"},
-		{"ICMPEchoRepliesOnly", model.ReplyMatch{IP: netip.AddrFrom4([4]byte{10, 0, 0, 4}), Proto: model.ProtoICMP},
+		{"ICMPEchoRepliesOnly", model.ReplyMatch{IP: netip.AddrFrom4([4]byte{10, 0, 0, 4}), Proto: ofp.IPProtoICMP},
 			"cookie=0x5d04000001000007, priority=900, icmp,nw_src=10.0.0.4,icmp_type=0 actions=CONTROLLER:65535"},
 	}
 	for _, tt := range tests {
@@ -184,7 +184,7 @@ func TestFlows_MemberReply(t *testing.T) {
 // to the member pass the member zone too, which ends a closed connection
 // through a VIP that a new direct one reuses the ports of.
 func TestFlows_TrackedMemberReply(t *testing.T) {
-	m := model.ReplyMatch{IP: netip.AddrFrom4([4]byte{10, 0, 0, 2}), Port: 8080, Proto: model.ProtoTCP}
+	m := model.ReplyMatch{IP: netip.AddrFrom4([4]byte{10, 0, 0, 2}), Port: 8080, Proto: ofp.IPProtoTCP}
 	tracker := "cookie=0x5d04000001000007, priority=900, tcp,nw_src=10.0.0.2,tp_src=8080 actions=ct(table=3,zone=94)"
 	direct := "cookie=0x5d04000001000007, priority=898, tcp,nw_dst=10.0.0.2,tp_dst=8080 actions=ct(commit,zone=94,exec(set_field:0->ct_label)),goto_table:9"
 	tests := []struct {
@@ -243,30 +243,30 @@ func TestFlows_Connection(t *testing.T) {
 		edit func(*model.Connection)
 		want []string
 	}{
-		{"TCP", func(c *model.Connection) { c.Proto = model.ProtoTCP }, []string{
+		{"TCP", func(c *model.Connection) { c.Proto = ofp.IPProtoTCP }, []string{
 			"cookie=0x5d10000001000002, priority=1000, idle_timeout=30, send_flow_rem, tcp,nw_src=10.0.1.5,nw_dst=10.0.0.100,tp_src=40000,tp_dst=80 actions=set_field:aa:00:00:00:00:02->eth_dst,set_field:10.0.0.2->ip_dst,set_field:8080->tcp_dst,output:2",
 			"cookie=0x5d11000001000002, priority=1000, idle_timeout=30, send_flow_rem, tcp,nw_src=10.0.0.2,nw_dst=10.0.1.5,tp_src=8080,tp_dst=40000 actions=set_field:02:00:00:00:01:00->eth_src,set_field:10.0.0.100->ip_src,set_field:80->tcp_src,output:4",
 		}},
-		{"UDPWithHardTimeout", func(c *model.Connection) { c.Proto, c.HardTimeout = model.ProtoUDP, 600 }, []string{
+		{"UDPWithHardTimeout", func(c *model.Connection) { c.Proto, c.HardTimeout = ofp.IPProtoUDP, 600 }, []string{
 			"cookie=0x5d10000001000002, priority=1000, idle_timeout=30, hard_timeout=600, send_flow_rem, udp,nw_src=10.0.1.5,nw_dst=10.0.0.100,tp_src=40000,tp_dst=80 actions=set_field:aa:00:00:00:00:02->eth_dst,set_field:10.0.0.2->ip_dst,set_field:8080->udp_dst,output:2",
 			"cookie=0x5d11000001000002, priority=1000, idle_timeout=30, hard_timeout=600, send_flow_rem, udp,nw_src=10.0.0.2,nw_dst=10.0.1.5,tp_src=8080,tp_dst=40000 actions=set_field:02:00:00:00:01:00->eth_src,set_field:10.0.0.100->ip_src,set_field:80->udp_src,output:4",
 		}},
-		{"ICMPPerClient", func(c *model.Connection) { c.Proto = model.ProtoICMP }, []string{
+		{"ICMPPerClient", func(c *model.Connection) { c.Proto = ofp.IPProtoICMP }, []string{
 			"cookie=0x5d10000001000002, priority=1000, idle_timeout=30, send_flow_rem, icmp,nw_src=10.0.1.5,nw_dst=10.0.0.100,icmp_type=8 actions=set_field:aa:00:00:00:00:02->eth_dst,set_field:10.0.0.2->ip_dst,output:2",
 			"cookie=0x5d11000001000002, priority=1000, idle_timeout=30, send_flow_rem, icmp,nw_src=10.0.0.2,nw_dst=10.0.1.5,icmp_type=0 actions=set_field:02:00:00:00:01:00->eth_src,set_field:10.0.0.100->ip_src,output:4",
 		}},
-		{"MemberBehindClientPort", func(c *model.Connection) { c.Proto, c.MemberOFPort = model.ProtoTCP, 4 }, []string{
+		{"MemberBehindClientPort", func(c *model.Connection) { c.Proto, c.MemberOFPort = ofp.IPProtoTCP, 4 }, []string{
 			"cookie=0x5d10000001000002, priority=1000, idle_timeout=30, send_flow_rem, tcp,in_port=4,nw_src=10.0.1.5,nw_dst=10.0.0.100,tp_src=40000,tp_dst=80 actions=set_field:aa:00:00:00:00:02->eth_dst,set_field:10.0.0.2->ip_dst,set_field:8080->tcp_dst,IN_PORT",
 			"cookie=0x5d11000001000002, priority=1000, idle_timeout=30, send_flow_rem, tcp,in_port=4,nw_src=10.0.0.2,nw_dst=10.0.1.5,tp_src=8080,tp_dst=40000 actions=set_field:02:00:00:00:01:00->eth_src,set_field:10.0.0.100->ip_src,set_field:80->tcp_src,IN_PORT",
 		}},
 		// A member a SWITCH NAT pool shares: the connection is committed in
 		// the member zone under its VIP, and its replies are taken behind
 		// the tracker, only when the tracker names this VIP.
-		{"MemberSharedWithTracker", func(c *model.Connection) { c.Proto, c.MemberZone = model.ProtoTCP, true }, []string{
+		{"MemberSharedWithTracker", func(c *model.Connection) { c.Proto, c.MemberZone = ofp.IPProtoTCP, true }, []string{
 			"cookie=0x5d10000001000002, priority=1000, idle_timeout=30, send_flow_rem, tcp,nw_src=10.0.1.5,nw_dst=10.0.0.100,tp_src=40000,tp_dst=80 actions=set_field:aa:00:00:00:00:02->eth_dst,set_field:10.0.0.2->ip_dst,set_field:8080->tcp_dst,ct(commit,zone=94,exec(set_field:0xa000064->ct_label,set_field:0x60050->ct_mark)),output:2",
 			"cookie=0x5d11000001000002, table=from-member, priority=300, idle_timeout=30, send_flow_rem, ct_mark=0x60050,ct_label=0xa000064,tcp,nw_src=10.0.0.2,nw_dst=10.0.1.5,tp_src=8080,tp_dst=40000 actions=set_field:02:00:00:00:01:00->eth_src,set_field:10.0.0.100->ip_src,set_field:80->tcp_src,output:4",
 		}},
-		{"MemberSharedWithTrackerBehindClientPort", func(c *model.Connection) { c.Proto, c.MemberZone, c.MemberOFPort = model.ProtoICMP, true, 4 }, []string{
+		{"MemberSharedWithTrackerBehindClientPort", func(c *model.Connection) { c.Proto, c.MemberZone, c.MemberOFPort = ofp.IPProtoICMP, true, 4 }, []string{
 			"cookie=0x5d10000001000002, priority=1000, idle_timeout=30, send_flow_rem, icmp,in_port=4,nw_src=10.0.1.5,nw_dst=10.0.0.100,icmp_type=8 actions=set_field:aa:00:00:00:00:02->eth_dst,set_field:10.0.0.2->ip_dst,ct(commit,zone=94,exec(set_field:0xa000064->ct_label,set_field:0x10050->ct_mark)),IN_PORT",
 			"cookie=0x5d11000001000002, table=from-member, priority=300, idle_timeout=30, send_flow_rem, ct_mark=0x10050,ct_label=0xa000064,icmp,in_port=4,nw_src=10.0.0.2,nw_dst=10.0.1.5,icmp_type=0 actions=set_field:02:00:00:00:01:00->eth_src,set_field:10.0.0.100->ip_src,IN_PORT",
 		}},

@@ -7,6 +7,7 @@ import (
 	"github.com/gopacket/gopacket"
 	"github.com/gopacket/gopacket/layers"
 	"github.com/sdnlb/sdnlb/controller/model"
+	"github.com/sdnlb/sdnlb/controller/ofp"
 )
 
 // decoder parses packet-in frames with preallocated layers, so parsing
@@ -97,7 +98,7 @@ func (d *decoder) dstIP() netip.Addr {
 func (d *decoder) proto() uint8 {
 	if d.hasIPv6 {
 		if d.ip6.NextHeader == layers.IPProtocolICMPv6 {
-			return model.ProtoICMP
+			return ofp.IPProtoICMP
 		}
 		return uint8(d.ip6.NextHeader)
 	}
@@ -139,7 +140,7 @@ func appendARP(b []byte, op uint16, ethDst, sha [6]byte, spa [4]byte, tha [6]byt
 	start := len(b)
 	b = append(b, ethDst[:]...)
 	b = append(b, sha[:]...)
-	b = binary.BigEndian.AppendUint16(b, model.EthTypeARP)
+	b = binary.BigEndian.AppendUint16(b, ofp.EthTypeARP)
 	b = append(b, 0, 1, 0x08, 0x00, 6, 4) // Ethernet, IPv4, address sizes
 	b = binary.BigEndian.AppendUint16(b, op)
 	b = append(b, sha[:]...)
@@ -201,7 +202,7 @@ func appendTCPRST(b []byte, r tcpRST) []byte {
 	b = append(b, r.ethDst[:]...)
 	b = append(b, r.ethSrc[:]...)
 	b = binary.BigEndian.AppendUint16(b, model.EthTypeOf(r.src))
-	b = appendIPHeader(b, r.src, r.dst, model.ProtoTCP, tcpLen)
+	b = appendIPHeader(b, r.src, r.dst, ofp.IPProtoTCP, tcpLen)
 	tcpStart := len(b)
 	b = binary.BigEndian.AppendUint16(b, r.sport)
 	b = binary.BigEndian.AppendUint16(b, r.dport)
@@ -212,7 +213,7 @@ func appendTCPRST(b []byte, r tcpRST) []byte {
 		flags |= 0x10
 	}
 	b = append(b, 5<<4, flags, 0, 0, 0, 0, 0, 0) // offset, flags, window, checksum, urgent
-	binary.BigEndian.PutUint16(b[tcpStart+16:], checksum(b[tcpStart:], pseudoHeaderSum(r.src, r.dst, model.ProtoTCP, tcpLen)))
+	binary.BigEndian.PutUint16(b[tcpStart+16:], checksum(b[tcpStart:], pseudoHeaderSum(r.src, r.dst, ofp.IPProtoTCP, tcpLen)))
 	return PadFrame(b, start)
 }
 
@@ -223,7 +224,7 @@ func appendTCPRST(b []byte, r tcpRST) []byte {
 func appendIPHeader(b []byte, src, dst netip.Addr, proto uint8, n int) []byte {
 	if src.Is6() {
 		hops := byte(64)
-		if proto == model.ProtoICMPv6 {
+		if proto == ofp.IPProtoICMPv6 {
 			hops = 255
 		}
 		b = append(b, 0x60, 0, 0, 0)
@@ -303,8 +304,8 @@ func appendND(b []byte, ethDst, mac [6]byte, src, dst netip.Addr, typ, flags uin
 	start := len(b)
 	b = append(b, ethDst[:]...)
 	b = append(b, mac[:]...)
-	b = binary.BigEndian.AppendUint16(b, model.EthTypeIPv6)
-	b = appendIPHeader(b, src, dst, model.ProtoICMPv6, n)
+	b = binary.BigEndian.AppendUint16(b, ofp.EthTypeIPv6)
+	b = appendIPHeader(b, src, dst, ofp.IPProtoICMPv6, n)
 	icmpStart := len(b)
 	b = append(b, typ, 0, 0, 0, flags, 0, 0, 0)
 	b = append(b, target.AsSlice()...)
@@ -312,6 +313,6 @@ func appendND(b []byte, ethDst, mac [6]byte, src, dst netip.Addr, typ, flags uin
 		b = append(b, optType, 1)
 		b = append(b, mac[:]...)
 	}
-	binary.BigEndian.PutUint16(b[icmpStart+2:], checksum(b[icmpStart:], pseudoHeaderSum(src, dst, model.ProtoICMPv6, n)))
+	binary.BigEndian.PutUint16(b[icmpStart+2:], checksum(b[icmpStart:], pseudoHeaderSum(src, dst, ofp.IPProtoICMPv6, n)))
 	return PadFrame(b, start)
 }

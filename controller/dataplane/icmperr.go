@@ -180,8 +180,8 @@ func quotedTuple(frame []byte, l3 int) (src, dst netip.AddrPort, proto uint8, ok
 		}
 		sport, dport = binary.BigEndian.Uint16(frame[l4:]), binary.BigEndian.Uint16(frame[l4+2:])
 	}
-	if proto == model.ProtoICMPv6 {
-		proto = model.ProtoICMP
+	if proto == ofp.IPProtoICMPv6 {
+		proto = ofp.IPProtoICMP
 	}
 	return netip.AddrPortFrom(srcIP, sport), netip.AddrPortFrom(dstIP, dport), proto, true
 }
@@ -198,7 +198,7 @@ func unNATError(frame []byte, l3 int, member netip.Addr, port uint16) bool {
 		const ipLen = 40 // an error that reaches the tracker has no extension header
 		icmp := l3 + ipLen
 		inner := icmp + icmpErrorHeader
-		if len(frame) < inner+ipLen || frame[l3+6] != model.ProtoICMPv6 {
+		if len(frame) < inner+ipLen || frame[l3+6] != ofp.IPProtoICMPv6 {
 			return false
 		}
 		addr := member.As16()
@@ -213,7 +213,7 @@ func unNATError(frame []byte, l3 int, member netip.Addr, port uint16) bool {
 			return false
 		}
 		binary.BigEndian.PutUint16(frame[icmp+2:], 0)
-		binary.BigEndian.PutUint16(frame[icmp+2:], checksum(frame[icmp:icmp+n], pseudoHeaderSum(src, member, model.ProtoICMPv6, n)))
+		binary.BigEndian.PutUint16(frame[icmp+2:], checksum(frame[icmp:icmp+n], pseudoHeaderSum(src, member, ofp.IPProtoICMPv6, n)))
 		return true
 	}
 	ihl := int(frame[l3]&0x0f) * 4

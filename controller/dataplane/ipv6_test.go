@@ -158,7 +158,7 @@ func TestRoutedAddress(t *testing.T) {
 		{Group: 1, IP: netip.MustParseAddr(testnet.Member6(1))},
 		{Group: 1, IP: netip.MustParseAddr(testnet.Member6(1)), DSR: true},
 	} {
-		mods := model.RouteFlows(k, model.MemberRoute{Cookie: model.MakeCookie(model.CatMemberRoute, 1, 1), VIP: model.DispatchSpec{Key: model.VIPKey{IP: k.IP, Proto: model.ProtoTCP, Port: 80}}})
+		mods := model.RouteFlows(k, model.MemberRoute{Cookie: model.MakeCookie(model.CatMemberRoute, 1, 1), VIP: model.DispatchSpec{Key: model.VIPKey{IP: k.IP, Proto: ofp.IPProtoTCP, Port: 80}}})
 		route := mods[len(mods)-1]
 		if got, ok := model.RoutedAddress(&route.Match); !ok || got != k.IP {
 			t.Errorf("%+v: the route names %v, %v; want %v", k, got, ok, k.IP)
@@ -205,7 +205,7 @@ func TestDataplane_ICMPErrorToMember(t *testing.T) {
 			d.punt(model.MakeCookie(model.CatARPAnswer, 0, 0), 1, answer)
 			rows := map[uint16]bool{}
 			for _, fm := range d.flows {
-				if _, ok := fm.Match.Get(ofp.OXMICMPv6Type); ok || model.MatchedProto(&fm.Match) == model.ProtoICMP {
+				if _, ok := fm.Match.Get(ofp.OXMICMPv6Type); ok || model.MatchedProto(&fm.Match) == ofp.IPProtoICMP {
 					rows[fm.Priority] = true
 				}
 			}
@@ -249,7 +249,7 @@ func TestDataplane_ICMPErrorToMember(t *testing.T) {
 				ip := testnet.LayerOf[*layers.IPv6](t, p)
 				dst = model.AddrFrom(ip.DstIP)
 				msg := po.Data[14+40 : 14+40+int(ip.Length)]
-				valid = checksum(msg, pseudoHeaderSum(model.AddrFrom(ip.SrcIP), dst, model.ProtoICMPv6, len(msg))) == 0
+				valid = checksum(msg, pseudoHeaderSum(model.AddrFrom(ip.SrcIP), dst, ofp.IPProtoICMPv6, len(msg))) == 0
 				quotedSrc, quotedPort = model.AddrFrom(msg[8+8:8+24]), binary.BigEndian.Uint16(msg[8+40:])
 			} else {
 				ip := testnet.LayerOf[*layers.IPv4](t, p)

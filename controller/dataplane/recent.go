@@ -5,6 +5,7 @@ import (
 
 	"github.com/sdnlb/sdnlb"
 	"github.com/sdnlb/sdnlb/controller/model"
+	"github.com/sdnlb/sdnlb/controller/ofp"
 )
 
 type recentCache struct {
@@ -94,12 +95,12 @@ func (dp *Switch) forwardReply(p *packetIn, out *Outbox) bool {
 	}
 	k := model.ReplyKey{MemberIP: p.srcIP(), ClientIP: p.dstIP(), Proto: p.proto()}
 	switch {
-	case k.Proto == model.ProtoTCP && p.hasTCP:
+	case k.Proto == ofp.IPProtoTCP && p.hasTCP:
 		k.MemberPort, k.ClientPort = uint16(p.tcp.SrcPort), uint16(p.tcp.DstPort)
-	case k.Proto == model.ProtoUDP && p.hasUDP:
+	case k.Proto == ofp.IPProtoUDP && p.hasUDP:
 		k.MemberPort, k.ClientPort = uint16(p.udp.SrcPort), uint16(p.udp.DstPort)
-	case k.Proto == model.ProtoICMP && p.isEcho(false):
-	case model.HasPorts(k.Proto) || k.Proto == model.ProtoICMP:
+	case k.Proto == ofp.IPProtoICMP && p.isEcho(false):
+	case model.HasPorts(k.Proto) || k.Proto == ofp.IPProtoICMP:
 		return false
 	} // other protocols, of an ANY VIP: the addresses alone
 	r := dp.recent.reply(k)

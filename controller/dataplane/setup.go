@@ -28,12 +28,12 @@ func (dp *Switch) handleVIPPacket(p *packetIn, out *Outbox) {
 	proto := p.proto()
 	var sport, dport uint16
 	switch {
-	case proto == model.ProtoTCP && p.hasTCP:
+	case proto == ofp.IPProtoTCP && p.hasTCP:
 		sport, dport = uint16(p.tcp.SrcPort), uint16(p.tcp.DstPort)
-	case proto == model.ProtoUDP && p.hasUDP:
+	case proto == ofp.IPProtoUDP && p.hasUDP:
 		sport, dport = uint16(p.udp.SrcPort), uint16(p.udp.DstPort)
-	case proto == model.ProtoICMP && p.isEcho(true):
-	case model.HasPorts(proto) || proto == model.ProtoICMP:
+	case proto == ofp.IPProtoICMP && p.isEcho(true):
+	case model.HasPorts(proto) || proto == ofp.IPProtoICMP:
 		return // truncated, or not an echo request
 	}
 	vipIP := p.dstIP()
@@ -53,7 +53,7 @@ func (dp *Switch) handleVIPPacket(p *packetIn, out *Outbox) {
 	if dp.forwardRecent(p, &c, out) {
 		return
 	}
-	if proto == model.ProtoTCP {
+	if proto == ofp.IPProtoTCP {
 		if p.tcp.RST {
 			return
 		}
@@ -180,7 +180,7 @@ func (dp *Switch) ExpireHeld(now time.Time) { dp.held.expire(now) }
 func (dp *Switch) refuse(p *packetIn, v *model.VIP, reason int, out *Outbox) {
 	v.Cnt.Refused.Add(1)
 	dp.Metrics.refusals[reason].Inc()
-	if p.proto() == model.ProtoTCP {
+	if p.proto() == ofp.IPProtoTCP {
 		dp.sendRST(p, v, out)
 	}
 	if dp.debug {

@@ -147,7 +147,7 @@ func TestPurgeFor(t *testing.T) {
 	// Fresh registries number the same configuration the same way.
 	first, _ := model.NewBuilder(time.Now).Build(testnet.Config(nil))
 	v, m := first.VIPByID["v1"], testnet.MemberByID(first, "m2")
-	c := model.Connection{Proto: model.ProtoTCP, VIPIP: v.IP, VIPPort: v.Port, VIPMAC: v.MAC, VIPNum: v.Num, MemberIP: m.IP, MemberNum: m.Num}
+	c := model.Connection{Proto: ofp.IPProtoTCP, VIPIP: v.IP, VIPPort: v.Port, VIPMAC: v.MAC, VIPNum: v.Num, MemberIP: m.IP, MemberNum: m.Num}
 	tests := []struct {
 		name string
 		edit func(*sdnlb.Config)

@@ -13,10 +13,6 @@ import (
 // by the address, so the rest of the controller builds one flow for both.
 
 const (
-	EthTypeIPv6 uint16 = 0x86dd
-
-	ProtoICMPv6 uint8 = 58
-
 	icmpv6EchoRequest uint8 = 128
 	icmpv6EchoReply   uint8 = 129
 )
@@ -36,9 +32,9 @@ func AddrFrom(b []byte) netip.Addr {
 // EthTypeOf is the EtherType of packets to and from a.
 func EthTypeOf(a netip.Addr) uint16 {
 	if a.Is6() {
-		return EthTypeIPv6
+		return ofp.EthTypeIPv6
 	}
-	return EthTypeIPv4
+	return ofp.EthTypeIPv4
 }
 
 func MatchIPSrc(a netip.Addr) ofp.OXM {
@@ -98,8 +94,8 @@ func SetAddr(o ofp.OXM) netip.Addr {
 // WireProto is the IP protocol number packets of a VIP protocol carry
 // with a's family: ICMP is ICMPv6 on IPv6.
 func WireProto(proto uint8, a netip.Addr) uint8 {
-	if proto == ProtoICMP && a.Is6() {
-		return ProtoICMPv6
+	if proto == ofp.IPProtoICMP && a.Is6() {
+		return ofp.IPProtoICMPv6
 	}
 	return proto
 }
@@ -130,9 +126,9 @@ const (
 // too big for the path.
 func matchTooBig(a netip.Addr) []ofp.OXM {
 	if a.Is6() {
-		return []ofp.OXM{ofp.MatchEthType(EthTypeIPv6), ofp.MatchIPProto(ProtoICMPv6), ofp.MatchICMPv6Type(ICMPv6PacketTooBig)}
+		return []ofp.OXM{ofp.MatchEthType(ofp.EthTypeIPv6), ofp.MatchIPProto(ofp.IPProtoICMPv6), ofp.MatchICMPv6Type(ICMPv6PacketTooBig)}
 	}
-	return []ofp.OXM{ofp.MatchEthType(EthTypeIPv4), ofp.MatchIPProto(ProtoICMP), ofp.MatchICMPv4Type(ICMPUnreachable),
+	return []ofp.OXM{ofp.MatchEthType(ofp.EthTypeIPv4), ofp.MatchIPProto(ofp.IPProtoICMP), ofp.MatchICMPv4Type(ICMPUnreachable),
 		ofp.MatchICMPv4Code(ICMPFragmentationNeeded)}
 }
 

@@ -126,11 +126,11 @@ func (f *ConnFlows) fillDirection(d int, c *Connection, nd natDirection) {
 	match = append(match, ofp.MatchEthType(EthTypeOf(nd.src)), ofp.MatchIPProto(WireProto(c.Proto, nd.src)),
 		MatchIPSrc(nd.src), MatchIPDst(nd.dst))
 	switch c.Proto {
-	case ProtoTCP:
+	case ofp.IPProtoTCP:
 		match = append(match, ofp.MatchTCPSrc(nd.srcPort), ofp.MatchTCPDst(nd.dstPort))
-	case ProtoUDP:
+	case ofp.IPProtoUDP:
 		match = append(match, ofp.MatchUDPSrc(nd.srcPort), ofp.MatchUDPDst(nd.dstPort))
-	case ProtoICMP:
+	case ofp.IPProtoICMP:
 		match = append(match, matchEcho(nd.src, nd.echoRequest))
 	} // other protocols: the addresses alone
 	table, priority := TableClassify, PrioConnection

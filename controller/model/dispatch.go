@@ -95,14 +95,14 @@ func (v *VIP) translations() []translation { return translationsOf(v.Proto) }
 
 // translationsOf is translations for a VIP of proto.
 func translationsOf(proto uint8) []translation {
-	tcp := translation{ProtoTCP, ofp.NXMTCPDst, ofp.NXMTCPSrc}
-	udp := translation{ProtoUDP, ofp.NXMUDPDst, ofp.NXMUDPSrc}
+	tcp := translation{ofp.IPProtoTCP, ofp.NXMTCPDst, ofp.NXMTCPSrc}
+	udp := translation{ofp.IPProtoUDP, ofp.NXMUDPDst, ofp.NXMUDPSrc}
 	switch proto {
 	case protoAny:
 		return []translation{tcp, udp, {proto: protoAny}}
-	case ProtoTCP:
+	case ofp.IPProtoTCP:
 		return []translation{tcp}
-	case ProtoUDP:
+	case ofp.IPProtoUDP:
 		return []translation{udp}
 	}
 	return []translation{{proto: proto}}
@@ -210,7 +210,7 @@ func natTranslations(v *VIP, cookie uint64, group uint32) []Flow {
 		replies := replyRow(SpecOf(v), t)
 		replies.Cookie, replies.Priority = cookie, prioFromMemberTracked+prio
 
-		if t.proto == ProtoTCP {
+		if t.proto == ofp.IPProtoTCP {
 			// A SYN on a connection the tracker holds reopens it (a client
 			// reusing its ports, which the tracker may still count as
 			// established): commit it in the member zone again, so the
@@ -368,9 +368,9 @@ func RouteFlows(k RouteKey, r MemberRoute) []ofp.FlowMod {
 	}
 	mods := []ofp.FlowMod{row(PrioMemberNew,
 		append([]ofp.OXM{ofp.MatchCTState(ofp.CTStateTrk|ofp.CTStateNew, ofp.CTStateTrk|ofp.CTStateNew)}, f.Match...))}
-	if r.VIP.Key.Proto == ProtoTCP || r.VIP.Key.Proto == protoAny {
+	if r.VIP.Key.Proto == ofp.IPProtoTCP || r.VIP.Key.Proto == protoAny {
 		// The protocol right after the EtherType, before what needs it.
-		tcp := append([]ofp.OXM{f.Match[0], ofp.MatchIPProto(ProtoTCP)}, f.Match[1:]...)
+		tcp := append([]ofp.OXM{f.Match[0], ofp.MatchIPProto(ofp.IPProtoTCP)}, f.Match[1:]...)
 		mods = append(mods,
 			row(PrioMemberFIN, append(slices.Clone(tcp), ofp.MatchTCPFlags(ofp.TCPFlagFIN, ofp.TCPFlagFIN))),
 			row(PrioMemberRST, append(slices.Clone(tcp), ofp.MatchTCPFlags(ofp.TCPFlagRST, ofp.TCPFlagRST|ofp.TCPFlagFIN))))
@@ -384,7 +384,7 @@ func RouteFlows(k RouteKey, r MemberRoute) []ofp.FlowMod {
 			reply.Cookie, reply.Priority = r.Cookie, PrioFromMemberOwn+translationPriority(r.VIP.Key, t)
 			reply.Match = append(reply.Match, MatchIPSrc(k.IP))
 			rows := []Flow{reply}
-			if t.proto == ProtoTCP {
+			if t.proto == ofp.IPProtoTCP {
 				reset := reply
 				reset.Priority += PrioFromMemberReset - PrioFromMemberOwn
 				reset.Match = append(slices.Clone(reply.Match), ofp.MatchTCPFlags(ofp.TCPFlagRST, ofp.TCPFlagRST))

@@ -117,14 +117,9 @@ const (
 	L2Fabric L2Mode = "fabric"
 )
 
-// Ethernet and IP numbers the flows match on.
+// Numbers the flows match on beyond the EtherTypes and IP protocols ofp
+// names.
 const (
-	EthTypeIPv4 uint16 = 0x0800
-	EthTypeARP  uint16 = 0x0806
-
-	ProtoICMP uint8 = 1
-	ProtoTCP  uint8 = 6
-	ProtoUDP  uint8 = 17
 	// protoAny is a VIP of every IP protocol (sdnlb.ProtocolAny): its
 	// flows match no ip_proto.
 	protoAny uint8 = 0
@@ -204,7 +199,7 @@ func DeleteByCookie(cookie, mask uint64) ofp.FlowMod {
 func BaseFlows(mode L2Mode, oneTable bool) []ofp.FlowMod {
 	flows := []Flow{
 		{Table: TableClassify, Cookie: MakeCookie(CatLLDP, 0, 0), Priority: prioLLDP, Actions: []ofp.Action{toController},
-			Match: []ofp.OXM{ofp.MatchEthDst(LLDPMAC), ofp.MatchEthType(EthTypeLLDP)}},
+			Match: []ofp.OXM{ofp.MatchEthDst(LLDPMAC), ofp.MatchEthType(ofp.EthTypeLLDP)}},
 		{Table: TableClassify, Priority: prioToL2, GotoTable: TableL2},
 		{Table: TableTracked, Priority: prioTrackedMiss, GotoTable: TableL2},
 		{Table: TableToMember, Priority: prioRouteMiss, GotoTable: TableL2},
@@ -227,15 +222,15 @@ func BaseFlows(mode L2Mode, oneTable bool) []ofp.FlowMod {
 		flows = append(flows,
 			Flow{Table: TableSources, Cookie: MakeCookie(CatFabric, 0, 0), Priority: prioSourceMiss,
 				Actions: []ofp.Action{toController}, GotoTable: TableL2},
-			learn(ofp.MatchEthType(EthTypeARP)),
-			learn(ofp.MatchEthType(EthTypeIPv6), ofp.MatchIPProto(ProtoICMPv6), ofp.MatchICMPv6Type(NDSolicitation)),
-			learn(ofp.MatchEthType(EthTypeIPv6), ofp.MatchIPProto(ProtoICMPv6), ofp.MatchICMPv6Type(NDAdvertisement)),
+			learn(ofp.MatchEthType(ofp.EthTypeARP)),
+			learn(ofp.MatchEthType(ofp.EthTypeIPv6), ofp.MatchIPProto(ofp.IPProtoICMPv6), ofp.MatchICMPv6Type(NDSolicitation)),
+			learn(ofp.MatchEthType(ofp.EthTypeIPv6), ofp.MatchIPProto(ofp.IPProtoICMPv6), ofp.MatchICMPv6Type(NDAdvertisement)),
 			Flow{Table: TableFabric, Priority: prioPathMiss})
 	}
 	if !oneTable { // a switch with one table speaks OpenFlow 1.0, which matches no IPv6
 		flows = append(flows, Flow{Table: TableClassify, Cookie: MakeCookie(CatARPAnswer, 0, 0), Priority: prioNDCopy,
-			Match: []ofp.OXM{ofp.MatchEthDst(MulticastMAC(AllNodes)), ofp.MatchEthType(EthTypeIPv6),
-				ofp.MatchIPProto(ProtoICMPv6), ofp.MatchICMPv6Type(NDAdvertisement)},
+			Match: []ofp.OXM{ofp.MatchEthDst(MulticastMAC(AllNodes)), ofp.MatchEthType(ofp.EthTypeIPv6),
+				ofp.MatchIPProto(ofp.IPProtoICMPv6), ofp.MatchICMPv6Type(NDAdvertisement)},
 			Actions: []ofp.Action{toController}, GotoTable: flows[1].GotoTable})
 	}
 	if oneTable {
@@ -279,9 +274,9 @@ func VIPFlows(v, answerer *VIP, l2 L2Mode, f SwitchFeatures) []ofp.FlowMod {
 		return append(append(ndAnswerFlows(answerer, l2), errors...), ServicePunt(v), otherDrop.Add())
 	}
 	arpPunt := Flow{Cookie: cookie, Priority: PrioVIPPunt, Actions: []ofp.Action{toController},
-		Match: []ofp.OXM{ofp.MatchEthType(EthTypeARP), ofp.MatchARPTPA(v.IP.As4())}}
+		Match: []ofp.OXM{ofp.MatchEthType(ofp.EthTypeARP), ofp.MatchARPTPA(v.IP.As4())}}
 	probeAnswers := Flow{Cookie: cookie, Priority: PrioVIPPunt, Actions: []ofp.Action{toController},
-		Match: []ofp.OXM{ofp.MatchEthDst(v.MAC), ofp.MatchEthType(EthTypeARP)}}
+		Match: []ofp.OXM{ofp.MatchEthDst(v.MAC), ofp.MatchEthType(ofp.EthTypeARP)}}
 	answer := ARPAnswerFlows(answerer, l2)
 	if f.OneTable {
 		answer = answer[:1] // the claim's drop: the answer needs Nicira moves, so the controller answers
@@ -318,7 +313,7 @@ func icmpErrorFlows(v *VIP) []ofp.FlowMod {
 func ARPAnswerFlows(v *VIP, l2 L2Mode) []ofp.FlowMod {
 	cookie := MakeCookie(CatARPAnswer, v.Num, 0)
 	ip := v.IP.As4()
-	request := []ofp.OXM{ofp.MatchEthType(EthTypeARP), ofp.MatchARPOp(ARPRequest), ofp.MatchARPTPA(ip)}
+	request := []ofp.OXM{ofp.MatchEthType(ofp.EthTypeARP), ofp.MatchARPOp(ARPRequest), ofp.MatchARPTPA(ip)}
 	claim := Flow{Cookie: cookie, Priority: prioARPClaim, Match: append(slices.Clone(request), ofp.MatchARPSPA(ip))}
 	actions := copyToLearn(l2)
 	actions = append(actions,
@@ -359,7 +354,7 @@ func ndAnswerFlows(v *VIP, l2 L2Mode) []ofp.FlowMod {
 	cookie := MakeCookie(CatARPAnswer, v.Num, 0)
 	ip := v.IP.As16()
 	nd := func(typ uint8) []ofp.OXM {
-		return []ofp.OXM{ofp.MatchEthType(EthTypeIPv6), ofp.MatchIPProto(ProtoICMPv6), ofp.MatchICMPv6Type(typ),
+		return []ofp.OXM{ofp.MatchEthType(ofp.EthTypeIPv6), ofp.MatchIPProto(ofp.IPProtoICMPv6), ofp.MatchICMPv6Type(typ),
 			ofp.MatchIPv6NDTarget(ip)}
 	}
 	claim := Flow{Cookie: cookie, Priority: prioARPClaim,
@@ -515,7 +510,7 @@ func serviceMatch(proto uint8, address netip.Addr, side serviceSide, port uint16
 	}
 	match := []ofp.OXM{ofp.MatchEthType(EthTypeOf(address)), ofp.MatchIPProto(WireProto(proto, address)), ip}
 	switch {
-	case proto == ProtoICMP:
+	case proto == ofp.IPProtoICMP:
 		return append(match, matchEcho(address, bool(side)))
 	case port == 0: // every port
 		return match
@@ -525,7 +520,7 @@ func serviceMatch(proto uint8, address netip.Addr, side serviceSide, port uint16
 
 // HasPorts reports whether connections of proto are told apart by L4
 // ports.
-func HasPorts(proto uint8) bool { return proto == ProtoTCP || proto == ProtoUDP }
+func HasPorts(proto uint8) bool { return proto == ofp.IPProtoTCP || proto == ofp.IPProtoUDP }
 
 // DeleteMemberReplyFlow removes the reply punt installed for a member.
 func DeleteMemberReplyFlow(memberNum uint32) ofp.FlowMod {
@@ -549,7 +544,7 @@ func L2Flow(table uint8, mac [6]byte, port uint32) ofp.FlowMod {
 }
 
 func L4Dst(proto uint8, port uint16) ofp.OXM {
-	if proto == ProtoUDP {
+	if proto == ofp.IPProtoUDP {
 		return ofp.MatchUDPDst(port)
 	}
 	return ofp.MatchTCPDst(port)
@@ -557,14 +552,14 @@ func L4Dst(proto uint8, port uint16) ofp.OXM {
 
 // l4DstHeader names proto's destination port field in a move.
 func l4DstHeader(proto uint8) ofp.NXMHeader {
-	if proto == ProtoUDP {
+	if proto == ofp.IPProtoUDP {
 		return ofp.NXMUDPDst
 	}
 	return ofp.NXMTCPDst
 }
 
 func L4Src(proto uint8, port uint16) ofp.OXM {
-	if proto == ProtoUDP {
+	if proto == ofp.IPProtoUDP {
 		return ofp.MatchUDPSrc(port)
 	}
 	return ofp.MatchTCPSrc(port)
@@ -587,8 +582,8 @@ func MatchedVIP(m *ofp.Match) VIPKey {
 // is ICMP).
 func MatchedProto(m *ofp.Match) uint8 {
 	if p, ok := m.Get(ofp.OXMIPProto); ok {
-		if uint8(p.Uint()) == ProtoICMPv6 {
-			return ProtoICMP
+		if uint8(p.Uint()) == ofp.IPProtoICMPv6 {
+			return ofp.IPProtoICMP
 		}
 		return uint8(p.Uint())
 	}
@@ -596,14 +591,14 @@ func MatchedProto(m *ofp.Match) uint8 {
 }
 
 func L4DstField(proto uint8) ofp.OXMField {
-	if proto == ProtoUDP {
+	if proto == ofp.IPProtoUDP {
 		return ofp.OXMUDPDst
 	}
 	return ofp.OXMTCPDst
 }
 
 func L4SrcField(proto uint8) ofp.OXMField {
-	if proto == ProtoUDP {
+	if proto == ofp.IPProtoUDP {
 		return ofp.OXMUDPSrc
 	}
 	return ofp.OXMTCPSrc

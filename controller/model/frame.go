@@ -25,8 +25,6 @@ func MulticastMAC(a netip.Addr) [6]byte {
 	return [6]byte{0x33, 0x33, b[12], b[13], b[14], b[15]}
 }
 
-const EthTypeLLDP uint16 = 0x88cc
-
 // LLDPMAC is the nearest-bridge group address: no bridge forwards it, so a
 // frame sent on a link reaches the next switch and no further.
 var LLDPMAC = [6]byte{0x01, 0x80, 0xc2, 0x00, 0x00, 0x0e}

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/sdnlb/sdnlb"
+	"github.com/sdnlb/sdnlb/controller/ofp"
 	"github.com/sdnlb/sdnlb/controller/sched"
 )
 
@@ -438,11 +439,11 @@ func (b *Builder) vipState(v *sdnlb.VIP) (*VIP, error) {
 	port := uint16(v.Port)
 	switch v.Protocol {
 	case sdnlb.ProtocolTCP:
-		proto = ProtoTCP
+		proto = ofp.IPProtoTCP
 	case sdnlb.ProtocolUDP:
-		proto = ProtoUDP
+		proto = ofp.IPProtoUDP
 	case sdnlb.ProtocolICMP:
-		proto, port = ProtoICMP, 0
+		proto, port = ofp.IPProtoICMP, 0
 	case sdnlb.ProtocolAny:
 		proto, port = protoAny, 0
 	default:

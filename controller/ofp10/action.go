@@ -155,12 +155,12 @@ func decodeActions(b []byte, dst []ofp.Action, proto uint8) ([]ofp.Action, error
 // in a flow matching ip_proto proto.
 func tpField(t uint16, proto uint8) (ofp.OXMField, bool) {
 	switch proto {
-	case protoTCP:
+	case ofp.IPProtoTCP:
 		if t == actionSetTpSrc {
 			return ofp.OXMTCPSrc, true
 		}
 		return ofp.OXMTCPDst, true
-	case protoUDP:
+	case ofp.IPProtoUDP:
 		if t == actionSetTpSrc {
 			return ofp.OXMUDPSrc, true
 		}
@@ -178,7 +178,7 @@ func frameProto(frame []byte) uint8 {
 	if len(frame) >= at+2 && binary.BigEndian.Uint16(frame[at:]) == 0x8100 {
 		at += vlanLen
 	}
-	if len(frame) < at+2+protoInIPv4+1 || binary.BigEndian.Uint16(frame[at:]) != 0x0800 {
+	if len(frame) < at+2+protoInIPv4+1 || binary.BigEndian.Uint16(frame[at:]) != ofp.EthTypeIPv4 {
 		return 0
 	}
 	return frame[at+2+protoInIPv4]

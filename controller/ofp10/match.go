@@ -31,14 +31,6 @@ const (
 // vlanNone is OFP_VLAN_NONE: dl_vlan of an untagged frame.
 const vlanNone uint16 = 0xffff
 
-const (
-	ethTypeIPv4 = 0x0800
-	ethTypeARP  = 0x0806
-	protoICMP   = 1
-	protoTCP    = 6
-	protoUDP    = 17
-)
-
 // match10 is the 1.0 ofp_match, fields in wire order.
 type match10 struct {
 	wildcards      uint32
@@ -182,12 +174,12 @@ var prerequisites = [64]struct {
 	ethType uint16
 	proto   uint8
 }{
-	ofp.OXMIPDSCP: {ethTypeIPv4, 0}, ofp.OXMIPProto: {ethTypeIPv4, 0},
-	ofp.OXMIPv4Src: {ethTypeIPv4, 0}, ofp.OXMIPv4Dst: {ethTypeIPv4, 0},
-	ofp.OXMTCPSrc: {ethTypeIPv4, protoTCP}, ofp.OXMTCPDst: {ethTypeIPv4, protoTCP},
-	ofp.OXMUDPSrc: {ethTypeIPv4, protoUDP}, ofp.OXMUDPDst: {ethTypeIPv4, protoUDP},
-	ofp.OXMICMPv4Type: {ethTypeIPv4, protoICMP}, ofp.OXMICMPv4Code: {ethTypeIPv4, protoICMP},
-	ofp.OXMARPOp: {ethTypeARP, 0}, ofp.OXMARPSPA: {ethTypeARP, 0}, ofp.OXMARPTPA: {ethTypeARP, 0},
+	ofp.OXMIPDSCP: {ofp.EthTypeIPv4, 0}, ofp.OXMIPProto: {ofp.EthTypeIPv4, 0},
+	ofp.OXMIPv4Src: {ofp.EthTypeIPv4, 0}, ofp.OXMIPv4Dst: {ofp.EthTypeIPv4, 0},
+	ofp.OXMTCPSrc: {ofp.EthTypeIPv4, ofp.IPProtoTCP}, ofp.OXMTCPDst: {ofp.EthTypeIPv4, ofp.IPProtoTCP},
+	ofp.OXMUDPSrc: {ofp.EthTypeIPv4, ofp.IPProtoUDP}, ofp.OXMUDPDst: {ofp.EthTypeIPv4, ofp.IPProtoUDP},
+	ofp.OXMICMPv4Type: {ofp.EthTypeIPv4, ofp.IPProtoICMP}, ofp.OXMICMPv4Code: {ofp.EthTypeIPv4, ofp.IPProtoICMP},
+	ofp.OXMARPOp: {ofp.EthTypeARP, 0}, ofp.OXMARPSPA: {ofp.EthTypeARP, 0}, ofp.OXMARPTPA: {ofp.EthTypeARP, 0},
 }
 
 // checkPrerequisites checks the fields of m, which matchTo10 has seen
@@ -255,7 +247,7 @@ func uintOf(o *ofp.OXM) uint64 {
 // proto is the IP protocol the match pins, 0 for none, which decides what
 // SET_TP_* rewrites in its flow.
 func (m *match10) proto() uint8 {
-	if m.wildcards&(wcDLType|wcNwProto) != 0 || m.dlType != ethTypeIPv4 {
+	if m.wildcards&(wcDLType|wcNwProto) != 0 || m.dlType != ofp.EthTypeIPv4 {
 		return 0
 	}
 	return m.nwProto
@@ -293,7 +285,7 @@ func (m *match10) oxms(dst []ofp.OXM) []ofp.OXM {
 	}
 	hasProto := w&wcNwProto == 0
 	switch m.dlType {
-	case ethTypeIPv4:
+	case ofp.EthTypeIPv4:
 		if w&wcNwTos == 0 {
 			dst = append(dst, mustOXM(ofp.OXMIPDSCP, []byte{m.nwTos >> 2}, nil))
 		}
@@ -307,11 +299,11 @@ func (m *match10) oxms(dst []ofp.OXM) []ofp.OXM {
 		}
 		var src, dst16 ofp.OXMField
 		switch m.nwProto {
-		case protoTCP:
+		case ofp.IPProtoTCP:
 			src, dst16 = ofp.OXMTCPSrc, ofp.OXMTCPDst
-		case protoUDP:
+		case ofp.IPProtoUDP:
 			src, dst16 = ofp.OXMUDPSrc, ofp.OXMUDPDst
-		case protoICMP:
+		case ofp.IPProtoICMP:
 			if w&wcTpSrc == 0 {
 				dst = append(dst, ofp.MatchICMPv4Type(uint8(m.tpSrc)))
 			}
@@ -328,7 +320,7 @@ func (m *match10) oxms(dst []ofp.OXM) []ofp.OXM {
 		if w&wcTpDst == 0 {
 			dst = append(dst, uint16OXM(dst16, m.tpDst))
 		}
-	case ethTypeARP:
+	case ofp.EthTypeARP:
 		if hasProto {
 			dst = append(dst, ofp.MatchARPOp(uint16(m.nwProto)))
 		}
