@@ -401,7 +401,7 @@ func (s *switchConn) writeLocked(xid uint32, m ofp.Message) {
 // flushes once its input is drained.
 func (s *switchConn) write(out *dataplane.Outbox) {
 	if out.Unsent != nil {
-		s.unsendable.warn(s.c.now(), "message the switch's OpenFlow version cannot express not sent", "err", out.Unsent)
+		s.unsendable.warn(s.c.now(), "message not sent", "err", out.Unsent)
 		out.Unsent = nil
 	}
 	if out.Empty() {

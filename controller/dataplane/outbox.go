@@ -1,6 +1,7 @@
 package dataplane
 
 import (
+	"fmt"
 	"net/netip"
 	"sync/atomic"
 
@@ -17,8 +18,9 @@ type Outbox struct {
 	Enc     Encoder        // the switch's OpenFlow version; 1.3 until its connection says
 	Buf     []byte
 	metrics *Metrics // counts flow-mods and group-mods; nil: none
-	// Unsent is the last message's error that the version could not
-	// express, for the connection to log.
+	// Unsent is why the last message that was not sent was not: the
+	// version could not express it, or it breaks the pipeline. For the
+	// connection to log.
 	Unsent error
 	// Hosts and transit are what the decision tells the fabric, which
 	// spans switches (L2Fabric): the runtime hands them on once the
@@ -96,11 +98,32 @@ func (o *Outbox) request(m ofp.Message) uint32 {
 // Reply appends m with the xid of the request it answers.
 func (o *Outbox) Reply(xid uint32, m ofp.Message) { o.append(xid, m) }
 
+// append encodes m, unless it is a flow-mod or group-mod that breaks the
+// pipeline's table descriptors: every row the decision builds is checked
+// here, on its way out, as the tests check it.
 func (o *Outbox) append(xid uint32, m ofp.Message) {
+	if err := fitsPipeline(m); err != nil {
+		o.Unsent = err
+		return
+	}
 	var err error
 	if o.Buf, err = o.Enc.Append(o.Buf, xid, m); err != nil {
 		o.Unsent = err
 	}
+}
+
+func fitsPipeline(m ofp.Message) error {
+	var err error
+	switch m := m.(type) {
+	case *ofp.FlowMod:
+		err = model.CheckFlow(m)
+	case *ofp.GroupMod:
+		err = model.CheckGroup(m)
+	}
+	if err != nil {
+		return fmt.Errorf("%s breaks the pipeline: %w", m.Type(), err)
+	}
+	return nil
 }
 
 func (o *Outbox) Empty() bool { return len(o.Buf) == 0 }

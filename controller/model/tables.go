@@ -19,8 +19,9 @@ type tableSpec struct {
 	next    []uint8
 }
 
-// pipeline is every table sdnlb installs rows in.
-var pipeline = map[uint8]tableSpec{
+// pipeline is every table sdnlb installs rows in, by id: every flow-mod
+// the decision sends is checked against it, so a look-up is an index.
+var pipeline = [...]tableSpec{
 	TableClassify:   {name: "classify", next: []uint8{TableTracked, TableFromMember, tableNDAnswer, TableSources, TableL2}},
 	TableTracked:    {name: "tracked", tracked: true, next: []uint8{TableToMember, TableL2}},
 	TableToMember:   {name: "to-member", tracked: true, next: []uint8{TableL2}},
@@ -37,7 +38,7 @@ var bucketNext = []uint8{TableTracked}
 
 // TableName names table id as the pipeline does, or by its number.
 func TableName(id uint8) string {
-	if t, ok := pipeline[id]; ok {
+	if t, ok := tableOf(id); ok {
 		return t.name
 	}
 	return strconv.Itoa(int(id))
@@ -51,14 +52,14 @@ func CheckFlow(fm *ofp.FlowMod) error {
 	if fm.Command == ofp.FlowDelete || fm.Command == ofp.FlowDeleteStrict {
 		return nil
 	}
-	t, ok := pipeline[fm.TableID]
+	t, ok := tableOf(fm.TableID)
 	if !ok {
 		return fmt.Errorf("table %d is not in the pipeline", fm.TableID)
 	}
 	if !t.tracked {
-		for _, o := range fm.Match.OXMs {
-			if TrackerField(&o) {
-				m := ofp.Match{OXMs: []ofp.OXM{o}}
+		for i := range fm.Match.OXMs {
+			if o := &fm.Match.OXMs[i]; TrackerField(o) {
+				m := ofp.Match{OXMs: []ofp.OXM{*o}}
 				return fmt.Errorf("table %s matches %s, but no packet comes back to it from the tracker", t.name, m.String())
 			}
 		}
@@ -84,10 +85,20 @@ func CheckFlow(fm *ofp.FlowMod) error {
 	return nil
 }
 
+func tableOf(id uint8) (tableSpec, bool) {
+	if int(id) >= len(pipeline) || pipeline[id].name == "" {
+		return tableSpec{}, false
+	}
+	return pipeline[id], true
+}
+
+// trackerFields are the connection tracker's fields a row may match.
+var trackerFields = [...]ofp.NXMHeader{ofp.NXMCTState, ofp.NXMCTMark, ofp.NXMCTLabel}
+
 // TrackerField reports whether o is one of the connection tracker's
 // fields.
 func TrackerField(o *ofp.OXM) bool {
-	for _, h := range []ofp.NXMHeader{ofp.NXMCTState, ofp.NXMCTMark, ofp.NXMCTLabel} {
+	for _, h := range trackerFields {
 		if o.Class == h.Class() && o.Field == h.Field() {
 			return true
 		}
