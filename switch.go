@@ -36,7 +36,7 @@ type SwitchPort struct {
 type Flow struct {
 	Cookie          string  `json:"cookie"` // 0x-prefixed hex
 	TableID         int     `json:"table_id"`
-	Table           string  `json:"table" example:"tracked"` // the table's name in sdnlb's pipeline (docs/ARCHITECTURE.md)
+	Table           string  `json:"table" example:"tracked"` // the table's name in sdnlb's pipeline (docs/DATAPATH.md)
 	Priority        int     `json:"priority"`
 	Match           string  `json:"match"`
 	Actions         string  `json:"actions"`

@@ -164,7 +164,7 @@ func TestStats_MonotonicAndAttributed(t *testing.T) {
 		}
 	}
 	// The switch's count of active connections is an estimate (see
-	// ARCHITECTURE.md): a connection that failed with neither side's FIN
+	// docs/DATAPATH.md, "Accounting"): a connection that failed with neither side's FIN
 	// nor reset stays in it, so a few may, of the many that failed here.
 	for _, pool := range []string{b.pool.ID, other.ID} {
 		last := samples[len(samples)-1]

@@ -276,7 +276,7 @@ func medianRate(runs []wrkResult) float64 { return medianRun(runs).reqPerSec }
 // comes back does; the connection tracker is not flushed in between. It
 // reports both rates, the second's ratio to the first and the tracker's
 // sequence-check failures (see "Port reuse through the userspace
-// connection tracker" in docs/ARCHITECTURE.md).
+// connection tracker" in docs/DATAPATH.md).
 func TestThroughputAfterPause(t *testing.T) {
 	pause := envDuration(t, "SDNLB_BENCH_PAUSE", 15*time.Second)
 	b := newForwardingBed(t, 3, 3)

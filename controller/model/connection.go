@@ -193,7 +193,7 @@ func (c *Connection) SetMember(m *Member, tracker bool) {
 // Packets of a connection that reach the controller within recentWindow
 // of its setup follow the first one to the same member, and the member's
 // replies get the reverse NAT: both can overtake Open vSwitch's
-// revalidation of its datapath flow cache (docs/ARCHITECTURE.md). Each
+// revalidation of its datapath flow cache (docs/DATAPATH.md, "Recent-setup caches"). Each
 // switch remembers its recent setups in two caches, one keyed by the
 // client's side of the connection, one by the reply's. They are
 // set-associative: a setup takes the oldest of its set's ways, so it is

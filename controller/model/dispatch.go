@@ -19,7 +19,7 @@ import (
 // changes move new connections only. The tracker remembers and the flows
 // translate; its own NAT is not used (Open vSwitch 3.1.0 to 3.1.2 let a
 // closed NAT connection's reverse key outlive it and then rewrite a new
-// connection's source port: docs/ARCHITECTURE.md, "Port reuse through the
+// connection's source port: docs/DATAPATH.md, "Port reuse through the
 // userspace connection tracker").
 //
 // The service flow sends into the tracker's VIP zone and on to

@@ -11,7 +11,7 @@ import (
 
 // The flow tables, in the order a packet visits them, and their rows,
 // highest priority first. This is the only place the priorities are set;
-// docs/ARCHITECTURE.md says why each row exists.
+// docs/DATAPATH.md says why each row exists.
 const (
 	TableClassify   uint8 = 0  // traffic for VIPs and from members
 	TableTracked    uint8 = 1  // SWITCH: clients' packets back from the tracker's VIP zone

@@ -1,3 +1,7 @@
+// Package testnet holds the fixtures the controller's test suites share:
+// the test network's addresses, frames a switch would send (ARP, TCP,
+// neighbour discovery), a configuration, and renderings of flows as
+// ovs-ofctl prints them.
 package testnet
 
 import (
