@@ -378,7 +378,7 @@ func (c *Controller) switchConn(dpid uint64) *switchConn {
 	return c.conns[dpid]
 }
 
-// dataplaneConfig is what a new dataplane of switch dpid shares with the
+// Config is what a new dataplane of switch dpid shares with the
 // controller.
 func (c *Controller) dataplaneConfig(dpid uint64, log *slog.Logger, f model.SwitchFeatures) dataplane.Config {
 	return dataplane.Config{DPID: dpid, IdleTimeout: c.idle, HardTimeout: c.hard, L2: c.opts.L2, Groups: f.Groups, OneTable: f.OneTable,

@@ -22,21 +22,21 @@ import (
 // keeps working while the controller is away:
 //
 //   - A VIP's work is done where its traffic enters the network: a packet
-//     that comes in over a link (tableClassify, prioLinkIngress) goes
-//     straight to tableL2, but for members' replies, which go through
+//     that comes in over a link (TableClassify, PrioLinkIngress) goes
+//     straight to TableL2, but for members' replies, which go through
 //     the trackers of every switch on their way and are translated by
 //     the one that holds their connection, the client's.
-//   - Per host, tableL2 sends frames for its MAC out of its port on its
-//     own switch, and on every other switch to tableFabric with that
-//     switch in the metadata; tableFabric sends them toward it.
+//   - Per host, TableL2 sends frames for its MAC out of its port on its
+//     own switch, and on every other switch to TableFabric with that
+//     switch in the metadata; TableFabric sends them toward it.
 //   - Paths are per destination switch: each switch sends what goes to
 //     another out of the first hop of its cheapest path, where a link
 //     costs a hop, and more while busy (paths.go). All traffic of a
 //     switch toward another takes one path; the switches on the way hold
 //     nothing of the connections, so a path that moves moves them too.
-//   - Hosts are learned from what they send: tableSources has a row per
+//   - Hosts are learned from what they send: TableSources has a row per
 //     host of the switch, its MAC from its port, and sends the controller
-//     what no row knows, once, on its way to tableL2.
+//     what no row knows, once, on its way to TableL2.
 //   - Broadcasts and frames for unknown MACs are flooded along a spanning
 //     tree of the links, and only out of ports that have been up long
 //     enough for discovery to find a link on them (settleTime); what

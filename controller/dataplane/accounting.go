@@ -216,7 +216,7 @@ func (a *accounting) ended(m *model.MemberCounters, c flowCount, fr *ofp.FlowRem
 	c.add(m, packets, bytes)
 }
 
-// BeginPoll starts reading the reply to a statsRequest.
+// BeginPoll starts reading the reply to a StatsRequest.
 func (dp *Switch) BeginPoll() { dp.accounting.beginPoll() }
 
 func (a *accounting) beginPoll() {
@@ -226,7 +226,7 @@ func (a *accounting) beginPoll() {
 	a.round = a.ledger.round
 }
 
-// PollPart reads one part of the reply to a statsRequest.
+// PollPart reads one part of the reply to a StatsRequest.
 func (dp *Switch) PollPart(snap *model.Snapshot, stats []ofp.FlowStats, last bool) {
 	dp.accounting.pollPart(snap, stats, last)
 }

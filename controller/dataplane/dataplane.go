@@ -63,7 +63,7 @@ type Config struct {
 	Log                      *slog.Logger
 }
 
-// l2Table is the table of the L2 rows: tableL2, or table 0 on a switch
+// l2Table is the table of the L2 rows: TableL2, or table 0 on a switch
 // with one.
 func (c *Config) l2Table() uint8 {
 	if c.OneTable {

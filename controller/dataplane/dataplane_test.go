@@ -1104,7 +1104,7 @@ func TestDataplane_EveryPortVIPHeldSetup(t *testing.T) {
 	}
 }
 
-// anyConfig is testConfig with its VIP and pool of every IP protocol.
+// anyConfig is testnet.Config with its VIP and pool of every IP protocol.
 func anyConfig(edit func(*sdnlb.Config)) *sdnlb.Config {
 	return testnet.Config(func(c *sdnlb.Config) {
 		c.VIPs[0].Protocol, c.Pools[0].Protocol = sdnlb.ProtocolAny, sdnlb.ProtocolAny

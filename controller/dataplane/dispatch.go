@@ -31,7 +31,7 @@ type switchedVIP struct {
 // until their VIPs' dispatch takes them over.
 type dispatcher struct {
 	switched map[uint32]*switchedVIP              // the VIPs the switch dispatches, by number
-	routes   map[model.RouteKey]model.MemberRoute // tableToMember rows
+	routes   map[model.RouteKey]model.MemberRoute // TableToMember rows
 	adopted  map[uint32]adoptedGroup              // groups the switch held at the handshake, by the number of the VIP they serve
 }
 
@@ -192,7 +192,7 @@ func (dp *Switch) readyMembers(now time.Time, v *model.VIP, out *Outbox) ([]mode
 	return ready, targets
 }
 
-// memberRoutes are the tableToMember rows snap wants for the members of
+// memberRoutes are the TableToMember rows snap wants for the members of
 // vips, switched VIPs the switch dispatches, at addrs only unless addrs is
 // nil: one per VIP and member address, with the member's MAC, or for a
 // DOWN member the controller, which resets the connections still sent to

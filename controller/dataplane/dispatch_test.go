@@ -12,7 +12,7 @@ import (
 	"github.com/sdnlb/sdnlb/controller/ofp"
 )
 
-// switchConfig is testConfig with its pool dispatched by the switch.
+// switchConfig is testnet.Config with its pool dispatched by the switch.
 func switchConfig(fwd sdnlb.Forwarding, edit func(*sdnlb.Config)) *sdnlb.Config {
 	return testnet.Config(func(c *sdnlb.Config) {
 		c.Pools[0].Dispatch, c.Pools[0].Forwarding = sdnlb.DispatchSwitch, fwd

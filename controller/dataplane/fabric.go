@@ -106,7 +106,7 @@ func (v *FabricView) structuralFlows() []model.Flow {
 }
 
 // hostFlow is a host's row on the switch of v: out of its port on its own
-// switch, else on to tableFabric toward its switch.
+// switch, else on to TableFabric toward its switch.
 func (v *FabricView) hostFlow(mac [6]byte, h FabricHost) model.Flow {
 	f := model.Flow{Table: model.TableL2, Cookie: model.MakeCookie(model.CatL2, 0, 0), Priority: model.PrioL2, Match: []ofp.OXM{ofp.MatchEthDst(mac)}}
 	if h.At.DPID == v.DPID {
@@ -117,7 +117,7 @@ func (v *FabricView) hostFlow(mac [6]byte, h FabricHost) model.Flow {
 	return f
 }
 
-// sourceFlow is a host's row in tableSources on its own switch: what it
+// sourceFlow is a host's row in TableSources on its own switch: what it
 // sends from its port is known, and goes on without the controller.
 func sourceFlow(mac [6]byte, port uint32) model.Flow {
 	return model.Flow{Table: model.TableSources, Cookie: model.MakeCookie(model.CatL2, 0, 0), Priority: model.PrioSource,
@@ -129,7 +129,7 @@ type fabricRows struct {
 	view    *FabricView
 	rows    map[flowKey]installedRow // the structural rows
 	hosts   map[[6]byte]FabricHost
-	sources map[[6]byte]uint32 // the hosts of this switch: the port of their row in tableSources
+	sources map[[6]byte]uint32 // the hosts of this switch: the port of their row in TableSources
 	gen     uint64             // of the hosts
 }
 
@@ -237,7 +237,7 @@ func (dp *Switch) reconcileHosts(now time.Time, v *FabricView, pathsMoved bool, 
 	}
 }
 
-// source brings the tableSources row of mac to a host at (a switch's
+// source brings the TableSources row of mac to a host at (a switch's
 // own host has one; a host elsewhere, or gone, none).
 func (r *fabricRows) source(mac [6]byte, at model.PortRef, self uint64, out *Outbox) {
 	old, had := r.sources[mac]

@@ -278,8 +278,8 @@ func solicitedNode(target netip.Addr) netip.Addr {
 }
 
 // appendNA appends an Ethernet+IPv6 neighbour advertisement saying that
-// target is at mac, from target to dst (the asker, or allNodes) with
-// flags (ndFlagSolicited, ndFlagOverride).
+// target is at mac, from target to dst (the asker, or AllNodes) with
+// flags (NDFlagSolicited, NDFlagOverride).
 func appendNA(b []byte, ethDst, mac [6]byte, target, dst netip.Addr, flags uint8) []byte {
 	return appendND(b, ethDst, mac, target, dst, model.NDAdvertisement, flags, target, model.NDOptionTargetLL)
 }
@@ -288,7 +288,7 @@ func appendNA(b []byte, ethDst, mac [6]byte, target, dst netip.Addr, flags uint8
 // mac, to target's solicited-node group, sent from the unspecified address
 // as duplicate address detection does (RFC 4861 §7.2.2 without a source
 // link-layer option): a host that holds target on another interface (a
-// DSR member) answers it as well, to allNodes.
+// DSR member) answers it as well, to AllNodes.
 func appendNS(b []byte, mac [6]byte, target netip.Addr) []byte {
 	group := solicitedNode(target)
 	return appendND(b, model.MulticastMAC(group), mac, netip.IPv6Unspecified(), group, model.NDSolicitation, 0, target, 0)

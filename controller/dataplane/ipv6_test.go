@@ -15,7 +15,7 @@ import (
 	"github.com/sdnlb/sdnlb/controller/ofp"
 )
 
-// v6Config is testConfig with an IPv6 VIP and members.
+// v6Config is testnet.Config with an IPv6 VIP and members.
 func v6Config(edit func(*sdnlb.Config)) *sdnlb.Config {
 	return testnet.Config(func(c *sdnlb.Config) {
 		c.VIPs[0].Address = testnet.VIP6
@@ -191,7 +191,7 @@ func TestDataplane_ICMPErrorToMember(t *testing.T) {
 				}
 				for i, m := range c.Members {
 					if netip.MustParseAddr(tc.member).Is6() {
-						m.Address = testnet.Member6(i + 1) // testConfig's are IPv4
+						m.Address = testnet.Member6(i + 1) // testnet.Config's are IPv4
 					}
 				}
 			}))

@@ -291,7 +291,7 @@ func (dp *Switch) forwardFabric(p *packetIn, out *Outbox) {
 
 // handleARP answers requests for VIP addresses, learns every sender (that
 // is how member MACs become known) and forwards the rest. The switch
-// answers requests for VIP addresses itself (arpAnswerFlows); one reaches
+// answers requests for VIP addresses itself (ARPAnswerFlows); one reaches
 // the controller when it came before the switch had the answer or from a
 // switch that refused it, and is answered here alike, or as the copy
 // L2Learn sends up of one the switch answered, which is only learned from.

@@ -14,7 +14,7 @@ import (
 	"github.com/sdnlb/sdnlb/controller/model"
 )
 
-// patchConfig is testConfig with what makes a health change reach beyond
+// patchConfig is testnet.Config with what makes a health change reach beyond
 // its pool: a SWITCH NAT pool and a CONTROLLER pool sharing member
 // addresses, a DSR pool, a second (admin down) pool on v1, and a draining
 // member.

@@ -9,7 +9,7 @@ import (
 	"github.com/sdnlb/sdnlb/controller/model"
 )
 
-// A setup is lost only when recentWays newer setups take its set.
+// A setup is lost only when RecentWays newer setups take its set.
 func TestRecent_SetAssociative(t *testing.T) {
 	recent := new(recentCache)
 	base := model.ConnKey{ClientIP: testnet.Addr4(0x0a000105), VIPNum: 1}

@@ -81,7 +81,7 @@ func appendMemberDiff(mods []ofp.FlowMod, om, nm *model.Member) []ofp.FlowMod {
 // appendReplyDiff brings the reply punts of replies from old's to new's.
 // A punt whose owner changed is replaced by its adds (same matches and
 // priorities), so only punts no longer wanted are deleted, and the
-// tableFromMember row of a member no longer tracked. Each member owns at
+// TableFromMember row of a member no longer tracked. Each member owns at
 // most one punt, so cookies order them stably.
 func appendReplyDiff(mods []ofp.FlowMod, old, new *model.Snapshot, replies []model.ReplyMatch, groups bool) []ofp.FlowMod {
 	byCookie := func(a, b ofp.FlowMod) int { return cmp.Compare(a.Cookie, b.Cookie) }

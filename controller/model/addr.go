@@ -63,7 +63,7 @@ func matchedAddr(m *ofp.Match, v4, v6 ofp.OXMField) (netip.Addr, bool) {
 	return netip.Addr{}, false
 }
 
-// matchedDst and matchedSrc are a match's destination and source address.
+// matchedDst and MatchedSrc are a match's destination and source address.
 func matchedDst(m *ofp.Match) (netip.Addr, bool) {
 	return matchedAddr(m, ofp.OXMIPv4Dst, ofp.OXMIPv6Dst)
 }
@@ -119,7 +119,7 @@ func matchEcho(a netip.Addr, request bool) ofp.OXM {
 const (
 	ICMPv6PacketTooBig      uint8 = 2
 	ICMPUnreachable         uint8 = 3
-	ICMPFragmentationNeeded uint8 = 4 // the code of icmpUnreachable
+	ICMPFragmentationNeeded uint8 = 4 // the code of ICMPUnreachable
 )
 
 // matchTooBig matches the ICMP error of a's family that says a packet was
@@ -158,7 +158,7 @@ func AddressLabel(a netip.Addr) [16]byte {
 	return l
 }
 
-// LabelAddress is the address a label holds (addressLabel): IPv4 when its
+// LabelAddress is the address a label holds (AddressLabel): IPv4 when its
 // first 96 bits are zero. No member has an IPv6 address there (the store
 // refuses ::/96).
 func LabelAddress(l [16]byte) netip.Addr {

@@ -25,7 +25,7 @@ type Connection struct {
 	// MemberZone: a SWITCH NAT pool shares the member's address and port,
 	// so the switch's tracker sees its replies first. The connection is
 	// committed in the member zone, naming its VIP, and its reverse flow
-	// takes the replies the tracker says are its own (tableFromMember).
+	// takes the replies the tracker says are its own (TableFromMember).
 	MemberZone bool
 }
 
@@ -69,7 +69,7 @@ func (c *Connection) reverse() natDirection {
 	}
 }
 
-// Directions of a connection's flow pair, as connFlows indexes them.
+// Directions of a connection's flow pair, as ConnFlows indexes them.
 const (
 	DirForward = 0
 	DirReverse = 1
@@ -103,7 +103,7 @@ func NewConnFlows() *ConnFlows {
 	return f
 }
 
-// Fill builds the flow-mods of c, indexed by dirForward and dirReverse;
+// Fill builds the flow-mods of c, indexed by DirForward and DirReverse;
 // a DSR connection has the forward one only. The result aliases f and is
 // valid until the next fill.
 func (f *ConnFlows) Fill(c *Connection) []ofp.FlowMod {
@@ -190,7 +190,7 @@ func (c *Connection) SetMember(m *Member, tracker bool) {
 	c.MemberZone = tracker && m.MemberZone
 }
 
-// Packets of a connection that reach the controller within recentWindow
+// Packets of a connection that reach the controller within RecentWindow
 // of its setup follow the first one to the same member, and the member's
 // replies get the reverse NAT: both can overtake Open vSwitch's
 // revalidation of its datapath flow cache (docs/DATAPATH.md, "Recent-setup caches"). Each

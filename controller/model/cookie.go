@@ -6,7 +6,7 @@ package model
 // cookie mask then purges a whole class of flows at once: everything sdnlb
 // owns, one VIP's flows, or every connection pointing at one member.
 //
-//	bits 56-63  appID
+//	bits 56-63  AppID
 //	bits 48-55  category
 //	bits 24-47  VIP number    (assigned per VIP id, stable for the process)
 //	bits  0-23  member number (assigned per member id, stable for the process)
@@ -46,14 +46,14 @@ const (
 	CatConn      Category = 0x10 // client → member
 	CatConnReply Category = 0x11 // member → client
 	// A CONTROLLER connection's replies on the switches between its
-	// member's and its client's (L2Fabric): on to tableL2, untranslated.
+	// member's and its client's (L2Fabric): on to TableL2, untranslated.
 	CatTransit Category = 0x12
 )
 
 const (
 	MaskApp      uint64 = 0xff << CookieAppShift
 	MaskCategory uint64 = 0xff << CookieCatShift
-	MaskConnCats uint64 = 0xfe << CookieCatShift // catConn and catConnReply
+	MaskConnCats uint64 = 0xfe << CookieCatShift // CatConn and CatConnReply
 	MaskVIP      uint64 = (CookieNumberLimit - 1) << cookieVIPShift
 	maskMember   uint64 = CookieNumberLimit - 1
 )

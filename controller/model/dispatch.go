@@ -10,7 +10,7 @@ import (
 
 // In-switch dispatch. For a pool with SWITCH dispatch the switch picks the
 // member of each new connection itself, from a select group whose buckets
-// are the slots of assignSlots; the controller changes the buckets when
+// are the slots of AssignSlots; the controller changes the buckets when
 // the rotation or what the switch learned changes, never per connection.
 //
 // Both forwardings keep each connection's member in the switch's
@@ -23,13 +23,13 @@ import (
 // userspace connection tracker").
 //
 // The service flow sends into the tracker's VIP zone and on to
-// tableTracked, where a new connection goes to the group. A bucket is an
+// TableTracked, where a new connection goes to the group. A bucket is an
 // action set, which holds one ct and nothing after it: it commits the
 // connection in the VIP zone, with the member's address as its label (NAT:
-// and its port as its mark), and recirculates to tableTracked, where the
+// and its port as its mark), and recirculates to TableTracked, where the
 // connection is now a tracked one, routed by its label:
 //
-// DSR: dsrMemberReg gets the member's address, and tableToMember's row for
+// DSR: dsrMemberReg gets the member's address, and TableToMember's row for
 // it sets its MAC. The members answer from the VIP's address; their
 // replies pass the VIP zone on their way to the client, so the tracker
 // sees both directions.
@@ -38,8 +38,8 @@ import (
 // passes the member zone, where the connection, as the member sees it, has
 // the VIP's address as its label and its protocol and port as its mark;
 // the first packet, and a SYN that reopens the connection, commit that.
-// tableToMember sets the member's MAC. A member's replies go through the
-// member zone into tableFromMember, where the VIP their connection names
+// TableToMember sets the member's MAC. A member's replies go through the
+// member zone into TableFromMember, where the VIP their connection names
 // becomes their source again, and pass the VIP zone on their way to the
 // client. A member's own traffic is never rewritten.
 //
@@ -49,20 +49,20 @@ import (
 // holds or refuses them as for CONTROLLER dispatch.
 
 // dsrMemberReg is the register that names a DSR connection's member in
-// tableToMember: its address, from the bucket for a new connection, from
+// TableToMember: its address, from the bucket for a new connection, from
 // the connection's label for a tracked one.
 const dsrMemberReg = 0
 
 // groupReg is the register that names a tracked connection's VIP in
-// tableToMember, by the VIP's group on the switch: each VIP has its own
+// TableToMember, by the VIP's group on the switch: each VIP has its own
 // rows for a member there, so that pools sharing a member's address count
 // their traffic apart. The group's id, unlike the VIP's number, survives a
 // restart of the controller, so adopted rows keep matching.
 const groupReg = 2
 
 // trackVIP sends a client's packet through the tracker's VIP zone and on
-// to tableTracked; trackMember a member's reply through the member zone
-// and on to tableFromMember.
+// to TableTracked; trackMember a member's reply through the member zone
+// and on to TableFromMember.
 var (
 	trackVIP    = ofp.ActionCT{Zone: ctZoneVIP, Table: TableTracked}
 	trackMember = ofp.ActionCT{Zone: ctZoneMember, Table: TableFromMember}
@@ -125,7 +125,7 @@ type BucketTarget struct {
 	Port uint16
 }
 
-// RouteKey names a VIP's tableToMember rows for a member address, matched
+// RouteKey names a VIP's TableToMember rows for a member address, matched
 // as the destination (NAT) or in dsrMemberReg (DSR), and the VIP by its
 // group in groupReg.
 type RouteKey struct {
@@ -134,7 +134,7 @@ type RouteKey struct {
 	DSR   bool
 }
 
-// MemberRoute is one tableToMember row as installed.
+// MemberRoute is one TableToMember row as installed.
 type MemberRoute struct {
 	Cookie uint64
 	MAC    [6]byte
@@ -143,9 +143,9 @@ type MemberRoute struct {
 }
 
 // TrackedFlows are a SWITCH VIP's flows around the connection tracker:
-// its service into the VIP zone; in tableTracked new connections to the
+// its service into the VIP zone; in TableTracked new connections to the
 // controller (until the group is ready), tracked ones to their member and
-// the rest (invalid) dropped; for NAT, in tableFromMember its connections'
+// the rest (invalid) dropped; for NAT, in TableFromMember its connections'
 // replies back from the VIP, for DSR its members' replies through the VIP
 // zone.
 func TrackedFlows(v *VIP, group uint32) []ofp.FlowMod {
@@ -242,7 +242,7 @@ func translationPriority(k VIPKey, t translation) uint16 {
 	return prio
 }
 
-// replyRow is a SWITCH NAT VIP's tableFromMember row for translation t:
+// replyRow is a SWITCH NAT VIP's TableFromMember row for translation t:
 // the replies of its connections, which the member zone names by the VIP's
 // address (label) and service (mark), go back from the VIP.
 func replyRow(s DispatchSpec, t translation) Flow {
@@ -263,7 +263,7 @@ func replyRow(s DispatchSpec, t translation) Flow {
 	return Flow{Table: TableFromMember, Match: match, Actions: fromVIP, GotoTable: TableL2}
 }
 
-// nameGroup names a VIP's group in groupReg for tableToMember.
+// nameGroup names a VIP's group in groupReg for TableToMember.
 func nameGroup(group uint32) ofp.Action {
 	return ofp.ActionSetField{Field: ofp.MatchReg(groupReg, group, 0xffffffff)}
 }
@@ -301,7 +301,7 @@ func GroupMod(cmd ofp.GroupModCommand, groupID uint32, spec DispatchSpec, target
 
 // bucketActions commit a new connection in the VIP zone with its member t
 // (address, and for NAT port: the client's for a member without one on a
-// VIP on every port) and send it back to tableTracked, which routes it as
+// VIP on every port) and send it back to TableTracked, which routes it as
 // a tracked one. A bucket is an action set, which holds one ct and no
 // action after it, so everything else happens in the tables.
 func bucketActions(spec DispatchSpec, t BucketTarget) []ofp.Action {
@@ -342,7 +342,7 @@ func BucketTargetOf(actions []ofp.Action) (ip netip.Addr, port uint16, ok bool) 
 	return netip.Addr{}, 0, false
 }
 
-// RouteFlows are a member address's tableToMember rows: the route, and the
+// RouteFlows are a member address's TableToMember rows: the route, and the
 // same for new connections alone, whose counter is the member's
 // connection count. A DOWN member's rows send to the controller instead;
 // they are modified rather than deleted, so the switch keeps their
@@ -402,7 +402,7 @@ func RouteFlows(k RouteKey, r MemberRoute) []ofp.FlowMod {
 	return append(mods, f.Add())
 }
 
-// RoutedAddress is the member address a tableToMember row routes: its
+// RoutedAddress is the member address a TableToMember row routes: its
 // destination (NAT) or dsrMemberReg (DSR; IPv6: the connection's label).
 func RoutedAddress(m *ofp.Match) (netip.Addr, bool) {
 	if dst, ok := matchedDst(m); ok {

@@ -22,47 +22,47 @@ const (
 	TableL2         uint8 = 9  // everything else
 	TableFabric     uint8 = 10 // L2Fabric: toward the switch in the metadata
 
-	// tableClassify
+	// TableClassify
 	prioLLDP         uint16 = 2000 // LLDP to the nearest bridge (link discovery, lldp.go) → CONTROLLER, before anything a VIP matches
 	PrioConnection   uint16 = 1000 // a connection's NAT flow pair, on its full 5-tuple
-	prioVIPReply     uint16 = 901  // per SWITCH DSR VIP: its members' replies, from its service → the tracker's VIP zone, tableL2; +1 on one port
+	prioVIPReply     uint16 = 901  // per SWITCH DSR VIP: its members' replies, from its service → the tracker's VIP zone, TableL2; +1 on one port
 	PrioMemberReply  uint16 = 900  // per member address: its replies → CONTROLLER, or the tracker's member zone (SWITCH NAT)
-	PrioLinkIngress  uint16 = 899  // L2Fabric: per port with a link: what another switch sends (its VIP work done where it entered) → tableL2
-	prioMemberDirect uint16 = 898  // per member address of a SWITCH NAT pool: clients' packets to it → committed in the member zone with no VIP, tableL2
+	PrioLinkIngress  uint16 = 899  // L2Fabric: per port with a link: what another switch sends (its VIP work done where it entered) → TableL2
+	prioMemberDirect uint16 = 898  // per member address of a SWITCH NAT pool: clients' packets to it → committed in the member zone with no VIP, TableL2
 	prioARPClaim     uint16 = 511  // per VIP address: an ARP request for it from it (a host announcing it holds it; IPv6: a solicitation from ::, duplicate address detection) → drop
 	prioARPAnswer    uint16 = 510  // per VIP address: an ARP request for it → the reply, built in the switch, out IN_PORT; IPv6: a neighbour solicitation → the advertisement, tableNDAnswer
-	PrioICMPError    uint16 = 505  // per VIP address, with the tracker: ICMP errors to it (IPv6 packet too big, IPv4 fragmentation needed) → the tracker's VIP zone, tableTracked
+	PrioICMPError    uint16 = 505  // per VIP address, with the tracker: ICMP errors to it (IPv6 packet too big, IPv4 fragmentation needed) → the tracker's VIP zone, TableTracked
 	PrioVIPPunt      uint16 = 500  // per VIP: other ARP for it and ARP to its MAC, its service → CONTROLLER, or the tracker's VIP zone (SWITCH); +1 on one port
 	prioVIPDrop      uint16 = 499  // per VIP address: any other IP to it → drop
-	prioNDCopy       uint16 = 400  // IPv6: neighbour advertisements to all nodes (the answers to the controller's solicitations) → CONTROLLER, tableL2
-	prioToL2         uint16 = 0    // the rest → tableL2
+	prioNDCopy       uint16 = 400  // IPv6: neighbour advertisements to all nodes (the answers to the controller's solicitations) → CONTROLLER, TableL2
+	prioToL2         uint16 = 0    // the rest → TableL2
 
-	// tableTracked, per SWITCH VIP; +1 for a VIP on one port
+	// TableTracked, per SWITCH VIP; +1 for a VIP on one port
 	prioTrackedNew     uint16 = 300 // a new connection → the group, or CONTROLLER while no member is ready
 	PrioTrackedError   uint16 = 260 // per VIP address: an ICMP error related to one of its connections → CONTROLLER, which sends it on to the connection's member
 	prioTrackedStray   uint16 = 255 // per VIP address: such an error the tracker relates to none (about a CONTROLLER connection) → CONTROLLER, which asks the switch for the connection
 	prioTrackedUnknown uint16 = 250 // a packet of no connection the tracker holds (invalid) → drop
 	prioTrackedSYN     uint16 = 210 // SWITCH NAT: a SYN on a connection the tracker holds (a client reusing its ports) → as the next row's first packet
-	prioTrackedForward uint16 = 200 // a tracked connection → its member (from the connection's label and mark), tableToMember; its first packet also committed in the member zone
-	prioTrackedMiss    uint16 = 0   // the rest → tableL2
+	prioTrackedForward uint16 = 200 // a tracked connection → its member (from the connection's label and mark), TableToMember; its first packet also committed in the member zone
+	prioTrackedMiss    uint16 = 0   // the rest → TableL2
 
-	// tableToMember, per SWITCH VIP (its group in groupReg) and member address (DSR: in
+	// TableToMember, per SWITCH VIP (its group in groupReg) and member address (DSR: in
 	// dsrMemberReg); the rows above the route count what they take
 	PrioMemberNew   uint16 = 110 // its new connections, as the route
 	PrioMemberFIN   uint16 = 106 // TCP: its clients' FINs (connections closing), as the route
 	PrioMemberRST   uint16 = 105 // TCP: its clients' resets without FIN (connections aborted), as the route
-	PrioMemberRoute uint16 = 100 // → its MAC, tableL2; DOWN → CONTROLLER, which resets the client
-	prioRouteMiss   uint16 = 0   // → tableL2
+	PrioMemberRoute uint16 = 100 // → its MAC, TableL2; DOWN → CONTROLLER, which resets the client
+	prioRouteMiss   uint16 = 0   // → TableL2
 
-	// tableFromMember
+	// TableFromMember
 	// one connection of a CONTROLLER pool whose member a SWITCH NAT pool
-	// shares, member → client, its VIP named by the tracker → as prioConnection
+	// shares, member → client, its VIP named by the tracker → as PrioConnection
 	prioFromMemberConnection uint16 = 300
 	PrioFromMemberReset      uint16 = 220 // per SWITCH NAT VIP and member address: the member's TCP resets (connections it refused or aborted), as the next row: counts them
 	PrioFromMemberOwn        uint16 = 210 // per SWITCH NAT VIP and member address: as the next row, for the member's replies alone: counts them
-	prioFromMemberTracked    uint16 = 200 // per SWITCH NAT VIP: replies of its connections → from the VIP, tableL2
+	prioFromMemberTracked    uint16 = 200 // per SWITCH NAT VIP: replies of its connections → from the VIP, TableL2
 	// per member address of a SWITCH NAT pool: its replies of no connection
-	// the tracker holds → tableL2 (clients that reach the member directly);
+	// the tracker holds → TableL2 (clients that reach the member directly);
 	// when a CONTROLLER pool shares the member's address and port, every
 	// reply no row above took → CONTROLLER (that pool's replies that missed
 	// their flows)
@@ -70,19 +70,19 @@ const (
 	prioFromMemberStale     uint16 = 0 // replies of connections to a VIP no longer dispatched → drop
 
 	// tableNDAnswer
-	prioNDAnswer uint16 = 100 // per IPv6 VIP address: its advertisement, turned in tableClassify → its MAC as the target's, IN_PORT
+	prioNDAnswer uint16 = 100 // per IPv6 VIP address: its advertisement, turned in TableClassify → its MAC as the target's, IN_PORT
 
-	// tableSources
-	prioSourceAddress uint16 = 200 // ARP, neighbour solicitations and advertisements → CONTROLLER, which learns the sender's address, and tableL2
-	PrioSource        uint16 = 100 // per host, on its switch: its MAC from its port → tableL2
-	prioSourceMiss    uint16 = 0   // a sender not known there → CONTROLLER, which learns it, and tableL2
+	// TableSources
+	prioSourceAddress uint16 = 200 // ARP, neighbour solicitations and advertisements → CONTROLLER, which learns the sender's address, and TableL2
+	PrioSource        uint16 = 100 // per host, on its switch: its MAC from its port → TableL2
+	prioSourceMiss    uint16 = 0   // a sender not known there → CONTROLLER, which learns it, and TableL2
 
-	// tableL2
-	PrioL2     uint16 = 100 // learned MAC → its port (L2Learn); per host → its port, or tableFabric toward its switch (L2Fabric)
+	// TableL2
+	PrioL2     uint16 = 100 // learned MAC → its port (L2Learn); per host → its port, or TableFabric toward its switch (L2Fabric)
 	PrioFlood  uint16 = 10  // L2Fabric: per port: the rest → along the spanning tree, or drop (a link off the tree)
 	prioL2Miss uint16 = 0   // → CONTROLLER, which learns and floods (L2Learn, L2Fabric); NORMAL (L2Normal)
 
-	// tableFabric
+	// TableFabric
 	PrioPath     uint16 = 100 // per other switch (metadata) → the first hop of the path to it
 	prioPathMiss uint16 = 0   // a switch no path reaches → drop
 
@@ -248,7 +248,7 @@ func BaseFlows(mode L2Mode, oneTable bool) []ofp.FlowMod {
 	return mods
 }
 
-// VIPFlows are a VIP's rows of tableClassify: the switch answers ARP
+// VIPFlows are a VIP's rows of TableClassify: the switch answers ARP
 // requests (IPv6: neighbour solicitations) for the VIP's address itself
 // (unless it has one table and no Nicira actions), with the MAC of
 // answerer (the VIP that answers for the address, snapshot.vipByAddr);
@@ -339,7 +339,7 @@ func copyToLearn(l2 L2Mode) []ofp.Action {
 	return nil
 }
 
-// ndAnswerFlows are arpAnswerFlows for an IPv6 VIP: neighbour
+// ndAnswerFlows are ARPAnswerFlows for an IPv6 VIP: neighbour
 // solicitations for its address, multicast or unicast, are answered in
 // the switch. Open vSwitch writes a neighbour advertisement's target
 // link-layer address only in a row that matches an advertisement, so two
@@ -462,7 +462,7 @@ func MemberReplyFlows(m ReplyMatch, o ReplyOwner, groups bool) []ofp.FlowMod {
 		untracked.Actions, untracked.GotoTable = nil, TableL2
 	}
 	reply.Actions = []ofp.Action{trackMember}
-	// The tracker's row last, once tableFromMember can take what it passes on.
+	// The tracker's row last, once TableFromMember can take what it passes on.
 	return []ofp.FlowMod{untracked.Add(), directFlow(m, o).Add(), reply.Add()}
 }
 
@@ -527,7 +527,7 @@ func DeleteMemberReplyFlow(memberNum uint32) ofp.FlowMod {
 	return DeleteByCookie(MakeCookie(CatMemberReply, 0, memberNum), MaskApp|MaskCategory|maskMember)
 }
 
-// DeleteUntrackedReplyFlow removes only the tableFromMember row of a
+// DeleteUntrackedReplyFlow removes only the TableFromMember row of a
 // member's reply punt, once the switch no longer dispatches its pool.
 func DeleteUntrackedReplyFlow(memberNum uint32) ofp.FlowMod {
 	fm := DeleteMemberReplyFlow(memberNum)

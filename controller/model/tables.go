@@ -33,7 +33,7 @@ var pipeline = [...]tableSpec{
 }
 
 // bucketNext is where a select group's buckets may recirculate to: they
-// commit a new connection and send it back to tableTracked.
+// commit a new connection and send it back to TableTracked.
 var bucketNext = []uint8{TableTracked}
 
 // TableName names table id as the pipeline does, or by its number.

@@ -12,7 +12,7 @@ import (
 )
 
 // Adaptive weights and slow start. A member is scheduled by its share
-// (memberState.share, 1..256 against the other members of its pool's
+// (Member.share, 1..256 against the other members of its pool's
 // rotation), which both dispatches read: the controller's schedulers as
 // the member's weight, the switches' select groups as its slots. The share
 // is the configured weight, except in two cases, which combine:
