@@ -44,8 +44,8 @@ func resolvePort(port, in uint32) uint32 {
 
 // CheckActions reports the first action ApplyActions would not execute
 // faithfully: anything but output, an unmasked set-field of a modelled
-// field and a move of a whole modelled field into another of its width,
-// and outputs to port 0 or ANY.
+// field and a move between modelled fields within their bits, and outputs
+// to port 0 or ANY.
 func CheckActions(actions []ofp.Action) error {
 	for _, a := range actions {
 		if err := checkAction(a, nil); err != nil {
@@ -78,6 +78,8 @@ func checkAction(a ofp.Action, m *ofp.Match) error {
 	}
 	f := lookupField(&o)
 	switch {
+	case f.ctWritable:
+		return reject(ofp.ErrTypeBadAction, badActionBadSetArgument, "set_field of %s outside ct", describe(o))
 	case !f.settable:
 		return reject(ofp.ErrTypeBadAction, badActionBadSetType, "set_field of %s is not modelled", describe(o))
 	case o.HasMask:
@@ -92,11 +94,18 @@ func checkAction(a ofp.Action, m *ofp.Match) error {
 }
 
 func checkMove(a ofp.ActionRegMove, m *ofp.Match) error {
-	src, dst, ok := movedFields(a)
 	name := ofp.FormatActions([]ofp.Action{a})
-	switch {
-	case !ok:
+	src, srcOK := headerField(a.Src)
+	dst, dstOK := headerField(a.Dst)
+	if !srcOK || !dstOK {
 		return reject(ofp.ErrTypeBadAction, ofp.BadActionBadType, "action %s is not modelled", name)
+	}
+	if _, _, ok := movedFields(a); !ok {
+		return reject(ofp.ErrTypeBadAction, ofp.BadActionBadArgument, "%s: the bits lie outside the fields", name)
+	}
+	switch {
+	case fields[dst].ctWritable:
+		return reject(ofp.ErrTypeBadAction, badActionBadSetArgument, "%s writes a field only ct may write", name)
 	case !fields[dst].settable:
 		return reject(ofp.ErrTypeBadAction, badActionBadSetArgument, "%s writes a field no action may rewrite", name)
 	}

@@ -62,6 +62,18 @@ func modify(strict bool, cookie, mask uint64, prio uint16, match []ofp.OXM, acti
 	return fm
 }
 
+// goTo adds a goto_table to fm.
+func goTo(fm *ofp.FlowMod, table uint8) *ofp.FlowMod {
+	fm.Instructions = append(fm.Instructions, ofp.InstructionGotoTable{TableID: table})
+	return fm
+}
+
+// inTable puts fm in table.
+func inTable(fm *ofp.FlowMod, table uint8) *ofp.FlowMod {
+	fm.TableID = table
+	return fm
+}
+
 func oxms(o ...ofp.OXM) []ofp.OXM { return o }
 
 func tcpTo(dst [4]byte, port uint16) []ofp.OXM {

@@ -36,8 +36,9 @@ func checkMatch(m *ofp.Match) error {
 		if !f.known {
 			return reject(ofp.ErrTypeBadMatch, ofp.BadMatchBadField, "match field %s is not modelled", describe(*o))
 		}
+		mf, _ := modelField(o)
 		for j := range i {
-			if m.OXMs[j].Class == o.Class && m.OXMs[j].Field == o.Field {
+			if other, _ := modelField(&m.OXMs[j]); other == mf {
 				return reject(ofp.ErrTypeBadMatch, badMatchDupField, "match field %s appears twice", describe(*o))
 			}
 		}

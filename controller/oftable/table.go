@@ -6,12 +6,12 @@
 //
 // The model is deliberately partial, and says so instead of guessing: a
 // flow-mod whose match uses a field Packet does not carry, or whose
-// instructions go beyond apply-actions with output, set-field and moves of
-// whole fields, is rejected with an error naming the part. Timeouts are
-// stored but never expire, there are no counters, buffers or groups.
-// Packet carries Ethernet, ARP, and IPv4 or IPv6 with TCP, UDP, ICMP or
-// ICMPv6 (neighbour discovery read as Open vSwitch reads it); it holds no
-// checksums, so a rewrite has none to recompute.
+// instructions go beyond apply-actions with output, set-field and move,
+// write_metadata and goto_table, is rejected with an error naming the
+// part. Timeouts are stored but never expire, there are no counters,
+// buffers or groups. Packet carries Ethernet, ARP, and IPv4 or IPv6 with
+// TCP, UDP, ICMP or ICMPv6 (neighbour discovery read as Open vSwitch reads
+// it); it holds no checksums, so a rewrite has none to recompute.
 package oftable
 
 import (
