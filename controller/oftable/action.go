@@ -5,31 +5,23 @@ import (
 )
 
 // ApplyActions is what a packet-out's actions, or a flow's apply-actions,
-// do to p: set-fields and moves rewrite it in order and outputs name the
-// ports it leaves by, in order. Out is the packet after every action, so
-// a set-field after an output shows in Out although that output sent the
-// packet before it. OFPP_IN_PORT becomes p.InPort; the other reserved
-// ports (CONTROLLER, FLOOD, ...) stay as their numbers. Actions the model
-// does not execute (groups, VLAN push and pop, TTL, queues, moves of part
-// of a field) are skipped, as is a set-field or move of a header p lacks;
-// Apply rejects flows that use them, and CheckActions reports them for a
-// packet-out.
+// do to p on their own, without a switch's groups: set-fields and moves
+// rewrite it in order and outputs name the ports it leaves by, in order. Out is the
+// packet after every action, so a set-field after an output shows in Out
+// although that output sent the packet before it. OFPP_IN_PORT becomes
+// p.InPort; the other reserved ports (CONTROLLER, FLOOD, ...) stay as
+// their numbers. Actions it does not execute (group, which needs a Table;
+// VLAN push and pop, TTL, queues) are skipped, as is a set-field or
+// move of a header p lacks; CheckActions reports them.
 func ApplyActions(actions []ofp.Action, p Packet) (out Packet, ports []uint32) {
-	in := p.InPort
 	for _, a := range actions {
-		switch a := a.(type) {
+		switch a := deref(a).(type) {
 		case ofp.ActionOutput:
-			ports = append(ports, resolvePort(a.Port, in))
-		case *ofp.ActionOutput:
-			ports = append(ports, resolvePort(a.Port, in))
+			ports = append(ports, resolvePort(a.Port, p.InPort))
 		case ofp.ActionSetField:
-			p.set(&a.Field)
-		case *ofp.ActionSetField:
 			p.set(&a.Field)
 		case ofp.ActionRegMove:
 			p.move(a)
-		case *ofp.ActionRegMove:
-			p.move(*a)
 		}
 	}
 	return p, ports
@@ -48,34 +40,51 @@ func resolvePort(port, in uint32) uint32 {
 // to port 0 or ANY.
 func CheckActions(actions []ofp.Action) error {
 	for _, a := range actions {
-		if err := checkAction(a, nil); err != nil {
+		if err := checkAction(a, actionContext{}); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-// checkAction checks one action; with a match, a set-field or move must
-// also have its fields' prerequisites in it, as a switch checks a flow's
-// actions.
-func checkAction(a ofp.Action, m *ofp.Match) error {
-	var o ofp.OXM
-	switch a := a.(type) {
+// actionContext is where an action is checked.
+type actionContext struct {
+	// match is the flow's: a set-field or move needs its fields'
+	// prerequisites there, as a switch checks a flow's actions. nil in a
+	// bucket or packet-out, whose packets are not known.
+	match *ofp.Match
+	// hasGroup reports whether a group exists; nil where a group action
+	// is not executed (a packet-out, and a bucket: groups do not chain in
+	// the model).
+	hasGroup func(id uint32) bool
+}
+
+// checkAction checks one action where ctx says it is.
+func checkAction(a ofp.Action, ctx actionContext) error {
+	switch a := deref(a).(type) {
+	case ofp.ActionSetField:
+		return checkSetField(a.Field, ctx)
+	case ofp.ActionRegMove:
+		return checkMove(a, ctx)
 	case ofp.ActionOutput:
 		return checkOutput(a.Port)
-	case *ofp.ActionOutput:
-		return checkOutput(a.Port)
-	case ofp.ActionRegMove:
-		return checkMove(a, m)
-	case *ofp.ActionRegMove:
-		return checkMove(*a, m)
-	case ofp.ActionSetField:
-		o = a.Field
-	case *ofp.ActionSetField:
-		o = a.Field
-	default:
-		return reject(ofp.ErrTypeBadAction, ofp.BadActionBadType, "action %s is not modelled", ofp.FormatActions([]ofp.Action{a}))
+	case ofp.ActionGroup:
+		switch {
+		case ctx.hasGroup == nil:
+			return notModelled(a)
+		case !ctx.hasGroup(a.GroupID):
+			return reject(ofp.ErrTypeBadAction, badActionBadOutGroup, "group:%d: no such group", a.GroupID)
+		}
+		return nil
 	}
+	return notModelled(a)
+}
+
+func notModelled(a ofp.Action) error {
+	return reject(ofp.ErrTypeBadAction, ofp.BadActionBadType, "action %s is not modelled", ofp.FormatActions([]ofp.Action{a}))
+}
+
+func checkSetField(o ofp.OXM, ctx actionContext) error {
 	f := lookupField(&o)
 	switch {
 	case f.ctWritable:
@@ -85,15 +94,15 @@ func checkAction(a ofp.Action, m *ofp.Match) error {
 	case o.HasMask:
 		return reject(ofp.ErrTypeBadAction, badActionBadSetArgument, "set_field of %s has a mask", describe(o))
 	}
-	if m != nil {
-		if err := checkPrereq(f, m); err != nil {
+	if ctx.match != nil {
+		if err := checkPrereq(f, ctx.match); err != nil {
 			return reject(ofp.ErrTypeBadAction, badActionMatchInconsistent, "set_field of %s %v in the match", describe(o), err)
 		}
 	}
 	return nil
 }
 
-func checkMove(a ofp.ActionRegMove, m *ofp.Match) error {
+func checkMove(a ofp.ActionRegMove, ctx actionContext) error {
 	name := ofp.FormatActions([]ofp.Action{a})
 	src, srcOK := headerField(a.Src)
 	dst, dstOK := headerField(a.Dst)
@@ -109,9 +118,9 @@ func checkMove(a ofp.ActionRegMove, m *ofp.Match) error {
 	case !fields[dst].settable:
 		return reject(ofp.ErrTypeBadAction, badActionBadSetArgument, "%s writes a field no action may rewrite", name)
 	}
-	if m != nil {
+	if ctx.match != nil {
 		for _, f := range []ofp.OXMField{src, dst} {
-			if err := checkPrereq(fields[f], m); err != nil {
+			if err := checkPrereq(fields[f], ctx.match); err != nil {
 				return reject(ofp.ErrTypeBadAction, badActionMatchInconsistent, "%s %v in the match", name, err)
 			}
 		}
@@ -127,9 +136,11 @@ func checkOutput(port uint32) error {
 }
 
 // checkInstructions accepts what Process executes: apply-actions whose
-// actions are modelled and consistent with the flow's match, a
-// write_metadata, and a goto_table to a later table than the flow's own.
-func checkInstructions(is []ofp.Instruction, m *ofp.Match, table uint8) error {
+// actions are modelled and consistent with the flow's match (and whose
+// groups exist), a write_metadata, and a goto_table to a later table than
+// the flow's own.
+func (t *Table) checkInstructions(is []ofp.Instruction, m *ofp.Match, table uint8) error {
+	ctx := actionContext{match: m, hasGroup: func(id uint32) bool { return t.groups[id] != nil }}
 	for _, in := range is {
 		if _, ok := writeMetadata(in); ok {
 			continue
@@ -145,7 +156,7 @@ func checkInstructions(is []ofp.Instruction, m *ofp.Match, table uint8) error {
 			return reject(ofp.ErrTypeBadInstruction, badInstructionUnsupInst, "instruction %s is not modelled", ofp.FormatInstructions([]ofp.Instruction{in}))
 		}
 		for _, a := range actions {
-			if err := checkAction(a, m); err != nil {
+			if err := checkAction(a, ctx); err != nil {
 				return err
 			}
 		}
@@ -186,8 +197,37 @@ func gotoTable(in ofp.Instruction) (uint8, bool) {
 	return 0, false
 }
 
+// deref returns a modelled action given by pointer as its value, so one
+// switch on values handles both.
+func deref(a ofp.Action) ofp.Action {
+	switch a := a.(type) {
+	case *ofp.ActionOutput:
+		return *a
+	case *ofp.ActionSetField:
+		return *a
+	case *ofp.ActionRegMove:
+		return *a
+	case *ofp.ActionGroup:
+		return *a
+	}
+	return a
+}
+
+// copyActions deep-copies checked actions as values, so the table never
+// aliases the caller's flow-mod or group-mod.
+func copyActions(actions []ofp.Action) []ofp.Action {
+	if len(actions) == 0 {
+		return nil
+	}
+	copied := make([]ofp.Action, len(actions))
+	for i, a := range actions {
+		copied[i] = deref(a)
+	}
+	return copied
+}
+
 // copyInstructions deep-copies instructions checkInstructions accepted,
-// as values, so the table never aliases the caller's flow-mod.
+// as values.
 func copyInstructions(is []ofp.Instruction) []ofp.Instruction {
 	if len(is) == 0 {
 		return nil
@@ -203,20 +243,7 @@ func copyInstructions(is []ofp.Instruction) []ofp.Instruction {
 			continue
 		}
 		actions, _ := applyActions(in)
-		copied := make([]ofp.Action, len(actions))
-		for j, a := range actions {
-			switch a := a.(type) {
-			case *ofp.ActionOutput:
-				copied[j] = *a
-			case *ofp.ActionSetField:
-				copied[j] = *a
-			case *ofp.ActionRegMove:
-				copied[j] = *a
-			default:
-				copied[j] = a // a value: ActionOutput, ActionSetField or ActionRegMove
-			}
-		}
-		out[i] = ofp.InstructionApplyActions{Actions: copied}
+		out[i] = ofp.InstructionApplyActions{Actions: copyActions(actions)}
 	}
 	return out
 }
@@ -228,6 +255,21 @@ func outputsTo(is []ofp.Instruction, port uint32) bool {
 		actions, _ := applyActions(in)
 		for _, a := range actions {
 			if out, ok := a.(ofp.ActionOutput); ok && out.Port == port {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// sendsToGroup reports whether instructions send to group id (any group
+// for ofp.GroupAll), as the out_group filter of a delete and a group's
+// deletion ask.
+func sendsToGroup(is []ofp.Instruction, id uint32) bool {
+	for _, in := range is {
+		actions, _ := applyActions(in)
+		for _, a := range actions {
+			if g, ok := a.(ofp.ActionGroup); ok && (id == ofp.GroupAll || g.GroupID == id) {
 				return true
 			}
 		}

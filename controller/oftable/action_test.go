@@ -61,6 +61,7 @@ func TestApplyActions(t *testing.T) {
 			[]ofp.Action{move(32, ofp.NXMCTLabel, ofp.NXMIPDst)},
 			edit(syn, func(p *oftable.Packet) { p.CTLabel[15], p.IPv4Dst = 9, [4]byte{0, 0, 0, 9} }), nil},
 		{"MoveIntoCTMarkSkipped", syn, []ofp.Action{move(16, ofp.NXMTCPDst, ofp.NXMCTMark)}, syn, nil},
+		{"GroupSkipped", syn, []ofp.Action{ofp.ActionGroup{GroupID: 1}, out(2)}, syn, []uint32{2}},
 		{"InPortResolved", syn, []ofp.Action{out(ofp.PortInPort)}, syn, []uint32{clientPort}},
 		{"ReservedPortsKept", syn, []ofp.Action{out(ofp.PortController), out(ofp.PortFlood), out(ofp.PortLocal), out(5)},
 			syn, []uint32{ofp.PortController, ofp.PortFlood, ofp.PortLocal, 5}},

@@ -74,6 +74,8 @@ func inTable(fm *ofp.FlowMod, table uint8) *ofp.FlowMod {
 	return fm
 }
 
+func set(o ofp.OXM) ofp.Action { return ofp.ActionSetField{Field: o} }
+
 func oxms(o ...ofp.OXM) []ofp.OXM { return o }
 
 func tcpTo(dst [4]byte, port uint16) []ofp.OXM {

@@ -96,7 +96,7 @@ func TestTable_Apply(t *testing.T) {
 			fm.OutPort = ofp.PortController
 			return fm
 		}()}, without(0, 1), baseLines[0:2]},
-		{"DeleteOutGroupMatchesNothing", []*ofp.FlowMod{func() *ofp.FlowMod {
+		{"DeleteOutGroupNoFlowSendsTo", []*ofp.FlowMod{func() *ofp.FlowMod {
 			fm := del(false, 0, 0, 0)
 			fm.OutGroup = 1
 			return fm
@@ -194,8 +194,8 @@ func TestTable_Apply_Errors(t *testing.T) {
 		}(), ofp.ErrTypeBadInstruction, 2, "goto_table:1 does not lead past table 1"},
 		{"ErrWriteActions", withInstructions(ofp.InstructionWriteActions{Actions: []ofp.Action{out(1)}}),
 			ofp.ErrTypeBadInstruction, 1, "write_actions(output:1)"},
-		{"ErrGroupAction", add(1, 1, nil, ofp.ActionGroup{GroupID: 4}),
-			ofp.ErrTypeBadAction, ofp.BadActionBadType, "group:4 is not modelled"},
+		{"ErrGroupActionNoSuchGroup", add(1, 1, nil, ofp.ActionGroup{GroupID: 4}),
+			ofp.ErrTypeBadAction, 9, "group:4: no such group"},
 		{"ErrSetFieldUnmodelled", add(1, 1, nil, ofp.ActionSetField{Field: ofp.MatchVLANVID(5)}),
 			ofp.ErrTypeBadAction, 13, "set_field of vlan_vid"},
 		{"ErrSetFieldWithoutPrereqInMatch", add(1, 1, oxms(ofp.MatchEthType(0x0800)), ofp.ActionSetField{Field: ofp.MatchTCPDst(8080)}),
