@@ -5,13 +5,14 @@ import (
 )
 
 // ApplyActions is what a packet-out's actions, or a flow's apply-actions,
-// do to p on their own, without a switch's groups: set-fields and moves
-// rewrite it in order and outputs name the ports it leaves by, in order. Out is the
+// do to p on their own, without a switch's groups and connection tracker:
+// set-fields and moves rewrite it in order, ct_clear clears its tracker
+// fields and outputs name the ports it leaves by, in order. Out is the
 // packet after every action, so a set-field after an output shows in Out
 // although that output sent the packet before it. OFPP_IN_PORT becomes
 // p.InPort; the other reserved ports (CONTROLLER, FLOOD, ...) stay as
-// their numbers. Actions it does not execute (group, which needs a Table;
-// VLAN push and pop, TTL, queues) are skipped, as is a set-field or
+// their numbers. Actions it does not execute (group and ct, which need a
+// Table; VLAN push and pop, TTL, queues) are skipped, as is a set-field or
 // move of a header p lacks; CheckActions reports them.
 func ApplyActions(actions []ofp.Action, p Packet) (out Packet, ports []uint32) {
 	for _, a := range actions {
@@ -22,6 +23,8 @@ func ApplyActions(actions []ofp.Action, p Packet) (out Packet, ports []uint32) {
 			p.set(&a.Field)
 		case ofp.ActionRegMove:
 			p.move(a)
+		case ofp.ActionCTClear:
+			p.clearCT()
 		}
 	}
 	return p, ports
@@ -35,12 +38,12 @@ func resolvePort(port, in uint32) uint32 {
 }
 
 // CheckActions reports the first action ApplyActions would not execute
-// faithfully: anything but output, an unmasked set-field of a modelled
-// field and a move between modelled fields within their bits, and outputs
-// to port 0 or ANY.
+// faithfully: anything but output, ct_clear, an unmasked set-field of a
+// modelled field and a move between modelled fields within their bits,
+// and outputs to port 0 or ANY.
 func CheckActions(actions []ofp.Action) error {
 	for _, a := range actions {
-		if err := checkAction(a, actionContext{}); err != nil {
+		if err := checkAction(a, actionContext{stateless: true}); err != nil {
 			return err
 		}
 	}
@@ -50,13 +53,18 @@ func CheckActions(actions []ofp.Action) error {
 // actionContext is where an action is checked.
 type actionContext struct {
 	// match is the flow's: a set-field or move needs its fields'
-	// prerequisites there, as a switch checks a flow's actions. nil in a
-	// bucket or packet-out, whose packets are not known.
+	// prerequisites there, a ct an IP eth_type, as a switch checks a
+	// flow's actions. nil in a bucket or packet-out, whose packets are
+	// not known.
 	match *ofp.Match
 	// hasGroup reports whether a group exists; nil where a group action
-	// is not executed (a packet-out, and a bucket: groups do not chain in
-	// the model).
+	// is not executed (a bucket: groups do not chain in the model).
 	hasGroup func(id uint32) bool
+	// stateless: ApplyActions, which executes no ct.
+	stateless bool
+	// inCT: the actions nested in a ct, which write the connection's
+	// ct_mark and ct_label and nothing else.
+	inCT bool
 }
 
 // checkAction checks one action where ctx says it is.
@@ -66,8 +74,18 @@ func checkAction(a ofp.Action, ctx actionContext) error {
 		return checkSetField(a.Field, ctx)
 	case ofp.ActionRegMove:
 		return checkMove(a, ctx)
+	case ofp.ActionNAT:
+		return notModelled(a)
+	}
+	if ctx.inCT {
+		return reject(ofp.ErrTypeBadAction, ofp.BadActionBadArgument, "%s inside ct: only set_field and move into ct_mark or ct_label may be there",
+			ofp.FormatActions([]ofp.Action{a}))
+	}
+	switch a := deref(a).(type) {
 	case ofp.ActionOutput:
 		return checkOutput(a.Port)
+	case ofp.ActionCTClear:
+		return nil
 	case ofp.ActionGroup:
 		switch {
 		case ctx.hasGroup == nil:
@@ -76,6 +94,11 @@ func checkAction(a ofp.Action, ctx actionContext) error {
 			return reject(ofp.ErrTypeBadAction, badActionBadOutGroup, "group:%d: no such group", a.GroupID)
 		}
 		return nil
+	case ofp.ActionCT:
+		if ctx.stateless {
+			return notModelled(a)
+		}
+		return checkCT(a, ctx)
 	}
 	return notModelled(a)
 }
@@ -87,9 +110,11 @@ func notModelled(a ofp.Action) error {
 func checkSetField(o ofp.OXM, ctx actionContext) error {
 	f := lookupField(&o)
 	switch {
-	case f.ctWritable:
+	case ctx.inCT && !f.ctWritable:
+		return reject(ofp.ErrTypeBadAction, ofp.BadActionBadArgument, "set_field of %s inside ct: only ct_mark and ct_label may be set there", describe(o))
+	case !ctx.inCT && f.ctWritable:
 		return reject(ofp.ErrTypeBadAction, badActionBadSetArgument, "set_field of %s outside ct", describe(o))
-	case !f.settable:
+	case !ctx.inCT && !f.settable:
 		return reject(ofp.ErrTypeBadAction, badActionBadSetType, "set_field of %s is not modelled", describe(o))
 	case o.HasMask:
 		return reject(ofp.ErrTypeBadAction, badActionBadSetArgument, "set_field of %s has a mask", describe(o))
@@ -113,9 +138,11 @@ func checkMove(a ofp.ActionRegMove, ctx actionContext) error {
 		return reject(ofp.ErrTypeBadAction, ofp.BadActionBadArgument, "%s: the bits lie outside the fields", name)
 	}
 	switch {
-	case fields[dst].ctWritable:
+	case ctx.inCT && !fields[dst].ctWritable:
+		return reject(ofp.ErrTypeBadAction, ofp.BadActionBadArgument, "%s inside ct: only ct_mark and ct_label may be written there", name)
+	case !ctx.inCT && fields[dst].ctWritable:
 		return reject(ofp.ErrTypeBadAction, badActionBadSetArgument, "%s writes a field only ct may write", name)
-	case !fields[dst].settable:
+	case !ctx.inCT && !fields[dst].settable:
 		return reject(ofp.ErrTypeBadAction, badActionBadSetArgument, "%s writes a field no action may rewrite", name)
 	}
 	if ctx.match != nil {
@@ -123,6 +150,45 @@ func checkMove(a ofp.ActionRegMove, ctx actionContext) error {
 			if err := checkPrereq(fields[f], ctx.match); err != nil {
 				return reject(ofp.ErrTypeBadAction, badActionMatchInconsistent, "%s %v in the match", name, err)
 			}
+		}
+	}
+	return nil
+}
+
+// checkCT accepts the ct actions the tracker models: commit (and force),
+// a zone or a zone field, a recirculation table or none, and inside it
+// set-fields and moves of ct_mark and ct_label, which need commit. A
+// flow's match must name IPv4 or IPv6, as Open vSwitch requires.
+func checkCT(a ofp.ActionCT, ctx actionContext) error {
+	name := ofp.FormatActions([]ofp.Action{a})
+	switch {
+	case a.Flags&^(ofp.CTCommit|ofp.CTForce) != 0 || a.Flags&(ofp.CTCommit|ofp.CTForce) == ofp.CTForce:
+		return reject(ofp.ErrTypeBadAction, ofp.BadActionBadArgument, "%s: bad flags %#x", name, a.Flags)
+	case a.Alg != 0:
+		return reject(ofp.ErrTypeBadAction, ofp.BadActionBadType, "%s: helpers (alg) are not modelled", name)
+	case len(a.Actions) > 0 && a.Flags&ofp.CTCommit == 0:
+		return reject(ofp.ErrTypeBadAction, ofp.BadActionBadArgument, "%s: actions inside ct need commit", name)
+	}
+	if a.ZoneField != 0 {
+		f, ok := headerField(a.ZoneField)
+		if !ok || int(a.ZoneOfs)+16 > 8*width(f) {
+			return reject(ofp.ErrTypeBadAction, ofp.BadActionBadArgument, "%s: the zone field is not modelled or too short", name)
+		}
+		if ctx.match != nil {
+			if err := checkPrereq(fields[f], ctx.match); err != nil {
+				return reject(ofp.ErrTypeBadAction, badActionMatchInconsistent, "%s %v in the match", name, err)
+			}
+		}
+	}
+	if ctx.match != nil {
+		if err := checkPrereq(field{ethTypes: anyIP}, ctx.match); err != nil {
+			return reject(ofp.ErrTypeBadAction, badActionMatchInconsistent, "%s %v in the match", name, err)
+		}
+	}
+	inner := actionContext{match: ctx.match, inCT: true}
+	for _, n := range a.Actions {
+		if err := checkAction(n, inner); err != nil {
+			return err
 		}
 	}
 	return nil
@@ -209,6 +275,12 @@ func deref(a ofp.Action) ofp.Action {
 		return *a
 	case *ofp.ActionGroup:
 		return *a
+	case *ofp.ActionCT:
+		return *a
+	case *ofp.ActionCTClear:
+		return *a
+	case *ofp.ActionNAT:
+		return *a
 	}
 	return a
 }
@@ -221,7 +293,12 @@ func copyActions(actions []ofp.Action) []ofp.Action {
 	}
 	copied := make([]ofp.Action, len(actions))
 	for i, a := range actions {
-		copied[i] = deref(a)
+		a = deref(a)
+		if ct, ok := a.(ofp.ActionCT); ok {
+			ct.Actions = copyActions(ct.Actions)
+			a = ct
+		}
+		copied[i] = a
 	}
 	return copied
 }

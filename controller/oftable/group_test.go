@@ -114,6 +114,8 @@ func TestTable_ApplyGroup_Errors(t *testing.T) {
 			ofp.ErrTypeBadAction, ofp.BadActionBadType, "group:1 is not modelled"},
 		{"ErrUnmodelledAction", groupMod(ofp.GroupAdd, ofp.GroupTypeSelect, 3, bucket(1, ofp.ActionPopVLAN{})),
 			ofp.ErrTypeBadAction, ofp.BadActionBadType, "pop_vlan"},
+		{"ErrCTActionWithoutCommit", groupMod(ofp.GroupAdd, ofp.GroupTypeSelect, 3,
+			bucket(1, ct(0, 1, 1, set(ofp.MatchCTMark(1, 0xffffffff))))), ofp.ErrTypeBadAction, ofp.BadActionBadArgument, "need commit"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -138,11 +140,13 @@ func TestTable_ApplyGroup_Errors(t *testing.T) {
 // The table keeps what was applied, not the group-mod's storage.
 func TestTable_ApplyGroup_CopiesGroupMod(t *testing.T) {
 	sf := ofp.ActionSetField{Field: ofp.MatchIPv4Dst(member)}
-	gm := groupMod(ofp.GroupAdd, ofp.GroupTypeSelect, 1, bucket(1, &sf, &ofp.ActionOutput{Port: 2}))
+	exec := []ofp.Action{&ofp.ActionSetField{Field: ofp.MatchCTMark(1, 0xffffffff)}}
+	gm := groupMod(ofp.GroupAdd, ofp.GroupTypeSelect, 1, bucket(1, &sf, &ofp.ActionCT{Flags: ofp.CTCommit, Table: 2, Actions: exec}))
 	tbl := oftable.New()
 	mustApplyGroup(t, tbl, gm)
 	want := tbl.GroupLines()
 	sf.Field = ofp.MatchIPv4Dst(client)
+	exec[0] = ofp.ActionSetField{Field: ofp.MatchCTMark(2, 0xffffffff)}
 	gm.Buckets[0].Weight = 9
 	if got := tbl.GroupLines(); !slices.Equal(got, want) {
 		t.Errorf("groups after the group-mod's storage was reused: %q, want %q", got, want)

@@ -40,8 +40,8 @@ type Packet struct {
 	Metadata uint64          // what the tables' write_metadata wrote
 	Regs     [numRegs]uint32 // reg0 .. reg15 (NXM_NX_REGn)
 	// The connection tracker's fields (ct_state, ct_zone, ct_mark,
-	// ct_label), which flows match: zero for a packet the tracker has not
-	// seen.
+	// ct_label): zero until a ct action with a recirculation table gives
+	// the recirculated packet those of its connection; see Tracker.
 	CTState            uint32 // ofp.CTState* bits
 	CTZone             uint16
 	CTMark             uint32

@@ -1,6 +1,7 @@
 package oftable
 
 import (
+	"errors"
 	"slices"
 
 	"github.com/sdnlb/sdnlb/controller/ofp"
@@ -9,11 +10,12 @@ import (
 // Result is where Process sent a packet.
 type Result struct {
 	Flow     *Flow       // the last flow that matched; nil when none did
-	Path     []Flow      // every flow that matched, in the order they did
-	Out      Packet      // the packet after the flows' actions
+	Path     []Flow      // every flow that matched, in the order they did, across recirculations
+	Out      Packet      // the packet as the last pass through the tables left it
 	Ports    []uint32    // outputs in order, as Outputs has them; none: dropped
 	Outputs  []Output    // every output, with the packet it sent
 	Selected []Selection // the bucket each select group on the way picked, in order
+	Err      error       // why the model stopped before the packet's end (ErrLoop), or nil
 }
 
 // Output is one copy of a packet leaving the switch: by Port (OFPP_IN_PORT
@@ -32,24 +34,45 @@ type Selection struct {
 	Bucket  int
 }
 
+// ErrLoop is Result.Err when a packet recirculated more often than the
+// model follows (maxPasses), as a datapath drops a packet that recirculates
+// without end.
+var ErrLoop = errors.New("oftable: the packet recirculates without end")
+
+// maxPasses is how many passes through the tables (the first and each
+// recirculation) the model follows for one packet.
+const maxPasses = 64
+
 // Process runs p through the switch, from table 0, as Open vSwitch does:
 //
 //   - A flow's apply-actions run in order, then its write_metadata, then
 //     its goto_table carries the packet on. A miss, or a last flow without
-//     goto_table, ends it: OpenFlow 1.3 has no implicit punt
+//     goto_table, ends the pass: OpenFlow 1.3 has no implicit punt
 //     (install a table-miss flow to get one).
 //   - group runs a copy of the packet through the group's buckets: every
 //     bucket for an all group, the one for an indirect group, and for a
 //     select group the one Select picks. What a bucket does to its copy
 //     stays in the bucket.
+//   - ct sends the packet through the tracker (see Tracker), which commits
+//     what it must at once. With a recirculation table, the packet as the
+//     tracker returns it, with ct_state, ct_zone, ct_mark and ct_label,
+//     goes through the tables again from that table once the current pass
+//     ends (registers and metadata kept); the packet the current actions
+//     go on with is untracked: those fields are cleared.
+//
+// The tracker keeps what a packet committed, so a test sends a
+// connection's packets one after another: the SYN, then the rest and the
+// replies. Process follows at most maxPasses passes (Result.Err then is
+// ErrLoop).
 func (t *Table) Process(p Packet) Result {
-	return t.process(p, func(g *group, p *Packet) (int, bool) { return g.pick(p) })
+	return t.process(p, &t.ct, func(g *group, p *Packet) (int, bool) { return g.pick(p) })
 }
 
 // ProcessAll returns every way p can go: one Result per combination of
 // buckets the select groups on its way may pick (buckets weighing 0
-// never), each with Selected naming them, in bucket order. A test asks
-// with it where a new connection may land, whatever the hash.
+// never), each with Selected naming them, in bucket order. Each runs on a
+// copy of the tracker, which ProcessAll leaves as it was. A test asks with
+// it where a new connection may land, whatever the hash.
 func (t *Table) ProcessAll(p Packet) []Result {
 	var results []Result
 	pending := [][]int{nil} // the picks each run makes, the first ones given
@@ -72,10 +95,15 @@ func (t *Table) ProcessAll(p Packet) []Result {
 			taken = append(taken, live[0])
 			return live[0], true
 		}
-		results = append(results, t.process(p, choose))
+		ct := t.ct.clone()
+		results = append(results, t.process(p, &ct, choose))
 	}
 	return results
 }
+
+// Tracker returns the switch's connection tracker, for tests that look at
+// or change what it holds.
+func (t *Table) Tracker() *Tracker { return &t.ct }
 
 // chooser picks the bucket of select group g for p, or false for none.
 type chooser func(g *group, p *Packet) (int, bool)
@@ -83,13 +111,31 @@ type chooser func(g *group, p *Packet) (int, bool)
 // run is one packet's way through a table.
 type run struct {
 	t      *Table
+	ct     *Tracker
 	choose chooser
 	r      Result
+	queue  []recirculation
 }
 
-func (t *Table) process(p Packet, choose chooser) Result {
-	x := &run{t: t, choose: choose}
-	x.r.Out = x.pass(p, 0)
+// recirculation is a packet the tracker sends back to a table.
+type recirculation struct {
+	p     Packet
+	table uint8
+}
+
+func (t *Table) process(p Packet, ct *Tracker, choose chooser) Result {
+	x := &run{t: t, ct: ct, choose: choose}
+	x.r.Out = p
+	x.queue = append(x.queue, recirculation{p, 0})
+	for passes := 0; len(x.queue) > 0; passes++ {
+		if passes == maxPasses {
+			x.r.Err = ErrLoop
+			break
+		}
+		next := x.queue[0]
+		x.queue = x.queue[1:]
+		x.r.Out = x.pass(next.p, next.table)
+	}
 	if len(x.r.Path) > 0 {
 		x.r.Flow = &x.r.Path[len(x.r.Path)-1]
 	}
@@ -140,6 +186,14 @@ func (x *run) actions(actions []ofp.Action, p Packet) Packet {
 			p.move(a)
 		case ofp.ActionGroup:
 			x.group(a.GroupID, p)
+		case ofp.ActionCT:
+			tracked := x.ct.track(zoneOf(a, &p), a, p)
+			if a.Table != ofp.CTRecircNone {
+				x.queue = append(x.queue, recirculation{tracked, a.Table})
+			}
+			p.clearCT()
+		case ofp.ActionCTClear:
+			p.clearCT()
 		}
 	}
 	return p
@@ -149,7 +203,7 @@ func (x *run) actions(actions []ofp.Action, p Packet) Packet {
 // and tracker fields, which are the switch's alone.
 func (p Packet) headers() Packet {
 	p.Metadata, p.Regs = 0, [numRegs]uint32{}
-	p.CTState, p.CTZone, p.CTMark, p.CTLabel = 0, 0, 0, [16]byte{}
+	p.clearCT()
 	return p
 }
 

@@ -2,18 +2,20 @@
 // memory, so tests can ask where a packet goes without a socket or a
 // switch: Apply and ApplyGroup take the controller's flow-mods and
 // group-mods as a switch would, Process runs a packet through the tables
-// from table 0 and through groups, and says where it leaves, rewritten
-// how; Lines and GroupLines render the tables as ovs-ofctl dumps them.
+// from table 0, through groups and the connection tracker, and says where
+// it leaves, rewritten how; Lines and GroupLines render the tables as
+// ovs-ofctl dumps them.
 //
 // The model is deliberately partial, and says so instead of guessing: a
 // flow-mod whose match uses a field Packet does not carry, or whose
-// instructions go beyond apply-actions (output, set-field, move, group),
-// write_metadata and goto_table, is rejected with an error naming the
-// part. Timeouts are stored but never expire; there are no counters,
-// buffers, meters, fast failover groups or connection tracker. Packet
-// carries Ethernet, ARP, and IPv4 or IPv6 with TCP, UDP, ICMP or ICMPv6
-// (neighbour discovery read as Open vSwitch reads it); it holds no
-// checksums, so a rewrite has none to recompute.
+// instructions go beyond apply-actions (output, set-field, move, group,
+// ct, ct_clear), write_metadata and goto_table, is rejected with an error
+// naming the part. Timeouts are stored but never expire; there are no
+// counters, buffers, meters or fast failover groups. Tracker says what of
+// the connection tracker is modelled. Packet carries Ethernet, ARP, and
+// IPv4 or IPv6 with TCP, UDP, ICMP or ICMPv6 (neighbour discovery read as
+// Open vSwitch reads it); it holds no checksums, so a rewrite has none to
+// recompute.
 package oftable
 
 import (
@@ -84,11 +86,13 @@ type entry struct {
 	line string
 }
 
-// Table is the flow tables and group table of one switch. The zero value
-// is empty and ready; a Table is not safe for concurrent use.
+// Table is the flow tables, group table and connection tracker of one
+// switch. The zero value is empty and ready; a Table is not safe for
+// concurrent use.
 type Table struct {
 	flows  []entry // by table, then priority descending, then line
 	groups map[uint32]*group
+	ct     Tracker
 }
 
 // New returns an empty table.
