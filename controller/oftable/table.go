@@ -4,7 +4,8 @@
 // group-mods as a switch would, Process runs a packet through the tables
 // from table 0, through groups and the connection tracker, and says where
 // it leaves, rewritten how; Lines and GroupLines render the tables as
-// ovs-ofctl dumps them.
+// ovs-ofctl dumps them. A Fabric joins switches by links, to follow a
+// packet across them.
 //
 // The model is deliberately partial, and says so instead of guessing: a
 // flow-mod whose match uses a field Packet does not carry, or whose
