@@ -17,6 +17,7 @@ type field struct {
 	ipProto     uint8    // required ip_proto; 0: none
 	icmpv6Types []uint8  // icmpv6_type must be one of these; nil: any
 	settable    bool
+	ctWritable  bool // written by the actions inside a ct action only (ct_mark, ct_label)
 }
 
 var (
@@ -30,12 +31,20 @@ var (
 	ndNA  = []uint8{icmpv6NA}
 )
 
-// The model's numbers for OVS's neighbour discovery fields of class
-// ERICOXM_OF, past the OpenFlow-basic ones, so that one table holds every
-// modelled field.
+// The model's numbers for the Nicira and Ericsson fields it knows, past
+// the OpenFlow-basic ones (7 bits), so that one table holds every
+// modelled field: OVS's neighbour discovery fields, TCP flags, the
+// connection tracker's fields and the registers.
 const (
 	fieldNDReserved    ofp.OXMField = 0x80 | 1
 	fieldNDOptionsType ofp.OXMField = 0x80 | 2
+	fieldTCPFlags      ofp.OXMField = 0x80 | 3
+	fieldCTState       ofp.OXMField = 0x80 | 4
+	fieldCTZone        ofp.OXMField = 0x80 | 5
+	fieldCTMark        ofp.OXMField = 0x80 | 6
+	fieldCTLabel       ofp.OXMField = 0x80 | 7
+	fieldReg0          ofp.OXMField = 0x90 // reg0 .. reg15: fieldReg0 + n
+	numRegs                         = 16
 )
 
 // fields are the modelled fields, indexed by OXMField (or the numbers
@@ -70,16 +79,28 @@ var fields = [...]field{
 	ofp.OXMIPv6NDTLL:    {known: true, ethTypes: ipv6Only, ipProto: protoICMPv6, icmpv6Types: ndNA, settable: true},
 	fieldNDReserved:     {known: true, ethTypes: ipv6Only, ipProto: protoICMPv6, icmpv6Types: ndAny, settable: true},
 	fieldNDOptionsType:  {known: true, ethTypes: ipv6Only, ipProto: protoICMPv6, icmpv6Types: ndAny, settable: true},
+	fieldTCPFlags:       {known: true, ethTypes: anyIP, ipProto: protoTCP},
+	fieldCTState:        {known: true},
+	fieldCTZone:         {known: true},
+	fieldCTMark:         {known: true, ctWritable: true},
+	fieldCTLabel:        {known: true, ctWritable: true},
+	fieldReg0:           {known: true, settable: true}, fieldReg0 + 1: {known: true, settable: true},
+	fieldReg0 + 2: {known: true, settable: true}, fieldReg0 + 3: {known: true, settable: true},
+	fieldReg0 + 4: {known: true, settable: true}, fieldReg0 + 5: {known: true, settable: true},
+	fieldReg0 + 6: {known: true, settable: true}, fieldReg0 + 7: {known: true, settable: true},
+	fieldReg0 + 8: {known: true, settable: true}, fieldReg0 + 9: {known: true, settable: true},
+	fieldReg0 + 10: {known: true, settable: true}, fieldReg0 + 11: {known: true, settable: true},
+	fieldReg0 + 12: {known: true, settable: true}, fieldReg0 + 13: {known: true, settable: true},
+	fieldReg0 + 14: {known: true, settable: true}, fieldReg0 + 15: {known: true, settable: true},
 }
 
 // modelField returns the number the model knows o's field by, if any.
 func modelField(o *ofp.OXM) (ofp.OXMField, bool) {
 	switch {
-	case o.Class == ofp.OXMClassBasic && int(o.Field) < len(fields) && fields[o.Field].known:
+	case o.Class == ofp.OXMClassBasic && o.Field < 0x80 && fields[o.Field].known:
 		return o.Field, true
-	case o.Class == ofp.OXMClassEricsson:
-		f, ok := nxmFields[ofp.NXMHeader(uint32(o.Class)<<16|uint32(o.Field)<<9|uint32(len(o.Value())))]
-		return f, ok
+	case o.Class != ofp.OXMClassBasic && o.Class != ofp.OXMClassExperimenter:
+		return headerField(ofp.NXMHeader(uint32(o.Class)<<16 | uint32(o.Field)<<9 | uint32(len(o.Value()))))
 	}
 	return 0, false
 }
@@ -93,7 +114,8 @@ func lookupField(o *ofp.OXM) field {
 }
 
 // nxmFields are the modelled fields by the NXM (and ERICOXM) headers Open
-// vSwitch names them by in moves; OXM headers name the others.
+// vSwitch names them by in matches and moves; OXM headers name the
+// others, and headerField the registers.
 var nxmFields = map[ofp.NXMHeader]ofp.OXMField{
 	ofp.NXMEthDst: ofp.OXMEthDst, ofp.NXMEthSrc: ofp.OXMEthSrc,
 	ofp.NXMIPSrc: ofp.OXMIPv4Src, ofp.NXMIPDst: ofp.OXMIPv4Dst,
@@ -105,17 +127,22 @@ var nxmFields = map[ofp.NXMHeader]ofp.OXMField{
 	ofp.NXMICMPv6Type: ofp.OXMICMPv6Type, ofp.NXMICMPv6Code: ofp.OXMICMPv6Code,
 	ofp.NXMNDTarget: ofp.OXMIPv6NDTarget, ofp.NXMNDSLL: ofp.OXMIPv6NDSLL, ofp.NXMNDTLL: ofp.OXMIPv6NDTLL,
 	ofp.NXMNDReserved: fieldNDReserved, ofp.NXMNDOptionsType: fieldNDOptionsType,
+	ofp.NXMTCPFlags: fieldTCPFlags,
+	ofp.NXMCTState:  fieldCTState, ofp.NXMCTZone: fieldCTZone, ofp.NXMCTMark: fieldCTMark, ofp.NXMCTLabel: fieldCTLabel,
 }
 
 // headerField returns the modelled field an unmasked NXM or OXM header
 // names.
 func headerField(h ofp.NXMHeader) (ofp.OXMField, bool) {
-	if h.Class() != ofp.OXMClassBasic {
+	switch {
+	case h.Class() == ofp.OXMClassNXM1 && h.Field() < numRegs && h.Len() == 4:
+		return fieldReg0 + h.Field(), true
+	case h.Class() != ofp.OXMClassBasic:
 		f, ok := nxmFields[h]
 		return f, ok
 	}
 	f := h.Field()
-	return f, int(f) < len(fields) && fields[f].known && h.Len() == width(f)
+	return f, f < 0x80 && fields[f].known && h.Len() == width(f)
 }
 
 // width is the length of a modelled field's value in bytes.
@@ -135,6 +162,10 @@ func (f field) in(p *Packet) bool {
 // value writes p's value of a modelled field into b, big-endian as in an
 // OXM, and returns its length.
 func (p *Packet) value(f ofp.OXMField, b *[16]byte) int {
+	if f >= fieldReg0 && f < fieldReg0+numRegs {
+		binary.BigEndian.PutUint32(b[:], p.Regs[f-fieldReg0])
+		return 4
+	}
 	switch f {
 	case ofp.OXMInPort:
 		binary.BigEndian.PutUint32(b[:], p.InPort)
@@ -198,6 +229,20 @@ func (p *Packet) value(f ofp.OXMField, b *[16]byte) int {
 	case fieldNDOptionsType:
 		b[0] = p.NDOptionsType
 		return 1
+	case fieldTCPFlags:
+		binary.BigEndian.PutUint16(b[:], p.TCPFlags)
+		return 2
+	case fieldCTState:
+		binary.BigEndian.PutUint32(b[:], p.CTState)
+		return 4
+	case fieldCTZone:
+		binary.BigEndian.PutUint16(b[:], p.CTZone)
+		return 2
+	case fieldCTMark:
+		binary.BigEndian.PutUint32(b[:], p.CTMark)
+		return 4
+	case fieldCTLabel:
+		return copy(b[:], p.CTLabel[:])
 	}
 	return 0
 }
@@ -212,14 +257,27 @@ func (p *Packet) set(o *ofp.OXM) {
 	}
 }
 
-// setValue writes v, big-endian as in an OXM, into p's field f.
+// setValue writes v, big-endian as in an OXM, into p's field f, if an
+// action outside ct may rewrite it and p has its headers.
 func (p *Packet) setValue(f ofp.OXMField, v []byte) {
-	if !fields[f].settable || !fields[f].in(p) || len(v) != width(f) {
+	if fields[f].settable && fields[f].in(p) {
+		p.store(f, v)
+	}
+}
+
+// store writes v, big-endian as in an OXM, into p's field f, whatever the
+// field; a value of another width is ignored.
+func (p *Packet) store(f ofp.OXMField, v []byte) {
+	if len(v) != width(f) {
 		return
 	}
 	var n uint64
 	for _, c := range v {
 		n = n<<8 | uint64(c)
+	}
+	if f >= fieldReg0 && f < fieldReg0+numRegs {
+		p.Regs[f-fieldReg0] = uint32(n)
+		return
 	}
 	switch f {
 	case ofp.OXMEthDst:
@@ -262,30 +320,48 @@ func (p *Packet) setValue(f ofp.OXMField, v []byte) {
 		p.NDReserved = uint32(n)
 	case fieldNDOptionsType:
 		p.NDOptionsType = uint8(n)
+	case fieldCTMark:
+		p.CTMark = uint32(n)
+	case fieldCTLabel:
+		p.CTLabel = [16]byte(v)
 	}
 }
 
-// move is a move action: it copies one field of p into another. A move
-// the model does not execute (see movedFields), or one of a field whose
-// headers p lacks, leaves p as it is.
+// move is a move action outside ct: it copies bits of one field of p into
+// another. A move the model does not execute (see movedFields), or one of
+// a field whose headers p lacks, leaves p as it is.
 func (p *Packet) move(a ofp.ActionRegMove) {
 	src, dst, ok := movedFields(a)
 	if !ok || !fields[src].in(p) {
 		return
 	}
-	var b [16]byte
-	p.setValue(dst, b[:p.value(src, &b)])
+	var s, d [16]byte
+	sn, dn := p.value(src, &s), p.value(dst, &d)
+	copyBits(d[:dn], int(a.DstOfs), s[:sn], int(a.SrcOfs), int(a.NBits))
+	p.setValue(dst, d[:dn])
 }
 
-// movedFields returns the fields a move copies between when it copies a
-// whole modelled field into another of the same width: the only moves
-// the model executes.
+// movedFields returns the fields a move copies between when both are
+// modelled and the bits it names lie within them: the moves the model
+// executes.
 func movedFields(a ofp.ActionRegMove) (src, dst ofp.OXMField, ok bool) {
 	src, srcOK := headerField(a.Src)
 	dst, dstOK := headerField(a.Dst)
-	ok = srcOK && dstOK && a.SrcOfs == 0 && a.DstOfs == 0 &&
-		int(a.NBits) == 8*width(src) && width(src) == width(dst)
+	ok = srcOK && dstOK && a.NBits > 0 &&
+		int(a.SrcOfs)+int(a.NBits) <= 8*width(src) && int(a.DstOfs)+int(a.NBits) <= 8*width(dst)
 	return src, dst, ok
+}
+
+// copyBits copies n bits of src, from bit sofs, into dst from bit dofs;
+// both are big-endian field values whose bit 0 is the least significant
+// bit of their last byte, as OVS numbers a field's bits in move:f[a..b].
+func copyBits(dst []byte, dofs int, src []byte, sofs, n int) {
+	for i := range n {
+		s, d := sofs+i, dofs+i
+		bit := src[len(src)-1-s/8] >> (s % 8) & 1
+		at := &dst[len(dst)-1-d/8]
+		*at = *at&^(1<<(d%8)) | bit<<(d%8)
+	}
 }
 
 // describe renders o for an error message as "name=value", with the

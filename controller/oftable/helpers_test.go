@@ -1,7 +1,9 @@
 package oftable_test
 
 import (
+	"fmt"
 	"net/netip"
+	"slices"
 	"testing"
 
 	"github.com/sdnlb/sdnlb/controller/ofp"
@@ -62,6 +64,29 @@ func modify(strict bool, cookie, mask uint64, prio uint16, match []ofp.OXM, acti
 	return fm
 }
 
+// goTo adds a goto_table to fm.
+func goTo(fm *ofp.FlowMod, table uint8) *ofp.FlowMod {
+	fm.Instructions = append(fm.Instructions, ofp.InstructionGotoTable{TableID: table})
+	return fm
+}
+
+// inTable puts fm in table.
+func inTable(fm *ofp.FlowMod, table uint8) *ofp.FlowMod {
+	fm.TableID = table
+	return fm
+}
+
+// ct is a ct action: flags (ofp.CTCommit, ...), zone, the recirculation
+// table (ofp.CTRecircNone: none) and the actions inside it.
+func ct(flags, zone uint16, table uint8, exec ...ofp.Action) ofp.ActionCT {
+	return ofp.ActionCT{Flags: flags, Zone: zone, Table: table, Actions: exec}
+}
+
+func set(o ofp.OXM) ofp.Action { return ofp.ActionSetField{Field: o} }
+
+// state matches ct_state: the bits of want set, those of unwanted clear.
+func state(want, unwanted uint32) ofp.OXM { return ofp.MatchCTState(want, want|unwanted) }
+
 func oxms(o ...ofp.OXM) []ofp.OXM { return o }
 
 func tcpTo(dst [4]byte, port uint16) []ofp.OXM {
@@ -87,5 +112,42 @@ func tcpPacket(inPort uint32, srcMAC, dstMAC [6]byte, src [4]byte, sport uint16,
 	return oftable.Packet{
 		InPort: inPort, EthSrc: srcMAC, EthDst: dstMAC, EthType: 0x0800, IPProto: 6,
 		IPv4Src: src, IPv4Dst: dst, L4Src: sport, L4Dst: dport,
+	}
+}
+
+// full renders every field of p, for failures that String, which shows
+// the headers a test usually cares about, would hide.
+func full(p oftable.Packet) string {
+	type fields oftable.Packet
+	return fmt.Sprintf("%+v", fields(p))
+}
+
+// segment is a TCP segment with flags.
+func segment(inPort uint32, srcMAC, dstMAC [6]byte, src [4]byte, sport uint16, dst [4]byte, dport uint16, flags uint16) oftable.Packet {
+	p := tcpPacket(inPort, srcMAC, dstMAC, src, sport, dst, dport)
+	p.TCPFlags = flags
+	return p
+}
+
+// tuple is a TCP connection's tuple.
+func tuple(src [4]byte, sport uint16, dst [4]byte, dport uint16) oftable.Tuple {
+	return oftable.Tuple{Proto: 6, Src: netip.AddrFrom4(src), Dst: netip.AddrFrom4(dst), SrcPort: sport, DstPort: dport}
+}
+
+// pathStep is a flow on a packet's path, by table and priority.
+type pathStep struct {
+	table    uint8
+	priority uint16
+}
+
+// assertPath checks the flows a packet matched, in order.
+func assertPath(tb testing.TB, r oftable.Result, want []pathStep) {
+	tb.Helper()
+	var got []pathStep
+	for _, f := range r.Path {
+		got = append(got, pathStep{f.TableID, f.Priority})
+	}
+	if !slices.Equal(got, want) {
+		tb.Errorf("path (table, priority) %v, want %v", got, want)
 	}
 }

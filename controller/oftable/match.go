@@ -17,8 +17,16 @@ const (
 	badActionMatchInconsistent uint16 = 10 // OFPBAC_MATCH_INCONSISTENT
 	badActionBadSetType        uint16 = 13 // OFPBAC_BAD_SET_TYPE
 	badActionBadSetArgument    uint16 = 15 // OFPBAC_BAD_SET_ARGUMENT
+	badActionBadOutGroup       uint16 = 9  // OFPBAC_BAD_OUT_GROUP
 	badInstructionUnsupInst    uint16 = 1  // OFPBIC_UNSUP_INST
 	badInstructionBadTableID   uint16 = 2  // OFPBIC_BAD_TABLE_ID
+
+	groupModFailedGroupExists  uint16 = 0  // OFPGMFC_GROUP_EXISTS
+	groupModFailedInvalidGroup uint16 = 1  // OFPGMFC_INVALID_GROUP
+	groupModFailedUnknownGroup uint16 = 8  // OFPGMFC_UNKNOWN_GROUP
+	groupModFailedBadType      uint16 = 10 // OFPGMFC_BAD_TYPE
+	groupModFailedBadCommand   uint16 = 11 // OFPGMFC_BAD_COMMAND
+	groupModFailedBadBucket    uint16 = 12 // OFPGMFC_BAD_BUCKET
 )
 
 // reject is the error a switch answers a bad flow-mod with: the detail,
@@ -36,8 +44,9 @@ func checkMatch(m *ofp.Match) error {
 		if !f.known {
 			return reject(ofp.ErrTypeBadMatch, ofp.BadMatchBadField, "match field %s is not modelled", describe(*o))
 		}
+		mf, _ := modelField(o)
 		for j := range i {
-			if m.OXMs[j].Class == o.Class && m.OXMs[j].Field == o.Field {
+			if other, _ := modelField(&m.OXMs[j]); other == mf {
 				return reject(ofp.ErrTypeBadMatch, badMatchDupField, "match field %s appears twice", describe(*o))
 			}
 		}

@@ -29,13 +29,23 @@ const (
 	icmpv6NA uint8 = 136 // neighbour advertisement
 )
 
-// Packet is the header fields a flow can match and an action can rewrite.
-// Packets are untagged: a match on vlan_vid sees OFPVID_NONE. Fields of
-// layers the packet does not have are zero; the prerequisites Apply
-// enforces keep a flow from reading them.
+// Packet is the header fields a flow can match and an action can rewrite,
+// and the metadata that travels with a packet through one switch's
+// tables: in_port, metadata, the registers and what the connection
+// tracker said of it. Packets are untagged: a match on vlan_vid sees
+// OFPVID_NONE. Fields of layers the packet does not have are zero; the
+// prerequisites Apply enforces keep a flow from reading them.
 type Packet struct {
-	InPort             uint32
-	Metadata           uint64 // what the tables' write_metadata wrote
+	InPort   uint32
+	Metadata uint64          // what the tables' write_metadata wrote
+	Regs     [numRegs]uint32 // reg0 .. reg15 (NXM_NX_REGn)
+	// The connection tracker's fields (ct_state, ct_zone, ct_mark,
+	// ct_label): zero until a ct action with a recirculation table gives
+	// the recirculated packet those of its connection; see Tracker.
+	CTState            uint32 // ofp.CTState* bits
+	CTZone             uint16
+	CTMark             uint32
+	CTLabel            [16]byte
 	EthSrc, EthDst     [6]byte
 	EthType            uint16
 	ARPOp              uint16
@@ -45,6 +55,7 @@ type Packet struct {
 	IPv4Src, IPv4Dst   [4]byte
 	IPv6Src, IPv6Dst   [16]byte
 	L4Src, L4Dst       uint16 // TCP or UDP ports
+	TCPFlags           uint16 // the TCP header's flags, ofp.TCPFlag* bits
 	ICMPType, ICMPCode uint8  // ICMPv4 or ICMPv6
 	// Neighbour discovery (ICMPv6 types 135 and 136), as Open vSwitch
 	// reads it: the target, the addresses of the source and target
@@ -108,6 +119,7 @@ func ParseFrame(inPort uint32, frame []byte) (Packet, error) {
 			p.IPv4Src, p.IPv4Dst = [4]byte(ip.SrcIP.To4()), [4]byte(ip.DstIP.To4())
 		case layers.LayerTypeTCP:
 			p.L4Src, p.L4Dst = uint16(tcp.SrcPort), uint16(tcp.DstPort)
+			p.TCPFlags = tcpFlags(&tcp)
 		case layers.LayerTypeUDP:
 			p.L4Src, p.L4Dst = uint16(udp.SrcPort), uint16(udp.DstPort)
 		case layers.LayerTypeICMPv4:
@@ -126,6 +138,17 @@ func ParseFrame(inPort uint32, frame []byte) (Packet, error) {
 		}
 	}
 	return p, nil
+}
+
+// tcpFlags are the flags of a TCP header as tcp_flags matches them.
+func tcpFlags(t *layers.TCP) uint16 {
+	var f uint16
+	for i, set := range []bool{t.FIN, t.SYN, t.RST, t.PSH, t.ACK, t.URG, t.ECE, t.CWR, t.NS} {
+		if set {
+			f |= 1 << i
+		}
+	}
+	return f
 }
 
 // readNDOptions reads the reserved word at the start of an ND message's

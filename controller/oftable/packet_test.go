@@ -6,6 +6,7 @@ import (
 
 	"github.com/gopacket/gopacket"
 	"github.com/gopacket/gopacket/layers"
+	"github.com/sdnlb/sdnlb/controller/ofp"
 	"github.com/sdnlb/sdnlb/controller/oftable"
 )
 
@@ -62,7 +63,14 @@ func TestParseFrame(t *testing.T) {
 		want    oftable.Packet
 		wantErr bool
 	}{
-		{"TCP", tcpFrame, with(func(p *oftable.Packet) { p.IPProto, p.L4Src, p.L4Dst = 6, 40000, 80 }), false},
+		{"TCP", tcpFrame, with(func(p *oftable.Packet) { p.IPProto, p.L4Src, p.L4Dst, p.TCPFlags = 6, 40000, 80, ofp.TCPFlagSYN }), false},
+		{"TCPFlags", mustSerialize(t, eth(layers.EthernetTypeIPv4), ipv4(layers.IPProtocolTCP), func() *layers.TCP {
+			l := &layers.TCP{SrcPort: 40000, DstPort: 80, FIN: true, ACK: true, PSH: true, Window: 1024}
+			l.SetNetworkLayerForChecksum(ipv4(layers.IPProtocolTCP))
+			return l
+		}()), with(func(p *oftable.Packet) {
+			p.IPProto, p.L4Src, p.L4Dst, p.TCPFlags = 6, 40000, 80, ofp.TCPFlagFIN|ofp.TCPFlagACK|0x8
+		}), false},
 		{"UDP", mustSerialize(t, eth(layers.EthernetTypeIPv4), ipv4(layers.IPProtocolUDP), udp, gopacket.Payload("q")),
 			with(func(p *oftable.Packet) { p.IPProto, p.L4Src, p.L4Dst = 17, 5000, 53 }), false},
 		{"ICMP", mustSerialize(t, eth(layers.EthernetTypeIPv4), ipv4(layers.IPProtocolICMPv4),
@@ -78,7 +86,7 @@ func TestParseFrame(t *testing.T) {
 		{"OtherEtherTypeOnlyEthernet", mustSerialize(t, eth(0x88cc), gopacket.Payload("lldp")),
 			oftable.Packet{InPort: 7, EthSrc: clientMAC, EthDst: vipMAC, EthType: 0x88cc}, false},
 		{"TCP6", mustSerialize(t, eth(layers.EthernetTypeIPv6), ipv6(layers.IPProtocolTCP, client6, vip6), tcp6),
-			with6(func(p *oftable.Packet) { p.IPProto, p.L4Src, p.L4Dst = 6, 40000, 80 }), false},
+			with6(func(p *oftable.Packet) { p.IPProto, p.L4Src, p.L4Dst, p.TCPFlags = 6, 40000, 80, ofp.TCPFlagSYN }), false},
 		{"UDP6", mustSerialize(t, eth(layers.EthernetTypeIPv6), ipv6(layers.IPProtocolUDP, client6, vip6), udp6, gopacket.Payload("q")),
 			with6(func(p *oftable.Packet) { p.IPProto, p.L4Src, p.L4Dst = 17, 5000, 53 }), false},
 		{"ICMPv6Echo", mustSerialize(t, eth(layers.EthernetTypeIPv6), ipv6(layers.IPProtocolICMPv6, client6, vip6), icmp6(128),

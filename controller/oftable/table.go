@@ -1,17 +1,22 @@
-// Package oftable models an OpenFlow 1.3 switch's flow tables in memory,
-// so tests can ask where a packet goes without a socket or a switch: Apply
-// takes the controller's flow-mods as a switch would, Process runs a
-// packet through table 0, and Lines renders the flows as ovs-ofctl
-// dump-flows does.
+// Package oftable models an Open vSwitch switch speaking OpenFlow 1.3 in
+// memory, so tests can ask where a packet goes without a socket or a
+// switch: Apply and ApplyGroup take the controller's flow-mods and
+// group-mods as a switch would, Process runs a packet through the tables
+// from table 0, through groups and the connection tracker, and says where
+// it leaves, rewritten how; Lines and GroupLines render the tables as
+// ovs-ofctl dumps them. A Fabric joins switches by links, to follow a
+// packet across them.
 //
 // The model is deliberately partial, and says so instead of guessing: a
 // flow-mod whose match uses a field Packet does not carry, or whose
-// instructions go beyond apply-actions with output, set-field and moves of
-// whole fields, is rejected with an error naming the part. Timeouts are
-// stored but never expire, there are no counters, buffers or groups.
-// Packet carries Ethernet, ARP, and IPv4 or IPv6 with TCP, UDP, ICMP or
-// ICMPv6 (neighbour discovery read as Open vSwitch reads it); it holds no
-// checksums, so a rewrite has none to recompute.
+// instructions go beyond apply-actions (output, set-field, move, group,
+// ct, ct_clear), write_metadata and goto_table, is rejected with an error
+// naming the part. Timeouts are stored but never expire; there are no
+// counters, buffers, meters or fast failover groups. Tracker says what of
+// the connection tracker is modelled. Packet carries Ethernet, ARP, and
+// IPv4 or IPv6 with TCP, UDP, ICMP or ICMPv6 (neighbour discovery read as
+// Open vSwitch reads it); it holds no checksums, so a rewrite has none to
+// recompute.
 package oftable
 
 import (
@@ -82,10 +87,13 @@ type entry struct {
 	line string
 }
 
-// Table is the flow tables of one switch. The zero value is empty and
-// ready; a Table is not safe for concurrent use.
+// Table is the flow tables, group table and connection tracker of one
+// switch. The zero value is empty and ready; a Table is not safe for
+// concurrent use.
 type Table struct {
-	flows []entry // by table, then priority descending, then line
+	flows  []entry // by table, then priority descending, then line
+	groups map[uint32]*group
+	ct     Tracker
 }
 
 // New returns an empty table.
@@ -129,7 +137,7 @@ func (t *Table) add(fm *ofp.FlowMod) error {
 	if fm.TableID == ofp.TableAll {
 		return reject(ofp.ErrTypeFlowModFailed, ofp.FlowModFailedBadTableID, "add to table ALL")
 	}
-	if err := checkInstructions(fm.Instructions, &fm.Match, fm.TableID); err != nil {
+	if err := t.checkInstructions(fm.Instructions, &fm.Match, fm.TableID); err != nil {
 		return err
 	}
 	if fm.Flags&ofp.FlagCheckOverlap != 0 {
@@ -160,7 +168,7 @@ func (t *Table) modify(fm *ofp.FlowMod) error {
 	var selected []int
 	for i := range t.flows {
 		if selects(fm, &t.flows[i].flow, false) {
-			if err := checkInstructions(fm.Instructions, &t.flows[i].flow.Match, t.flows[i].flow.TableID); err != nil {
+			if err := t.checkInstructions(fm.Instructions, &t.flows[i].flow.Match, t.flows[i].flow.TableID); err != nil {
 				return err
 			}
 			selected = append(selected, i)
@@ -200,8 +208,8 @@ func selects(fm *ofp.FlowMod, f *Flow, isDelete bool) bool {
 		return false
 	case isDelete && fm.OutPort != ofp.PortAny && !outputsTo(f.Instructions, fm.OutPort):
 		return false
-	case isDelete && fm.OutGroup != ofp.GroupAny:
-		return false // the model has no groups, so no flow sends to one
+	case isDelete && fm.OutGroup != ofp.GroupAny && !sendsToGroup(f.Instructions, fm.OutGroup):
+		return false
 	}
 	return true
 }
@@ -231,50 +239,6 @@ func (t *Table) LookupIn(table uint8, p Packet) (Flow, bool) {
 		}
 	}
 	return Flow{}, false
-}
-
-// Result is where Process sent a packet.
-type Result struct {
-	Flow  *Flow    // the last flow that matched; nil on a miss in table 0
-	Path  []Flow   // every flow that matched, table by table
-	Out   Packet   // the packet after the flows' actions
-	Ports []uint32 // outputs in order, as ApplyActions gives them; none: dropped
-}
-
-// Process runs p through the pipeline from table 0: each matching flow
-// rewrites it with its apply-actions and outputs it, then its goto_table
-// (if any) carries it on. A miss, or a last flow without actions, drops
-// it (OpenFlow 1.3 has no implicit punt; install a table-miss flow to get
-// one).
-func (t *Table) Process(p Packet) Result {
-	r := Result{Out: p}
-	for table := uint8(0); ; {
-		f, ok := t.LookupIn(table, r.Out)
-		if !ok {
-			return r
-		}
-		r.Path = append(r.Path, f)
-		r.Flow = &r.Path[len(r.Path)-1]
-		next, hasNext := uint8(0), false
-		for _, in := range f.Instructions {
-			if n, ok := gotoTable(in); ok {
-				next, hasNext = n, true
-				continue
-			}
-			if w, ok := writeMetadata(in); ok {
-				r.Out.Metadata = r.Out.Metadata&^w.Mask | w.Metadata&w.Mask
-				continue
-			}
-			actions, _ := applyActions(in)
-			var ports []uint32
-			r.Out, ports = ApplyActions(actions, r.Out)
-			r.Ports = append(r.Ports, ports...)
-		}
-		if !hasNext {
-			return r
-		}
-		table = next
-	}
 }
 
 // Flows returns every flow, by table, then priority descending, then

@@ -96,7 +96,7 @@ func TestTable_Apply(t *testing.T) {
 			fm.OutPort = ofp.PortController
 			return fm
 		}()}, without(0, 1), baseLines[0:2]},
-		{"DeleteOutGroupMatchesNothing", []*ofp.FlowMod{func() *ofp.FlowMod {
+		{"DeleteOutGroupNoFlowSendsTo", []*ofp.FlowMod{func() *ofp.FlowMod {
 			fm := del(false, 0, 0, 0)
 			fm.OutGroup = 1
 			return fm
@@ -194,8 +194,8 @@ func TestTable_Apply_Errors(t *testing.T) {
 		}(), ofp.ErrTypeBadInstruction, 2, "goto_table:1 does not lead past table 1"},
 		{"ErrWriteActions", withInstructions(ofp.InstructionWriteActions{Actions: []ofp.Action{out(1)}}),
 			ofp.ErrTypeBadInstruction, 1, "write_actions(output:1)"},
-		{"ErrGroupAction", add(1, 1, nil, ofp.ActionGroup{GroupID: 4}),
-			ofp.ErrTypeBadAction, ofp.BadActionBadType, "group:4 is not modelled"},
+		{"ErrGroupActionNoSuchGroup", add(1, 1, nil, ofp.ActionGroup{GroupID: 4}),
+			ofp.ErrTypeBadAction, 9, "group:4: no such group"},
 		{"ErrSetFieldUnmodelled", add(1, 1, nil, ofp.ActionSetField{Field: ofp.MatchVLANVID(5)}),
 			ofp.ErrTypeBadAction, 13, "set_field of vlan_vid"},
 		{"ErrSetFieldWithoutPrereqInMatch", add(1, 1, oxms(ofp.MatchEthType(0x0800)), ofp.ActionSetField{Field: ofp.MatchTCPDst(8080)}),
@@ -571,14 +571,6 @@ func TestTable_Flows_Order(t *testing.T) {
 // A goto_table carries the packet, as its flows rewrote it, to a later
 // table; a miss there drops it.
 func TestTable_Process_Pipeline(t *testing.T) {
-	goTo := func(fm *ofp.FlowMod, table uint8) *ofp.FlowMod {
-		fm.Instructions = append(fm.Instructions, ofp.InstructionGotoTable{TableID: table})
-		return fm
-	}
-	inTable := func(fm *ofp.FlowMod, table uint8) *ofp.FlowMod {
-		fm.TableID = table
-		return fm
-	}
 	tbl := oftable.New()
 	mustApply(t, tbl,
 		goTo(add(0x1, 0, nil), 9),
@@ -604,6 +596,41 @@ func TestTable_Process_Pipeline(t *testing.T) {
 			}
 			if !slices.Equal(path, tt.path) || !slices.Equal(r.Ports, tt.ports) || r.Flow.Cookie != tt.path[len(tt.path)-1] {
 				t.Errorf("path %#x ports %v, want %#x %v", path, r.Ports, tt.path, tt.ports)
+			}
+		})
+	}
+}
+
+// Registers written in one table are matched in the next; TCP flags and
+// the tracker's fields (all zero: no ct ran) are matched as OVS does.
+func TestTable_Process_NiciraFields(t *testing.T) {
+	tcp := oxms(ofp.MatchEthType(0x0800), ofp.MatchIPProto(6))
+	reg := func(n uint8, v uint32) ofp.OXM { return ofp.MatchReg(n, v, 0xffffffff) }
+	untracked := ofp.MatchCTState(0, ofp.CTStateTrk)
+	tbl := oftable.New()
+	mustApply(t, tbl,
+		goTo(add(1, 10, append(slices.Clone(tcp), ofp.MatchTCPFlags(ofp.TCPFlagSYN, ofp.TCPFlagSYN|ofp.TCPFlagACK)),
+			ofp.ActionSetField{Field: reg(1, 1)}, ofp.ActionRegMove{NBits: 16, Src: ofp.NXMTCPSrc, Dst: ofp.NXMReg(2), DstOfs: 16}), 1),
+		goTo(add(1, 5, tcp, ofp.ActionSetField{Field: reg(1, 2)}), 1),
+		inTable(add(2, 30, oxms(reg(1, 1), ofp.MatchReg(2, 40000<<16, 0xffff0000), untracked, ofp.MatchCTLabel([16]byte{}),
+			ofp.MatchCTMark(0, 0xffffffff), ofp.MatchCTZone(0)), out(1)), 1),
+		inTable(add(2, 20, oxms(reg(1, 2)), out(2)), 1),
+		inTable(add(2, 10, oxms(ofp.MatchCTState(ofp.CTStateTrk, ofp.CTStateTrk)), out(3)), 1))
+	tests := []struct {
+		name  string
+		flags uint16
+		want  []uint32
+	}{
+		{"SYN", ofp.TCPFlagSYN, []uint32{1}},
+		{"SYNACK", ofp.TCPFlagSYN | ofp.TCPFlagACK, []uint32{2}},
+		{"NoFlags", 0, []uint32{2}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p := tcpPacket(clientPort, clientMAC, vipMAC, client, 40000, vip, 80)
+			p.TCPFlags = tt.flags
+			if r := tbl.Process(p); !slices.Equal(r.Ports, tt.want) {
+				t.Errorf("ports %v, want %v", r.Ports, tt.want)
 			}
 		})
 	}
