@@ -64,7 +64,7 @@ type Tuple struct {
 // Reverse is the tuple of the other direction.
 func (t Tuple) Reverse() Tuple {
 	r := Tuple{Proto: t.Proto, Src: t.Dst, Dst: t.Src, SrcPort: t.DstPort, DstPort: t.SrcPort}
-	if t.Proto == protoICMP || t.Proto == protoICMPv6 {
+	if t.Proto == ofp.IPProtoICMP || t.Proto == ofp.IPProtoICMPv6 {
 		r.ICMPType = echoPeer[t.ICMPType]
 	}
 	return r
@@ -84,7 +84,7 @@ const (
 // isICMP reports whether p is ICMP of its IP version: ICMP in IPv4,
 // ICMPv6 in IPv6.
 func (p *Packet) isICMP() bool {
-	return p.EthType == ethTypeIPv4 && p.IPProto == protoICMP || p.EthType == ethTypeIPv6 && p.IPProto == protoICMPv6
+	return p.EthType == ofp.EthTypeIPv4 && p.IPProto == ofp.IPProtoICMP || p.EthType == ofp.EthTypeIPv6 && p.IPProto == ofp.IPProtoICMPv6
 }
 
 // TupleOf returns the tuple p is tracked by, or false when the tracker
@@ -92,18 +92,18 @@ func (p *Packet) isICMP() bool {
 func TupleOf(p Packet) (Tuple, bool) {
 	t := Tuple{Proto: p.IPProto}
 	switch p.EthType {
-	case ethTypeIPv4:
+	case ofp.EthTypeIPv4:
 		t.Src, t.Dst = netip.AddrFrom4(p.IPv4Src), netip.AddrFrom4(p.IPv4Dst)
-	case ethTypeIPv6:
+	case ofp.EthTypeIPv6:
 		t.Src, t.Dst = netip.AddrFrom16(p.IPv6Src), netip.AddrFrom16(p.IPv6Dst)
 	default:
 		return Tuple{}, false
 	}
 	switch {
-	case p.IPProto == protoTCP || p.IPProto == protoUDP:
+	case p.IPProto == ofp.IPProtoTCP || p.IPProto == ofp.IPProtoUDP:
 		t.SrcPort, t.DstPort = p.L4Src, p.L4Dst
 	case p.isICMP():
-		if _, echo := echoPeer[p.ICMPType]; !echo || p.ICMPType >= 128 != (p.IPProto == protoICMPv6) {
+		if _, echo := echoPeer[p.ICMPType]; !echo || p.ICMPType >= 128 != (p.IPProto == ofp.IPProtoICMPv6) {
 			return Tuple{}, false
 		}
 		t.ICMPType = p.ICMPType
@@ -211,7 +211,7 @@ func (t *Tracker) track(zone uint16, a ofp.ActionCT, p Packet) Packet {
 // opens reports whether p, of no connection, may open one.
 func opens(p *Packet) bool {
 	switch {
-	case p.IPProto == protoTCP:
+	case p.IPProto == ofp.IPProtoTCP:
 		const closing = ofp.TCPFlagACK | ofp.TCPFlagRST | ofp.TCPFlagFIN
 		return p.TCPFlags&ofp.TCPFlagSYN == 0 || p.TCPFlags&closing == 0
 	case p.isICMP():

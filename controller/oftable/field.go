@@ -21,10 +21,10 @@ type field struct {
 }
 
 var (
-	ipv4Only = []uint16{ethTypeIPv4}
-	ipv6Only = []uint16{ethTypeIPv6}
-	anyIP    = []uint16{ethTypeIPv4, ethTypeIPv6}
-	arpOnly  = []uint16{ethTypeARP}
+	ipv4Only = []uint16{ofp.EthTypeIPv4}
+	ipv6Only = []uint16{ofp.EthTypeIPv6}
+	anyIP    = []uint16{ofp.EthTypeIPv4, ofp.EthTypeIPv6}
+	arpOnly  = []uint16{ofp.EthTypeARP}
 
 	ndAny = []uint8{icmpv6NS, icmpv6NA}
 	ndNS  = []uint8{icmpv6NS}
@@ -59,12 +59,12 @@ var fields = [...]field{
 	ofp.OXMIPProto:      {known: true, ethTypes: anyIP},
 	ofp.OXMIPv4Src:      {known: true, ethTypes: ipv4Only, settable: true},
 	ofp.OXMIPv4Dst:      {known: true, ethTypes: ipv4Only, settable: true},
-	ofp.OXMTCPSrc:       {known: true, ethTypes: anyIP, ipProto: protoTCP, settable: true},
-	ofp.OXMTCPDst:       {known: true, ethTypes: anyIP, ipProto: protoTCP, settable: true},
-	ofp.OXMUDPSrc:       {known: true, ethTypes: anyIP, ipProto: protoUDP, settable: true},
-	ofp.OXMUDPDst:       {known: true, ethTypes: anyIP, ipProto: protoUDP, settable: true},
-	ofp.OXMICMPv4Type:   {known: true, ethTypes: ipv4Only, ipProto: protoICMP, settable: true},
-	ofp.OXMICMPv4Code:   {known: true, ethTypes: ipv4Only, ipProto: protoICMP, settable: true},
+	ofp.OXMTCPSrc:       {known: true, ethTypes: anyIP, ipProto: ofp.IPProtoTCP, settable: true},
+	ofp.OXMTCPDst:       {known: true, ethTypes: anyIP, ipProto: ofp.IPProtoTCP, settable: true},
+	ofp.OXMUDPSrc:       {known: true, ethTypes: anyIP, ipProto: ofp.IPProtoUDP, settable: true},
+	ofp.OXMUDPDst:       {known: true, ethTypes: anyIP, ipProto: ofp.IPProtoUDP, settable: true},
+	ofp.OXMICMPv4Type:   {known: true, ethTypes: ipv4Only, ipProto: ofp.IPProtoICMP, settable: true},
+	ofp.OXMICMPv4Code:   {known: true, ethTypes: ipv4Only, ipProto: ofp.IPProtoICMP, settable: true},
 	ofp.OXMARPOp:        {known: true, ethTypes: arpOnly, settable: true},
 	ofp.OXMARPSPA:       {known: true, ethTypes: arpOnly, settable: true},
 	ofp.OXMARPTPA:       {known: true, ethTypes: arpOnly, settable: true},
@@ -72,14 +72,14 @@ var fields = [...]field{
 	ofp.OXMARPTHA:       {known: true, ethTypes: arpOnly, settable: true},
 	ofp.OXMIPv6Src:      {known: true, ethTypes: ipv6Only, settable: true},
 	ofp.OXMIPv6Dst:      {known: true, ethTypes: ipv6Only, settable: true},
-	ofp.OXMICMPv6Type:   {known: true, ethTypes: ipv6Only, ipProto: protoICMPv6, settable: true},
-	ofp.OXMICMPv6Code:   {known: true, ethTypes: ipv6Only, ipProto: protoICMPv6, settable: true},
-	ofp.OXMIPv6NDTarget: {known: true, ethTypes: ipv6Only, ipProto: protoICMPv6, icmpv6Types: ndAny, settable: true},
-	ofp.OXMIPv6NDSLL:    {known: true, ethTypes: ipv6Only, ipProto: protoICMPv6, icmpv6Types: ndNS, settable: true},
-	ofp.OXMIPv6NDTLL:    {known: true, ethTypes: ipv6Only, ipProto: protoICMPv6, icmpv6Types: ndNA, settable: true},
-	fieldNDReserved:     {known: true, ethTypes: ipv6Only, ipProto: protoICMPv6, icmpv6Types: ndAny, settable: true},
-	fieldNDOptionsType:  {known: true, ethTypes: ipv6Only, ipProto: protoICMPv6, icmpv6Types: ndAny, settable: true},
-	fieldTCPFlags:       {known: true, ethTypes: anyIP, ipProto: protoTCP},
+	ofp.OXMICMPv6Type:   {known: true, ethTypes: ipv6Only, ipProto: ofp.IPProtoICMPv6, settable: true},
+	ofp.OXMICMPv6Code:   {known: true, ethTypes: ipv6Only, ipProto: ofp.IPProtoICMPv6, settable: true},
+	ofp.OXMIPv6NDTarget: {known: true, ethTypes: ipv6Only, ipProto: ofp.IPProtoICMPv6, icmpv6Types: ndAny, settable: true},
+	ofp.OXMIPv6NDSLL:    {known: true, ethTypes: ipv6Only, ipProto: ofp.IPProtoICMPv6, icmpv6Types: ndNS, settable: true},
+	ofp.OXMIPv6NDTLL:    {known: true, ethTypes: ipv6Only, ipProto: ofp.IPProtoICMPv6, icmpv6Types: ndNA, settable: true},
+	fieldNDReserved:     {known: true, ethTypes: ipv6Only, ipProto: ofp.IPProtoICMPv6, icmpv6Types: ndAny, settable: true},
+	fieldNDOptionsType:  {known: true, ethTypes: ipv6Only, ipProto: ofp.IPProtoICMPv6, icmpv6Types: ndAny, settable: true},
+	fieldTCPFlags:       {known: true, ethTypes: anyIP, ipProto: ofp.IPProtoTCP},
 	fieldCTState:        {known: true},
 	fieldCTZone:         {known: true},
 	fieldCTMark:         {known: true, ctWritable: true},

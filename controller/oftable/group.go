@@ -179,19 +179,19 @@ func selectionHash(p *Packet) uint64 {
 	h := fnv.New64a()
 	h.Write(binary.BigEndian.AppendUint16(nil, p.EthType))
 	switch p.EthType {
-	case ethTypeIPv4:
+	case ofp.EthTypeIPv4:
 		h.Write(p.IPv4Src[:])
 		h.Write(p.IPv4Dst[:])
-	case ethTypeIPv6:
+	case ofp.EthTypeIPv6:
 		h.Write(p.IPv6Src[:])
 		h.Write(p.IPv6Dst[:])
 	default:
 		h.Write(p.EthSrc[:])
 		h.Write(p.EthDst[:])
 	}
-	if p.EthType == ethTypeIPv4 || p.EthType == ethTypeIPv6 {
+	if p.EthType == ofp.EthTypeIPv4 || p.EthType == ofp.EthTypeIPv6 {
 		h.Write([]byte{p.IPProto})
-		if p.IPProto == protoTCP || p.IPProto == protoUDP {
+		if p.IPProto == ofp.IPProtoTCP || p.IPProto == ofp.IPProtoUDP {
 			h.Write(binary.BigEndian.AppendUint16(binary.BigEndian.AppendUint16(nil, p.L4Src), p.L4Dst))
 		}
 	}

@@ -14,17 +14,8 @@ import (
 	"github.com/sdnlb/sdnlb/controller/ofp"
 )
 
-// EtherTypes and IP protocols the model knows.
+// ICMPv6 types the model knows.
 const (
-	ethTypeIPv4 uint16 = 0x0800
-	ethTypeARP  uint16 = 0x0806
-	ethTypeIPv6 uint16 = 0x86dd
-
-	protoICMP   uint8 = 1
-	protoTCP    uint8 = 6
-	protoUDP    uint8 = 17
-	protoICMPv6 uint8 = 58
-
 	icmpv6NS uint8 = 135 // neighbour solicitation
 	icmpv6NA uint8 = 136 // neighbour advertisement
 )
@@ -177,32 +168,32 @@ func (p Packet) String() string {
 	ip := func(a [4]byte) string { return netip.AddrFrom4(a).String() }
 	ip6 := func(a [16]byte) string { return netip.AddrFrom16(a).String() }
 	switch {
-	case p.EthType == ethTypeARP:
+	case p.EthType == ofp.EthTypeARP:
 		fmt.Fprintf(&b, "arp op=%d %s (%v) > %s (%v)", p.ARPOp, ip(p.ARPSPA), net.HardwareAddr(p.ARPSHA[:]),
 			ip(p.ARPTPA), net.HardwareAddr(p.ARPTHA[:]))
-	case p.EthType == ethTypeIPv4 && (p.IPProto == protoTCP || p.IPProto == protoUDP):
+	case p.EthType == ofp.EthTypeIPv4 && (p.IPProto == ofp.IPProtoTCP || p.IPProto == ofp.IPProtoUDP):
 		name := "tcp"
-		if p.IPProto == protoUDP {
+		if p.IPProto == ofp.IPProtoUDP {
 			name = "udp"
 		}
 		fmt.Fprintf(&b, "%s %s:%d > %s:%d", name, ip(p.IPv4Src), p.L4Src, ip(p.IPv4Dst), p.L4Dst)
-	case p.EthType == ethTypeIPv4 && p.IPProto == protoICMP:
+	case p.EthType == ofp.EthTypeIPv4 && p.IPProto == ofp.IPProtoICMP:
 		fmt.Fprintf(&b, "icmp %s > %s type=%d code=%d", ip(p.IPv4Src), ip(p.IPv4Dst), p.ICMPType, p.ICMPCode)
-	case p.EthType == ethTypeIPv4:
+	case p.EthType == ofp.EthTypeIPv4:
 		fmt.Fprintf(&b, "ip proto=%d %s > %s", p.IPProto, ip(p.IPv4Src), ip(p.IPv4Dst))
-	case p.EthType == ethTypeIPv6 && (p.IPProto == protoTCP || p.IPProto == protoUDP):
+	case p.EthType == ofp.EthTypeIPv6 && (p.IPProto == ofp.IPProtoTCP || p.IPProto == ofp.IPProtoUDP):
 		name := "tcp6"
-		if p.IPProto == protoUDP {
+		if p.IPProto == ofp.IPProtoUDP {
 			name = "udp6"
 		}
 		fmt.Fprintf(&b, "%s [%s]:%d > [%s]:%d", name, ip6(p.IPv6Src), p.L4Src, ip6(p.IPv6Dst), p.L4Dst)
-	case p.EthType == ethTypeIPv6 && p.IPProto == protoICMPv6 && (p.ICMPType == icmpv6NS || p.ICMPType == icmpv6NA):
+	case p.EthType == ofp.EthTypeIPv6 && p.IPProto == ofp.IPProtoICMPv6 && (p.ICMPType == icmpv6NS || p.ICMPType == icmpv6NA):
 		fmt.Fprintf(&b, "icmp6 %s > %s type=%d code=%d nd_target=%s nd_sll=%v nd_tll=%v nd_reserved=0x%x nd_options_type=%d",
 			ip6(p.IPv6Src), ip6(p.IPv6Dst), p.ICMPType, p.ICMPCode, ip6(p.NDTarget),
 			net.HardwareAddr(p.NDSLL[:]), net.HardwareAddr(p.NDTLL[:]), p.NDReserved, p.NDOptionsType)
-	case p.EthType == ethTypeIPv6 && p.IPProto == protoICMPv6:
+	case p.EthType == ofp.EthTypeIPv6 && p.IPProto == ofp.IPProtoICMPv6:
 		fmt.Fprintf(&b, "icmp6 %s > %s type=%d code=%d", ip6(p.IPv6Src), ip6(p.IPv6Dst), p.ICMPType, p.ICMPCode)
-	case p.EthType == ethTypeIPv6:
+	case p.EthType == ofp.EthTypeIPv6:
 		fmt.Fprintf(&b, "ipv6 proto=%d %s > %s", p.IPProto, ip6(p.IPv6Src), ip6(p.IPv6Dst))
 	default:
 		fmt.Fprintf(&b, "dl_type=0x%04x", p.EthType)
