@@ -498,19 +498,9 @@ func (b *Builder) vipState(v *sdnlb.VIP) (*VIP, error) {
 	if err != nil || len(hw) != 6 {
 		return nil, fmt.Errorf("vip %s: bad mac %q", v.ID, mac)
 	}
-	var proto uint8
-	port := uint16(v.Port)
-	switch v.Protocol {
-	case sdnlb.ProtocolTCP:
-		proto = ofp.IPProtoTCP
-	case sdnlb.ProtocolUDP:
-		proto = ofp.IPProtoUDP
-	case sdnlb.ProtocolICMP:
-		proto, port = ofp.IPProtoICMP, 0
-	case sdnlb.ProtocolAny:
-		proto, port = protoAny, 0
-	default:
-		return nil, fmt.Errorf("vip %s: protocol %q", v.ID, v.Protocol)
+	proto, port, err := vipProtocol(v)
+	if err != nil {
+		return nil, err
 	}
 	e, err := b.VIPs.Of(v.ID)
 	if err != nil {
@@ -526,6 +516,22 @@ func (b *Builder) vipState(v *sdnlb.VIP) (*VIP, error) {
 		vs.Persist = time.Duration(sp.Timeout) * time.Second
 	}
 	return vs, nil
+}
+
+// vipProtocol is the IP protocol and port v's connections are classified
+// by: ICMP and ANY VIPs have no port.
+func vipProtocol(v *sdnlb.VIP) (proto uint8, port uint16, err error) {
+	switch v.Protocol {
+	case sdnlb.ProtocolTCP:
+		return ofp.IPProtoTCP, uint16(v.Port), nil
+	case sdnlb.ProtocolUDP:
+		return ofp.IPProtoUDP, uint16(v.Port), nil
+	case sdnlb.ProtocolICMP:
+		return ofp.IPProtoICMP, 0, nil
+	case sdnlb.ProtocolAny:
+		return protoAny, 0, nil
+	}
+	return 0, 0, fmt.Errorf("vip %s: protocol %q", v.ID, v.Protocol)
 }
 
 func (b *Builder) memberState(m *sdnlb.Member) (*Member, error) {
