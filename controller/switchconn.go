@@ -554,6 +554,12 @@ func (s *switchConn) handle(dp *dataplane.Switch, out *dataplane.Outbox, b []byt
 		dp.FlowRemoved(now, dp.Installed, &s.removed)
 		return nil
 	}
+	return s.handleControl(dp, out, h, b, now)
+}
+
+// handleControl handles every other message: echoes, errors, replies to
+// the controller's requests, role and port changes.
+func (s *switchConn) handleControl(dp *dataplane.Switch, out *dataplane.Outbox, h ofp.Header, b []byte, now time.Time) error {
 	m, err := s.wire.decode(b)
 	if err != nil {
 		return s.decodeFailed(out, h, b, err)
@@ -565,43 +571,62 @@ func (s *switchConn) handle(dp *dataplane.Switch, out *dataplane.Outbox, b []byt
 	case *ofp.EchoRequest:
 		out.Reply(h.XID, ofp.EchoReply{Data: m.Data})
 	case *ofp.ErrorMsg:
-		s.logSwitchError(now, h.XID, m)
-		s.pending.finish(h.XID, m)
-		if (m.ErrType == ofp.ErrTypeRoleRequestFailed && m.Code == ofp.RoleRequestFailedStale) ||
-			(m.ErrType == ofp.ErrTypeBadRequest && m.Code == ofp.BadRequestIsSlave) {
-			s.c.staleRole()
-		}
+		s.handleError(now, h.XID, m)
 	case *ofp.RoleReply:
 		s.log.Debug("switch role", "role", m.Role, "generation", m.GenerationID)
 	case *ofp.Experimenter:
-		// Another controller took MASTER (ONF role status): the switch may
-		// have a new master; read the assignment again.
-		if st, ok, err := ofp.RoleStatusOf(m); ok && err == nil {
-			s.log.Info("switch changed this controller's role", "role", st.Role, "reason", st.Reason, "generation", st.GenerationID)
-			s.c.staleRole()
-		} else {
-			s.log.Debug("ignoring experimenter message", "experimenter", m.Experimenter, "exp_type", m.ExpType)
-		}
+		s.handleExperimenter(m)
 	case *ofp.MultipartReply:
 		s.handleMultipart(dp, out, h.XID, m)
 	case *ofp.PortStatus:
-		if m.Reason == ofp.PortReasonDelete {
-			s.ports.delete(m.Desc.PortNo)
-		} else {
-			s.ports.set(m.Desc)
-		}
-		if m.Reason == ofp.PortReasonDelete || !portUp(m.Desc) {
-			s.c.topo.portDown(model.PortRef{DPID: s.dpid, Port: m.Desc.PortNo})
-		}
-		if s.master.Load() && m.Reason != ofp.PortReasonDelete {
-			s.sendLLDPOn([]ofp.Port{m.Desc})
-		}
-		s.c.portsChanged()
+		s.handlePortStatus(m)
 	case *ofp.EchoReply, *ofp.BarrierReply, *ofp.Hello:
 	default:
 		s.log.Debug("ignoring message", "type", h.Type.String())
 	}
 	return nil
+}
+
+// handleError logs an error the switch reported, fails the request it
+// answers, and reads the role assignment again when the switch says this
+// controller's role is stale or a slave's.
+func (s *switchConn) handleError(now time.Time, xid uint32, m *ofp.ErrorMsg) {
+	s.logSwitchError(now, xid, m)
+	s.pending.finish(xid, m)
+	if (m.ErrType == ofp.ErrTypeRoleRequestFailed && m.Code == ofp.RoleRequestFailedStale) ||
+		(m.ErrType == ofp.ErrTypeBadRequest && m.Code == ofp.BadRequestIsSlave) {
+		s.c.staleRole()
+	}
+}
+
+// handleExperimenter reads the role assignment again when another
+// controller took MASTER (ONF role status): the switch may have a new
+// master. Other experimenter messages are ignored.
+func (s *switchConn) handleExperimenter(m *ofp.Experimenter) {
+	if st, ok, err := ofp.RoleStatusOf(m); ok && err == nil {
+		s.log.Info("switch changed this controller's role", "role", st.Role, "reason", st.Reason, "generation", st.GenerationID)
+		s.c.staleRole()
+	} else {
+		s.log.Debug("ignoring experimenter message", "experimenter", m.Experimenter, "exp_type", m.ExpType)
+	}
+}
+
+// handlePortStatus follows a port that was added, changed or deleted: the
+// switch's ports, the links on a port that went down or away, and, as
+// master, a discovery probe on a port that is there.
+func (s *switchConn) handlePortStatus(m *ofp.PortStatus) {
+	if m.Reason == ofp.PortReasonDelete {
+		s.ports.delete(m.Desc.PortNo)
+	} else {
+		s.ports.set(m.Desc)
+	}
+	if m.Reason == ofp.PortReasonDelete || !portUp(m.Desc) {
+		s.c.topo.portDown(model.PortRef{DPID: s.dpid, Port: m.Desc.PortNo})
+	}
+	if s.master.Load() && m.Reason != ofp.PortReasonDelete {
+		s.sendLLDPOn([]ofp.Port{m.Desc})
+	}
+	s.c.portsChanged()
 }
 
 func (s *switchConn) handleMultipart(dp *dataplane.Switch, out *dataplane.Outbox, xid uint32, m *ofp.MultipartReply) {
