@@ -226,6 +226,19 @@ func (c *Controller) serveConn(ctx context.Context, a *admission) {
 func (s *switchConn) handshake() error {
 	s.conn.SetDeadline(time.Now().Add(handshakeTimeout))
 	defer s.conn.SetDeadline(time.Time{})
+	if err := s.exchangeHellos(); err != nil {
+		return err
+	}
+	if err := s.send(ofp.FeaturesRequest{}); err != nil {
+		return err
+	}
+	return s.readFeatures()
+}
+
+// exchangeHellos sends sdnlb's HELLO, reads the switch's and agrees on the
+// version both speak (negotiate), which the connection's wire speaks from
+// then on. A switch that speaks none sdnlb does is refused (errClosed).
+func (s *switchConn) exchangeHellos() error {
 	if err := s.send(ofp.Hello{Versions: offeredVersions}); err != nil {
 		return err
 	}
@@ -244,9 +257,14 @@ func (s *switchConn) handshake() error {
 		return errClosed
 	}
 	s.wire, s.out.Enc = w, w
-	if err := s.send(ofp.FeaturesRequest{}); err != nil {
-		return err
-	}
+	return nil
+}
+
+// readFeatures reads the switch's answers to the features request until
+// it knows what the switch's pipeline can do: on 1.3, whether it has
+// select groups, which a group features request asks. Echoes are
+// answered meanwhile.
+func (s *switchConn) readFeatures() error {
 	var featuresXID uint32 // of the group features request
 	for {
 		b, err := ofp.ReadMessage(s.br, s.rbuf)
@@ -261,12 +279,7 @@ func (s *switchConn) handshake() error {
 		}
 		switch m := m.(type) {
 		case *ofp10.FeaturesReply:
-			s.identify(m.DatapathID)
-			if s.c.fabric != nil {
-				return errors.New("the switch speaks OpenFlow 1.0, and --l2 fabric needs 1.3 (several tables and metadata)")
-			}
-			s.ports.set(m.Ports...)
-			return s.configureSwitch(model.SwitchFeatures{OneTable: true})
+			return s.configureSwitch10(m)
 		case *ofp.FeaturesReply:
 			s.identify(m.DatapathID)
 			featuresXID = s.xids.Add(1)
@@ -286,6 +299,18 @@ func (s *switchConn) handshake() error {
 			s.log.Warn("switch error during handshake", "type", m.ErrType.String(), "code", m.Code)
 		}
 	}
+}
+
+// configureSwitch10 ends the handshake of a 1.0 switch, whose features
+// reply lists its ports: its pipeline is one table, which the fabric
+// cannot work with.
+func (s *switchConn) configureSwitch10(m *ofp10.FeaturesReply) error {
+	s.identify(m.DatapathID)
+	if s.c.fabric != nil {
+		return errors.New("the switch speaks OpenFlow 1.0, and --l2 fabric needs 1.3 (several tables and metadata)")
+	}
+	s.ports.set(m.Ports...)
+	return s.configureSwitch(model.SwitchFeatures{OneTable: true})
 }
 
 // refuseVersion answers a HELLO of version v that offered no version
