@@ -139,22 +139,7 @@ func (c *Controller) serveConn(ctx context.Context, a *admission) {
 	stop := context.AfterFunc(ctx, s.close)
 	defer stop()
 
-	err := s.handshake()
-	if c.guard.handshakeDone(a) {
-		return // the guard gave its place to a newer connection, and said so
-	}
-	if err != nil {
-		if !errors.Is(err, errClosed) && !s.closed() {
-			c.handshakeLog.warn(c.now(), "switch handshake failed", "remote", s.remote, "err", err)
-		}
-		return
-	}
-	// A second connection with a connected switch's datapath id is the
-	// switch reconnecting only if the first no longer answers: anyone
-	// who reaches the port could claim the id and take the switch's flows.
-	if old := c.switchConn(s.dpid); old != nil && old.alive(dpidProbeTimeout) {
-		c.duplicateLog.warn(c.now(), "connection refused: it claims the datapath id of a connected switch that still answers",
-			"remote", s.remote, "dpid", formatDPID(s.dpid), "connected_from", old.remote)
+	if !c.admitSwitch(a, s) {
 		return
 	}
 	s.dp = dataplane.New(c.dataplaneConfig(s.dpid, s.log, s.features))
@@ -163,28 +148,8 @@ func (c *Controller) serveConn(ctx context.Context, a *admission) {
 	defer s.close() // stops the reader and keepalive before wg.Wait
 	read := make(chan error, 1)
 	wg.Go(func() { read <- s.readLoop() })
-	// A slave leaves the switch as it is; the switch's master asks for
-	// MASTER (before its first flow-mod) and adopts what the switch holds,
-	// as a promotion does.
-	r := c.role(s.dpid)
-	if c.opts.Roles {
-		s.asked = r
-		if s.wire.roles() {
-			s.send(r.ofp())
-		}
-	}
-	if r.master {
-		have, err := s.readState()
-		if err != nil {
-			if !s.closed() {
-				c.handshakeLog.warn(c.now(), "cannot read the switch's state to adopt it; closing its connection", "remote", s.remote, "err", err)
-			}
-			return
-		}
-		s.decide(func(dp *dataplane.Switch, out *dataplane.Outbox) {
-			dp.Adopt(c.now(), c.snap.Load(), have, out)
-			s.master.Store(true)
-		})
+	if !s.takeRole() {
+		return
 	}
 	// Registered, the switch follows every configuration from now on; the
 	// sync catches one that came between the adoption and here, and
@@ -198,7 +163,7 @@ func (c *Controller) serveConn(ctx context.Context, a *admission) {
 		wg.Go(s.sendDelivered)
 	}
 	s.log.Info("switch connected", "since", s.connectedAt)
-	err = s.sync(c.snap.Load())
+	err := s.sync(c.snap.Load())
 	if err == nil {
 		err = s.send(ofp.BarrierRequest{})
 	}
@@ -209,6 +174,69 @@ func (c *Controller) serveConn(ctx context.Context, a *admission) {
 	c.unregister(s)
 	s.decide(func(dp *dataplane.Switch, _ *dataplane.Outbox) { dp.Settle(c.snap.Load()) })
 	s.pending.failAll(errClosed)
+	s.logDisconnected(err)
+}
+
+// admitSwitch runs the handshake of s, which the guard admitted as a, and
+// reports whether s goes on to serve the switch: not when the handshake
+// failed, the guard gave a's place to a newer connection, or s claims the
+// datapath id of a connected switch.
+func (c *Controller) admitSwitch(a *admission, s *switchConn) bool {
+	err := s.handshake()
+	if c.guard.handshakeDone(a) {
+		return false // the guard gave its place to a newer connection, and said so
+	}
+	if err != nil {
+		if !errors.Is(err, errClosed) && !s.closed() {
+			c.handshakeLog.warn(c.now(), "switch handshake failed", "remote", s.remote, "err", err)
+		}
+		return false
+	}
+	// A second connection with a connected switch's datapath id is the
+	// switch reconnecting only if the first no longer answers: anyone
+	// who reaches the port could claim the id and take the switch's flows.
+	if old := c.switchConn(s.dpid); old != nil && old.alive(dpidProbeTimeout) {
+		c.duplicateLog.warn(c.now(), "connection refused: it claims the datapath id of a connected switch that still answers",
+			"remote", s.remote, "dpid", formatDPID(s.dpid), "connected_from", old.remote)
+		return false
+	}
+	return true
+}
+
+// takeRole asks the switch for the controller's role (with Roles). A
+// slave leaves the switch as it is; the switch's master asks for MASTER
+// (before its first flow-mod) and adopts what the switch holds, as a
+// promotion does. It reports false when the master cannot read what the
+// switch holds.
+func (s *switchConn) takeRole() bool {
+	c := s.c
+	r := c.role(s.dpid)
+	if c.opts.Roles {
+		s.asked = r
+		if s.wire.roles() {
+			s.send(r.ofp())
+		}
+	}
+	if !r.master {
+		return true
+	}
+	have, err := s.readState()
+	if err != nil {
+		if !s.closed() {
+			c.handshakeLog.warn(c.now(), "cannot read the switch's state to adopt it; closing its connection", "remote", s.remote, "err", err)
+		}
+		return false
+	}
+	s.decide(func(dp *dataplane.Switch, out *dataplane.Outbox) {
+		dp.Adopt(c.now(), c.snap.Load(), have, out)
+		s.master.Store(true)
+	})
+	return true
+}
+
+// logDisconnected says how the connection ended: closed by the controller,
+// by malformed OpenFlow, or by the switch or the network (err).
+func (s *switchConn) logDisconnected(err error) {
 	switch {
 	case s.closed():
 		s.log.Info("switch disconnected")
