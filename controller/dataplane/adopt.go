@@ -279,29 +279,9 @@ func (dp *Switch) connectionOf(snap *model.Snapshot, cat model.Category, f *ofp.
 	var memberIP netip.Addr
 	var memberPort uint16
 	if cat == model.CatConn {
-		key = model.MatchedVIP(&f.Match)
-		if ip, ok := model.SetIPDst(acts); ok { // NAT
-			memberIP = ip
-			if p, ok := model.SetField(acts, model.L4DstField(key.Proto)); ok {
-				memberPort = uint16(p.Uint())
-			}
-		} else if mac, ok := model.SetField(acts, ofp.OXMEthDst); ok { // DSR
-			memberIP, memberPort = dp.Learner.ipOfMAC(mac.MAC()), key.Port
-		}
+		key, memberIP, memberPort = dp.forwardEnds(f, acts)
 	} else {
-		memberIP, _ = model.MatchedSrc(&f.Match)
-		key.Proto = model.MatchedProto(&f.Match)
-		if p, ok := f.Match.Get(model.L4SrcField(key.Proto)); ok {
-			memberPort = uint16(p.Uint())
-		}
-		if ip, ok := model.SetField(acts, ofp.OXMIPv4Src); ok {
-			key.IP = model.SetAddr(ip)
-		} else if ip, ok := model.SetField(acts, ofp.OXMIPv6Src); ok {
-			key.IP = model.SetAddr(ip)
-		}
-		if p, ok := model.SetField(acts, model.L4SrcField(key.Proto)); ok {
-			key.Port = uint16(p.Uint())
-		}
+		key, memberIP, memberPort = replyEnds(f, acts)
 	}
 	v := snap.VIP(key)
 	if v == nil || v.Pool == nil {
@@ -314,6 +294,42 @@ func (dp *Switch) connectionOf(snap *model.Snapshot, cat model.Category, f *ofp.
 		}
 	}
 	return nil, nil
+}
+
+// forwardEnds reads the client → member flow f, of actions acts: the VIP
+// it matches, and the member's address and port its rewrite names (under
+// NAT) or its MAC's address (under DSR, on the VIP's port).
+func (dp *Switch) forwardEnds(f *ofp.FlowStats, acts []ofp.Action) (key model.VIPKey, memberIP netip.Addr, memberPort uint16) {
+	key = model.MatchedVIP(&f.Match)
+	if ip, ok := model.SetIPDst(acts); ok { // NAT
+		memberIP = ip
+		if p, ok := model.SetField(acts, model.L4DstField(key.Proto)); ok {
+			memberPort = uint16(p.Uint())
+		}
+	} else if mac, ok := model.SetField(acts, ofp.OXMEthDst); ok { // DSR
+		memberIP, memberPort = dp.Learner.ipOfMAC(mac.MAC()), key.Port
+	}
+	return key, memberIP, memberPort
+}
+
+// replyEnds reads the member → client flow f, of actions acts: the
+// member's address and port it matches, and the VIP address and port its
+// rewrite gives the reply.
+func replyEnds(f *ofp.FlowStats, acts []ofp.Action) (key model.VIPKey, memberIP netip.Addr, memberPort uint16) {
+	memberIP, _ = model.MatchedSrc(&f.Match)
+	key.Proto = model.MatchedProto(&f.Match)
+	if p, ok := f.Match.Get(model.L4SrcField(key.Proto)); ok {
+		memberPort = uint16(p.Uint())
+	}
+	if ip, ok := model.SetField(acts, ofp.OXMIPv4Src); ok {
+		key.IP = model.SetAddr(ip)
+	} else if ip, ok := model.SetField(acts, ofp.OXMIPv6Src); ok {
+		key.IP = model.SetAddr(ip)
+	}
+	if p, ok := model.SetField(acts, model.L4SrcField(key.Proto)); ok {
+		key.Port = uint16(p.Uint())
+	}
+	return key, memberIP, memberPort
 }
 
 // effectivePort is the port m serves v on.
