@@ -200,17 +200,41 @@ func (f *fabric) plan(now time.Time, switches []fabricSwitch, links []linkState,
 	for i, s := range switches {
 		ids[i] = s.dpid
 	}
-	linked := map[model.PortRef]bool{}
+	linked := f.recordLinks(links)
+	g := newGraph(ids, links)
+	onTree := g.tree()
+	f.choosePaths(now, g, ids, links, load)
+
+	up := upPorts(switches)
+	f.trackUpSince(now, up)
+	f.settleHosts(now, ids, linked, up)
+	f.shareHosts()
+
+	f.settles = time.Time{}
+	views := make(map[uint64]*dataplane.FabricView, len(switches))
+	for _, s := range switches {
+		views[s.dpid] = f.viewOf(now, s, up, linked, onTree)
+	}
+	return views
+}
+
+// recordLinks notes the switch at the other end of each link port, for
+// Between, and returns the ports that are links.
+func (f *fabric) recordLinks(links []linkState) (linked map[model.PortRef]bool) {
+	linked = map[model.PortRef]bool{}
 	f.far = make(map[model.PortRef]uint64, len(links))
 	for _, l := range links {
 		linked[l.src], linked[l.dst] = true, true
 		f.far[l.src] = l.dst.DPID
 	}
-	g := newGraph(ids, links)
-	onTree := g.tree()
-	// The paths toward each switch weigh the links by what else they
-	// carry, each link with its own level per destination; a link that
-	// never changed level is calm and takes no entry.
+	return linked
+}
+
+// choosePaths chooses every switch's port toward each switch of ids. The
+// paths toward each switch weigh the links by what else they carry, each
+// link with its own level per destination; a link that never changed
+// level is calm and takes no entry.
+func (f *fabric) choosePaths(now time.Time, g *graph, ids []uint64, links []linkState, load loadFunc) {
 	levels := make(map[levelKey]linkLevel, len(f.levels))
 	towards := make(map[uint64]map[uint64]uint32, len(ids))
 	for _, dst := range ids {
@@ -224,7 +248,11 @@ func (f *fabric) plan(now time.Time, switches []fabricSwitch, links []linkState,
 		towards[dst] = g.towards(dst, prev, func(l link) bool { return levels[levelKey{l, dst}].busy })
 	}
 	f.levels, f.towards = levels, towards
+}
 
+// upPorts returns the switches' ports that are up, of those a frame can
+// leave by: physical ones and the local one.
+func upPorts(switches []fabricSwitch) map[model.PortRef]bool {
 	up := map[model.PortRef]bool{}
 	for _, s := range switches {
 		for _, p := range s.ports {
@@ -233,6 +261,12 @@ func (f *fabric) plan(now time.Time, switches []fabricSwitch, links []linkState,
 			}
 		}
 	}
+	return up
+}
+
+// trackUpSince records when each port of up was first seen up, and
+// forgets the ports no longer up.
+func (f *fabric) trackUpSince(now time.Time, up map[model.PortRef]bool) {
 	for ref := range f.upSince {
 		if !up[ref] {
 			delete(f.upSince, ref) // down or gone: it settles again when it comes back
@@ -243,55 +277,67 @@ func (f *fabric) plan(now time.Time, switches []fabricSwitch, links []linkState,
 			f.upSince[ref] = now
 		}
 	}
-	f.settleHosts(now, ids, linked, up)
-	if f.shared.Gen != f.hostsGen {
-		f.shared = &dataplane.FabricHosts{Gen: f.hostsGen, Hosts: make(map[[6]byte]dataplane.FabricHost, len(f.hosts))}
-		for mac, h := range f.hosts {
-			if !h.Tentative {
-				f.shared.Hosts[mac] = h
-			}
-		}
-	}
+}
 
-	f.settles = time.Time{}
-	views := make(map[uint64]*dataplane.FabricView, len(switches))
-	for _, s := range switches {
-		v := &dataplane.FabricView{DPID: s.dpid, Edge: map[uint32]bool{}, Floods: map[uint32][]uint32{}, Next: map[uint64]uint32{}, Hosts: f.shared}
-		for _, p := range s.ports {
-			ref := model.PortRef{DPID: s.dpid, Port: p.PortNo}
-			if !up[ref] {
-				continue
-			}
-			since := f.upSince[ref]
-			switch {
-			case linked[ref]:
-				v.Ingress = append(v.Ingress, p.PortNo)
-				if onTree[ref] {
-					v.Carry = append(v.Carry, p.PortNo)
-				} else {
-					v.Blocked = append(v.Blocked, p.PortNo)
-				}
-			case now.Sub(since) >= settleTime || p.PortNo == ofp.PortLocal:
-				v.Edge[p.PortNo] = true
-				v.Carry = append(v.Carry, p.PortNo)
-			case f.settles.IsZero() || since.Add(settleTime).Before(f.settles):
-				f.settles = since.Add(settleTime)
-			}
-		}
-		slices.Sort(v.Carry)
-		slices.Sort(v.Ingress)
-		slices.Sort(v.Blocked)
-		for _, in := range v.Carry {
-			v.Floods[in] = slices.DeleteFunc(slices.Clone(v.Carry), func(p uint32) bool { return p == in })
-		}
-		for dst, ports := range towards {
-			if p, ok := ports[s.dpid]; ok && dst != s.dpid {
-				v.Next[dst] = p
-			}
-		}
-		views[s.dpid] = v
+// shareHosts hands out the settled hosts anew when they changed since they
+// were last handed out; the switches' views share them.
+func (f *fabric) shareHosts() {
+	if f.shared.Gen == f.hostsGen {
+		return
 	}
-	return views
+	f.shared = &dataplane.FabricHosts{Gen: f.hostsGen, Hosts: make(map[[6]byte]dataplane.FabricHost, len(f.hosts))}
+	for mac, h := range f.hosts {
+		if !h.Tentative {
+			f.shared.Hosts[mac] = h
+		}
+	}
+}
+
+// viewOf computes s's view: its up ports that are links take traffic in,
+// and carry floods when on the tree; those that settled are hosts' ports
+// and carry floods; the others do neither yet, and the first of them to
+// settle sets when the next round is due (settles).
+func (f *fabric) viewOf(now time.Time, s fabricSwitch, up, linked, onTree map[model.PortRef]bool) *dataplane.FabricView {
+	v := &dataplane.FabricView{DPID: s.dpid, Edge: map[uint32]bool{}, Floods: map[uint32][]uint32{}, Next: map[uint64]uint32{}, Hosts: f.shared}
+	for _, p := range s.ports {
+		ref := model.PortRef{DPID: s.dpid, Port: p.PortNo}
+		if !up[ref] {
+			continue
+		}
+		since := f.upSince[ref]
+		switch {
+		case linked[ref]:
+			v.Ingress = append(v.Ingress, p.PortNo)
+			if onTree[ref] {
+				v.Carry = append(v.Carry, p.PortNo)
+			} else {
+				v.Blocked = append(v.Blocked, p.PortNo)
+			}
+		case now.Sub(since) >= settleTime || p.PortNo == ofp.PortLocal:
+			v.Edge[p.PortNo] = true
+			v.Carry = append(v.Carry, p.PortNo)
+		case f.settles.IsZero() || since.Add(settleTime).Before(f.settles):
+			f.settles = since.Add(settleTime)
+		}
+	}
+	slices.Sort(v.Carry)
+	slices.Sort(v.Ingress)
+	slices.Sort(v.Blocked)
+	for _, in := range v.Carry {
+		v.Floods[in] = slices.DeleteFunc(slices.Clone(v.Carry), func(p uint32) bool { return p == in })
+	}
+	f.nextHops(v)
+	return v
+}
+
+// nextHops gives v, one switch's view, the port that switch sends by
+// toward each other switch, as the paths chose.
+func (f *fabric) nextHops(v *dataplane.FabricView) {
+	for dst, ports := range f.towards {
+		if p, ok := ports[v.DPID]; ok && dst != v.DPID {
+			v.Next[dst] = p
+		}
+	}
 }
 
 // settleHosts forgets the hosts whose port went down or turned out to be a

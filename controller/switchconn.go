@@ -139,22 +139,7 @@ func (c *Controller) serveConn(ctx context.Context, a *admission) {
 	stop := context.AfterFunc(ctx, s.close)
 	defer stop()
 
-	err := s.handshake()
-	if c.guard.handshakeDone(a) {
-		return // the guard gave its place to a newer connection, and said so
-	}
-	if err != nil {
-		if !errors.Is(err, errClosed) && !s.closed() {
-			c.handshakeLog.warn(c.now(), "switch handshake failed", "remote", s.remote, "err", err)
-		}
-		return
-	}
-	// A second connection with a connected switch's datapath id is the
-	// switch reconnecting only if the first no longer answers: anyone
-	// who reaches the port could claim the id and take the switch's flows.
-	if old := c.switchConn(s.dpid); old != nil && old.alive(dpidProbeTimeout) {
-		c.duplicateLog.warn(c.now(), "connection refused: it claims the datapath id of a connected switch that still answers",
-			"remote", s.remote, "dpid", formatDPID(s.dpid), "connected_from", old.remote)
+	if !c.admitSwitch(a, s) {
 		return
 	}
 	s.dp = dataplane.New(c.dataplaneConfig(s.dpid, s.log, s.features))
@@ -163,28 +148,8 @@ func (c *Controller) serveConn(ctx context.Context, a *admission) {
 	defer s.close() // stops the reader and keepalive before wg.Wait
 	read := make(chan error, 1)
 	wg.Go(func() { read <- s.readLoop() })
-	// A slave leaves the switch as it is; the switch's master asks for
-	// MASTER (before its first flow-mod) and adopts what the switch holds,
-	// as a promotion does.
-	r := c.role(s.dpid)
-	if c.opts.Roles {
-		s.asked = r
-		if s.wire.roles() {
-			s.send(r.ofp())
-		}
-	}
-	if r.master {
-		have, err := s.readState()
-		if err != nil {
-			if !s.closed() {
-				c.handshakeLog.warn(c.now(), "cannot read the switch's state to adopt it; closing its connection", "remote", s.remote, "err", err)
-			}
-			return
-		}
-		s.decide(func(dp *dataplane.Switch, out *dataplane.Outbox) {
-			dp.Adopt(c.now(), c.snap.Load(), have, out)
-			s.master.Store(true)
-		})
+	if !s.takeRole() {
+		return
 	}
 	// Registered, the switch follows every configuration from now on; the
 	// sync catches one that came between the adoption and here, and
@@ -198,7 +163,7 @@ func (c *Controller) serveConn(ctx context.Context, a *admission) {
 		wg.Go(s.sendDelivered)
 	}
 	s.log.Info("switch connected", "since", s.connectedAt)
-	err = s.sync(c.snap.Load())
+	err := s.sync(c.snap.Load())
 	if err == nil {
 		err = s.send(ofp.BarrierRequest{})
 	}
@@ -209,6 +174,69 @@ func (c *Controller) serveConn(ctx context.Context, a *admission) {
 	c.unregister(s)
 	s.decide(func(dp *dataplane.Switch, _ *dataplane.Outbox) { dp.Settle(c.snap.Load()) })
 	s.pending.failAll(errClosed)
+	s.logDisconnected(err)
+}
+
+// admitSwitch runs the handshake of s, which the guard admitted as a, and
+// reports whether s goes on to serve the switch: not when the handshake
+// failed, the guard gave a's place to a newer connection, or s claims the
+// datapath id of a connected switch.
+func (c *Controller) admitSwitch(a *admission, s *switchConn) bool {
+	err := s.handshake()
+	if c.guard.handshakeDone(a) {
+		return false // the guard gave its place to a newer connection, and said so
+	}
+	if err != nil {
+		if !errors.Is(err, errClosed) && !s.closed() {
+			c.handshakeLog.warn(c.now(), "switch handshake failed", "remote", s.remote, "err", err)
+		}
+		return false
+	}
+	// A second connection with a connected switch's datapath id is the
+	// switch reconnecting only if the first no longer answers: anyone
+	// who reaches the port could claim the id and take the switch's flows.
+	if old := c.switchConn(s.dpid); old != nil && old.alive(dpidProbeTimeout) {
+		c.duplicateLog.warn(c.now(), "connection refused: it claims the datapath id of a connected switch that still answers",
+			"remote", s.remote, "dpid", formatDPID(s.dpid), "connected_from", old.remote)
+		return false
+	}
+	return true
+}
+
+// takeRole asks the switch for the controller's role (with Roles). A
+// slave leaves the switch as it is; the switch's master asks for MASTER
+// (before its first flow-mod) and adopts what the switch holds, as a
+// promotion does. It reports false when the master cannot read what the
+// switch holds.
+func (s *switchConn) takeRole() bool {
+	c := s.c
+	r := c.role(s.dpid)
+	if c.opts.Roles {
+		s.asked = r
+		if s.wire.roles() {
+			s.send(r.ofp())
+		}
+	}
+	if !r.master {
+		return true
+	}
+	have, err := s.readState()
+	if err != nil {
+		if !s.closed() {
+			c.handshakeLog.warn(c.now(), "cannot read the switch's state to adopt it; closing its connection", "remote", s.remote, "err", err)
+		}
+		return false
+	}
+	s.decide(func(dp *dataplane.Switch, out *dataplane.Outbox) {
+		dp.Adopt(c.now(), c.snap.Load(), have, out)
+		s.master.Store(true)
+	})
+	return true
+}
+
+// logDisconnected says how the connection ended: closed by the controller,
+// by malformed OpenFlow, or by the switch or the network (err).
+func (s *switchConn) logDisconnected(err error) {
 	switch {
 	case s.closed():
 		s.log.Info("switch disconnected")
@@ -226,6 +254,19 @@ func (c *Controller) serveConn(ctx context.Context, a *admission) {
 func (s *switchConn) handshake() error {
 	s.conn.SetDeadline(time.Now().Add(handshakeTimeout))
 	defer s.conn.SetDeadline(time.Time{})
+	if err := s.exchangeHellos(); err != nil {
+		return err
+	}
+	if err := s.send(ofp.FeaturesRequest{}); err != nil {
+		return err
+	}
+	return s.readFeatures()
+}
+
+// exchangeHellos sends sdnlb's HELLO, reads the switch's and agrees on the
+// version both speak (negotiate), which the connection's wire speaks from
+// then on. A switch that speaks none sdnlb does is refused (errClosed).
+func (s *switchConn) exchangeHellos() error {
 	if err := s.send(ofp.Hello{Versions: offeredVersions}); err != nil {
 		return err
 	}
@@ -244,9 +285,14 @@ func (s *switchConn) handshake() error {
 		return errClosed
 	}
 	s.wire, s.out.Enc = w, w
-	if err := s.send(ofp.FeaturesRequest{}); err != nil {
-		return err
-	}
+	return nil
+}
+
+// readFeatures reads the switch's answers to the features request until
+// it knows what the switch's pipeline can do: on 1.3, whether it has
+// select groups, which a group features request asks. Echoes are
+// answered meanwhile.
+func (s *switchConn) readFeatures() error {
 	var featuresXID uint32 // of the group features request
 	for {
 		b, err := ofp.ReadMessage(s.br, s.rbuf)
@@ -261,12 +307,7 @@ func (s *switchConn) handshake() error {
 		}
 		switch m := m.(type) {
 		case *ofp10.FeaturesReply:
-			s.identify(m.DatapathID)
-			if s.c.fabric != nil {
-				return errors.New("the switch speaks OpenFlow 1.0, and --l2 fabric needs 1.3 (several tables and metadata)")
-			}
-			s.ports.set(m.Ports...)
-			return s.configureSwitch(model.SwitchFeatures{OneTable: true})
+			return s.configureSwitch10(m)
 		case *ofp.FeaturesReply:
 			s.identify(m.DatapathID)
 			featuresXID = s.xids.Add(1)
@@ -286,6 +327,18 @@ func (s *switchConn) handshake() error {
 			s.log.Warn("switch error during handshake", "type", m.ErrType.String(), "code", m.Code)
 		}
 	}
+}
+
+// configureSwitch10 ends the handshake of a 1.0 switch, whose features
+// reply lists its ports: its pipeline is one table, which the fabric
+// cannot work with.
+func (s *switchConn) configureSwitch10(m *ofp10.FeaturesReply) error {
+	s.identify(m.DatapathID)
+	if s.c.fabric != nil {
+		return errors.New("the switch speaks OpenFlow 1.0, and --l2 fabric needs 1.3 (several tables and metadata)")
+	}
+	s.ports.set(m.Ports...)
+	return s.configureSwitch(model.SwitchFeatures{OneTable: true})
 }
 
 // refuseVersion answers a HELLO of version v that offered no version
@@ -554,6 +607,12 @@ func (s *switchConn) handle(dp *dataplane.Switch, out *dataplane.Outbox, b []byt
 		dp.FlowRemoved(now, dp.Installed, &s.removed)
 		return nil
 	}
+	return s.handleControl(dp, out, h, b, now)
+}
+
+// handleControl handles every other message: echoes, errors, replies to
+// the controller's requests, role and port changes.
+func (s *switchConn) handleControl(dp *dataplane.Switch, out *dataplane.Outbox, h ofp.Header, b []byte, now time.Time) error {
 	m, err := s.wire.decode(b)
 	if err != nil {
 		return s.decodeFailed(out, h, b, err)
@@ -565,43 +624,62 @@ func (s *switchConn) handle(dp *dataplane.Switch, out *dataplane.Outbox, b []byt
 	case *ofp.EchoRequest:
 		out.Reply(h.XID, ofp.EchoReply{Data: m.Data})
 	case *ofp.ErrorMsg:
-		s.logSwitchError(now, h.XID, m)
-		s.pending.finish(h.XID, m)
-		if (m.ErrType == ofp.ErrTypeRoleRequestFailed && m.Code == ofp.RoleRequestFailedStale) ||
-			(m.ErrType == ofp.ErrTypeBadRequest && m.Code == ofp.BadRequestIsSlave) {
-			s.c.staleRole()
-		}
+		s.handleError(now, h.XID, m)
 	case *ofp.RoleReply:
 		s.log.Debug("switch role", "role", m.Role, "generation", m.GenerationID)
 	case *ofp.Experimenter:
-		// Another controller took MASTER (ONF role status): the switch may
-		// have a new master; read the assignment again.
-		if st, ok, err := ofp.RoleStatusOf(m); ok && err == nil {
-			s.log.Info("switch changed this controller's role", "role", st.Role, "reason", st.Reason, "generation", st.GenerationID)
-			s.c.staleRole()
-		} else {
-			s.log.Debug("ignoring experimenter message", "experimenter", m.Experimenter, "exp_type", m.ExpType)
-		}
+		s.handleExperimenter(m)
 	case *ofp.MultipartReply:
 		s.handleMultipart(dp, out, h.XID, m)
 	case *ofp.PortStatus:
-		if m.Reason == ofp.PortReasonDelete {
-			s.ports.delete(m.Desc.PortNo)
-		} else {
-			s.ports.set(m.Desc)
-		}
-		if m.Reason == ofp.PortReasonDelete || !portUp(m.Desc) {
-			s.c.topo.portDown(model.PortRef{DPID: s.dpid, Port: m.Desc.PortNo})
-		}
-		if s.master.Load() && m.Reason != ofp.PortReasonDelete {
-			s.sendLLDPOn([]ofp.Port{m.Desc})
-		}
-		s.c.portsChanged()
+		s.handlePortStatus(m)
 	case *ofp.EchoReply, *ofp.BarrierReply, *ofp.Hello:
 	default:
 		s.log.Debug("ignoring message", "type", h.Type.String())
 	}
 	return nil
+}
+
+// handleError logs an error the switch reported, fails the request it
+// answers, and reads the role assignment again when the switch says this
+// controller's role is stale or a slave's.
+func (s *switchConn) handleError(now time.Time, xid uint32, m *ofp.ErrorMsg) {
+	s.logSwitchError(now, xid, m)
+	s.pending.finish(xid, m)
+	if (m.ErrType == ofp.ErrTypeRoleRequestFailed && m.Code == ofp.RoleRequestFailedStale) ||
+		(m.ErrType == ofp.ErrTypeBadRequest && m.Code == ofp.BadRequestIsSlave) {
+		s.c.staleRole()
+	}
+}
+
+// handleExperimenter reads the role assignment again when another
+// controller took MASTER (ONF role status): the switch may have a new
+// master. Other experimenter messages are ignored.
+func (s *switchConn) handleExperimenter(m *ofp.Experimenter) {
+	if st, ok, err := ofp.RoleStatusOf(m); ok && err == nil {
+		s.log.Info("switch changed this controller's role", "role", st.Role, "reason", st.Reason, "generation", st.GenerationID)
+		s.c.staleRole()
+	} else {
+		s.log.Debug("ignoring experimenter message", "experimenter", m.Experimenter, "exp_type", m.ExpType)
+	}
+}
+
+// handlePortStatus follows a port that was added, changed or deleted: the
+// switch's ports, the links on a port that went down or away, and, as
+// master, a discovery probe on a port that is there.
+func (s *switchConn) handlePortStatus(m *ofp.PortStatus) {
+	if m.Reason == ofp.PortReasonDelete {
+		s.ports.delete(m.Desc.PortNo)
+	} else {
+		s.ports.set(m.Desc)
+	}
+	if m.Reason == ofp.PortReasonDelete || !portUp(m.Desc) {
+		s.c.topo.portDown(model.PortRef{DPID: s.dpid, Port: m.Desc.PortNo})
+	}
+	if s.master.Load() && m.Reason != ofp.PortReasonDelete {
+		s.sendLLDPOn([]ofp.Port{m.Desc})
+	}
+	s.c.portsChanged()
 }
 
 func (s *switchConn) handleMultipart(dp *dataplane.Switch, out *dataplane.Outbox, xid uint32, m *ofp.MultipartReply) {

@@ -2,6 +2,7 @@ package dataplane
 
 import (
 	"net/netip"
+	"sync/atomic"
 	"time"
 
 	"github.com/sdnlb/sdnlb"
@@ -48,24 +49,31 @@ func keyOf(table uint8, priority uint16, m *ofp.Match) flowKey {
 // keep their flows and count as active again.
 func (dp *Switch) Adopt(now time.Time, snap *model.Snapshot, have SwitchState, out *Outbox) {
 	dp.learnFromSwitch(snap, have, out)
-	existing := make(map[flowKey]*ofp.FlowStats, len(have.Flows))
-	for i := range have.Flows {
-		f := &have.Flows[i]
-		existing[keyOf(f.TableID, f.Priority, &f.Match)] = f
+	msgs, last := dp.fromScratch(now, snap, out.xids)
+	adds, wanted, wantedGroups := changesFrom(msgs, last, have)
+	dp.adoptHeldFlows(snap, have.Flows, wanted, out)
+	for _, m := range adds {
+		out.Send(m)
 	}
-	haveGroups := make(map[uint32]*ofp.GroupDesc, len(have.Groups))
-	for i := range have.Groups {
-		haveGroups[have.Groups[i].GroupID] = &have.Groups[i]
+	for _, g := range have.Groups {
+		if !wantedGroups[g.GroupID] {
+			out.Send(&ofp.GroupMod{Command: ofp.GroupDelete, GroupID: g.GroupID})
+		}
 	}
+	dp.Log.Info("switch adopted", "flows_held", len(have.Flows), "groups_held", len(have.Groups),
+		"changes", len(adds), "connections_kept", dp.accounting.total())
+}
 
-	// What the switch would get from scratch, in the order it needs it.
-	want := NewOutbox(out.xids, nil) // counted when sent
+// fromScratch returns what the switch would get from scratch, in the
+// order it needs it, and for each flow the index in msgs of its last add:
+// a later add of the same flow replaces an earlier one.
+func (dp *Switch) fromScratch(now time.Time, snap *model.Snapshot, xids *atomic.Uint32) (msgs []ofp.Message, last map[flowKey]int) {
+	want := NewOutbox(xids, nil) // counted when sent
 	for _, fm := range model.BaseFlows(dp.L2, dp.OneTable) {
 		want.Send(&fm)
 	}
 	dp.Configure(now, snap, want)
-	var msgs []ofp.Message
-	last := map[flowKey]int{} // a later add of the same flow replaces an earlier one
+	last = map[flowKey]int{}
 	for b := want.Buf; len(b) > 0; {
 		h, _ := ofp.ParseHeader(b)
 		_, m, err := ofp.Decode(b[:h.Length])
@@ -79,9 +87,24 @@ func (dp *Switch) Adopt(now time.Time, snap *model.Snapshot, have SwitchState, o
 		}
 		msgs = append(msgs, m)
 	}
-	var adds []ofp.Message
-	wanted := map[flowKey]bool{}
-	wantedGroups := map[uint32]bool{}
+	return msgs, last
+}
+
+// changesFrom returns what of msgs, what the switch would get from
+// scratch, the switch that holds have lacks (adds; a group it holds
+// otherwise is modified), and every flow and group msgs wants.
+func changesFrom(msgs []ofp.Message, last map[flowKey]int, have SwitchState) (adds []ofp.Message, wanted map[flowKey]bool, wantedGroups map[uint32]bool) {
+	existing := make(map[flowKey]*ofp.FlowStats, len(have.Flows))
+	for i := range have.Flows {
+		f := &have.Flows[i]
+		existing[keyOf(f.TableID, f.Priority, &f.Match)] = f
+	}
+	haveGroups := make(map[uint32]*ofp.GroupDesc, len(have.Groups))
+	for i := range have.Groups {
+		haveGroups[have.Groups[i].GroupID] = &have.Groups[i]
+	}
+	wanted = map[flowKey]bool{}
+	wantedGroups = map[uint32]bool{}
 	for i, m := range msgs {
 		switch m := m.(type) {
 		case *ofp.FlowMod:
@@ -93,7 +116,7 @@ func (dp *Switch) Adopt(now time.Time, snap *model.Snapshot, have SwitchState, o
 		case *ofp.GroupMod:
 			wantedGroups[m.GroupID] = true
 			if g := haveGroups[m.GroupID]; g != nil {
-				if g.GroupType == m.GroupType && (ofp.GroupDesc{GroupType: g.GroupType, GroupID: g.GroupID, Buckets: m.Buckets}).String() == g.String() {
+				if sameGroup(g, m) {
 					continue
 				}
 				m.Command = ofp.GroupModify
@@ -101,9 +124,15 @@ func (dp *Switch) Adopt(now time.Time, snap *model.Snapshot, have SwitchState, o
 		}
 		adds = append(adds, m)
 	}
+	return adds, wanted, wantedGroups
+}
 
-	for i := range have.Flows {
-		f := &have.Flows[i]
+// adoptHeldFlows goes through the flows the switch holds: it adopts the
+// connections', keeps the rows that follow a course of their own, and
+// deletes the others snap does not want.
+func (dp *Switch) adoptHeldFlows(snap *model.Snapshot, flows []ofp.FlowStats, wanted map[flowKey]bool, out *Outbox) {
+	for i := range flows {
+		f := &flows[i]
 		switch cat, _, _, _ := model.CookieParts(f.Cookie); {
 		case cat == model.CatConn || cat == model.CatConnReply:
 			dp.adoptConnection(snap, f, out)
@@ -118,22 +147,17 @@ func (dp *Switch) Adopt(now time.Time, snap *model.Snapshot, have SwitchState, o
 			out.Send(&del)
 		}
 	}
-	for _, m := range adds {
-		out.Send(m)
-	}
-	for _, g := range have.Groups {
-		if !wantedGroups[g.GroupID] {
-			out.Send(&ofp.GroupMod{Command: ofp.GroupDelete, GroupID: g.GroupID})
-		}
-	}
-	dp.Log.Info("switch adopted", "flows_held", len(have.Flows), "groups_held", len(have.Groups),
-		"changes", len(adds), "connections_kept", dp.accounting.total())
 }
 
 // sameFlow reports whether the switch's flow f is what fm installs.
 func sameFlow(f *ofp.FlowStats, fm *ofp.FlowMod) bool {
 	return f.Cookie == fm.Cookie && f.IdleTimeout == fm.IdleTimeout && f.HardTimeout == fm.HardTimeout &&
 		ofp.FormatInstructions(f.Instructions) == ofp.FormatInstructions(fm.Instructions)
+}
+
+// sameGroup reports whether the switch's group g is what gm installs.
+func sameGroup(g *ofp.GroupDesc, gm *ofp.GroupMod) bool {
+	return g.GroupType == gm.GroupType && (ofp.GroupDesc{GroupType: g.GroupType, GroupID: g.GroupID, Buckets: gm.Buckets}).String() == g.String()
 }
 
 // learnFromSwitch seeds the host and MAC tables and the groups' slots from
@@ -143,29 +167,7 @@ func (dp *Switch) learnFromSwitch(snap *model.Snapshot, have SwitchState, out *O
 	for i := range have.Flows {
 		f := &have.Flows[i]
 		acts := model.Applied(f.Instructions)
-		cat, _, _, _ := model.CookieParts(f.Cookie)
-		switch {
-		case cat == model.CatMemberRoute && f.Priority == model.PrioMemberRoute:
-			if ip, ok := model.RoutedAddress(&f.Match); ok {
-				if mac, ok := model.SetField(acts, ofp.OXMEthDst); ok {
-					dp.Learner.SeedHost(ip, mac.MAC(), 0)
-				}
-			}
-		case cat == model.CatConn:
-			ip, okIP := model.SetIPDst(acts)
-			mac, okMAC := model.SetField(acts, ofp.OXMEthDst)
-			if port, ok := model.OutputPort(acts); okIP && okMAC && ok && port <= ofp.PortMax {
-				dp.Learner.SeedHost(ip, mac.MAC(), port)
-			}
-		case (cat == model.CatL2 || cat == model.CatFabric) && dp.L2 == model.L2Fabric:
-			dp.adoptFabricRow(f, out)
-		case cat == model.CatL2 && dp.L2 == model.L2Learn:
-			if dst, ok := f.Match.Get(ofp.OXMEthDst); ok {
-				if port, ok := model.OutputPort(acts); ok {
-					dp.Learner.seedMAC(dst.MAC(), port)
-				}
-			}
-		}
+		dp.learnFromFlow(f, acts, out)
 		if g, ok := model.GroupOf(acts); ok {
 			if v := snap.VIP(model.MatchedVIP(&f.Match)); v != nil {
 				groupVIP[g] = v
@@ -173,6 +175,42 @@ func (dp *Switch) learnFromSwitch(snap *model.Snapshot, have SwitchState, out *O
 		}
 	}
 	dp.dispatcher.adoptGroups(have.Groups, groupVIP)
+}
+
+// learnFromFlow seeds what one flow the switch holds, of actions acts,
+// shows of where hosts are: a member route's and a connection's the
+// member's MAC (and port), an L2 row a MAC's port; a fabric row is
+// adopted.
+func (dp *Switch) learnFromFlow(f *ofp.FlowStats, acts []ofp.Action, out *Outbox) {
+	cat, _, _, _ := model.CookieParts(f.Cookie)
+	switch {
+	case cat == model.CatMemberRoute && f.Priority == model.PrioMemberRoute:
+		if ip, ok := model.RoutedAddress(&f.Match); ok {
+			if mac, ok := model.SetField(acts, ofp.OXMEthDst); ok {
+				dp.Learner.SeedHost(ip, mac.MAC(), 0)
+			}
+		}
+	case cat == model.CatConn:
+		dp.seedConnMember(acts)
+	case (cat == model.CatL2 || cat == model.CatFabric) && dp.L2 == model.L2Fabric:
+		dp.adoptFabricRow(f, out)
+	case cat == model.CatL2 && dp.L2 == model.L2Learn:
+		if dst, ok := f.Match.Get(ofp.OXMEthDst); ok {
+			if port, ok := model.OutputPort(acts); ok {
+				dp.Learner.seedMAC(dst.MAC(), port)
+			}
+		}
+	}
+}
+
+// seedConnMember seeds the host a connection flow of actions acts sends
+// to: its member's address, MAC and port, when it rewrites all three.
+func (dp *Switch) seedConnMember(acts []ofp.Action) {
+	ip, okIP := model.SetIPDst(acts)
+	mac, okMAC := model.SetField(acts, ofp.OXMEthDst)
+	if port, ok := model.OutputPort(acts); okIP && okMAC && ok && port <= ofp.PortMax {
+		dp.Learner.SeedHost(ip, mac.MAC(), port)
+	}
 }
 
 // adoptGroups keeps the switch's groups of SWITCH VIPs, by the VIP whose
@@ -241,29 +279,9 @@ func (dp *Switch) connectionOf(snap *model.Snapshot, cat model.Category, f *ofp.
 	var memberIP netip.Addr
 	var memberPort uint16
 	if cat == model.CatConn {
-		key = model.MatchedVIP(&f.Match)
-		if ip, ok := model.SetIPDst(acts); ok { // NAT
-			memberIP = ip
-			if p, ok := model.SetField(acts, model.L4DstField(key.Proto)); ok {
-				memberPort = uint16(p.Uint())
-			}
-		} else if mac, ok := model.SetField(acts, ofp.OXMEthDst); ok { // DSR
-			memberIP, memberPort = dp.Learner.ipOfMAC(mac.MAC()), key.Port
-		}
+		key, memberIP, memberPort = dp.forwardEnds(f, acts)
 	} else {
-		memberIP, _ = model.MatchedSrc(&f.Match)
-		key.Proto = model.MatchedProto(&f.Match)
-		if p, ok := f.Match.Get(model.L4SrcField(key.Proto)); ok {
-			memberPort = uint16(p.Uint())
-		}
-		if ip, ok := model.SetField(acts, ofp.OXMIPv4Src); ok {
-			key.IP = model.SetAddr(ip)
-		} else if ip, ok := model.SetField(acts, ofp.OXMIPv6Src); ok {
-			key.IP = model.SetAddr(ip)
-		}
-		if p, ok := model.SetField(acts, model.L4SrcField(key.Proto)); ok {
-			key.Port = uint16(p.Uint())
-		}
+		key, memberIP, memberPort = replyEnds(f, acts)
 	}
 	v := snap.VIP(key)
 	if v == nil || v.Pool == nil {
@@ -276,6 +294,42 @@ func (dp *Switch) connectionOf(snap *model.Snapshot, cat model.Category, f *ofp.
 		}
 	}
 	return nil, nil
+}
+
+// forwardEnds reads the client → member flow f, of actions acts: the VIP
+// it matches, and the member's address and port its rewrite names (under
+// NAT) or its MAC's address (under DSR, on the VIP's port).
+func (dp *Switch) forwardEnds(f *ofp.FlowStats, acts []ofp.Action) (key model.VIPKey, memberIP netip.Addr, memberPort uint16) {
+	key = model.MatchedVIP(&f.Match)
+	if ip, ok := model.SetIPDst(acts); ok { // NAT
+		memberIP = ip
+		if p, ok := model.SetField(acts, model.L4DstField(key.Proto)); ok {
+			memberPort = uint16(p.Uint())
+		}
+	} else if mac, ok := model.SetField(acts, ofp.OXMEthDst); ok { // DSR
+		memberIP, memberPort = dp.Learner.ipOfMAC(mac.MAC()), key.Port
+	}
+	return key, memberIP, memberPort
+}
+
+// replyEnds reads the member → client flow f, of actions acts: the
+// member's address and port it matches, and the VIP address and port its
+// rewrite gives the reply.
+func replyEnds(f *ofp.FlowStats, acts []ofp.Action) (key model.VIPKey, memberIP netip.Addr, memberPort uint16) {
+	memberIP, _ = model.MatchedSrc(&f.Match)
+	key.Proto = model.MatchedProto(&f.Match)
+	if p, ok := f.Match.Get(model.L4SrcField(key.Proto)); ok {
+		memberPort = uint16(p.Uint())
+	}
+	if ip, ok := model.SetField(acts, ofp.OXMIPv4Src); ok {
+		key.IP = model.SetAddr(ip)
+	} else if ip, ok := model.SetField(acts, ofp.OXMIPv6Src); ok {
+		key.IP = model.SetAddr(ip)
+	}
+	if p, ok := model.SetField(acts, model.L4SrcField(key.Proto)); ok {
+		key.Port = uint16(p.Uint())
+	}
+	return key, memberIP, memberPort
 }
 
 // effectivePort is the port m serves v on.

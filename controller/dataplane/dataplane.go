@@ -197,7 +197,7 @@ func (dp *Switch) PacketIn(now time.Time, snap *model.Snapshot, msg *ofp.PacketI
 	case p.hasARP:
 		dp.Metrics.packetIns[kindARP].Inc()
 		dp.handleARP(p, out)
-	case p.hasNS || p.hasNA:
+	case p.hasND():
 		dp.Metrics.packetIns[kindARP].Inc()
 		dp.handleND(p, out)
 	case p.hasIP() && snap.VIPByAddr[p.dstIP()] != nil:
@@ -207,11 +207,17 @@ func (dp *Switch) PacketIn(now time.Time, snap *model.Snapshot, msg *ofp.PacketI
 		dp.Metrics.packetIns[kindReply].Inc()
 	default:
 		dp.Metrics.packetIns[kindL2].Inc()
-		if srcIP := p.srcIP(); p.hasIP() && hostAddress(srcIP) && !isMulticast(src) && snap.VIPByAddr[srcIP] == nil {
-			dp.learnHost(p, srcIP, src, out)
-		}
-		dp.forwardL2(p, out)
+		dp.handleL2(p, src, out)
 	}
+}
+
+// handleL2 forwards by MAC a packet for no VIP and no connection, learning
+// first where its sender is when it is a host's IP packet.
+func (dp *Switch) handleL2(p *packetIn, src [6]byte, out *Outbox) {
+	if srcIP := p.srcIP(); p.hasIP() && hostAddress(srcIP) && !isMulticast(src) && p.snap.VIPByAddr[srcIP] == nil {
+		dp.learnHost(p, srcIP, src, out)
+	}
+	dp.forwardL2(p, out)
 }
 
 // fromReplyPunt reports whether a member's reply punt sent the packet.

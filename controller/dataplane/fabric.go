@@ -222,19 +222,25 @@ func (dp *Switch) reconcileHosts(now time.Time, v *FabricView, pathsMoved bool, 
 		}
 	}
 	if r.gen != v.Hosts.Gen {
-		for mac := range r.hosts {
-			if _, ok := v.Hosts.Hosts[mac]; !ok {
-				delete(r.hosts, mac)
-				fm := model.Flow{Table: model.TableL2, Priority: model.PrioL2, Match: []ofp.OXM{ofp.MatchEthDst(mac)}}.Remove()
-				out.Send(&fm)
-				r.source(mac, model.PortRef{}, dp.DPID, out)
-			}
-		}
-		r.gen = v.Hosts.Gen
+		r.forgetGoneHosts(v, dp.DPID, out)
 	}
 	for _, ip := range reached {
 		dp.reached(now, dp.Installed, ip, out)
 	}
+}
+
+// forgetGoneHosts deletes the rows of the hosts v no longer has, on switch
+// self, and takes on v's generation of hosts.
+func (r *fabricRows) forgetGoneHosts(v *FabricView, self uint64, out *Outbox) {
+	for mac := range r.hosts {
+		if _, ok := v.Hosts.Hosts[mac]; !ok {
+			delete(r.hosts, mac)
+			fm := model.Flow{Table: model.TableL2, Priority: model.PrioL2, Match: []ofp.OXM{ofp.MatchEthDst(mac)}}.Remove()
+			out.Send(&fm)
+			r.source(mac, model.PortRef{}, self, out)
+		}
+	}
+	r.gen = v.Hosts.Gen
 }
 
 // source brings the TableSources row of mac to a host at (a switch's

@@ -47,8 +47,7 @@ func (d *decoder) decode(frame []byte) (ok bool) {
 	for _, t := range d.decoded {
 		switch t {
 		case layers.LayerTypeARP:
-			d.hasARP = len(d.arp.SourceHwAddress) == 6 && len(d.arp.SourceProtAddress) == 4 &&
-				len(d.arp.DstHwAddress) == 6 && len(d.arp.DstProtAddress) == 4
+			d.hasARP = d.arpOfIPv4()
 		case layers.LayerTypeIPv4:
 			d.hasIPv4 = true
 		case layers.LayerTypeIPv6:
@@ -71,12 +70,23 @@ func (d *decoder) decode(frame []byte) (ok bool) {
 	return len(d.decoded) > 0 || err == nil && len(frame) >= 14
 }
 
+// arpOfIPv4 reports whether the decoded ARP packet maps IPv4 addresses to
+// Ethernet ones, the only ARP the dataplane reads.
+func (d *decoder) arpOfIPv4() bool {
+	return len(d.arp.SourceHwAddress) == 6 && len(d.arp.SourceProtAddress) == 4 &&
+		len(d.arp.DstHwAddress) == 6 && len(d.arp.DstProtAddress) == 4
+}
+
 func (d *decoder) ethSrc() (mac [6]byte) { copy(mac[:], d.eth.SrcMAC); return mac }
 
 func (d *decoder) ethDst() (mac [6]byte) { copy(mac[:], d.eth.DstMAC); return mac }
 
 // hasIP reports whether the frame carries an IP packet of either family.
 func (d *decoder) hasIP() bool { return d.hasIPv4 || d.hasIPv6 }
+
+// hasND reports whether the frame carries a neighbour solicitation or
+// advertisement, IPv6's ARP.
+func (d *decoder) hasND() bool { return d.hasNS || d.hasNA }
 
 // srcIP and dstIP are the IP packet's addresses.
 func (d *decoder) srcIP() netip.Addr {

@@ -195,27 +195,39 @@ func quotedTuple(frame []byte, l3 int) (src, dst netip.AddrPort, proto uint8, ok
 // to hold what it rewrites.
 func unNATError(frame []byte, l3 int, member netip.Addr, port uint16) bool {
 	if member.Is6() {
-		const ipLen = 40 // an error that reaches the tracker has no extension header
-		icmp := l3 + ipLen
-		inner := icmp + icmpErrorHeader
-		if len(frame) < inner+ipLen || frame[l3+6] != ofp.IPProtoICMPv6 {
-			return false
-		}
-		addr := member.As16()
-		copy(frame[l3+24:l3+40], addr[:]) // destination
-		copy(frame[inner+8:inner+24], addr[:])
-		if next := frame[inner+6]; port != 0 && model.HasPorts(next) && len(frame) >= inner+ipLen+2 {
-			binary.BigEndian.PutUint16(frame[inner+ipLen:], port)
-		}
-		src := netip.AddrFrom16([16]byte(frame[l3+8 : l3+24]))
-		n := int(binary.BigEndian.Uint16(frame[l3+4:]))
-		if icmp+n > len(frame) {
-			return false
-		}
-		binary.BigEndian.PutUint16(frame[icmp+2:], 0)
-		binary.BigEndian.PutUint16(frame[icmp+2:], checksum(frame[icmp:icmp+n], pseudoHeaderSum(src, member, ofp.IPProtoICMPv6, n)))
-		return true
+		return unNATError6(frame, l3, member, port)
 	}
+	return unNATError4(frame, l3, member, port)
+}
+
+// unNATError6 is unNATError for an ICMPv6 error, whose checksum covers
+// the addresses it is sent between.
+func unNATError6(frame []byte, l3 int, member netip.Addr, port uint16) bool {
+	const ipLen = 40 // an error that reaches the tracker has no extension header
+	icmp := l3 + ipLen
+	inner := icmp + icmpErrorHeader
+	if len(frame) < inner+ipLen || frame[l3+6] != ofp.IPProtoICMPv6 {
+		return false
+	}
+	addr := member.As16()
+	copy(frame[l3+24:l3+40], addr[:]) // destination
+	copy(frame[inner+8:inner+24], addr[:])
+	if next := frame[inner+6]; port != 0 && model.HasPorts(next) && len(frame) >= inner+ipLen+2 {
+		binary.BigEndian.PutUint16(frame[inner+ipLen:], port)
+	}
+	src := netip.AddrFrom16([16]byte(frame[l3+8 : l3+24]))
+	n := int(binary.BigEndian.Uint16(frame[l3+4:]))
+	if icmp+n > len(frame) {
+		return false
+	}
+	binary.BigEndian.PutUint16(frame[icmp+2:], 0)
+	binary.BigEndian.PutUint16(frame[icmp+2:], checksum(frame[icmp:icmp+n], pseudoHeaderSum(src, member, ofp.IPProtoICMPv6, n)))
+	return true
+}
+
+// unNATError4 is unNATError for an ICMPv4 error, whose outer and quoted
+// IP headers each carry a checksum of their own.
+func unNATError4(frame []byte, l3 int, member netip.Addr, port uint16) bool {
 	ihl := int(frame[l3]&0x0f) * 4
 	icmp := l3 + ihl
 	inner := icmp + icmpErrorHeader

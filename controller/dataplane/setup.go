@@ -1,6 +1,7 @@
 package dataplane
 
 import (
+	"net/netip"
 	"slices"
 	"time"
 
@@ -26,15 +27,9 @@ var refusalNames = [numRefusals]string{"limit", "no_member", "no_flow"}
 // their addresses.
 func (dp *Switch) handleVIPPacket(p *packetIn, out *Outbox) {
 	proto := p.proto()
-	var sport, dport uint16
-	switch {
-	case proto == ofp.IPProtoTCP && p.hasTCP:
-		sport, dport = uint16(p.tcp.SrcPort), uint16(p.tcp.DstPort)
-	case proto == ofp.IPProtoUDP && p.hasUDP:
-		sport, dport = uint16(p.udp.SrcPort), uint16(p.udp.DstPort)
-	case proto == ofp.IPProtoICMP && p.isEcho(true):
-	case model.HasPorts(proto) || proto == ofp.IPProtoICMP:
-		return // truncated, or not an echo request
+	sport, dport, ok := p.connPorts(proto)
+	if !ok {
+		return
 	}
 	vipIP := p.dstIP()
 	v := p.snap.VIP(model.VIPKey{IP: vipIP, Port: dport, Proto: proto})
@@ -50,43 +45,17 @@ func (dp *Switch) handleVIPPacket(p *packetIn, out *Outbox) {
 		IdleTimeout: dp.IdleTimeout, HardTimeout: dp.HardTimeout,
 		DSR: v.DSR(),
 	}
-	if dp.forwardRecent(p, &c, out) {
+	if dp.forwardRecent(p, &c, out) || !dp.admit(p, proto, v, out) {
 		return
 	}
-	if proto == ofp.IPProtoTCP {
-		if p.tcp.RST {
-			return
-		}
-		if !p.tcp.SYN || p.tcp.ACK {
-			// The connection's flows are gone (its member failed): make
-			// the client fail fast instead of retransmitting into a void.
-			dp.sendRST(p, v, out)
-			dp.Metrics.refusals[refusedNoFlow].Inc()
-			return
-		}
-	}
-
 	pool := v.Pool
-	if pool == nil || len(pool.Rotation) == 0 {
-		dp.refuse(p, v, refusedNoMember, out)
-		return
-	}
-	if n := v.Cnt.Active.Add(1); v.Limit > 0 && n > v.Limit {
-		v.Cnt.Active.Add(-1)
-		dp.refuse(p, v, refusedLimit, out)
-		return
-	}
 	m := dp.pick(p.now, pool, v, c.Key())
 	e, known := dp.Learner.Host(m.IP)
 	if (!known || e.Port == 0) && dp.Learner.silent(p.now, m.IP) {
 		// A member that did not answer ARP for longer than a setup waits
 		// takes no connection while another can; it is still asked for.
-		if alt, ae, ok := dp.reachableAfter(pool, m); ok {
-			dp.askARP(p.now, v, m.IP, out)
+		if alt, ae, ok := dp.replaceSilent(p, v, m, c.ClientIP, out); ok {
 			m, e, known = alt, ae, true
-			if v.Persist > 0 {
-				dp.Affinity.put(v.Num, pool.Client(c.ClientIP), m.Num, p.now.Add(v.Persist))
-			}
 		}
 	}
 	c.SetMember(m, dp.Groups)
@@ -96,6 +65,68 @@ func (dp *Switch) handleVIPPacket(p *packetIn, out *Outbox) {
 	}
 	c.MemberMAC, c.MemberOFPort = e.MAC, e.Port
 	dp.install(p.now, p.snap, &c, p.frame, out)
+}
+
+// connPorts returns the client's and the VIP's port of a packet of proto
+// to a VIP; ok is false for one that starts no connection: TCP or UDP
+// truncated before its ports, or ICMP but an echo request. Other IP
+// protocols have no ports.
+func (p *packetIn) connPorts(proto uint8) (sport, dport uint16, ok bool) {
+	switch {
+	case proto == ofp.IPProtoTCP && p.hasTCP:
+		return uint16(p.tcp.SrcPort), uint16(p.tcp.DstPort), true
+	case proto == ofp.IPProtoUDP && p.hasUDP:
+		return uint16(p.udp.SrcPort), uint16(p.udp.DstPort), true
+	case proto == ofp.IPProtoICMP && p.isEcho(true):
+	case model.HasPorts(proto) || proto == ofp.IPProtoICMP:
+		return 0, 0, false // truncated, or not an echo request
+	}
+	return 0, 0, true
+}
+
+// admit takes a new connection of proto to v in, counting it against v's
+// connection limit, or turns it away. A TCP segment but a SYN belongs to
+// a connection whose flows are gone (its member failed): a reset is
+// dropped, anything else gets one, so that the client fails fast instead
+// of retransmitting into a void. A connection v has no member in rotation
+// for, or that v's limit leaves no room for, is refused.
+func (dp *Switch) admit(p *packetIn, proto uint8, v *model.VIP, out *Outbox) bool {
+	if proto == ofp.IPProtoTCP {
+		if p.tcp.RST {
+			return false
+		}
+		if !p.tcp.SYN || p.tcp.ACK {
+			dp.sendRST(p, v, out)
+			dp.Metrics.refusals[refusedNoFlow].Inc()
+			return false
+		}
+	}
+	pool := v.Pool
+	if pool == nil || len(pool.Rotation) == 0 {
+		dp.refuse(p, v, refusedNoMember, out)
+		return false
+	}
+	if n := v.Cnt.Active.Add(1); v.Limit > 0 && n > v.Limit {
+		v.Cnt.Active.Add(-1)
+		dp.refuse(p, v, refusedLimit, out)
+		return false
+	}
+	return true
+}
+
+// replaceSilent returns, for m, a silent member of v, the next member of
+// v's rotation the switch showed, if any; it asks for m again, and gives
+// the client's persistence to the replacement.
+func (dp *Switch) replaceSilent(p *packetIn, v *model.VIP, m *model.Member, client netip.Addr, out *Outbox) (*model.Member, HostEntry, bool) {
+	alt, e, ok := dp.reachableAfter(v.Pool, m)
+	if !ok {
+		return nil, HostEntry{}, false
+	}
+	dp.askARP(p.now, v, m.IP, out)
+	if v.Persist > 0 {
+		dp.Affinity.put(v.Num, v.Pool.Client(client), alt.Num, p.now.Add(v.Persist))
+	}
+	return alt, e, true
 }
 
 // reachableAfter returns the first member of pool's rotation after m

@@ -60,42 +60,9 @@ func (b *Builder) Patch(changes []HealthChange) *Snapshot {
 	s, sc := b.beginPatch()
 	replies := map[ReplyMatch]bool{}
 	for _, c := range changes {
-		e, ok := b.Members.entries[c.MemberID]
-		if !ok {
-			continue
-		}
-		p := s.Pools[last.MemberPools[e.num]]
-		if p == nil {
-			continue
-		}
-		status := c.Status
-		if p.ByNum[e.num].draining || c.Agent != nil && c.Agent.Drain && status != sdnlb.MemberDown {
-			status = sdnlb.MemberDraining
-		}
-		if m := p.ByNum[e.num]; m.Status == status && m.Since.Equal(c.Since) && sameReport(m.Agent, c.Agent) {
-			continue
-		}
-		p = s.ownPool(sc, p)
-		m := sc.ownMember(p, p.ByNum[e.num])
-		if m.Status == sdnlb.MemberDown || status == sdnlb.MemberDown {
-			m.Cnt.endDispatched()
-		}
-		if InRotation(status) && !InRotation(m.Status) {
-			m.InRotationSince = c.Since
-		}
-		m.Status, m.Since, m.Agent = status, c.Since, c.Agent
-		sc.Members = append(sc.Members, m.Num)
-		if _, switched := s.SwitchedMembers[m.IP]; switched {
-			sc.Addrs = append(sc.Addrs, m.IP)
-		}
-		if p.punts() {
-			replies[replyKeyOf(p.VIP, m)] = true
-		}
+		b.applyHealth(s, sc, c, replies)
 	}
-	slices.Sort(sc.Members)
-	sc.Members = slices.Compact(sc.Members) // one member may change twice in a burst
-	slices.SortFunc(sc.Addrs, netip.Addr.Compare)
-	sc.Addrs = slices.Compact(sc.Addrs)
+	sc.sortChanges()
 	if len(replies) > 0 {
 		s.ReplyPunts = maps.Clone(last.ReplyPunts)
 	}
@@ -103,18 +70,79 @@ func (b *Builder) Patch(changes []HealthChange) *Snapshot {
 		s.repunt(sc, k)
 		sc.Replies = append(sc.Replies, k)
 	}
+	b.reschedule(s, sc, last)
+	s.relinkVIPs(sc)
+	b.last = s
+	return s
+}
+
+// applyHealth gives the patch s's copy of c's member its new health,
+// unless that is the health it has, and records what the change touches:
+// the member, its address if the switches dispatch it, and its reply
+// match (in replies) if its pool punts replies.
+func (b *Builder) applyHealth(s *Snapshot, sc *patchScope, c HealthChange, replies map[ReplyMatch]bool) {
+	e, ok := b.Members.entries[c.MemberID]
+	if !ok {
+		return
+	}
+	p := s.Pools[b.last.MemberPools[e.num]]
+	if p == nil {
+		return
+	}
+	status := healthStatus(p.ByNum[e.num], c)
+	if m := p.ByNum[e.num]; m.Status == status && m.Since.Equal(c.Since) && sameReport(m.Agent, c.Agent) {
+		return
+	}
+	p = s.ownPool(sc, p)
+	m := sc.ownMember(p, p.ByNum[e.num])
+	if m.Status == sdnlb.MemberDown || status == sdnlb.MemberDown {
+		m.Cnt.endDispatched()
+	}
+	if InRotation(status) && !InRotation(m.Status) {
+		m.InRotationSince = c.Since
+	}
+	m.Status, m.Since, m.Agent = status, c.Since, c.Agent
+	sc.Members = append(sc.Members, m.Num)
+	if _, switched := s.SwitchedMembers[m.IP]; switched {
+		sc.Addrs = append(sc.Addrs, m.IP)
+	}
+	if p.punts() {
+		replies[replyKeyOf(p.VIP, m)] = true
+	}
+}
+
+// healthStatus is the status c gives m: DRAINING while m is admin down or
+// of weight 0, or when its agent asks it to drain and c is not DOWN; else
+// c's.
+func healthStatus(m *Member, c HealthChange) sdnlb.MemberStatus {
+	if m.draining || c.Agent != nil && c.Agent.Drain && c.Status != sdnlb.MemberDown {
+		return sdnlb.MemberDraining
+	}
+	return c.Status
+}
+
+// sortChanges orders the members and addresses the patch changed, each
+// once: one member may change twice in a burst.
+func (sc *patchScope) sortChanges() {
+	slices.Sort(sc.Members)
+	sc.Members = slices.Compact(sc.Members)
+	slices.SortFunc(sc.Addrs, netip.Addr.Compare)
+	sc.Addrs = slices.Compact(sc.Addrs)
+}
+
+// reschedule gives the pools the patch replaced their rotation and
+// scheduler again, from those of last. Weighing writes to every member of
+// a rotation, so a weighed pool's members are all the patch's own first.
+func (b *Builder) reschedule(s *Snapshot, sc *patchScope, last *Snapshot) {
 	for id := range sc.Pools {
 		p := s.Pools[id]
-		if p.weighs() { // weighing writes to every member of the rotation
+		if p.weighs() {
 			for _, m := range slices.Clone(p.Members) {
 				sc.ownMember(p, m)
 			}
 		}
 		b.schedule(p, last.Pools[id]) // its method was usable when it was built
 	}
-	s.relinkVIPs(sc)
-	b.last = s
-	return s
 }
 
 // beginPatch starts a patch of the last snapshot: a new generation that

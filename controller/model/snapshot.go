@@ -187,6 +187,28 @@ func (n *numbering[C]) retain(keep map[string]bool) {
 // bad address, exhausted numbers) are skipped and reported in skipped, so
 // one bad row never takes the data path down.
 func (b *Builder) Build(cfg *sdnlb.Config) (snap *Snapshot, skipped []error) {
+	b.forgetRemoved(cfg)
+	b.gen++
+	s := newSnapshot(b.gen)
+	skipped = append(skipped, b.addVIPs(s, cfg.VIPs)...)
+	for _, p := range cfg.Pools {
+		s.Pools[p.ID] = newPool(p)
+	}
+	skipped = append(skipped, b.addMembers(s, cfg.Members)...)
+	skipped = append(skipped, b.linkPools(s, cfg.Pools)...)
+	b.weigher.forget(s.Pools)
+	for _, ps := range s.Pools {
+		ps.setMemberZones(s)
+	}
+	s.indexSwitchedMembers()
+	b.last = s
+	b.shareCounters(s)
+	return s, skipped
+}
+
+// forgetRemoved drops the numbers and counters of the VIPs and members
+// cfg no longer has.
+func (b *Builder) forgetRemoved(cfg *sdnlb.Config) {
 	vipIDs := make(map[string]bool, len(cfg.VIPs))
 	for _, v := range cfg.VIPs {
 		vipIDs[v.ID] = true
@@ -197,9 +219,12 @@ func (b *Builder) Build(cfg *sdnlb.Config) (snap *Snapshot, skipped []error) {
 	}
 	b.VIPs.retain(vipIDs)
 	b.Members.retain(memberIDs)
-	b.gen++
-	s := &Snapshot{
-		Gen:         b.gen,
+}
+
+// newSnapshot is an empty snapshot of generation gen, every map made.
+func newSnapshot(gen uint64) *Snapshot {
+	return &Snapshot{
+		Gen:         gen,
 		VIPs:        map[VIPKey]*VIP{},
 		VIPByID:     map[string]*VIP{},
 		VIPByNum:    map[uint32]*VIP{},
@@ -214,15 +239,24 @@ func (b *Builder) Build(cfg *sdnlb.Config) (snap *Snapshot, skipped []error) {
 		VIPCnt:          map[uint32]*VIPCounters{},
 		MemberCnt:       map[uint32]*MemberCounters{},
 	}
-	defer func() {
-		for _, e := range b.VIPs.entries {
-			s.VIPCnt[e.num] = e.cnt
-		}
-		for _, e := range b.Members.entries {
-			s.MemberCnt[e.num] = e.cnt
-		}
-	}()
-	vips := slices.Clone(cfg.VIPs)
+}
+
+// shareCounters gives s the counters of every VIP and member the
+// configuration has, enabled or not, so that flow-removed accounting
+// finds them whatever their state.
+func (b *Builder) shareCounters(s *Snapshot) {
+	for _, e := range b.VIPs.entries {
+		s.VIPCnt[e.num] = e.cnt
+	}
+	for _, e := range b.Members.entries {
+		s.MemberCnt[e.num] = e.cnt
+	}
+}
+
+// addVIPs indexes the enabled VIPs in s, by id so that the lowest id wins
+// a key or an address two VIPs claim, and returns those it skipped.
+func (b *Builder) addVIPs(s *Snapshot, cfgVIPs []*sdnlb.VIP) (skipped []error) {
+	vips := slices.Clone(cfgVIPs)
 	slices.SortFunc(vips, func(x, y *sdnlb.VIP) int { return cmp.Compare(x.ID, y.ID) })
 	for _, v := range vips {
 		if !v.AdminStateUp {
@@ -245,13 +279,20 @@ func (b *Builder) Build(cfg *sdnlb.Config) (snap *Snapshot, skipped []error) {
 		}
 		s.VIPMACs[vs.MAC] = struct{}{}
 	}
+	return skipped
+}
 
-	for _, p := range cfg.Pools {
-		s.Pools[p.ID] = &Pool{ID: p.ID, dispatch: p.Dispatch, forwarding: p.Forwarding, Method: p.LBMethod,
-			ByNum: map[uint32]*Member{}, SlowStart: time.Duration(float64(p.SlowStart) * float64(time.Second)),
-			clientPrefix: p.ClientIPv6Prefix}
-	}
-	members := slices.Clone(cfg.Members)
+// newPool is p's pool in a snapshot, before it has members or a VIP.
+func newPool(p *sdnlb.Pool) *Pool {
+	return &Pool{ID: p.ID, dispatch: p.Dispatch, forwarding: p.Forwarding, Method: p.LBMethod,
+		ByNum: map[uint32]*Member{}, SlowStart: time.Duration(float64(p.SlowStart) * float64(time.Second)),
+		clientPrefix: p.ClientIPv6Prefix}
+}
+
+// addMembers puts the members of the pools s has into them, by id, and
+// returns those it skipped.
+func (b *Builder) addMembers(s *Snapshot, cfgMembers []*sdnlb.Member) (skipped []error) {
+	members := slices.Clone(cfgMembers)
 	slices.SortFunc(members, func(x, y *sdnlb.Member) int { return cmp.Compare(x.ID, y.ID) })
 	for _, m := range members {
 		ps, ok := s.Pools[m.PoolID]
@@ -263,19 +304,33 @@ func (b *Builder) Build(cfg *sdnlb.Config) (snap *Snapshot, skipped []error) {
 			skipped = append(skipped, err)
 			continue
 		}
-		last := b.last.Member(ms.Num)
-		if ms.Status == sdnlb.MemberDown || last != nil && last.Status == sdnlb.MemberDown {
-			ms.Cnt.endDispatched()
-		}
-		if last != nil && InRotation(last.Status) && InRotation(ms.Status) {
-			ms.InRotationSince = last.InRotationSince // a monitor attached to a member in rotation brings no slow start
-		}
+		b.carryOver(ms)
 		s.MemberPools[ms.Num] = ps.ID
 		ps.ByNum[ms.Num] = ms
 		ps.Members = append(ps.Members, ms)
 	}
+	return skipped
+}
 
-	for _, p := range cfg.Pools {
+// carryOver takes on to ms what its state in the last snapshot decides:
+// a member that goes or was DOWN dispatches nothing more, and one that
+// stays in rotation keeps its slow start where it was.
+func (b *Builder) carryOver(ms *Member) {
+	last := b.last.Member(ms.Num)
+	if ms.Status == sdnlb.MemberDown || last != nil && last.Status == sdnlb.MemberDown {
+		ms.Cnt.endDispatched()
+	}
+	if last != nil && InRotation(last.Status) && InRotation(ms.Status) {
+		ms.InRotationSince = last.InRotationSince // a monitor attached to a member in rotation brings no slow start
+	}
+}
+
+// linkPools ties each pool of s to its VIP (the VIP to the pool when the
+// pool is up), records its members' reply punts, and gives it its
+// rotation and scheduler; it returns the pools whose method it could not
+// use.
+func (b *Builder) linkPools(s *Snapshot, cfgPools []*sdnlb.Pool) (skipped []error) {
+	for _, p := range cfgPools {
 		ps := s.Pools[p.ID]
 		if v := s.VIPByID[p.VIPID]; v != nil {
 			ps.VIP = v
@@ -283,25 +338,35 @@ func (b *Builder) Build(cfg *sdnlb.Config) (snap *Snapshot, skipped []error) {
 				v.Pool = ps
 			}
 		}
-		for _, m := range ps.Members {
-			if ps.punts() {
-				k := replyKeyOf(ps.VIP, m)
-				if pools := s.replyPools[k]; len(pools) == 0 || pools[len(pools)-1] != ps.ID {
-					s.replyPools[k] = append(pools, ps.ID)
-				}
-				if m.Status != sdnlb.MemberDown {
-					s.addReplyPunt(ps.VIP, m, ps.Switched())
-				}
-			}
+		if ps.punts() {
+			s.addReplyPunts(ps)
 		}
 		if err := b.schedule(ps, b.last.Pools[p.ID]); err != nil {
 			skipped = append(skipped, err)
 		}
 	}
-	b.weigher.forget(s.Pools)
-	for _, ps := range s.Pools {
-		ps.setMemberZones(s)
+	return skipped
+}
+
+// addReplyPunts records, for each member of p, a NAT pool with an enabled
+// VIP, that p has a member at its reply match, and the member's reply
+// punt unless it is DOWN.
+func (s *Snapshot) addReplyPunts(p *Pool) {
+	for _, m := range p.Members {
+		k := replyKeyOf(p.VIP, m)
+		if pools := s.replyPools[k]; len(pools) == 0 || pools[len(pools)-1] != p.ID {
+			s.replyPools[k] = append(pools, p.ID)
+		}
+		if m.Status != sdnlb.MemberDown {
+			s.addReplyPunt(p.VIP, m, p.Switched())
+		}
 	}
+}
+
+// indexSwitchedMembers records, for each address of a member of a pool
+// the switches dispatch, the numbers of the VIPs of those pools, in VIP
+// number order.
+func (s *Snapshot) indexSwitchedMembers() {
 	for _, v := range SortedVIPs(s) {
 		if !v.Switched() {
 			continue
@@ -312,8 +377,6 @@ func (b *Builder) Build(cfg *sdnlb.Config) (snap *Snapshot, skipped []error) {
 			}
 		}
 	}
-	b.last = s
-	return s, skipped
 }
 
 // punts reports whether p's members' replies need reverse NAT flows: a
@@ -435,19 +498,9 @@ func (b *Builder) vipState(v *sdnlb.VIP) (*VIP, error) {
 	if err != nil || len(hw) != 6 {
 		return nil, fmt.Errorf("vip %s: bad mac %q", v.ID, mac)
 	}
-	var proto uint8
-	port := uint16(v.Port)
-	switch v.Protocol {
-	case sdnlb.ProtocolTCP:
-		proto = ofp.IPProtoTCP
-	case sdnlb.ProtocolUDP:
-		proto = ofp.IPProtoUDP
-	case sdnlb.ProtocolICMP:
-		proto, port = ofp.IPProtoICMP, 0
-	case sdnlb.ProtocolAny:
-		proto, port = protoAny, 0
-	default:
-		return nil, fmt.Errorf("vip %s: protocol %q", v.ID, v.Protocol)
+	proto, port, err := vipProtocol(v)
+	if err != nil {
+		return nil, err
 	}
 	e, err := b.VIPs.Of(v.ID)
 	if err != nil {
@@ -463,6 +516,22 @@ func (b *Builder) vipState(v *sdnlb.VIP) (*VIP, error) {
 		vs.Persist = time.Duration(sp.Timeout) * time.Second
 	}
 	return vs, nil
+}
+
+// vipProtocol is the IP protocol and port v's connections are classified
+// by: ICMP and ANY VIPs have no port.
+func vipProtocol(v *sdnlb.VIP) (proto uint8, port uint16, err error) {
+	switch v.Protocol {
+	case sdnlb.ProtocolTCP:
+		return ofp.IPProtoTCP, uint16(v.Port), nil
+	case sdnlb.ProtocolUDP:
+		return ofp.IPProtoUDP, uint16(v.Port), nil
+	case sdnlb.ProtocolICMP:
+		return ofp.IPProtoICMP, 0, nil
+	case sdnlb.ProtocolAny:
+		return protoAny, 0, nil
+	}
+	return 0, 0, fmt.Errorf("vip %s: protocol %q", v.ID, v.Protocol)
 }
 
 func (b *Builder) memberState(m *sdnlb.Member) (*Member, error) {
