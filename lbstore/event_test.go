@@ -176,8 +176,8 @@ func TestEventService_Subscribe(t *testing.T) {
 		if got[2].Seq != 3 {
 			t.Fatalf("resync seq %d, want 3 (the first event lost)", got[2].Seq)
 		}
-		// Exactly one resync, however long it takes the subscriber.
-		time.Sleep(50 * time.Millisecond)
+		// Exactly one resync: none is left to deliver, and no other came.
+		lbstore.WaitResyncs(t, db)
 		assertNoEvent(t, events)
 
 		v := MustCreateVIP(t, ctx, db, newVIP("10.0.0.99", 80))
