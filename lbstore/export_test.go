@@ -73,3 +73,22 @@ func WaitResyncs(tb testing.TB, db *DB) {
 		tb.Fatal("a resync still waits to be delivered after 5s")
 	}
 }
+
+// AgeClusterTables moves every time the cluster tables hold d into the
+// past: the lease's expiry, when each node and each of its switch
+// connections was last seen, when each part of the topology was recorded.
+// The store compares those with the database clock, so to it d has
+// passed, without the test waiting for it.
+func AgeClusterTables(tb testing.TB, db *DB, d time.Duration) {
+	tb.Helper()
+	for _, q := range []string{
+		`UPDATE cluster_lease SET expires_at = expires_at - ?`,
+		`UPDATE cluster_nodes SET last_seen = last_seen - ?`,
+		`UPDATE cluster_switches SET seen_at = seen_at - ?`,
+		`UPDATE topology_parts SET seen_at = seen_at - ?`,
+	} {
+		if _, err := db.cluster.ExecContext(context.Background(), db.cluster.Rebind(q), d.Microseconds()); err != nil {
+			tb.Fatalf("age the cluster tables: %v", err)
+		}
+	}
+}
