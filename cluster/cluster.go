@@ -44,8 +44,12 @@ type Options struct {
 	// (DefaultRenew), and Margin how long before the lease expires the
 	// leader stops acting as leader (Lease/6).
 	Lease, Renew, Margin time.Duration
-	Logger               *slog.Logger
-	Registerer           prometheus.Registerer // nil: no metrics
+	// Clock times the lease, the local deadline and the retries; nil is
+	// the real clock. Database calls are bounded by context deadlines,
+	// on the real clock whatever this says.
+	Clock      Clock
+	Logger     *slog.Logger
+	Registerer prometheus.Registerer // nil: no metrics
 }
 
 // State is what this node is.
@@ -61,12 +65,12 @@ type Elector struct {
 	store sdnlb.LeaseService
 	opts  Options
 	log   *slog.Logger
-	now   func() time.Time
+	clock Clock
 
 	mu       sync.Mutex
 	state    State
 	deadline time.Time     // the local deadline while leader
-	expiry   *time.Timer   // steps down at the deadline, even while a renewal hangs
+	expiry   Timer         // steps down at the deadline, even while a renewal hangs
 	changed  chan struct{} // closed at the next change of state
 	leader   prometheus.Gauge
 	// attempted receives after each attempt at the lease: the node's
@@ -89,6 +93,9 @@ func New(store sdnlb.LeaseService, opts Options) *Elector {
 	if opts.Node.Instance == "" {
 		opts.Node.Instance = rand.Text()
 	}
+	if opts.Clock == nil {
+		opts.Clock = realClock{}
+	}
 	log := opts.Logger
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
@@ -97,7 +104,7 @@ func New(store sdnlb.LeaseService, opts Options) *Elector {
 		store:     store,
 		opts:      opts,
 		log:       log.With("component", "cluster", "node_id", opts.Node.ID),
-		now:       time.Now,
+		clock:     opts.Clock,
 		changed:   make(chan struct{}),
 		attempted: make(chan struct{}, 1),
 		leader: prometheus.NewGauge(prometheus.GaugeOpts{
@@ -119,21 +126,23 @@ func (e *Elector) Node() sdnlb.ClusterNode { return e.opts.Node }
 // waits up to a lease and a renewal for that row to lapse. A node id that
 // another live process keeps recording fails with the store's ECONFLICT.
 func (e *Elector) Join(ctx context.Context) error {
-	giveUp := e.now().Add(e.opts.Lease + e.opts.Renew)
+	giveUp := e.clock.Now().Add(e.opts.Lease + e.opts.Renew)
 	waited := false
 	for {
 		err := e.store.RecordNode(ctx, e.opts.Node, e.opts.Lease)
-		if sdnlb.ErrorCode(err) != sdnlb.ECONFLICT || !e.now().Before(giveUp) {
+		if sdnlb.ErrorCode(err) != sdnlb.ECONFLICT || !e.clock.Now().Before(giveUp) {
 			return err
 		}
 		if !waited {
 			waited = true
 			e.log.Info("waiting for the previous process of this node id to lapse", "err", err)
 		}
+		retry := e.clock.NewTimer(e.opts.Renew)
 		select {
 		case <-ctx.Done():
+			retry.Stop()
 			return ctx.Err()
-		case <-time.After(e.opts.Renew):
+		case <-retry.C():
 		}
 	}
 }
@@ -151,7 +160,7 @@ func (e *Elector) State() (State, <-chan struct{}) {
 func (e *Elector) IsLeader() bool {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	return e.state.Leader && e.now().Before(e.deadline)
+	return e.state.Leader && e.clock.Now().Before(e.deadline)
 }
 
 func (e *Elector) set(s State, deadline time.Time, why string) {
@@ -162,7 +171,7 @@ func (e *Elector) set(s State, deadline time.Time, why string) {
 		e.expiry = nil
 	}
 	if s.Leader {
-		e.expiry = time.AfterFunc(deadline.Sub(e.now()), e.lapse)
+		e.expiry = e.clock.AfterFunc(deadline.Sub(e.clock.Now()), e.lapse)
 	}
 	if s == e.state {
 		e.mu.Unlock()
@@ -184,7 +193,7 @@ func (e *Elector) set(s State, deadline time.Time, why string) {
 // lapse steps down once the local deadline has passed without a renewal.
 func (e *Elector) lapse() {
 	e.mu.Lock()
-	lapsed := e.state.Leader && !e.now().Before(e.deadline)
+	lapsed := e.state.Leader && !e.clock.Now().Before(e.deadline)
 	gen := e.state.Generation
 	e.mu.Unlock()
 	if lapsed {
@@ -199,7 +208,7 @@ func (e *Elector) Run(ctx context.Context) error {
 		gen     uint64 // the generation last held
 		failing bool
 	)
-	next := time.NewTimer(0)
+	next := e.clock.NewTimer(0)
 	defer next.Stop()
 	for {
 		select {
@@ -213,16 +222,16 @@ func (e *Elector) Run(ctx context.Context) error {
 				cancel()
 			}
 			return nil
-		case <-next.C:
+		case <-next.C():
 		}
 
-		start := e.now()
+		start := e.clock.Now()
 		wait := e.opts.Renew
 		// An attempt that takes longer than the lease is worthless.
 		actx, cancel := context.WithTimeout(ctx, e.opts.Lease)
 		lease, err := e.store.TakeLease(actx, e.opts.Node, gen, e.opts.Lease)
 		cancel()
-		now := e.now()
+		now := e.clock.Now()
 		switch {
 		case err != nil:
 			if ctx.Err() != nil {

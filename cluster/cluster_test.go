@@ -12,9 +12,11 @@ import (
 	"github.com/sdnlb/sdnlb/mock"
 )
 
-// fakeLease is one lease row in memory, by the local clock: what the
+// fakeLease is one lease row in memory, by the fake clock: what the
 // database does, with a switch to make it fail or hang.
 type fakeLease struct {
+	clock *fakeClock
+
 	mu       sync.Mutex
 	holder   string
 	gen      uint64
@@ -35,18 +37,16 @@ func (f *fakeLease) service() *mock.LeaseService {
 			}
 			f.mu.Unlock()
 			if hang != nil {
-				select {
-				case <-hang:
-				case <-ctx.Done():
-					return sdnlb.Lease{}, ctx.Err()
-				}
+				// As a paused process: nothing, not even the call's
+				// timeout, ends it before the test does.
+				f.clock.block(hang)
 			}
 			if fail != nil {
 				return sdnlb.Lease{}, fail
 			}
 			f.mu.Lock()
 			defer f.mu.Unlock()
-			now := time.Now()
+			now := f.clock.Now()
 			expired := !now.Before(f.expires)
 			if !(f.holder == n.ID && f.gen == gen) && !expired {
 				return sdnlb.Lease{Holder: f.holder, Generation: f.gen, Remaining: f.expires.Sub(now)}, nil
@@ -85,19 +85,22 @@ func (f *fakeLease) expiry() time.Time {
 const (
 	lease = 300 * time.Millisecond
 	renew = 100 * time.Millisecond
+	// within bounds, in the fake time, how long a test waits for a state.
+	within = 10 * lease
 )
 
-func start(t *testing.T, f *fakeLease, id string) (*cluster.Elector, context.CancelFunc) {
+// start runs an elector for node id on f's clock; stop ends it.
+func start(t *testing.T, f *fakeLease, id string) (e *cluster.Elector, stop func()) {
 	t.Helper()
-	e := cluster.New(f.service(), cluster.Options{Node: sdnlb.ClusterNode{ID: id}, Lease: lease, Renew: renew})
+	e = cluster.New(f.service(), cluster.Options{Node: sdnlb.ClusterNode{ID: id}, Lease: lease, Renew: renew, Clock: f.clock})
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { defer close(done); e.Run(ctx) }()
-	stop := func() {
+	stop = func() {
 		cancel()
 		select {
 		case <-done:
-		case <-time.After(5 * time.Second):
+		case <-time.After(patience):
 			t.Error("Run did not return")
 		}
 	}
@@ -105,55 +108,47 @@ func start(t *testing.T, f *fakeLease, id string) (*cluster.Elector, context.Can
 	return e, stop
 }
 
-// waitState waits, at most 3 s, for e to become leader or follower.
-func waitState(t *testing.T, e *cluster.Elector, leader bool) (cluster.State, time.Time) {
-	t.Helper()
-	timeout := time.After(3 * time.Second)
-	for {
-		s, changed := e.State()
-		if s.Leader == leader {
-			return s, time.Now()
-		}
-		select {
-		case <-changed:
-		case <-timeout:
-			t.Fatalf("still %+v after 3s, want leader=%v", s, leader)
-		}
-	}
+func leads(e *cluster.Elector) func() bool {
+	return func() bool { s, _ := e.State(); return s.Leader }
+}
+
+func follows(e *cluster.Elector) func() bool {
+	return func() bool { s, _ := e.State(); return !s.Leader }
 }
 
 func TestElector(t *testing.T) {
 	t.Run("OK", func(t *testing.T) {
-		f := &fakeLease{}
+		f := &fakeLease{clock: newFakeClock()}
 		e, _ := start(t, f, "a")
-		s, _ := waitState(t, e, true)
-		if s.Generation != 1 || !e.IsLeader() {
+		f.clock.stepUntil(t, 1, within, "a the leader", leads(e))
+		if s, _ := e.State(); s.Generation != 1 || !e.IsLeader() {
 			t.Fatalf("state %+v, IsLeader %v", s, e.IsLeader())
 		}
-		// It keeps renewing: still leader, same generation, after several leases.
-		time.Sleep(3 * lease)
+		// It keeps renewing: still leader, same generation, after several
+		// leases, each longer than its local deadline.
+		f.clock.run(t, 1, 3*lease)
 		if s, _ := e.State(); !s.Leader || s.Generation != 1 || !e.IsLeader() {
 			t.Fatalf("after 3 leases: %+v", s)
 		}
 	})
 	t.Run("OneLeader", func(t *testing.T) {
-		f := &fakeLease{}
+		f := &fakeLease{clock: newFakeClock()}
 		a, _ := start(t, f, "a")
-		waitState(t, a, true)
+		f.clock.stepUntil(t, 1, within, "a the leader", leads(a))
 		b, _ := start(t, f, "b")
-		time.Sleep(3 * lease)
+		f.clock.run(t, 2, 3*lease)
 		if s, _ := b.State(); s.Leader || s.Generation != 1 {
 			t.Fatalf("b: %+v while a renews, want a follower that saw generation 1", s)
 		}
 	})
 	t.Run("Takeover", func(t *testing.T) {
-		f := &fakeLease{}
+		f := &fakeLease{clock: newFakeClock()}
 		a, stopA := start(t, f, "a")
-		waitState(t, a, true)
+		f.clock.stepUntil(t, 1, within, "a the leader", leads(a))
 		b, _ := start(t, f, "b")
 		stopA() // releases the lease
-		s, _ := waitState(t, b, true)
-		if s.Generation != 2 || f.released != 1 {
+		f.clock.stepUntil(t, 1, within, "b the leader", leads(b))
+		if s, _ := b.State(); s.Generation != 2 || f.released != 1 {
 			t.Fatalf("b: %+v, released %d", s, f.released)
 		}
 	})
@@ -161,13 +156,14 @@ func TestElector(t *testing.T) {
 		// The leader's database calls hang (a paused or cut-off leader):
 		// it steps down before the lease expires, and the other takes it
 		// only after.
-		f := &fakeLease{}
+		f := &fakeLease{clock: newFakeClock()}
 		a, _ := start(t, f, "a")
-		waitState(t, a, true)
+		f.clock.stepUntil(t, 1, within, "a the leader", leads(a))
 		b, _ := start(t, f, "b")
 		hang := make(chan struct{})
+		t.Cleanup(func() { close(hang) }) // before the electors stop
 		f.set(func(f *fakeLease) { f.hang, f.hangOf = hang, "a" })
-		_, aDown := waitState(t, a, false)
+		aDown := f.clock.stepUntil(t, 2, within, "a a follower", follows(a))
 		expires := f.expiry()
 		if !aDown.Before(expires) {
 			t.Fatalf("a stepped down at %v, after its lease expired at %v", aDown, expires)
@@ -175,27 +171,27 @@ func TestElector(t *testing.T) {
 		if a.IsLeader() {
 			t.Fatal("IsLeader after stepping down")
 		}
-		s, bUp := waitState(t, b, true)
-		close(hang)
+		bUp := f.clock.stepUntil(t, 2, within, "b the leader", leads(b))
 		if bUp.Before(expires) {
 			t.Fatalf("b led at %v, before a's lease expired at %v", bUp, expires)
 		}
-		if s.Generation != 2 {
+		if s, _ := b.State(); s.Generation != 2 {
 			t.Fatalf("b: %+v, want generation 2", s)
 		}
 		t.Logf("a stepped down %v before expiry; b took over %v after it", expires.Sub(aDown), bUp.Sub(expires))
 	})
 	t.Run("DatabaseAway", func(t *testing.T) {
-		f := &fakeLease{}
+		f := &fakeLease{clock: newFakeClock()}
 		a, _ := start(t, f, "a")
-		waitState(t, a, true)
+		f.clock.stepUntil(t, 1, within, "a the leader", leads(a))
 		f.set(func(f *fakeLease) { f.fail = errors.New("connection refused") })
-		_, down := waitState(t, a, false)
+		down := f.clock.stepUntil(t, 1, within, "a a follower", follows(a))
 		if exp := f.expiry(); !down.Before(exp) {
 			t.Fatalf("stepped down at %v, after expiry %v", down, exp)
 		}
 		f.set(func(f *fakeLease) { f.fail = nil })
-		if s, _ := waitState(t, a, true); s.Generation != 2 {
+		f.clock.stepUntil(t, 1, within, "a the leader again", leads(a))
+		if s, _ := a.State(); s.Generation != 2 {
 			t.Fatalf("back: %+v, want generation 2", s)
 		}
 	})
@@ -216,25 +212,47 @@ func TestElector_Join(t *testing.T) {
 			return nil
 		}}
 	}
-	opts := cluster.Options{Node: sdnlb.ClusterNode{ID: "a"}, Lease: lease, Renew: renew}
+	// join runs Join on a fake clock, stepping it whenever Join waits,
+	// and returns what Join did and how long it took.
+	join := func(t *testing.T, refusals int) (err error, calls int, took time.Duration) {
+		t.Helper()
+		clock := newFakeClock()
+		e := cluster.New(recorder(refusals, &calls), cluster.Options{Node: sdnlb.ClusterNode{ID: "a"}, Lease: lease, Renew: renew, Clock: clock})
+		begin := clock.Now()
+		done := make(chan error, 1)
+		go func() { done <- e.Join(context.Background()) }()
+		timeout := time.After(patience)
+		for {
+			if n, changed := clock.waiting(); n == 1 {
+				clock.step(clock.Now().Add(within))
+			} else {
+				select {
+				case err := <-done:
+					return err, calls, clock.Now().Sub(begin)
+				case <-changed:
+				case <-timeout:
+					t.Fatalf("Join neither returned nor waited in %v", patience)
+				}
+			}
+		}
+	}
 	t.Run("OK", func(t *testing.T) {
-		calls := 0
-		if err := cluster.New(recorder(0, &calls), opts).Join(context.Background()); err != nil || calls != 1 {
-			t.Fatalf("Join: %v after %d calls", err, calls)
+		if err, calls, took := join(t, 0); err != nil || calls != 1 || took != 0 {
+			t.Fatalf("Join: %v after %d calls and %v", err, calls, took)
 		}
 	})
 	t.Run("Restarted", func(t *testing.T) {
-		// The previous process's row lapses within a lease: Join waits.
-		calls := 0
-		if err := cluster.New(recorder(2, &calls), opts).Join(context.Background()); err != nil || calls != 3 {
-			t.Fatalf("Join: %v after %d calls, want success on the third", err, calls)
+		// The previous process's row lapses within a lease: Join waits,
+		// a renewal between tries.
+		if err, calls, took := join(t, 2); err != nil || calls != 3 || took != 2*renew {
+			t.Fatalf("Join: %v after %d calls and %v, want success on the third, after %v", err, calls, took, 2*renew)
 		}
 	})
 	t.Run("ErrInUse", func(t *testing.T) {
-		calls := 0
-		err := cluster.New(recorder(1000, &calls), opts).Join(context.Background())
-		if sdnlb.ErrorCode(err) != sdnlb.ECONFLICT || calls < 2 || calls > 10 {
-			t.Fatalf("Join: %v after %d calls, want ECONFLICT after a few tries", err, calls)
+		// It gives up after a lease and a renewal.
+		err, calls, took := join(t, 1000)
+		if sdnlb.ErrorCode(err) != sdnlb.ECONFLICT || calls != 5 || took != lease+renew {
+			t.Fatalf("Join: %v after %d calls and %v, want ECONFLICT after 5 tries and %v", err, calls, took, lease+renew)
 		}
 	})
 }

@@ -71,12 +71,12 @@ type Masters struct {
 	switches func() []string
 	together bool
 	log      *slog.Logger
-	now      func() time.Time
+	clock    Clock // the elector's
 
 	mu       sync.Mutex
 	state    Assignment
 	deadline time.Time     // Live until then
-	expiry   *time.Timer   // ends Live at the deadline, even while a round hangs
+	expiry   Timer         // ends Live at the deadline, even while a round hangs
 	changed  chan struct{} // closed at the next change of state
 	refresh  chan struct{} // asks Run for a round at once
 	mastered prometheus.Gauge
@@ -100,7 +100,7 @@ func NewMasters(store sdnlb.SwitchMasterService, elector *Elector, opts MastersO
 		switches: opts.Switches,
 		together: opts.Together,
 		log:      log.With("component", "cluster", "node_id", elector.opts.Node.ID),
-		now:      time.Now,
+		clock:    elector.clock,
 		changed:  make(chan struct{}),
 		refresh:  make(chan struct{}, 1),
 		mastered: prometheus.NewGauge(prometheus.GaugeOpts{
@@ -139,9 +139,9 @@ func (m *Masters) set(a Assignment, deadline time.Time) {
 		m.expiry.Stop()
 		m.expiry = nil
 	}
-	a.Live = m.now().Before(deadline)
+	a.Live = m.clock.Now().Before(deadline)
 	if a.Live {
-		m.expiry = time.AfterFunc(deadline.Sub(m.now()), m.lapse)
+		m.expiry = m.clock.AfterFunc(deadline.Sub(m.clock.Now()), m.lapse)
 	}
 	if a.equal(m.state) {
 		m.mu.Unlock()
@@ -173,7 +173,7 @@ func (m *Masters) set(a Assignment, deadline time.Time) {
 // lapse ends Live once the deadline has passed without a new record.
 func (m *Masters) lapse() {
 	m.mu.Lock()
-	lapsed := m.state.Live && !m.now().Before(m.deadline)
+	lapsed := m.state.Live && !m.clock.Now().Before(m.deadline)
 	a, deadline := m.state, m.deadline
 	m.mu.Unlock()
 	if lapsed {
@@ -188,7 +188,7 @@ func (m *Masters) lapse() {
 // Then it forgets this node's switches, so that the leader gives them to
 // others at its next round rather than a lease later.
 func (m *Masters) Run(ctx context.Context) error {
-	next := time.NewTimer(0)
+	next := m.clock.NewTimer(0)
 	defer next.Stop()
 	for {
 		_, leaderChanged := m.elector.State()
@@ -204,7 +204,7 @@ func (m *Masters) Run(ctx context.Context) error {
 			}
 			cancel()
 			return nil
-		case <-next.C:
+		case <-next.C():
 		case <-m.elector.attempted:
 			next.Stop()
 		case <-leaderChanged:
@@ -222,7 +222,7 @@ func (m *Masters) Run(ctx context.Context) error {
 // leader, changes it; it returns when the next round is due.
 func (m *Masters) round(ctx context.Context) time.Duration {
 	opts := m.elector.opts
-	start := m.now()
+	start := m.clock.Now()
 	// A round that takes longer than the lease is worthless.
 	ctx, cancel := context.WithTimeout(ctx, opts.Lease)
 	defer cancel()
@@ -263,7 +263,7 @@ func (m *Masters) assign(ctx context.Context, view *sdnlb.Mastery) []sdnlb.Switc
 		connected[c.DPID] = append(connected[c.DPID], c.Node)
 	}
 	moves := movesPerRound
-	if m.now().Sub(m.wroteAt) < opts.Renew/2 {
+	if m.clock.Now().Sub(m.wroteAt) < opts.Renew/2 {
 		// This round follows a write (its own notification): the moves
 		// wait for the next renewal's, so a joining node takes over a few
 		// at a time.
@@ -281,7 +281,7 @@ func (m *Masters) assign(ctx context.Context, view *sdnlb.Mastery) []sdnlb.Switc
 	for _, sm := range set {
 		m.highWater = max(m.highWater, sm.Generation)
 	}
-	m.wroteAt = m.now()
+	m.wroteAt = m.clock.Now()
 	if err := m.store.SetSwitchMasters(ctx, opts.Node.ID, view.Term, set, drop); err != nil {
 		m.log.Warn("cannot write the switches' masters", "err", err)
 		return view.Masters

@@ -12,7 +12,7 @@ import (
 	"github.com/sdnlb/sdnlb/mock"
 )
 
-// fakeMasters is the switch tables in memory, by the local clock, beside
+// fakeMasters is the switch tables in memory, by the fake clock, beside
 // a fakeLease: what the database does, with a switch to make one node's
 // calls fail.
 type fakeMasters struct {
@@ -45,7 +45,7 @@ func (f *fakeMasters) service() *mock.SwitchMasterService {
 				}
 			}
 			for _, d := range dpids {
-				f.seen[[2]string{n.ID, d}] = time.Now()
+				f.seen[[2]string{n.ID, d}] = f.lease.clock.Now()
 			}
 			return nil
 		},
@@ -53,6 +53,7 @@ func (f *fakeMasters) service() *mock.SwitchMasterService {
 			f.lease.mu.Lock()
 			term := f.lease.gen
 			f.lease.mu.Unlock()
+			now := f.lease.clock.Now()
 			f.mu.Lock()
 			defer f.mu.Unlock()
 			m := &sdnlb.Mastery{Term: term}
@@ -60,15 +61,16 @@ func (f *fakeMasters) service() *mock.SwitchMasterService {
 				m.Masters = append(m.Masters, sm)
 			}
 			for k, at := range f.seen {
-				if age := time.Since(at); age <= live {
+				if age := now.Sub(at); age <= live {
 					m.Connections = append(m.Connections, sdnlb.SwitchConnection{Node: k[0], DPID: k[1], Age: age})
 				}
 			}
 			return m, nil
 		},
 		SetSwitchMastersFn: func(ctx context.Context, id string, term uint64, set []sdnlb.SwitchMaster, drop []string) error {
+			now := f.lease.clock.Now()
 			f.lease.mu.Lock()
-			held := f.lease.holder == id && f.lease.gen == term && time.Now().Before(f.lease.expires)
+			held := f.lease.holder == id && f.lease.gen == term && now.Before(f.lease.expires)
 			f.lease.mu.Unlock()
 			if !held {
 				return sdnlb.Errorf(sdnlb.ECONFLICT, "not the leader")
@@ -77,7 +79,7 @@ func (f *fakeMasters) service() *mock.SwitchMasterService {
 			defer f.mu.Unlock()
 			for _, sm := range set {
 				if old, ok := f.masters[sm.DPID]; ok && old.Node != sm.Node {
-					f.takenAt = time.Now()
+					f.takenAt = now
 				}
 				f.masters[sm.DPID] = sm
 			}
@@ -91,13 +93,13 @@ func (f *fakeMasters) service() *mock.SwitchMasterService {
 }
 
 // startNode runs an elector and its Masters for node id, connected to
-// switches; stop ends both.
+// switches, on l's clock: two more loops that wait on it. stop ends both.
 func startNode(t *testing.T, l *fakeLease, f *fakeMasters, id string, switches ...string) (*cluster.Masters, *cluster.Elector, func()) {
 	t.Helper()
 	// A margin of a third of the lease rather than a sixth: the order of
 	// a node's lapse and the leader's move is checked by when the test
 	// sees them.
-	e := cluster.New(l.service(), cluster.Options{Node: sdnlb.ClusterNode{ID: id}, Lease: lease, Renew: renew, Margin: lease / 3})
+	e := cluster.New(l.service(), cluster.Options{Node: sdnlb.ClusterNode{ID: id}, Lease: lease, Renew: renew, Margin: lease / 3, Clock: l.clock})
 	ms := cluster.NewMasters(f.service(), e, cluster.MastersOptions{Switches: func() []string { return switches }})
 	ctx, cancel := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
@@ -114,7 +116,7 @@ func startNode(t *testing.T, l *fakeLease, f *fakeMasters, id string, switches .
 		go func() { wg.Wait(); close(done) }()
 		select {
 		case <-done:
-		case <-time.After(5 * time.Second):
+		case <-time.After(patience):
 			t.Error("Run did not return")
 		}
 	}
@@ -133,36 +135,32 @@ func mastered(a cluster.Assignment, node string) int {
 	return n
 }
 
-// waitAssignment waits, at most 3 s, until ok holds for ms's state.
-func waitAssignment(t *testing.T, ms *cluster.Masters, what string, ok func(cluster.Assignment) bool) (cluster.Assignment, time.Time) {
+// waitAssignment steps l's clock, loops waiting on it, until ok holds for
+// ms's state, at most for within; it returns the state and the time ok
+// held at.
+func waitAssignment(t *testing.T, l *fakeLease, loops int, ms *cluster.Masters, what string, ok func(cluster.Assignment) bool) (cluster.Assignment, time.Time) {
 	t.Helper()
-	timeout := time.After(3 * time.Second)
-	for {
-		a, changed := ms.State()
-		if ok(a) {
-			return a, time.Now()
-		}
-		select {
-		case <-changed:
-		case <-timeout:
-			t.Fatalf("after 3s: %+v, want %s", a, what)
-		}
-	}
+	var a cluster.Assignment
+	at := l.clock.stepUntil(t, loops, within, what, func() bool {
+		a, _ = ms.State()
+		return ok(a)
+	})
+	return a, at
 }
 
 func TestMasters(t *testing.T) {
 	all := []string{"s1", "s2", "s3", "s4"}
 	t.Run("Spread", func(t *testing.T) {
-		l := &fakeLease{}
+		l := &fakeLease{clock: newFakeClock()}
 		f := newFakeMasters(l)
 		a, ea, _ := startNode(t, l, f, "a", all...)
-		waitState(t, ea, true)
-		waitAssignment(t, a, "a the master of all", func(s cluster.Assignment) bool { return s.Live && mastered(s, "a") == 4 })
+		l.clock.stepUntil(t, 2, within, "a the leader", leads(ea))
+		waitAssignment(t, l, 2, a, "a the master of all", func(s cluster.Assignment) bool { return s.Live && mastered(s, "a") == 4 })
 		b, _, _ := startNode(t, l, f, "b", all...)
 		// b joins: two switches move to it, each with a new generation,
 		// and both nodes read the same assignment.
-		sb, _ := waitAssignment(t, b, "b the master of two", func(s cluster.Assignment) bool { return s.Live && mastered(s, "b") == 2 })
-		sa, _ := waitAssignment(t, a, "a the master of two", func(s cluster.Assignment) bool { return mastered(s, "a") == 2 })
+		sb, _ := waitAssignment(t, l, 4, b, "b the master of two", func(s cluster.Assignment) bool { return s.Live && mastered(s, "b") == 2 })
+		sa, _ := waitAssignment(t, l, 4, a, "a the master of two", func(s cluster.Assignment) bool { return mastered(s, "a") == 2 })
 		if sa.Term != sb.Term || len(sa.Masters) != 4 {
 			t.Fatalf("a reads %+v, b %+v", sa, sb)
 		}
@@ -172,7 +170,7 @@ func TestMasters(t *testing.T) {
 			}
 		}
 		// And it stays so.
-		time.Sleep(3 * lease)
+		l.clock.run(t, 4, 3*lease)
 		if s, _ := a.State(); mastered(s, "a") != 2 || mastered(s, "b") != 2 {
 			t.Fatalf("after 3 leases: %+v", s)
 		}
@@ -181,17 +179,17 @@ func TestMasters(t *testing.T) {
 		// b's database calls fail (b is cut off): b stops mastering its
 		// switches before the leader gives them to a, which then masters
 		// all.
-		l := &fakeLease{}
+		l := &fakeLease{clock: newFakeClock()}
 		f := newFakeMasters(l)
 		a, ea, _ := startNode(t, l, f, "a", all...)
-		waitState(t, ea, true)
+		l.clock.stepUntil(t, 2, within, "a the leader", leads(ea))
 		b, _, _ := startNode(t, l, f, "b", all...)
-		waitAssignment(t, b, "b the master of two", func(s cluster.Assignment) bool { return s.Live && mastered(s, "b") == 2 })
+		waitAssignment(t, l, 4, b, "b the master of two", func(s cluster.Assignment) bool { return s.Live && mastered(s, "b") == 2 })
 		f.mu.Lock()
 		f.failOf = "b"
 		f.mu.Unlock()
-		_, bDown := waitAssignment(t, b, "b no longer live", func(s cluster.Assignment) bool { return !s.Live })
-		waitAssignment(t, a, "a the master of all", func(s cluster.Assignment) bool { return mastered(s, "a") == 4 })
+		_, bDown := waitAssignment(t, l, 4, b, "b no longer live", func(s cluster.Assignment) bool { return !s.Live })
+		waitAssignment(t, l, 4, a, "a the master of all", func(s cluster.Assignment) bool { return mastered(s, "a") == 4 })
 		f.mu.Lock()
 		taken := f.takenAt
 		f.mu.Unlock()
@@ -203,19 +201,19 @@ func TestMasters(t *testing.T) {
 		f.mu.Lock()
 		f.failOf = ""
 		f.mu.Unlock()
-		waitAssignment(t, b, "b live and the master of two", func(s cluster.Assignment) bool { return s.Live && mastered(s, "b") == 2 })
+		waitAssignment(t, l, 4, b, "b live and the master of two", func(s cluster.Assignment) bool { return s.Live && mastered(s, "b") == 2 })
 	})
 	t.Run("LeaderGone", func(t *testing.T) {
 		// The leader stops: b takes the lease and at once every switch,
 		// with generations of its own term.
-		l := &fakeLease{}
+		l := &fakeLease{clock: newFakeClock()}
 		f := newFakeMasters(l)
 		_, ea, stopA := startNode(t, l, f, "a", all...)
-		waitState(t, ea, true)
+		l.clock.stepUntil(t, 2, within, "a the leader", leads(ea))
 		b, _, _ := startNode(t, l, f, "b", all...)
-		waitAssignment(t, b, "b the master of two", func(s cluster.Assignment) bool { return mastered(s, "b") == 2 })
+		waitAssignment(t, l, 4, b, "b the master of two", func(s cluster.Assignment) bool { return mastered(s, "b") == 2 })
 		stopA()
-		s, _ := waitAssignment(t, b, "b the master of all", func(s cluster.Assignment) bool { return s.Live && mastered(s, "b") == 4 })
+		s, _ := waitAssignment(t, l, 2, b, "b the master of all", func(s cluster.Assignment) bool { return s.Live && mastered(s, "b") == 4 })
 		if s.Term != 2 {
 			t.Fatalf("%+v: want term 2", s)
 		}
@@ -231,12 +229,12 @@ func TestMasters(t *testing.T) {
 	})
 	t.Run("NotConnected", func(t *testing.T) {
 		// A switch only b is connected to goes to b, however many it has.
-		l := &fakeLease{}
+		l := &fakeLease{clock: newFakeClock()}
 		f := newFakeMasters(l)
 		a, ea, _ := startNode(t, l, f, "a", "s1")
-		waitState(t, ea, true)
+		l.clock.stepUntil(t, 2, within, "a the leader", leads(ea))
 		startNode(t, l, f, "b", "s1", "s2", "s3")
-		s, _ := waitAssignment(t, a, "three switches assigned", func(s cluster.Assignment) bool { return len(s.Masters) == 3 })
+		s, _ := waitAssignment(t, l, 4, a, "three switches assigned", func(s cluster.Assignment) bool { return len(s.Masters) == 3 })
 		if mastered(s, "a") != 1 || mastered(s, "b") != 2 {
 			t.Fatalf("%+v: want a master of s1, b of s2 and s3", s)
 		}

@@ -109,6 +109,7 @@ func TestTopology(t *testing.T) {
 		mu       sync.Mutex
 		recorded []*sdnlb.TopologyPart
 		readErr  error
+		first    = make(chan struct{}) // closed at the first record
 	)
 	store := &mock.TopologyPartService{
 		RecordTopologyFn: func(ctx context.Context, n sdnlb.ClusterNode, p *sdnlb.TopologyPart, live time.Duration) error {
@@ -118,6 +119,9 @@ func TestTopology(t *testing.T) {
 				t.Errorf("recorded for %q within %v", n.ID, live)
 			}
 			recorded = append(recorded, p)
+			if len(recorded) == 1 {
+				close(first)
+			}
 			return nil
 		},
 		TopologyPartsFn: func(ctx context.Context, live time.Duration) ([]*sdnlb.TopologyPart, error) {
@@ -163,16 +167,10 @@ func TestTopology(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- topo.Run(ctx) }()
-	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(5 * time.Millisecond) {
-		mu.Lock()
-		n := len(recorded)
-		mu.Unlock()
-		if n > 0 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("Run recorded nothing in 5s")
-		}
+	select {
+	case <-first:
+	case <-time.After(5 * time.Second):
+		t.Fatal("Run recorded nothing in 5s")
 	}
 	cancel()
 	if err := <-done; err != nil {

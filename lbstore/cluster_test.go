@@ -44,11 +44,11 @@ func TestDB_TakeLease(t *testing.T) {
 	t.Run("Takeover", func(t *testing.T) {
 		_, db := mustSetup(t)
 		a, b := node("a"), node("b")
-		mustTake(t, db, a, 0, 200*time.Millisecond)
+		mustTake(t, db, a, 0, time.Minute)
 		if l := mustTake(t, db, b, 0, time.Minute); l.Held {
 			t.Fatalf("b took an unexpired lease: %+v", l)
 		}
-		time.Sleep(250 * time.Millisecond)
+		lbstore.AgeClusterTables(t, db, time.Minute+time.Millisecond)
 		l := mustTake(t, db, b, 0, time.Minute)
 		if !l.Held || l.Generation != 2 {
 			t.Fatalf("b after expiry: %+v, want held, generation 2", l)
@@ -107,7 +107,7 @@ func TestDB_TakeLease(t *testing.T) {
 			held := make([]bool, n)
 			for i, db := range dbs {
 				wg.Go(func() {
-					l, err := db.TakeLease(context.Background(), node(string(rune('a'+i))), 0, 150*time.Millisecond)
+					l, err := db.TakeLease(context.Background(), node(string(rune('a'+i))), 0, time.Minute)
 					if err != nil {
 						t.Error(err)
 					}
@@ -124,7 +124,7 @@ func TestDB_TakeLease(t *testing.T) {
 			if winners != 1 {
 				t.Fatalf("round %d: %d nodes took the lease, want 1", round, winners)
 			}
-			time.Sleep(200 * time.Millisecond)
+			lbstore.AgeClusterTables(t, dbs[0], time.Minute+time.Millisecond)
 		}
 	})
 }
@@ -204,14 +204,16 @@ func TestDB_RecordNode(t *testing.T) {
 		ctx, db := mustSetup(t)
 		before, after := node("a"), node("a")
 		before.Instance, after.Instance = "one", "two"
-		if err := db.RecordNode(ctx, before, 100*time.Millisecond); err != nil {
+		if err := db.RecordNode(ctx, before, time.Minute); err != nil {
 			t.Fatal(err)
 		}
-		time.Sleep(150 * time.Millisecond)
-		if err := db.RecordNode(ctx, after, 100*time.Millisecond); err != nil {
+		err := db.RecordNode(ctx, after, time.Minute)
+		assertError(t, err, sdnlb.ECONFLICT, "")
+		lbstore.AgeClusterTables(t, db, time.Minute+time.Millisecond)
+		if err := db.RecordNode(ctx, after, time.Minute); err != nil {
 			t.Fatalf("after the lapse: %v", err)
 		}
-		err := db.RecordNode(ctx, before, 100*time.Millisecond)
+		err = db.RecordNode(ctx, before, time.Minute)
 		assertError(t, err, sdnlb.ECONFLICT, "")
 	})
 }

@@ -3,6 +3,7 @@ package lbstore_test
 import (
 	"context"
 	"fmt"
+	"sync"
 	"testing"
 	"time"
 
@@ -176,8 +177,8 @@ func TestEventService_Subscribe(t *testing.T) {
 		if got[2].Seq != 3 {
 			t.Fatalf("resync seq %d, want 3 (the first event lost)", got[2].Seq)
 		}
-		// Exactly one resync, however long it takes the subscriber.
-		time.Sleep(50 * time.Millisecond)
+		// Exactly one resync: none is left to deliver, and no other came.
+		lbstore.WaitResyncs(t, db)
 		assertNoEvent(t, events)
 
 		v := MustCreateVIP(t, ctx, db, newVIP("10.0.0.99", 80))
@@ -245,35 +246,77 @@ func TestEventService_Subscribe(t *testing.T) {
 	})
 
 	t.Run("SubscribeThenLoadMissesNothing", func(t *testing.T) {
+		// A consumer subscribes and then loads while writes go on. Each
+		// step waits for a write of its own, so that writes commit before
+		// the subscription (the load holds them, the feed does not),
+		// between it and the load (both hold them) and after the load
+		// (the feed alone holds them).
 		ctx, db := mustSetup(t)
 		p := MustCreatePool(t, ctx, db, newPool(""))
-		const n = 300
-		done := make(chan []string)
+		const most = 10000 // a bound for a test gone wrong
+		var (
+			first = make(chan struct{}) // closed at the first write
+			stop  = make(chan struct{}) // ends the writes
+			wrote = make(chan []string, 1)
+		)
 		go func() {
 			var ids []string
-			for i := range n {
+			defer func() { wrote <- ids }()
+			for i := range most {
+				select {
+				case <-stop:
+					return
+				default:
+				}
 				m := newMember(p.ID, fmt.Sprintf("10.0.%d.%d", i/250, i%250+1), 80)
 				if err := lbstore.NewMemberService(db).CreateMember(ctx, m); err != nil {
 					t.Error(err)
+					return
 				}
 				ids = append(ids, m.ID)
+				if i == 0 {
+					close(first)
+				}
 			}
-			done <- ids
+			t.Errorf("the writes went on for %d members", most)
 		}()
-		time.Sleep(5 * time.Millisecond) // start in the middle of the writes
+		var ids []string
+		stopWrites := sync.OnceFunc(func() {
+			close(stop)
+			ids = <-wrote
+		})
+		defer stopWrites() // should the test fail first
 
+		select {
+		case <-first:
+		case <-time.After(5 * time.Second):
+			t.Fatal("no write in 5s")
+		}
 		events, cancel := lbstore.NewEventService(db).Subscribe()
 		defer cancel()
+		// A write after the subscription, and then one after the load.
+		feed := receiveEvents(t, events, 1)
 		cfg := MustLoadConfig(t, ctx, db)
-		ids := <-done
+		for feed[len(feed)-1].Seq <= cfg.Seq {
+			feed = append(feed, receiveEvents(t, events, 1)...)
+		}
+		stopWrites()
+		// Each write's event was published before the write returned.
+		for len(events) > 0 {
+			feed = append(feed, <-events)
+		}
 
 		seen := make(map[string]bool)
 		for _, m := range cfg.Members {
 			seen[m.ID] = true
 		}
 		inLoad := len(seen)
-		for len(events) > 0 {
-			e := <-events
+		inFeed := make(map[string]bool)
+		for _, e := range feed {
+			if e.Kind != sdnlb.KindMember || e.Op != sdnlb.OpCreate {
+				t.Fatalf("event %+v, want only the members' creation", e)
+			}
+			inFeed[e.ID] = true
 			if e.Seq > cfg.Seq {
 				seen[e.ID] = true
 			} else if !seen[e.ID] {
@@ -285,5 +328,16 @@ func TestEventService_Subscribe(t *testing.T) {
 				t.Fatalf("member %s neither in the load (seq %d, %d members) nor in the feed", id, cfg.Seq, inLoad)
 			}
 		}
+		// The three kinds of write happened.
+		if !seen[ids[0]] || inFeed[ids[0]] {
+			t.Fatalf("the write before the subscription: in the load %v, in the feed %v; want the load alone", seen[ids[0]], inFeed[ids[0]])
+		}
+		if feed[0].Seq > cfg.Seq {
+			t.Fatalf("the write before the load has seq %d, after the load's %d", feed[0].Seq, cfg.Seq)
+		}
+		if inLoad >= len(ids) {
+			t.Fatalf("the load holds all %d members: no write after it", len(ids))
+		}
+		t.Logf("%d writes: %d in the load, %d in the feed, %d in both", len(ids), inLoad, len(inFeed), inLoad+len(inFeed)-len(ids))
 	})
 }

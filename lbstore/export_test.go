@@ -3,6 +3,7 @@ package lbstore
 import (
 	"context"
 	"testing"
+	"time"
 
 	"github.com/sdnlb/sdnlb/internal/storetest"
 )
@@ -45,5 +46,49 @@ func SeedMembers(tb testing.TB, db *DB, poolID string, n int) {
 	}
 	if err := tx.Commit(); err != nil {
 		tb.Fatal(err)
+	}
+}
+
+// WaitResyncs waits until no subscriber of db's feed has a resync waiting
+// for room: then none can come until the next write. It fails the test
+// after 5 s.
+func WaitResyncs(tb testing.TB, db *DB) {
+	tb.Helper()
+	db.events.mu.Lock()
+	subs := make([]*subscriber, 0, len(db.events.subs))
+	for s := range db.events.subs {
+		subs = append(subs, s)
+	}
+	db.events.mu.Unlock()
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for _, s := range subs {
+			s.resyncs.Wait()
+		}
+	}()
+	select {
+	case <-done:
+	case <-time.After(5 * time.Second):
+		tb.Fatal("a resync still waits to be delivered after 5s")
+	}
+}
+
+// AgeClusterTables moves every time the cluster tables hold d into the
+// past: the lease's expiry, when each node and each of its switch
+// connections was last seen, when each part of the topology was recorded.
+// The store compares those with the database clock, so to it d has
+// passed, without the test waiting for it.
+func AgeClusterTables(tb testing.TB, db *DB, d time.Duration) {
+	tb.Helper()
+	for _, q := range []string{
+		`UPDATE cluster_lease SET expires_at = expires_at - ?`,
+		`UPDATE cluster_nodes SET last_seen = last_seen - ?`,
+		`UPDATE cluster_switches SET seen_at = seen_at - ?`,
+		`UPDATE topology_parts SET seen_at = seen_at - ?`,
+	} {
+		if _, err := db.cluster.ExecContext(context.Background(), db.cluster.Rebind(q), d.Microseconds()); err != nil {
+			tb.Fatalf("age the cluster tables: %v", err)
+		}
 	}
 }
