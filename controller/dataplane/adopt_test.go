@@ -2,7 +2,6 @@ package dataplane
 
 import (
 	"fmt"
-	"maps"
 	"regexp"
 	"slices"
 	"strings"
@@ -166,19 +165,19 @@ func TestAdopt_SwitchDispatch(t *testing.T) {
 			d.learnMember(3)
 			d.learnMember(1)
 			d.learnMember(2)
-			bucketsBefore := d.groups[1].Buckets
-			flowsBefore := len(d.flows)
+			groupsBefore := d.sw.GroupLines()
+			flowsBefore := len(d.sw.Flows())
 			got := d.restart(switchConfig(fwd, nil), 2)
-			if g, ok := d.groups[1]; len(d.groups) != 1 || !ok || fmt.Sprint(g.Buckets) != fmt.Sprint(bucketsBefore) {
-				t.Errorf("groups after the restart:\n%v\nwant group 1 with its buckets", d.groups)
+			if g := d.sw.GroupLines(); len(g) != 1 || !strings.HasPrefix(g[0], "group_id=1,") || !slices.Equal(g, groupsBefore) {
+				t.Errorf("groups after the restart:\n%v\nwant group 1 with its buckets:\n%v", g, groupsBefore)
 			}
 			for _, l := range flowModLines(got) {
 				if strings.HasPrefix(l, "group_mod") || strings.Contains(l, "delete") {
 					t.Errorf("adoption sent %s", l)
 				}
 			}
-			if len(d.flows) != flowsBefore {
-				t.Errorf("%d flows after the restart, %d before", len(d.flows), flowsBefore)
+			if n := len(d.sw.Flows()); n != flowsBefore {
+				t.Errorf("%d flows after the restart, %d before", n, flowsBefore)
 			}
 			for _, l := range got {
 				if strings.Contains(l, "op=1") && !strings.Contains(l, "tpa=10.0.0.100") {
@@ -210,18 +209,18 @@ func TestAdopt_SwappedVIPNumbers(t *testing.T) {
 	for i := 1; i <= 3; i++ {
 		d.learnMember(i)
 	}
-	if n := len(d.groups); n != 2 {
+	if n := len(d.sw.Groups()); n != 2 {
 		t.Fatalf("%d groups before the restart, want 2", n)
 	}
 	withoutCookies := func() []string {
 		var lines []string
-		for _, l := range testnet.FlowLines(t, slices.Collect(maps.Values(d.flows))) {
+		for _, l := range d.sw.Lines() {
 			lines = append(lines, regexp.MustCompile(`cookie=0x[0-9a-f]+, `).ReplaceAllString(l, ""))
 		}
 		slices.Sort(lines)
 		return lines
 	}
-	flowsBefore, groupsBefore := withoutCookies(), fmt.Sprint(d.groups)
+	flowsBefore, groupsBefore := withoutCookies(), d.sw.GroupLines()
 	if d.snap.VIPByID["v1"].Num != 1 {
 		t.Fatalf("v1 is numbered %d before the restart, want 1", d.snap.VIPByID["v1"].Num)
 	}
@@ -235,9 +234,7 @@ func TestAdopt_SwappedVIPNumbers(t *testing.T) {
 			t.Errorf("adoption sent %s", l)
 		}
 	}
-	if g := fmt.Sprint(d.groups); g != groupsBefore {
-		t.Errorf("groups after the restart:\n%s\nbefore:\n%s", g, groupsBefore)
-	}
+	testnet.AssertLines(t, d.sw.GroupLines(), groupsBefore)
 	testnet.AssertLines(t, withoutCookies(), flowsBefore)
 }
 

@@ -35,14 +35,23 @@ func (d *decision) learnMember(i int) []string {
 		testnet.ARPFrame(d.tb, 2, testnet.MemberMAC(i), testnet.VIPMAC, fmt.Sprintf("10.0.0.%d", i), "10.0.0.100", testnet.VIPMAC))
 }
 
+// group is group id of the switch's group table.
+func (d *decision) group(id uint32) ofp.GroupDesc {
+	d.tb.Helper()
+	for _, g := range d.sw.Groups() {
+		if g.GroupID == id {
+			return g
+		}
+	}
+	d.tb.Fatalf("no group %d", id)
+	return ofp.GroupDesc{}
+}
+
 // bucketShares counts the buckets of group id whose actions contain each
 // of the needles, in order.
 func (d *decision) bucketShares(id uint32, needles ...string) []int {
 	d.tb.Helper()
-	g, ok := d.groups[id]
-	if !ok {
-		d.tb.Fatalf("no group %d", id)
-	}
+	g := d.group(id)
 	if len(g.Buckets) != model.GroupSlots || g.GroupType != ofp.GroupTypeSelect {
 		d.tb.Fatalf("group %d: %d buckets of type %d, want %d select buckets", id, len(g.Buckets), g.GroupType, model.GroupSlots)
 	}
@@ -62,7 +71,7 @@ func (d *decision) bucketShares(id uint32, needles ...string) []int {
 func (d *decision) bucketOwners(id uint32, needles ...string) []int {
 	d.tb.Helper()
 	owners := make([]int, model.GroupSlots)
-	for i, b := range d.groups[id].Buckets {
+	for i, b := range d.group(id).Buckets {
 		acts := ofp.FormatActions(b.Actions)
 		owners[i] = slices.IndexFunc(needles, func(n string) bool { return strings.Contains(acts, n) })
 	}
@@ -184,8 +193,8 @@ func TestDispatch_NATFollowsMembers(t *testing.T) {
 		"flow_mod cookie=0x5d02000001000000, priority=501, tcp,nw_dst=10.0.0.100,tp_dst=80 actions=CONTROLLER:65535",
 		"group_mod delete,group_id=1",
 	)
-	if len(d.groups) != 0 {
-		t.Errorf("groups left: %v", d.groups)
+	if g := d.sw.GroupLines(); len(g) != 0 {
+		t.Errorf("groups left: %v", g)
 	}
 }
 
@@ -215,12 +224,12 @@ func TestDispatch_DSR(t *testing.T) {
 	}
 	// A member that moves to another MAC takes its route along; the
 	// buckets name its address alone.
-	groups := len(d.groups)
+	groups := d.sw.GroupLines()
 	got = d.punt(model.MakeCookie(model.CatVIP, 1, 0), 7, testnet.ARPFrame(t, 2, testnet.MemberMAC(0x22), testnet.VIPMAC, "10.0.0.2", "10.0.0.100", testnet.VIPMAC))
 	assertSends(t, got,
 		"flow_mod cookie=0x5d06000001000002, table=to-member, priority=100, ip,reg0=0xa000002,reg2=0x1 actions=set_field:aa:00:00:00:00:22->eth_dst,goto_table:9",
 	)
-	if n := countPrefix(got, "group_mod"); n != 0 || len(d.groups) != groups {
+	if n := countPrefix(got, "group_mod"); n != 0 || !slices.Equal(d.sw.GroupLines(), groups) {
 		t.Errorf("a member's new MAC changed the group:\n%s", strings.Join(got, "\n"))
 	}
 }
@@ -429,7 +438,7 @@ func TestDispatch_PortVIPBeforeEveryPortVIP(t *testing.T) {
 			// The highest priority of each VIP's rows for its service, by
 			// table (ICMP errors to the address are the same for both).
 			top := map[[2]uint32]uint16{}
-			for _, fm := range d.flows {
+			for _, fm := range d.sw.Flows() {
 				cat, vip, _, _ := model.CookieParts(fm.Cookie)
 				if ethType, ok := fm.Match.Get(ofp.OXMEthType); ok && ethType.Uint() == uint64(ofp.EthTypeIPv4) && (cat == model.CatVIP || cat == model.CatDispatch) &&
 					model.MatchedProto(&fm.Match) != ofp.IPProtoICMP {

@@ -204,7 +204,7 @@ func TestDataplane_ICMPErrorToMember(t *testing.T) {
 			}
 			d.punt(model.MakeCookie(model.CatARPAnswer, 0, 0), 1, answer)
 			rows := map[uint16]bool{}
-			for _, fm := range d.flows {
+			for _, fm := range d.sw.Flows() {
 				if _, ok := fm.Match.Get(ofp.OXMICMPv6Type); ok || model.MatchedProto(&fm.Match) == ofp.IPProtoICMP {
 					rows[fm.Priority] = true
 				}
@@ -282,7 +282,7 @@ func (d *decision) answerFlowsRequest() {
 		d.tb.Fatalf("the controller asked for %T, want flows", req.Body)
 	}
 	var stats []ofp.FlowStats
-	for _, f := range d.flows {
+	for _, f := range d.sw.Flows() {
 		if f.TableID != fs.TableID || f.Cookie&fs.CookieMask != fs.Cookie&fs.CookieMask {
 			continue
 		}
