@@ -34,6 +34,13 @@ type decision struct {
 	// and the base flows, are applied to its tables, groups and connection
 	// tracker, so a test asks it where a packet goes.
 	sw *oftable.Table
+	// hosts are where the test network's hosts sit, by MAC, for the
+	// outputs to NORMAL (see process).
+	hosts map[[6]byte]uint32
+	// step, when set, is called after each message sent is applied to
+	// the switch, with the message's line, so a test can ask the switch
+	// between two messages.
+	step func(line string)
 }
 
 func newDecision(tb testing.TB, cfg *sdnlb.Config) *decision {
@@ -55,7 +62,8 @@ func newSwitchDecision(tb testing.TB, cfg *sdnlb.Config) *decision {
 
 func newDecisionWith(tb testing.TB, cfg *sdnlb.Config, dc Config) *decision {
 	tb.Helper()
-	d := &decision{tb: tb, affinity: NewAffinityTable(), now: time.Unix(1_700_000_000, 0), sw: oftable.New(), snap: model.EmptySnapshot}
+	d := &decision{tb: tb, affinity: NewAffinityTable(), now: time.Unix(1_700_000_000, 0), sw: oftable.New(),
+		hosts: testHosts(tb), snap: model.EmptySnapshot}
 	d.builder = model.NewBuilder(func() time.Time { return d.now })
 	d.applyAll(model.BaseFlows(dc.L2, dc.OneTable))
 	d.out = NewOutbox(&d.xids, nil)
@@ -233,6 +241,9 @@ func (d *decision) sent(in []byte) []string {
 			lines = append(lines, "packet_out "+testnet.PacketOutLine(m)+" data="+data)
 		default:
 			lines = append(lines, h.Type.String())
+		}
+		if d.step != nil {
+			d.step(lines[len(lines)-1])
 		}
 	}
 	d.out.Reset()
