@@ -157,7 +157,8 @@ func TestAdopt_RemovesWhatIsStale(t *testing.T) {
 
 // A SWITCH pool's group keeps its id and its slots, and the switch keeps
 // its flows, whatever number the new process gives the VIP: the members
-// are known from the switch's own routes and buckets.
+// are known from the switch's own routes and buckets. Established
+// connections keep their members, and new ones go where they went.
 func TestAdopt_SwitchDispatch(t *testing.T) {
 	for _, fwd := range sdnlb.Forwardings {
 		t.Run(string(fwd), func(t *testing.T) {
@@ -165,6 +166,13 @@ func TestAdopt_SwitchDispatch(t *testing.T) {
 			d.learnMember(3)
 			d.learnMember(1)
 			d.learnMember(2)
+			at := map[conn]int{}
+			for sport := uint16(40000); sport < 40010; sport++ {
+				c := conn{t, ipv4, fwd == sdnlb.ForwardingDSR, sport}
+				at[c] = d.connect(c)
+			}
+			syn := testnet.SYN(t, 50000)
+			bucketsBefore := d.bucketMembers(syn)
 			groupsBefore := d.sw.GroupLines()
 			flowsBefore := len(d.sw.Flows())
 			got := d.restart(switchConfig(fwd, nil), 2)
@@ -183,6 +191,12 @@ func TestAdopt_SwitchDispatch(t *testing.T) {
 				if strings.Contains(l, "op=1") && !strings.Contains(l, "tpa=10.0.0.100") {
 					t.Errorf("asked for a member the switch's state names: %s", l)
 				}
+			}
+			for c, m := range at {
+				d.assertKept(c, m)
+			}
+			if after := d.bucketMembers(syn); !slices.Equal(after, bucketsBefore) {
+				t.Errorf("buckets send new connections to members\n  %v\nbefore the restart\n  %v", after, bucketsBefore)
 			}
 		})
 	}
@@ -221,6 +235,17 @@ func TestAdopt_SwappedVIPNumbers(t *testing.T) {
 		return lines
 	}
 	flowsBefore, groupsBefore := withoutCookies(), d.sw.GroupLines()
+	// Where each VIP's buckets send new connections: v1 (NAT) to its
+	// members' addresses and port, v2 (DSR) to their MACs alone.
+	toV1 := testnet.SYN(t, 40000)
+	toV2 := testnet.TCPFrame(t, testnet.TCPSeg{SrcMAC: testnet.ClientMAC, DstMAC: "02:00:00:00:02:00", Src: testnet.ClientIP, Dst: "10.0.0.101",
+		Sport: 40000, Dport: 81, SYN: true})
+	v1Before, v2Before := d.bucketMembers(toV1), d.bucketMembers(toV2)
+	for _, b := range [][]int{v1Before, v2Before} {
+		if slices.Contains(b, 0) {
+			t.Fatalf("before the restart a bucket sends new connections to no member: %v", b)
+		}
+	}
 	if d.snap.VIPByID["v1"].Num != 1 {
 		t.Fatalf("v1 is numbered %d before the restart, want 1", d.snap.VIPByID["v1"].Num)
 	}
@@ -236,6 +261,9 @@ func TestAdopt_SwappedVIPNumbers(t *testing.T) {
 	}
 	testnet.AssertLines(t, d.sw.GroupLines(), groupsBefore)
 	testnet.AssertLines(t, withoutCookies(), flowsBefore)
+	if v1, v2 := d.bucketMembers(toV1), d.bucketMembers(toV2); !slices.Equal(v1, v1Before) || !slices.Equal(v2, v2Before) {
+		t.Errorf("after the restart the buckets send new connections to members\n  v1 %v\n  v2 %v\nbefore\n  v1 %v\n  v2 %v", v1, v2, v1Before, v2Before)
+	}
 }
 
 // The switch's answer to ARP for a VIP is adopted like any flow: a
