@@ -2,7 +2,6 @@ package dataplane
 
 import (
 	"fmt"
-	"maps"
 	"regexp"
 	"slices"
 	"strings"
@@ -158,7 +157,8 @@ func TestAdopt_RemovesWhatIsStale(t *testing.T) {
 
 // A SWITCH pool's group keeps its id and its slots, and the switch keeps
 // its flows, whatever number the new process gives the VIP: the members
-// are known from the switch's own routes and buckets.
+// are known from the switch's own routes and buckets. Established
+// connections keep their members, and new ones go where they went.
 func TestAdopt_SwitchDispatch(t *testing.T) {
 	for _, fwd := range sdnlb.Forwardings {
 		t.Run(string(fwd), func(t *testing.T) {
@@ -166,24 +166,37 @@ func TestAdopt_SwitchDispatch(t *testing.T) {
 			d.learnMember(3)
 			d.learnMember(1)
 			d.learnMember(2)
-			bucketsBefore := d.groups[1].Buckets
-			flowsBefore := len(d.flows)
+			at := map[conn]int{}
+			for sport := uint16(40000); sport < 40010; sport++ {
+				c := conn{t, ipv4, fwd == sdnlb.ForwardingDSR, sport}
+				at[c] = d.connect(c)
+			}
+			syn := testnet.SYN(t, 50000)
+			bucketsBefore := d.bucketMembers(syn)
+			groupsBefore := d.sw.GroupLines()
+			flowsBefore := len(d.sw.Flows())
 			got := d.restart(switchConfig(fwd, nil), 2)
-			if g, ok := d.groups[1]; len(d.groups) != 1 || !ok || fmt.Sprint(g.Buckets) != fmt.Sprint(bucketsBefore) {
-				t.Errorf("groups after the restart:\n%v\nwant group 1 with its buckets", d.groups)
+			if g := d.sw.GroupLines(); len(g) != 1 || !strings.HasPrefix(g[0], "group_id=1,") || !slices.Equal(g, groupsBefore) {
+				t.Errorf("groups after the restart:\n%v\nwant group 1 with its buckets:\n%v", g, groupsBefore)
 			}
 			for _, l := range flowModLines(got) {
 				if strings.HasPrefix(l, "group_mod") || strings.Contains(l, "delete") {
 					t.Errorf("adoption sent %s", l)
 				}
 			}
-			if len(d.flows) != flowsBefore {
-				t.Errorf("%d flows after the restart, %d before", len(d.flows), flowsBefore)
+			if n := len(d.sw.Flows()); n != flowsBefore {
+				t.Errorf("%d flows after the restart, %d before", n, flowsBefore)
 			}
 			for _, l := range got {
 				if strings.Contains(l, "op=1") && !strings.Contains(l, "tpa=10.0.0.100") {
 					t.Errorf("asked for a member the switch's state names: %s", l)
 				}
+			}
+			for c, m := range at {
+				d.assertKept(c, m)
+			}
+			if after := d.bucketMembers(syn); !slices.Equal(after, bucketsBefore) {
+				t.Errorf("buckets send new connections to members\n  %v\nbefore the restart\n  %v", after, bucketsBefore)
 			}
 		})
 	}
@@ -210,18 +223,29 @@ func TestAdopt_SwappedVIPNumbers(t *testing.T) {
 	for i := 1; i <= 3; i++ {
 		d.learnMember(i)
 	}
-	if n := len(d.groups); n != 2 {
+	if n := len(d.sw.Groups()); n != 2 {
 		t.Fatalf("%d groups before the restart, want 2", n)
 	}
 	withoutCookies := func() []string {
 		var lines []string
-		for _, l := range testnet.FlowLines(t, slices.Collect(maps.Values(d.flows))) {
+		for _, l := range d.sw.Lines() {
 			lines = append(lines, regexp.MustCompile(`cookie=0x[0-9a-f]+, `).ReplaceAllString(l, ""))
 		}
 		slices.Sort(lines)
 		return lines
 	}
-	flowsBefore, groupsBefore := withoutCookies(), fmt.Sprint(d.groups)
+	flowsBefore, groupsBefore := withoutCookies(), d.sw.GroupLines()
+	// Where each VIP's buckets send new connections: v1 (NAT) to its
+	// members' addresses and port, v2 (DSR) to their MACs alone.
+	toV1 := testnet.SYN(t, 40000)
+	toV2 := testnet.TCPFrame(t, testnet.TCPSeg{SrcMAC: testnet.ClientMAC, DstMAC: "02:00:00:00:02:00", Src: testnet.ClientIP, Dst: "10.0.0.101",
+		Sport: 40000, Dport: 81, SYN: true})
+	v1Before, v2Before := d.bucketMembers(toV1), d.bucketMembers(toV2)
+	for _, b := range [][]int{v1Before, v2Before} {
+		if slices.Contains(b, 0) {
+			t.Fatalf("before the restart a bucket sends new connections to no member: %v", b)
+		}
+	}
 	if d.snap.VIPByID["v1"].Num != 1 {
 		t.Fatalf("v1 is numbered %d before the restart, want 1", d.snap.VIPByID["v1"].Num)
 	}
@@ -235,10 +259,11 @@ func TestAdopt_SwappedVIPNumbers(t *testing.T) {
 			t.Errorf("adoption sent %s", l)
 		}
 	}
-	if g := fmt.Sprint(d.groups); g != groupsBefore {
-		t.Errorf("groups after the restart:\n%s\nbefore:\n%s", g, groupsBefore)
-	}
+	testnet.AssertLines(t, d.sw.GroupLines(), groupsBefore)
 	testnet.AssertLines(t, withoutCookies(), flowsBefore)
+	if v1, v2 := d.bucketMembers(toV1), d.bucketMembers(toV2); !slices.Equal(v1, v1Before) || !slices.Equal(v2, v2Before) {
+		t.Errorf("after the restart the buckets send new connections to members\n  v1 %v\n  v2 %v\nbefore\n  v1 %v\n  v2 %v", v1, v2, v1Before, v2Before)
+	}
 }
 
 // The switch's answer to ARP for a VIP is adopted like any flow: a

@@ -30,14 +30,17 @@ type decision struct {
 	xids     atomic.Uint32
 	out      *Outbox
 	now      time.Time
-	// sw is the switch's flow table: every flow-mod the dataplane sends
-	// and every configuration's sync is applied to it. The model knows
-	// neither groups nor connection tracking, so a switch with groups has
-	// none, and its tests read the lines sent; flows holds its flows,
-	// without a model of what they do, and groups its group table.
-	sw     *oftable.Table
-	flows  map[flowKey]ofp.FlowMod
-	groups map[uint32]ofp.GroupMod
+	// sw is the switch: every flow-mod and group-mod the dataplane sends,
+	// and the base flows, are applied to its tables, groups and connection
+	// tracker, so a test asks it where a packet goes.
+	sw *oftable.Table
+	// hosts are where the test network's hosts sit, by MAC, for the
+	// outputs to NORMAL (see process).
+	hosts map[[6]byte]uint32
+	// step, when set, is called after each message sent is applied to
+	// the switch, with the message's line, so a test can ask the switch
+	// between two messages.
+	step func(line string)
 }
 
 func newDecision(tb testing.TB, cfg *sdnlb.Config) *decision {
@@ -59,12 +62,9 @@ func newSwitchDecision(tb testing.TB, cfg *sdnlb.Config) *decision {
 
 func newDecisionWith(tb testing.TB, cfg *sdnlb.Config, dc Config) *decision {
 	tb.Helper()
-	d := &decision{tb: tb, affinity: NewAffinityTable(), now: time.Unix(1_700_000_000, 0),
-		flows: map[flowKey]ofp.FlowMod{}, groups: map[uint32]ofp.GroupMod{}, snap: model.EmptySnapshot}
+	d := &decision{tb: tb, affinity: NewAffinityTable(), now: time.Unix(1_700_000_000, 0), sw: oftable.New(),
+		hosts: testHosts(tb), snap: model.EmptySnapshot}
 	d.builder = model.NewBuilder(func() time.Time { return d.now })
-	if !dc.Groups {
-		d.sw = oftable.New()
-	}
 	d.applyAll(model.BaseFlows(dc.L2, dc.OneTable))
 	d.out = NewOutbox(&d.xids, nil)
 	dc.IdleTimeout, dc.Affinity, dc.Ledger = model.FlowSeconds(30*time.Second), d.affinity, NewFlowLedger()
@@ -101,34 +101,19 @@ func (d *decision) apply(fm *ofp.FlowMod) {
 	if err := model.CheckFlow(fm); err != nil {
 		d.tb.Fatalf("%s: %v", testnet.FlowLine(d.tb, fm), err)
 	}
-	if d.sw == nil {
-		d.hold(fm)
-		return
-	}
 	removed, err := d.sw.Apply(fm)
 	if err != nil {
 		d.tb.Fatalf("the switch rejects %s: %v", testnet.FlowLine(d.tb, fm), err)
 	}
-	for _, f := range removed {
-		if f.Flags&ofp.FlagSendFlowRem != 0 {
-			d.dp.FlowRemoved(d.now, d.snap, &ofp.FlowRemoved{Cookie: f.Cookie, Priority: f.Priority, Reason: ofp.RemovedDelete, Match: f.Match})
-		}
-	}
+	d.removed(removed)
 }
 
-// hold keeps the flows of a switch without the table model, as a switch
-// stores them: by table, priority and match.
-func (d *decision) hold(fm *ofp.FlowMod) {
-	switch fm.Command {
-	case ofp.FlowAdd:
-		d.flows[keyOf(fm.TableID, fm.Priority, &fm.Match)] = *fm
-	case ofp.FlowDeleteStrict:
-		delete(d.flows, keyOf(fm.TableID, fm.Priority, &fm.Match))
-	case ofp.FlowDelete:
-		for k, f := range d.flows {
-			if f.Cookie&fm.CookieMask == fm.Cookie&fm.CookieMask {
-				delete(d.flows, k)
-			}
+// removed reports the flows a flow-mod or group-mod removed as a switch
+// reports them: those with send_flow_rem.
+func (d *decision) removed(flows []oftable.Flow) {
+	for _, f := range flows {
+		if f.Flags&ofp.FlagSendFlowRem != 0 {
+			d.dp.FlowRemoved(d.now, d.snap, &ofp.FlowRemoved{Cookie: f.Cookie, Priority: f.Priority, Reason: ofp.RemovedDelete, Match: f.Match})
 		}
 	}
 }
@@ -136,20 +121,10 @@ func (d *decision) hold(fm *ofp.FlowMod) {
 // holding is what the switch holds, as it would answer the requests of a
 // connecting controller.
 func (d *decision) holding() SwitchState {
-	var have SwitchState
-	add := func(f ofp.FlowStats) { have.Flows = append(have.Flows, f) }
-	if d.sw != nil {
-		for _, f := range d.sw.Flows() {
-			add(ofp.FlowStats{TableID: f.TableID, Priority: f.Priority, IdleTimeout: f.IdleTimeout, HardTimeout: f.HardTimeout,
-				Flags: f.Flags, Cookie: f.Cookie, Match: f.Match, Instructions: f.Instructions})
-		}
-	}
-	for _, f := range d.flows {
-		add(ofp.FlowStats{TableID: f.TableID, Priority: f.Priority, IdleTimeout: f.IdleTimeout, HardTimeout: f.HardTimeout,
-			Flags: f.Flags, Cookie: f.Cookie, Match: f.Match, Instructions: f.Instructions})
-	}
-	for _, g := range d.groups {
-		have.Groups = append(have.Groups, ofp.GroupDesc{GroupType: g.GroupType, GroupID: g.GroupID, Buckets: g.Buckets})
+	have := SwitchState{Groups: d.sw.Groups()}
+	for _, f := range d.sw.Flows() {
+		have.Flows = append(have.Flows, ofp.FlowStats{TableID: f.TableID, Priority: f.Priority, IdleTimeout: f.IdleTimeout,
+			HardTimeout: f.HardTimeout, Flags: f.Flags, Cookie: f.Cookie, Match: f.Match, Instructions: f.Instructions})
 	}
 	return have
 }
@@ -178,23 +153,18 @@ func (d *decision) forward(inPort uint32, frame []byte) string {
 }
 
 // applyGroup has the switch's group table take a group-mod, refusing
-// what Open vSwitch refuses.
+// what Open vSwitch refuses (a group added twice, one modified before it
+// is added); flows that a deleted group takes along account as removed.
 func (d *decision) applyGroup(gm *ofp.GroupMod) {
 	d.tb.Helper()
 	if err := model.CheckGroup(gm); err != nil {
 		d.tb.Fatal(err)
 	}
-	_, exists := d.groups[gm.GroupID]
-	switch {
-	case gm.Command == ofp.GroupAdd && exists:
-		d.tb.Fatalf("group %d added twice", gm.GroupID)
-	case gm.Command == ofp.GroupModify && !exists:
-		d.tb.Fatalf("group %d modified before it was added", gm.GroupID)
-	case gm.Command == ofp.GroupDelete:
-		delete(d.groups, gm.GroupID)
-	default:
-		d.groups[gm.GroupID] = *gm
+	removed, err := d.sw.ApplyGroup(gm)
+	if err != nil {
+		d.tb.Fatalf("the switch rejects %s: %v", gm, err)
 	}
+	d.removed(removed)
 }
 
 func (d *decision) advance(dur time.Duration) { d.now = d.now.Add(dur) }
@@ -271,6 +241,9 @@ func (d *decision) sent(in []byte) []string {
 			lines = append(lines, "packet_out "+testnet.PacketOutLine(m)+" data="+data)
 		default:
 			lines = append(lines, h.Type.String())
+		}
+		if d.step != nil {
+			d.step(lines[len(lines)-1])
 		}
 	}
 	d.out.Reset()

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/gopacket/gopacket/layers"
 	"github.com/sdnlb/sdnlb"
 	"github.com/sdnlb/sdnlb/controller/internal/testnet"
 	"github.com/sdnlb/sdnlb/controller/model"
@@ -34,43 +35,6 @@ func (d *decision) learnMember(i int) []string {
 	return d.punt(model.MakeCookie(model.CatVIP, 1, 0), uint32(i),
 		testnet.ARPFrame(d.tb, 2, testnet.MemberMAC(i), testnet.VIPMAC, fmt.Sprintf("10.0.0.%d", i), "10.0.0.100", testnet.VIPMAC))
 }
-
-// bucketShares counts the buckets of group id whose actions contain each
-// of the needles, in order.
-func (d *decision) bucketShares(id uint32, needles ...string) []int {
-	d.tb.Helper()
-	g, ok := d.groups[id]
-	if !ok {
-		d.tb.Fatalf("no group %d", id)
-	}
-	if len(g.Buckets) != model.GroupSlots || g.GroupType != ofp.GroupTypeSelect {
-		d.tb.Fatalf("group %d: %d buckets of type %d, want %d select buckets", id, len(g.Buckets), g.GroupType, model.GroupSlots)
-	}
-	counts := make([]int, len(needles))
-	for _, b := range g.Buckets {
-		acts := ofp.FormatActions(b.Actions)
-		for i, n := range needles {
-			if strings.Contains(acts, n) {
-				counts[i]++
-			}
-		}
-	}
-	return counts
-}
-
-// bucketOwners is which needle each bucket of group id contains.
-func (d *decision) bucketOwners(id uint32, needles ...string) []int {
-	d.tb.Helper()
-	owners := make([]int, model.GroupSlots)
-	for i, b := range d.groups[id].Buckets {
-		acts := ofp.FormatActions(b.Actions)
-		owners[i] = slices.IndexFunc(needles, func(n string) bool { return strings.Contains(acts, n) })
-	}
-	return owners
-}
-
-// natTo is what names member i (10.0.0.i, i < 16) in a bucket.
-func natTo(i int) string { return fmt.Sprintf("exec(set_field:0xa00000%x->ct_label", i) }
 
 func TestDispatch_NATFollowsMembers(t *testing.T) {
 	d := newSwitchDecision(t, testnet.Config(nil))
@@ -112,19 +76,20 @@ func TestDispatch_NATFollowsMembers(t *testing.T) {
 	}) {
 		t.Errorf("no group added with buckets to member 1:\n%s", strings.Join(got, "\n"))
 	}
-	if s := d.bucketShares(1, natTo(1)); s[0] != model.GroupSlots {
-		t.Errorf("member 1 has %d buckets, want all", s[0])
+	syn := testnet.SYN(t, 40000)
+	if s := shares(d.bucketMembers(syn), 1); s[0] != model.GroupSlots {
+		t.Errorf("%d buckets send new connections to member 1, want all", s[0])
 	}
 
 	// The second takes half, and member 1 keeps the slots it had.
-	before := d.bucketOwners(1, natTo(1), natTo(2))
+	before := d.bucketMembers(syn)
 	d.learnMember(2)
-	if s := d.bucketShares(1, natTo(1), natTo(2)); s[0] != model.GroupSlots/2 || s[1] != model.GroupSlots/2 {
-		t.Errorf("buckets %v, want %d each", s, model.GroupSlots/2)
+	after := d.bucketMembers(syn)
+	if s := shares(after, 1, 2); s[0] != model.GroupSlots/2 || s[1] != model.GroupSlots/2 {
+		t.Errorf("buckets to members 1 and 2: %v, want %d each", s, model.GroupSlots/2)
 	}
-	after := d.bucketOwners(1, natTo(1), natTo(2))
 	for i := range after {
-		if after[i] == 0 && before[i] != 0 {
+		if after[i] == 1 && before[i] != 1 {
 			t.Errorf("slot %d moved to member 1 from %d", i, before[i])
 		}
 	}
@@ -141,12 +106,13 @@ func TestDispatch_NATFollowsMembers(t *testing.T) {
 			t.Errorf("member 1's rows deleted, and their counters with them: %s", l)
 		}
 	}
-	if s := d.bucketShares(1, natTo(1), natTo(2)); s[0] != 0 || s[1] != model.GroupSlots {
-		t.Errorf("buckets %v after member 1 failed, want all to member 2", s)
+	failed := d.bucketMembers(syn)
+	if s := shares(failed, 1, 2); s[0] != 0 || s[1] != model.GroupSlots {
+		t.Errorf("buckets to members 1 and 2: %v after member 1 failed, want all to member 2", s)
 	}
-	for i, o := range d.bucketOwners(1, natTo(1), natTo(2)) {
-		if after[i] == 1 && o != 1 {
-			t.Errorf("slot %d of member 2 moved", i)
+	for i, m := range failed {
+		if after[i] == 2 && m != 2 {
+			t.Errorf("slot %d of member 2 moved to %d", i, m)
 		}
 	}
 
@@ -166,6 +132,9 @@ func TestDispatch_NATFollowsMembers(t *testing.T) {
 	)
 	got = d.punt(model.MakeCookie(model.CatMemberRoute, 1, 1), testnet.ClientOF, ack)
 	assertSent(t, got, "packet_out in_port=10 actions=set_field:"+testnet.MemberMAC(1)+"->eth_dst,output:1 data=<in>")
+	if s := shares(d.bucketMembers(syn), 1, 2); s[0] != model.GroupSlots/2 || s[1] != model.GroupSlots/2 {
+		t.Errorf("buckets to members 1 and 2: %v with member 1 back, want %d each", s, model.GroupSlots/2)
+	}
 
 	// No member ready: new connections go to the controller again.
 	got = d.configure(switchConfig(sdnlb.ForwardingNAT, func(c *sdnlb.Config) {
@@ -176,6 +145,9 @@ func TestDispatch_NATFollowsMembers(t *testing.T) {
 	assertSends(t, got,
 		"flow_mod cookie=0x5d05000001000000, table=tracked, priority=301, ct_state=+new-inv+trk,ct_label=0,tcp,nw_dst=10.0.0.100,tp_dst=80 actions=CONTROLLER:65535",
 	)
+	if r := d.process(testnet.ClientOF, testnet.SYN(t, 40001)); !slices.Equal(r.Ports, []uint32{ofp.PortController}) || len(r.Selected) != 0 {
+		t.Errorf("with no member ready a new connection went through groups %v and\n  %s\nwant to the controller alone", r.Selected, outputs(r))
+	}
 
 	// Back to CONTROLLER dispatch: the dispatch flows and the group go.
 	got = d.configure(testnet.Config(nil))
@@ -184,8 +156,11 @@ func TestDispatch_NATFollowsMembers(t *testing.T) {
 		"flow_mod cookie=0x5d02000001000000, priority=501, tcp,nw_dst=10.0.0.100,tp_dst=80 actions=CONTROLLER:65535",
 		"group_mod delete,group_id=1",
 	)
-	if len(d.groups) != 0 {
-		t.Errorf("groups left: %v", d.groups)
+	if g := d.sw.GroupLines(); len(g) != 0 {
+		t.Errorf("groups left: %v", g)
+	}
+	if r := d.process(testnet.ClientOF, testnet.SYN(t, 40002)); !slices.Equal(r.Ports, []uint32{ofp.PortController}) || len(r.Path) != 1 {
+		t.Errorf("under CONTROLLER dispatch a new connection went along %d rows and\n  %s\nwant to the controller by the VIP's row, untracked", len(r.Path), outputs(r))
 	}
 }
 
@@ -209,19 +184,34 @@ func TestDispatch_DSR(t *testing.T) {
 		"flow_mod cookie=0x5d06000001000002, table=to-member, priority=110, ct_state=+new+trk,ip,reg0=0xa000002,reg2=0x1 actions=set_field:aa:00:00:00:00:02->eth_dst,goto_table:9",
 		"flow_mod cookie=0x5d06000001000002, table=to-member, priority=100, ip,reg0=0xa000002,reg2=0x1 actions=set_field:aa:00:00:00:00:02->eth_dst,goto_table:9",
 	)
-	bucket := "ct(commit,table=1,zone=93,exec(set_field:0xa000002->ct_label))"
-	if s := d.bucketShares(1, bucket); s[0] != model.GroupSlots {
-		t.Errorf("member 2 has %d buckets %s, want all", s[0], bucket)
+	if !slices.ContainsFunc(got, func(l string) bool {
+		return strings.HasPrefix(l, "group_mod group_id=1,type=select,") &&
+			strings.Contains(l, "bucket=actions=ct(commit,table=1,zone=93,exec(set_field:0xa000002->ct_label)),")
+	}) {
+		t.Errorf("no group added with buckets to member 2:\n%s", strings.Join(got, "\n"))
 	}
+	syn := testnet.SYN(t, 50000)
+	if s := shares(d.bucketMembers(syn), 2); s[0] != model.GroupSlots {
+		t.Errorf("%d buckets send new connections to member 2, want all", s[0])
+	}
+	c := conn{t, ipv4, true, 40000}
+	d.connect(c)
+
 	// A member that moves to another MAC takes its route along; the
 	// buckets name its address alone.
-	groups := len(d.groups)
+	groups := d.sw.GroupLines()
 	got = d.punt(model.MakeCookie(model.CatVIP, 1, 0), 7, testnet.ARPFrame(t, 2, testnet.MemberMAC(0x22), testnet.VIPMAC, "10.0.0.2", "10.0.0.100", testnet.VIPMAC))
 	assertSends(t, got,
 		"flow_mod cookie=0x5d06000001000002, table=to-member, priority=100, ip,reg0=0xa000002,reg2=0x1 actions=set_field:aa:00:00:00:00:22->eth_dst,goto_table:9",
 	)
-	if n := countPrefix(got, "group_mod"); n != 0 || len(d.groups) != groups {
+	if n := countPrefix(got, "group_mod"); n != 0 || !slices.Equal(d.sw.GroupLines(), groups) {
 		t.Errorf("a member's new MAC changed the group:\n%s", strings.Join(got, "\n"))
+	}
+	// The established connection and the new ones follow it.
+	d.hosts[[6]byte(testnet.MustMAC(t, testnet.MemberMAC(0x22)))] = 7
+	assertOutput(t, d.process(testnet.ClientOF, c.fromClient(false, true)), 7, testnet.ClientOF, c.toMember(0x22, false, true))
+	if s := shares(d.bucketMembers(syn), 7); s[0] != model.GroupSlots {
+		t.Errorf("%d buckets send new connections to member 2's new port, want all", s[0])
 	}
 }
 
@@ -232,7 +222,20 @@ func TestDispatch_RouteBeforeBuckets(t *testing.T) {
 	d := newSwitchDecision(t, switchConfig(sdnlb.ForwardingNAT, down))
 	d.learnMember(1)
 	d.learnMember(2)
+	// Asked after each message, no bucket sends a new connection to the
+	// controller, which would reset it.
+	syn := testnet.SYN(t, 40000)
+	d.step = func(line string) {
+		t.Helper()
+		if i := slices.Index(d.bucketMembers(syn), 0); i >= 0 {
+			t.Errorf("after %s bucket %d sends new connections to no member", line, i)
+		}
+	}
 	got := d.configure(switchConfig(sdnlb.ForwardingNAT, nil))
+	d.step = nil
+	if s := shares(d.bucketMembers(syn), 1, 2); s[0] != model.GroupSlots/2 || s[1] != model.GroupSlots/2 {
+		t.Errorf("buckets to members 1 and 2: %v, want %d each", s, model.GroupSlots/2)
+	}
 	route := slices.IndexFunc(got, func(l string) bool {
 		return strings.Contains(l, "table=to-member, priority=100, ip,reg2=0x1,nw_dst=10.0.0.1 actions=set_field:aa:00:00:00:00:01->eth_dst")
 	})
@@ -284,10 +287,13 @@ func TestDispatch_AnyProtocolVIP(t *testing.T) {
 		assertSends(t, got,
 			"flow_mod cookie=0x5d05000001000000, table=tracked, priority=300, ct_state=+new-inv+trk,ct_label=0,ip,nw_dst=10.0.0.100 actions=group:1",
 		)
-		bucket := "ct(commit,table=1,zone=93,exec(set_field:0xa000001->ct_label,set_field:0x1f90->ct_mark))"
-		if s := d.bucketShares(1, bucket); s[0] != model.GroupSlots {
-			t.Errorf("%d buckets %s, want all", s[0], bucket)
+		if !slices.ContainsFunc(got, func(l string) bool {
+			return strings.HasPrefix(l, "group_mod group_id=1,type=select,") &&
+				strings.Contains(l, "bucket=actions=ct(commit,table=1,zone=93,exec(set_field:0xa000001->ct_label,set_field:0x1f90->ct_mark)),")
+		}) {
+			t.Errorf("no group added with buckets to member 1:\n%s", strings.Join(got, "\n"))
 		}
+		assertCarriesAnyProtocol(t, d, false)
 	})
 	t.Run("DSR", func(t *testing.T) {
 		d := newSwitchDecision(t, testnet.Config(nil))
@@ -298,7 +304,80 @@ func TestDispatch_AnyProtocolVIP(t *testing.T) {
 		assertSends(t, d.learnMember(2),
 			"flow_mod cookie=0x5d05000001000000, table=tracked, priority=300, ct_state=+new-inv+trk,ct_label=0,ip,nw_dst=10.0.0.100 actions=group:1",
 		)
+		assertCarriesAnyProtocol(t, d, true)
 	})
+}
+
+// assertCarriesAnyProtocol asks d's switch, which dispatches a VIP of
+// every protocol to its one ready member, where TCP to another port than
+// the VIP's, UDP, ICMP echo and GRE go: the client's packet to the
+// member, as the member must get it, and the member's answer to the
+// client, as the client must get it. Under NAT the member is member 1,
+// serving TCP and UDP on port 8080, and its answers come back from the
+// VIP and the port the client asked for; under DSR member 2, which gets
+// the packet as it came but for the MAC and answers from the VIP.
+func assertCarriesAnyProtocol(t *testing.T, d *decision, dsr bool) {
+	t.Helper()
+	const vip = "10.0.0.100"
+	m, member, memberPort := 1, "10.0.0.1", uint16(8080)
+	if dsr {
+		m, member = 2, vip
+	}
+	mac := testnet.MemberMAC(m)
+	tcp := func(srcMAC, dstMAC, src, dst string, sport, dport uint16, ack bool) []byte {
+		return testnet.TCPFrame(t, testnet.TCPSeg{SrcMAC: srcMAC, DstMAC: dstMAC, Src: src, Dst: dst, Sport: sport, Dport: dport, SYN: true, ACK: ack})
+	}
+	udp := func(srcMAC, dstMAC, src, dst string, sport, dport uint16) []byte {
+		return testnet.UDPFrame(t, srcMAC, dstMAC, src, dst, sport, dport)
+	}
+	icmp := func(srcMAC, dstMAC, src, dst string, typ uint8) []byte {
+		return ipFrame(t, layers.IPProtocolICMPv4, srcMAC, dstMAC, src, dst, typ)
+	}
+	gre := func(srcMAC, dstMAC, src, dst string) []byte {
+		return ipFrame(t, layers.IPProtocolGRE, srcMAC, dstMAC, src, dst, 0)
+	}
+	tcpPort, udpPort := memberPort, memberPort
+	if dsr {
+		tcpPort, udpPort = 443, 53
+	}
+	const (
+		echoRequest = layers.ICMPv4TypeEchoRequest
+		echoReply   = layers.ICMPv4TypeEchoReply
+	)
+	for _, tc := range []struct {
+		name                              string
+		toVIP, atMember, answer, atClient []byte
+	}{
+		{"TCP",
+			tcp(testnet.ClientMAC, testnet.VIPMAC, testnet.ClientIP, vip, 40000, 443, false),
+			tcp(testnet.ClientMAC, mac, testnet.ClientIP, member, 40000, tcpPort, false),
+			tcp(mac, testnet.ClientMAC, member, testnet.ClientIP, tcpPort, 40000, true),
+			tcp(testnet.VIPMAC, testnet.ClientMAC, vip, testnet.ClientIP, 443, 40000, true)},
+		{"UDP",
+			udp(testnet.ClientMAC, testnet.VIPMAC, testnet.ClientIP, vip, 40001, 53),
+			udp(testnet.ClientMAC, mac, testnet.ClientIP, member, 40001, udpPort),
+			udp(mac, testnet.ClientMAC, member, testnet.ClientIP, udpPort, 40001),
+			udp(testnet.VIPMAC, testnet.ClientMAC, vip, testnet.ClientIP, 53, 40001)},
+		{"ICMP",
+			icmp(testnet.ClientMAC, testnet.VIPMAC, testnet.ClientIP, vip, echoRequest),
+			icmp(testnet.ClientMAC, mac, testnet.ClientIP, member, echoRequest),
+			icmp(mac, testnet.ClientMAC, member, testnet.ClientIP, echoReply),
+			icmp(testnet.VIPMAC, testnet.ClientMAC, vip, testnet.ClientIP, echoReply)},
+		{"GRE",
+			gre(testnet.ClientMAC, testnet.VIPMAC, testnet.ClientIP, vip),
+			gre(testnet.ClientMAC, mac, testnet.ClientIP, member),
+			gre(mac, testnet.ClientMAC, member, testnet.ClientIP),
+			gre(testnet.VIPMAC, testnet.ClientMAC, vip, testnet.ClientIP)},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			atClient := tc.atClient
+			if dsr { // the member's answer, from the VIP, goes as it came
+				atClient = tc.answer
+			}
+			assertOutput(t, d.process(testnet.ClientOF, tc.toVIP), uint32(m), testnet.ClientOF, tc.atMember)
+			assertOutput(t, d.process(uint32(m), tc.answer), testnet.ClientOF, uint32(m), atClient)
+		})
+	}
 }
 
 // A switch without select groups gets the controller's dispatch for a
@@ -429,7 +508,7 @@ func TestDispatch_PortVIPBeforeEveryPortVIP(t *testing.T) {
 			// The highest priority of each VIP's rows for its service, by
 			// table (ICMP errors to the address are the same for both).
 			top := map[[2]uint32]uint16{}
-			for _, fm := range d.flows {
+			for _, fm := range d.sw.Flows() {
 				cat, vip, _, _ := model.CookieParts(fm.Cookie)
 				if ethType, ok := fm.Match.Get(ofp.OXMEthType); ok && ethType.Uint() == uint64(ofp.EthTypeIPv4) && (cat == model.CatVIP || cat == model.CatDispatch) &&
 					model.MatchedProto(&fm.Match) != ofp.IPProtoICMP {
@@ -442,6 +521,22 @@ func TestDispatch_PortVIPBeforeEveryPortVIP(t *testing.T) {
 				if onPort <= everyPort {
 					t.Errorf("table %d: the VIP on port 80 tops at priority %d, the VIP on every port at %d", table, onPort, everyPort)
 				}
+			}
+			// Where the switch sends them: port 80 to the first VIP's
+			// members (2 and 3), another port to the second's (1). The
+			// model breaks ties between overlapping rows of one priority
+			// its own way, so the priorities above are what rules out a
+			// tie.
+			dsr := fwd == sdnlb.ForwardingDSR
+			for i, m := range d.bucketMembers(conn{t, ipv4, dsr, 40000}.fromClient(true, false)) {
+				if m != 2 && m != 3 {
+					t.Fatalf("bucket %d sends a new connection to port 80 to member %d, want 2 or 3", i, m)
+				}
+			}
+			toOther := testnet.TCPFrame(t, testnet.TCPSeg{SrcMAC: testnet.ClientMAC, DstMAC: testnet.VIPMAC, Src: testnet.ClientIP, Dst: "10.0.0.100",
+				Sport: 40000, Dport: 443, SYN: true})
+			if s := shares(d.bucketMembers(toOther), 1); s[0] != model.GroupSlots {
+				t.Errorf("%d buckets send a new connection to port 443 to member 1, want all", s[0])
 			}
 		})
 	}

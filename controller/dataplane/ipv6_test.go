@@ -204,7 +204,7 @@ func TestDataplane_ICMPErrorToMember(t *testing.T) {
 			}
 			d.punt(model.MakeCookie(model.CatARPAnswer, 0, 0), 1, answer)
 			rows := map[uint16]bool{}
-			for _, fm := range d.flows {
+			for _, fm := range d.sw.Flows() {
 				if _, ok := fm.Match.Get(ofp.OXMICMPv6Type); ok || model.MatchedProto(&fm.Match) == ofp.IPProtoICMP {
 					rows[fm.Priority] = true
 				}
@@ -282,7 +282,7 @@ func (d *decision) answerFlowsRequest() {
 		d.tb.Fatalf("the controller asked for %T, want flows", req.Body)
 	}
 	var stats []ofp.FlowStats
-	for _, f := range d.flows {
+	for _, f := range d.sw.Flows() {
 		if f.TableID != fs.TableID || f.Cookie&fs.CookieMask != fs.Cookie&fs.CookieMask {
 			continue
 		}
@@ -296,5 +296,46 @@ func (d *decision) answerFlowsRequest() {
 	}
 	if !d.dp.ICMPFlowsAnswer(h.XID, stats, d.out) {
 		d.tb.Fatalf("the dataplane took no answer to request %d", h.XID)
+	}
+}
+
+// An IPv6 SWITCH VIP's connections are carried by the switch alone, as
+// IPv4 ones: NAT moves the member's whole address from the tracker's
+// label into ipv6_dst and gives the replies the VIP's back; DSR rewrites
+// the MAC alone. A drained member keeps its connections and gets no new
+// one.
+func TestDispatch_IPv6Connection(t *testing.T) {
+	for _, fwd := range sdnlb.Forwardings {
+		t.Run(string(fwd), func(t *testing.T) {
+			v6 := func(c *sdnlb.Config) {
+				c.VIPs[0].Address = testnet.VIP6
+				for i, m := range c.Members {
+					m.Address = ipv6.member(i + 1)
+				}
+			}
+			d := newSwitchDecision(t, switchConfig(fwd, v6))
+			d.learnMembers(ipv6, 3)
+			dsr := fwd == sdnlb.ForwardingDSR
+			at := map[conn]int{}
+			reached := map[int]bool{}
+			for sport := uint16(40000); sport < 40030; sport++ {
+				c := conn{t, ipv6, dsr, sport}
+				at[c] = d.connect(c)
+				reached[at[c]] = true
+			}
+			if len(reached) != 3 {
+				t.Errorf("30 connections reached members %v, want all 3", reached)
+			}
+
+			d.configure(switchConfig(fwd, func(c *sdnlb.Config) { v6(c); c.Members[0].Weight = 0 }))
+			for c, m := range at {
+				d.assertKept(c, m)
+			}
+			for i, m := range d.bucketMembers(conn{t, ipv6, dsr, 50000}.fromClient(true, false)) {
+				if m != 2 && m != 3 {
+					t.Fatalf("bucket %d sends new connections to member %d, want 2 or 3", i, m)
+				}
+			}
+		})
 	}
 }

@@ -223,19 +223,19 @@ func TestAdaptive_SwitchBuckets(t *testing.T) {
 	for i := 1; i <= 3; i++ {
 		d.learnMember(i)
 	}
-	group := d.dp.dispatcher.switched[1].group
-	if got := d.bucketShares(group, natTo(1), natTo(2), natTo(3)); got[0] < 85 || got[2] < 85 {
+	syn := testnet.SYN(t, 40000)
+	if got := shares(d.bucketMembers(syn), 1, 2, 3); got[0] < 85 || got[2] < 85 {
 		t.Fatalf("buckets %v before any report, want even", got)
 	}
-	var shares []int
+	var split []int
 	for range 10 {
 		d.now = d.now.Add(2 * time.Second)
 		d.patch([]model.HealthChange{agentSays(1, 90, d.now), agentSays(2, 50, d.now), agentSays(3, 10, d.now)})
 		d.reweigh()
-		shares = d.bucketShares(group, natTo(1), natTo(2), natTo(3))
+		split = shares(d.bucketMembers(syn), 1, 2, 3)
 	}
-	if !(shares[0] > shares[1] && shares[1] > shares[2] && shares[0]+shares[1]+shares[2] == model.GroupSlots) {
-		t.Errorf("buckets %v after the agents reported 90, 50 and 10 %% free, want the freest first", shares)
+	if !(split[0] > split[1] && split[1] > split[2] && split[0]+split[1]+split[2] == model.GroupSlots) {
+		t.Errorf("buckets %v after the agents reported 90, 50 and 10 %% free, want the freest first", split)
 	}
 	st := d.snap.Pools["p1"].ByNum[1].Stats()
 	if st.AvailableCPU == nil || *st.AvailableCPU != 0.9 || st.EffectiveWeight <= 1 {
@@ -267,12 +267,12 @@ func TestSlowStart_SwitchBuckets(t *testing.T) {
 	for i := 1; i <= 3; i++ {
 		d.learnMember(i)
 	}
-	group := d.dp.dispatcher.switched[1].group
+	syn := testnet.SYN(t, 40000)
 	d.patch([]model.HealthChange{{MemberID: "m3", Status: sdnlb.MemberDown, Since: d.now}})
 	d.now = d.now.Add(time.Minute)
 	back := d.now
 	d.patch([]model.HealthChange{{MemberID: "m3", Status: sdnlb.MemberUp, Since: back}})
-	if got := d.bucketShares(group, natTo(3))[0]; got > 1 {
+	if got := shares(d.bucketMembers(syn), 3)[0]; got > 1 {
 		t.Errorf("member 3 has %d buckets as it comes back, want at most 1", got)
 	}
 	for _, tt := range []struct {
@@ -289,7 +289,7 @@ func TestSlowStart_SwitchBuckets(t *testing.T) {
 			d.now = d.now.Add(time.Second)
 			d.reweigh()
 		}
-		if got := d.bucketShares(group, natTo(3))[0]; got < tt.min || got > tt.max {
+		if got := shares(d.bucketMembers(syn), 3)[0]; got < tt.min || got > tt.max {
 			t.Errorf("%v into its slow start member 3 has %d buckets, want %d-%d", tt.at, got, tt.min, tt.max)
 		}
 	}
