@@ -147,4 +147,11 @@ promtool check rules deploy/prometheus/alerts.yml
 promtool test rules deploy/prometheus/alerts_test.yml
 
 echo "== e2e tests (private Open vSwitch, userspace datapath): ${e2e_pkgs[*]}"
-go test -race -count=1 -tags e2e -p 1 -timeout 15m "${e2e_pkgs[@]}"
+# As JSON, so the report can show each failed test's whole output and the
+# ten slowest tests; the exit status is go test's.
+e2e_json="$(mktemp)"
+trap 'rm -f "$e2e_json"' EXIT
+e2e_rc=0
+go test -race -count=1 -tags e2e -p 1 -timeout 15m -json "${e2e_pkgs[@]}" >"$e2e_json" 2>&1 || e2e_rc=$?
+python3 scripts/e2e-report.py "$e2e_json"
+exit "$e2e_rc"
