@@ -187,7 +187,7 @@ func (dp *Switch) learnFromFlow(f *ofp.FlowStats, acts []ofp.Action, out *Outbox
 	case cat == model.CatMemberRoute && f.Priority == model.PrioMemberRoute:
 		if ip, ok := model.RoutedAddress(&f.Match); ok {
 			if mac, ok := model.SetField(acts, ofp.OXMEthDst); ok {
-				dp.Learner.SeedHost(ip, mac.MAC(), 0)
+				dp.Learner.seedHost(ip, mac.MAC(), 0)
 			}
 		}
 	case cat == model.CatConn:
@@ -209,7 +209,7 @@ func (dp *Switch) seedConnMember(acts []ofp.Action) {
 	ip, okIP := model.SetIPDst(acts)
 	mac, okMAC := model.SetField(acts, ofp.OXMEthDst)
 	if port, ok := model.OutputPort(acts); okIP && okMAC && ok && port <= ofp.PortMax {
-		dp.Learner.SeedHost(ip, mac.MAC(), port)
+		dp.Learner.seedHost(ip, mac.MAC(), port)
 	}
 }
 

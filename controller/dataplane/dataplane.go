@@ -77,7 +77,7 @@ func New(cfg Config) *Switch {
 		Config:     cfg,
 		debug:      cfg.Log.Enabled(context.Background(), slog.LevelDebug),
 		Installed:  model.EmptySnapshot,
-		Learner:    NewL2Learner(cfg.l2Table()),
+		Learner:    newL2Learner(cfg.l2Table()),
 		dispatcher: newDispatcher(),
 		held:       newHeldSetups(),
 		accounting: newAccounting(cfg.Ledger),

@@ -212,7 +212,7 @@ func (dp *Switch) reconcileHosts(now time.Time, v *FabricView, pathsMoved bool, 
 		switch {
 		case !h.IP.IsValid() || !changed && (h.At.DPID == dp.DPID || !pathsMoved):
 		case h.At.DPID == dp.DPID:
-			if dp.Learner.LearnHost(now, h.IP, mac, h.At.Port, true) {
+			if dp.Learner.learnHost(now, h.IP, mac, h.At.Port, true) {
 				reached = append(reached, h.IP)
 			}
 		default:

@@ -58,7 +58,7 @@ type HostEntry struct {
 	Seen int64
 }
 
-func NewL2Learner(table uint8) l2Learner {
+func newL2Learner(table uint8) l2Learner {
 	return l2Learner{
 		table:    table,
 		macs:     map[[6]byte]macEntry{},
@@ -100,11 +100,11 @@ func (l *l2Learner) seedMAC(mac [6]byte, port uint32) {
 	l.macs[mac] = macEntry{port: port}
 }
 
-// LearnHost records that a packet from an IPv4 address came now with a
+// learnHost records that a packet from an IPv4 address came now with a
 // MAC and port, and reports whether that changed the address's MAC or
 // port. A full table takes a new address only when setups wait for it or
 // it can forget hosts not seen within sdnlb.HostTTL.
-func (l *l2Learner) LearnHost(now time.Time, ip netip.Addr, mac [6]byte, port uint32, awaited bool) bool {
+func (l *l2Learner) learnHost(now time.Time, ip netip.Addr, mac [6]byte, port uint32, awaited bool) bool {
 	e, known := l.hosts[ip]
 	if !known && len(l.hosts) >= MaxLearned && !awaited && !l.forgetStale(now) {
 		return false // full; a member still gets in through its held setups
@@ -157,9 +157,9 @@ func (l *l2Learner) SeenHosts(now time.Time, f func(ip netip.Addr, e HostEntry))
 	}
 }
 
-// SeedHost records a host the switch's flows name, unless the learner
+// seedHost records a host the switch's flows name, unless the learner
 // knows better; port 0 is unknown.
-func (l *l2Learner) SeedHost(ip netip.Addr, mac [6]byte, port uint32) {
+func (l *l2Learner) seedHost(ip netip.Addr, mac [6]byte, port uint32) {
 	if e, ok := l.hosts[ip]; ok && (e.Port != 0 || port == 0) {
 		return
 	}
@@ -392,7 +392,7 @@ func hostAddress(a netip.Addr) bool {
 // announces it), and warns: the VIP takes the host's traffic meanwhile.
 // Its ARP goes no further, so no other host learns the address at its MAC.
 func (dp *Switch) noteClaim(p *packetIn, ip netip.Addr, mac [6]byte) {
-	if !isMulticast(mac) && dp.Learner.LearnHost(p.now, ip, mac, p.inPort, false) {
+	if !isMulticast(mac) && dp.Learner.learnHost(p.now, ip, mac, p.inPort, false) {
 		dp.Log.Warn("a host claims a VIP's address; the VIP takes its traffic", "address", ip.String(),
 			"mac", model.MACString(mac), "port", p.inPort)
 	}
@@ -412,7 +412,7 @@ func (dp *Switch) learnHost(p *packetIn, ip netip.Addr, mac [6]byte, out *Outbox
 			return // the round that settles its port teaches this switch
 		}
 	}
-	if dp.Learner.LearnHost(p.now, ip, mac, p.inPort, dp.held.waiting(ip)) {
+	if dp.Learner.learnHost(p.now, ip, mac, p.inPort, dp.held.waiting(ip)) {
 		dp.reached(p.now, p.snap, ip, out)
 	}
 }
