@@ -93,9 +93,11 @@ func spreadOf(shares []float64) float64 {
 
 // newCostBed is a bed of three clients and three members of memberCosts
 // behind an HTTP VIP whose pool has method and dispatch, with an AGENT
-// monitor beside nothing else.
+// monitor beside nothing else. The controller weighs the pools every
+// second (--stats-interval, 2 s by default), so the weights converge in
+// half the time they take with the default.
 func newCostBed(t *testing.T, method sdnlb.LBMethod, dispatch sdnlb.Dispatch) *lbBed {
-	b := newDispatchBed(t, 3, 3, method, dispatch, nil)
+	b := newDispatchBed(t, 3, 3, method, dispatch, nil, "--stats-interval=1s")
 	for i, s := range b.servers {
 		s.SetCost(memberCosts[i])
 	}
@@ -110,14 +112,14 @@ func newCostBed(t *testing.T, method sdnlb.LBMethod, dispatch sdnlb.Dispatch) *l
 
 // Members whose requests cost 4, 8 and 16 ms: ADAPTIVE, weighing them by
 // what their agents report, brings their loads within 1.2 times of each
-// other within a minute, in both dispatches, where round robin leaves the
+// other within 20 s of weighing every second, in both dispatches, where round robin leaves the
 // dearest saturated and the cheapest mostly idle (the measurement beside
 // it, TestAdaptive_RoundRobinBaseline, runs with the benchmarks).
 func TestAdaptive_EqualisesLoad(t *testing.T) {
 	for _, d := range sdnlb.Dispatches {
 		t.Run("ADAPTIVE/"+string(d), func(t *testing.T) {
 			b := newCostBed(t, sdnlb.Adaptive, d)
-			shares := busyShares(b, 50*time.Second, 15*time.Second)
+			shares := busyShares(b, 30*time.Second, 12*time.Second)
 			var weights []string
 			st := b.lb.PoolStats(b.pool.ID)
 			for _, m := range st.Members {
