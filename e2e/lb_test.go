@@ -355,6 +355,7 @@ func TestVIP_ICMPAndUDP(t *testing.T) {
 				lb.MustCreateMember(pool, f.hostIP(h), 0)
 				before += icmpOutEchoReps(t, h)
 			}
+			lb.WaitPoolMembers(pool.ID, len(members), 5*time.Second)
 			ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
 			defer cancel()
 			out, err := c.Exec(ctx, "ping", "-c", "3", "-i", "0.2", "-W", "2", vip.Address)
@@ -384,6 +385,10 @@ func TestVIP_ICMPAndUDP(t *testing.T) {
 				names = append(names, name)
 				lb.MustCreateMember(pool, f.hostIP(h), port+fi)
 			}
+			// One datagram each, never sent again: the first must not
+			// reach the controller before the pool's members do, or it
+			// finds a VIP with no member and is dropped.
+			lb.WaitPoolMembers(pool.ID, len(members), 5*time.Second)
 			addr := net.JoinHostPort(vip.Address, strconv.Itoa(port))
 			seen := map[string]int{}
 			for i := 0; i < 4; i++ {
