@@ -59,7 +59,7 @@ type Config struct {
 	Affinity                 *AffinityTable
 	Ledger                   *FlowLedger // the switch's, which outlives its connections
 	Metrics                  *Metrics
-	Fabric                   fabricPaths // L2Fabric: the controller's
+	Fabric                   FabricPaths // L2Fabric: the controller's
 	Log                      *slog.Logger
 }
 

@@ -49,7 +49,7 @@ func (dp *Switch) passReplies(reverse *ofp.FlowMod, memberMAC [6]byte, out *Outb
 			BufferID: ofp.NoBuffer, OutPort: ofp.PortAny, OutGroup: ofp.GroupAny,
 			Match:        ofp.Match{OXMs: slices.DeleteFunc(slices.Clone(reverse.Match.OXMs), func(o ofp.OXM) bool { return model.TrackerField(&o) })},
 			Instructions: []ofp.Instruction{ofp.InstructionGotoTable{TableID: model.TableL2}}}
-		out.Transit = append(out.Transit, transitRow{DPID: dpid, FM: pass})
+		out.Transit = append(out.Transit, TransitRow{DPID: dpid, FM: pass})
 	}
 }
 
@@ -297,7 +297,7 @@ func (dp *Switch) adoptFabricRow(f *ofp.FlowStats, out *Outbox) {
 	at := model.PortRef{DPID: dp.DPID}
 	if port, ok := model.OutputPort(model.Applied(f.Instructions)); ok {
 		at.Port = port
-		out.Hosts = append(out.Hosts, hostSighting{MAC: dst.MAC(), At: at, Seed: true})
+		out.Hosts = append(out.Hosts, HostSighting{MAC: dst.MAC(), At: at, Seed: true})
 	}
 	r.hosts[dst.MAC()] = FabricHost{At: at}
 }

@@ -219,7 +219,7 @@ func (l *l2Learner) silent(now time.Time, ip netip.Addr) bool {
 func (dp *Switch) learnMAC(now time.Time, mac [6]byte, port uint32, out *Outbox) {
 	if dp.L2 == model.L2Fabric {
 		if edge, link := dp.portKind(port); !link && !isMulticast(mac) {
-			out.Hosts = append(out.Hosts, hostSighting{MAC: mac, At: model.PortRef{DPID: dp.DPID, Port: port}, Settled: edge})
+			out.Hosts = append(out.Hosts, HostSighting{MAC: mac, At: model.PortRef{DPID: dp.DPID, Port: port}, Settled: edge})
 		}
 		return
 	}
@@ -407,7 +407,7 @@ func (dp *Switch) learnHost(p *packetIn, ip netip.Addr, mac [6]byte, out *Outbox
 		if link {
 			return // from another switch, which showed it where it attaches
 		}
-		out.Hosts = append(out.Hosts, hostSighting{MAC: mac, IP: ip, At: model.PortRef{DPID: dp.DPID, Port: p.inPort}, Settled: edge})
+		out.Hosts = append(out.Hosts, HostSighting{MAC: mac, IP: ip, At: model.PortRef{DPID: dp.DPID, Port: p.inPort}, Settled: edge})
 		if !edge {
 			return // the round that settles its port teaches this switch
 		}

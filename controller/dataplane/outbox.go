@@ -22,16 +22,16 @@ type Outbox struct {
 	// version could not express it, or it breaks the pipeline. For the
 	// connection to log.
 	Unsent error
-	// Hosts and transit are what the decision tells the fabric, which
+	// Hosts and Transit are what the decision tells the fabric, which
 	// spans switches (L2Fabric): the runtime hands them on once the
 	// decision returns, so a decision writes no state but its switch's.
-	Hosts   []hostSighting
-	Transit []transitRow
+	Hosts   []HostSighting
+	Transit []TransitRow
 }
 
-// hostSighting is a host seen on one of the switch's ports: settled if a
+// HostSighting is a host seen on one of the switch's ports: settled if a
 // host's port, seed if only the switch's flows name it there (adoption).
-type hostSighting struct {
+type HostSighting struct {
 	MAC     [6]byte
 	IP      netip.Addr // the zero Addr: not known
 	At      model.PortRef
@@ -39,9 +39,9 @@ type hostSighting struct {
 	Seed    bool
 }
 
-// transitRow is a row another switch must hold for a connection this
+// TransitRow is a row another switch must hold for a connection this
 // switch set up (passReplies).
-type transitRow struct {
+type TransitRow struct {
 	DPID uint64
 	FM   ofp.FlowMod
 }
@@ -60,9 +60,9 @@ func (of13) Append(b []byte, xid uint32, m ofp.Message) ([]byte, error) {
 	return ofp.AppendChecked(b, xid, m)
 }
 
-// fabricPaths is what a switch's decision reads of the fabric, which
+// FabricPaths is what a switch's decision reads of the fabric, which
 // spans switches and which the runtime keeps.
-type fabricPaths interface {
+type FabricPaths interface {
 	// Home returns where a host attaches.
 	Home(mac [6]byte) (model.PortRef, bool)
 	// Between returns the switches a frame passes from one switch to
