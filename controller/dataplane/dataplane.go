@@ -13,7 +13,7 @@ import (
 // Switch is one switch's data path as the controller decides it. It
 // keeps the configuration the switch has the flows of and is made of one
 // part per concern, each owning its state: what the controller learned of
-// the switch's hosts (l2Learner, l2.go), its in-switch dispatch
+// the switch's hosts (L2Learner, l2.go), its in-switch dispatch
 // (dispatcher, dispatch.go), the connection setups waiting for a member's
 // MAC (heldSetups, held.go) or set up a moment ago (recentCache,
 // recent.go), and its share of the counters (accounting, accounting.go).
@@ -28,7 +28,7 @@ type Switch struct {
 
 	Installed *model.Snapshot // the configuration the switch has the flows of
 
-	Learner    l2Learner
+	Learner    L2Learner
 	dispatcher dispatcher
 	held       heldSetups
 	recent     *recentCache // allocated at the first setup

@@ -28,10 +28,10 @@ const arpRetry = 500 * time.Millisecond
 // stream of new addresses costs one pass a minute, not one each.
 const hostSweep = time.Minute
 
-// l2Learner is what the controller learned of one switch's hosts: where
+// L2Learner is what the controller learned of one switch's hosts: where
 // each MAC lives, each IPv4 address's MAC and port and when a packet last
 // showed it, and when it last asked for a member's MAC.
-type l2Learner struct {
+type L2Learner struct {
 	table    uint8                    // of the L2 rows
 	macs     map[[6]byte]macEntry     // where each MAC lives (L2Learn)
 	hosts    map[netip.Addr]HostEntry // learned IPv4 addresses: MAC and port
@@ -58,8 +58,8 @@ type HostEntry struct {
 	Seen int64
 }
 
-func newL2Learner(table uint8) l2Learner {
-	return l2Learner{
+func newL2Learner(table uint8) L2Learner {
+	return L2Learner{
 		table:    table,
 		macs:     map[[6]byte]macEntry{},
 		hosts:    map[netip.Addr]HostEntry{},
@@ -70,7 +70,7 @@ func newL2Learner(table uint8) l2Learner {
 // learnMAC records where a source MAC lives and installs (or, after a
 // move, replaces) its L2 flow. It reports whether it did: a full table
 // learns no new MAC.
-func (l *l2Learner) learnMAC(now time.Time, mac [6]byte, port uint32, out *Outbox) bool {
+func (l *L2Learner) learnMAC(now time.Time, mac [6]byte, port uint32, out *Outbox) bool {
 	if isMulticast(mac) || port > ofp.PortMax && port != ofp.PortLocal {
 		return false
 	}
@@ -82,21 +82,21 @@ func (l *l2Learner) learnMAC(now time.Time, mac [6]byte, port uint32, out *Outbo
 	return true
 }
 
-func (l *l2Learner) installL2(now time.Time, mac [6]byte, port uint32, out *Outbox) {
+func (l *L2Learner) installL2(now time.Time, mac [6]byte, port uint32, out *Outbox) {
 	l.macs[mac] = macEntry{port: port, installed: now.UnixNano()}
 	fm := model.L2Flow(l.table, mac, port)
 	out.Send(&fm)
 }
 
 // where returns where a MAC lives.
-func (l *l2Learner) where(mac [6]byte) (macEntry, bool) {
+func (l *L2Learner) where(mac [6]byte) (macEntry, bool) {
 	e, ok := l.macs[mac]
 	return e, ok
 }
 
 // seedMAC records where the switch's L2 flow for a MAC sends, without
 // installing it again.
-func (l *l2Learner) seedMAC(mac [6]byte, port uint32) {
+func (l *L2Learner) seedMAC(mac [6]byte, port uint32) {
 	l.macs[mac] = macEntry{port: port}
 }
 
@@ -104,7 +104,7 @@ func (l *l2Learner) seedMAC(mac [6]byte, port uint32) {
 // MAC and port, and reports whether that changed the address's MAC or
 // port. A full table takes a new address only when setups wait for it or
 // it can forget hosts not seen within sdnlb.HostTTL.
-func (l *l2Learner) learnHost(now time.Time, ip netip.Addr, mac [6]byte, port uint32, awaited bool) bool {
+func (l *L2Learner) learnHost(now time.Time, ip netip.Addr, mac [6]byte, port uint32, awaited bool) bool {
 	e, known := l.hosts[ip]
 	if !known && len(l.hosts) >= MaxLearned && !awaited && !l.forgetStale(now) {
 		return false // full; a member still gets in through its held setups
@@ -118,7 +118,7 @@ func (l *l2Learner) learnHost(now time.Time, ip netip.Addr, mac [6]byte, port ui
 // once a hostSweep, and reports whether it forgot any. The data path
 // still uses a host's MAC however long ago it was seen, until the table
 // is full.
-func (l *l2Learner) forgetStale(now time.Time) bool {
+func (l *L2Learner) forgetStale(now time.Time) bool {
 	t := now.UnixNano()
 	if t-l.swept < int64(hostSweep) {
 		return false
@@ -134,7 +134,7 @@ func (l *l2Learner) forgetStale(now time.Time) bool {
 }
 
 // Host returns an IPv4 address's MAC and port.
-func (l *l2Learner) Host(ip netip.Addr) (HostEntry, bool) {
+func (l *L2Learner) Host(ip netip.Addr) (HostEntry, bool) {
 	e, ok := l.hosts[ip]
 	return e, ok
 }
@@ -142,14 +142,14 @@ func (l *l2Learner) Host(ip netip.Addr) (HostEntry, bool) {
 // SeenHost returns the host at an IPv4 address if a packet from it came
 // within sdnlb.HostTTL: the host that holds the address now, as far as
 // the controller knows.
-func (l *l2Learner) SeenHost(now time.Time, ip netip.Addr) (HostEntry, bool) {
+func (l *L2Learner) SeenHost(now time.Time, ip netip.Addr) (HostEntry, bool) {
 	e, ok := l.hosts[ip]
 	return e, ok && now.UnixNano()-e.Seen <= int64(sdnlb.HostTTL)
 }
 
 // SeenHosts calls f with each host a packet showed within
 // sdnlb.HostTTL.
-func (l *l2Learner) SeenHosts(now time.Time, f func(ip netip.Addr, e HostEntry)) {
+func (l *L2Learner) SeenHosts(now time.Time, f func(ip netip.Addr, e HostEntry)) {
 	for ip, e := range l.hosts {
 		if now.UnixNano()-e.Seen <= int64(sdnlb.HostTTL) {
 			f(ip, e)
@@ -159,7 +159,7 @@ func (l *l2Learner) SeenHosts(now time.Time, f func(ip netip.Addr, e HostEntry))
 
 // seedHost records a host the switch's flows name, unless the learner
 // knows better; port 0 is unknown.
-func (l *l2Learner) seedHost(ip netip.Addr, mac [6]byte, port uint32) {
+func (l *L2Learner) seedHost(ip netip.Addr, mac [6]byte, port uint32) {
 	if e, ok := l.hosts[ip]; ok && (e.Port != 0 || port == 0) {
 		return
 	}
@@ -170,7 +170,7 @@ func (l *l2Learner) seedHost(ip netip.Addr, mac [6]byte, port uint32) {
 // reach through port, unless a packet showed it on this switch within
 // sdnlb.HostTTL. It reports whether that changed the address's MAC or
 // port.
-func (l *l2Learner) reach(now time.Time, ip netip.Addr, mac [6]byte, port uint32) bool {
+func (l *L2Learner) reach(now time.Time, ip netip.Addr, mac [6]byte, port uint32) bool {
 	e, known := l.hosts[ip]
 	if known && e.Seen != 0 && now.UnixNano()-e.Seen <= int64(sdnlb.HostTTL) || !known && len(l.hosts) >= MaxLearned {
 		return false
@@ -181,7 +181,7 @@ func (l *l2Learner) reach(now time.Time, ip netip.Addr, mac [6]byte, port uint32
 }
 
 // ipOfMAC is an address learned with the MAC; zero when none is.
-func (l *l2Learner) ipOfMAC(mac [6]byte) netip.Addr {
+func (l *L2Learner) ipOfMAC(mac [6]byte) netip.Addr {
 	for ip, e := range l.hosts {
 		if e.MAC == mac && ip.Is4() {
 			return ip
@@ -192,7 +192,7 @@ func (l *l2Learner) ipOfMAC(mac [6]byte) netip.Addr {
 
 // arpDue reports whether the member at ip may be asked for by ARP, at
 // most every arpRetry, and counts it asked now if so.
-func (l *l2Learner) arpDue(now time.Time, ip netip.Addr) bool {
+func (l *L2Learner) arpDue(now time.Time, ip netip.Addr) bool {
 	a, asked := l.arpAsked[ip]
 	if now.Sub(a.last) < arpRetry {
 		return false
@@ -208,7 +208,7 @@ func (l *l2Learner) arpDue(now time.Time, ip netip.Addr) bool {
 // silent reports whether the member at ip has been asked for, without an
 // answer, for longer than a setup waits for one: a member that is not
 // there, or does not answer ARP.
-func (l *l2Learner) silent(now time.Time, ip netip.Addr) bool {
+func (l *L2Learner) silent(now time.Time, ip netip.Addr) bool {
 	a, asked := l.arpAsked[ip]
 	return asked && now.Sub(a.first) > heldTimeout
 }

@@ -37,8 +37,8 @@ func sameReport(a, b *sdnlb.AgentReport) bool {
 	return a == b || a != nil && b != nil && *a == *b
 }
 
-// patchScope is what a patch changed from the snapshot it was made from.
-type patchScope struct {
+// PatchScope is what a patch changed from the snapshot it was made from.
+type PatchScope struct {
 	Parent  uint64       // the generation patched
 	Members []uint32     // whose health changed
 	Replies []ReplyMatch // whose reply punt may have changed
@@ -80,7 +80,7 @@ func (b *Builder) Patch(changes []HealthChange) *Snapshot {
 // unless that is the health it has, and records what the change touches:
 // the member, its address if the switches dispatch it, and its reply
 // match (in replies) if its pool punts replies.
-func (b *Builder) applyHealth(s *Snapshot, sc *patchScope, c HealthChange, replies map[ReplyMatch]bool) {
+func (b *Builder) applyHealth(s *Snapshot, sc *PatchScope, c HealthChange, replies map[ReplyMatch]bool) {
 	e, ok := b.Members.entries[c.MemberID]
 	if !ok {
 		return
@@ -123,7 +123,7 @@ func healthStatus(m *Member, c HealthChange) sdnlb.MemberStatus {
 
 // sortChanges orders the members and addresses the patch changed, each
 // once: one member may change twice in a burst.
-func (sc *patchScope) sortChanges() {
+func (sc *PatchScope) sortChanges() {
 	slices.Sort(sc.Members)
 	sc.Members = slices.Compact(sc.Members)
 	slices.SortFunc(sc.Addrs, netip.Addr.Compare)
@@ -133,7 +133,7 @@ func (sc *patchScope) sortChanges() {
 // reschedule gives the pools the patch replaced their rotation and
 // scheduler again, from those of last. Weighing writes to every member of
 // a rotation, so a weighed pool's members are all the patch's own first.
-func (b *Builder) reschedule(s *Snapshot, sc *patchScope, last *Snapshot) {
+func (b *Builder) reschedule(s *Snapshot, sc *PatchScope, last *Snapshot) {
 	for id := range sc.Pools {
 		p := s.Pools[id]
 		if p.weighs() {
@@ -147,17 +147,17 @@ func (b *Builder) reschedule(s *Snapshot, sc *patchScope, last *Snapshot) {
 
 // beginPatch starts a patch of the last snapshot: a new generation that
 // shares everything with it until the patch owns a pool or member.
-func (b *Builder) beginPatch() (*Snapshot, *patchScope) {
+func (b *Builder) beginPatch() (*Snapshot, *PatchScope) {
 	b.gen++
 	s := *b.last
 	s.Gen = b.gen
 	s.Pools = maps.Clone(b.last.Pools)
-	s.Patched = &patchScope{Parent: b.last.Gen, Pools: map[string]bool{}, copied: map[*Member]bool{}}
+	s.Patched = &PatchScope{Parent: b.last.Gen, Pools: map[string]bool{}, copied: map[*Member]bool{}}
 	return &s, s.Patched
 }
 
 // ownPool returns the patch's own copy of p, making it the first time.
-func (s *Snapshot) ownPool(sc *patchScope, p *Pool) *Pool {
+func (s *Snapshot) ownPool(sc *PatchScope, p *Pool) *Pool {
 	if sc.Pools[p.ID] {
 		return p
 	}
@@ -171,7 +171,7 @@ func (s *Snapshot) ownPool(sc *patchScope, p *Pool) *Pool {
 
 // ownMember returns the patch's own copy of m, making it the first time;
 // p is m's pool, the patch's own.
-func (sc *patchScope) ownMember(p *Pool, m *Member) *Member {
+func (sc *PatchScope) ownMember(p *Pool, m *Member) *Member {
 	if sc.copied[m] {
 		return m
 	}
@@ -186,7 +186,7 @@ func (sc *patchScope) ownMember(p *Pool, m *Member) *Member {
 // repunt decides the reply punt of k again from the members there, as the
 // build does. Whether the switch's tracker shares k follows, for the
 // members of the CONTROLLER pools there (see connection.memberZone).
-func (s *Snapshot) repunt(sc *patchScope, k ReplyMatch) {
+func (s *Snapshot) repunt(sc *PatchScope, k ReplyMatch) {
 	delete(s.ReplyPunts, k)
 	for _, id := range s.replyPools[k] {
 		p := s.Pools[id]
@@ -212,7 +212,7 @@ func (s *Snapshot) repunt(sc *patchScope, k ReplyMatch) {
 
 // relinkVIPs gives the VIPs of the replaced pools copies that point at
 // them, and every pool of such a VIP the copy.
-func (s *Snapshot) relinkVIPs(sc *patchScope) {
+func (s *Snapshot) relinkVIPs(sc *PatchScope) {
 	vips := map[*VIP]*VIP{}
 	for id := range sc.Pools {
 		if v := s.Pools[id].VIP; v != nil && v.Pool != nil && v.Pool.ID == id {

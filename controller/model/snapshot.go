@@ -112,7 +112,7 @@ type Snapshot struct {
 	replyPools map[ReplyMatch][]string
 	// Patched says what a patch changed from the snapshot of generation
 	// patched.parent; nil for a snapshot built from a configuration.
-	Patched *patchScope
+	Patched *PatchScope
 	// The addresses of the members of pools the switches dispatch, with
 	// the numbers of those pools' VIPs: the buckets and member routes
 	// that change when a switch learns where an address is, or when a
