@@ -418,7 +418,6 @@ func (s *switchConn) tellFabric(out *dataplane.Outbox) {
 			f.deliver(t.DPID, &fm)
 		}
 	}
-	out.Hosts, out.Transit = out.Hosts[:0], out.Transit[:0]
 }
 
 // send writes messages with fresh xids and flushes.
@@ -457,13 +456,12 @@ func (s *switchConn) write(out *dataplane.Outbox) {
 		s.unsendable.warn(s.c.now(), "message not sent", "err", out.Unsent)
 		out.Unsent = nil
 	}
-	if out.Empty() {
-		return
+	if !out.Empty() {
+		s.wmu.Lock()
+		s.bw.Write(out.Buf)
+		s.wmu.Unlock()
 	}
-	s.wmu.Lock()
-	s.bw.Write(out.Buf)
-	s.wmu.Unlock()
-	out.Reset()
+	out.Reset() // the fabric's part too, which tellFabric has handed on
 }
 
 func (s *switchConn) flushLocked() error {
