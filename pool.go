@@ -41,11 +41,12 @@ func (m LBMethod) SwitchPicks() bool {
 	return m == RoundRobin || m == WeightedRoundRobin || m == Random || m == ConsistentHash || m == Adaptive
 }
 
-// SlowStarts reports whether a pool balancing by m can ramp a member's
-// share up slowly (Pool.SlowStart): only the methods that weigh members
-// by a share that can grow.
-func (m LBMethod) SlowStarts() bool {
-	return m == WeightedRoundRobin || m == WeightedLeastConnections || m == Adaptive
+// Weighs reports whether a pool balancing by m gives its members shares in
+// proportion to their weights, in every dispatch. ROUND_ROBIN, RANDOM,
+// LEAST_CONNECTIONS, LEAST_BYTES and SOURCE_IP treat members alike; a
+// member's weight then only drains it (0) or not.
+func (m LBMethod) Weighs() bool {
+	return m == WeightedRoundRobin || m == WeightedLeastConnections || m == ConsistentHash || m == Adaptive
 }
 
 // methodsWhere lists the methods for which ok holds, for messages.
@@ -191,10 +192,10 @@ func (p *Pool) Validate() error {
 	if !(p.SlowStart >= 0 && p.SlowStart <= MaxSlowStart) {
 		return FieldErrorf(EINVALID, "slow_start", "slow_start must be 0-%v seconds, not %v", float64(MaxSlowStart), float64(p.SlowStart))
 	}
-	if p.SlowStart > 0 && !p.LBMethod.SlowStarts() {
+	if p.SlowStart > 0 && !p.LBMethod.Weighs() {
 		return FieldErrorf(EINVALID, "slow_start",
 			"%s does not weigh members, so it cannot ramp one up: slow_start needs one of %v, or 0",
-			p.LBMethod, methodsWhere(LBMethod.SlowStarts))
+			p.LBMethod, methodsWhere(LBMethod.Weighs))
 	}
 	if p.ClientIPv6Prefix < 1 || p.ClientIPv6Prefix > 128 {
 		return FieldErrorf(EINVALID, "client_ipv6_prefix", "client_ipv6_prefix must be 1-128, not %d", p.ClientIPv6Prefix)

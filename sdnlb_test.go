@@ -134,7 +134,7 @@ func TestPool_Validate(t *testing.T) {
 		"ErrSlowStartNaN":        {func(p *sdnlb.Pool) { p.LBMethod, p.SlowStart = sdnlb.Adaptive, sdnlb.Seconds(math.NaN()) }, "slow_start"},
 		"ErrSlowStartInf":        {func(p *sdnlb.Pool) { p.LBMethod, p.SlowStart = sdnlb.Adaptive, sdnlb.Seconds(math.Inf(1)) }, "slow_start"},
 		"ErrSlowStartRoundRobin": {func(p *sdnlb.Pool) { p.SlowStart = 10 }, "slow_start"},
-		"ErrSlowStartConsistent": {func(p *sdnlb.Pool) { p.LBMethod, p.SlowStart = sdnlb.ConsistentHash, 10 }, "slow_start"},
+		"ErrSlowStartRandom":     {func(p *sdnlb.Pool) { p.LBMethod, p.SlowStart = sdnlb.Random, 10 }, "slow_start"},
 		"ErrSlowStartLeastConns": {func(p *sdnlb.Pool) {
 			p.LBMethod, p.Dispatch, p.SlowStart = sdnlb.LeastConnections, sdnlb.DispatchController, 10
 		}, "slow_start"},
@@ -222,21 +222,21 @@ func TestPoolUpdate_ApplyMethodNeedsController(t *testing.T) {
 	}
 }
 
-func TestLBMethod_SwitchPicksAndSlowStarts(t *testing.T) {
-	var picks, slow []sdnlb.LBMethod
+func TestLBMethod_SwitchPicksAndWeighs(t *testing.T) {
+	var picks, weighs []sdnlb.LBMethod
 	for _, m := range sdnlb.LBMethods {
 		if m.SwitchPicks() {
 			picks = append(picks, m)
 		}
-		if m.SlowStarts() {
-			slow = append(slow, m)
+		if m.Weighs() {
+			weighs = append(weighs, m)
 		}
 	}
 	if want := []sdnlb.LBMethod{sdnlb.RoundRobin, sdnlb.WeightedRoundRobin, sdnlb.Random, sdnlb.ConsistentHash, sdnlb.Adaptive}; !slices.Equal(picks, want) {
 		t.Errorf("the switch picks by %v, want %v", picks, want)
 	}
-	if want := []sdnlb.LBMethod{sdnlb.WeightedRoundRobin, sdnlb.WeightedLeastConnections, sdnlb.Adaptive}; !slices.Equal(slow, want) {
-		t.Errorf("slow start with %v, want %v", slow, want)
+	if want := []sdnlb.LBMethod{sdnlb.WeightedRoundRobin, sdnlb.WeightedLeastConnections, sdnlb.ConsistentHash, sdnlb.Adaptive}; !slices.Equal(weighs, want) {
+		t.Errorf("%v weigh members, want %v", weighs, want)
 	}
 }
 

@@ -22,7 +22,7 @@ type poolFields struct {
 	Forwarding       *sdnlb.Forwarding `json:"forwarding" enums:"NAT,DSR" default:"NAT" example:"NAT" validate:"optional"`        // NAT: addresses and ports rewritten both ways; DSR: only the destination MAC, members reply directly and must use port 0 or the VIP's
 	Protocol         *sdnlb.Protocol   `json:"protocol" enums:"TCP,UDP,ICMP,ANY" default:"TCP" example:"TCP" validate:"optional"` // the VIP's
 	AdminStateUp     *bool             `json:"admin_state_up" default:"true" example:"true" validate:"optional"`
-	SlowStart        *sdnlb.Seconds    `json:"slow_start" swaggertype:"number" default:"0" example:"0" validate:"optional"` // seconds a member added or back UP takes to ramp linearly to its full share of new connections, 0-3600; 0: at once. Above 0 only with WEIGHTED_ROUND_ROBIN, WEIGHTED_LEAST_CONNECTIONS or ADAPTIVE
+	SlowStart        *sdnlb.Seconds    `json:"slow_start" swaggertype:"number" default:"0" example:"0" validate:"optional"` // seconds a member added or back UP takes to ramp linearly to its full share of new connections, 0-3600; 0: at once. Above 0 only with the methods that weigh members: WEIGHTED_ROUND_ROBIN, WEIGHTED_LEAST_CONNECTIONS, CONSISTENT_HASH or ADAPTIVE
 	ClientIPv6Prefix *int              `json:"client_ipv6_prefix" default:"128" example:"64" validate:"optional"`           // the length of the prefix an IPv6 client is known by, 1-128, for SOURCE_IP balancing and its VIP's SOURCE_IP persistence: 64 keeps a client whose privacy addresses change within its /64 on its member
 
 	MonitorIDs readOnly `json:"monitor_ids" swaggerignore:"true"`

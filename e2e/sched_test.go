@@ -20,7 +20,13 @@ import (
 // that weight; it returns once the controller has them all.
 func newWeightedBed(tb testing.TB, nClients int, method sdnlb.LBMethod, dispatch sdnlb.Dispatch, weights []int, sdnlbArgs ...string) *lbBed {
 	tb.Helper()
-	b := newDispatchBed(tb, nClients, 0, method, dispatch, nil, sdnlbArgs...)
+	return newWeightedBedOn(tb, openFlow13, nClients, method, dispatch, weights, sdnlbArgs...)
+}
+
+// newWeightedBedOn is newWeightedBed with a switch that speaks protocol.
+func newWeightedBedOn(tb testing.TB, protocol string, nClients int, method sdnlb.LBMethod, dispatch sdnlb.Dispatch, weights []int, sdnlbArgs ...string) *lbBed {
+	tb.Helper()
+	b := newBedOn(tb, protocol, nClients, 0, method, dispatch, nil, sdnlbArgs...)
 	for _, w := range weights {
 		h := b.addMemberHost(tb)
 		var m sdnlb.Member
@@ -74,6 +80,41 @@ func TestSched_SwitchWeightShares(t *testing.T) {
 		if math.Abs(got-want) > 0.02 {
 			t.Errorf("%s, weight %d, took %.2f %% of the connections, want %.2f %% within 2 points (answers %v)", name, w, 100*got, 100*want, counts)
 		}
+	}
+}
+
+// ROUND_ROBIN and RANDOM give every member an equal share whatever its
+// weight, in every dispatch and OpenFlow version; their weighted
+// counterparts are WEIGHTED_ROUND_ROBIN and the methods that say so. Over
+// new connections from fixed ports (the switch hashes the same ones every
+// run), members of weights 1 and 3 each take half, within three standard
+// deviations of the sample where the switch's hash picks.
+func TestSched_UnweightedMethodsIgnoreWeights(t *testing.T) {
+	const connections = 400
+	for _, method := range []sdnlb.LBMethod{sdnlb.RoundRobin, sdnlb.Random} {
+		t.Run(string(method), func(t *testing.T) {
+			forEachOpenFlow(t, func(t *testing.T, protocol string) {
+				for _, d := range sdnlb.Dispatches {
+					t.Run(string(d), func(t *testing.T) {
+						b := newWeightedBedOn(t, protocol, 1, method, d, []int{1, 3})
+						if b.switchDispatches() {
+							b.waitBuckets(t, 2, 10*time.Second)
+						}
+						counts, errs := fromPorts(b.clients[0], b.url, connections)
+						requireRound(t, "new connections", counts, errs)
+						tolerance := 3 * math.Sqrt(0.25/connections)
+						if method == sdnlb.RoundRobin && !b.switchDispatches() {
+							tolerance = 1.0 / connections // an exact rotation
+						}
+						heavy := float64(counts[b.servers[1].Name]) / connections
+						t.Logf("%s %s on %s: the member of weight 3 took %.3f of %d connections (bound 0.5 ± %.3f)", method, d, protocol, heavy, connections, tolerance)
+						if math.Abs(heavy-0.5) > tolerance {
+							t.Errorf("the member of weight 3 took %.3f of the connections, want 0.5 within %.3f (answers %v)", heavy, tolerance, counts)
+						}
+					})
+				}
+			})
+		})
 	}
 }
 

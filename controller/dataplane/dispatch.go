@@ -177,16 +177,22 @@ func (sv *switchedVIP) setMembers(v *model.VIP, ready []model.SlotMember, target
 
 // readyMembers returns the members of v's rotation whose MAC the switch
 // showed (their route needs it), with where their buckets send; it asks
-// for the others by ARP.
+// for the others by ARP. A method that does not weigh members gives each
+// the same slots, as the controller's rotation gives each the same turns.
 func (dp *Switch) readyMembers(now time.Time, v *model.VIP, out *Outbox) ([]model.SlotMember, map[uint32]model.BucketTarget) {
 	ready := make([]model.SlotMember, 0, len(v.Pool.Rotation))
 	targets := make(map[uint32]model.BucketTarget, len(v.Pool.Rotation))
+	weighs := v.Pool.Method.Weighs()
 	for _, m := range v.Pool.Rotation {
 		if _, known := dp.Learner.Host(m.IP); !known {
 			dp.askARP(now, v, m.IP, out)
 			continue
 		}
-		ready = append(ready, model.SlotMember{Num: m.Num, Weight: m.Share})
+		weight := 1
+		if weighs {
+			weight = m.Share
+		}
+		ready = append(ready, model.SlotMember{Num: m.Num, Weight: weight})
 		targets[m.Num] = model.BucketTarget{IP: m.IP, Port: effectivePort(m, v)}
 	}
 	return ready, targets

@@ -441,3 +441,25 @@ func TestDispatch_WeightedShares(t *testing.T) {
 		}
 	}
 }
+
+// The methods that do not weigh members give each the same slots, as the
+// controller's rotation gives each the same turns, whatever the weights.
+func TestDispatch_UnweightedMethodsEqualSlots(t *testing.T) {
+	for _, method := range []sdnlb.LBMethod{sdnlb.RoundRobin, sdnlb.Random} {
+		t.Run(string(method), func(t *testing.T) {
+			d := newSwitchDecision(t, switchConfig(sdnlb.ForwardingNAT, func(c *sdnlb.Config) {
+				c.Pools[0].LBMethod = method
+				for i, m := range c.Members {
+					m.Weight = []int{1, 2, 4}[i]
+				}
+			}))
+			d.learnMembers(ipv4, 3)
+			slots := shares(d.bucketMembers(testnet.SYN(t, 40000)), 1, 2, 3)
+			for i, s := range slots {
+				if exact := float64(model.GroupSlots) / 3; math.Abs(float64(s)-exact) >= 1 {
+					t.Errorf("member %d owns %d buckets, want %.2f within one", i+1, s, exact)
+				}
+			}
+		})
+	}
+}

@@ -256,10 +256,17 @@ func TestAdaptive_SwitchBuckets(t *testing.T) {
 }
 
 // A member back UP in a pool with a slow start takes its slots step by
-// step over the window, in a SWITCH pool as in a CONTROLLER one.
+// step over the window, in a SWITCH pool as in a CONTROLLER one, under
+// every method that weighs members and the switch can pick by.
 func TestSlowStart_SwitchBuckets(t *testing.T) {
+	for _, method := range []sdnlb.LBMethod{sdnlb.WeightedRoundRobin, sdnlb.ConsistentHash} {
+		t.Run(string(method), func(t *testing.T) { slowStartBuckets(t, method) })
+	}
+}
+
+func slowStartBuckets(t *testing.T, method sdnlb.LBMethod) {
 	d := newSwitchDecision(t, switchConfig(sdnlb.ForwardingNAT, func(c *sdnlb.Config) {
-		c.Pools[0].LBMethod, c.Pools[0].SlowStart = sdnlb.WeightedRoundRobin, 60
+		c.Pools[0].LBMethod, c.Pools[0].SlowStart = method, 60
 		for _, m := range c.Members {
 			m.CreatedAt = time.Unix(1_600_000_000, 0)
 		}
