@@ -152,6 +152,10 @@ type Pool struct {
 	// pool balances by LBMethod, the default, and the Floodlight routes
 	// show it as Floodlight shows a pool whose method was never set.
 	LBMethodUnset bool `json:"-"`
+	// DispatchAsked is true when the write that made this pool named its
+	// dispatch; otherwise the dispatch is a default, which the store
+	// moves to CONTROLLER when the pool's VIP needs it (VIP.NeedsController).
+	DispatchAsked bool `json:"-"`
 }
 
 // NewPool returns a pool with the defaults: round robin, dispatched by
@@ -240,6 +244,7 @@ func (u *PoolUpdate) Apply(p *Pool) {
 		p.LBMethod, p.LBMethodUnset = *u.LBMethod, false
 	}
 	setIf(&p.Dispatch, u.Dispatch)
+	p.DispatchAsked = u.Dispatch != nil
 	setIf(&p.Forwarding, u.Forwarding)
 	setIf(&p.Protocol, u.Protocol)
 	setIf(&p.AdminStateUp, u.AdminStateUp)

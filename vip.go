@@ -49,6 +49,20 @@ type VIP struct {
 	UpdatedAt          time.Time           `json:"updated_at"`
 }
 
+// NeedsController names the setting of v that only the controller's
+// per-connection decision keeps (a connection limit, session
+// persistence), "" when none does: a pool that serves v is then
+// dispatched by the controller.
+func (v *VIP) NeedsController() string {
+	switch {
+	case v.SessionPersistence != nil:
+		return "session_persistence"
+	case v.ConnectionLimit > 0:
+		return "connection_limit"
+	}
+	return ""
+}
+
 // NewVIP returns a VIP with the defaults: no connection limit, admin up.
 func NewVIP() *VIP {
 	return &VIP{Protocol: ProtocolTCP, ConnectionLimit: -1, AdminStateUp: true}

@@ -704,6 +704,49 @@ func TestVIP_ConnectionLimit(t *testing.T) {
 	}
 }
 
+// A connection limit holds whatever dispatch the pool had: a VIP that
+// gains one moves its SWITCH pool to the controller, which keeps the
+// limit, and the pool says so; asking the switch to dispatch it again is
+// refused with the setting named.
+func TestVIP_ConnectionLimitMovesSwitchPool(t *testing.T) {
+	const limit = 2
+	b := newDispatchBed(t, 1, 2, sdnlb.RoundRobin, sdnlb.DispatchSwitch, nil)
+	b.lb.MustAPI(http.MethodPatch, "/v1/vips/"+b.vip.ID, map[string]any{"connection_limit": limit}, http.StatusOK, nil)
+	var p sdnlb.Pool
+	b.lb.MustAPI(http.MethodGet, "/v1/pools/"+b.pool.ID, nil, http.StatusOK, &p)
+	if p.Dispatch != sdnlb.DispatchController {
+		t.Errorf("the pool of a VIP with a connection limit reads dispatch %s, want %s", p.Dispatch, sdnlb.DispatchController)
+	}
+	status, body, err := b.lb.Do(context.Background(), http.MethodPatch, "/v1/pools/"+b.pool.ID, map[string]any{"dispatch": sdnlb.DispatchSwitch})
+	if err != nil || status != http.StatusBadRequest || !strings.Contains(string(body), "connection_limit") {
+		t.Errorf("dispatch SWITCH for a limited VIP's pool: %d %s %v, want 400 naming connection_limit", status, body, err)
+	}
+
+	addr := net.JoinHostPort(b.vip.Address, strconv.Itoa(vipPort))
+	var held []net.Conn
+	defer func() {
+		for _, conn := range held {
+			conn.Close()
+		}
+	}()
+	refused := 0
+	for i := 0; i < 10; i++ {
+		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+		conn, err := b.clients[0].DialContext(ctx, "tcp", addr)
+		cancel()
+		if err == nil {
+			err = keepAliveGet(conn, addr)
+			held = append(held, conn)
+		}
+		if err != nil {
+			refused++
+		}
+	}
+	if answered := 10 - refused; answered != limit {
+		t.Errorf("%d of 10 connections held open were answered under a limit of %d", answered, limit)
+	}
+}
+
 // keepAliveGet sends one HTTP/1.1 request on conn and reads the answer,
 // leaving the connection open.
 func keepAliveGet(conn net.Conn, host string) error {

@@ -270,6 +270,14 @@ func checkPoolVIP(ctx context.Context, tx *Tx, p *sdnlb.Pool, oldVIPID string) e
 	if v.Protocol != p.Protocol {
 		return sdnlb.FieldErrorf(sdnlb.EINVALID, "protocol", "pool protocol %s must match the protocol of vip %s (%s)", p.Protocol, v.ID, v.Protocol)
 	}
+	if setting := v.NeedsController(); setting != "" && p.Dispatch == sdnlb.DispatchSwitch {
+		if p.DispatchAsked {
+			return sdnlb.FieldErrorf(sdnlb.EINVALID, "dispatch",
+				"dispatch %s cannot keep the %s of vip %s, which only the controller's per-connection decision keeps: use dispatch %s",
+				sdnlb.DispatchSwitch, setting, v.ID, sdnlb.DispatchController)
+		}
+		p.Dispatch = sdnlb.DispatchController
+	}
 	if m, err := findMemberOffPort(ctx, tx, p.ID, p.Forwarding, v); err != nil {
 		return err
 	} else if m != nil {
@@ -355,6 +363,27 @@ func setPoolVIP(ctx context.Context, tx *Tx, poolID, vipID string) error {
 		return mapError(fmt.Errorf("link pool: %w", err), sdnlb.ENOTFOUND)
 	}
 	tx.emit(sdnlb.KindPool, sdnlb.OpUpdate, poolID)
+	return nil
+}
+
+// dispatchByController moves the pool with id, which serves v, to
+// CONTROLLER dispatch when v needs it and the switch dispatches the pool:
+// a VIP write names no pool's dispatch, as a pool write that names none
+// takes the one its method needs.
+func dispatchByController(ctx context.Context, tx *Tx, id string, v *sdnlb.VIP) error {
+	if v.NeedsController() == "" {
+		return nil
+	}
+	res, err := tx.ExecContext(ctx, `UPDATE pools SET dispatch = ?, updated_at = ? WHERE id = ? AND dispatch = ?`,
+		sdnlb.DispatchController, formatTime(tx.now), id, sdnlb.DispatchSwitch)
+	if err != nil {
+		return fmt.Errorf("pool dispatch: %w", err)
+	}
+	if n, err := res.RowsAffected(); err != nil {
+		return fmt.Errorf("pool dispatch: %w", err)
+	} else if n > 0 {
+		tx.emit(sdnlb.KindPool, sdnlb.OpUpdate, id)
+	}
 	return nil
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"reflect"
+	"strings"
 	"testing"
 
 	"github.com/sdnlb/sdnlb"
@@ -440,4 +441,56 @@ func newDSRPool(vipID string) *sdnlb.Pool {
 	p := newPool(vipID)
 	p.Forwarding = sdnlb.ForwardingDSR
 	return p
+}
+
+// A VIP with session persistence or a connection limit is served by the
+// controller's per-connection decision: a pool that does not name its
+// dispatch takes CONTROLLER, one that asks for SWITCH is refused, and a
+// VIP that gains either moves its SWITCH pool to CONTROLLER.
+func TestPool_DispatchFollowsVIP(t *testing.T) {
+	limited := func(tb testing.TB, ctx context.Context, db *lbstore.DB) *sdnlb.VIP {
+		v := newVIP("10.0.0.100", 80)
+		v.ConnectionLimit = 2
+		return MustCreateVIP(tb, ctx, db, v)
+	}
+	t.Run("DefaultTakesController", func(t *testing.T) {
+		ctx, db := mustSetup(t)
+		v := limited(t, ctx, db)
+		p := sdnlb.NewPool()
+		(&sdnlb.PoolUpdate{VIPID: &v.ID}).Apply(p)
+		if err := lbstore.NewPoolService(db).CreatePool(ctx, p); err != nil {
+			t.Fatal(err)
+		}
+		if p.Dispatch != sdnlb.DispatchController {
+			t.Errorf("pool of a VIP with a connection limit dispatched by %s, want CONTROLLER", p.Dispatch)
+		}
+	})
+	t.Run("AskedSwitchRefused", func(t *testing.T) {
+		ctx, db := mustSetup(t)
+		v := limited(t, ctx, db)
+		p := sdnlb.NewPool()
+		(&sdnlb.PoolUpdate{VIPID: &v.ID, Dispatch: ptr(sdnlb.DispatchSwitch)}).Apply(p)
+		err := lbstore.NewPoolService(db).CreatePool(ctx, p)
+		if sdnlb.ErrorCode(err) != sdnlb.EINVALID || sdnlb.ErrorField(err) != "dispatch" || !strings.Contains(err.Error(), "connection_limit") {
+			t.Fatalf("err = %v, want invalid dispatch naming connection_limit", err)
+		}
+		if pools, _ := lbstore.NewPoolService(db).FindPools(ctx, sdnlb.PoolFilter{}); len(pools) != 0 {
+			t.Errorf("a refused create left %d pools", len(pools))
+		}
+	})
+	t.Run("VIPGainsPersistence", func(t *testing.T) {
+		ctx, db := mustSetup(t)
+		v := MustCreateVIP(t, ctx, db, newVIP("10.0.0.100", 80))
+		p := MustCreatePool(t, ctx, db, newPool(v.ID))
+		if p.Dispatch != sdnlb.DispatchSwitch {
+			t.Fatalf("dispatch %s before, want SWITCH", p.Dispatch)
+		}
+		sp := &sdnlb.SessionPersistence{Type: sdnlb.PersistenceSourceIP, Timeout: 60}
+		if _, err := lbstore.NewVIPService(db).UpdateVIP(ctx, v.ID, sdnlb.VIPUpdate{SetSessionPersistence: true, SessionPersistence: sp}); err != nil {
+			t.Fatal(err)
+		}
+		if got, _ := lbstore.NewPoolService(db).FindPoolByID(ctx, p.ID); got.Dispatch != sdnlb.DispatchController {
+			t.Errorf("pool of a VIP with persistence dispatched by %s, want CONTROLLER", got.Dispatch)
+		}
+	})
 }

@@ -315,6 +315,9 @@ func linkVIPPool(ctx context.Context, tx *Tx, v *sdnlb.VIP, oldPoolID, oldAddres
 		if err != nil {
 			return err
 		}
+		if err := dispatchByController(ctx, tx, p.ID, v); err != nil {
+			return err
+		}
 	}
 	if v.PoolID == oldPoolID {
 		return nil
