@@ -365,6 +365,8 @@ func formatAction(a Action) string {
 		return formatNAT(a)
 	case ActionRegMove:
 		return formatRegMove(a)
+	case ActionMultipath:
+		return formatMultipath(a)
 	case *ActionRegMove:
 		return formatRegMove(*a)
 	}

@@ -198,6 +198,26 @@ func formatRegMove(a ActionRegMove) string {
 	return "move:" + formatSubfield(a.Src, a.SrcOfs, a.NBits) + "->" + formatSubfield(a.Dst, a.DstOfs, a.NBits)
 }
 
+// multipathNames are OVS's words for the hash fields and algorithms
+// ActionMultipath models.
+var (
+	multipathFields     = map[uint16]string{HashFieldsSymmetricL4: "symmetric_l4", HashFieldsNWSrc: "nw_src"}
+	multipathAlgorithms = map[uint16]string{MultipathModuloN: "modulo_n", 1: "hash_threshold", 2: "hrw", 3: "iter_hash"}
+)
+
+func formatMultipath(a ActionMultipath) string {
+	fields, ok := multipathFields[a.Fields]
+	if !ok {
+		fields = strconv.Itoa(int(a.Fields))
+	}
+	alg, ok := multipathAlgorithms[a.Algorithm]
+	if !ok {
+		alg = strconv.Itoa(int(a.Algorithm))
+	}
+	return "multipath(" + fields + "," + strconv.Itoa(int(a.Basis)) + "," + alg + "," + strconv.Itoa(int(a.MaxLink)+1) + "," +
+		strconv.FormatUint(uint64(a.Arg), 10) + "," + formatSubfield(a.Dst, a.DstOfs, a.NBits) + ")"
+}
+
 // resubmitPort widens a 16-bit OpenFlow 1.0 port, keeping the reserved
 // ones reserved (0xfff8 is PortInPort).
 func resubmitPort(p uint16) string {

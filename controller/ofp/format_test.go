@@ -163,6 +163,8 @@ func TestFormatActions_Nicira(t *testing.T) {
 		{"ResubmitReservedPort", &ActionResubmit{InPort: 0xfffe, Table: 1}, "resubmit(LOCAL,1)"},
 		{"ResubmitNothing", ActionResubmit{InPort: ResubmitInPort, Table: TableAll}, "resubmit(,)"},
 		{"CTClear", ActionCTClear{}, "ct_clear"},
+		{"MultipathClient", ActionMultipath{Fields: HashFieldsNWSrc, Algorithm: MultipathModuloN, MaxLink: 255, NBits: 8, Dst: NXMReg(3)},
+			"multipath(nw_src,0,modulo_n,256,0,NXM_NX_REG3[0..7])"},
 		{"MoveWholeFields", ActionRegMove{NBits: 48, Src: NXMEthSrc, Dst: NXMEthDst},
 			"move:NXM_OF_ETH_SRC[]->NXM_OF_ETH_DST[]"},
 		{"MoveRanges", &ActionRegMove{NBits: 6, SrcOfs: 10, Src: NXMReg(0), Dst: NXMReg(1)},

@@ -17,6 +17,7 @@ const NXExperimenterID uint32 = 0x00002320
 // Nicira action subtypes this package models.
 const (
 	nxastRegMove       = 6  // NXAST_REG_MOVE
+	nxastMultipath     = 10 // NXAST_MULTIPATH
 	nxastResubmitTable = 14 // NXAST_RESUBMIT_TABLE
 	nxastCT            = 35 // NXAST_CT
 	nxastNAT           = 36 // NXAST_NAT
@@ -110,11 +111,38 @@ type ActionRegMove struct {
 	Dst    NXMHeader
 }
 
-func (ActionResubmit) ActionType() ActionType { return ActionTypeExperimenter }
-func (ActionCTClear) ActionType() ActionType  { return ActionTypeExperimenter }
-func (ActionCT) ActionType() ActionType       { return ActionTypeExperimenter }
-func (ActionNAT) ActionType() ActionType      { return ActionTypeExperimenter }
-func (ActionRegMove) ActionType() ActionType  { return ActionTypeExperimenter }
+// Fields a multipath hash covers (ActionMultipath.Fields), of OVS's
+// enum nx_hash_fields.
+const (
+	HashFieldsSymmetricL4 uint16 = 1 // NX_HASH_FIELDS_SYMMETRIC_L4
+	HashFieldsNWSrc       uint16 = 4 // NX_HASH_FIELDS_NW_SRC: the IPv4 or IPv6 source address
+)
+
+// MultipathModuloN is NX_MP_ALG_MODULO_N: the link is the hash modulo
+// MaxLink+1.
+const MultipathModuloN uint16 = 0
+
+// ActionMultipath is NXAST_MULTIPATH,
+// multipath(fields,basis,algorithm,n_links,arg,Dst[DstOfs..]): hash the
+// packet's Fields with Basis, pick a link of 0..MaxLink by Algorithm (and
+// Arg), and store it in NBits bits of Dst.
+type ActionMultipath struct {
+	Fields    uint16
+	Basis     uint16
+	Algorithm uint16
+	MaxLink   uint16
+	Arg       uint32
+	DstOfs    uint16
+	NBits     uint16
+	Dst       NXMHeader
+}
+
+func (ActionResubmit) ActionType() ActionType  { return ActionTypeExperimenter }
+func (ActionMultipath) ActionType() ActionType { return ActionTypeExperimenter }
+func (ActionCTClear) ActionType() ActionType   { return ActionTypeExperimenter }
+func (ActionCT) ActionType() ActionType        { return ActionTypeExperimenter }
+func (ActionNAT) ActionType() ActionType       { return ActionTypeExperimenter }
+func (ActionRegMove) ActionType() ActionType   { return ActionTypeExperimenter }
 
 // appendNXHeader appends the 10 bytes every Nicira action starts with;
 // n is the action length, or 0 when the caller patches it afterwards.
@@ -128,6 +156,19 @@ func (a ActionResubmit) appendAction(b []byte) []byte {
 	b = appendNXHeader(b, 16, nxastResubmitTable)
 	b = binary.BigEndian.AppendUint16(b, a.InPort)
 	return append(b, a.Table, 0, 0, 0)
+}
+
+func (a ActionMultipath) appendAction(b []byte) []byte {
+	b = appendNXHeader(b, 32, nxastMultipath)
+	b = binary.BigEndian.AppendUint16(b, a.Fields)
+	b = binary.BigEndian.AppendUint16(b, a.Basis)
+	b = append(b, 0, 0)
+	b = binary.BigEndian.AppendUint16(b, a.Algorithm)
+	b = binary.BigEndian.AppendUint16(b, a.MaxLink)
+	b = binary.BigEndian.AppendUint32(b, a.Arg)
+	b = append(b, 0, 0)
+	b = binary.BigEndian.AppendUint16(b, a.DstOfs<<6|(a.NBits-1))
+	return binary.BigEndian.AppendUint32(b, uint32(a.Dst))
 }
 
 func (ActionCTClear) appendAction(b []byte) []byte {
@@ -219,6 +260,9 @@ func decodeNXAction(body []byte, inCT bool) (Action, bool, error) {
 		return ActionCTClear{}, true, nil
 	case nxastRegMove:
 		return decodeRegMove(args)
+	case nxastMultipath:
+		a, err := decodeMultipath(args)
+		return a, true, err
 	case nxastCT:
 		if inCT {
 			return nil, true, errNXArgument // OVS allows no ct() inside ct()
@@ -259,6 +303,24 @@ func decodeRegMove(args []byte) (Action, bool, error) {
 		Src:    src,
 		Dst:    dst,
 	}, true, nil
+}
+
+// decodeMultipath decodes nx_action_multipath after the subtype.
+func decodeMultipath(args []byte) (Action, error) {
+	if len(args) != 22 {
+		return nil, ErrBadLength
+	}
+	ofsNBits := binary.BigEndian.Uint16(args[16:])
+	return ActionMultipath{
+		Fields:    binary.BigEndian.Uint16(args),
+		Basis:     binary.BigEndian.Uint16(args[2:]),
+		Algorithm: binary.BigEndian.Uint16(args[6:]),
+		MaxLink:   binary.BigEndian.Uint16(args[8:]),
+		Arg:       binary.BigEndian.Uint32(args[10:]),
+		DstOfs:    ofsNBits >> 6,
+		NBits:     ofsNBits&0x3f + 1,
+		Dst:       NXMHeader(binary.BigEndian.Uint32(args[18:])),
+	}, nil
 }
 
 // ctFixedLen is nx_action_conntrack after the subtype, before the nested

@@ -184,6 +184,12 @@ func TestOVS_RendersLikeUs(t *testing.T) {
 						AddrMin: netip.MustParseAddr("10.0.0.1"), AddrMax: netip.MustParseAddr("10.0.0.9"),
 						PortMin: 1000, PortMax: 2000}, ActionSetField{Field: MatchCTMark(1, 0xffffffff)}}}}}}},
 		arpResponderFlowMod(),
+		// The client's slot of an affinity VIP, and a connection's.
+		{Priority: 110, Match: Match{OXMs: []OXM{MatchEthType(0x0800)}},
+			Instructions: []Instruction{InstructionApplyActions{Actions: []Action{
+				ActionMultipath{Fields: HashFieldsNWSrc, Algorithm: MultipathModuloN, MaxLink: 255, NBits: 8, Dst: NXMReg(3)},
+				ActionMultipath{Fields: HashFieldsSymmetricL4, Basis: 7, Algorithm: 2, MaxLink: 15, Arg: 3, DstOfs: 8, NBits: 4, Dst: NXMReg(3)}}},
+				InstructionGotoTable{TableID: 5}}},
 		// Moves of the IPv6 and neighbour discovery fields, by NXM and by OXM header.
 		{Priority: 107, Match: Match{OXMs: []OXM{MatchEthType(0x86dd), MatchIPProto(58), MatchICMPv6Type(135)}},
 			Instructions: []Instruction{InstructionApplyActions{Actions: []Action{
