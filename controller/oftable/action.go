@@ -23,6 +23,8 @@ func ApplyActions(actions []ofp.Action, p Packet) (out Packet, ports []uint32) {
 			p.set(&a.Field)
 		case ofp.ActionRegMove:
 			p.move(a)
+		case ofp.ActionMultipath:
+			p.multipath(a)
 		case ofp.ActionCTClear:
 			p.clearCT()
 		}
@@ -86,6 +88,8 @@ func checkAction(a ofp.Action, ctx actionContext) error {
 		return checkOutput(a.Port)
 	case ofp.ActionCTClear:
 		return nil
+	case ofp.ActionMultipath:
+		return checkMultipath(a)
 	case ofp.ActionGroup:
 		switch {
 		case ctx.hasGroup == nil:
@@ -123,6 +127,22 @@ func checkSetField(o ofp.OXM, ctx actionContext) error {
 		if err := checkPrereq(f, ctx.match); err != nil {
 			return reject(ofp.ErrTypeBadAction, badActionMatchInconsistent, "set_field of %s %v in the match", describe(o), err)
 		}
+	}
+	return nil
+}
+
+// checkMultipath accepts the multipath the model executes: a hash of the
+// source address (or of the connection, both ways alike) modulo the
+// links, into a register's bits wide enough for every link.
+func checkMultipath(a ofp.ActionMultipath) error {
+	name := ofp.FormatActions([]ofp.Action{a})
+	dst, ok := headerField(a.Dst)
+	switch {
+	case a.Fields != ofp.HashFieldsNWSrc && a.Fields != ofp.HashFieldsSymmetricL4 || a.Algorithm != ofp.MultipathModuloN:
+		return reject(ofp.ErrTypeBadAction, ofp.BadActionBadType, "action %s is not modelled", name)
+	case !ok || dst < fieldReg0 || dst >= fieldReg0+numRegs || a.NBits == 0 || int(a.DstOfs)+int(a.NBits) > 32 ||
+		a.NBits < 16 && int(a.MaxLink) >= 1<<a.NBits:
+		return reject(ofp.ErrTypeBadAction, ofp.BadActionBadArgument, "%s: the links do not fit the register's bits", name)
 	}
 	return nil
 }
@@ -272,6 +292,8 @@ func deref(a ofp.Action) ofp.Action {
 	case *ofp.ActionSetField:
 		return *a
 	case *ofp.ActionRegMove:
+		return *a
+	case *ofp.ActionMultipath:
 		return *a
 	case *ofp.ActionGroup:
 		return *a

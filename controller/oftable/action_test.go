@@ -131,3 +131,37 @@ const (
 func move(nBits uint16, src, dst ofp.NXMHeader) ofp.Action {
 	return ofp.ActionRegMove{NBits: nBits, Src: src, Dst: dst}
 }
+
+// A multipath over the source address gives a client one link whatever
+// its port, and spreads clients over every link.
+func TestApplyActions_MultipathByClient(t *testing.T) {
+	mp := ofp.ActionMultipath{Fields: ofp.HashFieldsNWSrc, Algorithm: ofp.MultipathModuloN, MaxLink: 15, DstOfs: 4, NBits: 4, Dst: ofp.NXMReg(3)}
+	if err := oftable.CheckActions([]ofp.Action{mp}); err != nil {
+		t.Fatal(err)
+	}
+	linkOf := func(src [4]byte, sport uint16) uint32 {
+		p := tcpPacket(clientPort, clientMAC, vipMAC, src, sport, vip, 80)
+		p.Regs[3] = 0xf00f
+		out, _ := oftable.ApplyActions([]ofp.Action{mp}, p)
+		if out.Regs[3]&^0xf0 != 0xf00f {
+			t.Fatalf("reg3 %#x: bits outside [4..7] changed", out.Regs[3])
+		}
+		return out.Regs[3] >> 4 & 0xf
+	}
+	seen := map[uint32]bool{}
+	for i := range 200 {
+		src := [4]byte{10, 1, byte(i / 250), byte(i % 250)}
+		if a, b := linkOf(src, 40000), linkOf(src, 50000); a != b {
+			t.Fatalf("client %v: link %d from one port, %d from another", src, a, b)
+		}
+		seen[linkOf(src, 40000)] = true
+	}
+	if len(seen) != 16 {
+		t.Errorf("200 clients took %d of 16 links", len(seen))
+	}
+	wide := mp
+	wide.NBits = 3
+	if err := oftable.CheckActions([]ofp.Action{wide}); err == nil {
+		t.Error("16 links into 3 bits accepted")
+	}
+}

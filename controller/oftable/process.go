@@ -184,6 +184,8 @@ func (x *run) actions(actions []ofp.Action, p Packet) Packet {
 			p.set(&a.Field)
 		case ofp.ActionRegMove:
 			p.move(a)
+		case ofp.ActionMultipath:
+			p.multipath(a)
 		case ofp.ActionGroup:
 			x.group(a.GroupID, p)
 		case ofp.ActionCT:
