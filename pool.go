@@ -31,14 +31,15 @@ var LBMethods = []LBMethod{
 // ValidLBMethod reports whether m names a scheduling method.
 func ValidLBMethod(m LBMethod) bool { return slices.Contains(LBMethods, m) }
 
-// SwitchPicks reports whether a switch can pick members by m. A select
-// group spreads new connections over the members' weighted shares by a
-// hash of each connection: over many connections that is what
-// ROUND_ROBIN, WEIGHTED_ROUND_ROBIN, RANDOM and CONSISTENT_HASH ask for,
-// and ADAPTIVE, whose weights the controller turns into the buckets'.
-// The other methods need the controller's exact per-connection decision.
+// SwitchPicks reports whether a switch can pick members by m. The switch
+// hashes each new connection onto slots the members own in proportion to
+// their shares: over many connections that is what ROUND_ROBIN,
+// WEIGHTED_ROUND_ROBIN, RANDOM and CONSISTENT_HASH ask for, and ADAPTIVE,
+// whose weights the controller turns into the slots'. For SOURCE_IP it
+// hashes the client's address instead, so a client keeps its member. The
+// other methods need the controller's exact per-connection decision.
 func (m LBMethod) SwitchPicks() bool {
-	return m == RoundRobin || m == WeightedRoundRobin || m == Random || m == ConsistentHash || m == Adaptive
+	return m == RoundRobin || m == WeightedRoundRobin || m == Random || m == ConsistentHash || m == Adaptive || m == SourceIP
 }
 
 // Weighs reports whether a pool balancing by m gives its members shares in
@@ -187,10 +188,10 @@ func (p *Pool) Validate() error {
 	if !p.Dispatch.Valid() {
 		return FieldErrorf(EINVALID, "dispatch", "dispatch %q is not one of %v", p.Dispatch, Dispatches)
 	}
-	if p.Dispatch == DispatchSwitch && !p.LBMethod.SwitchPicks() {
-		return FieldErrorf(EINVALID, "dispatch",
-			"dispatch %s cannot pick members by %s, only by the members' shares (%v): use dispatch %s",
-			DispatchSwitch, p.LBMethod, methodsWhere(LBMethod.SwitchPicks), DispatchController)
+	if p.Dispatch == DispatchSwitch {
+		if err := p.switchCannotPick(); err != nil {
+			return err
+		}
 	}
 	// Negated, so that NaN fails too.
 	if !(p.SlowStart >= 0 && p.SlowStart <= MaxSlowStart) {
@@ -213,6 +214,23 @@ func (p *Pool) Validate() error {
 	return nil
 }
 
+// switchCannotPick says why a switch cannot pick p's members, nil when it
+// can: a method only the controller has, or a client known by less than
+// its whole IPv6 address, which the switch's hash of a client takes.
+func (p *Pool) switchCannotPick() error {
+	if !p.LBMethod.SwitchPicks() {
+		return FieldErrorf(EINVALID, "dispatch",
+			"dispatch %s cannot pick members by %s, only by the members' shares or the client's address (%v): use dispatch %s",
+			DispatchSwitch, p.LBMethod, methodsWhere(LBMethod.SwitchPicks), DispatchController)
+	}
+	if p.LBMethod == SourceIP && p.ClientIPv6Prefix != 128 {
+		return FieldErrorf(EINVALID, "client_ipv6_prefix",
+			"dispatch %s hashes a client's whole address, so %s with it keeps client_ipv6_prefix 128, not %d: use dispatch %s for a shorter prefix",
+			DispatchSwitch, SourceIP, p.ClientIPv6Prefix, DispatchController)
+	}
+	return nil
+}
+
 // PoolUpdate names the fields an update changes; nil leaves a field as it is.
 type PoolUpdate struct {
 	Name         *string
@@ -231,8 +249,9 @@ type PoolUpdate struct {
 	UnsetLBMethod bool
 }
 
-// Apply writes the update onto p. A method the switch cannot pick by
-// moves the pool to CONTROLLER dispatch unless the update names one.
+// Apply writes the update onto p. A method (or client prefix) the switch
+// cannot pick by moves the pool to CONTROLLER dispatch unless the update
+// names one.
 func (u *PoolUpdate) Apply(p *Pool) {
 	setIf(&p.Name, u.Name)
 	setIf(&p.Description, u.Description)
@@ -250,8 +269,8 @@ func (u *PoolUpdate) Apply(p *Pool) {
 	setIf(&p.AdminStateUp, u.AdminStateUp)
 	setIf(&p.SlowStart, u.SlowStart)
 	setIf(&p.ClientIPv6Prefix, u.ClientIPv6Prefix)
-	if u.Dispatch == nil && !p.LBMethod.SwitchPicks() {
-		p.Dispatch = DispatchController // the method needs it, and no dispatch was asked for
+	if u.Dispatch == nil && p.switchCannotPick() != nil {
+		p.Dispatch = DispatchController // the method or the prefix needs it, and no dispatch was asked for
 	}
 }
 

@@ -209,11 +209,22 @@ func TestPoolUpdate_ApplyMethodNeedsController(t *testing.T) {
 		t.Errorf("LEAST_CONNECTIONS left dispatch %s", p.Dispatch)
 	}
 	p = sdnlb.NewPool()
-	(&sdnlb.PoolUpdate{LBMethod: ptr(sdnlb.SourceIP), Dispatch: ptr(sdnlb.DispatchSwitch)}).Apply(p)
+	(&sdnlb.PoolUpdate{LBMethod: ptr(sdnlb.LeastBytes), Dispatch: ptr(sdnlb.DispatchSwitch)}).Apply(p)
 	if err := p.Validate(); sdnlb.ErrorField(err) != "dispatch" {
-		t.Errorf("SWITCH with SOURCE_IP: %v, want an error on dispatch", err)
+		t.Errorf("SWITCH with LEAST_BYTES: %v, want an error on dispatch", err)
 	}
-	for _, m := range []sdnlb.LBMethod{sdnlb.ConsistentHash, sdnlb.Adaptive} {
+	// The switch hashes a client's whole address: a shorter IPv6 prefix
+	// needs the controller.
+	p = sdnlb.NewPool()
+	(&sdnlb.PoolUpdate{LBMethod: ptr(sdnlb.SourceIP), ClientIPv6Prefix: ptr(64)}).Apply(p)
+	if p.Dispatch != sdnlb.DispatchController {
+		t.Errorf("SOURCE_IP by /64 left dispatch %s", p.Dispatch)
+	}
+	(&sdnlb.PoolUpdate{Dispatch: ptr(sdnlb.DispatchSwitch)}).Apply(p)
+	if err := p.Validate(); sdnlb.ErrorField(err) != "client_ipv6_prefix" {
+		t.Errorf("SWITCH with SOURCE_IP by /64: %v, want an error on client_ipv6_prefix", err)
+	}
+	for _, m := range []sdnlb.LBMethod{sdnlb.ConsistentHash, sdnlb.Adaptive, sdnlb.SourceIP} {
 		p = sdnlb.NewPool()
 		(&sdnlb.PoolUpdate{LBMethod: ptr(m)}).Apply(p)
 		if p.Dispatch != sdnlb.DispatchSwitch {
@@ -232,7 +243,7 @@ func TestLBMethod_SwitchPicksAndWeighs(t *testing.T) {
 			weighs = append(weighs, m)
 		}
 	}
-	if want := []sdnlb.LBMethod{sdnlb.RoundRobin, sdnlb.WeightedRoundRobin, sdnlb.Random, sdnlb.ConsistentHash, sdnlb.Adaptive}; !slices.Equal(picks, want) {
+	if want := []sdnlb.LBMethod{sdnlb.RoundRobin, sdnlb.WeightedRoundRobin, sdnlb.Random, sdnlb.SourceIP, sdnlb.ConsistentHash, sdnlb.Adaptive}; !slices.Equal(picks, want) {
 		t.Errorf("the switch picks by %v, want %v", picks, want)
 	}
 	if want := []sdnlb.LBMethod{sdnlb.WeightedRoundRobin, sdnlb.WeightedLeastConnections, sdnlb.ConsistentHash, sdnlb.Adaptive}; !slices.Equal(weighs, want) {

@@ -4,6 +4,8 @@ package e2e
 
 import (
 	"context"
+	"fmt"
+	"maps"
 	"net"
 	"net/http"
 	"regexp"
@@ -25,7 +27,30 @@ var bucketTarget = regexp.MustCompile(`exec\(set_field:(0x[0-9a-f]+)->ct_label`)
 // many buckets of the switch's groups send to it.
 func (b *lbBed) buckets(tb testing.TB) map[string]int {
 	tb.Helper()
-	return groupBuckets(b.sw.Ofctl("dump-groups", b.sw.Name))
+	counts := groupBuckets(b.sw.Ofctl("dump-groups", b.sw.Name))
+	for k, n := range slotBuckets(b.sw.Ofctl("dump-flows", "table=5")) {
+		counts[k] += n
+	}
+	return counts
+}
+
+// slotGroup reads the group a slot row names its VIP by.
+var slotGroup = regexp.MustCompile(`reg2=(0x[0-9a-f]+)`)
+
+// slotBuckets is groupBuckets for the slot rows of the VIPs the switch
+// dispatches by client (table 5), from the output of ovs-ofctl dump-flows:
+// a slot is a bucket of the group its rows name.
+func slotBuckets(dump string) map[string]int {
+	counts := map[string]int{}
+	for _, line := range strings.Split(dump, "\n") {
+		g, m := slotGroup.FindStringSubmatch(line), bucketTarget.FindStringSubmatch(line)
+		if g == nil || m == nil {
+			continue
+		}
+		id, _ := strconv.ParseUint(g[1], 0, 32)
+		counts[fmt.Sprintf("group_id=%d %s", id, m[1])]++
+	}
+	return counts
 }
 
 // groupBuckets is buckets of the output of ovs-ofctl dump-groups.
@@ -99,6 +124,46 @@ func TestDispatch_SwitchNAT(t *testing.T) {
 	if body, err := get(b.clients[1], direct, 5*time.Second); err != nil || body != b.servers[0].Name {
 		t.Errorf("direct request to %s with the controller dead: %q, %v", direct, body, err)
 	}
+}
+
+// A SOURCE_IP pool the switch dispatches: the switch hashes each client's
+// address onto its slots, so every connection of a client reaches one
+// member with no packet-in, while the controller is dead, and after it
+// comes back and adopts the switch's slots.
+func TestDispatch_SwitchSourceIP(t *testing.T) {
+	b := newDispatchBed(t, 2, 3, sdnlb.SourceIP, sdnlb.DispatchSwitch, nil)
+	sticky := func(phase string) map[string]string {
+		members := map[string]string{}
+		for _, c := range b.clients {
+			counts := spread(t, []*Host{c}, b.url, 12)
+			if len(counts) != 1 {
+				t.Errorf("%s: %s's 12 connections were answered by %v, want one member", phase, c.Name, counts)
+			}
+			for name := range counts {
+				members[c.Name] = name
+			}
+		}
+		return members
+	}
+	first := sticky("controller up")
+	if n := b.lb.Metric("sdnlb_controller_setups_total"); n != 0 {
+		t.Errorf("the controller set up %v connections, want none: the switch dispatches", n)
+	}
+
+	b.lb.Kill()
+	if dead := sticky("controller dead"); !maps.Equal(dead, first) {
+		t.Errorf("clients' members %v with the controller dead, %v before", dead, first)
+	}
+	lb := startSDNLB(t, "--db", b.lb.DB)
+	lb.Connect(b.sw)
+	lb.WaitSwitches(1, 10*time.Second)
+	for i := 0; i < 200 && len(lb.LogLines("switch adopted")) == 0; i++ {
+		time.Sleep(25 * time.Millisecond)
+	}
+	if back := sticky("controller restarted"); !maps.Equal(back, first) {
+		t.Errorf("clients' members %v after the controller restarted, %v before", back, first)
+	}
+	t.Logf("each client kept its member: %v", first)
 }
 
 // newDSRBed is a bed whose switch speaks protocol, with two clients and

@@ -161,20 +161,36 @@ func sameGroup(g *ofp.GroupDesc, gm *ofp.GroupMod) bool {
 }
 
 // learnFromSwitch seeds the host and MAC tables and the groups' slots from
-// what the switch holds.
+// what the switch holds. A VIP dispatched by client holds its slots in
+// TableSlots rows, read as the buckets of a group of its own.
 func (dp *Switch) learnFromSwitch(snap *model.Snapshot, have SwitchState, out *Outbox) {
 	groupVIP := map[uint32]*model.VIP{} // group id → the VIP whose flow sends to it
+	slotRows := map[uint32][]ofp.Bucket{}
 	for i := range have.Flows {
 		f := &have.Flows[i]
 		acts := model.Applied(f.Instructions)
 		dp.learnFromFlow(f, acts, out)
-		if g, ok := model.GroupOf(acts); ok {
+		g, ok := model.GroupOf(acts)
+		if !ok {
+			g, ok = model.SlotGroupOf(acts)
+		}
+		if ok {
 			if v := snap.VIP(model.MatchedVIP(&f.Match)); v != nil {
 				groupVIP[g] = v
 			}
 		}
+		if group, slot, ok := model.SlotOf(&f.Match); ok && f.TableID == model.TableSlots {
+			if slotRows[group] == nil {
+				slotRows[group] = make([]ofp.Bucket, model.GroupSlots)
+			}
+			slotRows[group][slot] = ofp.Bucket{Actions: acts}
+		}
 	}
-	dp.dispatcher.adoptGroups(have.Groups, groupVIP)
+	groups := have.Groups
+	for id, buckets := range slotRows {
+		groups = append(groups, ofp.GroupDesc{GroupType: ofp.GroupTypeSelect, GroupID: id, Buckets: buckets})
+	}
+	dp.dispatcher.adoptGroups(groups, groupVIP)
 }
 
 // learnFromFlow seeds what one flow the switch holds, of actions acts,

@@ -296,3 +296,36 @@ func TestAdopt_ARPAnswer(t *testing.T) {
 		}
 	})
 }
+
+// A SOURCE_IP pool the switch dispatches keeps its slots across a
+// restart that numbers the objects otherwise: every client keeps its
+// member, and no slot row is rewritten to another member.
+func TestAdopt_ByClientSlots(t *testing.T) {
+	cfg := func() *sdnlb.Config {
+		return switchConfig(sdnlb.ForwardingNAT, func(c *sdnlb.Config) { c.Pools[0].LBMethod = sdnlb.SourceIP })
+	}
+	d := newSwitchDecision(t, cfg())
+	d.learnMember(3)
+	d.learnMember(1)
+	d.learnMember(2)
+	memberOf := func(i int) uint32 {
+		syn := testnet.TCPFrame(t, testnet.TCPSeg{SrcMAC: testnet.ClientMAC, DstMAC: testnet.VIPMAC, Src: fmt.Sprintf("10.2.0.%d", i+1),
+			Dst: "10.0.0.100", Sport: 40000, Dport: 80, SYN: true})
+		return portOf(d.process(testnet.ClientOF, syn))
+	}
+	before := make([]uint32, 100)
+	for i := range before {
+		before[i] = memberOf(i)
+	}
+	got := d.restart(cfg(), 2)
+	for _, l := range flowModLines(got) {
+		if strings.Contains(l, "delete") {
+			t.Errorf("adoption sent %s", l)
+		}
+	}
+	for i, m := range before {
+		if after := memberOf(i); after != m {
+			t.Errorf("client %d went to member %d before the restart, to %d after", i, m, after)
+		}
+	}
+}

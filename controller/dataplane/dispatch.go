@@ -20,8 +20,8 @@ type switchedVIP struct {
 	group       uint32
 	spec        model.DispatchSpec
 	slots       model.SlotTable
-	buckets     [model.GroupSlots]model.BucketTarget // what the installed group's buckets send to
-	grouped     bool                                 // the group is installed
+	buckets     [model.GroupSlots]model.BucketTarget // what the installed group's buckets (by client: slot rows) send to
+	grouped     bool                                 // the group (by client: its slot rows) is installed
 	dispatching bool                                 // new connections go to the group, not the controller
 }
 
@@ -114,7 +114,7 @@ func (d *dispatcher) dropStale(snap *model.Snapshot, out *Outbox) {
 			punt := model.ServicePunt(v)
 			out.Send(&punt)
 		}
-		if sv.grouped {
+		if sv.grouped && !sv.spec.ByClient() { // a VIP's slot rows went with the purge
 			out.Send(&ofp.GroupMod{Command: ofp.GroupDelete, GroupID: sv.group})
 		}
 		delete(d.switched, num)
@@ -159,19 +159,36 @@ func (sv *switchedVIP) setMembers(v *model.VIP, ready []model.SlotMember, target
 	for i, num := range sv.slots {
 		buckets[i] = targets[num]
 	}
-	if !sv.grouped || buckets != sv.buckets {
+	switch {
+	case sv.spec.ByClient():
+		sv.setSlotRows(v, &buckets, out)
+	case !sv.grouped || buckets != sv.buckets:
 		cmd := ofp.GroupModify
 		if !sv.grouped {
 			cmd = ofp.GroupAdd
 		}
 		gm := model.GroupMod(cmd, sv.group, sv.spec, &buckets)
 		out.Send(&gm)
-		sv.grouped, sv.buckets = true, buckets
 	}
+	sv.grouped, sv.buckets = true, buckets
 	if !sv.dispatching {
 		fm := model.DispatchFlow(v, sv.group)
 		out.Send(&fm)
 		sv.dispatching = true
+	}
+}
+
+// setSlotRows is setMembers's group for a VIP dispatched by client: one
+// TableSlots row per slot, of which only those whose member changed are
+// sent again.
+func (sv *switchedVIP) setSlotRows(v *model.VIP, buckets *[model.GroupSlots]model.BucketTarget, out *Outbox) {
+	cookie := model.MakeCookie(model.CatDispatch, v.Num, 0)
+	for i, t := range buckets {
+		if !sv.grouped || t != sv.buckets[i] {
+			for _, fm := range model.SlotFlows(cookie, sv.group, sv.spec, i, t) {
+				out.Send(&fm)
+			}
+		}
 	}
 }
 

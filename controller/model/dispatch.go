@@ -5,6 +5,7 @@ import (
 	"net/netip"
 	"slices"
 
+	"github.com/sdnlb/sdnlb"
 	"github.com/sdnlb/sdnlb/controller/ofp"
 )
 
@@ -114,9 +115,17 @@ type DispatchSpec struct {
 	Key VIPKey
 	mac [6]byte
 	dsr bool
+	// byClient: the slot of a new connection is its client's, so that a
+	// client keeps its member (SOURCE_IP); else the connection's.
+	byClient bool
 }
 
-func SpecOf(v *VIP) DispatchSpec { return DispatchSpec{Key: v.Key, mac: v.MAC, dsr: v.DSR()} }
+func SpecOf(v *VIP) DispatchSpec {
+	return DispatchSpec{Key: v.Key, mac: v.MAC, dsr: v.DSR(), byClient: v.Pool != nil && v.Pool.Method == sdnlb.SourceIP}
+}
+
+// ByClient reports whether s picks a new connection's slot by its client.
+func (s DispatchSpec) ByClient() bool { return s.byClient }
 
 // BucketTarget is where one bucket sends a new connection: the member's
 // address and port (NAT).
@@ -268,11 +277,71 @@ func nameGroup(group uint32) ofp.Action {
 	return ofp.ActionSetField{Field: ofp.MatchReg(groupReg, group, 0xffffffff)}
 }
 
-// DispatchFlow sends v's new connections to its group.
+// slotReg is the register the slot of a new connection to a VIP
+// dispatched by client is hashed into, for its row in TableSlots.
+const slotReg = 3
+
+// clientSlot hashes a packet's source address onto the GroupSlots slots,
+// into slotReg: the same client, the same slot, whatever its port.
+var clientSlot = ofp.ActionMultipath{Fields: ofp.HashFieldsNWSrc, Algorithm: ofp.MultipathModuloN,
+	MaxLink: GroupSlots - 1, NBits: 8, Dst: ofp.NXMReg(slotReg)}
+
+// DispatchFlow sends v's new connections to its group, or for a VIP
+// dispatched by client to the slot its client hashes to, in TableSlots.
 func DispatchFlow(v *VIP, group uint32) ofp.FlowMod {
 	f := newConnectionFlow(v)
-	f.Actions = []ofp.Action{ofp.ActionGroup{GroupID: group}}
+	if SpecOf(v).byClient {
+		f.Actions = []ofp.Action{nameGroup(group), clientSlot}
+		f.GotoTable = TableSlots
+	} else {
+		f.Actions = []ofp.Action{ofp.ActionGroup{GroupID: group}}
+	}
 	return f.Add()
+}
+
+// SlotFlows are the TableSlots rows of slot of a VIP dispatched by
+// client, which name the VIP by its group: they commit the connection
+// with its member t, as a bucket does. A flow's actions must agree with
+// its match, as a bucket's need not, so a VIP of every protocol has a row
+// per translation, each taking the client's port from its own field.
+func SlotFlows(cookie uint64, group uint32, spec DispatchSpec, slot int, t BucketTarget) []ofp.FlowMod {
+	var mods []ofp.FlowMod
+	for _, tr := range translationsOf(spec.Key.Proto) {
+		match := []ofp.OXM{ofp.MatchEthType(EthTypeOf(spec.Key.IP))}
+		prio := prioSlot
+		if tr.proto != protoAny {
+			match = append(match, ofp.MatchIPProto(WireProto(tr.proto, spec.Key.IP)))
+			prio++
+		}
+		match = append(match, ofp.MatchReg(groupReg, group, 0xffffffff), ofp.MatchReg(slotReg, uint32(slot), 0xffffffff))
+		mods = append(mods, Flow{Table: TableSlots, Cookie: cookie, Priority: prio, Match: match,
+			Actions: commitToMember(spec, t, tr.dst)}.Add())
+	}
+	return mods
+}
+
+// SlotOf reads the group and slot a TableSlots row matches.
+func SlotOf(m *ofp.Match) (group uint32, slot int, ok bool) {
+	g, okGroup := m.GetNX(ofp.NXMReg(groupReg))
+	s, okSlot := m.GetNX(ofp.NXMReg(slotReg))
+	if !okGroup || !okSlot || s.Uint() >= GroupSlots {
+		return 0, 0, false
+	}
+	return uint32(g.Uint()), int(s.Uint()), true
+}
+
+// SlotGroupOf reads the group a VIP's new connections are hashed to slots
+// of, from the actions of its TableTracked row (DispatchFlow).
+func SlotGroupOf(actions []ofp.Action) (uint32, bool) {
+	if !slices.ContainsFunc(actions, func(a ofp.Action) bool { _, ok := a.(ofp.ActionMultipath); return ok }) {
+		return 0, false
+	}
+	for _, a := range actions {
+		if sf, ok := a.(ofp.ActionSetField); ok && sf.Field.Class == ofp.NXMReg(groupReg).Class() && sf.Field.Field == ofp.NXMReg(groupReg).Field() {
+			return uint32(sf.Field.Uint()), true
+		}
+	}
+	return 0, false
 }
 
 // UndispatchFlow sends v's new connections to the controller.
@@ -305,11 +374,21 @@ func GroupMod(cmd ofp.GroupModCommand, groupID uint32, spec DispatchSpec, target
 // a tracked one. A bucket is an action set, which holds one ct and no
 // action after it, so everything else happens in the tables.
 func bucketActions(spec DispatchSpec, t BucketTarget) []ofp.Action {
+	return commitToMember(spec, t, ofp.NXMTCPDst) // a bucket reads TCP's and UDP's destination port alike
+}
+
+// commitToMember commits a new connection in the VIP zone with its member
+// t, the member's port taken from the client's destination port field
+// clientPort (0: none) when the member has none, and sends it back to
+// TableTracked.
+func commitToMember(spec DispatchSpec, t BucketTarget, clientPort ofp.NXMHeader) []ofp.Action {
 	exec := []ofp.Action{ofp.ActionSetField{Field: ofp.MatchCTLabel(AddressLabel(t.IP))}}
 	switch {
 	case spec.dsr:
 	case t.Port == 0 && spec.Key.everyPort():
-		exec = append(exec, ofp.ActionRegMove{NBits: 16, Src: ofp.NXMTCPDst, Dst: ofp.NXMCTMark})
+		if clientPort != 0 {
+			exec = append(exec, ofp.ActionRegMove{NBits: 16, Src: clientPort, Dst: ofp.NXMCTMark})
+		}
 	default:
 		exec = append(exec, ofp.ActionSetField{Field: ofp.MatchCTMark(uint32(t.Port), 0xffffffff)})
 	}

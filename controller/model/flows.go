@@ -18,6 +18,7 @@ const (
 	TableToMember   uint8 = 2  // SWITCH: packets addressed to a member
 	TableFromMember uint8 = 3  // SWITCH NAT: members' replies back from the tracker's member zone
 	tableNDAnswer   uint8 = 4  // IPv6 VIPs: neighbour solicitations for them, turned into advertisements
+	TableSlots      uint8 = 5  // SWITCH by client: a new connection's slot, from the hash of its client's address
 	TableSources    uint8 = 8  // L2Fabric: the rest, from hosts: is the sender known where it is?
 	TableL2         uint8 = 9  // everything else
 	TableFabric     uint8 = 10 // L2Fabric: toward the switch in the metadata
@@ -38,7 +39,7 @@ const (
 	prioToL2         uint16 = 0    // the rest → TableL2
 
 	// TableTracked, per SWITCH VIP; +1 for a VIP on one port
-	prioTrackedNew     uint16 = 300 // a new connection → the group, or CONTROLLER while no member is ready
+	prioTrackedNew     uint16 = 300 // a new connection → the group (by client: its slot, TableSlots), or CONTROLLER while no member is ready
 	PrioTrackedError   uint16 = 260 // per VIP address: an ICMP error related to one of its connections → CONTROLLER, which sends it on to the connection's member
 	prioTrackedStray   uint16 = 255 // per VIP address: such an error the tracker relates to none (about a CONTROLLER connection) → CONTROLLER, which asks the switch for the connection
 	prioTrackedUnknown uint16 = 250 // a packet of no connection the tracker holds (invalid) → drop
@@ -68,6 +69,9 @@ const (
 	// their flows)
 	prioFromMemberUntracked uint16 = 50
 	prioFromMemberStale     uint16 = 0 // replies of connections to a VIP no longer dispatched → drop
+
+	// TableSlots, per SWITCH VIP by client (its group in groupReg)
+	prioSlot uint16 = 100 // per slot (in slotReg) → the member's: committed in the VIP zone with its member, back to TableTracked
 
 	// tableNDAnswer
 	prioNDAnswer uint16 = 100 // per IPv6 VIP address: its advertisement, turned in TableClassify → its MAC as the target's, IN_PORT

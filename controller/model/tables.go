@@ -23,17 +23,19 @@ type tableSpec struct {
 // the decision sends is checked against it, so a look-up is an index.
 var pipeline = [...]tableSpec{
 	TableClassify:   {name: "classify", next: []uint8{TableTracked, TableFromMember, tableNDAnswer, TableSources, TableL2}},
-	TableTracked:    {name: "tracked", tracked: true, next: []uint8{TableToMember, TableL2}},
+	TableTracked:    {name: "tracked", tracked: true, next: []uint8{TableToMember, TableSlots, TableL2}},
 	TableToMember:   {name: "to-member", tracked: true, next: []uint8{TableL2}},
 	TableFromMember: {name: "from-member", tracked: true, next: []uint8{TableL2}},
 	tableNDAnswer:   {name: "nd-answer"},
+	TableSlots:      {name: "slots", tracked: true, next: bucketNext},
 	TableSources:    {name: "sources", next: []uint8{TableL2}},
 	TableL2:         {name: "l2", next: []uint8{TableFabric}},
 	TableFabric:     {name: "fabric"},
 }
 
-// bucketNext is where a select group's buckets may recirculate to: they
-// commit a new connection and send it back to TableTracked.
+// bucketNext is where a select group's buckets, and the slot rows of a
+// VIP dispatched by client, may recirculate to: they commit a new
+// connection and send it back to TableTracked.
 var bucketNext = []uint8{TableTracked}
 
 // TableName names table id as the pipeline does, or by its number.

@@ -18,7 +18,7 @@ func TestTables_Check(t *testing.T) {
 	}{
 		{"ClassifyIntoTracker", Flow{Table: TableClassify, Actions: []ofp.Action{trackVIP}}, ""},
 		{"TrackedMatchesTracker", Flow{Table: TableTracked, Match: []ofp.OXM{tracked}, GotoTable: TableToMember}, ""},
-		{"UnknownTable", Flow{Table: 5}, "table 5 is not in the pipeline"},
+		{"UnknownTable", Flow{Table: 6}, "table 6 is not in the pipeline"},
 		{"ClassifyMatchesTracker", Flow{Table: TableClassify, Match: []ofp.OXM{tracked}}, "table classify matches ct_state=+trk"},
 		{"BackwardGoto", Flow{Table: TableFromMember, GotoTable: TableToMember}, "table from-member sends to table to-member"},
 		{"RecirculationElsewhere", Flow{Table: TableToMember, Actions: []ofp.Action{ofp.ActionCT{Zone: ctZoneVIP, Table: TableFromMember}}},
