@@ -60,7 +60,7 @@ func (t *portTable) all() []ofp.Port {
 // flowsRequest is a request for the switch's flows or groups that someone
 // waits for: the reply's parts gather here until the last one.
 type flowsRequest struct {
-	stats  []ofp.FlowStats
+	flows  ofp.FlowStatsReply // the entries of every part
 	groups []ofp.GroupDesc
 	done   chan error // buffered 1
 }
@@ -86,11 +86,12 @@ func (p *pendingRequests) add(xid uint32) *flowsRequest {
 }
 
 // gather adds a part of the reply to xid to its request, if it waits.
-func (p *pendingRequests) gather(xid uint32, stats []ofp.FlowStats, groups []ofp.GroupDesc) {
+func (p *pendingRequests) gather(xid uint32, flows ofp.FlowStatsReply, groups []ofp.GroupDesc) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if r := p.m[xid]; r != nil {
-		r.stats = append(r.stats, stats...)
+		r.flows.Stats = append(r.flows.Stats, flows.Stats...)
+		r.flows.Unreadable = append(r.flows.Unreadable, flows.Unreadable...)
 		r.groups = append(r.groups, groups...)
 	}
 }

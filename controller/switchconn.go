@@ -688,7 +688,7 @@ func (s *switchConn) handleMultipart(dp *dataplane.Switch, out *dataplane.Outbox
 	case ofp.PortStatsReply:
 		s.c.topo.portCounters(s.c.now(), s.dpid, body.Stats, s.ports.speed)
 	case ofp.GroupDescReply:
-		s.pending.gather(xid, nil, body.Groups)
+		s.pending.gather(xid, ofp.FlowStatsReply{}, body.Groups)
 		if last {
 			s.pending.finish(xid, nil)
 		}
@@ -708,7 +708,7 @@ func (s *switchConn) handleMultipart(dp *dataplane.Switch, out *dataplane.Outbox
 		if dp.ICMPFlowsAnswer(xid, body.Stats, out) {
 			return
 		}
-		s.pending.gather(xid, body.Stats, nil)
+		s.pending.gather(xid, body, nil)
 		if last {
 			s.pending.finish(xid, nil)
 		}
