@@ -276,6 +276,41 @@ func TestSession_Malformed(t *testing.T) {
 		sw.send(5, ofp.EchoRequest{})
 		sw.nextOf(ofp.TypeEchoReply)
 	})
+	// A reply is no request: the switch gets no error for one the codec
+	// does not support, the request it answers fails at once, and the
+	// session goes on, with one log line however many such replies come.
+	t.Run("UnsupportedReplyNotAnswered", func(t *testing.T) {
+		h := startController(t, testnet.Config(nil), Options{})
+		sw, _ := h.connect(t, 1)
+		for range 2 {
+			failed := make(chan error, 1)
+			go func() {
+				_, err := h.c.SwitchFlows(context.Background(), formatDPID(1))
+				failed <- err
+			}()
+			req := sw.nextOf(ofp.TypeMultipartRequest)
+			reply := append(header(ofp.Version, ofp.TypeMultipartReply, 16), 0, 12, 0, 0, 0, 0, 0, 0) // table features
+			binary.BigEndian.PutUint32(reply[4:], req.h.XID)
+			sw.sendRaw(reply)
+			select {
+			case err := <-failed:
+				if sdnlb.ErrorCode(err) != sdnlb.EUNAVAILABLE {
+					t.Errorf("the request answered by an unsupported reply: %v, want unavailable", err)
+				}
+			case <-time.After(testnet.WaitFor):
+				t.Fatal("the request answered by an unsupported reply still waits")
+			}
+		}
+		sw.send(5, ofp.EchoRequest{})
+		for r := sw.next(); r.h.Type != ofp.TypeEchoReply; r = sw.next() {
+			if r.h.Type == ofp.TypeError {
+				t.Errorf("the controller answered a reply with an error")
+			}
+		}
+		if n := strings.Count(h.log.String(), "unsupported OpenFlow message"); n != 1 {
+			t.Errorf("%d lines for two unsupported replies within a minute, want 1:\n%s", n, h.log.String())
+		}
+	})
 }
 
 func TestSession_Reconnect(t *testing.T) {
