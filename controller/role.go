@@ -227,7 +227,7 @@ func (s *switchConn) readState() (dataplane.SwitchState, error) {
 		if r, err = wait(ofp.MultipartRequest{Body: ofp.GroupDescRequest{}}); err != nil {
 			return have, fmt.Errorf("groups: %w", err)
 		}
-		have.Groups = r.groups
+		have.Groups = append(r.groups.Groups, r.groups.Unreadable...) // the latter without buckets
 	}
 	return have, nil
 }

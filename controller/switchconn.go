@@ -690,7 +690,7 @@ func (s *switchConn) handleMultipart(dp *dataplane.Switch, out *dataplane.Outbox
 	case ofp.PortStatsReply:
 		s.c.topo.portCounters(s.c.now(), s.dpid, body.Stats, s.ports.speed)
 	case ofp.GroupDescReply:
-		s.pending.gather(xid, ofp.FlowStatsReply{}, body.Groups)
+		s.pending.gather(xid, body)
 		if last {
 			s.pending.finish(xid, nil)
 		}
@@ -710,7 +710,7 @@ func (s *switchConn) handleMultipart(dp *dataplane.Switch, out *dataplane.Outbox
 		if dp.ICMPFlowsAnswer(xid, body.Stats, out) {
 			return
 		}
-		s.pending.gather(xid, body, nil)
+		s.pending.gather(xid, body)
 		if last {
 			s.pending.finish(xid, nil)
 		}

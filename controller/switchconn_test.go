@@ -313,6 +313,59 @@ func TestSession_Malformed(t *testing.T) {
 	})
 }
 
+// A group whose buckets the codec cannot read (another controller's,
+// setting a wide tun_metadata) keeps no switch from connecting: the
+// adoption deletes it, as any group the configuration does not want.
+func TestSession_DeletesUnreadableGroup(t *testing.T) {
+	h := startController(t, testnet.Config(nil), Options{})
+	sw := h.dial(t)
+	sw.send(0, ofp.Hello{Versions: []uint8{1, 4}})
+	var deleted []uint32
+	for done := false; !done; {
+		r := sw.next()
+		switch m := r.m.(type) {
+		case *ofp.FeaturesRequest:
+			sw.send(r.h.XID, ofp.FeaturesReply{DatapathID: 1, NTables: 254})
+		case *ofp.MultipartRequest:
+			switch m.Body.(type) {
+			case ofp.GroupFeaturesRequest:
+				sw.send(r.h.XID, ofp.MultipartReply{Body: ofp.GroupFeaturesReply{Types: 1 << ofp.GroupTypeSelect}})
+			case ofp.GroupDescRequest:
+				sw.sendRaw(groupDescSettingTunMetadata(r.h.XID, 7))
+			default:
+				sw.answerEmpty(r)
+			}
+		case *ofp.GroupMod:
+			if m.Command == ofp.GroupDelete {
+				deleted = append(deleted, m.GroupID)
+			}
+		case *ofp.ErrorMsg:
+			t.Errorf("the controller answered with an error %s/%d", m.ErrType, m.Code)
+		case *ofp.BarrierRequest:
+			sw.send(r.h.XID, ofp.BarrierReply{})
+			done = true
+		}
+	}
+	if len(deleted) != 1 || deleted[0] != 7 {
+		t.Errorf("groups deleted: %v, want the unreadable group 7", deleted)
+	}
+	waitSwitches(t, h.c, func(sws []*sdnlb.Switch) bool { return len(sws) == 1 })
+}
+
+// groupDescSettingTunMetadata is a group description reply of xid with
+// one select group, id, whose bucket sets tun_metadata0 40 bytes wide.
+func groupDescSettingTunMetadata(xid, id uint32) []byte {
+	b := []byte{ofp.Version, byte(ofp.TypeMultipartReply), 0, 0, 0, 0, 0, 0, 0, byte(ofp.MultipartGroupDesc), 0, 0, 0, 0, 0, 0}
+	b = append(b, 0, 72, byte(ofp.GroupTypeSelect), 0, 0, 0, 0, 0)                         // the group, its id below
+	b = append(b, 0, 64, 0, 0, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0, 0, 0, 0) // its bucket
+	b = append(b, 0, 25, 0, 48, 0, 1, 40<<1, 40)                                           // set_field tun_metadata0
+	b = append(b, make([]byte, 40)...)
+	binary.BigEndian.PutUint16(b[2:], uint16(len(b)))
+	binary.BigEndian.PutUint32(b[4:], xid)
+	binary.BigEndian.PutUint32(b[20:], id)
+	return b
+}
+
 func TestSession_Reconnect(t *testing.T) {
 	h := startController(t, testnet.Config(nil), Options{})
 	old, _ := h.connect(t, 1)

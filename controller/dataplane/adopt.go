@@ -33,7 +33,10 @@ type SwitchState struct {
 	// cannot read, without instructions: rows a 1.3 pipeline left on a
 	// switch that now speaks 1.0.
 	Unreadable []ofp.FlowStats
-	Groups     []ofp.GroupDesc
+	// Groups are every group the switch holds (groups carry no cookie),
+	// those whose buckets its version cannot read without buckets: what
+	// snap does not want goes, what it wants and differs is replaced.
+	Groups []ofp.GroupDesc
 }
 
 // flowKey identifies a flow as a switch does: table, priority and match.

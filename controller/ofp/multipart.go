@@ -320,7 +320,7 @@ type FlowStatsReply struct {
 	// without instructions: a switch may hold flows its controller's
 	// version cannot express (OpenFlow 1.0, package ofp10, meets the
 	// Nicira actions of flows installed over 1.3). This package reads
-	// every action (ActionRaw) and never fills it; encoders ignore it.
+	// every action (ActionRaw) and leaves it empty; encoders ignore it.
 	Unreadable []FlowStats
 }
 
