@@ -2,6 +2,7 @@ package controller
 
 import (
 	"context"
+	"encoding/binary"
 	"slices"
 	"sort"
 	"strings"
@@ -307,4 +308,81 @@ func TestOpenFlow10_DiscoversLinks(t *testing.T) {
 	waitTopology(t, h.c, func(top *sdnlb.Topology) bool {
 		return len(top.Links) == 2 && top.Links[0].Bidirectional && top.Links[1].Bidirectional
 	})
+}
+
+// A switch moved from OpenFlow 1.3 to 1.0 still holds the 1.3 pipeline,
+// whose Nicira actions 1.0 cannot read: the controller reads what it can,
+// deletes every flow (1.0 shows the unreadable ones' matches only in
+// part, so they cannot be deleted one by one), installs what a switch
+// holding nothing gets, says so once, and the session stays up.
+func TestOpenFlow10_DeletesUnreadableFlows(t *testing.T) {
+	h := startController(t, testnet.Config(nil), Options{})
+	sw := h.dial(t)
+	sw.v10 = true
+	sw.sendRaw([]byte{1, 0, 0, 8, 0, 0, 0, 0})
+	lldp := model.BaseFlows(model.L2Learn, true)[0]
+	held := ofp.FlowStats{Cookie: lldp.Cookie, Priority: lldp.Priority, Match: lldp.Match, Instructions: lldp.Instructions}
+	// The 1.3 pipeline's classify miss as a 1.0 switch shows it:
+	// priority=0 actions=resubmit(,9).
+	resubmit := ofp.FlowStats{Cookie: model.MakeCookie(model.CatBase, 0, 0)}
+	var mods []ofp.FlowMod
+	for done := false; !done; {
+		r := sw.next()
+		switch m := r.m.(type) {
+		case *ofp.FeaturesRequest:
+			sw.send(r.h.XID, ofp10.FeaturesReply{FeaturesReply: ofp.FeaturesReply{DatapathID: 1, NTables: 1}})
+		case *ofp.MultipartRequest:
+			sw.sendRaw(flowStatsWithResubmit(t, r.h.XID, held, resubmit))
+		case *ofp.FlowMod:
+			mods = append(mods, *m)
+		case *ofp.ErrorMsg:
+			t.Errorf("the controller answered the flow stats with an error %s/%d", m.ErrType, m.Code)
+		case *ofp.BarrierRequest:
+			sw.send(r.h.XID, ofp.BarrierReply{})
+			done = true
+		}
+	}
+	if len(mods) == 0 || mods[0].Command != ofp.FlowDelete || len(mods[0].Match.OXMs) != 0 {
+		t.Fatalf("the switch got\n  %s\nwant a delete of every flow first", strings.Join(testnet.FlowLines(t, mods), "\n  "))
+	}
+	_, fresh := h.connect10(t, 2)
+	var want []ofp.FlowMod
+	for _, r := range fresh {
+		if fm, ok := r.m.(*ofp.FlowMod); ok {
+			want = append(want, *fm)
+		}
+	}
+	testnet.AssertLines(t, testnet.FlowLines(t, mods[1:]), testnet.FlowLines(t, want))
+
+	// The poll meets the flow again, which no longer matters.
+	h.c.switchConn(1).pollStats()
+	req := sw.nextOf(ofp.TypeMultipartRequest)
+	sw.sendRaw(flowStatsWithResubmit(t, req.h.XID, held, resubmit))
+	sw.send(7, ofp.EchoRequest{})
+	for r := sw.next(); r.h.Type != ofp.TypeEchoReply; r = sw.next() {
+		if r.h.Type == ofp.TypeError {
+			t.Errorf("the controller answered the poll's reply with an error")
+		}
+	}
+	if n := strings.Count(h.log.String(), "deleting every flow"); n != 1 {
+		t.Errorf("%d lines about the unreadable flow, want 1:\n%s", n, h.log.String())
+	}
+}
+
+// flowStatsWithResubmit is a 1.0 flow stats reply of xid with the flows
+// readable and unreadable, the latter with a Nicira resubmit(,9) action
+// appended, as Open vSwitch shows a goto_table to a 1.0 controller.
+func flowStatsWithResubmit(tb testing.TB, xid uint32, readable, unreadable ofp.FlowStats) []byte {
+	tb.Helper()
+	b, err := ofp10.Append(nil, xid, ofp.MultipartReply{Body: ofp.FlowStatsReply{Stats: []ofp.FlowStats{unreadable, readable}}})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	const entryAt = ofp.HeaderLen + 4 // after the stats type and flags
+	entryLen := binary.BigEndian.Uint16(b[entryAt:])
+	resubmit := []byte{0xff, 0xff, 0, 16, 0, 0, 0x23, 0x20, 0, 14, 0xff, 0xf8, 9, 0, 0, 0} // NXAST_RESUBMIT_TABLE
+	b = slices.Insert(b, entryAt+int(entryLen), resubmit...)
+	binary.BigEndian.PutUint16(b[entryAt:], entryLen+uint16(len(resubmit)))
+	binary.BigEndian.PutUint16(b[2:], uint16(len(b)))
+	return b
 }

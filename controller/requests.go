@@ -60,8 +60,9 @@ func (t *portTable) all() []ofp.Port {
 // flowsRequest is a request for the switch's flows or groups that someone
 // waits for: the reply's parts gather here until the last one.
 type flowsRequest struct {
-	stats  []ofp.FlowStats
-	groups []ofp.GroupDesc
+	// The entries of every part.
+	flows  ofp.FlowStatsReply
+	groups ofp.GroupDescReply
 	done   chan error // buffered 1
 }
 
@@ -85,13 +86,22 @@ func (p *pendingRequests) add(xid uint32) *flowsRequest {
 	return r
 }
 
-// gather adds a part of the reply to xid to its request, if it waits.
-func (p *pendingRequests) gather(xid uint32, stats []ofp.FlowStats, groups []ofp.GroupDesc) {
+// gather adds a part of the reply to xid, of flows or of groups, to its
+// request, if it waits.
+func (p *pendingRequests) gather(xid uint32, part ofp.MultipartReplyBody) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if r := p.m[xid]; r != nil {
-		r.stats = append(r.stats, stats...)
-		r.groups = append(r.groups, groups...)
+	r := p.m[xid]
+	if r == nil {
+		return
+	}
+	switch part := part.(type) {
+	case ofp.FlowStatsReply:
+		r.flows.Stats = append(r.flows.Stats, part.Stats...)
+		r.flows.Unreadable = append(r.flows.Unreadable, part.Unreadable...)
+	case ofp.GroupDescReply:
+		r.groups.Groups = append(r.groups.Groups, part.Groups...)
+		r.groups.Unreadable = append(r.groups.Unreadable, part.Unreadable...)
 	}
 }
 

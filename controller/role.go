@@ -222,12 +222,12 @@ func (s *switchConn) readState() (dataplane.SwitchState, error) {
 	if err != nil {
 		return have, fmt.Errorf("flows: %w", err)
 	}
-	have.Flows = r.stats
+	have.Flows, have.Unreadable = r.flows.Stats, r.flows.Unreadable
 	if s.features.Groups {
 		if r, err = wait(ofp.MultipartRequest{Body: ofp.GroupDescRequest{}}); err != nil {
 			return have, fmt.Errorf("groups: %w", err)
 		}
-		have.Groups = r.groups
+		have.Groups = append(r.groups.Groups, r.groups.Unreadable...) // the latter without buckets
 	}
 	return have, nil
 }

@@ -49,8 +49,9 @@ type switchConn struct {
 	bw  *bufio.Writer
 	enc []byte
 	// unsendable logs messages the switch's version cannot express,
-	// which no decision should make
-	unsendable *limitedLog
+	// which no decision should make; undecodable the switch's messages
+	// the codec does not support
+	unsendable, undecodable *limitedLog
 
 	// dpMu guards the decision state, dp and out, and is held only by
 	// decide. dp is made before the connection is registered and replaced
@@ -106,6 +107,7 @@ func newSwitchConn(c *Controller, conn net.Conn) *switchConn {
 	}
 	s.log = c.log.With("remote", s.remote)
 	s.unsendable = &limitedLog{log: s.log, every: time.Minute}
+	s.undecodable = &limitedLog{log: s.log, every: time.Minute}
 	s.out = dataplane.NewOutbox(&s.xids, c.metrics)
 	if c.fabric != nil {
 		s.delivered = make(chan *ofp.FlowMod, deliveredQueue)
@@ -688,7 +690,7 @@ func (s *switchConn) handleMultipart(dp *dataplane.Switch, out *dataplane.Outbox
 	case ofp.PortStatsReply:
 		s.c.topo.portCounters(s.c.now(), s.dpid, body.Stats, s.ports.speed)
 	case ofp.GroupDescReply:
-		s.pending.gather(xid, nil, body.Groups)
+		s.pending.gather(xid, body)
 		if last {
 			s.pending.finish(xid, nil)
 		}
@@ -708,7 +710,7 @@ func (s *switchConn) handleMultipart(dp *dataplane.Switch, out *dataplane.Outbox
 		if dp.ICMPFlowsAnswer(xid, body.Stats, out) {
 			return
 		}
-		s.pending.gather(xid, body.Stats, nil)
+		s.pending.gather(xid, body)
 		if last {
 			s.pending.finish(xid, nil)
 		}
@@ -798,17 +800,35 @@ func (s *switchConn) logSwitchError(now time.Time, xid uint32, m *ofp.ErrorMsg) 
 	s.errLoggedAt, s.errSuppressed = now.UnixNano(), 0
 }
 
-// decodeFailed answers an unsupported message with an OpenFlow error and
-// carries on; anything else malformed ends the connection.
+// decodeFailed handles a message that did not decode: an unsupported one
+// is logged and the connection carries on, anything else malformed ends
+// it. A request or an asynchronous message is answered with an OpenFlow
+// error; a reply is not, as the switch expects no answer to it, but the
+// request it answers fails.
 func (s *switchConn) decodeFailed(out *dataplane.Outbox, h ofp.Header, b []byte, err error) error {
-	if e := ofp.ErrorFor(err, b); e != nil {
+	kind := s.wire.kind(b)
+	if isReply(kind) {
+		s.wire.answered(h.XID, nil)
+		s.pending.finish(h.XID, err)
+	} else if e := ofp.ErrorFor(err, b); e != nil {
 		out.Reply(h.XID, e)
 	}
-	if errors.Is(err, ofp.ErrUnsupported) {
-		s.log.Warn("unsupported OpenFlow message from switch", "err", err)
-		return nil
+	if !errors.Is(err, ofp.ErrUnsupported) {
+		return malformed(err)
 	}
-	return malformed(err)
+	s.undecodable.warn(s.c.now(), "unsupported OpenFlow message from switch", "type", kind.String(), "err", err)
+	return nil
+}
+
+// isReply reports whether messages of type t answer the controller's: an
+// error or a reply.
+func isReply(t ofp.Type) bool {
+	switch t {
+	case ofp.TypeError, ofp.TypeEchoReply, ofp.TypeFeaturesReply, ofp.TypeGetConfigReply, ofp.TypeMultipartReply,
+		ofp.TypeBarrierReply, ofp.TypeQueueGetConfigReply, ofp.TypeRoleReply, ofp.TypeGetAsyncReply:
+		return true
+	}
+	return false
 }
 
 // malformedError marks errors that mean the switch sent bad OpenFlow.

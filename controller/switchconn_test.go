@@ -276,6 +276,94 @@ func TestSession_Malformed(t *testing.T) {
 		sw.send(5, ofp.EchoRequest{})
 		sw.nextOf(ofp.TypeEchoReply)
 	})
+	// A reply is no request: the switch gets no error for one the codec
+	// does not support, the request it answers fails at once, and the
+	// session goes on, with one log line however many such replies come.
+	t.Run("UnsupportedReplyNotAnswered", func(t *testing.T) {
+		h := startController(t, testnet.Config(nil), Options{})
+		sw, _ := h.connect(t, 1)
+		for range 2 {
+			failed := make(chan error, 1)
+			go func() {
+				_, err := h.c.SwitchFlows(context.Background(), formatDPID(1))
+				failed <- err
+			}()
+			req := sw.nextOf(ofp.TypeMultipartRequest)
+			reply := append(header(ofp.Version, ofp.TypeMultipartReply, 16), 0, 12, 0, 0, 0, 0, 0, 0) // table features
+			binary.BigEndian.PutUint32(reply[4:], req.h.XID)
+			sw.sendRaw(reply)
+			select {
+			case err := <-failed:
+				if sdnlb.ErrorCode(err) != sdnlb.EUNAVAILABLE {
+					t.Errorf("the request answered by an unsupported reply: %v, want unavailable", err)
+				}
+			case <-time.After(testnet.WaitFor):
+				t.Fatal("the request answered by an unsupported reply still waits")
+			}
+		}
+		sw.send(5, ofp.EchoRequest{})
+		for r := sw.next(); r.h.Type != ofp.TypeEchoReply; r = sw.next() {
+			if r.h.Type == ofp.TypeError {
+				t.Errorf("the controller answered a reply with an error")
+			}
+		}
+		if n := strings.Count(h.log.String(), "unsupported OpenFlow message"); n != 1 {
+			t.Errorf("%d lines for two unsupported replies within a minute, want 1:\n%s", n, h.log.String())
+		}
+	})
+}
+
+// A group whose buckets the codec cannot read (another controller's,
+// setting a wide tun_metadata) keeps no switch from connecting: the
+// adoption deletes it, as any group the configuration does not want.
+func TestSession_DeletesUnreadableGroup(t *testing.T) {
+	h := startController(t, testnet.Config(nil), Options{})
+	sw := h.dial(t)
+	sw.send(0, ofp.Hello{Versions: []uint8{1, 4}})
+	var deleted []uint32
+	for done := false; !done; {
+		r := sw.next()
+		switch m := r.m.(type) {
+		case *ofp.FeaturesRequest:
+			sw.send(r.h.XID, ofp.FeaturesReply{DatapathID: 1, NTables: 254})
+		case *ofp.MultipartRequest:
+			switch m.Body.(type) {
+			case ofp.GroupFeaturesRequest:
+				sw.send(r.h.XID, ofp.MultipartReply{Body: ofp.GroupFeaturesReply{Types: 1 << ofp.GroupTypeSelect}})
+			case ofp.GroupDescRequest:
+				sw.sendRaw(groupDescSettingTunMetadata(r.h.XID, 7))
+			default:
+				sw.answerEmpty(r)
+			}
+		case *ofp.GroupMod:
+			if m.Command == ofp.GroupDelete {
+				deleted = append(deleted, m.GroupID)
+			}
+		case *ofp.ErrorMsg:
+			t.Errorf("the controller answered with an error %s/%d", m.ErrType, m.Code)
+		case *ofp.BarrierRequest:
+			sw.send(r.h.XID, ofp.BarrierReply{})
+			done = true
+		}
+	}
+	if len(deleted) != 1 || deleted[0] != 7 {
+		t.Errorf("groups deleted: %v, want the unreadable group 7", deleted)
+	}
+	waitSwitches(t, h.c, func(sws []*sdnlb.Switch) bool { return len(sws) == 1 })
+}
+
+// groupDescSettingTunMetadata is a group description reply of xid with
+// one select group, id, whose bucket sets tun_metadata0 40 bytes wide.
+func groupDescSettingTunMetadata(xid, id uint32) []byte {
+	b := []byte{ofp.Version, byte(ofp.TypeMultipartReply), 0, 0, 0, 0, 0, 0, 0, byte(ofp.MultipartGroupDesc), 0, 0, 0, 0, 0, 0}
+	b = append(b, 0, 72, byte(ofp.GroupTypeSelect), 0, 0, 0, 0, 0)                         // the group, its id below
+	b = append(b, 0, 64, 0, 0, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0, 0, 0, 0) // its bucket
+	b = append(b, 0, 25, 0, 48, 0, 1, 40<<1, 40)                                           // set_field tun_metadata0
+	b = append(b, make([]byte, 40)...)
+	binary.BigEndian.PutUint16(b[2:], uint16(len(b)))
+	binary.BigEndian.PutUint32(b[4:], xid)
+	binary.BigEndian.PutUint32(b[20:], id)
+	return b
 }
 
 func TestSession_Reconnect(t *testing.T) {

@@ -63,9 +63,9 @@ func (c *Controller) SwitchFlows(ctx context.Context, dpid string) ([]*sdnlb.Flo
 	case <-ctx.Done():
 		return nil, sdnlb.Errorf(sdnlb.EUNAVAILABLE, "switch %s did not answer the flow request: %v", dpid, ctx.Err())
 	}
-	flows := make([]*sdnlb.Flow, 0, len(r.stats))
-	for i := range r.stats {
-		st := &r.stats[i]
+	flows := make([]*sdnlb.Flow, 0, len(r.flows.Stats))
+	for i := range r.flows.Stats {
+		st := &r.flows.Stats[i]
 		flows = append(flows, &sdnlb.Flow{
 			Cookie:          "0x" + strconv.FormatUint(st.Cookie, 16),
 			TableID:         int(st.TableID),

@@ -270,9 +270,11 @@ func (w *wire10) key(fm *ofp.FlowMod) (ofp10.FlowKey, error) {
 	return k, nil
 }
 
-// answered narrows a flow stats reply to the cookie its request selected
-// by, and for a request standing in for a delete returns the strict
-// deletes of what it shows. An error or the last part ends the request.
+// answered narrows a flow stats reply, the entries it could not read
+// too, to the cookie its request selected by, and for a request standing
+// in for a delete returns the strict deletes of what it shows. An error,
+// the last part or no message (a reply that did not decode) ends the
+// request.
 func (w *wire10) answered(xid uint32, m ofp.Message) []ofp.FlowMod {
 	if w.pending.Load() == 0 {
 		return nil
@@ -298,17 +300,17 @@ func (w *wire10) answered(xid uint32, m ofp.Message) []ofp.FlowMod {
 	if !ok {
 		return nil
 	}
-	selected := slices.DeleteFunc(body.Stats, func(st ofp.FlowStats) bool {
-		return st.Cookie&sel.mask != sel.cookie&sel.mask
-	})
+	unselected := func(st ofp.FlowStats) bool { return st.Cookie&sel.mask != sel.cookie&sel.mask }
+	selected := ofp.FlowStatsReply{Stats: slices.DeleteFunc(body.Stats, unselected),
+		Unreadable: slices.DeleteFunc(body.Unreadable, unselected)}
 	if !sel.delete {
-		reply.Body = ofp.FlowStatsReply{Stats: selected}
+		reply.Body = selected
 		return nil
 	}
 	reply.Body = ofp.FlowStatsReply{}
 	var deletes []ofp.FlowMod
-	for i := range selected {
-		fm := model.StrictDelete(&selected[i])
+	for _, st := range slices.Concat(selected.Stats, selected.Unreadable) {
+		fm := model.StrictDelete(&st)
 		k, err := w.key(&fm)
 		if _, again := sel.readded[k]; err != nil || again || sel.strict && k != sel.key {
 			continue

@@ -12,6 +12,55 @@ import (
 	"github.com/sdnlb/sdnlb"
 )
 
+// A bridge under sdnlb with a SWITCH pool moved from OpenFlow 1.3 to 1.0
+// and back: each time it reconnects holding the rows the other version
+// installed. On 1.0 the 1.3 pipeline's rows (Nicira actions, tables
+// beyond 0) cannot be read or deleted one by one, so the controller
+// deletes every flow, once, and programs the switch afresh; back on 1.3
+// the 1.0 rows read whole. Each time the switch connects, stays
+// connected, and its clients' requests are balanced over the members.
+func TestOpenFlow_VersionFlips(t *testing.T) {
+	b := newBedOn(t, openFlow13, 1, 3, sdnlb.RoundRobin, sdnlb.DispatchSwitch, nil)
+	requireAll(t, spread(t, b.clients, b.url, 9), b.serverNames())
+	for _, protocol := range []string{openFlow10, openFlow13} {
+		b.sw.Protocol = protocol
+		b.sw.Vsctl("set", "bridge", b.sw.Name, "protocols="+protocol)
+		connected := waitOpenFlow(t, b.lb, protocol, 20*time.Second)
+		if protocol == openFlow13 {
+			b.waitBuckets(t, len(b.members), 10*time.Second)
+		}
+		requireAll(t, spread(t, b.clients, b.url, 9), b.serverNames())
+		if now := waitOpenFlow(t, b.lb, protocol, time.Second); !now.Equal(connected) {
+			t.Errorf("on %s the switch reconnected at %v after connecting at %v", protocol, now, connected)
+		}
+		if protocol == openFlow10 {
+			for _, l := range b.sw.DumpFlows("--no-stats") {
+				if strings.Contains(l, "table=") { // table 0 goes unnamed
+					t.Errorf("on 1.0 the bridge still holds a row outside table 0: %s", l)
+				}
+			}
+		}
+	}
+	if lines := b.lb.LogLines("deleting every flow"); len(lines) != 1 {
+		t.Errorf("%d log lines about deleting every flow, want 1 (on 1.0):\n%s", len(lines), strings.Join(lines, "\n"))
+	}
+}
+
+// waitOpenFlow waits until the controller's one switch is connected on
+// protocol (as Switch.Protocol names it) and returns since when.
+func waitOpenFlow(tb testing.TB, lb *sdnlbProc, protocol string, timeout time.Duration) time.Time {
+	tb.Helper()
+	want := map[string]string{openFlow10: "1.0", openFlow13: "1.3"}[protocol]
+	var got []*sdnlb.Switch
+	for deadline := time.Now().Add(timeout); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+		if got = lb.Switches(); len(got) == 1 && got[0].OpenFlow == want {
+			return got[0].ConnectedAt
+		}
+	}
+	tb.Fatalf("no switch connected on OpenFlow %s after %v: %+v", want, timeout, got)
+	return time.Time{}
+}
+
 // sdnlb killed and started again on the same database, in front of a
 // CONTROLLER pool: a connection held through the VIP survives, the new
 // process adopts the switch's flows as they are, and new connections

@@ -2,6 +2,7 @@ package dataplane
 
 import (
 	"net/netip"
+	"slices"
 	"sync/atomic"
 	"time"
 
@@ -27,7 +28,14 @@ import (
 
 // SwitchState is what a switch holds of sdnlb's at the handshake.
 type SwitchState struct {
-	Flows  []ofp.FlowStats
+	Flows []ofp.FlowStats
+	// Unreadable are flows whose actions the switch's OpenFlow version
+	// cannot read, without instructions: rows a 1.3 pipeline left on a
+	// switch that now speaks 1.0.
+	Unreadable []ofp.FlowStats
+	// Groups are every group the switch holds (groups carry no cookie),
+	// those whose buckets its version cannot read without buckets: what
+	// snap does not want goes, what it wants and differs is replaced.
 	Groups []ofp.GroupDesc
 }
 
@@ -46,8 +54,17 @@ func keyOf(table uint8, priority uint16, m *ofp.Match) flowKey {
 // stale flows go first (a flow whose match the switch spells differently
 // is then put back by the adds), then what snap wants and the switch
 // lacks, then stale groups. Connections the configuration still allows
-// keep their flows and count as active again.
+// keep their flows and count as active again. A switch holding a
+// pipeline of another version has every flow deleted first, and gets
+// what snap wants from scratch.
 func (dp *Switch) Adopt(now time.Time, snap *model.Snapshot, have SwitchState, out *Outbox) {
+	if dp.holdsOtherPipeline(have) {
+		dp.Log.Warn("the switch holds flows of sdnlb's that its OpenFlow version cannot read or address; deleting every flow it holds",
+			"unreadable", len(have.Unreadable), "readable", len(have.Flows))
+		wipe := model.DeleteAllFlows()
+		out.Send(&wipe)
+		have.Flows, have.Unreadable = nil, nil
+	}
 	dp.learnFromSwitch(snap, have, out)
 	msgs, last := dp.fromScratch(now, snap, out.xids)
 	adds, wanted, wantedGroups := changesFrom(msgs, last, have)
@@ -62,6 +79,17 @@ func (dp *Switch) Adopt(now time.Time, snap *model.Snapshot, have SwitchState, o
 	}
 	dp.Log.Info("switch adopted", "flows_held", len(have.Flows), "groups_held", len(have.Groups),
 		"changes", len(adds), "connections_kept", dp.accounting.total())
+}
+
+// holdsOtherPipeline reports whether the switch holds rows of sdnlb's
+// that a pipeline of another OpenFlow version installed: flows whose
+// actions its version cannot read, and on one table flows in the others,
+// which 1.0 flow-mods cannot address. They cannot be deleted one by one:
+// 1.0 shows a match only as far as a 1.0 match goes, without the
+// conntrack fields and registers that tell such rows apart.
+func (dp *Switch) holdsOtherPipeline(have SwitchState) bool {
+	return len(have.Unreadable) > 0 ||
+		dp.OneTable && slices.ContainsFunc(have.Flows, func(f ofp.FlowStats) bool { return f.TableID != 0 })
 }
 
 // fromScratch returns what the switch would get from scratch, in the

@@ -196,6 +196,10 @@ func DeleteByCookie(cookie, mask uint64) ofp.FlowMod {
 	}
 }
 
+// DeleteAllFlows removes every flow in every table, sdnlb's or not: what
+// a 1.0 switch needs to part with flows it cannot select by cookie.
+func DeleteAllFlows() ofp.FlowMod { return DeleteByCookie(0, 0) }
+
 // BaseFlows is what every switch gets before any VIP: LLDP goes to the
 // controller, which discovers the links with it; what is not for a VIP
 // goes on to the L2 table, whose miss the L2 mode decides. A switch with

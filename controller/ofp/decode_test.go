@@ -436,3 +436,25 @@ func TestTypeString(t *testing.T) {
 		})
 	}
 }
+
+// A group whose buckets set a field wider than MaxOXMPayload (a wide
+// tun_metadata, another controller's) is reported apart, without
+// buckets; the other groups decode as usual.
+func TestDecode_UnreadableGroup(t *testing.T) {
+	const (
+		readable    = "00 28 00 00 00 00 00 01  00 20 00 00 ff ff ff ff ff ff ff ff 00 00 00 00  00 00 00 10 00 00 00 01 00 00 00 00 00 00 00 00"
+		tunMetadata = "00 48 01 00 00 00 00 07  00 40 00 00 ff ff ff ff ff ff ff ff 00 00 00 00  00 19 00 30 00 01 50 28 00*40"
+	)
+	_, m, err := Decode(message(t, TypeMultipartReply, "00 07 00 00 00 00 00 00 "+tunMetadata+" "+readable))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := GroupDescReply{
+		Groups: []GroupDesc{{GroupType: GroupTypeAll, GroupID: 1, Buckets: []Bucket{{WatchPort: PortAny, WatchGroup: GroupAny,
+			Actions: []Action{ActionOutput{Port: 1}}}}}},
+		Unreadable: []GroupDesc{{GroupType: GroupTypeSelect, GroupID: 7}},
+	}
+	if got := m.(*MultipartReply).Body; !reflect.DeepEqual(got, want) {
+		t.Errorf("decoded\n %#v\nwant\n %#v", got, want)
+	}
+}

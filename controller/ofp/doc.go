@@ -47,7 +47,9 @@
 //     wide) decode as ErrUnsupported, answered as OFPBAC_BAD_ARGUMENT.
 //   - Groups: GroupMod (OFPT_GROUP_MOD) with Buckets, and the
 //     OFPMP_GROUP, OFPMP_GROUP_DESC and OFPMP_GROUP_FEATURES multipart
-//     bodies (group.go).
+//     bodies (group.go). A group whose buckets are ErrUnsupported does not
+//     fail a group description reply: it goes to GroupDescReply.Unreadable,
+//     without buckets.
 //   - MatchVLANVID sets the OFPVID_PRESENT bit (VLANPresent).
 //   - Messages, actions and instructions use value receivers: Append and
 //     []Action accept T or *T. Pass *FlowMod and *PacketOut so the

@@ -48,9 +48,22 @@ func checkDecode(t *testing.T, b []byte) {
 	if h2.XID != h.XID || h2.Type != h.Type {
 		t.Fatalf("header changed: %+v -> %+v", h, h2)
 	}
-	if !reflect.DeepEqual(m, m2) {
-		t.Fatalf("round trip changed %T:\n got %#v\nwant %#v", m, m2, m)
+	if want := readable(m); !reflect.DeepEqual(want, m2) {
+		t.Fatalf("round trip changed %T:\n got %#v\nwant %#v", m, m2, want)
 	}
+}
+
+// readable is m without the groups Decode could not read the buckets of,
+// which Append leaves out.
+func readable(m Message) Message {
+	reply, ok := m.(*MultipartReply)
+	if !ok {
+		return m
+	}
+	if body, ok := reply.Body.(GroupDescReply); ok && body.Unreadable != nil {
+		return &MultipartReply{Flags: reply.Flags, Body: GroupDescReply{Groups: body.Groups}}
+	}
+	return m
 }
 
 // render runs the ovs-ofctl renderers over whatever decoded: they see

@@ -1,6 +1,9 @@
 package ofp
 
-import "encoding/binary"
+import (
+	"encoding/binary"
+	"errors"
+)
 
 // Group numbering (ofp_group).
 const (
@@ -229,7 +232,14 @@ type GroupDesc struct {
 const groupDescFixedLen = 8
 
 // GroupDescReply is the OFPMP_GROUP_DESC reply.
-type GroupDescReply struct{ Groups []GroupDesc }
+type GroupDescReply struct {
+	Groups []GroupDesc
+	// Unreadable are the groups whose buckets the decoder could not read
+	// (an OXM longer than MaxOXMPayload, such as a wide tun_metadata),
+	// without buckets: another controller's group does not fail the
+	// reply. Encoders ignore it.
+	Unreadable []GroupDesc
+}
 
 func (GroupDescReply) MultipartType() MultipartType { return MultipartGroupDesc }
 func (GroupDescReply) replyBody()                   {}
@@ -256,11 +266,16 @@ func (r *GroupDescReply) decode(b []byte) error {
 			return ErrBadLength
 		}
 		g := GroupDesc{GroupType: GroupType(b[2]), GroupID: binary.BigEndian.Uint32(b[4:])}
-		var err error
-		if g.Buckets, err = decodeBuckets(b[groupDescFixedLen:n], nil); err != nil {
+		buckets, err := decodeBuckets(b[groupDescFixedLen:n], nil)
+		switch {
+		case errors.Is(err, ErrUnsupported):
+			r.Unreadable = append(r.Unreadable, g)
+		case err != nil:
 			return err
+		default:
+			g.Buckets = buckets
+			r.Groups = append(r.Groups, g)
 		}
-		r.Groups = append(r.Groups, g)
 		b = b[n:]
 	}
 	return nil

@@ -314,7 +314,15 @@ type FlowStats struct {
 }
 
 // FlowStatsReply is the OFPMP_FLOW reply.
-type FlowStatsReply struct{ Stats []FlowStats }
+type FlowStatsReply struct {
+	Stats []FlowStats
+	// Unreadable are the entries whose actions a decoder could not read,
+	// without instructions: a switch may hold flows its controller's
+	// version cannot express (OpenFlow 1.0, package ofp10, meets the
+	// Nicira actions of flows installed over 1.3). This package reads
+	// every action (ActionRaw) and leaves it empty; encoders ignore it.
+	Unreadable []FlowStats
+}
 
 func (FlowStatsReply) MultipartType() MultipartType { return MultipartFlow }
 func (FlowStatsReply) replyBody()                   {}

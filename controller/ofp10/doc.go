@@ -10,7 +10,11 @@
 // clear actions, metadata, meters, groups, conntrack and the other
 // Nicira actions, a cookie mask, out_group on a delete, flags beyond
 // SEND_FLOW_REM and CHECK_OVERLAP, port-desc requests. Decode accepts
-// the same set in the other direction, so every message round-trips.
+// the same set in the other direction, so every message round-trips,
+// but for one case: a flow stats entry whose actions 1.0 cannot express
+// (a switch moved from 1.3 keeps its flows with Nicira actions) does not
+// fail the reply; Decode reports it in FlowStatsReply.Unreadable,
+// without instructions, and Append leaves it out.
 // Errors are the ofp package's (ErrShort, ErrBadLength, ErrBadVersion,
 // ErrUnsupported, ErrTooLong); match them with errors.Is.
 //

@@ -50,7 +50,20 @@ func checkDecode(t *testing.T, b []byte) {
 	if h2.XID != h.XID || h2.Type != h.Type {
 		t.Fatalf("header changed: %+v -> %+v", h, h2)
 	}
-	if !reflect.DeepEqual(m, m2) {
-		t.Fatalf("round trip changed %T:\n got %#v\nwant %#v", m, m2, m)
+	if want := readable(m); !reflect.DeepEqual(want, m2) {
+		t.Fatalf("round trip changed %T:\n got %#v\nwant %#v", m, m2, want)
 	}
+}
+
+// readable is m without the flow stats entries Decode could not read the
+// actions of, which Append leaves out.
+func readable(m ofp.Message) ofp.Message {
+	reply, ok := m.(*ofp.MultipartReply)
+	if !ok {
+		return m
+	}
+	if body, ok := reply.Body.(ofp.FlowStatsReply); ok && body.Unreadable != nil {
+		return &ofp.MultipartReply{Flags: reply.Flags, Body: ofp.FlowStatsReply{Stats: body.Stats}}
+	}
+	return m
 }

@@ -175,6 +175,42 @@ func TestDecode_Malformed(t *testing.T) {
 	}
 }
 
+// TestDecode_UnreadableFlowStats: an entry whose actions 1.0 cannot
+// read (a Nicira vendor action) is reported apart, the rest of the reply
+// decodes as usual; a malformed entry still fails the reply.
+func TestDecode_UnreadableFlowStats(t *testing.T) {
+	golden := mustGolden(t, "flow_stats_reply")
+	const entryAt = ofp.HeaderLen + 4 // after the stats type and flags
+	withFirstEntryAction := func(action []byte) []byte {
+		b := append([]byte(nil), golden...)
+		n := int(binary.BigEndian.Uint16(b[entryAt:]))
+		b = append(b[:entryAt+n], append(action, golden[entryAt+n:]...)...)
+		binary.BigEndian.PutUint16(b[entryAt:], uint16(n+len(action)))
+		binary.BigEndian.PutUint16(b[2:], uint16(len(b)))
+		return b
+	}
+	resubmit := []byte{0xff, 0xff, 0, 16, 0, 0, 0x23, 0x20, 0, 14, 0xff, 0xf8, 9, 0, 0, 0} // resubmit(,9)
+	_, m, err := Decode(withFirstEntryAction(resubmit))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var all []ofp.FlowStats
+	for _, tc := range goldenCases() {
+		if tc.name == "flow_stats_reply" {
+			all = tc.msg.(*ofp.MultipartReply).Body.(ofp.FlowStatsReply).Stats
+		}
+	}
+	unreadable := all[0]
+	unreadable.Instructions = nil
+	want := ofp.FlowStatsReply{Stats: all[1:], Unreadable: []ofp.FlowStats{unreadable}}
+	if got := m.(*ofp.MultipartReply).Body; !reflect.DeepEqual(got, want) {
+		t.Errorf("decoded\n %#v\nwant\n %#v", got, want)
+	}
+	if _, _, err := Decode(withFirstEntryAction(resubmit[:12])); !errors.Is(err, ofp.ErrBadLength) {
+		t.Errorf("an action claiming more bytes than it has: %v, want ErrBadLength", err)
+	}
+}
+
 // TestDecode_HelloVersion: a hello decodes at any version, with its
 // header version as the offer, so the caller can negotiate.
 func TestDecode_HelloVersion(t *testing.T) {

@@ -2,6 +2,7 @@ package ofp10
 
 import (
 	"encoding/binary"
+	"errors"
 
 	"github.com/sdnlb/sdnlb/controller/ofp"
 )
@@ -209,15 +210,18 @@ func appendFlowStats(b []byte, stats []ofp.FlowStats) ([]byte, error) {
 	return b, nil
 }
 
-func decodeFlowStats(b []byte) ([]ofp.FlowStats, error) {
-	var stats []ofp.FlowStats
+// decodeFlowStats decodes 1.0 ofp_flow_stats entries. An entry whose
+// actions 1.0 cannot express goes to unreadable, without instructions,
+// rather than failing the reply: a switch moved from 1.3 to 1.0 still
+// holds flows with Nicira actions, and the caller may want them gone.
+func decodeFlowStats(b []byte) (stats, unreadable []ofp.FlowStats, err error) {
 	for len(b) > 0 {
 		if len(b) < flowStatsFixedLen {
-			return nil, ofp.ErrShort
+			return nil, nil, ofp.ErrShort
 		}
 		n := int(binary.BigEndian.Uint16(b))
 		if n < flowStatsFixedLen || n > len(b) {
-			return nil, ofp.ErrBadLength
+			return nil, nil, ofp.ErrBadLength
 		}
 		e := b[:n]
 		match := parseMatch10(e[4:])
@@ -235,14 +239,18 @@ func decodeFlowStats(b []byte) ([]ofp.FlowStats, error) {
 			Match:        ofp.Match{OXMs: match.oxms(nil)},
 		}
 		actions, err := decodeActions(e[flowStatsFixedLen:], nil, match.proto())
-		if err != nil {
-			return nil, err
+		switch {
+		case errors.Is(err, ofp.ErrUnsupported):
+			unreadable = append(unreadable, s)
+		case err != nil:
+			return nil, nil, err
+		default:
+			s.Instructions = instructions(actions)
+			stats = append(stats, s)
 		}
-		s.Instructions = instructions(actions)
-		stats = append(stats, s)
 		b = b[n:]
 	}
-	return stats, nil
+	return stats, unreadable, nil
 }
 
 // portStatsLen is the 1.0 ofp_port_stats: a 16-bit port and the twelve
@@ -308,9 +316,9 @@ func decodeStatsReply(body []byte) (ofp.Message, error) {
 			DPDesc:    ofp.FixedString(rest[800:]),
 		}
 	case ofp.MultipartFlow:
-		var stats []ofp.FlowStats
-		stats, err = decodeFlowStats(rest)
-		m.Body = ofp.FlowStatsReply{Stats: stats}
+		var r ofp.FlowStatsReply
+		r.Stats, r.Unreadable, err = decodeFlowStats(rest)
+		m.Body = r
 	case ofp.MultipartAggregate:
 		if len(rest) != 24 {
 			return nil, ofp.ErrBadLength
