@@ -66,6 +66,11 @@ func methodsWhere(ok func(LBMethod) bool) []LBMethod {
 // for an enum.
 const MaxSlowStart = 3600
 
+// SwitchSlots is how many slots a switch spreads a pool's new
+// connections over: a SWITCH pool holds at most as many members, so that
+// each gets a slot.
+const SwitchSlots = 256
+
 // Dispatch says who picks the member of a new connection to a pool.
 type Dispatch string
 

@@ -257,6 +257,9 @@ func createMember(ctx context.Context, tx *Tx, m sdnlb.Member) (*sdnlb.Member, e
 	if err := checkMemberVIP(ctx, tx, &m); err != nil {
 		return nil, err
 	}
+	if err := checkSwitchPoolRoom(ctx, tx, m.PoolID); err != nil {
+		return nil, err
+	}
 	now := formatTime(tx.now)
 	if _, err := tx.ExecContext(ctx, `INSERT INTO members (id, pool_id, address, port, weight, capacity, admin_state_up,
 		health_status, health_since, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
@@ -266,6 +269,33 @@ func createMember(ctx context.Context, tx *Tx, m sdnlb.Member) (*sdnlb.Member, e
 	}
 	tx.emit(sdnlb.KindMember, sdnlb.OpCreate, m.ID)
 	return findMemberByID(ctx, tx, m.ID)
+}
+
+// checkSwitchPoolRoom refuses a member beyond the slots of a pool the
+// switch dispatches: each member must own a slot to get any connection.
+func checkSwitchPoolRoom(ctx context.Context, tx *Tx, poolID string) error {
+	var dispatch sdnlb.Dispatch
+	if err := tx.GetContext(ctx, &dispatch, `SELECT dispatch FROM pools WHERE id = ?`, poolID); err != nil || dispatch != sdnlb.DispatchSwitch {
+		return nil // a missing pool is checkMemberVIP's to report
+	}
+	n, err := countMembers(ctx, tx, poolID)
+	if err != nil {
+		return err
+	}
+	if n >= sdnlb.SwitchSlots {
+		return sdnlb.FieldErrorf(sdnlb.ECONFLICT, "pool_id",
+			"pool %s has %d members, as many as the %d slots the switch spreads its connections over: set its dispatch to %s for more",
+			poolID, n, sdnlb.SwitchSlots, sdnlb.DispatchController)
+	}
+	return nil
+}
+
+func countMembers(ctx context.Context, tx *Tx, poolID string) (int, error) {
+	var n int
+	if err := tx.GetContext(ctx, &n, `SELECT COUNT(*) FROM members WHERE pool_id = ?`, poolID); err != nil {
+		return 0, fmt.Errorf("count members: %w", err)
+	}
+	return n, nil
 }
 
 // initialHealth is the health of a new member of the pool: DOWN until

@@ -203,6 +203,9 @@ func updatePool(ctx context.Context, tx *Tx, id string, upd sdnlb.PoolUpdate) (*
 	if err := p.Validate(); err != nil {
 		return nil, err
 	}
+	if err := checkSwitchPoolSize(ctx, tx, p); err != nil {
+		return nil, err
+	}
 	if err := checkPoolVIP(ctx, tx, p, oldVIPID); err != nil {
 		return nil, err
 	}
@@ -364,6 +367,26 @@ func setPoolVIP(ctx context.Context, tx *Tx, poolID, vipID string) error {
 	}
 	tx.emit(sdnlb.KindPool, sdnlb.OpUpdate, poolID)
 	return nil
+}
+
+// checkSwitchPoolSize keeps a pool with more members than the switch has
+// slots off SWITCH dispatch: refused when the write asks for it, else the
+// pool stays with the controller.
+func checkSwitchPoolSize(ctx context.Context, tx *Tx, p *sdnlb.Pool) error {
+	if p.Dispatch != sdnlb.DispatchSwitch {
+		return nil
+	}
+	n, err := countMembers(ctx, tx, p.ID)
+	if err != nil || n <= sdnlb.SwitchSlots {
+		return err
+	}
+	if !p.DispatchAsked {
+		p.Dispatch = sdnlb.DispatchController
+		return nil
+	}
+	return sdnlb.FieldErrorf(sdnlb.EINVALID, "dispatch",
+		"dispatch %s spreads connections over %d slots, one member each at least, and pool %s has %d members: keep dispatch %s",
+		sdnlb.DispatchSwitch, sdnlb.SwitchSlots, p.ID, n, sdnlb.DispatchController)
 }
 
 // dispatchByController moves the pool with id, which serves v, to

@@ -494,3 +494,32 @@ func TestPool_DispatchFollowsVIP(t *testing.T) {
 		}
 	})
 }
+
+// A pool the switch dispatches holds at most as many members as the
+// switch has slots, so that every member gets one: the next member is
+// refused with the number, and a larger pool cannot be moved to SWITCH.
+func TestPool_SwitchSlotsBoundMembers(t *testing.T) {
+	ctx, db := mustSetup(t)
+	v := MustCreateVIP(t, ctx, db, newVIP("10.0.0.100", 80))
+	p := MustCreatePool(t, ctx, db, newPool(v.ID))
+	if p.Dispatch != sdnlb.DispatchSwitch {
+		t.Fatalf("dispatch %s, want SWITCH", p.Dispatch)
+	}
+	for i := range sdnlb.SwitchSlots {
+		MustCreateMember(t, ctx, db, newMember(p.ID, fmt.Sprintf("10.1.%d.%d", i/200, 1+i%200), 8080))
+	}
+	err := lbstore.NewMemberService(db).CreateMember(ctx, newMember(p.ID, "10.2.0.1", 8080))
+	if sdnlb.ErrorCode(err) != sdnlb.ECONFLICT || sdnlb.ErrorField(err) != "pool_id" || !strings.Contains(err.Error(), "256") {
+		t.Fatalf("member %d of a SWITCH pool: %v, want a conflict on pool_id naming 256", sdnlb.SwitchSlots+1, err)
+	}
+
+	ps := lbstore.NewPoolService(db)
+	if _, err := ps.UpdatePool(ctx, p.ID, sdnlb.PoolUpdate{Dispatch: ptr(sdnlb.DispatchController)}); err != nil {
+		t.Fatal(err)
+	}
+	MustCreateMember(t, ctx, db, newMember(p.ID, "10.2.0.1", 8080))
+	_, err = ps.UpdatePool(ctx, p.ID, sdnlb.PoolUpdate{Dispatch: ptr(sdnlb.DispatchSwitch)})
+	if sdnlb.ErrorCode(err) != sdnlb.EINVALID || sdnlb.ErrorField(err) != "dispatch" || !strings.Contains(err.Error(), "257") {
+		t.Fatalf("a pool of %d members to SWITCH: %v, want invalid dispatch naming 257", sdnlb.SwitchSlots+1, err)
+	}
+}

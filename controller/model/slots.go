@@ -3,6 +3,8 @@ package model
 import (
 	"cmp"
 	"slices"
+
+	"github.com/sdnlb/sdnlb"
 )
 
 // GroupSlots is how many buckets the select group of a SWITCH pool has.
@@ -13,7 +15,7 @@ import (
 // share, and up to 256 members. A bucket is a slot of the hash space: a
 // change of members reassigns only the slots it must, so the new
 // connections of clients hashed to other slots keep their member.
-const GroupSlots = 256
+const GroupSlots = sdnlb.SwitchSlots
 
 // SlotMember is a member that can own slots: its number and weight.
 type SlotMember struct {
