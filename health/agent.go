@@ -20,8 +20,9 @@ import (
 // member's agent, on the monitor's port, and reads one line: words split
 // by spaces, tabs or commas, in any case, such as "75% drain". NN% is the
 // share of its capacity the member has free; up and ready clear a drain,
-// drain sets one; down, fail, stopped and maint say the member is out,
-// which takes it DOWN at once. Text after a # is the agent's reason, kept
+// drain and maint set one (maint is HAProxy's maintenance: no new
+// connections, the established ones run on); down, fail and stopped say
+// the member is out, which takes it DOWN at once. Text after a # is the agent's reason, kept
 // in the member's last error. Other words are ignored, but a line without
 // any of these is a failed probe, as is one that is too long or never
 // ends.
@@ -62,8 +63,8 @@ type agentReply struct {
 	undrain   bool // up or ready: the agent clears a drain
 }
 
-// agentOutError is an agent saying its member is out (down, fail, stopped
-// or maint): the probe fails and the member goes DOWN at once.
+// agentOutError is an agent saying its member is out (down, fail or
+// stopped): the probe fails and the member goes DOWN at once.
 type agentOutError struct {
 	word, reason string
 }
@@ -91,9 +92,9 @@ func parseAgentReply(line string) (agentReply, error) {
 		switch w = strings.ToLower(w); w {
 		case agentUp, agentReady:
 			r.drain, r.undrain = false, true
-		case agentDrain:
+		case agentDrain, agentMaint:
 			r.drain, r.undrain = true, false
-		case agentDown, agentFail, agentStopped, agentMaint:
+		case agentDown, agentFail, agentStopped:
 			return agentReply{}, &agentOutError{word: w, reason: agentReason(reason)}
 		default:
 			p, ok := parseAgentPercent(w)

@@ -48,6 +48,9 @@ func TestParseAgentReply(t *testing.T) {
 		{"hello 80%", want{80, false, false}},
 		{"80% # all fine", want{80, false, false}},
 		{"ready #maint", want{-1, false, true}}, // a reason is no word
+		{"maint", want{-1, true, false}},        // HAProxy's maintenance: a drain
+		{"75% maint # kernel upgrade", want{75, true, false}},
+		{"maint ready", want{-1, false, true}},
 	} {
 		t.Run(tc.line, func(t *testing.T) {
 			r, err := parseAgentReply(tc.line)
@@ -66,10 +69,9 @@ func TestParseAgentReply_Out(t *testing.T) {
 		{"down", "down", ""},
 		{"FAIL", "fail", ""},
 		{"stopped", "stopped", ""},
-		{"maint", "maint", ""},
-		{"75% drain maint", "maint", ""},
+		{"75% drain stopped", "stopped", ""},
 		{"down 100% ready", "down", ""}, // out wins whatever else the line says
-		{"maint # kernel upgrade", "maint", "kernel upgrade"},
+		{"stopped # kernel upgrade", "stopped", "kernel upgrade"},
 		{"down#disk full\tagain", "down", "disk full again"},
 		{"fail # " + strings.Repeat("é", 100), "fail", strings.Repeat("é", maxAgentReason/2) + "…"},
 	} {
@@ -235,9 +237,9 @@ func TestAgentProber(t *testing.T) {
 			})
 		}
 		t.Run("Out", func(t *testing.T) {
-			s.set(false, "maint # upgrading\n")
+			s.set(false, "stopped # upgrading\n")
 			_, err := askAgent(t, lo, s.port, probeTimeout)
-			if err == nil || err.Error() != "the agent says maint: upgrading" {
+			if err == nil || err.Error() != "the agent says stopped: upgrading" {
 				t.Fatalf("error %v", err)
 			}
 		})
@@ -371,8 +373,8 @@ func TestEngine_AgentBesideTCP(t *testing.T) {
 		step(t, "ready\n", 4, sdnlb.MemberUp, 70, false)
 	})
 	run("OutAtOnce", func(t *testing.T) {
-		live := step(t, "maint # upgrade\n", 5, sdnlb.MemberDown, 70, false)
-		if !strings.Contains(live.LastError, "the agent says maint: upgrade") {
+		live := step(t, "stopped # upgrade\n", 5, sdnlb.MemberDown, 70, false)
+		if !strings.Contains(live.LastError, "the agent says stopped: upgrade") {
 			t.Fatalf("last error %q, want the agent's words", live.LastError)
 		}
 		step(t, "75%\n", 6, sdnlb.MemberDown, 75, false) // one success of rise 2; the share moved by 5

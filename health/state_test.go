@@ -164,7 +164,7 @@ func TestMemberState(t *testing.T) {
 		{"AgentOutDownAtOnce", up, []step{
 			{set: []string{"agent", "tcp"}},
 			{probe: "tcp"},
-			{probe: "agent", out: true, want: sdnlb.MemberDown, wantWhy: "monitor agent: the agent says maint"},
+			{probe: "agent", out: true, want: sdnlb.MemberDown, wantWhy: "monitor agent: the agent says stopped"},
 			{probe: "agent", out: true},
 			{probe: "agent"},
 			{probe: "agent", want: sdnlb.MemberUp, wantWhy: "2 consecutive successes"},
@@ -205,7 +205,7 @@ func TestMemberState(t *testing.T) {
 					case st.fail:
 						err = errors.New("boom")
 					case st.out:
-						err = &agentOutError{word: "maint"}
+						err = &agentOutError{word: "stopped"}
 					}
 					tr, changed = s.observe(st.probe, probeResult{Err: err, Latency: time.Millisecond}, rise, fall, now)
 				}

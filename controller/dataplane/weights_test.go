@@ -412,3 +412,25 @@ func TestAdaptive_StandingReports(t *testing.T) {
 		t.Errorf("%d steps in 20 s on reports that stood still, want 2", steps)
 	}
 }
+
+// An agent's NN% scales its member's weight under every method that
+// weighs members, as HAProxy's agent check scales a server's; the methods
+// that treat members alike leave it.
+func TestAgent_PercentScalesWeight(t *testing.T) {
+	now := time.Unix(1_700_000_000, 0)
+	for _, method := range []sdnlb.LBMethod{sdnlb.WeightedRoundRobin, sdnlb.WeightedLeastConnections, sdnlb.ConsistentHash, sdnlb.RoundRobin} {
+		t.Run(string(method), func(t *testing.T) {
+			p := weighedPool(method, 0, now.Add(-time.Hour), 2, 2)
+			p.Rotation[0].Agent = &sdnlb.AgentReport{Available: 50, At: now}
+			p.SetWeights(model.NewWeigher().Weigh(p, now, false))
+			got := float64(p.Rotation[0].Share) / float64(p.Rotation[1].Share)
+			want := 0.5
+			if !method.Weighs() {
+				want = 1
+			}
+			if math.Abs(got-want) > 0.01 {
+				t.Errorf("a member whose agent says 50%% has %.2f of its peer's share, want %.2f", got, want)
+			}
+		})
+	}
+}

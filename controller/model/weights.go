@@ -110,10 +110,15 @@ type poolWeights struct {
 
 func NewWeigher() *weigher { return &weigher{pools: map[string]*poolWeights{}} }
 
-// weighs reports whether p's shares may differ from its configured weights.
+// weighs reports whether p's shares may differ from its configured
+// weights: ADAPTIVE, a slow start, or an agent's NN% under a method that
+// weighs members.
 func (p *Pool) weighs() bool {
-	return p.Method == sdnlb.Adaptive || p.SlowStart > 0
+	return p.Method == sdnlb.Adaptive || p.SlowStart > 0 || p.Method.Weighs() && slices.ContainsFunc(p.Rotation, (*Member).reports)
 }
+
+// reports says whether an agent has told the member's free share (NN%).
+func (m *Member) reports() bool { return m.Agent != nil }
 
 // Weigh returns the weighting of each member of p's rotation at now, by
 // member number; step takes an ADAPTIVE pool's weights one step toward the
@@ -126,9 +131,15 @@ func (w *weigher) Weigh(p *Pool, now time.Time, step bool) map[uint32]weighting 
 		w.pools[p.ID] = pw
 	}
 	inForce := make([]float64, len(p.Rotation))
+	agents := false
 	for i, m := range p.Rotation {
 		e, ok := pw.inForce[m.Num]
-		if !ok || p.Method != sdnlb.Adaptive {
+		switch {
+		case ok && p.Method == sdnlb.Adaptive:
+		case p.Method != sdnlb.Adaptive && p.Method.Weighs() && m.reports():
+			// As HAProxy's agent check: NN% of the configured weight.
+			e, agents = float64(m.Weight)*m.availableCPU(), true
+		default:
 			e = float64(m.Weight)
 		}
 		inForce[i] = e
@@ -143,7 +154,7 @@ func (w *weigher) Weigh(p *Pool, now time.Time, step bool) map[uint32]weighting 
 		}
 	}
 	out := make(map[uint32]weighting, len(p.Rotation))
-	scaled := p.Method == sdnlb.Adaptive
+	scaled := p.Method == sdnlb.Adaptive || agents
 	peak := 0.0
 	for i, m := range p.Rotation {
 		r := m.ramp(now, p.SlowStart)
@@ -155,7 +166,10 @@ func (w *weigher) Weigh(p *Pool, now time.Time, step bool) map[uint32]weighting 
 	}
 	if scaled {
 		for num, wt := range out {
-			wt.share = min(max(int(math.Round(sched.MaxWeight*wt.effective/peak)), sched.MinWeight), sched.MaxWeight)
+			wt.share = sched.MinWeight
+			if peak > 0 {
+				wt.share = min(max(int(math.Round(sched.MaxWeight*wt.effective/peak)), sched.MinWeight), sched.MaxWeight)
+			}
 			out[num] = wt
 		}
 	}
