@@ -27,6 +27,8 @@ func ParseUnicastIPv4(s string) (netip.Addr, error) {
 		return netip.Addr{}, fmt.Errorf("%s is a multicast address", s)
 	case a.IsLoopback():
 		return netip.Addr{}, fmt.Errorf("%s is a loopback address", s)
+	case a.IsLinkLocalUnicast():
+		return netip.Addr{}, fmt.Errorf("%s is a link-local address (169.254.0.0/16): a VIP or member address must be routable", s)
 	}
 	return a, nil
 }
@@ -62,8 +64,32 @@ func ParseUnicastIP(s string) (netip.Addr, error) {
 		return netip.Addr{}, fmt.Errorf("%s is a link-local address (fe80::/10): a VIP or member address must be routable", s)
 	case ipv4Compatible.Contains(a):
 		return netip.Addr{}, fmt.Errorf("%s is in ::/96, the deprecated IPv4-compatible addresses: write the IPv4 address or a routable IPv6 one", s)
+	case ipv4Translated.Contains(a):
+		return netip.Addr{}, fmt.Errorf("%s is in ::ffff:0:0:0/96, the IPv4-translated addresses: write the IPv4 address", s)
+	case siteLocal.Contains(a):
+		return netip.Addr{}, fmt.Errorf("%s is site-local (fec0::/10), deprecated and not routable", s)
+	case discardOnly.Contains(a):
+		return netip.Addr{}, fmt.Errorf("%s is in 100::/64, the discard-only prefix", s)
+	}
+	if v4, form, ok := embeddedIPv4(a); ok {
+		if _, err := ParseUnicastIPv4(v4.String()); err != nil {
+			return netip.Addr{}, fmt.Errorf("%s is the %s form of %s, which is refused: %w", s, form, v4, err)
+		}
 	}
 	return a, nil
+}
+
+// embeddedIPv4 returns the IPv4 address a 6to4 (2002::/16) or NAT64
+// (64:ff9b::/96, 64:ff9b:1::/48) address carries, and the form's name.
+func embeddedIPv4(a netip.Addr) (netip.Addr, string, bool) {
+	b := a.As16()
+	switch {
+	case sixToFour.Contains(a):
+		return netip.AddrFrom4([4]byte(b[2:6])), "6to4", true
+	case nat64.Contains(a), nat64Local.Contains(a):
+		return netip.AddrFrom4([4]byte(b[12:16])), "NAT64", true
+	}
+	return netip.Addr{}, "", false
 }
 
 // CanonicalAddress is the canonical form of s when ParseUnicastIP takes
@@ -75,8 +101,17 @@ func CanonicalAddress(s string) string {
 	return s
 }
 
-// ipv4Compatible is ::/96, deprecated by RFC 4291.
-var ipv4Compatible = netip.MustParsePrefix("::/96")
+// IPv6 prefixes no VIP or member can be in, or that carry an IPv4
+// address which must itself be one a VIP or member can have.
+var (
+	ipv4Compatible = netip.MustParsePrefix("::/96")           // deprecated by RFC 4291
+	ipv4Translated = netip.MustParsePrefix("::ffff:0:0:0/96") // SIIT, RFC 2765
+	siteLocal      = netip.MustParsePrefix("fec0::/10")       // deprecated by RFC 3879
+	discardOnly    = netip.MustParsePrefix("100::/64")        // RFC 6666
+	sixToFour      = netip.MustParsePrefix("2002::/16")       // RFC 3056
+	nat64          = netip.MustParsePrefix("64:ff9b::/96")    // RFC 6052
+	nat64Local     = netip.MustParsePrefix("64:ff9b:1::/48")  // RFC 8215
+)
 
 // HostPort joins an address and a port as "10.0.0.1:80" or
 // "[2001:db8::1]:80", the form a reader can paste into a URL or dial.

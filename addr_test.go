@@ -37,6 +37,14 @@ func TestParseUnicastIP(t *testing.T) {
 		"ErrIPv4MappedHex":    {"::ffff:a00:1", "", "write the IPv4 address 10.0.0.1"},
 		"ErrIPv4Compatible":   {"::10.0.0.1", "", "IPv4-compatible"},
 		"ErrIPv4CompatibleHx": {"::a00:1", "", "IPv4-compatible"},
+		"ErrIPv4LinkLocal":    {"169.254.1.1", "", "link-local"},
+		"ErrIPv4Translated":   {"::ffff:0:a00:1", "", "IPv4-translated"},
+		"ErrSiteLocal":        {"fec0::1", "", "site-local"},
+		"ErrDiscardOnly":      {"100::1", "", "discard-only"},
+		"Err6to4Loopback":     {"2002:7f00:1::1", "", "6to4 form of 127.0.0.1"},
+		"ErrNAT64Loopback":    {"64:ff9b::7f00:1", "", "NAT64 form of 127.0.0.1"},
+		"ErrNAT64LocalUse":    {"64:ff9b:1::e000:1", "", "NAT64 form of 224.0.0.1"},
+		"OK6to4":              {"2002:a00:1::1", "2002:a00:1::1", ""},
 	} {
 		t.Run(name, func(t *testing.T) {
 			a, err := sdnlb.ParseUnicastIP(tc.in)
