@@ -1,0 +1,145 @@
+package sdnlb
+
+import (
+	"fmt"
+	"strings"
+)
+
+// The capability table: what each setting does in every mode sdnlb runs
+// in. A setting is honoured the same way everywhere, carried out another
+// way that the API shows, or refused with a 4xx that names it; never
+// accepted and ignored. docs/CAPABILITIES.md is written from this table
+// (Capabilities, go generate), and the tests hold validation to it: a
+// method's dispatch cells are what SwitchPicks and Weighs say.
+
+// Capability is one setting's row.
+type Capability struct {
+	Setting string
+	// What it does under each dispatch of its pool.
+	Switch, Controller string
+	// What differs on an OpenFlow 1.0 switch, for IPv6, under the L2
+	// modes, and in a cluster of nodes.
+	OpenFlow10, IPv6, L2, Cluster string
+}
+
+const (
+	same       = "the same"
+	noL2Effect = "the same in every mode"
+	byNode     = "the same on every node: it is configuration, in the shared database"
+	on10       = "the controller dispatches the pool (a 1.0 switch has no select groups); `controller_dispatched_on` in the pool's stats names the switch"
+)
+
+// Capabilities lists every setting's row: the methods first, from
+// LBMethods, then the other settings.
+func Capabilities() []Capability {
+	rows := make([]Capability, 0, len(LBMethods)+len(settingCapabilities))
+	for _, m := range LBMethods {
+		rows = append(rows, methodCapability(m))
+	}
+	return append(rows, settingCapabilities...)
+}
+
+// methodCapability is a method's row, from what the switch can pick by
+// and whether the method weighs members.
+func methodCapability(m LBMethod) Capability {
+	c := Capability{Setting: "`lb_method` " + string(m), Controller: methodMeaning[m],
+		OpenFlow10: on10, IPv6: same, L2: noL2Effect, Cluster: byNode}
+	switch {
+	case !m.SwitchPicks():
+		c.Switch = fmt.Sprintf("refused (400 on `dispatch`); a pool that names no dispatch gets %s", DispatchController)
+		c.OpenFlow10 = same
+	case m == SourceIP:
+		c.Switch = "the switch hashes the client's whole address onto 256 slots, each member an equal part (`multipath`, table 5)"
+		c.IPv6 = "the same with `client_ipv6_prefix` 128; a shorter prefix is refused under SWITCH (400 on `client_ipv6_prefix`) and taken by the controller when no dispatch is named"
+	case m.Weighs():
+		c.Switch = "the switch hashes each connection onto 256 slots, each member's part in proportion to its weight in force"
+	default:
+		c.Switch = "the switch hashes each connection onto 256 slots, each member an equal part"
+	}
+	return c
+}
+
+// methodMeaning is what each method does under CONTROLLER dispatch.
+var methodMeaning = map[LBMethod]string{
+	RoundRobin:               "exact rotation, weights ignored",
+	WeightedRoundRobin:       "exact smooth weighted rotation",
+	LeastConnections:         "fewest active connections, weights ignored",
+	WeightedLeastConnections: "fewest active connections per weight",
+	Random:                   "uniform, weights ignored",
+	LeastBytes:               "fewest bytes carried, weights ignored",
+	SourceIP:                 "per client: a hash of its address (or `client_ipv6_prefix`) over the members",
+	ConsistentHash:           "Maglev over the connection, weighted",
+	Adaptive:                 "weighted rotation over the weights the agents' reports and sessions adapt",
+}
+
+var settingCapabilities = []Capability{
+	{
+		Setting:    "`session_persistence` (VIP)",
+		Switch:     "refused (400 on the pool's `dispatch`); a pool that names no dispatch gets CONTROLLER, and a VIP that gains it moves its SWITCH pool to CONTROLLER",
+		Controller: "a client keeps its member for `timeout` seconds after its last connection",
+		OpenFlow10: same, IPv6: "the same; an IPv6 client is known by its `client_ipv6_prefix`", L2: noL2Effect,
+		Cluster: "each node keeps the bindings of the switches it masters",
+	},
+	{
+		Setting:    "`connection_limit` (VIP)",
+		Switch:     "refused (400 on the pool's `dispatch`); a pool that names no dispatch gets CONTROLLER, and a VIP that gains it moves its SWITCH pool to CONTROLLER",
+		Controller: "new connections past the limit are refused (TCP reset, ICMP unreachable); a connection counts until its flows idle out",
+		OpenFlow10: same, IPv6: same, L2: noL2Effect,
+		Cluster: "counted per node, over the switches it masters",
+	},
+	{
+		Setting:    "`weight` (member)",
+		Switch:     "the member's part of the slots under the methods that weigh members; 0 drains it under every method",
+		Controller: "the member's part of the picks under the methods that weigh members; 0 drains it under every method",
+		OpenFlow10: on10, IPv6: same, L2: noL2Effect, Cluster: byNode,
+	},
+	{
+		Setting:    "`slow_start` (pool)",
+		Switch:     "a member added or back UP ramps its slots linearly over the window; refused (400) under the methods that do not weigh members",
+		Controller: "a member added or back UP ramps its share of picks linearly over the window; refused (400) under the methods that do not weigh members",
+		OpenFlow10: on10, IPv6: same, L2: noL2Effect,
+		Cluster: "each node ramps from when it saw the member come back",
+	},
+	{
+		Setting:    "agent `NN%` (AGENT monitor)",
+		Switch:     "scales the member's weight under the methods that weigh members; ADAPTIVE's formula reads it",
+		Controller: "scales the member's weight under the methods that weigh members; ADAPTIVE's formula reads it",
+		OpenFlow10: on10, IPv6: same, L2: noL2Effect,
+		Cluster: "each node probes and weighs on its own reports",
+	},
+	{
+		Setting:    "agent `drain`, `maint` / `down`, `fail`, `stopped`",
+		Switch:     "DRAINING: no new connections, established ones run on / DOWN: the member's slots go, its connections are reset",
+		Controller: "DRAINING: no new connections, established ones run on / DOWN: the member's flows go, its connections are reset",
+		OpenFlow10: same, IPv6: same, L2: noL2Effect, Cluster: byNode,
+	},
+	{
+		Setting:    "`capacity` (member)",
+		Switch:     "ADAPTIVE only: the S term of its formula (free sessions); no bound under the other methods",
+		Controller: "ADAPTIVE only: the S term of its formula (free sessions); no bound under the other methods",
+		OpenFlow10: on10, IPv6: same, L2: noL2Effect, Cluster: byNode,
+	},
+	{
+		Setting:    "`forwarding` DSR (pool)",
+		Switch:     "only the destination MAC is rewritten; members serve on the VIP's port (other ports refused, 400)",
+		Controller: "only the destination MAC is rewritten; members serve on the VIP's port (other ports refused, 400)",
+		OpenFlow10: "the same (SET_DL_DST)", IPv6: "the same; the member holds the VIP on its loopback", L2: noL2Effect, Cluster: byNode,
+	},
+	{
+		Setting:    "members per pool",
+		Switch:     "at most 256, one slot each at least: the 257th is refused (409 naming the number), and a larger pool cannot take SWITCH",
+		Controller: "no bound but the scheduler's (65,536)",
+		OpenFlow10: "no bound: the controller dispatches", IPv6: same, L2: noL2Effect, Cluster: byNode,
+	},
+}
+
+// CapabilityTable renders the table as Markdown, one row a setting.
+func CapabilityTable() string {
+	var b strings.Builder
+	b.WriteString("| setting | `SWITCH` dispatch | `CONTROLLER` dispatch | OpenFlow 1.0 | IPv6 | L2 modes | cluster |\n")
+	b.WriteString("|---|---|---|---|---|---|---|\n")
+	for _, c := range Capabilities() {
+		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s | %s |\n", c.Setting, c.Switch, c.Controller, c.OpenFlow10, c.IPv6, c.L2, c.Cluster)
+	}
+	return b.String()
+}
