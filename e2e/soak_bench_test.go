@@ -90,7 +90,7 @@ func TestSoak(t *testing.T) {
 		}
 		p.url = "http://" + net.JoinHostPort(p.vip.Address, strconv.Itoa(port)) + "/"
 		var pool sdnlb.Pool
-		lb.MustAPI(http.MethodPost, "/v1/pools", map[string]any{"name": p.vip.Name, "vip_id": p.vip.ID, "lb_method": sdnlb.RoundRobin,
+		lb.MustAPI(http.MethodPost, "/v1/pools", map[string]any{"name": p.vip.Name, "vip_id": p.vip.ID, "lb_method": sdnlb.WeightedRoundRobin,
 			"protocol": sdnlb.ProtocolTCP, "dispatch": p.dispatch, "forwarding": p.fwd}, http.StatusCreated, &pool)
 		for _, h := range members {
 			lb.MustCreateMember(&pool, h.IP, p.port)

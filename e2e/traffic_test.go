@@ -192,7 +192,7 @@ func newForwardingBed(tb testing.TB, hosts, inPool int) *forwardingBed {
 		} else {
 			vip = b.lb.MustCreateVIP("nat", natVIP, sdnlb.ProtocolTCP, vipPort, nil)
 		}
-		b.lb.MustAPI(http.MethodPost, "/v1/pools", map[string]any{"name": vip.Name, "vip_id": vip.ID, "lb_method": sdnlb.RoundRobin,
+		b.lb.MustAPI(http.MethodPost, "/v1/pools", map[string]any{"name": vip.Name, "vip_id": vip.ID, "lb_method": sdnlb.WeightedRoundRobin,
 			"protocol": sdnlb.ProtocolTCP, "dispatch": sdnlb.DispatchSwitch, "forwarding": fwd}, http.StatusCreated, &p.pool)
 		p.members = map[string]*sdnlb.Member{}
 		for i, h := range b.hosts[:inPool] {
