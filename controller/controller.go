@@ -16,6 +16,7 @@ import (
 	"github.com/sdnlb/sdnlb/controller/dataplane"
 	"github.com/sdnlb/sdnlb/controller/model"
 	"github.com/sdnlb/sdnlb/controller/ofp"
+	"github.com/sdnlb/sdnlb/internal/peerlog"
 )
 
 // Options tune the controller; zero values take the defaults.
@@ -82,12 +83,13 @@ type Controller struct {
 	fabric   *fabric // under L2Fabric
 	addr     atomic.Pointer[net.Addr]
 
-	guard        *guard
-	handshakeLog *limitedLog // failed handshakes
-	duplicateLog *limitedLog // connections claiming a connected switch's datapath id
-	mu           sync.RWMutex
-	conns        map[uint64]*switchConn           // by datapath id
-	ledgers      map[uint64]*dataplane.FlowLedger // by datapath id, for good: a switch's counters carry over its reconnects
+	guard *guard
+	// peerLog writes the lines a switch or any TCP peer can cause, at
+	// most one a minute per kind and source.
+	peerLog *peerlog.Log
+	mu      sync.RWMutex
+	conns   map[uint64]*switchConn           // by datapath id
+	ledgers map[uint64]*dataplane.FlowLedger // by datapath id, for good: a switch's counters carry over its reconnects
 
 	roleMu sync.Mutex
 	roles  roles // with Options.Roles: what SetMasters gave last
@@ -140,11 +142,10 @@ func New(src sdnlb.ConfigSource, opts Options) *Controller {
 		topo:     newTopology(opts.LinkCapacity),
 		conns:    map[uint64]*switchConn{},
 		ledgers:  map[uint64]*dataplane.FlowLedger{},
-		guard: &guard{allow: opts.Allow, maxSwitches: opts.MaxSwitches, maxHandshakes: opts.MaxHandshakes,
-			refusals: &limitedLog{log: log, every: refusalLogEvery}, bySource: map[netip.Addr]int{}},
-		handshakeLog: &limitedLog{log: log, every: refusalLogEvery},
-		duplicateLog: &limitedLog{log: log, every: refusalLogEvery},
+		peerLog:  peerlog.New(log, refusalLogEvery),
 	}
+	c.guard = &guard{allow: opts.Allow, maxSwitches: opts.MaxSwitches, maxHandshakes: opts.MaxHandshakes,
+		log: c.peerLog, bySource: map[netip.Addr]int{}}
 	c.builder = model.NewBuilder(func() time.Time { return c.now() })
 	c.snap.Store(model.EmptySnapshot)
 	if opts.L2 == model.L2Fabric {
@@ -226,7 +227,8 @@ func (c *Controller) Serve(ctx context.Context, ln net.Listener) error {
 		backoff = 0
 		a, why := c.guard.admit(c.now(), conn)
 		if a == nil {
-			c.guard.refusals.warn(c.now(), "switch connection refused", "remote", conn.RemoteAddr().String(), "why", why)
+			c.peerLog.Warn(c.now(), "connection refused", hostOf(conn.RemoteAddr().String()), "switch connection refused",
+				"remote", conn.RemoteAddr().String(), "why", why)
 			conn.Close()
 			continue
 		}
@@ -382,7 +384,7 @@ func (c *Controller) switchConn(dpid uint64) *switchConn {
 // controller.
 func (c *Controller) dataplaneConfig(dpid uint64, log *slog.Logger, f model.SwitchFeatures) dataplane.Config {
 	return dataplane.Config{DPID: dpid, IdleTimeout: c.idle, HardTimeout: c.hard, L2: c.opts.L2, Groups: f.Groups, OneTable: f.OneTable,
-		Affinity: c.affinity, Ledger: c.ledger(dpid), Fabric: c.fabric, Metrics: c.metrics, Log: log}
+		Affinity: c.affinity, Ledger: c.ledger(dpid), Fabric: c.fabric, Metrics: c.metrics, Log: log, Peer: c.peerLog.To(log)}
 }
 
 // portsChanged asks the fabric, if any, to route again: a switch came or
@@ -438,3 +440,13 @@ func (c *Controller) pollStats() {
 
 // errClosed ends a connection that the controller closed on purpose.
 var errClosed = errors.New("connection closed")
+
+// hostOf is the host of a remote address "host:port", the source its
+// peer-caused log lines are counted under: a peer's connections from
+// many ports are one source.
+func hostOf(remote string) string {
+	if host, _, err := net.SplitHostPort(remote); err == nil {
+		return host
+	}
+	return remote
+}

@@ -1,12 +1,13 @@
 package controller
 
 import (
-	"log/slog"
 	"net"
 	"net/netip"
 	"slices"
 	"sync"
 	"time"
+
+	"github.com/sdnlb/sdnlb/internal/peerlog"
 )
 
 // Defaults of the OpenFlow listener's limits.
@@ -32,7 +33,7 @@ type guard struct {
 	allow         []netip.Prefix // empty: every address
 	maxSwitches   int
 	maxHandshakes int
-	refusals      *limitedLog
+	log           *peerlog.Log
 
 	mu         sync.Mutex
 	sessions   int          // handshakes included
@@ -79,7 +80,7 @@ func (g *guard) admit(now time.Time, conn net.Conn) (a *admission, why string) {
 	g.mu.Unlock()
 	if dropped != nil {
 		dropped.conn.Close()
-		g.refusals.warn(now, "switch handshake dropped for a newer connection: the caps are full and its source has the most handshakes in flight",
+		g.log.Warn(now, "handshake dropped", source.String(), "switch handshake dropped for a newer connection: the caps are full and its source has the most handshakes in flight",
 			"remote", dropped.conn.RemoteAddr().String(), "handshakes_from_source", fromSource)
 	}
 	return a, ""
@@ -141,30 +142,4 @@ func (g *guard) done(a *admission) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	g.end(a)
-}
-
-// limitedLog writes one line per interval and counts what it held back,
-// so that a peer failing on purpose cannot flood the log.
-type limitedLog struct {
-	log      *slog.Logger
-	every    time.Duration
-	mu       sync.Mutex
-	last     time.Time
-	withheld int
-}
-
-func (l *limitedLog) warn(now time.Time, msg string, args ...any) {
-	l.mu.Lock()
-	if now.Sub(l.last) < l.every {
-		l.withheld++
-		l.mu.Unlock()
-		return
-	}
-	withheld := l.withheld
-	l.last, l.withheld = now, 0
-	l.mu.Unlock()
-	if withheld > 0 {
-		args = append(args, "withheld_since_last", withheld)
-	}
-	l.log.Warn(msg, args...)
 }

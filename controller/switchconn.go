@@ -15,6 +15,7 @@ import (
 	"github.com/sdnlb/sdnlb/controller/model"
 	"github.com/sdnlb/sdnlb/controller/ofp"
 	"github.com/sdnlb/sdnlb/controller/ofp10"
+	"github.com/sdnlb/sdnlb/internal/peerlog"
 )
 
 // echoMisses unanswered echo requests in a row mean the switch is dead.
@@ -48,10 +49,9 @@ type switchConn struct {
 	wmu sync.Mutex // guards bw and enc
 	bw  *bufio.Writer
 	enc []byte
-	// unsendable logs messages the switch's version cannot express,
-	// which no decision should make; undecodable the switch's messages
-	// the codec does not support
-	unsendable, undecodable *limitedLog
+	// peer writes the lines the switch can cause, under the
+	// controller's limits, counted by this connection's remote address
+	peer peerlog.Writer
 
 	// dpMu guards the decision state, dp and out, and is held only by
 	// decide. dp is made before the connection is registered and replaced
@@ -86,9 +86,6 @@ type switchConn struct {
 	pin        ofp.PacketIn
 	removed    ofp.FlowRemoved
 	assembling uint32 // xid of the poll whose reply parts are arriving
-	// OFPT_ERROR log rate limit
-	errLoggedAt   int64
-	errSuppressed int
 }
 
 // flowsRequest is one SwitchFlows call waiting for its multipart reply.
@@ -106,8 +103,7 @@ func newSwitchConn(c *Controller, conn net.Conn) *switchConn {
 		wire:        wire13{}, // until the handshake agrees on a version
 	}
 	s.log = c.log.With("remote", s.remote)
-	s.unsendable = &limitedLog{log: s.log, every: time.Minute}
-	s.undecodable = &limitedLog{log: s.log, every: time.Minute}
+	s.peer = c.peerLog.To(s.log)
 	s.out = dataplane.NewOutbox(&s.xids, c.metrics)
 	if c.fabric != nil {
 		s.delivered = make(chan *ofp.FlowMod, deliveredQueue)
@@ -190,7 +186,7 @@ func (c *Controller) admitSwitch(a *admission, s *switchConn) bool {
 	}
 	if err != nil {
 		if !errors.Is(err, errClosed) && !s.closed() {
-			c.handshakeLog.warn(c.now(), "switch handshake failed", "remote", s.remote, "err", err)
+			c.peerLog.Warn(c.now(), "handshake failed", hostOf(s.remote), "switch handshake failed", "remote", s.remote, "err", err)
 		}
 		return false
 	}
@@ -198,7 +194,7 @@ func (c *Controller) admitSwitch(a *admission, s *switchConn) bool {
 	// switch reconnecting only if the first no longer answers: anyone
 	// who reaches the port could claim the id and take the switch's flows.
 	if old := c.switchConn(s.dpid); old != nil && old.alive(dpidProbeTimeout) {
-		c.duplicateLog.warn(c.now(), "connection refused: it claims the datapath id of a connected switch that still answers",
+		c.peerLog.Warn(c.now(), "duplicate datapath id", hostOf(s.remote), "connection refused: it claims the datapath id of a connected switch that still answers",
 			"remote", s.remote, "dpid", formatDPID(s.dpid), "connected_from", old.remote)
 		return false
 	}
@@ -225,7 +221,7 @@ func (s *switchConn) takeRole() bool {
 	have, err := s.readState()
 	if err != nil {
 		if !s.closed() {
-			c.handshakeLog.warn(c.now(), "cannot read the switch's state to adopt it; closing its connection", "remote", s.remote, "err", err)
+			c.peerLog.Warn(c.now(), "adoption failed", hostOf(s.remote), "cannot read the switch's state to adopt it; closing its connection", "remote", s.remote, "err", err)
 		}
 		return false
 	}
@@ -326,7 +322,7 @@ func (s *switchConn) readFeatures() error {
 			if featuresXID != 0 && h.XID == featuresXID {
 				return s.configureSwitch(model.SwitchFeatures{}) // no group support at all
 			}
-			s.log.Warn("switch error during handshake", "type", m.ErrType.String(), "code", m.Code)
+			s.peer.Warn(s.c.now(), "handshake error", hostOf(s.remote), "switch error during handshake", "type", m.ErrType.String(), "code", m.Code)
 		}
 	}
 }
@@ -347,7 +343,7 @@ func (s *switchConn) configureSwitch10(m *ofp10.FeaturesReply) error {
 // sdnlb speaks with HELLO_FAILED, saying which it does, in the lower of
 // the two versions (HELLO_FAILED reads the same in every version).
 func (s *switchConn) refuseVersion(v uint8, err error) {
-	s.c.handshakeLog.warn(s.c.now(), "switch refused: it speaks no OpenFlow version sdnlb does", "remote", s.remote, "err", err)
+	s.c.peerLog.Warn(s.c.now(), "no common version", hostOf(s.remote), "switch refused: it speaks no OpenFlow version sdnlb does", "remote", s.remote, "err", err)
 	msg := ofp.Append(nil, s.xids.Add(1), &ofp.ErrorMsg{ErrType: ofp.ErrTypeHelloFailed, Code: ofp.HelloFailedIncompatible,
 		Data: []byte(err.Error())})
 	msg[0] = min(v, ofp.Version)
@@ -445,7 +441,7 @@ func (s *switchConn) writeLocked(xid uint32, m ofp.Message) {
 	enc, err := s.wire.Append(s.enc[:0], xid, m)
 	s.enc = enc
 	if err != nil {
-		s.unsendable.warn(s.c.now(), "message the switch's OpenFlow version cannot express not sent", "type", m.Type().String(), "err", err)
+		s.peer.Warn(s.c.now(), "unsendable", s.remote, "message the switch's OpenFlow version cannot express not sent", "type", m.Type().String(), "err", err)
 		return
 	}
 	s.bw.Write(s.enc)
@@ -455,7 +451,7 @@ func (s *switchConn) writeLocked(xid uint32, m ofp.Message) {
 // flushes once its input is drained.
 func (s *switchConn) write(out *dataplane.Outbox) {
 	if out.Unsent != nil {
-		s.unsendable.warn(s.c.now(), "message not sent", "err", out.Unsent)
+		s.peer.Warn(s.c.now(), "not sent", s.remote, "message not sent", "err", out.Unsent)
 		out.Unsent = nil
 	}
 	if !out.Empty() {
@@ -657,7 +653,7 @@ func (s *switchConn) handleError(now time.Time, xid uint32, m *ofp.ErrorMsg) {
 // master. Other experimenter messages are ignored.
 func (s *switchConn) handleExperimenter(m *ofp.Experimenter) {
 	if st, ok, err := ofp.RoleStatusOf(m); ok && err == nil {
-		s.log.Info("switch changed this controller's role", "role", st.Role, "reason", st.Reason, "generation", st.GenerationID)
+		s.peer.Info(s.c.now(), "role status", s.remote, "switch changed this controller's role", "role", st.Role, "reason", st.Reason, "generation", st.GenerationID)
 		s.c.staleRole()
 	} else {
 		s.log.Debug("ignoring experimenter message", "experimenter", m.Experimenter, "exp_type", m.ExpType)
@@ -782,22 +778,17 @@ func (s *switchConn) request(m ofp.Message) (xid uint32, r *flowsRequest, err er
 	return xid, r, s.sendXID(xid, m)
 }
 
-// logSwitchError logs OFPT_ERRORs, at most one a second: a switch whose
-// table is full rejects every setup, and one line per rejection would
-// bury the log.
+// logSwitchError logs OFPT_ERRORs, one line a minute per error type: a
+// switch whose table is full rejects every setup, and one line per
+// rejection would bury the log. The metric counts every one.
 func (s *switchConn) logSwitchError(now time.Time, xid uint32, m *ofp.ErrorMsg) {
 	s.c.metrics.SwitchError(m.ErrType)
-	if now.UnixNano()-s.errLoggedAt < int64(time.Second) {
-		s.errSuppressed++
-		return
-	}
 	var failed string
 	if len(m.Data) >= ofp.HeaderLen {
 		failed = s.wire.kind(m.Data).String()
 	}
-	s.log.Warn("switch reported an error", "type", m.ErrType.String(), "code", m.Code, "xid", xid,
-		"request", failed, "suppressed_since_last", s.errSuppressed)
-	s.errLoggedAt, s.errSuppressed = now.UnixNano(), 0
+	s.peer.Warn(now, "switch error "+m.ErrType.String(), s.remote, "switch reported an error", "type", m.ErrType.String(), "code", m.Code,
+		"xid", xid, "request", failed)
 }
 
 // decodeFailed handles a message that did not decode: an unsupported one
@@ -816,7 +807,7 @@ func (s *switchConn) decodeFailed(out *dataplane.Outbox, h ofp.Header, b []byte,
 	if !errors.Is(err, ofp.ErrUnsupported) {
 		return malformed(err)
 	}
-	s.undecodable.warn(s.c.now(), "unsupported OpenFlow message from switch", "type", kind.String(), "err", err)
+	s.peer.Warn(s.c.now(), "unsupported", s.remote, "unsupported OpenFlow message from switch", "type", kind.String(), "err", err)
 	return nil
 }
 

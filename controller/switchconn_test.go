@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/binary"
 	"fmt"
-	"log/slog"
 	"net"
 	"net/netip"
 	"strings"
@@ -232,12 +231,14 @@ func TestSession_Echo(t *testing.T) {
 	})
 }
 
+// header is an OpenFlow header of version, typ and length, xid 1.
+func header(version uint8, typ ofp.Type, length uint16) []byte {
+	b := []byte{version, byte(typ), 0, 0, 0, 0, 0, 1}
+	binary.BigEndian.PutUint16(b[2:], length)
+	return b
+}
+
 func TestSession_Malformed(t *testing.T) {
-	header := func(version uint8, typ ofp.Type, length uint16) []byte {
-		b := []byte{version, byte(typ), 0, 0, 0, 0, 0, 1}
-		binary.BigEndian.PutUint16(b[2:], length)
-		return b
-	}
 	tests := []struct {
 		name string
 		raw  []byte
@@ -391,24 +392,29 @@ func TestSession_ManySwitches(t *testing.T) {
 	waitSwitches(t, h.c, func(sws []*sdnlb.Switch) bool { return len(sws) == 20 })
 }
 
+// OFPT_ERRORs are logged once a minute per error type, the next line
+// counting what was withheld.
 func TestSession_SwitchErrorsRateLimited(t *testing.T) {
 	h := startController(t, testnet.Config(nil), Options{})
 	sw, _ := h.connect(t, 1)
 	failed := ofp.Append(nil, 42, ofp.BarrierRequest{})
+	tableFull := &ofp.ErrorMsg{ErrType: ofp.ErrTypeFlowModFailed, Code: ofp.FlowModFailedTableFull, Data: failed}
 	for range 5 {
-		sw.send(42, &ofp.ErrorMsg{ErrType: ofp.ErrTypeFlowModFailed, Code: ofp.FlowModFailedTableFull, Data: failed})
+		sw.send(42, tableFull)
 	}
-	sw.send(0, ofp.EchoRequest{})
-	sw.nextOf(ofp.TypeEchoReply) // the five were handled
-	h.clock.advance(2 * time.Second)
 	sw.send(43, &ofp.ErrorMsg{ErrType: ofp.ErrTypeBadMatch, Code: ofp.BadMatchBadField})
+	sw.send(0, ofp.EchoRequest{})
+	sw.nextOf(ofp.TypeEchoReply) // the six were handled
+	h.clock.advance(time.Minute)
+	sw.send(44, tableFull)
 	sw.send(0, ofp.EchoRequest{})
 	sw.nextOf(ofp.TypeEchoReply) // everything before it was handled
 	log := h.log.String()
-	if n := strings.Count(log, "switch reported an error"); n != 2 {
-		t.Errorf("%d error lines for 6 errors over 2 s, want 2:\n%s", n, log)
+	if n := strings.Count(log, "switch reported an error"); n != 3 {
+		t.Errorf("%d error lines for 7 errors of 2 types over a minute, want 3:\n%s", n, log)
 	}
-	for _, want := range []string{"type=FLOW_MOD_FAILED code=1 xid=42 request=BARRIER_REQUEST", "type=BAD_MATCH code=6 xid=43 request=\"\" suppressed_since_last=4"} {
+	for _, want := range []string{"type=FLOW_MOD_FAILED code=1 xid=42 request=BARRIER_REQUEST", "type=BAD_MATCH code=6 xid=43",
+		"xid=44 request=BARRIER_REQUEST withheld_since_last=4"} {
 		if !strings.Contains(log, want) {
 			t.Errorf("log lacks %q:\n%s", want, log)
 		}
@@ -803,16 +809,29 @@ func TestController_AllowList(t *testing.T) {
 	}
 }
 
-// A peer failing handshakes on purpose gets one log line a minute.
-func TestLimitedLog(t *testing.T) {
-	var buf testnet.SyncBuffer
-	l := &limitedLog{log: slog.New(slog.NewTextHandler(&buf, nil)), every: time.Minute}
-	now := time.Unix(1_700_000_000, 0)
-	for range 100 {
-		l.warn(now, "switch handshake failed")
+// Any TCP peer can send OFPT_ERRORs during the handshake, and a switch
+// messages of unknown types after it: each kind writes one log line a
+// minute, whatever the flood.
+func TestSession_PeerFloodsBoundedLog(t *testing.T) {
+	h := startController(t, testnet.Config(nil), Options{})
+	sw := h.dial(t)
+	sw.send(0, ofp.Hello{})
+	for i := range 5000 {
+		sw.send(uint32(i), &ofp.ErrorMsg{ErrType: ofp.ErrTypeBadRequest, Code: ofp.BadRequestBadType})
 	}
-	l.warn(now.Add(time.Minute), "switch handshake failed")
-	if lines := strings.Count(buf.String(), "\n"); lines != 2 || !strings.Contains(buf.String(), "withheld_since_last=99") {
-		t.Errorf("log:\n%s\nwant 2 lines, the second counting 99 withheld", buf.String())
+	sw.send(9999, ofp.EchoRequest{})
+	sw.nextOf(ofp.TypeEchoReply) // every error before it was read
+	if n := strings.Count(h.log.String(), "switch error during handshake"); n != 1 {
+		t.Errorf("%d log lines for 5,000 errors during a handshake, want 1", n)
+	}
+
+	sw2, _ := h.connect(t, 2)
+	for range 2000 { // each answered with an error, which the fake switch buffers
+		sw2.sendRaw(header(ofp.Version, 99, 8))
+	}
+	sw2.send(9999, ofp.EchoRequest{})
+	sw2.nextOf(ofp.TypeEchoReply)
+	if n := strings.Count(h.log.String(), "unsupported OpenFlow message"); n != 1 {
+		t.Errorf("%d log lines for 2,000 messages of an unknown type, want 1", n)
 	}
 }

@@ -54,6 +54,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/sdnlb/sdnlb"
+	"github.com/sdnlb/sdnlb/internal/peerlog"
 )
 
 // DefaultMaxConcurrent is the default bound on probes in flight.
@@ -109,9 +110,10 @@ type Engine struct {
 	results  chan probeDone
 	kick     chan struct{}
 	writer   *healthWriter
-	// badReplies logs agents' unreadable replies, at most once a minute
-	// per monitor.
-	badReplies *limitedLog
+	// peer writes what members and their agents can make happen, often
+	// on purpose: unreadable agent replies, failed probes, health
+	// changes; at most one line a minute per kind and member.
+	peer *peerlog.Log
 
 	// settle, when not nil, answers a settleRequest once the engine has
 	// nothing left to do at the current time: tests step a fake clock with
@@ -168,15 +170,15 @@ func New(src sdnlb.ConfigSource, svc sdnlb.MemberHealthService, opts Options) *E
 	}
 	e := &Engine{
 		src: src, svc: svc, log: log, clock: c, max: limit,
-		metrics:    newMetrics(opts.Registerer, log),
-		agent:      &agentProber{},
-		pingers:    newPingers(log),
-		routes:     newRoutes(),
-		badReplies: newLimitedLog(log, time.Minute),
-		live:       make(map[string]sdnlb.MemberHealth),
-		members:    make(map[string]*memberEntry),
-		results:    make(chan probeDone, limit), // every probe in flight has room: they never block
-		kick:       make(chan struct{}, 1),
+		metrics: newMetrics(opts.Registerer, log),
+		agent:   &agentProber{},
+		pingers: newPingers(log),
+		routes:  newRoutes(),
+		peer:    peerlog.New(log, time.Minute),
+		live:    make(map[string]sdnlb.MemberHealth),
+		members: make(map[string]*memberEntry),
+		results: make(chan probeDone, limit), // every probe in flight has room: they never block
+		kick:    make(chan struct{}, 1),
 	}
 	httpP := newHTTPProber(nil)
 	e.probers = map[sdnlb.MonitorType]prober{
@@ -391,7 +393,7 @@ func (e *Engine) finish(d probeDone) {
 	}
 	var bad *agentReplyError
 	if errors.As(d.res.Err, &bad) {
-		e.badReplies.warn(t.monitorID, now, "unreadable agent reply", "member", m.id, "address", m.address,
+		e.peer.Warn(now, "unreadable agent reply", t.monitorID, "unreadable agent reply", "member", m.id, "address", m.address,
 			"monitor", t.monitorID, "err", d.res.Err)
 	}
 	report := d.res.Said != nil && m.state.hear(*d.res.Said, now)
@@ -401,7 +403,7 @@ func (e *Engine) finish(d probeDone) {
 	tr, changed := m.state.observe(t.monitorID, d.res, t.rise, t.fall, now)
 	e.publish(m)
 	if changed && tr.To == sdnlb.MemberDown && d.res.Err != nil {
-		e.log.Warn("health probe failed", "member", m.id, "address", m.address, "monitor", t.monitorID,
+		e.peer.Warn(now, "probe failed", m.id, "health probe failed", "member", m.id, "address", m.address, "monitor", t.monitorID,
 			"type", t.target.Type, "err", d.res.Err)
 	}
 	switch {
@@ -414,7 +416,7 @@ func (e *Engine) finish(d probeDone) {
 
 // transition reports a status change: log, metrics, store.
 func (e *Engine) transition(m *memberEntry, tr transition, now time.Time) {
-	e.log.Info("member health changed", "member", m.id, "address", m.address,
+	e.peer.Info(now, "health changed", m.id, "member health changed", "member", m.id, "address", m.address,
 		"from", tr.From, "to", tr.To, "reason", tr.Reason)
 	e.metrics.changed(m.id, tr.From, tr.To)
 	e.write(m, now)
@@ -453,7 +455,6 @@ func (e *Engine) reconcile(cfg *sdnlb.Config, now time.Time) {
 			monitors[m.ID] = m
 		}
 	}
-	e.badReplies.keep(func(id string) bool { return monitors[id] != nil })
 	plans := make(map[string]*poolPlan, len(cfg.Pools))
 	for _, p := range cfg.Pools {
 		plan := &poolPlan{vipPort: vipPorts[p.VIPID]}

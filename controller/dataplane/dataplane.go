@@ -8,6 +8,7 @@ import (
 
 	"github.com/sdnlb/sdnlb/controller/model"
 	"github.com/sdnlb/sdnlb/controller/ofp"
+	"github.com/sdnlb/sdnlb/internal/peerlog"
 )
 
 // Switch is one switch's data path as the controller decides it. It
@@ -61,7 +62,15 @@ type Config struct {
 	Metrics                  *Metrics
 	Fabric                   FabricPaths // L2Fabric: the controller's
 	Log                      *slog.Logger
+	// Peer writes the lines the network can cause, such as a host
+	// claiming a VIP's address, under the controller's limits; New gives
+	// a Config without one limits of its own, over Log.
+	Peer peerlog.Writer
 }
+
+// peerLogEvery is how often a dataplane without the controller's limits
+// writes a line of one kind and source.
+const peerLogEvery = time.Minute
 
 // l2Table is the table of the L2 rows: TableL2, or table 0 on a switch
 // with one.
@@ -87,6 +96,9 @@ func New(cfg Config) *Switch {
 		frame:      make([]byte, 0, 128),
 	}
 	dp.outTo = []ofp.Action{&dp.out}
+	if dp.Peer == (peerlog.Writer{}) {
+		dp.Peer = peerlog.New(cfg.Log, peerLogEvery).To(cfg.Log)
+	}
 	return dp
 }
 

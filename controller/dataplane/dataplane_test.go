@@ -30,6 +30,7 @@ type decision struct {
 	xids     atomic.Uint32
 	out      *Outbox
 	now      time.Time
+	log      *testnet.SyncBuffer // what the dataplane logged
 	// sw is the switch: every flow-mod and group-mod the dataplane sends,
 	// and the base flows, are applied to its tables, groups and connection
 	// tracker, so a test asks it where a packet goes.
@@ -68,7 +69,8 @@ func newDecisionWith(tb testing.TB, cfg *sdnlb.Config, dc Config) *decision {
 	d.applyAll(model.BaseFlows(dc.L2, dc.OneTable))
 	d.out = NewOutbox(&d.xids, nil)
 	dc.IdleTimeout, dc.Affinity, dc.Ledger = model.FlowSeconds(30*time.Second), d.affinity, NewFlowLedger()
-	dc.Metrics, dc.Log = NewMetrics(nil, nil), testnet.NewTestLogger(&testnet.SyncBuffer{})
+	d.log = &testnet.SyncBuffer{}
+	dc.Metrics, dc.Log = NewMetrics(nil, nil), testnet.NewTestLogger(d.log)
 	d.dp = New(dc)
 	d.configure(cfg)
 	return d
@@ -954,6 +956,20 @@ func TestDataplane_ReleasedAddressAnnouncesItsHost(t *testing.T) {
 		d.packetIn(testnet.ClientOF, hostAt100)
 		announces(t, d.configure(testnet.Config(func(c *sdnlb.Config) { deleted(c); withV2(c) })), false)
 	})
+}
+
+// Any host on the data plane can send ARP claiming a VIP's address, from
+// a new MAC each time: the claims are remembered as ever, and logged once
+// a minute per address.
+func TestL2_VIPClaimsBoundedLog(t *testing.T) {
+	d := newDecision(t, testnet.Config(nil))
+	for i := range 1000 {
+		mac := fmt.Sprintf("cc:00:00:00:%02x:%02x", i>>8, i&0xff)
+		d.packetIn(testnet.ClientOF, testnet.ARPFrame(t, 1, mac, "ff:ff:ff:ff:ff:ff", "10.0.0.100", "10.0.0.1", "00:00:00:00:00:00"))
+	}
+	if n := strings.Count(d.log.String(), "claims a VIP's address"); n != 1 {
+		t.Errorf("%d log lines for 1,000 claims of one VIP's address, want 1", n)
+	}
 }
 
 // Once a connection is set up the switch carries it by itself: its table,

@@ -393,7 +393,7 @@ func hostAddress(a netip.Addr) bool {
 // Its ARP goes no further, so no other host learns the address at its MAC.
 func (dp *Switch) noteClaim(p *packetIn, ip netip.Addr, mac [6]byte) {
 	if !isMulticast(mac) && dp.Learner.learnHost(p.now, ip, mac, p.inPort, false) {
-		dp.Log.Warn("a host claims a VIP's address; the VIP takes its traffic", "address", ip.String(),
+		dp.Peer.Warn(p.now, "VIP address claimed", ip.String(), "a host claims a VIP's address; the VIP takes its traffic", "address", ip.String(),
 			"mac", model.MACString(mac), "port", p.inPort)
 	}
 }
