@@ -247,10 +247,16 @@ func loopbackAddr(addr string) bool {
 	return err == nil && ip.IsLoopback()
 }
 
-// openFlowAllow parses --openflow-allow: addresses and prefixes.
+// openFlowAllow parses --openflow-allow: addresses and prefixes. A value
+// that names none (",") is refused rather than read as empty, which
+// would admit every switch.
 func (c *Config) openFlowAllow() ([]netip.Prefix, error) {
+	items := splitList(c.OpenFlowAllow)
+	if len(items) == 0 && strings.TrimSpace(c.OpenFlowAllow) != "" {
+		return nil, fmt.Errorf("--openflow-allow: %q names no address or prefix; leave it empty to admit every switch", c.OpenFlowAllow)
+	}
 	var allow []netip.Prefix
-	for _, item := range splitList(c.OpenFlowAllow) {
+	for _, item := range items {
 		if p, err := netip.ParsePrefix(item); err == nil {
 			allow = append(allow, p.Masked())
 			continue

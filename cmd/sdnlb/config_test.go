@@ -91,6 +91,7 @@ func TestLoadConfig_Errors(t *testing.T) {
 		"NoConns":           {"--api-max-conns", "0"},
 		"NegativeConns":     {"--api-max-conns-per-client", "-1"},
 		"BadAllow":          {"--openflow-allow", "10.0.0.0/8,switch-1"},
+		"AllowNothing":      {"--openflow-allow", " , "}, // read as empty, it would admit every switch
 		"NoSwitches":        {"--openflow-max-switches", "0"},
 	} {
 		t.Run(name, func(t *testing.T) {
