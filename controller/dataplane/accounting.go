@@ -42,15 +42,27 @@ func NewFlowLedger() *FlowLedger { return &FlowLedger{readings: map[flowID]flowR
 // last reading. A flow whose counters went back is another flow with the
 // same match (the switch restarted, or the flow was deleted and added
 // again): all it counted is new. A flow's age does not tell: Open vSwitch
-// restarts it when an add replaces the flow, and keeps its counters.
+// restarts it when an add replaces the flow, and keeps its counters. A
+// counter of all ones is one the switch does not have (OpenFlow's
+// "unavailable"): it counts nothing, and the last reading stands.
 func (l *FlowLedger) read(id flowID, packets, bytes uint64, round uint64) (newPackets, newBytes uint64) {
 	r, ok := l.readings[id]
+	if packets == unavailable {
+		packets = r.packets
+	}
+	if bytes == unavailable {
+		bytes = r.bytes
+	}
 	if !ok || packets < r.packets || bytes < r.bytes {
 		r = flowReading{}
 	}
 	l.readings[id] = flowReading{packets: packets, bytes: bytes, round: round}
 	return packets - r.packets, bytes - r.bytes
 }
+
+// unavailable is the value OpenFlow gives a counter a switch does not
+// keep.
+const unavailable = ^uint64(0)
 
 // sweep forgets the flows that polls up to round no longer found: gone
 // from the switch, all they counted was added when they were last read.
