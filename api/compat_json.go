@@ -38,6 +38,9 @@ func decodeFlat(w http.ResponseWriter, r *http.Request, allowed []string) (flatR
 	if err != nil {
 		return nil, err
 	}
+	if err := checkDuplicateKeys(body); err != nil {
+		return nil, err
+	}
 	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.UseNumber()
 	var raw map[string]any

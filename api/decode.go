@@ -41,6 +41,9 @@ func decodeStrict(body []byte, v any) error {
 	if isJSONNull(body) {
 		return errNullBody
 	}
+	if err := checkDuplicateKeys(body); err != nil {
+		return err
+	}
 	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil {
@@ -52,6 +55,68 @@ func decodeStrict(body []byte, v any) error {
 	}
 	if _, err := dec.Token(); err != io.EOF {
 		return sdnlb.Errorf(sdnlb.EINVALID, "the body must hold exactly one JSON object")
+	}
+	return nil
+}
+
+// checkDuplicateKeys refuses a body with an object that holds a key twice,
+// in any case: encoding/json matches keys without regard to case and lets
+// the last win, so {"vips":[A],"vips":[]} would quietly mean no VIPs.
+// A body that is not valid JSON is left to the decoder to report.
+func checkDuplicateKeys(body []byte) error {
+	dec := json.NewDecoder(bytes.NewReader(body))
+	dec.UseNumber()
+	err := duplicateKeysIn(dec, "")
+	var dup *duplicateKeyError
+	if errors.As(err, &dup) {
+		return sdnlb.FieldErrorf(sdnlb.EINVALID, dup.path, "%s appears twice in one object (keys are matched without regard to case)", dup.path)
+	}
+	return nil
+}
+
+type duplicateKeyError struct{ path string }
+
+func (e *duplicateKeyError) Error() string { return "duplicate key " + e.path }
+
+// duplicateKeysIn reads one value from dec, at path, and every value in
+// it.
+func duplicateKeysIn(dec *json.Decoder, path string) error {
+	tok, err := dec.Token()
+	if err != nil {
+		return err
+	}
+	switch tok {
+	case json.Delim('{'):
+		seen := map[string]bool{}
+		for dec.More() {
+			key, err := dec.Token()
+			if err != nil {
+				return err
+			}
+			name, _ := key.(string)
+			at := name
+			if path != "" {
+				at = path + "." + name
+			}
+			folded := strings.ToLower(name)
+			if seen[folded] {
+				return &duplicateKeyError{at}
+			}
+			seen[folded] = true
+			if err := duplicateKeysIn(dec, at); err != nil {
+				return err
+			}
+		}
+		_, err = dec.Token() // }
+		return err
+	case json.Delim('['):
+		for i := 0; dec.More(); i++ {
+			if err := duplicateKeysIn(dec, path+"["+strconv.Itoa(i)+"]"); err != nil {
+				return err
+			}
+		}
+		_, err = dec.Token() // ]
+		return err
 	}
 	return nil
 }

@@ -1,13 +1,16 @@
 package api
 
 import (
+	"context"
 	"encoding/json"
+	"net/http"
 	"reflect"
 	"slices"
 	"strings"
 	"testing"
 
 	"github.com/sdnlb/sdnlb"
+	"github.com/sdnlb/sdnlb/mock"
 	"github.com/sdnlb/sdnlb/openapi"
 )
 
@@ -107,4 +110,25 @@ func requiredFields(t reflect.Type) []string {
 	}
 	slices.Sort(names)
 	return names
+}
+
+// A key twice in one object, in any case, is refused naming it: the last
+// would win, so {"vips":[A],"vips":[]} with prune would delete A.
+func TestDuplicateKeysRefused(t *testing.T) {
+	created := false
+	vips := &mock.VIPService{CreateVIPFn: func(context.Context, *sdnlb.VIP) error { created = true; return nil }}
+	ts := MustServe(t, &Server{VIPService: vips})
+	for body, field := range map[string]string{
+		`{"name":"web","address":"10.0.0.100","port":80,"port":81}`:                                                          "port",
+		`{"name":"web","Name":"shop","address":"10.0.0.100","port":80}`:                                                      "Name",
+		`{"name":"web","address":"10.0.0.100","port":80,"session_persistence":{"type":"SOURCE_IP","timeout":1,"TIMEOUT":2}}`: "session_persistence.TIMEOUT",
+	} {
+		assertError(t, testRequest(t, ts, "POST", "/v1/vips", body), http.StatusBadRequest, sdnlb.EINVALID, field)
+	}
+	if created {
+		t.Error("a body with a duplicate key created a VIP")
+	}
+	if err := checkDuplicateKeys([]byte(`{"vips":[{"id":"a"}],"pools":[{"id":"a"},{"id":"b"}]}`)); err != nil {
+		t.Errorf("the same key in different objects refused: %v", err)
+	}
 }
