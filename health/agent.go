@@ -128,14 +128,17 @@ func parseAgentPercent(w string) (int, bool) {
 	return int(math.Round(v)), true
 }
 
-// agentReason is the reason an agent gave, printable and bounded.
+// agentReason is the reason an agent gave, printable and bounded: control
+// characters and format characters (bidirectional overrides such as
+// U+202E, which would make the API and the dashboard show other text than
+// the agent sent) become spaces.
 func agentReason(s string) string {
-	s = strings.Map(func(r rune) rune {
-		if unicode.IsControl(r) {
+	s = strings.TrimSpace(strings.Map(func(r rune) rune {
+		if unicode.IsControl(r) || unicode.Is(unicode.Cf, r) {
 			return ' '
 		}
 		return r
-	}, strings.TrimSpace(s))
+	}, s))
 	return truncate(s, maxAgentReason)
 }
 

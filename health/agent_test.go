@@ -73,6 +73,7 @@ func TestParseAgentReply_Out(t *testing.T) {
 		{"down 100% ready", "down", ""}, // out wins whatever else the line says
 		{"stopped # kernel upgrade", "stopped", "kernel upgrade"},
 		{"down#disk full\tagain", "down", "disk full again"},
+		{"down # \u202egnp.exe", "down", "gnp.exe"}, // a right-to-left override shows nothing else
 		{"fail # " + strings.Repeat("é", 100), "fail", strings.Repeat("é", maxAgentReason/2) + "…"},
 	} {
 		t.Run(tc.line, func(t *testing.T) {
