@@ -28,9 +28,9 @@ import (
 // ends.
 
 const (
-	// maxAgentLine bounds a reply line, without its end: an agent has a
+	// MaxAgentLine bounds a reply line, without its end: an agent has a
 	// few words to say, and must not make sdnlb buffer more.
-	maxAgentLine = 512
+	MaxAgentLine = 512
 	// maxAgentReason bounds the reason an out member's last error keeps.
 	maxAgentReason = 128
 )
@@ -188,10 +188,10 @@ func (p *agentProber) ask(ctx context.Context, t target) (agentReply, error) {
 	return parseAgentReply(line)
 }
 
-// readAgentLine reads one line of at most maxAgentLine bytes, ended by LF
+// readAgentLine reads one line of at most MaxAgentLine bytes, ended by LF
 // (a CR before it dropped) or by the end of the connection.
 func readAgentLine(r io.Reader) (string, error) {
-	var buf [maxAgentLine + 1]byte
+	var buf [MaxAgentLine + 1]byte
 	n := 0
 	for n < len(buf) {
 		m, err := r.Read(buf[n:])
@@ -210,5 +210,5 @@ func readAgentLine(r io.Reader) (string, error) {
 			return "", &netError{err: fmt.Errorf("agent read: %w", unwrapOp(err))}
 		}
 	}
-	return "", &agentReplyError{fmt.Sprintf("more than %d bytes without a newline", maxAgentLine)}
+	return "", &agentReplyError{fmt.Sprintf("more than %d bytes without a newline", MaxAgentLine)}
 }

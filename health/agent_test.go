@@ -227,7 +227,7 @@ func TestAgentProber(t *testing.T) {
 			{"EndedByCloseCR", []string{"42%\r"}, 42, false},
 			{"SplitAcrossWrites", []string{"7", "5% dr", "ain\n"}, 75, true},
 			{"OnlyTheFirstLine", []string{"10%\ndrain\n"}, 10, false},
-			{"LongestLine", []string{strings.Repeat(" ", maxAgentLine-3) + "60%\n"}, 60, false},
+			{"LongestLine", []string{strings.Repeat(" ", MaxAgentLine-3) + "60%\n"}, 60, false},
 		} {
 			t.Run(tc.name, func(t *testing.T) {
 				s.set(false, tc.writes...)
@@ -254,8 +254,8 @@ func TestAgentProber(t *testing.T) {
 		}{
 			{"Garbage", false, []string{"OK\n"}, true, `"OK" has no word sdnlb reads`},
 			{"Empty", false, nil, true, "agent reply: empty"},
-			{"TooLong", true, []string{strings.Repeat("9", maxAgentLine+1)}, true, "more than 512 bytes without a newline"},
-			{"TooLongThenNewline", false, []string{strings.Repeat(" ", maxAgentLine+1) + "5%\n"}, true, "more than 512 bytes"},
+			{"TooLong", true, []string{strings.Repeat("9", MaxAgentLine+1)}, true, "more than 512 bytes without a newline"},
+			{"TooLongThenNewline", false, []string{strings.Repeat(" ", MaxAgentLine+1) + "5%\n"}, true, "more than 512 bytes"},
 			{"NeverEnds", true, []string{"75% dr"}, true, `no full line within the timeout, only "75% dr"`},
 			{"Silent", true, nil, false, "agent: no reply within the timeout"},
 		} {
@@ -387,7 +387,7 @@ func TestEngine_AgentBesideTCP(t *testing.T) {
 		if !strings.Contains(live.LastError, `"OK" has no word sdnlb reads`) {
 			t.Fatalf("last error %q", live.LastError)
 		}
-		step(t, strings.Repeat("x", maxAgentLine+1), 8, sdnlb.MemberDown, 75, false) // max_retries 3
+		step(t, strings.Repeat("x", MaxAgentLine+1), 8, sdnlb.MemberDown, 75, false) // max_retries 3
 		if n := strings.Count(logs.String(), "unreadable agent reply"); n != 1 {
 			t.Fatalf("%d log lines for 3 unreadable replies in a minute, want 1:\n%s", n, logs.String())
 		}

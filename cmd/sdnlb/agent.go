@@ -13,7 +13,9 @@ import (
 	"strconv"
 	"strings"
 	"sync/atomic"
+	"syscall"
 	"time"
+	"unicode/utf8"
 
 	"github.com/sdnlb/sdnlb/health"
 )
@@ -133,7 +135,7 @@ func (a *hostAgent) sample(now time.Time) error {
 	if words := a.stateWords(now); words != "" {
 		line = append(append(line, ' '), words...)
 	}
-	line = append(line, '\n')
+	line = append(cutLine(line, health.MaxAgentLine), '\n')
 	a.line.Store(&line)
 	return nil
 }
@@ -191,13 +193,33 @@ func checkStateWords(b []byte) (string, error) {
 	return out, nil
 }
 
-// readHead reads at most n bytes of a file.
+// cutLine cuts line to at most n bytes, on a rune boundary: what goes
+// past the monitor's bound is the end of the state file's reason, and a
+// line over it would fail the probe and take the member DOWN.
+func cutLine(line []byte, n int) []byte {
+	if len(line) <= n {
+		return line
+	}
+	for n > 0 && !utf8.RuneStart(line[n]) {
+		n--
+	}
+	return line[:n]
+}
+
+// readHead reads at most n bytes of a regular file. Anything else is
+// refused: a FIFO would block the agent until someone writes to it, and a
+// device could be read forever.
 func readHead(path string, n int) ([]byte, error) {
-	f, err := os.Open(path)
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
 	if err != nil {
 		return nil, err
 	}
 	defer f.Close()
+	if st, err := f.Stat(); err != nil {
+		return nil, err
+	} else if !st.Mode().IsRegular() {
+		return nil, fmt.Errorf("%s is not a regular file", path)
+	}
 	return io.ReadAll(io.LimitReader(f, int64(n)))
 }
 

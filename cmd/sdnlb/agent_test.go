@@ -9,8 +9,12 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
+	"unicode/utf8"
+
+	"github.com/sdnlb/sdnlb/health"
 )
 
 // statText is /proc/stat as a 2-CPU host writes it, cut short.
@@ -202,6 +206,30 @@ func TestHostAgent(t *testing.T) {
 	}
 	if got := ask(); got != "50% ready\n" {
 		t.Fatalf("answer %q after a failed sample", got)
+	}
+
+	// A state file as long as the agent reads makes a line the monitor
+	// takes: the end of the reason is cut, and the member drains.
+	reason := strings.Repeat("é", 250)
+	got := next("cpu  230 0 0 460 10 0 0 0\n", "drain # "+reason)
+	if len(got) > health.MaxAgentLine+1 || !strings.HasPrefix(got, "50% drain # éé") || !utf8.ValidString(got) {
+		t.Fatalf("answer of %d bytes %.40q…, want at most %d and the drain", len(got), got, health.MaxAgentLine+1)
+	}
+
+	// A FIFO as the state file is refused at once, not waited on.
+	_ = os.Remove(state)
+	if err := syscall.Mkfifo(state, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan string)
+	go func() { done <- a.stateWords(now.Add(time.Hour)) }()
+	select {
+	case words := <-done:
+		if words != "" {
+			t.Errorf("a FIFO state file read as %q", words)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("the agent blocked on a FIFO state file")
 	}
 }
 
