@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"net/netip"
 	"time"
 
 	"github.com/sdnlb/sdnlb"
@@ -64,12 +65,30 @@ func (s *Server) handleEvents(w http.ResponseWriter, r *http.Request) error {
 	}
 }
 
-// openStream takes one of the event streams the API serves at once and
-// lifts the connection's cap and deadlines for it; done gives it back.
+// openStream takes one of the event streams the API serves at once, and
+// one of its client's, and lifts the connection's cap and deadlines for
+// it; done gives them back.
 func (s *Server) openStream(w http.ResponseWriter, r *http.Request) (rc *http.ResponseController, done func(), err error) {
+	client := streamClient(r.RemoteAddr)
+	perClient := max(cap(s.streams)/streamsPerClientShare, 1)
+	s.streamsMu.Lock()
+	if s.streamsBy[client] >= perClient {
+		s.streamsMu.Unlock()
+		return nil, nil, sdnlb.Errorf(sdnlb.EUNAVAILABLE, "%d event streams are open from %s, the most one client gets", perClient, client)
+	}
+	s.streamsBy[client]++
+	s.streamsMu.Unlock()
+	release := func() {
+		s.streamsMu.Lock()
+		if s.streamsBy[client]--; s.streamsBy[client] == 0 {
+			delete(s.streamsBy, client)
+		}
+		s.streamsMu.Unlock()
+	}
 	select {
 	case s.streams <- struct{}{}:
 	default:
+		release()
 		return nil, nil, sdnlb.Errorf(sdnlb.EUNAVAILABLE, "%d event streams are open, the most this API serves", cap(s.streams))
 	}
 	// A stream runs under its own cap, not the connections' one, and its
@@ -82,7 +101,26 @@ func (s *Server) openStream(w http.ResponseWriter, r *http.Request) (rc *http.Re
 	// the server has none to lift.
 	_ = rc.SetWriteDeadline(time.Time{})
 	_ = rc.SetReadDeadline(time.Time{})
-	return rc, func() { <-s.streams }, nil
+	return rc, func() { <-s.streams; release() }, nil
+}
+
+// streamsPerClientShare: one client may hold this part of the streams.
+const streamsPerClientShare = 8
+
+// streamClient is who a stream is counted against: its source address,
+// an IPv6 one by its /64, which one host holds whole.
+func streamClient(remote string) netip.Prefix {
+	ap, err := netip.ParseAddrPort(remote)
+	if err != nil {
+		return netip.Prefix{}
+	}
+	a := ap.Addr().Unmap()
+	bits := 32
+	if a.Is6() {
+		bits = 64
+	}
+	p, _ := a.Prefix(bits)
+	return p
 }
 
 // startStream sends the headers of a Server-Sent Events stream.

@@ -401,6 +401,38 @@ func TestServer_StreamCap(t *testing.T) {
 	}
 }
 
+// One client holds at most an eighth of the event streams: a client
+// opening streams on purpose leaves the others theirs.
+func TestServer_StreamCapPerClient(t *testing.T) {
+	srv := guardStore(t).server()
+	srv.EventService = &feed{}
+	srv.MaxStreams = 16 // 2 a client
+	srv.heartbeat = 50 * time.Millisecond
+	addr, _ := serveHTTP(t, srv)
+	open := func(source string) (int, error) {
+		d := net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP(source)}}
+		client := &http.Client{Transport: &http.Transport{DialContext: d.DialContext, DisableKeepAlives: true}}
+		resp, err := client.Get("http://" + addr + "/v1/events")
+		if err != nil {
+			return 0, err
+		}
+		t.Cleanup(func() { resp.Body.Close() })
+		return resp.StatusCode, nil
+	}
+	for i := range 3 {
+		want := 200
+		if i == 2 {
+			want = 503
+		}
+		if status, err := open("127.0.0.1"); err != nil || status != want {
+			t.Errorf("stream %d from 127.0.0.1: %d %v, want %d", i+1, status, err, want)
+		}
+	}
+	if status, err := open("127.0.0.2"); err != nil || status != 200 {
+		t.Errorf("a stream from another client: %d %v, want 200", status, err)
+	}
+}
+
 // TestServer_ConnectionCaps fills the caps from one client, 127.0.0.1,
 // with idle keep-alive connections or busy ones, and checks that the
 // flooder loses or is refused connections while another client,

@@ -10,6 +10,7 @@ import (
 	"errors"
 	"log/slog"
 	"net/http"
+	"net/netip"
 	"slices"
 	"strings"
 	"sync"
@@ -86,8 +87,11 @@ type Server struct {
 	heartbeat time.Duration
 	// timeouts are HTTPServer's; zero takes the defaults.
 	timeouts timeouts
-	// streams holds a token per open event stream.
-	streams chan struct{}
+	// streams holds a token per open event stream; streamsBy counts them
+	// by client (streamClient), under streamsMu.
+	streams   chan struct{}
+	streamsMu sync.Mutex
+	streamsBy map[netip.Prefix]int
 	// closing ends every open stream (CloseStreams).
 	closing   chan struct{}
 	closeOnce sync.Once
@@ -140,6 +144,7 @@ func (s *Server) Handler() http.Handler {
 		maxStreams = DefaultMaxStreams
 	}
 	s.streams = make(chan struct{}, maxStreams)
+	s.streamsBy = map[netip.Prefix]int{}
 	s.closing = make(chan struct{})
 	log := s.logger().With("component", "api")
 	r := chi.NewRouter()
