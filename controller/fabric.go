@@ -157,10 +157,10 @@ func (f *fabric) paths(links []linkState) []*sdnlb.Path {
 	for _, dst := range slices.Sorted(maps.Keys(f.towards)) {
 		ports := f.towards[dst]
 		for _, from := range slices.Sorted(maps.Keys(ports)) {
-			p := &sdnlb.Path{From: formatDPID(from), To: formatDPID(dst)}
+			p := &sdnlb.Path{From: model.FormatDPID(from), To: model.FormatDPID(dst)}
 			for at := from; at != dst && len(p.Hops) <= len(ports); {
 				hop := model.PortRef{DPID: at, Port: ports[at]}
-				p.Hops = append(p.Hops, sdnlb.LinkEnd{DPID: formatDPID(at), Port: hop.Port})
+				p.Hops = append(p.Hops, sdnlb.LinkEnd{DPID: model.FormatDPID(at), Port: hop.Port})
 				next, ok := far[hop]
 				if !ok {
 					break

@@ -29,7 +29,7 @@ func (c *Controller) FindHost(ctx context.Context, address string) (*sdnlb.Host,
 		if !seen || found != nil && !time.Unix(0, e.Seen).After(found.LastSeen) {
 			continue
 		}
-		found = &sdnlb.Host{Address: a.String(), MAC: model.MACString(e.MAC), DPID: formatDPID(s.dpid),
+		found = &sdnlb.Host{Address: a.String(), MAC: model.MACString(e.MAC), DPID: model.FormatDPID(s.dpid),
 			Port: ofp.FormatPort(e.Port), PortName: s.ports.name(e.Port), LastSeen: time.Unix(0, e.Seen)}
 	}
 	if found == nil {

@@ -37,7 +37,7 @@ func (c *Controller) TopologyPart(ctx context.Context) (*sdnlb.TopologyPart, err
 			}
 			loaded[p] = true
 			rate, capacity := c.topo.rateLocked(p)
-			part.Loads = append(part.Loads, sdnlb.PortLoad{Port: sdnlb.LinkEnd{DPID: formatDPID(p.DPID), Port: p.Port},
+			part.Loads = append(part.Loads, sdnlb.PortLoad{Port: sdnlb.LinkEnd{DPID: model.FormatDPID(p.DPID), Port: p.Port},
 				RateBPS: rate, CapacityBPS: capacity, Utilisation: utilisationOf(rate, capacity)})
 		}
 	}

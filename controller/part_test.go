@@ -8,6 +8,7 @@ import (
 
 	"github.com/sdnlb/sdnlb"
 	"github.com/sdnlb/sdnlb/controller/internal/testnet"
+	"github.com/sdnlb/sdnlb/controller/model"
 )
 
 // TestController_TopologyPart: a node's part has the links it discovered
@@ -19,11 +20,11 @@ func TestController_TopologyPart(t *testing.T) {
 	sw1, _ := h.connect(t, 1)
 	h.connect(t, 2)
 	h.c.SetMasters(Masters{Node: "self", Switches: []sdnlb.SwitchMaster{
-		{DPID: formatDPID(1), Node: "self", Generation: 7}, {DPID: formatDPID(2), Node: "other", Generation: 7},
+		{DPID: model.FormatDPID(1), Node: "self", Generation: 7}, {DPID: model.FormatDPID(2), Node: "other", Generation: 7},
 	}})
 	sw1.answerState()
 
-	s1, s2 := formatDPID(1), formatDPID(2)
+	s1, s2 := model.FormatDPID(1), model.FormatDPID(2)
 	// The frame the other node sent out of s2's port 4 arrives at s1's
 	// port 3, whose master this node is (once promoted: a slave's
 	// packet-ins are not read).

@@ -10,6 +10,7 @@ import (
 
 	"github.com/sdnlb/sdnlb"
 	"github.com/sdnlb/sdnlb/controller/internal/testnet"
+	"github.com/sdnlb/sdnlb/controller/model"
 	"github.com/sdnlb/sdnlb/controller/ofp"
 )
 
@@ -56,7 +57,7 @@ func setRole(c *Controller, dpid uint64, master bool, generation uint64) {
 	if master {
 		node = "self"
 	}
-	c.SetMasters(Masters{Node: "self", Switches: []sdnlb.SwitchMaster{{DPID: formatDPID(dpid), Node: node, Generation: generation}}})
+	c.SetMasters(Masters{Node: "self", Switches: []sdnlb.SwitchMaster{{DPID: model.FormatDPID(dpid), Node: node, Generation: generation}}})
 }
 
 func TestController_Roles(t *testing.T) {
@@ -165,8 +166,8 @@ func TestController_NoRoles(t *testing.T) {
 func TestController_RolesPerSwitch(t *testing.T) {
 	h := startController(t, testnet.Config(nil), Options{Roles: true})
 	assign := Masters{Node: "self", Unassigned: 5 << 32, Switches: []sdnlb.SwitchMaster{
-		{DPID: formatDPID(1), Node: "self", Generation: 5<<32 + 1},
-		{DPID: formatDPID(2), Node: "other", Generation: 5<<32 + 2},
+		{DPID: model.FormatDPID(1), Node: "self", Generation: 5<<32 + 1},
+		{DPID: model.FormatDPID(2), Node: "other", Generation: 5<<32 + 2},
 	}}
 	h.c.SetMasters(assign)
 	want := map[uint64]ofp.RoleRequest{
@@ -265,7 +266,7 @@ func TestController_RoleChangesWhileServing(t *testing.T) {
 		return err
 	})
 	during("SwitchFlows", func(int) error {
-		_, err := h.c.SwitchFlows(ctx, formatDPID(1))
+		_, err := h.c.SwitchFlows(ctx, model.FormatDPID(1))
 		return err
 	})
 	during("stats poll", func(int) error {

@@ -2,6 +2,8 @@ package controller
 
 import (
 	"testing"
+
+	"github.com/sdnlb/sdnlb/controller/model"
 )
 
 func TestFormatDPID(t *testing.T) {
@@ -15,8 +17,8 @@ func TestFormatDPID(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.want, func(t *testing.T) {
-			if got := formatDPID(tt.dpid); got != tt.want {
-				t.Errorf("formatDPID(%#x) = %s", tt.dpid, got)
+			if got := model.FormatDPID(tt.dpid); got != tt.want {
+				t.Errorf("model.FormatDPID(%#x) = %s", tt.dpid, got)
 			}
 			if got, ok := parseDPID(tt.want); !ok || got != tt.dpid {
 				t.Errorf("parseDPID(%s) = %#x %v", tt.want, got, ok)

@@ -49,7 +49,7 @@ func (c *Controller) grouplessSwitches() []string {
 	out := []string{}
 	for _, s := range c.switchConns() {
 		if !s.features.Groups {
-			out = append(out, formatDPID(s.dpid))
+			out = append(out, model.FormatDPID(s.dpid))
 		}
 	}
 	slices.Sort(out)
@@ -101,7 +101,7 @@ func (c *Controller) locate(addrs []netip.Addr) map[netip.Addr]*sdnlb.MemberLoca
 				if !ok || at[ip] != nil && at[ip].Port != "" || linked[model.PortRef{DPID: s.dpid, Port: e.Port}] {
 					continue
 				}
-				loc := &sdnlb.MemberLocation{DPID: formatDPID(s.dpid)}
+				loc := &sdnlb.MemberLocation{DPID: model.FormatDPID(s.dpid)}
 				if e.Port != 0 {
 					loc.Port = ofp.FormatPort(e.Port)
 				}

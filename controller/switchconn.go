@@ -195,7 +195,7 @@ func (c *Controller) admitSwitch(a *admission, s *switchConn) bool {
 	// who reaches the port could claim the id and take the switch's flows.
 	if old := c.switchConn(s.dpid); old != nil && old.alive(dpidProbeTimeout) {
 		c.peerLog.Warn(c.now(), "duplicate datapath id", hostOf(s.remote), "connection refused: it claims the datapath id of a connected switch that still answers",
-			"remote", s.remote, "dpid", formatDPID(s.dpid), "connected_from", old.remote)
+			"remote", s.remote, "dpid", model.FormatDPID(s.dpid), "connected_from", old.remote)
 		return false
 	}
 	return true
@@ -355,7 +355,7 @@ func (s *switchConn) refuseVersion(v uint8, err error) {
 
 func (s *switchConn) identify(dpid uint64) {
 	s.dpid = dpid
-	s.log = s.log.With("dpid", formatDPID(dpid), "openflow", versionName(s.wire.version()))
+	s.log = s.log.With("dpid", model.FormatDPID(dpid), "openflow", versionName(s.wire.version()))
 }
 
 // configureSwitch ends the handshake: it records what the switch's

@@ -263,7 +263,7 @@ func TestSession_Malformed(t *testing.T) {
 			}
 			// The process and the other sessions go on.
 			h.connect(t, 2)
-			waitSwitches(t, h.c, func(sws []*sdnlb.Switch) bool { return len(sws) == 1 && sws[0].DPID == formatDPID(2) })
+			waitSwitches(t, h.c, func(sws []*sdnlb.Switch) bool { return len(sws) == 1 && sws[0].DPID == model.FormatDPID(2) })
 		})
 	}
 	t.Run("UnknownTypeAnsweredNotClosed", func(t *testing.T) {
@@ -286,7 +286,7 @@ func TestSession_Malformed(t *testing.T) {
 		for range 2 {
 			failed := make(chan error, 1)
 			go func() {
-				_, err := h.c.SwitchFlows(context.Background(), formatDPID(1))
+				_, err := h.c.SwitchFlows(context.Background(), model.FormatDPID(1))
 				failed <- err
 			}()
 			req := sw.nextOf(ofp.TypeMultipartRequest)

@@ -17,7 +17,7 @@ func (c *Controller) Switches(ctx context.Context) ([]*sdnlb.Switch, error) {
 	conns := c.switchConns()
 	out := make([]*sdnlb.Switch, 0, len(conns))
 	for _, s := range conns {
-		out = append(out, &sdnlb.Switch{DPID: formatDPID(s.dpid), Address: s.remote, ConnectedAt: s.connectedAt,
+		out = append(out, &sdnlb.Switch{DPID: model.FormatDPID(s.dpid), Address: s.remote, ConnectedAt: s.connectedAt,
 			OpenFlow: versionName(s.wire.version()), Ports: switchPorts(s.ports.all()), SelectGroups: s.features.Groups, Master: c.masterNode(s.dpid)})
 	}
 	slices.SortFunc(out, func(a, b *sdnlb.Switch) int { return cmp.Compare(a.DPID, b.DPID) })
@@ -30,7 +30,7 @@ func (c *Controller) SwitchIDs() []string {
 	conns := c.switchConns()
 	out := make([]string, len(conns))
 	for i, s := range conns {
-		out[i] = formatDPID(s.dpid)
+		out[i] = model.FormatDPID(s.dpid)
 	}
 	return out
 }
@@ -84,22 +84,7 @@ func (c *Controller) SwitchFlows(ctx context.Context, dpid string) ([]*sdnlb.Flo
 	return flows, nil
 }
 
-// formatDPID writes a datapath id as Floodlight does: 8 colon-separated
-// hex bytes.
-func formatDPID(dpid uint64) string {
-	const hex = "0123456789abcdef"
-	var b [23]byte
-	for i := range 8 {
-		v := byte(dpid >> (56 - 8*i))
-		if i > 0 {
-			b[3*i-1] = ':'
-		}
-		b[3*i], b[3*i+1] = hex[v>>4], hex[v&0xf]
-	}
-	return string(b[:])
-}
-
-// parseDPID reads formatDPID's form, or plain hex, as a datapath id.
+// parseDPID reads model.FormatDPID's form, or plain hex, as a datapath id.
 func parseDPID(s string) (uint64, bool) {
 	var v uint64
 	digits := 0

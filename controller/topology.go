@@ -209,8 +209,8 @@ func (c *Controller) Topology(ctx context.Context) (*sdnlb.Topology, error) {
 		linked[l.src], linked[l.dst] = true, true
 		rate, capacity := c.topo.rateLocked(l.src)
 		top.Links = append(top.Links, &sdnlb.Link{
-			Src:           sdnlb.LinkEnd{DPID: formatDPID(l.src.DPID), Port: l.src.Port},
-			Dst:           sdnlb.LinkEnd{DPID: formatDPID(l.dst.DPID), Port: l.dst.Port},
+			Src:           sdnlb.LinkEnd{DPID: model.FormatDPID(l.src.DPID), Port: l.src.Port},
+			Dst:           sdnlb.LinkEnd{DPID: model.FormatDPID(l.dst.DPID), Port: l.dst.Port},
 			Bidirectional: l.both,
 			RateBPS:       rate,
 			CapacityBPS:   capacity,
@@ -219,13 +219,13 @@ func (c *Controller) Topology(ctx context.Context) (*sdnlb.Topology, error) {
 	}
 	c.topo.mu.Unlock()
 	for _, s := range c.switchConns() {
-		top.Switches = append(top.Switches, &sdnlb.TopologySwitch{DPID: formatDPID(s.dpid), Ports: switchPorts(s.ports.all())})
+		top.Switches = append(top.Switches, &sdnlb.TopologySwitch{DPID: model.FormatDPID(s.dpid), Ports: switchPorts(s.ports.all())})
 		s.decide(func(dp *dataplane.Switch, _ *dataplane.Outbox) {
 			dp.Learner.SeenHosts(now, func(ip netip.Addr, e dataplane.HostEntry) {
 				if e.Port == 0 || linked[model.PortRef{DPID: s.dpid, Port: e.Port}] {
 					return
 				}
-				top.Hosts = append(top.Hosts, &sdnlb.Host{Address: ip.String(), MAC: model.MACString(e.MAC), DPID: formatDPID(s.dpid),
+				top.Hosts = append(top.Hosts, &sdnlb.Host{Address: ip.String(), MAC: model.MACString(e.MAC), DPID: model.FormatDPID(s.dpid),
 					Port: ofp.FormatPort(e.Port), PortName: s.ports.name(e.Port), LastSeen: time.Unix(0, e.Seen)})
 			})
 		})

@@ -59,7 +59,7 @@ func keyOf(table uint8, priority uint16, m *ofp.Match) flowKey {
 // what snap wants from scratch.
 func (dp *Switch) Adopt(now time.Time, snap *model.Snapshot, have SwitchState, out *Outbox) {
 	if dp.holdsOtherPipeline(have) {
-		dp.Log.Warn("the switch holds flows of sdnlb's that its OpenFlow version cannot read or address; deleting every flow it holds",
+		dp.Peer.Warn(now, "other pipeline", dp.source(), "the switch holds flows of sdnlb's that its OpenFlow version cannot read or address; deleting every flow it holds",
 			"unreadable", len(have.Unreadable), "readable", len(have.Flows))
 		wipe := model.DeleteAllFlows()
 		out.Send(&wipe)
@@ -77,7 +77,7 @@ func (dp *Switch) Adopt(now time.Time, snap *model.Snapshot, have SwitchState, o
 			out.Send(&ofp.GroupMod{Command: ofp.GroupDelete, GroupID: g.GroupID})
 		}
 	}
-	dp.Log.Info("switch adopted", "flows_held", len(have.Flows), "groups_held", len(have.Groups),
+	dp.Peer.Info(now, "switch adopted", dp.source(), "switch adopted", "flows_held", len(have.Flows), "groups_held", len(have.Groups),
 		"changes", len(adds), "connections_kept", dp.accounting.total())
 }
 

@@ -72,6 +72,10 @@ type Config struct {
 // writes a line of one kind and source.
 const peerLogEvery = time.Minute
 
+// source names the switch in the lines its peers can cause, which are
+// limited per source.
+func (c *Config) source() string { return model.FormatDPID(c.DPID) }
+
 // l2Table is the table of the L2 rows: TableL2, or table 0 on a switch
 // with one.
 func (c *Config) l2Table() uint8 {

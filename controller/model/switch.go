@@ -28,3 +28,18 @@ func ComparePortRef(a, b PortRef) int {
 }
 
 func MACString(mac [6]byte) string { return net.HardwareAddr(mac[:]).String() }
+
+// FormatDPID writes a datapath id as Floodlight does: 8 colon-separated
+// hex bytes.
+func FormatDPID(dpid uint64) string {
+	const hex = "0123456789abcdef"
+	var b [23]byte
+	for i := range 8 {
+		v := byte(dpid >> (56 - 8*i))
+		if i > 0 {
+			b[3*i-1] = ':'
+		}
+		b[3*i], b[3*i+1] = hex[v>>4], hex[v&0xf]
+	}
+	return string(b[:])
+}
