@@ -28,7 +28,8 @@
 //     still decode and re-encode byte for byte.
 //   - Open vSwitch's Nicira extensions that an in-switch load balancer
 //     needs are first-class: ActionCT with a nested ActionNAT (conntrack
-//     and NAT), ActionCTClear, ActionResubmit and ActionRegMove
+//     and NAT), ActionCTClear, ActionResubmit, ActionRegMove,
+//     ActionMultipath and ActionFinTimeout
 //     (nx_action.go, laid out as OVS encodes them), and the NXM_1 match
 //     fields ct_state, ct_zone, ct_mark, reg0-15, ct_nw_proto, ct_nw_dst
 //     and ct_tp_dst as ordinary OXMs (MatchCTState, MatchReg, ...;

@@ -367,6 +367,10 @@ func formatAction(a Action) string {
 		return formatRegMove(a)
 	case ActionMultipath:
 		return formatMultipath(a)
+	case ActionFinTimeout:
+		return formatFinTimeout(a)
+	case *ActionFinTimeout:
+		return formatFinTimeout(*a)
 	case *ActionRegMove:
 		return formatRegMove(*a)
 	}

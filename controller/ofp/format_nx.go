@@ -218,6 +218,18 @@ func formatMultipath(a ActionMultipath) string {
 		strconv.FormatUint(uint64(a.Arg), 10) + "," + formatSubfield(a.Dst, a.DstOfs, a.NBits) + ")"
 }
 
+// formatFinTimeout spells a as ovs-ofctl does, leaving out a timeout of 0.
+func formatFinTimeout(a ActionFinTimeout) string {
+	var args []string
+	if a.IdleTimeout != 0 {
+		args = append(args, "idle_timeout="+strconv.Itoa(int(a.IdleTimeout)))
+	}
+	if a.HardTimeout != 0 {
+		args = append(args, "hard_timeout="+strconv.Itoa(int(a.HardTimeout)))
+	}
+	return "fin_timeout(" + strings.Join(args, ",") + ")"
+}
+
 // resubmitPort widens a 16-bit OpenFlow 1.0 port, keeping the reserved
 // ones reserved (0xfff8 is PortInPort).
 func resubmitPort(p uint16) string {

@@ -163,6 +163,8 @@ func TestFormatActions_Nicira(t *testing.T) {
 		{"ResubmitReservedPort", &ActionResubmit{InPort: 0xfffe, Table: 1}, "resubmit(LOCAL,1)"},
 		{"ResubmitNothing", ActionResubmit{InPort: ResubmitInPort, Table: TableAll}, "resubmit(,)"},
 		{"CTClear", ActionCTClear{}, "ct_clear"},
+		{"FinTimeoutIdle", ActionFinTimeout{IdleTimeout: 10}, "fin_timeout(idle_timeout=10)"},
+		{"FinTimeoutBoth", &ActionFinTimeout{IdleTimeout: 1, HardTimeout: 5}, "fin_timeout(idle_timeout=1,hard_timeout=5)"},
 		{"MultipathClient", ActionMultipath{Fields: HashFieldsNWSrc, Algorithm: MultipathModuloN, MaxLink: 255, NBits: 8, Dst: NXMReg(3)},
 			"multipath(nw_src,0,modulo_n,256,0,NXM_NX_REG3[0..7])"},
 		{"MoveWholeFields", ActionRegMove{NBits: 48, Src: NXMEthSrc, Dst: NXMEthDst},

@@ -19,6 +19,7 @@ const (
 	nxastRegMove       = 6  // NXAST_REG_MOVE
 	nxastMultipath     = 10 // NXAST_MULTIPATH
 	nxastResubmitTable = 14 // NXAST_RESUBMIT_TABLE
+	nxastFinTimeout    = 19 // NXAST_FIN_TIMEOUT
 	nxastCT            = 35 // NXAST_CT
 	nxastNAT           = 36 // NXAST_NAT
 	nxastCTClear       = 43 // NXAST_CT_CLEAR
@@ -137,12 +138,23 @@ type ActionMultipath struct {
 	Dst       NXMHeader
 }
 
-func (ActionResubmit) ActionType() ActionType  { return ActionTypeExperimenter }
-func (ActionMultipath) ActionType() ActionType { return ActionTypeExperimenter }
-func (ActionCTClear) ActionType() ActionType   { return ActionTypeExperimenter }
-func (ActionCT) ActionType() ActionType        { return ActionTypeExperimenter }
-func (ActionNAT) ActionType() ActionType       { return ActionTypeExperimenter }
-func (ActionRegMove) ActionType() ActionType   { return ActionTypeExperimenter }
+// ActionFinTimeout is NXAST_FIN_TIMEOUT,
+// fin_timeout(idle_timeout=IdleTimeout,hard_timeout=HardTimeout): when a
+// TCP packet with FIN or RST matches the flow, its timeouts drop to these
+// (0 leaves one as it is; a shorter one stays). A flow on one connection's
+// 5-tuple so ends soon after the connection does, and shows its new idle
+// timeout in its statistics.
+type ActionFinTimeout struct {
+	IdleTimeout, HardTimeout uint16
+}
+
+func (ActionResubmit) ActionType() ActionType   { return ActionTypeExperimenter }
+func (ActionFinTimeout) ActionType() ActionType { return ActionTypeExperimenter }
+func (ActionMultipath) ActionType() ActionType  { return ActionTypeExperimenter }
+func (ActionCTClear) ActionType() ActionType    { return ActionTypeExperimenter }
+func (ActionCT) ActionType() ActionType         { return ActionTypeExperimenter }
+func (ActionNAT) ActionType() ActionType        { return ActionTypeExperimenter }
+func (ActionRegMove) ActionType() ActionType    { return ActionTypeExperimenter }
 
 // appendNXHeader appends the 10 bytes every Nicira action starts with;
 // n is the action length, or 0 when the caller patches it afterwards.
@@ -169,6 +181,13 @@ func (a ActionMultipath) appendAction(b []byte) []byte {
 	b = append(b, 0, 0)
 	b = binary.BigEndian.AppendUint16(b, a.DstOfs<<6|(a.NBits-1))
 	return binary.BigEndian.AppendUint32(b, uint32(a.Dst))
+}
+
+func (a ActionFinTimeout) appendAction(b []byte) []byte {
+	b = appendNXHeader(b, 16, nxastFinTimeout)
+	b = binary.BigEndian.AppendUint16(b, a.IdleTimeout)
+	b = binary.BigEndian.AppendUint16(b, a.HardTimeout)
+	return append(b, 0, 0)
 }
 
 func (ActionCTClear) appendAction(b []byte) []byte {
@@ -253,6 +272,11 @@ func decodeNXAction(body []byte, inCT bool) (Action, bool, error) {
 			return nil, true, ErrBadLength
 		}
 		return ActionResubmit{InPort: binary.BigEndian.Uint16(args), Table: args[2]}, true, nil
+	case nxastFinTimeout:
+		if len(args) != 6 {
+			return nil, true, ErrBadLength
+		}
+		return ActionFinTimeout{IdleTimeout: binary.BigEndian.Uint16(args), HardTimeout: binary.BigEndian.Uint16(args[2:])}, true, nil
 	case nxastCTClear:
 		if len(args) != 6 {
 			return nil, true, ErrBadLength

@@ -173,6 +173,7 @@ func TestOVS_RendersLikeUs(t *testing.T) {
 				ActionCT{Flags: CTCommit, Table: CTRecircNone, Actions: []Action{ActionNAT{Flags: NATSrc | NATPersistent}}}}}}},
 		{Priority: 104, Match: Match{OXMs: []OXM{MatchEthType(0x0800), MatchIPProto(6)}},
 			Instructions: []Instruction{InstructionApplyActions{Actions: []Action{
+				ActionFinTimeout{IdleTimeout: 10}, ActionFinTimeout{IdleTimeout: 1, HardTimeout: 5},
 				ActionRegMove{NBits: 48, Src: NXMEthSrc, Dst: NXMEthDst},
 				ActionRegMove{NBits: 1, DstOfs: 31, Src: NXMReg(0), Dst: NXMReg(1)},
 				ActionRegMove{NBits: 32, Src: 0x80000408, Dst: NXMReg(3)},

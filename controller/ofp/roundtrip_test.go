@@ -151,7 +151,7 @@ func TestAppend_NoAlloc(t *testing.T) {
 			ActionSetField{Field: MatchCTMark(1, 0xffffffff)}}},
 		ActionRegMove{NBits: 16, Src: NXMTCPSrc, Dst: NXMReg(1)}, ActionResubmit{InPort: ResubmitInPort, Table: 2},
 		ActionMultipath{Fields: HashFieldsNWSrc, Algorithm: MultipathModuloN, MaxLink: 255, DstOfs: 8, NBits: 8, Dst: NXMReg(3)},
-		ActionCTClear{}}})
+		ActionFinTimeout{IdleTimeout: 10}, ActionCTClear{}}})
 	tests := []struct {
 		name string
 		msg  Message

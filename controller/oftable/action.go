@@ -90,6 +90,8 @@ func checkAction(a ofp.Action, ctx actionContext) error {
 		return nil
 	case ofp.ActionMultipath:
 		return checkMultipath(a)
+	case ofp.ActionFinTimeout:
+		return checkFinTimeout(a, ctx)
 	case ofp.ActionGroup:
 		switch {
 		case ctx.hasGroup == nil:
@@ -143,6 +145,18 @@ func checkMultipath(a ofp.ActionMultipath) error {
 	case !ok || dst < fieldReg0 || dst >= fieldReg0+numRegs || a.NBits == 0 || int(a.DstOfs)+int(a.NBits) > 32 ||
 		a.NBits < 16 && int(a.MaxLink) >= 1<<a.NBits:
 		return reject(ofp.ErrTypeBadAction, ofp.BadActionBadArgument, "%s: the links do not fit the register's bits", name)
+	}
+	return nil
+}
+
+// checkFinTimeout accepts a fin_timeout on a flow that matches TCP, as
+// Open vSwitch does. It changes no packet; the table keeps no timeouts.
+func checkFinTimeout(a ofp.ActionFinTimeout, ctx actionContext) error {
+	if ctx.match == nil {
+		return nil
+	}
+	if proto, ok := ctx.match.Get(ofp.OXMIPProto); !ok || proto.Uint() != uint64(ofp.IPProtoTCP) {
+		return reject(ofp.ErrTypeBadAction, badActionMatchInconsistent, "%s on a flow that does not match TCP", ofp.FormatActions([]ofp.Action{a}))
 	}
 	return nil
 }
@@ -300,6 +314,8 @@ func deref(a ofp.Action) ofp.Action {
 	case *ofp.ActionCT:
 		return *a
 	case *ofp.ActionCTClear:
+		return *a
+	case *ofp.ActionFinTimeout:
 		return *a
 	case *ofp.ActionNAT:
 		return *a

@@ -96,6 +96,7 @@ func TestCheckActions(t *testing.T) {
 		{"OKMoveOfPart", []ofp.Action{ofp.ActionRegMove{NBits: 8, SrcOfs: 8, Src: ofp.NXMIPSrc, Dst: ofp.NXMIPDst}}, 0xffff},
 		{"OKMoveRegister", []ofp.Action{move(32, ofp.NXMReg(0), ofp.NXMIPDst), move(16, ofp.NXMCTMark, ofp.NXMReg(15))}, 0xffff},
 		{"OKCTClear", []ofp.Action{ofp.ActionCTClear{}}, 0xffff},
+		{"OKFinTimeout", []ofp.Action{&ofp.ActionFinTimeout{IdleTimeout: 10}}, 0xffff},
 		{"ErrMoveUnmodelledField", []ofp.Action{move(32, 0x00012008, ofp.NXMIPDst)}, ofp.BadActionBadType},
 		{"ErrMoveBeyondField", []ofp.Action{ofp.ActionRegMove{NBits: 16, SrcOfs: 24, Src: ofp.NXMIPSrc, Dst: ofp.NXMIPDst}}, ofp.BadActionBadArgument},
 		{"ErrMoveNoBits", []ofp.Action{move(0, ofp.NXMIPSrc, ofp.NXMIPDst)}, ofp.BadActionBadArgument},

@@ -178,6 +178,9 @@ func TestTable_Apply_Errors(t *testing.T) {
 		// OVS 3.1 refuses this flow too (ovs-ofctl: OFPBAC_MATCH_INCONSISTENT).
 		{"ErrSetNDTLLOfSolicitation", add(1, 1, oxms(ofp.MatchEthType(0x86dd), ofp.MatchIPProto(58), ofp.MatchICMPv6Type(135)),
 			ofp.ActionSetField{Field: ofp.MatchIPv6NDTLL(vipMAC)}), ofp.ErrTypeBadAction, 10, "nd_tll=02:00:00:00:00:64 needs icmpv6_type=136"},
+		// OVS 3.1 refuses this flow too (ovs-ofctl: OFPBAC_MATCH_INCONSISTENT).
+		{"ErrFinTimeoutWithoutTCP", add(1, 1, oxms(ofp.MatchEthType(0x0800)), ofp.ActionFinTimeout{IdleTimeout: 10}),
+			ofp.ErrTypeBadAction, 10, "fin_timeout(idle_timeout=10) on a flow that does not match TCP"},
 		{"ErrDuplicateField", add(1, 1, oxms(ofp.MatchEthDst(clientMAC), ofp.MatchEthDst(memberMAC))),
 			ofp.ErrTypeBadMatch, 10, "eth_dst=02:00:00:00:00:02 appears twice"},
 		{"ErrValueOutsideMask", add(1, 1, oxms(ofp.MatchEthType(0x0800), func() ofp.OXM {
