@@ -75,74 +75,90 @@ func (l *FlowLedger) sweep(round uint64) {
 }
 
 // accounting is a switch's share of the counters: the connections its
-// dataplane counted as active, and the ledger of its flows.
+// dataplane counts as active, and the ledger of its flows. A connection
+// is active from its setup until its end: for TCP, its FIN or reset,
+// which the switch shows by dropping its flows' idle timeout to finIdle
+// (model.Closed), seen at the next poll; for every protocol, its flows'
+// removal.
 type accounting struct {
-	active map[uint64]int64 // connections counted, by activeKey
-	ledger *FlowLedger
-	round  uint64 // the poll being assembled
+	active  map[uint64]int64         // connections counted, by activeKey
+	open    map[model.ConnKey]uint32 // the connections counted, to the number of their member
+	finIdle uint16                   // of the switch's TCP connection flows at their end; 0: they keep theirs
+	ledger  *FlowLedger
+	round   uint64 // the poll being assembled
 }
 
-func newAccounting(ledger *FlowLedger) accounting {
-	return accounting{active: map[uint64]int64{}, ledger: ledger}
+func newAccounting(ledger *FlowLedger, finIdle uint16) accounting {
+	return accounting{active: map[uint64]int64{}, open: map[model.ConnKey]uint32{}, finIdle: finIdle, ledger: ledger}
 }
 
 // activeKey names the connections of one VIP to one member.
 func activeKey(vipNum, memberNum uint32) uint64 { return uint64(vipNum)<<32 | uint64(memberNum) }
 
-// count counts a connection of the VIP numbered vipNum to the member
-// numbered memberNum as active on the switch.
-func (a *accounting) count(vipNum, memberNum uint32) { a.active[activeKey(vipNum, memberNum)]++ }
-
-// release stops counting one such connection and reports whether there
-// was one to stop counting.
-func (a *accounting) release(vipNum, memberNum uint32) bool {
-	key := activeKey(vipNum, memberNum)
-	if a.active[key] <= 0 {
-		return false
+// count counts connection k to the member numbered memberNum as active on
+// the switch, once: it reports false for a connection counted already,
+// set up again (a SYN retransmitted while its flows were being
+// installed). One counted for another member stops counting for it.
+func (a *accounting) count(snap *model.Snapshot, k model.ConnKey, memberNum uint32) bool {
+	if was, ok := a.open[k]; ok {
+		if was == memberNum {
+			return false
+		}
+		a.end(snap, k, was)
 	}
-	if a.active[key]--; a.active[key] == 0 {
-		delete(a.active, key)
-	}
+	a.open[k] = memberNum
+	a.active[activeKey(k.VIPNum, memberNum)]++
 	return true
 }
 
-// total is how many connections the switch counts as active.
-func (a *accounting) total() int64 {
-	var n int64
-	for _, c := range a.active {
-		n += c
+// end stops counting connection k, to the member numbered memberNum, if
+// the switch counts it: the VIP's and the member's active counters drop.
+func (a *accounting) end(snap *model.Snapshot, k model.ConnKey, memberNum uint32) {
+	if num, ok := a.open[k]; !ok || num != memberNum {
+		return
 	}
-	return n
+	delete(a.open, k)
+	key := activeKey(k.VIPNum, memberNum)
+	if a.active[key]--; a.active[key] <= 0 {
+		delete(a.active, key)
+	}
+	if m := snap.MemberCnt[memberNum]; m != nil {
+		m.Active.Add(-1)
+	}
+	if v := snap.VIPCnt[k.VIPNum]; v != nil {
+		v.Active.Add(-1)
+	}
 }
+
+// member returns the member connection k is counted for.
+func (a *accounting) member(k model.ConnKey) (uint32, bool) {
+	num, ok := a.open[k]
+	return num, ok
+}
+
+// total is how many connections the switch counts as active.
+func (a *accounting) total() int64 { return int64(len(a.open)) }
 
 // FlowRemoved accounts a connection flow that ended: its counters join the
 // member's totals and, for the client → member direction, the connection
-// stops being active.
+// ends. Only connections this switch's dataplane counted end here: after a
+// reconnect the switch reports flows of the old connection, which settled
+// its counts when it ended.
 func (dp *Switch) FlowRemoved(now time.Time, snap *model.Snapshot, fr *ofp.FlowRemoved) {
 	cat, vipNum, memberNum, ok := model.CookieParts(fr.Cookie)
 	if !ok || (cat != model.CatConn && cat != model.CatConnReply) {
 		return
 	}
-	m := snap.MemberCnt[memberNum] // nil once the member is deleted
 	dir := countsIn
 	if cat == model.CatConnReply {
 		dir = countsOut
 	}
-	dp.accounting.ended(m, dir, fr)
+	dp.accounting.ended(snap.MemberCnt[memberNum], dir, fr) // nil once the member is deleted
 	if cat == model.CatConnReply {
 		return
 	}
-	// Only connections this switch's dataplane counted are released here:
-	// after a reconnect the switch reports flows of the old connection,
-	// which settled its counts when it ended.
-	if !dp.accounting.release(vipNum, memberNum) {
-		return
-	}
-	if m != nil {
-		m.Active.Add(-1)
-	}
-	if v := snap.VIPCnt[vipNum]; v != nil {
-		v.Active.Add(-1)
+	if k, ok := model.ConnKeyOf(&fr.Match, vipNum); ok {
+		dp.accounting.end(snap, k, memberNum)
 	}
 	if v := snap.VIPByNum[vipNum]; v != nil && v.Persist > 0 && v.Pool != nil {
 		if src, ok := model.MatchedSrc(&fr.Match); ok {
@@ -244,16 +260,22 @@ func (dp *Switch) PollPart(snap *model.Snapshot, stats []ofp.FlowStats, last boo
 }
 
 // pollPart adds what each flow of one part of the reply counted since it
-// was last read to its member; after the last part the ledger forgets the
-// flows the poll did not find.
+// was last read to its member, and ends the TCP connections whose flows
+// show their end; after the last part the ledger forgets the flows the
+// poll did not find.
 func (a *accounting) pollPart(snap *model.Snapshot, stats []ofp.FlowStats, last bool) {
 	a.ledger.mu.Lock()
 	defer a.ledger.mu.Unlock()
 	for i := range stats {
 		st := &stats[i]
-		cat, _, memberNum, ok := model.CookieParts(st.Cookie)
+		cat, vipNum, memberNum, ok := model.CookieParts(st.Cookie)
 		if !ok {
 			continue
+		}
+		if cat == model.CatConn && model.Closed(st, a.finIdle) {
+			if k, ok := model.ConnKeyOf(&st.Match, vipNum); ok {
+				a.end(snap, k, memberNum)
+			}
 		}
 		c := counted(cat, st.TableID, st.Priority)
 		if c == 0 {
@@ -278,6 +300,7 @@ func (dp *Switch) Settle(snap *model.Snapshot) {
 
 // settle takes back what the switch contributed to the active counters.
 func (a *accounting) settle(snap *model.Snapshot) {
+	clear(a.open)
 	for key, n := range a.active {
 		if m := snap.MemberCnt[uint32(key)]; m != nil {
 			m.Active.Add(-n)

@@ -292,7 +292,8 @@ type adoptedGroup struct {
 
 // adoptConnection keeps one direction of a connection the configuration
 // still allows, under its cookie of this process, and deletes the others.
-// The client → member direction counts the connection as active.
+// The client → member direction counts the connection as active, unless
+// it shows the connection's end.
 func (dp *Switch) adoptConnection(snap *model.Snapshot, f *ofp.FlowStats, out *Outbox) {
 	cat, _, _, _ := model.CookieParts(f.Cookie)
 	v, m := dp.connectionOf(snap, cat, f)
@@ -307,12 +308,13 @@ func (dp *Switch) adoptConnection(snap *model.Snapshot, f *ofp.FlowStats, out *O
 			OutGroup: ofp.GroupAny, Flags: f.Flags, Match: f.Match, Instructions: f.Instructions}
 		out.Send(&fm)
 	}
-	if cat != model.CatConn {
+	if cat != model.CatConn || model.Closed(f, dp.finIdle()) {
 		return
 	}
-	dp.accounting.count(v.Num, m.Num)
-	m.Cnt.Active.Add(1)
-	v.Cnt.Active.Add(1)
+	if k, ok := model.ConnKeyOf(&f.Match, v.Num); ok && dp.accounting.count(snap, k, m.Num) {
+		m.Cnt.Active.Add(1)
+		v.Cnt.Active.Add(1)
+	}
 }
 
 // connectionOf finds the VIP and member of one direction of a connection

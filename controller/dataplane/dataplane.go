@@ -76,6 +76,18 @@ const peerLogEvery = time.Minute
 // limited per source.
 func (c *Config) source() string { return model.FormatDPID(c.DPID) }
 
+// finIdle is the idle timeout the switch's TCP connection flows drop to
+// at their FIN or reset: Nicira's fin_timeout, on a switch that also
+// matches TCP flags, for the SYN punts that give a connection reusing the
+// ports of an ended one flows of full timeouts (model.SYNPunt): Open
+// vSwitch, with select groups. A switch of one table has neither.
+func (c *Config) finIdle() uint16 {
+	if c.OneTable || !c.Groups {
+		return 0
+	}
+	return model.FinIdle(c.IdleTimeout)
+}
+
 // l2Table is the table of the L2 rows: TableL2, or table 0 on a switch
 // with one.
 func (c *Config) l2Table() uint8 {
@@ -93,7 +105,7 @@ func New(cfg Config) *Switch {
 		Learner:    newL2Learner(cfg.l2Table()),
 		dispatcher: newDispatcher(),
 		held:       newHeldSetups(),
-		accounting: newAccounting(cfg.Ledger),
+		accounting: newAccounting(cfg.Ledger, cfg.finIdle()),
 		fabricRows: newFabricRows(),
 		pkt:        newDecoder(),
 		flows:      model.NewConnFlows(),

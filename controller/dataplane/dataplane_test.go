@@ -3,6 +3,7 @@ package dataplane
 import (
 	"fmt"
 	"net"
+	"net/netip"
 	"slices"
 	"strings"
 	"sync/atomic"
@@ -332,6 +333,14 @@ func setupLines(i int, sport uint16) []string {
 		fmt.Sprintf("flow_mod cookie=0x5d1100000100000%d, priority=1000, idle_timeout=30, send_flow_rem, tcp,nw_src=10.0.0.%d,nw_dst=10.0.1.5,tp_src=8080,tp_dst=%d actions=%s,output:10", i, i, sport, reverseNAT),
 		fmt.Sprintf("packet_out in_port=10 actions=%s data=<in>", natActions(i)),
 	}
+}
+
+// clientFlowMatch is the match of the client → member flow of the
+// client's connection from sport to the VIP, as a switch reports it.
+func clientFlowMatch(sport uint16) ofp.Match {
+	return ofp.Match{OXMs: []ofp.OXM{ofp.MatchEthType(ofp.EthTypeIPv4), ofp.MatchIPProto(ofp.IPProtoTCP),
+		ofp.MatchIPv4Src(netip.MustParseAddr(testnet.ClientIP).As4()), ofp.MatchIPv4Dst(netip.MustParseAddr("10.0.0.100").As4()),
+		ofp.MatchTCPSrc(sport), ofp.MatchTCPDst(80)}}
 }
 
 // rstLine is the reset of the client's sport, flags and numbers as
@@ -687,7 +696,8 @@ func TestDataplane_Refusals(t *testing.T) {
 		d := newDecision(t, testnet.Config(limit1))
 		d.teach(1, 2, 3)
 		d.packetIn(testnet.ClientOF, testnet.SYN(t, 40000))
-		d.dp.FlowRemoved(d.now, d.snap, &ofp.FlowRemoved{Cookie: model.MakeCookie(model.CatConn, 1, 1), Reason: ofp.RemovedIdleTimeout})
+		d.dp.FlowRemoved(d.now, d.snap, &ofp.FlowRemoved{Cookie: model.MakeCookie(model.CatConn, 1, 1), Match: clientFlowMatch(40000),
+			Reason: ofp.RemovedIdleTimeout})
 		assertSent(t, d.packetIn(testnet.ClientOF, testnet.SYN(t, 40001)), setupLines(2, 40001)...)
 	})
 	t.Run("LimitFreedWhenMemberDeleted", func(t *testing.T) {
@@ -698,7 +708,8 @@ func TestDataplane_Refusals(t *testing.T) {
 			limit1(c)
 			c.Members = c.Members[1:]
 		}))
-		d.dp.FlowRemoved(d.now, d.snap, &ofp.FlowRemoved{Cookie: model.MakeCookie(model.CatConn, 1, 1), Reason: ofp.RemovedDelete})
+		d.dp.FlowRemoved(d.now, d.snap, &ofp.FlowRemoved{Cookie: model.MakeCookie(model.CatConn, 1, 1), Match: clientFlowMatch(40000),
+			Reason: ofp.RemovedDelete})
 		// The scheduler's second turn: the second of m2, m3.
 		assertSent(t, d.packetIn(testnet.ClientOF, testnet.SYN(t, 40001)), setupLines(3, 40001)...)
 	})
@@ -787,7 +798,7 @@ func TestDataplane_Accounting(t *testing.T) {
 	d.teach(1, 2, 3)
 	d.packetIn(testnet.ClientOF, testnet.SYN(t, 40000))
 	m1 := testnet.MemberByID(d.snap, "m1").Cnt
-	match := ofp.Match{OXMs: []ofp.OXM{ofp.MatchEthType(ofp.EthTypeIPv4)}}
+	match := clientFlowMatch(40000)
 	fwd := func(packets, bytes uint64) ofp.FlowStats {
 		return ofp.FlowStats{Cookie: model.MakeCookie(model.CatConn, 1, 1), Match: match, PacketCount: packets, ByteCount: bytes, DurationSec: 1}
 	}

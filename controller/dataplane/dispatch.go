@@ -33,6 +33,14 @@ type dispatcher struct {
 	switched map[uint32]*switchedVIP              // the VIPs the switch dispatches, by number
 	routes   map[model.RouteKey]model.MemberRoute // TableToMember rows
 	adopted  map[uint32]adoptedGroup              // groups the switch held at the handshake, by the number of the VIP they serve
+	synPunts map[uint32]installedFlow             // the SYN punts of the VIPs the controller dispatches, by number
+}
+
+// installedFlow is a flow the switch was sent, and its match as text, to
+// tell whether a flow wanted now is the same.
+type installedFlow struct {
+	flow  model.Flow
+	match string
 }
 
 func newDispatcher() dispatcher {
@@ -40,6 +48,7 @@ func newDispatcher() dispatcher {
 		switched: map[uint32]*switchedVIP{},
 		routes:   map[model.RouteKey]model.MemberRoute{},
 		adopted:  map[uint32]adoptedGroup{},
+		synPunts: map[uint32]installedFlow{},
 	}
 }
 
@@ -50,7 +59,38 @@ func (dp *Switch) dispatch(now time.Time, snap *model.Snapshot, out *Outbox) {
 		return
 	}
 	dp.dispatcher.dropStale(snap, out)
-	dp.redispatch(now, snap, model.SortedVIPs(snap), nil, out)
+	vips := model.SortedVIPs(snap)
+	dp.dispatcher.puntSYNs(snap, vips, out)
+	dp.redispatch(now, snap, vips, nil, out)
+}
+
+// puntSYNs gives the VIPs of snap whose TCP connections the controller
+// dispatches their SYN punt, and takes it from the others. A VIP's flows
+// purged (deleted, or moved to another address) took its punt with them.
+func (d *dispatcher) puntSYNs(snap *model.Snapshot, vips []*model.VIP, out *Outbox) {
+	for _, num := range slices.Sorted(maps.Keys(d.synPunts)) {
+		v := snap.VIPByNum[num]
+		if v != nil && model.PuntsSYNs(v) {
+			continue
+		}
+		if v != nil {
+			del := d.synPunts[num].flow.Remove()
+			out.Send(&del)
+		}
+		delete(d.synPunts, num)
+	}
+	for _, v := range vips {
+		if !model.PuntsSYNs(v) {
+			continue
+		}
+		add := model.SYNPunt(v).Add()
+		match := add.Match.String()
+		if d.synPunts[v.Num].match == match {
+			continue
+		}
+		out.Send(&add)
+		d.synPunts[v.Num] = installedFlow{flow: model.SYNPunt(v), match: match}
+	}
 }
 
 // dispatchAt is dispatch for what changed at member addresses only: their

@@ -42,10 +42,10 @@ func (dp *Switch) handleVIPPacket(p *packetIn, out *Outbox) {
 		ClientPort: sport, VIPPort: dport,
 		ClientOFPort: p.inPort,
 		VIPMAC:       v.MAC, VIPNum: v.Num,
-		IdleTimeout: dp.IdleTimeout, HardTimeout: dp.HardTimeout,
+		IdleTimeout: dp.IdleTimeout, HardTimeout: dp.HardTimeout, FinIdle: dp.finIdle(),
 		DSR: v.DSR(),
 	}
-	if dp.forwardRecent(p, &c, out) || !dp.admit(p, proto, v, out) {
+	if dp.forwardRecent(p, &c, out) || dp.setUpAgain(p, &c, out) || !dp.admit(p, proto, v, out) {
 		return
 	}
 	pool := v.Pool
@@ -65,6 +65,32 @@ func (dp *Switch) handleVIPPacket(p *packetIn, out *Outbox) {
 	}
 	c.MemberMAC, c.MemberOFPort = e.MAC, e.Port
 	dp.install(p.now, p.snap, &c, p.frame, out)
+}
+
+// setUpAgain gives a SYN of a connection the switch counts as active (a
+// retransmission, or a client reusing the ports of a connection whose end
+// the switch has not shown yet) the connection's member again, with fresh
+// flows: the connection is admitted already, and stays counted once.
+func (dp *Switch) setUpAgain(p *packetIn, c *model.Connection, out *Outbox) bool {
+	if !p.hasTCP || !p.tcp.SYN || p.tcp.ACK {
+		return false
+	}
+	num, ok := dp.accounting.member(c.Key())
+	if !ok {
+		return false
+	}
+	m := p.snap.Member(num)
+	if m == nil || !model.InRotation(m.Status) {
+		return false
+	}
+	e, known := dp.Learner.Host(m.IP)
+	if !known || e.Port == 0 {
+		return false
+	}
+	c.SetMember(m, dp.Groups)
+	c.MemberMAC, c.MemberOFPort = e.MAC, e.Port
+	dp.installFlows(c, p.frame, out)
+	return true
 }
 
 // connPorts returns the client's and the VIP's port of a packet of proto
@@ -168,22 +194,21 @@ func (dp *Switch) pick(now time.Time, pool *model.Pool, v *model.VIP, key model.
 	return m
 }
 
-// install pushes a connection's flow pair and releases its first packet
-// with the same rewrite. The switch handles messages in order, so no
-// barrier is needed. The VIP's active count was taken at admission.
+// install pushes a connection's flows and counts it. The VIP's active
+// count was taken at admission; a connection counted already (a held SYN
+// and its retransmission) gives it back.
 func (dp *Switch) install(now time.Time, snap *model.Snapshot, c *model.Connection, data []byte, out *Outbox) {
-	for i, mods := 0, dp.flows.Fill(c); i < len(mods); i++ {
-		out.Send(&mods[i])
-	}
-	dp.sendFrame(c.ClientOFPort, dp.flows.Actions(model.DirForward), data, out)
-	if dp.L2 == model.L2Fabric && !c.DSR {
-		dp.passReplies(&dp.flows.Mods[model.DirReverse], c.MemberMAC, out)
-	}
+	dp.installFlows(c, data, out)
 	if m := snap.MemberCnt[c.MemberNum]; m != nil {
-		m.Active.Add(1)
 		m.Total.Add(1)
 	}
-	dp.accounting.count(c.VIPNum, c.MemberNum)
+	if dp.accounting.count(snap, c.Key(), c.MemberNum) {
+		if m := snap.MemberCnt[c.MemberNum]; m != nil {
+			m.Active.Add(1)
+		}
+	} else if v := snap.VIPCnt[c.VIPNum]; v != nil {
+		v.Active.Add(-1)
+	}
 	if dp.recent == nil {
 		dp.recent = new(recentCache)
 	}
@@ -192,6 +217,19 @@ func (dp *Switch) install(now time.Time, snap *model.Snapshot, c *model.Connecti
 	if dp.debug {
 		dp.Log.Debug("connection set up", "client", c.ClientIP.String(), "client_port", c.ClientPort,
 			"vip", c.VIPIP.String(), "member", c.MemberIP.String(), "member_port", c.MemberPort)
+	}
+}
+
+// installFlows pushes a connection's flow pair and releases its first
+// packet with the same rewrite. The switch handles messages in order, so
+// no barrier is needed.
+func (dp *Switch) installFlows(c *model.Connection, data []byte, out *Outbox) {
+	for i, mods := 0, dp.flows.Fill(c); i < len(mods); i++ {
+		out.Send(&mods[i])
+	}
+	dp.sendFrame(c.ClientOFPort, dp.flows.Actions(model.DirForward), data, out)
+	if dp.L2 == model.L2Fabric && !c.DSR {
+		dp.passReplies(&dp.flows.Mods[model.DirReverse], c.MemberMAC, out)
 	}
 }
 

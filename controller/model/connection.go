@@ -19,6 +19,10 @@ type Connection struct {
 	VIPMAC, MemberMAC               [6]byte
 	VIPNum, MemberNum               uint32
 	IdleTimeout, HardTimeout        uint16
+	// FinIdle: TCP, on a switch with Nicira actions: the idle timeout
+	// both flows drop to once the connection's FIN or reset passes them
+	// (FinIdle); 0 for none.
+	FinIdle uint16
 	// DSR: direct server return, only the destination MAC is rewritten
 	// and the member replies straight to the client: no reverse flow.
 	DSR bool
@@ -69,6 +73,33 @@ func (c *Connection) reverse() natDirection {
 	}
 }
 
+// finIdleTimeout is the idle timeout of a TCP connection's flows once its
+// FIN or reset has passed them: long enough for the quiet side of a
+// half-closed connection, short enough to free the switch's table soon
+// after the connection ends.
+const finIdleTimeout uint16 = 10
+
+// FinIdle is the idle timeout connection flows of idle timeout idle drop
+// to at their connection's FIN or reset: finIdleTimeout, or less than idle
+// where that is not shorter, so that the flow's statistics show the drop;
+// 0 (none) when idle is a second.
+func FinIdle(idle uint16) uint16 {
+	switch {
+	case idle == 0 || idle > finIdleTimeout:
+		return finIdleTimeout
+	case idle > 1:
+		return idle - 1
+	}
+	return 0
+}
+
+// Closed reports whether the statistics of a connection flow whose
+// connections drop to finIdle say that its connection ended: a TCP
+// flow's idle timeout dropped at its FIN or reset.
+func Closed(st *ofp.FlowStats, finIdle uint16) bool {
+	return finIdle != 0 && st.IdleTimeout == finIdle && MatchedProto(&st.Match) == ofp.IPProtoTCP
+}
+
 // Directions of a connection's flow pair, as ConnFlows indexes them.
 const (
 	DirForward = 0
@@ -84,7 +115,9 @@ type ConnFlows struct {
 	oxms  [2][9]ofp.OXM
 	sets  [2][3]ofp.ActionSetField
 	outs  [2]ofp.ActionOutput
-	acts  [2][5]ofp.Action
+	fins  [2]ofp.ActionFinTimeout
+	fin   [2]bool // the direction's actions start with fins
+	acts  [2][6]ofp.Action
 	apply [2]ofp.InstructionApplyActions
 	insts [2][1]ofp.Instruction
 	// the forward direction's commit in the member zone (memberZone)
@@ -116,8 +149,14 @@ func (f *ConnFlows) Fill(c *Connection) []ofp.FlowMod {
 }
 
 // Actions returns the actions of direction d of the last fill, for a
-// packet-out that must leave as the flow would send it.
-func (f *ConnFlows) Actions(d int) []ofp.Action { return f.apply[d].Actions }
+// packet-out that must leave as the flow would send it: without the
+// fin_timeout, which only a flow can carry.
+func (f *ConnFlows) Actions(d int) []ofp.Action {
+	if f.fin[d] {
+		return f.apply[d].Actions[1:]
+	}
+	return f.apply[d].Actions
+}
 
 func (f *ConnFlows) fillDirection(d int, c *Connection, nd natDirection) {
 	// Slot 0 is kept for in_port, needed only when the packet leaves by the
@@ -144,16 +183,26 @@ func (f *ConnFlows) fillDirection(d int, c *Connection, nd natDirection) {
 		match = f.oxms[d][:len(match)+1]
 		f.outs[d].Port = ofp.PortInPort
 	}
+	// A fin_timeout leads, so that a packet-out's actions, which must not
+	// have it, are the rest.
+	n := 0
+	f.fin[d] = c.FinIdle != 0 && c.Proto == ofp.IPProtoTCP
+	if f.fin[d] {
+		f.fins[d] = ofp.ActionFinTimeout{IdleTimeout: c.FinIdle}
+		f.acts[d][0] = &f.fins[d]
+		n++
+	}
 	f.sets[d] = [3]ofp.ActionSetField{{Field: nd.setEth}, {Field: nd.setIP}, {Field: nd.setPort}}
-	n := 2 // eth and ipv4 rewrites; ICMP has no port to rewrite
+	sets := 2 // eth and ipv4 rewrites; ICMP has no port to rewrite
 	switch {
 	case c.DSR:
-		n = 1
+		sets = 1
 	case HasPorts(c.Proto):
-		n = 3
+		sets = 3
 	}
-	for i := range n {
-		f.acts[d][i] = &f.sets[d][i]
+	for i := range sets {
+		f.acts[d][n] = &f.sets[d][i]
+		n++
 	}
 	if c.MemberZone && d == DirForward {
 		f.commitSets[0].Field = ofp.MatchCTLabel(AddressLabel(c.VIPIP))
@@ -218,6 +267,24 @@ type ConnKey struct {
 func (k ConnKey) Set() int {
 	h := Fold32(k.ClientIP)*0x9e3779b1 ^ uint32(k.ClientPort)*0x85ebca6b ^ k.VIPNum*0xc2b2ae35
 	return int(h>>16^h) & (recentSets - 1) * RecentWays
+}
+
+// ConnKeyOf is the key of the connection whose client → member flow has
+// match m, to the VIP numbered vipNum.
+func ConnKeyOf(m *ofp.Match, vipNum uint32) (ConnKey, bool) {
+	client, ok := MatchedSrc(m)
+	if !ok {
+		return ConnKey{}, false
+	}
+	k := ConnKey{ClientIP: client, Proto: MatchedProto(m), VIPNum: vipNum}
+	if HasPorts(k.Proto) {
+		p, ok := m.Get(L4SrcField(k.Proto))
+		if !ok {
+			return ConnKey{}, false
+		}
+		k.ClientPort = uint16(p.Uint())
+	}
+	return k, true
 }
 
 func (c *Connection) Key() ConnKey {

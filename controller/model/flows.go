@@ -25,6 +25,7 @@ const (
 
 	// TableClassify
 	prioLLDP         uint16 = 2000 // LLDP to the nearest bridge (link discovery, lldp.go) → CONTROLLER, before anything a VIP matches
+	prioVIPSYN       uint16 = 1001 // per CONTROLLER TCP VIP, on a switch with Nicira matches: a SYN to its MAC and service → CONTROLLER, also one that reuses the ports of a connection whose flows remain; +1 on one port
 	PrioConnection   uint16 = 1000 // a connection's NAT flow pair, on its full 5-tuple
 	prioVIPReply     uint16 = 901  // per SWITCH DSR VIP: its members' replies, from its service → the tracker's VIP zone, TableL2; +1 on one port
 	PrioMemberReply  uint16 = 900  // per member address: its replies → CONTROLLER, or the tracker's member zone (SWITCH NAT)
@@ -290,6 +291,26 @@ func VIPFlows(v, answerer *VIP, l2 L2Mode, f SwitchFeatures) []ofp.FlowMod {
 		answer = answer[:1] // the claim's drop: the answer needs Nicira moves, so the controller answers
 	}
 	return append(append(answer, errors...), arpPunt.Add(), probeAnswers.Add(), ServicePunt(v), otherDrop.Add())
+}
+
+// SYNPunt sends every SYN to v's service to the controller, above the
+// connection flows, where the controller dispatches v's TCP connections
+// on a switch with Nicira matches (PuntsSYNs): a client that reuses the ports of a connection whose
+// flows remain (ended, or idle) opens a new connection, which the
+// controller counts and gives flows of full timeouts. It matches the
+// VIP's MAC, which only a client's packets carry: under DSR a packet that
+// another switch dispatched comes on with the VIP's address. The in-switch
+// dispatch goes without it.
+func SYNPunt(v *VIP) Flow {
+	match := append([]ofp.OXM{ofp.MatchEthDst(v.MAC)}, serviceMatch(ofp.IPProtoTCP, v.IP, toService, v.Port)...)
+	return Flow{Cookie: MakeCookie(CatVIP, v.Num, 0), Priority: prioVIPSYN + v.onePort(), Actions: []ofp.Action{toController},
+		Match: append(match, ofp.MatchTCPFlags(ofp.TCPFlagSYN, ofp.TCPFlagSYN|ofp.TCPFlagACK))}
+}
+
+// PuntsSYNs reports whether a switch with select groups and Nicira matches
+// has v's SYN punt: the controller dispatches v's TCP connections.
+func PuntsSYNs(v *VIP) bool {
+	return !v.Switched() && (v.Proto == ofp.IPProtoTCP || v.Proto == protoAny)
 }
 
 // icmpErrorFlows take ICMP errors to v's address that say a packet was too

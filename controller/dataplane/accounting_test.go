@@ -1,0 +1,159 @@
+package dataplane
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/sdnlb/sdnlb"
+	"github.com/sdnlb/sdnlb/controller/internal/testnet"
+	"github.com/sdnlb/sdnlb/controller/model"
+	"github.com/sdnlb/sdnlb/controller/ofp"
+)
+
+// controlledTCP is a switch with select groups and Nicira actions whose
+// VIP the controller dispatches, with a connection limit of limit (-1:
+// none).
+func controlledTCP(t *testing.T, limit int) *decision {
+	t.Helper()
+	d := newSwitchDecision(t, testnet.Config(func(c *sdnlb.Config) {
+		c.Pools[0].Dispatch = sdnlb.DispatchController
+		c.VIPs[0].ConnectionLimit = limit
+	}))
+	for i := 1; i <= 3; i++ {
+		d.learnMember(i)
+	}
+	return d
+}
+
+// flowStats is what the switch reports of the client → member flow of
+// the connection from sport to member i: its idle timeout, 10 once its
+// FIN or reset passed it.
+func flowStats(member int, sport, idle uint16) ofp.FlowStats {
+	return ofp.FlowStats{Cookie: model.MakeCookie(model.CatConn, 1, uint32(member)), Priority: model.PrioConnection,
+		IdleTimeout: idle, Match: clientFlowMatch(sport), PacketCount: 5, ByteCount: 500}
+}
+
+func (d *decision) pollOnce(stats ...ofp.FlowStats) {
+	d.dp.BeginPoll()
+	d.dp.PollPart(d.snap, stats, true)
+}
+
+func (d *decision) activeCounts(member int) (memberActive, vipActive int64) {
+	return testnet.MemberByID(d.snap, "m"+string(rune('0'+member))).Cnt.Active.Load(), d.snap.VIPByID["v1"].Cnt.Active.Load()
+}
+
+// A TCP connection's flows drop to a short idle timeout at its FIN or
+// reset, and the connection stops counting as active at the first poll
+// that shows it, not when its flows idle out.
+func TestAccounting_ConnectionEndsAtFIN(t *testing.T) {
+	d := controlledTCP(t, -1)
+	got := d.packetIn(testnet.ClientOF, testnet.SYN(t, 40000))
+	for _, l := range got {
+		switch {
+		case strings.HasPrefix(l, "flow_mod cookie=0x5d1") && !strings.Contains(l, "actions=fin_timeout(idle_timeout=10),"):
+			t.Errorf("a connection flow without fin_timeout: %s", l)
+		case strings.HasPrefix(l, "packet_out") && strings.Contains(l, "fin_timeout"):
+			t.Errorf("a packet-out with fin_timeout, which only a flow can carry: %s", l)
+		}
+	}
+	if m, v := d.activeCounts(1); m != 1 || v != 1 {
+		t.Fatalf("after the setup: member active %d, VIP active %d, want 1 and 1", m, v)
+	}
+	d.pollOnce(flowStats(1, 40000, 30))
+	if m, v := d.activeCounts(1); m != 1 || v != 1 {
+		t.Errorf("open: member active %d, VIP active %d, want 1 and 1", m, v)
+	}
+	d.pollOnce(flowStats(1, 40000, 10))
+	if m, v := d.activeCounts(1); m != 0 || v != 0 {
+		t.Errorf("after its FIN: member active %d, VIP active %d, want 0 and 0", m, v)
+	}
+	// Its flows idle out later: it ended once.
+	d.pollOnce(flowStats(1, 40000, 10))
+	fs := flowStats(1, 40000, 10)
+	d.dp.FlowRemoved(d.now, d.snap, &ofp.FlowRemoved{Cookie: fs.Cookie, Priority: fs.Priority, IdleTimeout: 10, Match: fs.Match,
+		Reason: ofp.RemovedIdleTimeout})
+	if m, v := d.activeCounts(1); m != 0 || v != 0 {
+		t.Errorf("after its flows idled out: member active %d, VIP active %d, want 0 and 0", m, v)
+	}
+	if st := testnet.MemberByID(d.snap, "m1").Stats(); st.ActiveConnections != 0 || st.TotalConnections != 1 {
+		t.Errorf("member stats: active %d total %d, want 0 and 1", st.ActiveConnections, st.TotalConnections)
+	}
+}
+
+// Every SYN to a VIP the controller dispatches reaches it, also one that
+// reuses the ports of a connection whose flows remain; the connection's
+// other packets stay in the switch.
+func TestAccounting_SYNPunt(t *testing.T) {
+	d := controlledTCP(t, -1)
+	d.packetIn(testnet.ClientOF, testnet.SYN(t, 40000))
+	if got := d.forward(testnet.ClientOF, testnet.SYN(t, 40000)); got != "CONTROLLER" {
+		t.Errorf("a SYN on the ports of a connection with flows went %s, want CONTROLLER", got)
+	}
+	ack := testnet.TCPFrame(t, testnet.TCPSeg{SrcMAC: testnet.ClientMAC, DstMAC: testnet.VIPMAC, Src: testnet.ClientIP, Dst: "10.0.0.100",
+		Sport: 40000, Dport: 80, ACK: true, Seq: 1001, AckNum: 5001})
+	if got := d.forward(testnet.ClientOF, ack); !strings.HasPrefix(got, "output:1 ") {
+		t.Errorf("the connection's ACK went %s, want member 1", got)
+	}
+
+	// The pool moves to the switch's dispatch: the punt goes, and SYNs go
+	// to the group.
+	d.configure(testnet.Config(func(c *sdnlb.Config) { c.Pools[0].Dispatch = sdnlb.DispatchSwitch }))
+	if got := d.forward(testnet.ClientOF, testnet.SYN(t, 40001)); got == "CONTROLLER" {
+		t.Errorf("a SYN to a VIP the switch dispatches went to the controller")
+	}
+	// And back.
+	d.configure(testnet.Config(func(c *sdnlb.Config) { c.Pools[0].Dispatch = sdnlb.DispatchController }))
+	if got := d.forward(testnet.ClientOF, testnet.SYN(t, 40000)); got != "CONTROLLER" {
+		t.Errorf("back under the controller's dispatch, a reusing SYN went %s, want CONTROLLER", got)
+	}
+}
+
+// A SYN of a connection counted already, retransmitted past the recent
+// window, gets its member again and counts once; a limited VIP does not
+// refuse it. A client reusing the ports once the end shows is a new
+// connection.
+func TestAccounting_SYNAgainCountsOnce(t *testing.T) {
+	d := controlledTCP(t, 1)
+	d.packetIn(testnet.ClientOF, testnet.SYN(t, 40000))
+	d.advance(time.Duration(model.RecentWindow) + time.Second)
+	got := d.packetIn(testnet.ClientOF, testnet.SYN(t, 40000))
+	if countPrefix(got, "flow_mod cookie=0x5d1000000100000") != 1 || !strings.Contains(strings.Join(got, "\n"), "output:1 data=<in>") {
+		t.Errorf("the retransmitted SYN got\n  %s\nwant member 1's flows and its packet-out", strings.Join(got, "\n  "))
+	}
+	if m, v := d.activeCounts(1); m != 1 || v != 1 {
+		t.Errorf("after the retransmission: member active %d, VIP active %d, want 1 and 1", m, v)
+	}
+	// The limit of 1 holds against another connection ...
+	if got := d.packetIn(testnet.ClientOF, testnet.SYN(t, 40001)); !strings.Contains(strings.Join(got, "\n"), "RST") {
+		t.Errorf("a second connection past the limit got\n  %s\nwant a reset", strings.Join(got, "\n  "))
+	}
+	// ... until the first one's FIN shows.
+	d.pollOnce(flowStats(1, 40000, 10))
+	if got := d.packetIn(testnet.ClientOF, testnet.SYN(t, 40001)); countPrefix(got, "flow_mod cookie=0x5d1") != 2 {
+		t.Errorf("after the first connection's end, a second got\n  %s\nwant its flows", strings.Join(got, "\n  "))
+	}
+	if _, v := d.activeCounts(1); v != 1 {
+		t.Errorf("VIP active %d, want 1", v)
+	}
+}
+
+// Flows a switch holds at its handshake count as active connections
+// unless they show their end.
+func TestAccounting_AdoptsOpenConnections(t *testing.T) {
+	d := controlledTCP(t, -1)
+	open, ended := flowStats(1, 40000, 30), flowStats(2, 40001, 10)
+	for i, f := range []*ofp.FlowStats{&open, &ended} {
+		member := byte(i + 1)
+		f.Instructions = []ofp.Instruction{ofp.InstructionApplyActions{Actions: []ofp.Action{
+			ofp.ActionSetField{Field: ofp.MatchEthDst([6]byte{0xaa, 0, 0, 0, 0, member})},
+			ofp.ActionSetField{Field: ofp.MatchIPv4Dst([4]byte{10, 0, 0, member})},
+			ofp.ActionSetField{Field: ofp.MatchTCPDst(8080)}, ofp.ActionOutput{Port: uint32(member)}}}}
+	}
+	next := New(d.dp.Config)
+	out := NewOutbox(&d.xids, nil)
+	next.Adopt(d.now, d.snap, SwitchState{Flows: []ofp.FlowStats{open, ended}}, out)
+	if n := next.accounting.total(); n != 1 {
+		t.Errorf("adopted %d active connections, want the open one", n)
+	}
+}
