@@ -78,18 +78,27 @@ func (l *FlowLedger) sweep(round uint64) {
 // dataplane counts as active, and the ledger of its flows. A connection
 // is active from its setup until its end: for TCP, its FIN or reset,
 // which the switch shows by dropping its flows' idle timeout to finIdle
-// (model.Closed), seen at the next poll; for every protocol, its flows'
-// removal.
+// (model.Closed), seen at the next poll, or sends up at once for a VIP
+// with a connection limit (model.EndPunts); for every protocol, its
+// flows' removal. A connection that ended is kept until its flows go, so
+// that the packets the controller still gets of it (a FIN retransmitted)
+// reach its member.
 type accounting struct {
-	active  map[uint64]int64         // connections counted, by activeKey
-	open    map[model.ConnKey]uint32 // the connections counted, to the number of their member
-	finIdle uint16                   // of the switch's TCP connection flows at their end; 0: they keep theirs
+	active  map[uint64]int64              // connections counted, by activeKey
+	conns   map[model.ConnKey]countedConn // the connections counted, and those ended whose flows remain
+	finIdle uint16                        // of the switch's TCP connection flows at their end; 0: they keep theirs
 	ledger  *FlowLedger
 	round   uint64 // the poll being assembled
 }
 
+// countedConn is a connection the switch counts, or counted.
+type countedConn struct {
+	member uint32 // its number
+	ended  bool
+}
+
 func newAccounting(ledger *FlowLedger, finIdle uint16) accounting {
-	return accounting{active: map[uint64]int64{}, open: map[model.ConnKey]uint32{}, finIdle: finIdle, ledger: ledger}
+	return accounting{active: map[uint64]int64{}, conns: map[model.ConnKey]countedConn{}, finIdle: finIdle, ledger: ledger}
 }
 
 // activeKey names the connections of one VIP to one member.
@@ -98,15 +107,16 @@ func activeKey(vipNum, memberNum uint32) uint64 { return uint64(vipNum)<<32 | ui
 // count counts connection k to the member numbered memberNum as active on
 // the switch, once: it reports false for a connection counted already,
 // set up again (a SYN retransmitted while its flows were being
-// installed). One counted for another member stops counting for it.
+// installed). One counted for another member stops counting for it; one
+// that ended is a new connection on the same ports.
 func (a *accounting) count(snap *model.Snapshot, k model.ConnKey, memberNum uint32) bool {
-	if was, ok := a.open[k]; ok {
-		if was == memberNum {
+	if c, ok := a.conns[k]; ok && !c.ended {
+		if c.member == memberNum {
 			return false
 		}
-		a.end(snap, k, was)
+		a.end(snap, k, c.member)
 	}
-	a.open[k] = memberNum
+	a.conns[k] = countedConn{member: memberNum}
 	a.active[activeKey(k.VIPNum, memberNum)]++
 	return true
 }
@@ -114,10 +124,11 @@ func (a *accounting) count(snap *model.Snapshot, k model.ConnKey, memberNum uint
 // end stops counting connection k, to the member numbered memberNum, if
 // the switch counts it: the VIP's and the member's active counters drop.
 func (a *accounting) end(snap *model.Snapshot, k model.ConnKey, memberNum uint32) {
-	if num, ok := a.open[k]; !ok || num != memberNum {
+	c, ok := a.conns[k]
+	if !ok || c.member != memberNum || c.ended {
 		return
 	}
-	delete(a.open, k)
+	a.conns[k] = countedConn{member: memberNum, ended: true}
 	key := activeKey(k.VIPNum, memberNum)
 	if a.active[key]--; a.active[key] <= 0 {
 		delete(a.active, key)
@@ -130,14 +141,29 @@ func (a *accounting) end(snap *model.Snapshot, k model.ConnKey, memberNum uint32
 	}
 }
 
-// member returns the member connection k is counted for.
-func (a *accounting) member(k model.ConnKey) (uint32, bool) {
-	num, ok := a.open[k]
-	return num, ok
+// forget ends connection k, whose client → member flow is gone, and
+// forgets it.
+func (a *accounting) forget(snap *model.Snapshot, k model.ConnKey, memberNum uint32) {
+	a.end(snap, k, memberNum)
+	if c, ok := a.conns[k]; ok && c.member == memberNum {
+		delete(a.conns, k)
+	}
+}
+
+// connection returns the connection k the switch counts or counted.
+func (a *accounting) connection(k model.ConnKey) (countedConn, bool) {
+	c, ok := a.conns[k]
+	return c, ok
 }
 
 // total is how many connections the switch counts as active.
-func (a *accounting) total() int64 { return int64(len(a.open)) }
+func (a *accounting) total() int64 {
+	var n int64
+	for _, c := range a.active {
+		n += c
+	}
+	return n
+}
 
 // FlowRemoved accounts a connection flow that ended: its counters join the
 // member's totals and, for the client → member direction, the connection
@@ -158,7 +184,7 @@ func (dp *Switch) FlowRemoved(now time.Time, snap *model.Snapshot, fr *ofp.FlowR
 		return
 	}
 	if k, ok := model.ConnKeyOf(&fr.Match, vipNum); ok {
-		dp.accounting.end(snap, k, memberNum)
+		dp.accounting.forget(snap, k, memberNum)
 	}
 	if v := snap.VIPByNum[vipNum]; v != nil && v.Persist > 0 && v.Pool != nil {
 		if src, ok := model.MatchedSrc(&fr.Match); ok {
@@ -300,7 +326,7 @@ func (dp *Switch) Settle(snap *model.Snapshot) {
 
 // settle takes back what the switch contributed to the active counters.
 func (a *accounting) settle(snap *model.Snapshot) {
-	clear(a.open)
+	clear(a.conns)
 	for key, n := range a.active {
 		if m := snap.MemberCnt[uint32(key)]; m != nil {
 			m.Active.Add(-n)

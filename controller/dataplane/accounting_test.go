@@ -157,3 +157,46 @@ func TestAccounting_AdoptsOpenConnections(t *testing.T) {
 		t.Errorf("adopted %d active connections, want the open one", n)
 	}
 }
+
+// A VIP with a connection limit sends its clients' FINs and resets up:
+// the connection ends at once, so a client's next connection is admitted
+// however soon it follows, and the packet goes on to the member.
+func TestAccounting_LimitedVIPEndsAtFIN(t *testing.T) {
+	fin := func(sport uint16) []byte {
+		return testnet.TCPFrame(t, testnet.TCPSeg{SrcMAC: testnet.ClientMAC, DstMAC: testnet.VIPMAC, Src: testnet.ClientIP, Dst: "10.0.0.100",
+			Sport: sport, Dport: 80, FIN: true, ACK: true, Seq: 1001, AckNum: 5001})
+	}
+	unlimited := controlledTCP(t, -1)
+	unlimited.packetIn(testnet.ClientOF, testnet.SYN(t, 40000))
+	if got := unlimited.forward(testnet.ClientOF, fin(40000)); !strings.HasPrefix(got, "output:1 ") {
+		t.Errorf("a FIN to a VIP without a limit went %s, want member 1 by its flow", got)
+	}
+
+	d := controlledTCP(t, 1)
+	for i := range 10 { // sequential connections, each closed before the next
+		sport := uint16(40000 + i)
+		got := d.packetIn(testnet.ClientOF, testnet.SYN(t, sport))
+		if countPrefix(got, "flow_mod cookie=0x5d1") != 2 {
+			t.Fatalf("connection %d: got\n  %s\nwant its flows", i, strings.Join(got, "\n  "))
+		}
+		if got := d.forward(testnet.ClientOF, fin(sport)); got != "CONTROLLER" {
+			t.Fatalf("connection %d: its FIN went %s, want CONTROLLER", i, got)
+		}
+		got = d.packetIn(testnet.ClientOF, fin(sport))
+		joined := strings.Join(got, "\n  ")
+		if countPrefix(got, "flow_mod cookie=0x5d1") != 2 || !strings.Contains(joined, "idle_timeout=10,") ||
+			countPrefix(got, "packet_out in_port=10 actions=set_field:aa:00:00:00:00:0") != 1 {
+			t.Fatalf("connection %d: its FIN got\n  %s\nwant its flows at the FIN's idle timeout and the FIN sent on", i, joined)
+		}
+		if _, v := d.activeCounts(1); v != 0 {
+			t.Fatalf("connection %d: VIP active %d after its FIN, want 0", i, v)
+		}
+		// A retransmitted FIN goes on too, and ends nothing more.
+		if got := d.packetIn(testnet.ClientOF, fin(sport)); countPrefix(got, "packet_out") != 1 || countPrefix(got, "flow_mod") != 0 {
+			t.Fatalf("connection %d: the FIN again got\n  %s\nwant it sent on alone", i, strings.Join(got, "\n  "))
+		}
+	}
+	if refused := d.snap.VIPByID["v1"].Cnt.Refused.Load(); refused != 0 {
+		t.Errorf("%d of 10 sequential connections refused under a limit of 1, want 0", refused)
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"maps"
 	"net/netip"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/sdnlb/sdnlb"
@@ -33,14 +34,14 @@ type dispatcher struct {
 	switched map[uint32]*switchedVIP              // the VIPs the switch dispatches, by number
 	routes   map[model.RouteKey]model.MemberRoute // TableToMember rows
 	adopted  map[uint32]adoptedGroup              // groups the switch held at the handshake, by the number of the VIP they serve
-	synPunts map[uint32]installedFlow             // the SYN punts of the VIPs the controller dispatches, by number
+	punts    map[uint32]installedPunts            // the punts of the VIPs the controller dispatches, by number
 }
 
-// installedFlow is a flow the switch was sent, and its match as text, to
-// tell whether a flow wanted now is the same.
-type installedFlow struct {
-	flow  model.Flow
-	match string
+// installedPunts are a VIP's controller punts the switch was sent, and
+// their matches as text, to tell whether those wanted now are the same.
+type installedPunts struct {
+	flows     []model.Flow
+	signature string
 }
 
 func newDispatcher() dispatcher {
@@ -48,7 +49,7 @@ func newDispatcher() dispatcher {
 		switched: map[uint32]*switchedVIP{},
 		routes:   map[model.RouteKey]model.MemberRoute{},
 		adopted:  map[uint32]adoptedGroup{},
-		synPunts: map[uint32]installedFlow{},
+		punts:    map[uint32]installedPunts{},
 	}
 }
 
@@ -60,36 +61,44 @@ func (dp *Switch) dispatch(now time.Time, snap *model.Snapshot, out *Outbox) {
 	}
 	dp.dispatcher.dropStale(snap, out)
 	vips := model.SortedVIPs(snap)
-	dp.dispatcher.puntSYNs(snap, vips, out)
+	dp.dispatcher.punt(snap, vips, out)
 	dp.redispatch(now, snap, vips, nil, out)
 }
 
-// puntSYNs gives the VIPs of snap whose TCP connections the controller
-// dispatches their SYN punt, and takes it from the others. A VIP's flows
-// purged (deleted, or moved to another address) took its punt with them.
-func (d *dispatcher) puntSYNs(snap *model.Snapshot, vips []*model.VIP, out *Outbox) {
-	for _, num := range slices.Sorted(maps.Keys(d.synPunts)) {
-		v := snap.VIPByNum[num]
-		if v != nil && model.PuntsSYNs(v) {
-			continue
+// punt gives the VIPs of snap their controller punts
+// (model.ControllerPunts), and takes them from the others. A VIP's flows
+// purged (deleted, or moved to another address) took its punts with them.
+func (d *dispatcher) punt(snap *model.Snapshot, vips []*model.VIP, out *Outbox) {
+	for num := range d.punts {
+		if snap.VIPByNum[num] == nil {
+			delete(d.punts, num)
 		}
-		if v != nil {
-			del := d.synPunts[num].flow.Remove()
-			out.Send(&del)
-		}
-		delete(d.synPunts, num)
 	}
 	for _, v := range vips {
-		if !model.PuntsSYNs(v) {
+		want := model.ControllerPunts(v)
+		adds := make([]ofp.FlowMod, len(want))
+		var sig strings.Builder
+		for i := range want {
+			adds[i] = want[i].Add()
+			sig.WriteString(adds[i].Match.String())
+			sig.WriteByte(';')
+		}
+		had := d.punts[v.Num]
+		if had.signature == sig.String() {
 			continue
 		}
-		add := model.SYNPunt(v).Add()
-		match := add.Match.String()
-		if d.synPunts[v.Num].match == match {
-			continue
+		for _, f := range had.flows {
+			del := f.Remove()
+			out.Send(&del)
 		}
-		out.Send(&add)
-		d.synPunts[v.Num] = installedFlow{flow: model.SYNPunt(v), match: match}
+		for i := range adds {
+			out.Send(&adds[i])
+		}
+		if len(want) == 0 {
+			delete(d.punts, v.Num)
+		} else {
+			d.punts[v.Num] = installedPunts{flows: want, signature: sig.String()}
+		}
 	}
 }
 

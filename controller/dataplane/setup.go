@@ -45,7 +45,7 @@ func (dp *Switch) handleVIPPacket(p *packetIn, out *Outbox) {
 		IdleTimeout: dp.IdleTimeout, HardTimeout: dp.HardTimeout, FinIdle: dp.finIdle(),
 		DSR: v.DSR(),
 	}
-	if dp.forwardRecent(p, &c, out) || dp.setUpAgain(p, &c, out) || !dp.admit(p, proto, v, out) {
+	if dp.endHere(p, &c, out) || dp.forwardRecent(p, &c, out) || dp.setUpAgain(p, &c, out) || !dp.admit(p, proto, v, out) {
 		return
 	}
 	pool := v.Pool
@@ -75,11 +75,11 @@ func (dp *Switch) setUpAgain(p *packetIn, c *model.Connection, out *Outbox) bool
 	if !p.hasTCP || !p.tcp.SYN || p.tcp.ACK {
 		return false
 	}
-	num, ok := dp.accounting.member(c.Key())
-	if !ok {
+	counted, ok := dp.accounting.connection(c.Key())
+	if !ok || counted.ended {
 		return false
 	}
-	m := p.snap.Member(num)
+	m := p.snap.Member(counted.member)
 	if m == nil || !model.InRotation(m.Status) {
 		return false
 	}
@@ -90,6 +90,42 @@ func (dp *Switch) setUpAgain(p *packetIn, c *model.Connection, out *Outbox) bool
 	c.SetMember(m, dp.Groups)
 	c.MemberMAC, c.MemberOFPort = e.MAC, e.Port
 	dp.installFlows(c, p.frame, out)
+	return true
+}
+
+// endHere takes a client's FIN or reset that the switch sent up
+// (model.ControllerPunts) on to the connection's member, and ends the
+// connection: it stops counting at once, and its flows get the idle
+// timeout they would have had from the packet.
+func (dp *Switch) endHere(p *packetIn, c *model.Connection, out *Outbox) bool {
+	if !p.hasTCP || p.tcp.SYN || !p.tcp.FIN && !p.tcp.RST {
+		return false
+	}
+	counted, ok := dp.accounting.connection(c.Key())
+	if !ok {
+		return false
+	}
+	m := p.snap.Member(counted.member)
+	if m == nil || m.Status == sdnlb.MemberDown {
+		return false
+	}
+	e, known := dp.Learner.Host(m.IP)
+	if !known || e.Port == 0 {
+		return false
+	}
+	c.SetMember(m, dp.Groups)
+	c.MemberMAC, c.MemberOFPort = e.MAC, e.Port
+	if !counted.ended {
+		dp.accounting.end(p.snap, c.Key(), m.Num)
+		if c.FinIdle != 0 {
+			c.IdleTimeout = c.FinIdle
+			for i, mods := 0, dp.flows.Fill(c); i < len(mods); i++ {
+				out.Send(&mods[i])
+			}
+		}
+	}
+	dp.flows.Fill(c)
+	dp.sendFrame(c.ClientOFPort, dp.flows.Actions(model.DirForward), p.frame, out)
 	return true
 }
 

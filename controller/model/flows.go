@@ -25,6 +25,7 @@ const (
 
 	// TableClassify
 	prioLLDP         uint16 = 2000 // LLDP to the nearest bridge (link discovery, lldp.go) → CONTROLLER, before anything a VIP matches
+	prioVIPEnd       uint16 = 1003 // per CONTROLLER TCP VIP with a connection limit, on a switch with Nicira matches: a FIN or reset to its MAC and service → CONTROLLER, which ends the connection at once and sends the packet on; +1 on one port
 	prioVIPSYN       uint16 = 1001 // per CONTROLLER TCP VIP, on a switch with Nicira matches: a SYN to its MAC and service → CONTROLLER, also one that reuses the ports of a connection whose flows remain; +1 on one port
 	PrioConnection   uint16 = 1000 // a connection's NAT flow pair, on its full 5-tuple
 	prioVIPReply     uint16 = 901  // per SWITCH DSR VIP: its members' replies, from its service → the tracker's VIP zone, TableL2; +1 on one port
@@ -293,24 +294,33 @@ func VIPFlows(v, answerer *VIP, l2 L2Mode, f SwitchFeatures) []ofp.FlowMod {
 	return append(append(answer, errors...), arpPunt.Add(), probeAnswers.Add(), ServicePunt(v), otherDrop.Add())
 }
 
-// SYNPunt sends every SYN to v's service to the controller, above the
-// connection flows, where the controller dispatches v's TCP connections
-// on a switch with Nicira matches (PuntsSYNs): a client that reuses the ports of a connection whose
-// flows remain (ended, or idle) opens a new connection, which the
-// controller counts and gives flows of full timeouts. It matches the
-// VIP's MAC, which only a client's packets carry: under DSR a packet that
-// another switch dispatched comes on with the VIP's address. The in-switch
-// dispatch goes without it.
-func SYNPunt(v *VIP) Flow {
-	match := append([]ofp.OXM{ofp.MatchEthDst(v.MAC)}, serviceMatch(ofp.IPProtoTCP, v.IP, toService, v.Port)...)
-	return Flow{Cookie: MakeCookie(CatVIP, v.Num, 0), Priority: prioVIPSYN + v.onePort(), Actions: []ofp.Action{toController},
-		Match: append(match, ofp.MatchTCPFlags(ofp.TCPFlagSYN, ofp.TCPFlagSYN|ofp.TCPFlagACK))}
-}
-
-// PuntsSYNs reports whether a switch with select groups and Nicira matches
-// has v's SYN punt: the controller dispatches v's TCP connections.
-func PuntsSYNs(v *VIP) bool {
-	return !v.Switched() && (v.Proto == ofp.IPProtoTCP || v.Proto == protoAny)
+// ControllerPunts are the rows that send a client's TCP packets that
+// open and close connections to v to the controller, where it dispatches
+// them on a switch with select groups and Nicira matches: every SYN, and
+// for a VIP with a connection limit every FIN and reset. They sit above
+// the connection flows and match the VIP's MAC, which only a client's
+// packets carry: under DSR a packet that another switch dispatched comes
+// on with the VIP's address.
+//
+// The SYN of a client that reuses the ports of a connection whose flows
+// remain (ended, or idle) so opens a new connection, which the controller
+// counts and gives flows of full timeouts. A limited VIP's FIN or reset
+// ends its connection at once, so the limit counts open connections
+// exactly; other VIPs' connections end at the next poll (Closed).
+func ControllerPunts(v *VIP) []Flow {
+	if v.Switched() || v.Proto != ofp.IPProtoTCP && v.Proto != protoAny {
+		return nil
+	}
+	punt := func(priority uint16, flags, mask uint16) Flow {
+		match := append([]ofp.OXM{ofp.MatchEthDst(v.MAC)}, serviceMatch(ofp.IPProtoTCP, v.IP, toService, v.Port)...)
+		return Flow{Cookie: MakeCookie(CatVIP, v.Num, 0), Priority: priority + v.onePort(), Actions: []ofp.Action{toController},
+			Match: append(match, ofp.MatchTCPFlags(flags, mask))}
+	}
+	punts := []Flow{punt(prioVIPSYN, ofp.TCPFlagSYN, ofp.TCPFlagSYN|ofp.TCPFlagACK)}
+	if v.Limit > 0 {
+		punts = append(punts, punt(prioVIPEnd, ofp.TCPFlagFIN, ofp.TCPFlagFIN), punt(prioVIPEnd, ofp.TCPFlagRST, ofp.TCPFlagRST|ofp.TCPFlagFIN))
+	}
+	return punts
 }
 
 // icmpErrorFlows take ICMP errors to v's address that say a packet was too

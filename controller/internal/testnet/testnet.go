@@ -228,18 +228,18 @@ func ARPFrame(tb testing.TB, op uint16, srcMAC, dstMAC string, spa, tpa string, 
 
 // TCPSeg describes a TCP segment from a client.
 type TCPSeg struct {
-	SrcMAC, DstMAC string
-	Src, Dst       string
-	Sport, Dport   uint16
-	SYN, ACK, RST  bool
-	Seq, AckNum    uint32
+	SrcMAC, DstMAC     string
+	Src, Dst           string
+	Sport, Dport       uint16
+	SYN, ACK, RST, FIN bool
+	Seq, AckNum        uint32
 }
 
 // TCPFrame is the segment s, over IPv4 or IPv6 as its addresses are.
 func TCPFrame(tb testing.TB, s TCPSeg) []byte {
 	tb.Helper()
 	eth := &layers.Ethernet{SrcMAC: MustMAC(tb, s.SrcMAC), DstMAC: MustMAC(tb, s.DstMAC), EthernetType: layers.EthernetTypeIPv4}
-	tcp := &layers.TCP{SrcPort: layers.TCPPort(s.Sport), DstPort: layers.TCPPort(s.Dport), SYN: s.SYN, ACK: s.ACK, RST: s.RST,
+	tcp := &layers.TCP{SrcPort: layers.TCPPort(s.Sport), DstPort: layers.TCPPort(s.Dport), SYN: s.SYN, ACK: s.ACK, RST: s.RST, FIN: s.FIN,
 		Seq: s.Seq, Ack: s.AckNum, Window: 1024}
 	if src := netip.MustParseAddr(s.Src); src.Is6() {
 		eth.EthernetType = layers.EthernetTypeIPv6
