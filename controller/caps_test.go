@@ -1,0 +1,169 @@
+package controller
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"strings"
+	"testing"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/sdnlb/sdnlb/controller/internal/testnet"
+	"github.com/sdnlb/sdnlb/controller/ofp"
+)
+
+// syncReader waits until the controller has read everything sw sent
+// before: the reader answers an echo only once it got there.
+func (sw *fakeSwitch) syncReader() {
+	sw.tb.Helper()
+	const xid = 0x5e11c
+	sw.send(xid, ofp.EchoRequest{})
+	for {
+		if r := sw.next(); r.h.Type == ofp.TypeEchoReply && r.h.XID == xid {
+			return
+		}
+	}
+}
+
+// reportPorts has sw report ports 1 to n, up.
+func (sw *fakeSwitch) reportPorts(n uint32) {
+	for p := uint32(1); p <= n; p++ {
+		sw.send(0, ofp.PortStatus{Reason: ofp.PortReasonAdd, Desc: ofp.Port{PortNo: p, HWAddr: [6]byte{2, 0, 0, 0, 0, byte(p)}}})
+	}
+}
+
+// TestTopology_ForgedLLDP: LLDP frames forged through the packet-in path
+// (naming ports no switch reported, arriving at ports no switch
+// reported, or many real combinations) leave the topology within its
+// caps, counted in the metric and logged once per cap and source.
+func TestTopology_ForgedLLDP(t *testing.T) {
+	var log testnet.SyncBuffer
+	reg := prometheus.NewRegistry()
+	h := startController(t, testnet.Config(nil), Options{MaxLinksPerSwitch: 4, MaxLinks: 6, Logger: testnet.NewTestLogger(&log), Registerer: reg})
+	sw1, _ := h.connect(t, 1)
+	sw2, _ := h.connect(t, 2)
+	sw3, _ := h.connect(t, 3)
+	for _, sw := range []*fakeSwitch{sw1, sw2, sw3} {
+		sw.reportPorts(3)
+		sw.syncReader()
+	}
+
+	// Ports nobody reported, at either end, and the LOCAL port.
+	sw2.lldpIn(99, appendLLDP(nil, [6]byte{2}, 1, 1))
+	sw2.lldpIn(1, appendLLDP(nil, [6]byte{2}, 1, 77))
+	sw2.lldpIn(ofp.PortLocal, appendLLDP(nil, [6]byte{2}, 1, 1))
+	rng := rand.New(rand.NewPCG(31, 4))
+	for range 5000 {
+		sw2.lldpIn(rng.Uint32N(1<<20)+4, appendLLDP(nil, [6]byte{2}, uint64(rng.IntN(3)+1), rng.Uint32N(1<<20)+4))
+	}
+	sw2.syncReader()
+	if n := h.c.topo.size(); n != 0 {
+		t.Fatalf("%d links from ports no switch reported", n)
+	}
+
+	// Every combination of real ports: 18 into s2, 18 into s1.
+	for _, in := range []struct {
+		sw       *fakeSwitch
+		from     [2]uint64
+		expected int
+	}{{sw2, [2]uint64{1, 3}, 4}, {sw1, [2]uint64{2, 3}, 6}} {
+		for _, src := range in.from {
+			for p := uint32(1); p <= 3; p++ {
+				for q := uint32(1); q <= 3; q++ {
+					in.sw.lldpIn(q, appendLLDP(nil, [6]byte{2}, src, p))
+				}
+			}
+		}
+		in.sw.syncReader()
+		if n := h.c.topo.size(); n != in.expected {
+			t.Fatalf("%d links, want %d", n, in.expected)
+		}
+	}
+	top, err := h.c.Topology(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(top.Links) != 6 {
+		t.Fatalf("topology shows %d links, want 6", len(top.Links))
+	}
+	if got := refused(t, reg, itemLink, "switch"); got != 14 {
+		t.Errorf("per-switch refusals %v, want 14 (18 into s2, 4 taken)", got)
+	}
+	if got := refused(t, reg, itemLink, "total"); got != 16 {
+		t.Errorf("total refusals %v, want 16 (18 into s1, 2 taken)", got)
+	}
+	if got := gauge(t, reg, "sdnlb_topology_links"); got != 6 {
+		t.Errorf("sdnlb_topology_links %v, want 6", got)
+	}
+	// One line per cap and source (s2's cap, the total), the rest withheld.
+	if n := strings.Count(log.String(), "new links are refused"); n != 2 {
+		t.Errorf("%d log lines of a full topology, want 2:\n%s", n, log.String())
+	}
+
+	// A link that goes frees its place.
+	sw2.send(0, ofp.PortStatus{Reason: ofp.PortReasonModify, Desc: ofp.Port{PortNo: 1, State: ofp.PortStateLinkDown}})
+	sw2.syncReader()
+	if n := h.c.topo.size(); n >= 6 {
+		t.Fatalf("%d links after a port with links went down", n)
+	}
+}
+
+// refused reads sdnlb_topology_refused_total for item and cap.
+func refused(tb testing.TB, reg *prometheus.Registry, item, cp string) float64 {
+	tb.Helper()
+	mfs, err := reg.Gather()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	for _, mf := range mfs {
+		for _, m := range mf.GetMetric() {
+			if mf.GetName() == "sdnlb_topology_refused_total" && len(m.GetLabel()) == 2 &&
+				m.GetLabel()[0].GetValue() == cp && m.GetLabel()[1].GetValue() == item {
+				return m.GetCounter().GetValue()
+			}
+		}
+	}
+	tb.Fatalf("no sdnlb_topology_refused_total{item=%q,cap=%q}", item, cp)
+	return 0
+}
+
+// TestController_ForgedHosts: hosts sending ARP from ever new addresses,
+// on two switches, leave the learners within their caps, counted in the
+// metric and logged once per cap and source; the topology shows no more.
+func TestController_ForgedHosts(t *testing.T) {
+	var log testnet.SyncBuffer
+	reg := prometheus.NewRegistry()
+	h := startController(t, testnet.Config(nil), Options{MaxHostsPerSwitch: 50, MaxHosts: 80, Logger: testnet.NewTestLogger(&log), Registerer: reg})
+	sw1, _ := h.connect(t, 1)
+	sw2, _ := h.connect(t, 2)
+	for i, sw := range []*fakeSwitch{sw1, sw2} {
+		for n := range 1000 {
+			ip := testnet.Addr4(uint32(10<<24 | (i+20)<<16 | n))
+			mac := fmt.Sprintf("0a:%02x:00:00:%02x:%02x", i, n>>8, n&0xff)
+			sw.packetIn(5, testnet.ARPFrame(t, 1, mac, "ff:ff:ff:ff:ff:ff", ip.String(), "10.0.0.7", "00:00:00:00:00:00"))
+		}
+		sw.syncReader()
+	}
+	if got := h.c.hosts.Held(); got != 80 {
+		t.Fatalf("%d hosts held, want 80", got)
+	}
+	top, err := h.c.Topology(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(top.Hosts) != 80 {
+		t.Fatalf("topology shows %d hosts, want 80", len(top.Hosts))
+	}
+	if got := refused(t, reg, itemHost, "switch"); got != 950 {
+		t.Errorf("per-switch refusals %v, want 950", got)
+	}
+	if got := refused(t, reg, itemHost, "total"); got != 970 {
+		t.Errorf("total refusals %v, want 970", got)
+	}
+	if got := gauge(t, reg, "sdnlb_topology_hosts"); got != 80 {
+		t.Errorf("sdnlb_topology_hosts %v, want 80", got)
+	}
+	if n := strings.Count(log.String(), "new hosts are refused"); n != 2 {
+		t.Errorf("%d log lines of full host tables, want 2:\n%s", n, log.String())
+	}
+}
