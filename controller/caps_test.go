@@ -86,19 +86,8 @@ func TestTopology_ForgedLLDP(t *testing.T) {
 	if len(top.Links) != 6 {
 		t.Fatalf("topology shows %d links, want 6", len(top.Links))
 	}
-	if got := refused(t, reg, itemLink, "switch"); got != 14 {
-		t.Errorf("per-switch refusals %v, want 14 (18 into s2, 4 taken)", got)
-	}
-	if got := refused(t, reg, itemLink, "total"); got != 16 {
-		t.Errorf("total refusals %v, want 16 (18 into s1, 2 taken)", got)
-	}
-	if got := gauge(t, reg, "sdnlb_topology_links"); got != 6 {
-		t.Errorf("sdnlb_topology_links %v, want 6", got)
-	}
-	// One line per cap and source (s2's cap, the total), the rest withheld.
-	if n := strings.Count(log.String(), "new links are refused"); n != 2 {
-		t.Errorf("%d log lines of a full topology, want 2:\n%s", n, log.String())
-	}
+	// 18 into s2, 4 taken; 18 into s1, 2 taken.
+	assertCapped(t, reg, &log, itemLink, 14, 16, 6)
 
 	// A link that goes frees its place.
 	sw2.send(0, ofp.PortStatus{Reason: ofp.PortReasonModify, Desc: ofp.Port{PortNo: 1, State: ofp.PortStateLinkDown}})
@@ -154,16 +143,25 @@ func TestController_ForgedHosts(t *testing.T) {
 	if len(top.Hosts) != 80 {
 		t.Fatalf("topology shows %d hosts, want 80", len(top.Hosts))
 	}
-	if got := refused(t, reg, itemHost, "switch"); got != 950 {
-		t.Errorf("per-switch refusals %v, want 950", got)
+	assertCapped(t, reg, &log, itemHost, 950, 970, 80)
+}
+
+// assertCapped checks the metrics of a topology whose caps refused
+// perSwitch and total new items of a kind and that holds held of them,
+// and that the log said so once per cap and source (a switch's cap, the
+// total), the rest withheld.
+func assertCapped(tb testing.TB, reg *prometheus.Registry, log *testnet.SyncBuffer, item string, perSwitch, total, held float64) {
+	tb.Helper()
+	if got := refused(tb, reg, item, "switch"); got != perSwitch {
+		tb.Errorf("per-switch refusals of %ss %v, want %v", item, got, perSwitch)
 	}
-	if got := refused(t, reg, itemHost, "total"); got != 970 {
-		t.Errorf("total refusals %v, want 970", got)
+	if got := refused(tb, reg, item, "total"); got != total {
+		tb.Errorf("total refusals of %ss %v, want %v", item, got, total)
 	}
-	if got := gauge(t, reg, "sdnlb_topology_hosts"); got != 80 {
-		t.Errorf("sdnlb_topology_hosts %v, want 80", got)
+	if got := gauge(tb, reg, "sdnlb_topology_"+item+"s"); got != held {
+		tb.Errorf("sdnlb_topology_%ss %v, want %v", item, got, held)
 	}
-	if n := strings.Count(log.String(), "new hosts are refused"); n != 2 {
-		t.Errorf("%d log lines of full host tables, want 2:\n%s", n, log.String())
+	if n := strings.Count(log.String(), "new "+item+"s are refused"); n != 2 {
+		tb.Errorf("%d log lines of a full topology, want 2:\n%s", n, log.String())
 	}
 }
