@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/sdnlb/sdnlb"
 	"github.com/sdnlb/sdnlb/controller/internal/testnet"
 	"github.com/sdnlb/sdnlb/controller/ofp"
 )
@@ -83,8 +84,13 @@ func TestTopology_ForgedLLDP(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(top.Links) != 6 {
-		t.Fatalf("topology shows %d links, want 6", len(top.Links))
+	part, err := h.c.TopologyPart(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	// What the node shows, and what it stores for its cluster.
+	if len(top.Links) != 6 || len(part.Links) != 6 {
+		t.Fatalf("topology shows %d links, its stored part %d, want 6", len(top.Links), len(part.Links))
 	}
 	// 18 into s2, 4 taken; 18 into s1, 2 taken.
 	assertCapped(t, reg, &log, itemLink, 14, 16, 6)
@@ -122,7 +128,8 @@ func refused(tb testing.TB, reg *prometheus.Registry, item, cp string) float64 {
 func TestController_ForgedHosts(t *testing.T) {
 	var log testnet.SyncBuffer
 	reg := prometheus.NewRegistry()
-	h := startController(t, testnet.Config(nil), Options{MaxHostsPerSwitch: 50, MaxHosts: 80, Logger: testnet.NewTestLogger(&log), Registerer: reg})
+	switched := testnet.Config(func(cfg *sdnlb.Config) { cfg.Pools[0].Dispatch = sdnlb.DispatchSwitch })
+	h := startController(t, switched, Options{MaxHostsPerSwitch: 50, MaxHosts: 80, Logger: testnet.NewTestLogger(&log), Registerer: reg})
 	sw1, _ := h.connect(t, 1)
 	sw2, _ := h.connect(t, 2)
 	for i, sw := range []*fakeSwitch{sw1, sw2} {
@@ -140,10 +147,21 @@ func TestController_ForgedHosts(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(top.Hosts) != 80 {
-		t.Fatalf("topology shows %d hosts, want 80", len(top.Hosts))
+	part, err := h.c.TopologyPart(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(top.Hosts) != 80 || len(part.Hosts) != 80 {
+		t.Fatalf("topology shows %d hosts, its stored part %d, want 80", len(top.Hosts), len(part.Hosts))
 	}
 	assertCapped(t, reg, &log, itemHost, 950, 970, 80)
+
+	// A member the switches dispatch to gets in past the caps.
+	sw1.packetIn(6, testnet.ARPFrame(t, 2, testnet.MemberMAC(1), testnet.ClientMAC, "10.0.0.1", testnet.ClientIP, testnet.ClientMAC))
+	sw1.syncReader()
+	if m, err := h.c.FindHost(context.Background(), "10.0.0.1"); err != nil || m.MAC != testnet.MemberMAC(1) {
+		t.Fatalf("the member past the caps: %+v, %v", m, err)
+	}
 }
 
 // assertCapped checks the metrics of a topology whose caps refused
