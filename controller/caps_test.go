@@ -80,20 +80,8 @@ func TestTopology_ForgedLLDP(t *testing.T) {
 			t.Fatalf("%d links, want %d", n, in.expected)
 		}
 	}
-	top, err := h.c.Topology(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
-	part, err := h.c.TopologyPart(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
-	// What the node shows, and what it stores for its cluster.
-	if len(top.Links) != 6 || len(part.Links) != 6 {
-		t.Fatalf("topology shows %d links, its stored part %d, want 6", len(top.Links), len(part.Links))
-	}
 	// 18 into s2, 4 taken; 18 into s1, 2 taken.
-	assertCapped(t, reg, &log, itemLink, 14, 16, 6)
+	assertCapped(t, h.c, reg, &log, itemLink, 14, 16, 6)
 
 	// A link that goes frees its place.
 	sw2.send(0, ofp.PortStatus{Reason: ofp.PortReasonModify, Desc: ofp.Port{PortNo: 1, State: ofp.PortStateLinkDown}})
@@ -143,18 +131,7 @@ func TestController_ForgedHosts(t *testing.T) {
 	if got := h.c.hosts.Held(); got != 80 {
 		t.Fatalf("%d hosts held, want 80", got)
 	}
-	top, err := h.c.Topology(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
-	part, err := h.c.TopologyPart(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(top.Hosts) != 80 || len(part.Hosts) != 80 {
-		t.Fatalf("topology shows %d hosts, its stored part %d, want 80", len(top.Hosts), len(part.Hosts))
-	}
-	assertCapped(t, reg, &log, itemHost, 950, 970, 80)
+	assertCapped(t, h.c, reg, &log, itemHost, 950, 970, 80)
 
 	// A member the switches dispatch to gets in past the caps.
 	sw1.packetIn(6, testnet.ARPFrame(t, 2, testnet.MemberMAC(1), testnet.ClientMAC, "10.0.0.1", testnet.ClientIP, testnet.ClientMAC))
@@ -164,12 +141,27 @@ func TestController_ForgedHosts(t *testing.T) {
 	}
 }
 
-// assertCapped checks the metrics of a topology whose caps refused
-// perSwitch and total new items of a kind and that holds held of them,
-// and that the log said so once per cap and source (a switch's cap, the
-// total), the rest withheld.
-func assertCapped(tb testing.TB, reg *prometheus.Registry, log *testnet.SyncBuffer, item string, perSwitch, total, held float64) {
+// assertCapped checks a topology whose caps refused perSwitch and total
+// new items of a kind and that holds held of them: what c shows and
+// stores for its cluster, the metrics, and the log, which said so once
+// per cap and source (a switch's cap, the total), the rest withheld.
+func assertCapped(tb testing.TB, c *Controller, reg *prometheus.Registry, log *testnet.SyncBuffer, item string, perSwitch, total, held float64) {
 	tb.Helper()
+	top, err := c.Topology(context.Background())
+	if err != nil {
+		tb.Fatal(err)
+	}
+	part, err := c.TopologyPart(context.Background())
+	if err != nil {
+		tb.Fatal(err)
+	}
+	shown, stored := len(top.Links), len(part.Links)
+	if item == itemHost {
+		shown, stored = len(top.Hosts), len(part.Hosts)
+	}
+	if float64(shown) != held || float64(stored) != held {
+		tb.Fatalf("topology shows %d %ss, its stored part %d, want %v", shown, item, stored, held)
+	}
 	if got := refused(tb, reg, item, "switch"); got != perSwitch {
 		tb.Errorf("per-switch refusals of %ss %v, want %v", item, got, perSwitch)
 	}
