@@ -126,6 +126,22 @@ var settingCapabilities = []Capability{
 		OpenFlow10: "the same (SET_DL_DST)", IPv6: "the same; the member holds the VIP on its loopback", L2: noL2Effect, Cluster: byNode,
 	},
 	{
+		Setting:    "`?take_address=true` (VIP writes, `PUT /v1/config`)",
+		Switch:     "the VIP takes the address of a host the switches learned within 15 minutes; without it the write is refused (409 naming the host's MAC, switch and port)",
+		Controller: "the same",
+		OpenFlow10: same, IPv6: same,
+		L2:      "the same; what the controller learned differs: under `normal` only the ARP that comes up to it, under `learn` every sender, under `fabric` the hosts on the edge",
+		Cluster: "only the hosts the node the request reaches learned (on the switches it masters) are checked",
+	},
+	{
+		Setting:    "`--max-links`, `--max-links-per-switch`, `--max-hosts`, `--max-hosts-per-switch`",
+		Switch:     "new links (LLDP) and learned hosts past a cap are refused, counted and logged; members the switch dispatches to are learned regardless",
+		Controller: "the same; an address a setup waits for is learned regardless",
+		OpenFlow10: same, IPv6: "the same; IPv6 hosts count as IPv4 ones",
+		L2:      "the same in every mode; under `fabric` the fabric's own table of hosts holds 65,536 network-wide besides",
+		Cluster: "per node: each node's part of the topology, which it stores, stays within its caps",
+	},
+	{
 		Setting:    "members per pool",
 		Switch:     "at most 256, one slot each at least: the 257th is refused (409 naming the number), and a larger pool cannot take SWITCH",
 		Controller: "no bound but the scheduler's (65,536)",

@@ -71,7 +71,7 @@ type Host struct {
 }
 
 // HostTTL is how long the controller remembers a host after the last
-// packet from it.
+// packet from it, whether or not its switch stays connected.
 const HostTTL = 15 * time.Minute
 
 // HostService tells which hosts the switches learned.

@@ -20,6 +20,33 @@ type Topology struct {
 	// switch and destination switch, when sdnlb forwards between them
 	// (--l2 fabric); empty otherwise.
 	Paths []*Path `json:"paths"`
+	// Omitted counts what an answer bounded by a limit left out of each
+	// list, past its first ones in order.
+	Omitted TopologyOmitted `json:"omitted"`
+}
+
+// TopologyOmitted counts the links, hosts and paths a bounded topology
+// left out.
+type TopologyOmitted struct {
+	Links int `json:"links"`
+	Hosts int `json:"hosts"`
+	Paths int `json:"paths"`
+}
+
+// Bound keeps the first limit links, hosts and paths of t and counts the
+// rest in Omitted.
+func (t *Topology) Bound(limit int) {
+	t.Links, t.Omitted.Links = firstOf(t.Links, limit)
+	t.Hosts, t.Omitted.Hosts = firstOf(t.Hosts, limit)
+	t.Paths, t.Omitted.Paths = firstOf(t.Paths, limit)
+}
+
+// firstOf returns the first limit items of list and how many it left out.
+func firstOf[T any](list []T, limit int) ([]T, int) {
+	if len(list) <= limit {
+		return list, 0
+	}
+	return list[:limit], len(list) - limit
 }
 
 // Path is the way a switch sends what goes to another: the port each

@@ -272,6 +272,7 @@ func queryBool(r *http.Request, name string) (bool, error) {
 //	@Param			config	body		configDocument	true	"the whole configuration"
 //	@Param			prune	query		bool			false	"also delete every object the document does not list"
 //	@Param			dry_run	query		bool			false	"report the changes, but make none"
+//	@Param			take_address	query	bool			false	"let the document's VIPs take the addresses of hosts the switches learned (otherwise 409 naming the host)"
 //	@Param			If-Match	header	string			false	"the ETag of GET /v1/config: the apply (or dry run) goes ahead only on that version of the configuration (412 otherwise); * matches any"
 //	@Success		200		{object}	sdnlb.ConfigDiff
 //	@Failure		400		{object}	errorResponse	"invalid; field is a path into the document (vips[0].port)"

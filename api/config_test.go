@@ -20,15 +20,16 @@ import (
 // and answers diff.
 type applyRecorder struct {
 	calls int
+	ctx   context.Context // the apply's, which the store hands CheckVIP
 	want  *sdnlb.Config
 	opts  sdnlb.ApplyOptions
 	err   error
 }
 
 func (a *applyRecorder) service() *mock.ConfigApplyService {
-	return &mock.ConfigApplyService{ApplyConfigFn: func(_ context.Context, want *sdnlb.Config, opts sdnlb.ApplyOptions) (*sdnlb.ConfigDiff, error) {
+	return &mock.ConfigApplyService{ApplyConfigFn: func(ctx context.Context, want *sdnlb.Config, opts sdnlb.ApplyOptions) (*sdnlb.ConfigDiff, error) {
 		a.calls++
-		a.want, a.opts = want, opts
+		a.ctx, a.want, a.opts = ctx, want, opts
 		if a.err != nil {
 			return nil, a.err
 		}
@@ -307,6 +308,12 @@ func TestServer_ConfigApplyChecksLearnedHosts(t *testing.T) {
 	v.Address = "10.0.0.6"
 	if err := rec.opts.CheckVIP(context.Background(), nil, v); err != nil {
 		t.Errorf("a VIP on a free address: %v", err)
+	}
+	// A document applied with ?take_address=true takes the host's address.
+	decodeBody(t, testRequest(t, ts, "PUT", "/v1/config?take_address=true", configJSON), http.StatusOK, &sdnlb.ConfigDiff{})
+	v.Address = "10.0.0.5"
+	if err := rec.opts.CheckVIP(rec.ctx, nil, v); err != nil {
+		t.Errorf("a VIP taking a learned host's address: %v", err)
 	}
 }
 

@@ -187,10 +187,10 @@ func (s *Server) nativeRoutes(r chi.Router) {
 	r.Use(conditionalWrites)
 	r.Route("/vips", func(r chi.Router) {
 		r.Get("/", s.handle(s.handleVIPList))
-		r.Post("/", s.handle(s.handleVIPCreate))
+		r.Post("/", s.handle(takingAddress(s.handleVIPCreate)))
 		r.Get("/{id}", s.handle(s.handleVIPGet))
-		r.Put("/{id}", s.handle(s.handleVIPReplace))
-		r.Patch("/{id}", s.handle(s.handleVIPPatch))
+		r.Put("/{id}", s.handle(takingAddress(s.handleVIPReplace)))
+		r.Patch("/{id}", s.handle(takingAddress(s.handleVIPPatch)))
 		r.Delete("/{id}", s.handle(s.handleVIPDelete))
 	})
 	r.Route("/pools", func(r chi.Router) {
@@ -222,7 +222,7 @@ func (s *Server) nativeRoutes(r chi.Router) {
 		r.Delete("/{id}", s.handle(s.handleMonitorDelete))
 	})
 	r.Get("/config", s.handle(s.handleConfigExport))
-	r.Put("/config", s.handle(s.handleConfigApply))
+	r.Put("/config", s.handle(takingAddress(s.handleConfigApply)))
 	r.Get("/cluster", s.handle(s.handleCluster))
 	r.Get("/switches", s.handle(s.handleSwitchList))
 	r.Get("/switches/{dpid}/flows", s.handle(s.handleSwitchFlows))

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
 	"reflect"
 	"strings"
@@ -433,6 +434,43 @@ func TestServer_Cluster(t *testing.T) {
 	})
 }
 
+// TestServer_TopologyBounded: a topology grown by forged links and hosts
+// (as a cluster's merged parts can be, every node within its caps) is
+// answered bounded, saying how much it left out.
+func TestServer_TopologyBounded(t *testing.T) {
+	const n = 100_000
+	full := &sdnlb.Topology{Switches: []*sdnlb.TopologySwitch{}, Paths: []*sdnlb.Path{}}
+	for i := range n {
+		full.Links = append(full.Links, &sdnlb.Link{Src: sdnlb.LinkEnd{DPID: "00:00:00:00:00:00:00:01", Port: uint32(i)},
+			Dst: sdnlb.LinkEnd{DPID: "00:00:00:00:00:00:00:02", Port: uint32(i)}})
+		full.Hosts = append(full.Hosts, &sdnlb.Host{Address: fmt.Sprintf("10.%d.%d.%d", i>>16, i>>8&0xff, i&0xff),
+			MAC: "02:00:00:00:00:05", DPID: "00:00:00:00:00:00:00:02", Port: "3"})
+	}
+	unbounded, err := json.Marshal(full)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts := MustServe(t, &Server{TopologyService: &mock.TopologyService{TopologyFn: func(ctx context.Context) (*sdnlb.Topology, error) {
+		top := *full
+		return &top, nil
+	}}})
+	for _, tc := range []struct {
+		query string
+		limit int
+	}{{"", 1000}, {"?limit=10", 10}} {
+		resp := testRequest(t, ts, "GET", "/v1/topology"+tc.query, "")
+		var top sdnlb.Topology
+		decodeBody(t, resp, 200, &top)
+		if len(top.Links) != tc.limit || len(top.Hosts) != tc.limit || top.Omitted != (sdnlb.TopologyOmitted{Links: n - tc.limit, Hosts: n - tc.limit}) {
+			t.Errorf("%s: %d links, %d hosts, omitted %+v", tc.query, len(top.Links), len(top.Hosts), top.Omitted)
+		}
+		if len(resp.Body) > 512<<10 {
+			t.Errorf("%s: %d bytes", tc.query, len(resp.Body))
+		}
+		t.Logf("%d links and %d hosts: %d bytes unbounded, %d with%s", n, n, len(unbounded), len(resp.Body), tc.query)
+	}
+}
+
 func TestServer_Topology(t *testing.T) {
 	topology := &mock.TopologyService{TopologyFn: func(ctx context.Context) (*sdnlb.Topology, error) {
 		return &sdnlb.Topology{
@@ -453,6 +491,12 @@ func TestServer_Topology(t *testing.T) {
 	t.Run("ErrNoController", func(t *testing.T) {
 		ts := MustServe(t, &Server{})
 		assertError(t, testRequest(t, ts, "GET", "/v1/topology", ""), 503, sdnlb.EUNAVAILABLE, "")
+	})
+	t.Run("ErrLimit", func(t *testing.T) {
+		ts := MustServe(t, &Server{TopologyService: topology})
+		for _, q := range []string{"0", "1001", "x"} {
+			assertError(t, testRequest(t, ts, "GET", "/v1/topology?limit="+q, ""), 400, sdnlb.EINVALID, "limit")
+		}
 	})
 	t.Run("ErrAuthReads", func(t *testing.T) {
 		ts := MustServe(t, &Server{TopologyService: topology, Token: "s3cret", AuthReads: true})

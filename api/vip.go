@@ -161,11 +161,12 @@ func (s *Server) checkVIPWrite(ctx context.Context, old, v *sdnlb.VIP) error {
 // checkVIPHost refuses a VIP that takes the address of a host the
 // switches learned: created there (old is nil), moved there, or enabled
 // there. The switches would answer ARP for the address with the VIP's MAC
-// and take the host's traffic. It asks what the controller knows now,
+// and take the host's traffic, which only a request that says so
+// (?take_address=true) may do. It asks what the controller knows now,
 // outside the write's transaction: a host that shows up in between is
 // missed.
 func (s *Server) checkVIPHost(ctx context.Context, old, v *sdnlb.VIP) error {
-	if s.HostService == nil || old != nil && old.Address == v.Address && (old.AdminStateUp || !v.AdminStateUp) {
+	if s.HostService == nil || old != nil && old.Address == v.Address && (old.AdminStateUp || !v.AdminStateUp) || takesAddress(ctx) {
 		return nil
 	}
 	h, err := s.HostService.FindHost(ctx, v.Address)
@@ -179,8 +180,34 @@ func (s *Server) checkVIPHost(ctx context.Context, old, v *sdnlb.VIP) error {
 		port += " (" + h.PortName + ")"
 	}
 	return sdnlb.FieldErrorf(sdnlb.ECONFLICT, "address",
-		"%s is in use: host %s (MAC %s) learned on switch %s port %s, last seen %v ago; a vip there would take its traffic (a host is forgotten %d minutes after its last packet)",
+		"%s is in use: host %s (MAC %s) learned on switch %s port %s, last seen %v ago; a vip there would take its traffic (a host is forgotten %d minutes after its last packet; ?take_address=true takes the address from it)",
 		v.Address, h.Address, h.MAC, h.DPID, port, time.Since(h.LastSeen).Round(time.Second), int(sdnlb.HostTTL.Minutes()))
+}
+
+// takeAddressKey marks, in a request's context, a write that takes the
+// address of a host the switches learned (?take_address=true).
+type takeAddressKey struct{}
+
+// takingAddress runs h with ?take_address= read into the request's
+// context, for the writes that check learned hosts.
+func takingAddress(h handlerFunc) handlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) error {
+		take, err := queryBool(r, "take_address")
+		if err != nil {
+			return err
+		}
+		if take {
+			r = r.WithContext(context.WithValue(r.Context(), takeAddressKey{}, true))
+		}
+		return h(w, r)
+	}
+}
+
+// takesAddress reports whether the write of ctx takes a learned host's
+// address.
+func takesAddress(ctx context.Context) bool {
+	take, _ := ctx.Value(takeAddressKey{}).(bool)
+	return take
 }
 
 type vipList struct {
@@ -222,6 +249,7 @@ func (s *Server) handleVIPList(w http.ResponseWriter, r *http.Request) error {
 //	@Accept		json
 //	@Produce	json
 //	@Param		vip	body		vipCreate	true	"the VIP"
+//	@Param		take_address	query	bool	false	"take the address from a host the switches learned there (otherwise 409 naming the host)"
 //	@Success	201	{object}	sdnlb.VIP
 //	@Header		201	{string}	Location	"/v1/vips/{id}"
 //	@Failure	400	{object}	errorResponse	"invalid; a DSR pool with a member on a port other than 0 and the VIP's: field port, or pool_id when the write links it"
@@ -266,6 +294,7 @@ func (s *Server) handleVIPGet(w http.ResponseWriter, r *http.Request) error {
 //	@Produce	json
 //	@Param		id	path		string		true	"VIP id"	extensions(x-example=shop)
 //	@Param		vip	body		vipReplace	true	"the VIP: absent fields take their defaults"
+//	@Param		take_address	query	bool	false	"take the address from a host the switches learned there (otherwise 409 naming the host)"
 //	@Success	200	{object}	sdnlb.VIP
 //	@Param		If-Match	header	string	false	"the ETag the client read: the write applies only to that version (412 otherwise)"
 //	@Failure	412	{object}	errorResponse	"the object changed since the ETag in If-Match was read"
@@ -294,6 +323,7 @@ func (s *Server) handleVIPReplace(w http.ResponseWriter, r *http.Request) error 
 //	@Produce	json
 //	@Param		id	path		string		true	"VIP id"	extensions(x-example=shop)
 //	@Param		vip	body		vipPatch	true	"the fields to change"
+//	@Param		take_address	query	bool	false	"take the address from a host the switches learned there (otherwise 409 naming the host)"
 //	@Success	200	{object}	sdnlb.VIP
 //	@Param		If-Match	header	string	false	"the ETag the client read: the write applies only to that version (412 otherwise)"
 //	@Failure	412	{object}	errorResponse	"the object changed since the ETag in If-Match was read"

@@ -350,10 +350,18 @@ func TestVIPRoutes_LearnedHostAddress(t *testing.T) {
 	}
 	t.Run("MessageNamesTheHost", func(t *testing.T) {
 		resp := testRequest(t, ts, "POST", "/v1/vips", `{"address":"10.0.0.5","port":443}`)
-		for _, s := range []string{"host 10.0.0.5 (MAC cc:00:00:00:00:05)", "switch 00:00:00:00:00:00:00:01 port 3 (c1-eth0)", "last seen 12s ago"} {
+		for _, s := range []string{"host 10.0.0.5 (MAC cc:00:00:00:00:05)", "switch 00:00:00:00:00:00:00:01 port 3 (c1-eth0)", "last seen 12s ago",
+			"?take_address=true"} {
 			if !strings.Contains(string(resp.Body), s) {
 				t.Errorf("the refusal does not say %q: %s", s, resp.Body)
 			}
+		}
+	})
+	t.Run("TakeAddressNotABool", func(t *testing.T) {
+		before, _ := store.LoadConfig(context.Background())
+		assertError(t, testRequest(t, ts, "POST", "/v1/vips?take_address=please", `{"address":"10.0.0.5","port":443}`), 400, sdnlb.EINVALID, "take_address")
+		if after, _ := store.LoadConfig(context.Background()); !reflect.DeepEqual(before, after) {
+			t.Errorf("the refused request changed the store")
 		}
 	})
 	// A member's address, which the switches learn too, is the store's to
@@ -378,6 +386,10 @@ func TestVIPRoutes_LearnedHostAddress(t *testing.T) {
 		{"CreateElsewhere", "POST", "/v1/vips", `{"address":"10.0.0.6","port":80}`, 201, 1},
 		{"RenameDisabled", "PATCH", "/v1/vips/off", `{"name":"still off"}`, 200, 0},
 		{"RenameEnabled", "PATCH", "/v1/vips/on", `{"name":"same address"}`, 200, 0},
+		// A request that says it takes the address over does, unasked.
+		{"TakeAddressCreate", "POST", "/v1/vips?take_address=true", `{"address":"10.0.0.5","port":443}`, 201, 0},
+		{"TakeAddressEnable", "PATCH", "/v1/vips/off?take_address=1", `{"admin_state_up":true}`, 200, 0},
+		{"TakeAddressFalse", "PUT", "/v1/vips/on?take_address=false", `{"address":"10.0.0.5","port":80}`, 409, 1},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			asked = 0

@@ -33,10 +33,16 @@ type Options struct {
 	LinkCapacity uint64
 	// Allow lists the addresses switches may connect from; empty: any.
 	Allow         []netip.Prefix
-	MaxSwitches   int          // sessions at once, default DefaultMaxSwitches
-	MaxHandshakes int          // handshakes in flight, default DefaultMaxHandshakes
-	Logger        *slog.Logger // nil: discard
-	Registerer    prometheus.Registerer
+	MaxSwitches   int // sessions at once, default DefaultMaxSwitches
+	MaxHandshakes int // handshakes in flight, default DefaultMaxHandshakes
+	// The caps of the topology (caps.go): the links arriving at one
+	// switch and in all, the hosts learned on one switch and on all;
+	// default DefaultMaxLinksPerSwitch, DefaultMaxLinks,
+	// DefaultMaxHostsPerSwitch and DefaultMaxHosts.
+	MaxLinksPerSwitch, MaxLinks int
+	MaxHostsPerSwitch, MaxHosts int
+	Logger                      *slog.Logger // nil: discard
+	Registerer                  prometheus.Registerer
 	// Roles makes the controller ask each switch for an OpenFlow role,
 	// SLAVE until SetMasters makes it the switch's MASTER (see role.go);
 	// without it the controller asks for none and acts as the switch's
@@ -80,8 +86,12 @@ type Controller struct {
 	builder  *model.Builder // only the goroutine that follows the configuration
 	affinity *dataplane.AffinityTable
 	topo     *topology
-	fabric   *fabric // under L2Fabric
+	hosts    *dataplane.HostCaps
+	book     *hostBook // the hosts of dataplanes gone, until sdnlb.HostTTL
+	fabric   *fabric   // under L2Fabric
 	addr     atomic.Pointer[net.Addr]
+
+	capMetrics capMetrics
 
 	guard *guard
 	// peerLog writes the lines a switch or any TCP peer can cause, at
@@ -125,6 +135,7 @@ func New(src sdnlb.ConfigSource, opts Options) *Controller {
 	if opts.MaxHandshakes <= 0 {
 		opts.MaxHandshakes = DefaultMaxHandshakes
 	}
+	opts.setCapDefaults()
 	log := opts.Logger
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
@@ -139,7 +150,9 @@ func New(src sdnlb.ConfigSource, opts Options) *Controller {
 		hard:     model.FlowSeconds(opts.HardTimeout),
 		now:      time.Now,
 		affinity: dataplane.NewAffinityTable(),
-		topo:     newTopology(opts.LinkCapacity),
+		topo:     newTopology(opts.LinkCapacity, linkCaps{perSwitch: opts.MaxLinksPerSwitch, total: opts.MaxLinks}),
+		hosts:    dataplane.NewHostCaps(opts.MaxHostsPerSwitch, opts.MaxHosts),
+		book:     newHostBook(opts.MaxHosts),
 		conns:    map[uint64]*switchConn{},
 		ledgers:  map[uint64]*dataplane.FlowLedger{},
 		peerLog:  peerlog.New(log, refusalLogEvery),
@@ -160,6 +173,14 @@ func New(src sdnlb.ConfigSource, opts Options) *Controller {
 	if opts.Registerer != nil {
 		if err := opts.Registerer.Register(newSnapshotCollector(c)); err != nil {
 			log.Warn("VIP and member metrics not registered", "err", err)
+		}
+	}
+	c.capMetrics = newCapMetrics(c)
+	c.hosts.Refused = func(dpid uint64, perSwitch bool) {
+		if perSwitch {
+			c.capReached(itemHost, dpid, capPerSwitch)
+		} else {
+			c.capReached(itemHost, dpid, capTotal)
 		}
 	}
 	return c
@@ -384,7 +405,7 @@ func (c *Controller) switchConn(dpid uint64) *switchConn {
 // controller.
 func (c *Controller) dataplaneConfig(dpid uint64, log *slog.Logger, f model.SwitchFeatures) dataplane.Config {
 	return dataplane.Config{DPID: dpid, IdleTimeout: c.idle, HardTimeout: c.hard, L2: c.opts.L2, Groups: f.Groups, OneTable: f.OneTable,
-		Affinity: c.affinity, Ledger: c.ledger(dpid), Fabric: c.fabric, Metrics: c.metrics, Log: log, Peer: c.peerLog.To(log)}
+		Affinity: c.affinity, Ledger: c.ledger(dpid), Fabric: c.fabric, Hosts: c.hosts, Metrics: c.metrics, Log: log, Peer: c.peerLog.To(log)}
 }
 
 // portsChanged asks the fabric, if any, to route again: a switch came or

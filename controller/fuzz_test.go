@@ -193,7 +193,9 @@ func garbageAfterHello(t *testing.T, s *switchConn, version uint8, seeds [][]byt
 // FuzzParseLLDP: whatever the frame, parseLLDP reads it or refuses it, and
 // never panics; what it reads, appendLLDP writes back the same.
 func FuzzParseLLDP(f *testing.F) {
-	f.Add(appendLLDP(nil, [6]byte{2}, 0x1234, 7))
+	for _, seed := range lldpSeeds() {
+		f.Add(seed)
+	}
 	f.Fuzz(func(t *testing.T, frame []byte) {
 		dpid, port, ok := parseLLDP(frame)
 		if !ok {
@@ -201,6 +203,67 @@ func FuzzParseLLDP(f *testing.F) {
 		}
 		if d, p, ok := parseLLDP(appendLLDP(nil, [6]byte{2}, dpid, port)); !ok || d != dpid || p != port {
 			t.Fatalf("%x:%d read back as %x:%d", dpid, port, d, p)
+		}
+	})
+}
+
+// lldpSeeds are sdnlb's frames and the ways a forger or a truncation
+// bends them.
+func lldpSeeds() [][]byte {
+	ours := appendLLDP(nil, [6]byte{2}, 0x1234, 7)
+	tlvLen := func(b []byte, at int, n uint16) []byte {
+		b = append([]byte(nil), b...)
+		b[at] = b[at]&0xfe | byte(n>>8)
+		b[at+1] = byte(n)
+		return b
+	}
+	port := 14 + 2 + 1 + lldpChassisLen // the port id TLV's header
+	withPort := func(id string) []byte {
+		b := append([]byte(nil), ours[:port]...)
+		b = appendTLVHeader(b, lldpTLVPortID, 1+len(id))
+		b = append(append(b, lldpLocal), id...)
+		return append(appendTLVHeader(b, lldpTLVTTL, 2), 0, 3, 0, 0)
+	}
+	nonHex := append([]byte(nil), ours...)
+	nonHex[14+2+1+len(lldpChassisPrefix)] = 'g'
+	return [][]byte{
+		ours,
+		appendLLDP(nil, [6]byte{2}, 0xfedcba9876543210, 0xfffffeff),
+		ours[:14], ours[:port], ours[:port+3],
+		tlvLen(ours, 14, 0x1ff), // a chassis id longer than the frame
+		tlvLen(ours, port, 0),   // an empty port id
+		withPort("4294967296"),  // past 32 bits
+		withPort("-1"), withPort("+7"), withPort("007"), withPort(" 7"),
+		nonHex,
+	}
+}
+
+// FuzzLLDPIn: whatever frame arrives at whatever port, the topology holds
+// only links between ports the switches reported, within its caps.
+func FuzzLLDPIn(f *testing.F) {
+	for _, seed := range lldpSeeds() {
+		f.Add(uint32(1), seed)
+	}
+	f.Add(uint32(2), appendLLDP(nil, [6]byte{2}, 1, 1))
+	f.Add(uint32(9), appendLLDP(nil, [6]byte{2}, 1, 1))
+	f.Add(ofp.PortLocal, appendLLDP(nil, [6]byte{2}, 1, 2))
+	s := fuzzConn(f, false)
+	s.c.opts.MaxLinksPerSwitch = 2
+	s.c.topo.caps = linkCaps{perSwitch: 2, total: 2}
+	s.c.conns[s.dpid] = s
+	s.ports.set(ofp.Port{PortNo: 1}, ofp.Port{PortNo: 2})
+	f.Fuzz(func(t *testing.T, inPort uint32, frame []byte) {
+		s.lldpIn(s.c.now(), &ofp.PacketIn{Match: ofp.Match{OXMs: []ofp.OXM{ofp.MatchInPort(inPort)}}, Data: frame})
+		links := s.c.topo.links(s.c.now())
+		if len(links) > 2 {
+			t.Fatalf("%d links past the cap of 2", len(links))
+		}
+		for _, l := range links {
+			for _, end := range []model.PortRef{l.src, l.dst} {
+				if end.DPID != s.dpid || !s.ports.linkable(end.Port) {
+					t.Fatalf("link %v ends at a port the switch did not report", l)
+				}
+			}
 		}
 	})
 }

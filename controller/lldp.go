@@ -149,16 +149,24 @@ func (s *switchConn) sendLLDPOn(ports []ofp.Port) {
 
 // lldpIn records the link an sdnlb LLDP frame came in on: from the port
 // of a connected switch it names to the port it arrived at. Frames of
-// other speakers, and frames naming a switch not connected (a forgery
-// from a host), find no link.
+// other speakers, frames naming a switch not connected, and frames naming
+// a port either switch did not report (a forgery from a host, or from a
+// switch that makes up its packet-ins) find no link; a new link past the
+// caps is refused.
 func (s *switchConn) lldpIn(now time.Time, pin *ofp.PacketIn) {
 	inPort, ok := pin.Match.InPort()
 	if !ok {
 		return
 	}
 	dpid, port, ok := parseLLDP(pin.Data)
-	if !ok || s.c.switchConn(dpid) == nil {
+	if !ok {
 		return
 	}
-	s.c.topo.discovered(now, model.PortRef{DPID: dpid, Port: port}, model.PortRef{DPID: s.dpid, Port: inPort})
+	src := s.c.switchConn(dpid)
+	if src == nil || !src.ports.linkable(port) || !s.ports.linkable(inPort) {
+		return
+	}
+	if cp := s.c.topo.discovered(now, model.PortRef{DPID: dpid, Port: port}, model.PortRef{DPID: s.dpid, Port: inPort}); cp != capNone {
+		s.c.capReached(itemLink, s.dpid, cp)
+	}
 }

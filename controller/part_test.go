@@ -9,6 +9,7 @@ import (
 	"github.com/sdnlb/sdnlb"
 	"github.com/sdnlb/sdnlb/controller/internal/testnet"
 	"github.com/sdnlb/sdnlb/controller/model"
+	"github.com/sdnlb/sdnlb/controller/ofp"
 )
 
 // TestController_TopologyPart: a node's part has the links it discovered
@@ -18,7 +19,10 @@ import (
 func TestController_TopologyPart(t *testing.T) {
 	h := startController(t, testnet.Config(nil), Options{Roles: true})
 	sw1, _ := h.connect(t, 1)
-	h.connect(t, 2)
+	sw2, _ := h.connect(t, 2)
+	// The ports of the link, as the switches report them.
+	sw1.send(0, ofp.PortStatus{Reason: ofp.PortReasonAdd, Desc: ofp.Port{PortNo: 3}})
+	sw2.send(0, ofp.PortStatus{Reason: ofp.PortReasonAdd, Desc: ofp.Port{PortNo: 4}})
 	h.c.SetMasters(Masters{Node: "self", Switches: []sdnlb.SwitchMaster{
 		{DPID: model.FormatDPID(1), Node: "self", Generation: 7}, {DPID: model.FormatDPID(2), Node: "other", Generation: 7},
 	}})

@@ -46,6 +46,15 @@ func (t *portTable) speed(no uint32) uint64 {
 	return uint64(t.ports[no].CurrSpeed) * 1000 // kb/s
 }
 
+// linkable reports whether a link may end at port no: the switch
+// reported it, and it is a physical port, which LLDP is sent out of.
+func (t *portTable) linkable(no uint32) bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	_, ok := t.ports[no]
+	return ok && no <= ofp.PortMax
+}
+
 // all returns the ports in no order.
 func (t *portTable) all() []ofp.Port {
 	t.mu.Lock()

@@ -184,9 +184,9 @@ func (s *switchConn) applyRole() {
 			}
 			// A new dataplane: the switch is what it holds now, not what
 			// this node decided while it last led. The old one gives back
-			// its share of the counters.
+			// its share of the counters and hosts.
 			snap := s.c.snap.Load()
-			old.Settle(snap)
+			s.retire(old, snap)
 			s.dp = dataplane.New(s.c.dataplaneConfig(s.dpid, s.log, s.features))
 			s.dp.Adopt(s.c.now(), snap, have, out)
 			s.master.Store(true)

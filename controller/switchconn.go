@@ -170,7 +170,7 @@ func (c *Controller) serveConn(ctx context.Context, a *admission) {
 		err = <-read
 	}
 	c.unregister(s)
-	s.decide(func(dp *dataplane.Switch, _ *dataplane.Outbox) { dp.Settle(c.snap.Load()) })
+	s.decide(func(dp *dataplane.Switch, _ *dataplane.Outbox) { s.retire(dp, c.snap.Load()) })
 	s.pending.failAll(errClosed)
 	s.logDisconnected(err)
 }

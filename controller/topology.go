@@ -5,6 +5,7 @@ import (
 	"context"
 	"net/netip"
 	"slices"
+	"strconv"
 	"sync"
 	"time"
 
@@ -32,9 +33,15 @@ type linkState struct {
 // Controller's, fed by every connection's reader; it has its own lock and
 // does no I/O. changed, when set, is called (without the lock) when a
 // link appears or goes.
+//
+// The links are capped, per switch they arrive at and in all: LLDP
+// frames come from the data plane, where a host can forge them, and a
+// switch that forges its own packet-ins can name any port.
 type topology struct {
 	mu       sync.Mutex
 	seen     map[link]time.Time // each direction: when its frame last came back
+	into     map[uint64]int     // links in seen by the switch they arrive at
+	caps     linkCaps
 	load     map[model.PortRef]portLoad
 	toward   map[[2]uint64]portLoad // by switch and destination switch: what its path row sent (L2Fabric)
 	capacity uint64                 // bits per second of a port that reports no speed
@@ -50,20 +57,55 @@ type portLoad struct {
 	capacity uint64 // bits per second; 0: not reported
 }
 
-func newTopology(capacity uint64) *topology {
-	return &topology{seen: map[link]time.Time{}, load: map[model.PortRef]portLoad{}, toward: map[[2]uint64]portLoad{},
-		capacity: capacity, changed: func() {}}
+// linkCaps bounds the links the topology holds: those arriving at one
+// switch, and all of them.
+type linkCaps struct{ perSwitch, total int }
+
+// capReached names the cap that refused a new link or host; "" is none.
+type capReached string
+
+const (
+	capNone      capReached = ""
+	capPerSwitch capReached = "switch"
+	capTotal     capReached = "total"
+)
+
+func newTopology(capacity uint64, caps linkCaps) *topology {
+	return &topology{seen: map[link]time.Time{}, into: map[uint64]int{}, caps: caps, load: map[model.PortRef]portLoad{},
+		toward: map[[2]uint64]portLoad{}, capacity: capacity, changed: func() {}}
 }
 
-// discovered records that the frame src sent arrived at dst now.
-func (t *topology) discovered(now time.Time, src, dst model.PortRef) {
+// discovered records that the frame src sent arrived at dst now, unless
+// the link is new and a cap is reached, which it returns.
+func (t *topology) discovered(now time.Time, src, dst model.PortRef) capReached {
 	t.mu.Lock()
-	at, known := t.seen[link{src, dst}]
-	t.seen[link{src, dst}] = now
+	l := link{src, dst}
+	at, known := t.seen[l]
+	if !known {
+		switch {
+		case t.into[dst.DPID] >= t.caps.perSwitch:
+			t.mu.Unlock()
+			return capPerSwitch
+		case len(t.seen) >= t.caps.total:
+			t.mu.Unlock()
+			return capTotal
+		}
+		t.into[dst.DPID]++
+	}
+	t.seen[l] = now
 	t.mu.Unlock()
 	if !known || now.Sub(at) > linkTimeout {
 		t.changed()
 	}
+	return capNone
+}
+
+// size returns how many links the topology holds, live or not yet
+// expired.
+func (t *topology) size() int {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return len(t.seen)
 }
 
 // expire forgets the links no frame came back on within linkTimeout.
@@ -167,6 +209,9 @@ func (t *topology) forget(match func(link) bool) {
 	for l := range t.seen {
 		if match(l) {
 			delete(t.seen, l)
+			if t.into[l.dst.DPID]--; t.into[l.dst.DPID] == 0 {
+				delete(t.into, l.dst.DPID)
+			}
 		}
 	}
 	gone := len(t.seen) < n
@@ -220,14 +265,21 @@ func (c *Controller) Topology(ctx context.Context) (*sdnlb.Topology, error) {
 	c.topo.mu.Unlock()
 	for _, s := range c.switchConns() {
 		top.Switches = append(top.Switches, &sdnlb.TopologySwitch{DPID: model.FormatDPID(s.dpid), Ports: switchPorts(s.ports.all())})
+		live := map[netip.Addr]bool{}
 		s.decide(func(dp *dataplane.Switch, _ *dataplane.Outbox) {
 			dp.Learner.SeenHosts(now, func(ip netip.Addr, e dataplane.HostEntry) {
 				if e.Port == 0 || linked[model.PortRef{DPID: s.dpid, Port: e.Port}] {
 					return
 				}
-				top.Hosts = append(top.Hosts, &sdnlb.Host{Address: ip.String(), MAC: model.MACString(e.MAC), DPID: model.FormatDPID(s.dpid),
-					Port: ofp.FormatPort(e.Port), PortName: s.ports.name(e.Port), LastSeen: time.Unix(0, e.Seen)})
+				live[ip] = true
+				top.Hosts = append(top.Hosts, learnedHost(s.dpid, ip, e, s.ports.name(e.Port)))
 			})
+		})
+		// The hosts its last connection learned, not seen again yet.
+		c.book.onSwitch(now, s.dpid, func(ip netip.Addr, h sdnlb.Host) {
+			if port, err := strconv.ParseUint(h.Port, 10, 32); !live[ip] && (err != nil || !linked[model.PortRef{DPID: s.dpid, Port: uint32(port)}]) {
+				top.Hosts = append(top.Hosts, &h)
+			}
 		})
 	}
 	if c.fabric != nil {

@@ -26,14 +26,14 @@ func TestTopology(t *testing.T) {
 	assert := func(tb testing.TB, top *topology, want ...linkState) { tb.Helper(); assertAt(tb, top, now, want...) }
 
 	t.Run("DirectionsPaired", func(t *testing.T) {
-		top := newTopology(DefaultLinkCapacity)
+		top := newTopology(DefaultLinkCapacity, testLinkCaps)
 		top.discovered(now, a1, b1)
 		assert(t, top, state(a1, b1, false))
 		top.discovered(now, b1, a1)
 		assert(t, top, state(a1, b1, true), state(b1, a1, true))
 	})
 	t.Run("Expire", func(t *testing.T) {
-		top := newTopology(DefaultLinkCapacity)
+		top := newTopology(DefaultLinkCapacity, testLinkCaps)
 		top.discovered(now, a1, b1)
 		top.discovered(now.Add(2*lldpInterval), b1, a1)
 		assertAt(t, top, now.Add(linkTimeout), state(a1, b1, true), state(b1, a1, true))
@@ -49,7 +49,7 @@ func TestTopology(t *testing.T) {
 		assertAt(t, top, late, state(a1, b1, true), state(b1, a1, true))
 	})
 	t.Run("PortDownRemovesAtOnce", func(t *testing.T) {
-		top := newTopology(DefaultLinkCapacity)
+		top := newTopology(DefaultLinkCapacity, testLinkCaps)
 		top.discovered(now, a1, b1)
 		top.discovered(now, b1, a1)
 		top.discovered(now, a2, b2)
@@ -57,7 +57,7 @@ func TestTopology(t *testing.T) {
 		assert(t, top, state(a2, b2, false))
 	})
 	t.Run("SwitchGone", func(t *testing.T) {
-		top := newTopology(DefaultLinkCapacity)
+		top := newTopology(DefaultLinkCapacity, testLinkCaps)
 		top.discovered(now, a1, b1)
 		top.discovered(now, b2, a2)
 		top.discovered(now, model.PortRef{DPID: 3, Port: 1}, model.PortRef{DPID: 4, Port: 1})
@@ -153,7 +153,7 @@ func waitTopology(tb testing.TB, c *Controller, ok func(*sdnlb.Topology) bool) *
 // against the port's speed or the default capacity; the paths toward a
 // switch weigh it without what they send there themselves.
 func TestTopology_LinkLoad(t *testing.T) {
-	top := newTopology(1000)
+	top := newTopology(1000, testLinkCaps)
 	t0 := time.Unix(1_700_000_000, 0)
 	speed := func(port uint32) uint64 {
 		if port == 2 {
@@ -188,3 +188,6 @@ func TestTopology_LinkLoad(t *testing.T) {
 		t.Errorf("after a reset: utilisation %v", got)
 	}
 }
+
+// testLinkCaps leaves the tests of the topology room for every link.
+var testLinkCaps = linkCaps{perSwitch: DefaultMaxLinksPerSwitch, total: DefaultMaxLinks}

@@ -20,7 +20,7 @@ func TestHandler(t *testing.T) {
 			"/v1/stats?watch=true", "/v1/cluster", "/v1/topology", "applyFilter", "IntersectionObserver", "const hostPort"},
 		"/series.js":   {"class Track", "WINDOW_S = 900"},
 		"/chart.js":    {"function drawChart"},
-		"/topology.js": {"function drawTopology", "esc(h.address)"},
+		"/topology.js": {"function drawTopology", "esc(h.address)", "top.omitted"},
 		"/style.css":   {".vip", "svg.chart"},
 	} {
 		t.Run(strings.TrimPrefix(path, "/"), func(t *testing.T) {

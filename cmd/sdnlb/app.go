@@ -108,19 +108,23 @@ func (m *Main) Run(ctx context.Context) (err error) {
 	// the one node acts as the switches' only controller.
 	roles := db.Dialect() == "postgres"
 	m.Controller = controller.New(m.Store, controller.Options{
-		IdleTimeout:   idle,
-		HardTimeout:   cfg.FlowHardTimeout,
-		EchoInterval:  cfg.EchoInterval,
-		StatsInterval: cfg.StatsInterval,
-		LinkCapacity:  cfg.LinkMbps * 1_000_000,
-		L2:            model.L2Mode(cfg.L2),
-		Allow:         allow,
-		MaxSwitches:   cfg.OpenFlowMaxSwitches,
-		MaxHandshakes: cfg.OpenFlowMaxHandshakes,
-		Logger:        m.Logger,
-		Registerer:    registry,
-		Roles:         roles,
-		OnStaleRole:   func() { m.Masters.Refresh() },
+		IdleTimeout:       idle,
+		HardTimeout:       cfg.FlowHardTimeout,
+		EchoInterval:      cfg.EchoInterval,
+		StatsInterval:     cfg.StatsInterval,
+		LinkCapacity:      cfg.LinkMbps * 1_000_000,
+		L2:                model.L2Mode(cfg.L2),
+		Allow:             allow,
+		MaxSwitches:       cfg.OpenFlowMaxSwitches,
+		MaxHandshakes:     cfg.OpenFlowMaxHandshakes,
+		MaxLinks:          cfg.MaxLinks,
+		MaxHosts:          cfg.MaxHosts,
+		MaxLinksPerSwitch: cfg.MaxLinksPerSwitch,
+		MaxHostsPerSwitch: cfg.MaxHostsPerSwitch,
+		Logger:            m.Logger,
+		Registerer:        registry,
+		Roles:             roles,
+		OnStaleRole:       func() { m.Masters.Refresh() },
 	})
 	var parts sdnlb.TopologyPartService
 	if roles {

@@ -50,6 +50,10 @@ type Config struct {
 	OpenFlowMaxSwitches   int
 	OpenFlowMaxHandshakes int
 
+	// The topology's caps: links and learned hosts, per switch and in all.
+	MaxLinks, MaxLinksPerSwitch int
+	MaxHosts, MaxHostsPerSwitch int
+
 	TLSCert     string
 	TLSKey      string
 	TLSClientCA string
@@ -76,6 +80,10 @@ func DefaultConfig() Config {
 
 		OpenFlowMaxSwitches:   controller.DefaultMaxSwitches,
 		OpenFlowMaxHandshakes: controller.DefaultMaxHandshakes,
+		MaxLinks:              controller.DefaultMaxLinks,
+		MaxLinksPerSwitch:     controller.DefaultMaxLinksPerSwitch,
+		MaxHosts:              controller.DefaultMaxHosts,
+		MaxHostsPerSwitch:     controller.DefaultMaxHostsPerSwitch,
 		APIMaxConns:           api.DefaultMaxConns,
 		APIMaxStreams:         api.DefaultMaxStreams,
 	}
@@ -108,6 +116,10 @@ func (c *Config) flagSet(out io.Writer) *flag.FlagSet {
 	fs.StringVar(&c.OpenFlowAllow, "openflow-allow", c.OpenFlowAllow, "comma-separated addresses and prefixes (10.0.0.0/24) switches may connect from (empty: any)")
 	fs.IntVar(&c.OpenFlowMaxSwitches, "openflow-max-switches", c.OpenFlowMaxSwitches, "switch sessions at once")
 	fs.IntVar(&c.OpenFlowMaxHandshakes, "openflow-max-handshakes", c.OpenFlowMaxHandshakes, "switch handshakes in flight at once; at a full cap a new connection takes the place of the oldest handshake of the source with the most")
+	fs.IntVar(&c.MaxLinks, "max-links", c.MaxLinks, "links between switches the topology holds, each direction apart; past it new links are refused (logged, counted in sdnlb_topology_refused_total)")
+	fs.IntVar(&c.MaxLinksPerSwitch, "max-links-per-switch", c.MaxLinksPerSwitch, "links arriving at one switch the topology holds")
+	fs.IntVar(&c.MaxHosts, "max-hosts", c.MaxHosts, "hosts the switches learn, all together; past it new hosts are refused (members the switches dispatch to excepted)")
+	fs.IntVar(&c.MaxHostsPerSwitch, "max-hosts-per-switch", c.MaxHostsPerSwitch, "hosts one switch learns")
 	fs.StringVar(&c.TLSCert, "openflow-tls-cert", c.TLSCert, "certificate for OpenFlow over TLS (with --openflow-tls-key)")
 	fs.StringVar(&c.TLSKey, "openflow-tls-key", c.TLSKey, "private key for OpenFlow over TLS")
 	fs.StringVar(&c.NodeID, "node-id", c.NodeID, "this node's name in the cluster of nodes sharing the database, unique among them (empty: host name and API port, host:8080)")
@@ -225,6 +237,8 @@ func (c *Config) validate() error {
 		return errors.New("--api-max-conns and --api-max-streams must be at least 1")
 	case c.APIMaxConnsPerClient < 0:
 		return errors.New("--api-max-conns-per-client must be at least 0 (0: a quarter of --api-max-conns)")
+	case c.MaxLinks < 1 || c.MaxLinksPerSwitch < 1 || c.MaxHosts < 1 || c.MaxHostsPerSwitch < 1:
+		return errors.New("--max-links, --max-links-per-switch, --max-hosts and --max-hosts-per-switch must be at least 1")
 	case c.OpenFlowMaxSwitches < 1 || c.OpenFlowMaxHandshakes < 1:
 		return errors.New("--openflow-max-switches and --openflow-max-handshakes must be at least 1")
 	case c.APIToken == "" && !c.APIInsecure && !loopbackAddr(c.APIAddr):

@@ -93,6 +93,8 @@ func TestLoadConfig_Errors(t *testing.T) {
 		"BadAllow":          {"--openflow-allow", "10.0.0.0/8,switch-1"},
 		"AllowNothing":      {"--openflow-allow", " , "}, // read as empty, it would admit every switch
 		"NoSwitches":        {"--openflow-max-switches", "0"},
+		"NoLinks":           {"--max-links", "0"},
+		"NoHostsPerSwitch":  {"--max-hosts-per-switch", "-1"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			if _, err := LoadConfig(args, func(string) string { return "" }, io.Discard); err == nil {

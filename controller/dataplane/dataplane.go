@@ -61,7 +61,11 @@ type Config struct {
 	Ledger                   *FlowLedger // the switch's, which outlives its connections
 	Metrics                  *Metrics
 	Fabric                   FabricPaths // L2Fabric: the controller's
-	Log                      *slog.Logger
+	// Hosts caps the hosts the switch learns, shared with the other
+	// switches; New gives a Config without one caps of its own, of
+	// MaxLearned.
+	Hosts *HostCaps
+	Log   *slog.Logger
 	// Peer writes the lines the network can cause, such as a host
 	// claiming a VIP's address, under the controller's limits; New gives
 	// a Config without one limits of its own, over Log.
@@ -98,11 +102,14 @@ func (c *Config) l2Table() uint8 {
 }
 
 func New(cfg Config) *Switch {
+	if cfg.Hosts == nil {
+		cfg.Hosts = NewHostCaps(MaxLearned, MaxLearned)
+	}
 	dp := &Switch{
 		Config:     cfg,
 		debug:      cfg.Log.Enabled(context.Background(), slog.LevelDebug),
 		Installed:  model.EmptySnapshot,
-		Learner:    newL2Learner(cfg.l2Table()),
+		Learner:    newL2Learner(cfg.l2Table(), cfg.Hosts, cfg.DPID),
 		dispatcher: newDispatcher(),
 		held:       newHeldSetups(),
 		accounting: newAccounting(cfg.Ledger, cfg.finIdle()),

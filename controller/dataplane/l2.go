@@ -11,8 +11,9 @@ import (
 	"github.com/sdnlb/sdnlb/controller/ofp"
 )
 
-// MaxLearned bounds each switch's MAC and host tables, so a switch that
-// sends packets from ever new addresses cannot grow them without end.
+// MaxLearned bounds each switch's MAC table, and by default its host
+// table (HostCaps), so a switch that sends packets from ever new
+// addresses cannot grow them without end.
 const MaxLearned = 1 << 16
 
 // l2Reinstall is how long after installing a MAC's flow a packet-in for
@@ -37,6 +38,8 @@ type L2Learner struct {
 	hosts    map[netip.Addr]HostEntry // learned IPv4 addresses: MAC and port
 	arpAsked map[netip.Addr]arpAsk    // when the controller ARPed for a member it has not seen
 	swept    int64                    // unix nanoseconds of the last pass of forgetStale
+	caps     *HostCaps                // of hosts, shared with the other switches' learners
+	dpid     uint64                   // the switch's, as caps are told
 }
 
 // arpAsk is when the controller first and last asked for a member by ARP,
@@ -58,9 +61,11 @@ type HostEntry struct {
 	Seen int64
 }
 
-func newL2Learner(table uint8) L2Learner {
+func newL2Learner(table uint8, caps *HostCaps, dpid uint64) L2Learner {
 	return L2Learner{
 		table:    table,
+		caps:     caps,
+		dpid:     dpid,
 		macs:     map[[6]byte]macEntry{},
 		hosts:    map[netip.Addr]HostEntry{},
 		arpAsked: map[netip.Addr]arpAsk{},
@@ -102,16 +107,29 @@ func (l *L2Learner) seedMAC(mac [6]byte, port uint32) {
 
 // learnHost records that a packet from an IPv4 address came now with a
 // MAC and port, and reports whether that changed the address's MAC or
-// port. A full table takes a new address only when setups wait for it or
-// it can forget hosts not seen within sdnlb.HostTTL.
-func (l *L2Learner) learnHost(now time.Time, ip netip.Addr, mac [6]byte, port uint32, awaited bool) bool {
+// port. A new address past the caps is learned only when it is needed
+// (a member, or setups wait for it) or the table can forget hosts not
+// seen within sdnlb.HostTTL.
+func (l *L2Learner) learnHost(now time.Time, ip netip.Addr, mac [6]byte, port uint32, needed bool) bool {
 	e, known := l.hosts[ip]
-	if !known && len(l.hosts) >= MaxLearned && !awaited && !l.forgetStale(now) {
-		return false // full; a member still gets in through its held setups
+	if !known && !l.admit(now, needed) {
+		return false // full; a member still gets in
 	}
 	l.hosts[ip] = HostEntry{MAC: mac, Port: port, Seen: now.UnixNano()}
 	delete(l.arpAsked, ip)
 	return !known || e.MAC != mac || e.Port != port
+}
+
+// admit counts a new host in the caps and reports whether it may join:
+// at a cap only when it is needed, or the table can forget hosts not
+// seen within sdnlb.HostTTL.
+func (l *L2Learner) admit(now time.Time, needed bool) bool {
+	if !needed && l.caps.full(len(l.hosts)) && !l.forgetStale(now) {
+		l.caps.refuse(l.dpid, len(l.hosts))
+		return false
+	}
+	l.caps.take()
+	return true
 }
 
 // forgetStale forgets the hosts not seen within sdnlb.HostTTL, at most
@@ -130,7 +148,15 @@ func (l *L2Learner) forgetStale(now time.Time) bool {
 			delete(l.hosts, ip)
 		}
 	}
+	l.caps.give(n - len(l.hosts))
 	return len(l.hosts) < n
+}
+
+// Release gives the learner's hosts back to the caps, when its switch's
+// decision ends (a disconnect, a new dataplane at a promotion).
+func (l *L2Learner) Release() {
+	l.caps.give(len(l.hosts))
+	clear(l.hosts)
 }
 
 // Host returns an IPv4 address's MAC and port.
@@ -160,8 +186,12 @@ func (l *L2Learner) SeenHosts(now time.Time, f func(ip netip.Addr, e HostEntry))
 // seedHost records a host the switch's flows name, unless the learner
 // knows better; port 0 is unknown.
 func (l *L2Learner) seedHost(ip netip.Addr, mac [6]byte, port uint32) {
-	if e, ok := l.hosts[ip]; ok && (e.Port != 0 || port == 0) {
+	e, ok := l.hosts[ip]
+	if ok && (e.Port != 0 || port == 0) {
 		return
+	}
+	if !ok {
+		l.caps.take() // the switch's own flows name it: always known
 	}
 	l.hosts[ip] = HostEntry{MAC: mac, Port: port}
 }
@@ -172,7 +202,7 @@ func (l *L2Learner) seedHost(ip netip.Addr, mac [6]byte, port uint32) {
 // port.
 func (l *L2Learner) reach(now time.Time, ip netip.Addr, mac [6]byte, port uint32) bool {
 	e, known := l.hosts[ip]
-	if known && e.Seen != 0 && now.UnixNano()-e.Seen <= int64(sdnlb.HostTTL) || !known && len(l.hosts) >= MaxLearned {
+	if known && e.Seen != 0 && now.UnixNano()-e.Seen <= int64(sdnlb.HostTTL) || !known && !l.admit(now, false) {
 		return false
 	}
 	l.hosts[ip] = HostEntry{MAC: mac, Port: port}
@@ -392,7 +422,7 @@ func hostAddress(a netip.Addr) bool {
 // announces it), and warns: the VIP takes the host's traffic meanwhile.
 // Its ARP goes no further, so no other host learns the address at its MAC.
 func (dp *Switch) noteClaim(p *packetIn, ip netip.Addr, mac [6]byte) {
-	if !isMulticast(mac) && dp.Learner.learnHost(p.now, ip, mac, p.inPort, false) {
+	if !isMulticast(mac) && dp.Learner.learnHost(p.now, ip, mac, p.inPort, dp.needed(p, ip)) {
 		dp.Peer.Warn(p.now, "VIP address claimed", ip.String(), "a host claims a VIP's address; the VIP takes its traffic", "address", ip.String(),
 			"mac", model.MACString(mac), "port", p.inPort)
 	}
@@ -412,9 +442,17 @@ func (dp *Switch) learnHost(p *packetIn, ip netip.Addr, mac [6]byte, out *Outbox
 			return // the round that settles its port teaches this switch
 		}
 	}
-	if dp.Learner.learnHost(p.now, ip, mac, p.inPort, dp.held.waiting(ip)) {
+	if dp.Learner.learnHost(p.now, ip, mac, p.inPort, dp.needed(p, ip)) {
 		dp.reached(p.now, p.snap, ip, out)
 	}
+}
+
+// needed reports whether the data path needs the host at ip, so that the
+// host caps do not keep it out: a member of a pool the switches dispatch
+// (its buckets wait for it), or setups of the controller's wait for it.
+func (dp *Switch) needed(p *packetIn, ip netip.Addr) bool {
+	_, switched := p.snap.SwitchedMembers[ip]
+	return switched || dp.held.waiting(ip)
 }
 
 // reached puts a member whose MAC and port became known in the buckets

@@ -12,7 +12,7 @@ import (
 func TestL2Learner_Hosts(t *testing.T) {
 	now := time.Unix(1_700_000_000, 0)
 	mac := [6]byte{0xaa, 0, 0, 0, 0, 1}
-	l := newL2Learner(model.TableL2)
+	l := newL2Learner(model.TableL2, NewHostCaps(MaxLearned, MaxLearned), 1)
 	if !l.learnHost(now, testnet.Addr4(1), mac, 3, false) {
 		t.Error("a new host did not change the table")
 	}

@@ -70,6 +70,12 @@ const toward = (p, t, d) => ({ x: p.x + d * Math.cos(t), y: p.y + d * Math.sin(t
 // topologySig is what the view draws: a new last_seen redraws nothing.
 const topologySig = (top) => JSON.stringify(top, (k, v) => (k === "last_seen" ? undefined : v));
 
+// omittedNote says what the bounded answer left out, "" when nothing.
+function omittedNote(omitted) {
+  const parts = Object.entries(omitted || {}).filter(([, n]) => n > 0).map(([what, n]) => `${n} ${what}`);
+  return parts.length ? ` · not shown: ${parts.join(", ")}` : "";
+}
+
 // drawTopology draws top (GET /v1/topology) into svg unless it drew the
 // same already, and returns a summary line.
 function drawTopology(svg, top) {
@@ -78,7 +84,7 @@ function drawTopology(svg, top) {
   const labelled = switches.length <= TOPO_LABELS;
   const summary = `${counted(switches.length, "switch", "switches")} · ${counted(pairs.length, "link")}` +
     (oneWay ? ` (${oneWay} one-way)` : "") + ` · ${counted(top.hosts.length, "host")}` +
-    (labelled ? "" : " · hover for names");
+    omittedNote(top.omitted) + (labelled ? "" : " · hover for names");
   const sig = topologySig(top);
   if (svg.topologySig === sig) return summary;
   svg.topologySig = sig;
