@@ -339,6 +339,23 @@ func pageFromQuery(r *http.Request) (sdnlb.Page, error) {
 	return page, nil
 }
 
+// queryBool reads the boolean query parameter name, false when absent or
+// empty. Every boolean parameter goes through it, so each takes what
+// strconv.ParseBool takes (true, True, TRUE, t, T, 1 and their false
+// counterparts: clients spell booleans differently, Python's requests as
+// True) and refuses anything else rather than reading it as false.
+func queryBool(r *http.Request, name string) (bool, error) {
+	s := r.URL.Query().Get(name)
+	if s == "" {
+		return false, nil
+	}
+	b, err := strconv.ParseBool(s)
+	if err != nil {
+		return false, sdnlb.FieldErrorf(sdnlb.EINVALID, name, "%s must be true or false (or 1, t, True, TRUE, 0, f, False, FALSE), not %q", name, s)
+	}
+	return b, nil
+}
+
 // queryFilter returns a pointer to the query value, nil when absent.
 func queryFilter(r *http.Request, name string) *string {
 	if v, ok := r.URL.Query()[name]; ok {
