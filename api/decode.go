@@ -25,14 +25,20 @@ const (
 // fields, a second value, other content types (415) and bodies over the
 // limit (413). Errors name the JSON field at fault where there is one.
 func decodeJSON(w http.ResponseWriter, r *http.Request, v any) error {
-	if err := checkContentType(r); err != nil {
-		return err
-	}
-	body, err := readBody(w, r)
+	body, err := readJSON(w, r)
 	if err != nil {
 		return err
 	}
 	return decodeStrict(body, v)
+}
+
+// readJSON reads the body of a native request, refusing other content
+// types (415) and bodies over the limit (413).
+func readJSON(w http.ResponseWriter, r *http.Request) ([]byte, error) {
+	if err := checkContentType(r); err != nil {
+		return nil, err
+	}
+	return readBody(w, r)
 }
 
 // decodeStrict decodes body, which must hold one JSON value and not null,
@@ -308,6 +314,23 @@ func isSetReadOnly(f reflect.StructField, v reflect.Value) bool {
 func required(f reflect.StructField) bool {
 	return f.Tag.Get("swaggerignore") != "true" && f.Tag.Get("validate") != "optional" &&
 		!strings.Contains(f.Tag.Get("json"), ",omitempty")
+}
+
+// requiredFields lists the JSON names of the fields of the request type
+// t that are required (see required), embedded structs' included, sorted
+// as the spec lists them.
+func requiredFields(t reflect.Type) []string {
+	var names []string
+	for i := range t.NumField() {
+		switch f := t.Field(i); {
+		case f.Anonymous:
+			names = append(names, requiredFields(f.Type)...)
+		case required(f):
+			names = append(names, jsonName(f))
+		}
+	}
+	slices.Sort(names)
+	return names
 }
 
 // isMissing reports whether v leaves out the required field f: nil, or an

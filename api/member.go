@@ -3,6 +3,7 @@ package api
 import (
 	"context"
 	"net/http"
+	"reflect"
 	"time"
 
 	"github.com/go-chi/chi/v5"
@@ -77,7 +78,8 @@ func (s *Server) members() collection[sdnlb.Member, sdnlb.MemberUpdate] {
 		path: "/v1/members", fresh: sdnlb.NewMember, apply: (*sdnlb.MemberUpdate).Apply,
 		id:   func(m *sdnlb.Member) *string { return &m.ID },
 		find: s.MemberService.FindMemberByID, create: s.MemberService.CreateMember, update: s.MemberService.UpdateMember,
-		show: s.overlayHealth}
+		show:     s.overlayHealth,
+		required: requiredFields(reflect.TypeFor[memberCreate]())}
 }
 
 type memberList struct {
@@ -208,11 +210,11 @@ func (s *Server) handleMemberReplace(w http.ResponseWriter, r *http.Request) err
 	return writeUpdated(w, r, s.members(), (*memberReplace).replacement)
 }
 
-// handleMemberPatch changes the given fields of a member.
+// handleMemberPatch changes the given fields of a member (writePatched).
 //
 //	@Summary	Update some fields of a member
 //	@ID			memberPatch
-//	@Description	Changes the given fields of a member.
+//	@Description	Changes the given fields of a member, a JSON merge patch (RFC 7396): null puts a field back to its default, the value a PUT without it gives (pool_id and address have none: null on them is refused).
 //	@Tags		members
 //	@Accept		json,application/merge-patch+json
 //	@Produce	json
@@ -232,7 +234,7 @@ func (s *Server) handleMemberReplace(w http.ResponseWriter, r *http.Request) err
 //	@Security	Bearer
 //	@Router		/v1/members/{id} [patch]
 func (s *Server) handleMemberPatch(w http.ResponseWriter, r *http.Request) error {
-	return writeUpdated(w, r, s.members(), (*memberPatch).patch)
+	return writePatched(w, r, s.members(), (*memberPatch).patch)
 }
 
 // handleMemberDelete removes a member from its pool.

@@ -3,6 +3,7 @@ package api
 import (
 	"context"
 	"net/http"
+	"reflect"
 	"time"
 
 	"github.com/sdnlb/sdnlb"
@@ -80,7 +81,8 @@ func (s *Server) monitors() collection[sdnlb.Monitor, sdnlb.MonitorUpdate] {
 	return collection[sdnlb.Monitor, sdnlb.MonitorUpdate]{updated: func(m *sdnlb.Monitor) time.Time { return m.UpdatedAt },
 		path: "/v1/monitors", fresh: sdnlb.NewMonitor, apply: (*sdnlb.MonitorUpdate).Apply,
 		id:   func(m *sdnlb.Monitor) *string { return &m.ID },
-		find: s.MonitorService.FindMonitorByID, create: s.MonitorService.CreateMonitor, update: s.MonitorService.UpdateMonitor}
+		find: s.MonitorService.FindMonitorByID, create: s.MonitorService.CreateMonitor, update: s.MonitorService.UpdateMonitor,
+		required: requiredFields(reflect.TypeFor[monitorCreate]())}
 }
 
 type monitorList struct {
@@ -180,11 +182,11 @@ func (s *Server) handleMonitorReplace(w http.ResponseWriter, r *http.Request) er
 	return writeUpdated(w, r, s.monitors(), (*monitorReplace).replacement)
 }
 
-// handleMonitorPatch changes the given fields of a monitor.
+// handleMonitorPatch changes the given fields of a monitor (writePatched).
 //
 //	@Summary	Update some fields of a monitor
 //	@ID			monitorPatch
-//	@Description	Changes the given fields of a monitor.
+//	@Description	Changes the given fields of a monitor, a JSON merge patch (RFC 7396): null puts a field back to its default, the value a PUT without it gives (type has none: null on it is refused).
 //	@Tags		monitors
 //	@Accept		json,application/merge-patch+json
 //	@Produce	json
@@ -203,7 +205,7 @@ func (s *Server) handleMonitorReplace(w http.ResponseWriter, r *http.Request) er
 //	@Security	Bearer
 //	@Router		/v1/monitors/{id} [patch]
 func (s *Server) handleMonitorPatch(w http.ResponseWriter, r *http.Request) error {
-	return writeUpdated(w, r, s.monitors(), (*monitorPatch).patch)
+	return writePatched(w, r, s.monitors(), (*monitorPatch).patch)
 }
 
 // handleMonitorDelete deletes a monitor. Without cascade it refuses while

@@ -3,6 +3,7 @@ package api
 import (
 	"context"
 	"net/http"
+	"reflect"
 	"time"
 
 	"github.com/go-chi/chi/v5"
@@ -65,7 +66,9 @@ func (s *Server) pools() collection[sdnlb.Pool, sdnlb.PoolUpdate] {
 	return collection[sdnlb.Pool, sdnlb.PoolUpdate]{updated: func(p *sdnlb.Pool) time.Time { return p.UpdatedAt },
 		path: "/v1/pools", fresh: sdnlb.NewPool, apply: (*sdnlb.PoolUpdate).Apply,
 		id:   func(p *sdnlb.Pool) *string { return &p.ID },
-		find: s.PoolService.FindPoolByID, create: s.PoolService.CreatePool, update: s.PoolService.UpdatePool}
+		find: s.PoolService.FindPoolByID, create: s.PoolService.CreatePool, update: s.PoolService.UpdatePool,
+		required: requiredFields(reflect.TypeFor[poolCreate]()),
+		derived:  map[string]func(*sdnlb.PoolUpdate){"dispatch": func(u *sdnlb.PoolUpdate) { u.UnsetDispatch = true }}}
 }
 
 type poolList struct {
@@ -167,11 +170,11 @@ func (s *Server) handlePoolReplace(w http.ResponseWriter, r *http.Request) error
 	return writeUpdated(w, r, s.pools(), (*poolEdit).replacement)
 }
 
-// handlePoolPatch changes the given fields of a pool.
+// handlePoolPatch changes the given fields of a pool (writePatched).
 //
 //	@Summary	Update some fields of a pool
 //	@ID			poolPatch
-//	@Description	Changes the given fields of a pool.
+//	@Description	Changes the given fields of a pool, a JSON merge patch (RFC 7396): null puts a field back to its default, the value a PUT without it gives (dispatch the one its method and VIP need).
 //	@Tags		pools
 //	@Accept		json,application/merge-patch+json
 //	@Produce	json
@@ -191,7 +194,7 @@ func (s *Server) handlePoolReplace(w http.ResponseWriter, r *http.Request) error
 //	@Security	Bearer
 //	@Router		/v1/pools/{id} [patch]
 func (s *Server) handlePoolPatch(w http.ResponseWriter, r *http.Request) error {
-	return writeUpdated(w, r, s.pools(), (*poolEdit).patch)
+	return writePatched(w, r, s.pools(), (*poolEdit).patch)
 }
 
 // handlePoolDelete deletes a pool. Without cascade it refuses while the

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
+	"reflect"
 	"time"
 
 	"github.com/sdnlb/sdnlb"
@@ -111,7 +112,8 @@ func (s *Server) vips() collection[sdnlb.VIP, sdnlb.VIPUpdate] {
 	return collection[sdnlb.VIP, sdnlb.VIPUpdate]{updated: func(v *sdnlb.VIP) time.Time { return v.UpdatedAt },
 		path: "/v1/vips", fresh: sdnlb.NewVIP, apply: (*sdnlb.VIPUpdate).Apply,
 		id:   func(v *sdnlb.VIP) *string { return &v.ID },
-		find: s.VIPService.FindVIPByID, create: s.createVIP, update: s.updateVIP}
+		find: s.VIPService.FindVIPByID, create: s.createVIP, update: s.updateVIP,
+		required: requiredFields(reflect.TypeFor[vipCreate]())}
 }
 
 // createVIP creates v unless a host the switches learned holds its
@@ -283,12 +285,12 @@ func (s *Server) handleVIPReplace(w http.ResponseWriter, r *http.Request) error 
 	return writeUpdated(w, r, s.vips(), (*vipReplace).replacement)
 }
 
-// handleVIPPatch changes the given fields of a VIP; session_persistence:
-// null removes it.
+// handleVIPPatch changes the given fields of a VIP; null puts one back
+// to its default (writePatched).
 //
 //	@Summary	Update some fields of a VIP
 //	@ID			vipPatch
-//	@Description	Changes the given fields of a VIP; session_persistence: null removes it.
+//	@Description	Changes the given fields of a VIP, a JSON merge patch (RFC 7396): null puts a field back to its default, the value a PUT without it gives (address has none: null on it is refused).
 //	@Tags		vips
 //	@Accept		json,application/merge-patch+json
 //	@Produce	json
@@ -308,7 +310,7 @@ func (s *Server) handleVIPReplace(w http.ResponseWriter, r *http.Request) error 
 //	@Security	Bearer
 //	@Router		/v1/vips/{id} [patch]
 func (s *Server) handleVIPPatch(w http.ResponseWriter, r *http.Request) error {
-	return writeUpdated(w, r, s.vips(), (*vipPatch).patch)
+	return writePatched(w, r, s.vips(), (*vipPatch).patch)
 }
 
 // handleVIPDelete deletes a VIP. Without cascade it refuses while a pool
