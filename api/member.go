@@ -30,7 +30,7 @@ type memberFields struct {
 type memberCreate struct {
 	ID      *string `json:"id" example:"shop-1" validate:"optional"` // a UUID when absent
 	PoolID  *string `json:"pool_id" example:"shop-pool" validate:"required"`
-	Address *string `json:"address" example:"10.0.0.21" validate:"required"` // IPv4 or IPv6, of the family of the pool's VIP; kept in canonical form (2001:db8::1)
+	Address *string `json:"address" example:"198.51.100.21" validate:"required"` // IPv4 or IPv6, of the family of the pool's VIP; kept in canonical form (2001:db8::1)
 	memberFields
 }
 
@@ -38,16 +38,16 @@ type memberCreate struct {
 // the member's pool, as clients send back what they read, but not change.
 type memberReplace struct {
 	ID      readOnly `json:"id" swaggerignore:"true"`
-	PoolID  *string  `json:"pool_id" example:"shop-pool" validate:"optional"` // the member's pool: members do not move between pools
-	Address *string  `json:"address" example:"10.0.0.21" validate:"required"` // IPv4 or IPv6, of the family of the pool's VIP; kept in canonical form (2001:db8::1)
+	PoolID  *string  `json:"pool_id" example:"shop-pool" validate:"optional"`     // the member's pool: members do not move between pools
+	Address *string  `json:"address" example:"198.51.100.21" validate:"required"` // IPv4 or IPv6, of the family of the pool's VIP; kept in canonical form (2001:db8::1)
 	memberFields
 }
 
 // memberPatch is the body of PATCH /v1/members/{id}.
 type memberPatch struct {
 	ID      readOnly `json:"id" swaggerignore:"true"`
-	PoolID  *string  `json:"pool_id" example:"shop-pool" validate:"optional"` // the member's pool: members do not move between pools
-	Address *string  `json:"address" example:"10.0.0.21" validate:"optional"` // IPv4 or IPv6, of the family of the pool's VIP; kept in canonical form (2001:db8::1)
+	PoolID  *string  `json:"pool_id" example:"shop-pool" validate:"optional"`     // the member's pool: members do not move between pools
+	Address *string  `json:"address" example:"198.51.100.21" validate:"optional"` // IPv4 or IPv6, of the family of the pool's VIP; kept in canonical form (2001:db8::1)
 	memberFields
 }
 

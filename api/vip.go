@@ -33,21 +33,21 @@ type vipFields struct {
 // vipCreate is the body of POST /v1/vips.
 type vipCreate struct {
 	ID      *string `json:"id" example:"shop" validate:"optional"`            // a UUID when absent
-	Address *string `json:"address" example:"10.0.0.200" validate:"required"` // IPv4 or IPv6, unicast and routable; kept in canonical form (2001:db8::1)
+	Address *string `json:"address" example:"192.0.2.10" validate:"required"` // IPv4 or IPv6, unicast and routable; kept in canonical form (2001:db8::1)
 	vipFields
 }
 
 // vipReplace is the body of PUT /v1/vips/{id}.
 type vipReplace struct {
 	ID      readOnly `json:"id" swaggerignore:"true"`
-	Address *string  `json:"address" example:"10.0.0.200" validate:"required"` // IPv4 or IPv6, unicast and routable; kept in canonical form (2001:db8::1)
+	Address *string  `json:"address" example:"192.0.2.10" validate:"required"` // IPv4 or IPv6, unicast and routable; kept in canonical form (2001:db8::1)
 	vipFields
 }
 
 // vipPatch is the body of PATCH /v1/vips/{id}.
 type vipPatch struct {
 	ID      readOnly `json:"id" swaggerignore:"true"`
-	Address *string  `json:"address" example:"10.0.0.200" validate:"optional"` // IPv4 or IPv6, unicast and routable; kept in canonical form (2001:db8::1)
+	Address *string  `json:"address" example:"192.0.2.10" validate:"optional"` // IPv4 or IPv6, unicast and routable; kept in canonical form (2001:db8::1)
 	vipFields
 }
 
