@@ -15,9 +15,9 @@ import (
 // pool and address, none of them required: absent ones take their
 // defaults on POST and PUT and stay as they are on PATCH.
 type memberFields struct {
-	Port         *int  `json:"port" default:"0" example:"8080" validate:"optional"`     // 0 (the default): the port the client asked the VIP for; in a DSR pool 0 or the VIP's port
-	Weight       *int  `json:"weight" default:"1" example:"1" validate:"optional"`      // 0-256; 0 drains the member
-	Capacity     *int  `json:"capacity" default:"0" example:"1000" validate:"optional"` // connections the member can hold, 0-10000000; 0 (the default): no bound. ADAPTIVE weighs the member by the share of it that is free
+	Port         *int  `json:"port" default:"0" example:"8080" validate:"optional" minimum:"0" maximum:"65535"`        // 0 (the default): the port the client asked the VIP for; in a DSR pool 0 or the VIP's port
+	Weight       *int  `json:"weight" default:"1" example:"1" validate:"optional" minimum:"0" maximum:"256"`           // 0-256; 0 drains the member
+	Capacity     *int  `json:"capacity" default:"0" example:"1000" validate:"optional" minimum:"0" maximum:"10000000"` // connections the member can hold, 0-10000000; 0 (the default): no bound. ADAPTIVE weighs the member by the share of it that is free
 	AdminStateUp *bool `json:"admin_state_up" default:"true" example:"true" validate:"optional"`
 
 	Status    readOnly `json:"status" swaggerignore:"true"`
@@ -28,9 +28,9 @@ type memberFields struct {
 
 // memberCreate is the body of POST /v1/members.
 type memberCreate struct {
-	ID      *string `json:"id" example:"shop-1" validate:"optional"` // a UUID when absent
-	PoolID  *string `json:"pool_id" example:"shop-pool" validate:"required"`
-	Address *string `json:"address" example:"198.51.100.21" validate:"required"` // IPv4 or IPv6, of the family of the pool's VIP; kept in canonical form (2001:db8::1)
+	ID      *string `json:"id" example:"shop-1" validate:"optional" maxLength:"64"` // a UUID when absent
+	PoolID  *string `json:"pool_id" example:"shop-pool" validate:"required" minLength:"1"`
+	Address *string `json:"address" example:"198.51.100.21" validate:"required" minLength:"1"` // IPv4 or IPv6, of the family of the pool's VIP; kept in canonical form (2001:db8::1)
 	memberFields
 }
 
@@ -38,16 +38,16 @@ type memberCreate struct {
 // the member's pool, as clients send back what they read, but not change.
 type memberReplace struct {
 	ID      readOnly `json:"id" swaggerignore:"true"`
-	PoolID  *string  `json:"pool_id" example:"shop-pool" validate:"optional"`     // the member's pool: members do not move between pools
-	Address *string  `json:"address" example:"198.51.100.21" validate:"required"` // IPv4 or IPv6, of the family of the pool's VIP; kept in canonical form (2001:db8::1)
+	PoolID  *string  `json:"pool_id" example:"shop-pool" validate:"optional" minLength:"1"`     // the member's pool: members do not move between pools
+	Address *string  `json:"address" example:"198.51.100.21" validate:"required" minLength:"1"` // IPv4 or IPv6, of the family of the pool's VIP; kept in canonical form (2001:db8::1)
 	memberFields
 }
 
 // memberPatch is the body of PATCH /v1/members/{id}.
 type memberPatch struct {
 	ID      readOnly `json:"id" swaggerignore:"true"`
-	PoolID  *string  `json:"pool_id" example:"shop-pool" validate:"optional"`     // the member's pool: members do not move between pools
-	Address *string  `json:"address" example:"198.51.100.21" validate:"optional"` // IPv4 or IPv6, of the family of the pool's VIP; kept in canonical form (2001:db8::1)
+	PoolID  *string  `json:"pool_id" example:"shop-pool" validate:"optional" minLength:"1"`     // the member's pool: members do not move between pools
+	Address *string  `json:"address" example:"198.51.100.21" validate:"optional" minLength:"1"` // IPv4 or IPv6, of the family of the pool's VIP; kept in canonical form (2001:db8::1)
 	memberFields
 }
 
