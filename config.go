@@ -98,7 +98,7 @@ type ObjectDiff struct {
 	// under a new UUID.
 	ID string `json:"id,omitempty" example:"shop"`
 	// Key is how the configuration named an object it gave no id:
-	// "name web", or a member's "10.0.0.1:80 in pool web".
+	// "name web", or a member's "198.51.100.21:80 in pool web".
 	Key string `json:"key,omitempty"`
 	// Fields are the fields an update changes.
 	Fields []FieldChange `json:"fields,omitempty"`

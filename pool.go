@@ -252,6 +252,9 @@ type PoolUpdate struct {
 	// UnsetLBMethod puts back the default method, as chosen by no client
 	// (a Floodlight client posting the pool again without lb_method).
 	UnsetLBMethod bool
+	// UnsetDispatch puts back the default dispatch, as asked for by no
+	// client: SWITCH, or CONTROLLER where the method or the VIP needs it.
+	UnsetDispatch bool
 }
 
 // Apply writes the update onto p. A method (or client prefix) the switch
@@ -266,6 +269,9 @@ func (u *PoolUpdate) Apply(p *Pool) {
 	}
 	if u.LBMethod != nil {
 		p.LBMethod, p.LBMethodUnset = *u.LBMethod, false
+	}
+	if u.UnsetDispatch {
+		p.Dispatch = NewPool().Dispatch
 	}
 	setIf(&p.Dispatch, u.Dispatch)
 	p.DispatchAsked = u.Dispatch != nil

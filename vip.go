@@ -24,7 +24,7 @@ const PersistenceSourceIP = "SOURCE_IP"
 // SessionPersistence keeps a client on one member across connections.
 type SessionPersistence struct {
 	Type    string `json:"type" enums:"SOURCE_IP" example:"SOURCE_IP"`
-	Timeout int    `json:"timeout" example:"60"` // seconds after the client's last connection ends, 1-86400
+	Timeout int    `json:"timeout" example:"60" minimum:"1" maximum:"86400"` // seconds after the client's last connection ends, 1-86400
 }
 
 // VIP is a virtual address clients connect to, IPv4 or IPv6. (Address, Protocol, Port) is

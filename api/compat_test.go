@@ -521,3 +521,27 @@ func TestCompat_AgentMonitor(t *testing.T) {
 		t.Errorf("replaced monitor %s port %d, want TCP on the member's own port (0)", m.Type, m.Port)
 	}
 }
+
+// DELETE /vips/{vip}/ reads cascade as every boolean query parameter is
+// read: cascade=1 takes the pool along, and a value that is no boolean is
+// refused before anything changes.
+func TestCompat_VIPDeleteCascadeBoolean(t *testing.T) {
+	vip := sdnlb.NewVIP()
+	vip.ID, vip.Address = "v", "192.0.2.10"
+	pool := sdnlb.NewPool()
+	pool.ID, pool.VIPID = "p", "v"
+	store := mustMemStore(t, vip, pool)
+	ts := MustServe(t, store.server())
+	ctx := context.Background()
+
+	assertError(t, testRequest(t, ts, "DELETE", "/quantum/v1.0/vips/v/?cascade=yes", ""), http.StatusBadRequest, sdnlb.EINVALID, "cascade")
+	if p, err := store.FindPoolByID(ctx, "p"); err != nil || p.VIPID != "v" {
+		t.Fatalf("a refused delete changed the pool: %+v %v", p, err)
+	}
+	if resp := testRequest(t, ts, "DELETE", "/quantum/v1.0/vips/v/?cascade=1", ""); resp.Status != http.StatusOK {
+		t.Fatalf("cascade=1: %d %s", resp.Status, resp.Body)
+	}
+	if _, err := store.FindPoolByID(ctx, "p"); sdnlb.ErrorCode(err) != sdnlb.ENOTFOUND {
+		t.Errorf("cascade=1 left the pool: %v", err)
+	}
+}

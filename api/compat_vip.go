@@ -131,7 +131,9 @@ func (s *Server) handleCompatVIPUpdate(w http.ResponseWriter, r *http.Request) e
 //	@Tags		floodlight
 //	@Produce	json
 //	@Param		vip	path		string	true	"VIP id"
+//	@Param		cascade	query	bool	false	"also delete its pool and members; without it the pool stays, with no VIP"
 //	@Success	200	{object}	statusResponse
+//	@Failure	400	{object}	errorResponse	"cascade is not a boolean"
 //	@Failure	404	{object}	errorResponse
 //	@Failure	409	{object}	errorResponse	"a pool serves the VIP"
 //	@Failure	401	{object}	errorResponse	"the bearer token is missing or wrong (when sdnlb runs with --api-token)"
@@ -141,7 +143,11 @@ func (s *Server) handleCompatVIPUpdate(w http.ResponseWriter, r *http.Request) e
 func (s *Server) handleCompatVIPDelete(w http.ResponseWriter, r *http.Request) error {
 	// As in Floodlight, the VIP's pool outlives it: unlinked, not left
 	// pointing at nothing.
-	if r.URL.Query().Get("cascade") != "true" {
+	cascade, err := cascadeFromQuery(r)
+	if err != nil {
+		return err
+	}
+	if !cascade {
 		v, err := s.VIPService.FindVIPByID(r.Context(), chi.URLParam(r, "vip"))
 		if err != nil {
 			return err

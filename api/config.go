@@ -8,7 +8,6 @@ import (
 	"mime"
 	"net/http"
 	"reflect"
-	"strconv"
 	"strings"
 
 	goyaml "go.yaml.in/yaml/v2"
@@ -242,19 +241,6 @@ func applyOptions(r *http.Request) (sdnlb.ApplyOptions, error) {
 	}
 	dryRun, err := queryBool(r, "dry_run")
 	return sdnlb.ApplyOptions{Prune: prune, DryRun: dryRun}, err
-}
-
-// queryBool reads a true/false query parameter, false when absent.
-func queryBool(r *http.Request, name string) (bool, error) {
-	s := r.URL.Query().Get(name)
-	if s == "" {
-		return false, nil
-	}
-	b, err := strconv.ParseBool(s)
-	if err != nil {
-		return false, sdnlb.FieldErrorf(sdnlb.EINVALID, name, "%s must be true or false, not %q", name, s)
-	}
-	return b, nil
 }
 
 // handleConfigApply converges the configuration to a document.

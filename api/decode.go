@@ -25,14 +25,20 @@ const (
 // fields, a second value, other content types (415) and bodies over the
 // limit (413). Errors name the JSON field at fault where there is one.
 func decodeJSON(w http.ResponseWriter, r *http.Request, v any) error {
-	if err := checkContentType(r); err != nil {
-		return err
-	}
-	body, err := readBody(w, r)
+	body, err := readJSON(w, r)
 	if err != nil {
 		return err
 	}
 	return decodeStrict(body, v)
+}
+
+// readJSON reads the body of a native request, refusing other content
+// types (415) and bodies over the limit (413).
+func readJSON(w http.ResponseWriter, r *http.Request) ([]byte, error) {
+	if err := checkContentType(r); err != nil {
+		return nil, err
+	}
+	return readBody(w, r)
 }
 
 // decodeStrict decodes body, which must hold one JSON value and not null,
@@ -310,6 +316,23 @@ func required(f reflect.StructField) bool {
 		!strings.Contains(f.Tag.Get("json"), ",omitempty")
 }
 
+// requiredFields lists the JSON names of the fields of the request type
+// t that are required (see required), embedded structs' included, sorted
+// as the spec lists them.
+func requiredFields(t reflect.Type) []string {
+	var names []string
+	for i := range t.NumField() {
+		switch f := t.Field(i); {
+		case f.Anonymous:
+			names = append(names, requiredFields(f.Type)...)
+		case required(f):
+			names = append(names, jsonName(f))
+		}
+	}
+	slices.Sort(names)
+	return names
+}
+
 // isMissing reports whether v leaves out the required field f: nil, or an
 // empty string, as the domain's validation calls an empty address missing.
 func isMissing(f reflect.StructField, v reflect.Value) bool {
@@ -337,6 +360,23 @@ func pageFromQuery(r *http.Request) (sdnlb.Page, error) {
 		page.Limit = n
 	}
 	return page, nil
+}
+
+// queryBool reads the boolean query parameter name, false when absent or
+// empty. Every boolean parameter goes through it, so each takes what
+// strconv.ParseBool takes (true, True, TRUE, t, T, 1 and their false
+// counterparts: clients spell booleans differently, Python's requests as
+// True) and refuses anything else rather than reading it as false.
+func queryBool(r *http.Request, name string) (bool, error) {
+	s := r.URL.Query().Get(name)
+	if s == "" {
+		return false, nil
+	}
+	b, err := strconv.ParseBool(s)
+	if err != nil {
+		return false, sdnlb.FieldErrorf(sdnlb.EINVALID, name, "%s must be true or false (or 1, t, True, TRUE, 0, f, False, FALSE), not %q", name, s)
+	}
+	return b, nil
 }
 
 // queryFilter returns a pointer to the query value, nil when absent.

@@ -96,22 +96,6 @@ func TestRequestBodies_RequiredAsInSpec(t *testing.T) {
 	}
 }
 
-// requiredFields lists the JSON names of t's required fields, sorted as
-// the spec lists them.
-func requiredFields(t reflect.Type) []string {
-	var names []string
-	for i := range t.NumField() {
-		switch f := t.Field(i); {
-		case f.Anonymous:
-			names = append(names, requiredFields(f.Type)...)
-		case required(f):
-			names = append(names, jsonName(f))
-		}
-	}
-	slices.Sort(names)
-	return names
-}
-
 // A key twice in one object, in any case, is refused naming it: the last
 // would win, so {"vips":[A],"vips":[]} with prune would delete A.
 func TestDuplicateKeysRefused(t *testing.T) {

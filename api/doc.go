@@ -38,4 +38,4 @@ package api
 //	@securityDefinitions.apikey	Bearer
 //	@in							header
 //	@name						Authorization
-//	@description				"Bearer <token>". Needed only when sdnlb runs with --api-token: then on every write, and on reads too with --auth-reads. Without a token configured, send none: every operation works without it.
+//	@description				Type the word Bearer, a space, then the token: Bearer s3cret. The value goes into the Authorization header as typed, and a token without "Bearer " before it is refused (401). Needed only when sdnlb runs with --api-token: then on every write, and on reads too with --auth-reads. Without a token configured, send none: every operation works without it.

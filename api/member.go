@@ -3,6 +3,7 @@ package api
 import (
 	"context"
 	"net/http"
+	"reflect"
 	"time"
 
 	"github.com/go-chi/chi/v5"
@@ -14,9 +15,9 @@ import (
 // pool and address, none of them required: absent ones take their
 // defaults on POST and PUT and stay as they are on PATCH.
 type memberFields struct {
-	Port         *int  `json:"port" default:"0" example:"8080" validate:"optional"`     // 0 (the default): the port the client asked the VIP for; in a DSR pool 0 or the VIP's port
-	Weight       *int  `json:"weight" default:"1" example:"1" validate:"optional"`      // 0-256; 0 drains the member
-	Capacity     *int  `json:"capacity" default:"0" example:"1000" validate:"optional"` // connections the member can hold, 0-10000000; 0 (the default): no bound. ADAPTIVE weighs the member by the share of it that is free
+	Port         *int  `json:"port" default:"0" example:"8080" validate:"optional" minimum:"0" maximum:"65535"`        // 0 (the default): the port the client asked the VIP for; in a DSR pool 0 or the VIP's port
+	Weight       *int  `json:"weight" default:"1" example:"1" validate:"optional" minimum:"0" maximum:"256"`           // 0-256; 0 drains the member
+	Capacity     *int  `json:"capacity" default:"0" example:"1000" validate:"optional" minimum:"0" maximum:"10000000"` // connections the member can hold, 0-10000000; 0 (the default): no bound. ADAPTIVE weighs the member by the share of it that is free
 	AdminStateUp *bool `json:"admin_state_up" default:"true" example:"true" validate:"optional"`
 
 	Status    readOnly `json:"status" swaggerignore:"true"`
@@ -27,9 +28,9 @@ type memberFields struct {
 
 // memberCreate is the body of POST /v1/members.
 type memberCreate struct {
-	ID      *string `json:"id" example:"shop-1" validate:"optional"` // a UUID when absent
-	PoolID  *string `json:"pool_id" example:"shop-pool" validate:"required"`
-	Address *string `json:"address" example:"10.0.0.21" validate:"required"` // IPv4 or IPv6, of the family of the pool's VIP; kept in canonical form (2001:db8::1)
+	ID      *string `json:"id" example:"shop-1" validate:"optional" maxLength:"64"` // a UUID when absent
+	PoolID  *string `json:"pool_id" example:"shop-pool" validate:"required" minLength:"1"`
+	Address *string `json:"address" example:"198.51.100.21" validate:"required" minLength:"1"` // IPv4 or IPv6, of the family of the pool's VIP; kept in canonical form (2001:db8::1)
 	memberFields
 }
 
@@ -37,16 +38,16 @@ type memberCreate struct {
 // the member's pool, as clients send back what they read, but not change.
 type memberReplace struct {
 	ID      readOnly `json:"id" swaggerignore:"true"`
-	PoolID  *string  `json:"pool_id" example:"shop-pool" validate:"optional"` // the member's pool: members do not move between pools
-	Address *string  `json:"address" example:"10.0.0.21" validate:"required"` // IPv4 or IPv6, of the family of the pool's VIP; kept in canonical form (2001:db8::1)
+	PoolID  *string  `json:"pool_id" example:"shop-pool" validate:"optional" minLength:"1"`     // the member's pool: members do not move between pools
+	Address *string  `json:"address" example:"198.51.100.21" validate:"required" minLength:"1"` // IPv4 or IPv6, of the family of the pool's VIP; kept in canonical form (2001:db8::1)
 	memberFields
 }
 
 // memberPatch is the body of PATCH /v1/members/{id}.
 type memberPatch struct {
 	ID      readOnly `json:"id" swaggerignore:"true"`
-	PoolID  *string  `json:"pool_id" example:"shop-pool" validate:"optional"` // the member's pool: members do not move between pools
-	Address *string  `json:"address" example:"10.0.0.21" validate:"optional"` // IPv4 or IPv6, of the family of the pool's VIP; kept in canonical form (2001:db8::1)
+	PoolID  *string  `json:"pool_id" example:"shop-pool" validate:"optional" minLength:"1"`     // the member's pool: members do not move between pools
+	Address *string  `json:"address" example:"198.51.100.21" validate:"optional" minLength:"1"` // IPv4 or IPv6, of the family of the pool's VIP; kept in canonical form (2001:db8::1)
 	memberFields
 }
 
@@ -77,7 +78,8 @@ func (s *Server) members() collection[sdnlb.Member, sdnlb.MemberUpdate] {
 		path: "/v1/members", fresh: sdnlb.NewMember, apply: (*sdnlb.MemberUpdate).Apply,
 		id:   func(m *sdnlb.Member) *string { return &m.ID },
 		find: s.MemberService.FindMemberByID, create: s.MemberService.CreateMember, update: s.MemberService.UpdateMember,
-		show: s.overlayHealth}
+		show:     s.overlayHealth,
+		required: requiredFields(reflect.TypeFor[memberCreate]())}
 }
 
 type memberList struct {
@@ -208,11 +210,11 @@ func (s *Server) handleMemberReplace(w http.ResponseWriter, r *http.Request) err
 	return writeUpdated(w, r, s.members(), (*memberReplace).replacement)
 }
 
-// handleMemberPatch changes the given fields of a member.
+// handleMemberPatch changes the given fields of a member (writePatched).
 //
 //	@Summary	Update some fields of a member
 //	@ID			memberPatch
-//	@Description	Changes the given fields of a member.
+//	@Description	Changes the given fields of a member, a JSON merge patch (RFC 7396): null puts a field back to its default, the value a PUT without it gives (pool_id and address have none: null on them is refused).
 //	@Tags		members
 //	@Accept		json,application/merge-patch+json
 //	@Produce	json
@@ -232,7 +234,7 @@ func (s *Server) handleMemberReplace(w http.ResponseWriter, r *http.Request) err
 //	@Security	Bearer
 //	@Router		/v1/members/{id} [patch]
 func (s *Server) handleMemberPatch(w http.ResponseWriter, r *http.Request) error {
-	return writeUpdated(w, r, s.members(), (*memberPatch).patch)
+	return writePatched(w, r, s.members(), (*memberPatch).patch)
 }
 
 // handleMemberDelete removes a member from its pool.

@@ -121,15 +121,31 @@ func (s *Server) auth(next http.Handler) http.Handler {
 func (s *Server) requireToken(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if s.Token != "" {
-			// The scheme is case-insensitive (RFC 9110, section 11.1).
-			scheme, token, ok := strings.Cut(strings.TrimSpace(r.Header.Get("Authorization")), " ")
-			if !ok || !strings.EqualFold(scheme, "Bearer") || subtle.ConstantTimeCompare([]byte(strings.TrimSpace(token)), []byte(s.Token)) != 1 {
-				s.writeError(w, r, sdnlb.Errorf(sdnlb.EUNAUTHORIZED, "a valid bearer token is required"))
+			if err := s.checkToken(r.Header.Get("Authorization")); err != nil {
+				s.writeError(w, r, err)
 				return
 			}
 		}
 		next.ServeHTTP(w, r)
 	})
+}
+
+// checkToken checks an Authorization header against the token. A header
+// without the Bearer scheme is told what to send, as a bare token pasted
+// into Swagger UI's Authorize dialog arrives without it; the answer never
+// repeats what was sent.
+func (s *Server) checkToken(header string) error {
+	// The scheme is case-insensitive (RFC 9110, section 11.1).
+	scheme, token, ok := strings.Cut(strings.TrimSpace(header), " ")
+	switch {
+	case header == "":
+		return sdnlb.Errorf(sdnlb.EUNAUTHORIZED, "a bearer token is required: send the header Authorization: Bearer <token>")
+	case !ok || !strings.EqualFold(scheme, "Bearer"):
+		return sdnlb.Errorf(sdnlb.EUNAUTHORIZED, `the Authorization header lacks the Bearer scheme: send "Bearer <token>" (in Swagger UI's Authorize dialog, type Bearer, a space, then the token)`)
+	case subtle.ConstantTimeCompare([]byte(strings.TrimSpace(token)), []byte(s.Token)) != 1:
+		return sdnlb.Errorf(sdnlb.EUNAUTHORIZED, "the bearer token is wrong")
+	}
+	return nil
 }
 
 func isRead(method string) bool {

@@ -3,6 +3,7 @@ package api
 import (
 	"context"
 	"net/http"
+	"reflect"
 	"time"
 
 	"github.com/sdnlb/sdnlb"
@@ -13,16 +14,16 @@ import (
 // PUT and stay as they are on PATCH. Pools are associated through
 // /v1/pools/{id}/monitors.
 type monitorFields struct {
-	Name          *string        `json:"name" example:"shop-check" validate:"optional"`
-	Delay         *sdnlb.Seconds `json:"delay" swaggertype:"number" default:"5" example:"5" validate:"optional"`   // seconds between probes of one member, 0.05-3600
-	Timeout       *sdnlb.Seconds `json:"timeout" swaggertype:"number" default:"2" example:"2" validate:"optional"` // seconds one probe may take, below delay
-	MaxRetries    *int           `json:"max_retries" default:"3" example:"3" validate:"optional"`                  // consecutive failures that take a member DOWN, 1-10
-	Rise          *int           `json:"rise" default:"2" example:"2" validate:"optional"`                         // consecutive successes that bring it UP, 1-10
-	HTTPMethod    *string        `json:"http_method" default:"GET" example:"GET" validate:"optional"`              // HTTP and HTTPS
-	URLPath       *string        `json:"url_path" default:"/" example:"/" validate:"optional"`                     // HTTP and HTTPS
-	ExpectedCodes *string        `json:"expected_codes" default:"200" example:"200-299" validate:"optional"`       // HTTP and HTTPS: "200", "200-299", "200,202"
-	TLSVerify     *bool          `json:"tls_verify" default:"false" example:"false" validate:"optional"`           // HTTPS: verify the member's certificate
-	Port          *int           `json:"port" default:"0" example:"0" validate:"optional"`                         // AGENT: the agent's TCP port on each member, 1-65535, required; 0 for the other types, which probe the member's own port
+	Name          *string        `json:"name" example:"shop-check" validate:"optional" maxLength:"255"`
+	Delay         *sdnlb.Seconds `json:"delay" swaggertype:"number" default:"5" example:"5" validate:"optional" minimum:"0.05" maximum:"3600"` // seconds between probes of one member, 0.05-3600
+	Timeout       *sdnlb.Seconds `json:"timeout" swaggertype:"number" default:"2" example:"2" validate:"optional"`                             // seconds one probe may take, above 0 and below delay
+	MaxRetries    *int           `json:"max_retries" default:"3" example:"3" validate:"optional" minimum:"1" maximum:"10"`                     // consecutive failures that take a member DOWN, 1-10
+	Rise          *int           `json:"rise" default:"2" example:"2" validate:"optional" minimum:"1" maximum:"10"`                            // consecutive successes that bring it UP, 1-10
+	HTTPMethod    *string        `json:"http_method" default:"GET" example:"GET" validate:"optional"`                                          // HTTP and HTTPS
+	URLPath       *string        `json:"url_path" default:"/" example:"/" validate:"optional"`                                                 // HTTP and HTTPS
+	ExpectedCodes *string        `json:"expected_codes" default:"200" example:"200-299" validate:"optional"`                                   // HTTP and HTTPS: "200", "200-299", "200,202"
+	TLSVerify     *bool          `json:"tls_verify" default:"false" example:"false" validate:"optional"`                                       // HTTPS: verify the member's certificate
+	Port          *int           `json:"port" default:"0" example:"0" validate:"optional" minimum:"0" maximum:"65535"`                         // AGENT: the agent's TCP port on each member, 1-65535, required; 0 for the other types, which probe the member's own port
 	AdminStateUp  *bool          `json:"admin_state_up" default:"true" example:"true" validate:"optional"`
 
 	PoolIDs   readOnly `json:"pool_ids" swaggerignore:"true"`
@@ -32,7 +33,7 @@ type monitorFields struct {
 
 // monitorCreate is the body of POST /v1/monitors.
 type monitorCreate struct {
-	ID   *string            `json:"id" example:"shop-check" validate:"optional"`                               // a UUID when absent
+	ID   *string            `json:"id" example:"shop-check" validate:"optional" maxLength:"64"`                // a UUID when absent
 	Type *sdnlb.MonitorType `json:"type" enums:"PING,TCP,HTTP,HTTPS,AGENT" example:"HTTP" validate:"required"` // required: no type is a safe guess, as url_path and expected_codes mean nothing to TCP or PING (the Floodlight route takes TCP). AGENT asks an agent on the member, on port, how loaded it is (HAProxy's agent check)
 	monitorFields
 }
@@ -80,7 +81,8 @@ func (s *Server) monitors() collection[sdnlb.Monitor, sdnlb.MonitorUpdate] {
 	return collection[sdnlb.Monitor, sdnlb.MonitorUpdate]{updated: func(m *sdnlb.Monitor) time.Time { return m.UpdatedAt },
 		path: "/v1/monitors", fresh: sdnlb.NewMonitor, apply: (*sdnlb.MonitorUpdate).Apply,
 		id:   func(m *sdnlb.Monitor) *string { return &m.ID },
-		find: s.MonitorService.FindMonitorByID, create: s.MonitorService.CreateMonitor, update: s.MonitorService.UpdateMonitor}
+		find: s.MonitorService.FindMonitorByID, create: s.MonitorService.CreateMonitor, update: s.MonitorService.UpdateMonitor,
+		required: requiredFields(reflect.TypeFor[monitorCreate]())}
 }
 
 type monitorList struct {
@@ -180,11 +182,11 @@ func (s *Server) handleMonitorReplace(w http.ResponseWriter, r *http.Request) er
 	return writeUpdated(w, r, s.monitors(), (*monitorReplace).replacement)
 }
 
-// handleMonitorPatch changes the given fields of a monitor.
+// handleMonitorPatch changes the given fields of a monitor (writePatched).
 //
 //	@Summary	Update some fields of a monitor
 //	@ID			monitorPatch
-//	@Description	Changes the given fields of a monitor.
+//	@Description	Changes the given fields of a monitor, a JSON merge patch (RFC 7396): null puts a field back to its default, the value a PUT without it gives (type has none: null on it is refused).
 //	@Tags		monitors
 //	@Accept		json,application/merge-patch+json
 //	@Produce	json
@@ -203,7 +205,7 @@ func (s *Server) handleMonitorReplace(w http.ResponseWriter, r *http.Request) er
 //	@Security	Bearer
 //	@Router		/v1/monitors/{id} [patch]
 func (s *Server) handleMonitorPatch(w http.ResponseWriter, r *http.Request) error {
-	return writeUpdated(w, r, s.monitors(), (*monitorPatch).patch)
+	return writePatched(w, r, s.monitors(), (*monitorPatch).patch)
 }
 
 // handleMonitorDelete deletes a monitor. Without cascade it refuses while

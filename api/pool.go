@@ -3,6 +3,7 @@ package api
 import (
 	"context"
 	"net/http"
+	"reflect"
 	"time"
 
 	"github.com/go-chi/chi/v5"
@@ -14,16 +15,16 @@ import (
 // required: absent ones take their defaults on POST and PUT and stay as
 // they are on PATCH.
 type poolFields struct {
-	Name             *string           `json:"name" example:"shop" validate:"optional"`
-	Description      *string           `json:"description" example:"the shop's web servers" validate:"optional"`
+	Name             *string           `json:"name" example:"shop" validate:"optional" maxLength:"255"`
+	Description      *string           `json:"description" example:"the shop's web servers" validate:"optional" maxLength:"1024"`
 	VIPID            *string           `json:"vip_id" example:"shop" validate:"optional"` // the VIP the pool serves; "" (the default): none
 	LBMethod         *sdnlb.LBMethod   `json:"lb_method" default:"ROUND_ROBIN" example:"ROUND_ROBIN" enums:"ROUND_ROBIN,WEIGHTED_ROUND_ROBIN,LEAST_CONNECTIONS,WEIGHTED_LEAST_CONNECTIONS,RANDOM,LEAST_BYTES,SOURCE_IP,CONSISTENT_HASH,ADAPTIVE" validate:"optional"`
 	Dispatch         *sdnlb.Dispatch   `json:"dispatch" enums:"SWITCH,CONTROLLER" example:"CONTROLLER" validate:"optional"`       // SWITCH: the switch picks the member by a hash of the connection onto the members' slots (ROUND_ROBIN, WEIGHTED_ROUND_ROBIN, RANDOM, CONSISTENT_HASH, ADAPTIVE), or of the client's address (SOURCE_IP, with client_ipv6_prefix 128); the default for them; CONTROLLER: the controller picks per connection (the default for the other methods, and the only dispatch of a pool whose VIP has session_persistence or a connection_limit)
 	Forwarding       *sdnlb.Forwarding `json:"forwarding" enums:"NAT,DSR" default:"NAT" example:"NAT" validate:"optional"`        // NAT: addresses and ports rewritten both ways; DSR: only the destination MAC, members reply directly and must use port 0 or the VIP's
 	Protocol         *sdnlb.Protocol   `json:"protocol" enums:"TCP,UDP,ICMP,ANY" default:"TCP" example:"TCP" validate:"optional"` // the VIP's
 	AdminStateUp     *bool             `json:"admin_state_up" default:"true" example:"true" validate:"optional"`
-	SlowStart        *sdnlb.Seconds    `json:"slow_start" swaggertype:"number" default:"0" example:"0" validate:"optional"` // seconds a member added or back UP takes to ramp linearly to its full share of new connections, 0-3600; 0: at once. Above 0 only with the methods that weigh members: WEIGHTED_ROUND_ROBIN, WEIGHTED_LEAST_CONNECTIONS, CONSISTENT_HASH or ADAPTIVE
-	ClientIPv6Prefix *int              `json:"client_ipv6_prefix" default:"128" example:"64" validate:"optional"`           // the length of the prefix an IPv6 client is known by, 1-128, for SOURCE_IP balancing and its VIP's SOURCE_IP persistence: 64 keeps a client whose privacy addresses change within its /64 on its member
+	SlowStart        *sdnlb.Seconds    `json:"slow_start" swaggertype:"number" default:"0" example:"0" validate:"optional" minimum:"0" maximum:"3600"` // seconds a member added or back UP takes to ramp linearly to its full share of new connections, 0-3600; 0: at once. Above 0 only with the methods that weigh members: WEIGHTED_ROUND_ROBIN, WEIGHTED_LEAST_CONNECTIONS, CONSISTENT_HASH or ADAPTIVE
+	ClientIPv6Prefix *int              `json:"client_ipv6_prefix" default:"128" example:"64" validate:"optional" minimum:"1" maximum:"128"`            // the length of the prefix an IPv6 client is known by, 1-128, for SOURCE_IP balancing and its VIP's SOURCE_IP persistence: 64 keeps a client whose privacy addresses change within its /64 on its member
 
 	MonitorIDs readOnly `json:"monitor_ids" swaggerignore:"true"`
 	CreatedAt  readOnly `json:"created_at" swaggerignore:"true"`
@@ -32,7 +33,7 @@ type poolFields struct {
 
 // poolCreate is the body of POST /v1/pools.
 type poolCreate struct {
-	ID *string `json:"id" example:"shop-pool" validate:"optional"` // a UUID when absent
+	ID *string `json:"id" example:"shop-pool" validate:"optional" maxLength:"64"` // a UUID when absent
 	poolFields
 }
 
@@ -65,7 +66,9 @@ func (s *Server) pools() collection[sdnlb.Pool, sdnlb.PoolUpdate] {
 	return collection[sdnlb.Pool, sdnlb.PoolUpdate]{updated: func(p *sdnlb.Pool) time.Time { return p.UpdatedAt },
 		path: "/v1/pools", fresh: sdnlb.NewPool, apply: (*sdnlb.PoolUpdate).Apply,
 		id:   func(p *sdnlb.Pool) *string { return &p.ID },
-		find: s.PoolService.FindPoolByID, create: s.PoolService.CreatePool, update: s.PoolService.UpdatePool}
+		find: s.PoolService.FindPoolByID, create: s.PoolService.CreatePool, update: s.PoolService.UpdatePool,
+		required: requiredFields(reflect.TypeFor[poolCreate]()),
+		derived:  map[string]func(*sdnlb.PoolUpdate){"dispatch": func(u *sdnlb.PoolUpdate) { u.UnsetDispatch = true }}}
 }
 
 type poolList struct {
@@ -167,11 +170,11 @@ func (s *Server) handlePoolReplace(w http.ResponseWriter, r *http.Request) error
 	return writeUpdated(w, r, s.pools(), (*poolEdit).replacement)
 }
 
-// handlePoolPatch changes the given fields of a pool.
+// handlePoolPatch changes the given fields of a pool (writePatched).
 //
 //	@Summary	Update some fields of a pool
 //	@ID			poolPatch
-//	@Description	Changes the given fields of a pool.
+//	@Description	Changes the given fields of a pool, a JSON merge patch (RFC 7396): null puts a field back to its default, the value a PUT without it gives (dispatch the one its method and VIP need).
 //	@Tags		pools
 //	@Accept		json,application/merge-patch+json
 //	@Produce	json
@@ -191,7 +194,7 @@ func (s *Server) handlePoolReplace(w http.ResponseWriter, r *http.Request) error
 //	@Security	Bearer
 //	@Router		/v1/pools/{id} [patch]
 func (s *Server) handlePoolPatch(w http.ResponseWriter, r *http.Request) error {
-	return writeUpdated(w, r, s.pools(), (*poolEdit).patch)
+	return writePatched(w, r, s.pools(), (*poolEdit).patch)
 }
 
 // handlePoolDelete deletes a pool. Without cascade it refuses while the

@@ -2,8 +2,12 @@ package api
 
 import (
 	"context"
+	"encoding/json"
+	"maps"
 	"net/http"
 	"net/url"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/go-chi/chi/v5"
@@ -62,6 +66,14 @@ type collection[T, U any] struct {
 	show func(*T)
 	// updated is when the object was last written: its ETag.
 	updated func(*T) time.Time
+	// required are the fields a create must give: they have no default
+	// for a PATCH's null to put back.
+	required []string
+	// derived are the fields whose default follows the object's other
+	// fields (a pool's dispatch follows its method), each with how an
+	// update puts that default back for a PATCH's null; every other
+	// field's default is a new object's.
+	derived map[string]func(*U)
 }
 
 // newObject returns the object a create describes: upd over the defaults
@@ -116,11 +128,88 @@ func writeUpdated[T, U, R any](w http.ResponseWriter, r *http.Request, c collect
 	if err := decodeRequest(w, r, req); err != nil {
 		return err
 	}
-	obj, err := c.update(r.Context(), chi.URLParam(r, "id"), toUpdate(req))
+	return c.writeUpdate(w, r, toUpdate(req))
+}
+
+// writeUpdate applies upd to the object the path's id names and answers
+// with what the service made of it.
+func (c collection[T, U]) writeUpdate(w http.ResponseWriter, r *http.Request, upd U) error {
+	obj, err := c.update(r.Context(), chi.URLParam(r, "id"), upd)
 	if err != nil {
 		return err
 	}
 	return c.write(w, http.StatusOK, obj)
+}
+
+// writePatched answers a PATCH, whose body is a JSON merge patch (RFC
+// 7396): as writeUpdated, but a field set to null is put back to its
+// default, the value a PUT without it gives: a new object's, or for a
+// field whose default follows the others' the one c.derived puts back. A
+// field a create must give has no default, and null on it is refused.
+func writePatched[T, U, R any](w http.ResponseWriter, r *http.Request, c collection[T, U], toUpdate func(*R) U) error {
+	body, err := readJSON(w, r)
+	if err != nil {
+		return err
+	}
+	req := new(R)
+	if err := decodeStrict(body, req); err != nil {
+		return err
+	}
+	nulled, err := c.resetNulls(body, req)
+	if err != nil {
+		return err
+	}
+	if err := checkFields(req); err != nil {
+		return err
+	}
+	upd := toUpdate(req)
+	for _, field := range nulled {
+		c.derived[field](&upd)
+	}
+	return c.writeUpdate(w, r, upd)
+}
+
+// resetNulls sets each field of req that body sets to null to the value a
+// new object has, and returns the fields whose default follows the
+// others' (c.derived), which the update puts back. body has been
+// decoded into req: it is one JSON object without a key twice.
+func (c collection[T, U]) resetNulls(body []byte, req any) (derived []string, err error) {
+	var given map[string]json.RawMessage
+	if err := json.Unmarshal(body, &given); err != nil {
+		return nil, err
+	}
+	var fresh map[string]json.RawMessage
+	if b, err := json.Marshal(c.fresh()); err != nil {
+		return nil, err
+	} else if err := json.Unmarshal(b, &fresh); err != nil {
+		return nil, err
+	}
+	reset := map[string]json.RawMessage{}
+	for _, key := range slices.Sorted(maps.Keys(given)) {
+		if !isJSONNull(given[key]) {
+			continue
+		}
+		// Keys match fields without regard to case, as encoding/json
+		// matches them.
+		i := slices.IndexFunc(c.required, func(name string) bool { return strings.EqualFold(name, key) })
+		if i >= 0 {
+			return nil, sdnlb.FieldErrorf(sdnlb.EINVALID, c.required[i], "%s cannot be null: it has no default to reset to", c.required[i])
+		}
+		for name, value := range fresh {
+			switch {
+			case !strings.EqualFold(name, key):
+			case c.derived[name] != nil:
+				derived = append(derived, name)
+			default:
+				reset[key] = value
+			}
+		}
+	}
+	b, err := json.Marshal(reset)
+	if err != nil {
+		return nil, err
+	}
+	return derived, json.Unmarshal(b, req)
 }
 
 // deleteWithCascade deletes the object the path parameter names, honouring

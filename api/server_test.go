@@ -18,6 +18,32 @@ import (
 	"github.com/sdnlb/sdnlb/mock"
 )
 
+// A 401 says what to send: a header without the Bearer scheme (a bare
+// token, as pasted into Swagger UI's Authorize dialog) is told to put
+// "Bearer " before it. The answer never repeats what was sent.
+func TestServer_AuthSaysWhatToSend(t *testing.T) {
+	ts := MustServe(t, &Server{Token: "s3cret", VIPService: &mock.VIPService{}})
+	for header, want := range map[string]string{
+		"":                           "Authorization: Bearer <token>",
+		"Authorization: s3cret":      `"Bearer <token>"`,
+		"Authorization: Token guess": `"Bearer <token>"`,
+		"Authorization: Bearer nope": "the bearer token is wrong",
+	} {
+		resp := testRequest(t, ts, "DELETE", "/v1/vips/v", "", header)
+		assertError(t, resp, http.StatusUnauthorized, sdnlb.EUNAUTHORIZED, "")
+		var body errorResponse
+		_ = json.Unmarshal(resp.Body, &body)
+		if !strings.Contains(body.Error.Message, want) {
+			t.Errorf("%q: message %q, want one with %q", header, body.Error.Message, want)
+		}
+		for _, sent := range []string{"s3cret", "guess", "nope"} {
+			if strings.Contains(string(resp.Body), sent) {
+				t.Errorf("%q: the answer repeats %q: %s", header, sent, resp.Body)
+			}
+		}
+	}
+}
+
 func TestServer_Auth(t *testing.T) {
 	vips := &mock.VIPService{
 		FindVIPsFn:  func(ctx context.Context, f sdnlb.VIPFilter) ([]*sdnlb.VIP, error) { return nil, nil },
@@ -35,6 +61,7 @@ func TestServer_Auth(t *testing.T) {
 		{"WriteWithoutToken", "s3cret", false, "DELETE", "", 401},
 		{"WriteWrongToken", "s3cret", false, "DELETE", "Authorization: Bearer s3cre", 401},
 		{"WriteBasicScheme", "s3cret", false, "DELETE", "Authorization: Basic s3cret", 401},
+		{"WriteBareToken", "s3cret", false, "DELETE", "Authorization: s3cret", 401},
 		{"WriteWithToken", "s3cret", false, "DELETE", "Authorization: Bearer s3cret", 204},
 		{"ReadOpenByDefault", "s3cret", false, "GET", "", 200},
 		{"ReadClosedWithAuthReads", "s3cret", true, "GET", "", 401},

@@ -42,7 +42,7 @@ type allStats struct {
 //	@Param		limit	query		int		false	"page size, in pools; without limit and after, every pool"	minimum(1)	maximum(1000)
 //	@Param		after	query		string	false	"the next cursor of the previous page"
 //	@Success	200		{object}	allStats
-//	@Failure	400		{object}	errorResponse	"limit is not 1-1000"
+//	@Failure	400		{object}	errorResponse	"limit is not 1-1000, or watch is not a boolean"
 //	@Failure	503		{object}	errorResponse	"no controller, or too many streams open"
 //	@Failure	401	{object}	errorResponse	"the bearer token is missing or wrong (with --auth-reads)"
 //	@Security	Bearer
@@ -51,7 +51,11 @@ func (s *Server) handleStats(w http.ResponseWriter, r *http.Request) error {
 	if s.StatsService == nil {
 		return errNoController
 	}
-	if r.URL.Query().Get("watch") == "true" {
+	watching, err := queryBool(r, "watch")
+	if err != nil {
+		return err
+	}
+	if watching {
 		return s.watchStats(w, r, s.StatsService.AllPoolStats)
 	}
 	pools, next, paging, err := s.statsPools(r)

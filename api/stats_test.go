@@ -214,3 +214,38 @@ func TestServer_CloseStreamsEndsStreams(t *testing.T) {
 		t.Fatalf("the stream did not end cleanly: %v", err)
 	}
 }
+
+// watch takes every spelling of true strconv.ParseBool does (Python's
+// requests sends True), and refuses what is no boolean instead of
+// answering a snapshot.
+func TestServer_WatchBoolean(t *testing.T) {
+	p1 := &sdnlb.PoolStats{PoolID: "p1"}
+	stats := &mock.StatsService{
+		AllPoolStatsFn: func(ctx context.Context) ([]*sdnlb.PoolStats, error) { return []*sdnlb.PoolStats{p1}, nil },
+		PoolStatsFn:    func(ctx context.Context, id string) (*sdnlb.PoolStats, error) { return p1, nil },
+	}
+	pools := &mock.PoolService{FindPoolsFn: func(ctx context.Context, f sdnlb.PoolFilter) ([]*sdnlb.Pool, error) {
+		if f.Page.After != "" {
+			return nil, nil
+		}
+		return []*sdnlb.Pool{{ID: "p1"}}, nil
+	}}
+	ts := MustServe(t, &Server{StatsService: stats, PoolService: pools, heartbeat: time.Hour})
+	for _, path := range []string{"/v1/stats", "/v1/pools/p1/stats"} {
+		for _, value := range []string{"1", "t", "T", "True", "TRUE", "true"} {
+			t.Run(path+"/"+value, func(t *testing.T) {
+				if f := watch(t, ts, path+"?watch="+value).next(); f["event"] != "stats" {
+					t.Errorf("watch=%s: first frame %v", value, f)
+				}
+			})
+		}
+		for _, value := range []string{"0", "f", "False", "FALSE", "false"} {
+			if resp := testRequest(t, ts, "GET", path+"?watch="+value, ""); resp.Status != http.StatusOK || resp.Header.Get("Content-Type") == "text/event-stream" {
+				t.Errorf("%s?watch=%s: %d %s, want a snapshot", path, value, resp.Status, resp.Header.Get("Content-Type"))
+			}
+		}
+		for _, value := range []string{"yes", "on", "2", "tRUE"} {
+			assertError(t, testRequest(t, ts, "GET", path+"?watch="+value, ""), http.StatusBadRequest, sdnlb.EINVALID, "watch")
+		}
+	}
+}

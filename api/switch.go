@@ -77,13 +77,18 @@ func (s *Server) handleSwitchFlows(w http.ResponseWriter, r *http.Request) error
 //	@Param		id		path		string	true	"pool id"	extensions(x-example=shop-pool)
 //	@Param		watch	query		bool	false	"stream: the stats at once, then on every health change and at most once a second while counters move; event ids are unix milliseconds"
 //	@Success	200		{object}	sdnlb.PoolStats
+//	@Failure	400		{object}	errorResponse	"watch is not a boolean"
 //	@Failure	404		{object}	errorResponse
 //	@Failure	503		{object}	errorResponse	"no controller, or too many streams open"
 //	@Failure	401	{object}	errorResponse	"the bearer token is missing or wrong (with --auth-reads)"
 //	@Security	Bearer
 //	@Router		/v1/pools/{id}/stats [get]
 func (s *Server) handlePoolStats(w http.ResponseWriter, r *http.Request) error {
-	if s.StatsService != nil && r.URL.Query().Get("watch") == "true" {
+	watching, err := queryBool(r, "watch")
+	if err != nil {
+		return err
+	}
+	if s.StatsService != nil && watching {
 		return s.watchStats(w, r, s.poolStatsReader(r))
 	}
 	stats, err := s.poolStats(r, "id")

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
+	"reflect"
 	"time"
 
 	"github.com/sdnlb/sdnlb"
@@ -14,13 +15,13 @@ import (
 // them required: absent ones take their defaults on POST and PUT and stay
 // as they are on PATCH.
 type vipFields struct {
-	Name               *string             `json:"name" example:"shop" validate:"optional"`
-	Description        *string             `json:"description" example:"the shop's web site" validate:"optional"`
+	Name               *string             `json:"name" example:"shop" validate:"optional" maxLength:"255"`
+	Description        *string             `json:"description" example:"the shop's web site" validate:"optional" maxLength:"1024"`
 	Protocol           *sdnlb.Protocol     `json:"protocol" enums:"TCP,UDP,ICMP,ANY" default:"TCP" example:"TCP" validate:"optional"`
-	Port               *int                `json:"port" default:"0" example:"80" validate:"optional"`               // 0 (the default): every port of the address; a VIP on the connection's own port takes precedence
-	PoolID             *string             `json:"pool_id" example:"" validate:"optional"`                          // the pool that serves the VIP: sets that pool's vip_id; "" unlinks it
-	ConnectionLimit    *int                `json:"connection_limit" default:"-1" example:"-1" validate:"optional"`  // -1 (the default): no limit
-	SessionPersistence optionalPersistence `json:"session_persistence" extensions:"x-nullable" validate:"optional"` // null (the default): none
+	Port               *int                `json:"port" default:"0" example:"80" validate:"optional" minimum:"0" maximum:"65535"` // 0 (the default): every port of the address; a VIP on the connection's own port takes precedence
+	PoolID             *string             `json:"pool_id" example:"" validate:"optional"`                                        // the pool that serves the VIP: sets that pool's vip_id; "" unlinks it
+	ConnectionLimit    *int                `json:"connection_limit" default:"-1" example:"-1" validate:"optional" minimum:"-1"`   // -1 (the default): no limit; otherwise positive (0 is refused)
+	SessionPersistence optionalPersistence `json:"session_persistence" extensions:"x-nullable" validate:"optional"`               // null (the default): none
 	AdminStateUp       *bool               `json:"admin_state_up" default:"true" example:"true" validate:"optional"`
 
 	MAC       readOnly `json:"mac" swaggerignore:"true"`
@@ -31,22 +32,22 @@ type vipFields struct {
 
 // vipCreate is the body of POST /v1/vips.
 type vipCreate struct {
-	ID      *string `json:"id" example:"shop" validate:"optional"`            // a UUID when absent
-	Address *string `json:"address" example:"10.0.0.200" validate:"required"` // IPv4 or IPv6, unicast and routable; kept in canonical form (2001:db8::1)
+	ID      *string `json:"id" example:"shop" validate:"optional" maxLength:"64"`           // a UUID when absent
+	Address *string `json:"address" example:"192.0.2.10" validate:"required" minLength:"1"` // IPv4 or IPv6, unicast and routable; kept in canonical form (2001:db8::1)
 	vipFields
 }
 
 // vipReplace is the body of PUT /v1/vips/{id}.
 type vipReplace struct {
 	ID      readOnly `json:"id" swaggerignore:"true"`
-	Address *string  `json:"address" example:"10.0.0.200" validate:"required"` // IPv4 or IPv6, unicast and routable; kept in canonical form (2001:db8::1)
+	Address *string  `json:"address" example:"192.0.2.10" validate:"required" minLength:"1"` // IPv4 or IPv6, unicast and routable; kept in canonical form (2001:db8::1)
 	vipFields
 }
 
 // vipPatch is the body of PATCH /v1/vips/{id}.
 type vipPatch struct {
 	ID      readOnly `json:"id" swaggerignore:"true"`
-	Address *string  `json:"address" example:"10.0.0.200" validate:"optional"` // IPv4 or IPv6, unicast and routable; kept in canonical form (2001:db8::1)
+	Address *string  `json:"address" example:"192.0.2.10" validate:"optional" minLength:"1"` // IPv4 or IPv6, unicast and routable; kept in canonical form (2001:db8::1)
 	vipFields
 }
 
@@ -111,7 +112,8 @@ func (s *Server) vips() collection[sdnlb.VIP, sdnlb.VIPUpdate] {
 	return collection[sdnlb.VIP, sdnlb.VIPUpdate]{updated: func(v *sdnlb.VIP) time.Time { return v.UpdatedAt },
 		path: "/v1/vips", fresh: sdnlb.NewVIP, apply: (*sdnlb.VIPUpdate).Apply,
 		id:   func(v *sdnlb.VIP) *string { return &v.ID },
-		find: s.VIPService.FindVIPByID, create: s.createVIP, update: s.updateVIP}
+		find: s.VIPService.FindVIPByID, create: s.createVIP, update: s.updateVIP,
+		required: requiredFields(reflect.TypeFor[vipCreate]())}
 }
 
 // createVIP creates v unless a host the switches learned holds its
@@ -312,12 +314,12 @@ func (s *Server) handleVIPReplace(w http.ResponseWriter, r *http.Request) error 
 	return writeUpdated(w, r, s.vips(), (*vipReplace).replacement)
 }
 
-// handleVIPPatch changes the given fields of a VIP; session_persistence:
-// null removes it.
+// handleVIPPatch changes the given fields of a VIP; null puts one back
+// to its default (writePatched).
 //
 //	@Summary	Update some fields of a VIP
 //	@ID			vipPatch
-//	@Description	Changes the given fields of a VIP; session_persistence: null removes it.
+//	@Description	Changes the given fields of a VIP, a JSON merge patch (RFC 7396): null puts a field back to its default, the value a PUT without it gives (address has none: null on it is refused).
 //	@Tags		vips
 //	@Accept		json,application/merge-patch+json
 //	@Produce	json
@@ -338,7 +340,7 @@ func (s *Server) handleVIPReplace(w http.ResponseWriter, r *http.Request) error 
 //	@Security	Bearer
 //	@Router		/v1/vips/{id} [patch]
 func (s *Server) handleVIPPatch(w http.ResponseWriter, r *http.Request) error {
-	return writeUpdated(w, r, s.vips(), (*vipPatch).patch)
+	return writePatched(w, r, s.vips(), (*vipPatch).patch)
 }
 
 // handleVIPDelete deletes a VIP. Without cascade it refuses while a pool

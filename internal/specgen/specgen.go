@@ -47,6 +47,7 @@ func Generate(root string) (map[string][]byte, error) {
 	if err := inlineNullable(s); err != nil {
 		return nil, err
 	}
+	closeRequestBodies(s)
 
 	compact, err := json.Marshal(s)
 	if err != nil {
@@ -135,4 +136,52 @@ func inlineNullable(s *spec.Swagger) error {
 		}
 	}
 	return nil
+}
+
+// closeRequestBodies gives every object schema of a native request body,
+// nested ones and the definitions they reference included,
+// additionalProperties: false: the api package decodes those bodies with
+// unknown fields refused (decodeStrict), which swag cannot say. The
+// Floodlight routes' bodies are free-form objects and stay open.
+func closeRequestBodies(s *spec.Swagger) {
+	closed := map[string]bool{}
+	var closeSchema func(schema *spec.Schema)
+	closeSchema = func(schema *spec.Schema) {
+		if ref := strings.TrimPrefix(schema.Ref.String(), "#/definitions/"); ref != "" {
+			if def, ok := s.Definitions[ref]; ok && !closed[ref] {
+				closed[ref] = true
+				closeSchema(&def)
+				s.Definitions[ref] = def
+			}
+			return
+		}
+		if schema.Type.Contains("object") && len(schema.Properties) > 0 {
+			schema.AdditionalProperties = &spec.SchemaOrBool{Allows: false}
+		}
+		for name, prop := range schema.Properties {
+			closeSchema(&prop)
+			schema.Properties[name] = prop
+		}
+		if schema.Items != nil && schema.Items.Schema != nil {
+			closeSchema(schema.Items.Schema)
+		}
+		for i := range schema.AllOf {
+			closeSchema(&schema.AllOf[i])
+		}
+	}
+	for path, item := range s.Paths.Paths {
+		if strings.HasPrefix(path, "/quantum/") {
+			continue
+		}
+		for _, op := range []*spec.Operation{item.Put, item.Post, item.Patch} {
+			if op == nil {
+				continue
+			}
+			for _, p := range op.Parameters {
+				if p.In == "body" && p.Schema != nil {
+					closeSchema(p.Schema)
+				}
+			}
+		}
+	}
 }
