@@ -131,7 +131,17 @@ var settingCapabilities = []Capability{
 		Controller: "no bound but the scheduler's (65,536)",
 		OpenFlow10: "no bound: the controller dispatches", IPv6: same, L2: noL2Effect, Cluster: byNode,
 	},
+	{
+		Setting:    "`--api-client-prefix4`, `--api-client-prefix6` (service)",
+		Switch:     apiOnly,
+		Controller: apiOnly,
+		OpenFlow10: same, IPv6: "an IPv6 client is its /64 by default: one host holds a whole /64", L2: noL2Effect,
+		Cluster: "each node caps the API connections it serves",
+	},
 }
+
+// apiOnly is what a setting of the API's own limits does to dispatch.
+const apiOnly = "no part in dispatch: which API connections and event streams count as one client under `--api-max-conns-per-client` and the streams' cap"
 
 // CapabilityTable renders the table as Markdown, one row a setting.
 func CapabilityTable() string {
