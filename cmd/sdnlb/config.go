@@ -259,13 +259,18 @@ func loopbackAddr(addr string) bool {
 	return err == nil && ip.IsLoopback()
 }
 
-// openFlowAllow parses --openflow-allow: addresses and prefixes. A value
-// that names none (",") is refused rather than read as empty, which
-// would admit every switch.
+// openFlowAllow parses --openflow-allow.
 func (c *Config) openFlowAllow() ([]netip.Prefix, error) {
-	items := splitList(c.OpenFlowAllow)
-	if len(items) == 0 && strings.TrimSpace(c.OpenFlowAllow) != "" {
-		return nil, fmt.Errorf("--openflow-allow: %q names no address or prefix; leave it empty to admit every switch", c.OpenFlowAllow)
+	return parseAllow("--openflow-allow", c.OpenFlowAllow)
+}
+
+// parseAllow parses the value of the flag name, a list of addresses and
+// prefixes of peers allowed in. A value that names none (",") is refused
+// rather than read as empty, which would allow everyone.
+func parseAllow(name, value string) ([]netip.Prefix, error) {
+	items := splitList(value)
+	if len(items) == 0 && strings.TrimSpace(value) != "" {
+		return nil, fmt.Errorf("%s: %q names no address or prefix; leave it empty to allow everyone", name, value)
 	}
 	var allow []netip.Prefix
 	for _, item := range items {
@@ -275,7 +280,7 @@ func (c *Config) openFlowAllow() ([]netip.Prefix, error) {
 		}
 		a, err := netip.ParseAddr(item)
 		if err != nil {
-			return nil, fmt.Errorf("--openflow-allow: %q is neither an address nor a prefix", item)
+			return nil, fmt.Errorf("%s: %q is neither an address nor a prefix", name, item)
 		}
 		allow = append(allow, netip.PrefixFrom(a.Unmap(), a.Unmap().BitLen()))
 	}
