@@ -147,7 +147,27 @@ var settingCapabilities = []Capability{
 		Controller: "no bound but the scheduler's (65,536)",
 		OpenFlow10: "no bound: the controller dispatches", IPv6: same, L2: noL2Effect, Cluster: byNode,
 	},
+	{
+		Setting:    "`--api-client-prefix4`, `--api-client-prefix6` (service)",
+		Switch:     apiOnly,
+		Controller: apiOnly,
+		OpenFlow10: same, IPv6: "an IPv6 client is its /64 by default: one host holds a whole /64", L2: noL2Effect,
+		Cluster: "each node caps the API connections it serves",
+	},
+	{
+		Setting:    "`sdnlb agent --allow` (on a member)",
+		Switch:     agentAllow,
+		Controller: agentAllow,
+		OpenFlow10: same, IPv6: "the same, with IPv6 prefixes", L2: noL2Effect,
+		Cluster: "name every node: whichever leads probes",
+	},
 }
+
+// agentAllow is what the agent's source list does under either dispatch.
+const agentAllow = "which sources the agent answers; an AGENT monitor probing from elsewhere fails its probes and takes the member DOWN"
+
+// apiOnly is what a setting of the API's own limits does to dispatch.
+const apiOnly = "no part in dispatch: which API connections and event streams count as one client under `--api-max-conns-per-client` and the streams' cap"
 
 // CapabilityTable renders the table as Markdown, one row a setting.
 func CapabilityTable() string {

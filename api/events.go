@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
-	"net/netip"
 	"time"
 
 	"github.com/sdnlb/sdnlb"
@@ -69,7 +68,7 @@ func (s *Server) handleEvents(w http.ResponseWriter, r *http.Request) error {
 // one of its client's, and lifts the connection's cap and deadlines for
 // it; done gives them back.
 func (s *Server) openStream(w http.ResponseWriter, r *http.Request) (rc *http.ResponseController, done func(), err error) {
-	client := streamClient(r.RemoteAddr)
+	client := s.clientPrefixes().of(r.RemoteAddr)
 	perClient := max(cap(s.streams)/streamsPerClientShare, 1)
 	s.streamsMu.Lock()
 	if s.streamsBy[client] >= perClient {
@@ -106,22 +105,6 @@ func (s *Server) openStream(w http.ResponseWriter, r *http.Request) (rc *http.Re
 
 // streamsPerClientShare: one client may hold this part of the streams.
 const streamsPerClientShare = 8
-
-// streamClient is who a stream is counted against: its source address,
-// an IPv6 one by its /64, which one host holds whole.
-func streamClient(remote string) netip.Prefix {
-	ap, err := netip.ParseAddrPort(remote)
-	if err != nil {
-		return netip.Prefix{}
-	}
-	a := ap.Addr().Unmap()
-	bits := 32
-	if a.Is6() {
-		bits = 64
-	}
-	p, _ := a.Prefix(bits)
-	return p
-}
 
 // startStream sends the headers of a Server-Sent Events stream.
 func startStream(w http.ResponseWriter, rc *http.ResponseController) error {

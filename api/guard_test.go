@@ -8,7 +8,6 @@ import (
 	"io"
 	"net"
 	"net/http"
-	"net/netip"
 	"reflect"
 	"strconv"
 	"strings"
@@ -483,21 +482,34 @@ func TestServer_ConnectionCaps(t *testing.T) {
 			c.mustGet(t, "/healthz")
 		}
 	})
-	t.Run("BusyClientRefused", func(t *testing.T) {
+	t.Run("BusyClientGivesWayToItself", func(t *testing.T) {
 		srv := guardStore(t).server()
 		srv.MaxConns = 8 // 2 a client
 		addr, l := serveHTTP(t, srv)
-		for range 2 { // requests whose bodies never come
-			c := dialKeepAlive(t, "127.0.0.1", addr)
-			fmt.Fprint(c, "POST /v1/vips HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{")
+		var slow []*keepAlive
+		for range 2 {
+			slow = append(slow, slowBody(t, "127.0.0.1", addr))
 		}
 		waitPlaces(t, l, "127.0.0.1", 2, 0)
-		if status, err := dialKeepAlive(t, "127.0.0.1", addr).get("/healthz"); err == nil {
-			t.Errorf("a third connection of a client with two busy ones was served (%d)", status)
+		dialKeepAlive(t, "127.0.0.1", addr).mustGet(t, "/healthz")
+		// The third took the place of one of the client's own.
+		waitPlaces(t, l, "127.0.0.1", 2, 1)
+		if closed := closedWithin(slow[0], time.Second) || closedWithin(slow[1], time.Second); !closed {
+			t.Error("both busy connections stayed open past the client's cap")
 		}
 		other := dialKeepAlive(t, "127.0.0.2", addr)
 		other.mustGet(t, "/healthz", "/v1/vips")
 	})
+}
+
+// slowBody connects from source and sends the headers of a request whose
+// body never comes, which keeps the connection busy until the read
+// timeout, as a slowloris does.
+func slowBody(tb testing.TB, source, addr string) *keepAlive {
+	tb.Helper()
+	c := dialKeepAlive(tb, source, addr)
+	fmt.Fprint(c, "POST /v1/vips HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{")
+	return c
 }
 
 // keepAlive is a client's HTTP/1.1 connection, kept open between requests.
@@ -547,7 +559,7 @@ func (c *keepAlive) mustGet(tb testing.TB, paths ...string) {
 // caps, idle of them idle.
 func waitPlaces(tb testing.TB, l *limitListener, source string, held, idle int) {
 	tb.Helper()
-	client := netip.MustParseAddr(source)
+	client := l.prefixes.of(net.JoinHostPort(source, "0"))
 	waitFor(tb, func() bool {
 		l.mu.Lock()
 		defer l.mu.Unlock()

@@ -8,13 +8,16 @@ import (
 	"net/netip"
 	"sync"
 	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
 )
 
 // Defaults of the HTTP server's limits; Server fields override them.
 const (
 	// DefaultMaxConns bounds the API connections open at once, event
 	// streams aside: one file descriptor each. A client (a source
-	// address) may hold a quarter of them unless MaxConnsPerClient says.
+	// address's prefix) may hold a quarter of them unless
+	// MaxConnsPerClient says.
 	DefaultMaxConns = 512
 	// DefaultMaxStreams bounds the /v1/events streams open at once.
 	DefaultMaxStreams = 128
@@ -24,6 +27,44 @@ const (
 	writeTimeout      = 60 * time.Second // a whole response; streams lift it
 	idleTimeout       = 120 * time.Second
 )
+
+// Defaults of the prefixes that name one client under the connection and
+// stream caps: an IPv4 address, and an IPv6 /64, which one host holds
+// whole and can send from any address of.
+const (
+	DefaultClientPrefix4 = 32
+	DefaultClientPrefix6 = 64
+)
+
+// clientPrefixes say how much of a source address names one client.
+type clientPrefixes struct{ v4, v6 int }
+
+func (s *Server) clientPrefixes() clientPrefixes {
+	p := clientPrefixes{s.ClientPrefix4, s.ClientPrefix6}
+	if p.v4 <= 0 {
+		p.v4 = DefaultClientPrefix4
+	}
+	if p.v6 <= 0 {
+		p.v6 = DefaultClientPrefix6
+	}
+	return p
+}
+
+// of is the client a connection from remote (host:port) is counted
+// against; every source without an IP address (a Unix socket) is one.
+func (p clientPrefixes) of(remote string) netip.Prefix {
+	ap, err := netip.ParseAddrPort(remote)
+	if err != nil {
+		return netip.Prefix{}
+	}
+	a := ap.Addr().Unmap()
+	bits := p.v4
+	if a.Is6() {
+		bits = p.v6
+	}
+	prefix, _ := a.Prefix(min(bits, a.BitLen()))
+	return prefix
+}
 
 // timeouts are the HTTP server's; tests shorten them.
 type timeouts struct {
@@ -63,15 +104,16 @@ func (s *Server) HTTPServer(errorLog *log.Logger) *http.Server {
 }
 
 // Listener caps the connections ln hands to the HTTP server: MaxConns in
-// all (DefaultMaxConns when 0), MaxConnsPerClient from one source address
-// (a quarter of MaxConns when 0). A connection over a cap takes the place
-// of an idle one, which is between requests or has not sent one yet: its
-// client's own longest idle at the client's cap, else the longest idle of
-// the client that holds the most. So no client keeps the others out with
-// idle connections, whatever its address. With none idle the newcomer is
-// closed as soon as it is accepted, which a client sees at once instead of
-// waiting in the backlog. An event stream gives its connection's place
-// back while it runs, since streams have their own cap.
+// all (DefaultMaxConns when 0), MaxConnsPerClient from one client, a
+// source address's prefix (clientPrefixes; a quarter of MaxConns when 0).
+// A connection over a cap is never refused: it takes the place of one of
+// the client that holds the most (victim), at the client's own cap one
+// of its own. So a client cannot keep the others out however it holds
+// its connections: a slow body keeps a connection busy for the read
+// timeout, but a newcomer from a client with fewer connections displaces
+// it, and /healthz and /metrics are answered through a flood from fewer
+// clients than places. An event stream gives its connection's place back
+// while it runs, since streams have their own cap.
 func (s *Server) Listener(ln net.Listener) net.Listener {
 	max := s.MaxConns
 	if max <= 0 {
@@ -81,8 +123,15 @@ func (s *Server) Listener(ln net.Listener) net.Listener {
 	if perClient <= 0 {
 		perClient = defaultMaxConnsPerClient(max)
 	}
-	return &limitListener{Listener: ln, max: max, perClient: perClient,
-		conns: map[*limitedConn]struct{}{}, clients: map[netip.Addr]int{}}
+	l := &limitListener{Listener: ln, max: max, perClient: perClient, prefixes: s.clientPrefixes(),
+		conns: map[*limitedConn]struct{}{}, clients: map[netip.Prefix]int{}}
+	if s.Registry != nil {
+		l.evictions = register(s.Registry, prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "sdnlb_api_connections_evicted_total",
+			Help: "API connections closed at a full cap to make room for a new one, by what they were doing: idle (between requests, or before the first) or busy (in a request).",
+		}, []string{"state"}))
+	}
+	return l
 }
 
 // defaultMaxConnsPerClient is a quarter of the cap, at least one.
@@ -91,47 +140,44 @@ func defaultMaxConnsPerClient(max int) int { return (max + 3) / 4 }
 type limitListener struct {
 	net.Listener
 	max, perClient int
+	prefixes       clientPrefixes
+	evictions      *prometheus.CounterVec // nil: not counted
 
 	mu      sync.Mutex
 	conns   map[*limitedConn]struct{} // every connection holding a place
-	clients map[netip.Addr]int        // places held by source address
-	clock   uint64                    // counts admissions and state changes, to order idleness
+	clients map[netip.Prefix]int      // places held by client
+	clock   uint64                    // counts admissions and state changes, to order them
 }
 
 func (l *limitListener) Accept() (net.Conn, error) {
-	for {
-		c, err := l.Listener.Accept()
-		if err != nil {
-			return nil, err
-		}
-		lc, evicted := l.admit(c)
-		if evicted != nil {
-			evicted.Conn.Close()
-		}
-		if lc == nil {
-			c.Close()
-			continue
-		}
-		return lc, nil
+	c, err := l.Listener.Accept()
+	if err != nil {
+		return nil, err
 	}
+	lc, evicted := l.admit(c)
+	if evicted != nil {
+		evicted.Conn.Close()
+	}
+	return lc, nil
 }
 
-// admit gives c a place, evicting an idle connection when a cap is full;
-// it returns nil when there is none to evict.
+// admit gives c a place, and when a cap is full returns the connection
+// whose place it took.
 func (l *limitListener) admit(c net.Conn) (admitted, evicted *limitedConn) {
-	client := sourceAddr(c)
+	client := l.prefixes.of(c.RemoteAddr().String())
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	switch {
 	case l.clients[client] >= l.perClient:
-		evicted = l.longestIdle(func(lc *limitedConn) bool { return lc.client == client })
+		evicted = l.victim(func(lc *limitedConn) bool { return lc.client == client })
 	case len(l.conns) >= l.max:
-		evicted = l.longestIdle(func(*limitedConn) bool { return true })
+		evicted = l.victim(func(*limitedConn) bool { return true })
 	}
 	if evicted != nil {
 		l.remove(evicted)
-	} else if l.clients[client] >= l.perClient || len(l.conns) >= l.max {
-		return nil, nil
+		if l.evictions != nil {
+			l.evictions.WithLabelValues(evicted.state()).Inc()
+		}
 	}
 	l.clock++
 	admitted = &limitedConn{Conn: c, l: l, client: client, idle: true, since: l.clock}
@@ -140,21 +186,31 @@ func (l *limitListener) admit(c net.Conn) (admitted, evicted *limitedConn) {
 	return admitted, evicted
 }
 
-// longestIdle picks the idle connection to evict among those that of
-// selects: of the client that holds the most places, the one idle the
-// longest; nil when none is idle.
-func (l *limitListener) longestIdle(of func(*limitedConn) bool) *limitedConn {
+// victim picks the connection to close among those that of selects: one
+// of the client that holds the most places, its idle ones first, then the
+// one in its state the longest. The longest busy of the busiest client is
+// the one that sends its request the slowest, or holds the most; a probe,
+// whose client holds one connection, gives way only when every client
+// holds one, and then after every connection older than it.
+func (l *limitListener) victim(of func(*limitedConn) bool) *limitedConn {
 	var found *limitedConn
 	for c := range l.conns {
-		if !c.idle || !of(c) {
-			continue
-		}
-		if found == nil || l.clients[c.client] > l.clients[found.client] ||
-			(l.clients[c.client] == l.clients[found.client] && c.since < found.since) {
+		if of(c) && (found == nil || l.before(c, found)) {
 			found = c
 		}
 	}
 	return found
+}
+
+// before reports whether a gives way before b.
+func (l *limitListener) before(a, b *limitedConn) bool {
+	if na, nb := l.clients[a.client], l.clients[b.client]; na != nb {
+		return na > nb
+	}
+	if a.idle != b.idle {
+		return a.idle
+	}
+	return a.since < b.since
 }
 
 // remove gives c's place back; l.mu must be held.
@@ -168,24 +224,14 @@ func (l *limitListener) remove(c *limitedConn) {
 	}
 }
 
-// sourceAddr is the client's address; every connection without an IP
-// address (a Unix socket) is one client.
-func sourceAddr(c net.Conn) netip.Addr {
-	ap, err := netip.ParseAddrPort(c.RemoteAddr().String())
-	if err != nil {
-		return netip.Addr{}
-	}
-	return ap.Addr().Unmap()
-}
-
 // limitedConn holds one place under the caps until it is closed, evicted
 // or its place is released.
 type limitedConn struct {
 	net.Conn
 	l      *limitListener
-	client netip.Addr
-	// Guarded by l.mu: whether the connection is between requests, and
-	// since when, on l.clock.
+	client netip.Prefix
+	// Guarded by l.mu: whether the connection is between requests or in
+	// one, and since when, on l.clock.
 	idle  bool
 	since uint64
 }
@@ -200,6 +246,15 @@ func (c *limitedConn) setState(state http.ConnState) {
 	defer c.l.mu.Unlock()
 	c.l.clock++
 	c.idle, c.since = state == http.StateIdle, c.l.clock
+}
+
+// state names what the connection was doing, for the eviction metric;
+// l.mu must be held.
+func (c *limitedConn) state() string {
+	if c.idle {
+		return "idle"
+	}
+	return "busy"
 }
 
 func (c *limitedConn) release() {

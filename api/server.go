@@ -76,12 +76,17 @@ type Server struct {
 	Registry *prometheus.Registry
 
 	// MaxConns caps the API connections open at once and
-	// MaxConnsPerClient those from one source address (Listener), and
+	// MaxConnsPerClient those from one client (Listener), and
 	// MaxStreams the /v1/events streams; 0 takes DefaultMaxConns, a
 	// quarter of MaxConns and DefaultMaxStreams.
 	MaxConns          int
 	MaxConnsPerClient int
 	MaxStreams        int
+	// ClientPrefix4 and ClientPrefix6 are the prefix lengths that name
+	// one client under those caps, by its source address; 0 takes
+	// DefaultClientPrefix4 and DefaultClientPrefix6.
+	ClientPrefix4 int
+	ClientPrefix6 int
 
 	// heartbeat is the interval of SSE keep-alive comments; tests shorten it.
 	heartbeat time.Duration

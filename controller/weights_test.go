@@ -49,3 +49,49 @@ func TestAdaptive_ControllerPicks(t *testing.T) {
 		t.Errorf("member 3's available CPU %v, want its agent's 0.1", c)
 	}
 }
+
+// Members that start their slow start together keep the same shares all
+// through it, so no share moves; their stats must still show the ramp as
+// it is, and all of it once the window has passed.
+func TestSlowStart_StatsFollowRamp(t *testing.T) {
+	for _, method := range []sdnlb.LBMethod{sdnlb.Adaptive, sdnlb.WeightedRoundRobin} {
+		t.Run(string(method), func(t *testing.T) {
+			created := time.Now()
+			cfg := testnet.Config(func(c *sdnlb.Config) {
+				c.Pools[0].LBMethod, c.Pools[0].SlowStart = method, 5
+				for _, m := range c.Members {
+					m.CreatedAt = created
+				}
+			})
+			h := startController(t, cfg, Options{StatsInterval: 10 * time.Millisecond})
+			waitRamp(t, h, func(ramp, weight float64) bool { return ramp < 0.5 && weight < 0.5 })
+			h.clock.advance(6 * time.Second)
+			waitRamp(t, h, func(ramp, weight float64) bool { return ramp == 1 && weight == 1 })
+		})
+	}
+}
+
+// waitRamp waits until every member of pool p1 shows a slow start and an
+// effective weight that ok takes.
+func waitRamp(t *testing.T, h *harness, ok func(ramp, weight float64) bool) {
+	t.Helper()
+	deadline := time.Now().Add(testnet.WaitFor)
+	for {
+		var members []sdnlb.MemberStats
+		st, err := h.c.PoolStats(context.Background(), "p1") // not found until the first load
+		if err == nil {
+			members = st.Members
+		}
+		done := err == nil
+		for _, m := range members {
+			done = done && ok(m.SlowStart, m.EffectiveWeight)
+		}
+		if done {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the stats still show %+v (%v)", members, err)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}

@@ -439,3 +439,37 @@ func (s *safeBuffer) String() string {
 	defer s.mu.Unlock()
 	return s.b.String()
 }
+
+// An agent that flips between down and up on every probe moves its
+// member every time, but the log says so at most once a minute: a member
+// and its agent are peers, and cannot flood the log.
+func TestEngine_AgentFlapLogged(t *testing.T) {
+	agent := newAgentServer(t, loopback, "80%\n")
+	mon := tcpMonitor("agent")
+	mon.Type, mon.Port, mon.Rise = sdnlb.MonitorAgent, agent.port, 1
+	cfg := &sdnlb.Config{
+		VIPs:     []*sdnlb.VIP{testVIP("v1", 80)},
+		Pools:    []*sdnlb.Pool{testPool("p1", "v1", "agent")},
+		Monitors: []*sdnlb.Monitor{mon},
+		Members:  []*sdnlb.Member{testMember("a", "p1", 0, sdnlb.MemberUp)},
+	}
+	var logs safeBuffer
+	h := startEngine(t, cfg, Options{Logger: slog.New(slog.NewTextHandler(&logs, nil))}, nil)
+	const flips = 30 // within a minute
+	for i := range flips {
+		reply := "80%\n"
+		if i%2 == 0 {
+			reply = "down # flapping\n"
+		}
+		agent.set(false, reply)
+		h.step(t, time.Second)
+	}
+	if n := len(h.store.statuses("a")); n < flips-2 {
+		t.Fatalf("%d health writes for %d flips, want the member moved each time", n, flips)
+	}
+	for _, line := range []string{"member health changed", "health probe failed"} {
+		if n := strings.Count(logs.String(), line); n != 1 {
+			t.Errorf("%d %q lines for %d flips in a minute, want 1:\n%s", n, line, flips, logs.String())
+		}
+	}
+}

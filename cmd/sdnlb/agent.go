@@ -9,7 +9,9 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"net/netip"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -18,6 +20,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/sdnlb/sdnlb/health"
+	"github.com/sdnlb/sdnlb/internal/peerlog"
 )
 
 // sdnlb agent is what a member runs for an AGENT monitor (HAProxy's
@@ -25,11 +28,15 @@ import (
 // with NN the share of the host's CPU time idle over the last second,
 // then the words of the state file, or "ready" while it holds none.
 
-const agentUsage = `Usage: sdnlb agent [--listen ADDR] [--state-file FILE]
+const agentUsage = `Usage: sdnlb agent [--listen ADDR] [--allow ADDRS] [--state-file FILE]
 
 Answers sdnlb's AGENT monitor on this member: every connection gets one line,
 "NN%" (the host's CPU idle over the last second) and the words of the state file,
 such as "37% drain", or "ready" while it holds none; then the connection closes.
+It listens on loopback unless told otherwise; beyond loopback it answers only
+the sdnlb nodes that --allow names:
+
+  sdnlb agent --listen 10.0.0.5:5555 --allow 10.0.0.250,10.0.0.251
 
 `
 
@@ -44,7 +51,8 @@ const maxStateFile = 512
 func runAgent(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("sdnlb agent", flag.ContinueOnError)
 	fs.SetOutput(stdout)
-	listen := fs.String("listen", ":5555", "the address to answer on: the AGENT monitor's port")
+	listen := fs.String("listen", "127.0.0.1:5555", "the address to answer on, with the AGENT monitor's port; beyond loopback, --allow is required")
+	allow := fs.String("allow", "", "comma-separated addresses and prefixes the AGENT monitors probe from (every sdnlb node: the leader probes); connections from elsewhere are closed unanswered (0.0.0.0/0,::/0: anyone)")
 	stateFile := fs.String("state-file", "", "a file whose words the agent adds to its answer: drain, ready, up, maint, down, fail or stopped, and a reason after #; garbage in it is ignored and logged")
 	fs.Usage = func() {
 		fmt.Fprint(stdout, agentUsage)
@@ -56,7 +64,15 @@ func runAgent(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if fs.NArg() > 0 {
 		return fmt.Errorf("agent: unexpected argument %q", fs.Arg(0))
 	}
-	a := &hostAgent{stat: "/proc/stat", stateFile: *stateFile, log: slog.New(slog.NewTextHandler(stderr, nil))}
+	allowed, err := parseAllow("--allow", *allow)
+	if err != nil {
+		return fmt.Errorf("agent: %w", err)
+	}
+	if len(allowed) == 0 && !loopbackAddr(*listen) {
+		return fmt.Errorf("agent: --listen %s answers beyond loopback: set --allow to the addresses of the sdnlb nodes that probe it", *listen)
+	}
+	log := slog.New(slog.NewTextHandler(stderr, nil))
+	a := &hostAgent{stat: "/proc/stat", stateFile: *stateFile, allow: allowed, log: log, peer: peerlog.New(log, time.Minute)}
 	if err := a.sample(time.Now()); err != nil {
 		return fmt.Errorf("agent: %w", err)
 	}
@@ -64,7 +80,7 @@ func runAgent(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err != nil {
 		return fmt.Errorf("agent: %w", err)
 	}
-	a.log.Info("agent listening", "addr", ln.Addr().String(), "state_file", *stateFile)
+	a.log.Info("agent listening", "addr", ln.Addr().String(), "allow", *allow, "state_file", *stateFile)
 	go func() {
 		tick := time.NewTicker(agentSample)
 		defer tick.Stop()
@@ -86,7 +102,10 @@ func runAgent(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 type hostAgent struct {
 	stat      string // the kernel's CPU times: /proc/stat
 	stateFile string // "" for none
-	log       *slog.Logger
+	// allow holds the sources it answers; empty, any (on loopback only).
+	allow []netip.Prefix
+	log   *slog.Logger
+	peer  *peerlog.Log // what connections cause
 
 	last     cpuTimes
 	idle     int       // percent, over the last second
@@ -109,10 +128,26 @@ func (a *hostAgent) serve(ctx context.Context, ln net.Listener) error {
 			time.Sleep(100 * time.Millisecond)
 			continue
 		}
+		if from, ok := a.allowed(conn.RemoteAddr()); !ok {
+			a.peer.Warn(time.Now(), "agent connection refused", from.String(), "agent: connection refused: the source is not in --allow",
+				"remote", conn.RemoteAddr().String())
+			_ = conn.Close()
+			continue
+		}
 		_ = conn.SetWriteDeadline(time.Now().Add(time.Second))
 		_, _ = conn.Write(*a.line.Load())
 		_ = conn.Close()
 	}
+}
+
+// allowed reports whether the agent answers a connection from remote, and
+// its source address.
+func (a *hostAgent) allowed(remote net.Addr) (netip.Addr, bool) {
+	var from netip.Addr
+	if tcp, ok := remote.(*net.TCPAddr); ok {
+		from = tcp.AddrPort().Addr().Unmap()
+	}
+	return from, len(a.allow) == 0 || slices.ContainsFunc(a.allow, func(p netip.Prefix) bool { return p.Contains(from) })
 }
 
 // sample reads the CPU times and the state file and makes the line the

@@ -6,15 +6,18 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
 	"unicode/utf8"
 
 	"github.com/sdnlb/sdnlb/health"
+	"github.com/sdnlb/sdnlb/internal/peerlog"
 )
 
 // statText is /proc/stat as a 2-CPU host writes it, cut short.
@@ -128,33 +131,8 @@ func TestHostAgent(t *testing.T) {
 	if err := a.sample(now); err != nil {
 		t.Fatal(err)
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	served := make(chan error, 1)
-	go func() { served <- a.serve(ctx, ln) }()
-	defer func() {
-		cancel()
-		if err := <-served; err != nil {
-			t.Errorf("serve: %v", err)
-		}
-	}()
-	ask := func() string {
-		t.Helper()
-		conn, err := net.Dial("tcp", ln.Addr().String())
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer conn.Close()
-		_ = conn.SetDeadline(time.Now().Add(5 * time.Second))
-		b, err := io.ReadAll(conn) // the agent closes after its line
-		if err != nil {
-			t.Fatal(err)
-		}
-		return string(b)
-	}
+	ask, stop := serveAgent(t, a)
+	defer stop()
 	next := func(statText, stateText string) string {
 		t.Helper()
 		write(stat, statText)
@@ -167,10 +145,10 @@ func TestHostAgent(t *testing.T) {
 		if err := a.sample(now); err != nil {
 			t.Fatal(err)
 		}
-		return ask()
+		return ask("127.0.0.1")
 	}
 
-	if got := ask(); got != "75% ready\n" {
+	if got := ask("127.0.0.1"); got != "75% ready\n" {
 		t.Fatalf("first answer %q, want the idle share since boot, and ready without a state file", got)
 	}
 	// The last second: 100 ticks, 20 of them idle or waiting.
@@ -204,7 +182,7 @@ func TestHostAgent(t *testing.T) {
 	if err := a.sample(now.Add(time.Second)); err == nil {
 		t.Fatal("a bad /proc/stat was read")
 	}
-	if got := ask(); got != "50% ready\n" {
+	if got := ask("127.0.0.1"); got != "50% ready\n" {
 		t.Fatalf("answer %q after a failed sample", got)
 	}
 
@@ -241,4 +219,84 @@ func TestRunAgent_Usage(t *testing.T) {
 	if err := runAgent(context.Background(), []string{"-h"}, &out, io.Discard); err != errHelp || !strings.Contains(out.String(), "--state-file") {
 		t.Errorf("-h: %v, %s", err, out.String())
 	}
+}
+
+// An agent listens on loopback unless told otherwise, and beyond it
+// answers only the sources --allow names.
+func TestRunAgent_ListenBeyondLoopback(t *testing.T) {
+	for name, args := range map[string][]string{
+		"EveryInterface":  {"--listen", ":5555"},
+		"AnAddress":       {"--listen", "10.0.0.5:5555"},
+		"AllowNothing":    {"--listen", ":5555", "--allow", " , "}, // read as empty, it would answer anyone
+		"AllowNotAnAddr":  {"--listen", ":5555", "--allow", "sdnlb-1"},
+		"AllowBadPrefix":  {"--listen", ":5555", "--allow", "10.0.0.0/33"},
+		"LoopbackBadList": {"--allow", "10.0.0.1," + "x"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			err := runAgent(context.Background(), args, io.Discard, io.Discard)
+			if err == nil || !strings.Contains(err.Error(), "--allow") {
+				t.Fatalf("%v: %v, want an error naming --allow", args, err)
+			}
+		})
+	}
+}
+
+// An agent with --allow answers an AGENT monitor probing from an allowed
+// source, and closes every other connection unanswered, logging it at
+// most once a minute per source.
+func TestHostAgent_Allow(t *testing.T) {
+	var logs bytes.Buffer
+	log := slog.New(slog.NewTextHandler(&logs, nil))
+	a := &hostAgent{allow: []netip.Prefix{netip.MustParsePrefix("127.0.0.2/32")}, log: log, peer: peerlog.New(log, time.Minute)}
+	line := []byte("75%\n")
+	a.line.Store(&line)
+	ask, stop := serveAgent(t, a)
+	if got := ask("127.0.0.2"); got != "75%\n" {
+		t.Errorf("the allowed source got %q", got)
+	}
+	for i := range 20 {
+		if got := ask("127.0.0.1"); got != "" {
+			t.Fatalf("connection %d from a source not allowed got %q", i, got)
+		}
+	}
+	stop() // the log is written
+	if n := strings.Count(logs.String(), "connection refused"); n != 1 {
+		t.Errorf("%d log lines for 20 refused connections in a minute, want 1:\n%s", n, logs.String())
+	}
+}
+
+// serveAgent serves a on a port of 127.0.0.1 until stop. ask connects from
+// the loopback address source and reads what the agent says.
+func serveAgent(t *testing.T, a *hostAgent) (ask func(source string) string, stop func()) {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	served := make(chan error, 1)
+	go func() { served <- a.serve(ctx, ln) }()
+	stop = sync.OnceFunc(func() {
+		cancel()
+		if err := <-served; err != nil {
+			t.Errorf("serve: %v", err)
+		}
+	})
+	t.Cleanup(stop)
+	ask = func(source string) string {
+		t.Helper()
+		d := net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP(source)}}
+		conn, err := d.Dial("tcp", ln.Addr().String())
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer conn.Close()
+		_ = conn.SetDeadline(time.Now().Add(5 * time.Second))
+		b, err := io.ReadAll(conn) // the agent closes after its line
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(b)
+	}
+	return ask, stop
 }

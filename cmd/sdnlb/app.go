@@ -167,6 +167,8 @@ func (m *Main) Run(ctx context.Context) (err error) {
 		MaxConns:          cfg.APIMaxConns,
 		MaxConnsPerClient: cfg.APIMaxConnsPerClient,
 		MaxStreams:        cfg.APIMaxStreams,
+		ClientPrefix4:     cfg.APIClientPrefix4,
+		ClientPrefix6:     cfg.APIClientPrefix6,
 		Ready:             m.ready,
 		Registry:          registry,
 

@@ -35,8 +35,12 @@ type Config struct {
 	APIMaxConns          int
 	APIMaxConnsPerClient int // 0: a quarter of APIMaxConns
 	APIMaxStreams        int
-	LogLevel             slog.Level
-	LogFormat            string
+	// APIClientPrefix4 and APIClientPrefix6 are how much of a source
+	// address names one client under the connection and stream caps.
+	APIClientPrefix4 int
+	APIClientPrefix6 int
+	LogLevel         slog.Level
+	LogFormat        string
 
 	FlowIdleTimeout time.Duration
 	FlowHardTimeout time.Duration
@@ -86,6 +90,8 @@ func DefaultConfig() Config {
 		MaxHostsPerSwitch:     controller.DefaultMaxHostsPerSwitch,
 		APIMaxConns:           api.DefaultMaxConns,
 		APIMaxStreams:         api.DefaultMaxStreams,
+		APIClientPrefix4:      api.DefaultClientPrefix4,
+		APIClientPrefix6:      api.DefaultClientPrefix6,
 	}
 }
 
@@ -102,7 +108,9 @@ func (c *Config) flagSet(out io.Writer) *flag.FlagSet {
 	fs.StringVar(&c.APIAllowedHosts, "api-allowed-hosts", c.APIAllowedHosts, "comma-separated host names the API answers to besides IP addresses and localhost (\".example.com\": its subdomains; \"*\": any), against DNS rebinding")
 	fs.StringVar(&c.CORSOrigins, "cors-origin", c.CORSOrigins, "comma-separated origins (https://ops.example.com) whose pages may call the API; other sites' pages cannot write")
 	fs.IntVar(&c.APIMaxConns, "api-max-conns", c.APIMaxConns, "API connections open at once, event streams aside")
-	fs.IntVar(&c.APIMaxConnsPerClient, "api-max-conns-per-client", c.APIMaxConnsPerClient, "API connections open at once from one client address (0: a quarter of --api-max-conns); over a cap, a new connection takes an idle one's place")
+	fs.IntVar(&c.APIMaxConnsPerClient, "api-max-conns-per-client", c.APIMaxConnsPerClient, "API connections open at once from one client (0: a quarter of --api-max-conns); over a cap, a new connection takes the place of one of the client holding the most, idle ones first, then the one busy the longest")
+	fs.IntVar(&c.APIClientPrefix4, "api-client-prefix4", c.APIClientPrefix4, "the prefix length of the IPv4 source addresses that count as one client under the API's connection and stream caps")
+	fs.IntVar(&c.APIClientPrefix6, "api-client-prefix6", c.APIClientPrefix6, "the prefix length of the IPv6 source addresses that count as one client under the API's connection and stream caps (64: one host may send from any address of its /64)")
 	fs.IntVar(&c.APIMaxStreams, "api-max-streams", c.APIMaxStreams, "event streams (/v1/events) open at once")
 	fs.TextVar(&c.LogLevel, "log-level", c.LogLevel, "log level: debug, info, warn or error")
 	fs.StringVar(&c.LogFormat, "log-format", c.LogFormat, "log format: text or json")
@@ -239,6 +247,10 @@ func (c *Config) validate() error {
 		return errors.New("--api-max-conns-per-client must be at least 0 (0: a quarter of --api-max-conns)")
 	case c.MaxLinks < 1 || c.MaxLinksPerSwitch < 1 || c.MaxHosts < 1 || c.MaxHostsPerSwitch < 1:
 		return errors.New("--max-links, --max-links-per-switch, --max-hosts and --max-hosts-per-switch must be at least 1")
+	case c.APIClientPrefix4 < 1 || c.APIClientPrefix4 > 32:
+		return errors.New("--api-client-prefix4 must be 1-32")
+	case c.APIClientPrefix6 < 1 || c.APIClientPrefix6 > 128:
+		return errors.New("--api-client-prefix6 must be 1-128")
 	case c.OpenFlowMaxSwitches < 1 || c.OpenFlowMaxHandshakes < 1:
 		return errors.New("--openflow-max-switches and --openflow-max-handshakes must be at least 1")
 	case c.APIToken == "" && !c.APIInsecure && !loopbackAddr(c.APIAddr):
@@ -261,13 +273,18 @@ func loopbackAddr(addr string) bool {
 	return err == nil && ip.IsLoopback()
 }
 
-// openFlowAllow parses --openflow-allow: addresses and prefixes. A value
-// that names none (",") is refused rather than read as empty, which
-// would admit every switch.
+// openFlowAllow parses --openflow-allow.
 func (c *Config) openFlowAllow() ([]netip.Prefix, error) {
-	items := splitList(c.OpenFlowAllow)
-	if len(items) == 0 && strings.TrimSpace(c.OpenFlowAllow) != "" {
-		return nil, fmt.Errorf("--openflow-allow: %q names no address or prefix; leave it empty to admit every switch", c.OpenFlowAllow)
+	return parseAllow("--openflow-allow", c.OpenFlowAllow)
+}
+
+// parseAllow parses the value of the flag name, a list of addresses and
+// prefixes of peers allowed in. A value that names none (",") is refused
+// rather than read as empty, which would allow everyone.
+func parseAllow(name, value string) ([]netip.Prefix, error) {
+	items := splitList(value)
+	if len(items) == 0 && strings.TrimSpace(value) != "" {
+		return nil, fmt.Errorf("%s: %q names no address or prefix; leave it empty to allow everyone", name, value)
 	}
 	var allow []netip.Prefix
 	for _, item := range items {
@@ -277,7 +294,7 @@ func (c *Config) openFlowAllow() ([]netip.Prefix, error) {
 		}
 		a, err := netip.ParseAddr(item)
 		if err != nil {
-			return nil, fmt.Errorf("--openflow-allow: %q is neither an address nor a prefix", item)
+			return nil, fmt.Errorf("%s: %q is neither an address nor a prefix", name, item)
 		}
 		allow = append(allow, netip.PrefixFrom(a.Unmap(), a.Unmap().BitLen()))
 	}

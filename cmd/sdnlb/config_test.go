@@ -90,6 +90,8 @@ func TestLoadConfig_Errors(t *testing.T) {
 		"OpenAPIByName":     {"--api-addr", "lb.example:8080"},
 		"NoConns":           {"--api-max-conns", "0"},
 		"NegativeConns":     {"--api-max-conns-per-client", "-1"},
+		"NoClientPrefix4":   {"--api-client-prefix4", "0"},
+		"LongClientPrefix6": {"--api-client-prefix6", "129"},
 		"BadAllow":          {"--openflow-allow", "10.0.0.0/8,switch-1"},
 		"AllowNothing":      {"--openflow-allow", " , "}, // read as empty, it would admit every switch
 		"NoSwitches":        {"--openflow-max-switches", "0"},

@@ -44,10 +44,11 @@ import (
 //     to all of it, linearly.
 //
 // A pool's shares change at most once a second. Those of an ADAPTIVE pool
-// change only once some member's part of the pool moves by shareStep: a
-// switch then re-points the group's buckets, with the fewest slots moved
-// (slots.go), and connections already set up keep their member whatever
-// their slot says (the tracker, or their own flows, hold it).
+// change only once some member's part of the pool moves by shareStep, or
+// while a slow start runs (Due): a switch then re-points the group's
+// buckets, with the fewest slots moved (slots.go), and connections
+// already set up keep their member whatever their slot says (the
+// tracker, or their own flows, hold it).
 
 const (
 	// reweighEvery bounds how often a pool's shares change.
@@ -250,13 +251,26 @@ func (m *Member) ramp(now time.Time, slowStart time.Duration) float64 {
 }
 
 // Due reports whether shares, p's rotation's new weighting, are to be
-// applied at now: at most once every reweighEvery, and for an ADAPTIVE
-// pool only once a member's part of the pool moved by shareStep.
+// applied at now: at most once every reweighEvery, for an ADAPTIVE pool
+// only once a member's part of the pool moved by shareStep, and while a
+// slow start runs whatever the shares do: members ramping together keep
+// their shares, and their weights and ramps would otherwise show where
+// they stood when the ramp began.
 func (w *weigher) Due(p *Pool, shares map[uint32]weighting, now time.Time) bool {
 	pw := w.pools[p.ID]
 	if now.Sub(pw.changed) < reweighEvery {
 		return false
 	}
+	if !sharesMoved(p, shares) && !rampMoved(p, shares) {
+		return false
+	}
+	pw.changed = now
+	return true
+}
+
+// sharesMoved reports whether shares differ from p's rotation's, for an
+// ADAPTIVE pool by shareStep of some member's part at least.
+func sharesMoved(p *Pool, shares map[uint32]weighting) bool {
 	oldTotal, newTotal := 0, 0
 	changed := false
 	for _, m := range p.Rotation {
@@ -264,21 +278,22 @@ func (w *weigher) Due(p *Pool, shares map[uint32]weighting, now time.Time) bool 
 		newTotal += shares[m.Num].share
 		changed = changed || shares[m.Num].share != m.Share
 	}
-	if !changed {
-		return false
+	if !changed || p.Method != sdnlb.Adaptive {
+		return changed
 	}
-	if p.Method == sdnlb.Adaptive {
-		moved := false
-		for _, m := range p.Rotation {
-			d := float64(shares[m.Num].share)/float64(newTotal) - float64(m.Share)/float64(oldTotal)
-			moved = moved || math.Abs(d) >= shareStep
-		}
-		if !moved {
-			return false
+	for _, m := range p.Rotation {
+		d := float64(shares[m.Num].share)/float64(newTotal) - float64(m.Share)/float64(oldTotal)
+		if math.Abs(d) >= shareStep {
+			return true
 		}
 	}
-	pw.changed = now
-	return true
+	return false
+}
+
+// rampMoved reports whether a member of p's rotation is further into its
+// slow start than its weighting says.
+func rampMoved(p *Pool, shares map[uint32]weighting) bool {
+	return slices.ContainsFunc(p.Rotation, func(m *Member) bool { return shares[m.Num].ramp != m.RampDone })
 }
 
 // SetWeights gives p's rotation the weighting of shares.
