@@ -83,8 +83,15 @@ var settingCapabilities = []Capability{
 	{
 		Setting:    "`connection_limit` (VIP)",
 		Switch:     "refused (400 on the pool's `dispatch`); a pool that names no dispatch gets CONTROLLER, and a VIP that gains it moves its SWITCH pool to CONTROLLER",
-		Controller: "new connections past the limit are refused (TCP reset, ICMP unreachable); a connection counts until its flows idle out",
-		OpenFlow10: same, IPv6: same, L2: noL2Effect,
+		Controller: "new connections past the limit are refused (TCP reset, ICMP unreachable); a TCP connection counts until its client's FIN or reset, which the switch sends up so that it ends at once; UDP and ICMP until their flows idle out",
+		OpenFlow10: "a connection counts until its flows idle out: a 1.0 switch matches no TCP flags", IPv6: same, L2: noL2Effect,
+		Cluster: "counted per node, over the switches it masters",
+	},
+	{
+		Setting:    "active connections (stats; LEAST_CONNECTIONS, WEIGHTED_LEAST_CONNECTIONS, ADAPTIVE's S term)",
+		Switch:     "an estimate per member from the switch's counting rows, read each `--stats-interval`: connections opened less those whose client sent a FIN or reset (NAT: or the member a reset); UDP ones never end",
+		Controller: "the open ones: a TCP connection from its SYN until its FIN or reset, seen at the next `--stats-interval` poll (at once for a VIP with a `connection_limit`); UDP and ICMP until their flows idle out",
+		OpenFlow10: "until their flows idle out (`--flow-idle-timeout`): a 1.0 switch has neither `fin_timeout` nor TCP flag matches", IPv6: same, L2: noL2Effect,
 		Cluster: "counted per node, over the switches it masters",
 	},
 	{

@@ -616,12 +616,12 @@ func testSwitchReconnect(t *testing.T, protocol string) {
 }
 
 // TestVIP_ConnectionLimit checks that connections beyond a VIP's limit are
-// refused at once, that a slot frees when a connection ends, and that the
-// pool stats count it all.
+// refused at once, that a slot frees as soon as a connection closes (not
+// when its flows idle out), also for a client that reuses its port, and
+// that the pool stats count it all.
 func TestVIP_ConnectionLimit(t *testing.T) {
 	const limit = 3
-	b := newLBBed(t, 1, 2, sdnlb.RoundRobin, map[string]any{"connection_limit": limit},
-		"--flow-idle-timeout", "2s")
+	b := newLBBed(t, 1, 2, sdnlb.RoundRobin, map[string]any{"connection_limit": limit})
 	c := b.clients[0]
 	addr := net.JoinHostPort(b.vip.Address, strconv.Itoa(vipPort))
 	dial := func() (net.Conn, time.Duration, error) {
@@ -677,8 +677,8 @@ func TestVIP_ConnectionLimit(t *testing.T) {
 		t.Errorf("stats after a refusal: refused %d, want at least 1", st.RefusedConnections)
 	}
 
-	// A slot frees when a connection's flows idle out. The connections
-	// still held make a request now and then, so theirs do not.
+	// A slot frees when a connection closes. The connections still held
+	// make a request now and then, so that they stay open.
 	held[0].Close()
 	held = held[1:]
 	start := time.Now()
@@ -702,6 +702,92 @@ func TestVIP_ConnectionLimit(t *testing.T) {
 	if st := b.lb.PoolStats(b.pool.ID); st.TotalConnections != limit+1 || st.ActiveConnections != limit {
 		t.Errorf("stats after reuse: active %d total %d, want %d and %d", st.ActiveConnections, st.TotalConnections, limit, limit+1)
 	}
+
+	// With every slot free again, sequential requests far past the limit,
+	// each closed before the next begins, are all answered: from new
+	// ports, and from one port the client reuses.
+	for _, conn := range held {
+		conn.Close()
+	}
+	held = nil
+	refused := b.lb.PoolStats(b.pool.ID).RefusedConnections
+	const sequential = 4 * limit
+	for i := range sequential {
+		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+		var err error
+		if i%2 == 0 {
+			_, err = c.HTTPGet(ctx, b.url)
+		} else {
+			_, err = c.HTTPGetFrom(ctx, 40999, b.url)
+		}
+		cancel()
+		if err != nil {
+			t.Errorf("sequential request %d of %d under a limit of %d: %v", i+1, sequential, limit, err)
+		}
+	}
+	if st := b.lb.PoolStats(b.pool.ID); st.RefusedConnections != refused {
+		t.Errorf("%d of %d sequential connections refused under a limit of %d", st.RefusedConnections-refused, sequential, limit)
+	}
+}
+
+// TestVIP_ClosedConnectionsStopCounting: under the controller's dispatch
+// a connection counts as active while it is open, not while its flows
+// remain: after a burst of short connections beside two held open, the
+// pool's active connections come back to the two well within the flows'
+// idle timeout, and to none once those close.
+func TestVIP_ClosedConnectionsStopCounting(t *testing.T) {
+	const idle = 60 * time.Second
+	b := newLBBed(t, 1, 2, sdnlb.LeastConnections, nil, "--flow-idle-timeout", idle.String())
+	c := b.clients[0]
+	addr := net.JoinHostPort(b.vip.Address, strconv.Itoa(vipPort))
+	var held []net.Conn
+	defer func() {
+		for _, conn := range held {
+			conn.Close()
+		}
+	}()
+	for range 2 {
+		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+		conn, err := c.DialContext(ctx, "tcp", addr)
+		cancel()
+		if err != nil {
+			t.Fatal(err)
+		}
+		held = append(held, conn)
+		if err := keepAliveGet(conn, addr); err != nil {
+			t.Fatal(err)
+		}
+	}
+	const short = 60
+	counts := spread(t, b.clients, b.url, short)
+	t.Logf("answers %v", counts)
+	activeBecomes := func(want uint64) time.Duration {
+		start := time.Now()
+		for time.Since(start) < idle/3 {
+			for _, conn := range held { // keep the held ones open and busy
+				if err := keepAliveGet(conn, addr); err != nil {
+					t.Fatalf("held connection: %v", err)
+				}
+			}
+			if st := b.lb.PoolStats(b.pool.ID); st.ActiveConnections == want {
+				return time.Since(start)
+			}
+			time.Sleep(250 * time.Millisecond)
+		}
+		st := b.lb.PoolStats(b.pool.ID)
+		t.Fatalf("active connections %d after %v of a flow idle timeout of %v, want %d (total %d)",
+			st.ActiveConnections, idle/3, idle, want, st.TotalConnections)
+		return 0
+	}
+	t.Logf("active back to the 2 held %v after %d short connections", activeBecomes(2).Round(time.Millisecond), short)
+	if st := b.lb.PoolStats(b.pool.ID); st.TotalConnections != short+2 {
+		t.Errorf("total connections %d, want %d", st.TotalConnections, short+2)
+	}
+	for _, conn := range held {
+		conn.Close()
+	}
+	held = nil
+	t.Logf("active 0 %v after the held ones closed", activeBecomes(0).Round(time.Millisecond))
 }
 
 // A connection limit holds whatever dispatch the pool had: a VIP that
