@@ -122,9 +122,10 @@ var settingCapabilities = []Capability{
 	},
 	{
 		Setting:    "`capacity` (member)",
-		Switch:     "ADAPTIVE only: the S term of its formula (free sessions); no bound under the other methods",
-		Controller: "ADAPTIVE only: the S term of its formula (free sessions); no bound under the other methods",
-		OpenFlow10: on10, IPv6: same, L2: noL2Effect, Cluster: byNode,
+		Switch:     "a bound under every method: a member whose active connections (the switch's estimate) reach it loses its slots at the next weighing (every second, on counts read every `--stats-interval`) and gets them back below it; none left: new connections go to the controller, which refuses them; ADAPTIVE also weighs its free sessions",
+		Controller: "a bound under every method: a member at capacity is passed over at every pick, exactly (its clients' FINs and resets come up), and a connection no member has room for is refused (TCP reset; `capacity` in the refusals metric); ADAPTIVE also weighs its free sessions",
+		OpenFlow10: "the controller dispatches the pool; its connections count until their flows idle out, so a member's room frees that late", IPv6: same, L2: noL2Effect,
+		Cluster: "counted per node, over the switches it masters: each node bounds what it sends",
 	},
 	{
 		Setting:    "`forwarding` DSR (pool)",

@@ -54,7 +54,8 @@ type Member struct {
 	Port    int    `json:"port"`    // 0 means the VIP's port; in a DSR pool 0 or the VIP's port
 	Weight  int    `json:"weight"`
 	// Capacity is how many connections the member can hold, 0 for no
-	// bound: ADAPTIVE's Si is 1 - active/capacity.
+	// bound: at capacity it takes no new connection, under every method;
+	// ADAPTIVE's Si is 1 - active/capacity.
 	Capacity     int          `json:"capacity"`
 	AdminStateUp bool         `json:"admin_state_up"`
 	Status       MemberStatus `json:"status"` // derived: DRAINING, else Health.Status

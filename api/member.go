@@ -17,7 +17,7 @@ import (
 type memberFields struct {
 	Port         *int  `json:"port" default:"0" example:"8080" validate:"optional" minimum:"0" maximum:"65535"`        // 0 (the default): the port the client asked the VIP for; in a DSR pool 0 or the VIP's port
 	Weight       *int  `json:"weight" default:"1" example:"1" validate:"optional" minimum:"0" maximum:"256"`           // 0-256; 0 drains the member
-	Capacity     *int  `json:"capacity" default:"0" example:"1000" validate:"optional" minimum:"0" maximum:"10000000"` // connections the member can hold, 0-10000000; 0 (the default): no bound. ADAPTIVE weighs the member by the share of it that is free
+	Capacity     *int  `json:"capacity" default:"0" example:"1000" validate:"optional" minimum:"0" maximum:"10000000"` // connections the member can hold, 0-10000000; 0 (the default): no bound. At capacity the member takes no new connection until one of its own ends, under every method; ADAPTIVE also weighs it by the share that is free
 	AdminStateUp *bool `json:"admin_state_up" default:"true" example:"true" validate:"optional"`
 
 	Status    readOnly `json:"status" swaggerignore:"true"`

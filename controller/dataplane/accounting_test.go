@@ -1,6 +1,7 @@
 package dataplane
 
 import (
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -198,5 +199,78 @@ func TestAccounting_LimitedVIPEndsAtFIN(t *testing.T) {
 	}
 	if refused := d.snap.VIPByID["v1"].Cnt.Refused.Load(); refused != 0 {
 		t.Errorf("%d of 10 sequential connections refused under a limit of 1, want 0", refused)
+	}
+}
+
+// A member at its capacity takes no new connection: the controller picks
+// the next member with room, and refuses once none has any.
+func TestCapacity_ControllerPicksAround(t *testing.T) {
+	d := newDecision(t, testnet.Config(func(c *sdnlb.Config) {
+		c.Pools[0].Dispatch = sdnlb.DispatchController
+		c.Members[0].Capacity = 1
+		c.Members[1].Capacity = 1
+		c.Members[2].Capacity = 2
+	}))
+	d.teach(1, 2, 3)
+	var got []int
+	for i := range 4 {
+		sent := d.packetIn(testnet.ClientOF, testnet.SYN(t, uint16(40000+i)))
+		got = append(got, memberOfSent(t, sent))
+	}
+	if want := []int{1, 2, 3, 3}; !slices.Equal(got, want) {
+		t.Errorf("members %v, want %v: round robin past the full ones", got, want)
+	}
+	sent := d.packetIn(testnet.ClientOF, testnet.SYN(t, 40004))
+	if !strings.Contains(strings.Join(sent, "\n"), "RST") {
+		t.Errorf("a connection with every member at capacity got\n  %s\nwant a reset", strings.Join(sent, "\n  "))
+	}
+	if refused := d.snap.VIPByID["v1"].Cnt.Refused.Load(); refused != 1 {
+		t.Errorf("refused %d, want 1", refused)
+	}
+	// Member 1's connection ends: it has room again.
+	d.dp.FlowRemoved(d.now, d.snap, &ofp.FlowRemoved{Cookie: model.MakeCookie(model.CatConn, 1, 1), Match: clientFlowMatch(40000)})
+	if m := memberOfSent(t, d.packetIn(testnet.ClientOF, testnet.SYN(t, 40005))); m != 1 {
+		t.Errorf("after member 1's connection ended, the next went to member %d, want 1", m)
+	}
+}
+
+// memberOfSent is the member whose port a setup's packet-out leaves by.
+func memberOfSent(t *testing.T, sent []string) int {
+	t.Helper()
+	for _, l := range sent {
+		if strings.HasPrefix(l, "packet_out in_port=10 actions=set_field:aa:00:00:00:00:0") {
+			return int(l[len("packet_out in_port=10 actions=set_field:aa:00:00:00:00:0")] - '0')
+		}
+	}
+	t.Fatalf("no setup in\n  %s", strings.Join(sent, "\n  "))
+	return 0
+}
+
+// Under the switch's dispatch a member at its capacity loses its slots
+// at the next weighing, and gets them back once below it.
+func TestCapacity_SwitchDropsFullMember(t *testing.T) {
+	d := newSwitchDecision(t, switchConfig(sdnlb.ForwardingNAT, func(c *sdnlb.Config) { c.Members[0].Capacity = 2 }))
+	for i := 1; i <= 3; i++ {
+		d.learnMember(i)
+	}
+	syn := testnet.SYN(t, 40000)
+	if got := shares(d.bucketMembers(syn), 1, 2, 3); got[0] == 0 {
+		t.Fatalf("buckets %v, want member 1 in them while it has room", got)
+	}
+	m1 := d.snap.Pools["p1"].ByNum[1]
+	m1.Cnt.Opened.Store(2) // the switch counted two connections opened and none closed
+	d.now = d.now.Add(2 * time.Second)
+	d.reweigh()
+	if got := shares(d.bucketMembers(syn), 1, 2, 3); got[0] != 0 || got[1]+got[2] != model.GroupSlots {
+		t.Errorf("buckets %v with member 1 at its capacity, want none for it", got)
+	}
+	if !d.snap.Pools["p1"].ByNum[1].Full {
+		t.Errorf("member 1 at its capacity is not marked full")
+	}
+	m1.Cnt.Closed.Store(1)
+	d.now = d.now.Add(2 * time.Second)
+	d.reweigh()
+	if got := shares(d.bucketMembers(syn), 1, 2, 3); got[0] == 0 {
+		t.Errorf("buckets %v with member 1 below its capacity again, want some for it", got)
 	}
 }

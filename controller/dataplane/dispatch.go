@@ -254,6 +254,9 @@ func (dp *Switch) readyMembers(now time.Time, v *model.VIP, out *Outbox) ([]mode
 			dp.askARP(now, v, m.IP, out)
 			continue
 		}
+		if m.Full {
+			continue // no new connection until one of its own ends
+		}
 		weight := 1
 		if weighs {
 			weight = m.Share

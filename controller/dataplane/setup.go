@@ -16,10 +16,11 @@ const (
 	refusedLimit = iota
 	refusedNoMember
 	refusedNoFlow
+	refusedCapacity
 	numRefusals
 )
 
-var refusalNames = [numRefusals]string{"limit", "no_member", "no_flow"}
+var refusalNames = [numRefusals]string{"limit", "no_member", "no_flow", "capacity"}
 
 // handleVIPPacket handles IP to a VIP address: the first packet of a new
 // connection, or a packet that has no flow (anymore). Of ICMP only echo
@@ -50,6 +51,16 @@ func (dp *Switch) handleVIPPacket(p *packetIn, out *Outbox) {
 	}
 	pool := v.Pool
 	m := dp.pick(p.now, pool, v, c.Key())
+	if m.AtCapacity() {
+		if m = roomAfter(pool, m); m == nil {
+			v.Cnt.Active.Add(-1)
+			dp.refuse(p, v, refusedCapacity, out)
+			return
+		}
+		if v.Persist > 0 {
+			dp.Affinity.put(v.Num, pool.Client(c.ClientIP), m.Num, p.now.Add(v.Persist))
+		}
+	}
 	e, known := dp.Learner.Host(m.IP)
 	if (!known || e.Port == 0) && dp.Learner.silent(p.now, m.IP) {
 		// A member that did not answer ARP for longer than a setup waits
@@ -189,6 +200,18 @@ func (dp *Switch) replaceSilent(p *packetIn, v *model.VIP, m *model.Member, clie
 		dp.Affinity.put(v.Num, v.Pool.Client(client), alt.Num, p.now.Add(v.Persist))
 	}
 	return alt, e, true
+}
+
+// roomAfter returns the first member of pool's rotation after m that is
+// not at its capacity, or nil when every one is.
+func roomAfter(pool *model.Pool, m *model.Member) *model.Member {
+	i := slices.Index(pool.Rotation, m)
+	for n := 1; n < len(pool.Rotation); n++ {
+		if alt := pool.Rotation[(i+n)%len(pool.Rotation)]; !alt.AtCapacity() {
+			return alt
+		}
+	}
+	return nil
 }
 
 // reachableAfter returns the first member of pool's rotation after m

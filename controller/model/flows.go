@@ -25,7 +25,7 @@ const (
 
 	// TableClassify
 	prioLLDP         uint16 = 2000 // LLDP to the nearest bridge (link discovery, lldp.go) → CONTROLLER, before anything a VIP matches
-	prioVIPEnd       uint16 = 1003 // per CONTROLLER TCP VIP with a connection limit, on a switch with Nicira matches: a FIN or reset to its MAC and service → CONTROLLER, which ends the connection at once and sends the packet on; +1 on one port
+	prioVIPEnd       uint16 = 1003 // per CONTROLLER TCP VIP with a connection limit or a member with a capacity, on a switch with Nicira matches: a FIN or reset to its MAC and service → CONTROLLER, which ends the connection at once and sends the packet on; +1 on one port
 	prioVIPSYN       uint16 = 1001 // per CONTROLLER TCP VIP, on a switch with Nicira matches: a SYN to its MAC and service → CONTROLLER, also one that reuses the ports of a connection whose flows remain; +1 on one port
 	PrioConnection   uint16 = 1000 // a connection's NAT flow pair, on its full 5-tuple
 	prioVIPReply     uint16 = 901  // per SWITCH DSR VIP: its members' replies, from its service → the tracker's VIP zone, TableL2; +1 on one port
@@ -304,9 +304,10 @@ func VIPFlows(v, answerer *VIP, l2 L2Mode, f SwitchFeatures) []ofp.FlowMod {
 //
 // The SYN of a client that reuses the ports of a connection whose flows
 // remain (ended, or idle) so opens a new connection, which the controller
-// counts and gives flows of full timeouts. A limited VIP's FIN or reset
-// ends its connection at once, so the limit counts open connections
-// exactly; other VIPs' connections end at the next poll (Closed).
+// counts and gives flows of full timeouts. The FIN or reset of a VIP with
+// a connection limit, or a member with a capacity, ends its connection at
+// once, so the bound counts open connections exactly; other VIPs'
+// connections end at the next poll (Closed).
 func ControllerPunts(v *VIP) []Flow {
 	if v.Switched() || v.Proto != ofp.IPProtoTCP && v.Proto != protoAny {
 		return nil
@@ -317,7 +318,7 @@ func ControllerPunts(v *VIP) []Flow {
 			Match: append(match, ofp.MatchTCPFlags(flags, mask))}
 	}
 	punts := []Flow{punt(prioVIPSYN, ofp.TCPFlagSYN, ofp.TCPFlagSYN|ofp.TCPFlagACK)}
-	if v.Limit > 0 {
+	if v.Limit > 0 || v.Pool != nil && slices.ContainsFunc(v.Pool.Members, func(m *Member) bool { return m.Capacity > 0 }) {
 		punts = append(punts, punt(prioVIPEnd, ofp.TCPFlagFIN, ofp.TCPFlagFIN), punt(prioVIPEnd, ofp.TCPFlagRST, ofp.TCPFlagRST|ofp.TCPFlagFIN))
 	}
 	return punts

@@ -69,6 +69,9 @@ type Member struct {
 	RampDone  float64
 	Capacity  int64              // 0: none
 	Agent     *sdnlb.AgentReport // nil: no agent answered
+	// Full: it was at its capacity when last weighed (weights.go), so the
+	// switches give it no slot.
+	Full bool
 	// InRotationSince is when it was added or last came UP: where its slow
 	// start starts.
 	InRotationSince time.Time

@@ -43,6 +43,11 @@ import (
 //     scaled by the part of the window that passed: from nearly nothing
 //     to all of it, linearly.
 //
+// A member with a capacity whose active connections reach it is full: the
+// switches give it no slot until they fall below, which the weighting,
+// like a share, carries to them (Member.Full); the controller checks it
+// at every pick.
+//
 // A pool's shares change at most once a second. Those of an ADAPTIVE pool
 // change only once some member's part of the pool moves by shareStep, or
 // while a slow start runs (Due): a switch then re-points the group's
@@ -92,6 +97,7 @@ type weighting struct {
 	share     int     // the weight it is scheduled by, 1..sched.MaxWeight
 	effective float64 // its weight in force, in units of the configured weights
 	ramp      float64 // the part of its slow start that passed; 1 when none
+	full      bool    // at its capacity: no new connection
 }
 
 // weigher keeps what the weights of ADAPTIVE pools and slow starts need
@@ -111,11 +117,18 @@ type poolWeights struct {
 
 func NewWeigher() *weigher { return &weigher{pools: map[string]*poolWeights{}} }
 
-// weighs reports whether p's shares may differ from its configured
-// weights: ADAPTIVE, a slow start, or an agent's NN% under a method that
-// weighs members.
+// weighs reports whether p's weighting may differ from its configured
+// weights: ADAPTIVE, a slow start, an agent's NN% under a method that
+// weighs members, or a member with a capacity.
 func (p *Pool) weighs() bool {
-	return p.Method == sdnlb.Adaptive || p.SlowStart > 0 || p.Method.Weighs() && slices.ContainsFunc(p.Rotation, (*Member).reports)
+	return p.Method == sdnlb.Adaptive || p.SlowStart > 0 || p.Method.Weighs() && slices.ContainsFunc(p.Rotation, (*Member).reports) ||
+		slices.ContainsFunc(p.Rotation, func(m *Member) bool { return m.Capacity > 0 })
+}
+
+// AtCapacity reports whether the member's active connections reached its
+// capacity: it takes no new connection until one ends.
+func (m *Member) AtCapacity() bool {
+	return m.Capacity > 0 && m.Cnt.ActiveConns() >= uint64(m.Capacity)
 }
 
 // reports says whether an agent has told the member's free share (NN%).
@@ -163,7 +176,7 @@ func (w *weigher) Weigh(p *Pool, now time.Time, step bool) map[uint32]weighting 
 			scaled = true
 		}
 		peak = max(peak, inForce[i])
-		out[m.Num] = weighting{share: m.Weight, effective: inForce[i] * r, ramp: r}
+		out[m.Num] = weighting{share: m.Weight, effective: inForce[i] * r, ramp: r, full: m.AtCapacity()}
 	}
 	if scaled {
 		for num, wt := range out {
@@ -255,13 +268,14 @@ func (m *Member) ramp(now time.Time, slowStart time.Duration) float64 {
 // only once a member's part of the pool moved by shareStep, and while a
 // slow start runs whatever the shares do: members ramping together keep
 // their shares, and their weights and ramps would otherwise show where
-// they stood when the ramp began.
+// they stood when the ramp began; and once a member reached its capacity
+// or fell below it.
 func (w *weigher) Due(p *Pool, shares map[uint32]weighting, now time.Time) bool {
 	pw := w.pools[p.ID]
 	if now.Sub(pw.changed) < reweighEvery {
 		return false
 	}
-	if !sharesMoved(p, shares) && !rampMoved(p, shares) {
+	if !sharesMoved(p, shares) && !rampMoved(p, shares) && !fullnessMoved(p, shares) {
 		return false
 	}
 	pw.changed = now
@@ -296,11 +310,17 @@ func rampMoved(p *Pool, shares map[uint32]weighting) bool {
 	return slices.ContainsFunc(p.Rotation, func(m *Member) bool { return shares[m.Num].ramp != m.RampDone })
 }
 
+// fullnessMoved reports whether a member of p's rotation reached its
+// capacity, or fell below it, since it was last weighed.
+func fullnessMoved(p *Pool, shares map[uint32]weighting) bool {
+	return slices.ContainsFunc(p.Rotation, func(m *Member) bool { return shares[m.Num].full != m.Full })
+}
+
 // SetWeights gives p's rotation the weighting of shares.
 func (p *Pool) SetWeights(shares map[uint32]weighting) {
 	for _, m := range p.Rotation {
 		wt := shares[m.Num]
-		m.Share, m.Effective, m.RampDone = wt.share, wt.effective, wt.ramp
+		m.Share, m.Effective, m.RampDone, m.Full = wt.share, wt.effective, wt.ramp, wt.full
 	}
 }
 
