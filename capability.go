@@ -122,7 +122,7 @@ var settingCapabilities = []Capability{
 	},
 	{
 		Setting:    "`capacity` (member)",
-		Switch:     "a bound under every method: a member whose active connections (the switch's estimate) reach it loses its slots at the next weighing (every second, on counts read every `--stats-interval`) and gets them back below it; none left: new connections go to the controller, which refuses them; ADAPTIVE also weighs its free sessions",
+		Switch:     "a bound under every method, on the switch's estimate of active connections: a member whose estimate reaches it loses its slots at the next weighing (every second, on counts read every `--stats-interval`) and gets them back below it; none left: new connections go to the controller, which refuses them; a connection that ends with both a FIN and a reset lowers the estimate by two, so the bound can let more through; ADAPTIVE also weighs its free sessions",
 		Controller: "a bound under every method: a member at capacity is passed over at every pick, exactly (its clients' FINs and resets come up), and a connection no member has room for is refused (TCP reset; `capacity` in the refusals metric); ADAPTIVE also weighs its free sessions",
 		OpenFlow10: "the controller dispatches the pool; its connections count until their flows idle out, so a member's room frees that late", IPv6: same, L2: noL2Effect,
 		Cluster: "counted per node, over the switches it masters: each node bounds what it sends",

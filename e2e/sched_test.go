@@ -5,11 +5,13 @@ package e2e
 import (
 	"bufio"
 	"context"
+	"errors"
 	"fmt"
 	"math"
 	"net"
 	"net/http"
 	"strconv"
+	"syscall"
 	"testing"
 	"time"
 
@@ -301,9 +303,9 @@ func TestDrain_AdminDown(t *testing.T) {
 
 // TestSched_LeastConnections checks that a new connection goes to the
 // member with the fewest active connections, counted by the controller
-// from flow installs and flow-removed messages. Connections are held open
-// and refreshed so their flows do not idle out; one is closed so its flows
-// do, which a round robin would not notice.
+// from its setups and their ends. Connections are held open and refreshed
+// so their flows do not idle out; one is closed, which ends it, and a
+// round robin would not notice.
 func TestSched_LeastConnections(t *testing.T) {
 	const idle = 2 * time.Second
 	b := newLBBed(t, 1, 3, sdnlb.LeastConnections, nil, "--flow-idle-timeout", idle.String())
@@ -348,5 +350,73 @@ func TestSched_LeastConnections(t *testing.T) {
 	next := openHeld(t, b, c)
 	if next.member != closed.member {
 		t.Errorf("new connection went to %s, want %s, the only member with no active connection", next.member, closed.member)
+	}
+}
+
+// TestMember_CapacityBounds: a member at its capacity takes no new
+// connection, under either dispatch, until one of its own ends. Under the
+// controller's a connection no member has room for is refused at once.
+func TestMember_CapacityBounds(t *testing.T) {
+	for _, dispatch := range []sdnlb.Dispatch{sdnlb.DispatchController, sdnlb.DispatchSwitch} {
+		t.Run(string(dispatch), func(t *testing.T) {
+			b := newDispatchBed(t, 1, 2, sdnlb.RoundRobin, dispatch, nil)
+			c := b.clients[0]
+			full := b.mems[0]
+			b.lb.MustAPI(http.MethodPatch, "/v1/members/"+full.ID, map[string]any{"capacity": 1}, http.StatusOK, nil)
+			fullName := b.servers[0].Name
+			// Hold a connection on the member with the capacity.
+			var held *heldConn
+			for i := 0; held == nil; i++ {
+				if i == 20 {
+					t.Fatalf("20 connections and none reached %s", fullName)
+				}
+				if h := openHeld(t, b, c); h.member == fullName {
+					held = h
+				} else {
+					h.conn.Close()
+				}
+			}
+			// Short connections now all go to the other member: under the
+			// switch's dispatch once it has weighed the full one out of the
+			// group, at once under the controller's.
+			start := time.Now()
+			if dispatch == sdnlb.DispatchSwitch {
+				b.waitBuckets(t, 1, 15*time.Second)
+			}
+			held.again(t)
+			if got := spread(t, b.clients, b.url, 20); got[fullName] != 0 {
+				t.Errorf("answers %v with %s at its capacity of 1, want none from it", got, fullName)
+			}
+			t.Logf("%s out of new connections %v after reaching its capacity", fullName, time.Since(start).Round(time.Millisecond))
+			// Its connection ends: it takes new ones again.
+			held.conn.Close()
+			start = time.Now()
+			if dispatch == sdnlb.DispatchSwitch {
+				b.waitBuckets(t, 2, 15*time.Second)
+			}
+			for answers := spread(t, b.clients, b.url, 10); answers[fullName] == 0; answers = spread(t, b.clients, b.url, 10) {
+				if time.Since(start) > 15*time.Second {
+					t.Fatalf("%s takes no new connection %v after its only one closed", fullName, time.Since(start))
+				}
+			}
+			if dispatch != sdnlb.DispatchController {
+				return
+			}
+			// Every member at its capacity: a new connection is refused.
+			b.lb.MustAPI(http.MethodPatch, "/v1/members/"+b.mems[1].ID, map[string]any{"capacity": 1}, http.StatusOK, nil)
+			first, second := openHeld(t, b, c), openHeld(t, b, c)
+			if first.member == second.member {
+				t.Fatalf("both held connections went to %s, one past its capacity", first.member)
+			}
+			addr := net.JoinHostPort(b.vip.Address, strconv.Itoa(vipPort))
+			ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+			defer cancel()
+			if conn, err := c.DialContext(ctx, "tcp", addr); err == nil {
+				conn.Close()
+				t.Errorf("a connection with every member at its capacity was accepted")
+			} else if !errors.Is(err, syscall.ECONNREFUSED) {
+				t.Errorf("a connection with every member at its capacity: %v, want refused", err)
+			}
+		})
 	}
 }
