@@ -26,27 +26,14 @@ func TestDispatch_ConsistentHashKeys(t *testing.T) {
 	poolPath := "/v1/pools/" + b.pool.ID
 	b.lb.MustAPI("PATCH", poolPath, map[string]any{"hash_key": sdnlb.HashKeyClient}, 200, nil)
 	b.waitFlows(t, "table=1", func(flows []string) bool { return strings.Contains(strings.Join(flows, "\n"), "multipath(nw_src") })
-	members := func(phase string) map[string]string {
-		got := map[string]string{}
-		for _, c := range b.clients {
-			counts := spread(t, []*Host{c}, b.url, 12)
-			if len(counts) != 1 {
-				t.Errorf("%s: %s's 12 connections were answered by %v, want one member", phase, c.Name, counts)
-			}
-			for name := range counts {
-				got[c.Name] = name
-			}
-		}
-		return got
-	}
-	bySwitch := members("SWITCH")
+	bySwitch := b.clientMembers(t, "SWITCH")
 	if n := b.lb.Metric("sdnlb_controller_setups_total"); n != 0 {
 		t.Errorf("the controller set up %v connections, want none: the switch dispatches", n)
 	}
 
 	b.lb.MustAPI("PATCH", poolPath, map[string]any{"dispatch": sdnlb.DispatchController}, 200, nil)
 	b.waitFlows(t, "table=5", func(flows []string) bool { return len(flows) == 0 })
-	byController := members("CONTROLLER")
+	byController := b.clientMembers(t, "CONTROLLER")
 	if n := b.lb.Metric("sdnlb_controller_setups_total"); n == 0 {
 		t.Error("the controller set up no connection: it does not dispatch")
 	}
