@@ -50,6 +50,10 @@ func methodCapability(m LBMethod) Capability {
 		c.OpenFlow10 = same
 	case m == SourceIP:
 		c.Switch = "the switch hashes the client's whole address onto 256 slots, each member an equal part (`multipath`, table 5)"
+	case m == ConsistentHash:
+		c.Switch = "the switch hashes each connection, or its client's address (`hash_key`), onto 256 slots (`multipath`, table 5), each member's part in proportion to its weight in force, the parts assigned by the members' ids and weights alone"
+		c.OpenFlow10 = "the controller dispatches the pool, with the same hash and slots (a 1.0 switch has no Nicira actions); `controller_dispatched_on` in the pool's stats names the switch"
+		c.IPv6 = "the same; by CLIENT with `client_ipv6_prefix` 128 under SWITCH: a shorter prefix is refused there (400 on `client_ipv6_prefix`) and taken by the controller, which hashes the prefix, when no dispatch is named"
 		c.IPv6 = "the same with `client_ipv6_prefix` 128; a shorter prefix is refused under SWITCH (400 on `client_ipv6_prefix`) and taken by the controller when no dispatch is named"
 	case m.Weighs():
 		c.Switch = "the switch hashes each connection onto 256 slots, each member's part in proportion to its weight in force"
@@ -68,7 +72,7 @@ var methodMeaning = map[LBMethod]string{
 	Random:                   "uniform, weights ignored",
 	LeastBytes:               "fewest bytes carried, weights ignored",
 	SourceIP:                 "per client: a hash of its address (or `client_ipv6_prefix`) over the members",
-	ConsistentHash:           "Maglev over the connection, weighted",
+	ConsistentHash:           "the same hash of the packet as the switch's `multipath`, and the member of its slot in the same slots: a connection reaches the member the switch would give it (over 256 members, Maglev over that hash)",
 	Adaptive:                 "weighted rotation over the weights the agents' reports and sessions adapt",
 }
 
@@ -79,6 +83,15 @@ var settingCapabilities = []Capability{
 		Controller: "a client keeps its member for `timeout` seconds after its last connection",
 		OpenFlow10: same, IPv6: "the same; an IPv6 client is known by its `client_ipv6_prefix`", L2: noL2Effect,
 		Cluster: "each node keeps the bindings of the switches it masters",
+	},
+	{
+		Setting: "`hash_key` (pool)",
+		Switch: "what CONSISTENT_HASH hashes: CONNECTION (the default), Open vSwitch's `symmetric_l4` (IP and Ethernet addresses, protocol, TCP's ports, both directions alike; a client's UDP flows share a member); CLIENT, the client's address (`nw_src`), so a client keeps its member; " +
+			"CLIENT with another `lb_method` is refused (400 on `hash_key`), and a method other than CONSISTENT_HASH puts back CONNECTION",
+		Controller: "the same: the controller computes the switch's hash of the packet",
+		OpenFlow10: "the same: the controller dispatches, with the same hash",
+		IPv6:       "the same; CLIENT hashes the whole address under SWITCH, the `client_ipv6_prefix` under CONTROLLER",
+		L2:         noL2Effect, Cluster: byNode,
 	},
 	{
 		Setting:    "`connection_limit` (VIP)",

@@ -152,7 +152,7 @@ func (p *Pool) spec() []specField {
 	return []specField{{"name", p.Name}, {"description", p.Description}, {"vip_id", p.VIPID},
 		{"lb_method", p.LBMethod}, {"dispatch", p.Dispatch}, {"forwarding", p.Forwarding},
 		{"protocol", p.Protocol}, {"admin_state_up", p.AdminStateUp}, {"slow_start", p.SlowStart},
-		{"client_ipv6_prefix", p.ClientIPv6Prefix}, {"monitor_ids", p.MonitorIDs}}
+		{"client_ipv6_prefix", p.ClientIPv6Prefix}, {"hash_key", p.HashKey}, {"monitor_ids", p.MonitorIDs}}
 }
 
 // Changes lists the fields a client declares that differ in to, the
@@ -165,7 +165,7 @@ func (p *Pool) Replacement() PoolUpdate {
 	return PoolUpdate{
 		Name: &p.Name, Description: &p.Description, VIPID: &p.VIPID, LBMethod: &p.LBMethod,
 		Dispatch: &p.Dispatch, Forwarding: &p.Forwarding, Protocol: &p.Protocol, AdminStateUp: &p.AdminStateUp,
-		SlowStart: &p.SlowStart, ClientIPv6Prefix: &p.ClientIPv6Prefix,
+		SlowStart: &p.SlowStart, ClientIPv6Prefix: &p.ClientIPv6Prefix, HashKey: &p.HashKey,
 	}
 }
 

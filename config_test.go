@@ -39,7 +39,7 @@ func TestChanges_EveryField(t *testing.T) {
 		ConnectionLimit: 1, SessionPersistence: &sdnlb.SessionPersistence{Type: sdnlb.PersistenceSourceIP, Timeout: 1},
 		AdminStateUp: true}
 	pool := &sdnlb.Pool{Name: "n", Description: "d", VIPID: "v", LBMethod: sdnlb.Random, Dispatch: sdnlb.DispatchSwitch,
-		Forwarding: sdnlb.ForwardingDSR, Protocol: sdnlb.ProtocolUDP, AdminStateUp: true, SlowStart: 1, ClientIPv6Prefix: 64, MonitorIDs: []string{"m"}}
+		Forwarding: sdnlb.ForwardingDSR, Protocol: sdnlb.ProtocolUDP, AdminStateUp: true, SlowStart: 1, ClientIPv6Prefix: 64, HashKey: sdnlb.HashKeyClient, MonitorIDs: []string{"m"}}
 	member := &sdnlb.Member{PoolID: "p", Address: "10.0.0.1", Port: 1, Weight: 1, Capacity: 1, AdminStateUp: true}
 	monitor := &sdnlb.Monitor{Name: "n", Type: sdnlb.MonitorHTTP, Delay: 1, Timeout: 1, MaxRetries: 1, Rise: 1,
 		HTTPMethod: "GET", URLPath: "/", ExpectedCodes: "200", TLSVerify: true, Port: 1, AdminStateUp: true}

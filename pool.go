@@ -91,6 +91,28 @@ var Dispatches = []Dispatch{DispatchSwitch, DispatchController}
 // Valid reports whether d names a dispatch.
 func (d Dispatch) Valid() bool { return slices.Contains(Dispatches, d) }
 
+// HashKey says what a CONSISTENT_HASH pool hashes to pick the member of a
+// new connection: the same hash, and the same slots, whoever dispatches.
+type HashKey string
+
+const (
+	// HashKeyConnection: the connection, both directions alike (Open
+	// vSwitch's symmetric_l4): the addresses (IP and Ethernet), the
+	// protocol and TCP's ports, so a client's TCP connections spread over
+	// the members; UDP's ports are not hashed, so a client's UDP flows to
+	// a VIP share one member.
+	HashKeyConnection HashKey = "CONNECTION"
+	// HashKeyClient: the client's address (or its client_ipv6_prefix), so a
+	// client keeps its member for every connection.
+	HashKeyClient HashKey = "CLIENT"
+)
+
+// HashKeys lists every hash key, the default first.
+var HashKeys = []HashKey{HashKeyConnection, HashKeyClient}
+
+// Valid reports whether k names a hash key.
+func (k HashKey) Valid() bool { return slices.Contains(HashKeys, k) }
+
 // Forwarding says how packets to a VIP reach the member and how its
 // replies reach the client.
 type Forwarding string
@@ -149,10 +171,13 @@ type Pool struct {
 	// known by for SOURCE_IP balancing and its VIP's SOURCE_IP
 	// persistence: 128, the default, is the address; 64 keeps a host
 	// whose privacy addresses change within its /64 on one member.
-	ClientIPv6Prefix int       `json:"client_ipv6_prefix"`
-	MonitorIDs       []string  `json:"monitor_ids"` // read-only: changed by associating monitors
-	CreatedAt        time.Time `json:"created_at"`
-	UpdatedAt        time.Time `json:"updated_at"`
+	ClientIPv6Prefix int `json:"client_ipv6_prefix"`
+	// HashKey is what CONSISTENT_HASH hashes; the other methods keep the
+	// default.
+	HashKey    HashKey   `json:"hash_key"`
+	MonitorIDs []string  `json:"monitor_ids"` // read-only: changed by associating monitors
+	CreatedAt  time.Time `json:"created_at"`
+	UpdatedAt  time.Time `json:"updated_at"`
 
 	// LBMethodUnset is true while no client has chosen the method: the
 	// pool balances by LBMethod, the default, and the Floodlight routes
@@ -169,7 +194,7 @@ type Pool struct {
 // were migrated to DispatchController, the path they had always taken.
 func NewPool() *Pool {
 	return &Pool{LBMethod: RoundRobin, Dispatch: DispatchSwitch, Forwarding: ForwardingNAT, Protocol: ProtocolTCP,
-		AdminStateUp: true, ClientIPv6Prefix: 128, MonitorIDs: []string{}}
+		AdminStateUp: true, ClientIPv6Prefix: 128, HashKey: HashKeyConnection, MonitorIDs: []string{}}
 }
 
 // Validate checks the fields a client sets. That the protocol matches the VIP's, and that
@@ -210,6 +235,13 @@ func (p *Pool) Validate() error {
 	if p.ClientIPv6Prefix < 1 || p.ClientIPv6Prefix > 128 {
 		return FieldErrorf(EINVALID, "client_ipv6_prefix", "client_ipv6_prefix must be 1-128, not %d", p.ClientIPv6Prefix)
 	}
+	if !p.HashKey.Valid() {
+		return FieldErrorf(EINVALID, "hash_key", "hash_key %q is not one of %v", p.HashKey, HashKeys)
+	}
+	if p.HashKey != HashKeyConnection && p.LBMethod != ConsistentHash {
+		return FieldErrorf(EINVALID, "hash_key", "hash_key %s chooses what %s hashes, and the pool balances by %s: use lb_method %s, or hash_key %s",
+			p.HashKey, ConsistentHash, p.LBMethod, ConsistentHash, HashKeyConnection)
+	}
 	if !p.Forwarding.Valid() {
 		return FieldErrorf(EINVALID, "forwarding", "forwarding %q is not one of %v", p.Forwarding, Forwardings)
 	}
@@ -228,12 +260,26 @@ func (p *Pool) switchCannotPick() error {
 			"dispatch %s cannot pick members by %s, only by the members' shares or the client's address (%v): use dispatch %s",
 			DispatchSwitch, p.LBMethod, methodsWhere(LBMethod.SwitchPicks), DispatchController)
 	}
-	if p.LBMethod == SourceIP && p.ClientIPv6Prefix != 128 {
+	if p.HashesClient() && p.ClientIPv6Prefix != 128 {
 		return FieldErrorf(EINVALID, "client_ipv6_prefix",
 			"dispatch %s hashes a client's whole address, so %s with it keeps client_ipv6_prefix 128, not %d: use dispatch %s for a shorter prefix",
-			DispatchSwitch, SourceIP, p.ClientIPv6Prefix, DispatchController)
+			DispatchSwitch, p.clientHashing(), p.ClientIPv6Prefix, DispatchController)
 	}
 	return nil
+}
+
+// HashesClient reports whether p picks a client's member by a hash of its
+// address: SOURCE_IP, and CONSISTENT_HASH by the client.
+func (p *Pool) HashesClient() bool {
+	return p.LBMethod == SourceIP || p.LBMethod == ConsistentHash && p.HashKey == HashKeyClient
+}
+
+// clientHashing names what hashes p's clients, for messages.
+func (p *Pool) clientHashing() string {
+	if p.LBMethod == SourceIP {
+		return string(SourceIP)
+	}
+	return string(ConsistentHash) + " by hash_key " + string(HashKeyClient)
 }
 
 // PoolUpdate names the fields an update changes; nil leaves a field as it is.
@@ -249,6 +295,7 @@ type PoolUpdate struct {
 	SlowStart    *Seconds
 	// ClientIPv6Prefix: see Pool.
 	ClientIPv6Prefix *int
+	HashKey          *HashKey
 	// UnsetLBMethod puts back the default method, as chosen by no client
 	// (a Floodlight client posting the pool again without lb_method).
 	UnsetLBMethod bool
@@ -259,7 +306,8 @@ type PoolUpdate struct {
 
 // Apply writes the update onto p. A method (or client prefix) the switch
 // cannot pick by moves the pool to CONTROLLER dispatch unless the update
-// names one.
+// names one; a method other than CONSISTENT_HASH puts back the default
+// hash key unless the update names one.
 func (u *PoolUpdate) Apply(p *Pool) {
 	setIf(&p.Name, u.Name)
 	setIf(&p.Description, u.Description)
@@ -280,6 +328,10 @@ func (u *PoolUpdate) Apply(p *Pool) {
 	setIf(&p.AdminStateUp, u.AdminStateUp)
 	setIf(&p.SlowStart, u.SlowStart)
 	setIf(&p.ClientIPv6Prefix, u.ClientIPv6Prefix)
+	setIf(&p.HashKey, u.HashKey)
+	if u.HashKey == nil && p.LBMethod != ConsistentHash {
+		p.HashKey = HashKeyConnection // another method hashes nothing: the key goes with CONSISTENT_HASH
+	}
 	if u.Dispatch == nil && p.switchCannotPick() != nil {
 		p.Dispatch = DispatchController // the method or the prefix needs it, and no dispatch was asked for
 	}

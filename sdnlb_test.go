@@ -121,6 +121,16 @@ func TestPool_Validate(t *testing.T) {
 		"ErrForwardingCase":  {func(p *sdnlb.Pool) { p.Forwarding = "dsr" }, "forwarding"},
 		"ErrProtocol":        {func(p *sdnlb.Pool) { p.Protocol = "SCTP" }, "protocol"},
 		"OKAdaptiveSwitch":   {func(p *sdnlb.Pool) { p.LBMethod = sdnlb.Adaptive }, ""},
+		"OKHashKeyClient":    {func(p *sdnlb.Pool) { p.LBMethod, p.HashKey = sdnlb.ConsistentHash, sdnlb.HashKeyClient }, ""},
+		"ErrHashKey":         {func(p *sdnlb.Pool) { p.LBMethod, p.HashKey = sdnlb.ConsistentHash, "PORT" }, "hash_key"},
+		"ErrHashKeyEmpty":    {func(p *sdnlb.Pool) { p.HashKey = "" }, "hash_key"},
+		"ErrHashKeyMethod":   {func(p *sdnlb.Pool) { p.LBMethod, p.HashKey = sdnlb.SourceIP, sdnlb.HashKeyClient }, "hash_key"},
+		"ErrHashKeyClientPrefixSwitch": {func(p *sdnlb.Pool) {
+			p.LBMethod, p.HashKey, p.ClientIPv6Prefix = sdnlb.ConsistentHash, sdnlb.HashKeyClient, 64
+		}, "client_ipv6_prefix"},
+		"OKHashKeyClientPrefixController": {func(p *sdnlb.Pool) {
+			p.LBMethod, p.HashKey, p.ClientIPv6Prefix, p.Dispatch = sdnlb.ConsistentHash, sdnlb.HashKeyClient, 64, sdnlb.DispatchController
+		}, ""},
 		"OKSlowStart": {func(p *sdnlb.Pool) {
 			p.LBMethod, p.SlowStart = sdnlb.WeightedRoundRobin, 30.5
 		}, ""},
@@ -248,6 +258,26 @@ func TestLBMethod_SwitchPicksAndWeighs(t *testing.T) {
 	}
 	if want := []sdnlb.LBMethod{sdnlb.WeightedRoundRobin, sdnlb.WeightedLeastConnections, sdnlb.ConsistentHash, sdnlb.Adaptive}; !slices.Equal(weighs, want) {
 		t.Errorf("%v weigh members, want %v", weighs, want)
+	}
+}
+
+// A CONSISTENT_HASH pool by the client with a short IPv6 prefix needs the
+// controller, as SOURCE_IP does; a method that hashes nothing takes the
+// hash key back to its default unless the update names one.
+func TestPoolUpdate_ApplyHashKey(t *testing.T) {
+	p := sdnlb.NewPool()
+	(&sdnlb.PoolUpdate{LBMethod: ptr(sdnlb.ConsistentHash), HashKey: ptr(sdnlb.HashKeyClient), ClientIPv6Prefix: ptr(64)}).Apply(p)
+	if p.Dispatch != sdnlb.DispatchController || p.HashKey != sdnlb.HashKeyClient {
+		t.Errorf("CONSISTENT_HASH by CLIENT's /64: dispatch %s, hash_key %s", p.Dispatch, p.HashKey)
+	}
+	(&sdnlb.PoolUpdate{ClientIPv6Prefix: ptr(128)}).Apply(p)
+	(&sdnlb.PoolUpdate{LBMethod: ptr(sdnlb.RoundRobin)}).Apply(p)
+	if p.HashKey != sdnlb.HashKeyConnection {
+		t.Errorf("ROUND_ROBIN kept hash_key %s", p.HashKey)
+	}
+	(&sdnlb.PoolUpdate{HashKey: ptr(sdnlb.HashKeyClient)}).Apply(p)
+	if err := p.Validate(); sdnlb.ErrorField(err) != "hash_key" {
+		t.Errorf("ROUND_ROBIN by CLIENT: %v, want an error on hash_key", err)
 	}
 }
 

@@ -38,6 +38,12 @@ func TestServer_PatchNullResets(t *testing.T) {
 			fields: []string{"name", "description", "lb_method", "dispatch", "forwarding", "protocol", "admin_state_up", "client_ipv6_prefix"},
 		},
 		{
+			name:   "PoolHashKey",
+			setup:  [][2]string{{"/v1/pools", `{"id":"p","lb_method":"CONSISTENT_HASH","hash_key":"CLIENT"}`}},
+			fresh:  sdnlb.NewPool(),
+			fields: []string{"hash_key"},
+		},
+		{
 			name:   "PoolSlowStart",
 			setup:  [][2]string{{"/v1/pools", `{"id":"p","lb_method":"WEIGHTED_ROUND_ROBIN","slow_start":30}`}},
 			fresh:  sdnlb.NewPool(),

@@ -24,7 +24,8 @@ type poolFields struct {
 	Protocol         *sdnlb.Protocol   `json:"protocol" enums:"TCP,UDP,ICMP,ANY" default:"TCP" example:"TCP" validate:"optional"` // the VIP's
 	AdminStateUp     *bool             `json:"admin_state_up" default:"true" example:"true" validate:"optional"`
 	SlowStart        *sdnlb.Seconds    `json:"slow_start" swaggertype:"number" default:"0" example:"0" validate:"optional" minimum:"0" maximum:"3600"` // seconds a member added or back UP takes to ramp linearly to its full share of new connections, 0-3600; 0: at once. Above 0 only with the methods that weigh members: WEIGHTED_ROUND_ROBIN, WEIGHTED_LEAST_CONNECTIONS, CONSISTENT_HASH or ADAPTIVE
-	ClientIPv6Prefix *int              `json:"client_ipv6_prefix" default:"128" example:"64" validate:"optional" minimum:"1" maximum:"128"`            // the length of the prefix an IPv6 client is known by, 1-128, for SOURCE_IP balancing and its VIP's SOURCE_IP persistence: 64 keeps a client whose privacy addresses change within its /64 on its member
+	ClientIPv6Prefix *int              `json:"client_ipv6_prefix" default:"128" example:"64" validate:"optional" minimum:"1" maximum:"128"`            // the length of the prefix an IPv6 client is known by, 1-128, for SOURCE_IP balancing, CONSISTENT_HASH by CLIENT and its VIP's SOURCE_IP persistence: 64 keeps a client whose privacy addresses change within its /64 on its member; below 128 these methods need dispatch CONTROLLER
+	HashKey          *sdnlb.HashKey    `json:"hash_key" enums:"CONNECTION,CLIENT" default:"CONNECTION" example:"CONNECTION" validate:"optional"`       // what CONSISTENT_HASH hashes, the same way in both dispatches: CONNECTION, the connection (addresses, protocol and TCP's ports; a client's UDP flows share a member); CLIENT, the client's address (or client_ipv6_prefix), so a client keeps its member. CLIENT with another lb_method is a 400; a write that changes lb_method away from CONSISTENT_HASH puts back CONNECTION
 
 	MonitorIDs readOnly `json:"monitor_ids" swaggerignore:"true"`
 	CreatedAt  readOnly `json:"created_at" swaggerignore:"true"`
@@ -47,7 +48,7 @@ func (f *poolFields) update() sdnlb.PoolUpdate {
 	return sdnlb.PoolUpdate{
 		Name: f.Name, Description: f.Description, VIPID: f.VIPID, LBMethod: f.LBMethod,
 		Dispatch: f.Dispatch, Forwarding: f.Forwarding, Protocol: f.Protocol, AdminStateUp: f.AdminStateUp,
-		SlowStart: f.SlowStart, ClientIPv6Prefix: f.ClientIPv6Prefix,
+		SlowStart: f.SlowStart, ClientIPv6Prefix: f.ClientIPv6Prefix, HashKey: f.HashKey,
 	}
 }
 

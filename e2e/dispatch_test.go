@@ -132,26 +132,13 @@ func TestDispatch_SwitchNAT(t *testing.T) {
 // comes back and adopts the switch's slots.
 func TestDispatch_SwitchSourceIP(t *testing.T) {
 	b := newDispatchBed(t, 2, 3, sdnlb.SourceIP, sdnlb.DispatchSwitch, nil)
-	sticky := func(phase string) map[string]string {
-		members := map[string]string{}
-		for _, c := range b.clients {
-			counts := spread(t, []*Host{c}, b.url, 12)
-			if len(counts) != 1 {
-				t.Errorf("%s: %s's 12 connections were answered by %v, want one member", phase, c.Name, counts)
-			}
-			for name := range counts {
-				members[c.Name] = name
-			}
-		}
-		return members
-	}
-	first := sticky("controller up")
+	first := b.clientMembers(t, "controller up")
 	if n := b.lb.Metric("sdnlb_controller_setups_total"); n != 0 {
 		t.Errorf("the controller set up %v connections, want none: the switch dispatches", n)
 	}
 
 	b.lb.Kill()
-	if dead := sticky("controller dead"); !maps.Equal(dead, first) {
+	if dead := b.clientMembers(t, "controller dead"); !maps.Equal(dead, first) {
 		t.Errorf("clients' members %v with the controller dead, %v before", dead, first)
 	}
 	lb := startSDNLB(t, "--db", b.lb.DB)
@@ -160,10 +147,28 @@ func TestDispatch_SwitchSourceIP(t *testing.T) {
 	for i := 0; i < 200 && len(lb.LogLines("switch adopted")) == 0; i++ {
 		time.Sleep(25 * time.Millisecond)
 	}
-	if back := sticky("controller restarted"); !maps.Equal(back, first) {
+	if back := b.clientMembers(t, "controller restarted"); !maps.Equal(back, first) {
 		t.Errorf("clients' members %v after the controller restarted, %v before", back, first)
 	}
 	t.Logf("each client kept its member: %v", first)
+}
+
+// clientMembers has each client open 12 connections to the VIP, which
+// must reach one member, and returns each client's member (its server's
+// name).
+func (b *lbBed) clientMembers(t *testing.T, phase string) map[string]string {
+	t.Helper()
+	members := map[string]string{}
+	for _, c := range b.clients {
+		counts := spread(t, []*Host{c}, b.url, 12)
+		if len(counts) != 1 {
+			t.Errorf("%s: %s's 12 connections were answered by %v, want one member", phase, c.Name, counts)
+		}
+		for name := range counts {
+			members[c.Name] = name
+		}
+	}
+	return members
 }
 
 // newDSRBed is a bed whose switch speaks protocol, with two clients and

@@ -89,6 +89,7 @@ type poolRow struct {
 	AdminStateUp bool           `db:"admin_state_up"`
 	SlowStart    float64        `db:"slow_start"`
 	ClientPrefix int            `db:"client_ipv6_prefix"`
+	HashKey      string         `db:"hash_key"`
 	MonitorIDs   string         `db:"monitor_ids"` // a JSON array
 	CreatedAt    string         `db:"created_at"`
 	UpdatedAt    string         `db:"updated_at"`
@@ -99,7 +100,7 @@ type poolRow struct {
 // selectPools reads the monitor ids as a JSON array, which survives any
 // character a client-chosen id may hold.
 const selectPools = `SELECT p.id, p.name, p.description, p.vip_id, p.lb_method, p.lb_method_unset, p.dispatch, p.forwarding, p.protocol,
-	p.admin_state_up, p.slow_start, p.client_ipv6_prefix, p.created_at, p.updated_at,
+	p.admin_state_up, p.slow_start, p.client_ipv6_prefix, p.hash_key, p.created_at, p.updated_at,
 	(SELECT json_group_array(pm.monitor_id) FROM pool_monitors pm WHERE pm.pool_id = p.id) AS monitor_ids
 FROM pools p`
 
@@ -116,6 +117,7 @@ func (r *poolRow) pool() (*sdnlb.Pool, error) {
 		AdminStateUp:     r.AdminStateUp,
 		SlowStart:        sdnlb.Seconds(r.SlowStart),
 		ClientIPv6Prefix: r.ClientPrefix,
+		HashKey:          sdnlb.HashKey(r.HashKey),
 
 		LBMethodUnset: r.LBMethodUnset,
 	}
@@ -182,10 +184,10 @@ func createPool(ctx context.Context, tx *Tx, p sdnlb.Pool) (*sdnlb.Pool, error) 
 	}
 	now := formatTime(tx.now)
 	if _, err := tx.ExecContext(ctx, `INSERT INTO pools (id, name, description, vip_id, lb_method, lb_method_unset, dispatch,
-		forwarding, protocol, admin_state_up, slow_start, client_ipv6_prefix, created_at, updated_at)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+		forwarding, protocol, admin_state_up, slow_start, client_ipv6_prefix, hash_key, created_at, updated_at)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 		p.ID, p.Name, p.Description, nullIfEmpty(p.VIPID), p.LBMethod, p.LBMethodUnset, p.Dispatch, p.Forwarding, p.Protocol,
-		p.AdminStateUp, float64(p.SlowStart), p.ClientIPv6Prefix, now, now,
+		p.AdminStateUp, float64(p.SlowStart), p.ClientIPv6Prefix, p.HashKey, now, now,
 	); err != nil {
 		return nil, mapError(fmt.Errorf("insert pool: %w", err), sdnlb.ENOTFOUND)
 	}
@@ -211,9 +213,9 @@ func updatePool(ctx context.Context, tx *Tx, id string, upd sdnlb.PoolUpdate) (*
 	}
 	if _, err := tx.ExecContext(ctx, `UPDATE pools SET name = ?, description = ?, vip_id = ?, lb_method = ?,
 		lb_method_unset = ?, dispatch = ?, forwarding = ?, protocol = ?, admin_state_up = ?, slow_start = ?,
-		client_ipv6_prefix = ?, updated_at = ? WHERE id = ?`,
+		client_ipv6_prefix = ?, hash_key = ?, updated_at = ? WHERE id = ?`,
 		p.Name, p.Description, nullIfEmpty(p.VIPID), p.LBMethod, p.LBMethodUnset, p.Dispatch, p.Forwarding, p.Protocol,
-		p.AdminStateUp, float64(p.SlowStart), p.ClientIPv6Prefix, formatTime(tx.now), id,
+		p.AdminStateUp, float64(p.SlowStart), p.ClientIPv6Prefix, p.HashKey, formatTime(tx.now), id,
 	); err != nil {
 		return nil, mapError(fmt.Errorf("update pool: %w", err), sdnlb.ENOTFOUND)
 	}

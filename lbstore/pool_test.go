@@ -37,6 +37,16 @@ func TestPoolService_CreatePool(t *testing.T) {
 		}
 	})
 
+	t.Run("OKHashKey", func(t *testing.T) {
+		ctx, db := mustSetup(t)
+		p := newPool("")
+		p.LBMethod, p.HashKey = sdnlb.ConsistentHash, sdnlb.HashKeyClient
+		MustCreatePool(t, ctx, db, p)
+		if got, err := lbstore.NewPoolService(db).FindPoolByID(ctx, p.ID); err != nil || got.HashKey != sdnlb.HashKeyClient {
+			t.Fatalf("read back hash_key %q (%v), want %s", got.HashKey, err, sdnlb.HashKeyClient)
+		}
+	})
+
 	t.Run("OKWithoutVIP", func(t *testing.T) {
 		ctx, db := mustSetup(t)
 		p := MustCreatePool(t, ctx, db, newPool(""))

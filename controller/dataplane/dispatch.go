@@ -163,7 +163,7 @@ func (d *dispatcher) dropStale(snap *model.Snapshot, out *Outbox) {
 			punt := model.ServicePunt(v)
 			out.Send(&punt)
 		}
-		if sv.grouped && !sv.spec.ByClient() { // a VIP's slot rows went with the purge
+		if sv.grouped && !sv.spec.Slotted() { // a VIP's slot rows went with the purge
 			out.Send(&ofp.GroupMod{Command: ofp.GroupDelete, GroupID: sv.group})
 		}
 		delete(d.switched, num)
@@ -203,13 +203,17 @@ func (sv *switchedVIP) setMembers(v *model.VIP, ready []model.SlotMember, target
 		}
 		return
 	}
-	sv.slots = model.AssignSlots(sv.slots, ready)
+	if v.Pool.Method == sdnlb.ConsistentHash {
+		sv.slots = model.HashSlots(v.Pool, ready) // the controller's table, whatever the switch held
+	} else {
+		sv.slots = model.AssignSlots(sv.slots, ready)
+	}
 	var buckets [model.GroupSlots]model.BucketTarget
 	for i, num := range sv.slots {
 		buckets[i] = targets[num]
 	}
 	switch {
-	case sv.spec.ByClient():
+	case sv.spec.Slotted():
 		sv.setSlotRows(v, &buckets, out)
 	case !sv.grouped || buckets != sv.buckets:
 		cmd := ofp.GroupModify
@@ -227,7 +231,7 @@ func (sv *switchedVIP) setMembers(v *model.VIP, ready []model.SlotMember, target
 	}
 }
 
-// setSlotRows is setMembers's group for a VIP dispatched by client: one
+// setSlotRows is setMembers's group for a VIP dispatched by slots: one
 // TableSlots row per slot, of which only those whose member changed are
 // sent again.
 func (sv *switchedVIP) setSlotRows(v *model.VIP, buckets *[model.GroupSlots]model.BucketTarget, out *Outbox) {

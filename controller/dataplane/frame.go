@@ -6,6 +6,7 @@ import (
 
 	"github.com/gopacket/gopacket"
 	"github.com/gopacket/gopacket/layers"
+	"github.com/sdnlb/sdnlb/controller/flowhash"
 	"github.com/sdnlb/sdnlb/controller/model"
 	"github.com/sdnlb/sdnlb/controller/ofp"
 )
@@ -101,6 +102,22 @@ func (d *decoder) dstIP() netip.Addr {
 		return model.AddrFrom(d.ip6.DstIP)
 	}
 	return model.AddrFrom(d.ip4.DstIP)
+}
+
+// hashedFlow is what Open vSwitch's multipath hashes of the IP packet.
+func (d *decoder) hashedFlow() flowhash.Flow {
+	f := flowhash.Flow{EthSrc: d.ethSrc(), EthDst: d.ethDst(), EthType: ofp.EthTypeIPv4, Src: d.srcIP(), Dst: d.dstIP(),
+		Proto: uint8(d.ip4.Protocol)}
+	if d.hasIPv6 {
+		f.EthType, f.Proto = ofp.EthTypeIPv6, uint8(d.ip6.NextHeader)
+	}
+	switch {
+	case d.hasTCP:
+		f.SrcPort, f.DstPort = uint16(d.tcp.SrcPort), uint16(d.tcp.DstPort)
+	case d.hasUDP:
+		f.SrcPort, f.DstPort = uint16(d.udp.SrcPort), uint16(d.udp.DstPort)
+	}
+	return f
 }
 
 // proto is the IP packet's protocol as a VIP names it: ICMPv6 counts as

@@ -50,7 +50,8 @@ func (dp *Switch) handleVIPPacket(p *packetIn, out *Outbox) {
 		return
 	}
 	pool := v.Pool
-	m := dp.pick(p.now, pool, v, c.Key())
+	flow := p.hashedFlow()
+	m := dp.pick(p.now, pool, v, c.Key(), pool.ConnHash(&flow))
 	if m.AtCapacity() {
 		if m = roomAfter(pool, m); m == nil {
 			v.Cnt.Active.Add(-1)
@@ -228,9 +229,10 @@ func (dp *Switch) reachableAfter(pool *model.Pool, m *model.Member) (*model.Memb
 }
 
 // pick chooses the member: the client's persistent one while it is in
-// rotation, else the pool's scheduler's choice. The client is known by
-// the pool's IPv6 prefix.
-func (dp *Switch) pick(now time.Time, pool *model.Pool, v *model.VIP, key model.ConnKey) *model.Member {
+// rotation, else the pool's scheduler's choice, which CONSISTENT_HASH
+// makes by the packet's hash. The client is known by the pool's IPv6
+// prefix.
+func (dp *Switch) pick(now time.Time, pool *model.Pool, v *model.VIP, key model.ConnKey, hash uint32) *model.Member {
 	client := pool.Client(key.ClientIP)
 	if v.Persist > 0 {
 		if num, ok := dp.Affinity.get(v.Num, client, now); ok {
@@ -242,7 +244,7 @@ func (dp *Switch) pick(now time.Time, pool *model.Pool, v *model.VIP, key model.
 			}
 		}
 	}
-	i, ok := pool.Sched.Pick(sched.Key{ClientIP: model.Fold32(client), ClientPort: key.ClientPort, Proto: key.Proto})
+	i, ok := pool.Sched.Pick(sched.Key{ClientIP: model.Fold32(client), ClientPort: key.ClientPort, Proto: key.Proto, Hash: hash})
 	if !ok || i < 0 || i >= len(pool.Rotation) {
 		i = 0 // the scheduler was built from this rotation; stay safe anyway
 	}

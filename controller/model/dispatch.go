@@ -6,6 +6,7 @@ import (
 	"slices"
 
 	"github.com/sdnlb/sdnlb"
+	"github.com/sdnlb/sdnlb/controller/flowhash"
 	"github.com/sdnlb/sdnlb/controller/ofp"
 )
 
@@ -145,17 +146,23 @@ type DispatchSpec struct {
 	Key VIPKey
 	mac [6]byte
 	dsr bool
-	// byClient: the slot of a new connection is its client's, so that a
-	// client keeps its member (SOURCE_IP); else the connection's.
-	byClient bool
+	// slotHash: a new connection's slot is the link this multipath gives
+	// it, into TableSlots (SOURCE_IP, CONSISTENT_HASH); zero: the select
+	// group picks.
+	slotHash ofp.ActionMultipath
 }
 
 func SpecOf(v *VIP) DispatchSpec {
-	return DispatchSpec{Key: v.Key, mac: v.MAC, dsr: v.DSR(), byClient: v.Pool != nil && v.Pool.Method == sdnlb.SourceIP}
+	s := DispatchSpec{Key: v.Key, mac: v.MAC, dsr: v.DSR()}
+	if v.Pool != nil {
+		s.slotHash = v.Pool.slotHash()
+	}
+	return s
 }
 
-// ByClient reports whether s picks a new connection's slot by its client.
-func (s DispatchSpec) ByClient() bool { return s.byClient }
+// Slotted reports whether s picks a new connection's slot by a multipath
+// hash into TableSlots, rather than by a select group's bucket.
+func (s DispatchSpec) Slotted() bool { return s.slotHash != ofp.ActionMultipath{} }
 
 // BucketTarget is where one bucket sends a new connection: the member's
 // address and port (NAT).
@@ -321,15 +328,51 @@ const slotReg = 3
 
 // clientSlot hashes a packet's source address onto the GroupSlots slots,
 // into slotReg: the same client, the same slot, whatever its port.
-var clientSlot = ofp.ActionMultipath{Fields: ofp.HashFieldsNWSrc, Algorithm: ofp.MultipathModuloN,
-	MaxLink: GroupSlots - 1, NBits: 8, Dst: ofp.NXMReg(slotReg)}
+// connectionSlot hashes the connection, both directions alike.
+var (
+	clientSlot = ofp.ActionMultipath{Fields: ofp.HashFieldsNWSrc, Algorithm: ofp.MultipathModuloN,
+		MaxLink: GroupSlots - 1, NBits: 8, Dst: ofp.NXMReg(slotReg)}
+	connectionSlot = ofp.ActionMultipath{Fields: ofp.HashFieldsSymmetricL4, Algorithm: ofp.MultipathModuloN,
+		MaxLink: GroupSlots - 1, NBits: 8, Dst: ofp.NXMReg(slotReg)}
+)
+
+// slotHash is the multipath that gives p's new connections their slot
+// when the switch dispatches p by slots: SOURCE_IP's by the client,
+// CONSISTENT_HASH's by its hash key; zero for the methods a select group
+// serves.
+func (p *Pool) slotHash() ofp.ActionMultipath {
+	switch {
+	case p.Method == sdnlb.SourceIP, p.Method == sdnlb.ConsistentHash && p.hashKey == sdnlb.HashKeyClient:
+		return clientSlot
+	case p.Method == sdnlb.ConsistentHash:
+		return connectionSlot
+	}
+	return ofp.ActionMultipath{}
+}
+
+// ConnHash is the hash a CONSISTENT_HASH pool picks a new connection's
+// member by (sched.Key.Hash): Open vSwitch's hash of its first packet f
+// by the pool's hash key, as the switch's multipath computes it, so the
+// controller's pick is the member of the slot the switch would give it.
+// An IPv6 client is hashed by its client_ipv6_prefix (128, the whole
+// address, whenever the switch dispatches). 0 for the other methods.
+func (p *Pool) ConnHash(f *flowhash.Flow) uint32 {
+	if p.Method != sdnlb.ConsistentHash {
+		return 0
+	}
+	mp := p.slotHash()
+	if mp.Fields == ofp.HashFieldsNWSrc {
+		f.Src = p.Client(f.Src)
+	}
+	return flowhash.Hash(f, mp.Fields, mp.Basis)
+}
 
 // DispatchFlow sends v's new connections to its group, or for a VIP
-// dispatched by client to the slot its client hashes to, in TableSlots.
+// dispatched by slots to the slot its multipath gives them, in TableSlots.
 func DispatchFlow(v *VIP, group uint32) ofp.FlowMod {
 	f := newConnectionFlow(v)
-	if SpecOf(v).byClient {
-		f.Actions = []ofp.Action{nameGroup(group), clientSlot}
+	if spec := SpecOf(v); spec.Slotted() {
+		f.Actions = []ofp.Action{nameGroup(group), spec.slotHash}
 		f.GotoTable = TableSlots
 	} else {
 		f.Actions = []ofp.Action{ofp.ActionGroup{GroupID: group}}
@@ -338,7 +381,7 @@ func DispatchFlow(v *VIP, group uint32) ofp.FlowMod {
 }
 
 // SlotFlows are the TableSlots rows of slot of a VIP dispatched by
-// client, which name the VIP by its group: they commit the connection
+// slots, which name the VIP by its group: they commit the connection
 // with its member t, as a bucket does. A flow's actions must agree with
 // its match, as a bucket's need not, so a VIP of every protocol has a row
 // per translation, each taking the client's port from its own field.

@@ -5,6 +5,7 @@ import (
 	"slices"
 
 	"github.com/sdnlb/sdnlb"
+	"github.com/sdnlb/sdnlb/controller/sched"
 )
 
 // GroupSlots is how many buckets the select group of a SWITCH pool has.
@@ -62,6 +63,25 @@ func AssignSlots(prev SlotTable, members []SlotMember) SlotTable {
 		owned[best]++
 	}
 	return next
+}
+
+// HashSlots is CONSISTENT_HASH's assignment of the slots to members of
+// p (sched.HashSlots): by the members' ids and weights alone, so that a
+// switch holds the table the controller's scheduler picks from when every
+// member of the rotation is ready, and a change of members moves few
+// slots.
+func HashSlots(p *Pool, members []SlotMember) SlotTable {
+	sm := make([]sched.Member, len(members))
+	for i, m := range members {
+		sm[i] = sched.Member{Index: i, ID: p.ByNum[m.Num].ID, Weight: m.Weight}
+	}
+	var t SlotTable
+	for slot, pos := range sched.HashSlots(sm) {
+		if pos >= 0 {
+			t[slot] = members[pos].Num
+		}
+	}
+	return t
 }
 
 // slotQuotas shares the slots by weight with the largest remainder

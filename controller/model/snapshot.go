@@ -50,6 +50,7 @@ type Pool struct {
 	// clientPrefix is the length of the prefix an IPv6 client is known
 	// by, for SOURCE_IP balancing and persistence.
 	clientPrefix int
+	hashKey      sdnlb.HashKey // what CONSISTENT_HASH hashes
 }
 
 // Member is one member in a snapshot.
@@ -289,7 +290,7 @@ func (b *Builder) addVIPs(s *Snapshot, cfgVIPs []*sdnlb.VIP) (skipped []error) {
 func newPool(p *sdnlb.Pool) *Pool {
 	return &Pool{ID: p.ID, dispatch: p.Dispatch, forwarding: p.Forwarding, Method: p.LBMethod,
 		ByNum: map[uint32]*Member{}, SlowStart: time.Duration(float64(p.SlowStart) * float64(time.Second)),
-		clientPrefix: p.ClientIPv6Prefix}
+		clientPrefix: p.ClientIPv6Prefix, hashKey: p.HashKey}
 }
 
 // addMembers puts the members of the pools s has into them, by id, and

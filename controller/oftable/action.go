@@ -1,6 +1,7 @@
 package oftable
 
 import (
+	"github.com/sdnlb/sdnlb/controller/flowhash"
 	"github.com/sdnlb/sdnlb/controller/ofp"
 )
 
@@ -140,7 +141,7 @@ func checkMultipath(a ofp.ActionMultipath) error {
 	name := ofp.FormatActions([]ofp.Action{a})
 	dst, ok := headerField(a.Dst)
 	switch {
-	case a.Fields != ofp.HashFieldsNWSrc && a.Fields != ofp.HashFieldsSymmetricL4 || a.Algorithm != ofp.MultipathModuloN:
+	case !flowhash.Supported(a):
 		return reject(ofp.ErrTypeBadAction, ofp.BadActionBadType, "action %s is not modelled", name)
 	case !ok || dst < fieldReg0 || dst >= fieldReg0+numRegs || a.NBits == 0 || int(a.DstOfs)+int(a.NBits) > 32 ||
 		a.NBits < 16 && int(a.MaxLink) >= 1<<a.NBits:

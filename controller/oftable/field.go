@@ -2,10 +2,11 @@ package oftable
 
 import (
 	"encoding/binary"
-	"hash/fnv"
+	"net/netip"
 	"slices"
 	"strings"
 
+	"github.com/sdnlb/sdnlb/controller/flowhash"
 	"github.com/sdnlb/sdnlb/controller/ofp"
 )
 
@@ -343,48 +344,21 @@ func (p *Packet) move(a ofp.ActionRegMove) {
 }
 
 // multipath is a multipath action the model executes (checkMultipath):
-// it stores a link of 0..MaxLink, the hash of the packet's fields modulo
-// the links, in the destination register's bits. The hash is FNV-1a, not
-// Open vSwitch's: what the model keeps is that a client, or a connection,
-// always gets the same link, and that links are spread evenly.
+// it stores the link Open vSwitch's hash of the packet's fields gives
+// (flowhash.Link) in the destination register's bits.
 func (p *Packet) multipath(a ofp.ActionMultipath) {
-	h := fnv.New32a()
-	var basis [2]byte
-	binary.BigEndian.PutUint16(basis[:], a.Basis)
-	h.Write(basis[:])
-	switch a.Fields {
-	case ofp.HashFieldsNWSrc:
-		h.Write(p.srcAddr())
-	case ofp.HashFieldsSymmetricL4:
-		src, dst := p.srcAddr(), p.dstAddr()
-		sport, dport := p.L4Src, p.L4Dst
-		if string(src) > string(dst) || string(src) == string(dst) && sport > dport {
-			src, dst, sport, dport = dst, src, dport, sport
-		}
-		h.Write(src)
-		h.Write(dst)
-		h.Write([]byte{p.IPProto, byte(sport >> 8), byte(sport), byte(dport >> 8), byte(dport)})
+	f := flowhash.Flow{EthSrc: p.EthSrc, EthDst: p.EthDst, EthType: p.EthType, Proto: p.IPProto, SrcPort: p.L4Src, DstPort: p.L4Dst}
+	switch p.EthType {
+	case ofp.EthTypeIPv4:
+		f.Src, f.Dst = netip.AddrFrom4(p.IPv4Src), netip.AddrFrom4(p.IPv4Dst)
+	case ofp.EthTypeIPv6:
+		f.Src, f.Dst = netip.AddrFrom16(p.IPv6Src), netip.AddrFrom16(p.IPv6Dst)
 	}
-	link := h.Sum32() % (uint32(a.MaxLink) + 1)
+	link := uint32(flowhash.Link(a, &f))
 	dst, _ := headerField(a.Dst)
 	mask := uint32(1)<<a.NBits - 1
 	reg := &p.Regs[dst-fieldReg0]
 	*reg = *reg&^(mask<<a.DstOfs) | (link&mask)<<a.DstOfs
-}
-
-// srcAddr and dstAddr are the packet's IP addresses of its family.
-func (p *Packet) srcAddr() []byte {
-	if p.EthType == ofp.EthTypeIPv6 {
-		return p.IPv6Src[:]
-	}
-	return p.IPv4Src[:]
-}
-
-func (p *Packet) dstAddr() []byte {
-	if p.EthType == ofp.EthTypeIPv6 {
-		return p.IPv6Dst[:]
-	}
-	return p.IPv4Dst[:]
 }
 
 // movedFields returns the fields a move copies between when both are

@@ -38,7 +38,7 @@ func BenchmarkPick(b *testing.B) {
 // table.
 func BenchmarkNew(b *testing.B) {
 	for _, m := range []sdnlb.LBMethod{sdnlb.ConsistentHash, sdnlb.WeightedRoundRobin} {
-		for _, n := range []int{10, 1000} {
+		for _, n := range []int{10, 256, 1000} {
 			b.Run(fmt.Sprintf("%s/%d", m, n), func(b *testing.B) {
 				members := uuidMembers(n, 1)
 				for i := range members {

@@ -48,10 +48,14 @@
 //   - SOURCE_IP: hash(ClientIP) mod n over the members sorted by ID: stable
 //     per client while the member set is unchanged, whatever the caller's
 //     order. O(1).
-//   - CONSISTENT_HASH: Maglev lookup table with weights (see maglev.go);
-//     hashes the whole Key, so pass only ClientIP for client affinity.
-//     The table has 65537 slots (a prime); removing one of N members
-//     remaps about 1/N of the keys. O(1); build O(M log M).
+//   - CONSISTENT_HASH: Key.Hash, the switch's multipath hash of the packet
+//     by the pool's hash key, modulo the 256 slots of HashSlots (see
+//     slots.go), the table a switch that dispatches the pool holds too:
+//     members own slots in proportion to their weights, by their ids
+//     alone; one of ten members leaving moves its own slots and about a
+//     third as many besides. O(1); build O(256·n log). Over 256 members
+//     (the controller alone dispatches such a pool), a Maglev table of
+//     65537 slots with weights (see maglev.go) over the same hash.
 //   - ADAPTIVE: WEIGHTED_ROUND_ROBIN over the weights the controller
 //     adapts to the members' load (after Juniper SRX's session
 //     distribution) and rebuilds the scheduler with.

@@ -12,8 +12,8 @@ package sched
 // to weight. When a member leaves, the others keep most of their slots:
 // about 1/N of the keys move, plus a small margin.
 //
-// Pick hashes the whole Key, so each connection is spread on its own; a
-// caller that wants client affinity passes a Key with only ClientIP set.
+// Pick takes the key's Hash, the switch's hash of the packet by the
+// pool's hash key.
 type maglev struct {
 	index []int    // caller indexes in ID order
 	table []uint16 // slot → position in index
@@ -62,6 +62,6 @@ func newMaglev(members []Member, size int) *maglev {
 }
 
 func (s *maglev) Pick(k Key) (int, bool) {
-	h := mix64(uint64(k.ClientIP)<<24 | uint64(k.ClientPort)<<8 | uint64(k.Proto))
+	h := mix64(uint64(k.Hash))
 	return s.index[s.table[h%uint64(len(s.table))]], true
 }

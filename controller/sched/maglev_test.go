@@ -8,14 +8,11 @@ import (
 	"github.com/sdnlb/sdnlb"
 )
 
-// mustMaglev builds a CONSISTENT_HASH scheduler and returns its table as
-// member IDs, slot by slot.
+// mustMaglev builds a Maglev table and returns it as member IDs, slot by
+// slot.
 func mustMaglev(tb testing.TB, members []Member) []string {
 	tb.Helper()
-	s, ok := mustNew(tb, sdnlb.ConsistentHash, members, nil).(*maglev)
-	if !ok {
-		tb.Fatal("CONSISTENT_HASH scheduler is not a *maglev")
-	}
+	s := newMaglev(members, maglevTableSize)
 	idByIndex := map[int]string{}
 	for _, m := range members {
 		idByIndex[m.Index] = m.ID
@@ -150,22 +147,24 @@ func TestMaglev_AddMember(t *testing.T) {
 	}
 }
 
-// TestMaglev_PickUsesWholeKey checks that connections of one client spread
-// over members, and that a client-only key maps one client to one member.
-func TestMaglev_PickUsesWholeKey(t *testing.T) {
-	s := mustNew(t, sdnlb.ConsistentHash, uuidMembers(4, 1), nil)
+// TestMaglev_PicksByHash checks that a pool of more members than slots
+// picks by Maglev over the hash: every member takes keys, and one hash
+// one member.
+func TestMaglev_PicksByHash(t *testing.T) {
+	members := uuidMembers(Slots+4, 1)
+	s := mustNew(t, sdnlb.ConsistentHash, members, nil)
 	seen := map[int]bool{}
-	for port := range uint16(200) {
-		idx, _ := s.Pick(Key{ClientIP: 0x0a000001, ClientPort: 10000 + port, Proto: 6})
+	for h := range uint32(20000) {
+		idx, _ := s.Pick(Key{Hash: h * 2654435761})
 		seen[idx] = true
 	}
-	if len(seen) != 4 {
-		t.Errorf("200 ports of one client reached members %v, want all 4", seen)
+	if len(seen) != len(members) {
+		t.Errorf("20,000 hashes reached %d members, want all %d", len(seen), len(members))
 	}
-	first, _ := s.Pick(Key{ClientIP: 0x0a000002})
+	first, _ := s.Pick(Key{Hash: 42})
 	for range 10 {
-		if idx, _ := s.Pick(Key{ClientIP: 0x0a000002}); idx != first {
-			t.Fatalf("same key went to %d and %d", first, idx)
+		if idx, _ := s.Pick(Key{Hash: 42}); idx != first {
+			t.Fatalf("same hash went to %d and %d", first, idx)
 		}
 	}
 }

@@ -51,6 +51,9 @@ type Key struct {
 	ClientIP   uint32 // an IPv4 address in host byte order, or a digest of an IPv6 one
 	ClientPort uint16
 	Proto      uint8 // IP protocol number
+	// Hash is the switch's multipath hash of the packet by the pool's hash
+	// key (controller/flowhash), which CONSISTENT_HASH picks by.
+	Hash uint32
 }
 
 // Scheduler picks a member for a new connection. Pick is safe for
@@ -60,10 +63,10 @@ type Scheduler interface {
 }
 
 const (
-	// maglevTableSize is the CONSISTENT_HASH lookup table size: a prime, as
-	// Maglev's permutations need, above MaxMembers so that every member
-	// gets a slot, and 100 times the members of pools up to 655, which
-	// Maglev suggests for an even spread.
+	// maglevTableSize is the lookup table size of CONSISTENT_HASH over
+	// more members than Slots: a prime, as Maglev's permutations need,
+	// above MaxMembers so that every member gets a slot, and 100 times the
+	// members of pools up to 655, which Maglev suggests for an even spread.
 	maglevTableSize = 65537
 )
 
@@ -101,7 +104,7 @@ func New(method sdnlb.LBMethod, members []Member, load Load) (Scheduler, error) 
 	case sdnlb.SourceIP:
 		return newSourceIP(members), nil
 	default: // ConsistentHash: ValidLBMethod has ruled out anything else
-		return newMaglev(members, maglevTableSize), nil
+		return newConsistentHash(members), nil
 	}
 }
 

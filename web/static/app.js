@@ -1037,7 +1037,8 @@ function schema(kind) {
       ["dispatch", "dispatch", "select", [["", "(default for the method)"], "SWITCH", "CONTROLLER"]],
       ["forwarding", "forwarding", "select", ["NAT", "DSR"]], ["protocol", "protocol", "select", protocols],
       ["slow_start", "slow start (s; weighted methods)", "number", null, null, "0"],
-      ["client_ipv6_prefix", "IPv6 client prefix (SOURCE_IP; 64: a host's /64)", "number", null, null, "128"],
+      ["client_ipv6_prefix", "IPv6 client prefix (SOURCE_IP, CONSISTENT_HASH by CLIENT; 64: a host's /64)", "number", null, null, "128"],
+      ["hash_key", "hash key (CONSISTENT_HASH)", "select", ["CONNECTION", "CLIENT"]],
       ["admin_state_up", "enabled", "bool"],
     ];
     case "member": return [
