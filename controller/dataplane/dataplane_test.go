@@ -218,6 +218,9 @@ func (d *decision) punt(cookie uint64, inPort uint32, frame []byte) []string {
 // ("<in>" for the packet-in's own frame).
 func (d *decision) sent(in []byte) []string {
 	d.tb.Helper()
+	if d.out.Unsent != nil {
+		d.tb.Fatalf("the decision built a message it could not send: %v", d.out.Unsent)
+	}
 	var lines []string
 	for b := d.out.Buf; len(b) > 0; {
 		h, err := ofp.ParseHeader(b)
