@@ -9,8 +9,10 @@ import (
 // in. A setting is honoured the same way everywhere, carried out another
 // way that the API shows, or refused with a 4xx that names it; never
 // accepted and ignored. docs/CAPABILITIES.md is written from this table
-// (Capabilities, go generate), and the tests hold validation to it: a
-// method's dispatch cells are what SwitchPicks and Weighs say.
+// (Capabilities, go generate); the tests are generated from each row's
+// cells, which say the same as its prose for a machine: validation refuses
+// what a cell refuses and nothing else, and the e2e matrix measures the
+// rest with traffic.
 
 // Capability is one setting's row.
 type Capability struct {
@@ -20,6 +22,8 @@ type Capability struct {
 	// What differs on an OpenFlow 1.0 switch, for IPv6, under the L2
 	// modes, and in a cluster of nodes.
 	OpenFlow10, IPv6, L2, Cluster string
+	// Cells: the same facts, for the tests (capability_cell.go).
+	Cells []Cell
 }
 
 const (
@@ -34,9 +38,15 @@ const (
 func Capabilities() []Capability {
 	rows := make([]Capability, 0, len(LBMethods)+len(settingCapabilities))
 	for _, m := range LBMethods {
-		rows = append(rows, methodCapability(m))
+		c := methodCapability(m)
+		c.Cells = methodCells(m)
+		rows = append(rows, c)
 	}
-	return append(rows, settingCapabilities...)
+	for _, c := range settingCapabilities {
+		c.Cells = settingCells[c.Setting]
+		rows = append(rows, c)
+	}
+	return rows
 }
 
 // methodCapability is a method's row, from what the switch can pick by

@@ -8,17 +8,37 @@ import (
 	"github.com/sdnlb/sdnlb"
 )
 
-// The table's method cells are what validation does: a method whose
-// SWITCH cell says refused is refused under SWITCH dispatch, and the
-// others are taken.
-func TestCapabilities_MatchValidation(t *testing.T) {
-	for _, c := range sdnlb.Capabilities()[:len(sdnlb.LBMethods)] {
-		m := sdnlb.LBMethod(strings.TrimPrefix(c.Setting, "`lb_method` "))
-		p := sdnlb.NewPool()
-		p.LBMethod, p.Dispatch = m, sdnlb.DispatchSwitch
-		err := p.Validate()
-		if refused := strings.HasPrefix(c.Switch, "refused"); refused != (err != nil) {
-			t.Errorf("%s under SWITCH: the table says %q, validation %v", m, c.Switch, err)
+// Every row has cells the tests can be generated from, and every cell
+// says what its verdict needs: a refusal its 4xx and field, the
+// controller's dispatch where the API shows it. validation and the e2e
+// matrix are held to the cells elsewhere (cmd/sdnlb's
+// TestCapabilities_Refusals, e2e's TestCapabilityMatrix).
+func TestCapabilities_Cells(t *testing.T) {
+	settings := map[string]bool{}
+	for _, c := range sdnlb.Capabilities() {
+		settings[c.Setting] = true
+		if len(c.Cells) == 0 {
+			t.Errorf("row %s has no cells: say what it does in each mode, in capability_cell.go", c.Setting)
+		}
+		for _, cell := range c.Cells {
+			switch cell.Verdict {
+			case sdnlb.Refused:
+				if cell.Status < 400 || cell.Status > 499 || cell.Field == "" {
+					t.Errorf("%s, %s: status %d field %q, want a 4xx naming a field", c.Setting, cell.Name(), cell.Status, cell.Field)
+				}
+			case sdnlb.ByController:
+				if cell.Dispatch != sdnlb.DispatchSwitch || (cell.Shown != sdnlb.ShownInDispatch && cell.Shown != sdnlb.ShownInStats) {
+					t.Errorf("%s, %s: shown in %q, want a SWITCH cell shown in the pool's dispatch or stats", c.Setting, cell.Name(), cell.Shown)
+				}
+			case sdnlb.Honoured:
+			default:
+				t.Errorf("%s: a cell with verdict %q", c.Setting, cell.Verdict)
+			}
+		}
+	}
+	for _, row := range sdnlb.SettingCellRows() {
+		if !settings[row] {
+			t.Errorf("cells for %s, which no row names", row)
 		}
 	}
 }
