@@ -140,6 +140,27 @@ func slowStartCells() []Cell {
 	return cells
 }
 
+// hashKeyCells: CONSISTENT_HASH by the client's address in both
+// dispatches; refused with another method, and by a prefix the switch
+// cannot hash under SWITCH, which the controller takes for an IPv6 pool
+// that names no dispatch.
+func hashKeyCells() []Cell {
+	byClient := CellConfig{Pool: map[string]any{"lb_method": ConsistentHash, "hash_key": HashKeyClient}}
+	short := CellConfig{Pool: map[string]any{"lb_method": ConsistentHash, "hash_key": HashKeyClient, "client_ipv6_prefix": 64}}
+	cells := append(dispatchCells(byClient),
+		Cell{Dispatch: DispatchSwitch, Verdict: Refused, Status: http.StatusBadRequest, Field: "client_ipv6_prefix", Config: short},
+		Cell{Dispatch: DispatchSwitch, Family: "IPv6", Verdict: ByController, Shown: ShownInDispatch, Config: short})
+	for _, m := range methodsWhere(func(m LBMethod) bool { return m != ConsistentHash }) {
+		c := Cell{Verdict: Refused, Status: http.StatusBadRequest, Field: "hash_key",
+			Config: CellConfig{Pool: map[string]any{"lb_method": m, "hash_key": HashKeyClient}}}
+		if !m.SwitchPicks() {
+			c.Dispatch = DispatchController
+		}
+		cells = append(cells, c)
+	}
+	return cells
+}
+
 // everyMode is the one cell of a setting that does the same in every
 // mode.
 var everyMode = []Cell{{Verdict: Honoured}}
@@ -164,6 +185,7 @@ var settingCells = map[string][]Cell{
 		{Dispatch: DispatchController, OpenFlow: "1.3", Verdict: Honoured},
 		{Dispatch: DispatchController, OpenFlow: "1.0", Verdict: Honoured},
 	},
+	"`hash_key` (pool)":   hashKeyCells(),
 	"`weight` (member)":   dispatchCells(CellConfig{Pool: map[string]any{"lb_method": WeightedRoundRobin}}),
 	"`slow_start` (pool)": slowStartCells(),
 	"agent `NN%` (AGENT monitor)": {

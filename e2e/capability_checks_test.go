@@ -49,6 +49,7 @@ var capabilityChecks = map[string]capabilityCheck{
 	"`session_persistence` (VIP)": {scenario: "oneMember"},
 	"`connection_limit` (VIP)":    {scenario: "limit"},
 	"active connections (stats; LEAST_CONNECTIONS, WEIGHTED_LEAST_CONNECTIONS, ADAPTIVE's S term)": {scenario: "active"},
+	"`hash_key` (pool)": {scenario: "oneMember", tests: map[string][]string{switch13: {"TestDispatch_ConsistentHashKeys"}}},
 	"`weight` (member)": {scenario: "weight"},
 	// The ramp takes its window to measure: the test's SWITCH and
 	// CONTROLLER pools ramp at once, and the controller's ramp is the one a
