@@ -88,11 +88,12 @@ var methodMeaning = map[LBMethod]string{
 
 var settingCapabilities = []Capability{
 	{
-		Setting:    "`session_persistence` (VIP)",
-		Switch:     "refused (400 on the pool's `dispatch`); a pool that names no dispatch gets CONTROLLER, and a VIP that gains it moves its SWITCH pool to CONTROLLER",
-		Controller: "a client keeps its member for `timeout` seconds after its last connection",
-		OpenFlow10: same, IPv6: "the same; an IPv6 client is known by its `client_ipv6_prefix`", L2: noL2Effect,
-		Cluster: "each node keeps the bindings of the switches it masters",
+		Setting: "`session_persistence` (VIP)",
+		Switch: "the switch hashes the client's whole address onto 256 slots (`multipath`, table 5), each member's part as the pool's method gives it: a client keeps its member while the members stay, also with the controller down, past `timeout`; a member that joins or leaves moves the clients of the slots that change (about 1/n). " +
+			"With `client_ipv6_prefix` below 128 refused (400 on the pool's `dispatch`): a pool that names no dispatch gets CONTROLLER, and a VIP that gains it moves its SWITCH pool to CONTROLLER",
+		Controller: "a client keeps its member for `timeout` seconds after its last connection, across member changes",
+		OpenFlow10: on10 + ", which keeps `timeout`", IPv6: "the same; an IPv6 client is known by its `client_ipv6_prefix`", L2: noL2Effect,
+		Cluster: "SWITCH: the switch keeps it, whichever node masters it; CONTROLLER: each node keeps the bindings of the switches it masters",
 	},
 	{
 		Setting: "`hash_key` (pool)",

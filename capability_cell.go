@@ -165,17 +165,19 @@ func hashKeyCells() []Cell {
 // mode.
 var everyMode = []Cell{{Verdict: Honoured}}
 
-// The VIP settings only the controller keeps.
+// The VIP settings: persistence, which only the controller keeps for a
+// client known by a prefix of its address, and a limit, which only the
+// controller keeps.
 var (
-	persistentVIP = CellConfig{VIP: map[string]any{"session_persistence": map[string]any{"type": PersistenceSourceIP, "timeout": 30}}}
-	limitedVIP    = CellConfig{VIP: map[string]any{"connection_limit": 2}}
+	persistentVIP      = CellConfig{VIP: map[string]any{"session_persistence": map[string]any{"type": PersistenceSourceIP, "timeout": 30}}}
+	persistentByPrefix = CellConfig{VIP: persistentVIP.VIP, Pool: map[string]any{"client_ipv6_prefix": 64}}
+	limitedVIP         = CellConfig{VIP: map[string]any{"connection_limit": 2}}
 )
 
 // settingCells are the cells of each row of settingCapabilities, by its
 // Setting.
 var settingCells = map[string][]Cell{
-	"`session_persistence` (VIP)": append(byControllerCells(persistentVIP),
-		Cell{Dispatch: DispatchController, Verdict: Honoured, Config: persistentVIP}),
+	"`session_persistence` (VIP)": append(dispatchCells(persistentVIP), byControllerCells(persistentByPrefix)...),
 	"`connection_limit` (VIP)": append(byControllerCells(limitedVIP),
 		Cell{Dispatch: DispatchController, OpenFlow: "1.3", Verdict: Honoured, Config: limitedVIP},
 		Cell{Dispatch: DispatchController, OpenFlow: "1.0", Verdict: Honoured, Config: limitedVIP}),

@@ -2,6 +2,7 @@ package sdnlb
 
 import (
 	"context"
+	"fmt"
 	"time"
 	"unicode"
 	"unicode/utf8"
@@ -50,15 +51,16 @@ type VIP struct {
 }
 
 // NeedsController names the setting of v that only the controller's
-// per-connection decision keeps (a connection limit, session
-// persistence), "" when none does: a pool that serves v is then
-// dispatched by the controller.
-func (v *VIP) NeedsController() string {
+// per-connection decision keeps when pool p serves v, "" when none does:
+// p is then dispatched by the controller. A connection limit needs it;
+// session persistence only when p knows an IPv6 client by less than its
+// whole address, since the switch hashes a client's whole address.
+func (v *VIP) NeedsController(p *Pool) string {
 	switch {
-	case v.SessionPersistence != nil:
-		return "session_persistence"
 	case v.ConnectionLimit > 0:
 		return "connection_limit"
+	case v.SessionPersistence != nil && p.ClientIPv6Prefix != 128:
+		return fmt.Sprintf("session_persistence by client_ipv6_prefix %d", p.ClientIPv6Prefix)
 	}
 	return ""
 }

@@ -131,26 +131,42 @@ func TestDispatch_SwitchNAT(t *testing.T) {
 // member with no packet-in, while the controller is dead, and after it
 // comes back and adopts the switch's slots.
 func TestDispatch_SwitchSourceIP(t *testing.T) {
-	b := newDispatchBed(t, 2, 3, sdnlb.SourceIP, sdnlb.DispatchSwitch, nil)
-	first := b.clientMembers(t, "controller up")
-	if n := b.lb.Metric("sdnlb_controller_setups_total"); n != 0 {
-		t.Errorf("the controller set up %v connections, want none: the switch dispatches", n)
-	}
+	persistence := map[string]any{"session_persistence": map[string]any{"type": sdnlb.PersistenceSourceIP, "timeout": 30}}
+	for _, tt := range []struct {
+		name    string
+		method  sdnlb.LBMethod
+		vipWith map[string]any
+	}{
+		{"SourceIPMethod", sdnlb.SourceIP, nil},
+		{"SourceIPPersistence", sdnlb.RoundRobin, persistence},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			b := newDispatchBed(t, 2, 3, tt.method, sdnlb.DispatchSwitch, tt.vipWith)
+			var p sdnlb.Pool
+			if b.lb.MustAPI(http.MethodGet, "/v1/pools/"+b.pool.ID, nil, http.StatusOK, &p); p.Dispatch != sdnlb.DispatchSwitch {
+				t.Fatalf("the pool reads dispatch %s, want %s", p.Dispatch, sdnlb.DispatchSwitch)
+			}
+			first := b.clientMembers(t, "controller up")
+			if n := b.lb.Metric("sdnlb_controller_setups_total"); n != 0 {
+				t.Errorf("the controller set up %v connections, want none: the switch dispatches", n)
+			}
 
-	b.lb.Kill()
-	if dead := b.clientMembers(t, "controller dead"); !maps.Equal(dead, first) {
-		t.Errorf("clients' members %v with the controller dead, %v before", dead, first)
+			b.lb.Kill()
+			if dead := b.clientMembers(t, "controller dead"); !maps.Equal(dead, first) {
+				t.Errorf("clients' members %v with the controller dead, %v before", dead, first)
+			}
+			lb := startSDNLB(t, "--db", b.lb.DB)
+			lb.Connect(b.sw)
+			lb.WaitSwitches(1, 10*time.Second)
+			for i := 0; i < 200 && len(lb.LogLines("switch adopted")) == 0; i++ {
+				time.Sleep(25 * time.Millisecond)
+			}
+			if back := b.clientMembers(t, "controller restarted"); !maps.Equal(back, first) {
+				t.Errorf("clients' members %v after the controller restarted, %v before", back, first)
+			}
+			t.Logf("each client kept its member: %v", first)
+		})
 	}
-	lb := startSDNLB(t, "--db", b.lb.DB)
-	lb.Connect(b.sw)
-	lb.WaitSwitches(1, 10*time.Second)
-	for i := 0; i < 200 && len(lb.LogLines("switch adopted")) == 0; i++ {
-		time.Sleep(25 * time.Millisecond)
-	}
-	if back := b.clientMembers(t, "controller restarted"); !maps.Equal(back, first) {
-		t.Errorf("clients' members %v after the controller restarted, %v before", back, first)
-	}
-	t.Logf("each client kept its member: %v", first)
 }
 
 // clientMembers has each client open 12 connections to the VIP, which

@@ -275,7 +275,7 @@ func checkPoolVIP(ctx context.Context, tx *Tx, p *sdnlb.Pool, oldVIPID string) e
 	if v.Protocol != p.Protocol {
 		return sdnlb.FieldErrorf(sdnlb.EINVALID, "protocol", "pool protocol %s must match the protocol of vip %s (%s)", p.Protocol, v.ID, v.Protocol)
 	}
-	if setting := v.NeedsController(); setting != "" && p.Dispatch == sdnlb.DispatchSwitch {
+	if setting := v.NeedsController(p); setting != "" && p.Dispatch == sdnlb.DispatchSwitch {
 		if p.DispatchAsked {
 			return sdnlb.FieldErrorf(sdnlb.EINVALID, "dispatch",
 				"dispatch %s cannot keep the %s of vip %s, which only the controller's per-connection decision keeps: use dispatch %s",
@@ -391,14 +391,15 @@ func checkSwitchPoolSize(ctx context.Context, tx *Tx, p *sdnlb.Pool) error {
 		sdnlb.DispatchSwitch, sdnlb.SwitchSlots, p.ID, n, sdnlb.DispatchController)
 }
 
-// dispatchByController moves the pool with id, which serves v, to
-// CONTROLLER dispatch when v needs it and the switch dispatches the pool:
-// a VIP write names no pool's dispatch, as a pool write that names none
-// takes the one its method needs.
-func dispatchByController(ctx context.Context, tx *Tx, id string, v *sdnlb.VIP) error {
-	if v.NeedsController() == "" {
+// dispatchByController moves pool p, which serves v, to CONTROLLER
+// dispatch when v needs it and the switch dispatches the pool: a VIP write
+// names no pool's dispatch, as a pool write that names none takes the one
+// its method needs.
+func dispatchByController(ctx context.Context, tx *Tx, p *sdnlb.Pool, v *sdnlb.VIP) error {
+	if v.NeedsController(p) == "" {
 		return nil
 	}
+	id := p.ID
 	res, err := tx.ExecContext(ctx, `UPDATE pools SET dispatch = ?, updated_at = ? WHERE id = ? AND dispatch = ?`,
 		sdnlb.DispatchController, formatTime(tx.now), id, sdnlb.DispatchSwitch)
 	if err != nil {

@@ -488,21 +488,30 @@ func TestPool_DispatchFollowsVIP(t *testing.T) {
 			t.Errorf("a refused create left %d pools", len(pools))
 		}
 	})
-	t.Run("VIPGainsPersistence", func(t *testing.T) {
-		ctx, db := mustSetup(t)
-		v := MustCreateVIP(t, ctx, db, newVIP("10.0.0.100", 80))
-		p := MustCreatePool(t, ctx, db, newPool(v.ID))
-		if p.Dispatch != sdnlb.DispatchSwitch {
-			t.Fatalf("dispatch %s before, want SWITCH", p.Dispatch)
-		}
-		sp := &sdnlb.SessionPersistence{Type: sdnlb.PersistenceSourceIP, Timeout: 60}
-		if _, err := lbstore.NewVIPService(db).UpdateVIP(ctx, v.ID, sdnlb.VIPUpdate{SetSessionPersistence: true, SessionPersistence: sp}); err != nil {
-			t.Fatal(err)
-		}
-		if got, _ := lbstore.NewPoolService(db).FindPoolByID(ctx, p.ID); got.Dispatch != sdnlb.DispatchController {
-			t.Errorf("pool of a VIP with persistence dispatched by %s, want CONTROLLER", got.Dispatch)
-		}
-	})
+	// The switch keeps persistence by a client's whole address: a pool
+	// that knows IPv6 clients by a shorter prefix moves to the controller.
+	for _, tt := range []struct {
+		prefix int
+		want   sdnlb.Dispatch
+	}{{128, sdnlb.DispatchSwitch}, {64, sdnlb.DispatchController}} {
+		t.Run(fmt.Sprintf("VIPGainsPersistence/prefix%d", tt.prefix), func(t *testing.T) {
+			ctx, db := mustSetup(t)
+			v := MustCreateVIP(t, ctx, db, newVIP("10.0.0.100", 80))
+			np := newPool(v.ID)
+			np.ClientIPv6Prefix = tt.prefix
+			p := MustCreatePool(t, ctx, db, np)
+			if p.Dispatch != sdnlb.DispatchSwitch {
+				t.Fatalf("dispatch %s before, want SWITCH", p.Dispatch)
+			}
+			sp := &sdnlb.SessionPersistence{Type: sdnlb.PersistenceSourceIP, Timeout: 60}
+			if _, err := lbstore.NewVIPService(db).UpdateVIP(ctx, v.ID, sdnlb.VIPUpdate{SetSessionPersistence: true, SessionPersistence: sp}); err != nil {
+				t.Fatal(err)
+			}
+			if got, _ := lbstore.NewPoolService(db).FindPoolByID(ctx, p.ID); got.Dispatch != tt.want {
+				t.Errorf("pool of a VIP with persistence dispatched by %s, want %s", got.Dispatch, tt.want)
+			}
+		})
+	}
 }
 
 // A pool the switch dispatches holds at most as many members as the

@@ -315,7 +315,7 @@ func linkVIPPool(ctx context.Context, tx *Tx, v *sdnlb.VIP, oldPoolID, oldAddres
 		if err != nil {
 			return err
 		}
-		if err := dispatchByController(ctx, tx, p.ID, v); err != nil {
+		if err := dispatchByController(ctx, tx, p, v); err != nil {
 			return err
 		}
 	}

@@ -2,6 +2,7 @@ package dataplane
 
 import (
 	"fmt"
+	"maps"
 	"math"
 	"net/netip"
 	"reflect"
@@ -465,75 +466,86 @@ func TestDispatch_UnweightedMethodsEqualSlots(t *testing.T) {
 	}
 }
 
-// A SOURCE_IP pool the switch dispatches hashes each client's address
-// onto the slots: a client keeps its member whatever its port, and each
-// of ten members owns a tenth of the slots and takes about a tenth of a
-// thousand clients. A member that leaves moves its own clients only.
+// A SOURCE_IP pool the switch dispatches, or a pool behind a VIP with
+// SOURCE_IP persistence, hashes each client's address onto the slots: a
+// client keeps its member whatever its port, and each of ten members owns
+// a tenth of the slots and takes about a tenth of a thousand clients. A
+// member that leaves moves its own clients only.
 func TestDispatch_ByClient(t *testing.T) {
-	const clients, members = 1000, 10
-	for _, fam := range []family{ipv4, ipv6} {
-		t.Run(fam.vip, func(t *testing.T) {
-			d := newSwitchDecision(t, switchConfig(sdnlb.ForwardingNAT, func(c *sdnlb.Config) {
-				c.Pools[0].LBMethod = sdnlb.SourceIP
-				c.VIPs[0].Address = fam.vip
-				c.Members = nil
-				for i := 1; i <= members; i++ {
-					c.Members = append(c.Members, &sdnlb.Member{ID: fmt.Sprintf("m%d", i), PoolID: "p1", Address: fam.member(i),
-						Port: 8080, Weight: 1, AdminStateUp: true})
-				}
-			}))
-			d.learnMembers(fam, members)
-			clientAddr := func(i int) string {
-				if fam == ipv4 {
-					return fmt.Sprintf("10.2.%d.%d", i/200, 1+i%200)
-				}
-				return fmt.Sprintf("2001:db8:9::%x", i+1)
-			}
-			memberOf := func(i int, sport uint16) string {
-				syn := testnet.TCPFrame(t, testnet.TCPSeg{SrcMAC: testnet.ClientMAC, DstMAC: testnet.VIPMAC, Src: clientAddr(i), Dst: fam.vip,
-					Sport: sport, Dport: 80, SYN: true})
-				r := d.process(testnet.ClientOF, syn)
-				if len(r.Outputs) != 1 {
-					t.Fatalf("client %s's SYN left by %v, want one way", clientAddr(i), r.Ports)
-				}
-				out := r.Outputs[0].Packet
-				if fam == ipv4 {
-					return netip.AddrFrom4(out.IPv4Dst).String()
-				}
-				return netip.AddrFrom16(out.IPv6Dst).String()
-			}
-			before := make([]string, clients)
-			count := map[string]int{}
-			for i := range before {
-				before[i] = memberOf(i, 40000)
-				if again := memberOf(i, 41000); again != before[i] {
-					t.Fatalf("client %s: member %s from one port, %s from another", clientAddr(i), before[i], again)
-				}
-				count[before[i]]++
-			}
-			for m := 1; m <= members; m++ {
-				got, want := float64(count[fam.member(m)])/clients, 1.0/members
-				if math.Abs(got-want) > 4*math.Sqrt(want*(1-want)/clients) {
-					t.Errorf("member %d took %.3f of the clients, want %.3f (%v)", m, got, want, count)
-				}
-			}
+	byClient := map[string]func(*sdnlb.Config){
+		"SourceIPMethod": func(c *sdnlb.Config) { c.Pools[0].LBMethod = sdnlb.SourceIP },
+		"SourceIPPersistence": func(c *sdnlb.Config) {
+			c.VIPs[0].SessionPersistence = &sdnlb.SessionPersistence{Type: sdnlb.PersistenceSourceIP, Timeout: 30}
+		},
+	}
+	for _, name := range slices.Sorted(maps.Keys(byClient)) {
+		for _, fam := range []family{ipv4, ipv6} {
+			t.Run(name+"/"+fam.vip, func(t *testing.T) { dispatchByClient(t, fam, byClient[name]) })
+		}
+	}
+}
 
-			d.patch([]model.HealthChange{{MemberID: "m4", Status: sdnlb.MemberDown, Since: d.now}})
-			moved := 0
-			for i := range before {
-				switch after := memberOf(i, 42000); {
-				case after == before[i]:
-				case before[i] == fam.member(4):
-					moved++
-				default:
-					t.Fatalf("client %s of member %s moved to %s when member 4 left", clientAddr(i), before[i], after)
-				}
-			}
-			t.Logf("%d clients over %d members: %v; member 4 left: %d clients (%.1f %%) moved, all of them its own",
-				clients, members, count, moved, 100*float64(moved)/clients)
-			if moved != count[fam.member(4)] {
-				t.Errorf("%d of member 4's %d clients found another member", moved, count[fam.member(4)])
-			}
-		})
+func dispatchByClient(t *testing.T, fam family, byClient func(*sdnlb.Config)) {
+	const clients, members = 1000, 10
+	d := newSwitchDecision(t, switchConfig(sdnlb.ForwardingNAT, func(c *sdnlb.Config) {
+		byClient(c)
+		c.VIPs[0].Address = fam.vip
+		c.Members = nil
+		for i := 1; i <= members; i++ {
+			c.Members = append(c.Members, &sdnlb.Member{ID: fmt.Sprintf("m%d", i), PoolID: "p1", Address: fam.member(i),
+				Port: 8080, Weight: 1, AdminStateUp: true})
+		}
+	}))
+	d.learnMembers(fam, members)
+	clientAddr := func(i int) string {
+		if fam == ipv4 {
+			return fmt.Sprintf("10.2.%d.%d", i/200, 1+i%200)
+		}
+		return fmt.Sprintf("2001:db8:9::%x", i+1)
+	}
+	memberOf := func(i int, sport uint16) string {
+		syn := testnet.TCPFrame(t, testnet.TCPSeg{SrcMAC: testnet.ClientMAC, DstMAC: testnet.VIPMAC, Src: clientAddr(i), Dst: fam.vip,
+			Sport: sport, Dport: 80, SYN: true})
+		r := d.process(testnet.ClientOF, syn)
+		if len(r.Outputs) != 1 {
+			t.Fatalf("client %s's SYN left by %v, want one way", clientAddr(i), r.Ports)
+		}
+		out := r.Outputs[0].Packet
+		if fam == ipv4 {
+			return netip.AddrFrom4(out.IPv4Dst).String()
+		}
+		return netip.AddrFrom16(out.IPv6Dst).String()
+	}
+	before := make([]string, clients)
+	count := map[string]int{}
+	for i := range before {
+		before[i] = memberOf(i, 40000)
+		if again := memberOf(i, 41000); again != before[i] {
+			t.Fatalf("client %s: member %s from one port, %s from another", clientAddr(i), before[i], again)
+		}
+		count[before[i]]++
+	}
+	for m := 1; m <= members; m++ {
+		got, want := float64(count[fam.member(m)])/clients, 1.0/members
+		if math.Abs(got-want) > 4*math.Sqrt(want*(1-want)/clients) {
+			t.Errorf("member %d took %.3f of the clients, want %.3f (%v)", m, got, want, count)
+		}
+	}
+
+	d.patch([]model.HealthChange{{MemberID: "m4", Status: sdnlb.MemberDown, Since: d.now}})
+	moved := 0
+	for i := range before {
+		switch after := memberOf(i, 42000); {
+		case after == before[i]:
+		case before[i] == fam.member(4):
+			moved++
+		default:
+			t.Fatalf("client %s of member %s moved to %s when member 4 left", clientAddr(i), before[i], after)
+		}
+	}
+	t.Logf("%d clients over %d members: %v; member 4 left: %d clients (%.1f %%) moved, all of them its own",
+		clients, members, count, moved, 100*float64(moved)/clients)
+	if moved != count[fam.member(4)] {
+		t.Errorf("%d of member 4's %d clients found another member", moved, count[fam.member(4)])
 	}
 }

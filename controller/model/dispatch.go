@@ -342,7 +342,8 @@ var (
 // serves.
 func (p *Pool) slotHash() ofp.ActionMultipath {
 	switch {
-	case p.Method == sdnlb.SourceIP, p.Method == sdnlb.ConsistentHash && p.hashKey == sdnlb.HashKeyClient:
+	case p.Method == sdnlb.SourceIP, p.Method == sdnlb.ConsistentHash && p.hashKey == sdnlb.HashKeyClient,
+		p.VIP != nil && p.VIP.Persist > 0: // session persistence: a client keeps its slot
 		return clientSlot
 	case p.Method == sdnlb.ConsistentHash:
 		return connectionSlot

@@ -597,12 +597,14 @@ func (v *VIP) Serves(proto uint8, port uint16) bool {
 func (v *VIP) Switched() bool { return v.Pool != nil && v.Pool.Switched() }
 
 // Switched reports whether the switch picks the members of p's new
-// connections: SWITCH dispatch, for a VIP without session persistence or
-// a connection limit, which only the controller keeps. The store moves
-// such a VIP's pool to CONTROLLER dispatch; a configuration from
+// connections: SWITCH dispatch, for a VIP without a connection limit, and
+// with session persistence only by a client's whole address, which the
+// switch hashes (sdnlb.VIP.NeedsController). The store moves a pool that
+// serves another VIP to CONTROLLER dispatch; a configuration from
 // elsewhere is dispatched the same.
 func (p *Pool) Switched() bool {
-	return p.dispatch == sdnlb.DispatchSwitch && p.VIP != nil && p.VIP.Persist == 0 && p.VIP.Limit == 0
+	return p.dispatch == sdnlb.DispatchSwitch && p.VIP != nil && p.VIP.Limit == 0 &&
+		(p.VIP.Persist == 0 || p.clientPrefix <= 0 || p.clientPrefix >= 128)
 }
 
 // Client is who a connection from addr is for p's SOURCE_IP balancing and
