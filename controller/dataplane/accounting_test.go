@@ -317,3 +317,32 @@ func TestDispatch_ClosedCountedOnce(t *testing.T) {
 		})
 	}
 }
+
+// A client that reuses the ports of a connection that ended while its
+// flows remain gets that connection's member again, as a new connection:
+// the switch may still send the packets after the SYN by the old flows
+// for a moment, so another member would lose them.
+func TestAccounting_ReusedPortsKeepTheirMember(t *testing.T) {
+	d := controlledTCP(t, -1)
+	if m := memberOfSent(t, d.packetIn(testnet.ClientOF, testnet.SYN(t, 40000))); m != 1 {
+		t.Fatalf("first connection to member %d, want 1", m)
+	}
+	d.pollOnce(flowStats(1, 40000, 10)) // it ended
+	if _, v := d.activeCounts(1); v != 0 {
+		t.Fatalf("VIP active %d after the end, want 0", v)
+	}
+	d.advance(time.Duration(model.RecentWindow) + time.Second)
+	if m := memberOfSent(t, d.packetIn(testnet.ClientOF, testnet.SYN(t, 40000))); m != 1 {
+		t.Errorf("the reused ports went to member %d, want 1, the ended connection's", m)
+	}
+	if m, v := d.activeCounts(1); m != 1 || v != 1 {
+		t.Errorf("after the reuse: member active %d, VIP active %d, want 1 and 1: a new connection", m, v)
+	}
+	if st := testnet.MemberByID(d.snap, "m1").Stats(); st.TotalConnections != 2 {
+		t.Errorf("member 1 total %d, want 2", st.TotalConnections)
+	}
+	// Other ports follow the rotation.
+	if m := memberOfSent(t, d.packetIn(testnet.ClientOF, testnet.SYN(t, 40001))); m != 2 {
+		t.Errorf("new ports went to member %d, want 2", m)
+	}
+}

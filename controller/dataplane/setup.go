@@ -50,8 +50,11 @@ func (dp *Switch) handleVIPPacket(p *packetIn, out *Outbox) {
 		return
 	}
 	pool := v.Pool
-	flow := p.hashedFlow()
-	m := dp.pick(p.now, pool, v, c.Key(), pool.ConnHash(&flow))
+	m := dp.portsMember(p, c.Key())
+	if m == nil {
+		flow := p.hashedFlow()
+		m = dp.pick(p.now, pool, v, c.Key(), pool.ConnHash(&flow))
+	}
 	if m.AtCapacity() {
 		if m = roomAfter(pool, m); m == nil {
 			v.Cnt.Active.Add(-1)
@@ -77,6 +80,27 @@ func (dp *Switch) handleVIPPacket(p *packetIn, out *Outbox) {
 	}
 	c.MemberMAC, c.MemberOFPort = e.MAC, e.Port
 	dp.install(p.now, p.snap, &c, p.frame, out)
+}
+
+// portsMember is the member of the connection that ended on the ports of
+// a new one, k, while its flows remain, when it can take it: the client
+// reuses its ports, and the switch's datapath may still hold the old
+// connection's flows for a moment after the new ones replace them (it
+// revalidates its cache asynchronously), so the packets that follow the
+// SYN reach the member either way. nil otherwise.
+func (dp *Switch) portsMember(p *packetIn, k model.ConnKey) *model.Member {
+	counted, ok := dp.accounting.connection(k)
+	if !ok || !counted.ended {
+		return nil
+	}
+	m := p.snap.Member(counted.member)
+	if m == nil || !model.InRotation(m.Status) {
+		return nil
+	}
+	if e, known := dp.Learner.Host(m.IP); !known || e.Port == 0 {
+		return nil
+	}
+	return m
 }
 
 // setUpAgain gives a SYN of a connection the switch counts as active (a
