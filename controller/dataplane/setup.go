@@ -49,21 +49,11 @@ func (dp *Switch) handleVIPPacket(p *packetIn, out *Outbox) {
 	if dp.endHere(p, &c, out) || dp.forwardRecent(p, &c, out) || dp.setUpAgain(p, &c, out) || !dp.admit(p, proto, v, out) {
 		return
 	}
-	pool := v.Pool
-	m := dp.portsMember(p, c.Key())
+	m := dp.choose(p, v, c.Key())
 	if m == nil {
-		flow := p.hashedFlow()
-		m = dp.pick(p.now, pool, v, c.Key(), pool.ConnHash(&flow))
-	}
-	if m.AtCapacity() {
-		if m = roomAfter(pool, m); m == nil {
-			v.Cnt.Active.Add(-1)
-			dp.refuse(p, v, refusedCapacity, out)
-			return
-		}
-		if v.Persist > 0 {
-			dp.Affinity.put(v.Num, pool.Client(c.ClientIP), m.Num, p.now.Add(v.Persist))
-		}
+		v.Cnt.Active.Add(-1)
+		dp.refuse(p, v, refusedCapacity, out)
+		return
 	}
 	e, known := dp.Learner.Host(m.IP)
 	if (!known || e.Port == 0) && dp.Learner.silent(p.now, m.IP) {
@@ -80,6 +70,25 @@ func (dp *Switch) handleVIPPacket(p *packetIn, out *Outbox) {
 	}
 	c.MemberMAC, c.MemberOFPort = e.MAC, e.Port
 	dp.install(p.now, p.snap, &c, p.frame, out)
+}
+
+// choose picks the member of a new connection k to v: the member its
+// ports had (portsMember), else the pool's pick, passing over a member at
+// its capacity; nil when every member is at its capacity.
+func (dp *Switch) choose(p *packetIn, v *model.VIP, k model.ConnKey) *model.Member {
+	pool := v.Pool
+	m := dp.portsMember(p, k)
+	if m == nil {
+		flow := p.hashedFlow()
+		m = dp.pick(p.now, pool, v, k, pool.ConnHash(&flow))
+	}
+	if !m.AtCapacity() {
+		return m
+	}
+	if m = roomAfter(pool, m); m != nil && v.Persist > 0 {
+		dp.Affinity.put(v.Num, pool.Client(k.ClientIP), m.Num, p.now.Add(v.Persist))
+	}
+	return m
 }
 
 // portsMember is the member of the connection that ended on the ports of
