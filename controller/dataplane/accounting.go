@@ -79,8 +79,8 @@ func (l *FlowLedger) sweep(round uint64) {
 // is active from its setup until its end: for TCP, its FIN or reset,
 // which the switch shows by dropping its flows' idle timeout to finIdle
 // (model.Closed), seen at the next poll, or sends up at once for a VIP
-// with a connection limit (model.EndPunts); for every protocol, its
-// flows' removal. A connection that ended is kept until its flows go, so
+// with a connection limit or a member with a capacity
+// (model.ControllerPunts); for every protocol, its flows' removal. A connection that ended is kept until its flows go, so
 // that the packets the controller still gets of it (a FIN retransmitted)
 // reach its member.
 type accounting struct {

@@ -83,8 +83,8 @@ func (c *Config) source() string { return model.FormatDPID(c.DPID) }
 // finIdle is the idle timeout the switch's TCP connection flows drop to
 // at their FIN or reset: Nicira's fin_timeout, on a switch that also
 // matches TCP flags, for the SYN punts that give a connection reusing the
-// ports of an ended one flows of full timeouts (model.SYNPunt): Open
-// vSwitch, with select groups. A switch of one table has neither.
+// ports of an ended one flows of full timeouts (model.ControllerPunts):
+// Open vSwitch, with select groups. A switch of one table has neither.
 func (c *Config) finIdle() uint16 {
 	if c.OneTable || !c.Groups {
 		return 0

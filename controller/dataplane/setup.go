@@ -46,10 +46,12 @@ func (dp *Switch) handleVIPPacket(p *packetIn, out *Outbox) {
 		IdleTimeout: dp.IdleTimeout, HardTimeout: dp.HardTimeout, FinIdle: dp.finIdle(),
 		DSR: v.DSR(),
 	}
-	if dp.endHere(p, &c, out) || dp.forwardRecent(p, &c, out) || dp.setUpAgain(p, &c, out) || !dp.admit(p, proto, v, out) {
+	counted, seen := dp.accounting.connection(c.Key())
+	if dp.endHere(p, &c, counted, seen, out) || dp.forwardRecent(p, &c, out) || dp.setUpAgain(p, &c, counted, seen, out) ||
+		!dp.admit(p, proto, v, out) {
 		return
 	}
-	m := dp.choose(p, v, c.Key())
+	m := dp.choose(p, v, c.Key(), counted, seen)
 	if m == nil {
 		v.Cnt.Active.Add(-1)
 		dp.refuse(p, v, refusedCapacity, out)
@@ -72,12 +74,21 @@ func (dp *Switch) handleVIPPacket(p *packetIn, out *Outbox) {
 	dp.install(p.now, p.snap, &c, p.frame, out)
 }
 
-// choose picks the member of a new connection k to v: the member its
-// ports had (portsMember), else the pool's pick, passing over a member at
-// its capacity; nil when every member is at its capacity.
-func (dp *Switch) choose(p *packetIn, v *model.VIP, k model.ConnKey) *model.Member {
+// choose picks the member of a new connection k to v: the member of the
+// connection that ended on its ports while their flows remain (counted,
+// when seen), else the pool's pick, passing over a member at its
+// capacity; nil when every member is at its capacity. A client that
+// reuses its ports keeps their member because the switch's datapath may
+// still send the packets after the SYN by the old flows for a moment (it
+// revalidates its cache asynchronously), to the old member.
+func (dp *Switch) choose(p *packetIn, v *model.VIP, k model.ConnKey, counted countedConn, seen bool) *model.Member {
 	pool := v.Pool
-	m := dp.portsMember(p, k)
+	var m *model.Member
+	if seen && counted.ended {
+		if prev, _, ok := dp.reachable(p.snap, counted.member); ok && model.InRotation(prev.Status) {
+			m = prev
+		}
+	}
 	if m == nil {
 		flow := p.hashedFlow()
 		m = dp.pick(p.now, pool, v, k, pool.ConnHash(&flow))
@@ -91,45 +102,28 @@ func (dp *Switch) choose(p *packetIn, v *model.VIP, k model.ConnKey) *model.Memb
 	return m
 }
 
-// portsMember is the member of the connection that ended on the ports of
-// a new one, k, while its flows remain, when it can take it: the client
-// reuses its ports, and the switch's datapath may still hold the old
-// connection's flows for a moment after the new ones replace them (it
-// revalidates its cache asynchronously), so the packets that follow the
-// SYN reach the member either way. nil otherwise.
-func (dp *Switch) portsMember(p *packetIn, k model.ConnKey) *model.Member {
-	counted, ok := dp.accounting.connection(k)
-	if !ok || !counted.ended {
-		return nil
-	}
-	m := p.snap.Member(counted.member)
-	if m == nil || !model.InRotation(m.Status) {
-		return nil
-	}
-	if e, known := dp.Learner.Host(m.IP); !known || e.Port == 0 {
-		return nil
-	}
-	return m
-}
-
-// setUpAgain gives a SYN of a connection the switch counts as active (a
-// retransmission, or a client reusing the ports of a connection whose end
-// the switch has not shown yet) the connection's member again, with fresh
-// flows: the connection is admitted already, and stays counted once.
-func (dp *Switch) setUpAgain(p *packetIn, c *model.Connection, out *Outbox) bool {
-	if !p.hasTCP || !p.tcp.SYN || p.tcp.ACK {
-		return false
-	}
-	counted, ok := dp.accounting.connection(c.Key())
-	if !ok || counted.ended {
-		return false
-	}
-	m := p.snap.Member(counted.member)
-	if m == nil || !model.InRotation(m.Status) {
-		return false
+// reachable returns the member numbered num and where the switch showed
+// it, when snap has it and the switch did.
+func (dp *Switch) reachable(snap *model.Snapshot, num uint32) (*model.Member, HostEntry, bool) {
+	m := snap.Member(num)
+	if m == nil {
+		return nil, HostEntry{}, false
 	}
 	e, known := dp.Learner.Host(m.IP)
-	if !known || e.Port == 0 {
+	return m, e, known && e.Port != 0
+}
+
+// setUpAgain gives a SYN of a connection the switch counts as active
+// (counted, when seen: a retransmission, or a client reusing the ports of
+// a connection whose end the switch has not shown yet) the connection's
+// member again, with fresh flows: the connection is admitted already, and
+// stays counted once.
+func (dp *Switch) setUpAgain(p *packetIn, c *model.Connection, counted countedConn, seen bool, out *Outbox) bool {
+	if !seen || counted.ended || !p.hasTCP || !p.tcp.SYN || p.tcp.ACK {
+		return false
+	}
+	m, e, ok := dp.reachable(p.snap, counted.member)
+	if !ok || !model.InRotation(m.Status) {
 		return false
 	}
 	c.SetMember(m, dp.Groups)
@@ -139,37 +133,32 @@ func (dp *Switch) setUpAgain(p *packetIn, c *model.Connection, out *Outbox) bool
 }
 
 // endHere takes a client's FIN or reset that the switch sent up
-// (model.ControllerPunts) on to the connection's member, and ends the
-// connection: it stops counting at once, and its flows get the idle
-// timeout they would have had from the packet.
-func (dp *Switch) endHere(p *packetIn, c *model.Connection, out *Outbox) bool {
-	if !p.hasTCP || p.tcp.SYN || !p.tcp.FIN && !p.tcp.RST {
+// (model.ControllerPunts) on to the member of its connection (counted,
+// when seen), and ends the connection: it stops counting at once, and its
+// flows get the idle timeout they would have had from the packet.
+func (dp *Switch) endHere(p *packetIn, c *model.Connection, counted countedConn, seen bool, out *Outbox) bool {
+	if !seen || !p.hasTCP || p.tcp.SYN || !p.tcp.FIN && !p.tcp.RST {
 		return false
 	}
-	counted, ok := dp.accounting.connection(c.Key())
-	if !ok {
-		return false
-	}
-	m := p.snap.Member(counted.member)
-	if m == nil || m.Status == sdnlb.MemberDown {
-		return false
-	}
-	e, known := dp.Learner.Host(m.IP)
-	if !known || e.Port == 0 {
+	m, e, ok := dp.reachable(p.snap, counted.member)
+	if !ok || m.Status == sdnlb.MemberDown {
 		return false
 	}
 	c.SetMember(m, dp.Groups)
 	c.MemberMAC, c.MemberOFPort = e.MAC, e.Port
+	shorten := !counted.ended && c.FinIdle != 0
+	if shorten {
+		c.IdleTimeout = c.FinIdle
+	}
+	mods := dp.flows.Fill(c)
 	if !counted.ended {
 		dp.accounting.end(p.snap, c.Key(), m.Num)
-		if c.FinIdle != 0 {
-			c.IdleTimeout = c.FinIdle
-			for i, mods := 0, dp.flows.Fill(c); i < len(mods); i++ {
-				out.Send(&mods[i])
-			}
+	}
+	if shorten {
+		for i := range mods {
+			out.Send(&mods[i])
 		}
 	}
-	dp.flows.Fill(c)
 	dp.sendFrame(c.ClientOFPort, dp.flows.Actions(model.DirForward), p.frame, out)
 	return true
 }
