@@ -113,7 +113,7 @@ var settingCapabilities = []Capability{
 	},
 	{
 		Setting:    "active connections (stats; LEAST_CONNECTIONS, WEIGHTED_LEAST_CONNECTIONS, ADAPTIVE's S term)",
-		Switch:     "an estimate per member from the switch's counting rows, read each `--stats-interval`: connections opened less those whose client sent a FIN or reset, counted once per connection (NAT: or the member a reset, which can count a connection twice); UDP ones never end",
+		Switch:     "an estimate per member from the switch's counting rows, read each `--stats-interval`: connections opened less those whose client sent a FIN or reset (NAT: or the member a reset); UDP ones never end",
 		Controller: "the open ones: a TCP connection from its SYN until its FIN or reset, seen at the next `--stats-interval` poll (at once for a VIP with a `connection_limit`); UDP and ICMP until their flows idle out",
 		OpenFlow10: "until their flows idle out (`--flow-idle-timeout`): a 1.0 switch has neither `fin_timeout` nor TCP flag matches", IPv6: same, L2: noL2Effect,
 		Cluster: "counted per node, over the switches it masters",
@@ -146,7 +146,7 @@ var settingCapabilities = []Capability{
 	},
 	{
 		Setting:    "`capacity` (member)",
-		Switch:     "a bound under every method, on the switch's estimate of active connections: a member whose estimate reaches it loses its slots at the next weighing (every second, on counts read every `--stats-interval`) and gets them back below it; none left: new connections go to the controller, which refuses them; ADAPTIVE also weighs its free sessions",
+		Switch:     "a bound under every method, on the switch's estimate of active connections: a member whose estimate reaches it loses its slots at the next weighing (every second, on counts read every `--stats-interval`) and gets them back below it; none left: new connections go to the controller, which refuses them; a connection that ends with both a FIN and a reset lowers the estimate by two, so the bound can let more through; ADAPTIVE also weighs its free sessions",
 		Controller: "a bound under every method: a member at capacity is passed over at every pick, exactly (its clients' FINs and resets come up), and a connection no member has room for is refused (TCP reset; `capacity` in the refusals metric); ADAPTIVE also weighs its free sessions",
 		OpenFlow10: "the controller dispatches the pool; its connections count until their flows idle out, so a member's room frees that late", IPv6: same, L2: noL2Effect,
 		Cluster: "counted per node, over the switches it masters: each node bounds what it sends",

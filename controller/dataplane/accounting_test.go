@@ -275,49 +275,6 @@ func TestCapacity_SwitchDropsFullMember(t *testing.T) {
 	}
 }
 
-// Under the switch's dispatch a connection counts as closed once: its
-// client's first FIN or reset marks the connection and passes the row
-// that counts closes; what follows of it (the FIN again, a reset after
-// the FIN) passes the route, uncounted.
-func TestDispatch_ClosedCountedOnce(t *testing.T) {
-	for _, fwd := range sdnlb.Forwardings {
-		t.Run(string(fwd), func(t *testing.T) {
-			d := newSwitchDecision(t, switchConfig(fwd, nil))
-			d.learnMembers(ipv4, 3)
-			c := conn{t, ipv4, fwd == sdnlb.ForwardingDSR, 40000}
-			m := d.connect(c)
-			closing := func(fin, rst bool) uint16 {
-				t.Helper()
-				r := d.process(testnet.ClientOF, c.seg(testnet.TCPSeg{SrcMAC: testnet.ClientMAC, DstMAC: testnet.VIPMAC,
-					Src: c.fam.client, Dst: c.fam.vip, Sport: c.sport, Dport: 80, FIN: fin, RST: rst, ACK: !rst}))
-				if len(r.Ports) != 1 || r.Ports[0] != uint32(m) {
-					t.Fatalf("a closing segment went to ports %v, want member %d's", r.Ports, m)
-				}
-				for _, f := range r.Path {
-					if f.TableID == model.TableToMember {
-						return f.Priority
-					}
-				}
-				t.Fatalf("a closing segment passed no row of table %d", model.TableToMember)
-				return 0
-			}
-			for i, step := range []struct {
-				fin, rst bool
-				want     uint16
-			}{
-				{fin: true, want: model.PrioMemberFIN},
-				{fin: true, want: model.PrioMemberRoute},
-				{rst: true, want: model.PrioMemberRoute},
-			} {
-				if got := closing(step.fin, step.rst); got != step.want {
-					t.Errorf("closing segment %d (FIN %v, RST %v) passed the row at %d, want %d", i+1, step.fin, step.rst, got, step.want)
-				}
-			}
-			d.assertKept(c, m)
-		})
-	}
-}
-
 // A client that reuses the ports of a connection that ended while its
 // flows remain gets that connection's member again, as a new connection:
 // the switch may still send the packets after the SYN by the old flows

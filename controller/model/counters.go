@@ -29,11 +29,11 @@ type MemberCounters struct {
 
 // ActiveConns is the member's active connections: those the controller
 // set up, and an estimate of those the switches dispatched, opened less
-// closed. The estimate counts a connection ended at its client's first
-// FIN or reset, or the member's reset (NAT); one that both end counts
-// twice (the estimate stays at 0 at least), one whose client and member
-// vanish without either stays counted until the member goes DOWN, and one
-// of UDP never ends.
+// closed. The estimate counts a connection ended at its client's FIN or
+// reset, or the member's reset (NAT); one that ends with more than one
+// counts more than once (the estimate stays at 0 at least), one whose
+// client and member vanish without either stays counted until the member
+// goes DOWN, and one of UDP never ends.
 func (m *MemberCounters) ActiveConns() uint64 {
 	return uint64(max(0, m.Active.Load())) + m.DispatchedActive()
 }

@@ -76,36 +76,6 @@ var (
 // before it addresses the member.
 func serviceMark(k VIPKey) uint32 { return uint32(k.Proto)<<16 | uint32(k.Port) }
 
-// closedMark is the bit of a connection's mark in the VIP zone that says
-// its client's first FIN, or reset without FIN, passed (closingFlows).
-// The bucket's commit leaves it clear; the port the mark holds takes the
-// low 16 bits. closedMarkReg holds it while that first closing packet
-// goes on, so that TableToMember counts the connection closed once: one
-// that ends with both, or sends a FIN again, would count more.
-const (
-	closedMark    uint32 = 1 << 31
-	closedMarkReg        = 5
-)
-
-// closingFlows are the TableTracked rows of a VIP's TCP connections, of
-// service (its TCP match) and priority prio over prioTrackedClose: on a
-// connection tracked in state (and valid: an invalid packet commits
-// nothing, and would come back to the same row), a client's first FIN or
-// reset without FIN sets closedMark in the connection's mark and in
-// closedMarkReg, and comes back to TableTracked, where the mark now sends
-// it on as the VIP's other packets.
-func closingFlows(cookie uint64, state ofp.OXM, service []ofp.OXM, prio uint16) []Flow {
-	mark := []ofp.Action{ofp.ActionSetField{Field: ofp.MatchReg(closedMarkReg, closedMark, 0xffffffff)},
-		ofp.ActionCT{Flags: ofp.CTCommit, Zone: ctZoneVIP, Table: TableTracked, Actions: []ofp.Action{
-			ofp.ActionRegMove{NBits: 1, SrcOfs: 31, DstOfs: 31, Src: ofp.NXMReg(closedMarkReg), Dst: ofp.NXMCTMark}}}}
-	var flows []Flow
-	for _, flags := range []ofp.OXM{ofp.MatchTCPFlags(ofp.TCPFlagFIN, ofp.TCPFlagFIN), ofp.MatchTCPFlags(ofp.TCPFlagRST, ofp.TCPFlagRST|ofp.TCPFlagFIN)} {
-		match := append(append([]ofp.OXM{state}, service...), ofp.MatchCTMark(0, closedMark), flags)
-		flows = append(flows, Flow{Table: TableTracked, Cookie: cookie, Priority: prioTrackedClose + prio, Match: match, Actions: mark})
-	}
-	return flows
-}
-
 // clientPortReg is the register a NAT bucket of a VIP on every port keeps
 // the client's destination port in.
 const clientPortReg = 1
@@ -204,10 +174,6 @@ func TrackedFlows(v *VIP, group uint32) []ofp.FlowMod {
 		if v.IP.Is4() { // an IPv6 member is routed by the label itself, which a register cannot hold
 			name = append([]ofp.Action{ofp.ActionRegMove{NBits: 32, Src: ofp.NXMCTLabel, Dst: ofp.NXMReg(dsrMemberReg)}}, name...)
 		}
-		if v.Proto == ofp.IPProtoTCP || v.Proto == protoAny {
-			state := ofp.MatchCTState(ofp.CTStateTrk, ofp.CTStateTrk|ofp.CTStateInv)
-			flows = append(flows, closingFlows(cookie, state, serviceMatch(ofp.IPProtoTCP, v.IP, toService, v.Port), v.onePort())...)
-		}
 		flows = append(flows,
 			Flow{Table: TableTracked, Cookie: cookie, Priority: prioTrackedForward + v.onePort(), Match: tracked,
 				Actions: name, GotoTable: TableToMember},
@@ -268,10 +234,6 @@ func natTranslations(v *VIP, cookie uint64, group uint32) []Flow {
 			resyn := append([]ofp.OXM{ofp.MatchCTState(ofp.CTStateTrk, ofp.CTStateTrk|ofp.CTStateNew)}, service...)
 			resyn = append(resyn, ofp.MatchTCPFlags(ofp.TCPFlagSYN, ofp.TCPFlagSYN|ofp.TCPFlagACK))
 			flows = append(flows, Flow{Table: TableTracked, Cookie: cookie, Priority: prioTrackedSYN + prio, Match: resyn, Actions: commit})
-		}
-		if t.proto == ofp.IPProtoTCP {
-			state := ofp.MatchCTState(ofp.CTStateTrk, ofp.CTStateTrk|ofp.CTStateNew|ofp.CTStateInv)
-			flows = append(flows, closingFlows(cookie, state, service, prio)...)
 		}
 		flows = append(flows,
 			Flow{Table: TableTracked, Cookie: cookie, Priority: prioTrackedForward + prio, Match: committed, Actions: commit},
@@ -532,7 +494,6 @@ func RouteFlows(k RouteKey, r MemberRoute) []ofp.FlowMod {
 	if r.VIP.Key.Proto == ofp.IPProtoTCP || r.VIP.Key.Proto == protoAny {
 		// The protocol right after the EtherType, before what needs it.
 		tcp := append([]ofp.OXM{f.Match[0], ofp.MatchIPProto(ofp.IPProtoTCP)}, f.Match[1:]...)
-		tcp = append(tcp, ofp.MatchReg(closedMarkReg, closedMark, closedMark)) // its first (closingFlows)
 		mods = append(mods,
 			row(PrioMemberFIN, append(slices.Clone(tcp), ofp.MatchTCPFlags(ofp.TCPFlagFIN, ofp.TCPFlagFIN))),
 			row(PrioMemberRST, append(slices.Clone(tcp), ofp.MatchTCPFlags(ofp.TCPFlagRST, ofp.TCPFlagRST|ofp.TCPFlagFIN))))

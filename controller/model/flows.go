@@ -46,7 +46,6 @@ const (
 	prioTrackedStray   uint16 = 255 // per VIP address: such an error the tracker relates to none (about a CONTROLLER connection) → CONTROLLER, which asks the switch for the connection
 	prioTrackedUnknown uint16 = 250 // a packet of no connection the tracker holds (invalid) → drop
 	prioTrackedSYN     uint16 = 210 // SWITCH NAT: a SYN on a connection the tracker holds (a client reusing its ports) → as the next row's first packet
-	prioTrackedClose   uint16 = 205 // TCP: a tracked connection's client's first FIN, or reset without FIN → its mark and closedMarkReg say so, back to TableTracked
 	prioTrackedForward uint16 = 200 // a tracked connection → its member (from the connection's label and mark), TableToMember; its first packet also committed in the member zone
 	prioTrackedMiss    uint16 = 0   // the rest → TableL2
 
