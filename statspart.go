@@ -74,6 +74,10 @@ type SwitchReadings struct {
 	// Generation is the OpenFlow role generation the writer mastered the
 	// switch under; 0 without roles (SQLite).
 	Generation uint64 `json:"generation"`
+	// Final says the readings will not change: the writer no longer
+	// masters the switch (these are its last readings of it), or, as
+	// SwitchReadings reads them, its part is not live or was absorbed.
+	Final bool `json:"final"`
 	// Members are the readings by member id. Connections is always 0:
 	// only the rows' counters are read.
 	Members map[string]Counts `json:"members"`
@@ -98,15 +102,11 @@ type StatsPart struct {
 	Switches []SwitchReadings `json:"switches"`
 }
 
-// SwitchReadingsOf are the last readings recorded of a switch, and
-// whether the part that recorded them still counts it.
+// SwitchReadingsOf are the last readings recorded of a switch, and the
+// part that recorded them.
 type SwitchReadingsOf struct {
 	SwitchReadings
 	Part string // the id of the part that recorded them
-	// Final says the readings will not change: their part is not live
-	// (not recorded within the live window SwitchReadings was given), or
-	// was absorbed.
-	Final bool
 }
 
 // Absorbed is what AbsorbStats moved into the leader's part.
@@ -132,7 +132,8 @@ type StatsPartService interface {
 	// a part's RecordedAt tells whether it is live.
 	StatsParts(ctx context.Context) ([]*StatsPart, error)
 	// SwitchReadings reads the last readings recorded of each switch of
-	// dpids that has some; a part not recorded within live is Final.
+	// dpids that has some: Final as recorded, or when their part was not
+	// recorded within live or was absorbed.
 	SwitchReadings(ctx context.Context, dpids []string, live time.Duration) ([]SwitchReadingsOf, error)
 	// AbsorbStats, in one transaction while nodeID holds the lease of
 	// term, adds every part not recorded within live, and every part of
