@@ -142,3 +142,36 @@ type StatsPartService interface {
 	// it added; ECONFLICT when nodeID does not hold the lease of term.
 	AbsorbStats(ctx context.Context, nodeID string, term uint64, into string, live time.Duration) (*Absorbed, error)
 }
+
+// MemberElsewhere is what the rest of a cluster counted of a member, as
+// a node last read the parts: the other nodes' parts, and those of nodes
+// gone that it absorbed.
+type MemberElsewhere struct {
+	Counts
+	Active uint64 // the connections the other live nodes' controllers set up
+	// Nodes is each node's share; the reading node's holds only what it
+	// absorbed.
+	Nodes []NodeStats
+}
+
+// Elsewhere is what the rest of a cluster counted, by member and VIP id:
+// a node's decisions and stats add it to its own counts.
+type Elsewhere struct {
+	Members map[string]*MemberElsewhere
+	VIPs    map[string]*VIPPart
+}
+
+// StatsOverlap is what a switch's rows had counted when a node took the
+// switch over and first read them, per member: the node counts the part
+// of it beyond the readings the switch's last master recorded, once
+// those are final.
+type StatsOverlap struct {
+	DPID       string
+	Generation uint64            // the role generation the node took it over under
+	Members    map[string]Counts // by member id
+	// Prior is what the node's own reading of the switch summed when it
+	// last stopped counting it, under PriorGeneration: what the node's
+	// part counted of it, which its recorded readings may lag.
+	Prior           map[string]Counts
+	PriorGeneration uint64
+}
