@@ -142,7 +142,6 @@ func byID(snap *model.Snapshot, counts map[uint32]sdnlb.Counts) map[string]sdnlb
 	return out
 }
 
-
 // Forget takes counts, what this node's part held when the leader
 // absorbed it, out of what this node counted: the leader's part holds
 // them now.
