@@ -38,6 +38,9 @@ type StatsSource interface {
 	// Forget takes counts out of what this node counted: they went into
 	// a part the leader absorbed.
 	Forget(counts *sdnlb.StatsPart)
+	// Down lists the members that are DOWN, by id: the connections the
+	// switches dispatched to them are closed.
+	Down() map[string]bool
 }
 
 // Leadership says whether this node leads, under which term.
@@ -162,8 +165,14 @@ func (s *Stats) record(ctx context.Context) error {
 func (s *Stats) part(own *sdnlb.StatsPart) *sdnlb.StatsPart {
 	p := &sdnlb.StatsPart{ID: s.partID, Node: s.node.ID, Members: make(map[string]sdnlb.MemberPart, len(own.Members)),
 		VIPs: make(map[string]sdnlb.VIPPart, len(own.VIPs)), Switches: own.Switches}
+	down := s.src.Down()
 	for id, m := range own.Members {
-		m.Counts.Add(s.absorbed[id])
+		a, ok := s.absorbed[id]
+		if ok && down[id] && a.Closed != a.Opened {
+			a.Closed = a.Opened
+			s.absorbed[id] = a
+		}
+		m.Counts.Add(a)
 		p.Members[id] = m
 	}
 	for id, v := range own.VIPs {

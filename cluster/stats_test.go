@@ -173,6 +173,8 @@ func (c *counting) Forget(p *sdnlb.StatsPart) {
 	}
 }
 
+func (c *counting) Down() map[string]bool { return nil }
+
 // cluster is what node sees of member: its own counts and the rest's.
 func (c *counting) cluster(member string) (sdnlb.Counts, uint64) {
 	c.mu.Lock()

@@ -158,3 +158,17 @@ func (c *Controller) Forget(counts *sdnlb.StatsPart) {
 		}
 	}
 }
+
+// Down lists the members that are DOWN, whose connections the switches
+// dispatched count as closed.
+func (c *Controller) Down() map[string]bool {
+	down := map[string]bool{}
+	for _, p := range c.snap.Load().Pools {
+		for _, m := range p.Members {
+			if m.Status == sdnlb.MemberDown {
+				down[m.ID] = true
+			}
+		}
+	}
+	return down
+}

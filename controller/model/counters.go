@@ -130,12 +130,13 @@ func (m *MemberCounters) ActiveConns() uint64 {
 // endDispatched counts every connection the switches dispatched to the
 // member as closed, as this node counted them: its route resets those of
 // a DOWN member, whose clients may never send the FIN or reset that would
-// count them. Every node evens its own counts, the leader also those it
-// absorbed.
+// count them. Every node evens its own counts, also those that closed
+// more than it opened (another node's before a takeover), and the leader
+// those it absorbed (cluster.Stats).
 func (m *MemberCounters) endDispatched() {
 	for {
 		closed, opened := m.Closed.Load(), m.Opened.Load()
-		if closed >= opened || m.Closed.CompareAndSwap(closed, opened) {
+		if closed == opened || m.Closed.CompareAndSwap(closed, opened) {
 			return
 		}
 	}
