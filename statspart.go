@@ -123,8 +123,8 @@ type StatsPartService interface {
 	// RecordStats records part, replacing what part.ID last recorded,
 	// with the database clock as RecordedAt; the readings of a switch
 	// are written only while their Generation is at least that of the
-	// readings held (a former master's never replace its successor's).
-	// It fails
+	// readings held (a former master's never replace its successor's),
+	// and those of a switch part.ID no longer lists stay, final. It fails
 	// with ECONFLICT, changing nothing, when part.ID was absorbed, or when
 	// another process acts as node (see LeaseService.RecordNode).
 	RecordStats(ctx context.Context, node ClusterNode, part *StatsPart) error
@@ -137,9 +137,11 @@ type StatsPartService interface {
 	SwitchReadings(ctx context.Context, dpids []string, live time.Duration) ([]SwitchReadingsOf, error)
 	// AbsorbStats, in one transaction while nodeID holds the lease of
 	// term, adds every part not recorded within live, and every part of
-	// nodeID other than into, to the part into (which must exist) and
-	// deletes them; their switches' readings stay, Final. It returns what
-	// it added; ECONFLICT when nodeID does not hold the lease of term.
+	// nodeID other than into, to the part into (which must exist, not
+	// absorbed: ENOTFOUND otherwise) and deletes them; their switches'
+	// readings stay, Final. It returns what it added, which the caller
+	// adds to its part into before it records that again; ECONFLICT when
+	// nodeID does not hold the lease of term.
 	AbsorbStats(ctx context.Context, nodeID string, term uint64, into string, live time.Duration) (*Absorbed, error)
 }
 

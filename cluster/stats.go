@@ -75,6 +75,11 @@ type Stats struct {
 	// recorded is what the last record of this node's part held of its
 	// own counts.
 	recorded *sdnlb.StatsPart
+	// released are the switches this node no longer counts whose last
+	// readings were recorded, by datapath id, with the generation they
+	// were counted under: the records that follow leave them out, which
+	// releases them to the switch's next master.
+	released map[string]uint64
 }
 
 // NewStats returns the Stats of node, whose controller src is.
@@ -90,7 +95,7 @@ func NewStats(store sdnlb.StatsPartService, node sdnlb.ClusterNode, leader Leade
 // newPart begins a part of this node's with nothing absorbed.
 func (s *Stats) newPart() {
 	s.partID = rand.Text()
-	s.absorbed, s.absorbedRefused, s.recorded = map[string]sdnlb.Counts{}, map[string]uint64{}, nil
+	s.absorbed, s.absorbedRefused, s.recorded, s.released = map[string]sdnlb.Counts{}, map[string]uint64{}, nil, map[string]uint64{}
 }
 
 // Run records, absorbs and reads every recordStatsEvery until ctx ends,
@@ -155,16 +160,29 @@ func (s *Stats) record(ctx context.Context) error {
 		own = s.src.OwnStats()
 		err = s.store.RecordStats(ctx, s.node, s.part(own))
 	}
-	if err == nil {
-		s.recorded = own
+	if err != nil {
+		return err
 	}
-	return err
+	s.recorded = own
+	for _, r := range own.Switches {
+		if r.Final {
+			s.released[r.DPID] = r.Generation
+		}
+	}
+	return nil
 }
 
 // part is the part to record: own, with what this node absorbed.
 func (s *Stats) part(own *sdnlb.StatsPart) *sdnlb.StatsPart {
 	p := &sdnlb.StatsPart{ID: s.partID, Node: s.node.ID, Members: make(map[string]sdnlb.MemberPart, len(own.Members)),
-		VIPs: make(map[string]sdnlb.VIPPart, len(own.VIPs)), Switches: own.Switches}
+		VIPs: make(map[string]sdnlb.VIPPart, len(own.VIPs))}
+	for _, r := range own.Switches {
+		// A switch this node stopped counting is recorded once more with
+		// its last readings, then left out: released.
+		if gen, ok := s.released[r.DPID]; !r.Final || !ok || gen != r.Generation {
+			p.Switches = append(p.Switches, r)
+		}
+	}
 	down := s.src.Down()
 	for id, m := range own.Members {
 		a, ok := s.absorbed[id]

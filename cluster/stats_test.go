@@ -34,11 +34,20 @@ func (s *partsStore) RecordStats(_ context.Context, _ sdnlb.ClusterNode, part *s
 	}
 	p := &sdnlb.StatsPart{ID: part.ID, Node: part.Node, RecordedAt: s.now, Members: maps.Clone(part.Members), VIPs: maps.Clone(part.VIPs)}
 	s.parts[part.ID] = p
+	listed := map[string]bool{}
 	for _, r := range part.Switches {
+		listed[r.DPID] = true
 		if held, ok := s.readings[r.DPID]; ok && held.Generation > r.Generation {
 			continue
 		}
+		r.Final = false
 		s.readings[r.DPID] = sdnlb.SwitchReadingsOf{SwitchReadings: r, Part: part.ID}
+	}
+	for dpid, r := range s.readings { // a switch the part no longer lists is released
+		if r.Part == part.ID && !listed[dpid] {
+			r.Final = true
+			s.readings[dpid] = r
+		}
 	}
 	return nil
 }
@@ -301,11 +310,18 @@ func TestStats_TakeoverCountsBeyondTheLastReadings(t *testing.T) {
 	if _, ok := b.ctrl.settled["s"]; ok {
 		t.Fatal("b settled s while a, live, may still record readings of it")
 	}
-	a.ctrl.own.Switches[0].Final = true // a sees it lost s
+	a.ctrl.own.Switches[0].Final = true // a sees it lost s, and records its last readings once
+	a.ctrl.own.Switches[0].Members["m1"] = sdnlb.Counts{Connections: 51, Opened: 51}
+	a.ctrl.count("m1", sdnlb.Counts{Connections: 1, Opened: 1}, 0)
 	a.round(ctx)
 	b.round(ctx)
-	if got := b.ctrl.settled["s"]["m1"]; got.Connections != 8 || got.Opened != 8 {
-		t.Fatalf("b settled %+v of s, want the 8 connections beyond a's readings", got)
+	if _, ok := b.ctrl.settled["s"]; ok {
+		t.Fatal("b settled s while a's last readings of it were not released")
+	}
+	a.round(ctx)
+	b.round(ctx)
+	if got := b.ctrl.settled["s"]["m1"]; got.Connections != 7 || got.Opened != 7 {
+		t.Fatalf("b settled %+v of s, want the 7 connections beyond a's last readings", got)
 	}
 	b.round(ctx)
 	a.round(ctx)
