@@ -341,7 +341,8 @@ func (db *DB) RecordStats(ctx context.Context, node sdnlb.ClusterNode, part *sdn
 	})
 	switch {
 	case absorbed:
-		delete(db.statsHeld, part.ID)
+		// Kept, so that the part stays refused once its tombstone goes.
+		db.statsHeld[part.ID] = &heldStats{}
 	case err != nil && recorded:
 		db.statsHeld[part.ID] = held.forgotten()
 	case err == nil:
