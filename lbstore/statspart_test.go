@@ -7,6 +7,7 @@ import (
 	"reflect"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -579,21 +580,22 @@ func TestDB_AbsorbStats(t *testing.T) {
 
 		stop := make(chan struct{})
 		errs := make(chan error, 2)
-		var wg sync.WaitGroup
+		var wg, reading sync.WaitGroup
+		var reads atomic.Int64
 		for range 2 {
+			reading.Add(1)
 			wg.Go(func() {
 				var last sdnlb.Counts
-				for {
-					select {
-					case <-stop:
-						return
-					default:
-					}
+				for n := 0; ; n++ {
 					parts, err := db.StatsParts(ctx)
+					if n == 0 {
+						reading.Done()
+					}
 					if err != nil {
 						errs <- err
 						return
 					}
+					reads.Add(1)
 					var sum sdnlb.Counts
 					for _, p := range parts {
 						sum.Add(p.Members[m0].Counts)
@@ -603,9 +605,15 @@ func TestDB_AbsorbStats(t *testing.T) {
 						return
 					}
 					last = sum
+					select {
+					case <-stop:
+						return
+					default:
+					}
 				}
 			})
 		}
+		reading.Wait()
 		for i := range rounds {
 			d := node(fmt.Sprintf("d%d", i))
 			mustJoin(t, db, d)
@@ -628,8 +636,9 @@ func TestDB_AbsorbStats(t *testing.T) {
 		wg.Wait()
 		close(errs)
 		for err := range errs {
-			t.Error(err)
+			t.Fatal(err)
 		}
+		t.Logf("%d reads during %d absorptions", reads.Load(), rounds)
 		assertStatsParts(t, db, &sdnlb.StatsPart{ID: "pl", Node: "l",
 			Members: map[string]sdnlb.MemberPart{m0: {Counts: final}}, VIPs: map[string]sdnlb.VIPPart{}})
 	})
