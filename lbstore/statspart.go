@@ -251,20 +251,15 @@ func (c *counters[V]) absorb(ctx context.Context, db *DB, tx *sql.Tx, into strin
 
 // sum adds, to sums by item, the sums query selects after each item.
 func (c *counters[V]) sum(ctx context.Context, db *DB, tx *sql.Tx, query string, args []any, sums map[string][]uint64) error {
-	rows, err := tx.QueryContext(ctx, db.stats.Rebind(query), args...)
-	if err != nil {
-		return fmt.Errorf("sum %s: %w", c.table, err)
-	}
-	defer rows.Close()
 	var item string
 	stored := make([]int64, c.cumulative)
 	dest := []any{&item}
 	for i := range stored {
 		dest = append(dest, &stored[i])
 	}
-	for rows.Next() {
-		if err := rows.Scan(dest...); err != nil {
-			return fmt.Errorf("sum %s: %w", c.table, err)
+	err := eachRow(ctx, tx, db.stats.Rebind(query), args, func(scan func(...any) error) error {
+		if err := scan(dest...); err != nil {
+			return err
 		}
 		s := sums[item]
 		if s == nil {
@@ -274,11 +269,30 @@ func (c *counters[V]) sum(ctx context.Context, db *DB, tx *sql.Tx, query string,
 		for i, n := range stored {
 			s[i] += uint64(n)
 		}
-	}
-	if err := rows.Err(); err != nil {
+		return nil
+	})
+	if err != nil {
 		return fmt.Errorf("sum %s: %w", c.table, err)
 	}
 	return nil
+}
+
+// eachRow runs query, already bound, and calls f with each row's Scan.
+func eachRow(ctx context.Context, tx *sql.Tx, query string, args []any, f func(scan func(...any) error) error) error {
+	rows, err := tx.QueryContext(ctx, query, args...)
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		if err := f(rows.Scan); err != nil {
+			return err
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return err
+	}
+	return rows.Close()
 }
 
 // RecordStats records part, by the database clock, writing only what
@@ -341,7 +355,8 @@ func (db *DB) RecordStats(ctx context.Context, node sdnlb.ClusterNode, part *sdn
 	})
 	switch {
 	case absorbed:
-		delete(db.statsHeld, part.ID)
+		// Kept, so that the part stays refused once its tombstone goes.
+		db.statsHeld[part.ID] = &heldStats{}
 	case err != nil && recorded:
 		db.statsHeld[part.ID] = held.forgotten()
 	case err == nil:
@@ -383,33 +398,29 @@ func (db *DB) writeReadings(ctx context.Context, tx *sql.Tx, partID string, held
 		changed = append(changed, dpid)
 	}
 	type writer struct {
-		DPID       string `db:"dpid"`
-		Part       string `db:"part_id"`
-		Generation int64  `db:"generation"`
+		part       string
+		generation int64
 	}
 	writers := map[string]writer{}
 	for dpids := range chunks(changed, 1) {
-		rows, err := tx.QueryContext(ctx, db.stats.Rebind(`SELECT dpid, part_id, generation FROM stats_switches
-			WHERE dpid IN (`+placeholders(len(dpids), "?")+`)`), dpids...)
-		if err != nil {
-			return nil, fmt.Errorf("read readings: %w", err)
-		}
-		for rows.Next() {
+		err := eachRow(ctx, tx, db.stats.Rebind(`SELECT dpid, part_id, generation FROM stats_switches
+			WHERE dpid IN (`+placeholders(len(dpids), "?")+`)`), dpids, func(scan func(...any) error) error {
+			var dpid string
 			var w writer
-			if err := rows.Scan(&w.DPID, &w.Part, &w.Generation); err != nil {
-				rows.Close()
-				return nil, fmt.Errorf("read readings: %w", err)
+			if err := scan(&dpid, &w.part, &w.generation); err != nil {
+				return err
 			}
-			writers[w.DPID] = w
-		}
-		if err := rows.Close(); err != nil {
+			writers[dpid] = w
+			return nil
+		})
+		if err != nil {
 			return nil, fmt.Errorf("read readings: %w", err)
 		}
 	}
 	var heads []any
 	for _, dpid := range changed {
 		r := want[dpid.(string)]
-		if w, ok := writers[r.DPID]; ok && uint64(w.Generation) > r.Generation {
+		if w, ok := writers[r.DPID]; ok && uint64(w.generation) > r.Generation {
 			continue // a later master's
 		}
 		heads = append(heads, r.DPID, partID, int64(r.Generation))
@@ -419,29 +430,25 @@ func (db *DB) writeReadings(ctx context.Context, tx *sql.Tx, partID string, held
 		// The condition is checked on the row as it is when this
 		// statement locks it: a later master that wrote since the read
 		// above still wins.
-		res, err := tx.QueryContext(ctx, db.withNow(`INSERT INTO stats_switches (dpid, part_id, generation, recorded_at)
+		err := eachRow(ctx, tx, db.withNow(`INSERT INTO stats_switches (dpid, part_id, generation, recorded_at)
 			VALUES `+placeholders(len(rows)/3, "(?, ?, ?, {now})")+`
 			ON CONFLICT (dpid) DO UPDATE SET part_id = excluded.part_id, generation = excluded.generation,
 				released = FALSE, recorded_at = excluded.recorded_at
 			WHERE stats_switches.generation <= excluded.generation
-			RETURNING dpid`), rows...)
-		if err != nil {
-			return nil, fmt.Errorf("write readings: %w", err)
-		}
-		for res.Next() {
+			RETURNING dpid`), rows, func(scan func(...any) error) error {
 			var dpid string
-			if err := res.Scan(&dpid); err != nil {
-				res.Close()
-				return nil, fmt.Errorf("write readings: %w", err)
+			if err := scan(&dpid); err != nil {
+				return err
 			}
 			var written map[string]sdnlb.Counts // nil: rewrite them whole
-			if w, ok := writers[dpid]; ok && w.Part == partID {
+			if w, ok := writers[dpid]; ok && w.part == partID {
 				written = held[dpid].members
 			}
 			owners = append(owners, rowsOf[sdnlb.Counts]{dpid, written, want[dpid].Members})
 			next[dpid] = heldReadings{generation: want[dpid].Generation, members: want[dpid].Members}
-		}
-		if err := res.Close(); err != nil {
+			return nil
+		})
+		if err != nil {
 			return nil, fmt.Errorf("write readings: %w", err)
 		}
 	}
@@ -509,13 +516,13 @@ func (db *DB) StatsParts(ctx context.Context) ([]*sdnlb.StatsPart, error) {
 				Members: map[string]sdnlb.MemberPart{}, VIPs: map[string]sdnlb.VIPPart{}}
 			byID[h.ID] = parts[i]
 		}
-		live := `JOIN stats_parts p ON p.id = t.part_id WHERE NOT p.absorbed`
-		if err := memberCounters.read(ctx, tx, live, nil, func(part, member string, m sdnlb.MemberPart) {
+		notAbsorbed := `JOIN stats_parts p ON p.id = t.part_id WHERE NOT p.absorbed`
+		if err := memberCounters.read(ctx, tx, notAbsorbed, nil, func(part, member string, m sdnlb.MemberPart) {
 			byID[part].Members[member] = m
 		}); err != nil {
 			return nil, err
 		}
-		if err := vipCounters.read(ctx, tx, live, nil, func(part, vip string, v sdnlb.VIPPart) {
+		if err := vipCounters.read(ctx, tx, notAbsorbed, nil, func(part, vip string, v sdnlb.VIPPart) {
 			byID[part].VIPs[vip] = v
 		}); err != nil {
 			return nil, err
@@ -604,21 +611,14 @@ func (db *DB) AbsorbStats(ctx context.Context, nodeID string, term uint64, into 
 		} else if n == 0 {
 			return sdnlb.Errorf(sdnlb.ENOTFOUND, "part %q of the stats does not exist, or was absorbed", into)
 		}
-		rows, err := tx.QueryContext(ctx, db.withNow(`UPDATE stats_parts SET absorbed = TRUE, recorded_at = {now}
+		if err := eachRow(ctx, tx, db.withNow(`UPDATE stats_parts SET absorbed = TRUE, recorded_at = {now}
 			WHERE NOT absorbed AND id <> ? AND (recorded_at < {now} - ? OR node_id = ?)
-			RETURNING id`), into, live.Microseconds(), nodeID)
-		if err != nil {
-			return fmt.Errorf("absorb parts: %w", err)
-		}
-		for rows.Next() {
+			RETURNING id`), []any{into, live.Microseconds(), nodeID}, func(scan func(...any) error) error {
 			var id string
-			if err := rows.Scan(&id); err != nil {
-				rows.Close()
-				return fmt.Errorf("absorb parts: %w", err)
-			}
+			err := scan(&id)
 			out.Parts = append(out.Parts, id)
-		}
-		if err := rows.Close(); err != nil {
+			return err
+		}); err != nil {
 			return fmt.Errorf("absorb parts: %w", err)
 		}
 		slices.Sort(out.Parts)
