@@ -27,6 +27,11 @@ type ClusterNode struct {
 	// Masters are the switches the node is the OpenFlow MASTER of, by
 	// datapath id (as Switch.DPID); none on SQLite, which has no roles.
 	Masters []string `json:"masters"`
+	// StatsRecordedAt and TopologyRecordedAt are when the node last
+	// recorded its part of the cluster's stats and of its topology, by
+	// the database clock; null for none (SQLite records no topology).
+	StatsRecordedAt    *time.Time `json:"stats_recorded_at" extensions:"x-nullable"`
+	TopologyRecordedAt *time.Time `json:"topology_recorded_at" extensions:"x-nullable"`
 	// Instance is a random token of the process acting as the node: a
 	// second process started with the same ID is refused.
 	Instance string `json:"-"`

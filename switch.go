@@ -117,6 +117,24 @@ type MemberStats struct {
 	// SlowStart is the part of the member's slow start behind it, 0-1; 1
 	// once over, or in a pool without one.
 	SlowStart float64 `json:"slow_start"`
+	// Nodes is what each node of the cluster counted of the above, by
+	// node id; one entry on a node alone.
+	Nodes []NodeStats `json:"nodes"`
+}
+
+// NodeStats is one node's share of a pool's or a member's counters: what
+// it counted since the cluster's counters began, and the parts of nodes
+// gone that it absorbed as the leader. Active connections are those the
+// node's controller set up, and its estimate of those its switches
+// dispatched.
+type NodeStats struct {
+	Node              string `json:"node"`
+	ActiveConnections uint64 `json:"active_connections"`
+	TotalConnections  uint64 `json:"total_connections"`
+	PacketsIn         uint64 `json:"packets_in"`
+	PacketsOut        uint64 `json:"packets_out"`
+	BytesIn           uint64 `json:"bytes_in"`
+	BytesOut          uint64 `json:"bytes_out"`
 }
 
 // MemberLocation is the switch and port a member was learned on.
@@ -142,8 +160,11 @@ type PoolStats struct {
 	// connected switches that cannot (no select groups: OpenFlow 1.0, or
 	// a switch built without them), where the controller picks the member
 	// of each new connection instead.
-	ControllerDispatchedOn []string  `json:"controller_dispatched_on"`
-	UpdatedAt              time.Time `json:"updated_at"`
+	ControllerDispatchedOn []string `json:"controller_dispatched_on"`
+	// Nodes is what each node of the cluster counted, by node id, as
+	// NodeStats; one entry on a node alone.
+	Nodes     []NodeStats `json:"nodes"`
+	UpdatedAt time.Time   `json:"updated_at"`
 }
 
 // StatsService gives live traffic counters.

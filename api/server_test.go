@@ -444,8 +444,8 @@ func TestServer_Cluster(t *testing.T) {
 	t.Run("OK", func(t *testing.T) {
 		res := testRequest(t, ts, "GET", "/v1/cluster", "")
 		want := `{"leader":"a","self":"b","nodes":[` +
-			`{"id":"a","api_addr":"10.0.0.1:8080","openflow_addr":"10.0.0.1:6653","role":"leader","last_seen":"2026-01-02T03:04:05Z","masters":["00:00:00:00:00:00:00:01"]},` +
-			`{"id":"b","api_addr":"10.0.0.2:8080","openflow_addr":"10.0.0.2:6653","role":"follower","last_seen":"2026-01-02T03:04:05Z","masters":[]}]}`
+			`{"id":"a","api_addr":"10.0.0.1:8080","openflow_addr":"10.0.0.1:6653","role":"leader","last_seen":"2026-01-02T03:04:05Z","masters":["00:00:00:00:00:00:00:01"],"stats_recorded_at":null,"topology_recorded_at":null},` +
+			`{"id":"b","api_addr":"10.0.0.2:8080","openflow_addr":"10.0.0.2:6653","role":"follower","last_seen":"2026-01-02T03:04:05Z","masters":[],"stats_recorded_at":null,"topology_recorded_at":null}]}`
 		if res.Status != 200 || strings.TrimSpace(string(res.Body)) != want {
 			t.Fatalf("status %d, body %s\nwant %s", res.Status, res.Body, want)
 		}
