@@ -108,7 +108,7 @@ var settingCapabilities = []Capability{
 			"With `client_ipv6_prefix` below 128 refused (400 on the pool's `dispatch`): a pool that names no dispatch gets CONTROLLER, and a VIP that gains it moves its SWITCH pool to CONTROLLER",
 		Controller: "a client keeps its member for `timeout` seconds after its last connection, across member changes",
 		OpenFlow10: on10 + ", which keeps `timeout`", IPv6: "the same; an IPv6 client is known by its `client_ipv6_prefix`", L2: noL2Effect,
-		Cluster: "SWITCH: the switch keeps it, whichever node masters it; CONTROLLER: each node keeps the bindings of the switches it masters",
+		Cluster: "SWITCH: the switch keeps it, whichever node masters it; CONTROLLER: each node keeps the bindings of the switches it masters, and a node taking a switch over rebuilds them from the connection flows the switch holds: a client none of whose flows is left (a TCP connection's go 10 s after its close, others' `--flow-idle-timeout` after their last packet) gets a fresh pick",
 	},
 	{
 		Setting: "`hash_key` (pool)",

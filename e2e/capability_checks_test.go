@@ -23,6 +23,9 @@ type capabilityCheck struct {
 	// tests are the tests that measure a cell instead, by Cell.Name: an
 	// e2e test's name, or "dir:TestName" for a test of another package.
 	tests map[string][]string
+	// cluster are the tests, named alike, that measure what the row's
+	// cluster column says beyond "the same on every node".
+	cluster []string
 }
 
 // Cell names, as Cell.Name spells them, of the cells most rows have.
@@ -46,7 +49,7 @@ var capabilityChecks = map[string]capabilityCheck{
 	"`lb_method` CONSISTENT_HASH":            {scenario: "shares"},
 	"`lb_method` ADAPTIVE": {scenario: "shares", tests: map[string][]string{
 		switch13: {"TestAdaptive_EqualisesLoad"}, controller: {"TestAdaptive_EqualisesLoad"}}},
-	"`session_persistence` (VIP)": {scenario: "oneMember"},
+	"`session_persistence` (VIP)": {scenario: "oneMember", cluster: []string{"TestCluster_PersistenceSurvivesTakeover"}},
 	"`connection_limit` (VIP)":    {scenario: "limit"},
 	"active connections (stats; LEAST_CONNECTIONS, WEIGHTED_LEAST_CONNECTIONS, ADAPTIVE's S term)": {scenario: "active"},
 	"`hash_key` (pool)": {scenario: "oneMember", tests: map[string][]string{switch13: {"TestDispatch_ConsistentHashKeys"}}},
@@ -83,6 +86,20 @@ var capabilityChecks = map[string]capabilityCheck{
 func TestCapabilityChecks(t *testing.T) {
 	scenarios := mapKeys(t, ".", "matrixScenarios")
 	funcs := map[string][]string{}
+	// exists reports whether test, named as capabilityCheck names tests,
+	// is declared.
+	exists := func(test string) bool {
+		dir, name, ok := strings.Cut(test, ":")
+		if !ok {
+			dir, name = ".", test
+		} else {
+			dir = filepath.Join("..", dir)
+		}
+		if funcs[dir] == nil {
+			funcs[dir] = funcNames(t, dir)
+		}
+		return slices.Contains(funcs[dir], name)
+	}
 	rows := map[string]bool{}
 	for _, row := range sdnlb.Capabilities() {
 		rows[row.Setting] = true
@@ -106,18 +123,14 @@ func TestCapabilityChecks(t *testing.T) {
 				t.Errorf("row %s has no cell %q", row.Setting, cell)
 			}
 			for _, test := range tests {
-				dir, name, ok := strings.Cut(test, ":")
-				if !ok {
-					dir, name = ".", test
-				} else {
-					dir = filepath.Join("..", dir)
+				if !exists(test) {
+					t.Errorf("row %s, cell %q: no test %s", row.Setting, cell, test)
 				}
-				if funcs[dir] == nil {
-					funcs[dir] = funcNames(t, dir)
-				}
-				if !slices.Contains(funcs[dir], name) {
-					t.Errorf("row %s, cell %q: no test %s in %s", row.Setting, cell, name, dir)
-				}
+			}
+		}
+		for _, test := range check.cluster {
+			if !exists(test) {
+				t.Errorf("row %s, cluster: no test %s", row.Setting, test)
 			}
 		}
 	}

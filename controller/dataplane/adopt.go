@@ -23,8 +23,10 @@ import (
 // VIP its match names and the member its rewrite names, a group to the VIP
 // whose flow sends to it, a bucket to the member whose address (and port)
 // it commits. What the switch shows also seeds what the dataplane would
-// have learned: member MACs and ports, MAC locations (--l2 learn), and the
-// slots of each group, so the buckets do not move.
+// have learned: member MACs and ports, MAC locations (--l2 learn), the
+// slots of each group, so the buckets do not move, and the SOURCE_IP
+// persistence bindings of the clients whose connections it holds, so
+// they keep their members when another node takes the switch over.
 
 // SwitchState is what a switch holds of sdnlb's at the handshake.
 type SwitchState struct {
@@ -54,7 +56,8 @@ func keyOf(table uint8, priority uint16, m *ofp.Match) flowKey {
 // stale flows go first (a flow whose match the switch spells differently
 // is then put back by the adds), then what snap wants and the switch
 // lacks, then stale groups. Connections the configuration still allows
-// keep their flows and count as active again. A switch holding a
+// keep their flows, count as active again and bind their clients to their
+// members under SOURCE_IP persistence. A switch holding a
 // pipeline of another version has every flow deleted first, and gets
 // what snap wants from scratch.
 func (dp *Switch) Adopt(now time.Time, snap *model.Snapshot, have SwitchState, out *Outbox) {
@@ -68,7 +71,7 @@ func (dp *Switch) Adopt(now time.Time, snap *model.Snapshot, have SwitchState, o
 	dp.learnFromSwitch(snap, have, out)
 	msgs, last := dp.fromScratch(now, snap, out.xids)
 	adds, wanted, wantedGroups := changesFrom(msgs, last, have)
-	dp.adoptHeldFlows(snap, have.Flows, wanted, out)
+	dp.adoptHeldFlows(now, snap, have.Flows, wanted, out)
 	for _, m := range adds {
 		out.Send(m)
 	}
@@ -155,15 +158,19 @@ func changesFrom(msgs []ofp.Message, last map[flowKey]int, have SwitchState) (ad
 	return adds, wanted, wantedGroups
 }
 
-// adoptHeldFlows goes through the flows the switch holds: it adopts the
-// connections', keeps the rows that follow a course of their own, and
-// deletes the others snap does not want.
-func (dp *Switch) adoptHeldFlows(snap *model.Snapshot, flows []ofp.FlowStats, wanted map[flowKey]bool, out *Outbox) {
+// adoptHeldFlows goes through the flows the switch holds at now: it
+// adopts the connections', and the persistence bindings they show, keeps
+// the rows that follow a course of their own, and deletes the others snap
+// does not want.
+func (dp *Switch) adoptHeldFlows(now time.Time, snap *model.Snapshot, flows []ofp.FlowStats, wanted map[flowKey]bool, out *Outbox) {
+	bindings := heldBindings{}
 	for i := range flows {
 		f := &flows[i]
 		switch cat, _, _, _ := model.CookieParts(f.Cookie); {
 		case cat == model.CatConn || cat == model.CatConnReply:
-			dp.adoptConnection(snap, f, out)
+			if v, m := dp.adoptConnection(snap, f, out); v != nil && cat == model.CatConn {
+				bindings.add(now, v, m, f)
+			}
 		case cat == model.CatL2 && dp.L2 == model.L2Learn:
 			// kept: learnFromSwitch knows where it sends
 		case (cat == model.CatL2 || cat == model.CatFabric) && dp.L2 == model.L2Fabric:
@@ -175,6 +182,7 @@ func (dp *Switch) adoptHeldFlows(snap *model.Snapshot, flows []ofp.FlowStats, wa
 			out.Send(&del)
 		}
 	}
+	bindings.bind(dp.Affinity, now)
 }
 
 // sameFlow reports whether the switch's flow f is what fm installs.
@@ -291,16 +299,17 @@ type adoptedGroup struct {
 }
 
 // adoptConnection keeps one direction of a connection the configuration
-// still allows, under its cookie of this process, and deletes the others.
-// The client → member direction counts the connection as active, unless
-// it shows the connection's end.
-func (dp *Switch) adoptConnection(snap *model.Snapshot, f *ofp.FlowStats, out *Outbox) {
+// still allows, under its cookie of this process, and returns its VIP and
+// member; it deletes the others and returns nil. The client → member
+// direction counts the connection as active, unless it shows the
+// connection's end.
+func (dp *Switch) adoptConnection(snap *model.Snapshot, f *ofp.FlowStats, out *Outbox) (*model.VIP, *model.Member) {
 	cat, _, _, _ := model.CookieParts(f.Cookie)
 	v, m := dp.connectionOf(snap, cat, f)
 	if v == nil || m == nil {
 		del := model.StrictDelete(f)
 		out.Send(&del)
-		return
+		return nil, nil
 	}
 	if cookie := model.MakeCookie(cat, v.Num, m.Num); cookie != f.Cookie {
 		fm := ofp.FlowMod{Cookie: cookie, TableID: f.TableID, Command: ofp.FlowAdd, IdleTimeout: f.IdleTimeout,
@@ -309,12 +318,13 @@ func (dp *Switch) adoptConnection(snap *model.Snapshot, f *ofp.FlowStats, out *O
 		out.Send(&fm)
 	}
 	if cat != model.CatConn || model.Closed(f, dp.finIdle()) {
-		return
+		return v, m
 	}
 	if k, ok := model.ConnKeyOf(&f.Match, v.Num); ok && dp.accounting.count(snap, k, m.Num) {
 		m.Cnt.Active.Add(1)
 		v.Cnt.Active.Add(1)
 	}
+	return v, m
 }
 
 // connectionOf finds the VIP and member of one direction of a connection

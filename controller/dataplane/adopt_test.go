@@ -2,6 +2,7 @@ package dataplane
 
 import (
 	"fmt"
+	"net/netip"
 	"regexp"
 	"slices"
 	"strings"
@@ -21,7 +22,12 @@ import (
 // numbered first, in that order. It returns what the switch is sent.
 func (d *decision) restart(cfg *sdnlb.Config, shift int, firstVIPs ...string) []string {
 	d.tb.Helper()
-	have := d.holding()
+	return d.restartHolding(d.holding(), cfg, shift, firstVIPs...)
+}
+
+// restartHolding is restart with the switch showing have.
+func (d *decision) restartHolding(have SwitchState, cfg *sdnlb.Config, shift int, firstVIPs ...string) []string {
+	d.tb.Helper()
 	d.builder = model.NewBuilder(time.Now)
 	for i := range shift {
 		d.builder.VIPs.Of(fmt.Sprintf("gone-vip-%d", i))
@@ -346,5 +352,128 @@ func TestAdopt_PipelineOfAnotherVersion(t *testing.T) {
 	fresh := newDecisionWith(t, testnet.Config(nil), Config{L2: model.L2Normal, OneTable: true})
 	if got, want := d.sw.Lines(), fresh.sw.Lines(); !slices.Equal(got, want) {
 		t.Errorf("the switch holds\n  %s\nwant what a 1.0 switch gets\n  %s", strings.Join(got, "\n  "), strings.Join(want, "\n  "))
+	}
+}
+
+// persistentConfig is testnet.Config with SOURCE_IP persistence on the
+// VIP, then edit.
+func persistentConfig(edit func(*sdnlb.Config)) *sdnlb.Config {
+	return testnet.Config(func(c *sdnlb.Config) {
+		c.VIPs[0].SessionPersistence = &sdnlb.SessionPersistence{Type: sdnlb.PersistenceSourceIP, Timeout: 60}
+		if edit != nil {
+			edit(c)
+		}
+	})
+}
+
+// connectFrom opens a TCP connection from client address src and port
+// sport to the VIP (10.0.0.100:80, or testnet.VIP6 from an IPv6 client),
+// which the controller dispatches, and returns the member the switch then
+// sends it to: testnet's member i, on port i.
+func (d *decision) connectFrom(src string, sport uint16) uint32 {
+	d.tb.Helper()
+	vip := "10.0.0.100"
+	if netip.MustParseAddr(src).Is6() {
+		vip = testnet.VIP6
+	}
+	syn := testnet.TCPFrame(d.tb, testnet.TCPSeg{SrcMAC: testnet.ClientMAC, DstMAC: testnet.VIPMAC, Src: src, Dst: vip, Sport: sport, Dport: 80, SYN: true})
+	d.packetIn(testnet.ClientOF, syn)
+	return portOf(d.process(testnet.ClientOF, syn))
+}
+
+// A node that adopts a switch binds the clients of a VIP with SOURCE_IP
+// persistence to the members their connections on the switch go to, with
+// a table of its own (another node's, or a restarted process's): each
+// client's next connection reaches its member, whichever client comes
+// first. An IPv6 client is known by the pool's prefix: another address in
+// the /64 is the same client.
+func TestAdopt_PersistenceBindings(t *testing.T) {
+	t.Run("IPv4", func(t *testing.T) {
+		d := newDecision(t, persistentConfig(nil))
+		d.teach(1, 2, 3)
+		clients := []string{"10.2.0.1", "10.2.0.2", "10.2.0.3"}
+		before := map[string]uint32{}
+		for _, c := range clients {
+			before[c] = d.connectFrom(c, 40000)
+		}
+		d.restart(persistentConfig(nil), 0)
+		// The other way round: a scheduler starting afresh would give the
+		// first client the last one's member.
+		for i := len(clients) - 1; i >= 0; i-- {
+			c := clients[i]
+			if m := d.connectFrom(c, 40001); m != before[c] {
+				t.Errorf("after the adoption %s reached member %d, before it %d", c, m, before[c])
+			}
+		}
+	})
+	t.Run("IPv6Prefix", func(t *testing.T) {
+		cfg := func() *sdnlb.Config {
+			return v6Config(func(c *sdnlb.Config) {
+				c.VIPs[0].SessionPersistence = &sdnlb.SessionPersistence{Type: sdnlb.PersistenceSourceIP, Timeout: 60}
+				c.Pools[0].ClientIPv6Prefix = 64
+			})
+		}
+		d := newDecision(t, cfg())
+		d.teach6(1, 2, 3)
+		d.connectFrom("2001:db8:2::1", 40000) // the scheduler's first turn
+		before := d.connectFrom(testnet.Client6, 40000)
+		d.restart(cfg(), 0)
+		if m := d.connectFrom("2001:db8:1::7:8", 40001); m != before {
+			t.Errorf("after the adoption another address of the client's /64 reached member %d, the client before it %d", m, before)
+		}
+	})
+}
+
+// A client whose member changed has connections to both on the switch:
+// the adopted binding names the member of its newest connection, the last
+// its master bound it to, and on a tie (flows the same age) the member of
+// the smaller id. It runs the VIP's timeout from the adoption.
+func TestAdopt_PersistenceNewestConnection(t *testing.T) {
+	const client = "10.2.0.1"
+	for _, tc := range []struct {
+		name             string
+		firstAge, second time.Duration // of the first connection's flows and the second's
+		want             string        // the member bound
+	}{
+		{"SecondNewer", 20 * time.Second, 5 * time.Second, "second"},
+		{"FirstNewer", 5 * time.Second, 20 * time.Second, "first"},
+		{"SameAge", 5 * time.Second, 5 * time.Second, "smaller id"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			d := newDecision(t, persistentConfig(nil))
+			d.teach(1, 2, 3)
+			first := d.connectFrom(client, 40000)
+			// The first member drains: the client's next connection goes to
+			// another, and the first keeps its connection.
+			d.configure(persistentConfig(func(c *sdnlb.Config) { c.Members[first-1].Weight = 0 }))
+			second := d.connectFrom(client, 40001)
+			if second == first || second == 0 {
+				t.Fatalf("the client's second connection reached member %d, the first %d", second, first)
+			}
+			have := d.holding()
+			for i := range have.Flows {
+				f := &have.Flows[i]
+				if cat, _, member, _ := model.CookieParts(f.Cookie); cat == model.CatConn {
+					age := tc.firstAge
+					if member == testnet.MemberByID(d.snap, fmt.Sprintf("m%d", second)).Num {
+						age = tc.second
+					}
+					f.DurationSec = uint32(age / time.Second)
+				}
+			}
+			want := map[string]uint32{"second": second, "first": first, "smaller id": min(first, second)}[tc.want]
+			d.restartHolding(have, persistentConfig(nil), 0)
+			v := d.snap.VIPByID["v1"]
+			got, ok := d.dp.Affinity.get(v.Num, netip.MustParseAddr(client), d.now)
+			if !ok || got != testnet.MemberByID(d.snap, fmt.Sprintf("m%d", want)).Num {
+				t.Fatalf("after the adoption the client is bound to member number %d (%v), want m%d", got, ok, want)
+			}
+			if _, ok := d.dp.Affinity.get(v.Num, netip.MustParseAddr(client), d.now.Add(v.Persist)); !ok {
+				t.Errorf("the binding ends before the VIP's timeout from the adoption")
+			}
+			if _, ok := d.dp.Affinity.get(v.Num, netip.MustParseAddr(client), d.now.Add(v.Persist+time.Second)); ok {
+				t.Errorf("the binding outlasts the VIP's timeout from the adoption")
+			}
+		})
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/sdnlb/sdnlb/controller/model"
+	"github.com/sdnlb/sdnlb/controller/ofp"
 )
 
 // AffinityTable remembers, for VIPs with SOURCE_IP session persistence,
@@ -91,5 +92,74 @@ func (t *AffinityTable) Expire(now time.Time) {
 			}
 		}
 		sh.mu.Unlock()
+	}
+}
+
+// adopt binds the client to member until persist after now, as a switch
+// being adopted shows it: the client's newest connection there, to
+// member, started at since. A live binding to another member made or
+// refreshed after since stands, being newer than anything the switch
+// shows; a live binding to member keeps the later expiry.
+func (t *AffinityTable) adopt(vipNum uint32, clientIP netip.Addr, member uint32, since, now time.Time, persist time.Duration) {
+	k := affinityKey{vipNum: vipNum, client: clientIP}
+	expires := now.Add(persist).UnixNano()
+	sh := t.shard(k)
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	e, ok := sh.m[k]
+	live := ok && now.UnixNano() <= e.expires
+	switch {
+	case live && e.member == member:
+		e.expires = max(e.expires, expires)
+	case live && e.expires-int64(persist) > since.UnixNano():
+		return
+	default:
+		e = affinityEntry{member: member, expires: expires}
+	}
+	sh.m[k] = e
+}
+
+// heldBindings are the SOURCE_IP persistence bindings the connection
+// flows of a switch being adopted show, by client: the member of the
+// client's newest connection, which its last master bound it to last (a
+// client whose member changed, which left rotation or reached its
+// capacity, still has connections to the old one). A connection started
+// when its client → member flow was added, to the second: Open vSwitch
+// shows a flow's age in seconds (and nanoseconds), and restarts it when an
+// add replaces the flow, as an adoption that gives it this process's
+// cookie does, so flows re-added together show one age. A tie goes to the
+// member of the smaller id, the same on every node.
+type heldBindings map[affinityKey]heldBinding
+
+type heldBinding struct {
+	member  *model.Member
+	since   time.Time // the start of the client's newest connection to member
+	persist time.Duration
+}
+
+// add records the client → member flow f of a connection of v to m, held
+// by the switch at now.
+func (b heldBindings) add(now time.Time, v *model.VIP, m *model.Member, f *ofp.FlowStats) {
+	if v.Persist <= 0 || v.Pool == nil {
+		return
+	}
+	src, ok := model.MatchedSrc(&f.Match)
+	if !ok {
+		return
+	}
+	k := affinityKey{vipNum: v.Num, client: v.Pool.Client(src)}
+	since := now.Add(-time.Duration(f.DurationSec) * time.Second)
+	if e, ok := b[k]; ok && (e.since.After(since) || e.since.Equal(since) && e.member.ID <= m.ID) {
+		return
+	}
+	b[k] = heldBinding{member: m, since: since, persist: v.Persist}
+}
+
+// bind puts the bindings into t, each for its VIP's persistence timeout
+// from now: the client's connections are still on the switch, and their
+// ends (FlowRemoved) extend it as usual.
+func (b heldBindings) bind(t *AffinityTable, now time.Time) {
+	for k, e := range b {
+		t.adopt(k.vipNum, k.client, e.member.Num, e.since, now, e.persist)
 	}
 }
