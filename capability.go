@@ -70,8 +70,23 @@ func methodCapability(m LBMethod) Capability {
 	default:
 		c.Switch = "the switch hashes each connection onto 256 slots, each member an equal part"
 	}
+	if what, ok := methodCounts[m]; ok {
+		c.Cluster = "the same on every node, by the cluster's " + what + ": every node's, the others' as they last recorded them (" + clusterLag + ")"
+	}
 	return c
 }
+
+// methodCounts is what the methods that pick by what was counted count.
+var methodCounts = map[LBMethod]string{
+	LeastConnections:         "active connections",
+	WeightedLeastConnections: "active connections",
+	LeastBytes:               "bytes",
+	Adaptive:                 "active connections (the S term)",
+}
+
+// clusterLag is how far behind a node's view of the other nodes' counts
+// is: their record every second, and its read every second.
+const clusterLag = "up to 2 s behind"
 
 // methodMeaning is what each method does under CONTROLLER dispatch.
 var methodMeaning = map[LBMethod]string{
@@ -109,14 +124,14 @@ var settingCapabilities = []Capability{
 		Switch:     "refused (400 on the pool's `dispatch`); a pool that names no dispatch gets CONTROLLER, and a VIP that gains it moves its SWITCH pool to CONTROLLER",
 		Controller: "new connections past the limit are refused (TCP reset, ICMP unreachable); a TCP connection counts until its client's FIN or reset, which the switch sends up so that it ends at once; UDP and ICMP until their flows idle out",
 		OpenFlow10: "a connection counts until its flows idle out: a 1.0 switch matches no TCP flags", IPv6: same, L2: noL2Effect,
-		Cluster: "counted per node, over the switches it masters",
+		Cluster: "counts the cluster's connections: the node's own at once, the others' as they last recorded them (" + clusterLag + "), so connections opened through several nodes' switches within that while may pass the limit, each node admitting up to it",
 	},
 	{
 		Setting:    "active connections (stats; LEAST_CONNECTIONS, WEIGHTED_LEAST_CONNECTIONS, ADAPTIVE's S term)",
 		Switch:     "an estimate per member from the switch's counting rows, read each `--stats-interval`: connections opened less those whose client sent a FIN or reset (NAT: or the member a reset); UDP ones never end",
 		Controller: "the open ones: a TCP connection from its SYN until its FIN or reset, seen at the next `--stats-interval` poll (at once for a VIP with a `connection_limit`); UDP and ICMP until their flows idle out",
 		OpenFlow10: "until their flows idle out (`--flow-idle-timeout`): a 1.0 switch has neither `fin_timeout` nor TCP flag matches", IPv6: same, L2: noL2Effect,
-		Cluster: "counted per node, over the switches it masters",
+		Cluster: "the cluster's, on every node: its own and the others' as they last recorded them (" + clusterLag + "); the stats' `nodes` give each node's share",
 	},
 	{
 		Setting:    "`weight` (member)",
@@ -149,7 +164,7 @@ var settingCapabilities = []Capability{
 		Switch:     "a bound under every method, on the switch's estimate of active connections: a member whose estimate reaches it loses its slots at the next weighing (every second, on counts read every `--stats-interval`) and gets them back below it; none left: new connections go to the controller, which refuses them; a connection that ends with both a FIN and a reset lowers the estimate by two, so the bound can let more through; ADAPTIVE also weighs its free sessions",
 		Controller: "a bound under every method: a member at capacity is passed over at every pick, exactly (its clients' FINs and resets come up), and a connection no member has room for is refused (TCP reset; `capacity` in the refusals metric); ADAPTIVE also weighs its free sessions",
 		OpenFlow10: "the controller dispatches the pool; its connections count until their flows idle out, so a member's room frees that late", IPv6: same, L2: noL2Effect,
-		Cluster: "counted per node, over the switches it masters: each node bounds what it sends",
+		Cluster: "on the cluster's active connections (" + clusterLag + " for the other nodes'): each node bounds what it sends by them",
 	},
 	{
 		Setting:    "`forwarding` DSR (pool)",

@@ -74,6 +74,10 @@ type SwitchReadings struct {
 	// Generation is the OpenFlow role generation the writer mastered the
 	// switch under; 0 without roles (SQLite).
 	Generation uint64 `json:"generation"`
+	// Final says the readings will not change: the writer no longer
+	// masters the switch (these are its last readings of it), or, as
+	// SwitchReadings reads them, its part is not live or was absorbed.
+	Final bool `json:"final"`
 	// Members are the readings by member id. Connections is always 0:
 	// only the rows' counters are read.
 	Members map[string]Counts `json:"members"`
@@ -98,15 +102,11 @@ type StatsPart struct {
 	Switches []SwitchReadings `json:"switches"`
 }
 
-// SwitchReadingsOf are the last readings recorded of a switch, and
-// whether the part that recorded them still counts it.
+// SwitchReadingsOf are the last readings recorded of a switch, and the
+// part that recorded them.
 type SwitchReadingsOf struct {
 	SwitchReadings
 	Part string // the id of the part that recorded them
-	// Final says the readings will not change: their part is not live
-	// (not recorded within the live window SwitchReadings was given), or
-	// was absorbed.
-	Final bool
 }
 
 // Absorbed is what AbsorbStats moved into the leader's part.
@@ -123,8 +123,8 @@ type StatsPartService interface {
 	// RecordStats records part, replacing what part.ID last recorded,
 	// with the database clock as RecordedAt; the readings of a switch
 	// are written only while their Generation is at least that of the
-	// readings held (a former master's never replace its successor's).
-	// It fails
+	// readings held (a former master's never replace its successor's),
+	// and those of a switch part.ID no longer lists stay, final. It fails
 	// with ECONFLICT, changing nothing, when part.ID was absorbed, or when
 	// another process acts as node (see LeaseService.RecordNode).
 	RecordStats(ctx context.Context, node ClusterNode, part *StatsPart) error
@@ -132,12 +132,48 @@ type StatsPartService interface {
 	// a part's RecordedAt tells whether it is live.
 	StatsParts(ctx context.Context) ([]*StatsPart, error)
 	// SwitchReadings reads the last readings recorded of each switch of
-	// dpids that has some; a part not recorded within live is Final.
+	// dpids that has some: Final as recorded, or when their part was not
+	// recorded within live or was absorbed.
 	SwitchReadings(ctx context.Context, dpids []string, live time.Duration) ([]SwitchReadingsOf, error)
 	// AbsorbStats, in one transaction while nodeID holds the lease of
 	// term, adds every part not recorded within live, and every part of
-	// nodeID other than into, to the part into (which must exist) and
-	// deletes them; their switches' readings stay, Final. It returns what
-	// it added; ECONFLICT when nodeID does not hold the lease of term.
+	// nodeID other than into, to the part into (which must exist, not
+	// absorbed: ENOTFOUND otherwise) and deletes them; their switches'
+	// readings stay, Final. It returns what it added, which the caller
+	// adds to its part into before it records that again; ECONFLICT when
+	// nodeID does not hold the lease of term.
 	AbsorbStats(ctx context.Context, nodeID string, term uint64, into string, live time.Duration) (*Absorbed, error)
+}
+
+// MemberElsewhere is what the rest of a cluster counted of a member, as
+// a node last read the parts: the other nodes' parts, and those of nodes
+// gone that it absorbed.
+type MemberElsewhere struct {
+	Counts
+	Active uint64 // the connections the other live nodes' controllers set up
+	// Nodes is each node's share; the reading node's holds only what it
+	// absorbed.
+	Nodes []NodeStats
+}
+
+// Elsewhere is what the rest of a cluster counted, by member and VIP id:
+// a node's decisions and stats add it to its own counts.
+type Elsewhere struct {
+	Members map[string]*MemberElsewhere
+	VIPs    map[string]*VIPPart
+}
+
+// StatsOverlap is what a switch's rows had counted when a node took the
+// switch over and first read them, per member: the node counts the part
+// of it beyond the readings the switch's last master recorded, once
+// those are final.
+type StatsOverlap struct {
+	DPID       string
+	Generation uint64            // the role generation the node took it over under
+	Members    map[string]Counts // by member id
+	// Prior is what the node's own reading of the switch summed when it
+	// last stopped counting it, under PriorGeneration: what the node's
+	// part counted of it, which its recorded readings may lag.
+	Prior           map[string]Counts
+	PriorGeneration uint64
 }

@@ -2,7 +2,6 @@ package controller
 
 import (
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/sdnlb/sdnlb"
 	"github.com/sdnlb/sdnlb/controller/model"
 )
 
@@ -56,15 +55,7 @@ func (sc *snapshotCollector) Describe(ch chan<- *prometheus.Desc) {
 func (sc *snapshotCollector) Collect(ch chan<- prometheus.Metric) {
 	snap := sc.c.snap.Load()
 	for _, v := range snap.VIPByID {
-		active := uint64(max(0, v.Cnt.Active.Load()))
-		if v.Pool != nil {
-			for _, m := range v.Pool.Members {
-				if m.Status != sdnlb.MemberDown {
-					active += m.Cnt.DispatchedActive()
-				}
-			}
-		}
-		ch <- prometheus.MustNewConstMetric(sc.vipActive, prometheus.GaugeValue, float64(active), v.ID)
+		ch <- prometheus.MustNewConstMetric(sc.vipActive, prometheus.GaugeValue, float64(v.ActiveConns()), v.ID)
 		ch <- prometheus.MustNewConstMetric(sc.vipRefused, prometheus.CounterValue, float64(v.Cnt.Refused.Load()), v.ID)
 	}
 	for _, p := range snap.Pools {
@@ -73,7 +64,7 @@ func (sc *snapshotCollector) Collect(ch chan<- prometheus.Metric) {
 			vip = p.VIP.ID
 		}
 		for _, m := range p.Members {
-			st := m.Stats()
+			st, own := m.Stats(""), m.Cnt.Own()
 			labels := []string{vip, p.ID, m.ID}
 			up := 0.0
 			if model.InRotation(m.Status) {
@@ -81,11 +72,11 @@ func (sc *snapshotCollector) Collect(ch chan<- prometheus.Metric) {
 			}
 			ch <- prometheus.MustNewConstMetric(sc.memberUp, prometheus.GaugeValue, up, labels...)
 			ch <- prometheus.MustNewConstMetric(sc.memberActive, prometheus.GaugeValue, float64(st.ActiveConnections), labels...)
-			ch <- prometheus.MustNewConstMetric(sc.memberConns, prometheus.CounterValue, float64(st.TotalConnections), labels...)
-			ch <- prometheus.MustNewConstMetric(sc.memberBytes, prometheus.CounterValue, float64(st.BytesIn), append(labels, "in")...)
-			ch <- prometheus.MustNewConstMetric(sc.memberBytes, prometheus.CounterValue, float64(st.BytesOut), append(labels, "out")...)
-			ch <- prometheus.MustNewConstMetric(sc.memberPackets, prometheus.CounterValue, float64(st.PacketsIn), append(labels, "in")...)
-			ch <- prometheus.MustNewConstMetric(sc.memberPackets, prometheus.CounterValue, float64(st.PacketsOut), append(labels, "out")...)
+			ch <- prometheus.MustNewConstMetric(sc.memberConns, prometheus.CounterValue, float64(own.Connections), labels...)
+			ch <- prometheus.MustNewConstMetric(sc.memberBytes, prometheus.CounterValue, float64(own.BytesIn), append(labels, "in")...)
+			ch <- prometheus.MustNewConstMetric(sc.memberBytes, prometheus.CounterValue, float64(own.BytesOut), append(labels, "out")...)
+			ch <- prometheus.MustNewConstMetric(sc.memberPackets, prometheus.CounterValue, float64(own.PacketsIn), append(labels, "in")...)
+			ch <- prometheus.MustNewConstMetric(sc.memberPackets, prometheus.CounterValue, float64(own.PacketsOut), append(labels, "out")...)
 			ch <- prometheus.MustNewConstMetric(sc.memberWeight, prometheus.GaugeValue, st.EffectiveWeight, labels...)
 			ch <- prometheus.MustNewConstMetric(sc.memberSlowStart, prometheus.GaugeValue, st.SlowStart, labels...)
 			if st.AvailableCPU != nil {

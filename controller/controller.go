@@ -48,6 +48,12 @@ type Options struct {
 	// without it the controller asks for none and acts as the switch's
 	// only controller.
 	Roles bool
+	// Node is this node's id, under which the stats show what it counted.
+	Node string
+	// ShareStats says the cluster's stats settle what a switch's flows
+	// had counted when this process took the switch over (see
+	// FlowLedger and cluster.Stats); without it that counts at once.
+	ShareStats bool
 	// OnStaleRole is called when a switch says another controller holds a
 	// newer generation (a stale role request, or a flow-mod refused as a
 	// slave's) or took MASTER: the assignment should be read again. It
@@ -423,7 +429,7 @@ func (c *Controller) ledger(dpid uint64) *dataplane.FlowLedger {
 	defer c.mu.Unlock()
 	l := c.ledgers[dpid]
 	if l == nil {
-		l = dataplane.NewFlowLedger()
+		l = dataplane.NewFlowLedger(c.opts.ShareStats)
 		c.ledgers[dpid] = l
 	}
 	return l

@@ -541,6 +541,6 @@ func BenchmarkFabric_HostLearned(b *testing.B) {
 // the outbox it decides into.
 func fabricDecision(f *fabric, dpid uint64, groups bool) (*dataplane.Switch, *dataplane.Outbox) {
 	dp := dataplane.New(dataplane.Config{L2: model.L2Fabric, DPID: dpid, Fabric: f, Groups: groups,
-		Ledger: dataplane.NewFlowLedger(), Metrics: dataplane.NewMetrics(nil, nil), Log: slog.New(slog.DiscardHandler)})
+		Ledger: dataplane.NewFlowLedger(false), Metrics: dataplane.NewMetrics(nil, nil), Log: slog.New(slog.DiscardHandler)})
 	return dp, dataplane.NewOutbox(new(atomic.Uint32), nil)
 }

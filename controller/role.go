@@ -187,6 +187,7 @@ func (s *switchConn) applyRole() {
 			// its share of the counters and hosts.
 			snap := s.c.snap.Load()
 			s.retire(old, snap)
+			s.c.ledger(s.dpid).Begin(r.generation)
 			s.dp = dataplane.New(s.c.dataplaneConfig(s.dpid, s.log, s.features))
 			s.dp.Adopt(s.c.now(), snap, have, out)
 			s.master.Store(true)

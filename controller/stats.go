@@ -56,8 +56,8 @@ func (c *Controller) grouplessSwitches() []string {
 	return out
 }
 
-// poolStats reads the counters of p's members, which at locates;
-// groupless is grouplessSwitches.
+// poolStats reads the cluster's counters of p's members, which at
+// locates; groupless is grouplessSwitches.
 func (c *Controller) poolStats(p *model.Pool, at map[netip.Addr]*sdnlb.MemberLocation, groupless []string) *sdnlb.PoolStats {
 	ps := &sdnlb.PoolStats{PoolID: p.ID, Members: make([]sdnlb.MemberStats, 0, len(p.Members)),
 		ControllerDispatchedOn: []string{}, UpdatedAt: c.now()}
@@ -65,10 +65,11 @@ func (c *Controller) poolStats(p *model.Pool, at map[netip.Addr]*sdnlb.MemberLoc
 		ps.ControllerDispatchedOn = groupless
 	}
 	if p.VIP != nil {
-		ps.RefusedConnections = p.VIP.Cnt.Refused.Load()
+		ps.RefusedConnections = p.VIP.Cnt.RefusedConns()
 	}
+	nodes := map[string]*sdnlb.NodeStats{c.opts.Node: {Node: c.opts.Node}}
 	for _, m := range p.Members {
-		ms := m.Stats()
+		ms := m.Stats(c.opts.Node)
 		ms.Location = at[m.IP]
 		ps.ActiveConnections += ms.ActiveConnections
 		ps.TotalConnections += ms.TotalConnections
@@ -77,6 +78,23 @@ func (c *Controller) poolStats(p *model.Pool, at map[netip.Addr]*sdnlb.MemberLoc
 		ps.BytesIn += ms.BytesIn
 		ps.BytesOut += ms.BytesOut
 		ps.Members = append(ps.Members, ms)
+		for _, n := range ms.Nodes {
+			sum := nodes[n.Node]
+			if sum == nil {
+				sum = &sdnlb.NodeStats{Node: n.Node}
+				nodes[n.Node] = sum
+			}
+			sum.ActiveConnections += n.ActiveConnections
+			sum.TotalConnections += n.TotalConnections
+			sum.PacketsIn += n.PacketsIn
+			sum.PacketsOut += n.PacketsOut
+			sum.BytesIn += n.BytesIn
+			sum.BytesOut += n.BytesOut
+		}
+	}
+	ps.Nodes = make([]sdnlb.NodeStats, 0, len(nodes))
+	for _, id := range slices.Sorted(maps.Keys(nodes)) {
+		ps.Nodes = append(ps.Nodes, *nodes[id])
 	}
 	return ps
 }

@@ -226,6 +226,7 @@ func (s *switchConn) takeRole() bool {
 		return false
 	}
 	s.decide(func(dp *dataplane.Switch, out *dataplane.Outbox) {
+		c.ledger(s.dpid).Begin(r.generation)
 		dp.Adopt(c.now(), c.snap.Load(), have, out)
 		s.master.Store(true)
 	})
@@ -692,6 +693,9 @@ func (s *switchConn) handleMultipart(dp *dataplane.Switch, out *dataplane.Outbox
 		}
 	case ofp.FlowStatsReply:
 		if xid == s.pollXID.Load() {
+			if !s.master.Load() {
+				return // demoted since: the new master counts from what it reads
+			}
 			s.pathCounters(body.Stats)
 			if xid != s.assembling {
 				dp.BeginPoll()

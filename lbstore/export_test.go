@@ -76,7 +76,8 @@ func WaitResyncs(tb testing.TB, db *DB) {
 
 // AgeClusterTables moves every time the cluster tables hold d into the
 // past: the lease's expiry, when each node and each of its switch
-// connections was last seen, when each part of the topology was recorded.
+// connections was last seen, when each part of the topology and of the
+// stats was recorded.
 // The store compares those with the database clock, so to it d has
 // passed, without the test waiting for it.
 func AgeClusterTables(tb testing.TB, db *DB, d time.Duration) {
@@ -86,9 +87,18 @@ func AgeClusterTables(tb testing.TB, db *DB, d time.Duration) {
 		`UPDATE cluster_nodes SET last_seen = last_seen - ?`,
 		`UPDATE cluster_switches SET seen_at = seen_at - ?`,
 		`UPDATE topology_parts SET seen_at = seen_at - ?`,
+		`UPDATE stats_parts SET recorded_at = recorded_at - ?`,
 	} {
 		if _, err := db.cluster.ExecContext(context.Background(), db.cluster.Rebind(q), d.Microseconds()); err != nil {
 			tb.Fatalf("age the cluster tables: %v", err)
 		}
 	}
+}
+
+// SweepStatsNext makes db's next record of the stats sweep the stats
+// tables, whenever it last did.
+func SweepStatsNext(db *DB) {
+	db.statsMu.Lock()
+	defer db.statsMu.Unlock()
+	db.statsSweptAt = time.Time{}
 }

@@ -63,10 +63,12 @@ type DB struct {
 	read  *sqlx.DB
 	// cluster takes and renews the leader lease; masters records the
 	// switches' connections and masters (masters.go); topology records
-	// this node's part of the topology (topology.go).
+	// this node's part of the topology (topology.go); stats records this
+	// process's part of the stats and absorbs others' (statspart.go).
 	cluster  *sqlx.DB
 	masters  *sqlx.DB
 	topology *sqlx.DB
+	stats    *sqlx.DB
 	// mastersChanged receives when a node changed the switches' masters.
 	mastersChanged chan struct{}
 	// recorded is, by node id, the part of the topology this process
@@ -74,6 +76,13 @@ type DB struct {
 	// only the difference.
 	recordedMu sync.Mutex
 	recorded   map[string]topologyItems
+	// statsHeld is, by part id, the part of the stats this process last
+	// recorded, as the database holds it; a part this process never
+	// recorded has no entry. statsSweptAt is when the process last swept
+	// the stats tables.
+	statsMu      sync.Mutex
+	statsHeld    map[string]*heldStats
+	statsSweptAt time.Time
 
 	dialect *dialect
 	feed    feed
@@ -123,6 +132,7 @@ func NewDB(dsn string) *DB {
 		events:         newEventHub(),
 		mastersChanged: make(chan struct{}, 1),
 		recorded:       map[string]topologyItems{},
+		statsHeld:      map[string]*heldStats{},
 	}
 }
 
@@ -191,6 +201,9 @@ func (db *DB) Close() error {
 	}
 	if db.topology != nil {
 		errs = append(errs, db.topology.Close())
+	}
+	if db.stats != nil {
+		errs = append(errs, db.stats.Close())
 	}
 	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("close db: %w", err)

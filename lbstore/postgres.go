@@ -80,6 +80,10 @@ func openPostgres(db *DB) error {
 	// The topology's records, which may write many rows, delay neither.
 	db.topology = sqlx.NewDb(stdlib.OpenDB(*cfg), "pgx")
 	db.topology.SetMaxOpenConns(1)
+	// The stats' records, which write a row per member whose counters
+	// moved, delay none of them.
+	db.stats = sqlx.NewDb(stdlib.OpenDB(*cfg), "pgx")
+	db.stats.SetMaxOpenConns(1)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*cfg.ConnectTimeout)
 	defer cancel()
 	return db.write.PingContext(ctx)

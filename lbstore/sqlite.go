@@ -69,6 +69,12 @@ func openSQLite(db *DB) error {
 		return err
 	}
 	db.topology.SetMaxOpenConns(1)
+	// A record of the stats reads before it writes: immediate, so that no
+	// other connection's commit comes between (SQLITE_BUSY_SNAPSHOT).
+	if db.stats, err = sqlx.Open("sqlite3", withParams(db.DSN, connParams+"&_txlock=immediate")); err != nil {
+		return err
+	}
+	db.stats.SetMaxOpenConns(1)
 	return nil
 }
 

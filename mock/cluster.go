@@ -74,3 +74,29 @@ func (s *TopologyPartService) RecordTopology(ctx context.Context, node sdnlb.Clu
 func (s *TopologyPartService) TopologyParts(ctx context.Context, live time.Duration) ([]*sdnlb.TopologyPart, error) {
 	return s.TopologyPartsFn(ctx, live)
 }
+
+var _ sdnlb.StatsPartService = (*StatsPartService)(nil)
+
+// StatsPartService is a fake sdnlb.StatsPartService.
+type StatsPartService struct {
+	RecordStatsFn    func(ctx context.Context, node sdnlb.ClusterNode, part *sdnlb.StatsPart) error
+	StatsPartsFn     func(ctx context.Context) ([]*sdnlb.StatsPart, error)
+	SwitchReadingsFn func(ctx context.Context, dpids []string, live time.Duration) ([]sdnlb.SwitchReadingsOf, error)
+	AbsorbStatsFn    func(ctx context.Context, nodeID string, term uint64, into string, live time.Duration) (*sdnlb.Absorbed, error)
+}
+
+func (s *StatsPartService) RecordStats(ctx context.Context, node sdnlb.ClusterNode, part *sdnlb.StatsPart) error {
+	return s.RecordStatsFn(ctx, node, part)
+}
+
+func (s *StatsPartService) StatsParts(ctx context.Context) ([]*sdnlb.StatsPart, error) {
+	return s.StatsPartsFn(ctx)
+}
+
+func (s *StatsPartService) SwitchReadings(ctx context.Context, dpids []string, live time.Duration) ([]sdnlb.SwitchReadingsOf, error) {
+	return s.SwitchReadingsFn(ctx, dpids, live)
+}
+
+func (s *StatsPartService) AbsorbStats(ctx context.Context, nodeID string, term uint64, into string, live time.Duration) (*sdnlb.Absorbed, error) {
+	return s.AbsorbStatsFn(ctx, nodeID, term, into, live)
+}

@@ -45,6 +45,10 @@ type Main struct {
 	// Topology answers for the whole network: on PostgreSQL each node
 	// records its part, and merges the others' with its own.
 	Topology *cluster.Topology
+	// Stats shares the counters: each node records its part, every node
+	// answers with the cluster's (on SQLite, the one node's, kept across
+	// its restarts).
+	Stats *cluster.Stats
 
 	apiLn      net.Listener
 	ofLn       net.Listener
@@ -126,6 +130,8 @@ func (m *Main) Run(ctx context.Context) (err error) {
 		Registerer:        registry,
 		Roles:             roles,
 		OnStaleRole:       func() { m.Masters.Refresh() },
+		Node:              m.Elector.Node().ID,
+		ShareStats:        true,
 	})
 	var parts sdnlb.TopologyPartService
 	if roles {
@@ -138,6 +144,7 @@ func (m *Main) Run(ctx context.Context) (err error) {
 		parts = m.DB
 	}
 	m.Topology = cluster.NewTopology(parts, m.Elector.Node(), m.Controller.TopologyPart, m.Logger)
+	m.Stats = cluster.NewStats(m.DB, m.Elector.Node(), m.Elector, m.Controller, m.Logger)
 	// The monitors run on the leader only, so each transition is written
 	// once; a write is refused once the lease lapsed, even before the
 	// engine has stopped.
@@ -191,6 +198,7 @@ func (m *Main) Run(ctx context.Context) (err error) {
 	m.goRun("controller", func() error { return m.Controller.Serve(ctx, m.ofLn) })
 	m.goRun("cluster", func() error { return m.Elector.Run(ctx) })
 	m.goRun("health", func() error { return m.runHealth(ctx) })
+	m.goRun("stats", func() error { return m.Stats.Run(ctx) })
 	if m.Masters != nil {
 		m.goRun("masters", func() error { return m.Masters.Run(ctx) })
 		m.goRun("roles", func() error { m.followMasters(ctx); return nil })

@@ -1,9 +1,11 @@
 package dataplane
 
 import (
+	"maps"
 	"sync"
 	"time"
 
+	"github.com/sdnlb/sdnlb"
 	"github.com/sdnlb/sdnlb/controller/model"
 	"github.com/sdnlb/sdnlb/controller/ofp"
 )
@@ -15,10 +17,41 @@ import (
 // the switch's next connection, which takes the ledger over. What a flow
 // counts between its last reading and its end without a flow-removed (a
 // route the controller deletes) is not counted.
+//
+// The ledger counts in epochs: one begins when this process takes the
+// switch over (its first connection, or a promotion under another role
+// generation), since another process may have counted the flows until
+// then. The first poll of an epoch reads every flow afresh into the
+// epoch's overlap instead of the counters: what the flows counted before
+// this process read them. Only what they count beyond that is this
+// process's; the overlap's share of it that nobody counted is settled
+// against the readings the switch's last master recorded (see
+// Overlap), or, without shared stats, counted at once.
 type FlowLedger struct {
 	mu       sync.Mutex
 	readings map[flowID]flowReading
 	round    uint64 // of the last poll begun
+	// live sums the readings of the flows read, by member number, as
+	// their counts add them: the counters the flows hold now, as far
+	// as this process read them.
+	live   map[uint32]sdnlb.Counts
+	shared bool // the overlap waits to be settled; else it counts at once
+	epoch  ledgerEpoch
+}
+
+// ledgerEpoch is the counting of a switch by this process since it took
+// the switch over.
+type ledgerEpoch struct {
+	begun      bool
+	generation uint64 // the role generation it counts under
+	// first: the epoch's first poll is not read yet; pending: it was, and
+	// overlap waits to be settled.
+	first, pending bool
+	overlap        map[uint32]sdnlb.Counts
+	// prior is what live summed when the epoch before ended in this
+	// process, of generation priorGen.
+	prior    map[uint32]sdnlb.Counts
+	priorGen uint64
 }
 
 // flowID names a flow of one switch.
@@ -29,14 +62,38 @@ type flowID struct {
 	table    uint8
 }
 
-// flowReading is a flow's counters when last read, and the poll that read
-// it.
+// flowReading is a flow's counters when last read, the poll that read
+// it, and what they count for which member.
 type flowReading struct {
 	packets, bytes uint64
 	round          uint64
+	member         uint32
+	count          flowCount
 }
 
-func NewFlowLedger() *FlowLedger { return &FlowLedger{readings: map[flowID]flowReading{}} }
+// NewFlowLedger returns the ledger of a switch not yet taken over;
+// shared says the overlaps of its epochs wait to be settled (Overlap).
+func NewFlowLedger(shared bool) *FlowLedger {
+	return &FlowLedger{readings: map[flowID]flowReading{}, live: map[uint32]sdnlb.Counts{}, shared: shared}
+}
+
+// Begin begins an epoch under generation, unless one under it is going
+// on (the switch reconnected to the process that counts it): the
+// readings of the epoch before are forgotten, their sum kept as its
+// prior.
+func (l *FlowLedger) Begin(generation uint64) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.epoch.begun && l.epoch.generation == generation {
+		return
+	}
+	e := ledgerEpoch{begun: true, generation: generation, first: true, overlap: map[uint32]sdnlb.Counts{}}
+	if l.epoch.begun {
+		e.prior, e.priorGen = l.live, l.epoch.generation
+	}
+	l.epoch = e
+	l.readings, l.live = map[flowID]flowReading{}, map[uint32]sdnlb.Counts{}
+}
 
 // read records a flow's counters and returns what it counted since the
 // last reading. A flow whose counters went back is another flow with the
@@ -45,7 +102,7 @@ func NewFlowLedger() *FlowLedger { return &FlowLedger{readings: map[flowID]flowR
 // restarts it when an add replaces the flow, and keeps its counters. A
 // counter of all ones is one the switch does not have (OpenFlow's
 // "unavailable"): it counts nothing, and the last reading stands.
-func (l *FlowLedger) read(id flowID, packets, bytes uint64, round uint64) (newPackets, newBytes uint64) {
+func (l *FlowLedger) read(id flowID, memberNum uint32, c flowCount, packets, bytes uint64, round uint64) (newPackets, newBytes uint64) {
 	r, ok := l.readings[id]
 	if packets == unavailable {
 		packets = r.packets
@@ -53,12 +110,118 @@ func (l *FlowLedger) read(id flowID, packets, bytes uint64, round uint64) (newPa
 	if bytes == unavailable {
 		bytes = r.bytes
 	}
-	if !ok || packets < r.packets || bytes < r.bytes {
+	if !ok || packets < r.packets || bytes < r.bytes || r.member != memberNum || r.count != c {
+		l.unlive(r)
 		r = flowReading{}
 	}
-	l.readings[id] = flowReading{packets: packets, bytes: bytes, round: round}
-	return packets - r.packets, bytes - r.bytes
+	l.readings[id] = flowReading{packets: packets, bytes: bytes, round: round, member: memberNum, count: c}
+	newPackets, newBytes = packets-r.packets, bytes-r.bytes
+	sum := l.live[memberNum]
+	sum.Add(c.counts(newPackets, newBytes))
+	l.live[memberNum] = sum
+	return newPackets, newBytes
 }
+
+// unlive takes a reading out of the live sums: its flow is gone, or
+// another.
+func (l *FlowLedger) unlive(r flowReading) {
+	if r.count == 0 {
+		return
+	}
+	sum := l.live[r.member]
+	sum = sum.Above(r.count.counts(r.packets, r.bytes))
+	if sum == (sdnlb.Counts{}) {
+		delete(l.live, r.member)
+	} else {
+		l.live[r.member] = sum
+	}
+}
+
+// forget forgets a flow gone.
+func (l *FlowLedger) forget(id flowID) {
+	if r, ok := l.readings[id]; ok {
+		l.unlive(r)
+		delete(l.readings, id)
+	}
+}
+
+// add counts what a flow counted since it was last read: into the
+// member's counters, or in an epoch's first poll into its overlap.
+func (l *FlowLedger) add(snap *model.Snapshot, memberNum uint32, c flowCount, packets, bytes uint64) {
+	if l.epoch.first {
+		o := l.epoch.overlap[memberNum]
+		o.Add(c.counts(packets, bytes))
+		l.epoch.overlap[memberNum] = o
+		return
+	}
+	if m := snap.MemberCnt[memberNum]; m != nil { // nil once the member is deleted
+		m.Add(c.counts(packets, bytes))
+	}
+}
+
+// endFirstPoll ends the epoch's first poll: its overlap waits to be
+// settled, or without shared stats counts at once.
+func (l *FlowLedger) endFirstPoll(snap *model.Snapshot) {
+	if !l.epoch.first {
+		return
+	}
+	l.epoch.first = false
+	if l.shared {
+		l.epoch.pending = true
+		return
+	}
+	for num, c := range l.epoch.overlap {
+		if m := snap.MemberCnt[num]; m != nil {
+			m.Add(c)
+		}
+	}
+	l.epoch.overlap = nil
+}
+
+// Readings are the live sums of an epoch whose overlap is settled, by
+// member number, and its generation; ok is false before that. The
+// caller holds the ledger (Lock).
+func (l *FlowLedger) Readings() (generation uint64, live map[uint32]sdnlb.Counts, ok bool) {
+	if !l.epoch.begun || l.epoch.first || l.epoch.pending {
+		return 0, nil, false
+	}
+	return l.epoch.generation, maps.Clone(l.live), true
+}
+
+// Overlap is an epoch's overlap waiting to be settled: what the flows had
+// counted when this process first read them, by member number; prior is
+// what the epoch before counted in this process, under priorGen, if any.
+// Who settles it counts what the overlap holds beyond what the switch's
+// last master had read (Counts.Above), and calls Settle.
+func (l *FlowLedger) Overlap() (generation uint64, overlap, prior map[uint32]sdnlb.Counts, priorGen uint64, ok bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if !l.epoch.pending {
+		return 0, nil, nil, 0, false
+	}
+	return l.epoch.generation, l.epoch.overlap, l.epoch.prior, l.epoch.priorGen, true
+}
+
+// Settle ends the overlap of the epoch of generation: add is what of it
+// counts for each member, by number.
+func (l *FlowLedger) Settle(snap *model.Snapshot, generation uint64, add map[uint32]sdnlb.Counts) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if !l.epoch.pending || l.epoch.generation != generation {
+		return
+	}
+	for num, c := range add {
+		if m := snap.MemberCnt[num]; m != nil {
+			m.Add(c)
+		}
+	}
+	l.epoch.pending, l.epoch.overlap, l.epoch.prior = false, nil, nil
+}
+
+// Lock and Unlock hold the ledger still: no reading adds to the counters
+// meanwhile, so that the counters and the readings read together agree.
+func (l *FlowLedger) Lock()   { l.mu.Lock() }
+func (l *FlowLedger) Unlock() { l.mu.Unlock() }
 
 // unavailable is the value OpenFlow gives a counter a switch does not
 // keep.
@@ -69,6 +232,7 @@ const unavailable = ^uint64(0)
 func (l *FlowLedger) sweep(round uint64) {
 	for id, r := range l.readings {
 		if r.round < round {
+			l.unlive(r)
 			delete(l.readings, id)
 		}
 	}
@@ -179,7 +343,7 @@ func (dp *Switch) FlowRemoved(now time.Time, snap *model.Snapshot, fr *ofp.FlowR
 	if cat == model.CatConnReply {
 		dir = countsOut
 	}
-	dp.accounting.ended(snap.MemberCnt[memberNum], dir, fr) // nil once the member is deleted
+	dp.accounting.ended(snap, memberNum, dir, fr)
 	if cat == model.CatConnReply {
 		return
 	}
@@ -237,37 +401,33 @@ func counted(cat model.Category, table uint8, priority uint16) flowCount {
 	return 0
 }
 
-// add adds what a flow counted to m, nil once the member is deleted.
-func (c flowCount) add(m *model.MemberCounters, packets, bytes uint64) {
-	if m == nil {
-		return
-	}
+// counts is what packets and bytes of a flow count for its member.
+func (c flowCount) counts(packets, bytes uint64) sdnlb.Counts {
+	var n sdnlb.Counts
 	if c&countsIn != 0 {
-		m.PacketsIn.Add(packets)
-		m.BytesIn.Add(bytes)
+		n.PacketsIn, n.BytesIn = packets, bytes
 	}
 	if c&countsOut != 0 {
-		m.PacketsOut.Add(packets)
-		m.BytesOut.Add(bytes)
+		n.PacketsOut, n.BytesOut = packets, bytes
 	}
 	if c&countsOpened != 0 {
-		m.Opened.Add(packets)
-		m.Total.Add(packets)
+		n.Opened, n.Connections = packets, packets
 	}
 	if c&countsClosed != 0 {
-		m.Closed.Add(packets)
+		n.Closed = packets
 	}
+	return n
 }
 
 // ended adds what a connection flow counted since it was last read, from
 // its flow-removed, and forgets it.
-func (a *accounting) ended(m *model.MemberCounters, c flowCount, fr *ofp.FlowRemoved) {
+func (a *accounting) ended(snap *model.Snapshot, memberNum uint32, c flowCount, fr *ofp.FlowRemoved) {
 	id := flowID{cookie: fr.Cookie, match: fr.Match.Sum64(), priority: fr.Priority, table: fr.TableID}
 	a.ledger.mu.Lock()
 	defer a.ledger.mu.Unlock()
-	packets, bytes := a.ledger.read(id, fr.PacketCount, fr.ByteCount, 0)
-	delete(a.ledger.readings, id)
-	c.add(m, packets, bytes)
+	packets, bytes := a.ledger.read(id, memberNum, c, fr.PacketCount, fr.ByteCount, 0)
+	a.ledger.forget(id)
+	a.ledger.add(snap, memberNum, c, packets, bytes)
 }
 
 // BeginPoll starts reading the reply to a StatsRequest.
@@ -308,11 +468,12 @@ func (a *accounting) pollPart(snap *model.Snapshot, stats []ofp.FlowStats, last 
 			continue
 		}
 		id := flowID{cookie: st.Cookie, match: st.Match.Sum64(), priority: st.Priority, table: st.TableID}
-		packets, bytes := a.ledger.read(id, st.PacketCount, st.ByteCount, a.round)
-		c.add(snap.MemberCnt[memberNum], packets, bytes)
+		packets, bytes := a.ledger.read(id, memberNum, c, st.PacketCount, st.ByteCount, a.round)
+		a.ledger.add(snap, memberNum, c, packets, bytes)
 	}
 	if last {
 		a.ledger.sweep(a.round)
+		a.ledger.endFirstPoll(snap)
 	}
 }
 

@@ -77,7 +77,7 @@ func TestAccounting_ConnectionEndsAtFIN(t *testing.T) {
 	if m, v := d.activeCounts(1); m != 0 || v != 0 {
 		t.Errorf("after its flows idled out: member active %d, VIP active %d, want 0 and 0", m, v)
 	}
-	if st := testnet.MemberByID(d.snap, "m1").Stats(); st.ActiveConnections != 0 || st.TotalConnections != 1 {
+	if st := testnet.MemberByID(d.snap, "m1").Stats(""); st.ActiveConnections != 0 || st.TotalConnections != 1 {
 		t.Errorf("member stats: active %d total %d, want 0 and 1", st.ActiveConnections, st.TotalConnections)
 	}
 }
@@ -295,11 +295,83 @@ func TestAccounting_ReusedPortsKeepTheirMember(t *testing.T) {
 	if m, v := d.activeCounts(1); m != 1 || v != 1 {
 		t.Errorf("after the reuse: member active %d, VIP active %d, want 1 and 1: a new connection", m, v)
 	}
-	if st := testnet.MemberByID(d.snap, "m1").Stats(); st.TotalConnections != 2 {
+	if st := testnet.MemberByID(d.snap, "m1").Stats(""); st.TotalConnections != 2 {
 		t.Errorf("member 1 total %d, want 2", st.TotalConnections)
 	}
 	// Other ports follow the rotation.
 	if m := memberOfSent(t, d.packetIn(testnet.ClientOF, testnet.SYN(t, 40001))); m != 2 {
 		t.Errorf("new ports went to member %d, want 2", m)
 	}
+}
+
+// A ledger counts in epochs: the first poll after a takeover reads what
+// the flows counted before into the overlap, which counts once settled;
+// a reconnect under the same generation goes on counting; the readings
+// sum the live flows.
+func TestFlowLedger_Epochs(t *testing.T) {
+	d := controlledTCP(t, -1)
+	l := NewFlowLedger(true)
+	d.dp.accounting.ledger = l
+	m1 := testnet.MemberByID(d.snap, "m1").Cnt
+	reading := func(packets uint64) ofp.FlowStats {
+		fs := flowStats(1, 40000, 30)
+		fs.PacketCount, fs.ByteCount = packets, packets*100
+		return fs
+	}
+	counted := func(want uint64, when string) {
+		t.Helper()
+		if got := m1.PacketsIn.Load(); got != want {
+			t.Errorf("%s: member counted %d packets in, want %d", when, got, want)
+		}
+	}
+	live := func() (uint64, bool) {
+		l.Lock()
+		defer l.Unlock()
+		_, sums, ok := l.Readings()
+		return sums[1].PacketsIn, ok
+	}
+
+	l.Begin(7)
+	d.pollOnce(reading(5))
+	counted(0, "the first poll of a takeover")
+	gen, overlap, prior, _, ok := l.Overlap()
+	if !ok || gen != 7 || overlap[1].PacketsIn != 5 || overlap[1].BytesIn != 500 || prior != nil {
+		t.Fatalf("overlap: generation %d, %+v, prior %v, ok %v; want generation 7, 5 packets and 500 bytes in, no prior", gen, overlap[1], prior, ok)
+	}
+	if _, ok := live(); ok {
+		t.Error("readings given while the overlap waits to be settled")
+	}
+	d.pollOnce(reading(8))
+	counted(3, "the poll after")
+	l.Settle(d.snap, 7, map[uint32]sdnlb.Counts{1: {PacketsIn: 2, BytesIn: 200}})
+	counted(5, "settled")
+	if n, ok := live(); !ok || n != 8 {
+		t.Errorf("readings %d packets in (given: %v), want the flow's 8", n, ok)
+	}
+
+	l.Begin(7) // the switch reconnects to the same master
+	d.pollOnce(reading(9))
+	counted(6, "after a reconnect")
+
+	l.Begin(8) // taken over again
+	d.pollOnce(reading(10))
+	counted(6, "the first poll of the second takeover")
+	if gen, overlap, prior, priorGen, ok := l.Overlap(); !ok || gen != 8 || overlap[1].PacketsIn != 10 || prior[1].PacketsIn != 9 || priorGen != 7 {
+		t.Errorf("second overlap: generation %d, %+v, prior %+v of %d; want generation 8, 10 packets, prior 9 of generation 7", gen, overlap[1], prior[1], priorGen)
+	}
+	l.Settle(d.snap, 8, nil)
+	d.pollOnce()
+	if n, ok := live(); !ok || n != 0 {
+		t.Errorf("readings %d packets in once the flow is gone, want 0", n)
+	}
+	counted(6, "the flow gone")
+
+	// Without shared stats the first poll counts at once.
+	alone := NewFlowLedger(false)
+	d.dp.accounting.ledger = alone
+	alone.Begin(0)
+	fs := reading(4)
+	fs.Match = clientFlowMatch(40001)
+	d.pollOnce(fs)
+	counted(10, "the first poll of a node alone")
 }

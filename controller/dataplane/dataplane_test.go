@@ -69,7 +69,7 @@ func newDecisionWith(tb testing.TB, cfg *sdnlb.Config, dc Config) *decision {
 	d.builder = model.NewBuilder(func() time.Time { return d.now })
 	d.applyAll(model.BaseFlows(dc.L2, dc.OneTable))
 	d.out = NewOutbox(&d.xids, nil)
-	dc.IdleTimeout, dc.Affinity, dc.Ledger = model.FlowSeconds(30*time.Second), d.affinity, NewFlowLedger()
+	dc.IdleTimeout, dc.Affinity, dc.Ledger = model.FlowSeconds(30*time.Second), d.affinity, NewFlowLedger(false)
 	d.log = &testnet.SyncBuffer{}
 	dc.Metrics, dc.Log = NewMetrics(nil, nil), testnet.NewTestLogger(d.log)
 	d.dp = New(dc)

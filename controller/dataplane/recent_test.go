@@ -39,15 +39,15 @@ func TestRecent_SetAssociative(t *testing.T) {
 // A switch that reports a counter as all ones (OpenFlow's "unavailable")
 // adds nothing to the sums, which never go back.
 func TestFlowLedger_UnavailableCounters(t *testing.T) {
-	l := NewFlowLedger()
+	l := NewFlowLedger(false)
 	id := flowID{}
-	if p, b := l.read(id, 2500, 100_000, 1); p != 2500 || b != 100_000 {
+	if p, b := l.read(id, 1, countsIn, 2500, 100_000, 1); p != 2500 || b != 100_000 {
 		t.Fatalf("first reading counted %d packets %d bytes", p, b)
 	}
-	if p, b := l.read(id, ^uint64(0), ^uint64(0), 2); p != 0 || b != 0 {
+	if p, b := l.read(id, 1, countsIn, ^uint64(0), ^uint64(0), 2); p != 0 || b != 0 {
 		t.Errorf("an unavailable reading counted %d packets %d bytes, want none", p, b)
 	}
-	if p, b := l.read(id, 2600, ^uint64(0), 3); p != 100 || b != 0 {
+	if p, b := l.read(id, 1, countsIn, 2600, ^uint64(0), 3); p != 100 || b != 0 {
 		t.Errorf("packets 2600 and bytes unavailable counted %d packets %d bytes, want 100 and none", p, b)
 	}
 }

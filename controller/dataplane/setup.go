@@ -202,7 +202,7 @@ func (dp *Switch) admit(p *packetIn, proto uint8, v *model.VIP, out *Outbox) boo
 		dp.refuse(p, v, refusedNoMember, out)
 		return false
 	}
-	if n := v.Cnt.Active.Add(1); v.Limit > 0 && n > v.Limit {
+	if v.Cnt.Active.Add(1); v.Limit > 0 && v.Cnt.ActiveConns() > v.Limit {
 		v.Cnt.Active.Add(-1)
 		dp.refuse(p, v, refusedLimit, out)
 		return false

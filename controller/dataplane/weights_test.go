@@ -237,7 +237,7 @@ func TestAdaptive_SwitchBuckets(t *testing.T) {
 	if !(split[0] > split[1] && split[1] > split[2] && split[0]+split[1]+split[2] == model.GroupSlots) {
 		t.Errorf("buckets %v after the agents reported 90, 50 and 10 %% free, want the freest first", split)
 	}
-	st := d.snap.Pools["p1"].ByNum[1].Stats()
+	st := d.snap.Pools["p1"].ByNum[1].Stats("")
 	if st.AvailableCPU == nil || *st.AvailableCPU != 0.9 || st.EffectiveWeight <= 1 {
 		t.Errorf("member 1's stats %+v, want its agent's 0.9 and a weight above its configured 1", st)
 	}

@@ -126,6 +126,9 @@ type Snapshot struct {
 	// not, so flow-removed accounting finds them whatever their state.
 	VIPCnt    map[uint32]*VIPCounters
 	MemberCnt map[uint32]*MemberCounters
+	// The ids of the VIPs and members VIPCnt and MemberCnt hold, by
+	// number.
+	VIPIDs, MemberIDs map[uint32]string
 }
 
 // Builder turns configurations into snapshots. Across them it
@@ -242,6 +245,8 @@ func newSnapshot(gen uint64) *Snapshot {
 		SwitchedMembers: map[netip.Addr][]uint32{},
 		VIPCnt:          map[uint32]*VIPCounters{},
 		MemberCnt:       map[uint32]*MemberCounters{},
+		VIPIDs:          map[uint32]string{},
+		MemberIDs:       map[uint32]string{},
 	}
 }
 
@@ -249,11 +254,11 @@ func newSnapshot(gen uint64) *Snapshot {
 // configuration has, enabled or not, so that flow-removed accounting
 // finds them whatever their state.
 func (b *Builder) shareCounters(s *Snapshot) {
-	for _, e := range b.VIPs.entries {
-		s.VIPCnt[e.num] = e.cnt
+	for id, e := range b.VIPs.entries {
+		s.VIPCnt[e.num], s.VIPIDs[e.num] = e.cnt, id
 	}
-	for _, e := range b.Members.entries {
-		s.MemberCnt[e.num] = e.cnt
+	for id, e := range b.Members.entries {
+		s.MemberCnt[e.num], s.MemberIDs[e.num] = e.cnt, id
 	}
 }
 
@@ -617,13 +622,28 @@ func (p *Pool) Client(addr netip.Addr) netip.Addr {
 	return pfx.Addr()
 }
 
+// ActiveConns is the cluster's active connections to v: those the
+// controllers set up, and the estimate of those the switches dispatched
+// to its members in rotation or drained.
+func (v *VIP) ActiveConns() uint64 {
+	n := uint64(max(0, v.Cnt.ActiveConns()))
+	if v.Pool != nil {
+		for _, m := range v.Pool.Members {
+			if m.Status != sdnlb.MemberDown {
+				n += m.Cnt.DispatchedActive()
+			}
+		}
+	}
+	return n
+}
+
 // DSR reports whether v's pool forwards by direct server return.
 func (v *VIP) DSR() bool { return v.Pool != nil && v.Pool.forwarding == sdnlb.ForwardingDSR }
 
 // rotationLoad is the sched.Load of one pool's rotation in one snapshot.
 type rotationLoad []*Member
 
-func (l rotationLoad) ActiveConns(i int) int64 { return l[i].Cnt.Active.Load() }
+func (l rotationLoad) ActiveConns(i int) int64 { return l[i].Cnt.ControllerActive() }
 
 func (l rotationLoad) Bytes(i int) uint64 { return l[i].Cnt.bytes() }
 
