@@ -13,6 +13,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -619,6 +620,68 @@ func TestDashboard_Nodes(t *testing.T) {
 	if !got.HiddenWithOne {
 		t.Error("with one node counting, the pool still shows its shares by node")
 	}
+}
+
+// TestDashboard_ClusterNodes opens the dashboard on node b of two on
+// PostgreSQL whose one bridge a masters. The cluster panel shows when each
+// node last recorded its parts, and after traffic through the VIP the pool
+// shows its share of each node as b's GET /v1/pools/{id}/stats has them:
+// a's with the connections its bridge counted.
+func TestDashboard_ClusterNodes(t *testing.T) {
+	b, nodeA, nodeB, _, _ := newClusterBed(t)
+	b.vip = nodeA.MustCreateVIP("web", b.sw.Addr(100), sdnlb.ProtocolTCP, vipPort, nil)
+	b.pool = nodeA.MustCreatePool("web", b.vip, sdnlb.RoundRobin, sdnlb.DispatchSwitch)
+	for _, h := range b.members {
+		b.mems = append(b.mems, nodeA.MustCreateMember(b.pool, h.IP, memberPort))
+	}
+	nodeA.WaitPoolMembers(b.pool.ID, len(b.members), 10*time.Second)
+	b.waitBuckets(t, len(b.members), 10*time.Second)
+	b.url = "http://" + net.JoinHostPort(b.vip.Address, strconv.Itoa(vipPort)) + "/"
+	const perClient = 10
+	spread(t, b.clients, b.url, perClient)
+	// Started last, the browser closes first (see TestDashboard).
+	br := newBrowser(t)
+	br.run("open the dashboard on b", chromedp.Navigate("http://"+nodeB.APIAddr+"/dashboard/"),
+		chromedp.WaitVisible(chromedp.CSS(`#vips`)))
+
+	// When each node last recorded its parts: an age where b's API has a
+	// time, "—" where it has none.
+	var cells, want []string
+	if !br.poll(func() bool {
+		c, ok := clusterOf(nodeB)
+		if !ok || len(c.Nodes) != 2 {
+			return false
+		}
+		want = nil
+		for _, n := range c.Nodes {
+			for _, at := range []*time.Time{n.StatsRecordedAt, n.TopologyRecordedAt} {
+				want = append(want, map[bool]string{true: "—", false: "an age"}[at == nil])
+			}
+		}
+		cells = evalJS[[]string](br, `["a", "b"].flatMap((id) => [7, 8].map((i) =>
+			(document.querySelector('#cluster tr[data-id="' + id + '"] td:nth-child(' + i + ')') || {}).textContent))
+			.map((t) => /^\d+s ago$/.test(t) ? "an age" : t)`)
+		return fmt.Sprint(cells) == fmt.Sprint(want)
+	}) {
+		t.Fatalf("the nodes' stats and topology recorded show %q, want %q as b's GET /v1/cluster has them", cells, want)
+	}
+
+	// A node's share as the page shows it and as b's API has it: the node
+	// and its total connections.
+	type share struct{ Node, Total string }
+	var page, api []share
+	if !br.poll(func() bool {
+		api = nil
+		for _, n := range nodeB.PoolStats(b.pool.ID).Nodes {
+			api = append(api, share{n.Node, fmt.Sprint(n.TotalConnections)})
+		}
+		page = evalJS[[]share](br, fmt.Sprintf(`[...document.querySelectorAll('.pool[data-id=%q] table.by-node:not([hidden]) tbody tr')]
+			.map((r) => ({ node: r.dataset.node, total: r.cells[5].textContent }))`, b.pool.ID))
+		return len(api) == 2 && api[0].Node == "a" && api[0].Total != "0" && fmt.Sprint(page) == fmt.Sprint(api)
+	}) {
+		t.Fatalf("the pool's shares by node: the page shows %v, b's API %v; want a's and b's, a counting the traffic", page, api)
+	}
+	t.Logf("after %d requests the page on b shows the shares %v", perClient*len(b.clients), page)
 }
 
 // TestDashboard_LongErrorAndCascade checks the page at 1,280 px with a
