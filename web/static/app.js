@@ -700,8 +700,9 @@ function updatePool(v) {
 // track) and its totals. A member's shares are on hover of its counts.
 function renderByNode(v, ps) {
   const nodes = ps.nodes || [];
-  v.byNode.hidden = nodes.length < 2;
-  if (v.byNode.hidden) return;
+  const alone = nodes.length < 2;
+  if (v.byNode.hidden !== alone) v.byNode.hidden = alone;
+  if (alone) return;
   const body = v.byNode.tBodies[0];
   const self = state.cluster ? state.cluster.self : "";
   const key = JSON.stringify([nodes.map((n) => n.node), self]);
