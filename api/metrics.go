@@ -11,6 +11,15 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 )
 
+// Registry is where the API registers its metrics and what it serves at
+// /metrics: a *prometheus.Registry, or a registry's Gatherer with a
+// Registerer that labels what it registers (cmd/sdnlb gives every series
+// the node's id).
+type Registry interface {
+	prometheus.Registerer
+	prometheus.Gatherer
+}
+
 type metrics struct {
 	requests *prometheus.CounterVec
 	duration *prometheus.HistogramVec
@@ -18,7 +27,7 @@ type metrics struct {
 
 // newMetrics registers the request metrics on reg, reusing collectors that a
 // previous Handler call already registered there.
-func newMetrics(reg *prometheus.Registry) *metrics {
+func newMetrics(reg prometheus.Registerer) *metrics {
 	return &metrics{
 		requests: register(reg, prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "sdnlb_http_requests_total",
@@ -32,7 +41,7 @@ func newMetrics(reg *prometheus.Registry) *metrics {
 	}
 }
 
-func register[C prometheus.Collector](reg *prometheus.Registry, c C) C {
+func register[C prometheus.Collector](reg prometheus.Registerer, c C) C {
 	if err := reg.Register(c); err != nil {
 		var are prometheus.AlreadyRegisteredError
 		if errors.As(err, &are) {

@@ -18,7 +18,6 @@ import (
 
 	"github.com/go-chi/chi/v5"
 	"github.com/go-chi/chi/v5/middleware"
-	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/sdnlb/sdnlb"
 	"github.com/sdnlb/sdnlb/web"
@@ -72,8 +71,8 @@ type Server struct {
 	// Ready answers /readyz; nil means always ready.
 	Ready func(ctx context.Context) error
 
-	// Registry, when set, gets the request metrics and is served at /metrics.
-	Registry *prometheus.Registry
+	// Registry, when set, gets the API's metrics and is served at /metrics.
+	Registry Registry
 
 	// MaxConns caps the API connections open at once and
 	// MaxConnsPerClient those from one client (Listener), and

@@ -209,6 +209,21 @@ func TestServer_Metrics(t *testing.T) {
 		s.Handler()
 		MustServe(t, s) // must not panic on duplicate registration
 	})
+	t.Run("LabelledRegistry", func(t *testing.T) {
+		reg := prometheus.NewRegistry()
+		labelled := struct {
+			prometheus.Registerer
+			prometheus.Gatherer
+		}{prometheus.WrapRegistererWith(prometheus.Labels{"node": "a"}, reg), reg}
+		s := &Server{VIPService: vips, Registry: labelled}
+		s.Handler()
+		ts := MustServe(t, s) // registers again through the wrapper: must not panic
+		testRequest(t, ts, "GET", "/v1/vips/a", "")
+		resp := testRequest(t, ts, "GET", "/metrics", "")
+		if want := `sdnlb_http_requests_total{code="404",method="GET",node="a",route="/v1/vips/{id}"} 1`; !strings.Contains(string(resp.Body), want) {
+			t.Errorf("metrics lack %q:\n%s", want, resp.Body)
+		}
+	})
 	t.Run("NoRegistryNoMetrics", func(t *testing.T) {
 		ts := MustServe(t, &Server{})
 		assertError(t, testRequest(t, ts, "GET", "/metrics", ""), 404, sdnlb.ENOTFOUND, "")

@@ -1,6 +1,8 @@
 // Package deploy checks the container files: no Docker engine runs in CI, so
 // docker-compose.yml is validated with the compose-spec loader (schema
 // included) and the Dockerfiles are checked for the contract sdnlb relies on.
+// It also keeps the PromQL of docs/OBSERVABILITY.md and the recording rules
+// of prometheus/alerts.yml the same.
 package deploy
 
 import (

@@ -12,6 +12,8 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -519,6 +521,167 @@ func TestDashboard_NoLeader(t *testing.T) {
 	if !strings.Contains(got, "no leader") || strings.Contains(got, "leader a") {
 		t.Errorf("with no leader the cluster panel shows %q, want it to say no leader", got)
 	}
+}
+
+// TestDashboard_Nodes checks what the page shows of a cluster's nodes: in
+// the cluster panel when each last recorded its parts of the cluster's
+// state (an age, "—" for never: on SQLite no node records a topology),
+// and in a pool's view its share of each node while more than one node
+// counts. One node answers here, with one node's counters at most, so the
+// page is given the answers of two nodes as the API would bring them;
+// node ids come from the network and are drawn as text, never as markup.
+func TestDashboard_Nodes(t *testing.T) {
+	lb := startSDNLB(t)
+	lb.MustAPI(http.MethodPost, "/v1/vips", map[string]any{"id": "web", "address": "10.0.0.100", "port": 80}, http.StatusCreated, nil)
+	lb.MustAPI(http.MethodPost, "/v1/pools", map[string]any{"id": "web", "vip_id": "web"}, http.StatusCreated, nil)
+	lb.MustAPI(http.MethodPost, "/v1/members", map[string]any{"id": "m1", "pool_id": "web", "address": "10.0.0.1", "port": 80}, http.StatusCreated, nil)
+	b := newBrowser(t)
+	b.run("open the dashboard", chromedp.Navigate("http://"+lb.APIAddr+"/dashboard/"), chromedp.WaitVisible(chromedp.CSS(`#vips`)))
+
+	var cluster sdnlb.Cluster
+	lb.MustAPI(http.MethodGet, "/v1/cluster", nil, http.StatusOK, &cluster)
+	self := fmt.Sprintf(`#cluster tr[data-id=%q]`, cluster.Self)
+	b.waitText(self, "(this node)")
+	if got := b.text(self + " td:nth-child(8)"); got != "—" {
+		t.Errorf("on SQLite the node's topology recorded shows %q, want —", got)
+	}
+	if got := b.text(self + " td:nth-child(7)"); !regexp.MustCompile(`^(—|\d+s ago)$`).MatchString(got) {
+		t.Errorf("the node's stats recorded shows %q, want an age or —", got)
+	}
+
+	const evil = `<b>x</b><img src=x onerror="window.pwned=1">`
+	type recordedCells struct {
+		Self, Evil []string
+		Markup     int
+	}
+	cells := evalJS[recordedCells](b, fmt.Sprintf(`((self, evil) => {
+		const iso = (ms) => new Date(ms).toISOString();
+		const now = serverNow();
+		state.cluster = { leader: self, self, nodes: [
+			{ id: self, api_addr: "10.0.0.1:8080", openflow_addr: "10.0.0.1:6653", role: "leader", last_seen: iso(now - 1000),
+				masters: ["00:00:00:00:00:00:00:01"], stats_recorded_at: iso(now - 2000), topology_recorded_at: iso(now - 65000) },
+			{ id: evil, api_addr: "10.0.0.2:8080", openflow_addr: "10.0.0.2:6653", role: "follower", last_seen: iso(now - 1000),
+				masters: [], stats_recorded_at: null, topology_recorded_at: null }] };
+		renderCluster();
+		const row = (id) => [...document.querySelector('#cluster tr[data-id="' + CSS.escape(id) + '"]').cells].map((c) => c.textContent);
+		return { self: row(self), evil: row(evil), markup: document.querySelectorAll("#cluster b, #cluster img").length };
+	})(%q, %q)`, cluster.Self, evil))
+	if got := fmt.Sprint(cells.Self[5:]); got != "[1s ago 2s ago 65s ago]" {
+		t.Errorf("a node that recorded 2 s and 65 s ago shows %s, want [1s ago 2s ago 65s ago]", got)
+	}
+	if len(cells.Evil) != 8 || cells.Evil[0] != evil || fmt.Sprint(cells.Evil[6:]) != "[— —]" || cells.Markup != 0 {
+		t.Errorf("a node named %q that recorded nothing shows %q (%d elements from its name), want its name as text and — twice",
+			evil, cells.Evil, cells.Markup)
+	}
+
+	// The pool's shares of two nodes, 2 s apart: this node took 10 new
+	// connections (5 a second), the other 20.
+	b.waitText("#stats-feed", "counters live")
+	b.waitJS("the pool's stats", `state.stats.has("web") && document.querySelector('tr[data-id="m1"]')`)
+	type shares struct {
+		Shown, HiddenWithOne bool
+		Rows                 [][]string
+		Markup               int
+		Hover                string
+	}
+	got := evalJS[shares](b, fmt.Sprintf(`((self, evil) => {
+		const real = state.stats.get("web");
+		const t0 = Math.floor(serverNow() / 1000) * 1000 - 2000;
+		const share = (node, active, conns) => ({ node, active_connections: active, total_connections: conns,
+			packets_in: 0, packets_out: 0, bytes_in: conns * 100, bytes_out: conns * 1000 });
+		const event = (t, nodes) => {
+			const ps = structuredClone(real);
+			ps.updated_at = new Date(t).toISOString();
+			ps.nodes = nodes;
+			ps.members = ps.members.map((m) => ({ ...m, nodes }));
+			return ps;
+		};
+		applyStats(event(t0, [share(self, 3, 100), share(evil, 4, 50)]), statsEpoch);
+		applyStats(event(t0 + 2000, [share(self, 3, 110), share(evil, 4, 70)]), statsEpoch);
+		const table = document.querySelector('.pool[data-id="web"] table.by-node');
+		const result = { shown: !table.hidden, markup: table.querySelectorAll("b, img").length,
+			rows: [...table.tBodies[0].rows].map((r) => [...r.cells].map((c) => c.textContent)),
+			hover: document.querySelector('tr[data-id="m1"]').cells[6].firstChild.title };
+		applyStats(event(t0 + 3000, [share(self, 7, 180)]), statsEpoch);
+		result.hiddenWithOne = table.hidden;
+		return result;
+	})(%q, %q)`, cluster.Self, evil))
+	want := [][]string{
+		{cluster.Self + " (this node)", "3", "5", "500 B/s", "4.9 KiB/s", "110", "10.7 KiB", "107.4 KiB"},
+		{evil, "4", "10", "1000 B/s", "9.8 KiB/s", "70", "6.8 KiB", "68.4 KiB"},
+	}
+	if !got.Shown || fmt.Sprintf("%q", got.Rows) != fmt.Sprintf("%q", want) || got.Markup != 0 {
+		t.Errorf("the pool's shares of two nodes: shown %v, rows %q (%d elements from names), want rows %q",
+			got.Shown, got.Rows, got.Markup, want)
+	}
+	if wantHover := "by node:\n" + cluster.Self + ": 3 active, 110 total\n" + evil + ": 4 active, 70 total"; got.Hover != wantHover {
+		t.Errorf("a member's active connections say on hover %q, want %q", got.Hover, wantHover)
+	}
+	if !got.HiddenWithOne {
+		t.Error("with one node counting, the pool still shows its shares by node")
+	}
+}
+
+// TestDashboard_ClusterNodes opens the dashboard on node b of two on
+// PostgreSQL whose one bridge a masters. The cluster panel shows when each
+// node last recorded its parts, and after traffic through the VIP the pool
+// shows its share of each node as b's GET /v1/pools/{id}/stats has them:
+// a's with the connections its bridge counted.
+func TestDashboard_ClusterNodes(t *testing.T) {
+	b, nodeA, nodeB, _, _ := newClusterBed(t)
+	b.vip = nodeA.MustCreateVIP("web", b.sw.Addr(100), sdnlb.ProtocolTCP, vipPort, nil)
+	b.pool = nodeA.MustCreatePool("web", b.vip, sdnlb.RoundRobin, sdnlb.DispatchSwitch)
+	for _, h := range b.members {
+		b.mems = append(b.mems, nodeA.MustCreateMember(b.pool, h.IP, memberPort))
+	}
+	nodeA.WaitPoolMembers(b.pool.ID, len(b.members), 10*time.Second)
+	b.waitBuckets(t, len(b.members), 10*time.Second)
+	b.url = "http://" + net.JoinHostPort(b.vip.Address, strconv.Itoa(vipPort)) + "/"
+	const perClient = 10
+	spread(t, b.clients, b.url, perClient)
+	// Started last, the browser closes first (see TestDashboard).
+	br := newBrowser(t)
+	br.run("open the dashboard on b", chromedp.Navigate("http://"+nodeB.APIAddr+"/dashboard/"),
+		chromedp.WaitVisible(chromedp.CSS(`#vips`)))
+
+	// When each node last recorded its parts: an age where b's API has a
+	// time, "—" where it has none.
+	var cells, want []string
+	if !br.poll(func() bool {
+		c, ok := clusterOf(nodeB)
+		if !ok || len(c.Nodes) != 2 {
+			return false
+		}
+		want = nil
+		for _, n := range c.Nodes {
+			for _, at := range []*time.Time{n.StatsRecordedAt, n.TopologyRecordedAt} {
+				want = append(want, map[bool]string{true: "—", false: "an age"}[at == nil])
+			}
+		}
+		cells = evalJS[[]string](br, `["a", "b"].flatMap((id) => [7, 8].map((i) =>
+			(document.querySelector('#cluster tr[data-id="' + id + '"] td:nth-child(' + i + ')') || {}).textContent))
+			.map((t) => /^\d+s ago$/.test(t) ? "an age" : t)`)
+		return fmt.Sprint(cells) == fmt.Sprint(want)
+	}) {
+		t.Fatalf("the nodes' stats and topology recorded show %q, want %q as b's GET /v1/cluster has them", cells, want)
+	}
+
+	// A node's share as the page shows it and as b's API has it: the node
+	// and its total connections.
+	type share struct{ Node, Total string }
+	var page, api []share
+	if !br.poll(func() bool {
+		api = nil
+		for _, n := range nodeB.PoolStats(b.pool.ID).Nodes {
+			api = append(api, share{n.Node, fmt.Sprint(n.TotalConnections)})
+		}
+		page = evalJS[[]share](br, fmt.Sprintf(`[...document.querySelectorAll('.pool[data-id=%q] table.by-node:not([hidden]) tbody tr')]
+			.map((r) => ({ node: r.dataset.node, total: r.cells[5].textContent }))`, b.pool.ID))
+		return len(api) == 2 && api[0].Node == "a" && api[0].Total != "0" && fmt.Sprint(page) == fmt.Sprint(api)
+	}) {
+		t.Fatalf("the pool's shares by node: the page shows %v, b's API %v; want a's and b's, a counting the traffic", page, api)
+	}
+	t.Logf("after %d requests the page on b shows the shares %v", perClient*len(b.clients), page)
 }
 
 // TestDashboard_LongErrorAndCascade checks the page at 1,280 px with a

@@ -87,18 +87,21 @@ func (p remoteProbe) memory(ctx context.Context) (Memory, error) {
 	return m, nil
 }
 
-// metric reads an unlabelled gauge from Prometheus' text format.
+// metric reads a gauge of one series from Prometheus' text format,
+// whatever its labels (sdnlb labels every series with its node).
 func metric(text []byte, name string) (uint64, error) {
 	sc := bufio.NewScanner(bytes.NewReader(text))
 	for sc.Scan() {
-		f := strings.Fields(sc.Text())
-		if len(f) == 2 && f[0] == name {
-			v, err := strconv.ParseFloat(f[1], 64)
-			if err != nil {
-				return 0, fmt.Errorf("/metrics %s: %w", name, err)
-			}
-			return uint64(v), nil
+		line := sc.Text()
+		i := strings.IndexAny(line, "{ ")
+		if i < 0 || line[:i] != name {
+			continue
 		}
+		v, err := strconv.ParseFloat(line[strings.LastIndexByte(line, ' ')+1:], 64)
+		if err != nil {
+			return 0, fmt.Errorf("/metrics %s: %w", name, err)
+		}
+		return uint64(v), nil
 	}
 	return 0, fmt.Errorf("/metrics has no %s", name)
 }

@@ -225,7 +225,7 @@ func TestMemoryFigures(t *testing.T) {
 
 	const metrics = "# HELP go_memstats_heap_inuse_bytes Number of heap bytes that are in use.\n" +
 		"# TYPE go_memstats_heap_inuse_bytes gauge\ngo_memstats_heap_inuse_bytes 8.73984e+06\n" +
-		"process_resident_memory_bytes 4.5056e+07\nprocess_resident_memory_bytes_total{x=\"y\"} 1\n"
+		"process_resident_memory_bytes_total{x=\"y\"} 1\nprocess_resident_memory_bytes{node=\"a b\"} 4.5056e+07\n"
 	var topology string
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Header.Get("Authorization") != "Bearer s3cret" {

@@ -92,7 +92,8 @@ func (m *Main) Run(ctx context.Context) (err error) {
 		return fmt.Errorf("api listen: %w", err)
 	}
 
-	registry := prometheus.NewRegistry()
+	node := m.node()
+	registry := nodeRegistry(node.ID)
 	registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 
 	idle := cfg.FlowIdleTimeout
@@ -104,7 +105,7 @@ func (m *Main) Run(ctx context.Context) (err error) {
 		return err
 	}
 	m.Elector = cluster.New(m.DB, cluster.Options{
-		Node:       m.node(),
+		Node:       node,
 		Logger:     m.Logger,
 		Registerer: registry,
 	})
@@ -212,6 +213,22 @@ func (m *Main) Run(ctx context.Context) (err error) {
 	m.Logger.Info("sdnlb started", "api_addr", m.APIAddr(), "openflow_addr", m.OpenFlowAddr(), "db", m.DB.Name(),
 		"node_id", m.Elector.Node().ID)
 	return nil
+}
+
+// labelledRegistry registers through a Registerer that labels every
+// collector, and gathers from the registry underneath.
+type labelledRegistry struct {
+	prometheus.Registerer
+	prometheus.Gatherer
+}
+
+// nodeRegistry is a registry whose every series, the Go and process
+// collectors' too, carries node="id": the nodes of a cluster export the
+// same series names, and the cluster's figures are sums or maxima over
+// this label (docs/OBSERVABILITY.md, "A cluster in Prometheus").
+func nodeRegistry(id string) labelledRegistry {
+	registry := prometheus.NewRegistry()
+	return labelledRegistry{prometheus.WrapRegistererWith(prometheus.Labels{"node": id}, registry), registry}
 }
 
 // node is this node as the cluster shows it; the default id is the host

@@ -2,44 +2,19 @@ package main
 
 import (
 	"encoding/json"
-	"io"
-	"net/http"
 	"os"
-	"path/filepath"
 	"regexp"
-	"strings"
 	"testing"
-	"time"
+
+	"sigs.k8s.io/yaml"
 )
 
 // The shipped Grafana dashboard queries only series that a running sdnlb
-// with a monitored member exports.
+// with a monitored member exports, directly or through the recording
+// rules of the shipped alerts.yml.
 func TestGrafanaDashboard_NamesExportedSeries(t *testing.T) {
-	m := MustRunMain(t, filepath.Join(t.TempDir(), "sdnlb.db"))
-	call(t, m, "POST", "/v1/vips", map[string]any{"id": "web", "address": "10.0.0.100", "protocol": "TCP", "port": 80}, 201, nil)
-	call(t, m, "POST", "/v1/pools", map[string]any{"id": "web", "vip_id": "web"}, 201, nil)
-	// TEST-NET-1: the probes fail, which is all the series need.
-	call(t, m, "POST", "/v1/members", map[string]any{"id": "m1", "pool_id": "web", "address": "192.0.2.1", "port": 80}, 201, nil)
-	call(t, m, "POST", "/v1/monitors", map[string]any{"id": "tcp", "type": "TCP", "delay": 0.1, "timeout": 0.05, "max_retries": 1}, 201, nil)
-	call(t, m, "POST", "/v1/pools/web/monitors", map[string]any{"monitor_id": "tcp"}, 204, nil)
-
-	exported := map[string]bool{}
-	for deadline := time.Now().Add(10 * time.Second); !exported["sdnlb_member_check_duration_seconds"]; time.Sleep(20 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatalf("no probe in 10 s; exported: %v", exported)
-		}
-		resp, err := http.Get("http://" + m.APIAddr() + "/metrics")
-		if err != nil {
-			t.Fatal(err)
-		}
-		body, _ := io.ReadAll(resp.Body)
-		resp.Body.Close()
-		for _, line := range strings.Split(string(body), "\n") {
-			if name, ok := strings.CutPrefix(line, "# TYPE "); ok {
-				exported[strings.Fields(name)[0]] = true
-			}
-		}
-	}
+	_, families := mustRunMonitored(t, "lb-1")
+	records := mustReadRecords(t, "../../deploy/prometheus/alerts.yml")
 
 	data, err := os.ReadFile("../../deploy/grafana/sdnlb.json")
 	if err != nil {
@@ -56,19 +31,75 @@ func TestGrafanaDashboard_NamesExportedSeries(t *testing.T) {
 	if err := json.Unmarshal(data, &dash); err != nil {
 		t.Fatal(err)
 	}
-	series := regexp.MustCompile(`sdnlb_[a-z_]+`)
-	queries := 0
+	queries, recorded := 0, 0
 	for _, p := range dash.Panels {
 		for _, target := range p.Targets {
 			queries++
-			for _, name := range series.FindAllString(target.Expr, -1) {
-				if !exported[name] {
+			series, unknown := seriesOf(target.Expr, records)
+			for _, name := range unknown {
+				t.Errorf("panel %q queries %s, which alerts.yml does not record", p.Title, name)
+			}
+			for _, name := range series {
+				if families[name] == nil {
 					t.Errorf("panel %q queries %s, which sdnlb does not export", p.Title, name)
 				}
 			}
+			if recordName.MatchString(target.Expr) {
+				recorded++
+			}
 		}
 	}
-	if queries == 0 {
-		t.Fatal("the dashboard has no queries")
+	if queries == 0 || recorded == 0 {
+		t.Fatalf("the dashboard has %d queries, %d of them on recording rules; want some of each", queries, recorded)
 	}
+}
+
+var (
+	seriesName = regexp.MustCompile(`\bsdnlb_[a-z_]+`)
+	recordName = regexp.MustCompile(`\bsdnlb:[a-z0-9_:]+`)
+)
+
+// seriesOf returns the sdnlb series expr reads, those of the recording
+// rules it names included, and the rules it names that records lacks.
+func seriesOf(expr string, records map[string]string) (series, unknown []string) {
+	series = seriesName.FindAllString(expr, -1)
+	for _, name := range recordName.FindAllString(expr, -1) {
+		rule, ok := records[name]
+		if !ok {
+			unknown = append(unknown, name)
+			continue
+		}
+		s, u := seriesOf(rule, records)
+		series, unknown = append(series, s...), append(unknown, u...)
+	}
+	return series, unknown
+}
+
+// mustReadRecords reads a Prometheus rule file's recording rules, by name.
+func mustReadRecords(tb testing.TB, path string) map[string]string {
+	tb.Helper()
+	data, err := os.ReadFile(path)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	var file struct {
+		Groups []struct {
+			Rules []struct {
+				Record string `json:"record"`
+				Expr   string `json:"expr"`
+			} `json:"rules"`
+		} `json:"groups"`
+	}
+	if err := yaml.Unmarshal(data, &file); err != nil {
+		tb.Fatalf("%s: %v", path, err)
+	}
+	records := map[string]string{}
+	for _, g := range file.Groups {
+		for _, r := range g.Rules {
+			if r.Record != "" {
+				records[r.Record] = r.Expr
+			}
+		}
+	}
+	return records
 }

@@ -12,11 +12,16 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
 	"syscall"
 	"time"
+
+	dto "github.com/prometheus/client_model/go"
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
 
 	"github.com/sdnlb/sdnlb"
 )
@@ -494,34 +499,52 @@ func (p *SDNLB) Connect(sw *Switch) {
 	p.WaitSwitches(1, 20*time.Second)
 }
 
-// Metric returns the sum of the samples of a Prometheus metric from
-// /metrics whose name and labels start with series, e.g.
-// `sdnlb_controller_packet_ins_total{kind="lb"}` or just the name.
+// Metric returns the sum of the samples of a Prometheus counter or gauge
+// in /metrics that carry the labels series names, e.g.
+// `sdnlb_controller_packet_ins_total{kind="lb"}`, or of all its samples
+// for just the name (every series also has a node label).
 func (p *SDNLB) Metric(series string) float64 {
 	p.tb.Helper()
+	want, err := parseMetrics(series + " 0\n")
+	if err != nil || len(want) != 1 {
+		p.tb.Fatalf("series %q: %v", series, err)
+	}
 	status, data := p.API(http.MethodGet, "/metrics", nil)
 	if status != http.StatusOK {
 		p.tb.Fatalf("GET /metrics: status %d", status)
 	}
+	families, err := parseMetrics(string(data))
+	if err != nil {
+		p.tb.Fatalf("parse /metrics: %v", err)
+	}
 	sum, found := 0.0, false
-	for _, line := range strings.Split(string(data), "\n") {
-		if strings.HasPrefix(line, "#") || !strings.HasPrefix(line, series) {
-			continue
+	for name, w := range want {
+		for _, m := range families[name].GetMetric() {
+			if hasLabels(m, w.GetMetric()[0].GetLabel()) {
+				sum += m.GetCounter().GetValue() + m.GetGauge().GetValue() + m.GetUntyped().GetValue()
+				found = true
+			}
 		}
-		// The name must end where series does, or at a label set.
-		if rest := line[len(series):]; !strings.HasPrefix(rest, " ") && !strings.HasPrefix(rest, "{") &&
-			!strings.HasSuffix(series, "}") {
-			continue
-		}
-		var v float64
-		if _, err := fmt.Sscanf(line[strings.LastIndexByte(line, ' ')+1:], "%g", &v); err != nil {
-			p.tb.Fatalf("metric line %q: %v", line, err)
-		}
-		sum += v
-		found = true
 	}
 	if !found {
 		p.tb.Fatalf("no metric %s in /metrics", series)
 	}
 	return sum
+}
+
+func parseMetrics(text string) (map[string]*dto.MetricFamily, error) {
+	parser := expfmt.NewTextParser(model.UTF8Validation)
+	return parser.TextToMetricFamilies(strings.NewReader(text))
+}
+
+// hasLabels says whether m carries every label of want.
+func hasLabels(m *dto.Metric, want []*dto.LabelPair) bool {
+	for _, w := range want {
+		if !slices.ContainsFunc(m.GetLabel(), func(l *dto.LabelPair) bool {
+			return l.GetName() == w.GetName() && l.GetValue() == w.GetValue()
+		}) {
+			return false
+		}
+	}
+	return true
 }

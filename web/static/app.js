@@ -19,8 +19,9 @@ const state = {
   cluster: null, clusterError: "",
   topology: null, topologyError: "",
 };
-// One Track per pool and per member id (series.js).
-const tracks = { pools: new Map(), members: new Map() };
+// One Track per pool and per member id (series.js), and per pool a short
+// one of each node's share while more than one node counts.
+const tracks = { pools: new Map(), members: new Map(), nodes: new Map() };
 // The server's clock minus this browser's, from the stats samples: charts
 // and "ago" are on the server's time, as the samples and transitions are.
 let clockOffset = 0;
@@ -144,6 +145,7 @@ function dropPool(id) {
   for (const m of ps ? ps.members : []) tracks.members.delete(m.member_id);
   state.stats.delete(id);
   tracks.pools.delete(id);
+  tracks.nodes.delete(id);
 }
 
 // forget drops the entries of map whose key is not in keep.
@@ -181,6 +183,12 @@ function ago(t) {
   if (!t || t.startsWith("0001-")) return "";
   const s = Math.max(0, Math.round((serverNow() - Date.parse(t)) / 1000));
   return s < 90 ? `${s}s ago` : s < 5400 ? `${Math.round(s / 60)}m ago` : `${Math.round(s / 3600)}h ago`;
+}
+// recorded shows when a node last recorded a part of the cluster's state,
+// as an age with the time on hover; "—" for never (null).
+function recorded(t, what) {
+  return t ? el("span", { title: `${what} recorded at ${t}` }, ago(t))
+    : el("span", { class: "muted", title: `no ${what} recorded` }, "—");
 }
 
 function el(tag, attrs, ...children) {
@@ -279,8 +287,9 @@ function renderSwitches() {
   }
 }
 
-// renderCluster shows the nodes sharing the database, which one leads and
-// how many switches each is the OpenFlow MASTER of.
+// renderCluster shows the nodes sharing the database, which one leads, how
+// many switches each is the OpenFlow MASTER of, and when each last
+// recorded its parts of the cluster's stats and topology.
 function renderCluster() {
   const sec = document.getElementById("cluster");
   const c = state.cluster;
@@ -294,7 +303,8 @@ function renderCluster() {
     ? pill(`leader ${c.leader}`, "UP", "holds the lease: runs the health monitors and assigns each switch its OpenFlow MASTER")
     : pill("no leader", "DOWN", "no node holds the lease: no health monitor runs and no switch gets a new MASTER"));
   const table = el("table", { class: "nodes" }, el("thead", {}, el("tr", {},
-    ...["node", "role", "API", "OpenFlow", "MASTER of", "last seen"].map((h) => el("th", {}, h)))));
+    ...["node", "role", "API", "OpenFlow", "MASTER of", "last seen", "stats recorded", "topology recorded"]
+      .map((h) => el("th", {}, h)))));
   const body = table.createTBody();
   for (const n of c.nodes) {
     const tr = body.insertRow();
@@ -302,12 +312,13 @@ function renderCluster() {
     const id = n.id === c.self ? el("span", { title: "the node this dashboard talks to" }, n.id, " (this node)") : n.id;
     const masters = n.masters || [];
     const mastered = el("span", { title: masters.join("\n") }, `${masters.length} switch${masters.length === 1 ? "" : "es"}`);
-    [id, pill(n.role, n.role === "leader" ? "UP" : "NO_MONITOR"), n.api_addr, n.openflow_addr, mastered, ago(n.last_seen)]
+    [id, pill(n.role, n.role === "leader" ? "UP" : "NO_MONITOR"), n.api_addr, n.openflow_addr, mastered, ago(n.last_seen),
+      recorded(n.stats_recorded_at, "stats"), recorded(n.topology_recorded_at, "topology")]
       .forEach((v) => tr.insertCell().append(v));
   }
   if (c.nodes.length === 0) {
     const td = body.insertRow().insertCell();
-    td.colSpan = 6;
+    td.colSpan = 8;
     td.className = "muted";
     td.textContent = "no node seen in the last 10 s";
   }
@@ -435,8 +446,9 @@ function poolView(pool, vip) {
     const div = document.getElementById("pool-tpl").content.firstElementChild.cloneNode(true);
     div.dataset.id = pool.id;
     v = { el: div, id: pool.id, sig: "", rows: new Map(), filter: null,
-      body: div.querySelector("tbody"), table: div.querySelector("table.members"),
-      toggle: div.querySelector(".toggle"), counts: div.querySelector(".counts"), totals: div.querySelector(".totals") };
+      body: div.querySelector("table.members tbody"), table: div.querySelector("table.members"),
+      toggle: div.querySelector(".toggle"), counts: div.querySelector(".counts"), totals: div.querySelector(".totals"),
+      byNode: div.querySelector("table.by-node") };
     v.charts = poolCharts(v);
     v.chartGroups = () => [v.charts, ...[...v.rows.values()].filter((r) => r.charts).map((r) => r.charts)];
     v.toggle.addEventListener("click", () => {
@@ -628,6 +640,10 @@ function updateRow(r, s) {
   if (r.cells.effective.title !== title) r.cells.effective.title = title;
   setText(r.cells.active, fmt.format(s.active_connections));
   setText(r.cells.total, fmt.format(s.total_connections));
+  const nodes = s.nodes || [];
+  const byNode = nodes.length < 2 ? "" : "by node:\n" + nodes.map((n) =>
+    `${n.node}: ${fmt.format(n.active_connections)} active, ${fmt.format(n.total_connections)} total`).join("\n");
+  for (const cell of [r.cells.active, r.cells.total]) if (cell.title !== byNode) cell.title = byNode;
   setText(r.cells.packetsIn, fmt.format(s.packets_in));
   setText(r.cells.packetsOut, fmt.format(s.packets_out));
   setText(r.cells.bytesIn, bytes(s.bytes_in));
@@ -662,12 +678,13 @@ function updatePool(v) {
     `${conns === null ? "–" : rate(conns)} new/s · in ${bin === null ? "–" : byteRate(bin)} · ` +
     `out ${bout === null ? "–" : byteRate(bout)} · ${fmt.format(ps.total_connections)} total · ` +
     `${fmt.format(ps.refused_connections)} refused`);
+  renderByNode(v, ps);
   if (!v.table.hidden) {
     for (const m of ps.members) {
       const r = v.rows.get(m.member_id);
       if (r) updateRow(r, m);
     }
-    const foot = v.el.querySelector("tfoot");
+    const foot = v.el.querySelector("table.members tfoot");
     const cells = ["pool total", "", "", "", "", "", fmt.format(ps.active_connections), fmt.format(ps.total_connections),
       fmt.format(ps.packets_in), fmt.format(ps.packets_out), bytes(ps.bytes_in), bytes(ps.bytes_out), ""];
     if (!foot.rows.length) {
@@ -676,6 +693,37 @@ function updatePool(v) {
     }
     cells.forEach((t, i) => setText(foot.rows[0].cells[i], t));
   }
+}
+
+// renderByNode shows the pool's share of each node while more than one
+// node counts: its active connections, its rates of now (from its short
+// track) and its totals. A member's shares are on hover of its counts.
+function renderByNode(v, ps) {
+  const nodes = ps.nodes || [];
+  const alone = nodes.length < 2;
+  if (v.byNode.hidden !== alone) v.byNode.hidden = alone;
+  if (alone) return;
+  const body = v.byNode.tBodies[0];
+  const self = state.cluster ? state.cluster.self : "";
+  const key = JSON.stringify([nodes.map((n) => n.node), self]);
+  if (v.byNode.dataset.key !== key) {
+    v.byNode.dataset.key = key;
+    body.replaceChildren(...nodes.map((n) => {
+      const tr = el("tr", {}, el("td", {}, n.node, n.node === self ? " (this node)" : ""));
+      tr.dataset.node = n.node;
+      for (let i = 0; i < 7; i++) tr.insertCell().className = "n";
+      return tr;
+    }));
+  }
+  const shares = tracks.nodes.get(ps.pool_id);
+  nodes.forEach((n, i) => {
+    const tr = shares && shares.get(n.node);
+    const s = tr ? tr.lastFull() : 0;
+    const now = (k, format) => { const x = tr ? tr.value(k, s) : NaN; return Number.isNaN(x) ? "–" : format(x); };
+    [fmt.format(n.active_connections), now(CONNS, rate), now(BYTES_IN, byteRate), now(BYTES_OUT, byteRate),
+      fmt.format(n.total_connections), bytes(n.bytes_in), bytes(n.bytes_out)]
+      .forEach((text, c) => setText(body.rows[i].cells[c + 1], text));
+  });
 }
 
 function renderMonitors() {
@@ -891,6 +939,7 @@ function tick() {
   const now = serverNow();
   for (const t of tracks.pools.values()) t.settle(now, statsEpoch);
   for (const t of tracks.members.values()) t.settle(now, statsEpoch);
+  for (const shares of tracks.nodes.values()) for (const t of shares.values()) t.settle(now, statsEpoch);
   const t0 = performance.now();
   for (const g of onScreen) drawGroup(g);
   if (onScreen.size) measure(perf.drawMs, t0);
@@ -928,6 +977,7 @@ function applyStats(ps, epoch) {
     for (const k in steps) if (took) steps[k] = steps[k] === null || took[k] === null ? null : steps[k] + took[k];
   }
   trackOf(tracks.pools, ps.pool_id).sample(t, epoch, countersOf(ps), steps);
+  sampleShares(ps, t, epoch);
   const v = poolViews.get(ps.pool_id);
   if (v) {
     updatePool(v);
@@ -936,6 +986,24 @@ function applyStats(ps, epoch) {
   perf.statsEvents++;
   measure(perf.statsMs, t0);
   noteAllStats();
+}
+
+// sampleShares feeds the short tracks of the pool's share of each node,
+// kept while more than one node counts (a node alone is the pool).
+function sampleShares(ps, t, epoch) {
+  const nodes = ps.nodes || [];
+  if (nodes.length < 2) {
+    tracks.nodes.delete(ps.pool_id);
+    return;
+  }
+  let shares = tracks.nodes.get(ps.pool_id);
+  if (!shares) tracks.nodes.set(ps.pool_id, (shares = new Map()));
+  forget(shares, new Set(nodes.map((n) => n.node)));
+  for (const n of nodes) {
+    let tr = shares.get(n.node);
+    if (!tr) shares.set(n.node, (tr = new Track(NOW_WINDOW_S)));
+    tr.sample(t, epoch, countersOf(n));
+  }
 }
 
 // noteAllStats notes when every pool first has counters, after the

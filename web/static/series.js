@@ -2,10 +2,13 @@
 // per member holds the last 15 minutes at one value a second in ring
 // buffers, fed by the samples of the stats watch stream: rates come from
 // the differences of counters between two samples of one connection of the
-// stream, so a stream that was down leaves a gap, never a zero.
+// stream, so a stream that was down leaves a gap, never a zero. A pool's
+// share of each node has a track of a few seconds: enough for its figures
+// of now.
 "use strict";
 
 const WINDOW_S = 900; // 15 minutes of one-second slots
+const NOW_WINDOW_S = 16; // a track for the figures of now: the last full second and the ones being filled
 // A counter's step is spread over at most this long before the sample that
 // shows it: the switches' counters are read every 2 s (--stats-interval),
 // and between two steps the stream sends nothing.
@@ -33,10 +36,12 @@ function counterStep(base, v) {
 }
 
 class Track {
-  constructor() {
-    this.stamp = new Int32Array(WINDOW_S); // the unix second a slot holds; 0 for none
-    this.covered = new Uint16Array(WINDOW_S); // ms of the slot's second the samples cover
-    this.values = new Float32Array(WINDOW_S * NSERIES);
+  // window is the seconds the track keeps.
+  constructor(window = WINDOW_S) {
+    this.window = window;
+    this.stamp = new Int32Array(window); // the unix second a slot holds; 0 for none
+    this.covered = new Uint16Array(window); // ms of the slot's second the samples cover
+    this.values = new Float32Array(window * NSERIES);
     this.last = null; // the last sample of the stream connection it came on
     this.settled = 0; // ms up to which the samples cover time
     this.marks = []; // health transitions: { t (ms), status }
@@ -47,7 +52,7 @@ class Track {
   // slot returns the index of second s, claiming the slot for s first
   // (nothing covered, rates 0) unless it holds s already.
   slot(s) {
-    const i = s % WINDOW_S;
+    const i = s % this.window;
     if (this.stamp[i] !== s) {
       this.stamp[i] = s;
       this.covered[i] = 0;
@@ -60,7 +65,7 @@ class Track {
   // samples of one stream connection do not cover whole, or one over
   // which a counter was reset.
   value(k, s) {
-    const i = s % WINDOW_S;
+    const i = s % this.window;
     return this.stamp[i] === s && this.covered[i] >= 1000 ? this.values[i * NSERIES + k] : NaN;
   }
 
@@ -111,10 +116,10 @@ class Track {
   }
 
   // slots gives the first and last second whose slots overlap (a, b], at
-  // most the last WINDOW_S of them.
-  static slots(a, b) {
+  // most the last window of them.
+  slots(a, b) {
     const last = Math.floor((b - 1) / 1000);
-    const first = Math.max(Math.floor(a / 1000), last - WINDOW_S + 1);
+    const first = Math.max(Math.floor(a / 1000), last - this.window + 1);
     return [first, last];
   }
 
@@ -125,7 +130,7 @@ class Track {
   // cover marks (a, b] as seen, with active connections active.
   cover(a, b, active) {
     if (b <= a) return;
-    const [first, last] = Track.slots(a, b);
+    const [first, last] = this.slots(a, b);
     for (let s = first; s <= last; s++) {
       const i = this.slot(s);
       this.covered[i] += Math.max(0, Track.overlap(s, a, b));
@@ -136,7 +141,7 @@ class Track {
   // spread adds a counter's step over (a, b] to the per-second rates,
   // each slot its share by overlap.
   spread(k, step, a, b) {
-    const [first, last] = Track.slots(a, b);
+    const [first, last] = this.slots(a, b);
     for (let s = first; s <= last; s++) {
       const o = Track.overlap(s, a, b);
       if (o > 0) this.values[this.slot(s) * NSERIES + k] += step * o / (b - a);
@@ -145,7 +150,7 @@ class Track {
 
   // fill sets series k over (a, b].
   fill(k, a, b, v) {
-    const [first, last] = Track.slots(a, b);
+    const [first, last] = this.slots(a, b);
     for (let s = first; s <= last; s++) this.values[this.slot(s) * NSERIES + k] = v;
   }
 
