@@ -79,7 +79,7 @@ type SwitchReadings struct {
 	// SwitchReadings reads them, its part is not live or was absorbed.
 	Final bool `json:"final"`
 	// Members are the readings by member id. Connections is always 0:
-	// only the rows' counters are read.
+	// the rows count the connections they see open as Opened.
 	Members map[string]Counts `json:"members"`
 }
 
@@ -169,8 +169,10 @@ type Elsewhere struct {
 // those are final.
 type StatsOverlap struct {
 	DPID       string
-	Generation uint64            // the role generation the node took it over under
-	Members    map[string]Counts // by member id
+	Generation uint64 // the role generation the node took it over under
+	// Members are the rows' counters, by member id; as in
+	// SwitchReadings, Connections is 0.
+	Members map[string]Counts
 	// Prior is what the node's own reading of the switch summed when it
 	// last stopped counting it, under PriorGeneration: what the node's
 	// part counted of it, which its recorded readings may lag.

@@ -105,12 +105,12 @@ func (b *statsBed) allStats(p *sdnlbProc) (map[string]sdnlb.PoolStats, bool) {
 	ctx, cancel := context.WithTimeout(context.Background(), apiTimeout)
 	defer cancel()
 	status, data, err := p.Do(ctx, http.MethodGet, "/v1/stats", nil)
-	var all []sdnlb.PoolStats
+	var all struct{ Pools []sdnlb.PoolStats }
 	if err != nil || status != http.StatusOK || json.Unmarshal(data, &all) != nil {
 		return nil, false
 	}
 	out := map[string]sdnlb.PoolStats{}
-	for _, st := range all {
+	for _, st := range all.Pools {
 		for name, pool := range b.pools {
 			if pool.ID == st.PoolID {
 				out[name] = st
@@ -143,11 +143,14 @@ func (t totals) below(base totals) string {
 }
 
 // waitAgree waits until every live node shows every pool with the same
-// counters, and returns them and how long it took.
+// counters, unchanged for statsSettle (a poll of every switch and a
+// record of every node since), and returns them and how long it took.
 func (b *statsBed) waitAgree(t *testing.T, timeout time.Duration) (map[string]totals, time.Duration) {
 	t.Helper()
 	start := time.Now()
 	var seen map[string]map[string]totals
+	var stable string
+	var since time.Time
 	for i := 0; i < 1000 && time.Since(start) < timeout; i++ {
 		seen = map[string]map[string]totals{}
 		for id, p := range b.nodes {
@@ -160,12 +163,18 @@ func (b *statsBed) waitAgree(t *testing.T, timeout time.Duration) (map[string]to
 				seen[id][name] = totalsOf(st)
 			}
 		}
-		if a, bb := seen["a"], seen["b"]; len(a) == len(b.pools) && fmt.Sprint(a) == fmt.Sprint(bb) {
+		a, bb := seen["a"], seen["b"]
+		switch now := fmt.Sprint(a); {
+		case len(a) != len(b.pools) || now != fmt.Sprint(bb):
+			stable = ""
+		case now != stable:
+			stable, since = now, time.Now()
+		case time.Since(since) >= statsSettle:
 			return a, time.Since(start)
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
-	t.Fatalf("the nodes disagree after %v:\n a %v\n b %v", timeout, seen["a"], seen["b"])
+	t.Fatalf("the nodes do not agree for %v within %v:\n a %v\n b %v", statsSettle, timeout, seen["a"], seen["b"])
 	return nil, 0
 }
 
@@ -198,9 +207,16 @@ func (b *statsBed) startLoad(max int) *statsLoad {
 	return l
 }
 
+// end stops the load and waits for it.
 func (l *statsLoad) end() {
 	l.stop()
 	l.wg.Wait()
+}
+
+// wait waits for the load to make all its requests.
+func (l *statsLoad) wait() {
+	l.wg.Wait()
+	l.stop()
 }
 
 // watchMonotone reads p's stats every 200 ms until stop and reports every
@@ -241,18 +257,19 @@ func (b *statsBed) watchMonotone(p *sdnlbProc) (stop func() []string) {
 // survivor's totals, which never go back; a restart of both keeps them.
 func TestCluster_Stats(t *testing.T) {
 	b := newStatsBed(t, 0)
-	base, _ := b.waitAgree(t, 10*time.Second)
+	base, _ := b.waitAgree(t, 20*time.Second)
 
 	// Each client fetches both VIPs 30 times: each node counts its
 	// bridge's share, and shows both.
 	l := b.startLoad(30)
-	l.end()
-	agreed, took := b.waitAgree(t, 10*time.Second)
+	l.wait()
+	agreed, took := b.waitAgree(t, 20*time.Second)
 	t.Logf("after %d and %d requests the nodes agree %v after the load: %v", l.answered["switched"].Load(), l.answered["controlled"].Load(),
 		took.Round(time.Millisecond), agreed)
 	for _, vip := range []string{"switched", "controlled"} {
-		if got, want := agreed[vip].conns-base[vip].conns, uint64(l.answered[vip].Load()); got != want || l.failed.Load() != 0 {
-			t.Errorf("pool %s counted %d connections, want the %d answered (%d failed)", vip, got, want, l.failed.Load())
+		got, answered := agreed[vip].conns-base[vip].conns, uint64(l.answered[vip].Load())
+		if !countsAnswered(vip, got, answered, uint64(l.failed.Load()), 0) {
+			t.Errorf("pool %s counted %d connections, want the %d answered (%d failed)", vip, got, answered, l.failed.Load())
 		}
 	}
 	all, _ := b.allStats(b.nodes["a"])
@@ -281,23 +298,25 @@ func TestCluster_Stats(t *testing.T) {
 	t.Logf("b took a's bridge over %v after the kill", waitTakenOver(t, survivor, theirs, killed, 10*time.Second))
 	time.Sleep(3 * time.Second)
 	l.end()
-	time.Sleep(statsSettle)
+	time.Sleep(2 * statsSettle) // the killed node's readings lapse, and the survivor settles what it took over
 	if back := stopWatch(); len(back) > 0 {
 		t.Errorf("the survivor's counters went back across the kill: %v", back)
 	}
 	after, _ := b.allStats(survivor)
 	for _, vip := range []string{"switched", "controlled"} {
-		got := totalsOf(after[vip]).conns - agreed[vip].conns
-		t.Logf("pool %s: %d connections counted across the kill, %d requests answered, %d failed", vip, got, l.answered[vip].Load(), l.failed.Load())
-		if vip == "switched" && got < uint64(l.answered[vip].Load()) {
-			t.Errorf("pool %s counted %d connections across the kill, fewer than the %d answered: the switch's rows count every one", vip, got, l.answered[vip].Load())
+		got, answered := totalsOf(after[vip]).conns-agreed[vip].conns, uint64(l.answered[vip].Load())
+		t.Logf("pool %s: %d connections counted across the kill, %d requests answered, %d failed", vip, got, answered, l.failed.Load())
+		// What the killed node set up after its last record (a second of
+		// its bridge's half of the load) is lost under CONTROLLER.
+		if !countsAnswered(vip, got, answered, uint64(l.failed.Load()), answered/4) {
+			t.Errorf("pool %s counted %d connections across the kill, want about the %d answered", vip, got, answered)
 		}
 	}
 
 	// a, restarted, masters a bridge again; both agree.
 	b.start(t, victim).WaitSwitches(2, 20*time.Second)
 	waitMastered(t, survivor, map[string]int{"a": 1, "b": 1}, 10*time.Second)
-	agreed, took = b.waitAgree(t, 10*time.Second)
+	agreed, took = b.waitAgree(t, 20*time.Second)
 	t.Logf("the nodes agree %v after a's restart", took.Round(time.Millisecond))
 	for _, vip := range []string{"switched", "controlled"} {
 		if d := agreed[vip].below(totalsOf(after[vip])); d != "" {
@@ -313,13 +332,26 @@ func TestCluster_Stats(t *testing.T) {
 	b.start(t, "a")
 	b.start(t, "b")
 	waitMastered(t, b.nodes["b"], map[string]int{"a": 1, "b": 1}, 15*time.Second)
-	restarted, took := b.waitAgree(t, 15*time.Second)
+	restarted, took := b.waitAgree(t, 20*time.Second)
 	t.Logf("after a restart of both the nodes agree %v after the second start: %v", took.Round(time.Millisecond), restarted)
 	for _, vip := range []string{"switched", "controlled"} {
 		if d := restarted[vip].below(agreed[vip]); d != "" {
 			t.Errorf("pool %s after a restart of both:%s", vip, d)
 		}
 	}
+}
+
+// countsAnswered reports whether a pool that answered answered requests
+// (and failed failed) counted about that many connections, got: under
+// CONTROLLER every setup, less lost; under SWITCH the rows' count of new
+// connections, which misses one whose client reuses the ports of a
+// connection the tracker still holds (up to 5 %), and counts a SYN
+// retransmitted.
+func countsAnswered(vip string, got, answered, failed, lost uint64) bool {
+	if vip == "controlled" {
+		return got+lost >= answered && got <= answered+failed
+	}
+	return got+answered/20+lost >= answered && got <= answered+failed+answered/20
 }
 
 // statsSettle is how long a count takes to show on every node: a stats

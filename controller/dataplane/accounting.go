@@ -154,8 +154,16 @@ func (l *FlowLedger) add(snap *model.Snapshot, memberNum uint32, c flowCount, pa
 		l.epoch.overlap[memberNum] = o
 		return
 	}
-	if m := snap.MemberCnt[memberNum]; m != nil { // nil once the member is deleted
-		m.Add(c.counts(packets, bytes))
+	addCounted(snap, memberNum, c.counts(packets, bytes))
+}
+
+// addCounted adds what flows counted to the member numbered num, nil once
+// the member is deleted: each connection a row saw open is one the member
+// took.
+func addCounted(snap *model.Snapshot, num uint32, n sdnlb.Counts) {
+	if m := snap.MemberCnt[num]; m != nil {
+		n.Connections += n.Opened
+		m.Add(n)
 	}
 }
 
@@ -171,9 +179,7 @@ func (l *FlowLedger) endFirstPoll(snap *model.Snapshot) {
 		return
 	}
 	for num, c := range l.epoch.overlap {
-		if m := snap.MemberCnt[num]; m != nil {
-			m.Add(c)
-		}
+		addCounted(snap, num, c)
 	}
 	l.epoch.overlap = nil
 }
@@ -211,9 +217,7 @@ func (l *FlowLedger) Settle(snap *model.Snapshot, generation uint64, add map[uin
 		return
 	}
 	for num, c := range add {
-		if m := snap.MemberCnt[num]; m != nil {
-			m.Add(c)
-		}
+		addCounted(snap, num, c)
 	}
 	l.epoch.pending, l.epoch.overlap, l.epoch.prior = false, nil, nil
 }
@@ -411,7 +415,7 @@ func (c flowCount) counts(packets, bytes uint64) sdnlb.Counts {
 		n.PacketsOut, n.BytesOut = packets, bytes
 	}
 	if c&countsOpened != 0 {
-		n.Opened, n.Connections = packets, packets
+		n.Opened = packets
 	}
 	if c&countsClosed != 0 {
 		n.Closed = packets
