@@ -7,7 +7,9 @@ import (
 
 // snapshotCollector exports the counters of every VIP and member of the
 // current snapshot at scrape time, so a deleted object's series go with
-// it. Labels are configuration ids only, never client data.
+// it: the counters as this node counted them (a cluster's are their sum
+// over the nodes), the gauges as the cluster has them. Labels are
+// configuration ids only, never client data.
 type snapshotCollector struct {
 	c *Controller
 
@@ -23,13 +25,13 @@ func newSnapshotCollector(c *Controller) *snapshotCollector {
 		memberUp: prometheus.NewDesc("sdnlb_member_up",
 			"1 while the member takes new connections (UP, or no monitor), else 0.", member, nil),
 		memberActive: prometheus.NewDesc("sdnlb_member_active_connections",
-			"Connections open through the member that the controller set up.", member, nil),
+			"Connections open through the member in the cluster: those the controllers set up, and the estimate of those the switches dispatched; every node shows the cluster's.", member, nil),
 		memberConns: prometheus.NewDesc("sdnlb_member_connections_total",
-			"Connections the member took.", member, nil),
+			"Connections the member took, as this node counted them.", member, nil),
 		memberBytes: prometheus.NewDesc("sdnlb_member_bytes_total",
-			"Bytes of the member's connections, by direction (in: client → member).", append(member, "direction"), nil),
+			"Bytes of the member's connections as this node counted them, by direction (in: client → member).", append(member, "direction"), nil),
 		memberPackets: prometheus.NewDesc("sdnlb_member_packets_total",
-			"Packets of the member's connections, by direction (in: client → member).", append(member, "direction"), nil),
+			"Packets of the member's connections as this node counted them, by direction (in: client → member).", append(member, "direction"), nil),
 		memberWeight: prometheus.NewDesc("sdnlb_member_effective_weight",
 			"The weight the member takes new connections by, in units of the configured weights (ADAPTIVE and slow start move it); 0 out of rotation.", member, nil),
 		memberCPU: prometheus.NewDesc("sdnlb_member_available_cpu",
@@ -39,9 +41,9 @@ func newSnapshotCollector(c *Controller) *snapshotCollector {
 		memberSlowStart: prometheus.NewDesc("sdnlb_member_slow_start",
 			"The part of the member's slow start behind it, 0-1; 1 once over or without one.", member, nil),
 		vipActive: prometheus.NewDesc("sdnlb_vip_active_connections",
-			"Connections open to the VIP that the controller set up.", []string{"vip"}, nil),
+			"Connections open to the VIP in the cluster, as sdnlb_member_active_connections counts them; every node shows the cluster's.", []string{"vip"}, nil),
 		vipRefused: prometheus.NewDesc("sdnlb_vip_refused_connections_total",
-			"New connections to the VIP refused (no member, connection limit).", []string{"vip"}, nil),
+			"New connections to the VIP this node refused (no member, connection limit).", []string{"vip"}, nil),
 	}
 }
 

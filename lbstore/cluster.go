@@ -148,13 +148,28 @@ func (db *DB) Cluster(ctx context.Context) (*sdnlb.Cluster, error) {
 		for _, m := range masters {
 			mastered[m.Node] = append(mastered[m.Node], m.DPID)
 		}
+		var records []struct {
+			Node     string        `db:"node_id"`
+			Stats    sql.NullInt64 `db:"stats"`
+			Topology sql.NullInt64 `db:"topology"`
+		}
+		if err := tx.SelectContext(ctx, &records, `SELECT node_id, MAX(stats) AS stats, MAX(topology) AS topology FROM (
+				SELECT node_id, recorded_at AS stats, NULL AS topology FROM stats_parts WHERE NOT absorbed
+				UNION ALL SELECT node_id, NULL, seen_at FROM topology_parts) AS r GROUP BY node_id`); err != nil {
+			return nil, fmt.Errorf("read the nodes' records: %w", err)
+		}
+		recorded := map[string][2]*time.Time{}
+		for _, r := range records {
+			recorded[r.Node] = [2]*time.Time{microTime(r.Stats), microTime(r.Topology)}
+		}
 		c := &sdnlb.Cluster{Nodes: make([]*sdnlb.ClusterNode, 0, len(rows))}
 		if lease.Remaining > 0 {
 			c.Leader = lease.Holder
 		}
 		for _, r := range rows {
 			n := &sdnlb.ClusterNode{ID: r.ID, APIAddr: r.APIAddr, OpenFlowAddr: r.OpenFlowAddr,
-				Role: sdnlb.RoleFollower, LastSeen: time.UnixMicro(r.LastSeen).UTC(), Masters: mastered[r.ID]}
+				Role: sdnlb.RoleFollower, LastSeen: time.UnixMicro(r.LastSeen).UTC(), Masters: mastered[r.ID],
+				StatsRecordedAt: recorded[r.ID][0], TopologyRecordedAt: recorded[r.ID][1]}
 			slices.Sort(n.Masters)
 			if c.Leader != "" && r.ID == c.Leader {
 				n.Role = sdnlb.RoleLeader
@@ -163,4 +178,13 @@ func (db *DB) Cluster(ctx context.Context) (*sdnlb.Cluster, error) {
 		}
 		return c, nil
 	})
+}
+
+// microTime is a time stored in microseconds, nil for none.
+func microTime(us sql.NullInt64) *time.Time {
+	if !us.Valid {
+		return nil
+	}
+	t := time.UnixMicro(us.Int64).UTC()
+	return &t
 }

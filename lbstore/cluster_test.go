@@ -156,6 +156,24 @@ func TestDB_Cluster(t *testing.T) {
 			t.Errorf("node %s: last_seen %v, want about now", n.ID, n.LastSeen)
 		}
 	}
+	if n := c.Nodes[0]; n.StatsRecordedAt != nil || n.TopologyRecordedAt != nil {
+		t.Errorf("node a shows records %v %v before any", n.StatsRecordedAt, n.TopologyRecordedAt)
+	}
+	// Each node's last records of its parts show.
+	if err := db.RecordStats(ctx, node("a"), &sdnlb.StatsPart{ID: "pa", Node: "a"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.RecordTopology(ctx, node("b"), &sdnlb.TopologyPart{Node: "b"}, time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	if c, err = db.Cluster(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if a, b := c.Nodes[0], c.Nodes[1]; a.StatsRecordedAt == nil || a.StatsRecordedAt.Before(before) || a.TopologyRecordedAt != nil ||
+		b.TopologyRecordedAt == nil || b.TopologyRecordedAt.Before(before) || b.StatsRecordedAt != nil {
+		t.Errorf("records: a %v %v, b %v %v; want a's stats and b's topology about now", a.StatsRecordedAt, a.TopologyRecordedAt,
+			b.StatsRecordedAt, b.TopologyRecordedAt)
+	}
 	// Once the lease expires nobody leads.
 	if err := db.ReleaseLease(ctx, "b", 1); err != nil {
 		t.Fatal(err)
