@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"slices"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -388,10 +389,15 @@ func TestCluster_ConnectionLimit(t *testing.T) {
 	// next arrives.
 	admitted := 0
 	for i := range 2 * limit {
+		opened := time.Now()
 		if open(b.clients[i%2]) {
 			admitted++
 		}
-		time.Sleep(2500 * time.Millisecond)
+		if i < 2 { // how long the node that does not master its bridge takes to count it
+			t.Logf("connection %d: the other node counts it %v after it opened", i+1,
+				waitPoolActive(t, b, b.notMastering(t, b.bridges[i%2]), "limited", uint64(i+1), 5*time.Second).Sub(opened).Round(10*time.Millisecond))
+		}
+		time.Sleep(time.Until(opened.Add(2500 * time.Millisecond)))
 	}
 	if admitted != limit {
 		t.Errorf("opened one at a time through both bridges, %d connections admitted, want the limit %d", admitted, limit)
@@ -423,6 +429,30 @@ func TestCluster_ConnectionLimit(t *testing.T) {
 	if burst < limit || burst > 2*limit {
 		t.Errorf("a burst admitted %d connections, want between the limit %d and twice it", burst, limit)
 	}
+}
+
+// notMastering is the node that is not sw's MASTER.
+func (b *statsBed) notMastering(t *testing.T, sw *Switch) *sdnlbProc {
+	t.Helper()
+	if slices.Contains(mastersOf(b.nodes["b"])["a"], dpidOf(t, sw)) {
+		return b.nodes["b"]
+	}
+	return b.nodes["a"]
+}
+
+// waitPoolActive waits until p shows pool with want active connections
+// and returns when it did.
+func waitPoolActive(t *testing.T, b *statsBed, p *sdnlbProc, pool string, want uint64, timeout time.Duration) time.Time {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for i := 0; i < 1000 && time.Now().Before(deadline); i++ {
+		if all, ok := b.allStats(p); ok && all[pool].ActiveConnections >= want {
+			return time.Now()
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	t.Fatalf("pool %s shows fewer than %d active connections after %v", pool, want, timeout)
+	return time.Time{}
 }
 
 // holdConnection opens a connection from c to addr and reports whether
