@@ -133,10 +133,13 @@ func (s *Stats) round(ctx context.Context) {
 		}
 		return
 	}
-	if err := s.absorb(rctx); err != nil && ctx.Err() == nil {
-		s.log.Debug("cannot absorb the stats of nodes gone", "err", err)
-	}
 	parts, err := s.store.StatsParts(rctx)
+	if err == nil && s.gone(parts) {
+		if err := s.absorb(rctx); err != nil && ctx.Err() == nil {
+			s.log.Debug("cannot absorb the stats of nodes gone", "err", err)
+		}
+		parts, err = s.store.StatsParts(rctx)
+	}
 	if err != nil {
 		if ctx.Err() == nil {
 			s.log.Debug("cannot read the other nodes' stats", "err", err)
@@ -144,6 +147,27 @@ func (s *Stats) round(ctx context.Context) {
 		return
 	}
 	s.src.SetElsewhere(s.elsewhere(parts))
+}
+
+// gone reports whether parts hold one the leader absorbs: of this node
+// but not this process's, or not recorded within statsPartLive of the
+// latest record.
+func (s *Stats) gone(parts []*sdnlb.StatsPart) bool {
+	latest := latestRecord(parts)
+	return slices.ContainsFunc(parts, func(p *sdnlb.StatsPart) bool {
+		return p.ID != s.partID && (p.Node == s.node.ID || p.RecordedAt.Before(latest.Add(-statsPartLive)))
+	})
+}
+
+// latestRecord is when the latest of parts was recorded.
+func latestRecord(parts []*sdnlb.StatsPart) time.Time {
+	var at time.Time
+	for _, p := range parts {
+		if p.RecordedAt.After(at) {
+			at = p.RecordedAt
+		}
+	}
+	return at
 }
 
 // record records this node's part: its own counts and what it absorbed.
@@ -296,12 +320,7 @@ func (s *Stats) counted(o sdnlb.StatsOverlap, last map[string]sdnlb.SwitchReadin
 // what this node absorbed; their active connections count while they
 // were recorded within statsPartLive of the latest record.
 func (s *Stats) elsewhere(parts []*sdnlb.StatsPart) *sdnlb.Elsewhere {
-	var at time.Time
-	for _, p := range parts {
-		if p.RecordedAt.After(at) {
-			at = p.RecordedAt
-		}
-	}
+	at := latestRecord(parts)
 	e := &sdnlb.Elsewhere{Members: map[string]*sdnlb.MemberElsewhere{}, VIPs: map[string]*sdnlb.VIPPart{}}
 	nodes := map[string]map[string]*sdnlb.NodeStats{} // by member id, node id
 	share := func(member, node string) *sdnlb.NodeStats {
