@@ -712,15 +712,24 @@ func TestVIP_ConnectionLimit(t *testing.T) {
 	held = nil
 	refused := b.lb.PoolStats(b.pool.ID).RefusedConnections
 	const sequential = 4 * limit
+	var reused time.Time
 	for i := range sequential {
-		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
 		var err error
 		if i%2 == 0 {
+			ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
 			_, err = c.HTTPGet(ctx, b.url)
+			cancel()
 		} else {
+			// Linux lets a socket take the address of one of its own in
+			// TIME_WAIT (the client closed first) only a second after
+			// that one's last timestamp (tcp_tw_reuse); sooner, connect
+			// fails with EADDRNOTAVAIL.
+			time.Sleep(time.Until(reused.Add(1100 * time.Millisecond)))
+			ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
 			_, err = c.HTTPGetFrom(ctx, 40999, b.url)
+			cancel()
+			reused = time.Now()
 		}
-		cancel()
 		if err != nil {
 			t.Errorf("sequential request %d of %d under a limit of %d: %v", i+1, sequential, limit, err)
 		}

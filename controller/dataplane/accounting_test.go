@@ -302,6 +302,15 @@ func TestAccounting_ReusedPortsKeepTheirMember(t *testing.T) {
 	if m := memberOfSent(t, d.packetIn(testnet.ClientOF, testnet.SYN(t, 40001))); m != 2 {
 		t.Errorf("new ports went to member %d, want 2", m)
 	}
+	// Reused again within a moment of the setup before: still a new
+	// connection, admitted and counted, not a packet of the one before.
+	d.pollOnce(flowStats(1, 40000, 10), flowStats(2, 40001, 30))
+	if m := memberOfSent(t, d.packetIn(testnet.ClientOF, testnet.SYN(t, 40000))); m != 1 {
+		t.Errorf("the ports reused at once went to member %d, want 1", m)
+	}
+	if st := testnet.MemberByID(d.snap, "m1").Stats(""); st.TotalConnections != 3 || st.ActiveConnections != 1 {
+		t.Errorf("member 1 after the ports were reused at once: total %d, active %d; want 3 and 1", st.TotalConnections, st.ActiveConnections)
+	}
 }
 
 // A ledger counts in epochs: the first poll after a takeover reads what

@@ -47,7 +47,10 @@ func (dp *Switch) handleVIPPacket(p *packetIn, out *Outbox) {
 		DSR: v.DSR(),
 	}
 	counted, seen := dp.accounting.connection(c.Key())
-	if dp.endHere(p, &c, counted, seen, out) || dp.forwardRecent(p, &c, out) || dp.setUpAgain(p, &c, counted, seen, out) ||
+	// A SYN on the ports of a connection that ended opens a new one, to be
+	// admitted, not forwarded as the old one's packet that overtook it.
+	reopens := seen && counted.ended && p.hasTCP && p.tcp.SYN && !p.tcp.ACK
+	if dp.endHere(p, &c, counted, seen, out) || !reopens && dp.forwardRecent(p, &c, out) || dp.setUpAgain(p, &c, counted, seen, out) ||
 		!dp.admit(p, proto, v, out) {
 		return
 	}
