@@ -145,7 +145,8 @@ func (t totals) below(base totals) string {
 
 // waitAgree waits until every live node shows every pool with the same
 // counters, unchanged for statsSettle (a poll of every switch and a
-// record of every node since), and returns them and how long it took.
+// record of every node since), and returns them and how long they took
+// to agree on them.
 func (b *statsBed) waitAgree(t *testing.T, timeout time.Duration) (map[string]totals, time.Duration) {
 	t.Helper()
 	start := time.Now()
@@ -171,7 +172,7 @@ func (b *statsBed) waitAgree(t *testing.T, timeout time.Duration) (map[string]to
 		case now != stable:
 			stable, since = now, time.Now()
 		case time.Since(since) >= statsSettle:
-			return a, time.Since(start)
+			return a, since.Sub(start)
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
