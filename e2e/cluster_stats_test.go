@@ -360,13 +360,13 @@ func countsAnswered(vip string, got, answered, failed, lost uint64) bool {
 // poll (--stats-interval, 2 s) and a record of each node's part (1 s).
 const statsSettle = 3500 * time.Millisecond
 
-// TestCluster_ConnectionLimit holds a VIP's connection limit across two
+// TestVIP_ConnectionLimitAcrossNodes holds a VIP's connection limit across two
 // nodes whose switches both serve it: connections opened one at a time,
 // alternately through either bridge, are admitted up to the limit and
 // refused beyond; a burst through both at once shows what the staleness
 // of the other node's count lets through.
-func TestCluster_ConnectionLimit(t *testing.T) {
-	const limit = 4
+func TestVIP_ConnectionLimitAcrossNodes(t *testing.T) {
+	const limit = 3
 	b := newStatsBed(t, limit)
 	addr := net.JoinHostPort(b.vips["limited"].Address, strconv.Itoa(vipPort))
 	var held []net.Conn
