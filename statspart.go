@@ -33,6 +33,13 @@ func (c *Counts) Add(o Counts) {
 	c.Closed += o.Closed
 }
 
+// Share is c, with active connections, as a node's share of a pool's or
+// a member's counters.
+func (c Counts) Share(active uint64) NodeStats {
+	return NodeStats{ActiveConnections: active, TotalConnections: c.Connections,
+		PacketsIn: c.PacketsIn, PacketsOut: c.PacketsOut, BytesIn: c.BytesIn, BytesOut: c.BytesOut}
+}
+
 // Above is what c has beyond base, field by field, 0 where c has less.
 func (c Counts) Above(base Counts) Counts {
 	sub := func(a, b uint64) uint64 {

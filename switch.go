@@ -137,6 +137,22 @@ type NodeStats struct {
 	BytesOut          uint64 `json:"bytes_out"`
 }
 
+// Add adds o's counters to n's.
+func (n *NodeStats) Add(o NodeStats) {
+	n.ActiveConnections += o.ActiveConnections
+	n.TotalConnections += o.TotalConnections
+	n.PacketsIn += o.PacketsIn
+	n.PacketsOut += o.PacketsOut
+	n.BytesIn += o.BytesIn
+	n.BytesOut += o.BytesOut
+}
+
+// Share is m's counters as a node's share of them.
+func (m *MemberStats) Share() NodeStats {
+	return NodeStats{ActiveConnections: m.ActiveConnections, TotalConnections: m.TotalConnections,
+		PacketsIn: m.PacketsIn, PacketsOut: m.PacketsOut, BytesIn: m.BytesIn, BytesOut: m.BytesOut}
+}
+
 // MemberLocation is the switch and port a member was learned on.
 type MemberLocation struct {
 	DPID string `json:"dpid"` // as Switch.DPID

@@ -352,7 +352,7 @@ func (s *Stats) elsewhere(parts []*sdnlb.StatsPart) *sdnlb.Elsewhere {
 	}
 	for id, c := range s.absorbed {
 		member(id).Add(c)
-		addShare(share(id, s.node.ID), c, 0)
+		share(id, s.node.ID).Add(c.Share(0))
 	}
 	for id, n := range s.absorbedRefused {
 		vip(id).Refused += n
@@ -373,7 +373,7 @@ func (s *Stats) elsewhere(parts []*sdnlb.StatsPart) *sdnlb.Elsewhere {
 					active += mp.Opened - mp.Closed
 				}
 			}
-			addShare(share(id, p.Node), mp.Counts, active)
+			share(id, p.Node).Add(mp.Counts.Share(active))
 		}
 		for id, vp := range p.VIPs {
 			v := vip(id)
@@ -393,12 +393,3 @@ func (s *Stats) elsewhere(parts []*sdnlb.StatsPart) *sdnlb.Elsewhere {
 	return e
 }
 
-// addShare adds c and active to a node's share.
-func addShare(n *sdnlb.NodeStats, c sdnlb.Counts, active uint64) {
-	n.TotalConnections += c.Connections
-	n.PacketsIn += c.PacketsIn
-	n.PacketsOut += c.PacketsOut
-	n.BytesIn += c.BytesIn
-	n.BytesOut += c.BytesOut
-	n.ActiveConnections += active
-}

@@ -68,15 +68,11 @@ func (c *Controller) poolStats(p *model.Pool, at map[netip.Addr]*sdnlb.MemberLoc
 		ps.RefusedConnections = p.VIP.Cnt.RefusedConns()
 	}
 	nodes := map[string]*sdnlb.NodeStats{c.opts.Node: {Node: c.opts.Node}}
+	var total sdnlb.NodeStats
 	for _, m := range p.Members {
 		ms := m.Stats(c.opts.Node)
 		ms.Location = at[m.IP]
-		ps.ActiveConnections += ms.ActiveConnections
-		ps.TotalConnections += ms.TotalConnections
-		ps.PacketsIn += ms.PacketsIn
-		ps.PacketsOut += ms.PacketsOut
-		ps.BytesIn += ms.BytesIn
-		ps.BytesOut += ms.BytesOut
+		total.Add(ms.Share())
 		ps.Members = append(ps.Members, ms)
 		for _, n := range ms.Nodes {
 			sum := nodes[n.Node]
@@ -84,14 +80,11 @@ func (c *Controller) poolStats(p *model.Pool, at map[netip.Addr]*sdnlb.MemberLoc
 				sum = &sdnlb.NodeStats{Node: n.Node}
 				nodes[n.Node] = sum
 			}
-			sum.ActiveConnections += n.ActiveConnections
-			sum.TotalConnections += n.TotalConnections
-			sum.PacketsIn += n.PacketsIn
-			sum.PacketsOut += n.PacketsOut
-			sum.BytesIn += n.BytesIn
-			sum.BytesOut += n.BytesOut
+			sum.Add(n)
 		}
 	}
+	ps.ActiveConnections, ps.TotalConnections = total.ActiveConnections, total.TotalConnections
+	ps.PacketsIn, ps.PacketsOut, ps.BytesIn, ps.BytesOut = total.PacketsIn, total.PacketsOut, total.BytesIn, total.BytesOut
 	ps.Nodes = make([]sdnlb.NodeStats, 0, len(nodes))
 	for _, id := range slices.Sorted(maps.Keys(nodes)) {
 		ps.Nodes = append(ps.Nodes, *nodes[id])

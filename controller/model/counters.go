@@ -213,15 +213,11 @@ func (m *MemberCounters) nodes(self string, down bool) []sdnlb.NodeStats {
 		}
 	}
 	c := m.Own()
-	own.TotalConnections += c.Connections
-	own.PacketsIn += c.PacketsIn
-	own.PacketsOut += c.PacketsOut
-	own.BytesIn += c.BytesIn
-	own.BytesOut += c.BytesOut
-	own.ActiveConnections += uint64(max(0, m.Active.Load()))
+	active := uint64(max(0, m.Active.Load()))
 	if !down && c.Opened > c.Closed {
-		own.ActiveConnections += c.Opened - c.Closed
+		active += c.Opened - c.Closed
 	}
+	own.Add(c.Share(active))
 	out = append(out, own)
 	slices.SortFunc(out, func(a, b sdnlb.NodeStats) int { return cmp.Compare(a.Node, b.Node) })
 	return out
