@@ -392,4 +392,3 @@ func (s *Stats) elsewhere(parts []*sdnlb.StatsPart) *sdnlb.Elsewhere {
 	}
 	return e
 }
-
