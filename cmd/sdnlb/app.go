@@ -18,6 +18,7 @@ import (
 
 	"github.com/sdnlb/sdnlb"
 	"github.com/sdnlb/sdnlb/api"
+	"github.com/sdnlb/sdnlb/bgp"
 	"github.com/sdnlb/sdnlb/cluster"
 	"github.com/sdnlb/sdnlb/controller"
 	"github.com/sdnlb/sdnlb/controller/model"
@@ -45,6 +46,8 @@ type Main struct {
 	// Topology answers for the whole network: on PostgreSQL each node
 	// records its part, and merges the others' with its own.
 	Topology *cluster.Topology
+	// BGP announces the VIPs to the routers; nil without --bgp-asn.
+	BGP *bgp.Speaker
 
 	apiLn      net.Listener
 	ofLn       net.Listener
@@ -137,6 +140,14 @@ func (m *Main) Run(ctx context.Context) (err error) {
 		parts = m.DB
 	}
 	m.Topology = cluster.NewTopology(parts, m.Elector.Node(), m.Controller.TopologyPart, m.Logger)
+	bgpOpts, err := cfg.bgpOptions()
+	if err != nil {
+		return err
+	}
+	if bgpOpts != nil {
+		bgpOpts.Logger, bgpOpts.Registerer = m.Logger, registry
+		m.BGP = bgp.New(m.Store, m.edges, *bgpOpts)
+	}
 	// The monitors run on the leader only, so each transition is written
 	// once; a write is refused once the lease lapsed, even before the
 	// engine has stopped.
@@ -174,6 +185,9 @@ func (m *Main) Run(ctx context.Context) (err error) {
 
 		ConfigApplyService: m.Store,
 	}
+	if m.BGP != nil {
+		srv.BGPService = m.BGP
+	}
 	m.httpServer = srv.HTTPServer(slog.NewLogLogger(m.Logger.Handler(), slog.LevelWarn))
 	m.apiLn = srv.Listener(m.apiLn)
 	if cfg.APIToken == "" && !loopbackAddr(cfg.APIAddr) {
@@ -190,6 +204,9 @@ func (m *Main) Run(ctx context.Context) (err error) {
 	m.goRun("controller", func() error { return m.Controller.Serve(ctx, m.ofLn) })
 	m.goRun("cluster", func() error { return m.Elector.Run(ctx) })
 	m.goRun("health", func() error { return m.runHealth(ctx) })
+	if m.BGP != nil {
+		m.goRun("bgp", func() error { return m.BGP.Run(ctx) })
+	}
 	if m.Masters != nil {
 		m.goRun("masters", func() error { return m.Masters.Run(ctx) })
 		m.goRun("roles", func() error { m.followMasters(ctx); return nil })
@@ -270,6 +287,32 @@ func (m *Main) followMasters(ctx context.Context) {
 		case <-changed:
 		}
 	}
+}
+
+// edges tells the BGP speaker which connected switches this node serves:
+// on SQLite every one; on PostgreSQL those the cluster assigned to it while
+// it may act as their MASTER, and who serves a switch is known once the
+// cluster assigned it.
+func (m *Main) edges(ctx context.Context) []bgp.Switch {
+	switches, _ := m.Controller.Switches(ctx)
+	out := make([]bgp.Switch, len(switches))
+	if m.Masters == nil {
+		for i, s := range switches {
+			out[i] = bgp.Switch{DPID: s.DPID, Served: true, Settled: true}
+		}
+		return out
+	}
+	a, _ := m.Masters.State()
+	masters := make(map[string]string, len(a.Masters))
+	for _, sm := range a.Masters {
+		masters[sm.DPID] = sm.Node
+	}
+	self := m.Elector.Node().ID
+	for i, s := range switches {
+		node, ok := masters[s.DPID]
+		out[i] = bgp.Switch{DPID: s.DPID, Served: a.Live && node == self, Settled: ok}
+	}
+	return out
 }
 
 // leaderOnly writes health transitions while this node leads.
