@@ -423,7 +423,7 @@ func (s *Speaker) BGP(ctx context.Context) (*sdnlb.BGP, error) {
 	s.mu.Unlock()
 	live := map[netip.Addr]*api.Peer{}
 	if running && !out.Holding {
-		err := s.server.ListPeer(ctx, &api.ListPeerRequest{}, func(p *api.Peer) {
+		err := s.server.ListPeer(ctx, &api.ListPeerRequest{EnableAdvertised: true}, func(p *api.Peer) {
 			if a, err := netip.ParseAddr(p.GetConf().GetNeighborAddress()); err == nil {
 				live[a] = p
 			}

@@ -214,7 +214,7 @@ func TestSpeaker_AnnouncesAndWithdraws(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(status.Peers) != 1 || status.Peers[0].State != "ESTABLISHED" || !status.Peers[0].AddPaths ||
+	if len(status.Peers) != 1 || status.Peers[0].State != "ESTABLISHED" || !status.Peers[0].AddPaths || status.Peers[0].Advertised != 3 ||
 		status.Peers[0].Since == nil || status.Holding || len(status.Routes) != 3 {
 		t.Fatalf("status %+v, peer %+v: want one established session taking several paths, 3 routes", status, status.Peers[0])
 	}
