@@ -3,6 +3,7 @@
 package e2e
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -149,15 +150,15 @@ func (b *bgpBed) waitSession(t *testing.T, timeout time.Duration) {
 	t.Fatalf("no BGP session with the router after %v: %+v %s", timeout, got, b.router.Vtysh(t, "show bgp summary"))
 }
 
-// createVIP creates the bed's VIP on port with a SWITCH pool of the
-// forwarding given over both members; monitor, when not nil, is the
-// pool's monitor.
-func (b *bgpBed) createVIP(t *testing.T, port int, forwarding sdnlb.Forwarding, monitor map[string]any) (*sdnlb.VIP, []*sdnlb.Member) {
+// createVIP creates the bed's VIP on port with a pool of the dispatch and
+// forwarding given over both members, which serve on the port (DSR) or on
+// 8000 more (NAT); monitor, when not nil, is the pool's monitor.
+func (b *bgpBed) createVIP(t *testing.T, port int, dispatch sdnlb.Dispatch, forwarding sdnlb.Forwarding, monitor map[string]any) (*sdnlb.VIP, []*sdnlb.Member) {
 	t.Helper()
 	vip := b.lb.MustCreateVIP(fmt.Sprintf("bgp-%d", port), b.vip, sdnlb.ProtocolTCP, port, nil)
 	var pool sdnlb.Pool
 	b.lb.MustAPI(http.MethodPost, "/v1/pools", map[string]any{"name": vip.Name, "vip_id": vip.ID, "lb_method": sdnlb.RoundRobin,
-		"dispatch": sdnlb.DispatchSwitch, "forwarding": forwarding, "protocol": sdnlb.ProtocolTCP}, http.StatusCreated, &pool)
+		"dispatch": dispatch, "forwarding": forwarding, "protocol": sdnlb.ProtocolTCP}, http.StatusCreated, &pool)
 	if monitor != nil {
 		b.lb.MustCreateMonitor(&pool, monitor)
 	}
@@ -212,7 +213,7 @@ func (b *bgpBed) waitRoute(t *testing.T, what string, want []string) time.Time {
 // measured from the member's transition. announce false withdraws it too.
 func TestBGP_RouteFollowsMembers(t *testing.T) {
 	b := newBGPBed(t)
-	vip, members := b.createVIP(t, 80, sdnlb.ForwardingDSR,
+	vip, members := b.createVIP(t, 80, sdnlb.DispatchSwitch, sdnlb.ForwardingDSR,
 		map[string]any{"type": sdnlb.MonitorTCP, "delay": 1, "timeout": 0.5, "max_retries": 1})
 	for _, m := range members {
 		b.lb.WaitMemberStatus(m.ID, sdnlb.MemberDown, 10*time.Second)
@@ -359,7 +360,7 @@ func askWithin(k *keptConn, d time.Duration) (string, error) {
 func TestBGP_EdgeLostUnderLoad(t *testing.T) {
 	const n = 200
 	b := newBGPBed(t)
-	b.createVIP(t, 80, sdnlb.ForwardingDSR, nil)
+	b.createVIP(t, 80, sdnlb.DispatchSwitch, sdnlb.ForwardingDSR, nil)
 	for i, h := range b.members {
 		h.ServeHTTP(t, 80, fmt.Sprintf("m%d", i+1))
 	}
@@ -374,6 +375,16 @@ func TestBGP_EdgeLostUnderLoad(t *testing.T) {
 	t.Logf("%d connections: %d through E1, %d through E2; members %v", n, edges[b.r1], edges[b.r2], members)
 	if edges[b.r1] == 0 || edges[b.r2] == 0 || len(members) != 2 {
 		t.Fatalf("connections by edge %v, by member %v: want both edges and both members", edges, members)
+	}
+
+	// E1's tracker holds the connections E1 took in and none of E2's:
+	// once they move, E1 meets them as new.
+	tracked := b.e1.Appctl("dpctl/dump-conntrack", "zone=93")
+	for _, c := range conns {
+		port := c.k.conn.LocalAddr().(*net.TCPAddr).Port
+		if held := strings.Contains(tracked, fmt.Sprintf("sport=%d,", port)); held != (c.edge == b.r1) {
+			t.Fatalf("the connection from port %d went through %s, and E1's tracker holds it: %v\n%s", port, c.edge, held, tracked)
+		}
 	}
 
 	stop := make(chan struct{})
@@ -415,7 +426,7 @@ func TestBGP_EdgeLostUnderLoad(t *testing.T) {
 // never loses a next hop.
 func TestBGP_GracefulRestartKeepsTheRoute(t *testing.T) {
 	b := newBGPBed(t)
-	b.createVIP(t, 80, sdnlb.ForwardingDSR, nil)
+	b.createVIP(t, 80, sdnlb.DispatchSwitch, sdnlb.ForwardingDSR, nil)
 	for i, h := range b.members {
 		h.ServeHTTP(t, 80, fmt.Sprintf("m%d", i+1))
 	}
@@ -493,5 +504,125 @@ func TestBGP_GracefulRestartKeepsTheRoute(t *testing.T) {
 	t.Logf("%d requests through the VIP across the restart", sent)
 	if len(failed) > 0 {
 		t.Fatalf("%d of %d requests failed, first: %s", len(failed), sent, failed[0])
+	}
+}
+
+// edgePorts returns n client ports whose connections to the VIP's port the
+// router sends through each of its links to the edges, by link.
+func (b *bgpBed) edgePorts(t *testing.T, port, from, n int) map[string][]int {
+	t.Helper()
+	ports := map[string][]int{}
+	for p := from; len(ports[b.r1]) < n || len(ports[b.r2]) < n; p++ {
+		if p > from+100*n {
+			t.Fatalf("the router sends %v of the ports from %d through each edge, want %d", ports, from, n)
+		}
+		edge, err := b.router.RouteOf(b.client.Link, b.client.IP, p, b.vip, port)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(ports[edge]) < n {
+			ports[edge] = append(ports[edge], p)
+		}
+	}
+	return ports
+}
+
+// answered counts the requests to the VIP's port that get an answer, each
+// on a new connection from one of ports, within 2 s. (An HTTP client would
+// go on dialing past its request's end, and hold the client's threads.)
+func (b *bgpBed) answered(ports []int, port int) int {
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	n := 0
+	for _, p := range ports {
+		wg.Go(func() {
+			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+			defer cancel()
+			c, err := b.client.DialFrom(ctx, p, "tcp", net.JoinHostPort(b.vip, strconv.Itoa(port)))
+			if err != nil {
+				return
+			}
+			defer c.Close()
+			if _, err := askWithin(&keptConn{conn: c, r: bufio.NewReader(c)}, 2*time.Second); err == nil {
+				mu.Lock()
+				n++
+				mu.Unlock()
+			}
+		})
+	}
+	wg.Wait()
+	return n
+}
+
+// keptFrom opens a long-lived connection to the VIP's port from the
+// client's port p and asks once.
+func (b *bgpBed) keptFrom(t *testing.T, p, port int) *keptConn {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), reuseTimeout)
+	defer cancel()
+	c, err := b.client.DialFrom(ctx, p, "tcp", net.JoinHostPort(b.vip, strconv.Itoa(port)))
+	if err != nil {
+		t.Fatalf("connect from port %d: %v", p, err)
+	}
+	t.Cleanup(func() { c.Close() })
+	k := &keptConn{conn: c, r: bufio.NewReader(c)}
+	if k.member, err = k.ask(); err != nil {
+		t.Fatalf("first request from port %d: %v", p, err)
+	}
+	return k
+}
+
+// What a move between edges does to the connections of the other pools,
+// measured (docs/CAPABILITIES.md states it). SWITCH NAT: a connection
+// works only where its member's replies pass the tracker of the edge that
+// took it in first, the only one that can give them the VIP's address
+// back; here the members' replies leave through E1, so new connections
+// through E2 fail, and those that E1 took in keep working when the router
+// moves them to E2. CONTROLLER: the edge that takes a connection over has
+// no flow for it and resets it.
+func TestBGP_EdgeMoveLimits(t *testing.T) {
+	const n = 20
+	b := newBGPBed(t)
+	b.createVIP(t, 81, sdnlb.DispatchSwitch, sdnlb.ForwardingNAT, nil)
+	b.createVIP(t, 82, sdnlb.DispatchController, sdnlb.ForwardingDSR, nil)
+	for i, h := range b.members {
+		h.ServeHTTP(t, 8081, fmt.Sprintf("m%d", i+1))
+		h.ServeHTTP(t, 82, fmt.Sprintf("m%d", i+1))
+	}
+	b.waitRoute(t, "members in rotation", b.both())
+
+	nat := b.edgePorts(t, 81, 20000, 2*n)
+	through1, through2 := b.answered(nat[b.r1][:n], 81), b.answered(nat[b.r2][:n], 81)
+	t.Logf("SWITCH NAT, both edges announced: %d of %d new connections through E1 answered, %d of %d through E2", through1, n, through2, n)
+	if through1 != n || through2 != 0 {
+		t.Errorf("SWITCH NAT: %d of %d new connections through E1 answered, %d of %d through E2; want all, and none", through1, n, through2, n)
+	}
+
+	controller := b.edgePorts(t, 82, 30000, n)
+	var natKept, controllerKept []*keptConn
+	for i := range n {
+		natKept = append(natKept, b.keptFrom(t, nat[b.r1][n+i], 81))
+		controllerKept = append(controllerKept, b.keptFrom(t, controller[b.r1][i], 82))
+	}
+	// E1 leaves the route (its node loses it) and keeps forwarding what
+	// it is sent, the members' replies among it.
+	b.e1.Disconnect()
+	b.waitRoute(t, "E1 withdrawn", []string{b.e2.LocalIP + " " + b.r2})
+	survived := func(conns []*keptConn) int {
+		kept := 0
+		for _, k := range conns {
+			if member, err := askWithin(k, 5*time.Second); err == nil && member == k.member {
+				kept++
+			}
+		}
+		return kept
+	}
+	natMoved, controllerMoved := survived(natKept), survived(controllerKept)
+	natNew := b.answered(nat[b.r2][n:], 81)
+	t.Logf("moved from E1 to E2: %d of %d SWITCH NAT connections kept their member, %d of %d CONTROLLER ones; %d of %d new SWITCH NAT connections through E2 answered",
+		natMoved, n, controllerMoved, n, natNew, n)
+	if natMoved != n || controllerMoved != 0 || natNew != 0 {
+		t.Errorf("moved from E1 to E2: %d of %d SWITCH NAT connections kept, %d of %d CONTROLLER ones, %d of %d new NAT ones answered; want all, none, none",
+			natMoved, n, controllerMoved, n, natNew, n)
 	}
 }

@@ -19,8 +19,9 @@ const frrDir = "/usr/lib/frr"
 
 // Router is a Linux router in a network namespace of its own: links to
 // switches and hosts behind it, forwarding with ECMP over multipath
-// routes (the kernel hashes each connection's addresses and ports, so a
-// connection keeps its path), and FRR's zebra and bgpd once StartFRR runs.
+// routes (the kernel hashes each packet's addresses, protocol and ports,
+// so a connection keeps its path while the route does), and FRR's zebra
+// and bgpd once StartFRR runs.
 type Router struct {
 	Name  string
 	NetNS string
@@ -52,10 +53,14 @@ func NewRouter(tb TB, name string) *Router {
 	r.Subnet, _, r.lock = lockSubnet(tb)
 	mustRunCmd(tb, "ip", "netns", "add", r.NetNS)
 	mustRunCmd(tb, "ip", "-n", r.NetNS, "link", "set", "lo", "up")
-	// Replies come back on another link than their connection left by,
-	// so no reverse path filter.
+	// Multipath by a hash of the addresses, protocol and ports, as a
+	// router hashes packets off the wire: the L4 policy (1) would take the
+	// hash a packet already carries, which a host's packets bring along
+	// over a veth from the sending socket, random per connection and new
+	// at each retransmission. Replies come back on another link than their
+	// connection left by, so no reverse path filter.
 	mustRunCmd(tb, "ip", "netns", "exec", r.NetNS, "sysctl", "-q", "-w",
-		"net.ipv4.ip_forward=1", "net.ipv4.fib_multipath_hash_policy=1",
+		"net.ipv4.ip_forward=1", "net.ipv4.fib_multipath_hash_policy=3", "net.ipv4.fib_multipath_hash_fields=0x37",
 		"net.ipv4.conf.all.rp_filter=0", "net.ipv4.conf.default.rp_filter=0")
 	return r
 }
