@@ -18,6 +18,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chromedp/chromedp"
+
 	"github.com/sdnlb/sdnlb"
 	"github.com/sdnlb/sdnlb/internal/testbed"
 )
@@ -238,6 +240,8 @@ func (b *bgpBed) waitBuckets(t *testing.T, n int) {
 // The route to a VIP appears at the router once its first member comes UP
 // and leaves once its last goes DOWN, through both edges; the times are
 // measured from the member's transition. announce false withdraws it too.
+// GET /v1/bgp, the metrics and the dashboard show the session and the
+// routes.
 func TestBGP_RouteFollowsMembers(t *testing.T) {
 	b := newBGPBed(t)
 	vip, members := b.createVIP(t, 80, nil,
@@ -274,6 +278,12 @@ func TestBGP_RouteFollowsMembers(t *testing.T) {
 	if n := b.lb.Metric(`sdnlb_bgp_peer_up{peer="` + b.e1.Addr(1) + `"}`); n != 1 {
 		t.Errorf("sdnlb_bgp_peer_up %v, want 1", n)
 	}
+	// The dashboard's BGP panel shows the session and the route.
+	br := newBrowser(t)
+	br.run("open the dashboard", chromedp.Navigate("http://"+b.lb.APIAddr+"/dashboard/"), chromedp.WaitVisible(chromedp.CSS(`#bgp`)))
+	br.waitText("#bgp h2", "1 of 1 up")
+	br.waitText(fmt.Sprintf(`#bgp tr[data-peer=%q]`, b.e1.Addr(1)), "ESTABLISHED")
+	br.waitText("#bgp ul.routes", b.vip+"/32 via "+b.e1.LocalIP+", "+b.e2.LocalIP)
 
 	b.lb.MustAPI(http.MethodPatch, "/v1/vips/"+vip.ID, map[string]any{"announce": false}, http.StatusOK, nil)
 	b.waitRoute(t, "announce false", nil)

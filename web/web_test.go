@@ -15,9 +15,9 @@ func TestHandler(t *testing.T) {
 	defer srv.Close()
 	for path, wants := range map[string][]string{
 		"/": {"<title>sdnlb</title>", `<script src="series.js">`, `<script src="chart.js">`, `<script src="topology.js">`,
-			`<script src="app.js">`, `id="cluster"`, `id="topology-map"`, `id="filter"`},
+			`<script src="app.js">`, `id="cluster"`, `id="bgp"`, `id="topology-map"`, `id="filter"`},
 		"/app.js": {"/v1/events", "pool.lb_method", "pool.dispatch", "pool.forwarding", "/v1/switches", "askToken", "showFieldErrors",
-			"/v1/stats?watch=true", "/v1/cluster", "/v1/topology", "applyFilter", "IntersectionObserver", "const hostPort"},
+			"/v1/stats?watch=true", "/v1/cluster", "/v1/bgp", "/v1/topology", "applyFilter", "IntersectionObserver", "const hostPort"},
 		"/series.js":   {"class Track", "WINDOW_S = 900"},
 		"/chart.js":    {"function drawChart"},
 		"/topology.js": {"function drawTopology", "esc(h.address)", "top.omitted"},
