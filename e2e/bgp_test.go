@@ -104,21 +104,28 @@ func newBGPBed(t *testing.T) *bgpBed {
 	}
 	b.lb.WaitSwitches(3, 20*time.Second)
 
+	// As the README configures FRR: sdnlb's routes to VIP addresses in,
+	// nothing out. Without a delay timer the route-maps take effect at
+	// once, not seconds after FRR starts (they refuse routes meanwhile).
 	b.router.StartFRR(t, fmt.Sprintf(`frr defaults traditional
 hostname %s
+bgp route-map delay-timer 0
 !
 router bgp %d
  bgp router-id %s
- no bgp ebgp-requires-policy
  neighbor %s remote-as %d
  address-family ipv4 unicast
   maximum-paths 8
+  neighbor %s route-map SDNLB-IN in
   neighbor %s route-map NOTHING out
  exit-address-family
 !
+ip prefix-list VIPS seq 5 permit %s ge 32
+route-map SDNLB-IN permit 10
+ match ip address prefix-list VIPS
 route-map NOTHING deny 10
 !
-`, b.router.Name, bgpRouterASN, gateway, b.e1.LocalIP, bgpNodeASN, b.e1.LocalIP))
+`, b.router.Name, bgpRouterASN, gateway, b.e1.LocalIP, bgpNodeASN, b.e1.LocalIP, b.e1.LocalIP, b.e1.Subnet))
 	b.waitSession(t, 30*time.Second)
 	return b
 }
