@@ -17,6 +17,12 @@ import (
 // frrDir holds FRR's daemons, as Debian's frr package installs them.
 const frrDir = "/usr/lib/frr"
 
+// frrEnv marks the FRR daemons a router starts: its value is the creating
+// process's PID in base 36. FRR drops root for its own user, which clears
+// the daemons' Pdeathsig, so the daemons of a test process that died
+// before its cleanup live on; the next router ends them.
+const frrEnv = "SDNLB_TESTBED_FRR"
+
 // Router is a Linux router in a network namespace of its own: links to
 // switches and hosts behind it, forwarding with ECMP over multipath
 // routes (the kernel hashes each packet's addresses, protocol and ports,
@@ -44,6 +50,7 @@ type Router struct {
 func NewRouter(tb TB, name string) *Router {
 	tb.Helper()
 	requireRoot(tb)
+	removeStaleFRR(tb)
 	if !validHostName(name) {
 		tb.Fatalf("router name %q: use 1-20 letters, digits, '-' or '_'", name)
 	}
@@ -134,6 +141,23 @@ func (r *Router) up(tb TB, dev string, args ...string) {
 	mustRunCmd(tb, "ip", "-n", r.NetNS, "link", "set", dev, "up")
 }
 
+// removeStaleFRR ends the FRR daemons, and removes the directories, of
+// routers whose test process is gone.
+func removeStaleFRR(tb TB) {
+	tb.Helper()
+	endMarked(tb, frrEnv, func(v string) bool {
+		pid, err := strconv.ParseInt(v, 36, 32)
+		return err == nil && !processAlive(int(pid))
+	})
+	dirs, _ := filepath.Glob(filepath.Join(os.TempDir(), namePrefix+"*-frr-*"))
+	for _, dir := range dirs {
+		if staleName(filepath.Base(dir)) {
+			tb.Logf("removing leftover FRR directory %s", dir)
+			_ = os.RemoveAll(dir)
+		}
+	}
+}
+
 // requireFRR fails tb when FRR's daemons are missing.
 func requireFRR(tb TB) {
 	tb.Helper()
@@ -193,7 +217,8 @@ func (r *Router) StartFRR(tb TB, conf string) {
 
 func (r *Router) startDaemon(tb TB, name string, args ...string) {
 	tb.Helper()
-	d := startDaemon(tb, r.frr, nil, r.NetNS, name, args...)
+	env := append(os.Environ(), frrEnv+"="+strconv.FormatInt(int64(os.Getpid()), 36))
+	d := startDaemon(tb, r.frr, env, r.NetNS, name, args...)
 	r.mu.Lock()
 	r.daemons = append(r.daemons, d)
 	r.mu.Unlock()
