@@ -289,28 +289,34 @@ func (m *Main) followMasters(ctx context.Context) {
 	}
 }
 
-// edges tells the BGP speaker which connected switches this node serves:
-// on SQLite every one; on PostgreSQL those the cluster assigned to it while
-// it may act as their MASTER, and who serves a switch is known once the
-// cluster assigned it.
+// edges tells the BGP speaker which connected switches this node serves.
 func (m *Main) edges(ctx context.Context) []bgp.Switch {
 	switches, _ := m.Controller.Switches(ctx)
-	out := make([]bgp.Switch, len(switches))
 	if m.Masters == nil {
+		return servedEdges(switches, nil, "")
+	}
+	a, _ := m.Masters.State()
+	return servedEdges(switches, &a, m.Elector.Node().ID)
+}
+
+// servedEdges is which of switches node serves: with no assignment (on
+// SQLite) every one; in a cluster those a assigns to node while it may
+// act as their MASTER, and who serves a switch is known once a assigns it.
+func servedEdges(switches []*sdnlb.Switch, a *cluster.Assignment, node string) []bgp.Switch {
+	out := make([]bgp.Switch, len(switches))
+	if a == nil {
 		for i, s := range switches {
 			out[i] = bgp.Switch{DPID: s.DPID, Served: true, Settled: true}
 		}
 		return out
 	}
-	a, _ := m.Masters.State()
 	masters := make(map[string]string, len(a.Masters))
 	for _, sm := range a.Masters {
 		masters[sm.DPID] = sm.Node
 	}
-	self := m.Elector.Node().ID
 	for i, s := range switches {
-		node, ok := masters[s.DPID]
-		out[i] = bgp.Switch{DPID: s.DPID, Served: a.Live && node == self, Settled: ok}
+		master, ok := masters[s.DPID]
+		out[i] = bgp.Switch{DPID: s.DPID, Served: a.Live && master == node, Settled: ok}
 	}
 	return out
 }

@@ -4,10 +4,13 @@ import (
 	"net"
 	"net/http"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/sdnlb/sdnlb"
+	"github.com/sdnlb/sdnlb/bgp"
+	"github.com/sdnlb/sdnlb/cluster"
 )
 
 // With --bgp-asn the node runs its speaker: GET /v1/bgp and /metrics show
@@ -45,4 +48,32 @@ func TestMain_BGP(t *testing.T) {
 			t.Errorf("metrics lack %q", want)
 		}
 	}
+}
+
+// A single node serves every switch; a node of a cluster the switches
+// assigned to it, while it may act as their MASTER.
+func TestServedEdges(t *testing.T) {
+	switches := []*sdnlb.Switch{{DPID: "1"}, {DPID: "2"}, {DPID: "3"}}
+	assigned := &cluster.Assignment{Live: true, Masters: []sdnlb.SwitchMaster{{DPID: "1", Node: "a"}, {DPID: "2", Node: "b"}}}
+	lapsed := *assigned
+	lapsed.Live = false
+	for _, tc := range []struct {
+		name string
+		a    *cluster.Assignment
+		want []bgp.Switch
+	}{
+		{"OneNode", nil, []bgp.Switch{edge("1", true, true), edge("2", true, true), edge("3", true, true)}},
+		{"Cluster", assigned, []bgp.Switch{edge("1", true, true), edge("2", false, true), edge("3", false, false)}},
+		{"ClusterNotLive", &lapsed, []bgp.Switch{edge("1", false, true), edge("2", false, true), edge("3", false, false)}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := servedEdges(switches, tc.a, "a"); !slices.Equal(got, tc.want) {
+				t.Fatalf("served %v, want %v", got, tc.want)
+			}
+		})
+	}
+}
+
+func edge(dpid string, served, settled bool) bgp.Switch {
+	return bgp.Switch{DPID: dpid, Served: served, Settled: settled}
 }
