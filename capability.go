@@ -202,6 +202,16 @@ var settingCapabilities = []Capability{
 		Cluster: "each node caps the API connections it serves",
 	},
 	{
+		Setting: "`announce` (VIP), with `--bgp-asn`, `--bgp-peers`, `--bgp-next-hops` (service)",
+		Switch: "the VIP's address is announced over BGP from every edge switch the node serves while a member is in rotation, and withdrawn within a second of the last leaving, of the VIP's deletion or of the edge's loss; a connection the router moves to another edge keeps its member there, the edges holding the same buckets and hashing its addresses, protocol and ports alike, " +
+			"except under CONSISTENT_HASH by CONNECTION, whose hash takes the Ethernet addresses too, which differ from edge to edge (a moved connection keeps its member by chance), and under NAT, where a connection works only while its member's replies pass the tracker of the edge that took it in",
+		Controller: "announced the same way; a connection the router moves to another edge is reset there, where no flow is set up for it",
+		OpenFlow10: "the controller dispatches the pool: a connection the router moves to another edge is reset there",
+		IPv6:       "the same, a /128 announced from the edges with an IPv6 next hop",
+		L2:         "`fabric` carries the edges' traffic to the members' switches, as between any switches; under `normal` and `learn` each edge reaches the members itself",
+		Cluster:    "each node announces the edges it is the MASTER of over its own sessions, so the routers hear every edge from the node that serves it",
+	},
+	{
 		Setting:    "`sdnlb agent --allow` (on a member)",
 		Switch:     agentAllow,
 		Controller: agentAllow,

@@ -211,5 +211,9 @@ var settingCells = map[string][]Cell{
 		{Dispatch: DispatchController, Verdict: Honoured, Config: CellConfig{Members: SwitchSlots + 1}},
 	},
 	"`--api-client-prefix4`, `--api-client-prefix6` (service)": everyMode,
-	"`sdnlb agent --allow` (on a member)":                      everyMode,
+	"`announce` (VIP), with `--bgp-asn`, `--bgp-peers`, `--bgp-next-hops` (service)": {
+		{Dispatch: DispatchSwitch, OpenFlow: "1.3", Verdict: Honoured},
+		{Dispatch: DispatchController, Verdict: Honoured},
+	},
+	"`sdnlb agent --allow` (on a member)": everyMode,
 }

@@ -132,7 +132,8 @@ func fieldChanges(old, new []specField) []FieldChange {
 func (v *VIP) spec() []specField {
 	return []specField{{"name", v.Name}, {"description", v.Description}, {"address", v.Address},
 		{"protocol", v.Protocol}, {"port", v.Port}, {"connection_limit", v.ConnectionLimit},
-		{"session_persistence", v.SessionPersistence}, {"admin_state_up", v.AdminStateUp}}
+		{"session_persistence", v.SessionPersistence}, {"admin_state_up", v.AdminStateUp},
+		{"announce", v.Announce}}
 }
 
 // Changes lists the fields a client declares that differ in to. The
@@ -143,7 +144,7 @@ func (v *VIP) Changes(to *VIP) []FieldChange { return fieldChanges(v.spec(), to.
 func (v *VIP) Replacement() VIPUpdate {
 	return VIPUpdate{
 		Name: &v.Name, Description: &v.Description, Address: &v.Address, Protocol: &v.Protocol, Port: &v.Port,
-		PoolID: &v.PoolID, ConnectionLimit: &v.ConnectionLimit, AdminStateUp: &v.AdminStateUp,
+		PoolID: &v.PoolID, ConnectionLimit: &v.ConnectionLimit, AdminStateUp: &v.AdminStateUp, Announce: &v.Announce,
 		SetSessionPersistence: true, SessionPersistence: v.SessionPersistence,
 	}
 }

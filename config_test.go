@@ -37,7 +37,7 @@ func changedFields(changes []sdnlb.FieldChange) []string {
 func TestChanges_EveryField(t *testing.T) {
 	vip := &sdnlb.VIP{Name: "n", Description: "d", Address: "10.0.0.1", Protocol: sdnlb.ProtocolUDP, Port: 1,
 		ConnectionLimit: 1, SessionPersistence: &sdnlb.SessionPersistence{Type: sdnlb.PersistenceSourceIP, Timeout: 1},
-		AdminStateUp: true}
+		AdminStateUp: true, Announce: true}
 	pool := &sdnlb.Pool{Name: "n", Description: "d", VIPID: "v", LBMethod: sdnlb.Random, Dispatch: sdnlb.DispatchSwitch,
 		Forwarding: sdnlb.ForwardingDSR, Protocol: sdnlb.ProtocolUDP, AdminStateUp: true, SlowStart: 1, ClientIPv6Prefix: 64, HashKey: sdnlb.HashKeyClient, MonitorIDs: []string{"m"}}
 	member := &sdnlb.Member{PoolID: "p", Address: "10.0.0.1", Port: 1, Weight: 1, Capacity: 1, AdminStateUp: true}

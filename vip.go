@@ -44,10 +44,13 @@ type VIP struct {
 	ConnectionLimit    int                 `json:"connection_limit"`
 	SessionPersistence *SessionPersistence `json:"session_persistence" extensions:"x-nullable"` // null: none
 	AdminStateUp       bool                `json:"admin_state_up"`
-	MAC                string              `json:"mac"`    // set by the store from the id
-	Status             VIPStatus           `json:"status"` // derived by the store
-	CreatedAt          time.Time           `json:"created_at"`
-	UpdatedAt          time.Time           `json:"updated_at"`
+	// Announce lets a node that speaks BGP announce the VIP's address
+	// (a /32 or /128) while a member of its pool is in rotation.
+	Announce  bool      `json:"announce"`
+	MAC       string    `json:"mac"`    // set by the store from the id
+	Status    VIPStatus `json:"status"` // derived by the store
+	CreatedAt time.Time `json:"created_at"`
+	UpdatedAt time.Time `json:"updated_at"`
 }
 
 // NeedsController names the setting of v that only the controller's
@@ -65,9 +68,10 @@ func (v *VIP) NeedsController(p *Pool) string {
 	return ""
 }
 
-// NewVIP returns a VIP with the defaults: no connection limit, admin up.
+// NewVIP returns a VIP with the defaults: no connection limit, admin up,
+// announced.
 func NewVIP() *VIP {
-	return &VIP{Protocol: ProtocolTCP, ConnectionLimit: -1, AdminStateUp: true}
+	return &VIP{Protocol: ProtocolTCP, ConnectionLimit: -1, AdminStateUp: true, Announce: true}
 }
 
 // Validate checks the fields a client sets and writes the address in its
@@ -127,6 +131,7 @@ type VIPUpdate struct {
 	SetSessionPersistence bool
 	SessionPersistence    *SessionPersistence
 	AdminStateUp          *bool
+	Announce              *bool
 }
 
 // Apply writes the update onto v.
@@ -139,6 +144,7 @@ func (u *VIPUpdate) Apply(v *VIP) {
 	setIf(&v.PoolID, u.PoolID)
 	setIf(&v.ConnectionLimit, u.ConnectionLimit)
 	setIf(&v.AdminStateUp, u.AdminStateUp)
+	setIf(&v.Announce, u.Announce)
 	if u.SetSessionPersistence {
 		v.SessionPersistence = u.SessionPersistence
 	}

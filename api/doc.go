@@ -31,6 +31,8 @@ package api
 //	@tag.description			The OpenFlow switches connected, and the flows sdnlb installed on them.
 //	@tag.name					cluster
 //	@tag.description			The sdnlb nodes sharing one database, and which of them leads.
+//	@tag.name					bgp
+//	@tag.description			What this node announces to routers over BGP: its sessions and the VIPs' routes.
 //	@tag.name					probes
 //	@tag.description			Liveness and readiness.
 //	@tag.name					floodlight

@@ -48,6 +48,10 @@ type Server struct {
 	// HealthReporter overlays the live health onto members; may be nil.
 	HealthReporter sdnlb.HealthReporter
 
+	// BGPService shows what the node announces over BGP; nil: the node
+	// speaks no BGP.
+	BGPService sdnlb.BGPService
+
 	// ClusterService shows the cluster; nil answers 503. NodeID is this
 	// node's id, which GET /v1/cluster names as self.
 	ClusterService sdnlb.ClusterService
@@ -228,6 +232,7 @@ func (s *Server) nativeRoutes(r chi.Router) {
 	r.Get("/config", s.handle(s.handleConfigExport))
 	r.Put("/config", s.handle(takingAddress(s.handleConfigApply)))
 	r.Get("/cluster", s.handle(s.handleCluster))
+	r.Get("/bgp", s.handle(s.handleBGP))
 	r.Get("/switches", s.handle(s.handleSwitchList))
 	r.Get("/switches/{dpid}/flows", s.handle(s.handleSwitchFlows))
 	r.Get("/topology", s.handle(s.handleTopology))

@@ -23,6 +23,7 @@ type vipFields struct {
 	ConnectionLimit    *int                `json:"connection_limit" default:"-1" example:"-1" validate:"optional" minimum:"-1"`   // -1 (the default): no limit; otherwise positive (0 is refused)
 	SessionPersistence optionalPersistence `json:"session_persistence" extensions:"x-nullable" validate:"optional"`               // null (the default): none
 	AdminStateUp       *bool               `json:"admin_state_up" default:"true" example:"true" validate:"optional"`
+	Announce           *bool               `json:"announce" default:"true" example:"true" validate:"optional"` // a node that speaks BGP (--bgp-asn) announces the address while a member is in rotation
 
 	MAC       readOnly `json:"mac" swaggerignore:"true"`
 	Status    readOnly `json:"status" swaggerignore:"true"`
@@ -91,7 +92,7 @@ func (f *vipFields) update(address *string) sdnlb.VIPUpdate {
 	return sdnlb.VIPUpdate{
 		Name: f.Name, Description: f.Description, Address: address, Protocol: f.Protocol,
 		Port: f.Port, PoolID: f.PoolID, ConnectionLimit: f.ConnectionLimit, AdminStateUp: f.AdminStateUp,
-		SetSessionPersistence: f.SessionPersistence.set, SessionPersistence: f.SessionPersistence.value(),
+		Announce: f.Announce, SetSessionPersistence: f.SessionPersistence.set, SessionPersistence: f.SessionPersistence.value(),
 	}
 }
 

@@ -78,6 +78,9 @@ var capabilityChecks = map[string]capabilityCheck{
 		everyModeCell: {"api:TestClientPrefixes_Of", "api:TestServer_StreamCapPerClient"}}},
 	"`sdnlb agent --allow` (on a member)": {tests: map[string][]string{
 		everyModeCell: {"cmd/sdnlb:TestHostAgent_Allow"}}},
+	"`announce` (VIP), with `--bgp-asn`, `--bgp-peers`, `--bgp-next-hops` (service)": {tests: map[string][]string{
+		switch13:   {"TestBGP_RouteFollowsMembers", "TestBGP_EdgeLostUnderLoad", "TestBGP_EdgeMoveLimits"},
+		controller: {"TestBGP_EdgeMoveLimits"}}},
 }
 
 // Every row of the capability table is checked in every cell that is not

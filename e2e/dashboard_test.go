@@ -296,6 +296,9 @@ func TestDashboard(t *testing.T) {
 	b.waitText("#cluster h2", "leader "+cluster.Leader)
 	b.waitText(fmt.Sprintf(`#cluster tr[data-id=%q]`, cluster.Leader), "leader")
 	b.waitText(fmt.Sprintf(`#cluster tr[data-id=%q]`, cluster.Self), "(this node)")
+	if !b.poll(func() bool { return evalJS[bool](b, `document.getElementById("bgp").hidden`) }) {
+		t.Fatal("the BGP panel shows on a node that speaks no BGP")
+	}
 
 	// A VIP through the form; the API's error shows next to its field.
 	vipAddr := sw.Addr(100)

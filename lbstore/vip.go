@@ -74,6 +74,7 @@ type vipRow struct {
 	PersistenceType    sql.NullString `db:"persistence_type"`
 	PersistenceTimeout int            `db:"persistence_timeout"`
 	AdminStateUp       bool           `db:"admin_state_up"`
+	Announce           bool           `db:"announce"`
 	MAC                string         `db:"mac"`
 	CreatedAt          string         `db:"created_at"`
 	UpdatedAt          string         `db:"updated_at"`
@@ -88,7 +89,7 @@ type vipRow struct {
 // condition matches the partial index members_in_rotation word for word,
 // so the answer is one index probe however many members are down.
 const selectVIPs = `SELECT v.id, v.name, v.description, v.address, v.protocol, v.port,
-	v.connection_limit, v.persistence_type, v.persistence_timeout, v.admin_state_up,
+	v.connection_limit, v.persistence_type, v.persistence_timeout, v.admin_state_up, v.announce,
 	v.mac, v.created_at, v.updated_at,
 	COALESCE(p.id, '') AS pool_id,
 	p.admin_state_up AS pool_admin_state_up,
@@ -107,6 +108,7 @@ func (r *vipRow) vip() (*sdnlb.VIP, error) {
 		PoolID:          r.PoolID,
 		ConnectionLimit: r.ConnectionLimit,
 		AdminStateUp:    r.AdminStateUp,
+		Announce:        r.Announce,
 		MAC:             r.MAC,
 	}
 	if r.PersistenceType.Valid {
@@ -171,10 +173,10 @@ func createVIP(ctx context.Context, tx *Tx, v sdnlb.VIP) (*sdnlb.VIP, error) {
 	persistenceType, persistenceTimeout := persistenceColumns(v.SessionPersistence)
 	now := formatTime(tx.now)
 	if _, err := tx.ExecContext(ctx, `INSERT INTO vips (id, name, description, address, protocol, port,
-		connection_limit, persistence_type, persistence_timeout, admin_state_up, mac, created_at, updated_at)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+		connection_limit, persistence_type, persistence_timeout, admin_state_up, announce, mac, created_at, updated_at)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 		v.ID, v.Name, v.Description, v.Address, v.Protocol, v.Port, v.ConnectionLimit,
-		persistenceType, persistenceTimeout, v.AdminStateUp, sdnlb.VIPMAC(v.ID), now, now,
+		persistenceType, persistenceTimeout, v.AdminStateUp, v.Announce, sdnlb.VIPMAC(v.ID), now, now,
 	); err != nil {
 		return nil, mapError(fmt.Errorf("insert vip: %w", err), sdnlb.ENOTFOUND)
 	}
@@ -206,9 +208,9 @@ func updateVIP(ctx context.Context, tx *Tx, id string, upd sdnlb.VIPUpdate) (*sd
 	persistenceType, persistenceTimeout := persistenceColumns(v.SessionPersistence)
 	if _, err := tx.ExecContext(ctx, `UPDATE vips SET name = ?, description = ?, address = ?, protocol = ?,
 		port = ?, connection_limit = ?, persistence_type = ?, persistence_timeout = ?, admin_state_up = ?,
-		updated_at = ? WHERE id = ?`,
+		announce = ?, updated_at = ? WHERE id = ?`,
 		v.Name, v.Description, v.Address, v.Protocol, v.Port, v.ConnectionLimit,
-		persistenceType, persistenceTimeout, v.AdminStateUp, formatTime(tx.now), id,
+		persistenceType, persistenceTimeout, v.AdminStateUp, v.Announce, formatTime(tx.now), id,
 	); err != nil {
 		return nil, mapError(fmt.Errorf("update vip: %w", err), sdnlb.ENOTFOUND)
 	}

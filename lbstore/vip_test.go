@@ -207,14 +207,14 @@ func TestVIPService_UpdateVIP(t *testing.T) {
 		v := MustCreateVIP(t, ctx, db, newVIP("10.0.0.100", 80))
 
 		got, err := s.UpdateVIP(ctx, v.ID, sdnlb.VIPUpdate{
-			Name: ptr("api"), Port: ptr(8080), ConnectionLimit: ptr(5),
+			Name: ptr("api"), Port: ptr(8080), ConnectionLimit: ptr(5), Announce: ptr(false),
 			SetSessionPersistence: true, SessionPersistence: &sdnlb.SessionPersistence{Type: sdnlb.PersistenceSourceIP, Timeout: 30},
 		})
 		if err != nil {
 			t.Fatal(err)
 		}
 		want := *v
-		want.Name, want.Port, want.ConnectionLimit = "api", 8080, 5
+		want.Name, want.Port, want.ConnectionLimit, want.Announce = "api", 8080, 5, false
 		want.SessionPersistence = &sdnlb.SessionPersistence{Type: sdnlb.PersistenceSourceIP, Timeout: 30}
 		want.UpdatedAt = got.UpdatedAt
 		if !got.UpdatedAt.After(v.UpdatedAt) {

@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # THE test command: formatting, vet, the OpenAPI lint, the hermetic tests,
 # then the e2e tests on a private Open vSwitch (root only). On a fresh Debian
-# machine run as root it installs what the e2e bed needs first, Node.js and
-# npm for the lint, and PostgreSQL, on which the store tests run a second
-# time (a private server; SDNLB_TEST_POSTGRES=skip leaves that pass out, for
-# developers without PostgreSQL).
+# machine run as root it installs what the e2e bed needs first, FRR for the
+# BGP tests' router, Node.js and npm for the lint, and PostgreSQL, on which
+# the store tests run a second time (a private server;
+# SDNLB_TEST_POSTGRES=skip leaves that pass out, for developers without
+# PostgreSQL).
 set -euo pipefail
 
 export PATH="/usr/local/go/bin:$PATH"
@@ -81,6 +82,27 @@ install_postgres() {
 	have_postgres || { echo "PostgreSQL's initdb and postgres still missing after install" >&2; return 1; }
 }
 
+# have_frr tells whether FRR's zebra, bgpd and vtysh are there: the BGP
+# e2e tests run them in a network namespace of their own, with their own
+# files, as the user frr (Debian's frr package puts the daemons in
+# /usr/lib/frr).
+have_frr() {
+	[[ -x /usr/lib/frr/zebra && -x /usr/lib/frr/bgpd ]] && command -v vtysh >/dev/null 2>&1 && id frr >/dev/null 2>&1
+}
+
+# install_frr installs the Debian frr package when FRR is missing, and
+# fails when it still is: the BGP e2e tests need it. Its system service
+# must not run; the tests start their own daemons.
+install_frr() {
+	have_frr && return 0
+	echo "== installing FRR for the BGP e2e tests"
+	apt_install frr
+	if command -v systemctl >/dev/null 2>&1 && systemctl is-active --quiet frr 2>/dev/null; then
+		systemctl stop frr || true
+	fi
+	have_frr || { echo "FRR's zebra, bgpd, vtysh or its user frr still missing after installing frr: the BGP e2e tests cannot run" >&2; return 1; }
+}
+
 # install_node installs Node.js and npm, which scripts/lint-openapi.sh runs
 # the linters on, when missing; that script says so when the Node.js it finds
 # is too old. NodeSource's nodejs package carries its own npm and conflicts
@@ -101,6 +123,7 @@ is_root=""
 
 if [[ -n "$is_root" ]]; then
 	install_e2e_deps
+	install_frr
 	install_postgres
 	install_node
 elif ! have_postgres && [[ "${SDNLB_TEST_POSTGRES:-}" != "skip" ]]; then
@@ -153,7 +176,7 @@ promtool test rules deploy/prometheus/alerts_test.yml
 # CPU, so the lanes halve the wall time. Lane 2 takes the families of
 # tests with beds of their own making (clusters, fabrics, the browser, the
 # demo, the adaptive weighing); lane 1 the rest and the other packages.
-lane2='^Test(Adaptive|Cluster|Dashboard|Demo|Fabric|Topology)'
+lane2='^Test(Adaptive|BGP|Cluster|Dashboard|Demo|Fabric|Topology)'
 lane_ns="sdnlb-e2e-lane-$$"
 for ns in $(ip netns list 2>/dev/null | awk '/^sdnlb-e2e-lane-/ {print $1}'); do
 	kill -0 "${ns##*-}" 2>/dev/null || ip netns del "$ns"

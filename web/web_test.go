@@ -15,9 +15,9 @@ func TestHandler(t *testing.T) {
 	defer srv.Close()
 	for path, wants := range map[string][]string{
 		"/": {"<title>sdnlb</title>", `<script src="series.js">`, `<script src="chart.js">`, `<script src="topology.js">`,
-			`<script src="app.js">`, `id="cluster"`, `id="topology-map"`, `id="filter"`, `class="by-node"`},
+			`<script src="app.js">`, `id="cluster"`, `id="bgp"`, `id="topology-map"`, `id="filter"`, `class="by-node"`},
 		"/app.js": {"/v1/events", "pool.lb_method", "pool.dispatch", "pool.forwarding", "/v1/switches", "askToken", "showFieldErrors",
-			"/v1/stats?watch=true", "/v1/cluster", "/v1/topology", "applyFilter", "IntersectionObserver", "const hostPort",
+			"/v1/stats?watch=true", "/v1/cluster", "/v1/bgp", "/v1/topology", "applyFilter", "IntersectionObserver", "const hostPort",
 			"stats_recorded_at", "topology_recorded_at", "function renderByNode"},
 		"/series.js":   {"class Track", "WINDOW_S = 900", "constructor(window = WINDOW_S)"},
 		"/chart.js":    {"function drawChart"},

@@ -18,6 +18,7 @@ import (
 
 	"github.com/sdnlb/sdnlb"
 	"github.com/sdnlb/sdnlb/api"
+	"github.com/sdnlb/sdnlb/bgp"
 	"github.com/sdnlb/sdnlb/cluster"
 	"github.com/sdnlb/sdnlb/controller"
 	"github.com/sdnlb/sdnlb/controller/model"
@@ -49,6 +50,8 @@ type Main struct {
 	// answers with the cluster's (on SQLite, the one node's, kept across
 	// its restarts).
 	Stats *cluster.Stats
+	// BGP announces the VIPs to the routers; nil without --bgp-asn.
+	BGP *bgp.Speaker
 
 	apiLn      net.Listener
 	ofLn       net.Listener
@@ -145,6 +148,14 @@ func (m *Main) Run(ctx context.Context) (err error) {
 	}
 	m.Topology = cluster.NewTopology(parts, m.Elector.Node(), m.Controller.TopologyPart, m.Logger)
 	m.Stats = cluster.NewStats(m.DB, m.Elector.Node(), m.Elector, m.Controller, m.Logger)
+	bgpOpts, err := cfg.bgpOptions()
+	if err != nil {
+		return err
+	}
+	if bgpOpts != nil {
+		bgpOpts.Logger, bgpOpts.Registerer = m.Logger, registry
+		m.BGP = bgp.New(m.Store, m.edges, *bgpOpts)
+	}
 	// The monitors run on the leader only, so each transition is written
 	// once; a write is refused once the lease lapsed, even before the
 	// engine has stopped.
@@ -182,6 +193,9 @@ func (m *Main) Run(ctx context.Context) (err error) {
 
 		ConfigApplyService: m.Store,
 	}
+	if m.BGP != nil {
+		srv.BGPService = m.BGP
+	}
 	m.httpServer = srv.HTTPServer(slog.NewLogLogger(m.Logger.Handler(), slog.LevelWarn))
 	m.apiLn = srv.Listener(m.apiLn)
 	if cfg.APIToken == "" && !loopbackAddr(cfg.APIAddr) {
@@ -199,6 +213,9 @@ func (m *Main) Run(ctx context.Context) (err error) {
 	m.goRun("cluster", func() error { return m.Elector.Run(ctx) })
 	m.goRun("health", func() error { return m.runHealth(ctx) })
 	m.goRun("stats", func() error { return m.Stats.Run(ctx) })
+	if m.BGP != nil {
+		m.goRun("bgp", func() error { return m.BGP.Run(ctx) })
+	}
 	if m.Masters != nil {
 		m.goRun("masters", func() error { return m.Masters.Run(ctx) })
 		m.goRun("roles", func() error { m.followMasters(ctx); return nil })
@@ -295,6 +312,38 @@ func (m *Main) followMasters(ctx context.Context) {
 		case <-changed:
 		}
 	}
+}
+
+// edges tells the BGP speaker which connected switches this node serves.
+func (m *Main) edges(ctx context.Context) []bgp.Switch {
+	switches, _ := m.Controller.Switches(ctx)
+	if m.Masters == nil {
+		return servedEdges(switches, nil, "")
+	}
+	a, _ := m.Masters.State()
+	return servedEdges(switches, &a, m.Elector.Node().ID)
+}
+
+// servedEdges is which of switches node serves: with no assignment (on
+// SQLite) every one; in a cluster those a assigns to node while it may
+// act as their MASTER, and who serves a switch is known once a assigns it.
+func servedEdges(switches []*sdnlb.Switch, a *cluster.Assignment, node string) []bgp.Switch {
+	out := make([]bgp.Switch, len(switches))
+	if a == nil {
+		for i, s := range switches {
+			out[i] = bgp.Switch{DPID: s.DPID, Served: true, Settled: true}
+		}
+		return out
+	}
+	masters := make(map[string]string, len(a.Masters))
+	for _, sm := range a.Masters {
+		masters[sm.DPID] = sm.Node
+	}
+	for i, s := range switches {
+		master, ok := masters[s.DPID]
+		out[i] = bgp.Switch{DPID: s.DPID, Served: a.Live && master == node, Settled: ok}
+	}
+	return out
 }
 
 // leaderOnly writes health transitions while this node leads.

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math"
 	"net"
 	"net/netip"
 	"os"
@@ -15,6 +16,7 @@ import (
 	"unicode"
 
 	"github.com/sdnlb/sdnlb/api"
+	"github.com/sdnlb/sdnlb/bgp"
 	"github.com/sdnlb/sdnlb/controller"
 	"github.com/sdnlb/sdnlb/controller/model"
 )
@@ -65,6 +67,15 @@ type Config struct {
 	// NodeID names this node in the cluster; "" is the host name and the
 	// API port.
 	NodeID string
+
+	// BGP: this node's AS (0: no BGP), its router id, the routers it
+	// peers with (ADDR=ASN,...), the edges' next hops (DPID=ADDR,...) and
+	// the graceful restart time asked of the routers.
+	BGPASN             uint64
+	BGPRouterID        string
+	BGPPeers           string
+	BGPNextHops        string
+	BGPGracefulRestart time.Duration
 }
 
 // DefaultConfig is what a bare `sdnlb` runs with.
@@ -92,6 +103,7 @@ func DefaultConfig() Config {
 		APIMaxStreams:         api.DefaultMaxStreams,
 		APIClientPrefix4:      api.DefaultClientPrefix4,
 		APIClientPrefix6:      api.DefaultClientPrefix6,
+		BGPGracefulRestart:    2 * time.Minute,
 	}
 }
 
@@ -132,6 +144,11 @@ func (c *Config) flagSet(out io.Writer) *flag.FlagSet {
 	fs.StringVar(&c.TLSKey, "openflow-tls-key", c.TLSKey, "private key for OpenFlow over TLS")
 	fs.StringVar(&c.NodeID, "node-id", c.NodeID, "this node's name in the cluster of nodes sharing the database, unique among them (empty: host name and API port, host:8080)")
 	fs.StringVar(&c.TLSClientCA, "openflow-tls-client-ca", c.TLSClientCA, "CA that switch certificates must chain to (enables client auth)")
+	fs.Uint64Var(&c.BGPASN, "bgp-asn", c.BGPASN, "this node's AS number: with it, the node announces over BGP the address of every VIP with a member in rotation whose announce is true, from each edge switch it serves (0: no BGP)")
+	fs.StringVar(&c.BGPRouterID, "bgp-router-id", c.BGPRouterID, "this node's BGP router id, an IPv4 address unique among the routers' peers (with --bgp-asn)")
+	fs.StringVar(&c.BGPPeers, "bgp-peers", c.BGPPeers, "comma-separated routers this node opens BGP sessions to, as ADDR=ASN, ADDR an address or address:port (192.0.2.1=65000,[2001:db8::1]:179=65000)")
+	fs.StringVar(&c.BGPNextHops, "bgp-next-hops", c.BGPNextHops, "comma-separated edge switches and the next hop the routers reach each by, as DPID=ADDR: the address of the switch's own interface on the routers' link, at most one per switch and family (00:00:00:00:00:00:00:01=192.0.2.11); a switch without one is no edge")
+	fs.DurationVar(&c.BGPGracefulRestart, "bgp-graceful-restart", c.BGPGracefulRestart, "how long the routers keep this node's routes while it restarts or is stopped (whole seconds, at most 4095s; 0: they drop them when it stops)")
 	return fs
 }
 
@@ -222,6 +239,9 @@ func (c *Config) validate() error {
 	if _, err := c.openFlowAllow(); err != nil {
 		return err
 	}
+	if _, err := c.bgpOptions(); err != nil {
+		return err
+	}
 	switch {
 	case c.LogFormat != "text" && c.LogFormat != "json":
 		return errors.New("--log-format must be text or json")
@@ -310,4 +330,41 @@ func splitList(s string) []string {
 		}
 	}
 	return out
+}
+
+// bgpOptions parses the BGP settings, nil without --bgp-asn. A BGP setting
+// without --bgp-asn is refused, not ignored.
+func (c *Config) bgpOptions() (*bgp.Options, error) {
+	if c.BGPASN == 0 {
+		if c.BGPRouterID != "" || c.BGPPeers != "" || c.BGPNextHops != "" {
+			return nil, errors.New("--bgp-router-id, --bgp-peers and --bgp-next-hops need --bgp-asn")
+		}
+		return nil, nil
+	}
+	if c.BGPASN > math.MaxUint32 {
+		return nil, errors.New("--bgp-asn must be 1-4294967295")
+	}
+	id, err := netip.ParseAddr(c.BGPRouterID)
+	if err != nil || !id.Is4() || id.IsUnspecified() {
+		return nil, fmt.Errorf("--bgp-router-id %q: want an IPv4 address, unique among the routers' peers", c.BGPRouterID)
+	}
+	peers, err := bgp.ParsePeers(c.BGPPeers)
+	if err != nil {
+		return nil, fmt.Errorf("--bgp-peers: %w", err)
+	}
+	if len(peers) == 0 {
+		return nil, errors.New("--bgp-peers: name at least one router, as ADDR=ASN")
+	}
+	hops, err := bgp.ParseNextHops(c.BGPNextHops)
+	if err != nil {
+		return nil, fmt.Errorf("--bgp-next-hops: %w", err)
+	}
+	if len(hops) == 0 {
+		return nil, errors.New("--bgp-next-hops: name at least one edge switch, as DPID=ADDR")
+	}
+	gr := c.BGPGracefulRestart
+	if gr < 0 || gr > bgp.MaxGracefulRestart || gr%time.Second != 0 {
+		return nil, fmt.Errorf("--bgp-graceful-restart %v: want whole seconds, 0-%v", gr, bgp.MaxGracefulRestart)
+	}
+	return &bgp.Options{ASN: uint32(c.BGPASN), RouterID: id, Peers: peers, NextHops: hops, GracefulRestart: gr}, nil
 }

@@ -60,6 +60,19 @@ func TestLoadConfig(t *testing.T) {
 				t.Error("APIInsecure not set")
 			}
 		}},
+		"BGP": {[]string{"--bgp-asn", "65001", "--bgp-router-id", "192.0.2.10", "--bgp-peers", "192.0.2.1=65000",
+			"--bgp-next-hops", "1=192.0.2.11,2=192.0.2.12", "--bgp-graceful-restart", "90s"}, nil, func(t *testing.T, c Config) {
+			o, err := c.bgpOptions()
+			if err != nil || o.ASN != 65001 || o.RouterID.String() != "192.0.2.10" || len(o.Peers) != 1 ||
+				o.Peers[0].String() != "192.0.2.1:179" || len(o.NextHops) != 2 || o.GracefulRestart != 90*time.Second {
+				t.Errorf("bgp %+v, %v", o, err)
+			}
+		}},
+		"NoBGP": {nil, nil, func(t *testing.T, c Config) {
+			if o, err := c.bgpOptions(); o != nil || err != nil {
+				t.Errorf("bgp %+v, %v", o, err)
+			}
+		}},
 		"EnvBeatsFile": {[]string{"--config=" + file}, map[string]string{"SDNLB_DB": "x.db"}, func(t *testing.T, c Config) {
 			if c.DB != "x.db" || c.APIAddr != "0.0.0.0:9000" {
 				t.Errorf("got %+v", c)
@@ -78,25 +91,35 @@ func TestLoadConfig(t *testing.T) {
 
 func TestLoadConfig_Errors(t *testing.T) {
 	for name, args := range map[string][]string{
-		"UnknownFlag":       {"--nope"},
-		"BadLevel":          {"--log-level", "loud"},
-		"BadFormat":         {"--log-format", "xml"},
-		"KeyWithoutCert":    {"--openflow-tls-key", "k.pem"},
-		"NegativeIdle":      {"--flow-idle-timeout", "-1s"},
-		"Extra":             {"extra"},
-		"MissingFile":       {"--config", "/nonexistent/sdnlb.conf"},
-		"OpenAPIEverywhere": {"--api-addr", ":8080"},
-		"OpenAPIOnAddress":  {"--api-addr", "10.0.0.1:8080"},
-		"OpenAPIByName":     {"--api-addr", "lb.example:8080"},
-		"NoConns":           {"--api-max-conns", "0"},
-		"NegativeConns":     {"--api-max-conns-per-client", "-1"},
-		"NoClientPrefix4":   {"--api-client-prefix4", "0"},
-		"LongClientPrefix6": {"--api-client-prefix6", "129"},
-		"BadAllow":          {"--openflow-allow", "10.0.0.0/8,switch-1"},
-		"AllowNothing":      {"--openflow-allow", " , "}, // read as empty, it would admit every switch
-		"NoSwitches":        {"--openflow-max-switches", "0"},
-		"NoLinks":           {"--max-links", "0"},
-		"NoHostsPerSwitch":  {"--max-hosts-per-switch", "-1"},
+		"UnknownFlag":        {"--nope"},
+		"BadLevel":           {"--log-level", "loud"},
+		"BadFormat":          {"--log-format", "xml"},
+		"KeyWithoutCert":     {"--openflow-tls-key", "k.pem"},
+		"NegativeIdle":       {"--flow-idle-timeout", "-1s"},
+		"Extra":              {"extra"},
+		"MissingFile":        {"--config", "/nonexistent/sdnlb.conf"},
+		"OpenAPIEverywhere":  {"--api-addr", ":8080"},
+		"OpenAPIOnAddress":   {"--api-addr", "10.0.0.1:8080"},
+		"OpenAPIByName":      {"--api-addr", "lb.example:8080"},
+		"NoConns":            {"--api-max-conns", "0"},
+		"NegativeConns":      {"--api-max-conns-per-client", "-1"},
+		"NoClientPrefix4":    {"--api-client-prefix4", "0"},
+		"LongClientPrefix6":  {"--api-client-prefix6", "129"},
+		"BadAllow":           {"--openflow-allow", "10.0.0.0/8,switch-1"},
+		"AllowNothing":       {"--openflow-allow", " , "}, // read as empty, it would admit every switch
+		"NoSwitches":         {"--openflow-max-switches", "0"},
+		"NoLinks":            {"--max-links", "0"},
+		"NoHostsPerSwitch":   {"--max-hosts-per-switch", "-1"},
+		"BGPPeersWithoutASN": {"--bgp-peers", "192.0.2.1=65000"},
+		"BGPASNTooLarge":     append(bgpArgs(), "--bgp-asn", "4294967296"),
+		"BGPNoRouterID":      append(bgpArgs(), "--bgp-router-id", ""),
+		"BGPRouterIDv6":      append(bgpArgs(), "--bgp-router-id", "2001:db8::1"),
+		"BGPNoPeers":         append(bgpArgs(), "--bgp-peers", ""),
+		"BGPBadPeer":         append(bgpArgs(), "--bgp-peers", "192.0.2.1"),
+		"BGPNoNextHops":      append(bgpArgs(), "--bgp-next-hops", ""),
+		"BGPBadNextHop":      append(bgpArgs(), "--bgp-next-hops", "edge1=192.0.2.11"),
+		"BGPRestartTooLong":  append(bgpArgs(), "--bgp-graceful-restart", "4096s"),
+		"BGPRestartPartial":  append(bgpArgs(), "--bgp-graceful-restart", "1500ms"),
 	} {
 		t.Run(name, func(t *testing.T) {
 			if _, err := LoadConfig(args, func(string) string { return "" }, io.Discard); err == nil {
@@ -110,4 +133,10 @@ func TestLoadConfig_Errors(t *testing.T) {
 			t.Fatal("no error")
 		}
 	})
+}
+
+// bgpArgs is a valid BGP configuration, for a test to spoil by a flag after.
+func bgpArgs() []string {
+	return []string{"--bgp-asn", "65001", "--bgp-router-id", "192.0.2.10", "--bgp-peers", "192.0.2.1=65000",
+		"--bgp-next-hops", "1=192.0.2.11"}
 }

@@ -486,6 +486,7 @@ func (c *contractClient) native() {
 		{method: "GET", path: "/v1/switches/00:00:00:00:00:00:00:09/flows", status: 404},
 		{method: "GET", path: "/v1/topology", status: 200},
 		{method: "GET", path: "/v1/cluster", status: 200},
+		{method: "GET", path: "/v1/bgp", status: 200},
 		{method: "GET", path: "/v1/config", status: 200},
 		{method: "PUT", path: "/v1/config?dry_run=true", body: `{"monitors":[{"id":"tcp-check","type":"TCP"}]}`, status: 200},
 		{method: "PUT", path: "/v1/config", body: `{"monitors":[{"id":"tcp-check","type":"TCP"}]}`, status: 200},

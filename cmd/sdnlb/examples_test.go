@@ -18,7 +18,7 @@ import (
 var tryItOutOrder = []string{
 	"vipCreate", "poolCreate", "memberCreate", "monitorCreate", "poolAssociateMonitor",
 	"healthz", "readyz", "vipList", "vipGet", "poolList", "poolGet", "poolMembers", "memberList", "memberGet",
-	"monitorList", "monitorGet", "stats", "poolStats", "events", "switchList", "switchFlows", "topology", "cluster",
+	"monitorList", "monitorGet", "stats", "poolStats", "events", "switchList", "switchFlows", "topology", "cluster", "bgp",
 	"configExport", "configApply",
 	"vipReplace", "vipPatch", "poolReplace", "poolPatch", "memberReplace", "memberPatch", "monitorReplace", "monitorPatch",
 	"poolDissociateMonitor", "memberDelete", "monitorDelete", "poolDelete", "vipDelete",

@@ -22,7 +22,8 @@ import (
 // connects to one host can be in flight at once.
 const nsWorkers = 16
 
-// Host is a network namespace joined to the switch by a veth pair.
+// Host is a network namespace joined to a switch (Switch.AddHost) or a
+// router (Router.AddHost) by a veth pair.
 type Host struct {
 	Name string // as given to AddHost
 	IP   string
@@ -32,10 +33,12 @@ type Host struct {
 	OFPort int
 	// NetNS is the namespace name, for "ip netns exec".
 	NetNS string
-	// Link is the root-namespace end of the veth (the bridge port).
+	// Link is the other end of the veth: the bridge port, in the root
+	// namespace, or the router's interface, in the router's.
 	Link string
 
-	sw        *Switch
+	tb        TB
+	sw        *Switch // nil for a router's host
 	jobs      chan func()
 	stop      chan struct{}
 	closeOnce sync.Once
@@ -48,6 +51,9 @@ type Host struct {
 // s.Subnet: use s.Addr.
 func (s *Switch) AddHost(tb TB, name, ip string) *Host {
 	tb.Helper()
+	if s.NetNS != "" {
+		tb.Fatalf("switch %s is a separate switch: it takes no hosts", s.Name)
+	}
 	if !validHostName(name) {
 		tb.Fatalf("host name %q: use 1-20 letters, digits, '-' or '_'", name)
 	}
@@ -65,6 +71,7 @@ func (s *Switch) AddHost(tb TB, name, ip string) *Host {
 		IP6:   s.Addr6(addr.As4()[3]),
 		NetNS: s.prefix + "-" + name,
 		Link:  s.prefix + "v" + suffix,
+		tb:    tb,
 		sw:    s,
 	}
 	s.mu.Lock()
@@ -328,13 +335,16 @@ func (h *Host) close() {
 		if h.stop != nil {
 			close(h.stop)
 		}
-		tb := h.sw.tb
-		if _, err := h.sw.run("ovs-vsctl", "--db=unix:"+h.sw.dbSocket(), "--timeout=10", "--if-exists", "del-port", h.sw.Name, h.Link); err != nil {
-			tb.Logf("host %s: %v", h.Name, err)
-		}
-		if linkExists(h.Link) {
-			if _, err := runCmd(nil, "ip", "link", "del", h.Link); err != nil {
-				tb.Errorf("host %s: %v", h.Name, err)
+		tb := h.tb
+		// A router's host leaves it to its namespace to take the veth along.
+		if h.sw != nil {
+			if _, err := h.sw.run("ovs-vsctl", "--db=unix:"+h.sw.dbSocket(), "--timeout=10", "--if-exists", "del-port", h.sw.Name, h.Link); err != nil {
+				tb.Logf("host %s: %v", h.Name, err)
+			}
+			if linkExists(h.Link) {
+				if _, err := runCmd(nil, "ip", "link", "del", h.Link); err != nil {
+					tb.Errorf("host %s: %v", h.Name, err)
+				}
 			}
 		}
 		if _, err := os.Stat("/run/netns/" + h.NetNS); err == nil {

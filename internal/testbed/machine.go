@@ -140,7 +140,7 @@ func (m *Machine) enter(name string, args ...string) []string {
 // holder; the namespaces, and everything in them, go with the last one.
 func (m *Machine) Close() {
 	m.closeOnce.Do(func() {
-		endMarked(m.tb, func(v string) bool { return v == m.marker })
+		endMarked(m.tb, machineEnv, func(v string) bool { return v == m.marker })
 		<-m.done
 	})
 }
@@ -148,25 +148,25 @@ func (m *Machine) Close() {
 // endStaleMachines ends the processes of machines whose creator is dead.
 func endStaleMachines(tb TB) {
 	tb.Helper()
-	endMarked(tb, func(v string) bool {
+	endMarked(tb, machineEnv, func(v string) bool {
 		pid36, _, ok := strings.Cut(v, "-")
 		pid, err := strconv.ParseInt(pid36, 36, 32)
 		return ok && err == nil && !processAlive(int(pid))
 	})
 }
 
-// endMarked sends SIGTERM to the processes whose marker match accepts,
-// then SIGKILL to those still there 5 s later.
-func endMarked(tb TB, match func(string) bool) {
+// endMarked sends SIGTERM to the processes whose marker, the environment
+// variable env, match accepts, then SIGKILL to those still there 5 s later.
+func endMarked(tb TB, env string, match func(string) bool) {
 	tb.Helper()
-	pids := markedProcesses(match)
+	pids := markedProcesses(env, match)
 	for _, pid := range pids {
 		_ = syscall.Kill(pid, syscall.SIGTERM)
 	}
 	deadline := time.Now().Add(5 * time.Second)
 	for i := 0; i < 500 && len(pids) > 0 && time.Now().Before(deadline); i++ {
 		time.Sleep(10 * time.Millisecond)
-		pids = markedProcesses(match)
+		pids = markedProcesses(env, match)
 	}
 	for _, pid := range pids {
 		tb.Logf("process %d of a test machine ignored SIGTERM for 5s, killing it", pid)
@@ -174,16 +174,16 @@ func endMarked(tb TB, match func(string) bool) {
 	}
 }
 
-// markedProcesses lists the live processes whose machine marker match
-// accepts.
-func markedProcesses(match func(string) bool) []int {
+// markedProcesses lists the live processes whose marker, the environment
+// variable env, match accepts.
+func markedProcesses(env string, match func(string) bool) []int {
 	return liveProcesses(func(proc string) bool {
-		env, err := os.ReadFile(proc + "/environ")
+		environ, err := os.ReadFile(proc + "/environ")
 		if err != nil {
 			return false // gone, or a kernel thread
 		}
-		for _, kv := range bytes.Split(env, []byte{0}) {
-			if v, ok := bytes.CutPrefix(kv, []byte(machineEnv+"=")); ok && match(string(v)) {
+		for _, kv := range bytes.Split(environ, []byte{0}) {
+			if v, ok := bytes.CutPrefix(kv, []byte(env+"=")); ok && match(string(v)) {
 				return true
 			}
 		}

@@ -236,12 +236,26 @@ func (h *Host) HTTPGet(ctx context.Context, url string) (string, error) {
 	return h.httpGet(ctx, h.HTTPClient(), url)
 }
 
-// HTTPGetFrom is HTTPGet from the host's TCP port localPort, of its
-// address of url's family, as a client that reuses its ports does: like
+// HTTPGetFrom is HTTPGet from the host's TCP port localPort (DialFrom).
+func (h *Host) HTTPGetFrom(ctx context.Context, localPort int, url string) (string, error) {
+	c := h.HTTPClient()
+	c.Transport.(*http.Transport).DialContext = func(ctx context.Context, network, addr string) (net.Conn, error) {
+		return h.DialFrom(ctx, localPort, network, addr)
+	}
+	return h.httpGet(ctx, c, url)
+}
+
+// DialFrom is DialContext from the host's TCP port localPort, of its
+// address of addr's family, as a client that reuses its ports does: like
 // the kernel's own choice of a port, it takes one its earlier connection
 // left in TIME_WAIT (SO_REUSEADDR).
-func (h *Host) HTTPGetFrom(ctx context.Context, localPort int, url string) (string, error) {
+func (h *Host) DialFrom(ctx context.Context, localPort int, network, addr string) (net.Conn, error) {
+	local := h.IP
+	if to, err := netip.ParseAddrPort(addr); err == nil && to.Addr().Is6() {
+		local = h.IP6
+	}
 	d := net.Dialer{
+		LocalAddr: &net.TCPAddr{IP: net.ParseIP(local), Port: localPort},
 		Control: func(_, _ string, c syscall.RawConn) error {
 			var err error
 			if cerr := c.Control(func(fd uintptr) {
@@ -252,17 +266,7 @@ func (h *Host) HTTPGetFrom(ctx context.Context, localPort int, url string) (stri
 			return err
 		},
 	}
-	c := h.HTTPClient()
-	c.Transport.(*http.Transport).DialContext = func(ctx context.Context, network, addr string) (net.Conn, error) {
-		local := h.IP
-		if to, err := netip.ParseAddrPort(addr); err == nil && to.Addr().Is6() {
-			local = h.IP6
-		}
-		d := d
-		d.LocalAddr = &net.TCPAddr{IP: net.ParseIP(local), Port: localPort}
-		return h.dial(ctx, d, network, addr)
-	}
-	return h.httpGet(ctx, c, url)
+	return h.dial(ctx, d, network, addr)
 }
 
 func (h *Host) httpGet(ctx context.Context, c *http.Client, url string) (string, error) {

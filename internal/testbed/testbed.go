@@ -74,12 +74,21 @@ type Switch struct {
 	// SetController runs, as ovs-vsctl and ovs-ofctl name it: OpenFlow13
 	// unless the test sets OpenFlow10 before.
 	Protocol string
+	// NetNS is the network namespace the bridge's ovs-vswitchd and its
+	// ports live in: "" for the creating process's, a namespace of its own
+	// for a separate switch (NewSeparateSwitch).
+	NetNS string
+	// ControllerAddr is, for a separate switch, the address in the
+	// creating process's namespace that the switch reaches controllers
+	// at, over a link of its own: an sdnlb that drives it listens there.
+	ControllerAddr string
 
 	tb     TB
 	dir    string
 	prefix string
 	env    []string
 	lock   *os.File
+	killed bool // Kill ended its ovs-vswitchd
 
 	mu        sync.Mutex
 	hosts     []*Host
@@ -94,12 +103,28 @@ type Switch struct {
 // (NORMAL).
 func NewSwitch(tb TB) *Switch {
 	tb.Helper()
+	return newSwitch(tb, false)
+}
+
+// NewSeparateSwitch is NewSwitch for a switch that shares nothing with
+// the others: its ovs-vswitchd runs in a network namespace of its own
+// (NetNS), so it has a connection tracker of its own, as a separate
+// machine has (the bridges of one ovs-vswitchd share theirs). Its LocalIP
+// is in that namespace; it reaches controllers in the creating process's
+// namespace at ControllerAddr, over a link of its own. It takes no hosts:
+// link it to a bridge that has them (LinkSwitches), or to a router.
+func NewSeparateSwitch(tb TB) *Switch {
+	tb.Helper()
+	return newSwitch(tb, true)
+}
+
+func newSwitch(tb TB, separate bool) *Switch {
+	tb.Helper()
 	requireRoot(tb)
 	removeStale(tb)
 
 	dir := tb.TempDir()
-	prefix := namePrefix + strconv.FormatInt(int64(os.Getpid()), 36) + "-" +
-		strconv.FormatInt(switchSeq.Add(1), 36)
+	prefix := newName("")
 	s := &Switch{
 		Name:     prefix + "br",
 		Protocol: "OpenFlow13",
@@ -112,17 +137,33 @@ func NewSwitch(tb TB) *Switch {
 	}
 	tb.Cleanup(s.Close)
 
-	s.lockSubnet()
+	s.Subnet, s.Subnet6, s.lock = lockSubnet(tb)
+	if separate {
+		s.NetNS = prefix + "-ns"
+		mustRunCmd(tb, "ip", "netns", "add", s.NetNS)
+		mustRunCmd(tb, "ip", "-n", s.NetNS, "link", "set", "lo", "up")
+		// The link to the controllers: point to point, so that neither
+		// side takes a route to the subnet of the other's hosts.
+		ctl, peer := prefix+"c", prefix+"d"
+		s.ControllerAddr = s.Addr(253)
+		mustRunCmd(tb, "ip", "link", "add", ctl, "type", "veth", "peer", "name", peer, "netns", s.NetNS)
+		disableIPv6(tb, "", ctl)
+		disableIPv6(tb, s.NetNS, peer)
+		mustRunCmd(tb, "ip", "addr", "add", s.ControllerAddr, "peer", s.Addr(252), "dev", ctl)
+		mustRunCmd(tb, "ip", "-n", s.NetNS, "addr", "add", s.Addr(252), "peer", s.ControllerAddr, "dev", peer)
+		mustRunCmd(tb, "ip", "link", "set", ctl, "up")
+		mustRunCmd(tb, "ip", "-n", s.NetNS, "link", "set", peer, "up")
+	}
 	db := filepath.Join(dir, "conf.db")
 	s.mustRun("ovsdb-tool", "create", db, ovsSchema)
-	s.startDaemon("ovsdb-server", db,
+	s.startDaemon("ovsdb-server", "", db,
 		"--remote=punix:"+s.dbSocket(),
 		"--unixctl="+filepath.Join(dir, "ovsdb-server.ctl"),
 		"--pidfile="+filepath.Join(dir, "ovsdb-server.pid"),
 		"--log-file="+filepath.Join(dir, "ovsdb-server.log"),
 		"--no-chdir", "-vconsole:off")
 	s.waitReady("ovsdb-server", "ovs-vsctl", "--db=unix:"+s.dbSocket(), "--timeout=5", "--no-wait", "init")
-	s.startDaemon("ovs-vswitchd", "unix:"+s.dbSocket(),
+	s.startDaemon("ovs-vswitchd", s.NetNS, "unix:"+s.dbSocket(),
 		"--unixctl="+filepath.Join(dir, "ovs-vswitchd.ctl"),
 		"--pidfile="+filepath.Join(dir, "ovs-vswitchd.pid"),
 		"--log-file="+filepath.Join(dir, "ovs-vswitchd.log"),
@@ -133,12 +174,27 @@ func NewSwitch(tb TB) *Switch {
 	s.waitReady("ovs-vswitchd", "ovs-ofctl", "-O", "OpenFlow13", "show", "unix:"+s.mgmtSocket())
 
 	s.LocalIP, s.LocalIP6 = s.Addr(254), s.Addr6(254)
-	quietIPv6(tb, "", s.Name)
-	s.mustRun("ethtool", "-K", s.Name, "tx", "off")
-	s.mustRun("ip", "addr", "add", s.LocalIP+"/24", "dev", s.Name)
-	s.mustRun("ip", "addr", "add", s.LocalIP6+"/64", "dev", s.Name, "nodad")
-	s.mustRun("ip", "link", "set", s.Name, "up")
+	quietIPv6(tb, s.NetNS, s.Name)
+	mustRunCmd(tb, inNetNS(s.NetNS, "ethtool", "-K", s.Name, "tx", "off")...)
+	mustRunCmd(tb, inNetNS(s.NetNS, "ip", "addr", "add", s.LocalIP+"/24", "dev", s.Name)...)
+	mustRunCmd(tb, inNetNS(s.NetNS, "ip", "addr", "add", s.LocalIP6+"/64", "dev", s.Name, "nodad")...)
+	mustRunCmd(tb, inNetNS(s.NetNS, "ip", "link", "set", s.Name, "up")...)
 	return s
+}
+
+// newName returns a fresh name for what the bed creates: namePrefix, the
+// process's PID in base 36, a dash, a sequence number, then kind.
+func newName(kind string) string {
+	return namePrefix + strconv.FormatInt(int64(os.Getpid()), 36) + "-" + strconv.FormatInt(switchSeq.Add(1), 36) + kind
+}
+
+// inNetNS returns the command line that runs name with args in network
+// namespace ns ("" for this process's).
+func inNetNS(ns, name string, args ...string) []string {
+	if ns == "" {
+		return append([]string{name}, args...)
+	}
+	return append([]string{"ip", "netns", "exec", ns, name}, args...)
 }
 
 // AddBridge adds another netdev bridge to s's ovs-vswitchd and registers
@@ -148,8 +204,10 @@ func NewSwitch(tb TB) *Switch {
 // from Addr) and has no LocalIP: its LOCAL port stays down.
 func (s *Switch) AddBridge(tb TB) *Switch {
 	tb.Helper()
-	prefix := namePrefix + strconv.FormatInt(int64(os.Getpid()), 36) + "-" +
-		strconv.FormatInt(switchSeq.Add(1), 36)
+	if s.NetNS != "" {
+		tb.Fatalf("switch %s is a separate switch: it has one bridge", s.Name)
+	}
+	prefix := newName("")
 	b := &Switch{Name: prefix + "br", Subnet: s.Subnet, Subnet6: s.Subnet6, tb: tb, dir: s.dir, prefix: prefix, env: s.env, added: true, Protocol: "OpenFlow13"}
 	tb.Cleanup(b.Close)
 	b.Vsctl("add-br", b.Name, "--", "set", "bridge", b.Name, "datapath_type=netdev",
@@ -295,7 +353,7 @@ func (s *Switch) Close() {
 		if s.tb.Failed() {
 			s.logTail("ovs-vswitchd.log", 40)
 		}
-		if len(daemons) == 2 || s.added {
+		if (len(daemons) == 2 || s.added) && !s.killed {
 			// A netdev bridge's tap device outlives ovs-vswitchd unless the
 			// bridge is deleted first; an added bridge's daemons, its first
 			// bridge's, are still up (its Close runs first).
@@ -306,7 +364,12 @@ func (s *Switch) Close() {
 		for i := len(daemons) - 1; i >= 0; i-- {
 			daemons[i].stop(s.tb)
 		}
-		if linkExists(s.Name) {
+		if s.NetNS != "" {
+			// The namespace takes its devices with it, the bridge's own too.
+			if _, err := s.run("ip", "netns", "del", s.NetNS); err != nil {
+				s.tb.Logf("delete namespace: %v", err)
+			}
+		} else if linkExists(s.Name) {
 			_, _ = s.run("ip", "link", "del", s.Name)
 		}
 		if s.lock != nil {
@@ -319,28 +382,28 @@ func (s *Switch) dbSocket() string   { return filepath.Join(s.dir, "db.sock") }
 func (s *Switch) mgmtSocket() string { return filepath.Join(s.dir, s.Name+".mgmt") }
 
 // lockSubnet takes the first 10.77.N.0/24 whose lock file no other live bed
-// holds. flock dies with its holder, so a crashed run frees its subnet.
-func (s *Switch) lockSubnet() {
-	s.tb.Helper()
+// holds, with its IPv6 twin fd5d:77:N::/64; closing the lock frees them.
+// flock dies with its holder, so a crashed run frees its subnet.
+func lockSubnet(tb TB) (netip.Prefix, netip.Prefix, *os.File) {
+	tb.Helper()
 	lockDir := filepath.Join(os.TempDir(), "sdnlb-e2e-subnets")
 	if err := os.MkdirAll(lockDir, 0o755); err != nil {
-		s.tb.Fatalf("subnet lock dir: %v", err)
+		tb.Fatalf("subnet lock dir: %v", err)
 	}
 	for n := 0; n < 256; n++ {
 		f, err := os.OpenFile(filepath.Join(lockDir, strconv.Itoa(n)), os.O_CREATE|os.O_RDWR, 0o644)
 		if err != nil {
-			s.tb.Fatalf("subnet lock: %v", err)
+			tb.Fatalf("subnet lock: %v", err)
 		}
 		if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
 			f.Close()
 			continue
 		}
-		s.lock = f
-		s.Subnet = netip.PrefixFrom(netip.AddrFrom4([4]byte{10, 77, byte(n), 0}), 24)
-		s.Subnet6 = netip.PrefixFrom(netip.AddrFrom16([16]byte{0xfd, 0x5d, 0, 0x77, 0, byte(n)}), 64)
-		return
+		return netip.PrefixFrom(netip.AddrFrom4([4]byte{10, 77, byte(n), 0}), 24),
+			netip.PrefixFrom(netip.AddrFrom16([16]byte{0xfd, 0x5d, 0, 0x77, 0, byte(n)}), 64), f
 	}
-	s.tb.Fatalf("no free test subnet in 10.77.0.0/16")
+	tb.Fatalf("no free test subnet in 10.77.0.0/16")
+	return netip.Prefix{}, netip.Prefix{}, nil
 }
 
 type daemon struct {
@@ -370,36 +433,68 @@ func startLocked(cmd *exec.Cmd, done chan struct{}, wait func()) error {
 	return <-started
 }
 
-// startDaemon runs an OVS daemon in the foreground as our child, so we reap
-// it ourselves, and has the kernel kill it if the test process dies.
-// Pdeathsig fires when the creating thread exits, and Go ends a thread when a
-// locked goroutine returns (as the host namespace workers do), so the child
-// is started and waited for on a thread locked for the child's lifetime.
-func (s *Switch) startDaemon(name string, args ...string) {
+// startDaemon runs an OVS daemon in network namespace ns ("" for ours).
+func (s *Switch) startDaemon(name, ns string, args ...string) {
 	s.tb.Helper()
-	out, err := os.Create(filepath.Join(s.dir, name+".out"))
+	d := startDaemon(s.tb, s.dir, s.env, ns, name, args...)
+	s.mu.Lock()
+	s.daemons = append(s.daemons, d)
+	s.mu.Unlock()
+}
+
+// startDaemon runs a daemon in the foreground as our child, in network
+// namespace ns ("" for ours), its output in dir, so we reap it ourselves,
+// and has the kernel kill it if the test process dies. Pdeathsig fires
+// when the creating thread exits, and Go ends a thread when a locked
+// goroutine returns (as the host namespace workers do), so the child is
+// started and waited for on a thread locked for the child's lifetime. "ip
+// netns exec" execs the daemon, which so keeps the process and its
+// Pdeathsig.
+func startDaemon(tb TB, dir string, env []string, ns, name string, args ...string) *daemon {
+	tb.Helper()
+	out, err := os.Create(filepath.Join(dir, filepath.Base(name)+".out"))
 	if err != nil {
-		s.tb.Fatalf("start %s: %v", name, err)
+		tb.Fatalf("start %s: %v", name, err)
 	}
-	cmd := exec.Command(name, args...)
-	cmd.Env = s.env
+	line := inNetNS(ns, name, args...)
+	cmd := exec.Command(line[0], line[1:]...)
+	cmd.Env = env
 	cmd.Stdout, cmd.Stderr = out, out
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	d := &daemon{name: name, cmd: cmd, done: make(chan struct{})}
+	d := &daemon{name: filepath.Base(name), cmd: cmd, done: make(chan struct{})}
 	err = startLocked(cmd, d.done, func() {
 		_ = cmd.Wait()
 		out.Close()
 	})
 	if err != nil {
 		out.Close()
-		s.tb.Fatalf("start %s: %v", name, err)
+		tb.Fatalf("start %s: %v", name, err)
 	}
+	return d
+}
+
+// Kill kills the switch's ovs-vswitchd, as a switch that dies: its data
+// path goes with it, and its controllers see their connections end.
+func (s *Switch) Kill() {
+	s.tb.Helper()
 	s.mu.Lock()
-	s.daemons = append(s.daemons, d)
+	daemons := s.daemons
+	s.killed = true
 	s.mu.Unlock()
+	for _, d := range daemons {
+		if d.name == "ovs-vswitchd" {
+			_ = d.cmd.Process.Kill()
+			<-d.done
+		}
+	}
 }
 
 func (d *daemon) stop(tb TB) {
+	select {
+	case <-d.done: // killed
+		return
+	default:
+	}
 	_ = d.cmd.Process.Signal(syscall.SIGTERM)
 	select {
 	case <-d.done:
@@ -480,6 +575,36 @@ func (s *Switch) run(name string, args ...string) (string, error) {
 	return runCmd(s.env, name, args...)
 }
 
+// plug adds dev, a link end in the switch's namespace, to the bridge as a
+// port, with IPv6 and checksum offload off (the userspace datapath fills
+// in no checksums), and returns its OpenFlow port number.
+func (s *Switch) plug(tb TB, dev string) int {
+	tb.Helper()
+	disableIPv6(tb, s.NetNS, dev)
+	mustRunCmd(tb, inNetNS(s.NetNS, "ethtool", "-K", dev, "tx", "off")...)
+	mustRunCmd(tb, inNetNS(s.NetNS, "ip", "link", "set", dev, "up")...)
+	s.Vsctl("add-port", s.Name, dev)
+	return s.ofport(tb, dev)
+}
+
+// LinkSwitches joins two switches with a cable, a veth pair with an end
+// plugged into each (also across namespaces, where AddPatch cannot), and
+// returns the ports of a and of b.
+func LinkSwitches(tb TB, a, b *Switch) (int, int) {
+	tb.Helper()
+	ea, eb := newName("x"), newName("y")
+	mustRunCmd(tb, "ip", "link", "add", ea, "type", "veth", "peer", "name", eb)
+	for _, end := range []struct {
+		dev string
+		sw  *Switch
+	}{{ea, a}, {eb, b}} {
+		if end.sw.NetNS != "" {
+			mustRunCmd(tb, "ip", "link", "set", end.dev, "netns", end.sw.NetNS)
+		}
+	}
+	return a.plug(tb, ea), b.plug(tb, eb)
+}
+
 func (s *Switch) mustRun(name string, args ...string) string {
 	s.tb.Helper()
 	out, err := s.run(name, args...)
@@ -505,9 +630,9 @@ func runCmd(env []string, name string, args ...string) (string, error) {
 	return stdout.String(), nil
 }
 
-func mustRunCmd(tb TB, name string, args ...string) string {
+func mustRunCmd(tb TB, line ...string) string {
 	tb.Helper()
-	out, err := runCmd(nil, name, args...)
+	out, err := runCmd(nil, line[0], line[1:]...)
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -552,12 +677,8 @@ func disableIPv6(tb TB, ns, dev string) {
 func quietIPv6(tb TB, ns, dev string) {
 	tb.Helper()
 	conf := "net.ipv6.conf." + dev + "."
-	args := []string{"sysctl", "-q", "-w", conf + "disable_ipv6=0", conf + "accept_dad=0",
-		conf + "router_solicitations=0", conf + "accept_ra=0"}
-	if ns != "" {
-		args = append([]string{"ip", "netns", "exec", ns}, args...)
-	}
-	mustRunCmd(tb, args[0], args[1:]...)
+	mustRunCmd(tb, inNetNS(ns, "sysctl", "-q", "-w", conf+"disable_ipv6=0", conf+"accept_dad=0",
+		conf+"router_solicitations=0", conf+"accept_ra=0")...)
 }
 
 func linkExists(name string) bool {

@@ -372,6 +372,38 @@ func TestSwitch_Close(t *testing.T) {
 	}
 }
 
+// TestSeparateSwitch_Router checks a separate switch, cabled to a bed's
+// bridge, and a router in front of it: the router's host reaches a host
+// of the bridge through both switches (no controller: they switch on their
+// own), until the separate switch dies; closing it leaves nothing of it.
+func TestSeparateSwitch_Router(t *testing.T) {
+	sw, sep := NewSwitch(t), NewSeparateSwitch(t)
+	h := sw.AddHost(t, "h", sw.Addr(1))
+	LinkSwitches(t, sw, sep)
+	r := NewRouter(t, "r")
+	r.Link(t, sep, sw.Addr(2)+"/24")
+	c := r.AddHost(t, "c", r.Addr(2))
+	ctx, cancel := context.WithTimeout(context.Background(), cmdTimeout)
+	defer cancel()
+	if out, err := h.Exec(ctx, "ip", "route", "add", "default", "via", sw.Addr(2)); err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	if out, err := c.Exec(ctx, "ping", "-c", "1", "-W", "5", h.IP); err != nil {
+		t.Fatalf("ping through the router and both switches: %v\n%s", err, out)
+	}
+	if edge, err := r.RouteOf(c.Link, c.IP, 40000, h.IP, 80); err != nil || !strings.HasPrefix(edge, namePrefix) {
+		t.Errorf("the router's link toward %s: %q, %v", h.IP, edge, err)
+	}
+	sep.Kill()
+	if out, err := c.Exec(ctx, "ping", "-c", "1", "-W", "1", h.IP); err == nil {
+		t.Fatalf("ping through a dead switch answered:\n%s", out)
+	}
+	sep.Close()
+	if _, err := os.Stat("/run/netns/" + sep.NetNS); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("namespace %s still exists (%v)", sep.NetNS, err)
+	}
+}
+
 // TestSwitch_AddBridge checks that a bridge added to a switch's daemons
 // reaches the first through patch ports, and that closing it removes it
 // and its hosts and leaves the first bridge running.

@@ -6,7 +6,8 @@
 // Data flow: the configuration comes from the /v1 lists and is read again
 // when /v1/events says something changed; counters come from the stats
 // watch stream (/v1/stats?watch=true) into series.js's tracks; the cluster,
-// the switches and the topology (topology.js) are polled every 2 s. The page is built once per object
+// the BGP sessions, the switches and the topology (topology.js) are polled
+// every 2 s. The page is built once per object
 // and patched: a stats event touches only its pool's figures, a member list
 // is built when it is opened, and charts are drawn only while on screen.
 "use strict";
@@ -17,6 +18,7 @@ const state = {
   stats: new Map(), // pool id → its latest stats from the stream
   switches: null, // null: unknown (not readable)
   cluster: null, clusterError: "",
+  bgp: null, bgpError: "",
   topology: null, topologyError: "",
 };
 // One Track per pool and per member id (series.js), and per pool a short
@@ -153,17 +155,22 @@ function forget(map, keep) {
   for (const k of map.keys()) if (!keep.has(k)) map.delete(k);
 }
 
-// pollStatus reads the switches, the cluster and the topology.
+// pollStatus reads the switches, the cluster, the BGP sessions and the
+// topology.
 async function pollStatus() {
-  const [sw, cl, top] = await Promise.allSettled([api("GET", "/v1/switches"), api("GET", "/v1/cluster"), api("GET", "/v1/topology")]);
+  const [sw, cl, bgp, top] = await Promise.allSettled([api("GET", "/v1/switches"), api("GET", "/v1/cluster"),
+    api("GET", "/v1/bgp"), api("GET", "/v1/topology")]);
   const noSwitch = noSwitchConnected();
   state.switches = sw.status === "fulfilled" ? sw.value.switches : null;
   state.cluster = cl.status === "fulfilled" ? cl.value : null;
   state.clusterError = cl.status === "fulfilled" ? "" : cl.reason.message;
+  state.bgp = bgp.status === "fulfilled" ? bgp.value : null;
+  state.bgpError = bgp.status === "fulfilled" ? "" : bgp.reason.message;
   state.topology = top.status === "fulfilled" ? top.value : null;
   state.topologyError = top.status === "fulfilled" ? "" : top.reason.message;
   renderSwitches();
   renderCluster();
+  renderBGP();
   renderTopology();
   if (noSwitch !== noSwitchConnected() && state.loaded) render();
 }
@@ -323,6 +330,49 @@ function renderCluster() {
     td.textContent = "no node seen in the last 10 s";
   }
   sec.replaceChildren(head, table);
+}
+
+// renderBGP shows what this node announces over BGP: a session per
+// router, and the VIPs' routes by prefix with their edges' next hops. The
+// panel is hidden on a node that speaks no BGP.
+function renderBGP() {
+  const sec = document.getElementById("bgp");
+  const b = state.bgp;
+  sec.hidden = !!b && !b.enabled;
+  const head = el("h2", { class: "section" }, "BGP ");
+  if (!b) {
+    head.append(pill("unknown", "DOWN", state.bgpError));
+    sec.replaceChildren(head, el("p", { class: "muted" }, `GET /v1/bgp: ${state.bgpError || "no answer yet"}`));
+    return;
+  }
+  if (!b.enabled) return;
+  const up = b.peers.filter((p) => p.state === "ESTABLISHED").length;
+  head.append(b.holding
+    ? pill("holding", "DRAINING", "started with graceful restart: the sessions open once the node knows who serves each edge (at most 30 s)")
+    : pill(`${up} of ${b.peers.length} up`, up === b.peers.length ? "UP" : "DOWN", "sessions established"));
+  const about = el("p", { class: "muted" }, `AS ${b.asn}, router id ${b.router_id}, graceful restart `,
+    b.graceful_restart ? `${b.graceful_restart} s` : "off");
+  const table = el("table", { class: "nodes" }, el("thead", {}, el("tr", {},
+    ...["router", "AS", "session", "up since", "received", "advertised", "paths per prefix", "graceful restart"].map((h) => el("th", {}, h)))));
+  const body = table.createTBody();
+  for (const p of b.peers) {
+    const tr = body.insertRow();
+    tr.dataset.peer = p.address;
+    [hostPort(p.address, p.port), String(p.asn), pill(p.state, p.state === "ESTABLISHED" ? "UP" : "DOWN"), p.since ? ago(p.since) : "",
+      fmt.format(p.received), fmt.format(p.advertised), p.add_paths ? "every edge's" : "one", p.graceful_restart ? "yes" : "no"]
+      .forEach((v) => tr.insertCell().append(v));
+  }
+  const byPrefix = new Map();
+  for (const r of b.routes) byPrefix.set(r.prefix, [...(byPrefix.get(r.prefix) || []), r]);
+  const routes = el("ul", { class: "routes" });
+  for (const [prefix, rs] of byPrefix) {
+    routes.append(el("li", {}, el("code", {}, prefix), " via ",
+      ...rs.flatMap((r, i) => [i ? ", " : "", el("span", { title: `edge switch ${r.dpid}` }, r.next_hop)])));
+  }
+  const summary = el("p", {}, byPrefix.size
+    ? `${byPrefix.size} VIP address${byPrefix.size === 1 ? "" : "es"} announced, ${b.routes.length} path${b.routes.length === 1 ? "" : "s"}:`
+    : "no route announced: no VIP with a member in rotation and announce on, or no edge this node serves");
+  sec.replaceChildren(head, about, table, summary, routes);
 }
 
 // renderTopology shows the switches, their links and the hosts at the
@@ -1097,7 +1147,7 @@ function schema(kind) {
       ["id", "id (optional)", "text", null, "create"], ["name", "name", "text"],
       ["address", "address (IPv4 or IPv6)", "text", null, null, "10.0.0.100"], ["protocol", "protocol", "select", protocols],
       ["port", "port", "number", null, null, "80"], ["connection_limit", "connection limit (-1: none)", "number"],
-      ["admin_state_up", "enabled", "bool"],
+      ["admin_state_up", "enabled", "bool"], ["announce", "announced over BGP", "bool"],
     ];
     case "pool": return [
       ["id", "id (optional)", "text", null, "create"], ["name", "name", "text"],
@@ -1129,7 +1179,7 @@ function schema(kind) {
 }
 
 const defaults = {
-  vip: { protocol: "TCP", admin_state_up: true },
+  vip: { protocol: "TCP", admin_state_up: true, announce: true },
   pool: { lb_method: "ROUND_ROBIN", forwarding: "NAT", protocol: "TCP", admin_state_up: true },
   member: { weight: 1, admin_state_up: true },
   monitor: { type: "HTTP", delay: 5, timeout: 2, max_retries: 3, rise: 2, http_method: "GET", url_path: "/",
