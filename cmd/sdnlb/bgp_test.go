@@ -43,7 +43,8 @@ func TestMain_BGP(t *testing.T) {
 		t.Fatalf("peer %+v: want a session that is not established", p)
 	}
 	_, metrics := send(t, m, http.MethodGet, "/metrics", "", "")
-	for _, want := range []string{`sdnlb_bgp_peer_up{peer="127.0.0.1"} 0`, "sdnlb_bgp_routes_announced 0"} {
+	node := m.Elector.Node().ID
+	for _, want := range []string{`sdnlb_bgp_peer_up{node="` + node + `",peer="127.0.0.1"} 0`, `sdnlb_bgp_routes_announced{node="` + node + `"} 0`} {
 		if !strings.Contains(metrics, want) {
 			t.Errorf("metrics lack %q", want)
 		}
