@@ -198,20 +198,30 @@ func (c runCost) String() string {
 		c.setups, c.packetIns, c.controllerCPU, c.switchCPU)
 }
 
-// medianOf is the median of what value gives for each run that has one,
-// formatted by format, or "—" when none has.
-func medianOf[T any](runs []T, value func(T) (float64, bool), format func(float64) string) string {
-	var xs []float64
-	for _, r := range runs {
-		if x, ok := value(r); ok {
-			xs = append(xs, x)
+// costColumns are the table columns of what the runs cost, the median of
+// each: VIP packet-ins per setup, the controller's CPU per 1,000 setups,
+// the switch's per 1,000 requests; "—" where no run has a figure.
+func costColumns(runs []wrkResult, costs []runCost) (packetIns, controller, switchCPU string) {
+	median := func(value func(i int) (float64, bool), format string, unit float64) string {
+		var xs []float64
+		for i := range runs {
+			if x, ok := value(i); ok {
+				xs = append(xs, x/unit)
+			}
 		}
+		if len(xs) == 0 {
+			return "—"
+		}
+		slices.Sort(xs)
+		return fmt.Sprintf(format, xs[len(xs)/2])
 	}
-	if len(xs) == 0 {
-		return "—"
-	}
-	slices.Sort(xs)
-	return format(xs[len(xs)/2])
+	ms := float64(time.Millisecond)
+	return median(func(i int) (float64, bool) { return costs[i].packetInsPerSetup() }, "%.2f", 1),
+		median(func(i int) (float64, bool) { d, ok := costs[i].controllerPerSetups(); return float64(d), ok }, "%.0f ms", ms),
+		median(func(i int) (float64, bool) {
+			d, ok := costs[i].switchPerRequests(runs[i].requests)
+			return float64(d), ok
+		}, "%.0f ms", ms)
 }
 
 // singleLatency is the median time of one request on a new connection
@@ -358,32 +368,23 @@ func TestThroughputComparison(t *testing.T) {
 			ipv4[m.name] = medianRate(runs[i])
 		}
 	}
-	type run struct {
-		wrkResult
-		runCost
-	}
-	ms := func(d float64) string { return fmt.Sprintf("%.0f ms", d/float64(time.Millisecond)) }
 	var table strings.Builder
 	fmt.Fprintf(&table, "| family | path | req/s (median; runs) | vs direct | vs IPv4 | p50 | p99 | one request, idle | failed "+
 		"| packet-ins/setup | controller CPU / 1,000 setups | switch CPU / 1,000 requests |\n"+
 		"|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
 	for i, m := range modes {
 		rates := make([]string, len(runs[i]))
-		both := make([]run, len(runs[i]))
 		failed := 0
 		for j, r := range runs[i] {
 			rates[j] = fmt.Sprintf("%.0f", r.reqPerSec)
 			failed += r.failures
-			both[j] = run{r, costs[i][j]}
 		}
 		med := medianRun(runs[i])
 		slices.Sort(singles[i])
+		packetIns, controller, switchCPU := costColumns(runs[i], costs[i])
 		fmt.Fprintf(&table, "| %s | %s | **%.0f** (%s) | %s | %s | %v | %v | %v | %d | %s | %s | %s |\n", m.family, m.name, med.reqPerSec,
 			strings.Join(rates, ", "), ratio(med.reqPerSec, direct[m.family]), ratio(med.reqPerSec, ipv4[m.name]), med.p50, med.p99,
-			singles[i][len(singles[i])/2].Round(10*time.Microsecond), failed,
-			medianOf(both, func(r run) (float64, bool) { return r.packetInsPerSetup() }, func(x float64) string { return fmt.Sprintf("%.2f", x) }),
-			medianOf(both, func(r run) (float64, bool) { d, ok := r.controllerPerSetups(); return float64(d), ok }, ms),
-			medianOf(both, func(r run) (float64, bool) { d, ok := r.switchPerRequests(r.requests); return float64(d), ok }, ms))
+			singles[i][len(singles[i])/2].Round(10*time.Microsecond), failed, packetIns, controller, switchCPU)
 	}
 	t.Logf("side by side on %s, rounds: %d of %v, wrk -c%d with a new connection per request; "+
 		"the costs are the medians of the runs, CPU time of the sdnlb process and of ovs-vswitchd:\n%s",
