@@ -8,6 +8,7 @@ import (
 	"io"
 	"net"
 	"path/filepath"
+	"runtime"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -15,6 +16,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/sdnlb/sdnlb"
 	"github.com/sdnlb/sdnlb/controller/internal/testnet"
+	"github.com/sdnlb/sdnlb/controller/model"
 	"github.com/sdnlb/sdnlb/controller/ofp"
 	"github.com/sdnlb/sdnlb/lbstore"
 )
@@ -227,6 +229,146 @@ func waitSetups(tb testing.TB, c *Controller, n int) {
 			tb.Fatalf("%d of %d setups done", total, n)
 		}
 		time.Sleep(100 * time.Microsecond)
+	}
+}
+
+// BenchmarkStatsPoll measures the controller's side of a stats poll of a
+// switch that holds live connections: each op is one poll, from the
+// request to the last part of the reply decoded and read into the
+// ledger. The connections are set up through the controller first, so
+// it counts them as its own, and the switch answers with the flows the
+// controller installed for them, two per connection, 256 a part.
+// Besides the time per flow it reports the heap the controller holds per
+// connection, set up and read once, after a GC.
+func BenchmarkStatsPoll(b *testing.B) {
+	for _, flows := range []int{10_000, 100_000, 200_000} {
+		b.Run(fmt.Sprintf("flows=%d", flows), func(b *testing.B) { benchStatsPoll(b, flows/2) })
+	}
+}
+
+func benchStatsPoll(b *testing.B, conns int) {
+	h := startController(b, testnet.Config(nil), Options{})
+	client, br := benchSwitch(b, h, 1, 2, 3)
+	s := h.c.switchConns()[0]
+	sw := &holdingSwitch{want: 2 * conns, held: make(chan []byte, 1), polls: make(chan uint32, 1), echoed: make(chan struct{}, 1)}
+	go sw.read(br)
+
+	// The first batch warms up what every switch holds whatever its
+	// connections (buffers, the recent-setup caches): the heap per
+	// connection is measured from there.
+	const batch = 64
+	syns := newPacketInBatch(b, testnet.ClientOF, testnet.SYN(b, 1), batch)
+	syns.write(b, client, batch, 0, 12, 20) // client address and port as sources
+	waitSetups(b, h.c, batch)
+	heapBefore := heapInUse()
+	for sent := batch; sent < conns; sent += batch {
+		syns.write(b, client, min(batch, conns-sent), sent, 12, 20)
+	}
+	var reply []byte
+	select {
+	case reply = <-sw.held:
+	case <-time.After(time.Minute):
+		b.Fatalf("the controller installed fewer than %d connection flows in a minute", 2*conns)
+	}
+	// The controller reads in order: its echo reply follows the poll's
+	// last part read.
+	reply = ofp.Append(reply, 0, ofp.EchoRequest{})
+	poll := func() {
+		s.pollStats()
+		var xid uint32
+		select {
+		case xid = <-sw.polls:
+		case <-time.After(time.Minute):
+			b.Fatal("no flow stats request in a minute")
+		}
+		for m := reply; len(m) > 0; {
+			hd, _ := ofp.ParseHeader(m)
+			binary.BigEndian.PutUint32(m[4:], xid)
+			m = m[hd.Length:]
+		}
+		if _, err := client.Write(reply); err != nil {
+			b.Fatal(err)
+		}
+		select {
+		case <-sw.echoed:
+		case <-time.After(time.Minute):
+			b.Fatal("the controller did not read the reply in a minute")
+		}
+	}
+	poll()
+	perConn := float64(heapInUse()-heapBefore-uint64(cap(reply))) / float64(conns-batch)
+
+	for b.Loop() {
+		poll()
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/float64(2*conns), "ns/flow")
+	b.ReportMetric(perConn, "heapB/conn") // after the loop, which resets what was reported
+}
+
+// heapInUse is the heap in use after a GC.
+func heapInUse() uint64 {
+	runtime.GC()
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	return ms.HeapAlloc
+}
+
+// holdingSwitch is the switch side of BenchmarkStatsPoll: it keeps the
+// connection flows the controller installs as the flow stats reply of a
+// switch that holds them, and tells the flow stats requests and echo
+// replies it reads.
+type holdingSwitch struct {
+	want   int           // connection flows to hold before the reply is sent on held
+	held   chan []byte   // the reply, once
+	polls  chan uint32   // the xid of each flow stats request
+	echoed chan struct{} // each echo reply
+}
+
+// flowsPerPart keeps a reply part within an OpenFlow message's 64 KiB: a
+// connection flow takes about 200 bytes.
+const flowsPerPart = 256
+
+func (sw *holdingSwitch) read(br *bufio.Reader) {
+	var reply []byte
+	var part []ofp.FlowStats
+	n := 0
+	for {
+		m, err := ofp.ReadMessage(br, nil) // a buffer each: part aliases them
+		if err != nil {
+			return
+		}
+		hd, _ := ofp.ParseHeader(m)
+		switch hd.Type {
+		case ofp.TypeFlowMod:
+			if n == sw.want {
+				continue
+			}
+			_, dm, _ := ofp.Decode(m)
+			fm := dm.(*ofp.FlowMod)
+			if cat, _, _, _ := model.CookieParts(fm.Cookie); cat != model.CatConn && cat != model.CatConnReply {
+				continue
+			}
+			part = append(part, ofp.FlowStats{TableID: fm.TableID, DurationSec: 1, Priority: fm.Priority,
+				IdleTimeout: fm.IdleTimeout, HardTimeout: fm.HardTimeout, Flags: fm.Flags, Cookie: fm.Cookie,
+				PacketCount: 5, ByteCount: 500, Match: fm.Match, Instructions: fm.Instructions})
+			if n++; len(part) == flowsPerPart || n == sw.want {
+				flags := ofp.MultipartReplyMore
+				if n == sw.want {
+					flags = 0
+				}
+				reply = ofp.Append(reply, 0, ofp.MultipartReply{Flags: flags, Body: ofp.FlowStatsReply{Stats: part}})
+				part = part[:0]
+			}
+			if n == sw.want {
+				sw.held <- reply
+			}
+		case ofp.TypeMultipartRequest:
+			if _, dm, _ := ofp.Decode(m); asksFlows(received{m: dm}) {
+				sw.polls <- hd.XID
+			}
+		case ofp.TypeEchoReply:
+			sw.echoed <- struct{}{}
+		}
 	}
 }
 

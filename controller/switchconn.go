@@ -42,9 +42,9 @@ type switchConn struct {
 	features model.SwitchFeatures
 
 	xids       atomic.Uint32
-	unanswered atomic.Int32  // echo requests since the switch last spoke
-	heard      atomic.Int64  // when the switch last spoke, unix nanoseconds
-	pollXID    atomic.Uint32 // of the latest connection flow stats request
+	unanswered atomic.Int32              // echo requests since the switch last spoke
+	heard      atomic.Int64              // when the switch last spoke, unix nanoseconds
+	poll       atomic.Pointer[statsPoll] // the latest connection flow stats request
 
 	wmu sync.Mutex // guards bw and enc
 	bw  *bufio.Writer
@@ -521,11 +521,18 @@ func (s *switchConn) keepalive() {
 	}
 }
 
+// statsPoll is a request for the counters of sdnlb's flows: its xid, and
+// when it was sent, for the time the whole reply takes.
+type statsPoll struct {
+	xid  uint32
+	sent time.Time
+}
+
 // pollStats asks the switch for the counters of sdnlb's flows; the
 // dataplane turns the reply into the members' live counters.
 func (s *switchConn) pollStats() {
 	xid := s.xids.Add(1)
-	s.pollXID.Store(xid)
+	s.poll.Store(&statsPoll{xid: xid, sent: time.Now()})
 	s.sendXID(xid, ofp.MultipartRequest{Body: dataplane.StatsRequest()})
 	s.send(ofp.MultipartRequest{Body: ofp.PortStatsRequest{PortNo: ofp.PortAny}})
 }
@@ -692,7 +699,7 @@ func (s *switchConn) handleMultipart(dp *dataplane.Switch, out *dataplane.Outbox
 			s.pending.finish(xid, nil)
 		}
 	case ofp.FlowStatsReply:
-		if xid == s.pollXID.Load() {
+		if p := s.poll.Load(); p != nil && xid == p.xid {
 			if !s.master.Load() {
 				return // demoted since: the new master counts from what it reads
 			}
@@ -702,8 +709,10 @@ func (s *switchConn) handleMultipart(dp *dataplane.Switch, out *dataplane.Outbox
 				s.assembling = xid
 			}
 			dp.PollPart(dp.Installed, body.Stats, last)
+			s.c.metrics.StatsPollPart(len(body.Stats))
 			if last {
 				s.assembling = 0
+				s.c.metrics.StatsPolled(time.Since(p.sent))
 			}
 			return
 		}

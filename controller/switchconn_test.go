@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/gopacket/gopacket/layers"
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/sdnlb/sdnlb"
 	"github.com/sdnlb/sdnlb/controller/internal/testnet"
 	"github.com/sdnlb/sdnlb/controller/model"
@@ -583,6 +584,54 @@ func TestSession_Accounting(t *testing.T) {
 			t.Errorf("err %v, want not_found", err)
 		}
 	})
+}
+
+// The stats poll's metrics: the flows its replies carry, and the poll
+// timed once its reply is read to the end. The reply to a poll that a
+// newer one overtook counts for neither.
+func TestSession_StatsPollMetrics(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	h, sw := connected(t, testnet.Config(nil), Options{Registerer: reg})
+	s := h.c.switchConns()[0]
+	poll := func() uint32 {
+		s.pollStats()
+		for {
+			if r := sw.nextOf(ofp.TypeMultipartRequest); asksFlows(r) {
+				return r.h.XID
+			}
+		}
+	}
+	polled := func() [2]float64 {
+		return [2]float64{counter(t, reg, "sdnlb_controller_stats_poll_flows_total", ""),
+			histogramCount(t, reg, "sdnlb_controller_stats_poll_seconds")}
+	}
+	flows := func(n int) ofp.FlowStatsReply {
+		return ofp.FlowStatsReply{Stats: make([]ofp.FlowStats, n)}
+	}
+	for i := range 2 {
+		overtaken, latest := poll(), poll()
+		sw.send(overtaken, ofp.MultipartReply{Body: flows(2)})
+		sw.send(latest, ofp.MultipartReply{Flags: ofp.MultipartReplyMore, Body: flows(2)})
+		waitFor(t, polled, func(got [2]float64) bool { return got == [2]float64{float64(2 + 3*i), float64(i)} })
+		sw.send(latest, ofp.MultipartReply{Body: flows(1)})
+		waitFor(t, polled, func(got [2]float64) bool { return got == [2]float64{float64(3 + 3*i), float64(1 + i)} })
+	}
+}
+
+// histogramCount is how many observations the histogram name holds.
+func histogramCount(tb testing.TB, reg *prometheus.Registry, name string) float64 {
+	tb.Helper()
+	mfs, err := reg.Gather()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() == name && len(mf.GetMetric()) == 1 {
+			return float64(mf.GetMetric()[0].GetHistogram().GetSampleCount())
+		}
+	}
+	tb.Fatalf("no histogram %s", name)
+	return 0
 }
 
 func TestSwitchFlows(t *testing.T) {

@@ -3,6 +3,7 @@ package dataplane
 import (
 	"log/slog"
 	"strings"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -18,6 +19,11 @@ type Metrics struct {
 	flowMods  prometheus.Counter
 	groupMods prometheus.Counter
 	Switches  prometheus.Gauge
+	// statsPoll times each switch's flow stats poll, from the request to
+	// the last part of the reply read; statsPollFlows counts the flows
+	// the replies carried: the poll's cost grows with them.
+	statsPoll      prometheus.Histogram
+	statsPollFlows prometheus.Counter
 	// switchErrors counts OFPT_ERROR messages by OpenFlow error type, a
 	// closed set: types no specification names count as OTHER.
 	switchErrors *prometheus.CounterVec
@@ -53,6 +59,15 @@ func NewMetrics(reg prometheus.Registerer, log *slog.Logger) *Metrics {
 			Namespace: "sdnlb", Subsystem: "controller", Name: "switches",
 			Help: "Switches connected.",
 		}),
+		statsPoll: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Namespace: "sdnlb", Subsystem: "controller", Name: "stats_poll_seconds",
+			Help:    "Flow stats polls read to their end, by the time from the request to the reply's last part read.",
+			Buckets: prometheus.ExponentialBuckets(0.001, 2, 15), // 1 ms to 16 s
+		}),
+		statsPollFlows: prometheus.NewCounter(prometheus.CounterOpts{
+			Namespace: "sdnlb", Subsystem: "controller", Name: "stats_poll_flows_total",
+			Help: "Flows the replies to the flow stats polls carried.",
+		}),
 	}
 	for i := range m.packetIns {
 		m.packetIns[i] = packetIns.WithLabelValues(kindNames[i])
@@ -61,7 +76,8 @@ func NewMetrics(reg prometheus.Registerer, log *slog.Logger) *Metrics {
 		m.refusals[i] = refusals.WithLabelValues(refusalNames[i])
 	}
 	if reg != nil {
-		for _, col := range []prometheus.Collector{packetIns, refusals, m.setups, m.flowMods, m.groupMods, m.Switches, m.switchErrors} {
+		for _, col := range []prometheus.Collector{packetIns, refusals, m.setups, m.flowMods, m.groupMods, m.Switches, m.switchErrors,
+			m.statsPoll, m.statsPollFlows} {
 			if err := reg.Register(col); err != nil {
 				log.Warn("controller metrics not registered", "err", err)
 			}
@@ -69,6 +85,13 @@ func NewMetrics(reg prometheus.Registerer, log *slog.Logger) *Metrics {
 	}
 	return m
 }
+
+// StatsPollPart counts the flows of one part of the reply to a stats poll.
+func (m *Metrics) StatsPollPart(flows int) { m.statsPollFlows.Add(float64(flows)) }
+
+// StatsPolled records a stats poll whose reply was read to its end, took
+// after its request was sent.
+func (m *Metrics) StatsPolled(took time.Duration) { m.statsPoll.Observe(took.Seconds()) }
 
 // SwitchError counts an error a switch reported.
 func (m *Metrics) SwitchError(t ofp.ErrorType) {

@@ -13,7 +13,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -218,19 +217,10 @@ func (p *SDNLB) waitErr() error {
 }
 
 // RSS is the process's resident set size in bytes (VmRSS).
-func (p *SDNLB) RSS() (int64, error) {
-	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", p.cmd.Process.Pid))
-	if err != nil {
-		return 0, err
-	}
-	for _, l := range strings.Split(string(data), "\n") {
-		if rest, ok := strings.CutPrefix(l, "VmRSS:"); ok {
-			kb, err := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(rest), " kB"), 10, 64)
-			return kb * 1024, err
-		}
-	}
-	return 0, fmt.Errorf("no VmRSS in /proc/%d/status", p.cmd.Process.Pid)
-}
+func (p *SDNLB) RSS() (int64, error) { return ProcessRSS(p.PID()) }
+
+// PID is the process's id, for ProcessCPU and ProcessRSS.
+func (p *SDNLB) PID() int { return p.cmd.Process.Pid }
 
 // Kill ends the process with SIGKILL, as a crash would, and waits for it.
 func (p *SDNLB) Kill() {
@@ -502,7 +492,8 @@ func (p *SDNLB) Connect(sw *Switch) {
 // Metric returns the sum of the samples of a Prometheus counter or gauge
 // in /metrics that carry the labels series names, e.g.
 // `sdnlb_controller_packet_ins_total{kind="lb"}`, or of all its samples
-// for just the name (every series also has a node label).
+// for just the name (every series also has a node label). A histogram's
+// NAME_count and NAME_sum are its observations and their sum.
 func (p *SDNLB) Metric(series string) float64 {
 	p.tb.Helper()
 	want, err := parseMetrics(series + " 0\n")
@@ -519,9 +510,18 @@ func (p *SDNLB) Metric(series string) float64 {
 	}
 	sum, found := 0.0, false
 	for name, w := range want {
-		for _, m := range families[name].GetMetric() {
+		value := func(m *dto.Metric) float64 {
+			return m.GetCounter().GetValue() + m.GetGauge().GetValue() + m.GetUntyped().GetValue()
+		}
+		family := families[name]
+		if base, ok := strings.CutSuffix(name, "_count"); ok && families[base].GetType() == dto.MetricType_HISTOGRAM {
+			family, value = families[base], func(m *dto.Metric) float64 { return float64(m.GetHistogram().GetSampleCount()) }
+		} else if base, ok := strings.CutSuffix(name, "_sum"); ok && families[base].GetType() == dto.MetricType_HISTOGRAM {
+			family, value = families[base], func(m *dto.Metric) float64 { return m.GetHistogram().GetSampleSum() }
+		}
+		for _, m := range family.GetMetric() {
 			if hasLabels(m, w.GetMetric()[0].GetLabel()) {
-				sum += m.GetCounter().GetValue() + m.GetGauge().GetValue() + m.GetUntyped().GetValue()
+				sum += value(m)
 				found = true
 			}
 		}

@@ -549,6 +549,22 @@ func (s *Switch) logContains(file, substr string) bool {
 	return err == nil && bytes.Contains(data, []byte(substr))
 }
 
+// VswitchdPID is the id of the ovs-vswitchd that runs the bridge, for
+// ProcessCPU and ProcessRSS: all the switch's work, its userspace datapath
+// included, is that process's. A bridge from AddBridge has none of its own.
+func (s *Switch) VswitchdPID() int {
+	s.tb.Helper()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, d := range s.daemons {
+		if d.name == "ovs-vswitchd" {
+			return d.cmd.Process.Pid
+		}
+	}
+	s.tb.Fatalf("bridge %s runs on another bridge's ovs-vswitchd", s.Name)
+	return 0
+}
+
 func (s *Switch) daemonPIDs() []int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -740,14 +756,8 @@ func processAlive(pid int) bool {
 	if err != nil {
 		return false
 	}
-	// The state follows the command name, which is in parentheses and may
-	// itself contain spaces or parentheses.
-	i := bytes.LastIndexByte(data, ')')
-	if i < 0 || i+2 >= len(data) {
-		return false
-	}
-	state := data[i+2]
-	return state != 'Z' && state != 'X'
+	f := statFields(data)
+	return len(f) > 0 && f[0] != "Z" && f[0] != "X"
 }
 
 // readAll is io.ReadAll with a size cap, for test servers' peers.
