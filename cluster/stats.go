@@ -287,10 +287,8 @@ func (s *Stats) settle(ctx context.Context) error {
 			before.Add(c.Above(c.Above(base[id])))
 			beyond.Add(add[id])
 		}
-		r := last[o.DPID]
 		s.log.Info("counted what a switch taken over counted beyond its last master's readings", "dpid", o.DPID, "generation", o.Generation,
-			"readings_part", r.Part, "readings_generation", r.Generation, "own_part", s.partID, "prior", o.Prior != nil,
-			"opened_before", before.Opened, "opened_beyond", beyond.Opened, "bytes_beyond", beyond.BytesIn+beyond.BytesOut)
+			"readings_part", last[o.DPID].Part, "opened_before", before.Opened, "opened_beyond", beyond.Opened, "bytes_beyond", beyond.BytesIn+beyond.BytesOut)
 	}
 	return nil
 }
