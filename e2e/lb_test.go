@@ -817,6 +817,10 @@ func TestVIP_ConnectionLimitMovesSwitchPool(t *testing.T) {
 		t.Errorf("dispatch SWITCH for a limited VIP's pool: %d %s %v, want 400 naming connection_limit", status, body, err)
 	}
 
+	// The write answers before the switch has the controller's rows: until
+	// its group goes, the switch still dispatches new connections itself.
+	t.Logf("the switch's group gone %v after the limit was set", b.waitBuckets(t, 0, 5*time.Second).Round(time.Millisecond))
+
 	addr := net.JoinHostPort(b.vip.Address, strconv.Itoa(vipPort))
 	var held []net.Conn
 	defer func() {
