@@ -402,7 +402,11 @@ func TestMember_CapacityBounds(t *testing.T) {
 			if dispatch != sdnlb.DispatchController {
 				return
 			}
-			// Every member at its capacity: a new connection is refused.
+			// Every member at its capacity: a new connection is refused. A
+			// short connection's end reaches the controller after its
+			// answer: once none counts, each held one finds a member with
+			// room.
+			waitActive(t, b, 0)
 			b.lb.MustAPI(http.MethodPatch, "/v1/members/"+b.mems[1].ID, map[string]any{"capacity": 1}, http.StatusOK, nil)
 			first, second := openHeld(t, b, c), openHeld(t, b, c)
 			if first.member == second.member {
