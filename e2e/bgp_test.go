@@ -7,7 +7,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"maps"
 	"net"
 	"net/http"
@@ -363,7 +362,7 @@ func askAll(conns []*conn, stop <-chan struct{}) *sync.WaitGroup {
 					return
 				case <-time.After(100 * time.Millisecond):
 				}
-				member, err := askWithin(c.k, 10*time.Second)
+				member, err := c.k.askWithin(10 * time.Second) // a request into a dead edge waits for TCP to send it again
 				if err == nil && member != c.k.member {
 					err = fmt.Errorf("moved from %s to %s", c.k.member, member)
 				}
@@ -375,24 +374,6 @@ func askAll(conns []*conn, stop <-chan struct{}) *sync.WaitGroup {
 		})
 	}
 	return &wg
-}
-
-// askWithin is keptConn.ask with a deadline of its own: a request the
-// router sends into a dead edge waits for TCP to send it again.
-func askWithin(k *keptConn, d time.Duration) (string, error) {
-	if err := k.conn.SetDeadline(time.Now().Add(d)); err != nil {
-		return "", err
-	}
-	if _, err := io.WriteString(k.conn, "GET / HTTP/1.1\r\nHost: vip\r\n\r\n"); err != nil {
-		return "", err
-	}
-	resp, err := http.ReadResponse(k.r, nil)
-	if err != nil {
-		return "", err
-	}
-	defer resp.Body.Close()
-	body, err := io.ReadAll(resp.Body)
-	return string(body), err
 }
 
 // Long-lived DSR connections keep their member when the router moves them
@@ -449,7 +430,7 @@ func TestBGP_EdgeLostUnderLoad(t *testing.T) {
 	for _, c := range conns {
 		if c.err == nil {
 			var member string
-			if member, c.err = askWithin(c.k, 10*time.Second); c.err == nil && member != c.k.member {
+			if member, c.err = c.k.askWithin(10 * time.Second); c.err == nil && member != c.k.member {
 				c.err = fmt.Errorf("moved from %s to %s", c.k.member, member)
 			}
 		}
@@ -590,7 +571,7 @@ func (b *bgpBed) answered(ports []int, port int) int {
 				return
 			}
 			defer c.Close()
-			if _, err := askWithin(&keptConn{conn: c, r: bufio.NewReader(c)}, 2*time.Second); err == nil {
+			if _, err := (&keptConn{conn: c, r: bufio.NewReader(c)}).askWithin(2 * time.Second); err == nil {
 				mu.Lock()
 				n++
 				mu.Unlock()
@@ -668,7 +649,7 @@ func TestBGP_EdgeMoveLimits(t *testing.T) {
 	survived := func(conns []*keptConn) int {
 		kept := 0
 		for _, k := range conns {
-			if member, err := askWithin(k, 5*time.Second); err == nil && member == k.member {
+			if member, err := k.askWithin(5 * time.Second); err == nil && member == k.member {
 				kept++
 			}
 		}

@@ -302,8 +302,11 @@ func keepOpen(tb testing.TB, c *Host, addr string) *keptConn {
 }
 
 // ask sends one request on the connection and returns the answer's body.
-func (k *keptConn) ask() (string, error) {
-	if err := k.conn.SetDeadline(time.Now().Add(reuseTimeout)); err != nil {
+func (k *keptConn) ask() (string, error) { return k.askWithin(reuseTimeout) }
+
+// askWithin is ask with a deadline of d.
+func (k *keptConn) askWithin(d time.Duration) (string, error) {
+	if err := k.conn.SetDeadline(time.Now().Add(d)); err != nil {
 		return "", err
 	}
 	if _, err := io.WriteString(k.conn, "GET / HTTP/1.1\r\nHost: vip\r\n\r\n"); err != nil {

@@ -9,7 +9,6 @@ import (
 	"os/user"
 	"path/filepath"
 	"strconv"
-	"strings"
 	"sync"
 	"time"
 )
@@ -309,15 +308,7 @@ func (r *Router) RouteOf(in, src string, srcPort int, dst string, dstPort int) (
 }
 
 func (r *Router) logTail(file string, lines int) {
-	data, err := os.ReadFile(filepath.Join(r.frr, file))
-	if err != nil {
-		return
-	}
-	all := strings.Split(strings.TrimSpace(string(data)), "\n")
-	if len(all) > lines {
-		all = all[len(all)-lines:]
-	}
-	r.tb.Logf("last lines of FRR's %s:\n%s", file, strings.Join(all, "\n"))
+	logFileTail(r.tb, filepath.Join(r.frr, file), "FRR's "+file, lines)
 }
 
 // Close stops FRR and removes the router's hosts and namespace.

@@ -576,7 +576,12 @@ func (s *Switch) daemonPIDs() []int {
 }
 
 func (s *Switch) logTail(file string, lines int) {
-	data, err := os.ReadFile(filepath.Join(s.dir, file))
+	logFileTail(s.tb, filepath.Join(s.dir, file), file, lines)
+}
+
+// logFileTail logs the last lines of the file at path, named name.
+func logFileTail(tb TB, path, name string, lines int) {
+	data, err := os.ReadFile(path)
 	if err != nil {
 		return
 	}
@@ -584,7 +589,7 @@ func (s *Switch) logTail(file string, lines int) {
 	if len(all) > lines {
 		all = all[len(all)-lines:]
 	}
-	s.tb.Logf("last lines of %s:\n%s", file, strings.Join(all, "\n"))
+	tb.Logf("last lines of %s:\n%s", name, strings.Join(all, "\n"))
 }
 
 func (s *Switch) run(name string, args ...string) (string, error) {
