@@ -129,7 +129,7 @@ var settingCapabilities = []Capability{
 	{
 		Setting:    "active connections (stats; LEAST_CONNECTIONS, WEIGHTED_LEAST_CONNECTIONS, ADAPTIVE's S term)",
 		Switch:     "an estimate per member from the switch's counting rows, read each `--stats-interval`: connections opened less those whose client sent a FIN or reset (NAT: or the member a reset); UDP ones never end",
-		Controller: "the open ones: a TCP connection from its SYN until its FIN or reset, seen at the next `--stats-interval` poll (at once for a VIP with a `connection_limit`); UDP and ICMP until their flows idle out",
+		Controller: "the open ones: a TCP connection from its SYN until its FIN or reset, seen at the next `--stats-interval` poll that reads its flows, or when they go, 10 s after its last packet (at once for a VIP with a `connection_limit`); a poll reads every connection flow of a switch that holds up to about 8,000 connections, and past that one shard of them in turn, so each is read every 2 to 64 polls; UDP and ICMP until their flows idle out",
 		OpenFlow10: "until their flows idle out (`--flow-idle-timeout`): a 1.0 switch has neither `fin_timeout` nor TCP flag matches", IPv6: same, L2: noL2Effect,
 		Cluster: "the cluster's, on every node: its own and the others' as they last recorded them (" + clusterLag + "); the stats' `nodes` give each node's share",
 	},

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -85,7 +86,7 @@ type switchConn struct {
 	rbuf       []byte
 	pin        ofp.PacketIn
 	removed    ofp.FlowRemoved
-	assembling uint32 // xid of the poll whose reply parts are arriving
+	assembling *statsPoll // the poll whose reply parts are arriving
 }
 
 // flowsRequest is one SwitchFlows call waiting for its multipart reply.
@@ -521,19 +522,44 @@ func (s *switchConn) keepalive() {
 	}
 }
 
-// statsPoll is a request for the counters of sdnlb's flows: its xid, and
-// when it was sent, for the time the whole reply takes.
+// statsPoll is a poll of the counters of sdnlb's flows: its requests,
+// their xids, and when they were sent, for the time the whole reply
+// takes.
 type statsPoll struct {
-	xid  uint32
+	reqs []dataplane.PollRequest
+	xids []uint32
 	sent time.Time
+	// unread counts the requests whose last reply part has not come;
+	// only the read loop changes it.
+	unread int
 }
 
-// pollStats asks the switch for the counters of sdnlb's flows; the
-// dataplane turns the reply into the members' live counters.
+// request returns which of the poll's requests xid answers.
+func (p *statsPoll) request(xid uint32) (*dataplane.PollRequest, bool) {
+	if p == nil {
+		return nil, false
+	}
+	i := slices.Index(p.xids, xid)
+	if i < 0 {
+		return nil, false
+	}
+	return &p.reqs[i], true
+}
+
+// pollStats asks the switch for the counters of sdnlb's flows, as its
+// dataplane plans the poll; the dataplane turns the reply into the
+// members' live counters.
 func (s *switchConn) pollStats() {
-	xid := s.xids.Add(1)
-	s.poll.Store(&statsPoll{xid: xid, sent: time.Now()})
-	s.sendXID(xid, ofp.MultipartRequest{Body: dataplane.StatsRequest()})
+	var p statsPoll
+	s.decide(func(dp *dataplane.Switch, _ *dataplane.Outbox) { p.reqs = dp.NextPoll() })
+	for range p.reqs {
+		p.xids = append(p.xids, s.xids.Add(1))
+	}
+	p.sent, p.unread = time.Now(), len(p.reqs)
+	s.poll.Store(&p)
+	for i, r := range p.reqs {
+		s.sendXID(p.xids[i], ofp.MultipartRequest{Body: r.Request})
+	}
 	s.send(ofp.MultipartRequest{Body: ofp.PortStatsRequest{PortNo: ofp.PortAny}})
 }
 
@@ -699,20 +725,23 @@ func (s *switchConn) handleMultipart(dp *dataplane.Switch, out *dataplane.Outbox
 			s.pending.finish(xid, nil)
 		}
 	case ofp.FlowStatsReply:
-		if p := s.poll.Load(); p != nil && xid == p.xid {
+		p := s.poll.Load()
+		if req, ok := p.request(xid); ok {
 			if !s.master.Load() {
 				return // demoted since: the new master counts from what it reads
 			}
 			s.pathCounters(body.Stats)
-			if xid != s.assembling {
+			if p != s.assembling {
 				dp.BeginPoll()
-				s.assembling = xid
+				s.assembling = p
 			}
-			dp.PollPart(dp.Installed, body.Stats, last)
+			dp.PollPart(dp.Installed, req.Scope, body.Stats, last)
 			s.c.metrics.StatsPollPart(len(body.Stats))
 			if last {
-				s.assembling = 0
-				s.c.metrics.StatsPolled(time.Since(p.sent))
+				if p.unread--; p.unread == 0 {
+					s.assembling = nil
+					s.c.metrics.StatsPolled(time.Since(p.sent))
+				}
 			}
 			return
 		}

@@ -445,8 +445,8 @@ func setsUpConnections(t *testing.T, sw *fakeSwitch) {
 		got = append(got, memberOf(t, &s.fwd))
 		if i == 0 {
 			testnet.AssertLines(t, testnet.FlowLines(t, []ofp.FlowMod{s.fwd, s.rev}), []string{
-				"cookie=0x5d10000001000001, priority=1000, idle_timeout=30, send_flow_rem, tcp,nw_src=10.0.1.5,nw_dst=10.0.0.100,tp_src=40000,tp_dst=80 actions=set_field:aa:00:00:00:00:01->eth_dst,set_field:10.0.0.1->ip_dst,set_field:8080->tcp_dst,output:1",
-				"cookie=0x5d11000001000001, priority=1000, idle_timeout=30, send_flow_rem, tcp,nw_src=10.0.0.1,nw_dst=10.0.1.5,tp_src=8080,tp_dst=40000 actions=set_field:02:00:00:00:01:00->eth_src,set_field:10.0.0.100->ip_src,set_field:80->tcp_src,output:10",
+				"cookie=0x5dee000001000001, priority=1000, idle_timeout=30, send_flow_rem, tcp,nw_src=10.0.1.5,nw_dst=10.0.0.100,tp_src=40000,tp_dst=80 actions=set_field:aa:00:00:00:00:01->eth_dst,set_field:10.0.0.1->ip_dst,set_field:8080->tcp_dst,output:1",
+				"cookie=0x5def000001000001, priority=1000, idle_timeout=30, send_flow_rem, tcp,nw_src=10.0.0.1,nw_dst=10.0.1.5,tp_src=8080,tp_dst=40000 actions=set_field:02:00:00:00:01:00->eth_src,set_field:10.0.0.100->ip_src,set_field:80->tcp_src,output:10",
 			})
 		}
 		// The first packet leaves with the very rewrite of its flow.
@@ -469,15 +469,15 @@ func TestSession_FollowsConfiguration(t *testing.T) {
 		want []string
 	}{
 		{"MemberDown", func(c *sdnlb.Config) { c.Members[1].Health.Status = sdnlb.MemberDown }, []string{
-			"delete cookie=0x5d10000000000002/0xfffe000000ffffff",
+			"delete cookie=0x5d80000000000002/0xff80000000ffffff",
 			"delete cookie=0x5d04000000000002/0xffff000000ffffff",
 		}},
 		{"MemberDeleted", func(c *sdnlb.Config) { c.Members = c.Members[:2] }, []string{
-			"delete cookie=0x5d10000000000003/0xfffe000000ffffff",
+			"delete cookie=0x5d80000000000003/0xff80000000ffffff",
 			"delete cookie=0x5d04000000000003/0xffff000000ffffff",
 		}},
 		{"MemberMoved", func(c *sdnlb.Config) { c.Members[2].Address, c.Members[2].Port = "10.0.0.33", 0 }, []string{
-			"delete cookie=0x5d10000000000003/0xfffe000000ffffff",
+			"delete cookie=0x5d80000000000003/0xff80000000ffffff",
 			"delete cookie=0x5d04000000000003/0xffff000000ffffff",
 			"cookie=0x5d04000001000003, priority=900, tcp,nw_src=10.0.0.33,tp_src=80 actions=CONTROLLER:65535",
 		}},
@@ -490,7 +490,7 @@ func TestSession_FollowsConfiguration(t *testing.T) {
 		{"VIPDisabled", func(c *sdnlb.Config) { c.VIPs[0].AdminStateUp = false }, []string{
 			"delete cookie=0x5d02000001000000/0xffffffffff000000",
 			"delete cookie=0x5d07000001000000/0xffffffffff000000",
-			"delete cookie=0x5d10000001000000/0xfffeffffff000000",
+			"delete cookie=0x5d80000001000000/0xff80ffffff000000",
 			"delete cookie=0x5d04000000000001/0xffff000000ffffff",
 			"delete cookie=0x5d04000000000002/0xffff000000ffffff",
 			"delete cookie=0x5d04000000000003/0xffff000000ffffff",
@@ -506,7 +506,7 @@ func TestSession_FollowsConfiguration(t *testing.T) {
 		{"VIPPortChanged", func(c *sdnlb.Config) { c.VIPs[0].Port = 8000 }, append(testnet.ARPAnswerLines(1, "02:00:00:00:01:00", "10.0.0.100", model.L2Learn),
 			"delete cookie=0x5d02000001000000/0xffffffffff000000",
 			"delete cookie=0x5d07000001000000/0xffffffffff000000",
-			"delete cookie=0x5d10000001000000/0xfffeffffff000000",
+			"delete cookie=0x5d80000001000000/0xff80ffffff000000",
 			"cookie=0x5d02000001000000, priority=500, arp,arp_tpa=10.0.0.100 actions=CONTROLLER:65535",
 			"cookie=0x5d02000001000000, priority=500, arp,dl_dst=02:00:00:00:01:00 actions=CONTROLLER:65535",
 			"cookie=0x5d02000001000000, priority=501, tcp,nw_dst=10.0.0.100,tp_dst=8000 actions=CONTROLLER:65535",

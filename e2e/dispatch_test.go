@@ -17,11 +17,15 @@ import (
 	"time"
 
 	"github.com/sdnlb/sdnlb"
+	"github.com/sdnlb/sdnlb/controller/model"
 )
 
 // bucketTarget finds the member one select-group bucket commits a
 // connection to: the label (the member's address) of its first commit.
 var bucketTarget = regexp.MustCompile(`exec\(set_field:(0x[0-9a-f]+)->ct_label`)
+
+// flowCookie finds a dumped flow's cookie.
+var flowCookie = regexp.MustCompile(`cookie=0x([0-9a-f]+)`)
 
 // buckets returns, per group and member ("group_id=1 0xa4d000b"), how
 // many buckets of the switch's groups send to it.
@@ -249,8 +253,11 @@ func TestDispatch_ControllerDSR(t *testing.T) {
 			t.Errorf("the controller set up %v connections, want 30", n)
 		}
 		for _, f := range b.sw.DumpFlows() {
-			if strings.Contains(f, "cookie=0x5d11") {
-				t.Errorf("a DSR connection has a member → client flow: %s", f)
+			if m := flowCookie.FindStringSubmatch(f); m != nil {
+				c, _ := strconv.ParseUint(m[1], 16, 64)
+				if cat, _, _, _ := model.CookieParts(c); cat == model.CatConnReply {
+					t.Errorf("a DSR connection has a member → client flow: %s", f)
+				}
 			}
 		}
 	})

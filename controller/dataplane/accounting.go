@@ -28,8 +28,11 @@ import (
 // against the readings the switch's last master recorded (see
 // Overlap), or, without shared stats, counted at once.
 type FlowLedger struct {
-	mu       sync.Mutex
-	readings map[flowID]flowReading
+	mu sync.Mutex
+	// readings are kept by scope, the connection flows by shard and the
+	// rest apart, so that a poll that reads one shard forgets only that
+	// shard's flows it did not find.
+	readings [numScopes]map[flowID]flowReading
 	round    uint64 // of the last poll begun
 	// live sums the readings of the flows read, by member number, as
 	// their counts add them: the counters the flows hold now, as far
@@ -71,10 +74,34 @@ type flowReading struct {
 	count          flowCount
 }
 
+// The readings' scopes: one per connection shard, then the rest.
+const (
+	restScope = model.ConnShards
+	numScopes = model.ConnShards + 1
+)
+
+// scopeOf is the scope of the flow of cookie: its shard for a connection
+// flow, else the rest (also a connection flow installed before shards,
+// which only a read of the rest finds).
+func scopeOf(cookie uint64) int {
+	if cookie&model.MaskConnCats == 0 {
+		return restScope
+	}
+	return int(model.ShardOf(cookie))
+}
+
 // NewFlowLedger returns the ledger of a switch not yet taken over;
 // shared says the overlaps of its epochs wait to be settled (Overlap).
 func NewFlowLedger(shared bool) *FlowLedger {
-	return &FlowLedger{readings: map[flowID]flowReading{}, live: map[uint32]sdnlb.Counts{}, shared: shared}
+	l := &FlowLedger{live: map[uint32]sdnlb.Counts{}, shared: shared}
+	l.forgetReadings()
+	return l
+}
+
+func (l *FlowLedger) forgetReadings() {
+	for i := range l.readings {
+		l.readings[i] = map[flowID]flowReading{}
+	}
 }
 
 // Begin begins an epoch under generation, unless one under it is going
@@ -92,7 +119,16 @@ func (l *FlowLedger) Begin(generation uint64) {
 		e.prior, e.priorGen = l.live, l.epoch.generation
 	}
 	l.epoch = e
-	l.readings, l.live = map[flowID]flowReading{}, map[uint32]sdnlb.Counts{}
+	l.forgetReadings()
+	l.live = map[uint32]sdnlb.Counts{}
+}
+
+// firstPoll says whether the epoch's first poll, which must read every
+// flow, is still to come.
+func (l *FlowLedger) firstPoll() bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return !l.epoch.begun || l.epoch.first
 }
 
 // read records a flow's counters and returns what it counted since the
@@ -103,7 +139,8 @@ func (l *FlowLedger) Begin(generation uint64) {
 // counter of all ones is one the switch does not have (OpenFlow's
 // "unavailable"): it counts nothing, and the last reading stands.
 func (l *FlowLedger) read(id flowID, memberNum uint32, c flowCount, packets, bytes uint64, round uint64) (newPackets, newBytes uint64) {
-	r, ok := l.readings[id]
+	readings := l.readings[scopeOf(id.cookie)]
+	r, ok := readings[id]
 	if packets == unavailable {
 		packets = r.packets
 	}
@@ -114,7 +151,7 @@ func (l *FlowLedger) read(id flowID, memberNum uint32, c flowCount, packets, byt
 		l.unlive(r)
 		r = flowReading{}
 	}
-	l.readings[id] = flowReading{packets: packets, bytes: bytes, round: round, member: memberNum, count: c}
+	readings[id] = flowReading{packets: packets, bytes: bytes, round: round, member: memberNum, count: c}
 	newPackets, newBytes = packets-r.packets, bytes-r.bytes
 	sum := l.live[memberNum]
 	sum.Add(c.counts(newPackets, newBytes))
@@ -139,9 +176,10 @@ func (l *FlowLedger) unlive(r flowReading) {
 
 // forget forgets a flow gone.
 func (l *FlowLedger) forget(id flowID) {
-	if r, ok := l.readings[id]; ok {
+	readings := l.readings[scopeOf(id.cookie)]
+	if r, ok := readings[id]; ok {
 		l.unlive(r)
-		delete(l.readings, id)
+		delete(readings, id)
 	}
 }
 
@@ -231,13 +269,19 @@ func (l *FlowLedger) Unlock() { l.mu.Unlock() }
 // keep.
 const unavailable = ^uint64(0)
 
-// sweep forgets the flows that polls up to round no longer found: gone
-// from the switch, all they counted was added when they were last read.
-func (l *FlowLedger) sweep(round uint64) {
-	for id, r := range l.readings {
-		if r.round < round {
-			l.unlive(r)
-			delete(l.readings, id)
+// sweep forgets the flows of scope that polls up to round no longer
+// found: gone from the switch, all they counted was added when they were
+// last read.
+func (l *FlowLedger) sweep(round uint64, scope PollScope) {
+	for i, readings := range l.readings {
+		if !scope.covers(i) {
+			continue
+		}
+		for id, r := range readings {
+			if r.round < round {
+				l.unlive(r)
+				delete(readings, id)
+			}
 		}
 	}
 }
@@ -257,6 +301,8 @@ type accounting struct {
 	finIdle uint16                        // of the switch's TCP connection flows at their end; 0: they keep theirs
 	ledger  *FlowLedger
 	round   uint64 // the poll being assembled
+	// shardPolls counts the polls that read one shard of the connections.
+	shardPolls uint64
 }
 
 // countedConn is a connection the switch counts, or counted.
@@ -365,9 +411,77 @@ func (dp *Switch) FlowRemoved(now time.Time, snap *model.Snapshot, fr *ofp.FlowR
 // poll reads those of the connection flows, the member routes and the
 // reply flows.
 func StatsRequest() ofp.FlowStatsRequest {
-	return ofp.FlowStatsRequest{
-		TableID: ofp.TableAll, OutPort: ofp.PortAny, OutGroup: ofp.GroupAny,
-		Cookie: model.AppID << model.CookieAppShift, CookieMask: model.MaskApp,
+	return flowsOf(model.AppID<<model.CookieAppShift, model.MaskApp)
+}
+
+func flowsOf(cookie, mask uint64) ofp.FlowStatsRequest {
+	return ofp.FlowStatsRequest{TableID: ofp.TableAll, OutPort: ofp.PortAny, OutGroup: ofp.GroupAny, Cookie: cookie, CookieMask: mask}
+}
+
+// pollFlowBudget is about how many connection flows a poll reads at
+// most: past it, a poll reads every flow but the connections' and one
+// shard of those, the next poll the next shard. A switch's cost for a
+// read grows with the flows it reads (Open vSwitch 3.1 spends about
+// 3.7 µs a flow, in its main thread), so a table of 200,000 connection
+// flows read at once would hold the switch for most of a second every
+// interval.
+const pollFlowBudget = 16384
+
+// shardsToRead is how many shards a poll spreads connection flows over,
+// a power of two: as few as keep each read within pollFlowBudget.
+func shardsToRead(flows int) uint8 {
+	n := uint8(1)
+	for n < model.ConnShards && flows > int(n)*pollFlowBudget {
+		n *= 2
+	}
+	return n
+}
+
+// A PollScope is what one request of a poll reads: the flows but the
+// connections' (rest), and the connection shards congruent to shard
+// modulo of (none when of is 0).
+type PollScope struct {
+	rest      bool
+	shard, of uint8
+}
+
+var everyFlow = PollScope{rest: true, of: 1}
+
+// covers says whether the scope reads the flows of readings' scope i.
+func (s PollScope) covers(i int) bool {
+	if i == restScope {
+		return s.rest
+	}
+	return s.of != 0 && uint8(i)%s.of == s.shard
+}
+
+// A PollRequest is one request of a stats poll, and what it reads.
+type PollRequest struct {
+	Request ofp.FlowStatsRequest
+	Scope   PollScope
+}
+
+// NextPoll returns the requests of the switch's next stats poll: one
+// that reads every flow, or, when the switch holds more connection flows
+// than a poll should read, one for the rest and one for the next shard
+// of the connections, so that each connection is read every few
+// intervals. An epoch's first poll reads every flow, as does a poll of a
+// switch that cannot read by cookie (OpenFlow 1.0 reads every flow
+// whatever the request). A connection's end shows at the latest when its
+// flows go (flow-removed), whichever shard it is in.
+func (dp *Switch) NextPoll() []PollRequest {
+	a := &dp.accounting
+	n := shardsToRead(2 * len(a.conns))
+	if n == 1 || dp.OneTable || a.ledger.firstPoll() {
+		return []PollRequest{{Request: StatsRequest(), Scope: everyFlow}}
+	}
+	a.shardPolls++
+	shard := uint8(a.shardPolls % uint64(n))
+	rest, restMask := model.NotConnCookie()
+	conns, connsMask := model.ShardCookie(shard, n)
+	return []PollRequest{
+		{Request: flowsOf(rest, restMask), Scope: PollScope{rest: true}},
+		{Request: flowsOf(conns, connsMask), Scope: PollScope{shard: shard, of: n}},
 	}
 }
 
@@ -444,16 +558,17 @@ func (a *accounting) beginPoll() {
 	a.round = a.ledger.round
 }
 
-// PollPart reads one part of the reply to a StatsRequest.
-func (dp *Switch) PollPart(snap *model.Snapshot, stats []ofp.FlowStats, last bool) {
-	dp.accounting.pollPart(snap, stats, last)
+// PollPart reads one part of the reply to a request of a poll, of scope.
+func (dp *Switch) PollPart(snap *model.Snapshot, scope PollScope, stats []ofp.FlowStats, last bool) {
+	dp.accounting.pollPart(snap, scope, stats, last)
 }
 
 // pollPart adds what each flow of one part of the reply counted since it
 // was last read to its member, and ends the TCP connections whose flows
-// show their end; after the last part the ledger forgets the flows the
-// poll did not find.
-func (a *accounting) pollPart(snap *model.Snapshot, stats []ofp.FlowStats, last bool) {
+// show their end; after the last part the ledger forgets the flows of
+// the request's scope that it did not find, and a read of every flow ends
+// an epoch's first poll.
+func (a *accounting) pollPart(snap *model.Snapshot, scope PollScope, stats []ofp.FlowStats, last bool) {
 	a.ledger.mu.Lock()
 	defer a.ledger.mu.Unlock()
 	for i := range stats {
@@ -476,8 +591,10 @@ func (a *accounting) pollPart(snap *model.Snapshot, stats []ofp.FlowStats, last 
 		a.ledger.add(snap, memberNum, c, packets, bytes)
 	}
 	if last {
-		a.ledger.sweep(a.round)
-		a.ledger.endFirstPoll(snap)
+		a.ledger.sweep(a.round, scope)
+		if scope == everyFlow {
+			a.ledger.endFirstPoll(snap)
+		}
 	}
 }
 

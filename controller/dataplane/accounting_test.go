@@ -1,6 +1,7 @@
 package dataplane
 
 import (
+	"net/netip"
 	"slices"
 	"strings"
 	"testing"
@@ -37,7 +38,7 @@ func flowStats(member int, sport, idle uint16) ofp.FlowStats {
 
 func (d *decision) pollOnce(stats ...ofp.FlowStats) {
 	d.dp.BeginPoll()
-	d.dp.PollPart(d.snap, stats, true)
+	d.dp.PollPart(d.snap, everyFlow, stats, true)
 }
 
 func (d *decision) activeCounts(member int) (memberActive, vipActive int64) {
@@ -52,7 +53,7 @@ func TestAccounting_ConnectionEndsAtFIN(t *testing.T) {
 	got := d.packetIn(testnet.ClientOF, testnet.SYN(t, 40000))
 	for _, l := range got {
 		switch {
-		case strings.HasPrefix(l, "flow_mod cookie=0x5d1") && !strings.Contains(l, "actions=fin_timeout(idle_timeout=10),"):
+		case connFlowMods([]string{l}, 0) == 1 && !strings.Contains(l, "actions=fin_timeout(idle_timeout=10),"):
 			t.Errorf("a connection flow without fin_timeout: %s", l)
 		case strings.HasPrefix(l, "packet_out") && strings.Contains(l, "fin_timeout"):
 			t.Errorf("a packet-out with fin_timeout, which only a flow can carry: %s", l)
@@ -119,7 +120,7 @@ func TestAccounting_SYNAgainCountsOnce(t *testing.T) {
 	d.packetIn(testnet.ClientOF, testnet.SYN(t, 40000))
 	d.advance(time.Duration(model.RecentWindow) + time.Second)
 	got := d.packetIn(testnet.ClientOF, testnet.SYN(t, 40000))
-	if countPrefix(got, "flow_mod cookie=0x5d1000000100000") != 1 || !strings.Contains(strings.Join(got, "\n"), "output:1 data=<in>") {
+	if connFlowMods(got, 1) != 2 || !strings.Contains(strings.Join(got, "\n"), "output:1 data=<in>") {
 		t.Errorf("the retransmitted SYN got\n  %s\nwant member 1's flows and its packet-out", strings.Join(got, "\n  "))
 	}
 	if m, v := d.activeCounts(1); m != 1 || v != 1 {
@@ -131,7 +132,7 @@ func TestAccounting_SYNAgainCountsOnce(t *testing.T) {
 	}
 	// ... until the first one's FIN shows.
 	d.pollOnce(flowStats(1, 40000, 10))
-	if got := d.packetIn(testnet.ClientOF, testnet.SYN(t, 40001)); countPrefix(got, "flow_mod cookie=0x5d1") != 2 {
+	if got := d.packetIn(testnet.ClientOF, testnet.SYN(t, 40001)); connFlowMods(got, 0) != 2 {
 		t.Errorf("after the first connection's end, a second got\n  %s\nwant its flows", strings.Join(got, "\n  "))
 	}
 	if _, v := d.activeCounts(1); v != 1 {
@@ -177,7 +178,7 @@ func TestAccounting_LimitedVIPEndsAtFIN(t *testing.T) {
 	for i := range 10 { // sequential connections, each closed before the next
 		sport := uint16(40000 + i)
 		got := d.packetIn(testnet.ClientOF, testnet.SYN(t, sport))
-		if countPrefix(got, "flow_mod cookie=0x5d1") != 2 {
+		if connFlowMods(got, 0) != 2 {
 			t.Fatalf("connection %d: got\n  %s\nwant its flows", i, strings.Join(got, "\n  "))
 		}
 		if got := d.forward(testnet.ClientOF, fin(sport)); got != "CONTROLLER" {
@@ -185,7 +186,7 @@ func TestAccounting_LimitedVIPEndsAtFIN(t *testing.T) {
 		}
 		got = d.packetIn(testnet.ClientOF, fin(sport))
 		joined := strings.Join(got, "\n  ")
-		if countPrefix(got, "flow_mod cookie=0x5d1") != 2 || !strings.Contains(joined, "idle_timeout=10,") ||
+		if connFlowMods(got, 0) != 2 || !strings.Contains(joined, "idle_timeout=10,") ||
 			countPrefix(got, "packet_out in_port=10 actions=set_field:aa:00:00:00:00:0") != 1 {
 			t.Fatalf("connection %d: its FIN got\n  %s\nwant its flows at the FIN's idle timeout and the FIN sent on", i, joined)
 		}
@@ -383,4 +384,56 @@ func TestFlowLedger_Epochs(t *testing.T) {
 	fs.Match = clientFlowMatch(40001)
 	d.pollOnce(fs)
 	counted(10, "the first poll of a node alone")
+}
+
+// A switch that holds more connection flows than a poll should read is
+// read a shard of connections at a time, with every other flow, once its
+// epoch's first poll has read every flow; a shard's read forgets only
+// that shard's flows it did not find.
+func TestAccounting_PollsByShard(t *testing.T) {
+	d := controlledTCP(t, -1)
+	d.dp.accounting.ledger.Begin(1)
+	if reqs := d.dp.NextPoll(); len(reqs) != 1 || reqs[0].Scope != everyFlow || reqs[0].Request.CookieMask != model.MaskApp {
+		t.Fatalf("the epoch's first poll asks %+v, want every flow", reqs)
+	}
+	client := netip.MustParseAddr(testnet.ClientIP)
+	var even, odd uint16 // client ports of connections in an even and an odd shard
+	for port := uint16(40000); even == 0 || odd == 0; port++ {
+		if model.ConnShard(client, port)%2 == 0 {
+			even = port
+		} else {
+			odd = port
+		}
+	}
+	read := func(sport uint16, packets uint64) ofp.FlowStats {
+		st := flowStats(1, sport, 30)
+		st.Cookie, st.PacketCount = model.ConnCookie(model.CatConn, model.ConnShard(client, sport), 1, 1), packets
+		return st
+	}
+	packetsIn := func() uint64 { return testnet.MemberByID(d.snap, "m1").Cnt.PacketsIn.Load() }
+	d.pollOnce(read(even, 5), read(odd, 5)) // the overlap: counted at once, without shared stats
+	if reqs := d.dp.NextPoll(); len(reqs) != 1 || reqs[0].Scope != everyFlow {
+		t.Fatalf("a poll of a few connections asks %+v, want every flow", reqs)
+	}
+
+	for port := range pollFlowBudget { // connections enough for two shards
+		d.dp.accounting.conns[model.ConnKey{ClientIP: client, ClientPort: uint16(port), Proto: ofp.IPProtoTCP, VIPNum: 1}] = countedConn{member: 1}
+	}
+	first, second := d.dp.NextPoll(), d.dp.NextPoll()
+	if len(first) != 2 || first[0].Scope != (PollScope{rest: true}) || first[1].Scope.of != 2 || len(second) != 2 || second[1].Scope.shard == first[1].Scope.shard {
+		t.Fatalf("polls of %d connections ask %+v, then %+v; want the rest and a shard of two, the other the next time", pollFlowBudget, first, second)
+	}
+	if cookie, mask := model.ShardCookie(first[1].Scope.shard, 2); first[1].Request.Cookie != cookie || first[1].Request.CookieMask != mask {
+		t.Errorf("the shard's request selects %#x/%#x, want %#x/%#x", first[1].Request.Cookie, first[1].Request.CookieMask, cookie, mask)
+	}
+
+	// A read of the even shard that finds neither flow forgets the even
+	// one, which then counts afresh, and keeps the odd one's reading.
+	before := packetsIn()
+	d.dp.BeginPoll()
+	d.dp.PollPart(d.snap, PollScope{shard: 0, of: 2}, nil, true)
+	d.pollOnce(read(even, 7), read(odd, 7))
+	if got := packetsIn() - before; got != 7+2 {
+		t.Errorf("after the even shard's read found nothing, the flows counted %d packets more, want 9 (7 afresh, 2 since the odd one's reading)", got)
+	}
 }

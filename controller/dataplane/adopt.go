@@ -299,7 +299,7 @@ type adoptedGroup struct {
 }
 
 // adoptConnection keeps one direction of a connection the configuration
-// still allows, under its cookie of this process, and returns its VIP and
+// still allows, under its cookie of this process (in the shard it had), and returns its VIP and
 // member; it deletes the others and returns nil. The client → member
 // direction counts the connection as active, unless it shows the
 // connection's end.
@@ -311,7 +311,7 @@ func (dp *Switch) adoptConnection(snap *model.Snapshot, f *ofp.FlowStats, out *O
 		out.Send(&del)
 		return nil, nil
 	}
-	if cookie := model.MakeCookie(cat, v.Num, m.Num); cookie != f.Cookie {
+	if cookie := model.ConnCookie(cat, model.ShardOf(f.Cookie), v.Num, m.Num); cookie != f.Cookie {
 		fm := ofp.FlowMod{Cookie: cookie, TableID: f.TableID, Command: ofp.FlowAdd, IdleTimeout: f.IdleTimeout,
 			HardTimeout: f.HardTimeout, Priority: f.Priority, BufferID: ofp.NoBuffer, OutPort: ofp.PortAny,
 			OutGroup: ofp.GroupAny, Flags: f.Flags, Match: f.Match, Instructions: f.Instructions}

@@ -2,7 +2,9 @@ package dataplane
 
 import (
 	"fmt"
+	"net/netip"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -403,6 +405,32 @@ func countPrefix(lines []string, prefix string) int {
 	return n
 }
 
+// connFlowMods counts the flow-mods of connection flows in lines, to
+// member when it is not 0.
+func connFlowMods(lines []string, member uint32) int {
+	n := 0
+	for _, l := range lines {
+		hex, ok := strings.CutPrefix(l, "flow_mod cookie=0x")
+		if !ok {
+			continue
+		}
+		cookie, err := strconv.ParseUint(hex[:16], 16, 64)
+		if err != nil {
+			continue
+		}
+		if cat, _, m, _ := model.CookieParts(cookie); (cat == model.CatConn || cat == model.CatConnReply) && (member == 0 || m == member) {
+			n++
+		}
+	}
+	return n
+}
+
+// connCookie is the cookie of the flow of cat of the test client's
+// connection from sport to member of VIP 1.
+func connCookie(cat model.Category, sport uint16, member int) string {
+	return fmt.Sprintf("%#x", model.ConnCookie(cat, model.ConnShard(netip.MustParseAddr(testnet.ClientIP), sport), 1, uint32(member)))
+}
+
 // assertSends checks that got has every line of want, in any order.
 func assertSends(tb testing.TB, got []string, want ...string) {
 	tb.Helper()
@@ -427,7 +455,7 @@ func TestDataplane_DSRConnection(t *testing.T) {
 	d.teach(1, 2, 3)
 	first := testnet.SYN(t, 40000)
 	got := d.packetIn(testnet.ClientOF, first)
-	if n := countPrefix(got, "flow_mod cookie=0x5d1"); n != 1 {
+	if n := connFlowMods(got, 0); n != 1 {
 		t.Errorf("%d flow-mods for a DSR connection, want the forward flow only:\n%s", n, strings.Join(got, "\n"))
 	}
 	ack := testnet.TCPFrame(t, testnet.TCPSeg{SrcMAC: testnet.ClientMAC, DstMAC: testnet.VIPMAC, Src: testnet.ClientIP, Dst: "10.0.0.100", Sport: 40000, Dport: 80, ACK: true, Seq: 1001, AckNum: 5001})
@@ -456,7 +484,7 @@ func TestDispatch_StatsFromSwitchCounters(t *testing.T) {
 			route := model.MakeCookie(model.CatMemberRoute, 1, 1)
 			poll := func(opened, fins, resets, in, out uint64) {
 				d.dp.BeginPoll()
-				d.dp.PollPart(d.snap, []ofp.FlowStats{
+				d.dp.PollPart(d.snap, everyFlow, []ofp.FlowStats{
 					{Cookie: route, TableID: model.TableToMember, Priority: model.PrioMemberNew, PacketCount: opened, ByteCount: 74 * opened},
 					{Cookie: route, TableID: model.TableToMember, Priority: model.PrioMemberFIN, PacketCount: fins, ByteCount: 66 * fins},
 					{Cookie: route, TableID: model.TableToMember, Priority: model.PrioMemberRST, PacketCount: resets, ByteCount: 54 * resets},
@@ -467,11 +495,11 @@ func TestDispatch_StatsFromSwitchCounters(t *testing.T) {
 					{Cookie: model.MakeCookie(model.CatVIP, 1, 0), Priority: model.PrioVIPPunt, PacketCount: 99, ByteCount: 9900},
 				}, false)
 				if fwd == sdnlb.ForwardingNAT {
-					d.dp.PollPart(d.snap, []ofp.FlowStats{
+					d.dp.PollPart(d.snap, everyFlow, []ofp.FlowStats{
 						{Cookie: route, TableID: model.TableFromMember, Priority: model.PrioFromMemberOwn, PacketCount: out, ByteCount: 1000 * out},
 					}, false)
 				}
-				d.dp.PollPart(d.snap, nil, true)
+				d.dp.PollPart(d.snap, everyFlow, nil, true)
 			}
 			poll(5, 1, 0, 40, 30)
 			poll(7, 2, 1, 60, 45)

@@ -39,9 +39,68 @@ func TestCookie_RoundTrip(t *testing.T) {
 	})
 }
 
+// A connection flow's cookie carries its shard, which CookieParts leaves
+// out; the categories of flows installed before shards read as
+// connections.
+func TestCookie_ConnectionShards(t *testing.T) {
+	for shard := range uint8(model.ConnShards) {
+		for _, cat := range []model.Category{model.CatConn, model.CatConnReply} {
+			c := model.ConnCookie(cat, shard, 3, 9)
+			if got, v, m, ok := model.CookieParts(c); !ok || got != cat || v != 3 || m != 9 || model.ShardOf(c) != shard {
+				t.Fatalf("ConnCookie(%v, %d, 3, 9) = %#x reads %v %d %d %v, shard %d", cat, shard, c, got, v, m, ok, model.ShardOf(c))
+			}
+		}
+	}
+	for old, want := range map[uint64]model.Category{0x5d10000003000009: model.CatConn, 0x5d11000003000009: model.CatConnReply} {
+		if cat, v, m, _ := model.CookieParts(old); cat != want || v != 3 || m != 9 || model.ShardOf(old) != 0 {
+			t.Errorf("CookieParts(%#x) = %v %d %d, want %v 3 9, shard 0", old, cat, v, m, want)
+		}
+	}
+	// A client's ports spread over every shard, evenly enough.
+	var per [model.ConnShards]int
+	client := netip.MustParseAddr("10.0.1.5")
+	for port := range 64 * 256 {
+		per[model.ConnShard(client, uint16(port))]++
+	}
+	for shard, n := range per {
+		if n < 128 || n > 512 {
+			t.Errorf("shard %d holds %d of %d ports, want about 256", shard, n, 64*256)
+		}
+	}
+}
+
+// A poll's requests select exactly their scope: the rest, or the
+// connection shards congruent to one shard.
+func TestCookie_PollSelections(t *testing.T) {
+	rest, restMask := model.NotConnCookie()
+	selects := func(cookie, sel, mask uint64) bool { return cookie&mask == sel&mask }
+	for _, c := range []uint64{model.MakeCookie(model.CatVIP, 3, 0), model.MakeCookie(model.CatMemberRoute, 3, 9), model.MakeCookie(model.CatTransit, 3, 9)} {
+		if !selects(c, rest, restMask) {
+			t.Errorf("the rest's request misses %#x", c)
+		}
+	}
+	for shard := range uint8(model.ConnShards) {
+		c := model.ConnCookie(model.CatConnReply, shard, 3, 9)
+		if selects(c, rest, restMask) {
+			t.Errorf("the rest's request reads connection flow %#x", c)
+		}
+		for _, n := range []uint8{1, 2, 16, model.ConnShards} {
+			for s := range n {
+				sel, mask := model.ShardCookie(s, n)
+				if got := selects(c, sel, mask); got != (shard%n == s) {
+					t.Errorf("shard %d of %d selects shard %d's flow: %v", s, n, shard, got)
+				}
+				if selects(model.MakeCookie(model.CatVIP, 3, 0), sel, mask) {
+					t.Errorf("shard %d of %d selects a VIP's punt", s, n)
+				}
+			}
+		}
+	}
+}
+
 func TestCookie_Masks(t *testing.T) {
-	fwd := model.MakeCookie(model.CatConn, 3, 9)
-	rev := model.MakeCookie(model.CatConnReply, 3, 9)
+	fwd := model.ConnCookie(model.CatConn, 17, 3, 9)
+	rev := model.ConnCookie(model.CatConnReply, 17, 3, 9)
 	tests := []struct {
 		name    string
 		del     ofp.FlowMod
@@ -217,8 +276,8 @@ func TestFlows_Deletes(t *testing.T) {
 	testnet.AssertLines(t, testnet.FlowLines(t, mods), []string{
 		"delete cookie=0x5d02000005000000/0xffffffffff000000",
 		"delete cookie=0x5d07000005000000/0xffffffffff000000",
-		"delete cookie=0x5d10000005000000/0xfffeffffff000000",
-		"delete cookie=0x5d10000000000006/0xfffe000000ffffff",
+		"delete cookie=0x5d80000005000000/0xff80ffffff000000",
+		"delete cookie=0x5d80000000000006/0xff80000000ffffff",
 		"delete cookie=0x5d04000000000006/0xffff000000ffffff",
 	})
 }
@@ -244,31 +303,31 @@ func TestFlows_Connection(t *testing.T) {
 		want []string
 	}{
 		{"TCP", func(c *model.Connection) { c.Proto = ofp.IPProtoTCP }, []string{
-			"cookie=0x5d10000001000002, priority=1000, idle_timeout=30, send_flow_rem, tcp,nw_src=10.0.1.5,nw_dst=10.0.0.100,tp_src=40000,tp_dst=80 actions=set_field:aa:00:00:00:00:02->eth_dst,set_field:10.0.0.2->ip_dst,set_field:8080->tcp_dst,output:2",
-			"cookie=0x5d11000001000002, priority=1000, idle_timeout=30, send_flow_rem, tcp,nw_src=10.0.0.2,nw_dst=10.0.1.5,tp_src=8080,tp_dst=40000 actions=set_field:02:00:00:00:01:00->eth_src,set_field:10.0.0.100->ip_src,set_field:80->tcp_src,output:4",
+			"cookie=0x5dee000001000002, priority=1000, idle_timeout=30, send_flow_rem, tcp,nw_src=10.0.1.5,nw_dst=10.0.0.100,tp_src=40000,tp_dst=80 actions=set_field:aa:00:00:00:00:02->eth_dst,set_field:10.0.0.2->ip_dst,set_field:8080->tcp_dst,output:2",
+			"cookie=0x5def000001000002, priority=1000, idle_timeout=30, send_flow_rem, tcp,nw_src=10.0.0.2,nw_dst=10.0.1.5,tp_src=8080,tp_dst=40000 actions=set_field:02:00:00:00:01:00->eth_src,set_field:10.0.0.100->ip_src,set_field:80->tcp_src,output:4",
 		}},
 		{"UDPWithHardTimeout", func(c *model.Connection) { c.Proto, c.HardTimeout = ofp.IPProtoUDP, 600 }, []string{
-			"cookie=0x5d10000001000002, priority=1000, idle_timeout=30, hard_timeout=600, send_flow_rem, udp,nw_src=10.0.1.5,nw_dst=10.0.0.100,tp_src=40000,tp_dst=80 actions=set_field:aa:00:00:00:00:02->eth_dst,set_field:10.0.0.2->ip_dst,set_field:8080->udp_dst,output:2",
-			"cookie=0x5d11000001000002, priority=1000, idle_timeout=30, hard_timeout=600, send_flow_rem, udp,nw_src=10.0.0.2,nw_dst=10.0.1.5,tp_src=8080,tp_dst=40000 actions=set_field:02:00:00:00:01:00->eth_src,set_field:10.0.0.100->ip_src,set_field:80->udp_src,output:4",
+			"cookie=0x5dee000001000002, priority=1000, idle_timeout=30, hard_timeout=600, send_flow_rem, udp,nw_src=10.0.1.5,nw_dst=10.0.0.100,tp_src=40000,tp_dst=80 actions=set_field:aa:00:00:00:00:02->eth_dst,set_field:10.0.0.2->ip_dst,set_field:8080->udp_dst,output:2",
+			"cookie=0x5def000001000002, priority=1000, idle_timeout=30, hard_timeout=600, send_flow_rem, udp,nw_src=10.0.0.2,nw_dst=10.0.1.5,tp_src=8080,tp_dst=40000 actions=set_field:02:00:00:00:01:00->eth_src,set_field:10.0.0.100->ip_src,set_field:80->udp_src,output:4",
 		}},
 		{"ICMPPerClient", func(c *model.Connection) { c.Proto = ofp.IPProtoICMP }, []string{
-			"cookie=0x5d10000001000002, priority=1000, idle_timeout=30, send_flow_rem, icmp,nw_src=10.0.1.5,nw_dst=10.0.0.100,icmp_type=8 actions=set_field:aa:00:00:00:00:02->eth_dst,set_field:10.0.0.2->ip_dst,output:2",
-			"cookie=0x5d11000001000002, priority=1000, idle_timeout=30, send_flow_rem, icmp,nw_src=10.0.0.2,nw_dst=10.0.1.5,icmp_type=0 actions=set_field:02:00:00:00:01:00->eth_src,set_field:10.0.0.100->ip_src,output:4",
+			"cookie=0x5dee000001000002, priority=1000, idle_timeout=30, send_flow_rem, icmp,nw_src=10.0.1.5,nw_dst=10.0.0.100,icmp_type=8 actions=set_field:aa:00:00:00:00:02->eth_dst,set_field:10.0.0.2->ip_dst,output:2",
+			"cookie=0x5def000001000002, priority=1000, idle_timeout=30, send_flow_rem, icmp,nw_src=10.0.0.2,nw_dst=10.0.1.5,icmp_type=0 actions=set_field:02:00:00:00:01:00->eth_src,set_field:10.0.0.100->ip_src,output:4",
 		}},
 		{"MemberBehindClientPort", func(c *model.Connection) { c.Proto, c.MemberOFPort = ofp.IPProtoTCP, 4 }, []string{
-			"cookie=0x5d10000001000002, priority=1000, idle_timeout=30, send_flow_rem, tcp,in_port=4,nw_src=10.0.1.5,nw_dst=10.0.0.100,tp_src=40000,tp_dst=80 actions=set_field:aa:00:00:00:00:02->eth_dst,set_field:10.0.0.2->ip_dst,set_field:8080->tcp_dst,IN_PORT",
-			"cookie=0x5d11000001000002, priority=1000, idle_timeout=30, send_flow_rem, tcp,in_port=4,nw_src=10.0.0.2,nw_dst=10.0.1.5,tp_src=8080,tp_dst=40000 actions=set_field:02:00:00:00:01:00->eth_src,set_field:10.0.0.100->ip_src,set_field:80->tcp_src,IN_PORT",
+			"cookie=0x5dee000001000002, priority=1000, idle_timeout=30, send_flow_rem, tcp,in_port=4,nw_src=10.0.1.5,nw_dst=10.0.0.100,tp_src=40000,tp_dst=80 actions=set_field:aa:00:00:00:00:02->eth_dst,set_field:10.0.0.2->ip_dst,set_field:8080->tcp_dst,IN_PORT",
+			"cookie=0x5def000001000002, priority=1000, idle_timeout=30, send_flow_rem, tcp,in_port=4,nw_src=10.0.0.2,nw_dst=10.0.1.5,tp_src=8080,tp_dst=40000 actions=set_field:02:00:00:00:01:00->eth_src,set_field:10.0.0.100->ip_src,set_field:80->tcp_src,IN_PORT",
 		}},
 		// A member a SWITCH NAT pool shares: the connection is committed in
 		// the member zone under its VIP, and its replies are taken behind
 		// the tracker, only when the tracker names this VIP.
 		{"MemberSharedWithTracker", func(c *model.Connection) { c.Proto, c.MemberZone = ofp.IPProtoTCP, true }, []string{
-			"cookie=0x5d10000001000002, priority=1000, idle_timeout=30, send_flow_rem, tcp,nw_src=10.0.1.5,nw_dst=10.0.0.100,tp_src=40000,tp_dst=80 actions=set_field:aa:00:00:00:00:02->eth_dst,set_field:10.0.0.2->ip_dst,set_field:8080->tcp_dst,ct(commit,zone=94,exec(set_field:0xa000064->ct_label,set_field:0x60050->ct_mark)),output:2",
-			"cookie=0x5d11000001000002, table=from-member, priority=300, idle_timeout=30, send_flow_rem, ct_mark=0x60050,ct_label=0xa000064,tcp,nw_src=10.0.0.2,nw_dst=10.0.1.5,tp_src=8080,tp_dst=40000 actions=set_field:02:00:00:00:01:00->eth_src,set_field:10.0.0.100->ip_src,set_field:80->tcp_src,output:4",
+			"cookie=0x5dee000001000002, priority=1000, idle_timeout=30, send_flow_rem, tcp,nw_src=10.0.1.5,nw_dst=10.0.0.100,tp_src=40000,tp_dst=80 actions=set_field:aa:00:00:00:00:02->eth_dst,set_field:10.0.0.2->ip_dst,set_field:8080->tcp_dst,ct(commit,zone=94,exec(set_field:0xa000064->ct_label,set_field:0x60050->ct_mark)),output:2",
+			"cookie=0x5def000001000002, table=from-member, priority=300, idle_timeout=30, send_flow_rem, ct_mark=0x60050,ct_label=0xa000064,tcp,nw_src=10.0.0.2,nw_dst=10.0.1.5,tp_src=8080,tp_dst=40000 actions=set_field:02:00:00:00:01:00->eth_src,set_field:10.0.0.100->ip_src,set_field:80->tcp_src,output:4",
 		}},
 		{"MemberSharedWithTrackerBehindClientPort", func(c *model.Connection) { c.Proto, c.MemberZone, c.MemberOFPort = ofp.IPProtoICMP, true, 4 }, []string{
-			"cookie=0x5d10000001000002, priority=1000, idle_timeout=30, send_flow_rem, icmp,in_port=4,nw_src=10.0.1.5,nw_dst=10.0.0.100,icmp_type=8 actions=set_field:aa:00:00:00:00:02->eth_dst,set_field:10.0.0.2->ip_dst,ct(commit,zone=94,exec(set_field:0xa000064->ct_label,set_field:0x10050->ct_mark)),IN_PORT",
-			"cookie=0x5d11000001000002, table=from-member, priority=300, idle_timeout=30, send_flow_rem, ct_mark=0x10050,ct_label=0xa000064,icmp,in_port=4,nw_src=10.0.0.2,nw_dst=10.0.1.5,icmp_type=0 actions=set_field:02:00:00:00:01:00->eth_src,set_field:10.0.0.100->ip_src,IN_PORT",
+			"cookie=0x5dee000001000002, priority=1000, idle_timeout=30, send_flow_rem, icmp,in_port=4,nw_src=10.0.1.5,nw_dst=10.0.0.100,icmp_type=8 actions=set_field:aa:00:00:00:00:02->eth_dst,set_field:10.0.0.2->ip_dst,ct(commit,zone=94,exec(set_field:0xa000064->ct_label,set_field:0x10050->ct_mark)),IN_PORT",
+			"cookie=0x5def000001000002, table=from-member, priority=300, idle_timeout=30, send_flow_rem, ct_mark=0x10050,ct_label=0xa000064,icmp,in_port=4,nw_src=10.0.0.2,nw_dst=10.0.1.5,icmp_type=0 actions=set_field:02:00:00:00:01:00->eth_src,set_field:10.0.0.100->ip_src,IN_PORT",
 		}},
 	}
 	f := model.NewConnFlows() // reused across cases, as a session does

@@ -100,7 +100,7 @@ func (dp *Switch) lookUpConnection(p *packetIn, l3 int, vip, client netip.AddrPo
 		match = append(match, model.L4Src(proto, client.Port()), model.L4Dst(proto, vip.Port()))
 	}
 	xid := out.request(ofp.MultipartRequest{Body: ofp.FlowStatsRequest{TableID: model.TableClassify, OutPort: ofp.PortAny,
-		OutGroup: ofp.GroupAny, Cookie: model.MakeCookie(model.CatConn, 0, 0), CookieMask: model.MaskApp | model.MaskCategory, Match: ofp.Match{OXMs: match}}})
+		OutGroup: ofp.GroupAny, Cookie: model.MakeCookie(model.CatConn, 0, 0), CookieMask: model.MaskApp | model.MaskConnDir, Match: ofp.Match{OXMs: match}}})
 	if dp.icmpLookups == nil {
 		dp.icmpLookups = map[uint32]icmpLookup{}
 	}

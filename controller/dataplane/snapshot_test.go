@@ -156,11 +156,11 @@ func TestPurgeFor(t *testing.T) {
 		{"Unchanged", nil, ""},
 		{"OtherMemberDown", func(c *sdnlb.Config) { c.Members[0].Health.Status = sdnlb.MemberDown }, ""},
 		{"Draining", func(c *sdnlb.Config) { c.Members[1].AdminStateUp = false }, ""},
-		{"MemberDown", func(c *sdnlb.Config) { c.Members[1].Health.Status = sdnlb.MemberDown }, "delete cookie=0x5d10000000000002/0xfffe000000ffffff"},
-		{"MemberMoved", func(c *sdnlb.Config) { c.Members[1].Address = "10.0.0.22" }, "delete cookie=0x5d10000000000002/0xfffe000000ffffff"},
-		{"MemberDeleted", func(c *sdnlb.Config) { c.Members = c.Members[:1] }, "delete cookie=0x5d10000000000002/0xfffe000000ffffff"},
-		{"VIPDisabled", func(c *sdnlb.Config) { c.VIPs[0].AdminStateUp = false }, "delete cookie=0x5d10000001000000/0xfffeffffff000000"},
-		{"VIPPortChanged", func(c *sdnlb.Config) { c.VIPs[0].Port = 81 }, "delete cookie=0x5d10000001000000/0xfffeffffff000000"},
+		{"MemberDown", func(c *sdnlb.Config) { c.Members[1].Health.Status = sdnlb.MemberDown }, "delete cookie=0x5d80000000000002/0xff80000000ffffff"},
+		{"MemberMoved", func(c *sdnlb.Config) { c.Members[1].Address = "10.0.0.22" }, "delete cookie=0x5d80000000000002/0xff80000000ffffff"},
+		{"MemberDeleted", func(c *sdnlb.Config) { c.Members = c.Members[:1] }, "delete cookie=0x5d80000000000002/0xff80000000ffffff"},
+		{"VIPDisabled", func(c *sdnlb.Config) { c.VIPs[0].AdminStateUp = false }, "delete cookie=0x5d80000001000000/0xff80ffffff000000"},
+		{"VIPPortChanged", func(c *sdnlb.Config) { c.VIPs[0].Port = 81 }, "delete cookie=0x5d80000001000000/0xff80ffffff000000"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -190,7 +190,7 @@ func TestReconcile_SharedVIPAddress(t *testing.T) {
 	testnet.AssertLines(t, testnet.FlowLines(t, mods), []string{
 		"delete cookie=0x5d02000002000000/0xffffffffff000000",
 		"delete cookie=0x5d07000002000000/0xffffffffff000000",
-		"delete cookie=0x5d10000002000000/0xfffeffffff000000",
+		"delete cookie=0x5d80000002000000/0xff80ffffff000000",
 		"cookie=0x5d07000001000000, priority=511, arp,arp_spa=10.0.0.100,arp_tpa=10.0.0.100,arp_op=1 actions=drop",
 		"cookie=0x5d07000001000000, priority=510, arp,arp_tpa=10.0.0.100,arp_op=1 actions=" + testnet.ARPAnswer("02:00:00:00:01:00", "10.0.0.100"),
 		"cookie=0x5d02000001000000, priority=500, arp,arp_tpa=10.0.0.100 actions=CONTROLLER:65535",

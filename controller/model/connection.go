@@ -55,7 +55,7 @@ type natDirection struct {
 // the destination becomes the member.
 func (c *Connection) forward() natDirection {
 	return natDirection{
-		cookie: MakeCookie(CatConn, c.VIPNum, c.MemberNum),
+		cookie: ConnCookie(CatConn, c.Shard(), c.VIPNum, c.MemberNum),
 		src:    c.ClientIP, dst: c.VIPIP, srcPort: c.ClientPort, dstPort: c.VIPPort, echoRequest: true,
 		setEth: ofp.MatchEthDst(c.MemberMAC), setIP: MatchIPDst(c.MemberIP), setPort: L4Dst(c.Proto, c.MemberPort),
 		outPort: c.MemberOFPort,
@@ -66,7 +66,7 @@ func (c *Connection) forward() natDirection {
 // VIP's addresses.
 func (c *Connection) reverse() natDirection {
 	return natDirection{
-		cookie: MakeCookie(CatConnReply, c.VIPNum, c.MemberNum),
+		cookie: ConnCookie(CatConnReply, c.Shard(), c.VIPNum, c.MemberNum),
 		src:    c.MemberIP, dst: c.ClientIP, srcPort: c.MemberPort, dstPort: c.ClientPort,
 		setEth: ofp.MatchEthSrc(c.VIPMAC), setIP: MatchIPSrc(c.VIPIP), setPort: L4Src(c.Proto, c.VIPPort),
 		outPort: c.ClientOFPort,
@@ -286,6 +286,9 @@ func ConnKeyOf(m *ofp.Match, vipNum uint32) (ConnKey, bool) {
 	}
 	return k, true
 }
+
+// Shard is the shard of the connection's flows (ConnShard).
+func (c *Connection) Shard() uint8 { return ConnShard(c.ClientIP, c.ClientPort) }
 
 func (c *Connection) Key() ConnKey {
 	return ConnKey{ClientIP: c.ClientIP, ClientPort: c.ClientPort, Proto: c.Proto, VIPNum: c.VIPNum}
