@@ -5,6 +5,7 @@ package e2e
 import (
 	"fmt"
 	"net"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -15,6 +16,7 @@ import (
 	"time"
 
 	"github.com/sdnlb/sdnlb"
+	"github.com/sdnlb/sdnlb/controller/model"
 	"github.com/sdnlb/sdnlb/internal/testbed"
 )
 
@@ -149,16 +151,25 @@ func envFlowCounts(tb testing.TB, name string, def []int) []int {
 }
 
 // connTemplate is one connection's flows as ovs-ofctl add-flows takes
-// them, with {client} and {port} in place of the client's address and
-// port.
+// them, with {client}, {port} and {shard} in place of the client's
+// address and port and of the cookie's category, which carries the
+// connection's shard.
 type connTemplate struct{ forward, reply string }
 
 // connection is the template's flows for a connection from client and
 // port, a line each.
 func (t *connTemplate) connection(client string, port int) string {
+	shard := model.ConnShard(netip.MustParseAddr(client), uint16(port))
+	category := func(cat model.Category) string {
+		return fmt.Sprintf("%02x", byte(model.ConnCookie(cat, shard, 0, 0)>>model.CookieCatShift))
+	}
 	r := strings.NewReplacer("{client}", client, "{port}", strconv.Itoa(port))
-	return r.Replace(t.forward) + "\n" + r.Replace(t.reply) + "\n"
+	return strings.Replace(r.Replace(t.forward), "{shard}", category(model.CatConn), 1) + "\n" +
+		strings.Replace(r.Replace(t.reply), "{shard}", category(model.CatConnReply), 1) + "\n"
 }
+
+// templateCookie finds the category byte of a dumped flow's cookie.
+var templateCookie = regexp.MustCompile(`cookie=0x5d[0-9a-f]{2}`)
 
 // connectionTemplates opens a connection through the VIP to each member
 // and returns the flows the controller installed for each, with the
@@ -190,7 +201,8 @@ func connectionTemplates(tb testing.TB, b *lbBed) []connTemplate {
 			match, actions, _ := strings.Cut(flows[0], " actions=")
 			match = idle.ReplaceAllString(counters.ReplaceAllString(match, ""), "idle_timeout="+strconv.Itoa(heldFlowIdle))
 			match = withField(withField(match, addrField, client, "{client}"), portField, port, "{port}")
-			if !strings.Contains(match, "{client}") || !strings.Contains(match, "{port}") {
+			match = templateCookie.ReplaceAllString(match, "cookie=0x5d{shard}")
+			if !strings.Contains(match, "{client}") || !strings.Contains(match, "{port}") || !strings.Contains(match, "{shard}") {
 				tb.Fatalf("the connection's flow does not match %s in its own words: %s", filter, flows[0])
 			}
 			return match + " actions=" + actions
