@@ -735,7 +735,7 @@ func (s *switchConn) handleMultipart(dp *dataplane.Switch, out *dataplane.Outbox
 				dp.BeginPoll()
 				s.assembling = p
 			}
-			dp.PollPart(dp.Installed, req.Scope, body.Stats, last)
+			dp.PollPart(s.c.now(), dp.Installed, req.Scope, body.Stats, last, out)
 			s.c.metrics.StatsPollPart(len(body.Stats))
 			if last {
 				if p.unread--; p.unread == 0 {

@@ -875,3 +875,49 @@ func keepAliveGet(conn net.Conn, host string) error {
 func (b *lbBed) switchDispatches() bool {
 	return b.pool.Dispatch == sdnlb.DispatchSwitch && b.sw.Protocol != openFlow10
 }
+
+// TestFlows_IdleConnectionsGo: the switch does not time out an open
+// connection's flows; the controller deletes those of a connection that
+// idles for --flow-idle-timeout, which then stops counting, and keeps a
+// busy one's.
+func TestFlows_IdleConnectionsGo(t *testing.T) {
+	const idle = 3 * time.Second
+	b := newLBBed(t, 1, 2, sdnlb.RoundRobin, nil, "--flow-idle-timeout", idle.String())
+	c := b.clients[0]
+	busy, quiet := openHeld(t, b, c), openHeld(t, b, c)
+	flowsOf := func(h *heldConn) []string {
+		port := strconv.Itoa(h.conn.LocalAddr().(*net.TCPAddr).Port)
+		return append(b.sw.DumpFlows("tcp,nw_src="+c.IP+",tp_src="+port), b.sw.DumpFlows("tcp,nw_dst="+c.IP+",tp_dst="+port)...)
+	}
+	for _, h := range []*heldConn{busy, quiet} {
+		flows := flowsOf(h)
+		if len(flows) != 2 {
+			t.Fatalf("the connection to %s has %d flows, want 2:\n%s", h.member, len(flows), strings.Join(flows, "\n"))
+		}
+		for _, f := range flows {
+			if own, _, _ := strings.Cut(f, " actions="); strings.Contains(own, "idle_timeout=") {
+				t.Errorf("an open connection's flow carries an idle timeout: %s", f)
+			}
+		}
+	}
+	start := time.Now()
+	for len(flowsOf(quiet)) > 0 {
+		if time.Since(start) > idle+10*time.Second {
+			t.Fatalf("the quiet connection's flows remain %v after it went quiet, under an idle timeout of %v:\n%s",
+				time.Since(start), idle, strings.Join(flowsOf(quiet), "\n"))
+		}
+		busy.again(t)
+		time.Sleep(idle / 6)
+	}
+	t.Logf("the quiet connection's flows went %v after its last packet (idle timeout %v, stats interval 2s)", time.Since(start), idle)
+	if flows := flowsOf(busy); len(flows) != 2 {
+		t.Errorf("the busy connection has %d flows, want its 2:\n%s", len(flows), strings.Join(flows, "\n"))
+	}
+	busy.again(t)
+	for st := b.lb.PoolStats(b.pool.ID); st.ActiveConnections != 1; st = b.lb.PoolStats(b.pool.ID) {
+		if time.Since(start) > idle+15*time.Second {
+			t.Fatalf("active connections %d once the quiet one's flows went, want 1 (the busy one)", st.ActiveConnections)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
