@@ -222,7 +222,7 @@ func (n *numbering[C]) retain(keep map[string]bool) {
 // bad address, exhausted numbers) are skipped and reported in skipped, so
 // one bad row never takes the data path down.
 func (b *Builder) Build(cfg *sdnlb.Config) (snap *Snapshot, skipped []error) {
-	b.forgetRemoved(cfg)
+	b.followNumbering(cfg)
 	b.gen++
 	s := newSnapshot(b.gen)
 	skipped = append(skipped, b.addVIPs(s, cfg.VIPs)...)
@@ -241,10 +241,10 @@ func (b *Builder) Build(cfg *sdnlb.Config) (snap *Snapshot, skipped []error) {
 	return s, skipped
 }
 
-// forgetRemoved drops the numbers and counters of the VIPs and members
-// cfg no longer has, and keeps cfg's numbers from the objects it numbers
-// itself.
-func (b *Builder) forgetRemoved(cfg *sdnlb.Config) {
+// followNumbering drops the numbers and counters of the VIPs and members
+// cfg no longer has, and keeps the numbers cfg gives from those it has
+// to number itself.
+func (b *Builder) followNumbering(cfg *sdnlb.Config) {
 	vipIDs := make(map[string]bool, len(cfg.VIPs))
 	for _, v := range cfg.VIPs {
 		vipIDs[v.ID] = true
