@@ -62,6 +62,9 @@ type Member struct {
 	Health       MemberHealth `json:"health"`
 	CreatedAt    time.Time    `json:"created_at"`
 	UpdatedAt    time.Time    `json:"updated_at"`
+	// Num is the member's number, which the cookies of its flows carry;
+	// see VIP.Num.
+	Num uint32 `json:"-"`
 }
 
 // NewMember returns a member with the defaults: weight 1, admin up.

@@ -51,7 +51,17 @@ type VIP struct {
 	Status    VIPStatus `json:"status"` // derived by the store
 	CreatedAt time.Time `json:"created_at"`
 	UpdatedAt time.Time `json:"updated_at"`
+	// Num is the VIP's number, which the cookies of its flows carry: the
+	// store gives it at creation and never again to another VIP, so every
+	// process and node names the VIP alike on the switches. It is not in
+	// the API: it means something only on the switches, and a store that
+	// imports an exported configuration gives its own numbers.
+	Num uint32 `json:"-"`
 }
+
+// NumLimit bounds the numbers of VIPs and members (VIP.Num, Member.Num):
+// the cookies of their flows carry them in 24 bits. 0 is no number.
+const NumLimit = 1 << 24
 
 // NeedsController names the setting of v that only the controller's
 // per-connection decision keeps when pool p serves v, "" when none does:

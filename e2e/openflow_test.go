@@ -3,6 +3,9 @@
 package e2e
 
 import (
+	"encoding/json"
+	"net/http"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -212,4 +215,97 @@ func TestOpenFlow10_BesideOpenFlow13(t *testing.T) {
 	if !slices.Equal(stats.ControllerDispatchedOn, []string{dpid10}) {
 		t.Errorf("pool dispatched by the controller on %v, want the 1.0 switch %s", stats.ControllerDispatchedOn, dpid10)
 	}
+}
+
+// The numbers in the cookies are the objects' own, whatever order they
+// were created in: VIPs and members created, one of each deleted in the
+// middle and more created after (their random ids in no order of
+// creation), then sdnlb restarted on the same database. The CONTROLLER
+// connections held across the restart keep their members, and the new
+// process finds their flows under the cookies it gives them: it sends
+// none of them again, only what the adoption reports it changes.
+func TestRestart_KeepsCookies(t *testing.T) {
+	b := newBedOn(t, openFlow13, 1, 3, sdnlb.RoundRobin, sdnlb.DispatchController, nil)
+	var others []*sdnlb.VIP
+	for i := range 3 {
+		others = append(others, b.lb.MustCreateVIP("other"+strconv.Itoa(i), b.sw.Addr(byte(101+i)), sdnlb.ProtocolTCP, vipPort, nil))
+	}
+	b.lb.MustAPI(http.MethodDelete, "/v1/vips/"+others[1].ID, nil, http.StatusNoContent, nil)
+	b.lb.MustCreateVIP("other3", b.sw.Addr(104), sdnlb.ProtocolTCP, vipPort, nil)
+	b.lb.MustAPI(http.MethodDelete, "/v1/members/"+b.mems[1].ID, nil, http.StatusNoContent, nil)
+	b.lb.MustCreateMember(b.pool, b.members[1].IP, memberPort)
+	b.lb.MustCreateMember(b.pool, b.addMemberHost(t).IP, memberPort)
+	b.lb.WaitPoolMembers(b.pool.ID, len(b.members), 10*time.Second)
+
+	// Round robin: one held connection to each member.
+	var held []*heldConn
+	members := map[string]bool{}
+	for range b.members {
+		h := openHeld(t, b, b.clients[0])
+		held = append(held, h)
+		members[h.member] = true
+	}
+	if len(members) != len(b.members) {
+		t.Fatalf("held connections to %d members, want %d", len(members), len(b.members))
+	}
+	before := cookieState(b.sw)
+	// The connection flows are a second old at least when the new process
+	// adopts them: one it sent again would be younger.
+	time.Sleep(time.Second)
+
+	b.lb.Kill()
+	b.lb = startSDNLB(t, "--db", b.lb.DB)
+	b.lb.Connect(b.sw)
+	var adopted []string
+	for i := 0; i < 200 && len(adopted) == 0; i++ {
+		time.Sleep(25 * time.Millisecond)
+		adopted = b.lb.LogLines(`"msg":"switch adopted"`)
+	}
+	if len(adopted) == 0 {
+		t.Fatal("the switch is not adopted 5s after the restart")
+	}
+	t.Logf("adoption: %s", adopted[0])
+	var adoption struct {
+		Changes         float64 `json:"changes"`
+		ConnectionsKept int     `json:"connections_kept"`
+	}
+	if err := json.Unmarshal([]byte(adopted[0]), &adoption); err != nil {
+		t.Fatal(err)
+	}
+	if adoption.ConnectionsKept != len(held) {
+		t.Errorf("adoption kept %d connections, want the %d held", adoption.ConnectionsKept, len(held))
+	}
+	for _, f := range b.sw.DumpFlows() {
+		if strings.Contains(f, "priority=1000,") && strings.Contains(f, "duration=0.") {
+			t.Errorf("a connection flow sent again: %s", f)
+		}
+	}
+	// What adoption sent reaches the metric once written to the switch.
+	sent := b.lb.Metric("sdnlb_controller_flow_mods_total")
+	for i := 0; i < 40 && sent < adoption.Changes; i++ {
+		time.Sleep(25 * time.Millisecond)
+		sent = b.lb.Metric("sdnlb_controller_flow_mods_total")
+	}
+	if sent != adoption.Changes {
+		t.Errorf("the new process sent %v flow-mods, the adoption's changes are %v: it sent connection flows again", sent, adoption.Changes)
+	}
+	for _, h := range held {
+		h.again(t)
+	}
+	if after := cookieState(b.sw); !slices.Equal(before, after) {
+		t.Errorf("the switch's flows after the restart differ from before:\nbefore:\n%s\nafter:\n%s",
+			strings.Join(before, "\n"), strings.Join(after, "\n"))
+	}
+}
+
+// cookieState is the switch's flows with their cookies, without their
+// counters and ages, sorted.
+func cookieState(sw *Switch) []string {
+	strip := regexp.MustCompile(`(duration|n_packets|n_bytes|idle_age|hard_age)=[^ ,]+,? ?`)
+	var state []string
+	for _, f := range sw.DumpFlows() {
+		state = append(state, strip.ReplaceAllString(f, ""))
+	}
+	slices.Sort(state)
+	return state
 }

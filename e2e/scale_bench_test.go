@@ -73,13 +73,6 @@ func TestLiveFlowsScale(t *testing.T) {
 		b.lb = startSDNLB(t, append([]string{"--db", b.lb.DB}, args...)...)
 		b.lb.Connect(b.sw)
 	}
-	// A process numbers the VIPs and members its cookies carry in the
-	// order it meets them: the API's order for the first, the database's
-	// for every restart. The templates are a restarted process's, so that
-	// the adoptions below keep every cookie rather than install each flow
-	// again under a cookie of their own.
-	b.lb.Kill()
-	restart()
 	templates := connectionTemplates(t, b)
 	for _, tpl := range templates {
 		t.Logf("a connection's flows, copied for each held connection of its member:\n%s\n%s", tpl.forward, tpl.reply)

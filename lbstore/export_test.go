@@ -102,3 +102,12 @@ func SweepStatsNext(db *DB) {
 	defer db.statsMu.Unlock()
 	db.statsSweptAt = time.Time{}
 }
+
+// SetLastNum records n as the last number given to a VIP or member (kind
+// "vip" or "member"), as if that many had been created.
+func SetLastNum(tb testing.TB, db *DB, kind string, n int) {
+	tb.Helper()
+	if _, err := db.write.Exec(db.write.Rebind(`UPDATE object_numbers SET last = ? WHERE kind = ?`), n, kind); err != nil {
+		tb.Fatal(err)
+	}
+}

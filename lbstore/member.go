@@ -154,11 +154,12 @@ type memberRow struct {
 	AgentAt         sql.NullString `db:"health_agent_at"`
 	CreatedAt       string         `db:"created_at"`
 	UpdatedAt       string         `db:"updated_at"`
+	Num             uint32         `db:"num"`
 }
 
 const selectMembers = `SELECT id, pool_id, address, port, weight, capacity, admin_state_up, health_status, health_since,
 	health_last_check, health_latency_ms, health_error, health_agent_available, health_agent_drain, health_agent_at,
-	created_at, updated_at
+	created_at, updated_at, num
 FROM members`
 
 // agent is the stored agent report, nil while no agent answered.
@@ -182,6 +183,7 @@ func (r *memberRow) member() (*sdnlb.Member, error) {
 		Weight:       r.Weight,
 		Capacity:     r.Capacity,
 		AdminStateUp: r.AdminStateUp,
+		Num:          r.Num,
 		Health: sdnlb.MemberHealth{
 			Status:    sdnlb.MemberStatus(r.HealthStatus),
 			LatencyMS: r.HealthLatencyMS,
@@ -260,10 +262,14 @@ func createMember(ctx context.Context, tx *Tx, m sdnlb.Member) (*sdnlb.Member, e
 	if err := checkSwitchPoolRoom(ctx, tx, m.PoolID); err != nil {
 		return nil, err
 	}
+	num, err := nextNum(ctx, tx, numMember)
+	if err != nil {
+		return nil, err
+	}
 	now := formatTime(tx.now)
 	if _, err := tx.ExecContext(ctx, `INSERT INTO members (id, pool_id, address, port, weight, capacity, admin_state_up,
-		health_status, health_since, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-		m.ID, m.PoolID, m.Address, m.Port, m.Weight, m.Capacity, m.AdminStateUp, health, now, now, now,
+		health_status, health_since, created_at, updated_at, num) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+		m.ID, m.PoolID, m.Address, m.Port, m.Weight, m.Capacity, m.AdminStateUp, health, now, now, now, num,
 	); err != nil {
 		return nil, mapError(fmt.Errorf("insert member: %w", err), sdnlb.ENOTFOUND)
 	}

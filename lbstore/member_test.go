@@ -47,7 +47,7 @@ func TestMemberService_CreateMember(t *testing.T) {
 			want := sdnlb.Member{
 				ID: m.ID, PoolID: p.ID, Address: "10.0.0.1", Port: 8080, Weight: tc.weight, AdminStateUp: tc.adminUp,
 				Status: tc.wantStat, Health: sdnlb.MemberHealth{Status: tc.health, Since: at},
-				CreatedAt: at, UpdatedAt: at,
+				CreatedAt: at, UpdatedAt: at, Num: 1,
 			}
 			if m.ID == "" || !reflect.DeepEqual(*m, want) {
 				t.Fatalf("created %+v, want %+v", *m, want)

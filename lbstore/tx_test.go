@@ -76,8 +76,8 @@ func TestMapError(t *testing.T) {
 	db := openTestDB(t)
 	const now = "2026-01-01T00:00:00.000000000Z"
 	seed := []string{
-		`INSERT INTO vips (id, address, protocol, port, connection_limit, admin_state_up, mac, created_at, updated_at)
-			VALUES ('v1', '10.0.0.1', 'TCP', 80, -1, TRUE, 'm', '` + now + `', '` + now + `')`,
+		`INSERT INTO vips (id, address, protocol, port, connection_limit, admin_state_up, mac, created_at, updated_at, num)
+			VALUES ('v1', '10.0.0.1', 'TCP', 80, -1, TRUE, 'm', '` + now + `', '` + now + `', 1)`,
 		`INSERT INTO pools (id, vip_id, lb_method, protocol, admin_state_up, created_at, updated_at)
 			VALUES ('p1', 'v1', 'RANDOM', 'TCP', TRUE, '` + now + `', '` + now + `')`,
 	}
@@ -92,12 +92,12 @@ func TestMapError(t *testing.T) {
 		fkCode string
 		want   string
 	}{
-		{"PrimaryKey", `INSERT INTO vips (id, address, protocol, port, connection_limit, admin_state_up, mac, created_at, updated_at)
-			VALUES ('v1', '10.0.0.2', 'TCP', 80, -1, TRUE, 'm', '', '')`, sdnlb.ENOTFOUND, sdnlb.ECONFLICT},
-		{"Unique", `INSERT INTO vips (id, address, protocol, port, connection_limit, admin_state_up, mac, created_at, updated_at)
-			VALUES ('v2', '10.0.0.1', 'TCP', 80, -1, TRUE, 'm', '', '')`, sdnlb.ENOTFOUND, sdnlb.ECONFLICT},
-		{"UniqueICMPAnyPort", `INSERT INTO vips (id, address, protocol, port, connection_limit, admin_state_up, mac, created_at, updated_at)
-			VALUES ('v3', '10.0.0.9', 'ICMP', 0, -1, TRUE, 'm', '', ''), ('v4', '10.0.0.9', 'ICMP', 5, -1, TRUE, 'm', '', '')`, sdnlb.ENOTFOUND, sdnlb.ECONFLICT},
+		{"PrimaryKey", `INSERT INTO vips (id, address, protocol, port, connection_limit, admin_state_up, mac, created_at, updated_at, num)
+			VALUES ('v1', '10.0.0.2', 'TCP', 80, -1, TRUE, 'm', '', '', 2)`, sdnlb.ENOTFOUND, sdnlb.ECONFLICT},
+		{"Unique", `INSERT INTO vips (id, address, protocol, port, connection_limit, admin_state_up, mac, created_at, updated_at, num)
+			VALUES ('v2', '10.0.0.1', 'TCP', 80, -1, TRUE, 'm', '', '', 3)`, sdnlb.ENOTFOUND, sdnlb.ECONFLICT},
+		{"UniqueICMPAnyPort", `INSERT INTO vips (id, address, protocol, port, connection_limit, admin_state_up, mac, created_at, updated_at, num)
+			VALUES ('v3', '10.0.0.9', 'ICMP', 0, -1, TRUE, 'm', '', '', 4), ('v4', '10.0.0.9', 'ICMP', 5, -1, TRUE, 'm', '', '', 5)`, sdnlb.ENOTFOUND, sdnlb.ECONFLICT},
 		{"OnePoolPerVIP", `INSERT INTO pools (id, vip_id, lb_method, protocol, admin_state_up, created_at, updated_at)
 			VALUES ('p2', 'v1', 'RANDOM', 'TCP', TRUE, '', '')`, sdnlb.ENOTFOUND, sdnlb.ECONFLICT},
 		{"ForeignKeyMissing", `INSERT INTO pools (id, vip_id, lb_method, protocol, admin_state_up, created_at, updated_at)

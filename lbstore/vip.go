@@ -81,6 +81,7 @@ type vipRow struct {
 	PoolID             string         `db:"pool_id"`
 	PoolAdminStateUp   sql.NullBool   `db:"pool_admin_state_up"`
 	PoolInRotation     bool           `db:"pool_in_rotation"`
+	Num                uint32         `db:"num"`
 }
 
 // selectVIPs joins the pool that serves each VIP and asks whether one of
@@ -90,7 +91,7 @@ type vipRow struct {
 // so the answer is one index probe however many members are down.
 const selectVIPs = `SELECT v.id, v.name, v.description, v.address, v.protocol, v.port,
 	v.connection_limit, v.persistence_type, v.persistence_timeout, v.admin_state_up, v.announce,
-	v.mac, v.created_at, v.updated_at,
+	v.mac, v.created_at, v.updated_at, v.num,
 	COALESCE(p.id, '') AS pool_id,
 	p.admin_state_up AS pool_admin_state_up,
 	EXISTS (SELECT 1 FROM members m WHERE m.pool_id = p.id
@@ -110,6 +111,7 @@ func (r *vipRow) vip() (*sdnlb.VIP, error) {
 		AdminStateUp:    r.AdminStateUp,
 		Announce:        r.Announce,
 		MAC:             r.MAC,
+		Num:             r.Num,
 	}
 	if r.PersistenceType.Valid {
 		v.SessionPersistence = &sdnlb.SessionPersistence{Type: r.PersistenceType.String, Timeout: r.PersistenceTimeout}
@@ -170,13 +172,17 @@ func createVIP(ctx context.Context, tx *Tx, v sdnlb.VIP) (*sdnlb.VIP, error) {
 	if err := checkVIPNotOnMember(ctx, tx, &v); err != nil {
 		return nil, err
 	}
+	num, err := nextNum(ctx, tx, numVIP)
+	if err != nil {
+		return nil, err
+	}
 	persistenceType, persistenceTimeout := persistenceColumns(v.SessionPersistence)
 	now := formatTime(tx.now)
 	if _, err := tx.ExecContext(ctx, `INSERT INTO vips (id, name, description, address, protocol, port,
-		connection_limit, persistence_type, persistence_timeout, admin_state_up, announce, mac, created_at, updated_at)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+		connection_limit, persistence_type, persistence_timeout, admin_state_up, announce, mac, created_at, updated_at, num)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 		v.ID, v.Name, v.Description, v.Address, v.Protocol, v.Port, v.ConnectionLimit,
-		persistenceType, persistenceTimeout, v.AdminStateUp, v.Announce, sdnlb.VIPMAC(v.ID), now, now,
+		persistenceType, persistenceTimeout, v.AdminStateUp, v.Announce, sdnlb.VIPMAC(v.ID), now, now, num,
 	); err != nil {
 		return nil, mapError(fmt.Errorf("insert vip: %w", err), sdnlb.ENOTFOUND)
 	}

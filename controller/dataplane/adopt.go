@@ -18,11 +18,14 @@ import (
 // only the difference, instead of wiping the switch and cutting every
 // connection through it.
 //
-// Cookie and group numbers are the process's own, so the switch's state
-// is matched by content, not by number: a connection flow belongs to the
-// VIP its match names and the member its rewrite names, a group to the VIP
-// whose flow sends to it, a bucket to the member whose address (and port)
-// it commits. What the switch shows also seeds what the dataplane would
+// Cookies carry the numbers the store gave the VIPs and members, the same
+// in every process, so a flow this process would install is found as it
+// is. The switch's state is still matched by content, which holds whatever
+// numbers its flows carry (a configuration without the store's numbers, a
+// group whose id is now another VIP's number): a connection flow belongs
+// to the VIP its match names and the member its rewrite names, a group to
+// the VIP whose flow sends to it, a bucket to the member whose address
+// (and port) it commits. What the switch shows also seeds what the dataplane would
 // have learned: member MACs and ports, MAC locations (--l2 learn), the
 // slots of each group, so the buckets do not move, and the SOURCE_IP
 // persistence bindings of the clients whose connections it holds, so
@@ -299,7 +302,8 @@ type adoptedGroup struct {
 }
 
 // adoptConnection keeps one direction of a connection the configuration
-// still allows, under its cookie of this process (in the shard it had), and returns its VIP and
+// still allows, under the cookie of its VIP's and member's numbers in the
+// shard it had (re-added when it carries others), and returns its VIP and
 // member; it deletes the others and returns nil. The client → member
 // direction counts the connection as active, unless it shows the
 // connection's end.

@@ -30,11 +30,11 @@ func (d *decision) restartHolding(have SwitchState, cfg *sdnlb.Config, shift int
 	d.tb.Helper()
 	d.builder = model.NewBuilder(time.Now)
 	for i := range shift {
-		d.builder.VIPs.Of(fmt.Sprintf("gone-vip-%d", i))
-		d.builder.Members.Of(fmt.Sprintf("gone-member-%d", i))
+		d.builder.VIPs.Of(fmt.Sprintf("gone-vip-%d", i), 0)
+		d.builder.Members.Of(fmt.Sprintf("gone-member-%d", i), 0)
 	}
 	for _, id := range firstVIPs {
-		d.builder.VIPs.Of(id)
+		d.builder.VIPs.Of(id, 0)
 	}
 	snap, skipped := d.builder.Build(cfg)
 	if len(skipped) > 0 {
@@ -112,8 +112,42 @@ func TestAdopt_KeepsAnyProtocolConnections(t *testing.T) {
 	}
 }
 
-// Numbers are the process's own: a restarted process that numbers the
-// objects differently rewrites the cookies in place and deletes nothing.
+// The configuration's numbers are every process's: a restarted process,
+// whatever it numbered before, finds the connections under the cookies it
+// would give them and sends the switch nothing.
+func TestAdopt_ConfigurationNumbers(t *testing.T) {
+	numbered := func(c *sdnlb.Config) {
+		c.VIPs[0].Num = 5
+		for i, m := range c.Members {
+			m.Num = uint32(9 - i)
+		}
+	}
+	d := newDecision(t, testnet.Config(numbered))
+	d.teach(1, 2, 3)
+	for sport := uint16(40000); sport < 40006; sport++ {
+		d.packetIn(testnet.ClientOF, testnet.SYN(t, sport))
+	}
+	got := d.restart(testnet.Config(numbered), 3)
+	if mods := flowModLines(got); len(mods) != 0 {
+		t.Errorf("changes to a switch that holds what is wanted under the same numbers:\n%s", strings.Join(mods, "\n"))
+	}
+	conns := 0
+	for _, f := range d.sw.Flows() {
+		if cat, vipNum, memberNum, _ := model.CookieParts(f.Cookie); cat == model.CatConn {
+			conns++
+			if vipNum != 5 || memberNum < 7 || memberNum > 9 {
+				t.Errorf("connection flow under VIP %d member %d, want VIP 5 and a member of 7-9: %s", vipNum, memberNum, f)
+			}
+		}
+	}
+	if conns != 6 {
+		t.Errorf("%d connection flows after the restart, want 6", conns)
+	}
+}
+
+// A switch holding the flows of a process that numbered the objects
+// otherwise (a configuration without numbers) has the cookies rewritten
+// in place, and nothing deleted.
 func TestAdopt_RenumbersInPlace(t *testing.T) {
 	d := newDecision(t, testnet.Config(nil))
 	d.teach(1, 2, 3)

@@ -1,6 +1,7 @@
 package dataplane
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -38,6 +39,67 @@ func TestSnapshotBuilder_Build(t *testing.T) {
 		s3, _ := r.Build(testnet.Config(nil))
 		if testnet.MemberByID(s1, "m1").Num == testnet.MemberByID(s3, "m1").Num {
 			t.Errorf("a re-created member reused number %d: late flow-removed would count against it", testnet.MemberByID(s1, "m1").Num)
+		}
+	})
+	t.Run("ConfigurationNumbers", func(t *testing.T) {
+		numbered := func(c *sdnlb.Config) {
+			c.VIPs[0].Num = 7
+			for i, m := range c.Members {
+				m.Num = uint32(12 - i)
+			}
+		}
+		// Any process, whatever it numbered before, uses the
+		// configuration's numbers.
+		fresh, old := model.NewBuilder(time.Now), model.NewBuilder(time.Now)
+		old.VIPs.Of("gone", 0)
+		old.Members.Of("gone", 0)
+		for _, r := range []*model.Builder{fresh, old} {
+			s, skipped := r.Build(testnet.Config(numbered))
+			if len(skipped) > 0 {
+				t.Fatalf("skipped %v", skipped)
+			}
+			if n := s.VIPByID["v1"].Num; n != 7 {
+				t.Errorf("vip v1: number %d, want 7", n)
+			}
+			for id, want := range map[string]uint32{"m1": 12, "m2": 11, "m3": 10} {
+				if n := testnet.MemberByID(s, id).Num; n != want {
+					t.Errorf("member %s: number %d, want %d", id, n, want)
+				}
+			}
+		}
+		// An object without one is numbered above every number seen, the
+		// later members' in id order included.
+		s, _ := fresh.Build(testnet.Config(func(c *sdnlb.Config) {
+			numbered(c)
+			c.Members = append([]*sdnlb.Member{{ID: "m0", PoolID: "p1", Address: "10.0.0.9", Weight: 1, AdminStateUp: true}}, c.Members...)
+		}))
+		if n := testnet.MemberByID(s, "m0").Num; n != 13 {
+			t.Errorf("member without a number: number %d, want 13", n)
+		}
+	})
+	t.Run("ConfigurationNumberChanged", func(t *testing.T) {
+		// The id of a deleted member, created again: the store gave it
+		// another number, and it counts from nothing.
+		r := model.NewBuilder(time.Now)
+		number := func(n uint32) func(*sdnlb.Config) { return func(c *sdnlb.Config) { c.Members[0].Num = n } }
+		s1, _ := r.Build(testnet.Config(number(4)))
+		testnet.MemberByID(s1, "m1").Cnt.Active.Add(1)
+		s2, _ := r.Build(testnet.Config(number(9)))
+		if m := testnet.MemberByID(s2, "m1"); m.Num != 9 || m.Cnt.Active.Load() != 0 || s2.Member(4) != nil {
+			t.Errorf("member renumbered 4 → 9: number %d, %d active, number 4 finds %v", m.Num, m.Cnt.Active.Load(), s2.Member(4))
+		}
+	})
+	t.Run("ConfigurationNumbersRefused", func(t *testing.T) {
+		r := model.NewBuilder(time.Now)
+		s, skipped := r.Build(testnet.Config(func(c *sdnlb.Config) {
+			c.Members[0].Num, c.Members[1].Num, c.Members[2].Num = 5, 5, model.CookieNumberLimit
+		}))
+		if got := fmt.Sprint(skipped); !strings.Contains(got, "member m2: number 5 is member m1's") ||
+			!strings.Contains(got, "member m3: number 16777216 does not fit a cookie") {
+			t.Errorf("skipped %s, want m2's taken number and m3's too large one", got)
+		}
+		if testnet.MemberByID(s, "m1").Num != 5 {
+			t.Errorf("m1 lost its number to a member listed after it")
 		}
 	})
 	t.Run("SchedulerTurnSurvivesRebuilds", func(t *testing.T) {

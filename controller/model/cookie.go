@@ -1,6 +1,10 @@
 package model
 
-import "net/netip"
+import (
+	"net/netip"
+
+	"github.com/sdnlb/sdnlb"
+)
 
 // Every flow the controller installs carries a cookie that packs, from the
 // top byte down, the application id, a category, a VIP number and a member
@@ -10,15 +14,15 @@ import "net/netip"
 //
 //	bits 56-63  AppID
 //	bits 48-55  category
-//	bits 24-47  VIP number    (assigned per VIP id, stable for the process)
-//	bits  0-23  member number (assigned per member id, stable for the process)
+//	bits 24-47  VIP number    (the VIP's, sdnlb.VIP.Num: the store's)
+//	bits  0-23  member number (the member's, sdnlb.Member.Num)
 const (
 	AppID uint64 = 0x5d
 
 	CookieAppShift    = 56
 	CookieCatShift    = 48
 	cookieVIPShift    = 24
-	CookieNumberLimit = 1 << 24
+	CookieNumberLimit = sdnlb.NumLimit
 )
 
 type Category uint8

@@ -131,10 +131,10 @@ type Snapshot struct {
 	VIPIDs, MemberIDs map[uint32]string
 }
 
-// Builder turns configurations into snapshots. Across them it
-// keeps the cookie number and the counters of every VIP and member id, and
-// each pool's scheduler. Only the goroutine that follows the configuration
-// uses it.
+// Builder turns configurations into snapshots. Across them it keeps the
+// cookie number (the configuration's) and the counters of every VIP and
+// member id, and each pool's scheduler. Only the goroutine that follows
+// the configuration uses it.
 type Builder struct {
 	gen     uint64
 	VIPs    *numbering[VIPCounters]
@@ -149,13 +149,19 @@ func NewBuilder(now func() time.Time) *Builder {
 		last: EmptySnapshot, weigher: NewWeigher(), now: now}
 }
 
-// numbering gives the ids of one kind of object the numbers their flows'
-// cookies carry, and the counters that outlive snapshots. Numbers are
-// never reused, so a late flow-removed of a deleted object finds nothing.
+// numbering keeps, for the ids of one kind of object, the numbers their
+// flows' cookies carry and the counters that outlive snapshots. A number
+// is the configuration's (the store gives every VIP and member one at
+// creation, so every process and node uses the same); an object without
+// one, in a configuration built elsewhere, is numbered after every number
+// seen. An id keeps its number for the process's life, and no number
+// names two ids or comes back once its id is gone, so a late
+// flow-removed of a deleted object finds nothing.
 type numbering[C any] struct {
 	kind    string
-	last    uint32
+	last    uint32 // the largest number seen or given
 	entries map[string]*numbered[C]
+	ids     map[uint32]string // the id of each number in entries
 }
 
 type numbered[C any] struct {
@@ -164,28 +170,50 @@ type numbered[C any] struct {
 }
 
 func newNumbering[C any](kind string) *numbering[C] {
-	return &numbering[C]{kind: kind, entries: map[string]*numbered[C]{}}
+	return &numbering[C]{kind: kind, entries: map[string]*numbered[C]{}, ids: map[uint32]string{}}
 }
 
-// Of returns id's number and counters, giving it new ones the first time.
-func (n *numbering[C]) Of(id string) (*numbered[C], error) {
-	if e, ok := n.entries[id]; ok {
+// Of returns id's number and counters: those it has, else new ones under
+// num, the configuration's number (0: none, the next one above every
+// number seen). An id whose configuration's number changed is a new object
+// that took the id of a deleted one: it gets new counters.
+func (n *numbering[C]) Of(id string, num uint32) (*numbered[C], error) {
+	if e, ok := n.entries[id]; ok && (num == 0 || num == e.num) {
 		return e, nil
 	}
-	if n.last+1 >= CookieNumberLimit {
+	switch {
+	case num >= CookieNumberLimit:
+		return nil, fmt.Errorf("%s %s: number %d does not fit a cookie", n.kind, id, num)
+	case num != 0 && n.ids[num] != "":
+		return nil, fmt.Errorf("%s %s: number %d is %s %s's", n.kind, id, num, n.kind, n.ids[num])
+	case num == 0 && n.last+1 >= CookieNumberLimit:
 		return nil, fmt.Errorf("%s %s: cookie numbers exhausted", n.kind, id)
+	case num == 0:
+		num = n.last + 1
 	}
-	n.last++
-	e := &numbered[C]{num: n.last, cnt: new(C)}
-	n.entries[id] = e
+	n.reserve(num)
+	if old, ok := n.entries[id]; ok {
+		delete(n.ids, old.num)
+	}
+	e := &numbered[C]{num: num, cnt: new(C)}
+	n.entries[id], n.ids[num] = e, id
 	return e, nil
+}
+
+// reserve keeps the numbers up to num, the configuration's, from objects
+// that have none.
+func (n *numbering[C]) reserve(num uint32) {
+	if num < CookieNumberLimit {
+		n.last = max(n.last, num)
+	}
 }
 
 // retain forgets every id that is not in keep.
 func (n *numbering[C]) retain(keep map[string]bool) {
-	for id := range n.entries {
+	for id, e := range n.entries {
 		if !keep[id] {
 			delete(n.entries, id)
+			delete(n.ids, e.num)
 		}
 	}
 }
@@ -194,7 +222,7 @@ func (n *numbering[C]) retain(keep map[string]bool) {
 // bad address, exhausted numbers) are skipped and reported in skipped, so
 // one bad row never takes the data path down.
 func (b *Builder) Build(cfg *sdnlb.Config) (snap *Snapshot, skipped []error) {
-	b.forgetRemoved(cfg)
+	b.followNumbering(cfg)
 	b.gen++
 	s := newSnapshot(b.gen)
 	skipped = append(skipped, b.addVIPs(s, cfg.VIPs)...)
@@ -213,16 +241,19 @@ func (b *Builder) Build(cfg *sdnlb.Config) (snap *Snapshot, skipped []error) {
 	return s, skipped
 }
 
-// forgetRemoved drops the numbers and counters of the VIPs and members
-// cfg no longer has.
-func (b *Builder) forgetRemoved(cfg *sdnlb.Config) {
+// followNumbering drops the numbers and counters of the VIPs and members
+// cfg no longer has, and keeps the numbers cfg gives from those it has
+// to number itself.
+func (b *Builder) followNumbering(cfg *sdnlb.Config) {
 	vipIDs := make(map[string]bool, len(cfg.VIPs))
 	for _, v := range cfg.VIPs {
 		vipIDs[v.ID] = true
+		b.VIPs.reserve(v.Num)
 	}
 	memberIDs := make(map[string]bool, len(cfg.Members))
 	for _, m := range cfg.Members {
 		memberIDs[m.ID] = true
+		b.Members.reserve(m.Num)
 	}
 	b.VIPs.retain(vipIDs)
 	b.Members.retain(memberIDs)
@@ -511,7 +542,7 @@ func (b *Builder) vipState(v *sdnlb.VIP) (*VIP, error) {
 	if err != nil {
 		return nil, err
 	}
-	e, err := b.VIPs.Of(v.ID)
+	e, err := b.VIPs.Of(v.ID, v.Num)
 	if err != nil {
 		return nil, err
 	}
@@ -548,7 +579,7 @@ func (b *Builder) memberState(m *sdnlb.Member) (*Member, error) {
 	if err != nil || addr.Zone() != "" || m.Port < 0 || m.Port > 65535 {
 		return nil, fmt.Errorf("member %s: bad address %s:%d", m.ID, m.Address, m.Port)
 	}
-	e, err := b.Members.Of(m.ID)
+	e, err := b.Members.Of(m.ID, m.Num)
 	if err != nil {
 		return nil, err
 	}
