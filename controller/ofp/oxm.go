@@ -396,8 +396,33 @@ func (m *Match) decode(b []byte) (int, error) {
 		if err != nil {
 			return 0, err
 		}
-		m.OXMs = append(m.OXMs, o)
+		m.OXMs = append(m.OXMs, o.canonical())
 		fields = fields[used:]
 	}
 	return pad8(n), nil
+}
+
+// Open vSwitch writes the TCP flags in OpenFlow 1.3 and 1.4 as ONF's
+// experimenter field, the field sdnlb writes as NXM_NX_TCP_FLAGS.
+const (
+	onfExperimenter  = 0x4f4e4600
+	onfTCPFlagsField = 42
+)
+
+// canonical returns o as this codec writes its field: ONF's TCP flags as
+// NXM_NX_TCP_FLAGS, so that a flow read back matches the one written.
+func (o OXM) canonical() OXM {
+	if o.Class != OXMClassExperimenter || o.Field != onfTCPFlagsField || o.n < 4 ||
+		binary.BigEndian.Uint32(o.payload[:4]) != onfExperimenter {
+		return o
+	}
+	v, mask := o.Value()[4:], o.Mask()
+	if len(v) != 2 || mask != nil && len(mask) != 2 {
+		return o
+	}
+	m := uint64(0xffff)
+	if mask != nil {
+		m = uint64(binary.BigEndian.Uint16(mask))
+	}
+	return nxOXM(NXMTCPFlags, uint64(binary.BigEndian.Uint16(v)), m)
 }

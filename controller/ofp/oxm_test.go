@@ -183,3 +183,44 @@ func TestMatch_Sum64(t *testing.T) {
 		t.Errorf("different matches hash alike")
 	}
 }
+
+// Open vSwitch reads TCP flags back in OpenFlow 1.3 as ONF's experimenter
+// field: it decodes as the NXM field sdnlb writes, so a flow read back
+// matches the one installed. ONF's other fields stay as they came.
+func TestMatch_ONFTCPFlags(t *testing.T) {
+	onf := func(field OXMField, value, mask []byte) []byte {
+		fm, payload := byte(field<<1), append([]byte{0x4f, 0x4e, 0x46, 0x00}, value...)
+		if mask != nil {
+			fm |= 1
+			payload = append(payload, mask...)
+		}
+		return append([]byte{0xff, 0xff, fm, byte(len(payload))}, payload...)
+	}
+	otherField := onf(41, []byte{0, 0x10}, nil)
+	tests := map[string]struct {
+		oxm  []byte
+		want OXM
+	}{
+		"Masked":   {onf(onfTCPFlagsField, []byte{0, 0x02}, []byte{0, 0x12}), MatchTCPFlags(TCPFlagSYN, TCPFlagSYN|TCPFlagACK)},
+		"Exact":    {onf(onfTCPFlagsField, []byte{0, 0x10}, nil), MatchTCPFlags(TCPFlagACK, 0xffff)},
+		"ONFField": {otherField, mustOXM(t, OXMClassExperimenter, 41, otherField[4:], nil)},
+	}
+	for name, tt := range tests {
+		t.Run(name, func(t *testing.T) {
+			var m Match
+			if _, err := m.decode(matchBytes(tt.oxm)); err != nil {
+				t.Fatal(err)
+			}
+			if len(m.OXMs) != 1 || m.OXMs[0] != tt.want {
+				t.Errorf("decoded %v, want %v", m.OXMs, tt.want)
+			}
+		})
+	}
+}
+
+// matchBytes wraps OXM TLVs in an ofp_match, padded to 8 bytes.
+func matchBytes(oxms []byte) []byte {
+	n := 4 + len(oxms)
+	b := append([]byte{0, 1, byte(n >> 8), byte(n)}, oxms...)
+	return append(b, make([]byte, pad8(n)-n)...)
+}

@@ -10,7 +10,8 @@ import (
 // OXMs, the rarer instructions, raw actions, pointer actions.
 func TestRoundTrip(t *testing.T) {
 	nxmReg0 := mustOXM(t, OXMClassNXM1, 0, []byte{0, 0, 0, 7}, []byte{0, 0, 0, 0xff})
-	onfTCPFlags := mustOXM(t, OXMClassExperimenter, 42, []byte{0x4f, 0x4e, 0x46, 0x00, 0x00, 0x02}, nil)
+	// An experimenter field the codec does not know (ONF's 41) goes through as it came.
+	onfField := mustOXM(t, OXMClassExperimenter, 41, []byte{0x4f, 0x4e, 0x46, 0x00, 0x00, 0x02}, nil)
 	tests := []struct {
 		name string
 		msg  Message
@@ -21,7 +22,7 @@ func TestRoundTrip(t *testing.T) {
 			Flags: FlagCheckOverlap | FlagResetCounts | FlagNoPktCounts | FlagNoBytCounts,
 			Match: Match{OXMs: []OXM{
 				MatchEthType(0x0800), MatchIPv4DstMasked([4]byte{10, 0, 0, 0}, [4]byte{255, 0, 0, 0}),
-				nxmReg0, onfTCPFlags,
+				nxmReg0, onfField,
 				mustOXM(t, OXMClassBasic, OXMIPv6Src, make([]byte, 16), make([]byte, 16)),
 			}},
 			Instructions: []Instruction{
