@@ -353,38 +353,102 @@ func (r FlowStatsReply) appendMultipart(b []byte) []byte {
 
 func (r *FlowStatsReply) decode(b []byte) error {
 	for len(b) > 0 {
-		if len(b) < flowStatsFixedLen {
-			return ErrShort
-		}
-		n := int(binary.BigEndian.Uint16(b))
-		if n < flowStatsFixedLen || n > len(b) {
-			return ErrBadLength
-		}
-		e := b[:n]
-		s := FlowStats{
-			TableID:      e[2],
-			DurationSec:  binary.BigEndian.Uint32(e[4:]),
-			DurationNsec: binary.BigEndian.Uint32(e[8:]),
-			Priority:     binary.BigEndian.Uint16(e[12:]),
-			IdleTimeout:  binary.BigEndian.Uint16(e[14:]),
-			HardTimeout:  binary.BigEndian.Uint16(e[16:]),
-			Flags:        FlowModFlags(binary.BigEndian.Uint16(e[18:])),
-			Cookie:       binary.BigEndian.Uint64(e[24:]),
-			PacketCount:  binary.BigEndian.Uint64(e[32:]),
-			ByteCount:    binary.BigEndian.Uint64(e[40:]),
-		}
-		used, err := s.Match.decode(e[flowStatsFixedLen:])
+		var s FlowStats
+		n, instructionsAt, err := s.decode(b)
 		if err != nil {
 			return err
 		}
-		s.Instructions, err = decodeInstructions(e[flowStatsFixedLen+used:], nil)
-		if err != nil {
+		if s.Instructions, err = decodeInstructions(b[instructionsAt:n], nil); err != nil {
 			return err
 		}
 		r.Stats = append(r.Stats, s)
 		b = b[n:]
 	}
 	return nil
+}
+
+// decode reads the ofp_flow_stats entry at the front of b into s but for
+// its instructions, which it leaves nil, reusing the storage of s.Match.
+// It returns the entry's length and where its instructions begin.
+func (s *FlowStats) decode(b []byte) (n, instructionsAt int, err error) {
+	if len(b) < flowStatsFixedLen {
+		return 0, 0, ErrShort
+	}
+	n = int(binary.BigEndian.Uint16(b))
+	if n < flowStatsFixedLen || n > len(b) {
+		return 0, 0, ErrBadLength
+	}
+	e := b[:n]
+	*s = FlowStats{
+		TableID:      e[2],
+		DurationSec:  binary.BigEndian.Uint32(e[4:]),
+		DurationNsec: binary.BigEndian.Uint32(e[8:]),
+		Priority:     binary.BigEndian.Uint16(e[12:]),
+		IdleTimeout:  binary.BigEndian.Uint16(e[14:]),
+		HardTimeout:  binary.BigEndian.Uint16(e[16:]),
+		Flags:        FlowModFlags(binary.BigEndian.Uint16(e[18:])),
+		Cookie:       binary.BigEndian.Uint64(e[24:]),
+		PacketCount:  binary.BigEndian.Uint64(e[32:]),
+		ByteCount:    binary.BigEndian.Uint64(e[40:]),
+		Match:        s.Match,
+	}
+	used, err := s.Match.decode(e[flowStatsFixedLen:])
+	if err != nil {
+		return 0, 0, err
+	}
+	return n, flowStatsFixedLen + used, nil
+}
+
+// FlowStatsPart is one part of an OFPMP_FLOW reply read for the flows'
+// counters: its entries without their instructions, which are not
+// decoded (nor checked). DecodeInto decodes a part into the storage of
+// the part before, each entry's match fields too, so that a caller
+// keeping one reads a poll of any number of flows without allocating
+// once the storage has grown to the longest part. Append encodes it as
+// the MultipartReply it was, less the instructions.
+type FlowStatsPart struct {
+	Flags uint16 // MultipartReplyMore on every part but the last
+	Stats []FlowStats
+}
+
+func (FlowStatsPart) Type() Type { return TypeMultipartReply }
+
+func (p FlowStatsPart) appendBody(b []byte) []byte {
+	return MultipartReply{Flags: p.Flags, Body: FlowStatsReply{Stats: p.Stats}}.appendBody(b)
+}
+
+func (p *FlowStatsPart) decodeBody(body []byte) error {
+	t, flags, rest, err := decodeMultipartHeader(body)
+	if err != nil {
+		return err
+	}
+	if t != MultipartFlow {
+		return errUnknownMultipart
+	}
+	p.Flags = flags
+	p.Stats = p.Stats[:0]
+	for len(rest) > 0 {
+		n, _, err := p.NextEntry().decode(rest)
+		if err != nil {
+			return err
+		}
+		rest = rest[n:]
+	}
+	return nil
+}
+
+// NextEntry adds an empty entry to the part for a decoder to fill, and
+// returns it. The entry keeps the storage of the match of the entry its
+// place held in an earlier part.
+func (p *FlowStatsPart) NextEntry() *FlowStats {
+	if len(p.Stats) < cap(p.Stats) {
+		p.Stats = p.Stats[:len(p.Stats)+1]
+	} else {
+		p.Stats = append(p.Stats, FlowStats{})
+	}
+	s := &p.Stats[len(p.Stats)-1]
+	*s = FlowStats{Match: Match{OXMs: s.Match.OXMs[:0]}}
+	return s
 }
 
 // AggregateStatsReply is the OFPMP_AGGREGATE reply.
