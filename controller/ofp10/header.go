@@ -119,10 +119,11 @@ func Decode(b []byte) (Header, ofp.Message, error) {
 }
 
 // DecodeInto decodes a packet-in or a flow-removed, the messages a busy
-// switch sends most, into m (an *ofp.PacketIn or *ofp.FlowRemoved),
-// reusing its slices, so that a caller keeping one struct per type
-// decodes them without allocating. Other messages yield
-// ofp.ErrUnsupported; a header type that is not m's, too.
+// switch sends most, into m (an *ofp.PacketIn or *ofp.FlowRemoved), or a
+// part of a flow stats reply into an *ofp.FlowStatsPart, reusing m's
+// slices, so that a caller keeping one struct per type decodes them
+// without allocating. Other messages yield ofp.ErrUnsupported; a header
+// type that is not m's, too.
 func DecodeInto(b []byte, m ofp.Message) (Header, error) {
 	h, err := parseHeader(b)
 	if err != nil {
@@ -139,6 +140,10 @@ func DecodeInto(b []byte, m ofp.Message) (Header, error) {
 	case *ofp.FlowRemoved:
 		if h.Type == TypeFlowRemoved {
 			return h, decodeFlowRemovedInto(b[ofp.HeaderLen:], m)
+		}
+	case *ofp.FlowStatsPart:
+		if h.Type == TypeStatsReply {
+			return h, decodeFlowStatsPart(b[ofp.HeaderLen:], m)
 		}
 	}
 	return h, ofp.ErrUnsupported

@@ -177,7 +177,8 @@ func TestDecode_Malformed(t *testing.T) {
 
 // TestDecode_UnreadableFlowStats: an entry whose actions 1.0 cannot
 // read (a Nicira vendor action) is reported apart, the rest of the reply
-// decodes as usual; a malformed entry still fails the reply.
+// decodes as usual; a malformed entry still fails the reply. A part read
+// for its counters (ofp.FlowStatsPart) reads the entry with the others.
 func TestDecode_UnreadableFlowStats(t *testing.T) {
 	golden := mustGolden(t, "flow_stats_reply")
 	const entryAt = ofp.HeaderLen + 4 // after the stats type and flags
@@ -205,6 +206,11 @@ func TestDecode_UnreadableFlowStats(t *testing.T) {
 	want := ofp.FlowStatsReply{Stats: all[1:], Unreadable: []ofp.FlowStats{unreadable}}
 	if got := m.(*ofp.MultipartReply).Body; !reflect.DeepEqual(got, want) {
 		t.Errorf("decoded\n %#v\nwant\n %#v", got, want)
+	}
+	// Read for the counters, it is an entry like the others, in its place.
+	var part ofp.FlowStatsPart
+	if _, err := DecodeInto(withFirstEntryAction(resubmit), &part); err != nil || !reflect.DeepEqual(counters(part.Stats), counters(all)) {
+		t.Errorf("as a FlowStatsPart (%v):\n %#v\nwant\n %#v", err, part.Stats, counters(all))
 	}
 	if _, _, err := Decode(withFirstEntryAction(resubmit[:12])); !errors.Is(err, ofp.ErrBadLength) {
 		t.Errorf("an action claiming more bytes than it has: %v, want ErrBadLength", err)

@@ -216,29 +216,12 @@ func appendFlowStats(b []byte, stats []ofp.FlowStats) ([]byte, error) {
 // holds flows with Nicira actions, and the caller may want them gone.
 func decodeFlowStats(b []byte) (stats, unreadable []ofp.FlowStats, err error) {
 	for len(b) > 0 {
-		if len(b) < flowStatsFixedLen {
-			return nil, nil, ofp.ErrShort
+		var s ofp.FlowStats
+		n, proto, err := decodeFlowStatsEntry(b, &s)
+		if err != nil {
+			return nil, nil, err
 		}
-		n := int(binary.BigEndian.Uint16(b))
-		if n < flowStatsFixedLen || n > len(b) {
-			return nil, nil, ofp.ErrBadLength
-		}
-		e := b[:n]
-		match := parseMatch10(e[4:])
-		f := e[4+matchLen:]
-		s := ofp.FlowStats{
-			TableID:      e[2],
-			DurationSec:  binary.BigEndian.Uint32(f),
-			DurationNsec: binary.BigEndian.Uint32(f[4:]),
-			Priority:     binary.BigEndian.Uint16(f[8:]),
-			IdleTimeout:  binary.BigEndian.Uint16(f[10:]),
-			HardTimeout:  binary.BigEndian.Uint16(f[12:]),
-			Cookie:       binary.BigEndian.Uint64(f[20:]),
-			PacketCount:  binary.BigEndian.Uint64(f[28:]),
-			ByteCount:    binary.BigEndian.Uint64(f[36:]),
-			Match:        ofp.Match{OXMs: match.oxms(nil)},
-		}
-		actions, err := decodeActions(e[flowStatsFixedLen:], nil, match.proto())
+		actions, err := decodeActions(b[flowStatsFixedLen:n], nil, proto)
 		switch {
 		case errors.Is(err, ofp.ErrUnsupported):
 			unreadable = append(unreadable, s)
@@ -251,6 +234,59 @@ func decodeFlowStats(b []byte) (stats, unreadable []ofp.FlowStats, err error) {
 		b = b[n:]
 	}
 	return stats, unreadable, nil
+}
+
+// decodeFlowStatsPart decodes the body of a flow stats reply into p,
+// reusing its storage, without the actions: a part of a reply read for
+// its counters, whose entries all count whatever their actions.
+func decodeFlowStatsPart(body []byte, p *ofp.FlowStatsPart) error {
+	t, flags, rest, err := decodeStatsHeader(body)
+	if err != nil {
+		return err
+	}
+	if t != ofp.MultipartFlow {
+		return unsupported("stats type %d where flow stats were asked for", t)
+	}
+	p.Flags = flags
+	p.Stats = p.Stats[:0]
+	for len(rest) > 0 {
+		n, _, err := decodeFlowStatsEntry(rest, p.NextEntry())
+		if err != nil {
+			return err
+		}
+		rest = rest[n:]
+	}
+	return nil
+}
+
+// decodeFlowStatsEntry reads the 1.0 ofp_flow_stats entry at the front of
+// b into s but for its actions, which it leaves nil, reusing the storage
+// of s.Match. It returns the entry's length and the IP protocol its match
+// names, which the actions are read in.
+func decodeFlowStatsEntry(b []byte, s *ofp.FlowStats) (n int, proto uint8, err error) {
+	if len(b) < flowStatsFixedLen {
+		return 0, 0, ofp.ErrShort
+	}
+	n = int(binary.BigEndian.Uint16(b))
+	if n < flowStatsFixedLen || n > len(b) {
+		return 0, 0, ofp.ErrBadLength
+	}
+	e := b[:n]
+	match := parseMatch10(e[4:])
+	f := e[4+matchLen:]
+	*s = ofp.FlowStats{
+		TableID:      e[2],
+		DurationSec:  binary.BigEndian.Uint32(f),
+		DurationNsec: binary.BigEndian.Uint32(f[4:]),
+		Priority:     binary.BigEndian.Uint16(f[8:]),
+		IdleTimeout:  binary.BigEndian.Uint16(f[10:]),
+		HardTimeout:  binary.BigEndian.Uint16(f[12:]),
+		Cookie:       binary.BigEndian.Uint64(f[20:]),
+		PacketCount:  binary.BigEndian.Uint64(f[28:]),
+		ByteCount:    binary.BigEndian.Uint64(f[36:]),
+		Match:        ofp.Match{OXMs: match.oxms(s.Match.OXMs[:0])},
+	}
+	return n, match.proto(), nil
 }
 
 // portStatsLen is the 1.0 ofp_port_stats: a 16-bit port and the twelve
