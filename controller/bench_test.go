@@ -233,13 +233,10 @@ func waitSetups(tb testing.TB, c *Controller, n int) {
 }
 
 // BenchmarkStatsPoll measures the controller's side of a stats poll of a
-// switch that holds live connections: each op is one poll, from the
-// request to the last part of the reply decoded and read into the
-// ledger. The connections are set up through the controller first, so
-// it counts them as its own, and the switch answers with the flows the
-// controller installed for them, two per connection, 256 a part.
-// Besides the time per flow it reports the heap the controller holds per
-// connection, set up and read once, after a GC.
+// switch that holds live connections (newPolledSwitch): each op is one
+// poll, from the request to the last part of the reply decoded and read
+// into the ledger. Besides the time per flow it reports the heap the
+// controller holds per connection, set up and read once, after a GC.
 func BenchmarkStatsPoll(b *testing.B) {
 	for _, flows := range []int{10_000, 100_000, 200_000} {
 		b.Run(fmt.Sprintf("flows=%d", flows), func(b *testing.B) { benchStatsPoll(b, flows/2) })
@@ -247,62 +244,86 @@ func BenchmarkStatsPoll(b *testing.B) {
 }
 
 func benchStatsPoll(b *testing.B, conns int) {
-	h := startController(b, testnet.Config(nil), Options{})
-	client, br := benchSwitch(b, h, 1, 2, 3)
-	s := h.c.switchConns()[0]
-	sw := &holdingSwitch{want: 2 * conns, held: make(chan []byte, 1), polls: make(chan uint32, 1), echoed: make(chan struct{}, 1)}
-	go sw.read(br)
-
-	// The first batch warms up what every switch holds whatever its
-	// connections (buffers, the recent-setup caches): the heap per
-	// connection is measured from there.
-	const batch = 64
-	syns := newPacketInBatch(b, testnet.ClientOF, testnet.SYN(b, 1), batch)
-	syns.write(b, client, batch, 0, 12, 20) // client address and port as sources
-	waitSetups(b, h.c, batch)
-	heapBefore := heapInUse()
-	for sent := batch; sent < conns; sent += batch {
-		syns.write(b, client, min(batch, conns-sent), sent, 12, 20)
-	}
-	var reply []byte
-	select {
-	case reply = <-sw.held:
-	case <-time.After(time.Minute):
-		b.Fatalf("the controller installed fewer than %d connection flows in a minute", 2*conns)
-	}
-	// The controller reads in order: its echo reply follows the poll's
-	// last part read.
-	reply = ofp.Append(reply, 0, ofp.EchoRequest{})
-	poll := func() {
-		s.pollStats()
-		var xid uint32
-		select {
-		case xid = <-sw.polls:
-		case <-time.After(time.Minute):
-			b.Fatal("no flow stats request in a minute")
-		}
-		for m := reply; len(m) > 0; {
-			hd, _ := ofp.ParseHeader(m)
-			binary.BigEndian.PutUint32(m[4:], xid)
-			m = m[hd.Length:]
-		}
-		if _, err := client.Write(reply); err != nil {
-			b.Fatal(err)
-		}
-		select {
-		case <-sw.echoed:
-		case <-time.After(time.Minute):
-			b.Fatal("the controller did not read the reply in a minute")
-		}
-	}
-	poll()
-	perConn := float64(heapInUse()-heapBefore-uint64(cap(reply))) / float64(conns-batch)
+	p := newPolledSwitch(b, conns)
+	p.poll(b)
+	perConn := float64(heapInUse()-p.heapBefore-uint64(cap(p.reply))) / float64(conns-p.warm)
 
 	for b.Loop() {
-		poll()
+		p.poll(b)
 	}
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/float64(2*conns), "ns/flow")
 	b.ReportMetric(perConn, "heapB/conn") // after the loop, which resets what was reported
+}
+
+// polledSwitch is a switch over net.Pipe that holds the flows of live
+// connections, for the controller's stats poll to read.
+type polledSwitch struct {
+	s      *switchConn
+	client net.Conn
+	sw     *holdingSwitch
+	reply  []byte // the flow stats reply, then an echo request
+	// heapBefore is the heap in use once warm connections were set up,
+	// which warm up what every switch holds whatever its connections
+	// (buffers, the recent-setup caches).
+	heapBefore uint64
+	warm       int
+}
+
+// newPolledSwitch connects a switch that answers the stats poll with the
+// flows of conns connections, set up through the controller first, so
+// that it counts them as its own: the flows the controller installed for
+// them, two per connection, 256 a part.
+func newPolledSwitch(tb testing.TB, conns int) *polledSwitch {
+	tb.Helper()
+	h := startController(tb, testnet.Config(nil), Options{})
+	client, br := benchSwitch(tb, h, 1, 2, 3)
+	p := &polledSwitch{s: h.c.switchConns()[0], client: client, warm: 64,
+		sw: &holdingSwitch{want: 2 * conns, held: make(chan []byte, 1), polls: make(chan uint32, 1), echoed: make(chan struct{}, 1)}}
+	go p.sw.read(br)
+
+	const batch = 64
+	syns := newPacketInBatch(tb, testnet.ClientOF, testnet.SYN(tb, 1), batch)
+	syns.write(tb, client, p.warm, 0, 12, 20) // client address and port as sources
+	waitSetups(tb, h.c, p.warm)
+	p.heapBefore = heapInUse()
+	for sent := p.warm; sent < conns; sent += batch {
+		syns.write(tb, client, min(batch, conns-sent), sent, 12, 20)
+	}
+	select {
+	case p.reply = <-p.sw.held:
+	case <-time.After(time.Minute):
+		tb.Fatalf("the controller installed fewer than %d connection flows in a minute", 2*conns)
+	}
+	// The controller reads in order: its echo reply follows the poll's
+	// last part read.
+	p.reply = ofp.Append(p.reply, 0, ofp.EchoRequest{})
+	return p
+}
+
+// poll has the controller poll the switch, and returns once it has read
+// the whole reply.
+func (p *polledSwitch) poll(tb testing.TB) {
+	tb.Helper()
+	p.s.pollStats()
+	var xid uint32
+	select {
+	case xid = <-p.sw.polls:
+	case <-time.After(time.Minute):
+		tb.Fatal("no flow stats request in a minute")
+	}
+	for m := p.reply; len(m) > 0; {
+		hd, _ := ofp.ParseHeader(m)
+		binary.BigEndian.PutUint32(m[4:], xid)
+		m = m[hd.Length:]
+	}
+	if _, err := p.client.Write(p.reply); err != nil {
+		tb.Fatal(err)
+	}
+	select {
+	case <-p.sw.echoed:
+	case <-time.After(time.Minute):
+		tb.Fatal("the controller did not read the reply in a minute")
+	}
 }
 
 // heapInUse is the heap in use after a GC.

@@ -195,8 +195,8 @@ func TestOpenFlow10_DeletesByCookie(t *testing.T) {
 	testnet.AssertLines(t, deleted, want)
 }
 
-// A poll reads every flow of a 1.0 switch; what is not sdnlb's counts
-// for nothing.
+// A poll reads every flow of a 1.0 switch, in parts; what is not
+// sdnlb's counts for nothing.
 func TestOpenFlow10_PollReadsOnlySdnlbFlows(t *testing.T) {
 	h, sw := connected10(t, testnet.Config(nil), Options{}, 1)
 	sw.packetIn(testnet.ClientOF, testnet.SYN(t, 40000))
@@ -207,14 +207,20 @@ func TestOpenFlow10_PollReadsOnlySdnlbFlows(t *testing.T) {
 		t.Fatalf("poll asks for cookie %#x/%#x on 1.0", fsr.Cookie, fsr.CookieMask)
 	}
 	foreign := ofp.FlowStats{Cookie: 0x5d10000001000001 &^ (0xffff << 48), PacketCount: 1000, ByteCount: 100000, Match: s.fwd.Match}
-	sw.send(req.h.XID, ofp.MultipartReply{Body: ofp.FlowStatsReply{Stats: []ofp.FlowStats{
+	sw.send(req.h.XID, ofp.MultipartReply{Flags: ofp.MultipartReplyMore, Body: ofp.FlowStatsReply{Stats: []ofp.FlowStats{
+		foreign,
 		{Cookie: s.fwd.Cookie, PacketCount: 3, ByteCount: 300, Match: s.fwd.Match},
+	}}})
+	sw.send(req.h.XID, ofp.MultipartReply{Body: ofp.FlowStatsReply{Stats: []ofp.FlowStats{
 		{Cookie: s.rev.Cookie, PacketCount: 2, ByteCount: 200, Match: s.rev.Match},
 		foreign,
 	}}})
 	st := waitStats(t, h.c, "p1", func(st *sdnlb.PoolStats) bool { return st.BytesOut == 200 })
 	if st.BytesIn != 300 || st.PacketsIn != 3 {
 		t.Errorf("after the poll: in %d bytes %d packets, want 300 and 3 (another application's flow is not sdnlb's)", st.BytesIn, st.PacketsIn)
+	}
+	if n := h.c.switchConns()[0].wire.(*wire10).pending.Load(); n != 0 {
+		t.Errorf("%d requests selecting by cookie still wait after the poll's last part", n)
 	}
 
 	// The flow ends; its 1.0 flow-removed adds what it counted since.

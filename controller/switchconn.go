@@ -86,7 +86,8 @@ type switchConn struct {
 	rbuf       []byte
 	pin        ofp.PacketIn
 	removed    ofp.FlowRemoved
-	assembling *statsPoll // the poll whose reply parts are arriving
+	polled     ofp.FlowStatsPart // each part of the poll's reply in turn
+	assembling *statsPoll        // the poll whose reply parts are arriving
 }
 
 // flowsRequest is one SwitchFlows call waiting for its multipart reply.
@@ -636,8 +637,41 @@ func (s *switchConn) handle(dp *dataplane.Switch, out *dataplane.Outbox, b []byt
 		}
 		dp.FlowRemoved(now, dp.Installed, &s.removed)
 		return nil
+	case ofp.TypeMultipartReply:
+		p := s.poll.Load()
+		if req, ok := p.request(h.XID); ok {
+			return s.pollPart(dp, out, h, b, p, req)
+		}
 	}
 	return s.handleControl(dp, out, h, b, now)
+}
+
+// pollPart reads one part of the reply to request req of stats poll p
+// into the storage every part reuses, without the flows' actions, which
+// the counters need not: a poll of many flows decodes without allocating.
+func (s *switchConn) pollPart(dp *dataplane.Switch, out *dataplane.Outbox, h ofp.Header, b []byte, p *statsPoll, req *dataplane.PollRequest) error {
+	if err := s.wire.decodeInto(b, &s.polled); err != nil {
+		return s.decodeFailed(out, h, b, err)
+	}
+	s.wire.answered(h.XID, &s.polled) // a poll stands in for no delete
+	if !s.master.Load() {
+		return nil // demoted since: the new master counts from what it reads
+	}
+	s.pathCounters(s.polled.Stats)
+	if p != s.assembling {
+		dp.BeginPoll()
+		s.assembling = p
+	}
+	last := s.polled.Flags&ofp.MultipartReplyMore == 0
+	dp.PollPart(s.c.now(), dp.Installed, req.Scope, s.polled.Stats, last, out)
+	s.c.metrics.StatsPollPart(len(s.polled.Stats))
+	if last {
+		if p.unread--; p.unread == 0 {
+			s.assembling = nil
+			s.c.metrics.StatsPolled(time.Since(p.sent))
+		}
+	}
+	return nil
 }
 
 // handleControl handles every other message: echoes, errors, replies to
@@ -725,26 +759,6 @@ func (s *switchConn) handleMultipart(dp *dataplane.Switch, out *dataplane.Outbox
 			s.pending.finish(xid, nil)
 		}
 	case ofp.FlowStatsReply:
-		p := s.poll.Load()
-		if req, ok := p.request(xid); ok {
-			if !s.master.Load() {
-				return // demoted since: the new master counts from what it reads
-			}
-			s.pathCounters(body.Stats)
-			if p != s.assembling {
-				dp.BeginPoll()
-				s.assembling = p
-			}
-			dp.PollPart(s.c.now(), dp.Installed, req.Scope, body.Stats, last, out)
-			s.c.metrics.StatsPollPart(len(body.Stats))
-			if last {
-				if p.unread--; p.unread == 0 {
-					s.assembling = nil
-					s.c.metrics.StatsPolled(time.Since(p.sent))
-				}
-			}
-			return
-		}
 		if dp.ICMPFlowsAnswer(xid, body.Stats, out) {
 			return
 		}

@@ -618,6 +618,17 @@ func TestSession_StatsPollMetrics(t *testing.T) {
 	}
 }
 
+// A stats poll reads its reply into storage the connection keeps: once
+// that has grown, a poll allocates a few times a poll, not a flow.
+func TestSession_StatsPollAllocatesNothingPerFlow(t *testing.T) {
+	const conns = 1000 // 2,000 flows in 8 parts
+	p := newPolledSwitch(t, conns)
+	p.poll(t)
+	if allocs := testing.AllocsPerRun(5, func() { p.poll(t) }); allocs > 2*conns/20 {
+		t.Errorf("a poll of %d flows allocated %.0f times", 2*conns, allocs)
+	}
+}
+
 // histogramCount is how many observations the histogram name holds.
 func histogramCount(tb testing.TB, reg *prometheus.Registry, name string) float64 {
 	tb.Helper()

@@ -23,8 +23,8 @@ type wire interface {
 	// kind is the type of the message in b in 1.3's numbering.
 	kind(b []byte) ofp.Type
 	decode(b []byte) (ofp.Message, error)
-	// decodeInto decodes a packet-in or a flow-removed into m, reusing
-	// its storage.
+	// decodeInto decodes a packet-in, a flow-removed or a part of a flow
+	// stats reply (ofp.FlowStatsPart) into m, reusing its storage.
 	decodeInto(b []byte, m ofp.BodyDecoder) error
 	// answered tells the wire that m answers request xid. It may narrow
 	// m to what the request asked for, and returns the flow-mods the
@@ -285,31 +285,34 @@ func (w *wire10) answered(xid uint32, m ofp.Message) []ofp.FlowMod {
 	if sel == nil {
 		return nil
 	}
-	reply, _ := m.(*ofp.MultipartReply)
-	if reply == nil || reply.Flags&ofp.MultipartReplyMore == 0 {
+	var flags uint16
+	var shown []ofp.FlowStats // what the reply to a delete's stand-in shows
+	switch m := m.(type) {
+	case *ofp.MultipartReply:
+		flags = m.Flags
+		if body, ok := m.Body.(ofp.FlowStatsReply); ok {
+			selected := ofp.FlowStatsReply{Stats: sel.narrow(body.Stats), Unreadable: sel.narrow(body.Unreadable)}
+			m.Body = selected
+			if sel.delete { // it answers nothing else
+				m.Body, shown = ofp.FlowStatsReply{}, slices.Concat(selected.Stats, selected.Unreadable)
+			}
+		}
+	case *ofp.FlowStatsPart:
+		flags = m.Flags
+		m.Stats = sel.narrow(m.Stats)
+		if sel.delete {
+			m.Stats, shown = m.Stats[:0], m.Stats
+		}
+	}
+	if flags&ofp.MultipartReplyMore == 0 {
 		delete(w.selections, xid)
 		w.pending.Add(-1)
 		if sel.delete {
 			w.deletes.Add(-1)
 		}
 	}
-	if reply == nil {
-		return nil
-	}
-	body, ok := reply.Body.(ofp.FlowStatsReply)
-	if !ok {
-		return nil
-	}
-	unselected := func(st ofp.FlowStats) bool { return st.Cookie&sel.mask != sel.cookie&sel.mask }
-	selected := ofp.FlowStatsReply{Stats: slices.DeleteFunc(body.Stats, unselected),
-		Unreadable: slices.DeleteFunc(body.Unreadable, unselected)}
-	if !sel.delete {
-		reply.Body = selected
-		return nil
-	}
-	reply.Body = ofp.FlowStatsReply{}
 	var deletes []ofp.FlowMod
-	for _, st := range slices.Concat(selected.Stats, selected.Unreadable) {
+	for _, st := range shown {
 		fm := model.StrictDelete(&st)
 		k, err := w.key(&fm)
 		if _, again := sel.readded[k]; err != nil || again || sel.strict && k != sel.key {
@@ -318,4 +321,18 @@ func (w *wire10) answered(xid uint32, m ofp.Message) []ofp.FlowMod {
 		deletes = append(deletes, fm)
 	}
 	return deletes
+}
+
+// narrow moves the flows of the cookie sel selects by to the front of
+// stats, in their order, and returns them; the others stay past the end,
+// so that storage reused for the next part keeps theirs.
+func (sel *cookieSelection) narrow(stats []ofp.FlowStats) []ofp.FlowStats {
+	n := 0
+	for i := range stats {
+		if stats[i].Cookie&sel.mask == sel.cookie&sel.mask {
+			stats[n], stats[i] = stats[i], stats[n]
+			n++
+		}
+	}
+	return stats[:n]
 }

@@ -1,10 +1,13 @@
 package controller
 
 import (
+	"reflect"
 	"strings"
 	"sync/atomic"
 	"testing"
 
+	"github.com/sdnlb/sdnlb/controller/dataplane"
+	"github.com/sdnlb/sdnlb/controller/model"
 	"github.com/sdnlb/sdnlb/controller/ofp"
 )
 
@@ -45,5 +48,48 @@ func TestNegotiate(t *testing.T) {
 				t.Errorf("agreed on %s, want %s", versionName(w.version()), versionName(tt.want))
 			}
 		})
+	}
+}
+
+// A 1.0 reply part read for its counters is narrowed to the cookie its
+// request selected by, in place: the other flows keep their storage past
+// its end. One standing in for a delete by cookie shows nothing else and
+// yields the deletes of the flows it selects.
+func TestWire10_AnsweredFlowStatsPart(t *testing.T) {
+	w := &wire10{xids: new(atomic.Uint32), selections: map[uint32]*cookieSelection{}}
+	ours := func(member uint32) ofp.FlowStats {
+		return ofp.FlowStats{Cookie: model.MakeCookie(model.CatConn, 1, member), Priority: model.PrioConnection,
+			Match: ofp.Match{OXMs: []ofp.OXM{ofp.MatchEthType(ofp.EthTypeIPv4), ofp.MatchIPProto(ofp.IPProtoTCP), ofp.MatchTCPSrc(uint16(40000 + member))}}}
+	}
+	foreign := ofp.FlowStats{Cookie: 7, Priority: 5}
+
+	if _, err := w.Append(nil, 5, ofp.MultipartRequest{Body: dataplane.StatsRequest()}); err != nil {
+		t.Fatal(err)
+	}
+	part := &ofp.FlowStatsPart{Flags: ofp.MultipartReplyMore, Stats: []ofp.FlowStats{foreign, ours(1), foreign, ours(2)}}
+	if deletes := w.answered(5, part); deletes != nil {
+		t.Errorf("a poll's part yields deletes %v", deletes)
+	}
+	if want := []ofp.FlowStats{ours(1), ours(2), foreign, foreign}; !reflect.DeepEqual(part.Stats, want[:2]) || !reflect.DeepEqual(part.Stats[:4], want) {
+		t.Errorf("narrowed to %+v, storage %+v; want %+v", part.Stats, part.Stats[:4], want)
+	}
+	if w.pending.Load() != 1 {
+		t.Errorf("the poll ended before its last part")
+	}
+	if w.answered(5, &ofp.FlowStatsPart{}); w.pending.Load() != 0 {
+		t.Errorf("the poll did not end at its last part")
+	}
+
+	if _, err := w.Append(nil, 6, &ofp.FlowMod{Command: ofp.FlowDelete, TableID: ofp.TableAll, Cookie: model.MakeCookie(model.CatConn, 1, 2),
+		CookieMask: ^uint64(0), OutPort: ofp.PortAny, OutGroup: ofp.GroupAny}); err != nil {
+		t.Fatal(err)
+	}
+	part = &ofp.FlowStatsPart{Stats: []ofp.FlowStats{ours(1), foreign, ours(2)}}
+	deletes := w.answered(6, part)
+	if want := []ofp.FlowMod{model.StrictDelete(new(ours(2)))}; !reflect.DeepEqual(deletes, want) || len(part.Stats) != 0 {
+		t.Errorf("delete's stand-in: deletes %+v, part %+v; want %+v and an empty part", deletes, part.Stats, want)
+	}
+	if w.pending.Load() != 0 || w.deletes.Load() != 0 {
+		t.Errorf("the delete's stand-in did not end with its only part")
 	}
 }

@@ -567,7 +567,8 @@ func (a *accounting) beginPoll() {
 }
 
 // PollPart reads one part, read at now, of the reply to a request of a
-// poll, of scope.
+// poll, of scope. It keeps nothing of stats, whose storage the caller
+// reuses for the next part.
 func (dp *Switch) PollPart(now time.Time, snap *model.Snapshot, scope PollScope, stats []ofp.FlowStats, last bool, out *Outbox) {
 	dp.accounting.pollPart(now, snap, scope, stats, last, out)
 }
