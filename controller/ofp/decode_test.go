@@ -121,6 +121,11 @@ func TestDecode_Errors(t *testing.T) {
 			"00 01 00 00 00 00 00 00  00 08 00 00 00*44"), ErrBadLength},
 		{"FlowStatsEntryTruncated", message(t, TypeMultipartReply,
 			"00 01 00 00 00 00 00 00  00 38 00 00 00*20"), ErrShort},
+		{"FlowStatsEntryOverrun", message(t, TypeMultipartReply, "00 01 00 00 00 00 00 00  00 40 00 00 00*52"), ErrBadLength},
+		{"FlowStatsMatchOverrun", message(t, TypeMultipartReply,
+			"00 01 00 00 00 00 00 00  00 38 00 00 00*44  00 01 00 10 80 00 00 04"), ErrBadLength},
+		{"FlowStatsSecondEntryTruncated", message(t, TypeMultipartReply,
+			"00 01 00 00 00 00 00 00  00 38 00 00 00*44 00 01 00 04 00 00 00 00  00 38 00*10"), ErrShort},
 		{"PortStatsReplyPartialEntry", message(t, TypeMultipartReply,
 			"00 04 00 00 00 00 00 00  00*100"), ErrBadLength},
 		{"PortDescReplyPartialEntry", message(t, TypeMultipartReply,
@@ -198,6 +203,13 @@ func TestDecode_Errors(t *testing.T) {
 			// can answer with the same xid.
 			if len(tt.wire) >= HeaderLen && h.XID != binary.BigEndian.Uint32(tt.wire[4:]) {
 				t.Errorf("header xid = %d, want %d", h.XID, binary.BigEndian.Uint32(tt.wire[4:]))
+			}
+			// A flow stats reply read for its counters fails as it does.
+			if len(tt.wire) >= HeaderLen+2 && Type(tt.wire[1]) == TypeMultipartReply &&
+				MultipartType(binary.BigEndian.Uint16(tt.wire[HeaderLen:])) == MultipartFlow {
+				if _, err := DecodeInto(tt.wire, new(FlowStatsPart)); !errors.Is(err, tt.want) {
+					t.Errorf("FlowStatsPart error = %v, want %v", err, tt.want)
+				}
 			}
 		})
 	}
