@@ -234,9 +234,11 @@ func waitSetups(tb testing.TB, c *Controller, n int) {
 
 // BenchmarkStatsPoll measures the controller's side of a stats poll of a
 // switch that holds live connections (newPolledSwitch): each op is one
-// poll, from the request to the last part of the reply decoded and read
-// into the ledger. Besides the time per flow it reports the heap the
-// controller holds per connection, set up and read once, after a GC.
+// poll, from the requests to the last part of the replies decoded and
+// read into the ledger. Past the flows a poll reads at once, a poll reads
+// one shard of the connections' (dataplane.NextPoll), so the time is
+// given per flow read. Besides it reports the heap the controller holds
+// per connection, set up and read once, after a GC.
 func BenchmarkStatsPoll(b *testing.B) {
 	for _, flows := range []int{10_000, 100_000, 200_000} {
 		b.Run(fmt.Sprintf("flows=%d", flows), func(b *testing.B) { benchStatsPoll(b, flows/2) })
@@ -246,12 +248,13 @@ func BenchmarkStatsPoll(b *testing.B) {
 func benchStatsPoll(b *testing.B, conns int) {
 	p := newPolledSwitch(b, conns)
 	p.poll(b)
-	perConn := float64(heapInUse()-p.heapBefore-uint64(cap(p.reply))) / float64(conns-p.warm)
+	perConn := float64(heapInUse()-p.heapBefore-uint64(p.sw.held)) / float64(conns-p.warm)
 
+	read := 0
 	for b.Loop() {
-		p.poll(b)
+		read += p.poll(b)
 	}
-	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/float64(2*conns), "ns/flow")
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(read), "ns/flow")
 	b.ReportMetric(perConn, "heapB/conn") // after the loop, which resets what was reported
 }
 
@@ -261,24 +264,27 @@ type polledSwitch struct {
 	s      *switchConn
 	client net.Conn
 	sw     *holdingSwitch
-	reply  []byte // the flow stats reply, then an echo request
 	// heapBefore is the heap in use once warm connections were set up,
 	// which warm up what every switch holds whatever its connections
 	// (buffers, the recent-setup caches).
 	heapBefore uint64
 	warm       int
+	none, echo []byte // an empty flow stats reply; an echo request
+	selected   []int
 }
 
 // newPolledSwitch connects a switch that answers the stats poll with the
 // flows of conns connections, set up through the controller first, so
 // that it counts them as its own: the flows the controller installed for
-// them, two per connection, 256 a part.
+// them, two per connection.
 func newPolledSwitch(tb testing.TB, conns int) *polledSwitch {
 	tb.Helper()
 	h := startController(tb, testnet.Config(nil), Options{})
 	client, br := benchSwitch(tb, h, 1, 2, 3)
 	p := &polledSwitch{s: h.c.switchConns()[0], client: client, warm: 64,
-		sw: &holdingSwitch{want: 2 * conns, held: make(chan []byte, 1), polls: make(chan uint32, 1), echoed: make(chan struct{}, 1)}}
+		sw:   &holdingSwitch{want: 2 * conns, full: make(chan struct{}), polls: make(chan []flowsAsked, 1), echoed: make(chan struct{}, 1)},
+		none: ofp.Append(nil, 0, ofp.MultipartReply{Body: ofp.FlowStatsReply{}}),
+		echo: ofp.Append(nil, 0, ofp.EchoRequest{})}
 	go p.sw.read(br)
 
 	const batch = 64
@@ -290,39 +296,75 @@ func newPolledSwitch(tb testing.TB, conns int) *polledSwitch {
 		syns.write(tb, client, min(batch, conns-sent), sent, 12, 20)
 	}
 	select {
-	case p.reply = <-p.sw.held:
+	case <-p.sw.full:
 	case <-time.After(time.Minute):
 		tb.Fatalf("the controller installed fewer than %d connection flows in a minute", 2*conns)
 	}
-	// The controller reads in order: its echo reply follows the poll's
-	// last part read.
-	p.reply = ofp.Append(p.reply, 0, ofp.EchoRequest{})
 	return p
 }
 
-// poll has the controller poll the switch, and returns once it has read
-// the whole reply.
-func (p *polledSwitch) poll(tb testing.TB) {
+// poll has the controller poll the switch, answers each request with the
+// flows it selects, and returns how many once the controller has read
+// them all.
+func (p *polledSwitch) poll(tb testing.TB) (flows int) {
 	tb.Helper()
 	p.s.pollStats()
-	var xid uint32
+	var asked []flowsAsked
 	select {
-	case xid = <-p.sw.polls:
+	case asked = <-p.sw.polls:
 	case <-time.After(time.Minute):
-		tb.Fatal("no flow stats request in a minute")
+		tb.Fatal("no stats poll in a minute")
 	}
-	for m := p.reply; len(m) > 0; {
-		hd, _ := ofp.ParseHeader(m)
-		binary.BigEndian.PutUint32(m[4:], xid)
-		m = m[hd.Length:]
+	for _, a := range asked {
+		selected := p.selected[:0] // categories whose flows the request selects
+		for cat, reply := range p.sw.byCategory {
+			if len(reply) > 0 && (uint64(cat)<<model.CookieCatShift|model.AppID<<model.CookieAppShift)&a.mask == a.cookie&a.mask {
+				selected = append(selected, cat)
+			}
+		}
+		p.selected = selected
+		if len(selected) == 0 {
+			setXID(p.none, a.xid, false)
+			p.write(tb, p.none)
+		}
+		for i, cat := range selected {
+			reply := p.sw.byCategory[cat]
+			setXID(reply, a.xid, i < len(selected)-1)
+			p.write(tb, reply)
+			flows += p.sw.flows[cat]
+		}
 	}
-	if _, err := p.client.Write(p.reply); err != nil {
-		tb.Fatal(err)
-	}
+	// The controller reads in order: its echo reply follows the poll's
+	// last part read.
+	p.write(tb, p.echo)
 	select {
 	case <-p.sw.echoed:
 	case <-time.After(time.Minute):
 		tb.Fatal("the controller did not read the reply in a minute")
+	}
+	return flows
+}
+
+func (p *polledSwitch) write(tb testing.TB, b []byte) {
+	if _, err := p.client.Write(b); err != nil {
+		tb.Fatal(err)
+	}
+}
+
+// setXID gives the messages in b xid and, if they are multipart replies,
+// the flag that more follow, on all but the last unless more.
+func setXID(b []byte, xid uint32, more bool) {
+	for len(b) > 0 {
+		hd, _ := ofp.ParseHeader(b)
+		binary.BigEndian.PutUint32(b[4:], xid)
+		if hd.Type == ofp.TypeMultipartReply {
+			flags := ofp.MultipartReplyMore
+			if !more && int(hd.Length) == len(b) {
+				flags = 0
+			}
+			binary.BigEndian.PutUint16(b[ofp.HeaderLen+2:], flags)
+		}
+		b = b[hd.Length:]
 	}
 }
 
@@ -335,14 +377,26 @@ func heapInUse() uint64 {
 }
 
 // holdingSwitch is the switch side of BenchmarkStatsPoll: it keeps the
-// connection flows the controller installs as the flow stats reply of a
-// switch that holds them, and tells the flow stats requests and echo
-// replies it reads.
+// connection flows the controller installs as the flow stats replies of
+// a switch that holds them, by cookie category (connection shard and
+// direction), which is all a poll's requests select by, and tells the
+// requests of each stats poll and the echo replies it reads.
 type holdingSwitch struct {
-	want   int           // connection flows to hold before the reply is sent on held
-	held   chan []byte   // the reply, once
-	polls  chan uint32   // the xid of each flow stats request
-	echoed chan struct{} // each echo reply
+	want int           // connection flows to hold before full is closed
+	full chan struct{} // closed once byCategory holds them
+	// byCategory holds the flow stats replies of the flows of each
+	// category, 256 a part; flows counts them.
+	byCategory [256][]byte
+	flows      [256]int
+	held       int               // the bytes of byCategory
+	polls      chan []flowsAsked // the flow stats requests of each poll
+	echoed     chan struct{}     // each echo reply
+}
+
+// flowsAsked is a flow stats request: its xid, and the cookie it selects.
+type flowsAsked struct {
+	xid          uint32
+	cookie, mask uint64
 }
 
 // flowsPerPart keeps a reply part within an OpenFlow message's 64 KiB: a
@@ -350,11 +404,11 @@ type holdingSwitch struct {
 const flowsPerPart = 256
 
 func (sw *holdingSwitch) read(br *bufio.Reader) {
-	var reply []byte
-	var part []ofp.FlowStats
+	var parts [256][]ofp.FlowStats
+	var asked []flowsAsked
 	n := 0
 	for {
-		m, err := ofp.ReadMessage(br, nil) // a buffer each: part aliases them
+		m, err := ofp.ReadMessage(br, nil) // a buffer each: parts alias them
 		if err != nil {
 			return
 		}
@@ -369,23 +423,33 @@ func (sw *holdingSwitch) read(br *bufio.Reader) {
 			if cat, _, _, _ := model.CookieParts(fm.Cookie); cat != model.CatConn && cat != model.CatConnReply {
 				continue
 			}
-			part = append(part, ofp.FlowStats{TableID: fm.TableID, DurationSec: 1, Priority: fm.Priority,
+			c := uint8(fm.Cookie >> model.CookieCatShift)
+			parts[c] = append(parts[c], ofp.FlowStats{TableID: fm.TableID, DurationSec: 1, Priority: fm.Priority,
 				IdleTimeout: fm.IdleTimeout, HardTimeout: fm.HardTimeout, Flags: fm.Flags, Cookie: fm.Cookie,
 				PacketCount: 5, ByteCount: 500, Match: fm.Match, Instructions: fm.Instructions})
-			if n++; len(part) == flowsPerPart || n == sw.want {
-				flags := ofp.MultipartReplyMore
-				if n == sw.want {
-					flags = 0
-				}
-				reply = ofp.Append(reply, 0, ofp.MultipartReply{Flags: flags, Body: ofp.FlowStatsReply{Stats: part}})
-				part = part[:0]
+			sw.flows[c]++
+			if len(parts[c]) == flowsPerPart {
+				sw.byCategory[c] = ofp.Append(sw.byCategory[c], 0, ofp.MultipartReply{Body: ofp.FlowStatsReply{Stats: parts[c]}})
+				parts[c] = parts[c][:0]
 			}
-			if n == sw.want {
-				sw.held <- reply
+			if n++; n == sw.want {
+				for c := range parts {
+					if len(parts[c]) > 0 {
+						sw.byCategory[c] = ofp.Append(sw.byCategory[c], 0, ofp.MultipartReply{Body: ofp.FlowStatsReply{Stats: parts[c]}})
+					}
+					sw.held += cap(sw.byCategory[c])
+				}
+				parts = [256][]ofp.FlowStats{} // they hold every flow-mod read
+				close(sw.full)
 			}
 		case ofp.TypeMultipartRequest:
-			if _, dm, _ := ofp.Decode(m); asksFlows(received{m: dm}) {
-				sw.polls <- hd.XID
+			_, dm, _ := ofp.Decode(m)
+			switch r := dm.(*ofp.MultipartRequest).Body.(type) {
+			case ofp.FlowStatsRequest:
+				asked = append(asked, flowsAsked{xid: hd.XID, cookie: r.Cookie, mask: r.CookieMask})
+			case ofp.PortStatsRequest: // it follows a poll's flow stats requests
+				sw.polls <- asked
+				asked = asked[:0] // the next poll's come once the poll read these
 			}
 		case ofp.TypeEchoReply:
 			sw.echoed <- struct{}{}
