@@ -45,8 +45,13 @@ func newStatsBed(t *testing.T, limit int) *statsBed {
 	b.targetA, b.targetB = "tcp:"+a.OpenFlowAddr, "tcp:"+b.nodes["b"].OpenFlowAddr
 	first := NewSwitch(t)
 	b.bridges = []*Switch{first, first.AddBridge(t)}
-	for _, sw := range b.bridges {
-		b.clients = append(b.clients, sw.AddHost(t, "c", sw.Addr(1)))
+	for i, sw := range b.bridges {
+		// The members have the same addresses behind both bridges, the
+		// clients not: the bridges are one Open vSwitch's, whose
+		// connection tracker they share, and two clients of one address
+		// would meet on the same ports there (its kernel picks their
+		// ports alike), each taking the other's connection for its own.
+		b.clients = append(b.clients, sw.AddHost(t, "c", sw.Addr(byte(1+i))))
 		for i := byte(1); i <= 2; i++ {
 			h := sw.AddHost(t, "m"+strconv.Itoa(int(i)), sw.Addr(10+i))
 			h.ServeHTTP(t, memberPort, "m"+strconv.Itoa(int(i)))
