@@ -280,17 +280,15 @@ func TestRestart_KeepsCookies(t *testing.T) {
 			t.Errorf("a connection flow sent again: %s", f)
 		}
 	}
-	// What adoption sent reaches the metric once written to the switch.
-	sent := b.lb.Metric("sdnlb_controller_flow_mods_total")
-	for i := 0; i < 40 && sent < adoption.Changes; i++ {
-		time.Sleep(25 * time.Millisecond)
-		sent = b.lb.Metric("sdnlb_controller_flow_mods_total")
-	}
-	if sent != adoption.Changes {
-		t.Errorf("the new process sent %v flow-mods, the adoption's changes are %v: it sent connection flows again", sent, adoption.Changes)
-	}
 	for _, h := range held {
 		h.again(t)
+	}
+	// The adoption's changes are the rows and groups the configuration
+	// wants and the switch lacks, and the ARP probes for members no
+	// connection flow showed: a connection flow sent again is none of
+	// them, and would make the flow-mods outnumber the changes.
+	if sent := b.lb.Metric("sdnlb_controller_flow_mods_total"); sent > adoption.Changes {
+		t.Errorf("the new process sent %v flow-mods, the adoption's changes are %v: it sent connection flows again", sent, adoption.Changes)
 	}
 	if after := cookieState(b.sw); !slices.Equal(before, after) {
 		t.Errorf("the switch's flows after the restart differ from before:\nbefore:\n%s\nafter:\n%s",
