@@ -134,14 +134,6 @@ var settingCapabilities = []Capability{
 		Cluster: "the cluster's, on every node: its own and the others' as they last recorded them (" + clusterLag + "); the stats' `nodes` give each node's share",
 	},
 	{
-		Setting:    "`--flow-idle-timeout` (service)",
-		Switch:     "does not apply: a SWITCH pool's connections live in the switch's connection tracker, which times them out itself",
-		Controller: "a connection flow whose counters the controller's polls find still for this long is deleted by the controller, up to two `--stats-interval`s after the timeout (a poll reads one shard of a large table's connections at a time: up to one round of the shards later); the switch does not time out an open connection's flows itself, since Open vSwitch walks every flow with a timeout after each change to its table; once a TCP connection's FIN or reset passes its flows, the switch times them out 10 s after their last packet (one second less than the timeout where that is shorter); 0: never",
-		OpenFlow10: "the same, without the FIN's timeout: a 1.0 switch has no `fin_timeout`", IPv6: same,
-		L2:      "the same in every mode; under `fabric` the rows that pass a connection's replies on other switches carry the timeout, and those switches time them out",
-		Cluster: "the master of each switch deletes its idle connection flows; a switch that no node masters keeps them until one does",
-	},
-	{
 		Setting:    "`weight` (member)",
 		Switch:     "the member's part of the slots under the methods that weigh members; 0 drains it under every method",
 		Controller: "the member's part of the picks under the methods that weigh members; 0 drains it under every method",

@@ -187,10 +187,7 @@ var settingCells = map[string][]Cell{
 		{Dispatch: DispatchController, OpenFlow: "1.3", Verdict: Honoured},
 		{Dispatch: DispatchController, OpenFlow: "1.0", Verdict: Honoured},
 	},
-	"`hash_key` (pool)": hashKeyCells(),
-	"`--flow-idle-timeout` (service)": {
-		{Dispatch: DispatchController, Verdict: Honoured},
-	},
+	"`hash_key` (pool)":   hashKeyCells(),
 	"`weight` (member)":   dispatchCells(CellConfig{Pool: map[string]any{"lb_method": WeightedRoundRobin}}),
 	"`slow_start` (pool)": slowStartCells(),
 	"agent `NN%` (AGENT monitor)": {

@@ -155,9 +155,9 @@ func TestController_ReloadFollowsFeed(t *testing.T) {
 	sw.packetIn(testnet.ClientOF, testnet.ICMPEcho(t))
 	s := nextSetup(t, sw)
 	testnet.AssertLines(t, testnet.FlowLines(t, []ofp.FlowMod{s.fwd, s.rev}), []string{
-		"cookie=0x5d9e000002000004, priority=1000, send_flow_rem, icmp,nw_src=10.0.1.5,nw_dst=10.0.0.102,icmp_type=8 actions=set_field:aa:00:00:00:00:09->eth_dst,set_field:10.0.0.9->ip_dst,output:9",
+		"cookie=0x5d9e000002000004, priority=1000, idle_timeout=30, send_flow_rem, icmp,nw_src=10.0.1.5,nw_dst=10.0.0.102,icmp_type=8 actions=set_field:aa:00:00:00:00:09->eth_dst,set_field:10.0.0.9->ip_dst,output:9",
 		// v2 has no MAC from the store: the controller derives the same one.
-		"cookie=0x5d9f000002000004, priority=1000, send_flow_rem, icmp,nw_src=10.0.0.9,nw_dst=10.0.1.5,icmp_type=0 actions=set_field:" + sdnlb.VIPMAC("v2") + "->eth_src,set_field:10.0.0.102->ip_src,output:10",
+		"cookie=0x5d9f000002000004, priority=1000, idle_timeout=30, send_flow_rem, icmp,nw_src=10.0.0.9,nw_dst=10.0.1.5,icmp_type=0 actions=set_field:" + sdnlb.VIPMAC("v2") + "->eth_src,set_field:10.0.0.102->ip_src,output:10",
 	})
 }
 

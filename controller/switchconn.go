@@ -663,7 +663,7 @@ func (s *switchConn) pollPart(dp *dataplane.Switch, out *dataplane.Outbox, h ofp
 		s.assembling = p
 	}
 	last := s.polled.Flags&ofp.MultipartReplyMore == 0
-	dp.PollPart(s.c.now(), dp.Installed, req.Scope, s.polled.Stats, last, out)
+	dp.PollPart(dp.Installed, req.Scope, s.polled.Stats, last)
 	s.c.metrics.StatsPollPart(len(s.polled.Stats))
 	if last {
 		if p.unread--; p.unread == 0 {

@@ -54,8 +54,6 @@ var capabilityChecks = map[string]capabilityCheck{
 	"active connections (stats; LEAST_CONNECTIONS, WEIGHTED_LEAST_CONNECTIONS, ADAPTIVE's S term)": {scenario: "active"},
 	"`hash_key` (pool)": {scenario: "oneMember", tests: map[string][]string{switch13: {"TestDispatch_ConsistentHashKeys"}}},
 	"`weight` (member)": {scenario: "weight"},
-	"`--flow-idle-timeout` (service)": {tests: map[string][]string{
-		controller: {"controller/dataplane:TestAccounting_IdleFlowsGo", "TestFlows_IdleConnectionsGo"}}},
 	// The ramp takes its window to measure: the test's SWITCH and
 	// CONTROLLER pools ramp at once, and the controller's ramp is the one a
 	// 1.0 switch gets.

@@ -126,7 +126,7 @@ func (c *Config) flagSet(out io.Writer) *flag.FlagSet {
 	fs.IntVar(&c.APIMaxStreams, "api-max-streams", c.APIMaxStreams, "event streams (/v1/events) open at once")
 	fs.TextVar(&c.LogLevel, "log-level", c.LogLevel, "log level: debug, info, warn or error")
 	fs.StringVar(&c.LogFormat, "log-format", c.LogFormat, "log format: text or json")
-	fs.DurationVar(&c.FlowIdleTimeout, "flow-idle-timeout", c.FlowIdleTimeout, "how long a connection flow may count nothing before the controller deletes it (0: never)")
+	fs.DurationVar(&c.FlowIdleTimeout, "flow-idle-timeout", c.FlowIdleTimeout, "idle timeout of connection flows (0: none)")
 	fs.DurationVar(&c.FlowHardTimeout, "flow-hard-timeout", c.FlowHardTimeout, "hard timeout of connection flows (0: none)")
 	fs.DurationVar(&c.EchoInterval, "echo-interval", c.EchoInterval, "OpenFlow echo keepalive interval; 3 missed replies drop the switch")
 	fs.DurationVar(&c.StatsInterval, "stats-interval", c.StatsInterval, "how often flow counters are polled from switches")

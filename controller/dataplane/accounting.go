@@ -66,12 +66,10 @@ type flowID struct {
 }
 
 // flowReading is a flow's counters when last read, the poll that read
-// it, when a reading last found them moving (or the flow new), and what
-// they count for which member.
+// it, and what they count for which member.
 type flowReading struct {
 	packets, bytes uint64
 	round          uint64
-	moved          int64 // Unix nanoseconds
 	member         uint32
 	count          flowCount
 }
@@ -133,15 +131,14 @@ func (l *FlowLedger) firstPoll() bool {
 	return !l.epoch.begun || l.epoch.first
 }
 
-// read records a flow's counters, read at now, and returns what it
-// counted since the last reading and when its counters last moved. A flow
-// whose counters went back is another flow with the same match (the
-// switch restarted, or the flow was deleted and added again): all it
-// counted is new. A flow's age does not tell: Open vSwitch restarts it
-// when an add replaces the flow, and keeps its counters. A counter of all
-// ones is one the switch does not have (OpenFlow's "unavailable"): it
-// counts nothing, and the last reading stands.
-func (l *FlowLedger) read(id flowID, memberNum uint32, c flowCount, packets, bytes uint64, round uint64, now time.Time) (newPackets, newBytes uint64, moved time.Time) {
+// read records a flow's counters and returns what it counted since the
+// last reading. A flow whose counters went back is another flow with the
+// same match (the switch restarted, or the flow was deleted and added
+// again): all it counted is new. A flow's age does not tell: Open vSwitch
+// restarts it when an add replaces the flow, and keeps its counters. A
+// counter of all ones is one the switch does not have (OpenFlow's
+// "unavailable"): it counts nothing, and the last reading stands.
+func (l *FlowLedger) read(id flowID, memberNum uint32, c flowCount, packets, bytes uint64, round uint64) (newPackets, newBytes uint64) {
 	readings := l.readings[scopeOf(id.cookie)]
 	r, ok := readings[id]
 	if packets == unavailable {
@@ -150,20 +147,16 @@ func (l *FlowLedger) read(id flowID, memberNum uint32, c flowCount, packets, byt
 	if bytes == unavailable {
 		bytes = r.bytes
 	}
-	fresh := !ok || packets < r.packets || bytes < r.bytes || r.member != memberNum || r.count != c
-	if fresh {
+	if !ok || packets < r.packets || bytes < r.bytes || r.member != memberNum || r.count != c {
 		l.unlive(r)
 		r = flowReading{}
 	}
+	readings[id] = flowReading{packets: packets, bytes: bytes, round: round, member: memberNum, count: c}
 	newPackets, newBytes = packets-r.packets, bytes-r.bytes
-	if fresh || newPackets > 0 {
-		r.moved = now.UnixNano()
-	}
-	readings[id] = flowReading{packets: packets, bytes: bytes, round: round, moved: r.moved, member: memberNum, count: c}
 	sum := l.live[memberNum]
 	sum.Add(c.counts(newPackets, newBytes))
 	l.live[memberNum] = sum
-	return newPackets, newBytes, time.Unix(0, r.moved)
+	return newPackets, newBytes
 }
 
 // unlive takes a reading out of the live sums: its flow is gone, or
@@ -306,7 +299,6 @@ type accounting struct {
 	active  map[uint64]int64              // connections counted, by activeKey
 	conns   map[model.ConnKey]countedConn // the connections counted, and those ended whose flows remain
 	finIdle uint16                        // of the switch's TCP connection flows at their end; 0: they keep theirs
-	idle    time.Duration                 // after which a live connection's flow that counts nothing goes; 0: never
 	ledger  *FlowLedger
 	round   uint64 // the poll being assembled
 	// shardPolls counts the polls that read one shard of the connections.
@@ -319,8 +311,8 @@ type countedConn struct {
 	ended  bool
 }
 
-func newAccounting(ledger *FlowLedger, idle time.Duration, finIdle uint16) accounting {
-	return accounting{active: map[uint64]int64{}, conns: map[model.ConnKey]countedConn{}, idle: idle, finIdle: finIdle, ledger: ledger}
+func newAccounting(ledger *FlowLedger, finIdle uint16) accounting {
+	return accounting{active: map[uint64]int64{}, conns: map[model.ConnKey]countedConn{}, finIdle: finIdle, ledger: ledger}
 }
 
 // activeKey names the connections of one VIP to one member.
@@ -551,7 +543,7 @@ func (a *accounting) ended(snap *model.Snapshot, memberNum uint32, c flowCount, 
 	id := flowID{cookie: fr.Cookie, match: fr.Match.Sum64(), priority: fr.Priority, table: fr.TableID}
 	a.ledger.mu.Lock()
 	defer a.ledger.mu.Unlock()
-	packets, bytes, _ := a.ledger.read(id, memberNum, c, fr.PacketCount, fr.ByteCount, 0, time.Time{})
+	packets, bytes := a.ledger.read(id, memberNum, c, fr.PacketCount, fr.ByteCount, 0)
 	a.ledger.forget(id)
 	a.ledger.add(snap, memberNum, c, packets, bytes)
 }
@@ -566,20 +558,19 @@ func (a *accounting) beginPoll() {
 	a.round = a.ledger.round
 }
 
-// PollPart reads one part, read at now, of the reply to a request of a
-// poll, of scope. It keeps nothing of stats, whose storage the caller
-// reuses for the next part.
-func (dp *Switch) PollPart(now time.Time, snap *model.Snapshot, scope PollScope, stats []ofp.FlowStats, last bool, out *Outbox) {
-	dp.accounting.pollPart(now, snap, scope, stats, last, out)
+// PollPart reads one part of the reply to a request of a poll, of scope.
+// It keeps nothing of stats, whose storage the caller reuses for the next
+// part.
+func (dp *Switch) PollPart(snap *model.Snapshot, scope PollScope, stats []ofp.FlowStats, last bool) {
+	dp.accounting.pollPart(snap, scope, stats, last)
 }
 
 // pollPart adds what each flow of one part of the reply counted since it
-// was last read to its member, ends the TCP connections whose flows show
-// their end and deletes the connection flows idle for the idle timeout;
-// after the last part the ledger forgets the flows of the request's scope
-// that it did not find, and a read of every flow ends an epoch's first
-// poll.
-func (a *accounting) pollPart(now time.Time, snap *model.Snapshot, scope PollScope, stats []ofp.FlowStats, last bool, out *Outbox) {
+// was last read to its member, and ends the TCP connections whose flows
+// show their end; after the last part the ledger forgets the flows of
+// the request's scope that it did not find, and a read of every flow ends
+// an epoch's first poll.
+func (a *accounting) pollPart(snap *model.Snapshot, scope PollScope, stats []ofp.FlowStats, last bool) {
 	a.ledger.mu.Lock()
 	defer a.ledger.mu.Unlock()
 	for i := range stats {
@@ -598,12 +589,8 @@ func (a *accounting) pollPart(now time.Time, snap *model.Snapshot, scope PollSco
 			continue
 		}
 		id := flowID{cookie: st.Cookie, match: st.Match.Sum64(), priority: st.Priority, table: st.TableID}
-		packets, bytes, moved := a.ledger.read(id, memberNum, c, st.PacketCount, st.ByteCount, a.round, now)
+		packets, bytes := a.ledger.read(id, memberNum, c, st.PacketCount, st.ByteCount, a.round)
 		a.ledger.add(snap, memberNum, c, packets, bytes)
-		if a.idledOut(cat, st, now.Sub(moved)) {
-			del := model.StrictDelete(st)
-			out.Send(&del)
-		}
 	}
 	if last {
 		a.ledger.sweep(a.round, scope)
@@ -611,18 +598,6 @@ func (a *accounting) pollPart(now time.Time, snap *model.Snapshot, scope PollSco
 			a.ledger.endFirstPoll(snap)
 		}
 	}
-}
-
-// idledOut says whether connection flow st, whose counters have not moved
-// for still, is to be deleted for idling: the switch does not time out a
-// live connection's flows (see model.Connection), and a flow that an add
-// replaced since (a client reusing the ports) is younger than the idle
-// timeout.
-func (a *accounting) idledOut(cat model.Category, st *ofp.FlowStats, still time.Duration) bool {
-	if a.idle == 0 || cat != model.CatConn && cat != model.CatConnReply || st.IdleTimeout != 0 {
-		return false
-	}
-	return still >= a.idle && time.Duration(st.DurationSec)*time.Second >= a.idle
 }
 
 // Settle takes back what the dataplane of a switch that went away

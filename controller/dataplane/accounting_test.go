@@ -38,7 +38,7 @@ func flowStats(member int, sport, idle uint16) ofp.FlowStats {
 
 func (d *decision) pollOnce(stats ...ofp.FlowStats) {
 	d.dp.BeginPoll()
-	d.dp.PollPart(d.now, d.snap, everyFlow, stats, true, d.out)
+	d.dp.PollPart(d.snap, everyFlow, stats, true)
 }
 
 func (d *decision) activeCounts(member int) (memberActive, vipActive int64) {
@@ -431,54 +431,10 @@ func TestAccounting_PollsByShard(t *testing.T) {
 	// one, which then counts afresh, and keeps the odd one's reading.
 	before := packetsIn()
 	d.dp.BeginPoll()
-	d.dp.PollPart(d.now, d.snap, PollScope{shard: 0, of: 2}, nil, true, d.out)
+	d.dp.PollPart(d.snap, PollScope{shard: 0, of: 2}, nil, true)
 	d.pollOnce(read(even, 7), read(odd, 7))
 	if got := packetsIn() - before; got != 7+2 {
 		t.Errorf("after the even shard's read found nothing, the flows counted %d packets more, want 9 (7 afresh, 2 since the odd one's reading)", got)
-	}
-}
-
-// The switch does not time out a live connection's flows: a poll deletes
-// a connection flow whose counters have not moved for the idle timeout,
-// unless an add replaced it since (a client reusing the ports) or its
-// connection ended and the switch times it out itself.
-func TestAccounting_IdleFlowsGo(t *testing.T) {
-	d := controlledTCP(t, -1) // --flow-idle-timeout 30s
-	d.packetIn(testnet.ClientOF, testnet.SYN(t, 40000))
-	read := func(packets uint64, age time.Duration, idle uint16) ofp.FlowStats {
-		st := flowStats(1, 40000, idle)
-		st.Cookie, st.PacketCount, st.DurationSec = model.ConnCookie(model.CatConn, model.ConnShard(netip.MustParseAddr(testnet.ClientIP), 40000), 1, 1), packets, uint32(age/time.Second)
-		return st
-	}
-	live := func(packets uint64, age time.Duration) ofp.FlowStats { return read(packets, age, 0) }
-	deletes := func(stats ...ofp.FlowStats) int {
-		d.pollOnce(stats...)
-		n := 0
-		for _, l := range d.sent(nil) {
-			if strings.HasPrefix(l, "flow_mod") && strings.Contains(l, "delete_strict") && strings.Contains(l, "tp_src=40000") {
-				n++
-			}
-		}
-		return n
-	}
-	steps := []struct {
-		name    string
-		advance time.Duration
-		stats   ofp.FlowStats
-		want    int
-	}{
-		{"FirstRead", 0, live(5, time.Second), 0},
-		{"StillWithinTheTimeout", 29 * time.Second, live(5, 30*time.Second), 0},
-		{"MovedJustBefore", 2 * time.Second, live(6, 32*time.Second), 0},
-		{"StillForTheTimeout", 30 * time.Second, live(6, 62*time.Second), 1},
-		{"ReplacedByAnAdd", time.Second, live(6, 5*time.Second), 0},
-		{"EndedTimesOutInTheSwitch", 40 * time.Second, read(6, 45*time.Second, 10), 0},
-	}
-	for _, s := range steps {
-		d.advance(s.advance)
-		if got := deletes(s.stats); got != s.want {
-			t.Errorf("%s: %d deletes of the connection's flow, want %d", s.name, got, s.want)
-		}
 	}
 }
 

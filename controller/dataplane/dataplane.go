@@ -112,7 +112,7 @@ func New(cfg Config) *Switch {
 		Learner:    newL2Learner(cfg.l2Table(), cfg.Hosts, cfg.DPID),
 		dispatcher: newDispatcher(),
 		held:       newHeldSetups(),
-		accounting: newAccounting(cfg.Ledger, time.Duration(cfg.IdleTimeout)*time.Second, cfg.finIdle()),
+		accounting: newAccounting(cfg.Ledger, cfg.finIdle()),
 		fabricRows: newFabricRows(),
 		pkt:        newDecoder(),
 		flows:      model.NewConnFlows(),

@@ -332,8 +332,8 @@ const reverseNAT = "set_field:02:00:00:00:01:00->eth_src,set_field:10.0.0.100->i
 // connection from the client's sport to member i.
 func setupLines(i int, sport uint16) []string {
 	return []string{
-		fmt.Sprintf("flow_mod cookie=%s, priority=1000, send_flow_rem, tcp,nw_src=10.0.1.5,nw_dst=10.0.0.100,tp_src=%d,tp_dst=80 actions=%s", connCookie(model.CatConn, sport, i), sport, natActions(i)),
-		fmt.Sprintf("flow_mod cookie=%s, priority=1000, send_flow_rem, tcp,nw_src=10.0.0.%d,nw_dst=10.0.1.5,tp_src=8080,tp_dst=%d actions=%s,output:10", connCookie(model.CatConnReply, sport, i), i, sport, reverseNAT),
+		fmt.Sprintf("flow_mod cookie=%s, priority=1000, idle_timeout=30, send_flow_rem, tcp,nw_src=10.0.1.5,nw_dst=10.0.0.100,tp_src=%d,tp_dst=80 actions=%s", connCookie(model.CatConn, sport, i), sport, natActions(i)),
+		fmt.Sprintf("flow_mod cookie=%s, priority=1000, idle_timeout=30, send_flow_rem, tcp,nw_src=10.0.0.%d,nw_dst=10.0.1.5,tp_src=8080,tp_dst=%d actions=%s,output:10", connCookie(model.CatConnReply, sport, i), i, sport, reverseNAT),
 		fmt.Sprintf("packet_out in_port=10 actions=%s data=<in>", natActions(i)),
 	}
 }
@@ -554,8 +554,8 @@ func TestDataplane_MemberReply(t *testing.T) {
 		d.teach(1)
 		assertSent(t, d.packetIn(testnet.ClientOF, testnet.ICMPEcho(t)),
 			learnClient,
-			"flow_mod cookie=0x5d9e000001000001, priority=1000, send_flow_rem, icmp,nw_src=10.0.1.5,nw_dst=10.0.0.102,icmp_type=8 actions=set_field:aa:00:00:00:00:01->eth_dst,set_field:10.0.0.1->ip_dst,output:1",
-			"flow_mod cookie=0x5d9f000001000001, priority=1000, send_flow_rem, icmp,nw_src=10.0.0.1,nw_dst=10.0.1.5,icmp_type=0 actions=set_field:02:00:00:00:01:00->eth_src,set_field:10.0.0.102->ip_src,output:10",
+			"flow_mod cookie=0x5d9e000001000001, priority=1000, idle_timeout=30, send_flow_rem, icmp,nw_src=10.0.1.5,nw_dst=10.0.0.102,icmp_type=8 actions=set_field:aa:00:00:00:00:01->eth_dst,set_field:10.0.0.1->ip_dst,output:1",
+			"flow_mod cookie=0x5d9f000001000001, priority=1000, idle_timeout=30, send_flow_rem, icmp,nw_src=10.0.0.1,nw_dst=10.0.1.5,icmp_type=0 actions=set_field:02:00:00:00:01:00->eth_src,set_field:10.0.0.102->ip_src,output:10",
 			"packet_out in_port=10 actions=set_field:aa:00:00:00:00:01->eth_dst,set_field:10.0.0.1->ip_dst,output:1 data=<in>")
 		eth := &layers.Ethernet{SrcMAC: testnet.MustMAC(t, testnet.MemberMAC(1)), DstMAC: testnet.MustMAC(t, testnet.ClientMAC), EthernetType: layers.EthernetTypeIPv4}
 		ip := &layers.IPv4{Version: 4, TTL: 64, Protocol: layers.IPProtocolICMPv4, SrcIP: net.ParseIP("10.0.0.1").To4(), DstIP: net.ParseIP(testnet.ClientIP).To4()}
@@ -570,8 +570,8 @@ func TestDataplane_MemberReply(t *testing.T) {
 		// and send back out of it.
 		assertSent(t, d.packetIn(1, testnet.SYN(t, 40000)),
 			l2Line(testnet.ClientMAC, 1),
-			"flow_mod cookie=0x5dee000001000001, priority=1000, send_flow_rem, tcp,in_port=1,nw_src=10.0.1.5,nw_dst=10.0.0.100,tp_src=40000,tp_dst=80 actions="+strings.Replace(natActions(1), "output:1", "IN_PORT", 1),
-			"flow_mod cookie=0x5def000001000001, priority=1000, send_flow_rem, tcp,in_port=1,nw_src=10.0.0.1,nw_dst=10.0.1.5,tp_src=8080,tp_dst=40000 actions="+reverseNAT+",IN_PORT",
+			"flow_mod cookie=0x5dee000001000001, priority=1000, idle_timeout=30, send_flow_rem, tcp,in_port=1,nw_src=10.0.1.5,nw_dst=10.0.0.100,tp_src=40000,tp_dst=80 actions="+strings.Replace(natActions(1), "output:1", "IN_PORT", 1),
+			"flow_mod cookie=0x5def000001000001, priority=1000, idle_timeout=30, send_flow_rem, tcp,in_port=1,nw_src=10.0.0.1,nw_dst=10.0.1.5,tp_src=8080,tp_dst=40000 actions="+reverseNAT+",IN_PORT",
 			"packet_out in_port=1 actions="+strings.Replace(natActions(1), "output:1", "IN_PORT", 1)+" data=<in>")
 		assertSent(t, d.packetIn(1, testnet.SYNACK(t, 1, 40000)), "packet_out in_port=1 actions="+reverseNAT+",IN_PORT data=<in>")
 	})
@@ -814,7 +814,7 @@ func TestDataplane_Accounting(t *testing.T) {
 	poll := func(dp *Switch, parts ...[]ofp.FlowStats) {
 		dp.BeginPoll()
 		for i, part := range parts {
-			dp.PollPart(d.now, d.snap, everyFlow, part, i == len(parts)-1, d.out)
+			dp.PollPart(d.snap, everyFlow, part, i == len(parts)-1)
 		}
 	}
 	type counts struct{ active, total, packetsIn, bytesIn, packetsOut, bytesOut int64 }

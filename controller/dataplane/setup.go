@@ -43,7 +43,7 @@ func (dp *Switch) handleVIPPacket(p *packetIn, out *Outbox) {
 		ClientPort: sport, VIPPort: dport,
 		ClientOFPort: p.inPort,
 		VIPMAC:       v.MAC, VIPNum: v.Num,
-		HardTimeout: dp.HardTimeout, FinIdle: dp.finIdle(),
+		IdleTimeout: dp.IdleTimeout, HardTimeout: dp.HardTimeout, FinIdle: dp.finIdle(),
 		DSR: v.DSR(),
 	}
 	counted, seen := dp.accounting.connection(c.Key())

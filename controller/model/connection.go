@@ -18,12 +18,7 @@ type Connection struct {
 	ClientOFPort, MemberOFPort      uint32
 	VIPMAC, MemberMAC               [6]byte
 	VIPNum, MemberNum               uint32
-	// IdleTimeout: the flows' own, 0 while the connection is open: the
-	// controller deletes a live connection's flow that its polls find
-	// idle, since a switch that times out flows itself pays for each
-	// one on every change to its table (Open vSwitch 3.1 walks every
-	// flow with a timeout after each revalidation).
-	IdleTimeout, HardTimeout uint16
+	IdleTimeout, HardTimeout        uint16
 	// FinIdle: TCP, on a switch with Nicira actions: the idle timeout
 	// both flows drop to once the connection's FIN or reset passes them
 	// (FinIdle); 0 for none.
