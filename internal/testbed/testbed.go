@@ -352,6 +352,7 @@ func (s *Switch) Close() {
 		}
 		if s.tb.Failed() {
 			s.logTail("ovs-vswitchd.log", 40)
+			s.logEnded(daemons)
 		}
 		if (len(daemons) == 2 || s.added) && !s.killed {
 			// A netdev bridge's tap device outlives ovs-vswitchd unless the
@@ -573,6 +574,25 @@ func (s *Switch) daemonPIDs() []int {
 		pids[i] = d.cmd.Process.Pid
 	}
 	return pids
+}
+
+// logEnded logs how each daemon that ended before the switch closed, and
+// that the test did not kill, ended (a signal or an exit status), and
+// what it wrote to its output: a daemon that dies without a word in its
+// log says there why.
+func (s *Switch) logEnded(daemons []*daemon) {
+	for _, d := range daemons {
+		select {
+		case <-d.done:
+		default:
+			continue
+		}
+		if s.killed && d.name == "ovs-vswitchd" {
+			continue
+		}
+		s.tb.Logf("%s (pid %d) ended before its switch closed: %v", d.name, d.cmd.Process.Pid, d.cmd.ProcessState)
+		s.logTail(d.name+".out", 20)
+	}
 }
 
 func (s *Switch) logTail(file string, lines int) {
