@@ -123,10 +123,26 @@ type recirculation struct {
 	table uint8
 }
 
+// PacketOut runs the actions of a packet-out on p, as Open vSwitch runs
+// them on the packet a controller sends: outside the tables first, then
+// through them from the table of each recirculation they ask for (a ct
+// with a table), as Process does.
+func (t *Table) PacketOut(p Packet, actions []ofp.Action) Result {
+	x := &run{t: t, ct: &t.ct, choose: func(g *group, p *Packet) (int, bool) { return g.pick(p) }}
+	x.r.Out = x.actions(actions, p)
+	return x.recirculate()
+}
+
 func (t *Table) process(p Packet, ct *Tracker, choose chooser) Result {
 	x := &run{t: t, ct: ct, choose: choose}
 	x.r.Out = p
 	x.queue = append(x.queue, recirculation{p, 0})
+	return x.recirculate()
+}
+
+// recirculate runs the packets queued for the tables through them, and
+// what they queue in turn, up to maxPasses passes.
+func (x *run) recirculate() Result {
 	for passes := 0; len(x.queue) > 0; passes++ {
 		if passes == maxPasses {
 			x.r.Err = ErrLoop
