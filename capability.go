@@ -129,7 +129,7 @@ var settingCapabilities = []Capability{
 	{
 		Setting:    "active connections (stats; LEAST_CONNECTIONS, WEIGHTED_LEAST_CONNECTIONS, ADAPTIVE's S term)",
 		Switch:     "an estimate per member from the switch's counting rows, read each `--stats-interval`: connections opened less those whose client sent a FIN or reset (NAT: or the member a reset); UDP ones never end",
-		Controller: "the open ones: a TCP connection from its SYN until its FIN or reset, seen at the next `--stats-interval` poll that reads its flows, or when they go, 10 s after its last packet (at once for a VIP with a `connection_limit`); a poll reads every connection flow of a switch that holds up to about 8,000 connections, and past that one shard of them in turn, so each is read every 2 to 64 polls; UDP and ICMP until their flows idle out",
+		Controller: "TCP to a VIP without `connection_limit` or session persistence whose members have no `capacity` (the switch's tracker holds the connection, no flow of its own): counted from its SYN, by the controller until the next `--stats-interval` poll, then as under SWITCH by the switch's counting rows, until its client's FIN or reset (NAT: or the member's reset); one whose client and member both vanish stays counted until the member goes DOWN. The others have flows of their own, and count while open: a TCP connection from its SYN until its FIN or reset, seen at the next poll that reads its flows, or when they go, 10 s after its last packet (at once for a VIP with a `connection_limit`); a poll reads every connection flow of a switch that holds up to about 8,000 connections, and past that one shard of them in turn, so each is read every 2 to 64 polls; UDP and ICMP until their flows idle out",
 		OpenFlow10: "until their flows idle out (`--flow-idle-timeout`): a 1.0 switch has neither `fin_timeout` nor TCP flag matches", IPv6: same, L2: noL2Effect,
 		Cluster: "the cluster's, on every node: its own and the others' as they last recorded them (" + clusterLag + "); the stats' `nodes` give each node's share",
 	},
@@ -205,7 +205,7 @@ var settingCapabilities = []Capability{
 		Setting: "`announce` (VIP), with `--bgp-asn`, `--bgp-peers`, `--bgp-next-hops` (service)",
 		Switch: "the VIP's address is announced over BGP from every edge switch the node serves while a member is in rotation, and withdrawn within a second of the last leaving, of the VIP's deletion or of the edge's loss; a connection the router moves to another edge keeps its member there, the edges holding the same buckets and hashing its addresses, protocol and ports alike, " +
 			"except under CONSISTENT_HASH by CONNECTION, whose hash takes the Ethernet addresses too, which differ from edge to edge (a moved connection keeps its member by chance), and under NAT, where a connection works only while its member's replies pass the tracker of the edge that took it in",
-		Controller: "announced the same way; a connection the router moves to another edge is reset there, where no flow is set up for it",
+		Controller: "announced the same way; a connection the router moves to another edge is reset there, where neither a flow nor the tracker holds it",
 		OpenFlow10: "the controller dispatches the pool: a connection the router moves to another edge is reset there",
 		IPv6:       "the same, a /128 announced from the edges with an IPv6 next hop",
 		L2:         "`fabric` carries the edges' traffic to the members' switches, as between any switches; under `normal` and `learn` each edge reaches the members itself",

@@ -295,6 +295,11 @@ func (l *FlowLedger) sweep(round uint64, scope PollScope) {
 // (model.ControllerPunts); for every protocol, its flows' removal. A connection that ended is kept until its flows go, so
 // that the packets the controller still gets of it (a FIN retransmitted)
 // reach its member.
+//
+// A connection the switch's tracker holds has no flows: its member's
+// route rows count it (countsOpened, countsClosed) from the first poll
+// that reads them after its setup. Until then the controller counts it
+// as active itself, so that the picks in between see it.
 type accounting struct {
 	active  map[uint64]int64              // connections counted, by activeKey
 	conns   map[model.ConnKey]countedConn // the connections counted, and those ended whose flows remain
@@ -303,6 +308,10 @@ type accounting struct {
 	round   uint64 // the poll being assembled
 	// shardPolls counts the polls that read one shard of the connections.
 	shardPolls uint64
+	// unpolled counts the tracked connections set up since the last poll
+	// was planned, by activeKey; polled those set up before it, which
+	// its read of the routes counts.
+	unpolled, polled map[uint64]int64
 }
 
 // countedConn is a connection the switch counts, or counted.
@@ -312,7 +321,42 @@ type countedConn struct {
 }
 
 func newAccounting(ledger *FlowLedger, finIdle uint16) accounting {
-	return accounting{active: map[uint64]int64{}, conns: map[model.ConnKey]countedConn{}, finIdle: finIdle, ledger: ledger}
+	return accounting{active: map[uint64]int64{}, conns: map[model.ConnKey]countedConn{}, finIdle: finIdle, ledger: ledger,
+		unpolled: map[uint64]int64{}, polled: map[uint64]int64{}}
+}
+
+// countTracked counts a connection set up in the switch's tracker as
+// active until a poll reads its member's routes (pollPart). The VIP's
+// active count was taken at admission.
+func (a *accounting) countTracked(snap *model.Snapshot, vipNum, memberNum uint32) {
+	a.unpolled[activeKey(vipNum, memberNum)]++
+	if m := snap.MemberCnt[memberNum]; m != nil {
+		m.Active.Add(1)
+	}
+}
+
+// planPoll marks the tracked connections set up so far as the next
+// poll's: the switch handles messages in order, so their first packets
+// passed the routes before it reads them.
+func (a *accounting) planPoll() {
+	for key, n := range a.unpolled {
+		a.polled[key] += n
+	}
+	clear(a.unpolled)
+}
+
+// uncount stops counting the tracked connections of counts, which the
+// routes count now, or which went with the switch.
+func uncount(snap *model.Snapshot, counts map[uint64]int64) {
+	for key, n := range counts {
+		if m := snap.MemberCnt[uint32(key)]; m != nil {
+			m.Active.Add(-n)
+		}
+		if v := snap.VIPCnt[uint32(key>>32)]; v != nil {
+			v.Active.Add(-n)
+		}
+	}
+	clear(counts)
 }
 
 // activeKey names the connections of one VIP to one member.
@@ -471,6 +515,7 @@ type PollRequest struct {
 // flows go (flow-removed), whichever shard it is in.
 func (dp *Switch) NextPoll() []PollRequest {
 	a := &dp.accounting
+	a.planPoll()
 	n := shardsToRead(2 * len(a.conns))
 	if n == 1 || dp.OneTable || a.ledger.firstPoll() {
 		return []PollRequest{{Request: StatsRequest(), Scope: everyFlow}}
@@ -597,6 +642,9 @@ func (a *accounting) pollPart(snap *model.Snapshot, scope PollScope, stats []ofp
 		if scope == everyFlow {
 			a.ledger.endFirstPoll(snap)
 		}
+		if scope.rest {
+			uncount(snap, a.polled)
+		}
 	}
 }
 
@@ -611,13 +659,7 @@ func (dp *Switch) Settle(snap *model.Snapshot) {
 // settle takes back what the switch contributed to the active counters.
 func (a *accounting) settle(snap *model.Snapshot) {
 	clear(a.conns)
-	for key, n := range a.active {
-		if m := snap.MemberCnt[uint32(key)]; m != nil {
-			m.Active.Add(-n)
-		}
-		if v := snap.VIPCnt[uint32(key>>32)]; v != nil {
-			v.Active.Add(-n)
-		}
-	}
-	clear(a.active)
+	uncount(snap, a.active)
+	uncount(snap, a.unpolled)
+	uncount(snap, a.polled)
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/sdnlb/sdnlb/controller/internal/testnet"
 	"github.com/sdnlb/sdnlb/controller/model"
 	"github.com/sdnlb/sdnlb/controller/ofp"
+	"github.com/sdnlb/sdnlb/controller/oftable"
 )
 
 // controlledTCP is a switch with select groups and Nicira actions whose
@@ -26,6 +27,24 @@ func controlledTCP(t *testing.T, limit int) *decision {
 		d.learnMember(i)
 	}
 	return d
+}
+
+// flowHeldTCP is controlledTCP without a limit for a VIP whose
+// connections have flows of their own: it keeps its clients' members
+// (SOURCE_IP persistence), for which the controller reads the
+// connections' ends from their flows.
+func flowHeldTCP(t *testing.T) *decision {
+	t.Helper()
+	d := newSwitchDecision(t, persistentConfig(dispatchedBy(sdnlb.DispatchController)))
+	for i := 1; i <= 3; i++ {
+		d.learnMember(i)
+	}
+	return d
+}
+
+// dispatchedBy sets the test pool's dispatch.
+func dispatchedBy(dispatch sdnlb.Dispatch) func(*sdnlb.Config) {
+	return func(c *sdnlb.Config) { c.Pools[0].Dispatch = dispatch }
 }
 
 // flowStats is what the switch reports of the client → member flow of
@@ -49,7 +68,7 @@ func (d *decision) activeCounts(member int) (memberActive, vipActive int64) {
 // reset, and the connection stops counting as active at the first poll
 // that shows it, not when its flows idle out.
 func TestAccounting_ConnectionEndsAtFIN(t *testing.T) {
-	d := controlledTCP(t, -1)
+	d := flowHeldTCP(t)
 	got := d.packetIn(testnet.ClientOF, testnet.SYN(t, 40000))
 	for _, l := range got {
 		switch {
@@ -87,7 +106,7 @@ func TestAccounting_ConnectionEndsAtFIN(t *testing.T) {
 // reuses the ports of a connection whose flows remain; the connection's
 // other packets stay in the switch.
 func TestAccounting_SYNPunt(t *testing.T) {
-	d := controlledTCP(t, -1)
+	d := flowHeldTCP(t)
 	d.packetIn(testnet.ClientOF, testnet.SYN(t, 40000))
 	if got := d.forward(testnet.ClientOF, testnet.SYN(t, 40000)); got != "CONTROLLER" {
 		t.Errorf("a SYN on the ports of a connection with flows went %s, want CONTROLLER", got)
@@ -100,12 +119,12 @@ func TestAccounting_SYNPunt(t *testing.T) {
 
 	// The pool moves to the switch's dispatch: the punt goes, and SYNs go
 	// to the group.
-	d.configure(testnet.Config(func(c *sdnlb.Config) { c.Pools[0].Dispatch = sdnlb.DispatchSwitch }))
+	d.configure(persistentConfig(dispatchedBy(sdnlb.DispatchSwitch)))
 	if got := d.forward(testnet.ClientOF, testnet.SYN(t, 40001)); got == "CONTROLLER" {
 		t.Errorf("a SYN to a VIP the switch dispatches went to the controller")
 	}
 	// And back.
-	d.configure(testnet.Config(func(c *sdnlb.Config) { c.Pools[0].Dispatch = sdnlb.DispatchController }))
+	d.configure(persistentConfig(dispatchedBy(sdnlb.DispatchController)))
 	if got := d.forward(testnet.ClientOF, testnet.SYN(t, 40000)); got != "CONTROLLER" {
 		t.Errorf("back under the controller's dispatch, a reusing SYN went %s, want CONTROLLER", got)
 	}
@@ -168,7 +187,7 @@ func TestAccounting_LimitedVIPEndsAtFIN(t *testing.T) {
 		return testnet.TCPFrame(t, testnet.TCPSeg{SrcMAC: testnet.ClientMAC, DstMAC: testnet.VIPMAC, Src: testnet.ClientIP, Dst: "10.0.0.100",
 			Sport: sport, Dport: 80, FIN: true, ACK: true, Seq: 1001, AckNum: 5001})
 	}
-	unlimited := controlledTCP(t, -1)
+	unlimited := flowHeldTCP(t)
 	unlimited.packetIn(testnet.ClientOF, testnet.SYN(t, 40000))
 	if got := unlimited.forward(testnet.ClientOF, fin(40000)); !strings.HasPrefix(got, "output:1 ") {
 		t.Errorf("a FIN to a VIP without a limit went %s, want member 1 by its flow", got)
@@ -281,7 +300,17 @@ func TestCapacity_SwitchDropsFullMember(t *testing.T) {
 // the switch may still send the packets after the SYN by the old flows
 // for a moment, so another member would lose them.
 func TestAccounting_ReusedPortsKeepTheirMember(t *testing.T) {
-	d := controlledTCP(t, -1)
+	// Members with ample capacities: the connections have flows, and go
+	// round robin.
+	d := newSwitchDecision(t, testnet.Config(func(c *sdnlb.Config) {
+		dispatchedBy(sdnlb.DispatchController)(c)
+		for i := range c.Members {
+			c.Members[i].Capacity = 100
+		}
+	}))
+	for i := 1; i <= 3; i++ {
+		d.learnMember(i)
+	}
 	if m := memberOfSent(t, d.packetIn(testnet.ClientOF, testnet.SYN(t, 40000))); m != 1 {
 		t.Fatalf("first connection to member %d, want 1", m)
 	}
@@ -442,7 +471,7 @@ func TestAccounting_PollsByShard(t *testing.T) {
 // are: the flows that show a connection's end, and what each flow counted
 // since, are read in place.
 func TestAccounting_PollAllocatesNothing(t *testing.T) {
-	d := controlledTCP(t, -1)
+	d := flowHeldTCP(t)
 	var stats []ofp.FlowStats
 	for i := range 100 {
 		sport := uint16(40000 + i)
@@ -469,4 +498,82 @@ func TestAccounting_PollAllocatesNothing(t *testing.T) {
 	if got := testnet.MemberByID(d.snap, "m1").Stats("").PacketsIn; got != 34*(5+21) {
 		t.Errorf("member 1 counted %d packets in, want %d", got, 34*(5+21))
 	}
+}
+
+// routeStats is what the member routes counted of the packets whose ways
+// results are, as a poll reads them: a packet each time a route matched.
+func routeStats(results ...oftable.Result) []ofp.FlowStats {
+	var stats []ofp.FlowStats
+	for _, r := range results {
+		for _, f := range r.Path {
+			if cat, _, _, _ := model.CookieParts(f.Cookie); cat != model.CatMemberRoute {
+				continue
+			}
+			i := slices.IndexFunc(stats, func(st ofp.FlowStats) bool {
+				return st.Cookie == f.Cookie && st.TableID == f.TableID && st.Priority == f.Priority && st.Match.String() == f.Match.String()
+			})
+			if i < 0 {
+				stats = append(stats, ofp.FlowStats{Cookie: f.Cookie, TableID: f.TableID, Priority: f.Priority, Match: f.Match})
+				i = len(stats) - 1
+			}
+			stats[i].PacketCount++
+			stats[i].ByteCount += 60
+		}
+	}
+	return stats
+}
+
+// A TCP connection to a VIP the controller dispatches, on a switch with
+// the tracker, costs one packet-in and no flow-mod: the packet-out of its
+// first packet commits it with its member, the tracker carries the rest
+// both ways. It counts as active from its setup, by the controller until
+// the poll that reads its member's routes, by the routes from then on,
+// until its FIN.
+func TestAccounting_TrackedConnection(t *testing.T) {
+	d := controlledTCP(t, -1)
+	c := conn{t, ipv4, false, 40000}
+	if r := d.process(testnet.ClientOF, c.fromClient(true, false)); !slices.Equal(r.Ports, []uint32{ofp.PortController}) {
+		t.Fatalf("the SYN went %v, want to the controller", r.Ports)
+	}
+	got := d.packetIn(testnet.ClientOF, c.fromClient(true, false))
+	if n := countPrefix(got, "flow_mod"); n != 0 || len(got) != 1 ||
+		got[0] != "packet_out in_port=10 actions=ct(commit,table=1,zone=93,exec(set_field:0xa000001->ct_label,set_field:0x1f90->ct_mark)) data=<in>" {
+		t.Fatalf("the setup sent\n  %s\nwant the SYN committed with member 1, and no flow", strings.Join(got, "\n  "))
+	}
+	assertOutput(t, d.released, 1, testnet.ClientOF, c.toMember(1, true, false))
+	setup := d.released
+	assertOutput(t, d.process(1, c.fromMember(1, true, true)), testnet.ClientOF, 1, c.toClient(1, true, true))
+	d.assertKept(c, 1)
+
+	m1, v1 := testnet.MemberByID(d.snap, "m1"), d.snap.VIPByID["v1"]
+	active := func(when string, member, vip uint64) {
+		t.Helper()
+		if m, v := m1.Cnt.ActiveConns(), v1.ActiveConns(); m != member || v != vip {
+			t.Errorf("%s: member active %d, VIP active %d; want %d and %d", when, m, v, member, vip)
+		}
+	}
+	active("after the setup", 1, 1)
+	d.dp.NextPoll()
+	d.packetIn(testnet.ClientOF, conn{t, ipv4, false, 40001}.fromClient(true, false)) // after the poll was sent: not in it
+	second := d.released
+	d.pollOnce(routeStats(setup)...)
+	if own, _ := d.activeCounts(1); own != 0 {
+		t.Errorf("the controller still counts %d connections of member 1 that its routes count", own)
+	}
+	active("the routes read", 1, 2)
+	if st := m1.Stats(""); st.TotalConnections != 1 {
+		t.Errorf("member 1 total %d, want 1", st.TotalConnections)
+	}
+	fin := c.seg(testnet.TCPSeg{SrcMAC: testnet.ClientMAC, DstMAC: testnet.VIPMAC, Src: c.fam.client, Dst: c.fam.vip,
+		Sport: c.sport, Dport: 80, FIN: true, ACK: true})
+	d.dp.NextPoll()
+	d.pollOnce(routeStats(setup, second, d.process(testnet.ClientOF, fin))...)
+	active("after its FIN", 0, 1)
+
+	// A third connection, set up since: the switch goes before a poll
+	// read it, and it goes with it; the second stays counted by its routes.
+	d.packetIn(testnet.ClientOF, conn{t, ipv4, false, 40002}.fromClient(true, false))
+	active("a third set up", 0, 2)
+	d.dp.Settle(d.snap)
+	active("the switch gone", 0, 1)
 }

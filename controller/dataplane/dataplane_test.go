@@ -39,6 +39,9 @@ type decision struct {
 	// hosts are where the test network's hosts sit, by MAC, for the
 	// outputs to NORMAL (see process).
 	hosts map[[6]byte]uint32
+	// released is where the last packet-out that committed a connection in
+	// the switch's tracker sent its packet.
+	released oftable.Result
 	// step, when set, is called after each message sent is applied to
 	// the switch, with the message's line, so a test can ask the switch
 	// between two messages.
@@ -243,6 +246,9 @@ func (d *decision) sent(in []byte) []string {
 			data := "<in>"
 			if string(m.Data) != string(in) {
 				data = describeFrame(d.tb, m.Data)
+			}
+			if commits(m.Actions) {
+				d.released = d.bridge(d.sw.PacketOut(packet(d.tb, m.InPort, m.Data), m.Actions))
 			}
 			lines = append(lines, "packet_out "+testnet.PacketOutLine(m)+" data="+data)
 		default:
@@ -1186,5 +1192,16 @@ func TestDataplane_AnyProtocolVIP(t *testing.T) {
 		if got := d.forward(testnet.ClientOF, gre); got != "drop" {
 			t.Errorf("GRE to a TCP VIP goes %s, want drop", got)
 		}
+	})
+}
+
+// commits reports whether a packet-out's actions commit its packet in the
+// switch's tracker (a tracked connection's first packet), which the test
+// switch then runs: what the tracker keeps decides where the
+// connection's next packets go.
+func commits(actions []ofp.Action) bool {
+	return slices.ContainsFunc(actions, func(a ofp.Action) bool {
+		ct, ok := a.(ofp.ActionCT)
+		return ok && ct.Flags&ofp.CTCommit != 0
 	})
 }

@@ -12,29 +12,33 @@ import (
 	"github.com/sdnlb/sdnlb/controller/ofp"
 )
 
-// switchedVIP is what a switch has installed to dispatch one VIP itself.
-// Its group id is the switch's, not the process's: a group adopted from
-// the switch keeps its id, so a process that numbers the VIPs otherwise
-// than its predecessor never rewrites a group another VIP's flows still
-// send to.
-type switchedVIP struct {
+// trackedVIP is what a switch has installed for one VIP whose connections
+// its tracker holds: the flows around the tracker, and for a VIP it
+// dispatches itself, the group. The group id names the VIP in the member
+// routes also without a group. It is the switch's, not the process's: a
+// group adopted from the switch keeps its id, so a process that numbers
+// the VIPs otherwise than its predecessor never rewrites a group another
+// VIP's flows still send to.
+type trackedVIP struct {
 	group       uint32
 	spec        model.DispatchSpec
 	slots       model.SlotTable
 	buckets     [model.GroupSlots]model.BucketTarget // what the installed group's buckets (by client: slot rows) send to
 	grouped     bool                                 // the group (by client: its slot rows) is installed
 	dispatching bool                                 // new connections go to the group, not the controller
+	switched    bool                                 // the switch dispatches the VIP: else the controller picks every member
 }
 
-// dispatcher is what a switch has installed to dispatch VIPs itself: a
-// group and the flows around the connection tracker per VIP, and the
-// member routes. It keeps the groups the switch held at the handshake
-// until their VIPs' dispatch takes them over.
+// dispatcher is what a switch has installed for the VIPs whose
+// connections its tracker holds: the flows around the tracker per VIP and
+// the group of each it dispatches itself, and the member routes. It keeps
+// the groups the switch held at the handshake until their VIPs' dispatch
+// takes them over.
 type dispatcher struct {
-	switched map[uint32]*switchedVIP              // the VIPs the switch dispatches, by number
-	routes   map[model.RouteKey]model.MemberRoute // TableToMember rows
-	adopted  map[uint32]adoptedGroup              // groups the switch held at the handshake, by the number of the VIP they serve
-	punts    map[uint32]installedPunts            // the punts of the VIPs the controller dispatches, by number
+	tracked map[uint32]*trackedVIP               // the VIPs the tracker holds the connections of, by number
+	routes  map[model.RouteKey]model.MemberRoute // TableToMember rows
+	adopted map[uint32]adoptedGroup              // groups the switch held at the handshake, by the number of the VIP they serve
+	punts   map[uint32]installedPunts            // the punts of the VIPs the controller dispatches, by number
 }
 
 // installedPunts are a VIP's controller punts the switch was sent, and
@@ -46,10 +50,10 @@ type installedPunts struct {
 
 func newDispatcher() dispatcher {
 	return dispatcher{
-		switched: map[uint32]*switchedVIP{},
-		routes:   map[model.RouteKey]model.MemberRoute{},
-		adopted:  map[uint32]adoptedGroup{},
-		punts:    map[uint32]installedPunts{},
+		tracked: map[uint32]*trackedVIP{},
+		routes:  map[model.RouteKey]model.MemberRoute{},
+		adopted: map[uint32]adoptedGroup{},
+		punts:   map[uint32]installedPunts{},
 	}
 }
 
@@ -112,7 +116,7 @@ func (dp *Switch) dispatchAt(now time.Time, snap *model.Snapshot, addrs []netip.
 	}
 	var nums []uint32
 	for _, a := range addrs {
-		nums = append(nums, snap.SwitchedMembers[a]...)
+		nums = append(nums, snap.TrackedMembers[a]...)
 	}
 	slices.Sort(nums)
 	vips := make([]*model.VIP, 0, len(nums))
@@ -122,39 +126,45 @@ func (dp *Switch) dispatchAt(now time.Time, snap *model.Snapshot, addrs []netip.
 	dp.redispatch(now, snap, vips, addrs, out)
 }
 
-// redispatch brings the switched VIPs of vips to snap: a new one's flows
+// redispatch brings the tracked VIPs of vips to snap: a new one's flows
 // around the tracker and group id first, then the member routes (at addrs
-// only, unless addrs is nil), the buckets, and last the routes no bucket
-// sends to any more.
+// only, unless addrs is nil), the buckets of those the switch dispatches,
+// and last the routes no bucket sends to any more.
 func (dp *Switch) redispatch(now time.Time, snap *model.Snapshot, vips []*model.VIP, addrs []netip.Addr, out *Outbox) {
-	switched := make([]*model.VIP, 0, len(vips))
+	tracked := make([]*model.VIP, 0, len(vips))
 	for _, v := range vips {
-		if v.Switched() {
-			dp.dispatcher.dispatchOf(v, out)
-			switched = append(switched, v)
+		if v.Tracked() {
+			dp.dispatcher.trackedOf(v, out)
+			tracked = append(tracked, v)
 		}
 	}
-	routes := dp.memberRoutes(snap, switched, addrs)
+	routes := dp.memberRoutes(snap, tracked, addrs)
 	dp.dispatcher.installRoutes(routes, out)
-	for _, v := range switched {
-		ready, targets := dp.readyMembers(now, v, out)
-		dp.dispatcher.switched[v.Num].setMembers(v, ready, targets, out)
+	for _, v := range tracked {
+		if v.Switched() {
+			ready, targets := dp.readyMembers(now, v, out)
+			dp.dispatcher.tracked[v.Num].setMembers(v, ready, targets, out)
+		}
 	}
 	if addrs == nil {
 		dp.dispatcher.deleteRoutes(routes, out)
 	} else {
-		dp.dispatcher.deleteRoutesAt(routes, switched, addrs, out)
+		dp.dispatcher.deleteRoutesAt(routes, tracked, addrs, out)
 	}
 }
 
-// dropStale stops the dispatch of every VIP that snap no longer has the
-// switch dispatch as it does: its dispatch flows and group go, and a VIP
+// dropStale stops tracking every VIP that snap no longer has the switch
+// track as it does: its flows around the tracker and group go, and a VIP
 // that stays gets its service flow back, to the controller.
 func (d *dispatcher) dropStale(snap *model.Snapshot, out *Outbox) {
-	for _, num := range slices.Sorted(maps.Keys(d.switched)) {
-		sv := d.switched[num]
+	for _, num := range slices.Sorted(maps.Keys(d.tracked)) {
+		sv := d.tracked[num]
 		v := snap.VIPByNum[num]
-		if v != nil && v.Switched() && model.SpecOf(v) == sv.spec {
+		if v != nil && v.Tracked() && model.SpecOf(v) == sv.spec {
+			if sv.switched && !v.Switched() {
+				sv.undispatch(v, out)
+			}
+			sv.switched = v.Switched()
 			continue
 		}
 		purge := model.DeleteByCookie(model.MakeCookie(model.CatDispatch, num, 0), model.MaskApp|model.MaskCategory|model.MaskVIP)
@@ -166,25 +176,46 @@ func (d *dispatcher) dropStale(snap *model.Snapshot, out *Outbox) {
 		if sv.grouped && !sv.spec.Slotted() { // a VIP's slot rows went with the purge
 			out.Send(&ofp.GroupMod{Command: ofp.GroupDelete, GroupID: sv.group})
 		}
-		delete(d.switched, num)
+		delete(d.tracked, num)
 	}
 }
 
-// dispatchOf returns the switch's dispatch of v. A new one takes the group
-// the switch held for v, else a free group id, and installs the flows
-// around the tracker; setMembers installs the group.
-func (d *dispatcher) dispatchOf(v *model.VIP, out *Outbox) *switchedVIP {
-	if sv := d.switched[v.Num]; sv != nil {
+// undispatch hands v's new connections to the controller, which picks
+// their members from then on; the group or slot rows go. The connections
+// the switch dispatched keep their members in the tracker.
+func (sv *trackedVIP) undispatch(v *model.VIP, out *Outbox) {
+	if sv.dispatching {
+		fm := model.UndispatchFlow(v)
+		out.Send(&fm)
+	}
+	switch {
+	case !sv.grouped:
+	case sv.spec.Slotted():
+		del := model.DeleteByCookie(model.MakeCookie(model.CatDispatch, v.Num, 0), model.MaskApp|model.MaskCategory|model.MaskVIP)
+		del.TableID = model.TableSlots
+		out.Send(&del)
+	default:
+		out.Send(&ofp.GroupMod{Command: ofp.GroupDelete, GroupID: sv.group})
+	}
+	sv.dispatching, sv.grouped, sv.slots, sv.buckets = false, false, model.SlotTable{}, [model.GroupSlots]model.BucketTarget{}
+}
+
+// trackedOf returns what the switch has installed for v. A new one takes
+// the group the switch held for v, else a free group id, and installs the
+// flows around the tracker; setMembers installs the group of a VIP the
+// switch dispatches.
+func (d *dispatcher) trackedOf(v *model.VIP, out *Outbox) *trackedVIP {
+	if sv := d.tracked[v.Num]; sv != nil {
 		return sv
 	}
-	sv := &switchedVIP{spec: model.SpecOf(v)}
+	sv := &trackedVIP{spec: model.SpecOf(v), switched: v.Switched()}
 	if a, ok := d.adopted[v.Num]; ok {
 		sv.group, sv.slots, sv.grouped = a.id, a.slots, true
 		delete(d.adopted, v.Num)
 	} else {
 		sv.group = d.freeGroupID(v.Num)
 	}
-	d.switched[v.Num] = sv
+	d.tracked[v.Num] = sv
 	for _, fm := range model.TrackedFlows(v, sv.group) {
 		out.Send(&fm)
 	}
@@ -194,7 +225,7 @@ func (d *dispatcher) dispatchOf(v *model.VIP, out *Outbox) *switchedVIP {
 // setMembers points the group's buckets at the ready members, by their
 // slots, and sends v's new connections to the group, or to the controller
 // while no member is ready.
-func (sv *switchedVIP) setMembers(v *model.VIP, ready []model.SlotMember, targets map[uint32]model.BucketTarget, out *Outbox) {
+func (sv *trackedVIP) setMembers(v *model.VIP, ready []model.SlotMember, targets map[uint32]model.BucketTarget, out *Outbox) {
 	if len(ready) == 0 {
 		if sv.dispatching {
 			fm := model.UndispatchFlow(v)
@@ -234,7 +265,7 @@ func (sv *switchedVIP) setMembers(v *model.VIP, ready []model.SlotMember, target
 // setSlotRows is setMembers's group for a VIP dispatched by slots: one
 // TableSlots row per slot, of which only those whose member changed are
 // sent again.
-func (sv *switchedVIP) setSlotRows(v *model.VIP, buckets *[model.GroupSlots]model.BucketTarget, out *Outbox) {
+func (sv *trackedVIP) setSlotRows(v *model.VIP, buckets *[model.GroupSlots]model.BucketTarget, out *Outbox) {
 	cookie := model.MakeCookie(model.CatDispatch, v.Num, 0)
 	for i, t := range buckets {
 		if !sv.grouped || t != sv.buckets[i] {
@@ -272,14 +303,14 @@ func (dp *Switch) readyMembers(now time.Time, v *model.VIP, out *Outbox) ([]mode
 }
 
 // memberRoutes are the TableToMember rows snap wants for the members of
-// vips, switched VIPs the switch dispatches, at addrs only unless addrs is
+// vips, tracked VIPs, at addrs only unless addrs is
 // nil: one per VIP and member address, with the member's MAC, or for a
 // DOWN member the controller, which resets the connections still sent to
 // it.
 func (dp *Switch) memberRoutes(snap *model.Snapshot, vips []*model.VIP, addrs []netip.Addr) map[model.RouteKey]model.MemberRoute {
 	want := map[model.RouteKey]model.MemberRoute{}
 	for _, v := range vips {
-		group := dp.dispatcher.switched[v.Num].group
+		group := dp.dispatcher.tracked[v.Num].group
 		for _, m := range v.Pool.Members {
 			if addrs != nil && !slices.Contains(addrs, m.IP) {
 				continue
@@ -326,7 +357,7 @@ func (d *dispatcher) deleteRoutes(want map[model.RouteKey]model.MemberRoute, out
 func (d *dispatcher) deleteRoutesAt(want map[model.RouteKey]model.MemberRoute, vips []*model.VIP, addrs []netip.Addr, out *Outbox) {
 	for _, v := range vips {
 		for _, a := range addrs {
-			d.deleteRoute(want, model.RouteKey{Group: d.switched[v.Num].group, IP: a, DSR: v.DSR()}, out)
+			d.deleteRoute(want, model.RouteKey{Group: d.tracked[v.Num].group, IP: a, DSR: v.DSR()}, out)
 		}
 	}
 }
@@ -386,7 +417,7 @@ func (dp *Switch) answerMemberRoute(p *packetIn, memberNum uint32, out *Outbox) 
 // number, unless a group on the switch has it; then the lowest free id.
 func (d *dispatcher) freeGroupID(vipNum uint32) uint32 {
 	taken := func(id uint32) bool {
-		for _, sv := range d.switched {
+		for _, sv := range d.tracked {
 			if sv.group == id {
 				return true
 			}

@@ -38,26 +38,52 @@ func (d *decision) learnMember(i int) []string {
 		testnet.ARPFrame(d.tb, 2, testnet.MemberMAC(i), testnet.VIPMAC, fmt.Sprintf("10.0.0.%d", i), "10.0.0.100", testnet.VIPMAC))
 }
 
-func TestDispatch_NATFollowsMembers(t *testing.T) {
-	d := newSwitchDecision(t, testnet.Config(nil))
-	got := d.configure(switchConfig(sdnlb.ForwardingNAT, nil))
-	assertSends(t, got,
-		"flow_mod cookie=0x5d05000001000000, table=tracked, priority=301, ct_state=+new-inv+trk,ct_label=0,tcp,nw_dst=10.0.0.100,tp_dst=80 actions=CONTROLLER:65535",
+// The flows around the tracker of a VIP whose TCP connections the
+// controller dispatches: the tracker holds them as it holds the switch's,
+// and its new connections go to the controller.
+func TestDispatch_ControllerTracked(t *testing.T) {
+	d := newSwitchDecision(t, &sdnlb.Config{})
+	got := d.configure(testnet.Config(nil))
+	assertSends(t, got, natTrackedFlows("actions=CONTROLLER:65535")...)
+	if n := countPrefix(got, "group_mod"); n != 0 {
+		t.Errorf("a group for a VIP the controller dispatches:\n%s", strings.Join(got, "\n"))
+	}
+	if n := countPrefix(got, "flow_mod cookie=0x5d02000001000000, priority=1001"); n != 0 {
+		t.Errorf("a SYN punt for a VIP the tracker holds:\n%s", strings.Join(got, "\n"))
+	}
+}
+
+// natTrackedFlows are the flows around the tracker of the test's NAT VIP,
+// whose new connections go by newConn.
+func natTrackedFlows(newConn string) []string {
+	return []string{
+		"flow_mod cookie=0x5d05000001000000, table=tracked, priority=301, ct_state=+new-inv+trk,ct_label=0,tcp,nw_dst=10.0.0.100,tp_dst=80 " + newConn,
 		"flow_mod cookie=0x5d05000001000000, table=tracked, priority=251, ct_label=0,tcp,nw_dst=10.0.0.100,tp_dst=80 actions=drop",
-		"flow_mod cookie=0x5d05000001000000, table=tracked, priority=201, ct_state=+new+trk,tcp,nw_dst=10.0.0.100,tp_dst=80 actions="+
-			"set_field:0x1->reg2,move:NXM_NX_CT_LABEL[0..31]->NXM_OF_IP_DST[],move:NXM_NX_CT_MARK[0..15]->NXM_OF_TCP_DST[],"+
+		"flow_mod cookie=0x5d05000001000000, table=tracked, priority=201, ct_state=+new+trk,tcp,nw_dst=10.0.0.100,tp_dst=80 actions=" +
+			"set_field:0x1->reg2,move:NXM_NX_CT_LABEL[0..31]->NXM_OF_IP_DST[],move:NXM_NX_CT_MARK[0..15]->NXM_OF_TCP_DST[]," +
 			"ct(commit,table=2,zone=94,exec(set_field:0xa000064->ct_label,set_field:0x60050->ct_mark))",
-		"flow_mod cookie=0x5d05000001000000, table=tracked, priority=211, ct_state=-new+trk,tcp,nw_dst=10.0.0.100,tp_dst=80,tcp_flags=+syn-ack actions="+
-			"set_field:0x1->reg2,move:NXM_NX_CT_LABEL[0..31]->NXM_OF_IP_DST[],move:NXM_NX_CT_MARK[0..15]->NXM_OF_TCP_DST[],"+
+		"flow_mod cookie=0x5d05000001000000, table=tracked, priority=211, ct_state=-new+trk,tcp,nw_dst=10.0.0.100,tp_dst=80,tcp_flags=+syn-ack actions=" +
+			"set_field:0x1->reg2,move:NXM_NX_CT_LABEL[0..31]->NXM_OF_IP_DST[],move:NXM_NX_CT_MARK[0..15]->NXM_OF_TCP_DST[]," +
 			"ct(commit,table=2,zone=94,exec(set_field:0xa000064->ct_label,set_field:0x60050->ct_mark))",
-		"flow_mod cookie=0x5d05000001000000, table=tracked, priority=201, ct_state=-new+trk,tcp,nw_dst=10.0.0.100,tp_dst=80 actions="+
+		"flow_mod cookie=0x5d05000001000000, table=tracked, priority=201, ct_state=-new+trk,tcp,nw_dst=10.0.0.100,tp_dst=80 actions=" +
 			"set_field:0x1->reg2,move:NXM_NX_CT_LABEL[0..31]->NXM_OF_IP_DST[],move:NXM_NX_CT_MARK[0..15]->NXM_OF_TCP_DST[],ct(zone=94),goto_table:2",
-		"flow_mod cookie=0x5d05000001000000, table=from-member, priority=201, ct_mark=0x60050,ct_label=0xa000064,tcp actions="+
+		"flow_mod cookie=0x5d05000001000000, table=from-member, priority=201, ct_mark=0x60050,ct_label=0xa000064,tcp actions=" +
 			"set_field:02:00:00:00:01:00->eth_src,set_field:10.0.0.100->ip_src,move:NXM_NX_CT_MARK[0..15]->NXM_OF_TCP_SRC[],ct(zone=93),goto_table:9",
 		"flow_mod cookie=0x5d05000001000000, priority=501, tcp,nw_dst=10.0.0.100,tp_dst=80 actions=ct(table=1,zone=93)",
 		"flow_mod cookie=0x5d04000001000001, table=from-member, priority=50, ct_label=0,tcp,nw_src=10.0.0.1,tp_src=8080 actions=goto_table:9",
 		"flow_mod cookie=0x5d04000001000001, priority=900, tcp,nw_src=10.0.0.1,tp_src=8080 actions=ct(table=3,zone=94)",
-	)
+	}
+}
+
+// A VIP the controller dispatched moves to the switch's dispatch: the
+// flows around the tracker stay as they are, and the group takes the new
+// connections once a member is known.
+func TestDispatch_NATFollowsMembers(t *testing.T) {
+	d := newSwitchDecision(t, testnet.Config(nil))
+	got := d.configure(switchConfig(sdnlb.ForwardingNAT, nil))
+	if n := countPrefix(got, "flow_mod"); n != 0 {
+		t.Errorf("moving to the switch's dispatch changed flows around the tracker:\n%s", strings.Join(got, "\n"))
+	}
 	if n := countPrefix(got, "packet_out in_port=CONTROLLER actions=FLOOD data=arp"); n != 3 {
 		t.Errorf("%d ARP requests for the members, want 3:\n%s", n, strings.Join(got, "\n"))
 	}
@@ -151,18 +177,20 @@ func TestDispatch_NATFollowsMembers(t *testing.T) {
 		t.Errorf("with no member ready a new connection went through groups %v and\n  %s\nwant to the controller alone", r.Selected, outputs(r))
 	}
 
-	// Back to CONTROLLER dispatch: the dispatch flows and the group go.
+	// Back to CONTROLLER dispatch: the group goes, the flows around the
+	// tracker stay, and new connections go to the controller from it.
 	got = d.configure(testnet.Config(nil))
-	assertSends(t, got,
-		"flow_mod delete cookie=0x5d05000001000000/0xffffffffff000000",
-		"flow_mod cookie=0x5d02000001000000, priority=501, tcp,nw_dst=10.0.0.100,tp_dst=80 actions=CONTROLLER:65535",
-		"group_mod delete,group_id=1",
-	)
+	assertSends(t, got, "group_mod delete,group_id=1")
+	for _, l := range got {
+		if strings.Contains(l, "delete cookie=0x5d05") {
+			t.Errorf("the flows around the tracker deleted: %s", l)
+		}
+	}
 	if g := d.sw.GroupLines(); len(g) != 0 {
 		t.Errorf("groups left: %v", g)
 	}
-	if r := d.process(testnet.ClientOF, testnet.SYN(t, 40002)); !slices.Equal(r.Ports, []uint32{ofp.PortController}) || len(r.Path) != 1 {
-		t.Errorf("under CONTROLLER dispatch a new connection went along %d rows and\n  %s\nwant to the controller by the VIP's row, untracked", len(r.Path), outputs(r))
+	if r := d.process(testnet.ClientOF, testnet.SYN(t, 40002)); !slices.Equal(r.Ports, []uint32{ofp.PortController}) || len(r.Path) != 2 {
+		t.Errorf("under CONTROLLER dispatch a new connection went along %d rows and\n  %s\nwant to the controller through the tracker", len(r.Path), outputs(r))
 	}
 }
 

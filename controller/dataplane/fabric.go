@@ -265,7 +265,7 @@ func (r *fabricRows) source(mac [6]byte, at model.PortRef, self uint64, out *Out
 // else brought them up.
 func (dp *Switch) askUnknownMembers(now time.Time, out *Outbox) {
 	snap := dp.Installed
-	for ip, nums := range snap.SwitchedMembers {
+	for ip, nums := range snap.TrackedMembers {
 		if _, known := dp.Learner.Host(ip); !known && len(nums) > 0 {
 			if v := snap.VIPByNum[nums[0]]; v != nil {
 				dp.askARP(now, v, ip, out)

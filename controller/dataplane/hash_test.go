@@ -102,7 +102,7 @@ func TestDispatch_ConsistentHashSameInBothDispatches(t *testing.T) {
 func (d *decision) slotMembers() []int {
 	d.tb.Helper()
 	members := make([]int, model.GroupSlots)
-	for _, sv := range d.dp.dispatcher.switched {
+	for _, sv := range d.dp.dispatcher.tracked {
 		for slot := range members {
 			p := oftable.Packet{EthType: ofp.EthTypeIPv4, IPProto: ofp.IPProtoTCP}
 			p.Regs[2], p.Regs[3] = sv.group, uint32(slot) // the group's and slot's registers

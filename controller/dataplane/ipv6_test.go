@@ -166,10 +166,12 @@ func TestRoutedAddress(t *testing.T) {
 	}
 }
 
-// An ICMP error about a reply a SWITCH VIP sent, which the tracker relates
-// to its connection, goes on to the connection's member: for NAT with the
-// quoted reply from the member's address and port, and valid checksums;
-// for DSR as it came.
+// An ICMP error about a reply a tracked VIP sent, which the tracker
+// relates to its connection, goes on to the connection's member: for NAT
+// with the quoted reply from the member's address and port, and valid
+// checksums; for DSR as it came. One about a connection with flows of its
+// own goes by its forward flow, which the controller asks the switch
+// for.
 func TestDataplane_ICMPErrorToMember(t *testing.T) {
 	for _, tc := range []struct {
 		name, vip, client, router, member string
@@ -186,6 +188,9 @@ func TestDataplane_ICMPErrorToMember(t *testing.T) {
 			d := newSwitchDecision(t, testnet.Config(func(c *sdnlb.Config) {
 				c.VIPs[0].Address = tc.vip
 				c.Pools[0].Dispatch = tc.dispatch
+				if tc.dispatch == sdnlb.DispatchController { // persistence: its connections have flows, the tracker knows nothing of them
+					c.VIPs[0].SessionPersistence = &sdnlb.SessionPersistence{Type: sdnlb.PersistenceSourceIP, Timeout: 60}
+				}
 				if tc.dsr {
 					c.Pools[0].Forwarding = sdnlb.ForwardingDSR
 				}

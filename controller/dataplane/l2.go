@@ -448,11 +448,11 @@ func (dp *Switch) learnHost(p *packetIn, ip netip.Addr, mac [6]byte, out *Outbox
 }
 
 // needed reports whether the data path needs the host at ip, so that the
-// host caps do not keep it out: a member of a pool the switches dispatch
-// (its buckets wait for it), or setups of the controller's wait for it.
+// host caps do not keep it out: a member of a tracked pool (its route and
+// buckets wait for it), or setups of the controller's wait for it.
 func (dp *Switch) needed(p *packetIn, ip netip.Addr) bool {
-	_, switched := p.snap.SwitchedMembers[ip]
-	return switched || dp.held.waiting(ip)
+	_, tracked := p.snap.TrackedMembers[ip]
+	return tracked || dp.held.waiting(ip)
 }
 
 // reached puts a member whose MAC and port became known in the buckets
@@ -463,7 +463,7 @@ func (dp *Switch) reached(now time.Time, snap *model.Snapshot, ip netip.Addr, ou
 		return
 	}
 	held := dp.held.take(ip)
-	if _, member := snap.SwitchedMembers[ip]; member {
+	if _, member := snap.TrackedMembers[ip]; member {
 		dp.dispatchAt(now, snap, []netip.Addr{ip}, out)
 	}
 	for i := range held {

@@ -64,6 +64,9 @@ func (r *recentCache) remember(now time.Time, c *model.Connection) {
 
 // forwardRecent sends the packet after its connection's first one when the
 // connection was set up a moment ago and its member was not purged since.
+// A tracked connection's packet reaches the controller only when it
+// came before the commit of the first one (a UDP burst): it is committed
+// with the same member again.
 func (dp *Switch) forwardRecent(p *packetIn, c *model.Connection, out *Outbox) bool {
 	if dp.recent == nil {
 		return false
@@ -79,6 +82,10 @@ func (dp *Switch) forwardRecent(p *packetIn, c *model.Connection, out *Outbox) b
 	}
 	c.SetMember(m, dp.Groups)
 	c.MemberMAC, c.MemberOFPort = r.memberMAC, r.memberOFPort
+	if dp.tracks(c.VIPNum) {
+		dp.sendFrame(c.ClientOFPort, c.TrackActions(), p.frame, out)
+		return true
+	}
 	dp.flows.Fill(c)
 	dp.sendFrame(c.ClientOFPort, dp.flows.Actions(model.DirForward), p.frame, out)
 	return true

@@ -46,7 +46,11 @@ func (dp *Switch) handleVIPPacket(p *packetIn, out *Outbox) {
 		IdleTimeout: dp.IdleTimeout, HardTimeout: dp.HardTimeout, FinIdle: dp.finIdle(),
 		DSR: v.DSR(),
 	}
-	counted, seen := dp.accounting.connection(c.Key())
+	var counted countedConn
+	seen := false
+	if !dp.tracks(v.Num) { // a tracked connection has no flows to end or to install again
+		counted, seen = dp.accounting.connection(c.Key())
+	}
 	// A SYN on the ports of a connection that ended opens a new one, to be
 	// admitted, not forwarded as the old one's packet that overtook it.
 	reopens := seen && counted.ended && p.hasTCP && p.tcp.SYN && !p.tcp.ACK
@@ -280,20 +284,18 @@ func (dp *Switch) pick(now time.Time, pool *model.Pool, v *model.VIP, key model.
 	return m
 }
 
-// install pushes a connection's flows and counts it. The VIP's active
-// count was taken at admission; a connection counted already (a held SYN
-// and its retransmission) gives it back.
+// install releases a connection's first packet to its member and counts
+// it: committed in the tracker, for a VIP the switch's tracker holds,
+// else with the connection's flows. The VIP's active count was taken at
+// admission; a connection with flows counted already (a held SYN and its
+// retransmission) gives it back.
 func (dp *Switch) install(now time.Time, snap *model.Snapshot, c *model.Connection, data []byte, out *Outbox) {
-	dp.installFlows(c, data, out)
-	if m := snap.MemberCnt[c.MemberNum]; m != nil {
-		m.Total.Add(1)
-	}
-	if dp.accounting.count(snap, c.Key(), c.MemberNum) {
-		if m := snap.MemberCnt[c.MemberNum]; m != nil {
-			m.Active.Add(1)
-		}
-	} else if v := snap.VIPCnt[c.VIPNum]; v != nil {
-		v.Active.Add(-1)
+	if dp.tracks(c.VIPNum) {
+		dp.sendFrame(c.ClientOFPort, c.TrackActions(), data, out)
+		dp.accounting.countTracked(snap, c.VIPNum, c.MemberNum)
+	} else {
+		dp.installFlows(c, data, out)
+		dp.countWithFlows(snap, c)
 	}
 	if dp.recent == nil {
 		dp.recent = new(recentCache)
@@ -303,6 +305,27 @@ func (dp *Switch) install(now time.Time, snap *model.Snapshot, c *model.Connecti
 	if dp.debug {
 		dp.Log.Debug("connection set up", "client", c.ClientIP.String(), "client_port", c.ClientPort,
 			"vip", c.VIPIP.String(), "member", c.MemberIP.String(), "member_port", c.MemberPort)
+	}
+}
+
+// tracks reports whether the switch's tracker holds the connections of
+// the VIP numbered vipNum.
+func (dp *Switch) tracks(vipNum uint32) bool {
+	_, ok := dp.dispatcher.tracked[vipNum]
+	return ok
+}
+
+// countWithFlows counts a connection whose flows were installed.
+func (dp *Switch) countWithFlows(snap *model.Snapshot, c *model.Connection) {
+	if m := snap.MemberCnt[c.MemberNum]; m != nil {
+		m.Total.Add(1)
+	}
+	if dp.accounting.count(snap, c.Key(), c.MemberNum) {
+		if m := snap.MemberCnt[c.MemberNum]; m != nil {
+			m.Active.Add(1)
+		}
+	} else if v := snap.VIPCnt[c.VIPNum]; v != nil {
+		v.Active.Add(-1)
 	}
 }
 

@@ -285,7 +285,14 @@ func TestReconcile_ReplyPunts(t *testing.T) {
 	}
 	// v3 serves TCP 82 from pool p3, which the switch dispatches; its
 	// member m10 is m1's address and port.
+	// flowHeld keeps the clients of the test's CONTROLLER VIP on their
+	// members (SOURCE_IP persistence): its connections have flows of their
+	// own, which the tracker does not hold.
+	flowHeld := func(c *sdnlb.Config) {
+		c.VIPs[0].SessionPersistence = &sdnlb.SessionPersistence{Type: sdnlb.PersistenceSourceIP, Timeout: 60}
+	}
 	switchedBackend := func(c *sdnlb.Config) {
+		flowHeld(c)
 		c.VIPs = append(c.VIPs, &sdnlb.VIP{ID: "v3", Address: "10.0.0.102", Protocol: sdnlb.ProtocolTCP, Port: 82,
 			PoolID: "p3", AdminStateUp: true, MAC: "02:00:00:00:03:00"})
 		c.Pools = append(c.Pools, &sdnlb.Pool{ID: "p3", VIPID: "v3", LBMethod: sdnlb.RoundRobin, Protocol: sdnlb.ProtocolTCP,
@@ -355,7 +362,7 @@ func TestReconcile_ReplyPunts(t *testing.T) {
 			"cookie=0x5d04000002000002, priority=900, tcp,nw_src=10.0.0.1,tp_src=8080 actions=ct(table=3,zone=94)",
 			"cookie=0x5d04000002000002, table=from-member, priority=50, tcp,nw_src=10.0.0.1,tp_src=8080 actions=CONTROLLER:65535",
 		}},
-		{"SwitchPoolLeaves", []func(*sdnlb.Config){switchedBackend, nil}, true, []string{
+		{"SwitchPoolLeaves", []func(*sdnlb.Config){switchedBackend, flowHeld}, true, []string{
 			"delete cookie=0x5d04000000000002/0xffff000000ffffff table=from-member",
 			"delete_strict table=classify, priority=898, tcp,nw_dst=10.0.0.1,tp_dst=8080",
 			"cookie=0x5d04000001000001, priority=900, tcp,nw_src=10.0.0.1,tp_src=8080 actions=CONTROLLER:65535",

@@ -439,6 +439,15 @@ func commitToMember(spec DispatchSpec, t BucketTarget, clientPort ofp.NXMHeader)
 	return []ofp.Action{ofp.ActionCT{Flags: ofp.CTCommit, Zone: ctZoneVIP, Table: TableTracked, Actions: exec}}
 }
 
+// TrackActions commit c, a connection the controller set up, in the VIP
+// zone with its member, as a bucket commits one the switch dispatches,
+// and send it back to TableTracked, which routes it as a tracked one: the
+// actions of the packet-out that releases its first packet. Its member's
+// port is always named (the client's when the member has none).
+func (c *Connection) TrackActions() []ofp.Action {
+	return commitToMember(DispatchSpec{dsr: c.DSR}, BucketTarget{IP: c.MemberIP, Port: c.MemberPort}, 0)
+}
+
 // BucketTargetOf reads the member a bucket commits its connection to in
 // the VIP zone: the address in the label, the port in the mark (none for
 // DSR, or when the member serves the port the client asked for).

@@ -310,7 +310,7 @@ func VIPFlows(v, answerer *VIP, l2 L2Mode, f SwitchFeatures) []ofp.FlowMod {
 // once, so the bound counts open connections exactly; other VIPs'
 // connections end at the next poll (Closed).
 func ControllerPunts(v *VIP) []Flow {
-	if v.Switched() || v.Proto != ofp.IPProtoTCP && v.Proto != protoAny {
+	if v.Tracked() || v.Proto != ofp.IPProtoTCP && v.Proto != protoAny {
 		return nil
 	}
 	punt := func(priority uint16, flags, mask uint16) Flow {

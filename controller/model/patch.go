@@ -42,7 +42,7 @@ type PatchScope struct {
 	Parent  uint64       // the generation patched
 	Members []uint32     // whose health changed
 	Replies []ReplyMatch // whose reply punt may have changed
-	Addrs   []netip.Addr // of the changed members the switches dispatch: their buckets and routes follow
+	Addrs   []netip.Addr // of the changed members of tracked pools: their buckets and routes follow
 
 	// What the patch copied, so that it copies each once and never
 	// writes to what the snapshot before it holds.
@@ -103,7 +103,7 @@ func (b *Builder) applyHealth(s *Snapshot, sc *PatchScope, c HealthChange, repli
 	}
 	m.Status, m.Since, m.Agent = status, c.Since, c.Agent
 	sc.Members = append(sc.Members, m.Num)
-	if _, switched := s.SwitchedMembers[m.IP]; switched {
+	if _, tracked := s.TrackedMembers[m.IP]; tracked {
 		sc.Addrs = append(sc.Addrs, m.IP)
 	}
 	if p.punts() {
@@ -192,13 +192,13 @@ func (s *Snapshot) repunt(sc *PatchScope, k ReplyMatch) {
 		p := s.Pools[id]
 		for _, m := range p.Members {
 			if m.Status != sdnlb.MemberDown && replyKeyOf(p.VIP, m) == k {
-				s.addReplyPunt(p.VIP, m, p.Switched())
+				s.addReplyPunt(p.VIP, m, p.Tracked())
 			}
 		}
 	}
 	shared := s.ReplyPunts[k].Shared
 	for _, id := range s.replyPools[k] {
-		if p := s.Pools[id]; p.Switched() {
+		if p := s.Pools[id]; p.Tracked() {
 			continue
 		}
 		for _, m := range s.Pools[id].Members {

@@ -117,11 +117,11 @@ type Snapshot struct {
 	// Patched says what a patch changed from the snapshot of generation
 	// patched.parent; nil for a snapshot built from a configuration.
 	Patched *PatchScope
-	// The addresses of the members of pools the switches dispatch, with
-	// the numbers of those pools' VIPs: the buckets and member routes
-	// that change when a switch learns where an address is, or when a
-	// member there changes health.
-	SwitchedMembers map[netip.Addr][]uint32
+	// The addresses of the members of tracked pools, with the numbers of
+	// those pools' VIPs: the buckets and member routes that change when a
+	// switch learns where an address is, or when a member there changes
+	// health.
+	TrackedMembers map[netip.Addr][]uint32
 	// Counters of every VIP and member the configuration has, enabled or
 	// not, so flow-removed accounting finds them whatever their state.
 	VIPCnt    map[uint32]*VIPCounters
@@ -235,7 +235,7 @@ func (b *Builder) Build(cfg *sdnlb.Config) (snap *Snapshot, skipped []error) {
 	for _, ps := range s.Pools {
 		ps.setMemberZones(s)
 	}
-	s.indexSwitchedMembers()
+	s.indexTrackedMembers()
 	b.last = s
 	b.shareCounters(s)
 	return s, skipped
@@ -273,11 +273,11 @@ func newSnapshot(gen uint64) *Snapshot {
 		ReplyPunts:  map[ReplyMatch]ReplyOwner{},
 		replyPools:  map[ReplyMatch][]string{},
 
-		SwitchedMembers: map[netip.Addr][]uint32{},
-		VIPCnt:          map[uint32]*VIPCounters{},
-		MemberCnt:       map[uint32]*MemberCounters{},
-		VIPIDs:          map[uint32]string{},
-		MemberIDs:       map[uint32]string{},
+		TrackedMembers: map[netip.Addr][]uint32{},
+		VIPCnt:         map[uint32]*VIPCounters{},
+		MemberCnt:      map[uint32]*MemberCounters{},
+		VIPIDs:         map[uint32]string{},
+		MemberIDs:      map[uint32]string{},
 	}
 }
 
@@ -398,22 +398,21 @@ func (s *Snapshot) addReplyPunts(p *Pool) {
 			s.replyPools[k] = append(pools, p.ID)
 		}
 		if m.Status != sdnlb.MemberDown {
-			s.addReplyPunt(p.VIP, m, p.Switched())
+			s.addReplyPunt(p.VIP, m, p.Tracked())
 		}
 	}
 }
 
-// indexSwitchedMembers records, for each address of a member of a pool
-// the switches dispatch, the numbers of the VIPs of those pools, in VIP
-// number order.
-func (s *Snapshot) indexSwitchedMembers() {
+// indexTrackedMembers records, for each address of a member of a tracked
+// pool, the numbers of the VIPs of those pools, in VIP number order.
+func (s *Snapshot) indexTrackedMembers() {
 	for _, v := range SortedVIPs(s) {
-		if !v.Switched() {
+		if !v.Tracked() {
 			continue
 		}
 		for _, m := range v.Pool.Members {
-			if vips := s.SwitchedMembers[m.IP]; len(vips) == 0 || vips[len(vips)-1] != v.Num {
-				s.SwitchedMembers[m.IP] = append(vips, v.Num)
+			if vips := s.TrackedMembers[m.IP]; len(vips) == 0 || vips[len(vips)-1] != v.Num {
+				s.TrackedMembers[m.IP] = append(vips, v.Num)
 			}
 		}
 	}
@@ -424,10 +423,11 @@ func (s *Snapshot) indexSwitchedMembers() {
 // past every flow.
 func (p *Pool) punts() bool { return p.VIP != nil && p.forwarding != sdnlb.ForwardingDSR }
 
-// setMemberZones marks the members of a CONTROLLER NAT pool whose address
-// and port a SWITCH pool shares (see connection.memberZone).
+// setMemberZones marks the members of a NAT pool whose connections have
+// their own flows and whose address and port a tracked pool shares (see
+// connection.memberZone).
 func (p *Pool) setMemberZones(s *Snapshot) {
-	if !p.punts() || p.Switched() {
+	if !p.punts() || p.Tracked() {
 		return
 	}
 	for _, m := range p.Members {
@@ -643,6 +643,30 @@ func (p *Pool) Switched() bool {
 		(p.VIP.Persist == 0 || p.clientPrefix <= 0 || p.clientPrefix >= 128)
 }
 
+// Tracked reports whether the switch's connection tracker holds v's
+// connections, on a switch that has one: v has a pool, and the tracker
+// holds the pool's connections.
+func (v *VIP) Tracked() bool { return v.Pool != nil && v.Pool.Tracked() }
+
+// Tracked reports whether the switch's connection tracker holds p's
+// connections, on a switch that has one (select groups and Nicira
+// actions): those of a pool the switch dispatches, and the TCP
+// connections of a pool the controller dispatches whose counts need no
+// connection's own flows: its VIP has no connection limit and no session
+// persistence, and no member a capacity, all of which count connections
+// from their flows. The controller picks the member of such a connection
+// and commits the connection with it in the packet-out that releases its
+// first packet; its later packets and replies stay in the switch, and no
+// flow-mod changes the switch's table for it.
+func (p *Pool) Tracked() bool {
+	if p.Switched() {
+		return true
+	}
+	v := p.VIP
+	return v != nil && v.Proto == ofp.IPProtoTCP && v.Limit == 0 && v.Persist == 0 &&
+		!slices.ContainsFunc(p.Members, func(m *Member) bool { return m.Capacity > 0 })
+}
+
 // Client is who a connection from addr is for p's SOURCE_IP balancing and
 // persistence: an IPv6 address's prefix of the pool's length.
 func (p *Pool) Client(addr netip.Addr) netip.Addr {
@@ -674,7 +698,10 @@ func (v *VIP) DSR() bool { return v.Pool != nil && v.Pool.forwarding == sdnlb.Fo
 // rotationLoad is the sched.Load of one pool's rotation in one snapshot.
 type rotationLoad []*Member
 
-func (l rotationLoad) ActiveConns(i int) int64 { return l[i].Cnt.ControllerActive() }
+// ActiveConns counts the member's connections the tracker holds too: a
+// tracked connection the controller set up counts in its member's routes
+// once a poll has read them.
+func (l rotationLoad) ActiveConns(i int) int64 { return int64(l[i].Cnt.ActiveConns()) }
 
 func (l rotationLoad) Bytes(i int) uint64 { return l[i].Cnt.bytes() }
 
