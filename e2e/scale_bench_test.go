@@ -37,8 +37,9 @@ const (
 // TestLiveFlowsScale measures what the switch's table of live connection
 // flows costs: the switch holds an empty table, then in turn each number
 // of connection flows SDNLB_BENCH_FLOWS lists (default 10000, 100000,
-// 200000; two per connection), of a CONTROLLER pool's idle connections
-// that the controller counts as its own. At each it reports
+// 200000; two per connection), of idle connections of a CONTROLLER pool
+// whose connections have flows of their own (its VIP has a connection
+// limit), which the controller counts as its own. At each it reports
 //
 //   - how long a controller started on the switch takes to adopt them;
 //   - the stats poll's cost over SDNLB_BENCH_POLL_WINDOW (10 s, five polls
@@ -50,9 +51,10 @@ const (
 //   - the controller's resident memory per connection (against the empty
 //     table; its Go heap in use too in the log) and the switch's resident
 //     memory;
-//   - the CONTROLLER path's rate of new connections (wrk as in
-//     TestThroughputComparison: SDNLB_BENCH_ROUNDS runs of
-//     SDNLB_BENCH_DURATION), against the empty table, and what it cost.
+//   - the rate of new connections (wrk as in TestThroughputComparison:
+//     SDNLB_BENCH_ROUNDS runs of SDNLB_BENCH_DURATION) of that pool and of
+//     a CONTROLLER pool whose connections the switch's tracker holds,
+//     against the empty table, and what it cost.
 //
 // The flows are copies of those the controller installed for real
 // connections, one to each member, with other client addresses and
@@ -68,11 +70,13 @@ func TestLiveFlowsScale(t *testing.T) {
 	window := envDuration(t, "SDNLB_BENCH_POLL_WINDOW", 10*time.Second)
 	args := []string{"--flow-idle-timeout", ctlFlowIdle.String()}
 	b := newBedOn(t, openFlow13, 1, 3, sdnlb.RoundRobin, sdnlb.DispatchController, nil, args...)
+	limited := withFlowsOfTheirOwn(t, b)
 	restart := func() {
 		b.lb = startSDNLB(t, append([]string{"--db", b.lb.DB}, args...)...)
 		b.lb.Connect(b.sw)
+		limited.lb = b.lb
 	}
-	templates := connectionTemplates(t, b)
+	templates := connectionTemplates(t, limited)
 	for _, tpl := range templates {
 		t.Logf("a connection's flows, copied for each held connection of its member:\n%s\n%s", tpl.forward, tpl.reply)
 	}
@@ -101,17 +105,19 @@ func TestLiveFlowsScale(t *testing.T) {
 		r.measureMemory(t, b.sw, b.lb)
 
 		for range rounds {
-			var w wrkResult
-			c := measureCost(t, b.sw, b.lb, func() { w = runWrk(t, b.clients[0], b.url, duration) })
-			r.runs, r.costs = append(r.runs, w), append(r.costs, c)
-			t.Logf("%d connection flows: %.0f req/s (%d requests), p50 %v, p99 %v, %d failures, %v",
-				flows, w.reqPerSec, w.requests, w.p50, w.p99, w.failures, c)
-			// Each run, and each window that follows, starts with no
-			// connection flows of the run before, an empty connection
-			// tracker and an empty datapath flow cache.
-			time.Sleep(ctlFlowIdle + 2*time.Second)
-			b.sw.Appctl("dpctl/flush-conntrack")
-			b.sw.Appctl("dpctl/del-flows")
+			for i, url := range []string{b.url, limited.url} {
+				var w wrkResult
+				c := measureCost(t, b.sw, b.lb, func() { w = runWrk(t, b.clients[0], url, duration) })
+				r.paths[i].runs, r.paths[i].costs = append(r.paths[i].runs, w), append(r.paths[i].costs, c)
+				t.Logf("%d connection flows, %s: %.0f req/s (%d requests), p50 %v, p99 %v, %d failures, %v",
+					flows, scalePaths[i], w.reqPerSec, w.requests, w.p50, w.p99, w.failures, c)
+				// Each run, and each window that follows, starts with no
+				// connection flows of the run before, an empty connection
+				// tracker and an empty datapath flow cache.
+				time.Sleep(ctlFlowIdle + 2*time.Second)
+				b.sw.Appctl("dpctl/flush-conntrack")
+				b.sw.Appctl("dpctl/del-flows")
+			}
 		}
 		t.Logf("%d connection flows: adopted in %v, %s", flows, r.adoption.Round(time.Millisecond), r.pollLine())
 		rows = append(rows, r)
@@ -296,8 +302,39 @@ type scaleRow struct {
 
 	ctlRSS, ctlHeap, switchRSS int64
 
+	paths [len(scalePaths)]pathRuns // new connections, by path
+}
+
+// pathRuns are the wrk runs of one path and what each cost.
+type pathRuns struct {
 	runs  []wrkResult
 	costs []runCost
+}
+
+// scalePaths are the paths whose new connections the bench measures: a
+// CONTROLLER pool's TCP connections, which the switch's tracker holds,
+// and those of one whose VIP has a connection limit, which have flows of
+// their own, like the held ones.
+var scalePaths = [...]string{"tracked by the switch", "with flows of their own (a connection limit)"}
+
+// withFlowsOfTheirOwn adds to b a VIP whose CONTROLLER connections have
+// flows of their own: it has a connection limit, which no test reaches.
+// Its members are b's hosts, on a port of their own, so that no member
+// is shared with b's pool. The bed it returns is b with that VIP.
+func withFlowsOfTheirOwn(tb testing.TB, b *lbBed) *lbBed {
+	tb.Helper()
+	const port = 8081
+	l := *b
+	l.vip = b.lb.MustCreateVIP("limited", b.sw.Addr(101), sdnlb.ProtocolTCP, vipPort, map[string]any{"connection_limit": 1_000_000})
+	l.pool = b.lb.MustCreatePool("limited", l.vip, sdnlb.RoundRobin, sdnlb.DispatchController)
+	l.mems = nil
+	for _, h := range b.members {
+		h.ServeHTTP(tb, port, h.Name)
+		l.mems = append(l.mems, b.lb.MustCreateMember(l.pool, h.IP, port))
+	}
+	b.lb.WaitPoolMembers(l.pool.ID, len(b.members), 10*time.Second)
+	l.url = "http://" + net.JoinHostPort(l.vip.Address, strconv.Itoa(vipPort)) + "/"
+	return &l
 }
 
 // measurePolls reads what the stats polls of window cost.
@@ -375,20 +412,23 @@ func scaleTables(rows []scaleRow, rounds int, duration time.Duration) string {
 			r.adoptionMods, r.polls, dur(r.pollTime, r.polls > 0), dur(r.perPoll(r.ctlCPU)), dur(r.perPoll(r.switchCPU)), r.switchAlone,
 			mib(r.ctlRSS), perConn, mib(r.switchRSS))
 	}
-	fmt.Fprintf(&s, "\nCONTROLLER path, %d runs of %v, wrk -c%d with a new connection per request:\n\n", rounds, duration, benchConnections)
-	s.WriteString("| connection flows | req/s (median; runs) | vs empty | p50 | p99 | failed | packet-ins/setup | controller CPU / 1,000 setups | switch CPU / 1,000 requests |\n" +
-		"|---:|---|---:|---:|---:|---:|---:|---:|---:|\n")
-	for _, r := range rows {
-		rates := make([]string, len(r.runs))
-		failed := 0
-		for i, w := range r.runs {
-			rates[i] = fmt.Sprintf("%.0f", w.reqPerSec)
-			failed += w.failures
+	for p, path := range scalePaths {
+		fmt.Fprintf(&s, "\nCONTROLLER connections %s, %d runs of %v, wrk -c%d with a new connection per request:\n\n", path, rounds, duration, benchConnections)
+		s.WriteString("| connection flows | req/s (median; runs) | vs empty | p50 | p99 | failed | packet-ins/setup | controller CPU / 1,000 setups | switch CPU / 1,000 requests |\n" +
+			"|---:|---|---:|---:|---:|---:|---:|---:|---:|\n")
+		for _, r := range rows {
+			runs := r.paths[p]
+			rates := make([]string, len(runs.runs))
+			failed := 0
+			for i, w := range runs.runs {
+				rates[i] = fmt.Sprintf("%.0f", w.reqPerSec)
+				failed += w.failures
+			}
+			med := medianRun(runs.runs)
+			packetIns, controller, switchCPU := costColumns(runs.runs, runs.costs)
+			fmt.Fprintf(&s, "| %d | **%.0f** (%s) | %s | %v | %v | %d | %s | %s | %s |\n", r.flows, med.reqPerSec, strings.Join(rates, ", "),
+				ratio(med.reqPerSec, medianRate(empty.paths[p].runs)), med.p50, med.p99, failed, packetIns, controller, switchCPU)
 		}
-		med := medianRun(r.runs)
-		packetIns, controller, switchCPU := costColumns(r.runs, r.costs)
-		fmt.Fprintf(&s, "| %d | **%.0f** (%s) | %s | %v | %v | %d | %s | %s | %s |\n", r.flows, med.reqPerSec, strings.Join(rates, ", "),
-			ratio(med.reqPerSec, medianRate(empty.runs)), med.p50, med.p99, failed, packetIns, controller, switchCPU)
 	}
 	return s.String()
 }

@@ -241,8 +241,9 @@ func singleLatency(tb testing.TB, h *Host, url string) time.Duration {
 }
 
 // TestThroughputComparison loads, side by side on one bed and in rounds,
-// a member directly, the three sdnlb paths (SWITCH NAT, SWITCH DSR,
-// CONTROLLER) in both families and HAProxy in TCP mode in front of the
+// a member directly, the sdnlb paths (SWITCH NAT, SWITCH DSR, CONTROLLER
+// with the connections in the switch's tracker, CONTROLLER with flows per
+// connection) in both families and HAProxy in TCP mode in front of the
 // same members, and reports what each path cost the controller and the
 // switch: packet-ins per setup, CPU per 1,000 setups and per 1,000
 // requests. SDNLB_BENCH_PATHS, a regular expression, keeps the paths
@@ -259,9 +260,10 @@ func TestThroughputComparison(t *testing.T) {
 	rounds, duration := envInt(t, "SDNLB_BENCH_ROUNDS", benchRounds), envDuration(t, "SDNLB_BENCH_DURATION", benchDuration)
 	protocol := benchOpenFlow(t)
 	const (
-		natPort = 8080 // SWITCH NAT members, and HAProxy's
-		ctlPort = 8081 // CONTROLLER members
-		dsrPort = 8082 // SWITCH DSR: the VIP's port
+		natPort   = 8080 // SWITCH NAT members, and HAProxy's
+		ctlPort   = 8081 // CONTROLLER members
+		flowsPort = 8084 // CONTROLLER members of the pool with flows per connection
+		dsrPort   = 8082 // SWITCH DSR: the VIP's port
 		// direct: in no pool, so no flow of sdnlb's touches the traffic
 		// and no connection through a VIP shares its ports in conntrack.
 		directPort = 8083
@@ -276,7 +278,7 @@ func TestThroughputComparison(t *testing.T) {
 	for i := range nMembers {
 		name := "srv" + strconv.Itoa(i+1)
 		h := sw.AddHost(t, "m"+strconv.Itoa(i+1), sw.Addr(byte(11+i)))
-		for _, port := range []int{natPort, ctlPort, dsrPort, directPort} {
+		for _, port := range []int{natPort, ctlPort, dsrPort, directPort, flowsPort} {
 			h.ServeHTTP(t, port, name)
 		}
 		members = append(members, h)
@@ -284,9 +286,10 @@ func TestThroughputComparison(t *testing.T) {
 	}
 	startHAProxy(t, lbHost, "tcp", backends)
 
-	// CONTROLLER connections leave two flows each behind them, which the
-	// switch revalidates with every other flow: they expire fast here, and
-	// each round waits for them before the next path runs.
+	// CONTROLLER connections with flows of their own leave two flows each
+	// behind them, which the switch revalidates with every other flow: they
+	// expire fast here, and each round waits for them before the next path
+	// runs.
 	lb := startSDNLB(t, "--flow-idle-timeout", ctlFlowIdle.String())
 	lb.Connect(sw)
 	dumpOnFailure(t, sw, lb)
@@ -300,8 +303,8 @@ func TestThroughputComparison(t *testing.T) {
 		if protocol == openFlow10 && f.name != "IPv4" {
 			continue
 		}
-		pool := func(name string, n byte, dispatch sdnlb.Dispatch, fwd sdnlb.Forwarding, vipPort, port int) string {
-			vip := lb.MustCreateVIP(name+f.name, f.addr(sw, 100+n+byte(10*fi)), sdnlb.ProtocolTCP, vipPort, nil)
+		pool := func(name string, n byte, dispatch sdnlb.Dispatch, fwd sdnlb.Forwarding, vipPort, port int, vipExtra map[string]any) string {
+			vip := lb.MustCreateVIP(name+f.name, f.addr(sw, 100+n+byte(10*fi)), sdnlb.ProtocolTCP, vipPort, vipExtra)
 			var p sdnlb.Pool
 			lb.MustAPI("POST", "/v1/pools", map[string]any{"name": vip.Name, "vip_id": vip.ID, "lb_method": sdnlb.RoundRobin,
 				"protocol": sdnlb.ProtocolTCP, "dispatch": dispatch, "forwarding": fwd}, 201, &p)
@@ -317,10 +320,15 @@ func TestThroughputComparison(t *testing.T) {
 		modes = append(modes, mode{f.name, "direct (client → one member)", url(f.hostIP(members[0]), directPort)})
 		if switched {
 			modes = append(modes,
-				mode{f.name, "sdnlb SWITCH, NAT", pool("nat", 0, sdnlb.DispatchSwitch, sdnlb.ForwardingNAT, 80, natPort)},
-				mode{f.name, "sdnlb SWITCH, DSR", pool("dsr", 1, sdnlb.DispatchSwitch, sdnlb.ForwardingDSR, dsrPort, 0)})
+				mode{f.name, "sdnlb SWITCH, NAT", pool("nat", 0, sdnlb.DispatchSwitch, sdnlb.ForwardingNAT, 80, natPort, nil)},
+				mode{f.name, "sdnlb SWITCH, DSR", pool("dsr", 1, sdnlb.DispatchSwitch, sdnlb.ForwardingDSR, dsrPort, 0, nil)})
 		}
-		modes = append(modes, mode{f.name, "sdnlb CONTROLLER, NAT", pool("ctl", 2, sdnlb.DispatchController, sdnlb.ForwardingNAT, 80, ctlPort)})
+		modes = append(modes,
+			mode{f.name, "sdnlb CONTROLLER, NAT", pool("ctl", 2, sdnlb.DispatchController, sdnlb.ForwardingNAT, 80, ctlPort, nil)},
+			// A connection limit, which no run reaches, gives each
+			// connection flows of its own.
+			mode{f.name, "sdnlb CONTROLLER, NAT, flows per connection", pool("flows", 3, sdnlb.DispatchController, sdnlb.ForwardingNAT, 80, flowsPort,
+				map[string]any{"connection_limit": 1_000_000})})
 		if f.name == "IPv4" {
 			modes = append(modes, mode{f.name, "HAProxy, TCP mode", url(lbHost.IP, 80)})
 		}
