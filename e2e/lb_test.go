@@ -875,3 +875,16 @@ func keepAliveGet(conn net.Conn, host string) error {
 func (b *lbBed) switchDispatches() bool {
 	return b.pool.Dispatch == sdnlb.DispatchSwitch && b.sw.Protocol != openFlow10
 }
+
+// tracks reports whether the bed's switch holds its pool's connections in
+// its tracker: a TCP pool on a switch with select groups (not 1.0), which
+// the switch dispatches, or the controller without a connection limit,
+// session persistence or member capacity, which count by a connection's
+// own flows.
+func (b *lbBed) tracks() bool {
+	if b.sw.Protocol == openFlow10 || b.vip.Protocol != sdnlb.ProtocolTCP {
+		return false
+	}
+	return b.switchDispatches() || b.vip.ConnectionLimit <= 0 && b.vip.SessionPersistence == nil &&
+		!slices.ContainsFunc(b.mems, func(m *sdnlb.Member) bool { return m.Capacity > 0 })
+}

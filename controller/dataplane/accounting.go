@@ -123,6 +123,12 @@ func (l *FlowLedger) Begin(generation uint64) {
 	l.live = map[uint32]sdnlb.Counts{}
 }
 
+// counting says whether what the flows count joins the counters: the
+// epoch's overlap is settled. The caller holds the ledger.
+func (l *FlowLedger) counting() bool {
+	return !l.epoch.first && !l.epoch.pending
+}
+
 // firstPoll says whether the epoch's first poll, which must read every
 // flow, is still to come.
 func (l *FlowLedger) firstPoll() bool {
@@ -326,8 +332,9 @@ func newAccounting(ledger *FlowLedger, finIdle uint16) accounting {
 }
 
 // countTracked counts a connection set up in the switch's tracker as
-// active until a poll reads its member's routes (pollPart). The VIP's
-// active count was taken at admission.
+// active until a poll reads its member's routes (pollPart), once what the
+// routes count joins the counters (an epoch's first poll waits for its
+// overlap to be settled). The VIP's active count was taken at admission.
 func (a *accounting) countTracked(snap *model.Snapshot, vipNum, memberNum uint32) {
 	a.unpolled[activeKey(vipNum, memberNum)]++
 	if m := snap.MemberCnt[memberNum]; m != nil {
@@ -642,7 +649,7 @@ func (a *accounting) pollPart(snap *model.Snapshot, scope PollScope, stats []ofp
 		if scope == everyFlow {
 			a.ledger.endFirstPoll(snap)
 		}
-		if scope.rest {
+		if scope.rest && a.ledger.counting() {
 			uncount(snap, a.polled)
 		}
 	}

@@ -577,3 +577,28 @@ func TestAccounting_TrackedConnection(t *testing.T) {
 	d.dp.Settle(d.snap)
 	active("the switch gone", 0, 1)
 }
+
+// A tracked connection set up before an epoch's first poll counts by the
+// controller until the overlap is settled: the routes' count of it waits
+// there, and the member would meanwhile show none.
+func TestAccounting_TrackedWaitsForOverlap(t *testing.T) {
+	d := controlledTCP(t, -1)
+	l := NewFlowLedger(true)
+	d.dp.accounting.ledger = l
+	l.Begin(1)
+	d.packetIn(testnet.ClientOF, conn{t, ipv4, false, 40000}.fromClient(true, false))
+	setup := d.released
+	m1 := testnet.MemberByID(d.snap, "m1")
+	d.dp.NextPoll()
+	d.pollOnce(routeStats(setup)...)
+	if n := m1.Cnt.ActiveConns(); n != 1 {
+		t.Errorf("the overlap unsettled: member active %d, want 1", n)
+	}
+	gen, overlap, _, _, _ := l.Overlap()
+	l.Settle(d.snap, gen, overlap)
+	d.dp.NextPoll()
+	d.pollOnce(routeStats(setup)...)
+	if own, _ := d.activeCounts(1); own != 0 || m1.Cnt.ActiveConns() != 1 {
+		t.Errorf("settled: the controller counts %d, member active %d; want 0 and 1", own, m1.Cnt.ActiveConns())
+	}
+}
