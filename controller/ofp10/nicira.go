@@ -53,23 +53,23 @@ var nxmOF = [...]struct {
 	field ofp.OXMField
 	basic ofp.OXMField
 }{
-	{ofp.OXMClassNXM0, 1, ofp.OXMEthDst},     // NXM_OF_ETH_DST
-	{ofp.OXMClassNXM0, 2, ofp.OXMEthSrc},     // NXM_OF_ETH_SRC
-	{ofp.OXMClassNXM0, 3, ofp.OXMEthType},    // NXM_OF_ETH_TYPE
-	{ofp.OXMClassNXM0, 6, ofp.OXMIPProto},    // NXM_OF_IP_PROTO
-	{ofp.OXMClassNXM0, 7, ofp.OXMIPv4Src},    // NXM_OF_IP_SRC
-	{ofp.OXMClassNXM0, 8, ofp.OXMIPv4Dst},    // NXM_OF_IP_DST
-	{ofp.OXMClassNXM0, 9, ofp.OXMTCPSrc},     // NXM_OF_TCP_SRC
-	{ofp.OXMClassNXM0, 10, ofp.OXMTCPDst},    // NXM_OF_TCP_DST
-	{ofp.OXMClassNXM0, 11, ofp.OXMUDPSrc},    // NXM_OF_UDP_SRC
-	{ofp.OXMClassNXM0, 12, ofp.OXMUDPDst},    // NXM_OF_UDP_DST
+	{ofp.OXMClassNXM0, 1, ofp.OXMEthDst},      // NXM_OF_ETH_DST
+	{ofp.OXMClassNXM0, 2, ofp.OXMEthSrc},      // NXM_OF_ETH_SRC
+	{ofp.OXMClassNXM0, 3, ofp.OXMEthType},     // NXM_OF_ETH_TYPE
+	{ofp.OXMClassNXM0, 6, ofp.OXMIPProto},     // NXM_OF_IP_PROTO
+	{ofp.OXMClassNXM0, 7, ofp.OXMIPv4Src},     // NXM_OF_IP_SRC
+	{ofp.OXMClassNXM0, 8, ofp.OXMIPv4Dst},     // NXM_OF_IP_DST
+	{ofp.OXMClassNXM0, 9, ofp.OXMTCPSrc},      // NXM_OF_TCP_SRC
+	{ofp.OXMClassNXM0, 10, ofp.OXMTCPDst},     // NXM_OF_TCP_DST
+	{ofp.OXMClassNXM0, 11, ofp.OXMUDPSrc},     // NXM_OF_UDP_SRC
+	{ofp.OXMClassNXM0, 12, ofp.OXMUDPDst},     // NXM_OF_UDP_DST
 	{ofp.OXMClassNXM0, 13, ofp.OXMICMPv4Type}, // NXM_OF_ICMP_TYPE
 	{ofp.OXMClassNXM0, 14, ofp.OXMICMPv4Code}, // NXM_OF_ICMP_CODE
-	{ofp.OXMClassNXM0, 15, ofp.OXMARPOp},     // NXM_OF_ARP_OP
-	{ofp.OXMClassNXM0, 16, ofp.OXMARPSPA},    // NXM_OF_ARP_SPA
-	{ofp.OXMClassNXM0, 17, ofp.OXMARPTPA},    // NXM_OF_ARP_TPA
-	{nxmClassNX1, 17, ofp.OXMARPSHA},         // NXM_NX_ARP_SHA
-	{nxmClassNX1, 18, ofp.OXMARPTHA},         // NXM_NX_ARP_THA
+	{ofp.OXMClassNXM0, 15, ofp.OXMARPOp},      // NXM_OF_ARP_OP
+	{ofp.OXMClassNXM0, 16, ofp.OXMARPSPA},     // NXM_OF_ARP_SPA
+	{ofp.OXMClassNXM0, 17, ofp.OXMARPTPA},     // NXM_OF_ARP_TPA
+	{nxmClassNX1, 17, ofp.OXMARPSHA},          // NXM_NX_ARP_SHA
+	{nxmClassNX1, 18, ofp.OXMARPTHA},          // NXM_NX_ARP_THA
 }
 
 // nxmInPort is NXM_OF_IN_PORT's field (class NXM0): a 16-bit 1.0 port.
