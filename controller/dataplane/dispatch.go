@@ -58,15 +58,22 @@ func newDispatcher() dispatcher {
 }
 
 // dispatch brings the switch's groups and dispatch flows to snap and what
-// the dataplane learned. It is called after every configuration sync.
+// the dataplane learned, and on a switch with Nicira matches the
+// controller punts. It is called after every configuration sync.
 func (dp *Switch) dispatch(now time.Time, snap *model.Snapshot, out *Outbox) {
-	if !dp.Groups {
+	if !dp.Groups && !dp.Nicira {
 		return
 	}
-	dp.dispatcher.dropStale(snap, out)
+	if dp.Groups {
+		dp.dispatcher.dropStale(snap, out)
+	}
 	vips := model.SortedVIPs(snap)
-	dp.dispatcher.punt(snap, vips, out)
-	dp.redispatch(now, snap, vips, nil, out)
+	if dp.Nicira {
+		dp.dispatcher.punt(snap, vips, out)
+	}
+	if dp.Groups {
+		dp.redispatch(now, snap, vips, nil, out)
+	}
 }
 
 // punt gives the VIPs of snap their controller punts
