@@ -617,3 +617,25 @@ func TestAccounting_OneTablePunts(t *testing.T) {
 		}
 	}
 }
+
+// On one table the polls read by shard only where the switch selects by
+// cookie (Nicira's flow stats); a plain 1.0 switch is read whole.
+func TestAccounting_OneTablePollsByShard(t *testing.T) {
+	client := netip.MustParseAddr(testnet.ClientIP)
+	for _, nicira := range []bool{true, false} {
+		d := newDecisionWith(t, testnet.Config(func(c *sdnlb.Config) { c.Pools[0].Dispatch = sdnlb.DispatchController }),
+			Config{L2: model.L2Normal, OneTable: true, Nicira: nicira})
+		d.dp.accounting.ledger.Begin(1)
+		d.pollOnce() // the epoch's first poll, of every flow
+		for port := range pollFlowBudget {
+			d.dp.accounting.conns[model.ConnKey{ClientIP: client, ClientPort: uint16(port), Proto: ofp.IPProtoTCP, VIPNum: 1}] = countedConn{member: 1}
+		}
+		want := 1
+		if nicira {
+			want = 2
+		}
+		if reqs := d.dp.NextPoll(); len(reqs) != want {
+			t.Errorf("Nicira %v: a poll of %d connections asks %+v, want %d requests", nicira, pollFlowBudget, reqs, want)
+		}
+	}
+}

@@ -296,7 +296,7 @@ func VIPFlows(v, answerer *VIP, l2 L2Mode, f SwitchFeatures) []ofp.FlowMod {
 
 // ControllerPunts are the rows that send a client's TCP packets that
 // open and close connections to v to the controller, where it dispatches
-// them on a switch with select groups and Nicira matches: every SYN, and
+// them on a switch with Nicira matches (SwitchFeatures.Nicira): every SYN, and
 // for a VIP with a connection limit, or a pool with a member capacity,
 // every FIN and reset. They sit above
 // the connection flows and match the VIP's MAC, which only a client's
