@@ -54,6 +54,20 @@ func TestOpenFlow10Nicira_Handshake(t *testing.T) {
 	}
 }
 
+// A VIP whose connections a 1.3 switch's tracker would hold has flows of
+// its own on 1.0, which has no tracker: it gets the SYN punt too.
+func TestOpenFlow10Nicira_TrackedVIPPunts(t *testing.T) {
+	h := startController(t, testnet.Config(nil), Options{})
+	_, got := h.connectNicira10(t, 1)
+	var nicira []string
+	for _, r := range got {
+		if fm, ok := r.m.(*ofp.FlowMod); ok && r.nicira {
+			nicira = append(nicira, testnet.FlowLine(t, fm))
+		}
+	}
+	testnet.AssertLines(t, nicira, puntLines[:1])
+}
+
 // The punts are read back whole from NXST_FLOW, so a reconnecting 1.0
 // Open vSwitch that holds every row gets no flow-mod.
 func TestOpenFlow10Nicira_AdoptsPunts(t *testing.T) {

@@ -69,7 +69,7 @@ func (dp *Switch) dispatch(now time.Time, snap *model.Snapshot, out *Outbox) {
 	}
 	vips := model.SortedVIPs(snap)
 	if dp.Nicira {
-		dp.dispatcher.punt(snap, vips, out)
+		dp.dispatcher.punt(snap, vips, dp.Groups, out)
 	}
 	if dp.Groups {
 		dp.redispatch(now, snap, vips, nil, out)
@@ -77,16 +77,17 @@ func (dp *Switch) dispatch(now time.Time, snap *model.Snapshot, out *Outbox) {
 }
 
 // punt gives the VIPs of snap their controller punts
-// (model.ControllerPunts), and takes them from the others. A VIP's flows
+// (model.ControllerPunts; tracker: the switch's tracker holds the
+// connections of the VIPs it tracks), and takes them from the others. A VIP's flows
 // purged (deleted, or moved to another address) took its punts with them.
-func (d *dispatcher) punt(snap *model.Snapshot, vips []*model.VIP, out *Outbox) {
+func (d *dispatcher) punt(snap *model.Snapshot, vips []*model.VIP, tracker bool, out *Outbox) {
 	for num := range d.punts {
 		if snap.VIPByNum[num] == nil {
 			delete(d.punts, num)
 		}
 	}
 	for _, v := range vips {
-		want := model.ControllerPunts(v)
+		want := model.ControllerPunts(v, tracker)
 		adds := make([]ofp.FlowMod, len(want))
 		var sig strings.Builder
 		for i := range want {
