@@ -123,14 +123,14 @@ var settingCapabilities = []Capability{
 		Setting:    "`connection_limit` (VIP)",
 		Switch:     "refused (400 on the pool's `dispatch`); a pool that names no dispatch gets CONTROLLER, and a VIP that gains it moves its SWITCH pool to CONTROLLER",
 		Controller: "new connections past the limit are refused (TCP reset, ICMP unreachable); a TCP connection counts until its client's FIN or reset, which the switch sends up so that it ends at once; UDP and ICMP until their flows idle out",
-		OpenFlow10: "a connection counts until its flows idle out: a 1.0 switch matches no TCP flags", IPv6: same, L2: noL2Effect,
+		OpenFlow10: "on Open vSwitch as under CONTROLLER (its FIN and reset punts come through Nicira's 1.0 flow-mods); on another 1.0 switch, which matches no TCP flags, a connection counts until its flows idle out", IPv6: same, L2: noL2Effect,
 		Cluster: "counts the cluster's connections: the node's own at once, the others' as they last recorded them (" + clusterLag + "), so connections opened through several nodes' switches within that while may pass the limit, each node admitting up to it",
 	},
 	{
 		Setting:    "active connections (stats; LEAST_CONNECTIONS, WEIGHTED_LEAST_CONNECTIONS, ADAPTIVE's S term)",
 		Switch:     "an estimate per member from the switch's counting rows, read each `--stats-interval`: connections opened less those whose client sent a FIN or reset (NAT: or the member a reset); UDP ones never end",
 		Controller: "TCP to a VIP without `connection_limit` or session persistence whose members have no `capacity` (the switch's tracker holds the connection, no flow of its own): counted from its SYN, by the controller until the next `--stats-interval` poll, then as under SWITCH by the switch's counting rows, until its client's FIN or reset (NAT: or the member's reset); one whose client and member both vanish stays counted until the member goes DOWN. The others have flows of their own, and count while open: a TCP connection from its SYN until its FIN or reset, seen at the next poll that reads its flows, or when they go, 10 s after its last packet (at once for a VIP with a `connection_limit`); a poll reads every connection flow of a switch that holds up to about 8,000 connections, and past that one shard of them in turn, so each is read every 2 to 64 polls; UDP and ICMP until their flows idle out",
-		OpenFlow10: "until their flows idle out (`--flow-idle-timeout`): a 1.0 switch has neither `fin_timeout` nor TCP flag matches", IPv6: same, L2: noL2Effect,
+		OpenFlow10: "until their flows idle out (`--flow-idle-timeout`): a 1.0 switch has no `fin_timeout`; on Open vSwitch a VIP with a `connection_limit` ends them at their FIN or reset, and the polls read by cookie, in shards, as on 1.3 (another 1.0 switch is read whole at every poll)", IPv6: same, L2: noL2Effect,
 		Cluster: "the cluster's, on every node: its own and the others' as they last recorded them (" + clusterLag + "); the stats' `nodes` give each node's share",
 	},
 	{

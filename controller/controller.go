@@ -410,7 +410,7 @@ func (c *Controller) switchConn(dpid uint64) *switchConn {
 // Config is what a new dataplane of switch dpid shares with the
 // controller.
 func (c *Controller) dataplaneConfig(dpid uint64, log *slog.Logger, f model.SwitchFeatures) dataplane.Config {
-	return dataplane.Config{DPID: dpid, IdleTimeout: c.idle, HardTimeout: c.hard, L2: c.opts.L2, Groups: f.Groups, OneTable: f.OneTable,
+	return dataplane.Config{DPID: dpid, IdleTimeout: c.idle, HardTimeout: c.hard, L2: c.opts.L2, Groups: f.Groups, OneTable: f.OneTable, Nicira: f.Nicira,
 		Affinity: c.affinity, Ledger: c.ledger(dpid), Fabric: c.fabric, Hosts: c.hosts, Metrics: c.metrics, Log: log, Peer: c.peerLog.To(log)}
 }
 

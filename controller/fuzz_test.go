@@ -91,6 +91,13 @@ func fuzzSeeds10(tb testing.TB) [][]byte {
 		}
 		return b
 	}
+	nicira := func(m ofp.Message) []byte { // Open vSwitch's NXST_FLOW reply
+		b, err := ofp10.AppendNicira(nil, 0, m)
+		if err != nil {
+			tb.Fatal(err)
+		}
+		return b
+	}
 	pin := func(port uint32, frame []byte) []byte {
 		return enc(&ofp.PacketIn{BufferID: ofp.NoBuffer, Reason: ofp.ReasonAction,
 			Match: ofp.Match{OXMs: []ofp.OXM{ofp.MatchInPort(port)}}, Data: frame})
@@ -103,6 +110,9 @@ func fuzzSeeds10(tb testing.TB) [][]byte {
 		pin(2, appendLLDP(nil, [6]byte{2}, 1, 3)),
 		enc(ofp.FlowRemoved{Cookie: fwd, Match: ofp.Match{OXMs: []ofp.OXM{ofp.MatchEthType(0x0800), ofp.MatchIPv4Src([4]byte{10, 0, 1, 5})}}}),
 		enc(ofp.MultipartReply{Body: ofp.FlowStatsReply{Stats: []ofp.FlowStats{{Cookie: fwd, ByteCount: 9}}}}),
+		nicira(ofp.MultipartReply{Body: ofp.FlowStatsReply{Stats: []ofp.FlowStats{{Cookie: model.MakeCookie(model.CatVIP, 1, 0),
+			Priority: 1002, Match: ofp.Match{OXMs: []ofp.OXM{ofp.MatchEthType(0x0800), ofp.MatchIPProto(6),
+				ofp.MatchTCPFlags(ofp.TCPFlagSYN, ofp.TCPFlagSYN|ofp.TCPFlagACK)}}}}}}),
 		enc(ofp.MultipartReply{Body: ofp.PortStatsReply{Stats: []ofp.PortStats{{PortNo: 1, TxBytes: 9}}}}),
 		enc(ofp.PortStatus{Reason: ofp.PortReasonDelete, Desc: ofp.Port{PortNo: 1}}),
 		enc(ofp.EchoRequest{Data: []byte("x")}),

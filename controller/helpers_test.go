@@ -204,6 +204,9 @@ func (h *harness) serve(tb testing.TB, src sdnlb.ConfigSource, opts Options, ln 
 type received struct {
 	h ofp.Header
 	m ofp.Message
+	// nicira: the message is one of Nicira's 1.0 extensions (NXT_FLOW_MOD,
+	// NXST_FLOW).
+	nicira bool
 }
 
 // fakeSwitch is the switch end of a pipe: a reader goroutine decodes what
@@ -218,6 +221,9 @@ type fakeSwitch struct {
 	// Either way it sends and receives the ofp package's model; received
 	// headers carry 1.3's type numbers.
 	v10 bool
+	// nicira: a 1.0 switch that takes Nicira's extensions, as Open
+	// vSwitch does; one without refuses them with BAD_VENDOR.
+	nicira bool
 }
 
 // dial connects a fake switch that has said nothing yet.
@@ -261,7 +267,9 @@ func newFakeSwitch(tb testing.TB, client net.Conn) *fakeSwitch {
 				tb.Errorf("controller sent an undecodable %s: %v", hd.Type, err)
 				return
 			}
-			sw.msgs <- received{hd, m}
+			nicira := b[0] == ofp10.Version && (ofp10.Type(b[1]) == ofp10.TypeVendor ||
+				ofp10.Type(b[1]) == ofp10.TypeStatsRequest && len(b) > 9 && b[8] == 0xff && b[9] == 0xff)
+			sw.msgs <- received{hd, m, nicira}
 		}
 	}()
 	tb.Cleanup(func() { client.Close() })
@@ -281,12 +289,22 @@ func decodeAnyVersion(b []byte) (ofp.Header, ofp.Message, error) {
 	return ofp.Header{Version: h.Version, Type: h.Type.Model(), Length: h.Length, XID: h.XID}, m, err
 }
 
-// connect10 is connect for a switch that speaks only OpenFlow 1.0.
+// connect10 is connect for a switch that speaks only OpenFlow 1.0, and
+// none of Nicira's extensions.
 func (h *harness) connect10(tb testing.TB, dpid uint64, ports ...ofp.Port) (*fakeSwitch, []received) {
 	tb.Helper()
 	sw := h.dial(tb)
 	sw.v10 = true
 	h.ports10 = ports
+	return sw, h.handshake(tb, sw, dpid)
+}
+
+// connectNicira10 is connect10 for a 1.0 switch that takes Nicira's
+// extensions, as Open vSwitch does.
+func (h *harness) connectNicira10(tb testing.TB, dpid uint64) (*fakeSwitch, []received) {
+	tb.Helper()
+	sw := h.dial(tb)
+	sw.v10, sw.nicira = true, true
 	return sw, h.handshake(tb, sw, dpid)
 }
 
@@ -344,6 +362,9 @@ func (sw *fakeSwitch) answerEmpty(r received) bool {
 	if !ok {
 		return false
 	}
+	if sw.refusesNicira(r) {
+		return true
+	}
 	var reply ofp.MultipartReplyBody
 	switch req.Body.(type) {
 	case ofp.FlowStatsRequest:
@@ -357,13 +378,28 @@ func (sw *fakeSwitch) answerEmpty(r received) bool {
 	return true
 }
 
+// refusesNicira answers r, a Nicira extension a 1.0 switch without them
+// got (the controller's probe), with BAD_VENDOR, and reports whether it
+// did.
+func (sw *fakeSwitch) refusesNicira(r received) bool {
+	if !r.nicira || sw.nicira {
+		return false
+	}
+	sw.send(r.h.XID, ofp.ErrorMsg{ErrType: ofp.ErrTypeBadRequest, Code: ofp.BadRequestBadExperimenter})
+	return true
+}
+
 func (sw *fakeSwitch) send(xid uint32, m ofp.Message) {
 	sw.tb.Helper()
 	if !sw.v10 {
 		sw.sendRaw(ofp.Append(nil, xid, m))
 		return
 	}
-	b, err := ofp10.Append(nil, xid, m)
+	encode := ofp10.Append
+	if sw.nicira {
+		encode = ofp10.AppendNicira // its flow stats replies answer NXST_FLOW
+	}
+	b, err := encode(nil, xid, m)
 	if err != nil {
 		sw.tb.Fatalf("fake 1.0 switch cannot send %s: %v", m.Type(), err)
 	}

@@ -291,10 +291,12 @@ func (s *switchConn) exchangeHellos() error {
 
 // readFeatures reads the switch's answers to the features request until
 // it knows what the switch's pipeline can do: on 1.3, whether it has
-// select groups, which a group features request asks. Echoes are
-// answered meanwhile.
+// select groups, which a group features request asks; on 1.0, whether it
+// takes Nicira's flow-mods and flow reads, which a Nicira flow read asks
+// (probeNicira). Echoes are answered meanwhile.
 func (s *switchConn) readFeatures() error {
-	var featuresXID uint32 // of the group features request
+	var featuresXID uint32 // of the group features request, or the 1.0 probe
+	var features10 *ofp10.FeaturesReply
 	for {
 		b, err := ofp.ReadMessage(s.br, s.rbuf)
 		if err != nil {
@@ -303,12 +305,21 @@ func (s *switchConn) readFeatures() error {
 		s.rbuf = b
 		h, _ := ofp.ParseHeader(b)
 		m, err := s.wire.decode(b)
+		if features10 != nil && h.XID == featuresXID && (err != nil || m.Type() == ofp.TypeError) {
+			// The probe refused, whatever the error says (a 1.0 switch
+			// may answer a vendor it does not know with a vendor error).
+			return s.configureSwitch10(features10, false)
+		}
 		if err != nil {
 			return fmt.Errorf("during handshake: %w", malformed(err))
 		}
 		switch m := m.(type) {
 		case *ofp10.FeaturesReply:
-			return s.configureSwitch10(m)
+			s.identify(m.DatapathID)
+			features10, featuresXID = m, s.xids.Add(1)
+			if err := s.probeNicira(featuresXID); err != nil {
+				return err
+			}
 		case *ofp.FeaturesReply:
 			s.identify(m.DatapathID)
 			featuresXID = s.xids.Add(1)
@@ -316,8 +327,15 @@ func (s *switchConn) readFeatures() error {
 				return err
 			}
 		case *ofp.MultipartReply:
+			if features10 != nil && h.XID == featuresXID {
+				if m.Flags&ofp.MultipartReplyMore == 0 {
+					return s.configureSwitch10(features10, true)
+				}
+				continue
+			}
 			if body, ok := m.Body.(ofp.GroupFeaturesReply); ok && h.XID == featuresXID {
-				return s.configureSwitch(model.SwitchFeatures{Groups: body.Types&(1<<ofp.GroupTypeSelect) != 0})
+				groups := body.Types&(1<<ofp.GroupTypeSelect) != 0
+				return s.configureSwitch(model.SwitchFeatures{Groups: groups, Nicira: groups})
 			}
 		case *ofp.EchoRequest:
 			s.sendXID(h.XID, ofp.EchoReply{Data: m.Data})
@@ -330,16 +348,27 @@ func (s *switchConn) readFeatures() error {
 	}
 }
 
+// probeNicira asks a 1.0 switch, with request xid, for the flows of a
+// cookie no flow has (Open vSwitch reserves all ones) in a Nicira flow
+// read: Open vSwitch answers with no flows, from its cookie index, a
+// switch without Nicira's extensions with an error. The wire speaks
+// Nicira from the probe on, until the switch says no.
+func (s *switchConn) probeNicira(xid uint32) error {
+	s.wire.(*wire10).nicira.Store(true)
+	return s.sendXID(xid, ofp.MultipartRequest{Body: ofp.FlowStatsRequest{TableID: ofp.TableAll,
+		OutPort: ofp.PortAny, OutGroup: ofp.GroupAny, Cookie: ^uint64(0), CookieMask: ^uint64(0)}})
+}
+
 // configureSwitch10 ends the handshake of a 1.0 switch, whose features
 // reply lists its ports: its pipeline is one table, which the fabric
-// cannot work with.
-func (s *switchConn) configureSwitch10(m *ofp10.FeaturesReply) error {
-	s.identify(m.DatapathID)
+// cannot work with; nicira says whether it answered the Nicira probe.
+func (s *switchConn) configureSwitch10(m *ofp10.FeaturesReply, nicira bool) error {
+	s.wire.(*wire10).nicira.Store(nicira)
 	if s.c.fabric != nil {
 		return errors.New("the switch speaks OpenFlow 1.0, and --l2 fabric needs 1.3 (several tables and metadata)")
 	}
 	s.ports.set(m.Ports...)
-	return s.configureSwitch(model.SwitchFeatures{OneTable: true})
+	return s.configureSwitch(model.SwitchFeatures{OneTable: true, Nicira: nicira})
 }
 
 // refuseVersion answers a HELLO of version v that offered no version

@@ -113,15 +113,19 @@ func (wire13) answered(uint32, ofp.Message) []ofp.FlowMod { return nil }
 
 func (wire13) roles() bool { return true }
 
-// wire10 is OpenFlow 1.0 (package ofp10). 1.0 cannot select flows by
-// cookie, which sdnlb's deletes and flow stats do: a flow stats request
-// with a cookie mask goes out without it and its reply is narrowed to the
-// cookie here; a delete with a cookie mask becomes such a request (after
-// a barrier, so that it sees every flow-mod sent before), and the flows
-// its reply shows are deleted one by one, strictly, except those added
-// again since the request.
+// wire10 is OpenFlow 1.0 (package ofp10). A switch that takes Open
+// vSwitch's Nicira extensions (nicira, which the handshake probes) gets
+// its flow-mods and flow reads through them where plain 1.0 falls short
+// (ofp10.AppendNicira): matches on TCP flags, and selecting flows by
+// cookie. Plain 1.0 cannot select flows by cookie, which sdnlb's deletes
+// and flow stats do: a flow stats request with a cookie mask goes out
+// without it and its reply is narrowed to the cookie here; a delete with
+// a cookie mask becomes such a request (after a barrier, so that it sees
+// every flow-mod sent before), and the flows its reply shows are deleted
+// one by one, strictly, except those added again since the request.
 type wire10 struct {
-	xids *atomic.Uint32 // the connection's, for the barriers it adds
+	xids   *atomic.Uint32 // the connection's, for the barriers it adds
+	nicira atomic.Bool
 
 	mu         sync.Mutex
 	selections map[uint32]*cookieSelection // by the xid of the flow stats request standing in
@@ -159,6 +163,11 @@ func (w *wire10) decodeInto(b []byte, m ofp.BodyDecoder) error {
 }
 
 func (w *wire10) Append(b []byte, xid uint32, m ofp.Message) ([]byte, error) {
+	if w.nicira.Load() {
+		if _, ok := m.(*ofp.ErrorMsg); !ok {
+			return ofp10.AppendNicira(b, xid, m)
+		}
+	}
 	switch m := m.(type) {
 	case *ofp.FlowMod:
 		return w.appendFlowMod(b, xid, m)

@@ -311,3 +311,89 @@ func cookieState(sw *Switch) []string {
 	slices.Sort(state)
 	return state
 }
+
+// A CONTROLLER TCP VIP on a 1.0 Open vSwitch: the switch takes Nicira's
+// flow-mods, so the VIP has the SYN punt that matches TCP flags, and with a
+// connection limit the FIN and reset punts; a restarted sdnlb reads them
+// back whole (Nicira's flow stats) and adopts them without a flow-mod.
+//
+// Sequential connections each take at most two VIP packet-ins: the SYN's,
+// and rarely one more. Open vSwitch caches the SYN punt's "to the
+// controller" in a datapath flow that includes the TCP flags, so the
+// connection's next packets miss it and meet the connection's flows,
+// which the controller installs before it sends the SYN on: no timing
+// decides that. Only a SYN retransmitted (the client waits a second) or a
+// packet that overtakes the flow-mods could add one, far from once per
+// connection.
+func TestOpenFlow10_NiciraPunts(t *testing.T) {
+	b := newBedOn(t, openFlow10, 1, 3, sdnlb.RoundRobin, sdnlb.DispatchController, nil)
+	if _, err := get(b.clients[0], b.url, 10*time.Second); err != nil { // the members' addresses learned
+		t.Fatal(err)
+	}
+	const conns = 50
+	before := b.lb.Metric(`sdnlb_controller_packet_ins_total{kind="lb"}`)
+	for i := range conns {
+		if _, err := get(b.clients[0], b.url, 5*time.Second); err != nil {
+			t.Fatalf("connection %d: %v", i, err)
+		}
+	}
+	punted := b.lb.Metric(`sdnlb_controller_packet_ins_total{kind="lb"}`) - before
+	t.Logf("%d sequential connections: %v VIP packet-ins (%.2f each)", conns, punted, punted/conns)
+	if punted > 2*conns {
+		t.Errorf("%d sequential connections took %v VIP packet-ins, want at most 2 each", conns, punted)
+	}
+
+	// A limit the connections kept twice stay far below: until the killed
+	// process's counts expire, the new one's add to them.
+	b.lb.MustAPI(http.MethodPatch, "/v1/vips/"+b.vip.ID, map[string]any{"connection_limit": 1000}, http.StatusOK, nil)
+	want := []string{"priority=1002,tcp,dl_dst=", "tcp_flags=+syn-ack actions=CONTROLLER:65535",
+		"priority=1004,tcp,dl_dst=", "tcp_flags=+fin actions=CONTROLLER:65535", "tcp_flags=-fin+rst actions=CONTROLLER:65535"}
+	var flows string
+	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+		if flows = strings.Join(b.sw.DumpFlows(), "\n"); containsAll(flows, want) {
+			break
+		}
+	}
+	if !containsAll(flows, want) {
+		t.Fatalf("the 1.0 bridge lacks the punts %q:\n%s", want, flows)
+	}
+	before2 := cookieState(b.sw)
+	time.Sleep(time.Second) // a row the new process sent again would be younger than a second
+
+	b.lb.Kill()
+	b.lb = startSDNLB(t, "--db", b.lb.DB)
+	b.lb.Connect(b.sw)
+	var adopted []string
+	for i := 0; i < 200 && len(adopted) == 0; i++ {
+		time.Sleep(25 * time.Millisecond)
+		adopted = b.lb.LogLines(`"msg":"switch adopted"`)
+	}
+	if len(adopted) == 0 {
+		t.Fatal("the switch is not adopted 5s after the restart")
+	}
+	t.Logf("adoption: %s", adopted[0])
+	if sent := b.lb.Metric("sdnlb_controller_flow_mods_total"); sent != 0 {
+		t.Errorf("the new process sent %v flow-mods adopting a switch that holds every row", sent)
+	}
+	for _, f := range b.sw.DumpFlows() {
+		if strings.Contains(f, "duration=0.") {
+			t.Errorf("a row sent again: %s", f)
+		}
+	}
+	if after := cookieState(b.sw); !slices.Equal(before2, after) {
+		t.Errorf("the switch's flows after the restart differ from before:\nbefore:\n%s\nafter:\n%s",
+			strings.Join(before2, "\n"), strings.Join(after, "\n"))
+	}
+	if _, err := get(b.clients[0], b.url, 5*time.Second); err != nil {
+		t.Errorf("after the restart: %v", err)
+	}
+}
+
+func containsAll(s string, subs []string) bool {
+	for _, sub := range subs {
+		if !strings.Contains(s, sub) {
+			return false
+		}
+	}
+	return true
+}

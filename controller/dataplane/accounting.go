@@ -517,14 +517,14 @@ type PollRequest struct {
 // than a poll should read, one for the rest and one for the next shard
 // of the connections, so that each connection is read every few
 // intervals. An epoch's first poll reads every flow, as does a poll of a
-// switch that cannot read by cookie (OpenFlow 1.0 reads every flow
-// whatever the request). A connection's end shows at the latest when its
+// switch that cannot read by cookie (plain OpenFlow 1.0 reads every flow
+// whatever the request; Open vSwitch selects by cookie on 1.0 too). A connection's end shows at the latest when its
 // flows go (flow-removed), whichever shard it is in.
 func (dp *Switch) NextPoll() []PollRequest {
 	a := &dp.accounting
 	a.planPoll()
 	n := shardsToRead(2 * len(a.conns))
-	if n == 1 || dp.OneTable || a.ledger.firstPoll() {
+	if n == 1 || dp.OneTable && !dp.Nicira || a.ledger.firstPoll() {
 		return []PollRequest{{Request: StatsRequest(), Scope: everyFlow}}
 	}
 	a.shardPolls++

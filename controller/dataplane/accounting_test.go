@@ -602,3 +602,65 @@ func TestAccounting_TrackedWaitsForOverlap(t *testing.T) {
 		t.Errorf("settled: the controller counts %d, member active %d; want 0 and 1", own, m1.Cnt.ActiveConns())
 	}
 }
+
+// On one table (OpenFlow 1.0), a switch with Nicira matches (Open
+// vSwitch) gets the punts 1.3 has: a SYN that reuses a connection's ports
+// and a limited VIP's FIN come up, and the FIN ends the connection at
+// once; its flows keep their idle timeout (1.0 connection flows have no
+// fin_timeout). A plain 1.0 switch has no punts: both follow the flows.
+func TestAccounting_OneTablePunts(t *testing.T) {
+	fin := testnet.TCPFrame(t, testnet.TCPSeg{SrcMAC: testnet.ClientMAC, DstMAC: testnet.VIPMAC, Src: testnet.ClientIP, Dst: "10.0.0.100",
+		Sport: 40000, Dport: 80, FIN: true, ACK: true, Seq: 1001, AckNum: 5001})
+	for _, nicira := range []bool{true, false} {
+		d := newDecisionWith(t, testnet.Config(func(c *sdnlb.Config) {
+			c.Pools[0].Dispatch = sdnlb.DispatchController
+			c.VIPs[0].ConnectionLimit = 1
+		}), Config{L2: model.L2Normal, OneTable: true, Nicira: nicira})
+		for i := 1; i <= 3; i++ {
+			d.learnMember(i)
+		}
+		d.packetIn(testnet.ClientOF, testnet.SYN(t, 40000))
+		want := "output:1 "
+		if nicira {
+			want = "CONTROLLER"
+		}
+		if got := d.forward(testnet.ClientOF, testnet.SYN(t, 40000)); !strings.HasPrefix(got, want) {
+			t.Errorf("Nicira %v: a SYN on the ports of a connection with flows went %s, want %s", nicira, got, want)
+		}
+		if got := d.forward(testnet.ClientOF, fin); !strings.HasPrefix(got, want) {
+			t.Errorf("Nicira %v: the FIN went %s, want %s", nicira, got, want)
+		}
+		if !nicira {
+			continue
+		}
+		got := d.packetIn(testnet.ClientOF, fin)
+		if countPrefix(got, "flow_mod") != 0 || countPrefix(got, "packet_out") != 1 {
+			t.Errorf("the FIN got\n  %s\nwant it sent on alone", strings.Join(got, "\n  "))
+		}
+		if _, v := d.activeCounts(1); v != 0 {
+			t.Errorf("VIP active %d after the FIN, want 0", v)
+		}
+	}
+}
+
+// On one table the polls read by shard only where the switch selects by
+// cookie (Nicira's flow stats); a plain 1.0 switch is read whole.
+func TestAccounting_OneTablePollsByShard(t *testing.T) {
+	client := netip.MustParseAddr(testnet.ClientIP)
+	for _, nicira := range []bool{true, false} {
+		d := newDecisionWith(t, testnet.Config(func(c *sdnlb.Config) { c.Pools[0].Dispatch = sdnlb.DispatchController }),
+			Config{L2: model.L2Normal, OneTable: true, Nicira: nicira})
+		d.dp.accounting.ledger.Begin(1)
+		d.pollOnce() // the epoch's first poll, of every flow
+		for port := range pollFlowBudget {
+			d.dp.accounting.conns[model.ConnKey{ClientIP: client, ClientPort: uint16(port), Proto: ofp.IPProtoTCP, VIPNum: 1}] = countedConn{member: 1}
+		}
+		want := 1
+		if nicira {
+			want = 2
+		}
+		if reqs := d.dp.NextPoll(); len(reqs) != want {
+			t.Errorf("Nicira %v: a poll of %d connections asks %+v, want %d requests", nicira, pollFlowBudget, reqs, want)
+		}
+	}
+}

@@ -372,7 +372,8 @@ func TestAdopt_ByClientSlots(t *testing.T) {
 
 // A switch moved from OpenFlow 1.3 to 1.0 holds the 1.3 pipeline, in
 // tables a 1.0 flow-mod cannot address: every flow is deleted first, and
-// the switch ends up holding what a 1.0 switch gets from scratch.
+// the switch ends up holding what a 1.0 Open vSwitch (Nicira matches)
+// gets from scratch.
 func TestAdopt_PipelineOfAnotherVersion(t *testing.T) {
 	d := newSwitchDecision(t, testnet.Config(nil))
 	have := d.holding()
@@ -383,7 +384,7 @@ func TestAdopt_PipelineOfAnotherVersion(t *testing.T) {
 	if got := d.sent(nil); len(got) == 0 || got[0] != "flow_mod delete cookie=0x0/0x0" {
 		t.Errorf("the switch got\n  %s\nwant a delete of every flow first", strings.Join(got, "\n  "))
 	}
-	fresh := newDecisionWith(t, testnet.Config(nil), Config{L2: model.L2Normal, OneTable: true})
+	fresh := newDecisionWith(t, testnet.Config(nil), Config{L2: model.L2Normal, OneTable: true, Nicira: true})
 	if got, want := d.sw.Lines(), fresh.sw.Lines(); !slices.Equal(got, want) {
 		t.Errorf("the switch holds\n  %s\nwant what a 1.0 switch gets\n  %s", strings.Join(got, "\n  "), strings.Join(want, "\n  "))
 	}

@@ -57,6 +57,7 @@ type Config struct {
 	L2                       model.L2Mode
 	Groups                   bool // the switch has select groups
 	OneTable                 bool // the switch has one flow table and no Nicira actions (OpenFlow 1.0)
+	Nicira                   bool // the switch takes Nicira matches: TCP flags, and on 1.0 reads by cookie (model.SwitchFeatures)
 	Affinity                 *AffinityTable
 	Ledger                   *FlowLedger // the switch's, which outlives its connections
 	Metrics                  *Metrics
@@ -84,7 +85,8 @@ func (c *Config) source() string { return model.FormatDPID(c.DPID) }
 // at their FIN or reset: Nicira's fin_timeout, on a switch that also
 // matches TCP flags, for the SYN punts that give a connection reusing the
 // ports of an ended one flows of full timeouts (model.ControllerPunts):
-// Open vSwitch, with select groups. A switch of one table has neither.
+// Open vSwitch, with select groups. A switch of one table has no Nicira
+// actions: its connection flows keep their idle timeout.
 func (c *Config) finIdle() uint16 {
 	if c.OneTable || !c.Groups {
 		return 0
@@ -137,7 +139,7 @@ func (dp *Switch) Configure(now time.Time, snap *model.Snapshot, out *Outbox) {
 		dp.configurePatch(now, snap, out)
 		return
 	}
-	mods, announce := reconcile(dp.Installed, snap, model.SwitchFeatures{Groups: dp.Groups, OneTable: dp.OneTable}, dp.L2)
+	mods, announce := reconcile(dp.Installed, snap, model.SwitchFeatures{Groups: dp.Groups, OneTable: dp.OneTable, Nicira: dp.Nicira}, dp.L2)
 	released := releasedAddrs(dp.Installed, snap)
 	dp.Installed = snap
 	for i := range mods {

@@ -62,7 +62,7 @@ func newDecisionL2(tb testing.TB, cfg *sdnlb.Config, l2 model.L2Mode) *decision 
 // switching, as the in-switch dispatch has it.
 func newSwitchDecision(tb testing.TB, cfg *sdnlb.Config) *decision {
 	tb.Helper()
-	return newDecisionWith(tb, cfg, Config{L2: model.L2Normal, Groups: true})
+	return newDecisionWith(tb, cfg, Config{L2: model.L2Normal, Groups: true, Nicira: true})
 }
 
 func newDecisionWith(tb testing.TB, cfg *sdnlb.Config, dc Config) *decision {

@@ -58,28 +58,36 @@ func newDispatcher() dispatcher {
 }
 
 // dispatch brings the switch's groups and dispatch flows to snap and what
-// the dataplane learned. It is called after every configuration sync.
+// the dataplane learned, and on a switch with Nicira matches the
+// controller punts. It is called after every configuration sync.
 func (dp *Switch) dispatch(now time.Time, snap *model.Snapshot, out *Outbox) {
-	if !dp.Groups {
+	if !dp.Groups && !dp.Nicira {
 		return
 	}
-	dp.dispatcher.dropStale(snap, out)
+	if dp.Groups {
+		dp.dispatcher.dropStale(snap, out)
+	}
 	vips := model.SortedVIPs(snap)
-	dp.dispatcher.punt(snap, vips, out)
-	dp.redispatch(now, snap, vips, nil, out)
+	if dp.Nicira {
+		dp.dispatcher.punt(snap, vips, dp.Groups, out)
+	}
+	if dp.Groups {
+		dp.redispatch(now, snap, vips, nil, out)
+	}
 }
 
 // punt gives the VIPs of snap their controller punts
-// (model.ControllerPunts), and takes them from the others. A VIP's flows
+// (model.ControllerPunts; tracker: the switch's tracker holds the
+// connections of the VIPs it tracks), and takes them from the others. A VIP's flows
 // purged (deleted, or moved to another address) took its punts with them.
-func (d *dispatcher) punt(snap *model.Snapshot, vips []*model.VIP, out *Outbox) {
+func (d *dispatcher) punt(snap *model.Snapshot, vips []*model.VIP, tracker bool, out *Outbox) {
 	for num := range d.punts {
 		if snap.VIPByNum[num] == nil {
 			delete(d.punts, num)
 		}
 	}
 	for _, v := range vips {
-		want := model.ControllerPunts(v)
+		want := model.ControllerPunts(v, tracker)
 		adds := make([]ofp.FlowMod, len(want))
 		var sig strings.Builder
 		for i := range want {

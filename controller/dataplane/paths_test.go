@@ -284,7 +284,7 @@ func TestDispatch_Connection(t *testing.T) {
 	for _, fwd := range sdnlb.Forwardings {
 		for _, l2 := range []model.L2Mode{model.L2Normal, model.L2Learn} {
 			t.Run(string(fwd)+"/"+string(l2), func(t *testing.T) {
-				d := newDecisionWith(t, switchConfig(fwd, nil), Config{L2: l2, Groups: true})
+				d := newDecisionWith(t, switchConfig(fwd, nil), Config{L2: l2, Groups: true, Nicira: true})
 				// The client's ARP for the VIP: under L2Learn the
 				// controller learns its port.
 				d.packetIn(testnet.ClientOF, testnet.ARPFrame(t, 1, testnet.ClientMAC, "ff:ff:ff:ff:ff:ff", testnet.ClientIP, "10.0.0.100", "00:00:00:00:00:00"))

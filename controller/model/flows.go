@@ -295,10 +295,13 @@ func VIPFlows(v, answerer *VIP, l2 L2Mode, f SwitchFeatures) []ofp.FlowMod {
 }
 
 // ControllerPunts are the rows that send a client's TCP packets that
-// open and close connections to v to the controller, where it dispatches
-// them on a switch with select groups and Nicira matches: every SYN, and
-// for a VIP with a connection limit, or a pool with a member capacity,
-// every FIN and reset. They sit above
+// open and close connections to v to the controller, on a switch with
+// Nicira matches (SwitchFeatures.Nicira) where v's connections have flows
+// of their own: those of a VIP the switch's tracker does not hold, and
+// every VIP's on a switch without one (tracker false: OpenFlow 1.0, where
+// the controller dispatches every pool). They are every SYN, and for a
+// VIP with a connection limit, or a pool with a member capacity, every
+// FIN and reset. They sit above
 // the connection flows and match the VIP's MAC, which only a client's
 // packets carry: under DSR a packet that another switch dispatched comes
 // on with the VIP's address.
@@ -309,8 +312,8 @@ func VIPFlows(v, answerer *VIP, l2 L2Mode, f SwitchFeatures) []ofp.FlowMod {
 // a connection limit, or a member with a capacity, ends its connection at
 // once, so the bound counts open connections exactly; other VIPs'
 // connections end at the next poll (Closed).
-func ControllerPunts(v *VIP) []Flow {
-	if v.Tracked() || v.Proto != ofp.IPProtoTCP && v.Proto != protoAny {
+func ControllerPunts(v *VIP, tracker bool) []Flow {
+	if tracker && v.Tracked() || v.Proto != ofp.IPProtoTCP && v.Proto != protoAny {
 		return nil
 	}
 	punt := func(priority uint16, flags, mask uint16) Flow {

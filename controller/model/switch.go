@@ -15,6 +15,11 @@ type SwitchFeatures struct {
 	// L2 table's rows go to table 0 below every other row, and the
 	// controller answers ARP for VIPs.
 	OneTable bool
+	// Nicira: the switch takes Open vSwitch's Nicira matches, so it gets
+	// the controller punts that match TCP flags (ControllerPunts); on
+	// OpenFlow 1.0 they come through Nicira's flow-mods and flow reads,
+	// which also select flows by cookie. On 1.3 it goes with Groups.
+	Nicira bool
 }
 
 // PortRef is one port of one switch.

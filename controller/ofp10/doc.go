@@ -9,7 +9,9 @@
 // table other than 0 (or TableAll on a delete), goto_table, write or
 // clear actions, metadata, meters, groups, conntrack and the other
 // Nicira actions, a cookie mask, out_group on a delete, flags beyond
-// SEND_FLOW_REM and CHECK_OVERLAP, port-desc requests. Decode accepts
+// SEND_FLOW_REM and CHECK_OVERLAP, port-desc requests, match fields
+// ofp_match lacks (AppendNicira takes those and the cookie mask of a
+// delete). Decode accepts
 // the same set in the other direction, so every message round-trips,
 // but for one case: a flow stats entry whose actions 1.0 cannot express
 // (a switch moved from 1.3 keeps its flows with Nicira actions) does not
@@ -17,6 +19,18 @@
 // without instructions, and Append leaves it out.
 // Errors are the ofp package's (ErrShort, ErrBadLength, ErrBadVersion,
 // ErrUnsupported, ErrTooLong); match them with errors.Is.
+//
+// AppendNicira is Append for a switch that takes Open vSwitch's Nicira
+// extensions to 1.0, where plain 1.0 falls short: a flow-mod whose match
+// holds a field ofp_match lacks (TCP flags, ...), or a delete that selects
+// by cookie, goes as NXT_FLOW_MOD with an NXM match; flow stats requests
+// and replies are NXST_FLOW, whose request selects by cookie
+// (NXM_NX_COOKIE) and whose entries carry the whole match. Every other
+// message, and a flow-mod plain 1.0 expresses, is Append's. Decode reads
+// both forms whatever the switch is: NXM fields that ofp_match has
+// (NXM_OF_ETH_DST, NXM_OF_IN_PORT's 16 bits, ...) become the
+// OpenFlow-basic fields, the others stay as they are (NXM_NX_TCP_FLAGS is
+// ofp.MatchTCPFlags), in the order the switch wrote them.
 //
 // DecodeInto decodes the messages a busy switch sends most, packet-ins
 // and flow-removed, into the caller's structs without allocating;

@@ -49,7 +49,7 @@ func checkDecode(t *testing.T, b []byte) {
 	if h.Version != Version {
 		return // a hello offering another version, which 1.0 cannot send
 	}
-	wire, err := Append(nil, h.XID, m)
+	wire, err := appendAsDecoded(b, h, m)
 	if err != nil {
 		t.Fatalf("re-encode %T: %v\nin % x", m, err, b)
 	}
@@ -63,6 +63,21 @@ func checkDecode(t *testing.T, b []byte) {
 	if want := readable(m); !reflect.DeepEqual(want, m2) {
 		t.Fatalf("round trip changed %T:\n got %#v\nwant %#v", m, m2, want)
 	}
+}
+
+// appendAsDecoded encodes m, decoded from b, in b's form: a Nicira
+// message as one (AppendNicira keeps plain 1.0 for a flow-mod 1.0 can
+// express), the others as Append does.
+func appendAsDecoded(b []byte, h Header, m ofp.Message) ([]byte, error) {
+	switch {
+	case h.Type == TypeVendor:
+		return appendAs(nil, h.XID, TypeVendor, func(out []byte) ([]byte, error) {
+			return appendNXFlowMod(out, m.(*ofp.FlowMod))
+		})
+	case (h.Type == TypeStatsRequest || h.Type == TypeStatsReply) && ofp.MultipartType(binary.BigEndian.Uint16(b[ofp.HeaderLen:])) == statsVendor:
+		return AppendNicira(nil, h.XID, m)
+	}
+	return Append(nil, h.XID, m)
 }
 
 // readable is m without the flow stats entries Decode could not read the

@@ -96,8 +96,8 @@ func parseHeader(b []byte) (Header, error) {
 // *FeaturesReply, which carries the port list 1.0 puts there.
 //
 // A version other than 1.0 yields ofp.ErrBadVersion with the header,
-// except for HELLO. Types without a 1.3 model (VENDOR, PORT_MOD, queue
-// config) yield ofp.ErrUnsupported.
+// except for HELLO. Types without a 1.3 model (VENDOR, but Nicira's
+// NXT_FLOW_MOD; PORT_MOD, queue config) yield ofp.ErrUnsupported.
 func Decode(b []byte) (Header, ofp.Message, error) {
 	h, err := parseHeader(b)
 	if err != nil {
@@ -172,7 +172,8 @@ const (
 )
 
 // KeyOf returns the key of msg, an encoded FLOW_MOD (Append's output), and
-// false for any other message.
+// false for any other message, an NXT_FLOW_MOD included: a caller that
+// selects flows by cookie on a Nicira switch lets the switch do it.
 func KeyOf(msg []byte) (FlowKey, bool) {
 	var k FlowKey
 	if len(msg) < ofp.HeaderLen+flowModFixedLen || msg[0] != Version || Type(msg[1]) != TypeFlowMod {

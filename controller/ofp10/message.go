@@ -117,6 +117,8 @@ func decodeBody(t Type, body []byte) (ofp.Message, error) {
 		return decodeStatsRequest(body)
 	case TypeStatsReply:
 		return decodeStatsReply(body)
+	case TypeVendor:
+		return decodeVendor(body)
 	case TypeBarrierRequest:
 		return &ofp.BarrierRequest{}, expectEmpty(body)
 	case TypeBarrierReply:
@@ -345,18 +347,11 @@ const flowModFlags10 = ofp.FlagSendFlowRem | ofp.FlagCheckOverlap
 // that selects flows by cookie, is refused: the caller deletes by match
 // instead (a 1.0 delete ignores cookies).
 func appendFlowMod(b []byte, m *ofp.FlowMod) (Type, []byte, error) {
-	isDelete := m.Command == ofp.FlowDelete || m.Command == ofp.FlowDeleteStrict
-	switch {
-	case m.Command > ofp.FlowDeleteStrict:
-		return 0, b, unsupported("flow_mod command %d", m.Command)
-	case m.TableID != 0 && !(isDelete && m.TableID == ofp.TableAll):
-		return 0, b, unsupported("flow_mod for table %d (1.0 flow mods address table 0)", m.TableID)
-	case m.CookieMask != 0:
+	if m.CookieMask != 0 {
 		return 0, b, unsupported("flow_mod cookie_mask %#x (1.0 flow mods cannot select flows by cookie)", m.CookieMask)
-	case isDelete && m.OutGroup != ofp.GroupAny:
-		return 0, b, unsupported("flow_mod out_group %d", m.OutGroup)
-	case m.Flags&^flowModFlags10 != 0:
-		return 0, b, unsupported("flow_mod flags %#x", uint16(m.Flags&^flowModFlags10))
+	}
+	if err := checkFlowMod(m); err != nil {
+		return 0, b, err
 	}
 	match, err := matchTo10(&m.Match)
 	if err != nil {

@@ -42,11 +42,13 @@ func TestRoundTrip(t *testing.T) {
 	}
 	// ARP with an ipv4 field is not a valid match; give it an ARP one.
 	msgs[8].(*ofp.FlowMod).Match.OXMs[3] = mustOXM(ofp.OXMARPTPA, []byte{10, 1, 0, 0}, []byte{255, 255, 0, 0})
-	for _, tc := range goldenCases() {
-		msgs = append(msgs, tc.msg)
-	}
+	cases := goldenCases()
 	for _, m := range msgs {
-		b, err := Append(nil, 42, m)
+		cases = append(cases, goldenCase{msg: m})
+	}
+	for _, tc := range cases {
+		m := tc.msg
+		b, err := tc.append(nil, 42)
 		if err != nil {
 			t.Errorf("Append %#v: %v", m, err)
 			continue
@@ -159,7 +161,15 @@ func TestDecode_Malformed(t *testing.T) {
 		{"action longer than the message", withLen(append(append([]byte(nil), flowMod[:72]...), 0, 0, 0, 16, 0, 1, 0, 0)), ofp.ErrBadLength},
 		{"action length 0", withLen(append(append([]byte(nil), flowMod[:72]...), 0, 0, 0, 0, 0, 0, 0, 0)), ofp.ErrBadLength},
 		{"unknown action", withLen(append(append([]byte(nil), flowMod[:72]...), 0, 11, 0, 8, 0, 0, 0, 0)), ofp.ErrUnsupported},
-		{"vendor message", []byte{1, 4, 0, 12, 0, 0, 0, 0, 0, 0, 0x23, 0x20}, ofp.ErrUnsupported},
+		{"vendor message", []byte{1, 4, 0, 16, 0, 0, 0, 0, 0, 0, 0x23, 0x21, 0, 0, 0, 13}, ofp.ErrUnsupported},
+		{"nicira set_flow_format", []byte{1, 4, 0, 20, 0, 0, 0, 0, 0, 0, 0x23, 0x20, 0, 0, 0, 12, 0, 0, 0, 2}, ofp.ErrUnsupported},
+		{"nicira header cut", []byte{1, 4, 0, 12, 0, 0, 0, 0, 0, 0, 0x23, 0x20}, ofp.ErrShort},
+		{"nicira flow_mod cut", withLen(mustGolden(t, "nx_flow_mod_syn_punt")[:40]), ofp.ErrShort},
+		{"nicira match past the message", withLen(mustGolden(t, "nx_flow_mod_syn_punt")[:72]), ofp.ErrBadLength},
+		{"nicira match field past its match", withLen(nxMatchLen(mustGolden(t, "nx_flow_mod_syn_punt"), 42)), ofp.ErrBadLength},
+		{"nicira cookie on an add", withLen(nxCookieOnAdd(t)), ofp.ErrUnsupported},
+		{"nicira flow stats of another vendor", withLen(nxVendor(mustGolden(t, "nx_flow_stats_request_cookie"), 0x2321)), ofp.ErrUnsupported},
+		{"nicira flow stats entry cut", withLen(mustGolden(t, "nx_flow_stats_reply")[:60]), ofp.ErrShort},
 		{"nicira error", []byte{1, 1, 0, 12, 0, 0, 0, 0, 0xb0, 0xc2, 0, 0}, ofp.ErrUnsupported},
 		{"queue stats", []byte{1, 17, 0, 12, 0, 0, 0, 0, 0, 5, 0, 0}, ofp.ErrUnsupported},
 		{"features reply half a port", withLen(append(append([]byte(nil), mustGolden(t, "features_reply")...), 0)), ofp.ErrBadLength},
@@ -328,4 +338,24 @@ func TestKeyOf(t *testing.T) {
 	if _, ok := KeyOf(ofp.Append(nil, 1, add)); ok {
 		t.Error("a 1.3 flow-mod has a 1.0 key")
 	}
+}
+
+// nxMatchLen is the NXT_FLOW_MOD b with match_len n.
+func nxMatchLen(b []byte, n uint16) []byte {
+	binary.BigEndian.PutUint16(b[ofp.HeaderLen+niciraHeaderLen+24:], n)
+	return b
+}
+
+// nxCookieOnAdd is the delete-by-cookie vector turned into an add, which
+// cannot select by cookie.
+func nxCookieOnAdd(tb testing.TB) []byte {
+	b := mustGolden(tb, "nx_flow_mod_delete_cookie")
+	binary.BigEndian.PutUint16(b[ofp.HeaderLen+niciraHeaderLen+8:], uint16(ofp.FlowAdd))
+	return b
+}
+
+// nxVendor is the NXST_FLOW request b with vendor id v.
+func nxVendor(b []byte, v uint32) []byte {
+	binary.BigEndian.PutUint32(b[ofp.HeaderLen+4:], v)
+	return b
 }

@@ -89,6 +89,9 @@ func decodeStatsRequest(body []byte) (ofp.Message, error) {
 	if err != nil {
 		return nil, err
 	}
+	if t == statsVendor {
+		return decodeNXFlowStatsRequest(flags, rest)
+	}
 	m := &ofp.MultipartRequest{Flags: flags}
 	switch t {
 	case ofp.MultipartDesc:
@@ -244,6 +247,9 @@ func decodeFlowStatsPart(body []byte, p *ofp.FlowStatsPart) error {
 	if err != nil {
 		return err
 	}
+	if t == statsVendor {
+		return decodeNXFlowStatsPart(flags, rest, p)
+	}
 	if t != ofp.MultipartFlow {
 		return unsupported("stats type %d where flow stats were asked for", t)
 	}
@@ -337,6 +343,9 @@ func decodeStatsReply(body []byte) (ofp.Message, error) {
 	t, flags, rest, err := decodeStatsHeader(body)
 	if err != nil {
 		return nil, err
+	}
+	if t == statsVendor {
+		return decodeNXFlowStatsReply(flags, rest)
 	}
 	m := &ofp.MultipartReply{Flags: flags}
 	switch t {
