@@ -411,12 +411,9 @@ func instructions(actions []ofp.Action) []ofp.Instruction {
 
 const flowModFixedLen = matchLen + 24
 
-func decodeFlowMod(body []byte) (ofp.Message, error) {
-	if len(body) < flowModFixedLen {
-		return nil, ofp.ErrShort
-	}
-	match10 := parseMatch10(body)
-	f := body[matchLen:]
+// decodeFlowModFields decodes what a 1.0 flow_mod and Nicira's share
+// after their matches, from the cookie to the flags, at f.
+func decodeFlowModFields(f []byte) (*ofp.FlowMod, error) {
 	command := binary.BigEndian.Uint16(f[8:])
 	flags := ofp.FlowModFlags(binary.BigEndian.Uint16(f[22:]))
 	if command > uint16(ofp.FlowDeleteStrict) {
@@ -425,7 +422,7 @@ func decodeFlowMod(body []byte) (ofp.Message, error) {
 	if flags&^flowModFlags10 != 0 {
 		return nil, unsupported("flow_mod flags %#x", uint16(flags&^flowModFlags10))
 	}
-	m := &ofp.FlowMod{
+	return &ofp.FlowMod{
 		Cookie:      binary.BigEndian.Uint64(f),
 		Command:     ofp.FlowModCommand(command),
 		IdleTimeout: binary.BigEndian.Uint16(f[10:]),
@@ -435,8 +432,19 @@ func decodeFlowMod(body []byte) (ofp.Message, error) {
 		OutPort:     portFrom10(binary.BigEndian.Uint16(f[20:])),
 		OutGroup:    ofp.GroupAny,
 		Flags:       flags,
-		Match:       ofp.Match{OXMs: match10.oxms(nil)},
+	}, nil
+}
+
+func decodeFlowMod(body []byte) (ofp.Message, error) {
+	if len(body) < flowModFixedLen {
+		return nil, ofp.ErrShort
 	}
+	match10 := parseMatch10(body)
+	m, err := decodeFlowModFields(body[matchLen:])
+	if err != nil {
+		return nil, err
+	}
+	m.Match = ofp.Match{OXMs: match10.oxms(nil)}
 	actions, err := decodeActions(body[flowModFixedLen:], nil, match10.proto())
 	if err != nil {
 		return nil, err

@@ -408,24 +408,9 @@ func decodeNXFlowMod(b []byte) (ofp.Message, error) {
 	if len(b) < nxFlowModLen {
 		return nil, ofp.ErrShort
 	}
-	command := binary.BigEndian.Uint16(b[8:])
-	flags := ofp.FlowModFlags(binary.BigEndian.Uint16(b[22:]))
-	if command > uint16(ofp.FlowDeleteStrict) {
-		return nil, unsupported("flow_mod command %#x", command)
-	}
-	if flags&^flowModFlags10 != 0 {
-		return nil, unsupported("flow_mod flags %#x", uint16(flags&^flowModFlags10))
-	}
-	m := &ofp.FlowMod{
-		Cookie:      binary.BigEndian.Uint64(b),
-		Command:     ofp.FlowModCommand(command),
-		IdleTimeout: binary.BigEndian.Uint16(b[10:]),
-		HardTimeout: binary.BigEndian.Uint16(b[12:]),
-		Priority:    binary.BigEndian.Uint16(b[14:]),
-		BufferID:    binary.BigEndian.Uint32(b[16:]),
-		OutPort:     portFrom10(binary.BigEndian.Uint16(b[20:])),
-		OutGroup:    ofp.GroupAny,
-		Flags:       flags,
+	m, err := decodeFlowModFields(b)
+	if err != nil {
+		return nil, err
 	}
 	oxms, sel, rest, err := pullNXMatch(b[nxFlowModLen:], int(binary.BigEndian.Uint16(b[24:])), nil)
 	if err != nil {
