@@ -126,6 +126,9 @@ route-map NOTHING deny 10
 !
 `, b.router.Name, bgpRouterASN, gateway, b.e1.LocalIP, bgpNodeASN, b.e1.LocalIP, b.e1.LocalIP, b.e1.Subnet))
 	b.waitSession(t, 30*time.Second)
+	// The session resolved E1's address at the router; E2's too, before
+	// the tests ask RouteOf where the router sends a connection.
+	b.router.Resolve(t, b.e2.LocalIP)
 	return b
 }
 
@@ -223,24 +226,37 @@ func (b *bgpBed) waitRoute(t *testing.T, what string, want []string) time.Time {
 }
 
 // waitBuckets waits until the edges hold the same buckets, in groups (and
-// slot rows) for n VIPs, each over both members: until then an edge that
-// is not ready for a member sends the VIP's new connections to the
-// controller, which sets them up its own way.
+// slot rows) for n VIPs, each over both members, and each group's buckets
+// in the same order, the order a packet's hash picks them by: until then
+// an edge that is not ready for a member sends the VIP's new connections
+// to the controller, which sets them up its own way.
 func (b *bgpBed) waitBuckets(t *testing.T, n int) {
 	t.Helper()
 	var e1, e2 map[string]int
+	var order1, order2 []string
 	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
 		e1, e2 = (&lbBed{sw: b.e1}).buckets(t), (&lbBed{sw: b.e2}).buckets(t)
+		order1, order2 = b.bucketOrder(t, b.e1), b.bucketOrder(t, b.e2)
 		members := map[string]int{} // by group
 		for k := range e1 {
 			group, _, _ := strings.Cut(k, " ")
 			members[group]++
 		}
-		if maps.Equal(e1, e2) && len(members) == n && !slices.ContainsFunc(slices.Collect(maps.Values(members)), func(m int) bool { return m != 2 }) {
+		if maps.Equal(e1, e2) && slices.Equal(order1, order2) && len(members) == n &&
+			!slices.ContainsFunc(slices.Collect(maps.Values(members)), func(m int) bool { return m != 2 }) {
 			return
 		}
 	}
-	t.Fatalf("the edges' buckets, want the same, %d groups over both members:\nE1 %v\nE2 %v", n, e1, e2)
+	t.Fatalf("the edges' buckets, want the same in the same order, %d groups over both members:\nE1 %v\nE2 %v\nE1's order %v\nE2's order %v",
+		n, e1, e2, order1, order2)
+}
+
+// bucketOrder is bucketOrder of the edge's groups, by group id.
+func (b *bgpBed) bucketOrder(t *testing.T, edge *Switch) []string {
+	t.Helper()
+	groups := strings.Split(edge.Ofctl("dump-groups"), "\n")
+	slices.Sort(groups)
+	return bucketOrder(strings.Join(groups, "\n"))
 }
 
 // The route to a VIP appears at the router once its first member comes UP

@@ -30,7 +30,7 @@ import (
 
 // haproxyConfig balances the members like the sdnlb scenario: round robin,
 // an HTTP check of /health every 200 ms, DOWN after 2 failures, UP after 2
-// passes, and the check bounded by 100 ms like the sdnlb monitor's timeout.
+// passes, and the check bounded by 100 ms.
 const haproxyConfig = `global
 	stats socket {{SOCK}} mode 600 level admin
 	maxconn 4096

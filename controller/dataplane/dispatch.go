@@ -22,7 +22,8 @@ import (
 type trackedVIP struct {
 	group       uint32
 	spec        model.DispatchSpec
-	slots       model.SlotTable
+	rotation    model.SlotTable                      // the slots of the whole rotation, ready or not
+	slots       model.SlotTable                      // the ready members' slots, which the buckets follow
 	buckets     [model.GroupSlots]model.BucketTarget // what the installed group's buckets (by client: slot rows) send to
 	grouped     bool                                 // the group (by client: its slot rows) is installed
 	dispatching bool                                 // new connections go to the group, not the controller
@@ -150,8 +151,8 @@ func (dp *Switch) redispatch(now time.Time, snap *model.Snapshot, vips []*model.
 	dp.dispatcher.installRoutes(routes, out)
 	for _, v := range tracked {
 		if v.Switched() {
-			ready, targets := dp.readyMembers(now, v, out)
-			dp.dispatcher.tracked[v.Num].setMembers(v, ready, targets, out)
+			rotation, ready, targets := dp.readyMembers(now, v, out)
+			dp.dispatcher.tracked[v.Num].setMembers(v, rotation, ready, targets, out)
 		}
 	}
 	if addrs == nil {
@@ -218,7 +219,7 @@ func (d *dispatcher) trackedOf(v *model.VIP, out *Outbox) *trackedVIP {
 	}
 	sv := &trackedVIP{spec: model.SpecOf(v), switched: v.Switched()}
 	if a, ok := d.adopted[v.Num]; ok {
-		sv.group, sv.slots, sv.grouped = a.id, a.slots, true
+		sv.group, sv.rotation, sv.slots, sv.grouped = a.id, a.slots, a.slots, true
 		delete(d.adopted, v.Num)
 	} else {
 		sv.group = d.freeGroupID(v.Num)
@@ -232,8 +233,12 @@ func (d *dispatcher) trackedOf(v *model.VIP, out *Outbox) *trackedVIP {
 
 // setMembers points the group's buckets at the ready members, by their
 // slots, and sends v's new connections to the group, or to the controller
-// while no member is ready.
-func (sv *trackedVIP) setMembers(v *model.VIP, ready []model.SlotMember, targets map[uint32]model.BucketTarget, out *Outbox) {
+// while no member is ready. The slots are the rotation's, which follow the
+// snapshots alone, so every switch holds the same buckets once it can
+// reach the same members, whatever order it learned their MACs in; a
+// member not ready yet lends its slots to the others until it is.
+func (sv *trackedVIP) setMembers(v *model.VIP, rotation, ready []model.SlotMember, targets map[uint32]model.BucketTarget, out *Outbox) {
+	sv.rotation = model.AssignSlots(sv.rotation, rotation)
 	if len(ready) == 0 {
 		if sv.dispatching {
 			fm := model.UndispatchFlow(v)
@@ -245,7 +250,7 @@ func (sv *trackedVIP) setMembers(v *model.VIP, ready []model.SlotMember, targets
 	if v.Pool.Method == sdnlb.ConsistentHash {
 		sv.slots = model.HashSlots(v.Pool, ready) // the controller's table, whatever the switch held
 	} else {
-		sv.slots = model.AssignSlots(sv.slots, ready)
+		sv.slots = model.AssignSlots(sv.rotation, ready)
 	}
 	var buckets [model.GroupSlots]model.BucketTarget
 	for i, num := range sv.slots {
@@ -284,15 +289,23 @@ func (sv *trackedVIP) setSlotRows(v *model.VIP, buckets *[model.GroupSlots]model
 	}
 }
 
-// readyMembers returns the members of v's rotation whose MAC the switch
-// showed (their route needs it), with where their buckets send; it asks
-// for the others by ARP. A method that does not weigh members gives each
-// the same slots, as the controller's rotation gives each the same turns.
-func (dp *Switch) readyMembers(now time.Time, v *model.VIP, out *Outbox) ([]model.SlotMember, map[uint32]model.BucketTarget) {
-	ready := make([]model.SlotMember, 0, len(v.Pool.Rotation))
-	targets := make(map[uint32]model.BucketTarget, len(v.Pool.Rotation))
+// readyMembers returns the members of v's rotation, and of those the ones
+// whose MAC the switch showed (their route needs it), with where their
+// buckets send; it asks for the others by ARP. A method that does not
+// weigh members gives each the same slots, as the controller's rotation
+// gives each the same turns.
+func (dp *Switch) readyMembers(now time.Time, v *model.VIP, out *Outbox) (rotation, ready []model.SlotMember, targets map[uint32]model.BucketTarget) {
+	rotation = make([]model.SlotMember, 0, len(v.Pool.Rotation))
+	ready = make([]model.SlotMember, 0, len(v.Pool.Rotation))
+	targets = make(map[uint32]model.BucketTarget, len(v.Pool.Rotation))
 	weighs := v.Pool.Method.Weighs()
 	for _, m := range v.Pool.Rotation {
+		weight := 1
+		if weighs {
+			weight = m.Share
+		}
+		sm := model.SlotMember{Num: m.Num, Weight: weight}
+		rotation = append(rotation, sm)
 		if _, known := dp.Learner.Host(m.IP); !known {
 			dp.askARP(now, v, m.IP, out)
 			continue
@@ -300,14 +313,10 @@ func (dp *Switch) readyMembers(now time.Time, v *model.VIP, out *Outbox) ([]mode
 		if m.Full {
 			continue // no new connection until one of its own ends
 		}
-		weight := 1
-		if weighs {
-			weight = m.Share
-		}
-		ready = append(ready, model.SlotMember{Num: m.Num, Weight: weight})
+		ready = append(ready, sm)
 		targets[m.Num] = model.BucketTarget{IP: m.IP, Port: effectivePort(m, v)}
 	}
-	return ready, targets
+	return rotation, ready, targets
 }
 
 // memberRoutes are the TableToMember rows snap wants for the members of

@@ -395,6 +395,41 @@ func TestDispatch_BucketsStay(t *testing.T) {
 	}
 }
 
+// Every switch holds the same buckets once it can reach the same members,
+// whatever order it learned their MACs in: an edge that takes over a
+// connection from another (BGP) sends it to the member the other did.
+func TestDispatch_BucketsAlikeOnEverySwitch(t *testing.T) {
+	for _, method := range []sdnlb.LBMethod{sdnlb.RoundRobin, sdnlb.WeightedRoundRobin} {
+		t.Run(string(method), func(t *testing.T) {
+			cfg := switchConfig(sdnlb.ForwardingDSR, func(c *sdnlb.Config) {
+				c.Pools[0].LBMethod = method
+				for i, m := range c.Members {
+					m.Weight = []int{1, 2, 4}[i]
+				}
+			})
+			syn := testnet.SYN(t, 40000)
+			var first []int
+			for _, order := range [][]int{{1, 2, 3}, {3, 1, 2}, {2, 3, 1}} {
+				d := newSwitchDecision(t, cfg)
+				for _, i := range order {
+					d.learnMember(i)
+				}
+				got := d.bucketMembers(syn)
+				if first == nil {
+					first = got
+					continue
+				}
+				for i := range got {
+					if got[i] != first[i] {
+						t.Fatalf("bucket %d sends to member %d on a switch that learned the members in the order %v, to %d on one that learned them in the order 1, 2, 3",
+							i, got[i], order, first[i])
+					}
+				}
+			}
+		})
+	}
+}
+
 // A weighted SWITCH pool's members take new connections in proportion to
 // their weights: each owns the buckets its weight's share of the group
 // rounds to (model.AssignSlots: within one bucket), and of many new

@@ -293,7 +293,8 @@ func (r *Router) Route(tb TB, prefix string) []Nexthop {
 
 // RouteOf returns the link the router forwards a TCP connection by: the
 // kernel's choice among a multipath route's next hops for the
-// connection's addresses and ports, as it came in on link in.
+// connection's addresses and ports, as it came in on link in. The router
+// forwards by it once it has resolved the next hops (Resolve).
 func (r *Router) RouteOf(in, src string, srcPort int, dst string, dstPort int) (string, error) {
 	out, err := runCmd(nil, "ip", "-j", "-n", r.NetNS, "route", "get", dst, "from", src, "iif", in,
 		"ipproto", "tcp", "sport", strconv.Itoa(srcPort), "dport", strconv.Itoa(dstPort))
@@ -305,6 +306,23 @@ func (r *Router) RouteOf(in, src string, srcPort int, dst string, dstPort int) (
 		return "", fmt.Errorf("route to %s: %q: %v", dst, out, err)
 	}
 	return routes[0].Dev, nil
+}
+
+// Resolve has the router resolve addr, a next hop on one of its links,
+// as a router that has forwarded through it holds it: Linux hashes a
+// connection onto a multipath route's next hops but passes over one whose
+// address it is resolving (an INCOMPLETE neighbour entry), so the first
+// packets hashed to a next hop never used before take another, and
+// RouteOf would not say where they went. It pings addr, for up to 5 s.
+func (r *Router) Resolve(tb TB, addr string) {
+	tb.Helper()
+	var err error
+	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); {
+		if _, err = runCmd(nil, "ip", "netns", "exec", r.NetNS, "ping", "-c", "1", "-W", "1", addr); err == nil {
+			return
+		}
+	}
+	tb.Fatalf("router %s cannot reach %s: %v", r.Name, addr, err)
 }
 
 func (r *Router) logTail(file string, lines int) {
