@@ -30,7 +30,8 @@ import (
 
 // haproxyConfig balances the members like the sdnlb scenario: round robin,
 // an HTTP check of /health every 200 ms, DOWN after 2 failures, UP after 2
-// passes, and the check bounded by 100 ms.
+// passes, and the check bounded as sdnlb's monitor bounds its probe
+// (monTimeout).
 const haproxyConfig = `global
 	stats socket {{SOCK}} mode 600 level admin
 	maxconn 4096
@@ -38,7 +39,7 @@ const haproxyConfig = `global
 defaults
 	mode {{MODE}}
 	timeout connect 100ms
-	timeout check 100ms
+	timeout check {{CHECK}}
 	timeout client 5s
 	timeout server 5s
 
@@ -81,7 +82,7 @@ func startHAProxy(tb testing.TB, h *Host, mode string, members map[string]string
 	}
 	p := &haproxyProc{sock: filepath.Join(dir, "haproxy.sock"), done: make(chan struct{})}
 	cfg := strings.NewReplacer("{{SOCK}}", p.sock, "{{MODE}}", mode, "{{VIP}}", h.IP,
-		"{{SERVERS}}", servers.String()).Replace(haproxyConfig)
+		"{{CHECK}}", strconv.FormatInt(monTimeout.Milliseconds(), 10)+"ms", "{{SERVERS}}", servers.String()).Replace(haproxyConfig)
 	cfgFile := filepath.Join(dir, "haproxy.cfg")
 	if err := os.WriteFile(cfgFile, []byte(cfg), 0o644); err != nil {
 		tb.Fatal(err)
