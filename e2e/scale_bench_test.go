@@ -414,7 +414,7 @@ func scaleTables(rows []scaleRow, rounds int, duration time.Duration) string {
 	}
 	for p, path := range scalePaths {
 		fmt.Fprintf(&s, "\nCONTROLLER connections %s, %d runs of %v, wrk -c%d with a new connection per request:\n\n", path, rounds, duration, benchConnections)
-		s.WriteString("| connection flows | req/s (median; runs) | vs empty | p50 | p99 | failed | packet-ins/setup | controller CPU / 1,000 setups | switch CPU / 1,000 requests |\n" +
+		s.WriteString("| connection flows | req/s (median; runs) | vs empty | p50 | p99 | failed | packet-ins / connection | controller CPU / 1,000 connections | switch CPU / 1,000 requests |\n" +
 			"|---:|---|---:|---:|---:|---:|---:|---:|---:|\n")
 		for _, r := range rows {
 			runs := r.paths[p]

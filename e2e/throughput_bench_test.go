@@ -168,16 +168,18 @@ func processCPU(tb testing.TB, pid int) time.Duration {
 	return d
 }
 
-// packetInsPerSetup is how many packet-ins to a VIP each setup took, or
-// false without setups (a SWITCH path).
-func (c runCost) packetInsPerSetup() (float64, bool) {
-	return c.packetIns / c.setups, c.setups > 0
+// packetInsPerConnection is how many packet-ins to a VIP each of n
+// connections took, or false without setups (a SWITCH path). A request is
+// a connection: the setups leave out a connection whose client reused the
+// ports of one set up a moment before, which follows it to its member.
+func (c runCost) packetInsPerConnection(n int) (float64, bool) {
+	return c.packetIns / float64(n), c.setups > 0 && n > 0
 }
 
-// controllerPerSetups is the controller's CPU time per 1,000 setups, or
-// false without setups.
-func (c runCost) controllerPerSetups() (time.Duration, bool) {
-	return perThousand(c.controllerCPU, c.setups), c.setups > 0
+// controllerPerConnections is the controller's CPU time per 1,000 of n
+// connections, or false without setups.
+func (c runCost) controllerPerConnections(n int) (time.Duration, bool) {
+	return perThousand(c.controllerCPU, float64(n)), c.setups > 0 && n > 0
 }
 
 // switchPerRequests is the switch's CPU time per 1,000 of n requests.
@@ -199,8 +201,9 @@ func (c runCost) String() string {
 }
 
 // costColumns are the table columns of what the runs cost, the median of
-// each: VIP packet-ins per setup, the controller's CPU per 1,000 setups,
-// the switch's per 1,000 requests; "—" where no run has a figure.
+// each: VIP packet-ins per connection, the controller's CPU per 1,000
+// connections, the switch's per 1,000 requests (each request is a
+// connection); "—" where no run has a figure.
 func costColumns(runs []wrkResult, costs []runCost) (packetIns, controller, switchCPU string) {
 	median := func(value func(i int) (float64, bool), format string, unit float64) string {
 		var xs []float64
@@ -216,8 +219,11 @@ func costColumns(runs []wrkResult, costs []runCost) (packetIns, controller, swit
 		return fmt.Sprintf(format, xs[len(xs)/2])
 	}
 	ms := float64(time.Millisecond)
-	return median(func(i int) (float64, bool) { return costs[i].packetInsPerSetup() }, "%.2f", 1),
-		median(func(i int) (float64, bool) { d, ok := costs[i].controllerPerSetups(); return float64(d), ok }, "%.0f ms", ms),
+	return median(func(i int) (float64, bool) { return costs[i].packetInsPerConnection(runs[i].requests) }, "%.2f", 1),
+		median(func(i int) (float64, bool) {
+			d, ok := costs[i].controllerPerConnections(runs[i].requests)
+			return float64(d), ok
+		}, "%.0f ms", ms),
 		median(func(i int) (float64, bool) {
 			d, ok := costs[i].switchPerRequests(runs[i].requests)
 			return float64(d), ok
@@ -245,8 +251,8 @@ func singleLatency(tb testing.TB, h *Host, url string) time.Duration {
 // with the connections in the switch's tracker, CONTROLLER with flows per
 // connection) in both families and HAProxy in TCP mode in front of the
 // same members, and reports what each path cost the controller and the
-// switch: packet-ins per setup, CPU per 1,000 setups and per 1,000
-// requests. SDNLB_BENCH_PATHS, a regular expression, keeps the paths
+// switch: packet-ins per connection, CPU per 1,000 connections (each
+// request is one). SDNLB_BENCH_PATHS, a regular expression, keeps the paths
 // whose family and name it matches ("CONTROLLER": both families' alone);
 // SDNLB_BENCH_ROUNDS and SDNLB_BENCH_DURATION set the rounds (3) and the
 // length of each run (5 s). SDNLB_BENCH_OPENFLOW=10 has the switch speak
@@ -378,7 +384,7 @@ func TestThroughputComparison(t *testing.T) {
 	}
 	var table strings.Builder
 	fmt.Fprintf(&table, "| family | path | req/s (median; runs) | vs direct | vs IPv4 | p50 | p99 | one request, idle | failed "+
-		"| packet-ins/setup | controller CPU / 1,000 setups | switch CPU / 1,000 requests |\n"+
+		"| packet-ins / connection | controller CPU / 1,000 connections | switch CPU / 1,000 requests |\n"+
 		"|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
 	for i, m := range modes {
 		rates := make([]string, len(runs[i]))
