@@ -115,8 +115,7 @@ func TestLiveFlowsScale(t *testing.T) {
 				// connection flows of the run before, an empty connection
 				// tracker and an empty datapath flow cache.
 				time.Sleep(ctlFlowIdle + 2*time.Second)
-				b.sw.Appctl("dpctl/flush-conntrack")
-				b.sw.Appctl("dpctl/del-flows")
+				emptyCaches(b.sw)
 			}
 		}
 		t.Logf("%d connection flows: adopted in %v, %s", flows, r.adoption.Round(time.Millisecond), r.pollLine())
