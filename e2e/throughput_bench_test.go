@@ -204,8 +204,8 @@ func (c runCost) String() string {
 // flow cache between runs. The cache goes through the revalidators
 // (revalidator/purge), which forget their keys with it: flows deleted
 // from the datapath behind their back (dpctl/del-flows) leave keys they
-// translate again at every sweep until those idle out, which cost the
-// next runs up to nine tenths of their rate beside a large table.
+// translate again at every sweep until those idle out, which slowed the
+// runs after one with flows per connection.
 func emptyCaches(sw *Switch) {
 	sw.Appctl("dpctl/flush-conntrack")
 	sw.Appctl("revalidator/purge")
