@@ -542,7 +542,7 @@ func TestAccounting_TrackedConnection(t *testing.T) {
 	}
 	assertOutput(t, d.released, 1, testnet.ClientOF, c.toMember(1, true, false))
 	setup := d.released
-	assertOutput(t, d.process(1, c.fromMember(1, true, true)), testnet.ClientOF, 1, c.toClient(1, true, true))
+	assertOutput(t, d.process(1, c.fromMember(1, true, true)), testnet.ClientOF, c.replyFrom(1), c.toClient(1, true, true))
 	d.assertKept(c, 1)
 
 	m1, v1 := testnet.MemberByID(d.snap, "m1"), d.snap.VIPByID["v1"]

@@ -68,7 +68,7 @@ func natTrackedFlows(newConn string) []string {
 		"flow_mod cookie=0x5d05000001000000, table=tracked, priority=201, ct_state=-new+trk,tcp,nw_dst=10.0.0.100,tp_dst=80 actions=" +
 			"set_field:0x1->reg2,move:NXM_NX_CT_LABEL[0..31]->NXM_OF_IP_DST[],move:NXM_NX_CT_MARK[0..15]->NXM_OF_TCP_DST[],ct(zone=94),goto_table:2",
 		"flow_mod cookie=0x5d05000001000000, table=from-member, priority=201, ct_mark=0x60050,ct_label=0xa000064,tcp actions=" +
-			"set_field:02:00:00:00:01:00->eth_src,set_field:10.0.0.100->ip_src,move:NXM_NX_CT_MARK[0..15]->NXM_OF_TCP_SRC[],ct(zone=93),goto_table:9",
+			"set_field:02:00:00:00:01:00->eth_src,set_field:10.0.0.100->ip_src,move:NXM_NX_CT_MARK[0..15]->NXM_OF_TCP_SRC[],ct(zone=93),set_field:0xfffe->reg4,move:NXM_NX_REG4[0..15]->NXM_OF_IN_PORT[],goto_table:9",
 		"flow_mod cookie=0x5d05000001000000, priority=501, tcp,nw_dst=10.0.0.100,tp_dst=80 actions=ct(table=1,zone=93)",
 		"flow_mod cookie=0x5d04000001000001, table=from-member, priority=50, ct_label=0,tcp,nw_src=10.0.0.1,tp_src=8080 actions=goto_table:9",
 		"flow_mod cookie=0x5d04000001000001, priority=900, tcp,nw_src=10.0.0.1,tp_src=8080 actions=ct(table=3,zone=94)",
@@ -306,11 +306,11 @@ func TestDispatch_AnyProtocolVIP(t *testing.T) {
 			"flow_mod cookie=0x5d05000001000000, table=tracked, priority=200, ct_state=-new+trk,ip,nw_dst=10.0.0.100 actions="+
 				toMember+"ct(zone=94),goto_table:2",
 			"flow_mod cookie=0x5d05000001000000, table=from-member, priority=201, ct_mark=0/0xffff0000,ct_label=0xa000064,tcp actions="+
-				fromVIP+"move:NXM_NX_CT_MARK[0..15]->NXM_OF_TCP_SRC[],ct(zone=93),goto_table:9",
+				fromVIP+"move:NXM_NX_CT_MARK[0..15]->NXM_OF_TCP_SRC[],ct(zone=93),set_field:0xfffe->reg4,move:NXM_NX_REG4[0..15]->NXM_OF_IN_PORT[],goto_table:9",
 			"flow_mod cookie=0x5d05000001000000, table=from-member, priority=201, ct_mark=0/0xffff0000,ct_label=0xa000064,udp actions="+
-				fromVIP+"move:NXM_NX_CT_MARK[0..15]->NXM_OF_UDP_SRC[],ct(zone=93),goto_table:9",
+				fromVIP+"move:NXM_NX_CT_MARK[0..15]->NXM_OF_UDP_SRC[],ct(zone=93),set_field:0xfffe->reg4,move:NXM_NX_REG4[0..15]->NXM_OF_IN_PORT[],goto_table:9",
 			"flow_mod cookie=0x5d05000001000000, table=from-member, priority=200, ct_mark=0/0xffff0000,ct_label=0xa000064,ip actions="+
-				fromVIP+"ct(zone=93),goto_table:9",
+				fromVIP+"ct(zone=93),set_field:0xfffe->reg4,move:NXM_NX_REG4[0..15]->NXM_OF_IN_PORT[],goto_table:9",
 			"flow_mod cookie=0x5d04000001000001, priority=900, ip,nw_src=10.0.0.1 actions=ct(table=3,zone=94)",
 		)
 		got = d.learnMember(1)
@@ -405,7 +405,11 @@ func assertCarriesAnyProtocol(t *testing.T, d *decision, dsr bool) {
 				atClient = tc.answer
 			}
 			assertOutput(t, d.process(testnet.ClientOF, tc.toVIP), uint32(m), testnet.ClientOF, tc.atMember)
-			assertOutput(t, d.process(uint32(m), tc.answer), testnet.ClientOF, uint32(m), atClient)
+			from := uint32(ofp.PortLocal) // a NAT reply goes on as if from the switch's own port
+			if dsr {
+				from = uint32(m)
+			}
+			assertOutput(t, d.process(uint32(m), tc.answer), testnet.ClientOF, from, atClient)
 		})
 	}
 }

@@ -217,6 +217,16 @@ func (c conn) fromMember(m int, syn, ack bool) []byte {
 		Sport: sport, Dport: c.sport, SYN: syn, ACK: ack})
 }
 
+// replyFrom is the port member m's translated reply goes on from: the
+// switch's own under NAT, which hands it on as if from there so that the
+// bridge learns the VIP's MAC on one port; m's under DSR.
+func (c conn) replyFrom(m int) uint32 {
+	if c.dsr {
+		return uint32(m)
+	}
+	return ofp.PortLocal
+}
+
 // toClient is member m's segment as the client must get it: from the
 // VIP, NAT's by its MAC, address and port; DSR's as the member sent it.
 func (c conn) toClient(m int, syn, ack bool) []byte {
@@ -240,7 +250,7 @@ func (d *decision) connect(c conn) int {
 		d.tb.Fatalf("client port %d: the SYN went through groups %v and\n  %s\nwant one group, to a member", c.sport, r.Selected, outputs(r))
 	}
 	assertOutput(d.tb, r, uint32(m), testnet.ClientOF, c.toMember(m, true, false))
-	assertOutput(d.tb, d.process(uint32(m), c.fromMember(m, true, true)), testnet.ClientOF, uint32(m), c.toClient(m, true, true))
+	assertOutput(d.tb, d.process(uint32(m), c.fromMember(m, true, true)), testnet.ClientOF, c.replyFrom(m), c.toClient(m, true, true))
 	d.assertKept(c, m)
 	if d.tb.Failed() { // the next connections would fail alike
 		d.tb.FailNow()
@@ -257,7 +267,7 @@ func (d *decision) assertKept(c conn, m int) {
 		d.tb.Errorf("client port %d: an established connection went through groups %v", c.sport, r.Selected)
 	}
 	assertOutput(d.tb, r, uint32(m), testnet.ClientOF, c.toMember(m, false, true))
-	assertOutput(d.tb, d.process(uint32(m), c.fromMember(m, false, true)), testnet.ClientOF, uint32(m), c.toClient(m, false, true))
+	assertOutput(d.tb, d.process(uint32(m), c.fromMember(m, false, true)), testnet.ClientOF, c.replyFrom(m), c.toClient(m, false, true))
 }
 
 // learnMembers has the dataplane learn members 1 to n of fam: for IPv4

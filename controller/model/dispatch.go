@@ -275,8 +275,24 @@ func replyRow(s DispatchSpec, t translation) Flow {
 	if t.src != 0 {
 		fromVIP = append(fromVIP, ofp.ActionRegMove{NBits: 16, Src: ofp.NXMCTMark, Dst: t.src})
 	}
-	fromVIP = append(fromVIP, ofp.ActionCT{Zone: ctZoneVIP, Table: ofp.CTRecircNone})
+	fromVIP = append(append(fromVIP, ofp.ActionCT{Zone: ctZoneVIP, Table: ofp.CTRecircNone}), fromTheBridge...)
 	return Flow{Table: TableFromMember, Match: match, Actions: fromVIP, GotoTable: TableL2}
+}
+
+// bridgePortReg carries the port a reply enters TableL2 by (fromTheBridge).
+const bridgePortReg = 4
+
+// fromTheBridge has a member's reply, which carries the VIP's MAC once
+// translated, go on to TableL2 as if it came from the switch's own port:
+// the bridge's NORMAL learns the VIP's MAC there, on one port, instead of
+// on each member's port in turn. Every such move makes Open vSwitch
+// revalidate its datapath cache and walk every flow with a timeout, in
+// the thread that also carries the packet-ins and packet-outs
+// (docs/DATAPATH.md, "Open vSwitch behaviours that shaped the design").
+// Open vSwitch takes no set_field of in_port in 1.3: a register moves it.
+var fromTheBridge = []ofp.Action{
+	ofp.ActionSetField{Field: ofp.MatchReg(bridgePortReg, ofp.PortLocal&0xffff, 0xffffffff)},
+	ofp.ActionRegMove{NBits: 16, Src: ofp.NXMReg(bridgePortReg), Dst: ofp.NXMInPort},
 }
 
 // nameGroup names a VIP's group in groupReg for TableToMember.

@@ -17,6 +17,7 @@ import "strconv"
 type NXMHeader uint32
 
 const (
+	NXMInPort    NXMHeader = 0x00000002 // NXM_OF_IN_PORT, 16 bits
 	NXMEthDst    NXMHeader = 0x00000206 // NXM_OF_ETH_DST
 	NXMEthSrc    NXMHeader = 0x00000406 // NXM_OF_ETH_SRC
 	NXMIPSrc     NXMHeader = 0x00000e04 // NXM_OF_IP_SRC
@@ -212,7 +213,7 @@ type nxField struct {
 // nxFields lists the non-basic fields this package names, by unmasked
 // header; registers are added by lookupNXField.
 var nxFields = map[NXMHeader]nxField{
-	0x00000002:   {"NXM_OF_IN_PORT", "in_port", 16, nxDecimal},
+	NXMInPort:    {"NXM_OF_IN_PORT", "in_port", 16, nxDecimal},
 	NXMEthDst:    {"NXM_OF_ETH_DST", "eth_dst", 48, nxHex},
 	NXMEthSrc:    {"NXM_OF_ETH_SRC", "eth_src", 48, nxHex},
 	0x00000602:   {"NXM_OF_ETH_TYPE", "eth_type", 16, nxHex},

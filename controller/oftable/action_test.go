@@ -57,6 +57,8 @@ func TestApplyActions(t *testing.T) {
 			ofp.ActionRegMove{NBits: 16, SrcOfs: 16, Src: ofp.NXMReg(3), Dst: ofp.NXMReg(4)}, move(32, ofp.NXMReg(3), ofp.NXMIPDst)},
 			edit(syn, func(p *oftable.Packet) { p.Regs[3], p.Regs[4], p.IPv4Dst = 0x0a000105, 0x0a00, client }), nil},
 		{"SetRegister", syn, []ofp.Action{set(ofp.MatchReg(2, 7, 0xffffffff))}, edit(syn, func(p *oftable.Packet) { p.Regs[2] = 7 }), nil},
+		{"MoveIntoInPortOf16Bits", syn, []ofp.Action{set(ofp.MatchReg(4, 0xfffe, 0xffffffff)), move(16, ofp.NXMReg(4), ofp.NXMInPort), out(ofp.PortInPort)},
+			edit(syn, func(p *oftable.Packet) { p.Regs[4], p.InPort = 0xfffe, ofp.PortLocal }), []uint32{ofp.PortLocal}},
 		{"MoveOutOfCTLabel", func() oftable.Packet { p := syn; p.CTLabel[15] = 9; return p }(),
 			[]ofp.Action{move(32, ofp.NXMCTLabel, ofp.NXMIPDst)},
 			edit(syn, func(p *oftable.Packet) { p.CTLabel[15], p.IPv4Dst = 9, [4]byte{0, 0, 0, 9} }), nil},

@@ -45,7 +45,8 @@ const (
 	fieldCTZone        ofp.OXMField = 0x80 | 5
 	fieldCTMark        ofp.OXMField = 0x80 | 6
 	fieldCTLabel       ofp.OXMField = 0x80 | 7
-	fieldReg0          ofp.OXMField = 0x90 // reg0 .. reg15: fieldReg0 + n
+	fieldInPort16      ofp.OXMField = 0x80 | 8 // NXM_OF_IN_PORT: 1.0's 16 bits, which a move may write
+	fieldReg0          ofp.OXMField = 0x90     // reg0 .. reg15: fieldReg0 + n
 	numRegs                         = 16
 )
 
@@ -53,6 +54,7 @@ const (
 // above); the others are rejected by name rather than matched wrongly.
 var fields = [...]field{
 	ofp.OXMInPort:       {known: true},
+	fieldInPort16:       {known: true, settable: true},
 	ofp.OXMMetadata:     {known: true},
 	ofp.OXMEthDst:       {known: true, settable: true},
 	ofp.OXMEthSrc:       {known: true, settable: true},
@@ -129,8 +131,8 @@ var nxmFields = map[ofp.NXMHeader]ofp.OXMField{
 	ofp.NXMICMPv6Type: ofp.OXMICMPv6Type, ofp.NXMICMPv6Code: ofp.OXMICMPv6Code,
 	ofp.NXMNDTarget: ofp.OXMIPv6NDTarget, ofp.NXMNDSLL: ofp.OXMIPv6NDSLL, ofp.NXMNDTLL: ofp.OXMIPv6NDTLL,
 	ofp.NXMNDReserved: fieldNDReserved, ofp.NXMNDOptionsType: fieldNDOptionsType,
-	ofp.NXMTCPFlags: fieldTCPFlags,
-	ofp.NXMCTState:  fieldCTState, ofp.NXMCTZone: fieldCTZone, ofp.NXMCTMark: fieldCTMark, ofp.NXMCTLabel: fieldCTLabel,
+	ofp.NXMTCPFlags: fieldTCPFlags, ofp.NXMInPort: fieldInPort16,
+	ofp.NXMCTState: fieldCTState, ofp.NXMCTZone: fieldCTZone, ofp.NXMCTMark: fieldCTMark, ofp.NXMCTLabel: fieldCTLabel,
 }
 
 // headerField returns the modelled field an unmasked NXM or OXM header
@@ -172,6 +174,9 @@ func (p *Packet) value(f ofp.OXMField, b *[16]byte) int {
 	case ofp.OXMInPort:
 		binary.BigEndian.PutUint32(b[:], p.InPort)
 		return 4
+	case fieldInPort16: // the reserved ports keep their low 16 bits, as in 1.0
+		binary.BigEndian.PutUint16(b[:], uint16(p.InPort))
+		return 2
 	case ofp.OXMMetadata:
 		binary.BigEndian.PutUint64(b[:], p.Metadata)
 		return 8
@@ -282,6 +287,11 @@ func (p *Packet) store(f ofp.OXMField, v []byte) {
 		return
 	}
 	switch f {
+	case fieldInPort16:
+		p.InPort = uint32(n)
+		if n >= 0xff00 {
+			p.InPort |= 0xffff0000
+		}
 	case ofp.OXMEthDst:
 		p.EthDst = [6]byte(v)
 	case ofp.OXMEthSrc:
