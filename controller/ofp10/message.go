@@ -366,14 +366,7 @@ func appendFlowMod(b []byte, m *ofp.FlowMod) (Type, []byte, error) {
 		return 0, b, err
 	}
 	b = match.appendTo(b)
-	b = binary.BigEndian.AppendUint64(b, m.Cookie)
-	b = binary.BigEndian.AppendUint16(b, uint16(m.Command))
-	b = binary.BigEndian.AppendUint16(b, m.IdleTimeout)
-	b = binary.BigEndian.AppendUint16(b, m.HardTimeout)
-	b = binary.BigEndian.AppendUint16(b, m.Priority)
-	b = binary.BigEndian.AppendUint32(b, m.BufferID)
-	b = binary.BigEndian.AppendUint16(b, outPort)
-	b = binary.BigEndian.AppendUint16(b, uint16(m.Flags))
+	b = appendFlowModFields(b, m, m.Cookie, outPort)
 	b, err = appendActions(b, actions, match.proto())
 	return TypeFlowMod, b, err
 }
@@ -410,6 +403,20 @@ func instructions(actions []ofp.Action) []ofp.Instruction {
 }
 
 const flowModFixedLen = matchLen + 24
+
+// appendFlowModFields appends what a 1.0 flow_mod and Nicira's share
+// after their matches, from the cookie to the flags: decodeFlowModFields
+// reads them back.
+func appendFlowModFields(b []byte, m *ofp.FlowMod, cookie uint64, outPort uint16) []byte {
+	b = binary.BigEndian.AppendUint64(b, cookie)
+	b = binary.BigEndian.AppendUint16(b, uint16(m.Command))
+	b = binary.BigEndian.AppendUint16(b, m.IdleTimeout)
+	b = binary.BigEndian.AppendUint16(b, m.HardTimeout)
+	b = binary.BigEndian.AppendUint16(b, m.Priority)
+	b = binary.BigEndian.AppendUint32(b, m.BufferID)
+	b = binary.BigEndian.AppendUint16(b, outPort)
+	return binary.BigEndian.AppendUint16(b, uint16(m.Flags))
+}
 
 // decodeFlowModFields decodes what a 1.0 flow_mod and Nicira's share
 // after their matches, from the cookie to the flags, at f.

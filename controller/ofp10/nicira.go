@@ -198,14 +198,7 @@ func appendNXFlowMod(b []byte, m *ofp.FlowMod) ([]byte, error) {
 	}
 	b = binary.BigEndian.AppendUint32(b, niciraVendor)
 	b = binary.BigEndian.AppendUint32(b, nxtFlowMod)
-	b = binary.BigEndian.AppendUint64(b, cookie)
-	b = binary.BigEndian.AppendUint16(b, uint16(m.Command))
-	b = binary.BigEndian.AppendUint16(b, m.IdleTimeout)
-	b = binary.BigEndian.AppendUint16(b, m.HardTimeout)
-	b = binary.BigEndian.AppendUint16(b, m.Priority)
-	b = binary.BigEndian.AppendUint32(b, m.BufferID)
-	b = binary.BigEndian.AppendUint16(b, outPort)
-	b = binary.BigEndian.AppendUint16(b, uint16(m.Flags))
+	b = appendFlowModFields(b, m, cookie, outPort)
 	lenAt := len(b)
 	b = append(b, 0, 0, 0, 0, 0, 0, 0, 0)
 	if b, err = appendNXMatch(b, lenAt, &m.Match, m.Cookie, m.CookieMask); err != nil {
