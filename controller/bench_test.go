@@ -270,7 +270,7 @@ type polledSwitch struct {
 	heapBefore uint64
 	warm       int
 	none, echo []byte // an empty flow stats reply; an echo request
-	selected   []int
+	selected   []uint64
 }
 
 // newPolledSwitch connects a switch that answers the stats poll with the
@@ -282,7 +282,8 @@ func newPolledSwitch(tb testing.TB, conns int) *polledSwitch {
 	h := startController(tb, testnet.Config(nil), Options{})
 	client, br := benchSwitch(tb, h, 1, 2, 3)
 	p := &polledSwitch{s: h.c.switchConns()[0], client: client, warm: 64,
-		sw:   &holdingSwitch{want: 2 * conns, full: make(chan struct{}), polls: make(chan []flowsAsked, 1), echoed: make(chan struct{}, 1)},
+		sw: &holdingSwitch{want: 2 * conns, full: make(chan struct{}), polls: make(chan []flowsAsked, 1), echoed: make(chan struct{}, 1),
+			byCookie: map[uint64][]byte{}, flows: map[uint64]int{}},
 		none: ofp.Append(nil, 0, ofp.MultipartReply{Body: ofp.FlowStatsReply{}}),
 		echo: ofp.Append(nil, 0, ofp.EchoRequest{})}
 	go p.sw.read(br)
@@ -316,10 +317,10 @@ func (p *polledSwitch) poll(tb testing.TB) (flows int) {
 		tb.Fatal("no stats poll in a minute")
 	}
 	for _, a := range asked {
-		selected := p.selected[:0] // categories whose flows the request selects
-		for cat, reply := range p.sw.byCategory {
-			if len(reply) > 0 && (uint64(cat)<<model.CookieCatShift|model.AppID<<model.CookieAppShift)&a.mask == a.cookie&a.mask {
-				selected = append(selected, cat)
+		selected := p.selected[:0] // cookies whose flows the request selects
+		for cookie := range p.sw.byCookie {
+			if cookie&a.mask == a.cookie&a.mask {
+				selected = append(selected, cookie)
 			}
 		}
 		p.selected = selected
@@ -327,11 +328,11 @@ func (p *polledSwitch) poll(tb testing.TB) (flows int) {
 			setXID(p.none, a.xid, false)
 			p.write(tb, p.none)
 		}
-		for i, cat := range selected {
-			reply := p.sw.byCategory[cat]
+		for i, cookie := range selected {
+			reply := p.sw.byCookie[cookie]
 			setXID(reply, a.xid, i < len(selected)-1)
 			p.write(tb, reply)
-			flows += p.sw.flows[cat]
+			flows += p.sw.flows[cookie]
 		}
 	}
 	// The controller reads in order: its echo reply follows the poll's
@@ -378,19 +379,19 @@ func heapInUse() uint64 {
 
 // holdingSwitch is the switch side of BenchmarkStatsPoll: it keeps the
 // connection flows the controller installs as the flow stats replies of
-// a switch that holds them, by cookie category (connection shard and
-// direction), which is all a poll's requests select by, and tells the
-// requests of each stats poll and the echo replies it reads.
+// a switch that holds them, by cookie, which is all a poll's requests of
+// connections select by, and tells the requests of each stats poll and
+// the echo replies it reads.
 type holdingSwitch struct {
 	want int           // connection flows to hold before full is closed
-	full chan struct{} // closed once byCategory holds them
-	// byCategory holds the flow stats replies of the flows of each
-	// category, 256 a part; flows counts them.
-	byCategory [256][]byte
-	flows      [256]int
-	held       int               // the bytes of byCategory
-	polls      chan []flowsAsked // the flow stats requests of each poll
-	echoed     chan struct{}     // each echo reply
+	full chan struct{} // closed once byCookie holds them
+	// byCookie holds the flow stats replies of the flows of each cookie,
+	// 256 a part; flows counts them.
+	byCookie map[uint64][]byte
+	flows    map[uint64]int
+	held     int               // the bytes of byCookie
+	polls    chan []flowsAsked // the flow stats requests of each poll
+	echoed   chan struct{}     // each echo reply
 }
 
 // flowsAsked is a flow stats request: its xid, and the cookie it selects.
@@ -404,7 +405,7 @@ type flowsAsked struct {
 const flowsPerPart = 256
 
 func (sw *holdingSwitch) read(br *bufio.Reader) {
-	var parts [256][]ofp.FlowStats
+	parts := map[uint64][]ofp.FlowStats{}
 	var asked []flowsAsked
 	n := 0
 	for {
@@ -423,23 +424,23 @@ func (sw *holdingSwitch) read(br *bufio.Reader) {
 			if cat, _, _, _ := model.CookieParts(fm.Cookie); cat != model.CatConn && cat != model.CatConnReply {
 				continue
 			}
-			c := uint8(fm.Cookie >> model.CookieCatShift)
+			c := fm.Cookie
 			parts[c] = append(parts[c], ofp.FlowStats{TableID: fm.TableID, DurationSec: 1, Priority: fm.Priority,
 				IdleTimeout: fm.IdleTimeout, HardTimeout: fm.HardTimeout, Flags: fm.Flags, Cookie: fm.Cookie,
 				PacketCount: 5, ByteCount: 500, Match: fm.Match, Instructions: fm.Instructions})
 			sw.flows[c]++
 			if len(parts[c]) == flowsPerPart {
-				sw.byCategory[c] = ofp.Append(sw.byCategory[c], 0, ofp.MultipartReply{Body: ofp.FlowStatsReply{Stats: parts[c]}})
+				sw.byCookie[c] = ofp.Append(sw.byCookie[c], 0, ofp.MultipartReply{Body: ofp.FlowStatsReply{Stats: parts[c]}})
 				parts[c] = parts[c][:0]
 			}
 			if n++; n == sw.want {
 				for c := range parts {
 					if len(parts[c]) > 0 {
-						sw.byCategory[c] = ofp.Append(sw.byCategory[c], 0, ofp.MultipartReply{Body: ofp.FlowStatsReply{Stats: parts[c]}})
+						sw.byCookie[c] = ofp.Append(sw.byCookie[c], 0, ofp.MultipartReply{Body: ofp.FlowStatsReply{Stats: parts[c]}})
 					}
-					sw.held += cap(sw.byCategory[c])
+					sw.held += cap(sw.byCookie[c])
 				}
-				parts = [256][]ofp.FlowStats{} // they hold every flow-mod read
+				parts = nil // they hold every flow-mod read
 				close(sw.full)
 			}
 		case ofp.TypeMultipartRequest:

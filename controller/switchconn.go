@@ -556,7 +556,7 @@ func (s *switchConn) keepalive() {
 // their xids, and when they were sent, for the time the whole reply
 // takes.
 type statsPoll struct {
-	reqs []dataplane.PollRequest
+	dataplane.Poll
 	xids []uint32
 	sent time.Time
 	// unread counts the requests whose last reply part has not come;
@@ -564,16 +564,9 @@ type statsPoll struct {
 	unread int
 }
 
-// request returns which of the poll's requests xid answers.
-func (p *statsPoll) request(xid uint32) (*dataplane.PollRequest, bool) {
-	if p == nil {
-		return nil, false
-	}
-	i := slices.Index(p.xids, xid)
-	if i < 0 {
-		return nil, false
-	}
-	return &p.reqs[i], true
+// answers says whether xid is that of one of the poll's requests.
+func (p *statsPoll) answers(xid uint32) bool {
+	return p != nil && slices.Contains(p.xids, xid)
 }
 
 // pollStats asks the switch for the counters of sdnlb's flows, as its
@@ -581,14 +574,20 @@ func (p *statsPoll) request(xid uint32) (*dataplane.PollRequest, bool) {
 // members' live counters.
 func (s *switchConn) pollStats() {
 	var p statsPoll
-	s.decide(func(dp *dataplane.Switch, _ *dataplane.Outbox) { p.reqs = dp.NextPoll() })
-	for range p.reqs {
+	s.decide(func(dp *dataplane.Switch, _ *dataplane.Outbox) {
+		p.Poll = dp.NextPoll()
+		if len(p.Requests) == 0 { // a shard of no flows the controller knows
+			dp.BeginPoll()
+			dp.EndPoll(dp.Installed, &p.Poll)
+		}
+	})
+	for range p.Requests {
 		p.xids = append(p.xids, s.xids.Add(1))
 	}
-	p.sent, p.unread = time.Now(), len(p.reqs)
+	p.sent, p.unread = time.Now(), len(p.Requests)
 	s.poll.Store(&p)
-	for i, r := range p.reqs {
-		s.sendXID(p.xids[i], ofp.MultipartRequest{Body: r.Request})
+	for i, r := range p.Requests {
+		s.sendXID(p.xids[i], ofp.MultipartRequest{Body: r})
 	}
 	s.send(ofp.MultipartRequest{Body: ofp.PortStatsRequest{PortNo: ofp.PortAny}})
 }
@@ -667,18 +666,18 @@ func (s *switchConn) handle(dp *dataplane.Switch, out *dataplane.Outbox, b []byt
 		dp.FlowRemoved(now, dp.Installed, &s.removed)
 		return nil
 	case ofp.TypeMultipartReply:
-		p := s.poll.Load()
-		if req, ok := p.request(h.XID); ok {
-			return s.pollPart(dp, out, h, b, p, req)
+		if p := s.poll.Load(); p.answers(h.XID) {
+			return s.pollPart(dp, out, h, b, p)
 		}
 	}
 	return s.handleControl(dp, out, h, b, now)
 }
 
-// pollPart reads one part of the reply to request req of stats poll p
-// into the storage every part reuses, without the flows' actions, which
-// the counters need not: a poll of many flows decodes without allocating.
-func (s *switchConn) pollPart(dp *dataplane.Switch, out *dataplane.Outbox, h ofp.Header, b []byte, p *statsPoll, req *dataplane.PollRequest) error {
+// pollPart reads one part of the reply to a request of stats poll p into
+// the storage every part reuses, without the flows' actions, which the
+// counters need not: a poll of many flows decodes without allocating.
+// After the last part of the last reply the poll ends.
+func (s *switchConn) pollPart(dp *dataplane.Switch, out *dataplane.Outbox, h ofp.Header, b []byte, p *statsPoll) error {
 	if err := s.wire.decodeInto(b, &s.polled); err != nil {
 		return s.decodeFailed(out, h, b, err)
 	}
@@ -691,11 +690,11 @@ func (s *switchConn) pollPart(dp *dataplane.Switch, out *dataplane.Outbox, h ofp
 		dp.BeginPoll()
 		s.assembling = p
 	}
-	last := s.polled.Flags&ofp.MultipartReplyMore == 0
-	dp.PollPart(dp.Installed, req.Scope, s.polled.Stats, last)
+	dp.PollPart(dp.Installed, s.polled.Stats)
 	s.c.metrics.StatsPollPart(len(s.polled.Stats))
-	if last {
+	if s.polled.Flags&ofp.MultipartReplyMore == 0 {
 		if p.unread--; p.unread == 0 {
+			dp.EndPoll(dp.Installed, &p.Poll)
 			s.assembling = nil
 			s.c.metrics.StatsPolled(time.Since(p.sent))
 		}

@@ -82,7 +82,8 @@ const (
 
 // scopeOf is the scope of the flow of cookie: its shard for a connection
 // flow, else the rest (also a connection flow installed before shards,
-// which only a read of the rest finds).
+// which an epoch's first poll finds and adoption adds again under its
+// shard's cookie).
 func scopeOf(cookie uint64) int {
 	if cookie&model.MaskConnCats == 0 {
 		return restScope
@@ -312,8 +313,13 @@ type accounting struct {
 	finIdle uint16                        // of the switch's TCP connection flows at their end; 0: they keep theirs
 	ledger  *FlowLedger
 	round   uint64 // the poll being assembled
-	// shardPolls counts the polls that read one shard of the connections.
-	shardPolls uint64
+	// planned counts the polls planned; shardPolls those that read one
+	// shard of the connections.
+	planned, shardPolls uint64
+	// unread are the cookies of connection flows installed since their
+	// shard was last read, each with the polls planned before.
+	unread        map[uint64]uint64
+	cookieScratch map[uint64]struct{} // shardRequests'
 	// unpolled counts the tracked connections set up since the last poll
 	// was planned, by activeKey; polled those set up before it, which
 	// its read of the routes counts.
@@ -328,7 +334,7 @@ type countedConn struct {
 
 func newAccounting(ledger *FlowLedger, finIdle uint16) accounting {
 	return accounting{active: map[uint64]int64{}, conns: map[model.ConnKey]countedConn{}, finIdle: finIdle, ledger: ledger,
-		unpolled: map[uint64]int64{}, polled: map[uint64]int64{}}
+		unpolled: map[uint64]int64{}, polled: map[uint64]int64{}, unread: map[uint64]uint64{}, cookieScratch: map[uint64]struct{}{}}
 }
 
 // countTracked counts a connection set up in the switch's tracker as
@@ -466,7 +472,11 @@ func StatsRequest() ofp.FlowStatsRequest {
 }
 
 func flowsOf(cookie, mask uint64) ofp.FlowStatsRequest {
-	return ofp.FlowStatsRequest{TableID: ofp.TableAll, OutPort: ofp.PortAny, OutGroup: ofp.GroupAny, Cookie: cookie, CookieMask: mask}
+	return flowsIn(ofp.TableAll, cookie, mask)
+}
+
+func flowsIn(table uint8, cookie, mask uint64) ofp.FlowStatsRequest {
+	return ofp.FlowStatsRequest{TableID: table, OutPort: ofp.PortAny, OutGroup: ofp.GroupAny, Cookie: cookie, CookieMask: mask}
 }
 
 // pollFlowBudget is about how many connection flows a poll reads at
@@ -478,6 +488,11 @@ func flowsOf(cookie, mask uint64) ofp.FlowStatsRequest {
 // interval.
 const pollFlowBudget = 16384
 
+// maxCookieReads bounds the requests that read a shard of the
+// connections by exact cookie (shardRequests); past it, one request
+// selects the shard by cookie mask.
+const maxCookieReads = 256
+
 // shardsToRead is how many shards a poll spreads connection flows over,
 // a power of two: as few as keep each read within pollFlowBudget.
 func shardsToRead(flows int) uint8 {
@@ -488,9 +503,9 @@ func shardsToRead(flows int) uint8 {
 	return n
 }
 
-// A PollScope is what one request of a poll reads: the flows but the
-// connections' (rest), and the connection shards congruent to shard
-// modulo of (none when of is 0).
+// A PollScope is what a poll reads: the flows but the connections'
+// (rest), and the connection shards congruent to shard modulo of (none
+// when of is 0).
 type PollScope struct {
 	rest      bool
 	shard, of uint8
@@ -506,34 +521,95 @@ func (s PollScope) covers(i int) bool {
 	return s.of != 0 && uint8(i)%s.of == s.shard
 }
 
-// A PollRequest is one request of a stats poll, and what it reads.
-type PollRequest struct {
-	Request ofp.FlowStatsRequest
-	Scope   PollScope
+// A Poll is the requests of one stats poll and what they read together.
+type Poll struct {
+	Requests []ofp.FlowStatsRequest
+	Scope    PollScope
+	planned  uint64 // the polls planned before it, this one too
 }
 
-// NextPoll returns the requests of the switch's next stats poll: one
-// that reads every flow, or, when the switch holds more connection flows
-// than a poll should read, one for the rest and one for the next shard
-// of the connections, so that each connection is read every few
-// intervals. An epoch's first poll reads every flow, as does a poll of a
-// switch that cannot read by cookie (plain OpenFlow 1.0 reads every flow
-// whatever the request; Open vSwitch selects by cookie on 1.0 too). A connection's end shows at the latest when its
-// flows go (flow-removed), whichever shard it is in.
-func (dp *Switch) NextPoll() []PollRequest {
+// NextPoll plans the switch's next stats poll: one request that reads
+// every flow, or, when the switch holds more connection flows than a
+// poll should read, the rest and the next shard of the connections, so
+// that each connection is read every few intervals. An epoch's first
+// poll reads every flow, as does a poll of a switch that cannot read by
+// cookie (plain OpenFlow 1.0 reads every flow whatever the request; Open
+// vSwitch selects by cookie on 1.0 too). A connection's end shows at the
+// latest when its flows go (flow-removed), whichever shard it is in.
+//
+// Open vSwitch finds the flows of a request with an exact cookie through
+// its index of cookies, and those of any other request by walking the
+// tables it names: so the rest is read from the tables that hold what it
+// counts, and a shard by the cookies its flows carry (shardRequests),
+// and a poll costs the switch what it reads, not the size of its table.
+func (dp *Switch) NextPoll() Poll {
 	a := &dp.accounting
 	a.planPoll()
 	n := shardsToRead(2 * len(a.conns))
+	a.planned++
 	if n == 1 || dp.OneTable && !dp.Nicira || a.ledger.firstPoll() {
-		return []PollRequest{{Request: StatsRequest(), Scope: everyFlow}}
+		return Poll{Requests: []ofp.FlowStatsRequest{StatsRequest()}, Scope: everyFlow, planned: a.planned}
 	}
 	a.shardPolls++
-	shard := uint8(a.shardPolls % uint64(n))
-	rest, restMask := model.NotConnCookie()
-	conns, connsMask := model.ShardCookie(shard, n)
-	return []PollRequest{
-		{Request: flowsOf(rest, restMask), Scope: PollScope{rest: true}},
-		{Request: flowsOf(conns, connsMask), Scope: PollScope{shard: shard, of: n}},
+	p := Poll{Scope: PollScope{rest: !dp.OneTable, shard: uint8(a.shardPolls % uint64(n)), of: n}, planned: a.planned}
+	if p.Scope.rest {
+		rest, mask := model.NotConnCookie()
+		for _, t := range dp.restTables() {
+			p.Requests = append(p.Requests, flowsIn(t, rest, mask))
+		}
+	}
+	p.Requests = a.shardRequests(p.Requests, p.Scope)
+	return p
+}
+
+// restTables are the tables that hold the flows but the connections'
+// that a poll counts: the member routes (counted) and, in a fabric, the
+// paths (pathCounters). A switch of one table holds neither.
+func (dp *Switch) restTables() []uint8 {
+	if dp.L2 == model.L2Fabric {
+		return []uint8{model.TableToMember, model.TableFromMember, model.TableFabric}
+	}
+	return []uint8{model.TableToMember, model.TableFromMember}
+}
+
+// shardRequests appends to reqs the requests that read the connection
+// flows of scope's shards: one for each cookie they carry (one a
+// direction, VIP and member), those the ledger read before and those
+// of connections set up since, or one by the shards' cookie mask past
+// maxCookieReads cookies.
+func (a *accounting) shardRequests(reqs []ofp.FlowStatsRequest, scope PollScope) []ofp.FlowStatsRequest {
+	cookies := a.cookieScratch
+	clear(cookies)
+	a.ledger.mu.Lock()
+	for i, readings := range a.ledger.readings {
+		if i == restScope || !scope.covers(i) {
+			continue
+		}
+		for id := range readings {
+			cookies[id.cookie] = struct{}{}
+		}
+	}
+	a.ledger.mu.Unlock()
+	for cookie := range a.unread {
+		if scope.covers(scopeOf(cookie)) {
+			cookies[cookie] = struct{}{}
+		}
+	}
+	if len(cookies) > maxCookieReads {
+		cookie, mask := model.ShardCookie(scope.shard, scope.of)
+		return append(reqs, flowsOf(cookie, mask))
+	}
+	for cookie := range cookies {
+		reqs = append(reqs, flowsOf(cookie, ^uint64(0)))
+	}
+	return reqs
+}
+
+// installed notes the cookies of a connection's flows, which no poll has
+// read yet (unread), so that the next read of its shard asks for them.
+func (a *accounting) installed(c *model.Connection) {
+	for _, cat := range [...]model.Category{model.CatConn, model.CatConnReply} {
+		a.unread[model.ConnCookie(cat, c.Shard(), c.VIPNum, c.MemberNum)] = a.planned
 	}
 }
 
@@ -610,19 +686,16 @@ func (a *accounting) beginPoll() {
 	a.round = a.ledger.round
 }
 
-// PollPart reads one part of the reply to a request of a poll, of scope.
-// It keeps nothing of stats, whose storage the caller reuses for the next
-// part.
-func (dp *Switch) PollPart(snap *model.Snapshot, scope PollScope, stats []ofp.FlowStats, last bool) {
-	dp.accounting.pollPart(snap, scope, stats, last)
+// PollPart reads one part of the reply to a request of a poll. It keeps
+// nothing of stats, whose storage the caller reuses for the next part.
+func (dp *Switch) PollPart(snap *model.Snapshot, stats []ofp.FlowStats) {
+	dp.accounting.pollPart(snap, stats)
 }
 
 // pollPart adds what each flow of one part of the reply counted since it
 // was last read to its member, and ends the TCP connections whose flows
-// show their end; after the last part the ledger forgets the flows of
-// the request's scope that it did not find, and a read of every flow ends
-// an epoch's first poll.
-func (a *accounting) pollPart(snap *model.Snapshot, scope PollScope, stats []ofp.FlowStats, last bool) {
+// show their end.
+func (a *accounting) pollPart(snap *model.Snapshot, stats []ofp.FlowStats) {
 	a.ledger.mu.Lock()
 	defer a.ledger.mu.Unlock()
 	for i := range stats {
@@ -644,14 +717,27 @@ func (a *accounting) pollPart(snap *model.Snapshot, scope PollScope, stats []ofp
 		packets, bytes := a.ledger.read(id, memberNum, c, st.PacketCount, st.ByteCount, a.round)
 		a.ledger.add(snap, memberNum, c, packets, bytes)
 	}
-	if last {
-		a.ledger.sweep(a.round, scope)
-		if scope == everyFlow {
-			a.ledger.endFirstPoll(snap)
+}
+
+// EndPoll ends poll p, whose every reply was read: the ledger forgets the
+// flows of its scope that it did not find, a read of every flow ends an
+// epoch's first poll, and the tracked connections its read of the routes
+// counted stop counting apart.
+func (dp *Switch) EndPoll(snap *model.Snapshot, p *Poll) {
+	a := &dp.accounting
+	for cookie, planned := range a.unread {
+		if planned < p.planned && p.Scope.covers(scopeOf(cookie)) {
+			delete(a.unread, cookie)
 		}
-		if scope.rest && a.ledger.counting() {
-			uncount(snap, a.polled)
-		}
+	}
+	a.ledger.mu.Lock()
+	defer a.ledger.mu.Unlock()
+	a.ledger.sweep(a.round, p.Scope)
+	if p.Scope == everyFlow {
+		a.ledger.endFirstPoll(snap)
+	}
+	if p.Scope.rest && a.ledger.counting() {
+		uncount(snap, a.polled)
 	}
 }
 
@@ -669,4 +755,5 @@ func (a *accounting) settle(snap *model.Snapshot) {
 	uncount(snap, a.active)
 	uncount(snap, a.unpolled)
 	uncount(snap, a.polled)
+	clear(a.unread)
 }

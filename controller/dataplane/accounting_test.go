@@ -2,6 +2,7 @@ package dataplane
 
 import (
 	"net/netip"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -57,7 +58,13 @@ func flowStats(member int, sport, idle uint16) ofp.FlowStats {
 
 func (d *decision) pollOnce(stats ...ofp.FlowStats) {
 	d.dp.BeginPoll()
-	d.dp.PollPart(d.snap, everyFlow, stats, true)
+	d.dp.PollPart(d.snap, stats)
+	endPoll(d.dp, d.snap, everyFlow)
+}
+
+// endPoll ends a poll of scope, the last planned.
+func endPoll(dp *Switch, snap *model.Snapshot, scope PollScope) {
+	dp.EndPoll(snap, &Poll{Scope: scope, planned: dp.accounting.planned})
 }
 
 func (d *decision) activeCounts(member int) (memberActive, vipActive int64) {
@@ -420,10 +427,10 @@ func TestFlowLedger_Epochs(t *testing.T) {
 // epoch's first poll has read every flow; a shard's read forgets only
 // that shard's flows it did not find.
 func TestAccounting_PollsByShard(t *testing.T) {
-	d := controlledTCP(t, -1)
+	d := flowHeldTCP(t)
 	d.dp.accounting.ledger.Begin(1)
-	if reqs := d.dp.NextPoll(); len(reqs) != 1 || reqs[0].Scope != everyFlow || reqs[0].Request.CookieMask != model.MaskApp {
-		t.Fatalf("the epoch's first poll asks %+v, want every flow", reqs)
+	if p := d.dp.NextPoll(); len(p.Requests) != 1 || p.Scope != everyFlow || p.Requests[0].CookieMask != model.MaskApp {
+		t.Fatalf("the epoch's first poll asks %+v, want every flow", p)
 	}
 	client := netip.MustParseAddr(testnet.ClientIP)
 	var even, odd uint16 // client ports of connections in an even and an odd shard
@@ -441,29 +448,106 @@ func TestAccounting_PollsByShard(t *testing.T) {
 	}
 	packetsIn := func() uint64 { return testnet.MemberByID(d.snap, "m1").Cnt.PacketsIn.Load() }
 	d.pollOnce(read(even, 5), read(odd, 5)) // the overlap: counted at once, without shared stats
-	if reqs := d.dp.NextPoll(); len(reqs) != 1 || reqs[0].Scope != everyFlow {
-		t.Fatalf("a poll of a few connections asks %+v, want every flow", reqs)
+	if p := d.dp.NextPoll(); len(p.Requests) != 1 || p.Scope != everyFlow {
+		t.Fatalf("a poll of a few connections asks %+v, want every flow", p)
 	}
 
 	for port := range pollFlowBudget { // connections enough for two shards
 		d.dp.accounting.conns[model.ConnKey{ClientIP: client, ClientPort: uint16(port), Proto: ofp.IPProtoTCP, VIPNum: 1}] = countedConn{member: 1}
 	}
 	first, second := d.dp.NextPoll(), d.dp.NextPoll()
-	if len(first) != 2 || first[0].Scope != (PollScope{rest: true}) || first[1].Scope.of != 2 || len(second) != 2 || second[1].Scope.shard == first[1].Scope.shard {
-		t.Fatalf("polls of %d connections ask %+v, then %+v; want the rest and a shard of two, the other the next time", pollFlowBudget, first, second)
+	if first.Scope.of != 2 || !first.Scope.rest || second.Scope.shard == first.Scope.shard {
+		t.Fatalf("polls of %d connections read %+v, then %+v; want the rest and a shard of two, the other the next time", pollFlowBudget, first.Scope, second.Scope)
 	}
-	if cookie, mask := model.ShardCookie(first[1].Scope.shard, 2); first[1].Request.Cookie != cookie || first[1].Request.CookieMask != mask {
-		t.Errorf("the shard's request selects %#x/%#x, want %#x/%#x", first[1].Request.Cookie, first[1].Request.CookieMask, cookie, mask)
+	// The rest comes from the tables whose rows count, the shard by the
+	// cookies of the flows read before: no request walks the table of
+	// connections.
+	evenPoll := first
+	if first.Scope.shard != 0 {
+		evenPoll = second
+	}
+	rest, restMask := model.NotConnCookie()
+	want := []ofp.FlowStatsRequest{flowsIn(model.TableToMember, rest, restMask), flowsIn(model.TableFromMember, rest, restMask), flowsOf(read(even, 0).Cookie, ^uint64(0))}
+	if !reflect.DeepEqual(evenPoll.Requests, want) {
+		t.Errorf("the even shard's poll asks\n%+v\nwant\n%+v", evenPoll.Requests, want)
 	}
 
 	// A read of the even shard that finds neither flow forgets the even
 	// one, which then counts afresh, and keeps the odd one's reading.
 	before := packetsIn()
 	d.dp.BeginPoll()
-	d.dp.PollPart(d.snap, PollScope{shard: 0, of: 2}, nil, true)
+	d.dp.EndPoll(d.snap, &evenPoll)
 	d.pollOnce(read(even, 7), read(odd, 7))
 	if got := packetsIn() - before; got != 7+2 {
 		t.Errorf("after the even shard's read found nothing, the flows counted %d packets more, want 9 (7 afresh, 2 since the odd one's reading)", got)
+	}
+}
+
+// A connection set up since its shard was last read is read by the
+// cookies of its flows, which the switch finds by its index of cookies,
+// until a poll planned after its setup read that shard; a shard of more
+// cookies than maxCookieReads is read by cookie mask.
+func TestAccounting_ShardReadsByCookie(t *testing.T) {
+	d := flowHeldTCP(t)
+	d.dp.accounting.ledger.Begin(1)
+	d.pollOnce() // the epoch's first poll, of every flow
+	client := netip.MustParseAddr(testnet.ClientIP)
+	for port := range 3 * pollFlowBudget / 2 { // connections enough for four shards
+		d.dp.accounting.conns[model.ConnKey{ClientIP: client, ClientPort: uint16(port), Proto: ofp.IPProtoTCP, VIPNum: 1}] = countedConn{member: 1}
+	}
+	const sport = 40000
+	d.packetIn(testnet.ClientOF, testnet.SYN(t, sport))
+	shard := model.ConnShard(client, sport)
+	m := d.dp.accounting.conns[model.ConnKey{ClientIP: client, ClientPort: sport, Proto: ofp.IPProtoTCP, VIPNum: 1}].member
+	cookies := []uint64{model.ConnCookie(model.CatConn, shard, 1, m), model.ConnCookie(model.CatConnReply, shard, 1, m)}
+	shardPoll := func() Poll {
+		t.Helper()
+		for range 4 {
+			if p := d.dp.NextPoll(); p.Scope.shard == shard%4 {
+				return p
+			}
+		}
+		t.Fatalf("four polls read no shard of %d", shard)
+		return Poll{}
+	}
+	asked := func(p Poll) (exact []uint64) {
+		for _, r := range p.Requests {
+			if r.CookieMask == ^uint64(0) {
+				exact = append(exact, r.Cookie)
+			}
+		}
+		slices.Sort(exact)
+		return exact
+	}
+	p := shardPoll()
+	if got := asked(p); !slices.Equal(got, cookies) {
+		t.Errorf("the shard's read of a connection set up since asks the cookies %#x, want %#x", got, cookies)
+	}
+	// Another connection of the shard, to the same member, set up after
+	// the poll was planned.
+	another := uint16(sport + 1)
+	for model.ConnShard(client, another) != shard {
+		another++
+	}
+	d.packetIn(testnet.ClientOF, testnet.SYN(t, another))
+	d.dp.BeginPoll()
+	d.dp.EndPoll(d.snap, &p)
+	if got := asked(shardPoll()); !slices.Equal(got, cookies) {
+		t.Errorf("after a read planned before its setup, the shard's read asks %#x, want %#x", got, cookies)
+	}
+	p = shardPoll()
+	d.dp.BeginPoll()
+	d.dp.EndPoll(d.snap, &p)
+	if got := asked(shardPoll()); len(got) != 0 {
+		t.Errorf("after a read planned after its setup found none of its flows, the shard's read asks %#x, want none", got)
+	}
+
+	for i := range maxCookieReads + 1 {
+		d.dp.accounting.unread[model.ConnCookie(model.CatConn, shard, 1, uint32(100+i))] = d.dp.accounting.planned
+	}
+	p = shardPoll()
+	if cookie, mask := model.ShardCookie(shard%4, 4); len(asked(p)) != 0 || !reflect.DeepEqual(p.Requests[len(p.Requests)-1], flowsOf(cookie, mask)) {
+		t.Errorf("a shard of more than %d cookies is read by %d requests for %d cookies, want the rest's and one by its cookie mask", maxCookieReads, len(p.Requests), len(asked(p)))
 	}
 }
 
@@ -655,12 +739,12 @@ func TestAccounting_OneTablePollsByShard(t *testing.T) {
 		for port := range pollFlowBudget {
 			d.dp.accounting.conns[model.ConnKey{ClientIP: client, ClientPort: uint16(port), Proto: ofp.IPProtoTCP, VIPNum: 1}] = countedConn{member: 1}
 		}
-		want := 1
-		if nicira {
-			want = 2
+		want := everyFlow
+		if nicira { // a shard, and no rest: one table holds no member routes
+			want = PollScope{of: 2, shard: 1}
 		}
-		if reqs := d.dp.NextPoll(); len(reqs) != want {
-			t.Errorf("Nicira %v: a poll of %d connections asks %+v, want %d requests", nicira, pollFlowBudget, reqs, want)
+		if p := d.dp.NextPoll(); p.Scope != want {
+			t.Errorf("Nicira %v: a poll of %d connections reads %+v, want %+v", nicira, pollFlowBudget, p.Scope, want)
 		}
 	}
 }

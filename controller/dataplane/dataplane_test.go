@@ -819,9 +819,10 @@ func TestDataplane_Accounting(t *testing.T) {
 	}
 	poll := func(dp *Switch, parts ...[]ofp.FlowStats) {
 		dp.BeginPoll()
-		for i, part := range parts {
-			dp.PollPart(d.snap, everyFlow, part, i == len(parts)-1)
+		for _, part := range parts {
+			dp.PollPart(d.snap, part)
 		}
+		endPoll(dp, d.snap, everyFlow)
 	}
 	type counts struct{ active, total, packetsIn, bytesIn, packetsOut, bytesOut int64 }
 	var last counts

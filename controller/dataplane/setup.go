@@ -336,6 +336,7 @@ func (dp *Switch) installFlows(c *model.Connection, data []byte, out *Outbox) {
 	for i, mods := 0, dp.flows.Fill(c); i < len(mods); i++ {
 		out.Send(&mods[i])
 	}
+	dp.accounting.installed(c)
 	dp.sendFrame(c.ClientOFPort, dp.flows.Actions(model.DirForward), data, out)
 	if dp.L2 == model.L2Fabric && !c.DSR {
 		dp.passReplies(&dp.flows.Mods[model.DirReverse], c.MemberMAC, out)
