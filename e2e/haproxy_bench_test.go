@@ -44,7 +44,7 @@ defaults
 	timeout server 5s
 
 frontend web
-	bind {{VIP}}:80
+	bind {{VIP}}
 	default_backend members
 
 backend members
@@ -63,9 +63,9 @@ type haproxyProc struct {
 }
 
 // startHAProxy runs HAProxy in h's namespace, balancing members (name →
-// address:port) on h.IP:80 in mode ("http" or "tcp"), and waits until
-// every server is UP.
-func startHAProxy(tb testing.TB, h *Host, mode string, members map[string]string) *haproxyProc {
+// address:port) on port 80 of addr, one of h's, in mode ("http" or
+// "tcp"), and waits until every server is UP.
+func startHAProxy(tb testing.TB, h *Host, addr, mode string, members map[string]string) *haproxyProc {
 	tb.Helper()
 	if _, err := exec.LookPath("haproxy"); err != nil {
 		tb.Fatalf("haproxy not installed (apt-get install -y haproxy): %v", err)
@@ -81,7 +81,7 @@ func startHAProxy(tb testing.TB, h *Host, mode string, members map[string]string
 		fmt.Fprintf(&servers, "\tserver %s %s check inter 200 fall 2 rise 2\n", name, members[name])
 	}
 	p := &haproxyProc{sock: filepath.Join(dir, "haproxy.sock"), done: make(chan struct{})}
-	cfg := strings.NewReplacer("{{SOCK}}", p.sock, "{{MODE}}", mode, "{{VIP}}", h.IP,
+	cfg := strings.NewReplacer("{{SOCK}}", p.sock, "{{MODE}}", mode, "{{VIP}}", net.JoinHostPort(addr, "80"),
 		"{{CHECK}}", strconv.FormatInt(monTimeout.Milliseconds(), 10)+"ms", "{{SERVERS}}", servers.String()).Replace(haproxyConfig)
 	cfgFile := filepath.Join(dir, "haproxy.cfg")
 	if err := os.WriteFile(cfgFile, []byte(cfg), 0o644); err != nil {
@@ -238,7 +238,7 @@ func TestFailoverComparison(t *testing.T) {
 			for i, s := range b.servers {
 				backends[s.Name] = net.JoinHostPort(b.members[i].IP, strconv.Itoa(memberPort))
 			}
-			hp := startHAProxy(t, lbHost, "http", backends)
+			hp := startHAProxy(t, lbHost, lbHost.IP, "http", backends)
 			hf := measureFailover(t, failoverRun{
 				clients: b.clients, url: "http://" + net.JoinHostPort(lbHost.IP, "80") + "/",
 				srv: srv, kill: kill, revive: revive,

@@ -291,17 +291,13 @@ func TestThroughputComparison(t *testing.T) {
 	client := sw.AddHost(t, "c1", sw.Addr(1))
 	lbHost := sw.AddHost(t, "lb", sw.Addr(200))
 	var members []*Host
-	backends := map[string]string{}
 	for i := range nMembers {
-		name := "srv" + strconv.Itoa(i+1)
 		h := sw.AddHost(t, "m"+strconv.Itoa(i+1), sw.Addr(byte(11+i)))
 		for _, port := range []int{natPort, ctlPort, dsrPort, directPort, flowsPort} {
-			h.ServeHTTP(t, port, name)
+			h.ServeHTTP(t, port, "srv"+strconv.Itoa(i+1))
 		}
 		members = append(members, h)
-		backends[name] = net.JoinHostPort(h.IP, strconv.Itoa(natPort))
 	}
-	startHAProxy(t, lbHost, "tcp", backends)
 
 	// CONTROLLER connections with flows of their own leave two flows each
 	// behind them, which the switch revalidates with every other flow: they
@@ -346,9 +342,12 @@ func TestThroughputComparison(t *testing.T) {
 			// connection flows of its own.
 			mode{f.name, "sdnlb CONTROLLER, NAT, flows per connection", pool("flows", 3, sdnlb.DispatchController, sdnlb.ForwardingNAT, 80, flowsPort,
 				map[string]any{"connection_limit": 1_000_000})})
-		if f.name == "IPv4" {
-			modes = append(modes, mode{f.name, "HAProxy, TCP mode", url(lbHost.IP, 80)})
+		backends := map[string]string{}
+		for i, h := range members {
+			backends["srv"+strconv.Itoa(i+1)] = net.JoinHostPort(f.hostIP(h), strconv.Itoa(natPort))
 		}
+		startHAProxy(t, lbHost, f.hostIP(lbHost), "tcp", backends)
+		modes = append(modes, mode{f.name, "HAProxy, TCP mode", url(f.hostIP(lbHost), 80)})
 	}
 	if switched {
 		// The SWITCH groups hold every member once the members answered.
