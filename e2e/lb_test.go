@@ -110,6 +110,7 @@ func dumpOnFailure(tb testing.TB, sw *Switch, lb *sdnlbProc) {
 			return
 		}
 		tb.Logf("flows on %s:\n%s", sw.Name, strings.Join(sw.DumpFlows(), "\n"))
+		tb.Logf("what %s dropped or could not queue (coverage/show):\n%s", sw.Name, strings.Join(lostCounters(sw.Appctl("coverage/show")), "\n"))
 		ctx, cancel := context.WithTimeout(context.Background(), apiTimeout)
 		defer cancel()
 		_, data, err := lb.Do(ctx, http.MethodGet, "/metrics", nil)
@@ -125,6 +126,22 @@ func dumpOnFailure(tb testing.TB, sw *Switch, lb *sdnlbProc) {
 		}
 		tb.Logf("controller metrics:\n%s", strings.Join(lines, "\n"))
 	})
+}
+
+// lostCounters are the lines of Open vSwitch's coverage counters that
+// count packets or messages it dropped or could not queue (a packet-in
+// the controller's queue had no room for: rconn_overflow), with a
+// total above 0.
+func lostCounters(coverage string) []string {
+	var lines []string
+	for _, l := range strings.Split(coverage, "\n") {
+		name, _, _ := strings.Cut(strings.TrimSpace(l), " ")
+		if (strings.Contains(name, "drop") || strings.Contains(name, "overflow") || strings.Contains(name, "discard")) &&
+			!strings.HasSuffix(l, "total: 0") {
+			lines = append(lines, strings.TrimSpace(l))
+		}
+	}
+	return lines
 }
 
 // addMemberHost adds the next member host and starts its server; it does
