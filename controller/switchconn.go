@@ -574,13 +574,7 @@ func (p *statsPoll) answers(xid uint32) bool {
 // members' live counters.
 func (s *switchConn) pollStats() {
 	var p statsPoll
-	s.decide(func(dp *dataplane.Switch, _ *dataplane.Outbox) {
-		p.Poll = dp.NextPoll()
-		if len(p.Requests) == 0 { // a shard of no flows the controller knows
-			dp.BeginPoll()
-			dp.EndPoll(dp.Installed, &p.Poll)
-		}
-	})
+	s.decide(func(dp *dataplane.Switch, _ *dataplane.Outbox) { p.Poll = dp.NextPoll() })
 	for range p.Requests {
 		p.xids = append(p.xids, s.xids.Add(1))
 	}

@@ -576,7 +576,9 @@ func (dp *Switch) restTables() []uint8 {
 // flows of scope's shards: one for each cookie they carry (one a
 // direction, VIP and member), those the ledger read before and those
 // of connections set up since, or one by the shards' cookie mask past
-// maxCookieReads cookies.
+// maxCookieReads cookies. Shards of no cookie have nothing to read or
+// forget: a poll of them and no rest asks nothing, and has nothing to
+// end.
 func (a *accounting) shardRequests(reqs []ofp.FlowStatsRequest, scope PollScope) []ofp.FlowStatsRequest {
 	cookies := a.cookieScratch
 	clear(cookies)
