@@ -574,7 +574,7 @@ func (dp *Switch) restTables() []uint8 {
 
 // shardRequests appends to reqs the requests that read the connection
 // flows of scope's shards: one for each cookie they carry (one a
-// direction, VIP and member), those the ledger read before and those
+// direction, VIP, member and shard), those the ledger read before and those
 // of connections set up since, or one by the shards' cookie mask past
 // maxCookieReads cookies. Shards of no cookie have nothing to read or
 // forget: a poll of them and no rest asks nothing, and has nothing to
