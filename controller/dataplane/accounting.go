@@ -607,11 +607,12 @@ func (a *accounting) shardRequests(reqs []ofp.FlowStatsRequest, scope PollScope)
 	return reqs
 }
 
-// installed notes the cookies of a connection's flows, which no poll has
-// read yet (unread), so that the next read of its shard asks for them.
-func (a *accounting) installed(c *model.Connection) {
-	for _, cat := range [...]model.Category{model.CatConn, model.CatConnReply} {
-		a.unread[model.ConnCookie(cat, c.Shard(), c.VIPNum, c.MemberNum)] = a.planned
+// installed notes the cookies of a connection's flows just sent, which
+// no poll has read yet (unread), so that the next read of their shard
+// asks for them.
+func (a *accounting) installed(mods []ofp.FlowMod) {
+	for i := range mods {
+		a.unread[mods[i].Cookie] = a.planned
 	}
 }
 

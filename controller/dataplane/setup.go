@@ -333,10 +333,11 @@ func (dp *Switch) countWithFlows(snap *model.Snapshot, c *model.Connection) {
 // packet with the same rewrite. The switch handles messages in order, so
 // no barrier is needed.
 func (dp *Switch) installFlows(c *model.Connection, data []byte, out *Outbox) {
-	for i, mods := 0, dp.flows.Fill(c); i < len(mods); i++ {
+	mods := dp.flows.Fill(c)
+	for i := range mods {
 		out.Send(&mods[i])
 	}
-	dp.accounting.installed(c)
+	dp.accounting.installed(mods)
 	dp.sendFrame(c.ClientOFPort, dp.flows.Actions(model.DirForward), data, out)
 	if dp.L2 == model.L2Fabric && !c.DSR {
 		dp.passReplies(&dp.flows.Mods[model.DirReverse], c.MemberMAC, out)
