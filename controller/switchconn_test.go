@@ -372,6 +372,11 @@ func groupDescSettingTunMetadata(xid, id uint32) []byte {
 func TestSession_Reconnect(t *testing.T) {
 	h := startController(t, testnet.Config(nil), Options{})
 	old, _ := h.connect(t, 1)
+	// The controller reads in order: once it echoed, it has read the
+	// barrier reply too, which read after the second connection's probe
+	// of this one would say this one still answers.
+	old.send(0, ofp.EchoRequest{})
+	old.nextOf(ofp.TypeEchoReply)
 	_, got := h.connect(t, 1)
 	old.waitClosed()
 	var mods []ofp.FlowMod
