@@ -108,7 +108,7 @@ var settingCapabilities = []Capability{
 			"With `client_ipv6_prefix` below 128 refused (400 on the pool's `dispatch`): a pool that names no dispatch gets CONTROLLER, and a VIP that gains it moves its SWITCH pool to CONTROLLER",
 		Controller: "a client keeps its member for `timeout` seconds after its last connection, across member changes",
 		OpenFlow10: on10 + ", which keeps `timeout`", IPv6: "the same; an IPv6 client is known by its `client_ipv6_prefix`", L2: noL2Effect,
-		Cluster: "SWITCH: the switch keeps it, whichever node masters it; CONTROLLER: each node keeps the bindings of the switches it masters, and a node taking a switch over rebuilds them from the connection flows the switch holds: a client none of whose flows is left (a TCP connection's go 10 s after its close, others' `--flow-idle-timeout` after their last packet) gets a fresh pick",
+		Cluster: "SWITCH: the switch keeps it, whichever node masters it; CONTROLLER: each node keeps the bindings of the switches it masters, and a node taking a switch over rebuilds them from the connection flows the switch holds: a client none of whose flows is left (a TCP connection's go 10 s after its close, others' once idle for `--flow-idle-timeout`) gets a fresh pick",
 	},
 	{
 		Setting: "`hash_key` (pool)",
@@ -129,8 +129,8 @@ var settingCapabilities = []Capability{
 	{
 		Setting:    "active connections (stats; LEAST_CONNECTIONS, WEIGHTED_LEAST_CONNECTIONS, ADAPTIVE's S term)",
 		Switch:     "an estimate per member from the switch's counting rows, read each `--stats-interval`: connections opened less those whose client sent a FIN or reset (NAT: or the member a reset); UDP ones never end",
-		Controller: "TCP to a VIP without `connection_limit` or session persistence whose members have no `capacity` (the switch's tracker holds the connection, no flow of its own): counted from its SYN, by the controller until the next `--stats-interval` poll, then as under SWITCH by the switch's counting rows, until its client's FIN or reset (NAT: or the member's reset); one whose client and member both vanish stays counted until the member goes DOWN. The others have flows of their own, and count while open: a TCP connection from its SYN until its FIN or reset, seen at the next poll that reads its flows, or when they go, 10 s after its last packet (at once for a VIP with a `connection_limit`); a poll reads every connection flow of a switch that holds up to about 8,000 connections, and past that one shard of them in turn, so each is read every 2 to 64 polls; UDP and ICMP until their flows idle out",
-		OpenFlow10: "until their flows idle out (`--flow-idle-timeout`): a 1.0 switch has no `fin_timeout`; on Open vSwitch a VIP with a `connection_limit` ends them at their FIN or reset, and the polls read by cookie, in shards, as on 1.3 (another 1.0 switch is read whole at every poll)", IPv6: same, L2: noL2Effect,
+		Controller: "TCP to a VIP without `connection_limit` or session persistence whose members have no `capacity` (the switch's tracker holds the connection, no flow of its own): counted from its SYN, by the controller until the next `--stats-interval` poll, then as under SWITCH by the switch's counting rows, until its client's FIN or reset (NAT: or the member's reset); one whose client and member both vanish stays counted until the member goes DOWN. The others have flows of their own, and count while open: a TCP connection from its SYN until its client's FIN or reset, which the switch sends up, and every connection until its flows go, idle for `--flow-idle-timeout`; a poll reads every connection flow of a switch that holds up to about 8,000 connections, and past that one shard of them in turn, so each is read every 2 to 64 polls",
+		OpenFlow10: "on Open vSwitch as under CONTROLLER on 1.3 (the FIN and reset punts come through Nicira's 1.0 flow-mods, and the polls read by cookie, in shards); another 1.0 switch, which matches no TCP flags, counts them until their flows idle out and is read whole at every poll", IPv6: same, L2: noL2Effect,
 		Cluster: "the cluster's, on every node: its own and the others' as they last recorded them (" + clusterLag + "); the stats' `nodes` give each node's share",
 	},
 	{
@@ -163,8 +163,16 @@ var settingCapabilities = []Capability{
 		Setting:    "`capacity` (member)",
 		Switch:     "a bound under every method, on the switch's estimate of active connections: a member whose estimate reaches it loses its slots at the next weighing (every second, on counts read every `--stats-interval`) and gets them back below it; none left: new connections go to the controller, which refuses them; a connection that ends with both a FIN and a reset lowers the estimate by two, so the bound can let more through; ADAPTIVE also weighs its free sessions",
 		Controller: "a bound under every method: a member at capacity is passed over at every pick, exactly (its clients' FINs and resets come up), and a connection no member has room for is refused (TCP reset; `capacity` in the refusals metric); ADAPTIVE also weighs its free sessions",
-		OpenFlow10: "the controller dispatches the pool; its connections count until their flows idle out, so a member's room frees that late", IPv6: same, L2: noL2Effect,
+		OpenFlow10: "the controller dispatches the pool, on Open vSwitch as under CONTROLLER; on another 1.0 switch, which matches no TCP flags, its connections count until their flows idle out, so a member's room frees that late", IPv6: same, L2: noL2Effect,
 		Cluster: "on the cluster's active connections (" + clusterLag + " for the other nodes'): each node bounds what it sends by them",
+	},
+	{
+		Setting:    "`--flow-idle-timeout` (service)",
+		Switch:     "does not apply: the switch's connection tracker holds the connections, and ages them by its own timeouts",
+		Controller: "a connection with flows of its own (see active connections) ends once idle this long (default 30 s; 0: never). On Open vSwitch its flows carry no idle timeout while it is open: the stats polls delete a flow whose packet count stood still this long, so it goes between the timeout and two reads of its shard later (every 2 s, up to 32 s beside 200,000 flows); a TCP connection's flows get 10 s (the timeout, if shorter) at its client's FIN or reset, which the switch then ages. The tracker's connections: as under SWITCH",
+		OpenFlow10: "the controller dispatches every pool: on Open vSwitch as under CONTROLLER; another 1.0 switch, which matches no TCP flags, gets the timeout in the flows and ages them itself",
+		IPv6:       same, L2: "the same in every mode; under `fabric`, the rows that pass a connection's replies through the switches between its member's and its client's carry it as their idle timeout",
+		Cluster: "each node ages the flows of the switches it masters; a node that takes a switch over reads each flow afresh, so an idle connection may stay up to one timeout longer",
 	},
 	{
 		Setting:    "`forwarding` DSR (pool)",

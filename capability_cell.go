@@ -200,6 +200,10 @@ var settingCells = map[string][]Cell{
 	},
 	"`capacity` (member)": append(dispatchCells(CellConfig{Member: map[string]any{"capacity": 1}}),
 		Cell{Dispatch: DispatchController, OpenFlow: "1.0", Verdict: Honoured, Config: CellConfig{Member: map[string]any{"capacity": 1}}}),
+	"`--flow-idle-timeout` (service)": {
+		{Dispatch: DispatchController, OpenFlow: "1.3", Verdict: Honoured},
+		{Dispatch: DispatchController, OpenFlow: "1.0", Verdict: Honoured},
+	},
 	"`forwarding` DSR (pool)": append(dispatchCells(CellConfig{Pool: map[string]any{"forwarding": ForwardingDSR}}),
 		Cell{Verdict: Refused, Status: http.StatusBadRequest, Field: "port",
 			Config: CellConfig{Pool: map[string]any{"forwarding": ForwardingDSR}, Member: map[string]any{"port": 8080}, Members: 1}}),

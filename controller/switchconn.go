@@ -684,7 +684,7 @@ func (s *switchConn) pollPart(dp *dataplane.Switch, out *dataplane.Outbox, h ofp
 		dp.BeginPoll()
 		s.assembling = p
 	}
-	dp.PollPart(dp.Installed, s.polled.Stats)
+	dp.PollPart(s.c.now(), dp.Installed, s.polled.Stats, out)
 	s.c.metrics.StatsPollPart(len(s.polled.Stats))
 	if s.polled.Flags&ofp.MultipartReplyMore == 0 {
 		if p.unread--; p.unread == 0 {

@@ -65,6 +65,8 @@ var capabilityChecks = map[string]capabilityCheck{
 		switch13: {"TestAgent_Drain"}, controller: {"TestAgent_Drain"}}},
 	"`capacity` (member)": {scenario: "capacity", tests: map[string][]string{
 		switch13: {"TestMember_CapacityBounds"}, controller: {"TestMember_CapacityBounds"}}},
+	"`--flow-idle-timeout` (service)": {tests: map[string][]string{
+		"CONTROLLER, OpenFlow 1.3: honoured": {"TestConnection_IdleFlowsAge"}, "CONTROLLER, OpenFlow 1.0: honoured": {"TestConnection_IdleFlowsAge"}}},
 	"`forwarding` DSR (pool)": {tests: map[string][]string{
 		switch13:   {"TestDispatch_SwitchDSR", "TestDualStack_EveryPath"},
 		switch10:   {"TestDispatch_ControllerDSR"}, // its OpenFlow10 subtest: the controller dispatches on 1.0

@@ -204,14 +204,10 @@ func measureLimit(t *testing.T, b *lbBed) {
 }
 
 // measureActive: two connections held open show as the pool's two
-// active ones, and once closed as none, except on a 1.0 switch, where
-// they count until their flows idle out.
+// active ones, and once closed as none.
 func measureActive(t *testing.T, b *lbBed) {
 	held := []*heldConn{openHeld(t, b, b.clients[0]), openHeld(t, b, b.clients[0])}
 	waitActive(t, b, 2)
-	if b.sw.Protocol == openFlow10 {
-		return
-	}
 	for _, h := range held {
 		h.conn.Close()
 	}

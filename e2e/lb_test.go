@@ -816,6 +816,43 @@ func TestVIP_ClosedConnectionsStopCounting(t *testing.T) {
 	t.Logf("active 0 %v after the held ones closed", activeBecomes(0).Round(time.Millisecond))
 }
 
+// TestConnection_IdleFlowsAge: a connection with flows of its own (its
+// VIP has a connection limit) ends once idle for --flow-idle-timeout, on
+// either OpenFlow version. While it makes requests its flows outlive the
+// timeout; once it is quiet the controller's polls delete them, and the
+// pool counts it no more.
+func TestConnection_IdleFlowsAge(t *testing.T) {
+	const idle = 3 * time.Second
+	forEachOpenFlow(t, func(t *testing.T, protocol string) {
+		b := newBedOn(t, protocol, 1, 2, sdnlb.RoundRobin, sdnlb.DispatchController, map[string]any{"connection_limit": 100},
+			"--flow-idle-timeout", idle.String())
+		h := openHeld(t, b, b.clients[0])
+		defer h.conn.Close()
+		port := strconv.Itoa(h.conn.LocalAddr().(*net.TCPAddr).Port)
+		client := b.clients[0].IP
+		flows := func() []string {
+			return append(b.sw.DumpFlows("tcp,nw_src="+client+",tp_src="+port), b.sw.DumpFlows("tcp,nw_dst="+client+",tp_dst="+port)...)
+		}
+		for end := time.Now().Add(2 * idle); time.Now().Before(end); time.Sleep(idle / 6) {
+			h.again(t)
+		}
+		if got := flows(); len(got) != 2 {
+			t.Fatalf("after %v of requests, the connection has %d flows, want its 2:\n%s", 2*idle, len(got), strings.Join(got, "\n"))
+		}
+		waitActive(t, b, 1)
+		start := time.Now()
+		for got := flows(); len(got) > 0; got = flows() {
+			if time.Since(start) > 30*time.Second {
+				t.Fatalf("the connection's flows remain %v after its last request, with an idle timeout of %v:\n%s",
+					time.Since(start), idle, strings.Join(got, "\n"))
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+		t.Logf("the connection's flows went %v after its last request", time.Since(start).Round(100*time.Millisecond))
+		waitActive(t, b, 0)
+	})
+}
+
 // A connection limit holds whatever dispatch the pool had: a VIP that
 // gains one moves its SWITCH pool to the controller, which keeps the
 // limit, and the pool says so; asking the switch to dispatch it again is

@@ -70,13 +70,11 @@ func waitEveryMember(tb testing.TB, b *lbBed, timeout time.Duration) {
 
 // waitEndsShown waits until the switch's connection flows show the end of
 // every connection but those of openFlows flows, so that they change no
-// more: on OpenFlow 1.3 a TCP connection's flows drop to a shorter idle
-// timeout once its FIN passes them, a moment after the client closes.
+// more: a TCP connection's flows get a closing connection's idle timeout
+// once the controller has its client's FIN, a moment after the client
+// closes.
 func waitEndsShown(tb testing.TB, sw *Switch, openFlows int) {
 	tb.Helper()
-	if sw.Protocol == openFlow10 {
-		return // 1.0 flows keep their timeouts
-	}
 	var open []string
 	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
 		open = open[:0]

@@ -70,8 +70,11 @@ type flowID struct {
 type flowReading struct {
 	packets, bytes uint64
 	round          uint64
-	member         uint32
-	count          flowCount
+	// moved is when a read first found the packet count the flow has
+	// (Unix nanoseconds): it has been idle at least since.
+	moved  int64
+	member uint32
+	count  flowCount
 }
 
 // The readings' scopes: one per connection shard, then the rest.
@@ -144,8 +147,10 @@ func (l *FlowLedger) firstPoll() bool {
 // again): all it counted is new. A flow's age does not tell: Open vSwitch
 // restarts it when an add replaces the flow, and keeps its counters. A
 // counter of all ones is one the switch does not have (OpenFlow's
-// "unavailable"): it counts nothing, and the last reading stands.
-func (l *FlowLedger) read(id flowID, memberNum uint32, c flowCount, packets, bytes uint64, round uint64) (newPackets, newBytes uint64) {
+// "unavailable"): it counts nothing, and the last reading stands. idle is
+// how long the flow's packet count has not moved, as far as the readings,
+// taken at now (Unix nanoseconds), show.
+func (l *FlowLedger) read(id flowID, memberNum uint32, c flowCount, packets, bytes uint64, round uint64, now int64) (newPackets, newBytes uint64, idle time.Duration) {
 	readings := l.readings[scopeOf(id.cookie)]
 	r, ok := readings[id]
 	if packets == unavailable {
@@ -156,14 +161,18 @@ func (l *FlowLedger) read(id flowID, memberNum uint32, c flowCount, packets, byt
 	}
 	if !ok || packets < r.packets || bytes < r.bytes || r.member != memberNum || r.count != c {
 		l.unlive(r)
-		r = flowReading{}
+		r = flowReading{moved: now}
 	}
-	readings[id] = flowReading{packets: packets, bytes: bytes, round: round, member: memberNum, count: c}
+	moved := r.moved
+	if packets != r.packets {
+		moved = now
+	}
+	readings[id] = flowReading{packets: packets, bytes: bytes, round: round, moved: moved, member: memberNum, count: c}
 	newPackets, newBytes = packets-r.packets, bytes-r.bytes
 	sum := l.live[memberNum]
 	sum.Add(c.counts(newPackets, newBytes))
 	l.live[memberNum] = sum
-	return newPackets, newBytes
+	return newPackets, newBytes, time.Duration(now - moved)
 }
 
 // unlive takes a reading out of the live sums: its flow is gone, or
@@ -311,8 +320,11 @@ type accounting struct {
 	active  map[uint64]int64              // connections counted, by activeKey
 	conns   map[model.ConnKey]countedConn // the connections counted, and those ended whose flows remain
 	finIdle uint16                        // of the switch's TCP connection flows at their end; 0: they keep theirs
-	ledger  *FlowLedger
-	round   uint64 // the poll being assembled
+	// age is how long a connection flow without an idle timeout may stay
+	// idle before a poll deletes it; 0: never (Config.pollAge).
+	age    time.Duration
+	ledger *FlowLedger
+	round  uint64 // the poll being assembled
 	// planned counts the polls planned; shardPolls those that read one
 	// shard of the connections.
 	planned, shardPolls uint64
@@ -332,8 +344,8 @@ type countedConn struct {
 	ended  bool
 }
 
-func newAccounting(ledger *FlowLedger, finIdle uint16) accounting {
-	return accounting{active: map[uint64]int64{}, conns: map[model.ConnKey]countedConn{}, finIdle: finIdle, ledger: ledger,
+func newAccounting(ledger *FlowLedger, finIdle uint16, age time.Duration) accounting {
+	return accounting{active: map[uint64]int64{}, conns: map[model.ConnKey]countedConn{}, finIdle: finIdle, age: age, ledger: ledger,
 		unpolled: map[uint64]int64{}, polled: map[uint64]int64{}, unread: map[uint64]uint64{}, cookieScratch: map[uint64]struct{}{}}
 }
 
@@ -674,7 +686,7 @@ func (a *accounting) ended(snap *model.Snapshot, memberNum uint32, c flowCount, 
 	id := flowID{cookie: fr.Cookie, match: fr.Match.Sum64(), priority: fr.Priority, table: fr.TableID}
 	a.ledger.mu.Lock()
 	defer a.ledger.mu.Unlock()
-	packets, bytes := a.ledger.read(id, memberNum, c, fr.PacketCount, fr.ByteCount, 0)
+	packets, bytes, _ := a.ledger.read(id, memberNum, c, fr.PacketCount, fr.ByteCount, 0, 0)
 	a.ledger.forget(id)
 	a.ledger.add(snap, memberNum, c, packets, bytes)
 }
@@ -689,16 +701,18 @@ func (a *accounting) beginPoll() {
 	a.round = a.ledger.round
 }
 
-// PollPart reads one part of the reply to a request of a poll. It keeps
-// nothing of stats, whose storage the caller reuses for the next part.
-func (dp *Switch) PollPart(snap *model.Snapshot, stats []ofp.FlowStats) {
-	dp.accounting.pollPart(snap, stats)
+// PollPart reads one part of the reply to a request of a poll, taken at
+// now, and deletes the connection flows it finds idle for longer than
+// their idle timeout. It keeps nothing of stats, whose storage the caller
+// reuses for the next part.
+func (dp *Switch) PollPart(now time.Time, snap *model.Snapshot, stats []ofp.FlowStats, out *Outbox) {
+	dp.accounting.pollPart(now, snap, stats, out)
 }
 
 // pollPart adds what each flow of one part of the reply counted since it
-// was last read to its member, and ends the TCP connections whose flows
-// show their end.
-func (a *accounting) pollPart(snap *model.Snapshot, stats []ofp.FlowStats) {
+// was last read to its member, ends the TCP connections whose flows show
+// their end, and ages the connection flows.
+func (a *accounting) pollPart(now time.Time, snap *model.Snapshot, stats []ofp.FlowStats, out *Outbox) {
 	a.ledger.mu.Lock()
 	defer a.ledger.mu.Unlock()
 	for i := range stats {
@@ -717,9 +731,26 @@ func (a *accounting) pollPart(snap *model.Snapshot, stats []ofp.FlowStats) {
 			continue
 		}
 		id := flowID{cookie: st.Cookie, match: st.Match.Sum64(), priority: st.Priority, table: st.TableID}
-		packets, bytes := a.ledger.read(id, memberNum, c, st.PacketCount, st.ByteCount, a.round)
+		packets, bytes, idle := a.ledger.read(id, memberNum, c, st.PacketCount, st.ByteCount, a.round, now.UnixNano())
 		a.ledger.add(snap, memberNum, c, packets, bytes)
+		if a.idledOut(cat, st, idle) {
+			del := model.StrictDelete(st)
+			del.Cookie, del.CookieMask = st.Cookie, ^uint64(0)
+			out.Send(&del)
+		}
 	}
+}
+
+// idledOut says whether a connection flow without an idle timeout, of
+// category cat and statistics st, whose packet count has not moved for
+// idle, is to be deleted, as the switch would have removed it had it the
+// idle timeout. Its flow-removed then ends it as one timed out would. The
+// delete cannot come earlier than the switch's idle timeout would have:
+// the last packet counted came before the read that first found the
+// count. One that races it came after that timeout too.
+func (a *accounting) idledOut(cat model.Category, st *ofp.FlowStats, idle time.Duration) bool {
+	return a.age != 0 && idle >= a.age && st.IdleTimeout == 0 && st.PacketCount != unavailable &&
+		(cat == model.CatConn || cat == model.CatConnReply)
 }
 
 // EndPoll ends poll p, whose every reply was read: the ledger forgets the

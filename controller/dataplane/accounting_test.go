@@ -1,6 +1,7 @@
 package dataplane
 
 import (
+	"fmt"
 	"net/netip"
 	"reflect"
 	"slices"
@@ -58,7 +59,7 @@ func flowStats(member int, sport, idle uint16) ofp.FlowStats {
 
 func (d *decision) pollOnce(stats ...ofp.FlowStats) {
 	d.dp.BeginPoll()
-	d.dp.PollPart(d.snap, stats)
+	d.dp.PollPart(d.now, d.snap, stats, d.out)
 	endPoll(d.dp, d.snap, everyFlow)
 }
 
@@ -71,32 +72,50 @@ func (d *decision) activeCounts(member int) (memberActive, vipActive int64) {
 	return testnet.MemberByID(d.snap, "m"+string(rune('0'+member))).Cnt.Active.Load(), d.snap.VIPByID["v1"].Cnt.Active.Load()
 }
 
-// A TCP connection's flows drop to a short idle timeout at its FIN or
-// reset, and the connection stops counting as active at the first poll
-// that shows it, not when its flows idle out.
+// clientFIN is the client's FIN of its connection from sport.
+func clientFIN(t *testing.T, sport uint16) []byte {
+	return testnet.TCPFrame(t, testnet.TCPSeg{SrcMAC: testnet.ClientMAC, DstMAC: testnet.VIPMAC, Src: testnet.ClientIP, Dst: "10.0.0.100",
+		Sport: sport, Dport: 80, FIN: true, ACK: true, Seq: 1001, AckNum: 5001})
+}
+
+// A TCP connection's flows have no idle timeout while it is open (the
+// controller's polls age them); its client's FIN comes up, ends it at
+// once and gives its flows a closing connection's idle timeout, and the
+// polls that show that timeout end nothing more.
 func TestAccounting_ConnectionEndsAtFIN(t *testing.T) {
 	d := flowHeldTCP(t)
 	got := d.packetIn(testnet.ClientOF, testnet.SYN(t, 40000))
+	if n := connFlowMods(got, 0); n != 2 {
+		t.Fatalf("the setup got\n  %s\nwant the connection's flows", strings.Join(got, "\n  "))
+	}
 	for _, l := range got {
-		switch {
-		case connFlowMods([]string{l}, 0) == 1 && !strings.Contains(l, "actions=fin_timeout(idle_timeout=10),"):
-			t.Errorf("a connection flow without fin_timeout: %s", l)
-		case strings.HasPrefix(l, "packet_out") && strings.Contains(l, "fin_timeout"):
-			t.Errorf("a packet-out with fin_timeout, which only a flow can carry: %s", l)
+		if strings.Contains(l, "idle_timeout") || strings.Contains(l, "fin_timeout") {
+			t.Errorf("an open connection's flow with a timeout: %s", l)
 		}
 	}
 	if m, v := d.activeCounts(1); m != 1 || v != 1 {
 		t.Fatalf("after the setup: member active %d, VIP active %d, want 1 and 1", m, v)
 	}
-	d.pollOnce(flowStats(1, 40000, 30))
+	d.pollOnce(flowStats(1, 40000, 0))
 	if m, v := d.activeCounts(1); m != 1 || v != 1 {
 		t.Errorf("open: member active %d, VIP active %d, want 1 and 1", m, v)
 	}
-	d.pollOnce(flowStats(1, 40000, 10))
+	if got := d.forward(testnet.ClientOF, clientFIN(t, 40000)); got != "CONTROLLER" {
+		t.Fatalf("the client's FIN went %s, want CONTROLLER", got)
+	}
+	got = d.packetIn(testnet.ClientOF, clientFIN(t, 40000))
+	if connFlowMods(got, 0) != 2 || strings.Count(strings.Join(got, "\n"), "idle_timeout=10,") != 2 ||
+		countPrefix(got, "packet_out in_port=10 actions=set_field:aa:00:00:00:00:01") != 1 {
+		t.Fatalf("the FIN got\n  %s\nwant the flows at a closing connection's idle timeout and the FIN sent on", strings.Join(got, "\n  "))
+	}
 	if m, v := d.activeCounts(1); m != 0 || v != 0 {
 		t.Errorf("after its FIN: member active %d, VIP active %d, want 0 and 0", m, v)
 	}
-	// Its flows idle out later: it ended once.
+	// A retransmitted FIN goes on alone; the polls that show the end, and
+	// the flows' removal, end nothing more.
+	if got := d.packetIn(testnet.ClientOF, clientFIN(t, 40000)); countPrefix(got, "packet_out") != 1 || countPrefix(got, "flow_mod") != 0 {
+		t.Errorf("the FIN again got\n  %s\nwant it sent on alone", strings.Join(got, "\n  "))
+	}
 	d.pollOnce(flowStats(1, 40000, 10))
 	fs := flowStats(1, 40000, 10)
 	d.dp.FlowRemoved(d.now, d.snap, &ofp.FlowRemoved{Cookie: fs.Cookie, Priority: fs.Priority, IdleTimeout: 10, Match: fs.Match,
@@ -106,6 +125,34 @@ func TestAccounting_ConnectionEndsAtFIN(t *testing.T) {
 	}
 	if st := testnet.MemberByID(d.snap, "m1").Stats(""); st.ActiveConnections != 0 || st.TotalConnections != 1 {
 		t.Errorf("member stats: active %d total %d, want 0 and 1", st.ActiveConnections, st.TotalConnections)
+	}
+}
+
+// The polls delete a connection flow once they saw its packet count stand
+// still for its idle timeout, as the switch would have removed it, and
+// never a flow that moved since, nor one that has a timeout of its own.
+func TestAccounting_PollsAgeConnectionFlows(t *testing.T) {
+	d := flowHeldTCP(t) // idle timeout 30 s
+	d.packetIn(testnet.ClientOF, testnet.SYN(t, 40000))
+	d.packetIn(testnet.ClientOF, testnet.SYN(t, 40001))
+	poll := func(stats ...ofp.FlowStats) []string {
+		t.Helper()
+		d.pollOnce(stats...)
+		return d.sent(nil)
+	}
+	busy, quiet, closing := flowStats(1, 40000, 0), flowStats(1, 40001, 0), flowStats(1, 40002, 10)
+	for step := range 3 { // 0, 10, 20 s
+		busy.PacketCount += 3
+		if got := poll(busy, quiet, closing); len(got) != 0 {
+			t.Fatalf("%d s: the poll sent\n  %s\nwant nothing", 10*step, strings.Join(got, "\n  "))
+		}
+		d.advance(10 * time.Second)
+	}
+	busy.PacketCount++
+	got := poll(busy, quiet, closing)
+	want := fmt.Sprintf("flow_mod delete_strict cookie=%#x/0xffffffffffffffff table=classify, priority=1000, tcp,nw_src=10.0.1.5,nw_dst=10.0.0.100,tp_src=40001,tp_dst=80", quiet.Cookie)
+	if len(got) != 1 || got[0] != want {
+		t.Errorf("30 s after the first read, the poll sent\n  %s\nwant\n  %s", strings.Join(got, "\n  "), want)
 	}
 }
 
@@ -170,7 +217,7 @@ func TestAccounting_SYNAgainCountsOnce(t *testing.T) {
 // unless they show their end.
 func TestAccounting_AdoptsOpenConnections(t *testing.T) {
 	d := controlledTCP(t, -1)
-	open, ended := flowStats(1, 40000, 30), flowStats(2, 40001, 10)
+	open, ended := flowStats(1, 40000, 0), flowStats(2, 40001, 10)
 	for i, f := range []*ofp.FlowStats{&open, &ended} {
 		member := byte(i + 1)
 		f.Instructions = []ofp.Instruction{ofp.InstructionApplyActions{Actions: []ofp.Action{
@@ -186,20 +233,11 @@ func TestAccounting_AdoptsOpenConnections(t *testing.T) {
 	}
 }
 
-// A VIP with a connection limit sends its clients' FINs and resets up:
-// the connection ends at once, so a client's next connection is admitted
-// however soon it follows, and the packet goes on to the member.
+// A VIP with a connection limit counts open connections exactly: each
+// FIN ends its connection at once, so a client's next connection is
+// admitted however soon it follows, and the packet goes on to the member.
 func TestAccounting_LimitedVIPEndsAtFIN(t *testing.T) {
-	fin := func(sport uint16) []byte {
-		return testnet.TCPFrame(t, testnet.TCPSeg{SrcMAC: testnet.ClientMAC, DstMAC: testnet.VIPMAC, Src: testnet.ClientIP, Dst: "10.0.0.100",
-			Sport: sport, Dport: 80, FIN: true, ACK: true, Seq: 1001, AckNum: 5001})
-	}
-	unlimited := flowHeldTCP(t)
-	unlimited.packetIn(testnet.ClientOF, testnet.SYN(t, 40000))
-	if got := unlimited.forward(testnet.ClientOF, fin(40000)); !strings.HasPrefix(got, "output:1 ") {
-		t.Errorf("a FIN to a VIP without a limit went %s, want member 1 by its flow", got)
-	}
-
+	fin := func(sport uint16) []byte { return clientFIN(t, sport) }
 	d := controlledTCP(t, 1)
 	for i := range 10 { // sequential connections, each closed before the next
 		sport := uint16(40000 + i)
@@ -689,12 +727,11 @@ func TestAccounting_TrackedWaitsForOverlap(t *testing.T) {
 
 // On one table (OpenFlow 1.0), a switch with Nicira matches (Open
 // vSwitch) gets the punts 1.3 has: a SYN that reuses a connection's ports
-// and a limited VIP's FIN come up, and the FIN ends the connection at
-// once; its flows keep their idle timeout (1.0 connection flows have no
-// fin_timeout). A plain 1.0 switch has no punts: both follow the flows.
+// and its FIN come up, and the FIN ends the connection at once and gives
+// its flows a closing connection's idle timeout. A plain 1.0 switch has no
+// punts: both follow the flows, which keep their idle timeout.
 func TestAccounting_OneTablePunts(t *testing.T) {
-	fin := testnet.TCPFrame(t, testnet.TCPSeg{SrcMAC: testnet.ClientMAC, DstMAC: testnet.VIPMAC, Src: testnet.ClientIP, Dst: "10.0.0.100",
-		Sport: 40000, Dport: 80, FIN: true, ACK: true, Seq: 1001, AckNum: 5001})
+	fin := clientFIN(t, 40000)
 	for _, nicira := range []bool{true, false} {
 		d := newDecisionWith(t, testnet.Config(func(c *sdnlb.Config) {
 			c.Pools[0].Dispatch = sdnlb.DispatchController
@@ -718,8 +755,8 @@ func TestAccounting_OneTablePunts(t *testing.T) {
 			continue
 		}
 		got := d.packetIn(testnet.ClientOF, fin)
-		if countPrefix(got, "flow_mod") != 0 || countPrefix(got, "packet_out") != 1 {
-			t.Errorf("the FIN got\n  %s\nwant it sent on alone", strings.Join(got, "\n  "))
+		if connFlowMods(got, 0) != 2 || strings.Count(strings.Join(got, "\n"), "idle_timeout=10,") != 2 || countPrefix(got, "packet_out") != 1 {
+			t.Errorf("the FIN got\n  %s\nwant the flows at a closing connection's idle timeout and the FIN sent on", strings.Join(got, "\n  "))
 		}
 		if _, v := d.activeCounts(1); v != 0 {
 			t.Errorf("VIP active %d after the FIN, want 0", v)

@@ -81,17 +81,39 @@ const peerLogEvery = time.Minute
 // limited per source.
 func (c *Config) source() string { return model.FormatDPID(c.DPID) }
 
-// finIdle is the idle timeout the switch's TCP connection flows drop to
-// at their FIN or reset: Nicira's fin_timeout, on a switch that also
-// matches TCP flags, for the SYN punts that give a connection reusing the
-// ports of an ended one flows of full timeouts (model.ControllerPunts):
-// Open vSwitch, with select groups. A switch of one table has no Nicira
-// actions: its connection flows keep their idle timeout.
+// finIdle is the idle timeout the switch's TCP connection flows get at
+// their FIN or reset, which the switch sends up on a switch with Nicira
+// matches (model.ControllerPunts); 0 elsewhere, where they keep their
+// idle timeout to the end.
 func (c *Config) finIdle() uint16 {
-	if c.OneTable || !c.Groups {
+	if !c.Nicira {
 		return 0
 	}
 	return model.FinIdle(c.IdleTimeout)
+}
+
+// connIdle is the idle timeout connection flows are installed with. On a
+// switch with Nicira matches they have none: the controller's polls age
+// them (accounting.age), and a TCP connection's FIN or reset gives its
+// flows finIdle, so that Open vSwitch ages only the flows of closing
+// connections. It walks every flow it ages twice a second, in the thread
+// that carries packet-ins and flow-mods.
+func (c *Config) connIdle() uint16 {
+	if c.Nicira {
+		return 0
+	}
+	return c.IdleTimeout
+}
+
+// pollAge is how long the controller's polls let a connection flow
+// without an idle timeout stay idle before they delete it: the idle
+// timeout, on a switch whose connection flows have none (connIdle); 0,
+// never.
+func (c *Config) pollAge() time.Duration {
+	if !c.Nicira {
+		return 0
+	}
+	return time.Duration(c.IdleTimeout) * time.Second
 }
 
 // l2Table is the table of the L2 rows: TableL2, or table 0 on a switch
@@ -114,7 +136,7 @@ func New(cfg Config) *Switch {
 		Learner:    newL2Learner(cfg.l2Table(), cfg.Hosts, cfg.DPID),
 		dispatcher: newDispatcher(),
 		held:       newHeldSetups(),
-		accounting: newAccounting(cfg.Ledger, cfg.finIdle()),
+		accounting: newAccounting(cfg.Ledger, cfg.finIdle(), cfg.pollAge()),
 		fabricRows: newFabricRows(),
 		pkt:        newDecoder(),
 		flows:      model.NewConnFlows(),

@@ -820,7 +820,7 @@ func TestDataplane_Accounting(t *testing.T) {
 	poll := func(dp *Switch, parts ...[]ofp.FlowStats) {
 		dp.BeginPoll()
 		for _, part := range parts {
-			dp.PollPart(d.snap, part)
+			dp.PollPart(d.now, d.snap, part, d.out)
 		}
 		endPoll(dp, d.snap, everyFlow)
 	}

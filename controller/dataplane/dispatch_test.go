@@ -516,7 +516,7 @@ func TestDispatch_StatsFromSwitchCounters(t *testing.T) {
 			route := model.MakeCookie(model.CatMemberRoute, 1, 1)
 			poll := func(opened, fins, resets, in, out uint64) {
 				d.dp.BeginPoll()
-				d.dp.PollPart(d.snap, []ofp.FlowStats{
+				d.dp.PollPart(d.now, d.snap, []ofp.FlowStats{
 					{Cookie: route, TableID: model.TableToMember, Priority: model.PrioMemberNew, PacketCount: opened, ByteCount: 74 * opened},
 					{Cookie: route, TableID: model.TableToMember, Priority: model.PrioMemberFIN, PacketCount: fins, ByteCount: 66 * fins},
 					{Cookie: route, TableID: model.TableToMember, Priority: model.PrioMemberRST, PacketCount: resets, ByteCount: 54 * resets},
@@ -525,11 +525,11 @@ func TestDispatch_StatsFromSwitchCounters(t *testing.T) {
 					// pools sharing the address send too: not counted.
 					{Cookie: model.MakeCookie(model.CatMemberReply, 1, 1), Priority: model.PrioMemberReply, PacketCount: 2 * out, ByteCount: 2000 * out},
 					{Cookie: model.MakeCookie(model.CatVIP, 1, 0), Priority: model.PrioVIPPunt, PacketCount: 99, ByteCount: 9900},
-				})
+				}, d.out)
 				if fwd == sdnlb.ForwardingNAT {
-					d.dp.PollPart(d.snap, []ofp.FlowStats{
+					d.dp.PollPart(d.now, d.snap, []ofp.FlowStats{
 						{Cookie: route, TableID: model.TableFromMember, Priority: model.PrioFromMemberOwn, PacketCount: out, ByteCount: 1000 * out},
-					})
+					}, d.out)
 				}
 				endPoll(d.dp, d.snap, everyFlow)
 			}

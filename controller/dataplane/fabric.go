@@ -35,8 +35,9 @@ type FabricHosts struct {
 // tracker, as the member's replies. The rows match the reverse flow's
 // addresses and ports (not what the tracker says, which only this switch
 // knows), go to the other switches without waiting, and carry the
-// connection's timeouts; until one is in place, a reply goes the slow
-// way, through the controller, which forwards it.
+// connection flows' configured timeouts, as no poll of theirs ages them;
+// until one is in place, a reply goes the slow way, through the
+// controller, which forwards it.
 func (dp *Switch) passReplies(reverse *ofp.FlowMod, memberMAC [6]byte, out *Outbox) {
 	home, ok := dp.Fabric.Home(memberMAC)
 	if !ok || home.DPID == dp.DPID {
@@ -45,7 +46,7 @@ func (dp *Switch) passReplies(reverse *ofp.FlowMod, memberMAC [6]byte, out *Outb
 	for _, dpid := range dp.Fabric.Between(home.DPID, dp.DPID) {
 		pass := ofp.FlowMod{Cookie: reverse.Cookie&^model.MaskCategory | uint64(model.CatTransit)<<model.CookieCatShift,
 			Command: ofp.FlowAdd, TableID: model.TableClassify, Priority: model.PrioConnection,
-			IdleTimeout: reverse.IdleTimeout, HardTimeout: reverse.HardTimeout,
+			IdleTimeout: dp.IdleTimeout, HardTimeout: dp.HardTimeout,
 			BufferID: ofp.NoBuffer, OutPort: ofp.PortAny, OutGroup: ofp.GroupAny,
 			Match:        ofp.Match{OXMs: slices.DeleteFunc(slices.Clone(reverse.Match.OXMs), func(o ofp.OXM) bool { return model.TrackerField(&o) })},
 			Instructions: []ofp.Instruction{ofp.InstructionGotoTable{TableID: model.TableL2}}}

@@ -41,13 +41,13 @@ func TestRecent_SetAssociative(t *testing.T) {
 func TestFlowLedger_UnavailableCounters(t *testing.T) {
 	l := NewFlowLedger(false)
 	id := flowID{}
-	if p, b := l.read(id, 1, countsIn, 2500, 100_000, 1); p != 2500 || b != 100_000 {
+	if p, b, _ := l.read(id, 1, countsIn, 2500, 100_000, 1, 0); p != 2500 || b != 100_000 {
 		t.Fatalf("first reading counted %d packets %d bytes", p, b)
 	}
-	if p, b := l.read(id, 1, countsIn, ^uint64(0), ^uint64(0), 2); p != 0 || b != 0 {
+	if p, b, _ := l.read(id, 1, countsIn, ^uint64(0), ^uint64(0), 2, 0); p != 0 || b != 0 {
 		t.Errorf("an unavailable reading counted %d packets %d bytes, want none", p, b)
 	}
-	if p, b := l.read(id, 1, countsIn, 2600, ^uint64(0), 3); p != 100 || b != 0 {
+	if p, b, _ := l.read(id, 1, countsIn, 2600, ^uint64(0), 3, 0); p != 100 || b != 0 {
 		t.Errorf("packets 2600 and bytes unavailable counted %d packets %d bytes, want 100 and none", p, b)
 	}
 }

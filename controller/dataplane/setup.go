@@ -43,7 +43,7 @@ func (dp *Switch) handleVIPPacket(p *packetIn, out *Outbox) {
 		ClientPort: sport, VIPPort: dport,
 		ClientOFPort: p.inPort,
 		VIPMAC:       v.MAC, VIPNum: v.Num,
-		IdleTimeout: dp.IdleTimeout, HardTimeout: dp.HardTimeout, FinIdle: dp.finIdle(),
+		IdleTimeout: dp.connIdle(), HardTimeout: dp.HardTimeout,
 		DSR: v.DSR(),
 	}
 	var counted countedConn
@@ -142,7 +142,8 @@ func (dp *Switch) setUpAgain(p *packetIn, c *model.Connection, counted countedCo
 // endHere takes a client's FIN or reset that the switch sent up
 // (model.ControllerPunts) on to the member of its connection (counted,
 // when seen), and ends the connection: it stops counting at once, and its
-// flows get the idle timeout they would have had from the packet.
+// flows get a closing connection's idle timeout (finIdle), after which
+// the switch removes them.
 func (dp *Switch) endHere(p *packetIn, c *model.Connection, counted countedConn, seen bool, out *Outbox) bool {
 	if !seen || !p.hasTCP || p.tcp.SYN || !p.tcp.FIN && !p.tcp.RST {
 		return false
@@ -153,9 +154,9 @@ func (dp *Switch) endHere(p *packetIn, c *model.Connection, counted countedConn,
 	}
 	c.SetMember(m, dp.Groups)
 	c.MemberMAC, c.MemberOFPort = e.MAC, e.Port
-	shorten := !counted.ended && c.FinIdle != 0
+	shorten := !counted.ended && dp.finIdle() != 0
 	if shorten {
-		c.IdleTimeout = c.FinIdle
+		c.IdleTimeout = dp.finIdle()
 	}
 	mods := dp.flows.Fill(c)
 	if !counted.ended {

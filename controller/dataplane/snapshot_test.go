@@ -364,7 +364,7 @@ func TestReconcile_ReplyPunts(t *testing.T) {
 		}},
 		{"SwitchPoolLeaves", []func(*sdnlb.Config){switchedBackend, flowHeld}, true, []string{
 			"delete cookie=0x5d04000000000002/0xffff000000ffffff table=from-member",
-			"delete_strict table=classify, priority=898, tcp,nw_dst=10.0.0.1,tp_dst=8080",
+			"delete_strict cookie=0x5d04000000000000/0xffff000000000000 table=classify, priority=898, tcp,nw_dst=10.0.0.1,tp_dst=8080",
 			"cookie=0x5d04000001000001, priority=900, tcp,nw_src=10.0.0.1,tp_src=8080 actions=CONTROLLER:65535",
 		}},
 		{"ControllerPoolLeaves", []func(*sdnlb.Config){switchedBackend, func(c *sdnlb.Config) {

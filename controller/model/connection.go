@@ -19,10 +19,6 @@ type Connection struct {
 	VIPMAC, MemberMAC               [6]byte
 	VIPNum, MemberNum               uint32
 	IdleTimeout, HardTimeout        uint16
-	// FinIdle: TCP, on a switch with Nicira actions: the idle timeout
-	// both flows drop to once the connection's FIN or reset passes them
-	// (FinIdle); 0 for none.
-	FinIdle uint16
 	// DSR: direct server return, only the destination MAC is rewritten
 	// and the member replies straight to the client: no reverse flow.
 	DSR bool
@@ -79,23 +75,20 @@ func (c *Connection) reverse() natDirection {
 // after the connection ends.
 const finIdleTimeout uint16 = 10
 
-// FinIdle is the idle timeout connection flows of idle timeout idle drop
-// to at their connection's FIN or reset: finIdleTimeout, or less than idle
-// where that is not shorter, so that the flow's statistics show the drop;
-// 0 (none) when idle is a second.
+// FinIdle is the idle timeout the flows of a TCP connection get at its
+// FIN or reset, when connections idle out after idle seconds (0: never):
+// finIdleTimeout, or idle where that is shorter.
 func FinIdle(idle uint16) uint16 {
-	switch {
-	case idle == 0 || idle > finIdleTimeout:
+	if idle == 0 || idle > finIdleTimeout {
 		return finIdleTimeout
-	case idle > 1:
-		return idle - 1
 	}
-	return 0
+	return idle
 }
 
-// Closed reports whether the statistics of a connection flow whose
-// connections drop to finIdle say that its connection ended: a TCP
-// flow's idle timeout dropped at its FIN or reset.
+// Closed reports whether the statistics of a connection flow say that its
+// connection ended, on a switch whose TCP connection flows get idle
+// timeout finIdle at their end (0: none do): a TCP flow that has it.
+// Until then they have none (the controller ages them).
 func Closed(st *ofp.FlowStats, finIdle uint16) bool {
 	return finIdle != 0 && st.IdleTimeout == finIdle && MatchedProto(&st.Match) == ofp.IPProtoTCP
 }
@@ -115,9 +108,7 @@ type ConnFlows struct {
 	oxms  [2][9]ofp.OXM
 	sets  [2][3]ofp.ActionSetField
 	outs  [2]ofp.ActionOutput
-	fins  [2]ofp.ActionFinTimeout
-	fin   [2]bool // the direction's actions start with fins
-	acts  [2][6]ofp.Action
+	acts  [2][5]ofp.Action
 	apply [2]ofp.InstructionApplyActions
 	insts [2][1]ofp.Instruction
 	// the forward direction's commit in the member zone (memberZone)
@@ -149,14 +140,8 @@ func (f *ConnFlows) Fill(c *Connection) []ofp.FlowMod {
 }
 
 // Actions returns the actions of direction d of the last fill, for a
-// packet-out that must leave as the flow would send it: without the
-// fin_timeout, which only a flow can carry.
-func (f *ConnFlows) Actions(d int) []ofp.Action {
-	if f.fin[d] {
-		return f.apply[d].Actions[1:]
-	}
-	return f.apply[d].Actions
-}
+// packet-out that must leave as the flow would send it.
+func (f *ConnFlows) Actions(d int) []ofp.Action { return f.apply[d].Actions }
 
 func (f *ConnFlows) fillDirection(d int, c *Connection, nd natDirection) {
 	// Slot 0 is kept for in_port, needed only when the packet leaves by the
@@ -183,15 +168,7 @@ func (f *ConnFlows) fillDirection(d int, c *Connection, nd natDirection) {
 		match = f.oxms[d][:len(match)+1]
 		f.outs[d].Port = ofp.PortInPort
 	}
-	// A fin_timeout leads, so that a packet-out's actions, which must not
-	// have it, are the rest.
 	n := 0
-	f.fin[d] = c.FinIdle != 0 && c.Proto == ofp.IPProtoTCP
-	if f.fin[d] {
-		f.fins[d] = ofp.ActionFinTimeout{IdleTimeout: c.FinIdle}
-		f.acts[d][0] = &f.fins[d]
-		n++
-	}
 	f.sets[d] = [3]ofp.ActionSetField{{Field: nd.setEth}, {Field: nd.setIP}, {Field: nd.setPort}}
 	sets := 2 // eth and ipv4 rewrites; ICMP has no port to rewrite
 	switch {

@@ -25,7 +25,7 @@ const (
 
 	// TableClassify
 	prioLLDP         uint16 = 2000 // LLDP to the nearest bridge (link discovery, lldp.go) → CONTROLLER, before anything a VIP matches
-	prioVIPEnd       uint16 = 1003 // per CONTROLLER TCP VIP with a connection limit or a member with a capacity, on a switch with Nicira matches: a FIN or reset to its MAC and service → CONTROLLER, which ends the connection at once and sends the packet on; +1 on one port
+	prioVIPEnd       uint16 = 1003 // per CONTROLLER TCP VIP whose connections have flows of their own, on a switch with Nicira matches: a FIN or reset to its MAC and service → CONTROLLER, which ends the connection at once, gives its flows a closing connection's idle timeout and sends the packet on; +1 on one port
 	prioVIPSYN       uint16 = 1001 // per CONTROLLER TCP VIP, on a switch with Nicira matches: a SYN to its MAC and service → CONTROLLER, also one that reuses the ports of a connection whose flows remain; +1 on one port
 	PrioConnection   uint16 = 1000 // a connection's NAT flow pair, on its full 5-tuple
 	prioVIPReply     uint16 = 901  // per SWITCH DSR VIP: its members' replies, from its service → the tracker's VIP zone, TableL2; +1 on one port
@@ -299,19 +299,19 @@ func VIPFlows(v, answerer *VIP, l2 L2Mode, f SwitchFeatures) []ofp.FlowMod {
 // Nicira matches (SwitchFeatures.Nicira) where v's connections have flows
 // of their own: those of a VIP the switch's tracker does not hold, and
 // every VIP's on a switch without one (tracker false: OpenFlow 1.0, where
-// the controller dispatches every pool). They are every SYN, and for a
-// VIP with a connection limit, or a pool with a member capacity, every
-// FIN and reset. They sit above
-// the connection flows and match the VIP's MAC, which only a client's
-// packets carry: under DSR a packet that another switch dispatched comes
-// on with the VIP's address.
+// the controller dispatches every pool). They are every SYN, FIN and
+// reset. They sit above the connection flows and match the VIP's MAC,
+// which only a client's packets carry: under DSR a packet that another
+// switch dispatched comes on with the VIP's address.
 //
 // The SYN of a client that reuses the ports of a connection whose flows
 // remain (ended, or idle) so opens a new connection, which the controller
-// counts and gives flows of full timeouts. The FIN or reset of a VIP with
-// a connection limit, or a member with a capacity, ends its connection at
-// once, so the bound counts open connections exactly; other VIPs'
-// connections end at the next poll (Closed).
+// counts and gives fresh flows. A FIN or reset ends its connection at
+// once, so that connection limits and member capacities count open
+// connections exactly, and gives its flows the idle timeout of a closing
+// connection (FinIdle): until then they have none, and Open vSwitch does
+// not age them (docs/DATAPATH.md, "Connection flows age by the
+// controller's polls").
 func ControllerPunts(v *VIP, tracker bool) []Flow {
 	if tracker && v.Tracked() || v.Proto != ofp.IPProtoTCP && v.Proto != protoAny {
 		return nil
@@ -321,11 +321,8 @@ func ControllerPunts(v *VIP, tracker bool) []Flow {
 		return Flow{Cookie: MakeCookie(CatVIP, v.Num, 0), Priority: priority + v.onePort(), Actions: []ofp.Action{toController},
 			Match: append(match, ofp.MatchTCPFlags(flags, mask))}
 	}
-	punts := []Flow{punt(prioVIPSYN, ofp.TCPFlagSYN, ofp.TCPFlagSYN|ofp.TCPFlagACK)}
-	if v.Limit > 0 || v.Pool != nil && slices.ContainsFunc(v.Pool.Members, func(m *Member) bool { return m.Capacity > 0 }) {
-		punts = append(punts, punt(prioVIPEnd, ofp.TCPFlagFIN, ofp.TCPFlagFIN), punt(prioVIPEnd, ofp.TCPFlagRST, ofp.TCPFlagRST|ofp.TCPFlagFIN))
-	}
-	return punts
+	return []Flow{punt(prioVIPSYN, ofp.TCPFlagSYN, ofp.TCPFlagSYN|ofp.TCPFlagACK),
+		punt(prioVIPEnd, ofp.TCPFlagFIN, ofp.TCPFlagFIN), punt(prioVIPEnd, ofp.TCPFlagRST, ofp.TCPFlagRST|ofp.TCPFlagFIN)}
 }
 
 // icmpErrorFlows take ICMP errors to v's address that say a packet was too

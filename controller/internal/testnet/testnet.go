@@ -129,7 +129,11 @@ func FlowLine(tb testing.TB, fm *ofp.FlowMod) string {
 		}
 		return b.String()
 	case ofp.FlowDeleteStrict:
-		fmt.Fprintf(&b, "delete_strict table=%s, priority=%d, %s", model.TableName(w.TableID), w.Priority, w.Match.String())
+		b.WriteString("delete_strict ")
+		if w.CookieMask != 0 {
+			fmt.Fprintf(&b, "cookie=%#x/%#x ", w.Cookie, w.CookieMask)
+		}
+		fmt.Fprintf(&b, "table=%s, priority=%d, %s", model.TableName(w.TableID), w.Priority, w.Match.String())
 		return b.String()
 	case ofp.FlowAdd:
 	default:
