@@ -96,7 +96,7 @@ func (c *Config) finIdle() uint16 {
 // switch with Nicira matches they have none: the controller's polls age
 // them (accounting.age), and a TCP connection's FIN or reset gives its
 // flows finIdle, so that Open vSwitch ages only the flows of closing
-// connections. It walks every flow it ages twice a second, in the thread
+// connections: it walks every flow it ages twice a second, in the thread
 // that carries packet-ins and flow-mods.
 func (c *Config) connIdle() uint16 {
 	if c.Nicira {

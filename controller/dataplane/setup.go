@@ -154,9 +154,10 @@ func (dp *Switch) endHere(p *packetIn, c *model.Connection, counted countedConn,
 	}
 	c.SetMember(m, dp.Groups)
 	c.MemberMAC, c.MemberOFPort = e.MAC, e.Port
-	shorten := !counted.ended && dp.finIdle() != 0
+	finIdle := dp.finIdle()
+	shorten := !counted.ended && finIdle != 0
 	if shorten {
-		c.IdleTimeout = dp.finIdle()
+		c.IdleTimeout = finIdle
 	}
 	mods := dp.flows.Fill(c)
 	if !counted.ended {
