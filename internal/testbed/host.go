@@ -320,13 +320,25 @@ func (h *Host) SetDown(tb TB) {
 	mustRunCmd(tb, "ip", "link", "set", h.Link, "down")
 }
 
-// SetUp plugs the host back in as a host that rebooted: its neighbour
-// cache is empty, so it does not wait out ARP entries left incomplete
-// while it was gone (Linux retries those only once a second).
+// SetUp plugs the host back in as a host that rebooted, with an empty
+// neighbour cache. Linux starts sending on the host's side of the veth
+// only once its link watcher has seen the carrier; an ARP request sent
+// before then (to answer a packet that arrived at once) is lost, and
+// retried a second later. So the cache is emptied once that has happened:
+// the next packet the host sends asks at once.
 func (h *Host) SetUp(tb TB) {
 	tb.Helper()
-	mustRunCmd(tb, "ip", "-n", h.NetNS, "neigh", "flush", "all")
 	mustRunCmd(tb, "ip", "link", "set", h.Link, "up")
+	for i := 0; ; i++ {
+		if out := mustRunCmd(tb, "ip", "-n", h.NetNS, "-o", "link", "show", "eth0"); strings.Contains(out, "state UP") {
+			break
+		}
+		if i == 500 {
+			tb.Fatalf("host %s: eth0 not up 5s after its veth", h.Name)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	mustRunCmd(tb, "ip", "-n", h.NetNS, "neigh", "flush", "all")
 }
 
 // close stops the namespace threads and removes the veth and the namespace.
