@@ -758,9 +758,10 @@ func TestVIP_ConnectionLimit(t *testing.T) {
 
 // TestVIP_ClosedConnectionsStopCounting: under the controller's dispatch
 // a connection counts as active while it is open, not while its flows
-// remain: after a burst of short connections beside two held open, the
-// pool's active connections come back to the two well within the flows'
-// idle timeout, and to none once those close.
+// remain: after a burst of short connections and one that closes before
+// its answer comes (a FIN, then a reset), beside two held open, the pool's active connections come back to
+// the two well within the flows' idle timeout, and to none once those
+// close.
 func TestVIP_ClosedConnectionsStopCounting(t *testing.T) {
 	const idle = 60 * time.Second
 	b := newLBBed(t, 1, 2, sdnlb.LeastConnections, nil, "--flow-idle-timeout", idle.String())
@@ -787,6 +788,19 @@ func TestVIP_ClosedConnectionsStopCounting(t *testing.T) {
 	const short = 60
 	counts := spread(t, b.clients, b.url, short)
 	t.Logf("answers %v", counts)
+	// One more gives up on its request: it closes as soon as it has sent
+	// it, and its kernel answers the response with a reset. A FIN and a
+	// reset, one end.
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+	abandoned, err := c.DialContext(ctx, "tcp", addr)
+	cancel()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := fmt.Fprintf(abandoned, "GET / HTTP/1.1\r\nHost: %s\r\n\r\n", addr); err != nil {
+		t.Fatal(err)
+	}
+	abandoned.Close()
 	activeBecomes := func(want uint64) time.Duration {
 		start := time.Now()
 		for time.Since(start) < idle/3 {
@@ -806,8 +820,8 @@ func TestVIP_ClosedConnectionsStopCounting(t *testing.T) {
 		return 0
 	}
 	t.Logf("active back to the 2 held %v after %d short connections", activeBecomes(2).Round(time.Millisecond), short)
-	if st := b.lb.PoolStats(b.pool.ID); st.TotalConnections != short+2 {
-		t.Errorf("total connections %d, want %d", st.TotalConnections, short+2)
+	if st := b.lb.PoolStats(b.pool.ID); st.TotalConnections != short+3 {
+		t.Errorf("total connections %d, want %d", st.TotalConnections, short+3)
 	}
 	for _, conn := range held {
 		conn.Close()

@@ -197,6 +197,19 @@ func (c conn) fromClient(syn, ack bool) []byte {
 		Sport: c.sport, Dport: 80, SYN: syn, ACK: ack})
 }
 
+// closing is the client's FIN (or reset) to the VIP, and as member m
+// must get it.
+func (c conn) closing(m int, rst bool) (sent, got []byte) {
+	s := testnet.TCPSeg{SrcMAC: testnet.ClientMAC, DstMAC: testnet.VIPMAC, Src: c.fam.client, Dst: c.fam.vip,
+		Sport: c.sport, Dport: 80, ACK: true, FIN: !rst, RST: rst}
+	sent = c.seg(s)
+	s.DstMAC = testnet.MemberMAC(m)
+	if !c.dsr {
+		s.Dst, s.Dport = c.fam.member(m), 8080
+	}
+	return sent, c.seg(s)
+}
+
 // toMember is the client's segment as member m must get it.
 func (c conn) toMember(m int, syn, ack bool) []byte {
 	if c.dsr {
@@ -592,5 +605,56 @@ func dispatchByClient(t *testing.T, fam family, byClient func(*sdnlb.Config)) {
 		clients, members, count, moved, 100*float64(moved)/clients)
 	if moved != count[fam.member(4)] {
 		t.Errorf("%d of member 4's %d clients found another member", moved, count[fam.member(4)])
+	}
+}
+
+// A connection ends once in its member's count, however its client
+// closes it: its first FIN counts, a retransmitted FIN or a reset after it
+// does not, and each reaches the member. A connection its client resets
+// without FIN counts its first reset alone.
+func TestDispatch_ConnectionEndsOnce(t *testing.T) {
+	for _, fwd := range sdnlb.Forwardings {
+		for _, fam := range []family{ipv4, ipv6} {
+			t.Run(string(fwd)+"/"+fam.vip, func(t *testing.T) {
+				d := newSwitchDecision(t, switchConfig(fwd, func(c *sdnlb.Config) {
+					c.VIPs[0].Address = fam.vip
+					for i, m := range c.Members {
+						m.Address = fam.member(i + 1)
+					}
+				}))
+				d.learnMembers(fam, 3)
+				ends := func(c conn, m int, rst bool) int {
+					t.Helper()
+					sent, got := c.closing(m, rst)
+					r := d.process(testnet.ClientOF, sent)
+					assertOutput(t, r, uint32(m), testnet.ClientOF, got)
+					n := 0
+					for _, f := range r.Path {
+						if f.TableID == model.TableToMember && (f.Priority == model.PrioMemberFIN || f.Priority == model.PrioMemberRST) {
+							n++
+						}
+					}
+					return n
+				}
+				dsr := fwd == sdnlb.ForwardingDSR
+				closed := conn{t, fam, dsr, 40000}
+				m := d.connect(closed)
+				for i, step := range []struct {
+					rst  bool
+					want int
+				}{{false, 1}, {false, 0}, {true, 0}} {
+					if got := ends(closed, m, step.rst); got != step.want {
+						t.Errorf("packet %d of the close (reset %v) counted %d ends, want %d", i+1, step.rst, got, step.want)
+					}
+				}
+				reset := conn{t, fam, dsr, 40001}
+				m = d.connect(reset)
+				for i, want := range []int{1, 0} {
+					if got := ends(reset, m, true); got != want {
+						t.Errorf("reset %d counted %d ends, want %d", i+1, got, want)
+					}
+				}
+			})
+		}
 	}
 }

@@ -183,6 +183,7 @@ func TrackedFlows(v *VIP, group uint32) []ofp.FlowMod {
 	} else {
 		flows = append(flows, natTranslations(v, cookie, group)...)
 	}
+	flows = append(flows, endRows(v, cookie)...)
 	// Last, once the tables behind it are ready: the service into the tracker.
 	flows = append(flows, Flow{Cookie: cookie, Priority: PrioVIPPunt + v.onePort(), Match: v.service(), Actions: []ofp.Action{trackVIP}})
 	mods := make([]ofp.FlowMod, 0, len(flows)+1)
@@ -191,6 +192,41 @@ func TrackedFlows(v *VIP, group uint32) []ofp.FlowMod {
 		mods = append(mods, f.Add())
 	}
 	return mods
+}
+
+// A tracked TCP connection ends once, however many FINs and resets its
+// client sends: a retransmitted FIN, or a reset after a FIN, must not count
+// a second end. The first one commits closingMark in the VIP zone and
+// comes back to TableTracked with endReg set; TableToMember counts only
+// packets that carry it (RouteFlows). The tracker's entry opens and ends
+// once: a SYN that reuses its ports while the tracker still holds it is
+// not counted as a new connection (PrioMemberNew), nor is its end.
+const (
+	endReg      = 5
+	closingMark = 1 << 16 // above the member's port
+)
+
+// endRows are a SWITCH VIP's TableTracked rows for its TCP connections'
+// first FIN or reset.
+func endRows(v *VIP, cookie uint64) []Flow {
+	if v.Proto != ofp.IPProtoTCP && v.Proto != protoAny {
+		return nil
+	}
+	service := serviceMatch(ofp.IPProtoTCP, v.IP, toService, v.Port)
+	prio := v.onePort()
+	if v.Proto == protoAny {
+		prio = translationPriority(v.Key, translation{proto: ofp.IPProtoTCP})
+	}
+	end := func(flag uint16) Flow {
+		match := append([]ofp.OXM{ofp.MatchCTState(ofp.CTStateTrk, ofp.CTStateTrk|ofp.CTStateNew),
+			ofp.MatchCTMark(0, closingMark)}, service...)
+		return Flow{Table: TableTracked, Cookie: cookie, Priority: prioTrackedEnd + prio,
+			Match: append(match, ofp.MatchTCPFlags(flag, flag)),
+			Actions: []ofp.Action{ofp.ActionSetField{Field: ofp.MatchReg(endReg, 1, 0xffffffff)},
+				ofp.ActionCT{Flags: ofp.CTCommit, Zone: ctZoneVIP, Table: TableTracked, Actions: []ofp.Action{
+					ofp.ActionRegMove{NBits: 1, Src: ofp.NXMReg(endReg), DstOfs: 16, Dst: ofp.NXMCTMark}}}}}
+	}
+	return []Flow{end(ofp.TCPFlagFIN), end(ofp.TCPFlagRST)}
 }
 
 // natTranslations are a SWITCH NAT VIP's rows that address a tracked
@@ -520,8 +556,8 @@ func RouteFlows(k RouteKey, r MemberRoute) []ofp.FlowMod {
 		// The protocol right after the EtherType, before what needs it.
 		tcp := append([]ofp.OXM{f.Match[0], ofp.MatchIPProto(ofp.IPProtoTCP)}, f.Match[1:]...)
 		mods = append(mods,
-			row(PrioMemberFIN, append(slices.Clone(tcp), ofp.MatchTCPFlags(ofp.TCPFlagFIN, ofp.TCPFlagFIN))),
-			row(PrioMemberRST, append(slices.Clone(tcp), ofp.MatchTCPFlags(ofp.TCPFlagRST, ofp.TCPFlagRST|ofp.TCPFlagFIN))))
+			row(PrioMemberFIN, append(tcp, ofp.MatchReg(endReg, 1, 1), ofp.MatchTCPFlags(ofp.TCPFlagFIN, ofp.TCPFlagFIN))),
+			row(PrioMemberRST, append(tcp, ofp.MatchReg(endReg, 1, 1), ofp.MatchTCPFlags(ofp.TCPFlagRST, ofp.TCPFlagRST|ofp.TCPFlagFIN))))
 	}
 	if !k.DSR {
 		// The member's replies to this VIP's clients, as the VIP's row for

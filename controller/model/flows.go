@@ -45,6 +45,7 @@ const (
 	PrioTrackedError   uint16 = 260 // per VIP address: an ICMP error related to one of its connections → CONTROLLER, which sends it on to the connection's member
 	prioTrackedStray   uint16 = 255 // per VIP address: such an error the tracker relates to none (about a CONTROLLER connection) → CONTROLLER, which asks the switch for the connection
 	prioTrackedUnknown uint16 = 250 // a packet of no connection the tracker holds (invalid) → drop
+	prioTrackedEnd     uint16 = 230 // TCP: a connection's first FIN or reset from the client → closingMark committed in the VIP zone, endReg set, back to TableTracked
 	prioTrackedSYN     uint16 = 210 // SWITCH NAT: a SYN on a connection the tracker holds (a client reusing its ports) → as the next row's first packet
 	prioTrackedForward uint16 = 200 // a tracked connection → its member (from the connection's label and mark), TableToMember; its first packet also committed in the member zone
 	prioTrackedMiss    uint16 = 0   // the rest → TableL2
@@ -52,8 +53,8 @@ const (
 	// TableToMember, per SWITCH VIP (its group in groupReg) and member address (DSR: in
 	// dsrMemberReg); the rows above the route count what they take
 	PrioMemberNew   uint16 = 110 // its new connections, as the route
-	PrioMemberFIN   uint16 = 106 // TCP: its clients' FINs (connections closing), as the route
-	PrioMemberRST   uint16 = 105 // TCP: its clients' resets without FIN (connections aborted), as the route
+	PrioMemberFIN   uint16 = 106 // TCP: its connections' first FIN from the client (endReg: connections closing), as the route
+	PrioMemberRST   uint16 = 105 // TCP: its connections' first reset from the client, without FIN (endReg: connections aborted), as the route
 	PrioMemberRoute uint16 = 100 // → its MAC, TableL2; DOWN → CONTROLLER, which resets the client
 	prioRouteMiss   uint16 = 0   // → TableL2
 

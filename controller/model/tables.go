@@ -23,7 +23,7 @@ type tableSpec struct {
 // the decision sends is checked against it, so a look-up is an index.
 var pipeline = [...]tableSpec{
 	TableClassify:   {name: "classify", next: []uint8{TableTracked, TableFromMember, tableNDAnswer, TableSources, TableL2}},
-	TableTracked:    {name: "tracked", tracked: true, next: []uint8{TableToMember, TableSlots, TableL2}},
+	TableTracked:    {name: "tracked", tracked: true, next: []uint8{TableTracked, TableToMember, TableSlots, TableL2}}, // itself: once, with a connection's end committed
 	TableToMember:   {name: "to-member", tracked: true, next: []uint8{TableL2}},
 	TableFromMember: {name: "from-member", tracked: true, next: []uint8{TableL2}},
 	tableNDAnswer:   {name: "nd-answer"},
