@@ -398,7 +398,8 @@ func TestAdaptive_SlowReports(t *testing.T) {
 }
 
 // Reports that stand still are what the members still say: a step reads
-// them again after restepEvery, and closes the gap they show.
+// them again after 10 s (no AGENT monitor tells how often the agents
+// are asked), and closes the gap they show.
 func TestAdaptive_StandingReports(t *testing.T) {
 	now := time.Unix(1_700_000_000, 0)
 	p := weighedPool(sdnlb.Adaptive, 0, now, 1, 1)
@@ -414,7 +415,7 @@ func TestAdaptive_StandingReports(t *testing.T) {
 			steps, last = steps+1, e
 		}
 	}
-	if steps != 2 { // the first, then one per restepEvery
+	if steps != 2 { // the first, then one per 10 s
 		t.Errorf("%d steps in 20 s on reports that stood still, want 2", steps)
 	}
 }
@@ -438,5 +439,72 @@ func TestAgent_PercentScalesWeight(t *testing.T) {
 				t.Errorf("a member whose agent says 50%% has %.2f of its peer's share, want %.2f", got, want)
 			}
 		})
+	}
+}
+
+// Members costing 1, 2 and 4 units a request, at equal weights to begin
+// with, which saturate the dearest, weighed every second on what their
+// agents, asked every half second, report as the health engine passes
+// reports on: only once one moved by 5 points. A saturated member goes on
+// reporting no room for a while after its share fell, as its backlog
+// drains. From 8 s on, the loads stay within 1.2 times of each other. A
+// step on each other member's report while the saturated one's still
+// said no room would cut it to the floor, and steps too small to move a
+// report by 5 points would then leave it there until a step read the
+// reports again: 10 s later, where every 3 s is enough for agents asked
+// that often.
+func TestAdaptive_SaturatedMemberRecovers(t *testing.T) {
+	cost := []float64{1, 2, 4}
+	now := time.Unix(1_700_000_000, 0)
+	p := weighedPool(sdnlb.Adaptive, 0, now, 1, 1, 1)
+	p.AgentRound = 500 * time.Millisecond
+	w := model.NewWeigher()
+	written := make([]*sdnlb.AgentReport, len(p.Rotation))
+	backlog := make([]int, len(p.Rotation))
+	for s := range 45 {
+		use := loadOf(p, 1, cost, now)
+		for i, m := range p.Rotation {
+			switch {
+			case use[i] >= 1:
+				backlog[i] = 3
+			case backlog[i] > 0:
+				backlog[i]--
+				m.Agent.Available = 0
+			}
+			if last := written[i]; last != nil && max(m.Agent.Available-last.Available, last.Available-m.Agent.Available) < 5 {
+				m.Agent = last
+			}
+			written[i] = m.Agent
+		}
+		if s >= 8 && spread(use) > 1.2 {
+			t.Fatalf("CPU use %.2f %d s into the load, weights %.2f %.2f %.2f; want within 1.2 times of each other from 8 s on", use, s,
+				p.Rotation[0].Effective, p.Rotation[1].Effective, p.Rotation[2].Effective)
+		}
+		now = now.Add(time.Second)
+		if shares := w.Weigh(p, now, true); w.Due(p, shares, now) {
+			p.SetWeights(shares)
+		}
+	}
+}
+
+// A pool's agents are asked as often as its AGENT monitors say: the
+// longest delay of those it has, none without.
+func TestAdaptive_AgentRoundFromMonitors(t *testing.T) {
+	cfg := testnet.Config(func(c *sdnlb.Config) {
+		c.Pools[0].LBMethod, c.Pools[0].MonitorIDs = sdnlb.Adaptive, []string{"http", "agent", "slow-agent"}
+		c.Monitors = []*sdnlb.Monitor{
+			{ID: "http", Type: sdnlb.MonitorHTTP, Delay: 9},
+			{ID: "agent", Type: sdnlb.MonitorAgent, Delay: 0.5},
+			{ID: "slow-agent", Type: sdnlb.MonitorAgent, Delay: 2},
+			{ID: "elsewhere", Type: sdnlb.MonitorAgent, Delay: 30},
+		}
+	})
+	s, _ := model.NewBuilder(time.Now).Build(cfg)
+	if got := s.Pools["p1"].AgentRound; got != 2*time.Second {
+		t.Errorf("agent round %v, want the slower of its AGENT monitors' delays, 2s", got)
+	}
+	cfg.Pools[0].MonitorIDs = []string{"http"}
+	if s, _ = model.NewBuilder(time.Now).Build(cfg); s.Pools["p1"].AgentRound != 0 {
+		t.Errorf("agent round %v without an AGENT monitor, want none", s.Pools["p1"].AgentRound)
 	}
 }

@@ -47,6 +47,9 @@ type Pool struct {
 	Rotation   []*Member // in rotation; sched indexes into it
 	Sched      sched.Scheduler
 	SlowStart  time.Duration // 0: none (weights.go)
+	// AgentRound is the longest delay of the pool's AGENT monitors: how
+	// often its members' agents are asked (weights.go); 0: none.
+	AgentRound time.Duration
 	// clientPrefix is the length of the prefix an IPv6 client is known
 	// by, for SOURCE_IP balancing and persistence.
 	clientPrefix int
@@ -226,8 +229,18 @@ func (b *Builder) Build(cfg *sdnlb.Config) (snap *Snapshot, skipped []error) {
 	b.gen++
 	s := newSnapshot(b.gen)
 	skipped = append(skipped, b.addVIPs(s, cfg.VIPs)...)
+	agentRounds := map[string]time.Duration{}
+	for _, m := range cfg.Monitors {
+		if m.Type == sdnlb.MonitorAgent {
+			agentRounds[m.ID] = time.Duration(float64(m.Delay) * float64(time.Second))
+		}
+	}
 	for _, p := range cfg.Pools {
-		s.Pools[p.ID] = newPool(p)
+		ps := newPool(p)
+		for _, id := range p.MonitorIDs {
+			ps.AgentRound = max(ps.AgentRound, agentRounds[id])
+		}
+		s.Pools[p.ID] = ps
 	}
 	skipped = append(skipped, b.addMembers(s, cfg.Members)...)
 	skipped = append(skipped, b.linkPools(s, cfg.Pools)...)

@@ -32,10 +32,11 @@ import (
 //     costing 1, 2 and 4 units a request settle at about 48, 65 and 78 %
 //     CPU); applied every interval with the weights in force inside, it
 //     moves the shares until every member's C·S is the same, which for
-//     members reporting CPU means equal CPU use. Each step goes half the
-//     way (in ratio) to the formula's weight, so that the load, which
-//     answers a step one report later, does not make the weights
-//     oscillate, and keeps a member within a 16th and 16 times its
+//     members reporting CPU means equal CPU use. Each step goes part of
+//     the way (in ratio, adaptDamping) to the formula's weight, so that
+//     the load, which answers a step one report later, does not make the
+//     weights oscillate; it at most halves or doubles a weight
+//     (adaptMaxStep), and keeps a member within a 16th and 16 times its
 //     configured weight, so that one reporting no capacity still gets
 //     the connections that tell when it has some again.
 //   - In a pool with a slow start, a member that entered rotation (was
@@ -64,15 +65,36 @@ const (
 	// adaptDamping is the exponent of each ADAPTIVE step toward the
 	// formula's weight: 0.5 goes half the way, as a ratio.
 	adaptDamping = 0.3
+	// adaptMaxStep bounds an ADAPTIVE step, as a factor of the weight,
+	// both ways: a saturated member reports no free CPU, which the
+	// formula reads as room for no connection at all, and one step would
+	// take it to the floor.
+	adaptMaxStep = 2.0
 	// AdaptRange bounds an ADAPTIVE weight, as a factor of the configured
 	// weight, both ways.
 	AdaptRange = 16
-	// restepEvery is how long the reports a step read stand before a step
-	// reads them again: agents write a report only once it moved by 5
-	// points, so reports that stand still are what the members still
-	// say, and a step on them closes what is left of the gap.
-	restepEvery = 10 * time.Second
+	// restepUnknown is how long the reports a step read stand before a
+	// step reads them again when no AGENT monitor says how often the
+	// agents are asked (restepAfter).
+	restepUnknown = 10 * time.Second
+	// agentWriteEvery is how often, at most, the health engine passes a
+	// member's agent report on.
+	agentWriteEvery = time.Second
 )
+
+// restepAfter is how long the reports a step read stand before a step
+// reads them again: the health engine passes a report on only once it
+// moved by 5 points, so reports that stood for two rounds of the agents
+// and their writes since the step are what the members still say, and a
+// step on them closes what is left of the gap. Sooner, a member's answer
+// to the step may not have been asked yet, and a step on the same report
+// would act on it twice.
+func (p *Pool) restepAfter() time.Duration {
+	if p.AgentRound == 0 {
+		return restepUnknown
+	}
+	return 2 * (p.AgentRound + agentWriteEvery)
+}
 
 // SRXWeights is the SRX formula: the weights that share sumW among the
 // members in proportion to w_i·c_i·s_i. It returns nil when no member has
@@ -109,10 +131,10 @@ type weigher struct {
 
 // poolWeights is one pool's weighting state.
 type poolWeights struct {
-	inForce map[uint32]float64 // ADAPTIVE: each member's weight in force (E_i)
-	changed time.Time          // when the pool's shares last changed
-	heard   time.Time          // ADAPTIVE: the newest agent report the last step read
-	stepped time.Time          // ADAPTIVE: when the last step was taken
+	inForce map[uint32]float64   // ADAPTIVE: each member's weight in force (E_i)
+	changed time.Time            // when the pool's shares last changed
+	heard   map[uint32]time.Time // ADAPTIVE: each member's agent report the last step read
+	stepped time.Time            // ADAPTIVE: when the last step was taken
 }
 
 func NewWeigher() *weigher { return &weigher{pools: map[string]*poolWeights{}} }
@@ -141,7 +163,7 @@ func (m *Member) reports() bool { return m.Agent != nil }
 func (w *weigher) Weigh(p *Pool, now time.Time, step bool) map[uint32]weighting {
 	pw := w.pools[p.ID]
 	if pw == nil {
-		pw = &poolWeights{inForce: map[uint32]float64{}}
+		pw = &poolWeights{inForce: map[uint32]float64{}, heard: map[uint32]time.Time{}}
 		w.pools[p.ID] = pw
 	}
 	inForce := make([]float64, len(p.Rotation))
@@ -158,8 +180,10 @@ func (w *weigher) Weigh(p *Pool, now time.Time, step bool) map[uint32]weighting 
 		}
 		inForce[i] = e
 	}
-	if step && p.Method == sdnlb.Adaptive && pw.news(p.Rotation, now) {
-		adapt(p.Rotation, inForce)
+	if step && p.Method == sdnlb.Adaptive {
+		if due := pw.due(p.Rotation, now, p.restepAfter()); due != nil {
+			adapt(p.Rotation, inForce, due)
+		}
 	}
 	clear(pw.inForce)
 	if p.Method == sdnlb.Adaptive {
@@ -190,37 +214,39 @@ func (w *weigher) Weigh(p *Pool, now time.Time, step bool) map[uint32]weighting 
 	return out
 }
 
-// news reports whether a step is due at now on what rotation's members
-// tell: an agent report newer than the newest the last step read, reports
-// that stood for restepEvery since, or, where no member has an agent,
-// sessions, which every stats poll renews. A step on reports it just
-// acted on would act on them again before their effect shows: with
-// agents answering less often than the pool is weighed, the weights would
-// overshoot and swing.
-func (pw *poolWeights) news(rotation []*Member, now time.Time) bool {
-	var newest time.Time
-	agents := false
+// due reports which of rotation's members a step moves at now, or nil
+// for none: one whose agent has a report newer than the one the last step
+// read, one without an agent (its sessions, which every stats poll
+// renews), and every member once the reports stood for restep since the
+// last step. A step on a report it acted on already would act on it again
+// before its effect shows: a saturated member, whose report stays at no
+// room while its backlog drains, would be cut at each other member's
+// report down to the floor; with agents answering less often than the
+// pool is weighed, the weights would overshoot and swing.
+func (pw *poolWeights) due(rotation []*Member, now time.Time, restep time.Duration) []bool {
+	again := now.Sub(pw.stepped) >= restep
+	due := make([]bool, len(rotation))
+	some := false
+	for i, m := range rotation {
+		due[i] = again || m.Agent == nil || m.Agent.At.After(pw.heard[m.Num])
+		some = some || due[i]
+	}
+	if !some {
+		return nil
+	}
+	pw.stepped = now
+	clear(pw.heard)
 	for _, m := range rotation {
 		if m.Agent != nil {
-			agents = true
-			if m.Agent.At.After(newest) {
-				newest = m.Agent.At
-			}
+			pw.heard[m.Num] = m.Agent.At
 		}
 	}
-	if !agents {
-		return true
-	}
-	if !newest.After(pw.heard) && now.Sub(pw.stepped) < restepEvery {
-		return false
-	}
-	pw.heard, pw.stepped = newest, now
-	return true
+	return due
 }
 
 // adapt takes inForce, the weights in force of rotation's members, one
-// damped step toward the SRX formula's.
-func adapt(rotation []*Member, inForce []float64) {
+// damped step toward the SRX formula's, for the members due.
+func adapt(rotation []*Member, inForce []float64, due []bool) {
 	sumW := 0.0
 	c, s := make([]float64, len(rotation)), make([]float64, len(rotation))
 	for i, m := range rotation {
@@ -232,7 +258,11 @@ func adapt(rotation []*Member, inForce []float64) {
 		return // every member full: nothing tells them apart
 	}
 	for i, m := range rotation {
-		e := inForce[i] * math.Pow(target[i]/inForce[i], adaptDamping)
+		if !due[i] {
+			continue
+		}
+		step := min(max(math.Pow(target[i]/inForce[i], adaptDamping), 1/adaptMaxStep), adaptMaxStep)
+		e := inForce[i] * step
 		inForce[i] = min(max(e, float64(m.Weight)/AdaptRange), float64(m.Weight)*AdaptRange)
 	}
 }
