@@ -148,8 +148,8 @@ var settingCapabilities = []Capability{
 	},
 	{
 		Setting:    "agent `NN%` (AGENT monitor)",
-		Switch:     "scales the member's weight under the methods that weigh members; ADAPTIVE's formula reads it",
-		Controller: "scales the member's weight under the methods that weigh members; ADAPTIVE's formula reads it",
+		Switch:     "scales the member's weight under the methods that weigh members; ADAPTIVE's formula reads it, stepping a member on each report of its own and rereading standing reports after 2 × (the monitor's `delay` + 1 s)",
+		Controller: "scales the member's weight under the methods that weigh members; ADAPTIVE's formula reads it, stepping a member on each report of its own and rereading standing reports after 2 × (the monitor's `delay` + 1 s)",
 		OpenFlow10: on10, IPv6: same, L2: noL2Effect,
 		Cluster: "each node probes and weighs on its own reports",
 	},
