@@ -78,7 +78,7 @@ const (
 	// agents are asked (restepAfter).
 	restepUnknown = 10 * time.Second
 	// agentWriteEvery is how often, at most, the health engine passes a
-	// member's agent report on.
+	// member's agent report on (its own agentWriteEvery).
 	agentWriteEvery = time.Second
 )
 
