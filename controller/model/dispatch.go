@@ -556,8 +556,8 @@ func RouteFlows(k RouteKey, r MemberRoute) []ofp.FlowMod {
 		// The protocol right after the EtherType, before what needs it.
 		tcp := append([]ofp.OXM{f.Match[0], ofp.MatchIPProto(ofp.IPProtoTCP)}, f.Match[1:]...)
 		mods = append(mods,
-			row(PrioMemberFIN, append(tcp, ofp.MatchReg(endReg, 1, 1), ofp.MatchTCPFlags(ofp.TCPFlagFIN, ofp.TCPFlagFIN))),
-			row(PrioMemberRST, append(tcp, ofp.MatchReg(endReg, 1, 1), ofp.MatchTCPFlags(ofp.TCPFlagRST, ofp.TCPFlagRST|ofp.TCPFlagFIN))))
+			row(PrioMemberFIN, append(slices.Clone(tcp), ofp.MatchReg(endReg, 1, 1), ofp.MatchTCPFlags(ofp.TCPFlagFIN, ofp.TCPFlagFIN))),
+			row(PrioMemberRST, append(slices.Clone(tcp), ofp.MatchReg(endReg, 1, 1), ofp.MatchTCPFlags(ofp.TCPFlagRST, ofp.TCPFlagRST|ofp.TCPFlagFIN))))
 	}
 	if !k.DSR {
 		// The member's replies to this VIP's clients, as the VIP's row for
