@@ -213,10 +213,7 @@ func endRows(v *VIP, cookie uint64) []Flow {
 		return nil
 	}
 	service := serviceMatch(ofp.IPProtoTCP, v.IP, toService, v.Port)
-	prio := v.onePort()
-	if v.Proto == protoAny {
-		prio = translationPriority(v.Key, translation{proto: ofp.IPProtoTCP})
-	}
+	prio := translationPriority(v.Key, translation{proto: ofp.IPProtoTCP})
 	end := func(flag uint16) Flow {
 		match := append([]ofp.OXM{ofp.MatchCTState(ofp.CTStateTrk, ofp.CTStateTrk|ofp.CTStateNew),
 			ofp.MatchCTMark(0, closingMark)}, service...)
